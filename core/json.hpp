@@ -1,0 +1,44 @@
+// JSON helpers shared by every module: parsing with located errors, typed field
+// access that names the field on failure, canonical text and the stable key hash.
+//
+// Canonical form: nlohmann::json objects keep keys sorted, so dump() with no
+// indentation is canonical for the integer/string/array values atvoss stores.
+// Keys are FNV-1a 64-bit over that text, printed as 16 lowercase hex digits.
+// FNV-1a is fixed by its spec (offset 14695981039346656037, prime 1099511628211),
+// so the same workload has the same key on every machine, compiler and run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace atvoss {
+
+using Json = nlohmann::json;
+
+// Parses text; on failure throws bad_input "<what>: invalid JSON at byte N: ...".
+Json parse_json(std::string_view text, std::string_view what);
+
+// Reads and parses a file; io error if unreadable, bad_input if malformed.
+Json load_json_file(const std::string& path);
+
+// An argument that is either inline JSON (starts with '{' or '[') or a file path.
+Json json_from_arg(const std::string& arg, std::string_view what);
+
+// Canonical compact text (sorted keys, no spaces).
+std::string canonical_dump(const Json& j);
+
+// FNV-1a 64 of the canonical text, as 16 hex digits.
+std::string stable_key(const Json& j);
+std::uint64_t fnv1a64(std::string_view bytes) noexcept;
+
+// Typed access: throws bad_input "<context>: field '<name>' ..." naming what was expected.
+const Json& require_field(const Json& obj, std::string_view name, std::string_view context);
+std::int64_t require_int(const Json& obj, std::string_view name, std::string_view context);
+double require_number(const Json& obj, std::string_view name, std::string_view context);
+std::string require_string(const Json& obj, std::string_view name, std::string_view context);
+void require_object(const Json& j, std::string_view context);
+
+}  // namespace atvoss

@@ -1,0 +1,121 @@
+#include "core/target.hpp"
+
+#include "core/error.hpp"
+
+namespace atvoss {
+namespace {
+
+// One table drives parsing, serialising and the field list in error messages,
+// so a new field cannot be forgotten in one of the three.
+template <typename F>
+void for_each_number(Target& t, F&& f) {
+  f("clock_ghz", t.clock_ghz);
+  f("int8_rate", t.int8_rate);
+  f("fp32_rate", t.fp32_rate);
+  f("vector_bytes_per_cycle", t.vector_bytes_per_cycle);
+  f("hbm_bytes_per_cycle", t.hbm_bytes_per_cycle);
+  f("l2_bytes_per_cycle", t.l2_bytes_per_cycle);
+  f("mte2_bytes_per_cycle", t.mte2_bytes_per_cycle);
+  f("mte2_copy_start_cycles", t.mte2_copy_start_cycles);
+  f("mte1_a_bytes_per_cycle", t.mte1_a_bytes_per_cycle);
+  f("mte1_b_bytes_per_cycle", t.mte1_b_bytes_per_cycle);
+  f("mte1_start_cycles", t.mte1_start_cycles);
+  f("fixpipe_bytes_per_cycle", t.fixpipe_bytes_per_cycle);
+  f("mte3_bytes_per_cycle", t.mte3_bytes_per_cycle);
+  f("hbm_latency_cycles", t.hbm_latency_cycles);
+  f("l2_latency_cycles", t.l2_latency_cycles);
+  f("launch_us", t.launch_us);
+}
+
+template <typename F>
+void for_each_integer(Target& t, F&& f) {
+  auto as64 = [&](const char* n, int& v) {
+    std::int64_t x = v;
+    f(n, x);
+    v = static_cast<int>(x);
+  };
+  as64("ai_cores", t.ai_cores);
+  as64("vector_cores", t.vector_cores);
+  as64("cube_m", t.cube_m);
+  as64("cube_n", t.cube_n);
+  as64("cube_k", t.cube_k);
+  as64("max_buffers_per_queue", t.max_buffers_per_queue);
+  f("l0a_bytes", t.l0a_bytes);
+  f("l0b_bytes", t.l0b_bytes);
+  f("l0c_bytes", t.l0c_bytes);
+  f("l1_bytes", t.l1_bytes);
+  f("ub_bytes", t.ub_bytes);
+  f("l2_bytes", t.l2_bytes);
+}
+
+// Fields that may legitimately be zero (a part without that path or latency figure).
+bool may_be_zero(std::string_view n) {
+  return n == "l2_bytes_per_cycle" || n == "fixpipe_bytes_per_cycle" ||
+         n == "hbm_latency_cycles" || n == "l2_latency_cycles" || n == "mte1_start_cycles" ||
+         n == "mte2_copy_start_cycles" || n == "l2_bytes";
+}
+
+}  // namespace
+
+Target Target::from_json(const Json& j) {
+  require_object(j, "target");
+  Target t;
+  Json known = t.to_json();
+  for (const auto& [k, v] : j.items()) {
+    if (!known.contains(k)) throw_bad_input("target: unknown field '" + k + "'");
+  }
+  t.name = require_string(j, "name", "target");
+  t.organisation = require_string(j, "organisation", "target");
+  if (t.organisation != "coupled" && t.organisation != "split") {
+    throw_bad_input("target: field 'organisation' must be \"coupled\" or \"split\", got \"" +
+                    t.organisation + "\"");
+  }
+  for_each_number(t, [&](const char* n, double& v) {
+    v = require_number(j, n, "target");
+    if (v < 0 || (v == 0 && !may_be_zero(n))) {
+      throw_bad_input(std::string("target: field '") + n + "' must be " +
+                      (may_be_zero(n) ? ">= 0" : "> 0") + ", got " + j[n].dump());
+    }
+  });
+  for_each_integer(t, [&](const char* n, std::int64_t& v) {
+    v = require_int(j, n, "target");
+    if (v < 0 || (v == 0 && !may_be_zero(n))) {
+      throw_bad_input(std::string("target: field '") + n + "' must be a positive integer, got " +
+                      j[n].dump());
+    }
+  });
+  if (j.contains("source")) {
+    if (!j["source"].is_object()) throw_bad_input("target: field 'source' must be an object");
+    t.source = j["source"];
+  }
+  return t;
+}
+
+Json Target::to_json() const {
+  Target t = *this;
+  Json j{{"name", name}, {"organisation", organisation}, {"source", source}};
+  for_each_number(t, [&](const char* n, double& v) { j[n] = v; });
+  for_each_integer(t, [&](const char* n, std::int64_t& v) { j[n] = v; });
+  return j;
+}
+
+std::string Target::key() const {
+  Json j = to_json();
+  j.erase("source");
+  return stable_key(j);
+}
+
+double Target::macs_per_cycle(DType d) const {
+  const double fp16 = double(cube_m) * cube_n * cube_k;
+  switch (d) {
+    case DType::int8: return fp16 * int8_rate;
+    case DType::float32: return fp16 * fp32_rate;
+    default: return fp16;
+  }
+}
+
+double Target::peak_flops(DType d) const {
+  return 2.0 * macs_per_cycle(d) * ai_cores * clock_ghz * 1e9;
+}
+
+}  // namespace atvoss

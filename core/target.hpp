@@ -1,0 +1,56 @@
+// Target: the hardware description of one Ascend-class NPU that the simulator
+// models and the cost model featurises. Loaded from JSON and validated field by
+// field; the built-in presets (ascend910, ascend910b, ascend310) live in
+// simulator/presets.hpp, which also resolves "a preset plus overrides".
+// Units: bytes, cycles, GHz, microseconds. "Chip-wide" figures are shared by all cores.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/json.hpp"
+#include "core/workload.hpp"
+
+namespace atvoss {
+
+struct Target {
+  std::string name;
+  std::string organisation = "coupled";  // "coupled" (cube+vector per core) or "split" (AIC + AIV)
+  int ai_cores = 1;                      // cores with a cube unit (AIC on split parts)
+  int vector_cores = 1;                  // cores with a vector unit (AIV on split parts)
+  double clock_ghz = 1.0;
+  int cube_m = 16, cube_n = 16, cube_k = 16;  // fp16 MACs per cycle: one fractal m x n x k
+  double int8_rate = 2.0;                // int8 MACs per cycle relative to fp16 (16x32x16 -> 2)
+  double fp32_rate = 0.25;               // fp32 relative to fp16
+  double vector_bytes_per_cycle = 256;   // per vector core
+  std::int64_t l0a_bytes = 0, l0b_bytes = 0, l0c_bytes = 0;
+  std::int64_t l1_bytes = 0, ub_bytes = 0, l2_bytes = 0;
+  double hbm_bytes_per_cycle = 0;        // chip-wide DRAM bandwidth
+  double l2_bytes_per_cycle = 0;         // chip-wide L2 bandwidth
+  double mte2_bytes_per_cycle = 0;       // per core, GM -> L1/UB
+  double mte2_copy_start_cycles = 0;     // fixed cost per GM copy
+  double mte1_a_bytes_per_cycle = 0;     // per core, L1 -> L0A
+  double mte1_b_bytes_per_cycle = 0;     // per core, L1 -> L0B
+  double mte1_start_cycles = 0;          // fixed cost per L1 -> L0 load
+  double fixpipe_bytes_per_cycle = 0;    // per core, L0C -> GM/UB
+  double mte3_bytes_per_cycle = 0;       // per core, UB -> GM
+  double hbm_latency_cycles = 0;
+  double l2_latency_cycles = 0;
+  double launch_us = 0;                  // per kernel launch
+  int max_buffers_per_queue = 4;         // async_copy_depth limit per queue
+  Json source = Json::object();          // field -> note on where the figure comes from (or "est.")
+
+  // Every field above except source is required; bad_input names the missing or
+  // mistyped field and the expected type/range. Unknown fields are rejected too.
+  static Target from_json(const Json& j);
+  Json to_json() const;
+  std::string key() const;  // stable hash of to_json() without "source"
+
+  // Peak MACs per cycle per core for dtype, and whole-chip FLOP/s (2 per MAC).
+  double macs_per_cycle(DType d) const;
+  double peak_flops(DType d) const;
+  double hbm_bytes_per_second() const { return hbm_bytes_per_cycle * clock_ghz * 1e9; }
+  double cycles_to_us(double cycles) const { return cycles / (clock_ghz * 1e3); }
+};
+
+}  // namespace atvoss

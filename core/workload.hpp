@@ -1,0 +1,77 @@
+// Workload: one operator instance to tune — op, named integer dims, dtype and the
+// ordered epilogue that fusion may pull into it. Its key() identifies it in the
+// database and the exported table, identically on every machine (see json.hpp).
+//
+// Ops and their dims (all > 0; stride >= 1, pad >= 0):
+//   matmul            M N K                     C[M,N] = A[M,K] * B[K,N]
+//   batch_matmul      B M N K
+//   conv2d            N C H W K R S stride pad  NCHW input, K filters of C x R x S
+//   depthwise_conv2d  N C H W R S stride pad    one R x S filter per channel
+//   elementwise       M N                       binary op (two inputs, one output)
+//   layernorm         M N                       normalises each of M rows of N
+//   softmax           M N                       along N
+//   recorded          (none)                    measured table; "table": path (see recorded_space.hpp)
+// conv2d/depthwise accept stride and pad as optional (defaults 1 and 0); the
+// canonical JSON always carries them, so {"stride":1} and no stride share a key.
+// Epilogue ops (bias, batchnorm, relu, gelu, add, layernorm) apply to matmul,
+// batch_matmul, conv2d and depthwise_conv2d only, in the given order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+
+namespace atvoss {
+
+enum class DType { float16, bfloat16, float32, int8 };
+
+std::string_view to_string(DType d) noexcept;
+DType parse_dtype(std::string_view s);  // bad_input naming 'dtype' on unknown
+int dtype_bytes(DType d) noexcept;
+
+class Workload {
+ public:
+  // Validates every field; throws bad_input naming the field and what was expected.
+  static Workload from_json(const Json& j);
+  Json to_json() const;  // canonical: defaults filled in
+  std::string key() const { return key_; }
+
+  const std::string& op() const { return op_; }
+  DType dtype() const { return dtype_; }
+  const std::vector<std::string>& epilogue() const { return epilogue_; }
+  const std::map<std::string, std::int64_t>& dims() const { return dims_; }
+  std::int64_t dim(const std::string& name) const;  // internal error if absent
+  const std::string& table() const { return table_; }  // recorded spaces only
+
+  bool is_conv() const { return op_ == "conv2d" || op_ == "depthwise_conv2d"; }
+  bool is_matmul_like() const { return op_ == "matmul" || op_ == "batch_matmul"; }
+  bool has_epilogue(std::string_view op) const;
+
+  // Conv output spatial size: (H + 2 pad - R) / stride + 1.
+  std::int64_t out_h() const;
+  std::int64_t out_w() const;
+  // Arithmetic of the main op (2 per MAC), without epilogue. 0 for recorded.
+  double flops() const;
+  // Bytes of inputs and output read/written once each (the compulsory GM traffic of the main op).
+  double compulsory_bytes() const;
+  // Short human label, e.g. "conv2d 1x64x56x56 k64 3x3 s1 +bias+relu".
+  std::string label() const;
+
+  friend bool operator==(const Workload& a, const Workload& b) { return a.key_ == b.key_; }
+
+ private:
+  std::string op_;
+  DType dtype_ = DType::float16;
+  std::map<std::string, std::int64_t> dims_;
+  std::vector<std::string> epilogue_;
+  std::string table_;
+  std::string key_;
+};
+
+// Names of every op this build understands, for error messages and CLI help.
+const std::vector<std::string>& known_ops();
+
+}  // namespace atvoss

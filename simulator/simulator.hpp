@@ -1,0 +1,34 @@
+// Simulator: the NPU performance model — the measuring instrument of atvoss.
+// space_for() gives the schedule space of a workload on a target; simulate() runs
+// one schedule through the tile-pipeline model and returns a Measurement with a
+// profile. Pure functions of their inputs plus the seed: thread-safe.
+// Workloads with op "recorded" are served from core/recorded_space.hpp instead.
+#pragma once
+
+#include <cstdint>
+
+#include "core/measurement.hpp"
+#include "core/schedule_space.hpp"
+#include "core/target.hpp"
+#include "core/workload.hpp"
+
+namespace atvoss::simulator {
+
+struct SimOptions {
+  double noise = 0.02;       // sigma of the multiplicative jitter; 0 turns noise (and outliers) off
+  int repeat = 1;            // measurements taken; time_us is their median
+  std::uint64_t seed = 0;    // jitter seed; same seed + same inputs -> same result
+};
+
+// Knobs and validity check for workload on target (CALIBRATION.md section 2).
+ScheduleSpace space_for(const Workload& workload, const Target& target);
+
+// A fixed vendor-style default schedule, valid for workload on target; the
+// baseline that tuning is compared against.
+Schedule default_schedule(const Workload& workload, const Target& target);
+
+// Simulates schedule. An invalid schedule gives status invalid with the reason.
+Measurement simulate(const Target& target, const Workload& workload, const Schedule& schedule,
+                     const SimOptions& options = {});
+
+}  // namespace atvoss::simulator
