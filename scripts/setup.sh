@@ -11,7 +11,7 @@ BUILD_TYPE="${BUILD_TYPE:-Release}"
 # xgboost (the CLI) is listed because libxgboost-dev's CMake config references /usr/bin/xgboost.
 ATVOSS_PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libxgboost-dev xgboost
+  libxgboost-dev xgboost zlib1g-dev
   libsqlite3-dev sqlite3
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
