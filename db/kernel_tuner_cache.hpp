@@ -1,0 +1,27 @@
+// Kernel Tuner cache import: turns a brute-forced GPU tuning space (Kernel Tuner's cache
+// file, .json or .json.gz; format in shared/data/recorded-spaces/README.md) into atvoss
+// records, so recorded spaces can live in, merge with and export from a tuning database.
+// Pure function of the file; safe from any thread.
+//
+// Mapping: workload {"op":"recorded","table":<path as given>}; target TargetInfo::named(
+// device_name); schedule = the tune_params (integers only); "time" and "times" are ms and
+// become time_us and repeats in microseconds; "CompilationFailedConfig" -> compile_error,
+// "RuntimeFailedConfig" -> runtime_error, any other failure tag -> invalid. worker is
+// "kernel_tuner", job is the kernel name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "db/record.hpp"
+
+namespace atvoss::db {
+
+// True if the file looks like a Kernel Tuner cache (by name: .json.gz, or .json whose
+// first object has "cache" and "tune_params_keys").
+bool is_kernel_tuner_cache(const std::string& path);
+
+// bad_input naming the cache key and field on malformed content; io if unreadable.
+std::vector<Record> read_kernel_tuner_cache(const std::string& path);
+
+}  // namespace atvoss::db

@@ -1,0 +1,23 @@
+// Export of the runtime lookup table: the best valid schedule per workload measured on one
+// target, written as the JSON table file that db/table/schedule_table.hpp loads (format
+// documented there). Used by `atvoss-db export-table` and the tuner at the end of a job.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "db/tuning_database.hpp"
+
+namespace atvoss::db {
+
+struct TableExportReport {
+  std::int64_t entries = 0;
+  std::string checksum;  // "sha256:<hex>" of the body, as written in the header
+};
+
+// Writes atomically (temporary file + rename), so a reader never sees half a table.
+// not_found if the target has no valid record.
+TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target,
+                               const std::string& path);
+
+}  // namespace atvoss::db
