@@ -1,0 +1,24 @@
+// Model zoo: built-in models expanded into their tunable tasks, so a job can say
+// "model": "resnet50" without an ONNX file. Layer shapes follow the reference
+// architectures (torchvision ResNet-50 v1.5, BERT-base, MobileNet-v2); each conv
+// or matmul carries the epilogue chain that fusion may pull in (conv+bn+relu,
+// conv+bn+add+relu for residuals, matmul+bias+gelu, matmul+bias+add+layernorm).
+// Ops that are not tuned (pooling, reshapes, embeddings) are listed as unsupported.
+// Pure functions: thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tuner/task_set.hpp"
+
+namespace atvoss::tuner {
+
+// resnet50 (batch 1), resnet50-b32 (batch 32), bert-base (sequence 128, batch 1),
+// mobilenet-v2 (batch 1), mlp (784-512-256-10, batch 64).
+const std::vector<std::string>& zoo_names();
+bool is_zoo_model(const std::string& name);
+// bad_input listing zoo_names() if name is unknown.
+TaskSet zoo_model(const std::string& name);
+
+}  // namespace atvoss::tuner

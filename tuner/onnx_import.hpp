@@ -1,0 +1,31 @@
+// ONNX import: turns an .onnx model file into the TaskSet to tune. The model is
+// read with Debian's libonnx (protobuf), symbolic dims are bound (batch), and
+// ONNX shape inference gives every tensor its shape. Tasks come from Conv,
+// MatMul and Gemm (plus standalone Softmax and LayerNormalization), each with
+// the epilogue chain that fusion may pull in: BatchNormalization, Relu, Gelu,
+// bias and residual Add, LayerNormalization. A chain only grows through tensors
+// with a single consumer, as a fused kernel would need. Every other op is listed
+// as unsupported and never fails the import.
+// Pure function of the file: thread-safe.
+#pragma once
+
+#include <string>
+
+#include "core/workload.hpp"
+#include "tuner/task_set.hpp"
+
+namespace atvoss::tuner {
+
+struct OnnxImportOptions {
+  // Value bound to every symbolic dim (dim_param) of the graph inputs. Default 1.
+  int batch = 1;
+  // dtype tuned for float32/float64 tensors: NPUs run them in float16 by default
+  // (ATC's default precision mode). Narrow types keep their own dtype.
+  DType float_dtype = DType::float16;
+};
+
+// bad_input naming the file when it is unreadable, not an ONNX model, or fails
+// shape inference.
+TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options = {});
+
+}  // namespace atvoss::tuner

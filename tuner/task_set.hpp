@@ -1,0 +1,48 @@
+// TaskSet: the distinct workloads ("tasks") of a model, each with its weight —
+// the number of times the model runs it — plus the ops that were seen but are not
+// tuned. Weighted end-to-end time is sum(weight * time); the task scheduler
+// minimises it. Both the model zoo and the ONNX importer produce a TaskSet, so
+// deduplication (same Workload::key() => one task, weights summed) lives here.
+// Plain value type; not thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/workload.hpp"
+
+namespace atvoss::tuner {
+
+struct TuneTask {
+  Workload workload;
+  int weight = 1;    // occurrences in the model
+  std::string name;  // first layer that produced it, for reports (e.g. "layer2.0.conv2")
+};
+
+class TaskSet {
+ public:
+  TaskSet() = default;
+  TaskSet(std::string model, int batch) : model_(std::move(model)), batch_(batch) {}
+
+  // Adds count occurrences of w; an equal workload already present gains the weight.
+  void add(const Workload& w, const std::string& name, int count = 1);
+  // Records an op that is neither a task nor fused into one (e.g. "MaxPool").
+  void add_unsupported(const std::string& op_type, int count = 1);
+
+  const std::string& model() const { return model_; }
+  // Samples per run (images or sequences), for throughput = batch / end-to-end time.
+  int batch() const { return batch_; }
+  const std::vector<TuneTask>& tasks() const { return tasks_; }
+  // op type -> occurrences, sorted by name.
+  const std::map<std::string, int>& unsupported() const { return unsupported_; }
+  int total_occurrences() const;
+
+ private:
+  std::string model_;
+  int batch_ = 1;
+  std::vector<TuneTask> tasks_;
+  std::map<std::string, int> unsupported_;
+};
+
+}  // namespace atvoss::tuner
