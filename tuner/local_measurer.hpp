@@ -1,0 +1,55 @@
+// LocalMeasurer: the embedded measurer — a pool of threads running the simulator
+// (or a recorded space's table) in-process. Each item gets a deadline; an item
+// still running at its deadline is answered `timeout` (a candidate error, stored
+// as the schedule's result) and its thread is retired and replaced, so one stuck
+// simulation never stalls the batch. An exception while measuring is an
+// infrastructure error: the item is retried up to `retries` times and then
+// returned as `error` (never stored). Candidate errors are returned as they are.
+// Threading: measure() is called by one tuner thread at a time; the pool is internal.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tuner/measurer.hpp"
+
+namespace atvoss::tuner {
+
+struct LocalMeasurerOptions {
+  // Worker threads. Default 0 = std::thread::hardware_concurrency() (at least 1).
+  int threads = 0;
+  // Per-item limit on one measurement (all its repeats). Default 10 s: a simulation
+  // takes well under a millisecond, so only a runaway one gets near it.
+  std::chrono::milliseconds timeout{10000};
+  // Extra attempts after an infrastructure error. Default 2.
+  int retries = 2;
+  // Multiplicative noise sigma passed to the simulator. Default 0.02, as on real
+  // hardware; 0 makes every measurement exact.
+  double noise = 0.02;
+};
+
+// What measuring one item means. The default runs simulator::simulate (or the
+// recorded table for op "recorded"); tests inject stalls and failures here.
+using MeasureFn = std::function<Measurement(const MeasureInput&, double noise)>;
+Measurement simulate_item(const MeasureInput& item, double noise);
+
+class LocalMeasurer : public Measurer {
+ public:
+  explicit LocalMeasurer(LocalMeasurerOptions options = {}, MeasureFn fn = simulate_item);
+  ~LocalMeasurer() override;
+  LocalMeasurer(const LocalMeasurer&) = delete;
+  LocalMeasurer& operator=(const LocalMeasurer&) = delete;
+
+  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override;
+  std::string name() const override;
+
+ private:
+  struct Pool;
+  LocalMeasurerOptions options_;
+  std::unique_ptr<Pool> pool_;
+};
+
+}  // namespace atvoss::tuner

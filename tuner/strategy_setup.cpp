@@ -1,0 +1,116 @@
+#include "tuner/strategy_setup.hpp"
+
+#include <map>
+
+#include "costmodel/cost_model.hpp"
+#include "costmodel/features.hpp"
+
+namespace atvoss::tuner {
+
+// The strategy owns its model through a unique_ptr; the tap is what it owns, and it
+// forwards every call to a model the tuner shares, so the tuner can save each fit.
+class ModelTap {
+ public:
+  explicit ModelTap(std::unique_ptr<costmodel::CostModel> model) : model_(std::move(model)) {}
+  costmodel::CostModel& model() { return *model_; }
+  int fits = 0;
+  std::int64_t last_fit_samples = 0;
+  int saved_fits = 0;
+
+ private:
+  std::unique_ptr<costmodel::CostModel> model_;
+};
+
+namespace {
+
+class TappedModel : public costmodel::CostModel {
+ public:
+  explicit TappedModel(std::shared_ptr<ModelTap> tap) : tap_(std::move(tap)) {}
+  std::string kind() const override { return tap_->model().kind(); }
+  void train(std::span<const costmodel::WorkloadGroup> groups) override {
+    tap_->model().train(groups);
+    std::int64_t n = 0;
+    for (const auto& g : groups) n += static_cast<std::int64_t>(g.samples.size());
+    tap_->last_fit_samples = n;
+    ++tap_->fits;
+  }
+  std::vector<double> predict(const Workload& w, const Target& t,
+                              std::span<const Schedule> s) const override {
+    return tap_->model().predict(w, t, s);
+  }
+  std::vector<double> predict_features(const costmodel::FeatureMatrix& rows) const override {
+    return tap_->model().predict_features(rows);
+  }
+  bool trained() const override { return tap_->model().trained(); }
+  std::vector<std::uint8_t> save() const override { return tap_->model().save(); }
+  void load(std::span<const std::uint8_t> bytes) override { tap_->model().load(bytes); }
+  std::vector<costmodel::FeatureScore> feature_importance() const override {
+    return tap_->model().feature_importance();
+  }
+
+ private:
+  std::shared_ptr<ModelTap> tap_;
+};
+
+std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& db,
+                                                      const Workload& workload,
+                                                      const Target& target,
+                                                      const StrategyConfig& config) {
+  const auto info = db::TargetInfo::from_target(target);
+  std::map<std::string, costmodel::WorkloadGroup> groups;
+  int total = 0;
+  db.for_each_record(info.key, [&](const db::Record& r) {
+    if (r.workload.key() == workload.key() || r.workload.op() == "recorded") return true;
+    auto it = groups.find(r.workload.key());
+    if (it == groups.end()) {
+      it = groups.emplace(r.workload.key(), costmodel::WorkloadGroup{r.workload, target, {}}).first;
+    }
+    if (static_cast<int>(it->second.samples.size()) >= config.transfer_per_workload) return true;
+    it->second.samples.push_back({r.schedule, r.measurement.status, r.measurement.time_us});
+    return ++total < config.max_transfer;
+  });
+  std::vector<costmodel::WorkloadGroup> out;
+  for (auto& [key, g] : groups) out.push_back(std::move(g));
+  return out;
+}
+
+bool uses_model(const std::string& name) { return name == "model-guided" || name == "ensemble"; }
+
+}  // namespace
+
+StrategySetup::StrategySetup(const ScheduleSpace& space, const Workload& workload,
+                             const Target& target, const db::TuningDatabase& db,
+                             const StrategyConfig& config)
+    : target_(db::TargetInfo::from_target(target)) {
+  search::StrategyOptions options;
+  options.seed = config.seed;
+  options.workload = workload;
+  options.target = target;
+  options.cost_model = config.cost_model;
+  if (uses_model(config.name)) {
+    tap_ = std::make_shared<ModelTap>(costmodel::make_cost_model(config.cost_model, config.seed));
+    options.model_factory = [tap = tap_] { return std::make_unique<TappedModel>(tap); };
+    options.transfer_groups = transfer_groups(db, workload, target, config);
+  }
+  strategy_ = search::make_strategy(config.name, space, options);
+}
+
+StrategySetup::~StrategySetup() = default;
+StrategySetup::StrategySetup(StrategySetup&&) noexcept = default;
+StrategySetup& StrategySetup::operator=(StrategySetup&&) noexcept = default;
+
+bool StrategySetup::save_if_retrained(db::TuningDatabase& db) {
+  if (!tap_ || tap_->fits == tap_->saved_fits || !tap_->model().trained()) return false;
+  db::ModelRecord record;
+  record.target_key = target_.key;
+  record.kind = tap_->model().kind();
+  record.feature_version = costmodel::feature_version();
+  record.blob = tap_->model().save();
+  record.n_records = tap_->last_fit_samples;
+  record.metrics = Json{{"fits", tap_->fits}};
+  db.save_model(target_, record);
+  tap_->saved_fits = tap_->fits;
+  return true;
+}
+
+}  // namespace atvoss::tuner

@@ -1,0 +1,47 @@
+// StrategySetup: builds the SearchStrategy of one workload with what the database
+// knows — transfer data (records of the target's other workloads, so a
+// model-guided search starts informed from its first round) — and taps the
+// strategy's cost model so every refit is saved to the models table with its
+// training-set size. Threading: the tuner thread that owns the strategy.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "db/tuning_database.hpp"
+#include "search/search_strategy.hpp"
+
+namespace atvoss::tuner {
+
+class ModelTap;  // forwards to the strategy's model, counting refits
+
+struct StrategyConfig {
+  std::string name = "model-guided";  // any search::strategy_names() entry
+  std::string cost_model = "xgboost";  // xgboost or linear, for model-guided/ensemble
+  std::uint64_t seed = 0;
+  // Transfer: at most this many records per other workload, at most max_transfer in all
+  // (the best first). Bounds the first fit's cost on a large database.
+  int transfer_per_workload = 64;
+  int max_transfer = 4000;
+};
+
+class StrategySetup {
+ public:
+  StrategySetup(const ScheduleSpace& space, const Workload& workload, const Target& target,
+                const db::TuningDatabase& db, const StrategyConfig& config);
+  ~StrategySetup();
+  StrategySetup(StrategySetup&&) noexcept;
+  StrategySetup& operator=(StrategySetup&&) noexcept;
+
+  search::SearchStrategy& strategy() { return *strategy_; }
+  // Saves the cost model to db if it was refit since the last call. Returns true if saved.
+  bool save_if_retrained(db::TuningDatabase& db);
+
+ private:
+  std::shared_ptr<ModelTap> tap_;
+  std::unique_ptr<search::SearchStrategy> strategy_;
+  db::TargetInfo target_;
+};
+
+}  // namespace atvoss::tuner

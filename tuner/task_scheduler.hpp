@@ -1,0 +1,90 @@
+// TaskScheduler: spreads a job's trial budget over the tasks of a model so the
+// weighted end-to-end time sum(weight_i * best_i) falls fastest — Ansor's gradient
+// rule (Zheng et al., OSDI'20, section 6):
+//   warm-up: every task gets one round, in order (round robin);
+//   then the task with the most negative d(objective)/d(trials) gets the next round:
+//     grad_i = weight_i * (alpha * backward_i + (1 - alpha) * forward_i)
+//     backward_i = (best_i(r) - best_i(r - window)) / window      over task i's rounds
+//     forward_i  = min(best_i - best_i / rounds_i,                 optimistic 1/t decay
+//                      beta * flops_i / max_{j similar} flops_j / best_j) - best_i
+//   "similar" tasks share an op and epilogue (e.g. conv2d+batchnorm+relu); the FLOPs
+//   term says a task should reach the throughput its best similar task reaches.
+// A task whose best has not improved by >= 0.1% for early_stopping trials is
+// finished early; a finished task gets no more rounds. Ties pick by seeded RNG.
+// The whole state serialises to JSON, so a resumed job continues the same plan.
+// Not thread-safe: the job runner's thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+
+namespace atvoss::tuner {
+
+struct SchedulerTask {
+  double weight = 1;   // occurrences in the model
+  double flops = 0;    // of one run of the task
+  std::string group;   // similarity tag: op plus epilogue
+};
+
+struct SchedulerOptions {
+  // gradient (Ansor) or round_robin (an even spread: the bench's baseline).
+  std::string policy = "gradient";
+  double alpha = 0.2;        // weight of the backward (observed) gradient
+  int backward_window = 3;   // rounds looked back for the observed gradient
+  double beta = 2.0;         // slack on the similar-task throughput bound
+  // Trials without >= 0.1% improvement after which a task stops; 0 never stops.
+  int early_stopping = 0;
+  std::uint64_t seed = 0;
+};
+
+class TaskScheduler {
+ public:
+  // bad_input if policy is unknown or a weight is not positive.
+  TaskScheduler(std::vector<SchedulerTask> tasks, SchedulerOptions options);
+
+  // The task to give the next round to; nullopt once every task is finished.
+  std::optional<int> next_task();
+  // Result of one round of task i: trials spent in it and the task's best time
+  // afterwards (microseconds; +inf while nothing valid was measured).
+  void record_round(int task, int trials, double best_us);
+  // The task cannot go on (space exhausted, or its own stop rule fired).
+  void finish(int task);
+
+  // sum(weight_i * best_i); +inf while a task has no valid time.
+  double objective() const;
+  std::size_t size() const { return tasks_.size(); }
+  int trials(int task) const { return state_.at(task).trials; }
+  double best(int task) const { return state_.at(task).best; }
+  bool finished(int task) const { return state_.at(task).finished; }
+  int total_trials() const;
+
+  Json to_json() const;
+  // Restores state saved by to_json() for the same task list; bad_input on mismatch.
+  void restore(const Json& j);
+
+ private:
+  struct TaskState {
+    int trials = 0;
+    int rounds = 0;
+    double best = 0;                  // +inf until the first valid time
+    std::vector<double> history;      // best after each round
+    int trials_at_last_gain = 0;
+    bool finished = false;
+  };
+  double gradient(int i) const;
+  double similar_bound(int i) const;
+
+  std::vector<SchedulerTask> tasks_;
+  SchedulerOptions options_;
+  std::vector<TaskState> state_;
+  std::mt19937_64 rng_;
+  int next_warmup_ = 0;
+  int next_round_robin_ = 0;
+};
+
+}  // namespace atvoss::tuner

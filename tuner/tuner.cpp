@@ -1,0 +1,174 @@
+#include "tuner/tuner.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "simulator/simulator.hpp"
+
+namespace atvoss::tuner {
+namespace {
+constexpr double kMinGain = 0.001;  // 0.1%: smaller gains are noise, not progress
+}
+
+std::uint64_t measurement_seed(std::uint64_t seed, const Workload& w, const Schedule& s) {
+  return fnv1a64(std::to_string(seed) + "/" + w.key() + "/" + s.key());
+}
+
+std::vector<search::Trial> to_trials(const std::vector<db::Record>& records) {
+  std::vector<search::Trial> trials;
+  trials.reserve(records.size());
+  for (const auto& r : records) {
+    trials.push_back({r.schedule, r.measurement.status, r.measurement.time_us});
+  }
+  return trials;
+}
+
+TuningSession::TuningSession(Workload workload, Target target, search::SearchStrategy& strategy,
+                             Measurer& measurer, db::TuningDatabase& db, TuneOptions options)
+    : workload_(std::move(workload)), target_(std::move(target)),
+      target_info_(db::TargetInfo::from_target(target_)), strategy_(strategy),
+      measurer_(measurer), db_(db), options_(std::move(options)) {
+  if (options_.batch_size < 1) throw_bad_input("tuner: batch_size must be >= 1");
+  if (options_.repeat < 1) throw_bad_input("tuner: repeat must be >= 1");
+  load_history();
+}
+
+void TuningSession::load_history() {
+  const auto history = db_.history(workload_.key(), target_info_.key);
+  for (const auto& r : history) note_trial(r.schedule, r.measurement);
+  result_.resumed = result_.trials;
+  if (!history.empty()) strategy_.observe(to_trials(history));
+  if (workload_.op() != "recorded") {
+    const Schedule def = simulator::default_schedule(workload_, target_);
+    for (const auto& r : history) {
+      if (r.schedule == def && r.measurement.ok()) result_.default_us = r.measurement.time_us;
+    }
+  }
+}
+
+void TuningSession::note_trial(const Schedule& s, const Measurement& m) {
+  ++result_.trials;
+  if (m.ok() && m.time_us < result_.best_us) {
+    if (!std::isfinite(result_.best_us) || m.time_us < result_.best_us * (1 - kMinGain)) {
+      trials_at_last_gain_ = result_.trials;
+    }
+    result_.best_us = m.time_us;
+    result_.best_schedule = s;
+    result_.best = m;
+  }
+  result_.curve.push_back(result_.best_us);
+}
+
+bool TuningSession::early_stopped() const {
+  return options_.early_stopping > 0 && result_.trials > 0 &&
+         trials_since_gain() >= options_.early_stopping;
+}
+
+TuneProgress TuningSession::progress(int budget) const {
+  return TuneProgress{&workload_, result_.trials, budget, result_.best_us, result_.default_us};
+}
+
+int TuningSession::store(const std::vector<Schedule>& schedules,
+                         const std::vector<Measurement>& results) {
+  std::vector<db::Record> records;
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    if (is_infrastructure_error(results[i].status)) continue;
+    db::Record r(workload_, target_info_, schedules[i], results[i]);
+    r.worker = measurer_.name();
+    r.job = options_.job;
+    records.push_back(std::move(r));
+  }
+  if (!records.empty()) db_.insert(records);  // one transaction: all or nothing
+  for (const auto& r : records) note_trial(r.schedule, r.measurement);
+  result_.measured += static_cast<int>(records.size());
+  if (records.empty()) {
+    if (++failed_rounds_ >= options_.max_failed_rounds) {
+      throw Error(ErrorKind::io, "tuner: " + std::to_string(failed_rounds_) +
+                                     " rounds in a row measured nothing (" + measurer_.name() +
+                                     ": " + (results.empty() ? "" : results.front().message) + ")");
+    }
+  } else {
+    failed_rounds_ = 0;
+  }
+  return static_cast<int>(records.size());
+}
+
+void TuningSession::measure_default() {
+  options_.measure_default = false;
+  if (workload_.op() == "recorded") return;
+  const Schedule def = simulator::default_schedule(workload_, target_);
+  if (db_.contains(workload_.key(), target_info_.key, def.key())) return;
+  MeasureInput in{workload_, target_, def, options_.repeat,
+                  measurement_seed(options_.seed, workload_, def)};
+  const auto results = measurer_.measure({in});
+  if (store({def}, results) > 0) {
+    strategy_.observe(std::vector<search::Trial>{{def, results[0].status, results[0].time_us}});
+    if (results[0].ok()) result_.default_us = results[0].time_us;
+  }
+}
+
+int TuningSession::run_round(int max_trials) {
+  if (max_trials <= 0 || exhausted_) return 0;
+  const int before = result_.measured;
+  if (options_.measure_default) {
+    measure_default();
+    --max_trials;
+  }
+  const int want = std::min(max_trials, options_.batch_size);
+  if (want > 0) {
+    const auto batch = strategy_.propose(static_cast<std::size_t>(want));
+    if (batch.empty()) {
+      strategy_.update({});
+      exhausted_ = true;
+    } else {
+      std::vector<MeasureInput> inputs;
+      for (const auto& s : batch) {
+        inputs.push_back({workload_, target_, s, options_.repeat,
+                          measurement_seed(options_.seed, workload_, s)});
+      }
+      const auto results = measurer_.measure(inputs);
+      if (results.size() != batch.size()) {
+        throw Error(ErrorKind::internal, "tuner: measurer returned " +
+                                             std::to_string(results.size()) + " results for " +
+                                             std::to_string(batch.size()) + " schedules");
+      }
+      store(batch, results);
+      std::vector<search::Trial> trials;
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        trials.push_back({batch[i], results[i].status, results[i].time_us});
+      }
+      strategy_.update(trials);
+    }
+  }
+  if (options_.after_round) options_.after_round();
+  return result_.measured - before;
+}
+
+TuneResult tune(const Workload& workload, const Target& target, int budget,
+                search::SearchStrategy& strategy, Measurer& measurer, db::TuningDatabase& db,
+                const TuneOptions& options, const TuneCallbacks& callbacks) {
+  if (budget < 1) throw_bad_input("tuner: trials must be >= 1");
+  TuningSession session(workload, target, strategy, measurer, db, options);
+  auto report = [&] {
+    if (callbacks.on_round) callbacks.on_round(session.progress(budget));
+  };
+  report();
+  std::string reason = "budget";
+  while (session.result().trials < budget) {
+    if (session.early_stopped()) {
+      reason = "early_stopping";
+      break;
+    }
+    session.run_round(budget - session.result().trials);
+    report();
+    if (session.exhausted()) {
+      reason = "exhausted";
+      break;
+    }
+  }
+  TuneResult result = session.result();
+  result.stop_reason = reason;
+  return result;
+}
+
+}  // namespace atvoss::tuner

@@ -1,0 +1,126 @@
+// Tuner: the tuning loop of one workload on one target. Each round proposes a
+// batch (SearchStrategy), measures it (Measurer), stores it in one transaction
+// (TuningDatabase::insert), hands the results back to the strategy, and saves the
+// strategy's cost model whenever it has been retrained (models table).
+//
+// Resume: a session starts from the database — every stored record of this
+// (workload, target) counts as a trial, is shown to the strategy (observe) so it
+// is never measured again, and the best so far is restored from it. Budgets are
+// therefore totals: tune(..., 200) on a workload with 150 stored trials measures 50.
+// Infrastructure errors (worker_lost, session_timeout, error) are never stored;
+// their schedules may be proposed again. Early stopping: after early_stopping
+// trials without an improvement of at least 0.1%, the session stops.
+// Threading: one thread drives a session; the database handle is that thread's.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/schedule_space.hpp"
+#include "db/tuning_database.hpp"
+#include "search/search_strategy.hpp"
+#include "tuner/measurer.hpp"
+
+namespace atvoss::tuner {
+
+struct TuneOptions {
+  // Schedules measured per round. Default 16: big enough to keep a pool busy, small
+  // enough that the strategy learns between rounds.
+  int batch_size = 16;
+  // Trials without >= 0.1% improvement before stopping; 0 (default) never stops early.
+  int early_stopping = 0;
+  int repeat = 3;           // measurements per schedule (the median is the time)
+  std::uint64_t seed = 0;   // measurement noise seeds derive from it and the schedule
+  std::string job;          // stamped on stored records; empty for ad-hoc tuning
+  // Measure the vendor default schedule first (it anchors "speedup over default").
+  bool measure_default = true;
+  // Rounds in a row that store nothing (every item an infrastructure error) before
+  // the session gives up with an io error. Default 3.
+  int max_failed_rounds = 3;
+  // Called after each stored round, e.g. to save a retrained cost model (StrategySetup).
+  std::function<void()> after_round;
+};
+
+struct TuneProgress {
+  const Workload* workload = nullptr;
+  int trials = 0;            // stored trials, including those found on resume
+  int budget = 0;
+  double best_us = std::numeric_limits<double>::infinity();
+  double default_us = std::numeric_limits<double>::infinity();
+};
+
+struct TuneCallbacks {
+  // After every round (and once after resume).
+  std::function<void(const TuneProgress&)> on_round;
+};
+
+struct TuneResult {
+  std::optional<Schedule> best_schedule;
+  Measurement best;                 // the stored measurement of best_schedule
+  double best_us = std::numeric_limits<double>::infinity();
+  double default_us = std::numeric_limits<double>::infinity();  // inf if not measured
+  int trials = 0;                   // stored trials of this (workload, target) after the run
+  int resumed = 0;                  // trials found in the database at the start
+  int measured = 0;                 // trials stored by this run
+  std::vector<double> curve;        // best so far after each trial (inf before the first ok)
+  std::string stop_reason;          // "budget", "early_stopping" or "exhausted"
+};
+
+// One workload's tuning state across rounds; the job runner interleaves sessions.
+class TuningSession {
+ public:
+  // Loads the history of (workload, target) from db and shows it to strategy.
+  // REQUIRES: strategy was made for this workload's space and nothing proposed yet;
+  // measurer and db outlive the session.
+  TuningSession(Workload workload, Target target, search::SearchStrategy& strategy,
+                Measurer& measurer, db::TuningDatabase& db, TuneOptions options);
+
+  // Measures and stores up to max_trials new schedules; returns how many were stored
+  // (0 once the space is exhausted). io error after max_failed_rounds empty rounds.
+  int run_round(int max_trials);
+
+  const TuneResult& result() const { return result_; }
+  bool exhausted() const { return exhausted_; }
+  // Trials since the best last improved by >= 0.1%.
+  int trials_since_gain() const { return result_.trials - trials_at_last_gain_; }
+  bool early_stopped() const;
+  TuneProgress progress(int budget) const;
+  const Workload& workload() const { return workload_; }
+
+ private:
+  void load_history();
+  void measure_default();
+  int store(const std::vector<Schedule>& schedules, const std::vector<Measurement>& results);
+  void note_trial(const Schedule& s, const Measurement& m);
+
+  Workload workload_;
+  Target target_;
+  db::TargetInfo target_info_;
+  search::SearchStrategy& strategy_;
+  Measurer& measurer_;
+  db::TuningDatabase& db_;
+  TuneOptions options_;
+  TuneResult result_;
+  int trials_at_last_gain_ = 0;
+  int failed_rounds_ = 0;
+  bool exhausted_ = false;
+};
+
+// Runs a session until budget (total trials), early stopping or exhaustion.
+TuneResult tune(const Workload& workload, const Target& target, int budget,
+                search::SearchStrategy& strategy, Measurer& measurer, db::TuningDatabase& db,
+                const TuneOptions& options = {}, const TuneCallbacks& callbacks = {});
+
+// The noise seed of one measurement: a stable hash of (seed, workload, schedule),
+// so a rerun measures every schedule exactly as before.
+std::uint64_t measurement_seed(std::uint64_t seed, const Workload& w, const Schedule& s);
+
+// Trials of a stored history, in the strategy's vocabulary.
+std::vector<search::Trial> to_trials(const std::vector<db::Record>& records);
+
+}  // namespace atvoss::tuner
