@@ -1,0 +1,141 @@
+#include "tuner/job_spec.hpp"
+
+#include <set>
+
+#include "core/error.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+const std::set<std::string>& known_fields() {
+  static const std::set<std::string> fields = {
+      "name", "target", "model", "batch", "workloads", "trials", "strategy", "cost_model",
+      "scheduler", "early_stopping", "batch_size", "repeat", "seed", "database", "farm",
+      "export", "report"};
+  return fields;
+}
+
+std::string optional_string(const Json& j, const char* field, std::string fallback) {
+  if (!j.contains(field)) return fallback;
+  if (!j[field].is_string()) {
+    throw_bad_input(std::string("job spec: field '") + field + "' must be a string, got " +
+                    j[field].dump());
+  }
+  return j[field].get<std::string>();
+}
+
+std::int64_t optional_int(const Json& j, const char* field, std::int64_t fallback,
+                          std::int64_t lo, std::int64_t hi) {
+  if (!j.contains(field)) return fallback;
+  const Json& v = j[field];
+  if (!v.is_number_integer()) {
+    throw_bad_input(std::string("job spec: field '") + field + "' must be an integer, got " +
+                    v.dump());
+  }
+  const std::int64_t x = v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX
+                             ? INT64_MAX
+                             : v.get<std::int64_t>();
+  if (x < lo || x > hi) {
+    throw_bad_input(std::string("job spec: field '") + field + "' must be in [" +
+                    std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
+  }
+  return x;
+}
+
+std::vector<WeightedWorkload> read_workloads(const Json& j) {
+  if (!j.is_array()) throw_bad_input("job spec: field 'workloads' must be an array");
+  std::vector<WeightedWorkload> out;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string where = "job spec: workloads[" + std::to_string(i) + "]";
+    const Json& item = j[i];
+    if (!item.is_object()) throw_bad_input(where + " must be an object {workload, weight}");
+    for (const auto& [k, v] : item.items()) {
+      if (k != "workload" && k != "weight" && k != "name") {
+        throw_bad_input(where + ": unknown field '" + k + "'; expected workload, weight, name");
+      }
+    }
+    if (!item.contains("workload")) throw_bad_input(where + ": missing field 'workload'");
+    WeightedWorkload w;
+    try {
+      w.workload = Workload::from_json(item["workload"]);
+    } catch (const Error& e) {
+      throw_bad_input(where + ".workload: " + e.what());
+    }
+    w.weight = static_cast<int>(optional_int(item, "weight", 1, 1, 1000000));
+    w.name = optional_string(item, "name", w.workload.label());
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace
+
+JobSpec JobSpec::from_json(const Json& j) {
+  if (!j.is_object()) throw_bad_input("job spec: expected a JSON object");
+  for (const auto& [k, v] : j.items()) {
+    if (!known_fields().count(k)) {
+      std::string list;
+      for (const auto& f : known_fields()) list += (list.empty() ? "" : ", ") + f;
+      throw_bad_input("job spec: unknown field '" + k + "'; expected one of " + list);
+    }
+  }
+  JobSpec s;
+  s.source = j;
+  if (!j.contains("name")) throw_bad_input("job spec: missing field 'name'");
+  s.name = optional_string(j, "name", "");
+  if (s.name.empty()) throw_bad_input("job spec: field 'name' must not be empty");
+  if (!j.contains("target")) throw_bad_input("job spec: missing field 'target'");
+  if (j["target"].is_object()) {
+    s.target = j["target"].dump();
+  } else {
+    s.target = optional_string(j, "target", "");
+    if (s.target.empty()) throw_bad_input("job spec: field 'target' must name a preset or file");
+  }
+  s.model = optional_string(j, "model", "");
+  s.batch = static_cast<int>(optional_int(j, "batch", 1, 1, 4096));
+  if (j.contains("workloads")) s.workloads = read_workloads(j["workloads"]);
+  if (s.model.empty() && s.workloads.empty()) {
+    throw_bad_input("job spec: give 'model' (a zoo name or .onnx file) and/or 'workloads'");
+  }
+  if (!j.contains("trials")) throw_bad_input("job spec: missing field 'trials'");
+  s.trials = static_cast<int>(optional_int(j, "trials", 0, 1, 100000000));
+  s.strategy = optional_string(j, "strategy", s.strategy);
+  s.cost_model = optional_string(j, "cost_model", s.cost_model);
+  if (s.cost_model != "xgboost" && s.cost_model != "linear") {
+    throw_bad_input("job spec: field 'cost_model' must be xgboost or linear, got '" +
+                    s.cost_model + "'");
+  }
+  s.scheduler = optional_string(j, "scheduler", s.scheduler);
+  if (s.scheduler != "gradient" && s.scheduler != "round_robin") {
+    throw_bad_input("job spec: field 'scheduler' must be gradient or round_robin, got '" +
+                    s.scheduler + "'");
+  }
+  s.early_stopping = static_cast<int>(optional_int(j, "early_stopping", 0, 0, 100000000));
+  s.batch_size = static_cast<int>(optional_int(j, "batch_size", 16, 1, 4096));
+  s.repeat = static_cast<int>(optional_int(j, "repeat", 3, 1, 1000));
+  s.seed = static_cast<std::uint64_t>(optional_int(j, "seed", 0, 0, INT64_MAX));
+  s.database = optional_string(j, "database", s.name + ".db");
+  s.farm = optional_string(j, "farm", "");
+  if (!s.farm.empty() && s.farm.find(':') == std::string::npos) {
+    throw_bad_input("job spec: field 'farm' must be host:port, got '" + s.farm + "'");
+  }
+  s.export_path = optional_string(j, "export", s.name + "-table.json");
+  s.report_path = optional_string(j, "report", s.name + "-report.html");
+  for (const auto* p : {&s.database, &s.export_path, &s.report_path}) {
+    if (p->empty()) throw_bad_input("job spec: paths (database, export, report) must not be empty");
+  }
+  return s;
+}
+
+JobSpec JobSpec::load(const std::string& path) {
+  Json j;
+  try {
+    j = load_json_file(path);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::io) throw_bad_input("job spec: " + std::string(e.what()));
+    throw;
+  }
+  return from_json(j);
+}
+
+}  // namespace atvoss::tuner

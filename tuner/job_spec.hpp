@@ -1,0 +1,50 @@
+// JobSpec: a batch tuning job as read from its JSON file (schema in
+// docs/job-spec.md). Every field is validated on load, and an error names the
+// field and what was expected; unknown fields are rejected so a typo never
+// silently drops a setting. Relative paths are resolved against the current
+// directory, like any command-line path.
+// Plain value type.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "core/workload.hpp"
+
+namespace atvoss::tuner {
+
+struct WeightedWorkload {
+  Workload workload;
+  int weight = 1;
+  std::string name;
+};
+
+struct JobSpec {
+  std::string name;                 // required; identifies the job in the database
+  std::string target;               // required: a preset name, a file, or inline JSON text
+  std::string model;                // zoo name or .onnx path; empty if only workloads
+  int batch = 1;                    // ONNX only: value of symbolic batch dims
+  std::vector<WeightedWorkload> workloads;  // explicit tasks (added to the model's)
+  int trials = 0;                   // required: total trial budget over all tasks
+  std::string strategy = "model-guided";
+  std::string cost_model = "xgboost";
+  std::string scheduler = "gradient";       // gradient or round_robin
+  int early_stopping = 0;           // per task: trials without >=0.1% gain; 0 = never
+  int batch_size = 16;              // schedules measured per round of a task
+  int repeat = 3;
+  std::uint64_t seed = 0;
+  std::string database;             // default "<name>.db"
+  std::string farm;                 // "host:port"; empty = local measurer
+  std::string export_path;          // default "<name>-table.json"
+  std::string report_path;          // default "<name>-report.html"
+  Json source;                      // the JSON it was read from
+
+  // bad_input naming the field on any problem.
+  static JobSpec from_json(const Json& j);
+  static JobSpec load(const std::string& path);
+};
+
+}  // namespace atvoss::tuner

@@ -1,0 +1,70 @@
+// Report: the HTML page a tuning job leaves behind. Self-contained — inline CSS
+// and SVG, no scripts, fonts or images from anywhere — so it can be mailed or
+// archived as one file. It shows, per task, the convergence curve (best so far
+// against trials, with the default schedule as a reference line), the winner's
+// knobs against the default schedule and both profiles; and for the model a
+// before/after table of end-to-end time and throughput under each schedule
+// variant (vendor default, cost-model zero-shot, tuned, tuned with fusion), each
+// with its per-op profile. This file only renders; report data is gathered by
+// the job runner (model_evaluation.hpp). Pure functions: thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/measurement.hpp"
+#include "core/schedule.hpp"
+
+namespace atvoss::tuner {
+
+struct TaskReport {
+  std::string name;    // layer name
+  std::string label;   // Workload::label()
+  int weight = 1;
+  int trials = 0;
+  std::vector<double> curve;           // best so far per trial, microseconds (inf before the first ok)
+  std::optional<Schedule> default_schedule;
+  std::optional<Measurement> default_measurement;
+  std::optional<Schedule> best_schedule;
+  std::optional<Measurement> best_measurement;
+};
+
+// One op under one variant.
+struct VariantOp {
+  std::string task;
+  int weight = 1;
+  std::optional<Measurement> measurement;  // nullopt: no schedule for this variant
+  std::string note;                        // e.g. "no fusion-free record; default used"
+};
+
+struct ModelVariant {
+  std::string name;         // "(a) vendor default", ...
+  std::string description;  // how its schedules were chosen
+  std::vector<VariantOp> ops;
+  double end_to_end_us() const;  // sum(weight * time) over ops with a time
+  double throughput(int batch) const;  // samples per second
+};
+
+struct ReportData {
+  std::string job;
+  std::string target;
+  std::string model;
+  int batch = 1;
+  std::string strategy;
+  int trials = 0;       // stored trials over all tasks
+  int budget = 0;
+  std::vector<TaskReport> tasks;
+  std::vector<ModelVariant> variants;
+  std::vector<std::pair<std::string, int>> unsupported;  // op type, occurrences
+};
+
+std::string render_report(const ReportData& data);
+// Writes atomically (temporary file + rename). io error if it cannot.
+void write_report(const ReportData& data, const std::string& path);
+
+// Inline SVG line chart of a best-so-far curve; reference (if finite) is drawn as
+// a dashed horizontal line. Exposed for tests.
+std::string svg_curve(const std::vector<double>& curve, double reference);
+
+}  // namespace atvoss::tuner
