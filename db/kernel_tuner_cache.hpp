@@ -4,10 +4,11 @@
 // Pure function of the file; safe from any thread.
 //
 // Mapping: workload {"op":"recorded","table":<path as given>}; target TargetInfo::named(
-// device_name); schedule = the tune_params (integers only); "time" and "times" are ms and
-// become time_us and repeats in microseconds; "CompilationFailedConfig" -> compile_error,
-// "RuntimeFailedConfig" -> runtime_error, any other failure tag -> invalid. worker is
-// "kernel_tuner", job is the kernel name.
+// device_name). Schedules, times and statuses come from core's RecordedSpace, so a record
+// imported here has the same schedule key as one the tuner measures on that recorded
+// space: integer tune_params as they are (others by index), "time"/"times" ms -> time_us
+// and repeats in microseconds, "CompilationFailedConfig" -> compile_error, any other
+// failure tag -> runtime_error. worker is "kernel_tuner", job is the kernel name.
 #pragma once
 
 #include <string>

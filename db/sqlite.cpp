@@ -1,0 +1,203 @@
+#include "db/sqlite.hpp"
+
+#include <sqlite3.h>
+
+#include <random>
+#include <thread>
+
+namespace atvoss::db {
+
+void throw_sqlite(int rc, sqlite3* db, std::string_view context) {
+  const std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  const std::string what = std::string(context) + ": " + detail;
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: throw BusyError(what);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: throw Error(ErrorKind::corrupt, what + " (the file is damaged or not a database)");
+    case SQLITE_CONSTRAINT: throw Error(ErrorKind::internal, what);
+    default: throw Error(ErrorKind::io, what);
+  }
+}
+
+// ---- Statement ---------------------------------------------------------------------
+
+Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
+  const int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
+                                    SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt_);  // no-op on null; a failed prepare may still allocate nothing
+    stmt_ = nullptr;
+    throw_sqlite(rc, db, "preparing '" + std::string(sql.substr(0, 60)) + "'");
+  }
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int index, std::int64_t value) {
+  const int rc = sqlite3_bind_int64(stmt_, index, value);
+  if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
+  return *this;
+}
+
+Statement& Statement::bind(int index, double value) {
+  const int rc = sqlite3_bind_double(stmt_, index, value);
+  if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view text) {
+  const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT,
+                                     SQLITE_UTF8);
+  if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
+  return *this;
+}
+
+Statement& Statement::bind_blob(int index, std::span<const std::uint8_t> bytes) {
+  // An empty span may have a null data(); SQLite would then bind NULL, not an empty blob.
+  static const std::uint8_t empty = 0;
+  const void* data = bytes.empty() ? &empty : bytes.data();
+  const int rc = sqlite3_bind_blob64(stmt_, index, data, bytes.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
+  return *this;
+}
+
+Statement& Statement::bind_null(int index) {
+  const int rc = sqlite3_bind_null(stmt_, index);
+  if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
+  return *this;
+}
+
+bool Statement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  // Reset now so that the statement is reusable after the caller's retry.
+  sqlite3_reset(stmt_);
+  throw_sqlite(rc, db_, "running '" + std::string(sqlite3_sql(stmt_)).substr(0, 60) + "'");
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+}
+
+void Statement::reset() noexcept {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+bool Statement::is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+std::int64_t Statement::column_int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+double Statement::column_double(int col) const { return sqlite3_column_double(stmt_, col); }
+
+std::string Statement::column_text(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  const int n = sqlite3_column_bytes(stmt_, col);
+  return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
+}
+
+std::vector<std::uint8_t> Statement::column_blob(int col) const {
+  const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, col));
+  const int n = sqlite3_column_bytes(stmt_, col);
+  return p == nullptr ? std::vector<std::uint8_t>() : std::vector<std::uint8_t>(p, p + n);
+}
+
+// ---- StatementRef ------------------------------------------------------------------
+
+StatementRef::StatementRef(Statement* cached, std::unique_ptr<Statement> owned)
+    : stmt_(owned ? owned.get() : cached), owned_(std::move(owned)) {
+  if (!owned_) stmt_->set_in_use(true);
+}
+
+StatementRef::~StatementRef() {
+  if (stmt_ == nullptr) return;
+  stmt_->reset();
+  if (!owned_) stmt_->set_in_use(false);
+}
+
+StatementRef::StatementRef(StatementRef&& other) noexcept
+    : stmt_(other.stmt_), owned_(std::move(other.owned_)) {
+  other.stmt_ = nullptr;
+}
+
+// ---- Connection --------------------------------------------------------------------
+
+void Connection::Closer::operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
+
+Connection::Connection(const std::string& path, int flags, int lock_wait_ms)
+    : path_(path), lock_wait_ms_(lock_wait_ms) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  db_.reset(raw);  // own it first: a failed open still returns a handle that must be closed
+  if (rc != SQLITE_OK) throw_sqlite(rc, raw, "opening database " + path);
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, lock_wait_ms);
+}
+
+Connection::~Connection() {
+  cache_.clear();  // statements must be finalized before the handle closes
+}
+
+StatementRef Connection::prepare(std::string_view sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    it = cache_.emplace(std::string(sql), std::make_unique<Statement>(db_.get(), sql)).first;
+  }
+  if (it->second->in_use()) return StatementRef(nullptr, std::make_unique<Statement>(db_.get(), sql));
+  return StatementRef(it->second.get(), nullptr);
+}
+
+void Connection::exec(std::string_view sql) {
+  char* message = nullptr;
+  const int rc = sqlite3_exec(db_.get(), std::string(sql).c_str(), nullptr, nullptr, &message);
+  if (rc != SQLITE_OK) {
+    const std::string text = message != nullptr ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    const std::string what = "'" + std::string(sql.substr(0, 60)) + "' on " + path_;
+    if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) throw BusyError(what + ": " + text);
+    throw_sqlite(rc, db_.get(), what);
+  }
+}
+
+std::int64_t Connection::query_int(std::string_view sql) {
+  Statement stmt(db_.get(), sql);
+  if (!stmt.step()) return 0;
+  return stmt.column_int64(0);
+}
+
+bool Connection::in_transaction() const { return sqlite3_get_autocommit(db_.get()) == 0; }
+
+void Connection::back_off(int attempt, std::chrono::steady_clock::time_point deadline,
+                          const BusyError& cause) const {
+  if (std::chrono::steady_clock::now() >= deadline) {
+    throw Error(ErrorKind::io, "database is busy: " + path_ + " stayed locked by another writer for " +
+                                   std::to_string(lock_wait_ms_) + " ms (" + cause.what() + ")");
+  }
+  // Jittered exponential back-off so that competing writers do not retry in lock step.
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  const int cap = std::min(50, 1 << std::min(attempt, 6));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1 + static_cast<int>(rng() % cap)));
+}
+
+// ---- Transaction -------------------------------------------------------------------
+
+Transaction::Transaction(Connection& conn, Mode mode) : conn_(conn) {
+  conn_.exec(mode == Mode::immediate ? "BEGIN IMMEDIATE" : "BEGIN");
+}
+
+Transaction::~Transaction() {
+  if (done_) return;
+  // ROLLBACK can fail only if SQLite already rolled back (e.g. after SQLITE_FULL); then
+  // there is nothing left to undo, so the error is deliberately ignored.
+  sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+  conn_.exec("COMMIT");
+  done_ = true;
+}
+
+}  // namespace atvoss::db

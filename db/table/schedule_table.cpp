@@ -1,0 +1,219 @@
+#include "db/table/schedule_table.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace atvoss::table {
+
+// Entries of one (op, dtype, epilogue) class, with their log-dims laid out flat
+// (entry i owns coords[i * dims .. (i + 1) * dims)) so the nearest scan walks one array.
+struct ScheduleTable::Group {
+  std::vector<std::string> dim_names;
+  std::vector<std::size_t> entry_index;
+  std::vector<double> coords;
+};
+
+namespace {
+
+std::string class_name(const Workload& w) {
+  std::string name = w.op() + "|" + std::string(to_string(w.dtype()));
+  for (const auto& e : w.epilogue()) name += "|" + e;
+  return name;
+}
+
+double log_dim(std::int64_t d) { return std::log2(static_cast<double>(d) + 1.0); }
+
+std::string hex(const unsigned char* bytes, unsigned int n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
+
+TableHeader parse_header(const Json& h, const std::string& what) {
+  require_object(h, what + ": field 'header'");
+  const std::string format = require_string(h, "format", what + ": header");
+  if (format != kTableFormat) {
+    throw_bad_input(what + ": header field 'format' must be '" + std::string(kTableFormat) +
+                    "', got '" + format + "'");
+  }
+  TableHeader out;
+  out.format_version = static_cast<int>(require_int(h, "format_version", what + ": header"));
+  if (out.format_version < 1 || out.format_version > kTableFormatVersion) {
+    throw_bad_input(what + ": table format_version " + std::to_string(out.format_version) +
+                    " is not supported by this build (reads 1.." + std::to_string(kTableFormatVersion) +
+                    "); upgrade atvoss");
+  }
+  const Json& t = require_field(h, "target", what + ": header");
+  require_object(t, what + ": header field 'target'");
+  out.target_key = require_string(t, "key", what + ": header.target");
+  out.target_name = require_string(t, "name", what + ": header.target");
+  if (t.contains("description")) out.target_description = t["description"];
+  out.created_at = require_string(h, "created_at", what + ": header");
+  out.tool_version = require_string(h, "tool_version", what + ": header");
+  out.record_count = require_int(h, "record_count", what + ": header");
+  out.checksum = require_string(h, "checksum", what + ": header");
+  return out;
+}
+
+}  // namespace
+
+Json TableEntry::to_json() const {
+  return Json{{"workload", workload.to_json()},
+              {"workload_key", workload.key()},
+              {"schedule", schedule.to_json()},
+              {"time_us", time_us}};
+}
+
+TableEntry TableEntry::from_json(const Json& j) {
+  require_object(j, "table entry");
+  TableEntry e;
+  e.workload = Workload::from_json(require_field(j, "workload", "table entry"));
+  e.schedule = Schedule::from_json(require_field(j, "schedule", "table entry"));
+  e.time_us = require_number(j, "time_us", "table entry");
+  if (j.contains("workload_key") && j["workload_key"] != e.workload.key()) {
+    throw_bad_input("table entry: 'workload_key' does not match its workload");
+  }
+  return e;
+}
+
+Json LookupResult::to_json(const std::string& target_name) const {
+  Json j{{"match", kind == MatchKind::exact ? "exact" : kind == MatchKind::approximate ? "approximate" : "none"},
+         {"distance", distance},
+         {"target", target_name}};
+  if (entry != nullptr) {
+    j["workload"] = entry->workload.to_json();
+    j["schedule"] = entry->schedule.to_json();
+    j["time_us"] = entry->time_us;
+  }
+  return j;
+}
+
+std::string body_checksum(const Json& entries) {
+  const std::string text = canonical_dump(entries);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &n, EVP_sha256(), nullptr) != 1) {
+    throw Error(ErrorKind::internal, "table: SHA-256 failed (OpenSSL EVP_Digest)");
+  }
+  return "sha256:" + hex(digest, n);
+}
+
+Json make_table_json(const TableHeader& fields, const std::vector<TableEntry>& entries) {
+  Json body = Json::array();
+  for (const auto& e : entries) body.push_back(e.to_json());
+  Json header{{"format", kTableFormat},
+              {"format_version", kTableFormatVersion},
+              {"target", {{"key", fields.target_key}, {"name", fields.target_name},
+                          {"description", fields.target_description}}},
+              {"created_at", fields.created_at},
+              {"tool_version", fields.tool_version},
+              {"record_count", static_cast<std::int64_t>(entries.size())},
+              {"checksum", body_checksum(body)}};
+  return Json{{"header", std::move(header)}, {"entries", std::move(body)}};
+}
+
+std::shared_ptr<const ScheduleTable> ScheduleTable::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::io, "table: cannot open '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(ErrorKind::io, "table: cannot read '" + path + "'");
+  return from_json(parse_json(text.str(), "table " + path), "table " + path);
+}
+
+std::shared_ptr<const ScheduleTable> ScheduleTable::from_json(const Json& doc, const std::string& what) {
+  require_object(doc, what);
+  TableHeader header = parse_header(require_field(doc, "header", what), what);
+  const Json& body = require_field(doc, "entries", what);
+  if (!body.is_array()) throw_bad_input(what + ": field 'entries' must be an array");
+  if (static_cast<std::int64_t>(body.size()) != header.record_count) {
+    throw Error(ErrorKind::corrupt, what + ": header says " + std::to_string(header.record_count) +
+                                        " entries but the file has " + std::to_string(body.size()) +
+                                        " (truncated or edited)");
+  }
+  const std::string actual = body_checksum(body);
+  if (actual != header.checksum) {
+    throw Error(ErrorKind::corrupt, what + ": checksum mismatch (header " + header.checksum +
+                                        ", body " + actual + "); the file is damaged or was edited");
+  }
+  std::vector<TableEntry> entries;
+  entries.reserve(body.size());
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    try {
+      entries.push_back(TableEntry::from_json(body[i]));
+    } catch (const Error& e) {
+      throw_bad_input(what + ": entry " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return std::make_shared<const ScheduleTable>(std::move(header), std::move(entries));
+}
+
+ScheduleTable::ScheduleTable(TableHeader header, std::vector<TableEntry> entries)
+    : header_(std::move(header)), entries_(std::move(entries)) {
+  std::vector<std::pair<std::string, std::shared_ptr<Group>>> groups;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const Workload& w = entries_[i].workload;
+    by_key_.emplace_back(w.key(), i);
+    if (w.op() == "recorded") continue;  // exact only
+    const std::string name = class_name(w);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == name; });
+    if (it == groups.end()) {
+      auto g = std::make_shared<Group>();
+      for (const auto& [dim, v] : w.dims()) g->dim_names.push_back(dim);
+      groups.emplace_back(name, g);
+      it = groups.end() - 1;
+    }
+    it->second->entry_index.push_back(i);
+    for (const auto& [dim, v] : w.dims()) it->second->coords.push_back(log_dim(v));
+  }
+  std::sort(by_key_.begin(), by_key_.end());
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [name, g] : groups) {
+    group_names_.push_back(name);
+    groups_.push_back(std::move(g));
+  }
+}
+
+LookupResult ScheduleTable::lookup(const Workload& workload) const {
+  const std::string& key = workload.key();
+  auto it = std::lower_bound(by_key_.begin(), by_key_.end(), key,
+                             [](const auto& p, const std::string& k) { return p.first < k; });
+  if (it != by_key_.end() && it->first == key) return {MatchKind::exact, &entries_[it->second], 0.0};
+  if (workload.op() == "recorded") return {};
+  const std::string name = class_name(workload);
+  auto g = std::lower_bound(group_names_.begin(), group_names_.end(), name);
+  if (g == group_names_.end() || *g != name) return {};
+  const Group& group = *groups_[static_cast<std::size_t>(g - group_names_.begin())];
+  // Same op means the same dim names in the same (sorted) order.
+  std::vector<double> q;
+  for (const auto& [dim, v] : workload.dims()) q.push_back(log_dim(v));
+  const std::size_t d = q.size();
+  double best = std::numeric_limits<double>::infinity();
+  std::size_t best_i = 0;
+  for (std::size_t i = 0; i < group.entry_index.size(); ++i) {
+    const double* c = &group.coords[i * d];
+    double sum = 0;
+    for (std::size_t k = 0; k < d; ++k) sum += (c[k] - q[k]) * (c[k] - q[k]);
+    // Entries are in workload-key order within a group only by construction order, so
+    // break ties on the key explicitly to keep lookups independent of file order.
+    if (sum < best || (sum == best && entries_[group.entry_index[i]].workload.key() <
+                                          entries_[group.entry_index[best_i]].workload.key())) {
+      best = sum;
+      best_i = i;
+    }
+  }
+  return {MatchKind::approximate, &entries_[group.entry_index[best_i]], std::sqrt(best)};
+}
+
+}  // namespace atvoss::table

@@ -1,0 +1,50 @@
+#include "db/table_export.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "db/table/schedule_table.hpp"
+
+namespace atvoss::db {
+
+TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target,
+                               const std::string& path) {
+  std::vector<table::TableEntry> entries;
+  for (BestEntry& b : db.best_per_workload(target.key)) {
+    entries.push_back(table::TableEntry{std::move(b.workload), std::move(b.schedule), b.time_us});
+  }
+  if (entries.empty()) {
+    throw Error(ErrorKind::not_found, "export-table: no valid record for target '" + target.name +
+                                          "' (" + target.key + ") in " + db.path());
+  }
+  table::TableHeader header;
+  header.target_key = target.key;
+  header.target_name = target.name;
+  header.target_description = target.description;
+  header.created_at = format_time_ms(now_ms());
+  header.tool_version = default_tool_version();
+  const Json doc = table::make_table_json(header, entries);
+
+  // Write beside the destination and rename: a compiler loading the table meanwhile sees
+  // the old file or the new one, never a half-written one.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(ErrorKind::io, "export-table: cannot write '" + tmp + "'");
+    out << doc.dump(1) << '\n';
+    out.flush();
+    if (!out) throw Error(ErrorKind::io, "export-table: write to '" + tmp + "' failed");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(ErrorKind::io, "export-table: cannot move the table into place at '" + path + "'");
+  }
+  return TableExportReport{static_cast<std::int64_t>(entries.size()),
+                           doc["header"]["checksum"].get<std::string>()};
+}
+
+}  // namespace atvoss::db
