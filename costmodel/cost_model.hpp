@@ -1,8 +1,16 @@
 // CostModel ranks candidate schedules so the tuner measures promising ones first.
-// Implementations: XGBoostModel (XGBoost C API) and LinearModel (ridge baseline),
-// created through make_cost_model(). Training data arrives grouped by workload,
-// because scores are only comparable within one workload on one target.
-// Not thread-safe: one tuner thread owns an instance.
+// Implementations: XGBoostModel (XGBoost C API), LinearModel (ridge baseline) and
+// HeuristicModel (analytic estimate, no training), created through make_cost_model();
+// TransferModel (transfer_model.hpp) blends a prior model with a per-workload one.
+// Training data arrives grouped by workload, because scores are only comparable
+// within one workload on one target.
+//
+// Labels (training_set.hpp): label = best ok time in the group / record time (TVM),
+// so 1 is the group's best and labels are comparable across groups; candidate errors
+// (invalid, timeout, ...) get label 0 and infrastructure errors are dropped. See
+// training_set.hpp for why.
+// Not thread-safe: one tuner thread owns an instance (const predict() may be called
+// from several threads only if nothing trains or loads meanwhile).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +23,7 @@
 #include "core/schedule.hpp"
 #include "core/target.hpp"
 #include "core/workload.hpp"
+#include "costmodel/features.hpp"
 
 namespace atvoss::costmodel {
 
@@ -32,25 +41,60 @@ struct WorkloadGroup {
   std::vector<Sample> samples;
 };
 
+// How much one feature mattered to a trained model (XGBoost: total gain; linear:
+// |weight| on the standardised feature). Higher means more important.
+struct FeatureScore {
+  std::string feature;
+  double score = 0;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
-  // "xgboost" or "linear" (the kind stored in the database's models table).
+  // "xgboost", "linear" or "heuristic" (the kind stored in the database's models table).
   virtual std::string kind() const = 0;
   // Refits from scratch; if it throws, the previous fit stays in place.
+  // bad_input if no group holds a usable (ok) sample.
   virtual void train(std::span<const WorkloadGroup> groups) = 0;
-  // One score per schedule, higher is better (predicted relative throughput).
-  // REQUIRES: trained() — train() or load() succeeded.
+  // One score per schedule, higher is better (predicted relative throughput for the
+  // regression objectives, an unscaled ranking margin for rank:pairwise).
+  // REQUIRES: trained() — train() or load() succeeded; internal error otherwise.
   virtual std::vector<double> predict(const Workload& workload, const Target& target,
-                                      std::span<const Schedule> schedules) const = 0;
+                                      std::span<const Schedule> schedules) const;
+  // Same, on rows already featurised (features.hpp); lets a caller featurise once and
+  // score many times. bad_input if rows.cols != feature_count().
+  virtual std::vector<double> predict_features(const FeatureMatrix& rows) const = 0;
   virtual bool trained() const = 0;
   // Serialised fit, including the feature version it was trained with.
   virtual std::vector<std::uint8_t> save() const = 0;
-  // corrupt error if bytes are not a model of this kind or of another feature version.
+  // corrupt error if bytes are not a model of this kind or of another feature version;
+  // the previous fit stays in place then.
   virtual void load(std::span<const std::uint8_t> bytes) = 0;
+  // Per-feature importance, most important first; empty if untrained.
+  virtual std::vector<FeatureScore> feature_importance() const { return {}; }
 };
 
-// kind: "xgboost" (rank:pairwise grouped by workload) or "linear". bad_input otherwise.
+// Every knob of make_cost_model; defaults are what the tuner uses.
+struct ModelOptions {
+  // "xgboost", "linear" or "heuristic".
+  std::string kind = "xgboost";
+  // XGBoost objective: "rank:pairwise" (default, groups = workloads, as TVM) or
+  // "reg:squarederror" (regression on the normalised throughput label).
+  std::string objective = "rank:pairwise";
+  // Boosting rounds and depth: more of either fits better but trains and predicts
+  // slower (the speed budget is 2 s training on 10k records, 20 ms predicting 10k).
+  int rounds = 120;
+  int max_depth = 7;
+  double eta = 0.2;
+  int nthread = 2;  // the tuning machine has 2 cores; more only adds contention
+  // Ridge penalty per training row on standardised features (linear only).
+  double ridge_lambda = 1e-3;
+  std::uint64_t seed = 0;
+};
+
+// bad_input naming the field if kind or objective is unknown or a number is out of range.
+std::unique_ptr<CostModel> make_cost_model(const ModelOptions& options);
+// kind: "xgboost" (rank:pairwise grouped by workload), "linear" or "heuristic".
 std::unique_ptr<CostModel> make_cost_model(const std::string& kind, std::uint64_t seed = 0);
 
 }  // namespace atvoss::costmodel

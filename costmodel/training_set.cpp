@@ -1,0 +1,61 @@
+#include "costmodel/training_set.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace atvoss::costmodel {
+namespace {
+
+bool usable_ok(const Sample& s) { return s.status == Status::ok && s.time_us > 0; }
+
+double best_time(const WorkloadGroup& g) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const Sample& s : g.samples) {
+    if (usable_ok(s)) best = std::min(best, s.time_us);
+  }
+  return best;
+}
+
+}  // namespace
+
+double sample_label(const Sample& sample, double best_time_us) {
+  if (usable_ok(sample)) return best_time_us / sample.time_us;
+  if (is_candidate_error(sample.status)) return 0.0;
+  return -1.0;  // infrastructure error or ok without a time: no information
+}
+
+std::size_t count_ok_samples(std::span<const WorkloadGroup> groups) {
+  std::size_t n = 0;
+  for (const auto& g : groups) n += std::count_if(g.samples.begin(), g.samples.end(), usable_ok);
+  return n;
+}
+
+TrainingSet build_training_set(std::span<const WorkloadGroup> groups) {
+  TrainingSet set;
+  set.x.cols = feature_count();
+  for (const WorkloadGroup& g : groups) {
+    const double best = best_time(g);
+    if (!(best < std::numeric_limits<double>::infinity())) continue;
+    const Featurizer featurizer(g.workload, g.target);
+    unsigned kept = 0;
+    for (const Sample& s : g.samples) {
+      const double label = sample_label(s, best);
+      if (label < 0) continue;
+      set.x.data.resize((set.x.rows + 1) * set.x.cols);
+      featurizer.write(s.schedule, set.x.row(set.x.rows));
+      ++set.x.rows;
+      set.labels.push_back(float(label));
+      if (label > 0) ++set.ok_rows;
+      ++kept;
+    }
+    set.group_sizes.push_back(kept);
+  }
+  if (set.ok_rows == 0) {
+    throw_bad_input("cost model training: no workload group has an ok measurement with a time");
+  }
+  return set;
+}
+
+}  // namespace atvoss::costmodel

@@ -1,0 +1,168 @@
+// XGBoostModel: gradient-boosted trees through the XGBoost 1.7 C API.
+// Handles are owned by unique_ptr with the matching Free (DMatrix, Booster); each C call
+// goes through check(), which turns -1 into an atvoss::Error carrying XGBGetLastError().
+// Output buffers (predictions, saved model, feature scores) belong to XGBoost and are
+// copied before the next call.
+#include <xgboost/c_api.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "core/error.hpp"
+#include "costmodel/model_envelope.hpp"
+#include "costmodel/model_kinds.hpp"
+#include "costmodel/training_set.hpp"
+
+namespace atvoss::costmodel {
+namespace {
+
+struct DMatrixFree {
+  void operator()(void* h) const noexcept { XGDMatrixFree(h); }
+};
+struct BoosterFree {
+  void operator()(void* h) const noexcept { XGBoosterFree(h); }
+};
+using DMatrix = std::unique_ptr<void, DMatrixFree>;
+using Booster = std::unique_ptr<void, BoosterFree>;
+
+void check(int rc, const char* call, ErrorKind kind = ErrorKind::internal) {
+  if (rc != 0) throw Error(kind, std::string("xgboost ") + call + ": " + XGBGetLastError());
+}
+
+DMatrix make_dmatrix(const FeatureMatrix& x) {
+  DMatrixHandle raw = nullptr;
+  const int rc = XGDMatrixCreateFromMat(x.data.data(), x.rows, x.cols,
+                                        std::numeric_limits<float>::quiet_NaN(), &raw);
+  DMatrix m(raw);  // own it before checking: a failed create may still return a handle
+  check(rc, "XGDMatrixCreateFromMat");
+  return m;
+}
+
+Booster make_booster(DMatrixHandle train) {
+  BoosterHandle raw = nullptr;
+  DMatrixHandle dmats[1] = {train};
+  const int rc = XGBoosterCreate(train ? dmats : nullptr, train ? 1 : 0, &raw);
+  Booster b(raw);
+  check(rc, "XGBoosterCreate");
+  return b;
+}
+
+class XGBoostModel final : public CostModel {
+ public:
+  explicit XGBoostModel(const ModelOptions& options) : options_(options) {}
+
+  std::string kind() const override { return "xgboost"; }
+  bool trained() const override { return booster_ != nullptr; }
+
+  void train(std::span<const WorkloadGroup> groups) override {
+    const TrainingSet set = build_training_set(groups);
+    DMatrix dtrain = make_dmatrix(set.x);
+    check(XGDMatrixSetFloatInfo(dtrain.get(), "label", set.labels.data(), set.labels.size()),
+          "XGDMatrixSetFloatInfo(label)");
+    check(XGDMatrixSetUIntInfo(dtrain.get(), "group", set.group_sizes.data(),
+                               set.group_sizes.size()),
+          "XGDMatrixSetUIntInfo(group)");
+    Booster booster = make_booster(dtrain.get());
+    set_params(booster.get());
+    for (int i = 0; i < options_.rounds; ++i) {
+      check(XGBoosterUpdateOneIter(booster.get(), i, dtrain.get()), "XGBoosterUpdateOneIter");
+    }
+    booster_ = std::move(booster);  // only now: a failed fit leaves the previous one
+  }
+
+  std::vector<double> predict_features(const FeatureMatrix& rows) const override {
+    require_trained();
+    if (rows.cols != feature_count()) throw_bad_input("xgboost predict: wrong feature count");
+    if (rows.rows == 0) return {};
+    DMatrix d = make_dmatrix(rows);
+    const char* config =
+        R"({"type":0,"training":false,"iteration_begin":0,"iteration_end":0,"strict_shape":false})";
+    const bst_ulong* shape = nullptr;
+    bst_ulong dim = 0;
+    const float* result = nullptr;
+    check(XGBoosterPredictFromDMatrix(booster_.get(), d.get(), config, &shape, &dim, &result),
+          "XGBoosterPredictFromDMatrix");
+    return std::vector<double>(result, result + rows.rows);  // copy: XGBoost owns result
+  }
+
+  std::vector<std::uint8_t> save() const override {
+    require_trained();
+    bst_ulong len = 0;
+    const char* raw = nullptr;
+    check(XGBoosterSaveModelToBuffer(booster_.get(), R"({"format":"ubj"})", &len, &raw),
+          "XGBoosterSaveModelToBuffer");
+    const std::vector<std::uint8_t> payload(raw, raw + len);
+    return wrap_model(kind(), Json{{"objective", options_.objective}}, payload);
+  }
+
+  void load(std::span<const std::uint8_t> bytes) override {
+    const ModelEnvelope env = unwrap_model(bytes, kind());
+    if (env.payload.empty()) throw Error(ErrorKind::corrupt, "xgboost model: empty payload");
+    Booster booster = make_booster(nullptr);
+    check(XGBoosterLoadModelFromBuffer(booster.get(), env.payload.data(), env.payload.size()),
+          "XGBoosterLoadModelFromBuffer", ErrorKind::corrupt);
+    check(XGBoosterSetParam(booster.get(), "nthread", std::to_string(options_.nthread).c_str()),
+          "XGBoosterSetParam(nthread)");
+    options_.objective = env.header.value("objective", options_.objective);
+    booster_ = std::move(booster);
+  }
+
+  std::vector<FeatureScore> feature_importance() const override {
+    if (!trained()) return {};
+    bst_ulong n_features = 0, dim = 0;
+    const char** names = nullptr;
+    const bst_ulong* shape = nullptr;
+    const float* scores = nullptr;
+    check(XGBoosterFeatureScore(booster_.get(), R"({"importance_type":"total_gain"})",
+                                &n_features, &names, &dim, &shape, &scores),
+          "XGBoosterFeatureScore");
+    // Without feature names XGBoost reports "f<index>" for each feature used in a split.
+    std::vector<FeatureScore> out;
+    const auto& infos = feature_infos();
+    for (bst_ulong i = 0; i < n_features; ++i) {
+      const std::string name = names[i];
+      std::string feature = name;
+      if (name.size() > 1 && name[0] == 'f') {
+        const std::size_t index = std::stoul(name.substr(1));
+        if (index < infos.size()) feature = infos[index].name;
+      }
+      out.push_back({feature, double(scores[i])});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const FeatureScore& a, const FeatureScore& b) { return a.score > b.score; });
+    return out;
+  }
+
+ private:
+  void require_trained() const {
+    if (!trained()) throw Error(ErrorKind::internal, "xgboost model used before train() or load()");
+  }
+
+  void set_param(BoosterHandle b, const char* name, const std::string& value) const {
+    check(XGBoosterSetParam(b, name, value.c_str()), name);
+  }
+
+  void set_params(BoosterHandle b) const {
+    set_param(b, "objective", options_.objective);
+    set_param(b, "booster", "gbtree");
+    set_param(b, "tree_method", "hist");
+    set_param(b, "max_depth", std::to_string(options_.max_depth));
+    set_param(b, "eta", std::to_string(options_.eta));
+    set_param(b, "min_child_weight", "1");
+    set_param(b, "gamma", "0.0001");
+    set_param(b, "nthread", std::to_string(options_.nthread));
+    set_param(b, "seed", std::to_string(options_.seed % 2147483647));
+    set_param(b, "verbosity", "0");
+  }
+
+  ModelOptions options_;
+  Booster booster_;
+};
+
+}  // namespace
+
+std::unique_ptr<CostModel> make_xgboost_model(const ModelOptions& options) {
+  return std::make_unique<XGBoostModel>(options);
+}
+
+}  // namespace atvoss::costmodel

@@ -1,0 +1,207 @@
+#include "costmodel/cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "core/error.hpp"
+#include "costmodel/metrics.hpp"
+#include "synthetic.hpp"
+
+namespace atvoss::costmodel {
+namespace {
+
+using testing::matmul;
+using testing::synthetic_group;
+
+// Three training workloads of different scale, one held-out workload to rank.
+std::vector<WorkloadGroup> training_groups(std::size_t per_group = 250) {
+  return {synthetic_group(matmul(1024, 1024, 1024), per_group, 1),
+          synthetic_group(matmul(4096, 512, 2048), per_group, 2),
+          synthetic_group(matmul(256, 8192, 512), per_group, 3)};
+}
+
+WorkloadGroup held_out() { return synthetic_group(matmul(2048, 2048, 256), 300, 99); }
+
+std::vector<WorkloadGroup> shuffled(std::vector<WorkloadGroup> groups) {
+  std::mt19937_64 rng(7);
+  for (auto& g : groups) {
+    std::vector<double> times;
+    for (const auto& s : g.samples) times.push_back(s.time_us);
+    std::shuffle(times.begin(), times.end(), rng);
+    for (std::size_t i = 0; i < times.size(); ++i) g.samples[i].time_us = times[i];
+  }
+  return groups;
+}
+
+ModelOptions options_for(const std::string& kind) {
+  ModelOptions o;
+  o.kind = kind;
+  o.seed = 5;
+  if (kind == "xgboost-reg") {
+    o.kind = "xgboost";
+    o.objective = "reg:squarederror";
+  }
+  return o;
+}
+
+// Every trainable implementation runs the same checks (STYLE.md: kTestArgList).
+class TrainableModelTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::unique_ptr<CostModel> make() const { return make_cost_model(options_for(GetParam())); }
+};
+
+TEST_P(TrainableModelTest, LearnsASyntheticRankingAndNotShuffledLabels) {
+  const WorkloadGroup test = held_out();
+  auto model = make();
+  EXPECT_FALSE(model->trained());
+  model->train(training_groups());
+  ASSERT_TRUE(model->trained());
+  const ModelMetrics good = evaluate(*model, std::span(&test, 1));
+  EXPECT_GT(good.pairwise, 0.75);
+  EXPECT_GT(good.peak_at_5, 0.8);
+
+  auto noise = make();
+  noise->train(shuffled(training_groups()));
+  const ModelMetrics bad = evaluate(*noise, std::span(&test, 1));
+  EXPECT_LT(bad.pairwise, 0.65);
+  EXPECT_LT(bad.pairwise, good.pairwise - 0.15);
+}
+
+TEST_P(TrainableModelTest, SaveLoadRoundTripPredictsIdentically) {
+  auto model = make();
+  model->train(training_groups(120));
+  const WorkloadGroup test = held_out();
+  std::vector<Schedule> schedules;
+  for (const auto& s : test.samples) schedules.push_back(s.schedule);
+  const auto before = model->predict(test.workload, test.target, schedules);
+  const auto bytes = model->save();
+  auto copy = make();
+  copy->load(bytes);
+  EXPECT_TRUE(copy->trained());
+  EXPECT_EQ(copy->predict(test.workload, test.target, schedules), before);
+  EXPECT_EQ(copy->save(), bytes);
+}
+
+TEST_P(TrainableModelTest, SameSeedSameModel) {
+  auto a = make(), b = make();
+  a->train(training_groups(120));
+  b->train(training_groups(120));
+  EXPECT_EQ(a->save(), b->save());
+}
+
+TEST_P(TrainableModelTest, GarbageBytesAreCorruptAndKeepThePreviousFit) {
+  auto model = make();
+  model->train(training_groups(60));
+  const auto good = model->save();
+  std::vector<std::uint8_t> truncated(good.begin(), good.begin() + good.size() / 2);
+  std::vector<std::uint8_t> flipped = good;
+  for (std::size_t i = good.size() / 2; i < good.size(); i += 7) flipped[i] ^= 0x5a;
+  const std::vector<std::vector<std::uint8_t>> kGarbage = {
+      {}, {1, 2, 3}, std::vector<std::uint8_t>(100, 0xff), truncated, flipped};
+  for (const auto& bytes : kGarbage) {
+    SCOPED_TRACE(bytes.size());
+    try {
+      model->load(bytes);
+      FAIL() << "expected a corrupt error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::corrupt) << e.what();
+    }
+  }
+  EXPECT_TRUE(model->trained());
+  EXPECT_EQ(model->save(), good);
+}
+
+TEST_P(TrainableModelTest, InvalidRecordsRankLast) {
+  // A region of the space (tile_k 256) fails: the model must learn to avoid it.
+  auto groups = training_groups(300);
+  for (auto& g : groups) {
+    for (auto& s : g.samples) {
+      if (s.schedule.at("tile_k") == 256) s.status = Status::invalid, s.time_us = 0;
+    }
+  }
+  auto model = make();
+  model->train(groups);
+  WorkloadGroup test = held_out();
+  std::vector<Schedule> ok, bad;
+  for (const auto& s : test.samples) (s.schedule.at("tile_k") == 256 ? bad : ok).push_back(s.schedule);
+  const auto ok_scores = model->predict(test.workload, test.target, ok);
+  const auto bad_scores = model->predict(test.workload, test.target, bad);
+  const double ok_best = *std::max_element(ok_scores.begin(), ok_scores.end());
+  const double bad_best = *std::max_element(bad_scores.begin(), bad_scores.end());
+  EXPECT_GT(ok_best, bad_best);
+}
+
+TEST_P(TrainableModelTest, NothingToLearnIsBadInputAndUntrainedPredictFails) {
+  auto model = make();
+  WorkloadGroup g = held_out();
+  for (auto& s : g.samples) s.status = Status::worker_lost;
+  try {
+    model->train(std::span(&g, 1));
+    FAIL() << "expected bad_input";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input()) << e.what();
+  }
+  EXPECT_FALSE(model->trained());
+  const std::vector<Schedule> one = {g.samples[0].schedule};
+  EXPECT_THROW(model->predict(g.workload, g.target, one), Error);
+}
+
+TEST_P(TrainableModelTest, ImportanceNamesRealFeatures) {
+  auto model = make();
+  model->train(training_groups(120));
+  const auto scores = model->feature_importance();
+  ASSERT_FALSE(scores.empty());
+  EXPECT_NO_THROW(feature_index(scores.front().feature));
+  EXPECT_GE(scores.front().score, scores.back().score);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, TrainableModelTest,
+                         ::testing::Values("xgboost", "xgboost-reg", "linear"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(CostModelFactoryTest, RejectsUnknownKindsAndOptions) {
+  EXPECT_THROW(make_cost_model("forest"), Error);
+  ModelOptions o;
+  o.objective = "rank:ndcg_typo";
+  EXPECT_THROW(make_cost_model(o), Error);
+  o = ModelOptions{};
+  o.rounds = 0;
+  EXPECT_THROW(make_cost_model(o), Error);
+  EXPECT_EQ(make_cost_model("linear")->kind(), "linear");
+  EXPECT_EQ(make_cost_model("xgboost")->kind(), "xgboost");
+}
+
+TEST(CostModelFactoryTest, ModelOfAnotherKindIsCorrupt) {
+  auto linear = make_cost_model("linear");
+  linear->train(training_groups(60));
+  auto xgb = make_cost_model("xgboost");
+  try {
+    xgb->load(linear->save());
+    FAIL() << "expected corrupt";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::corrupt);
+    EXPECT_NE(std::string(e.what()).find("linear"), std::string::npos);
+  }
+}
+
+TEST(HeuristicModelTest, PrefersTheAnalyticallyFasterSchedule) {
+  auto model = make_cost_model("heuristic");
+  EXPECT_TRUE(model->trained());
+  const Workload w = matmul(4096, 4096, 4096);
+  const std::vector<Schedule> s = {
+      Schedule({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"k_steps", 1},
+                {"async_copy_depth", 1}}),
+      Schedule({{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 64}, {"k_steps", 4},
+                {"async_copy_depth", 2}})};
+  const auto scores = model->predict(w, testing::test_target(), s);
+  EXPECT_GT(scores[1], scores[0]);
+}
+
+}  // namespace
+}  // namespace atvoss::costmodel

@@ -1,0 +1,157 @@
+#include "costmodel/features.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "synthetic.hpp"
+
+namespace atvoss::costmodel {
+namespace {
+
+using testing::matmul;
+using testing::test_target;
+
+Workload wl(const Json& j) { return Workload::from_json(j); }
+
+TEST(FeaturesTest, NamesAreUniqueAndDescribed) {
+  const auto& infos = feature_infos();
+  ASSERT_EQ(infos.size(), feature_count());
+  std::set<std::string> names;
+  for (const auto& f : infos) {
+    SCOPED_TRACE(f.name);
+    EXPECT_TRUE(names.insert(f.name).second);
+    EXPECT_FALSE(f.meaning.empty());
+    EXPECT_FALSE(f.unit.empty());
+  }
+  EXPECT_EQ(feature_version(), kFeatureVersion);
+}
+
+// Every template, including degenerate schedules, gives feature_count() finite values.
+TEST(FeaturesTest, FixedLengthAndFiniteForEveryTemplate) {
+  const struct {
+    const char* name;
+    Json workload;
+    Schedule schedule;
+  } kCases[] = {
+      {"matmul", {{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1000}, {"K", 77}}}},
+       Schedule({{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 32}, {"k_steps", 2},
+                 {"async_copy_depth", 2}, {"tile_order", 2}, {"fusion_level", 0}})},
+      {"batch_matmul_epilogue",
+       {{"op", "batch_matmul"}, {"dims", {{"B", 12}, {"M", 128}, {"N", 128}, {"K", 64}}},
+        {"epilogue", {"bias", "gelu", "add"}}},
+       Schedule({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"fusion_level", 3}})},
+      {"conv2d",
+       {{"op", "conv2d"},
+        {"dims", {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3}, {"pad", 1}}},
+        {"epilogue", {"bias", "relu"}}},
+       Schedule({{"tile_h", 14}, {"tile_w", 14}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
+                 {"async_copy_depth", 2}, {"tile_order", 0}, {"fusion_level", 1}})},
+      {"depthwise",
+       {{"op", "depthwise_conv2d"},
+        {"dims", {{"N", 1}, {"C", 32}, {"H", 112}, {"W", 112}, {"R", 3}, {"S", 3}, {"stride", 2}}}},
+       Schedule({{"tile_h", 8}, {"tile_w", 8}, {"tile_c", 16}, {"async_copy_depth", 4}})},
+      {"layernorm_split_row", {{"op", "layernorm"}, {"dims", {{"M", 4096}, {"N", 1024}}}},
+       Schedule({{"tile_m", 8}, {"tile_n", 256}, {"async_copy_depth", 2}})},
+      {"elementwise_empty_schedule", {{"op", "elementwise"}, {"dims", {{"M", 7}, {"N", 3}}}}, Schedule()},
+      {"recorded", {{"op", "recorded"}, {"table", "x.csv"}},
+       Schedule({{"block_size_x", 128}, {"negative", -4}, {"zero", 0}})},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    const auto row = features(wl(c.workload), test_target(), c.schedule);
+    ASSERT_EQ(row.size(), feature_count());
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      EXPECT_TRUE(std::isfinite(row[i])) << feature_infos()[i].name;
+    }
+  }
+}
+
+TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
+  const Workload w = matmul(4096, 4096, 4096);
+  Schedule small({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"k_steps", 1},
+                  {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}});
+  Schedule big = small;
+  big.set("tile_m", 128);
+  big.set("tile_n", 256);
+  big.set("k_steps", 8);
+  big.set("async_copy_depth", 2);
+  const auto a = features(w, test_target(), small), b = features(w, test_target(), big);
+  auto f = [](const std::vector<float>& r, const char* n) { return r[feature_index(n)]; };
+  EXPECT_GT(f(b, "tile_intensity"), f(a, "tile_intensity"));
+  EXPECT_LT(f(b, "tiles"), f(a, "tiles"));
+  EXPECT_LT(f(b, "gm_read_bytes"), f(a, "gm_read_bytes"));
+  EXPECT_GT(f(b, "l1_occupancy"), f(a, "l1_occupancy"));
+  EXPECT_GT(f(b, "copy_efficiency"), f(a, "copy_efficiency"));
+  EXPECT_LT(f(b, "est_time_us"), f(a, "est_time_us"));
+  EXPECT_EQ(f(b, "copy_depth_hides"), 1.0f);
+  EXPECT_EQ(f(a, "knob_tile_n"), 16.0f);
+  EXPECT_EQ(f(b, "log2_tile_n"), float(std::log2(257.0)));
+}
+
+TEST(FeaturesTest, FusionCountsEpilogueOpsAndKernels) {
+  const Workload w = wl({{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 512}}},
+                         {"epilogue", {"bias", "relu", "batchnorm"}}});
+  auto row = [&](int level) {
+    return features(w, test_target(), Schedule({{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64},
+                                                {"fusion_level", level}}));
+  };
+  const std::size_t fused = feature_index("fused_ops"), kernels = feature_index("kernels");
+  EXPECT_EQ(row(0)[fused], 0.0f);
+  EXPECT_EQ(row(0)[kernels], 4.0f);
+  EXPECT_EQ(row(1)[fused], 2.0f);
+  EXPECT_EQ(row(2)[fused], 3.0f);
+  EXPECT_EQ(row(2)[kernels], 1.0f);
+}
+
+TEST(FeaturesTest, ConvHaloGrowsAsSpatialTilesShrink) {
+  const Workload w = wl({{"op", "conv2d"},
+                         {"dims", {{"N", 1}, {"C", 64}, {"H", 224}, {"W", 224}, {"K", 64},
+                                   {"R", 3}, {"S", 3}, {"pad", 1}}}});
+  auto halo = [&](int tile) {
+    return features(w, test_target(), Schedule({{"tile_h", tile}, {"tile_w", tile}}))
+        [feature_index("halo_overhead")];
+  };
+  EXPECT_GT(halo(4), halo(16));
+  EXPECT_GT(halo(16), halo(64));
+  EXPECT_GT(halo(64), 1.0f);
+}
+
+TEST(FeaturesTest, RecordedKnobsFillGenericSlotsInNameOrder) {
+  const Workload w = wl({{"op", "recorded"}, {"table", "t.csv"}});
+  const auto row = features(w, test_target(), Schedule({{"b", 8}, {"a", 3}}));
+  EXPECT_EQ(row[feature_index("tmpl_generic")], 1.0f);
+  EXPECT_EQ(row[feature_index("gen_knob_0")], 3.0f);  // "a" sorts first
+  EXPECT_EQ(row[feature_index("gen_knob_1")], 8.0f);
+  EXPECT_EQ(row[feature_index("gen_log2_1")], float(std::log2(9.0)));
+  EXPECT_EQ(row[feature_index("knob_tile_m")], 0.0f);
+}
+
+TEST(FeaturesTest, TooManyRecordedKnobsIsBadInput) {
+  Schedule s;
+  for (std::size_t i = 0; i <= kGenericKnobSlots; ++i) s.set("k" + std::to_string(i), 1);
+  try {
+    features(wl({{"op", "recorded"}, {"table", "t.csv"}}), test_target(), s);
+    FAIL() << "expected bad_input";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+  }
+}
+
+TEST(FeaturesTest, FeaturizeMatchesSingleRows) {
+  std::mt19937_64 rng(3);
+  std::vector<Schedule> s;
+  for (int i = 0; i < 20; ++i) s.push_back(testing::random_matmul_schedule(rng));
+  const Workload w = matmul(256, 512, 1024);
+  const FeatureMatrix m = featurize(w, test_target(), s);
+  ASSERT_EQ(m.rows, s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto one = features(w, test_target(), s[i]);
+    EXPECT_TRUE(std::equal(one.begin(), one.end(), m.row(i).begin()));
+  }
+}
+
+}  // namespace
+}  // namespace atvoss::costmodel
