@@ -1,0 +1,329 @@
+// Batch job execution. Map: run_job() = prepare (validate, tasks, measurer) ->
+// open db + job row -> loop { scheduler picks a task -> its session runs a round ->
+// save scheduler state } -> export table -> evaluate variants -> write report.
+#include "tuner/job_runner.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "core/error.hpp"
+#include "db/table_export.hpp"
+#include "simulator/presets.hpp"
+#include "simulator/simulator.hpp"
+#include "tuner/local_measurer.hpp"
+#include "tuner/model_evaluation.hpp"
+#include "tuner/model_zoo.hpp"
+#include "tuner/onnx_import.hpp"
+#include "tuner/report.hpp"
+#include "tuner/strategy_setup.hpp"
+#include "tuner/task_scheduler.hpp"
+#include "tuner/tuner.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string group_of(const Workload& w) {
+  std::string g = w.op();
+  for (const auto& e : w.epilogue()) g += "+" + e;
+  return g;
+}
+
+// One task's live state: its session exists once the scheduler first picks it, so
+// that its transfer data includes what earlier tasks measured.
+struct TaskRun {
+  TuneTask task;
+  std::unique_ptr<StrategySetup> setup;
+  std::unique_ptr<TuningSession> session;
+  int stored = 0;  // trials in the database (kept current once the session exists)
+  double best_us = kInf;
+  double default_us = kInf;
+};
+
+class Job {
+ public:
+  Job(const JobSpec& spec, const JobRunOptions& options, Target target, TaskSet tasks,
+      std::unique_ptr<Measurer> measurer)
+      : spec_(spec), options_(options), target_(std::move(target)), tasks_(std::move(tasks)),
+        measurer_(std::move(measurer)), db_(db::TuningDatabase::open(spec.database)),
+        target_info_(db::TargetInfo::from_target(target_)),
+        scheduler_(scheduler_tasks(), scheduler_options()),
+        progress_(Progress::detect(options.quiet), spec.trials) {
+    for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t, nullptr, nullptr, 0, kInf, kInf});
+    load_stored();
+    open_job_row();
+  }
+
+  JobOutcome run() {
+    JobOutcome out;
+    out.resumed_trials = total_trials();
+    progress_.start(out.resumed_trials);
+    int rounds = 0;
+    while (total_trials() < spec_.trials) {
+      if (options_.max_rounds > 0 && rounds++ >= options_.max_rounds) break;
+      const auto next = scheduler_.next_task();
+      if (!next) break;
+      run_round(*next);
+      save_state("running");
+      progress_.update(task_lines(), total_trials(), objective(true), objective(false));
+    }
+    const bool complete = total_trials() >= spec_.trials || !scheduler_.next_task().has_value();
+    save_state(complete ? "done" : "stopped");
+    progress_.finish(task_lines(), total_trials(), objective(true), objective(false));
+    return finish(out);
+  }
+
+ private:
+  std::vector<SchedulerTask> scheduler_tasks() const {
+    std::vector<SchedulerTask> v;
+    for (const auto& t : tasks_.tasks()) {
+      v.push_back({double(t.weight), t.workload.flops(), group_of(t.workload)});
+    }
+    return v;
+  }
+
+  SchedulerOptions scheduler_options() const {
+    SchedulerOptions o;
+    o.policy = spec_.scheduler;
+    o.early_stopping = spec_.early_stopping;
+    o.seed = spec_.seed;
+    return o;
+  }
+
+  int total_trials() const {
+    int n = 0;
+    for (const auto& r : runs_) n += r.stored;
+    return n;
+  }
+
+  // Weighted end-to-end time of the best (tuned) or default schedules.
+  double objective(bool tuned) const {
+    double total = 0;
+    for (const auto& r : runs_) total += r.task.weight * (tuned ? r.best_us : r.default_us);
+    return total;
+  }
+
+  void load_stored() {
+    for (auto& r : runs_) {
+      const auto history = db_.history(r.task.workload.key(), target_info_.key);
+      r.stored = static_cast<int>(history.size());
+      const Schedule def = simulator::default_schedule(r.task.workload, target_);
+      for (const auto& rec : history) {
+        if (!rec.measurement.ok()) continue;
+        r.best_us = std::min(r.best_us, rec.measurement.time_us);
+        if (rec.schedule == def) r.default_us = rec.measurement.time_us;
+      }
+    }
+  }
+
+  void open_job_row() {
+    if (auto job = db_.job_named(spec_.name)) {
+      job_id_ = job->id;
+      if (job->spec.contains("scheduler")) {
+        try {
+          scheduler_.restore(job->spec["scheduler"]);
+        } catch (const Error&) {
+          // A job whose task list changed (other model, new workloads) starts a fresh
+          // plan; its stored records still count.
+        }
+      }
+      db_.update_job_spec(job_id_, Json{{"spec", spec_.source}, {"scheduler", scheduler_.to_json()}});
+    } else {
+      job_id_ = db_.create_job(spec_.name,
+                               Json{{"spec", spec_.source}, {"scheduler", scheduler_.to_json()}});
+    }
+    db_.update_job(job_id_, "running", progress_fraction());
+  }
+
+  double progress_fraction() const {
+    return std::min(1.0, double(total_trials()) / std::max(1, spec_.trials));
+  }
+
+  void save_state(const std::string& state) {
+    db_.update_job_spec(job_id_, Json{{"spec", spec_.source}, {"scheduler", scheduler_.to_json()}});
+    db_.update_job(job_id_, state, progress_fraction());
+  }
+
+  TuningSession& session_of(TaskRun& r) {
+    if (r.session) return *r.session;
+    StrategyConfig config;
+    config.name = spec_.strategy;
+    config.cost_model = spec_.cost_model;
+    config.seed = spec_.seed ^ fnv1a64(r.task.workload.key());
+    const ScheduleSpace space = simulator::space_for(r.task.workload, target_);
+    r.setup = std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
+    TuneOptions o;
+    o.batch_size = spec_.batch_size;
+    o.early_stopping = spec_.early_stopping;
+    o.repeat = spec_.repeat;
+    o.seed = spec_.seed;
+    o.job = spec_.name;
+    StrategySetup* setup = r.setup.get();
+    o.after_round = [setup, this] { setup->save_if_retrained(db_); };
+    r.session = std::make_unique<TuningSession>(r.task.workload, target_, setup->strategy(),
+                                                *measurer_, db_, o);
+    return *r.session;
+  }
+
+  void run_round(int i) {
+    TaskRun& r = runs_[i];
+    TuningSession& s = session_of(r);
+    const int room = spec_.trials - total_trials();
+    const int stored = s.run_round(std::min(room, spec_.batch_size));
+    r.stored = s.result().trials;
+    r.best_us = s.result().best_us;
+    if (std::isfinite(s.result().default_us)) r.default_us = s.result().default_us;
+    scheduler_.record_round(i, stored, r.best_us);
+    if (s.exhausted() || s.early_stopped()) scheduler_.finish(i);
+  }
+
+  std::vector<TaskLine> task_lines() const {
+    std::vector<TaskLine> lines;
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      const auto& r = runs_[i];
+      lines.push_back({r.task.name, r.stored, r.best_us, r.default_us,
+                       scheduler_.finished(static_cast<int>(i))});
+    }
+    return lines;
+  }
+
+  TaskReport task_report(const TaskRun& r) const {
+    TaskReport t;
+    t.name = r.task.name;
+    t.label = r.task.workload.label();
+    t.weight = r.task.weight;
+    const auto history = db_.history(r.task.workload.key(), target_info_.key);
+    t.trials = static_cast<int>(history.size());
+    const Schedule def = simulator::default_schedule(r.task.workload, target_);
+    t.default_schedule = def;
+    double best = kInf;
+    for (const auto& rec : history) {
+      if (rec.measurement.ok() && rec.measurement.time_us < best) {
+        best = rec.measurement.time_us;
+        t.best_schedule = rec.schedule;
+        t.best_measurement = rec.measurement;
+      }
+      if (rec.schedule == def) t.default_measurement = rec.measurement;
+      t.curve.push_back(best);
+    }
+    return t;
+  }
+
+  JobOutcome finish(JobOutcome out) {
+    out.tasks = static_cast<int>(runs_.size());
+    out.trials = total_trials();
+    out.measured = out.trials - out.resumed_trials;
+    out.default_us = objective(false);
+    out.tuned_us = objective(true);
+    out.database = spec_.database;
+    out.table = spec_.export_path;
+    out.report = spec_.report_path;
+    db::export_table(db_, target_info_, spec_.export_path);
+    ReportData data;
+    data.job = spec_.name;
+    data.target = target_.name;
+    data.model = tasks_.model();
+    data.batch = tasks_.batch();
+    data.strategy = spec_.strategy;
+    data.trials = out.trials;
+    data.budget = spec_.trials;
+    for (const auto& [op, n] : tasks_.unsupported()) data.unsupported.emplace_back(op, n);
+    Json tasks = Json::array();
+    for (const auto& r : runs_) {
+      data.tasks.push_back(task_report(r));
+      const auto& t = data.tasks.back();
+      tasks.push_back({{"name", r.task.name}, {"workload", r.task.workload.to_json()},
+                       {"weight", r.task.weight}, {"trials", r.stored},
+                       {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
+                       {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},
+                       {"best_schedule", t.best_schedule ? t.best_schedule->to_json() : Json(nullptr)}});
+    }
+    EvaluationOptions eval;
+    eval.cost_model = spec_.cost_model;
+    eval.seed = spec_.seed;
+    data.variants = evaluate_variants(tasks_.tasks(), target_, db_, eval);
+    write_report(data, spec_.report_path);
+    Json variants = Json::array();
+    for (const auto& v : data.variants) {
+      variants.push_back({{"name", v.name}, {"end_to_end_us", v.end_to_end_us()},
+                          {"throughput", v.throughput(data.batch)}});
+    }
+    out.summary = {{"job", spec_.name}, {"model", tasks_.model()}, {"target", target_.name},
+                   {"trials", out.trials}, {"resumed", out.resumed_trials},
+                   {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
+                   {"database", out.database}, {"table", out.table}, {"report", out.report}};
+    return out;
+  }
+
+  const JobSpec& spec_;
+  const JobRunOptions& options_;
+  Target target_;
+  TaskSet tasks_;
+  std::unique_ptr<Measurer> measurer_;
+  db::TuningDatabase db_;
+  db::TargetInfo target_info_;
+  TaskScheduler scheduler_;
+  Progress progress_;
+  std::vector<TaskRun> runs_;
+  std::int64_t job_id_ = 0;
+};
+
+}  // namespace
+
+TaskSet tasks_of(const JobSpec& spec) {
+  TaskSet set;
+  if (!spec.model.empty()) {
+    if (ends_with(spec.model, ".onnx")) {
+      OnnxImportOptions o;
+      o.batch = spec.batch;
+      set = import_onnx(spec.model, o);
+    } else {
+      set = zoo_model(spec.model);
+    }
+  } else {
+    set = TaskSet(spec.name, 1);
+  }
+  for (const auto& w : spec.workloads) set.add(w.workload, w.name, w.weight);
+  if (set.tasks().empty()) throw_bad_input("job spec: the model has no tunable task");
+  return set;
+}
+
+JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
+  // Validate everything before the database is opened (see header).
+  Target target = simulator::load_target(spec.target);
+  TaskSet tasks = tasks_of(spec);
+  const auto& names = search::strategy_names();
+  if (std::find(names.begin(), names.end(), spec.strategy) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw_bad_input("job spec: field 'strategy' must be one of " + list + "; got '" +
+                    spec.strategy + "'");
+  }
+  for (const auto& t : tasks.tasks()) {
+    if (t.workload.op() == "recorded") throw_bad_input("job spec: recorded workloads are not tunable in batch jobs");
+    (void)simulator::default_schedule(t.workload, target);
+  }
+  const std::string farm = options.farm.empty() ? spec.farm : options.farm;
+  std::unique_ptr<Measurer> measurer;
+  if (options.make_measurer) {
+    measurer = options.make_measurer(farm);
+  } else if (farm.empty()) {
+    measurer = std::make_unique<LocalMeasurer>();
+  } else {
+    throw_bad_input("farm '" + farm + "': this program was built without a farm measurer");
+  }
+  for (const auto* p : {&spec.database, &spec.export_path, &spec.report_path}) {
+    const auto dir = std::filesystem::path(*p).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
+  }
+  Job job(spec, options, std::move(target), std::move(tasks), std::move(measurer));
+  return job.run();
+}
+
+}  // namespace atvoss::tuner

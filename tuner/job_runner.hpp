@@ -1,0 +1,55 @@
+// JobRunner: runs a batch tuning job (JobSpec) end to end — expands the model into
+// tasks, spreads the trial budget over them with the TaskScheduler, tunes each
+// task round by round (TuningSession), and leaves the database, the exported
+// lookup table and the HTML report behind.
+//
+// Resumable: the database is the source of truth. Rerunning the same job (also
+// after kill -9) reopens it: every stored record counts and is never measured
+// again, each task's best is restored, and the scheduler's state — saved in the
+// job's row after every round — is restored too. Trials stored by an earlier run
+// count against the budget, so a finished job rerun measures nothing.
+//
+// Order of checks: everything the user can get wrong (target, model, ONNX file,
+// workloads, strategy, farm address) is validated before the database is opened,
+// so bad input never touches it (exit 2, database untouched).
+// Threading: run() on one thread; measurement may use a pool internally.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tuner/job_spec.hpp"
+#include "tuner/measurer.hpp"
+#include "tuner/progress.hpp"
+#include "tuner/task_set.hpp"
+
+namespace atvoss::tuner {
+
+struct JobRunOptions {
+  bool quiet = false;
+  std::string farm;  // overrides the spec's farm when non-empty (--farm)
+  // Builds the measurer: given the farm address ("" = local), returns a Measurer.
+  // Default: LocalMeasurer on all cores; a farm address needs make_farm_measurer.
+  std::function<std::unique_ptr<Measurer>(const std::string& farm)> make_measurer;
+  // Stop after this many rounds (tests simulate an interrupted job); 0 = no limit.
+  int max_rounds = 0;
+};
+
+struct JobOutcome {
+  int tasks = 0;
+  int trials = 0;          // stored trials over all tasks after the run
+  int resumed_trials = 0;  // found in the database at the start
+  int measured = 0;        // stored by this run
+  double default_us = 0;   // weighted end-to-end time under the default schedules
+  double tuned_us = 0;     // weighted end-to-end time under the best stored schedules
+  std::string database, table, report;
+  Json summary;            // per-task detail for --json
+};
+
+// The tasks of a spec: its model (zoo name or .onnx file) plus its explicit workloads.
+TaskSet tasks_of(const JobSpec& spec);
+
+JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options = {});
+
+}  // namespace atvoss::tuner

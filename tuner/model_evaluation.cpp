@@ -1,0 +1,122 @@
+#include "tuner/model_evaluation.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+#include "costmodel/cost_model.hpp"
+#include "simulator/simulator.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+Measurement exact(const Target& target, const Workload& w, const Schedule& s) {
+  simulator::SimOptions o;
+  o.noise = 0;
+  o.repeat = 1;
+  return simulator::simulate(target, w, s, o);
+}
+
+costmodel::WorkloadGroup group_of(const Workload& w, const Target& target,
+                                  const std::vector<db::Record>& history, int limit) {
+  costmodel::WorkloadGroup g{w, target, {}};
+  std::vector<const db::Record*> sorted;
+  for (const auto& r : history) sorted.push_back(&r);
+  // Best first, failures last: the model sees the region that matters.
+  std::stable_sort(sorted.begin(), sorted.end(), [](const db::Record* a, const db::Record* b) {
+    if (a->measurement.ok() != b->measurement.ok()) return a->measurement.ok();
+    return a->measurement.ok() && a->measurement.time_us < b->measurement.time_us;
+  });
+  for (const auto* r : sorted) {
+    if (static_cast<int>(g.samples.size()) >= limit) break;
+    g.samples.push_back({r->schedule, r->measurement.status, r->measurement.time_us});
+  }
+  return g;
+}
+
+VariantOp zero_shot(const TuneTask& task, std::size_t index,
+                    const std::vector<costmodel::WorkloadGroup>& groups, const Target& target,
+                    const EvaluationOptions& options) {
+  VariantOp op{task.name, task.weight, std::nullopt, ""};
+  const Schedule def = simulator::default_schedule(task.workload, target);
+  std::vector<costmodel::WorkloadGroup> others;
+  for (std::size_t j = 0; j < groups.size(); ++j) {
+    if (j != index && !groups[j].samples.empty()) others.push_back(groups[j]);
+  }
+  auto model = costmodel::make_cost_model(options.cost_model, options.seed);
+  try {
+    if (others.empty()) throw Error(ErrorKind::bad_input, "no other task measured");
+    model->train(others);
+  } catch (const Error& e) {
+    op.measurement = exact(target, task.workload, def);
+    op.note = std::string("no zero-shot model (") + e.what() + "); default used";
+    return op;
+  }
+  const ScheduleSpace space = simulator::space_for(task.workload, target);
+  std::mt19937_64 rng(options.seed ^ fnv1a64(task.workload.key()));
+  std::set<Schedule> seen{def};
+  std::vector<Schedule> candidates{def};
+  for (int i = 0; i < options.zero_shot_candidates * 4 &&
+                  static_cast<int>(candidates.size()) < options.zero_shot_candidates;
+       ++i) {
+    auto p = space.random_valid_point(rng, 200);
+    if (!p) break;
+    Schedule s = space.schedule_at(*p);
+    if (seen.insert(s).second) candidates.push_back(std::move(s));
+  }
+  const auto scores = model->predict(task.workload, target, candidates);
+  const auto best = std::max_element(scores.begin(), scores.end()) - scores.begin();
+  op.measurement = exact(target, task.workload, candidates[best]);
+  return op;
+}
+
+std::optional<Schedule> best_stored(const std::vector<db::Record>& history, bool fusion_free) {
+  const db::Record* best = nullptr;
+  for (const auto& r : history) {
+    if (!r.measurement.ok()) continue;
+    if (fusion_free && r.schedule.get_or("fusion_level", 0) != 0) continue;
+    if (!best || r.measurement.time_us < best->measurement.time_us) best = &r;
+  }
+  if (!best) return std::nullopt;
+  return best->schedule;
+}
+
+}  // namespace
+
+std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
+                                            const Target& target, const db::TuningDatabase& db,
+                                            const EvaluationOptions& options) {
+  const auto target_key = db::TargetInfo::from_target(target).key;
+  std::vector<std::vector<db::Record>> histories;
+  std::vector<costmodel::WorkloadGroup> groups;
+  for (const auto& t : tasks) {
+    histories.push_back(db.history(t.workload.key(), target_key));
+    groups.push_back(group_of(t.workload, target, histories.back(), options.train_per_task));
+  }
+  ModelVariant def{"(a) vendor default", "simulator::default_schedule for every op", {}};
+  ModelVariant zero{"(b) cost model, zero-shot",
+                    options.cost_model + " model trained on the other tasks only; top pick of " +
+                        std::to_string(options.zero_shot_candidates) + " sampled schedules, unmeasured",
+                    {}};
+  ModelVariant tuned{"(c) tuned", "fastest measured schedule with fusion_level 0", {}};
+  ModelVariant fused{"(d) tuned + fusion", "fastest measured schedule, any fusion level", {}};
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const TuneTask& t = tasks[i];
+    const Schedule d = simulator::default_schedule(t.workload, target);
+    def.ops.push_back({t.name, t.weight, exact(target, t.workload, d), ""});
+    zero.ops.push_back(zero_shot(t, i, groups, target, options));
+    for (auto [variant, fusion_free] : {std::pair{&tuned, true}, std::pair{&fused, false}}) {
+      VariantOp op{t.name, t.weight, std::nullopt, ""};
+      if (auto s = best_stored(histories[i], fusion_free)) {
+        op.measurement = exact(target, t.workload, *s);
+      } else {
+        op.measurement = exact(target, t.workload, d);
+        op.note = "nothing measured; default used";
+      }
+      variant->ops.push_back(std::move(op));
+    }
+  }
+  return {def, zero, tuned, fused};
+}
+
+}  // namespace atvoss::tuner

@@ -1,0 +1,38 @@
+// Model evaluation: the before/after comparison of a tuned model. Every task is
+// re-simulated noise-free (so the variants differ only by schedule) under:
+//   (a) vendor default — simulator::default_schedule for every op;
+//   (b) cost-model zero-shot — a model trained only on the target's OTHER tasks
+//       (leave-one-out, so it has never seen a measurement of this task) scores
+//       sampled valid schedules and its top pick is taken, without measuring;
+//   (c) tuned — the fastest stored schedule with fusion_level 0 (epilogues as
+//       separate kernels);
+//   (d) tuned with fusion — the fastest stored schedule of any fusion level.
+// Threading: the caller's thread; reads db only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/target.hpp"
+#include "db/tuning_database.hpp"
+#include "tuner/report.hpp"
+#include "tuner/task_set.hpp"
+
+namespace atvoss::tuner {
+
+struct EvaluationOptions {
+  std::string cost_model = "xgboost";  // model kind used for the zero-shot pick
+  // Valid schedules sampled per task for the zero-shot pick. Default 1000: enough for
+  // a model's top pick to be meaningful, cheap to score.
+  int zero_shot_candidates = 1000;
+  // Records per other task used to train the zero-shot model (the best first).
+  int train_per_task = 128;
+  std::uint64_t seed = 0;
+};
+
+std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
+                                            const Target& target, const db::TuningDatabase& db,
+                                            const EvaluationOptions& options = {});
+
+}  // namespace atvoss::tuner
