@@ -1,0 +1,50 @@
+// ModelGuidedSearch: MetaSchedule-style evolutionary search over cost-model predictions.
+// Each round: refit the CostModel when enough new trials arrived (retrain policy below),
+// evolve a population of options().model_population points for model_generations
+// generations (seeded from the best measured trials plus random valid points; parents by
+// predicted-score tournament; per-knob crossover and neighbour mutation), collect every
+// unmeasured valid point the evolution visited with its score, and fill the batch best
+// score first under a diversity filter, each slot replaced by a random point with
+// probability epsilon. Below min_train_samples successful trials the analytic heuristic
+// model ranks instead (or, on recorded spaces, proposals are random).
+// Retrain policy: fit when no fit exists and >= min_train_samples trials succeeded, then
+// whenever the trials added since the last fit are >= retrain_fraction of that fit's size.
+// Resume: the state stores how many trials the last fit used; load_state refits on exactly
+// those, so a deterministic model resumes exactly. Private to search/ (ensemble reuses it).
+#pragma once
+
+#include <memory>
+
+#include "search/internal/strategy_base.hpp"
+
+namespace atvoss::search {
+
+class ModelGuidedSearch : public StrategyBase {
+ public:
+  ModelGuidedSearch(std::string name, const ScheduleSpace& space, const StrategyOptions& o);
+
+ protected:
+  void next_points(std::size_t n) override;
+  Json save_extra() const override;
+  void load_extra(const Json& extra) override;
+
+  // Refits if the retrain policy says so; true if a fit is available afterwards.
+  bool refresh_model();
+  // Claims up to `target` points (batch size) chosen by `model`.
+  void model_points(const costmodel::CostModel& model, std::size_t target);
+  // The fitted model, or the heuristic before the first fit (nullptr: propose randomly).
+  const costmodel::CostModel* ranking_model();
+
+ private:
+  void fit(std::size_t records_used);
+  std::vector<double> predict(const costmodel::CostModel& model, const std::vector<Point>& points) const;
+  std::vector<Point> initial_population();
+  std::vector<Point> next_generation(const std::vector<Point>& pop, const std::vector<double>& scores);
+  bool diverse(const Point& p, int min_knobs) const;
+
+  std::unique_ptr<costmodel::CostModel> model_;
+  std::unique_ptr<costmodel::CostModel> heuristic_;  // null when not used
+  std::size_t trained_on_ = 0;  // records used by the last fit; 0 = never fitted
+};
+
+}  // namespace atvoss::search

@@ -1,0 +1,19 @@
+// Constructors of the concrete strategies, for make_strategy() (search_strategy.cpp).
+// Private to search/: users go through the factory.
+#pragma once
+
+#include <memory>
+
+#include "search/search_strategy.hpp"
+
+namespace atvoss::search {
+
+std::unique_ptr<SearchStrategy> make_random_search(const ScheduleSpace& space, const StrategyOptions& o);
+std::unique_ptr<SearchStrategy> make_grid_search(const ScheduleSpace& space, const StrategyOptions& o);
+std::unique_ptr<SearchStrategy> make_evolutionary_search(const ScheduleSpace& space,
+                                                         const StrategyOptions& o);
+std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space,
+                                                         const StrategyOptions& o);
+std::unique_ptr<SearchStrategy> make_ensemble_search(const ScheduleSpace& space, const StrategyOptions& o);
+
+}  // namespace atvoss::search

@@ -1,0 +1,182 @@
+// Read first: ModelGuidedSearch::model_points (one round), then refresh_model (retraining).
+#include "search/internal/model_guided_search.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "search/internal/strategies.hpp"
+
+namespace atvoss::search {
+
+ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& space,
+                                     const StrategyOptions& o)
+    : StrategyBase(std::move(name), space, o) {
+  if (o.workload.op().empty()) {
+    throw_bad_input(this->name() + " search: options.workload is required (the cost model featurises it)");
+  }
+  model_ = o.model_factory ? o.model_factory() : costmodel::make_cost_model(o.cost_model, o.seed);
+  if (!model_) throw_bad_input(this->name() + " search: options.model_factory returned no model");
+  if (o.heuristic_before_fit && o.workload.op() != "recorded") {
+    heuristic_ = costmodel::make_cost_model("heuristic", o.seed);
+  }
+}
+
+const costmodel::CostModel* ModelGuidedSearch::ranking_model() {
+  if (refresh_model()) return model_.get();
+  return heuristic_.get();
+}
+
+void ModelGuidedSearch::next_points(std::size_t n) {
+  if (const auto* model = ranking_model()) model_points(*model, n);
+  fill_random(n);  // no fit yet, or the model's candidates ran out
+}
+
+bool ModelGuidedSearch::refresh_model() {
+  const auto& recs = records();
+  const auto ok = static_cast<std::size_t>(
+      std::count_if(recs.begin(), recs.end(), [](const Record& r) { return r.ok(); }));
+  if (ok < static_cast<std::size_t>(options().min_train_samples)) return model_->trained();
+  const bool stale = trained_on_ == 0 ||
+                     static_cast<double>(recs.size() - trained_on_) >=
+                         options().retrain_fraction * static_cast<double>(trained_on_);
+  if (stale && recs.size() > trained_on_) fit(recs.size());
+  return model_->trained();
+}
+
+void ModelGuidedSearch::fit(std::size_t records_used) {
+  std::vector<costmodel::WorkloadGroup> groups = options().transfer_groups;
+  costmodel::WorkloadGroup own{options().workload, options().target, {}};
+  for (std::size_t i = 0; i < records_used; ++i) {
+    const auto& r = records()[i];
+    own.samples.push_back({space().schedule_at(r.point), r.status, r.time_us});
+  }
+  groups.push_back(std::move(own));
+  model_->train(groups);
+  trained_on_ = records_used;
+}
+
+std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model,
+                                               const std::vector<Point>& points) const {
+  std::vector<Schedule> schedules;
+  schedules.reserve(points.size());
+  for (const auto& p : points) schedules.push_back(space().schedule_at(p));
+  auto scores = model.predict(options().workload, options().target, schedules);
+  if (scores.size() != points.size()) {
+    throw Error(ErrorKind::internal, "cost model returned " + std::to_string(scores.size()) +
+                                         " scores for " + std::to_string(points.size()) + " schedules");
+  }
+  return scores;
+}
+
+std::vector<Point> ModelGuidedSearch::initial_population() {
+  const auto size = static_cast<std::size_t>(options().model_population);
+  std::vector<Point> pop;
+  for (const Record* r : best_records(static_cast<std::size_t>(options().seed_from_measured * size))) {
+    pop.push_back(r->point);
+  }
+  for (std::size_t tries = 0; pop.size() < size && tries < 64 * size; ++tries) {
+    Point p = space().random_point(rng());
+    if (valid(p)) pop.push_back(std::move(p));
+  }
+  return pop;
+}
+
+std::vector<Point> ModelGuidedSearch::next_generation(const std::vector<Point>& pop,
+                                                      const std::vector<double>& scores) {
+  const auto pick = [&]() -> const Point& {  // tournament of two on predicted score
+    const std::size_t a = rng()() % pop.size(), b = rng()() % pop.size();
+    return scores[a] >= scores[b] ? pop[a] : pop[b];
+  };
+  const std::size_t dims = space().dimensions();
+  std::vector<Point> next;
+  next.reserve(pop.size());
+  while (next.size() < pop.size()) {
+    const Point& a = pick();
+    Point child = a;
+    if (uniform01() < 0.5) {
+      const Point& b = pick();
+      for (std::size_t d = 0; d < dims; ++d) {
+        if (uniform01() < options().crossover_rate) child[d] = b[d];
+      }
+    }
+    mutate_knob(child, rng()() % dims);
+    for (std::size_t d = 0; d < dims; ++d) {
+      if (uniform01() < options().mutation_rate / 2) mutate_knob(child, d);
+    }
+    int repair = 0;
+    while (!valid(child) && repair++ < 3) mutate_knob(child, rng()() % dims);
+    next.push_back(valid(child) ? std::move(child) : a);  // rejected children keep the parent
+  }
+  return next;
+}
+
+bool ModelGuidedSearch::diverse(const Point& p, int min_knobs) const {
+  for (const auto& q : batch()) {
+    int differ = 0;
+    for (std::size_t d = 0; d < p.size() && differ < min_knobs; ++d) differ += p[d] != q[d];
+    if (differ < min_knobs) return false;
+  }
+  return true;
+}
+
+void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::size_t target) {
+  // Every unmeasured valid point visited, with its score, in first-visit order.
+  std::vector<Point> cands;
+  std::vector<double> cand_scores;
+  PointSet visited;
+  std::vector<Point> pop = initial_population();
+  if (pop.empty()) return;
+  for (int g = 0;; ++g) {
+    const auto scores = predict(model, pop);
+    for (std::size_t i = 0; i < pop.size(); ++i) {
+      if (!seen(pop[i]) && visited.insert(pop[i]).second) {
+        cands.push_back(pop[i]);
+        cand_scores.push_back(scores[i]);
+      }
+    }
+    if (g >= options().model_generations) break;
+    pop = next_generation(pop, scores);
+  }
+  std::vector<std::size_t> order(cands.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return cand_scores[a] > cand_scores[b]; });
+  std::vector<bool> used(order.size(), false);
+  while (claimed() < target) {
+    if (uniform01() < options().epsilon) {
+      fill_random(claimed() + 1);
+      continue;
+    }
+    std::size_t chosen = order.size();
+    for (int min_knobs : {options().diversity_knobs, 1}) {
+      for (std::size_t i = 0; i < order.size() && chosen == order.size(); ++i) {
+        if (!used[i] && diverse(cands[order[i]], min_knobs) && is_new_valid(cands[order[i]])) chosen = i;
+      }
+      if (chosen != order.size()) break;
+    }
+    if (chosen == order.size()) return;  // candidates exhausted; the caller tops up randomly
+    used[chosen] = true;
+    claim(cands[order[chosen]]);
+  }
+}
+
+Json ModelGuidedSearch::save_extra() const { return {{"trained_on", trained_on_}}; }
+
+void ModelGuidedSearch::load_extra(const Json& extra) {
+  // Called by load_state after the trials are restored: refit on exactly the same prefix.
+  const auto n = require_int(extra, "trained_on", name() + " search state");
+  if (n < 0 || static_cast<std::size_t>(n) > records().size()) {
+    throw_bad_input(name() + " search state: field 'trained_on' must be 0.." +
+                    std::to_string(records().size()));
+  }
+  trained_on_ = 0;
+  if (n > 0) fit(static_cast<std::size_t>(n));
+}
+
+std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space,
+                                                         const StrategyOptions& o) {
+  return std::make_unique<ModelGuidedSearch>("model-guided", space, o);
+}
+
+}  // namespace atvoss::search

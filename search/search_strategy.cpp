@@ -1,0 +1,48 @@
+// make_strategy(): name -> strategy, after checking the options every strategy relies on.
+#include "search/search_strategy.hpp"
+
+#include "core/error.hpp"
+#include "search/internal/strategies.hpp"
+
+namespace atvoss::search {
+namespace {
+
+void check_options(const StrategyOptions& o) {
+  const auto fail = [](const std::string& field, const std::string& expected) {
+    throw_bad_input("search options: field '" + field + "' must be " + expected);
+  };
+  if (o.population < 2) fail("population", ">= 2");
+  if (o.tournament < 1) fail("tournament", ">= 1");
+  if (!(o.crossover_rate >= 0 && o.crossover_rate <= 1)) fail("crossover_rate", "in [0, 1]");
+  if (!(o.mutation_rate >= 0 && o.mutation_rate <= 1)) fail("mutation_rate", "in [0, 1]");
+  if (o.model_population < 2) fail("model_population", ">= 2");
+  if (o.model_generations < 0) fail("model_generations", ">= 0");
+  if (!(o.seed_from_measured >= 0 && o.seed_from_measured <= 1)) fail("seed_from_measured", "in [0, 1]");
+  if (!(o.epsilon >= 0 && o.epsilon <= 1)) fail("epsilon", "in [0, 1]");
+  if (o.diversity_knobs < 1) fail("diversity_knobs", ">= 1");
+  if (o.min_train_samples < 1) fail("min_train_samples", ">= 1");
+  if (!(o.retrain_fraction >= 0)) fail("retrain_fraction", ">= 0");
+}
+
+}  // namespace
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = {"random", "grid", "evolutionary", "model-guided",
+                                                 "ensemble"};
+  return names;
+}
+
+std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const ScheduleSpace& space,
+                                              const StrategyOptions& options) {
+  check_options(options);
+  if (name == "random") return make_random_search(space, options);
+  if (name == "grid") return make_grid_search(space, options);
+  if (name == "evolutionary") return make_evolutionary_search(space, options);
+  if (name == "model-guided") return make_model_guided_search(space, options);
+  if (name == "ensemble") return make_ensemble_search(space, options);
+  std::string list;
+  for (const auto& n : strategy_names()) list += (list.empty() ? "" : ", ") + n;
+  throw_bad_input("unknown search strategy '" + name + "'; expected one of " + list);
+}
+
+}  // namespace atvoss::search

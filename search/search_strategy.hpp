@@ -1,0 +1,124 @@
+// SearchStrategy: decides which schedules of one (workload, target) space to measure
+// next. The tuner asks for a batch, measures it, and hands the results back; the
+// strategy never proposes a schedule it has been told about (measured now, in an
+// earlier round, or in an earlier job resumed from the database), never the same
+// schedule twice, and only schedules that pass ScheduleSpace::check.
+//
+// Call order (enforced; a wrong call throws Error(internal) naming the missing call):
+//   s = make_strategy(name, space, options)
+//   s->observe(history)          optional, any time no batch is pending: schedules measured
+//                                elsewhere (database on resume, other workers)
+//   loop:
+//     batch = s->propose(n)      REQUIRES: no batch pending (update() the previous one first)
+//     s->update(results)         REQUIRES: a batch pending; results are for schedules of that
+//                                batch (any order, any subset; a schedule left out, or whose
+//                                status is an infrastructure error, may be proposed again)
+//   state = s->save_state()      any time; load_state(state) on a fresh strategy of the same
+//                                name and space resumes exactly (same later proposals)
+//
+// Strategies (make_strategy names): "random", "grid", "evolutionary", "model-guided"
+// (evolution over CostModel predictions, MetaSchedule-style), "ensemble" (bandit over
+// evolutionary and model-guided, crediting new bests).
+// Threading: not thread-safe; one tuner thread owns a strategy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "core/measurement.hpp"
+#include "core/schedule.hpp"
+#include "core/schedule_space.hpp"
+#include "core/target.hpp"
+#include "core/workload.hpp"
+#include "costmodel/cost_model.hpp"
+
+namespace atvoss::search {
+
+// One measured schedule as the strategy sees it.
+struct Trial {
+  Schedule schedule;
+  Status status = Status::ok;
+  double time_us = 0;  // meaningful only when status is ok; lower is better
+};
+
+struct StrategyOptions {
+  // Seeds every random choice; the same seed, space and results give the same proposals.
+  std::uint64_t seed = 0;
+
+  // ---- evolutionary (and the genetic steps of model-guided) ----
+  // Parents kept from the best measured schedules (elitism). Larger explores more slowly.
+  int population = 32;
+  // Candidates per tournament; larger selects more greedily.
+  int tournament = 3;
+  // Probability that a child's knob comes from the second parent (uniform crossover).
+  double crossover_rate = 0.5;
+  // Per-knob probability of moving to a neighbouring value (at least one knob always moves).
+  double mutation_rate = 0.25;
+
+  // ---- model-guided ----
+  // Workload and target the cost model featurises; REQUIRED for model-guided and ensemble.
+  Workload workload;
+  Target target;
+  // "xgboost" or "linear"; used when model_factory is empty.
+  std::string cost_model = "xgboost";
+  // Builds the model (tests inject fakes; a tuner can hand in a transfer-initialised model).
+  // Default: costmodel::make_cost_model(cost_model, seed).
+  std::function<std::unique_ptr<costmodel::CostModel>()> model_factory;
+  // Extra training data from other workloads of the same target (transfer), used together
+  // with this workload's own trials. Empty by default.
+  std::vector<costmodel::WorkloadGroup> transfer_groups;
+  // Candidates evolved per round over model predictions (MetaSchedule: 512) and generations.
+  int model_population = 512;
+  int model_generations = 4;
+  // Fraction of the initial population seeded from the best measured schedules.
+  double seed_from_measured = 0.2;
+  // Probability that a batch slot is a random unmeasured schedule instead of the model's pick.
+  double epsilon = 0.05;
+  // Batch members differ from each other in at least this many knobs while enough
+  // candidates allow it (1 disables the filter).
+  int diversity_knobs = 2;
+  // Before the first fit, rank candidates with costmodel's analytic "heuristic" model
+  // instead of proposing at random. Ignored for recorded workloads (no analytic features).
+  bool heuristic_before_fit = true;
+  // Successful trials needed before the first fit; below it the heuristic ranks (or random).
+  int min_train_samples = 8;
+  // Refit when the trials added since the last fit are at least this fraction of it.
+  double retrain_fraction = 0.2;
+};
+
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+
+  virtual std::string name() const = 0;
+  // Records schedules measured elsewhere; they are never proposed and they inform the
+  // search like results of update(). Schedules outside the space and infrastructure
+  // errors are ignored. REQUIRES: no batch pending.
+  virtual void observe(std::span<const Trial> history) = 0;
+  // Up to n new, valid, distinct schedules; fewer (possibly none) when the space has
+  // fewer left. Afterwards a batch is pending. REQUIRES: no batch pending.
+  virtual std::vector<Schedule> propose(std::size_t n) = 0;
+  // Results of the pending batch; afterwards no batch is pending. bad_input if a result's
+  // schedule was not in the batch. REQUIRES: a batch pending.
+  virtual void update(std::span<const Trial> results) = 0;
+  // Everything needed to resume exactly: RNG, round, trials, pending batch, own state.
+  virtual Json save_state() const = 0;
+  // REQUIRES: a fresh strategy (nothing observed or proposed) of the same name and space.
+  // bad_input naming the field if state is malformed or from another strategy.
+  virtual void load_state(const Json& state) = 0;
+  // Trials recorded so far (observed or updated, including candidate errors).
+  virtual std::size_t trials() const = 0;
+};
+
+// Names accepted by make_strategy, in a stable order.
+const std::vector<std::string>& strategy_names();
+// bad_input listing the names if name is unknown; bad_input if options are out of range.
+std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const ScheduleSpace& space,
+                                              const StrategyOptions& options = {});
+
+}  // namespace atvoss::search

@@ -1,0 +1,235 @@
+#include "search/internal/strategy_base.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace atvoss::search {
+namespace {
+
+// Above this many points the random fallback does not enumerate the space.
+constexpr std::uint64_t kEnumerateLimit = 1u << 22;
+constexpr int kStateVersion = 1;
+
+Json trial_json(const Schedule& s, Status st, double time_us) {
+  return {{"schedule", s.to_json()}, {"status", std::string(to_string(st))}, {"time_us", time_us}};
+}
+
+}  // namespace
+
+StrategyBase::StrategyBase(std::string name, const ScheduleSpace& space,
+                           const StrategyOptions& options)
+    : name_(std::move(name)), space_(space), options_(options), rng_(options.seed) {
+  if (space_.dimensions() == 0) throw_bad_input(name_ + " search: the space has no knobs");
+}
+
+void StrategyBase::require_idle(const char* call) const {
+  if (has_pending_) {
+    throw Error(ErrorKind::internal, std::string("SearchStrategy::") + call +
+                                         ": a proposed batch is pending; call update() with its "
+                                         "results first");
+  }
+}
+
+std::optional<Point> StrategyBase::point_in_space(const Schedule& s) const {
+  return space_.point_of(s);
+}
+
+void StrategyBase::add_record(Record r) {
+  seen_.insert(r.point);
+  records_.push_back(std::move(r));
+}
+
+void StrategyBase::observe(std::span<const Trial> history) {
+  require_idle("observe()");
+  const std::size_t first = records_.size();
+  for (const auto& t : history) {
+    if (is_infrastructure_error(t.status)) continue;
+    auto p = point_in_space(t.schedule);
+    if (!p || seen_.count(*p)) continue;  // another space's schedule, or already known
+    add_record({std::move(*p), t.status, t.status == Status::ok ? t.time_us : 0});
+  }
+  if (records_.size() > first) on_records(first);
+}
+
+std::vector<Schedule> StrategyBase::propose(std::size_t n) {
+  require_idle("propose()");
+  batch_.clear();
+  batch_set_.clear();
+  if (n > 0) next_points(n);
+  if (batch_.size() > n) batch_.resize(n);
+  pending_ = batch_;
+  has_pending_ = true;
+  ++round_;
+  std::vector<Schedule> out;
+  out.reserve(batch_.size());
+  for (const auto& p : batch_) out.push_back(space_.schedule_at(p));
+  batch_.clear();
+  batch_set_.clear();
+  return out;
+}
+
+void StrategyBase::update(std::span<const Trial> results) {
+  if (!has_pending_) {
+    throw Error(ErrorKind::internal,
+                "SearchStrategy::update(): no batch is pending; call propose() first");
+  }
+  PointSet pending(pending_.begin(), pending_.end());
+  std::vector<Record> fresh;
+  for (const auto& t : results) {
+    auto p = point_in_space(t.schedule);
+    if (!p || !pending.count(*p)) {
+      throw_bad_input("SearchStrategy::update(): schedule " + t.schedule.to_json().dump() +
+                      " was not in the pending batch; use observe() for other measurements");
+    }
+    pending.erase(*p);
+    if (is_infrastructure_error(t.status)) continue;  // not a result: may be proposed again
+    fresh.push_back({std::move(*p), t.status, t.status == Status::ok ? t.time_us : 0});
+  }
+  has_pending_ = false;
+  pending_.clear();
+  const std::size_t first = records_.size();
+  for (auto& r : fresh) add_record(std::move(r));
+  if (records_.size() > first) on_records(first);
+}
+
+bool StrategyBase::valid(const Point& p) {
+  auto it = valid_cache_.find(p);
+  if (it != valid_cache_.end()) return it->second;
+  const bool ok = space_.check(space_.schedule_at(p)).ok;
+  valid_cache_.emplace(p, ok);
+  return ok;
+}
+
+bool StrategyBase::is_new_valid(const Point& p) {
+  if (seen_.count(p) || batch_set_.count(p)) return false;
+  return valid(p);
+}
+
+bool StrategyBase::claim(const Point& p) {
+  if (!is_new_valid(p)) return false;
+  batch_.push_back(p);
+  batch_set_.insert(p);
+  return true;
+}
+
+void StrategyBase::fill_random(std::size_t target) {
+  // Rejection sampling first: cheap while most of the space is new and valid.
+  const std::size_t budget = 64 * (target > batch_.size() ? target - batch_.size() : 0) + 256;
+  for (std::size_t tries = 0; batch_.size() < target && tries < budget; ++tries) {
+    claim(space_.random_point(rng_));
+  }
+  if (batch_.size() >= target || space_.size() > kEnumerateLimit) return;
+  // Stalled: most points are seen or invalid, so pick among the ones that are left.
+  std::vector<Point> left;
+  for (std::uint64_t i = 0; i < space_.size(); ++i) {
+    Point p = space_.point_at(i);
+    if (is_new_valid(p)) left.push_back(std::move(p));
+  }
+  for (std::size_t i = 0; i < left.size() && batch_.size() < target; ++i) {
+    const std::size_t j = i + static_cast<std::size_t>(rng_() % (left.size() - i));
+    std::swap(left[i], left[j]);
+    claim(left[i]);
+  }
+}
+
+void StrategyBase::mutate_knob(Point& p, std::size_t knob) {
+  const int n = static_cast<int>(space_.knobs()[knob].values.size());
+  if (n <= 1) return;
+  const int step = (rng_() % 4 == 0) ? 2 : 1;  // mostly neighbours, sometimes one further
+  const int dir = (rng_() % 2 == 0) ? -1 : 1;
+  int v = p[knob] + dir * step;
+  if (v < 0 || v >= n) v = p[knob] - dir * step;  // bounce off the end of the list
+  p[knob] = std::clamp(v, 0, n - 1);
+}
+
+std::vector<const Record*> StrategyBase::best_records(std::size_t k) const {
+  std::vector<const Record*> ok;
+  for (const auto& r : records_) {
+    if (r.ok()) ok.push_back(&r);
+  }
+  std::stable_sort(ok.begin(), ok.end(),
+                   [](const Record* a, const Record* b) { return a->time_us < b->time_us; });
+  if (ok.size() > k) ok.resize(k);
+  return ok;
+}
+
+Json StrategyBase::save_state() const {
+  std::ostringstream rng_text;
+  rng_text << rng_;
+  Json trials = Json::array();
+  for (const auto& r : records_) trials.push_back(trial_json(space_.schedule_at(r.point), r.status, r.time_us));
+  Json pending = Json::array();
+  for (const auto& p : pending_) pending.push_back(space_.schedule_at(p).to_json());
+  return {{"strategy", name_},         {"version", kStateVersion}, {"rng", rng_text.str()},
+          {"round", round_},           {"trials", trials},         {"pending", pending},
+          {"has_pending", has_pending_}, {"extra", save_extra()}};
+}
+
+void StrategyBase::load_state(const Json& state) {
+  const std::string ctx = "search state";
+  if (!records_.empty() || has_pending_ || round_ != 0) {
+    throw Error(ErrorKind::internal,
+                "SearchStrategy::load_state(): requires a fresh strategy (nothing observed or proposed)");
+  }
+  require_object(state, ctx);
+  if (require_string(state, "strategy", ctx) != name_) {
+    throw_bad_input(ctx + ": field 'strategy' is '" + state["strategy"].get<std::string>() +
+                    "', expected '" + name_ + "'");
+  }
+  if (require_int(state, "version", ctx) != kStateVersion) {
+    throw_bad_input(ctx + ": field 'version' must be " + std::to_string(kStateVersion));
+  }
+  std::istringstream rng_text(require_string(state, "rng", ctx));
+  rng_text >> rng_;
+  if (!rng_text) throw_bad_input(ctx + ": field 'rng' is not a saved mt19937_64 state");
+  round_ = static_cast<std::size_t>(require_int(state, "round", ctx));
+  const Json& trials = require_field(state, "trials", ctx);
+  if (!trials.is_array()) throw_bad_input(ctx + ": field 'trials' must be a list");
+  for (const auto& t : trials) {
+    auto p = point_in_space(space_.parse(require_field(t, "schedule", ctx + " trial")));
+    add_record({*p, parse_status(require_string(t, "status", ctx + " trial")),
+                require_number(t, "time_us", ctx + " trial")});
+  }
+  const Json& pending = require_field(state, "pending", ctx);
+  if (!pending.is_array()) throw_bad_input(ctx + ": field 'pending' must be a list");
+  for (const auto& s : pending) pending_.push_back(*point_in_space(space_.parse(s)));
+  has_pending_ = require_field(state, "has_pending", ctx).get<bool>();
+  if (!records_.empty()) on_records(0);
+  load_extra(require_field(state, "extra", ctx));
+}
+
+}  // namespace atvoss::search
+
+namespace atvoss::search {
+
+void StrategyBase::breed_from_measured(std::size_t target) {
+  const auto parents = best_records(static_cast<std::size_t>(options_.population));
+  if (parents.size() < 2) return;
+  const auto tournament = [&]() -> const Point& {
+    std::size_t best = parents.size();
+    for (int i = 0; i < options_.tournament; ++i) best = std::min<std::size_t>(best, rng_() % parents.size());
+    return parents[best]->point;  // parents are sorted best first
+  };
+  const std::size_t dims = space_.dimensions();
+  for (std::size_t tries = 0; batch_.size() < target && tries < 32 * target; ++tries) {
+    const Point& a = tournament();
+    const Point& b = tournament();
+    Point child = a;
+    for (std::size_t d = 0; d < dims; ++d) {
+      if (uniform01() < options_.crossover_rate) child[d] = b[d];
+    }
+    bool moved = false;
+    for (std::size_t d = 0; d < dims; ++d) {
+      if (uniform01() < options_.mutation_rate) {
+        mutate_knob(child, d);
+        moved = true;
+      }
+    }
+    if (!moved) mutate_knob(child, rng_() % dims);
+    for (int repair = 0; repair < 4 && !claim(child); ++repair) mutate_knob(child, rng_() % dims);
+  }
+}
+
+}  // namespace atvoss::search

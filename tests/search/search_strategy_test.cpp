@@ -1,0 +1,324 @@
+#include "search/search_strategy.hpp"
+
+#include <cmath>
+#include <set>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace atvoss::search {
+namespace {
+
+// Synthetic landscape: 5 knobs of 8 values; time is a smooth bowl around a fixed optimum
+// plus a knob interaction, and a diagonal band of points is invalid.
+constexpr int kDims = 5;
+constexpr std::int64_t kBest[kDims] = {5, 2, 6, 1, 3};
+
+ScheduleSpace synthetic_space() {
+  std::vector<Knob> knobs;
+  for (int d = 0; d < kDims; ++d) knobs.push_back({"k" + std::to_string(d), {0, 1, 2, 3, 4, 5, 6, 7}});
+  return ScheduleSpace(std::move(knobs), [](const Schedule& s) {
+    return (s.at("k0") + s.at("k1")) % 5 == 4 ? Verdict::invalid("k0+k1 band") : Verdict::valid();
+  });
+}
+
+double synthetic_time(const Schedule& s) {
+  double t = 10;
+  for (int d = 0; d < kDims; ++d) {
+    const double x = static_cast<double>(s.at("k" + std::to_string(d)) - kBest[d]);
+    t += (d + 1) * x * x;
+  }
+  t += 0.5 * std::abs(static_cast<double>(s.at("k2") - s.at("k3")));
+  return t;
+}
+
+Trial measure(const ScheduleSpace& space, const Schedule& s) {
+  if (!space.check(s).ok) return {s, Status::invalid, 0};
+  return {s, Status::ok, synthetic_time(s)};
+}
+
+// Stands in for costmodel/ in unit tests: scores are the negated true time (a perfect
+// model), but only after train(); counts fits so the retrain policy can be checked.
+class FakeModel final : public costmodel::CostModel {
+ public:
+  explicit FakeModel(int* fits) : fits_(fits) {}
+  std::string kind() const override { return "fake"; }
+  void train(std::span<const costmodel::WorkloadGroup> groups) override {
+    ASSERT_FALSE(groups.empty());
+    last_samples_ = groups.back().samples.size();
+    ++*fits_;
+    trained_ = true;
+  }
+  std::vector<double> predict(const Workload&, const Target&,
+                              std::span<const Schedule> schedules) const override {
+    if (!trained_) throw Error(ErrorKind::internal, "fake model: predict before train");
+    std::vector<double> out;
+    for (const auto& s : schedules) out.push_back(s.has("k0") ? -synthetic_time(s) : 0.0);
+    return out;
+  }
+  std::vector<double> predict_features(const costmodel::FeatureMatrix& rows) const override {
+    return std::vector<double>(rows.rows, 0.0);
+  }
+  bool trained() const override { return trained_; }
+  std::vector<std::uint8_t> save() const override { return {}; }
+  void load(std::span<const std::uint8_t>) override { trained_ = true; }
+
+  std::size_t last_samples_ = 0;
+
+ private:
+  int* fits_;
+  bool trained_ = false;
+};
+
+StrategyOptions options_for(std::uint64_t seed, int* fits) {
+  StrategyOptions o;
+  o.seed = seed;
+  o.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
+  o.model_population = 128;
+  o.model_factory = [fits] { return std::make_unique<FakeModel>(fits); };
+  return o;
+}
+
+std::vector<Trial> measure_all(const ScheduleSpace& space, const std::vector<Schedule>& batch) {
+  std::vector<Trial> out;
+  for (const auto& s : batch) out.push_back(measure(space, s));
+  return out;
+}
+
+// Runs rounds of propose -> measure -> update; returns every proposal in order.
+std::vector<Schedule> run(SearchStrategy& s, const ScheduleSpace& space, int rounds, std::size_t batch) {
+  std::vector<Schedule> all;
+  for (int r = 0; r < rounds; ++r) {
+    auto b = s.propose(batch);
+    all.insert(all.end(), b.begin(), b.end());
+    s.update(measure_all(space, b));
+  }
+  return all;
+}
+
+double best_time(const std::vector<Schedule>& proposals, std::size_t first_n) {
+  double best = HUGE_VAL;
+  for (std::size_t i = 0; i < proposals.size() && i < first_n; ++i) best = std::min(best, synthetic_time(proposals[i]));
+  return best;
+}
+
+class EveryStrategy : public testing::TestWithParam<std::string> {
+ protected:
+  ScheduleSpace space_ = synthetic_space();
+  int fits_ = 0;
+  std::unique_ptr<SearchStrategy> make(std::uint64_t seed) {
+    return make_strategy(GetParam(), space_, options_for(seed, &fits_));
+  }
+};
+
+TEST_P(EveryStrategy, NeverProposesMeasuredDuplicateOrInvalid) {
+  auto s = make(7);
+  std::vector<Trial> history;
+  std::mt19937_64 rng(99);
+  for (int i = 0; i < 40; ++i) {
+    auto p = space_.random_valid_point(rng);
+    history.push_back(measure(space_, space_.schedule_at(*p)));
+  }
+  s->observe(history);
+  std::set<Schedule> seen;
+  for (const auto& t : history) seen.insert(t.schedule);
+  const auto proposals = run(*s, space_, 12, 16);
+  EXPECT_EQ(proposals.size(), 12u * 16u);
+  for (const auto& p : proposals) {
+    EXPECT_TRUE(space_.check(p).ok) << p.to_json().dump();
+    EXPECT_TRUE(seen.insert(p).second) << "proposed twice or already measured: " << p.to_json().dump();
+  }
+  EXPECT_EQ(s->trials(), history.size() + proposals.size());
+}
+
+TEST_P(EveryStrategy, SameSeedSameProposals) {
+  auto a = make(3);
+  auto b = make(3);
+  EXPECT_EQ(run(*a, space_, 6, 16), run(*b, space_, 6, 16));
+}
+
+TEST_P(EveryStrategy, StateRoundTripResumesIdentically) {
+  for (const bool pending : {false, true}) {
+    SCOPED_TRACE(pending ? "saved with a batch pending" : "saved between rounds");
+    auto a = make(11);
+    run(*a, space_, 4, 16);
+    std::vector<Schedule> in_flight;
+    if (pending) in_flight = a->propose(16);
+    const Json state = parse_json(a->save_state().dump(), "state");  // through text, as a job file
+    auto b = make(11);
+    b->load_state(state);
+    EXPECT_EQ(b->trials(), a->trials());
+    if (pending) {
+      a->update(measure_all(space_, in_flight));
+      b->update(measure_all(space_, in_flight));
+    }
+    EXPECT_EQ(run(*a, space_, 3, 16), run(*b, space_, 3, 16));
+  }
+}
+
+TEST_P(EveryStrategy, ExhaustsSmallSpaceWithoutRepeats) {
+  ScheduleSpace tiny({{"a", {1, 2, 3, 4}}, {"b", {1, 2, 3}}}, [](const Schedule& s) {
+    return s.at("a") == s.at("b") ? Verdict::invalid("a == b") : Verdict::valid();
+  });
+  auto s = make_strategy(GetParam(), tiny, options_for(5, &fits_));
+  std::set<Schedule> all;
+  for (int r = 0; r < 5; ++r) {
+    auto b = s->propose(4);
+    std::vector<Trial> results;
+    for (const auto& x : b) {
+      EXPECT_TRUE(all.insert(x).second);
+      EXPECT_TRUE(tiny.check(x).ok);
+      results.push_back({x, Status::ok, static_cast<double>(x.at("a") * 10 + x.at("b"))});
+    }
+    s->update(results);
+  }
+  EXPECT_EQ(all.size(), 9u);  // 12 points, 3 invalid
+  EXPECT_TRUE(s->propose(4).empty());
+}
+
+TEST_P(EveryStrategy, CallOrderErrorsNameTheMissingCall) {
+  auto s = make(1);
+  try {
+    s->update({});
+    ADD_FAILURE() << "update() before propose() must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::internal);
+    EXPECT_THAT(e.what(), testing::HasSubstr("call propose() first"));
+  }
+  auto batch = s->propose(4);
+  for (const char* call : {"propose()", "observe()"}) {
+    SCOPED_TRACE(call);
+    try {
+      if (std::string(call) == "propose()") s->propose(4);
+      else s->observe({});
+      ADD_FAILURE() << "must throw while a batch is pending";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::internal);
+      EXPECT_THAT(e.what(), testing::HasSubstr("call update() with its results first"));
+    }
+  }
+  try {
+    Trial stranger = measure(space_, space_.schedule_at({0, 0, 0, 0, 0}));
+    bool in_batch = false;
+    for (const auto& b : batch) in_batch = in_batch || b == stranger.schedule;
+    if (in_batch) stranger = measure(space_, space_.schedule_at({7, 7, 7, 7, 7}));
+    s->update(std::vector<Trial>{stranger});
+    ADD_FAILURE() << "a result outside the batch must throw";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_THAT(e.what(), testing::HasSubstr("not in the pending batch"));
+  }
+}
+
+TEST_P(EveryStrategy, InfrastructureErrorsMayBeProposedAgain) {
+  auto s = make(2);
+  const auto first = s->propose(8);
+  std::vector<Trial> lost;
+  for (const auto& x : first) lost.push_back({x, Status::worker_lost, 0});
+  s->update(lost);
+  EXPECT_EQ(s->trials(), 0u);
+}
+
+TEST_P(EveryStrategy, LoadStateRejectsOtherStrategies) {
+  auto s = make(1);
+  Json state = s->save_state();
+  state["strategy"] = "not-" + GetParam();
+  auto fresh = make(1);
+  try {
+    fresh->load_state(state);
+    ADD_FAILURE() << "expected bad_input";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_THAT(e.what(), testing::HasSubstr("'strategy'"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Search, EveryStrategy, testing::ValuesIn(strategy_names()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n) c = c == '-' ? '_' : c;
+                           return n;
+                         });
+
+TEST(SearchStrategyTest, EvolutionaryBeatsRandomOnSyntheticLandscape) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  double evo = 0, rnd = 0;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {  // fixed seeds: deterministic
+    auto e = make_strategy("evolutionary", space, options_for(seed, &fits));
+    auto r = make_strategy("random", space, options_for(seed, &fits));
+    evo += best_time(run(*e, space, 12, 16), 192);
+    rnd += best_time(run(*r, space, 12, 16), 192);
+  }
+  EXPECT_LT(evo, rnd) << "evolutionary " << evo / 4 << " vs random " << rnd / 4;
+}
+
+TEST(SearchStrategyTest, ModelGuidedFollowsTheModel) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  auto s = make_strategy("model-guided", space, options_for(4, &fits));
+  const auto proposals = run(*s, space, 8, 16);
+  double optimum = HUGE_VAL;
+  for (std::uint64_t i = 0; i < space.size(); ++i) {
+    const auto sch = space.schedule_at(space.point_at(i));
+    if (space.check(sch).ok) optimum = std::min(optimum, synthetic_time(sch));
+  }
+  // A perfect model finds the optimum within a few rounds after its first fit.
+  EXPECT_DOUBLE_EQ(best_time(proposals, proposals.size()), optimum);
+  EXPECT_GE(fits, 1);
+}
+
+TEST(SearchStrategyTest, RetrainPolicyFitsOnTwentyPercentNewData) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  auto opts = options_for(4, &fits);
+  opts.min_train_samples = 16;
+  auto s = make_strategy("model-guided", space, opts);
+  // Rounds of 8: first fit once 16 succeeded (round 3 sees 16 trials, all valid or not),
+  // then refit whenever the new trials reach 20% of the last fit.
+  std::vector<int> fits_before_round;
+  for (int r = 0; r < 8; ++r) {
+    auto b = s->propose(8);
+    fits_before_round.push_back(fits);
+    s->update(measure_all(space, b));
+  }
+  EXPECT_EQ(fits_before_round.front(), 0);
+  // Fits at 16+ ok trials, then at >= 1.2x: never more than one fit per round.
+  for (std::size_t i = 1; i < fits_before_round.size(); ++i) {
+    EXPECT_LE(fits_before_round[i] - fits_before_round[i - 1], 1);
+  }
+  EXPECT_GE(fits, 3);
+  EXPECT_LE(fits, 6);
+}
+
+TEST(SearchStrategyTest, FactoryRejectsBadInput) {
+  const auto space = synthetic_space();
+  const struct {
+    const char* name;
+    std::function<void(StrategyOptions&)> edit;
+    const char* error;
+  } kCases[] = {
+      {"nope", [](StrategyOptions&) {}, "expected one of random, grid"},
+      {"evolutionary", [](StrategyOptions& o) { o.population = 1; }, "'population'"},
+      {"model-guided", [](StrategyOptions& o) { o.epsilon = 2; }, "'epsilon'"},
+      {"model-guided", [](StrategyOptions& o) { o.workload = Workload(); }, "options.workload"},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.error);
+    int fits = 0;
+    auto o = options_for(1, &fits);
+    c.edit(o);
+    try {
+      make_strategy(c.name, space, o);
+      ADD_FAILURE() << "expected bad_input";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_THAT(e.what(), testing::HasSubstr(c.error));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace atvoss::search
