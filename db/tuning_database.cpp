@@ -10,6 +10,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <istream>
 #include <ostream>
@@ -27,6 +29,10 @@ constexpr std::string_view kRecordSelect =
     "r.schedule, r.status, r.error, r.time_us, r.repeats, r.profile, r.worker, r.job, "
     "r.tool_version, r.created_at "
     "FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id ";
+
+// status = 'ok' spelled exactly as in the partial index records_best, so the planner uses it.
+constexpr std::string_view kBestTail =
+    "WHERE w.key = ?1 AND t.key = ?2 AND r.status = 'ok' ORDER BY r.time_us, r.id LIMIT ?3";
 
 std::string sql(std::string_view tail) { return std::string(kRecordSelect) + std::string(tail); }
 
@@ -213,6 +219,41 @@ class Writer {
 
 bool is_memory(const std::string& path) { return path == ":memory:" || path.empty(); }
 
+std::uint32_t be32(const unsigned char* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+}
+
+// Cheap checks on the 100-byte SQLite header before SQLite touches the file: a file that
+// is not SQLite at all, or one cut short (fewer bytes than the page count its header
+// vouches for), is refused with a clear message instead of failing later, mid-query.
+// Skipped while a non-empty WAL exists: then the header may legitimately run ahead of a
+// checkpoint that recovery will finish.
+void check_file_header(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) return;  // absent or empty: SQLite creates a fresh database
+  const auto wal = std::filesystem::file_size(path + "-wal", ec);
+  const bool wal_pending = !ec && wal > 0;
+  unsigned char h[100] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return;  // let SQLite report the permission problem
+  const std::size_t got = std::fread(h, 1, sizeof h, f);
+  std::fclose(f);
+  if (got < sizeof h || std::memcmp(h, "SQLite format 3", 16) != 0) {
+    throw Error(ErrorKind::corrupt, path + " is not an atvoss tuning database: it is not an SQLite "
+                                           "file (damaged, truncated or a different kind of file)");
+  }
+  const std::uint32_t raw_page = (std::uint32_t{h[16]} << 8) | h[17];
+  const std::uint64_t page_size = raw_page == 1 ? 65536 : raw_page;
+  const std::uint32_t pages = be32(h + 28);
+  const bool count_valid = be32(h + 24) == be32(h + 92) && pages > 0;
+  if (!wal_pending && count_valid && size < page_size * pages) {
+    throw Error(ErrorKind::corrupt, path + " is truncated: its header records " + std::to_string(pages) +
+                                        " pages of " + std::to_string(page_size) + " bytes but the file has " +
+                                        std::to_string(size) + " bytes; restore it from a copy");
+  }
+}
+
 void configure(Connection& c, const std::string& path, bool read_only) {
   c.exec("PRAGMA foreign_keys = ON");
   if (!read_only && !is_memory(path)) {
@@ -306,6 +347,7 @@ TuningDatabase TuningDatabase::open(const std::string& path, const OpenOptions& 
   }
   int flags = SQLITE_OPEN_NOMUTEX;  // one connection per thread: SQLite's own mutex is not needed
   flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!memory) check_file_header(path);
   TuningDatabase db(memory ? ":memory:" : path);
   db.conn_ = std::make_unique<Connection>(db.path_, flags, options.lock_wait_ms);
   Connection& c = *db.conn_;
@@ -364,14 +406,21 @@ std::vector<Record> TuningDatabase::best(const std::string& workload_key,
                                          const std::string& target_key, int k) const {
   if (k <= 0) return {};
   return conn_->read([&] {
-    // status = 'ok' spelled exactly as in the partial index, so the planner can use it.
-    auto s = conn_->prepare(sql("WHERE w.key = ?1 AND t.key = ?2 AND r.status = 'ok' "
-                                "ORDER BY r.time_us, r.id LIMIT ?3"));
+    auto s = conn_->prepare(sql(kBestTail));
     s->bind(1, workload_key).bind(2, target_key).bind(3, k);
     RowDecoder dec;
     std::vector<Record> out;
     while (s->step()) out.push_back(dec.decode(*s));
     return out;
+  });
+}
+
+std::string TuningDatabase::explain_best_plan() const {
+  return conn_->read([&] {
+    auto s = conn_->prepare("EXPLAIN QUERY PLAN " + sql(kBestTail));
+    std::string plan;
+    while (s->step()) plan += s->column_text(3) + "\n";
+    return plan;
   });
 }
 

@@ -62,7 +62,8 @@ class TuningDatabase {
 
   // Opens (creating and migrating as needed) the database at path; ":memory:" gives a
   // private in-memory database. Errors: io (cannot open/create, busy), corrupt (not a
-  // database, or damaged), bad_input (newer schema than this build).
+  // database, truncated, or damaged), bad_input (newer schema than this build, or an SQLite
+  // file of another application). A failed open never modifies the file.
   static TuningDatabase open(const std::string& path, const OpenOptions& options = {});
 
   TuningDatabase(TuningDatabase&&) noexcept;
@@ -89,6 +90,9 @@ class TuningDatabase {
   // from the partial index records_best, without scanning the records table.
   std::vector<Record> best(const std::string& workload_key, const std::string& target_key,
                            int k) const;
+
+  // SQLite's plan for the best() query, one step per line (tests check it uses the index).
+  std::string explain_best_plan() const;
 
   // Every record of one workload, oldest first; restricted to one target if given.
   std::vector<Record> history(const std::string& workload_key,
