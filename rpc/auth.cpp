@@ -1,0 +1,117 @@
+#include "rpc/auth.hpp"
+
+#include <array>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <boost/asio/ip/address.hpp>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
+#include "core/error.hpp"
+
+namespace atvoss::rpc {
+
+namespace {
+
+std::string to_hex(const unsigned char* bytes, std::size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(2 * n, '0');
+  for (std::size_t i = 0; i < n; ++i) {
+    out[2 * i] = kDigits[bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+std::string trim_trailing(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) {
+    s.pop_back();
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string_view to_string(Role role) noexcept {
+  switch (role) {
+    case Role::worker: return "worker";
+    case Role::client: return "client";
+    case Role::query: return "query";
+  }
+  return "?";
+}
+
+Role parse_role(std::string_view s) {
+  if (s == "worker") return Role::worker;
+  if (s == "client") return Role::client;
+  if (s == "query") return Role::query;
+  throw Error(ErrorKind::protocol, "login: field 'role' must be worker, client or query");
+}
+
+std::optional<std::string> load_token(const std::string& token_file) {
+  if (!token_file.empty()) {
+    std::ifstream in(token_file, std::ios::binary);
+    if (!in) throw Error(ErrorKind::io, "--token-file " + token_file + ": cannot read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string token = trim_trailing(text.str());
+    // Never echo the token; name only the file.
+    if (token.empty()) throw_bad_input("--token-file " + token_file + ": file is empty");
+    return token;
+  }
+  if (const char* env = std::getenv("ATVOSS_TOKEN"); env != nullptr && *env != '\0') {
+    return trim_trailing(env);
+  }
+  return std::nullopt;
+}
+
+std::string make_nonce() {
+  std::array<unsigned char, 32> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    throw Error(ErrorKind::internal, "auth: RAND_bytes failed");
+  }
+  return to_hex(bytes.data(), bytes.size());
+}
+
+std::string hmac_hex(std::string_view token, std::string_view nonce) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
+  unsigned int length = 0;
+  const unsigned char* ok =
+      HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
+           reinterpret_cast<const unsigned char*>(nonce.data()), nonce.size(), mac.data(), &length);
+  if (ok == nullptr) throw Error(ErrorKind::internal, "auth: HMAC-SHA256 failed");
+  return to_hex(mac.data(), length);
+}
+
+bool verify_mac(std::string_view token, std::string_view nonce, std::string_view mac) {
+  const std::string expected = hmac_hex(token, nonce);
+  if (mac.size() != expected.size()) return false;  // the length of a hex SHA-256 is public
+  return CRYPTO_memcmp(expected.data(), mac.data(), expected.size()) == 0;
+}
+
+bool tokens_equal(std::string_view expected, std::string_view presented) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> a{}, b{};
+  SHA256(reinterpret_cast<const unsigned char*>(expected.data()), expected.size(), a.data());
+  SHA256(reinterpret_cast<const unsigned char*>(presented.data()), presented.size(), b.data());
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool is_loopback_address(std::string_view address) {
+  boost::system::error_code ec;
+  const auto parsed = boost::asio::ip::make_address(std::string(address), ec);
+  if (ec) return false;
+  if (parsed.is_v6()) {
+    const auto v6 = parsed.to_v6();
+    if (v6.is_v4_mapped()) {
+      return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, v6).is_loopback();
+    }
+  }
+  return parsed.is_loopback();
+}
+
+}  // namespace atvoss::rpc

@@ -1,0 +1,172 @@
+#include "rpc/farm_log.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/measurement.hpp"
+#include "db/tuning_database.hpp"
+#include "rpc/log.hpp"
+#ifdef ATVOSS_RPC_HAVE_TABLE
+#include "db/table/schedule_table.hpp"
+#endif
+
+namespace atvoss::rpc {
+
+namespace {
+
+struct Pending {
+  std::string target_key;
+  Json request;
+  Json measurement;
+};
+
+class DatabaseFarmLog final : public FarmLog {
+ public:
+  explicit DatabaseFarmLog(const std::string& path)
+      : path_(path), check_(db::TuningDatabase::open(path)), thread_([this] { run(); }) {}
+
+  ~DatabaseFarmLog() override {
+    {
+      const std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+  void note_target(const std::string& key, const std::string& name, const Json& description) override {
+    const std::lock_guard lock(mu_);
+    targets_[key] = db::TargetInfo{key, name, description};
+  }
+
+  void record(const std::string& target_key, const Json& request, const Json& measurement) override {
+    {
+      const std::lock_guard lock(mu_);
+      queue_.push_back(Pending{target_key, request, measurement});
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void run() {
+    db::TuningDatabase database = db::TuningDatabase::open(path_);
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty() && stopping_) return;
+      std::deque<Pending> batch;
+      batch.swap(queue_);
+      const auto targets = targets_;
+      lock.unlock();
+      store(database, batch, targets);
+      lock.lock();
+    }
+  }
+
+  static void store(db::TuningDatabase& database, const std::deque<Pending>& batch,
+                    const std::map<std::string, db::TargetInfo>& targets) {
+    std::vector<db::Record> records;
+    for (const Pending& p : batch) {
+      try {
+        Measurement m = Measurement::from_json(p.measurement);
+        if (is_infrastructure_error(m.status)) continue;  // never a property of the schedule
+        const auto t = targets.find(p.target_key);
+        db::Record r(Workload::from_json(p.request.at("workload")),
+                     t != targets.end() ? t->second : db::TargetInfo{p.target_key, p.target_key, Json::object()},
+                     Schedule::from_json(p.request.at("schedule")), std::move(m));
+        r.worker = "farm";
+        records.push_back(std::move(r));
+      } catch (const std::exception& e) {
+        log_line("farm-db", std::string("skipping a result that does not parse: ") + e.what());
+      }
+    }
+    if (records.empty()) return;
+    try {
+      database.insert(records);
+    } catch (const std::exception& e) {
+      log_line("farm-db", "could not store " + std::to_string(records.size()) + " results: " + e.what());
+    }
+  }
+
+  std::string path_;
+  db::TuningDatabase check_;  // opened up front so a bad --db fails at start-up
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  std::map<std::string, db::TargetInfo> targets_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// TuningDatabase is one-per-thread; HTTP requests arrive on any io thread.
+db::TuningDatabase& thread_database(const std::string& path) {
+  thread_local std::map<std::string, std::unique_ptr<db::TuningDatabase>> open;
+  auto& slot = open[path];
+  if (!slot) {
+    db::OpenOptions options;
+    options.must_exist = true;
+    slot = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(path, options));
+  }
+  return *slot;
+}
+
+db::TargetInfo resolve_target(const db::TuningDatabase& database, const std::string& target) {
+  if (auto by_key = database.target(target)) return *by_key;
+  const auto named = database.targets_named(target);
+  if (named.empty()) throw Error(ErrorKind::not_found, "target '" + target + "' has no records in this database");
+  return named.front();
+}
+
+Json best_answer(const db::TuningDatabase& database, const Json& request) {
+  require_object(request, "/v1/best");
+  const std::string target_arg = require_string(request, "target", "/v1/best");
+  const Workload workload = Workload::from_json(require_field(request, "workload", "/v1/best"));
+  const db::TargetInfo target = resolve_target(database, target_arg);
+  const auto exact = database.best(workload.key(), target.key, 1);
+  if (!exact.empty()) {
+    const db::Record& r = exact.front();
+    return Json{{"match", "exact"},           {"distance", 0.0},
+                {"workload", r.workload.to_json()}, {"schedule", r.schedule.to_json()},
+                {"time_us", r.measurement.time_us}, {"target", target.name},
+                {"target_key", target.key}};
+  }
+#ifdef ATVOSS_RPC_HAVE_TABLE
+  std::vector<table::TableEntry> entries;
+  for (const db::BestEntry& e : database.best_per_workload(target.key)) {
+    entries.push_back(table::TableEntry{e.workload, e.schedule, e.time_us});
+  }
+  table::TableHeader header;
+  header.target_key = target.key;
+  header.target_name = target.name;
+  const table::ScheduleTable nearest(header, std::move(entries));
+  const table::LookupResult found = nearest.lookup(workload);
+  if (found.kind != table::MatchKind::none && found.entry != nullptr) {
+    return Json{{"match", "nearest"},
+                {"distance", found.distance},
+                {"workload", found.entry->workload.to_json()},
+                {"schedule", found.entry->schedule.to_json()},
+                {"time_us", found.entry->time_us},
+                {"target", target.name},
+                {"target_key", target.key}};
+  }
+#endif
+  throw Error(ErrorKind::not_found, "no valid record for " + workload.label() + " on " + target.name +
+                                        " or any workload of the same op, dtype and epilogue");
+}
+
+}  // namespace
+
+std::unique_ptr<FarmLog> open_farm_log(const std::string& path) {
+  return std::make_unique<DatabaseFarmLog>(path);
+}
+
+std::function<Json(const Json&)> make_best_handler(const std::string& db_path) {
+  return [db_path](const Json& request) { return best_answer(thread_database(db_path), request); };
+}
+
+}  // namespace atvoss::rpc

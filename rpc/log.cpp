@@ -1,0 +1,28 @@
+#include "rpc/log.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+namespace atvoss::rpc {
+
+namespace {
+std::atomic<bool> g_enabled{true};
+std::mutex g_mu;
+}  // namespace
+
+void set_log_enabled(bool enabled) noexcept { g_enabled.store(enabled); }
+
+void log_line(std::string_view component, std::string_view message) {
+  if (!g_enabled.load(std::memory_order_relaxed)) return;
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const double seconds = std::chrono::duration<double>(now).count();
+  std::string line = std::to_string(seconds) + " " + std::string(component) + ": " +
+                     std::string(message) + "\n";
+  const std::lock_guard lock(g_mu);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+}  // namespace atvoss::rpc

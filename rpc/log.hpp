@@ -1,0 +1,15 @@
+// One-line stderr logging for the farm's long-running programs. Lines are written
+// whole under a mutex so concurrent sessions do not interleave. Never pass a token here.
+// Threading: safe from any thread.
+#pragma once
+
+#include <string_view>
+
+namespace atvoss::rpc {
+
+// Writes "<program-time> <component>: <message>\n" to stderr unless logging is muted.
+void log_line(std::string_view component, std::string_view message);
+// Tests and benchmarks mute the log; the tools leave it on.
+void set_log_enabled(bool enabled) noexcept;
+
+}  // namespace atvoss::rpc

@@ -1,0 +1,151 @@
+#include "rpc/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace atvoss::rpc {
+
+void FarmMetrics::count_submitted() {
+  const std::lock_guard lock(mu_);
+  ++submitted_;
+}
+void FarmMetrics::count_deduplicated() {
+  const std::lock_guard lock(mu_);
+  ++deduplicated_;
+}
+void FarmMetrics::count_retry() {
+  const std::lock_guard lock(mu_);
+  ++retries_;
+}
+void FarmMetrics::count_worker_lost() {
+  const std::lock_guard lock(mu_);
+  ++workers_lost_;
+}
+void FarmMetrics::count_late_result() {
+  const std::lock_guard lock(mu_);
+  ++late_;
+}
+
+void FarmMetrics::count_rejection(std::string_view reason) {
+  const std::lock_guard lock(mu_);
+  auto it = rejections_.find(reason);
+  if (it == rejections_.end()) it = rejections_.emplace(std::string(reason), 0).first;
+  ++it->second;
+}
+
+void FarmMetrics::count_measured(std::string_view status) {
+  const std::lock_guard lock(mu_);
+  auto it = by_status_.find(status);
+  if (it == by_status_.end()) it = by_status_.emplace(std::string(status), 0).first;
+  ++it->second;
+  bump_rate();
+}
+
+void FarmMetrics::bump_rate() {
+  const auto second = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - origin_).count();
+  const std::size_t slot = static_cast<std::size_t>(second) % kWindow;
+  if (second_of_[slot] != second) {
+    second_of_[slot] = second;
+    per_second_[slot] = 0;
+  }
+  ++per_second_[slot];
+}
+
+void FarmMetrics::add_latency(double microseconds) {
+  const std::lock_guard lock(mu_);
+  if (latencies_.size() < kSamples) {
+    latencies_.push_back(microseconds);
+  } else {
+    latencies_[next_latency_] = microseconds;
+  }
+  next_latency_ = (next_latency_ + 1) % kSamples;
+}
+
+double FarmMetrics::rate_locked(std::int64_t now_second) const {
+  // Whole seconds before the current one, so a partly elapsed second does not dilute it.
+  std::uint64_t total = 0;
+  std::int64_t seconds = 0;
+  for (std::int64_t s = now_second - 1; s >= 0 && s >= now_second - static_cast<std::int64_t>(kWindow) + 1; --s) {
+    const std::size_t slot = static_cast<std::size_t>(s) % kWindow;
+    if (second_of_[slot] == s) total += per_second_[slot];
+    ++seconds;
+  }
+  return seconds == 0 ? 0.0 : static_cast<double>(total) / static_cast<double>(seconds);
+}
+
+double FarmMetrics::rate_per_second() const {
+  const std::lock_guard lock(mu_);
+  return rate_locked(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - origin_).count());
+}
+
+double FarmMetrics::percentile_locked(double q) const {
+  if (latencies_.empty()) return 0.0;
+  std::vector<double> sorted = latencies_;
+  const std::size_t k = std::min(sorted.size() - 1,
+                                 static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size()))) - (q > 0 ? 1 : 0));
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
+  return sorted[k];
+}
+
+double FarmMetrics::latency_percentile(double q) const {
+  const std::lock_guard lock(mu_);
+  return percentile_locked(q);
+}
+
+Json FarmMetrics::to_json() const {
+  const std::lock_guard lock(mu_);
+  Json by_status = Json::object();
+  std::uint64_t answered = 0;
+  for (const auto& [k, v] : by_status_) {
+    by_status[k] = v;
+    answered += v;
+  }
+  Json rejections = Json::object();
+  for (const auto& [k, v] : rejections_) rejections[k] = v;
+  const auto now_second = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - origin_).count();
+  return Json{{"submitted", submitted_},
+              {"answered", answered},
+              {"by_status", std::move(by_status)},
+              {"deduplicated", deduplicated_},
+              {"retries", retries_},
+              {"workers_lost", workers_lost_},
+              {"late_results_ignored", late_},
+              {"rejected_connections", std::move(rejections)},
+              {"measurements_per_second", rate_locked(now_second)},
+              {"latency_p50_us", percentile_locked(0.5)},
+              {"latency_p99_us", percentile_locked(0.99)}};
+}
+
+std::string FarmMetrics::prometheus() const {
+  const Json j = to_json();
+  std::ostringstream out;
+  out << "# HELP atvoss_farm_measurements_total Answers relayed to clients, by status.\n"
+      << "# TYPE atvoss_farm_measurements_total counter\n";
+  for (const auto& [status, n] : j["by_status"].items()) {
+    out << "atvoss_farm_measurements_total{status=\"" << status << "\"} " << n.get<std::uint64_t>() << "\n";
+  }
+  out << "# HELP atvoss_farm_errors_total Non-ok answers and rejected connections, by kind.\n"
+      << "# TYPE atvoss_farm_errors_total counter\n";
+  for (const auto& [status, n] : j["by_status"].items()) {
+    if (status != "ok") out << "atvoss_farm_errors_total{kind=\"" << status << "\"} " << n.get<std::uint64_t>() << "\n";
+  }
+  for (const auto& [reason, n] : j["rejected_connections"].items()) {
+    out << "atvoss_farm_errors_total{kind=\"rejected_" << reason << "\"} " << n.get<std::uint64_t>() << "\n";
+  }
+  out << "# HELP atvoss_farm_measurements_per_second Answers per second over the last 10 s.\n"
+      << "# TYPE atvoss_farm_measurements_per_second gauge\n"
+      << "atvoss_farm_measurements_per_second " << j["measurements_per_second"].get<double>() << "\n"
+      << "# HELP atvoss_farm_latency_microseconds Submit-to-answer latency of the last 4096 answers.\n"
+      << "# TYPE atvoss_farm_latency_microseconds summary\n"
+      << "atvoss_farm_latency_microseconds{quantile=\"0.5\"} " << j["latency_p50_us"].get<double>() << "\n"
+      << "atvoss_farm_latency_microseconds{quantile=\"0.99\"} " << j["latency_p99_us"].get<double>() << "\n"
+      << "# TYPE atvoss_farm_submitted_total counter\natvoss_farm_submitted_total " << j["submitted"].get<std::uint64_t>() << "\n"
+      << "# TYPE atvoss_farm_deduplicated_total counter\natvoss_farm_deduplicated_total " << j["deduplicated"].get<std::uint64_t>() << "\n"
+      << "# TYPE atvoss_farm_retries_total counter\natvoss_farm_retries_total " << j["retries"].get<std::uint64_t>() << "\n"
+      << "# TYPE atvoss_farm_workers_lost_total counter\natvoss_farm_workers_lost_total " << j["workers_lost"].get<std::uint64_t>() << "\n"
+      << "# TYPE atvoss_farm_late_results_total counter\natvoss_farm_late_results_total " << j["late_results_ignored"].get<std::uint64_t>() << "\n";
+  return out.str();
+}
+
+}  // namespace atvoss::rpc

@@ -1,0 +1,59 @@
+// FarmMetrics: the counters and latency samples behind /v1/stats and /metrics —
+// measurements by status, submissions, dedup hits, retries, lost workers, late
+// results, rejected connections by reason, a per-second rate over the last 10 s,
+// and p50/p99 of submit-to-answer latency over the last 4096 answers.
+// Threading: every method is thread-safe (one internal mutex; calls are short).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.hpp"
+
+namespace atvoss::rpc {
+
+class FarmMetrics {
+ public:
+  void count_submitted();
+  void count_deduplicated();
+  void count_measured(std::string_view status);
+  void count_retry();
+  void count_worker_lost();
+  void count_late_result();
+  void count_rejection(std::string_view reason);
+  void add_latency(double microseconds);
+
+  // Answers per second over the last full seconds (up to 10).
+  double rate_per_second() const;
+  // Percentile q in [0,1] of recent latencies in microseconds; 0 with no samples.
+  double latency_percentile(double q) const;
+
+  Json to_json() const;
+  std::string prometheus() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::size_t kWindow = 10;
+  static constexpr std::size_t kSamples = 4096;
+  void bump_rate();  // REQUIRES: mu_
+  double rate_locked(std::int64_t now_second) const;
+  double percentile_locked(double q) const;
+
+  mutable std::mutex mu_;
+  std::uint64_t submitted_ = 0, deduplicated_ = 0, retries_ = 0, workers_lost_ = 0, late_ = 0;
+  std::map<std::string, std::uint64_t, std::less<>> by_status_;
+  std::map<std::string, std::uint64_t, std::less<>> rejections_;
+  std::array<std::uint64_t, kWindow> per_second_{};
+  std::array<std::int64_t, kWindow> second_of_{};
+  std::vector<double> latencies_;
+  std::size_t next_latency_ = 0;
+  Clock::time_point origin_ = Clock::now();
+};
+
+}  // namespace atvoss::rpc

@@ -1,0 +1,38 @@
+// Farm protocol constants and the small message builders shared by the coordinator,
+// workers and clients. docs/protocol.md is the reference for every message and field.
+// Threading: constants and pure functions only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/json.hpp"
+
+namespace atvoss::rpc {
+
+// Bumped on any incompatible change to a message; peers must match exactly.
+inline constexpr int kProtocolVersion = 1;
+inline constexpr std::uint16_t kDefaultFarmPort = 9190;
+inline constexpr std::uint16_t kDefaultHttpPort = 9191;
+
+// Error codes carried by {"type":"error","code":...} before the server closes a connection.
+namespace codes {
+inline constexpr std::string_view auth_failed = "auth_failed";
+inline constexpr std::string_view loopback_only = "loopback_only";
+inline constexpr std::string_view version_mismatch = "version_mismatch";
+inline constexpr std::string_view protocol = "protocol";
+inline constexpr std::string_view login_timeout = "login_timeout";
+inline constexpr std::string_view shutting_down = "shutting_down";
+}  // namespace codes
+
+inline Json error_message(std::string_view code, std::string_view message) {
+  return Json{{"type", "error"}, {"code", code}, {"message", message}};
+}
+
+// Dedup identity of one measurement request: the fields that determine its result.
+// The MessagePack bytes of a sorted-key object: canonical, and exact (no hash collisions).
+std::string item_identity(const Json& target_key, const Json& workload, const Json& schedule,
+                          const Json& repeat, const Json& seed);
+
+}  // namespace atvoss::rpc

@@ -1,0 +1,303 @@
+// QueryServer: one coroutine per HTTP connection (keep-alive loop), request routing in
+// respond(), token check in authorised(). run_query_server wires a database to it.
+#include "rpc/query_server.hpp"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "core/error.hpp"
+#include "db/tuning_database.hpp"
+#include "rpc/auth.hpp"
+#include "rpc/farm_log.hpp"
+#include "rpc/log.hpp"
+#include "rpc/metrics.hpp"
+
+namespace atvoss::rpc {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr std::size_t kMaxBodyBytes = 1 << 20;  // queries are small; refuse anything larger
+
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+Response make_response(const Request& req, http::status status, std::string body,
+                       std::string_view content_type = "application/json") {
+  Response res{status, req.version()};
+  res.set(http::field::server, "atvoss");
+  res.set(http::field::content_type, beast::string_view(content_type.data(), content_type.size()));
+  res.keep_alive(req.keep_alive());
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+Response json_error(const Request& req, http::status status, const std::string& message) {
+  return make_response(req, status, Json{{"error", message}}.dump() + "\n");
+}
+
+// Splits "a=1&b=2" into decoded pairs.
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view part = query.substr(0, amp);
+    const std::size_t eq = part.find('=');
+    out.emplace_back(url_decode(part.substr(0, eq)),
+                     eq == std::string_view::npos ? std::string() : url_decode(part.substr(eq + 1)));
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string url_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '+') {
+      out.push_back(' ');
+    } else if (c == '%') {
+      auto hex = [&](char h) -> int {
+        if (h >= '0' && h <= '9') return h - '0';
+        if (h >= 'a' && h <= 'f') return h - 'a' + 10;
+        if (h >= 'A' && h <= 'F') return h - 'A' + 10;
+        return -1;
+      };
+      const int hi = i + 2 < text.size() ? hex(text[i + 1]) : -1;
+      const int lo = i + 2 < text.size() ? hex(text[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        throw_bad_input("query string: bad percent escape at byte " + std::to_string(i));
+      }
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+struct QueryServer::Impl : std::enable_shared_from_this<QueryServer::Impl> {
+  Impl(asio::io_context& io, std::optional<std::string> t, QueryHandlers h)
+      : acceptor(io), token(std::move(t)), handlers(std::move(h)) {}
+
+  asio::awaitable<void> accept_loop();
+  asio::awaitable<void> serve(tcp::socket socket);
+  bool authorised(const Request& req) const;
+  Response respond(const Request& req);
+  Response best(const Request& req, Json query);
+
+  tcp::acceptor acceptor;
+  std::optional<std::string> token;
+  QueryHandlers handlers;
+  std::atomic<std::uint64_t> requests{0};
+};
+
+bool QueryServer::Impl::authorised(const Request& req) const {
+  if (!token) return true;  // loopback-only was checked at accept
+  const auto it = req.find(http::field::authorization);
+  if (it == req.end()) return false;
+  const std::string_view value(it->value().data(), it->value().size());
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.substr(0, kBearer.size()) != kBearer) return false;
+  return tokens_equal(*token, value.substr(kBearer.size()));
+}
+
+Response QueryServer::Impl::best(const Request& req, Json query) {
+  if (!handlers.best) return json_error(req, http::status::not_found, "this server has no tuning database");
+  try {
+    return make_response(req, http::status::ok, handlers.best(query).dump() + "\n");
+  } catch (const Error& e) {
+    const auto status = e.kind() == ErrorKind::not_found   ? http::status::not_found
+                        : e.kind() == ErrorKind::bad_input ? http::status::bad_request
+                                                           : http::status::internal_server_error;
+    return json_error(req, status, e.what());
+  }
+}
+
+Response QueryServer::Impl::respond(const Request& req) {
+  ++requests;
+  if (!authorised(req)) {
+    Response res = json_error(req, http::status::unauthorized, "missing or wrong bearer token");
+    res.set(http::field::www_authenticate, "Bearer");
+    return res;
+  }
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::size_t question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query = question == std::string_view::npos ? "" : target.substr(question + 1);
+  try {
+    if (path == "/metrics" && req.method() == http::verb::get) {
+      return make_response(req, http::status::ok, handlers.metrics(), "text/plain; version=0.0.4");
+    }
+    if (path == "/v1/stats" && req.method() == http::verb::get) {
+      return make_response(req, http::status::ok, handlers.stats().dump() + "\n");
+    }
+    if (path == "/v1/best" && req.method() == http::verb::get) {
+      Json request = Json::object();
+      for (const auto& [key, value] : parse_query(query)) {
+        if (key == "target") request["target"] = value;
+        if (key == "workload") request["workload"] = parse_json(value, "query parameter 'workload'");
+      }
+      if (!request.contains("target") || !request.contains("workload")) {
+        return json_error(req, http::status::bad_request,
+                          "/v1/best needs ?target=<name or key>&workload=<url-encoded JSON>");
+      }
+      return best(req, std::move(request));
+    }
+    if (path == "/v1/best" && req.method() == http::verb::post) {
+      return best(req, parse_json(req.body(), "/v1/best request body"));
+    }
+    if (path == "/metrics" || path == "/v1/stats" || path == "/v1/best") {
+      return json_error(req, http::status::method_not_allowed, "read-only endpoint: use GET (or POST for /v1/best)");
+    }
+    return json_error(req, http::status::not_found, "unknown path; try /v1/best, /v1/stats or /metrics");
+  } catch (const Error& e) {
+    return json_error(req, e.is_bad_input() ? http::status::bad_request : http::status::internal_server_error, e.what());
+  }
+}
+
+asio::awaitable<void> QueryServer::Impl::serve(tcp::socket socket) {
+  auto self = shared_from_this();
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  boost::system::error_code ec;
+  for (;;) {
+    stream.expires_after(std::chrono::seconds(30));
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(kMaxBodyBytes);
+    co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;  // closed, timed out, or not HTTP: nothing useful to answer
+    const Request& req = parser.get();
+    Response res = respond(req);
+    const bool keep_alive = res.keep_alive();
+    co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || !keep_alive) break;
+  }
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+asio::awaitable<void> QueryServer::Impl::accept_loop() {
+  auto self = shared_from_this();
+  for (;;) {
+    boost::system::error_code ec;
+    tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (!acceptor.is_open()) co_return;
+      continue;
+    }
+    const auto remote = socket.remote_endpoint(ec);
+    if (ec) continue;
+    if (!token && !is_loopback_address(remote.address().to_string())) {
+      // Same rule as the farm: without a token only loopback peers are served.
+      static const std::string kForbidden =
+          "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      asio::write(socket, asio::buffer(kForbidden), ec);
+      continue;
+    }
+    asio::co_spawn(acceptor.get_executor(), serve(std::move(socket)), asio::detached);
+  }
+}
+
+QueryServer::QueryServer(asio::io_context& io, const std::string& host, std::uint16_t port,
+                         std::optional<std::string> token, QueryHandlers handlers)
+    : impl_(std::make_shared<Impl>(io, std::move(token), std::move(handlers))) {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) throw_bad_input("--http-host " + host + ": not an IP address");
+  if (!impl_->token && !address.is_loopback()) {
+    throw_bad_input("--http-host " + host + ": a non-loopback address needs a token");
+  }
+  const tcp::endpoint endpoint(address, port);
+  impl_->acceptor.open(endpoint.protocol());
+  impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
+  impl_->acceptor.bind(endpoint, ec);
+  if (ec) throw Error(ErrorKind::io, "cannot bind HTTP " + host + ":" + std::to_string(port) + ": " + ec.message());
+  impl_->acceptor.listen();
+  asio::co_spawn(io, impl_->accept_loop(), asio::detached);
+}
+
+QueryServer::~QueryServer() = default;
+
+std::uint16_t QueryServer::port() const {
+  boost::system::error_code ec;
+  const auto endpoint = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : endpoint.port();
+}
+
+void QueryServer::stop() {
+  asio::post(impl_->acceptor.get_executor(), [impl = impl_] {
+    boost::system::error_code ignored;
+    impl->acceptor.close(ignored);
+  });
+}
+
+namespace {
+
+// /v1/stats of a database server: what the database holds.
+Json database_stats(const std::string& path) {
+  db::OpenOptions options;
+  options.must_exist = true;
+  options.read_only = true;
+  const db::Stats st = db::TuningDatabase::open(path, options).stats();
+  Json by_status = Json::object();
+  for (const auto& [status, n] : st.by_status) by_status[status] = n;
+  return Json{{"database", path},         {"schema_version", st.schema_version},
+              {"targets", st.targets},    {"workloads", st.workloads},
+              {"records", st.records},    {"models", st.models},
+              {"jobs", st.jobs},          {"by_status", std::move(by_status)}};
+}
+
+}  // namespace
+
+void run_query_server(const QueryServerOptions& options) {
+  asio::io_context io;
+  auto metrics = std::make_shared<FarmMetrics>();  // answers by outcome, and their latency
+  auto best = make_best_handler(options.db_path);
+  database_stats(options.db_path);  // fail now, not on the first request, if the file is unusable
+  QueryHandlers handlers;
+  handlers.best = [best, metrics](const Json& request) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      Json answer = best(request);
+      metrics->count_measured(answer.value("match", std::string("exact")));
+      metrics->add_latency(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+      return answer;
+    } catch (const Error& e) {
+      metrics->count_measured(to_string(e.kind()));
+      throw;
+    }
+  };
+  handlers.stats = [path = options.db_path] { return database_stats(path); };
+  handlers.metrics = [metrics] { return metrics->prometheus(); };
+  QueryServer server(io, options.host, options.port, options.token, std::move(handlers));
+  log_line("query", "serving " + options.db_path + " on http://" + options.host + ":" +
+                        std::to_string(server.port()));
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code, int) {
+    server.stop();
+    io.stop();
+  });
+  std::vector<std::thread> threads;
+  for (int i = 1; i < std::max(1, options.threads); ++i) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace atvoss::rpc

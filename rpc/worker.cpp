@@ -1,0 +1,209 @@
+#include "rpc/worker.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "rpc/log.hpp"
+#include "simulator/simulator.hpp"
+
+namespace atvoss::rpc {
+
+namespace {
+
+std::string default_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return std::string(host[0] ? host : "worker") + "-" + std::to_string(::getpid());
+}
+
+}  // namespace
+
+MeasureFunction simulator_measure(double noise) {
+  return [noise](const Target& t, const Workload& w, const Schedule& s, int repeat, std::uint64_t seed) {
+    return simulator::simulate(t, w, s, simulator::SimOptions{noise, repeat, seed});
+  };
+}
+
+Worker::Worker(WorkerOptions options, MeasureFunction measure)
+    : options_(std::move(options)), measure_(measure ? std::move(measure) : simulator_measure(options_.noise)) {
+  if (options_.targets.empty()) throw_bad_input("worker: at least one --target is needed");
+  if (options_.slots < 1 || options_.slots > 4096) throw_bad_input("--slots must be 1..4096");
+  if (options_.name.empty()) options_.name = default_name();
+  for (const Target& t : options_.targets) target_keys_.push_back(t.key());
+  for (int i = 0; i < options_.slots; ++i) slots_.emplace_back([this] { slot_loop(); });
+  writer_ = std::thread([this] { writer_loop(); });
+}
+
+Worker::~Worker() {
+  stop();
+  {
+    const std::lock_guard lock(mu_);
+    channel_.reset();
+  }
+  jobs_cv_.notify_all();
+  results_cv_.notify_all();
+  for (std::thread& t : slots_) t.join();
+  writer_.join();
+}
+
+void Worker::stop() {
+  stopping_ = true;
+  std::shared_ptr<Channel> channel;
+  {
+    const std::lock_guard lock(mu_);
+    channel = channel_;
+  }
+  if (channel) channel->close();
+  jobs_cv_.notify_all();
+  results_cv_.notify_all();
+  stop_cv_.notify_all();
+}
+
+void Worker::run() {
+  auto backoff = options_.backoff_min;
+  int attempts = 0;
+  while (!stopping_) {
+    std::shared_ptr<Channel> channel;
+    try {
+      ChannelOptions co;
+      co.role = Role::worker;
+      co.token = options_.token;
+      channel = Channel::open(options_.farm, co);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::protocol && std::string_view(e.what()).find("refused") != std::string_view::npos) {
+        throw;  // wrong token or version: retrying cannot help
+      }
+      ++attempts;
+      if (options_.max_connect_attempts > 0 && attempts >= options_.max_connect_attempts) throw;
+      log_line("worker", std::string(e.what()) + "; retrying in " + std::to_string(backoff.count()) + " ms");
+      std::unique_lock lock(mu_);
+      stop_cv_.wait_for(lock, backoff, [this] { return stopping_.load(); });
+      backoff = std::min(backoff * 2, options_.backoff_max);
+      continue;
+    }
+    attempts = 0;
+    backoff = options_.backoff_min;
+    std::uint64_t generation = 0;
+    {
+      const std::lock_guard lock(mu_);
+      generation = ++generation_;
+      channel_ = channel;
+      jobs_.clear();
+      results_ = Json::array();
+    }
+    if (stopping_) channel->close();
+    serve(*channel, generation);
+    {
+      const std::lock_guard lock(mu_);
+      ++generation_;  // whatever is still running belongs to a dead lease
+      channel_.reset();
+      jobs_.clear();
+      results_ = Json::array();
+    }
+  }
+}
+
+void Worker::serve(Channel& channel, std::uint64_t generation) {
+  Json targets = Json::array(), descriptions = Json::array();
+  for (const Target& t : options_.targets) {
+    targets.push_back(t.key());
+    descriptions.push_back(Json{{"key", t.key()}, {"name", t.name}, {"description", t.to_json()}});
+  }
+  try {
+    channel.send(Json{{"type", "register"},
+                      {"targets", targets},
+                      {"descriptions", descriptions},
+                      {"slots", options_.slots},
+                      {"name", options_.name}});
+    log_line("worker", options_.name + " connected to " + options_.farm.to_string() + " with " +
+                           std::to_string(options_.slots) + " slots");
+    while (!stopping_) {
+      std::optional<Json> message = channel.receive(std::chrono::milliseconds(500));
+      if (!message || message->at("type") != "tasks") continue;
+      const Json& tasks = message->value("tasks", Json::array());
+      {
+        const std::lock_guard lock(mu_);
+        if (generation != generation_) return;
+        for (const Json& task : tasks) jobs_.push_back(Job{generation, task});
+      }
+      jobs_cv_.notify_all();
+    }
+  } catch (const Error& e) {
+    if (!stopping_) log_line("worker", std::string("connection lost: ") + e.what());
+  }
+}
+
+Json Worker::measure_task(const Json& task) {
+  try {
+    const std::string target_key = task.at("target").get<std::string>();
+    const auto key = std::find(target_keys_.begin(), target_keys_.end(), target_key);
+    if (key == target_keys_.end()) {
+      return Measurement::failed(Status::error, "worker has no target with key " + target_key).to_json();
+    }
+    const Workload workload = Workload::from_json(task.at("workload"));
+    const Schedule schedule = Schedule::from_json(task.at("schedule"));
+    const int repeat = task.value("repeat", 1);
+    const Target& target = options_.targets[static_cast<std::size_t>(key - target_keys_.begin())];
+    const Measurement m = measure_(target, workload, schedule, repeat, task.value("seed", std::uint64_t{0}));
+    if (options_.emulate_device_latency) {
+      const double us = options_.compile_ms * 1000.0 +
+                        (m.ok() ? static_cast<double>(repeat) * m.time_us : 0.0);
+      std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(us));
+    }
+    return m.to_json();
+  } catch (const Error& e) {
+    // Bad workload or schedule text: the request's fault, reported as such per item.
+    return Measurement::failed(e.is_bad_input() ? Status::invalid : Status::error, e.what()).to_json();
+  } catch (const std::exception& e) {
+    return Measurement::failed(Status::error, std::string("worker: ") + e.what()).to_json();
+  }
+}
+
+void Worker::slot_loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      jobs_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    Json result{{"id", job.task.value("id", Json())}, {"measurement", measure_task(job.task)}};
+    measured_.fetch_add(1);
+    {
+      const std::lock_guard lock(mu_);
+      if (job.generation != generation_) continue;  // the lease died with the old connection
+      results_.push_back(std::move(result));
+    }
+    results_cv_.notify_one();
+  }
+}
+
+void Worker::writer_loop() {
+  auto next_heartbeat = std::chrono::steady_clock::now() + options_.heartbeat_interval;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    results_cv_.wait_until(lock, next_heartbeat, [this] { return stopping_ || !results_.empty(); });
+    if (stopping_) return;
+    std::shared_ptr<Channel> channel = channel_;
+    Json batch = Json::array();
+    batch.swap(results_);
+    const bool heartbeat_due = std::chrono::steady_clock::now() >= next_heartbeat;
+    lock.unlock();
+    if (channel) {
+      try {
+        if (!batch.empty()) channel->send(Json{{"type", "results"}, {"results", std::move(batch)}});
+        if (heartbeat_due) channel->send(Json{{"type", "heartbeat"}});
+      } catch (const Error&) {
+        channel->close();  // the reader notices and reconnects
+      }
+    }
+    if (heartbeat_due) next_heartbeat = std::chrono::steady_clock::now() + options_.heartbeat_interval;
+    lock.lock();
+  }
+}
+
+}  // namespace atvoss::rpc

@@ -1,0 +1,93 @@
+// Worker: the measuring side of the farm (atvoss-worker). It connects to a coordinator,
+// logs in, registers its targets and slots, runs every task it receives on one of its
+// slot threads, streams results back in batches and sends a heartbeat every interval.
+// If the coordinator goes away it reconnects with exponential backoff; tasks of the old
+// connection are dropped (the coordinator has requeued them), never answered late.
+// Threading: run() blocks in the calling thread; stop() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/measurement.hpp"
+#include "core/schedule.hpp"
+#include "core/target.hpp"
+#include "core/workload.hpp"
+#include "rpc/channel.hpp"
+
+namespace atvoss::rpc {
+
+// How one task is measured: simulator::simulate by default; tests and benches inject others.
+using MeasureFunction = std::function<Measurement(const Target&, const Workload&, const Schedule&,
+                                                  int repeat, std::uint64_t seed)>;
+
+struct WorkerOptions {
+  Endpoint farm;
+  std::vector<Target> targets;   // REQUIRES: at least one
+  int slots = 1;                 // tasks measured at once (one thread each)
+  std::optional<std::string> token;
+  std::string name;              // shown in the farm's stats; default host-pid
+  double noise = 0.02;           // simulator jitter sigma
+  // Sleep as long as the device run would take: compile_ms + repeat x simulated time.
+  // Off by default; lets farm behaviour be studied at realistic speeds.
+  bool emulate_device_latency = false;
+  double compile_ms = 20.0;      // emulated compile cost per task (est.; real toolchains: 10 ms..s)
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds backoff_min{100};   // first reconnect delay, doubled per failure
+  std::chrono::milliseconds backoff_max{5000};
+  int max_connect_attempts = 0;  // 0: forever; otherwise run() throws the last Error after that many
+};
+
+// The default MeasureFunction: simulator::simulate with the worker's noise.
+MeasureFunction simulator_measure(double noise);
+
+class Worker {
+ public:
+  explicit Worker(WorkerOptions options, MeasureFunction measure = {});
+  ~Worker();  // stops and joins the slot threads
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Serves until stop(). Throws Error(protocol) if the farm refuses the login (wrong token
+  // or version: retrying cannot help) and, with max_connect_attempts, Error(io).
+  void run();
+  void stop();
+  std::uint64_t measured() const { return measured_.load(); }
+
+ private:
+  struct Job {
+    std::uint64_t generation;
+    Json task;
+  };
+  void serve(Channel& channel, std::uint64_t generation);
+  void slot_loop();
+  void writer_loop();
+  Json measure_task(const Json& task);
+
+  WorkerOptions options_;
+  MeasureFunction measure_;
+  std::vector<std::string> target_keys_;  // Target::key() of options_.targets, computed once
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> measured_{0};
+
+  std::mutex mu_;
+  std::condition_variable jobs_cv_, results_cv_, stop_cv_;
+  std::deque<Job> jobs_;
+  Json results_ = Json::array();
+  std::uint64_t generation_ = 0;         // bumped on every (re)connect
+  std::shared_ptr<Channel> channel_;      // current connection, null while disconnected
+  std::vector<std::thread> slots_;
+  std::thread writer_;
+};
+
+}  // namespace atvoss::rpc
