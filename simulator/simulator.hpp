@@ -27,8 +27,15 @@ ScheduleSpace space_for(const Workload& workload, const Target& target);
 // baseline that tuning is compared against.
 Schedule default_schedule(const Workload& workload, const Target& target);
 
-// Simulates schedule. An invalid schedule gives status invalid with the reason.
+// Simulates schedule. A schedule whose buffers do not fit gives status invalid
+// with the reason; one that is not a point of space_for(workload, target)
+// (missing, extra or off-list knob) is bad input and throws bad_input.
+// noise < 0 or repeat < 1 throw bad_input too.
 Measurement simulate(const Target& target, const Workload& workload, const Schedule& schedule,
                      const SimOptions& options = {});
+
+// The bound no schedule beats (DESIGN.md), in microseconds:
+// max(FLOPs / peak, compulsory GM bytes / HBM bandwidth) + one launch.
+double physics_floor(const Target& target, const Workload& workload);
 
 }  // namespace atvoss::simulator

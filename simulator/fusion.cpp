@@ -1,0 +1,30 @@
+#include "simulator/fusion.hpp"
+
+namespace atvoss::simulator {
+namespace {
+int level_needed(const std::string& op) {
+  if (op == "bias" || op == "relu" || op == "gelu") return 1;
+  return 2;  // batchnorm, add, layernorm
+}
+}  // namespace
+
+FusionSplit split_epilogue(const std::vector<std::string>& epilogue, int fusion_level) {
+  FusionSplit split;
+  bool blocked = false;
+  for (const auto& op : epilogue) {
+    blocked = blocked || level_needed(op) > fusion_level;
+    (blocked ? split.unfused : split.fused).push_back(op);
+  }
+  return split;
+}
+
+double epilogue_ops_per_element(const std::string& op) {
+  if (op == "gelu") return 8;
+  if (op == "batchnorm") return 2;
+  if (op == "layernorm") return 8;
+  return 1;  // bias, relu, add
+}
+
+double epilogue_extra_inputs(const std::string& op) { return op == "add" ? 1 : 0; }
+
+}  // namespace atvoss::simulator

@@ -1,0 +1,245 @@
+// Presets transcribe shared/CALIBRATION.md section 1. Each figure carries a
+// "source" note; figures the table gives as estimates, or does not give at all
+// (a "—" cell we had to fill to make the model run), say "est." so a user knows
+// which numbers to override with their own description.
+#include "simulator/presets.hpp"
+
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace atvoss::simulator {
+namespace {
+
+constexpr std::int64_t kKiB = 1024;
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+Target ascend910() {
+  Target t;
+  t.name = "ascend910";
+  t.organisation = "coupled";
+  t.ai_cores = 32;
+  t.vector_cores = 32;
+  t.clock_ghz = 1.0;
+  t.vector_bytes_per_cycle = 256;
+  t.l0a_bytes = 64 * kKiB;
+  t.l0b_bytes = 64 * kKiB;
+  t.l0c_bytes = 256 * kKiB;
+  t.l1_bytes = 1 * kMiB;
+  t.ub_bytes = 256 * kKiB;
+  t.l2_bytes = 32 * kMiB;
+  t.hbm_bytes_per_cycle = 1200;
+  t.l2_bytes_per_cycle = 2400;
+  t.mte2_bytes_per_cycle = 32;
+  t.mte2_copy_start_cycles = 210;
+  t.mte1_a_bytes_per_cycle = 512;
+  t.mte1_b_bytes_per_cycle = 256;
+  t.mte1_start_cycles = 26;
+  t.fixpipe_bytes_per_cycle = 0;
+  t.mte3_bytes_per_cycle = 32;
+  t.hbm_latency_cycles = 350;
+  t.l2_latency_cycles = 240;
+  t.launch_us = 5;
+  t.max_buffers_per_queue = 4;
+  t.source = {
+      {"organisation", "CALIBRATION.md 1: coupled AI core (cube+vector+scalar)"},
+      {"ai_cores", "CALIBRATION.md 1: 32 (30 on shipping SKUs)"},
+      {"vector_cores", "coupled part: one vector unit per AI core"},
+      {"clock_ghz", "CALIBRATION.md 1: 1.0 GHz (est.)"},
+      {"cube", "CALIBRATION.md 1: 16x16x16 fp16 MAC per cycle, int8 16x32x16; peak 262 TFLOPS "
+               "derived (256 published, 216 measured)"},
+      {"fp32_rate", "est.: 1/4 of fp16 as on 910B"},
+      {"vector_bytes_per_cycle", "CALIBRATION.md 1: 256 B/cycle"},
+      {"l0", "CALIBRATION.md 1: L0A/L0B/L0C 64/64/256 KB"},
+      {"l1_bytes", "CALIBRATION.md 1: 1 MB"},
+      {"ub_bytes", "CALIBRATION.md 1: 256 KB"},
+      {"l2_bytes", "CALIBRATION.md 1: 32 MB (est.)"},
+      {"hbm_bytes_per_cycle", "CALIBRATION.md 1: ~1.2 TB/s HBM2 (est.) at 1.0 GHz"},
+      {"l2_bytes_per_cycle", "est.: not published; 2x HBM as on 910B (3x there)"},
+      {"mte2_bytes_per_cycle", "CALIBRATION.md 1: 32 B/cycle per core"},
+      {"mte2_copy_start_cycles", "est.: 910B figure (210 cycles per ND->NZ copy)"},
+      {"mte1", "CALIBRATION.md 1: L1->L0A 512, L1->L0B 256 B/cycle"},
+      {"mte1_start_cycles", "est.: 910B figure (26 cycles per load)"},
+      {"fixpipe_bytes_per_cycle", "CALIBRATION.md 1: L0C out via UB (no fixpipe): 0"},
+      {"mte3_bytes_per_cycle", "est.: same as MTE2"},
+      {"latency", "est.: 910B figures (L2 236, HBM 347 cycles)"},
+      {"launch_us", "CALIBRATION.md 1: ~5 us (est.)"},
+      {"max_buffers_per_queue", "CALIBRATION.md 1: 4 buffers per queue on 910"},
+  };
+  return t;
+}
+
+Target ascend910b() {
+  Target t;
+  t.name = "ascend910b";
+  t.organisation = "split";
+  t.ai_cores = 24;
+  t.vector_cores = 48;
+  t.clock_ghz = 1.8;
+  t.vector_bytes_per_cycle = 256;
+  t.l0a_bytes = 64 * kKiB;
+  t.l0b_bytes = 64 * kKiB;
+  t.l0c_bytes = 128 * kKiB;
+  t.l1_bytes = 512 * kKiB;
+  t.ub_bytes = 192 * kKiB;
+  t.l2_bytes = 192 * kMiB;
+  t.hbm_bytes_per_cycle = 850;
+  t.l2_bytes_per_cycle = 2550;
+  t.mte2_bytes_per_cycle = 64;
+  t.mte2_copy_start_cycles = 210;
+  t.mte1_a_bytes_per_cycle = 256;
+  t.mte1_b_bytes_per_cycle = 128;
+  t.mte1_start_cycles = 26;
+  t.fixpipe_bytes_per_cycle = 128;
+  t.mte3_bytes_per_cycle = 64;
+  t.hbm_latency_cycles = 347;
+  t.l2_latency_cycles = 236;
+  t.launch_us = 5;
+  t.max_buffers_per_queue = 8;
+  t.source = {
+      {"organisation", "CALIBRATION.md 1: split, 24 AIC (cube) + 48 AIV (vector)"},
+      {"ai_cores", "CALIBRATION.md 1: 24 AIC (910B2)"},
+      {"vector_cores", "CALIBRATION.md 1: 48 AIV"},
+      {"clock_ghz", "CALIBRATION.md 1: 1.8 GHz (1.85 in Ascend C examples)"},
+      {"cube", "CALIBRATION.md 1: 16x16x16 fp16 MAC per cycle; 353.9 TFLOPS derived"},
+      {"fp32_rate", "CALIBRATION.md 1: fp32 at 1/4 of fp16 rate"},
+      {"vector_bytes_per_cycle", "CALIBRATION.md 1: 256 B/cycle per AIV"},
+      {"l0", "CALIBRATION.md 1: L0A/L0B/L0C 64/64/128 KB"},
+      {"l1_bytes", "CALIBRATION.md 1: 512 KB"},
+      {"ub_bytes", "CALIBRATION.md 1: 192 KB per AIV"},
+      {"l2_bytes", "CALIBRATION.md 1: 192 MB, 512 B lines"},
+      {"hbm_bytes_per_cycle", "CALIBRATION.md 1: ~1.6 TB/s (850 B/cycle chip-wide)"},
+      {"l2_bytes_per_cycle", "CALIBRATION.md 1: ~2550 B/cycle chip-wide"},
+      {"mte2_bytes_per_cycle", "CALIBRATION.md 1: 64 B/cycle (8 cycles per 512 B packet)"},
+      {"mte2_copy_start_cycles", "CALIBRATION.md 1: +210 cycles per ND->NZ copy"},
+      {"mte1", "CALIBRATION.md 1: L1->L0A 256, L1->L0B 128 B/cycle"},
+      {"mte1_start_cycles", "CALIBRATION.md 1: +26 cycles per load"},
+      {"fixpipe_bytes_per_cycle", "CALIBRATION.md 1: 128 B/cycle out"},
+      {"mte3_bytes_per_cycle", "est.: same as MTE2"},
+      {"latency", "CALIBRATION.md 1: L2 read 236 / HBM read 347 cycles"},
+      {"launch_us", "CALIBRATION.md 1: 3-10 us measured range; 5 us chosen (est.)"},
+      {"max_buffers_per_queue", "CALIBRATION.md 1: Ascend C allows 8 buffers per queue"},
+  };
+  return t;
+}
+
+Target ascend310() {
+  Target t;
+  t.name = "ascend310";
+  t.organisation = "coupled";
+  t.ai_cores = 2;
+  t.vector_cores = 2;
+  t.clock_ghz = 0.68;
+  t.vector_bytes_per_cycle = 256;
+  t.l0a_bytes = 64 * kKiB;
+  t.l0b_bytes = 64 * kKiB;
+  t.l0c_bytes = 256 * kKiB;
+  t.l1_bytes = 1 * kMiB;
+  t.ub_bytes = 256 * kKiB;
+  t.l2_bytes = 8 * kMiB;
+  t.hbm_bytes_per_cycle = 134;
+  t.l2_bytes_per_cycle = 256;
+  t.mte2_bytes_per_cycle = 64;
+  t.mte2_copy_start_cycles = 210;
+  t.mte1_a_bytes_per_cycle = 512;
+  t.mte1_b_bytes_per_cycle = 256;
+  t.mte1_start_cycles = 26;
+  t.fixpipe_bytes_per_cycle = 0;
+  t.mte3_bytes_per_cycle = 64;
+  t.hbm_latency_cycles = 350;
+  t.l2_latency_cycles = 240;
+  t.launch_us = 5;
+  t.max_buffers_per_queue = 4;
+  t.source = {
+      {"organisation", "CALIBRATION.md 1: coupled"},
+      {"ai_cores", "CALIBRATION.md 1: 2"},
+      {"vector_cores", "coupled part: one vector unit per AI core"},
+      {"clock_ghz", "CALIBRATION.md 1: 0.68 GHz (est.)"},
+      {"cube", "CALIBRATION.md 1: 16x16x16 fp16; 11.1 TFLOPS derived at 0.68 GHz vs 8 "
+               "TFLOPS (est. config) published"},
+      {"fp32_rate", "est.: 1/4 of fp16"},
+      {"vector_bytes_per_cycle", "CALIBRATION.md 1: 256 B/cycle (est.)"},
+      {"l0", "CALIBRATION.md 1: L0A/L0B/L0C 64/64/256 KB"},
+      {"l1_bytes", "CALIBRATION.md 1: 1 MB"},
+      {"ub_bytes", "CALIBRATION.md 1: 256 KB"},
+      {"l2_bytes", "CALIBRATION.md 1: 8 MB"},
+      {"hbm_bytes_per_cycle", "CALIBRATION.md 1: LPDDR4X ~67 B/cycle per core read (est.), x2 cores"},
+      {"l2_bytes_per_cycle", "CALIBRATION.md 1: 128 B/cycle per core read (est.), x2 cores"},
+      {"mte2_bytes_per_cycle", "est.: not published; 64 B/cycle, DRAM limits it first"},
+      {"mte2_copy_start_cycles", "est.: 910B figure"},
+      {"mte1", "CALIBRATION.md 1: L1->L0A 512, L1->L0B 256 B/cycle"},
+      {"mte1_start_cycles", "est.: 910B figure"},
+      {"fixpipe_bytes_per_cycle", "CALIBRATION.md 1: not published; L0C out via UB (0)"},
+      {"mte3_bytes_per_cycle", "est.: same as MTE2"},
+      {"latency", "est.: 910B figures"},
+      {"launch_us", "est.: 5 us as on 910"},
+      {"max_buffers_per_queue", "est.: 4 as on 910"},
+  };
+  return t;
+}
+
+// Overrides start from the preset's JSON so Target::from_json validates the
+// merged description exactly as it validates a full one.
+Target preset_with_overrides(const Json& j) {
+  const Json& name = j["preset"];
+  if (!name.is_string()) throw_bad_input("target: field 'preset' must be a preset name string");
+  Json merged = preset(name.get<std::string>()).to_json();
+  bool renamed = false;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "preset") continue;
+    if (!merged.contains(k)) {
+      throw_bad_input("target: unknown field '" + k + "' in overrides of preset '" +
+                      name.get<std::string>() + "'");
+    }
+    if (k == "source") {
+      if (!v.is_object()) throw_bad_input("target: field 'source' must be an object");
+      for (const auto& [sk, sv] : v.items()) merged["source"][sk] = sv;
+      continue;
+    }
+    merged[k] = v;
+    if (k == "name") {
+      renamed = true;
+    } else if (!(j.contains("source") && j["source"].contains(k))) {
+      merged["source"][k] = "user override";
+    }
+  }
+  // A changed description must not pass for the stock preset in reports.
+  if (!renamed && j.size() > 1) merged["name"] = name.get<std::string>() + "+custom";
+  return Target::from_json(merged);
+}
+
+}  // namespace
+
+const std::vector<std::string>& preset_names() {
+  static const std::vector<std::string> names = {"ascend910", "ascend910b", "ascend310"};
+  return names;
+}
+
+Target preset(const std::string& name) {
+  if (name == "ascend910") return ascend910();
+  if (name == "ascend910b") return ascend910b();
+  if (name == "ascend310") return ascend310();
+  std::string list;
+  for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
+  throw_bad_input("target: unknown preset '" + name + "'; expected one of " + list +
+                  ", a JSON file, or inline JSON");
+}
+
+Target target_from_json(const Json& j) {
+  require_object(j, "target");
+  if (j.contains("preset")) return preset_with_overrides(j);
+  return Target::from_json(j);
+}
+
+Target load_target(const std::string& arg) {
+  for (const auto& n : preset_names()) {
+    if (arg == n) return preset(n);
+  }
+  const bool looks_inline = !arg.empty() && (arg.front() == '{' || arg.front() == '[');
+  if (!looks_inline && !std::filesystem::exists(arg)) {
+    preset(arg);  // throws the "unknown preset" message, which lists the choices
+  }
+  return target_from_json(json_from_arg(arg, "target"));
+}
+
+}  // namespace atvoss::simulator
