@@ -33,7 +33,9 @@ TableExportReport export_table(const TuningDatabase& db, const TargetInfo& targe
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw Error(ErrorKind::io, "export-table: cannot write '" + tmp + "'");
-    out << doc.dump(1) << '\n';
+    // Header first, so that `head` on a table shows what it is (Json objects sort keys).
+    out << "{\"header\": " << doc["header"].dump(1) << ",\n\"entries\": " << doc["entries"].dump(1)
+        << "}\n";
     out.flush();
     if (!out) throw Error(ErrorKind::io, "export-table: write to '" + tmp + "' failed");
   }
