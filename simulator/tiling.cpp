@@ -234,7 +234,7 @@ KernelPlan plan_conv(const Common& c) {
   auto halo = [&](double out, std::int64_t k, std::int64_t in) {
     return std::min(double(in + 2 * pad), (out - 1) * double(stride) + double(k));
   };
-  double a_sweep = 0, max_acc = 0;
+  double a_sweep = 0, max_acc = 0, max_l1_input = 0;
   for (auto [h, ch] : axis_tiles(Ho, th)) {
     for (auto [wd, cw] : axis_tiles(Wo, tw_)) {
       const double in_h = halo(h, R, H), in_w = halo(wd, S, W);
@@ -243,24 +243,31 @@ KernelPlan plan_conv(const Common& c) {
         TileWork tile;
         tile.count = ch * cw * cn * double(batch);
         const double mt = pad16(h * wd);
-        const double msub = std::max(1.0, std::ceil(mt / std::max(16.0, base_m)));
-        const double bm = mt / msub;
         const double acc = mt * pad16(n) * 4;
         max_acc = std::max(max_acc, acc);
-        // Partial sums that do not fit L0C go out to GM and back once per load.
-        const double spill = acc > double(t.l0c_bytes) ? 2 * acc * double(loads - 1) / loads : 0;
-        tile.loads = int(loads);
+        // A block whose accumulator overflows L0C is computed in row groups
+        // that fit, each streaming the whole reduction again: the weights are
+        // re-read per group and each group re-reads its input halo rows.
+        const double groups = std::ceil(acc / double(t.l0c_bytes));
+        const double rows = h / groups;
+        const double group_input = rows >= 1 ? std::min(in_h, (rows - 1) * double(stride) + double(R)) * in_w
+                                              : double(R) * ((wd * rows - 1) * double(stride) + double(S));
+        const double gm = mt / groups;
+        const double msub = std::max(1.0, std::ceil(gm / std::max(16.0, base_m)));
+        const double bm = gm / msub;
+        tile.loads = int(double(loads) * groups);
         tile.steps_per_load = int(double(spl) * msub);
-        tile.copies[0] = {in_h * in_w * ch_load * c.b, in_w * 32};  // NC1HWC0 rows
+        tile.copies[0] = {group_input * ch_load * c.b, in_w * 32};  // NC1HWC0 rows
         tile.copies[1] = {n * kk * spl * c.b, 512};                 // fractal weights
-        tile.copies[2] = {spill + extra_in * h * wd * n * c.b / loads, 512};
+        tile.copies[2] = {extra_in * h * wd * n * c.b / tile.loads, 512};
+        max_l1_input = std::max(max_l1_input, group_input * std::max(1.0, ch_load) * c.b);
         tile.mte1_cycles = bm * kk * c.b / t.mte1_a_bytes_per_cycle + t.mte1_start_cycles +
                            (kk * pad16(n) * c.b / t.mte1_b_bytes_per_cycle + t.mte1_start_cycles) /
                                msub;
         tile.cube_cycles = bm * pad16(n) * kk / c.macs;
         cube_output(tile, t, h * wd * n, c.b, p.fusion, c.fusion_level >= 3);
         tile.consumed_bytes = double(loads * spl) * kk * c.b * (mt * pad16(n) / 8);
-        p.other_reads += tile.count * spill * loads;
+        p.other_reads += tile.count * (groups - 1) * double(loads) * tile.copies[1].bytes;
         p.tiles.push_back(tile);
       }
     }
@@ -276,11 +283,10 @@ KernelPlan plan_conv(const Common& c) {
   p.flops = w.flops();
 
   Footprint& f = p.footprint;
-  const double in_h = halo(double(std::min(th, Ho)), R, H), in_w = halo(double(std::min(tw_, Wo)), S, W);
   f.l0a = std::max(16.0, base_m) * tk_p * c.b * d;
   f.l0b = tk_p * pad16(tn) * c.b * d;
   f.l0c = std::min(max_acc, double(t.l0c_bytes));
-  f.l1 = d * (in_h * in_w * std::max(1.0, ch_load) * c.b + pad16(tn) * kk * spl * c.b) +
+  f.l1 = d * (max_l1_input + pad16(tn) * kk * spl * c.b) +
          kept_bytes(p, c, double(th * tw_ * tn));
   if (!p.fusion.fused.empty()) {
     const double out_b = t.fixpipe_bytes_per_cycle > 0 ? c.b : 4;
