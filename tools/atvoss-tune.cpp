@@ -1,0 +1,180 @@
+// atvoss-tune: tune one workload (single-workload mode) or a whole model (batch job).
+//   atvoss-tune --target T --workload W --trials N --strategy S --db F [--seed N]
+//               [--export table.json] [--json]
+//   atvoss-tune job.json [--quiet] [--farm host:port] [--json]
+// Exit codes: 0 ok, 2 bad input (flags, job spec, model, ONNX file, unreachable farm), 1 failure.
+#include <utility>  // before Boost.Asio 1.74: its awaitable.hpp uses std::exchange unincluded
+
+#include <boost/asio.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "db/table_export.hpp"
+#include "rpc/channel.hpp"
+#include "simulator/presets.hpp"
+#include "simulator/simulator.hpp"
+#include "tools/cli_common.hpp"
+#include "tuner/job_runner.hpp"
+#include "tuner/local_measurer.hpp"
+#include "tuner/strategy_setup.hpp"
+#include "tuner/tuner.hpp"
+
+#if __has_include("tuner/farm_measurer.hpp")
+#include "tuner/farm_measurer.hpp"
+#define ATVOSS_HAVE_FARM_MEASURER 1
+#endif
+
+namespace {
+
+using namespace atvoss;
+
+// A farm that cannot be reached is bad input (a wrong address), reported before
+// anything is measured or stored.
+void probe_farm(const std::string& address) {
+  const rpc::Endpoint ep = rpc::parse_endpoint(address, "--farm");
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::resolver resolver(io);
+  asio::ip::tcp::socket socket(io);
+  boost::system::error_code result = asio::error::timed_out;
+  resolver.async_resolve(ep.host, std::to_string(ep.port), [&](auto ec, auto endpoints) {
+    if (ec) {
+      result = ec;
+      return;
+    }
+    asio::async_connect(socket, endpoints, [&](auto ec2, auto) { result = ec2; });
+  });
+  io.run_for(std::chrono::seconds(3));
+  if (result) throw_bad_input("farm '" + address + "' is unreachable: " + result.message());
+}
+
+std::unique_ptr<tuner::Measurer> make_measurer(const std::string& farm) {
+  if (farm.empty()) return std::make_unique<tuner::LocalMeasurer>();
+  probe_farm(farm);
+#ifdef ATVOSS_HAVE_FARM_MEASURER
+  return tuner::make_farm_measurer(farm);
+#else
+  throw_bad_input("farm '" + farm + "': this build has no farm measurer");
+#endif
+}
+
+Json curve_json(const std::vector<double>& curve) {
+  Json j = Json::array();
+  for (double v : curve) j.push_back(std::isfinite(v) ? Json(v) : Json(nullptr));
+  return j;
+}
+
+struct SingleArgs {
+  std::string target, workload, strategy = "model-guided", db, export_path, cost_model = "xgboost";
+  int trials = 0, repeat = 3, batch_size = 16, early_stopping = 0;
+  std::uint64_t seed = 0;
+  bool json = false;
+};
+
+int run_single(const SingleArgs& a, const std::string& farm) {
+  const Target target = simulator::load_target(a.target);
+  const Workload workload = Workload::from_json(json_from_arg(a.workload, "--workload"));
+  if (a.trials < 1) throw_bad_input("--trials must be >= 1");
+  const ScheduleSpace space = simulator::space_for(workload, target);
+  auto measurer = make_measurer(farm);
+  auto db = db::TuningDatabase::open(a.db);
+  tuner::StrategyConfig config;
+  config.name = a.strategy;
+  config.cost_model = a.cost_model;
+  config.seed = a.seed;
+  tuner::StrategySetup setup(space, workload, target, db, config);
+  tuner::TuneOptions options;
+  options.repeat = a.repeat;
+  options.batch_size = a.batch_size;
+  options.early_stopping = a.early_stopping;
+  options.seed = a.seed;
+  options.after_round = [&] { setup.save_if_retrained(db); };
+  const auto r = tuner::tune(workload, target, a.trials, setup.strategy(), *measurer, db, options);
+  if (!a.export_path.empty()) db::export_table(db, db::TargetInfo::from_target(target), a.export_path);
+  if (a.json) {
+    Json out{{"workload", workload.to_json()}, {"target", target.name}, {"trials", r.trials},
+             {"resumed", r.resumed}, {"measured", r.measured}, {"stop_reason", r.stop_reason},
+             {"best_schedule", r.best_schedule ? r.best_schedule->to_json() : Json(nullptr)},
+             {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
+             {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},
+             {"profile", r.best_schedule ? r.best.profile.to_json() : Json(nullptr)},
+             {"curve", curve_json(r.curve)}};
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (!r.best_schedule) {
+    std::cout << "no valid schedule found in " << r.trials << " trials\n";
+    return 1;
+  }
+  std::printf("best schedule: %s\nbest time: %.3f us\n", r.best_schedule->to_json().dump().c_str(),
+              r.best_us);
+  if (std::isfinite(r.default_us)) {
+    std::printf("default schedule: %.3f us (speedup %.2fx)\n", r.default_us, r.default_us / r.best_us);
+  }
+  std::printf("trials: %d (%d resumed, %d measured now; stop: %s)\n", r.trials, r.resumed,
+              r.measured, r.stop_reason.c_str());
+  return 0;
+}
+
+int run_batch(const std::string& job_file, bool quiet, const std::string& farm, bool json) {
+  const auto spec = tuner::JobSpec::load(job_file);
+  tuner::JobRunOptions options;
+  options.quiet = quiet;
+  options.farm = farm;
+  options.make_measurer = make_measurer;
+  const auto out = tuner::run_job(spec, options);
+  if (json) {
+    std::cout << out.summary.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("job %s: %d tasks, %d trials (%d resumed, %d measured now)\n", spec.name.c_str(),
+              out.tasks, out.trials, out.resumed_trials, out.measured);
+  if (out.tuned_us > 0 && std::isfinite(out.default_us)) {
+    std::printf("weighted end-to-end: default %.1f us -> tuned %.1f us (%.2fx)\n", out.default_us,
+                out.tuned_us, out.default_us / out.tuned_us);
+  }
+  std::printf("database: %s\ntable: %s\nreport: %s\n", out.database.c_str(), out.table.c_str(),
+              out.report.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"atvoss-tune: tune NPU operator schedules (one workload, or a whole model job)"};
+  std::string job_file, farm;
+  bool quiet = false;
+  SingleArgs a;
+  app.add_option("job", job_file, "batch job spec (JSON, see docs/job-spec.md)");
+  app.add_option("--target", a.target, "target preset, file, or inline JSON (single-workload mode)");
+  app.add_option("--workload", a.workload, "workload JSON or file (single-workload mode)");
+  app.add_option("--trials", a.trials, "total trials for the workload (stored ones count)");
+  app.add_option("--strategy", a.strategy, "search strategy")->capture_default_str();
+  app.add_option("--cost-model", a.cost_model, "xgboost or linear")->capture_default_str();
+  app.add_option("--db", a.db, "tuning database file");
+  app.add_option("--seed", a.seed, "seed for search and measurement noise")->capture_default_str();
+  app.add_option("--repeat", a.repeat, "measurements per schedule")->capture_default_str();
+  app.add_option("--batch-size", a.batch_size, "schedules per round")->capture_default_str();
+  app.add_option("--early-stopping", a.early_stopping,
+                 "stop after N trials without 0.1% improvement (0 = never)")->capture_default_str();
+  app.add_option("--export", a.export_path, "write the lookup table here afterwards");
+  app.add_flag("--json", a.json, "machine-readable output (single mode adds the best-so-far curve)");
+  app.add_flag("--quiet", quiet, "no progress output");
+  app.add_option("--farm", farm, "measure on a tuning farm at host:port");
+  return tools::run_cli(app, argc, argv, [&]() -> int {
+    if (!job_file.empty()) {
+      if (!a.target.empty() || !a.workload.empty()) {
+        throw_bad_input("give either a job file or --target/--workload, not both");
+      }
+      return run_batch(job_file, quiet, farm, a.json);
+    }
+    if (a.target.empty() || a.workload.empty() || a.db.empty() || a.trials == 0) {
+      throw_bad_input("single-workload mode needs --target, --workload, --trials and --db "
+                      "(or give a job file)");
+    }
+    return run_single(a, farm);
+  });
+}
