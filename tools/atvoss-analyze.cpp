@@ -1,0 +1,155 @@
+// atvoss-analyze: where a schedule's time goes, the bottleneck and a hint
+// (simulator/analysis.hpp).
+//
+//   atvoss-analyze --target T --workload W [--schedule S] [--json]
+//       the profile of S (default: the vendor-style default schedule) as a table:
+//       compute, DMA, sync-wait and launch time with their shares, L1 hit rate,
+//       DMA and cube utilisation, GM bytes, workspace, kernels; then the
+//       bottleneck and an optimisation hint.
+//   atvoss-analyze --target T --workload W1 --workload W2 ... [--schedule S1 ...]
+//       several workloads (or one W holding a JSON array of workloads, or of
+//       {"workload":..., "schedule":...} objects): the ops ranked by time, each
+//       with its share of the total, its bottleneck and a hint.
+// W and S: inline JSON or a file; T: a preset name, a file, or inline JSON.
+// Exit codes: 0 ok, 2 bad input, 1 any other failure (tools/cli_common.hpp).
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "core/error.hpp"
+#include "simulator/analysis.hpp"
+#include "simulator/presets.hpp"
+#include "simulator/simulator.hpp"
+#include "tools/cli_common.hpp"
+
+namespace {
+
+using namespace atvoss;
+using namespace atvoss::simulator;
+
+struct Item {
+  Workload workload;
+  std::optional<Json> schedule;
+};
+
+std::vector<Item> read_items(const std::vector<std::string>& workloads,
+                             const std::vector<std::string>& schedules) {
+  std::vector<Item> items;
+  for (const auto& arg : workloads) {
+    const Json j = json_from_arg(arg, "workload");
+    if (!j.is_array()) {
+      items.push_back({Workload::from_json(j), std::nullopt});
+      continue;
+    }
+    for (const auto& e : j) {
+      if (e.is_object() && e.contains("workload")) {
+        std::optional<Json> s;
+        if (e.contains("schedule")) s = e["schedule"];
+        items.push_back({Workload::from_json(e["workload"]), s});
+      } else {
+        items.push_back({Workload::from_json(e), std::nullopt});
+      }
+    }
+  }
+  if (!schedules.empty() && schedules.size() != items.size()) {
+    throw_bad_input("analyze: give one --schedule per workload (" + std::to_string(items.size()) +
+                    " workloads, " + std::to_string(schedules.size()) + " schedules)");
+  }
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    items[i].schedule = json_from_arg(schedules[i], "schedule");
+  }
+  return items;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+struct Result {
+  Workload workload;
+  Schedule schedule;
+  Measurement m;
+  Analysis a;
+};
+
+Result run(const Target& t, const Item& item) {
+  const ScheduleSpace space = space_for(item.workload, t);
+  const Schedule s = item.schedule ? space.parse(*item.schedule) : default_schedule(item.workload, t);
+  const Measurement m = simulate(t, item.workload, s, {.noise = 0, .repeat = 1, .seed = 0});
+  if (!m.ok()) throw_bad_input("analyze: schedule " + s.to_json().dump() + " is invalid: " + m.message);
+  return {item.workload, s, m, analyze(m, s)};
+}
+
+void print_one(const Result& r) {
+  const Profile& p = r.m.profile;
+  std::cout << "workload: " << r.workload.label() << "\nschedule: " << r.schedule.to_json().dump()
+            << "\ntime:     " << fmt("%.2f us", r.m.time_us) << "\n\n";
+  auto row = [](const char* name, double us, double share) {
+    std::cout << "  " << name << fmt("%12.2f us", us) << fmt("%7.1f %%", 100 * share) << "\n";
+  };
+  row("compute  ", p.compute_us, r.a.compute_share);
+  row("dma      ", p.dma_us, r.a.dma_share);
+  row("sync-wait", p.sync_wait_us, r.a.sync_share);
+  row("launch   ", p.launch_us, r.a.launch_share);
+  std::cout << "\n  L1 hit rate       " << fmt("%.3f", p.l1_hit_rate)
+            << "\n  DMA utilisation   " << fmt("%.3f", p.dma_utilisation)
+            << "\n  cube utilisation  " << fmt("%.3f", p.cube_utilisation)
+            << "\n  GM bytes          " << fmt("%.0f", p.gm_bytes)
+            << "\n  peak workspace    " << fmt("%.0f B", p.peak_workspace_bytes)
+            << "\n  kernels           " << p.kernels << "\n\nbottleneck: " << r.a.bottleneck
+            << "\nhint: " << r.a.hint << "\n";
+}
+
+void print_many(std::vector<Result> results) {
+  std::sort(results.begin(), results.end(),
+            [](const Result& a, const Result& b) { return a.m.time_us > b.m.time_us; });
+  double total = 0;
+  for (const auto& r : results) total += r.m.time_us;
+  std::cout << "total " << fmt("%.2f us", total) << " over " << results.size() << " ops\n\n";
+  int rank = 0;
+  for (const auto& r : results) {
+    std::cout << ++rank << ". " << r.workload.label() << "\n   " << fmt("%.2f us", r.m.time_us)
+              << fmt(" (%.1f %% of total)", 100 * r.m.time_us / total) << ", " << r.a.bottleneck
+              << "-bound\n   hint: " << r.a.hint << "\n";
+  }
+}
+
+Json to_json(const Result& r) {
+  return {{"workload", r.workload.to_json()}, {"schedule", r.schedule.to_json()},
+          {"measurement", r.m.to_json()},    {"bottleneck", r.a.bottleneck},
+          {"hint", r.a.hint},
+          {"shares", {{"compute", r.a.compute_share}, {"dma", r.a.dma_share},
+                      {"sync_wait", r.a.sync_share}, {"launch", r.a.launch_share}}}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"atvoss-analyze: profile, bottleneck and hint of simulated schedules"};
+  std::string target = "ascend910b";
+  std::vector<std::string> workloads, schedules;
+  bool json = false;
+  app.add_option("--target,-t", target, "preset name, target JSON file, or inline JSON")
+      ->capture_default_str();
+  app.add_option("--workload,-w", workloads, "workload (inline JSON or file); repeatable")
+      ->required();
+  app.add_option("--schedule,-s", schedules, "schedule per workload (default: default_schedule)");
+  app.add_flag("--json", json, "print JSON");
+  return atvoss::tools::run_cli(app, argc, argv, [&] {
+    const Target t = load_target(target);
+    std::vector<Result> results;
+    for (const auto& item : read_items(workloads, schedules)) results.push_back(run(t, item));
+    if (json) {
+      Json out = Json::array();
+      for (const auto& r : results) out.push_back(to_json(r));
+      std::cout << (results.size() == 1 ? out[0] : out).dump(2) << "\n";
+    } else if (results.size() == 1) {
+      print_one(results.front());
+    } else {
+      print_many(results);
+    }
+    return 0;
+  });
+}
