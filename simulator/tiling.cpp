@@ -33,12 +33,16 @@ double pad16(double x) { return ceil_to(x, 16); }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // The list's values that fit in the dim, plus the dim itself when it is small
-// enough to be a tile: a tile never exceeds its dim.
+// enough to be a tile: a tile never exceeds its dim. Spatial dims below one
+// fractal (7x7, 14x14 maps) also get 1, 2, 4 so that their spaces still offer
+// a choice of row blocks.
 Values tile_values(std::int64_t dim, const Values& base) {
   Values v;
+  if (base.front() <= 8 && dim < 16) v = {1, 2, 4};
   for (auto x : base) {
-    if (x <= dim) v.push_back(x);
+    if (x <= dim && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
   }
+  std::erase_if(v, [&](std::int64_t x) { return x > dim; });
   if (dim <= base.back() && std::find(v.begin(), v.end(), dim) == v.end()) v.push_back(dim);
   if (v.empty()) v.push_back(std::min(dim, base.back()));
   std::sort(v.begin(), v.end());
