@@ -1,0 +1,199 @@
+// atvoss-sim and atvoss-analyze as a user runs them: real processes, checking
+// output and exit codes (0 ok, 2 bad input, 1 failure) for good and bad input.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/json.hpp"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kMatmul = R"({"op":"matmul","dims":{"M":256,"N":256,"K":256}})";
+const char* kGood = R"({"tile_m":64,"tile_n":64,"tile_k":64,"k_steps":2,"async_copy_depth":2,"tile_order":0,"fusion_level":0})";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+class SimCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("atvoss-sim-cli-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string file(const std::string& name, const std::string& content = "") const {
+    const auto path = (dir_ / name).string();
+    if (!content.empty()) std::ofstream(path) << content;
+    return path;
+  }
+
+  static std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  }
+
+  Result run(const std::string& tool, const std::string& args, const std::string& stdin_text = "") const {
+    const std::string in = file("stdin", stdin_text.empty() ? "\n" : stdin_text);
+    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    const std::string cmd = std::string(ATVOSS_BIN_DIR) + "/" + tool + " " + args + " <" + in +
+                            " >" + out + " 2>" + err;
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  static std::vector<atvoss::Json> lines(const std::string& text) {
+    std::vector<atvoss::Json> v;
+    std::istringstream in(text);
+    std::string l;
+    while (std::getline(in, l)) v.push_back(atvoss::Json::parse(l));
+    return v;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(SimCliTest, SpaceListsKnobsSizeAndValidPoints) {
+  const Result r = run("atvoss-sim", "space --target ascend910 --json --workload " + quote(kMatmul));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = atvoss::Json::parse(r.out);
+  EXPECT_EQ(j["knobs"].size(), 7u);
+  EXPECT_GT(j["valid"].get<std::uint64_t>(), 0u);
+  EXPECT_LE(j["valid"].get<std::uint64_t>(), j["size"].get<std::uint64_t>());
+}
+
+TEST_F(SimCliTest, EvalAnswersEveryLineInOrder) {
+  std::string invalid = kGood;
+  invalid.replace(invalid.find("\"async_copy_depth\":2"), 20, "\"async_copy_depth\":4");
+  invalid.replace(invalid.find("\"tile_m\":64"), 11, "\"tile_m\":256");
+  invalid.replace(invalid.find("\"tile_k\":64"), 11, "\"tile_k\":256");
+  const Result r = run("atvoss-sim", "eval --target ascend910b --noise 0 --workload " + quote(kMatmul),
+                       std::string(kGood) + "\n" + invalid + "\n" + kGood + "\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0]["status"], "ok");
+  EXPECT_EQ(out[1]["status"], "invalid");
+  EXPECT_THAT(out[1]["message"].get<std::string>(), HasSubstr("L0A"));
+  EXPECT_EQ(out[0]["time_us"], out[2]["time_us"]);  // noise 0: exact
+}
+
+TEST_F(SimCliTest, EvalNoiseIsSeeded) {
+  const std::string input = std::string(kGood) + "\n";
+  const std::string args = "eval --target ascend910b --repeat 3 --workload " + quote(kMatmul);
+  const Result a = run("atvoss-sim", args + " --seed 5", input);
+  const Result b = run("atvoss-sim", args + " --seed 5", input);
+  const Result c = run("atvoss-sim", args + " --seed 6", input);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  EXPECT_EQ(lines(a.out)[0]["repeats"].size(), 3u);
+}
+
+TEST_F(SimCliTest, EvalBadLinesGetErrorResultsAndExit2) {
+  const std::string input = std::string(kGood) + "\n" + "{not json\n" +
+                            R"({"tile_m":64})" + "\n" +
+                            std::string(kGood).insert(1, R"("unroll":4,)") + "\n" +
+                            std::string(kGood).replace(std::string(kGood).find("64"), 2, "17") + "\n" +
+                            kGood + "\n";
+  const Result r = run("atvoss-sim", "eval --target ascend910b --workload " + quote(kMatmul), input);
+  EXPECT_EQ(r.code, 2);
+  const auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 6u);
+  EXPECT_EQ(out[0]["status"], "ok");
+  EXPECT_EQ(out[5]["status"], "ok");
+  EXPECT_THAT(out[1]["message"].get<std::string>(), HasSubstr("line 2: schedule: invalid JSON"));
+  EXPECT_THAT(out[2]["message"].get<std::string>(), HasSubstr("missing knob"));
+  EXPECT_THAT(out[3]["message"].get<std::string>(), HasSubstr("unknown knob 'unroll'"));
+  EXPECT_THAT(out[4]["message"].get<std::string>(), HasSubstr("outside the space"));
+  for (int i = 1; i <= 4; ++i) EXPECT_EQ(out[i]["status"], "error");
+}
+
+TEST_F(SimCliTest, SweepWritesCsvOfValidPoints) {
+  const std::string csv = (dir_ / "sweep.csv").string();
+  const Result r = run("atvoss-sim", "sweep --target ascend910 --limit 50 --seed 3 --csv " + csv +
+                                         " --workload " + quote(kMatmul));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("50 valid points measured"));
+  std::istringstream in(slurp(csv));
+  std::string header, row;
+  std::getline(in, header);
+  EXPECT_EQ(header, "tile_m,tile_n,tile_k,k_steps,async_copy_depth,tile_order,fusion_level,time_us,status");
+  int rows = 0;
+  while (std::getline(in, row)) {
+    ++rows;
+    EXPECT_THAT(row, ::testing::EndsWith(",ok"));
+  }
+  EXPECT_EQ(rows, 50);
+}
+
+TEST_F(SimCliTest, AnalyzeNamesBottleneckAndHint) {
+  const Result one = run("atvoss-analyze", "--target ascend910 --workload " + quote(kMatmul) +
+                                               " --schedule " + quote(kGood));
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_THAT(one.out, HasSubstr("bottleneck: "));
+  EXPECT_THAT(one.out, HasSubstr("hint: "));
+  EXPECT_THAT(one.out, HasSubstr("L1 hit rate"));
+  const std::string conv =
+      R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"pad":1},"epilogue":["batchnorm","relu"]})";
+  const Result many = run("atvoss-analyze", "--target ascend910 --workload " + quote(kMatmul) +
+                                                " --workload " + quote(conv));
+  ASSERT_EQ(many.code, 0) << many.err;
+  EXPECT_THAT(many.out, HasSubstr("% of total"));
+  EXPECT_THAT(many.out, HasSubstr("1. "));
+  EXPECT_THAT(many.out, HasSubstr("2. "));
+}
+
+TEST_F(SimCliTest, BadInputExits2WithAMessage) {
+  const std::string target_missing = file("target_missing.json", R"({"name":"x","organisation":"coupled"})");
+  const std::string target_typed = file("target_typed.json", R"({"preset":"ascend910","ai_cores":"lots"})");
+  const struct {
+    const char* name;
+    std::string tool, args, expect;
+  } cases[] = {
+      {"malformed workload", "atvoss-sim", "space --workload '{\"op\":'", "invalid JSON"},
+      {"unknown op", "atvoss-sim", "space --workload '{\"op\":\"fft\",\"dims\":{}}'", "unknown op 'fft'"},
+      {"zero dim", "atvoss-sim", R"(space --workload '{"op":"matmul","dims":{"M":0,"N":8,"K":8}}')", "'M' must be > 0"},
+      {"negative dim", "atvoss-sim", R"(space --workload '{"op":"softmax","dims":{"M":-3,"N":8}}')", "'M' must be > 0"},
+      {"unknown preset", "atvoss-sim", std::string("space --target ascend000 --workload ") + quote(kMatmul), "unknown preset"},
+      {"target missing field", "atvoss-sim", "space --target " + target_missing + " --workload " + quote(kMatmul), "field"},
+      {"target mistyped field", "atvoss-sim", "space --target " + target_typed + " --workload " + quote(kMatmul), "ai_cores"},
+      {"missing workload flag", "atvoss-sim", "space --target ascend910", "workload"},
+      {"bad noise", "atvoss-sim", "eval --noise -1 --workload " + quote(kMatmul), "noise"},
+      {"analyze bad schedule", "atvoss-analyze", "--workload " + quote(kMatmul) + " --schedule '{\"tile_m\":64}'", "missing knob"},
+      {"analyze malformed", "atvoss-analyze", "--workload '[1,'", "invalid JSON"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Result r = run(c.tool, c.args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.expect));
+  }
+}
+
+}  // namespace
