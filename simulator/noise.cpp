@@ -24,9 +24,9 @@ std::uint64_t mix64(std::uint64_t x) noexcept {
   return x ^ (x >> 31);
 }
 
-double noise_factor(std::uint64_t seed, std::string_view schedule_key, int repeat, double sigma) {
+double noise_factor(std::uint64_t seed, std::string_view key, int repeat, double sigma) {
   if (sigma <= 0) return 1.0;
-  std::uint64_t state = mix64(seed ^ mix64(fnv1a64(schedule_key)) ^ mix64(0x5157ULL + repeat));
+  std::uint64_t state = mix64(seed ^ mix64(fnv1a64(key)) ^ mix64(0x5157ULL + repeat));
   const double u1 = unit(state = mix64(state));
   const double u2 = unit(state = mix64(state));
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);

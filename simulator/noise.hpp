@@ -2,7 +2,8 @@
 // face what real timings look like — a multiplicative log-normal jitter of
 // sigma (default 2%) and rare outliers (0.5% of runs, 1.1-1.6x slower, as when
 // another process steals the device). Each factor is a pure function of
-// (seed, schedule key, repeat index), never of call order or thread, so a
+// (seed, key, repeat index) — the simulator passes workload key + schedule
+// key — never of call order or thread, so a
 // batch measured by many threads equals the same batch measured by one.
 // The mapping from bits to numbers is spelled out (splitmix64, Box-Muller)
 // rather than left to std:: distributions, whose output differs between
@@ -18,6 +19,6 @@ namespace atvoss::simulator {
 std::uint64_t mix64(std::uint64_t x) noexcept;
 
 // Multiplicative factor for one repeat; exactly 1 when sigma == 0.
-double noise_factor(std::uint64_t seed, std::string_view schedule_key, int repeat, double sigma);
+double noise_factor(std::uint64_t seed, std::string_view key, int repeat, double sigma);
 
 }  // namespace atvoss::simulator

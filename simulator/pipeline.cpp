@@ -7,8 +7,8 @@ namespace atvoss::simulator {
 namespace {
 
 constexpr int kMaxDepth = 8;
-constexpr int kSimLoads = 6;   // loads simulated per tile before extrapolating
-constexpr int kSimSteps = 6;   // steps simulated per load before extrapolating
+constexpr double kSimLoads = 6;   // loads simulated per tile before extrapolating
+constexpr double kSimSteps = 6;   // steps simulated per load before extrapolating
 constexpr int kSimTiles = 3;   // tiles simulated; the last gives the period
 
 // Release times of a queue's buffer slots, used round-robin.
@@ -38,13 +38,14 @@ class Core {
   double run_tile() {
     double compute_end = 0;
     double prev_load_end = 0;
-    for (int j = 0; j < std::min(c_.loads, kSimLoads); ++j) {
+    const int sim_loads = int(std::min(c_.loads, kSimLoads));
+    for (int j = 0; j < sim_loads; ++j) {
       const double load_start = std::max(mte2_free_, l1_.next_free());
       const double load_end = load_start + c_.mte2_per_load;
       mte2_free_ = load_end;
       compute_end = run_steps(load_end, j == 0);
       l1_.fill(compute_end);
-      if (j + 1 == std::min(c_.loads, kSimLoads) && c_.loads > kSimLoads) {
+      if (j + 1 == sim_loads && c_.loads > kSimLoads) {
         // Steady state: every further load costs what the last one did.
         const double per_load = compute_end - prev_load_end;
         const double dt = per_load * (c_.loads - kSimLoads);
@@ -61,7 +62,7 @@ class Core {
  private:
   double run_steps(double data_ready, bool first_load) {
     double end = 0, prev = 0;
-    const int n = std::min(c_.steps_per_load, kSimSteps);
+    const int n = int(std::min(c_.steps_per_load, kSimSteps));
     for (int s = 0; s < n; ++s) {
       double ready = data_ready;
       if (c_.mte1_per_step > 0) {
@@ -139,7 +140,7 @@ StreamResult simulate_stream(const StageCosts& costs, int depth) {
     if (t == 0) r.first_tile = end;
   }
   r.period = end - prev;
-  const double steps = double(costs.loads) * costs.steps_per_load;
+  const double steps = costs.loads * costs.steps_per_load;
   r.mte2_busy = costs.loads * costs.mte2_per_load;
   r.mte1_busy = steps * costs.mte1_per_step;
   r.cube_busy = steps * costs.cube_per_step;

@@ -18,8 +18,8 @@ namespace atvoss::simulator {
 
 // Cycles each pipe is busy per unit of work (0 = the stage is absent).
 struct StageCosts {
-  int loads = 1;             // MTE2 loads per tile
-  int steps_per_load = 1;    // reduction steps fed by one load
+  double loads = 1;           // MTE2 loads per tile (whole number; double: dims reach 2^40)
+  double steps_per_load = 1;  // reduction steps fed by one load (whole number)
   double mte2_per_load = 0;  // GM -> L1/UB
   double mte1_per_step = 0;  // L1 -> L0A/L0B
   double cube_per_step = 0;

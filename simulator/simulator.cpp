@@ -168,9 +168,12 @@ double physics_floor_us(const Target& t, const Workload& w) {
 // The model itself never beats physics (the chip-level roofline terms of
 // simulate_valid); a downward jitter could, so jittered repeats are clamped to
 // the floor. Noise 0 returns the model's own time, which the tests check.
-void add_noise(Measurement& m, const Schedule& s, const SimOptions& o, double floor_us) {
+// The workload key joins the schedule key so that two ops measured with the
+// same schedule and seed do not share their jitter.
+void add_noise(Measurement& m, const Workload& w, const Schedule& s, const SimOptions& o,
+               double floor_us) {
   const int repeat = std::max(1, o.repeat);
-  const std::string key = o.noise > 0 ? s.key() : std::string();
+  const std::string key = o.noise > 0 ? w.key() + s.key() : std::string();
   m.repeats.clear();
   for (int r = 0; r < repeat; ++r) {
     const double t = m.time_us * noise_factor(o.seed, key, r, o.noise);
@@ -260,7 +263,7 @@ Measurement simulate(const Target& target, const Workload& workload, const Sched
     return m;
   }
   Measurement m = simulate_valid(target, workload, plan);
-  add_noise(m, schedule, options, physics_floor_us(target, workload));
+  add_noise(m, workload, schedule, options, physics_floor_us(target, workload));
   return m;
 }
 

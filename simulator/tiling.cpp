@@ -32,6 +32,13 @@ double ceil_to(double x, double m) { return std::ceil(x / m) * m; }
 double pad16(double x) { return ceil_to(x, 16); }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// Dims reach 2^40 each, so products of three overflow int64; they saturate.
+std::int64_t saturating_product(std::initializer_list<std::int64_t> v) {
+  double p = 1;
+  for (auto x : v) p *= double(x);
+  return p >= 9.0e18 ? std::int64_t{9'000'000'000'000'000'000} : std::int64_t(p);
+}
+
 // The list's values that fit in the dim, plus the dim itself when it is small
 // enough to be a tile: a tile never exceeds its dim. Spatial dims below one
 // fractal (7x7, 14x14 maps) also get 1, 2, 4 so that their spaces still offer
@@ -153,11 +160,11 @@ KernelPlan plan_matmul(const Common& c) {
   const std::int64_t batch = w.op() == "batch_matmul" ? w.dim("B") : 1;
   const std::int64_t M = w.dim("M"), N = w.dim("N"), K = w.dim("K");
   const std::int64_t tm = c.s.at("tile_m"), tn = c.s.at("tile_n"), tk = c.s.at("tile_k");
-  const std::int64_t nk = ceil_div(K, tk);
-  const std::int64_t spl = std::min(c.s.at("k_steps"), nk);
-  const std::int64_t loads = ceil_div(nk, spl);
+  const double nk = std::ceil(double(K) / double(tk));
+  const double spl = std::min(double(c.s.at("k_steps")), nk);
+  const double loads = std::ceil(nk / spl);
   const double tk_p = ceil_to(double(tk), c.c0);
-  const double kk = ceil_to(double(K), c.c0) / double(loads * spl);  // K per step, padded
+  const double kk = ceil_to(double(K), c.c0) / (loads * spl);  // K per step, padded
   p.cores = t.ai_cores;
   p.depth = c.depth;
   p.fusion = split_epilogue(w.epilogue(), c.fusion_level);
@@ -166,8 +173,8 @@ KernelPlan plan_matmul(const Common& c) {
     for (auto [n, cn] : axis_tiles(N, tn)) {
       TileWork tw;
       tw.count = cm * cn * double(batch);
-      tw.loads = int(loads);
-      tw.steps_per_load = int(spl);
+      tw.loads = loads;
+      tw.steps_per_load = spl;
       tw.copies[0] = {m * kk * spl * c.b, kk * spl * c.b};  // A rows of the K panel
       tw.copies[1] = {kk * spl * n * c.b, n * c.b};          // B rows
       tw.copies[2] = {extra_in * m * n * c.b / loads, n * c.b};  // residual, spread over loads
@@ -175,7 +182,7 @@ KernelPlan plan_matmul(const Common& c) {
                        kk * pad16(n) * c.b / t.mte1_b_bytes_per_cycle + 2 * t.mte1_start_cycles;
       tw.cube_cycles = pad16(m) * pad16(n) * kk / c.macs;
       cube_output(tw, t, m * n, c.b, p.fusion, c.fusion_level >= 3);
-      tw.consumed_bytes = double(loads * spl) * kk * c.b * (pad16(m) * pad16(n) / 8);
+      tw.consumed_bytes = loads * spl * kk * c.b * (pad16(m) * pad16(n) / 8);
       p.tiles.push_back(tw);
     }
   }
@@ -220,13 +227,13 @@ KernelPlan plan_conv(const Common& c) {
   const std::int64_t Ho = w.out_h(), Wo = w.out_w();
   const std::int64_t th = c.s.at("tile_h"), tw_ = c.s.at("tile_w"), tn = c.s.at("tile_n");
   const std::int64_t tk = c.s.at("tile_k");
-  const std::int64_t kred = C * R * S;
-  const std::int64_t nk = ceil_div(kred, tk);
-  const std::int64_t spl = std::min(c.s.at("k_steps"), nk);
-  const std::int64_t loads = ceil_div(nk, spl);
+  const double kred = double(C) * double(R) * double(S);
+  const double nk = std::ceil(kred / double(tk));
+  const double spl = std::min(double(c.s.at("k_steps")), nk);
+  const double loads = std::ceil(nk / spl);
   const double tk_p = ceil_to(double(tk), c.c0);
-  const double kk = ceil_to(double(kred), c.c0) / double(loads * spl);
-  const double ch_load = double(C) / double(loads);  // input channels per load
+  const double kk = ceil_to(kred, c.c0) / (loads * spl);
+  const double ch_load = double(C) / loads;  // input channels per load
   const double d = c.depth, d2 = std::min(2, c.depth);
   p.cores = t.ai_cores;
   p.depth = c.depth;
@@ -259,8 +266,8 @@ KernelPlan plan_conv(const Common& c) {
         const double gm = mt / groups;
         const double msub = std::max(1.0, std::ceil(gm / std::max(16.0, base_m)));
         const double bm = gm / msub;
-        tile.loads = int(double(loads) * groups);
-        tile.steps_per_load = int(double(spl) * msub);
+        tile.loads = loads * groups;
+        tile.steps_per_load = spl * msub;
         tile.copies[0] = {group_input * ch_load * c.b, in_w * 32};  // NC1HWC0 rows
         tile.copies[1] = {n * kk * spl * c.b, 512};                 // fractal weights
         tile.copies[2] = {extra_in * h * wd * n * c.b / tile.loads, 512};
@@ -270,19 +277,19 @@ KernelPlan plan_conv(const Common& c) {
                                msub;
         tile.cube_cycles = bm * pad16(n) * kk / c.macs;
         cube_output(tile, t, h * wd * n, c.b, p.fusion, c.fusion_level >= 3);
-        tile.consumed_bytes = double(loads * spl) * kk * c.b * (mt * pad16(n) / 8);
-        p.other_reads += tile.count * (groups - 1) * double(loads) * tile.copies[1].bytes;
+        tile.consumed_bytes = loads * spl * kk * c.b * (mt * pad16(n) / 8);
+        p.other_reads += tile.count * (groups - 1) * loads * tile.copies[1].bytes;
         p.tiles.push_back(tile);
       }
     }
   }
-  p.reuse.grid_m = double(ceil_div(Ho, th) * ceil_div(Wo, tw_) * batch);
+  p.reuse.grid_m = double(ceil_div(Ho, th)) * double(ceil_div(Wo, tw_)) * double(batch);
   p.reuse.grid_n = double(ceil_div(K, tn));
-  p.reuse.a_unique = double(batch * C * H * W) * c.b;
+  p.reuse.a_unique = double(batch) * double(C) * double(H) * double(W) * c.b;
   p.reuse.a_sweep = a_sweep;
-  p.reuse.b_unique = p.reuse.b_sweep = double(K * kred) * c.b;
+  p.reuse.b_unique = p.reuse.b_sweep = double(K) * kred * c.b;
   p.reuse.order = TileOrder(c.s.at("tile_order"));
-  p.out_bytes = double(batch * K * Ho * Wo) * c.b;
+  p.out_bytes = double(batch) * double(K) * double(Ho) * double(Wo) * c.b;
   p.other_reads += extra_in * p.out_bytes;
   p.flops = w.flops();
 
@@ -349,11 +356,11 @@ KernelPlan plan_depthwise(const Common& c) {
       }
     }
   }
-  p.reuse.grid_m = double(ceil_div(Ho, th) * ceil_div(Wo, tw_) * batch);
-  p.reuse.a_unique = double(batch * C * H * W) * c.b;
+  p.reuse.grid_m = double(ceil_div(Ho, th)) * double(ceil_div(Wo, tw_)) * double(batch);
+  p.reuse.a_unique = double(batch) * double(C) * double(H) * double(W) * c.b;
   p.reuse.a_sweep = a_sweep;
-  p.reuse.b_unique = p.reuse.b_sweep = double(C * R * S) * c.b;
-  p.out_bytes = double(batch * C * Ho * Wo) * c.b;
+  p.reuse.b_unique = p.reuse.b_sweep = double(C) * double(R) * double(S) * c.b;
+  p.out_bytes = double(batch) * double(C) * double(Ho) * double(Wo) * c.b;
   p.other_reads = extra_in * p.out_bytes;
   p.flops = w.flops();
   const double in_h = halo(double(std::min(th, Ho)), R, H), in_w = halo(double(std::min(tw_, Wo)), S, W);
@@ -400,8 +407,8 @@ KernelPlan plan_rows(const Common& c) {
   }
   p.reuse.grid_m = double(ceil_div(M, tm));
   p.reuse.grid_n = passes;  // the second pass re-reads the row block just read
-  p.reuse.a_unique = p.reuse.a_sweep = double(M * N) * c.b * inputs;
-  p.out_bytes = double(M * N) * c.b;
+  p.reuse.a_unique = p.reuse.a_sweep = double(M) * double(N) * c.b * inputs;
+  p.out_bytes = double(M) * double(N) * c.b;
   p.flops = w.flops();
   const double tile_p = double(std::min(tm, M)) * ceil_to(double(std::min(tn, N)) * c.b, 32);
   p.footprint.ub = double(c.depth) * tile_p * (inputs + 1) + (binary ? 0 : tile_p / c.b * 4);
@@ -450,7 +457,8 @@ std::vector<Knob> knobs_for(const Workload& w, const Target& t) {
     return {{"tile_h", tile_values(w.out_h(), kSpatialSizes)},
             {"tile_w", tile_values(w.out_w(), kSpatialSizes)},
             {"tile_n", tile_values(w.dim("K"), kTileSizes)},
-            {"tile_k", tile_values(w.dim("C") * w.dim("R") * w.dim("S"), kReductionSizes)},
+            {"tile_k", tile_values(saturating_product({w.dim("C"), w.dim("R"), w.dim("S")}),
+                                   kReductionSizes)},
             {"k_steps", kKSteps},
             {"async_copy_depth", depth},
             {"tile_order", order},

@@ -43,8 +43,8 @@ struct Footprint {
 // The work of every tile of one shape.
 struct TileWork {
   double count = 0;            // tiles of this shape in the kernel
-  int loads = 1;               // GM loads per tile
-  int steps_per_load = 1;      // reduction steps per load
+  double loads = 1;            // GM loads per tile (whole number)
+  double steps_per_load = 1;   // reduction steps per load (whole number)
   std::array<Copy, 3> copies{};  // GM copies of one load
   double mte1_cycles = 0;      // per step
   double cube_cycles = 0;      // per step

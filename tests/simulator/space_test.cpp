@@ -92,7 +92,9 @@ TEST(SpaceTest, RejectionsNameTheBufferAndTheSizes) {
     SCOPED_TRACE(c.name);
     const Verdict v = s.check(c.schedule);
     EXPECT_EQ(v.ok, c.reject == nullptr) << v.reason;
-    if (c.reject) EXPECT_THAT(v.reason, HasSubstr(c.reject));
+    if (c.reject) {
+      EXPECT_THAT(v.reason, HasSubstr(c.reject));
+    }
     if (c.reject && std::string(c.name) != "off list") {
       const Measurement m = simulate(t, mm, c.schedule, {.noise = 0, .repeat = 1, .seed = 0});
       EXPECT_EQ(m.status, Status::invalid);
