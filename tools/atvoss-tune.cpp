@@ -10,7 +10,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+
+#include <unistd.h>
 
 #include "db/table_export.hpp"
 #include "rpc/channel.hpp"
@@ -143,7 +146,18 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
 
 }  // namespace
 
+// XGBoost's OpenMP threads spin-wait between calls by default, which on a small
+// machine starves the measurer's threads (a 200-trial job took 21 s instead of
+// 0.8 s on 2 cores). libgomp reads OMP_WAIT_POLICY when it is loaded, before
+// main(), so the only way to change it from inside is to run again with it set.
+void ensure_passive_openmp(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
+}
+
 int main(int argc, char** argv) {
+  ensure_passive_openmp(argv);
   CLI::App app{"atvoss-tune: tune NPU operator schedules (one workload, or a whole model job)"};
   std::string job_file, farm;
   bool quiet = false;
