@@ -27,6 +27,7 @@ struct Traffic {
   double writes = 0;      // bytes written to GM
   double in_cycles_per_byte = 0;   // a core's share of the read path
   double out_cycles_per_byte = 0;  // a core's share of the write path
+  double first_byte_cycles = 0;    // latency before the first load's data arrives
 };
 
 Traffic chip_traffic(const Target& t, const KernelPlan& p, double active) {
@@ -41,6 +42,7 @@ Traffic chip_traffic(const Target& t, const KernelPlan& p, double active) {
     tr.in_cycles_per_byte = std::max(tr.in_cycles_per_byte, active / t.l2_bytes_per_cycle);
   }
   tr.out_cycles_per_byte = std::max(1.0 / t.mte3_bytes_per_cycle, active / t.hbm_bytes_per_cycle);
+  tr.first_byte_cycles = miss * t.hbm_latency_cycles + (1 - miss) * t.l2_latency_cycles;
   return tr;
 }
 
@@ -117,7 +119,8 @@ Measurement simulate_valid(const Target& t, const Workload& w, const KernelPlan&
   const double active = std::min<double>(p.cores, tiles);
   const Traffic tr = chip_traffic(t, p, active);
   const auto runs = run_shapes(t, p, tr, active);
-  const CoreTime core = compose_waves(p, runs);
+  CoreTime core = compose_waves(p, runs);
+  core.cycles += tr.first_byte_cycles;  // the pipeline fills once per kernel
 
   // Chip-level limits every schedule obeys, whatever its per-core pipeline.
   const double peak_cycles = p.flops / (2 * t.macs_per_cycle(w.dtype()) * t.ai_cores);
