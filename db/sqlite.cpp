@@ -53,6 +53,12 @@ Statement& Statement::bind(int index, std::string_view text) {
   return *this;
 }
 
+Statement& Statement::bind_static(int index, std::string_view text) {
+  const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+  if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
+  return *this;
+}
+
 Statement& Statement::bind_blob(int index, std::span<const std::uint8_t> bytes) {
   // An empty span may have a null data(); SQLite would then bind NULL, not an empty blob.
   static const std::uint8_t empty = 0;
@@ -167,6 +173,10 @@ std::int64_t Connection::query_int(std::string_view sql) {
   if (!stmt.step()) return 0;
   return stmt.column_int64(0);
 }
+
+std::int64_t Connection::changes() const { return sqlite3_changes64(db_.get()); }
+
+std::int64_t Connection::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_.get()); }
 
 bool Connection::in_transaction() const { return sqlite3_get_autocommit(db_.get()) == 0; }
 

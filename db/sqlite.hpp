@@ -53,6 +53,8 @@ class Statement {
   Statement& bind(int index, std::string_view text);  // copied by SQLite (SQLITE_TRANSIENT)
   Statement& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
   Statement& bind(int index, const char* text) { return bind(index, std::string_view(text)); }
+  // No copy: REQUIRES text to outlive the statement's next step()/reset().
+  Statement& bind_static(int index, std::string_view text);
   Statement& bind_blob(int index, std::span<const std::uint8_t> bytes);
   Statement& bind_null(int index);
 
@@ -122,6 +124,9 @@ class Connection {
   auto read(Body&& body) -> std::invoke_result_t<Body&>;
 
   bool in_transaction() const;
+  // Rows changed by the last INSERT/UPDATE/DELETE, and the rowid of the last INSERT.
+  std::int64_t changes() const;
+  std::int64_t last_insert_rowid() const;
 
  private:
   struct Closer {

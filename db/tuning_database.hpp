@@ -45,6 +45,11 @@ struct OpenOptions {
   // up with ErrorKind::io "database is busy". Default 30 s: long enough for a farm of
   // writers doing batch inserts; raising it only delays the report of a stuck writer.
   int lock_wait_ms = 30000;
+  // Default true: synchronous=FULL, the WAL is synced at every commit, so a batch the
+  // measurer was told is stored survives a power cut. false: synchronous=NORMAL, which
+  // still survives a crash or SIGKILL of any process but may lose the last commits on
+  // power loss; it saves one fsync per transaction (see bench_db, sync:0 vs sync:1).
+  bool sync_every_commit = true;
 };
 
 // The best schedule of one workload on one target (export-table and `best` output).
@@ -90,6 +95,11 @@ class TuningDatabase {
   // from the partial index records_best, without scanning the records table.
   std::vector<Record> best(const std::string& workload_key, const std::string& target_key,
                            int k) const;
+
+  // Like best(), but only schedule and time of each (no repeats or profile to decode):
+  // the cheap form for runtime queries such as HTTP GET /v1/best.
+  std::vector<BestEntry> best_schedules(const std::string& workload_key,
+                                        const std::string& target_key, int k) const;
 
   // SQLite's plan for the best() query, one step per line (tests check it uses the index).
   std::string explain_best_plan() const;
