@@ -15,7 +15,15 @@ ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& spac
   if (o.workload.op().empty()) {
     throw_bad_input(this->name() + " search: options.workload is required (the cost model featurises it)");
   }
-  model_ = o.model_factory ? o.model_factory() : costmodel::make_cost_model(o.cost_model, o.seed);
+  if (o.model_factory) {
+    model_ = o.model_factory();
+  } else {
+    costmodel::ModelOptions mo;
+    mo.kind = o.cost_model;
+    mo.seed = o.seed;
+    if (o.model_threads > 0) mo.nthread = o.model_threads;
+    model_ = costmodel::make_cost_model(mo);
+  }
   if (!model_) throw_bad_input(this->name() + " search: options.model_factory returned no model");
   if (o.heuristic_before_fit && o.workload.op() != "recorded") {
     heuristic_ = costmodel::make_cost_model("heuristic", o.seed);

@@ -66,6 +66,9 @@ struct StrategyOptions {
   Target target;
   // "xgboost" or "linear"; used when model_factory is empty.
   std::string cost_model = "xgboost";
+  // Threads the default model trains and predicts with; 0 keeps costmodel's default (2).
+  // 1 avoids OpenMP spin-waiting when the machine is shared with other work.
+  int model_threads = 0;
   // Builds the model (tests inject fakes; a tuner can hand in a transfer-initialised model).
   // Default: costmodel::make_cost_model(cost_model, seed).
   std::function<std::unique_ptr<costmodel::CostModel>()> model_factory;
