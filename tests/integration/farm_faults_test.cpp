@@ -1,0 +1,138 @@
+// Failures with real processes: a worker SIGKILLed or frozen mid-batch, the coordinator
+// SIGKILLed and restarted mid-job, and a graceful SIGTERM with work still in flight.
+#include <gtest/gtest.h>
+
+#include "farm_harness.hpp"
+#include "rpc/log.hpp"
+
+namespace atvoss::farm_test {
+namespace {
+
+class FarmFaults : public testing::Test {
+ protected:
+  void SetUp() override { rpc::set_log_enabled(false); }
+
+  // Runs measure() on a thread so the test can break things while it is in flight.
+  struct Job {
+    std::vector<Measurement> results;
+    rpc::FarmClientCounters counters;
+    std::thread thread;
+  };
+  static void launch(Job& job, std::uint16_t port, std::vector<rpc::FarmRequest> reqs) {
+    job.thread = std::thread([&job, port, reqs = std::move(reqs)] {
+      rpc::FarmClientOptions o;
+      o.farm = rpc::Endpoint{"127.0.0.1", port};
+      o.reconnect_for = 30s;
+      rpc::FarmClient client(o);
+      job.results = client.measure(reqs);
+      job.counters = client.counters();
+    });
+  }
+  static void expect_all_answered(const Job& job, std::size_t n) {
+    ASSERT_EQ(job.results.size(), n);
+    for (const Measurement& m : job.results) {
+      EXPECT_FALSE(is_infrastructure_error(m.status)) << to_string(m.status) << ": " << m.message;
+    }
+    EXPECT_EQ(job.counters.duplicate_answers, 0u);
+  }
+};
+
+TEST_F(FarmFaults, WorkerKilledMidBatchItsTasksAreRetriedElsewhere) {
+  TempDir dir;
+  Farm farm = start_farm(dir);
+  const std::vector<std::string> slow{"--emulate-device-latency", "--compile-ms", "25"};
+  std::vector<Child> workers;
+  for (int i = 0; i < 3; ++i) workers.push_back(start_worker(farm.port, 2, slow));
+  wait_for_workers(farm.port, 3);
+  const auto reqs = requests(90, 3);  // ~90 x 25 ms / 6 slots: about 0.4 s of work
+  Job job;
+  launch(job, farm.port, reqs);
+  std::this_thread::sleep_for(120ms);
+  workers[0].signal(SIGKILL);  // holds two leases right now
+  job.thread.join();
+  expect_all_answered(job, reqs.size());
+  EXPECT_EQ(job.counters.answers, reqs.size());
+  const Json stats = farm_stats(farm.port);
+  EXPECT_GE(stats.at("retries").get<int>(), 1) << stats.dump();
+  EXPECT_EQ(stats.at("workers_lost").get<int>(), 1);
+  EXPECT_EQ(stats.at("workers").size(), 2u);
+}
+
+TEST_F(FarmFaults, FrozenWorkerMissesHeartbeatsAndIsReplaced) {
+  TempDir dir;
+  Farm farm = start_farm(dir, {"--heartbeat-ms", "100"});
+  const std::vector<std::string> slow{"--emulate-device-latency", "--compile-ms", "40"};
+  Child frozen = start_worker(farm.port, 2, slow);
+  Child healthy = start_worker(farm.port, 2, slow);
+  wait_for_workers(farm.port, 2);
+  const auto reqs = requests(40, 4);
+  Job job;
+  launch(job, farm.port, reqs);
+  std::this_thread::sleep_for(80ms);
+  frozen.signal(SIGSTOP);  // a partitioned node: connection open, nothing sent
+  job.thread.join();
+  frozen.signal(SIGCONT);
+  expect_all_answered(job, reqs.size());
+  const Json stats = farm_stats(farm.port);
+  EXPECT_GE(stats.at("workers_lost").get<int>(), 1) << stats.dump();
+}
+
+TEST_F(FarmFaults, CoordinatorKilledAndRestartedJobCompletes) {
+  TempDir dir;
+  Farm farm = start_farm(dir);
+  const std::uint16_t port = farm.port;
+  const std::vector<std::string> slow{"--emulate-device-latency", "--compile-ms", "20"};
+  std::vector<Child> workers;
+  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(port, 2, slow));
+  wait_for_workers(port, 2);
+  const auto reqs = requests(100, 5);  // ~0.5 s of work
+  Job job;
+  launch(job, port, reqs);
+  std::this_thread::sleep_for(150ms);
+  farm.process.signal(SIGKILL);
+  farm.process.wait_for(5s);
+  std::this_thread::sleep_for(300ms);
+  Farm second = start_farm(dir, {}, {}, port);  // same port: workers and client find it again
+  job.thread.join();
+  expect_all_answered(job, reqs.size());
+  EXPECT_GE(job.counters.reconnects, 1u);
+  EXPECT_GT(job.counters.resubmitted, 0u);
+}
+
+TEST_F(FarmFaults, SigtermAnswersUnfinishedWorkSessionTimeoutAndExitsCleanly) {
+  TempDir dir;
+  Farm farm = start_farm(dir, {"--grace-ms", "200"});
+  Child worker = start_worker(farm.port, 1, {"--emulate-device-latency", "--compile-ms", "3000"});
+  wait_for_workers(farm.port, 1);
+  rpc::ChannelOptions o;
+  auto client = rpc::Channel::open(rpc::Endpoint{"127.0.0.1", farm.port}, o);
+  Json items = Json::array();
+  std::uint64_t id = 1;
+  for (const auto& r : requests(3, 6)) {
+    items.push_back(Json{{"id", id++}, {"target", r.target_key}, {"workload", r.workload},
+                         {"schedule", r.schedule}, {"repeat", 1}, {"seed", 6}});
+  }
+  client->send(Json{{"type", "submit"}, {"items", items}});
+  std::this_thread::sleep_for(100ms);
+  farm.process.signal(SIGTERM);
+  std::size_t timed_out = 0;
+  try {
+    for (int i = 0; i < 100 && timed_out < 3; ++i) {
+      const auto m = client->receive(100ms);
+      if (!m || m->at("type") != "results") continue;
+      for (const Json& r : m->at("results")) {
+        EXPECT_EQ(r.at("measurement").at("status"), "session_timeout");
+        ++timed_out;
+      }
+    }
+  } catch (const Error&) {
+    // the farm's closing "shutting_down" error after the answers
+  }
+  EXPECT_EQ(timed_out, 3u);
+  const auto status = farm.process.wait_for(10s);
+  ASSERT_TRUE(status.has_value()) << "atvoss-farm did not exit after SIGTERM";
+  EXPECT_EQ(*status, 0);
+}
+
+}  // namespace
+}  // namespace atvoss::farm_test

@@ -1,0 +1,199 @@
+// Helpers shared by the farm_*_test.cpp integration tests: start the real atvoss-farm and
+// atvoss-worker programs as child processes on 127.0.0.1, wait for them with bounded
+// loops, and always kill them (RAII) so a failing test leaves no process behind.
+#pragma once
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/json.hpp"
+#include "rpc/channel.hpp"
+#include "rpc/farm_client.hpp"
+#include "simulator/presets.hpp"
+#include "simulator/simulator.hpp"
+
+extern char** environ;
+
+namespace atvoss::farm_test {
+
+using namespace std::chrono_literals;
+
+inline std::string bin(const std::string& name) { return std::string(ATVOSS_BIN_DIR) + "/" + name; }
+
+// A child process, SIGKILLed and reaped on destruction if still running.
+class Child {
+ public:
+  Child() = default;
+  Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {}) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry(*e);
+      if (!env.count(entry.substr(0, entry.find('=')))) env_strings.push_back(entry);
+    }
+    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    std::vector<char*> args, envp;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (const std::string& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0].c_str(), nullptr, nullptr, args.data(), envp.data()) != 0) {
+      throw std::runtime_error("cannot start " + argv[0]);
+    }
+  }
+  Child(Child&& o) noexcept : pid_(std::exchange(o.pid_, -1)) {}
+  Child& operator=(Child&& o) noexcept {
+    if (this != &o) {
+      kill_now();
+      pid_ = std::exchange(o.pid_, -1);
+    }
+    return *this;
+  }
+  ~Child() { kill_now(); }
+
+  void signal(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+  // Exit status (or 128 + signal) once it exits within timeout; nullopt if still running.
+  std::optional<int> wait_for(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (pid_ > 0) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+  }
+  void kill_now() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// A scratch directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("atvoss_farm_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct Farm {
+  Child process;
+  std::uint16_t port = 0;
+  std::uint16_t http_port = 0;
+};
+
+// Starts atvoss-farm (port 0 unless given) and waits up to 10 s for its port file.
+inline Farm start_farm(const TempDir& dir, std::vector<std::string> extra = {},
+                       const std::map<std::string, std::string>& env = {}, std::uint16_t port = 0) {
+  const std::string port_file = dir.file("farm.port." + std::to_string(std::rand()));
+  std::vector<std::string> argv{bin("atvoss-farm"), "--port", std::to_string(port), "--port-file", port_file,
+                                "--quiet"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  Farm farm{Child(argv, env)};
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(port_file);
+    std::string text;
+    if (in && std::getline(in, text) && !text.empty()) {
+      const Json j = Json::parse(text);
+      farm.port = j.at("port").get<std::uint16_t>();
+      farm.http_port = j.at("http_port").get<std::uint16_t>();
+      return farm;
+    }
+    if (farm.process.wait_for(0ms)) throw std::runtime_error("atvoss-farm exited at start-up");
+    std::this_thread::sleep_for(20ms);
+  }
+  throw std::runtime_error("atvoss-farm did not report its port within 10 s");
+}
+
+inline Child start_worker(std::uint16_t port, int slots, std::vector<std::string> extra = {},
+                          const std::map<std::string, std::string>& env = {}) {
+  std::vector<std::string> argv{bin("atvoss-worker"), "--farm", "127.0.0.1:" + std::to_string(port),
+                                "--target", "ascend910", "--slots", std::to_string(slots), "--quiet"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return Child(argv, env);
+}
+
+// Asks the farm for its stats over the query role.
+inline Json farm_stats(std::uint16_t port, std::optional<std::string> token = std::nullopt) {
+  rpc::ChannelOptions o;
+  o.role = rpc::Role::query;
+  o.token = std::move(token);
+  auto c = rpc::Channel::open(rpc::Endpoint{"127.0.0.1", port}, o);
+  c->send(Json{{"type", "stats"}});
+  for (int i = 0; i < 50; ++i) {
+    if (auto m = c->receive(100ms); m && m->at("type") == "stats") return m->at("stats");
+  }
+  throw std::runtime_error("no stats from the farm");
+}
+
+// Waits (bounded) until the farm lists n workers.
+inline void wait_for_workers(std::uint16_t port, std::size_t n, std::chrono::milliseconds timeout = 15s,
+                             std::optional<std::string> token = std::nullopt) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (farm_stats(port, token).at("workers").size() >= n) return;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  throw std::runtime_error("workers did not register in time");
+}
+
+// count distinct valid matmul schedules on ascend910, from a fixed seed.
+inline std::vector<rpc::FarmRequest> requests(std::size_t count, std::uint64_t seed, int repeat = 1) {
+  const Target target = simulator::preset("ascend910");
+  const Workload workload = Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1024}, {"K", 1024}}}});
+  const ScheduleSpace space = simulator::space_for(workload, target);
+  std::mt19937_64 rng(seed);
+  std::map<std::string, rpc::FarmRequest> unique;
+  for (int tries = 0; unique.size() < count && tries < 100000; ++tries) {
+    const auto point = space.random_valid_point(rng);
+    if (!point) continue;
+    const Schedule s = space.schedule_at(*point);
+    unique.emplace(s.key(), rpc::FarmRequest{target.key(), workload.to_json(), s.to_json(), repeat, seed});
+  }
+  std::vector<rpc::FarmRequest> out;
+  for (auto& [key, r] : unique) out.push_back(std::move(r));
+  return out;
+}
+
+}  // namespace atvoss::farm_test
