@@ -370,9 +370,7 @@ KernelPlan plan_depthwise(const Common& c) {
                    ct_p * double(R * S) * c.b;
   check_depth(p, c);
   check_fit(p, "UB", p.footprint.ub, double(t.ub_bytes), with_depth(c.depth));
-  if (p.verdict.ok && fuses(p.fusion, "layernorm") && tc < C) {
-    check_row_fusion(p, p.fusion, tc, C, "tile_c");
-  }
+  check_row_fusion(p, p.fusion, tc, C, "tile_c");
   return p;
 }
 
@@ -397,8 +395,8 @@ KernelPlan plan_rows(const Common& c) {
       tile.count = cm * cn;
       const double row_p = ceil_to(n * c.b, 32) / c.b;  // UB rows pad to 32 B
       const double in_bytes = m * n * c.b * passes;
-      tile.copies[0] = {binary ? in_bytes : in_bytes, n * c.b};
-      tile.copies[1] = {binary ? in_bytes : 0, n * c.b};
+      tile.copies[0] = {in_bytes, n * c.b};
+      tile.copies[1] = {binary ? in_bytes : 0, n * c.b};  // the second operand
       tile.vec_cycles = m * row_p * ops * (passes > 1 ? 1.5 : 1) / lanes;
       tile.store_bytes = m * n * c.b;
       tile.consumed_bytes = m * n * c.b * inputs * passes;
