@@ -1,7 +1,7 @@
 // TuningDatabase implementation. Map of this file:
 //   open()            -> open_connection(), configure(), check_identity(), upgrade()
-//   RowDecoder        turns a records row (kRecordSelect columns) into a Record, caching the
-//                     parsed workload and target of each id for the duration of one call
+//   RowDecoder        turns a records row (kRecordSelect columns) into a Record, using the
+//                     per-database cache of parsed workload and target rows
 //   Writer            everything that writes inside one transaction: target/workload ids,
 //                     put() = insert-or-combine of one record (the MergeReport rules)
 //   public methods    each is one Connection::read() or write() around the pieces above
@@ -45,8 +45,17 @@ std::vector<double> parse_repeats(const std::string& text) {
 
 std::string dump_repeats(const std::vector<double>& repeats) { return Json(repeats).dump(); }
 
+using WorkloadCache = std::unordered_map<std::int64_t, Workload>;
+using TargetCache = std::unordered_map<std::int64_t, TargetInfo>;
+
 class RowDecoder {
  public:
+  RowDecoder(WorkloadCache& workloads, TargetCache& targets) : workloads_(workloads), targets_(targets) {
+    // Bounded: a process that streams millions of distinct workloads must not grow forever.
+    if (workloads_.size() > 100000) workloads_.clear();
+    if (targets_.size() > 10000) targets_.clear();
+  }
+
   Record decode(const Statement& s) {
     Record r;
     r.id = s.column_int64(0);
@@ -84,8 +93,8 @@ class RowDecoder {
     return it->second;
   }
 
-  std::unordered_map<std::int64_t, Workload> workloads_;
-  std::unordered_map<std::int64_t, TargetInfo> targets_;
+  WorkloadCache& workloads_;
+  TargetCache& targets_;
 };
 
 // True if every value of part occurs in whole at least as often (multiset inclusion), so
@@ -345,7 +354,13 @@ constexpr std::string_view kModelSelect =
 
 // ---- lifetime ----------------------------------------------------------------------
 
-TuningDatabase::TuningDatabase(std::string path) : path_(std::move(path)) {}
+struct TuningDatabase::DecodeCache {
+  WorkloadCache workloads;
+  TargetCache targets;
+};
+
+TuningDatabase::TuningDatabase(std::string path)
+    : path_(std::move(path)), cache_(std::make_unique<DecodeCache>()) {}
 TuningDatabase::TuningDatabase(TuningDatabase&&) noexcept = default;
 TuningDatabase& TuningDatabase::operator=(TuningDatabase&&) noexcept = default;
 TuningDatabase::~TuningDatabase() = default;
@@ -396,7 +411,7 @@ std::optional<Record> TuningDatabase::find(const std::string& workload_key,
     auto s = conn_->prepare(sql("WHERE w.key = ?1 AND t.key = ?2 AND r.schedule_key = ?3"));
     s->bind(1, workload_key).bind(2, target_key).bind(3, schedule_key);
     if (!s->step()) return std::nullopt;
-    return RowDecoder().decode(*s);
+    return RowDecoder(cache_->workloads, cache_->targets).decode(*s);
   });
 }
 
@@ -418,7 +433,7 @@ std::vector<Record> TuningDatabase::best(const std::string& workload_key,
   return conn_->read([&] {
     auto s = conn_->prepare(sql(kBestTail));
     s->bind(1, workload_key).bind(2, target_key).bind(3, k);
-    RowDecoder dec;
+    RowDecoder dec(cache_->workloads, cache_->targets);
     std::vector<Record> out;
     while (s->step()) out.push_back(dec.decode(*s));
     return out;
@@ -434,7 +449,7 @@ std::vector<BestEntry> TuningDatabase::best_schedules(const std::string& workloa
         "FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id " +
         std::string(kBestTail));
     s->bind(1, workload_key).bind(2, target_key).bind(3, k);
-    RowDecoder dec;
+    RowDecoder dec(cache_->workloads, cache_->targets);
     std::vector<BestEntry> out;
     while (s->step()) {
       out.push_back(BestEntry{dec.workload(s->column_int64(0), *s, 1),
@@ -461,7 +476,7 @@ std::vector<Record> TuningDatabase::history(const std::string& workload_key,
                                 "ORDER BY r.created_at, r.id"));
     s->bind(1, workload_key);
     if (target_key) s->bind(2, *target_key);
-    RowDecoder dec;
+    RowDecoder dec(cache_->workloads, cache_->targets);
     std::vector<Record> out;
     while (s->step()) out.push_back(dec.decode(*s));
     return out;
@@ -477,7 +492,7 @@ void TuningDatabase::for_each_record(const std::string& target_key,
     const auto page = conn_->read([&] {
       auto s = conn_->prepare(sql("WHERE t.key = ?1 AND r.id > ?2 ORDER BY r.id LIMIT 1024"));
       s->bind(1, target_key).bind(2, after);
-      RowDecoder dec;
+      RowDecoder dec(cache_->workloads, cache_->targets);
       std::vector<Record> out;
       while (s->step()) out.push_back(dec.decode(*s));
       return out;
@@ -507,7 +522,7 @@ std::vector<Record> TuningDatabase::query(const RecordFilter& f) const {
     if (f.status) s->bind(4, to_string(*f.status));
     if (f.since_ms) s->bind(5, *f.since_ms);
     if (f.limit > 0) s->bind(6, f.limit);
-    RowDecoder dec;
+    RowDecoder dec(cache_->workloads, cache_->targets);
     std::vector<Record> out;
     while (s->step()) out.push_back(dec.decode(*s));
     return out;
@@ -523,7 +538,7 @@ std::vector<BestEntry> TuningDatabase::best_per_workload(const std::string& targ
         "WHERE r.target_id = (SELECT id FROM targets WHERE key = ?1) AND r.status = 'ok' "
         "GROUP BY r.workload_id ORDER BY w.key");
     s->bind(1, target_key);
-    RowDecoder dec;
+    RowDecoder dec(cache_->workloads, cache_->targets);
     std::vector<BestEntry> out;
     while (s->step()) {
       BestEntry e{dec.workload(s->column_int64(0), *s, 1),

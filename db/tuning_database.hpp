@@ -175,8 +175,13 @@ class TuningDatabase {
 
  private:
   explicit TuningDatabase(std::string path);
+  // Parsed workload and target rows by id. Those rows are never updated or deleted, so the
+  // cache cannot go stale, even when other processes write the same file. Filled only by
+  // reads outside this object's write transactions (a rolled-back id could be reused).
+  struct DecodeCache;
   std::string path_;
   std::unique_ptr<Connection> conn_;
+  std::unique_ptr<DecodeCache> cache_;
 };
 
 // Identifies what a JSON-lines export is, so an import can check it ("atvoss-record").
