@@ -1,0 +1,93 @@
+#include "tuner/job_spec.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+Json minimal() { return Json{{"name", "j"}, {"target", "ascend910"}, {"model", "mlp"}, {"trials", 10}}; }
+
+TEST(JobSpec, DefaultsFollowTheName) {
+  const JobSpec s = JobSpec::from_json(minimal());
+  EXPECT_EQ(s.database, "j.db");
+  EXPECT_EQ(s.export_path, "j-table.json");
+  EXPECT_EQ(s.report_path, "j-report.html");
+  EXPECT_EQ(s.strategy, "model-guided");
+  EXPECT_EQ(s.repeat, 3);
+  EXPECT_TRUE(s.farm.empty());
+}
+
+TEST(JobSpec, ReadsWeightedWorkloadsAndInlineTarget) {
+  Json j = minimal();
+  j.erase("model");
+  j["target"] = Json{{"preset", "ascend910b"}};
+  j["workloads"] = Json::array({{{"weight", 3},
+                                 {"workload", {{"op", "matmul"}, {"dims", {{"M", 64}, {"N", 64}, {"K", 64}}}}}}});
+  const JobSpec s = JobSpec::from_json(j);
+  ASSERT_EQ(s.workloads.size(), 1u);
+  EXPECT_EQ(s.workloads[0].weight, 3);
+  EXPECT_NE(s.target.find("ascend910b"), std::string::npos);
+}
+
+struct BadCase {
+  const char* name;
+  Json patch;
+  const char* mentions;
+};
+
+TEST(JobSpec, EveryBadFieldIsNamed) {
+  const BadCase cases[] = {
+      {"trials_string", {{"trials", "many"}}, "trials"},
+      {"trials_zero", {{"trials", 0}}, "trials"},
+      {"seed_negative", {{"seed", -1}}, "seed"},
+      {"repeat_float", {{"repeat", 1.5}}, "repeat"},
+      {"name_number", {{"name", 5}}, "name"},
+      {"model_array", {{"model", Json::array()}}, "model"},
+      {"farm_no_port", {{"farm", "localhost"}}, "farm"},
+      {"unknown_field", {{"trails", 5}}, "trails"},
+      {"scheduler", {{"scheduler", "lottery"}}, "scheduler"},
+      {"cost_model", {{"cost_model", "forest"}}, "cost_model"},
+      {"workloads_object", {{"workloads", Json::object()}}, "workloads"},
+      {"workload_bad_op", {{"workloads", Json::array({{{"workload", {{"op", "fft"}}}}})}}, "workloads[0]"},
+      {"early_stopping", {{"early_stopping", true}}, "early_stopping"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Json j = minimal();
+    j.update(c.patch);
+    try {
+      JobSpec::from_json(j);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_THAT(e.what(), testing::HasSubstr(c.mentions));
+    }
+  }
+}
+
+TEST(JobSpec, MissingRequiredFieldsAreBadInput) {
+  for (const char* field : {"name", "target", "trials"}) {
+    SCOPED_TRACE(field);
+    Json j = minimal();
+    j.erase(field);
+    EXPECT_THROW(JobSpec::from_json(j), Error);
+  }
+  Json j = minimal();
+  j.erase("model");
+  EXPECT_THROW(JobSpec::from_json(j), Error);  // neither model nor workloads
+}
+
+TEST(JobSpec, MissingFileIsBadInput) {
+  try {
+    JobSpec::load("/nonexistent/job.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+  }
+}
+
+}  // namespace
+}  // namespace atvoss::tuner

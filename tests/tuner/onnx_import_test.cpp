@@ -1,0 +1,166 @@
+// Builds small ONNX models at test time with python3-onnx (no downloaded models)
+// and checks the tasks, epilogue chains, weights and unsupported ops extracted.
+#include "tuner/onnx_import.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "core/error.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kScript = R"py(
+import sys
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto as T
+out = sys.argv[1]
+def init(name, *shape):
+    return numpy_helper.from_array(np.ones(shape, dtype=np.float32), name)
+def bn(x, y, c, p):
+    return helper.make_node("BatchNormalization", [x, p+"s", p+"b", p+"m", p+"v"], [y]), \
+        [init(p+"s", c), init(p+"b", c), init(p+"m", c), init(p+"v", c)]
+nodes, inits = [], []
+nodes.append(helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1,1,1,1], name="stem"))
+inits.append(init("w1", 8, 3, 3, 3))
+n, i = bn("c1", "b1", 8, "bn1"); nodes.append(n); inits += i
+nodes.append(helper.make_node("Relu", ["b1"], ["r1"]))
+prev = "r1"
+for k in (2, 3):
+    nodes.append(helper.make_node("Conv", [prev, "w%d" % k], ["c%d" % k], pads=[1,1,1,1], name="block%d" % k))
+    inits.append(init("w%d" % k, 8, 8, 3, 3))
+    n, i = bn("c%d" % k, "b%d" % k, 8, "bn%d" % k); nodes.append(n); inits += i
+    nodes.append(helper.make_node("Add", ["b%d" % k, prev], ["a%d" % k]))
+    nodes.append(helper.make_node("Relu", ["a%d" % k], ["r%d" % k]))
+    prev = "r%d" % k
+nodes.append(helper.make_node("MaxPool", [prev], ["p"], kernel_shape=[2,2], strides=[2,2]))
+nodes.append(helper.make_node("Flatten", ["p"], ["f"]))
+nodes.append(helper.make_node("Gemm", ["f", "wfc", "bfc"], ["y"], transB=1, name="fc"))
+inits += [init("wfc", 10, 8*16*16), init("bfc", 10)]
+g = helper.make_graph(nodes, "convnet",
+    [helper.make_tensor_value_info("x", T.FLOAT, ["batch", 3, 32, 32])],
+    [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/convnet.onnx")
+
+nodes, inits = [], []
+nodes.append(helper.make_node("MatMul", ["x", "wq"], ["m1"], name="attn_out"))
+nodes.append(helper.make_node("Add", ["m1", "bq"], ["a1"]))
+nodes.append(helper.make_node("Add", ["a1", "x"], ["a2"]))
+nodes.append(helper.make_node("LayerNormalization", ["a2", "ls", "lb"], ["h"], axis=-1))
+nodes.append(helper.make_node("MatMul", ["h", "wf"], ["m2"], name="ffn"))
+nodes.append(helper.make_node("Add", ["m2", "bf"], ["a3"]))
+nodes.append(helper.make_node("Gelu", ["a3"], ["g"], domain="com.microsoft"))
+nodes.append(helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"))
+nodes.append(helper.make_node("Softmax", ["s"], ["sm"], axis=-1, name="softmax"))
+inits += [init("wq", 32, 32), init("bq", 32), init("ls", 32), init("lb", 32),
+          init("wf", 32, 64), init("bf", 64)]
+g = helper.make_graph(nodes, "encoder",
+    [helper.make_tensor_value_info("x", T.FLOAT, [1, 16, 32]),
+     helper.make_tensor_value_info("q", T.FLOAT16, [1, 4, 16, 8]),
+     helper.make_tensor_value_info("k", T.FLOAT16, [1, 4, 8, 16])],
+    [helper.make_tensor_value_info("g", T.FLOAT, None), helper.make_tensor_value_info("sm", T.FLOAT16, None)],
+    inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                              helper.make_opsetid("com.microsoft", 1)]),
+          out + "/encoder.onnx")
+)py";
+
+class OnnxImport : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("atvoss-onnx-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "make.py") << kScript;
+    // Debian's interpreter: python3-onnx lives there, not in a user's pyenv or venv.
+    const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    const std::string cmd = python + " " + (dir_ / "make.py").string() + " " + dir_.string() +
+                            " > " + (dir_ / "log.txt").string() + " 2>&1";
+    ok_ = std::system(cmd.c_str()) == 0;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  void SetUp() override {
+    if (!ok_) GTEST_SKIP() << "python3-onnx could not build the test models (see scripts/setup.sh)";
+  }
+  static const TuneTask* find(const TaskSet& s, const std::string& name) {
+    for (const auto& t : s.tasks()) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  }
+  static inline fs::path dir_;
+  static inline bool ok_ = false;
+};
+
+TEST_F(OnnxImport, ConvChainsResidualsAndDedupe) {
+  OnnxImportOptions o;
+  o.batch = 2;
+  const TaskSet s = import_onnx((dir_ / "convnet.onnx").string(), o);
+  ASSERT_EQ(s.tasks().size(), 3u);
+  const TuneTask* stem = find(s, "stem");
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->workload.op(), "conv2d");
+  EXPECT_EQ(stem->workload.dim("N"), 2);  // symbolic batch bound to 2
+  EXPECT_EQ(stem->workload.dim("pad"), 1);
+  EXPECT_EQ(stem->workload.epilogue(), (std::vector<std::string>{"batchnorm", "relu"}));
+  const TuneTask* block = find(s, "block2");
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(block->weight, 2);  // block3 is the same workload
+  EXPECT_EQ(block->workload.epilogue(), (std::vector<std::string>{"batchnorm", "add", "relu"}));
+  const TuneTask* fc = find(s, "fc");
+  ASSERT_NE(fc, nullptr);
+  EXPECT_EQ(fc->workload.op(), "matmul");
+  EXPECT_EQ(fc->workload.dim("M"), 2);
+  EXPECT_EQ(fc->workload.dim("N"), 10);
+  EXPECT_EQ(fc->workload.dim("K"), 2048);
+  EXPECT_EQ(fc->workload.epilogue(), (std::vector<std::string>{"bias"}));
+  EXPECT_EQ(s.unsupported().at("MaxPool"), 1);
+  EXPECT_EQ(s.unsupported().at("Flatten"), 1);
+}
+
+TEST_F(OnnxImport, MatMulChainsBatchMatMulAndSoftmax) {
+  const TaskSet s = import_onnx((dir_ / "encoder.onnx").string());
+  const TuneTask* out = find(s, "attn_out");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->workload.dim("M"), 16);  // [1,16,32] x [32,32]: leading dims are rows
+  EXPECT_EQ(out->workload.epilogue(), (std::vector<std::string>{"bias", "add", "layernorm"}));
+  const TuneTask* ffn = find(s, "ffn");
+  ASSERT_NE(ffn, nullptr);
+  EXPECT_EQ(ffn->workload.dim("N"), 64);
+  EXPECT_EQ(ffn->workload.epilogue(), (std::vector<std::string>{"bias", "gelu"}));
+  const TuneTask* scores = find(s, "scores");
+  ASSERT_NE(scores, nullptr);
+  EXPECT_EQ(scores->workload.op(), "batch_matmul");
+  EXPECT_EQ(scores->workload.dim("B"), 4);
+  EXPECT_EQ(scores->workload.dim("K"), 8);
+  const TuneTask* softmax = find(s, "softmax");
+  ASSERT_NE(softmax, nullptr);
+  EXPECT_EQ(softmax->workload.dim("M"), 64);
+  EXPECT_EQ(softmax->workload.dim("N"), 16);
+  EXPECT_TRUE(s.unsupported().empty());
+}
+
+TEST_F(OnnxImport, GarbageAndMissingFilesAreBadInput) {
+  const auto bad = dir_ / "garbage.onnx";
+  std::ofstream(bad) << "this is not a protobuf \x01\x02\xff";
+  for (const auto& path : {bad.string(), (dir_ / "absent.onnx").string()}) {
+    SCOPED_TRACE(path);
+    try {
+      import_onnx(path);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace atvoss::tuner

@@ -1,0 +1,115 @@
+#include "tuner/report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+#include <unistd.h>
+
+namespace atvoss::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+Measurement timed(double t, double l1) {
+  Measurement m;
+  m.time_us = t;
+  m.repeats = {t};
+  m.profile.compute_us = t * 0.6;
+  m.profile.dma_us = t * 0.3;
+  m.profile.launch_us = t * 0.1;
+  m.profile.l1_hit_rate = l1;
+  m.profile.cube_utilisation = 0.5;
+  m.profile.gm_bytes = 3 << 20;
+  m.profile.peak_workspace_bytes = 200 << 10;
+  return m;
+}
+
+ReportData sample() {
+  ReportData d;
+  d.job = "unit <job>";
+  d.target = "ascend910";
+  d.model = "mlp";
+  d.batch = 64;
+  d.strategy = "evolutionary";
+  d.trials = 5;
+  d.budget = 5;
+  TaskReport t;
+  t.name = "fc1";
+  t.label = "matmul M=64,N=512,K=784 float16 +bias";
+  t.weight = 2;
+  t.trials = 5;
+  t.curve = {std::numeric_limits<double>::infinity(), 30, 30, 21, 20};
+  t.default_schedule = Schedule({{"tile_m", 16}, {"tile_n", 16}});
+  t.default_measurement = timed(30, 0.5);
+  t.best_schedule = Schedule({{"tile_m", 64}, {"tile_n", 16}});
+  t.best_measurement = timed(20, 0.9);
+  d.tasks.push_back(t);
+  for (auto [name, time] : {std::pair{"(a) vendor default", 30.0}, std::pair{"(d) tuned + fusion", 20.0}}) {
+    ModelVariant v{name, "how", {VariantOp{"fc1", 2, timed(time, 0.7), ""}}};
+    d.variants.push_back(v);
+  }
+  d.unsupported = {{"MaxPool", 1}};
+  return d;
+}
+
+TEST(Report, CurveIsAStepLineWithTheDefaultAsReference) {
+  const std::string svg = svg_curve({40, 30, 30, 20}, 45);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("class=\"reference\""), std::string::npos);
+  EXPECT_EQ(svg_curve({}, 1).find("<polyline"), std::string::npos);
+}
+
+TEST(Report, ModelTableHasEndToEndAndThroughput) {
+  const auto d = sample();
+  EXPECT_DOUBLE_EQ(d.variants[0].end_to_end_us(), 60);
+  EXPECT_DOUBLE_EQ(d.variants[1].throughput(64), 64 * 1e6 / 40);
+  const std::string html = render_report(d);
+  EXPECT_NE(html.find("unit &lt;job&gt;"), std::string::npos);  // escaped
+  EXPECT_NE(html.find("1.50&times;"), std::string::npos);       // 60 / 40
+  EXPECT_NE(html.find("MaxPool"), std::string::npos);
+  // Self-contained: nothing is fetched from anywhere.
+  EXPECT_EQ(html.find("http://www.w3.org/2000/svg\" src"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+}
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+// Renders the report in headless Chromium and checks the DOM it built: the SVG
+// charts are there and have drawn content.
+TEST(Report, RendersInHeadlessChromium) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium not installed (scripts/setup.sh installs it)";
+  const fs::path dir = fs::temp_directory_path() / ("atvoss-report-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "profile");
+  const fs::path page = dir / "report.html";
+  write_report(sample(), page.string());
+  const std::string dom = run(
+      "/usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
+      "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
+      (dir / "profile").string() + " --dump-dom file://" + page.string() + " 2>/dev/null");
+  fs::remove_all(dir);
+  ASSERT_NE(dom.find("atvoss tuning report"), std::string::npos) << dom.substr(0, 500);
+  const std::regex curve(R"re(<svg class="curve"[^>]*>[\s\S]*?<polyline[^>]*points="([^"]+)")re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom, m, curve));
+  EXPECT_GT(m[1].str().size(), 10u);
+  EXPECT_NE(dom.find("<svg class=\"bars\""), std::string::npos);
+  EXPECT_NE(dom.find("<rect"), std::string::npos);
+  EXPECT_NE(dom.find("<svg class=\"profile\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace atvoss::tuner

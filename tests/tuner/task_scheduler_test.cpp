@@ -1,0 +1,109 @@
+#include "tuner/task_scheduler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "core/error.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+std::vector<SchedulerTask> three_tasks() {
+  return {{1, 1e9, "conv2d"}, {10, 1e9, "conv2d"}, {1, 1e8, "matmul"}};
+}
+
+// Drives a scheduler against fixed per-task curves: task i's best after t trials.
+std::map<int, int> simulate(TaskScheduler& s, int rounds, int per_round,
+                            const std::vector<double>& start, const std::vector<double>& floor) {
+  std::map<int, int> picks;
+  for (int r = 0; r < rounds; ++r) {
+    auto i = s.next_task();
+    if (!i) break;
+    ++picks[*i];
+    const int t = s.trials(*i) + per_round;
+    const double best = floor[*i] + (start[*i] - floor[*i]) / (1 + 0.1 * t);
+    s.record_round(*i, per_round, best);
+  }
+  return picks;
+}
+
+TEST(TaskScheduler, WarmUpVisitsEveryTaskOnceInOrder) {
+  TaskScheduler s(three_tasks(), {});
+  for (int i = 0; i < 3; ++i) {
+    auto next = s.next_task();
+    ASSERT_TRUE(next.has_value());
+    EXPECT_EQ(*next, i);
+    s.record_round(i, 8, 100.0);
+  }
+}
+
+TEST(TaskScheduler, GradientFavoursHeavilyWeightedTask) {
+  TaskScheduler s(three_tasks(), {});
+  auto picks = simulate(s, 60, 8, {100, 100, 100}, {10, 10, 10});
+  EXPECT_GT(picks[1], picks[0]);
+  EXPECT_GT(picks[1], picks[2]);
+}
+
+TEST(TaskScheduler, RoundRobinSpreadsEvenly) {
+  SchedulerOptions o;
+  o.policy = "round_robin";
+  TaskScheduler s(three_tasks(), o);
+  auto picks = simulate(s, 30, 8, {100, 100, 100}, {10, 10, 10});
+  EXPECT_EQ(picks[0], 10);
+  EXPECT_EQ(picks[1], 10);
+  EXPECT_EQ(picks[2], 10);
+}
+
+TEST(TaskScheduler, EarlyStoppingFinishesAStalledTask) {
+  SchedulerOptions o;
+  o.early_stopping = 16;
+  TaskScheduler s({{1, 1e9, "a"}}, o);
+  s.record_round(0, 8, 100);
+  s.record_round(0, 8, 99.99);  // < 0.1% better: not progress
+  EXPECT_FALSE(s.finished(0));
+  s.record_round(0, 8, 99.98);
+  EXPECT_TRUE(s.finished(0));
+  EXPECT_FALSE(s.next_task().has_value());
+}
+
+TEST(TaskScheduler, TaskWithoutValidTimeKeepsInfiniteObjective) {
+  TaskScheduler s(three_tasks(), {});
+  s.record_round(0, 8, std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isinf(s.objective()));
+}
+
+TEST(TaskScheduler, RestoredStateContinuesTheSamePlan) {
+  SchedulerOptions o;
+  o.seed = 42;
+  TaskScheduler a(three_tasks(), o);
+  simulate(a, 12, 8, {100, 80, 60}, {10, 20, 30});
+  TaskScheduler b(three_tasks(), o);
+  b.restore(parse_json(a.to_json().dump(), "state"));
+  for (int r = 0; r < 20; ++r) {
+    auto x = a.next_task(), y = b.next_task();
+    ASSERT_EQ(x, y) << "round " << r;
+    if (!x) break;
+    a.record_round(*x, 8, a.best(*x) * 0.97);
+    b.record_round(*y, 8, b.best(*y) * 0.97);
+  }
+  EXPECT_EQ(a.total_trials(), b.total_trials());
+}
+
+TEST(TaskScheduler, RejectsStateOfAnotherTaskList) {
+  TaskScheduler a(three_tasks(), {});
+  TaskScheduler b({{1, 1, "x"}}, {});
+  EXPECT_THROW(b.restore(a.to_json()), Error);
+  EXPECT_THROW(b.restore(Json{{"tasks", 3}}), Error);
+}
+
+TEST(TaskScheduler, RejectsUnknownPolicyAndBadWeight) {
+  SchedulerOptions o;
+  o.policy = "fastest";
+  EXPECT_THROW(TaskScheduler(three_tasks(), o), Error);
+  EXPECT_THROW(TaskScheduler({{0, 1, "x"}}, {}), Error);
+}
+
+}  // namespace
+}  // namespace atvoss::tuner

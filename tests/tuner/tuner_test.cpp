@@ -1,0 +1,164 @@
+#include "tuner/tuner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/error.hpp"
+
+#include "simulator/presets.hpp"
+#include "simulator/simulator.hpp"
+#include "tuner/local_measurer.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+class TunerTest : public testing::Test {
+ protected:
+  Target target_ = simulator::preset("ascend910");
+  Workload workload_ = Workload::from_json(
+      Json{{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 256}}}, {"epilogue", {"bias"}}});
+  ScheduleSpace space_ = simulator::space_for(workload_, target_);
+  db::TuningDatabase db_ = db::TuningDatabase::open(":memory:");
+  LocalMeasurer measurer_{LocalMeasurerOptions{2}};
+
+  std::unique_ptr<search::SearchStrategy> strategy(std::uint64_t seed = 1) {
+    search::StrategyOptions o;
+    o.seed = seed;
+    return search::make_strategy("random", space_, o);
+  }
+  std::vector<db::Record> stored() {
+    return db_.history(workload_.key(), db::TargetInfo::from_target(target_).key);
+  }
+};
+
+TEST_F(TunerTest, StoresEveryTrialAndFindsTheBest) {
+  auto s = strategy();
+  TuneOptions o;
+  o.batch_size = 8;
+  const auto r = tune(workload_, target_, 40, *s, measurer_, db_, o);
+  EXPECT_EQ(r.trials, 40);
+  EXPECT_EQ(r.measured, 40);
+  EXPECT_EQ(r.curve.size(), 40u);
+  ASSERT_TRUE(r.best_schedule.has_value());
+  double best = 1e300;
+  for (const auto& rec : stored()) {
+    if (rec.measurement.ok()) best = std::min(best, rec.measurement.time_us);
+  }
+  EXPECT_EQ(r.best_us, best);
+  EXPECT_TRUE(std::isfinite(r.default_us));  // default measured first
+  for (std::size_t i = 1; i < r.curve.size(); ++i) EXPECT_LE(r.curve[i], r.curve[i - 1]);
+}
+
+TEST_F(TunerTest, ResumeNeverMeasuresAScheduleTwice) {
+  TuneOptions o;
+  o.batch_size = 8;
+  o.repeat = 2;
+  auto first = strategy(1);
+  const auto a = tune(workload_, target_, 24, *first, measurer_, db_, o);
+  auto second = strategy(1);  // same seed: would propose the same schedules again
+  const auto b = tune(workload_, target_, 48, *second, measurer_, db_, o);
+  EXPECT_EQ(b.resumed, 24);
+  EXPECT_EQ(b.measured, 24);
+  EXPECT_LE(b.best_us, a.best_us);
+  const auto records = stored();
+  ASSERT_EQ(records.size(), 48u);
+  std::set<std::string> keys;
+  for (const auto& r : records) {
+    EXPECT_TRUE(keys.insert(r.schedule.key()).second);
+    if (r.measurement.ok()) {
+      EXPECT_EQ(r.measurement.repeats.size(), 2u);  // never combined with a re-measurement
+    }
+  }
+  auto third = strategy(1);
+  const auto c = tune(workload_, target_, 48, *third, measurer_, db_, o);
+  EXPECT_EQ(c.measured, 0);
+  EXPECT_EQ(c.best_us, b.best_us);  // best restored from the database
+}
+
+// A measurer whose odd items always lose their worker.
+class FlakyMeasurer : public Measurer {
+ public:
+  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override {
+    std::vector<Measurement> out;
+    for (const auto& in : batch) {
+      if (n_++ % 2) {
+        out.push_back(Measurement::failed(Status::worker_lost, "worker 3 died"));
+      } else {
+        out.push_back(simulate_item(in, 0));
+      }
+    }
+    return out;
+  }
+  std::string name() const override { return "flaky"; }
+
+ private:
+  int n_ = 0;
+};
+
+TEST_F(TunerTest, InfrastructureErrorsAreNeverStored) {
+  FlakyMeasurer flaky;
+  auto s = strategy();
+  TuneOptions o;
+  o.batch_size = 6;
+  const auto r = tune(workload_, target_, 30, *s, flaky, db_, o);
+  EXPECT_EQ(r.trials, 30);
+  for (const auto& rec : stored()) {
+    EXPECT_FALSE(is_infrastructure_error(rec.measurement.status));
+    EXPECT_EQ(rec.worker, "flaky");
+  }
+}
+
+class DeadMeasurer : public Measurer {
+ public:
+  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override {
+    return std::vector<Measurement>(batch.size(), Measurement::failed(Status::error, "farm down"));
+  }
+  std::string name() const override { return "dead"; }
+};
+
+TEST_F(TunerTest, AMeasurerThatNeverAnswersStopsTheRunWithoutStoring) {
+  DeadMeasurer dead;
+  auto s = strategy();
+  EXPECT_THROW(tune(workload_, target_, 30, *s, dead, db_), Error);
+  EXPECT_TRUE(stored().empty());
+}
+
+TEST_F(TunerTest, EarlyStoppingEndsAStalledRun) {
+  auto s = strategy();
+  TuneOptions o;
+  o.batch_size = 4;
+  o.early_stopping = 8;
+  const auto r = tune(workload_, target_, 100000, *s, measurer_, db_, o);
+  if (r.stop_reason != "exhausted") {
+    EXPECT_EQ(r.stop_reason, "early_stopping");
+  }
+  EXPECT_LT(r.trials, static_cast<int>(space_.size()));
+}
+
+TEST_F(TunerTest, ProgressCallbackSeesEveryRound) {
+  auto s = strategy();
+  TuneOptions o;
+  o.batch_size = 10;
+  int calls = 0, last = -1;
+  TuneCallbacks cb;
+  cb.on_round = [&](const TuneProgress& p) {
+    ++calls;
+    EXPECT_GE(p.trials, last);
+    last = p.trials;
+  };
+  tune(workload_, target_, 30, *s, measurer_, db_, o, cb);
+  EXPECT_GE(calls, 4);  // initial + 3 rounds
+  EXPECT_EQ(last, 30);
+}
+
+TEST(MeasurementSeed, StablePerScheduleAndSeed) {
+  const auto w = Workload::from_json(Json{{"op", "softmax"}, {"dims", {{"M", 8}, {"N", 8}}}});
+  const Schedule a({{"tile_m", 1}}), b({{"tile_m", 2}});
+  EXPECT_EQ(measurement_seed(1, w, a), measurement_seed(1, w, a));
+  EXPECT_NE(measurement_seed(1, w, a), measurement_seed(1, w, b));
+  EXPECT_NE(measurement_seed(1, w, a), measurement_seed(2, w, a));
+}
+
+}  // namespace
+}  // namespace atvoss::tuner
