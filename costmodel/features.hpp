@@ -36,7 +36,7 @@
 
 namespace atvoss::costmodel {
 
-inline constexpr int kFeatureVersion = 1;
+inline constexpr int kFeatureVersion = 2;
 inline constexpr std::size_t kGenericKnobSlots = 16;
 // Bytes per GM copy below which MTE2 does not reach full bandwidth (CALIBRATION.md).
 inline constexpr double kCopyKneeBytes = 16.0 * 1024.0;

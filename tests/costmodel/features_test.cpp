@@ -82,7 +82,7 @@ TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
   auto f = [](const std::vector<float>& r, const char* n) { return r[feature_index(n)]; };
   EXPECT_GT(f(b, "tile_intensity"), f(a, "tile_intensity"));
   EXPECT_LT(f(b, "tiles"), f(a, "tiles"));
-  EXPECT_LT(f(b, "gm_read_bytes"), f(a, "gm_read_bytes"));
+  EXPECT_LT(f(b, "l2_read_bytes"), f(a, "l2_read_bytes"));
   EXPECT_GT(f(b, "l1_occupancy"), f(a, "l1_occupancy"));
   EXPECT_GT(f(b, "copy_efficiency"), f(a, "copy_efficiency"));
   EXPECT_LT(f(b, "est_time_us"), f(a, "est_time_us"));
