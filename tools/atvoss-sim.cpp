@@ -19,6 +19,7 @@
 // Exit codes: 0 ok, 2 bad input, 1 any other failure (tools/cli_common.hpp).
 #include <algorithm>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <numeric>
 #include <random>
@@ -163,6 +164,7 @@ int cmd_sweep(const Inputs& in) {
     if (!file) throw Error(ErrorKind::io, "sweep: cannot write '" + in.csv + "'");
   }
   std::ostream& out = in.csv.empty() ? std::cout : file;
+  out << std::setprecision(10);  // ground-truth tables need more than the default 6 digits
   for (const auto& k : space.knobs()) out << k.name << ',';
   out << "time_us,status\n";
   const auto order = sweep_order(space, in);
