@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   atvoss::rpc::CoordinatorOptions options;
   std::string token_file, port_file;
   int http_port = -1;
-  int grace_ms = 10000, heartbeat_ms = 1000;
+  int grace_ms = 10000, heartbeat_ms = 1000, login_timeout_ms = 5000;
   app.add_option("--host", options.host, "bind address (non-loopback needs a token)")->capture_default_str();
   app.add_option("--port", options.port, "farm port; 0 picks a free one (see --port-file)")->capture_default_str();
   app.add_option("--token-file", token_file, "file holding the farm token (else ATVOSS_TOKEN; none: loopback only)");
@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   app.add_option("--grace-ms", grace_ms, "shutdown: time left to tasks in flight")->capture_default_str()->check(CLI::Range(0, 3600000));
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period; workers silent for 3 periods are removed")
       ->capture_default_str()->check(CLI::Range(10, 60000));
+  app.add_option("--login-timeout-ms", login_timeout_ms, "connections that have not logged in by then are dropped")
+      ->capture_default_str()->check(CLI::Range(10, 600000));
   app.add_option("--max-frame-bytes", options.max_frame_bytes, "largest frame accepted")->capture_default_str();
   app.add_option("--port-file", port_file, "write {\"port\":P,\"http_port\":H} here once listening");
   bool quiet = false;
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
     options.token = atvoss::rpc::load_token(token_file);
     options.grace = std::chrono::milliseconds(grace_ms);
     options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+    options.login_timeout = std::chrono::milliseconds(login_timeout_ms);
     if (http_port >= 0) options.http_port = static_cast<std::uint16_t>(http_port);
     atvoss::rpc::Coordinator farm(options);
     farm.start();

@@ -1,0 +1,151 @@
+// Bad peers against a token-protected atvoss-farm process: each is rejected with an error
+// (or dropped), and a good client and worker keep being served throughout.
+#include <array>
+#include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "farm_harness.hpp"
+#include "rpc/frame.hpp"
+#include "rpc/log.hpp"
+#include "rpc/protocol.hpp"
+
+namespace atvoss::farm_test {
+namespace {
+
+namespace asio = boost::asio;
+const std::string kToken = "farm-token-for-tests";
+
+class FarmBadPeers : public testing::Test {
+ protected:
+  void SetUp() override {
+    rpc::set_log_enabled(false);
+    // The token reaches the processes through the environment, never argv.
+    farm_ = start_farm(dir_, {"--login-timeout-ms", "500"}, {{"ATVOSS_TOKEN", kToken}});
+    worker_ = start_worker(farm_.port, 2, {}, {{"ATVOSS_TOKEN", kToken}});
+    wait_for_workers(farm_.port, 1, 15s, kToken);
+  }
+
+  // The good client: must be served before and after every bad peer.
+  void expect_served(std::uint64_t seed) {
+    rpc::FarmClientOptions o;
+    o.farm = rpc::Endpoint{"127.0.0.1", farm_.port};
+    o.token = kToken;
+    o.reconnect_for = 10s;
+    rpc::FarmClient client(o);
+    const auto reqs = requests(10, seed);
+    const auto got = client.measure(reqs);
+    ASSERT_EQ(got.size(), reqs.size());
+    for (const Measurement& m : got) EXPECT_FALSE(is_infrastructure_error(m.status)) << m.message;
+  }
+
+  void expect_login_refused(rpc::ChannelOptions o, const char* code) {
+    try {
+      rpc::Channel::open(rpc::Endpoint{"127.0.0.1", farm_.port}, o);
+      ADD_FAILURE() << "login accepted; expected " << code;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::protocol);
+      EXPECT_THAT(e.what(), testing::HasSubstr(code));
+      EXPECT_THAT(e.what(), testing::Not(testing::HasSubstr(kToken)));  // never echoed
+    }
+  }
+
+  // Sends raw bytes right after connecting (before login) and reads everything until the
+  // server closes, bounded at 5 s. Returns the bytes received.
+  std::string raw_exchange(const std::string& bytes, bool half_close = false) {
+    asio::io_context io;
+    asio::ip::tcp::socket s(io);
+    s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), farm_.port));
+    asio::write(s, asio::buffer(bytes));
+    if (half_close) s.shutdown(asio::ip::tcp::socket::shutdown_send);
+    std::string received;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    s.non_blocking(true);
+    std::array<char, 4096> buf{};
+    while (std::chrono::steady_clock::now() < deadline) {
+      boost::system::error_code ec;
+      const std::size_t n = s.read_some(asio::buffer(buf), ec);
+      if (ec == asio::error::would_block) {
+        std::this_thread::sleep_for(10ms);
+        continue;
+      }
+      if (ec) return received;  // closed by the server
+      received.append(buf.data(), n);
+    }
+    ADD_FAILURE() << "the server kept a bad connection open for 5 s";
+    return received;
+  }
+
+  // Decodes the frames in bytes (hello first, then the error) and returns the error's code.
+  static std::string error_code_in(const std::string& bytes) {
+    rpc::FrameDecoder decoder;
+    decoder.feed(bytes.data(), bytes.size());
+    while (auto m = decoder.next()) {
+      if (m->at("type") == "error") return m->value("code", std::string());
+    }
+    return "";
+  }
+
+  TempDir dir_;
+  Farm farm_;
+  Child worker_;
+};
+
+TEST_F(FarmBadPeers, WrongOrMissingTokenIsRefused) {
+  expect_served(1);
+  rpc::ChannelOptions o;
+  o.token = "not-the-token";
+  expect_login_refused(o, "auth_failed");
+  o.token.reset();
+  expect_login_refused(o, "auth_failed");
+  expect_served(2);
+}
+
+TEST_F(FarmBadPeers, WrongProtocolVersionIsRefused) {
+  rpc::ChannelOptions o;
+  o.token = kToken;
+  o.version = rpc::kProtocolVersion + 1;
+  expect_login_refused(o, "version_mismatch");
+  expect_served(3);
+}
+
+TEST_F(FarmBadPeers, OversizedFrameIsRefusedFromItsHeader) {
+  // Announces 64 MiB (over the 16 MiB limit) and sends nothing more: refused at once.
+  const std::string reply = raw_exchange(std::string("\x04\x00\x00\x00", 4));
+  EXPECT_EQ(error_code_in(reply), "protocol");
+  expect_served(4);
+}
+
+TEST_F(FarmBadPeers, TruncatedFrameIsDropped) {
+  std::string frame = rpc::encode_frame(Json{{"type", "login"}, {"version", 1}, {"role", "client"}});
+  frame.resize(frame.size() / 2);
+  raw_exchange(frame, /*half_close=*/true);
+  expect_served(5);
+  const Json stats = farm_stats(farm_.port, kToken);
+  EXPECT_EQ(stats.at("rejected_connections").value("truncated_frame", 0), 1) << stats.dump();
+}
+
+TEST_F(FarmBadPeers, RandomBytesAreRefused) {
+  std::mt19937_64 rng(99);
+  std::string junk(2048, '\0');
+  for (char& c : junk) c = static_cast<char>(rng() % 256);
+  junk[0] = 0;  // keep the length under the limit so the payload itself is what is bad
+  junk[1] = 0;
+  junk[2] = 4;
+  junk[3] = 0;
+  const std::string reply = raw_exchange(junk);
+  EXPECT_EQ(error_code_in(reply), "protocol");
+  expect_served(6);
+  EXPECT_EQ(farm_stats(farm_.port, kToken).at("workers").size(), 1u);
+}
+
+TEST_F(FarmBadPeers, SilentPeerIsDroppedAfterTheLoginTimeout) {
+  // Connects, says nothing: the farm must not keep the slot forever (login timeout 0.5 s here).
+  const std::string reply = raw_exchange("");
+  EXPECT_EQ(error_code_in(reply), "login_timeout");
+}
+
+}  // namespace
+}  // namespace atvoss::farm_test
