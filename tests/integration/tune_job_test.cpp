@@ -1,0 +1,202 @@
+// atvoss-tune as a user runs it: real processes in a scratch directory, checking
+// exit codes, outputs, the database (through the sqlite3 CLI) and resumption —
+// including a kill -9 in the middle of a job.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/json.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class TuneCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("atvoss-tune-cli-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::string job(const std::string& name, atvoss::Json spec) const {
+    spec["name"] = name;
+    if (!spec.contains("target")) spec["target"] = "ascend910";
+    if (!spec.contains("database")) spec["database"] = path(name + ".db");
+    spec["export"] = path(name + "-table.json");
+    spec["report"] = path(name + "-report.html");
+    const auto file = path(name + ".json");
+    std::ofstream(file) << spec.dump(2);
+    return file;
+  }
+
+  Result run(const std::string& args) const {
+    const std::string out = path("stdout"), err = path("stderr");
+    const std::string cmd = "cd " + dir_.string() + " && " + std::string(ATVOSS_BIN_DIR) +
+                            "/atvoss-tune " + args + " >" + out + " 2>" + err + " </dev/null";
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+
+  // First line of `sqlite3 db sql`, or "" if the CLI is missing.
+  std::string sql(const std::string& db, const std::string& query) const {
+    const std::string out = path("sql.out");
+    const std::string cmd = "sqlite3 " + db + " \"" + query + "\" >" + out + " 2>/dev/null";
+    if (std::system(cmd.c_str()) != 0) return "";
+    std::string s = slurp(out);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+
+  fs::path dir_;
+};
+
+const atvoss::Json kMlpJob = {{"model", "mlp"}, {"strategy", "random"}, {"batch_size", 8},
+                              {"trials", 48}, {"seed", 3}};
+
+TEST_F(TuneCli, SingleWorkloadPrintsBestAndCurve) {
+  const std::string wl = R"('{"op":"matmul","dims":{"M":256,"N":512,"K":256},"epilogue":["bias","relu"]}')";
+  const Result r = run("--target ascend910 --workload " + wl + " --trials 24 --strategy random --db " +
+                       path("single.db") + " --export " + path("single-table.json") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = atvoss::parse_json(r.out, "stdout");
+  EXPECT_EQ(j["trials"], 24);
+  EXPECT_EQ(j["curve"].size(), 24u);
+  EXPECT_TRUE(j["best_schedule"].is_object());
+  EXPECT_GT(j["best_us"].get<double>(), 0);
+  EXPECT_TRUE(fs::exists(path("single-table.json")));
+  const Result text = run("--target ascend910 --workload " + wl + " --trials 24 --db " + path("single.db"));
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("best schedule:"));
+  EXPECT_THAT(text.out, HasSubstr("24 resumed, 0 measured now"));
+}
+
+TEST_F(TuneCli, BatchJobWritesOutputsAndARerunMeasuresNothing) {
+  const auto spec = job("mlp", kMlpJob);
+  const Result first = run(spec + " --json");
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto a = atvoss::parse_json(first.out, "stdout");
+  EXPECT_EQ(a["trials"], 48);
+  EXPECT_EQ(a["measured"], 48);
+  EXPECT_EQ(a["variants"].size(), 4u);
+  EXPECT_TRUE(fs::exists(path("mlp.db")));
+  EXPECT_THAT(slurp(path("mlp-table.json")), HasSubstr("tile_m"));
+  const std::string html = slurp(path("mlp-report.html"));
+  EXPECT_THAT(html, HasSubstr("<svg class=\"curve\""));
+  EXPECT_THAT(first.err, HasSubstr("48/48 trials"));  // plain progress: stderr is a file
+  const Result again = run(spec + " --json --quiet");
+  ASSERT_EQ(again.code, 0) << again.err;
+  const auto b = atvoss::parse_json(again.out, "stdout");
+  EXPECT_EQ(b["resumed"], 48);
+  EXPECT_EQ(b["measured"], 0);
+  EXPECT_TRUE(again.err.empty()) << again.err;
+}
+
+TEST_F(TuneCli, KillNineThenResumeMeasuresNoScheduleTwice) {
+  atvoss::Json spec = kMlpJob;
+  spec["trials"] = 1500;
+  spec["strategy"] = "evolutionary";
+  spec["repeat"] = 3;
+  const auto file = job("killed", spec);
+  const auto db = path("killed.db");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (chdir(dir_.c_str()) != 0) _exit(127);
+    freopen("/dev/null", "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl((std::string(ATVOSS_BIN_DIR) + "/atvoss-tune").c_str(), "atvoss-tune", file.c_str(),
+          "--quiet", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until a few rounds are stored, then kill without warning.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool stored = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string n = sql(db, "SELECT COUNT(*) FROM records");
+    if (!n.empty() && std::stoi(n) >= 40) {
+      stored = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!stored) GTEST_SKIP() << "sqlite3 CLI unavailable or job never stored a record";
+  const int before = std::stoi(sql(db, "SELECT COUNT(*) FROM records"));
+  ASSERT_LT(before, 1500) << "the job finished before it could be killed";
+  const Result resumed = run(file + " --json --quiet");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  const auto j = atvoss::parse_json(resumed.out, "stdout");
+  EXPECT_EQ(j["resumed"], before);
+  EXPECT_EQ(j["trials"], 1500);
+  // A schedule stored twice would have its repeats combined into one row.
+  EXPECT_EQ(sql(db, "SELECT COUNT(*) FROM records"), "1500");
+  EXPECT_EQ(sql(db, "SELECT MAX(json_array_length(repeats)) FROM records WHERE status='ok'"), "3");
+  EXPECT_THAT(sql(db, "SELECT state FROM jobs WHERE name='killed'"), HasSubstr("done"));
+}
+
+TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
+  // A good run first, so there is a database whose bytes must not change.
+  const auto good = job("shared", kMlpJob);
+  ASSERT_EQ(run(good + " --quiet").code, 0);
+  const std::string db = path("shared.db");
+  const std::string before = slurp(db);
+  std::ofstream(path("garbage.onnx")) << "not an onnx model";
+  const struct {
+    const char* name;
+    atvoss::Json patch;
+    const char* says;
+  } cases[] = {
+      {"unknown_model", {{"model", "resnet51"}}, "unknown model"},
+      {"bad_onnx", {{"model", path("garbage.onnx")}}, "not an ONNX model"},
+      {"trials_wrong_type", {{"trials", "lots"}}, "trials"},
+      {"unreachable_farm", {{"farm", "127.0.0.1:1"}}, "unreachable"},
+      {"unknown_strategy", {{"strategy", "psychic"}}, "strategy"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    atvoss::Json spec = kMlpJob;
+    spec.update(c.patch);
+    spec["database"] = db;
+    const Result r = run(job(c.name, spec));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("error:"));
+    EXPECT_THAT(r.err, HasSubstr(c.says));
+    EXPECT_EQ(slurp(db), before);
+  }
+  const Result flags = run("--trials 5");
+  EXPECT_EQ(flags.code, 2);
+  const Result missing = run(path("absent.json"));
+  EXPECT_EQ(missing.code, 2);
+}
+
+}  // namespace
