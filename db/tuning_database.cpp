@@ -231,7 +231,7 @@ class Writer {
   std::unordered_map<std::string, std::int64_t> workloads_;
 };
 
-bool is_memory(const std::string& path) { return path == ":memory:" || path.empty(); }
+bool is_memory(const std::string& path) { return path == ":memory:"; }
 
 std::uint32_t be32(const unsigned char* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
@@ -297,16 +297,17 @@ void check_identity(Connection& c, const std::string& path) {
   }
 }
 
+void refuse_newer(const std::string& path, std::int64_t version) {
+  if (version > TuningDatabase::kSchemaVersion) {
+    throw_bad_input(path + " has schema version " + std::to_string(version) +
+                    ", newer than this build of atvoss understands (" +
+                    std::to_string(TuningDatabase::kSchemaVersion) +
+                    "); upgrade atvoss to open it (the file was left untouched)");
+  }
+}
+
 void upgrade(Connection& c, const std::string& path, bool read_only) {
-  const auto refuse_newer = [&](std::int64_t v) {
-    if (v > TuningDatabase::kSchemaVersion) {
-      throw_bad_input(path + " has schema version " + std::to_string(v) + ", newer than this build of atvoss "
-                      "understands (" + std::to_string(TuningDatabase::kSchemaVersion) +
-                      "); upgrade atvoss to open it (the file was left untouched)");
-    }
-  };
   const auto version = c.read([&] { return c.query_int("PRAGMA user_version"); });
-  refuse_newer(version);
   if (read_only && version == 0) {
     throw_bad_input(path + " is not an atvoss tuning database (no schema); open it writable to create one");
   }
@@ -314,7 +315,7 @@ void upgrade(Connection& c, const std::string& path, bool read_only) {
   c.write([&] {
     // Re-read inside the write lock: another process may have migrated meanwhile.
     const auto now = c.query_int("PRAGMA user_version");
-    refuse_newer(now);
+    refuse_newer(path, now);
     migrate(c, static_cast<int>(now), TuningDatabase::kSchemaVersion);
   });
 }
@@ -366,6 +367,7 @@ TuningDatabase& TuningDatabase::operator=(TuningDatabase&&) noexcept = default;
 TuningDatabase::~TuningDatabase() = default;
 
 TuningDatabase TuningDatabase::open(const std::string& path, const OpenOptions& options) {
+  if (path.empty()) throw_bad_input("database path must not be empty (use \":memory:\" for a private in-memory database)");
   const bool memory = is_memory(path);
   if (!memory && (options.must_exist || options.read_only) && !std::filesystem::exists(path)) {
     throw Error(ErrorKind::not_found, "database " + path + " does not exist");
@@ -376,7 +378,10 @@ TuningDatabase TuningDatabase::open(const std::string& path, const OpenOptions& 
   TuningDatabase db(memory ? ":memory:" : path);
   db.conn_ = std::make_unique<Connection>(db.path_, flags, options.lock_wait_ms);
   Connection& c = *db.conn_;
+  // Every refusal happens before configure(), whose journal_mode switch writes the header.
   check_identity(c, db.path_);  // the first read: a garbage file fails here, as corrupt
+  const auto version = c.read([&] { return c.query_int("PRAGMA user_version"); });
+  refuse_newer(db.path_, version);
   configure(c, db.path_, options.read_only, options.sync_every_commit);
   upgrade(c, db.path_, options.read_only);
   return db;
