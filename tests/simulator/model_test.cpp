@@ -1,0 +1,119 @@
+// Behaviours of the performance model that a tuner relies on: each one is a
+// mechanism of simulator.hpp that a change could silently switch off.
+#include <gtest/gtest.h>
+
+#include "simulator/presets.hpp"
+#include "simulator/simulator.hpp"
+#include "test_workloads.hpp"
+
+namespace atvoss::simulator {
+namespace {
+
+using testing::workload;
+
+constexpr SimOptions kExact{.noise = 0, .repeat = 1, .seed = 0};
+
+Schedule mm(int tm, int tn, int tk, int ks, int depth, int order, int fusion = 0) {
+  return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"tile_k", tk}, {"k_steps", ks},
+                   {"async_copy_depth", depth}, {"tile_order", order}, {"fusion_level", fusion}});
+}
+
+double time_of(const Target& t, const Workload& w, const Schedule& s) {
+  const Measurement m = simulate(t, w, s, kExact);
+  EXPECT_TRUE(m.ok()) << m.message;
+  return m.time_us;
+}
+
+TEST(ModelTest, TileOrderMattersWhenOperandsOverflowL2) {
+  // 910B: B is 512 MB against a 192 MB L2 and is re-read once per tile row in
+  // row-major order; 24 cores pulling 64 B/cycle each outrun HBM's 850 B/cycle
+  // once most reads miss. Column-major re-reads A (128 MB, fits) instead.
+  const Target t = preset("ascend910b");
+  const Workload w = workload(R"({"op":"matmul","dims":{"M":16384,"N":65536,"K":4096}})");
+  const double row = time_of(t, w, mm(128, 256, 64, 4, 2, 0));
+  const double column = time_of(t, w, mm(128, 256, 64, 4, 2, 1));
+  const double swizzled = time_of(t, w, mm(128, 256, 64, 4, 2, 2));
+  EXPECT_LT(column, 0.95 * row);
+  EXPECT_LT(swizzled, 0.95 * row);
+  const Target big_l2 = target_from_json(Json{{"preset", "ascend910b"}, {"l2_bytes", 1LL << 30}});
+  EXPECT_NEAR(time_of(big_l2, w, mm(128, 256, 64, 4, 2, 0)),
+              time_of(big_l2, w, mm(128, 256, 64, 4, 2, 2)), 1e-6 * row);
+}
+
+TEST(ModelTest, LastWaveLeavesCoresIdle) {
+  const Target t = preset("ascend910b");  // 24 cores
+  const Schedule s = mm(128, 128, 64, 4, 2, 0);
+  // 24 tiles fill one wave; 25 tiles need a second wave for one tile.
+  const double one_wave = time_of(t, workload(R"({"op":"matmul","dims":{"M":768,"N":512,"K":4096}})"), s);
+  const double two_waves = time_of(t, workload(R"({"op":"matmul","dims":{"M":3200,"N":128,"K":4096}})"), s);
+  EXPECT_GT(two_waves, 1.6 * one_wave);
+}
+
+TEST(ModelTest, BandwidthBoundOpRunsAtHbmSpeed) {
+  const Target t = preset("ascend910b");
+  const Workload add = workload(R"({"op":"elementwise","dims":{"M":8192,"N":8192}})");
+  const Schedule s({{"tile_m", 8}, {"tile_n", 2048}, {"async_copy_depth", 2}});
+  const double hbm_us = add.compulsory_bytes() / t.hbm_bytes_per_second() * 1e6;
+  const double time = time_of(t, add, s);
+  EXPECT_GT(time, hbm_us);
+  EXPECT_LT(time, 1.2 * hbm_us + t.launch_us);
+}
+
+TEST(ModelTest, TilesOffTheFractalWasteCubeWork) {
+  const Target t = preset("ascend910b");
+  // One 200-row tile pads to 208 rows of cube work; a 192-row tile pads to none.
+  const Workload padded = workload(R"({"op":"matmul","dims":{"M":200,"N":4096,"K":4096}})");
+  const Workload aligned = workload(R"({"op":"matmul","dims":{"M":192,"N":4096,"K":4096}})");
+  const Measurement p = simulate(t, padded, mm(200, 128, 64, 4, 2, 0), kExact);
+  const Measurement a = simulate(t, aligned, mm(192, 128, 64, 4, 2, 0), kExact);
+  ASSERT_TRUE(p.ok() && a.ok()) << p.message << a.message;
+  const double per_flop_padded = p.profile.compute_us / padded.flops();
+  const double per_flop_aligned = a.profile.compute_us / aligned.flops();
+  EXPECT_NEAR(per_flop_padded / per_flop_aligned, 208.0 / 200.0, 0.01);
+}
+
+TEST(ModelTest, UnfusedEpilogueRoundTripsGmAndLaunchesKernels) {
+  const Target t = preset("ascend910");
+  const Workload w = workload(
+      R"({"op":"conv2d","dims":{"N":8,"C":64,"H":112,"W":112,"K":64,"R":3,"S":3,"pad":1},
+          "epilogue":["bias","relu"]})");
+  Schedule s({{"tile_h", 16}, {"tile_w", 32}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 2},
+              {"async_copy_depth", 2}, {"tile_order", 0}, {"fusion_level", 0}});
+  const Measurement unfused = simulate(t, w, s, kExact);
+  s.set("fusion_level", 1);
+  const Measurement fused = simulate(t, w, s, kExact);
+  ASSERT_TRUE(unfused.ok() && fused.ok());
+  EXPECT_EQ(unfused.profile.kernels, 3);
+  EXPECT_EQ(fused.profile.kernels, 1);
+  // Each unfused op reads and writes the [8, 64, 112, 112] fp16 output once more.
+  const double pass = 8.0 * 64 * 112 * 112 * 2;
+  EXPECT_NEAR(unfused.profile.gm_bytes - fused.profile.gm_bytes, 2 * 2 * pass, 0.01 * pass);
+  EXPECT_GT(unfused.time_us - fused.time_us, 2 * t.launch_us);
+}
+
+TEST(ModelTest, SmallCopiesPayStartCosts) {
+  const Target t = preset("ascend910b");
+  const Target free_start = target_from_json(Json{{"preset", "ascend910b"}, {"mte2_copy_start_cycles", 0}});
+  const Workload w = workload(R"({"op":"matmul","dims":{"M":4096,"N":4096,"K":4096}})");
+  // k_steps 1 issues 4x the copies of k_steps 4 (with shorter, less aligned
+  // rows); the start cost must add to the gain that row alignment alone gives.
+  auto k_steps_gain = [&](const Target& target) {
+    return time_of(target, w, mm(128, 256, 64, 1, 2, 0)) / time_of(target, w, mm(128, 256, 64, 4, 2, 0));
+  };
+  EXPECT_GT(k_steps_gain(t), 1.05 * k_steps_gain(free_start));
+  EXPECT_GT(k_steps_gain(free_start), 1.0);
+}
+
+TEST(ModelTest, SmallSpatialTilesRereadTheHalo) {
+  const Target t = preset("ascend910");
+  const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"pad":1}})");
+  auto gm = [&](int side) {
+    Schedule s({{"tile_h", side}, {"tile_w", side}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
+                {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}});
+    return simulate(t, w, s, kExact).profile.gm_bytes;
+  };
+  EXPECT_GT(gm(8), 1.3 * gm(56));
+}
+
+}  // namespace
+}  // namespace atvoss::simulator
