@@ -682,7 +682,7 @@ void TuningDatabase::update_job(std::int64_t id, const std::string& state, doubl
   conn_->write([&] {
     auto s = conn_->prepare("UPDATE jobs SET state = ?2, progress = ?3, updated_at = ?4 WHERE id = ?1");
     s->bind(1, id).bind(2, state).bind(3, progress).bind(4, now_ms()).run();
-    if (sqlite3_changes(conn_->handle()) == 0) {
+    if (conn_->changes() == 0) {
       throw Error(ErrorKind::not_found, "update_job: no job with id " + std::to_string(id));
     }
   });
@@ -692,7 +692,7 @@ void TuningDatabase::update_job_spec(std::int64_t id, const Json& spec) {
   conn_->write([&] {
     auto s = conn_->prepare("UPDATE jobs SET spec = ?2, updated_at = ?3 WHERE id = ?1");
     s->bind(1, id).bind(2, spec.dump()).bind(3, now_ms()).run();
-    if (sqlite3_changes(conn_->handle()) == 0) {
+    if (conn_->changes() == 0) {
       throw Error(ErrorKind::not_found, "update_job_spec: no job with id " + std::to_string(id));
     }
   });
@@ -702,7 +702,7 @@ bool TuningDatabase::delete_job(std::int64_t id) {
   return conn_->write([&] {
     auto s = conn_->prepare("DELETE FROM jobs WHERE id = ?1");
     s->bind(1, id).run();
-    return sqlite3_changes(conn_->handle()) > 0;
+    return conn_->changes() > 0;
   });
 }
 
@@ -756,49 +756,62 @@ MergeReport TuningDatabase::import_records(std::span<const Record> records) {
   });
 }
 
+namespace {
+
+// Copies the models of target t from theirs, skipping one already present (same target,
+// kind, created_at and training-set size: a model merged before).
+void merge_models(Connection& mine, Connection& theirs, Writer& w, const TargetInfo& t,
+                  MergeReport& report) {
+  auto listed = theirs.prepare(std::string(kModelSelect) + "WHERE t.key = ?1 ORDER BY m.id");
+  listed->bind(1, t.key);
+  while (listed->step()) {
+    const ModelRecord m = decode_model(*listed, true);
+    auto dup = mine.prepare("SELECT 1 FROM models m JOIN targets t ON t.id = m.target_id "
+                            "WHERE t.key = ?1 AND m.kind = ?2 AND m.created_at = ?3 AND m.n_records = ?4");
+    dup->bind(1, t.key).bind(2, m.kind).bind(3, m.created_at_ms).bind(4, m.n_records);
+    if (dup->step()) continue;
+    auto ins = mine.prepare("INSERT INTO models(target_id, kind, feature_version, blob, n_records, "
+                            "metrics, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    ins->bind(1, w.target_id(t)).bind(2, m.kind).bind(3, m.feature_version).bind_blob(4, m.blob);
+    ins->bind(5, m.n_records).bind(6, m.metrics.dump()).bind(7, m.created_at_ms).run();
+    ++report.models;
+  }
+}
+
+// Copies jobs whose name is new here; a job of the same name is this file's own job.
+void merge_jobs(Connection& mine, const std::vector<Job>& jobs, MergeReport& report) {
+  for (const Job& j : jobs) {
+    auto ins = mine.prepare("INSERT INTO jobs(name, spec, state, progress, created_at, updated_at) "
+                            "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO NOTHING");
+    ins->bind(1, j.name).bind(2, j.spec.dump()).bind(3, j.state).bind(4, j.progress);
+    ins->bind(5, j.created_at_ms).bind(6, j.updated_at_ms).run();
+    report.jobs += mine.changes();
+  }
+}
+
+}  // namespace
+
 MergeReport TuningDatabase::merge_from(const std::string& other_path) {
   OpenOptions ro;
   ro.read_only = true;
   ro.must_exist = true;
   const TuningDatabase other = open(other_path, ro);
-  const int other_version = other.schema_version();
+  const bool has_models_and_jobs = other.schema_version() >= 2;  // version 1 files have neither
+  const std::vector<TargetInfo> targets = other.targets();
+  const std::vector<Job> jobs = has_models_and_jobs ? other.jobs() : std::vector<Job>{};
   return conn_->write([&] {
     MergeReport report;
     Writer w(*conn_);
     const std::int64_t now = now_ms();
-    for (const TargetInfo& t : other.targets()) {
+    for (const TargetInfo& t : targets) {
       w.target_id(t);  // targets without records still carry their description
       other.for_each_record(t.key, [&](const Record& r) {
         count(report, w.put(r, now).second);
         return true;
       });
+      if (has_models_and_jobs) merge_models(*conn_, *other.conn_, w, t, report);
     }
-    if (other_version < 2) return report;  // version 1 files have no models or jobs
-    for (const TargetInfo& t : other.targets()) {
-      for (const ModelRecord& listed : other.list_models(t.key)) {
-        auto dup = conn_->prepare("SELECT 1 FROM models m JOIN targets t ON t.id = m.target_id "
-                                  "WHERE t.key = ?1 AND m.kind = ?2 AND m.created_at = ?3 "
-                                  "AND m.n_records = ?4");
-        dup->bind(1, t.key).bind(2, listed.kind).bind(3, listed.created_at_ms).bind(4, listed.n_records);
-        if (dup->step()) continue;
-        auto full = other.conn_->prepare(std::string(kModelSelect) + "WHERE m.id = ?1");
-        full->bind(1, listed.id);
-        if (!full->step()) continue;
-        const ModelRecord m = decode_model(*full, true);
-        auto ins = conn_->prepare("INSERT INTO models(target_id, kind, feature_version, blob, n_records, "
-                                  "metrics, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-        ins->bind(1, w.target_id(t)).bind(2, m.kind).bind(3, m.feature_version).bind_blob(4, m.blob);
-        ins->bind(5, m.n_records).bind(6, m.metrics.dump()).bind(7, m.created_at_ms).run();
-        ++report.models;
-      }
-    }
-    for (const Job& j : other.jobs()) {
-      auto ins = conn_->prepare("INSERT INTO jobs(name, spec, state, progress, created_at, updated_at) "
-                                "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO NOTHING");
-      ins->bind(1, j.name).bind(2, j.spec.dump()).bind(3, j.state).bind(4, j.progress);
-      ins->bind(5, j.created_at_ms).bind(6, j.updated_at_ms).run();
-      report.jobs += sqlite3_changes(conn_->handle());
-    }
+    merge_jobs(*conn_, jobs, report);
     return report;
   });
 }
@@ -853,11 +866,11 @@ std::int64_t TuningDatabase::prune(int k, bool keep_failed) {
         "(PARTITION BY workload_id, target_id ORDER BY time_us, id) AS rank FROM records "
         "WHERE status = 'ok') WHERE rank > ?1)");
     s->bind(1, k).run();
-    std::int64_t deleted = sqlite3_changes(conn_->handle());
+    std::int64_t deleted = conn_->changes();
     if (!keep_failed) {
       auto f = conn_->prepare("DELETE FROM records WHERE status <> 'ok'");
       f->run();
-      deleted += sqlite3_changes(conn_->handle());
+      deleted += conn_->changes();
     }
     return deleted;
   });

@@ -65,9 +65,8 @@ TEST(SchemaTest, FreshFileGetsTheCurrentVersionInWalMode) {
   EXPECT_EQ(again.schema_version(), TuningDatabase::kSchemaVersion);
 }
 
-TEST(SchemaTest, VersionOneFileIsMigratedInPlaceKeepingItsRecords) {
-  TempDir dir;
-  const auto path = dir.file("v1.db");
+// A file as version 1 of the schema wrote it: one target "old-npu" (key "tk"), one record.
+void make_version_one_file(const std::string& path) {
   std::string v1(migrations()[0]);
   raw_exec(path, "BEGIN;" + v1 + "PRAGMA application_id = " + std::to_string(kApplicationId) +
                      "; PRAGMA user_version = 1;"
@@ -77,6 +76,12 @@ TEST(SchemaTest, VersionOneFileIsMigratedInPlaceKeepingItsRecords) {
                      "INSERT INTO records(workload_id, target_id, schedule, schedule_key, status, time_us,"
                      " repeats, created_at) VALUES(1, 1, '{\"tile_m\":8}', 'sk', 'ok', 4.5, '[4.5]', 1);"
                      "COMMIT;");
+}
+
+TEST(SchemaTest, VersionOneFileIsMigratedInPlaceKeepingItsRecords) {
+  TempDir dir;
+  const auto path = dir.file("v1.db");
+  make_version_one_file(path);
   {
     OpenOptions ro;
     ro.read_only = true;
@@ -91,6 +96,19 @@ TEST(SchemaTest, VersionOneFileIsMigratedInPlaceKeepingItsRecords) {
   EXPECT_DOUBLE_EQ(best[0].measurement.time_us, 4.5);
   EXPECT_GT(db.create_job("after-upgrade", Json::object()), 0);  // v2 tables exist
   EXPECT_EQ(db.integrity_check(), "ok");
+}
+
+TEST(SchemaTest, VersionOneFileMergesWithoutBeingUpgraded) {
+  TempDir dir;
+  const auto path = dir.file("v1.db");
+  make_version_one_file(path);
+  auto db = TuningDatabase::open(dir.file("new.db"));
+  const MergeReport rep = db.merge_from(path);
+  EXPECT_EQ(rep.added, 1);
+  EXPECT_EQ(db.best(matmul(8, 8, 8).key(), "tk", 1).size(), 1u);
+  OpenOptions ro;
+  ro.read_only = true;
+  EXPECT_EQ(TuningDatabase::open(path, ro).schema_version(), 1);  // the source stays as it was
 }
 
 TEST(SchemaTest, NewerSchemaIsRefusedAndUntouched) {
