@@ -1,0 +1,307 @@
+// atvoss-model: train, evaluate and inspect the learned cost model on a tuning database.
+//
+//   atvoss-model train   --db F --target T [--kind xgboost|linear] [--objective O]
+//                        [--holdout 0.2] [--seed N] [--json]
+//       Fits on every record of T, grouped by workload, and stores the model with its
+//       metrics (db save_model). Metrics come from a seeded per-workload holdout: a model
+//       fitted on the other (1 - holdout) of each workload's records ranks the held-out
+//       ones; the stored model is then refitted on everything.
+//   atvoss-model eval    --db F --target T [--kind K] [--json]
+//       Scores every record of T with the latest stored model of kind K (this build's
+//       feature version): pairwise accuracy, Spearman, recall@5, peak@1, peak@5 per
+//       workload and their mean. Records the model was trained on count too, so this is
+//       an in-sample figure unless the database grew since.
+//   atvoss-model inspect --db F --target T [--kind K] [--top N] [--json]
+//       The stored model's metadata, importance per knob (the knob's value and log2
+//       features; for recorded spaces the generic slot of that knob) and the top N
+//       features overall (XGBoost: total gain; linear: |standardised weight|).
+// T: a preset name, target JSON file or inline JSON, or the name or key of a target
+// stored in the database (as atvoss-db). O: rank:pairwise (default) or reg:squarederror.
+// Exit codes: 0 ok, 2 bad input, 1 any other failure (tools/cli_common.hpp).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include "core/error.hpp"
+#include "costmodel/cost_model.hpp"
+#include "costmodel/metrics.hpp"
+#include "db/tuning_database.hpp"
+#include "simulator/presets.hpp"
+#include "tools/cli_common.hpp"
+
+namespace {
+
+using namespace atvoss;
+using costmodel::WorkloadGroup;
+
+struct Args {
+  std::string command, db, target, kind = "xgboost", objective = "rank:pairwise";
+  double holdout = 0.2;
+  std::uint64_t seed = 0;
+  int top = 15;
+  bool json = false;
+};
+
+bool is_preset(const std::string& arg) {
+  const auto& names = simulator::preset_names();
+  return std::find(names.begin(), names.end(), arg) != names.end();
+}
+
+db::TargetInfo resolve_target(const db::TuningDatabase& db, const std::string& arg) {
+  if (arg.empty()) throw_bad_input("--target must not be empty");
+  if (arg[0] == '{' || is_preset(arg) || std::filesystem::is_regular_file(arg)) {
+    return db::TargetInfo::from_target(simulator::load_target(arg));
+  }
+  if (auto t = db.target(arg)) return *t;
+  const auto named = db.targets_named(arg);
+  if (named.size() == 1) return named.front();
+  if (named.size() > 1) {
+    std::string keys;
+    for (const auto& t : named) keys += " " + t.key;
+    throw_bad_input("--target '" + arg + "' names several targets in " + db.path() + "; pass a key:" + keys);
+  }
+  throw_bad_input("--target '" + arg + "': not a preset, a target file, inline JSON, or the name or "
+                  "key of a target stored in " + db.path());
+}
+
+// The hardware description for featurisation. Targets that are not NPU descriptions
+// (recorded GPU spaces) featurise through the generic knob slots only, which ignore it.
+Target npu_target(const db::TargetInfo& info) {
+  try {
+    return Target::from_json(info.description);
+  } catch (const Error&) {
+    Target t;
+    t.name = info.name;
+    return t;
+  }
+}
+
+std::vector<WorkloadGroup> load_groups(const db::TuningDatabase& db, const db::TargetInfo& info) {
+  const Target target = npu_target(info);
+  std::map<std::string, WorkloadGroup> groups;
+  db.for_each_record(info.key, [&](const db::Record& r) {
+    auto it = groups.find(r.workload.key());
+    if (it == groups.end()) it = groups.emplace(r.workload.key(), WorkloadGroup{r.workload, target, {}}).first;
+    it->second.samples.push_back({r.schedule, r.measurement.status, r.measurement.time_us});
+    return true;
+  });
+  std::vector<WorkloadGroup> out;
+  for (auto& [key, g] : groups) out.push_back(std::move(g));
+  if (out.empty()) throw Error(ErrorKind::not_found, "no records of target " + info.name + " in " + db.path());
+  return out;
+}
+
+std::size_t count_samples(const std::vector<WorkloadGroup>& groups) {
+  std::size_t n = 0;
+  for (const auto& g : groups) n += g.samples.size();
+  return n;
+}
+
+// Seeded split of every group's samples into a training part and a holdout part.
+void split_groups(const std::vector<WorkloadGroup>& all, double holdout, std::uint64_t seed,
+                  std::vector<WorkloadGroup>& train, std::vector<WorkloadGroup>& test) {
+  std::mt19937_64 rng(seed);
+  for (const auto& g : all) {
+    WorkloadGroup a{g.workload, g.target, {}}, b{g.workload, g.target, {}};
+    for (const auto& s : g.samples) {
+      (double(rng() >> 11) * 0x1.0p-53 < holdout ? b : a).samples.push_back(s);
+    }
+    train.push_back(std::move(a));
+    test.push_back(std::move(b));
+  }
+}
+
+db::OpenOptions existing(bool read_only) {
+  db::OpenOptions o;
+  o.must_exist = true;  // a mistyped path must not create an empty database
+  o.read_only = read_only;
+  return o;
+}
+
+costmodel::ModelOptions model_options(const Args& a) {
+  costmodel::ModelOptions o;
+  o.kind = a.kind;
+  o.objective = a.objective;
+  o.seed = a.seed;
+  return o;
+}
+
+void print_metrics(const std::string& title, const costmodel::ModelMetrics& m) {
+  std::printf("%-44s groups %zu  samples %zu  pairwise %.3f  spearman %.3f  recall@5 %.3f  "
+              "peak@1 %.3f  peak@5 %.3f\n",
+              title.c_str(), m.groups, m.samples, m.pairwise, m.spearman, m.recall_at_5, m.peak_at_1,
+              m.peak_at_5);
+}
+
+int train(const Args& a) {
+  if (!(a.holdout >= 0 && a.holdout < 1)) throw_bad_input("--holdout must be in [0, 1)");
+  auto db = db::TuningDatabase::open(a.db, existing(false));
+  const db::TargetInfo info = resolve_target(db, a.target);
+  const auto groups = load_groups(db, info);
+  costmodel::ModelMetrics holdout_metrics;
+  if (a.holdout > 0) {
+    std::vector<WorkloadGroup> fit, held;
+    split_groups(groups, a.holdout, a.seed, fit, held);
+    auto probe = costmodel::make_cost_model(model_options(a));
+    probe->train(fit);
+    holdout_metrics = costmodel::evaluate(*probe, held);
+  }
+  auto model = costmodel::make_cost_model(model_options(a));
+  model->train(groups);
+  db::ModelRecord record;
+  record.target_key = info.key;
+  record.kind = model->kind();
+  record.feature_version = costmodel::feature_version();
+  record.blob = model->save();
+  record.n_records = std::int64_t(count_samples(groups));
+  record.metrics = holdout_metrics.to_json();
+  record.metrics["objective"] = a.kind == "xgboost" ? a.objective : "ridge";
+  record.metrics["holdout"] = a.holdout;
+  record.id = db.save_model(info, record);
+  if (a.json) {
+    std::cout << Json{{"model_id", record.id}, {"kind", record.kind}, {"records", record.n_records},
+                      {"feature_version", record.feature_version}, {"metrics", record.metrics}}.dump(2)
+              << '\n';
+  } else {
+    std::printf("stored %s model %lld for %s: %lld records, %zu workloads, feature version %d\n",
+                record.kind.c_str(), static_cast<long long>(record.id), info.name.c_str(),
+                static_cast<long long>(record.n_records), groups.size(), record.feature_version);
+    if (a.holdout > 0) print_metrics("holdout", holdout_metrics);
+  }
+  return 0;
+}
+
+std::pair<db::ModelRecord, std::unique_ptr<costmodel::CostModel>> load_stored(
+    const db::TuningDatabase& db, const db::TargetInfo& info, const Args& a) {
+  auto record = db.load_model(info.key, a.kind, costmodel::feature_version());
+  if (!record) {
+    throw Error(ErrorKind::not_found, "no " + a.kind + " model of feature version " +
+                                          std::to_string(costmodel::feature_version()) + " for target " +
+                                          info.name + " in " + db.path() + "; run atvoss-model train");
+  }
+  auto model = costmodel::make_cost_model(model_options(a));
+  model->load(record->blob);
+  return {std::move(*record), std::move(model)};
+}
+
+int eval(const Args& a) {
+  auto db = db::TuningDatabase::open(a.db, existing(true));
+  const db::TargetInfo info = resolve_target(db, a.target);
+  const auto [record, model] = load_stored(db, info, a);
+  const auto groups = load_groups(db, info);
+  Json per = Json::array();
+  for (const auto& g : groups) {
+    const auto m = costmodel::evaluate(*model, std::span(&g, 1));
+    if (m.groups == 0) continue;
+    if (a.json) per.push_back(Json{{"workload", g.workload.label()}, {"metrics", m.to_json()}});
+    else print_metrics(g.workload.label().substr(0, 44), m);
+  }
+  const auto all = costmodel::evaluate(*model, groups);
+  if (a.json) {
+    std::cout << Json{{"model_id", record.id}, {"mean", all.to_json()}, {"workloads", per}}.dump(2) << '\n';
+  } else {
+    print_metrics("MEAN over workloads", all);
+  }
+  return 0;
+}
+
+// Importance per knob: the sum over the knob's own features (value and log2; for
+// recorded spaces its generic slot in sorted-name order).
+std::vector<std::pair<std::string, double>> knob_importance(
+    const std::vector<costmodel::FeatureScore>& scores, const std::vector<WorkloadGroup>& groups) {
+  std::map<std::string, double> by_knob;
+  std::vector<std::string> generic_names;
+  for (const auto& g : groups) {
+    if (g.workload.op() == "recorded" && !g.samples.empty()) {
+      for (const auto& [name, v] : g.samples.front().schedule.values()) generic_names.push_back(name);
+      break;
+    }
+  }
+  for (const auto& s : scores) {
+    for (const char* prefix : {"knob_", "log2_", "gen_knob_", "gen_log2_"}) {
+      const std::string p = prefix;
+      if (s.feature.rfind(p, 0) != 0) continue;
+      std::string knob = s.feature.substr(p.size());
+      if (p.rfind("gen_", 0) == 0) {
+        const std::size_t i = std::stoul(knob);
+        knob = i < generic_names.size() ? generic_names[i] : "generic#" + knob;
+      }
+      by_knob[knob] += s.score;
+      break;
+    }
+  }
+  std::vector<std::pair<std::string, double>> out(by_knob.begin(), by_knob.end());
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  return out;
+}
+
+int inspect(const Args& a) {
+  if (a.top < 1) throw_bad_input("--top must be >= 1");
+  auto db = db::TuningDatabase::open(a.db, existing(true));
+  const db::TargetInfo info = resolve_target(db, a.target);
+  const auto [record, model] = load_stored(db, info, a);
+  const auto scores = model->feature_importance();
+  std::vector<WorkloadGroup> groups;
+  try {
+    groups = load_groups(db, info);
+  } catch (const Error&) {
+    // a model without records: generic slots stay unnamed
+  }
+  const auto knobs = knob_importance(scores, groups);
+  const std::size_t top = std::min<std::size_t>(std::size_t(a.top), scores.size());
+  if (a.json) {
+    Json k = Json::object(), f = Json::array();
+    for (const auto& [name, v] : knobs) k[name] = v;
+    for (std::size_t i = 0; i < top; ++i) f.push_back(Json{{"feature", scores[i].feature}, {"score", scores[i].score}});
+    std::cout << Json{{"model_id", record.id}, {"kind", record.kind}, {"feature_version", record.feature_version},
+                      {"records", record.n_records}, {"metrics", record.metrics},
+                      {"knob_importance", k}, {"top_features", f}}.dump(2)
+              << '\n';
+    return 0;
+  }
+  std::printf("model %lld: %s, feature version %d, trained on %lld records of %s\nmetrics: %s\n",
+              static_cast<long long>(record.id), record.kind.c_str(), record.feature_version,
+              static_cast<long long>(record.n_records), info.name.c_str(), record.metrics.dump().c_str());
+  std::printf("\nimportance per knob (value + log2 features)\n");
+  for (const auto& [name, v] : knobs) std::printf("  %-24s %12.4g\n", name.c_str(), v);
+  std::printf("\ntop %zu features\n", top);
+  const auto& infos = costmodel::feature_infos();
+  for (std::size_t i = 0; i < top; ++i) {
+    const auto& meaning = infos[costmodel::feature_index(scores[i].feature)].meaning;
+    std::printf("  %-24s %12.4g  %s\n", scores[i].feature.c_str(), scores[i].score, meaning.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"atvoss-model: train, evaluate and inspect the learned cost model"};
+  Args a;
+  app.require_subcommand(1);
+  auto common = [&](CLI::App* sub) {
+    sub->add_option("--db", a.db, "tuning database file")->required();
+    sub->add_option("--target", a.target, "preset, target file/JSON, or stored target name/key")->required();
+    sub->add_option("--kind", a.kind, "xgboost or linear")->check(CLI::IsMember({"xgboost", "linear"}));
+    sub->add_flag("--json", a.json, "print JSON");
+  };
+  auto* tr = app.add_subcommand("train", "fit on every record of the target and store the model");
+  common(tr);
+  tr->add_option("--objective", a.objective, "rank:pairwise or reg:squarederror (xgboost)")
+      ->check(CLI::IsMember({"rank:pairwise", "reg:squarederror"}));
+  tr->add_option("--holdout", a.holdout, "fraction of each workload held out for the stored metrics");
+  tr->add_option("--seed", a.seed, "seed of the model and the holdout split");
+  auto* ev = app.add_subcommand("eval", "score every record with the latest stored model");
+  common(ev);
+  auto* in = app.add_subcommand("inspect", "stored model metadata and feature importance");
+  common(in);
+  in->add_option("--top", a.top, "features to list");
+  return atvoss::tools::run_cli(app, argc, argv, [&] {
+    if (tr->parsed()) return train(a);
+    if (ev->parsed()) return eval(a);
+    return inspect(a);
+  });
+}
