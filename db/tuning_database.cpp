@@ -838,24 +838,44 @@ std::int64_t TuningDatabase::export_jsonl(std::ostream& out, const RecordFilter&
   return n;
 }
 
-MergeReport TuningDatabase::import_jsonl(std::istream& in, const std::string& what) {
-  // Parse everything first: a bad line anywhere must leave the database untouched, and
-  // parsing outside the write transaction keeps the lock short.
-  std::vector<Record> records;
-  std::string line;
-  for (std::int64_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = what + ":" + std::to_string(n);
-    try {
-      records.push_back(Record::from_json(parse_json(line, where)));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::bad_input) throw;
-      const std::string msg = e.what();
-      throw_bad_input(msg.rfind(where, 0) == 0 ? msg : where + ": " + msg);
-    }
+namespace {
+
+// One JSON line as a Record; bad_input prefixed with "<what>:<line>".
+Record parse_record_line(const std::string& line, const std::string& where) {
+  try {
+    return Record::from_json(parse_json(line, where));
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::bad_input) throw;
+    const std::string msg = e.what();
+    throw_bad_input(msg.rfind(where, 0) == 0 ? msg : where + ": " + msg);
   }
-  if (in.bad()) throw Error(ErrorKind::io, what + ": read failed");
-  return import_records(records);
+}
+
+}  // namespace
+
+MergeReport TuningDatabase::import_jsonl(std::istream& in, const std::string& what) {
+  // Streams line by line inside one write transaction, so an export of any size imports in
+  // bounded memory, and a bad line anywhere rolls everything back.
+  bool consumed = false;
+  return conn_->write([&] {
+    // A retry would re-read a stream that is already used up. With BEGIN IMMEDIATE the lock
+    // is held from the first line on, so this is a guard, not an expected path.
+    if (consumed) {
+      throw Error(ErrorKind::io, what + ": the database was busy mid-import; nothing was imported, "
+                                        "run the import again");
+    }
+    consumed = true;
+    MergeReport report;
+    Writer w(*conn_);
+    const std::int64_t now = now_ms();
+    std::string line;
+    for (std::int64_t n = 1; std::getline(in, line); ++n) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      count(report, w.put(parse_record_line(line, what + ":" + std::to_string(n)), now).second);
+    }
+    if (in.bad()) throw Error(ErrorKind::io, what + ": read failed");
+    return report;
+  });
 }
 
 std::int64_t TuningDatabase::prune(int k, bool keep_failed) {

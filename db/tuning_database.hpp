@@ -158,8 +158,9 @@ class TuningDatabase {
   // Writes one JSON object per line per matching record (Record::to_json: carries its
   // workload and target); returns the number written.
   std::int64_t export_jsonl(std::ostream& out, const RecordFilter& filter = {}) const;
-  // Reads JSON lines written by export_jsonl. All or nothing: a bad line (bad_input naming
-  // the line number and field) leaves the database untouched. `what` names the source in errors.
+  // Reads JSON lines written by export_jsonl, streaming, in one write transaction (other
+  // writers wait for it). All or nothing: a bad line (bad_input naming "<what>:<line>" and
+  // the field) leaves the database untouched. `what` names the source in errors.
   MergeReport import_jsonl(std::istream& in, const std::string& what);
   // Stores records gathered elsewhere (e.g. a Kernel Tuner cache) in one transaction,
   // with MergeReport accounting. Same rules as insert().
