@@ -11,7 +11,8 @@ namespace atvoss::search {
 
 ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& space,
                                      const StrategyOptions& o)
-    : StrategyBase(std::move(name), space, o) {
+    : StrategyBase(std::move(name), space, o),
+      policy_(costmodel::RetrainOptions{o.retrain_fraction, 0}) {
   if (o.workload.op().empty()) {
     throw_bad_input(this->name() + " search: options.workload is required (the cost model featurises it)");
   }
@@ -44,11 +45,10 @@ bool ModelGuidedSearch::refresh_model() {
   const auto& recs = records();
   const auto ok = static_cast<std::size_t>(
       std::count_if(recs.begin(), recs.end(), [](const Record& r) { return r.ok(); }));
-  if (ok < static_cast<std::size_t>(options().min_train_samples)) return model_->trained();
-  const bool stale = trained_on_ == 0 ||
-                     static_cast<double>(recs.size() - trained_on_) >=
-                         options().retrain_fraction * static_cast<double>(trained_on_);
-  if (stale && recs.size() > trained_on_) fit(recs.size());
+  // The minimum counts successes (a fit needs times to rank); growth counts every trial.
+  if (ok >= static_cast<std::size_t>(options().min_train_samples) && policy_.should_retrain(recs.size())) {
+    fit(recs.size());
+  }
   return model_->trained();
 }
 
@@ -62,6 +62,7 @@ void ModelGuidedSearch::fit(std::size_t records_used) {
   groups.push_back(std::move(own));
   model_->train(groups);
   trained_on_ = records_used;
+  policy_.mark_trained(records_used);
 }
 
 std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model,

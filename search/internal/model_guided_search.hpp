@@ -7,14 +7,17 @@
 // score first under a diversity filter, each slot replaced by a random point with
 // probability epsilon. Below min_train_samples successful trials the analytic heuristic
 // model ranks instead (or, on recorded spaces, proposals are random).
-// Retrain policy: fit when no fit exists and >= min_train_samples trials succeeded, then
-// whenever the trials added since the last fit are >= retrain_fraction of that fit's size.
+// Retrain policy: costmodel::RetrainPolicy over the trials handed to the model (candidate
+// errors included, since the model learns from them too): the first fit once
+// min_train_samples of them succeeded, then whenever the trials added since the last fit are
+// >= retrain_fraction of that fit's size.
 // Resume: the state stores how many trials the last fit used; load_state refits on exactly
 // those, so a deterministic model resumes exactly. Private to search/ (ensemble reuses it).
 #pragma once
 
 #include <memory>
 
+#include "costmodel/retrain_policy.hpp"
 #include "search/internal/strategy_base.hpp"
 
 namespace atvoss::search {
@@ -45,6 +48,7 @@ class ModelGuidedSearch : public StrategyBase {
   std::unique_ptr<costmodel::CostModel> model_;
   std::unique_ptr<costmodel::CostModel> heuristic_;  // null when not used
   std::size_t trained_on_ = 0;  // records used by the last fit; 0 = never fitted
+  costmodel::RetrainPolicy policy_;
 };
 
 }  // namespace atvoss::search

@@ -322,3 +322,29 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
 
 }  // namespace
 }  // namespace atvoss::search
+
+namespace atvoss::search {
+namespace {
+
+// The real cost models (costmodel/) behind model-guided search: a saved job resumes with
+// the same proposals only if refitting on the saved trial prefix reproduces the fit.
+TEST(SearchStrategyTest, RealModelsResumeExactly) {
+  const auto space = synthetic_space();
+  for (const char* kind : {"linear", "xgboost"}) {
+    SCOPED_TRACE(kind);
+    StrategyOptions o;
+    o.seed = 21;
+    o.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
+    o.cost_model = kind;
+    o.model_threads = 1;
+    o.model_population = 64;
+    auto a = make_strategy("model-guided", space, o);
+    run(*a, space, 4, 8);
+    auto b = make_strategy("model-guided", space, o);
+    b->load_state(a->save_state());
+    EXPECT_EQ(run(*a, space, 3, 8), run(*b, space, 3, 8));
+  }
+}
+
+}  // namespace
+}  // namespace atvoss::search
