@@ -1,0 +1,126 @@
+// The HTTP query endpoint of a real atvoss-farm with --db and a token: results relayed by
+// the farm land in its database, /v1/best answers exact and nearest-shape queries, and
+// /metrics and /v1/stats follow the bearer-token rule.
+#include <array>
+#include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "farm_harness.hpp"
+#include "rpc/log.hpp"
+
+namespace atvoss::farm_test {
+namespace {
+
+namespace asio = boost::asio;
+const std::string kToken = "query-token-for-tests";
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+};
+
+// One HTTP/1.1 request with Connection: close; reads until the server closes (bounded).
+HttpReply http(std::uint16_t port, const std::string& method, const std::string& target,
+               const std::optional<std::string>& token, const std::string& body = "") {
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (token) request += "Authorization: Bearer " + *token + "\r\n";
+  if (!body.empty()) request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  request += "\r\n" + body;
+  asio::write(s, asio::buffer(request));
+  std::string response;
+  boost::system::error_code ec;
+  std::array<char, 4096> buf{};
+  for (int i = 0; i < 10000; ++i) {
+    const std::size_t n = s.read_some(asio::buffer(buf), ec);
+    if (ec) break;
+    response.append(buf.data(), n);
+  }
+  HttpReply reply;
+  if (response.size() > 12) reply.status = std::stoi(response.substr(9, 3));
+  const std::size_t split = response.find("\r\n\r\n");
+  if (split != std::string::npos) reply.body = response.substr(split + 4);
+  return reply;
+}
+
+std::string url_encode(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+TEST(FarmQuery, BestStatsAndMetricsOverHttpWithToken) {
+  rpc::set_log_enabled(false);
+  TempDir dir;
+  const std::map<std::string, std::string> env{{"ATVOSS_TOKEN", kToken}};
+  Farm farm = start_farm(dir, {"--db", dir.file("farm.db"), "--http-port", "0"}, env);
+  ASSERT_GT(farm.http_port, 0);
+  Child worker = start_worker(farm.port, 2, {}, env);
+  wait_for_workers(farm.port, 1, 15s, kToken);
+
+  rpc::FarmClientOptions o;
+  o.farm = rpc::Endpoint{"127.0.0.1", farm.port};
+  o.token = kToken;
+  rpc::FarmClient client(o);
+  const auto reqs = requests(40, 21);
+  const auto got = client.measure(reqs);
+  double fastest = 1e300;
+  for (const Measurement& m : got) {
+    if (m.ok()) fastest = std::min(fastest, m.time_us);
+  }
+  ASSERT_LT(fastest, 1e300) << "no valid schedule measured";
+
+  // Token rule: nothing without the bearer token, not even metrics.
+  EXPECT_EQ(http(farm.http_port, "GET", "/metrics", std::nullopt).status, 401);
+  EXPECT_EQ(http(farm.http_port, "GET", "/metrics", std::string("wrong")).status, 401);
+  const HttpReply metrics = http(farm.http_port, "GET", "/metrics", kToken);
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.body, testing::HasSubstr("atvoss_farm_workers 1"));
+  EXPECT_THAT(metrics.body, testing::HasSubstr("atvoss_farm_measurements_total{status=\"ok\"}"));
+  const HttpReply stats = http(farm.http_port, "GET", "/v1/stats", kToken);
+  EXPECT_EQ(stats.status, 200);
+  EXPECT_EQ(Json::parse(stats.body).at("answered"), reqs.size());
+  EXPECT_EQ(http(farm.http_port, "DELETE", "/v1/stats", kToken).status, 405);  // read-only
+
+  // The farm-wide log is written in the background: poll /v1/best (bounded) until it lands.
+  const Json workload = reqs.front().workload;
+  const std::string query = "/v1/best?target=ascend910&workload=" + url_encode(workload.dump());
+  HttpReply best;
+  for (int i = 0; i < 100; ++i) {
+    best = http(farm.http_port, "GET", query, kToken);
+    if (best.status == 200) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(best.status, 200) << best.body;
+  const Json answer = Json::parse(best.body);
+  EXPECT_EQ(answer.at("match"), "exact");
+  EXPECT_DOUBLE_EQ(answer.at("time_us").get<double>(), fastest);
+
+  // A shape never measured gets the nearest measured one, flagged as such (POST form).
+  Json other = workload;
+  other["dims"]["M"] = 1000;
+  const HttpReply nearest = http(farm.http_port, "POST", "/v1/best", kToken,
+                                 Json{{"target", "ascend910"}, {"workload", other}}.dump());
+  ASSERT_EQ(nearest.status, 200) << nearest.body;
+  EXPECT_EQ(Json::parse(nearest.body).at("match"), "nearest");
+
+  EXPECT_EQ(http(farm.http_port, "GET", "/v1/best?target=nowhere&workload=" + url_encode(workload.dump()), kToken).status, 404);
+  EXPECT_EQ(http(farm.http_port, "GET", "/v1/best?target=ascend910&workload=%7Bbad", kToken).status, 400);
+}
+
+}  // namespace
+}  // namespace atvoss::farm_test
