@@ -100,6 +100,11 @@ void cube_output(TileWork& tw, const Target& t, double out_elems, double b,
   double ops = 0;
   for (const auto& op : f.fused) ops += epilogue_ops_per_element(op);
   tw.epi_cycles = out_elems * b * ops / (t.vector_bytes_per_cycle * vector_per_cube(t));
+  // On split parts the cube core has no UB: the fixpipe parks the tile in a GM
+  // workspace (L2-resident) and the vector cores read it back before the epilogue.
+  if (t.organisation == "split" && !f.fused.empty()) {
+    tw.epi_cycles += out_elems * b / (t.mte2_bytes_per_cycle * vector_per_cube(t));
+  }
   if (keep_on_chip) tw.epi_cycles += kHandoverCycles;
   // Without a fixpipe, or with an epilogue to run, the tile goes through UB.
   if (!fixpipe || !f.fused.empty()) {
