@@ -29,8 +29,16 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Ansor's "similar tasks" share a compute structure, so their achievable throughput
+// is comparable: same op and epilogue and, for convolutions, the same kernel and
+// stride (a 1x1 conv cannot reach a 3x3 conv's arithmetic intensity, and grouping
+// them made the FLOPs bound chase an unreachable target on one task).
 std::string group_of(const Workload& w) {
   std::string g = w.op();
+  if (w.is_conv()) {
+    g += " " + std::to_string(w.dim("R")) + "x" + std::to_string(w.dim("S")) + "/" +
+         std::to_string(w.dim("stride"));
+  }
   for (const auto& e : w.epilogue()) g += "+" + e;
   return g;
 }
