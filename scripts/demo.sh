@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs atvoss's main job.
+# Installs what is missing, builds, and runs atvoss's main job: tuning ResNet-50 on an
+# Ascend 910 (examples/resnet50-ascend910.json), then says where the outputs are.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ATVOSS_ROOT"
 BIN="$BUILD_DIR/bin"
-WL='{"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["batchnorm","relu"]}'
-echo "== ResNet-50 conv layer (res2 3x3) on ascend910: space" >&2
-"$BIN/atvoss-sim" space --target ascend910 --workload "$WL"
-echo "== sweep of 2000 sampled schedules -> out/demo-sweep.csv" >&2
+JOB=examples/resnet50-ascend910.json
 mkdir -p out
-"$BIN/atvoss-sim" sweep --target ascend910 --workload "$WL" --limit 2000 --csv out/demo-sweep.csv
+echo "== atvoss-tune $JOB (rerun it to resume; delete out/ to start over)" >&2
+"$BIN/atvoss-tune" "$JOB"
+echo >&2
+echo "report: $ATVOSS_ROOT/out/resnet50-ascend910-report.html" >&2
+echo "table:  $ATVOSS_ROOT/out/resnet50-ascend910-table.json" >&2
+echo "database: $ATVOSS_ROOT/out/resnet50-ascend910.db" >&2
