@@ -3,6 +3,10 @@
 // one schedule through the tile-pipeline model and returns a Measurement with a
 // profile. Pure functions of their inputs plus the seed: thread-safe.
 // Workloads with op "recorded" are served from core/recorded_space.hpp instead.
+// The model's parts, one header each: tiling.hpp (per-op templates, knobs,
+// validity), pipeline.hpp (event model of one core), transfer.hpp (GM copies,
+// L2 reuse), fusion.hpp (epilogue split), noise.hpp (jitter), analysis.hpp
+// (bottleneck and hint). docs/calibration.md says how close it lands.
 #pragma once
 
 #include <cstdint>
