@@ -54,7 +54,7 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}
 th{background:#f0f0f0} td.l,th.l{text-align:left}
 section{border-top:2px solid #ddd;margin-top:1.5em;padding-top:0.5em}
 .better{color:#080;font-weight:bold} .note{color:#777;font-size:12px}
-svg{background:#fafafa;border:1px solid #ddd}
+svg{background:#fafafa;border:1px solid #ddd} .wide{overflow-x:auto}
 )";
 
 }  // namespace
@@ -192,7 +192,7 @@ void model_section(std::ostringstream& out, const ReportData& d) {
     bars.emplace_back(v.name, t);
   }
   out << "</table>" << svg_bars(bars, "&#181;s");
-  out << "<h3>Per-op profile under each variant</h3><table><tr><th class=\"l\">op</th>"
+  out << "<h3>Per-op profile under each variant</h3><div class=\"wide\"><table><tr><th class=\"l\">op</th>"
          "<th>weight</th>";
   for (const auto& v : d.variants) {
     out << "<th colspan=\"5\">" << esc(v.name) << "</th>";
@@ -211,7 +211,7 @@ void model_section(std::ostringstream& out, const ReportData& d) {
     }
     out << "</tr>";
   }
-  out << "</table></section>";
+  out << "</table></div></section>";
 }
 
 void knob_table(std::ostringstream& out, const TaskReport& t) {
