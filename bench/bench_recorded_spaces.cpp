@@ -39,6 +39,7 @@ struct Config {
   std::string csv;
   std::string data = std::string(ATVOSS_SHARED_DIR) + "/data/recorded-spaces";
   int model_threads = 1;
+  search::StrategyOptions defaults;  // tuning knobs exposed as flags (defaults: the library's)
 };
 
 void add_flags(CLI::App& app, Config& cfg) {
@@ -50,6 +51,14 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--csv", cfg.csv, "write one row per run to this CSV file");
   app.add_option("--data", cfg.data, "directory holding the .json.gz spaces");
   app.add_option("--model-threads", cfg.model_threads, "XGBoost threads")->check(CLI::Range(1, 64));
+  auto& d = cfg.defaults;
+  app.add_option("--min-train", d.min_train_samples, "successful trials before the first fit");
+  app.add_option("--epsilon", d.epsilon, "random share of each model-guided batch");
+  app.add_option("--diversity", d.diversity_knobs, "knobs batch members must differ in");
+  app.add_option("--model-population", d.model_population, "candidates evolved per round");
+  app.add_option("--generations", d.model_generations, "generations per round");
+  app.add_option("--retrain", d.retrain_fraction, "refit when new trials >= this fraction");
+  app.add_option("--population", d.population, "evolutionary parents");
 }
 
 std::pair<std::string, std::string> split_label(const std::string& label) {
@@ -66,7 +75,7 @@ std::pair<std::string, std::string> split_label(const std::string& label) {
 std::vector<double> run_one(const RecordedSpace& rs, const std::string& path, const std::string& label,
                             std::uint64_t seed, const Config& cfg) {
   const auto [name, model] = split_label(label);
-  search::StrategyOptions o;
+  search::StrategyOptions o = cfg.defaults;
   o.seed = seed;
   o.workload = Workload::from_json(Json{{"op", "recorded"}, {"table", path}});
   o.target = simulator::preset("ascend910b");  // unused by generic features, but required
