@@ -98,7 +98,7 @@ struct Waiter {
 struct Task {
   std::string identity;
   std::string target;
-  Json request;  // {"workload","schedule","repeat","seed"}: what the worker needs
+  Json request;  // the request body (bin, protocol.hpp): what the worker needs, opaque here
   int retries = 0;
   std::uint64_t worker = 0;  // session holding the lease; 0 while queued
   std::vector<Waiter> waiters;
@@ -128,7 +128,7 @@ class Farm {
     sessions_[s->id()] = s;
   }
   void on_login(const std::shared_ptr<Session>& s);
-  void on_message(const std::shared_ptr<Session>& s, const Json& message);
+  void on_message(const std::shared_ptr<Session>& s, Json& message);
   void on_closed(const Session& s);
   void sweep();
   bool drained() const {
@@ -151,14 +151,14 @@ class Farm {
 
  private:
   void on_register(WorkerState& w, const Json& message);
-  void on_submit(const std::shared_ptr<Session>& s, const Json& message);
+  void on_submit(const std::shared_ptr<Session>& s, Json& message);
   void on_results(WorkerState& w, std::uint64_t worker_id, const Json& message);
   void dispatch(const std::string& target);
   void remove_worker(std::uint64_t id);
   // Answers every waiter of task (then erases it). Adds to outbox; REQUIRES mu_.
-  void relay(std::uint64_t task_id, const Json& measurement);
+  void relay(std::uint64_t task_id, const std::string& status, const Json& measurement);
   void flush_outbox();
-  void answer_now(std::uint64_t client, const Json& item_id, const Json& measurement);
+  void answer_now(std::uint64_t client, const Json& item_id, Status status, const std::string& why);
 
   const CoordinatorOptions& options_;
   asio::io_context& io_;
@@ -177,8 +177,8 @@ class Farm {
   bool draining_ = false;
 };
 
-Json measurement_json(Status status, std::string message) {
-  return Measurement::failed(status, std::move(message)).to_json();
+Json failure_body(Status status, std::string message) {
+  return encode_body(Measurement::failed(status, std::move(message)).to_json());
 }
 
 // ---------------------------------------------------------------- Session
@@ -378,7 +378,7 @@ void Farm::on_login(const std::shared_ptr<Session>& s) {
   w.last_seen = Clock::now();
 }
 
-void Farm::on_message(const std::shared_ptr<Session>& s, const Json& message) {
+void Farm::on_message(const std::shared_ptr<Session>& s, Json& message) {
   const std::string& type = message.at("type").get_ref<const std::string&>();
   if (type == "heartbeat") {
     if (s->role() == Role::worker) {
@@ -441,7 +441,7 @@ void Farm::on_register(WorkerState& w, const Json& message) {
   for (const std::string& t : w.targets) dispatch(t);
 }
 
-void Farm::on_submit(const std::shared_ptr<Session>& s, const Json& message) {
+void Farm::on_submit(const std::shared_ptr<Session>& s, Json& message) {
   const auto items = message.find("items");
   if (items == message.end() || !items->is_array()) {
     throw Error(ErrorKind::protocol, "submit: field 'items' must be an array");
@@ -449,33 +449,24 @@ void Farm::on_submit(const std::shared_ptr<Session>& s, const Json& message) {
   const auto now = Clock::now();
   const std::lock_guard lock(mu_);
   std::unordered_set<std::string> touched;
-  for (const Json& item : *items) {
+  for (Json& item : *items) {
     const Json item_id = item.is_object() ? item.value("id", Json()) : Json();
     if (draining_) {
-      answer_now(s->id(), item_id,
-                 measurement_json(Status::session_timeout, "coordinator is shutting down"));
+      answer_now(s->id(), item_id, Status::session_timeout, "coordinator is shutting down");
       continue;
     }
     const auto target = item.is_object() ? item.find("target") : item.end();
-    const bool well_formed =
-        item.is_object() && !item_id.is_null() && target != item.end() && target->is_string() &&
-        item.contains("workload") && item["workload"].is_object() && item.contains("schedule") &&
-        item["schedule"].is_object() && item.value("repeat", Json(1)).is_number_integer() &&
-        item.value("repeat", Json(1)) >= 1 && item.value("repeat", Json(1)) <= 1000 &&
-        item.value("seed", Json(0)).is_number_unsigned();
-    if (!well_formed) {
-      answer_now(s->id(), item_id,
-                 measurement_json(Status::error,
-                                  "submit: an item needs id, target (key), workload and schedule "
-                                  "objects, repeat 1..1000 and an unsigned seed"));
+    const auto request = item.is_object() ? item.find("request") : item.end();
+    if (item_id.is_null() || target == item.end() || !target->is_string() || request == item.end() ||
+        !request->is_binary()) {
+      answer_now(s->id(), item_id, Status::error,
+                 "submit: an item needs an id, a target key and a request body (bin)");
       continue;
     }
-    Json request{{"workload", item["workload"]},
-                 {"schedule", item["schedule"]},
-                 {"repeat", item.value("repeat", Json(1))},
-                 {"seed", item.value("seed", Json(0))}};
-    std::string identity = item_identity(*target, request["workload"], request["schedule"],
-                                         request["repeat"], request["seed"]);
+    // Identity = target + the request bytes: canonical, exact, and no JSON tree to build.
+    std::string identity = target->get_ref<const std::string&>();
+    identity += '\n';
+    identity += body_bytes(*request);
     Waiter waiter{s->id(), item_id, now};
     metrics_.count_submitted();
     if (const auto found = by_identity_.find(identity); found != by_identity_.end()) {
@@ -487,7 +478,7 @@ void Farm::on_submit(const std::shared_ptr<Session>& s, const Json& message) {
     Task& task = tasks_[id];
     task.identity = identity;
     task.target = target->get<std::string>();
-    task.request = std::move(request);
+    task.request = std::move(*request);
     task.waiters.push_back(std::move(waiter));
     by_identity_.emplace(std::move(identity), id);
     queues_[task.target].push_back(id);
@@ -523,10 +514,7 @@ void Farm::dispatch(const std::string& target) {
       if (t == tasks_.end() || t->second.worker != 0) continue;  // cancelled or stale entry
       t->second.worker = w->session->id();
       w->in_flight.insert(id);
-      Json entry = t->second.request;
-      entry["id"] = id;
-      entry["target"] = target;
-      tasks.push_back(std::move(entry));
+      tasks.push_back(Json{{"id", id}, {"target", target}, {"request", t->second.request}});
     }
   }
   for (auto& [w, tasks] : assigned) {
@@ -540,11 +528,10 @@ void Farm::on_results(WorkerState& w, std::uint64_t worker_id, const Json& messa
     throw Error(ErrorKind::protocol, "results: field 'results' must be an array");
   }
   for (const Json& r : *results) {
-    if (!r.is_object() || !r.contains("id") || !r["id"].is_number_unsigned() ||
-        !r.contains("measurement") || !r["measurement"].is_object() ||
-        !r["measurement"].contains("status") || !r["measurement"]["status"].is_string()) {
-      throw Error(ErrorKind::protocol, "results: each entry needs an unsigned 'id' and a "
-                                       "'measurement' object with a string 'status'");
+    if (!r.is_object() || !r.contains("id") || !r["id"].is_number_unsigned() || !r.contains("status") ||
+        !r["status"].is_string() || !r.contains("measurement") || !r["measurement"].is_binary()) {
+      throw Error(ErrorKind::protocol, "results: each entry needs an unsigned 'id', a string "
+                                       "'status' and a 'measurement' body (bin)");
     }
     const std::uint64_t id = r["id"].get<std::uint64_t>();
     const auto t = tasks_.find(id);
@@ -553,33 +540,32 @@ void Farm::on_results(WorkerState& w, std::uint64_t worker_id, const Json& messa
       continue;
     }
     w.in_flight.erase(id);
-    relay(id, r["measurement"]);
+    relay(id, r["status"].get_ref<const std::string&>(), r["measurement"]);
   }
   for (const std::string& target : w.targets) dispatch(target);
 }
 
-void Farm::relay(std::uint64_t task_id, const Json& measurement) {
+void Farm::relay(std::uint64_t task_id, const std::string& status, const Json& measurement) {
   const auto t = tasks_.find(task_id);
   if (t == tasks_.end()) return;
   const auto now = Clock::now();
-  const std::string status = measurement.value("status", std::string("error"));
   metrics_.count_measured(status);
   for (const Waiter& waiter : t->second.waiters) {
     metrics_.add_latency(std::chrono::duration<double, std::micro>(now - waiter.since).count());
     Json& batch = outbox_[waiter.client];
     if (batch.is_null()) batch = Json::array();
-    batch.push_back(Json{{"id", waiter.item_id}, {"measurement", measurement}});
+    batch.push_back(Json{{"id", waiter.item_id}, {"status", status}, {"measurement", measurement}});
   }
   if (log_) log_->record(t->second.target, t->second.request, measurement);
   by_identity_.erase(t->second.identity);
   tasks_.erase(t);
 }
 
-void Farm::answer_now(std::uint64_t client, const Json& item_id, const Json& measurement) {
-  metrics_.count_measured(measurement.value("status", std::string("error")));
+void Farm::answer_now(std::uint64_t client, const Json& item_id, Status status, const std::string& why) {
+  metrics_.count_measured(to_string(status));
   Json& batch = outbox_[client];
   if (batch.is_null()) batch = Json::array();
-  batch.push_back(Json{{"id", item_id}, {"measurement", measurement}});
+  batch.push_back(Json{{"id", item_id}, {"status", to_string(status)}, {"measurement", failure_body(status, why)}});
 }
 
 void Farm::flush_outbox() {
@@ -606,9 +592,9 @@ void Farm::remove_worker(std::uint64_t id) {
     Task& task = t->second;
     task.worker = 0;
     if (++task.retries > options_.max_retries) {
-      relay(task_id, measurement_json(Status::worker_lost,
-                                      "lost with " + std::to_string(task.retries) +
-                                          " workers in turn; not a property of the schedule"));
+      relay(task_id, "worker_lost",
+            failure_body(Status::worker_lost, "lost with " + std::to_string(task.retries) +
+                                                  " workers in turn; not a property of the schedule"));
       continue;
     }
     metrics_.count_retry();
@@ -663,7 +649,8 @@ void Farm::expire_all(std::string_view why) {
   const std::lock_guard lock(mu_);
   std::vector<std::uint64_t> ids;
   for (const auto& [id, t] : tasks_) ids.push_back(id);
-  for (const std::uint64_t id : ids) relay(id, measurement_json(Status::session_timeout, std::string(why)));
+  const Json body = failure_body(Status::session_timeout, std::string(why));
+  for (const std::uint64_t id : ids) relay(id, "session_timeout", body);
   flush_outbox();
 }
 

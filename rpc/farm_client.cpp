@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "rpc/log.hpp"
+#include "rpc/protocol.hpp"
 
 namespace atvoss::rpc {
 
@@ -17,13 +18,8 @@ bool is_refusal(const Error& e) {
   return e.kind() == ErrorKind::protocol && std::string_view(e.what()).find("refused") != std::string_view::npos;
 }
 
-Json submit_item(std::uint64_t id, const FarmRequest& r) {
-  return Json{{"id", id},
-              {"target", r.target_key},
-              {"workload", r.workload},
-              {"schedule", r.schedule},
-              {"repeat", r.repeat},
-              {"seed", r.seed}};
+Json request_body(const FarmRequest& r) {
+  return encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", r.repeat}, {"seed", r.seed}});
 }
 
 }  // namespace
@@ -57,6 +53,9 @@ std::vector<Measurement> FarmClient::measure(const std::vector<FarmRequest>& req
   auto deadline = Clock::now() + options_.reconnect_for;
   bool need_submit = true;
   std::string last_error = "coordinator unreachable";
+  std::vector<Json> bodies;  // encoded once, resubmitted as they are
+  bodies.reserve(requests.size());
+  for (const FarmRequest& r : requests) bodies.push_back(request_body(r));
 
   while (left > 0) {
     try {
@@ -74,7 +73,7 @@ std::vector<Measurement> FarmClient::measure(const std::vector<FarmRequest>& req
           if (answered[i]) continue;
           const std::uint64_t id = next_id_++;
           pending.emplace(id, i);
-          items.push_back(submit_item(id, requests[i]));
+          items.push_back(Json{{"id", id}, {"target", requests[i].target_key}, {"request", bodies[i]}});
         }
         if (counters_.answers > 0 || counters_.reconnects > 0) counters_.resubmitted += items.size();
         channel_->send(Json{{"type", "submit"}, {"items", std::move(items)}});
@@ -94,9 +93,14 @@ std::vector<Measurement> FarmClient::measure(const std::vector<FarmRequest>& req
           ++counters_.duplicate_answers;
           continue;
         }
+        if (r.value("status", std::string()) == "session_timeout") {
+          retry_later = true;  // the coordinator is going away; ask its successor
+          pending.erase(it);
+          continue;
+        }
         Measurement m;
         try {
-          m = Measurement::from_json(r.at("measurement"));
+          m = Measurement::from_json(decode_body(r.at("measurement"), "answer 'measurement'"));
         } catch (const std::exception& e) {
           m = Measurement::failed(Status::error, std::string("unreadable answer from the farm: ") + e.what());
         }

@@ -11,6 +11,7 @@
 #include "core/measurement.hpp"
 #include "db/tuning_database.hpp"
 #include "rpc/log.hpp"
+#include "rpc/protocol.hpp"
 #ifdef ATVOSS_RPC_HAVE_TABLE
 #include "db/table/schedule_table.hpp"
 #endif
@@ -73,12 +74,13 @@ class DatabaseFarmLog final : public FarmLog {
     std::vector<db::Record> records;
     for (const Pending& p : batch) {
       try {
-        Measurement m = Measurement::from_json(p.measurement);
+        Measurement m = Measurement::from_json(decode_body(p.measurement, "measurement"));
         if (is_infrastructure_error(m.status)) continue;  // never a property of the schedule
+        const Json request = decode_body(p.request, "request");
         const auto t = targets.find(p.target_key);
-        db::Record r(Workload::from_json(p.request.at("workload")),
+        db::Record r(Workload::from_json(request.at("workload")),
                      t != targets.end() ? t->second : db::TargetInfo{p.target_key, p.target_key, Json::object()},
-                     Schedule::from_json(p.request.at("schedule")), std::move(m));
+                     Schedule::from_json(request.at("schedule")), std::move(m));
         r.worker = "farm";
         records.push_back(std::move(r));
       } catch (const std::exception& e) {

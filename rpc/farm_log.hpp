@@ -19,7 +19,8 @@ class FarmLog {
   virtual ~FarmLog() = default;  // stores what is queued, then stops the thread
   // Remembers the description of a target key (from a worker's register message).
   virtual void note_target(const std::string& key, const std::string& name, const Json& description) = 0;
-  // Queues one relayed result. request: {"workload","schedule","repeat","seed"}.
+  // Queues one relayed result: the request and measurement bodies (bins, protocol.hpp),
+  // decoded on the background thread.
   virtual void record(const std::string& target_key, const Json& request, const Json& measurement) = 0;
 };
 

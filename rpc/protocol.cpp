@@ -2,15 +2,28 @@
 
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace atvoss::rpc {
 
-std::string item_identity(const Json& target_key, const Json& workload, const Json& schedule,
-                          const Json& repeat, const Json& seed) {
-  // The exact bytes, not a hash: two different requests must never share an answer.
-  const Json identity{{"t", target_key}, {"w", workload}, {"s", schedule}, {"r", repeat}, {"n", seed}};
-  std::string bytes;
-  Json::to_msgpack(identity, nlohmann::detail::output_adapter<char>(bytes));
-  return bytes;
+Json encode_body(const Json& object) {
+  std::vector<std::uint8_t> bytes = Json::to_msgpack(object);
+  return Json::binary(std::move(bytes));
+}
+
+Json decode_body(const Json& body, std::string_view what) {
+  if (!body.is_binary()) throw Error(ErrorKind::protocol, std::string(what) + ": must be a MessagePack bin");
+  const auto& bytes = body.get_binary();
+  Json decoded = Json::from_msgpack(bytes.begin(), bytes.end(), /*strict=*/true, /*allow_exceptions=*/false);
+  if (decoded.is_discarded() || !decoded.is_object()) {
+    throw Error(ErrorKind::protocol, std::string(what) + ": bin is not a MessagePack object");
+  }
+  return decoded;
+}
+
+std::string_view body_bytes(const Json& body) {
+  const auto& bytes = body.get_binary();
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
 }  // namespace atvoss::rpc

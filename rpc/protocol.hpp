@@ -30,9 +30,16 @@ inline Json error_message(std::string_view code, std::string_view message) {
   return Json{{"type", "error"}, {"code", code}, {"message", message}};
 }
 
-// Dedup identity of one measurement request: the fields that determine its result.
-// The MessagePack bytes of a sorted-key object: canonical, and exact (no hash collisions).
-std::string item_identity(const Json& target_key, const Json& workload, const Json& schedule,
-                          const Json& repeat, const Json& seed);
+// Request and measurement bodies travel as MessagePack "bin" values inside a message:
+// the coordinator routes, de-duplicates and relays them as opaque bytes and never
+// rebuilds their JSON trees, which is most of its per-item cost otherwise.
+//   request body:     msgpack of {"workload": {...}, "schedule": {...}, "repeat": n, "seed": s}
+//   measurement body: msgpack of Measurement::to_json()
+// Both are encoded from sorted-key objects, so equal requests have equal bytes.
+Json encode_body(const Json& object);
+// Error(protocol) naming what if body is not a bin holding a MessagePack object.
+Json decode_body(const Json& body, std::string_view what);
+// The bytes of a bin value. REQUIRES: body.is_binary().
+std::string_view body_bytes(const Json& body);
 
 }  // namespace atvoss::rpc

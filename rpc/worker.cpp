@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "rpc/log.hpp"
+#include "rpc/protocol.hpp"
 #include "simulator/simulator.hpp"
 
 namespace atvoss::rpc {
@@ -16,6 +17,18 @@ std::string default_name() {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   return std::string(host[0] ? host : "worker") + "-" + std::to_string(::getpid());
+}
+
+// Tuning batches repeat one workload many times; parsing (validation + key hash) once per
+// slot thread for a run of equal workloads saves most of a task's decode cost.
+const Workload& parse_workload(const Json& j) {
+  thread_local Json last_json;
+  thread_local std::optional<Workload> last;
+  if (!last || j != last_json) {
+    last = Workload::from_json(j);
+    last_json = j;
+  }
+  return *last;
 }
 
 }  // namespace
@@ -142,11 +155,13 @@ Json Worker::measure_task(const Json& task) {
     if (key == target_keys_.end()) {
       return Measurement::failed(Status::error, "worker has no target with key " + target_key).to_json();
     }
-    const Workload workload = Workload::from_json(task.at("workload"));
-    const Schedule schedule = Schedule::from_json(task.at("schedule"));
-    const int repeat = task.value("repeat", 1);
+    const Json request = decode_body(task.at("request"), "task 'request'");
+    const Workload& workload = parse_workload(request.at("workload"));
+    const Schedule schedule = Schedule::from_json(request.at("schedule"));
+    const int repeat = request.value("repeat", 1);
+    if (repeat < 1 || repeat > 1000) throw_bad_input("request: field 'repeat' must be 1..1000");
     const Target& target = options_.targets[static_cast<std::size_t>(key - target_keys_.begin())];
-    const Measurement m = measure_(target, workload, schedule, repeat, task.value("seed", std::uint64_t{0}));
+    const Measurement m = measure_(target, workload, schedule, repeat, request.value("seed", std::uint64_t{0}));
     if (options_.emulate_device_latency) {
       const double us = options_.compile_ms * 1000.0 +
                         (m.ok() ? static_cast<double>(repeat) * m.time_us : 0.0);
@@ -171,7 +186,10 @@ void Worker::slot_loop() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    Json result{{"id", job.task.value("id", Json())}, {"measurement", measure_task(job.task)}};
+    const Json measurement = measure_task(job.task);
+    Json result{{"id", job.task.value("id", Json())},
+                {"status", measurement.value("status", std::string("error"))},
+                {"measurement", encode_body(measurement)}};
     measured_.fetch_add(1);
     {
       const std::lock_guard lock(mu_);

@@ -4,6 +4,7 @@
 
 #include "farm_harness.hpp"
 #include "rpc/log.hpp"
+#include "rpc/protocol.hpp"
 
 namespace atvoss::farm_test {
 namespace {
@@ -109,8 +110,10 @@ TEST_F(FarmFaults, SigtermAnswersUnfinishedWorkSessionTimeoutAndExitsCleanly) {
   Json items = Json::array();
   std::uint64_t id = 1;
   for (const auto& r : requests(3, 6)) {
-    items.push_back(Json{{"id", id++}, {"target", r.target_key}, {"workload", r.workload},
-                         {"schedule", r.schedule}, {"repeat", 1}, {"seed", 6}});
+    items.push_back(Json{{"id", id++},
+                         {"target", r.target_key},
+                         {"request", rpc::encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule},
+                                                           {"repeat", 1}, {"seed", 6}})}});
   }
   client->send(Json{{"type", "submit"}, {"items", items}});
   std::this_thread::sleep_for(100ms);
@@ -121,7 +124,7 @@ TEST_F(FarmFaults, SigtermAnswersUnfinishedWorkSessionTimeoutAndExitsCleanly) {
       const auto m = client->receive(100ms);
       if (!m || m->at("type") != "results") continue;
       for (const Json& r : m->at("results")) {
-        EXPECT_EQ(r.at("measurement").at("status"), "session_timeout");
+        EXPECT_EQ(r.at("status"), "session_timeout");
         ++timed_out;
       }
     }

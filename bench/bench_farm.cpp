@@ -1,0 +1,179 @@
+// Farm benchmarks on loopback. Everything runs in this process: an rpc::Coordinator
+// (2 io threads), N rpc::Worker objects (each with its own TCP connection and slot
+// threads) and one rpc::FarmClient — so every item crosses real sockets twice each way
+// and pays the full frame/msgpack/dispatch cost, but no process start-up. Workers being
+// threads of one process is the honest choice for dispatch cost: the coordinator's work
+// per item is the same as with remote workers, and nothing is hidden in a pipe.
+//   BM_Dispatch/W           items/s through the farm, W workers x 2 slots, simulator with
+//                           noise on, no emulated latency (target: >= 50k items/s at W=4)
+//   BM_DispatchNullMeasure/W  the same with a measure function that returns at once: the
+//                           farm's own ceiling, without the simulator's CPU time
+//   BM_RoundTrip/B          submit-to-last-answer latency of a batch of B, p50/p99 counters
+//                           (target: p50 < 1 ms for B=1)
+//   BM_EmulatedScaling/W    --emulate-device-latency workers (5 ms compile), 1 slot each:
+//                           items/s should grow ~linearly with W (target >= 0.9x from 1 to 8)
+// Run: build/bin/bench_farm [--benchmark_filter=...]
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "core/error.hpp"
+#include "rpc/coordinator.hpp"
+#include "rpc/farm_client.hpp"
+#include "rpc/log.hpp"
+#include "rpc/worker.hpp"
+#include "simulator/presets.hpp"
+#include "simulator/simulator.hpp"
+
+namespace {
+
+using namespace atvoss;
+using namespace std::chrono_literals;
+
+// A coordinator with W in-process workers, torn down at the end of a benchmark run.
+class Cluster {
+ public:
+  Cluster(int workers, int slots, bool emulate, rpc::MeasureFunction measure = {}) {
+    rpc::set_log_enabled(false);
+    rpc::CoordinatorOptions o;
+    o.port = 0;
+    coordinator_ = std::make_unique<rpc::Coordinator>(o);
+    coordinator_->start();
+    for (int i = 0; i < workers; ++i) {
+      rpc::WorkerOptions w;
+      w.farm = rpc::Endpoint{"127.0.0.1", coordinator_->port()};
+      w.targets = {simulator::preset("ascend910")};
+      w.slots = slots;
+      w.emulate_device_latency = emulate;
+      w.compile_ms = 5.0;
+      w.name = "bench-" + std::to_string(i);
+      workers_.push_back(std::make_unique<rpc::Worker>(w, measure));
+    }
+    for (auto& w : workers_) threads_.emplace_back([raw = w.get()] { raw->run(); });
+    for (int i = 0; i < 500; ++i) {
+      if (coordinator_->stats().at("workers").size() == static_cast<std::size_t>(workers)) break;
+      std::this_thread::sleep_for(10ms);
+    }
+    rpc::FarmClientOptions c;
+    c.farm = rpc::Endpoint{"127.0.0.1", coordinator_->port()};
+    client_ = std::make_unique<rpc::FarmClient>(c);
+  }
+  ~Cluster() {
+    client_.reset();
+    for (auto& w : workers_) w->stop();
+    for (auto& t : threads_) t.join();
+    workers_.clear();
+    coordinator_.reset();
+  }
+  rpc::FarmClient& client() { return *client_; }
+
+ private:
+  std::unique_ptr<rpc::Coordinator> coordinator_;
+  std::vector<std::unique_ptr<rpc::Worker>> workers_;
+  std::vector<std::thread> threads_;
+  std::unique_ptr<rpc::FarmClient> client_;
+};
+
+// n requests over a few valid matmul schedules; distinct seeds keep them distinct items
+// (no de-duplication), start makes every iteration's items new.
+std::vector<rpc::FarmRequest> make_requests(std::size_t n, std::uint64_t start) {
+  static const Target target = simulator::preset("ascend910");
+  static const Workload workload =
+      Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1024}, {"K", 1024}}}});
+  static const std::vector<Json> schedules = [] {
+    const ScheduleSpace space = simulator::space_for(workload, target);
+    std::mt19937_64 rng(1);
+    std::vector<Json> out;
+    for (int i = 0; i < 1000 && out.size() < 32; ++i) {
+      if (auto p = space.random_valid_point(rng)) out.push_back(space.schedule_at(*p).to_json());
+    }
+    return out;
+  }();
+  std::vector<rpc::FarmRequest> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(rpc::FarmRequest{target.key(), workload.to_json(), schedules[i % schedules.size()], 1, start + i});
+  }
+  return out;
+}
+
+void check_answers(benchmark::State& state, const std::vector<Measurement>& got) {
+  for (const Measurement& m : got) {
+    if (is_infrastructure_error(m.status)) {
+      state.SkipWithError(("infrastructure error: " + m.message).c_str());
+      return;
+    }
+  }
+}
+
+void run_throughput(benchmark::State& state, Cluster& cluster, std::size_t batch) {
+  std::uint64_t seed = 1;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const auto requests = make_requests(batch, seed);
+    seed += batch;
+    state.ResumeTiming();
+    const auto got = cluster.client().measure(requests);
+    state.PauseTiming();
+    check_answers(state, got);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch));
+}
+
+// Slots per worker in the throughput runs: enough tasks in flight per connection that
+// results and refills travel in batches instead of one round trip per item.
+constexpr int kSlots = 16;
+
+void BM_Dispatch(benchmark::State& state) {
+  Cluster cluster(static_cast<int>(state.range(0)), kSlots, false);
+  run_throughput(state, cluster, 4096);
+}
+BENCHMARK(BM_Dispatch)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+
+void BM_DispatchNullMeasure(benchmark::State& state) {
+  const auto instant = [](const Target&, const Workload&, const Schedule&, int, std::uint64_t) {
+    Measurement m;
+    m.time_us = 1.0;
+    m.repeats = {1.0};
+    return m;
+  };
+  Cluster cluster(static_cast<int>(state.range(0)), kSlots, false, instant);
+  run_throughput(state, cluster, 4096);
+}
+BENCHMARK(BM_DispatchNullMeasure)->Arg(1)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+
+void BM_RoundTrip(benchmark::State& state) {
+  Cluster cluster(1, 4, false);
+  const auto batch = static_cast<std::size_t>(state.range(0));
+  std::vector<double> samples;
+  std::uint64_t seed = 1;
+  for (auto _ : state) {
+    const auto requests = make_requests(batch, seed);
+    seed += batch;
+    const auto start = std::chrono::steady_clock::now();
+    const auto got = cluster.client().measure(requests);
+    samples.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    check_answers(state, got);
+  }
+  std::sort(samples.begin(), samples.end());
+  const auto at = [&](double q) { return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * samples.size()))]; };
+  state.counters["p50_us"] = at(0.50);
+  state.counters["p99_us"] = at(0.99);
+}
+BENCHMARK(BM_RoundTrip)->Arg(1)->Arg(64)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(1.0);
+
+void BM_EmulatedScaling(benchmark::State& state) {
+  const int workers = static_cast<int>(state.range(0));
+  Cluster cluster(workers, 1, true);
+  run_throughput(state, cluster, static_cast<std::size_t>(32 * workers));
+  state.counters["workers"] = workers;
+}
+BENCHMARK(BM_EmulatedScaling)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();
