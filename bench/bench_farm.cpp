@@ -8,6 +8,7 @@
 //                           noise on, no emulated latency (target: >= 50k items/s at W=4)
 //   BM_DispatchNullMeasure/W  the same with a measure function that returns at once: the
 //                           farm's own ceiling, without the simulator's CPU time
+//   BM_SimulatorBaseline    simulate() alone on one thread: the measuring cost per item
 //   BM_RoundTrip/B          submit-to-last-answer latency of a batch of B, p50/p99 counters
 //                           (target: p50 < 1 ms for B=1)
 //   BM_EmulatedScaling/W    --emulate-device-latency workers (5 ms compile), 1 slot each:
@@ -83,6 +84,8 @@ std::vector<rpc::FarmRequest> make_requests(std::size_t n, std::uint64_t start) 
   static const Target target = simulator::preset("ascend910");
   static const Workload workload =
       Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1024}, {"K", 1024}}}});
+  static const std::string target_key = target.key();
+  static const Json workload_json = workload.to_json();
   static const std::vector<Json> schedules = [] {
     const ScheduleSpace space = simulator::space_for(workload, target);
     std::mt19937_64 rng(1);
@@ -95,7 +98,7 @@ std::vector<rpc::FarmRequest> make_requests(std::size_t n, std::uint64_t start) 
   std::vector<rpc::FarmRequest> out;
   out.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(rpc::FarmRequest{target.key(), workload.to_json(), schedules[i % schedules.size()], 1, start + i});
+    out.push_back(rpc::FarmRequest{target_key, workload_json, schedules[i % schedules.size()], 1, start + i});
   }
   return out;
 }
@@ -145,6 +148,24 @@ void BM_DispatchNullMeasure(benchmark::State& state) {
   run_throughput(state, cluster, 4096);
 }
 BENCHMARK(BM_DispatchNullMeasure)->Arg(1)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+
+// Baseline: the simulator alone on this thread, no farm. Dispatch throughput with W
+// workers can exceed it only by using more cores.
+void BM_SimulatorBaseline(benchmark::State& state) {
+  const auto requests = make_requests(4096, 1);
+  const Target target = simulator::preset("ascend910");
+  const Workload workload = Workload::from_json(requests.front().workload);
+  std::vector<Schedule> schedules;
+  for (const auto& r : requests) schedules.push_back(Schedule::from_json(r.schedule));
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(simulator::simulate(target, workload, schedules[i % schedules.size()],
+                                                 simulator::SimOptions{0.02, 1, i}));
+    ++i;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_SimulatorBaseline);
 
 void BM_RoundTrip(benchmark::State& state) {
   Cluster cluster(1, 4, false);

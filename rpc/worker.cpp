@@ -141,7 +141,8 @@ void Worker::serve(Channel& channel, std::uint64_t generation) {
         if (generation != generation_) return;
         for (const Json& task : tasks) jobs_.push_back(Job{generation, task});
       }
-      jobs_cv_.notify_all();
+      // One wake per task: waking every slot for a single task only makes them fight for it.
+      for (std::size_t i = 0; i < tasks.size(); ++i) jobs_cv_.notify_one();
     }
   } catch (const Error& e) {
     if (!stopping_) log_line("worker", std::string("connection lost: ") + e.what());
@@ -206,6 +207,13 @@ void Worker::writer_loop() {
   while (!stopping_) {
     results_cv_.wait_until(lock, next_heartbeat, [this] { return stopping_ || !results_.empty(); });
     if (stopping_) return;
+    if (!results_.empty() && !jobs_.empty()) {
+      // More results are seconds away from ready: let the slots finish them so one frame
+      // carries several (fewer syscalls and wake-ups on both ends of the connection).
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+    }
     std::shared_ptr<Channel> channel = channel_;
     Json batch = Json::array();
     batch.swap(results_);
