@@ -20,15 +20,11 @@
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "tools/cli_common.hpp"
+#include "tuner/farm_measurer.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/local_measurer.hpp"
 #include "tuner/strategy_setup.hpp"
 #include "tuner/tuner.hpp"
-
-#if __has_include("tuner/farm_measurer.hpp")
-#include "tuner/farm_measurer.hpp"
-#define ATVOSS_HAVE_FARM_MEASURER 1
-#endif
 
 namespace {
 
@@ -57,11 +53,7 @@ void probe_farm(const std::string& address) {
 std::unique_ptr<tuner::Measurer> make_measurer(const std::string& farm) {
   if (farm.empty()) return std::make_unique<tuner::LocalMeasurer>();
   probe_farm(farm);
-#ifdef ATVOSS_HAVE_FARM_MEASURER
   return tuner::make_farm_measurer(farm);
-#else
-  throw_bad_input("farm '" + farm + "': this build has no farm measurer");
-#endif
 }
 
 Json curve_json(const std::vector<double>& curve) {

@@ -81,7 +81,7 @@ class Job {
       save_state("running");
       progress_.update(task_lines(), total_trials(), objective(true), objective(false));
     }
-    const bool complete = total_trials() >= spec_.trials || !scheduler_.next_task().has_value();
+    const bool complete = total_trials() >= spec_.trials || scheduler_.all_finished();
     save_state(complete ? "done" : "stopped");
     progress_.finish(task_lines(), total_trials(), objective(true), objective(false));
     return finish(out);

@@ -104,6 +104,13 @@ void TaskScheduler::record_round(int task, int trials, double best_us) {
 
 void TaskScheduler::finish(int task) { state_.at(task).finished = true; }
 
+bool TaskScheduler::all_finished() const {
+  for (const auto& s : state_) {
+    if (!s.finished) return false;
+  }
+  return true;
+}
+
 double TaskScheduler::objective() const {
   double total = 0;
   for (std::size_t i = 0; i < tasks_.size(); ++i) total += tasks_[i].weight * state_[i].best;

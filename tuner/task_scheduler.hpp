@@ -61,6 +61,8 @@ class TaskScheduler {
   int trials(int task) const { return state_.at(task).trials; }
   double best(int task) const { return state_.at(task).best; }
   bool finished(int task) const { return state_.at(task).finished; }
+  // True when no task can get another round (next_task() would return nullopt).
+  bool all_finished() const;
   int total_trials() const;
 
   Json to_json() const;

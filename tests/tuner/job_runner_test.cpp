@@ -1,0 +1,94 @@
+#include "tuner/job_runner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "db/tuning_database.hpp"
+#include "simulator/presets.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+class JobRunnerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("atvoss-job-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(std::random_device{}()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  JobSpec spec(int trials, const std::string& scheduler = "gradient") const {
+    return JobSpec::from_json(Json{{"name", "mlp"}, {"target", "ascend910"}, {"model", "mlp"},
+                                   {"trials", trials}, {"strategy", "random"}, {"batch_size", 8},
+                                   {"scheduler", scheduler},
+                                   {"seed", 5}, {"database", (dir_ / "j.db").string()},
+                                   {"export", (dir_ / "t.json").string()},
+                                   {"report", (dir_ / "r.html").string()}});
+  }
+  std::vector<int> trials_per_task(const JobOutcome& out) const {
+    std::vector<int> v;
+    for (const auto& t : out.summary["tasks"]) v.push_back(t["trials"].get<int>());
+    return v;
+  }
+  fs::path dir_;
+};
+
+TEST_F(JobRunnerTest, InterruptedJobResumesWhereTheSchedulerStopped) {
+  JobRunOptions stop_early;
+  stop_early.quiet = true;
+  stop_early.max_rounds = 2;  // warm-up rounds of tasks 0 and 1 only
+  // Round robin: after warm-up it would restart at task 0, so only a restored state
+  // sends the next round to task 2.
+  const auto first = run_job(spec(200, "round_robin"), stop_early);
+  EXPECT_EQ(trials_per_task(first), (std::vector<int>{8, 8, 0}));  // default + 7 each
+  auto db = db::TuningDatabase::open((dir_ / "j.db").string());
+  const auto job = db.job_named("mlp");
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->state, "stopped");
+  EXPECT_EQ(job->spec["scheduler"]["tasks"][0]["trials"], 8);
+
+  JobRunOptions one_more = stop_early;
+  one_more.max_rounds = 1;
+  const auto second = run_job(spec(200, "round_robin"), one_more);
+  // A restarted warm-up would have gone back to task 0; the restored one goes on to task 2.
+  EXPECT_EQ(trials_per_task(second), (std::vector<int>{8, 8, 8}));
+  EXPECT_EQ(second.resumed_trials, 16);
+  EXPECT_EQ(second.measured, 8);
+}
+
+TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
+  JobRunOptions quiet;
+  quiet.quiet = true;
+  const auto a = run_job(spec(40), quiet);
+  EXPECT_EQ(a.trials, 40);
+  EXPECT_LT(a.tuned_us, a.default_us);
+  EXPECT_TRUE(fs::exists(dir_ / "t.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "r.html"));
+  const auto b = run_job(spec(40), quiet);
+  EXPECT_EQ(b.measured, 0);
+  EXPECT_EQ(b.tuned_us, a.tuned_us);
+}
+
+TEST_F(JobRunnerTest, BadInputNeverCreatesTheDatabase) {
+  JobSpec bad = spec(10);
+  bad.model = "no-such-model";
+  EXPECT_THROW(run_job(bad), Error);
+  bad = spec(10);
+  bad.strategy = "psychic";
+  EXPECT_THROW(run_job(bad), Error);
+  bad = spec(10);
+  bad.target = "ascend999";
+  EXPECT_THROW(run_job(bad), Error);
+  EXPECT_FALSE(fs::exists(dir_ / "j.db"));
+}
+
+}  // namespace
+}  // namespace atvoss::tuner
