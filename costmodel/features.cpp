@@ -151,7 +151,7 @@ double floor_us(const Workload& w, const Target& t) {
   return std::max(compute, bytes) * 1e6 + t.launch_us;
 }
 
-void write_derived(const Workload& w, const Target& t, const TileAnalysis& a,
+void write_derived(double floor, double mte2_bytes_per_cycle, const TileAnalysis& a,
                    std::span<float> out) {
   auto put = [&](Fixed f, double v) { out[f] = float(v); };
   auto put_lg = [&](Fixed f, double v) { out[f] = float(lg(v)); };
@@ -183,7 +183,7 @@ void write_derived(const Workload& w, const Target& t, const TileAnalysis& a,
   put_lg(f_copy_bytes, a.copy_bytes);
   put(f_copy_efficiency, a.copy_efficiency);
   put(f_copy_knee_ratio, std::min(1.0, a.copy_bytes / kCopyKneeBytes));
-  put_lg(f_read_contention, a.in_cycles_per_byte * t.mte2_bytes_per_cycle);
+  put_lg(f_read_contention, a.in_cycles_per_byte * mte2_bytes_per_cycle);
   put(f_kernels, a.kernels);
   put(f_fused_ops, a.fused_ops);
   put(f_unfused_ops, a.unfused_ops);
@@ -201,7 +201,7 @@ void write_derived(const Workload& w, const Target& t, const TileAnalysis& a,
   put_lg(f_est_peak_us, a.peak_us);
   put_lg(f_est_epilogue_us, a.epilogue_us);
   put_lg(f_est_time_us, a.est_us);
-  put(f_est_roofline_fraction, floor_us(w, t) / std::max(a.est_us, 1e-9));
+  put(f_est_roofline_fraction, floor / std::max(a.est_us, 1e-9));
   put(f_compute_transfer_ratio,
       std::log2((a.compute_us + 1e-9) / std::max({a.mte2_us, a.mte1_us, a.hbm_us, 1e-9})));
 }
@@ -253,10 +253,11 @@ std::vector<float> context_block(const Workload& w, const Target& t) {
   return c;
 }
 
-void write_named_knobs(const Schedule& s, std::span<float> out) {
-  for (std::size_t i = 0; i < kNamedKnobs.size(); ++i) {
-    if (!s.has(kNamedKnobs[i])) continue;
-    const double v = double(s.at(kNamedKnobs[i]));
+void write_named_knobs(const KnobSet& k, std::span<float> out) {
+  static_assert(kNamedKnobs.size() == kNamedKnobCount);
+  for (std::size_t i = 0; i < kNamedKnobCount; ++i) {
+    if (!k.has(i)) continue;
+    const double v = double(k.value(i));
     out[kNamedBase + 2 * i] = float(v);
     out[kNamedBase + 2 * i + 1] = float(signed_lg(v));
   }
@@ -300,16 +301,21 @@ std::size_t feature_index(const std::string& name) {
 }
 
 Featurizer::Featurizer(const Workload& workload, const Target& target)
-    : workload_(workload), target_(target), context_(context_block(workload, target)) {}
+    : generic_(template_of(workload) == Template::generic),
+      tiling_(generic_ ? nullptr : std::make_shared<const TilingContext>(workload, target)),
+      context_(context_block(workload, target)),
+      floor_us_(generic_ ? 0.0 : floor_us(workload, target)),
+      mte2_bytes_per_cycle_(target.mte2_bytes_per_cycle) {}
 
 void Featurizer::write(const Schedule& schedule, std::span<float> out) const {
   std::copy(context_.begin(), context_.end(), out.begin());
-  if (template_of(workload_) == Template::generic) {
+  if (generic_) {
     write_generic_knobs(schedule, out);
     return;
   }
-  write_named_knobs(schedule, out);
-  write_derived(workload_, target_, analyse_tiling(workload_, target_, schedule), out);
+  const KnobSet knobs = KnobSet::from(schedule);
+  write_named_knobs(knobs, out);
+  write_derived(floor_us_, mte2_bytes_per_cycle_, tiling_->analyse(knobs), out);
   for (float& v : out) {
     if (!std::isfinite(v)) v = 0.0f;  // a degenerate target must not poison training
   }

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@
 #include "core/workload.hpp"
 
 namespace atvoss::costmodel {
+
+class TilingContext;  // tile_analysis.hpp
 
 inline constexpr int kFeatureVersion = 2;
 inline constexpr std::size_t kGenericKnobSlots = 16;
@@ -81,9 +84,11 @@ class Featurizer {
   FeatureMatrix featurize(std::span<const Schedule> schedules) const;
 
  private:
-  Workload workload_;
-  Target target_;
+  bool generic_ = false;                          // recorded space: knob slots only
+  std::shared_ptr<const TilingContext> tiling_;  // null for recorded spaces
   std::vector<float> context_;  // workload + target block, copied into every row
+  double floor_us_ = 0;         // physics floor of the workload, for est_roofline_fraction
+  double mte2_bytes_per_cycle_ = 0;
 };
 
 FeatureMatrix featurize(const Workload& workload, const Target& target,

@@ -27,23 +27,14 @@ struct Knobs {
   int order, fusion;
 };
 
-Knobs read_knobs(const Schedule& s) {
-  auto g = [&](const char* n, std::int64_t dflt) {
-    return std::max(1.0, double(s.get_or(n, dflt)));
-  };
-  return {g("tile_m", 16), g("tile_n", 16), g("tile_k", 16), g("tile_h", 16), g("tile_w", 16),
-          g("tile_c", 16), g("k_steps", 1), g("async_copy_depth", 1),
-          int(std::clamp<std::int64_t>(s.get_or("tile_order", 0), 0, 2)),
-          int(std::clamp<std::int64_t>(s.get_or("fusion_level", 0), 0, 3))};
+Knobs read_knobs(const KnobSet& s) {
+  auto g = [](std::int64_t v) { return std::max(1.0, double(v)); };
+  return {g(s.tile_m), g(s.tile_n), g(s.tile_k), g(s.tile_h), g(s.tile_w), g(s.tile_c),
+          g(s.k_steps), g(s.async_copy_depth), int(std::clamp<std::int64_t>(s.tile_order, 0, 2)),
+          int(std::clamp<std::int64_t>(s.fusion_level, 0, 3))};
 }
 
-// Fusion in chain order: the first op the level does not allow, and all after it, stay
-// separate kernels (bias/relu/gelu need level 1; batchnorm/add/layernorm level 2).
-struct Fusion {
-  double fused = 0, unfused = 0, fused_vec_ops = 0, extra_inputs = 0;
-  std::vector<std::string> unfused_ops;
-  bool has_layernorm = false;
-};
+enum class Op { matmul, batch_matmul, conv, depthwise, elementwise, row_norm };
 
 double ops_per_element(const std::string& op) {
   if (op == "gelu" || op == "layernorm") return 8;
@@ -51,6 +42,26 @@ double ops_per_element(const std::string& op) {
   return 1;
 }
 
+}  // namespace
+
+struct TilingContext::Fusion {
+  double fused = 0, unfused = 0, fused_vec_ops = 0, extra_inputs = 0;
+  std::vector<std::string> unfused_ops;
+  bool has_layernorm = false;
+};
+
+// Workload dims read once (Workload::dim is a map lookup by name).
+struct TilingContext::Dims {
+  double M = 1, N = 1, K = 1, B = 1, C = 1, H = 1, W = 1, R = 1, S = 1, stride = 1, pad = 0;
+  double Ho = 1, Wo = 1, flops = 0, compulsory = 0;
+};
+
+namespace {
+
+using Fusion = TilingContext::Fusion;
+
+// Fusion in chain order: the first op the level does not allow, and all after it, stay
+// separate kernels (bias/relu/gelu need level 1; batchnorm/add/layernorm level 2).
 Fusion split_fusion(const Workload& w, int level) {
   Fusion f;
   bool blocked = false;
@@ -99,9 +110,13 @@ struct Plan {
   Fusion fusion;
 };
 
+using Dims = TilingContext::Dims;
+
 struct Ctx {
-  const Workload& w;
+  const Dims& d;
   const Target& t;
+  const Fusion& fusion;
+  Op op;
   Knobs k;
   double b, c0, macs;
 };
@@ -136,14 +151,14 @@ void reduction_split(Plan& p, const Ctx& c, double kred, double& kk) {
 
 Plan plan_matmul(const Ctx& c) {
   Plan p;
-  const double batch = c.w.op() == "batch_matmul" ? double(c.w.dim("B")) : 1.0;
-  const double M = double(c.w.dim("M")), N = double(c.w.dim("N")), K = double(c.w.dim("K"));
+  const double batch = c.op == Op::batch_matmul ? c.d.B : 1.0;
+  const double M = c.d.M, N = c.d.N, K = c.d.K;
   const double m = std::min(c.k.tm, M), n = std::min(c.k.tn, N);
   double kk = 0;
   reduction_split(p, c, K, kk);
   const double tk_p = ceil_to(c.k.tk, c.c0), d = c.k.depth;
   p.cores = std::max(1, c.t.ai_cores);
-  p.fusion = split_fusion(c.w, c.k.fusion);
+  p.fusion = c.fusion;
   p.grid_m = ceil_div(M, m), p.grid_n = ceil_div(N, n), p.batch = batch;
   p.tiles = p.grid_m * p.grid_n * batch;
   p.useful = batch * M * N * K;
@@ -176,18 +191,16 @@ Plan plan_matmul(const Ctx& c) {
 
 Plan plan_conv(const Ctx& c) {
   Plan p;
-  const auto& w = c.w;
-  const double batch = double(w.dim("N")), C = double(w.dim("C")), H = double(w.dim("H"));
-  const double W = double(w.dim("W")), K = double(w.dim("K")), R = double(w.dim("R"));
-  const double S = double(w.dim("S")), stride = double(w.dim("stride")), pad = double(w.dim("pad"));
-  const double Ho = double(w.out_h()), Wo = double(w.out_w());
+  const Dims& x = c.d;
+  const double batch = x.B, C = x.C, H = x.H, W = x.W, K = x.K, R = x.R, S = x.S;
+  const double stride = x.stride, pad = x.pad, Ho = x.Ho, Wo = x.Wo;
   const double h = std::min(c.k.th, Ho), wd = std::min(c.k.tw, Wo), n = std::min(c.k.tn, K);
   const double kred = C * R * S, d = c.k.depth;
   double kk = 0;
   reduction_split(p, c, kred, kk);
   const double tk_p = ceil_to(c.k.tk, c.c0), ch_load = C / p.loads;
   p.cores = std::max(1, c.t.ai_cores);
-  p.fusion = split_fusion(w, c.k.fusion);
+  p.fusion = c.fusion;
   const double base_m_cap = std::floor(double(c.t.l0a_bytes) / (tk_p * c.b * d) / 16) * 16;
   const double mt = pad16(h * wd);
   const double base_m = std::min(mt, base_m_cap);
@@ -234,15 +247,13 @@ Plan plan_conv(const Ctx& c) {
 
 Plan plan_depthwise(const Ctx& c) {
   Plan p;
-  const auto& w = c.w;
-  const double batch = double(w.dim("N")), C = double(w.dim("C")), H = double(w.dim("H"));
-  const double W = double(w.dim("W")), R = double(w.dim("R")), S = double(w.dim("S"));
-  const double stride = double(w.dim("stride")), pad = double(w.dim("pad"));
-  const double Ho = double(w.out_h()), Wo = double(w.out_w());
+  const Dims& x = c.d;
+  const double batch = x.B, C = x.C, H = x.H, W = x.W, R = x.R, S = x.S;
+  const double stride = x.stride, pad = x.pad, Ho = x.Ho, Wo = x.Wo;
   const double h = std::min(c.k.th, Ho), wd = std::min(c.k.tw, Wo), ct = std::min(c.k.tc, C);
   p.uses_cube = false;
   p.cores = std::max(1, c.t.vector_cores);
-  p.fusion = split_fusion(w, c.k.fusion);
+  p.fusion = c.fusion;
   const double lanes = std::max(1.0, c.t.vector_bytes_per_cycle / c.b);
   const double in_h = std::min(H + 2 * pad, (h - 1) * stride + R);
   const double in_w = std::min(W + 2 * pad, (wd - 1) * stride + S);
@@ -273,9 +284,9 @@ Plan plan_depthwise(const Ctx& c) {
 
 Plan plan_rows(const Ctx& c) {
   Plan p;
-  const double M = double(c.w.dim("M")), N = double(c.w.dim("N"));
+  const double M = c.d.M, N = c.d.N;
   const double m = std::min(c.k.tm, M), n = std::min(c.k.tn, N);
-  const bool binary = c.w.op() == "elementwise";
+  const bool binary = c.op == Op::elementwise;
   const double inputs = binary ? 2 : 1, ops = binary ? 1 : 5;
   p.row_fits = binary || n >= N;
   const double passes = p.row_fits ? 1 : 2;
@@ -416,26 +427,83 @@ TileAnalysis analyse(const Ctx& c, const Plan& p) {
   const double core = per_core * period + fill;
   const double hbm = (r.hbm_reads + p.out_bytes) / safe(t.hbm_bytes_per_cycle);
   const double l2 = t.l2_bytes_per_cycle > 0 ? r.l2_reads / t.l2_bytes_per_cycle : 0;
-  const double peak = p.uses_cube ? c.w.flops() / (2 * safe(c.macs) * std::max(1, t.ai_cores)) : 0;
+  const double peak = p.uses_cube ? c.d.flops / (2 * safe(c.macs) * std::max(1, t.ai_cores)) : 0;
   const double epi = epilogue_cycles(t, p.fusion, p.out_bytes);
   a.mte2_us = us(t, per_core * mte2), a.mte1_us = us(t, per_core * mte1);
   a.compute_us = us(t, per_core * compute), a.out_us = us(t, per_core * out);
   a.core_us = us(t, core), a.hbm_us = us(t, hbm), a.l2_us = us(t, l2), a.peak_us = us(t, peak);
   a.epilogue_us = us(t, epi);
   a.est_us = us(t, std::max({core, hbm, l2, peak}) + epi) + a.kernels * t.launch_us;
-  a.traffic_ratio = (r.l2_reads + a.gm_write_bytes) / std::max(1.0, c.w.compulsory_bytes());
+  a.traffic_ratio = (r.l2_reads + a.gm_write_bytes) / std::max(1.0, c.d.compulsory);
   return a;
 }
 
 }  // namespace
 
+KnobSet KnobSet::from(const Schedule& s) {
+  KnobSet k;
+  for (const auto& [name, v] : s.values()) {
+    if (name == "tile_m") k.tile_m = v, k.present |= 1u << 0;
+    else if (name == "tile_n") k.tile_n = v, k.present |= 1u << 1;
+    else if (name == "tile_k") k.tile_k = v, k.present |= 1u << 2;
+    else if (name == "tile_h") k.tile_h = v, k.present |= 1u << 3;
+    else if (name == "tile_w") k.tile_w = v, k.present |= 1u << 4;
+    else if (name == "tile_c") k.tile_c = v, k.present |= 1u << 5;
+    else if (name == "k_steps") k.k_steps = v, k.present |= 1u << 6;
+    else if (name == "async_copy_depth") k.async_copy_depth = v, k.present |= 1u << 7;
+    else if (name == "tile_order") k.tile_order = v, k.present |= 1u << 8;
+    else if (name == "fusion_level") k.fusion_level = v, k.present |= 1u << 9;
+  }
+  return k;
+}
+
+std::int64_t KnobSet::value(std::size_t i) const {
+  const std::int64_t v[kNamedKnobCount] = {tile_m, tile_n, tile_k, tile_h, tile_w,
+                                           tile_c, k_steps, async_copy_depth, tile_order, fusion_level};
+  return v[i];
+}
+
+TilingContext::TilingContext(const Workload& w, const Target& t)
+    : target_(t), dims_(std::make_unique<Dims>()) {
+  auto get = [&](const char* n, double dflt) { return w.dims().count(n) ? double(w.dim(n)) : dflt; };
+  Dims& d = *dims_;
+  d.M = get("M", 1), d.N = get("N", 1), d.K = get("K", 1), d.B = get("B", 1), d.C = get("C", 1);
+  d.H = get("H", 1), d.W = get("W", 1), d.R = get("R", 1), d.S = get("S", 1);
+  d.stride = get("stride", 1), d.pad = get("pad", 0);
+  if (w.is_conv()) {
+    d.Ho = double(w.out_h()), d.Wo = double(w.out_w());
+    d.B = d.N;  // conv batch is the N dim; N of the implicit GEMM is K
+  }
+  d.flops = w.flops(), d.compulsory = w.compulsory_bytes();
+  if (w.op() == "batch_matmul") op_ = int(Op::batch_matmul);
+  else if (w.op() == "matmul") op_ = int(Op::matmul);
+  else if (w.op() == "conv2d") op_ = int(Op::conv);
+  else if (w.op() == "depthwise_conv2d") op_ = int(Op::depthwise);
+  else if (w.op() == "elementwise") op_ = int(Op::elementwise);
+  else op_ = int(Op::row_norm);
+  for (int level = 0; level < 4; ++level) fusion_[level] = std::make_shared<Fusion>(split_fusion(w, level));
+  bytes_ = dtype_bytes(w.dtype());
+  macs_ = t.macs_per_cycle(w.dtype());
+}
+
+TilingContext::~TilingContext() = default;
+TilingContext::TilingContext(TilingContext&&) noexcept = default;
+
+TileAnalysis TilingContext::analyse(const KnobSet& knobs) const {
+  const Knobs k = read_knobs(knobs);
+  const Op op = Op(op_);
+  const Ctx c{*dims_, target_, *fusion_[std::size_t(k.fusion)], op, k, bytes_, 32 / bytes_, macs_};
+  switch (op) {
+    case Op::matmul:
+    case Op::batch_matmul: return atvoss::costmodel::analyse(c, plan_matmul(c));
+    case Op::conv: return atvoss::costmodel::analyse(c, plan_conv(c));
+    case Op::depthwise: return atvoss::costmodel::analyse(c, plan_depthwise(c));
+    default: return atvoss::costmodel::analyse(c, plan_rows(c));
+  }
+}
+
 TileAnalysis analyse_tiling(const Workload& w, const Target& t, const Schedule& s) {
-  const double b = dtype_bytes(w.dtype());
-  const Ctx c{w, t, read_knobs(s), b, 32 / b, t.macs_per_cycle(w.dtype())};
-  if (w.is_matmul_like()) return analyse(c, plan_matmul(c));
-  if (w.op() == "conv2d") return analyse(c, plan_conv(c));
-  if (w.op() == "depthwise_conv2d") return analyse(c, plan_depthwise(c));
-  return analyse(c, plan_rows(c));
+  return TilingContext(w, t).analyse(KnobSet::from(s));
 }
 
 }  // namespace atvoss::costmodel

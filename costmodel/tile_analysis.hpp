@@ -10,6 +10,10 @@
 // Pure function; thread-safe.
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <memory>
+
 #include "core/schedule.hpp"
 #include "core/target.hpp"
 #include "core/workload.hpp"
@@ -40,7 +44,42 @@ struct TileAnalysis {
   double core_us = 0, hbm_us = 0, l2_us = 0, peak_us = 0, epilogue_us = 0, est_us = 0;
 };
 
-// REQUIRES: workload.op() is not "recorded". Missing knobs take neutral defaults.
+inline constexpr std::size_t kNamedKnobCount = 10;
+
+// The fixed-contract knobs of one schedule (common.md), read in one pass over it; a knob
+// the schedule lacks keeps its neutral default and its bit in `present` stays 0.
+struct KnobSet {
+  std::int64_t tile_m = 16, tile_n = 16, tile_k = 16, tile_h = 16, tile_w = 16, tile_c = 16;
+  std::int64_t k_steps = 1, async_copy_depth = 1, tile_order = 0, fusion_level = 0;
+  std::uint32_t present = 0;  // bit i: knob i of the order above was in the schedule
+
+  static KnobSet from(const Schedule& schedule);
+  std::int64_t value(std::size_t i) const;  // REQUIRES: i < kNamedKnobCount
+  bool has(std::size_t i) const { return (present >> i) & 1u; }
+};
+
+// The workload- and target-level part of the analysis, built once per workload so that
+// analysing each candidate costs no name lookups. REQUIRES: op is not "recorded".
+class TilingContext {
+ public:
+  TilingContext(const Workload& workload, const Target& target);
+  ~TilingContext();
+  TilingContext(TilingContext&&) noexcept;
+
+  TileAnalysis analyse(const KnobSet& knobs) const;
+
+  struct Dims;
+  struct Fusion;
+
+ private:
+  Target target_;
+  std::unique_ptr<Dims> dims_;
+  std::array<std::shared_ptr<const Fusion>, 4> fusion_;  // split per fusion_level 0..3
+  int op_ = 0;
+  double bytes_ = 2, macs_ = 1;
+};
+
+// One-off convenience: TilingContext(workload, target).analyse(KnobSet::from(schedule)).
 TileAnalysis analyse_tiling(const Workload& workload, const Target& target,
                             const Schedule& schedule);
 

@@ -6,6 +6,9 @@
 #include <xgboost/c_api.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
 #include <memory>
 
 #include "core/error.hpp"
@@ -74,14 +77,20 @@ class XGBoostModel final : public CostModel {
     require_trained();
     if (rows.cols != feature_count()) throw_bad_input("xgboost predict: wrong feature count");
     if (rows.rows == 0) return {};
-    DMatrix d = make_dmatrix(rows);
+    // In-place prediction reads the rows where they are (numpy's array interface), so no
+    // DMatrix copy is built per batch: the scoring budget is 20 ms per 10k candidates.
+    const std::string values =
+        R"({"data":[)" + std::to_string(reinterpret_cast<std::uintptr_t>(rows.data.data())) +
+        R"(,true],"shape":[)" + std::to_string(rows.rows) + "," + std::to_string(rows.cols) +
+        R"(],"typestr":"<f4","version":3})";
     const char* config =
-        R"({"type":0,"training":false,"iteration_begin":0,"iteration_end":0,"strict_shape":false})";
+        R"({"type":0,"training":false,"iteration_begin":0,"iteration_end":0,"strict_shape":false,"missing":NaN,"cache_id":0})";
     const bst_ulong* shape = nullptr;
     bst_ulong dim = 0;
     const float* result = nullptr;
-    check(XGBoosterPredictFromDMatrix(booster_.get(), d.get(), config, &shape, &dim, &result),
-          "XGBoosterPredictFromDMatrix");
+    check(XGBoosterPredictFromDense(booster_.get(), values.c_str(), config, nullptr, &shape, &dim,
+                                    &result),
+          "XGBoosterPredictFromDense");
     return std::vector<double>(result, result + rows.rows);  // copy: XGBoost owns result
   }
 
