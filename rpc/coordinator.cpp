@@ -41,6 +41,9 @@ namespace {
 
 class Farm;
 
+// Unsent bytes one connection may queue before it counts as a stuck peer.
+constexpr std::size_t kMaxPendingBytes = 256u << 20;
+
 // One connection. Owned by shared_ptrs held by its own coroutine and by Farm::sessions_.
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -199,6 +202,12 @@ void Session::start() {
 void Session::send(std::string bytes) {
   asio::post(strand_, [self = shared_from_this(), b = std::move(bytes)]() mutable {
     if (self->closed_) return;
+    if (self->pending_.size() + b.size() > kMaxPendingBytes) {
+      // A peer that stops reading must not grow our memory without bound.
+      log_line("farm", self->peer_ + " is not reading its answers; closing");
+      self->close_now();
+      return;
+    }
     self->pending_ += b;
     if (!self->write_active_) self->write_some();
   });

@@ -170,8 +170,9 @@ Json Worker::measure_task(const Json& task) {
     }
     return m.to_json();
   } catch (const Error& e) {
-    // Bad workload or schedule text: the request's fault, reported as such per item.
-    return Measurement::failed(e.is_bad_input() ? Status::invalid : Status::error, e.what()).to_json();
+    // A request this worker cannot read (e.g. an op a newer client knows) says nothing
+    // about the schedule: report it as an infrastructure error so it is never stored.
+    return Measurement::failed(Status::error, std::string("worker: ") + e.what()).to_json();
   } catch (const std::exception& e) {
     return Measurement::failed(Status::error, std::string("worker: ") + e.what()).to_json();
   }
