@@ -12,12 +12,35 @@
 
 namespace atvoss::table {
 
-// Entries of one (op, dtype, epilogue) class, with their log-dims laid out flat
-// (entry i owns coords[i * dims .. (i + 1) * dims)) so the nearest scan walks one array.
+// Entries of one (op, dtype, epilogue) class, with their log-dims laid out flat (member i
+// owns coords[i * dims .. (i + 1) * dims)), sorted by the first log-dim (then workload key)
+// so that the nearest search can start at the query's first coordinate and stop in each
+// direction once that coordinate alone is farther than the best match found.
 struct ScheduleTable::Group {
-  std::vector<std::string> dim_names;
+  std::size_t dims = 0;
   std::vector<std::size_t> entry_index;
   std::vector<double> coords;
+  std::vector<double> first;  // coords[i * dims], for the binary search
+
+  void sort_by_first_dim(const std::vector<TableEntry>& entries) {
+    const std::size_t n = entry_index.size();
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (coords[a * dims] != coords[b * dims]) return coords[a * dims] < coords[b * dims];
+      return entries[entry_index[a]].workload.key() < entries[entry_index[b]].workload.key();
+    });
+    std::vector<std::size_t> index;
+    std::vector<double> flat;
+    for (std::size_t i : order) {
+      index.push_back(entry_index[i]);
+      flat.insert(flat.end(), coords.begin() + static_cast<std::ptrdiff_t>(i * dims),
+                  coords.begin() + static_cast<std::ptrdiff_t>((i + 1) * dims));
+      first.push_back(coords[i * dims]);
+    }
+    entry_index = std::move(index);
+    coords = std::move(flat);
+  }
 };
 
 namespace {
@@ -170,7 +193,7 @@ ScheduleTable::ScheduleTable(TableHeader header, std::vector<TableEntry> entries
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == name; });
     if (it == groups.end()) {
       auto g = std::make_shared<Group>();
-      for (const auto& [dim, v] : w.dims()) g->dim_names.push_back(dim);
+      g->dims = w.dims().size();
       groups.emplace_back(name, g);
       it = groups.end() - 1;
     }
@@ -180,6 +203,7 @@ ScheduleTable::ScheduleTable(TableHeader header, std::vector<TableEntry> entries
   std::sort(by_key_.begin(), by_key_.end());
   std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [name, g] : groups) {
+    g->sort_by_first_dim(entries_);
     group_names_.push_back(name);
     groups_.push_back(std::move(g));
   }
@@ -198,21 +222,26 @@ LookupResult ScheduleTable::lookup(const Workload& workload) const {
   // Same op means the same dim names in the same (sorted) order.
   std::vector<double> q;
   for (const auto& [dim, v] : workload.dims()) q.push_back(log_dim(v));
-  const std::size_t d = q.size();
+  if (q.size() != group.dims || group.entry_index.empty()) return {};
   double best = std::numeric_limits<double>::infinity();
   std::size_t best_i = 0;
-  for (std::size_t i = 0; i < group.entry_index.size(); ++i) {
-    const double* c = &group.coords[i * d];
+  const auto consider = [&](std::size_t i) {
+    const double* c = &group.coords[i * group.dims];
     double sum = 0;
-    for (std::size_t k = 0; k < d; ++k) sum += (c[k] - q[k]) * (c[k] - q[k]);
-    // Entries are in workload-key order within a group only by construction order, so
-    // break ties on the key explicitly to keep lookups independent of file order.
+    for (std::size_t k = 0; k < group.dims; ++k) sum += (c[k] - q[k]) * (c[k] - q[k]);
+    // Equal distances go to the lower workload key, so the answer never depends on file order.
     if (sum < best || (sum == best && entries_[group.entry_index[i]].workload.key() <
                                           entries_[group.entry_index[best_i]].workload.key())) {
       best = sum;
       best_i = i;
     }
-  }
+  };
+  const auto square = [](double x) { return x * x; };
+  const std::size_t start =
+      static_cast<std::size_t>(std::lower_bound(group.first.begin(), group.first.end(), q[0]) - group.first.begin());
+  // Strictly greater: a member exactly as far as the best is still compared, for the tie rule.
+  for (std::size_t i = start; i < group.first.size() && square(group.first[i] - q[0]) <= best; ++i) consider(i);
+  for (std::size_t i = start; i-- > 0 && square(q[0] - group.first[i]) <= best;) consider(i);
   return {MatchKind::approximate, &entries_[group.entry_index[best_i]], std::sqrt(best)};
 }
 

@@ -5,7 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -157,6 +160,43 @@ TEST_F(ScheduleTableTest, ConcurrentLookupsAgreeWithSequentialOnes) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(ScheduleTableNearestTest, PrunedSearchAgreesWithBruteForce) {
+  // Few distinct dims, so equal first coordinates and equal distances (ties) are common.
+  std::mt19937_64 rng(42);
+  const auto dim = [&] { return std::int64_t{16} << (rng() % 9); };  // 729 shapes, 300 drawn
+  std::vector<table::TableEntry> entries;
+  std::set<std::string> keys;
+  while (entries.size() < 300) {
+    const Workload w = matmul(dim(), dim(), dim());
+    if (keys.insert(w.key()).second) entries.push_back({w, tiles(16, 16), 1.0});
+  }
+  const ScheduleTable t(table::TableHeader{}, entries);
+  const auto log1p2 = [](std::int64_t v) { return std::log2(static_cast<double>(v) + 1); };
+  for (int i = 0; i < 500; ++i) {
+    const Workload q = matmul(1 + static_cast<std::int64_t>(rng() % 700), 1 + static_cast<std::int64_t>(rng() % 700),
+                              1 + static_cast<std::int64_t>(rng() % 700));
+    SCOPED_TRACE(q.label());
+    const table::TableEntry* want = nullptr;
+    double want_d = 1e300;
+    for (const auto& e : entries) {
+      double sum = 0;
+      for (const char* n : {"K", "M", "N"}) sum += std::pow(log1p2(e.workload.dim(n)) - log1p2(q.dim(n)), 2);
+      if (sum < want_d || (sum == want_d && e.workload.key() < want->workload.key())) {
+        want_d = sum;
+        want = &e;
+      }
+    }
+    const auto got = t.lookup(q);
+    if (got.kind == MatchKind::exact) {
+      EXPECT_EQ(want_d, 0);
+      continue;
+    }
+    ASSERT_EQ(got.kind, MatchKind::approximate);
+    EXPECT_EQ(got.entry->workload, want->workload);
+    EXPECT_DOUBLE_EQ(got.distance, std::sqrt(want_d));
+  }
 }
 
 TEST(ScheduleTableFixtureTest, CheckedInFixtureStillLoads) {
