@@ -13,6 +13,7 @@
 //
 // Usage: bench_costmodel_quality [--train-points N] [--eval-points N] [--noise X]
 //                                [--seed N] [--csv FILE] [--only NAME] [--kinds xgboost,linear]
+//                                [--rounds N] [--depth N] [--eta X] [--objective O]
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -39,6 +40,7 @@ struct Args {
   std::string csv;
   std::string only;
   std::vector<std::string> kinds = {"xgboost", "linear"};
+  costmodel::ModelOptions model;  // rounds, depth, eta: the tuner's defaults unless overridden
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -61,6 +63,10 @@ Args parse_args(int argc, char** argv) {
     else if (flag == "--csv") a.csv = v;
     else if (flag == "--only") a.only = v;
     else if (flag == "--kinds") a.kinds = split(v);
+    else if (flag == "--rounds") a.model.rounds = std::stoi(v);
+    else if (flag == "--depth") a.model.max_depth = std::stoi(v);
+    else if (flag == "--eta") a.model.eta = std::stod(v);
+    else if (flag == "--objective") a.model.objective = v;
     else throw_bad_input("unknown flag " + flag);
   }
   return a;
@@ -135,7 +141,7 @@ std::vector<Row> run_fold(const std::vector<LoadedCase>& suite, const std::strin
   }
   std::vector<Row> rows;
   for (const std::string& kind : a.kinds) {
-    costmodel::ModelOptions o;
+    costmodel::ModelOptions o = a.model;
     o.kind = kind;
     o.seed = a.seed;
     auto model = costmodel::make_cost_model(o);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "costmodel/cost_model.hpp"
 #include "synthetic.hpp"
 
 namespace atvoss::costmodel {
@@ -89,6 +90,33 @@ TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
   EXPECT_EQ(f(b, "copy_depth_hides"), 1.0f);
   EXPECT_EQ(f(a, "knob_tile_n"), 16.0f);
   EXPECT_EQ(f(b, "log2_tile_n"), float(std::log2(257.0)));
+}
+
+// The occupancy features must flag what the simulator would reject, so the model (and
+// the heuristic) can learn the validity boundary.
+TEST(FeaturesTest, OverflowingBuffersShowOccupancyAboveOne) {
+  const Workload w = matmul(2048, 2048, 2048);
+  Schedule fits({{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 64}, {"k_steps", 2},
+                 {"async_copy_depth", 2}, {"tile_order", 0}, {"fusion_level", 0}});
+  Schedule overflow = fits;
+  overflow.set("tile_m", 256);
+  overflow.set("tile_k", 256);
+  overflow.set("async_copy_depth", 4);  // L0A: 256 x 256 x 2 B x 4 buffers = 512 KB > 64 KB
+  const std::size_t l0a = feature_index("l0a_occupancy"), peak = feature_index("max_occupancy");
+  EXPECT_LE(features(w, test_target(), fits)[peak], 1.0f);
+  EXPECT_NEAR(features(w, test_target(), overflow)[l0a], 8.0f, 1e-5);
+  const std::vector<Schedule> both = {fits, overflow};
+  const auto scores = make_cost_model("heuristic")->predict(w, test_target(), both);
+  EXPECT_GT(scores[0], scores[1]);
+}
+
+// Fusion follows the chain: an op the level cannot fuse blocks every op after it.
+TEST(FeaturesTest, FusionStopsAtTheFirstUnfusableOp) {
+  const Workload w = wl({{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 512}}},
+                         {"epilogue", {"batchnorm", "relu"}}});
+  const auto row = features(w, test_target(), Schedule({{"tile_m", 64}, {"fusion_level", 1}}));
+  EXPECT_EQ(row[feature_index("fused_ops")], 0.0f);  // relu is level 1 but follows batchnorm
+  EXPECT_EQ(row[feature_index("unfused_ops")], 2.0f);
 }
 
 TEST(FeaturesTest, FusionCountsEpilogueOpsAndKernels) {
