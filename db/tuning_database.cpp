@@ -716,8 +716,10 @@ Stats TuningDatabase::stats() const {
     st.targets = c.query_int("SELECT count(*) FROM targets");
     st.workloads = c.query_int("SELECT count(*) FROM workloads");
     st.records = c.query_int("SELECT count(*) FROM records");
-    st.models = c.query_int("SELECT count(*) FROM models");
-    st.jobs = c.query_int("SELECT count(*) FROM jobs");
+    if (st.schema_version >= 2) {  // a version-1 file opened read-only has neither table
+      st.models = c.query_int("SELECT count(*) FROM models");
+      st.jobs = c.query_int("SELECT count(*) FROM jobs");
+    }
     {
       auto s = c.prepare("SELECT status, count(*) FROM records GROUP BY status ORDER BY status");
       while (s->step()) st.by_status.emplace_back(s->column_text(0), s->column_int64(1));

@@ -88,6 +88,7 @@ TEST(SchemaTest, VersionOneFileIsMigratedInPlaceKeepingItsRecords) {
     auto old = TuningDatabase::open(path, ro);  // read-only: readable, not migrated
     EXPECT_EQ(old.schema_version(), 1);
     EXPECT_EQ(old.best(matmul(8, 8, 8).key(), "tk", 1).size(), 1u);
+    EXPECT_EQ(old.stats().records, 1);
   }
   auto db = TuningDatabase::open(path);
   EXPECT_EQ(db.schema_version(), TuningDatabase::kSchemaVersion);
