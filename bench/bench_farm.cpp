@@ -9,7 +9,8 @@
 //   BM_DispatchNullMeasure/W  the same with a measure function that returns at once: the
 //                           farm's own ceiling, without the simulator's CPU time
 //   BM_SimulatorBaseline    simulate() alone on one thread: the measuring cost per item
-//   BM_RoundTrip/B          submit-to-last-answer latency of a batch of B, p50/p99 counters
+//   BM_RoundTrip/B          submit-to-last-answer latency of a batch of B through 4 workers
+//                           x 16 slots, p50/p99 counters
 //                           (target: p50 < 1 ms for B=1)
 //   BM_EmulatedScaling/W    --emulate-device-latency workers (5 ms compile), 1 slot each:
 //                           items/s should grow ~linearly with W (target >= 0.9x from 1 to 8)
@@ -168,7 +169,7 @@ void BM_SimulatorBaseline(benchmark::State& state) {
 BENCHMARK(BM_SimulatorBaseline);
 
 void BM_RoundTrip(benchmark::State& state) {
-  Cluster cluster(1, 4, false);
+  Cluster cluster(4, kSlots, false);  // the dispatch set-up: a batch of 64 fits in its slots
   const auto batch = static_cast<std::size_t>(state.range(0));
   std::vector<double> samples;
   std::uint64_t seed = 1;
