@@ -4,9 +4,11 @@
 //   (b) cost-model zero-shot — a model trained only on the target's OTHER tasks
 //       (leave-one-out, so it has never seen a measurement of this task) scores
 //       sampled valid schedules and its top pick is taken, without measuring;
-//   (c) tuned — the fastest stored schedule with fusion_level 0 (epilogues as
-//       separate kernels);
-//   (d) tuned with fusion — the fastest stored schedule of any fusion level.
+//   (c) tuned — the tiling tuned with fusion_level held at the vendor default's
+//       level (the fastest stored schedule at that level, or the overall winner
+//       moved to it, whichever is faster);
+//   (d) tuned with fusion — the fastest stored schedule of any fusion level (or
+//       (c)'s pick, should that be faster noise-free).
 // Threading: the caller's thread; reads db only.
 #pragma once
 
