@@ -38,8 +38,8 @@ class Connection;  // db/sqlite.hpp
 struct OpenOptions {
   // Open an existing file only (no create). Default false: a missing file is created.
   bool must_exist = false;
-  // Open read-only (queries, export, check). Default false. A read-only open of an
-  // older schema fails instead of migrating.
+  // Open read-only (queries, export, check, the source of a merge). Default false. An
+  // older schema is read as it is, not migrated (version-1 files have no models or jobs).
   bool read_only = false;
   // How long one write transaction may wait for another process's lock before giving
   // up with ErrorKind::io "database is busy". Default 30 s: long enough for a farm of
