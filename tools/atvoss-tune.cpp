@@ -3,10 +3,6 @@
 //               [--export table.json] [--json]
 //   atvoss-tune job.json [--quiet] [--farm host:port] [--json]
 // Exit codes: 0 ok, 2 bad input (flags, job spec, model, ONNX file, unreachable farm), 1 failure.
-#include <utility>  // before Boost.Asio 1.74: its awaitable.hpp uses std::exchange unincluded
-
-#include <boost/asio.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,11 +12,9 @@
 #include <unistd.h>
 
 #include "db/table_export.hpp"
-#include "rpc/channel.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "tools/cli_common.hpp"
-#include "tuner/farm_measurer.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/local_measurer.hpp"
 #include "tuner/strategy_setup.hpp"
@@ -29,32 +23,6 @@
 namespace {
 
 using namespace atvoss;
-
-// A farm that cannot be reached is bad input (a wrong address), reported before
-// anything is measured or stored.
-void probe_farm(const std::string& address) {
-  const rpc::Endpoint ep = rpc::parse_endpoint(address, "--farm");
-  namespace asio = boost::asio;
-  asio::io_context io;
-  asio::ip::tcp::resolver resolver(io);
-  asio::ip::tcp::socket socket(io);
-  boost::system::error_code result = asio::error::timed_out;
-  resolver.async_resolve(ep.host, std::to_string(ep.port), [&](auto ec, auto endpoints) {
-    if (ec) {
-      result = ec;
-      return;
-    }
-    asio::async_connect(socket, endpoints, [&](auto ec2, auto) { result = ec2; });
-  });
-  io.run_for(std::chrono::seconds(3));
-  if (result) throw_bad_input("farm '" + address + "' is unreachable: " + result.message());
-}
-
-std::unique_ptr<tuner::Measurer> make_measurer(const std::string& farm) {
-  if (farm.empty()) return std::make_unique<tuner::LocalMeasurer>();
-  probe_farm(farm);
-  return tuner::make_farm_measurer(farm);
-}
 
 Json curve_json(const std::vector<double>& curve) {
   Json j = Json::array();
@@ -74,7 +42,7 @@ int run_single(const SingleArgs& a, const std::string& farm) {
   const Workload workload = Workload::from_json(json_from_arg(a.workload, "--workload"));
   if (a.trials < 1) throw_bad_input("--trials must be >= 1");
   const ScheduleSpace space = simulator::space_for(workload, target);
-  auto measurer = make_measurer(farm);
+  auto measurer = tuner::make_job_measurer(farm);
   auto db = db::TuningDatabase::open(a.db);
   tuner::StrategyConfig config;
   config.name = a.strategy;
@@ -119,7 +87,6 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
   tuner::JobRunOptions options;
   options.quiet = quiet;
   options.farm = farm;
-  options.make_measurer = make_measurer;
   const auto out = tuner::run_job(spec, options);
   if (json) {
     std::cout << out.summary.dump(2) << "\n";

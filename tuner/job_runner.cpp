@@ -3,6 +3,10 @@
 // save scheduler state } -> export table -> evaluate variants -> write report.
 #include "tuner/job_runner.hpp"
 
+#include <utility>  // before Boost.Asio 1.74: its awaitable.hpp uses std::exchange unincluded
+
+#include <boost/asio.hpp>
+
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -11,6 +15,8 @@
 #include "db/table_export.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
+#include "rpc/channel.hpp"
+#include "tuner/farm_measurer.hpp"
 #include "tuner/local_measurer.hpp"
 #include "tuner/model_evaluation.hpp"
 #include "tuner/model_zoo.hpp"
@@ -282,7 +288,31 @@ class Job {
   std::int64_t job_id_ = 0;
 };
 
+void probe_farm(const std::string& address) {
+  const rpc::Endpoint ep = rpc::parse_endpoint(address, "farm");
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::resolver resolver(io);
+  asio::ip::tcp::socket socket(io);
+  boost::system::error_code result = asio::error::timed_out;
+  resolver.async_resolve(ep.host, std::to_string(ep.port), [&](auto ec, auto endpoints) {
+    if (ec) {
+      result = ec;
+      return;
+    }
+    asio::async_connect(socket, endpoints, [&](auto ec2, auto) { result = ec2; });
+  });
+  io.run_for(std::chrono::seconds(3));
+  if (result) throw_bad_input("farm '" + address + "' is unreachable: " + result.message());
+}
+
 }  // namespace
+
+std::unique_ptr<Measurer> make_job_measurer(const std::string& farm) {
+  if (farm.empty()) return std::make_unique<LocalMeasurer>();
+  probe_farm(farm);
+  return make_farm_measurer(farm);
+}
 
 TaskSet tasks_of(const JobSpec& spec) {
   TaskSet set;
@@ -318,14 +348,8 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
     (void)simulator::default_schedule(t.workload, target);
   }
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
-  std::unique_ptr<Measurer> measurer;
-  if (options.make_measurer) {
-    measurer = options.make_measurer(farm);
-  } else if (farm.empty()) {
-    measurer = std::make_unique<LocalMeasurer>();
-  } else {
-    throw_bad_input("farm '" + farm + "': this program was built without a farm measurer");
-  }
+  std::unique_ptr<Measurer> measurer =
+      options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
   for (const auto* p : {&spec.database, &spec.export_path, &spec.report_path}) {
     const auto dir = std::filesystem::path(*p).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir);

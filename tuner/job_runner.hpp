@@ -30,7 +30,7 @@ struct JobRunOptions {
   bool quiet = false;
   std::string farm;  // overrides the spec's farm when non-empty (--farm)
   // Builds the measurer: given the farm address ("" = local), returns a Measurer.
-  // Default: LocalMeasurer on all cores; a farm address needs make_farm_measurer.
+  // Default: make_job_measurer.
   std::function<std::unique_ptr<Measurer>(const std::string& farm)> make_measurer;
   // Stop after this many rounds (tests simulate an interrupted job); 0 = no limit.
   int max_rounds = 0;
@@ -46,6 +46,11 @@ struct JobOutcome {
   std::string database, table, report;
   Json summary;            // per-task detail for --json
 };
+
+// The embedded default: LocalMeasurer on all cores when farm is empty; otherwise
+// a FarmMeasurer, after checking that host:port accepts connections (bad_input
+// "unreachable" if not, so a wrong address is reported before anything runs).
+std::unique_ptr<Measurer> make_job_measurer(const std::string& farm);
 
 // The tasks of a spec: its model (zoo name or .onnx file) plus its explicit workloads.
 TaskSet tasks_of(const JobSpec& spec);

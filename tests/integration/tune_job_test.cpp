@@ -164,6 +164,48 @@ TEST_F(TuneCli, KillNineThenResumeMeasuresNoScheduleTwice) {
   EXPECT_THAT(sql(db, "SELECT state FROM jobs WHERE name='killed'"), HasSubstr("done"));
 }
 
+// An ONNX model built here with Debian's python3-onnx: Conv+BatchNormalization+Relu
+// twice (same shape: one task, weight 2), a MaxPool that is listed as not tuned.
+TEST_F(TuneCli, OnnxModelJob) {
+  const std::string script = R"py(
+import sys
+from onnx import helper, TensorProto as T
+import onnx
+def t(name, *shape):
+    n = 1
+    for d in shape: n *= d
+    return helper.make_tensor(name, T.FLOAT, shape, [0.5] * n)
+nodes, inits = [], []
+prev = "x"
+for i in range(2):
+    nodes += [helper.make_node("Conv", [prev, "w%d" % i], ["c%d" % i], pads=[1, 1, 1, 1], name="conv%d" % i),
+              helper.make_node("BatchNormalization", ["c%d" % i, "s", "b", "m", "v"], ["n%d" % i]),
+              helper.make_node("Relu", ["n%d" % i], ["r%d" % i])]
+    inits.append(t("w%d" % i, 16, 16, 3, 3))
+    prev = "r%d" % i
+nodes.append(helper.make_node("MaxPool", [prev], ["y"], kernel_shape=[2, 2], strides=[2, 2]))
+inits += [t("s", 16), t("b", 16), t("m", 16), t("v", 16)]
+g = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 16, 28, 28])],
+                      [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+)py";
+  std::ofstream(path("make.py")) << script;
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  if (std::system((python + " " + path("make.py") + " " + path("tiny.onnx") + " 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "python3-onnx unavailable (scripts/setup.sh installs it)";
+  }
+  const auto spec = job("tiny", {{"model", path("tiny.onnx")}, {"batch", 2}, {"trials", 16},
+                                 {"strategy", "random"}, {"batch_size", 8}});
+  const Result r = run(spec + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = atvoss::parse_json(r.out, "stdout");
+  ASSERT_EQ(j["tasks"].size(), 1u);
+  EXPECT_EQ(j["tasks"][0]["weight"], 2);
+  EXPECT_EQ(j["tasks"][0]["workload"]["dims"]["N"], 2);
+  EXPECT_EQ(j["tasks"][0]["workload"]["epilogue"], atvoss::Json::array({"batchnorm", "relu"}));
+  EXPECT_THAT(slurp(path("tiny-report.html")), HasSubstr("MaxPool"));
+}
+
 TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
   // A good run first, so there is a database whose bytes must not change.
   const auto good = job("shared", kMlpJob);
