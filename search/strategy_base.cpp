@@ -195,7 +195,9 @@ void StrategyBase::load_state(const Json& state) {
   const Json& pending = require_field(state, "pending", ctx);
   if (!pending.is_array()) throw_bad_input(ctx + ": field 'pending' must be a list");
   for (const auto& s : pending) pending_.push_back(*point_in_space(space_.parse(s)));
-  has_pending_ = require_field(state, "has_pending", ctx).get<bool>();
+  const Json& has_pending = require_field(state, "has_pending", ctx);
+  if (!has_pending.is_boolean()) throw_bad_input(ctx + ": field 'has_pending' must be true or false");
+  has_pending_ = has_pending.get<bool>();
   if (!records_.empty()) on_records(0);
   load_extra(require_field(state, "extra", ctx));
 }

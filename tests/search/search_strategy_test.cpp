@@ -349,3 +349,42 @@ TEST(SearchStrategyTest, RealModelsResumeExactly) {
 
 }  // namespace
 }  // namespace atvoss::search
+
+namespace atvoss::search {
+namespace {
+
+TEST(SearchStrategyTest, LoadStateNamesTheBadField) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  auto a = make_strategy("evolutionary", space, options_for(1, &fits));
+  run(*a, space, 1, 4);
+  const Json good = a->save_state();
+  const struct {
+    const char* name;
+    std::function<void(Json&)> edit;
+    const char* error;
+  } kCases[] = {
+      {"rng", [](Json& j) { j["rng"] = "not a state"; }, "'rng'"},
+      {"version", [](Json& j) { j["version"] = 99; }, "'version'"},
+      {"trial_knob", [](Json& j) { j["trials"][0]["schedule"]["zz"] = 1; }, "unknown knob 'zz'"},
+      {"trial_status", [](Json& j) { j["trials"][0]["status"] = "fine"; }, "'status'"},
+      {"has_pending", [](Json& j) { j["has_pending"] = 3; }, "'has_pending'"},
+      {"missing", [](Json& j) { j.erase("trials"); }, "'trials'"},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    Json bad = good;
+    c.edit(bad);
+    auto fresh = make_strategy("evolutionary", space, options_for(1, &fits));
+    try {
+      fresh->load_state(bad);
+      ADD_FAILURE() << "expected bad_input";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_THAT(e.what(), testing::HasSubstr(c.error));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace atvoss::search
