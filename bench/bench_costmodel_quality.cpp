@@ -134,7 +134,8 @@ struct Row {
 
 std::vector<Row> run_fold(const std::vector<LoadedCase>& suite, const std::string& held_out,
                           const Args& a) {
-  std::mt19937_64 rng(a.seed ^ costmodel::feature_version() ^ std::hash<std::string>{}(held_out));
+  // fnv1a64, not std::hash: the same fold must draw the same points on every platform.
+  std::mt19937_64 rng(a.seed ^ std::uint64_t(costmodel::feature_version()) ^ fnv1a64(held_out));
   std::vector<costmodel::WorkloadGroup> train;
   for (const auto& lc : suite) {
     if (lc.workload_name != held_out) train.push_back(training_group(lc, a, rng));
