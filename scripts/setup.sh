@@ -16,7 +16,7 @@ ATVOSS_PACKAGES=(
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libonnx-dev python3-onnx python3-numpy
+  libonnx-dev libprotobuf-dev python3-onnx python3-numpy
   chromium
 )
 
