@@ -34,6 +34,14 @@ Endpoint parse_endpoint(const std::string& text, std::string_view flag) {
   return e;
 }
 
+bool is_permanent_refusal(const Error& e) {
+  constexpr std::string_view kPrefix = "farm refused: ";
+  const std::string_view what = e.what();
+  if (e.kind() != ErrorKind::protocol || what.substr(0, kPrefix.size()) != kPrefix) return false;
+  const std::string_view code = what.substr(kPrefix.size(), what.find(':', kPrefix.size()) - kPrefix.size());
+  return code != codes::shutting_down && code != codes::login_timeout;
+}
+
 Channel::Channel(std::size_t max_frame_bytes) : socket_(io_), decoder_(max_frame_bytes) {}
 
 Channel::~Channel() { close(); }

@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "core/error.hpp"
 #include "core/json.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/frame.hpp"
@@ -31,6 +32,11 @@ struct Endpoint {
 
 // "host:port" -> Endpoint; bad_input naming the flag if malformed.
 Endpoint parse_endpoint(const std::string& text, std::string_view flag = "--farm");
+
+// True for an Error from Channel that reconnecting cannot fix: the farm refused the login
+// (auth_failed, version_mismatch, loopback_only, protocol). Not for shutting_down or
+// login_timeout, which a retry against a live coordinator can get past.
+bool is_permanent_refusal(const Error& e);
 
 struct ChannelOptions {
   Role role = Role::client;

@@ -815,7 +815,7 @@ void Coordinator::start() {
     m.query = std::make_unique<QueryServer>(m.io, m.options.http_host, *m.options.http_port,
                                             m.options.token, std::move(handlers));
   }
-  asio::co_spawn(m.io, m.accept_loop(), asio::detached);
+  asio::co_spawn(m.io, m.accept_loop(), [](std::exception_ptr e) { log_if_exception("farm", e); });
   m.schedule_sweep();
   m.work.emplace(m.io.get_executor());
   const int n = std::max(1, m.options.threads);

@@ -14,10 +14,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-bool is_refusal(const Error& e) {
-  return e.kind() == ErrorKind::protocol && std::string_view(e.what()).find("refused") != std::string_view::npos;
-}
-
 Json request_body(const FarmRequest& r) {
   return encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", r.repeat}, {"seed", r.seed}});
 }
@@ -37,7 +33,7 @@ void FarmClient::ensure_connected(Clock::time_point deadline) {
       channel_ = Channel::open(options_.farm, co);
       return;
     } catch (const Error& e) {
-      if (is_refusal(e) && std::string_view(e.what()).find("shutting_down") == std::string_view::npos) throw;
+      if (is_permanent_refusal(e)) throw;
       if (Clock::now() + backoff > deadline) throw;
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, options_.backoff_max);
@@ -52,6 +48,7 @@ std::vector<Measurement> FarmClient::measure(const std::vector<FarmRequest>& req
   std::size_t left = requests.size();
   auto deadline = Clock::now() + options_.reconnect_for;
   bool need_submit = true;
+  bool first_submission = true;
   std::string last_error = "coordinator unreachable";
   std::vector<Json> bodies;  // encoded once, resubmitted as they are
   bodies.reserve(requests.size());
@@ -60,8 +57,9 @@ std::vector<Measurement> FarmClient::measure(const std::vector<FarmRequest>& req
   while (left > 0) {
     try {
       if (!channel_) {
-        if (counters_.answers > 0 || !need_submit) ++counters_.reconnects;
+        if (connected_once_) ++counters_.reconnects;
         ensure_connected(deadline);
+        connected_once_ = true;
         need_submit = true;
       }
       if (need_submit) {
@@ -75,7 +73,8 @@ std::vector<Measurement> FarmClient::measure(const std::vector<FarmRequest>& req
           pending.emplace(id, i);
           items.push_back(Json{{"id", id}, {"target", requests[i].target_key}, {"request", bodies[i]}});
         }
-        if (counters_.answers > 0 || counters_.reconnects > 0) counters_.resubmitted += items.size();
+        if (!first_submission) counters_.resubmitted += items.size();
+        first_submission = false;
         channel_->send(Json{{"type", "submit"}, {"items", std::move(items)}});
         need_submit = false;
       }
@@ -117,7 +116,7 @@ std::vector<Measurement> FarmClient::measure(const std::vector<FarmRequest>& req
       }
       if (retry_later) throw Error(ErrorKind::io, "coordinator shutting down");
     } catch (const Error& e) {
-      if (is_refusal(e) && std::string_view(e.what()).find("shutting_down") == std::string_view::npos) throw;
+      if (is_permanent_refusal(e)) throw;
       last_error = e.what();
       channel_.reset();
       need_submit = true;

@@ -64,6 +64,7 @@ class FarmClient {
   FarmClientOptions options_;
   std::unique_ptr<Channel> channel_;
   std::uint64_t next_id_ = 1;
+  bool connected_once_ = false;  // later connections count as reconnects
   FarmClientCounters counters_;
 };
 

@@ -13,6 +13,17 @@ std::atomic<bool> g_enabled{true};
 std::mutex g_mu;
 }  // namespace
 
+void log_if_exception(std::string_view component, std::exception_ptr e) noexcept {
+  if (!e) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    log_line(component, std::string("coroutine ended by an exception: ") + ex.what());
+  } catch (...) {
+    log_line(component, "coroutine ended by an unknown exception");
+  }
+}
+
 void set_log_enabled(bool enabled) noexcept { g_enabled.store(enabled); }
 
 void log_line(std::string_view component, std::string_view message) {

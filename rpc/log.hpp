@@ -3,12 +3,16 @@
 // Threading: safe from any thread.
 #pragma once
 
+#include <exception>
 #include <string_view>
 
 namespace atvoss::rpc {
 
 // Writes "<program-time> <component>: <message>\n" to stderr unless logging is muted.
 void log_line(std::string_view component, std::string_view message);
+// Completion handler body for co_spawn: logs an escaped exception instead of dropping it
+// (asio::detached would; chriskohlhoff/asio#1111).
+void log_if_exception(std::string_view component, std::exception_ptr e) noexcept;
 // Tests and benchmarks mute the log; the tools leave it on.
 void set_log_enabled(bool enabled) noexcept;
 

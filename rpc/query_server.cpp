@@ -211,7 +211,8 @@ asio::awaitable<void> QueryServer::Impl::accept_loop() {
       asio::write(socket, asio::buffer(kForbidden), ec);
       continue;
     }
-    asio::co_spawn(acceptor.get_executor(), serve(std::move(socket)), asio::detached);
+    asio::co_spawn(acceptor.get_executor(), serve(std::move(socket)),
+                   [](std::exception_ptr e) { log_if_exception("query", e); });
   }
 }
 
@@ -230,7 +231,7 @@ QueryServer::QueryServer(asio::io_context& io, const std::string& host, std::uin
   impl_->acceptor.bind(endpoint, ec);
   if (ec) throw Error(ErrorKind::io, "cannot bind HTTP " + host + ":" + std::to_string(port) + ": " + ec.message());
   impl_->acceptor.listen();
-  asio::co_spawn(io, impl_->accept_loop(), asio::detached);
+  asio::co_spawn(io, impl_->accept_loop(), [](std::exception_ptr e) { log_if_exception("query", e); });
 }
 
 QueryServer::~QueryServer() = default;

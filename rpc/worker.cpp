@@ -85,9 +85,7 @@ void Worker::run() {
       co.token = options_.token;
       channel = Channel::open(options_.farm, co);
     } catch (const Error& e) {
-      if (e.kind() == ErrorKind::protocol && std::string_view(e.what()).find("refused") != std::string_view::npos) {
-        throw;  // wrong token or version: retrying cannot help
-      }
+      if (is_permanent_refusal(e)) throw;  // wrong token or version: retrying cannot help
       ++attempts;
       if (options_.max_connect_attempts > 0 && attempts >= options_.max_connect_attempts) throw;
       log_line("worker", std::string(e.what()) + "; retrying in " + std::to_string(backoff.count()) + " ms");

@@ -41,7 +41,7 @@ class FarmBadPeers : public testing::Test {
     for (const Measurement& m : got) EXPECT_FALSE(is_infrastructure_error(m.status)) << m.message;
   }
 
-  void expect_login_refused(rpc::ChannelOptions o, const char* code) {
+  void expect_login_refused(const rpc::ChannelOptions& o, const char* code) {
     try {
       rpc::Channel::open(rpc::Endpoint{"127.0.0.1", farm_.port}, o);
       ADD_FAILURE() << "login accepted; expected " << code;
