@@ -144,6 +144,7 @@ struct Summary {  // one strategy over the suite
   std::map<int, std::vector<double>> frac_by_case;  // checkpoint -> per-case mean over seeds
   std::vector<double> t95_by_case, t99_by_case;     // per-case median over seeds
   double seconds = 0;
+  int runs = 0;
 };
 
 void print_case_header() {
@@ -212,6 +213,7 @@ int run(const Config& cfg) {
       s.t95_by_case.push_back(median(t95));
       s.t99_by_case.push_back(median(t99));
       s.seconds += secs;
+      s.runs += cfg.seeds;
       std::printf(" %6s %6s %7.2f\n", trials_text(median(t95), cfg.budget).c_str(),
                   trials_text(median(t99), cfg.budget).c_str(), secs / cfg.seeds);
       std::fflush(stdout);
@@ -224,8 +226,8 @@ int run(const Config& cfg) {
     auto& s = summary[label];
     std::printf("%-34s %-22s", "SUITE MEDIAN", label.c_str());
     for (int k : kCheckpoints) std::printf(" %6.3f", median(s.frac_by_case[k]));
-    std::printf(" %6s %6s %7.1f\n", trials_text(median(s.t95_by_case), cfg.budget).c_str(),
-                trials_text(median(s.t99_by_case), cfg.budget).c_str(), s.seconds);
+    std::printf(" %6s %6s %7.2f\n", trials_text(median(s.t95_by_case), cfg.budget).c_str(),
+                trials_text(median(s.t99_by_case), cfg.budget).c_str(), s.runs ? s.seconds / s.runs : 0.0);
   }
   const auto t95 = [&](const std::string& l) { return median(summary[l].t95_by_case); };
   if (summary.count("model-guided-xgboost")) {
