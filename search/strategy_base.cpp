@@ -11,6 +11,9 @@ namespace {
 // Above this many points the random fallback does not enumerate the space.
 constexpr std::uint64_t kEnumerateLimit = 1u << 22;
 constexpr int kStateVersion = 1;
+// The validity cache is dropped when it grows past this many points: checks are pure, so
+// forgetting costs only time, and a long job would otherwise keep every point it visited.
+constexpr std::size_t kValidCacheLimit = 1u << 20;
 
 Json trial_json(const Schedule& s, Status st, double time_us) {
   return {{"schedule", s.to_json()}, {"status", std::string(to_string(st))}, {"time_us", time_us}};
@@ -98,6 +101,7 @@ bool StrategyBase::valid(const Point& p) {
   auto it = valid_cache_.find(p);
   if (it != valid_cache_.end()) return it->second;
   const bool ok = space_.check(space_.schedule_at(p)).ok;
+  if (valid_cache_.size() >= kValidCacheLimit) valid_cache_.clear();
   valid_cache_.emplace(p, ok);
   return ok;
 }
