@@ -41,7 +41,7 @@ namespace {
   X(padding_waste, "1 - useful work / work done including edge and fractal padding", "fraction") \
   X(fractal_waste, "1 - tile elements / tile elements padded to the fractal", "fraction") \
   X(k_iters, "reduction steps per tile (ceil(K / tile_k))", "count(log2)") \
-  X(gm_loads, "GM loads per tile (ceil(K steps / k_steps))", "count(log2)") \
+  X(gm_loads, "GM loads per tile (ceil(K steps / k_steps), times conv row groups)", "count(log2)") \
   X(steps_per_load, "reduction steps (times conv M sub-blocks) fed by one GM load", "count(log2)") \
   X(l2_read_bytes, "operand bytes fetched from GM, L2 hits included, re-reads included", "bytes(log2)") \
   X(hbm_read_bytes, "estimated bytes that miss L2 (tile_order decides the reuse distance)", "bytes(log2)") \

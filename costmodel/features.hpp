@@ -39,7 +39,7 @@ namespace atvoss::costmodel {
 
 class TilingContext;  // tile_analysis.hpp
 
-inline constexpr int kFeatureVersion = 2;
+inline constexpr int kFeatureVersion = 3;
 inline constexpr std::size_t kGenericKnobSlots = 16;
 // Bytes per GM copy below which MTE2 does not reach full bandwidth (CALIBRATION.md).
 inline constexpr double kCopyKneeBytes = 16.0 * 1024.0;

@@ -132,6 +132,11 @@ void cube_output(Plan& p, const Ctx& c, double out_elems) {
                        : out_elems * 4 / std::max(1.0, c.t.vector_bytes_per_cycle);
   p.epi_tile = out_elems * c.b * p.fusion.fused_vec_ops /
                (std::max(1.0, c.t.vector_bytes_per_cycle) * vector_per_cube(c.t));
+  // Split parts have no UB on the cube core: the tile is parked in a GM workspace and
+  // read back by the vector cores before the epilogue.
+  if (c.t.organisation == "split" && p.fusion.fused > 0) {
+    p.epi_tile += out_elems * c.b / (safe(c.t.mte2_bytes_per_cycle) * vector_per_cube(c.t));
+  }
   if (c.k.fusion >= 3) p.epi_tile += kHandoverCycles;
   if (!fixpipe || p.fusion.fused > 0) p.store_bytes = out_elems * c.b;
   else p.fix_store_bytes = out_elems * c.b;
@@ -189,59 +194,68 @@ Plan plan_matmul(const Ctx& c) {
   return p;
 }
 
+// Conv input rows one row group reads: a block whose accumulator overflows L0C is
+// computed in groups of output rows that fit, each streaming the whole reduction again.
+double conv_group_input(const Dims& x, double h, double wd, double in_h, double in_w, double groups) {
+  const double rows = h / groups;
+  if (rows >= 1) return std::min(in_h, (rows - 1) * x.stride + x.R) * in_w;
+  return x.R * ((wd * rows - 1) * x.stride + x.S);
+}
+
 Plan plan_conv(const Ctx& c) {
   Plan p;
   const Dims& x = c.d;
-  const double batch = x.B, C = x.C, H = x.H, W = x.W, K = x.K, R = x.R, S = x.S;
-  const double stride = x.stride, pad = x.pad, Ho = x.Ho, Wo = x.Wo;
-  const double h = std::min(c.k.th, Ho), wd = std::min(c.k.tw, Wo), n = std::min(c.k.tn, K);
-  const double kred = C * R * S, d = c.k.depth;
+  const double h = std::min(c.k.th, x.Ho), wd = std::min(c.k.tw, x.Wo), n = std::min(c.k.tn, x.K);
+  const double kred = x.C * x.R * x.S, d = c.k.depth;
   double kk = 0;
   reduction_split(p, c, kred, kk);
-  const double tk_p = ceil_to(c.k.tk, c.c0), ch_load = C / p.loads;
+  const double spl = p.spl, loads = p.loads;
+  const double tk_p = ceil_to(c.k.tk, c.c0), ch_load = x.C / loads;
   p.cores = std::max(1, c.t.ai_cores);
   p.fusion = c.fusion;
   const double base_m_cap = std::floor(double(c.t.l0a_bytes) / (tk_p * c.b * d) / 16) * 16;
   const double mt = pad16(h * wd);
   const double base_m = std::min(mt, base_m_cap);
-  const double msub = std::max(1.0, std::ceil(mt / std::max(16.0, base_m)));
-  const double bm = mt / msub;
-  const double in_h = std::min(H + 2 * pad, (h - 1) * stride + R);
-  const double in_w = std::min(W + 2 * pad, (wd - 1) * stride + S);
-  p.halo = in_h * in_w / std::max(1.0, h * wd * stride * stride);
+  const double in_h = std::min(x.H + 2 * x.pad, (h - 1) * x.stride + x.R);
+  const double in_w = std::min(x.W + 2 * x.pad, (wd - 1) * x.stride + x.S);
+  p.halo = in_h * in_w / std::max(1.0, h * wd * x.stride * x.stride);
   const double acc = mt * pad16(n) * 4;
-  const double spill = acc > double(c.t.l0c_bytes) ? 2 * acc * (p.loads - 1) / p.loads : 0;
-  p.grid_m = ceil_div(Ho, h) * ceil_div(Wo, wd) * batch, p.grid_n = ceil_div(K, n);
+  const double groups = std::ceil(acc / std::max(1.0, double(c.t.l0c_bytes)));
+  const double group_input = conv_group_input(x, h, wd, in_h, in_w, groups);
+  const double msub = std::max(1.0, std::ceil(mt / groups / std::max(16.0, base_m)));
+  const double bm = mt / groups / msub;
+  p.grid_m = ceil_div(x.Ho, h) * ceil_div(x.Wo, wd) * x.B, p.grid_n = ceil_div(x.K, n);
   p.tiles = p.grid_m * p.grid_n;
-  p.useful = batch * Ho * Wo * K * kred;
+  p.useful = x.B * x.Ho * x.Wo * x.K * kred;
   p.padded = p.tiles * mt * pad16(n) * ceil_to(kred, c.c0);
   p.fractal_waste = 1 - (h * wd * n) / (mt * pad16(n));
-  p.spl *= msub;  // the cube walks msub M sub-blocks per reduction step
-  p.copies[0] = {in_h * in_w * ch_load * c.b, in_w * 32};
-  p.copies[1] = {n * kk * (p.spl / msub) * c.b, 512};
-  p.copies[2] = {spill + p.fusion.extra_inputs * h * wd * n * c.b / p.loads, 512};
+  p.loads = loads * groups;
+  p.spl = spl * msub;  // the cube walks msub M sub-blocks per reduction step
+  p.copies[0] = {group_input * ch_load * c.b, in_w * 32};
+  p.copies[1] = {n * kk * spl * c.b, 512};
+  p.copies[2] = {p.fusion.extra_inputs * h * wd * n * c.b / p.loads, 512};
   p.mte1_step = bm * kk * c.b / safe(c.t.mte1_a_bytes_per_cycle) + c.t.mte1_start_cycles +
                 (kk * pad16(n) * c.b / safe(c.t.mte1_b_bytes_per_cycle) + c.t.mte1_start_cycles) / msub;
   p.cube_step = bm * pad16(n) * kk / safe(c.macs);
   cube_output(p, c, h * wd * n);
   p.a_tile = bm * kk * c.b, p.b_tile = kk * pad16(n) * c.b, p.c_tile = std::min(acc, double(c.t.l0c_bytes));
   p.step_flops = 2 * bm * n * kk;
-  p.a_unique = batch * C * H * W * c.b;
-  p.a_sweep = p.grid_m * in_h * in_w * C * c.b;
-  p.b_unique = p.b_sweep = K * kred * c.b;
-  p.out_bytes = batch * K * Ho * Wo * c.b;
-  p.other_reads = p.tiles * spill * p.loads + p.fusion.extra_inputs * p.out_bytes;
+  p.a_unique = x.B * x.C * x.H * x.W * c.b;
+  p.a_sweep = p.grid_m * in_h * in_w * x.C * c.b;
+  p.b_unique = p.b_sweep = x.K * kred * c.b;
+  p.out_bytes = x.B * x.K * x.Ho * x.Wo * c.b;
+  p.other_reads = p.tiles * (groups - 1) * loads * p.copies[1].bytes + p.fusion.extra_inputs * p.out_bytes;
   p.l0a = std::max(16.0, base_m) * tk_p * c.b * d;
   if (base_m_cap < 16) p.l0a = std::max(p.l0a, 2.0 * double(c.t.l0a_bytes));  // cannot fit
   p.l0b = tk_p * pad16(c.k.tn) * c.b * d;
   p.l0c = p.c_tile;
-  p.l1 = d * (in_h * in_w * std::max(1.0, ch_load) * c.b + pad16(c.k.tn) * kk * (p.spl / msub) * c.b) +
+  p.l1 = d * (group_input * std::max(1.0, ch_load) * c.b + pad16(c.k.tn) * kk * spl * c.b) +
          kept_bytes(p, c, h * wd * n);
   if (p.fusion.fused > 0) {
     const double out_b = c.t.fixpipe_bytes_per_cycle > 0 ? c.b : 4;
     p.ub = std::min(2.0, d) * base_m * pad16(c.k.tn) * (out_b + p.fusion.extra_inputs * c.b);
   }
-  p.row_fits = !p.fusion.has_layernorm || c.k.tn >= K;
+  p.row_fits = !p.fusion.has_layernorm || c.k.tn >= x.K;
   return p;
 }
 
@@ -424,7 +438,9 @@ TileAnalysis analyse(const Ctx& c, const Plan& p) {
   const double period = a.overlap ? std::max({mte2, mte1, compute, out}) : mte2 + mte1 + compute + out;
   const double fill = a.overlap ? (mte2 + mte1) / p.loads + out : 0;
   const double per_core = std::ceil(p.tiles / p.cores);
-  const double core = per_core * period + fill;
+  // The pipeline fills once per kernel, after the first byte arrives from L2 or HBM.
+  const double first_byte = miss * t.hbm_latency_cycles + (1 - miss) * t.l2_latency_cycles;
+  const double core = per_core * period + fill + first_byte;
   const double hbm = (r.hbm_reads + p.out_bytes) / safe(t.hbm_bytes_per_cycle);
   const double l2 = t.l2_bytes_per_cycle > 0 ? r.l2_reads / t.l2_bytes_per_cycle : 0;
   const double peak = p.uses_cube ? c.d.flops / (2 * safe(c.macs) * std::max(1, t.ai_cores)) : 0;

@@ -1,7 +1,8 @@
 // TileAnalysis (internal to costmodel/): the analytic description of one schedule that
 // the derived features are read from. It follows the knob semantics the simulator
 // documents (simulator/tiling.hpp, transfer.hpp, fusion.hpp; CALIBRATION.md section 2):
-// implicit-GEMM tiles with k_steps reduction steps per GM load, async_copy_depth buffers
+// implicit-GEMM tiles with k_steps reduction steps per GM load (conv blocks whose
+// accumulator overflows L0C run in row groups), async_copy_depth buffers
 // per queue, fractal padding, the halo of conv input tiles, L2 reuse of operand panels
 // by tile_order, epilogue fusion in chain order, and a roofline over the pipes.
 // It never runs the simulator: it is a closed-form estimate, cheap enough to evaluate
