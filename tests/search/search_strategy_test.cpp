@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/recorded_space.hpp"
 
 namespace atvoss::search {
 namespace {
@@ -383,6 +384,51 @@ TEST(SearchStrategyTest, LoadStateNamesTheBadField) {
       EXPECT_TRUE(e.is_bad_input());
       EXPECT_THAT(e.what(), testing::HasSubstr(c.error));
     }
+  }
+}
+
+}  // namespace
+}  // namespace atvoss::search
+
+namespace atvoss::search {
+namespace {
+
+// Recorded spaces reject configurations absent from the table through the space's check,
+// so no strategy spends an evaluation on one; every proposal has a recorded outcome.
+TEST(SearchStrategyTest, RecordedSpaceProposalsAreAllRecorded) {
+  std::string csv = "a,b,c,time_us,status\n";
+  for (int a = 0; a < 6; ++a) {
+    for (int b = 0; b < 6; ++b) {
+      for (int c = 0; c < 4; ++c) {
+        if ((a + b + c) % 3 == 0) continue;  // restriction: absent
+        const bool failed = a == 5 && b == 5;
+        csv += std::to_string(a) + "," + std::to_string(b) + "," + std::to_string(c) + "," +
+               (failed ? std::string(",runtime_error") : std::to_string(10 + (a - 2) * (a - 2) + b + c) + ",ok") +
+               "\n";
+      }
+    }
+  }
+  const auto rs = RecordedSpace::parse(csv, "table.csv");
+  for (const auto& name : strategy_names()) {
+    SCOPED_TRACE(name);
+    StrategyOptions o;
+    o.seed = 3;
+    o.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"table.csv"})", "t"));
+    o.cost_model = "linear";
+    o.model_population = 64;
+    auto s = make_strategy(name, rs->space(), o);
+    std::size_t proposed = 0;
+    for (int r = 0; r < 8; ++r) {
+      std::vector<Trial> results;
+      for (const auto& x : s->propose(12)) {
+        const auto m = rs->measure(x);
+        EXPECT_NE(m.status, Status::invalid) << x.to_json().dump();
+        results.push_back({x, m.status, m.time_us});
+      }
+      proposed += results.size();
+      s->update(results);
+    }
+    EXPECT_EQ(proposed, rs->recorded_count());  // 96 recorded: the space is exhausted exactly
   }
 }
 
