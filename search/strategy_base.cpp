@@ -1,3 +1,6 @@
+// StrategyBase implementation. Read first: propose() and update() (the call-order state
+// machine), then fill_random() and breed_from_measured() (how points are chosen), then
+// save_state()/load_state() (the resume format: see search/README.md).
 #include "search/internal/strategy_base.hpp"
 
 #include <algorithm>
