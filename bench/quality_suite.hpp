@@ -29,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "core/schedule_space.hpp"
@@ -166,7 +168,8 @@ inline bool read_cache(const std::string& path, const std::string& print, Ground
 
 inline void write_cache(const std::string& path, const std::string& print, const GroundTruth& g) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  const std::string tmp = path + ".tmp";
+  // Per-process temporary name: two benches filling the same cache never share a file.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp);
     out.precision(17);
