@@ -12,6 +12,7 @@
 //     prune -k N [--keep-failed]             keep the best N per (workload, target)
 //     check                                  integrity_check + foreign_key_check
 //     vacuum
+//     serve [--host H] [--port P] [--token-file F]  HTTP /v1/best, /v1/stats, /metrics (rpc/query_server.hpp)
 // W: inline JSON, a JSON file, or a workload key. T: a preset name, a target JSON file or
 // inline JSON (simulator::load_target), or the name or key of a target stored in the
 // database (e.g. a recorded GPU such as "NVIDIA GeForce RTX 3090").
@@ -28,6 +29,8 @@
 #include "db/kernel_tuner_cache.hpp"
 #include "db/table_export.hpp"
 #include "db/tuning_database.hpp"
+#include "rpc/auth.hpp"
+#include "rpc/query_server.hpp"
 #include "simulator/presets.hpp"
 #include "tools/cli_common.hpp"
 
@@ -274,8 +277,20 @@ int main(int argc, char** argv) {
   prune->add_flag("--keep-failed", keep_failed, "keep failed records (they stop re-measuring)");
   auto* check = app.add_subcommand("check", "integrity_check and foreign_key_check");
   auto* vacuum = app.add_subcommand("vacuum", "rebuild the file, reclaiming free pages");
+  atvoss::rpc::QueryServerOptions serve_options;
+  std::string token_file;
+  auto* serve = app.add_subcommand("serve", "HTTP query endpoint: /v1/best, /v1/stats, /metrics");
+  serve->add_option("--host", serve_options.host, "bind address (non-loopback needs a token)")->capture_default_str();
+  serve->add_option("--port", serve_options.port, "port")->capture_default_str();
+  serve->add_option("--token-file", token_file, "file holding the token (else ATVOSS_TOKEN; none: loopback only)");
 
   return atvoss::tools::run_cli(app, argc, argv, [&]() -> int {
+    if (serve->parsed()) {
+      serve_options.db_path = db_path;
+      serve_options.token = atvoss::rpc::load_token(token_file);
+      atvoss::rpc::run_query_server(serve_options);
+      return 0;
+    }
     const bool writes = import_cmd->parsed() || merge->parsed() || prune->parsed() || vacuum->parsed();
     auto db = TuningDatabase::open(db_path, writes ? OpenOptions{} : read_only());
     if (stats->parsed()) {
