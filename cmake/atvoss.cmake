@@ -56,6 +56,7 @@ function(atvoss_tool name source)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} CLI11::CLI11)
   target_compile_options(${name} PRIVATE ${ATVOSS_WARNINGS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+  set_property(GLOBAL APPEND PROPERTY ATVOSS_TOOL_TARGETS ${name})
 endfunction()
 
 # atvoss_bench(NAME SOURCE DEPS ...): a Google Benchmark program in bin/.

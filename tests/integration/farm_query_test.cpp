@@ -17,51 +17,6 @@ namespace {
 namespace asio = boost::asio;
 const std::string kToken = "query-token-for-tests";
 
-struct HttpReply {
-  int status = 0;
-  std::string body;
-};
-
-// One HTTP/1.1 request with Connection: close; reads until the server closes (bounded).
-HttpReply http(std::uint16_t port, const std::string& method, const std::string& target,
-               const std::optional<std::string>& token, const std::string& body = "") {
-  asio::io_context io;
-  asio::ip::tcp::socket s(io);
-  s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (token) request += "Authorization: Bearer " + *token + "\r\n";
-  if (!body.empty()) request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  request += "\r\n" + body;
-  asio::write(s, asio::buffer(request));
-  std::string response;
-  boost::system::error_code ec;
-  std::array<char, 4096> buf{};
-  for (int i = 0; i < 10000; ++i) {
-    const std::size_t n = s.read_some(asio::buffer(buf), ec);
-    if (ec) break;
-    response.append(buf.data(), n);
-  }
-  HttpReply reply;
-  if (response.size() > 12) reply.status = std::stoi(response.substr(9, 3));
-  const std::size_t split = response.find("\r\n\r\n");
-  if (split != std::string::npos) reply.body = response.substr(split + 4);
-  return reply;
-}
-
-std::string url_encode(const std::string& text) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 TEST(FarmQuery, BestStatsAndMetricsOverHttpWithToken) {
   rpc::set_log_enabled(false);
