@@ -18,7 +18,7 @@ std::unique_ptr<CostModel> make_cost_model(const ModelOptions& o) {
   if (o.kind == "heuristic") return make_heuristic_model();
   if (o.kind != "xgboost") {
     throw_bad_input("cost model: unknown kind '" + o.kind +
-                    "'; expected xgboost, linear or heuristic");
+                    "'; expected xgboost, xgboost-reg, linear or heuristic");
   }
   if (o.objective != "rank:pairwise" && o.objective != "reg:squarederror") {
     throw_bad_input("cost model: unknown objective '" + o.objective +
@@ -34,6 +34,10 @@ std::unique_ptr<CostModel> make_cost_model(const std::string& kind, std::uint64_
   ModelOptions options;
   options.kind = kind;
   options.seed = seed;
+  if (kind == "xgboost-reg") {
+    options.kind = "xgboost";
+    options.objective = "reg:squarederror";
+  }
   return make_cost_model(options);
 }
 

@@ -175,6 +175,18 @@ TEST(CostModelFactoryTest, RejectsUnknownKindsAndOptions) {
   EXPECT_THROW(make_cost_model(o), Error);
   EXPECT_EQ(make_cost_model("linear")->kind(), "linear");
   EXPECT_EQ(make_cost_model("xgboost")->kind(), "xgboost");
+  EXPECT_EQ(make_cost_model("xgboost-reg")->kind(), "xgboost");  // same stored kind
+}
+
+TEST(CostModelFactoryTest, RegressionAliasLoadsAsXGBoost) {
+  auto reg = make_cost_model("xgboost-reg", 3);
+  reg->train(training_groups(60));
+  auto plain = make_cost_model("xgboost");
+  plain->load(reg->save());  // the objective travels inside the model
+  const WorkloadGroup test = held_out();
+  std::vector<Schedule> s;
+  for (const auto& x : test.samples) s.push_back(x.schedule);
+  EXPECT_EQ(plain->predict(test.workload, test.target, s), reg->predict(test.workload, test.target, s));
 }
 
 TEST(CostModelFactoryTest, ModelOfAnotherKindIsCorrupt) {
