@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Shared set-up for demo.sh and test.sh: install the Debian packages atvoss needs
 # (only those missing), then configure and build. Sourced, not run directly.
-# BUILD_DIR (default build) and BUILD_TYPE (default Release) may be overridden.
+# BUILD_DIR (default build) and BUILD_TYPE (default Release) may be overridden;
+# ATVOSS_BUILD_TARGETS (default: everything) limits what is built, e.g. the demo's tools.
 set -euo pipefail
 
 ATVOSS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,7 +40,9 @@ configure_and_build() {
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
     cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >&2
   fi
-  cmake --build "$BUILD_DIR" -j "$(nproc)" >&2
+  local targets=()
+  for t in ${ATVOSS_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+  cmake --build "$BUILD_DIR" -j "$(nproc)" "${targets[@]}" >&2
 }
 
 install_missing_packages
