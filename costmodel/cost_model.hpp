@@ -88,7 +88,11 @@ struct ModelOptions {
   int rounds = 120;
   int max_depth = 5;
   double eta = 0.2;
-  int nthread = 2;  // the tuning machine has 2 cores; more only adds contention
+  // XGBoost threads. 1 by default: its OpenMP barriers spin, so whenever the measurer's
+  // threads or other processes hold the cores, 2 threads made a 10k-record fit up to 30x
+  // slower (15 s instead of 0.47 s, bench_costmodel on the shared 2-core machine), while
+  // 1 thread meets the budgets (fit 0.5 s, featurise + predict 10k in ~16 ms).
+  int nthread = 1;
   // Ridge penalty per training row on standardised features (linear only).
   double ridge_lambda = 1e-3;
   std::uint64_t seed = 0;
