@@ -16,6 +16,10 @@ std::string_view to_string(ErrorKind kind) noexcept {
 
 void throw_bad_input(const std::string& what) { throw Error(ErrorKind::bad_input, what); }
 
-int exit_code_for(const Error& e) noexcept { return e.is_bad_input() ? 2 : 1; }
+// A damaged or foreign file that the user named (a truncated database, a table with a bad
+// checksum) is input for the user to fix, so it exits 2 like any other bad input.
+int exit_code_for(const Error& e) noexcept {
+  return e.is_bad_input() || e.kind() == ErrorKind::corrupt ? 2 : 1;
+}
 
 }  // namespace atvoss

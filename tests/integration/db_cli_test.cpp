@@ -148,10 +148,10 @@ TEST_F(DbCliTest, DamagedOrMissingDatabaseFailsWithAClearMessage) {
   }
   const std::string before = slurp(file("garbage.db"));
   Result r = run(db("garbage.db") + " stats");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);  // a damaged file the user named is bad input (core/error.hpp)
   EXPECT_THAT(r.err, HasSubstr("not an SQLite file"));
   r = run(db("garbage.db") + " import " + quote(cache_));
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_EQ(slurp(file("garbage.db")), before);
   r = run(db("absent.db") + " stats");
   EXPECT_EQ(r.code, 1);
