@@ -11,9 +11,8 @@
 #include <sstream>
 #include <unordered_map>
 
-#include <zlib.h>
-
 #include "core/error.hpp"
+#include "core/gzip_file.hpp"
 #include "core/json.hpp"
 
 namespace atvoss {
@@ -73,29 +72,6 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 bool is_kernel_tuner_name(const std::string& name) {
   return ends_with(name, ".json") || ends_with(name, ".json.gz");
-}
-
-struct GzClose {
-  void operator()(gzFile_s* f) const noexcept { gzclose(f); }
-};
-
-// Reads a file, inflating it if it is gzip (zlib passes plain files through unchanged).
-std::string read_file(const std::string& path) {
-  std::unique_ptr<gzFile_s, GzClose> f(gzopen(path.c_str(), "rb"));
-  if (!f) throw Error(ErrorKind::io, "recorded space: cannot open '" + path + "'");
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const int n = gzread(f.get(), buf, sizeof buf);
-    if (n < 0) {
-      int code = 0;
-      const char* msg = gzerror(f.get(), &code);
-      throw Error(ErrorKind::io, "recorded space: cannot read '" + path + "': " + msg);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  return out;
 }
 
 // ---- CSV -------------------------------------------------------------------------
@@ -331,7 +307,7 @@ std::shared_ptr<const RecordedSpace> RecordedSpace::load(const std::string& path
   std::lock_guard lock(cache_mutex());
   auto& slot = load_cache()[path];
   if (auto cached = slot.lock()) return cached;
-  auto loaded = parse(read_file(path), path);
+  auto loaded = parse(read_maybe_gzip(path), path);
   slot = loaded;
   return loaded;
 }

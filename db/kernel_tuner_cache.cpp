@@ -1,10 +1,9 @@
 #include "db/kernel_tuner_cache.hpp"
 
-#include <zlib.h>
-
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/gzip_file.hpp"
 #include "core/recorded_space.hpp"
 
 namespace atvoss::db {
@@ -12,28 +11,6 @@ namespace {
 
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-struct GzClose {
-  void operator()(gzFile_s* f) const noexcept { gzclose(f); }
-};
-
-// zlib's gzread passes an uncompressed file through unchanged, so one reader serves both.
-std::string read_maybe_gzip(const std::string& path) {
-  std::unique_ptr<gzFile_s, GzClose> f(gzopen(path.c_str(), "rb"));
-  if (!f) throw Error(ErrorKind::io, "cannot open '" + path + "'");
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const int n = gzread(f.get(), buf, sizeof buf);
-    if (n < 0) {
-      int code = 0;
-      throw Error(ErrorKind::io, "cannot read '" + path + "': " + gzerror(f.get(), &code));
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  return out;
 }
 
 bool looks_like_cache(const Json& doc) {

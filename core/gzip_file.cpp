@@ -1,0 +1,33 @@
+#include "core/gzip_file.hpp"
+
+#include <zlib.h>
+
+#include <memory>
+
+#include "core/error.hpp"
+
+namespace atvoss {
+namespace {
+struct GzClose {
+  void operator()(gzFile_s* f) const noexcept { gzclose(f); }
+};
+}  // namespace
+
+std::string read_maybe_gzip(const std::string& path) {
+  std::unique_ptr<gzFile_s, GzClose> f(gzopen(path.c_str(), "rb"));
+  if (!f) throw Error(ErrorKind::io, "cannot open '" + path + "'");
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const int n = gzread(f.get(), buf, sizeof buf);
+    if (n < 0) {
+      int code = 0;
+      throw Error(ErrorKind::io, "cannot read '" + path + "': " + gzerror(f.get(), &code));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace atvoss
