@@ -33,11 +33,13 @@
 #include "rpc/query_server.hpp"
 #include "simulator/presets.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/target_arg.hpp"
 
 namespace {
 
 using namespace atvoss;
 using namespace atvoss::db;
+using atvoss::tools::resolve_target;
 
 // ---- output ------------------------------------------------------------------------
 
@@ -118,30 +120,6 @@ Workload resolve_workload(const TuningDatabase& db, const std::string& arg) {
     throw_bad_input("--workload: no workload with key " + arg + " in " + db.path());
   }
   return Workload::from_json(json_from_arg(arg, "--workload"));
-}
-
-bool is_preset(const std::string& arg) {
-  const auto& names = simulator::preset_names();
-  return std::find(names.begin(), names.end(), arg) != names.end();
-}
-
-TargetInfo resolve_target(const TuningDatabase& db, const std::string& arg) {
-  if (arg.empty()) throw_bad_input("--target must not be empty");
-  if (arg[0] == '{' || is_preset(arg) || std::filesystem::is_regular_file(arg)) {
-    return TargetInfo::from_target(simulator::load_target(arg));
-  }
-  if (auto t = db.target(arg)) return *t;
-  const auto named = db.targets_named(arg);
-  if (named.size() == 1) return named.front();
-  if (named.size() > 1) {
-    std::string keys;
-    for (const auto& t : named) keys += " " + t.key;
-    throw_bad_input("--target '" + arg + "' names several targets in " + db.path() + "; pass a key:" + keys);
-  }
-  std::string presets;
-  for (const auto& n : simulator::preset_names()) presets += (presets.empty() ? "" : ", ") + n;
-  throw_bad_input("--target '" + arg + "': not a preset (" + presets + "), a target file, inline JSON, "
-                  "or the name of a target stored in " + db.path());
 }
 
 OpenOptions read_only() {

@@ -31,11 +31,13 @@
 #include "db/tuning_database.hpp"
 #include "simulator/presets.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/target_arg.hpp"
 
 namespace {
 
 using namespace atvoss;
 using costmodel::WorkloadGroup;
+using tools::resolve_target;
 
 struct Args {
   std::string command, db, target, kind = "xgboost", objective = "rank:pairwise";
@@ -44,28 +46,6 @@ struct Args {
   int top = 15;
   bool json = false;
 };
-
-bool is_preset(const std::string& arg) {
-  const auto& names = simulator::preset_names();
-  return std::find(names.begin(), names.end(), arg) != names.end();
-}
-
-db::TargetInfo resolve_target(const db::TuningDatabase& db, const std::string& arg) {
-  if (arg.empty()) throw_bad_input("--target must not be empty");
-  if (arg[0] == '{' || is_preset(arg) || std::filesystem::is_regular_file(arg)) {
-    return db::TargetInfo::from_target(simulator::load_target(arg));
-  }
-  if (auto t = db.target(arg)) return *t;
-  const auto named = db.targets_named(arg);
-  if (named.size() == 1) return named.front();
-  if (named.size() > 1) {
-    std::string keys;
-    for (const auto& t : named) keys += " " + t.key;
-    throw_bad_input("--target '" + arg + "' names several targets in " + db.path() + "; pass a key:" + keys);
-  }
-  throw_bad_input("--target '" + arg + "': not a preset, a target file, inline JSON, or the name or "
-                  "key of a target stored in " + db.path());
-}
 
 // The hardware description for featurisation. Targets that are not NPU descriptions
 // (recorded GPU spaces) featurise through the generic knob slots only, which ignore it.

@@ -1,0 +1,41 @@
+// The --target argument of the database tools (atvoss-db, atvoss-model): a preset name, a
+// target file or inline JSON (simulator::load_target), or the name or key of a target stored
+// in the database (e.g. a recorded GPU such as "NVIDIA GeForce RTX 3090").
+#pragma once
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "core/error.hpp"
+#include "db/tuning_database.hpp"
+#include "simulator/presets.hpp"
+
+namespace atvoss::tools {
+
+inline bool is_preset(const std::string& arg) {
+  const auto& names = simulator::preset_names();
+  return std::find(names.begin(), names.end(), arg) != names.end();
+}
+
+// bad_input naming --target if arg matches nothing, or several stored targets by name.
+inline db::TargetInfo resolve_target(const db::TuningDatabase& db, const std::string& arg) {
+  if (arg.empty()) throw_bad_input("--target must not be empty");
+  if (arg[0] == '{' || is_preset(arg) || std::filesystem::is_regular_file(arg)) {
+    return db::TargetInfo::from_target(simulator::load_target(arg));
+  }
+  if (auto t = db.target(arg)) return *t;
+  const auto named = db.targets_named(arg);
+  if (named.size() == 1) return named.front();
+  if (named.size() > 1) {
+    std::string keys;
+    for (const auto& t : named) keys += " " + t.key;
+    throw_bad_input("--target '" + arg + "' names several targets in " + db.path() + "; pass a key:" + keys);
+  }
+  std::string presets;
+  for (const auto& n : simulator::preset_names()) presets += (presets.empty() ? "" : ", ") + n;
+  throw_bad_input("--target '" + arg + "': not a preset (" + presets + "), a target file, inline JSON, "
+                  "or the name or key of a target stored in " + db.path());
+}
+
+}  // namespace atvoss::tools
