@@ -12,55 +12,21 @@
 #include <random>
 #include <sstream>
 
+#include "cli_harness.hpp"
 #include "core/json.hpp"
 
 namespace {
 
 using ::testing::HasSubstr;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = atvoss::cli_test::CliResult;
 
-class DbCliTest : public ::testing::Test {
+class DbCliTest : public atvoss::cli_test::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("atvoss-db-cli-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
-
-  static std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-  }
-
-  Result run(const std::string& args) const {
-    const std::string out = file("stdout"), err = file("stderr");
-    const std::string cmd = std::string(ATVOSS_BIN_DIR) + "/atvoss-db " + args + " >" + out + " 2>" + err;
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-
-  static std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  Result run(const std::string& args) const { return run_tool("atvoss-db", args); }
 
   std::string db(const std::string& name = "tune.db") const { return "--db " + quote(file(name)); }
 
-  std::filesystem::path dir_;
   const std::string cache_ = std::string(ATVOSS_SHARED_DIR) + "/data/recorded-spaces/pnpoly-RTX_3090.json.gz";
   const std::string gpu_ = "'NVIDIA GeForce RTX 3090'";
 };

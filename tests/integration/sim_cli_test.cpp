@@ -12,6 +12,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "cli_harness.hpp"
+
 #include "core/json.hpp"
 
 namespace {
@@ -21,50 +23,12 @@ using ::testing::HasSubstr;
 const char* kMatmul = R"({"op":"matmul","dims":{"M":256,"N":256,"K":256}})";
 const char* kGood = R"({"tile_m":64,"tile_n":64,"tile_k":64,"k_steps":2,"async_copy_depth":2,"tile_order":0,"fusion_level":0})";
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = atvoss::cli_test::CliResult;
 
-class SimCliTest : public ::testing::Test {
+class SimCliTest : public atvoss::cli_test::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("atvoss-sim-cli-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string file(const std::string& name, const std::string& content = "") const {
-    const auto path = (dir_ / name).string();
-    if (!content.empty()) std::ofstream(path) << content;
-    return path;
-  }
-
-  static std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-  }
-
   Result run(const std::string& tool, const std::string& args, const std::string& stdin_text = "") const {
-    const std::string in = file("stdin", stdin_text.empty() ? "\n" : stdin_text);
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    const std::string cmd = std::string(ATVOSS_BIN_DIR) + "/" + tool + " " + args + " <" + in +
-                            " >" + out + " 2>" + err;
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-
-  static std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return run_tool(tool, args, stdin_text);
   }
 
   static std::vector<atvoss::Json> lines(const std::string& text) {
@@ -74,8 +38,6 @@ class SimCliTest : public ::testing::Test {
     while (std::getline(in, l)) v.push_back(atvoss::Json::parse(l));
     return v;
   }
-
-  std::filesystem::path dir_;
 };
 
 TEST_F(SimCliTest, SpaceListsKnobsSizeAndValidPoints) {
