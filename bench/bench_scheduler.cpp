@@ -4,19 +4,29 @@
 // figure of merit is the weighted end-to-end time of the tuned model, re-simulated
 // noise-free (the report's variant (d)). Same seeds for both policies.
 //   bench_scheduler [--model resnet50] [--target ascend910] [--trials 2000]
-//                   [--strategy evolutionary] [--seeds 3] [--early-stopping 0]
-// Prints one row per (policy, seed) and the mean per policy; exit 1 if the
-// gradient rule is not better on the mean.
+//                   [--strategy evolutionary] [--seeds 3] [--seed-base 1]
+//                   [--early-stopping 0] [--regret]
+// Prints one row per (policy, seed), the mean per policy and the paired difference;
+// exit 1 if the gradient rule is not better on the mean. --regret adds, per seed and
+// task, the weighted regret against the exhaustive (noise-free) optimum of the task's
+// space: of the schedule the job picked, and of the best schedule it measured (what
+// a perfect pick among the measured would have shipped).
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "db/tuning_database.hpp"
+#include "simulator/presets.hpp"
+#include "simulator/simulator.hpp"
 #include "tuner/job_runner.hpp"
 
 namespace {
@@ -26,18 +36,27 @@ namespace fs = std::filesystem;
 
 struct Args {
   std::string model = "resnet50", target = "ascend910", strategy = "evolutionary";
-  int trials = 2000, seeds = 3, early_stopping = 0;
+  int trials = 2000, seeds = 3, seed_base = 1, early_stopping = 0;
+  bool regret = false;
 };
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--regret") {
+      a.regret = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) throw_bad_input("bench_scheduler: flag " + k + " needs a value");
+    const std::string v = argv[i + 1];
     if (k == "--model") a.model = v;
     else if (k == "--target") a.target = v;
     else if (k == "--strategy") a.strategy = v;
     else if (k == "--trials") a.trials = std::stoi(v);
     else if (k == "--seeds") a.seeds = std::stoi(v);
+    else if (k == "--seed-base") a.seed_base = std::stoi(v);
     else if (k == "--early-stopping") a.early_stopping = std::stoi(v);
     else throw_bad_input("bench_scheduler: unknown flag " + k);
   }
@@ -46,7 +65,26 @@ Args parse(int argc, char** argv) {
 
 struct Run {
   double tuned_us = 0, default_us = 0, seconds = 0;
+  Json tasks;
+  std::string database;
 };
+
+double noise_free_us(const Target& target, const Workload& w, const Schedule& s) {
+  simulator::SimOptions o;
+  o.noise = 0;
+  const auto m = simulator::simulate(target, w, s, o);
+  return m.ok() ? m.time_us : 1e30;
+}
+
+// The exhaustive optimum of a task's space, noise-free.
+double oracle_us(const Target& target, const Workload& w) {
+  const ScheduleSpace space = simulator::space_for(w, target);
+  double best = 1e30;
+  for (std::uint64_t i = 0; i < space.size(); ++i) {
+    best = std::min(best, noise_free_us(target, w, space.schedule_at(space.point_at(i))));
+  }
+  return best;
+}
 
 Run run_once(const Args& a, const std::string& policy, int seed, const fs::path& dir) {
   const std::string name = policy + "-" + std::to_string(seed);
@@ -61,12 +99,59 @@ Run run_once(const Args& a, const std::string& policy, int seed, const fs::path&
   const auto out = tuner::run_job(tuner::JobSpec::from_json(spec), options);
   Run r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.tasks = out.summary["tasks"];
+  r.database = out.database;
   for (const auto& v : out.summary["variants"]) {
     const std::string n = v["name"];
     if (n.rfind("(a)", 0) == 0) r.default_us = v["end_to_end_us"];
     if (n.rfind("(d)", 0) == 0) r.tuned_us = v["end_to_end_us"];
   }
   return r;
+}
+
+// Per task: trials each policy gave it and its weighted regret, weight * (noise-free
+// time of the chosen best - exhaustive optimum), in microseconds.
+// Returns the exhaustive optimum's weighted end-to-end time and, per policy, the weighted
+// regret of the best measured schedules (what a perfect final pick would have shipped).
+struct Regret {
+  double optimum_us = 0;
+  double found[2] = {0, 0};
+};
+
+Regret print_regret(const Target& target, const Run (&runs)[2], std::map<std::string, double>& oracle) {
+  std::printf("  %-28s %6s %13s %19s %19s\n", "task", "weight", "trials g/rr", "weighted regret g/rr",
+              "best measured g/rr");
+  double total[2] = {0, 0};
+  Regret out;
+  double* total_found = out.found;
+  std::vector<db::TuningDatabase> dbs;
+  for (const auto& r : runs) dbs.push_back(db::TuningDatabase::open(r.database));
+  for (std::size_t i = 0; i < runs[0].tasks.size(); ++i) {
+    const Json& t0 = runs[0].tasks[i];
+    const Workload w = Workload::from_json(t0["workload"]);
+    const std::string name = t0["name"];
+    if (!oracle.count(name)) oracle[name] = oracle_us(target, w);
+    out.optimum_us += double(t0["weight"]) * oracle[name];
+    double regret[2], found[2];
+    for (int p = 0; p < 2; ++p) {
+      const Json& t = runs[p].tasks[i];
+      const double weight = t["weight"];
+      regret[p] = weight * (noise_free_us(target, w, Schedule::from_json(t["best_schedule"])) - oracle[name]);
+      total[p] += regret[p];
+      double best_stored = 1e30;
+      for (const auto& rec : dbs[p].history(w.key())) {
+        if (rec.measurement.ok()) best_stored = std::min(best_stored, noise_free_us(target, w, rec.schedule));
+      }
+      found[p] = weight * (best_stored - oracle[name]);
+      total_found[p] += found[p];
+    }
+    std::printf("  %-28s %6.0f %6d/%-6d %9.2f/%-9.2f %9.2f/%-9.2f\n", name.c_str(),
+                double(t0["weight"]), int(t0["trials"]), int(runs[1].tasks[i]["trials"]), regret[0],
+                regret[1], found[0], found[1]);
+  }
+  std::printf("  %-28s %6s %13s %9.2f/%-9.2f %9.2f/%-9.2f\n", "total", "", "", total[0], total[1],
+              total_found[0], total_found[1]);
+  return out;
 }
 
 }  // namespace
@@ -80,18 +165,42 @@ int main(int argc, char** argv) try {
   std::printf("%-12s %5s %16s %16s %9s\n", "policy", "seed", "end-to-end us", "default us", "seconds");
   double mean[2] = {0, 0};
   const char* policies[2] = {"gradient", "round_robin"};
-  for (int seed = 1; seed <= a.seeds; ++seed) {
+  const Target target = simulator::load_target(a.target);
+  std::map<std::string, double> oracle;
+  std::vector<double> diffs;  // gradient - even, per seed
+  Regret regret_sum;
+  for (int seed = a.seed_base; seed < a.seed_base + a.seeds; ++seed) {
+    Run runs[2];
     for (int p = 0; p < 2; ++p) {
-      const Run r = run_once(a, policies[p], seed, dir);
+      runs[p] = run_once(a, policies[p], seed, dir);
+      const Run& r = runs[p];
       mean[p] += r.tuned_us / a.seeds;
       std::printf("%-12s %5d %16.2f %16.2f %9.1f\n", policies[p], seed, r.tuned_us, r.default_us,
                   r.seconds);
       std::fflush(stdout);
     }
+    diffs.push_back(runs[0].tuned_us - runs[1].tuned_us);
+    if (a.regret) {
+      const Regret r = print_regret(target, runs, oracle);
+      regret_sum.optimum_us = r.optimum_us;
+      for (int p = 0; p < 2; ++p) regret_sum.found[p] += r.found[p] / a.seeds;
+    }
   }
   fs::remove_all(dir);
-  std::printf("mean weighted end-to-end: gradient %.2f us, even spread %.2f us (%.2f%% lower)\n",
-              mean[0], mean[1], 100 * (1 - mean[0] / mean[1]));
+  double sd = 0;
+  const double mean_diff = mean[0] - mean[1];
+  for (double d : diffs) sd += (d - mean_diff) * (d - mean_diff);
+  sd = diffs.size() > 1 ? std::sqrt(sd / double(diffs.size() - 1)) : 0;
+  const auto wins = std::count_if(diffs.begin(), diffs.end(), [](double d) { return d < 0; });
+  std::printf("mean weighted end-to-end: gradient %.2f us, even spread %.2f us (%.2f%% lower); "
+              "gradient lower on %ld of %zu seeds; paired difference %.2f +- %.2f us (std error)\n",
+              mean[0], mean[1], 100 * (1 - mean[0] / mean[1]), long(wins), diffs.size(), mean_diff,
+              sd / std::sqrt(double(diffs.size())));
+  if (a.regret) {
+    std::printf("exhaustive optimum %.2f us; mean regret of the best measured schedules: gradient "
+                "%.2f us, even spread %.2f us\n",
+                regret_sum.optimum_us, regret_sum.found[0], regret_sum.found[1]);
+  }
   return mean[0] < mean[1] ? 0 : 1;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "error: %s\n", e.what());

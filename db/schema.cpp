@@ -66,10 +66,21 @@ CREATE TABLE jobs(
   updated_at INTEGER NOT NULL);
 )sql";
 
+// Version 3: per-task state of a batch job (the tuner's search state), one small row
+// per task, so a job saves the task that just ran instead of rewriting every task's state.
+constexpr std::string_view kV3 = R"sql(
+CREATE TABLE job_tasks(
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  task TEXT NOT NULL,
+  state TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY(job_id, task)) WITHOUT ROWID;
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> all = {kV1, kV2};
+  static const std::vector<std::string_view> all = {kV1, kV2, kV3};
   return all;
 }
 

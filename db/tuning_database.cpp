@@ -729,6 +729,32 @@ void TuningDatabase::update_job_spec(std::int64_t id, const Json& spec) {
   });
 }
 
+void TuningDatabase::save_job_task(std::int64_t job_id, const std::string& task, const Json& state) {
+  conn_->write([&] {
+    auto exists = conn_->prepare("SELECT 1 FROM jobs WHERE id = ?1");
+    exists->bind(1, job_id);
+    if (!exists->step()) {
+      throw Error(ErrorKind::not_found, "save_job_task: no job with id " + std::to_string(job_id));
+    }
+    auto s = conn_->prepare("INSERT INTO job_tasks(job_id, task, state, updated_at) VALUES(?1, ?2, ?3, ?4) "
+                            "ON CONFLICT(job_id, task) DO UPDATE SET state = ?3, updated_at = ?4");
+    s->bind(1, job_id).bind(2, task).bind(3, state.dump()).bind(4, now_ms()).run();
+  });
+}
+
+std::map<std::string, Json> TuningDatabase::job_tasks(std::int64_t job_id) const {
+  return conn_->read([&] {
+    auto s = conn_->prepare("SELECT task, state FROM job_tasks WHERE job_id = ?1");
+    s->bind(1, job_id);
+    std::map<std::string, Json> out;
+    while (s->step()) {
+      const std::string task(s->column_text(0));
+      out[task] = parse_json(s->column_text(1), "stored state of job task " + task);
+    }
+    return out;
+  });
+}
+
 bool TuningDatabase::delete_job(std::int64_t id) {
   return conn_->write([&] {
     auto s = conn_->prepare("DELETE FROM jobs WHERE id = ?1");

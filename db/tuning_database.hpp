@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -63,7 +64,7 @@ struct BestEntry {
 class TuningDatabase {
  public:
   // The schema this build writes. Files with a larger user_version are refused.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating and migrating as needed) the database at path; ":memory:" gives a
   // private in-memory database. Errors: io (cannot open/create, busy), corrupt (not a
@@ -145,7 +146,12 @@ class TuningDatabase {
   // not_found if no such job. Bumps updated_at.
   void update_job(std::int64_t id, const std::string& state, double progress);
   void update_job_spec(std::int64_t id, const Json& spec);
-  bool delete_job(std::int64_t id);  // false if absent
+  bool delete_job(std::int64_t id);  // false if absent (its task states go with it)
+  // Per-task state of a job (the tuner saves each task's search state here), replaced
+  // whole on every save. not_found if no such job. merge_from does not copy task states:
+  // they refer to this file's record ids.
+  void save_job_task(std::int64_t job_id, const std::string& task, const Json& state);
+  std::map<std::string, Json> job_tasks(std::int64_t job_id) const;
 
   // ---- maintenance -----------------------------------------------------------------
   Stats stats() const;

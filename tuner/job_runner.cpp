@@ -58,6 +58,9 @@ struct TaskRun {
   int stored = 0;  // trials in the database (kept current once the session exists)
   double best_us = kInf;
   double default_us = kInf;
+  // Search state saved in the job's task row: {"transfer_upto", "search"}; null until
+  // the task's first round. Restored when the task's session is rebuilt on resume.
+  Json saved;
 };
 
 class Job {
@@ -69,7 +72,7 @@ class Job {
         target_info_(db::TargetInfo::from_target(target_)),
         scheduler_(scheduler_tasks(), scheduler_options()),
         progress_(Progress::detect(options.quiet), spec.trials) {
-    for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t, nullptr, nullptr, 0, kInf, kInf});
+    for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t, nullptr, nullptr, 0, kInf, kInf, nullptr});
     load_stored();
     open_job_row();
   }
@@ -139,29 +142,59 @@ class Job {
   void open_job_row() {
     if (auto job = db_.job_named(spec_.name)) {
       job_id_ = job->id;
-      if (job->spec.contains("scheduler")) {
-        try {
-          scheduler_.restore(job->spec["scheduler"]);
-        } catch (const Error&) {
-          // A job whose task list changed (other model, new workloads) starts a fresh
-          // plan; its stored records still count.
-        }
-      }
-      db_.update_job_spec(job_id_, Json{{"spec", spec_.source}, {"scheduler", scheduler_.to_json()}});
+      restore_saved_state(job->spec);
+      save_state("running");
     } else {
-      job_id_ = db_.create_job(spec_.name,
-                               Json{{"spec", spec_.source}, {"scheduler", scheduler_.to_json()}});
+      job_id_ = db_.create_job(spec_.name, job_state());
+      db_.update_job(job_id_, "running", progress_fraction());
     }
-    db_.update_job(job_id_, "running", progress_fraction());
   }
+
+  // A job whose task list changed (other model, new workloads) starts a fresh plan;
+  // its stored records still count. Search states are matched by workload key.
+  void restore_saved_state(const Json& saved) {
+    if (saved.contains("scheduler")) {
+      try {
+        scheduler_.restore(saved["scheduler"]);
+      } catch (const Error&) {
+      }
+    }
+    const auto states = db_.job_tasks(job_id_);
+    for (auto& r : runs_) {
+      const auto it = states.find(r.task.workload.key());
+      if (it != states.end()) r.saved = it->second;
+    }
+  }
+
+  Json job_state() const { return Json{{"spec", spec_.source}, {"scheduler", scheduler_.to_json()}}; }
 
   double progress_fraction() const {
     return std::min(1.0, double(total_trials()) / std::max(1, spec_.trials));
   }
 
+  // The scheduler's plan, saved in the job row after every round (each task's search
+  // state is saved by run_round), so a rerun continues exactly.
   void save_state(const std::string& state) {
-    db_.update_job_spec(job_id_, Json{{"spec", spec_.source}, {"scheduler", scheduler_.to_json()}});
+    db_.update_job_spec(job_id_, job_state());
     db_.update_job(job_id_, state, progress_fraction());
+  }
+
+  // The task's strategy, restored from its saved state when there is one. A state that
+  // does not load (other strategy, older format) gives a fresh strategy; the session
+  // then rebuilds its view from the database.
+  std::unique_ptr<StrategySetup> strategy_of(const TaskRun& r, StrategyConfig config) const {
+    const ScheduleSpace space = simulator::space_for(r.task.workload, target_);
+    if (r.saved.is_object() && r.saved.contains("search")) {
+      config.transfer_upto = r.saved.value("transfer_upto", std::int64_t{0});
+      auto setup = std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
+      try {
+        setup->strategy().load_state(r.saved["search"]);
+        return setup;
+      } catch (const Error&) {
+        config.transfer_upto.reset();
+      }
+    }
+    return std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
   }
 
   TuningSession& session_of(TaskRun& r) {
@@ -170,8 +203,7 @@ class Job {
     config.name = spec_.strategy;
     config.cost_model = spec_.cost_model;
     config.seed = spec_.seed ^ fnv1a64(r.task.workload.key());
-    const ScheduleSpace space = simulator::space_for(r.task.workload, target_);
-    r.setup = std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
+    r.setup = strategy_of(r, config);
     TuneOptions o;
     o.batch_size = spec_.batch_size;
     o.early_stopping = spec_.early_stopping;
@@ -195,6 +227,12 @@ class Job {
     if (std::isfinite(s.result().default_us)) r.default_us = s.result().default_us;
     scheduler_.record_round(i, stored, r.best_us);
     if (s.exhausted() || s.early_stopped()) scheduler_.finish(i);
+    // Saved after the round's records were committed. Should the process die between
+    // the two commits, the resumed strategy is shown that round as history instead
+    // (observe): nothing is measured twice, but later proposals may differ.
+    r.saved = Json{{"transfer_upto", r.setup->transfer_upto()},
+                   {"search", r.setup->strategy().save_state()}};
+    db_.save_job_task(job_id_, r.task.workload.key(), r.saved);
   }
 
   std::vector<TaskLine> task_lines() const {

@@ -5,9 +5,10 @@
 //
 // Resumable: the database is the source of truth. Rerunning the same job (also
 // after kill -9) reopens it: every stored record counts and is never measured
-// again, each task's best is restored, and the scheduler's state — saved in the
-// job's row after every round — is restored too. Trials stored by an earlier run
-// count against the budget, so a finished job rerun measures nothing.
+// again, each task's best is restored, and the scheduler's state (job row) and each
+// task's search state (job_tasks row), saved after every round, are restored too.
+// Trials stored by an earlier run count against the budget, so a finished job rerun
+// measures nothing.
 //
 // Order of checks: everything the user can get wrong (target, model, ONNX file,
 // workloads, strategy, farm address) is validated before the database is opened,

@@ -52,14 +52,21 @@ class TappedModel : public costmodel::CostModel {
   std::shared_ptr<ModelTap> tap_;
 };
 
+// Records of the target's other workloads, oldest first, within the config's caps and
+// up to the watermark; *upto becomes the id of the last record looked at, so the same
+// call with transfer_upto = *upto later returns the same groups.
 std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& db,
                                                       const Workload& workload,
                                                       const Target& target,
-                                                      const StrategyConfig& config) {
+                                                      const StrategyConfig& config,
+                                                      std::int64_t* upto) {
   const auto info = db::TargetInfo::from_target(target);
   std::map<std::string, costmodel::WorkloadGroup> groups;
   int total = 0;
+  *upto = config.transfer_upto.value_or(0);
   db.for_each_record(info.key, [&](const db::Record& r) {
+    if (config.transfer_upto && r.id > *config.transfer_upto) return false;
+    if (!config.transfer_upto) *upto = r.id;
     if (r.workload.key() == workload.key() || r.workload.op() == "recorded") return true;
     auto it = groups.find(r.workload.key());
     if (it == groups.end()) {
@@ -90,7 +97,7 @@ StrategySetup::StrategySetup(const ScheduleSpace& space, const Workload& workloa
   if (uses_model(config.name)) {
     tap_ = std::make_shared<ModelTap>(costmodel::make_cost_model(config.cost_model, config.seed));
     options.model_factory = [tap = tap_] { return std::make_unique<TappedModel>(tap); };
-    options.transfer_groups = transfer_groups(db, workload, target, config);
+    options.transfer_groups = transfer_groups(db, workload, target, config, &transfer_upto_);
   }
   strategy_ = search::make_strategy(config.name, space, options);
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "db/tuning_database.hpp"
@@ -24,6 +25,9 @@ struct StrategyConfig {
   // (the best first). Bounds the first fit's cost on a large database.
   int transfer_per_workload = 64;
   int max_transfer = 4000;
+  // Resume: take transfer records only up to this record id, the watermark of the
+  // setup being restored, so the restored model is fit on exactly the same data.
+  std::optional<std::int64_t> transfer_upto;
 };
 
 class StrategySetup {
@@ -35,6 +39,9 @@ class StrategySetup {
   StrategySetup& operator=(StrategySetup&&) noexcept;
 
   search::SearchStrategy& strategy() { return *strategy_; }
+  // The id of the newest record the transfer data may include (StrategyConfig::transfer_upto
+  // of a resumed setup; 0 for a database that had no records).
+  std::int64_t transfer_upto() const { return transfer_upto_; }
   // Saves the cost model to db if it was refit since the last call. Returns true if saved.
   bool save_if_retrained(db::TuningDatabase& db);
 
@@ -42,6 +49,7 @@ class StrategySetup {
   std::shared_ptr<ModelTap> tap_;
   std::unique_ptr<search::SearchStrategy> strategy_;
   db::TargetInfo target_;
+  std::int64_t transfer_upto_ = 0;
 };
 
 }  // namespace atvoss::tuner

@@ -93,11 +93,11 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   return static_cast<int>(records.size());
 }
 
-void TuningSession::measure_default() {
+bool TuningSession::measure_default() {
   options_.measure_default = false;
-  if (workload_.op() == "recorded") return;
+  if (workload_.op() == "recorded") return false;
   const Schedule def = simulator::default_schedule(workload_, target_);
-  if (db_.contains(workload_.key(), target_info_.key, def.key())) return;
+  if (db_.contains(workload_.key(), target_info_.key, def.key())) return false;
   MeasureInput in{workload_, target_, def, options_.repeat,
                   measurement_seed(options_.seed, workload_, def)};
   const auto results = measurer_.measure({in});
@@ -105,15 +105,14 @@ void TuningSession::measure_default() {
     strategy_.observe(std::vector<search::Trial>{{def, results[0].status, results[0].time_us}});
     if (results[0].ok()) result_.default_us = results[0].time_us;
   }
+  return true;
 }
 
 int TuningSession::run_round(int max_trials) {
   if (max_trials <= 0 || exhausted_) return 0;
   const int before = result_.measured;
-  if (options_.measure_default) {
-    measure_default();
-    --max_trials;
-  }
+  // The default takes a slot of this round only when it is measured now (not on resume).
+  if (options_.measure_default && measure_default()) --max_trials;
   const int want = std::min(max_trials, options_.batch_size);
   if (want > 0) {
     const auto batch = strategy_.propose(static_cast<std::size_t>(want));

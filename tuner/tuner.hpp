@@ -94,7 +94,7 @@ class TuningSession {
 
  private:
   void load_history();
-  void measure_default();
+  bool measure_default();  // true if it was measured now
   int store(const std::vector<Schedule>& schedules, const std::vector<Measurement>& results);
   void note_trial(const Schedule& s, const Measurement& m);
 

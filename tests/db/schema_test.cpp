@@ -95,7 +95,9 @@ TEST(SchemaTest, VersionOneFileIsMigratedInPlaceKeepingItsRecords) {
   const auto best = db.best(matmul(8, 8, 8).key(), "tk", 1);
   ASSERT_EQ(best.size(), 1u);
   EXPECT_DOUBLE_EQ(best[0].measurement.time_us, 4.5);
-  EXPECT_GT(db.create_job("after-upgrade", Json::object()), 0);  // v2 tables exist
+  const auto job = db.create_job("after-upgrade", Json::object());  // v2 tables exist
+  db.save_job_task(job, "task", Json::object());                     // v3 tables exist
+  EXPECT_EQ(db.job_tasks(job).size(), 1u);
   EXPECT_EQ(db.integrity_check(), "ok");
 }
 

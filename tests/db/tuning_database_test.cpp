@@ -267,6 +267,28 @@ TEST_P(TuningDatabaseTest, JobsCreateReadUpdateDelete) {
   }
 }
 
+TEST_P(TuningDatabaseTest, JobTaskStatesAreReplacedPerTaskAndGoWithTheirJob) {
+  const auto id = db().create_job("j", Json::object());
+  const auto other = db().create_job("k", Json::object());
+  db().save_job_task(id, "conv", Json{{"round", 1}});
+  db().save_job_task(id, "fc", Json{{"round", 1}});
+  db().save_job_task(id, "conv", Json{{"round", 2}});
+  db().save_job_task(other, "conv", Json{{"round", 7}});
+  auto tasks = db().job_tasks(id);
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks["conv"]["round"], 2);
+  EXPECT_EQ(tasks["fc"]["round"], 1);
+  EXPECT_TRUE(db().delete_job(id));
+  EXPECT_TRUE(db().job_tasks(id).empty());
+  EXPECT_EQ(db().job_tasks(other).at("conv")["round"], 7);
+  try {
+    db().save_job_task(id, "conv", Json::object());
+    FAIL() << "saved a task state for a deleted job";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::not_found);
+  }
+}
+
 TEST_P(TuningDatabaseTest, StatsCountPerTargetAndStatus) {
   db().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(1)),
                                   record(w2_, npu_a_, tiles(1, 1), Measurement::failed(Status::invalid, "x")),

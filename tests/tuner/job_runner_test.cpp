@@ -25,11 +25,12 @@ class JobRunnerTest : public testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  JobSpec spec(int trials, const std::string& scheduler = "gradient") const {
+  JobSpec spec(int trials, const std::string& scheduler = "gradient",
+               const std::string& strategy = "random", const std::string& db = "j.db") const {
     return JobSpec::from_json(Json{{"name", "mlp"}, {"target", "ascend910"}, {"model", "mlp"},
-                                   {"trials", trials}, {"strategy", "random"}, {"batch_size", 8},
-                                   {"scheduler", scheduler},
-                                   {"seed", 5}, {"database", (dir_ / "j.db").string()},
+                                   {"trials", trials}, {"strategy", strategy}, {"batch_size", 8},
+                                   {"scheduler", scheduler}, {"cost_model", "linear"},
+                                   {"seed", 5}, {"database", (dir_ / db).string()},
                                    {"export", (dir_ / "t.json").string()},
                                    {"report", (dir_ / "r.html").string()}});
   }
@@ -62,6 +63,39 @@ TEST_F(JobRunnerTest, InterruptedJobResumesWhereTheSchedulerStopped) {
   EXPECT_EQ(trials_per_task(second), (std::vector<int>{8, 8, 8}));
   EXPECT_EQ(second.resumed_trials, 16);
   EXPECT_EQ(second.measured, 8);
+}
+
+// Schedule keys of every task's records, in the order they were stored.
+std::vector<std::vector<std::string>> measured_in_order(const fs::path& db_path) {
+  auto db = db::TuningDatabase::open(db_path.string());
+  std::vector<std::vector<std::string>> out;
+  const TaskSet tasks = tasks_of(JobSpec::from_json(
+      Json{{"name", "x"}, {"target", "ascend910"}, {"model", "mlp"}, {"trials", 1}}));
+  for (const auto& t : tasks.tasks()) {
+    out.emplace_back();
+    for (const auto& r : db.history(t.workload.key())) out.back().push_back(r.schedule.key());
+  }
+  return out;
+}
+
+// Resume restores each task's search state (RNG, population, cost model fit on the same
+// transfer data), so a job stopped twice measures exactly what an uninterrupted one does.
+TEST_F(JobRunnerTest, InterruptedJobMeasuresExactlyWhatAnUninterruptedJobMeasures) {
+  for (const std::string strategy : {"evolutionary", "model-guided"}) {
+    SCOPED_TRACE(strategy);
+    JobRunOptions quiet;
+    quiet.quiet = true;
+    const std::string whole = strategy + "-whole.db", parts = strategy + "-parts.db";
+    run_job(spec(120, "gradient", strategy, whole), quiet);
+    JobRunOptions stop = quiet;
+    stop.max_rounds = 4;  // warm-up of all three tasks, then one more round
+    run_job(spec(120, "gradient", strategy, parts), stop);
+    stop.max_rounds = 3;
+    run_job(spec(120, "gradient", strategy, parts), stop);
+    const auto rest = run_job(spec(120, "gradient", strategy, parts), quiet);
+    EXPECT_EQ(rest.resumed_trials, 56);
+    EXPECT_EQ(measured_in_order(dir_ / parts), measured_in_order(dir_ / whole));
+  }
 }
 
 TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
