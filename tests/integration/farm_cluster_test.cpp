@@ -13,10 +13,7 @@ namespace {
 TEST(FarmCluster, ThreeWorkersTwoClientsEveryItemAnsweredExactlyOnce) {
   rpc::set_log_enabled(false);
   TempDir dir;
-  Farm farm = start_farm(dir);
-  std::vector<Child> workers;
-  for (int i = 0; i < 3; ++i) workers.push_back(start_worker(farm.port, 2));
-  wait_for_workers(farm.port, 3);
+  auto [farm, workers] = start_cluster(dir, 3, 2);
 
   // Client 2 repeats the first 40 requests of client 1, so some identical items are in
   // flight from both at once; each client must still get its own answer to each.

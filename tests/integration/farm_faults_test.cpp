@@ -40,11 +40,7 @@ class FarmFaults : public testing::Test {
 
 TEST_F(FarmFaults, WorkerKilledMidBatchItsTasksAreRetriedElsewhere) {
   TempDir dir;
-  Farm farm = start_farm(dir);
-  const std::vector<std::string> slow{"--emulate-device-latency", "--compile-ms", "25"};
-  std::vector<Child> workers;
-  for (int i = 0; i < 3; ++i) workers.push_back(start_worker(farm.port, 2, slow));
-  wait_for_workers(farm.port, 3);
+  auto [farm, workers] = start_cluster(dir, 3, 2, {"--emulate-device-latency", "--compile-ms", "25"});
   const auto reqs = requests(90, 3);  // ~90 x 25 ms / 6 slots: about 0.4 s of work
   Job job;
   launch(job, farm.port, reqs);
@@ -80,12 +76,8 @@ TEST_F(FarmFaults, FrozenWorkerMissesHeartbeatsAndIsReplaced) {
 
 TEST_F(FarmFaults, CoordinatorKilledAndRestartedJobCompletes) {
   TempDir dir;
-  Farm farm = start_farm(dir);
+  auto [farm, workers] = start_cluster(dir, 2, 2, {"--emulate-device-latency", "--compile-ms", "20"});
   const std::uint16_t port = farm.port;
-  const std::vector<std::string> slow{"--emulate-device-latency", "--compile-ms", "20"};
-  std::vector<Child> workers;
-  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(port, 2, slow));
-  wait_for_workers(port, 2);
   const auto reqs = requests(100, 5);  // ~0.5 s of work
   Job job;
   launch(job, port, reqs);

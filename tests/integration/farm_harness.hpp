@@ -184,6 +184,22 @@ inline void wait_for_workers(std::uint16_t port, std::size_t n, std::chrono::mil
   throw std::runtime_error("workers did not register in time");
 }
 
+// A farm (atvoss-farm with default flags) and its worker processes, all registered.
+// Members are destroyed in reverse order: the workers are killed before the farm.
+struct Cluster {
+  Farm farm;
+  std::vector<Child> workers;
+};
+
+// Starts a farm in dir and n workers of `slots` slots each (worker_extra appended to every
+// worker's flags), then waits until the farm lists all n.
+inline Cluster start_cluster(const TempDir& dir, int n, int slots, const std::vector<std::string>& worker_extra = {}) {
+  Cluster c{start_farm(dir), {}};
+  for (int i = 0; i < n; ++i) c.workers.push_back(start_worker(c.farm.port, slots, worker_extra));
+  wait_for_workers(c.farm.port, static_cast<std::size_t>(n));
+  return c;
+}
+
 // count distinct valid matmul schedules on ascend910, from a fixed seed.
 inline std::vector<rpc::FarmRequest> requests(std::size_t count, std::uint64_t seed, int repeat = 1) {
   const Target target = simulator::preset("ascend910");

@@ -13,12 +13,8 @@ namespace {
 TEST(FarmMeasurerIntegration, BatchSurvivesCoordinatorRestart) {
   rpc::set_log_enabled(false);
   TempDir dir;
-  Farm farm = start_farm(dir);
+  auto [farm, workers] = start_cluster(dir, 2, 2, {"--emulate-device-latency", "--compile-ms", "20"});
   const std::uint16_t port = farm.port;
-  const std::vector<std::string> slow{"--emulate-device-latency", "--compile-ms", "20"};
-  std::vector<Child> workers;
-  for (int i = 0; i < 2; ++i) workers.push_back(start_worker(port, 2, slow));
-  wait_for_workers(port, 2);
 
   std::vector<tuner::MeasureInput> batch;
   for (const rpc::FarmRequest& r : requests(80, 11)) {

@@ -99,6 +99,23 @@ class CoordinatorTest : public testing::Test {
     q->send(Json{{"type", "stats"}});
     return next_of(*q, "stats").at("stats");
   }
+  // One item submitted by a client and leased to a one-slot worker (holder); then a second
+  // one-slot worker (other) registers, with nothing to do unless the lease moves.
+  struct LeasedTask {
+    std::unique_ptr<FakeWorker> holder;
+    std::unique_ptr<Channel> client;
+    Json task;
+    std::unique_ptr<FakeWorker> other;
+  };
+  LeasedTask lease_one_task() {
+    LeasedTask s;
+    s.holder = fake_worker(1);
+    s.client = connect(Role::client);
+    s.client->send(Json{{"type", "submit"}, {"items", {item(1, 64)}}});
+    s.task = next_of(*s.holder, "tasks").at("tasks").at(0);
+    s.other = fake_worker(1);
+    return s;
+  }
 
   std::unique_ptr<Coordinator> farm_;
 };
@@ -181,11 +198,7 @@ TEST_F(CoordinatorTest, IdenticalItemsFromTwoClientsAreMeasuredOnce) {
 
 TEST_F(CoordinatorTest, ResultFromAWorkerWithoutTheLeaseIsIgnored) {
   start();
-  auto w1 = fake_worker(1);
-  auto client = connect(Role::client);
-  client->send(Json{{"type", "submit"}, {"items", {item(1, 64)}}});
-  const Json task = next_of(*w1, "tasks").at("tasks").at(0);
-  auto w2 = fake_worker(1);
+  auto [w1, client, task, w2] = lease_one_task();
   std::this_thread::sleep_for(50ms);
   w2->send(Json{{"type", "results"}, {"results", {ok_result(task, 999.0)}}});  // not its lease
   std::this_thread::sleep_for(100ms);
@@ -198,11 +211,7 @@ TEST_F(CoordinatorTest, ResultFromAWorkerWithoutTheLeaseIsIgnored) {
 
 TEST_F(CoordinatorTest, TaskOfADisconnectedWorkerGoesToAnotherWorker) {
   start();
-  auto w1 = fake_worker(1);
-  auto client = connect(Role::client);
-  client->send(Json{{"type", "submit"}, {"items", {item(1, 64)}}});
-  const Json task = next_of(*w1, "tasks").at("tasks").at(0);
-  auto w2 = fake_worker(1);
+  auto [w1, client, task, w2] = lease_one_task();
   w1.reset();  // drops the connection with the lease
   const Json again = next_of(*w2, "tasks").at("tasks").at(0);
   EXPECT_EQ(again.at("request"), task.at("request"));

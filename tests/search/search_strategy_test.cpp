@@ -1,6 +1,7 @@
 #include "search/search_strategy.hpp"
 
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -103,6 +104,17 @@ double best_time(const std::vector<Schedule>& proposals, std::size_t first_n) {
   double best = HUGE_VAL;
   for (std::size_t i = 0; i < proposals.size() && i < first_n; ++i) best = std::min(best, synthetic_time(proposals[i]));
   return best;
+}
+
+// Expects call() to throw a bad_input Error whose message contains needle.
+void expect_bad_input(const std::function<void()>& call, const std::string& needle) {
+  try {
+    call();
+    ADD_FAILURE() << "expected bad_input";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_THAT(e.what(), testing::HasSubstr(needle));
+  }
 }
 
 class EveryStrategy : public testing::TestWithParam<std::string> {
@@ -227,13 +239,7 @@ TEST_P(EveryStrategy, LoadStateRejectsOtherStrategies) {
   Json state = s->save_state();
   state["strategy"] = "not-" + GetParam();
   auto fresh = make(1);
-  try {
-    fresh->load_state(state);
-    ADD_FAILURE() << "expected bad_input";
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.is_bad_input());
-    EXPECT_THAT(e.what(), testing::HasSubstr("'strategy'"));
-  }
+  expect_bad_input([&] { fresh->load_state(state); }, "'strategy'");
 }
 
 INSTANTIATE_TEST_SUITE_P(Search, EveryStrategy, testing::ValuesIn(strategy_names()),
@@ -311,21 +317,9 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
     int fits = 0;
     auto o = options_for(1, &fits);
     c.edit(o);
-    try {
-      make_strategy(c.name, space, o);
-      ADD_FAILURE() << "expected bad_input";
-    } catch (const Error& e) {
-      EXPECT_TRUE(e.is_bad_input());
-      EXPECT_THAT(e.what(), testing::HasSubstr(c.error));
-    }
+    expect_bad_input([&] { make_strategy(c.name, space, o); }, c.error);
   }
 }
-
-}  // namespace
-}  // namespace atvoss::search
-
-namespace atvoss::search {
-namespace {
 
 // The real cost models (costmodel/) behind model-guided search: a saved job resumes with
 // the same proposals only if refitting on the saved trial prefix reproduces the fit.
@@ -347,12 +341,6 @@ TEST(SearchStrategyTest, RealModelsResumeExactly) {
     EXPECT_EQ(run(*a, space, 3, 8), run(*b, space, 3, 8));
   }
 }
-
-}  // namespace
-}  // namespace atvoss::search
-
-namespace atvoss::search {
-namespace {
 
 TEST(SearchStrategyTest, LoadStateNamesTheBadField) {
   const auto space = synthetic_space();
@@ -377,21 +365,9 @@ TEST(SearchStrategyTest, LoadStateNamesTheBadField) {
     Json bad = good;
     c.edit(bad);
     auto fresh = make_strategy("evolutionary", space, options_for(1, &fits));
-    try {
-      fresh->load_state(bad);
-      ADD_FAILURE() << "expected bad_input";
-    } catch (const Error& e) {
-      EXPECT_TRUE(e.is_bad_input());
-      EXPECT_THAT(e.what(), testing::HasSubstr(c.error));
-    }
+    expect_bad_input([&] { fresh->load_state(bad); }, c.error);
   }
 }
-
-}  // namespace
-}  // namespace atvoss::search
-
-namespace atvoss::search {
-namespace {
 
 // Recorded spaces reject configurations absent from the table through the space's check,
 // so no strategy spends an evaluation on one; every proposal has a recorded outcome.
