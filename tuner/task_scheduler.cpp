@@ -82,8 +82,15 @@ double TaskScheduler::gradient(int i) const {
   }
   const double next_decay = best - best / std::max(1, s.rounds);
   const double next = std::min(next_decay, similar_bound(i));
-  const double forward = next - best;
+  const double forward = (plateaued(i) ? options_.plateau_scale : 1.0) * (next - best);
   return tasks_[i].weight * (options_.alpha * backward + (1 - options_.alpha) * forward);
+}
+
+bool TaskScheduler::plateaued(int i) const {
+  const TaskState& s = state_[i];
+  const int w = options_.plateau_rounds;
+  if (w < 1 || s.rounds <= w) return false;
+  return finite_cost(s.best) > finite_cost(s.history[s.rounds - 1 - w]) * (1 - options_.plateau_gain);
 }
 
 void TaskScheduler::record_round(int task, int trials, double best_us) {

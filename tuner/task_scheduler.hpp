@@ -9,6 +9,12 @@
 //                      beta * flops_i / max_{j similar} flops_j / best_j) - best_i
 //   "similar" tasks share an op and epilogue (e.g. conv2d+batchnorm+relu); the FLOPs
 //   term says a task should reach the throughput its best similar task reaches.
+// Plateau damping (ours): a task whose best has not improved by plateau_gain (2%,
+// about one measurement's noise) over its last plateau_rounds rounds gets only
+// plateau_scale of the forward term. Ansor's forward term stays optimistic for a task
+// that has converged, and so does the FLOPs term for a task that cannot reach its
+// similar tasks' throughput; both kept feeding converged heavy tasks, whose extra
+// trials then only add near-equal candidates to pick among under noise.
 // A task whose best has not improved by >= 0.1% for early_stopping trials is
 // finished early; a finished task gets no more rounds. Ties pick by seeded RNG.
 // The whole state serialises to JSON, so a resumed job continues the same plan.
@@ -37,6 +43,10 @@ struct SchedulerOptions {
   double alpha = 0.2;        // weight of the backward (observed) gradient
   int backward_window = 3;   // rounds looked back for the observed gradient
   double beta = 2.0;         // slack on the similar-task throughput bound
+  // Plateau damping (see top comment); plateau_rounds 0 turns it off (plain Ansor).
+  double plateau_gain = 0.02;
+  int plateau_rounds = 3;
+  double plateau_scale = 0.25;
   // Trials without >= 0.1% improvement after which a task stops; 0 never stops.
   int early_stopping = 0;
   std::uint64_t seed = 0;
@@ -79,6 +89,7 @@ class TaskScheduler {
     bool finished = false;
   };
   double gradient(int i) const;
+  bool plateaued(int i) const;
   double similar_bound(int i) const;
 
   std::vector<SchedulerTask> tasks_;
