@@ -117,6 +117,8 @@ class Connection {
   std::int64_t query_int(std::string_view sql);
 
   // body() inside BEGIN IMMEDIATE..COMMIT, retried on BusyError (see the top comment).
+  // Called from inside another write's body, it joins that transaction: body() runs
+  // once, and its writes commit or roll back with the enclosing ones.
   template <typename Body>
   auto write(Body&& body) -> std::invoke_result_t<Body&>;
   // body() retried on BusyError, outside any explicit transaction.
@@ -139,6 +141,7 @@ class Connection {
   std::unique_ptr<sqlite3, Closer> db_;
   std::string path_;
   int lock_wait_ms_;
+  int write_depth_ = 0;  // write() bodies running now (> 1: nested, joined)
   // Transparent hash: looking a statement up by its SQL text allocates nothing.
   struct SqlHash {
     using is_transparent = void;
@@ -166,6 +169,12 @@ class Transaction {
 
 template <typename Body>
 auto Connection::write(Body&& body) -> std::invoke_result_t<Body&> {
+  if (write_depth_ > 0) return body();
+  struct Depth {
+    int& n;
+    explicit Depth(int& d) : n(++d) {}
+    ~Depth() { --n; }
+  } depth(write_depth_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(lock_wait_ms_);
   for (int attempt = 0;; ++attempt) {
     try {

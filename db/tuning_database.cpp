@@ -436,6 +436,8 @@ std::vector<std::int64_t> TuningDatabase::insert(std::span<const Record> batch) 
   });
 }
 
+void TuningDatabase::write_together(const std::function<void()>& body) { conn_->write(body); }
+
 std::int64_t TuningDatabase::insert(const Record& record) {
   return insert(std::span<const Record>(&record, 1)).front();
 }

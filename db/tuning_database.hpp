@@ -86,6 +86,11 @@ class TuningDatabase {
   std::vector<std::int64_t> insert(std::span<const Record> batch);
   std::int64_t insert(const Record& record);
 
+  // Runs body in one write transaction that every write of this object inside it joins:
+  // they all commit together, or none does (body throws). On a busy database body may
+  // run more than once, so it must only write to the database.
+  void write_together(const std::function<void()>& body);
+
   // The stored record for (workload, target, schedule key), for de-duplication.
   std::optional<Record> find(const std::string& workload_key, const std::string& target_key,
                              const std::string& schedule_key) const;

@@ -87,7 +87,6 @@ class Job {
       const auto next = scheduler_.next_task();
       if (!next) break;
       run_round(*next);
-      save_state("running");
       progress_.update(task_lines(), total_trials(), objective(true), objective(false));
     }
     const bool complete = total_trials() >= spec_.trials || scheduler_.all_finished();
@@ -172,8 +171,8 @@ class Job {
     return std::min(1.0, double(total_trials()) / std::max(1, spec_.trials));
   }
 
-  // The scheduler's plan, saved in the job row after every round (each task's search
-  // state is saved by run_round), so a rerun continues exactly.
+  // The scheduler's plan and the job's progress, at the start and end of a run (each
+  // round saves them with its records: account_round).
   void save_state(const std::string& state) {
     db_.update_job_spec(job_id_, job_state());
     db_.update_job(job_id_, state, progress_fraction());
@@ -197,7 +196,8 @@ class Job {
     return std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
   }
 
-  TuningSession& session_of(TaskRun& r) {
+  TuningSession& session_of(int i) {
+    TaskRun& r = runs_[i];
     if (r.session) return *r.session;
     StrategyConfig config;
     config.name = spec_.strategy;
@@ -212,27 +212,43 @@ class Job {
     o.job = spec_.name;
     StrategySetup* setup = r.setup.get();
     o.after_round = [setup, this] { setup->save_if_retrained(db_); };
+    o.round_checkpoint = [this, i] { return account_round(i); };
     r.session = std::make_unique<TuningSession>(r.task.workload, target_, setup->strategy(),
                                                 *measurer_, db_, o);
     return *r.session;
   }
 
   void run_round(int i) {
-    TaskRun& r = runs_[i];
-    TuningSession& s = session_of(r);
+    TuningSession& s = session_of(i);
+    accounted_ = false;
     const int room = spec_.trials - total_trials();
-    const int stored = s.run_round(std::min(room, spec_.batch_size));
-    r.stored = s.result().trials;
-    r.best_us = s.result().best_us;
-    if (std::isfinite(s.result().default_us)) r.default_us = s.result().default_us;
-    scheduler_.record_round(i, stored, r.best_us);
-    if (s.exhausted() || s.early_stopped()) scheduler_.finish(i);
-    // Saved after the round's records were committed. Should the process die between
-    // the two commits, the resumed strategy is shown that round as history instead
-    // (observe): nothing is measured twice, but later proposals may differ.
+    s.run_round(std::min(room, spec_.batch_size));
+    // A round that stored no new schedule (space exhausted, or only infrastructure
+    // errors) had no checkpoint: account for it now.
+    if (!accounted_) db_.write_together(account_round(i));
+  }
+
+  // Takes task i's round into the scheduler and the task's saved search state, and
+  // returns the writes that save both with the job's progress. The session runs them in
+  // the transaction that stores the round's records, so a resumed job finds state and
+  // records in agreement, wherever a kill -9 struck.
+  std::function<void()> account_round(int i) {
+    TaskRun& r = runs_[i];
+    const TuneResult& result = r.session->result();
+    const int trials = result.trials - r.stored;
+    r.stored = result.trials;
+    r.best_us = result.best_us;
+    if (std::isfinite(result.default_us)) r.default_us = result.default_us;
+    scheduler_.record_round(i, trials, r.best_us);
+    if (r.session->exhausted() || r.session->early_stopped()) scheduler_.finish(i);
     r.saved = Json{{"transfer_upto", r.setup->transfer_upto()},
                    {"search", r.setup->strategy().save_state()}};
-    db_.save_job_task(job_id_, r.task.workload.key(), r.saved);
+    accounted_ = true;
+    return [this, &r, state = job_state(), progress = progress_fraction()] {
+      db_.save_job_task(job_id_, r.task.workload.key(), r.saved);
+      db_.update_job_spec(job_id_, state);
+      db_.update_job(job_id_, "running", progress);
+    };
   }
 
   std::vector<TaskLine> task_lines() const {
@@ -324,6 +340,7 @@ class Job {
   Progress progress_;
   std::vector<TaskRun> runs_;
   std::int64_t job_id_ = 0;
+  bool accounted_ = false;  // the current round went through account_round
 };
 
 void probe_farm(const std::string& address) {

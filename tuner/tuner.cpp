@@ -69,7 +69,7 @@ TuneProgress TuningSession::progress(int budget) const {
 }
 
 int TuningSession::store(const std::vector<Schedule>& schedules,
-                         const std::vector<Measurement>& results) {
+                         const std::vector<Measurement>& results, bool checkpoint) {
   std::vector<db::Record> records;
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     if (is_infrastructure_error(results[i].status)) continue;
@@ -78,9 +78,18 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
     r.job = options_.job;
     records.push_back(std::move(r));
   }
-  if (!records.empty()) db_.insert(records);  // one transaction: all or nothing
+  // The session takes the round in first, so a checkpoint sees it; should the insert
+  // fail, the error ends the session anyway.
   for (const auto& r : records) note_trial(r.schedule, r.measurement);
   result_.measured += static_cast<int>(records.size());
+  if (!records.empty()) {
+    const auto also = checkpoint && options_.round_checkpoint ? options_.round_checkpoint()
+                                                              : std::function<void()>();
+    db_.write_together([&] {  // one transaction: all or nothing
+      db_.insert(records);
+      if (also) also();
+    });
+  }
   if (records.empty()) {
     if (++failed_rounds_ >= options_.max_failed_rounds) {
       throw Error(ErrorKind::io, "tuner: " + std::to_string(failed_rounds_) +
@@ -101,7 +110,7 @@ bool TuningSession::measure_default() {
   MeasureInput in{workload_, target_, def, options_.repeat,
                   measurement_seed(options_.seed, workload_, def)};
   const auto results = measurer_.measure({in});
-  if (store({def}, results) > 0) {
+  if (store({def}, results, false) > 0) {
     strategy_.observe(std::vector<search::Trial>{{def, results[0].status, results[0].time_us}});
     if (results[0].ok()) result_.default_us = results[0].time_us;
   }
@@ -131,12 +140,12 @@ int TuningSession::run_round(int max_trials) {
                                              std::to_string(results.size()) + " results for " +
                                              std::to_string(batch.size()) + " schedules");
       }
-      store(batch, results);
       std::vector<search::Trial> trials;
       for (std::size_t i = 0; i < batch.size(); ++i) {
         trials.push_back({batch[i], results[i].status, results[i].time_us});
       }
-      strategy_.update(trials);
+      strategy_.update(trials);  // before store: a checkpoint saves the updated strategy
+      store(batch, results, true);
     }
   }
   if (options_.after_round) options_.after_round();

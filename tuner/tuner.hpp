@@ -1,7 +1,8 @@
 // Tuner: the tuning loop of one workload on one target. Each round proposes a
-// batch (SearchStrategy), measures it (Measurer), stores it in one transaction
-// (TuningDatabase::insert), hands the results back to the strategy, and saves the
-// strategy's cost model whenever it has been retrained (models table).
+// batch (SearchStrategy), measures it (Measurer), hands the results back to the
+// strategy, stores them in one transaction (with a batch job's checkpoint:
+// TuneOptions::round_checkpoint), and saves the strategy's cost model whenever it has
+// been retrained (models table).
 //
 // Resume: a session starts from the database — every stored record of this
 // (workload, target) counts as a trial, is shown to the strategy (observe) so it
@@ -44,6 +45,12 @@ struct TuneOptions {
   int max_failed_rounds = 3;
   // Called after each stored round, e.g. to save a retrained cost model (StrategySetup).
   std::function<void()> after_round;
+  // Batch jobs: called once per round that stores new schedules, after the session and
+  // the strategy have taken the round's results in and before they are stored. The
+  // writes it returns run inside the transaction that stores them (more than once if
+  // the database is busy, so they must only write), so a job's saved state commits
+  // together with the records it describes.
+  std::function<std::function<void()>()> round_checkpoint;
 };
 
 struct TuneProgress {
@@ -95,7 +102,10 @@ class TuningSession {
  private:
   void load_history();
   bool measure_default();  // true if it was measured now
-  int store(const std::vector<Schedule>& schedules, const std::vector<Measurement>& results);
+  // Stores the schedules' results (not infrastructure errors); with checkpoint, together
+  // with options_.round_checkpoint's writes. Returns how many were stored.
+  int store(const std::vector<Schedule>& schedules, const std::vector<Measurement>& results,
+            bool checkpoint);
   void note_trial(const Schedule& s, const Measurement& m);
 
   Workload workload_;

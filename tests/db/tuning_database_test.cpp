@@ -267,6 +267,25 @@ TEST_P(TuningDatabaseTest, JobsCreateReadUpdateDelete) {
   }
 }
 
+// A batch job stores a round's records and its saved state in one transaction.
+TEST_P(TuningDatabaseTest, WritesTogetherCommitOrRollBackAsOne) {
+  const auto job = db().create_job("j", Json::object());
+  db().write_together([&] {
+    db().insert(record(w1_, npu_a_, tiles(1, 1), ok_us(1)));
+    db().save_job_task(job, "t", Json{{"round", 1}});
+  });
+  EXPECT_EQ(db().stats().records, 1);
+  EXPECT_THROW(db().write_together([&] {
+    db().insert(record(w1_, npu_a_, tiles(2, 2), ok_us(2)));
+    db().save_job_task(job, "t", Json{{"round", 2}});
+    throw Error(ErrorKind::io, "crash before the commit");
+  }), Error);
+  EXPECT_EQ(db().stats().records, 1);
+  EXPECT_EQ(db().job_tasks(job).at("t")["round"], 1);
+  db().insert(record(w1_, npu_a_, tiles(3, 3), ok_us(3)));  // the connection is usable again
+  EXPECT_EQ(db().stats().records, 2);
+}
+
 TEST_P(TuningDatabaseTest, JobTaskStatesAreReplacedPerTaskAndGoWithTheirJob) {
   const auto id = db().create_job("j", Json::object());
   const auto other = db().create_job("k", Json::object());

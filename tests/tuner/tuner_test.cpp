@@ -76,6 +76,36 @@ TEST_F(TunerTest, ResumeNeverMeasuresAScheduleTwice) {
   EXPECT_EQ(c.best_us, b.best_us);  // best restored from the database
 }
 
+// A batch job's checkpoint sees the round already taken in by the session and the
+// strategy, and its writes commit with the round's records or not at all.
+TEST_F(TunerTest, ARoundCheckpointCommitsWithItsRecordsOrNotAtAll) {
+  auto s = strategy();
+  const auto job = db_.create_job("j", Json::object());
+  TuningSession* session = nullptr;
+  std::vector<std::pair<int, std::size_t>> seen;  // (session trials, strategy trials)
+  TuneOptions o;
+  o.batch_size = 8;
+  o.round_checkpoint = [&] {
+    seen.emplace_back(session->result().trials, s->trials());
+    const int round = static_cast<int>(seen.size());
+    return std::function<void()>([&, round] {
+      db_.save_job_task(job, "t", Json{{"round", round}});
+      if (round == 3) throw Error(ErrorKind::io, "disk full");
+    });
+  };
+  TuningSession tuning(workload_, target_, *s, measurer_, db_, o);
+  session = &tuning;
+  tuning.run_round(8);  // the default and 7 proposals
+  tuning.run_round(8);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], std::make_pair(8, std::size_t{8}));
+  EXPECT_EQ(seen[1], std::make_pair(16, std::size_t{16}));
+  EXPECT_EQ(stored().size(), 16u);
+  EXPECT_THROW(tuning.run_round(8), Error);
+  EXPECT_EQ(stored().size(), 16u);  // the failed checkpoint took its round's records along
+  EXPECT_EQ(db_.job_tasks(job).at("t")["round"], 2);
+}
+
 // A measurer whose odd items always lose their worker.
 class FlakyMeasurer : public Measurer {
  public:
