@@ -69,7 +69,7 @@ TuneProgress TuningSession::progress(int budget) const {
 }
 
 int TuningSession::store(const std::vector<Schedule>& schedules,
-                         const std::vector<Measurement>& results, bool checkpoint) {
+                         const std::vector<Measurement>& results) {
   std::vector<db::Record> records;
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     if (is_infrastructure_error(results[i].status)) continue;
@@ -83,8 +83,7 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   for (const auto& r : records) note_trial(r.schedule, r.measurement);
   result_.measured += static_cast<int>(records.size());
   if (!records.empty()) {
-    const auto also = checkpoint && options_.round_checkpoint ? options_.round_checkpoint()
-                                                              : std::function<void()>();
+    const auto also = options_.round_checkpoint ? options_.round_checkpoint() : std::function<void()>();
     db_.write_together([&] {  // one transaction: all or nothing
       db_.insert(records);
       if (also) also();
@@ -102,52 +101,57 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   return static_cast<int>(records.size());
 }
 
-bool TuningSession::measure_default() {
+std::optional<std::pair<Schedule, Measurement>> TuningSession::measure_default() {
   options_.measure_default = false;
-  if (workload_.op() == "recorded") return false;
+  if (workload_.op() == "recorded") return std::nullopt;
   const Schedule def = simulator::default_schedule(workload_, target_);
-  if (db_.contains(workload_.key(), target_info_.key, def.key())) return false;
+  if (db_.contains(workload_.key(), target_info_.key, def.key())) return std::nullopt;
   MeasureInput in{workload_, target_, def, options_.repeat,
                   measurement_seed(options_.seed, workload_, def)};
-  const auto results = measurer_.measure({in});
-  if (store({def}, results, false) > 0) {
-    strategy_.observe(std::vector<search::Trial>{{def, results[0].status, results[0].time_us}});
-    if (results[0].ok()) result_.default_us = results[0].time_us;
+  const Measurement m = measurer_.measure({in}).at(0);
+  if (!is_infrastructure_error(m.status)) {
+    strategy_.observe(std::vector<search::Trial>{{def, m.status, m.time_us}});
+    if (m.ok()) result_.default_us = m.time_us;
   }
-  return true;
+  return std::make_pair(def, m);
 }
 
 int TuningSession::run_round(int max_trials) {
   if (max_trials <= 0 || exhausted_) return 0;
   const int before = result_.measured;
-  // The default takes a slot of this round only when it is measured now (not on resume).
-  if (options_.measure_default && measure_default()) --max_trials;
+  std::vector<Schedule> schedules;
+  std::vector<Measurement> results;
+  // The default takes a slot of this round only when it is measured now (not on resume),
+  // and is stored with the round's batch: a round is stored whole or not at all.
+  if (options_.measure_default) {
+    if (auto d = measure_default()) {
+      --max_trials;
+      schedules.push_back(std::move(d->first));
+      results.push_back(std::move(d->second));
+    }
+  }
   const int want = std::min(max_trials, options_.batch_size);
   if (want > 0) {
     const auto batch = strategy_.propose(static_cast<std::size_t>(want));
-    if (batch.empty()) {
-      strategy_.update({});
-      exhausted_ = true;
-    } else {
-      std::vector<MeasureInput> inputs;
-      for (const auto& s : batch) {
-        inputs.push_back({workload_, target_, s, options_.repeat,
-                          measurement_seed(options_.seed, workload_, s)});
-      }
-      const auto results = measurer_.measure(inputs);
-      if (results.size() != batch.size()) {
-        throw Error(ErrorKind::internal, "tuner: measurer returned " +
-                                             std::to_string(results.size()) + " results for " +
-                                             std::to_string(batch.size()) + " schedules");
-      }
-      std::vector<search::Trial> trials;
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        trials.push_back({batch[i], results[i].status, results[i].time_us});
-      }
-      strategy_.update(trials);  // before store: a checkpoint saves the updated strategy
-      store(batch, results, true);
+    std::vector<MeasureInput> inputs;
+    for (const auto& s : batch) {
+      inputs.push_back({workload_, target_, s, options_.repeat, measurement_seed(options_.seed, workload_, s)});
     }
+    const auto measured = inputs.empty() ? std::vector<Measurement>{} : measurer_.measure(inputs);
+    if (measured.size() != batch.size()) {
+      throw Error(ErrorKind::internal, "tuner: measurer returned " + std::to_string(measured.size()) +
+                                           " results for " + std::to_string(batch.size()) + " schedules");
+    }
+    std::vector<search::Trial> trials;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      trials.push_back({batch[i], measured[i].status, measured[i].time_us});
+    }
+    strategy_.update(trials);  // before store: a checkpoint saves the updated strategy
+    exhausted_ = batch.empty();
+    schedules.insert(schedules.end(), batch.begin(), batch.end());
+    results.insert(results.end(), measured.begin(), measured.end());
   }
+  if (!schedules.empty()) store(schedules, results);
   if (options_.after_round) options_.after_round();
   return result_.measured - before;
 }

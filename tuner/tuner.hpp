@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/schedule_space.hpp"
@@ -45,7 +46,7 @@ struct TuneOptions {
   int max_failed_rounds = 3;
   // Called after each stored round, e.g. to save a retrained cost model (StrategySetup).
   std::function<void()> after_round;
-  // Batch jobs: called once per round that stores new schedules, after the session and
+  // Batch jobs: called once per round that stores any schedule, after the session and
   // the strategy have taken the round's results in and before they are stored. The
   // writes it returns run inside the transaction that stores them (more than once if
   // the database is busy, so they must only write), so a job's saved state commits
@@ -101,11 +102,12 @@ class TuningSession {
 
  private:
   void load_history();
-  bool measure_default();  // true if it was measured now
-  // Stores the schedules' results (not infrastructure errors); with checkpoint, together
-  // with options_.round_checkpoint's writes. Returns how many were stored.
-  int store(const std::vector<Schedule>& schedules, const std::vector<Measurement>& results,
-            bool checkpoint);
+  // The vendor default and its result when it is measured now (shown to the strategy,
+  // stored with the round); nullopt when it is stored already or not applicable.
+  std::optional<std::pair<Schedule, Measurement>> measure_default();
+  // Stores a round's results (not infrastructure errors) in one transaction with
+  // options_.round_checkpoint's writes. Returns how many were stored.
+  int store(const std::vector<Schedule>& schedules, const std::vector<Measurement>& results);
   void note_trial(const Schedule& s, const Measurement& m);
 
   Workload workload_;

@@ -162,6 +162,12 @@ TEST_F(TuneCli, KillNineThenResumeMeasuresNoScheduleTwice) {
   EXPECT_EQ(sql(db, "SELECT COUNT(*) FROM records"), "1500");
   EXPECT_EQ(sql(db, "SELECT MAX(json_array_length(repeats)) FROM records WHERE status='ok'"), "3");
   EXPECT_THAT(sql(db, "SELECT state FROM jobs WHERE name='killed'"), HasSubstr("done"));
+  // Exact resume: an uninterrupted run of the same job stores the same schedules, in the
+  // same order, wherever the kill struck.
+  ASSERT_EQ(run(job("whole", spec) + " --quiet").code, 0);
+  const std::string order =
+      "SELECT group_concat(schedule_key, ',') FROM (SELECT schedule_key FROM records ORDER BY id)";
+  EXPECT_EQ(sql(db, order), sql(path("whole.db"), order));
 }
 
 // An ONNX model built here with Debian's python3-onnx: Conv+BatchNormalization+Relu
