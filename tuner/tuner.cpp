@@ -101,14 +101,26 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   return static_cast<int>(records.size());
 }
 
+std::vector<Measurement> TuningSession::measure(const std::vector<Schedule>& schedules) {
+  if (schedules.empty()) return {};
+  std::vector<MeasureInput> inputs;
+  for (const auto& s : schedules) {
+    inputs.push_back({workload_, target_, s, options_.repeat, measurement_seed(options_.seed, workload_, s)});
+  }
+  auto results = measurer_.measure(inputs);
+  if (results.size() != schedules.size()) {
+    throw Error(ErrorKind::internal, "tuner: measurer returned " + std::to_string(results.size()) +
+                                         " results for " + std::to_string(schedules.size()) + " schedules");
+  }
+  return results;
+}
+
 std::optional<std::pair<Schedule, Measurement>> TuningSession::measure_default() {
   options_.measure_default = false;
   if (workload_.op() == "recorded") return std::nullopt;
   const Schedule def = simulator::default_schedule(workload_, target_);
   if (db_.contains(workload_.key(), target_info_.key, def.key())) return std::nullopt;
-  MeasureInput in{workload_, target_, def, options_.repeat,
-                  measurement_seed(options_.seed, workload_, def)};
-  const Measurement m = measurer_.measure({in}).at(0);
+  const Measurement m = measure({def}).front();
   if (!is_infrastructure_error(m.status)) {
     strategy_.observe(std::vector<search::Trial>{{def, m.status, m.time_us}});
     if (m.ok()) result_.default_us = m.time_us;
@@ -133,15 +145,7 @@ int TuningSession::run_round(int max_trials) {
   const int want = std::min(max_trials, options_.batch_size);
   if (want > 0) {
     const auto batch = strategy_.propose(static_cast<std::size_t>(want));
-    std::vector<MeasureInput> inputs;
-    for (const auto& s : batch) {
-      inputs.push_back({workload_, target_, s, options_.repeat, measurement_seed(options_.seed, workload_, s)});
-    }
-    const auto measured = inputs.empty() ? std::vector<Measurement>{} : measurer_.measure(inputs);
-    if (measured.size() != batch.size()) {
-      throw Error(ErrorKind::internal, "tuner: measurer returned " + std::to_string(measured.size()) +
-                                           " results for " + std::to_string(batch.size()) + " schedules");
-    }
+    const auto measured = measure(batch);
     std::vector<search::Trial> trials;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       trials.push_back({batch[i], measured[i].status, measured[i].time_us});

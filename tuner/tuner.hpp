@@ -102,6 +102,8 @@ class TuningSession {
 
  private:
   void load_history();
+  // One measurement of each schedule, with its stable noise seed.
+  std::vector<Measurement> measure(const std::vector<Schedule>& schedules);
   // The vendor default and its result when it is measured now (shown to the strategy,
   // stored with the round); nullopt when it is stored already or not applicable.
   std::optional<std::pair<Schedule, Measurement>> measure_default();
