@@ -53,14 +53,14 @@ std::string group_of(const Workload& w) {
 // that its transfer data includes what earlier tasks measured.
 struct TaskRun {
   TuneTask task;
-  std::unique_ptr<StrategySetup> setup;
-  std::unique_ptr<TuningSession> session;
+  std::unique_ptr<StrategySetup> setup{};
+  std::unique_ptr<TuningSession> session{};
   int stored = 0;  // trials in the database (kept current once the session exists)
   double best_us = kInf;
   double default_us = kInf;
   // Search state saved in the job's task row: {"transfer_upto", "search"}; null until
   // the task's first round. Restored when the task's session is rebuilt on resume.
-  Json saved;
+  Json saved{};
 };
 
 class Job {
@@ -72,7 +72,7 @@ class Job {
         target_info_(db::TargetInfo::from_target(target_)),
         scheduler_(scheduler_tasks(), scheduler_options()),
         progress_(Progress::detect(options.quiet), spec.trials) {
-    for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t, nullptr, nullptr, 0, kInf, kInf, nullptr});
+    for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t});
     load_stored();
     open_job_row();
   }
@@ -219,13 +219,8 @@ class Job {
   }
 
   void run_round(int i) {
-    TuningSession& s = session_of(i);
-    accounted_ = false;
     const int room = spec_.trials - total_trials();
-    s.run_round(std::min(room, spec_.batch_size));
-    // A round that stored no new schedule (space exhausted, or only infrastructure
-    // errors) had no checkpoint: account for it now.
-    if (!accounted_) db_.write_together(account_round(i));
+    session_of(i).run_round(std::min(room, spec_.batch_size));  // checkpoint: account_round
   }
 
   // Takes task i's round into the scheduler and the task's saved search state, and
@@ -243,7 +238,6 @@ class Job {
     if (r.session->exhausted() || r.session->early_stopped()) scheduler_.finish(i);
     r.saved = Json{{"transfer_upto", r.setup->transfer_upto()},
                    {"search", r.setup->strategy().save_state()}};
-    accounted_ = true;
     return [this, &r, state = job_state(), progress = progress_fraction()] {
       db_.save_job_task(job_id_, r.task.workload.key(), r.saved);
       db_.update_job_spec(job_id_, state);
@@ -340,7 +334,6 @@ class Job {
   Progress progress_;
   std::vector<TaskRun> runs_;
   std::int64_t job_id_ = 0;
-  bool accounted_ = false;  // the current round went through account_round
 };
 
 void probe_farm(const std::string& address) {

@@ -82,20 +82,20 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   // fail, the error ends the session anyway.
   for (const auto& r : records) note_trial(r.schedule, r.measurement);
   result_.measured += static_cast<int>(records.size());
-  if (!records.empty()) {
-    const auto also = options_.round_checkpoint ? options_.round_checkpoint() : std::function<void()>();
+  const auto also = options_.round_checkpoint ? options_.round_checkpoint() : std::function<void()>();
+  if (!records.empty() || also) {
     db_.write_together([&] {  // one transaction: all or nothing
-      db_.insert(records);
+      if (!records.empty()) db_.insert(records);
       if (also) also();
     });
   }
-  if (records.empty()) {
+  if (!schedules.empty() && records.empty()) {
     if (++failed_rounds_ >= options_.max_failed_rounds) {
       throw Error(ErrorKind::io, "tuner: " + std::to_string(failed_rounds_) +
                                      " rounds in a row measured nothing (" + measurer_.name() +
                                      ": " + (results.empty() ? "" : results.front().message) + ")");
     }
-  } else {
+  } else if (!records.empty()) {
     failed_rounds_ = 0;
   }
   return static_cast<int>(records.size());
@@ -129,13 +129,13 @@ std::optional<std::pair<Schedule, Measurement>> TuningSession::measure_default()
 }
 
 int TuningSession::run_round(int max_trials) {
-  if (max_trials <= 0 || exhausted_) return 0;
+  if (exhausted_) max_trials = 0;
   const int before = result_.measured;
   std::vector<Schedule> schedules;
   std::vector<Measurement> results;
   // The default takes a slot of this round only when it is measured now (not on resume),
   // and is stored with the round's batch: a round is stored whole or not at all.
-  if (options_.measure_default) {
+  if (max_trials > 0 && options_.measure_default) {
     if (auto d = measure_default()) {
       --max_trials;
       schedules.push_back(std::move(d->first));
@@ -155,7 +155,7 @@ int TuningSession::run_round(int max_trials) {
     schedules.insert(schedules.end(), batch.begin(), batch.end());
     results.insert(results.end(), measured.begin(), measured.end());
   }
-  if (!schedules.empty()) store(schedules, results);
+  store(schedules, results);  // also an empty round: its checkpoint still runs
   if (options_.after_round) options_.after_round();
   return result_.measured - before;
 }

@@ -46,11 +46,11 @@ struct TuneOptions {
   int max_failed_rounds = 3;
   // Called after each stored round, e.g. to save a retrained cost model (StrategySetup).
   std::function<void()> after_round;
-  // Batch jobs: called once per round that stores any schedule, after the session and
-  // the strategy have taken the round's results in and before they are stored. The
-  // writes it returns run inside the transaction that stores them (more than once if
-  // the database is busy, so they must only write), so a job's saved state commits
-  // together with the records it describes.
+  // Batch jobs: called once per round (run_round), after the session and the strategy
+  // have taken the round's results in and before they are stored. The writes it
+  // returns run inside the transaction that stores them (more than once if the
+  // database is busy, so they must only write), so a job's saved state commits
+  // together with the records it describes. A round that stores nothing still runs them.
   std::function<std::function<void()>()> round_checkpoint;
 };
 
@@ -108,7 +108,8 @@ class TuningSession {
   // stored with the round); nullopt when it is stored already or not applicable.
   std::optional<std::pair<Schedule, Measurement>> measure_default();
   // Stores a round's results (not infrastructure errors) in one transaction with
-  // options_.round_checkpoint's writes. Returns how many were stored.
+  // options_.round_checkpoint's writes, which run even when nothing is stored.
+  // Returns how many were stored.
   int store(const std::vector<Schedule>& schedules, const std::vector<Measurement>& results);
   void note_trial(const Schedule& s, const Measurement& m);
 

@@ -98,6 +98,26 @@ TEST_F(JobRunnerTest, InterruptedJobMeasuresExactlyWhatAnUninterruptedJobMeasure
   }
 }
 
+// A task whose space runs out finishes: its last round stores nothing, and the job
+// still takes that round in (else the scheduler would pick the task forever).
+TEST_F(JobRunnerTest, ATaskWhoseSpaceRunsOutFinishesTheJob) {
+  const Json tiny{{"op", "elementwise"}, {"dims", {{"M", 16}, {"N", 16}}}};  // 20 points
+  JobRunOptions quiet;
+  quiet.quiet = true;
+  quiet.max_rounds = 50;  // a bound, so the bug fails the test instead of hanging it
+  const auto out = run_job(
+      JobSpec::from_json(Json{{"name", "tiny"}, {"target", "ascend910"}, {"trials", 100},
+                              {"workloads", Json::array({Json{{"workload", tiny}}})},
+                              {"strategy", "random"}, {"batch_size", 8},
+                              {"database", (dir_ / "tiny.db").string()},
+                              {"export", (dir_ / "t.json").string()},
+                              {"report", (dir_ / "r.html").string()}}),
+      quiet);
+  EXPECT_EQ(out.trials, 20);
+  auto db = db::TuningDatabase::open((dir_ / "tiny.db").string());
+  EXPECT_EQ(db.job_named("tiny")->state, "done");
+}
+
 TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
   JobRunOptions quiet;
   quiet.quiet = true;
