@@ -17,16 +17,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
+#include "bench/quality_suite.hpp"
 #include "core/error.hpp"
 #include "db/tuning_database.hpp"
 #include "simulator/presets.hpp"
-#include "simulator/simulator.hpp"
 #include "tuner/job_runner.hpp"
 
 namespace {
@@ -69,23 +70,6 @@ struct Run {
   std::string database;
 };
 
-double noise_free_us(const Target& target, const Workload& w, const Schedule& s) {
-  simulator::SimOptions o;
-  o.noise = 0;
-  const auto m = simulator::simulate(target, w, s, o);
-  return m.ok() ? m.time_us : 1e30;
-}
-
-// The exhaustive optimum of a task's space, noise-free.
-double oracle_us(const Target& target, const Workload& w) {
-  const ScheduleSpace space = simulator::space_for(w, target);
-  double best = 1e30;
-  for (std::uint64_t i = 0; i < space.size(); ++i) {
-    best = std::min(best, noise_free_us(target, w, space.schedule_at(space.point_at(i))));
-  }
-  return best;
-}
-
 Run run_once(const Args& a, const std::string& policy, int seed, const fs::path& dir) {
   const std::string name = policy + "-" + std::to_string(seed);
   Json spec{{"name", name}, {"target", a.target}, {"model", a.model}, {"trials", a.trials},
@@ -109,48 +93,50 @@ Run run_once(const Args& a, const std::string& policy, int seed, const fs::path&
   return r;
 }
 
-// Per task: trials each policy gave it and its weighted regret, weight * (noise-free
-// time of the chosen best - exhaustive optimum), in microseconds.
-// Returns the exhaustive optimum's weighted end-to-end time and, per policy, the weighted
-// regret of the best measured schedules (what a perfect final pick would have shipped).
+// Per policy, summed over tasks: the weighted regret of the best measured schedules
+// (what a perfect final pick would have shipped), and the exhaustive optimum.
 struct Regret {
   double optimum_us = 0;
   double found[2] = {0, 0};
 };
 
-Regret print_regret(const Target& target, const Run (&runs)[2], std::map<std::string, double>& oracle) {
+// Prints per task the trials each policy gave it, the weighted regret of its pick,
+// weight * (noise-free time - exhaustive optimum), and that of its best measured schedule.
+// truths caches each task's enumerated space (bench/quality_suite.hpp) across seeds.
+Regret print_regret(const Target& target, const Run (&runs)[2],
+                    std::map<std::string, bench::GroundTruth>& truths) {
   std::printf("  %-28s %6s %13s %19s %19s\n", "task", "weight", "trials g/rr", "weighted regret g/rr",
               "best measured g/rr");
-  double total[2] = {0, 0};
+  double picked_total[2] = {0, 0};
   Regret out;
-  double* total_found = out.found;
   std::vector<db::TuningDatabase> dbs;
   for (const auto& r : runs) dbs.push_back(db::TuningDatabase::open(r.database));
   for (std::size_t i = 0; i < runs[0].tasks.size(); ++i) {
     const Json& t0 = runs[0].tasks[i];
     const Workload w = Workload::from_json(t0["workload"]);
     const std::string name = t0["name"];
-    if (!oracle.count(name)) oracle[name] = oracle_us(target, w);
-    out.optimum_us += double(t0["weight"]) * oracle[name];
-    double regret[2], found[2];
+    const double weight = t0["weight"];
+    if (!truths.count(name)) truths.emplace(name, bench::ground_truth({name, w, target}));
+    const bench::GroundTruth& truth = truths.at(name);
+    out.optimum_us += weight * truth.optimum_us;
+    double picked[2], found[2];
     for (int p = 0; p < 2; ++p) {
       const Json& t = runs[p].tasks[i];
-      const double weight = t["weight"];
-      regret[p] = weight * (noise_free_us(target, w, Schedule::from_json(t["best_schedule"])) - oracle[name]);
-      total[p] += regret[p];
-      double best_stored = 1e30;
+      picked[p] = weight * (truth.true_time(Schedule::from_json(t["best_schedule"])) - truth.optimum_us);
+      double best_stored = std::numeric_limits<double>::infinity();
       for (const auto& rec : dbs[p].history(w.key())) {
-        if (rec.measurement.ok()) best_stored = std::min(best_stored, noise_free_us(target, w, rec.schedule));
+        if (rec.measurement.ok()) best_stored = std::min(best_stored, truth.true_time(rec.schedule));
       }
-      found[p] = weight * (best_stored - oracle[name]);
-      total_found[p] += found[p];
+      found[p] = weight * (best_stored - truth.optimum_us);
+      picked_total[p] += picked[p];
+      out.found[p] += found[p];
     }
-    std::printf("  %-28s %6.0f %6d/%-6d %9.2f/%-9.2f %9.2f/%-9.2f\n", name.c_str(),
-                double(t0["weight"]), int(t0["trials"]), int(runs[1].tasks[i]["trials"]), regret[0],
-                regret[1], found[0], found[1]);
+    std::printf("  %-28s %6.0f %6d/%-6d %9.2f/%-9.2f %9.2f/%-9.2f\n", name.c_str(), weight,
+                int(t0["trials"]), int(runs[1].tasks[i]["trials"]), picked[0], picked[1], found[0],
+                found[1]);
   }
-  std::printf("  %-28s %6s %13s %9.2f/%-9.2f %9.2f/%-9.2f\n", "total", "", "", total[0], total[1],
-              total_found[0], total_found[1]);
+  std::printf("  %-28s %6s %13s %9.2f/%-9.2f %9.2f/%-9.2f\n", "total", "", "", picked_total[0],
+              picked_total[1], out.found[0], out.found[1]);
   return out;
 }
 
@@ -166,7 +152,7 @@ int main(int argc, char** argv) try {
   double mean[2] = {0, 0};
   const char* policies[2] = {"gradient", "round_robin"};
   const Target target = simulator::load_target(a.target);
-  std::map<std::string, double> oracle;
+  std::map<std::string, bench::GroundTruth> truths;
   std::vector<double> diffs;  // gradient - even, per seed
   Regret regret_sum;
   for (int seed = a.seed_base; seed < a.seed_base + a.seeds; ++seed) {
@@ -181,7 +167,7 @@ int main(int argc, char** argv) try {
     }
     diffs.push_back(runs[0].tuned_us - runs[1].tuned_us);
     if (a.regret) {
-      const Regret r = print_regret(target, runs, oracle);
+      const Regret r = print_regret(target, runs, truths);
       regret_sum.optimum_us = r.optimum_us;
       for (int p = 0; p < 2; ++p) regret_sum.found[p] += r.found[p] / a.seeds;
     }
