@@ -184,14 +184,15 @@ class Job {
   std::unique_ptr<StrategySetup> strategy_of(const TaskRun& r, StrategyConfig config) const {
     const ScheduleSpace space = simulator::space_for(r.task.workload, target_);
     if (r.saved.is_object() && r.saved.contains("search")) {
-      config.transfer_upto = r.saved.value("transfer_upto", std::int64_t{0});
-      auto setup = std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
       try {
+        config.transfer_upto = r.saved.at("transfer_upto").get<std::int64_t>();
+        auto setup = std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
         setup->strategy().load_state(r.saved["search"]);
         return setup;
       } catch (const Error&) {
-        config.transfer_upto.reset();
+      } catch (const Json::exception&) {
       }
+      config.transfer_upto.reset();
     }
     return std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
   }

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "db/tuning_database.hpp"
 #include "simulator/presets.hpp"
+#include "tuner/model_zoo.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -69,8 +70,7 @@ TEST_F(JobRunnerTest, InterruptedJobResumesWhereTheSchedulerStopped) {
 std::vector<std::vector<std::string>> measured_in_order(const fs::path& db_path) {
   auto db = db::TuningDatabase::open(db_path.string());
   std::vector<std::vector<std::string>> out;
-  const TaskSet tasks = tasks_of(JobSpec::from_json(
-      Json{{"name", "x"}, {"target", "ascend910"}, {"model", "mlp"}, {"trials", 1}}));
+  const TaskSet tasks = zoo_model("mlp");
   for (const auto& t : tasks.tasks()) {
     out.emplace_back();
     for (const auto& r : db.history(t.workload.key())) out.back().push_back(r.schedule.key());
