@@ -141,7 +141,7 @@ class Connection {
   std::unique_ptr<sqlite3, Closer> db_;
   std::string path_;
   int lock_wait_ms_;
-  int write_depth_ = 0;  // write() bodies running now (> 1: nested, joined)
+  int write_depth_ = 0;  // 1 while a write() body runs; write() called inside it joins
   // Transparent hash: looking a statement up by its SQL text allocates nothing.
   struct SqlHash {
     using is_transparent = void;
