@@ -1,5 +1,5 @@
 // Recorded-spaces benchmark: search strategies on the four brute-forced Kernel Tuner GPU
-// spaces (shared/data/recorded-spaces). A measurement is the recorded time (no noise);
+// spaces (data/recorded-spaces). A measurement is the recorded time (no noise);
 // absent configurations are never proposed (the space's check rejects them, as Kernel
 // Tuner's restrictions do); failed ones count as evaluations. Reported: mean fraction of
 // the optimum (optimum / best found) after 25, 50, 100, 200 and 400 evaluations, averaged
@@ -37,7 +37,7 @@ struct Config {
   std::vector<std::string> strategies = {"random", "evolutionary", "model-guided-xgboost",
                                          "model-guided-linear", "ensemble-xgboost"};
   std::string csv;
-  std::string data = std::string(ATVOSS_SHARED_DIR) + "/data/recorded-spaces";
+  std::string data = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces";
   int model_threads = 1;
   search::StrategyOptions defaults;  // tuning knobs exposed as flags (defaults: the library's)
 };

@@ -45,7 +45,7 @@ function(atvoss_test name)
   target_compile_definitions(${name} PRIVATE
     ATVOSS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     ATVOSS_BINARY_DIR="${PROJECT_BINARY_DIR}"
-    ATVOSS_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+    ATVOSS_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
 endfunction()
 
@@ -66,6 +66,6 @@ function(atvoss_bench name source)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark)
   target_compile_options(${name} PRIVATE ${ATVOSS_WARNINGS})
   target_compile_definitions(${name} PRIVATE ATVOSS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    ATVOSS_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared")
+    ATVOSS_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 endfunction()

@@ -18,7 +18,7 @@
 //    set of values seen in its column.
 //
 // 2. Kernel Tuner cache file (.json, or .json.gz read through zlib; the format is in
-//    shared/data/recorded-spaces/README.md). The knobs are tune_params_keys in order,
+//    data/recorded-spaces/README.md). The knobs are tune_params_keys in order,
 //    each with the domain listed in tune_params. Schedules hold integers only, so each
 //    parameter is mapped as follows: when every value in its tune_params list is a JSON
 //    integer, the values are used as they are (sorted ascending for neighbourhoods);

@@ -1,5 +1,5 @@
 // Kernel Tuner cache import: turns a brute-forced GPU tuning space (Kernel Tuner's cache
-// file, .json or .json.gz; format in shared/data/recorded-spaces/README.md) into atvoss
+// file, .json or .json.gz; format in data/recorded-spaces/README.md) into atvoss
 // records, so recorded spaces can live in, merge with and export from a tuning database.
 // Pure function of the file; safe from any thread.
 //

@@ -188,7 +188,7 @@ TEST(RecordedSpaceTest, MissingFileIsIoError) {
   }
 }
 
-// The four real Kernel Tuner spaces (shared/data/recorded-spaces/README.md table).
+// The four real Kernel Tuner spaces (data/recorded-spaces/README.md table).
 TEST(RecordedSpaceTest, RealKernelTunerSpacesMatchTheirReadme) {
   const struct {
     const char* file;
@@ -202,7 +202,7 @@ TEST(RecordedSpaceTest, RealKernelTunerSpacesMatchTheirReadme) {
   };
   for (const auto& s : kSpaces) {
     SCOPED_TRACE(s.file);
-    auto rs = RecordedSpace::load(std::string(ATVOSS_SHARED_DIR) + "/data/recorded-spaces/" + s.file);
+    auto rs = RecordedSpace::load(std::string(ATVOSS_DATA_DIR) + "/recorded-spaces/" + s.file);
     EXPECT_EQ(rs->space().dimensions(), s.knobs);
     EXPECT_EQ(rs->recorded_count(), s.configs);
     EXPECT_EQ(rs->failed_count(), s.failed);

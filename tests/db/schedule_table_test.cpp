@@ -208,7 +208,7 @@ TEST(ScheduleTableFixtureTest, CheckedInFixtureStillLoads) {
 }
 
 TEST(KernelTunerImportTest, CacheBecomesRecordsOfARecordedWorkloadOnANamedTarget) {
-  const std::string path = std::string(ATVOSS_SHARED_DIR) + "/data/recorded-spaces/pnpoly-RTX_3090.json.gz";
+  const std::string path = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces/pnpoly-RTX_3090.json.gz";
   ASSERT_TRUE(is_kernel_tuner_cache(path));
   const auto records = read_kernel_tuner_cache(path);
   ASSERT_EQ(records.size(), 4092u);

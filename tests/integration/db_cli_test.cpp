@@ -27,7 +27,7 @@ class DbCliTest : public atvoss::cli_test::CliTest {
 
   std::string db(const std::string& name = "tune.db") const { return "--db " + quote(file(name)); }
 
-  const std::string cache_ = std::string(ATVOSS_SHARED_DIR) + "/data/recorded-spaces/pnpoly-RTX_3090.json.gz";
+  const std::string cache_ = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces/pnpoly-RTX_3090.json.gz";
   const std::string gpu_ = "'NVIDIA GeForce RTX 3090'";
 };
 
