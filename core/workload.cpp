@@ -4,29 +4,10 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/op_registry.hpp"
 
 namespace atvoss {
 namespace {
-
-struct OpSpec {
-  std::string name;
-  std::vector<std::string> dims;
-  bool takes_epilogue;
-};
-
-const std::vector<OpSpec>& op_specs() {
-  static const std::vector<OpSpec> specs = {
-      {"matmul", {"M", "N", "K"}, true},
-      {"batch_matmul", {"B", "M", "N", "K"}, true},
-      {"conv2d", {"N", "C", "H", "W", "K", "R", "S", "stride", "pad"}, true},
-      {"depthwise_conv2d", {"N", "C", "H", "W", "R", "S", "stride", "pad"}, true},
-      {"elementwise", {"M", "N"}, false},
-      {"layernorm", {"M", "N"}, false},
-      {"softmax", {"M", "N"}, false},
-      {"recorded", {}, false},
-  };
-  return specs;
-}
 
 const std::vector<std::string>& epilogue_ops() {
   static const std::vector<std::string> ops = {"bias", "batchnorm", "relu", "gelu", "add",
@@ -38,13 +19,6 @@ std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
   return out;
-}
-
-const OpSpec& find_op(const std::string& op) {
-  for (const auto& s : op_specs()) {
-    if (s.name == op) return s;
-  }
-  throw_bad_input("workload: unknown op '" + op + "'; expected one of: " + join(known_ops()));
 }
 
 std::int64_t read_dim(const Json& dims, const std::string& name, bool is_conv) {
@@ -67,15 +41,6 @@ std::int64_t read_dim(const Json& dims, const std::string& name, bool is_conv) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& known_ops() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const auto& s : op_specs()) n.push_back(s.name);
-    return n;
-  }();
-  return names;
-}
 
 std::string_view to_string(DType d) noexcept {
   switch (d) {
@@ -116,8 +81,10 @@ Workload Workload::from_json(const Json& j) {
   }
   Workload w;
   w.op_ = require_string(j, "op", "workload");
-  const OpSpec& spec = find_op(w.op_);
-  if (w.op_ == "recorded") {
+  const OpInfo& spec = op_info(w.op_);
+  w.family_ = spec.family;
+  w.info_ = &spec;
+  if (spec.family == OpFamily::table) {
     w.table_ = require_string(j, "table", "workload");
     if (w.table_.empty()) throw_bad_input("workload: field 'table' must name a file");
     w.key_ = stable_key(w.to_json());
@@ -135,7 +102,7 @@ Workload Workload::from_json(const Json& j) {
                       join(spec.dims));
     }
   }
-  const bool conv = w.op_ == "conv2d" || w.op_ == "depthwise_conv2d";
+  const bool conv = w.is_conv();
   for (const auto& name : spec.dims) w.dims_[name] = read_dim(dims, name, conv);
   if (conv) {
     if (w.dims_["H"] + 2 * w.dims_["pad"] < w.dims_["R"] ||
@@ -164,7 +131,7 @@ Workload Workload::from_json(const Json& j) {
 }
 
 Json Workload::to_json() const {
-  if (op_ == "recorded") return Json{{"op", op_}, {"table", table_}};
+  if (is_table()) return Json{{"op", op_}, {"table", table_}};
   Json j{{"op", op_}, {"dtype", std::string(to_string(dtype_))}, {"dims", Json::object()}};
   for (const auto& [k, v] : dims_) j["dims"][k] = v;
   j["epilogue"] = epilogue_;
@@ -190,41 +157,51 @@ std::int64_t Workload::out_w() const {
 
 double Workload::flops() const {
   auto d = [&](const char* n) { return static_cast<double>(dim(n)); };
-  if (op_ == "matmul") return 2 * d("M") * d("N") * d("K");
-  if (op_ == "batch_matmul") return 2 * d("B") * d("M") * d("N") * d("K");
-  if (op_ == "conv2d") {
-    return 2 * d("N") * d("K") * double(out_h()) * double(out_w()) * d("C") * d("R") * d("S");
+  switch (family_) {
+    case OpFamily::matmul: return 2 * batch() * d("M") * d("N") * d("K");
+    case OpFamily::conv:
+      return 2 * d("N") * d("K") * double(out_h()) * double(out_w()) * d("C") * d("R") * d("S");
+    case OpFamily::depthwise:
+      return 2 * d("N") * d("C") * double(out_h()) * double(out_w()) * d("R") * d("S");
+    case OpFamily::rows: return info().row_ops * d("M") * d("N");
+    case OpFamily::table: return 0;
   }
-  if (op_ == "depthwise_conv2d") {
-    return 2 * d("N") * d("C") * double(out_h()) * double(out_w()) * d("R") * d("S");
-  }
-  if (op_ == "elementwise") return d("M") * d("N");
-  if (op_ == "layernorm" || op_ == "softmax") return 5 * d("M") * d("N");
   return 0;
 }
 
 double Workload::compulsory_bytes() const {
   auto d = [&](const char* n) { return static_cast<double>(dim(n)); };
   const double b = dtype_bytes(dtype_);
-  if (op_ == "matmul") return b * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N"));
-  if (op_ == "batch_matmul") {
-    return b * d("B") * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N"));
+  switch (family_) {
+    case OpFamily::matmul:
+      return b * batch() * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N"));
+    case OpFamily::conv:
+      return b * (d("N") * d("C") * d("H") * d("W") + d("K") * d("C") * d("R") * d("S") +
+                  d("N") * d("K") * double(out_h()) * double(out_w()));
+    case OpFamily::depthwise:
+      return b * (d("N") * d("C") * d("H") * d("W") + d("C") * d("R") * d("S") +
+                  d("N") * d("C") * double(out_h()) * double(out_w()));
+    case OpFamily::rows: return b * (info().row_inputs + 1) * d("M") * d("N");
+    case OpFamily::table: return 0;
   }
-  if (op_ == "conv2d") {
-    return b * (d("N") * d("C") * d("H") * d("W") + d("K") * d("C") * d("R") * d("S") +
-                d("N") * d("K") * double(out_h()) * double(out_w()));
-  }
-  if (op_ == "depthwise_conv2d") {
-    return b * (d("N") * d("C") * d("H") * d("W") + d("C") * d("R") * d("S") +
-                d("N") * d("C") * double(out_h()) * double(out_w()));
-  }
-  if (op_ == "elementwise") return b * 3 * d("M") * d("N");
-  if (op_ == "layernorm" || op_ == "softmax") return b * 2 * d("M") * d("N");
   return 0;
 }
 
+const OpInfo& Workload::info() const {
+  static const OpInfo none;  // a default-constructed Workload
+  return info_ ? *info_ : none;
+}
+
+double Workload::batch() const {
+  if (family_ == OpFamily::matmul) {
+    return info().batch_dim.empty() ? 1.0 : double(dim(info().batch_dim));
+  }
+  if (family_ == OpFamily::conv || family_ == OpFamily::depthwise) return double(dim("N"));
+  return 1.0;
+}
+
 std::string Workload::label() const {
-  if (op_ == "recorded") return "recorded " + table_;
+  if (is_table()) return op_ + " " + table_;
   std::ostringstream out;
   out << op_;
   const char* sep = " ";

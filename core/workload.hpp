@@ -11,6 +11,7 @@
 //   layernorm         M N                       normalises each of M rows of N
 //   softmax           M N                       along N
 //   recorded          (none)                    measured table; "table": path (see recorded_space.hpp)
+// The list itself lives in core/op_registry.hpp; more ops can be registered there.
 // conv2d/depthwise accept stride and pad as optional (defaults 1 and 0); the
 // canonical JSON always carries them, so {"stride":1} and no stride share a key.
 // Epilogue ops (bias, batchnorm, relu, gelu, add, layernorm) apply to matmul,
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/json.hpp"
+#include "core/op_registry.hpp"
 
 namespace atvoss {
 
@@ -46,8 +48,15 @@ class Workload {
   std::int64_t dim(const std::string& name) const;  // internal error if absent
   const std::string& table() const { return table_; }  // recorded spaces only
 
-  bool is_conv() const { return op_ == "conv2d" || op_ == "depthwise_conv2d"; }
-  bool is_matmul_like() const { return op_ == "matmul" || op_ == "batch_matmul"; }
+  // The op's registry entry (core/op_registry.hpp) and its family.
+  const OpInfo& info() const;
+  OpFamily family() const { return family_; }
+  bool is_conv() const { return family_ == OpFamily::conv || family_ == OpFamily::depthwise; }
+  bool is_matmul_like() const { return family_ == OpFamily::matmul; }
+  // A measured table (recorded space): no dims, no lowering, exact lookups only.
+  bool is_table() const { return family_ == OpFamily::table; }
+  // Independent instances of the main op: B of batch_matmul, N of a conv, else 1.
+  double batch() const;
   bool has_epilogue(std::string_view op) const;
 
   // Conv output spatial size: (H + 2 pad - R) / stride + 1.
@@ -64,6 +73,8 @@ class Workload {
 
  private:
   std::string op_;
+  OpFamily family_ = OpFamily::rows;
+  const OpInfo* info_ = nullptr;  // registry entries never move
   DType dtype_ = DType::float16;
   std::map<std::string, std::int64_t> dims_;
   std::vector<std::string> epilogue_;
@@ -71,7 +82,5 @@ class Workload {
   std::string key_;
 };
 
-// Names of every op this build understands, for error messages and CLI help.
-const std::vector<std::string>& known_ops();
 
 }  // namespace atvoss

@@ -1,9 +1,10 @@
-// Map: simulate() = plan_kernel() (tiling.hpp: tile shapes, footprints, the
+// Map: simulate() = lowering::plan_kernel() (tile shapes, bytes, footprints, the
 // fusion split) -> chip_traffic() (transfer.hpp: L2 reuse, per-core share of
-// the GM path) -> simulate_stream() per tile shape (pipeline.hpp: the event
-// model of one core) -> compose_waves() (tiles over cores, last wave idle
-// cores, chip-level bandwidth and FLOP roofline) -> unfused epilogue kernels ->
-// noise (noise.hpp) -> Measurement with Profile.
+// the GM path) -> stage_costs() turns each tile shape's bytes and work into pipe
+// cycles -> simulate_stream() per tile shape (pipeline.hpp: the event model of one
+// core) -> compose_waves() (tiles over cores, last wave idle cores, chip-level
+// bandwidth and FLOP roofline) -> unfused epilogue kernels -> noise (noise.hpp) ->
+// Measurement with Profile.
 #include "simulator/simulator.hpp"
 
 #include <algorithm>
@@ -11,15 +12,20 @@
 #include <numeric>
 
 #include "core/error.hpp"
-#include "core/recorded_space.hpp"
-#include "simulator/fusion.hpp"
+#include "lowering/lowering.hpp"
 #include "simulator/noise.hpp"
 #include "simulator/pipeline.hpp"
-#include "simulator/tiling.hpp"
 #include "simulator/transfer.hpp"
 
 namespace atvoss::simulator {
 namespace {
+
+using lowering::KernelPlan;
+using lowering::TileWork;
+
+// Handing a kept tile over to the next op: one set/wait flag pair and a
+// descriptor write on the scalar unit.
+constexpr double kHandoverCycles = 64;
 
 struct Traffic {
   double l2_reads = 0;    // bytes MTE2 fetches from GM (L2 hits included)
@@ -32,7 +38,7 @@ struct Traffic {
 
 Traffic chip_traffic(const Target& t, const KernelPlan& p, double active) {
   Traffic tr;
-  const ReuseResult r = operand_reuse(t, p.reuse);
+  const ReuseResult r = operand_reuse(t, p);
   tr.l2_reads = r.l2_read_bytes + p.other_reads;
   tr.hbm_reads = r.hbm_read_bytes + p.other_reads;
   tr.writes = p.out_bytes;
@@ -51,21 +57,41 @@ struct ShapeRun {
   StreamResult stream;
 };
 
+// Vector units that serve one cube core (two AIV per AIC on split parts).
+double vector_per_cube(const Target& t) {
+  return std::max(1.0, double(t.vector_cores) / std::max(1, t.ai_cores));
+}
+
+// Pipe cycles of one tile shape: the plan's bytes and work at the target's rates.
+StageCosts stage_costs(const Target& t, const KernelPlan& p, const TileWork& tw, const Traffic& tr,
+                       double active, DType dtype) {
+  StageCosts c;
+  c.loads = tw.loads;
+  c.steps_per_load = tw.steps_per_load;
+  c.mte2_per_load = load_cycles(t, tw.copies, tr.in_cycles_per_byte);
+  c.mte1_per_step = tw.l0a_bytes / t.mte1_a_bytes_per_cycle + tw.l0b_bytes / t.mte1_b_bytes_per_cycle +
+                    tw.l0_transfers * t.mte1_start_cycles;
+  c.cube_per_step = tw.cube_macs / t.macs_per_cycle(dtype);
+  c.vec_per_step = tw.vector_bytes / t.vector_bytes_per_cycle;
+  const double vpc = p.uses_cube ? vector_per_cube(t) : 1.0;
+  double fix = 0;
+  if (p.uses_cube) {
+    fix = t.fixpipe_bytes_per_cycle > 0 ? tw.out_elems * p.elem_bytes / t.fixpipe_bytes_per_cycle
+                                        : tw.out_elems * 4 / t.vector_bytes_per_cycle;
+  }
+  c.fix_per_tile = std::max(fix, tw.fix_store_bytes * active / t.hbm_bytes_per_cycle);
+  c.epi_per_tile = tw.epilogue_bytes / (t.vector_bytes_per_cycle * vpc) +
+                   tw.workspace_bytes / (t.mte2_bytes_per_cycle * vpc) +
+                   (tw.handover ? kHandoverCycles : 0);
+  c.mte3_per_tile = tw.store_bytes * tr.out_cycles_per_byte;
+  return c;
+}
+
 std::vector<ShapeRun> run_shapes(const Target& t, const KernelPlan& p, const Traffic& tr,
-                                 double active) {
+                                 double active, DType dtype) {
   std::vector<ShapeRun> runs;
   for (const TileWork& tw : p.tiles) {
-    StageCosts c;
-    c.loads = tw.loads;
-    c.steps_per_load = tw.steps_per_load;
-    c.mte2_per_load = load_cycles(t, tw.copies, tr.in_cycles_per_byte);
-    c.mte1_per_step = tw.mte1_cycles;
-    c.cube_per_step = tw.cube_cycles;
-    c.vec_per_step = tw.vec_cycles;
-    c.fix_per_tile = std::max(tw.fix_cycles, tw.fix_store_bytes * active / t.hbm_bytes_per_cycle);
-    c.epi_per_tile = tw.epi_cycles;
-    c.mte3_per_tile = tw.store_bytes * tr.out_cycles_per_byte;
-    runs.push_back({tw.count, simulate_stream(c, p.depth)});
+    runs.push_back({tw.count, simulate_stream(stage_costs(t, p, tw, tr, active, dtype), p.depth)});
   }
   return runs;
 }
@@ -102,15 +128,13 @@ CoreTime compose_waves(const KernelPlan& p, const std::vector<ShapeRun>& runs) {
 }
 
 // An epilogue op run as its own kernel: the output tensor goes GM -> UB -> GM.
-double epilogue_kernel_cycles(const Target& t, const std::string& op, double out_bytes, double b) {
-  double reads = out_bytes * (1 + epilogue_extra_inputs(op));
-  if (op == "layernorm") reads *= 2;  // statistics pass, then normalise pass
-  const bool in_l2 = 2 * out_bytes <= double(t.l2_bytes) && t.l2_bytes_per_cycle > 0;
+double separate_kernel_cycles(const Target& t, const lowering::SeparateKernel& k) {
+  const bool in_l2 = 2 * k.write_bytes <= double(t.l2_bytes) && t.l2_bytes_per_cycle > 0;
   const double read_bw = in_l2 ? t.l2_bytes_per_cycle : t.hbm_bytes_per_cycle;
-  const double mem = std::max(reads / read_bw, (out_bytes + (in_l2 ? 0 : reads)) / t.hbm_bytes_per_cycle);
-  const double per_core = reads / (t.vector_cores * t.mte2_bytes_per_cycle);
-  const double vec = out_bytes / b * epilogue_ops_per_element(op) /
-                     (t.vector_cores * t.vector_bytes_per_cycle / b);
+  const double mem = std::max(k.read_bytes / read_bw,
+                              (k.write_bytes + (in_l2 ? 0 : k.read_bytes)) / t.hbm_bytes_per_cycle);
+  const double per_core = k.read_bytes / (t.vector_cores * t.mte2_bytes_per_cycle);
+  const double vec = k.vector_bytes / (t.vector_cores * t.vector_bytes_per_cycle);
   return std::max({mem, per_core, vec});
 }
 
@@ -118,7 +142,7 @@ Measurement simulate_valid(const Target& t, const Workload& w, const KernelPlan&
   const double tiles = p.tile_count();
   const double active = std::min<double>(p.cores, tiles);
   const Traffic tr = chip_traffic(t, p, active);
-  const auto runs = run_shapes(t, p, tr, active);
+  const auto runs = run_shapes(t, p, tr, active, w.dtype());
   CoreTime core = compose_waves(p, runs);
   core.cycles += tr.first_byte_cycles;  // the pipeline fills once per kernel
 
@@ -129,12 +153,11 @@ Measurement simulate_valid(const Target& t, const Workload& w, const KernelPlan&
   const double kernel = std::max({core.cycles, hbm_cycles, l2_cycles, p.uses_cube ? peak_cycles : 0});
 
   double epilogue_cycles = 0, epilogue_bytes = 0;
-  const double b = dtype_bytes(w.dtype());
-  for (const auto& op : p.fusion.unfused) {
-    epilogue_cycles += epilogue_kernel_cycles(t, op, p.out_bytes, b);
-    epilogue_bytes += p.out_bytes * (2 + epilogue_extra_inputs(op));
+  for (const auto& k : p.separate) {
+    epilogue_cycles += separate_kernel_cycles(t, k);
+    epilogue_bytes += k.tensor_bytes + k.write_bytes;
   }
-  const int kernels = 1 + int(p.fusion.unfused.size());
+  const int kernels = p.kernels();
 
   Measurement m;
   Profile& pr = m.profile;
@@ -188,23 +211,6 @@ void add_noise(Measurement& m, const Workload& w, const Schedule& s, const SimOp
   m.time_us = median(m.repeats);
 }
 
-Measurement simulate_recorded(const Workload& w, const Schedule& s) {
-  return RecordedSpace::load(w.table())->measure(s);
-}
-
-// Preferred value of a knob in a vendor-style default tiling.
-std::int64_t preferred(const std::string& knob, const Workload& w) {
-  if (knob == "tile_m") return w.is_matmul_like() ? 128 : 8;
-  if (knob == "tile_n") return w.is_matmul_like() || w.is_conv() ? 128 : 1024;
-  if (knob == "tile_k") return 64;
-  if (knob == "k_steps") return 2;
-  if (knob == "async_copy_depth") return 2;
-  if (knob == "fusion_level") return 1;
-  if (knob == "tile_h" || knob == "tile_w") return 16;
-  if (knob == "tile_c") return 64;
-  return 0;  // tile_order: row-major
-}
-
 }  // namespace
 
 double physics_floor(const Target& target, const Workload& workload) {
@@ -212,57 +218,25 @@ double physics_floor(const Target& target, const Workload& workload) {
 }
 
 ScheduleSpace space_for(const Workload& workload, const Target& target) {
-  if (workload.op() == "recorded") return RecordedSpace::load(workload.table())->space();
-  return ScheduleSpace(knobs_for(workload, target), [workload, target](const Schedule& s) {
-    return plan_kernel(workload, target, s).verdict;
-  });
+  return lowering::space_for(workload, target);
 }
 
 Schedule default_schedule(const Workload& workload, const Target& target) {
-  const ScheduleSpace space = space_for(workload, target);
-  // Walk the space with each knob's values ordered by closeness to the vendor
-  // preference, first knob outermost; the first valid point is the default.
-  std::vector<std::vector<int>> order;
-  for (const auto& k : space.knobs()) {
-    std::vector<int> idx(k.values.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    const bool size_knob = k.name.rfind("tile_", 0) == 0 && k.name != "tile_order";
-    const double want = double(preferred(k.name, workload));
-    auto dist = [&](int i) {
-      const double v = double(k.values[i]);
-      return size_knob ? std::abs(std::log2(v) - std::log2(want)) : std::abs(v - want);
-    };
-    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return dist(a) < dist(b); });
-    order.push_back(std::move(idx));
-  }
-  Point digits(space.dimensions(), 0);
-  for (std::uint64_t n = 0; n < space.size(); ++n) {
-    Point p(space.dimensions());
-    for (std::size_t d = 0; d < p.size(); ++d) p[d] = order[d][digits[d]];
-    const Schedule s = space.schedule_at(p);
-    if (space.check(s).ok) return s;
-    for (std::size_t d = digits.size(); d-- > 0;) {
-      if (++digits[d] < int(order[d].size())) break;
-      digits[d] = 0;
-    }
-  }
-  throw Error(ErrorKind::bad_input, "simulator: no valid schedule for " + workload.label() +
-                                        " on " + target.name);
+  return lowering::default_schedule(workload, target);
 }
 
 Measurement simulate(const Target& target, const Workload& workload, const Schedule& schedule,
                      const SimOptions& options) {
-  if (workload.op() == "recorded") return simulate_recorded(workload, schedule);
   if (options.noise < 0 || !std::isfinite(options.noise)) {
     throw_bad_input("simulate: noise must be >= 0, got " + std::to_string(options.noise));
   }
   if (options.repeat < 1) {
     throw_bad_input("simulate: repeat must be >= 1, got " + std::to_string(options.repeat));
   }
-  const std::vector<Knob> knobs = knobs_for(workload, target);
+  const std::vector<Knob> knobs = lowering::knobs_for(workload, target);
   const Verdict member = ScheduleSpace(knobs, nullptr).check(schedule);
   if (!member.ok) throw_bad_input("schedule: " + member.reason);
-  const KernelPlan plan = plan_kernel(workload, target, schedule);
+  const KernelPlan plan = lowering::plan_kernel(workload, target, schedule);
   if (!plan.verdict.ok) {
     Measurement m = Measurement::failed(Status::invalid, plan.verdict.reason);
     m.profile.peak_workspace_bytes = plan.footprint.peak();

@@ -1,11 +1,9 @@
-// Simulator: the NPU performance model — the measuring instrument of atvoss.
-// space_for() gives the schedule space of a workload on a target; simulate() runs
-// one schedule through the tile-pipeline model and returns a Measurement with a
-// profile. Pure functions of their inputs plus the seed: thread-safe.
-// Workloads with op "recorded" are served from core/recorded_space.hpp instead.
-// The model's parts, one header each: tiling.hpp (per-op templates, knobs,
-// validity), pipeline.hpp (event model of one core), transfer.hpp (GM copies,
-// L2 reuse), fusion.hpp (epilogue split), noise.hpp (jitter), analysis.hpp
+// Simulator: the NPU performance model — the measuring instrument of the npu-sim
+// backend. simulate() lowers one schedule to its KernelPlan (lowering/) and applies
+// the hardware's behaviour to it, returning a Measurement with a profile. All the
+// calibration lives here, once. Pure functions of their inputs plus the seed:
+// thread-safe. The model's parts, one header each: pipeline.hpp (event model of one
+// core), transfer.hpp (GM copies, L2 reuse), noise.hpp (jitter), analysis.hpp
 // (bottleneck and hint). docs/calibration.md says how close it lands.
 #pragma once
 
@@ -24,11 +22,8 @@ struct SimOptions {
   std::uint64_t seed = 0;    // jitter seed; same seed + same inputs -> same result
 };
 
-// Knobs and validity check for workload on target (CALIBRATION.md section 2).
+// lowering::space_for and lowering::default_schedule, for the simulator's own callers.
 ScheduleSpace space_for(const Workload& workload, const Target& target);
-
-// A fixed vendor-style default schedule, valid for workload on target; the
-// baseline that tuning is compared against.
 Schedule default_schedule(const Workload& workload, const Target& target);
 
 // Simulates schedule. A schedule whose buffers do not fit gives status invalid

@@ -13,9 +13,9 @@ double copy_efficiency(double copy_bytes, double segment_bytes) {
   return size_eff * align_eff;
 }
 
-double load_cycles(const Target& t, std::span<const Copy> copies, double cycles_per_byte) {
+double load_cycles(const Target& t, std::span<const lowering::Copy> copies, double cycles_per_byte) {
   double total = 0, previous = -1;
-  for (const Copy& c : copies) {
+  for (const auto& c : copies) {
     if (c.bytes <= 0) continue;
     const double transfer = c.bytes * cycles_per_byte / copy_efficiency(c.bytes, c.segment_bytes);
     const double start = previous < 0 ? t.mte2_copy_start_cycles
@@ -33,30 +33,17 @@ double l2_hit_fraction(const Target& t, double distance_bytes) {
   return std::clamp(2.0 - distance_bytes / l2, 0.0, 1.0);
 }
 
-ReuseResult operand_reuse(const Target& t, const ReuseInput& in) {
-  const double a_panel = in.a_unique / std::max(1.0, in.grid_m);
-  const double b_panel = in.b_unique / std::max(1.0, in.grid_n);
-  double a_miss = in.a_unique, b_miss = in.b_unique;
-  const double a_rereads = std::max(0.0, in.grid_n - 1), b_rereads = std::max(0.0, in.grid_m - 1);
-  switch (in.order) {
-    case TileOrder::row_major:  // A panel reused by the next tile; B only after a whole row
-      b_miss += in.b_unique * b_rereads * (1 - l2_hit_fraction(t, in.b_unique + a_panel));
-      break;
-    case TileOrder::column_major:
-      a_miss += in.a_unique * a_rereads * (1 - l2_hit_fraction(t, in.a_unique + b_panel));
-      break;
-    case TileOrder::swizzled: {  // groups of g tile rows walked column by column
-      const double g = std::min(4.0, std::max(1.0, in.grid_m));
-      a_miss += in.a_unique * a_rereads * (1 - l2_hit_fraction(t, g * a_panel + 2 * b_panel));
-      const double groups = std::ceil(std::max(1.0, in.grid_m) / g);
-      b_miss += in.b_unique * (groups - 1) * (1 - l2_hit_fraction(t, in.b_unique + g * a_panel));
-      break;
-    }
-  }
+namespace {
+double misses(const Target& t, const lowering::OperandReuse& r) {
+  if (r.rereads <= 0) return r.unique_bytes;
+  return r.unique_bytes + r.unique_bytes * r.rereads * (1 - l2_hit_fraction(t, r.distance_bytes));
+}
+}  // namespace
+
+ReuseResult operand_reuse(const Target& t, const lowering::KernelPlan& p) {
   ReuseResult r;
-  r.l2_read_bytes = in.batch * (in.a_sweep * std::max(1.0, in.grid_n) +
-                                in.b_sweep * std::max(1.0, in.grid_m));
-  r.hbm_read_bytes = std::min(r.l2_read_bytes, in.batch * (a_miss + b_miss));
+  r.l2_read_bytes = p.batch * p.operand_read_bytes;
+  r.hbm_read_bytes = std::min(r.l2_read_bytes, p.batch * (misses(t, p.a) + misses(t, p.b)));
   return r;
 }
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "simulator/fusion.hpp"
+#include "lowering/epilogue.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "test_workloads.hpp"
@@ -67,7 +67,7 @@ TEST(PhysicsTest, ProfileAddsUpToTheNoiselessTime) {
     EXPECT_LE(p.cube_utilisation, 1);
     EXPECT_GE(p.gm_bytes, w.compulsory_bytes());
     EXPECT_GT(p.peak_workspace_bytes, 0);
-    const auto split = split_epilogue(w.epilogue(), int(s.get_or("fusion_level", 0)));
+    const auto split = lowering::split_epilogue(w.epilogue(), int(s.get_or("fusion_level", 0)));
     EXPECT_EQ(p.kernels, 1 + int(split.unfused.size()));
   }
 }

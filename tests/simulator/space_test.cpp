@@ -6,10 +6,11 @@
 #include "core/error.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
-#include "simulator/tiling.hpp"
+#include "lowering/lowering.hpp"
 #include "test_workloads.hpp"
 
 namespace atvoss::simulator {
+using namespace lowering;
 namespace {
 
 using ::testing::ElementsAre;

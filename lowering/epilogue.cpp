@@ -1,6 +1,6 @@
-#include "simulator/fusion.hpp"
+#include "lowering/epilogue.hpp"
 
-namespace atvoss::simulator {
+namespace atvoss::lowering {
 namespace {
 int level_needed(const std::string& op) {
   if (op == "bias" || op == "relu" || op == "gelu") return 1;
@@ -27,4 +27,6 @@ double epilogue_ops_per_element(const std::string& op) {
 
 double epilogue_extra_inputs(const std::string& op) { return op == "add" ? 1 : 0; }
 
-}  // namespace atvoss::simulator
+double epilogue_passes(const std::string& op) { return op == "layernorm" ? 2 : 1; }
+
+}  // namespace atvoss::lowering

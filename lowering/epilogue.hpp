@@ -1,0 +1,30 @@
+// Epilogue: what the compiler knows about the epilogue ops of a workload — which of
+// them fuse into the main kernel at a fusion_level, how much vector work each costs
+// per element, and which extra tensors it reads. No hardware behaviour lives here.
+//   fusion_level 0 none; 1 elementwise epilogues (bias, relu, gelu); 2 also
+//   normalisation and residual (batchnorm, add, layernorm); 3 like 2, and the output
+//   tiles stay on chip for the next op (L1 space and a hand-over per tile).
+// Ops fuse in chain order: the first op the level does not allow, and every op after
+// it, run as kernels of their own. Pure functions: thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace atvoss::lowering {
+
+struct FusionSplit {
+  std::vector<std::string> fused;
+  std::vector<std::string> unfused;
+};
+
+FusionSplit split_epilogue(const std::vector<std::string>& epilogue, int fusion_level);
+
+// Vector instructions per output element of an epilogue op (gelu: a tanh series).
+double epilogue_ops_per_element(const std::string& op);
+// Extra tensors of the output's size the op reads (the residual of add).
+double epilogue_extra_inputs(const std::string& op);
+// Passes over its input an unfused epilogue kernel makes (layernorm: statistics, then normalise).
+double epilogue_passes(const std::string& op);
+
+}  // namespace atvoss::lowering

@@ -1,0 +1,26 @@
+// Knob names: the one place that spells the schedule knobs of the built-in op
+// templates (docs/knobs.md says what each one does). Lowering, the cost model, the
+// search and the tools use these constants instead of string literals.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace atvoss::knobs {
+
+inline constexpr std::string_view tile_m = "tile_m";
+inline constexpr std::string_view tile_n = "tile_n";
+inline constexpr std::string_view tile_k = "tile_k";
+inline constexpr std::string_view tile_h = "tile_h";
+inline constexpr std::string_view tile_w = "tile_w";
+inline constexpr std::string_view tile_c = "tile_c";
+inline constexpr std::string_view k_steps = "k_steps";
+inline constexpr std::string_view async_copy_depth = "async_copy_depth";
+inline constexpr std::string_view tile_order = "tile_order";
+inline constexpr std::string_view fusion_level = "fusion_level";
+
+// Every named knob, in the order the cost model's feature layout uses.
+inline constexpr std::array<std::string_view, 10> all = {
+    tile_m, tile_n, tile_k, tile_h, tile_w, tile_c, k_steps, async_copy_depth, tile_order, fusion_level};
+
+}  // namespace atvoss::knobs
