@@ -31,6 +31,7 @@ namespace {
 const std::vector<int> kCheckpoints = {16, 32, 64, 128, 256, 512};
 
 struct Config {
+  std::string suite = "suite";
   int seeds = 5;
   std::uint64_t seed_base = 1;
   int budget = 512;
@@ -161,6 +162,7 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--noise", cfg.noise, "measurement noise sigma")->check(CLI::Range(0.0, 0.5));
   app.add_option("--strategies", cfg.strategies, "comma-separated strategy labels")->delimiter(',');
   app.add_option("--cases", cfg.cases, "run only cases whose name contains this");
+  app.add_option("--suite", cfg.suite, "suite (defaults are chosen here) or heldout (shapes no one tuned on)");
   app.add_option("--csv", cfg.csv, "write one row per run to this CSV file");
   app.add_option("--cache-dir", cfg.cache_dir, "ground-truth cache directory");
   app.add_option("--model-threads", cfg.model_threads, "XGBoost threads (1: no OpenMP spinning on a busy machine)")
@@ -179,7 +181,7 @@ int run(const Config& cfg) {
   }
   std::map<std::string, Summary> summary;
   print_case_header();
-  for (const auto& c : quality_suite()) {
+  for (const auto& c : quality_suite(cfg.suite)) {
     if (!cfg.cases.empty() && c.name.find(cfg.cases) == std::string::npos) continue;
     const auto t0 = std::chrono::steady_clock::now();
     const GroundTruth truth = ground_truth(c, cfg.cache_dir, cfg.threads);

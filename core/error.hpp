@@ -26,7 +26,7 @@ class Error : public std::runtime_error {
 // Shorthand for the most common throw: input that the user must correct.
 [[noreturn]] void throw_bad_input(const std::string& what);
 
-// Exit code a CLI returns for an error (DESIGN.md: 2 = bad input, 1 = any other failure).
+// Exit code a CLI returns for an error (docs/architecture.md: 2 = bad input, 1 = any other failure).
 // corrupt counts as bad input: it names a damaged file the user gave.
 int exit_code_for(const Error& e) noexcept;
 

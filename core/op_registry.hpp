@@ -19,6 +19,7 @@ enum class OpFamily {
   depthwise,  // one filter per channel, on the vector unit
   rows,       // row-wise vector ops over M x N (elementwise, layernorm, softmax)
   table,      // a measured table (recorded spaces): no dims, no lowering
+  custom,     // registered from outside: lowered by its own lowering::OpLowering
 };
 
 struct OpInfo {

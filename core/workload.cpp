@@ -164,7 +164,8 @@ double Workload::flops() const {
     case OpFamily::depthwise:
       return 2 * d("N") * d("C") * double(out_h()) * double(out_w()) * d("R") * d("S");
     case OpFamily::rows: return info().row_ops * d("M") * d("N");
-    case OpFamily::table: return 0;
+    case OpFamily::table:
+    case OpFamily::custom: return 0;
   }
   return 0;
 }
@@ -182,7 +183,8 @@ double Workload::compulsory_bytes() const {
       return b * (d("N") * d("C") * d("H") * d("W") + d("C") * d("R") * d("S") +
                   d("N") * d("C") * double(out_h()) * double(out_w()));
     case OpFamily::rows: return b * (info().row_inputs + 1) * d("M") * d("N");
-    case OpFamily::table: return 0;
+    case OpFamily::table:
+    case OpFamily::custom: return 0;
   }
   return 0;
 }

@@ -1,9 +1,9 @@
 // Map of this file: ATVOSS_FIXED_FEATURES lists every fixed feature (name, meaning, unit);
-// TileModel holds the analytic quantities of one tiling; matmul_tile / conv_tile /
-// depthwise_tile / row_tile fill it per op template; write_derived turns it into row
-// values (occupancies, waves, roofline estimates). Knob semantics follow
-// shared/CALIBRATION.md section 2; the estimates are deliberately crude — they only have
-// to order schedules, and the learned model corrects them.
+// Featurizer::write lowers the schedule to its KernelPlan (lowering/) and fills the
+// row: write_geometry (the interior tile: copies, steps, occupancies), write_traffic
+// (tiles, waves, GM bytes, reuse distances against L2, fusion), write_roofline (the
+// prior: each resource's work at the Target's published rate). No hardware behaviour
+// is modelled here: the learned model finds it in the measurements.
 #include "costmodel/features.hpp"
 
 #include <algorithm>
@@ -12,7 +12,8 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
-#include "costmodel/tile_analysis.hpp"
+#include "lowering/knob_names.hpp"
+#include "lowering/lowering.hpp"
 
 namespace atvoss::costmodel {
 namespace {
@@ -22,56 +23,61 @@ namespace {
   X(tmpl_matmul, "row comes from the matmul/batch_matmul template", "flag") \
   X(tmpl_conv, "row comes from the conv2d (implicit GEMM) template", "flag") \
   X(tmpl_depthwise, "row comes from the depthwise_conv2d template", "flag") \
-  X(tmpl_row, "row comes from the elementwise/layernorm/softmax template", "flag") \
-  X(tmpl_generic, "row comes from a recorded space (generic knobs only)", "flag") \
-  X(a_tile_bytes, "bytes of the A/input operand tile per reduction step", "bytes(log2)") \
-  X(b_tile_bytes, "bytes of the B/weight operand tile per reduction step", "bytes(log2)") \
-  X(c_tile_bytes, "bytes of the output/accumulator tile", "bytes(log2)") \
+  X(tmpl_row, "row comes from the row-op template (elementwise, layernorm, softmax)", "flag") \
+  X(tmpl_generic, "row comes from a measured table (generic knobs only)", "flag") \
+  X(load_bytes, "bytes one GM load of the interior tile copies", "bytes(log2)") \
+  X(copy_a_bytes, "bytes of the first GM copy of a load (A / input)", "bytes(log2)") \
+  X(copy_b_bytes, "bytes of the second GM copy of a load (B / weights)", "bytes(log2)") \
+  X(copy_a_segment, "contiguous row length of the first copy", "bytes(log2)") \
+  X(copy_b_segment, "contiguous row length of the second copy", "bytes(log2)") \
+  X(segments_512_aligned, "every copy's rows are whole multiples of 512 B", "flag") \
+  X(segments_32_aligned, "every copy's rows are whole multiples of 32 B", "flag") \
+  X(l0_step_bytes, "L1 -> L0 bytes of one reduction step", "bytes(log2)") \
+  X(step_macs, "matrix-unit MACs of one step, padded to the fractal", "count(log2)") \
+  X(step_vector_bytes, "vector-unit work of one step (ops x bytes)", "bytes(log2)") \
+  X(tile_out_elems, "output elements of the interior tile", "count(log2)") \
   X(l0a_occupancy, "L0A bytes with async_copy_depth buffers / L0A capacity", "fraction") \
   X(l0b_occupancy, "L0B bytes with async_copy_depth buffers / L0B capacity", "fraction") \
   X(l0c_occupancy, "L0C accumulator bytes / L0C capacity", "fraction") \
   X(l1_occupancy, "L1 bytes with async_copy_depth GM loads in flight / L1 capacity", "fraction") \
   X(ub_occupancy, "UB bytes (fused epilogue or vector tiles, in flight) / UB capacity", "fraction") \
   X(max_occupancy, "largest of the occupancies; > 1 means the schedule cannot fit", "fraction") \
-  X(tile_intensity, "FLOPs per operand byte moved for one tile step", "flop/byte(log2)") \
+  X(tile_intensity, "FLOPs per GM byte of one load of the interior tile", "flop/byte(log2)") \
   X(tiles, "output tiles of the whole op", "count(log2)") \
   X(waves, "tiles / cores that run them", "count") \
   X(log_waves, "log2 of waves", "count(log2)") \
   X(tail_efficiency, "tiles / (ceil(waves) * cores): core use averaged over waves", "fraction") \
-  X(padding_waste, "1 - useful work / work done including edge and fractal padding", "fraction") \
-  X(fractal_waste, "1 - tile elements / tile elements padded to the fractal", "fraction") \
-  X(k_iters, "reduction steps per tile (ceil(K / tile_k))", "count(log2)") \
-  X(gm_loads, "GM loads per tile (ceil(K steps / k_steps), times conv row groups)", "count(log2)") \
-  X(steps_per_load, "reduction steps (times conv M sub-blocks) fed by one GM load", "count(log2)") \
-  X(l2_read_bytes, "operand bytes fetched from GM, L2 hits included, re-reads included", "bytes(log2)") \
-  X(hbm_read_bytes, "estimated bytes that miss L2 (tile_order decides the reuse distance)", "bytes(log2)") \
-  X(gm_write_bytes, "bytes written to GM, unfused epilogue round trips included", "bytes(log2)") \
-  X(l1_l0_bytes, "estimated L1 -> L0 bytes of the whole op", "bytes(log2)") \
-  X(traffic_ratio, "estimated GM bytes / compulsory bytes", "ratio(log2)") \
-  X(l2_hit_rate, "share of operand reads served by L2", "fraction") \
-  X(copy_bytes, "bytes of the larger GM copy of one load", "bytes(log2)") \
-  X(copy_efficiency, "share of full MTE2 bandwidth the copies reach (16 KB knee, alignment)", "fraction") \
-  X(copy_knee_ratio, "min(1, copy bytes / 16 KB)", "fraction") \
-  X(read_contention, "a core's GM read cost / its uncontended MTE2 cost (>= 1)", "ratio(log2)") \
+  X(padding_waste, "1 - useful MACs / MACs issued including edge and fractal padding", "fraction") \
+  X(k_iters, "reduction steps per interior tile", "count(log2)") \
+  X(gm_loads, "GM loads per interior tile", "count(log2)") \
+  X(steps_per_load, "reduction steps fed by one GM load", "count(log2)") \
+  X(operand_read_bytes, "operand bytes the kernel fetches from GM, re-reads included", "bytes(log2)") \
+  X(unique_read_bytes, "distinct operand bytes plus other reads (residuals, spills, passes)", "bytes(log2)") \
+  X(gm_write_bytes, "bytes written to GM, unfused epilogue kernels included", "bytes(log2)") \
+  X(separate_kernel_bytes, "GM bytes read and written by unfused epilogue kernels", "bytes(log2)") \
+  X(l1_l0_bytes, "L1 -> L0 bytes of the whole op", "bytes(log2)") \
+  X(traffic_ratio, "GM bytes (re-reads included) / compulsory bytes", "ratio(log2)") \
+  X(a_rereads, "times operand A is fetched again after its first sweep", "count(log2)") \
+  X(b_rereads, "times operand B is fetched again after its first sweep", "count(log2)") \
+  X(a_reuse_distance_l2, "bytes touched between two uses of A / L2 capacity", "ratio(log2)") \
+  X(b_reuse_distance_l2, "bytes touched between two uses of B / L2 capacity", "ratio(log2)") \
   X(kernels, "kernels launched (1 + unfused epilogue ops)", "count") \
   X(fused_ops, "epilogue ops fused into the tile at this fusion_level (chain order)", "count") \
   X(unfused_ops, "epilogue ops left as separate GM round trips", "count") \
-  X(output_on_chip, "fusion_level 3: output tile kept on chip for the next op", "flag") \
-  X(row_fits, "tile holds a whole row (layernorm/softmax single pass, layernorm fusion)", "flag") \
-  X(halo_overhead, "input elements read per tile / input elements it owns (conv halo)", "ratio") \
+  X(output_on_chip, "fusion_level 3: output tile handed to the next op on chip", "flag") \
+  X(halo_overhead, "bytes one sweep loads of A / distinct bytes of A (conv halo)", "ratio") \
   X(copy_depth_hides, "1 when async_copy_depth >= 2 (transfer can overlap compute)", "flag") \
-  X(est_mte2_us, "estimated GM -> L1/UB busy time of the busiest core", "us(log2)") \
-  X(est_mte1_us, "estimated L1 -> L0 busy time of the busiest core", "us(log2)") \
-  X(est_compute_us, "estimated cube + vector busy time of the busiest core", "us(log2)") \
-  X(est_out_us, "estimated output path (fixpipe, fused epilogue, store) busy time", "us(log2)") \
-  X(est_core_us, "estimated busiest-core time (pipes overlapped per async_copy_depth)", "us(log2)") \
-  X(est_hbm_us, "estimated DRAM traffic / chip DRAM bandwidth", "us(log2)") \
-  X(est_l2_us, "estimated L2 traffic / chip L2 bandwidth", "us(log2)") \
-  X(est_peak_us, "FLOPs / chip peak (cube ops only)", "us(log2)") \
-  X(est_epilogue_us, "estimated time of the unfused epilogue kernels", "us(log2)") \
-  X(est_time_us, "roofline-style total estimate incl. launches", "us(log2)") \
+  X(buffers_in_flight, "async_copy_depth of the plan", "count") \
+  X(est_compute_us, "roofline: busiest core's matrix/vector work at peak rate", "us(log2)") \
+  X(est_gm_us, "roofline: busiest core's GM load bytes at its GM bandwidth", "us(log2)") \
+  X(est_l1_l0_us, "roofline: busiest core's L1 -> L0 bytes at the published rates", "us(log2)") \
+  X(est_store_us, "roofline: busiest core's stored bytes at its store bandwidth", "us(log2)") \
+  X(est_hbm_us, "roofline: distinct GM bytes at chip DRAM bandwidth", "us(log2)") \
+  X(est_l2_us, "roofline: all operand GM bytes at chip L2 bandwidth", "us(log2)") \
+  X(est_epilogue_us, "roofline: unfused epilogue kernels' GM bytes at DRAM bandwidth", "us(log2)") \
+  X(est_time_us, "roofline total: the largest term + epilogue kernels + launches", "us(log2)") \
   X(est_roofline_fraction, "physics floor (FLOPs/peak, bytes/HBM, 1 launch) / est_time_us", "fraction") \
-  X(compute_transfer_ratio, "estimated compute time / largest transfer time", "ratio(log2)") \
+  X(compute_transfer_ratio, "est_compute_us / largest transfer term", "ratio(log2)") \
   X(wl_log_flops, "workload FLOPs of the main op", "flop(log2)") \
   X(wl_log_bytes, "workload compulsory GM bytes", "bytes(log2)") \
   X(wl_gemm_m, "implicit-GEMM M (rows of output)", "count(log2)") \
@@ -102,12 +108,9 @@ enum Fixed : std::size_t {
   kFixedCount
 };
 
-// Knobs of the fixed contract (common.md), each as value and log2.
-constexpr std::array<const char*, 10> kNamedKnobs = {
-    "tile_m", "tile_n", "tile_k", "tile_h", "tile_w", "tile_c",
-    "k_steps", "async_copy_depth", "tile_order", "fusion_level"};
+// The named knobs (lowering/knob_names.hpp), each as value and log2.
 constexpr std::size_t kNamedBase = kFixedCount;
-constexpr std::size_t kGenericBase = kNamedBase + 2 * kNamedKnobs.size();
+constexpr std::size_t kGenericBase = kNamedBase + 2 * knobs::all.size();
 constexpr std::size_t kTotal = kGenericBase + 2 * kGenericKnobSlots;
 
 std::vector<FeatureInfo> build_infos() {
@@ -115,10 +118,10 @@ std::vector<FeatureInfo> build_infos() {
 #define ATVOSS_INFO(id, meaning, unit) infos.push_back({#id, meaning, unit});
   ATVOSS_FIXED_FEATURES(ATVOSS_INFO)
 #undef ATVOSS_INFO
-  for (const char* k : kNamedKnobs) {
-    infos.push_back({std::string("knob_") + k, std::string("knob ") + k + " value (0 if absent)",
-                     "knob value"});
-    infos.push_back({std::string("log2_") + k, std::string("log2 of knob ") + k, "log2"});
+  for (std::string_view kv : knobs::all) {
+    const std::string k(kv);
+    infos.push_back({"knob_" + k, "knob " + k + " value (0 if absent)", "knob value"});
+    infos.push_back({"log2_" + k, "log2 of knob " + k, "log2"});
   }
   for (std::size_t i = 0; i < kGenericKnobSlots; ++i) {
     const std::string n = std::to_string(i);
@@ -132,18 +135,19 @@ std::vector<FeatureInfo> build_infos() {
 double lg(double x) { return std::log2(std::max(x, 0.0) + 1.0); }
 double signed_lg(double x) { return x < 0 ? -lg(-x) : lg(x); }
 
-enum class Template { matmul, conv, depthwise, row, generic };
-
-Template template_of(const Workload& w) {
-  if (w.is_matmul_like()) return Template::matmul;
-  if (w.op() == "conv2d") return Template::conv;
-  if (w.op() == "depthwise_conv2d") return Template::depthwise;
-  if (w.op() == "elementwise" || w.op() == "layernorm" || w.op() == "softmax") return Template::row;
-  if (w.op() == "recorded") return Template::generic;
-  throw_bad_input("cost model features: op '" + w.op() + "' has no feature template");
+std::size_t template_slot(const Workload& w) {
+  switch (w.family()) {
+    case OpFamily::matmul: return 0;
+    case OpFamily::conv: return 1;
+    case OpFamily::depthwise: return 2;
+    case OpFamily::rows: return 3;
+    case OpFamily::table:
+    case OpFamily::custom: return 4;
+  }
+  return 4;
 }
 
-// Lower bound of any schedule (DESIGN.md), so est_roofline_fraction is comparable
+// Lower bound of any schedule (docs/architecture.md), so est_roofline_fraction is comparable
 // across workloads: 1 means the estimate sits on the roofline.
 double floor_us(const Workload& w, const Target& t) {
   const double compute = w.flops() / std::max(1.0, t.peak_flops(w.dtype()));
@@ -151,59 +155,142 @@ double floor_us(const Workload& w, const Target& t) {
   return std::max(compute, bytes) * 1e6 + t.launch_us;
 }
 
-void write_derived(double floor, double mte2_bytes_per_cycle, const TileAnalysis& a,
-                   std::span<float> out) {
+double safe(double x) { return std::max(x, 1e-9); }
+
+// Whole-kernel sums over the tile shapes of a plan.
+struct PlanTotals {
+  double tiles = 0, issued_macs = 0, vector_bytes = 0, l1_l0 = 0, stores = 0, loads = 0;
+};
+
+PlanTotals totals(const lowering::KernelPlan& p) {
+  PlanTotals t;
+  for (const auto& tw : p.tiles) {
+    t.tiles += tw.count;
+    t.issued_macs += tw.count * tw.steps() * tw.cube_macs;
+    t.vector_bytes += tw.count * (tw.steps() * tw.vector_bytes + tw.epilogue_bytes);
+    t.l1_l0 += tw.count * tw.steps() * (tw.l0a_bytes + tw.l0b_bytes);
+    t.stores += tw.count * (tw.store_bytes + tw.fix_store_bytes);
+    t.loads += tw.count * tw.loads * tw.load_bytes();
+  }
+  return t;
+}
+
+// The roofline prior: each resource's share of the plan's work at the rate the
+// Target publishes, for the busiest core (tiles spread in waves) or the whole chip.
+// It knows no efficiency curve, cache-hit model or pipeline overlap: those the
+// learned model has to find in the measurements.
+struct Roofline {
+  double compute = 0, gm = 0, l1_l0 = 0, store = 0, hbm = 0, l2 = 0, epilogue = 0, total = 0;
+};
+
+Roofline roofline(const lowering::KernelPlan& p, const PlanTotals& sum, const Target& t, DType dtype) {
+  const double cycle_us = 1.0 / (safe(t.clock_ghz) * 1e3);
+  const double share = std::ceil(sum.tiles / std::max(1, p.cores)) / safe(sum.tiles);
+  Roofline r;
+  const double compute_cycles = sum.issued_macs / safe(t.macs_per_cycle(dtype)) +
+                                sum.vector_bytes / safe(t.vector_bytes_per_cycle);
+  r.compute = share * compute_cycles * cycle_us;
+  r.gm = share * sum.loads / safe(t.mte2_bytes_per_cycle) * cycle_us;
+  r.l1_l0 = share * sum.l1_l0 / safe(std::min(t.mte1_a_bytes_per_cycle, t.mte1_b_bytes_per_cycle)) * cycle_us;
+  r.store = share * sum.stores / safe(t.mte3_bytes_per_cycle) * cycle_us;
+  const double unique = p.batch * (p.a.unique_bytes + p.b.unique_bytes) + p.other_reads + p.out_bytes;
+  r.hbm = unique / safe(t.hbm_bytes_per_cycle) * cycle_us;
+  r.l2 = t.l2_bytes_per_cycle > 0 ? p.batch * p.operand_read_bytes / t.l2_bytes_per_cycle * cycle_us : 0;
+  double separate = 0;
+  for (const auto& k : p.separate) separate += k.read_bytes + k.write_bytes;
+  r.epilogue = separate / safe(t.hbm_bytes_per_cycle) * cycle_us;
+  r.total = std::max({r.compute, r.gm, r.l1_l0, r.store, r.hbm, r.l2}) + r.epilogue +
+            p.kernels() * t.launch_us;
+  return r;
+}
+
+double occupancy(double need, std::int64_t capacity) { return need / std::max(1.0, double(capacity)); }
+
+void write_geometry(const lowering::KernelPlan& p, const Target& t, std::span<float> out) {
   auto put = [&](Fixed f, double v) { out[f] = float(v); };
   auto put_lg = [&](Fixed f, double v) { out[f] = float(lg(v)); };
-  put_lg(f_a_tile_bytes, a.a_tile_bytes);
-  put_lg(f_b_tile_bytes, a.b_tile_bytes);
-  put_lg(f_c_tile_bytes, a.c_tile_bytes);
-  put(f_l0a_occupancy, a.l0a);
-  put(f_l0b_occupancy, a.l0b);
-  put(f_l0c_occupancy, a.l0c);
-  put(f_l1_occupancy, a.l1);
-  put(f_ub_occupancy, a.ub);
-  put(f_max_occupancy, std::max({a.l0a, a.l0b, a.l0c, a.l1, a.ub}));
-  put_lg(f_tile_intensity, a.intensity);
-  put_lg(f_tiles, a.tiles);
-  put(f_waves, a.waves);
-  put_lg(f_log_waves, a.waves);
-  put(f_tail_efficiency, a.tail_efficiency);
-  put(f_padding_waste, a.padding_waste);
-  put(f_fractal_waste, a.fractal_waste);
-  put_lg(f_k_iters, a.k_iters);
-  put_lg(f_gm_loads, a.gm_loads);
-  put_lg(f_steps_per_load, a.steps_per_load);
-  put_lg(f_l2_read_bytes, a.l2_read_bytes);
-  put_lg(f_hbm_read_bytes, a.hbm_read_bytes);
-  put_lg(f_gm_write_bytes, a.gm_write_bytes);
-  put_lg(f_l1_l0_bytes, a.l1_l0_bytes);
-  put_lg(f_traffic_ratio, a.traffic_ratio);
-  put(f_l2_hit_rate, a.l2_hit);
-  put_lg(f_copy_bytes, a.copy_bytes);
-  put(f_copy_efficiency, a.copy_efficiency);
-  put(f_copy_knee_ratio, std::min(1.0, a.copy_bytes / kCopyKneeBytes));
-  put_lg(f_read_contention, a.in_cycles_per_byte * mte2_bytes_per_cycle);
-  put(f_kernels, a.kernels);
-  put(f_fused_ops, a.fused_ops);
-  put(f_unfused_ops, a.unfused_ops);
-  put(f_output_on_chip, a.on_chip ? 1 : 0);
-  put(f_row_fits, a.row_fits ? 1 : 0);
-  put(f_halo_overhead, a.halo);
-  put(f_copy_depth_hides, a.overlap ? 1 : 0);
-  put_lg(f_est_mte2_us, a.mte2_us);
-  put_lg(f_est_mte1_us, a.mte1_us);
-  put_lg(f_est_compute_us, a.compute_us);
-  put_lg(f_est_out_us, a.out_us);
-  put_lg(f_est_core_us, a.core_us);
-  put_lg(f_est_hbm_us, a.hbm_us);
-  put_lg(f_est_l2_us, a.l2_us);
-  put_lg(f_est_peak_us, a.peak_us);
-  put_lg(f_est_epilogue_us, a.epilogue_us);
-  put_lg(f_est_time_us, a.est_us);
-  put(f_est_roofline_fraction, floor / std::max(a.est_us, 1e-9));
-  put(f_compute_transfer_ratio,
-      std::log2((a.compute_us + 1e-9) / std::max({a.mte2_us, a.mte1_us, a.hbm_us, 1e-9})));
+  const lowering::TileWork& tw = p.tiles.front();  // the interior tile
+  put_lg(f_load_bytes, tw.load_bytes());
+  put_lg(f_copy_a_bytes, tw.copies[0].bytes);
+  put_lg(f_copy_b_bytes, tw.copies[1].bytes);
+  put_lg(f_copy_a_segment, tw.copies[0].segment_bytes);
+  put_lg(f_copy_b_segment, tw.copies[1].segment_bytes);
+  bool a512 = true, a32 = true;
+  for (const auto& c : tw.copies) {
+    if (c.bytes <= 0) continue;
+    a512 = a512 && std::fmod(c.segment_bytes, 512.0) == 0;
+    a32 = a32 && std::fmod(c.segment_bytes, 32.0) == 0;
+  }
+  put(f_segments_512_aligned, a512 ? 1 : 0);
+  put(f_segments_32_aligned, a32 ? 1 : 0);
+  put_lg(f_l0_step_bytes, tw.l0a_bytes + tw.l0b_bytes);
+  put_lg(f_step_macs, tw.cube_macs);
+  put_lg(f_step_vector_bytes, tw.vector_bytes);
+  put_lg(f_tile_out_elems, tw.out_elems);
+  const auto& f = p.footprint;
+  const double occ[] = {occupancy(f.l0a, t.l0a_bytes), occupancy(f.l0b, t.l0b_bytes),
+                        occupancy(f.l0c, t.l0c_bytes), occupancy(f.l1, t.l1_bytes),
+                        occupancy(f.ub, t.ub_bytes)};
+  put(f_l0a_occupancy, occ[0]);
+  put(f_l0b_occupancy, occ[1]);
+  put(f_l0c_occupancy, occ[2]);
+  put(f_l1_occupancy, occ[3]);
+  put(f_ub_occupancy, occ[4]);
+  put(f_max_occupancy, *std::max_element(std::begin(occ), std::end(occ)));
+  const double load_flops = 2 * tw.steps_per_load * (tw.cube_macs + tw.vector_bytes / p.elem_bytes);
+  put_lg(f_tile_intensity, load_flops / std::max(1.0, tw.load_bytes()));
+  put_lg(f_k_iters, tw.steps());
+  put_lg(f_gm_loads, tw.loads);
+  put_lg(f_steps_per_load, tw.steps_per_load);
+}
+
+void write_traffic(const lowering::KernelPlan& p, const PlanTotals& sum, const Target& t,
+                   double compulsory, std::span<float> out) {
+  auto put = [&](Fixed f, double v) { out[f] = float(v); };
+  auto put_lg = [&](Fixed f, double v) { out[f] = float(lg(v)); };
+  const double cores = std::max(1, p.cores);
+  const double waves = sum.tiles / cores;
+  put_lg(f_tiles, sum.tiles);
+  put(f_waves, waves);
+  put_lg(f_log_waves, waves);
+  put(f_tail_efficiency, sum.tiles / (std::ceil(waves) * cores));
+  put(f_padding_waste, sum.issued_macs > 0 ? 1 - (p.flops / 2) / std::max(p.flops / 2, sum.issued_macs) : 0);
+  const double reads = p.batch * p.operand_read_bytes + p.other_reads;
+  double separate = 0, separate_writes = 0;
+  for (const auto& k : p.separate) separate += k.read_bytes + k.write_bytes, separate_writes += k.write_bytes;
+  put_lg(f_operand_read_bytes, p.batch * p.operand_read_bytes);
+  put_lg(f_unique_read_bytes, p.batch * (p.a.unique_bytes + p.b.unique_bytes) + p.other_reads);
+  put_lg(f_gm_write_bytes, p.out_bytes + separate_writes);
+  put_lg(f_separate_kernel_bytes, separate);
+  put_lg(f_l1_l0_bytes, sum.l1_l0);
+  put_lg(f_traffic_ratio, (reads + p.out_bytes + separate) / std::max(1.0, compulsory));
+  put_lg(f_a_rereads, p.a.rereads);
+  put_lg(f_b_rereads, p.b.rereads);
+  const double l2 = std::max(1.0, double(t.l2_bytes));
+  put(f_a_reuse_distance_l2, p.a.rereads > 0 ? std::log2(safe(p.a.distance_bytes) / l2) : 0);
+  put(f_b_reuse_distance_l2, p.b.rereads > 0 ? std::log2(safe(p.b.distance_bytes) / l2) : 0);
+  put(f_kernels, p.kernels());
+  put(f_fused_ops, double(p.fusion.fused.size()));
+  put(f_unfused_ops, double(p.fusion.unfused.size()));
+  put(f_output_on_chip, p.tiles.front().handover ? 1 : 0);
+  put(f_halo_overhead, p.a.unique_bytes > 0 ? p.a_sweep_bytes / p.a.unique_bytes : 1);
+  put(f_copy_depth_hides, p.depth >= 2 ? 1 : 0);
+  put(f_buffers_in_flight, p.depth);
+}
+
+void write_roofline(const Roofline& r, double floor, std::span<float> out) {
+  auto put_lg = [&](Fixed f, double v) { out[f] = float(lg(v)); };
+  put_lg(f_est_compute_us, r.compute);
+  put_lg(f_est_gm_us, r.gm);
+  put_lg(f_est_l1_l0_us, r.l1_l0);
+  put_lg(f_est_store_us, r.store);
+  put_lg(f_est_hbm_us, r.hbm);
+  put_lg(f_est_l2_us, r.l2);
+  put_lg(f_est_epilogue_us, r.epilogue);
+  put_lg(f_est_time_us, r.total);
+  out[f_est_roofline_fraction] = float(floor / std::max(r.total, 1e-9));
+  const double transfer = std::max({r.gm, r.l1_l0, r.store, r.hbm, r.l2, 1e-9});
+  out[f_compute_transfer_ratio] = float(std::log2((r.compute + 1e-9) / transfer));
 }
 
 struct GemmDims {
@@ -212,22 +299,20 @@ struct GemmDims {
 
 GemmDims gemm_dims(const Workload& w) {
   auto d = [&](const char* n) { return double(w.dim(n)); };
-  if (w.op() == "matmul") return {d("M"), d("N"), d("K"), 1};
-  if (w.op() == "batch_matmul") return {d("M"), d("N"), d("K"), d("B")};
-  if (w.op() == "conv2d") {
-    return {double(w.out_h() * w.out_w()), d("K"), d("C") * d("R") * d("S"), d("N")};
+  switch (w.family()) {
+    case OpFamily::matmul: return {d("M"), d("N"), d("K"), w.batch()};
+    case OpFamily::conv: return {double(w.out_h() * w.out_w()), d("K"), d("C") * d("R") * d("S"), d("N")};
+    case OpFamily::depthwise: return {double(w.out_h() * w.out_w()), d("C"), d("R") * d("S"), d("N")};
+    case OpFamily::rows: return {d("M"), d("N"), 1, 1};
+    case OpFamily::table:
+    case OpFamily::custom: return {};
   }
-  if (w.op() == "depthwise_conv2d") {
-    return {double(w.out_h() * w.out_w()), d("C"), d("R") * d("S"), d("N")};
-  }
-  if (w.op() == "recorded") return {};
-  return {d("M"), d("N"), 1, 1};
+  return {};
 }
 
 std::vector<float> context_block(const Workload& w, const Target& t) {
   std::vector<float> c(kTotal, 0.0f);
-  const Template tp = template_of(w);
-  c[f_tmpl_matmul + static_cast<std::size_t>(tp)] = 1.0f;
+  c[f_tmpl_matmul + template_slot(w)] = 1.0f;
   const GemmDims g = gemm_dims(w);
   c[f_wl_log_flops] = float(lg(w.flops()));
   c[f_wl_log_bytes] = float(lg(w.compulsory_bytes()));
@@ -253,13 +338,12 @@ std::vector<float> context_block(const Workload& w, const Target& t) {
   return c;
 }
 
-void write_named_knobs(const KnobSet& k, std::span<float> out) {
-  static_assert(kNamedKnobs.size() == kNamedKnobCount);
-  for (std::size_t i = 0; i < kNamedKnobCount; ++i) {
-    if (!k.has(i)) continue;
-    const double v = double(k.value(i));
-    out[kNamedBase + 2 * i] = float(v);
-    out[kNamedBase + 2 * i + 1] = float(signed_lg(v));
+void write_named_knobs(const Schedule& s, std::span<float> out) {
+  for (std::size_t i = 0; i < knobs::all.size(); ++i) {
+    const auto it = s.values().find(std::string(knobs::all[i]));
+    if (it == s.values().end()) continue;
+    out[kNamedBase + 2 * i] = float(it->second);
+    out[kNamedBase + 2 * i + 1] = float(signed_lg(double(it->second)));
   }
 }
 
@@ -277,9 +361,26 @@ void write_generic_knobs(const Schedule& s, std::span<float> out) {
   }
 }
 
+// A schedule the plan can be built from: missing knobs take the first value of
+// their list, and values that would make no tiling (< 1, or beyond the order and
+// fusion ranges) are clamped, so a partial or hand-written schedule still ranks.
+Schedule lowerable(const Schedule& s, const std::vector<Knob>& space_knobs) {
+  Schedule out;
+  for (const auto& k : space_knobs) {
+    std::int64_t v = s.get_or(k.name, k.values.front());
+    if (k.name == knobs::tile_order) v = std::clamp<std::int64_t>(v, 0, 2);
+    else if (k.name == knobs::fusion_level) v = std::clamp<std::int64_t>(v, 0, 3);
+    else v = std::max<std::int64_t>(v, 1);
+    out.set(k.name, v);
+  }
+  return out;
+}
+
 }  // namespace
 
 int feature_version() { return kFeatureVersion; }
+
+bool has_plan_features(const Workload& w) { return lowering::can_lower(w); }
 
 const std::vector<FeatureInfo>& feature_infos() {
   static const std::vector<FeatureInfo> infos = build_infos();
@@ -301,11 +402,12 @@ std::size_t feature_index(const std::string& name) {
 }
 
 Featurizer::Featurizer(const Workload& workload, const Target& target)
-    : generic_(template_of(workload) == Template::generic),
-      tiling_(generic_ ? nullptr : std::make_shared<const TilingContext>(workload, target)),
+    : workload_(workload), target_(target),
+      generic_(!lowering::can_lower(workload)),
       context_(context_block(workload, target)),
-      floor_us_(generic_ ? 0.0 : floor_us(workload, target)),
-      mte2_bytes_per_cycle_(target.mte2_bytes_per_cycle) {}
+      floor_us_(generic_ ? 0.0 : floor_us(workload, target)) {
+  if (!generic_) knobs_ = lowering::knobs_for(workload, target);
+}
 
 void Featurizer::write(const Schedule& schedule, std::span<float> out) const {
   std::copy(context_.begin(), context_.end(), out.begin());
@@ -313,9 +415,13 @@ void Featurizer::write(const Schedule& schedule, std::span<float> out) const {
     write_generic_knobs(schedule, out);
     return;
   }
-  const KnobSet knobs = KnobSet::from(schedule);
-  write_named_knobs(knobs, out);
-  write_derived(floor_us_, mte2_bytes_per_cycle_, tiling_->analyse(knobs), out);
+  write_named_knobs(schedule, out);
+  const lowering::KernelPlan plan = lowering::plan_kernel(workload_, target_, lowerable(schedule, knobs_));
+  if (plan.tiles.empty()) return;  // a registered op whose plan has no tiles: knobs only
+  const PlanTotals sum = totals(plan);
+  write_geometry(plan, target_, out);
+  write_traffic(plan, sum, target_, workload_.compulsory_bytes(), out);
+  write_roofline(roofline(plan, sum, target_, workload_.dtype()), floor_us_, out);
   for (float& v : out) {
     if (!std::isfinite(v)) v = 0.0f;  // a degenerate target must not poison training
   }

@@ -1,22 +1,26 @@
 // Features: the fixed-length vector that describes one schedule of one workload on one
-// target to a cost model, derived analytically from Workload, Target and Schedule
-// WITHOUT running the simulator (the model must be much cheaper than a measurement).
+// target to a cost model. It is read from the schedule's KernelPlan (lowering/) and the
+// Target's published numbers (peak, bandwidths, capacities) — never from the simulator,
+// whose equations a model must not carry (docs/architecture.md).
 //
-// Layout (version kFeatureVersion; every row has feature_count() floats, always finite):
-//   1. template flags: which op template produced the row (matmul-like, conv, depthwise,
-//      row op, generic/recorded);
-//   2. derived quantities of the tiling: tile bytes per operand, buffer occupancy per
-//      level with async_copy_depth copies in flight, tile arithmetic intensity, tiles,
-//      waves and tail-wave efficiency, padding waste, K steps, estimated GM bytes per
-//      level, GM copy size against the 16 KB knee, kernels launched, fused epilogue ops,
-//      conv halo overhead, and a crude roofline time estimate per pipe;
-//   3. workload (log FLOPs, log bytes, implicit-GEMM dims) and target (peak, bandwidths,
+// Layout (version kFeatureVersion; every row has feature_count() floats, always finite;
+// costmodel/README.md lists every feature):
+//   1. template flags: which op family produced the row (matmul, conv, depthwise, rows,
+//      measured table);
+//   2. the plan: GM copies of one load (bytes, row length, alignment), L1 -> L0 bytes and
+//      matrix/vector work per step, buffer occupancy per level with async_copy_depth
+//      buffers in flight, tiles, waves, tail, padding, trip counts, GM bytes read and
+//      written, operand re-reads and their reuse distance against the L2 capacity,
+//      fused and unfused epilogue ops, kernels, conv halo;
+//   3. the roofline prior: each resource's work at its published rate, and the total;
+//   4. workload (log FLOPs, log bytes, implicit-GEMM dims) and target (peak, bandwidths,
 //      capacities) so that one model serves many workloads and targets;
-//   4. every named knob of the fixed contract (common.md) as its value and log2, 0 where
-//      the op has no such knob;
-//   5. generic slots for {"op":"recorded"} workloads, whose knobs are arbitrary: value and
-//      signed log2 of each knob in the schedule's canonical (sorted-name) order, which is
-//      the same for every schedule of one recorded space. At most kGenericKnobSlots knobs.
+//   5. every named knob (lowering/knob_names.hpp) as its value and log2, 0 where the op
+//      has no such knob;
+//   6. generic slots for workloads without a lowering (measured tables), whose knobs are
+//      arbitrary: value and signed log2 of each knob in the schedule's canonical
+//      (sorted-name) order, the same for every schedule of one table. At most
+//      kGenericKnobSlots knobs.
 // One layout for all templates (absent quantities are 0) lets a single model train on a
 // database holding many ops, and keeps XGBoost away from variable-length rows
 // (apache/tvm#2097). Any change to names, order or meaning must bump kFeatureVersion:
@@ -32,19 +36,19 @@
 #include <vector>
 
 #include "core/schedule.hpp"
+#include "core/schedule_space.hpp"
 #include "core/target.hpp"
 #include "core/workload.hpp"
 
 namespace atvoss::costmodel {
 
-class TilingContext;  // tile_analysis.hpp
-
-inline constexpr int kFeatureVersion = 3;
+inline constexpr int kFeatureVersion = 4;
 inline constexpr std::size_t kGenericKnobSlots = 16;
-// Bytes per GM copy below which MTE2 does not reach full bandwidth (CALIBRATION.md).
-inline constexpr double kCopyKneeBytes = 16.0 * 1024.0;
 
 int feature_version();
+
+// Whether rows of w carry plan features (false for measured tables: knob slots only).
+bool has_plan_features(const Workload& w);
 
 struct FeatureInfo {
   std::string name;
@@ -84,11 +88,12 @@ class Featurizer {
   FeatureMatrix featurize(std::span<const Schedule> schedules) const;
 
  private:
-  bool generic_ = false;                          // recorded space: knob slots only
-  std::shared_ptr<const TilingContext> tiling_;  // null for recorded spaces
+  Workload workload_;
+  Target target_;
+  bool generic_ = false;        // no lowering (measured table): knob slots only
+  std::vector<Knob> knobs_;     // the op's knobs, to complete partial schedules
   std::vector<float> context_;  // workload + target block, copied into every row
   double floor_us_ = 0;         // physics floor of the workload, for est_roofline_fraction
-  double mte2_bytes_per_cycle_ = 0;
 };
 
 FeatureMatrix featurize(const Workload& workload, const Target& target,

@@ -88,6 +88,8 @@ struct KernelPlan {
   // Main operands: every byte the tiles fetch from GM (re-reads included), per batch.
   double operand_read_bytes = 0;
   double batch = 1;            // independent tile grids
+  double a_sweep_bytes = 0;    // bytes one sweep over the grid loads of A (halos included)
+  double b_sweep_bytes = 0;
   OperandReuse a, b;           // per batch
   double grid_m = 1, grid_n = 1;
   double other_reads = 0;      // GM reads outside the operands (residuals, spills, passes)

@@ -189,6 +189,8 @@ void set_reuse(KernelPlan& p, double a_unique, double a_sweep, double b_unique, 
       break;
     }
   }
+  p.a_sweep_bytes = a_sweep;
+  p.b_sweep_bytes = b_sweep;
   p.operand_read_bytes = a_sweep * std::max(1.0, p.grid_n) + b_sweep * std::max(1.0, p.grid_m);
 }
 
@@ -495,7 +497,8 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
       return {knob(knobs::tile_m, tile_values(w.dim("M"), kRowSizes)),
               knob(knobs::tile_n, tile_values(w.dim("N"), kColumnSizes)),
               knob(knobs::async_copy_depth, depth)};
-    case OpFamily::table: break;
+    case OpFamily::table:
+    case OpFamily::custom: break;
   }
   throw_bad_input("lowering: op '" + w.op() + "' has no tiling template");
 }
@@ -510,7 +513,8 @@ KernelPlan family_plan(const Workload& w, const Target& t, const Schedule& s) {
     case OpFamily::conv: return plan_conv(c);
     case OpFamily::depthwise: return plan_depthwise(c);
     case OpFamily::rows: return plan_rows(c);
-    case OpFamily::table: break;
+    case OpFamily::table:
+    case OpFamily::custom: break;
   }
   throw_bad_input("lowering: op '" + w.op() + "' has no tiling template");
 }
@@ -584,7 +588,8 @@ void register_lowering(const std::string& op, std::shared_ptr<const OpLowering> 
 }
 
 bool can_lower(const Workload& w) {
-  return w.family() != OpFamily::table || custom_lowering(w.op()) != nullptr;
+  if (w.family() == OpFamily::table) return false;
+  return w.family() != OpFamily::custom || custom_lowering(w.op()) != nullptr;
 }
 
 std::vector<Knob> knobs_for(const Workload& w, const Target& t) {

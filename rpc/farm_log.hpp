@@ -1,7 +1,7 @@
 // FarmLog: the coordinator's farm-wide record of every result it relays (--db), and the
 // /v1/best lookup over a tuning database. Results are handed to a background thread
 // that stores them in batches (one transaction per batch), so the farm's dispatch path
-// never waits on SQLite. Infrastructure statuses are never stored (DESIGN.md).
+// never waits on SQLite. Infrastructure statuses are never stored (docs/architecture.md).
 // Threading: record() and note_target() are thread-safe and non-blocking; the database
 // connection belongs to the background thread (TuningDatabase is one-per-thread).
 #pragma once

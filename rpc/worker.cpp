@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
-#include "simulator/simulator.hpp"
+#include "backend/backend.hpp"
 
 namespace atvoss::rpc {
 
@@ -33,14 +33,14 @@ const Workload& parse_workload(const Json& j) {
 
 }  // namespace
 
-MeasureFunction simulator_measure(double noise) {
+MeasureFunction backend_measure(double noise) {
   return [noise](const Target& t, const Workload& w, const Schedule& s, int repeat, std::uint64_t seed) {
-    return simulator::simulate(t, w, s, simulator::SimOptions{noise, repeat, seed});
+    return backend::measure_one(backend::MeasureRequest{w, t, s, repeat, seed}, backend::MeasureOptions{noise});
   };
 }
 
 Worker::Worker(WorkerOptions options, MeasureFunction measure)
-    : options_(std::move(options)), measure_(measure ? std::move(measure) : simulator_measure(options_.noise)) {
+    : options_(std::move(options)), measure_(measure ? std::move(measure) : backend_measure(options_.noise)) {
   if (options_.targets.empty()) throw_bad_input("worker: at least one --target is needed");
   if (options_.slots < 1 || options_.slots > 4096) throw_bad_input("--slots must be 1..4096");
   if (options_.name.empty()) options_.name = default_name();

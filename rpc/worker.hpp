@@ -27,7 +27,8 @@
 
 namespace atvoss::rpc {
 
-// How one task is measured: simulator::simulate by default; tests and benches inject others.
+// How one task is measured: on the backend that serves it by default; tests and benches
+// inject others.
 using MeasureFunction = std::function<Measurement(const Target&, const Workload&, const Schedule&,
                                                   int repeat, std::uint64_t seed)>;
 
@@ -37,7 +38,7 @@ struct WorkerOptions {
   int slots = 1;                 // tasks measured at once (one thread each)
   std::optional<std::string> token;
   std::string name;              // shown in the farm's stats; default host-pid
-  double noise = 0.02;           // simulator jitter sigma
+  double noise = 0.02;           // jitter sigma of simulating backends
   // Sleep as long as the device run would take: compile_ms + repeat x simulated time.
   // Off by default; lets farm behaviour be studied at realistic speeds.
   bool emulate_device_latency = false;
@@ -48,8 +49,8 @@ struct WorkerOptions {
   int max_connect_attempts = 0;  // 0: forever; otherwise run() throws the last Error after that many
 };
 
-// The default MeasureFunction: simulator::simulate with the worker's noise.
-MeasureFunction simulator_measure(double noise);
+// The default MeasureFunction: the task's backend (backend/backend.hpp) with the worker's noise.
+MeasureFunction backend_measure(double noise);
 
 class Worker {
  public:

@@ -26,7 +26,7 @@ ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& spac
     model_ = costmodel::make_cost_model(mo);
   }
   if (!model_) throw_bad_input(this->name() + " search: options.model_factory returned no model");
-  if (o.heuristic_before_fit && o.workload.op() != "recorded") {
+  if (o.heuristic_before_fit && costmodel::has_plan_features(o.workload)) {
     heuristic_ = costmodel::make_cost_model("heuristic", o.seed);
   }
 }

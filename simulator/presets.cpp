@@ -1,4 +1,4 @@
-// Presets transcribe shared/CALIBRATION.md section 1. Each figure carries a
+// Presets transcribe docs/hardware-facts.md section 1. Each figure carries a
 // "source" note; figures the table gives as estimates, or does not give at all
 // (a "—" cell we had to fill to make the model run), say "est." so a user knows
 // which numbers to override with their own description.
@@ -42,29 +42,29 @@ Target ascend910() {
   t.launch_us = 5;
   t.max_buffers_per_queue = 4;
   t.source = {
-      {"organisation", "CALIBRATION.md 1: coupled AI core (cube+vector+scalar)"},
-      {"ai_cores", "CALIBRATION.md 1: 32 (30 on shipping SKUs)"},
+      {"organisation", "hardware-facts 1: coupled AI core (cube+vector+scalar)"},
+      {"ai_cores", "hardware-facts 1: 32 (30 on shipping SKUs)"},
       {"vector_cores", "coupled part: one vector unit per AI core"},
-      {"clock_ghz", "CALIBRATION.md 1: 1.0 GHz (est.)"},
-      {"cube", "CALIBRATION.md 1: 16x16x16 fp16 MAC per cycle, int8 16x32x16; peak 262 TFLOPS "
+      {"clock_ghz", "hardware-facts 1: 1.0 GHz (est.)"},
+      {"cube", "hardware-facts 1: 16x16x16 fp16 MAC per cycle, int8 16x32x16; peak 262 TFLOPS "
                "derived (256 published, 216 measured)"},
       {"fp32_rate", "est.: 1/4 of fp16 as on 910B"},
-      {"vector_bytes_per_cycle", "CALIBRATION.md 1: 256 B/cycle"},
-      {"l0", "CALIBRATION.md 1: L0A/L0B/L0C 64/64/256 KB"},
-      {"l1_bytes", "CALIBRATION.md 1: 1 MB"},
-      {"ub_bytes", "CALIBRATION.md 1: 256 KB"},
-      {"l2_bytes", "CALIBRATION.md 1: 32 MB (est.)"},
-      {"hbm_bytes_per_cycle", "CALIBRATION.md 1: ~1.2 TB/s HBM2 (est.) at 1.0 GHz"},
+      {"vector_bytes_per_cycle", "hardware-facts 1: 256 B/cycle"},
+      {"l0", "hardware-facts 1: L0A/L0B/L0C 64/64/256 KB"},
+      {"l1_bytes", "hardware-facts 1: 1 MB"},
+      {"ub_bytes", "hardware-facts 1: 256 KB"},
+      {"l2_bytes", "hardware-facts 1: 32 MB (est.)"},
+      {"hbm_bytes_per_cycle", "hardware-facts 1: ~1.2 TB/s HBM2 (est.) at 1.0 GHz"},
       {"l2_bytes_per_cycle", "est.: not published; 2x HBM as on 910B (3x there)"},
-      {"mte2_bytes_per_cycle", "CALIBRATION.md 1: 32 B/cycle per core"},
+      {"mte2_bytes_per_cycle", "hardware-facts 1: 32 B/cycle per core"},
       {"mte2_copy_start_cycles", "est.: 910B figure (210 cycles per ND->NZ copy)"},
-      {"mte1", "CALIBRATION.md 1: L1->L0A 512, L1->L0B 256 B/cycle"},
+      {"mte1", "hardware-facts 1: L1->L0A 512, L1->L0B 256 B/cycle"},
       {"mte1_start_cycles", "est.: 910B figure (26 cycles per load)"},
-      {"fixpipe_bytes_per_cycle", "CALIBRATION.md 1: L0C out via UB (no fixpipe): 0"},
+      {"fixpipe_bytes_per_cycle", "hardware-facts 1: L0C out via UB (no fixpipe): 0"},
       {"mte3_bytes_per_cycle", "est.: same as MTE2"},
       {"latency", "est.: 910B figures (L2 236, HBM 347 cycles)"},
-      {"launch_us", "CALIBRATION.md 1: ~5 us (est.)"},
-      {"max_buffers_per_queue", "CALIBRATION.md 1: 4 buffers per queue on 910"},
+      {"launch_us", "hardware-facts 1: ~5 us (est.)"},
+      {"max_buffers_per_queue", "hardware-facts 1: 4 buffers per queue on 910"},
   };
   return t;
 }
@@ -97,28 +97,28 @@ Target ascend910b() {
   t.launch_us = 5;
   t.max_buffers_per_queue = 8;
   t.source = {
-      {"organisation", "CALIBRATION.md 1: split, 24 AIC (cube) + 48 AIV (vector)"},
-      {"ai_cores", "CALIBRATION.md 1: 24 AIC (910B2)"},
-      {"vector_cores", "CALIBRATION.md 1: 48 AIV"},
-      {"clock_ghz", "CALIBRATION.md 1: 1.8 GHz (1.85 in Ascend C examples)"},
-      {"cube", "CALIBRATION.md 1: 16x16x16 fp16 MAC per cycle; 353.9 TFLOPS derived"},
-      {"fp32_rate", "CALIBRATION.md 1: fp32 at 1/4 of fp16 rate"},
-      {"vector_bytes_per_cycle", "CALIBRATION.md 1: 256 B/cycle per AIV"},
-      {"l0", "CALIBRATION.md 1: L0A/L0B/L0C 64/64/128 KB"},
-      {"l1_bytes", "CALIBRATION.md 1: 512 KB"},
-      {"ub_bytes", "CALIBRATION.md 1: 192 KB per AIV"},
-      {"l2_bytes", "CALIBRATION.md 1: 192 MB, 512 B lines"},
-      {"hbm_bytes_per_cycle", "CALIBRATION.md 1: ~1.6 TB/s (850 B/cycle chip-wide)"},
-      {"l2_bytes_per_cycle", "CALIBRATION.md 1: ~2550 B/cycle chip-wide"},
-      {"mte2_bytes_per_cycle", "CALIBRATION.md 1: 64 B/cycle (8 cycles per 512 B packet)"},
-      {"mte2_copy_start_cycles", "CALIBRATION.md 1: +210 cycles per ND->NZ copy"},
-      {"mte1", "CALIBRATION.md 1: L1->L0A 256, L1->L0B 128 B/cycle"},
-      {"mte1_start_cycles", "CALIBRATION.md 1: +26 cycles per load"},
-      {"fixpipe_bytes_per_cycle", "CALIBRATION.md 1: 128 B/cycle out"},
+      {"organisation", "hardware-facts 1: split, 24 AIC (cube) + 48 AIV (vector)"},
+      {"ai_cores", "hardware-facts 1: 24 AIC (910B2)"},
+      {"vector_cores", "hardware-facts 1: 48 AIV"},
+      {"clock_ghz", "hardware-facts 1: 1.8 GHz (1.85 in Ascend C examples)"},
+      {"cube", "hardware-facts 1: 16x16x16 fp16 MAC per cycle; 353.9 TFLOPS derived"},
+      {"fp32_rate", "hardware-facts 1: fp32 at 1/4 of fp16 rate"},
+      {"vector_bytes_per_cycle", "hardware-facts 1: 256 B/cycle per AIV"},
+      {"l0", "hardware-facts 1: L0A/L0B/L0C 64/64/128 KB"},
+      {"l1_bytes", "hardware-facts 1: 512 KB"},
+      {"ub_bytes", "hardware-facts 1: 192 KB per AIV"},
+      {"l2_bytes", "hardware-facts 1: 192 MB, 512 B lines"},
+      {"hbm_bytes_per_cycle", "hardware-facts 1: ~1.6 TB/s (850 B/cycle chip-wide)"},
+      {"l2_bytes_per_cycle", "hardware-facts 1: ~2550 B/cycle chip-wide"},
+      {"mte2_bytes_per_cycle", "hardware-facts 1: 64 B/cycle (8 cycles per 512 B packet)"},
+      {"mte2_copy_start_cycles", "hardware-facts 1: +210 cycles per ND->NZ copy"},
+      {"mte1", "hardware-facts 1: L1->L0A 256, L1->L0B 128 B/cycle"},
+      {"mte1_start_cycles", "hardware-facts 1: +26 cycles per load"},
+      {"fixpipe_bytes_per_cycle", "hardware-facts 1: 128 B/cycle out"},
       {"mte3_bytes_per_cycle", "est.: same as MTE2"},
-      {"latency", "CALIBRATION.md 1: L2 read 236 / HBM read 347 cycles"},
-      {"launch_us", "CALIBRATION.md 1: 3-10 us measured range; 5 us chosen (est.)"},
-      {"max_buffers_per_queue", "CALIBRATION.md 1: Ascend C allows 8 buffers per queue"},
+      {"latency", "hardware-facts 1: L2 read 236 / HBM read 347 cycles"},
+      {"launch_us", "hardware-facts 1: 3-10 us measured range; 5 us chosen (est.)"},
+      {"max_buffers_per_queue", "hardware-facts 1: Ascend C allows 8 buffers per queue"},
   };
   return t;
 }
@@ -151,25 +151,25 @@ Target ascend310() {
   t.launch_us = 5;
   t.max_buffers_per_queue = 4;
   t.source = {
-      {"organisation", "CALIBRATION.md 1: coupled"},
-      {"ai_cores", "CALIBRATION.md 1: 2"},
+      {"organisation", "hardware-facts 1: coupled"},
+      {"ai_cores", "hardware-facts 1: 2"},
       {"vector_cores", "coupled part: one vector unit per AI core"},
-      {"clock_ghz", "CALIBRATION.md 1: 0.68 GHz (est.)"},
-      {"cube", "CALIBRATION.md 1: 16x16x16 fp16; 11.1 TFLOPS derived at 0.68 GHz vs 8 "
+      {"clock_ghz", "hardware-facts 1: 0.68 GHz (est.)"},
+      {"cube", "hardware-facts 1: 16x16x16 fp16; 11.1 TFLOPS derived at 0.68 GHz vs 8 "
                "TFLOPS (est. config) published"},
       {"fp32_rate", "est.: 1/4 of fp16"},
-      {"vector_bytes_per_cycle", "CALIBRATION.md 1: 256 B/cycle (est.)"},
-      {"l0", "CALIBRATION.md 1: L0A/L0B/L0C 64/64/256 KB"},
-      {"l1_bytes", "CALIBRATION.md 1: 1 MB"},
-      {"ub_bytes", "CALIBRATION.md 1: 256 KB"},
-      {"l2_bytes", "CALIBRATION.md 1: 8 MB"},
-      {"hbm_bytes_per_cycle", "CALIBRATION.md 1: LPDDR4X ~67 B/cycle per core read (est.), x2 cores"},
-      {"l2_bytes_per_cycle", "CALIBRATION.md 1: 128 B/cycle per core read (est.), x2 cores"},
+      {"vector_bytes_per_cycle", "hardware-facts 1: 256 B/cycle (est.)"},
+      {"l0", "hardware-facts 1: L0A/L0B/L0C 64/64/256 KB"},
+      {"l1_bytes", "hardware-facts 1: 1 MB"},
+      {"ub_bytes", "hardware-facts 1: 256 KB"},
+      {"l2_bytes", "hardware-facts 1: 8 MB"},
+      {"hbm_bytes_per_cycle", "hardware-facts 1: LPDDR4X ~67 B/cycle per core read (est.), x2 cores"},
+      {"l2_bytes_per_cycle", "hardware-facts 1: 128 B/cycle per core read (est.), x2 cores"},
       {"mte2_bytes_per_cycle", "est.: not published; 64 B/cycle, DRAM limits it first"},
       {"mte2_copy_start_cycles", "est.: 910B figure"},
-      {"mte1", "CALIBRATION.md 1: L1->L0A 512, L1->L0B 256 B/cycle"},
+      {"mte1", "hardware-facts 1: L1->L0A 512, L1->L0B 256 B/cycle"},
       {"mte1_start_cycles", "est.: 910B figure"},
-      {"fixpipe_bytes_per_cycle", "CALIBRATION.md 1: not published; L0C out via UB (0)"},
+      {"fixpipe_bytes_per_cycle", "hardware-facts 1: not published; L0C out via UB (0)"},
       {"mte3_bytes_per_cycle", "est.: same as MTE2"},
       {"latency", "est.: 910B figures"},
       {"launch_us", "est.: 5 us as on 910"},

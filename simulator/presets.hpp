@@ -1,4 +1,4 @@
-// Target presets from shared/CALIBRATION.md section 1 (ascend910, ascend910b,
+// Target presets from docs/hardware-facts.md section 1 (ascend910, ascend910b,
 // ascend310), and loading a target from a preset name, a JSON file, or inline
 // JSON — including {"preset": "ascend910b", ...overrides}.
 #pragma once

@@ -186,7 +186,7 @@ Measurement simulate_valid(const Target& t, const Workload& w, const KernelPlan&
   return m;
 }
 
-// Lower bound no schedule may beat (DESIGN.md): max(FLOPs / peak, compulsory
+// Lower bound no schedule may beat (docs/architecture.md): max(FLOPs / peak, compulsory
 // bytes / HBM bandwidth) + one launch.
 double physics_floor_us(const Target& t, const Workload& w) {
   const double flops_s = w.flops() / t.peak_flops(w.dtype());
@@ -237,6 +237,9 @@ Measurement simulate(const Target& target, const Workload& workload, const Sched
   const Verdict member = ScheduleSpace(knobs, nullptr).check(schedule);
   if (!member.ok) throw_bad_input("schedule: " + member.reason);
   const KernelPlan plan = lowering::plan_kernel(workload, target, schedule);
+  if (plan.verdict.ok && plan.tiles.empty()) {
+    return Measurement::failed(Status::invalid, "lowering: the plan has no tiles");
+  }
   if (!plan.verdict.ok) {
     Measurement m = Measurement::failed(Status::invalid, plan.verdict.reason);
     m.profile.peak_workspace_bytes = plan.footprint.peak();

@@ -33,7 +33,7 @@ Schedule default_schedule(const Workload& workload, const Target& target);
 Measurement simulate(const Target& target, const Workload& workload, const Schedule& schedule,
                      const SimOptions& options = {});
 
-// The bound no schedule beats (DESIGN.md), in microseconds:
+// The bound no schedule beats (docs/architecture.md), in microseconds:
 // max(FLOPs / peak, compulsory GM bytes / HBM bandwidth) + one launch.
 double physics_floor(const Target& target, const Workload& workload);
 

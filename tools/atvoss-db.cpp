@@ -14,7 +14,7 @@
 //     vacuum
 //     serve [--host H] [--port P] [--token-file F]  HTTP /v1/best, /v1/stats, /metrics (rpc/query_server.hpp)
 // W: inline JSON, a JSON file, or a workload key. T: a preset name, a target JSON file or
-// inline JSON (simulator::load_target), or the name or key of a target stored in the
+// inline JSON (backend::load_target), or the name or key of a target stored in the
 // database (e.g. a recorded GPU such as "NVIDIA GeForce RTX 3090").
 // Output is an aligned table for people; --json prints JSON for machines.
 // Exit codes: 0 ok, 2 bad input, 1 any other failure (tools/cli_common.hpp).
@@ -31,7 +31,6 @@
 #include "db/tuning_database.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/query_server.hpp"
-#include "simulator/presets.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/target_arg.hpp"
 

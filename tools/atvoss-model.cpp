@@ -29,7 +29,6 @@
 #include "costmodel/cost_model.hpp"
 #include "costmodel/metrics.hpp"
 #include "db/tuning_database.hpp"
-#include "simulator/presets.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/target_arg.hpp"
 
@@ -195,7 +194,7 @@ std::vector<std::pair<std::string, double>> knob_importance(
   std::map<std::string, double> by_knob;
   std::vector<std::string> generic_names;
   for (const auto& g : groups) {
-    if (g.workload.op() == "recorded" && !g.samples.empty()) {
+    if (!costmodel::has_plan_features(g.workload) && !g.samples.empty()) {
       for (const auto& [name, v] : g.samples.front().schedule.values()) generic_names.push_back(name);
       break;
     }

@@ -26,14 +26,16 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
-#include "simulator/presets.hpp"
-#include "simulator/simulator.hpp"
+#include "backend/backend.hpp"
+#include "backend/targets.hpp"
 #include "tools/cli_common.hpp"
 
 namespace {
 
 using namespace atvoss;
-using namespace atvoss::simulator;
+using backend::load_target;
+using backend::space_for;
+
 
 struct Inputs {
   std::string target = "ascend910b";
@@ -45,6 +47,12 @@ struct Inputs {
   std::string csv;
   bool json = false;
 };
+
+// One measurement on the backend that serves w on t (the simulator for NPU targets).
+Measurement measure(const Target& t, const Workload& w, const Schedule& s, const Inputs& in) {
+  return backend::measure_one(backend::MeasureRequest{w, t, s, in.repeat, in.seed},
+                              backend::MeasureOptions{in.noise});
+}
 
 void add_common(CLI::App* cmd, Inputs& in) {
   cmd->add_option("--target,-t", in.target, "preset name, target JSON file, or inline JSON")
@@ -100,7 +108,6 @@ int cmd_eval(const Inputs& in) {
   const Target t = load_target(in.target);
   const Workload w = load_workload(in.workload);
   const ScheduleSpace space = space_for(w, t);
-  const SimOptions options{in.noise, in.repeat, in.seed};
   std::ios::sync_with_stdio(false);
   std::string text;
   std::size_t line = 0;
@@ -111,7 +118,7 @@ int cmd_eval(const Inputs& in) {
     Json out;
     try {
       const Schedule s = space.parse(parse_json(text, "schedule"));
-      out = simulate(t, w, s, options).to_json();
+      out = measure(t, w, s, in).to_json();
     } catch (const Error& e) {
       if (!e.is_bad_input()) throw;
       out = error_line(line, e.what());
@@ -157,7 +164,6 @@ int cmd_sweep(const Inputs& in) {
   const Target t = load_target(in.target);
   const Workload w = load_workload(in.workload);
   const ScheduleSpace space = space_for(w, t);
-  const SimOptions options{in.noise, in.repeat, in.seed};
   std::ofstream file;
   if (!in.csv.empty()) {
     file.open(in.csv);
@@ -176,7 +182,7 @@ int cmd_sweep(const Inputs& in) {
     if (done >= want) break;
     const Schedule s = space.schedule_at(space.point_at(i));
     if (!space.check(s).ok) continue;
-    const Measurement m = simulate(t, w, s, options);
+    const Measurement m = measure(t, w, s, in);
     for (const auto& k : space.knobs()) out << s.at(k.name) << ',';
     out << m.time_us << ',' << to_string(m.status) << '\n';
     if (m.ok() && (best == 0 || m.time_us < best)) {

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "db/table_export.hpp"
-#include "simulator/presets.hpp"
-#include "simulator/simulator.hpp"
+#include "backend/backend.hpp"
+#include "backend/targets.hpp"
 #include "tools/cli_common.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/local_measurer.hpp"
@@ -38,10 +38,10 @@ struct SingleArgs {
 };
 
 int run_single(const SingleArgs& a, const std::string& farm) {
-  const Target target = simulator::load_target(a.target);
+  const Target target = backend::load_target(a.target);
   const Workload workload = Workload::from_json(json_from_arg(a.workload, "--workload"));
   if (a.trials < 1) throw_bad_input("--trials must be >= 1");
-  const ScheduleSpace space = simulator::space_for(workload, target);
+  const ScheduleSpace space = backend::space_for(workload, target);
   auto measurer = tuner::make_job_measurer(farm);
   auto db = db::TuningDatabase::open(a.db);
   tuner::StrategyConfig config;

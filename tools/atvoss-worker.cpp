@@ -10,7 +10,7 @@
 #include "rpc/auth.hpp"
 #include "rpc/log.hpp"
 #include "rpc/worker.hpp"
-#include "simulator/presets.hpp"
+#include "backend/targets.hpp"
 #include "tools/cli_common.hpp"
 
 int main(int argc, char** argv) {
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     atvoss::rpc::set_log_enabled(!quiet);
     options.farm = atvoss::rpc::parse_endpoint(farm);
     options.token = atvoss::rpc::load_token(token_file);
-    for (const std::string& t : targets) options.targets.push_back(atvoss::simulator::load_target(t));
+    for (const std::string& t : targets) options.targets.push_back(atvoss::backend::load_target(t));
     atvoss::rpc::Worker worker(options);
     std::thread waiter([&] {
       int signal = 0;

@@ -1,6 +1,6 @@
 // Shared entry-point wrapper for the atvoss command-line tools: every tool's main()
 // builds a CLI11 app, then hands its body to run_cli, which turns errors into the
-// exit codes DESIGN.md fixes (2 = bad input or bad flags, 1 = any other failure).
+// exit codes docs/architecture.md fixes (2 = bad input or bad flags, 1 = any other failure).
 #pragma once
 
 #include <exception>

@@ -1,5 +1,5 @@
 // The --target argument of the database tools (atvoss-db, atvoss-model): a preset name, a
-// target file or inline JSON (simulator::load_target), or the name or key of a target stored
+// target file or inline JSON (backend::load_target), or the name or key of a target stored
 // in the database (e.g. a recorded GPU such as "NVIDIA GeForce RTX 3090").
 #pragma once
 
@@ -9,12 +9,12 @@
 
 #include "core/error.hpp"
 #include "db/tuning_database.hpp"
-#include "simulator/presets.hpp"
+#include "backend/targets.hpp"
 
 namespace atvoss::tools {
 
 inline bool is_preset(const std::string& arg) {
-  const auto& names = simulator::preset_names();
+  const auto& names = backend::target_names();
   return std::find(names.begin(), names.end(), arg) != names.end();
 }
 
@@ -22,7 +22,7 @@ inline bool is_preset(const std::string& arg) {
 inline db::TargetInfo resolve_target(const db::TuningDatabase& db, const std::string& arg) {
   if (arg.empty()) throw_bad_input("--target must not be empty");
   if (arg[0] == '{' || is_preset(arg) || std::filesystem::is_regular_file(arg)) {
-    return db::TargetInfo::from_target(simulator::load_target(arg));
+    return db::TargetInfo::from_target(backend::load_target(arg));
   }
   if (auto t = db.target(arg)) return *t;
   const auto named = db.targets_named(arg);
@@ -33,7 +33,7 @@ inline db::TargetInfo resolve_target(const db::TuningDatabase& db, const std::st
     throw_bad_input("--target '" + arg + "' names several targets in " + db.path() + "; pass a key:" + keys);
   }
   std::string presets;
-  for (const auto& n : simulator::preset_names()) presets += (presets.empty() ? "" : ", ") + n;
+  for (const auto& n : backend::target_names()) presets += (presets.empty() ? "" : ", ") + n;
   throw_bad_input("--target '" + arg + "': not a preset (" + presets + "), a target file, inline JSON, "
                   "or the name or key of a target stored in " + db.path());
 }

@@ -13,8 +13,8 @@
 
 #include "core/error.hpp"
 #include "db/table_export.hpp"
-#include "simulator/presets.hpp"
-#include "simulator/simulator.hpp"
+#include "backend/backend.hpp"
+#include "backend/targets.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
 #include "tuner/local_measurer.hpp"
@@ -129,7 +129,7 @@ class Job {
     for (auto& r : runs_) {
       const auto history = db_.history(r.task.workload.key(), target_info_.key);
       r.stored = static_cast<int>(history.size());
-      const Schedule def = simulator::default_schedule(r.task.workload, target_);
+      const Schedule def = backend::required_default(r.task.workload, target_);
       for (const auto& rec : history) {
         if (!rec.measurement.ok()) continue;
         r.best_us = std::min(r.best_us, rec.measurement.time_us);
@@ -182,7 +182,7 @@ class Job {
   // does not load (other strategy, older format) gives a fresh strategy; the session
   // then rebuilds its view from the database.
   std::unique_ptr<StrategySetup> strategy_of(const TaskRun& r, StrategyConfig config) const {
-    const ScheduleSpace space = simulator::space_for(r.task.workload, target_);
+    const ScheduleSpace space = backend::space_for(r.task.workload, target_);
     if (r.saved.is_object() && r.saved.contains("search")) {
       try {
         config.transfer_upto = r.saved.at("transfer_upto").get<std::int64_t>();
@@ -263,7 +263,7 @@ class Job {
     t.weight = r.task.weight;
     const auto history = db_.history(r.task.workload.key(), target_info_.key);
     t.trials = static_cast<int>(history.size());
-    const Schedule def = simulator::default_schedule(r.task.workload, target_);
+    const Schedule def = backend::required_default(r.task.workload, target_);
     t.default_schedule = def;
     double best = kInf;
     for (const auto& rec : history) {
@@ -383,7 +383,7 @@ TaskSet tasks_of(const JobSpec& spec) {
 
 JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   // Validate everything before the database is opened (see header).
-  Target target = simulator::load_target(spec.target);
+  Target target = backend::load_target(spec.target);
   TaskSet tasks = tasks_of(spec);
   const auto& names = search::strategy_names();
   if (std::find(names.begin(), names.end(), spec.strategy) == names.end()) {
@@ -393,8 +393,7 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
                     spec.strategy + "'");
   }
   for (const auto& t : tasks.tasks()) {
-    if (t.workload.op() == "recorded") throw_bad_input("job spec: recorded workloads are not tunable in batch jobs");
-    (void)simulator::default_schedule(t.workload, target);
+    (void)backend::required_default(t.workload, target);
   }
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   std::unique_ptr<Measurer> measurer =

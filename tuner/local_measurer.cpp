@@ -10,20 +10,11 @@
 #include <mutex>
 #include <thread>
 
-#include "core/recorded_space.hpp"
-#include "simulator/simulator.hpp"
 
 namespace atvoss::tuner {
 
 Measurement simulate_item(const MeasureInput& item, double noise) {
-  if (item.workload.op() == "recorded") {
-    return RecordedSpace::load(item.workload.table())->measure(item.schedule);
-  }
-  simulator::SimOptions options;
-  options.noise = noise;
-  options.repeat = item.repeat;
-  options.seed = item.seed;
-  return simulator::simulate(item.target, item.workload, item.schedule, options);
+  return backend::measure_one(item, backend::MeasureOptions{noise});
 }
 
 struct LocalMeasurer::Pool {

@@ -1,5 +1,5 @@
-// LocalMeasurer: the embedded measurer — a pool of threads running the simulator
-// (or a recorded space's table) in-process. Each item gets a deadline; an item
+// LocalMeasurer: the embedded measurer — a pool of threads measuring in-process on
+// the backend that serves each item (backend/backend.hpp). Each item gets a deadline; an item
 // still running at its deadline is answered `timeout` (a candidate error, stored
 // as the schedule's result) and its thread is retired and replaced, so one stuck
 // simulation never stalls the batch. An exception while measuring is an
@@ -26,13 +26,13 @@ struct LocalMeasurerOptions {
   std::chrono::milliseconds timeout{10000};
   // Extra attempts after an infrastructure error. Default 2.
   int retries = 2;
-  // Multiplicative noise sigma passed to the simulator. Default 0.02, as on real
+  // Multiplicative noise sigma passed to a simulating backend. Default 0.02, as on real
   // hardware; 0 makes every measurement exact.
   double noise = 0.02;
 };
 
-// What measuring one item means. The default runs simulator::simulate (or the
-// recorded table for op "recorded"); tests inject stalls and failures here.
+// What measuring one item means. The default asks the item's backend; tests inject
+// stalls and failures here.
 using MeasureFn = std::function<Measurement(const MeasureInput&, double noise)>;
 Measurement simulate_item(const MeasureInput& item, double noise);
 

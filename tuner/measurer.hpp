@@ -1,5 +1,5 @@
 // Measurer: runs batches of candidate schedules and returns their measurements.
-// LocalMeasurer (in-process simulator threads) is the embedded default;
+// LocalMeasurer (in-process threads running the backend) is the embedded default;
 // FarmMeasurer sends the batch to a tuning farm. Infrastructure errors
 // (worker_lost, session_timeout, error) are retried by the implementation where
 // it can and otherwise returned as such; the tuner never stores them as results.
@@ -12,16 +12,12 @@
 #include "core/schedule.hpp"
 #include "core/target.hpp"
 #include "core/workload.hpp"
+#include "backend/backend.hpp"
 
 namespace atvoss::tuner {
 
-struct MeasureInput {
-  Workload workload;
-  Target target;
-  Schedule schedule;
-  int repeat = 3;
-  std::uint64_t seed = 0;  // noise seed for this item; same seed -> same measurement
-};
+// One schedule to measure: the backend's request (workload, target, schedule, repeat, seed).
+using MeasureInput = backend::MeasureRequest;
 
 // Not required to be thread-safe: one tuner thread owns an instance.
 class Measurer {

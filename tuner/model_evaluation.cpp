@@ -5,16 +5,14 @@
 
 #include "core/error.hpp"
 #include "costmodel/cost_model.hpp"
-#include "simulator/simulator.hpp"
+#include "backend/backend.hpp"
 
 namespace atvoss::tuner {
 namespace {
 
+// Noise-free, so variants are compared on the model's own time.
 Measurement exact(const Target& target, const Workload& w, const Schedule& s) {
-  simulator::SimOptions o;
-  o.noise = 0;
-  o.repeat = 1;
-  return simulator::simulate(target, w, s, o);
+  return backend::measure_one(backend::MeasureRequest{w, target, s, 1, 0}, backend::MeasureOptions{0});
 }
 
 costmodel::WorkloadGroup group_of(const Workload& w, const Target& target,
@@ -38,7 +36,7 @@ VariantOp zero_shot(const TuneTask& task, std::size_t index,
                     const std::vector<costmodel::WorkloadGroup>& groups, const Target& target,
                     const EvaluationOptions& options) {
   VariantOp op{task.name, task.weight, std::nullopt, ""};
-  const Schedule def = simulator::default_schedule(task.workload, target);
+  const Schedule def = backend::required_default(task.workload, target);
   std::vector<costmodel::WorkloadGroup> others;
   for (std::size_t j = 0; j < groups.size(); ++j) {
     if (j != index && !groups[j].samples.empty()) others.push_back(groups[j]);
@@ -52,7 +50,7 @@ VariantOp zero_shot(const TuneTask& task, std::size_t index,
     op.note = std::string("no zero-shot model (") + e.what() + "); default used";
     return op;
   }
-  const ScheduleSpace space = simulator::space_for(task.workload, target);
+  const ScheduleSpace space = backend::space_for(task.workload, target);
   std::mt19937_64 rng(options.seed ^ fnv1a64(task.workload.key()));
   std::set<Schedule> seen{def};
   std::vector<Schedule> candidates{def};
@@ -119,7 +117,7 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
     histories.push_back(db.history(t.workload.key(), target_key));
     groups.push_back(group_of(t.workload, target, histories.back(), options.train_per_task));
   }
-  ModelVariant def{"(a) vendor default", "simulator::default_schedule for every op", {}};
+  ModelVariant def{"(a) vendor default", "the backend's default schedule for every op", {}};
   ModelVariant zero{"(b) cost model, zero-shot",
                     options.cost_model + " model trained on the other tasks only; top pick of " +
                         std::to_string(options.zero_shot_candidates) + " sampled schedules, unmeasured",
@@ -128,7 +126,7 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
   ModelVariant fused{"(d) tuned + fusion", "fastest measured schedule, any fusion level", {}};
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const TuneTask& t = tasks[i];
-    const Schedule d = simulator::default_schedule(t.workload, target);
+    const Schedule d = backend::required_default(t.workload, target);
     def.ops.push_back({t.name, t.weight, exact(target, t.workload, d), ""});
     zero.ops.push_back(zero_shot(t, i, groups, target, options));
     tuned.ops.push_back(tuned_at_fusion(t, target, histories[i], d));

@@ -1,6 +1,6 @@
 // Model evaluation: the before/after comparison of a tuned model. Every task is
 // re-simulated noise-free (so the variants differ only by schedule) under:
-//   (a) vendor default — simulator::default_schedule for every op;
+//   (a) vendor default — the backend's default schedule for every op;
 //   (b) cost-model zero-shot — a model trained only on the target's OTHER tasks
 //       (leave-one-out, so it has never seen a measurement of this task) scores
 //       sampled valid schedules and its top pick is taken, without measuring;

@@ -67,7 +67,7 @@ std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& 
   db.for_each_record(info.key, [&](const db::Record& r) {
     if (config.transfer_upto && r.id > *config.transfer_upto) return false;
     if (!config.transfer_upto) *upto = r.id;
-    if (r.workload.key() == workload.key() || r.workload.op() == "recorded") return true;
+    if (r.workload.key() == workload.key() || r.workload.is_table()) return true;
     auto it = groups.find(r.workload.key());
     if (it == groups.end()) {
       it = groups.emplace(r.workload.key(), costmodel::WorkloadGroup{r.workload, target, {}}).first;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "simulator/simulator.hpp"
+#include "backend/backend.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -38,10 +38,9 @@ void TuningSession::load_history() {
   for (const auto& r : history) note_trial(r.schedule, r.measurement);
   result_.resumed = result_.trials;
   if (!history.empty()) strategy_.observe(to_trials(history));
-  if (workload_.op() != "recorded") {
-    const Schedule def = simulator::default_schedule(workload_, target_);
+  if (const auto def = backend::default_schedule(workload_, target_)) {
     for (const auto& r : history) {
-      if (r.schedule == def && r.measurement.ok()) result_.default_us = r.measurement.time_us;
+      if (r.schedule == *def && r.measurement.ok()) result_.default_us = r.measurement.time_us;
     }
   }
 }
@@ -117,8 +116,9 @@ std::vector<Measurement> TuningSession::measure(const std::vector<Schedule>& sch
 
 std::optional<std::pair<Schedule, Measurement>> TuningSession::measure_default() {
   options_.measure_default = false;
-  if (workload_.op() == "recorded") return std::nullopt;
-  const Schedule def = simulator::default_schedule(workload_, target_);
+  const auto vendor = backend::default_schedule(workload_, target_);
+  if (!vendor) return std::nullopt;
+  const Schedule& def = *vendor;
   if (db_.contains(workload_.key(), target_info_.key, def.key())) return std::nullopt;
   const Measurement m = measure({def}).front();
   if (!is_infrastructure_error(m.status)) {

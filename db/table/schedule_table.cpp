@@ -188,7 +188,7 @@ ScheduleTable::ScheduleTable(TableHeader header, std::vector<TableEntry> entries
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const Workload& w = entries_[i].workload;
     by_key_.emplace_back(w.key(), i);
-    if (w.op() == "recorded") continue;  // exact only
+    if (w.is_table()) continue;  // exact only
     const std::string name = class_name(w);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == name; });
     if (it == groups.end()) {
@@ -214,7 +214,7 @@ LookupResult ScheduleTable::lookup(const Workload& workload) const {
   auto it = std::lower_bound(by_key_.begin(), by_key_.end(), key,
                              [](const auto& p, const std::string& k) { return p.first < k; });
   if (it != by_key_.end() && it->first == key) return {MatchKind::exact, &entries_[it->second], 0.0};
-  if (workload.op() == "recorded") return {};
+  if (workload.is_table()) return {};
   const std::string name = class_name(workload);
   auto g = std::lower_bound(group_names_.begin(), group_names_.end(), name);
   if (g == group_names_.end() || *g != name) return {};

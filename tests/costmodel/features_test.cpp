@@ -83,9 +83,9 @@ TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
   auto f = [](const std::vector<float>& r, const char* n) { return r[feature_index(n)]; };
   EXPECT_GT(f(b, "tile_intensity"), f(a, "tile_intensity"));
   EXPECT_LT(f(b, "tiles"), f(a, "tiles"));
-  EXPECT_LT(f(b, "l2_read_bytes"), f(a, "l2_read_bytes"));
+  EXPECT_LT(f(b, "operand_read_bytes"), f(a, "operand_read_bytes"));
   EXPECT_GT(f(b, "l1_occupancy"), f(a, "l1_occupancy"));
-  EXPECT_GT(f(b, "copy_efficiency"), f(a, "copy_efficiency"));
+  EXPECT_GT(f(b, "copy_a_bytes"), f(a, "copy_a_bytes"));
   EXPECT_LT(f(b, "est_time_us"), f(a, "est_time_us"));
   EXPECT_EQ(f(b, "copy_depth_hides"), 1.0f);
   EXPECT_EQ(f(a, "knob_tile_n"), 16.0f);

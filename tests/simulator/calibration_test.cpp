@@ -1,4 +1,4 @@
-// Calibration: shared/CALIBRATION.md section 3 as tests. Each test prints its
+// Calibration: docs/hardware-facts.md section 3 as tests. Each test prints its
 // rows ("calibration| row | published | simulated | ratio") so that
 // docs/calibration.md can be regenerated from the output.
 #include <cmath>

@@ -1,4 +1,4 @@
-// Presets and target loading: CALIBRATION.md section 1 figures, source notes,
+// Presets and target loading: docs/hardware-facts.md section 1 figures, source notes,
 // preset-plus-overrides, and the errors a bad description gets.
 #include <cstdio>
 #include <filesystem>

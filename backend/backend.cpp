@@ -1,0 +1,86 @@
+#include "backend/backend.hpp"
+
+#include <mutex>
+
+#include "backend/internal/builtin_backends.hpp"
+#include "core/error.hpp"
+
+namespace atvoss::backend {
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::vector<std::shared_ptr<const Backend>> backends;  // asked in order
+};
+
+Registry& registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry;  // never destroyed: lookups may run during static destruction
+    reg->backends = {make_recorded_backend(), make_npu_sim_backend()};
+    return reg;
+  }();
+  return *r;
+}
+
+std::vector<std::shared_ptr<const Backend>> snapshot() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  return r.backends;
+}
+
+}  // namespace
+
+const Backend& backend_for(const Workload& w, const Target& t) {
+  for (const auto& b : snapshot()) {
+    if (b->serves(w, t)) return *b;
+  }
+  throw_bad_input("no backend serves op '" + w.op() + "' on target '" + t.name + "'");
+}
+
+const Backend& backend_named(std::string_view name) {
+  for (const auto& b : snapshot()) {
+    if (b->name() == name) return *b;
+  }
+  std::string names;
+  for (const auto& n : backend_names()) names += (names.empty() ? "" : ", ") + n;
+  throw_bad_input("unknown backend '" + std::string(name) + "'; expected one of: " + names);
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const auto& b : snapshot()) names.push_back(b->name());
+  return names;
+}
+
+void register_backend(std::shared_ptr<const Backend> backend) {
+  if (!backend) throw_bad_input("register_backend: null backend");
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const auto& b : r.backends) {
+    if (b->name() == backend->name()) {
+      throw_bad_input("register_backend: backend '" + backend->name() + "' already exists");
+    }
+  }
+  r.backends.insert(r.backends.begin(), std::move(backend));
+}
+
+ScheduleSpace space_for(const Workload& w, const Target& t) { return backend_for(w, t).space(w, t); }
+
+std::optional<Schedule> default_schedule(const Workload& w, const Target& t) {
+  return backend_for(w, t).default_schedule(w, t);
+}
+
+Schedule required_default(const Workload& w, const Target& t) {
+  const Backend& b = backend_for(w, t);
+  if (auto s = b.default_schedule(w, t)) return *s;
+  throw_bad_input("backend '" + b.name() + "' has no default schedule for " + w.label() +
+                  " (measured tables are tuned one at a time, not in batch jobs)");
+}
+
+Measurement measure_one(const MeasureRequest& request, const MeasureOptions& options) {
+  return backend_for(request.workload, request.target)
+      .measure(std::span<const MeasureRequest>(&request, 1), options)
+      .front();
+}
+
+}  // namespace atvoss::backend

@@ -1,0 +1,78 @@
+// Backend: what can be tuned and how it is measured, behind one interface. A backend
+// names itself, says which workloads on which targets it serves, gives their schedule
+// space, default schedule and kernel plan, and measures a batch of schedules. The
+// tuner, the measurers, the farm worker and the tools ask backend_for() and never
+// which backend they hold (docs/architecture.md).
+// Built in: "npu-sim" (the NPU simulator, simulator/) and "recorded" (tables of
+// measurements, core/recorded_space.hpp). "host" (generated C++ compiled and run on
+// this CPU) registers here too once it exists; register_backend() takes any other.
+// Thread-safety: backends are immutable; every method may be called from many threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/measurement.hpp"
+#include "core/schedule_space.hpp"
+#include "core/target.hpp"
+#include "core/workload.hpp"
+#include "lowering/kernel_plan.hpp"
+
+namespace atvoss::backend {
+
+// One schedule to measure.
+struct MeasureRequest {
+  Workload workload;
+  Target target;
+  Schedule schedule;
+  int repeat = 3;          // measurements taken; time_us is their median
+  std::uint64_t seed = 0;  // noise seed: the same seed gives the same measurement
+};
+
+struct MeasureOptions {
+  // Multiplicative noise sigma where the backend simulates (npu-sim). Default 0.02, as on
+  // real hardware; 0 makes every simulated measurement exact. Real backends ignore it.
+  double noise = 0.02;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Whether this backend measures workload w on target t.
+  virtual bool serves(const Workload& w, const Target& t) const = 0;
+  // REQUIRES for the rest: serves(w, t).
+  virtual ScheduleSpace space(const Workload& w, const Target& t) const = 0;
+  // A valid vendor-style default: the baseline tuning is compared against. nullopt where
+  // the backend has none (a measured table knows no vendor default).
+  virtual std::optional<Schedule> default_schedule(const Workload& w, const Target& t) const = 0;
+  // The kernel plan of s; nullopt where the backend has no lowering (measured tables).
+  virtual std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t,
+                                                    const Schedule& s) const = 0;
+  // One measurement per request, in order. A schedule outside the space is bad_input;
+  // candidate failures (invalid, compile errors, ...) come back as statuses.
+  virtual std::vector<Measurement> measure(std::span<const MeasureRequest> batch,
+                                           const MeasureOptions& options) const = 0;
+};
+
+// The backend that serves w on t; bad_input naming the op and target if none does.
+const Backend& backend_for(const Workload& w, const Target& t);
+// bad_input listing the backends if the name is unknown.
+const Backend& backend_named(std::string_view name);
+std::vector<std::string> backend_names();
+// Adds a backend, asked before the built-in ones; bad_input if its name is taken.
+void register_backend(std::shared_ptr<const Backend> backend);
+
+// Shorthands over backend_for(w, t).
+ScheduleSpace space_for(const Workload& w, const Target& t);
+std::optional<Schedule> default_schedule(const Workload& w, const Target& t);
+// The default where a whole-model job needs one; bad_input naming the backend if it has none.
+Schedule required_default(const Workload& w, const Target& t);
+Measurement measure_one(const MeasureRequest& request, const MeasureOptions& options = {});
+
+}  // namespace atvoss::backend

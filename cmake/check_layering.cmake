@@ -1,0 +1,38 @@
+# Layering check (docs/architecture.md), run by ctest as `atvoss_layering`: every
+# #include "<module>/..." in a module's sources must name a module it may depend on.
+# Above all, costmodel never sees simulator or backend: a cost model that carries the
+# simulator's equations proves nothing about hardware it has not seen.
+# Usage: cmake -DROOT=<source dir> -P check_layering.cmake
+cmake_minimum_required(VERSION 3.25)
+set(allowed_core core)
+set(allowed_lowering core lowering)
+set(allowed_simulator core lowering simulator)
+set(allowed_backend core lowering simulator backend)
+set(allowed_costmodel core lowering costmodel)
+set(allowed_search core lowering costmodel search)
+set(allowed_db core db)
+set(allowed_rpc core lowering backend db rpc)
+set(allowed_tuner core lowering backend costmodel search db rpc tuner)
+set(modules core lowering simulator backend costmodel search db rpc tuner)
+
+set(violations "")
+foreach(module IN LISTS modules)
+  file(GLOB_RECURSE sources "${ROOT}/${module}/*.cpp" "${ROOT}/${module}/*.hpp" "${ROOT}/${module}/*.h"
+       "${ROOT}/${module}/*.cc")
+  foreach(src IN LISTS sources)
+    file(STRINGS "${src}" includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"[a-z_]+/")
+    foreach(line IN LISTS includes)
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([a-z_]+)/.*" "\\1" used "${line}")
+      if(NOT used IN_LIST allowed_${module})
+        file(RELATIVE_PATH rel "${ROOT}" "${src}")
+        list(APPEND violations "${rel}: ${module}/ must not include ${used}/")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "layering violations:\n  ${text}")
+endif()
+message(STATUS "layering: every include points down the module graph")

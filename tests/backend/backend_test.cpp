@@ -1,0 +1,102 @@
+// Backends: dispatch by workload and target, the recorded tables served through the
+// same calls as the simulator, and a backend registered from outside the library.
+#include "backend/backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "backend/targets.hpp"
+#include "core/error.hpp"
+#include "lowering/lowering.hpp"
+
+namespace atvoss::backend {
+namespace {
+
+Workload workload(const std::string& text) { return Workload::from_json(parse_json(text, "workload")); }
+
+const Workload kMatmul = workload(R"({"op":"matmul","dims":{"M":256,"N":256,"K":256}})");
+
+TEST(BackendTest, DispatchesByWorkload) {
+  const Target t = load_target("ascend910b");
+  EXPECT_EQ(backend_for(kMatmul, t).name(), "npu-sim");
+  EXPECT_EQ(backend_for(workload(R"({"op":"recorded","table":"x.csv"})"), t).name(), "recorded");
+  EXPECT_EQ(backend_named("recorded").name(), "recorded");
+  EXPECT_THROW(backend_named("tpu"), Error);
+}
+
+TEST(BackendTest, NpuSimLowersAndMeasuresTheSameSpaceAsLowering) {
+  const Target t = load_target("ascend910");
+  const Backend& b = backend_for(kMatmul, t);
+  const ScheduleSpace space = b.space(kMatmul, t);
+  EXPECT_EQ(space.size(), lowering::space_for(kMatmul, t).size());
+  const Schedule def = *b.default_schedule(kMatmul, t);
+  EXPECT_TRUE(space.check(def).ok);
+  const auto plan = b.lower(kMatmul, t, def);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_TRUE(plan->verdict.ok);
+  EXPECT_DOUBLE_EQ(plan->flops, kMatmul.flops());
+  const Measurement m = measure_one(MeasureRequest{kMatmul, t, def, 1, 0}, MeasureOptions{0});
+  EXPECT_TRUE(m.ok());
+  EXPECT_GT(m.time_us, 0);
+}
+
+TEST(BackendTest, RecordedTableIsItsOwnMeasurement) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("atvoss_backend_recorded_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".csv");
+  std::ofstream(path) << "block_x,block_y,time_us,status\n"
+                         "32,1,12.5,ok\n32,2,10.0,ok\n64,1,8.25,ok\n64,2,0,compile_error\n";
+  const Workload w = workload(R"({"op":"recorded","table":")" + path.string() + R"("})");
+  const Target t = load_target("ascend910b");
+  const ScheduleSpace space = space_for(w, t);
+  ASSERT_EQ(space.dimensions(), 2u);
+  EXPECT_EQ(space.knobs()[0].name, "block_x");
+  EXPECT_FALSE(default_schedule(w, t).has_value());
+  EXPECT_FALSE(backend_for(w, t).lower(w, t, Schedule({{"block_x", 64}, {"block_y", 1}})).has_value());
+  EXPECT_THROW(required_default(w, t), Error);
+  const Measurement ok = measure_one(MeasureRequest{w, t, Schedule({{"block_x", 64}, {"block_y", 1}})});
+  EXPECT_TRUE(ok.ok());
+  EXPECT_DOUBLE_EQ(ok.time_us, 8.25);
+  EXPECT_FALSE(measure_one(MeasureRequest{w, t, Schedule({{"block_x", 64}, {"block_y", 2}})}).ok());
+  std::filesystem::remove(path);
+}
+
+// A backend added from outside: asked before the built-ins, so it can claim a target.
+class FixedBackend final : public Backend {
+ public:
+  std::string name() const override { return "fixed-test"; }
+  bool serves(const Workload&, const Target& t) const override { return t.name == "fixed-test-chip"; }
+  ScheduleSpace space(const Workload&, const Target&) const override {
+    return ScheduleSpace({{"x", {1, 2}}}, nullptr);
+  }
+  std::optional<Schedule> default_schedule(const Workload&, const Target&) const override {
+    return Schedule({{"x", 1}});
+  }
+  std::optional<lowering::KernelPlan> lower(const Workload&, const Target&, const Schedule&) const override {
+    return std::nullopt;
+  }
+  std::vector<Measurement> measure(std::span<const MeasureRequest> batch, const MeasureOptions&) const override {
+    std::vector<Measurement> out;
+    for (const auto& r : batch) {
+      Measurement m;
+      m.time_us = double(r.schedule.at("x"));
+      m.repeats = {m.time_us};
+      out.push_back(m);
+    }
+    return out;
+  }
+};
+
+TEST(BackendTest, RegisteredBackendServesItsTargets) {
+  register_backend(std::make_shared<FixedBackend>());
+  EXPECT_THROW(register_backend(std::make_shared<FixedBackend>()), Error);
+  Target chip = load_target("ascend910b");
+  chip.name = "fixed-test-chip";
+  EXPECT_EQ(backend_for(kMatmul, chip).name(), "fixed-test");
+  EXPECT_EQ(backend_for(kMatmul, load_target("ascend910b")).name(), "npu-sim");
+  EXPECT_DOUBLE_EQ(measure_one(MeasureRequest{kMatmul, chip, Schedule({{"x", 2}})}).time_us, 2.0);
+}
+
+}  // namespace
+}  // namespace atvoss::backend
