@@ -27,6 +27,7 @@
 
 #include "core/error.hpp"
 #include "costmodel/cost_model.hpp"
+#include "costmodel/workload_groups.hpp"
 #include "costmodel/metrics.hpp"
 #include "db/tuning_database.hpp"
 #include "tools/cli_common.hpp"
@@ -60,37 +61,14 @@ Target npu_target(const db::TargetInfo& info) {
 
 std::vector<WorkloadGroup> load_groups(const db::TuningDatabase& db, const db::TargetInfo& info) {
   const Target target = npu_target(info);
-  std::map<std::string, WorkloadGroup> groups;
+  costmodel::GroupBuilder builder;
   db.for_each_record(info.key, [&](const db::Record& r) {
-    auto it = groups.find(r.workload.key());
-    if (it == groups.end()) it = groups.emplace(r.workload.key(), WorkloadGroup{r.workload, target, {}}).first;
-    it->second.samples.push_back({r.schedule, r.measurement.status, r.measurement.time_us});
+    builder.add(r.workload, target, {r.schedule, r.measurement.status, r.measurement.time_us});
     return true;
   });
-  std::vector<WorkloadGroup> out;
-  for (auto& [key, g] : groups) out.push_back(std::move(g));
+  auto out = builder.take();
   if (out.empty()) throw Error(ErrorKind::not_found, "no records of target " + info.name + " in " + db.path());
   return out;
-}
-
-std::size_t count_samples(const std::vector<WorkloadGroup>& groups) {
-  std::size_t n = 0;
-  for (const auto& g : groups) n += g.samples.size();
-  return n;
-}
-
-// Seeded split of every group's samples into a training part and a holdout part.
-void split_groups(const std::vector<WorkloadGroup>& all, double holdout, std::uint64_t seed,
-                  std::vector<WorkloadGroup>& train, std::vector<WorkloadGroup>& test) {
-  std::mt19937_64 rng(seed);
-  for (const auto& g : all) {
-    WorkloadGroup a{g.workload, g.target, {}}, b{g.workload, g.target, {}};
-    for (const auto& s : g.samples) {
-      (double(rng() >> 11) * 0x1.0p-53 < holdout ? b : a).samples.push_back(s);
-    }
-    train.push_back(std::move(a));
-    test.push_back(std::move(b));
-  }
 }
 
 db::OpenOptions existing(bool read_only) {
@@ -123,7 +101,7 @@ int train(const Args& a) {
   costmodel::ModelMetrics holdout_metrics;
   if (a.holdout > 0) {
     std::vector<WorkloadGroup> fit, held;
-    split_groups(groups, a.holdout, a.seed, fit, held);
+    costmodel::split_holdout(groups, a.holdout, a.seed, fit, held);
     auto probe = costmodel::make_cost_model(model_options(a));
     probe->train(fit);
     holdout_metrics = costmodel::evaluate(*probe, held);
@@ -135,7 +113,7 @@ int train(const Args& a) {
   record.kind = model->kind();
   record.feature_version = costmodel::feature_version();
   record.blob = model->save();
-  record.n_records = std::int64_t(count_samples(groups));
+  record.n_records = std::int64_t(costmodel::count_samples(groups));
   record.metrics = holdout_metrics.to_json();
   record.metrics["objective"] = a.kind == "xgboost" ? a.objective : "ridge";
   record.metrics["holdout"] = a.holdout;
@@ -187,36 +165,6 @@ int eval(const Args& a) {
   return 0;
 }
 
-// Importance per knob: the sum over the knob's own features (value and log2; for
-// recorded spaces its generic slot in sorted-name order).
-std::vector<std::pair<std::string, double>> knob_importance(
-    const std::vector<costmodel::FeatureScore>& scores, const std::vector<WorkloadGroup>& groups) {
-  std::map<std::string, double> by_knob;
-  std::vector<std::string> generic_names;
-  for (const auto& g : groups) {
-    if (!costmodel::has_plan_features(g.workload) && !g.samples.empty()) {
-      for (const auto& [name, v] : g.samples.front().schedule.values()) generic_names.push_back(name);
-      break;
-    }
-  }
-  for (const auto& s : scores) {
-    for (const char* prefix : {"knob_", "log2_", "gen_knob_", "gen_log2_"}) {
-      const std::string p = prefix;
-      if (s.feature.rfind(p, 0) != 0) continue;
-      std::string knob = s.feature.substr(p.size());
-      if (p.rfind("gen_", 0) == 0) {
-        const std::size_t i = std::stoul(knob);
-        knob = i < generic_names.size() ? generic_names[i] : "generic#" + knob;
-      }
-      by_knob[knob] += s.score;
-      break;
-    }
-  }
-  std::vector<std::pair<std::string, double>> out(by_knob.begin(), by_knob.end());
-  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
-  return out;
-}
-
 int inspect(const Args& a) {
   if (a.top < 1) throw_bad_input("--top must be >= 1");
   auto db = db::TuningDatabase::open(a.db, existing(true));
@@ -229,7 +177,7 @@ int inspect(const Args& a) {
   } catch (const Error&) {
     // a model without records: generic slots stay unnamed
   }
-  const auto knobs = knob_importance(scores, groups);
+  const auto knobs = costmodel::knob_importance(scores, groups);
   const std::size_t top = std::min<std::size_t>(std::size_t(a.top), scores.size());
   if (a.json) {
     Json k = Json::object(), f = Json::array();

@@ -4,6 +4,7 @@
 
 #include "costmodel/cost_model.hpp"
 #include "costmodel/features.hpp"
+#include "costmodel/workload_groups.hpp"
 
 namespace atvoss::tuner {
 
@@ -61,24 +62,16 @@ std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& 
                                                       const StrategyConfig& config,
                                                       std::int64_t* upto) {
   const auto info = db::TargetInfo::from_target(target);
-  std::map<std::string, costmodel::WorkloadGroup> groups;
-  int total = 0;
+  costmodel::GroupBuilder builder(config.transfer_per_workload);
   *upto = config.transfer_upto.value_or(0);
   db.for_each_record(info.key, [&](const db::Record& r) {
     if (config.transfer_upto && r.id > *config.transfer_upto) return false;
     if (!config.transfer_upto) *upto = r.id;
     if (r.workload.key() == workload.key() || r.workload.is_table()) return true;
-    auto it = groups.find(r.workload.key());
-    if (it == groups.end()) {
-      it = groups.emplace(r.workload.key(), costmodel::WorkloadGroup{r.workload, target, {}}).first;
-    }
-    if (static_cast<int>(it->second.samples.size()) >= config.transfer_per_workload) return true;
-    it->second.samples.push_back({r.schedule, r.measurement.status, r.measurement.time_us});
-    return ++total < config.max_transfer;
+    if (!builder.add(r.workload, target, {r.schedule, r.measurement.status, r.measurement.time_us})) return true;
+    return static_cast<int>(builder.samples()) < config.max_transfer;
   });
-  std::vector<costmodel::WorkloadGroup> out;
-  for (auto& [key, g] : groups) out.push_back(std::move(g));
-  return out;
+  return builder.take();
 }
 
 bool uses_model(const std::string& name) { return name == "model-guided" || name == "ensemble"; }
