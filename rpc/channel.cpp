@@ -39,7 +39,7 @@ bool is_permanent_refusal(const Error& e) {
   const std::string_view what = e.what();
   if (e.kind() != ErrorKind::protocol || what.substr(0, kPrefix.size()) != kPrefix) return false;
   const std::string_view code = what.substr(kPrefix.size(), what.find(':', kPrefix.size()) - kPrefix.size());
-  return code != codes::shutting_down && code != codes::login_timeout;
+  return code != codes::shutting_down && code != codes::login_timeout && code != codes::busy;
 }
 
 Channel::Channel(std::size_t max_frame_bytes) : socket_(io_), decoder_(max_frame_bytes) {}
