@@ -859,6 +859,7 @@ void Coordinator::start() {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(m.options.host, ec);
   if (ec) throw_bad_input("--host " + m.options.host + ": not an IP address");
+  if (m.options.token) require_usable_token(*m.options.token, "farm token");
   if (!m.options.token && !address.is_loopback()) {
     throw_bad_input("--host " + m.options.host +
                     ": binding a non-loopback address needs a token (--token-file or ATVOSS_TOKEN)");

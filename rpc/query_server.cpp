@@ -222,6 +222,7 @@ QueryServer::QueryServer(asio::io_context& io, const std::string& host, std::uin
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(host, ec);
   if (ec) throw_bad_input("--http-host " + host + ": not an IP address");
+  if (impl_->token) require_usable_token(*impl_->token, "query server token");
   if (!impl_->token && !address.is_loopback()) {
     throw_bad_input("--http-host " + host + ": a non-loopback address needs a token");
   }

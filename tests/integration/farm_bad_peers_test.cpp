@@ -1,6 +1,7 @@
 // Bad peers against a token-protected atvoss-farm process: each is rejected with an error
 // (or dropped), and a good client and worker keep being served throughout.
 #include <array>
+#include <fstream>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
@@ -145,6 +146,25 @@ TEST_F(FarmBadPeers, SilentPeerIsDroppedAfterTheLoginTimeout) {
   // Connects, says nothing: the farm must not keep the slot forever (login timeout 0.5 s here).
   const std::string reply = raw_exchange("");
   EXPECT_EQ(error_code_in(reply), "login_timeout");
+}
+
+// A blank token is a configuration error in every program that takes one: exit 2 at once,
+// never a farm that listens with an empty HMAC key.
+TEST(FarmTokens, BlankTokenFromEnvironmentOrFileExitsTwo) {
+  TempDir dir;
+  const std::string blank_file = dir.file("blank.token");
+  std::ofstream(blank_file) << "  \t\n";
+  const std::map<std::string, std::string> blank_env{{"ATVOSS_TOKEN", " \n"}};
+  std::vector<std::pair<std::string, Child>> runs;
+  runs.emplace_back("farm, env", Child({bin("atvoss-farm"), "--port", "0", "--host", "0.0.0.0", "--quiet"}, blank_env));
+  runs.emplace_back("farm, file", Child({bin("atvoss-farm"), "--port", "0", "--quiet", "--token-file", blank_file}));
+  runs.emplace_back("worker, env", Child({bin("atvoss-worker"), "--farm", "127.0.0.1:1", "--target", "ascend910", "--quiet"}, blank_env));
+  runs.emplace_back("worker, file", Child({bin("atvoss-worker"), "--farm", "127.0.0.1:1", "--target", "ascend910",
+                                           "--quiet", "--token-file", blank_file}));
+  for (auto& [name, child] : runs) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(child.wait_for(10s), std::optional<int>(2));
+  }
 }
 
 }  // namespace
