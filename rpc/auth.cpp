@@ -53,6 +53,14 @@ Role parse_role(std::string_view s) {
   throw Error(ErrorKind::protocol, "login: field 'role' must be worker, client or query");
 }
 
+void require_usable_token(std::string_view token, std::string_view source) {
+  // An empty HMAC key or bearer token is a secret everybody knows: refuse it instead of
+  // serving a public address "with a token" that admits anyone.
+  if (token.find_first_not_of(" \t\r\n\v\f") == std::string_view::npos) {
+    throw_bad_input(std::string(source) + ": the token is empty or only whitespace");
+  }
+}
+
 std::optional<std::string> load_token(const std::string& token_file) {
   if (!token_file.empty()) {
     std::ifstream in(token_file, std::ios::binary);
@@ -61,11 +69,15 @@ std::optional<std::string> load_token(const std::string& token_file) {
     text << in.rdbuf();
     std::string token = trim_trailing(text.str());
     // Never echo the token; name only the file.
-    if (token.empty()) throw_bad_input("--token-file " + token_file + ": file is empty");
+    require_usable_token(token, "--token-file " + token_file);
     return token;
   }
-  if (const char* env = std::getenv("ATVOSS_TOKEN"); env != nullptr && *env != '\0') {
-    return trim_trailing(env);
+  // Set but empty is refused too: whoever set it meant a token, and silently running
+  // without one would change who may connect.
+  if (const char* env = std::getenv("ATVOSS_TOKEN"); env != nullptr) {
+    std::string token = trim_trailing(env);
+    require_usable_token(token, "ATVOSS_TOKEN");
+    return token;
   }
   return std::nullopt;
 }

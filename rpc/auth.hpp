@@ -17,9 +17,14 @@ enum class Role { worker, client, query };
 std::string_view to_string(Role role) noexcept;
 Role parse_role(std::string_view s);  // Error(protocol) naming the field on unknown roles
 
-// The token from token_file if non-empty (io error if unreadable, bad_input if empty after
-// trimming trailing whitespace), else from ATVOSS_TOKEN, else nullopt (loopback-only mode).
+// The token from token_file if non-empty (io error if unreadable), else from ATVOSS_TOKEN if
+// set, else nullopt (loopback-only mode). Trailing whitespace is trimmed; a token that is
+// then empty (an empty file, ATVOSS_TOKEN="" or "  ") is bad_input naming its source.
 std::optional<std::string> load_token(const std::string& token_file);
+
+// bad_input "<source>: the token is empty or only whitespace" for such a token. Every
+// consumer of a token (coordinator, query server, channel) calls it, not only load_token.
+void require_usable_token(std::string_view token, std::string_view source);
 
 // 32 random bytes from OpenSSL's RAND_bytes, hex-encoded (64 chars). internal error if RAND fails.
 std::string make_nonce();

@@ -35,11 +35,12 @@ Endpoint parse_endpoint(const std::string& text, std::string_view flag) {
 }
 
 bool is_permanent_refusal(const Error& e) {
+  if (e.kind() == ErrorKind::bad_input) return true;  // our own configuration, e.g. an empty token
   constexpr std::string_view kPrefix = "farm refused: ";
   const std::string_view what = e.what();
   if (e.kind() != ErrorKind::protocol || what.substr(0, kPrefix.size()) != kPrefix) return false;
   const std::string_view code = what.substr(kPrefix.size(), what.find(':', kPrefix.size()) - kPrefix.size());
-  return code != codes::shutting_down && code != codes::login_timeout;
+  return code != codes::shutting_down && code != codes::login_timeout && code != codes::busy;
 }
 
 Channel::Channel(std::size_t max_frame_bytes) : socket_(io_), decoder_(max_frame_bytes) {}
@@ -47,6 +48,7 @@ Channel::Channel(std::size_t max_frame_bytes) : socket_(io_), decoder_(max_frame
 Channel::~Channel() { close(); }
 
 std::unique_ptr<Channel> Channel::open(const Endpoint& farm, const ChannelOptions& options) {
+  if (options.token) require_usable_token(*options.token, "farm token");
   std::unique_ptr<Channel> c(new Channel(options.max_frame_bytes));
   boost::system::error_code ec;
   tcp::resolver resolver(c->io_);

@@ -34,7 +34,8 @@ struct Endpoint {
 Endpoint parse_endpoint(const std::string& text, std::string_view flag = "--farm");
 
 // True for an Error from Channel that reconnecting cannot fix: the farm refused the login
-// (auth_failed, version_mismatch, loopback_only, protocol). Not for shutting_down or
+// (auth_failed, version_mismatch, loopback_only, protocol), or our own options are unusable
+// (bad_input, e.g. an empty token). Not for shutting_down, busy or
 // login_timeout, which a retry against a live coordinator can get past.
 bool is_permanent_refusal(const Error& e);
 

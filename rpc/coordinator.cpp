@@ -43,6 +43,19 @@ class Farm;
 
 // Unsent bytes one connection may queue before it counts as a stuck peer.
 constexpr std::size_t kMaxPendingBytes = 256u << 20;
+// Pause of the accept loop after a failed accept (file-descriptor limit and the like).
+constexpr std::chrono::milliseconds kAcceptBackoff{100};
+
+// Answers a connection over the unauthenticated limit with a `busy` error and closes it.
+// Best effort and never blocking: the frame is small enough for any socket buffer.
+void refuse_busy(tcp::socket& socket) {
+  static const std::string kFrame = encode_frame(
+      error_message(codes::busy, "too many connections waiting to log in; try again shortly"));
+  boost::system::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(kFrame), ignored);
+  socket.close(ignored);
+}
 
 // One connection. Owned by shared_ptrs held by its own coroutine and by Farm::sessions_.
 class Session : public std::enable_shared_from_this<Session> {
@@ -84,7 +97,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string peer_;
   std::string nonce_;
   Role role_ = Role::client;
-  bool logged_in_ = false;
+  // Set on the strand, read by the sweep on any thread; role_ is written before it.
+  std::atomic<bool> logged_in_{false};
   bool ending_ = false;  // no further messages are handled
   // Write state, touched only on strand_.
   std::string pending_, writing_;
@@ -126,6 +140,16 @@ class Farm {
   asio::io_context& io() { return io_; }
   FarmMetrics& metrics() { return metrics_; }
 
+  // Takes one of the max_unauthenticated places for a new connection; false when all are
+  // taken (the caller refuses it). A place is given back by on_login or on_closed.
+  // Logged-in sessions are not limited here: they proved the token.
+  bool reserve_unauthenticated() {
+    const std::lock_guard lock(mu_);
+    if (unauthenticated_ >= options_.max_unauthenticated) return false;
+    ++unauthenticated_;
+    return true;
+  }
+  // REQUIRES: reserve_unauthenticated() returned true for this connection.
   void add_session(const std::shared_ptr<Session>& s) {
     const std::lock_guard lock(mu_);
     sessions_[s->id()] = s;
@@ -161,6 +185,9 @@ class Farm {
   // Answers every waiter of task (then erases it). Adds to outbox; REQUIRES mu_.
   void relay(std::uint64_t task_id, const std::string& status, const Json& measurement);
   void flush_outbox();
+  // Removes the queue entries of cancelled tasks (ids by target) and queues left empty,
+  // so that queues_ holds only tasks that still wait. One pass per touched queue.
+  void drop_queued(const std::unordered_map<std::string, std::unordered_set<std::uint64_t>>& cancelled);
   void answer_now(std::uint64_t client, const Json& item_id, Status status, const std::string& why);
 
   const CoordinatorOptions& options_;
@@ -177,6 +204,7 @@ class Farm {
   std::unordered_map<std::string, std::deque<std::uint64_t>> queues_;
   std::unordered_map<std::uint64_t, Json> outbox_;  // client session -> results array
   std::uint64_t next_task_ = 1;
+  std::size_t unauthenticated_ = 0;  // sessions_ entries that have not logged in
   bool draining_ = false;
 };
 
@@ -315,7 +343,8 @@ asio::awaitable<void> Session::serve() {
     }
   });
 
-  FrameDecoder decoder(farm_.options().max_frame_bytes);
+  // Until the peer proves the token it may make us buffer one small frame, not 16 MiB.
+  FrameDecoder decoder(std::min(farm_.options().max_login_frame_bytes, farm_.options().max_frame_bytes));
   for (;;) {
     const std::size_t n = co_await socket_.async_read_some(
         asio::buffer(read_buffer_), asio::redirect_error(asio::use_awaitable, ec));
@@ -334,6 +363,7 @@ asio::awaitable<void> Session::serve() {
       if (!message) break;
       if (!logged_in_) {
         handle_login(*message);
+        if (logged_in_) decoder.set_max_frame_bytes(farm_.options().max_frame_bytes);
       } else {
         farm_.on_message(shared_from_this(), *message);
       }
@@ -380,8 +410,9 @@ void Session::handle_login(const Json& message) {
 // ---------------------------------------------------------------- Farm
 
 void Farm::on_login(const std::shared_ptr<Session>& s) {
-  if (s->role() != Role::worker) return;
   const std::lock_guard lock(mu_);
+  --unauthenticated_;
+  if (s->role() != Role::worker) return;
   WorkerState& w = workers_[s->id()];
   w.session = s;
   w.last_seen = Clock::now();
@@ -529,6 +560,8 @@ void Farm::dispatch(const std::string& target) {
   for (auto& [w, tasks] : assigned) {
     if (!tasks.empty()) w->session->send(encode_frame(Json{{"type", "tasks"}, {"tasks", std::move(tasks)}}));
   }
+  // Targets come from clients: an empty queue left behind per target would grow forever.
+  if (queue.empty()) queues_.erase(queue_it);
 }
 
 void Farm::on_results(WorkerState& w, std::uint64_t worker_id, const Json& message) {
@@ -568,6 +601,15 @@ void Farm::relay(std::uint64_t task_id, const std::string& status, const Json& m
   if (log_) log_->record(t->second.target, t->second.request, measurement);
   by_identity_.erase(t->second.identity);
   tasks_.erase(t);
+}
+
+void Farm::drop_queued(const std::unordered_map<std::string, std::unordered_set<std::uint64_t>>& cancelled) {
+  for (const auto& [target, ids] : cancelled) {
+    const auto q = queues_.find(target);
+    if (q == queues_.end()) continue;
+    std::erase_if(q->second, [&ids](std::uint64_t id) { return ids.contains(id); });
+    if (q->second.empty()) queues_.erase(q);
+  }
 }
 
 void Farm::answer_now(std::uint64_t client, const Json& item_id, Status status, const std::string& why) {
@@ -616,21 +658,28 @@ void Farm::remove_worker(std::uint64_t id) {
 void Farm::on_closed(const Session& s) {
   const std::lock_guard lock(mu_);
   sessions_.erase(s.id());
-  if (!s.logged_in()) return;
+  if (!s.logged_in()) {
+    --unauthenticated_;
+    return;
+  }
   if (s.role() == Role::worker) {
     remove_worker(s.id());
   } else if (s.role() == Role::client) {
-    // Drop the client's waiters; a queued task nobody waits for any more is cancelled.
+    // Drop the client's waiters; a queued task nobody waits for any more is cancelled,
+    // and so is its queue entry (else queues_ grows with every client that leaves).
+    std::unordered_map<std::string, std::unordered_set<std::uint64_t>> cancelled;
     for (auto it = tasks_.begin(); it != tasks_.end();) {
       auto& waiters = it->second.waiters;
       std::erase_if(waiters, [&](const Waiter& w) { return w.client == s.id(); });
       if (waiters.empty() && it->second.worker == 0) {
+        cancelled[it->second.target].insert(it->first);
         by_identity_.erase(it->second.identity);
         it = tasks_.erase(it);
       } else {
         ++it;
       }
     }
+    drop_queued(cancelled);
   }
   outbox_.erase(s.id());
   flush_outbox();
@@ -650,7 +699,7 @@ void Farm::sweep() {
   }
   // Clients learn that the coordinator is alive even while their tasks run long.
   for (auto& [id, s] : sessions_) {
-    if (s->role() == Role::client) s->send(heartbeat_frame_);
+    if (s->logged_in() && s->role() == Role::client) s->send(heartbeat_frame_);
   }
 }
 
@@ -660,6 +709,7 @@ void Farm::expire_all(std::string_view why) {
   for (const auto& [id, t] : tasks_) ids.push_back(id);
   const Json body = failure_body(Status::session_timeout, std::string(why));
   for (const std::uint64_t id : ids) relay(id, "session_timeout", body);
+  queues_.clear();  // every task was answered, queued ones included
   flush_outbox();
 }
 
@@ -749,12 +799,25 @@ struct Coordinator::Impl {
 };
 
 asio::awaitable<void> Coordinator::Impl::accept_loop() {
+  asio::steady_timer backoff(acceptor.get_executor());
   for (;;) {
     boost::system::error_code ec;
     tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
-      continue;  // e.g. EMFILE: keep serving the sessions we have
+      // E.g. EMFILE: the pending connection stays in the backlog, so retrying at once
+      // would fail again at once and spin a core. Wait; the sessions we have keep going.
+      farm.metrics().count_rejection("accept_failed");
+      log_line("farm", "accept failed (" + ec.message() + "); retrying in " +
+                           std::to_string(kAcceptBackoff.count()) + " ms");
+      backoff.expires_after(kAcceptBackoff);
+      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    if (!farm.reserve_unauthenticated()) {
+      refuse_busy(socket);
+      farm.metrics().count_rejection(codes::busy);
+      continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
     auto session = std::make_shared<Session>(farm, std::move(socket), next_session++);
@@ -796,6 +859,7 @@ void Coordinator::start() {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(m.options.host, ec);
   if (ec) throw_bad_input("--host " + m.options.host + ": not an IP address");
+  if (m.options.token) require_usable_token(*m.options.token, "farm token");
   if (!m.options.token && !address.is_loopback()) {
     throw_bad_input("--host " + m.options.host +
                     ": binding a non-loopback address needs a token (--token-file or ATVOSS_TOKEN)");

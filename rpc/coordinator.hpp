@@ -32,7 +32,9 @@ struct CoordinatorOptions {
   std::uint16_t port = kDefaultFarmPort;       // 0 picks a free port (read it from port())
   std::optional<std::string> token;            // none: loopback peers only
   int threads = 2;                             // io threads; more only helps with many sessions
-  std::size_t max_frame_bytes = kDefaultMaxFrameBytes;
+  std::size_t max_frame_bytes = kDefaultMaxFrameBytes;        // after login
+  std::size_t max_login_frame_bytes = kDefaultLoginFrameBytes;  // before login
+  std::size_t max_unauthenticated = 64;  // connections not yet logged in; more get `busy`
   std::chrono::milliseconds heartbeat_interval{1000};  // also the liveness sweep period
   int missed_heartbeats = 3;                   // worker removed after this many intervals of silence
   int max_retries = 3;                         // requeues of one task before worker_lost

@@ -1,6 +1,7 @@
 #include "rpc/frame.hpp"
 
 #include "core/error.hpp"
+#include "rpc/input_bounds.hpp"
 
 namespace atvoss::rpc {
 
@@ -40,6 +41,8 @@ std::uint32_t read_length(std::span<const std::uint8_t> header) noexcept {
 }
 
 Json decode_payload(std::span<const std::uint8_t> payload) {
+  // nlohmann's reader recurses per nesting level: bound depth and counts before it runs.
+  check_msgpack_bounds(payload, "frame");
   // allow_exceptions=false: a malformed payload becomes a discarded value, not a throw
   // from deep inside the parser with a message we do not control.
   Json message = Json::from_msgpack(payload.begin(), payload.end(), /*strict=*/true,

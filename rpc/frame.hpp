@@ -19,6 +19,8 @@ namespace atvoss::rpc {
 
 inline constexpr std::size_t kHeaderBytes = 4;
 inline constexpr std::size_t kDefaultMaxFrameBytes = 16u << 20;  // 16 MiB
+// Until login: a login message is under 200 bytes, so 4 KiB leaves room and costs little.
+inline constexpr std::size_t kDefaultLoginFrameBytes = 4096;
 
 // Encodes one message as header + MessagePack. REQUIRES: message is an object with a string
 // "type" (internal error otherwise: encoding a bad message is a bug, not bad input).
@@ -48,6 +50,9 @@ class FrameDecoder {
   // The next complete message, or nullopt if more bytes are needed.
   // Throws Error(protocol) for an oversized length or an undecodable payload.
   std::optional<Json> next();
+  // Changes the bound for frames not yet read: servers raise it after login, so that a
+  // peer that has not proved the token can make them buffer only a small frame.
+  void set_max_frame_bytes(std::size_t max_frame_bytes) noexcept { max_frame_bytes_ = max_frame_bytes; }
   // Bytes received but not yet consumed (a partial frame at end of stream is truncation).
   std::size_t buffered() const noexcept { return buffer_.size() - consumed_; }
 

@@ -26,12 +26,31 @@ void log_if_exception(std::string_view component, std::exception_ptr e) noexcept
 
 void set_log_enabled(bool enabled) noexcept { g_enabled.store(enabled); }
 
+std::string printable(std::string_view text) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += kDigits[u >> 4];
+      out += kDigits[u & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 void log_line(std::string_view component, std::string_view message) {
   if (!g_enabled.load(std::memory_order_relaxed)) return;
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   const double seconds = std::chrono::duration<double>(now).count();
   std::string line = std::to_string(seconds) + " " + std::string(component) + ": " +
-                     std::string(message) + "\n";
+                     printable(message) + "\n";
   const std::lock_guard lock(g_mu);
   std::fwrite(line.data(), 1, line.size(), stderr);
 }

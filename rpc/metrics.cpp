@@ -37,6 +37,9 @@ void FarmMetrics::count_rejection(std::string_view reason) {
 void FarmMetrics::count_measured(std::string_view status) {
   const std::lock_guard lock(mu_);
   auto it = by_status_.find(status);
+  // Statuses come from workers: a bounded label set keeps /metrics and memory bounded.
+  if (it == by_status_.end() && by_status_.size() >= kMaxStatuses) status = "other";
+  it = by_status_.find(status);
   if (it == by_status_.end()) it = by_status_.emplace(std::string(status), 0).first;
   ++it->second;
   bump_rate();
@@ -54,6 +57,8 @@ void FarmMetrics::bump_rate() {
 
 void FarmMetrics::add_latency(double microseconds) {
   const std::lock_guard lock(mu_);
+  latency_sum_us_ += microseconds;
+  ++latency_count_;
   if (latencies_.size() < kSamples) {
     latencies_.push_back(microseconds);
   } else {
@@ -117,34 +122,80 @@ Json FarmMetrics::to_json() const {
               {"latency_p99_us", percentile_locked(0.99)}};
 }
 
+namespace {
+
+// A label value in the text format: backslash, double quote and newline escaped.
+std::string label_value(std::string_view v) {
+  std::string out;
+  for (const char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void family(std::ostringstream& out, std::string_view name, std::string_view type, std::string_view help) {
+  out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+}
+
+}  // namespace
+
+bool FarmMetrics::is_success(std::string_view status) noexcept {
+  // ok: a measurement; exact/nearest: a lookup of the query server that found an answer.
+  return status == "ok" || status == "exact" || status == "nearest";
+}
+
 std::string FarmMetrics::prometheus() const {
   const Json j = to_json();
-  std::ostringstream out;
-  out << "# HELP atvoss_farm_measurements_total Answers relayed to clients, by status.\n"
-      << "# TYPE atvoss_farm_measurements_total counter\n";
-  for (const auto& [status, n] : j["by_status"].items()) {
-    out << "atvoss_farm_measurements_total{status=\"" << status << "\"} " << n.get<std::uint64_t>() << "\n";
+  double sum_us = 0;
+  std::uint64_t count = 0;
+  {
+    const std::lock_guard lock(mu_);
+    sum_us = latency_sum_us_;
+    count = latency_count_;
   }
-  out << "# HELP atvoss_farm_errors_total Non-ok answers and rejected connections, by kind.\n"
-      << "# TYPE atvoss_farm_errors_total counter\n";
+  std::ostringstream out;
+  out.precision(17);  // exact doubles: a scraper must read back what we hold
+  family(out, "atvoss_farm_measurements_total", "counter", "Answers relayed to clients, by status.");
   for (const auto& [status, n] : j["by_status"].items()) {
-    if (status != "ok") out << "atvoss_farm_errors_total{kind=\"" << status << "\"} " << n.get<std::uint64_t>() << "\n";
+    out << "atvoss_farm_measurements_total{status=\"" << label_value(status) << "\"} " << n.get<std::uint64_t>() << "\n";
+  }
+  family(out, "atvoss_farm_errors_total", "counter", "Answers that are not a success, and rejected connections, by kind.");
+  for (const auto& [status, n] : j["by_status"].items()) {
+    if (!is_success(status)) {
+      out << "atvoss_farm_errors_total{kind=\"" << label_value(status) << "\"} " << n.get<std::uint64_t>() << "\n";
+    }
   }
   for (const auto& [reason, n] : j["rejected_connections"].items()) {
-    out << "atvoss_farm_errors_total{kind=\"rejected_" << reason << "\"} " << n.get<std::uint64_t>() << "\n";
+    out << "atvoss_farm_errors_total{kind=\"rejected_" << label_value(reason) << "\"} " << n.get<std::uint64_t>() << "\n";
   }
-  out << "# HELP atvoss_farm_measurements_per_second Answers per second over the last 10 s.\n"
-      << "# TYPE atvoss_farm_measurements_per_second gauge\n"
-      << "atvoss_farm_measurements_per_second " << j["measurements_per_second"].get<double>() << "\n"
-      << "# HELP atvoss_farm_latency_microseconds Submit-to-answer latency of the last 4096 answers.\n"
-      << "# TYPE atvoss_farm_latency_microseconds summary\n"
-      << "atvoss_farm_latency_microseconds{quantile=\"0.5\"} " << j["latency_p50_us"].get<double>() << "\n"
-      << "atvoss_farm_latency_microseconds{quantile=\"0.99\"} " << j["latency_p99_us"].get<double>() << "\n"
-      << "# TYPE atvoss_farm_submitted_total counter\natvoss_farm_submitted_total " << j["submitted"].get<std::uint64_t>() << "\n"
-      << "# TYPE atvoss_farm_deduplicated_total counter\natvoss_farm_deduplicated_total " << j["deduplicated"].get<std::uint64_t>() << "\n"
-      << "# TYPE atvoss_farm_retries_total counter\natvoss_farm_retries_total " << j["retries"].get<std::uint64_t>() << "\n"
-      << "# TYPE atvoss_farm_workers_lost_total counter\natvoss_farm_workers_lost_total " << j["workers_lost"].get<std::uint64_t>() << "\n"
-      << "# TYPE atvoss_farm_late_results_total counter\natvoss_farm_late_results_total " << j["late_results_ignored"].get<std::uint64_t>() << "\n";
+  family(out, "atvoss_farm_measurements_per_second", "gauge", "Answers per second over the last 10 s.");
+  out << "atvoss_farm_measurements_per_second " << j["measurements_per_second"].get<double>() << "\n";
+  family(out, "atvoss_farm_latency_seconds", "summary",
+         "Submit-to-answer latency; quantiles over the last 4096 answers, sum and count over all.");
+  out << "atvoss_farm_latency_seconds{quantile=\"0.5\"} " << j["latency_p50_us"].get<double>() / 1e6 << "\n"
+      << "atvoss_farm_latency_seconds{quantile=\"0.99\"} " << j["latency_p99_us"].get<double>() / 1e6 << "\n"
+      << "atvoss_farm_latency_seconds_sum " << sum_us / 1e6 << "\n"
+      << "atvoss_farm_latency_seconds_count " << count << "\n";
+  const struct {
+    const char* name;
+    const char* key;
+    const char* help;
+  } kCounters[] = {
+      {"atvoss_farm_submitted_total", "submitted", "Items submitted by clients."},
+      {"atvoss_farm_deduplicated_total", "deduplicated", "Items answered by a measurement already in flight."},
+      {"atvoss_farm_retries_total", "retries", "Tasks requeued after their worker was lost."},
+      {"atvoss_farm_workers_lost_total", "workers_lost", "Workers removed (disconnected or silent)."},
+      {"atvoss_farm_late_results_total", "late_results_ignored", "Results ignored because the lease had moved on."},
+  };
+  for (const auto& c : kCounters) {
+    family(out, c.name, "counter", c.help);
+    out << c.name << " " << j[c.key].get<std::uint64_t>() << "\n";
+  }
   return out.str();
 }
 

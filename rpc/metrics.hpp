@@ -35,12 +35,17 @@ class FarmMetrics {
   double latency_percentile(double q) const;
 
   Json to_json() const;
+  // Text exposition: HELP and TYPE on every family, latency in seconds as a summary with
+  // _sum and _count, errors_total counting only statuses that are not a success.
   std::string prometheus() const;
+  // ok, and the query server's exact/nearest: answers that are not errors.
+  static bool is_success(std::string_view status) noexcept;
 
  private:
   using Clock = std::chrono::steady_clock;
   static constexpr std::size_t kWindow = 10;
   static constexpr std::size_t kSamples = 4096;
+  static constexpr std::size_t kMaxStatuses = 32;  // distinct status labels; more count as "other"
   void bump_rate();  // REQUIRES: mu_
   double rate_locked(std::int64_t now_second) const;
   double percentile_locked(double q) const;
@@ -53,6 +58,8 @@ class FarmMetrics {
   std::array<std::int64_t, kWindow> second_of_{};
   std::vector<double> latencies_;
   std::size_t next_latency_ = 0;
+  double latency_sum_us_ = 0;        // over all answers, for the summary's _sum
+  std::uint64_t latency_count_ = 0;  // and _count
   Clock::time_point origin_ = Clock::now();
 };
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "rpc/input_bounds.hpp"
 
 namespace atvoss::rpc {
 
@@ -14,6 +15,7 @@ Json encode_body(const Json& object) {
 Json decode_body(const Json& body, std::string_view what) {
   if (!body.is_binary()) throw Error(ErrorKind::protocol, std::string(what) + ": must be a MessagePack bin");
   const auto& bytes = body.get_binary();
+  check_msgpack_bounds(std::span<const std::uint8_t>(bytes.data(), bytes.size()), what);
   Json decoded = Json::from_msgpack(bytes.begin(), bytes.end(), /*strict=*/true, /*allow_exceptions=*/false);
   if (decoded.is_discarded() || !decoded.is_object()) {
     throw Error(ErrorKind::protocol, std::string(what) + ": bin is not a MessagePack object");

@@ -24,6 +24,7 @@ inline constexpr std::string_view version_mismatch = "version_mismatch";
 inline constexpr std::string_view protocol = "protocol";
 inline constexpr std::string_view login_timeout = "login_timeout";
 inline constexpr std::string_view shutting_down = "shutting_down";
+inline constexpr std::string_view busy = "busy";  // too many connections not yet logged in
 }  // namespace codes
 
 inline Json error_message(std::string_view code, std::string_view message) {

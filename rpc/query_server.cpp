@@ -2,7 +2,9 @@
 // respond(), token check in authorised(). run_query_server wires a database to it.
 #include "rpc/query_server.hpp"
 
+#include <array>
 #include <atomic>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "db/tuning_database.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/farm_log.hpp"
+#include "rpc/input_bounds.hpp"
 #include "rpc/log.hpp"
 #include "rpc/metrics.hpp"
 
@@ -28,24 +31,85 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr std::size_t kMaxBodyBytes = 1 << 20;  // queries are small; refuse anything larger
+constexpr std::size_t kMaxBodyBytes = 1 << 20;     // queries are small; larger gets 413
+constexpr std::uint32_t kMaxHeaderBytes = 8192;     // request line and fields; larger gets 431
+constexpr std::size_t kMaxConnections = 64;         // open HTTP connections; more get 503
+constexpr std::chrono::milliseconds kAcceptBackoff{100};
 
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 
-Response make_response(const Request& req, http::status status, std::string body,
+// JSON text for a response. Strings may hold a peer's bytes (a worker's name, the text of
+// a parse error quoting the input) that are not UTF-8; dump() would throw on those, so
+// they are replaced (U+FFFD) instead of failing the whole answer.
+std::string dump_for_peer(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
+
+Response make_response(unsigned version, bool keep_alive, http::status status, std::string body,
                        std::string_view content_type = "application/json") {
-  Response res{status, req.version()};
+  Response res{status, version};
   res.set(http::field::server, "atvoss");
   res.set(http::field::content_type, beast::string_view(content_type.data(), content_type.size()));
-  res.keep_alive(req.keep_alive());
+  res.keep_alive(keep_alive);
   res.body() = std::move(body);
   res.prepare_payload();
   return res;
 }
 
+Response make_response(const Request& req, http::status status, std::string body,
+                       std::string_view content_type = "application/json") {
+  return make_response(req.version(), req.keep_alive(), status, std::move(body), content_type);
+}
+
 Response json_error(const Request& req, http::status status, const std::string& message) {
-  return make_response(req, status, Json{{"error", message}}.dump() + "\n");
+  return make_response(req, status, dump_for_peer(Json{{"error", message}}));
+}
+
+// The answer to a request Beast could not parse, or nullopt where no answer can reach
+// the peer (it closed, or timed out). The connection is closed after it: the parser's
+// position in the stream is unknown.
+std::optional<Response> answer_parse_error(const boost::system::error_code& ec) {
+  // Only the parser's own errors describe a bad request; timeouts and resets are not.
+  if (ec.category() != http::make_error_code(http::error::end_of_stream).category() ||
+      ec == http::error::end_of_stream ||
+      ec == http::error::partial_message) {
+    return std::nullopt;
+  }
+  http::status status = http::status::bad_request;
+  if (ec == http::error::body_limit) status = http::status::payload_too_large;
+  if (ec == http::error::header_limit) status = http::status::request_header_fields_too_large;
+  const std::string message = "bad HTTP request: " + ec.message() +
+                              (status == http::status::payload_too_large
+                                   ? " (at most " + std::to_string(kMaxBodyBytes) + " bytes of body)"
+                               : status == http::status::request_header_fields_too_large
+                                   ? " (at most " + std::to_string(kMaxHeaderBytes) + " bytes of header)"
+                                   : "");
+  return make_response(11, false, status, dump_for_peer(Json{{"error", message}}));
+}
+
+// True if text is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xc2 && c <= 0xdf) { n = 1; cp = c & 0x1fu; }
+    else if (c >= 0xe0 && c <= 0xef) { n = 2; cp = c & 0x0fu; }
+    else if (c >= 0xf0 && c <= 0xf4) { n = 3; cp = c & 0x07u; }
+    else return false;
+    if (i + n >= text.size()) return false;  // truncated sequence
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc & 0xc0u) != 0x80u) return false;
+      cp = (cp << 6) | (cc & 0x3fu);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff)) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
 }
 
 // Splits "a=1&b=2" into decoded pairs.
@@ -57,6 +121,11 @@ std::vector<std::pair<std::string, std::string>> parse_query(std::string_view qu
     const std::size_t eq = part.find('=');
     out.emplace_back(url_decode(part.substr(0, eq)),
                      eq == std::string_view::npos ? std::string() : url_decode(part.substr(eq + 1)));
+    // Decoded values end up in JSON (and in error messages): refuse bytes that are not text.
+    if (!valid_utf8(out.back().first) || !valid_utf8(out.back().second)) {
+      throw_bad_input("query parameter '" + (valid_utf8(out.back().first) ? out.back().first : std::string("?")) +
+                      "': not valid UTF-8 after percent-decoding");
+    }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }
@@ -101,12 +170,15 @@ struct QueryServer::Impl : std::enable_shared_from_this<QueryServer::Impl> {
   asio::awaitable<void> serve(tcp::socket socket);
   bool authorised(const Request& req) const;
   Response respond(const Request& req);
+  Response route(const Request& req);  // respond() without the HEAD rule
   Response best(const Request& req, Json query);
 
   tcp::acceptor acceptor;
   std::optional<std::string> token;
   QueryHandlers handlers;
   std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::size_t> connections{0};  // open HTTP connections (serve() coroutines)
+  asio::awaitable<void> drain(beast::tcp_stream& stream);
 };
 
 bool QueryServer::Impl::authorised(const Request& req) const {
@@ -122,7 +194,7 @@ bool QueryServer::Impl::authorised(const Request& req) const {
 Response QueryServer::Impl::best(const Request& req, Json query) {
   if (!handlers.best) return json_error(req, http::status::not_found, "this server has no tuning database");
   try {
-    return make_response(req, http::status::ok, handlers.best(query).dump() + "\n");
+    return make_response(req, http::status::ok, dump_for_peer(handlers.best(query)));
   } catch (const Error& e) {
     const auto status = e.kind() == ErrorKind::not_found   ? http::status::not_found
                         : e.kind() == ErrorKind::bad_input ? http::status::bad_request
@@ -132,6 +204,17 @@ Response QueryServer::Impl::best(const Request& req, Json query) {
 }
 
 Response QueryServer::Impl::respond(const Request& req) {
+  Response res = route(req);
+  if (req.method() == http::verb::head) {
+    // HEAD: the headers GET would send, Content-Length included, and no body.
+    const std::size_t length = res.body().size();
+    res.body().clear();
+    res.content_length(length);
+  }
+  return res;
+}
+
+Response QueryServer::Impl::route(const Request& req) {
   ++requests;
   if (!authorised(req)) {
     Response res = json_error(req, http::status::unauthorized, "missing or wrong bearer token");
@@ -142,18 +225,20 @@ Response QueryServer::Impl::respond(const Request& req) {
   const std::size_t question = target.find('?');
   const std::string_view path = target.substr(0, question);
   const std::string_view query = question == std::string_view::npos ? "" : target.substr(question + 1);
+  // HEAD is answered as GET (respond() drops the body).
+  const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
   try {
-    if (path == "/metrics" && req.method() == http::verb::get) {
+    if (path == "/metrics" && get) {
       return make_response(req, http::status::ok, handlers.metrics(), "text/plain; version=0.0.4");
     }
-    if (path == "/v1/stats" && req.method() == http::verb::get) {
-      return make_response(req, http::status::ok, handlers.stats().dump() + "\n");
+    if (path == "/v1/stats" && get) {
+      return make_response(req, http::status::ok, dump_for_peer(handlers.stats()));
     }
-    if (path == "/v1/best" && req.method() == http::verb::get) {
+    if (path == "/v1/best" && get) {
       Json request = Json::object();
       for (const auto& [key, value] : parse_query(query)) {
         if (key == "target") request["target"] = value;
-        if (key == "workload") request["workload"] = parse_json(value, "query parameter 'workload'");
+        if (key == "workload") request["workload"] = parse_json_bounded(value, "query parameter 'workload'");
       }
       if (!request.contains("target") || !request.contains("workload")) {
         return json_error(req, http::status::bad_request,
@@ -162,28 +247,43 @@ Response QueryServer::Impl::respond(const Request& req) {
       return best(req, std::move(request));
     }
     if (path == "/v1/best" && req.method() == http::verb::post) {
-      return best(req, parse_json(req.body(), "/v1/best request body"));
+      return best(req, parse_json_bounded(req.body(), "/v1/best request body"));
     }
     if (path == "/metrics" || path == "/v1/stats" || path == "/v1/best") {
-      return json_error(req, http::status::method_not_allowed, "read-only endpoint: use GET (or POST for /v1/best)");
+      return json_error(req, http::status::method_not_allowed, "read-only endpoint: use GET or HEAD (or POST for /v1/best)");
     }
     return json_error(req, http::status::not_found, "unknown path; try /v1/best, /v1/stats or /metrics");
   } catch (const Error& e) {
     return json_error(req, e.is_bad_input() ? http::status::bad_request : http::status::internal_server_error, e.what());
+  } catch (const std::exception& e) {
+    // A bug or a handler's library error: the peer still gets a status line, not a reset.
+    log_line("query", std::string("request failed: ") + e.what());
+    return json_error(req, http::status::internal_server_error, "internal error");
   }
 }
 
 asio::awaitable<void> QueryServer::Impl::serve(tcp::socket socket) {
   auto self = shared_from_this();
+  struct Release {  // gives the connection's place back however serve() ends
+    std::atomic<std::size_t>& n;
+    ~Release() { --n; }
+  } release{connections};
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
   boost::system::error_code ec;
   for (;;) {
     stream.expires_after(std::chrono::seconds(30));
     http::request_parser<http::string_body> parser;
+    parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(kMaxBodyBytes);
     co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) break;  // closed, timed out, or not HTTP: nothing useful to answer
+    if (ec) {
+      if (std::optional<Response> refusal = answer_parse_error(ec)) {
+        co_await http::async_write(stream, *refusal, asio::redirect_error(asio::use_awaitable, ec));
+        co_await drain(stream);
+      }
+      break;
+    }
     const Request& req = parser.get();
     Response res = respond(req);
     const bool keep_alive = res.keep_alive();
@@ -193,24 +293,55 @@ asio::awaitable<void> QueryServer::Impl::serve(tcp::socket socket) {
   stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
+asio::awaitable<void> QueryServer::Impl::drain(beast::tcp_stream& stream) {
+  // After refusing a request the peer may still be sending its body; closing with unread
+  // bytes makes the kernel send a reset, which can destroy our answer in the peer's
+  // buffer. Half-close, then read and discard for a bounded time and amount.
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream.expires_after(std::chrono::seconds(2));
+  std::array<char, 16384> sink{};
+  for (std::size_t total = 0; total < 4 * kMaxBodyBytes;) {
+    const std::size_t n =
+        co_await stream.async_read_some(asio::buffer(sink), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;
+    total += n;
+  }
+}
+
 asio::awaitable<void> QueryServer::Impl::accept_loop() {
   auto self = shared_from_this();
+  asio::steady_timer backoff(acceptor.get_executor());
   for (;;) {
     boost::system::error_code ec;
     tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (!acceptor.is_open()) co_return;
+      // E.g. EMFILE: the connection stays in the backlog and an immediate retry fails
+      // again at once; wait instead of spinning a core.
+      log_line("query", "accept failed (" + ec.message() + "); retrying shortly");
+      backoff.expires_after(kAcceptBackoff);
+      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
     const auto remote = socket.remote_endpoint(ec);
     if (ec) continue;
+    if (connections >= kMaxConnections) {
+      static const std::string kBusy =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n";
+      socket.non_blocking(true, ec);
+      socket.write_some(asio::buffer(kBusy), ec);
+      continue;
+    }
     if (!token && !is_loopback_address(remote.address().to_string())) {
       // Same rule as the farm: without a token only loopback peers are served.
       static const std::string kForbidden =
           "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-      asio::write(socket, asio::buffer(kForbidden), ec);
+      socket.non_blocking(true, ec);  // never let one peer stall the accept loop
+      socket.write_some(asio::buffer(kForbidden), ec);
       continue;
     }
+    ++connections;
     asio::co_spawn(acceptor.get_executor(), serve(std::move(socket)),
                    [](std::exception_ptr e) { log_if_exception("query", e); });
   }
@@ -222,6 +353,7 @@ QueryServer::QueryServer(asio::io_context& io, const std::string& host, std::uin
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(host, ec);
   if (ec) throw_bad_input("--http-host " + host + ": not an IP address");
+  if (impl_->token) require_usable_token(*impl_->token, "query server token");
   if (!impl_->token && !address.is_loopback()) {
     throw_bad_input("--http-host " + host + ": a non-loopback address needs a token");
   }

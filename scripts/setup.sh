@@ -19,6 +19,7 @@ ATVOSS_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev python3-onnx python3-numpy
   chromium
+  clang libclang-rt-14-dev  # the libFuzzer smoke test of the frame decoder (ctest)
 )
 
 install_missing_packages() {

@@ -1,12 +1,17 @@
-// libFuzzer entry for the frame decoder: arbitrary bytes, fed in two uneven pieces so
-// that split headers and split payloads are exercised. Any outcome but a crash, a
-// sanitizer report or an exception other than atvoss::Error is a finding.
-// Build: cmake -DCMAKE_CXX_COMPILER=clang++ -DATVOSS_FUZZ=ON ...; run: fuzz_frame_decoder corpus/
+// libFuzzer entry for the untrusted-input decoders: arbitrary bytes are fed to a frame
+// decoder in two uneven pieces (split headers and split payloads), and parsed as JSON
+// text by parse_json_bounded. Any outcome but a crash, a sanitizer report or an exception
+// other than atvoss::Error is a finding. Built and run briefly by ctest where clang++ with
+// libFuzzer is installed (rpc/CMakeLists.txt, tests/rpc/CMakeLists.txt); by hand:
+//   build/bin/fuzz_frame_decoder -max_len=70000 /tmp/corpus rpc/fuzz/corpus
+// Seeds: rpc/fuzz/corpus (scripts/make_fuzz_corpus.py writes them).
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "rpc/frame.hpp"
+#include "rpc/input_bounds.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   atvoss::rpc::FrameDecoder decoder(1 << 16);
@@ -20,6 +25,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   } catch (const atvoss::Error&) {
     // A rejected stream is the expected outcome for most inputs.
+  }
+  try {
+    atvoss::rpc::parse_json_bounded(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
+  } catch (const atvoss::Error&) {
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // Bad peers against a token-protected atvoss-farm process: each is rejected with an error
 // (or dropped), and a good client and worker keep being served throughout.
 #include <array>
+#include <fstream>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
@@ -141,10 +142,57 @@ TEST_F(FarmBadPeers, RandomBytesAreRefused) {
   EXPECT_EQ(farm_stats(farm_.port, kToken).at("workers").size(), 1u);
 }
 
+TEST_F(FarmBadPeers, DeeplyNestedFramesAreRefusedAndTheFarmLivesOn) {
+  // The attack: a frame nested hundreds of thousands deep used to overflow the
+  // decoder's stack (SIGSEGV, every session lost). Before login it is now too long for the
+  // 4 KiB login bound; after login the nesting bound refuses it.
+  std::string deep;
+  deep += '\x82';
+  deep += "\xa4type\xa6submit\xa5items";
+  deep.append(400'000, '\x91');
+  deep += '\x01';
+  std::string frame(4, '\0');
+  for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>(deep.size() >> (24 - 8 * i));
+  frame += deep;
+  EXPECT_EQ(error_code_in(raw_exchange(frame)), "protocol");  // before login: the length
+  rpc::ChannelOptions o;
+  o.token = kToken;
+  auto logged_in = rpc::Channel::open(rpc::Endpoint{"127.0.0.1", farm_.port}, o);
+  logged_in->send_raw(frame);
+  try {
+    for (int i = 0; i < 50; ++i) logged_in->receive(100ms);
+    ADD_FAILURE() << "the farm kept a connection that sent a 400k-deep frame";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("nested deeper than 64"));
+  }
+  EXPECT_FALSE(farm_.process.wait_for(0ms).has_value()) << "the farm died";
+  expect_served(7);
+  EXPECT_EQ(farm_stats(farm_.port, kToken).at("workers").size(), 1u);  // the worker's session survived
+}
+
 TEST_F(FarmBadPeers, SilentPeerIsDroppedAfterTheLoginTimeout) {
   // Connects, says nothing: the farm must not keep the slot forever (login timeout 0.5 s here).
   const std::string reply = raw_exchange("");
   EXPECT_EQ(error_code_in(reply), "login_timeout");
+}
+
+// A blank token is a configuration error in every program that takes one: exit 2 at once,
+// never a farm that listens with an empty HMAC key.
+TEST(FarmTokens, BlankTokenFromEnvironmentOrFileExitsTwo) {
+  TempDir dir;
+  const std::string blank_file = dir.file("blank.token");
+  std::ofstream(blank_file) << "  \t\n";
+  const std::map<std::string, std::string> blank_env{{"ATVOSS_TOKEN", " \n"}};
+  std::vector<std::pair<std::string, Child>> runs;
+  runs.emplace_back("farm, env", Child({bin("atvoss-farm"), "--port", "0", "--host", "0.0.0.0", "--quiet"}, blank_env));
+  runs.emplace_back("farm, file", Child({bin("atvoss-farm"), "--port", "0", "--quiet", "--token-file", blank_file}));
+  runs.emplace_back("worker, env", Child({bin("atvoss-worker"), "--farm", "127.0.0.1:1", "--target", "ascend910", "--quiet"}, blank_env));
+  runs.emplace_back("worker, file", Child({bin("atvoss-worker"), "--farm", "127.0.0.1:1", "--target", "ascend910",
+                                           "--quiet", "--token-file", blank_file}));
+  for (auto& [name, child] : runs) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(child.wait_for(10s), std::optional<int>(2));
+  }
 }
 
 }  // namespace

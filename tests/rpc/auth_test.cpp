@@ -3,10 +3,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/io_context.hpp>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
 #include "rpc/auth.hpp"
+#include "rpc/channel.hpp"
+#include "rpc/coordinator.hpp"
 #include "rpc/query_server.hpp"
 
 namespace atvoss::rpc {
@@ -72,6 +78,52 @@ TEST(Auth, TokenComesFromFileThenEnvironment) {
     EXPECT_EQ(std::string(e.what()).find("from-file"), std::string::npos);
   }
   EXPECT_THROW(load_token((dir / "missing").string()), Error);
+  std::filesystem::remove_all(dir);
+}
+
+// An empty HMAC key or bearer token is public: a whitespace-only token was trimmed to ""
+// and accepted, and the farm then bound a public address admitting anyone.
+TEST(Auth, EmptyOrWhitespaceTokensAreRefusedFromEverySource) {
+  const auto dir = std::filesystem::temp_directory_path() / ("atvoss_auth_ws_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "token").string();
+  const auto refused = [](auto&& f, const std::string& source) {
+    try {
+      f();
+      ADD_FAILURE() << source << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input()) << e.what();
+      EXPECT_THAT(e.what(), testing::HasSubstr(source + ": the token is empty or only whitespace"));
+    }
+  };
+  for (const char* blank : {"", " ", " \t \r\n", "\n\n"}) {
+    SCOPED_TRACE(testing::PrintToString(std::string(blank)));
+    ::setenv("ATVOSS_TOKEN", blank, 1);
+    refused([] { load_token(""); }, "ATVOSS_TOKEN");
+    ::unsetenv("ATVOSS_TOKEN");
+    std::ofstream(file) << blank;
+    refused([&] { load_token(file); }, "--token-file " + file);
+    // Options built in code get the same check where the token is used.
+    CoordinatorOptions o;
+    o.port = 0;
+    o.token = blank;
+    refused([&] { Coordinator(o).start(); }, "farm token");
+    boost::asio::io_context io;
+    refused([&] { QueryServer(io, "127.0.0.1", 0, std::string(blank), QueryHandlers{}); }, "query server token");
+    ChannelOptions co;
+    co.token = blank;
+    // Refused before connecting (nothing listens on port 1), and never retried.
+    try {
+      Channel::open(Endpoint{"127.0.0.1", 1}, co);
+      ADD_FAILURE() << "channel accepted a blank token";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input()) << e.what();
+      EXPECT_TRUE(is_permanent_refusal(e));
+    }
+  }
+  ::setenv("ATVOSS_TOKEN", " padded \n", 1);  // a real token keeps working, trailing space trimmed
+  EXPECT_EQ(load_token("").value(), " padded");
+  ::unsetenv("ATVOSS_TOKEN");
   std::filesystem::remove_all(dir);
 }
 

@@ -332,7 +332,7 @@ TEST_F(CoordinatorTest, MetricsExposeWorkersQueueAndLatency) {
   EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_workers 1"));
   EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_slots 3"));
   EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_queue_depth 0"));
-  EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_latency_microseconds{quantile=\"0.99\"}"));
+  EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_latency_seconds{quantile=\"0.99\"}"));
   EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_measurements_per_second"));
 }
 

@@ -99,7 +99,7 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
   EXPECT_EQ(Json::parse(nearest.second).at("match"), "nearest");
   EXPECT_EQ(get(o.port, "/v1/best?target=ascend910", "Bearer qs-token").first, 400);
   EXPECT_EQ(get(o.port, "/nothing", "Bearer qs-token").first, 404);
-  EXPECT_THAT(get(o.port, "/metrics", "Bearer qs-token").second, testing::HasSubstr("atvoss_farm_latency_microseconds"));
+  EXPECT_THAT(get(o.port, "/metrics", "Bearer qs-token").second, testing::HasSubstr("atvoss_farm_latency_seconds"));
 
   std::raise(SIGTERM);  // run_query_server's signal_set turns it into a clean stop
   server.join();
