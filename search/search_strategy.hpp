@@ -18,7 +18,8 @@
 //
 // Strategies (make_strategy names): "random", "grid", "evolutionary", "model-guided"
 // (evolution over CostModel predictions, MetaSchedule-style), "ensemble" (bandit over
-// evolutionary and model-guided, crediting new bests).
+// evolutionary and model-guided, crediting new bests), "tpe" (tree-structured Parzen
+// estimator over knob-value indices, with local candidates and an optional transfer prior).
 // Threading: not thread-safe; one tuner thread owns a strategy.
 #pragma once
 
@@ -92,6 +93,31 @@ struct StrategyOptions {
   int min_train_samples = 8;
   // Refit when the trials added since the last fit are at least this fraction of it.
   double retrain_fraction = 0.2;
+
+  // ---- tpe (tree-structured Parzen estimator over knob-value indices) ----
+  // Random proposals before the densities take over (skipped when prior_trials has results).
+  int tpe_startup = 10;
+  // The best ceil(gamma * successes) trials, at most tpe_good_max, form the "good" density l;
+  // the rest and every failed trial form g. Proposals maximise l/g.
+  double tpe_gamma = 0.15;
+  int tpe_good_max = 25;
+  // Kernel width as a fraction of each knob's index range (Scott's rule shrinks it with N).
+  double tpe_bandwidth = 0.2;
+  // Weight of the uniform component in l and g, in observations.
+  double tpe_prior_weight = 1.0;
+  // Candidates scored per proposal: drawn from l, plus this share of one-knob neighbours of
+  // the best trials (local refinement around the incumbents).
+  int tpe_candidates = 64;
+  double tpe_local_share = 0.25;
+
+  // ---- transfer (warm start) ----
+  // Results of the same kernel on another target (e.g. from the database); schedules not in
+  // this space are ignored. Strategies that use them (tpe) treat them as down-weighted
+  // observations of a similar landscape: ranked among themselves, never counted as this
+  // space's measurements, and proposable here.
+  std::vector<Trial> prior_trials;
+  // Weight of one prior trial relative to one own trial in the densities.
+  double prior_weight = 0.5;
 };
 
 class SearchStrategy {
