@@ -109,6 +109,12 @@ struct StrategyOptions {
   // the best trials (local refinement around the incumbents).
   int tpe_candidates = 64;
   double tpe_local_share = 0.25;
+  // Neighbours are taken around this many of the best trials.
+  int tpe_local_top = 4;
+  // After this many evaluations without a new best (0: never), candidates are drawn
+  // uniformly from the space instead of from l: the incumbent's basin looks exhausted, so
+  // l/g ranks fresh regions (a restart that keeps what was learnt).
+  int tpe_stall = 0;
 
   // ---- transfer (warm start) ----
   // Results of the same kernel on another target (e.g. from the database); schedules not in

@@ -115,8 +115,10 @@ class TpeSearch final : public StrategyBase {
   // Candidates: draws from l (a few repair mutations if invalid) and one-knob neighbours of
   // the best trials; only new valid points.
   std::vector<Point> candidates(const ParzenEstimator& l, const Split& own) {
+    const bool restart = stalled();
     const auto total = static_cast<std::size_t>(options().tpe_candidates);
-    const auto local = static_cast<std::size_t>(std::lround(options().tpe_local_share * static_cast<double>(total)));
+    const auto local =
+        restart ? 0 : static_cast<std::size_t>(std::lround(options().tpe_local_share * static_cast<double>(total)));
     std::vector<Point> out;
     PointSet in;
     const auto add = [&](Point p) {
@@ -125,14 +127,28 @@ class TpeSearch final : public StrategyBase {
     };
     // Around the incumbents (the good list is best first); the prior's best before any own.
     const auto& centres = own.good.empty() ? prior_.good : own.good;
-    const std::size_t tops = std::min<std::size_t>(centres.size(), 4);
+    const std::size_t tops = std::min<std::size_t>(centres.size(), static_cast<std::size_t>(options().tpe_local_top));
     for (std::size_t tries = 0; out.size() < local && tries < 8 * total && tops > 0; ++tries) {
       Point p = centres[rng()() % tops];
       mutate_knob(p, rng()() % p.size());
       add(std::move(p));
     }
-    for (std::size_t tries = 0; out.size() < total && tries < 8 * total; ++tries) add(l.sample(rng()));
+    for (std::size_t tries = 0; out.size() < total && tries < 8 * total; ++tries) {
+      add(restart ? space().random_point(rng()) : l.sample(rng()));
+    }
     return out;
+  }
+
+  // True if the last tpe_stall evaluations brought no new best.
+  bool stalled() const {
+    if (options().tpe_stall == 0) return false;
+    double best = HUGE_VAL;
+    std::size_t last_gain = 0;
+    for (std::size_t i = 0; i < records().size(); ++i) {
+      const Record& r = records()[i];
+      if (r.ok() && r.time_us < best) best = r.time_us, last_gain = i;
+    }
+    return records().size() - last_gain > static_cast<std::size_t>(options().tpe_stall);
   }
 
   bool claim_best(const Split& own, const std::vector<Point>& liars) {
