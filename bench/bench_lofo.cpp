@@ -53,6 +53,8 @@ const std::map<std::string, std::function<void(search::StrategyOptions&, double)
       {"tpe_candidates", [](auto& o, double v) { o.tpe_candidates = static_cast<int>(v); }},
       {"tpe_prior_weight", [](auto& o, double v) { o.tpe_prior_weight = v; }},
       {"tpe_local_top", [](auto& o, double v) { o.tpe_local_top = static_cast<int>(v); }},
+      {"tpe_univariate_share", [](auto& o, double v) { o.tpe_univariate_share = v; }},
+      {"tpe_categorical_max", [](auto& o, double v) { o.tpe_categorical_max = static_cast<int>(v); }},
       {"tpe_stall", [](auto& o, double v) { o.tpe_stall = static_cast<int>(v); }},
       {"prior_weight", [](auto& o, double v) { o.prior_weight = v; }},
       {"epsilon", [](auto& o, double v) { o.epsilon = v; }},

@@ -70,6 +70,8 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--tpe-candidates", d.tpe_candidates, "tpe: candidates per proposal");
   app.add_option("--tpe-local", d.tpe_local_share, "tpe: share of neighbour candidates");
   app.add_option("--tpe-local-top", d.tpe_local_top, "tpe: neighbours of this many best trials");
+  app.add_option("--tpe-univariate", d.tpe_univariate_share, "tpe: share of univariate proposals");
+  app.add_option("--tpe-categorical", d.tpe_categorical_max, "tpe: categorical kernel up to this many values");
   app.add_option("--tpe-stall", d.tpe_stall, "tpe: global candidates after this many evaluations without gain");
   app.add_option("--prior-weight", d.prior_weight, "weight of one prior trial");
 }

@@ -13,8 +13,9 @@ constexpr double kMinSigma = 0.5;
 
 }  // namespace
 
-ParzenEstimator::ParzenEstimator(std::vector<int> sizes, double bandwidth, double prior_weight)
-    : sizes_(std::move(sizes)), bandwidth_(bandwidth), prior_weight_(prior_weight) {
+ParzenEstimator::ParzenEstimator(std::vector<int> sizes, double bandwidth, double prior_weight,
+                                 int categorical_max)
+    : sizes_(std::move(sizes)), bandwidth_(bandwidth), prior_weight_(prior_weight), categorical_max_(categorical_max) {
   for (int n : sizes_) log_prior_ -= std::log(static_cast<double>(std::max(n, 1)));
 }
 
@@ -34,6 +35,14 @@ void ParzenEstimator::build() {
     const double sigma = std::max(kMinSigma, bandwidth_ * (k - 1) * shrink);
     auto& table = kernel_[d];
     table.assign(static_cast<std::size_t>(k) * k, 0.0);
+    if (k <= categorical_max_ && k > 1) {
+      // Mass off the observed value: as wide as the ordinal kernel would be, at most half.
+      const double off = std::min(0.5, 2 * bandwidth_ * shrink) * (k - 1) / k;
+      for (int c = 0; c < k; ++c) {
+        for (int v = 0; v < k; ++v) table[c * k + v] = v == c ? 1 - off : off / (k - 1);
+      }
+      continue;
+    }
     for (int c = 0; c < k; ++c) {
       double sum = 0;
       for (int v = 0; v < k; ++v) {
@@ -65,21 +74,51 @@ int ParzenEstimator::draw_index(const double* row, int k, std::mt19937_64& rng) 
   return k - 1;
 }
 
-Point ParzenEstimator::sample(std::mt19937_64& rng) const {
-  Point p(sizes_.size());
+std::size_t ParzenEstimator::draw_component(std::mt19937_64& rng) const {
   double u = uniform01(rng) * (total_weight_ + prior_weight_);
   std::size_t i = 0;
   for (; i < points_.size() && (u -= weights_[i]) >= 0; ++i) {}
-  if (i == points_.size()) {  // the prior component
-    for (std::size_t d = 0; d < sizes_.size(); ++d) p[d] = static_cast<int>(rng() % static_cast<std::uint64_t>(sizes_[d]));
-    return p;
-  }
+  return i;
+}
+
+Point ParzenEstimator::sample(std::mt19937_64& rng) const {
+  Point p(sizes_.size());
+  const std::size_t i = draw_component(rng);
   for (std::size_t d = 0; d < sizes_.size(); ++d) {
     const int k = sizes_[d];
-    const auto* row = &kernel_[d][static_cast<std::size_t>(points_[i][d]) * k];
-    p[d] = draw_index(row, k, rng);
+    if (i == points_.size()) {  // the prior component: uniform
+      p[d] = static_cast<int>(rng() % static_cast<std::uint64_t>(k));
+    } else {
+      p[d] = draw_index(&kernel_[d][static_cast<std::size_t>(points_[i][d]) * k], k, rng);
+    }
   }
   return p;
+}
+
+Point ParzenEstimator::sample_marginal(std::mt19937_64& rng) const {
+  Point p(sizes_.size());
+  for (std::size_t d = 0; d < sizes_.size(); ++d) {
+    const int k = sizes_[d];
+    const std::size_t i = draw_component(rng);
+    if (i == points_.size()) {
+      p[d] = static_cast<int>(rng() % static_cast<std::uint64_t>(k));
+    } else {
+      p[d] = draw_index(&kernel_[d][static_cast<std::size_t>(points_[i][d]) * k], k, rng);
+    }
+  }
+  return p;
+}
+
+double ParzenEstimator::log_marginal_density(const Point& p) const {
+  const double total = total_weight_ + prior_weight_;
+  double sum = 0;
+  for (std::size_t d = 0; d < sizes_.size(); ++d) {
+    const int k = sizes_[d];
+    double mix = prior_weight_ / k;
+    for (std::size_t i = 0; i < points_.size(); ++i) mix += weights_[i] * kernel_[d][points_[i][d] * k + p[d]];
+    sum += std::log(mix / total);
+  }
+  return sum;
 }
 
 }  // namespace atvoss::search

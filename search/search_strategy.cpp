@@ -29,6 +29,8 @@ void check_options(const StrategyOptions& o) {
   if (!(o.tpe_bandwidth > 0)) fail("tpe_bandwidth", "> 0");
   if (!(o.tpe_prior_weight > 0)) fail("tpe_prior_weight", "> 0");
   if (o.tpe_candidates < 1) fail("tpe_candidates", ">= 1");
+  if (!(o.tpe_univariate_share >= 0 && o.tpe_univariate_share <= 1)) fail("tpe_univariate_share", "in [0, 1]");
+  if (o.tpe_categorical_max < 0) fail("tpe_categorical_max", ">= 0");
   if (o.tpe_local_top < 1) fail("tpe_local_top", ">= 1");
   if (o.tpe_stall < 0) fail("tpe_stall", ">= 0");
   if (!(o.tpe_local_share >= 0 && o.tpe_local_share <= 1)) fail("tpe_local_share", "in [0, 1]");

@@ -103,12 +103,19 @@ struct StrategyOptions {
   int tpe_good_max = 25;
   // Kernel width as a fraction of each knob's index range (Scott's rule shrinks it with N).
   double tpe_bandwidth = 0.2;
+  // Knobs with at most this many values get a categorical kernel instead of a Gaussian over
+  // value indices (0: none). Short lists are often not smooth (see parzen_estimator.hpp).
+  int tpe_categorical_max = 0;
   // Weight of the uniform component in l and g, in observations.
   double tpe_prior_weight = 1.0;
   // Candidates scored per proposal: drawn from l, plus this share of one-knob neighbours of
   // the best trials (local refinement around the incumbents).
   int tpe_candidates = 64;
   double tpe_local_share = 0.25;
+  // Share of proposals made by univariate TPE (knobs independent: candidates recombine the
+  // good trials' values, scored by the product of marginal ratios), the rest multivariate.
+  // Multivariate refines one basin; univariate jumps between basins.
+  double tpe_univariate_share = 0.0;
   // Neighbours are taken around this many of the best trials.
   int tpe_local_top = 4;
   // After this many evaluations without a new best (0: never), candidates are drawn

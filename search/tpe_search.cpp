@@ -6,6 +6,8 @@
 //      region", so the search stops proposing into the failing part of the space;
 //   2. score candidates drawn from l plus one-knob neighbours of the best trials (local
 //      refinement, which finds needles TPE's wide kernels step over) by log l - log g;
+//   (with probability tpe_univariate_share a proposal is univariate instead: candidates
+//   recombine good trials' values knob by knob and are scored by marginal ratios);
 //   3. claim the best; within a batch each claimed point joins g (a "liar"), so the batch
 //      spreads out instead of repeating one idea.
 // Before tpe_startup successes the proposals are random. Transfer: prior_trials (the same
@@ -102,7 +104,7 @@ class TpeSearch final : public StrategyBase {
 
   ParzenEstimator density(const std::vector<Point>& own, const std::vector<Point>& prior,
                           const std::vector<Point>& extra) const {
-    ParzenEstimator e(sizes_, options().tpe_bandwidth, options().tpe_prior_weight);
+    ParzenEstimator e(sizes_, options().tpe_bandwidth, options().tpe_prior_weight, options().tpe_categorical_max);
     for (const auto& p : own) e.add(p, 1.0);
     for (const auto& p : extra) e.add(p, 1.0);
     if (options().prior_weight > 0) {
@@ -112,13 +114,13 @@ class TpeSearch final : public StrategyBase {
     return e;
   }
 
-  // Candidates: draws from l (a few repair mutations if invalid) and one-knob neighbours of
-  // the best trials; only new valid points.
-  std::vector<Point> candidates(const ParzenEstimator& l, const Split& own) {
+  // Candidates: draws from l (a few repair mutations if invalid) and, multivariate, one-knob
+  // neighbours of the best trials; only new valid points.
+  std::vector<Point> candidates(const ParzenEstimator& l, const Split& own, bool univariate) {
     const bool restart = stalled();
     const auto total = static_cast<std::size_t>(options().tpe_candidates);
     const auto local =
-        restart ? 0 : static_cast<std::size_t>(std::lround(options().tpe_local_share * static_cast<double>(total)));
+        restart || univariate ? 0 : static_cast<std::size_t>(std::lround(options().tpe_local_share * static_cast<double>(total)));
     std::vector<Point> out;
     PointSet in;
     const auto add = [&](Point p) {
@@ -134,7 +136,7 @@ class TpeSearch final : public StrategyBase {
       add(std::move(p));
     }
     for (std::size_t tries = 0; out.size() < total && tries < 8 * total; ++tries) {
-      add(restart ? space().random_point(rng()) : l.sample(rng()));
+      add(restart ? space().random_point(rng()) : univariate ? l.sample_marginal(rng()) : l.sample(rng()));
     }
     return out;
   }
@@ -154,12 +156,14 @@ class TpeSearch final : public StrategyBase {
   bool claim_best(const Split& own, const std::vector<Point>& liars) {
     const ParzenEstimator l = density(own.good, prior_.good, {});
     const ParzenEstimator g = density(own.bad, prior_.bad, liars);
-    const auto cands = candidates(l, own);
+    const bool univariate = options().tpe_univariate_share > 0 && uniform01() < options().tpe_univariate_share;
+    const auto cands = candidates(l, own, univariate);
     if (cands.empty()) return false;
     std::size_t best = 0;
     double best_score = -HUGE_VAL;
     for (std::size_t i = 0; i < cands.size(); ++i) {
-      const double score = l.log_density(cands[i]) - g.log_density(cands[i]);
+      const double score = univariate ? l.log_marginal_density(cands[i]) - g.log_marginal_density(cands[i])
+                                      : l.log_density(cands[i]) - g.log_density(cands[i]);
       if (score > best_score) best_score = score, best = i;
     }
     return claim(cands[best]);

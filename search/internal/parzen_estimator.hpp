@@ -20,8 +20,11 @@ namespace atvoss::search {
 
 class ParzenEstimator {
  public:
-  // sizes[d]: number of values of knob d.
-  ParzenEstimator(std::vector<int> sizes, double bandwidth, double prior_weight);
+  // sizes[d]: number of values of knob d. Knobs with at most categorical_max values get a
+  // categorical kernel (Aitchison-Aitken: most mass on the same value, the rest spread
+  // evenly), because short lists like tile sizes {1,2,3,4} are rarely smooth: one value in
+  // the middle can be 100x slower than both its neighbours (convolution_milo's tile_y=3).
+  ParzenEstimator(std::vector<int> sizes, double bandwidth, double prior_weight, int categorical_max = 0);
 
   void add(const Point& p, double weight);
   // Fixes the bandwidths from the observations added so far. REQUIRES before density/sample.
@@ -29,15 +32,24 @@ class ParzenEstimator {
   double log_density(const Point& p) const;
   // A point drawn from the mixture (the prior component draws uniformly).
   Point sample(std::mt19937_64& rng) const;
+  // Univariate view (Optuna's default TPE): knobs treated as independent, each with the
+  // mixture's marginal. The density is the product of marginals; a draw picks the
+  // observation separately for every knob, so it recombines values of different good
+  // points: it reaches regions no single observation's neighbourhood covers.
+  double log_marginal_density(const Point& p) const;
+  Point sample_marginal(std::mt19937_64& rng) const;
   std::size_t size() const { return points_.size(); }
 
  private:
   double uniform01(std::mt19937_64& rng) const { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
   int draw_index(const double* row, int k, std::mt19937_64& rng) const;
+  // Index of an observation drawn by weight, or size() for the prior component.
+  std::size_t draw_component(std::mt19937_64& rng) const;
 
   std::vector<int> sizes_;
   double bandwidth_;
   double prior_weight_;
+  int categorical_max_;
   std::vector<Point> points_;
   std::vector<double> weights_;
   double total_weight_ = 0;
