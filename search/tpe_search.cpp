@@ -10,12 +10,19 @@
 //   recombine good trials' values knob by knob and are scored by marginal ratios);
 //   3. claim the best; within a batch each claimed point joins g (a "liar"), so the batch
 //      spreads out instead of repeating one idea.
-// Before tpe_startup successes the proposals are random. Transfer: prior_trials (the same
+// Before tpe_startup successes the proposals are random, or, when the workload has analytic
+// features (NPU operators; not recorded tables) and heuristic_before_fit is set, the best of
+// kHeuristicPool random valid points under costmodel's heuristic model, as model-guided does:
+// the NPU suite then starts at the heuristic's optimum instead of 40 trials of exploring. Transfer: prior_trials (the same
 // kernel on another target) are split the same way among themselves and join l and g with
 // weight prior_weight, and skip the random start, so the first proposals are the other
 // target's best regions. Stateless beyond the records and the RNG: resume is exact.
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "costmodel/cost_model.hpp"
 
 #include "search/internal/parzen_estimator.hpp"
 #include "search/internal/strategies.hpp"
@@ -27,6 +34,8 @@ namespace {
 // A prior larger than this is thinned (every k-th point) for g: the good part is what
 // steers the search, and g's cost grows with its size.
 constexpr std::size_t kPriorBadMax = 256;
+// Random valid points the heuristic ranks per startup batch.
+constexpr std::size_t kHeuristicPool = 4096;
 
 struct Split {
   std::vector<Point> good;
@@ -38,6 +47,9 @@ class TpeSearch final : public StrategyBase {
   TpeSearch(const ScheduleSpace& space, const StrategyOptions& o) : StrategyBase("tpe", space, o) {
     for (const auto& k : space.knobs()) sizes_.push_back(static_cast<int>(k.values.size()));
     prior_ = split_prior(o.prior_trials);
+    if (o.heuristic_before_fit && !o.workload.op().empty() && o.workload.op() != "recorded") {
+      heuristic_ = costmodel::make_cost_model("heuristic", o.seed);
+    }
   }
 
  private:
@@ -46,6 +58,7 @@ class TpeSearch final : public StrategyBase {
     const bool ready = (successes() >= static_cast<std::size_t>(options().tpe_startup) && !own.good.empty()) ||
                        !prior_.good.empty();
     if (!ready) {
+      if (heuristic_) heuristic_points(n);
       fill_random(n);
       return;
     }
@@ -169,8 +182,27 @@ class TpeSearch final : public StrategyBase {
     return claim(cands[best]);
   }
 
+  // Claims the n best of a pool of random new valid points under the heuristic model.
+  void heuristic_points(std::size_t n) {
+    std::vector<Point> pool;
+    PointSet in;
+    for (std::size_t tries = 0; pool.size() < kHeuristicPool && tries < 8 * kHeuristicPool; ++tries) {
+      Point p = space().random_point(rng());
+      if (is_new_valid(p) && in.insert(p).second) pool.push_back(std::move(p));
+    }
+    std::vector<Schedule> schedules;
+    for (const auto& p : pool) schedules.push_back(space().schedule_at(p));
+    const auto scores = heuristic_->predict(options().workload, options().target, schedules);
+    if (scores.size() != pool.size()) return;  // a model that cannot rank: random startup
+    std::vector<std::size_t> order(pool.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
+    for (std::size_t i = 0; i < order.size() && claimed() < n; ++i) claim(pool[order[i]]);
+  }
+
   std::vector<int> sizes_;
   Split prior_;
+  std::unique_ptr<costmodel::CostModel> heuristic_;  // null: random startup
 };
 
 }  // namespace
