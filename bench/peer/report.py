@@ -53,6 +53,13 @@ def main():
         line += "%10.3f %12.2f" % (low, sum(ms) / len(ms))
         print(line)
 
+    # Optuna runs stop after 4x budget asks (optuna_peer.py); say where that cut a budget short.
+    for s in strategies:
+        stopped = {b: sum(1 for k in common if "evals" in by[s][k] and by[s][k]["evals"] and int(by[s][k]["evals"]) < b)
+                   for b in budgets}
+        if any(stopped.values()):
+            print("%s runs stopped (ask cap) before the budget: " % s +
+                  ", ".join("%d: %d/%d" % (b, n, len(common)) for b, n in stopped.items()))
     print("\nFraction of optimum at 100 evaluations per space")
     print("%-26s" % "space" + "".join("%14s" % s[:13] for s in strategies))
     for sp in spaces:
