@@ -1,44 +1,47 @@
-// Recorded-spaces benchmark: search strategies on the four brute-forced Kernel Tuner GPU
-// spaces (data/recorded-spaces). A measurement is the recorded time (no noise);
-// absent configurations are never proposed (the space's check rejects them, as Kernel
-// Tuner's restrictions do); failed ones count as evaluations. Reported: mean fraction of
-// the optimum (optimum / best found) after 25, 50, 100, 200 and 400 evaluations, averaged
-// over seeds and then over the four spaces, next to the published figures of that README.
-// Target (issue 4): >= 0.95 at 100 evaluations for the default strategy; the bar to beat on
-// these four spaces is Optuna TPE's 0.984.
-// Tuning of the defaults was done with --seed-base 1001; reports use --seed-base 1.
+// Recorded-spaces benchmark: search strategies on the nine brute-forced Kernel Tuner GPU
+// spaces (data/recorded-spaces), with Kernel Tuner's accounting (bench/recorded_runner.hpp).
+// Reported: mean fraction of the optimum after 10, 25, 50, 100, 200 evaluations per space
+// and over spaces, and wall time per proposal. Peers (Optuna) run from bench/peer/run.sh on
+// the same spaces, seeds and budgets; bench_lofo tunes defaults leave-one-family-out.
+// Modes:
+//   default        the table (and --csv one row per run)
+//   --prior-from T warm start: each space X-<GPU> whose X-T exists gets X-T's trials as
+//                  StrategyOptions::prior_trials (the whole table, or with --prior-trials N
+//                  the N evaluations of a seeded run of the same strategy on X-T, as a
+//                  database would hold them); spaces without one are skipped
+//   --time-at N    proposal time after N observed trials (random recorded configurations)
+// Tuning of defaults is done by bench_lofo on seeds 1001+; reports use --seed-base 1.
 //
-// Usage: bench_recorded_spaces [--seeds 10] [--seed-base 1] [--batch 4]
-//        [--strategies random,evolutionary,model-guided-xgboost,...] [--csv out.csv] [--data DIR]
-#include <chrono>
-#include <cmath>
+// Usage: bench_recorded_spaces [--seeds 5] [--seed-base 1] [--batch 1] [--budget 200]
+//        [--spaces a,b] [--strategies tpe,model-guided-xgboost,...] [--csv out.csv]
+//        [--prior-from RTX_3090 [--prior-trials 0]] [--time-at 1000] [--data DIR]
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include <CLI/CLI.hpp>
 
-#include "core/recorded_space.hpp"
-#include "search/search_strategy.hpp"
-#include "simulator/presets.hpp"
+#include "bench/recorded_runner.hpp"
 #include "tools/cli_common.hpp"
 
 namespace atvoss::bench {
 namespace {
 
-const std::vector<int> kBudgets = {25, 50, 100, 200, 400};
-const std::vector<std::string> kSpaces = {"convolution-RTX_3090", "pnpoly-RTX_3090", "gemm-RTX_3090",
-                                          "dedispersion_milo-A4000"};
+const std::vector<int> kBudgets = {10, 25, 50, 100, 200, 400};
 
 struct Config {
-  int seeds = 10;
+  int seeds = 5;
   std::uint64_t seed_base = 1;
-  int batch = 4;
-  std::vector<std::string> strategies = {"random", "evolutionary", "model-guided-xgboost",
-                                         "model-guided-linear", "ensemble-xgboost"};
+  int batch = 1;
+  int budget = 200;
+  std::vector<std::string> spaces = all_spaces();
+  std::vector<std::string> strategies = {"tpe", "model-guided-xgboost", "evolutionary", "random"};
   std::string csv;
   std::string data = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces";
-  int model_threads = 1;
+  std::string prior_from;
+  int prior_trials = 0;
+  int time_at = 0;
   search::StrategyOptions defaults;  // tuning knobs exposed as flags (defaults: the library's)
 };
 
@@ -46,124 +49,156 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--seeds", cfg.seeds, "seeds per strategy and space")->check(CLI::PositiveNumber);
   app.add_option("--seed-base", cfg.seed_base, "first seed (seeds are base..base+seeds-1)");
   app.add_option("--batch", cfg.batch, "proposals per round")->check(CLI::Range(1, 400));
+  app.add_option("--budget", cfg.budget, "evaluations per run")->check(CLI::Range(1, 400));
+  app.add_option("--spaces", cfg.spaces, "comma-separated space names")->delimiter(',');
   app.add_option("--strategies", cfg.strategies, "comma-separated labels (strategy[-xgboost|-linear])")
       ->delimiter(',');
   app.add_option("--csv", cfg.csv, "write one row per run to this CSV file");
   app.add_option("--data", cfg.data, "directory holding the .json.gz spaces");
-  app.add_option("--model-threads", cfg.model_threads, "XGBoost threads")->check(CLI::Range(1, 64));
+  app.add_option("--prior-from", cfg.prior_from, "warm start from the same kernel on this GPU");
+  app.add_option("--prior-trials", cfg.prior_trials, "prior = a run of this many evaluations (0: whole table)");
+  app.add_option("--time-at", cfg.time_at, "time proposals after this many observed trials");
   auto& d = cfg.defaults;
+  app.add_option("--model-threads", d.model_threads, "XGBoost threads")->check(CLI::Range(1, 64));
+  d.model_threads = 1;
   app.add_option("--min-train", d.min_train_samples, "successful trials before the first fit");
-  app.add_option("--epsilon", d.epsilon, "random share of each model-guided batch");
-  app.add_option("--diversity", d.diversity_knobs, "knobs batch members must differ in");
-  app.add_option("--model-population", d.model_population, "candidates evolved per round");
-  app.add_option("--generations", d.model_generations, "generations per round");
-  app.add_option("--retrain", d.retrain_fraction, "refit when new trials >= this fraction");
-  app.add_option("--population", d.population, "evolutionary parents");
+  app.add_option("--epsilon", d.epsilon, "random share of each batch");
+  app.add_option("--tpe-startup", d.tpe_startup, "tpe: random proposals first");
+  app.add_option("--tpe-gamma", d.tpe_gamma, "tpe: good fraction");
+  app.add_option("--tpe-good-max", d.tpe_good_max, "tpe: good set cap");
+  app.add_option("--tpe-bandwidth", d.tpe_bandwidth, "tpe: kernel width");
+  app.add_option("--tpe-candidates", d.tpe_candidates, "tpe: candidates per proposal");
+  app.add_option("--tpe-local", d.tpe_local_share, "tpe: share of neighbour candidates");
+  app.add_option("--tpe-local-top", d.tpe_local_top, "tpe: neighbours of this many best trials");
+  app.add_option("--tpe-univariate", d.tpe_univariate_share, "tpe: share of univariate proposals");
+  app.add_option("--tpe-categorical", d.tpe_categorical_max, "tpe: categorical kernel up to this many values");
+  app.add_option("--tpe-stall", d.tpe_stall, "tpe: global candidates after this many evaluations without gain");
+  app.add_option("--prior-weight", d.prior_weight, "weight of one prior trial");
 }
 
-std::pair<std::string, std::string> split_label(const std::string& label) {
-  for (const std::string kind : {"xgboost", "linear"}) {
-    const std::string suffix = "-" + kind;
-    if (label.size() > suffix.size() && label.compare(label.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      return {label.substr(0, label.size() - suffix.size()), kind};
-    }
+std::string path_of(const Config& cfg, const std::string& space) { return cfg.data + "/" + space + ".json.gz"; }
+
+// The prior for a space under --prior-from; empty (skip the space) if it has none.
+std::vector<search::Trial> prior_for(const Config& cfg, const std::string& space, const std::string& label,
+                                     std::uint64_t seed, bool& has_prior) {
+  has_prior = false;
+  if (cfg.prior_from.empty()) return {};
+  const std::string other = family_of(space) + "-" + cfg.prior_from;
+  if (other == space) return {};
+  std::shared_ptr<const RecordedSpace> rs;
+  try {
+    rs = RecordedSpace::load(path_of(cfg, other));
+  } catch (const Error&) {
+    return {};
   }
-  return {label, "xgboost"};
-}
-
-// Best-so-far fraction of the optimum after each evaluation.
-std::vector<double> run_one(const RecordedSpace& rs, const std::string& path, const std::string& label,
-                            std::uint64_t seed, const Config& cfg) {
-  const auto [name, model] = split_label(label);
+  has_prior = true;
+  if (cfg.prior_trials == 0) return table_trials(*rs);
   search::StrategyOptions o = cfg.defaults;
-  o.seed = seed;
-  o.workload = Workload::from_json(Json{{"op", "recorded"}, {"table", path}});
-  o.target = simulator::preset("ascend910b");  // unused by generic features, but required
-  o.cost_model = model;
-  o.model_threads = cfg.model_threads;
-  auto strategy = search::make_strategy(name, rs.space(), o);
-  const int budget = kBudgets.back();
-  const double optimum = *rs.optimum_us();
-  std::vector<double> curve;
-  double best = HUGE_VAL;
-  while (static_cast<int>(curve.size()) < budget) {
-    const auto want = static_cast<std::size_t>(std::min(cfg.batch, budget - static_cast<int>(curve.size())));
-    const auto batch = strategy->propose(want);
-    if (batch.empty()) break;
-    std::vector<search::Trial> results;
-    for (const auto& s : batch) {
-      const auto m = rs.measure(s);
-      results.push_back({s, m.status, m.time_us});
-      if (m.ok()) best = std::min(best, m.time_us);
-      curve.push_back(std::isfinite(best) ? optimum / best : 0.0);
-    }
-    strategy->update(results);
+  o.seed = seed + 7919;  // a different run from the one being measured
+  return run_search(*rs, path_of(cfg, other), label, o, cfg.prior_trials, cfg.batch).trials;
+}
+
+std::vector<int> budgets(const Config& cfg) {
+  std::vector<int> b;
+  for (int k : kBudgets) {
+    if (k <= cfg.budget) b.push_back(k);
   }
-  return curve;
+  return b;
 }
 
-double at(const std::vector<double>& curve, int k) {
-  if (curve.empty()) return 0;
-  return curve[std::min<std::size_t>(curve.size(), static_cast<std::size_t>(k)) - 1];
+void print_header(const Config& cfg) {
+  std::printf("%-26s %-22s", "space", "strategy");
+  for (int b : budgets(cfg)) std::printf(" %6d", b);
+  std::printf(" %9s\n", "ms/prop");
 }
 
-void print_header(const char* first) {
-  std::printf("%-26s %-22s", first, "strategy");
-  for (int b : kBudgets) std::printf(" %6d", b);
-  std::printf(" %8s\n", "sec/run");
-}
-
-int run(const Config& cfg) {
+int run_table(const Config& cfg) {
   std::ofstream csv;
   if (!cfg.csv.empty()) {
     csv.open(cfg.csv);
     if (!csv) throw Error(ErrorKind::io, "cannot write --csv file '" + cfg.csv + "'");
     csv << "space,strategy,seed";
-    for (int b : kBudgets) csv << ",frac_at_" << b;
-    csv << '\n';
+    for (int b : budgets(cfg)) csv << ",frac_at_" << b;
+    csv << ",ms_per_proposal\n";
   }
-  std::map<std::string, std::map<int, double>> mean_over_spaces;
-  print_header("space");
-  for (const auto& space : kSpaces) {
-    const std::string path = cfg.data + "/" + space + ".json.gz";
-    const auto rs = RecordedSpace::load(path);
+  std::map<std::string, std::map<int, double>> mean;
+  std::map<std::string, int> spaces_run;
+  print_header(cfg);
+  for (const auto& space : cfg.spaces) {
+    const auto rs = RecordedSpace::load(path_of(cfg, space));
     for (const auto& label : cfg.strategies) {
       std::map<int, double> sum;
-      const auto t0 = std::chrono::steady_clock::now();
+      double ms = 0;
+      bool has_prior = cfg.prior_from.empty();
       for (int i = 0; i < cfg.seeds; ++i) {
-        const std::uint64_t seed = cfg.seed_base + static_cast<std::uint64_t>(i);
-        const auto curve = run_one(*rs, path, label, seed, cfg);
-        if (csv) csv << space << ',' << label << ',' << seed;
-        for (int b : kBudgets) {
-          sum[b] += at(curve, b);
-          if (csv) csv << ',' << at(curve, b);
+        search::StrategyOptions o = cfg.defaults;
+        o.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
+        if (!cfg.prior_from.empty()) o.prior_trials = prior_for(cfg, space, label, o.seed, has_prior);
+        if (!has_prior) break;
+        const auto r = run_search(*rs, path_of(cfg, space), label, o, cfg.budget, cfg.batch);
+        ms += r.ms_per_proposal / cfg.seeds;
+        if (csv) csv << space << ',' << label << (cfg.prior_from.empty() ? "" : "+prior") << ',' << o.seed;
+        for (int b : budgets(cfg)) {
+          sum[b] += frac_at(r.curve, b) / cfg.seeds;
+          if (csv) csv << ',' << frac_at(r.curve, b);
         }
-        if (csv) csv << '\n';
+        if (csv) csv << ',' << r.ms_per_proposal << '\n';
       }
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!has_prior) continue;
+      ++spaces_run[label];
       std::printf("%-26s %-22s", space.c_str(), label.c_str());
-      for (int b : kBudgets) {
-        std::printf(" %6.3f", sum[b] / cfg.seeds);
-        mean_over_spaces[label][b] += sum[b] / cfg.seeds / static_cast<double>(kSpaces.size());
+      for (int b : budgets(cfg)) {
+        std::printf(" %6.3f", sum[b]);
+        mean[label][b] += sum[b];
       }
-      std::printf(" %8.2f\n", secs / cfg.seeds);
+      std::printf(" %9.2f\n", ms);
       std::fflush(stdout);
     }
   }
-  std::printf("\nMean fraction of optimum over the four spaces (%d seeds from %llu)\n", cfg.seeds,
-              static_cast<unsigned long long>(cfg.seed_base));
-  print_header("");
+  std::printf("\nMean fraction of optimum over the spaces (%d seeds from %llu, batch %d%s)\n", cfg.seeds,
+              static_cast<unsigned long long>(cfg.seed_base), cfg.batch,
+              cfg.prior_from.empty() ? "" : (", prior from " + cfg.prior_from).c_str());
+  print_header(cfg);
   for (const auto& label : cfg.strategies) {
+    if (!spaces_run[label]) continue;
     std::printf("%-26s %-22s", "mean", label.c_str());
-    for (int b : kBudgets) std::printf(" %6.3f", mean_over_spaces[label][b]);
+    for (int b : budgets(cfg)) std::printf(" %6.3f", mean[label][b] / spaces_run[label]);
     std::printf("\n");
   }
-  std::printf("%-26s %-22s  0.813  0.896  0.938  0.967  0.985   (Schoonhoven et al. 2022)\n", "published",
-              "best per budget");
-  std::printf("%-26s %-22s  0.761  0.811  0.858  0.892  0.921   (Schoonhoven et al. 2022)\n", "published",
-              "random sampling");
-  std::printf("%-26s %-22s      -      -  0.984      -      -   (shared README, 3 seeds)\n", "Optuna TPE",
-              "these four spaces");
+  return 0;
+}
+
+// Proposal time after time_at observed trials: observe that many recorded configurations
+// (a seeded random sample), then time single proposals, each answered from the table.
+int run_timing(const Config& cfg) {
+  std::printf("%-26s %-22s %9s %12s\n", "space", "strategy", "observed", "ms/proposal");
+  for (const auto& space : cfg.spaces) {
+    const auto rs = RecordedSpace::load(path_of(cfg, space));
+    auto table = table_trials(*rs);
+    std::mt19937_64 rng(cfg.seed_base);
+    std::shuffle(table.begin(), table.end(), rng);
+    table.resize(std::min<std::size_t>(table.size(), static_cast<std::size_t>(cfg.time_at)));
+    for (const auto& label : cfg.strategies) {
+      auto o = options_for(path_of(cfg, space), label, cfg.defaults, cfg.seed_base);
+      auto strategy = search::make_strategy(split_label(label).first, rs->space(), o);
+      strategy->observe(table);
+      constexpr int kRepeats = 10;
+      double secs = 0;
+      for (int i = 0; i < kRepeats; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto batch = strategy->propose(1);
+        secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::vector<search::Trial> results;
+        for (const auto& s : batch) {
+          const auto m = rs->measure(s);
+          results.push_back({s, m.status, m.time_us});
+        }
+        strategy->update(results);
+      }
+      std::printf("%-26s %-22s %9zu %12.2f\n", space.c_str(), label.c_str(), table.size(), 1000 * secs / kRepeats);
+      std::fflush(stdout);
+    }
+  }
   return 0;
 }
 
@@ -172,7 +207,9 @@ int run(const Config& cfg) {
 
 int main(int argc, char** argv) {
   atvoss::bench::Config cfg;
-  CLI::App app{"atvoss recorded-spaces benchmark: strategies on four real Kernel Tuner GPU spaces"};
+  CLI::App app{"atvoss recorded-spaces benchmark: strategies on nine real Kernel Tuner GPU spaces"};
   atvoss::bench::add_flags(app, cfg);
-  return atvoss::tools::run_cli(app, argc, argv, [&] { return atvoss::bench::run(cfg); });
+  return atvoss::tools::run_cli(app, argc, argv, [&] {
+    return cfg.time_at > 0 ? atvoss::bench::run_timing(cfg) : atvoss::bench::run_table(cfg);
+  });
 }

@@ -23,13 +23,25 @@ void check_options(const StrategyOptions& o) {
   if (o.model_threads < 0) fail("model_threads", ">= 0");
   if (o.min_train_samples < 1) fail("min_train_samples", ">= 1");
   if (!(o.retrain_fraction >= 0)) fail("retrain_fraction", ">= 0");
+  if (o.tpe_startup < 1) fail("tpe_startup", ">= 1");
+  if (!(o.tpe_gamma > 0 && o.tpe_gamma <= 1)) fail("tpe_gamma", "in (0, 1]");
+  if (o.tpe_good_max < 1) fail("tpe_good_max", ">= 1");
+  if (!(o.tpe_bandwidth > 0)) fail("tpe_bandwidth", "> 0");
+  if (!(o.tpe_prior_weight > 0)) fail("tpe_prior_weight", "> 0");
+  if (o.tpe_candidates < 1) fail("tpe_candidates", ">= 1");
+  if (!(o.tpe_univariate_share >= 0 && o.tpe_univariate_share <= 1)) fail("tpe_univariate_share", "in [0, 1]");
+  if (o.tpe_categorical_max < 0) fail("tpe_categorical_max", ">= 0");
+  if (o.tpe_local_top < 1) fail("tpe_local_top", ">= 1");
+  if (o.tpe_stall < 0) fail("tpe_stall", ">= 0");
+  if (!(o.tpe_local_share >= 0 && o.tpe_local_share <= 1)) fail("tpe_local_share", "in [0, 1]");
+  if (!(o.prior_weight >= 0)) fail("prior_weight", ">= 0");
 }
 
 }  // namespace
 
 const std::vector<std::string>& strategy_names() {
   static const std::vector<std::string> names = {"random", "grid", "evolutionary", "model-guided",
-                                                 "ensemble"};
+                                                 "ensemble", "tpe"};
   return names;
 }
 
@@ -41,6 +53,7 @@ std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const Sch
   if (name == "evolutionary") return make_evolutionary_search(space, options);
   if (name == "model-guided") return make_model_guided_search(space, options);
   if (name == "ensemble") return make_ensemble_search(space, options);
+  if (name == "tpe") return make_tpe_search(space, options);
   std::string list;
   for (const auto& n : strategy_names()) list += (list.empty() ? "" : ", ") + n;
   throw_bad_input("unknown search strategy '" + name + "'; expected one of " + list);

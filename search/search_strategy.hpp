@@ -18,7 +18,8 @@
 //
 // Strategies (make_strategy names): "random", "grid", "evolutionary", "model-guided"
 // (evolution over CostModel predictions, MetaSchedule-style), "ensemble" (bandit over
-// evolutionary and model-guided, crediting new bests).
+// evolutionary and model-guided, crediting new bests), "tpe" (tree-structured Parzen
+// estimator over knob-value indices, with local candidates and an optional transfer prior).
 // Threading: not thread-safe; one tuner thread owns a strategy.
 #pragma once
 
@@ -92,6 +93,46 @@ struct StrategyOptions {
   int min_train_samples = 8;
   // Refit when the trials added since the last fit are at least this fraction of it.
   double retrain_fraction = 0.2;
+
+  // ---- tpe (tree-structured Parzen estimator over knob-value indices) ----
+  // Defaults: the grid point bench_lofo picks on all five recorded kernel families (and on
+  // four of five when one is held out); see search/README.md.
+  // Random proposals before the densities take over (skipped when prior_trials has results).
+  int tpe_startup = 10;
+  // The best ceil(gamma * successes) trials, at most tpe_good_max, form the "good" density l;
+  // the rest and every failed trial form g. Proposals maximise l/g.
+  double tpe_gamma = 0.2;
+  int tpe_good_max = 25;
+  // Kernel width as a fraction of each knob's index range (Scott's rule shrinks it with N).
+  double tpe_bandwidth = 0.1;
+  // Knobs with at most this many values get a categorical kernel instead of a Gaussian over
+  // value indices (0: none). Short lists are often not smooth (see parzen_estimator.hpp).
+  int tpe_categorical_max = 0;
+  // Weight of the uniform component in l and g, in observations.
+  double tpe_prior_weight = 1.0;
+  // Candidates scored per proposal: drawn from l, plus this share of one-knob neighbours of
+  // the best trials (local refinement around the incumbents).
+  int tpe_candidates = 48;
+  double tpe_local_share = 0.25;
+  // Share of proposals made by univariate TPE (knobs independent: candidates recombine the
+  // good trials' values, scored by the product of marginal ratios), the rest multivariate.
+  // Multivariate refines one basin; univariate jumps between basins.
+  double tpe_univariate_share = 0.0;
+  // Neighbours are taken around this many of the best trials.
+  int tpe_local_top = 4;
+  // After this many evaluations without a new best (0: never), candidates are drawn
+  // uniformly from the space instead of from l: the incumbent's basin looks exhausted, so
+  // l/g ranks fresh regions (a restart that keeps what was learnt).
+  int tpe_stall = 0;
+
+  // ---- transfer (warm start) ----
+  // Results of the same kernel on another target (e.g. from the database); schedules not in
+  // this space are ignored. Strategies that use them (tpe) treat them as down-weighted
+  // observations of a similar landscape: ranked among themselves, never counted as this
+  // space's measurements, and proposable here.
+  std::vector<Trial> prior_trials;
+  // Weight of one prior trial relative to one own trial in the densities.
+  double prior_weight = 0.5;
 };
 
 class SearchStrategy {

@@ -14,6 +14,7 @@ std::unique_ptr<SearchStrategy> make_evolutionary_search(const ScheduleSpace& sp
                                                          const StrategyOptions& o);
 std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space,
                                                          const StrategyOptions& o);
+std::unique_ptr<SearchStrategy> make_tpe_search(const ScheduleSpace& space, const StrategyOptions& o);
 std::unique_ptr<SearchStrategy> make_ensemble_search(const ScheduleSpace& space, const StrategyOptions& o);
 
 }  // namespace atvoss::search

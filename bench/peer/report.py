@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+"""Merges the CSVs of bench_lofo, bench_recorded_spaces and optuna_peer.py into the peer tables.
+
+Each CSV row: space,strategy,seed,frac_at_<b>...,ms_per_proposal. Prints, per strategy, the
+mean fraction of optimum over the spaces at each budget (seeds averaged per space first),
+the fraction at 100 evaluations per space, the lowest space at 100, and the mean wall time
+per proposal. Only (space, seed) pairs present for every strategy are compared, so a
+partial run never flatters one side.
+
+Usage: report.py a.csv b.csv ... [--budgets 25,50,100,200]
+"""
+import argparse
+import csv
+import collections
+
+
+def load(paths):
+    rows = []
+    for p in paths:
+        with open(p) as f:
+            rows.extend(csv.DictReader(f))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv", nargs="+")
+    ap.add_argument("--budgets", default="10,25,50,100,200")
+    args = ap.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    rows = load(args.csv)
+    by = collections.defaultdict(dict)  # strategy -> (space, seed) -> row
+    for r in rows:
+        by[r["strategy"]][(r["space"], r["seed"])] = r
+    common = set.intersection(*(set(v) for v in by.values()))
+    spaces = sorted({s for s, _ in common})
+    strategies = sorted(by)
+    seeds = sorted({int(seed) for _, seed in common})
+    print("spaces: %d, seeds per space: %d (%s)" % (len(spaces), len(seeds), ",".join(map(str, seeds))))
+
+    def mean_at(strategy, space, b):
+        vals = [float(by[strategy][k]["frac_at_%d" % b]) for k in common if k[0] == space]
+        return sum(vals) / len(vals)
+
+    print("\nMean fraction of optimum over the spaces")
+    print("%-24s" % "strategy" + "".join("%8d" % b for b in budgets) + "   min@100  ms/proposal")
+    for s in strategies:
+        line = "%-24s" % s
+        for b in budgets:
+            line += "%8.3f" % (sum(mean_at(s, sp, b) for sp in spaces) / len(spaces))
+        low = min(mean_at(s, sp, 100) for sp in spaces) if 100 in budgets else float("nan")
+        ms = [float(by[s][k]["ms_per_proposal"]) for k in common]
+        line += "%10.3f %12.2f" % (low, sum(ms) / len(ms))
+        print(line)
+
+    # Optuna runs stop after 4x budget asks (optuna_peer.py); say where that cut a budget short.
+    for s in strategies:
+        stopped = {b: sum(1 for k in common if "evals" in by[s][k] and by[s][k]["evals"] and int(by[s][k]["evals"]) < b)
+                   for b in budgets}
+        if any(stopped.values()):
+            print("%s runs stopped (ask cap) before the budget: " % s +
+                  ", ".join("%d: %d/%d" % (b, n, len(common)) for b, n in stopped.items()))
+    print("\nFraction of optimum at 100 evaluations per space")
+    print("%-26s" % "space" + "".join("%14s" % s[:13] for s in strategies))
+    for sp in spaces:
+        print("%-26s" % sp + "".join("%14.3f" % mean_at(s, sp, 100) for s in strategies))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Peer benchmark in one run (issue 12): atvoss's strategies and Optuna on the nine recorded
+# spaces, same seeds, budgets and accounting (absent configurations are not evaluations,
+# failed ones are). Steps: install Optuna (setup.sh), build the two bench programs, then
+#   1. bench_lofo: tpe defaults chosen leave-one-family-out, rotated report  -> lofo.csv
+#   2. bench_recorded_spaces: atvoss strategies with the shipped defaults    -> atvoss.csv
+#   3. optuna_peer.py: Optuna TPE and random                                 -> optuna.csv
+#   4. report.py: the merged tables; then proposal time at 1000 observed trials and the
+#      warm start (TITAN RTX spaces with the RTX 3090 records) with and without the prior.
+# Not called by scripts/test.sh (Optuna is a benchmark-only dependency). Takes about 1.5 h
+# on 2 cores, almost all of it Optuna TPE (whose asks cost O(trials) in Python).
+# Environment: BUILD_DIR (default build), OUT (default $BUILD_DIR/peer), SEEDS (default 5).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+OUT="${OUT:-$BUILD_DIR/peer}"
+SEEDS="${SEEDS:-5}"
+SPACES=convolution-RTX_3090,pnpoly-RTX_3090,gemm-RTX_3090,dedispersion_milo-A4000,convolution-RTX_Titan,pnpoly-RTX_Titan,gemm-RTX_Titan,convolution_milo-W6600,dedispersion_milo-W6600
+GRID="tpe_candidates=16,24,48;tpe_categorical_max=0,4;tpe_stall=0,20;tpe_gamma=0.1,0.2;tpe_bandwidth=0.1,0.2"
+PY=/usr/bin/python3  # Debian's python3-optuna lives in the system interpreter
+
+"$ROOT/bench/peer/setup.sh"
+cmake --build "$BUILD_DIR" --target bench_lofo bench_recorded_spaces
+mkdir -p "$OUT"
+BIN="$BUILD_DIR/bin"
+
+"$BIN/bench_lofo" --seeds "$SEEDS" --grid "$GRID" --csv "$OUT/lofo.csv" | tee "$OUT/lofo.txt"
+"$BIN/bench_recorded_spaces" --seeds "$SEEDS" --strategies tpe,model-guided-xgboost,random \
+  --csv "$OUT/atvoss.csv" | tee "$OUT/atvoss.txt"
+"$PY" "$ROOT/bench/peer/optuna_peer.py" --spaces "$SPACES" --samplers tpe,random --seeds "$SEEDS" \
+  --csv "$OUT/optuna.csv"
+"$PY" "$ROOT/bench/peer/report.py" "$OUT/lofo.csv" "$OUT/atvoss.csv" "$OUT/optuna.csv" | tee "$OUT/report.txt"
+
+TIMED=gemm-RTX_3090,convolution-RTX_3090,dedispersion_milo-A4000
+"$BIN/bench_recorded_spaces" --time-at 1000 --spaces "$TIMED" --strategies tpe,model-guided-xgboost \
+  | tee "$OUT/timing.txt"
+"$PY" "$ROOT/bench/peer/optuna_peer.py" --time-at 1000 --spaces "$TIMED" --samplers tpe --csv "$OUT/timing_optuna.csv"
+cat "$OUT/timing_optuna.csv"
+
+TITAN=convolution-RTX_Titan,pnpoly-RTX_Titan,gemm-RTX_Titan
+for prior in "" "--prior-from RTX_3090" "--prior-from RTX_3090 --prior-trials 200"; do
+  # shellcheck disable=SC2086
+  "$BIN/bench_recorded_spaces" --spaces "$TITAN" --strategies tpe --seeds "$SEEDS" --budget 50 $prior | tail -1
+done | tee "$OUT/warm_start.txt"

@@ -1,0 +1,102 @@
+// One search run on a recorded Kernel Tuner space, with Kernel Tuner's accounting, shared by
+// bench_recorded_spaces (per-space tables, warm start, proposal time) and bench_lofo
+// (leave-one-family-out tuning of the defaults). A measurement is the recorded time (no
+// noise); absent configurations are never proposed (the space's check rejects them) and are
+// not evaluations; failed ones are evaluations. Fraction of optimum = optimum / best found.
+// Header-only: bench programs are single files.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/recorded_space.hpp"
+#include "search/search_strategy.hpp"
+#include "simulator/presets.hpp"
+
+namespace atvoss::bench {
+
+// The nine recorded spaces and their kernel families (data/recorded-spaces/README.md).
+inline const std::vector<std::string>& all_spaces() {
+  static const std::vector<std::string> s = {
+      "convolution-RTX_3090",  "pnpoly-RTX_3090",         "gemm-RTX_3090",
+      "dedispersion_milo-A4000", "convolution-RTX_Titan", "pnpoly-RTX_Titan",
+      "gemm-RTX_Titan",        "convolution_milo-W6600",  "dedispersion_milo-W6600"};
+  return s;
+}
+inline std::string family_of(const std::string& space) { return space.substr(0, space.find('-')); }
+
+struct RunResult {
+  std::vector<double> curve;     // best-so-far fraction of optimum after each evaluation
+  double ms_per_proposal = 0;    // wall time of propose() per proposed schedule
+  std::vector<search::Trial> trials;  // every evaluation, in order (a prior for transfer)
+};
+
+// Label "strategy[-xgboost|-linear]" -> strategy name and cost model.
+inline std::pair<std::string, std::string> split_label(const std::string& label) {
+  for (const std::string kind : {"xgboost", "linear"}) {
+    const std::string suffix = "-" + kind;
+    if (label.size() > suffix.size() && label.compare(label.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return {label.substr(0, label.size() - suffix.size()), kind};
+    }
+  }
+  return {label, "xgboost"};
+}
+
+inline search::StrategyOptions options_for(const std::string& path, const std::string& label,
+                                           search::StrategyOptions o, std::uint64_t seed) {
+  o.seed = seed;
+  o.workload = Workload::from_json(Json{{"op", "recorded"}, {"table", path}});
+  o.target = simulator::preset("ascend910b");  // unused by generic features, but required
+  o.cost_model = split_label(label).second;
+  return o;
+}
+
+inline RunResult run_search(const RecordedSpace& rs, const std::string& path, const std::string& label,
+                            const search::StrategyOptions& o, int budget, int batch) {
+  auto strategy = search::make_strategy(split_label(label).first, rs.space(), options_for(path, label, o, o.seed));
+  const double optimum = *rs.optimum_us();
+  RunResult out;
+  double best = HUGE_VAL, propose_s = 0;
+  std::size_t proposed = 0;
+  while (static_cast<int>(out.curve.size()) < budget) {
+    const auto want = static_cast<std::size_t>(std::min(batch, budget - static_cast<int>(out.curve.size())));
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto schedules = strategy->propose(want);
+    propose_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    proposed += schedules.size();
+    if (schedules.empty()) break;
+    std::vector<search::Trial> results;
+    for (const auto& s : schedules) {
+      const auto m = rs.measure(s);
+      results.push_back({s, m.status, m.time_us});
+      if (m.ok()) best = std::min(best, m.time_us);
+      out.curve.push_back(std::isfinite(best) ? optimum / best : 0.0);
+    }
+    strategy->update(results);
+    out.trials.insert(out.trials.end(), results.begin(), results.end());
+  }
+  out.ms_per_proposal = proposed ? 1000 * propose_s / static_cast<double>(proposed) : 0;
+  return out;
+}
+
+// Fraction after k evaluations (the last value if the run stopped early).
+inline double frac_at(const std::vector<double>& curve, int k) {
+  if (curve.empty()) return 0;
+  return curve[std::min<std::size_t>(curve.size(), static_cast<std::size_t>(k)) - 1];
+}
+
+// Every recorded configuration as a trial (a brute-forced table used as a prior).
+inline std::vector<search::Trial> table_trials(const RecordedSpace& rs) {
+  std::vector<search::Trial> out;
+  for (const auto& s : rs.configurations()) {
+    const auto m = rs.measure(s);
+    out.push_back({s, m.status, m.time_us});
+  }
+  return out;
+}
+
+}  // namespace atvoss::bench
