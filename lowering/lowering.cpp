@@ -588,6 +588,7 @@ void register_lowering(const std::string& op, std::shared_ptr<const OpLowering> 
 }
 
 bool can_lower(const Workload& w) {
+  if (w.op().empty()) return false;  // a default-constructed Workload names no op
   if (w.family() == OpFamily::table) return false;
   return w.family() != OpFamily::custom || custom_lowering(w.op()) != nullptr;
 }

@@ -124,6 +124,7 @@ struct Task {
 struct WorkerState {
   std::shared_ptr<Session> session;
   std::vector<std::string> targets;
+  std::vector<std::string> backends;  // as registered; empty from workers that name none
   std::string name;
   int slots = 1;
   std::unordered_set<std::uint64_t> in_flight;
@@ -452,6 +453,24 @@ void Farm::on_message(const std::shared_ptr<Session>& s, Json& message) {
                                        std::string(to_string(s->role())));
 }
 
+// The backends a worker says it measures with: optional (workers before the field
+// existed send none), at most 16 names of at most 64 bytes each.
+std::vector<std::string> registered_backends(const Json& message) {
+  std::vector<std::string> out;
+  const auto it = message.find("backends");
+  if (it == message.end()) return out;
+  if (!it->is_array() || it->size() > 16) {
+    throw Error(ErrorKind::protocol, "register: 'backends' must be an array of at most 16 names");
+  }
+  for (const Json& b : *it) {
+    if (!b.is_string() || b.get<std::string>().empty() || b.get<std::string>().size() > 64) {
+      throw Error(ErrorKind::protocol, "register: 'backends' must hold names of 1..64 bytes");
+    }
+    out.push_back(b.get<std::string>());
+  }
+  return out;
+}
+
 void Farm::on_register(WorkerState& w, const Json& message) {
   const auto targets = message.find("targets");
   const auto slots = message.find("slots");
@@ -467,6 +486,7 @@ void Farm::on_register(WorkerState& w, const Json& message) {
   }
   w.slots = slots->get<int>();
   w.name = message.value("name", std::string("worker"));
+  w.backends = registered_backends(message);
   w.registered = true;
   if (log_ && message.contains("descriptions") && message["descriptions"].is_array()) {
     for (const Json& d : message["descriptions"]) {
@@ -728,6 +748,7 @@ Json Farm::stats() const {
     workers.push_back(Json{{"session", id},
                            {"name", w.name},
                            {"targets", w.targets},
+                           {"backends", w.backends},
                            {"slots", w.slots},
                            {"in_flight", w.in_flight.size()}});
     slots += static_cast<std::size_t>(w.slots);

@@ -45,6 +45,8 @@ Worker::Worker(WorkerOptions options, MeasureFunction measure)
   if (options_.slots < 1 || options_.slots > 4096) throw_bad_input("--slots must be 1..4096");
   if (options_.name.empty()) options_.name = default_name();
   for (const Target& t : options_.targets) target_keys_.push_back(t.key());
+  if (options_.backends.empty()) options_.backends = backend::backend_names();
+  for (const auto& b : options_.backends) (void)backend::backend_named(b);  // bad_input if unknown
   for (int i = 0; i < options_.slots; ++i) slots_.emplace_back([this] { slot_loop(); });
   writer_ = std::thread([this] { writer_loop(); });
 }
@@ -126,6 +128,7 @@ void Worker::serve(Channel& channel, std::uint64_t generation) {
     channel.send(Json{{"type", "register"},
                       {"targets", targets},
                       {"descriptions", descriptions},
+                      {"backends", options_.backends},
                       {"slots", options_.slots},
                       {"name", options_.name}});
     log_line("worker", options_.name + " connected to " + options_.farm.to_string() + " with " +
@@ -160,6 +163,10 @@ Json Worker::measure_task(const Json& task) {
     const int repeat = request.value("repeat", 1);
     if (repeat < 1 || repeat > 1000) throw_bad_input("request: field 'repeat' must be 1..1000");
     const Target& target = options_.targets[static_cast<std::size_t>(key - target_keys_.begin())];
+    const std::string served_by = backend::backend_for(workload, target).name();
+    if (std::find(options_.backends.begin(), options_.backends.end(), served_by) == options_.backends.end()) {
+      return Measurement::failed(Status::error, "worker does not serve backend " + served_by).to_json();
+    }
     const Measurement m = measure_(target, workload, schedule, repeat, request.value("seed", std::uint64_t{0}));
     if (options_.emulate_device_latency) {
       const double us = options_.compile_ms * 1000.0 +

@@ -35,6 +35,9 @@ using MeasureFunction = std::function<Measurement(const Target&, const Workload&
 struct WorkerOptions {
   Endpoint farm;
   std::vector<Target> targets;   // REQUIRES: at least one
+  // Backends this worker measures with (backend/backend.hpp), registered with the farm.
+  // Default (empty): every backend this build has.
+  std::vector<std::string> backends;
   int slots = 1;                 // tasks measured at once (one thread each)
   std::optional<std::string> token;
   std::string name;              // shown in the farm's stats; default host-pid

@@ -40,12 +40,10 @@
 
 namespace atvoss::search {
 
-// One measured schedule as the strategy sees it.
-struct Trial {
-  Schedule schedule;
-  Status status = Status::ok;
-  double time_us = 0;  // meaningful only when status is ok; lower is better
-};
+// One measured schedule as the strategy sees it: the cost model's Sample (schedule,
+// status, time_us meaningful only when ok; lower is better), so trials train the model
+// without a copy.
+using Trial = costmodel::Sample;
 
 struct StrategyOptions {
   // Seeds every random choice; the same seed, space and results give the same proposals.

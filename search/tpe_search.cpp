@@ -47,7 +47,7 @@ class TpeSearch final : public StrategyBase {
   TpeSearch(const ScheduleSpace& space, const StrategyOptions& o) : StrategyBase("tpe", space, o) {
     for (const auto& k : space.knobs()) sizes_.push_back(static_cast<int>(k.values.size()));
     prior_ = split_prior(o.prior_trials);
-    if (o.heuristic_before_fit && !o.workload.op().empty() && o.workload.op() != "recorded") {
+    if (o.heuristic_before_fit && costmodel::has_plan_features(o.workload)) {
       heuristic_ = costmodel::make_cost_model("heuristic", o.seed);
     }
   }

@@ -249,6 +249,26 @@ TEST_F(CoordinatorTest, TaskLostTooOftenIsAnsweredWorkerLost) {
   EXPECT_EQ(Measurement::from_json(decode_body(answer.at("measurement"), "answer")).status, Status::worker_lost);
 }
 
+// A worker names the backends it measures with; the farm shows them and refuses a
+// malformed list as a protocol error of that peer.
+TEST_F(CoordinatorTest, WorkerBackendsAreRegisteredAndShown) {
+  start();
+  auto w = connect(Role::worker);
+  w->send(Json{{"type", "register"}, {"targets", {"T"}}, {"backends", {"npu-sim", "recorded"}},
+               {"slots", 1}, {"name", "with-backends"}});
+  Json shown;
+  for (int i = 0; i < 100 && shown.is_null(); ++i) {
+    for (const Json& worker : stats().at("workers")) {
+      if (worker.at("name") == "with-backends") shown = worker.at("backends");
+    }
+    if (shown.is_null()) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(shown, Json({"npu-sim", "recorded"}));
+  auto bad = connect(Role::worker);
+  bad->send(Json{{"type", "register"}, {"targets", {"T"}}, {"backends", "npu-sim"}, {"slots", 1}});
+  EXPECT_THROW(for (int i = 0; i < 50; ++i) bad->receive(100ms), Error);
+}
+
 TEST_F(CoordinatorTest, GarbageClosesOnlyThatConnection) {
   start();
   auto worker = fake_worker(4);
