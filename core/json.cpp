@@ -2,19 +2,55 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "core/error.hpp"
 
 namespace atvoss {
 
+namespace {
+
+// Nesting beyond this is refused before it is built: destroying a deeper value recurses
+// once per level, and no input of atvoss nests more than a handful.
+constexpr int kMaxJsonDepth = 256;
+
+// Refuses, while parsing, what nlohmann would silently accept: a key repeated in one
+// object (the last one would win unnoticed) and nesting beyond kMaxJsonDepth.
+class StrictChecks {
+ public:
+  explicit StrictChecks(std::string_view what) : what_(what) {}
+  bool operator()(int depth, Json::parse_event_t event, Json& parsed) {
+    using E = Json::parse_event_t;
+    if (depth > kMaxJsonDepth) fail("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (event == E::object_start) keys_.emplace_back();
+    if (event == E::object_end && !keys_.empty()) keys_.pop_back();
+    if (event == E::key && !keys_.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!keys_.back().insert(key).second) fail("key '" + key + "' appears twice in one object");
+    }
+    return true;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const { throw_bad_input(std::string(what_) + ": " + why); }
+  std::string what_;
+  std::vector<std::set<std::string>> keys_;
+};
+
+}  // namespace
+
 Json parse_json(std::string_view text, std::string_view what) {
   try {
-    return Json::parse(text.begin(), text.end());
+    return Json::parse(text.begin(), text.end(), StrictChecks(what));
   } catch (const Json::parse_error& e) {
     throw Error(ErrorKind::bad_input,
                 std::string(what) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                     e.what());
+  } catch (const Json::exception& e) {
+    // Well-formed text nlohmann still cannot hold, e.g. a number beyond double (1e400).
+    throw Error(ErrorKind::bad_input, std::string(what) + ": " + e.what());
   }
 }
 

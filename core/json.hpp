@@ -18,7 +18,9 @@ namespace atvoss {
 
 using Json = nlohmann::json;
 
-// Parses text; on failure throws bad_input "<what>: invalid JSON at byte N: ...".
+// Parses text; on failure throws bad_input "<what>: invalid JSON at byte N: ...". A key
+// repeated within one object, or nesting deeper than 256 levels, is bad_input too: every
+// job spec, target, workload and schedule is read through here.
 Json parse_json(std::string_view text, std::string_view what);
 
 // Reads and parses a file; io error if unreadable, bad_input if malformed.

@@ -881,6 +881,12 @@ void Coordinator::start() {
   const auto address = asio::ip::make_address(m.options.host, ec);
   if (ec) throw_bad_input("--host " + m.options.host + ": not an IP address");
   if (m.options.token) require_usable_token(*m.options.token, "farm token");
+  // A bound below the login frame would refuse every peer; above 1 GiB one frame could
+  // take the farm's memory.
+  if (m.options.max_frame_bytes < m.options.max_login_frame_bytes || m.options.max_frame_bytes > (std::size_t{1} << 30)) {
+    throw_bad_input("--max-frame-bytes must be " + std::to_string(m.options.max_login_frame_bytes) +
+                    "..1073741824, got " + std::to_string(m.options.max_frame_bytes));
+  }
   if (!m.options.token && !address.is_loopback()) {
     throw_bad_input("--host " + m.options.host +
                     ": binding a non-loopback address needs a token (--token-file or ATVOSS_TOKEN)");

@@ -152,6 +152,9 @@ Json parse_json_bounded(std::string_view text, std::string_view what, const Inpu
   } catch (const Json::parse_error& e) {
     throw Error(ErrorKind::bad_input,
                 std::string(what) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const Json::exception& e) {
+    // Well-formed text nlohmann still cannot hold, e.g. a number beyond double (1E01110).
+    throw Error(ErrorKind::bad_input, std::string(what) + ": " + e.what());
   }
 }
 

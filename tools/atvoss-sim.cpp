@@ -1,4 +1,5 @@
-// atvoss-sim: the simulator as a command-line oracle (simulator/simulator.hpp).
+// atvoss-sim: the measuring backends as a command-line oracle (backend/backend.hpp: the
+// NPU simulator for NPU targets, the table for recorded workloads).
 //
 //   atvoss-sim space --target T --workload W [--json]
 //       knobs and their values, the space size and the number of valid points.
@@ -19,14 +20,11 @@
 // Exit codes: 0 ok, 2 bad input, 1 any other failure (tools/cli_common.hpp).
 #include <algorithm>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
-#include <numeric>
-#include <random>
-#include <unordered_set>
 
 #include "core/error.hpp"
 #include "backend/backend.hpp"
+#include "backend/sweep.hpp"
 #include "backend/targets.hpp"
 #include "tools/cli_common.hpp"
 
@@ -132,75 +130,23 @@ int cmd_eval(const Inputs& in) {
   return bad ? 2 : 0;
 }
 
-// Flat indices of the points to sweep: all of them in order, or a seeded
-// random order to sample from (a shuffle when the space is small enough,
-// distinct random draws otherwise).
-std::vector<std::uint64_t> sweep_order(const ScheduleSpace& space, const Inputs& in) {
-  constexpr std::uint64_t kMaxEnumerated = 4'000'000;
-  if (in.limit == 0 && space.size() > 50 * kMaxEnumerated) {
-    throw_bad_input("sweep: the space has " + std::to_string(space.size()) +
-                    " points; give --limit N to sample");
-  }
-  std::vector<std::uint64_t> idx;
-  if (in.limit == 0 || space.size() <= kMaxEnumerated) {
-    idx.resize(space.size());
-    std::iota(idx.begin(), idx.end(), 0);
-    if (in.limit > 0) {
-      std::mt19937_64 rng(in.seed);
-      for (std::size_t i = idx.size(); i > 1; --i) std::swap(idx[i - 1], idx[rng() % i]);
-    }
-    return idx;
-  }
-  std::mt19937_64 rng(in.seed);
-  std::unordered_set<std::uint64_t> seen;
-  while (idx.size() < 50 * in.limit && seen.size() < space.size()) {
-    const std::uint64_t i = rng() % space.size();
-    if (seen.insert(i).second) idx.push_back(i);
-  }
-  return idx;
-}
-
 int cmd_sweep(const Inputs& in) {
   const Target t = load_target(in.target);
   const Workload w = load_workload(in.workload);
-  const ScheduleSpace space = space_for(w, t);
+  const backend::SweepOptions options{in.limit, in.seed, in.repeat, backend::MeasureOptions{in.noise}};
   std::ofstream file;
   if (!in.csv.empty()) {
     file.open(in.csv);
     if (!file) throw Error(ErrorKind::io, "sweep: cannot write '" + in.csv + "'");
   }
-  std::ostream& out = in.csv.empty() ? std::cout : file;
-  out << std::setprecision(10);  // ground-truth tables need more than the default 6 digits
-  for (const auto& k : space.knobs()) out << k.name << ',';
-  out << "time_us,status\n";
-  const auto order = sweep_order(space, in);
-  const std::uint64_t want = in.limit > 0 ? in.limit : order.size();
-  std::uint64_t done = 0, last_report = 0;
-  double best = 0;
-  Schedule best_schedule;
-  for (std::uint64_t i : order) {
-    if (done >= want) break;
-    const Schedule s = space.schedule_at(space.point_at(i));
-    if (!space.check(s).ok) continue;
-    const Measurement m = measure(t, w, s, in);
-    for (const auto& k : space.knobs()) out << s.at(k.name) << ',';
-    out << m.time_us << ',' << to_string(m.status) << '\n';
-    if (m.ok() && (best == 0 || m.time_us < best)) {
-      best = m.time_us;
-      best_schedule = s;
-    }
-    ++done;
-    if (done - last_report >= std::max<std::uint64_t>(1000, want / 20)) {
-      std::cerr << "sweep: " << done << " valid points measured"
-                << (in.limit > 0 ? " of " + std::to_string(want) : std::string())
-                << ", best so far " << best << " us\n";
-      last_report = done;
-    }
-  }
-  out.flush();
-  if (!out) throw Error(ErrorKind::io, "sweep: write failed");
-  std::cerr << "sweep: " << done << " valid points measured";
-  if (best > 0) std::cerr << "; best " << best << " us at " << best_schedule.to_json().dump();
+  const auto r = backend::sweep(w, t, options, in.csv.empty() ? std::cout : file,
+                                [&](const backend::SweepProgress& p) {
+    std::cerr << "sweep: " << p.measured << " valid points measured"
+              << (in.limit > 0 ? " of " + std::to_string(p.wanted) : std::string())
+              << ", best so far " << p.best_us << " us\n";
+  });
+  std::cerr << "sweep: " << r.measured << " valid points measured";
+  if (r.best_us > 0) std::cerr << "; best " << r.best_us << " us at " << r.best_schedule.to_json().dump();
   std::cerr << "\n";
   return 0;
 }

@@ -16,9 +16,7 @@
 #include "backend/targets.hpp"
 #include "tools/cli_common.hpp"
 #include "tuner/job_runner.hpp"
-#include "tuner/local_measurer.hpp"
-#include "tuner/strategy_setup.hpp"
-#include "tuner/tuner.hpp"
+#include "tuner/single_tune.hpp"
 
 namespace {
 
@@ -38,25 +36,20 @@ struct SingleArgs {
 };
 
 int run_single(const SingleArgs& a, const std::string& farm) {
-  const Target target = backend::load_target(a.target);
-  const Workload workload = Workload::from_json(json_from_arg(a.workload, "--workload"));
-  if (a.trials < 1) throw_bad_input("--trials must be >= 1");
-  const ScheduleSpace space = backend::space_for(workload, target);
-  auto measurer = tuner::make_job_measurer(farm);
-  auto db = db::TuningDatabase::open(a.db);
-  tuner::StrategyConfig config;
-  config.name = a.strategy;
-  config.cost_model = a.cost_model;
-  config.seed = a.seed;
-  tuner::StrategySetup setup(space, workload, target, db, config);
-  tuner::TuneOptions options;
-  options.repeat = a.repeat;
-  options.batch_size = a.batch_size;
-  options.early_stopping = a.early_stopping;
-  options.seed = a.seed;
-  options.after_round = [&] { setup.save_if_retrained(db); };
-  const auto r = tuner::tune(workload, target, a.trials, setup.strategy(), *measurer, db, options);
-  if (!a.export_path.empty()) db::export_table(db, db::TargetInfo::from_target(target), a.export_path);
+  tuner::SingleTuneSpec spec;
+  spec.target = a.target;
+  spec.workload = json_from_arg(a.workload, "--workload");
+  spec.trials = a.trials;
+  spec.strategy = a.strategy;
+  spec.cost_model = a.cost_model;
+  spec.db = a.db;
+  spec.export_path = a.export_path;
+  spec.farm = farm;
+  spec.repeat = a.repeat;
+  spec.batch_size = a.batch_size;
+  spec.early_stopping = a.early_stopping;
+  spec.seed = a.seed;
+  const auto [workload, target, r] = tuner::tune_single(spec);
   if (a.json) {
     Json out{{"workload", workload.to_json()}, {"target", target.name}, {"trials", r.trials},
              {"resumed", r.resumed}, {"measured", r.measured}, {"stop_reason", r.stop_reason},

@@ -1,5 +1,7 @@
 #include "tuner/job_spec.hpp"
 
+#include "tuner/tuning_limits.hpp"
+
 #include <set>
 
 #include "core/error.hpp"
@@ -98,7 +100,7 @@ JobSpec JobSpec::from_json(const Json& j) {
     throw_bad_input("job spec: give 'model' (a zoo name or .onnx file) and/or 'workloads'");
   }
   if (!j.contains("trials")) throw_bad_input("job spec: missing field 'trials'");
-  s.trials = static_cast<int>(optional_int(j, "trials", 0, 1, 100000000));
+  s.trials = static_cast<int>(optional_int(j, "trials", 0, limits::trials.lo, limits::trials.hi));
   s.strategy = optional_string(j, "strategy", s.strategy);
   s.cost_model = optional_string(j, "cost_model", s.cost_model);
   if (s.cost_model != "xgboost" && s.cost_model != "linear") {
@@ -110,9 +112,10 @@ JobSpec JobSpec::from_json(const Json& j) {
     throw_bad_input("job spec: field 'scheduler' must be gradient or round_robin, got '" +
                     s.scheduler + "'");
   }
-  s.early_stopping = static_cast<int>(optional_int(j, "early_stopping", 0, 0, 100000000));
-  s.batch_size = static_cast<int>(optional_int(j, "batch_size", 16, 1, 4096));
-  s.repeat = static_cast<int>(optional_int(j, "repeat", 3, 1, 1000));
+  s.early_stopping = static_cast<int>(
+      optional_int(j, "early_stopping", 0, limits::early_stopping.lo, limits::early_stopping.hi));
+  s.batch_size = static_cast<int>(optional_int(j, "batch_size", 16, limits::batch_size.lo, limits::batch_size.hi));
+  s.repeat = static_cast<int>(optional_int(j, "repeat", 3, limits::repeat.lo, limits::repeat.hi));
   s.seed = static_cast<std::uint64_t>(optional_int(j, "seed", 0, 0, INT64_MAX));
   s.database = optional_string(j, "database", s.name + ".db");
   s.farm = optional_string(j, "farm", "");

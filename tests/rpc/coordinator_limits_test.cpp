@@ -100,6 +100,23 @@ TEST_F(CoordinatorLimits, FramesBeforeLoginAreBoundedSmall) {
   EXPECT_THAT(answer->at("message").get<std::string>(), testing::HasSubstr("maximum of 4096"));
 }
 
+// A frame bound that no login fits, or one that lets a frame take gigabytes, is bad input.
+TEST_F(CoordinatorLimits, FrameBoundOutsideItsRangeIsRefused) {
+  for (std::size_t bound : {std::size_t{0}, std::size_t{100}, (std::size_t{1} << 30) + 1}) {
+    CoordinatorOptions o;
+    o.port = 0;
+    o.max_frame_bytes = bound;
+    Coordinator farm(o);
+    try {
+      farm.start();
+      ADD_FAILURE() << "accepted --max-frame-bytes " << bound;
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_THAT(e.what(), testing::HasSubstr("--max-frame-bytes"));
+    }
+  }
+}
+
 TEST_F(CoordinatorLimits, LargeFramesAreAcceptedAfterLogin) {
   start();
   ChannelOptions co;

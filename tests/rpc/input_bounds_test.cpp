@@ -70,6 +70,14 @@ TEST(InputBounds, DepthLimitIsExact) {
               testing::HasSubstr("body: nested deeper than 64"));
 }
 
+// Found by fuzz_frame_decoder_smoke (corpus: regression-number-overflow): nlohmann's
+// out_of_range for a number beyond double escaped the handler and aborted the process.
+TEST(InputBounds, NumberBeyondDoubleIsBadInput) {
+  EXPECT_THAT(error_of([] { parse_json_bounded("1111111111111110E01110", "body"); }),
+              testing::HasSubstr("body"));
+  EXPECT_THAT(error_of([] { parse_json_bounded(R"({"x": 1e400})", "body"); }), testing::HasSubstr("body"));
+}
+
 TEST(InputBounds, DeeplyNestedBodyIsRefused) {
   // Bodies are decoded by workers, clients and the farm's database writer.
   const std::string deep = std::string(200'000, '\x91') + '\x01';

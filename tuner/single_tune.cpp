@@ -1,0 +1,42 @@
+#include "tuner/single_tune.hpp"
+
+#include "backend/backend.hpp"
+#include "backend/targets.hpp"
+#include "core/error.hpp"
+#include "db/table_export.hpp"
+#include "tuner/job_runner.hpp"
+#include "tuner/strategy_setup.hpp"
+#include "tuner/tuning_limits.hpp"
+
+namespace atvoss::tuner {
+
+SingleTuneOutcome tune_single(const SingleTuneSpec& spec) {
+  // Every input is checked before the database is opened: a bad flag creates no file.
+  limits::check("--trials", spec.trials, limits::trials);
+  limits::check("--repeat", spec.repeat, limits::repeat);
+  limits::check("--batch-size", spec.batch_size, limits::batch_size);
+  limits::check("--early-stopping", spec.early_stopping, limits::early_stopping);
+  if (spec.db.empty()) throw_bad_input("--db must name a database file");
+  SingleTuneOutcome out{Workload::from_json(spec.workload), backend::load_target(spec.target), {}};
+  const ScheduleSpace space = backend::space_for(out.workload, out.target);
+  auto measurer = make_job_measurer(spec.farm);
+  auto db = db::TuningDatabase::open(spec.db);
+  StrategyConfig config;
+  config.name = spec.strategy;
+  config.cost_model = spec.cost_model;
+  config.seed = spec.seed;
+  StrategySetup setup(space, out.workload, out.target, db, config);
+  TuneOptions options;
+  options.repeat = spec.repeat;
+  options.batch_size = spec.batch_size;
+  options.early_stopping = spec.early_stopping;
+  options.seed = spec.seed;
+  options.after_round = [&] { setup.save_if_retrained(db); };
+  out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db, options);
+  if (!spec.export_path.empty()) {
+    db::export_table(db, db::TargetInfo::from_target(out.target), spec.export_path);
+  }
+  return out;
+}
+
+}  // namespace atvoss::tuner

@@ -1,0 +1,40 @@
+// SingleTune: tuning one workload on one target into a database — atvoss-tune's
+// single-workload mode as a library call. It validates every input before the database
+// is opened (a bad flag creates no file), builds the strategy the job runner would
+// (StrategySetup, with the database's transfer prior), runs the tuning loop, saves
+// each retrained model, and exports the lookup table if asked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/json.hpp"
+#include "tuner/tuner.hpp"
+
+namespace atvoss::tuner {
+
+struct SingleTuneSpec {
+  std::string target;      // preset, file or inline JSON (backend/targets.hpp)
+  Json workload;           // the workload's JSON
+  int trials = 0;          // total trials, stored ones included; >= 1
+  std::string strategy = "model-guided";
+  std::string cost_model = "xgboost";
+  std::string db;          // database file; created if absent
+  std::string export_path; // lookup table written afterwards; empty: none
+  std::string farm;        // host:port of a tuning farm; empty: measure in-process
+  int repeat = 3;
+  int batch_size = 16;
+  int early_stopping = 0;  // trials without 0.1% gain before stopping; 0: never
+  std::uint64_t seed = 0;
+};
+
+struct SingleTuneOutcome {
+  Workload workload;
+  Target target;
+  TuneResult result;
+};
+
+// bad_input naming the field for a bad spec; other errors as the tuner raises them.
+SingleTuneOutcome tune_single(const SingleTuneSpec& spec);
+
+}  // namespace atvoss::tuner
