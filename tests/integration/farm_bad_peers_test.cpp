@@ -59,7 +59,8 @@ class FarmBadPeers : public testing::Test {
     asio::io_context io;
     asio::ip::tcp::socket s(io);
     s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), farm_.port));
-    asio::write(s, asio::buffer(bytes));
+    boost::system::error_code write_error;  // the farm may close before reading it all: fine
+    asio::write(s, asio::buffer(bytes), write_error);
     if (half_close) s.shutdown(asio::ip::tcp::socket::shutdown_send);
     std::string received;
     const auto deadline = std::chrono::steady_clock::now() + 5s;
@@ -154,7 +155,9 @@ TEST_F(FarmBadPeers, DeeplyNestedFramesAreRefusedAndTheFarmLivesOn) {
   std::string frame(4, '\0');
   for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>(deep.size() >> (24 - 8 * i));
   frame += deep;
-  EXPECT_EQ(error_code_in(raw_exchange(frame)), "protocol");  // before login: the length
+  // Before login the header alone is refused (the length): send it and a little of the
+  // body, so the farm's close cannot race a 400 KB write into a broken pipe.
+  EXPECT_EQ(error_code_in(raw_exchange(frame.substr(0, 4 + 1024))), "protocol");
   rpc::ChannelOptions o;
   o.token = kToken;
   auto logged_in = rpc::Channel::open(rpc::Endpoint{"127.0.0.1", farm_.port}, o);
