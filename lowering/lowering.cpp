@@ -529,10 +529,13 @@ Registered& registered() {
   return *r;
 }
 
-std::shared_ptr<const OpLowering> custom_lowering(const std::string& op) {
+// Only ops of the custom family consult the registry: the built-in families, which every
+// plan_kernel call of the search and the simulator takes, never pay for its lock.
+std::shared_ptr<const OpLowering> custom_lowering(const Workload& w) {
+  if (w.family() != OpFamily::custom) return nullptr;
   Registered& r = registered();
   std::lock_guard lock(r.mu);
-  const auto it = r.by_op.find(op);
+  const auto it = r.by_op.find(w.op());
   return it == r.by_op.end() ? nullptr : it->second;
 }
 
@@ -590,21 +593,21 @@ void register_lowering(const std::string& op, std::shared_ptr<const OpLowering> 
 bool can_lower(const Workload& w) {
   if (w.op().empty()) return false;  // a default-constructed Workload names no op
   if (w.family() == OpFamily::table) return false;
-  return w.family() != OpFamily::custom || custom_lowering(w.op()) != nullptr;
+  return w.family() != OpFamily::custom || custom_lowering(w) != nullptr;
 }
 
 std::vector<Knob> knobs_for(const Workload& w, const Target& t) {
-  if (auto custom = custom_lowering(w.op())) return custom->knobs(w, t);
+  if (auto custom = custom_lowering(w)) return custom->knobs(w, t);
   return family_knobs(w, t);
 }
 
 KernelPlan plan_kernel(const Workload& w, const Target& t, const Schedule& s) {
-  if (auto custom = custom_lowering(w.op())) return custom->plan(w, t, s);
+  if (auto custom = custom_lowering(w)) return custom->plan(w, t, s);
   return family_plan(w, t, s);
 }
 
 ScheduleSpace space_for(const Workload& w, const Target& t) {
-  auto custom = custom_lowering(w.op());
+  auto custom = custom_lowering(w);
   auto knobs = custom ? custom->knobs(w, t) : family_knobs(w, t);
   return ScheduleSpace(std::move(knobs), [w, t, custom](const Schedule& s) {
     return (custom ? custom->plan(w, t, s) : family_plan(w, t, s)).verdict;
