@@ -16,7 +16,7 @@ struct Registry {
 Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed: lookups may run during static destruction
-    reg->backends = {make_recorded_backend(), make_npu_sim_backend()};
+    reg->backends = {make_recorded_backend(), make_host_backend(), make_npu_sim_backend()};
     return reg;
   }();
   return *r;

@@ -3,9 +3,9 @@
 // space, default schedule and kernel plan, and measures a batch of schedules. The
 // tuner, the measurers, the farm worker and the tools ask backend_for() and never
 // which backend they hold (docs/architecture.md).
-// Built in: "npu-sim" (the NPU simulator, simulator/) and "recorded" (tables of
-// measurements, core/recorded_space.hpp). "host" (generated C++ compiled and run on
-// this CPU) registers here too once it exists; register_backend() takes any other.
+// Built in: "npu-sim" (the NPU simulator, simulator/), "recorded" (tables of
+// measurements, core/recorded_space.hpp) and "host" (generated C++ compiled and run on
+// this CPU, host/; targets of organisation "cpu"); register_backend() takes any other.
 // Thread-safety: backends are immutable; every method may be called from many threads.
 #pragma once
 

@@ -9,7 +9,9 @@ namespace {
 class NpuSimBackend final : public Backend {
  public:
   std::string name() const override { return "npu-sim"; }
-  bool serves(const Workload& w, const Target&) const override { return lowering::can_lower(w); }
+  bool serves(const Workload& w, const Target& t) const override {
+    return t.organisation != "cpu" && lowering::can_lower(w);
+  }
   ScheduleSpace space(const Workload& w, const Target& t) const override {
     return lowering::space_for(w, t);
   }

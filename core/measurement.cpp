@@ -56,7 +56,9 @@ Json Profile::to_json() const {
           {"cube_utilisation", cube_utilisation},
           {"gm_bytes", gm_bytes},
           {"peak_workspace_bytes", peak_workspace_bytes},
-          {"kernels", kernels}};
+          {"kernels", kernels},
+          {"compile_us", compile_us},
+          {"time_cv", time_cv}};
 }
 
 Profile Profile::from_json(const Json& j) {
@@ -74,6 +76,8 @@ Profile Profile::from_json(const Json& j) {
   num("cube_utilisation", p.cube_utilisation);
   num("gm_bytes", p.gm_bytes);
   num("peak_workspace_bytes", p.peak_workspace_bytes);
+  num("compile_us", p.compile_us);
+  num("time_cv", p.time_cv);
   if (j.contains("kernels") && j["kernels"].is_number_integer()) p.kernels = j["kernels"].get<int>();
   return p;
 }

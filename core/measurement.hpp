@@ -44,6 +44,8 @@ struct Profile {
   double gm_bytes = 0;       // bytes moved to and from global memory
   double peak_workspace_bytes = 0;  // largest on-chip footprint of any level
   int kernels = 1;           // kernels launched (unfused epilogues add kernels)
+  double compile_us = 0;     // host backend: wall time to compile the kernel (0 on a cache hit)
+  double time_cv = 0;        // host backend: coefficient of variation of the timed repeats
 
   Json to_json() const;
   static Profile from_json(const Json& j);  // missing fields stay 0

@@ -66,8 +66,8 @@ Target Target::from_json(const Json& j) {
   }
   t.name = require_string(j, "name", "target");
   t.organisation = require_string(j, "organisation", "target");
-  if (t.organisation != "coupled" && t.organisation != "split") {
-    throw_bad_input("target: field 'organisation' must be \"coupled\" or \"split\", got \"" +
+  if (t.organisation != "coupled" && t.organisation != "split" && t.organisation != "cpu") {
+    throw_bad_input("target: field 'organisation' must be \"coupled\", \"split\" or \"cpu\", got \"" +
                     t.organisation + "\"");
   }
   for_each_number(t, [&](const char* n, double& v) {

@@ -15,7 +15,8 @@ namespace atvoss {
 
 struct Target {
   std::string name;
-  std::string organisation = "coupled";  // "coupled" (cube+vector per core) or "split" (AIC + AIV)
+  std::string organisation = "coupled";  // "coupled" (cube+vector per core), "split" (AIC + AIV),
+                                         // or "cpu" (the host backend's CPU, host/machine.hpp)
   int ai_cores = 1;                      // cores with a cube unit (AIC on split parts)
   int vector_cores = 1;                  // cores with a vector unit (AIV on split parts)
   double clock_ghz = 1.0;

@@ -9,5 +9,6 @@ namespace atvoss::backend {
 
 std::shared_ptr<const Backend> make_npu_sim_backend();
 std::shared_ptr<const Backend> make_recorded_backend();
+std::shared_ptr<const Backend> make_host_backend();
 
 }  // namespace atvoss::backend

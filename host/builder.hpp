@@ -1,0 +1,38 @@
+// Builder: compiles generated kernel sources into shared objects, apart from running them
+// (as TVM separates builder and runner). Compiles run as parallel child processes
+// (posix_spawn of the system compiler, at most `jobs` at a time); a compile cache under
+// <cache dir>/kernels keys each .so by sha256(source + compiler + flags), so a source built
+// once is never compiled again. A compiler error is that candidate's compile_error.
+// Thread-safe: concurrent builds of one source race only on an atomic rename.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/measurement.hpp"
+
+namespace atvoss::host {
+
+struct BuildOptions {
+  std::string cache_dir;  // empty: default_cache_dir() (machine.hpp)
+  std::string compiler;   // empty: $ATVOSS_HOST_CXX, else "c++" (looked up in PATH)
+  std::vector<std::string> flags = {"-std=gnu++17", "-O3", "-march=native", "-fPIC", "-shared"};
+  int jobs = 0;           // parallel compiles; 0: the physical cores
+  double timeout_s = 120; // a compile running longer is killed: compile_error
+};
+
+struct BuildResult {
+  Status status = Status::ok;  // ok or compile_error
+  std::string so_path;
+  std::string message;         // the compiler's first lines on compile_error
+  double compile_us = 0;       // wall time of this build (0 on a cache hit)
+  bool cached = false;
+};
+
+// One result per source, in order.
+std::vector<BuildResult> build_all(const std::vector<std::string>& sources, const BuildOptions& options = {});
+
+// The cache key of a source under options (64 hex digits).
+std::string build_key(const std::string& source, const BuildOptions& options);
+
+}  // namespace atvoss::host

@@ -1,0 +1,33 @@
+// Host space: the schedule knobs of matmul and batch_matmul on the host CPU, their values and
+// the one validity check, plus the default schedule (docs/host-backend.md). A schedule is
+// data: code generation (codegen.hpp) reads only schedules this check accepted.
+//   micro_m x micro_n  the register block of FMA accumulators (micro_n a multiple of the
+//                      SIMD lanes); valid when accumulators + one row of B vectors + one
+//                      broadcast fit the vector registers (6x16 on AVX2, as BLIS uses)
+//   tile_m/n/k         cache blocking mc/nc/kc (BLIS); the kc x micro_n panel of B must
+//                      fit L1d, the mc x kc block of A L2, the kc x nc block of B the L3
+//   k_steps            unroll of the micro-kernel's k loop
+//   async_copy_depth   software prefetch: 1 none, d > 1 prefetches packed panels 8(d-1)
+//                      k-steps ahead and the C tile before its write-back
+//   tile_order         0 nc outer, mc inner (B block reused); 1 mc outer (A block reused);
+//                      2 like 0 with the micro-tiles walked column-wise
+//   fusion_level       epilogue ops fused in the write-back (lowering/epilogue.hpp); the
+//                      rest run as separate passes over C
+// Pure functions: thread-safe.
+#pragma once
+
+#include "core/schedule_space.hpp"
+#include "core/workload.hpp"
+#include "host/machine.hpp"
+
+namespace atvoss::host {
+
+// Whether the host backend generates code for w (matmul or batch_matmul, fp32, epilogue
+// without layernorm). why (if given) says what is missing.
+bool supports(const Workload& w, std::string* why = nullptr);
+
+// REQUIRES: supports(w). bad_input naming the field otherwise.
+ScheduleSpace space_for(const Workload& w, const MachineInfo& m);
+Schedule default_schedule(const Workload& w, const MachineInfo& m);
+
+}  // namespace atvoss::host

@@ -1,0 +1,90 @@
+#include "host/kernel_timing.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include <dlfcn.h>
+#include <sched.h>
+
+#include "core/error.hpp"
+#include "core/measurement.hpp"
+#include "host/kernel_abi.hpp"
+#include "host/operands.hpp"
+
+namespace atvoss::host {
+namespace {
+
+void pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpu < 0) {
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) return;
+    for (int c = CPU_SETSIZE - 1; c >= 0; --c) {
+      if (CPU_ISSET(c, &set)) {
+        cpu = c;
+        break;
+      }
+    }
+    CPU_ZERO(&set);
+  }
+  if (cpu < 0) return;
+  CPU_SET(cpu, &set);
+  ::sched_setaffinity(0, sizeof set, &set);  // best effort: an unpinned run is still a run
+}
+
+double run_us(KernelFn fn, AtvossArgs& args, long inner) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long i = 0; i < inner; ++i) fn(&args);
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / double(inner);
+}
+
+double coefficient_of_variation(const std::vector<double>& v) {
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= double(v.size());
+  double var = 0;
+  for (double x : v) var += (x - mean) * (x - mean);
+  return mean > 0 ? std::sqrt(var / double(v.size())) / mean : 0;
+}
+
+}  // namespace
+
+Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& o) {
+  pin(o.cpu);
+  void* handle = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw Error(ErrorKind::io, std::string("kernel runner: ") + ::dlerror());
+  auto fn = reinterpret_cast<KernelFn>(::dlsym(handle, kKernelSymbol));
+  if (!fn) throw Error(ErrorKind::io, "kernel runner: " + so_path + " has no symbol " + kKernelSymbol);
+
+  Operands ops = make_operands(w, o.seed);
+  AtvossArgs args = ops.args();
+  fn(&args);
+  const double err = max_relative_error(w, ops, o.seed);
+  if (!(err <= kMaxRelativeError)) {
+    return Json{{"status", "wrong_answer"}, {"max_rel_error", std::isfinite(err) ? err : -1.0},
+                {"message", "max relative error " + std::to_string(err) + " > 1e-4 against the reference"}};
+  }
+  const double one = run_us(fn, args, 1);  // also the warm-up
+  const long inner = std::max(1L, long(std::ceil(o.min_repeat_us / std::max(one, 0.01))));
+  run_us(fn, args, inner);                  // warm caches and clocks at the timed size
+  std::vector<double> best;
+  double best_cv = INFINITY;
+  int remeasured = 0;
+  for (int attempt = 0; attempt <= o.max_remeasures; ++attempt) {
+    std::vector<double> repeats;
+    for (int r = 0; r < std::max(1, o.repeat); ++r) repeats.push_back(run_us(fn, args, inner));
+    const double cv = coefficient_of_variation(repeats);
+    if (cv < best_cv) {
+      best_cv = cv;
+      best = repeats;
+    }
+    if (cv <= o.max_cv) break;
+    ++remeasured;
+  }
+  return Json{{"status", "ok"}, {"time_us", median(best)}, {"repeats", best}, {"cv", best_cv},
+              {"inner", inner}, {"remeasured", remeasured}, {"max_rel_error", err}};
+}
+
+}  // namespace atvoss::host

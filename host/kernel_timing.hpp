@@ -1,0 +1,33 @@
+// Kernel timing: what atvoss-kernel-runner does inside its own process (runner.hpp spawns it)
+// — load a compiled kernel, run it once on inputs drawn from a seed and check the result
+// against the reference (operands.hpp; max relative error <= 1e-4, else wrong_answer), then
+// time it as TVM and Kernel Tuner do: a warm-up, enough inner iterations that each timed
+// repeat lasts >= min_repeat_us, `repeat` repeats reported as median and coefficient of
+// variation, pinned to one core, and measured again (up to max_remeasures times) while the
+// variation exceeds max_cv. Never call it in a process that must survive a faulty kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/json.hpp"
+#include "core/workload.hpp"
+
+namespace atvoss::host {
+
+inline constexpr double kMaxRelativeError = 1e-4;
+
+struct TimingOptions {
+  std::uint64_t seed = 0;
+  int repeat = 5;
+  int cpu = -1;               // core to pin to; -1: the last core of this process's set
+  double min_repeat_us = 1000;
+  double max_cv = 0.05;
+  int max_remeasures = 2;
+};
+
+// {"status": "ok"|"wrong_answer", "time_us", "repeats", "cv", "inner", "remeasured",
+//  "max_rel_error", "message"}; io error if the kernel cannot be loaded.
+Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& options);
+
+}  // namespace atvoss::host

@@ -1,0 +1,327 @@
+#include "host/machine.hpp"
+
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "core/json.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace atvoss::host {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+std::string sha256_hex(const std::string& text) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : d) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+// "32K", "1M", "32768K" -> bytes; 0 if unparsable.
+std::int64_t parse_size(std::string s) {
+  s = trim(s);
+  if (s.empty()) return 0;
+  std::int64_t mult = 1;
+  const char u = s.back();
+  if (u == 'K' || u == 'k') mult = 1 << 10;
+  if (u == 'M' || u == 'm') mult = 1 << 20;
+  if (mult != 1) s.pop_back();
+  try {
+    return std::stoll(s) * mult;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::string read_line(const fs::path& p) {
+  std::ifstream f(p);
+  std::string line;
+  std::getline(f, line);
+  return trim(line);
+}
+
+void read_caches(const std::string& cpu_sys, MachineInfo& info) {
+  const fs::path dir = fs::path(cpu_sys) / "cpu0" / "cache";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    const std::string level = read_line(entry.path() / "level");
+    const std::string type = read_line(entry.path() / "type");
+    const std::int64_t size = parse_size(read_line(entry.path() / "size"));
+    if (size <= 0) continue;
+    if (level == "1" && type == "Data") info.l1d_bytes = size;
+    if (level == "2" && type != "Instruction") info.l2_bytes = size;
+    if (level == "3" && type != "Instruction") info.l3_bytes = size;
+  }
+}
+
+// Widest vector, register count and FMA from the flags (x86 "flags", AArch64 "Features").
+void derive_simd(MachineInfo& info) {
+  const auto has = [&](const char* f) {
+    return std::find(info.simd_flags.begin(), info.simd_flags.end(), f) != info.simd_flags.end();
+  };
+  if (info.arch == "aarch64") {
+    info.simd_bytes = 16;
+    info.vector_registers = 32;
+    info.fma = has("asimd");
+    return;
+  }
+  info.simd_bytes = has("avx512f") ? 64 : has("avx") ? 32 : 16;
+  info.vector_registers = has("avx512f") ? 32 : 16;
+  info.fma = has("fma");
+}
+
+// Single-core FMA throughput: independent accumulator chains, so latency is hidden.
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) double fma_gflops_avx2(long iters) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(float(i) * 1e-3f);
+  const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+    __asm__ volatile("" : "+x"(acc[0]), "+x"(acc[6]));
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  float sink[8];
+  __m256 sum = acc[0];
+  for (int i = 1; i < 12; ++i) sum = _mm256_add_ps(sum, acc[i]);
+  _mm256_storeu_ps(sink, sum);
+  __asm__ volatile("" : : "r"(sink) : "memory");
+  return 2.0 * 8 * 12 * double(iters) / s * 1e-9;
+}
+#endif
+
+// Portable fallback: mul + add on 4-lane vectors (counted as 2 FLOPs per lane).
+double fma_gflops_generic(long iters) {
+  typedef float v4 __attribute__((vector_size(16)));
+  v4 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = v4{} + float(i) * 1e-3f;
+  const v4 m = v4{} + 0.999999f, a = v4{} + 1e-7f;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < 12; ++i) acc[i] = acc[i] * m + a;
+    __asm__ volatile("" : : "g"(&acc) : "memory");
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return 2.0 * 4 * 12 * double(iters) / s * 1e-9;
+}
+
+// Streaming read of a buffer far larger than the last-level cache.
+double read_bandwidth_gbs(std::int64_t bytes) {
+  std::vector<std::uint64_t> buf(std::size_t(bytes / 8), 1);
+  double best = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t sum = 0;
+    for (std::uint64_t v : buf) sum += v;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    __asm__ volatile("" : : "r"(sum));
+    best = std::max(best, double(bytes) / s * 1e-9);
+  }
+  return best;
+}
+
+double two_digits(double v) {
+  if (v <= 0) return v;
+  const double scale = std::pow(10.0, std::floor(std::log10(v)) - 1);
+  return std::round(v / scale) * scale;
+}
+
+fs::path cache_file(const std::string& dir, const MachineInfo& info) {
+  return fs::path(dir) / (info.target_name() + ".json");
+}
+
+std::optional<Calibration> load_cached(const fs::path& file, const MachineInfo& info) {
+  std::ifstream f(file);
+  if (!f) return std::nullopt;
+  try {
+    const Json j = Json::parse(f);
+    if (j.value("fingerprint", "") != info.fingerprint()) return std::nullopt;
+    Calibration c{j.at("peak_gflops").get<double>(), j.at("bandwidth_gbs").get<double>()};
+    if (c.peak_gflops > 0 && c.bandwidth_gbs > 0) return c;
+  } catch (const std::exception&) {
+    // A damaged cache file is measured again and rewritten.
+  }
+  return std::nullopt;
+}
+
+void store_cached(const fs::path& file, const MachineInfo& info, const Calibration& c) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  const fs::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp);
+    f << Json{{"fingerprint", info.fingerprint()}, {"model", info.model},
+              {"peak_gflops", c.peak_gflops}, {"bandwidth_gbs", c.bandwidth_gbs}}
+             .dump(2);
+    if (!f) return;  // an unwritable cache only costs a re-measurement next time
+  }
+  fs::rename(tmp, file, ec);
+}
+
+Target to_target(const MachineInfo& info, const Calibration& c) {
+  Target t;
+  t.name = info.target_name();
+  t.organisation = "cpu";
+  t.ai_cores = t.vector_cores = info.physical_cores;
+  t.clock_ghz = 1.0;
+  t.cube_m = info.lanes();
+  t.cube_n = t.cube_k = 1;
+  const double macs_per_ns = c.peak_gflops / 2.0;
+  t.fp32_rate = macs_per_ns / info.lanes();
+  t.int8_rate = 1.0;
+  t.vector_bytes_per_cycle = macs_per_ns * 4;
+  t.l0a_bytes = t.l0b_bytes = t.ub_bytes = info.l1d_bytes;
+  t.l0c_bytes = std::int64_t(info.vector_registers) * info.simd_bytes;
+  t.l1_bytes = info.l2_bytes;
+  t.l2_bytes = info.l3_bytes;
+  t.hbm_bytes_per_cycle = t.mte2_bytes_per_cycle = c.bandwidth_gbs;
+  t.mte1_a_bytes_per_cycle = t.mte1_b_bytes_per_cycle = 2.0 * info.simd_bytes;
+  t.mte3_bytes_per_cycle = info.simd_bytes;
+  t.launch_us = 0.05;
+  t.max_buffers_per_queue = 4;
+  t.source = Json{{"name", "host-<sha256 of model, SIMD flags, physical cores>"},
+                  {"model", info.model},
+                  {"clock_ghz", "1: a cycle is a nanosecond"},
+                  {"fp32_rate", "measured single-core FMA peak " + std::to_string(c.peak_gflops) +
+                                    " GFLOP/s"},
+                  {"hbm_bytes_per_cycle", "measured single-core read bandwidth (GB/s)"},
+                  {"l0a_bytes", "L1d from sysfs"},
+                  {"l1_bytes", "L2 from sysfs"},
+                  {"l2_bytes", "L3 from sysfs"},
+                  {"mte1_a_bytes_per_cycle", "est."},
+                  {"mte1_b_bytes_per_cycle", "est."},
+                  {"mte3_bytes_per_cycle", "est."},
+                  {"launch_us", "est."}};
+  return t;
+}
+
+}  // namespace
+
+std::string MachineInfo::fingerprint() const {
+  std::string text = "model=" + model + "\narch=" + arch + "\nflags=";
+  for (const auto& f : simd_flags) text += f + " ";
+  text += "\ncores=" + std::to_string(physical_cores);
+  return sha256_hex(text);
+}
+
+std::string MachineInfo::target_name() const { return "host-" + fingerprint().substr(0, 12); }
+
+MachineInfo probe_machine(const MachineRoots& roots) {
+  const fs::path cpuinfo = fs::path(roots.proc) / "cpuinfo";
+  std::ifstream f(cpuinfo);
+  if (!f) throw Error(ErrorKind::io, "host: cannot read " + cpuinfo.string());
+  MachineInfo info;
+#if defined(__aarch64__)
+  info.arch = "aarch64";
+#else
+  info.arch = "x86_64";
+#endif
+  static const std::set<std::string> relevant = {"sse2", "avx", "avx2", "fma", "avx512f",
+                                                 "avx512bw", "avx512vl", "asimd", "sve"};
+  std::set<std::string> flags;
+  std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
+  std::string physical;
+  int processors = 0;
+  std::string line;
+  while (std::getline(f, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    if (key == "processor") ++processors;
+    if ((key == "model name" || key == "CPU part") && info.model == "unknown") info.model = value;
+    if (key == "physical id") physical = value;
+    if (key == "core id") cores.emplace(physical, value);
+    if (key == "flags" || key == "Features") {
+      std::istringstream words(value);
+      for (std::string w; words >> w;) {
+        if (relevant.count(w)) flags.insert(w);
+      }
+    }
+  }
+  info.simd_flags.assign(flags.begin(), flags.end());
+  info.physical_cores = std::max<int>(1, cores.empty() ? processors : int(cores.size()));
+  derive_simd(info);
+  read_caches(roots.cpu_sys, info);
+  return info;
+}
+
+Calibration measure_calibration(const MachineInfo& info) {
+  Calibration c;
+  const long iters = 4'000'000;
+#if defined(__x86_64__)
+  if (info.simd_bytes >= 32 && info.fma && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma")) {
+    for (int i = 0; i < 3; ++i) c.peak_gflops = std::max(c.peak_gflops, fma_gflops_avx2(iters));
+  }
+#endif
+  if (c.peak_gflops == 0) {
+    for (int i = 0; i < 3; ++i) c.peak_gflops = std::max(c.peak_gflops, fma_gflops_generic(iters));
+  }
+  const std::int64_t llc = std::max<std::int64_t>(info.l3_bytes, info.l2_bytes);
+  c.bandwidth_gbs = read_bandwidth_gbs(std::max<std::int64_t>(128 << 20, 4 * llc));
+  c.peak_gflops = two_digits(c.peak_gflops);
+  c.bandwidth_gbs = two_digits(c.bandwidth_gbs);
+  return c;
+}
+
+std::string default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/atvoss";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/atvoss";
+  return (fs::temp_directory_path() / "atvoss-cache").string();
+}
+
+Target describe_machine(const DescribeOptions& options) {
+  const MachineInfo info = probe_machine(options.roots);
+  const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  const fs::path file = cache_file(dir, info);
+  std::optional<Calibration> c = load_cached(file, info);
+  if (!c) {
+    c = options.measure(info);
+    store_cached(file, info, *c);
+  }
+  return to_target(info, *c);
+}
+
+const MachineInfo& this_machine() {
+  static const MachineInfo info = probe_machine();
+  return info;
+}
+
+const Target& describe_machine() {
+  static const Target t = describe_machine(DescribeOptions{});
+  return t;
+}
+
+}  // namespace atvoss::host

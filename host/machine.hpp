@@ -1,0 +1,85 @@
+// Machine: what atvoss knows about the CPU it runs on — model, SIMD width, FMA, physical
+// cores, cache sizes (read from /proc/cpuinfo and sysfs), a measured single-core FMA peak and
+// a measured memory bandwidth — and the Target the host backend tunes for.
+//
+// The fingerprint (CPU model, the SIMD flags that change generated code, physical cores) is
+// the machine's identity: it goes into the Target's name ("host-<12 hex of sha256>"), so
+// Target::key() differs across CPUs, results from different CPUs never mix in the database,
+// and a lookup from another CPU is simply an unknown target.
+//
+// The two measured figures are taken once per fingerprint and cached in
+// <cache dir>/host-<fingerprint>.json (cache dir: $XDG_CACHE_HOME/atvoss or ~/.cache/atvoss),
+// rounded to two significant digits so that a re-measurement rarely changes the target key.
+//
+// Mapping onto Target (whose fields describe an NPU; docs/host-backend.md):
+//   organisation "cpu"; clock_ghz 1, so a "cycle" is a nanosecond and per-cycle figures are
+//   per-ns figures; ai_cores = vector_cores = physical cores;
+//   cube_m = fp32 SIMD lanes, cube_n = cube_k = 1, fp32_rate = measured single-core FMA MACs
+//   per ns / lanes (so peak_flops(float32) = measured peak x cores);
+//   vector_bytes_per_cycle = measured MACs per ns x 4 bytes;
+//   l0a = l0b = L1d (operand micro-panels), l0c = vector register file, ub = L1d, l1 = L2,
+//   l2 = L3; hbm_bytes_per_cycle = mte2_bytes_per_cycle = measured bandwidth in bytes per ns;
+//   the remaining copy-path figures are estimates marked "est." in Target::source.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/target.hpp"
+
+namespace atvoss::host {
+
+// Where to read the machine from; tests point these at fake directories.
+struct MachineRoots {
+  std::string proc = "/proc";                     // reads <proc>/cpuinfo
+  std::string cpu_sys = "/sys/devices/system/cpu";  // reads <cpu_sys>/cpu0/cache/index*/
+};
+
+struct MachineInfo {
+  std::string model = "unknown";
+  std::string arch;                 // "x86_64" or "aarch64"
+  std::vector<std::string> simd_flags;  // sorted: the flags that change generated code
+  int physical_cores = 1;
+  int simd_bytes = 16;              // widest fp32 vector the code generator uses
+  int vector_registers = 16;        // architectural vector registers
+  bool fma = false;
+  std::int64_t l1d_bytes = 32 << 10, l2_bytes = 256 << 10, l3_bytes = 0;
+
+  int lanes() const { return simd_bytes / 4; }
+  // 64 hex digits of sha256 over model, simd_flags and physical_cores.
+  std::string fingerprint() const;
+  // "host-" + the first 12 hex digits of the fingerprint.
+  std::string target_name() const;
+};
+
+// Reads /proc/cpuinfo and the cache sizes under roots; io error naming the file if cpuinfo
+// is unreadable. Missing cache entries keep the defaults above.
+MachineInfo probe_machine(const MachineRoots& roots = {});
+
+// The two measured figures, per core.
+struct Calibration {
+  double peak_gflops = 0;     // single-core fp32 FMA throughput
+  double bandwidth_gbs = 0;   // single-core streaming read bandwidth
+};
+
+// Measures both on this machine (about half a second).
+Calibration measure_calibration(const MachineInfo& info);
+
+struct DescribeOptions {
+  MachineRoots roots;
+  std::string cache_dir;  // empty: $XDG_CACHE_HOME/atvoss, else $HOME/.cache/atvoss
+  // Called only when the cache holds no figures for the fingerprint; tests inject a counter.
+  std::function<Calibration(const MachineInfo&)> measure = measure_calibration;
+};
+
+std::string default_cache_dir();
+
+// The Target of this machine (see the mapping above). Memoised per process for the default
+// options, since the host backend asks on every measurement.
+Target describe_machine(const DescribeOptions& options);
+const Target& describe_machine();
+const MachineInfo& this_machine();
+
+}  // namespace atvoss::host

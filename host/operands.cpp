@@ -1,0 +1,110 @@
+#include "host/operands.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace atvoss::host {
+
+MatmulShape matmul_shape(const Workload& w) {
+  if (!w.is_matmul_like()) throw_bad_input("host: op '" + w.op() + "' is not a matmul");
+  MatmulShape s{1, w.dim("M"), w.dim("N"), w.dim("K")};
+  if (w.op() == "batch_matmul") s.batch = w.dim("B");
+  return s;
+}
+
+AtvossArgs Operands::args() {
+  auto ptr = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
+  return AtvossArgs{a.data(), b.data(), c.data(), ptr(bias), ptr(scale), ptr(shift), ptr(residual)};
+}
+
+Operands make_operands(const Workload& w, std::uint64_t seed) {
+  const MatmulShape s = matmul_shape(w);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), positive(0.5f, 1.5f);
+  auto fill = [&](std::size_t n, auto& dist) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+  };
+  Operands o;
+  o.a = fill(std::size_t(s.batch * s.m * s.k), unit);
+  o.b = fill(std::size_t(s.batch * s.k * s.n), unit);
+  o.c.assign(std::size_t(s.batch * s.m * s.n), 0.0f);
+  if (w.has_epilogue("bias")) o.bias = fill(std::size_t(s.n), unit);
+  if (w.has_epilogue("batchnorm")) {
+    o.scale = fill(std::size_t(s.n), positive);
+    o.shift = fill(std::size_t(s.n), unit);
+  }
+  if (w.has_epilogue("add")) o.residual = fill(std::size_t(s.batch * s.m * s.n), unit);
+  return o;
+}
+
+double gelu_reference(double x) {
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(u));
+}
+
+namespace {
+
+std::vector<std::int64_t> rows_to_check(const MatmulShape& s, std::uint64_t seed) {
+  std::vector<std::int64_t> rows;
+  if (double(s.m) * double(s.n) * double(s.k) <= double(1 << 26)) {
+    for (std::int64_t i = 0; i < s.m; ++i) rows.push_back(i);
+    return rows;
+  }
+  std::set<std::int64_t> picked;
+  for (std::int64_t i = 0; i < std::min<std::int64_t>(8, s.m); ++i) {
+    picked.insert(i);
+    picked.insert(s.m - 1 - i);
+  }
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_int_distribution<std::int64_t> any(0, s.m - 1);
+  for (int i = 0; i < 32; ++i) picked.insert(any(rng));
+  return {picked.begin(), picked.end()};
+}
+
+double epilogue(const Workload& w, const Operands& o, double v, std::size_t col, std::size_t at) {
+  for (const auto& op : w.epilogue()) {
+    if (op == "bias") v += o.bias[col];
+    if (op == "batchnorm") v = v * o.scale[col] + o.shift[col];
+    if (op == "relu") v = std::max(v, 0.0);
+    if (op == "gelu") v = gelu_reference(v);
+    if (op == "add") v += o.residual[at];
+  }
+  return v;
+}
+
+}  // namespace
+
+double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed) {
+  const MatmulShape s = matmul_shape(w);
+  const auto rows = rows_to_check(s, seed);
+  double worst = 0;
+  std::vector<double> acc(std::size_t(s.n));
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    const float* A = o.a.data() + b * s.m * s.k;
+    const float* B = o.b.data() + b * s.k * s.n;
+    for (std::int64_t i : rows) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (std::int64_t k = 0; k < s.k; ++k) {
+        const double aik = A[i * s.k + k];
+        const float* brow = B + k * s.n;
+        for (std::int64_t j = 0; j < s.n; ++j) acc[j] += aik * brow[j];
+      }
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const std::size_t at = std::size_t((b * s.m + i) * s.n + j);
+        const double ref = epilogue(w, o, acc[j], std::size_t(j), at);
+        const double got = o.c[at];
+        if (!std::isfinite(got)) return INFINITY;
+        worst = std::max(worst, std::abs(got - ref) / std::max(std::abs(ref), 1.0));
+      }
+    }
+  }
+  return worst;
+}
+
+}  // namespace atvoss::host

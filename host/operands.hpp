@@ -1,0 +1,38 @@
+// Operands: the fp32 tensors of one host matmul workload, filled from a seed, and the
+// reference that checks a kernel's output (double accumulation, the epilogue in chain order).
+// Used by the kernel runner, the benchmark and the tests, so all three check the same way.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/workload.hpp"
+#include "host/kernel_abi.hpp"
+
+namespace atvoss::host {
+
+struct MatmulShape {
+  std::int64_t batch = 1, m = 1, n = 1, k = 1;
+  double flops() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
+};
+
+// bad_input naming the dim if w is not matmul-like.
+MatmulShape matmul_shape(const Workload& w);
+
+struct Operands {
+  std::vector<float> a, b, c, bias, scale, shift, residual;
+  // The ABI view; epilogue pointers are null where the workload has no such op.
+  AtvossArgs args();
+};
+
+// a, b, residual and bias uniform in [-1, 1], scale in [0.5, 1.5]; c zeroed. Same seed, same data.
+Operands make_operands(const Workload& w, std::uint64_t seed);
+
+// Max over checked elements of |c - ref| / max(|ref|, 1). Every row is checked for small
+// problems; above 2^26 MACs, 48 rows (the first and last 8 and 32 drawn from seed).
+double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed);
+
+// The scalar epilogue (the definition the generated vector code must match).
+double gelu_reference(double x);
+
+}  // namespace atvoss::host

@@ -1,0 +1,21 @@
+// Process: runs a program as a child (posix_spawn, never fork of this possibly multithreaded
+// process) with a wall-clock limit, capturing stdout and stderr. Used by the builder (the
+// compiler) and the runner (atvoss-kernel-runner); a child that outlives the limit is killed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace atvoss::host {
+
+struct ProcessResult {
+  bool started = false;     // false: the program could not be spawned (message in err)
+  bool timed_out = false;
+  int exit_code = -1;       // when it exited
+  int signal = 0;           // when a signal ended it
+  std::string out, err;
+};
+
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s);
+
+}  // namespace atvoss::host

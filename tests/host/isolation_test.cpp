@@ -1,0 +1,107 @@
+// Builder and runner: the compile cache reuses builds, compile errors, crashes and hangs are
+// the candidate's error, and the calling process survives all of them.
+#include "host/builder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <sys/stat.h>
+
+#include "host/codegen.hpp"
+#include "host/host_space.hpp"
+#include "host/measure.hpp"
+#include "core/error.hpp"
+#include "host/kernel_abi.hpp"
+#include "host_test_util.hpp"
+
+namespace atvoss::host {
+namespace {
+
+using testing::TempDir;
+using testing::workload;
+
+const Workload kSmall = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":8,"N":8,"K":8}})");
+
+std::string kernel_body(const std::string& body) {
+  return std::string(kKernelAbiText) + "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {" + body + "}\n";
+}
+
+// A compiler wrapper that logs every invocation, so the test sees whether it was called.
+std::string counting_compiler(const TempDir& dir) {
+  const auto script = dir.path() / "cxx.sh";
+  std::ofstream(script) << "#!/bin/sh\necho x >> " << (dir.path() / "calls").string() << "\nexec c++ \"$@\"\n";
+  ::chmod(script.c_str(), 0755);
+  return script.string();
+}
+
+int calls(const TempDir& dir) {
+  std::ifstream f(dir.path() / "calls");
+  int n = 0;
+  for (std::string line; std::getline(f, line);) ++n;
+  return n;
+}
+
+TEST(BuilderTest, TheCacheReusesABuildOfTheSameSource) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  o.compiler = counting_compiler(dir);
+  const std::string a = kernel_body("g->c[0] = 1;"), b = kernel_body("g->c[0] = 2;");
+  const auto first = build_all({a, b}, o);
+  ASSERT_EQ(first[0].status, Status::ok) << first[0].message;
+  EXPECT_FALSE(first[0].cached);
+  EXPECT_EQ(calls(dir), 2);
+  const auto second = build_all({a, b, a}, o);
+  EXPECT_EQ(calls(dir), 2);  // no compiler run the second time
+  EXPECT_TRUE(second[0].cached);
+  EXPECT_EQ(second[0].so_path, first[0].so_path);
+  EXPECT_EQ(second[2].so_path, first[0].so_path);
+  EXPECT_NE(second[1].so_path, second[0].so_path);
+  EXPECT_EQ(second[0].compile_us, 0);
+
+  o.flags.push_back("-DOTHER_FLAGS");  // the flags are part of the key
+  EXPECT_NE(build_key(a, o), build_key(a, BuildOptions{}));
+}
+
+TEST(BuilderTest, ACompilerErrorIsThatCandidatesCompileError) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  const auto r = build_all({kernel_body("this is not C++;"), kernel_body("g->c[0] = 0;")}, o);
+  EXPECT_EQ(r[0].status, Status::compile_error);
+  EXPECT_NE(r[0].message.find("error"), std::string::npos) << r[0].message;
+  EXPECT_EQ(r[1].status, Status::ok);  // the batch goes on
+}
+
+TEST(RunnerTest, CrashesAndHangsAreTheCandidatesErrorAndTheCallerLivesOn) {
+  TempDir dir;
+  HostConfig config;
+  config.build.cache_dir = dir.str();
+  config.run.timeout_s = 3;
+  const std::string good = generate_source(kSmall, default_schedule(kSmall, this_machine()), this_machine());
+  const auto m = measure_sources({{kSmall, kernel_body("volatile int* p = nullptr; *p = 1; (void)g;"), 1, 3},
+                                  {kSmall, kernel_body("for (;;) { __asm__ volatile(\"\"); } (void)g;"), 1, 3},
+                                  {kSmall, kernel_body("this does not compile"), 1, 3},
+                                  {kSmall, good, 1, 3}},
+                                 config);
+  EXPECT_EQ(m[0].status, Status::runtime_error) << m[0].message;
+  EXPECT_NE(m[0].message.find("signal"), std::string::npos) << m[0].message;
+  EXPECT_EQ(m[1].status, Status::timeout) << m[1].message;
+  EXPECT_EQ(m[2].status, Status::compile_error) << m[2].message;
+  EXPECT_EQ(m[3].status, Status::ok) << m[3].message;
+  EXPECT_EQ(m[3].repeats.size(), 3u);
+}
+
+TEST(RunnerTest, AMissingRunnerIsAnInfrastructureErrorNotACandidateError) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  const auto built = build_all({kernel_body("(void)g;")}, o);
+  RunOptions r;
+  r.runner = (dir.path() / "no-such-runner").string();
+  EXPECT_THROW(run_kernel(built[0].so_path, kSmall, r), Error);
+}
+
+}  // namespace
+}  // namespace atvoss::host

@@ -1,0 +1,156 @@
+// Machine description: cpuinfo and sysfs parsing from fake roots, the fingerprint, the
+// calibration cache, and "host" resolving to this machine's target.
+#include "host/machine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "backend/targets.hpp"
+#include "core/error.hpp"
+#include "host/kernel_abi.hpp"
+#include "host_test_util.hpp"
+
+namespace atvoss::host {
+namespace {
+
+using testing::TempDir;
+
+void write(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+// Two processors on two cores, or more hyper-threads on the same cores.
+std::string cpuinfo(const std::string& model, const std::string& flags, int cores, int threads_per_core = 1) {
+  std::string s;
+  int n = 0;
+  for (int c = 0; c < cores; ++c) {
+    for (int t = 0; t < threads_per_core; ++t) {
+      s += "processor\t: " + std::to_string(n++) + "\nmodel name\t: " + model +
+           "\nphysical id\t: 0\ncore id\t\t: " + std::to_string(c) + "\nflags\t\t: " + flags + "\n\n";
+    }
+  }
+  return s;
+}
+
+void write_cache(const std::filesystem::path& sys, int index, const std::string& level, const std::string& type,
+                 const std::string& size) {
+  const auto dir = sys / "cpu0" / "cache" / ("index" + std::to_string(index));
+  write(dir / "level", level + "\n");
+  write(dir / "type", type + "\n");
+  write(dir / "size", size + "\n");
+}
+
+struct FakeMachine {
+  TempDir dir;
+  MachineRoots roots{(dir.path() / "proc").string(), (dir.path() / "sys").string()};
+  explicit FakeMachine(const std::string& model, const std::string& flags = "fpu sse2 avx avx2 fma",
+                       int cores = 2, int threads = 1) {
+    write(dir.path() / "proc" / "cpuinfo", cpuinfo(model, flags, cores, threads));
+    const auto sys = dir.path() / "sys";
+    write_cache(sys, 0, "1", "Data", "48K");
+    write_cache(sys, 1, "1", "Instruction", "32K");
+    write_cache(sys, 2, "2", "Unified", "1024K");
+    write_cache(sys, 3, "3", "Unified", "32768K");
+  }
+};
+
+TEST(MachineTest, ReadsModelSimdCoresAndCachesFromTheRoots) {
+  FakeMachine fake("Test CPU 9000", "fpu sse2 avx avx2 fma", 4, 2);
+  const MachineInfo m = probe_machine(fake.roots);
+  EXPECT_EQ(m.model, "Test CPU 9000");
+  EXPECT_EQ(m.physical_cores, 4);  // hyper-threads share a core
+  EXPECT_EQ(m.simd_bytes, 32);
+  EXPECT_EQ(m.lanes(), 8);
+  EXPECT_EQ(m.vector_registers, 16);
+  EXPECT_TRUE(m.fma);
+  EXPECT_EQ(m.l1d_bytes, 48 << 10);  // the data cache, not the instruction cache
+  EXPECT_EQ(m.l2_bytes, 1 << 20);
+  EXPECT_EQ(m.l3_bytes, 32 << 20);
+  EXPECT_EQ(m.simd_flags, (std::vector<std::string>{"avx", "avx2", "fma", "sse2"}));
+}
+
+TEST(MachineTest, Avx512WidensTheVectorsAndRegisters) {
+  FakeMachine fake("Wide", "sse2 avx avx2 fma avx512f");
+  const MachineInfo m = probe_machine(fake.roots);
+  EXPECT_EQ(m.simd_bytes, 64);
+  EXPECT_EQ(m.vector_registers, 32);
+}
+
+TEST(MachineTest, FingerprintIsStableAndNamesTheCpu) {
+  FakeMachine a("Model A"), a2("Model A"), b("Model B"), wide("Model A", "fpu sse2 avx avx2 fma avx512f"),
+      more_cores("Model A", "fpu sse2 avx avx2 fma", 8), irrelevant("Model A", "fpu sse2 avx avx2 fma aes");
+  const std::string fa = probe_machine(a.roots).fingerprint();
+  EXPECT_EQ(fa.size(), 64u);
+  EXPECT_EQ(fa, probe_machine(a.roots).fingerprint());
+  EXPECT_EQ(fa, probe_machine(a2.roots).fingerprint());
+  EXPECT_EQ(fa, probe_machine(irrelevant.roots).fingerprint());  // flags that change no code
+  EXPECT_NE(fa, probe_machine(b.roots).fingerprint());
+  EXPECT_NE(fa, probe_machine(wide.roots).fingerprint());
+  EXPECT_NE(fa, probe_machine(more_cores.roots).fingerprint());
+  EXPECT_EQ(probe_machine(a.roots).target_name(), "host-" + fa.substr(0, 12));
+}
+
+TEST(MachineTest, UnreadableCpuinfoIsAnIoErrorNamingTheFile) {
+  MachineRoots roots{"/nonexistent-atvoss", "/nonexistent-atvoss"};
+  try {
+    probe_machine(roots);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-atvoss/cpuinfo"), std::string::npos);
+  }
+}
+
+TEST(MachineTest, CalibrationIsMeasuredOncePerFingerprintAndCached) {
+  FakeMachine a("Model A"), b("Model B");
+  TempDir cache;
+  int measured = 0;
+  DescribeOptions o{a.roots, cache.str(), [&](const MachineInfo&) {
+                      ++measured;
+                      return Calibration{64, 20};
+                    }};
+  const Target first = describe_machine(o);
+  EXPECT_EQ(measured, 1);
+  EXPECT_TRUE(std::filesystem::exists(cache.path() / (first.name + ".json")));
+  const Target again = describe_machine(o);
+  EXPECT_EQ(measured, 1);  // read from the cache file
+  EXPECT_EQ(again.key(), first.key());
+  EXPECT_EQ(first.organisation, "cpu");
+  EXPECT_EQ(first.ai_cores, 2);
+  EXPECT_DOUBLE_EQ(first.peak_flops(DType::float32), 64e9 * 2);  // per-core peak x cores
+  EXPECT_DOUBLE_EQ(first.hbm_bytes_per_second(), 20e9);
+  EXPECT_EQ(first.l1_bytes, 1 << 20);
+
+  o.roots = b.roots;
+  const Target other = describe_machine(o);
+  EXPECT_EQ(measured, 2);  // another CPU is measured for itself
+  EXPECT_NE(other.key(), first.key());
+  EXPECT_NE(other.name, first.name);
+}
+
+TEST(MachineTest, ADamagedCacheFileIsMeasuredAgain) {
+  FakeMachine a("Model A");
+  TempDir cache;
+  int measured = 0;
+  DescribeOptions o{a.roots, cache.str(), [&](const MachineInfo&) {
+                      ++measured;
+                      return Calibration{10, 5};
+                    }};
+  const Target t = describe_machine(o);
+  std::ofstream(cache.path() / (t.name + ".json")) << "{not json";
+  describe_machine(o);
+  EXPECT_EQ(measured, 2);
+}
+
+TEST(MachineTest, HostResolvesToThisMachine) {
+  const Target t = backend::load_target("host");
+  EXPECT_EQ(t.organisation, "cpu");
+  EXPECT_EQ(t.name, this_machine().target_name());
+  EXPECT_GT(t.peak_flops(DType::float32), 0);
+  EXPECT_GT(t.hbm_bytes_per_second(), 0);
+  EXPECT_EQ(Target::from_json(t.to_json()).key(), t.key());  // survives the database round trip
+}
+
+}  // namespace
+}  // namespace atvoss::host
