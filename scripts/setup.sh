@@ -20,6 +20,7 @@ ATVOSS_PACKAGES=(
   libonnx-dev libprotobuf-dev python3-onnx python3-numpy
   chromium
   clang libclang-rt-14-dev  # the libFuzzer smoke test of the frame decoder (ctest)
+  libopenblas-dev libblis-dev libdnnl-dev  # bench_host_gemm's peers (the host backend itself needs only c++)
 )
 
 install_missing_packages() {

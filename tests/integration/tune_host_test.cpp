@@ -1,0 +1,70 @@
+// atvoss-tune on the host backend as a user runs it: real compiles, the real kernel runner,
+// results stored under this machine's fingerprinted target; bad input exits 2.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include "cli_harness.hpp"
+#include "core/json.hpp"
+
+namespace atvoss::cli_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TuneHostCli : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    // Calibration and compiled kernels stay in the build tree, shared across runs.
+    ::setenv("XDG_CACHE_HOME", ATVOSS_BIN_DIR "/../test-cache", 1);
+  }
+};
+
+const std::string kWorkload =
+    R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":40,"K":36},"epilogue":["bias","relu"]})";
+
+TEST_F(TuneHostCli, TunesOneWorkloadAndStoresItUnderTheHostTarget) {
+  const CliResult r = run_tool("atvoss-tune", "--target host --workload " + quote(kWorkload) +
+                                                  " --trials 6 --strategy random --seed 1 --db " + file("h.db") +
+                                                  " --export " + file("t.json") + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const Json out = Json::parse(r.out);
+  EXPECT_THAT(out.dump(), HasSubstr("\"host-"));
+  EXPECT_THAT(slurp(file("t.json")), HasSubstr("host-"));
+  EXPECT_THAT(slurp(file("t.json")), HasSubstr("micro_m"));
+  // A lookup with --target host finds them: the stored target is this machine's fingerprint.
+  const CliResult db = run_tool("atvoss-db", "--db " + file("h.db") + " --json best --target host --workload " +
+                                                 quote(kWorkload));
+  ASSERT_EQ(db.code, 0) << db.err;
+  EXPECT_THAT(db.out, HasSubstr("micro_m"));
+}
+
+TEST_F(TuneHostCli, RunsAJobSpecWithTargetHost) {
+  const Json spec = {
+      {"name", "tiny-host"},
+      {"target", "host"},
+      {"workloads",
+       Json::array({Json{{"workload", Json::parse(kWorkload)}},
+                    Json{{"workload", Json::parse(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":8,"N":16,"K":8},"epilogue":["add"]})")}}})},
+      {"trials", 8},
+      {"strategy", "random"},
+      {"seed", 3},
+      {"database", file("job.db")},
+      {"export", file("job-table.json")},
+      {"report", file("job.html")}};
+  const CliResult r = run_tool("atvoss-tune", quote(file("job.json", spec.dump())) + " --quiet");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_THAT(slurp(file("job-table.json")), HasSubstr("batch_matmul"));
+}
+
+TEST_F(TuneHostCli, AWorkloadTheHostCannotGenerateIsBadInput) {
+  const CliResult r = run_tool("atvoss-tune", "--target host --trials 2 --db " + file("x.db") + " --workload " +
+                                                  quote(R"({"op":"matmul","dims":{"M":8,"N":8,"K":8}})"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("dtype"));
+}
+
+}  // namespace
+}  // namespace atvoss::cli_test
