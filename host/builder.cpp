@@ -1,7 +1,5 @@
 #include "host/builder.hpp"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -15,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "host/digest.hpp"
 #include "host/machine.hpp"
 #include "host/process.hpp"
 
@@ -81,15 +80,7 @@ BuildResult build_one(const std::string& source, const BuildOptions& o, const fs
 std::string build_key(const std::string& source, const BuildOptions& options) {
   std::string text = source + "\n//" + compiler_of(options);
   for (const auto& f : options.flags) text += " " + f;
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : d) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
+  return sha256_hex(text);
 }
 
 std::vector<BuildResult> build_all(const std::vector<std::string>& sources, const BuildOptions& options) {

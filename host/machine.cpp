@@ -1,7 +1,5 @@
 #include "host/machine.hpp"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -18,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "host/digest.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -32,18 +31,6 @@ std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t");
   const auto e = s.find_last_not_of(" \t\r\n");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-std::string sha256_hex(const std::string& text) {
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> d{};
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), d.data());
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : d) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
 }
 
 // "32K", "1M", "32768K" -> bytes; 0 if unparsable.
