@@ -1,7 +1,5 @@
 #include "host/measure.hpp"
 
-#include <cmath>
-
 #include "host/codegen.hpp"
 #include "host/host_space.hpp"
 #include "host/operands.hpp"
@@ -26,10 +24,6 @@ Measurement run_built(const BuildResult& b, const SourceJob& job, const HostConf
     const double gflops = matmul_shape(job.workload).flops() / m.time_us * 1e-3;
     m.profile.compute_us = m.time_us;
     if (config.peak_gflops > 0) m.profile.cube_utilisation = gflops / config.peak_gflops;
-    double mean = 0, var = 0;
-    for (double r : m.repeats) mean += r / double(m.repeats.size());
-    for (double r : m.repeats) var += (r - mean) * (r - mean) / double(m.repeats.size());
-    m.profile.time_cv = mean > 0 ? std::sqrt(var) / mean : 0;
   }
   return m;
 }

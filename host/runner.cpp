@@ -76,6 +76,7 @@ Measurement run_kernel(const std::string& so_path, const Workload& w, const RunO
   Measurement m;
   m.time_us = j.at("time_us").get<double>();
   m.repeats = j.at("repeats").get<std::vector<double>>();
+  m.profile.time_cv = j.value("cv", 0.0);
   return m;
 }
 
