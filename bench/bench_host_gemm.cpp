@@ -8,10 +8,14 @@
 // (median of repeats, each >= 1 ms); the libraries in this process the same way.
 // Usage: bench_host_gemm [--trials N] [--quick] [--db FILE]
 #include <cblas.h>
+#include <dlfcn.h>
 #include <dnnl.hpp>
 
 extern "C" {
 #include <blis.h>
+// OpenBLAS's own controls (its cblas.h may be shadowed by BLIS's on the include path).
+void openblas_set_num_threads(int);
+char* openblas_get_config(void);
 }
 
 #include <algorithm>
@@ -163,6 +167,9 @@ int main(int argc, char** argv) {
   }
   openblas_set_num_threads(1);
   bli_thread_set_num_threads(1);
+  Dl_info where{};
+  ::dladdr(reinterpret_cast<void*>(&cblas_sgemm), &where);
+  std::printf("cblas_sgemm from %s (%s)\n", where.dli_fname ? where.dli_fname : "?", openblas_get_config());
   const Target& target = host::describe_machine();
   const double peak = target.peak_flops(DType::float32) / target.ai_cores * 1e-9;
   std::printf("machine %s (%s), measured single-core peak %.1f GFLOP/s, bandwidth %.1f GB/s, tuning trials %d\n",
