@@ -7,15 +7,13 @@
 // followed by a separate bias+GELU pass. atvoss kernels are timed by atvoss-kernel-runner
 // (median of repeats, each >= 1 ms); the libraries in this process the same way.
 // Usage: bench_host_gemm [--trials N] [--quick] [--db FILE]
-#include <cblas.h>
 #include <dlfcn.h>
+#include <omp.h>
+
 #include <dnnl.hpp>
 
 extern "C" {
 #include <blis.h>
-// OpenBLAS's own controls (its cblas.h may be shadowed by BLIS's on the include path).
-void openblas_set_num_threads(int);
-char* openblas_get_config(void);
 }
 
 #include <algorithm>
@@ -85,12 +83,34 @@ void bias_gelu_pass(float* c, const float* bias, std::int64_t m, std::int64_t n)
     for (std::int64_t j = 0; j < n; ++j) c[i * n + j] = float(host::gelu_reference(c[i * n + j] + bias[j]));
 }
 
+// OpenBLAS and BLIS both export cblas_sgemm; OpenBLAS is loaded by path with its own
+// symbol scope so that "OpenBLAS" is OpenBLAS (BLIS is called through bli_sgemm).
+struct OpenBlas {
+  void* handle = ::dlopen(ATVOSS_OPENBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  template <typename F>
+  F symbol(const char* name) const {
+    void* p = handle ? ::dlsym(handle, name) : nullptr;
+    if (!p) {
+      std::fprintf(stderr, "cannot load %s from %s\n", name, ATVOSS_OPENBLAS_LIBRARY);
+      std::exit(1);
+    }
+    return reinterpret_cast<F>(p);
+  }
+  // The CBLAS ABI: enums are ints (CblasRowMajor = 101, CblasNoTrans = 111), 32-bit indices.
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
+                         float*, int);
+  Sgemm sgemm = symbol<Sgemm>("cblas_sgemm");
+  void (*set_threads)(int) = symbol<void (*)(int)>("openblas_set_num_threads");
+  char* (*config)() = symbol<char* (*)()>("openblas_get_config");
+};
+
 struct Libraries {
+  OpenBlas ob;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
 
   void openblas(const Shape& s, host::Operands& o) const {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s.m), int(s.n), int(s.k), 1.0f, o.a.data(),
+    ob.sgemm(101, 111, 111, int(s.m), int(s.n), int(s.k), 1.0f, o.a.data(),
                 int(s.k), o.b.data(), int(s.n), 0.0f, o.c.data(), int(s.n));
   }
   void blis(const Shape& s, host::Operands& o) const {
@@ -151,7 +171,7 @@ void row(const std::string& shape, const std::string& impl, double flops, double
 }  // namespace
 
 int main(int argc, char** argv) {
-  ::setenv("OMP_NUM_THREADS", "1", 1);  // BLIS and oneDNN (OpenMP builds) on one thread
+  omp_set_num_threads(1);  // BLIS and oneDNN (OpenMP builds) on one thread
   int trials = 200;
   bool quick = false;
   std::string db = "bench_host_gemm.db";
@@ -165,11 +185,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  openblas_set_num_threads(1);
+  Libraries libs;
+  libs.ob.set_threads(1);
   bli_thread_set_num_threads(1);
-  Dl_info where{};
-  ::dladdr(reinterpret_cast<void*>(&cblas_sgemm), &where);
-  std::printf("cblas_sgemm from %s (%s)\n", where.dli_fname ? where.dli_fname : "?", openblas_get_config());
+  std::printf("OpenBLAS: %s (%s)\n", ATVOSS_OPENBLAS_LIBRARY, libs.ob.config());
   const Target& target = host::describe_machine();
   const double peak = target.peak_flops(DType::float32) / target.ai_cores * 1e-9;
   std::printf("machine %s (%s), measured single-core peak %.1f GFLOP/s, bandwidth %.1f GB/s, tuning trials %d\n",
@@ -184,7 +203,6 @@ int main(int argc, char** argv) {
                                {"bert 128x3072x768", 128, 3072, 768, {}},
                                {"bert 128x768x3072", 128, 768, 3072, {}}};
   if (quick) shapes = {shapes[0], shapes[3]};
-  Libraries libs;
   for (const Shape& s : shapes) {
     const Workload w = workload_of(s);
     host::Operands o = host::make_operands(w, 1);

@@ -48,7 +48,8 @@ TEST_F(TuneHostCli, RunsAJobSpecWithTargetHost) {
       {"workloads",
        Json::array({Json{{"workload", Json::parse(kWorkload)}},
                     Json{{"workload", Json::parse(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":8,"N":16,"K":8},"epilogue":["add"]})")}}})},
-      {"trials", 8},
+      {"trials", 12},
+      {"batch_size", 4},
       {"strategy", "random"},
       {"seed", 3},
       {"database", file("job.db")},
@@ -56,7 +57,10 @@ TEST_F(TuneHostCli, RunsAJobSpecWithTargetHost) {
       {"report", file("job.html")}};
   const CliResult r = run_tool("atvoss-tune", quote(file("job.json", spec.dump())) + " --quiet");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
-  EXPECT_THAT(slurp(file("job-table.json")), HasSubstr("batch_matmul"));
+  const std::string table = slurp(file("job-table.json"));
+  EXPECT_THAT(table, HasSubstr("batch_matmul")) << table;  // both tasks got trials and a best
+  EXPECT_THAT(table, HasSubstr("\"relu\"")) << table;
+  EXPECT_TRUE(std::filesystem::exists(file("job.html")));
 }
 
 TEST_F(TuneHostCli, AWorkloadTheHostCannotGenerateIsBadInput) {
