@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "core/atomic_file.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/coordinator.hpp"
 #include "rpc/log.hpp"
@@ -48,13 +49,10 @@ int main(int argc, char** argv) {
                                       (options.token ? " (token required)" : " (no token: loopback peers only)") +
                                       (options.http_port ? ", HTTP on " + std::to_string(farm.http_port()) : ""));
     if (!port_file.empty()) {
-      const std::string tmp = port_file + ".tmp";
-      {
-        std::ofstream out(tmp);
+      // Readers never see half a file.
+      atvoss::write_file_atomically(port_file, "--port-file", [&](std::ostream& out) {
         out << atvoss::Json{{"port", farm.port()}, {"http_port", farm.http_port()}}.dump() << "\n";
-        if (!out) throw atvoss::Error(atvoss::ErrorKind::io, "--port-file " + port_file + ": cannot write");
-      }
-      std::rename(tmp.c_str(), port_file.c_str());  // readers never see half a file
+      });
     }
     farm.wait();
     atvoss::rpc::log_line("farm", "stopped");
