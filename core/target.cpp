@@ -52,9 +52,9 @@ void for_each_integer(Target& t, F&& f) {
   f("l2_bytes", t.l2_bytes);
 }
 
-// The documented range of every numeric field (the table in examples/targets/README.md): wide enough for any part
-// an NPU could be, narrow enough that nothing the simulator multiplies overflows or turns
-// absurd. `zero_ok` fields may be 0 (a part without that path or figure); for the others
+// The documented range of every numeric field (the table in examples/targets/README.md):
+// wide enough for any part an NPU could be, narrow enough that nothing the simulator
+// multiplies overflows or turns absurd. `zero_ok` fields may be 0 (a part without that path or figure); for the others
 // the minimum is exclusive for real numbers (> 0) and inclusive for integers (>= 1).
 struct Range {
   double min, max;

@@ -20,7 +20,6 @@
 #include "core/error.hpp"
 #include "core/result_check.hpp"
 #include "core/user_paths.hpp"
-#include "core/result_check.hpp"
 #include "db/compact_json.hpp"
 #include "db/schema.hpp"
 #include "db/sqlite.hpp"

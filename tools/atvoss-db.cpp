@@ -210,7 +210,6 @@ void cmd_export(const TuningDatabase& db, const std::string& out, const std::str
 }
 
 void cmd_import(TuningDatabase& db, const std::vector<std::string>& files, bool json) {
-  for (const auto& file : files) require_input_file(file, "import");  // all named files, before any is read
   for (const auto& file : files) {
     MergeReport rep;
     if (is_kernel_tuner_cache(file)) {
@@ -285,8 +284,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     const bool writes = import_cmd->parsed() || merge->parsed() || prune->parsed() || vacuum->parsed();
+    // Every named file is checked before the database is opened (or created) and before any is read.
     if (!writes) require_input_file(db_path, "--db");
-    if (merge->parsed()) for (const auto& f : files) require_input_file(f, "merge");
+    for (const auto& f : files) require_input_file(f, import_cmd->parsed() ? "import" : "merge");
     auto db = TuningDatabase::open(db_path, writes ? OpenOptions{} : read_only());
     if (stats->parsed()) {
       cmd_stats(db, json);
