@@ -31,6 +31,7 @@
 
 #include <unistd.h>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "core/schedule_space.hpp"
@@ -188,18 +189,15 @@ inline bool read_cache(const std::string& path, const std::string& print, Ground
 
 inline void write_cache(const std::string& path, const std::string& print, const GroundTruth& g) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  // Per-process temporary name: two benches filling the same cache never share a file.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
+  // Two benches filling the same cache never share a temporary; readers never see half.
+  write_file_atomically(path, "ground-truth cache", [&](std::ostream& out) {
     out.precision(17);
     out << "atvoss-truth 1 " << g.time_us.size() << '\n' << print << '\n';
     for (double t : g.time_us) {
       if (std::isnan(t)) out << "x\n";
       else out << t << '\n';
     }
-  }
-  std::filesystem::rename(tmp, path);  // readers never see a half-written file
+  });
 }
 
 }  // namespace detail

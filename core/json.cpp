@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 
 namespace atvoss {
 
@@ -18,9 +19,11 @@ constexpr int kMaxJsonDepth = 256;
 
 // Refuses, while parsing, what nlohmann would silently accept: a key repeated in one
 // object (the last one would win unnoticed) and nesting beyond kMaxJsonDepth.
+// It also notes the last key read into *last_key, so that an error in a value (a number
+// beyond double) can name its field.
 class StrictChecks {
  public:
-  explicit StrictChecks(std::string_view what) : what_(what) {}
+  StrictChecks(std::string_view what, std::string* last_key) : what_(what), last_key_(last_key) {}
   bool operator()(int depth, Json::parse_event_t event, Json& parsed) {
     using E = Json::parse_event_t;
     if (depth > kMaxJsonDepth) fail("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -28,6 +31,7 @@ class StrictChecks {
     if (event == E::object_end && !keys_.empty()) keys_.pop_back();
     if (event == E::key && !keys_.empty()) {
       const std::string& key = parsed.get_ref<const std::string&>();
+      *last_key_ = key;
       if (!keys_.back().insert(key).second) fail("key '" + key + "' appears twice in one object");
     }
     return true;
@@ -36,25 +40,31 @@ class StrictChecks {
  private:
   [[noreturn]] void fail(const std::string& why) const { throw_bad_input(std::string(what_) + ": " + why); }
   std::string what_;
+  std::string* last_key_;
   std::vector<std::set<std::string>> keys_;
 };
+
+std::string after_field(const std::string& key) { return key.empty() ? "" : " (after field '" + key + "')"; }
 
 }  // namespace
 
 Json parse_json(std::string_view text, std::string_view what) {
+  std::string last_key;
   try {
-    return Json::parse(text.begin(), text.end(), StrictChecks(what));
+    return Json::parse(text.begin(), text.end(), StrictChecks(what, &last_key));
   } catch (const Json::parse_error& e) {
     throw Error(ErrorKind::bad_input,
-                std::string(what) + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                    e.what());
+                std::string(what) + ": invalid JSON at byte " + std::to_string(e.byte) +
+                    after_field(last_key) + ": " + e.what());
   } catch (const Json::exception& e) {
     // Well-formed text nlohmann still cannot hold, e.g. a number beyond double (1e400).
-    throw Error(ErrorKind::bad_input, std::string(what) + ": " + e.what());
+    const std::string field = last_key.empty() ? "" : " in field '" + last_key + "'";
+    throw Error(ErrorKind::bad_input, std::string(what) + field + ": " + e.what());
   }
 }
 
 Json load_json_file(const std::string& path) {
+  require_input_file(path, "file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::bad_input, path + ": cannot open file");
   std::ostringstream buf;
@@ -67,6 +77,7 @@ Json json_from_arg(const std::string& arg, std::string_view what) {
   if (first != std::string::npos && (arg[first] == '{' || arg[first] == '[')) {
     return parse_json(arg, what);
   }
+  require_input_file(arg, what);
   return load_json_file(arg);
 }
 

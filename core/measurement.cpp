@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/result_check.hpp"
 
 namespace atvoss {
 namespace {
@@ -105,6 +106,7 @@ Measurement Measurement::from_json(const Json& j) {
     }
   }
   if (j.contains("profile")) m.profile = Profile::from_json(j["profile"]);
+  check_result(m);
   return m;
 }
 

@@ -1,5 +1,9 @@
 #include "core/target.hpp"
 
+#include <iomanip>
+#include <sstream>
+#include <string_view>
+
 #include "core/error.hpp"
 
 namespace atvoss {
@@ -48,11 +52,44 @@ void for_each_integer(Target& t, F&& f) {
   f("l2_bytes", t.l2_bytes);
 }
 
-// Fields that may legitimately be zero (a part without that path or latency figure).
-bool may_be_zero(std::string_view n) {
-  return n == "l2_bytes_per_cycle" || n == "fixpipe_bytes_per_cycle" ||
-         n == "hbm_latency_cycles" || n == "l2_latency_cycles" || n == "mte1_start_cycles" ||
-         n == "mte2_copy_start_cycles" || n == "l2_bytes";
+// The documented range of every numeric field (the table in examples/targets/README.md):
+// wide enough for any part an NPU could be, narrow enough that nothing the simulator
+// multiplies overflows or turns absurd. `zero_ok` fields may be 0 (a part without that path or figure); for the others
+// the minimum is exclusive for real numbers (> 0) and inclusive for integers (>= 1).
+struct Range {
+  double min, max;
+  bool zero_ok;
+};
+
+Range range_of(std::string_view n) {
+  constexpr double kBytes = 1099511627776.0;  // 1 TiB
+  constexpr double kBytesPerCycle = 1048576;   // 1 MiB per cycle
+  if (n == "ai_cores" || n == "vector_cores") return {1, 4096, false};
+  if (n == "cube_m" || n == "cube_n" || n == "cube_k") return {1, 1024, false};
+  if (n == "max_buffers_per_queue") return {1, 64, false};
+  if (n == "l2_bytes") return {0, kBytes, true};
+  if (n.ends_with("_bytes")) return {1, kBytes, false};
+  if (n == "clock_ghz") return {0, 100, false};
+  if (n == "int8_rate" || n == "fp32_rate") return {0, 64, false};
+  if (n == "launch_us") return {0, 1e6, false};
+  if (n.ends_with("_bytes_per_cycle")) {
+    return {0, kBytesPerCycle, n == "l2_bytes_per_cycle" || n == "fixpipe_bytes_per_cycle"};
+  }
+  return {0, 1e9, true};  // start costs and latencies, in cycles
+}
+
+// bad_input naming the field and its range unless v lies in it (NaN never does).
+void check_range(const char* n, double v, const Json& given, bool integer) {
+  const Range r = range_of(n);
+  if ((r.zero_ok || integer ? v >= r.min : v > r.min) && v <= r.max) return;
+  std::ostringstream range;
+  range << std::setprecision(15);
+  if (integer) {
+    range << "an integer in " << r.min << ".." << r.max;
+  } else {
+    range << (r.zero_ok ? ">= " : "> ") << r.min << " and <= " << r.max;
+  }
+  throw_bad_input(std::string("target: field '") + n + "' must be " + range.str() + ", got " + given.dump());
 }
 
 }  // namespace
@@ -72,17 +109,12 @@ Target Target::from_json(const Json& j) {
   }
   for_each_number(t, [&](const char* n, double& v) {
     v = require_number(j, n, "target");
-    if (v < 0 || (v == 0 && !may_be_zero(n))) {
-      throw_bad_input(std::string("target: field '") + n + "' must be " +
-                      (may_be_zero(n) ? ">= 0" : "> 0") + ", got " + j[n].dump());
-    }
+    check_range(n, v, j[n], false);
   });
   for_each_integer(t, [&](const char* n, std::int64_t& v) {
     v = require_int(j, n, "target");
-    if (v < 0 || (v == 0 && !may_be_zero(n))) {
-      throw_bad_input(std::string("target: field '") + n + "' must be a positive integer, got " +
-                      j[n].dump());
-    }
+    // An unsigned above INT64_MAX reads back negative; judge the value as written.
+    check_range(n, j[n].is_number_unsigned() && v < 0 ? 1e300 : static_cast<double>(v), j[n], true);
   });
   if (j.contains("source")) {
     if (!j["source"].is_object()) throw_bad_input("target: field 'source' must be an object");

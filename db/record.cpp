@@ -28,6 +28,28 @@ TargetInfo TargetInfo::named(const std::string& name) {
   return TargetInfo{stable_key(description), name, description};
 }
 
+void TargetInfo::check() const {
+  if (description.is_object() && description.size() == 1 && description.contains("name")) {
+    if (description != named(name).description || key != named(name).key) {
+      throw_bad_input("record.target: key '" + key + "' and name '" + name +
+                      "' do not match the description " + description.dump() + " (edited?)");
+    }
+    return;
+  }
+  Target t;
+  try {
+    t = Target::from_json(description);
+  } catch (const Error& e) {
+    throw_bad_input("record.target: field 'description' is neither a name-only target {\"name\": ...} "
+                    "nor a target this build reads: " + std::string(e.what()));
+  }
+  if (t.key() != key || t.name != name) {
+    throw_bad_input("record.target: key '" + key + "' and name '" + name +
+                    "' do not match the description (its key is " + t.key() + ", name '" + t.name +
+                    "'; edited?)");
+  }
+}
+
 std::int64_t now_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();

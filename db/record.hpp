@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ struct TargetInfo {
   // A target known only by name (recorded GPU spaces): description {"name": name},
   // key = stable_key(description), so the same name has the same key everywhere.
   static TargetInfo named(const std::string& name);
+  // bad_input unless this is a target this build knows and its key matches its
+  // description: a name-only target ({"name": ...}, as named() makes) or a Target that
+  // Target::from_json reads, with key == Target::key(). Imports check it; stores from
+  // this build are consistent by construction.
+  void check() const;
 
   friend bool operator==(const TargetInfo& a, const TargetInfo& b) { return a.key == b.key; }
 };
@@ -69,6 +75,12 @@ struct Record {
   // bad_input naming the missing or mistyped field; rejects infrastructure statuses.
   static Record from_json(const Json& j);
 };
+
+// What an import asks beyond the record's own consistency: whether its schedule lies in
+// the workload's space on that target (given by its description). The database knows no
+// spaces, so the caller supplies this (backend::SpaceCheck). bad_input naming what is wrong.
+using RecordCheck = std::function<void(const Workload&, const Json& target_description,
+                                       const Schedule&, const Measurement&)>;
 
 // Filters for query/export. Empty optionals mean "any".
 struct RecordFilter {

@@ -1,9 +1,6 @@
 #include "db/table_export.hpp"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "db/table/schedule_table.hpp"
 
@@ -27,24 +24,12 @@ TableExportReport export_table(const TuningDatabase& db, const TargetInfo& targe
   header.tool_version = default_tool_version();
   const Json doc = table::make_table_json(header, entries);
 
-  // Write beside the destination and rename: a compiler loading the table meanwhile sees
-  // the old file or the new one, never a half-written one.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(ErrorKind::io, "export-table: cannot write '" + tmp + "'");
+  // A compiler loading the table meanwhile sees the old file or the new one, never half.
+  write_file_atomically(path, "export-table", [&](std::ostream& out) {
     // Header first, so that `head` on a table shows what it is (Json objects sort keys).
     out << "{\"header\": " << doc["header"].dump(1) << ",\n\"entries\": " << doc["entries"].dump(1)
         << "}\n";
-    out.flush();
-    if (!out) throw Error(ErrorKind::io, "export-table: write to '" + tmp + "' failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(ErrorKind::io, "export-table: cannot move the table into place at '" + path + "'");
-  }
+  });
   return TableExportReport{static_cast<std::int64_t>(entries.size()),
                            doc["header"]["checksum"].get<std::string>()};
 }

@@ -18,6 +18,8 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/result_check.hpp"
+#include "core/user_paths.hpp"
 #include "db/compact_json.hpp"
 #include "db/schema.hpp"
 #include "db/sqlite.hpp"
@@ -403,6 +405,7 @@ TuningDatabase TuningDatabase::open(const std::string& path, const OpenOptions& 
   if (!memory && (options.must_exist || options.read_only) && !std::filesystem::exists(path)) {
     throw Error(ErrorKind::not_found, "database " + path + " does not exist");
   }
+  if (!memory) require_output_file(path, "database");  // a directory, or no directory to create it in
   int flags = SQLITE_OPEN_NOMUTEX;  // one connection per thread: SQLite's own mutex is not needed
   flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   if (!memory) check_file_header(path);
@@ -806,8 +809,28 @@ Stats TuningDatabase::stats() const {
   });
 }
 
-MergeReport TuningDatabase::import_records(std::span<const Record> records) {
-  for (const Record& r : records) reject_infrastructure(r);
+namespace {
+
+// Validates r as import_jsonl documents; a bad_input is re-thrown prefixed with `where`.
+void validate_import(const Record& r, const RecordCheck& check, const std::string& where) {
+  try {
+    check_result(r.measurement);
+    r.target.check();
+    if (check) check(r.workload, r.target.description, r.schedule, r.measurement);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::bad_input) throw;
+    throw_bad_input(where + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+MergeReport TuningDatabase::import_records(std::span<const Record> records, const std::string& what,
+                                           const RecordCheck& check) {
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    reject_infrastructure(records[i]);
+    validate_import(records[i], check, what + ": record " + std::to_string(i + 1));
+  }
   return conn_->write([&] {
     MergeReport report;
     Writer w(*conn_);
@@ -914,7 +937,8 @@ Record parse_record_line(const std::string& line, const std::string& where) {
 
 }  // namespace
 
-MergeReport TuningDatabase::import_jsonl(std::istream& in, const std::string& what) {
+MergeReport TuningDatabase::import_jsonl(std::istream& in, const std::string& what,
+                                         const RecordCheck& check) {
   // Streams line by line inside one write transaction, so an export of any size imports in
   // bounded memory, and a bad line anywhere rolls everything back.
   bool consumed = false;
@@ -932,7 +956,10 @@ MergeReport TuningDatabase::import_jsonl(std::istream& in, const std::string& wh
     std::string line;
     for (std::int64_t n = 1; std::getline(in, line); ++n) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      count(report, w.put(parse_record_line(line, what + ":" + std::to_string(n)), now).second);
+      const std::string where = what + ":" + std::to_string(n);
+      const Record r = parse_record_line(line, where);
+      validate_import(r, check, where);
+      count(report, w.put(r, now).second);
     }
     if (in.bad()) throw Error(ErrorKind::io, what + ": read failed");
     return report;

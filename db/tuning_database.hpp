@@ -170,12 +170,16 @@ class TuningDatabase {
   // workload and target); returns the number written.
   std::int64_t export_jsonl(std::ostream& out, const RecordFilter& filter = {}) const;
   // Reads JSON lines written by export_jsonl, streaming, in one write transaction (other
-  // writers wait for it). All or nothing: a bad line (bad_input naming "<what>:<line>" and
-  // the field) leaves the database untouched. `what` names the source in errors.
-  MergeReport import_jsonl(std::istream& in, const std::string& what);
+  // writers wait for it). Every record is validated like a measured one: its measurement
+  // (core/result_check.hpp), its target (TargetInfo::check) and then `check`, which judges
+  // the schedule against the workload's space. All or nothing: a bad line (bad_input
+  // naming "<what>:<line>" and the field) leaves the database untouched. `what` names the
+  // source in errors.
+  MergeReport import_jsonl(std::istream& in, const std::string& what, const RecordCheck& check = {});
   // Stores records gathered elsewhere (e.g. a Kernel Tuner cache) in one transaction,
-  // with MergeReport accounting. Same rules as insert().
-  MergeReport import_records(std::span<const Record> records);
+  // with MergeReport accounting, validated as import_jsonl does ("<what>: record <n>").
+  MergeReport import_records(std::span<const Record> records, const std::string& what = "import",
+                             const RecordCheck& check = {});
 
   // Keeps the best k valid records per (workload, target) and deletes the rest, failed
   // records included unless keep_failed. Returns the number of records deleted.

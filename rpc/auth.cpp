@@ -13,6 +13,7 @@
 #include <openssl/sha.h>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 
 namespace atvoss::rpc {
 
@@ -63,6 +64,7 @@ void require_usable_token(std::string_view token, std::string_view source) {
 
 std::optional<std::string> load_token(const std::string& token_file) {
   if (!token_file.empty()) {
+    require_input_file(token_file, "--token-file");
     std::ifstream in(token_file, std::ios::binary);
     if (!in) throw Error(ErrorKind::io, "--token-file " + token_file + ": cannot read");
     std::ostringstream text;

@@ -12,9 +12,6 @@
 #include "db/tuning_database.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
-#ifdef ATVOSS_RPC_HAVE_TABLE
-#include "db/table/schedule_table.hpp"
-#endif
 
 namespace atvoss::rpc {
 
@@ -105,70 +102,10 @@ class DatabaseFarmLog final : public FarmLog {
   std::thread thread_;
 };
 
-// TuningDatabase is one-per-thread; HTTP requests arrive on any io thread.
-db::TuningDatabase& thread_database(const std::string& path) {
-  thread_local std::map<std::string, std::unique_ptr<db::TuningDatabase>> open;
-  auto& slot = open[path];
-  if (!slot) {
-    db::OpenOptions options;
-    options.must_exist = true;
-    slot = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(path, options));
-  }
-  return *slot;
-}
-
-db::TargetInfo resolve_target(const db::TuningDatabase& database, const std::string& target) {
-  if (auto by_key = database.target(target)) return *by_key;
-  const auto named = database.targets_named(target);
-  if (named.empty()) throw Error(ErrorKind::not_found, "target '" + target + "' has no records in this database");
-  return named.front();
-}
-
-Json best_answer(const db::TuningDatabase& database, const Json& request) {
-  require_object(request, "/v1/best");
-  const std::string target_arg = require_string(request, "target", "/v1/best");
-  const Workload workload = Workload::from_json(require_field(request, "workload", "/v1/best"));
-  const db::TargetInfo target = resolve_target(database, target_arg);
-  const auto exact = database.best(workload.key(), target.key, 1);
-  if (!exact.empty()) {
-    const db::Record& r = exact.front();
-    return Json{{"match", "exact"},           {"distance", 0.0},
-                {"workload", r.workload.to_json()}, {"schedule", r.schedule.to_json()},
-                {"time_us", r.measurement.time_us}, {"target", target.name},
-                {"target_key", target.key}};
-  }
-#ifdef ATVOSS_RPC_HAVE_TABLE
-  std::vector<table::TableEntry> entries;
-  for (const db::BestEntry& e : database.best_per_workload(target.key)) {
-    entries.push_back(table::TableEntry{e.workload, e.schedule, e.time_us});
-  }
-  table::TableHeader header;
-  header.target_key = target.key;
-  header.target_name = target.name;
-  const table::ScheduleTable nearest(header, std::move(entries));
-  const table::LookupResult found = nearest.lookup(workload);
-  if (found.kind != table::MatchKind::none && found.entry != nullptr) {
-    return Json{{"match", "nearest"},
-                {"distance", found.distance},
-                {"workload", found.entry->workload.to_json()},
-                {"schedule", found.entry->schedule.to_json()},
-                {"time_us", found.entry->time_us},
-                {"target", target.name},
-                {"target_key", target.key}};
-  }
-#endif
-  throw Error(ErrorKind::not_found, "no valid record for " + workload.label() + " on " + target.name +
-                                        " or any workload of the same op, dtype and epilogue");
-}
-
 }  // namespace
 
 std::unique_ptr<FarmLog> open_farm_log(const std::string& path) {
   return std::make_unique<DatabaseFarmLog>(path);
-}
-
-std::function<Json(const Json&)> make_best_handler(const std::string& db_path) {
-  return [db_path](const Json& request) { return best_answer(thread_database(db_path), request); };
 }
 
 }  // namespace atvoss::rpc

@@ -1,5 +1,4 @@
-// FarmLog: the coordinator's farm-wide record of every result it relays (--db), and the
-// /v1/best lookup over a tuning database. Results are handed to a background thread
+// FarmLog: the coordinator's farm-wide record of every result it relays (--db). Results are handed to a background thread
 // that stores them in batches (one transaction per batch), so the farm's dispatch path
 // never waits on SQLite. Infrastructure statuses are never stored (docs/architecture.md).
 // Threading: record() and note_target() are thread-safe and non-blocking; the database
@@ -27,10 +26,5 @@ class FarmLog {
 // Opens (creating if needed) the database at path now, so a bad path fails at start-up
 // (Error io/corrupt/bad_input from the database).
 std::unique_ptr<FarmLog> open_farm_log(const std::string& path);
-
-// The /v1/best handler over the database at path: {"target": name or key, "workload": {...}}
-// -> {"match":"exact"|"nearest","schedule","time_us","workload","target",...}.
-// Error(not_found) when the target or any comparable workload is unknown.
-std::function<Json(const Json&)> make_best_handler(const std::string& db_path);
 
 }  // namespace atvoss::rpc

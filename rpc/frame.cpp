@@ -21,7 +21,7 @@ void append_frame(std::string& out, const Json& message) {
   check_message(message, ErrorKind::internal);
   const std::size_t start = out.size();
   out.append(kHeaderBytes, '\0');
-  Json::to_msgpack(message, nlohmann::detail::output_adapter<char>(out));
+  Json::to_msgpack(message, out);  // appends: the string converts to nlohmann's output adapter
   const std::size_t length = out.size() - start - kHeaderBytes;
   if (length > 0xffffffffu) throw Error(ErrorKind::internal, "frame: message over 4 GiB");
   for (int i = 0; i < 4; ++i) {

@@ -149,7 +149,8 @@ bool FarmMetrics::is_success(std::string_view status) noexcept {
   return status == "ok" || status == "exact" || status == "nearest";
 }
 
-std::string FarmMetrics::prometheus() const {
+std::string FarmMetrics::prometheus_answers(std::string_view prefix_view) const {
+  const std::string prefix(prefix_view);
   const Json j = to_json();
   double sum_us = 0;
   std::uint64_t count = 0;
@@ -160,27 +161,36 @@ std::string FarmMetrics::prometheus() const {
   }
   std::ostringstream out;
   out.precision(17);  // exact doubles: a scraper must read back what we hold
-  family(out, "atvoss_farm_measurements_total", "counter", "Answers relayed to clients, by status.");
+  const std::string measured = prefix + "_measurements_total", errors = prefix + "_errors_total";
+  family(out, measured, "counter", "Answers relayed to clients, by status.");
   for (const auto& [status, n] : j["by_status"].items()) {
-    out << "atvoss_farm_measurements_total{status=\"" << label_value(status) << "\"} " << n.get<std::uint64_t>() << "\n";
+    out << measured << "{status=\"" << label_value(status) << "\"} " << n.get<std::uint64_t>() << "\n";
   }
-  family(out, "atvoss_farm_errors_total", "counter", "Answers that are not a success, and rejected connections, by kind.");
+  family(out, errors, "counter", "Answers that are not a success, and rejected connections, by kind.");
   for (const auto& [status, n] : j["by_status"].items()) {
     if (!is_success(status)) {
-      out << "atvoss_farm_errors_total{kind=\"" << label_value(status) << "\"} " << n.get<std::uint64_t>() << "\n";
+      out << errors << "{kind=\"" << label_value(status) << "\"} " << n.get<std::uint64_t>() << "\n";
     }
   }
   for (const auto& [reason, n] : j["rejected_connections"].items()) {
-    out << "atvoss_farm_errors_total{kind=\"rejected_" << label_value(reason) << "\"} " << n.get<std::uint64_t>() << "\n";
+    out << errors << "{kind=\"rejected_" << label_value(reason) << "\"} " << n.get<std::uint64_t>() << "\n";
   }
-  family(out, "atvoss_farm_measurements_per_second", "gauge", "Answers per second over the last 10 s.");
-  out << "atvoss_farm_measurements_per_second " << j["measurements_per_second"].get<double>() << "\n";
-  family(out, "atvoss_farm_latency_seconds", "summary",
+  family(out, prefix + "_measurements_per_second", "gauge", "Answers per second over the last 10 s.");
+  out << prefix << "_measurements_per_second " << j["measurements_per_second"].get<double>() << "\n";
+  const std::string latency = prefix + "_latency_seconds";
+  family(out, latency, "summary",
          "Submit-to-answer latency; quantiles over the last 4096 answers, sum and count over all.");
-  out << "atvoss_farm_latency_seconds{quantile=\"0.5\"} " << j["latency_p50_us"].get<double>() / 1e6 << "\n"
-      << "atvoss_farm_latency_seconds{quantile=\"0.99\"} " << j["latency_p99_us"].get<double>() / 1e6 << "\n"
-      << "atvoss_farm_latency_seconds_sum " << sum_us / 1e6 << "\n"
-      << "atvoss_farm_latency_seconds_count " << count << "\n";
+  out << latency << "{quantile=\"0.5\"} " << j["latency_p50_us"].get<double>() / 1e6 << "\n"
+      << latency << "{quantile=\"0.99\"} " << j["latency_p99_us"].get<double>() / 1e6 << "\n"
+      << latency << "_sum " << sum_us / 1e6 << "\n"
+      << latency << "_count " << count << "\n";
+  return out.str();
+}
+
+std::string FarmMetrics::prometheus() const {
+  const Json j = to_json();
+  std::ostringstream out;
+  out << prometheus_answers("atvoss_farm");
   const struct {
     const char* name;
     const char* key;
@@ -195,6 +205,16 @@ std::string FarmMetrics::prometheus() const {
   for (const auto& c : kCounters) {
     family(out, c.name, "counter", c.help);
     out << c.name << " " << j[c.key].get<std::uint64_t>() << "\n";
+  }
+  return out.str();
+}
+
+std::string prometheus_gauges(const std::vector<Gauge>& gauges) {
+  std::ostringstream out;
+  out.precision(17);
+  for (const Gauge& g : gauges) {
+    family(out, g.name, "gauge", g.help);
+    out << g.name << " " << g.value << "\n";
   }
   return out.str();
 }

@@ -38,6 +38,9 @@ class FarmMetrics {
   // Text exposition: HELP and TYPE on every family, latency in seconds as a summary with
   // _sum and _count, errors_total counting only statuses that are not a success.
   std::string prometheus() const;
+  // Only the answer families (by status, errors, rate, latency) named <prefix>_...: what a
+  // query server, which has no queue, workers or retries, has to say.
+  std::string prometheus_answers(std::string_view prefix) const;
   // ok, and the query server's exact/nearest: answers that are not errors.
   static bool is_success(std::string_view status) noexcept;
 
@@ -62,5 +65,13 @@ class FarmMetrics {
   std::uint64_t latency_count_ = 0;  // and _count
   Clock::time_point origin_ = Clock::now();
 };
+
+// One unlabelled gauge of the text exposition, e.g. the records in a database.
+struct Gauge {
+  std::string name, help;
+  double value = 0;
+};
+// HELP, TYPE and the value of each gauge.
+std::string prometheus_gauges(const std::vector<Gauge>& gauges);
 
 }  // namespace atvoss::rpc

@@ -4,6 +4,9 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -15,9 +18,9 @@
 #include <boost/beast/http.hpp>
 
 #include "core/error.hpp"
+#include "db/best_lookup.hpp"
 #include "db/tuning_database.hpp"
 #include "rpc/auth.hpp"
-#include "rpc/farm_log.hpp"
 #include "rpc/input_bounds.hpp"
 #include "rpc/log.hpp"
 #include "rpc/metrics.hpp"
@@ -383,6 +386,32 @@ void QueryServer::stop() {
 
 namespace {
 
+// TuningDatabase is one-per-thread; HTTP requests arrive on any io thread.
+db::TuningDatabase& thread_database(const std::string& path) {
+  thread_local std::map<std::string, std::unique_ptr<db::TuningDatabase>> open;
+  auto& slot = open[path];
+  if (!slot) {
+    db::OpenOptions options;
+    options.must_exist = true;
+    slot = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(path, options));
+  }
+  return *slot;
+}
+
+}  // namespace
+
+std::function<Json(const Json&)> make_best_handler(const std::string& db_path) {
+  return [db_path](const Json& request) {
+    require_object(request, "/v1/best");
+    const std::string target = require_string(request, "target", "/v1/best");
+    const Workload workload = Workload::from_json(require_field(request, "workload", "/v1/best"));
+    const db::TuningDatabase& database = thread_database(db_path);
+    return db::best_or_nearest(database, db::resolve_stored_target(database, target), workload).to_json();
+  };
+}
+
+namespace {
+
 // /v1/stats of a database server: what the database holds.
 Json database_stats(const std::string& path) {
   db::OpenOptions options;
@@ -395,6 +424,35 @@ Json database_stats(const std::string& path) {
               {"targets", st.targets},    {"workloads", st.workloads},
               {"records", st.records},    {"models", st.models},
               {"jobs", st.jobs},          {"by_status", std::move(by_status)}};
+}
+
+// Seconds since the epoch of the last change to the database file or its WAL: a commit
+// lands in the WAL first and in the file at a checkpoint.
+double last_write_seconds(const std::string& path) {
+  double latest = 0;
+  for (const std::string& f : {path, path + "-wal"}) {
+    std::error_code ec;
+    const auto t = std::filesystem::last_write_time(f, ec);
+    if (ec) continue;
+    const auto sys = std::chrono::file_clock::to_sys(t);
+    latest = std::max(latest, std::chrono::duration<double>(sys.time_since_epoch()).count());
+  }
+  return latest;
+}
+
+// /metrics of a database server: what the query endpoint answered, then what the
+// database holds (the farm's queue and worker counters mean nothing here).
+std::string database_metrics(const FarmMetrics& answers, const std::string& path) {
+  const Json st = database_stats(path);
+  return answers.prometheus_answers("atvoss_query") +
+         prometheus_gauges({
+             {"atvoss_db_records", "Records in the database.", st["records"].get<double>()},
+             {"atvoss_db_targets", "Targets in the database.", st["targets"].get<double>()},
+             {"atvoss_db_workloads", "Workloads in the database.", st["workloads"].get<double>()},
+             {"atvoss_db_models", "Cost models stored in the database.", st["models"].get<double>()},
+             {"atvoss_db_last_write_timestamp_seconds",
+              "Unix time of the last change to the database file or its WAL.", last_write_seconds(path)},
+         });
 }
 
 }  // namespace
@@ -418,7 +476,7 @@ void run_query_server(const QueryServerOptions& options) {
     }
   };
   handlers.stats = [path = options.db_path] { return database_stats(path); };
-  handlers.metrics = [metrics] { return metrics->prometheus(); };
+  handlers.metrics = [metrics, path = options.db_path] { return database_metrics(*metrics, path); };
   QueryServer server(io, options.host, options.port, options.token, std::move(handlers));
   log_line("query", "serving " + options.db_path + " on http://" + options.host + ":" +
                         std::to_string(server.port()));

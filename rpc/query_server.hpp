@@ -55,6 +55,12 @@ struct QueryServerOptions {
   int threads = 2;
 };
 
+// The /v1/best handler over the database at path (the farm's and `atvoss-db serve`'s):
+// {"target": name or key, "workload": {...}} -> db::BestAnswer::to_json() of
+// db::best_or_nearest (db/best_lookup.hpp). Error(not_found) when the target or any
+// comparable workload is unknown, Error(bad_input) when the target name is ambiguous.
+std::function<Json(const Json&)> make_best_handler(const std::string& db_path);
+
 // Serves a tuning database until SIGINT/SIGTERM (for `atvoss-db serve --db F`).
 // Throws Error(io) if the database cannot be opened or the port bound.
 void run_query_server(const QueryServerOptions& options);

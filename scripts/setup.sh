@@ -3,25 +3,35 @@
 # (only those missing), then configure and build. Sourced, not run directly.
 # BUILD_DIR (default build) and BUILD_TYPE (default Release) may be overridden;
 # ATVOSS_BUILD_TARGETS (default: everything) limits what is built, e.g. the demo's tools.
+# ATVOSS_WITH_TESTS=0 (demo.sh) installs and builds only the programs: no test or benchmark
+# packages (GoogleTest, Google Benchmark, Chromium, the ONNX Python modules, clang).
 set -euo pipefail
 
 ATVOSS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ATVOSS_ROOT/build}"
 BUILD_TYPE="${BUILD_TYPE:-Release}"
+ATVOSS_WITH_TESTS="${ATVOSS_WITH_TESTS:-1}"
 
+# What the programs need to build and run.
 # xgboost (the CLI) is listed because libxgboost-dev's CMake config references /usr/bin/xgboost.
 ATVOSS_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libxgboost-dev xgboost zlib1g-dev
-  libsqlite3-dev sqlite3
+  libsqlite3-dev
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
+  libonnx-dev libprotobuf-dev
+)
+# What only the tests and benchmarks need.
+ATVOSS_TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
-  libonnx-dev libprotobuf-dev python3-onnx python3-numpy
-  chromium
-  clang libclang-rt-14-dev  # the libFuzzer smoke test of the frame decoder (ctest)
+  sqlite3                     # the kill -9 resume test reads the database mid-job
+  python3-onnx python3-numpy  # the ONNX import tests build their models
+  chromium                    # the report test renders the HTML headless
+  clang libclang-rt-14-dev    # the libFuzzer smoke test of the frame decoder (ctest)
   libopenblas-dev libblis-dev libdnnl-dev  # bench_host_gemm's peers (the host backend itself needs only c++)
 )
+if [ "$ATVOSS_WITH_TESTS" = 1 ]; then ATVOSS_PACKAGES+=("${ATVOSS_TEST_PACKAGES[@]}"); fi
 
 install_missing_packages() {
   local missing=()
@@ -39,8 +49,16 @@ install_missing_packages() {
 configure_and_build() {
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
+  local with=OFF
+  [ "$ATVOSS_WITH_TESTS" = 1 ] && with=ON
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
-    cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >&2
+    cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+      -DATVOSS_BUILD_TESTS="$with" -DATVOSS_BUILD_BENCH="$with" >&2
+  elif ! grep -q "^ATVOSS_BUILD_TESTS:BOOL=$with\$" "$BUILD_DIR/CMakeCache.txt"; then
+    # A build dir set up by the demo gains its tests here (and keeps them afterwards).
+    if [ "$with" = ON ]; then
+      cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" -DATVOSS_BUILD_TESTS=ON -DATVOSS_BUILD_BENCH=ON >&2
+    fi
   fi
   local targets=()
   for t in ${ATVOSS_BUILD_TARGETS:-}; do targets+=(--target "$t"); done

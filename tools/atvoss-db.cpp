@@ -2,7 +2,8 @@
 //
 //   atvoss-db [--db FILE] [--json] <command> ...
 //     stats                                  records, targets, workloads per target and status
-//     best --workload W --target T [-k N]    fastest valid schedules of W on T
+//     best --workload W --target T [-k N]    fastest valid schedules of W on T (none: the
+//                                            nearest comparable workload's, as /v1/best answers)
 //     history --workload W [--target T]      every measurement of W, oldest first
 //     query [--op O] [--target T] [--status S] [--since TIME] [--limit N]
 //     export-table --target T -o FILE        runtime lookup table (db/table/schedule_table.hpp)
@@ -25,7 +26,11 @@
 #include <iostream>
 #include <sstream>
 
+#include "backend/space_check.hpp"
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
+#include "db/best_lookup.hpp"
 #include "db/kernel_tuner_cache.hpp"
 #include "db/table_export.hpp"
 #include "db/tuning_database.hpp"
@@ -162,6 +167,23 @@ void cmd_stats(const TuningDatabase& db, bool json) {
   }
 }
 
+// The best k records of w; without any, the one answer /v1/best gives (a comparable workload's).
+void cmd_best(const TuningDatabase& db, const Workload& w, const TargetInfo& target, int k, bool json) {
+  const auto records = db.best(w.key(), target.key, k);
+  if (!records.empty()) {
+    print_records(records, json);
+    return;
+  }
+  const BestAnswer nearest = best_or_nearest(db, target, w);
+  if (json) {
+    std::cout << nearest.to_json().dump(2) << "\n";
+    return;
+  }
+  std::cout << "no record of " << w.label() << " on " << target.name << "; nearest: "
+            << nearest.workload.label() << " " << nearest.schedule.to_json().dump() << " "
+            << fixed(nearest.time_us) << " us (distance " << fixed(nearest.distance, 3) << ")\n";
+}
+
 void cmd_export_table(const TuningDatabase& db, const std::string& target_arg, const std::string& out,
                       bool json) {
   const TargetInfo target = resolve_target(db, target_arg);
@@ -182,15 +204,7 @@ void cmd_export(const TuningDatabase& db, const std::string& out, const std::str
   if (out.empty() || out == "-") {
     n = db.export_jsonl(std::cout, f);
   } else {
-    const std::string tmp = out + ".tmp";
-    {
-      std::ofstream file(tmp, std::ios::trunc);
-      if (!file) throw Error(ErrorKind::io, "export: cannot write '" + tmp + "'");
-      n = db.export_jsonl(file, f);
-      file.flush();
-      if (!file) throw Error(ErrorKind::io, "export: write to '" + tmp + "' failed");
-    }
-    std::filesystem::rename(tmp, out);
+    write_file_atomically(out, "export -o", [&](std::ostream& file) { n = db.export_jsonl(file, f); });
   }
   std::cerr << "exported " << n << " record(s)\n";
 }
@@ -199,11 +213,11 @@ void cmd_import(TuningDatabase& db, const std::vector<std::string>& files, bool 
   for (const auto& file : files) {
     MergeReport rep;
     if (is_kernel_tuner_cache(file)) {
-      rep = db.import_records(read_kernel_tuner_cache(file));
+      rep = db.import_records(read_kernel_tuner_cache(file), file, atvoss::backend::SpaceCheck{});
     } else {
       std::ifstream in(file);
       if (!in) throw Error(ErrorKind::io, "import: cannot open '" + file + "'");
-      rep = db.import_jsonl(in, file);
+      rep = db.import_jsonl(in, file, atvoss::backend::SpaceCheck{});
     }
     print_report(("import " + file).c_str(), rep, json);
   }
@@ -263,18 +277,21 @@ int main(int argc, char** argv) {
 
   return atvoss::tools::run_cli(app, argc, argv, [&]() -> int {
     if (serve->parsed()) {
+      require_input_file(db_path, "--db");
       serve_options.db_path = db_path;
       serve_options.token = atvoss::rpc::load_token(token_file);
       atvoss::rpc::run_query_server(serve_options);
       return 0;
     }
     const bool writes = import_cmd->parsed() || merge->parsed() || prune->parsed() || vacuum->parsed();
+    // Every named file is checked before the database is opened (or created) and before any is read.
+    if (!writes) require_input_file(db_path, "--db");
+    for (const auto& f : files) require_input_file(f, import_cmd->parsed() ? "import" : "merge");
     auto db = TuningDatabase::open(db_path, writes ? OpenOptions{} : read_only());
     if (stats->parsed()) {
       cmd_stats(db, json);
     } else if (best->parsed()) {
-      const Workload w = resolve_workload(db, workload_arg);
-      print_records(db.best(w.key(), resolve_target(db, target_arg).key, k), json);
+      cmd_best(db, resolve_workload(db, workload_arg), resolve_target(db, target_arg), k, json);
     } else if (history->parsed()) {
       const Workload w = resolve_workload(db, workload_arg);
       std::optional<std::string> t;
@@ -306,6 +323,11 @@ int main(int argc, char** argv) {
       else std::cout << result << "\n";
       return result == "ok" ? 0 : 1;
     } else if (vacuum->parsed()) {
+      // VACUUM copies what it can read: on a damaged file it would bury the damage.
+      const std::string result = db.integrity_check();
+      if (result != "ok") {
+        throw Error(ErrorKind::corrupt, db.path() + " fails check, so vacuum refuses to rewrite it:\n" + result);
+      }
       db.vacuum();
       if (!json) std::cout << "vacuumed " << db.path() << "\n";
     }

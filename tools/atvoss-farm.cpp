@@ -6,6 +6,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "core/atomic_file.hpp"
+#include "core/user_paths.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/coordinator.hpp"
 #include "rpc/log.hpp"
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   return atvoss::tools::run_cli(app, argc, argv, [&] {
     atvoss::rpc::set_log_enabled(!quiet);
     options.token = atvoss::rpc::load_token(token_file);
+    if (!port_file.empty()) atvoss::require_output_file(port_file, "--port-file");  // before listening
     options.grace = std::chrono::milliseconds(grace_ms);
     options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
     options.login_timeout = std::chrono::milliseconds(login_timeout_ms);
@@ -48,13 +51,10 @@ int main(int argc, char** argv) {
                                       (options.token ? " (token required)" : " (no token: loopback peers only)") +
                                       (options.http_port ? ", HTTP on " + std::to_string(farm.http_port()) : ""));
     if (!port_file.empty()) {
-      const std::string tmp = port_file + ".tmp";
-      {
-        std::ofstream out(tmp);
+      // Readers never see half a file.
+      atvoss::write_file_atomically(port_file, "--port-file", [&](std::ostream& out) {
         out << atvoss::Json{{"port", farm.port()}, {"http_port", farm.http_port()}}.dump() << "\n";
-        if (!out) throw atvoss::Error(atvoss::ErrorKind::io, "--port-file " + port_file + ": cannot write");
-      }
-      std::rename(tmp.c_str(), port_file.c_str());  // readers never see half a file
+      });
     }
     farm.wait();
     atvoss::rpc::log_line("farm", "stopped");

@@ -26,6 +26,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "costmodel/cost_model.hpp"
 #include "costmodel/workload_groups.hpp"
 #include "costmodel/metrics.hpp"
@@ -227,6 +228,7 @@ int main(int argc, char** argv) {
   common(in);
   in->add_option("--top", a.top, "features to list");
   return atvoss::tools::run_cli(app, argc, argv, [&] {
+    atvoss::require_input_file(a.db, "--db");  // every command reads an existing database
     if (tr->parsed()) return train(a);
     if (ev->parsed()) return eval(a);
     return inspect(a);

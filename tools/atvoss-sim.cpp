@@ -23,6 +23,7 @@
 #include <iostream>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "backend/backend.hpp"
 #include "backend/sweep.hpp"
 #include "backend/targets.hpp"
@@ -122,7 +123,9 @@ int cmd_eval(const Inputs& in) {
       out = error_line(line, e.what());
       bad = true;
     }
-    std::cout << out.dump() << '\n';
+    // An error message quotes the line, which may not be UTF-8: replace such bytes (U+FFFD)
+    // rather than let dump() throw and end the run.
+    std::cout << out.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
     if (std::cin.rdbuf()->in_avail() <= 0) std::cout.flush();
   }
   std::cout.flush();
@@ -136,6 +139,7 @@ int cmd_sweep(const Inputs& in) {
   const backend::SweepOptions options{in.limit, in.seed, in.repeat, backend::MeasureOptions{in.noise}};
   std::ofstream file;
   if (!in.csv.empty()) {
+    require_output_file(in.csv, "--csv");
     file.open(in.csv);
     if (!file) throw Error(ErrorKind::io, "sweep: cannot write '" + in.csv + "'");
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "db/best_lookup.hpp"
 #include "db/tuning_database.hpp"
 #include "backend/targets.hpp"
 
@@ -24,13 +25,10 @@ inline db::TargetInfo resolve_target(const db::TuningDatabase& db, const std::st
   if (arg[0] == '{' || is_preset(arg) || std::filesystem::is_regular_file(arg)) {
     return db::TargetInfo::from_target(backend::load_target(arg));
   }
-  if (auto t = db.target(arg)) return *t;
-  const auto named = db.targets_named(arg);
-  if (named.size() == 1) return named.front();
-  if (named.size() > 1) {
-    std::string keys;
-    for (const auto& t : named) keys += " " + t.key;
-    throw_bad_input("--target '" + arg + "' names several targets in " + db.path() + "; pass a key:" + keys);
+  try {
+    return db::resolve_stored_target(db, arg);  // as /v1/best resolves it
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::not_found) throw;
   }
   std::string presets;
   for (const auto& n : backend::target_names()) presets += (presets.empty() ? "" : ", ") + n;

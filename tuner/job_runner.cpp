@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
@@ -395,13 +396,13 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   for (const auto& t : tasks.tasks()) {
     (void)backend::required_default(t.workload, target);
   }
+  // The spec names where output goes; a missing directory is the user's to create.
+  require_output_file(spec.database, "job spec: field 'database'");
+  require_output_file(spec.export_path, "job spec: field 'export'");
+  require_output_file(spec.report_path, "job spec: field 'report'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   std::unique_ptr<Measurer> measurer =
       options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
-  for (const auto* p : {&spec.database, &spec.export_path, &spec.report_path}) {
-    const auto dir = std::filesystem::path(*p).parent_path();
-    if (!dir.empty()) std::filesystem::create_directories(dir);
-  }
   Job job(spec, options, std::move(target), std::move(tasks), std::move(measurer));
   return job.run();
 }

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 
 namespace atvoss::tuner {
@@ -301,16 +302,8 @@ std::string render_report(const ReportData& d) {
 }
 
 void write_report(const ReportData& data, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(ErrorKind::io, "report: cannot write '" + tmp + "'");
-    f << render_report(data);
-    if (!f.flush()) throw Error(ErrorKind::io, "report: write to '" + tmp + "' failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error(ErrorKind::io, "report: cannot rename to '" + path + "': " + ec.message());
+  const std::string html = render_report(data);
+  write_file_atomically(path, "report", [&](std::ostream& out) { out << html; });
 }
 
 }  // namespace atvoss::tuner

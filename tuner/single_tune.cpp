@@ -3,6 +3,7 @@
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "db/table_export.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/strategy_setup.hpp"
@@ -17,6 +18,8 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec) {
   limits::check("--batch-size", spec.batch_size, limits::batch_size);
   limits::check("--early-stopping", spec.early_stopping, limits::early_stopping);
   if (spec.db.empty()) throw_bad_input("--db must name a database file");
+  require_output_file(spec.db, "--db");
+  if (!spec.export_path.empty()) require_output_file(spec.export_path, "--export");
   SingleTuneOutcome out{Workload::from_json(spec.workload), backend::load_target(spec.target), {}};
   const ScheduleSpace space = backend::space_for(out.workload, out.target);
   auto measurer = make_job_measurer(spec.farm);

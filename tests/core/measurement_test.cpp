@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+
 #include "core/error.hpp"
+#include "core/result_check.hpp"
 
 namespace atvoss {
 namespace {
@@ -19,6 +23,39 @@ TEST(MeasurementTest, JsonRoundTrip) {
   EXPECT_EQ(back.repeats.size(), 3u);
   EXPECT_DOUBLE_EQ(back.profile.l1_hit_rate, 0.75);
   EXPECT_EQ(back.profile.kernels, 3);
+}
+
+// Results no run can produce: each is refused with the field named, from JSON and by check_result().
+TEST(MeasurementTest, ImpossibleResultsAreRefusedNamingTheField) {
+  const struct {
+    const char* json;
+    const char* field;
+  } cases[] = {
+      {R"({"status":"ok","time_us":-5,"repeats":[]})", "'time_us'"},
+      {R"({"status":"ok","time_us":0})", "'time_us'"},
+      {R"({"status":"ok","time_us":5,"repeats":[4,6,-1]})", "'repeats'"},
+      {R"({"status":"ok","time_us":50,"repeats":[4,5,6]})", "'time_us' (50)"},
+      {R"({"status":"ok","time_us":1,"repeats":[4,5,6]})", "between the smallest"},
+      {R"({"status":"compile_error","repeats":[0]})", "'repeats'"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.json);
+    try {
+      Measurement::from_json(parse_json(c.json, "t"));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << e.what();
+    }
+  }
+  Measurement inf;
+  inf.time_us = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(check_result(inf), Error);
+  // A median, a mean and a result without repeats are all fine.
+  EXPECT_NO_THROW(Measurement::from_json(parse_json(R"({"status":"ok","time_us":5,"repeats":[4,6]})", "t")));
+  EXPECT_NO_THROW(Measurement::from_json(parse_json(R"({"status":"ok","time_us":4.5,"repeats":[4,4,5.5]})", "t")));
+  EXPECT_NO_THROW(Measurement::from_json(parse_json(R"({"status":"ok","time_us":7})", "t")));
+  EXPECT_NO_THROW(Measurement::from_json(parse_json(R"({"status":"timeout"})", "t")));
 }
 
 TEST(MeasurementTest, TaxonomyKeepsKindsApart) {

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "core/error.hpp"
+#include "core/result_check.hpp"
 
 namespace atvoss {
 namespace {
@@ -115,6 +116,7 @@ constexpr const char* kKernelTuner = R"({
   "cache": {
     "32,fast,0.5": {"block": 32, "method": "fast", "scale": 0.5, "time": 2.0, "times": [1.9, 2.1]},
     "64,slow,1.5": {"block": 64, "method": "slow", "scale": 1.5, "time": 0.5},
+    "32,fast,1.5": {"block": 32, "method": "fast", "scale": 1.5, "time": 4.0, "times": [3.1, 3.3]},
     "64,fast,0.5": {"block": 64, "method": "fast", "scale": 0.5, "time": "CompilationFailedConfig"},
     "32,slow,0.5": {"block": 32, "method": "slow", "scale": 0.5, "time": "RuntimeFailedConfig"}
   }
@@ -132,6 +134,11 @@ TEST(RecordedSpaceTest, KernelTunerMapsValuesAndConvertsMs) {
   ASSERT_TRUE(m.ok());
   EXPECT_DOUBLE_EQ(m.time_us, 2000.0);
   EXPECT_EQ(m.repeats, (std::vector<double>{1900.0, 2100.0}));
+  // "time" taken apart from "times" (host-side, as in pnpoly): the times are not its repeats.
+  const auto host = rs->measure(sched({{"block", 32}, {"method", 0}, {"scale", 1}}));
+  EXPECT_DOUBLE_EQ(host.time_us, 4000.0);
+  EXPECT_EQ(host.repeats, (std::vector<double>{4000.0}));
+  EXPECT_NO_THROW(check_result(host));
   EXPECT_DOUBLE_EQ(*rs->optimum_us(), 500.0);
   EXPECT_EQ(rs->measure(sched({{"block", 64}, {"method", 0}, {"scale", 0}})).status,
             Status::compile_error);
@@ -175,7 +182,7 @@ TEST(RecordedSpaceTest, LoadReadsFilesAndCachesByPath) {
   auto a = RecordedSpace::load(csv);
   EXPECT_EQ(a.get(), RecordedSpace::load(csv).get());
   EXPECT_EQ(a->recorded_count(), 3u);
-  EXPECT_EQ(RecordedSpace::load(gz)->recorded_count(), 4u);
+  EXPECT_EQ(RecordedSpace::load(gz)->recorded_count(), 5u);
 }
 
 TEST(RecordedSpaceTest, MissingFileIsIoError) {

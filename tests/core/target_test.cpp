@@ -50,7 +50,14 @@ TEST(TargetTest, EveryBadFieldIsNamed) {
       {"mistyped", "clock_ghz", "fast", "'clock_ghz' must be a number"},
       {"negative", "hbm_bytes_per_cycle", -1, "'hbm_bytes_per_cycle' must be > 0"},
       {"fractional_int", "ai_cores", 2.5, "'ai_cores' must be an integer"},
-      {"zero_cores", "ai_cores", 0, "'ai_cores' must be a positive integer"},
+      {"zero_cores", "ai_cores", 0, "'ai_cores' must be an integer in 1..4096"},
+      {"cores_beyond_int", "ai_cores", 2147483648LL, "'ai_cores' must be an integer in 1..4096, got 2147483648"},
+      {"cores_beyond_int64", "vector_cores", 18446744073709551615ULL, "got 18446744073709551615"},
+      {"absurd_clock", "clock_ghz", 1e300, "'clock_ghz' must be > 0 and <= 100"},
+      {"negative_latency", "hbm_latency_cycles", -3, "'hbm_latency_cycles' must be >= 0"},
+      {"huge_buffer", "l1_bytes", 1LL << 50, "'l1_bytes' must be an integer in 1..1099511627776"},
+      {"zero_launch", "launch_us", 0, "'launch_us' must be > 0"},
+      {"nan_as_text", "fp32_rate", "NaN", "'fp32_rate' must be a number"},
       {"organisation", "organisation", "fused", "'organisation'"},
       {"unknown", "warp_size", 32, "unknown field 'warp_size'"},
   };
@@ -69,6 +76,44 @@ TEST(TargetTest, EveryBadFieldIsNamed) {
       EXPECT_TRUE(e.is_bad_input());
       EXPECT_THAT(e.what(), testing::HasSubstr(c.expect));
     }
+  }
+}
+
+// Every numeric field has a range: its documented bounds are accepted, a step past either
+// bound is refused naming the field.
+TEST(TargetTest, EveryNumericFieldHasBounds) {
+  int fields = 0;
+  const Json full = full_target();
+  for (const auto& [name, value] : full.items()) {
+    if (!value.is_number()) continue;
+    ++fields;
+    SCOPED_TRACE(name);
+    Json huge = full_target();
+    huge[name] = value.is_number_integer() ? Json(std::int64_t{1} << 62) : Json(1e200);
+    EXPECT_THROW(Target::from_json(huge), Error);
+    Json negative = full_target();
+    negative[name] = -1;
+    try {
+      Target::from_json(negative);
+      ADD_FAILURE() << "accepted -1";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), testing::HasSubstr("'" + name + "'"));
+    }
+  }
+  EXPECT_EQ(fields, 28);
+}
+
+TEST(TargetTest, FieldBeyondDoubleInTheTextIsNamed) {
+  std::string text = full_target().dump();
+  const auto at = text.find("\"clock_ghz\":1.0");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 15, "\"clock_ghz\":1e400");
+  try {
+    Target::from_json(parse_json(text, "target.json"));
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_THAT(e.what(), testing::HasSubstr("field 'clock_ghz'"));
   }
 }
 

@@ -408,6 +408,56 @@ TEST_P(TuningDatabaseTest, ImportLineMissingAFieldNamesItAndStoresNothing) {
   EXPECT_EQ(db().stats().records, 1);  // the good first line was not stored either
 }
 
+// Every imported record is validated like a measured one; the first bad one refuses the
+// whole batch, naming its line, and the caller's space check sees each record.
+TEST_P(TuningDatabaseTest, ImportValidatesEveryRecordAndRefusesTheBatchWhole) {
+  db().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5, {4, 5, 6})),
+                                  record(w2_, npu_a_, tiles(2, 2), ok_us(7))});
+  std::stringstream exported;
+  db().export_jsonl(exported);
+  std::string first, second;
+  std::getline(exported, first);
+  std::getline(exported, second);
+  auto copy = TuningDatabase::open(":memory:");
+  const auto refused = [&](const std::string& lines, const RecordCheck& check) -> std::string {
+    std::stringstream in(lines);
+    try {
+      copy.import_jsonl(in, "in.jsonl", check);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+      return e.what();
+    }
+    return "";
+  };
+  Json negative = parse_json(second, "line");
+  negative["measurement"]["time_us"] = -5;
+  EXPECT_THAT(refused(first + "\n" + negative.dump() + "\n", {}), HasSubstr("in.jsonl:2: measurement: field 'time_us'"));
+  Json renamed = parse_json(second, "line");
+  renamed["target"]["name"] = "npu-z";  // key and description still say npu-a
+  EXPECT_THAT(refused(first + "\n" + renamed.dump() + "\n", {}), HasSubstr("in.jsonl:2: record.target"));
+  std::vector<std::string> seen;
+  const RecordCheck outside_w2 = [&](const Workload& w, const Json& target, const Schedule&, const Measurement&) {
+    seen.push_back(target.at("name").get<std::string>());
+    if (w == w2_) throw_bad_input("record: field 'schedule' is not in the space");
+  };
+  EXPECT_THAT(refused(first + "\n" + second + "\n", outside_w2), HasSubstr("in.jsonl:2: record: field 'schedule'"));
+  EXPECT_EQ(seen, (std::vector<std::string>{"npu-a", "npu-a"}));
+  EXPECT_EQ(copy.stats().records, 0);
+
+  Record bad = record(w2_, npu_a_, tiles(3, 3), ok_us(7));
+  bad.measurement.time_us = 0;
+  const std::vector<Record> batch{record(w1_, npu_a_, tiles(3, 3), ok_us(5)), bad};
+  try {
+    copy.import_records(batch, "cache.json");
+    FAIL() << "import_records accepted a zero time";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cache.json: record 2: measurement: field 'time_us'"));
+  }
+  EXPECT_EQ(copy.stats().records, 0);
+  std::stringstream both(first + "\n" + second + "\n");
+  EXPECT_EQ(copy.import_jsonl(both, "in.jsonl").added, 2);
+}
+
 TEST_P(TuningDatabaseTest, ImportRefusesInfrastructureStatusesAndForeignFormats) {
   const std::string cases[] = {
       R"({"format":"atvoss-record","format_version":1,"workload":{"op":"matmul","dims":{"M":1,"N":1,"K":1}},)"

@@ -68,6 +68,23 @@ TEST(DbServe, AnswersBestFromTheDatabaseWithToken) {
   EXPECT_DOUBLE_EQ(answer.at("time_us").get<double>(),
                    expected[0].at("measurement").at("time_us").get<double>());
 
+  // /metrics: the lookups it answered and what the database holds, not a farm's zeros.
+  const HttpReply metrics = http(port, "GET", "/metrics", kToken);
+  ASSERT_EQ(metrics.status, 200);
+  const auto gauge = [&](const std::string& name) {
+    const auto at = metrics.body.find("\n" + name + " ");
+    if (at == std::string::npos) return -1.0;
+    return std::stod(metrics.body.substr(at + name.size() + 2));
+  };
+  EXPECT_EQ(gauge("atvoss_db_records"), 24);
+  EXPECT_EQ(gauge("atvoss_db_targets"), 1);
+  EXPECT_EQ(gauge("atvoss_db_workloads"), 1);
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(gauge("atvoss_db_last_write_timestamp_seconds"), now - 600);
+  EXPECT_LT(gauge("atvoss_db_last_write_timestamp_seconds"), now + 5);
+  EXPECT_THAT(metrics.body, testing::HasSubstr("atvoss_query_measurements_total{status=\"exact\"} 1\n"));
+  EXPECT_THAT(metrics.body, testing::Not(testing::HasSubstr("atvoss_farm_")));
+
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait_for(10s), std::optional<int>(0));
 }

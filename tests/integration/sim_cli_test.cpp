@@ -96,6 +96,23 @@ TEST_F(SimCliTest, EvalBadLinesGetErrorResultsAndExit2) {
   for (int i = 1; i <= 4; ++i) EXPECT_EQ(out[i]["status"], "error");
 }
 
+// A line that is not UTF-8 is a bad line like any other: an error result in its place,
+// exit 2 at the end, and the lines after it are still evaluated.
+TEST_F(SimCliTest, EvalInvalidUtf8LineGetsAnErrorAndTheRunGoesOn) {
+  const std::string input = std::string(kGood) + "\n" + "{\"tile_m\xff\xfe\":64}\n" + "\xc3\x28\x80\n" +
+                            std::string(kGood).insert(1, "\"\xed\xa0\x80\":1,") + "\n" + kGood + "\n";
+  const Result r = run("atvoss-sim", "eval --target ascend910b --workload " + quote(kMatmul), input);
+  EXPECT_EQ(r.code, 2) << r.err;
+  const auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 5u) << r.out << r.err;
+  EXPECT_EQ(out[0]["status"], "ok");
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(out[i]["status"], "error");
+    EXPECT_THAT(out[i]["message"].get<std::string>(), HasSubstr("line " + std::to_string(i + 1) + ":"));
+  }
+  EXPECT_EQ(out[4]["status"], "ok");
+}
+
 TEST_F(SimCliTest, SweepWritesCsvOfValidPoints) {
   const std::string csv = (dir_ / "sweep.csv").string();
   const Result r = run("atvoss-sim", "sweep --target ascend910 --limit 50 --seed 3 --csv " + csv +
@@ -155,6 +172,74 @@ TEST_F(SimCliTest, BadInputExits2WithAMessage) {
     const Result r = run(c.tool, c.args);
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.expect));
+  }
+}
+
+// Every path the user names, in atvoss-sim, atvoss-analyze, atvoss-tune and atvoss-model:
+// missing or a directory is exit 2 naming it, and no directory is created for an output.
+TEST_F(SimCliTest, MissingPathsAndDirectoriesExitTwoAndCreateNothing) {
+  std::filesystem::create_directories(dir_ / "adir");
+  const std::string adir = quote((dir_ / "adir").string());
+  const std::string nope = quote((dir_ / "nope.json").string());
+  const std::string job = file("job.json", R"({"name":"j","target":"ascend910","model":"mlp","trials":4,)"
+                                           R"("database":")" + (dir_ / "out" / "j.db").string() + R"("})");
+  const struct {
+    const char* name;
+    std::string tool, args, says;
+  } cases[] = {
+      {"workload file missing", "atvoss-sim", "space --workload " + nope, "does not exist"},
+      {"workload is a directory", "atvoss-sim", "space --workload " + adir, "is a directory"},
+      {"target is a directory", "atvoss-sim", "space --target " + adir + " --workload " + quote(kMatmul), "is a directory"},
+      {"csv into a missing directory", "atvoss-sim", "sweep --limit 2 --workload " + quote(kMatmul) + " --csv " + quote((dir_ / "out" / "s.csv").string()), "does not exist"},
+      {"analyze workload is a directory", "atvoss-analyze", "--workload " + adir, "is a directory"},
+      {"job file missing", "atvoss-tune", nope, "does not exist"},
+      {"job file is a directory", "atvoss-tune", adir, "is a directory"},
+      {"job database in a missing directory", "atvoss-tune", quote(job), "field 'database'"},
+      {"tune db in a missing directory", "atvoss-tune", "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " + quote((dir_ / "out" / "t.db").string()), "does not exist"},
+      {"tune db is a directory", "atvoss-tune", "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " + adir, "is a directory"},
+      {"tune export into a missing directory", "atvoss-tune", "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " + quote((dir_ / "t.db").string()) + " --export " + quote((dir_ / "out" / "t.json").string()), "does not exist"},
+      {"model db missing", "atvoss-model", "inspect --db " + nope + " --target ascend910", "does not exist"},
+      {"model db is a directory", "atvoss-model", "train --db " + adir + " --target ascend910", "is a directory"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Result r = run(c.tool, c.args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.says));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "t.db"));  // validated before the database is created
+}
+
+// Target numbers that overflow or are absurd: exit 2 naming the field, from a file and inline,
+// in atvoss-sim and in atvoss-tune (which must not create its database either).
+TEST_F(SimCliTest, AbsurdTargetNumbersExit2NamingTheField) {
+  const struct {
+    const char* name;
+    std::string text, field;
+  } cases[] = {
+      {"clock beyond double", R"({"preset":"ascend910","clock_ghz":1e400})", "clock_ghz"},
+      {"absurd clock", R"({"preset":"ascend910","clock_ghz":1e30})", "'clock_ghz' must be > 0 and <= 100"},
+      {"cores beyond int", R"({"preset":"ascend910","ai_cores":2147483648})", "'ai_cores' must be an integer in 1..4096"},
+      {"negative buffer", R"({"preset":"ascend910","ub_bytes":-262144})", "'ub_bytes'"},
+      {"NaN as text", R"({"preset":"ascend910","hbm_bytes_per_cycle":"NaN"})", "'hbm_bytes_per_cycle' must be a number"},
+      {"NaN as token", R"({"preset":"ascend910","launch_us":NaN})", "invalid JSON"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string target = file("target.json", c.text);
+    Result r = run("atvoss-sim", "space --target " + quote(target) + " --workload " + quote(kMatmul));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.field));
+    r = run("atvoss-sim", "space --target " + quote(c.text) + " --workload " + quote(kMatmul));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.field));
+    const std::string db = (dir_ / "tune.db").string();
+    r = run("atvoss-tune", "--target " + quote(target) + " --workload " + quote(kMatmul) +
+                               " --trials 4 --quiet --db " + quote(db));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.field));
+    EXPECT_FALSE(std::filesystem::exists(db));
   }
 }
 

@@ -74,10 +74,10 @@ TEST(Frame, BadPayloadsAreProtocolErrors) {
     const char* why;
   } kCases[] = {
       {"not_msgpack", std::string("\xc1\xc1\xc1", 3), "not valid MessagePack"},
-      {"array_not_object", [] { std::string s; Json::to_msgpack(Json::array({1}), nlohmann::detail::output_adapter<char>(s)); return s; }(), "not an object"},
-      {"no_type", [] { std::string s; Json::to_msgpack(Json{{"a", 1}}, nlohmann::detail::output_adapter<char>(s)); return s; }(), "'type'"},
-      {"type_not_string", [] { std::string s; Json::to_msgpack(Json{{"type", 1}}, nlohmann::detail::output_adapter<char>(s)); return s; }(), "'type'"},
-      {"trailing_garbage", [] { std::string s; Json::to_msgpack(Json{{"type", "x"}}, nlohmann::detail::output_adapter<char>(s)); return s + "zz"; }(), "MessagePack"},
+      {"array_not_object", [] { std::string s; Json::to_msgpack(Json::array({1}), s); return s; }(), "not an object"},
+      {"no_type", [] { std::string s; Json::to_msgpack(Json{{"a", 1}}, s); return s; }(), "'type'"},
+      {"type_not_string", [] { std::string s; Json::to_msgpack(Json{{"type", 1}}, s); return s; }(), "'type'"},
+      {"trailing_garbage", [] { std::string s; Json::to_msgpack(Json{{"type", "x"}}, s); return s + "zz"; }(), "MessagePack"},
   };
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name);
@@ -119,7 +119,7 @@ TEST(Frame, RandomPayloadsReachTheDecoderAndNeverCrashIt) {
   Json::to_msgpack(Json{{"type", "submit"},
                         {"items", Json::array({Json{{"id", 1}, {"target", "T"}, {"request", Json::binary({1, 2, 3})}},
                                                Json{{"id", -2.5}, {"target", nullptr}, {"x", {true, false}}}})}},
-                   nlohmann::detail::output_adapter<char>(real));
+                   real);
   int decoded = 0, refused = 0;
   for (int round = 0; round < 4000; ++round) {
     std::string payload;

@@ -223,6 +223,26 @@ TEST(Metrics, ExpositionParsesStrictlyWithSecondsAndHonestErrors) {
   EXPECT_EQ(value_of(families, "atvoss_farm_measurements_total", "atvoss_farm_measurements_total", {{"status", "ok"}}), 2);
 }
 
+// What `atvoss-db serve` exposes: the answer families under its own prefix, then database
+// gauges; together they parse strictly, and none of the farm's queue counters appear.
+TEST(Metrics, QueryServerExpositionIsAnswersAndGaugesOnly) {
+  FarmMetrics m;
+  m.count_measured("exact");
+  m.count_measured("not_found");
+  m.add_latency(2000.0);
+  const std::string text =
+      m.prometheus_answers("atvoss_query") +
+      prometheus_gauges({{"atvoss_db_records", "Records.", 4092}, {"atvoss_db_last_write_timestamp_seconds", "Last write.", 1.7e9}});
+  Exposition families;
+  ASSERT_NO_THROW(families = parse_exposition(text)) << text;
+  expect_well_formed(families);
+  EXPECT_EQ(value_of(families, "atvoss_db_records", "atvoss_db_records"), 4092);
+  EXPECT_EQ(value_of(families, "atvoss_query_measurements_total", "atvoss_query_measurements_total", {{"status", "exact"}}), 1);
+  EXPECT_DOUBLE_EQ(value_of(families, "atvoss_query_latency_seconds", "atvoss_query_latency_seconds_sum"), 0.002);
+  for (const auto& [name, family] : families) EXPECT_EQ(name.rfind("atvoss_farm", 0), std::string::npos) << name;
+  EXPECT_EQ(families.count("atvoss_query_submitted_total"), 0u);
+}
+
 TEST(Metrics, StatusLabelsAreBounded) {
   FarmMetrics m;
   for (int i = 0; i < 1000; ++i) m.count_measured("status_" + std::to_string(i));

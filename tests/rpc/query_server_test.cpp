@@ -99,7 +99,26 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
   EXPECT_EQ(Json::parse(nearest.second).at("match"), "nearest");
   EXPECT_EQ(get(o.port, "/v1/best?target=ascend910", "Bearer qs-token").first, 400);
   EXPECT_EQ(get(o.port, "/nothing", "Bearer qs-token").first, 404);
-  EXPECT_THAT(get(o.port, "/metrics", "Bearer qs-token").second, testing::HasSubstr("atvoss_farm_latency_seconds"));
+  // /metrics of a database server: its lookups and the database's gauges, no farm families.
+  const std::string metrics = get(o.port, "/metrics", "Bearer qs-token").second;
+  EXPECT_THAT(metrics, testing::HasSubstr("\natvoss_query_latency_seconds_count 2\n"));
+  EXPECT_THAT(metrics, testing::HasSubstr("\natvoss_db_records 2\n"));
+  EXPECT_THAT(metrics, testing::Not(testing::HasSubstr("atvoss_farm_")));
+
+  // A name two stored targets share is refused as `atvoss-db best` refuses it, listing the
+  // keys; the server used to answer from whichever came first.
+  {
+    auto database = db::TuningDatabase::open(path);
+    Measurement m;
+    m.time_us = 5;
+    m.repeats = {5};
+    const db::TargetInfo twin{"00000000000000ff", "ascend910", Json{{"name", "ascend910"}, {"rev", 2}}};
+    database.insert(db::Record(w, twin, Schedule({{"tile_m", 16}}), m));
+  }
+  const auto ambiguous = get(o.port, exact, "Bearer qs-token");
+  EXPECT_EQ(ambiguous.first, 400) << ambiguous.second;
+  EXPECT_THAT(ambiguous.second, testing::HasSubstr("00000000000000ff"));
+  EXPECT_THAT(ambiguous.second, testing::HasSubstr(target.key()));
 
   std::raise(SIGTERM);  // run_query_server's signal_set turns it into a clean stop
   server.join();

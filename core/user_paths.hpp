@@ -1,0 +1,21 @@
+// User-named paths: the checks a tool makes before it reads or writes a file the user
+// named, so that a missing file, a directory where a file belongs or a missing parent
+// directory is bad input (exit 2) with a message naming the flag or field and the path,
+// never a stray io error or a parse error about an empty file. Nothing here creates a
+// directory: the user says where output goes, and a missing directory is theirs to make.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace atvoss {
+
+// bad_input unless path names an existing entry that is not a directory. `what` names
+// the flag or field, e.g. "--workload" or "import".
+void require_input_file(const std::string& path, std::string_view what);
+
+// bad_input if path is a directory, or if its parent directory does not exist or is not
+// a directory. The file itself may or may not exist.
+void require_output_file(const std::string& path, std::string_view what);
+
+}  // namespace atvoss
