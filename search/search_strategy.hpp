@@ -122,6 +122,10 @@ struct StrategyOptions {
   // one or two steps (a coordinate sweep of the incumbent): categorical knobs such as
   // pnpoly's between_method have no order, so their best value may be far in index.
   double tpe_local_wide = 0.0;
+  // Probability that a neighbour also moves a second knob (one or two steps): optima that
+  // need two knobs changed together (pnpoly: between_method and tile_size) are not
+  // reachable through one-knob moves whose intermediate point is worse.
+  double tpe_local_pair = 0.0;
   // After this many evaluations without a new best (0: never), candidates are drawn
   // uniformly from the space instead of from l: the incumbent's basin looks exhausted, so
   // l/g ranks fresh regions (a restart that keeps what was learnt).

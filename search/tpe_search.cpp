@@ -148,6 +148,9 @@ class TpeSearch final : public StrategyBase {
       const std::size_t knob = rng()() % p.size();
       if (uniform01() < options().tpe_local_wide) jump_knob(p, knob);
       else mutate_knob(p, knob);
+      if (p.size() > 1 && uniform01() < options().tpe_local_pair) {
+        mutate_knob(p, (knob + 1 + rng()() % (p.size() - 1)) % p.size());
+      }
       add(std::move(p));
     }
     for (std::size_t tries = 0; out.size() < total && tries < 8 * total; ++tries) {
