@@ -56,6 +56,8 @@ const std::map<std::string, std::function<void(search::StrategyOptions&, double)
       {"tpe_univariate_share", [](auto& o, double v) { o.tpe_univariate_share = v; }},
       {"tpe_categorical_max", [](auto& o, double v) { o.tpe_categorical_max = static_cast<int>(v); }},
       {"tpe_stall", [](auto& o, double v) { o.tpe_stall = static_cast<int>(v); }},
+      {"tpe_local_wide", [](auto& o, double v) { o.tpe_local_wide = v; }},
+      {"tpe_local_pair", [](auto& o, double v) { o.tpe_local_pair = v; }},
       {"prior_weight", [](auto& o, double v) { o.prior_weight = v; }},
       {"epsilon", [](auto& o, double v) { o.epsilon = v; }},
   };

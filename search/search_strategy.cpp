@@ -32,6 +32,8 @@ void check_options(const StrategyOptions& o) {
   if (!(o.tpe_univariate_share >= 0 && o.tpe_univariate_share <= 1)) fail("tpe_univariate_share", "in [0, 1]");
   if (o.tpe_categorical_max < 0) fail("tpe_categorical_max", ">= 0");
   if (o.tpe_local_top < 1) fail("tpe_local_top", ">= 1");
+  if (!(o.tpe_local_wide >= 0 && o.tpe_local_wide <= 1)) fail("tpe_local_wide", "in [0, 1]");
+  if (!(o.tpe_local_pair >= 0 && o.tpe_local_pair <= 1)) fail("tpe_local_pair", "in [0, 1]");
   if (o.tpe_stall < 0) fail("tpe_stall", ">= 0");
   if (!(o.tpe_local_share >= 0 && o.tpe_local_share <= 1)) fail("tpe_local_share", "in [0, 1]");
   if (!(o.prior_weight >= 0)) fail("prior_weight", ">= 0");

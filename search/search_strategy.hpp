@@ -118,6 +118,14 @@ struct StrategyOptions {
   double tpe_univariate_share = 0.0;
   // Neighbours are taken around this many of the best trials.
   int tpe_local_top = 4;
+  // Share of those neighbours whose knob jumps to any other value of its list instead of
+  // one or two steps (a coordinate sweep of the incumbent): categorical knobs such as
+  // pnpoly's between_method have no order, so their best value may be far in index.
+  double tpe_local_wide = 0.0;
+  // Probability that a neighbour also moves a second knob (one or two steps): optima that
+  // need two knobs changed together (pnpoly: between_method and tile_size) are not
+  // reachable through one-knob moves whose intermediate point is worse.
+  double tpe_local_pair = 0.0;
   // After this many evaluations without a new best (0: never), candidates are drawn
   // uniformly from the space instead of from l: the incumbent's basin looks exhausted, so
   // l/g ranks fresh regions (a restart that keeps what was learnt).

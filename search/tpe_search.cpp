@@ -145,13 +145,26 @@ class TpeSearch final : public StrategyBase {
     const std::size_t tops = std::min<std::size_t>(centres.size(), static_cast<std::size_t>(options().tpe_local_top));
     for (std::size_t tries = 0; out.size() < local && tries < 8 * total && tops > 0; ++tries) {
       Point p = centres[rng()() % tops];
-      mutate_knob(p, rng()() % p.size());
+      const std::size_t knob = rng()() % p.size();
+      if (uniform01() < options().tpe_local_wide) jump_knob(p, knob);
+      else mutate_knob(p, knob);
+      if (p.size() > 1 && uniform01() < options().tpe_local_pair) {
+        mutate_knob(p, (knob + 1 + rng()() % (p.size() - 1)) % p.size());
+      }
       add(std::move(p));
     }
     for (std::size_t tries = 0; out.size() < total && tries < 8 * total; ++tries) {
       add(restart ? space().random_point(rng()) : univariate ? l.sample_marginal(rng()) : l.sample(rng()));
     }
     return out;
+  }
+
+  // Moves one knob of p to a uniformly drawn other value of its list.
+  void jump_knob(Point& p, std::size_t knob) {
+    const int n = sizes_[knob];
+    if (n <= 1) return;
+    const int v = static_cast<int>(rng()() % static_cast<std::uint64_t>(n - 1));
+    p[knob] = v >= p[knob] ? v + 1 : v;
   }
 
   // True if the last tpe_stall evaluations brought no new best.

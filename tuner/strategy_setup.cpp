@@ -1,5 +1,6 @@
 #include "tuner/strategy_setup.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "costmodel/cost_model.hpp"
@@ -75,6 +76,31 @@ std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& 
 }
 
 bool uses_model(const std::string& name) { return name == "model-guided" || name == "ensemble"; }
+bool uses_prior(const std::string& name) { return name == "tpe"; }
+
+// Records of the same op that are not this (workload, target)'s own history (the session
+// observes that) and whose schedules lie in the space, newest first, within the config's
+// cap and up to the watermark; *upto becomes the newest id looked at, as transfer_groups.
+std::vector<search::Trial> prior_trials(const db::TuningDatabase& db, const ScheduleSpace& space,
+                                        const Workload& workload, const Target& target,
+                                        const StrategyConfig& config, std::int64_t* upto) {
+  const auto own_target = db::TargetInfo::from_target(target).key;
+  db::RecordFilter filter;
+  filter.op = workload.op();
+  filter.limit = 20 * static_cast<std::int64_t>(config.max_prior);  // bounds the decode on a big database
+  *upto = config.transfer_upto.value_or(0);
+  std::vector<search::Trial> out;
+  for (const auto& r : db.query(filter)) {
+    if (config.transfer_upto && r.id > *config.transfer_upto) continue;
+    if (!config.transfer_upto) *upto = std::max(*upto, r.id);
+    const bool own = r.workload.key() == workload.key() && r.target.key == own_target;
+    if (own || is_infrastructure_error(r.measurement.status) || !space.point_of(r.schedule)) continue;
+    if (static_cast<int>(out.size()) < config.max_prior) {
+      out.push_back({r.schedule, r.measurement.status, r.measurement.time_us});
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -91,6 +117,9 @@ StrategySetup::StrategySetup(const ScheduleSpace& space, const Workload& workloa
     tap_ = std::make_shared<ModelTap>(costmodel::make_cost_model(config.cost_model, config.seed));
     options.model_factory = [tap = tap_] { return std::make_unique<TappedModel>(tap); };
     options.transfer_groups = transfer_groups(db, workload, target, config, &transfer_upto_);
+  }
+  if (uses_prior(config.name)) {
+    options.prior_trials = prior_trials(db, space, workload, target, config, &transfer_upto_);
   }
   strategy_ = search::make_strategy(config.name, space, options);
 }

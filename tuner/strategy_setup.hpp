@@ -1,6 +1,9 @@
 // StrategySetup: builds the SearchStrategy of one workload with what the database
 // knows — transfer data (records of the target's other workloads, so a
-// model-guided search starts informed from its first round) — and taps the
+// model-guided search starts informed from its first round), or for strategies that
+// take a prior (tpe) the results of related workloads: the same op measured as another
+// workload or on another target, whose schedules lie in this space (the same kernel on
+// another GPU, a related shape) — and taps the
 // strategy's cost model so every refit is saved to the models table with its
 // training-set size. Threading: the tuner thread that owns the strategy.
 #pragma once
@@ -25,8 +28,10 @@ struct StrategyConfig {
   // (the best first). Bounds the first fit's cost on a large database.
   int transfer_per_workload = 64;
   int max_transfer = 4000;
-  // Resume: take transfer records only up to this record id, the watermark of the
-  // setup being restored, so the restored model is fit on exactly the same data.
+  // Prior (tpe): at most this many related records, the newest first.
+  int max_prior = 2000;
+  // Resume: take transfer or prior records only up to this record id, the watermark of
+  // the setup being restored, so the restored strategy starts from exactly the same data.
   std::optional<std::int64_t> transfer_upto;
 };
 
@@ -39,7 +44,7 @@ class StrategySetup {
   StrategySetup& operator=(StrategySetup&&) noexcept;
 
   search::SearchStrategy& strategy() { return *strategy_; }
-  // The id of the newest record the transfer data may include (StrategyConfig::transfer_upto
+  // The id of the newest record the transfer data or the prior may include (StrategyConfig::transfer_upto
   // of a resumed setup; 0 for a database that had no records).
   std::int64_t transfer_upto() const { return transfer_upto_; }
   // Saves the cost model to db if it was refit since the last call. Returns true if saved.

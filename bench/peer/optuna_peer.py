@@ -52,8 +52,10 @@ def load_space(path):
 def make_sampler(name, seed):
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
-    if name == "tpe-mv":
+    if name == "tpe-mv":  # Optuna's recommended setting for correlated parameters
         return optuna.samplers.TPESampler(seed=seed, multivariate=True)
+    if name.startswith("tpe-mv-s"):  # multivariate, n_startup_trials set (e.g. tpe-mv-s20)
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=int(name[len("tpe-mv-s"):]))
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "cmaes":
@@ -61,7 +63,7 @@ def make_sampler(name, seed):
     raise SystemExit("unknown sampler " + name)
 
 
-def run_one(space, sampler_name, seed, budget):
+def run_one(space, sampler_name, seed, budget, ask_factor):
     keys, domains, table, optimum = space
     study = optuna.create_study(sampler=make_sampler(sampler_name, seed), direction="minimize")
     measured = {}
@@ -69,9 +71,10 @@ def run_one(space, sampler_name, seed, budget):
     ask_s, asks = 0.0, 0
     # Absent and repeated proposals are free but not cheap: TPE re-proposes measured
     # configurations more and more as it converges (on convolution, 4 of 5 asks by 100
-    # evaluations), and each ask costs O(trials). A run stops after max_asks proposals; its
-    # later budgets then hold the best it found (the CSV's evals column says where it stopped).
-    max_asks = 4 * budget
+    # evaluations), and each ask costs O(trials). A run stops after ask_factor x budget
+    # proposals; its later budgets then hold the best it found (the CSV's evals column says
+    # where it stopped).
+    max_asks = ask_factor * budget
     while len(curve) < budget and asks < max_asks:
         t0 = time.perf_counter()
         trial = study.ask()
@@ -130,6 +133,7 @@ def main():
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--csv", required=True)
     ap.add_argument("--time-at", type=int, default=0)
+    ap.add_argument("--ask-factor", type=int, default=4, help="stop a run after this many asks per budgeted evaluation")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with open(args.csv, "w") as out:
@@ -146,7 +150,7 @@ def main():
                     out.flush()
                     continue
                 for seed in range(args.seed_base, args.seed_base + args.seeds):
-                    curve, ms, evals = run_one(space, s, seed, args.budget)
+                    curve, ms, evals = run_one(space, s, seed, args.budget, args.ask_factor)
                     out.write("%s,optuna-%s,%d,%s,%.2f,%d\n" % (name, s, seed, ",".join("%.4f" % at(curve, b) for b in BUDGETS), ms, evals))
                     out.flush()
                     print(name, s, seed, "%.3f" % at(curve, 100), "%.1f ms" % ms, file=sys.stderr, flush=True)

@@ -53,7 +53,7 @@ def main():
         line += "%10.3f %12.2f" % (low, sum(ms) / len(ms))
         print(line)
 
-    # Optuna runs stop after 4x budget asks (optuna_peer.py); say where that cut a budget short.
+    # Optuna runs stop after --ask-factor x budget asks (optuna_peer.py); say where that cut a budget short.
     for s in strategies:
         stopped = {b: sum(1 for k in common if "evals" in by[s][k] and by[s][k]["evals"] and int(by[s][k]["evals"]) < b)
                    for b in budgets}

@@ -121,11 +121,15 @@ TEST(TpeSearchTest, LearnsTheFailingRegion) {
 
 TEST(TpeSearchTest, EveryModeProposesNewValidPointsDeterministically) {
   const auto space = bowl_space();
-  StrategyOptions modes[4];
+  StrategyOptions modes[6];
   modes[0].tpe_univariate_share = 1;
   modes[1].tpe_categorical_max = 8;
   modes[2].tpe_stall = 1;
   modes[3].tpe_local_share = 1;
+  modes[4].tpe_local_wide = 1;
+  modes[4].tpe_local_share = 1;
+  modes[5].tpe_local_pair = 1;
+  modes[5].tpe_local_share = 1;
   for (auto& o : modes) {
     o.seed = 9;
     auto a = make_strategy("tpe", space, o);
