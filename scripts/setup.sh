@@ -18,6 +18,7 @@ ATVOSS_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev python3-onnx python3-numpy
+  pybind11-dev python3-dev python3-pytest python3-setuptools  # the Python package (python/)
   chromium
   clang libclang-rt-14-dev  # the libFuzzer smoke test of the frame decoder (ctest)
 )
