@@ -48,8 +48,7 @@ class Schedule(Mapping[str, int]):
 
 class ScheduleSpace:
     backend: str
-    def __init__(self, description: Mapping[str, Any], workload: Optional[Workload] = ...,
-                 target: Optional[Target] = ..., backend: str = ...) -> None: ...
+    def __init__(self, description: Mapping[str, Any], _space: Any = ...) -> None: ...
     @classmethod
     def of(cls, workload: _WorkloadLike, target: _TargetLike) -> ScheduleSpace: ...
     @classmethod

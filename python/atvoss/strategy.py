@@ -109,11 +109,10 @@ def register_strategy(name: Optional[str] = None, priority: Optional[int] = None
         if isinstance(rank, bool) or not isinstance(rank, int):
             raise TypeError("register_strategy: priority must be an int")
 
-        def make(space_json: str, workload_json: str, target_json: str, seed: int) -> SearchStrategy:
+        def make(space: Any, workload_json: str, target_json: str, seed: int) -> SearchStrategy:
             w = loads(workload_json)
             workload = Workload(w) if w else None
-            target = Target.from_json(target_json)
-            return cls(ScheduleSpace(loads(space_json), workload, target), workload, target, seed)
+            return cls(ScheduleSpace._wrap(space), workload, Target.from_json(target_json), seed)
 
         def can_apply(workload_json: str, target_json: str) -> bool:
             return bool(cls.can_apply(Workload(loads(workload_json)), Target.from_json(target_json)))

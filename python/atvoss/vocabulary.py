@@ -196,26 +196,27 @@ class ScheduleSpace:
     """The knobs and values of one (workload, target) and their validity check
     (core/schedule_space.hpp). ``ScheduleSpace.of(workload, target)`` asks the backend that
     serves the pair; ``space.check(schedule)`` says whether a schedule is valid and why not.
+    A space read back with from_json has knobs only: check and default need ``of``.
     """
 
-    __slots__ = ("_json", "_workload", "_target", "backend")
+    __slots__ = ("_json", "_space", "backend")
 
-    def __init__(self, description: Mapping[str, Any], workload: Optional[Workload] = None,
-                 target: Optional[Target] = None, backend: str = "") -> None:
+    def __init__(self, description: Mapping[str, Any], _space: Any = None) -> None:
         self._json = dict(description)
         if "knobs" not in self._json:
             raise ValueError("schedule space: field 'knobs' is missing")
-        self._workload = workload
-        self._target = target
-        self.backend = backend
+        self._space = _space
+        self.backend = _space.backend if _space is not None else ""
 
     @classmethod
     def of(cls, workload: Union[Workload, Mapping[str, Any], str],
            target: Union[Target, str, Mapping[str, Any]]) -> "ScheduleSpace":
         """The space of workload on target."""
-        w, t = as_workload(workload), as_target(target)
-        text, backend = _atvoss.space_of(dumps(w.to_json()), t._arg())
-        return cls(loads(text), w, t, backend)
+        return cls._wrap(_atvoss.Space.of(dumps(as_workload(workload).to_json()), as_target(target)._arg()))
+
+    @classmethod
+    def _wrap(cls, space: Any) -> "ScheduleSpace":
+        return cls(loads(space.describe()), space)
 
     @classmethod
     def from_json(cls, value: Union[Mapping[str, Any], str]) -> "ScheduleSpace":
@@ -238,17 +239,17 @@ class ScheduleSpace:
 
     def check(self, schedule: Union[Schedule, Mapping[str, int]]) -> Tuple[bool, str]:
         """(ok, reason): whether schedule is valid here; ValueError for unknown knobs."""
-        if self._workload is None or self._target is None:
-            raise ValueError("check: this space was built from JSON; use ScheduleSpace.of(workload, target)")
-        s = as_schedule(schedule)
-        return _atvoss.check_schedule(dumps(self._workload.to_json()), self._target._arg(), dumps(s.to_json()))
+        if self._space is None:
+            raise ValueError("check: this space was read from JSON; use ScheduleSpace.of(workload, target)")
+        values = schedule.to_json() if isinstance(schedule, Schedule) else schedule
+        if not isinstance(values, Mapping):
+            raise TypeError("check: schedule must be a Schedule or a mapping of knob values")
+        return self._space.check(values)
 
     def default(self) -> Optional[Schedule]:
         """The vendor-style default schedule, or None where the backend has none."""
-        if self._workload is None or self._target is None:
-            return None
-        text = _atvoss.default_schedule(dumps(self._workload.to_json()), self._target._arg())
-        return None if text is None else Schedule(loads(text))
+        values = None if self._space is None else self._space.default()
+        return None if values is None else Schedule(values)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ScheduleSpace) and other._json["knobs"] == self._json["knobs"]

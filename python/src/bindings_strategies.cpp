@@ -8,9 +8,12 @@
 // policy's name and traceback; KeyboardInterrupt passes through unchanged.
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <set>
 #include <stdexcept>
 
+#include "backend/backend.hpp"
+#include "backend/targets.hpp"
 #include "bindings.hpp"
 #include "core/error.hpp"
 #include "search/strategy_registry.hpp"
@@ -162,7 +165,7 @@ class PyStrategy final : public search::SearchStrategy {
   std::size_t trials_ = 0;
 };
 
-// make(space_json, workload_json, target_json, seed) -> policy instance, called under the GIL.
+// make(space, workload_json, target_json, seed) -> policy instance (space: a Space), under the GIL.
 void register_strategy(const std::string& name, int priority, py::object make, py::object can_apply) {
   search::StrategyEntry entry;
   entry.name = name;
@@ -171,8 +174,17 @@ void register_strategy(const std::string& name, int priority, py::object make, p
   entry.make = [name, maker](const ScheduleSpace& space, const search::StrategyOptions& o) {
     py::gil_scoped_acquire gil;
     try {
-      py::object instance = (*maker)(dump(space.describe()), dump(o.workload.op().empty() ? Json() : o.workload.to_json()),
-                                     dump(o.target.to_json()), o.seed);
+      const bool has_workload = !o.workload.op().empty();
+      std::optional<Schedule> fallback;
+      std::string backend_name;
+      if (has_workload) {
+        const backend::Backend& b = backend::backend_for(o.workload, o.target);
+        backend_name = b.name();
+        fallback = b.default_schedule(o.workload, o.target);
+      }
+      py::object instance = (*maker)(Space(space, backend_name, fallback),
+                                     dump(has_workload ? o.workload.to_json() : Json()), dump(o.target.to_json()),
+                                     o.seed);
       return std::unique_ptr<search::SearchStrategy>(new PyStrategy(name, share(std::move(instance)), space));
     } catch (py::error_already_set& e) {
       fail_python(name, e);
@@ -192,6 +204,32 @@ void register_strategy(const std::string& name, int priority, py::object make, p
   search::register_strategy(std::move(entry));
 }
 
+// A strategy driven without measuring, for bench/python_strategy_bench.py: propose(batch),
+// update with synthetic ok results, until `proposals` schedules were proposed or the space
+// ran out. Returns (proposed, seconds); the same loop for C++ and Python strategies.
+py::tuple drive_strategy(const std::string& name, const std::string& workload, const std::string& target,
+                         std::size_t proposals, std::size_t batch, std::uint64_t seed) {
+  search::StrategyOptions o;
+  o.workload = Workload::from_json(parse(workload, "workload"));
+  o.target = backend::load_target(target);
+  o.seed = seed;
+  const ScheduleSpace space = backend::space_for(o.workload, o.target);
+  py::gil_scoped_release release;
+  auto strategy = search::make_strategy(name, space, o);
+  std::size_t made = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (made < proposals) {
+    const std::vector<Schedule> b = strategy->propose(batch);
+    if (b.empty()) break;
+    std::vector<search::Trial> results;
+    for (const auto& s : b) results.push_back({s, Status::ok, 1.0 + double(fnv1a64(s.key()) % 1000)});
+    strategy->update(results);
+    made += b.size();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return py::make_tuple(made, seconds);
+}
+
 py::list registered() {
   py::list out;
   for (const auto& e : search::registered_strategies()) out.append(py::make_tuple(e.name, e.priority));
@@ -206,6 +244,8 @@ void bind_strategies(py::module_& m) {
         py::arg("can_apply"), "Registers a Python policy factory under name");
   m.def("unregister_strategy", &search::unregister_strategy, py::arg("name"), "Removes a registered strategy");
   m.def("registered_strategies", &registered, "(name, priority) of registered strategies, best first");
+  m.def("drive_strategy", &drive_strategy, py::arg("name"), py::arg("workload"), py::arg("target"),
+        py::arg("proposals"), py::arg("batch"), py::arg("seed"), "(proposed, seconds) without measuring");
   m.def("strategy_names", &search::strategy_names, "Every strategy name make_strategy accepts");
   m.def("built_in_strategy_names", &search::built_in_strategy_names, "The built-in strategy names");
   // At exit, drop the Python factories while the interpreter still runs.

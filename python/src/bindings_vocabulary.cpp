@@ -34,21 +34,31 @@ std::string canonical_schedule(const std::string& text) {
 
 std::string schedule_key(const std::string& text) { return Schedule::from_json(parse(text, "schedule")).key(); }
 
-py::tuple space_of(const std::string& workload, const std::string& target) {
+}  // namespace
+
+Space::Space(ScheduleSpace space, std::string backend, std::optional<Schedule> fallback)
+    : space_(std::move(space)), backend_(std::move(backend)), default_(std::move(fallback)) {}
+
+Space Space::of(const std::string& workload, const std::string& target) {
   const Workload w = workload_of(workload);
   const Target t = backend::load_target(target);
   const backend::Backend& b = backend::backend_for(w, t);
-  return py::make_tuple(dump(b.space(w, t).describe()), b.name());
+  return Space(b.space(w, t), b.name(), b.default_schedule(w, t));
 }
 
-// (ok, reason) of a schedule in the space of (workload, target); bad_input for unknown knobs.
-py::tuple check_schedule(const std::string& workload, const std::string& target, const std::string& schedule) {
-  const Workload w = workload_of(workload);
-  const Target t = backend::load_target(target);
-  const ScheduleSpace space = backend::space_for(w, t);
-  const Verdict v = space.check(space.parse(parse(schedule, "schedule")));
+std::string Space::describe() const { return dump(space_.describe()); }
+
+py::tuple Space::check(const std::map<std::string, std::int64_t>& values) const {
+  const Verdict v = space_.check(space_.parse(Json(values)));
   return py::make_tuple(v.ok, v.reason);
 }
+
+py::object Space::default_schedule() const {
+  if (!default_) return py::none();
+  return py::cast(default_->values());
+}
+
+namespace {
 
 py::object default_schedule(const std::string& workload, const std::string& target) {
   const auto s = backend::default_schedule(workload_of(workload), backend::load_target(target));
@@ -83,8 +93,12 @@ void bind_vocabulary(py::module_& m) {
   m.def("backend_names", &backend::backend_names, "Names of the registered backends");
   m.def("canonical_schedule", &canonical_schedule, "Canonical JSON of a schedule");
   m.def("schedule_key", &schedule_key, "Stable key of a schedule");
-  m.def("space_of", &space_of, "(space description JSON, backend name) of (workload, target)");
-  m.def("check_schedule", &check_schedule, "(ok, reason) of a schedule in its space");
+  py::class_<Space>(m, "Space", "The schedule space of one (workload, target) in C++")
+      .def_static("of", &Space::of, py::arg("workload"), py::arg("target"))
+      .def("describe", &Space::describe, "The space's description JSON")
+      .def("check", &Space::check, py::arg("values"), "(ok, reason); bad_input for unknown knobs")
+      .def("default", &Space::default_schedule, "The vendor default's knob values, or None")
+      .def_property_readonly("backend", &Space::backend);
   m.def("default_schedule", &default_schedule, "The vendor default's JSON, or None");
   m.def("zoo_names", &tuner::zoo_names, "Names of the zoo models");
   m.def("zoo_model", &zoo_model, "Tasks of a zoo model as JSON");
