@@ -7,6 +7,7 @@
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "bindings.hpp"
+#include "core/error.hpp"
 #include "core/measurement.hpp"
 #include "core/schedule.hpp"
 #include "core/workload.hpp"
