@@ -10,7 +10,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Optional, Union
 
-from .vocabulary import Target, Workload, as_workload
+from .vocabulary import Target, as_workload
 
 
 class Client:

@@ -5,7 +5,7 @@ the hint atvoss-analyze prints (simulator/analysis.hpp, called through the C++ c
 """
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from . import _atvoss
 from ._json import dumps, loads

@@ -3,7 +3,6 @@
 Each is one call into the C++ libraries (tuner/single_tune.hpp, tuner/job_runner.hpp,
 backend/backend.hpp) with the GIL released, so other Python threads keep running.
 """
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import atvoss
-from conftest import GEMM_CACHE, MATMUL
+from conftest import GEMM_CACHE
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ breakdown, bottlenecks, atvoss-analyze's hints), and tune_kernel_cache."""
 import pytest
 
 import atvoss
-from conftest import GEMM_CACHE, MATMUL
+from conftest import GEMM_CACHE
 
 
 def test_measure_default_and_given_schedules(matmul):
