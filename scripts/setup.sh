@@ -21,12 +21,14 @@ ATVOSS_PACKAGES=(
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
   libonnx-dev libprotobuf-dev
+  pybind11-dev python3-dev python3-numpy python3-setuptools  # the Python package (python/)
 )
 # What only the tests and benchmarks need.
 ATVOSS_TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3                     # the kill -9 resume test reads the database mid-job
-  python3-onnx python3-numpy  # the ONNX import tests build their models
+  python3-onnx                # the ONNX import tests build their models
+  python3-pytest              # the Python package's suites
   chromium                    # the report test renders the HTML headless
   clang libclang-rt-14-dev    # the libFuzzer smoke test of the frame decoder (ctest)
   libopenblas-dev libblis-dev libdnnl-dev  # bench_host_gemm's peers (the host backend itself needs only c++)

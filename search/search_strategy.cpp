@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "search/internal/strategies.hpp"
+#include "search/strategy_registry.hpp"
 
 namespace atvoss::search {
 namespace {
@@ -41,9 +42,15 @@ void check_options(const StrategyOptions& o) {
 
 }  // namespace
 
-const std::vector<std::string>& strategy_names() {
+const std::vector<std::string>& built_in_strategy_names() {
   static const std::vector<std::string> names = {"random", "grid", "evolutionary", "model-guided",
                                                  "ensemble", "tpe"};
+  return names;
+}
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names = built_in_strategy_names();
+  for (const auto& e : registered_strategies()) names.push_back(e.name);
   return names;
 }
 
@@ -56,6 +63,13 @@ std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const Sch
   if (name == "model-guided") return make_model_guided_search(space, options);
   if (name == "ensemble") return make_ensemble_search(space, options);
   if (name == "tpe") return make_tpe_search(space, options);
+  if (const auto entry = registered_strategy(name)) {
+    if (entry->can_apply && !entry->can_apply(options.workload, options.target)) {
+      throw_bad_input("search strategy '" + name + "' does not apply to op '" + options.workload.op() +
+                      "' on target '" + options.target.name + "'");
+    }
+    return entry->make(space, options);
+  }
   std::string list;
   for (const auto& n : strategy_names()) list += (list.empty() ? "" : ", ") + n;
   throw_bad_input("unknown search strategy '" + name + "'; expected one of " + list);

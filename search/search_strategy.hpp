@@ -165,8 +165,11 @@ class SearchStrategy {
   virtual std::size_t trials() const = 0;
 };
 
-// Names accepted by make_strategy, in a stable order.
-const std::vector<std::string>& strategy_names();
+// Names of the built-in strategies, in a stable order.
+const std::vector<std::string>& built_in_strategy_names();
+// Names accepted by make_strategy: the built-ins, then those registered at run time
+// (search/strategy_registry.hpp).
+std::vector<std::string> strategy_names();
 // bad_input listing the names if name is unknown; bad_input if options are out of range.
 std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, const ScheduleSpace& space,
                                               const StrategyOptions& options = {});

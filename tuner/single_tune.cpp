@@ -11,7 +11,7 @@
 
 namespace atvoss::tuner {
 
-SingleTuneOutcome tune_single(const SingleTuneSpec& spec) {
+SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& callbacks) {
   // Every input is checked before the database is opened: a bad flag creates no file.
   limits::check("--trials", spec.trials, limits::trials);
   limits::check("--repeat", spec.repeat, limits::repeat);
@@ -35,7 +35,8 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec) {
   options.early_stopping = spec.early_stopping;
   options.seed = spec.seed;
   options.after_round = [&] { setup.save_if_retrained(db); };
-  out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db, options);
+  out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db, options,
+                    callbacks);
   if (!spec.export_path.empty()) {
     db::export_table(db, db::TargetInfo::from_target(out.target), spec.export_path);
   }

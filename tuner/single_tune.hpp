@@ -35,6 +35,8 @@ struct SingleTuneOutcome {
 };
 
 // bad_input naming the field for a bad spec; other errors as the tuner raises them.
-SingleTuneOutcome tune_single(const SingleTuneSpec& spec);
+// callbacks.on_round runs after every round (progress; the Python package checks Ctrl-C
+// there and unwinds, each round being stored already).
+SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& callbacks = {});
 
 }  // namespace atvoss::tuner

@@ -1,0 +1,23 @@
+"""atvoss from Python: tune operator schedules, query the tuning database, write search
+policies and profile kernels, on the C++ libraries of this repository (README "Python").
+
+    import atvoss
+    w = atvoss.Workload(op="matmul", dims={"M": 512, "N": 512, "K": 512})
+    r = atvoss.tune(w, "ascend910b", trials=32, strategy="random", db="tune.db")
+    print(r.best_schedule, r.best_us, r.default_us)
+"""
+from ._atvoss import StrategyError
+from .client import Client
+from .database import Database, LookupResult, Table, columns
+from .profiler import ProfiledOp, Profiler
+from .strategy import SearchStrategy, Trial, register_strategy, strategy_names, unregister_strategy
+from .tuning import (Measurement, Profile, TuneResult, measure, run_job, tune, tune_kernel_cache,
+                     zoo_model)
+from .vocabulary import Schedule, ScheduleSpace, Target, Workload
+
+__all__ = [
+    "Client", "Database", "LookupResult", "Measurement", "Profile", "ProfiledOp", "Profiler",
+    "Schedule", "ScheduleSpace", "SearchStrategy", "StrategyError", "Table", "Target", "Trial",
+    "TuneResult", "Workload", "columns", "measure", "register_strategy", "run_job",
+    "strategy_names", "tune", "tune_kernel_cache", "unregister_strategy", "zoo_model",
+]

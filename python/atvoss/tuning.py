@@ -1,0 +1,218 @@
+"""Tuning and measuring from Python: tune(), run_job(), measure(), tune_kernel_cache().
+
+Each is one call into the C++ libraries (tuner/single_tune.hpp, tuner/job_runner.hpp,
+backend/backend.hpp) with the GIL released, so other Python threads keep running.
+"""
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _atvoss
+from . import profiler as _profiling
+from ._json import dumps, loads, time_or_inf
+from .vocabulary import Schedule, Target, Workload, as_schedule, as_target, as_workload
+
+WorkloadLike = Union[Workload, Mapping[str, Any], str]
+TargetLike = Union[Target, Mapping[str, Any], str]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Where a measured schedule's time went (core/measurement.hpp Profile), in microseconds
+    and fractions: compute, DMA not hidden by compute, sync waits and kernel launches."""
+
+    compute_us: float = 0.0
+    dma_us: float = 0.0
+    sync_wait_us: float = 0.0
+    launch_us: float = 0.0
+    l1_hit_rate: float = 0.0
+    dma_utilisation: float = 0.0
+    cube_utilisation: float = 0.0
+    gm_bytes: float = 0.0
+    peak_workspace_bytes: float = 0.0
+    kernels: int = 1
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "Profile":
+        """A Profile from its JSON; unknown fields are ignored, missing ones stay 0."""
+        names = cls.__dataclass_fields__.keys()
+        return cls(**{k: v for k, v in j.items() if k in names})
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured schedule: status ("ok", "invalid", ...), time_us (median of the
+    repeats; 0 unless ok), every repeat, the profile (ok only) and a message otherwise."""
+
+    schedule: Schedule
+    status: str
+    time_us: float
+    repeats: List[float]
+    profile: Optional[Profile]
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the schedule ran correctly."""
+        return self.status == "ok"
+
+    @classmethod
+    def from_json(cls, schedule: Schedule, j: Mapping[str, Any]) -> "Measurement":
+        """A Measurement from core's measurement JSON."""
+        profile = Profile.from_json(j["profile"]) if "profile" in j else None
+        return cls(schedule, j["status"], float(j.get("time_us", 0)), list(j.get("repeats", [])),
+                   profile, j.get("message", ""))
+
+    def to_json(self) -> Dict[str, Any]:
+        """core's measurement JSON (what atvoss.analyze and the database read)."""
+        j: Dict[str, Any] = {"status": self.status, "time_us": self.time_us, "repeats": self.repeats}
+        if self.message:
+            j["message"] = self.message
+        if self.profile is not None:
+            j["profile"] = dict(self.profile.__dict__)
+        return j
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What atvoss.tune returns: the best schedule and its time, the vendor default's time
+    (inf if not measured), the best-so-far curve per trial, why tuning stopped ("budget",
+    "early_stopping" or "exhausted") and the trial counts (stored in all, found on resume,
+    measured now)."""
+
+    workload: Workload
+    target: Target
+    best_schedule: Optional[Schedule]
+    best_us: float
+    default_us: float
+    curve: List[float]
+    stop_reason: str
+    trials: int
+    resumed: int
+    measured: int
+    best: Optional[Measurement] = field(default=None, repr=False)
+
+    @property
+    def speedup(self) -> float:
+        """default_us / best_us (nan when either is unknown)."""
+        if self.best_us in (0, float("inf")) or self.default_us == float("inf"):
+            return float("nan")
+        return self.default_us / self.best_us
+
+
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _strategy_name(strategy: Any, workload: Workload, target: Target) -> str:
+    from .strategy import resolve_strategy  # strategy.py imports this module's types
+
+    return resolve_strategy(strategy, workload, target)
+
+
+def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy: Any = "model-guided",
+         db: Union[str, os.PathLike] = ":memory:", seed: int = 0, farm: Optional[str] = None,
+         progress: Optional[Callable[[Dict[str, Any]], None]] = None, *, cost_model: str = "xgboost",
+         repeat: int = 3, batch_size: int = 16, early_stopping: int = 0,
+         export: Optional[Union[str, os.PathLike]] = None) -> TuneResult:
+    """Tune one workload on one target and return a TuneResult.
+
+    workload: a Workload, dict, JSON text or file. target: a Target, preset name, file, dict
+    or JSON. trials: total trials, those already stored in db included (a rerun resumes).
+    strategy: a built-in name ("random", "grid", "evolutionary", "model-guided", "ensemble",
+    "tpe"), the name or class of a strategy registered with @atvoss.register_strategy, or
+    "auto" (the highest-priority registered strategy whose can_apply accepts the pair,
+    else "model-guided"). db: the SQLite database file (":memory:" keeps nothing).
+    seed: seeds the search and the measurement noise. farm: "host:port" of a tuning farm
+    (token from ATVOSS_TOKEN), None to measure in-process. progress: called after every
+    round with {"trials", "budget", "best_us", "default_us"}. export: write the lookup table.
+
+    Ctrl-C (KeyboardInterrupt) stops after the current round; every finished round is in
+    db, so calling tune again with the same db resumes. Bad input raises ValueError or
+    TypeError naming the field; a failing Python strategy raises atvoss.StrategyError.
+    """
+    w, t = as_workload(workload), as_target(target)
+    _check_int(trials, "trials", 1)
+    _check_int(seed, "seed", 0)
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be callable")
+    spec = {"workload": w.to_json(), "target": t._arg(), "trials": trials,
+            "strategy": _strategy_name(strategy, w, t), "cost_model": cost_model, "db": os.fspath(db),
+            "farm": farm or "", "repeat": _check_int(repeat, "repeat", 1),
+            "batch_size": _check_int(batch_size, "batch_size", 1),
+            "early_stopping": _check_int(early_stopping, "early_stopping", 0), "seed": seed,
+            "export": os.fspath(export) if export else ""}
+    r = loads(_atvoss.tune(dumps(spec), progress))
+    best_schedule = Schedule(r["best_schedule"]) if r["best_schedule"] is not None else None
+    best = Measurement.from_json(best_schedule, r["best"]) if best_schedule is not None else None
+    return TuneResult(w, t, best_schedule, time_or_inf(r["best_us"]), time_or_inf(r["default_us"]),
+                      [time_or_inf(x) for x in r["curve"]], r["stop_reason"], r["trials"], r["resumed"],
+                      r["measured"], best)
+
+
+def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: bool = True) -> Dict[str, Any]:
+    """Run a batch tuning job (docs/job-spec.md) from a dict or a job file and return its
+    summary: job, model, target, trials, resumed, measured, tasks, variants, database,
+    table, report, default_us and tuned_us. Strategies registered from Python may be named
+    in the spec. Rerunning resumes where the last run stopped."""
+    if isinstance(spec_or_path, Mapping):
+        return loads(_atvoss.run_job(dumps(dict(spec_or_path)), False, quiet))
+    if isinstance(spec_or_path, (str, os.PathLike)):
+        return loads(_atvoss.run_job(os.fspath(spec_or_path), True, quiet))
+    raise TypeError(f"run_job takes a spec dict or a job file path, not {type(spec_or_path).__name__}")
+
+
+def measure(workload: WorkloadLike, target: TargetLike,
+            schedules: Union[Schedule, Mapping[str, int], Iterable[Union[Schedule, Mapping[str, int]]], None] = None,
+            repeat: int = 3, seed: int = 0, noise: float = 0.02) -> List[Measurement]:
+    """Measure schedules of workload on target through the backend that serves them and
+    return one Measurement (with its Profile) per schedule, in order. schedules: one
+    schedule, a list, or None for the vendor default. noise: the simulated measurement
+    noise (npu-sim; 0 is exact). Measurements inside a ``with atvoss.Profiler()`` block
+    are collected by it."""
+    w, t = as_workload(workload), as_target(target)
+    _check_int(repeat, "repeat", 1)
+    _check_int(seed, "seed", 0)
+    if schedules is None:
+        text = _atvoss.default_schedule(dumps(w.to_json()), t._arg())
+        if text is None:
+            raise ValueError("measure: field 'schedules' is required: this backend has no default schedule")
+        batch = [Schedule(loads(text))]
+    elif isinstance(schedules, (Schedule, Mapping)):
+        batch = [as_schedule(schedules)]
+    else:
+        batch = [as_schedule(s) for s in schedules]
+    results = loads(_atvoss.measure(dumps(w.to_json()), t._arg(), dumps([s.to_json() for s in batch]),
+                                    repeat, seed, float(noise)))
+    out = [Measurement.from_json(s, j) for s, j in zip(batch, results)]
+    _profiling.collect(w, t, out)
+    return out
+
+
+def tune_kernel_cache(path: Union[str, os.PathLike], strategies: Union[str, Sequence[str]] = ("random", "tpe"),
+                      trials: int = 50, seed: int = 0, db: Union[str, os.PathLike] = ":memory:",
+                      target: TargetLike = "ascend910b") -> Dict[str, TuneResult]:
+    """Tune a recorded Kernel Tuner cache file (.json or .json.gz; data/recorded-spaces)
+    with each strategy and return {strategy: TuneResult}: a Kernel Tuner user compares
+    strategies in one line. The cache's measurements are the measurements (recorded
+    backend); target only names where the records are stored. With db=":memory:" each
+    strategy starts from nothing; with a file, later strategies see earlier trials."""
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise ValueError(f"tune_kernel_cache: field 'path': no such file '{p}'")
+    names = [strategies] if isinstance(strategies, str) else list(strategies)
+    workload = Workload({"op": "recorded", "table": os.path.abspath(p)})
+    return {s: tune(workload, target, trials=trials, strategy=s, db=db, seed=seed) for s in names}
+
+
+def zoo_model(name: str) -> List[Dict[str, Any]]:
+    """The tasks of a zoo model ("resnet50", "bert-base", "mobilenet-v2", "mlp", ...):
+    [{"workload": Workload, "weight": occurrences, "name": first layer}]."""
+    if not isinstance(name, str):
+        raise TypeError("zoo_model: name must be a str")
+    return [{"workload": Workload(t["workload"]), "weight": t["weight"], "name": t["name"]}
+            for t in loads(_atvoss.zoo_model(name))]

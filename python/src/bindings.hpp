@@ -1,0 +1,49 @@
+// Shared declarations of the _atvoss extension module (python/): each bindings_*.cpp
+// adds one group of functions. Values cross the boundary as JSON text, which the pure
+// Python layer (python/atvoss/) turns into its objects, so each C++ type is described
+// once, by its to_json/from_json.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/json.hpp"
+#include "core/schedule_space.hpp"
+
+namespace atvoss::python {
+
+namespace py = pybind11;
+
+// JSON text from Python -> Json; bad_input naming what on a syntax error.
+Json parse(const std::string& text, const char* what);
+// Json -> compact text for Python's json.loads.
+std::string dump(const Json& j);
+
+// One (workload, target) space held in C++, so a Python policy checks its proposals without
+// resolving the target again for each one.
+class Space {
+ public:
+  Space(ScheduleSpace space, std::string backend, std::optional<Schedule> fallback);
+  static Space of(const std::string& workload, const std::string& target);
+  std::string describe() const;
+  py::tuple check(const std::map<std::string, std::int64_t>& values) const;
+  py::object default_schedule() const;
+  const std::string& backend() const { return backend_; }
+  const ScheduleSpace& space() const { return space_; }
+
+ private:
+  ScheduleSpace space_;
+  std::string backend_;
+  std::optional<Schedule> default_;
+};
+
+void bind_vocabulary(py::module_& m);
+void bind_tuning(py::module_& m);
+void bind_database(py::module_& m);
+void bind_strategies(py::module_& m);
+
+}  // namespace atvoss::python

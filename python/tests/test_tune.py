@@ -1,0 +1,150 @@
+"""atvoss.tune and atvoss.run_job: results that agree with the database, resume, progress,
+Ctrl-C (KeyboardInterrupt) leaving a resumable database, bad input, GIL released."""
+import math
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import atvoss
+from conftest import MATMUL
+
+
+def test_tune_returns_best_curve_and_stop_reason(matmul, db_path):
+    r = atvoss.tune(matmul, "ascend910b", trials=20, strategy="random", db=db_path, seed=1, batch_size=8)
+    assert r.trials == 20 and r.measured == 20 and r.resumed == 0 and r.stop_reason == "budget"
+    assert len(r.curve) == 20 and r.curve[-1] == r.best_us
+    assert all(a >= b for a, b in zip(r.curve, r.curve[1:]))  # best so far never rises
+    assert r.best_us <= r.default_us < math.inf and r.speedup >= 1
+    assert r.best.ok and r.best.time_us == r.best_us
+    best = atvoss.Database(db_path).best(matmul, "ascend910b", k=1)[0]
+    assert atvoss.Schedule(best["schedule"]) == r.best_schedule
+    assert best["measurement"]["time_us"] == r.best_us
+
+
+def test_tune_resumes_from_the_database(matmul, db_path):
+    atvoss.tune(matmul, "ascend910b", trials=12, strategy="random", db=db_path, seed=2, batch_size=4)
+    r = atvoss.tune(matmul, "ascend910b", trials=20, strategy="random", db=db_path, seed=2, batch_size=4)
+    assert (r.resumed, r.measured, r.trials) == (12, 8, 20)
+
+
+def test_progress_is_called_every_round(matmul):
+    seen = []
+    atvoss.tune(matmul, "ascend910b", trials=12, strategy="random", seed=3, batch_size=4, progress=seen.append)
+    trials = [p["trials"] for p in seen]
+    assert trials[-1] == 12 and trials == sorted(trials) and len(seen) >= 3
+    assert all(p["budget"] == 12 for p in seen)
+
+
+def test_progress_exception_propagates(matmul):
+    def boom(p):
+        raise ZeroDivisionError("from progress")
+
+    with pytest.raises(ZeroDivisionError, match="from progress"):
+        atvoss.tune(matmul, "ascend910b", trials=8, strategy="random", batch_size=4, progress=boom)
+
+
+def _interrupt_main_when(event):
+    event.wait(30)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_stops_between_rounds_and_the_database_resumes(matmul, db_path):
+    # The signal arrives while the main thread is inside C++ with no Python callback, so
+    # only the per-round PyErr_CheckSignals can turn it into KeyboardInterrupt.
+    rounds = threading.Event()
+    db = atvoss.Database(db_path)
+    watcher = threading.Thread(target=_interrupt_main_when, args=(rounds,))
+    watcher.start()
+    poller_done = threading.Event()
+
+    def poll():
+        while not poller_done.is_set():
+            if db.stats()["records"] > 0:
+                rounds.set()
+                return
+            time.sleep(0.01)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    budget = 100000
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        atvoss.tune(matmul, "ascend910b", trials=budget, strategy="random", db=db_path, seed=4, batch_size=4)
+    poller_done.set()
+    poller.join()
+    watcher.join()
+    assert time.monotonic() - started < 60
+    stored = atvoss.Database(db_path).stats()["records"]
+    assert 0 < stored < budget
+    assert atvoss.Database(db_path).check() == "ok"
+    r = atvoss.tune(matmul, "ascend910b", trials=stored + 4, strategy="random", db=db_path, seed=4, batch_size=4)
+    assert r.resumed == stored and r.measured == 4
+
+
+def test_tune_releases_the_gil():
+    # tune runs in a thread; the main thread ticks meanwhile. Were the GIL held across the
+    # C++ call, the main thread could not run until it returned.
+    big = atvoss.Workload(op="matmul", dims={"M": 2048, "N": 2048, "K": 2048})
+    worker = threading.Thread(target=atvoss.tune, args=(big, "ascend910b"),
+                              kwargs={"trials": 600, "strategy": "evolutionary", "batch_size": 64})
+    start = time.monotonic()
+    worker.start()
+    ticks = 0
+    while worker.is_alive():
+        ticks += 1
+        time.sleep(0.001)
+    elapsed = time.monotonic() - start
+    assert elapsed > 0.2, f"tune took {elapsed:.3f} s: too short to tell"
+    assert ticks >= 0.2 * elapsed / 0.001, (ticks, elapsed)
+
+
+@pytest.mark.parametrize("kwargs, exc, field", [
+    ({"trials": 0}, ValueError, "trials"),
+    ({"trials": "5"}, TypeError, "trials"),
+    ({"strategy": "no-such"}, ValueError, "no-such"),
+    ({"strategy": 3}, TypeError, "strategy"),
+    ({"repeat": 0}, ValueError, "repeat"),
+    ({"cost_model": "bogus", "strategy": "model-guided"}, ValueError, "bogus"),
+    ({"progress": 5}, TypeError, "progress"),
+])
+def test_tune_bad_input(matmul, tmp_path, kwargs, exc, field):
+    args = {"trials": 4, "strategy": "random", "db": str(tmp_path / "x.db")}
+    args.update(kwargs)
+    with pytest.raises(exc, match=field):
+        atvoss.tune(matmul, "ascend910b", **args)
+
+
+def test_bad_target_creates_no_database(matmul, tmp_path):
+    with pytest.raises(ValueError):
+        atvoss.tune(matmul, "no-such-chip", trials=4, db=str(tmp_path / "x.db"))
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_run_job_from_a_dict_and_resume(tmp_path):
+    spec = {"name": "pyjob", "target": "ascend910b", "workloads": [{"workload": MATMUL, "weight": 2}],
+            "trials": 12, "strategy": "random", "batch_size": 4, "seed": 1,
+            "database": str(tmp_path / "job.db"), "export": str(tmp_path / "table.json"),
+            "report": str(tmp_path / "report.html")}
+    summary = atvoss.run_job(spec)
+    assert summary["job"] == "pyjob" and summary["trials"] == 12 and summary["measured"] == 12
+    assert 0 < summary["tuned_us"] <= summary["default_us"]
+    assert os.path.exists(tmp_path / "table.json") and os.path.exists(tmp_path / "report.html")
+    again = atvoss.run_job(spec)
+    assert again["measured"] == 0 and again["resumed"] == 12
+
+
+def test_run_job_from_a_file_and_bad_spec(tmp_path):
+    import json
+
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({"name": "f", "target": "ascend910b", "workloads": [{"workload": MATMUL}],
+                                "trials": 4, "strategy": "random", "database": str(tmp_path / "f.db"),
+                                "export": str(tmp_path / "t.json"), "report": str(tmp_path / "r.html")}))
+    assert atvoss.run_job(str(path))["trials"] == 4
+    with pytest.raises(ValueError, match="trials"):
+        atvoss.run_job({"name": "bad", "target": "ascend910b", "workloads": [{"workload": MATMUL}]})
+    with pytest.raises(TypeError):
+        atvoss.run_job(42)

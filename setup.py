@@ -1,0 +1,35 @@
+"""Builds the extension module atvoss._atvoss with CMake for `pip install .` (pyproject.toml).
+The build directory is $ATVOSS_BUILD_DIR or ./build; an existing one is reused, so after
+scripts/demo.sh nothing is compiled again. Only the _atvoss target is built."""
+import os
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+class CMakeBuild(build_ext):
+    """build_ext that runs CMake and copies the module CMake built."""
+
+    def build_extension(self, ext):
+        build_dir = os.environ.get("ATVOSS_BUILD_DIR", os.path.join(ROOT, "build"))
+        if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
+            generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+            subprocess.check_call(["cmake", "-S", ROOT, "-B", build_dir, *generator, "-DCMAKE_BUILD_TYPE=Release",
+                                   "-DATVOSS_BUILD_TESTS=OFF", "-DATVOSS_BUILD_BENCH=OFF",
+                                   f"-DPython_EXECUTABLE={sys.executable}"])
+        subprocess.check_call(["cmake", "--build", build_dir, "--target", "_atvoss", "-j", str(os.cpu_count() or 2)])
+        package = os.path.join(build_dir, "python", "atvoss")
+        built = [f for f in os.listdir(package) if f.startswith("_atvoss") and f.endswith(".so")]
+        if len(built) != 1:
+            raise RuntimeError(f"expected one _atvoss module in {package}, found {built}")
+        target = self.get_ext_fullpath(ext.name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(package, built[0]), target)
+
+
+setup(ext_modules=[Extension("atvoss._atvoss", sources=[])], cmdclass={"build_ext": CMakeBuild})
