@@ -1,0 +1,60 @@
+// host: generated C++ compiled and run on this CPU (host/). Serves targets of organisation
+// "cpu"; a target whose fingerprint is not this machine's is refused, so results from
+// different CPUs never mix.
+#include "backend/internal/builtin_backends.hpp"
+#include "core/error.hpp"
+#include "host/host_space.hpp"
+#include "host/measure.hpp"
+#include "lowering/lowering.hpp"
+
+namespace atvoss::backend {
+namespace {
+
+class HostBackend final : public Backend {
+ public:
+  std::string name() const override { return "host"; }
+  bool serves(const Workload& w, const Target& t) const override {
+    return t.organisation == "cpu" && w.is_matmul_like();
+  }
+  ScheduleSpace space(const Workload& w, const Target& t) const override {
+    require_this_machine(t);
+    return host::space_for(w, host::this_machine());
+  }
+  std::optional<Schedule> default_schedule(const Workload& w, const Target& t) const override {
+    require_this_machine(t);
+    return host::default_schedule(w, host::this_machine());
+  }
+  // The NPU-shaped plan of the shared knobs: what the cost model featurises (the host target
+  // maps the machine onto Target's fields, host/machine.hpp).
+  std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t,
+                                            const Schedule& s) const override {
+    return lowering::plan_kernel(w, t, s);
+  }
+  std::vector<Measurement> measure(std::span<const MeasureRequest> batch,
+                                   const MeasureOptions&) const override {
+    std::vector<host::Candidate> candidates;
+    for (const auto& r : batch) {
+      require_this_machine(r.target);
+      candidates.push_back({r.workload, r.schedule, r.seed, r.repeat});
+    }
+    host::HostConfig config;
+    const Target& local = host::describe_machine();
+    config.peak_gflops = local.peak_flops(DType::float32) / local.ai_cores * 1e-9;
+    return host::measure_candidates(candidates, host::this_machine(), config);
+  }
+
+ private:
+  static void require_this_machine(const Target& t) {
+    const std::string local = host::this_machine().target_name();
+    if (t.name != local) {
+      throw_bad_input("target '" + t.name + "' is a host fingerprint of another CPU; this machine is '" +
+                      local + "' (host results never mix across CPUs)");
+    }
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const Backend> make_host_backend() { return std::make_shared<HostBackend>(); }
+
+}  // namespace atvoss::backend
