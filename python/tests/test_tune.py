@@ -89,7 +89,7 @@ def test_tune_releases_the_gil():
     # C++ call, the main thread could not run until it returned.
     big = atvoss.Workload(op="matmul", dims={"M": 2048, "N": 2048, "K": 2048})
     worker = threading.Thread(target=atvoss.tune, args=(big, "ascend910b"),
-                              kwargs={"trials": 600, "strategy": "evolutionary", "batch_size": 64})
+                              kwargs={"trials": 3000, "strategy": "random", "batch_size": 64})
     start = time.monotonic()
     worker.start()
     ticks = 0
