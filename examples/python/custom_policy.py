@@ -24,20 +24,20 @@ class CoordinateDescent(atvoss.SearchStrategy):
 
     def propose(self, n):
         knobs = self.space.knobs
-        centre = dict(self.best[1]) if self.best else None
         out = []
-        for _ in range(50 * n):
+        for attempt in range(100 * n):
             if len(out) == n:
                 break
-            if centre is None:
-                s = {k: self.rng.choice(v) for k, v in knobs.items()}
-            else:
-                s = dict(centre)
+            # Neighbours of the best first; random points once they run out (or before any result).
+            if self.best is not None and attempt < 50 * n:
+                s = dict(self.best[1])
                 k = self.rng.choice(list(knobs))
                 i = knobs[k].index(s[k]) + self.rng.choice((-1, 1))
                 if not 0 <= i < len(knobs[k]):
                     continue
                 s[k] = knobs[k][i]
+            else:
+                s = {k: self.rng.choice(v) for k, v in knobs.items()}
             if self._new(s):
                 out.append(s)
         return out

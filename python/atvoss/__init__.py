@@ -6,11 +6,10 @@ policies and profile kernels, on the C++ libraries of this repository (README "P
     r = atvoss.tune(w, "ascend910b", trials=32, strategy="random", db="tune.db")
     print(r.best_schedule, r.best_us, r.default_us)
 """
-from ._atvoss import StrategyError
 from .client import Client
 from .database import Database, LookupResult, Table, columns
 from .profiler import ProfiledOp, Profiler
-from .strategy import SearchStrategy, Trial, register_strategy, strategy_names, unregister_strategy
+from .strategy import SearchStrategy, StrategyError, Trial, register_strategy, strategy_names, unregister_strategy
 from .tuning import (Measurement, Profile, TuneResult, measure, run_job, tune, tune_kernel_cache,
                      zoo_model)
 from .vocabulary import Schedule, ScheduleSpace, Target, Workload

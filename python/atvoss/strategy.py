@@ -14,6 +14,8 @@ from ._json import loads
 from .vocabulary import Schedule, ScheduleSpace, Target, Workload
 
 StrategyError = _atvoss.StrategyError
+StrategyError.__doc__ = """A Python search policy failed: it raised (the message carries its traceback)
+or broke the SearchStrategy contract (invalid, repeated or too many schedules). A RuntimeError."""
 
 
 @dataclass(frozen=True)

@@ -214,19 +214,22 @@ py::tuple drive_strategy(const std::string& name, const std::string& workload, c
   o.target = backend::load_target(target);
   o.seed = seed;
   const ScheduleSpace space = backend::space_for(o.workload, o.target);
-  py::gil_scoped_release release;
-  auto strategy = search::make_strategy(name, space, o);
   std::size_t made = 0;
-  const auto start = std::chrono::steady_clock::now();
-  while (made < proposals) {
-    const std::vector<Schedule> b = strategy->propose(batch);
-    if (b.empty()) break;
-    std::vector<search::Trial> results;
-    for (const auto& s : b) results.push_back({s, Status::ok, 1.0 + double(fnv1a64(s.key()) % 1000)});
-    strategy->update(results);
-    made += b.size();
+  double seconds = 0;
+  {
+    py::gil_scoped_release release;  // taken back before the tuple is built
+    auto strategy = search::make_strategy(name, space, o);
+    const auto start = std::chrono::steady_clock::now();
+    while (made < proposals) {
+      const std::vector<Schedule> b = strategy->propose(batch);
+      if (b.empty()) break;
+      std::vector<search::Trial> results;
+      for (const auto& s : b) results.push_back({s, Status::ok, 1.0 + double(fnv1a64(s.key()) % 1000)});
+      strategy->update(results);
+      made += b.size();
+    }
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return py::make_tuple(made, seconds);
 }
 

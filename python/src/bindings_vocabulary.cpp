@@ -69,7 +69,8 @@ py::object default_schedule(const std::string& workload, const std::string& targ
 
 std::string zoo_model(const std::string& name) {
   Json tasks = Json::array();
-  for (const auto& t : tuner::zoo_model(name).tasks()) {
+  const tuner::TaskSet model = tuner::zoo_model(name);  // tasks() refers into it
+  for (const auto& t : model.tasks()) {
     tasks.push_back({{"workload", t.workload.to_json()}, {"weight", t.weight}, {"name", t.name}});
   }
   return dump(tasks);

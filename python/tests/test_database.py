@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import atvoss
-from conftest import GEMM_CACHE
 
 
 @pytest.fixture
@@ -68,13 +67,14 @@ def test_export_import_merge(tuned, tmp_path, matmul):
     assert other.stats()["records"] == 16  # all or nothing
 
 
-def test_kernel_tuner_cache_import(tmp_path):
+def test_kernel_tuner_cache_import(tmp_path, small_cache):
     db = atvoss.Database(tmp_path / "kt.db")
-    report = db.import_(GEMM_CACHE)
-    assert report["added"] > 100
-    target = db.targets()[0]["name"]
-    assert "3090" in target
-    assert db.query(target=target, status="ok", limit=3)
+    report = db.import_(small_cache)
+    assert report["added"] == 11
+    assert db.targets()[0]["name"] == "Test_GPU"  # a recorded target, named by the cache
+    ok = db.query(target="Test_GPU", status="ok")
+    assert len(ok) == 10 and len(db.query(target="Test_GPU", status="compile_error")) == 1
+    assert min(r["measurement"]["time_us"] for r in ok) == pytest.approx(1000.0)
 
 
 def test_table_lookup_exact_and_nearest(tuned, tmp_path, matmul):
