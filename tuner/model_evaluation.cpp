@@ -118,7 +118,8 @@ std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const Precis
   auto add_row = [&](std::string name, const PrecisionSpec& spec) {
     PrecisionRow r{std::move(name), 0};
     try {
-      for (const auto& t : apply_precision(model, spec).tasks()) {
+      const TaskSet tasks = apply_precision(model, spec);
+      for (const auto& t : tasks.tasks()) {
         const Measurement m =
             measure_noise_free(target, t.workload, backend::required_default(t.workload, target));
         if (m.ok()) r.default_us += t.weight * m.time_us;

@@ -131,36 +131,33 @@ class Extractor {
       const std::string& op = node.op_type();
       if (is_folded(node)) continue;
       std::optional<std::string> why_not;
-      if (op == "Conv") {
-        why_not = conv_task(node);
-      } else if (op == "MatMul") {
-        why_not = matmul_task(node);
-      } else if (op == "Gemm") {
-        why_not = gemm_task(node);
-      } else if (op == "Softmax" || op == "LayerNormalization" || op == "LRN") {
-        why_not = row_task(node);
-      } else if (op == "MaxPool" || op == "AveragePool") {
-        why_not = pool_task(node);
-      } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
-        why_not = global_pool_task(node);
-      } else if (op == "Add" || op == "Sum" || op == "Mul" || op == "Sub" || op == "Div") {
-        why_not = binary_task(node);
-      } else if (activation_of(node) || op == "BatchNormalization") {
-        why_not = map_task(node);
-      } else if (op == "Concat") {
-        why_not = concat_task(node);
-      } else if (op == "Transpose") {
-        why_not = transpose_task(node);
-      } else if (op == "Upsample" || op == "Resize") {
-        why_not = upsample_task(node);
-      } else {
-        why_not = op;
+      try {
+        why_not = task_of(node);
+      } catch (const Error&) {  // a shape no workload takes (e.g. a window wider than its input)
+        why_not = op + " (shape not supported)";
       }
       if (why_not) out_.add_unsupported(*why_not);
     }
   }
 
  private:
+  // Adds the node's task; what to report instead when it has none.
+  std::optional<std::string> task_of(const onnx::NodeProto& node) {
+    const std::string& op = node.op_type();
+    if (op == "Conv") return conv_task(node);
+    if (op == "MatMul") return matmul_task(node);
+    if (op == "Gemm") return gemm_task(node);
+    if (op == "Softmax" || op == "LayerNormalization" || op == "LRN") return row_task(node);
+    if (op == "MaxPool" || op == "AveragePool") return pool_task(node);
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool_task(node);
+    if (op == "Add" || op == "Sum" || op == "Mul" || op == "Sub" || op == "Div") return binary_task(node);
+    if (activation_of(node) || op == "BatchNormalization") return map_task(node);
+    if (op == "Concat") return concat_task(node);
+    if (op == "Transpose") return transpose_task(node);
+    if (op == "Upsample" || op == "Resize") return upsample_task(node);
+    return op;
+  }
+
   std::string node_name(const onnx::NodeProto& n) const {
     return n.name().empty() ? n.op_type() + ":" + n.output(0) : n.name();
   }
