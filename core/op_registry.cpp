@@ -22,11 +22,22 @@ OpInfo builtin(std::string name, OpFamily family, std::vector<std::string> dims,
   return op;
 }
 
-OpInfo row_op(std::string name, int inputs, double ops, bool reduction) {
+OpInfo row_op(std::string name, int inputs, double ops, bool reduction,
+              RowOutput output = RowOutput::same) {
   OpInfo op = builtin(std::move(name), OpFamily::rows, {"M", "N"}, false);
   op.row_inputs = inputs;
   op.row_ops = ops;
   op.row_reduction = reduction;
+  op.row_output = output;
+  if (output == RowOutput::scaled) op.dims.push_back("scale");
+  return op;
+}
+
+// A pooling window: the depthwise template without weights, one op per window element.
+OpInfo pool_op(std::string name, std::vector<std::string> dims) {
+  OpInfo op = builtin(std::move(name), OpFamily::depthwise, std::move(dims), false);
+  op.window_weights = false;
+  op.window_ops = 1;
   return op;
 }
 
@@ -39,12 +50,42 @@ Registry& registry() {
     bmm.batch_dim = "B";
     reg->ops.push_back(bmm);
     reg->ops.push_back(builtin("conv2d", OpFamily::conv, conv, true));
-    reg->ops.push_back(builtin("depthwise_conv2d", OpFamily::depthwise,
-                               {"N", "C", "H", "W", "R", "S", "stride", "pad"}, true));
-    reg->ops.push_back(row_op("elementwise", 2, 1, false));
+    // Grouped: C and K split into `groups` independent convolutions (ResNeXt, ShuffleNet, AlexNet).
+    std::vector<std::string> grouped = conv;
+    grouped.push_back("groups");
+    reg->ops.push_back(builtin("group_conv2d", OpFamily::conv, grouped, true));
+    const std::vector<std::string> window = {"N", "C", "H", "W", "R", "S", "stride", "pad"};
+    reg->ops.push_back(builtin("depthwise_conv2d", OpFamily::depthwise, window, true));
+    reg->ops.push_back(pool_op("max_pool2d", window));
+    reg->ops.push_back(pool_op("avg_pool2d", window));
+    // Binary and unary maps take an epilogue: the activation that follows them runs in
+    // the same pass (the rows template always fuses it).
+    OpInfo binary = row_op("elementwise", 2, 1, false);
+    binary.takes_epilogue = true;
+    reg->ops.push_back(binary);
+    OpInfo unary = row_op("map", 1, 0, false);  // a copy whose epilogue is the work
+    unary.takes_epilogue = true;
+    reg->ops.push_back(unary);
+    // Reductions along N: a running max or sum per row, one value out.
+    reg->ops.push_back(row_op("reduce", 1, 1, true, RowOutput::one_per_row));
+    reg->ops.push_back(row_op("global_avg_pool", 1, 1, true, RowOutput::one_per_row));
+    // Data movement: no arithmetic, only the copy. A transpose also turns each element
+    // once on the vector unit and stores short rows (its cost, lowering/lowering.cpp).
+    OpInfo transpose = row_op("transpose", 1, 1, false, RowOutput::transposed);
+    transpose.dims.push_back("inner");
+    reg->ops.push_back(transpose);
+    reg->ops.push_back(row_op("concat", 1, 0, false));
+    reg->ops.push_back(row_op("gather", 1, 0, false));  // M table rows of N picked by index
+    reg->ops.push_back(row_op("upsample", 1, 0, false, RowOutput::scaled));
     // layernorm/softmax: reduce, subtract or exp, scale, ... about five ops an element.
     reg->ops.push_back(row_op("layernorm", 1, 5, true));
+    // Local response normalisation across channels (AlexNet, GoogLeNet), size-5 window:
+    // five squares and adds, a power and a divide per element.
+    reg->ops.push_back(row_op("lrn", 1, 13, false));
     reg->ops.push_back(row_op("softmax", 1, 5, true));
+    // B independent heads (batch x heads), S queries, L keys, head dim D. The unfused
+    // baseline is batch_matmul (Q K^T) + softmax + batch_matmul (P V).
+    reg->ops.push_back(builtin("attention", OpFamily::attention, {"B", "S", "L", "D"}, false));
     reg->ops.push_back(builtin("recorded", OpFamily::table, {}, false));
     return reg;
   }();

@@ -16,10 +16,20 @@ namespace atvoss {
 enum class OpFamily {
   matmul,     // C = A x B (with an optional batch dim)
   conv,       // implicit-GEMM convolution
-  depthwise,  // one filter per channel, on the vector unit
-  rows,       // row-wise vector ops over M x N (elementwise, layernorm, softmax)
+  depthwise,  // sliding window per channel, on the vector unit (depthwise conv, pooling)
+  rows,       // row-wise vector ops over M x N (elementwise, layernorm, softmax, reduce,
+              // transpose, concat, upsample)
+  attention,  // softmax(Q K^T) V fused, tiled over the key sequence with an online softmax
   table,      // a measured table (recorded spaces): no dims, no lowering
   custom,     // registered from outside: lowered by its own lowering::OpLowering
+};
+
+// Rows family: the shape of the output of an M x N input.
+enum class RowOutput {
+  same,         // M x N, stored row by row
+  one_per_row,  // M values (a reduction along N)
+  transposed,   // N x M: each tile is stored as tile_n rows of tile_m elements
+  scaled,       // nearest upsampling: (M * scale) x (N * scale), dim "scale" required
 };
 
 struct OpInfo {
@@ -31,6 +41,9 @@ struct OpInfo {
   int row_inputs = 1;             // rows family: tensors read per output element
   double row_ops = 1;             // rows family: vector ops per element
   bool row_reduction = false;     // rows family: needs a whole row (statistics first)
+  RowOutput row_output = RowOutput::same;
+  bool window_weights = true;     // depthwise family: reads one R x S filter per channel
+  double window_ops = 2;          // depthwise family: ops per window element (MAC 2, max/add 1)
 };
 
 // The op's entry; bad_input naming the op and listing the known ones if absent.

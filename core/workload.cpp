@@ -10,8 +10,9 @@ namespace atvoss {
 namespace {
 
 const std::vector<std::string>& epilogue_ops() {
-  static const std::vector<std::string> ops = {"bias", "batchnorm", "relu", "gelu", "add",
-                                               "layernorm"};
+  static const std::vector<std::string> ops = {"bias", "batchnorm", "relu", "leaky_relu",
+                                               "gelu", "sigmoid", "silu", "add", "layernorm",
+                                               "requantize"};
   return ops;
 }
 
@@ -104,6 +105,11 @@ Workload Workload::from_json(const Json& j) {
   }
   const bool conv = w.is_conv();
   for (const auto& name : spec.dims) w.dims_[name] = read_dim(dims, name, conv);
+  if (const auto g = w.dims_.find("groups"); g != w.dims_.end()) {
+    if (w.dims_["C"] % g->second != 0 || w.dims_["K"] % g->second != 0) {
+      throw_bad_input("workload: dim 'groups' must divide C and K, got " + std::to_string(g->second));
+    }
+  }
   if (conv) {
     if (w.dims_["H"] + 2 * w.dims_["pad"] < w.dims_["R"] ||
         w.dims_["W"] + 2 * w.dims_["pad"] < w.dims_["S"]) {
@@ -157,13 +163,15 @@ std::int64_t Workload::out_w() const {
 
 double Workload::flops() const {
   auto d = [&](const char* n) { return static_cast<double>(dim(n)); };
+  const double groups = dims_.count("groups") ? d("groups") : 1;
   switch (family_) {
     case OpFamily::matmul: return 2 * batch() * d("M") * d("N") * d("K");
     case OpFamily::conv:
-      return 2 * d("N") * d("K") * double(out_h()) * double(out_w()) * d("C") * d("R") * d("S");
+      return 2 * d("N") * d("K") * double(out_h()) * double(out_w()) * d("C") / groups * d("R") * d("S");
     case OpFamily::depthwise:
-      return 2 * d("N") * d("C") * double(out_h()) * double(out_w()) * d("R") * d("S");
+      return info().window_ops * d("N") * d("C") * double(out_h()) * double(out_w()) * d("R") * d("S");
     case OpFamily::rows: return info().row_ops * d("M") * d("N");
+    case OpFamily::attention: return 4 * d("B") * d("S") * d("L") * d("D");  // two GEMMs
     case OpFamily::table:
     case OpFamily::custom: return 0;
   }
@@ -173,16 +181,40 @@ double Workload::flops() const {
 double Workload::compulsory_bytes() const {
   auto d = [&](const char* n) { return static_cast<double>(dim(n)); };
   const double b = dtype_bytes(dtype_);
+  const double groups = dims_.count("groups") ? d("groups") : 1;
   switch (family_) {
     case OpFamily::matmul:
       return b * batch() * (d("M") * d("K") + d("K") * d("N") + d("M") * d("N"));
     case OpFamily::conv:
-      return b * (d("N") * d("C") * d("H") * d("W") + d("K") * d("C") * d("R") * d("S") +
+      return b * (d("N") * d("C") * d("H") * d("W") + d("K") * d("C") / groups * d("R") * d("S") +
                   d("N") * d("K") * double(out_h()) * double(out_w()));
     case OpFamily::depthwise:
-      return b * (d("N") * d("C") * d("H") * d("W") + d("C") * d("R") * d("S") +
+      return b * (d("N") * d("C") * d("H") * d("W") +
+                  (info().window_weights ? d("C") * d("R") * d("S") : 0) +
                   d("N") * d("C") * double(out_h()) * double(out_w()));
-    case OpFamily::rows: return b * (info().row_inputs + 1) * d("M") * d("N");
+    case OpFamily::rows: return b * (info().row_inputs * d("M") * d("N") + out_elements());
+    case OpFamily::attention: return b * d("B") * (2 * d("S") * d("D") + 2 * d("L") * d("D"));
+    case OpFamily::table:
+    case OpFamily::custom: return 0;
+  }
+  return 0;
+}
+
+double Workload::out_elements() const {
+  auto d = [&](const char* n) { return static_cast<double>(dim(n)); };
+  switch (family_) {
+    case OpFamily::matmul: return batch() * d("M") * d("N");
+    case OpFamily::conv: return d("N") * d("K") * double(out_h()) * double(out_w());
+    case OpFamily::depthwise: return d("N") * d("C") * double(out_h()) * double(out_w());
+    case OpFamily::rows:
+      switch (info().row_output) {
+        case RowOutput::one_per_row: return d("M");
+        case RowOutput::scaled: return d("M") * d("N") * d("scale") * d("scale");
+        case RowOutput::same:
+        case RowOutput::transposed: return d("M") * d("N");
+      }
+      return d("M") * d("N");
+    case OpFamily::attention: return d("B") * d("S") * d("D");
     case OpFamily::table:
     case OpFamily::custom: return 0;
   }
@@ -199,6 +231,7 @@ double Workload::batch() const {
     return info().batch_dim.empty() ? 1.0 : double(dim(info().batch_dim));
   }
   if (family_ == OpFamily::conv || family_ == OpFamily::depthwise) return double(dim("N"));
+  if (family_ == OpFamily::attention) return double(dim("B"));
   return 1.0;
 }
 

@@ -6,16 +6,32 @@
 //   matmul            M N K                     C[M,N] = A[M,K] * B[K,N]
 //   batch_matmul      B M N K
 //   conv2d            N C H W K R S stride pad  NCHW input, K filters of C x R x S
+//   group_conv2d      N C H W K R S stride pad groups   C and K split into groups
 //   depthwise_conv2d  N C H W R S stride pad    one R x S filter per channel
+//   max_pool2d        N C H W R S stride pad    R x S window per channel, no weights
+//   avg_pool2d        N C H W R S stride pad
 //   elementwise       M N                       binary op (two inputs, one output)
+//   map               M N                       unary: a copy whose epilogue is the work
 //   layernorm         M N                       normalises each of M rows of N
 //   softmax           M N                       along N
+//   lrn               M N                       across rows: M = batch x channels, N = H x W
+//   reduce            M N                       each row of N to one value (sum, max, mean)
+//   global_avg_pool   M N                       M = batch x channels, N = H x W
+//   transpose         M N inner                 [M, N/inner, inner] -> [N/inner, M, inner]:
+//                                               inner 1 is a plain transpose (NCHW <-> NHWC),
+//                                               inner 64 splits BERT's heads
+//   concat            M N                       copies inputs into an M x N output
+//   gather            M N                       M rows of N picked from a table (embeddings)
+//   upsample          M N scale                 nearest: M x N -> (M*scale) x (N*scale)
+//   attention         B S L D                   softmax(Q K^T / sqrt(D)) V fused: B heads,
+//                                               S queries, L keys, head dim D
 //   recorded          (none)                    measured table; "table": path (see recorded_space.hpp)
 // The list itself lives in core/op_registry.hpp; more ops can be registered there.
 // conv2d/depthwise accept stride and pad as optional (defaults 1 and 0); the
 // canonical JSON always carries them, so {"stride":1} and no stride share a key.
-// Epilogue ops (bias, batchnorm, relu, gelu, add, layernorm) apply to matmul,
-// batch_matmul, conv2d and depthwise_conv2d only, in the given order.
+// Epilogue ops (bias, batchnorm, relu, leaky_relu, gelu, sigmoid, silu, add,
+// layernorm, requantize) apply, in the given order, to ops that take one: matmul, batch_matmul,
+// conv2d, depthwise_conv2d, elementwise and map.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +80,8 @@ class Workload {
   std::int64_t out_w() const;
   // Arithmetic of the main op (2 per MAC), without epilogue. 0 for recorded.
   double flops() const;
+  // Elements of the main op's output (before any epilogue). 0 for recorded.
+  double out_elements() const;
   // Bytes of inputs and output read/written once each (the compulsory GM traffic of the main op).
   double compulsory_bytes() const;
   // Short human label, e.g. "conv2d 1x64x56x56 k64 3x3 s1 +bias+relu".

@@ -141,6 +141,7 @@ std::size_t template_slot(const Workload& w) {
     case OpFamily::conv: return 1;
     case OpFamily::depthwise: return 2;
     case OpFamily::rows: return 3;
+    case OpFamily::attention: return 0;  // two matmuls on the cube, like the matmul template
     case OpFamily::table:
     case OpFamily::custom: return 4;
   }
@@ -304,6 +305,7 @@ GemmDims gemm_dims(const Workload& w) {
     case OpFamily::conv: return {double(w.out_h() * w.out_w()), d("K"), d("C") * d("R") * d("S"), d("N")};
     case OpFamily::depthwise: return {double(w.out_h() * w.out_w()), d("C"), d("R") * d("S"), d("N")};
     case OpFamily::rows: return {d("M"), d("N"), 1, 1};
+    case OpFamily::attention: return {d("S"), d("L"), d("D"), d("B")};
     case OpFamily::table:
     case OpFamily::custom: return {};
   }

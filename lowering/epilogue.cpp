@@ -3,7 +3,10 @@
 namespace atvoss::lowering {
 namespace {
 int level_needed(const std::string& op) {
-  if (op == "bias" || op == "relu" || op == "gelu") return 1;
+  if (op == "bias" || op == "relu" || op == "leaky_relu" || op == "gelu" || op == "sigmoid" ||
+      op == "silu" || op == "requantize") {
+    return 1;
+  }
   return 2;  // batchnorm, add, layernorm
 }
 }  // namespace
@@ -20,6 +23,10 @@ FusionSplit split_epilogue(const std::vector<std::string>& epilogue, int fusion_
 
 double epilogue_ops_per_element(const std::string& op) {
   if (op == "gelu") return 8;
+  if (op == "sigmoid") return 4;  // exp, add, reciprocal, and the negation
+  if (op == "silu") return 5;     // x * sigmoid(x)
+  if (op == "leaky_relu") return 2;  // compare-select and a multiply
+  if (op == "requantize") return 3;  // int32 -> int8: scale, round, saturate
   if (op == "batchnorm") return 2;
   if (op == "layernorm") return 8;
   return 1;  // bias, relu, add

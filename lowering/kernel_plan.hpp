@@ -52,6 +52,8 @@ struct TileWork {
   double workspace_bytes = 0;  // per tile: parked in a GM workspace and read back (split parts)
   bool handover = false;       // per tile: output handed to the next op on chip (fusion level 3)
   double store_bytes = 0;      // per tile: UB -> GM
+  double store_segment_bytes = 0;  // contiguous row of that store; 0: the tile's rows are
+                                   // whole output rows (only a transpose writes short ones)
   double fix_store_bytes = 0;  // per tile: written to GM straight from the accumulator
   double consumed_bytes = 0;   // per tile: operand bytes read by the compute units
 

@@ -27,6 +27,7 @@ const Values kKSteps = {1, 2, 4, 8};
 const Values kChannelSizes = {16, 32, 64, 128, 256};
 const Values kRowSizes = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 const Values kColumnSizes = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+const Values kSequenceTiles = {16, 32, 64, 128, 256, 512, 1024};
 // Bytes of one contiguous GM row of a fractal-layout operand (weights, NC1HWC0 blocks).
 constexpr double kFractalRowBytes = 512;
 // The K granule of a fractal: one 32-byte block of elements.
@@ -294,12 +295,18 @@ double conv_halo(const Workload& w, double out, std::int64_t k, std::int64_t in)
   return std::min(double(in + 2 * w.dim("pad")), (out - 1) * double(w.dim("stride")) + double(k));
 }
 
+// Groups of a convolution: 1 unless the op has the dim (group_conv2d).
+std::int64_t conv_groups(const Workload& w) { return w.dims().count("groups") ? w.dim("groups") : 1; }
+
+// A grouped convolution is `groups` independent ones of C/groups -> K/groups channels:
+// the tile grid treats each group like another image, and every group has its weights.
 KernelPlan plan_conv(const Common& c) {
   KernelPlan p = start_plan(c, OpFamily::conv, true);
   const auto& w = c.w;
   const auto& t = c.t;
-  const std::int64_t batch = w.dim("N"), C = w.dim("C"), H = w.dim("H"), W = w.dim("W");
-  const std::int64_t K = w.dim("K"), R = w.dim("R"), S = w.dim("S");
+  const std::int64_t G = conv_groups(w);
+  const std::int64_t batch = w.dim("N") * G, C = w.dim("C") / G, H = w.dim("H"), W = w.dim("W");
+  const std::int64_t K = w.dim("K") / G, R = w.dim("R"), S = w.dim("S");
   const std::int64_t stride = w.dim("stride");
   const std::int64_t Ho = w.out_h(), Wo = w.out_w();
   const std::int64_t th = c.knob(knobs::tile_h), tw_ = c.knob(knobs::tile_w);
@@ -358,7 +365,7 @@ KernelPlan plan_conv(const Common& c) {
   p.grid_m = double(ceil_div(Ho, th)) * double(ceil_div(Wo, tw_)) * double(batch);
   p.grid_n = double(ceil_div(K, tn));
   const double a_unique = double(batch) * double(C) * double(H) * double(W) * c.b;
-  const double b = double(K) * kred * c.b;
+  const double b = double(G) * double(K) * kred * c.b;
   set_reuse(p, a_unique, a_sweep, b, b, TileOrder(c.knob(knobs::tile_order)));
   p.out_bytes = double(batch) * double(K) * double(Ho) * double(Wo) * c.b;
   p.other_reads += extra_in * p.out_bytes;
@@ -380,6 +387,8 @@ KernelPlan plan_conv(const Common& c) {
   return p;
 }
 
+// Depthwise conv and pooling: an R x S window per channel on the vector unit; only the
+// conv reads weights (OpInfo::window_weights).
 KernelPlan plan_depthwise(const Common& c) {
   KernelPlan p = start_plan(c, OpFamily::depthwise, false);
   const auto& w = c.w;
@@ -391,6 +400,8 @@ KernelPlan plan_depthwise(const Common& c) {
   const double d = c.depth;
   const double extra_in = fused_extra_inputs(p.fusion);
   const double ops = fused_ops(p.fusion);
+  const double weights = w.info().window_weights ? 1 : 0;
+  const double window_ops = w.info().window_ops;
   double a_sweep = 0;
   for (auto [h, ch] : axis_tiles(Ho, th)) {
     for (auto [wd, cw] : axis_tiles(Wo, tw_)) {
@@ -401,21 +412,21 @@ KernelPlan plan_depthwise(const Common& c) {
         tile.count = ch * cw * cc * double(batch);
         const double ct_p = ceil_to(ct, c.c0);  // channels pad to the 32 B granule
         tile.copies[0] = {in_h * in_w * ct * c.b, in_w * kGranuleBytes};
-        tile.copies[1] = {ct * double(R * S) * c.b, kFractalRowBytes};
+        tile.copies[1] = {weights * ct * double(R * S) * c.b, kFractalRowBytes};
         tile.copies[2] = {extra_in * h * wd * ct * c.b, wd * kGranuleBytes};
-        tile.vector_bytes = h * wd * ct_p * double(R * S) * 2 * c.b;
+        tile.vector_bytes = h * wd * ct_p * double(R * S) * window_ops * c.b;
         tile.epilogue_bytes = h * wd * ct_p * ops * c.b;
         tile.store_bytes = h * wd * ct * c.b;
-        tile.consumed_bytes = h * wd * ct * double(R * S) * c.b * 2;
+        tile.consumed_bytes = h * wd * ct * double(R * S) * c.b * window_ops;
         p.tiles.push_back(tile);
       }
     }
   }
   p.grid_m = double(ceil_div(Ho, th)) * double(ceil_div(Wo, tw_)) * double(batch);
   const double a_unique = double(batch) * double(C) * double(H) * double(W) * c.b;
-  const double b = double(C) * double(R) * double(S) * c.b;
+  const double b = weights * double(C) * double(R) * double(S) * c.b;
   set_reuse(p, a_unique, a_sweep, b, b, TileOrder::row_major);
-  p.out_bytes = double(batch) * double(C) * double(Ho) * double(Wo) * c.b;
+  p.out_bytes = w.out_elements() * c.b;
   p.other_reads = extra_in * p.out_bytes;
   add_separate_kernels(p);
   const double in_h = conv_halo(w, double(std::min(th, Ho)), R, H);
@@ -423,14 +434,32 @@ KernelPlan plan_depthwise(const Common& c) {
   const double ct_p = ceil_to(double(std::min(tc, C)), c.c0);
   const double out_tile = double(std::min(th, Ho) * std::min(tw_, Wo)) * ct_p * c.b;
   p.footprint.ub = d * (in_h * in_w * ct_p * c.b + out_tile * (1 + extra_in)) +
-                   ct_p * double(R * S) * c.b;
+                   weights * ct_p * double(R * S) * c.b;
   check_depth(p, c);
   check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), with_depth(c.depth));
   check_row_fusion(p, tc, C, "tile_c");
   return p;
 }
 
-// Row ops: rows of N in tile_m x tile_n blocks.
+// Output of one m x n input tile of a rows op (OpInfo::row_output): its elements and
+// the contiguous row each store writes (0: whole output rows). A reduction emits its
+// m values once per row block, here spread over the row's column tiles.
+std::pair<double, double> row_tile_output(const Workload& w, double m, double n, double col_tiles,
+                                          double b) {
+  switch (w.info().row_output) {
+    case RowOutput::one_per_row: return {m / col_tiles, 0};
+    case RowOutput::transposed: return {m * n, m * double(w.dim("inner")) * b};
+    case RowOutput::scaled: {
+      const double scale = double(w.dim("scale"));
+      return {m * n * scale * scale, 0};
+    }
+    case RowOutput::same: break;
+  }
+  return {m * n, 0};
+}
+
+// Row ops: rows of N in tile_m x tile_n blocks. The epilogue (of elementwise and map)
+// always runs in the same pass: there is no separate kernel to split it into.
 KernelPlan plan_rows(const Common& c) {
   KernelPlan p = start_plan(c, OpFamily::rows, false);
   const auto& w = c.w;
@@ -438,19 +467,30 @@ KernelPlan plan_rows(const Common& c) {
   const std::int64_t M = w.dim("M"), N = w.dim("N");
   const std::int64_t tm = c.knob(knobs::tile_m), tn = c.knob(knobs::tile_n);
   const double inputs = op.row_inputs;
+  p.fusion = split_epilogue(w.epilogue(), 3);
+  const double extra_in = fused_extra_inputs(p.fusion), epi_ops = fused_ops(p.fusion);
+  const double col_tiles = double(ceil_div(N, tn));
   // A split row needs its statistics first: a second pass over GM, and more work.
   const double passes = (op.row_reduction && tn < N) ? 2 : 1;
+  double out_tile_max = 0;
   for (auto [m, cm] : axis_tiles(M, tm)) {
     for (auto [n, cn] : axis_tiles(N, tn)) {
       TileWork tile;
       tile.count = cm * cn;
       const double row_p = ceil_to(n * c.b, kGranuleBytes) / c.b;  // UB rows pad to 32 B
       const double in_bytes = m * n * c.b * passes;
+      const auto [out_elems, out_segment] = row_tile_output(w, m, n, col_tiles, c.b);
       tile.copies[0] = {in_bytes, n * c.b};
       tile.copies[1] = {inputs > 1 ? in_bytes : 0, n * c.b};  // the second operand
+      tile.copies[2] = {extra_in * m * n * c.b, n * c.b};     // a residual epilogue input
       tile.vector_bytes = m * row_p * op.row_ops * (passes > 1 ? 1.5 : 1) * c.b;
-      tile.store_bytes = m * n * c.b;
-      tile.consumed_bytes = m * n * c.b * inputs * passes;
+      // Upsampling writes every output element once on the vector unit.
+      if (op.row_output == RowOutput::scaled) tile.vector_bytes += out_elems * c.b;
+      tile.epilogue_bytes = m * row_p * epi_ops * c.b;
+      tile.store_bytes = out_elems * c.b;
+      tile.store_segment_bytes = out_segment;
+      tile.consumed_bytes = m * n * c.b * (inputs + extra_in) * passes;
+      out_tile_max = std::max(out_tile_max, out_elems * c.b);
       p.tiles.push_back(tile);
     }
   }
@@ -458,11 +498,77 @@ KernelPlan plan_rows(const Common& c) {
   p.grid_n = passes;  // the second pass re-reads the row block just read
   const double a = double(M) * double(N) * c.b * inputs;
   set_reuse(p, a, a, 0, 0, TileOrder::row_major);
-  p.out_bytes = double(M) * double(N) * c.b;
+  p.out_bytes = w.out_elements() * c.b;
+  p.other_reads = extra_in * double(M) * double(N) * c.b;
   const double tile_p = double(std::min(tm, M)) * ceil_to(double(std::min(tn, N)) * c.b, kGranuleBytes);
-  p.footprint.ub = double(c.depth) * tile_p * (inputs + 1) + (op.row_reduction ? tile_p / c.b * 4 : 0);
+  p.footprint.ub = double(c.depth) * (tile_p * (inputs + extra_in) + std::max(out_tile_max, tile_p)) +
+                   (op.row_reduction ? tile_p / c.b * 4 : 0);
   check_depth(p, c);
   check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), with_depth(c.depth));
+  if (op.row_output == RowOutput::transposed && (N % w.dim("inner") != 0 || tn % w.dim("inner") != 0)) {
+    p.verdict = Verdict::invalid("transpose: N and tile_n must be multiples of inner " +
+                                 std::to_string(w.dim("inner")));
+  }
+  return p;
+}
+
+// Vector ops per score of the online softmax: running max, subtract, exp, running sum
+// and the probabilities' cast.
+constexpr double kOnlineSoftmaxOps = 6;
+
+// Fused attention (FlashAttention's schedule). A tile of tile_m queries keeps Q in L1;
+// the keys and values stream through in tiles of tile_n (the sequence tile), one GM
+// load each. Per step the cube computes the scores Q K^T (tile_m x tile_n x D) and
+// P V (tile_m x D x tile_n); the vector unit keeps the online softmax (running max and
+// sum, exp of the block) and rescales the fp32 output accumulator in UB. The scores
+// never reach GM: that is what the unfused baseline (batch_matmul, softmax,
+// batch_matmul) pays for.
+KernelPlan plan_attention(const Common& c) {
+  KernelPlan p = start_plan(c, OpFamily::attention, true);
+  const auto& w = c.w;
+  const std::int64_t B = w.dim("B"), S = w.dim("S"), L = w.dim("L"), D = w.dim("D");
+  const std::int64_t tm = c.knob(knobs::tile_m), tn = c.knob(knobs::tile_n);
+  const double loads = double(ceil_div(L, tn));
+  const double kn = double(L) / loads;  // keys per load (the edge tile averaged in)
+  const double d_p = ceil_to(double(D), c.c0), kn_p = ceil_to(kn, c.c0);
+  for (auto [m, cm] : axis_tiles(S, tm)) {
+    TileWork tw;
+    tw.count = cm * double(B);
+    tw.loads = loads;
+    tw.steps_per_load = 1;
+    tw.copies[0] = {kn * double(D) * c.b, double(D) * c.b};        // K tile
+    tw.copies[1] = {kn * double(D) * c.b, double(D) * c.b};        // V tile
+    tw.copies[2] = {m * double(D) * c.b / loads, double(D) * c.b};  // Q, once per tile
+    tw.l0a_bytes = c.pad_m(m) * (d_p + kn_p) * c.b;                // Q, then P
+    tw.l0b_bytes = (d_p * c.pad_n(kn) + kn_p * c.pad_n(double(D))) * c.b;
+    tw.l0_transfers = 4;
+    tw.cube_macs = c.pad_m(m) * (c.pad_n(kn) * d_p + c.pad_n(double(D)) * kn_p);
+    // Scores and the P V block leave L0C in fp32 for the vector unit.
+    tw.vector_bytes = m * kn * (kOnlineSoftmaxOps * c.b + 4) + m * double(D) * 4 * 2;
+    cube_output(tw, c, m * double(D), p.fusion);
+    tw.store_bytes = m * double(D) * c.b;  // normalised by the running sum in UB, then stored
+    tw.fix_store_bytes = 0;
+    tw.consumed_bytes = loads * tw.cube_macs / 8 * c.b;
+    p.tiles.push_back(tw);
+  }
+  p.grid_m = double(ceil_div(S, tm));
+  p.batch = double(B);
+  const double q = double(S) * double(D) * c.b, kv = 2 * double(L) * double(D) * c.b;
+  set_reuse(p, q, q, kv, kv, TileOrder::row_major);  // K and V again for every query tile
+  p.out_bytes = double(B) * double(S) * double(D) * c.b;
+  const double d = c.depth;
+  Footprint& f = p.footprint;
+  f.l0a = d * c.pad_m(tm) * std::max(d_p, ceil_to(double(tn), c.c0)) * c.b;
+  f.l0b = d * std::max(d_p * c.pad_n(double(tn)), ceil_to(double(tn), c.c0) * c.pad_n(double(D))) * c.b;
+  f.l0c = c.pad_m(tm) * (c.pad_n(double(tn)) + c.pad_n(double(D))) * 4;
+  f.l1 = double(tm) * double(D) * c.b + d * 2 * double(tn) * double(D) * c.b;
+  f.ub = d * double(tm) * double(tn) * 4 + double(tm) * double(D) * 4 + 2 * double(tm) * 4;
+  check_depth(p, c);
+  check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), with_depth(c.depth));
+  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), with_depth(c.depth));
+  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes), "for the fp32 scores and output of tile_m queries");
+  check_fit(p, "L1", f.l1, double(c.t.l1_bytes), "for Q and the K/V tiles " + with_depth(c.depth));
+  check_fit(p, "UB", f.ub, double(c.t.ub_bytes), "for the online softmax " + with_depth(c.depth));
   return p;
 }
 
@@ -480,8 +586,9 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
     case OpFamily::conv:
       return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes)),
               knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes)),
-              knob(knobs::tile_n, tile_values(w.dim("K"), kTileSizes)),
-              knob(knobs::tile_k, tile_values(saturating_product({w.dim("C"), w.dim("R"), w.dim("S")}),
+              knob(knobs::tile_n, tile_values(w.dim("K") / conv_groups(w), kTileSizes)),
+              knob(knobs::tile_k, tile_values(saturating_product({w.dim("C") / conv_groups(w), w.dim("R"),
+                                                                  w.dim("S")}),
                                               kReductionSizes)),
               knob(knobs::k_steps, kKSteps),
               knob(knobs::async_copy_depth, depth),
@@ -496,6 +603,10 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
     case OpFamily::rows:
       return {knob(knobs::tile_m, tile_values(w.dim("M"), kRowSizes)),
               knob(knobs::tile_n, tile_values(w.dim("N"), kColumnSizes)),
+              knob(knobs::async_copy_depth, depth)};
+    case OpFamily::attention:
+      return {knob(knobs::tile_m, tile_values(w.dim("S"), kTileSizes)),
+              knob(knobs::tile_n, tile_values(w.dim("L"), kSequenceTiles)),
               knob(knobs::async_copy_depth, depth)};
     case OpFamily::table:
     case OpFamily::custom: break;
@@ -513,6 +624,7 @@ KernelPlan family_plan(const Workload& w, const Target& t, const Schedule& s) {
     case OpFamily::conv: return plan_conv(c);
     case OpFamily::depthwise: return plan_depthwise(c);
     case OpFamily::rows: return plan_rows(c);
+    case OpFamily::attention: return plan_attention(c);
     case OpFamily::table:
     case OpFamily::custom: break;
   }
@@ -541,8 +653,9 @@ std::shared_ptr<const OpLowering> custom_lowering(const Workload& w) {
 
 // Preferred value of a knob in a vendor-style default tiling.
 std::int64_t preferred(const std::string& knob, const Workload& w) {
-  if (knob == knobs::tile_m) return w.is_matmul_like() ? 128 : 8;
-  if (knob == knobs::tile_n) return w.is_matmul_like() || w.is_conv() ? 128 : 1024;
+  const bool cube = w.is_matmul_like() || w.family() == OpFamily::attention;
+  if (knob == knobs::tile_m) return cube ? 128 : 8;
+  if (knob == knobs::tile_n) return cube || w.is_conv() ? 128 : 1024;
   if (knob == knobs::tile_k) return 64;
   if (knob == knobs::k_steps) return 2;
   if (knob == knobs::async_copy_depth) return 2;

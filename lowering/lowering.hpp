@@ -8,10 +8,16 @@
 //   conv       output block tile_h x tile_w x tile_n; each load brings the input halo
 //              ((tile_h-1)*stride+R rows) for tile_k*k_steps/(R*S) channels plus the
 //              weights; the matrix unit walks the block in L0-sized M sub-blocks. An
-//              accumulator larger than L0C is computed in row groups.
-//   depthwise  vector op: tile_h x tile_w x tile_c output, halo input in UB.
+//              accumulator larger than L0C is computed in row groups. A grouped conv
+//              is `groups` convs of C/groups -> K/groups channels, each with its weights.
+//   depthwise  vector op: tile_h x tile_w x tile_c output, halo input in UB; pooling
+//              is the same window without weights.
 //   rows       tile_m x tile_n blocks in UB; a row-reducing op (layernorm, softmax)
-//              whose tile is narrower than the row needs a second pass over GM.
+//              whose tile is narrower than the row needs a second pass over GM. The
+//              output follows OpInfo::row_output: one value per row (reduce), the
+//              transpose (stores of tile_m x inner elements, which pay for being short:
+//              the transpose's cost), or upsampled. An epilogue (elementwise, map) always
+//              runs in the same pass.
 // An op outside the built-in families registers its own OpLowering by name.
 // docs/knobs.md describes every knob. Pure functions: thread-safe.
 #pragma once

@@ -62,6 +62,18 @@ double vector_per_cube(const Target& t) {
   return std::max(1.0, double(t.vector_cores) / std::max(1, t.ai_cores));
 }
 
+// MTE3 cycles of a tile's store. Rows shorter than the output's (a transpose's tile_m
+// elements) lose what a GM copy of such rows loses, and one under a 32 B block still
+// moves the whole block.
+double store_cycles(const TileWork& tw, const Traffic& tr) {
+  double cycles = tw.store_bytes * tr.out_cycles_per_byte;
+  if (tw.store_segment_bytes > 0 && tw.store_bytes > 0) {
+    const double block = std::min(1.0, tw.store_segment_bytes / 32.0);
+    cycles /= copy_efficiency(tw.store_bytes, tw.store_segment_bytes) * block;
+  }
+  return cycles;
+}
+
 // Pipe cycles of one tile shape: the plan's bytes and work at the target's rates.
 StageCosts stage_costs(const Target& t, const KernelPlan& p, const TileWork& tw, const Traffic& tr,
                        double active, DType dtype) {
@@ -83,7 +95,7 @@ StageCosts stage_costs(const Target& t, const KernelPlan& p, const TileWork& tw,
   c.epi_per_tile = tw.epilogue_bytes / (t.vector_bytes_per_cycle * vpc) +
                    tw.workspace_bytes / (t.mte2_bytes_per_cycle * vpc) +
                    (tw.handover ? kHandoverCycles : 0);
-  c.mte3_per_tile = tw.store_bytes * tr.out_cycles_per_byte;
+  c.mte3_per_tile = store_cycles(tw, tr);
   return c;
 }
 

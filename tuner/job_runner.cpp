@@ -78,6 +78,11 @@ class Job {
     open_job_row();
   }
 
+  // The report's precision rows (model_evaluation.hpp), from the model as it was given.
+  void compare_precisions(const TaskSet& model) {
+    precisions_ = evaluate_precisions(model, spec_.precision, target_);
+  }
+
   JobOutcome run() {
     JobOutcome out;
     out.resumed_trials = total_trials();
@@ -279,12 +284,38 @@ class Job {
     return t;
   }
 
+  // Weighted end-to-end time for the outcome and the report. A task the budget never
+  // reached counts at its default schedule, simulated noise-free like the report's
+  // variants (model_evaluation.hpp), so a short budget still gives an end-to-end figure.
+  double end_to_end(bool tuned) const {
+    double total = 0;
+    for (const auto& r : runs_) {
+      double us = tuned ? r.best_us : r.default_us;
+      if (!std::isfinite(us)) us = std::isfinite(r.default_us) ? r.default_us : untuned_us(r);
+      total += r.task.weight * us;
+    }
+    return total;
+  }
+
+  double untuned_us(const TaskRun& r) const {
+    const Measurement m =
+        measure_noise_free(target_, r.task.workload, backend::required_default(r.task.workload, target_));
+    return m.ok() ? m.time_us : 0;
+  }
+
+  int tasks_tuned() const {
+    int n = 0;
+    for (const auto& r : runs_) n += std::isfinite(r.best_us) ? 1 : 0;
+    return n;
+  }
+
   JobOutcome finish(JobOutcome out) {
     out.tasks = static_cast<int>(runs_.size());
+    out.tasks_tuned = tasks_tuned();
     out.trials = total_trials();
     out.measured = out.trials - out.resumed_trials;
-    out.default_us = objective(false);
-    out.tuned_us = objective(true);
+    out.default_us = end_to_end(false);
+    out.tuned_us = end_to_end(true);
     out.database = spec_.database;
     out.table = spec_.export_path;
     out.report = spec_.report_path;
@@ -297,6 +328,7 @@ class Job {
     data.strategy = spec_.strategy;
     data.trials = out.trials;
     data.budget = spec_.trials;
+    data.tasks_tuned = out.tasks_tuned;
     for (const auto& [op, n] : tasks_.unsupported()) data.unsupported.emplace_back(op, n);
     Json tasks = Json::array();
     for (const auto& r : runs_) {
@@ -312,14 +344,24 @@ class Job {
     eval.cost_model = spec_.cost_model;
     eval.seed = spec_.seed;
     data.variants = evaluate_variants(tasks_.tasks(), target_, db_, eval);
+    data.precisions = precisions_;
+    for (const auto& t : tasks_.tasks()) {
+      if (const double e = int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
+    }
     write_report(data, spec_.report_path);
     Json variants = Json::array();
     for (const auto& v : data.variants) {
       variants.push_back({{"name", v.name}, {"end_to_end_us", v.end_to_end_us()},
                           {"throughput", v.throughput(data.batch)}});
     }
-    out.summary = {{"job", spec_.name}, {"model", tasks_.model()}, {"target", target_.name},
+    Json precisions = Json::array();
+    for (const auto& p : precisions_) {
+      precisions.push_back({{"name", p.name}, {"default_us", p.default_us}});
+    }
+    out.summary = {{"job", spec_.name}, {"precisions", precisions}, {"model", tasks_.model()}, {"target", target_.name},
                    {"trials", out.trials}, {"resumed", out.resumed_trials},
+                   {"tasks_tuned", out.tasks_tuned}, {"default_us", out.default_us},
+                   {"tuned_us", out.tuned_us},
                    {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
                    {"database", out.database}, {"table", out.table}, {"report", out.report}};
     return out;
@@ -335,6 +377,7 @@ class Job {
   TaskScheduler scheduler_;
   Progress progress_;
   std::vector<TaskRun> runs_;
+  std::vector<PrecisionRow> precisions_;
   std::int64_t job_id_ = 0;
 };
 
@@ -364,7 +407,7 @@ std::unique_ptr<Measurer> make_job_measurer(const std::string& farm) {
   return make_farm_measurer(farm);
 }
 
-TaskSet tasks_of(const JobSpec& spec) {
+TaskSet model_tasks(const JobSpec& spec) {
   TaskSet set;
   if (!spec.model.empty()) {
     if (ends_with(spec.model, ".onnx")) {
@@ -382,10 +425,13 @@ TaskSet tasks_of(const JobSpec& spec) {
   return set;
 }
 
+TaskSet tasks_of(const JobSpec& spec) { return apply_precision(model_tasks(spec), spec.precision); }
+
 JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   // Validate everything before the database is opened (see header).
   Target target = backend::load_target(spec.target);
-  TaskSet tasks = tasks_of(spec);
+  TaskSet model = model_tasks(spec);
+  TaskSet tasks = apply_precision(model, spec.precision);
   const auto& names = search::strategy_names();
   if (std::find(names.begin(), names.end(), spec.strategy) == names.end()) {
     std::string list;
@@ -404,6 +450,7 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   std::unique_ptr<Measurer> measurer =
       options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
   Job job(spec, options, std::move(target), std::move(tasks), std::move(measurer));
+  job.compare_precisions(model);
   return job.run();
 }
 

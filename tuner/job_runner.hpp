@@ -39,11 +39,12 @@ struct JobRunOptions {
 
 struct JobOutcome {
   int tasks = 0;
+  int tasks_tuned = 0;     // tasks with a measured schedule; the rest count at their default
   int trials = 0;          // stored trials over all tasks after the run
   int resumed_trials = 0;  // found in the database at the start
   int measured = 0;        // stored by this run
   double default_us = 0;   // weighted end-to-end time under the default schedules
-  double tuned_us = 0;     // weighted end-to-end time under the best stored schedules
+  double tuned_us = 0;     // ... under the best stored schedules, untuned tasks at their default
   std::string database, table, report;
   Json summary;            // per-task detail for --json
 };
@@ -53,7 +54,9 @@ struct JobOutcome {
 // "unreachable" if not, so a wrong address is reported before anything runs).
 std::unique_ptr<Measurer> make_job_measurer(const std::string& farm);
 
-// The tasks of a spec: its model (zoo name or .onnx file) plus its explicit workloads.
+// The tasks of a spec: its model (zoo name or .onnx file) plus its explicit workloads,
+// as the model gives them (model_tasks) and with the spec's precision applied (tasks_of).
+TaskSet model_tasks(const JobSpec& spec);
 TaskSet tasks_of(const JobSpec& spec);
 
 JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options = {});

@@ -12,7 +12,7 @@ namespace {
 
 // Noise-free, so variants are compared on the model's own time.
 Measurement exact(const Target& target, const Workload& w, const Schedule& s) {
-  return backend::measure_one(backend::MeasureRequest{w, target, s, 1, 0}, backend::MeasureOptions{0});
+  return measure_noise_free(target, w, s);
 }
 
 costmodel::WorkloadGroup group_of(const Workload& w, const Target& target,
@@ -106,6 +106,34 @@ VariantOp tuned_at_fusion(const TuneTask& t, const Target& target,
 }
 
 }  // namespace
+
+Measurement measure_noise_free(const Target& target, const Workload& w, const Schedule& s) {
+  return backend::measure_one(backend::MeasureRequest{w, target, s, 1, 0}, backend::MeasureOptions{0});
+}
+
+std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const PrecisionSpec& job,
+                                              const Target& target) {
+  std::vector<PrecisionRow> rows;
+  // A precision in which some op has no valid schedule on the target gets no row.
+  auto add_row = [&](std::string name, const PrecisionSpec& spec) {
+    PrecisionRow r{std::move(name), 0};
+    try {
+      const TaskSet tasks = apply_precision(model, spec);
+      for (const auto& t : tasks.tasks()) {
+        const Measurement m =
+            measure_noise_free(target, t.workload, backend::required_default(t.workload, target));
+        if (m.ok()) r.default_us += t.weight * m.time_us;
+      }
+    } catch (const Error&) {
+      return;
+    }
+    rows.push_back(std::move(r));
+  };
+  add_row("float16", PrecisionSpec::whole(DType::float16));
+  add_row("int8", PrecisionSpec::whole(DType::int8));
+  if (!job.empty()) add_row("this job's precision", job);
+  return rows;
+}
 
 std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
                                             const Target& target, const db::TuningDatabase& db,

@@ -18,6 +18,7 @@
 
 #include "core/target.hpp"
 #include "db/tuning_database.hpp"
+#include "tuner/precision.hpp"
 #include "tuner/report.hpp"
 #include "tuner/task_set.hpp"
 
@@ -32,6 +33,15 @@ struct EvaluationOptions {
   int train_per_task = 128;
   std::uint64_t seed = 0;
 };
+
+// w under s on target, simulated without noise: how variants, and tasks a job's budget
+// never reached, are timed.
+Measurement measure_noise_free(const Target& target, const Workload& w, const Schedule& s);
+
+// The model (as given, before any precision) at the vendor default schedules in
+// float16, in int8 and, when the job sets a precision, in the job's: fp16 -> int8 -> mixed.
+std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const PrecisionSpec& job,
+                                              const Target& target);
 
 std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
                                             const Target& target, const db::TuningDatabase& db,

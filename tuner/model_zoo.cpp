@@ -6,6 +6,9 @@
 #include "tuner/model_zoo.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <random>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -42,15 +45,33 @@ Workload batch_matmul(std::int64_t b, std::int64_t m, std::int64_t n, std::int64
       Json{{"op", "batch_matmul"}, {"dims", {{"B", b}, {"M", m}, {"N", n}, {"K", k}}}});
 }
 
-Workload row_op(const std::string& op, std::int64_t m, std::int64_t n) {
-  return Workload::from_json(Json{{"op", op}, {"dims", {{"M", m}, {"N", n}}}});
+Workload row_op(const std::string& op, std::int64_t m, std::int64_t n, const Epilogue& epilogue = {}) {
+  return Workload::from_json(Json{{"op", op}, {"dims", {{"M", m}, {"N", n}}}, {"epilogue", epilogue}});
+}
+
+Workload pool(const std::string& op, std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t rs,
+              std::int64_t stride, std::int64_t pad) {
+  return Workload::from_json(Json{{"op", op},
+                                  {"dims",
+                                   {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"R", rs}, {"S", rs},
+                                    {"stride", stride}, {"pad", pad}}}});
+}
+
+// Averages each channel's hw x hw map: batch x channels rows of hw^2.
+Workload global_avg_pool(std::int64_t n, std::int64_t c, std::int64_t hw) {
+  return row_op("global_avg_pool", n * c, hw * hw);
+}
+
+// [m, n / inner, inner] -> [n / inner, m, inner].
+Workload transpose(std::int64_t m, std::int64_t n, std::int64_t inner) {
+  return Workload::from_json(Json{{"op", "transpose"}, {"dims", {{"M", m}, {"N", n}, {"inner", inner}}}});
 }
 
 TaskSet resnet50(int batch) {
   TaskSet set(batch == 1 ? "resnet50" : "resnet50-b" + std::to_string(batch), batch);
   const Epilogue bn_relu{"batchnorm", "relu"};
   set.add(conv(batch, 3, 224, 64, 7, 2, bn_relu), "conv1");
-  set.add_unsupported("MaxPool");
+  set.add(pool("max_pool2d", batch, 64, 112, 3, 2, 1), "maxpool");
   const int blocks[4] = {3, 4, 6, 3};
   std::int64_t in_ch = 64, hw = 56;
   for (int s = 0; s < 4; ++s) {
@@ -69,7 +90,7 @@ TaskSet resnet50(int batch) {
       hw = out_hw;
     }
   }
-  set.add_unsupported("GlobalAveragePool");
+  set.add(global_avg_pool(batch, 2048, 7), "avgpool");
   set.add(matmul(batch, 1000, 2048, {"bias"}), "fc");
   return set;
 }
@@ -77,13 +98,17 @@ TaskSet resnet50(int batch) {
 TaskSet bert_base() {
   constexpr std::int64_t seq = 128, hidden = 768, heads = 12, ffn = 3072, layers = 12;
   TaskSet set("bert-base", 1);
-  set.add_unsupported("Gather", 3);  // word, position and token-type embeddings
+  // Word, position and token-type embeddings: three row gathers, summed.
+  set.add(row_op("gather", seq, hidden), "embeddings.gather", 3);
+  set.add(row_op("elementwise", seq, hidden), "embeddings.add", 2);
   set.add(row_op("layernorm", seq, hidden), "embeddings.layernorm");
   for (int l = 0; l < layers; ++l) {
     const std::string p = "encoder." + std::to_string(l) + ".";
     for (const char* proj : {"query", "key", "value"}) {
       set.add(matmul(seq, hidden, hidden, {"bias"}), p + "attention." + proj);
     }
+    // Q, K, V split into heads and the context merged back: [seq, heads, 64] <-> [heads, seq, 64].
+    set.add(transpose(seq, hidden, hidden / heads), p + "attention.heads", 4);
     set.add(batch_matmul(heads, seq, seq, hidden / heads), p + "attention.scores");
     set.add(row_op("softmax", heads * seq, seq), p + "attention.softmax");
     set.add(batch_matmul(heads, seq, hidden / heads, seq), p + "attention.context");
@@ -91,7 +116,6 @@ TaskSet bert_base() {
     set.add(matmul(seq, ffn, hidden, {"bias", "gelu"}), p + "intermediate");
     set.add(matmul(seq, hidden, ffn, {"bias", "add", "layernorm"}), p + "output");
   }
-  set.add_unsupported("Transpose", 4 * layers);
   return set;
 }
 
@@ -120,8 +144,157 @@ TaskSet mobilenet_v2() {
     }
   }
   set.add(conv(1, 320, 7, 1280, 1, 1, bn_relu), "features.18");
-  set.add_unsupported("GlobalAveragePool");
+  set.add(global_avg_pool(1, 1280, 7), "pool");
   set.add(matmul(1, 1000, 1280, {"bias"}), "classifier");
+  return set;
+}
+
+// YOLOv7-tiny (yolov7-tiny.yaml of the reference implementation) at 640 x 640: convs
+// with LeakyReLU(0.1), ELAN blocks (two 1x1 branches, two 3x3 in a row, concat of four,
+// 1x1 merge), 2x2 max pools, the SPP-CSP neck (5/9/13 max pools), two nearest 2x
+// upsamplings, and three 1x1 detect convs to 3 x (80 + 5) = 255 channels.
+TaskSet yolov7_tiny() {
+  TaskSet set("yolov7-tiny", 1);
+  const Epilogue bn_leaky{"batchnorm", "leaky_relu"};
+  auto cbl = [&](std::int64_t c, std::int64_t hw, std::int64_t k, std::int64_t rs, std::int64_t stride,
+                 const std::string& name) { set.add(conv(1, c, hw, k, rs, stride, bn_leaky), name); };
+  auto concat = [&](std::int64_t channels, std::int64_t hw, const std::string& name) {
+    set.add(row_op("concat", channels, hw * hw), name);
+  };
+  // ELAN: c_in -> four branches of c -> concat 4c -> 1x1 to out.
+  auto elan = [&](const std::string& name, std::int64_t c_in, std::int64_t c, std::int64_t out,
+                  std::int64_t hw) {
+    cbl(c_in, hw, c, 1, 1, name + ".cv1");
+    cbl(c_in, hw, c, 1, 1, name + ".cv2");
+    cbl(c, hw, c, 3, 1, name + ".cv3");
+    cbl(c, hw, c, 3, 1, name + ".cv4");
+    concat(4 * c, hw, name + ".concat");
+    cbl(4 * c, hw, out, 1, 1, name + ".merge");
+  };
+  auto maxpool = [&](std::int64_t c, std::int64_t hw, const std::string& name) {
+    set.add(pool("max_pool2d", 1, c, hw, 2, 2, 0), name);
+  };
+  cbl(3, 640, 32, 3, 2, "backbone.0");
+  cbl(32, 320, 64, 3, 2, "backbone.1");
+  elan("backbone.elan1", 64, 32, 64, 160);
+  maxpool(64, 160, "backbone.mp1");
+  elan("backbone.elan2", 64, 64, 128, 80);
+  maxpool(128, 80, "backbone.mp2");
+  elan("backbone.elan3", 128, 128, 256, 40);
+  maxpool(256, 40, "backbone.mp3");
+  elan("backbone.elan4", 256, 256, 512, 20);
+  // SPP-CSP: two 1x1 branches; max pools 5, 9, 13 at stride 1; concat; merge.
+  cbl(512, 20, 256, 1, 1, "neck.sppcsp.cv1");
+  cbl(512, 20, 256, 1, 1, "neck.sppcsp.cv2");
+  for (std::int64_t k : {5, 9, 13}) {
+    set.add(pool("max_pool2d", 1, 256, 20, k, 1, k / 2), "neck.sppcsp.pool" + std::to_string(k));
+  }
+  concat(1024, 20, "neck.sppcsp.concat1");
+  cbl(1024, 20, 256, 1, 1, "neck.sppcsp.cv3");
+  concat(512, 20, "neck.sppcsp.concat2");
+  cbl(512, 20, 256, 1, 1, "neck.sppcsp.cv4");
+  // Top-down: upsample 20 -> 40 -> 80, each joined with the backbone's lateral 1x1.
+  cbl(256, 20, 128, 1, 1, "neck.up1.cv");
+  set.add(Workload::from_json(Json{{"op", "upsample"}, {"dims", {{"M", 128 * 20}, {"N", 20}, {"scale", 2}}}}),
+          "neck.up1.upsample");
+  cbl(256, 40, 128, 1, 1, "neck.up1.lateral");
+  concat(256, 40, "neck.up1.concat");
+  elan("neck.elan5", 256, 64, 128, 40);
+  cbl(128, 40, 64, 1, 1, "neck.up2.cv");
+  set.add(Workload::from_json(Json{{"op", "upsample"}, {"dims", {{"M", 64 * 40}, {"N", 40}, {"scale", 2}}}}),
+          "neck.up2.upsample");
+  cbl(128, 80, 64, 1, 1, "neck.up2.lateral");
+  concat(128, 80, "neck.up2.concat");
+  elan("neck.elan6", 128, 32, 64, 80);
+  // Bottom-up: stride-2 3x3 convs joined with the top-down outputs.
+  cbl(64, 80, 128, 3, 2, "neck.down1.cv");
+  concat(256, 40, "neck.down1.concat");
+  elan("neck.elan7", 256, 64, 128, 40);
+  cbl(128, 40, 256, 3, 2, "neck.down2.cv");
+  concat(512, 20, "neck.down2.concat");
+  elan("neck.elan8", 512, 128, 256, 20);
+  // Heads: a 3x3 conv per scale, then the 1x1 detect conv (bias, no activation).
+  const std::int64_t heads[3][3] = {{64, 80, 128}, {128, 40, 256}, {256, 20, 512}};
+  for (int i = 0; i < 3; ++i) {
+    const auto [c, hw, k] = std::tuple(heads[i][0], heads[i][1], heads[i][2]);
+    cbl(c, hw, k, 3, 1, "head." + std::to_string(i) + ".cv");
+    set.add(conv(1, k, hw, 255, 1, 1, {"bias"}), "head." + std::to_string(i) + ".detect");
+  }
+  return set;
+}
+
+// ESRGAN's RRDB body (Wang et al. 2018, RRDBNet: nf 64, gc 32, 23 blocks) on a 128 x 128
+// input: the first conv, 23 residual-in-residual dense blocks of three dense blocks of
+// five 3x3 convs (LeakyReLU(0.2) on the first four, whose inputs are the concatenation
+// of all earlier outputs), residual scaling by 0.2 at both levels, the trunk conv and
+// the long skip.
+TaskSet esrgan_rrdb() {
+  constexpr std::int64_t nf = 64, gc = 32, hw = 128, blocks = 23;
+  TaskSet set("esrgan-rrdb", 1);
+  set.add(conv(1, 3, hw, nf, 3, 1, {"bias"}), "conv_first");
+  for (int b = 0; b < blocks; ++b) {
+    for (int r = 0; r < 3; ++r) {
+      const std::string p = "body." + std::to_string(b) + ".rdb" + std::to_string(r + 1) + ".";
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t in = nf + i * gc;
+        if (i > 0) set.add(row_op("concat", in, hw * hw), p + "cat" + std::to_string(i + 1));
+        set.add(conv(1, in, hw, gc, 3, 1, {"bias", "leaky_relu"}), p + "conv" + std::to_string(i + 1));
+      }
+      set.add(row_op("concat", nf + 4 * gc, hw * hw), p + "cat5");
+      // x + 0.2 * conv5(x): the scaled residual rides on the conv as its epilogue.
+      set.add(conv(1, nf + 4 * gc, hw, nf, 3, 1, {"bias", "add"}), p + "conv5");
+    }
+    set.add(row_op("elementwise", nf, hw * hw), "body." + std::to_string(b) + ".residual");
+  }
+  set.add(conv(1, nf, hw, nf, 3, 1, {"bias", "add"}), "trunk_conv");
+  return set;
+}
+
+// A Mixtral-style MoE transformer block (Jiang et al. 2024: hidden 4096, 32 query and
+// 8 key/value heads of 128, 8 experts with SwiGLU FFN 14336, top-2 gating) over 512
+// tokens. Attention is the fused op. The router's top-2 choice per token is drawn
+// from a fixed seed (kRoutingSeed): each expert's GEMMs get the token count the
+// routing gives it, so the experts' tasks differ as they would in a real batch.
+TaskSet moe_block() {
+  constexpr std::int64_t tokens = 512, hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128;
+  constexpr std::int64_t ffn = 14336, experts = 8;
+  constexpr std::uint64_t kRoutingSeed = 20240108;
+  TaskSet set("moe-block", 1);
+  set.add(row_op("layernorm", tokens, hidden), "attention_norm");  // RMSNorm: same template
+  set.add(matmul(tokens, heads * head_dim, hidden, {}), "attention.wq");
+  set.add(matmul(tokens, kv_heads * head_dim, hidden, {}), "attention.wk", 2);  // wk, wv
+  set.add(transpose(tokens, heads * head_dim, head_dim), "attention.heads");
+  set.add(Workload::from_json(Json{{"op", "attention"},
+                                   {"dims", {{"B", heads}, {"S", tokens}, {"L", tokens}, {"D", head_dim}}}}),
+          "attention.core");
+  set.add(transpose(heads, tokens * head_dim, head_dim), "attention.merge");
+  set.add(matmul(tokens, hidden, heads * head_dim, {"add"}), "attention.wo");
+  set.add(row_op("layernorm", tokens, hidden), "ffn_norm");
+  set.add(matmul(tokens, experts, hidden, {}), "moe.gate");
+  set.add(row_op("softmax", tokens, experts), "moe.router_softmax");
+  std::mt19937_64 rng(kRoutingSeed);
+  std::normal_distribution<double> logit(0.0, 1.0);
+  std::vector<std::int64_t> routed(experts, 0);
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    std::vector<double> l(experts);
+    for (auto& x : l) x = logit(rng);
+    std::vector<int> order(experts);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + 2, order.end(), [&](int a, int b) { return l[a] > l[b]; });
+    ++routed[order[0]];
+    ++routed[order[1]];
+  }
+  for (std::int64_t e = 0; e < experts; ++e) {
+    const std::int64_t n = routed[e];
+    if (n == 0) continue;
+    const std::string p = "moe.expert" + std::to_string(e) + ".";
+    set.add(matmul(n, ffn, hidden, {"silu"}), p + "w1");
+    set.add(matmul(n, ffn, hidden, {}), p + "w3");
+    set.add(row_op("elementwise", n, ffn), p + "gate_mul");
+    set.add(matmul(n, hidden, ffn, {}), p + "w2");
+  }
+  // Each token's two expert outputs, weighted by the router, and the block's residual.
+  set.add(row_op("elementwise", tokens, hidden), "moe.combine", 2);
   return set;
 }
 
@@ -137,7 +310,8 @@ TaskSet mlp() {
 
 const std::vector<std::string>& zoo_names() {
   static const std::vector<std::string> names = {"resnet50", "resnet50-b32", "bert-base",
-                                                 "mobilenet-v2", "mlp"};
+                                                 "mobilenet-v2", "mlp", "yolov7-tiny",
+                                                 "esrgan-rrdb", "moe-block"};
   return names;
 }
 
@@ -151,6 +325,9 @@ TaskSet zoo_model(const std::string& name) {
   if (name == "bert-base") return bert_base();
   if (name == "mobilenet-v2") return mobilenet_v2();
   if (name == "mlp") return mlp();
+  if (name == "yolov7-tiny") return yolov7_tiny();
+  if (name == "esrgan-rrdb") return esrgan_rrdb();
+  if (name == "moe-block") return moe_block();
   std::string list;
   for (const auto& n : zoo_names()) list += (list.empty() ? "" : ", ") + n;
   throw_bad_input("model: unknown model '" + name + "'; expected an .onnx file or one of: " + list);

@@ -3,6 +3,7 @@
 // (conv_task, matmul_task, gemm_task), which all end in follow_chain().
 #include "tuner/onnx_import.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -41,6 +42,22 @@ void index_value(GraphIndex& g, const onnx::ValueInfoProto& v) {
   g.shapes[v.name()] = s;
 }
 
+// A node whose outputs are known before the model runs: Constant, the shape of a tensor
+// whose shape inference knows, or any node fed only by such values (ConstantOfShape,
+// Unsqueeze of a constant, shape arithmetic). Nodes are topologically sorted, so one
+// pass folds whole constant subgraphs; they are neither tasks nor reported.
+bool is_constant_node(const GraphIndex& g, const onnx::NodeProto& node) {
+  if (node.op_type() == "Constant") return true;
+  if (node.op_type() == "Shape") return node.input_size() > 0 && g.shapes.count(node.input(0)) > 0;
+  bool any = false;
+  for (const auto& in : node.input()) {
+    if (in.empty()) continue;
+    if (!g.constants.count(in)) return false;
+    any = true;
+  }
+  return any;
+}
+
 GraphIndex index_graph(const onnx::GraphProto& graph) {
   GraphIndex g;
   for (const auto& v : graph.input()) index_value(g, v);
@@ -56,7 +73,7 @@ GraphIndex index_graph(const onnx::GraphProto& graph) {
   }
   for (int i = 0; i < graph.node_size(); ++i) {
     const auto& node = graph.node(i);
-    if (node.op_type() == "Constant") {
+    if (is_constant_node(g, node)) {
       for (const auto& o : node.output()) g.constants.insert(o);
     }
     for (const auto& in : node.input()) {
@@ -112,23 +129,35 @@ class Extractor {
       consumed_[i] = true;
       const auto& node = graph_.node(i);
       const std::string& op = node.op_type();
+      if (is_folded(node)) continue;
       std::optional<std::string> why_not;
-      if (op == "Conv") {
-        why_not = conv_task(node);
-      } else if (op == "MatMul") {
-        why_not = matmul_task(node);
-      } else if (op == "Gemm") {
-        why_not = gemm_task(node);
-      } else if (op == "Softmax" || op == "LayerNormalization") {
-        why_not = row_task(node);
-      } else {
-        why_not = op;
+      try {
+        why_not = task_of(node);
+      } catch (const Error&) {  // a shape no workload takes (e.g. a window wider than its input)
+        why_not = op + " (shape not supported)";
       }
       if (why_not) out_.add_unsupported(*why_not);
     }
   }
 
  private:
+  // Adds the node's task; what to report instead when it has none.
+  std::optional<std::string> task_of(const onnx::NodeProto& node) {
+    const std::string& op = node.op_type();
+    if (op == "Conv") return conv_task(node);
+    if (op == "MatMul") return matmul_task(node);
+    if (op == "Gemm") return gemm_task(node);
+    if (op == "Softmax" || op == "LayerNormalization" || op == "LRN") return row_task(node);
+    if (op == "MaxPool" || op == "AveragePool") return pool_task(node);
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool_task(node);
+    if (op == "Add" || op == "Sum" || op == "Mul" || op == "Sub" || op == "Div") return binary_task(node);
+    if (activation_of(node) || op == "BatchNormalization") return map_task(node);
+    if (op == "Concat") return concat_task(node);
+    if (op == "Transpose") return transpose_task(node);
+    if (op == "Upsample" || op == "Resize") return upsample_task(node);
+    return op;
+  }
+
   std::string node_name(const onnx::NodeProto& n) const {
     return n.name().empty() ? n.op_type() + ":" + n.output(0) : n.name();
   }
@@ -173,11 +202,10 @@ class Extractor {
       std::string step;
       const std::string& op = n.op_type();
       if (op == "BatchNormalization" && conv_like && chain.empty()) step = "batchnorm";
-      else if (op == "Relu") step = "relu";
-      else if (op == "Gelu") step = "gelu";
+      else if (auto act = activation_of(n)) step = *act;
       else if (op == "LayerNormalization" && !conv_like && int_attr(n, "axis", -1) == -1) {
         step = "layernorm";
-      } else if (op == "Add" && n.input_size() == 2) {
+      } else if ((op == "Add" || op == "Sum") && n.input_size() == 2) {  // Sum: torch's residual
         const std::string& other = n.input(0) == tensor ? n.input(1) : n.input(0);
         step = index_.constants.count(other) && !has("bias") && !has("add") ? "bias" : "add";
       }
@@ -187,6 +215,40 @@ class Extractor {
       tensor = n.output(0);
     }
     return chain;
+  }
+
+  // Views and inference no-ops: no data moves, nothing to tune or report.
+  bool is_folded(const onnx::NodeProto& node) const {
+    static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                                "Identity", "Dropout"};
+    if (views.count(node.op_type())) return true;
+    for (const auto& o : node.output()) {
+      if (!index_.constants.count(o)) return false;
+    }
+    return node.output_size() > 0;
+  }
+
+  // The epilogue op an activation node is (Clip as ReLU6 clamps like ReLU), if any.
+  static std::optional<std::string> activation_of(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (op == "Relu" || op == "Clip") return "relu";
+    if (op == "LeakyRelu") return "leaky_relu";
+    if (op == "Gelu") return "gelu";
+    if (op == "Sigmoid") return "sigmoid";
+    return std::nullopt;
+  }
+
+  // [rows, last dim] of a tensor: the rows template's M x N.
+  std::optional<std::pair<std::int64_t, std::int64_t>> rows_of(const std::string& tensor) const {
+    const Shape* x = shape_of(tensor);
+    if (!x || x->empty()) return std::nullopt;
+    return std::make_pair(product(x->begin(), x->end() - 1), x->back());
+  }
+
+  Json rows_workload(const std::string& op, const onnx::NodeProto& node, std::int64_t m,
+                     std::int64_t n) const {
+    return Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))},
+                {"dims", {{"M", m}, {"N", n}}}};
   }
 
   void add_task(const Json& workload, const onnx::NodeProto& node) {
@@ -212,13 +274,11 @@ class Extractor {
     if (!all_equal(pads, pad)) return "Conv (uneven padding)";
     const std::int64_t c = (*x)[1], k = (*w)[0];
     std::string op = "conv2d";
-    if (group != 1) {
-      if (group != c || k != c || (*w)[1] != 1) return "Conv (grouped)";
-      op = "depthwise_conv2d";
-    }
+    if (group != 1) op = group == c && k == c && (*w)[1] == 1 ? "depthwise_conv2d" : "group_conv2d";
     Json dims{{"N", (*x)[0]}, {"C", c}, {"H", (*x)[2]}, {"W", (*x)[3]}, {"R", r}, {"S", s},
               {"stride", stride}, {"pad", pad}};
-    if (op == "conv2d") dims["K"] = k;
+    if (op != "depthwise_conv2d") dims["K"] = k;
+    if (op == "group_conv2d") dims["groups"] = group;
     std::vector<std::string> start;
     if (node.input_size() >= 3 && !node.input(2).empty()) start.push_back("bias");
     const auto chain = follow_chain(node.output(0), start, true);
@@ -266,17 +326,138 @@ class Extractor {
     return std::nullopt;
   }
 
+  // Softmax and LayerNormalization along the inner axis; LRN across channels (NCHW: each
+  // of N x C rows of H x W reads its neighbours' rows).
   std::optional<std::string> row_task(const onnx::NodeProto& node) {
     const Shape* x = shape_of(node.input(0));
+    if (node.op_type() == "LRN") {
+      if (!x || x->size() != 4) return "LRN (unknown or non-4D shape)";
+      add_task(rows_workload("lrn", node, (*x)[0] * (*x)[1], (*x)[2] * (*x)[3]), node);
+      return std::nullopt;
+    }
     const auto axis = int_attr(node, "axis", -1);
     if (!x || x->empty() || (axis != -1 && axis != std::int64_t(x->size()) - 1)) {
       return node.op_type() + " (unknown shape or inner axis)";
     }
     const std::string op = node.op_type() == "Softmax" ? "softmax" : "layernorm";
-    add_task(Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))},
-                  {"dims", {{"M", product(x->begin(), x->end() - 1)}, {"N", x->back()}}}},
+    add_task(rows_workload(op, node, product(x->begin(), x->end() - 1), x->back()), node);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> pool_task(const onnx::NodeProto& node) {
+    const Shape* x = shape_of(node.input(0));
+    const auto kernel = ints_attr(node, "kernel_shape");
+    const auto strides = ints_attr(node, "strides");
+    const auto pads = ints_attr(node, "pads");
+    const std::string what = node.op_type();
+    if (!x || x->size() != 4 || kernel.size() != 2) return what + " (unknown or non-2D shape)";
+    const std::int64_t stride = strides.empty() ? 1 : strides[0];
+    const std::int64_t pad = pads.empty() ? 0 : pads[0];
+    if (!all_equal(strides, stride) || !all_equal(pads, pad) || int_attr(node, "ceil_mode", 0) != 0 ||
+        !all_equal(ints_attr(node, "dilations"), 1) || !str_attr(node, "auto_pad").empty()) {
+      return what + " (uneven, dilated, ceil-mode or auto-padded window)";
+    }
+    Json dims{{"N", (*x)[0]}, {"C", (*x)[1]}, {"H", (*x)[2]}, {"W", (*x)[3]}, {"R", kernel[0]},
+              {"S", kernel[1]}, {"stride", stride}, {"pad", pad}};
+    add_task(Json{{"op", what == "MaxPool" ? "max_pool2d" : "avg_pool2d"},
+                  {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims}},
              node);
     return std::nullopt;
+  }
+
+  std::optional<std::string> global_pool_task(const onnx::NodeProto& node) {
+    const Shape* x = shape_of(node.input(0));
+    if (!x || x->size() < 3) return node.op_type() + " (unknown shape)";
+    const std::string op = node.op_type() == "GlobalAveragePool" ? "global_avg_pool" : "reduce";
+    add_task(rows_workload(op, node, (*x)[0] * (*x)[1], product(x->begin() + 2, x->end())), node);
+    return std::nullopt;
+  }
+
+  // Add/Sum/Mul/Sub/Div over the output's shape (a broadcast operand is read as if whole:
+  // an upper bound), with the activations that follow as its epilogue.
+  std::optional<std::string> binary_task(const onnx::NodeProto& node) {
+    const auto rows = rows_of(node.output(0));
+    if (node.input_size() != 2 || !rows) return node.op_type() + " (unknown shape or not binary)";
+    Json j = rows_workload("elementwise", node, rows->first, rows->second);
+    j["epilogue"] = follow_activations(node.output(0), {});
+    add_task(j, node);
+    return std::nullopt;
+  }
+
+  // A standalone activation or BatchNormalization (pre-activation blocks): one pass over
+  // the tensor, with the activations that follow.
+  std::optional<std::string> map_task(const onnx::NodeProto& node) {
+    const auto rows = rows_of(node.output(0));
+    if (!rows) return node.op_type() + " (unknown shape)";
+    const auto act = activation_of(node);
+    Json j = rows_workload("map", node, rows->first, rows->second);
+    j["epilogue"] = follow_activations(node.output(0), {act ? *act : "batchnorm"});
+    add_task(j, node);
+    return std::nullopt;
+  }
+
+  // Rows are the dims before the axis, columns the concatenated axis and those after it.
+  std::optional<std::string> concat_task(const onnx::NodeProto& node) {
+    const Shape* y = shape_of(node.output(0));
+    if (!y || y->empty()) return "Concat (unknown shape)";
+    auto axis = int_attr(node, "axis", 0);
+    if (axis < 0) axis += std::int64_t(y->size());
+    if (axis < 0 || axis >= std::int64_t(y->size())) return "Concat (bad axis)";
+    add_task(rows_workload("concat", node, product(y->begin(), y->begin() + axis),
+                           product(y->begin() + axis, y->end())),
+             node);
+    return std::nullopt;
+  }
+
+  // A permutation as the transpose template sees it: the trailing axes it keeps in place
+  // move together (inner); the input axis that lands innermost among the moved ones gives
+  // the store rows (M), everything else is N.
+  std::optional<std::string> transpose_task(const onnx::NodeProto& node) {
+    const Shape* x = shape_of(node.input(0));
+    if (!x || x->empty()) return "Transpose (unknown shape)";
+    auto perm = ints_attr(node, "perm");
+    if (perm.empty()) {
+      for (std::int64_t i = std::int64_t(x->size()) - 1; i >= 0; --i) perm.push_back(i);
+    }
+    if (perm.size() != x->size()) return "Transpose (bad perm)";
+    std::size_t kept = perm.size();
+    while (kept > 0 && perm[kept - 1] == std::int64_t(kept - 1)) --kept;
+    if (kept == 0) return std::nullopt;  // the identity moves nothing
+    const std::int64_t inner = product(x->begin() + std::int64_t(kept), x->end());
+    const std::int64_t m = (*x)[perm[kept - 1]];
+    const std::int64_t total = product(x->begin(), x->end());
+    add_task(Json{{"op", "transpose"}, {"dtype", to_string(dtype_of(node.input(0)))},
+                  {"dims", {{"M", m}, {"N", total / m}, {"inner", inner}}}},
+             node);
+    return std::nullopt;
+  }
+
+  // Nearest upsampling of NCHW by the same whole factor in H and W.
+  std::optional<std::string> upsample_task(const onnx::NodeProto& node) {
+    const Shape* x = shape_of(node.input(0));
+    const Shape* y = shape_of(node.output(0));
+    if (!x || !y || x->size() != 4 || y->size() != 4) return node.op_type() + " (unknown shape)";
+    const std::int64_t scale = (*y)[2] / (*x)[2];
+    if ((*y)[2] != scale * (*x)[2] || (*y)[3] != scale * (*x)[3] || (*y)[1] != (*x)[1]) {
+      return node.op_type() + " (not a whole, equal factor in H and W)";
+    }
+    add_task(Json{{"op", "upsample"}, {"dtype", to_string(dtype_of(node.input(0)))},
+                  {"dims", {{"M", (*x)[0] * (*x)[1] * (*x)[2]}, {"N", (*x)[3]}, {"scale", scale}}}},
+             node);
+    return std::nullopt;
+  }
+
+  // Activations after a rows op: the only epilogue it takes besides what started it.
+  std::vector<std::string> follow_activations(std::string tensor, std::vector<std::string> chain) {
+    while (auto next = sole_consumer(tensor)) {
+      const auto& n = graph_.node(*next);
+      const auto act = activation_of(n);
+      if (!act || std::find(chain.begin(), chain.end(), *act) != chain.end()) break;
+      chain.push_back(*act);
+      consumed_[*next] = true;
+      tensor = n.output(0);
+    }
+    return chain;
   }
 
   const onnx::GraphProto& graph_;

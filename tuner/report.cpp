@@ -215,6 +215,31 @@ void model_section(std::ostringstream& out, const ReportData& d) {
   out << "</table></div></section>";
 }
 
+void precision_section(std::ostringstream& out, const ReportData& d) {
+  if (d.precisions.empty()) return;
+  out << "<section id=\"precision\"><h2>Precision</h2><table><tr><th class=\"l\">precision</th>"
+         "<th>end-to-end &#181;s (vendor default schedules)</th><th>gain vs "
+      << esc(d.precisions.front().name) << "</th></tr>";
+  const double base = d.precisions.front().default_us;
+  for (const auto& p : d.precisions) {
+    out << "<tr><td class=\"l\">" << esc(p.name) << "</td><td>" << fmt(p.default_us) << "</td><td>"
+        << (p.default_us > 0 ? fmt(base / p.default_us) + "&times;" : "") << "</td></tr>";
+  }
+  out << "</table><p class=\"note\">Accuracy is not measured: it cannot be without the model's "
+         "weights and data. The rows compare speed only.</p>";
+  if (!d.int8_error.empty()) {
+    out << "<h3>int8 quantisation error, estimated</h3><p class=\"note\">An estimate, not a "
+           "measurement: sqrt(fan-in) roundings of half an int8 step (1/254 of the range), "
+           "relative to one full-range term.</p><table><tr><th class=\"l\">task</th>"
+           "<th>est. relative error</th></tr>";
+    for (const auto& [task, e] : d.int8_error) {
+      out << "<tr><td class=\"l\">" << esc(task) << "</td><td>" << fmt(100 * e, 2) << "%</td></tr>";
+    }
+    out << "</table>";
+  }
+  out << "</section>";
+}
+
 void knob_table(std::ostringstream& out, const TaskReport& t) {
   std::set<std::string> knobs;
   if (t.default_schedule) for (const auto& [k, v] : t.default_schedule->values()) knobs.insert(k);
@@ -286,7 +311,13 @@ std::string render_report(const ReportData& d) {
   out << "<h1>atvoss tuning report: " << esc(d.job) << "</h1><p>model <b>" << esc(d.model)
       << "</b> (batch " << d.batch << ") on <b>" << esc(d.target) << "</b> &middot; strategy "
       << esc(d.strategy) << " &middot; " << d.trials << " trials stored (budget " << d.budget
-      << ") &middot; " << d.tasks.size() << " tasks</p>";
+      << ") &middot; " << d.tasks.size() << " tasks";
+  if (d.tasks_tuned >= 0 && d.tasks_tuned < int(d.tasks.size())) {
+    out << " &middot; <b>" << d.tasks_tuned << " of " << d.tasks.size()
+        << " tasks tuned</b>: the budget did not reach the rest, which count at their default"
+           " schedule";
+  }
+  out << "</p>";
   if (!d.unsupported.empty()) {
     out << "<p class=\"note\">Not tuned (unsupported ops): ";
     for (std::size_t i = 0; i < d.unsupported.size(); ++i) {
@@ -295,6 +326,7 @@ std::string render_report(const ReportData& d) {
     out << "</p>";
   }
   model_section(out, d);
+  precision_section(out, d);
   out << "<h2>Tasks</h2>";
   for (std::size_t i = 0; i < d.tasks.size(); ++i) task_section(out, d.tasks[i], i);
   out << "</body></html>\n";

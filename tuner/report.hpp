@@ -46,6 +46,12 @@ struct ModelVariant {
   double throughput(int batch) const;  // samples per second
 };
 
+// The whole model in one precision, at the vendor default schedules.
+struct PrecisionRow {
+  std::string name;         // "float16", "int8", "this job (mixed)"
+  double default_us = 0;    // weighted end-to-end, noise-free
+};
+
 struct ReportData {
   std::string job;
   std::string target;
@@ -54,9 +60,12 @@ struct ReportData {
   std::string strategy;
   int trials = 0;       // stored trials over all tasks
   int budget = 0;
+  int tasks_tuned = -1;  // tasks the budget reached; -1: not given (every task)
   std::vector<TaskReport> tasks;
   std::vector<ModelVariant> variants;
   std::vector<std::pair<std::string, int>> unsupported;  // op type, occurrences
+  std::vector<PrecisionRow> precisions;                  // first row: the reference
+  std::vector<std::pair<std::string, double>> int8_error;  // task, estimated relative error
 };
 
 std::string render_report(const ReportData& data);

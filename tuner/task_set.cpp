@@ -6,10 +6,11 @@ void TaskSet::add(const Workload& w, const std::string& name, int count) {
   for (auto& t : tasks_) {
     if (t.workload.key() == w.key()) {
       t.weight += count;
+      t.layers.emplace_back(name, count);
       return;
     }
   }
-  tasks_.push_back(TuneTask{w, count, name});
+  tasks_.push_back(TuneTask{w, count, name, {{name, count}}});
 }
 
 void TaskSet::add_unsupported(const std::string& op_type, int count) {

@@ -18,6 +18,9 @@ struct TuneTask {
   Workload workload;
   int weight = 1;    // occurrences in the model
   std::string name;  // first layer that produced it, for reports (e.g. "layer2.0.conv2")
+  // Every layer merged into the task with its occurrences (weight is their sum): a
+  // per-layer setting (tuner/precision.hpp) may split them again.
+  std::vector<std::pair<std::string, int>> layers;
 };
 
 class TaskSet {

@@ -89,6 +89,115 @@ TEST(LoweringTest, UnfusedEpilogueOpsBecomeSeparateKernels) {
   EXPECT_DOUBLE_EQ(p.separate[0].write_bytes, p.out_bytes);
 }
 
+Schedule window_schedule(int th, int tw, int tc) {
+  return Schedule({{"tile_h", th}, {"tile_w", tw}, {"tile_c", tc}, {"async_copy_depth", 1},
+                   {"fusion_level", 0}});
+}
+
+Schedule rows_schedule(int tm, int tn) {
+  return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"async_copy_depth", 1}});
+}
+
+TEST(LoweringTest, PoolingIsAWindowWithoutWeights) {
+  const std::string dims = R"("dims":{"N":1,"C":64,"H":112,"W":112,"R":3,"S":3,"stride":2,"pad":1})";
+  const Workload pool = workload(R"({"op":"max_pool2d",)" + dims + "}");
+  const Workload dw = workload(R"({"op":"depthwise_conv2d",)" + dims + "}");
+  const KernelPlan p = plan_kernel(pool, small_target(), window_schedule(8, 8, 64));
+  const KernelPlan q = plan_kernel(dw, small_target(), window_schedule(8, 8, 64));
+  ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
+  EXPECT_EQ(p.tiles[0].copies[1].bytes, 0);  // no filter to load
+  EXPECT_GT(q.tiles[0].copies[1].bytes, 0);
+  EXPECT_DOUBLE_EQ(2 * p.tiles[0].vector_bytes, q.tiles[0].vector_bytes);  // max vs MAC
+  EXPECT_EQ(pool.out_h(), 56);
+  EXPECT_DOUBLE_EQ(p.out_bytes, 64.0 * 56 * 56 * 2);
+  EXPECT_DOUBLE_EQ(pool.flops(), 64.0 * 56 * 56 * 9);
+}
+
+TEST(LoweringTest, GroupedConvIsGroupsSmallConvsEachWithItsWeights) {
+  const std::string dims = R"("N":1,"C":64,"H":28,"W":28,"K":128,"R":3,"S":3,"pad":1)";
+  const Workload g = workload(R"({"op":"group_conv2d","dims":{)" + dims + R"(,"groups":4}})");
+  const Workload one = workload(R"({"op":"conv2d","dims":{"N":1,"C":16,"H":28,"W":28,"K":32,"R":3,"S":3,"pad":1}})");
+  EXPECT_DOUBLE_EQ(g.flops(), 4 * one.flops());
+  const auto knobs = knobs_for(g, small_target());
+  EXPECT_EQ(knobs[2].name, "tile_n");
+  EXPECT_EQ(knobs[2].values.back(), 32);  // K per group
+  const Schedule s({{"tile_h", 28}, {"tile_w", 28}, {"tile_n", 32}, {"tile_k", 144}, {"k_steps", 1},
+                    {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}});
+  const KernelPlan pg = plan_kernel(g, small_target(), s);
+  const KernelPlan p1 = plan_kernel(one, small_target(), s);
+  ASSERT_TRUE(pg.verdict.ok) << pg.verdict.reason;
+  EXPECT_DOUBLE_EQ(pg.tile_count(), 4 * p1.tile_count());
+  EXPECT_DOUBLE_EQ(pg.b.unique_bytes, 4 * p1.b.unique_bytes);
+  EXPECT_DOUBLE_EQ(pg.out_bytes, 4 * p1.out_bytes);
+  EXPECT_THROW(workload(R"({"op":"group_conv2d","dims":{)" + dims + R"(,"groups":3}})"), Error);
+}
+
+TEST(LoweringTest, ReduceWritesOneValuePerRow) {
+  const Workload w = workload(R"({"op":"global_avg_pool","dims":{"M":2048,"N":49}})");
+  const KernelPlan p = plan_kernel(w, small_target(), rows_schedule(64, 49));
+  ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
+  double stored = 0;
+  for (const auto& t : p.tiles) stored += t.count * t.store_bytes;
+  EXPECT_DOUBLE_EQ(stored, 2048 * 2);
+  EXPECT_DOUBLE_EQ(p.out_bytes, 2048 * 2);
+  EXPECT_DOUBLE_EQ(w.compulsory_bytes(), (2048.0 * 49 + 2048) * 2);
+}
+
+TEST(LoweringTest, TransposeStoresRowsOfTileM) {
+  const Workload w = workload(R"({"op":"transpose","dims":{"M":256,"N":1024,"inner":1}})");
+  const KernelPlan p = plan_kernel(w, small_target(), rows_schedule(8, 256));
+  ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
+  EXPECT_DOUBLE_EQ(p.tiles[0].store_segment_bytes, 8 * 2);
+  // Heads of 64 elements move together: each store row is tile_m heads' rows long.
+  const Workload heads = workload(R"({"op":"transpose","dims":{"M":128,"N":768,"inner":64}})");
+  EXPECT_DOUBLE_EQ(plan_kernel(heads, small_target(), rows_schedule(8, 256)).tiles[0].store_segment_bytes,
+                   8 * 64 * 2);
+  EXPECT_FALSE(plan_kernel(heads, small_target(), rows_schedule(8, 32)).verdict.ok);  // splits a head
+  const Workload copy = workload(R"({"op":"concat","dims":{"M":256,"N":1024}})");
+  EXPECT_DOUBLE_EQ(plan_kernel(copy, small_target(), rows_schedule(8, 256)).tiles[0].store_segment_bytes, 0);
+}
+
+TEST(LoweringTest, UpsampleWritesScaleSquaredTimesItsInput) {
+  const Workload w = workload(R"({"op":"upsample","dims":{"M":64,"N":20,"scale":2}})");
+  const KernelPlan p = plan_kernel(w, small_target(), rows_schedule(64, 20));
+  ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
+  EXPECT_DOUBLE_EQ(p.tiles[0].store_bytes, 64 * 20 * 4 * 2);
+  EXPECT_DOUBLE_EQ(p.tiles[0].load_bytes(), 64 * 20 * 2);
+}
+
+TEST(LoweringTest, RowOpEpilogueRunsInTheSamePass) {
+  const Workload plain = workload(R"({"op":"elementwise","dims":{"M":256,"N":1024}})");
+  const Workload fused =
+      workload(R"({"op":"elementwise","dims":{"M":256,"N":1024},"epilogue":["relu"]})");
+  const Workload silu = workload(R"({"op":"map","dims":{"M":256,"N":1024},"epilogue":["silu"]})");
+  const auto s = rows_schedule(8, 1024);
+  EXPECT_EQ(space_for(fused, small_target()).knobs().size(), 3u);  // no fusion_level knob
+  const KernelPlan p = plan_kernel(fused, small_target(), s);
+  EXPECT_EQ(p.kernels(), 1);
+  EXPECT_EQ(plan_kernel(plain, small_target(), s).tiles[0].epilogue_bytes, 0);
+  EXPECT_DOUBLE_EQ(p.tiles[0].epilogue_bytes, 8 * 1024 * 2);  // one op per element
+  EXPECT_DOUBLE_EQ(plan_kernel(silu, small_target(), s).tiles[0].epilogue_bytes, 5 * 8 * 1024 * 2);
+}
+
+TEST(LoweringTest, FusedAttentionStreamsKeysInSequenceTiles) {
+  const Workload w = workload(R"({"op":"attention","dims":{"B":8,"S":512,"L":1024,"D":64}})");
+  const auto knobs = knobs_for(w, small_target());
+  ASSERT_EQ(knobs.size(), 3u);
+  EXPECT_EQ(knobs[1].name, "tile_n");  // the sequence tile
+  const Schedule s({{"tile_m", 64}, {"tile_n", 128}, {"async_copy_depth", 1}});
+  const KernelPlan p = plan_kernel(w, small_target(), s);
+  ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
+  EXPECT_DOUBLE_EQ(p.tile_count(), 8 * 512 / 64);
+  EXPECT_DOUBLE_EQ(p.tiles[0].loads, 1024 / 128);
+  EXPECT_DOUBLE_EQ(p.tiles[0].cube_macs * p.tiles[0].loads, 2.0 * 64 * 1024 * 64);  // QK^T and PV
+  EXPECT_DOUBLE_EQ(p.b.rereads, 512 / 64 - 1);  // K and V again per query tile
+  // Only Q, K, V and the output touch GM: no S x L scores.
+  EXPECT_DOUBLE_EQ(p.out_bytes, 8.0 * 512 * 64 * 2);
+  EXPECT_DOUBLE_EQ(w.flops(), 4.0 * 8 * 512 * 1024 * 64);
+  const Schedule big({{"tile_m", 256}, {"tile_n", 1024}, {"async_copy_depth", 1}});
+  EXPECT_FALSE(plan_kernel(w, small_target(), big).verdict.ok);
+}
+
 // An op outside the built-in families: registered with core and lowering, no switch edited.
 class ScanLowering final : public OpLowering {
  public:

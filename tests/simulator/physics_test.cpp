@@ -41,8 +41,11 @@ TEST(PhysicsTest, NoValidScheduleBeatsPhysics) {
         o.seed = rng();
         const Measurement m = simulate(t, w, s, o);
         ASSERT_TRUE(m.ok()) << s.to_json().dump() << ": " << m.message;
-        ASSERT_GE(m.time_us, floor) << s.to_json().dump();
-        for (double r : m.repeats) ASSERT_GE(r, floor);
+        // A kernel that sits on the HBM roofline equals the floor up to the rounding
+        // of the unit conversions.
+        const double at_floor = floor * (1 - 1e-12);
+        ASSERT_GE(m.time_us, at_floor) << s.to_json().dump();
+        for (double r : m.repeats) ASSERT_GE(r, at_floor);
         ++checked;
       }
     }
@@ -67,7 +70,8 @@ TEST(PhysicsTest, ProfileAddsUpToTheNoiselessTime) {
     EXPECT_LE(p.cube_utilisation, 1);
     EXPECT_GE(p.gm_bytes, w.compulsory_bytes());
     EXPECT_GT(p.peak_workspace_bytes, 0);
-    const auto split = lowering::split_epilogue(w.epilogue(), int(s.get_or("fusion_level", 0)));
+    // An op without a fusion_level knob (rows) always fuses its epilogue.
+    const auto split = lowering::split_epilogue(w.epilogue(), int(s.get_or("fusion_level", 3)));
     EXPECT_EQ(p.kernels, 1 + int(split.unfused.size()));
   }
 }

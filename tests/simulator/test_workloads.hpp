@@ -31,6 +31,16 @@ inline std::vector<Workload> every_op() {
       workload(R"({"op":"layernorm","dims":{"M":512,"N":768}})"),
       workload(R"({"op":"softmax","dims":{"M":1536,"N":512}})"),
       workload(R"({"op":"matmul","dims":{"M":512,"N":768,"K":768},"epilogue":["bias","add","layernorm"]})"),
+      // Pooling, reductions, data movement and fused maps (ResNet-50, YOLO, ESRGAN).
+      workload(R"({"op":"max_pool2d","dims":{"N":1,"C":64,"H":112,"W":112,"R":3,"S":3,"stride":2,"pad":1}})"),
+      workload(R"({"op":"avg_pool2d","dims":{"N":1,"C":256,"H":28,"W":28,"R":2,"S":2,"stride":2}})"),
+      workload(R"({"op":"global_avg_pool","dims":{"M":2048,"N":49}})"),
+      workload(R"({"op":"reduce","dims":{"M":1024,"N":4096}})"),
+      workload(R"({"op":"transpose","dims":{"M":768,"N":3136,"inner":1}})"),
+      workload(R"({"op":"concat","dims":{"M":128,"N":6400}})"),
+      workload(R"({"op":"upsample","dims":{"M":2560,"N":20,"scale":2}})"),
+      workload(R"({"op":"map","dims":{"M":1024,"N":4096},"epilogue":["silu"]})"),
+      workload(R"({"op":"elementwise","dims":{"M":256,"N":3136},"epilogue":["relu"]})"),
   };
 }
 

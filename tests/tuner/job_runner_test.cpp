@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include <unistd.h>
@@ -129,6 +132,27 @@ TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
   const auto b = run_job(spec(40), quiet);
   EXPECT_EQ(b.measured, 0);
   EXPECT_EQ(b.tuned_us, a.tuned_us);
+}
+
+// 8 trials reach only the first of mlp's three tasks: the job still gives its end-to-end
+// time, with the other two at their default schedule, and says how many were tuned.
+TEST_F(JobRunnerTest, ABudgetShortOfEveryTaskStillReportsEndToEnd) {
+  JobRunOptions quiet;
+  quiet.quiet = true;
+  const auto out = run_job(spec(8), quiet);
+  EXPECT_EQ(trials_per_task(out), (std::vector<int>{8, 0, 0}));
+  EXPECT_EQ(out.tasks_tuned, 1);
+  EXPECT_EQ(out.summary["tasks_tuned"], 1);
+  ASSERT_TRUE(std::isfinite(out.tuned_us));
+  ASSERT_TRUE(std::isfinite(out.default_us));
+  EXPECT_GT(out.tuned_us, 0);
+  EXPECT_LE(out.tuned_us, out.default_us);
+  std::ifstream report(dir_ / "r.html");
+  const std::string html((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("1 of 3 tasks tuned"), std::string::npos);
+  // The untuned tasks count at the default the full job measures for them.
+  const auto full = run_job(spec(40), quiet);
+  EXPECT_NEAR(out.default_us, full.default_us, 0.05 * full.default_us);
 }
 
 TEST_F(JobRunnerTest, BadInputNeverCreatesTheDatabase) {

@@ -32,6 +32,13 @@ TEST(JobSpec, ReadsWeightedWorkloadsAndInlineTarget) {
   EXPECT_NE(s.target.find("ascend910b"), std::string::npos);
 }
 
+TEST(JobSpec, ReadsPrecision) {
+  Json j = minimal();
+  j["precision"] = {{"fc1", {{"weight", 8}, {"act", 8}}}};
+  EXPECT_EQ(JobSpec::from_json(j).precision.layers.at("fc1"), DType::int8);
+  EXPECT_TRUE(JobSpec::from_json(minimal()).precision.empty());
+}
+
 struct BadCase {
   const char* name;
   Json patch;
@@ -53,6 +60,8 @@ TEST(JobSpec, EveryBadFieldIsNamed) {
       {"workloads_object", {{"workloads", Json::object()}}, "workloads"},
       {"workload_bad_op", {{"workloads", Json::array({{{"workload", {{"op", "fft"}}}}})}}, "workloads[0]"},
       {"early_stopping", {{"early_stopping", true}}, "early_stopping"},
+      {"precision_number", {{"precision", 8}}, "precision"},
+      {"precision_bits", {{"precision", {{"conv1", {{"weight", 8}, {"act", 16}}}}}}, "precision.conv1"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -41,7 +41,14 @@ TEST(ModelZoo, Resnet50CarriesFusedChains) {
   ASSERT_NE(stem, nullptr);
   EXPECT_EQ(stem->workload.dim("stride"), 2);
   EXPECT_EQ(stem->workload.dim("R"), 7);
-  EXPECT_EQ(s.unsupported().at("MaxPool"), 1);
+  const TuneTask* pool = find(s, "maxpool");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->workload.op(), "max_pool2d");
+  EXPECT_EQ(pool->workload.out_h(), 56);
+  const TuneTask* avg = find(s, "avgpool");
+  ASSERT_NE(avg, nullptr);
+  EXPECT_EQ(avg->workload.dim("M"), 2048);
+  EXPECT_EQ(avg->workload.dim("N"), 49);
 }
 
 TEST(ModelZoo, Resnet50Batch32ScalesN) {
@@ -62,6 +69,8 @@ TEST(ModelZoo, BertBaseWeightsByOccurrence) {
   }
   EXPECT_EQ(occurrences(s, "batch_matmul"), 24);
   EXPECT_EQ(occurrences(s, "softmax"), 12);
+  EXPECT_EQ(occurrences(s, "transpose"), 48);  // Q, K, V and context in 12 layers
+  EXPECT_EQ(occurrences(s, "gather"), 3);
 }
 
 TEST(ModelZoo, MobilenetHasDepthwiseAndResidualProjections) {
@@ -72,10 +81,53 @@ TEST(ModelZoo, MobilenetHasDepthwiseAndResidualProjections) {
   EXPECT_TRUE(residual);
 }
 
+TEST(ModelZoo, Yolov7TinyHasItsFiftyEightConvsPoolsAndUpsamples) {
+  const TaskSet s = zoo_model("yolov7-tiny");
+  EXPECT_EQ(occurrences(s, "conv2d"), 58);  // yolov7-tiny.yaml: 55 Conv + 3 detect
+  EXPECT_EQ(occurrences(s, "max_pool2d"), 6);  // 3 MP + SPP 5/9/13
+  EXPECT_EQ(occurrences(s, "upsample"), 2);
+  const TuneTask* stem = find(s, "backbone.0");
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->workload.dim("H"), 640);
+  EXPECT_EQ(stem->workload.epilogue(), (std::vector<std::string>{"batchnorm", "leaky_relu"}));
+  const TuneTask* detect = find(s, "head.2.detect");
+  ASSERT_NE(detect, nullptr);
+  EXPECT_EQ(detect->workload.dim("K"), 255);
+  EXPECT_EQ(detect->workload.dim("H"), 20);
+}
+
+TEST(ModelZoo, EsrganBodyHasTwentyThreeRrdbs) {
+  const TaskSet s = zoo_model("esrgan-rrdb");
+  EXPECT_EQ(occurrences(s, "conv2d"), 1 + 23 * 3 * 5 + 1);
+  const TuneTask* conv5 = find(s, "body.0.rdb1.conv5");
+  ASSERT_NE(conv5, nullptr);
+  EXPECT_EQ(conv5->workload.dim("C"), 64 + 4 * 32);
+  EXPECT_EQ(conv5->workload.dim("H"), 128);
+  EXPECT_EQ(conv5->weight, 69);  // every dense block's conv5
+}
+
+TEST(ModelZoo, MoeExpertsGetTheTokensTheRoutingGives) {
+  const TaskSet s = zoo_model("moe-block");
+  EXPECT_EQ(occurrences(s, "attention"), 1);
+  std::int64_t routed = 0;
+  std::set<std::int64_t> counts;
+  for (const auto& t : s.tasks()) {
+    if (t.name.find(".w2") != std::string::npos) {
+      routed += t.workload.dim("M") * t.weight;
+      counts.insert(t.workload.dim("M"));
+    }
+  }
+  EXPECT_EQ(routed, 2 * 512);        // top-2 of 512 tokens
+  EXPECT_GT(counts.size(), 1u);      // the routing is not an even split
+  EXPECT_EQ(zoo_model("moe-block").tasks().size(), s.tasks().size());  // seeded: the same every time
+}
+
 TEST(ModelZoo, EveryNameExpandsAndUnknownIsBadInput) {
   for (const auto& n : zoo_names()) {
     SCOPED_TRACE(n);
-    EXPECT_FALSE(zoo_model(n).tasks().empty());
+    const TaskSet s = zoo_model(n);
+    EXPECT_FALSE(s.tasks().empty());
+    EXPECT_TRUE(s.unsupported().empty()) << s.unsupported().begin()->first;
   }
   try {
     zoo_model("resnet51");

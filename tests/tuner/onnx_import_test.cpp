@@ -71,6 +71,45 @@ g = helper.make_graph(nodes, "encoder",
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                               helper.make_opsetid("com.microsoft", 1)]),
           out + "/encoder.onnx")
+
+# The ops of classic ImageNet networks: grouped conv (AlexNet, ShuffleNet), LRN, pooling,
+# a pre-activation block (standalone BatchNormalization), a residual Sum, Mul, Concat,
+# Transpose (channel shuffle), Upsample, Dropout and Flatten, and a constant subgraph.
+nodes, inits = [], []
+nodes.append(helper.make_node("Conv", ["x", "wg"], ["g1"], pads=[1,1,1,1], group=4, name="grouped"))
+inits.append(init("wg", 16, 2, 3, 3))
+nodes.append(helper.make_node("Relu", ["g1"], ["g2"]))
+nodes.append(helper.make_node("LRN", ["g2"], ["l1"], size=5, name="lrn"))
+nodes.append(helper.make_node("MaxPool", ["l1"], ["p1"], kernel_shape=[3,3], strides=[2,2], pads=[1,1,1,1], name="pool"))
+n, i = bn("p1", "n1", 16, "pre"); n.name = "preact"; nodes.append(n); inits += i
+nodes.append(helper.make_node("Relu", ["n1"], ["n2"]))
+nodes.append(helper.make_node("Conv", ["n2", "wc"], ["c1"], pads=[1,1,1,1], name="body"))
+inits.append(init("wc", 16, 16, 3, 3))
+nodes.append(helper.make_node("Sum", ["c1", "p1"], ["s1"]))
+nodes.append(helper.make_node("Relu", ["s1"], ["s2"]))
+nodes.append(helper.make_node("Mul", ["s2", "s2"], ["m1"], name="mul"))
+nodes.append(helper.make_node("AveragePool", ["m1"], ["ap"], kernel_shape=[2,2], strides=[2,2], name="avg"))
+nodes.append(helper.make_node("Transpose", ["ap"], ["tp"], perm=[0,2,3,1], name="to_nhwc"))
+nodes.append(helper.make_node("Transpose", ["tp"], ["tq"], perm=[0,3,1,2], name="to_nchw"))
+nodes.append(helper.make_node("Concat", ["tq", "ap"], ["cat"], axis=1, name="cat"))
+nodes.append(helper.make_node("Upsample", ["cat", "scales"], ["up"], mode="nearest", name="up"))
+inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales"))
+nodes.append(helper.make_node("Dropout", ["up"], ["d1"]))
+nodes.append(helper.make_node("GlobalAveragePool", ["d1"], ["gap"], name="gap"))
+nodes.append(helper.make_node("Flatten", ["gap"], ["f"]))
+# A constant subgraph: ConstantOfShape of an Unsqueezed constant, added as a bias.
+nodes.append(helper.make_node("Constant", [], ["len"], value=numpy_helper.from_array(np.array(10, dtype=np.int64))))
+nodes.append(helper.make_node("Unsqueeze", ["len"], ["shp"], axes=[0]))
+nodes.append(helper.make_node("ConstantOfShape", ["shp"], ["zeros"],
+    value=numpy_helper.from_array(np.array([0.0], dtype=np.float32))))
+nodes.append(helper.make_node("Gemm", ["f", "wfc", "zeros"], ["y"], transB=1, name="fc"))
+inits.append(init("wfc", 10, 32))
+g = helper.make_graph(nodes, "classic",
+    [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 16, 16])],
+    [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)])
+m.ir_version = 7
+onnx.save(m, out + "/classic.onnx")
 )py";
 
 class OnnxImport : public testing::Test {
@@ -103,7 +142,7 @@ TEST_F(OnnxImport, ConvChainsResidualsAndDedupe) {
   OnnxImportOptions o;
   o.batch = 2;
   const TaskSet s = import_onnx((dir_ / "convnet.onnx").string(), o);
-  ASSERT_EQ(s.tasks().size(), 3u);
+  ASSERT_EQ(s.tasks().size(), 4u);
   const TuneTask* stem = find(s, "stem");
   ASSERT_NE(stem, nullptr);
   EXPECT_EQ(stem->workload.op(), "conv2d");
@@ -121,8 +160,10 @@ TEST_F(OnnxImport, ConvChainsResidualsAndDedupe) {
   EXPECT_EQ(fc->workload.dim("N"), 10);
   EXPECT_EQ(fc->workload.dim("K"), 2048);
   EXPECT_EQ(fc->workload.epilogue(), (std::vector<std::string>{"bias"}));
-  EXPECT_EQ(s.unsupported().at("MaxPool"), 1);
-  EXPECT_EQ(s.unsupported().at("Flatten"), 1);
+  const TuneTask* pool = find(s, "MaxPool:p");  // unnamed nodes are named by their output
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->workload.op(), "max_pool2d");
+  EXPECT_TRUE(s.unsupported().empty());  // Flatten is a view
 }
 
 TEST_F(OnnxImport, MatMulChainsBatchMatMulAndSoftmax) {
@@ -145,6 +186,50 @@ TEST_F(OnnxImport, MatMulChainsBatchMatMulAndSoftmax) {
   EXPECT_EQ(softmax->workload.dim("M"), 64);
   EXPECT_EQ(softmax->workload.dim("N"), 16);
   EXPECT_TRUE(s.unsupported().empty());
+}
+
+TEST_F(OnnxImport, ClassicImageNetOpsImportWhole) {
+  const TaskSet s = import_onnx((dir_ / "classic.onnx").string());
+  for (const auto& [op, n] : s.unsupported()) ADD_FAILURE() << "unsupported: " << op << " x" << n;
+  auto op_of = [&](const std::string& name) {
+    const TuneTask* t = find(s, name);
+    return t ? t->workload.op() : std::string("(missing)");
+  };
+  const TuneTask* grouped = find(s, "grouped");
+  ASSERT_NE(grouped, nullptr);
+  EXPECT_EQ(grouped->workload.op(), "group_conv2d");
+  EXPECT_EQ(grouped->workload.dim("groups"), 4);
+  EXPECT_EQ(grouped->workload.epilogue(), std::vector<std::string>{"relu"});
+  EXPECT_EQ(op_of("lrn"), "lrn");
+  EXPECT_EQ(op_of("pool"), "max_pool2d");
+  const TuneTask* preact = find(s, "preact");
+  ASSERT_NE(preact, nullptr);
+  EXPECT_EQ(preact->workload.op(), "map");
+  EXPECT_EQ(preact->workload.epilogue(), (std::vector<std::string>{"batchnorm", "relu"}));
+  const TuneTask* body = find(s, "body");
+  ASSERT_NE(body, nullptr);
+  EXPECT_EQ(body->workload.epilogue(), (std::vector<std::string>{"add", "relu"}));  // Sum fused
+  EXPECT_EQ(op_of("mul"), "elementwise");
+  EXPECT_EQ(op_of("avg"), "avg_pool2d");
+  const TuneTask* nhwc = find(s, "to_nhwc");
+  ASSERT_NE(nhwc, nullptr);
+  EXPECT_EQ(nhwc->workload.op(), "transpose");
+  EXPECT_EQ(nhwc->workload.dim("M"), 16);  // channels land innermost
+  EXPECT_EQ(nhwc->workload.dim("inner"), 1);
+  EXPECT_EQ(op_of("cat"), "concat");
+  const TuneTask* up = find(s, "up");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->workload.dim("scale"), 2);
+  EXPECT_EQ(op_of("gap"), "global_avg_pool");
+  const TuneTask* fc = find(s, "fc");
+  ASSERT_NE(fc, nullptr);
+  EXPECT_EQ(fc->workload.dim("K"), 32);
+  EXPECT_EQ(fc->workload.epilogue(), std::vector<std::string>{"bias"});
+  for (const auto& t : s.tasks()) {  // folded: views, Dropout, the constant subgraph
+    EXPECT_EQ(t.name.find("Dropout"), std::string::npos);
+    EXPECT_EQ(t.name.find("ConstantOfShape"), std::string::npos);
+  }
+  EXPECT_EQ(s.tasks().size(), 13u);  // the two transposes differ
 }
 
 TEST_F(OnnxImport, GarbageAndMissingFilesAreBadInput) {

@@ -56,6 +56,28 @@ ReportData sample() {
   return d;
 }
 
+TEST(Report, PrecisionRowsSayAccuracyIsNotMeasured) {
+  auto d = sample();
+  EXPECT_EQ(render_report(d).find("id=\"precision\""), std::string::npos);  // no rows, no section
+  d.precisions = {{"float16", 100}, {"int8", 40}, {"this job's precision", 50}};
+  d.int8_error = {{"fc1", 0.0394}};
+  const std::string html = render_report(d);
+  EXPECT_NE(html.find("2.50&times;"), std::string::npos);  // 100 / 40
+  EXPECT_NE(html.find("2.00&times;"), std::string::npos);
+  EXPECT_NE(html.find("Accuracy is not measured"), std::string::npos);
+  EXPECT_NE(html.find("3.94%"), std::string::npos);
+  EXPECT_NE(html.find("An estimate, not a measurement"), std::string::npos);
+}
+
+TEST(Report, SaysHowManyTasksTheBudgetReached) {
+  auto d = sample();
+  d.tasks.push_back(d.tasks.front());
+  d.tasks_tuned = 1;
+  EXPECT_NE(render_report(d).find("1 of 2 tasks tuned"), std::string::npos);
+  d.tasks_tuned = 2;
+  EXPECT_EQ(render_report(d).find("tasks tuned"), std::string::npos);
+}
+
 TEST(Report, CurveIsAStepLineWithTheDefaultAsReference) {
   const std::string svg = svg_curve({40, 30, 30, 20}, 45);
   EXPECT_NE(svg.find("<polyline"), std::string::npos);

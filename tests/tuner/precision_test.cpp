@@ -1,0 +1,92 @@
+// Precision: a job's whole-model or per-layer dtype, the int8 requantize epilogue, the
+// fp16 -> int8 -> mixed rows of the report and the labelled error estimate.
+#include "tuner/precision.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "simulator/presets.hpp"
+#include "tuner/model_evaluation.hpp"
+#include "tuner/model_zoo.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+std::string bad_input_message(const Json& j) {
+  try {
+    parse_precision(j);
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted " << j.dump();
+  return "";
+}
+
+TEST(Precision, WholeModelAndPerLayer) {
+  EXPECT_EQ(parse_precision(Json("int8")).rest, DType::int8);
+  const PrecisionSpec s = parse_precision(
+      parse_json(R"({"conv1": {"weight": 8, "act": 8}, "fc": {"weight": 16, "act": 16, "type": "bfloat16"},
+                     "*": {"weight": 32, "act": 32}})", "test"));
+  EXPECT_EQ(s.layers.at("conv1"), DType::int8);
+  EXPECT_EQ(s.layers.at("fc"), DType::bfloat16);
+  EXPECT_EQ(s.rest, DType::float32);
+}
+
+TEST(Precision, BadInputNamesTheLayerAndField) {
+  EXPECT_NE(bad_input_message(parse_json(R"({"conv1": {"weight": 8, "act": 16}})", "t")).find("precision.conv1"),
+            std::string::npos);
+  EXPECT_NE(bad_input_message(parse_json(R"({"conv1": {"weight": 12, "act": 12}})", "t")).find("'weight'"),
+            std::string::npos);
+  EXPECT_NE(bad_input_message(parse_json(R"({"conv1": {"weight": 8}})", "t")).find("'act'"), std::string::npos);
+  EXPECT_NE(bad_input_message(Json("int4")).find("dtype"), std::string::npos);
+  const PrecisionSpec s = parse_precision(parse_json(R"({"conv99": "int8"})", "t"));
+  try {
+    apply_precision(zoo_model("resnet50"), s);
+    ADD_FAILURE() << "accepted an unknown layer";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conv99"), std::string::npos);
+  }
+}
+
+TEST(Precision, ALayerLeavesItsSharedTaskAndRequantizes) {
+  const TaskSet model = zoo_model("resnet50");
+  // layer1.1 and layer1.2 share their conv1 workload: one task of weight 2.
+  const TaskSet mixed = apply_precision(model, parse_precision(parse_json(R"({"layer1.2.conv1": "int8"})", "t")));
+  EXPECT_EQ(mixed.tasks().size(), model.tasks().size() + 1);
+  EXPECT_EQ(mixed.total_occurrences(), model.total_occurrences());
+  int int8_tasks = 0;
+  for (const auto& t : mixed.tasks()) {
+    if (t.workload.dtype() != DType::int8) continue;
+    ++int8_tasks;
+    EXPECT_EQ(t.name, "layer1.2.conv1");
+    EXPECT_EQ(t.weight, 1);
+    EXPECT_EQ(t.workload.epilogue(), (std::vector<std::string>{"batchnorm", "relu", "requantize"}));
+  }
+  EXPECT_EQ(int8_tasks, 1);
+}
+
+TEST(Precision, EachDtypeFollowsTheTargetsRates) {
+  // fp32 is tuned as fp32 (a quarter of the fp16 cube rate on the 910), int8 at twice it.
+  const TaskSet model = zoo_model("resnet50");
+  const Target t = simulator::preset("ascend910");
+  const auto rows = evaluate_precisions(model, PrecisionSpec::whole(DType::float32), t);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name, "float16");
+  EXPECT_EQ(rows[1].name, "int8");
+  EXPECT_LT(rows[1].default_us, rows[0].default_us);
+  EXPECT_GT(rows[2].default_us, rows[0].default_us);
+  EXPECT_EQ(evaluate_precisions(model, {}, t).size(), 2u);  // no job precision: no third row
+}
+
+TEST(Precision, ErrorEstimateGrowsWithFanInAndOnlyForInt8) {
+  const Workload small = Workload::from_json(
+      parse_json(R"({"op":"matmul","dims":{"M":64,"N":64,"K":64},"dtype":"int8"})", "t"));
+  const Workload big = Workload::from_json(
+      parse_json(R"({"op":"matmul","dims":{"M":64,"N":64,"K":4096},"dtype":"int8"})", "t"));
+  EXPECT_DOUBLE_EQ(int8_error_estimate(big), 8 * int8_error_estimate(small));
+  EXPECT_EQ(int8_error_estimate(with_dtype(big, DType::float16)), 0);
+}
+
+}  // namespace
+}  // namespace atvoss::tuner

@@ -1,0 +1,45 @@
+// Precision: how a job quantises its model. A job's "precision" field is a dtype for
+// the whole model ("float16", "bfloat16", "float32", "int8") or an object of layers,
+// {"conv1": {"weight": 8, "act": 8}, "*": {"weight": 16, "act": 16}}, where "*" sets
+// every layer not named (default: the model's own dtype). Bits map to dtypes: 8 int8,
+// 16 float16 (or {"type": "bfloat16"}), 32 float32; weight and act must agree, since
+// a kernel here runs one dtype. An int8 layer's output leaves the int32 accumulator
+// through a "requantize" epilogue (scale, round, saturate), which fusion folds in
+// like any elementwise epilogue.
+// Accuracy is not measured: it cannot be without the model's weights and data. The
+// quantisation error per layer is an estimate from int8's range and the fan-in.
+// Pure functions: thread-safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/json.hpp"
+#include "core/workload.hpp"
+#include "tuner/task_set.hpp"
+
+namespace atvoss::tuner {
+
+struct PrecisionSpec {
+  std::map<std::string, DType> layers;  // by layer name
+  std::optional<DType> rest;            // "*" or the whole-model dtype; nullopt: the model's own
+  bool empty() const { return layers.empty() && !rest; }
+  static PrecisionSpec whole(DType d) { return PrecisionSpec{{}, d}; }
+};
+
+// bad_input naming "precision" and the layer on any problem.
+PrecisionSpec parse_precision(const Json& j);
+
+// w in dtype d: int8 ops that take an epilogue end in "requantize".
+Workload with_dtype(const Workload& w, DType d);
+
+// The tasks with each layer's precision applied: layers of one task that get
+// different dtypes become different tasks. bad_input if a named layer is not in the model.
+TaskSet apply_precision(const TaskSet& tasks, const PrecisionSpec& spec);
+
+// Estimated relative error of an int8 layer's output: sqrt(fan-in) roundings of half
+// an int8 step (1/254 of the range) against one full-range term. 0 for other dtypes.
+double int8_error_estimate(const Workload& w);
+
+}  // namespace atvoss::tuner
