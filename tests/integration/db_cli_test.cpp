@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -261,9 +262,12 @@ TEST_F(DbCliTest, VacuumRefusesADatabaseThatFailsCheck) {
   ASSERT_EQ(run(db() + " import " + quote(cache_)).code, 0);
   ASSERT_EQ(run(db() + " vacuum").code, 0);  // also folds the WAL into the file
   {
-    // Damage one interior page of the records table, past the header and schema pages.
+    // Damage one page in the middle of the file (the records table's pages, past the header
+    // and schema pages), wherever the file's size puts it.
+    const auto pages = static_cast<std::int64_t>(std::filesystem::file_size(file("tune.db")) / 4096);
+    ASSERT_GE(pages, 8) << "the imported cache should fill more than a few pages";
     std::fstream f(file("tune.db"), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(4096 * 20 + 100);
+    f.seekp(4096 * (pages / 2) + 100);
     for (int i = 0; i < 64; ++i) f.put(static_cast<char>(0xA5));
   }
   Result r = run(db() + " check");
