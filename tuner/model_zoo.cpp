@@ -161,6 +161,11 @@ TaskSet yolov7_tiny() {
   auto concat = [&](std::int64_t channels, std::int64_t hw, const std::string& name) {
     set.add(row_op("concat", channels, hw * hw), name);
   };
+  // Nearest-neighbour 2x upsample of channels x hw x hw (rows of hw pixels).
+  auto upsample2x = [&](std::int64_t channels, std::int64_t hw, const std::string& name) {
+    set.add(Workload::from_json(Json{{"op", "upsample"}, {"dims", {{"M", channels * hw}, {"N", hw}, {"scale", 2}}}}),
+            name);
+  };
   // ELAN: c_in -> four branches of c -> concat 4c -> 1x1 to out.
   auto elan = [&](const std::string& name, std::int64_t c_in, std::int64_t c, std::int64_t out,
                   std::int64_t hw) {
@@ -195,14 +200,12 @@ TaskSet yolov7_tiny() {
   cbl(512, 20, 256, 1, 1, "neck.sppcsp.cv4");
   // Top-down: upsample 20 -> 40 -> 80, each joined with the backbone's lateral 1x1.
   cbl(256, 20, 128, 1, 1, "neck.up1.cv");
-  set.add(Workload::from_json(Json{{"op", "upsample"}, {"dims", {{"M", 128 * 20}, {"N", 20}, {"scale", 2}}}}),
-          "neck.up1.upsample");
+  upsample2x(128, 20, "neck.up1.upsample");
   cbl(256, 40, 128, 1, 1, "neck.up1.lateral");
   concat(256, 40, "neck.up1.concat");
   elan("neck.elan5", 256, 64, 128, 40);
   cbl(128, 40, 64, 1, 1, "neck.up2.cv");
-  set.add(Workload::from_json(Json{{"op", "upsample"}, {"dims", {{"M", 64 * 40}, {"N", 40}, {"scale", 2}}}}),
-          "neck.up2.upsample");
+  upsample2x(64, 40, "neck.up2.upsample");
   cbl(128, 80, 64, 1, 1, "neck.up2.lateral");
   concat(128, 80, "neck.up2.concat");
   elan("neck.elan6", 128, 32, 64, 80);
