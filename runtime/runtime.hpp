@@ -105,8 +105,8 @@ class Runtime {
 
  private:
   const host::MachineInfo& machine_;
+  std::string no_table_reason_;  // before table_: load_table() fills it
   std::shared_ptr<const table::ScheduleTable> table_;
-  std::string no_table_reason_;
   KernelCache kernels_;
   std::shared_mutex choices_mu_;
   std::map<std::string, std::unique_ptr<const Choice>> choices_;  // by workload key; never erased

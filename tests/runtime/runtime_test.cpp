@@ -13,6 +13,7 @@
 #include "host/builder.hpp"
 #include "host/codegen.hpp"
 #include "host/host_space.hpp"
+#include "host/kernel_timing.hpp"
 #include "host/operands.hpp"
 #include "runtime_test_util.hpp"
 #include "../host/host_test_util.hpp"
