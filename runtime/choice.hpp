@@ -1,9 +1,9 @@
-// Choice: which schedule the runtime runs for a workload, and why. choose_schedule() asks the exported
-// table (db/table/schedule_table.hpp, whose exact / nearest-shape rule is the project's one
-// lookup) and keeps its answer only if the schedule is valid in the host space of the shape
-// actually called (host/host_space.hpp: a nearest entry's tile sizes may not exist for a
-// smaller shape); otherwise it takes the host default schedule and says why
-// (docs/runtime.md, "Which schedule runs").
+// Choice: which schedule the runtime runs for a workload, and why. choose_schedule() asks the
+// exported table (db/table/schedule_table.hpp, whose exact / nearest-shape rule is the
+// project's one lookup), moves the entry's schedule onto the host space of the shape actually
+// called (a tile value that shape's space does not list becomes the closest listed one), and
+// keeps it if that space's check accepts it; otherwise it takes the host default schedule and
+// says why (docs/runtime.md, "Which schedule runs").
 // Pure functions: thread-safe.
 #pragma once
 

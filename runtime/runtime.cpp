@@ -84,24 +84,36 @@ Runtime::Runtime(RuntimeOptions options)
       table_(load_table(options, machine_, no_table_reason_)),
       kernels_(std::move(options.build)) {}
 
-const Choice& Runtime::choose(const Workload& w) {
-  const std::string key = w.key();
+Runtime::Resolved& Runtime::resolve(const Workload& w) {
+  const std::string& key = w.key();
   {
-    std::shared_lock lock(choices_mu_);
-    if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
+    std::shared_lock lock(resolved_mu_);
+    if (auto it = resolved_.find(key); it != resolved_.end()) return *it->second;
   }
-  auto made = std::make_unique<const Choice>(choose_schedule(table_.get(), no_table_reason_, w, machine_));
-  std::unique_lock lock(choices_mu_);
-  return *choices_.emplace(key, std::move(made)).first->second;  // a racing thread's equal choice wins
+  auto made = std::make_unique<Resolved>();
+  made->choice = choose_schedule(table_.get(), no_table_reason_, w, machine_);
+  std::unique_lock lock(resolved_mu_);
+  return *resolved_.emplace(key, std::move(made)).first->second;  // a racing thread's equal choice wins
 }
 
-const LoadedKernel& Runtime::kernel(const Workload& w) { return kernels_.get(w, choose(w).schedule, machine_); }
+const Choice& Runtime::choose(const Workload& w) { return resolve(w).choice; }
+
+const LoadedKernel& Runtime::kernel_of(Resolved& r, const Workload& w) {
+  const LoadedKernel* k = r.kernel.load(std::memory_order_acquire);
+  if (k == nullptr) {  // KernelCache loads it once even if threads race here
+    k = &kernels_.get(w, r.choice.schedule, machine_);
+    r.kernel.store(k, std::memory_order_release);
+  }
+  return *k;
+}
+
+const LoadedKernel& Runtime::kernel(const Workload& w) { return kernel_of(resolve(w), w); }
 
 const Choice& Runtime::run(const Workload& w, const host::AtvossArgs& args) {
-  const Choice& choice = choose(w);
+  Resolved& r = resolve(w);
   check_args(w, args);
-  kernels_.get(w, choice.schedule, machine_).call(args);
-  return choice;
+  kernel_of(r, w).call(args);
+  return r.choice;
 }
 
 const Choice& Runtime::matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,

@@ -16,6 +16,7 @@
 // workload and per (workload, schedule). See docs/runtime.md.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -104,12 +105,20 @@ class Runtime {
   std::size_t kernels() const { return kernels_.size(); }
 
  private:
+  // A workload's choice and, once loaded, its kernel (so a call needs one map lookup).
+  struct Resolved {
+    Choice choice;
+    std::atomic<const LoadedKernel*> kernel{nullptr};
+  };
+  Resolved& resolve(const Workload& w);
+  const LoadedKernel& kernel_of(Resolved& r, const Workload& w);
+
   const host::MachineInfo& machine_;
   std::string no_table_reason_;  // before table_: load_table() fills it
   std::shared_ptr<const table::ScheduleTable> table_;
   KernelCache kernels_;
-  std::shared_mutex choices_mu_;
-  std::map<std::string, std::unique_ptr<const Choice>> choices_;  // by workload key; never erased
+  std::shared_mutex resolved_mu_;
+  std::map<std::string, std::unique_ptr<Resolved>> resolved_;  // by workload key; never erased
 };
 
 }  // namespace atvoss::runtime

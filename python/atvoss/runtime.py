@@ -75,7 +75,7 @@ class Runtime:
         bias/scale/shift: (N,); residual: the output's shape ("add"). batchnorm reads scale and
         shift. Returns the float32 result, and the Choice if return_choice.
         """
-        c, choice = self._rt.matmul(a, b, _epilogue(epilogue, bias, scale, shift, residual))
+        c, choice = self._rt.matmul(a, b, _epilogue(epilogue, bias, scale, shift, residual), return_choice)
         return (c, Choice._from_json(choice)) if return_choice else c
 
     def conv2d(self, input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
@@ -85,7 +85,7 @@ class Runtime:
         epilogue (bias/scale/shift: (K,)). ValueError naming the op where the host code
         generator does not serve conv2d."""
         out, choice = self._rt.conv2d(input, filter, stride, pad,
-                                      _epilogue(epilogue, bias, scale, shift, residual))
+                                      _epilogue(epilogue, bias, scale, shift, residual), return_choice)
         return (out, Choice._from_json(choice)) if return_choice else out
 
     def __repr__(self) -> str:

@@ -94,8 +94,8 @@ class PyRuntime {
 
   std::string no_table_reason() const { return rt_.no_table_reason(); }
 
-  // (c, choice JSON). a (M, K) @ b (K, N), or batched (B, M, K) @ (B, K, N).
-  py::tuple matmul(const py::object& a_obj, const py::object& b_obj, const Epilogue& e) {
+  // (c, choice JSON or None). a (M, K) @ b (K, N), or batched (B, M, K) @ (B, K, N).
+  py::tuple matmul(const py::object& a_obj, const py::object& b_obj, const Epilogue& e, bool with_choice) {
     const FloatArray a = float32_array(a_obj, "a"), b = float32_array(b_obj, "b");
     if (a.ndim() != b.ndim() || (a.ndim() != 2 && a.ndim() != 3)) {
       throw_bad_input("runtime: 'a' and 'b' must both be 2-D (matmul) or 3-D (batch_matmul), got " +
@@ -111,12 +111,12 @@ class PyRuntime {
                                : runtime::matmul_workload(m, n, k, e.ops);
     std::vector<py::ssize_t> out_shape = {m, n};
     if (batched) out_shape.insert(out_shape.begin(), batch);
-    return run(w, a, b, out_shape, e);
+    return run(w, a, b, out_shape, e, with_choice);
   }
 
-  // (output, choice JSON). input (N, C, H, W), filter (K, C, R, S).
+  // (output, choice JSON or None). input (N, C, H, W), filter (K, C, R, S).
   py::tuple conv2d(const py::object& in_obj, const py::object& f_obj, std::int64_t stride, std::int64_t pad,
-                   const Epilogue& e) {
+                   const Epilogue& e, bool with_choice) {
     const FloatArray in = float32_array(in_obj, "input"), f = float32_array(f_obj, "filter");
     if (in.ndim() != 4 || f.ndim() != 4 || f.shape(1) != in.shape(1)) {
       throw_bad_input("runtime: conv2d takes input (N, C, H, W) and filter (K, C, R, S), got " + shape_text(in) +
@@ -125,7 +125,7 @@ class PyRuntime {
     const runtime::Conv2dShape s{in.shape(0), in.shape(1), in.shape(2), in.shape(3), f.shape(0),
                                  f.shape(2),  f.shape(3),  stride,      pad};
     const Workload w = runtime::conv2d_workload(s, e.ops);
-    return run(w, in, f, {s.n, s.k, w.out_h(), w.out_w()}, e);
+    return run(w, in, f, {s.n, s.k, w.out_h(), w.out_w()}, e, with_choice);
   }
 
  private:
@@ -139,8 +139,9 @@ class PyRuntime {
     return o;
   }
 
+  // (output, the choice's JSON or None): the JSON only when asked, it costs a dump per call.
   py::tuple run(const Workload& w, const FloatArray& a, const FloatArray& b, const std::vector<py::ssize_t>& out_shape,
-                const Epilogue& e) {
+                const Epilogue& e, bool with_choice) {
     const runtime::OperandSizes n = runtime::operand_sizes(w);
     if (a.size() != n.a || b.size() != n.b) throw internal_error("operand sizes disagree with " + w.label());
     FloatArray c(out_shape);
@@ -151,7 +152,7 @@ class PyRuntime {
       py::gil_scoped_release release;
       choice = &rt_.run(w, args);
     }
-    return py::make_tuple(c, dump(choice->to_json()));
+    return py::make_tuple(c, with_choice ? py::object(py::str(dump(choice->to_json()))) : py::none());
   }
 
   static Error internal_error(const std::string& what) { return Error(ErrorKind::internal, "runtime: " + what); }

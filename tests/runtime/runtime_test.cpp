@@ -90,13 +90,25 @@ TEST_F(RuntimeTest, NoComparableEntryRunsTheDefault) {
   EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
 }
 
-TEST_F(RuntimeTest, NearestScheduleInvalidForTheShapeRunsTheDefaultAndSaysWhy) {
+TEST_F(RuntimeTest, NearestScheduleIsMovedOntoTheCalledShapesSpace) {
   Runtime rt(options());
-  // The only relu entry has tile_k 512, which K = 64 does not offer.
+  // The only relu entry has tile_k 512, which K = 64 does not offer: the closest value is 64.
   const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":20,"N":24,"K":64},"epilogue":["relu"]})");
   const Choice& c = rt.choose(w);
+  EXPECT_EQ(c.kind, ChoiceKind::nearest) << c.reason;
+  Schedule want = testing::large_relu_schedule(machine());
+  want.set("tile_k", 64);
+  EXPECT_EQ(c.schedule, want);
+  EXPECT_NE(c.reason.find("tile_k 512 -> 64"), std::string::npos) << c.reason;
+  EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
+}
+
+TEST_F(RuntimeTest, EntryScheduleTheSpaceRejectsRunsTheDefaultAndSaysWhy) {
+  Runtime rt(options());
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":30,"N":64,"K":64},"epilogue":["gelu"]})");
+  const Choice& c = rt.choose(w);
   EXPECT_EQ(c.kind, ChoiceKind::fallback);
-  EXPECT_NE(c.reason.find("tile_k"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("registers"), std::string::npos) << c.reason;
   EXPECT_EQ(c.schedule, host::default_schedule(w, machine()));
   EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
 }
