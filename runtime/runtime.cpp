@@ -43,6 +43,13 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
   if (w.has_epilogue("add")) need(args.residual, "residual", "a residual for the 'add' epilogue");
 }
 
+std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, const std::vector<std::string>& ops) {
+  std::string key = op;
+  for (std::int64_t d : dims) key += " " + std::to_string(d);
+  for (const auto& e : ops) key += " " + e;
+  return key;
+}
+
 host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
   return host::AtvossArgs{a, b, c, e.bias, e.scale, e.shift, e.residual};
 }
@@ -116,19 +123,34 @@ const Choice& Runtime::run(const Workload& w, const host::AtvossArgs& args) {
   return r.choice;
 }
 
+const Workload& Runtime::workload_of(std::string key, const std::function<Workload()>& make) {
+  {
+    std::shared_lock lock(workloads_mu_);
+    if (auto it = workloads_.find(key); it != workloads_.end()) return *it->second;
+  }
+  auto made = std::make_unique<const Workload>(make());  // bad_input escapes; nothing is kept
+  std::unique_lock lock(workloads_mu_);
+  return *workloads_.emplace(std::move(key), std::move(made)).first->second;
+}
+
 const Choice& Runtime::matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
                               std::int64_t k, const EpilogueArgs& e) {
-  return run(matmul_workload(m, n, k, e.ops), abi_args(a, b, c, e));
+  const Workload& w = workload_of(call_key("matmul", {m, n, k}, e.ops), [&] { return matmul_workload(m, n, k, e.ops); });
+  return run(w, abi_args(a, b, c, e));
 }
 
 const Choice& Runtime::batch_matmul(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t m,
                                     std::int64_t n, std::int64_t k, const EpilogueArgs& e) {
-  return run(batch_matmul_workload(batch, m, n, k, e.ops), abi_args(a, b, c, e));
+  const Workload& w = workload_of(call_key("batch_matmul", {batch, m, n, k}, e.ops),
+                                  [&] { return batch_matmul_workload(batch, m, n, k, e.ops); });
+  return run(w, abi_args(a, b, c, e));
 }
 
-const Choice& Runtime::conv2d(const float* input, const float* filter, float* output, const Conv2dShape& shape,
+const Choice& Runtime::conv2d(const float* input, const float* filter, float* output, const Conv2dShape& s,
                               const EpilogueArgs& e) {
-  return run(conv2d_workload(shape, e.ops), abi_args(input, filter, output, e));
+  const Workload& w = workload_of(call_key("conv2d", {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride, s.pad}, e.ops),
+                                  [&] { return conv2d_workload(s, e.ops); });
+  return run(w, abi_args(input, filter, output, e));
 }
 
 }  // namespace atvoss::runtime

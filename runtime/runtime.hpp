@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -111,6 +112,9 @@ class Runtime {
     std::atomic<const LoadedKernel*> kernel{nullptr};
   };
   Resolved& resolve(const Workload& w);
+  // The typed wrappers' workloads by a key built without JSON (op, dims, epilogue), so that a
+  // repeated call costs a map lookup instead of a Workload::from_json.
+  const Workload& workload_of(std::string key, const std::function<Workload()>& make);
   const LoadedKernel& kernel_of(Resolved& r, const Workload& w);
 
   const host::MachineInfo& machine_;
@@ -119,6 +123,8 @@ class Runtime {
   KernelCache kernels_;
   std::shared_mutex resolved_mu_;
   std::map<std::string, std::unique_ptr<Resolved>> resolved_;  // by workload key; never erased
+  std::shared_mutex workloads_mu_;
+  std::map<std::string, std::unique_ptr<const Workload>> workloads_;  // never erased
 };
 
 }  // namespace atvoss::runtime
