@@ -12,11 +12,13 @@ set(allowed_backend core lowering simulator host backend)
 set(allowed_costmodel core lowering costmodel)
 set(allowed_search core lowering costmodel search)
 set(allowed_db core db)
+# runtime/ uses db/table (the lookup table; atvoss_table, no SQLite) and host/ (codegen, builder).
+set(allowed_runtime core lowering host db runtime)
 set(allowed_rpc core lowering host backend db rpc)
 set(allowed_tuner core lowering host backend costmodel search db rpc tuner)
 # python/ (the Python package's bindings) sits on top, like tools/.
-set(allowed_python core lowering simulator host backend costmodel search db rpc tuner python)
-set(modules core lowering simulator host backend costmodel search db rpc tuner python)
+set(allowed_python core lowering simulator host backend costmodel search db runtime rpc tuner python)
+set(modules core lowering simulator host backend costmodel search db runtime rpc tuner python)
 
 set(violations "")
 foreach(module IN LISTS modules)

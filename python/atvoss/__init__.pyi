@@ -2,6 +2,8 @@
 import os
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
+from . import runtime as runtime
+
 _PathLike = Union[str, os.PathLike[str]]
 _WorkloadLike = Union["Workload", Mapping[str, Any], str]
 _TargetLike = Union["Target", Mapping[str, Any], str]

@@ -35,4 +35,5 @@ PYBIND11_MODULE(_atvoss, m) {
   python::bind_tuning(m);
   python::bind_database(m);
   python::bind_strategies(m);
+  python::bind_runtime(m);
 }

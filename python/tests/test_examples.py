@@ -33,3 +33,10 @@ def test_profile_model():
     out = run("profile_model.py", "mlp", 2)
     assert "mlp on ascend910" in out
     assert len(re.findall(r"hint: \S", out)) == 2
+
+
+def test_runtime_matmul(tmp_path):
+    out = run("runtime_matmul.py", tmp_path, 3)
+    assert re.search(r"tuned matmul.*: [0-9.]+ us \(default [0-9.]+ us\)", out)
+    assert re.search(r"runtime 64x256x128: exact .*max abs error [0-9.]+e-0[5-9]", out)
+    assert re.search(r"runtime 48x256x128: nearest .*max abs error [0-9.]+e-0[5-9]", out)

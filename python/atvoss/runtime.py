@@ -1,0 +1,127 @@
+"""Run matmul and conv2d on this CPU with the schedules tuned for it (docs/runtime.md).
+
+The table is one exported for the host target (``atvoss-db export-table --target host-...``,
+``Database.export_table`` or a job's ``"export"``). Each shape runs the table's tuned kernel
+(``exact``), the schedule of the nearest tuned shape (``nearest``) or the host default
+(``default``), and the returned ``Choice`` says which and why. Kernels come from the host
+compile cache the tuner filled, or are generated and compiled on first use (about a second).
+
+    import numpy as np, atvoss.runtime as rt
+    c = rt.matmul(a, b, table="out/mlp-host-table.json")             # a (M, K), b (K, N), float32
+    c, choice = rt.matmul(a, b, ["bias", "relu"], bias=bias, table=..., return_choice=True)
+
+Arrays must be float32 (TypeError otherwise; strided ones are copied); shapes are checked
+(ValueError naming the argument). The GIL is released while a kernel runs.
+"""
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+from . import _atvoss
+from ._json import dumps, loads
+from .vocabulary import Schedule, Workload, as_workload
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The schedule a call ran and why: kind is "exact", "nearest" or "default"."""
+    kind: str
+    schedule: Schedule
+    reason: str
+    entry: Optional[Workload]  # the table entry's workload (exact and nearest)
+    distance: float            # shape distance of a nearest entry
+    table_time_us: float       # the tuner's time for the entry
+
+    @staticmethod
+    def _from_json(text: str) -> "Choice":
+        j = loads(text)
+        entry = Workload(j["entry"]) if j.get("entry") else None
+        return Choice(j["kind"], Schedule(j["schedule"]), j["reason"], entry, float(j["distance"]),
+                      float(j["table_time_us"]))
+
+
+class Runtime:
+    """A loaded table plus the kernels run so far; share one between threads.
+
+    table: the exported table, or None for default schedules everywhere. foreign_table:
+    "refuse" (a table tuned on another CPU raises ValueError naming both CPUs) or "defaults"
+    (it is ignored; every choice is "default" and its reason says why). cache_dir: the host
+    compile cache's root (None: the tuner's, $XDG_CACHE_HOME/atvoss).
+    """
+
+    def __init__(self, table: Optional[PathLike] = None, *, cache_dir: Optional[PathLike] = None,
+                 foreign_table: str = "refuse") -> None:
+        self.table = os.fspath(table) if table is not None else None
+        self._rt = _atvoss.Runtime(self.table, os.fspath(cache_dir) if cache_dir else "", foreign_table)
+
+    @property
+    def no_table_reason(self) -> str:
+        """Why no table is used ("" when one is)."""
+        return self._rt.no_table_reason()
+
+    def choose(self, workload: Any) -> Choice:
+        """The choice a call of workload runs, without running (or compiling) anything."""
+        return Choice._from_json(self._rt.choose(dumps(as_workload(workload).to_json())))
+
+    def matmul(self, a: Any, b: Any, epilogue: Sequence[str] = (), *, bias: Any = None, scale: Any = None,
+               shift: Any = None, residual: Any = None,
+               return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+        """a @ b then the epilogue ops in order (bias, batchnorm, relu, gelu, add).
+
+        a (M, K) and b (K, N), or batched (B, M, K) and (B, K, N); float32, row-major.
+        bias/scale/shift: (N,); residual: the output's shape ("add"). batchnorm reads scale and
+        shift. Returns the float32 result, and the Choice if return_choice.
+        """
+        c, choice = self._rt.matmul(a, b, _epilogue(epilogue, bias, scale, shift, residual), return_choice)
+        return (c, Choice._from_json(choice)) if return_choice else c
+
+    def conv2d(self, input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
+               bias: Any = None, scale: Any = None, shift: Any = None, residual: Any = None,
+               return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+        """conv2d of input (N, C, H, W) with filter (K, C, R, S) -> (N, K, OH, OW), then the
+        epilogue (bias/scale/shift: (K,)). ValueError naming the op where the host code
+        generator does not serve conv2d."""
+        out, choice = self._rt.conv2d(input, filter, stride, pad,
+                                      _epilogue(epilogue, bias, scale, shift, residual), return_choice)
+        return (out, Choice._from_json(choice)) if return_choice else out
+
+    def __repr__(self) -> str:
+        return f"Runtime(table={self.table!r})"
+
+
+def _epilogue(ops: Sequence[str], bias: Any, scale: Any, shift: Any, residual: Any) -> Any:
+    if isinstance(ops, str):
+        raise TypeError("epilogue must be a sequence of op names, e.g. ['bias', 'relu'], not a string")
+    return _atvoss.RuntimeEpilogue(list(ops), bias, scale, shift, residual)
+
+
+_runtimes: Dict[Tuple[Optional[str], Optional[str]], Runtime] = {}
+_runtimes_lock = threading.Lock()
+
+
+def runtime(table: Optional[PathLike] = None, cache_dir: Optional[PathLike] = None) -> Runtime:
+    """The Runtime of (table, cache_dir), loaded once per process and shared."""
+    key = (os.fspath(table) if table is not None else None, os.fspath(cache_dir) if cache_dir else None)
+    with _runtimes_lock:
+        if key not in _runtimes:
+            _runtimes[key] = Runtime(key[0], cache_dir=key[1])
+        return _runtimes[key]
+
+
+def matmul(a: Any, b: Any, epilogue: Sequence[str] = (), *, table: Optional[PathLike] = None,
+           bias: Any = None, scale: Any = None, shift: Any = None, residual: Any = None,
+           return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+    """Runtime.matmul on the shared Runtime of table (None: default schedules)."""
+    return runtime(table).matmul(a, b, epilogue, bias=bias, scale=scale, shift=shift, residual=residual,
+                                 return_choice=return_choice)
+
+
+def conv2d(input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
+           table: Optional[PathLike] = None, bias: Any = None, scale: Any = None, shift: Any = None,
+           residual: Any = None, return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+    """Runtime.conv2d on the shared Runtime of table (None: default schedules)."""
+    return runtime(table).conv2d(input, filter, stride, pad, epilogue, bias=bias, scale=scale, shift=shift,
+                                 residual=residual, return_choice=return_choice)

@@ -1,0 +1,61 @@
+import os
+from typing import Any, Literal, Optional, Sequence, Tuple, Union, overload
+
+import numpy as np
+
+from .vocabulary import Schedule, Workload
+
+_PathLike = Union[str, os.PathLike[str]]
+_Array = np.ndarray
+
+class Choice:
+    kind: str
+    schedule: Schedule
+    reason: str
+    entry: Optional[Workload]
+    distance: float
+    table_time_us: float
+
+class Runtime:
+    table: Optional[str]
+    def __init__(self, table: Optional[_PathLike] = ..., *, cache_dir: Optional[_PathLike] = ...,
+                 foreign_table: str = ...) -> None: ...
+    @property
+    def no_table_reason(self) -> str: ...
+    def choose(self, workload: Any) -> Choice: ...
+    @overload
+    def matmul(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
+               scale: Optional[_Array] = ..., shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+               return_choice: Literal[False] = ...) -> _Array: ...
+    @overload
+    def matmul(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
+               scale: Optional[_Array] = ..., shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+               return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
+    @overload
+    def conv2d(self, input: _Array, filter: _Array, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
+               *, bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
+               residual: Optional[_Array] = ..., return_choice: Literal[False] = ...) -> _Array: ...
+    @overload
+    def conv2d(self, input: _Array, filter: _Array, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
+               *, bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
+               residual: Optional[_Array] = ..., return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
+
+def runtime(table: Optional[_PathLike] = ..., cache_dir: Optional[_PathLike] = ...) -> Runtime: ...
+@overload
+def matmul(a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, table: Optional[_PathLike] = ...,
+           bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
+           residual: Optional[_Array] = ..., return_choice: Literal[False] = ...) -> _Array: ...
+@overload
+def matmul(a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, table: Optional[_PathLike] = ...,
+           bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
+           residual: Optional[_Array] = ..., return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
+@overload
+def conv2d(input: _Array, filter: _Array, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ..., *,
+           table: Optional[_PathLike] = ..., bias: Optional[_Array] = ..., scale: Optional[_Array] = ...,
+           shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+           return_choice: Literal[False] = ...) -> _Array: ...
+@overload
+def conv2d(input: _Array, filter: _Array, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ..., *,
+           table: Optional[_PathLike] = ..., bias: Optional[_Array] = ..., scale: Optional[_Array] = ...,
+           shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+           return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...

@@ -1,0 +1,152 @@
+// The C API of the runtime (atvoss_runtime.h): converts every C++ exception to a status and a
+// message exactly once, here, so nothing unwinds into a C caller.
+#include "runtime/atvoss_runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "runtime/runtime.hpp"
+
+struct atvoss_runtime {
+  std::unique_ptr<atvoss::runtime::Runtime> rt;
+};
+
+namespace {
+
+using atvoss::ErrorKind;
+using atvoss::runtime::Choice;
+using atvoss::runtime::ChoiceKind;
+
+// malloc'd copy, because the caller frees it with atvoss_runtime_free_string (free()).
+char* c_string(const std::string& s) noexcept {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+atvoss_runtime_status status_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::bad_input: return ATVOSS_RUNTIME_BAD_INPUT;
+    case ErrorKind::not_found: return ATVOSS_RUNTIME_NOT_FOUND;
+    case ErrorKind::io: return ATVOSS_RUNTIME_IO;
+    case ErrorKind::corrupt: return ATVOSS_RUNTIME_CORRUPT;
+    default: return ATVOSS_RUNTIME_INTERNAL;
+  }
+}
+
+// Runs body; maps any exception to its status and message.
+template <typename Body>
+atvoss_runtime_status guarded(char** error, Body&& body) noexcept {
+  if (error != nullptr) *error = nullptr;
+  atvoss_runtime_status status = ATVOSS_RUNTIME_INTERNAL;
+  std::string message;
+  try {
+    body();
+    return ATVOSS_RUNTIME_OK;
+  } catch (const atvoss::Error& e) {
+    status = status_of(e.kind());
+    message = e.what();
+  } catch (const std::exception& e) {
+    status = ATVOSS_RUNTIME_BAD_INPUT;  // JSON and argument errors of the standard library
+    message = e.what();
+  } catch (...) {
+    message = "runtime: unknown error";
+  }
+  if (error != nullptr) *error = c_string(message);
+  return status;
+}
+
+atvoss::runtime::Runtime& runtime_of(atvoss_runtime* rt) {
+  if (rt == nullptr || !rt->rt) atvoss::throw_bad_input("runtime: handle is NULL");
+  return *rt->rt;
+}
+
+void need(const void* p, const char* name) {
+  if (p == nullptr) atvoss::throw_bad_input(std::string("runtime: argument '") + name + "' is NULL");
+}
+
+atvoss::runtime::EpilogueArgs epilogue_of(const atvoss_epilogue* e) {
+  atvoss::runtime::EpilogueArgs out;
+  if (e == nullptr) return out;
+  std::istringstream ops(e->ops != nullptr ? e->ops : "");
+  for (std::string op; std::getline(ops, op, ',');) {
+    if (!op.empty()) out.ops.push_back(op);
+  }
+  out.bias = e->bias;
+  out.scale = e->scale;
+  out.shift = e->shift;
+  out.residual = e->residual;
+  return out;
+}
+
+void report(const Choice& choice, atvoss_choice_kind* kind) {
+  if (kind == nullptr) return;
+  *kind = choice.kind == ChoiceKind::exact     ? ATVOSS_CHOICE_EXACT
+          : choice.kind == ChoiceKind::nearest ? ATVOSS_CHOICE_NEAREST
+                                               : ATVOSS_CHOICE_DEFAULT;
+}
+
+}  // namespace
+
+extern "C" atvoss_runtime_status atvoss_runtime_open(const char* table_path, const char* cache_dir, unsigned flags,
+                                                     atvoss_runtime** out, char** error) {
+  return guarded(error, [&] {
+    need(out, "out");
+    *out = nullptr;
+    atvoss::runtime::RuntimeOptions options;
+    options.table = table_path != nullptr ? table_path : "";
+    if (cache_dir != nullptr) options.build.cache_dir = cache_dir;
+    if (flags & ATVOSS_RUNTIME_FOREIGN_TABLE_DEFAULTS) options.foreign_table = atvoss::runtime::ForeignTable::use_defaults;
+    auto handle = std::make_unique<atvoss_runtime>();
+    handle->rt = std::make_unique<atvoss::runtime::Runtime>(std::move(options));
+    *out = handle.release();  // owned by the caller until atvoss_runtime_close
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_matmul(atvoss_runtime* rt, const float* a, const float* b, float* c,
+                                                       int64_t m, int64_t n, int64_t k,
+                                                       const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
+                                                       char** error) {
+  return guarded(error, [&] { report(runtime_of(rt).matmul(a, b, c, m, n, k, epilogue_of(epilogue)), kind); });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_batch_matmul(atvoss_runtime* rt, const float* a, const float* b,
+                                                             float* c, int64_t batch, int64_t m, int64_t n,
+                                                             int64_t k, const atvoss_epilogue* epilogue,
+                                                             atvoss_choice_kind* kind, char** error) {
+  return guarded(error, [&] {
+    report(runtime_of(rt).batch_matmul(a, b, c, batch, m, n, k, epilogue_of(epilogue)), kind);
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_conv2d(atvoss_runtime* rt, const float* input, const float* filter,
+                                                       float* output, const atvoss_conv2d_shape* shape,
+                                                       const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
+                                                       char** error) {
+  return guarded(error, [&] {
+    need(shape, "shape");
+    const atvoss::runtime::Conv2dShape s{shape->n, shape->c, shape->h, shape->w, shape->k,
+                                         shape->r, shape->s, shape->stride, shape->pad};
+    report(runtime_of(rt).conv2d(input, filter, output, s, epilogue_of(epilogue)), kind);
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_choice(atvoss_runtime* rt, const char* workload_json,
+                                                       char** choice_json, char** error) {
+  return guarded(error, [&] {
+    need(choice_json, "choice_json");
+    *choice_json = nullptr;
+    need(workload_json, "workload_json");
+    const auto w = atvoss::Workload::from_json(atvoss::parse_json(workload_json, "workload"));
+    *choice_json = c_string(runtime_of(rt).choose(w).to_json().dump());
+    if (*choice_json == nullptr) throw std::bad_alloc();
+  });
+}
+
+extern "C" void atvoss_runtime_free_string(char* text) { std::free(text); }
+
+extern "C" void atvoss_runtime_close(atvoss_runtime* rt) { delete rt; }

@@ -1,0 +1,156 @@
+#include "runtime/runtime.hpp"
+
+#include <mutex>
+
+#include "core/error.hpp"
+
+namespace atvoss::runtime {
+namespace {
+
+Workload fp32_workload(const std::string& op, Json dims, const std::vector<std::string>& epilogue) {
+  return Workload::from_json(Json{{"op", op}, {"dtype", "float32"}, {"dims", std::move(dims)}, {"epilogue", epilogue}});
+}
+
+std::shared_ptr<const table::ScheduleTable> load_table(const RuntimeOptions& o, const host::MachineInfo& machine,
+                                                       std::string& no_table_reason) {
+  if (o.table.empty()) {
+    no_table_reason = "no table loaded";
+    return nullptr;
+  }
+  auto table = table::ScheduleTable::load(o.table);
+  const std::string& tuned_on = table->header().target_name;
+  if (tuned_on == machine.target_name()) return table;
+  const std::string why = "table " + o.table + " was tuned on target '" + tuned_on + "', not on this CPU '" +
+                          machine.target_name() + "' (fingerprint of CPU model, SIMD flags and cores)";
+  if (o.foreign_table == ForeignTable::refuse) throw_bad_input("runtime: " + why);
+  no_table_reason = why + "; running default schedules";
+  return nullptr;
+}
+
+// The pointers w's kernel reads or writes; bad_input naming the first one missing.
+void check_args(const Workload& w, const host::AtvossArgs& args) {
+  auto need = [&](const float* p, const char* name, const char* what) {
+    if (p == nullptr) throw_bad_input(std::string("runtime: argument '") + name + "' is null; " + w.label() + " needs " + what);
+  };
+  need(args.a, "a", "its first input");
+  need(args.b, "b", "its second input (weights)");
+  need(args.c, "c", "its output");
+  if (w.has_epilogue("bias")) need(args.bias, "bias", "a bias for the 'bias' epilogue");
+  if (w.has_epilogue("batchnorm")) {
+    need(args.scale, "scale", "a scale for the 'batchnorm' epilogue");
+    need(args.shift, "shift", "a shift for the 'batchnorm' epilogue");
+  }
+  if (w.has_epilogue("add")) need(args.residual, "residual", "a residual for the 'add' epilogue");
+}
+
+std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, const std::vector<std::string>& ops) {
+  std::string key = op;
+  for (std::int64_t d : dims) key += " " + std::to_string(d);
+  for (const auto& e : ops) key += " " + e;
+  return key;
+}
+
+host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
+  return host::AtvossArgs{a, b, c, e.bias, e.scale, e.shift, e.residual};
+}
+
+}  // namespace
+
+Workload matmul_workload(std::int64_t m, std::int64_t n, std::int64_t k, const std::vector<std::string>& epilogue) {
+  return fp32_workload("matmul", Json{{"M", m}, {"N", n}, {"K", k}}, epilogue);
+}
+
+Workload batch_matmul_workload(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+                               const std::vector<std::string>& epilogue) {
+  return fp32_workload("batch_matmul", Json{{"B", batch}, {"M", m}, {"N", n}, {"K", k}}, epilogue);
+}
+
+Workload conv2d_workload(const Conv2dShape& s, const std::vector<std::string>& epilogue) {
+  return fp32_workload("conv2d",
+                       Json{{"N", s.n}, {"C", s.c}, {"H", s.h}, {"W", s.w}, {"K", s.k}, {"R", s.r}, {"S", s.s},
+                            {"stride", s.stride}, {"pad", s.pad}},
+                       epilogue);
+}
+
+OperandSizes operand_sizes(const Workload& w) {
+  if (w.is_matmul_like()) {
+    const std::int64_t batch = w.op() == "batch_matmul" ? w.dim("B") : 1;
+    const std::int64_t m = w.dim("M"), n = w.dim("N"), k = w.dim("K");
+    return {batch * m * k, batch * k * n, batch * m * n, n};
+  }
+  if (w.op() == "conv2d") {
+    const std::int64_t k = w.dim("K");
+    return {w.dim("N") * w.dim("C") * w.dim("H") * w.dim("W"), k * w.dim("C") * w.dim("R") * w.dim("S"),
+            w.dim("N") * k * w.out_h() * w.out_w(), k};
+  }
+  throw_bad_input("runtime: no operand layout for op '" + w.op() + "' (matmul, batch_matmul, conv2d)");
+}
+
+Runtime::Runtime(RuntimeOptions options)
+    : machine_(host::this_machine()),
+      table_(load_table(options, machine_, no_table_reason_)),
+      kernels_(std::move(options.build)) {}
+
+Runtime::Resolved& Runtime::resolve(const Workload& w) {
+  const std::string& key = w.key();
+  {
+    std::shared_lock lock(resolved_mu_);
+    if (auto it = resolved_.find(key); it != resolved_.end()) return *it->second;
+  }
+  auto made = std::make_unique<Resolved>();
+  made->choice = choose_schedule(table_.get(), no_table_reason_, w, machine_);
+  std::unique_lock lock(resolved_mu_);
+  return *resolved_.emplace(key, std::move(made)).first->second;  // a racing thread's equal choice wins
+}
+
+const Choice& Runtime::choose(const Workload& w) { return resolve(w).choice; }
+
+const LoadedKernel& Runtime::kernel_of(Resolved& r, const Workload& w) {
+  const LoadedKernel* k = r.kernel.load(std::memory_order_acquire);
+  if (k == nullptr) {  // KernelCache loads it once even if threads race here
+    k = &kernels_.get(w, r.choice.schedule, machine_);
+    r.kernel.store(k, std::memory_order_release);
+  }
+  return *k;
+}
+
+const LoadedKernel& Runtime::kernel(const Workload& w) { return kernel_of(resolve(w), w); }
+
+const Choice& Runtime::run(const Workload& w, const host::AtvossArgs& args) {
+  Resolved& r = resolve(w);
+  check_args(w, args);
+  kernel_of(r, w).call(args);
+  return r.choice;
+}
+
+const Workload& Runtime::workload_of(std::string key, const std::function<Workload()>& make) {
+  {
+    std::shared_lock lock(workloads_mu_);
+    if (auto it = workloads_.find(key); it != workloads_.end()) return *it->second;
+  }
+  auto made = std::make_unique<const Workload>(make());  // bad_input escapes; nothing is kept
+  std::unique_lock lock(workloads_mu_);
+  return *workloads_.emplace(std::move(key), std::move(made)).first->second;
+}
+
+const Choice& Runtime::matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
+                              std::int64_t k, const EpilogueArgs& e) {
+  const Workload& w = workload_of(call_key("matmul", {m, n, k}, e.ops), [&] { return matmul_workload(m, n, k, e.ops); });
+  return run(w, abi_args(a, b, c, e));
+}
+
+const Choice& Runtime::batch_matmul(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t m,
+                                    std::int64_t n, std::int64_t k, const EpilogueArgs& e) {
+  const Workload& w = workload_of(call_key("batch_matmul", {batch, m, n, k}, e.ops),
+                                  [&] { return batch_matmul_workload(batch, m, n, k, e.ops); });
+  return run(w, abi_args(a, b, c, e));
+}
+
+const Choice& Runtime::conv2d(const float* input, const float* filter, float* output, const Conv2dShape& s,
+                              const EpilogueArgs& e) {
+  const Workload& w = workload_of(call_key("conv2d", {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride, s.pad}, e.ops),
+                                  [&] { return conv2d_workload(s, e.ops); });
+  return run(w, abi_args(input, filter, output, e));
+}
+
+}  // namespace atvoss::runtime

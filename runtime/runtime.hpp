@@ -1,0 +1,130 @@
+// Runtime: runs matmul, batch_matmul and conv2d on this CPU with the schedule tuned for the
+// shape it is called with — the consumer of the lookup table that `atvoss-db export-table`
+// (or a job's "export") writes for the host target. It loads the table, refuses one tuned on
+// another CPU (or, if asked, ignores it and runs defaults), picks a schedule per workload
+// (choice.hpp: exact, nearest or default, and why), and runs that schedule's kernel, loaded
+// from the host compile cache or generated and compiled on first use (kernel_cache.hpp).
+//
+// Dispatch is by Workload: run(workload, args) serves every op the host code generator serves
+// (host::supports); the typed wrappers only build the workload and the argument struct.
+// Operands are dense fp32, row-major (host/kernel_abi.hpp): matmul A[M,K] B[K,N] C[M,N],
+// batches back to back; conv2d NCHW input, K x C x R x S filters, N x K x OH x OW output.
+// Epilogue operands: bias/scale/shift one value per output column (matmul) or channel
+// (conv), residual shaped like the output.
+//
+// Thread-safe: any number of threads may call one Runtime; choices and kernels are cached per
+// workload and per (workload, schedule). See docs/runtime.md.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "core/workload.hpp"
+#include "db/table/schedule_table.hpp"
+#include "host/builder.hpp"
+#include "host/kernel_abi.hpp"
+#include "host/machine.hpp"
+#include "runtime/choice.hpp"
+#include "runtime/kernel_cache.hpp"
+
+namespace atvoss::runtime {
+
+// What to do with a table tuned on another CPU (its target is not this machine's fingerprint).
+enum class ForeignTable {
+  refuse,        // the constructor throws bad_input naming both fingerprints (the default)
+  use_defaults,  // every call runs the default schedule, the choice's reason says why
+};
+
+struct RuntimeOptions {
+  std::string table;            // exported table file; empty: the default schedule everywhere
+  ForeignTable foreign_table = ForeignTable::refuse;
+  host::BuildOptions build;     // compile cache and compiler; the defaults share the tuner's cache
+};
+
+// The ops after the main op, in order, and their operands (null where no op needs one).
+struct EpilogueArgs {
+  std::vector<std::string> ops;
+  const float* bias = nullptr;
+  const float* scale = nullptr;     // batchnorm folded to scale + shift
+  const float* shift = nullptr;
+  const float* residual = nullptr;  // "add"
+};
+
+struct Conv2dShape {
+  std::int64_t n = 1, c = 1, h = 1, w = 1, k = 1, r = 1, s = 1, stride = 1, pad = 0;
+};
+
+// The workloads the wrappers run (fp32). bad_input naming the dim or epilogue op.
+Workload matmul_workload(std::int64_t m, std::int64_t n, std::int64_t k, const std::vector<std::string>& epilogue = {});
+Workload batch_matmul_workload(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+                               const std::vector<std::string>& epilogue = {});
+Workload conv2d_workload(const Conv2dShape& shape, const std::vector<std::string>& epilogue = {});
+
+// Elements of each operand of w, so that a binding can check the buffers it is given.
+struct OperandSizes {
+  std::int64_t a = 0, b = 0, c = 0;
+  std::int64_t channel = 0;  // bias, scale, shift
+};
+// bad_input naming the op when the runtime knows no operand layout for it.
+OperandSizes operand_sizes(const Workload& w);
+
+class Runtime {
+ public:
+  // io/corrupt/bad_input from the table loader (schedule_table.hpp); bad_input naming both
+  // fingerprints for another CPU's table under ForeignTable::refuse.
+  explicit Runtime(RuntimeOptions options = {});
+
+  // The schedule run for w and why; computed once per workload. bad_input if the host code
+  // generator does not serve w.
+  const Choice& choose(const Workload& w);
+
+  // The kernel of w's choice, loaded from the compile cache or compiled now; its so_path()
+  // names the compile-cache entry (host/builder.hpp), i.e. which generated source runs.
+  const LoadedKernel& kernel(const Workload& w);
+
+  // Runs w's chosen kernel on args (compiling it on first use); returns the choice it used.
+  // bad_input naming the argument when a pointer w needs is null.
+  const Choice& run(const Workload& w, const host::AtvossArgs& args);
+
+  const Choice& matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
+                       std::int64_t k, const EpilogueArgs& epilogue = {});
+  const Choice& batch_matmul(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t m,
+                             std::int64_t n, std::int64_t k, const EpilogueArgs& epilogue = {});
+  const Choice& conv2d(const float* input, const float* filter, float* output, const Conv2dShape& shape,
+                       const EpilogueArgs& epilogue = {});
+
+  // The loaded table, or null (none given, or another CPU's under use_defaults).
+  const table::ScheduleTable* table() const { return table_.get(); }
+  // Why no table is used ("" when one is).
+  const std::string& no_table_reason() const { return no_table_reason_; }
+  std::size_t kernels() const { return kernels_.size(); }
+
+ private:
+  // A workload's choice and, once loaded, its kernel (so a call needs one map lookup).
+  struct Resolved {
+    Choice choice;
+    std::atomic<const LoadedKernel*> kernel{nullptr};
+  };
+  Resolved& resolve(const Workload& w);
+  // The typed wrappers' workloads by a key built without JSON (op, dims, epilogue), so that a
+  // repeated call costs a map lookup instead of a Workload::from_json.
+  const Workload& workload_of(std::string key, const std::function<Workload()>& make);
+  const LoadedKernel& kernel_of(Resolved& r, const Workload& w);
+
+  const host::MachineInfo& machine_;
+  std::string no_table_reason_;  // before table_: load_table() fills it
+  std::shared_ptr<const table::ScheduleTable> table_;
+  KernelCache kernels_;
+  std::shared_mutex resolved_mu_;
+  std::map<std::string, std::unique_ptr<Resolved>> resolved_;  // by workload key; never erased
+  std::shared_mutex workloads_mu_;
+  std::map<std::string, std::unique_ptr<const Workload>> workloads_;  // never erased
+};
+
+}  // namespace atvoss::runtime

@@ -1,0 +1,122 @@
+/* The runtime's C API from a C program linked against libatvoss_runtime.so. argv[1]: a host
+ * table of this CPU, argv[2]: the same table tuned on "another CPU" (both written by
+ * helpers/make_table.cpp; entries in runtime_test_util.hpp: matmul 48x40x64 fp32 is tuned).
+ * Exit 0 when every check passes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/atvoss_runtime.h"
+
+static int failures = 0;
+
+static void check(int ok, const char* what, const char* detail) {
+  if (!ok) {
+    ++failures;
+    fprintf(stderr, "FAILED: %s (%s)\n", what, detail ? detail : "");
+  }
+}
+
+/* C = A B (+ bias per column), compared with a double-precision loop. */
+static double max_error(const float* a, const float* b, const float* bias, const float* c, int m, int n, int k) {
+  double worst = 0;
+  int i, j, p;
+  for (i = 0; i < m; ++i) {
+    for (j = 0; j < n; ++j) {
+      double ref = bias ? bias[j] : 0.0, err;
+      for (p = 0; p < k; ++p) ref += (double)a[i * k + p] * b[p * n + j];
+      err = fabs(c[i * n + j] - ref) / (fabs(ref) > 1 ? fabs(ref) : 1);
+      if (err > worst) worst = err;
+    }
+  }
+  return worst;
+}
+
+static void fill(float* v, int count, int seed) {
+  int i;
+  for (i = 0; i < count; ++i) v[i] = (float)((i * 37 + seed * 11) % 19) / 9.0f - 1.0f;
+}
+
+/* Runs m x n x k through rt and checks the kind that ran and the result. */
+static void expect_matmul(atvoss_runtime* rt, int m, int n, int k, int with_bias, atvoss_choice_kind want,
+                          const char* what) {
+  float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
+  float *c = calloc((size_t)m * n, sizeof(float)), *bias = malloc(sizeof(float) * n);
+  atvoss_epilogue epilogue = {"bias", NULL, NULL, NULL, NULL};
+  atvoss_choice_kind kind = ATVOSS_CHOICE_EXACT;
+  char* error = NULL;
+  atvoss_runtime_status st;
+  fill(a, m * k, 1);
+  fill(b, k * n, 2);
+  fill(bias, n, 3);
+  epilogue.bias = bias;
+  st = atvoss_runtime_matmul(rt, a, b, c, m, n, k, with_bias ? &epilogue : NULL, &kind, &error);
+  check(st == ATVOSS_RUNTIME_OK, what, error);
+  check(kind == want, what, "wrong choice kind");
+  check(max_error(a, b, with_bias ? bias : NULL, c, m, n, k) <= 1e-4, what, "result differs from the reference");
+  atvoss_runtime_free_string(error);
+  free(a);
+  free(b);
+  free(c);
+  free(bias);
+}
+
+int main(int argc, char** argv) {
+  atvoss_runtime* rt = NULL;
+  atvoss_runtime* other = NULL;
+  char* error = NULL;
+  char* json = NULL;
+  atvoss_runtime_status st;
+  float x[4] = {0};
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s this-cpu-table.json other-cpu-table.json\n", argv[0]);
+    return 2;
+  }
+  st = atvoss_runtime_open(argv[1], NULL, 0, &rt, &error);
+  check(st == ATVOSS_RUNTIME_OK && rt != NULL, "open this CPU's table", error);
+  atvoss_runtime_free_string(error);
+  if (rt == NULL) return 1;
+
+  expect_matmul(rt, 48, 40, 64, 0, ATVOSS_CHOICE_EXACT, "tuned shape runs exact");
+  expect_matmul(rt, 40, 40, 64, 0, ATVOSS_CHOICE_NEAREST, "nearby shape runs nearest");
+  expect_matmul(rt, 13, 21, 30, 1, ATVOSS_CHOICE_DEFAULT, "matmul+bias has no entry: default");
+
+  st = atvoss_runtime_choice(rt, "{\"op\":\"matmul\",\"dtype\":\"float32\",\"dims\":{\"M\":48,\"N\":40,\"K\":64}}",
+                             &json, &error);
+  check(st == ATVOSS_RUNTIME_OK && json != NULL && strstr(json, "\"kind\":\"exact\"") != NULL, "choice as JSON",
+        json ? json : error);
+  atvoss_runtime_free_string(json);
+  atvoss_runtime_free_string(error);
+
+  st = atvoss_runtime_matmul(rt, x, NULL, x, 2, 2, 2, NULL, NULL, &error);
+  check(st == ATVOSS_RUNTIME_BAD_INPUT && error != NULL && strstr(error, "'b'") != NULL, "null b refused", error);
+  atvoss_runtime_free_string(error);
+  st = atvoss_runtime_matmul(NULL, x, x, x, 2, 2, 2, NULL, NULL, &error);
+  check(st == ATVOSS_RUNTIME_BAD_INPUT && error != NULL, "null handle refused", error);
+  atvoss_runtime_free_string(error);
+  st = atvoss_runtime_choice(rt, "not json", &json, &error);
+  check(st == ATVOSS_RUNTIME_BAD_INPUT && json == NULL && error != NULL, "bad workload JSON refused", error);
+  atvoss_runtime_free_string(error);
+  atvoss_runtime_close(rt);
+
+  st = atvoss_runtime_open(argv[2], NULL, 0, &other, &error);
+  check(st == ATVOSS_RUNTIME_BAD_INPUT && other == NULL, "another CPU's table refused", error);
+  check(error != NULL && strstr(error, "host-000000000000") != NULL, "refusal names the table's CPU", error);
+  atvoss_runtime_free_string(error);
+  st = atvoss_runtime_open(argv[2], NULL, ATVOSS_RUNTIME_FOREIGN_TABLE_DEFAULTS, &other, &error);
+  check(st == ATVOSS_RUNTIME_OK && other != NULL, "another CPU's table with defaults", error);
+  atvoss_runtime_free_string(error);
+  if (other != NULL) expect_matmul(other, 48, 40, 64, 0, ATVOSS_CHOICE_DEFAULT, "foreign table runs the default");
+  atvoss_runtime_close(other);
+
+  st = atvoss_runtime_open("/nonexistent/table.json", NULL, 0, &other, &error);
+  check(st == ATVOSS_RUNTIME_IO && other == NULL, "missing table refused", error);
+  check(error != NULL && strstr(error, "/nonexistent/table.json") != NULL, "missing table named", error);
+  atvoss_runtime_free_string(error);
+  check(atvoss_runtime_open(NULL, NULL, 0, NULL, NULL) == ATVOSS_RUNTIME_BAD_INPUT, "NULL out refused", NULL);
+  atvoss_runtime_close(NULL);
+
+  if (failures == 0) printf("atvoss_runtime C API: all checks passed\n");
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,284 @@
+// The runtime runs the tuned kernel for an exact shape, the nearest entry's schedule for a
+// nearby shape, and the default otherwise, says which, and computes the reference result;
+// another CPU's table and a damaged table are clear errors.
+#include "runtime/runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/error.hpp"
+#include "host/builder.hpp"
+#include "host/codegen.hpp"
+#include "host/host_space.hpp"
+#include "host/kernel_timing.hpp"
+#include "host/operands.hpp"
+#include "runtime_test_util.hpp"
+#include "../host/host_test_util.hpp"
+
+namespace atvoss::runtime {
+namespace {
+
+using host::testing::TempDir;
+using testing::workload;
+
+const host::MachineInfo& machine() { return host::this_machine(); }
+
+// A runtime over the fixture table, sharing the tests' compile cache in the build tree.
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    table_ = dir_.str() + "/table.json";
+    testing::write_table(table_, machine().target_name());
+  }
+  RuntimeOptions options() const {
+    RuntimeOptions o;
+    o.table = table_;
+    return o;
+  }
+  // Runs w through rt on seeded operands; the max relative error against the reference.
+  static double run_error(Runtime& rt, const Workload& w, std::uint64_t seed = 3) {
+    host::Operands ops = host::make_operands(w, seed);
+    rt.run(w, ops.args());
+    return host::max_relative_error(w, ops, seed);
+  }
+  static std::string so_name_of(const Workload& w, const Schedule& s) {
+    return host::build_key(host::generate_source(w, s, machine()), {}) + ".so";
+  }
+  TempDir dir_;
+  std::string table_;
+};
+
+TEST_F(RuntimeTest, ExactShapeRunsTheTunedKernel) {
+  Runtime rt(options());
+  const Workload w = workload(testing::kTunedWorkload);
+  const Choice& c = rt.choose(w);
+  EXPECT_EQ(c.kind, ChoiceKind::exact) << c.reason;
+  EXPECT_EQ(c.schedule, testing::tuned_schedule(machine()));
+  EXPECT_NE(c.schedule, host::default_schedule(w, machine()));
+  EXPECT_DOUBLE_EQ(c.table_time_us, 12.5);
+  // The kernel loaded is the one generated from the tuned schedule.
+  EXPECT_EQ(std::filesystem::path(rt.kernel(w).so_path()).filename(), so_name_of(w, c.schedule));
+  EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
+}
+
+TEST_F(RuntimeTest, NearbyShapeRunsTheNearestEntrysSchedule) {
+  Runtime rt(options());
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":40,"N":40,"K":64}})");
+  const Choice& c = rt.choose(w);
+  EXPECT_EQ(c.kind, ChoiceKind::nearest) << c.reason;
+  EXPECT_EQ(c.schedule, testing::tuned_schedule(machine()));
+  ASSERT_TRUE(c.entry.has_value());
+  EXPECT_EQ(c.entry->key(), workload(testing::kTunedWorkload).key());
+  EXPECT_GT(c.distance, 0);
+  EXPECT_EQ(std::filesystem::path(rt.kernel(w).so_path()).filename(), so_name_of(w, c.schedule));
+  EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
+}
+
+TEST_F(RuntimeTest, NoComparableEntryRunsTheDefault) {
+  Runtime rt(options());
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":33,"N":41,"K":30},
+                                  "epilogue":["bias","gelu","add"]})");
+  const Choice& c = rt.choose(w);
+  EXPECT_EQ(c.kind, ChoiceKind::fallback);
+  EXPECT_EQ(to_string(c.kind), "default");
+  EXPECT_NE(c.reason.find("no matmul entry"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.schedule, host::default_schedule(w, machine()));
+  EXPECT_FALSE(c.entry.has_value());
+  EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
+}
+
+TEST_F(RuntimeTest, NearestScheduleIsMovedOntoTheCalledShapesSpace) {
+  Runtime rt(options());
+  // The only relu entry has tile_k 512, which K = 64 does not offer: the closest value is 64.
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":20,"N":24,"K":64},"epilogue":["relu"]})");
+  const Choice& c = rt.choose(w);
+  EXPECT_EQ(c.kind, ChoiceKind::nearest) << c.reason;
+  Schedule want = testing::large_relu_schedule(machine());
+  want.set("tile_k", 64);
+  EXPECT_EQ(c.schedule, want);
+  EXPECT_NE(c.reason.find("tile_k 512 -> 64"), std::string::npos) << c.reason;
+  EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
+}
+
+TEST_F(RuntimeTest, EntryScheduleTheSpaceRejectsRunsTheDefaultAndSaysWhy) {
+  Runtime rt(options());
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":30,"N":64,"K":64},"epilogue":["gelu"]})");
+  const Choice& c = rt.choose(w);
+  EXPECT_EQ(c.kind, ChoiceKind::fallback);
+  EXPECT_NE(c.reason.find("registers"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.schedule, host::default_schedule(w, machine()));
+  EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
+}
+
+TEST_F(RuntimeTest, TypedWrappersComputeTheReference) {
+  Runtime rt(options());
+  const Workload mm = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":48,"N":40,"K":64},
+                                   "epilogue":["batchnorm","relu"]})");
+  host::Operands o = host::make_operands(mm, 5);
+  const Choice& c = rt.matmul(o.a.data(), o.b.data(), o.c.data(), 48, 40, 64,
+                              {{"batchnorm", "relu"}, nullptr, o.scale.data(), o.shift.data(), nullptr});
+  EXPECT_EQ(c.kind, ChoiceKind::fallback) << "batchnorm+relu has no entry";
+  EXPECT_LE(host::max_relative_error(mm, o, 5), host::kMaxRelativeError);
+
+  const Workload bmm = workload(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":3,"M":9,"N":20,"K":17},
+                                    "epilogue":["add"]})");
+  host::Operands ob = host::make_operands(bmm, 6);
+  rt.batch_matmul(ob.a.data(), ob.b.data(), ob.c.data(), 3, 9, 20, 17,
+                  {{"add"}, nullptr, nullptr, nullptr, ob.residual.data()});
+  EXPECT_LE(host::max_relative_error(bmm, ob, 6), host::kMaxRelativeError);
+}
+
+TEST_F(RuntimeTest, MissingEpilogueOperandIsRefusedNamingIt) {
+  Runtime rt(options());
+  std::vector<float> a(4 * 8), b(8 * 8), c(4 * 8);
+  try {
+    rt.matmul(a.data(), b.data(), c.data(), 4, 8, 8, {{"bias"}});
+    FAIL() << "a null bias was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_NE(std::string(e.what()).find("'bias'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rt.matmul(a.data(), nullptr, c.data(), 4, 8, 8), Error);
+  EXPECT_THROW(rt.matmul(a.data(), b.data(), c.data(), 0, 8, 8), Error);  // M must be > 0
+}
+
+TEST_F(RuntimeTest, TableOfAnotherCpuIsRefusedOrIgnoredOnRequest) {
+  testing::write_table(table_, "host-000000000000");
+  try {
+    Runtime rt(options());
+    FAIL() << "another CPU's table was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    const std::string what = e.what();
+    EXPECT_NE(what.find("host-000000000000"), std::string::npos) << what;
+    EXPECT_NE(what.find(machine().target_name()), std::string::npos) << what;
+  }
+  RuntimeOptions o = options();
+  o.foreign_table = ForeignTable::use_defaults;
+  Runtime rt(o);
+  EXPECT_EQ(rt.table(), nullptr);
+  const Workload w = workload(testing::kTunedWorkload);
+  const Choice& c = rt.choose(w);
+  EXPECT_EQ(c.kind, ChoiceKind::fallback);
+  EXPECT_NE(c.reason.find("host-000000000000"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.schedule, host::default_schedule(w, machine()));
+}
+
+TEST_F(RuntimeTest, DamagedOrMissingTableIsAClearError) {
+  auto kind_of_load = [&](const std::string& path) {
+    RuntimeOptions o;
+    o.table = path;
+    try {
+      Runtime rt(o);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      return e.kind();
+    }
+    ADD_FAILURE() << path << " loaded";
+    return ErrorKind::internal;
+  };
+  EXPECT_EQ(kind_of_load(dir_.str() + "/absent.json"), ErrorKind::io);
+  std::ofstream(dir_.str() + "/garbage.json") << "{ not json";
+  EXPECT_EQ(kind_of_load(dir_.str() + "/garbage.json"), ErrorKind::bad_input);
+  // One knob value changed after export: the checksum no longer matches.
+  std::string text;
+  {
+    std::ifstream f(table_);
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  text.replace(text.find("\"tile_k\":64"), 11, "\"tile_k\":32");
+  std::ofstream(table_) << text;
+  EXPECT_EQ(kind_of_load(table_), ErrorKind::corrupt);
+}
+
+TEST_F(RuntimeTest, KernelsComeFromTheCompileCacheAfterTheFirstBuild) {
+  TempDir cache;
+  RuntimeOptions o = options();
+  o.build.cache_dir = cache.str();
+  const Workload w = workload(testing::kTunedWorkload);
+  {
+    Runtime first(o);
+    EXPECT_GT(first.kernel(w).compile_us(), 0) << "an empty cache compiles";
+    EXPECT_EQ(&first.kernel(w), &first.kernel(w)) << "one load per (workload, schedule)";
+    EXPECT_EQ(first.kernels(), 1);
+  }
+  Runtime second(o);
+  EXPECT_EQ(second.kernel(w).compile_us(), 0) << "the cached build is loaded, not recompiled";
+  EXPECT_LE(run_error(second, w), host::kMaxRelativeError);
+}
+
+TEST_F(RuntimeTest, ManyThreadsShareOneRuntime) {
+  Runtime rt(options());
+  const std::vector<Workload> ws = {workload(testing::kTunedWorkload),
+                                    workload(R"({"op":"matmul","dtype":"float32","dims":{"M":40,"N":40,"K":64}})")};
+  for (const auto& w : ws) rt.kernel(w);  // compile outside the timed threads
+  std::vector<double> errors(8, 1.0);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < errors.size(); ++t) {
+    threads.emplace_back([&, t] {
+      double worst = 0;
+      for (int i = 0; i < 20; ++i) worst = std::max(worst, run_error(rt, ws[t % ws.size()], t * 100 + i));
+      errors[t] = worst;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (double e : errors) EXPECT_LE(e, host::kMaxRelativeError);
+  EXPECT_EQ(rt.kernels(), 2);
+}
+
+// conv2d dispatches by workload like matmul: it runs where the host code generator serves it
+// and is refused, naming the op, where it does not.
+TEST_F(RuntimeTest, Conv2dRunsOrIsRefusedByTheCodeGenerator) {
+  Runtime rt(options());
+  const Conv2dShape shape{1, 3, 6, 6, 4, 3, 3, 1, 1};
+  const Workload w = conv2d_workload(shape, {"bias"});
+  const OperandSizes n = operand_sizes(w);
+  EXPECT_EQ(n.a, 1 * 3 * 6 * 6);
+  EXPECT_EQ(n.b, 4 * 3 * 3 * 3);
+  EXPECT_EQ(n.c, 1 * 4 * 6 * 6);
+  std::vector<float> in(n.a), filter(n.b), out(n.c, 0.0f), bias(n.channel);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = float(i % 7) - 3.0f;
+  for (std::size_t i = 0; i < filter.size(); ++i) filter[i] = float(i % 5) * 0.25f - 0.5f;
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = float(i);
+  if (!host::supports(w)) {
+    try {
+      rt.conv2d(in.data(), filter.data(), out.data(), shape, {{"bias"}, bias.data()});
+      FAIL() << "conv2d ran without host code generation";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_NE(std::string(e.what()).find("conv2d"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  rt.conv2d(in.data(), filter.data(), out.data(), shape, {{"bias"}, bias.data()});
+  for (std::int64_t k = 0; k < shape.k; ++k) {  // NCHW reference
+    for (std::int64_t y = 0; y < 6; ++y) {
+      for (std::int64_t x = 0; x < 6; ++x) {
+        double ref = bias[k];
+        for (std::int64_t c = 0; c < shape.c; ++c)
+          for (std::int64_t r = 0; r < 3; ++r)
+            for (std::int64_t s = 0; s < 3; ++s) {
+              const std::int64_t iy = y + r - 1, ix = x + s - 1;
+              if (iy < 0 || iy >= 6 || ix < 0 || ix >= 6) continue;
+              ref += double(in[(c * 6 + iy) * 6 + ix]) * filter[((k * 3 + c) * 3 + r) * 3 + s];
+            }
+        EXPECT_NEAR(out[(k * 6 + y) * 6 + x], ref, 1e-4 * std::max(1.0, std::abs(ref)));
+      }
+    }
+  }
+}
+
+TEST(RuntimeWithoutTable, RunsDefaultsAndSaysSo) {
+  Runtime rt;
+  const Workload w = workload(testing::kTunedWorkload);
+  const Choice& c = rt.choose(w);
+  EXPECT_EQ(c.kind, ChoiceKind::fallback);
+  EXPECT_EQ(c.reason, "no table loaded");
+  EXPECT_THROW(rt.choose(workload(R"({"op":"softmax","dtype":"float32","dims":{"M":4,"N":8}})")), Error);
+}
+
+}  // namespace
+}  // namespace atvoss::runtime
