@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -30,11 +32,15 @@ TEST(CorePoolTest, LeasesDistinctCoresAndRefusesWhenAllAreTaken) {
 TEST(CorePoolTest, AcquireWaitsForTheCoreThatIsGivenBack) {
   CorePool pool({7});
   std::optional<CorePool::Lease> held = pool.acquire();
-  int got = -1;
+  std::atomic<int> got{-1};
   std::thread waiter([&] { got = pool.acquire().cpu(); });
-  held.reset();  // the waiter can only finish once this core is free
+  // A waiter that returned while the core is held would be a second kernel on it. Only a
+  // bounded look is possible: 50 ms of it still waiting.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(got.load(), -1);
+  held.reset();
   waiter.join();
-  EXPECT_EQ(got, 7);
+  EXPECT_EQ(got.load(), 7);
   EXPECT_TRUE(pool.try_acquire().has_value());  // the waiter's lease was given back too
 }
 
@@ -45,9 +51,14 @@ int allowed_cpus() {
   return CPU_COUNT(&set);
 }
 
-// A fake sysfs in which every CPU of this process lists `siblings` as its thread siblings.
+// A fake sysfs in which every CPU of this process lists `siblings` as its thread siblings
+// (empty: itself).
 void write_siblings(const testing::TempDir& dir, const std::string& siblings) {
-  for (int c = 0; c < 1024; ++c) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
     const auto d = dir.path() / ("cpu" + std::to_string(c)) / "topology";
     std::filesystem::create_directories(d);
     std::ofstream(d / "thread_siblings_list") << (siblings.empty() ? std::to_string(c) : siblings) << "\n";
@@ -56,7 +67,7 @@ void write_siblings(const testing::TempDir& dir, const std::string& siblings) {
 
 TEST(CorePoolTest, TimingCpusTakeOneCpuPerPhysicalCore) {
   testing::TempDir one_core, own_cores;
-  write_siblings(one_core, "0-1023");  // all hyper-threads of one core
+  write_siblings(one_core, "0-1023");  // every CPU a hyper-thread of one core
   write_siblings(own_cores, "");       // every CPU its own core
   MachineInfo m;
   m.physical_cores = 1024;

@@ -5,12 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "cli_harness.hpp"
 #include "farm_harness.hpp"
 #include "host/host_space.hpp"
 #include "host/machine.hpp"
+#include "rpc/frame.hpp"
 #include "rpc/protocol.hpp"
 
 namespace atvoss::farm_test {
@@ -130,6 +132,76 @@ TEST(FarmHostTest, HostWorkWaitsForAWorkerOfItsFingerprint) {
   ASSERT_TRUE(result.has_value()) << "no answer once the matching worker joined";
   const Measurement m = Measurement::from_json(rpc::decode_body(result->at("measurement"), "measurement"));
   EXPECT_TRUE(m.ok()) << m.message;
+}
+
+// A scripted farm on a loopback socket: it logs the worker in and hands it one task for
+// another CPU's fingerprint, as only a faulty farm would. Every wait is bounded (30 s).
+class ScriptedFarm {
+ public:
+  ScriptedFarm() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}), socket_(io_) {
+    acceptor_.non_blocking(true);
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  void accept() {
+    boost::system::error_code ec;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (acceptor_.accept(socket_, ec), ec == boost::asio::error::would_block) {
+      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the worker did not connect");
+      std::this_thread::sleep_for(10ms);
+    }
+    if (ec) throw std::runtime_error("accept: " + ec.message());
+    socket_.non_blocking(true);
+  }
+  void send(const Json& m) {
+    socket_.non_blocking(false);
+    boost::asio::write(socket_, boost::asio::buffer(rpc::encode_frame(m)));
+    socket_.non_blocking(true);
+  }
+  // The next message of the given type (others, such as heartbeats, are skipped).
+  Json receive(const std::string& type) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (;;) {
+      while (auto m = decoder_.next()) {
+        if (m->at("type") == type) return *m;
+      }
+      std::array<char, 4096> buf{};
+      boost::system::error_code ec;
+      const std::size_t n = socket_.read_some(boost::asio::buffer(buf), ec);
+      if (ec == boost::asio::error::would_block) {
+        if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("no '" + type + "' in 30 s");
+        std::this_thread::sleep_for(10ms);
+        continue;
+      }
+      if (ec) throw std::runtime_error("the worker hung up: " + ec.message());
+      decoder_.feed(buf.data(), n);
+    }
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::ip::tcp::socket socket_;
+  rpc::FrameDecoder decoder_;
+};
+
+TEST(FarmHostTest, AWorkerRefusesATaskForAnotherFingerprint) {
+  ScriptedFarm farm;
+  Child worker = start_host_worker(farm.port());
+  farm.accept();
+  farm.send(Json{{"type", "hello"}, {"version", rpc::kProtocolVersion}, {"nonce", std::string(64, 'a')}, {"auth", false}});
+  EXPECT_EQ(farm.receive("login").at("role"), "worker");
+  farm.send(Json{{"type", "welcome"}, {"version", rpc::kProtocolVersion}, {"session", 1}, {"heartbeat_ms", 1000}});
+  const Json reg = farm.receive("register");
+  EXPECT_EQ(reg.at("targets"), Json::array({host::this_machine().target_name()}));
+  const rpc::FarmRequest r = host_requests().front();
+  const Json body = rpc::encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", 1}, {"seed", 3}});
+  farm.send(Json{{"type", "tasks"}, {"tasks", Json::array({Json{{"id", 9}, {"target", "host-000000000000"}, {"request", body}}})}});
+  const Json result = farm.receive("results").at("results").at(0);
+  EXPECT_EQ(result.at("id"), 9);
+  const Measurement m = Measurement::from_json(rpc::decode_body(result.at("measurement"), "measurement"));
+  EXPECT_EQ(m.status, Status::error);  // an infrastructure status: never stored as the schedule's
+  EXPECT_THAT(m.message, HasSubstr("no target with key host-000000000000"));
+  EXPECT_THAT(m.message, HasSubstr(host::this_machine().target_name()));
 }
 
 TEST(FarmHostTest, HostSlotsStopAtThePhysicalCores) {
