@@ -227,18 +227,26 @@ class WorkerHostCli : public CliTest {
     CliTest::SetUp();
     ::setenv("XDG_CACHE_HOME", ATVOSS_BIN_DIR "/../test-cache", 1);
   }
+  // atvoss-worker with args, bounded: a worker that accepted its flags would retry the
+  // unreachable farm forever, so it is stopped after 30 s (exit 124).
+  CliResult run_worker(const std::string& args) const {
+    const std::string out = file("stdout"), err = file("stderr");
+    const int status = std::system(("timeout 30 " + std::string(ATVOSS_BIN_DIR) + "/atvoss-worker " + args +
+                                    " </dev/null >" + out + " 2>" + err).c_str());
+    return CliResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
 };
 
 TEST_F(WorkerHostCli, AnotherCpusHostTargetIsBadInput) {
   Json foreign = host::describe_machine().to_json();
   foreign["name"] = "host-000000000000";
-  const CliResult r = run_tool("atvoss-worker", "--farm 127.0.0.1:1 --target " + quote(foreign.dump()));
+  const CliResult r = run_worker("--farm 127.0.0.1:1 --target " + quote(foreign.dump()));
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("'host-000000000000' is a host fingerprint of another CPU"));
 }
 
 TEST_F(WorkerHostCli, NoTargetWithoutTheHostBackendIsBadInput) {
-  const CliResult r = run_tool("atvoss-worker", "--farm 127.0.0.1:1 --backend npu-sim");
+  const CliResult r = run_worker("--farm 127.0.0.1:1 --backend npu-sim");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--target"));
 }
