@@ -14,7 +14,7 @@ class HostBackend final : public Backend {
  public:
   std::string name() const override { return "host"; }
   bool serves(const Workload& w, const Target& t) const override {
-    return t.organisation == "cpu" && w.is_matmul_like();
+    return host::is_host_target(t) && w.is_matmul_like();
   }
   ScheduleSpace space(const Workload& w, const Target& t) const override {
     require_this_machine(t);
@@ -38,19 +38,12 @@ class HostBackend final : public Backend {
       candidates.push_back({r.workload, r.schedule, r.seed, r.repeat});
     }
     host::HostConfig config;
-    const Target& local = host::describe_machine();
-    config.peak_gflops = local.peak_flops(DType::float32) / local.ai_cores * 1e-9;
+    config.peak_gflops = host::core_peak_gflops(host::describe_machine());
     return host::measure_candidates(candidates, host::this_machine(), config);
   }
 
  private:
-  static void require_this_machine(const Target& t) {
-    const std::string local = host::this_machine().target_name();
-    if (t.name != local) {
-      throw_bad_input("target '" + t.name + "' is a host fingerprint of another CPU; this machine is '" +
-                      local + "' (host results never mix across CPUs)");
-    }
-  }
+  static void require_this_machine(const Target& t) { host::require_this_machine(t); }
 };
 
 }  // namespace

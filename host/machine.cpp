@@ -319,14 +319,39 @@ Target describe_machine(const DescribeOptions& options) {
   return to_target(info, *c);
 }
 
+MachineRoots process_roots() {
+  MachineRoots roots;
+  if (const char* root = std::getenv(kTestMachineRootEnv); root && *root) {
+    roots.proc = std::string(root) + "/proc";
+    roots.cpu_sys = std::string(root) + "/sys/devices/system/cpu";
+  }
+  return roots;
+}
+
 const MachineInfo& this_machine() {
-  static const MachineInfo info = probe_machine();
+  static const MachineInfo info = probe_machine(process_roots());
   return info;
 }
 
 const Target& describe_machine() {
-  static const Target t = describe_machine(DescribeOptions{});
+  static const Target t = [] {
+    DescribeOptions options;
+    options.roots = process_roots();
+    return describe_machine(options);
+  }();
   return t;
 }
+
+bool is_host_target(const Target& t) { return t.organisation == "cpu"; }
+
+void require_this_machine(const Target& t) {
+  const std::string local = this_machine().target_name();
+  if (t.name != local) {
+    throw_bad_input("target '" + t.name + "' is a host fingerprint of another CPU; this machine is '" + local +
+                    "' (host results never mix across CPUs)");
+  }
+}
+
+double core_peak_gflops(const Target& t) { return t.peak_flops(DType::float32) / t.ai_cores * 1e-9; }
 
 }  // namespace atvoss::host

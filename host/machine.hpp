@@ -37,6 +37,14 @@ struct MachineRoots {
   std::string cpu_sys = "/sys/devices/system/cpu";  // reads <cpu_sys>/cpu0/cache/index*/
 };
 
+// Test-only: when set to a directory D, this process describes the machine found under
+// D/proc/cpuinfo and D/sys/devices/system/cpu instead of its own, so a farm test can start a
+// worker that announces another CPU's fingerprint (docs/host-backend.md "A host farm").
+inline constexpr const char* kTestMachineRootEnv = "ATVOSS_TEST_MACHINE_ROOT";
+// The roots this_machine() and describe_machine() read: the real ones, or those under
+// $ATVOSS_TEST_MACHINE_ROOT.
+MachineRoots process_roots();
+
 struct MachineInfo {
   std::string model = "unknown";
   std::string arch;                 // "x86_64" or "aarch64"
@@ -81,5 +89,13 @@ std::string default_cache_dir();
 Target describe_machine(const DescribeOptions& options);
 const Target& describe_machine();
 const MachineInfo& this_machine();
+
+// Whether t is a host target (organisation "cpu"): identified by its fingerprint name.
+bool is_host_target(const Target& t);
+// bad_input naming both fingerprints unless t is this machine's host target: host results
+// never mix across CPUs, so another CPU's target is refused wherever it would be measured.
+void require_this_machine(const Target& t);
+// The measured single-core fp32 peak a host target carries, in GFLOP/s (fp32_rate, above).
+double core_peak_gflops(const Target& t);
 
 }  // namespace atvoss::host

@@ -1,6 +1,7 @@
 #include "host/measure.hpp"
 
 #include "host/codegen.hpp"
+#include "host/core_pool.hpp"
 #include "host/host_space.hpp"
 #include "host/operands.hpp"
 #include "lowering/epilogue.hpp"
@@ -18,6 +19,9 @@ Measurement run_built(const BuildResult& b, const SourceJob& job, const HostConf
   RunOptions run = config.run;
   run.timing.seed = job.seed;
   run.timing.repeat = std::max(job.repeat, 3);
+  // One timed kernel per physical core: concurrent batches (a worker's slots) wait here.
+  const CorePool::Lease core = kernel_cores().acquire();
+  run.timing.cpu = core.cpu();
   Measurement m = run_kernel(b.so_path, job.workload, run);
   m.profile.compile_us = b.compile_us;
   if (m.ok()) {

@@ -1,7 +1,8 @@
 // Measure: the host backend's measurement of a batch — validate each schedule against the
 // host space, generate its source (never taken from a peer: a schedule is data), build all of
 // them in parallel (builder.hpp), then run them one after another in the isolated runner
-// (runner.hpp), so at most one timed kernel occupies the core at a time.
+// (runner.hpp), each pinned to a core leased from kernel_cores() (core_pool.hpp), so at most
+// one timed kernel occupies a physical core at a time, however many batches run at once.
 #pragma once
 
 #include <cstdint>

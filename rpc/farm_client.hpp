@@ -21,7 +21,7 @@
 namespace atvoss::rpc {
 
 struct FarmRequest {
-  std::string target_key;  // Target::key() of the target to measure on
+  std::string target_key;  // farm_target_key() of the target to measure on (protocol.hpp)
   Json workload;           // Workload::to_json()
   Json schedule;           // Schedule::to_json()
   int repeat = 1;

@@ -3,9 +3,12 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "host/machine.hpp"
 #include "rpc/input_bounds.hpp"
 
 namespace atvoss::rpc {
+
+std::string farm_target_key(const Target& t) { return host::is_host_target(t) ? t.name : t.key(); }
 
 Json encode_body(const Json& object) {
   std::vector<std::uint8_t> bytes = Json::to_msgpack(object);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/json.hpp"
+#include "core/target.hpp"
 
 namespace atvoss::rpc {
 
@@ -30,6 +31,15 @@ inline constexpr std::string_view busy = "busy";  // too many connections not ye
 inline Json error_message(std::string_view code, std::string_view message) {
   return Json{{"type", "error"}, {"code", code}, {"message", message}};
 }
+
+// The key the farm routes a target's tasks by: workers register it, clients submit under it,
+// and the coordinator hands a task only to workers that registered the same key.
+//   - a simulated or recorded target: Target::key(), so a task reaches only workers that
+//     simulate exactly that description;
+//   - a host target (organisation "cpu", host/machine.hpp): its name "host-<12 hex>", the
+//     CPU's fingerprint. Two machines of one CPU model share it, though each measures its own
+//     peak and bandwidth into its description; a worker of another CPU never matches.
+std::string farm_target_key(const Target& t);
 
 // Request and measurement bodies travel as MessagePack "bin" values inside a message:
 // the coordinator routes, de-duplicates and relays them as opaque bytes and never

@@ -8,6 +8,7 @@
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
 #include "backend/backend.hpp"
+#include "host/machine.hpp"
 
 namespace atvoss::rpc {
 
@@ -31,6 +32,24 @@ const Workload& parse_workload(const Json& j) {
   return *last;
 }
 
+// The slots a worker registers: as asked (0: 1), except that a worker with a host target
+// runs at most one timed kernel per physical core, so its slots default to and stop at the
+// physical core count (docs/host-backend.md "A host farm"). Another CPU's host target is
+// refused here, before the farm could route that CPU's work to this machine.
+int worker_slots(int asked, const std::vector<Target>& targets) {
+  const bool host = std::any_of(targets.begin(), targets.end(), [](const Target& t) { return host::is_host_target(t); });
+  if (!host) return asked == 0 ? 1 : asked;
+  for (const Target& t : targets) {
+    if (host::is_host_target(t)) host::require_this_machine(t);
+  }
+  const int cores = host::this_machine().physical_cores;
+  if (asked > cores) {
+    log_line("worker", "--slots " + std::to_string(asked) + " capped at " + std::to_string(cores) +
+                           ": a host worker runs one timed kernel per physical core");
+  }
+  return asked == 0 ? cores : std::min(asked, cores);
+}
+
 }  // namespace
 
 MeasureFunction backend_measure(double noise) {
@@ -42,9 +61,10 @@ MeasureFunction backend_measure(double noise) {
 Worker::Worker(WorkerOptions options, MeasureFunction measure)
     : options_(std::move(options)), measure_(measure ? std::move(measure) : backend_measure(options_.noise)) {
   if (options_.targets.empty()) throw_bad_input("worker: at least one --target is needed");
-  if (options_.slots < 1 || options_.slots > 4096) throw_bad_input("--slots must be 1..4096");
+  if (options_.slots < 0 || options_.slots > 4096) throw_bad_input("--slots must be 1..4096");
+  options_.slots = worker_slots(options_.slots, options_.targets);
   if (options_.name.empty()) options_.name = default_name();
-  for (const Target& t : options_.targets) target_keys_.push_back(t.key());
+  for (const Target& t : options_.targets) target_keys_.push_back(farm_target_key(t));
   if (options_.backends.empty()) options_.backends = backend::backend_names();
   for (const auto& b : options_.backends) (void)backend::backend_named(b);  // bad_input if unknown
   for (int i = 0; i < options_.slots; ++i) slots_.emplace_back([this] { slot_loop(); });
@@ -120,9 +140,10 @@ void Worker::run() {
 
 void Worker::serve(Channel& channel, std::uint64_t generation) {
   Json targets = Json::array(), descriptions = Json::array();
-  for (const Target& t : options_.targets) {
-    targets.push_back(t.key());
-    descriptions.push_back(Json{{"key", t.key()}, {"name", t.name}, {"description", t.to_json()}});
+  for (std::size_t i = 0; i < options_.targets.size(); ++i) {
+    const Target& t = options_.targets[i];
+    targets.push_back(target_keys_[i]);
+    descriptions.push_back(Json{{"key", target_keys_[i]}, {"name", t.name}, {"description", t.to_json()}});
   }
   try {
     channel.send(Json{{"type", "register"},
@@ -155,7 +176,11 @@ Json Worker::measure_task(const Json& task) {
     const std::string target_key = task.at("target").get<std::string>();
     const auto key = std::find(target_keys_.begin(), target_keys_.end(), target_key);
     if (key == target_keys_.end()) {
-      return Measurement::failed(Status::error, "worker has no target with key " + target_key).to_json();
+      // Defence in depth: the farm routes by these keys, so only a faulty farm gets here.
+      std::string served;
+      for (const std::string& k : target_keys_) served += (served.empty() ? "" : ", ") + k;
+      return Measurement::failed(Status::error, "worker has no target with key " + target_key +
+                                                    " (it serves " + served + ")").to_json();
     }
     const Json request = decode_body(task.at("request"), "task 'request'");
     const Workload& workload = parse_workload(request.at("workload"));

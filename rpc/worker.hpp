@@ -1,5 +1,6 @@
 // Worker: the measuring side of the farm (atvoss-worker). It connects to a coordinator,
-// logs in, registers its targets and slots, runs every task it receives on one of its
+// logs in, registers its targets (by farm_target_key, protocol.hpp: a host target by its
+// CPU fingerprint) and slots, runs every task it receives on one of its
 // slot threads, streams results back in batches and sends a heartbeat every interval.
 // If the coordinator goes away it reconnects with exponential backoff; tasks of the old
 // connection are dropped (the coordinator has requeued them), never answered late.
@@ -34,11 +35,15 @@ using MeasureFunction = std::function<Measurement(const Target&, const Workload&
 
 struct WorkerOptions {
   Endpoint farm;
-  std::vector<Target> targets;   // REQUIRES: at least one
+  // REQUIRES: at least one. A host target (host/machine.hpp) must be this machine's own:
+  // another CPU's is refused (bad_input), since its results would be filed under that CPU.
+  std::vector<Target> targets;
   // Backends this worker measures with (backend/backend.hpp), registered with the farm.
   // Default (empty): every backend this build has.
   std::vector<std::string> backends;
-  int slots = 1;                 // tasks measured at once (one thread each)
+  // Tasks measured at once (one thread each). 0: 1, or for a worker with a host target its
+  // physical cores. A host target caps it there: one timed kernel per physical core.
+  int slots = 0;
   std::optional<std::string> token;
   std::string name;              // shown in the farm's stats; default host-pid
   double noise = 0.02;           // jitter sigma of simulating backends
@@ -80,7 +85,7 @@ class Worker {
 
   WorkerOptions options_;
   MeasureFunction measure_;
-  std::vector<std::string> target_keys_;  // Target::key() of options_.targets, computed once
+  std::vector<std::string> target_keys_;  // farm_target_key() of options_.targets, computed once
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> measured_{0};
 

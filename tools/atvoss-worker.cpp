@@ -1,8 +1,11 @@
-// atvoss-worker: a farm worker that measures tasks with the simulator.
+// atvoss-worker: a farm worker that measures tasks with its backends (the simulator, or
+// with --backend host real kernels on this CPU; docs/host-backend.md "A host farm").
 //   atvoss-worker --farm host:port --target T [--target T2] [--slots N] [--token-file F]
-//                 [--emulate-device-latency [--compile-ms 20]]
+//                 [--backend B ...] [--emulate-device-latency [--compile-ms 20]]
+//   atvoss-worker --farm host:port --backend host      (target: this machine, slots: its cores)
 // Reconnects with backoff when the coordinator goes away; SIGINT/SIGTERM stop it.
 // The token comes from --token-file or ATVOSS_TOKEN, never from the command line.
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <thread>
@@ -14,14 +17,18 @@
 #include "tools/cli_common.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"atvoss-worker: measures farm tasks with the NPU simulator"};
+  CLI::App app{"atvoss-worker: measures farm tasks with the NPU simulator or on this CPU (--backend host)"};
   std::string farm = "127.0.0.1:9190", token_file;
   std::vector<std::string> targets;
   atvoss::rpc::WorkerOptions options;
   bool quiet = false;
   app.add_option("--farm", farm, "coordinator host:port")->capture_default_str();
-  app.add_option("--target", targets, "target preset, JSON file or inline JSON (repeatable)")->required();
-  app.add_option("--slots", options.slots, "tasks measured at once")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--target", targets,
+                 "target preset, JSON file or inline JSON (repeatable; default with --backend host: host)");
+  app.add_option("--backend", options.backends, "backend measured with (repeatable; default: all)");
+  app.add_option("--slots", options.slots,
+                 "tasks measured at once (default 1; a host worker: its physical cores, and at most that)")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--token-file", token_file, "file holding the farm token (else ATVOSS_TOKEN)");
   app.add_option("--name", options.name, "name shown in the farm's stats (default host-pid)");
   app.add_option("--noise", options.noise, "simulator jitter sigma")->capture_default_str()->check(CLI::Range(0.0, 1.0));
@@ -42,6 +49,9 @@ int main(int argc, char** argv) {
     atvoss::rpc::set_log_enabled(!quiet);
     options.farm = atvoss::rpc::parse_endpoint(farm);
     options.token = atvoss::rpc::load_token(token_file);
+    const auto& b = options.backends;
+    if (targets.empty() && std::find(b.begin(), b.end(), "host") != b.end()) targets.push_back("host");
+    if (targets.empty()) atvoss::throw_bad_input("--target: at least one is needed (or --backend host)");
     for (const std::string& t : targets) options.targets.push_back(atvoss::backend::load_target(t));
     atvoss::rpc::Worker worker(options);
     std::thread waiter([&] {

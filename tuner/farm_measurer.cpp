@@ -1,6 +1,7 @@
 #include "tuner/farm_measurer.hpp"
 
 #include "rpc/auth.hpp"
+#include "rpc/protocol.hpp"
 
 namespace atvoss::tuner {
 
@@ -23,7 +24,7 @@ std::vector<Measurement> FarmMeasurer::measure(const std::vector<MeasureInput>& 
   std::vector<rpc::FarmRequest> requests;
   requests.reserve(batch.size());
   for (const MeasureInput& item : batch) {
-    requests.push_back(rpc::FarmRequest{item.target.key(), item.workload.to_json(), item.schedule.to_json(),
+    requests.push_back(rpc::FarmRequest{rpc::farm_target_key(item.target), item.workload.to_json(), item.schedule.to_json(),
                                         item.repeat, item.seed});
   }
   return client_.measure(requests);

@@ -16,6 +16,7 @@
 #include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
+#include "host/machine.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
 #include "tuner/local_measurer.hpp"
@@ -266,6 +267,7 @@ class Job {
     TaskReport t;
     t.name = r.task.name;
     t.label = r.task.workload.label();
+    t.flops = r.task.workload.flops();
     t.weight = r.task.weight;
     const auto history = db_.history(r.task.workload.key(), target_info_.key);
     t.trials = static_cast<int>(history.size());
@@ -323,6 +325,7 @@ class Job {
     ReportData data;
     data.job = spec_.name;
     data.target = target_.name;
+    if (host::is_host_target(target_)) data.peak_gflops = host::core_peak_gflops(target_);
     data.model = tasks_.model();
     data.batch = tasks_.batch();
     data.strategy = spec_.strategy;

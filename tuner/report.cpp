@@ -283,7 +283,26 @@ void profile_table(std::ostringstream& out, const TaskReport& t) {
   out << "</table>";
 }
 
-void task_section(std::ostringstream& out, const TaskReport& t, std::size_t index) {
+// "tuned 12.3 GFLOP/s (12.3% of peak) · default ...": host results against the measured peak.
+void throughput_line(std::ostringstream& out, const TaskReport& t, double peak_gflops) {
+  if (peak_gflops <= 0 || t.flops <= 0) return;
+  out << "<p class=\"gflops\">";
+  auto part = [&](const char* label, const std::optional<Measurement>& m) {
+    out << label << " ";
+    if (!m || !m->ok() || m->time_us <= 0) {
+      out << "&ndash;";
+      return;
+    }
+    const double gflops = t.flops / m->time_us * 1e-3;
+    out << fmt(gflops, 1) << " GFLOP/s (" << fmt(100 * gflops / peak_gflops, 1) << "% of peak)";
+  };
+  part("tuned", t.best_measurement);
+  out << " &middot; ";
+  part("default", t.default_measurement);
+  out << " &middot; measured single-core peak " << fmt(peak_gflops, 1) << " GFLOP/s</p>";
+}
+
+void task_section(std::ostringstream& out, const TaskReport& t, std::size_t index, double peak_gflops) {
   const double def = t.default_measurement && t.default_measurement->ok()
                          ? t.default_measurement->time_us
                          : std::nan("");
@@ -296,7 +315,9 @@ void task_section(std::ostringstream& out, const TaskReport& t, std::size_t inde
   if (std::isfinite(def) && std::isfinite(best) && best > 0) {
     out << " &middot; <span class=\"better\">" << fmt(def / best) << "&times;</span>";
   }
-  out << "</p>" << svg_curve(t.curve, def);
+  out << "</p>";
+  throughput_line(out, t, peak_gflops);
+  out << svg_curve(t.curve, def);
   knob_table(out, t);
   profile_table(out, t);
   out << "</section>";
@@ -328,7 +349,7 @@ std::string render_report(const ReportData& d) {
   model_section(out, d);
   precision_section(out, d);
   out << "<h2>Tasks</h2>";
-  for (std::size_t i = 0; i < d.tasks.size(); ++i) task_section(out, d.tasks[i], i);
+  for (std::size_t i = 0; i < d.tasks.size(); ++i) task_section(out, d.tasks[i], i, d.peak_gflops);
   out << "</body></html>\n";
   return out.str();
 }

@@ -2,7 +2,8 @@
 // and SVG, no scripts, fonts or images from anywhere — so it can be mailed or
 // archived as one file. It shows, per task, the convergence curve (best so far
 // against trials, with the default schedule as a reference line), the winner's
-// knobs against the default schedule and both profiles; and for the model a
+// knobs against the default schedule and both profiles (on a host target also in GFLOP/s
+// and as a fraction of the measured peak); and for the model a
 // before/after table of end-to-end time and throughput under each schedule
 // variant (vendor default, cost-model zero-shot, tuned, tuned with fusion), each
 // with its per-op profile. This file only renders; report data is gathered by
@@ -21,6 +22,7 @@ namespace atvoss::tuner {
 struct TaskReport {
   std::string name;    // layer name
   std::string label;   // Workload::label()
+  double flops = 0;    // Workload::flops(): arithmetic of one run of the main op
   int weight = 1;
   int trials = 0;
   std::vector<double> curve;           // best so far per trial, microseconds (inf before the first ok)
@@ -55,6 +57,9 @@ struct PrecisionRow {
 struct ReportData {
   std::string job;
   std::string target;
+  // > 0 (host targets): the measured single-core fp32 peak the target carries, in GFLOP/s;
+  // each task then shows its GFLOP/s and their fraction of this peak (kernels run on one core).
+  double peak_gflops = 0;
   std::string model;
   int batch = 1;
   std::string strategy;

@@ -69,6 +69,20 @@ TEST(Report, PrecisionRowsSayAccuracyIsNotMeasured) {
   EXPECT_NE(html.find("An estimate, not a measurement"), std::string::npos);
 }
 
+TEST(Report, HostResultsAreInGflopsAndAsAFractionOfTheMeasuredPeak) {
+  ReportData d = sample();
+  EXPECT_EQ(render_report(d).find("GFLOP/s"), std::string::npos);  // not a host target: times only
+  d.target = "host-123bf7c5cac5";
+  d.peak_gflops = 80;
+  d.tasks[0].flops = 4e8;
+  d.tasks[0].best_measurement = timed(8000, 0.9);      // 4e8 / 8 ms = 50 GFLOP/s
+  d.tasks[0].default_measurement = timed(10000, 0.5);  // 40 GFLOP/s
+  const std::string html = render_report(d);
+  EXPECT_NE(html.find("tuned 50.0 GFLOP/s (62.5% of peak)"), std::string::npos) << html;
+  EXPECT_NE(html.find("default 40.0 GFLOP/s (50.0% of peak)"), std::string::npos);
+  EXPECT_NE(html.find("measured single-core peak 80.0 GFLOP/s"), std::string::npos);
+}
+
 TEST(Report, SaysHowManyTasksTheBudgetReached) {
   auto d = sample();
   d.tasks.push_back(d.tasks.front());

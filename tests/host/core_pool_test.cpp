@@ -1,0 +1,81 @@
+// CorePool: timed kernels get distinct cores, one per physical core, and wait when every
+// core is leased; timing_cpus reads hyper-thread siblings as one core.
+#include "host/core_pool.hpp"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "host_test_util.hpp"
+
+namespace atvoss::host {
+namespace {
+
+TEST(CorePoolTest, LeasesDistinctCoresAndRefusesWhenAllAreTaken) {
+  CorePool pool({5, 3});
+  auto a = pool.try_acquire();
+  auto b = pool.try_acquire();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->cpu(), 5);
+  EXPECT_EQ(b->cpu(), 3);
+  EXPECT_FALSE(pool.try_acquire().has_value());  // a third timed kernel must wait
+  a.reset();
+  auto c = pool.try_acquire();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->cpu(), 5);  // the freed core, and only it
+}
+
+TEST(CorePoolTest, AcquireWaitsForTheCoreThatIsGivenBack) {
+  CorePool pool({7});
+  std::optional<CorePool::Lease> held = pool.acquire();
+  std::atomic<int> got{-1};
+  std::thread waiter([&] { got = pool.acquire().cpu(); });
+  // A waiter that returned while the core is held would be a second kernel on it. Only a
+  // bounded look is possible: 50 ms of it still waiting.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(got.load(), -1);
+  held.reset();
+  waiter.join();
+  EXPECT_EQ(got.load(), 7);
+  EXPECT_TRUE(pool.try_acquire().has_value());  // the waiter's lease was given back too
+}
+
+int allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  EXPECT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  return CPU_COUNT(&set);
+}
+
+// A fake sysfs in which every CPU of this process lists `siblings` as its thread siblings
+// (empty: itself).
+void write_siblings(const testing::TempDir& dir, const std::string& siblings) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    const auto d = dir.path() / ("cpu" + std::to_string(c)) / "topology";
+    std::filesystem::create_directories(d);
+    std::ofstream(d / "thread_siblings_list") << (siblings.empty() ? std::to_string(c) : siblings) << "\n";
+  }
+}
+
+TEST(CorePoolTest, TimingCpusTakeOneCpuPerPhysicalCore) {
+  testing::TempDir one_core, own_cores;
+  write_siblings(one_core, "0-1023");  // every CPU a hyper-thread of one core
+  write_siblings(own_cores, "");       // every CPU its own core
+  MachineInfo m;
+  m.physical_cores = 1024;
+  EXPECT_EQ(timing_cpus(m, one_core.str()).size(), 1u);
+  EXPECT_EQ(static_cast<int>(timing_cpus(m, own_cores.str()).size()), allowed_cpus());
+  m.physical_cores = 1;  // never more than the machine's physical cores
+  EXPECT_EQ(timing_cpus(m, own_cores.str()).size(), 1u);
+}
+
+}  // namespace
+}  // namespace atvoss::host
