@@ -75,7 +75,7 @@ void BM_InsertBatch(benchmark::State& state) {
       batch.push_back(make_record(w, target, counter, 10.0 + static_cast<double>(counter % 1000)));
     }
     state.ResumeTiming();
-    db.insert(batch);
+    db.records().insert(batch);
   }
   state.SetItemsProcessed(state.iterations() * batch_size);
   std::filesystem::remove_all(dir);
@@ -103,11 +103,11 @@ struct MillionDb {
         batch.push_back(make_record(workloads[w], target, s, 1.0 + static_cast<double>(rng() % 100000) / 10));
       }
       if (batch.size() >= 10000) {
-        db.insert(batch);
+        db.records().insert(batch);
         batch.clear();
       }
     }
-    if (!batch.empty()) db.insert(batch);
+    if (!batch.empty()) db.records().insert(batch);
     build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   ~MillionDb() {
@@ -126,10 +126,10 @@ void BM_BestK_1M(benchmark::State& state) {
     const auto start = std::chrono::steady_clock::now();
     const int k = static_cast<int>(state.range(0));
     if (state.range(1) == 0) {
-      auto best = db.best(w.key(), million.target.key, k);
+      auto best = db.records().best(w.key(), million.target.key, k);
       benchmark::DoNotOptimize(best);
     } else {
-      auto best = db.best_schedules(w.key(), million.target.key, k);
+      auto best = db.records().best_schedules(w.key(), million.target.key, k);
       benchmark::DoNotOptimize(best);
     }
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());

@@ -124,7 +124,7 @@ Regret print_regret(const Target& target, const Run (&runs)[2],
       const Json& t = runs[p].tasks[i];
       picked[p] = weight * (truth.true_time(Schedule::from_json(t["best_schedule"])) - truth.optimum_us);
       double best_stored = std::numeric_limits<double>::infinity();
-      for (const auto& rec : dbs[p].history(w.key())) {
+      for (const auto& rec : dbs[p].records().history(w.key())) {
         if (rec.measurement.ok()) best_stored = std::min(best_stored, truth.true_time(rec.schedule));
       }
       found[p] = weight * (best_stored - truth.optimum_us);

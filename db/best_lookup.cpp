@@ -27,13 +27,13 @@ Json BestAnswer::to_json() const {
 }
 
 BestAnswer best_or_nearest(const TuningDatabase& db, const TargetInfo& target, const Workload& workload) {
-  const auto exact = db.best(workload.key(), target.key, 1);
+  const auto exact = db.records().best(workload.key(), target.key, 1);
   if (!exact.empty()) {
     const Record& r = exact.front();
     return BestAnswer{"exact", 0.0, r.workload, r.schedule, r.measurement.time_us, target};
   }
   std::vector<table::TableEntry> entries;
-  for (BestEntry& e : db.best_per_workload(target.key)) {
+  for (BestEntry& e : db.records().best_per_workload(target.key)) {
     entries.push_back(table::TableEntry{std::move(e.workload), std::move(e.schedule), e.time_us});
   }
   table::TableHeader header;

@@ -104,7 +104,8 @@ struct ModelRecord {
   std::int64_t created_at_ms = 0;  // 0 on save means "now"
 };
 
-struct Job {
+// One batch job as stored (db/job_store.hpp).
+struct JobRow {
   std::int64_t id = 0;
   std::string name;  // unique
   Json spec = Json::object();

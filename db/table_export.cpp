@@ -9,7 +9,7 @@ namespace atvoss::db {
 TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target,
                                const std::string& path) {
   std::vector<table::TableEntry> entries;
-  for (BestEntry& b : db.best_per_workload(target.key)) {
+  for (BestEntry& b : db.records().best_per_workload(target.key)) {
     entries.push_back(table::TableEntry{std::move(b.workload), std::move(b.schedule), b.time_us});
   }
   if (entries.empty()) {

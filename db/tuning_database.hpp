@@ -1,5 +1,9 @@
 // TuningDatabase: every measurement, trained model and job of atvoss, in one SQLite file.
-// Start here for the database module; db/record.hpp holds the value types it trades in.
+// Start here for the database module. It opens the file and owns its one connection, and
+// hands out three stores over it: records() (db/sqlite_record_store.hpp, a RecordStore),
+// models() (db/model_store.hpp) and jobs() (db/job_store.hpp); itself it answers for the
+// file as a whole: targets, workloads, stats, merge, import/export, prune, check.
+// db/record.hpp holds the value types they trade in.
 //
 // Threading rule: one TuningDatabase per thread (it owns one SQLite connection and its
 // prepared-statement cache). Many threads and many processes may open the same file at
@@ -30,11 +34,17 @@
 #include <string>
 #include <vector>
 
+#include "db/job_store.hpp"
+#include "db/model_store.hpp"
 #include "db/record.hpp"
+#include "db/sqlite_record_store.hpp"
 
 namespace atvoss::db {
 
 class Connection;  // db/sqlite.hpp
+namespace rows {
+struct DecodeCache;  // db/internal/rows.hpp
+}
 
 struct OpenOptions {
   // Open an existing file only (no create). Default false: a missing file is created.
@@ -51,14 +61,6 @@ struct OpenOptions {
   // still survives a crash or SIGKILL of any process but may lose the last commits on
   // power loss; it saves one fsync per transaction (see bench_db, sync:0 vs sync:1).
   bool sync_every_commit = true;
-};
-
-// The best schedule of one workload on one target (export-table and `best` output).
-struct BestEntry {
-  Workload workload;
-  Schedule schedule;
-  double time_us = 0;
-  std::int64_t record_id = 0;
 };
 
 class TuningDatabase {
@@ -79,52 +81,13 @@ class TuningDatabase {
   const std::string& path() const { return path_; }
   int schema_version() const;
 
-  // ---- records -------------------------------------------------------------------
-  // Stores a batch in one transaction and returns the row id of each record, in order.
-  // REQUIRES: no record has an infrastructure status (else ErrorKind::internal, nothing stored).
-  // A record whose key already exists is combined into the existing row (MergeReport rules).
-  std::vector<std::int64_t> insert(std::span<const Record> batch);
-  std::int64_t insert(const Record& record);
-
-  // Runs body in one write transaction that every write of this object inside it joins:
-  // they all commit together, or none does (body throws). On a busy database body may
-  // run more than once, so it must only write to the database.
-  void write_together(const std::function<void()>& body);
-
-  // The stored record for (workload, target, schedule key), for de-duplication.
-  std::optional<Record> find(const std::string& workload_key, const std::string& target_key,
-                             const std::string& schedule_key) const;
-  bool contains(const std::string& workload_key, const std::string& target_key,
-                const std::string& schedule_key) const;
-
-  // Up to k valid (status ok) records of (workload, target), fastest first. Answered
-  // from the partial index records_best, without scanning the records table.
-  std::vector<Record> best(const std::string& workload_key, const std::string& target_key,
-                           int k) const;
-
-  // Like best(), but only schedule and time of each (no repeats or profile to decode):
-  // the cheap form for runtime queries such as HTTP GET /v1/best.
-  std::vector<BestEntry> best_schedules(const std::string& workload_key,
-                                        const std::string& target_key, int k) const;
-
-  // SQLite's plan for the best() query, one step per line (tests check it uses the index).
-  std::string explain_best_plan() const;
-
-  // Every record of one workload, oldest first; restricted to one target if given.
-  std::vector<Record> history(const std::string& workload_key,
-                              const std::optional<std::string>& target_key = std::nullopt) const;
-
-  // Streams every record of a target (any status) in id order, for training, without
-  // loading them all at once. fn returns false to stop early. Do not write to this
-  // database from inside fn.
-  void for_each_record(const std::string& target_key,
-                       const std::function<bool(const Record&)>& fn) const;
-
-  // Records matching the filter, newest first.
-  std::vector<Record> query(const RecordFilter& filter) const;
-
-  // The best valid schedule of every workload measured on target, ordered by workload key.
-  std::vector<BestEntry> best_per_workload(const std::string& target_key) const;
+  // ---- the stores, over this database's one connection ------------------------------
+  SqliteRecordStore& records() { return *records_; }
+  const SqliteRecordStore& records() const { return *records_; }
+  ModelStore& models() { return *models_; }
+  const ModelStore& models() const { return *models_; }
+  JobStore& jobs() { return *jobs_; }
+  const JobStore& jobs() const { return *jobs_; }
 
   // ---- targets and workloads -------------------------------------------------------
   std::vector<TargetInfo> targets() const;
@@ -132,31 +95,6 @@ class TuningDatabase {
   // Targets whose name is exactly name (there may be several descriptions of one name).
   std::vector<TargetInfo> targets_named(const std::string& name) const;
   std::optional<Workload> workload(const std::string& key) const;
-
-  // ---- models ----------------------------------------------------------------------
-  // Stores a model for target (the target row is created if absent); returns its id.
-  std::int64_t save_model(const TargetInfo& target, const ModelRecord& model);
-  // Latest model of (target, kind), optionally of one feature version.
-  std::optional<ModelRecord> load_model(const std::string& target_key, const std::string& kind,
-                                        std::optional<int> feature_version = std::nullopt) const;
-  // Every model of a target, newest first, without blobs (blob left empty).
-  std::vector<ModelRecord> list_models(const std::string& target_key) const;
-
-  // ---- jobs ------------------------------------------------------------------------
-  // bad_input if a job of that name exists.
-  std::int64_t create_job(const std::string& name, const Json& spec);
-  std::optional<Job> job(std::int64_t id) const;
-  std::optional<Job> job_named(const std::string& name) const;
-  std::vector<Job> jobs() const;
-  // not_found if no such job. Bumps updated_at.
-  void update_job(std::int64_t id, const std::string& state, double progress);
-  void update_job_spec(std::int64_t id, const Json& spec);
-  bool delete_job(std::int64_t id);  // false if absent (its task states go with it)
-  // Per-task state of a job (the tuner saves each task's search state here), replaced
-  // whole on every save. not_found if no such job. merge_from does not copy task states:
-  // they refer to this file's record ids.
-  void save_job_task(std::int64_t job_id, const std::string& task, const Json& state);
-  std::map<std::string, Json> job_tasks(std::int64_t job_id) const;
 
   // ---- maintenance -----------------------------------------------------------------
   Stats stats() const;
@@ -190,14 +128,14 @@ class TuningDatabase {
   void vacuum();
 
  private:
-  explicit TuningDatabase(std::string path);
-  // Parsed workload and target rows by id. Those rows are never updated or deleted, so the
-  // cache cannot go stale, even when other processes write the same file. Filled only by
-  // reads outside this object's write transactions (a rolled-back id could be reused).
-  struct DecodeCache;
+  TuningDatabase(std::string path, std::unique_ptr<Connection> conn);
   std::string path_;
+  // Heap-held, so the stores' references stay valid when the database is moved.
   std::unique_ptr<Connection> conn_;
-  std::unique_ptr<DecodeCache> cache_;
+  std::unique_ptr<rows::DecodeCache> cache_;
+  std::unique_ptr<SqliteRecordStore> records_;
+  std::unique_ptr<ModelStore> models_;
+  std::unique_ptr<JobStore> jobs_;
 };
 
 // Identifies what a JSON-lines export is, so an import can check it ("atvoss-record").

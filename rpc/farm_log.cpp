@@ -86,7 +86,7 @@ class DatabaseFarmLog final : public FarmLog {
     }
     if (records.empty()) return;
     try {
-      database.insert(records);
+      database.records().insert(records);
     } catch (const std::exception& e) {
       log_line("farm-db", "could not store " + std::to_string(records.size()) + " results: " + e.what());
     }

@@ -169,7 +169,7 @@ void cmd_stats(const TuningDatabase& db, bool json) {
 
 // The best k records of w; without any, the one answer /v1/best gives (a comparable workload's).
 void cmd_best(const TuningDatabase& db, const Workload& w, const TargetInfo& target, int k, bool json) {
-  const auto records = db.best(w.key(), target.key, k);
+  const auto records = db.records().best(w.key(), target.key, k);
   if (!records.empty()) {
     print_records(records, json);
     return;
@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
       const Workload w = resolve_workload(db, workload_arg);
       std::optional<std::string> t;
       if (!target_arg.empty()) t = resolve_target(db, target_arg).key;
-      print_records(db.history(w.key(), t), json);
+      print_records(db.records().history(w.key(), t), json);
     } else if (query->parsed()) {
       RecordFilter f;
       if (!op.empty()) f.op = op;
@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
       if (!status.empty()) f.status = parse_status(status);
       if (!since.empty()) f.since_ms = parse_time_ms(since, "--since");
       f.limit = limit;
-      print_records(db.query(f), json);
+      print_records(db.records().query(f), json);
     } else if (export_table_cmd->parsed()) {
       cmd_export_table(db, target_arg, out, json);
     } else if (export_cmd->parsed()) {

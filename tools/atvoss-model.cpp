@@ -63,7 +63,7 @@ Target npu_target(const db::TargetInfo& info) {
 std::vector<WorkloadGroup> load_groups(const db::TuningDatabase& db, const db::TargetInfo& info) {
   const Target target = npu_target(info);
   costmodel::GroupBuilder builder;
-  db.for_each_record(info.key, [&](const db::Record& r) {
+  db.records().for_each_record(info.key, [&](const db::Record& r) {
     builder.add(r.workload, target, {r.schedule, r.measurement.status, r.measurement.time_us});
     return true;
   });
@@ -118,7 +118,7 @@ int train(const Args& a) {
   record.metrics = holdout_metrics.to_json();
   record.metrics["objective"] = a.kind == "xgboost" ? a.objective : "ridge";
   record.metrics["holdout"] = a.holdout;
-  record.id = db.save_model(info, record);
+  record.id = db.models().save(info, record);
   if (a.json) {
     std::cout << Json{{"model_id", record.id}, {"kind", record.kind}, {"records", record.n_records},
                       {"feature_version", record.feature_version}, {"metrics", record.metrics}}.dump(2)
@@ -134,7 +134,7 @@ int train(const Args& a) {
 
 std::pair<db::ModelRecord, std::unique_ptr<costmodel::CostModel>> load_stored(
     const db::TuningDatabase& db, const db::TargetInfo& info, const Args& a) {
-  auto record = db.load_model(info.key, a.kind, costmodel::feature_version());
+  auto record = db.models().latest(info.key, a.kind, costmodel::feature_version());
   if (!record) {
     throw Error(ErrorKind::not_found, "no " + a.kind + " model of feature version " +
                                           std::to_string(costmodel::feature_version()) + " for target " +

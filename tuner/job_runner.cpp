@@ -134,7 +134,7 @@ class Job {
 
   void load_stored() {
     for (auto& r : runs_) {
-      const auto history = db_.history(r.task.workload.key(), target_info_.key);
+      const auto history = db_.records().history(r.task.workload.key(), target_info_.key);
       r.stored = static_cast<int>(history.size());
       const Schedule def = backend::required_default(r.task.workload, target_);
       for (const auto& rec : history) {
@@ -146,13 +146,13 @@ class Job {
   }
 
   void open_job_row() {
-    if (auto job = db_.job_named(spec_.name)) {
+    if (auto job = db_.jobs().named(spec_.name)) {
       job_id_ = job->id;
       restore_saved_state(job->spec);
       save_state("running");
     } else {
-      job_id_ = db_.create_job(spec_.name, job_state());
-      db_.update_job(job_id_, "running", progress_fraction());
+      job_id_ = db_.jobs().create(spec_.name, job_state());
+      db_.jobs().update(job_id_, "running", progress_fraction());
     }
   }
 
@@ -165,7 +165,7 @@ class Job {
       } catch (const Error&) {
       }
     }
-    const auto states = db_.job_tasks(job_id_);
+    const auto states = db_.jobs().tasks(job_id_);
     for (auto& r : runs_) {
       const auto it = states.find(r.task.workload.key());
       if (it != states.end()) r.saved = it->second;
@@ -181,8 +181,8 @@ class Job {
   // The scheduler's plan and the job's progress, at the start and end of a run (each
   // round saves them with its records: account_round).
   void save_state(const std::string& state) {
-    db_.update_job_spec(job_id_, job_state());
-    db_.update_job(job_id_, state, progress_fraction());
+    db_.jobs().update_spec(job_id_, job_state());
+    db_.jobs().update(job_id_, state, progress_fraction());
   }
 
   // The task's strategy, restored from its saved state when there is one. A state that
@@ -222,7 +222,7 @@ class Job {
     o.after_round = [setup, this] { setup->save_if_retrained(db_); };
     o.round_checkpoint = [this, i] { return account_round(i); };
     r.session = std::make_unique<TuningSession>(r.task.workload, target_, setup->strategy(),
-                                                *measurer_, db_, o);
+                                                *measurer_, db_.records(), o);
     return *r.session;
   }
 
@@ -247,9 +247,9 @@ class Job {
     r.saved = Json{{"transfer_upto", r.setup->transfer_upto()},
                    {"search", r.setup->strategy().save_state()}};
     return [this, &r, state = job_state(), progress = progress_fraction()] {
-      db_.save_job_task(job_id_, r.task.workload.key(), r.saved);
-      db_.update_job_spec(job_id_, state);
-      db_.update_job(job_id_, "running", progress);
+      db_.jobs().save_task(job_id_, r.task.workload.key(), r.saved);
+      db_.jobs().update_spec(job_id_, state);
+      db_.jobs().update(job_id_, "running", progress);
     };
   }
 
@@ -269,7 +269,7 @@ class Job {
     t.label = r.task.workload.label();
     t.flops = r.task.workload.flops();
     t.weight = r.task.weight;
-    const auto history = db_.history(r.task.workload.key(), target_info_.key);
+    const auto history = db_.records().history(r.task.workload.key(), target_info_.key);
     t.trials = static_cast<int>(history.size());
     const Schedule def = backend::required_default(r.task.workload, target_);
     t.default_schedule = def;

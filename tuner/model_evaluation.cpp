@@ -142,7 +142,7 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
   std::vector<std::vector<db::Record>> histories;
   std::vector<costmodel::WorkloadGroup> groups;
   for (const auto& t : tasks) {
-    histories.push_back(db.history(t.workload.key(), target_key));
+    histories.push_back(db.records().history(t.workload.key(), target_key));
     groups.push_back(group_of(t.workload, target, histories.back(), options.train_per_task));
   }
   ModelVariant def{"(a) vendor default", "the backend's default schedule for every op", {}};

@@ -35,7 +35,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   options.early_stopping = spec.early_stopping;
   options.seed = spec.seed;
   options.after_round = [&] { setup.save_if_retrained(db); };
-  out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db, options,
+  out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db.records(), options,
                     callbacks);
   if (!spec.export_path.empty()) {
     db::export_table(db, db::TargetInfo::from_target(out.target), spec.export_path);

@@ -65,7 +65,7 @@ std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& 
   const auto info = db::TargetInfo::from_target(target);
   costmodel::GroupBuilder builder(config.transfer_per_workload);
   *upto = config.transfer_upto.value_or(0);
-  db.for_each_record(info.key, [&](const db::Record& r) {
+  db.records().for_each_record(info.key, [&](const db::Record& r) {
     if (config.transfer_upto && r.id > *config.transfer_upto) return false;
     if (!config.transfer_upto) *upto = r.id;
     if (r.workload.key() == workload.key() || r.workload.is_table()) return true;
@@ -90,7 +90,7 @@ std::vector<search::Trial> prior_trials(const db::TuningDatabase& db, const Sche
   filter.limit = 20 * static_cast<std::int64_t>(config.max_prior);  // bounds the decode on a big database
   *upto = config.transfer_upto.value_or(0);
   std::vector<search::Trial> out;
-  for (const auto& r : db.query(filter)) {
+  for (const auto& r : db.records().query(filter)) {
     if (config.transfer_upto && r.id > *config.transfer_upto) continue;
     if (!config.transfer_upto) *upto = std::max(*upto, r.id);
     const bool own = r.workload.key() == workload.key() && r.target.key == own_target;
@@ -137,7 +137,7 @@ bool StrategySetup::save_if_retrained(db::TuningDatabase& db) {
   record.blob = tap_->model().save();
   record.n_records = tap_->last_fit_samples;
   record.metrics = Json{{"fits", tap_->fits}};
-  db.save_model(target_, record);
+  db.models().save(target_, record);
   tap_->saved_fits = tap_->fits;
   return true;
 }

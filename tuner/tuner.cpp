@@ -24,17 +24,17 @@ std::vector<search::Trial> to_trials(const std::vector<db::Record>& records) {
 }
 
 TuningSession::TuningSession(Workload workload, Target target, search::SearchStrategy& strategy,
-                             Measurer& measurer, db::TuningDatabase& db, TuneOptions options)
+                             Measurer& measurer, db::RecordStore& records, TuneOptions options)
     : workload_(std::move(workload)), target_(std::move(target)),
       target_info_(db::TargetInfo::from_target(target_)), strategy_(strategy),
-      measurer_(measurer), db_(db), options_(std::move(options)) {
+      measurer_(measurer), records_(records), options_(std::move(options)) {
   if (options_.batch_size < 1) throw_bad_input("tuner: batch_size must be >= 1");
   if (options_.repeat < 1) throw_bad_input("tuner: repeat must be >= 1");
   load_history();
 }
 
 void TuningSession::load_history() {
-  const auto history = db_.history(workload_.key(), target_info_.key);
+  const auto history = records_.history(workload_.key(), target_info_.key);
   for (const auto& r : history) note_trial(r.schedule, r.measurement);
   result_.resumed = result_.trials;
   if (!history.empty()) strategy_.observe(to_trials(history));
@@ -83,8 +83,8 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   result_.measured += static_cast<int>(records.size());
   const auto also = options_.round_checkpoint ? options_.round_checkpoint() : std::function<void()>();
   if (!records.empty() || also) {
-    db_.write_together([&] {  // one transaction: all or nothing
-      if (!records.empty()) db_.insert(records);
+    records_.write_together([&] {  // one transaction: all or nothing
+      if (!records.empty()) records_.insert(records);
       if (also) also();
     });
   }
@@ -119,7 +119,7 @@ std::optional<std::pair<Schedule, Measurement>> TuningSession::measure_default()
   const auto vendor = backend::default_schedule(workload_, target_);
   if (!vendor) return std::nullopt;
   const Schedule& def = *vendor;
-  if (db_.contains(workload_.key(), target_info_.key, def.key())) return std::nullopt;
+  if (records_.contains(workload_.key(), target_info_.key, def.key())) return std::nullopt;
   const Measurement m = measure({def}).front();
   if (!is_infrastructure_error(m.status)) {
     strategy_.observe(std::vector<search::Trial>{{def, m.status, m.time_us}});
@@ -161,10 +161,10 @@ int TuningSession::run_round(int max_trials) {
 }
 
 TuneResult tune(const Workload& workload, const Target& target, int budget,
-                search::SearchStrategy& strategy, Measurer& measurer, db::TuningDatabase& db,
+                search::SearchStrategy& strategy, Measurer& measurer, db::RecordStore& records,
                 const TuneOptions& options, const TuneCallbacks& callbacks) {
   if (budget < 1) throw_bad_input("tuner: trials must be >= 1");
-  TuningSession session(workload, target, strategy, measurer, db, options);
+  TuningSession session(workload, target, strategy, measurer, records, options);
   auto report = [&] {
     if (callbacks.on_round) callbacks.on_round(session.progress(budget));
   };

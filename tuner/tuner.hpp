@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/schedule_space.hpp"
-#include "db/tuning_database.hpp"
+#include "db/record_store.hpp"
 #include "search/search_strategy.hpp"
 #include "tuner/measurer.hpp"
 
@@ -82,11 +82,11 @@ struct TuneResult {
 // One workload's tuning state across rounds; the job runner interleaves sessions.
 class TuningSession {
  public:
-  // Loads the history of (workload, target) from db and shows it to strategy.
+  // Loads the history of (workload, target) from records and shows it to strategy.
   // REQUIRES: strategy was made for this workload's space and nothing proposed yet;
-  // measurer and db outlive the session.
+  // measurer and records outlive the session.
   TuningSession(Workload workload, Target target, search::SearchStrategy& strategy,
-                Measurer& measurer, db::TuningDatabase& db, TuneOptions options);
+                Measurer& measurer, db::RecordStore& records, TuneOptions options);
 
   // Measures and stores up to max_trials new schedules; returns how many were stored
   // (0 once the space is exhausted). io error after max_failed_rounds empty rounds.
@@ -118,7 +118,7 @@ class TuningSession {
   db::TargetInfo target_info_;
   search::SearchStrategy& strategy_;
   Measurer& measurer_;
-  db::TuningDatabase& db_;
+  db::RecordStore& records_;
   TuneOptions options_;
   TuneResult result_;
   int trials_at_last_gain_ = 0;
@@ -128,7 +128,7 @@ class TuningSession {
 
 // Runs a session until budget (total trials), early stopping or exhaustion.
 TuneResult tune(const Workload& workload, const Target& target, int budget,
-                search::SearchStrategy& strategy, Measurer& measurer, db::TuningDatabase& db,
+                search::SearchStrategy& strategy, Measurer& measurer, db::RecordStore& records,
                 const TuneOptions& options = {}, const TuneCallbacks& callbacks = {});
 
 // The noise seed of one measurement: a stable hash of (seed, workload, schedule),

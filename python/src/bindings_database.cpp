@@ -55,17 +55,17 @@ class Database {
 
   std::string best(const std::string& workload_key, const std::string& target, int k) const {
     if (k < 1) throw_bad_input("best: field 'k' must be >= 1");
-    return dump(records_json(db_.best(workload_key, target_key(target), k)));
+    return dump(records_json(db_.records().best(workload_key, target_key(target), k)));
   }
 
   std::string history(const std::string& workload_key, const std::optional<std::string>& target) const {
     std::optional<std::string> key;
     if (target) key = target_key(*target);
-    return dump(records_json(db_.history(workload_key, key)));
+    return dump(records_json(db_.records().history(workload_key, key)));
   }
 
   std::string query(const std::string& filter_text) const {
-    return dump(records_json(db_.query(filter_of(parse(filter_text, "query")))));
+    return dump(records_json(db_.records().query(filter_of(parse(filter_text, "query")))));
   }
 
   std::string stats() const {
@@ -132,7 +132,7 @@ class Database {
 
   std::string models(const std::string& target) const {
     Json out = Json::array();
-    for (const auto& m : db_.list_models(target_key(target))) {
+    for (const auto& m : db_.models().list(target_key(target))) {
       out.push_back({{"id", m.id}, {"kind", m.kind}, {"feature_version", m.feature_version},
                      {"n_records", m.n_records}, {"metrics", m.metrics}, {"created_at_ms", m.created_at_ms}});
     }

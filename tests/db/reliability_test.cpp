@@ -133,7 +133,7 @@ TEST(ReliabilityTest, SigkillDuringBatchInsertsNeverLosesOrTearsACommittedBatch)
     auto db = TuningDatabase::open(path);
     ASSERT_EQ(db.integrity_check(), "ok");
     for (long b = first; b < first + 50; ++b) {
-      const auto n = db.history(batch_workload(b).key(), target_key).size();
+      const auto n = db.records().history(batch_workload(b).key(), target_key).size();
       if (reported.count(b) != 0) {
         EXPECT_EQ(n, static_cast<std::size_t>(kBatchSize)) << "reported batch " << b << " lost or torn";
       } else {
@@ -145,7 +145,7 @@ TEST(ReliabilityTest, SigkillDuringBatchInsertsNeverLosesOrTearsACommittedBatch)
   // Earlier rounds' batches survive later kills too.
   auto db = TuningDatabase::open(path);
   for (long b : all_reported) {
-    EXPECT_EQ(db.history(batch_workload(b).key(), target_key).size(), static_cast<std::size_t>(kBatchSize));
+    EXPECT_EQ(db.records().history(batch_workload(b).key(), target_key).size(), static_cast<std::size_t>(kBatchSize));
   }
 }
 

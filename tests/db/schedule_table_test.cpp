@@ -29,7 +29,7 @@ using ::testing::HasSubstr;
 class ScheduleTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    db_.insert(std::vector<Record>{
+    db_.records().insert(std::vector<Record>{
         record(matmul(1024, 1024, 1024), npu_, tiles(128, 128), ok_us(50)),
         record(matmul(1024, 1024, 1024), npu_, tiles(64, 64), ok_us(80)),
         record(matmul(64, 64, 64), npu_, tiles(16, 16), ok_us(2)),
@@ -225,7 +225,7 @@ TEST(KernelTunerImportTest, CacheBecomesRecordsOfARecordedWorkloadOnANamedTarget
   auto db = TuningDatabase::open(":memory:");
   const MergeReport rep = db.import_records(records);
   EXPECT_EQ(rep.added, 4092);
-  const auto top = db.best(records[0].workload.key(), TargetInfo::named("NVIDIA GeForce RTX 3090").key, 1);
+  const auto top = db.records().best(records[0].workload.key(), TargetInfo::named("NVIDIA GeForce RTX 3090").key, 1);
   ASSERT_EQ(top.size(), 1u);
   EXPECT_NEAR(top[0].measurement.time_us, 7224.2, 0.1);
   EXPECT_EQ(db.import_records(records).identical, 4092);

@@ -87,17 +87,17 @@ TEST(SchemaTest, VersionOneFileIsMigratedInPlaceKeepingItsRecords) {
     ro.read_only = true;
     auto old = TuningDatabase::open(path, ro);  // read-only: readable, not migrated
     EXPECT_EQ(old.schema_version(), 1);
-    EXPECT_EQ(old.best(matmul(8, 8, 8).key(), "tk", 1).size(), 1u);
+    EXPECT_EQ(old.records().best(matmul(8, 8, 8).key(), "tk", 1).size(), 1u);
     EXPECT_EQ(old.stats().records, 1);
   }
   auto db = TuningDatabase::open(path);
   EXPECT_EQ(db.schema_version(), TuningDatabase::kSchemaVersion);
-  const auto best = db.best(matmul(8, 8, 8).key(), "tk", 1);
+  const auto best = db.records().best(matmul(8, 8, 8).key(), "tk", 1);
   ASSERT_EQ(best.size(), 1u);
   EXPECT_DOUBLE_EQ(best[0].measurement.time_us, 4.5);
-  const auto job = db.create_job("after-upgrade", Json::object());  // v2 tables exist
-  db.save_job_task(job, "task", Json::object());                     // v3 tables exist
-  EXPECT_EQ(db.job_tasks(job).size(), 1u);
+  const auto job = db.jobs().create("after-upgrade", Json::object());  // v2 tables exist
+  db.jobs().save_task(job, "task", Json::object());                     // v3 tables exist
+  EXPECT_EQ(db.jobs().tasks(job).size(), 1u);
   EXPECT_EQ(db.integrity_check(), "ok");
 }
 
@@ -108,7 +108,7 @@ TEST(SchemaTest, VersionOneFileMergesWithoutBeingUpgraded) {
   auto db = TuningDatabase::open(dir.file("new.db"));
   const MergeReport rep = db.merge_from(path);
   EXPECT_EQ(rep.added, 1);
-  EXPECT_EQ(db.best(matmul(8, 8, 8).key(), "tk", 1).size(), 1u);
+  EXPECT_EQ(db.records().best(matmul(8, 8, 8).key(), "tk", 1).size(), 1u);
   OpenOptions ro;
   ro.read_only = true;
   EXPECT_EQ(TuningDatabase::open(path, ro).schema_version(), 1);  // the source stays as it was
@@ -119,7 +119,7 @@ TEST(SchemaTest, NewerSchemaIsRefusedAndUntouched) {
   const auto path = dir.file("future.db");
   {
     auto db = TuningDatabase::open(path);
-    db.insert(record(matmul(8, 8, 8), TargetInfo::named("n"), tiles(8, 8), ok_us(1)));
+    db.records().insert(record(matmul(8, 8, 8), TargetInfo::named("n"), tiles(8, 8), ok_us(1)));
   }
   raw_exec(path, "PRAGMA user_version = 99; PRAGMA wal_checkpoint(TRUNCATE);");
   expect_refused(path, ErrorKind::bad_input, "newer");
@@ -154,7 +154,7 @@ TEST(SchemaTest, TruncatedFileIsRefusedAndUntouched) {
     auto db = TuningDatabase::open(path);
     std::vector<Record> batch;
     for (int i = 1; i <= 2000; ++i) batch.push_back(record(matmul(64, 64, i), TargetInfo::named("n"), tiles(8, 8), ok_us(i)));
-    db.insert(batch);
+    db.records().insert(batch);
   }  // last connection closed: WAL checkpointed into the main file and removed
   const auto size = std::filesystem::file_size(path);
   ASSERT_GT(size, 40000u);

@@ -40,9 +40,9 @@ TEST_P(TuningDatabaseTest, InsertedRecordRoundTrips) {
   Record r = record(w1_, npu_a_, tiles(64, 128), ok_us(12.5, {12.0, 12.5, 13.0}));
   r.measurement.profile.l1_hit_rate = 0.75;
   r.created_at_ms = 1'700'000'000'123;
-  const auto id = db().insert(r);
+  const auto id = db().records().insert(r);
   EXPECT_GT(id, 0);
-  const auto got = db().find(w1_.key(), npu_a_.key, r.schedule.key());
+  const auto got = db().records().find(w1_.key(), npu_a_.key, r.schedule.key());
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->id, id);
   EXPECT_EQ(got->workload, w1_);
@@ -55,8 +55,8 @@ TEST_P(TuningDatabaseTest, InsertedRecordRoundTrips) {
   EXPECT_EQ(got->worker, "test");
   EXPECT_EQ(got->job, "job-a");
   EXPECT_EQ(got->created_at_ms, 1'700'000'000'123);
-  EXPECT_TRUE(db().contains(w1_.key(), npu_a_.key, r.schedule.key()));
-  EXPECT_FALSE(db().contains(w1_.key(), npu_b_.key, r.schedule.key()));
+  EXPECT_TRUE(db().records().contains(w1_.key(), npu_a_.key, r.schedule.key()));
+  EXPECT_FALSE(db().records().contains(w1_.key(), npu_b_.key, r.schedule.key()));
 }
 
 TEST_P(TuningDatabaseTest, BestIsTargetAwareSortedAndSkipsFailures) {
@@ -69,8 +69,8 @@ TEST_P(TuningDatabaseTest, BestIsTargetAwareSortedAndSkipsFailures) {
       record(w1_, npu_b_, tiles(16, 16), ok_us(1)),
       record(w2_, npu_a_, tiles(16, 16), ok_us(2)),
   };
-  db().insert(batch);
-  const auto best = db().best(w1_.key(), npu_a_.key, 5);
+  db().records().insert(batch);
+  const auto best = db().records().best(w1_.key(), npu_a_.key, 5);
   ASSERT_EQ(best.size(), 3u);
   EXPECT_DOUBLE_EQ(best[0].measurement.time_us, 10);
   EXPECT_DOUBLE_EQ(best[1].measurement.time_us, 20);
@@ -79,14 +79,14 @@ TEST_P(TuningDatabaseTest, BestIsTargetAwareSortedAndSkipsFailures) {
     EXPECT_EQ(r.target.key, npu_a_.key);
     EXPECT_EQ(r.workload, w1_);
   }
-  EXPECT_EQ(db().best(w1_.key(), npu_a_.key, 1).size(), 1u);
-  EXPECT_TRUE(db().best(w1_.key(), npu_a_.key, 0).empty());
-  EXPECT_TRUE(db().best(w1_.key(), TargetInfo::named("nowhere").key, 3).empty());
-  ASSERT_EQ(db().best(w1_.key(), npu_b_.key, 3).size(), 1u);
+  EXPECT_EQ(db().records().best(w1_.key(), npu_a_.key, 1).size(), 1u);
+  EXPECT_TRUE(db().records().best(w1_.key(), npu_a_.key, 0).empty());
+  EXPECT_TRUE(db().records().best(w1_.key(), TargetInfo::named("nowhere").key, 3).empty());
+  ASSERT_EQ(db().records().best(w1_.key(), npu_b_.key, 3).size(), 1u);
 }
 
 TEST_P(TuningDatabaseTest, BestQueryWalksTheIndexWithoutScanningRecords) {
-  const std::string plan = db().explain_best_plan();
+  const std::string plan = db().records().explain_best_plan();
   SCOPED_TRACE(plan);
   EXPECT_THAT(plan, HasSubstr("records_best"));
   EXPECT_THAT(plan, ::testing::Not(HasSubstr("SCAN r")));
@@ -99,7 +99,7 @@ TEST_P(TuningDatabaseTest, InfrastructureErrorRejectsTheWholeBatch) {
     std::vector<Record> batch = {record(w1_, npu_a_, tiles(64, 64), ok_us(5)),
                                  record(w1_, npu_a_, tiles(64, 32), Measurement::failed(s, "lost"))};
     try {
-      db().insert(batch);
+      db().records().insert(batch);
       FAIL() << "insert accepted an infrastructure error";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::internal);
@@ -110,20 +110,20 @@ TEST_P(TuningDatabaseTest, InfrastructureErrorRejectsTheWholeBatch) {
 }
 
 TEST_P(TuningDatabaseTest, CandidateErrorsAreStoredWithTheirMessage) {
-  db().insert(record(w1_, npu_a_, tiles(64, 64), Measurement::failed(Status::timeout, "over 1 s")));
-  const auto got = db().find(w1_.key(), npu_a_.key, tiles(64, 64).key());
+  db().records().insert(record(w1_, npu_a_, tiles(64, 64), Measurement::failed(Status::timeout, "over 1 s")));
+  const auto got = db().records().find(w1_.key(), npu_a_.key, tiles(64, 64).key());
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->measurement.status, Status::timeout);
   EXPECT_EQ(got->measurement.message, "over 1 s");
-  EXPECT_TRUE(db().best(w1_.key(), npu_a_.key, 3).empty());
+  EXPECT_TRUE(db().records().best(w1_.key(), npu_a_.key, 3).empty());
 }
 
 TEST_P(TuningDatabaseTest, SameKeyAgainKeepsBothSetsOfRepeatsOnce) {
   const Schedule s = tiles(64, 64);
-  db().insert(record(w1_, npu_a_, s, ok_us(10, {10, 10})));
-  db().insert(record(w1_, npu_a_, s, ok_us(14, {14, 14})));
-  db().insert(record(w1_, npu_a_, s, ok_us(14, {14, 14})));  // already contained: no change
-  const auto got = db().find(w1_.key(), npu_a_.key, s.key());
+  db().records().insert(record(w1_, npu_a_, s, ok_us(10, {10, 10})));
+  db().records().insert(record(w1_, npu_a_, s, ok_us(14, {14, 14})));
+  db().records().insert(record(w1_, npu_a_, s, ok_us(14, {14, 14})));  // already contained: no change
+  const auto got = db().records().find(w1_.key(), npu_a_.key, s.key());
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->measurement.repeats, (std::vector<double>{10, 10, 14, 14}));
   EXPECT_DOUBLE_EQ(got->measurement.time_us, 12);  // median of all repeats
@@ -132,10 +132,10 @@ TEST_P(TuningDatabaseTest, SameKeyAgainKeepsBothSetsOfRepeatsOnce) {
 
 TEST_P(TuningDatabaseTest, SuccessReplacesAFailureOfTheSameKeyButNotTheReverse) {
   const Schedule s = tiles(64, 64);
-  db().insert(record(w1_, npu_a_, s, Measurement::failed(Status::runtime_error, "flaky")));
-  db().insert(record(w1_, npu_a_, s, ok_us(9)));
-  db().insert(record(w1_, npu_a_, s, Measurement::failed(Status::timeout, "slow")));
-  const auto got = db().find(w1_.key(), npu_a_.key, s.key());
+  db().records().insert(record(w1_, npu_a_, s, Measurement::failed(Status::runtime_error, "flaky")));
+  db().records().insert(record(w1_, npu_a_, s, ok_us(9)));
+  db().records().insert(record(w1_, npu_a_, s, Measurement::failed(Status::timeout, "slow")));
+  const auto got = db().records().find(w1_.key(), npu_a_.key, s.key());
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->measurement.status, Status::ok);
   EXPECT_DOUBLE_EQ(got->measurement.time_us, 9);
@@ -148,12 +148,12 @@ TEST_P(TuningDatabaseTest, HistoryIsOldestFirstAndFiltersByTarget) {
   b.created_at_ms = 2000;
   Record c = record(w1_, npu_a_, tiles(32, 64), ok_us(1));
   c.created_at_ms = 1000;
-  db().insert(std::vector<Record>{a, b, c, record(w2_, npu_a_, tiles(8, 8), ok_us(1))});
-  const auto all = db().history(w1_.key());
+  db().records().insert(std::vector<Record>{a, b, c, record(w2_, npu_a_, tiles(8, 8), ok_us(1))});
+  const auto all = db().records().history(w1_.key());
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].created_at_ms, 1000);
   EXPECT_EQ(all[2].created_at_ms, 3000);
-  const auto only_a = db().history(w1_.key(), npu_a_.key);
+  const auto only_a = db().records().history(w1_.key(), npu_a_.key);
   ASSERT_EQ(only_a.size(), 2u);
   for (const auto& r : only_a) EXPECT_EQ(r.target.key, npu_a_.key);
 }
@@ -162,9 +162,9 @@ TEST_P(TuningDatabaseTest, StreamsEveryRecordOfATargetAcrossPages) {
   std::vector<Record> batch;
   for (int i = 1; i <= 2500; ++i) batch.push_back(record(w1_, npu_a_, tiles(i, 1), ok_us(i)));
   batch.push_back(record(w1_, npu_b_, tiles(1, 1), ok_us(1)));
-  db().insert(batch);
+  db().records().insert(batch);
   std::int64_t seen = 0, last_id = 0;
-  db().for_each_record(npu_a_.key, [&](const Record& r) {
+  db().records().for_each_record(npu_a_.key, [&](const Record& r) {
     EXPECT_EQ(r.target.key, npu_a_.key);
     EXPECT_GT(r.id, last_id);
     last_id = r.id;
@@ -173,7 +173,7 @@ TEST_P(TuningDatabaseTest, StreamsEveryRecordOfATargetAcrossPages) {
   });
   EXPECT_EQ(seen, 2500);
   seen = 0;
-  db().for_each_record(npu_a_.key, [&](const Record&) { return ++seen < 10; });
+  db().records().for_each_record(npu_a_.key, [&](const Record&) { return ++seen < 10; });
   EXPECT_EQ(seen, 10);
 }
 
@@ -187,22 +187,22 @@ TEST_P(TuningDatabaseTest, QueryFiltersCombine) {
   norm.created_at_ms = 6000;
   Record other = record(w1_, npu_b_, tiles(1, 1), ok_us(1));
   other.created_at_ms = 7000;
-  db().insert(std::vector<Record>{old_ok, new_fail, norm, other});
+  db().records().insert(std::vector<Record>{old_ok, new_fail, norm, other});
 
   RecordFilter f;
   f.target_key = npu_a_.key;
-  EXPECT_EQ(db().query(f).size(), 3u);
+  EXPECT_EQ(db().records().query(f).size(), 3u);
   f.op = "matmul";
-  EXPECT_EQ(db().query(f).size(), 2u);
+  EXPECT_EQ(db().records().query(f).size(), 2u);
   f.status = Status::invalid;
-  ASSERT_EQ(db().query(f).size(), 1u);
+  ASSERT_EQ(db().records().query(f).size(), 1u);
   f.status.reset();
   f.since_ms = 2000;
-  ASSERT_EQ(db().query(f).size(), 1u);
-  EXPECT_EQ(db().query(f)[0].measurement.status, Status::invalid);
+  ASSERT_EQ(db().records().query(f).size(), 1u);
+  EXPECT_EQ(db().records().query(f)[0].measurement.status, Status::invalid);
   RecordFilter newest;
   newest.limit = 2;
-  const auto rows = db().query(newest);
+  const auto rows = db().records().query(newest);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].created_at_ms, 7000);
 }
@@ -215,52 +215,52 @@ TEST_P(TuningDatabaseTest, ModelsSaveAndLoadLatestPerKindAndFeatureVersion) {
   m.n_records = 100;
   m.metrics = Json{{"ndcg", 0.9}};
   m.created_at_ms = 1000;
-  db().save_model(npu_a_, m);
+  db().models().save(npu_a_, m);
   m.blob = {4, 5};
   m.feature_version = 2;
   m.created_at_ms = 2000;
-  db().save_model(npu_a_, m);
+  db().models().save(npu_a_, m);
   m.kind = "linear";
   m.blob = {};
-  db().save_model(npu_a_, m);
+  db().models().save(npu_a_, m);
 
-  const auto latest = db().load_model(npu_a_.key, "xgboost");
+  const auto latest = db().models().latest(npu_a_.key, "xgboost");
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(latest->blob, (std::vector<std::uint8_t>{4, 5}));
-  const auto v1 = db().load_model(npu_a_.key, "xgboost", 1);
+  const auto v1 = db().models().latest(npu_a_.key, "xgboost", 1);
   ASSERT_TRUE(v1.has_value());
   EXPECT_EQ(v1->blob, (std::vector<std::uint8_t>{1, 2, 3}));
   EXPECT_EQ(v1->metrics["ndcg"], 0.9);
-  const auto empty = db().load_model(npu_a_.key, "linear");
+  const auto empty = db().models().latest(npu_a_.key, "linear");
   ASSERT_TRUE(empty.has_value());
   EXPECT_TRUE(empty->blob.empty());
-  EXPECT_FALSE(db().load_model(npu_b_.key, "xgboost").has_value());
-  const auto listed = db().list_models(npu_a_.key);
+  EXPECT_FALSE(db().models().latest(npu_b_.key, "xgboost").has_value());
+  const auto listed = db().models().list(npu_a_.key);
   ASSERT_EQ(listed.size(), 3u);
   for (const auto& l : listed) EXPECT_TRUE(l.blob.empty());
 }
 
 TEST_P(TuningDatabaseTest, JobsCreateReadUpdateDelete) {
-  const auto id = db().create_job("resnet50", Json{{"trials", 100}});
-  EXPECT_THROW(db().create_job("resnet50", Json::object()), Error);
-  auto j = db().job(id);
+  const auto id = db().jobs().create("resnet50", Json{{"trials", 100}});
+  EXPECT_THROW(db().jobs().create("resnet50", Json::object()), Error);
+  auto j = db().jobs().get(id);
   ASSERT_TRUE(j.has_value());
   EXPECT_EQ(j->state, "pending");
   EXPECT_EQ(j->spec["trials"], 100);
-  db().update_job(id, "running", 0.5);
-  j = db().job_named("resnet50");
+  db().jobs().update(id, "running", 0.5);
+  j = db().jobs().named("resnet50");
   ASSERT_TRUE(j.has_value());
   EXPECT_EQ(j->state, "running");
   EXPECT_DOUBLE_EQ(j->progress, 0.5);
   EXPECT_GE(j->updated_at_ms, j->created_at_ms);
-  db().update_job_spec(id, Json{{"trials", 200}});
-  EXPECT_EQ(db().job(id)->spec["trials"], 200);
-  EXPECT_EQ(db().jobs().size(), 1u);
-  EXPECT_TRUE(db().delete_job(id));
-  EXPECT_FALSE(db().delete_job(id));
-  EXPECT_FALSE(db().job(id).has_value());
+  db().jobs().update_spec(id, Json{{"trials", 200}});
+  EXPECT_EQ(db().jobs().get(id)->spec["trials"], 200);
+  EXPECT_EQ(db().jobs().all().size(), 1u);
+  EXPECT_TRUE(db().jobs().remove(id));
+  EXPECT_FALSE(db().jobs().remove(id));
+  EXPECT_FALSE(db().jobs().get(id).has_value());
   try {
-    db().update_job(id, "done", 1);
+    db().jobs().update(id, "done", 1);
     FAIL() << "update of a deleted job succeeded";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::not_found);
@@ -269,39 +269,39 @@ TEST_P(TuningDatabaseTest, JobsCreateReadUpdateDelete) {
 
 // A batch job stores a round's records and its saved state in one transaction.
 TEST_P(TuningDatabaseTest, WritesTogetherCommitOrRollBackAsOne) {
-  const auto job = db().create_job("j", Json::object());
-  db().write_together([&] {
-    db().insert(record(w1_, npu_a_, tiles(1, 1), ok_us(1)));
-    db().save_job_task(job, "t", Json{{"round", 1}});
+  const auto job = db().jobs().create("j", Json::object());
+  db().records().write_together([&] {
+    db().records().insert(record(w1_, npu_a_, tiles(1, 1), ok_us(1)));
+    db().jobs().save_task(job, "t", Json{{"round", 1}});
   });
   EXPECT_EQ(db().stats().records, 1);
-  EXPECT_THROW(db().write_together([&] {
-    db().insert(record(w1_, npu_a_, tiles(2, 2), ok_us(2)));
-    db().save_job_task(job, "t", Json{{"round", 2}});
+  EXPECT_THROW(db().records().write_together([&] {
+    db().records().insert(record(w1_, npu_a_, tiles(2, 2), ok_us(2)));
+    db().jobs().save_task(job, "t", Json{{"round", 2}});
     throw Error(ErrorKind::io, "crash before the commit");
   }), Error);
   EXPECT_EQ(db().stats().records, 1);
-  EXPECT_EQ(db().job_tasks(job).at("t")["round"], 1);
-  db().insert(record(w1_, npu_a_, tiles(3, 3), ok_us(3)));  // the connection is usable again
+  EXPECT_EQ(db().jobs().tasks(job).at("t")["round"], 1);
+  db().records().insert(record(w1_, npu_a_, tiles(3, 3), ok_us(3)));  // the connection is usable again
   EXPECT_EQ(db().stats().records, 2);
 }
 
 TEST_P(TuningDatabaseTest, JobTaskStatesAreReplacedPerTaskAndGoWithTheirJob) {
-  const auto id = db().create_job("j", Json::object());
-  const auto other = db().create_job("k", Json::object());
-  db().save_job_task(id, "conv", Json{{"round", 1}});
-  db().save_job_task(id, "fc", Json{{"round", 1}});
-  db().save_job_task(id, "conv", Json{{"round", 2}});
-  db().save_job_task(other, "conv", Json{{"round", 7}});
-  auto tasks = db().job_tasks(id);
+  const auto id = db().jobs().create("j", Json::object());
+  const auto other = db().jobs().create("k", Json::object());
+  db().jobs().save_task(id, "conv", Json{{"round", 1}});
+  db().jobs().save_task(id, "fc", Json{{"round", 1}});
+  db().jobs().save_task(id, "conv", Json{{"round", 2}});
+  db().jobs().save_task(other, "conv", Json{{"round", 7}});
+  auto tasks = db().jobs().tasks(id);
   ASSERT_EQ(tasks.size(), 2u);
   EXPECT_EQ(tasks["conv"]["round"], 2);
   EXPECT_EQ(tasks["fc"]["round"], 1);
-  EXPECT_TRUE(db().delete_job(id));
-  EXPECT_TRUE(db().job_tasks(id).empty());
-  EXPECT_EQ(db().job_tasks(other).at("conv")["round"], 7);
+  EXPECT_TRUE(db().jobs().remove(id));
+  EXPECT_TRUE(db().jobs().tasks(id).empty());
+  EXPECT_EQ(db().jobs().tasks(other).at("conv")["round"], 7);
   try {
-    db().save_job_task(id, "conv", Json::object());
+    db().jobs().save_task(id, "conv", Json::object());
     FAIL() << "saved a task state for a deleted job";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::not_found);
@@ -309,10 +309,10 @@ TEST_P(TuningDatabaseTest, JobTaskStatesAreReplacedPerTaskAndGoWithTheirJob) {
 }
 
 TEST_P(TuningDatabaseTest, StatsCountPerTargetAndStatus) {
-  db().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(1)),
+  db().records().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(1)),
                                   record(w2_, npu_a_, tiles(1, 1), Measurement::failed(Status::invalid, "x")),
                                   record(w1_, npu_b_, tiles(1, 1), ok_us(1))});
-  db().create_job("j", Json::object());
+  db().jobs().create("j", Json::object());
   const Stats st = db().stats();
   EXPECT_EQ(st.schema_version, TuningDatabase::kSchemaVersion);
   EXPECT_EQ(st.records, 3);
@@ -334,13 +334,13 @@ TEST_P(TuningDatabaseTest, PruneKeepsBestKPerWorkloadAndTarget) {
     batch.push_back(record(w1_, npu_b_, tiles(i, 1), ok_us(i)));
   }
   batch.push_back(record(w1_, npu_a_, tiles(99, 99), Measurement::failed(Status::invalid, "x")));
-  db().insert(batch);
+  db().records().insert(batch);
   EXPECT_EQ(db().prune(3, /*keep_failed=*/true), 14);
   EXPECT_EQ(db().stats().records, 7);
-  const auto a = db().best(w1_.key(), npu_a_.key, 10);
+  const auto a = db().records().best(w1_.key(), npu_a_.key, 10);
   ASSERT_EQ(a.size(), 3u);
   EXPECT_DOUBLE_EQ(a[0].measurement.time_us, 90);
-  const auto b = db().best(w1_.key(), npu_b_.key, 10);
+  const auto b = db().records().best(w1_.key(), npu_b_.key, 10);
   ASSERT_EQ(b.size(), 3u);
   EXPECT_DOUBLE_EQ(b[2].measurement.time_us, 3);
   EXPECT_EQ(db().prune(3), 1);  // the failure goes now
@@ -349,11 +349,11 @@ TEST_P(TuningDatabaseTest, PruneKeepsBestKPerWorkloadAndTarget) {
 }
 
 TEST_P(TuningDatabaseTest, BestPerWorkloadGivesOneEntryPerWorkload) {
-  db().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5)),
+  db().records().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5)),
                                   record(w1_, npu_a_, tiles(2, 1), ok_us(3)),
                                   record(w2_, npu_a_, tiles(1, 1), ok_us(7)),
                                   record(w2_, npu_b_, tiles(2, 2), ok_us(1))});
-  const auto best = db().best_per_workload(npu_a_.key);
+  const auto best = db().records().best_per_workload(npu_a_.key);
   ASSERT_EQ(best.size(), 2u);
   for (const auto& e : best) {
     if (e.workload == w1_) {
@@ -367,14 +367,14 @@ TEST_P(TuningDatabaseTest, BestPerWorkloadGivesOneEntryPerWorkload) {
 }
 
 TEST_P(TuningDatabaseTest, ExportThenImportReproducesTheRecords) {
-  db().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5, {4, 5, 6})),
+  db().records().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5, {4, 5, 6})),
                                   record(w2_, npu_b_, tiles(1, 1), Measurement::failed(Status::compile_error, "e"))});
   std::stringstream lines;
   EXPECT_EQ(db().export_jsonl(lines), 2);
   auto copy = TuningDatabase::open(":memory:");
   const MergeReport rep = copy.import_jsonl(lines, "export.jsonl");
   EXPECT_EQ(rep.added, 2);
-  const auto got = copy.find(w1_.key(), npu_a_.key, tiles(1, 1).key());
+  const auto got = copy.records().find(w1_.key(), npu_a_.key, tiles(1, 1).key());
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->measurement.repeats, (std::vector<double>{4, 5, 6}));
   EXPECT_EQ(copy.targets().size(), 2u);
@@ -387,7 +387,7 @@ TEST_P(TuningDatabaseTest, ExportThenImportReproducesTheRecords) {
 }
 
 TEST_P(TuningDatabaseTest, ImportLineMissingAFieldNamesItAndStoresNothing) {
-  db().insert(record(w1_, npu_a_, tiles(1, 1), ok_us(5)));
+  db().records().insert(record(w1_, npu_a_, tiles(1, 1), ok_us(5)));
   std::stringstream lines;
   db().export_jsonl(lines);
   Json good = parse_json(lines.str(), "line");
@@ -411,7 +411,7 @@ TEST_P(TuningDatabaseTest, ImportLineMissingAFieldNamesItAndStoresNothing) {
 // Every imported record is validated like a measured one; the first bad one refuses the
 // whole batch, naming its line, and the caller's space check sees each record.
 TEST_P(TuningDatabaseTest, ImportValidatesEveryRecordAndRefusesTheBatchWhole) {
-  db().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5, {4, 5, 6})),
+  db().records().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5, {4, 5, 6})),
                                   record(w2_, npu_a_, tiles(2, 2), ok_us(7))});
   std::stringstream exported;
   db().export_jsonl(exported);
@@ -480,18 +480,18 @@ TEST(TuningDatabaseMergeTest, MergeDeduplicatesCombinesAndIsIdempotent) {
   const Workload w = matmul(256, 256, 256);
   {
     auto other = TuningDatabase::open(dir.file("other.db"));
-    other.insert(std::vector<Record>{record(w, t, tiles(1, 1), ok_us(5, {5})),   // identical
+    other.records().insert(std::vector<Record>{record(w, t, tiles(1, 1), ok_us(5, {5})),   // identical
                                      record(w, t, tiles(2, 2), ok_us(8, {8})),   // combined
                                      record(w, t, tiles(3, 3), ok_us(4, {4})),   // new
                                      record(w, t, tiles(4, 4), ok_us(6, {6}))});  // conflict: ok wins
     ModelRecord m;
     m.kind = "xgboost";
     m.blob = {7};
-    other.save_model(t, m);
-    other.create_job("farm-job", Json::object());
+    other.models().save(t, m);
+    other.jobs().create("farm-job", Json::object());
   }
   auto db = TuningDatabase::open(dir.file("main.db"));
-  db.insert(std::vector<Record>{record(w, t, tiles(1, 1), ok_us(5, {5})),
+  db.records().insert(std::vector<Record>{record(w, t, tiles(1, 1), ok_us(5, {5})),
                                 record(w, t, tiles(2, 2), ok_us(10, {10})),
                                 record(w, t, tiles(4, 4), Measurement::failed(Status::runtime_error, "flake"))});
   const MergeReport rep = db.merge_from(dir.file("other.db"));
@@ -501,15 +501,15 @@ TEST(TuningDatabaseMergeTest, MergeDeduplicatesCombinesAndIsIdempotent) {
   EXPECT_EQ(rep.conflicts, 1);
   EXPECT_EQ(rep.models, 1);
   EXPECT_EQ(rep.jobs, 1);
-  const auto combined = db.find(w.key(), t.key, tiles(2, 2).key());
+  const auto combined = db.records().find(w.key(), t.key, tiles(2, 2).key());
   ASSERT_TRUE(combined.has_value());
   EXPECT_EQ(combined->measurement.repeats, (std::vector<double>{10, 8}));
-  EXPECT_EQ(db.find(w.key(), t.key, tiles(4, 4).key())->measurement.status, Status::ok);
+  EXPECT_EQ(db.records().find(w.key(), t.key, tiles(4, 4).key())->measurement.status, Status::ok);
   EXPECT_EQ(db.stats().records, 4);
 
   const MergeReport again = db.merge_from(dir.file("other.db"));
   EXPECT_EQ(again.added + again.combined + again.models + again.jobs, 0);
-  EXPECT_EQ(db.find(w.key(), t.key, tiles(2, 2).key())->measurement.repeats.size(), 2u);
+  EXPECT_EQ(db.records().find(w.key(), t.key, tiles(2, 2).key())->measurement.repeats.size(), 2u);
   EXPECT_EQ(db.integrity_check(), "ok");
 }
 

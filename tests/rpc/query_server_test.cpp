@@ -67,7 +67,7 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
     slow.repeats = {20};
     std::vector<db::Record> records{db::Record(w, target, Schedule({{"tile_m", 64}}), fast),
                                     db::Record(w, target, Schedule({{"tile_m", 32}}), slow)};
-    database.insert(records);
+    database.records().insert(records);
   }
   QueryServerOptions o;
   o.db_path = path;
@@ -113,7 +113,7 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
     m.time_us = 5;
     m.repeats = {5};
     const db::TargetInfo twin{"00000000000000ff", "ascend910", Json{{"name", "ascend910"}, {"rev", 2}}};
-    database.insert(db::Record(w, twin, Schedule({{"tile_m", 16}}), m));
+    database.records().insert(db::Record(w, twin, Schedule({{"tile_m", 16}}), m));
   }
   const auto ambiguous = get(o.port, exact, "Bearer qs-token");
   EXPECT_EQ(ambiguous.first, 400) << ambiguous.second;

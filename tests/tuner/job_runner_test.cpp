@@ -55,7 +55,7 @@ TEST_F(JobRunnerTest, InterruptedJobResumesWhereTheSchedulerStopped) {
   const auto first = run_job(spec(200, "round_robin"), stop_early);
   EXPECT_EQ(trials_per_task(first), (std::vector<int>{8, 8, 0}));  // default + 7 each
   auto db = db::TuningDatabase::open((dir_ / "j.db").string());
-  const auto job = db.job_named("mlp");
+  const auto job = db.jobs().named("mlp");
   ASSERT_TRUE(job.has_value());
   EXPECT_EQ(job->state, "stopped");
   EXPECT_EQ(job->spec["scheduler"]["tasks"][0]["trials"], 8);
@@ -76,7 +76,7 @@ std::vector<std::vector<std::string>> measured_in_order(const fs::path& db_path)
   const TaskSet tasks = zoo_model("mlp");
   for (const auto& t : tasks.tasks()) {
     out.emplace_back();
-    for (const auto& r : db.history(t.workload.key())) out.back().push_back(r.schedule.key());
+    for (const auto& r : db.records().history(t.workload.key())) out.back().push_back(r.schedule.key());
   }
   return out;
 }
@@ -118,7 +118,7 @@ TEST_F(JobRunnerTest, ATaskWhoseSpaceRunsOutFinishesTheJob) {
       quiet);
   EXPECT_EQ(out.trials, 20);
   auto db = db::TuningDatabase::open((dir_ / "tiny.db").string());
-  EXPECT_EQ(db.job_named("tiny")->state, "done");
+  EXPECT_EQ(db.jobs().named("tiny")->state, "done");
 }
 
 TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {

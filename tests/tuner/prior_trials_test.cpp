@@ -50,7 +50,7 @@ class PriorTrialsTest : public ::testing::Test {
     for (std::size_t i = 0; i < all.size(); i += 8) {
       records.emplace_back(recorded(table(name)), on.value_or(target_), all[i], rs.measure(all[i]));
     }
-    db.insert(records);
+    db.records().insert(records);
   }
 
   std::vector<Schedule> first_proposals(const db::TuningDatabase& db, std::uint64_t seed, std::size_t n,

@@ -5,7 +5,8 @@
 #include <set>
 
 #include "core/error.hpp"
-
+#include "db/memory_record_store.hpp"
+#include "db/tuning_database.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "tuner/local_measurer.hpp"
@@ -28,7 +29,7 @@ class TunerTest : public testing::Test {
     return search::make_strategy("random", space_, o);
   }
   std::vector<db::Record> stored() {
-    return db_.history(workload_.key(), db::TargetInfo::from_target(target_).key);
+    return db_.records().history(workload_.key(), db::TargetInfo::from_target(target_).key);
   }
 };
 
@@ -36,7 +37,7 @@ TEST_F(TunerTest, StoresEveryTrialAndFindsTheBest) {
   auto s = strategy();
   TuneOptions o;
   o.batch_size = 8;
-  const auto r = tune(workload_, target_, 40, *s, measurer_, db_, o);
+  const auto r = tune(workload_, target_, 40, *s, measurer_, db_.records(), o);
   EXPECT_EQ(r.trials, 40);
   EXPECT_EQ(r.measured, 40);
   EXPECT_EQ(r.curve.size(), 40u);
@@ -55,9 +56,9 @@ TEST_F(TunerTest, ResumeNeverMeasuresAScheduleTwice) {
   o.batch_size = 8;
   o.repeat = 2;
   auto first = strategy(1);
-  const auto a = tune(workload_, target_, 24, *first, measurer_, db_, o);
+  const auto a = tune(workload_, target_, 24, *first, measurer_, db_.records(), o);
   auto second = strategy(1);  // same seed: would propose the same schedules again
-  const auto b = tune(workload_, target_, 48, *second, measurer_, db_, o);
+  const auto b = tune(workload_, target_, 48, *second, measurer_, db_.records(), o);
   EXPECT_EQ(b.resumed, 24);
   EXPECT_EQ(b.measured, 24);
   EXPECT_LE(b.best_us, a.best_us);
@@ -71,16 +72,41 @@ TEST_F(TunerTest, ResumeNeverMeasuresAScheduleTwice) {
     }
   }
   auto third = strategy(1);
-  const auto c = tune(workload_, target_, 48, *third, measurer_, db_, o);
+  const auto c = tune(workload_, target_, 48, *third, measurer_, db_.records(), o);
   EXPECT_EQ(c.measured, 0);
   EXPECT_EQ(c.best_us, b.best_us);  // best restored from the database
+}
+
+// The tuner needs only the RecordStore interface: over the in-memory store a run and its
+// resume store the same schedules, in the same order, as over the SQLite store.
+TEST_F(TunerTest, TheMemoryStoreTunesAndResumesAsTheSqliteStore) {
+  TuneOptions o;
+  o.batch_size = 8;
+  db::MemoryRecordStore memory;
+  auto a = strategy(3);
+  auto b = strategy(3);
+  const auto on_file = tune(workload_, target_, 24, *a, measurer_, db_.records(), o);
+  const auto in_memory = tune(workload_, target_, 24, *b, measurer_, memory, o);
+  EXPECT_EQ(in_memory.best_us, on_file.best_us);
+  auto c = strategy(3);
+  const auto resumed = tune(workload_, target_, 40, *c, measurer_, memory, o);
+  EXPECT_EQ(resumed.resumed, 24);
+  EXPECT_EQ(resumed.measured, 16);
+  auto d = strategy(3);
+  tune(workload_, target_, 40, *d, measurer_, db_.records(), o);
+  const auto key = db::TargetInfo::from_target(target_).key;
+  std::vector<std::string> file_order, memory_order;
+  for (const auto& r : db_.records().history(workload_.key(), key)) file_order.push_back(r.schedule.key());
+  for (const auto& r : memory.history(workload_.key(), key)) memory_order.push_back(r.schedule.key());
+  EXPECT_EQ(memory_order.size(), 40u);
+  EXPECT_EQ(memory_order, file_order);
 }
 
 // A batch job's checkpoint sees the round already taken in by the session and the
 // strategy, and its writes commit with the round's records or not at all.
 TEST_F(TunerTest, ARoundCheckpointCommitsWithItsRecordsOrNotAtAll) {
   auto s = strategy();
-  const auto job = db_.create_job("j", Json::object());
+  const auto job = db_.jobs().create("j", Json::object());
   TuningSession* session = nullptr;
   std::vector<std::pair<int, std::size_t>> seen;  // (session trials, strategy trials)
   TuneOptions o;
@@ -89,11 +115,11 @@ TEST_F(TunerTest, ARoundCheckpointCommitsWithItsRecordsOrNotAtAll) {
     seen.emplace_back(session->result().trials, s->trials());
     const int round = static_cast<int>(seen.size());
     return std::function<void()>([&, round] {
-      db_.save_job_task(job, "t", Json{{"round", round}});
+      db_.jobs().save_task(job, "t", Json{{"round", round}});
       if (round == 3) throw Error(ErrorKind::io, "disk full");
     });
   };
-  TuningSession tuning(workload_, target_, *s, measurer_, db_, o);
+  TuningSession tuning(workload_, target_, *s, measurer_, db_.records(), o);
   session = &tuning;
   tuning.run_round(8);  // the default and 7 proposals
   tuning.run_round(8);
@@ -103,7 +129,7 @@ TEST_F(TunerTest, ARoundCheckpointCommitsWithItsRecordsOrNotAtAll) {
   EXPECT_EQ(stored().size(), 16u);
   EXPECT_THROW(tuning.run_round(8), Error);
   EXPECT_EQ(stored().size(), 16u);  // the failed checkpoint took its round's records along
-  EXPECT_EQ(db_.job_tasks(job).at("t")["round"], 2);
+  EXPECT_EQ(db_.jobs().tasks(job).at("t")["round"], 2);
 }
 
 // A measurer whose odd items always lose their worker.
@@ -131,7 +157,7 @@ TEST_F(TunerTest, InfrastructureErrorsAreNeverStored) {
   auto s = strategy();
   TuneOptions o;
   o.batch_size = 6;
-  const auto r = tune(workload_, target_, 30, *s, flaky, db_, o);
+  const auto r = tune(workload_, target_, 30, *s, flaky, db_.records(), o);
   EXPECT_EQ(r.trials, 30);
   for (const auto& rec : stored()) {
     EXPECT_FALSE(is_infrastructure_error(rec.measurement.status));
@@ -150,7 +176,7 @@ class DeadMeasurer : public Measurer {
 TEST_F(TunerTest, AMeasurerThatNeverAnswersStopsTheRunWithoutStoring) {
   DeadMeasurer dead;
   auto s = strategy();
-  EXPECT_THROW(tune(workload_, target_, 30, *s, dead, db_), Error);
+  EXPECT_THROW(tune(workload_, target_, 30, *s, dead, db_.records()), Error);
   EXPECT_TRUE(stored().empty());
 }
 
@@ -159,7 +185,7 @@ TEST_F(TunerTest, EarlyStoppingEndsAStalledRun) {
   TuneOptions o;
   o.batch_size = 4;
   o.early_stopping = 8;
-  const auto r = tune(workload_, target_, 100000, *s, measurer_, db_, o);
+  const auto r = tune(workload_, target_, 100000, *s, measurer_, db_.records(), o);
   if (r.stop_reason != "exhausted") {
     EXPECT_EQ(r.stop_reason, "early_stopping");
   }
@@ -177,7 +203,7 @@ TEST_F(TunerTest, ProgressCallbackSeesEveryRound) {
     EXPECT_GE(p.trials, last);
     last = p.trials;
   };
-  tune(workload_, target_, 30, *s, measurer_, db_, o, cb);
+  tune(workload_, target_, 30, *s, measurer_, db_.records(), o, cb);
   EXPECT_GE(calls, 4);  // initial + 3 rounds
   EXPECT_EQ(last, 30);
 }

@@ -35,7 +35,7 @@ int insert(const std::string& path, long first, long n, long size) {
       r.worker = "child";
       batch.push_back(std::move(r));
     }
-    db.insert(batch);
+    db.records().insert(batch);
     std::cout << "committed " << b << std::endl;  // endl: the parent must see it before a kill
   }
   return 0;
@@ -46,7 +46,7 @@ int read(const std::string& path, const std::string& stop_file) {
   const TargetInfo target = TargetInfo::named("npu-rel");
   long reads = 0;
   while (!std::filesystem::exists(stop_file)) {
-    for (long b = 0; b < 2000; b += 97) db.best(batch_workload(b).key(), target.key, 5);
+    for (long b = 0; b < 2000; b += 97) db.records().best(batch_workload(b).key(), target.key, 5);
     db.stats();
     ++reads;
   }

@@ -1,0 +1,61 @@
+// RecordStore: the records half of the tuning database as an interface, like TVM's
+// Database: what the tuner, the farm's result log and model evaluation need (store a
+// round, ask what is measured, read a workload's history, stream a target's records).
+// Two implementations: SqliteRecordStore (db/sqlite_record_store.hpp, the durable one a
+// TuningDatabase hands out) and MemoryRecordStore (db/memory_record_store.hpp: tests,
+// dry runs, evaluation without a file). Both keep the same contract:
+// - one record per (workload key, target key, schedule key); a record for a key already
+//   held is resolved by the duplicate rule (db/duplicate_rule.hpp);
+// - a record with an infrastructure status is refused (ErrorKind::internal), the whole
+//   batch with it;
+// - every query is target-aware.
+// Threading: one store per thread, as TuningDatabase.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "db/record.hpp"
+
+namespace atvoss::db {
+
+class RecordStore {
+ public:
+  virtual ~RecordStore() = default;
+
+  // Stores a batch atomically and returns the id of each record's row, in order.
+  virtual std::vector<std::int64_t> insert(std::span<const Record> batch) = 0;
+  std::int64_t insert(const Record& record) { return insert(std::span<const Record>(&record, 1)).front(); }
+
+  // Runs body so that every write to this store inside it lands together, or none does
+  // (body throws). body may run more than once (a busy SQLite file retries), so it must
+  // only write to the store.
+  virtual void write_together(const std::function<void()>& body) = 0;
+
+  // The stored record for (workload, target, schedule key), for de-duplication.
+  virtual std::optional<Record> find(const std::string& workload_key, const std::string& target_key,
+                                     const std::string& schedule_key) const = 0;
+  virtual bool contains(const std::string& workload_key, const std::string& target_key,
+                        const std::string& schedule_key) const {
+    return find(workload_key, target_key, schedule_key).has_value();
+  }
+
+  // Up to k valid (status ok) records of (workload, target), fastest first (ties: oldest).
+  virtual std::vector<Record> best(const std::string& workload_key, const std::string& target_key,
+                                   int k) const = 0;
+
+  // Every record of one workload, oldest first; restricted to one target if given.
+  virtual std::vector<Record> history(const std::string& workload_key,
+                                      const std::optional<std::string>& target_key = std::nullopt) const = 0;
+
+  // Every record of a target (any status) in id order; fn returns false to stop early.
+  // Do not write to the store from inside fn.
+  virtual void for_each_record(const std::string& target_key,
+                               const std::function<bool(const Record&)>& fn) const = 0;
+};
+
+}  // namespace atvoss::db

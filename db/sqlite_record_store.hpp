@@ -1,0 +1,68 @@
+// SqliteRecordStore: the RecordStore (db/record_store.hpp) of a tuning database file,
+// plus the queries only SQL answers cheaply (filters, best per workload, the cheap best
+// form for runtime lookups). A TuningDatabase owns one and hands it out as records();
+// it shares the database's connection, so it lives exactly as long as the database.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "db/record_store.hpp"
+
+namespace atvoss::db {
+
+class Connection;  // db/sqlite.hpp
+namespace rows {
+struct DecodeCache;  // db/internal/rows.hpp
+}
+
+// The best schedule of one workload on one target (export-table and `best` output).
+struct BestEntry {
+  Workload workload;
+  Schedule schedule;
+  double time_us = 0;
+  std::int64_t record_id = 0;
+};
+
+class SqliteRecordStore final : public RecordStore {
+ public:
+  SqliteRecordStore(Connection& conn, rows::DecodeCache& cache) : conn_(conn), cache_(cache) {}
+  SqliteRecordStore(const SqliteRecordStore&) = delete;
+  SqliteRecordStore& operator=(const SqliteRecordStore&) = delete;
+
+  // insert(): one transaction; once it returns the whole batch is durable.
+  using RecordStore::insert;
+  std::vector<std::int64_t> insert(std::span<const Record> batch) override;
+  // Joins every write of this database inside body (records, models, jobs) into one
+  // transaction.
+  void write_together(const std::function<void()>& body) override;
+  std::optional<Record> find(const std::string& workload_key, const std::string& target_key,
+                             const std::string& schedule_key) const override;
+  bool contains(const std::string& workload_key, const std::string& target_key,
+                const std::string& schedule_key) const override;
+  // Answered from the partial index records_best, without scanning the records table.
+  std::vector<Record> best(const std::string& workload_key, const std::string& target_key,
+                           int k) const override;
+  std::vector<Record> history(const std::string& workload_key,
+                              const std::optional<std::string>& target_key = std::nullopt) const override;
+  // Pages by id, so fn may read this database and a busy retry resumes where it stopped.
+  void for_each_record(const std::string& target_key,
+                       const std::function<bool(const Record&)>& fn) const override;
+
+  // Like best(), but only schedule and time of each (no repeats or profile to decode):
+  // the cheap form for runtime queries such as HTTP GET /v1/best.
+  std::vector<BestEntry> best_schedules(const std::string& workload_key, const std::string& target_key,
+                                        int k) const;
+  // SQLite's plan for the best() query, one step per line (tests check it uses the index).
+  std::string explain_best_plan() const;
+  // Records matching the filter, newest first.
+  std::vector<Record> query(const RecordFilter& filter) const;
+  // The best valid schedule of every workload measured on target, ordered by workload key.
+  std::vector<BestEntry> best_per_workload(const std::string& target_key) const;
+
+ private:
+  Connection& conn_;
+  rows::DecodeCache& cache_;
+};
+
+}  // namespace atvoss::db
