@@ -61,12 +61,12 @@ class DatabaseFarmLog final : public FarmLog {
       batch.swap(queue_);
       const auto targets = targets_;
       lock.unlock();
-      store(database, batch, targets);
+      store(database.records(), batch, targets);
       lock.lock();
     }
   }
 
-  static void store(db::TuningDatabase& database, const std::deque<Pending>& batch,
+  static void store(db::RecordStore& database, const std::deque<Pending>& batch,
                     const std::map<std::string, db::TargetInfo>& targets) {
     std::vector<db::Record> records;
     for (const Pending& p : batch) {
@@ -86,7 +86,7 @@ class DatabaseFarmLog final : public FarmLog {
     }
     if (records.empty()) return;
     try {
-      database.records().insert(records);
+      database.insert(records);
     } catch (const std::exception& e) {
       log_line("farm-db", "could not store " + std::to_string(records.size()) + " results: " + e.what());
     }

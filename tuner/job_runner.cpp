@@ -346,7 +346,7 @@ class Job {
     EvaluationOptions eval;
     eval.cost_model = spec_.cost_model;
     eval.seed = spec_.seed;
-    data.variants = evaluate_variants(tasks_.tasks(), target_, db_, eval);
+    data.variants = evaluate_variants(tasks_.tasks(), target_, db_.records(), eval);
     data.precisions = precisions_;
     for (const auto& t : tasks_.tasks()) {
       if (const double e = int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);

@@ -136,13 +136,13 @@ std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const Precis
 }
 
 std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
-                                            const Target& target, const db::TuningDatabase& db,
+                                            const Target& target, const db::RecordStore& records,
                                             const EvaluationOptions& options) {
   const auto target_key = db::TargetInfo::from_target(target).key;
   std::vector<std::vector<db::Record>> histories;
   std::vector<costmodel::WorkloadGroup> groups;
   for (const auto& t : tasks) {
-    histories.push_back(db.records().history(t.workload.key(), target_key));
+    histories.push_back(records.history(t.workload.key(), target_key));
     groups.push_back(group_of(t.workload, target, histories.back(), options.train_per_task));
   }
   ModelVariant def{"(a) vendor default", "the backend's default schedule for every op", {}};

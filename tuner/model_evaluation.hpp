@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/target.hpp"
-#include "db/tuning_database.hpp"
+#include "db/record_store.hpp"
 #include "tuner/precision.hpp"
 #include "tuner/report.hpp"
 #include "tuner/task_set.hpp"
@@ -44,7 +44,7 @@ std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const Precis
                                               const Target& target);
 
 std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
-                                            const Target& target, const db::TuningDatabase& db,
+                                            const Target& target, const db::RecordStore& records,
                                             const EvaluationOptions& options = {});
 
 }  // namespace atvoss::tuner
