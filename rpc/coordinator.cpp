@@ -112,7 +112,7 @@ struct Waiter {
   Clock::time_point since;
 };
 
-struct Task {
+struct QueuedTask {
   std::string identity;
   std::string target;
   Json request;  // the request body (bin, protocol.hpp): what the worker needs, opaque here
@@ -200,7 +200,7 @@ class Farm {
   mutable std::mutex mu_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Session>> sessions_;
   std::map<std::uint64_t, WorkerState> workers_;
-  std::unordered_map<std::uint64_t, Task> tasks_;
+  std::unordered_map<std::uint64_t, QueuedTask> tasks_;
   std::unordered_map<std::string, std::uint64_t> by_identity_;
   std::unordered_map<std::string, std::deque<std::uint64_t>> queues_;
   std::unordered_map<std::uint64_t, Json> outbox_;  // client session -> results array
@@ -535,7 +535,7 @@ void Farm::on_submit(const std::shared_ptr<Session>& s, Json& message) {
       continue;
     }
     const std::uint64_t id = next_task_++;
-    Task& task = tasks_[id];
+    QueuedTask& task = tasks_[id];
     task.identity = identity;
     task.target = target->get<std::string>();
     task.request = std::move(*request);
@@ -660,7 +660,7 @@ void Farm::remove_worker(std::uint64_t id) {
   for (const std::uint64_t task_id : w.in_flight) {
     const auto t = tasks_.find(task_id);
     if (t == tasks_.end()) continue;
-    Task& task = t->second;
+    QueuedTask& task = t->second;
     task.worker = 0;
     if (++task.retries > options_.max_retries) {
       relay(task_id, "worker_lost",

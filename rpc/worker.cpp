@@ -161,7 +161,7 @@ void Worker::serve(Channel& channel, std::uint64_t generation) {
       {
         const std::lock_guard lock(mu_);
         if (generation != generation_) return;
-        for (const Json& task : tasks) jobs_.push_back(Job{generation, task});
+        for (const Json& task : tasks) jobs_.push_back(Assignment{generation, task});
       }
       // One wake per task: waking every slot for a single task only makes them fight for it.
       for (std::size_t i = 0; i < tasks.size(); ++i) jobs_cv_.notify_one();
@@ -210,7 +210,7 @@ Json Worker::measure_task(const Json& task) {
 
 void Worker::slot_loop() {
   for (;;) {
-    Job job;
+    Assignment job;
     {
       std::unique_lock lock(mu_);
       jobs_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });

@@ -74,7 +74,7 @@ class Worker {
   std::uint64_t measured() const { return measured_.load(); }
 
  private:
-  struct Job {
+  struct Assignment {
     std::uint64_t generation;
     Json task;
   };
@@ -91,7 +91,7 @@ class Worker {
 
   std::mutex mu_;
   std::condition_variable jobs_cv_, results_cv_, stop_cv_;
-  std::deque<Job> jobs_;
+  std::deque<Assignment> jobs_;
   Json results_ = Json::array();
   std::uint64_t generation_ = 0;         // bumped on every (re)connect
   std::shared_ptr<Channel> channel_;      // current connection, null while disconnected

@@ -65,10 +65,10 @@ struct TaskRun {
   Json saved{};
 };
 
-class Job {
+class JobRun {
  public:
-  Job(const JobSpec& spec, const JobRunOptions& options, Target target, TaskSet tasks,
-      std::unique_ptr<Measurer> measurer)
+  JobRun(const JobSpec& spec, const JobRunOptions& options, Target target, TaskSet tasks,
+         std::unique_ptr<Measurer> measurer)
       : spec_(spec), options_(options), target_(std::move(target)), tasks_(std::move(tasks)),
         measurer_(std::move(measurer)), db_(db::TuningDatabase::open(spec.database)),
         target_info_(db::TargetInfo::from_target(target_)),
@@ -452,7 +452,7 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   std::unique_ptr<Measurer> measurer =
       options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
-  Job job(spec, options, std::move(target), std::move(tasks), std::move(measurer));
+  JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer));
   job.compare_precisions(model);
   return job.run();
 }

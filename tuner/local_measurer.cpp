@@ -1,7 +1,7 @@
 // LocalMeasurer. The Pool holds a queue of Jobs (one per item attempt) shared by
-// the worker threads. A Job lives in a shared_ptr so a worker that outlives its
+// the worker threads. A MeasureItem lives in a shared_ptr so a worker that outlives its
 // item's deadline can still finish writing into it harmlessly; measure() only
-// reads a Job's result once it is marked done, under the pool mutex.
+// reads a MeasureItem's result once it is marked done, under the pool mutex.
 #include "tuner/local_measurer.hpp"
 
 #include <algorithm>
@@ -18,7 +18,7 @@ Measurement simulate_item(const MeasureInput& item, double noise) {
 }
 
 struct LocalMeasurer::Pool {
-  struct Job {
+  struct MeasureItem {
     const MeasureInput* input = nullptr;  // valid while measure() waits for it
     Measurement result;
     bool started = false;
@@ -32,7 +32,7 @@ struct LocalMeasurer::Pool {
   std::mutex mu;
   std::condition_variable work_ready;
   std::condition_variable job_done;
-  std::deque<std::shared_ptr<Job>> queue;
+  std::deque<std::shared_ptr<MeasureItem>> queue;
   std::vector<std::thread> threads;
   bool stopping = false;
 
@@ -97,10 +97,10 @@ std::vector<Measurement> LocalMeasurer::measure(const std::vector<MeasureInput>&
   using Clock = std::chrono::steady_clock;
   std::vector<Measurement> results(batch.size());
   std::vector<int> attempts(batch.size(), 0);
-  std::vector<std::shared_ptr<Pool::Job>> jobs(batch.size());
+  std::vector<std::shared_ptr<Pool::MeasureItem>> jobs(batch.size());
   std::unique_lock lock(pool_->mu);
   auto submit = [&](std::size_t i) {
-    jobs[i] = std::make_shared<Pool::Job>();
+    jobs[i] = std::make_shared<Pool::MeasureItem>();
     jobs[i]->input = &batch[i];
     ++attempts[i];
     pool_->queue.push_back(jobs[i]);
