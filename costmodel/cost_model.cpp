@@ -1,7 +1,7 @@
 #include "costmodel/cost_model.hpp"
 
 #include "core/error.hpp"
-#include "costmodel/model_kinds.hpp"
+#include "costmodel/internal/model_kinds.hpp"
 
 namespace atvoss::costmodel {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "costmodel/model_envelope.hpp"
-#include "costmodel/model_kinds.hpp"
+#include "costmodel/internal/model_envelope.hpp"
+#include "costmodel/internal/model_kinds.hpp"
 
 namespace atvoss::costmodel {
 namespace {

@@ -1,4 +1,4 @@
-#include "costmodel/model_envelope.hpp"
+#include "costmodel/internal/model_envelope.hpp"
 
 #include <cstring>
 

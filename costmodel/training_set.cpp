@@ -1,4 +1,4 @@
-#include "costmodel/training_set.hpp"
+#include "costmodel/internal/training_set.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "costmodel/training_set.hpp"
+#include "costmodel/internal/training_set.hpp"
 
 namespace atvoss::costmodel {
 namespace {

@@ -12,9 +12,9 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "costmodel/model_envelope.hpp"
-#include "costmodel/model_kinds.hpp"
-#include "costmodel/training_set.hpp"
+#include "costmodel/internal/model_envelope.hpp"
+#include "costmodel/internal/model_kinds.hpp"
+#include "costmodel/internal/training_set.hpp"
 
 namespace atvoss::costmodel {
 namespace {

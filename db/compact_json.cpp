@@ -1,4 +1,4 @@
-#include "db/compact_json.hpp"
+#include "db/internal/compact_json.hpp"
 
 #include <charconv>
 #include <cmath>

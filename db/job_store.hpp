@@ -12,7 +12,7 @@
 
 namespace atvoss::db {
 
-class Connection;  // db/sqlite.hpp
+class Connection;  // db/internal/sqlite.hpp
 
 class JobStore {
  public:

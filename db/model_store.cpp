@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "db/internal/rows.hpp"
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 
 namespace atvoss::db {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
-#include "db/compact_json.hpp"
+#include "db/internal/compact_json.hpp"
 
 namespace atvoss::db::rows {
 

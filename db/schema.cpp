@@ -1,9 +1,9 @@
-#include "db/schema.hpp"
+#include "db/internal/schema.hpp"
 
 #include <string>
 
 #include "core/error.hpp"
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 
 namespace atvoss::db {
 namespace {

@@ -1,4 +1,4 @@
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 
 #include <sqlite3.h>
 

@@ -1,7 +1,7 @@
 #include "db/sqlite_record_store.hpp"
 
 #include "db/internal/rows.hpp"
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 
 namespace atvoss::db {
 

@@ -17,10 +17,10 @@
 #include "core/error.hpp"
 #include "core/result_check.hpp"
 #include "core/user_paths.hpp"
-#include "db/compact_json.hpp"
-#include "db/schema.hpp"
+#include "db/internal/compact_json.hpp"
+#include "db/internal/schema.hpp"
 #include "db/internal/rows.hpp"
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 
 namespace atvoss::db {
 

@@ -41,7 +41,7 @@
 
 namespace atvoss::db {
 
-class Connection;  // db/sqlite.hpp
+class Connection;  // db/internal/sqlite.hpp
 namespace rows {
 struct DecodeCache;  // db/internal/rows.hpp
 }

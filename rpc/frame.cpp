@@ -1,7 +1,7 @@
 #include "rpc/frame.hpp"
 
 #include "core/error.hpp"
-#include "rpc/input_bounds.hpp"
+#include "rpc/internal/input_bounds.hpp"
 
 namespace atvoss::rpc {
 

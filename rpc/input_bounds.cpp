@@ -1,4 +1,4 @@
-#include "rpc/input_bounds.hpp"
+#include "rpc/internal/input_bounds.hpp"
 
 #include <string>
 #include <vector>

@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "host/machine.hpp"
-#include "rpc/input_bounds.hpp"
+#include "rpc/internal/input_bounds.hpp"
 
 namespace atvoss::rpc {
 

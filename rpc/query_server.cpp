@@ -21,7 +21,7 @@
 #include "db/best_lookup.hpp"
 #include "db/tuning_database.hpp"
 #include "rpc/auth.hpp"
-#include "rpc/input_bounds.hpp"
+#include "rpc/internal/input_bounds.hpp"
 #include "rpc/log.hpp"
 #include "rpc/metrics.hpp"
 

@@ -1,4 +1,4 @@
-#include "simulator/noise.hpp"
+#include "simulator/internal/noise.hpp"
 
 #include <cmath>
 #include <numbers>

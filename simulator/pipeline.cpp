@@ -1,4 +1,4 @@
-#include "simulator/pipeline.hpp"
+#include "simulator/internal/pipeline.hpp"
 
 #include <algorithm>
 #include <array>

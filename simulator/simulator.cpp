@@ -13,9 +13,9 @@
 
 #include "core/error.hpp"
 #include "lowering/lowering.hpp"
-#include "simulator/noise.hpp"
-#include "simulator/pipeline.hpp"
-#include "simulator/transfer.hpp"
+#include "simulator/internal/noise.hpp"
+#include "simulator/internal/pipeline.hpp"
+#include "simulator/internal/transfer.hpp"
 
 namespace atvoss::simulator {
 namespace {

@@ -1,4 +1,4 @@
-#include "simulator/transfer.hpp"
+#include "simulator/internal/transfer.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -12,7 +12,7 @@
 
 #include "db/duplicate_rule.hpp"
 #include "db/record.hpp"
-#include "db/sqlite.hpp"
+#include "db/internal/sqlite.hpp"
 
 namespace atvoss::db::rows {
 

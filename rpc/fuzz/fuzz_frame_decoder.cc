@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "rpc/frame.hpp"
-#include "rpc/input_bounds.hpp"
+#include "rpc/internal/input_bounds.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   atvoss::rpc::FrameDecoder decoder(1 << 16);

@@ -1,4 +1,4 @@
-// The fast codec of stored schedule / repeats / profile text (db/compact_json.hpp) must agree
+// The fast codec of stored schedule / repeats / profile text (db/internal/compact_json.hpp) must agree
 // with nlohmann: the schedule bytes exactly (the schedule key hashes them), the numbers
 // bit for bit, and anything outside the compact form must be refused (nullopt) so the
 // caller falls back to the full parser and its error messages.
@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "core/json.hpp"
-#include "db/compact_json.hpp"
+#include "db/internal/compact_json.hpp"
 
 namespace atvoss::db {
 namespace {

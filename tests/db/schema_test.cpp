@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "db/schema.hpp"
+#include "db/internal/schema.hpp"
 #include "db/tuning_database.hpp"
 #include "db_test_util.hpp"
 

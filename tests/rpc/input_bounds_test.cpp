@@ -1,4 +1,4 @@
-// Bounds on untrusted MessagePack and JSON (rpc/input_bounds.hpp): deep nesting, lying
+// Bounds on untrusted MessagePack and JSON (rpc/internal/input_bounds.hpp): deep nesting, lying
 // counts and too many values are refused with a protocol or bad_input error before
 // nlohmann's recursive decoder sees them, and every shape the farm really sends passes.
 #include <gmock/gmock.h>
@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 #include "rpc/frame.hpp"
-#include "rpc/input_bounds.hpp"
+#include "rpc/internal/input_bounds.hpp"
 #include "rpc/protocol.hpp"
 
 namespace atvoss::rpc {
