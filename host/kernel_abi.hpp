@@ -20,6 +20,9 @@ struct AtvossArgs {
 
 using KernelFn = void (*)(const AtvossArgs*);
 inline constexpr const char* kKernelSymbol = "atvoss_kernel";
+// `extern "C" const int`: the threads the kernel runs on (its `threads` knob), so the runner
+// pins it to that many cores; a kernel without the symbol runs on one.
+inline constexpr const char* kThreadsSymbol = "atvoss_kernel_threads";
 inline constexpr const char* kKernelAbiText =
     "struct AtvossArgs { " ATVOSS_STRINGIFY(ATVOSS_KERNEL_ARGS_FIELDS) " };\n";
 
