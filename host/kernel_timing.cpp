@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <vector>
 
 #include <dlfcn.h>
@@ -21,6 +22,18 @@ namespace {
 int kernel_threads(void* handle) {
   const auto* threads = static_cast<const int*>(::dlsym(handle, kThreadsSymbol));
   return threads ? std::max(1, *threads) : 1;
+}
+
+// Threads of this process (/proc/self/task): after a kernel's first call, 1 plus the
+// OpenMP team it keeps, the evidence that `threads` ran.
+int process_threads() {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    ++n;
+  }
+  return n;
 }
 
 double run_us(KernelFn fn, AtvossArgs& args, long inner) {
@@ -56,6 +69,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   Operands ops = make_operands(w, o.seed);
   AtvossArgs args = ops.args();
   fn(&args);
+  const int team = process_threads();
   const double err = max_relative_error(w, ops, o.seed);
   if (!(err <= kMaxRelativeError)) {
     return Json{{"status", "wrong_answer"}, {"max_rel_error", std::isfinite(err) ? err : -1.0},
@@ -80,7 +94,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   }
   return Json{{"status", "ok"}, {"time_us", median(best)}, {"repeats", best}, {"cv", best_cv},
               {"inner", inner}, {"remeasured", remeasured}, {"max_rel_error", err},
-              {"threads", threads}, {"cpus", cpus}};
+              {"threads", threads}, {"cpus", cpus}, {"process_threads", team}};
 }
 
 }  // namespace atvoss::host

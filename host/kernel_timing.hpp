@@ -28,7 +28,7 @@ struct TimingOptions {
 };
 
 // {"status": "ok"|"wrong_answer", "time_us", "repeats", "cv", "inner", "remeasured",
-//  "max_rel_error", "threads", "cpus", "message"}; io error if the kernel cannot be loaded.
+//  "max_rel_error", "threads", "cpus", "process_threads" (after the first call), "message"}; io error if the kernel cannot be loaded.
 Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& options);
 
 }  // namespace atvoss::host

@@ -40,6 +40,9 @@ const std::vector<Case> kCases = {
      {{"micro_m", 4}, {"micro_n", 8}, {"tile_k", 128}, {"fusion_level", 2}, {"tile_order", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":33,"N":41,"K":300},"epilogue":["bias","relu","add"]})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_k", 64}, {"fusion_level", 0}, {"tile_order", 1}}},
+    // Four mc blocks over two threads, each packing its own A block while the other computes.
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":197,"N":80,"K":256},"epilogue":["bias"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_m", 48}, {"tile_k", 256}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"batch_matmul","dtype":"float32","dims":{"B":3,"M":17,"N":24,"K":40},"epilogue":["add"]})",
      {{"micro_m", 6}, {"micro_n", 8}, {"fusion_level", 2}, {"async_copy_depth", 2}, {"k_steps", 1}, {"threads", 2}}},
 };

@@ -81,7 +81,8 @@ TEST(ThreadValuesTest, TheDefaultScheduleRunsOnOneThread) {
   }
 }
 
-// The runner pins a kernel to as many CPUs as it says it has threads (kThreadsSymbol).
+// The runner pins a kernel to as many CPUs as it says it has threads (kThreadsSymbol), and
+// the kernel runs on that many threads.
 TEST(ThreadsRunnerTest, TheRunnerPinsAsManyCpusAsTheKernelHasThreads) {
   MachineInfo m = this_machine();
   m.physical_cores = std::max(2, m.physical_cores);  // generate a 2-thread kernel even on one core
@@ -103,6 +104,8 @@ TEST(ThreadsRunnerTest, TheRunnerPinsAsManyCpusAsTheKernelHasThreads) {
     EXPECT_EQ(out.at("status"), "ok") << p.out;
     EXPECT_EQ(out.at("threads"), threads) << p.out;
     EXPECT_EQ(out.at("cpus").size(), std::min<std::size_t>(std::size_t(threads), allowed)) << p.out;
+    // The kernel really started its team: the runner is single-threaded but for it.
+    EXPECT_EQ(out.at("process_threads"), threads) << p.out;
   }
 }
 
