@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "host/codegen_rowops.hpp"
-#include "host/kernel_abi.hpp"
 #include "host/operands.hpp"
 #include "host/rowops_space.hpp"
 #include "host/vector_code.hpp"
@@ -184,9 +183,7 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
   const int threads = int(knob(knobs::threads));
 
   std::ostringstream o;
-  o << "// atvoss host kernel: " << w.label() << "\n// schedule " << s.to_json().dump() << "\n"
-    << "#include <cstdlib>\n#include <cstring>\n" << parallel_text(threads) << kKernelAbiText
-    << "namespace {\n"
+  o << kernel_preamble(w, s, threads)
     << "constexpr long BATCH = " << shape.batch << ", M = " << shape.m << ", N = " << shape.n
     << ", K = " << shape.k << ";\n"
     << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr
@@ -196,14 +193,8 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     << "constexpr long PF = " << 8 * (depth - 1) << ";\n"
     << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
     << "constexpr long AP_FLOATS = ((MC + MR) * KC + 15) / 16 * 16, BP_FLOATS = ((NC + NR) * KC + 15) / 16 * 16;\n"
-    << vector_helpers() << epilogue_function("fused", split.fused);
-  for (std::size_t i = 0; i < split.unfused.size(); ++i) {
-    o << epilogue_function("unfused" + std::to_string(i), {split.unfused[i]});
-  }
-  std::string kernel = kKernel;
-  const std::string unroll = "UNROLL";
-  kernel.replace(kernel.find(unroll), unroll.size(), std::to_string(knob(knobs::k_steps)));
-  o << kernel << "}  // namespace\n\n" << threads_symbol_text(threads)
+    << vector_helpers() << epilogue_functions(split)
+    << with_unroll(kKernel, knob(knobs::k_steps)) << "}  // namespace\n\n" << threads_symbol_text(threads)
     << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
     << "  static float* ap = static_cast<float*>(std::aligned_alloc(64, " << threads << " * AP_FLOATS * 4));\n"
     << "  static float* bp = static_cast<float*>(std::aligned_alloc(64, " << threads << " * BP_FLOATS * 4));\n"

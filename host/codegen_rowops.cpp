@@ -2,7 +2,6 @@
 
 #include <sstream>
 
-#include "host/kernel_abi.hpp"
 #include "host/reference_rowops.hpp"
 #include "host/vector_code.hpp"
 #include "lowering/epilogue.hpp"
@@ -206,21 +205,14 @@ std::string generate_rowops_source(const Workload& w, const Schedule& s, const M
   const lowering::FusionSplit split =
       lowering::split_epilogue(w.epilogue(), int(s.get_or(std::string(knobs::fusion_level), 0)));
   std::ostringstream o;
-  o << "// atvoss host kernel: " << w.label() << "\n// schedule " << s.to_json().dump() << "\n"
-    << "#include <cstring>\n" << parallel_text(threads) << kKernelAbiText << "namespace {\n"
+  o << kernel_preamble(w, s, threads)
     << "constexpr long M = " << w.dim("M") << ", N = " << w.dim("N") << ";\n"
     << "constexpr long VL = " << m.lanes() << ", TM = " << knob(knobs::tile_m)
     << ", CV = " << knob(knobs::tile_n) / m.lanes() << ";\n"
     << "constexpr long PF = " << 128 * (knob(knobs::async_copy_depth) - 1) << ";\n"
     << "constexpr float EPS = " << kLayernormEpsilon << "f;\n"
-    << vector_helpers() << epilogue_function("fused", split.fused);
-  for (std::size_t i = 0; i < split.unfused.size(); ++i) {
-    o << epilogue_function("unfused" + std::to_string(i), {split.unfused[i]});
-  }
-  std::string walk = kWalk;
-  const std::string unroll = "UNROLL";
-  walk.replace(walk.find(unroll), unroll.size(), std::to_string(knob(knobs::k_steps)));
-  o << walk << block_function(w, s, split) << "}  // namespace\n\n" << threads_symbol_text(threads)
+    << vector_helpers() << epilogue_functions(split)
+    << with_unroll(kWalk, knob(knobs::k_steps)) << block_function(w, s, split) << "}  // namespace\n\n" << threads_symbol_text(threads)
     << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
     << "  PARALLEL_FOR\n"
     << "  for (long b = 0; b < (M + TM - 1) / TM; ++b) block(*g, b * TM, M - b * TM < TM ? M - b * TM : TM);\n"

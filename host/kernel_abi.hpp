@@ -4,6 +4,8 @@
 // runner and the runtime, so the layout is spelled once. Shapes are compiled into the kernel;
 // operands are dense fp32, row-major, batches back to back. Epilogue operands are null when
 // the workload has no such op: bias/scale/shift hold N values, residual is shaped like C.
+// Row ops (reference_rowops.hpp): b only for elementwise; layernorm's gamma and beta come in
+// scale and shift.
 #pragma once
 
 #define ATVOSS_KERNEL_ARGS_FIELDS                                                          \

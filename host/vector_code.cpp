@@ -99,10 +99,32 @@ std::string epilogue_function(const std::string& name, const std::vector<std::st
   return o.str();
 }
 
+namespace {
+
 std::string parallel_text(int threads) {
   if (threads <= 1) return "#define PARALLEL_FOR\n#define THREAD_ID 0\n";
   return "#include <omp.h>\n#define PARALLEL_FOR _Pragma(\"omp parallel for num_threads(" + std::to_string(threads) +
          ") schedule(static)\")\n#define THREAD_ID omp_get_thread_num()\n";
+}
+
+}  // namespace
+
+std::string kernel_preamble(const Workload& w, const Schedule& s, int threads) {
+  return "// atvoss host kernel: " + w.label() + "\n// schedule " + s.to_json().dump() +
+         "\n#include <cstdlib>\n#include <cstring>\n" + parallel_text(threads) + kKernelAbiText + "namespace {\n";
+}
+
+std::string epilogue_functions(const lowering::FusionSplit& split) {
+  std::string out = epilogue_function("fused", split.fused);
+  for (std::size_t i = 0; i < split.unfused.size(); ++i) {
+    out += epilogue_function("unfused" + std::to_string(i), {split.unfused[i]});
+  }
+  return out;
+}
+
+std::string with_unroll(std::string text, long unroll) {
+  const std::string mark = "UNROLL";
+  return text.replace(text.find(mark), mark.size(), std::to_string(unroll));
 }
 
 std::string threads_symbol_text(int threads) {

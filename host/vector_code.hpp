@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/schedule.hpp"
+#include "core/workload.hpp"
+#include "lowering/epilogue.hpp"
+
 namespace atvoss::host {
 
 // Whether the code generator has a vector form of the epilogue op (bias, batchnorm, relu,
@@ -24,9 +28,16 @@ std::string vector_helpers();
 // the ops in order on one vector at column col (n valid lanes when !FULL).
 std::string epilogue_function(const std::string& name, const std::vector<std::string>& ops);
 
-// `#include <omp.h>` and PARALLEL_FOR (an OpenMP parallel for over `threads` threads, or
-// nothing for 1) and THREAD_ID; expects nothing before it.
-std::string parallel_text(int threads);
+// The top of every kernel source: a comment naming the workload and schedule, the includes,
+// PARALLEL_FOR (an OpenMP parallel for over `threads` threads; nothing for 1) and THREAD_ID,
+// the ABI struct, and the opening of the anonymous namespace.
+std::string kernel_preamble(const Workload& w, const Schedule& s, int threads);
+
+// `fused` with the fused ops and `unfused<i>` with the i-th unfused op each.
+std::string epilogue_functions(const lowering::FusionSplit& split);
+
+// text with its one "UNROLL" replaced by the number.
+std::string with_unroll(std::string text, long unroll);
 // The exported thread count the runner pins for (kThreadsSymbol).
 std::string threads_symbol_text(int threads);
 

@@ -17,17 +17,13 @@ namespace {
 
 using testing::TempDir;
 using testing::workload;
-
-struct Case {
-  std::string workload;
-  std::map<std::string, std::int64_t> knobs;  // over the default schedule
-};
-
+using testing::expect_every_case_computes_the_reference;
+using testing::ScheduleCase;
 
 // Shapes that are not multiples of any block, blocks larger than the dims, every tile_order,
 // every fusion level, every micro shape, both unroll and prefetch settings, and two threads
 // in every tile_order (one mc block and several; capped at the machine's cores).
-const std::vector<Case> kCases = {
+const std::vector<ScheduleCase> kCases = {
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
@@ -47,37 +43,8 @@ const std::vector<Case> kCases = {
      {{"micro_m", 6}, {"micro_n", 8}, {"fusion_level", 2}, {"async_copy_depth", 2}, {"k_steps", 1}, {"threads", 2}}},
 };
 
-Schedule schedule_of(const Workload& w, const Case& c) {
-  Schedule s = default_schedule(w, this_machine());
-  for (const auto& [k, v] : c.knobs) {
-    // micro_n is written for 8 lanes; scale to this machine's vectors.
-    if (k == "micro_n") s.set(k, v / 8 * this_machine().lanes());
-    else if (k == "threads") s.set(k, std::min<std::int64_t>(v, thread_values(this_machine()).back()));
-    else s.set(k, v);
-  }
-  return s;
-}
-
 TEST(CodegenTest, EveryScheduleInTheTableComputesTheReference) {
-  TempDir cache;
-  HostConfig config;
-  config.build.cache_dir = cache.str();
-  config.run.timing.min_repeat_us = 50;
-  std::vector<Candidate> batch;
-  for (const auto& c : kCases) {
-    const Workload w = workload(c.workload);
-    const Schedule s = schedule_of(w, c);
-    const Verdict v = space_for(w, this_machine()).check(s);
-    ASSERT_TRUE(v.ok) << s.to_json().dump() << ": " << v.reason;
-    batch.push_back({w, s, 7, 3});
-  }
-  const auto results = measure_candidates(batch, this_machine(), config);
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    EXPECT_EQ(results[i].status, Status::ok) << batch[i].schedule.to_json().dump() << " on "
-                                             << batch[i].workload.label() << ": " << results[i].message;
-    EXPECT_GT(results[i].time_us, 0);
-    EXPECT_GT(results[i].profile.compile_us, 0);
-  }
+  expect_every_case_computes_the_reference(kCases, 7);
 }
 
 TEST(CodegenTest, EveryKnobChangesTheSource) {
@@ -105,11 +72,8 @@ TEST(CodegenTest, AKernelThatComputesWrongIsAWrongAnswer) {
   const std::string fma = "acc[r][v] += av * bv[v];";
   ASSERT_NE(src.find(fma), std::string::npos);
   src.replace(src.find(fma), fma.size(), "acc[r][v] += av * bv[v] * 1.001f;");
-  TempDir cache;
-  HostConfig config;
-  config.build.cache_dir = cache.str();
-  const auto m = measure_sources({{w, src, 1, 3}}, config);
-  EXPECT_EQ(m[0].status, Status::wrong_answer) << m[0].message;
+  const Measurement m = testing::measure_source(w, src);
+  EXPECT_EQ(m.status, Status::wrong_answer) << m.message;
 }
 
 TEST(HostSpaceTest, RegisterAndCacheLimitsRejectWithReasons) {

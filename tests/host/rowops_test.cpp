@@ -20,13 +20,10 @@ namespace {
 
 using testing::TempDir;
 using testing::workload;
+using testing::expect_every_case_computes_the_reference;
+using testing::ScheduleCase;
 
-struct Case {
-  std::string workload;
-  std::map<std::string, std::int64_t> knobs;  // over the default; tile_n in vectors ("chunk")
-};
-
-const std::vector<Case> kCases = {
+const std::vector<ScheduleCase> kCases = {
     {R"({"op":"elementwise","dtype":"float32","dims":{"M":13,"N":37},"epilogue":["bias","relu"]})",
      {{"tile_m", 4}, {"chunk", 2}, {"fusion_level", 1}, {"k_steps", 4}}},
     {R"({"op":"elementwise","dtype":"float32","dims":{"M":9,"N":70},"epilogue":["bias","gelu","add"]})",
@@ -48,40 +45,8 @@ const std::vector<Case> kCases = {
      {{"tile_order", 1}, {"tile_m", 4}, {"chunk", 2}, {"k_steps", 4}, {"async_copy_depth", 4}, {"threads", 2}}},
 };
 
-Schedule schedule_of(const Workload& w, const Case& c) {
-  Schedule s = default_schedule(w, this_machine());
-  const ScheduleSpace space = space_for(w, this_machine());
-  for (const auto& [k, v] : c.knobs) {
-    if (k == "chunk") {
-      s.set(std::string(knobs::tile_n), v * this_machine().lanes());
-    } else if (k == knobs::threads) {
-      s.set(k, std::min<std::int64_t>(v, thread_values(this_machine()).back()));
-    } else {
-      s.set(k, v);
-    }
-  }
-  return s;
-}
-
 TEST(RowOpsCodegenTest, EveryScheduleInTheTableComputesTheReference) {
-  TempDir cache;
-  HostConfig config;
-  config.build.cache_dir = cache.str();
-  config.run.timing.min_repeat_us = 50;
-  std::vector<Candidate> batch;
-  for (const auto& c : kCases) {
-    const Workload w = workload(c.workload);
-    const Schedule s = schedule_of(w, c);
-    const Verdict v = space_for(w, this_machine()).check(s);
-    ASSERT_TRUE(v.ok) << s.to_json().dump() << ": " << v.reason;
-    batch.push_back({w, s, 11, 3});
-  }
-  const auto results = measure_candidates(batch, this_machine(), config);
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    EXPECT_EQ(results[i].status, Status::ok) << batch[i].schedule.to_json().dump() << " on "
-                                             << batch[i].workload.label() << ": " << results[i].message;
-    EXPECT_GT(results[i].time_us, 0);
-  }
+  expect_every_case_computes_the_reference(kCases, 11);
 }
 
 TEST(RowOpsCodegenTest, EveryKnobChangesTheSource) {
@@ -114,11 +79,8 @@ TEST(RowOpsCodegenTest, ALayernormWithoutGammaIsAWrongAnswer) {
   const std::string gamma = "* loadu(g.scale + j)";
   ASSERT_NE(src.find(gamma), std::string::npos);
   src.replace(src.find(gamma), gamma.size(), "");
-  TempDir cache;
-  HostConfig config;
-  config.build.cache_dir = cache.str();
-  const auto m = measure_sources({{w, src, 1, 3}}, config);
-  EXPECT_EQ(m[0].status, Status::wrong_answer) << m[0].message;
+  const Measurement m = testing::measure_source(w, src);
+  EXPECT_EQ(m.status, Status::wrong_answer) << m.message;
 }
 
 TEST(RowOpsSpaceTest, KnobsFollowTheOp) {
