@@ -71,6 +71,7 @@ TEST(ThreadValuesTest, PowersOfTwoUpToTheCoresAndTheCap) {
 }
 
 TEST(ThreadValuesTest, TheDefaultScheduleRunsOnOneThread) {
+  ::unsetenv("ATVOSS_HOST_MAX_THREADS");
   MachineInfo m = this_machine();
   m.physical_cores = 4;
   for (const char* text : {R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}})",
