@@ -102,12 +102,12 @@ int main(int argc, char** argv) {
     ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);
     Schedule tuned = bench::tune_on_host(w, trials, db);
     ::unsetenv("ATVOSS_HOST_MAX_THREADS");
+    std::printf("%-26s tuned schedule %s\n", name.c_str(), tuned.to_json().dump().c_str());
     for (std::int64_t t : threads) {
       tuned.set("threads", t);
       row(name, "atvoss tuned, " + std::to_string(t) + " thread" + (t > 1 ? "s" : ""), bytes, atvoss_us(w, tuned),
           bandwidth);
     }
-    std::printf("%-26s tuned schedule %s\n", name.c_str(), tuned.to_json().dump().c_str());
   }
   const Workload mm = Workload::from_json(
       parse_json(R"({"op":"matmul","dtype":"float32","dims":{"M":512,"N":512,"K":512}})", "workload"));

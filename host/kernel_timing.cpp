@@ -58,6 +58,10 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   // place them outside it.
   ::setenv("OMP_PROC_BIND", "false", 1);
   ::unsetenv("OMP_PLACES");
+  // Waiting threads sleep rather than spin (unless the caller chose): on a core shared with
+  // other processes a spinning thread takes the time slice its partner needs
+  // (docs/host-backend.md has the figures).
+  ::setenv("OMP_WAIT_POLICY", "passive", 0);
   void* handle = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw Error(ErrorKind::io, std::string("kernel runner: ") + ::dlerror());
   auto fn = reinterpret_cast<KernelFn>(::dlsym(handle, kKernelSymbol));
