@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "host/host_space.hpp"
 #include "host/measure.hpp"
+#include "host/rowops_space.hpp"
 #include "lowering/lowering.hpp"
 
 namespace atvoss::backend {
@@ -14,7 +15,7 @@ class HostBackend final : public Backend {
  public:
   std::string name() const override { return "host"; }
   bool serves(const Workload& w, const Target& t) const override {
-    return host::is_host_target(t) && w.is_matmul_like();
+    return host::is_host_target(t) && (w.is_matmul_like() || host::is_row_op(w));
   }
   ScheduleSpace space(const Workload& w, const Target& t) const override {
     require_this_machine(t);

@@ -1,7 +1,8 @@
 // bench_host_gemm: the host backend's sgemm against the libraries, one run side by side.
 // For each shape (square 256/1024/2048, the BERT-base GEMMs at M = 128): a naive loop, the
 // atvoss default schedule, atvoss tuned (--trials, default 200, evolutionary search on the
-// real runner), OpenBLAS sgemm, BLIS sgemm and oneDNN matmul, all on one thread, in GFLOP/s,
+// real runner; $ATVOSS_HOST_MAX_THREADS=1), OpenBLAS sgemm, BLIS sgemm and oneDNN matmul, all
+// on one thread, in GFLOP/s,
 // as a fraction of the measured single-core peak (host/machine.hpp) and as a ratio to
 // OpenBLAS measured in the same run. Then the fused GEMM+bias+GELU against OpenBLAS sgemm
 // followed by a separate bias+GELU pass. atvoss kernels are timed by atvoss-kernel-runner
@@ -26,6 +27,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include "bench/host_bench_util.hpp"
 #include "core/measurement.hpp"
 #include "host/host_space.hpp"
 #include "host/measure.hpp"
@@ -43,19 +45,7 @@ struct Shape {
 };
 
 // Median of repeats of >= 1 ms each, after a warm-up: the runner's rule, in this process.
-double time_us(const std::function<void()>& f) {
-  auto once = [&](long inner) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (long i = 0; i < inner; ++i) f();
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / double(inner);
-  };
-  const double first = once(1);
-  const long inner = std::max(1L, long(std::ceil(1000.0 / std::max(first, 0.01))));
-  once(inner);
-  std::vector<double> r;
-  for (int i = 0; i < 5; ++i) r.push_back(once(inner));
-  return median(r);
-}
+using bench::time_us;
 
 Workload workload_of(const Shape& s) {
   Json eps = Json::array();
@@ -142,16 +132,8 @@ struct AtvossTimes {
 };
 
 AtvossTimes atvoss_times(const Workload& w, int trials, const std::string& db) {
-  tuner::SingleTuneSpec spec;
-  spec.target = "host";
-  spec.workload = w.to_json();
-  spec.trials = trials;
-  spec.strategy = "evolutionary";
-  spec.db = db;
-  spec.seed = 1;
-  const auto outcome = tuner::tune_single(spec);
   AtvossTimes t;
-  t.tuned = outcome.result.best_schedule.value_or(host::default_schedule(w, host::this_machine()));
+  t.tuned = bench::tune_on_host(w, trials, db);
   host::HostConfig config;
   const auto m = host::measure_candidates({{w, host::default_schedule(w, host::this_machine()), 1, 5},
                                            {w, t.tuned, 1, 5}},
@@ -172,6 +154,7 @@ void row(const std::string& shape, const std::string& impl, double flops, double
 
 int main(int argc, char** argv) {
   omp_set_num_threads(1);  // BLIS and oneDNN (OpenMP builds) on one thread
+  ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);  // atvoss too: the threads knob holds only 1
   int trials = 200;
   bool quick = false;
   std::string db = "bench_host_gemm.db";

@@ -16,7 +16,8 @@ namespace atvoss::host {
 struct BuildOptions {
   std::string cache_dir;  // empty: default_cache_dir() (machine.hpp)
   std::string compiler;   // empty: $ATVOSS_HOST_CXX, else "c++" (looked up in PATH)
-  std::vector<std::string> flags = {"-std=gnu++17", "-O3", "-march=native", "-fPIC", "-shared"};
+  // -fopenmp for the threads knob (a kernel with threads 1 has no OpenMP pragma).
+  std::vector<std::string> flags = {"-std=gnu++17", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp"};
   int jobs = 0;           // parallel compiles; 0: the physical cores
   double timeout_s = 120; // a compile running longer is killed: compile_error
 };

@@ -1,40 +1,15 @@
 #include "host/host_space.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/error.hpp"
-#include "lowering/epilogue.hpp"
+#include "host/knob_values.hpp"
+#include "host/rowops_space.hpp"
+#include "host/vector_code.hpp"
 #include "lowering/knob_names.hpp"
 
 namespace atvoss::host {
 namespace {
-
-// Values above twice the dim only repeat the clamped block; the smallest stays as an edge.
-std::vector<std::int64_t> upto(std::int64_t dim, std::vector<std::int64_t> values) {
-  std::vector<std::int64_t> out;
-  for (auto v : values) {
-    if (out.empty() || v < 2 * dim) out.push_back(v);
-  }
-  return out;
-}
-
-int highest_level(const Workload& w) {
-  int level = 0;
-  for (const auto& op : w.epilogue()) {
-    for (int l = 0; l <= 2; ++l) {
-      if (lowering::split_epilogue({op}, l).unfused.empty()) {
-        level = std::max(level, l);
-        break;
-      }
-    }
-  }
-  return level;
-}
-
-Knob knob(std::string_view name, std::vector<std::int64_t> values) {
-  return Knob{std::string(name), std::move(values)};
-}
 
 Verdict check(const Schedule& s, const MachineInfo& m) {
   const std::int64_t mr = s.at(std::string(knobs::micro_m)), nr = s.at(std::string(knobs::micro_n));
@@ -66,9 +41,13 @@ Verdict check(const Schedule& s, const MachineInfo& m) {
 
 bool supports(const Workload& w, std::string* why) {
   std::string reason;
-  if (!w.is_matmul_like()) reason = "op '" + w.op() + "': the host backend generates matmul and batch_matmul";
-  else if (w.dtype() != DType::float32) reason = "field 'dtype': the host backend computes \"float32\" only";
-  else if (w.has_epilogue("layernorm")) reason = "field 'epilogue': layernorm is not generated on the host";
+  if (!w.is_matmul_like() && !is_row_op(w)) {
+    reason = "op '" + w.op() + "': the host backend generates matmul, batch_matmul, elementwise, map, softmax and layernorm";
+  } else if (w.dtype() != DType::float32) {
+    reason = "field 'dtype': the host backend computes \"float32\" only";
+  } else if (const std::string op = first_unsupported_epilogue(w.epilogue()); !op.empty()) {
+    reason = "field 'epilogue': '" + op + "' is not generated on the host (expected bias, batchnorm, relu, gelu, sigmoid, silu, add)";
+  }
   if (why) *why = reason;
   return reason.empty();
 }
@@ -76,9 +55,8 @@ bool supports(const Workload& w, std::string* why) {
 ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
   std::string why;
   if (!supports(w, &why)) throw_bad_input("host: " + why);
+  if (is_row_op(w)) return rowops_space_for(w, m);
   const std::int64_t lanes = m.lanes();
-  std::vector<std::int64_t> fusion = {0};
-  if (const int top = highest_level(w); top > 0) fusion.push_back(top);
   std::vector<Knob> ks = {
       knob(knobs::micro_m, {4, 6, 8}),
       knob(knobs::micro_n, {lanes, 2 * lanes, 3 * lanes}),
@@ -88,24 +66,23 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
       knob(knobs::k_steps, {1, 4}),
       knob(knobs::async_copy_depth, {1, 2}),
       knob(knobs::tile_order, {0, 1, 2}),
-      knob(knobs::fusion_level, std::move(fusion)),
+      knob(knobs::fusion_level, fusion_values(w)),
+      knob(knobs::threads, thread_values(m)),
   };
   return ScheduleSpace(std::move(ks), [m](const Schedule& s) { return check(s, m); });
 }
 
 Schedule default_schedule(const Workload& w, const MachineInfo& m) {
-  // BLIS-like: the widest register block that fits, mc 96, kc 256, nc as large as allowed.
+  // BLIS-like: the widest register block that fits, mc 96, kc 256, nc as large as allowed;
+  // one thread (the benchmark goals compare with one-thread libraries).
+  if (is_row_op(w)) return rowops_default_schedule(w, m);
   const ScheduleSpace space = space_for(w, m);
   const std::vector<std::int64_t> preferred_mr = {6, 4, 8};
   for (std::int64_t mr : preferred_mr) {
     for (std::int64_t nv : {2, 3, 1}) {
       Schedule s;
       for (const auto& k : space.knobs()) {
-        const auto closest = [&](std::int64_t want) {
-          return *std::min_element(k.values.begin(), k.values.end(), [&](auto a, auto b) {
-            return std::abs(a - want) < std::abs(b - want);
-          });
-        };
+        const auto closest = [&](std::int64_t want) { return host::closest(k.values, want); };
         if (k.name == knobs::micro_m) s.set(k.name, mr);
         else if (k.name == knobs::micro_n) s.set(k.name, nv * m.lanes());
         else if (k.name == knobs::tile_m) s.set(k.name, closest(96));
@@ -114,6 +91,7 @@ Schedule default_schedule(const Workload& w, const MachineInfo& m) {
         else if (k.name == knobs::k_steps) s.set(k.name, 4);
         else if (k.name == knobs::async_copy_depth) s.set(k.name, 1);
         else if (k.name == knobs::tile_order) s.set(k.name, 0);
+        else if (k.name == knobs::threads) s.set(k.name, 1);
         else s.set(k.name, k.values.back());
       }
       if (space.check(s).ok) return s;

@@ -13,6 +13,8 @@
 //                      2 like 0 with the micro-tiles walked column-wise
 //   fusion_level       epilogue ops fused in the write-back (lowering/epilogue.hpp); the
 //                      rest run as separate passes over C
+//   threads            cores the kernel runs on (OpenMP inside the kernel; default 1)
+// The row ops (elementwise, map, softmax, layernorm) have their own space: rowops_space.hpp.
 // Pure functions: thread-safe.
 #pragma once
 
@@ -22,8 +24,8 @@
 
 namespace atvoss::host {
 
-// Whether the host backend generates code for w (matmul or batch_matmul, fp32, epilogue
-// without layernorm). why (if given) says what is missing.
+// Whether the host backend generates code for w (matmul, batch_matmul or a row op; fp32; an
+// epilogue of ops it has a vector form of). why (if given) says what is missing.
 bool supports(const Workload& w, std::string* why = nullptr);
 
 // REQUIRES: supports(w). bad_input naming the field otherwise.

@@ -3,35 +3,37 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <vector>
 
 #include <dlfcn.h>
-#include <sched.h>
 
 #include "core/error.hpp"
 #include "core/measurement.hpp"
 #include "host/kernel_abi.hpp"
 #include "host/operands.hpp"
+#include "host/pinning.hpp"
 
 namespace atvoss::host {
 namespace {
 
-void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (cpu < 0) {
-    if (::sched_getaffinity(0, sizeof set, &set) != 0) return;
-    for (int c = CPU_SETSIZE - 1; c >= 0; --c) {
-      if (CPU_ISSET(c, &set)) {
-        cpu = c;
-        break;
-      }
-    }
-    CPU_ZERO(&set);
+// The kernel's thread count (kThreadsSymbol), 1 if it exports none.
+int kernel_threads(void* handle) {
+  const auto* threads = static_cast<const int*>(::dlsym(handle, kThreadsSymbol));
+  return threads ? std::max(1, *threads) : 1;
+}
+
+// Threads of this process (/proc/self/task): after a kernel's first call, 1 plus the
+// OpenMP team it keeps, the evidence that `threads` ran.
+int process_threads() {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    ++n;
   }
-  if (cpu < 0) return;
-  CPU_SET(cpu, &set);
-  ::sched_setaffinity(0, sizeof set, &set);  // best effort: an unpinned run is still a run
+  return n;
 }
 
 double run_us(KernelFn fn, AtvossArgs& args, long inner) {
@@ -52,15 +54,26 @@ double coefficient_of_variation(const std::vector<double>& v) {
 }  // namespace
 
 Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& o) {
-  pin(o.cpu);
+  // OpenMP threads inherit the pin below; a binding from the caller's environment could
+  // place them outside it.
+  ::setenv("OMP_PROC_BIND", "false", 1);
+  ::unsetenv("OMP_PLACES");
+  // Waiting threads sleep rather than spin (unless the caller chose): on a core shared with
+  // other processes a spinning thread takes the time slice its partner needs
+  // (docs/host-backend.md has the figures).
+  ::setenv("OMP_WAIT_POLICY", "passive", 0);
   void* handle = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw Error(ErrorKind::io, std::string("kernel runner: ") + ::dlerror());
   auto fn = reinterpret_cast<KernelFn>(::dlsym(handle, kKernelSymbol));
   if (!fn) throw Error(ErrorKind::io, "kernel runner: " + so_path + " has no symbol " + kKernelSymbol);
+  const int threads = kernel_threads(handle);
+  const std::vector<int> cpus = choose_cpus(allowed_cpus(), threads, o.cpu);
+  pin_to(cpus);  // best effort: an unpinned run is still a run
 
   Operands ops = make_operands(w, o.seed);
   AtvossArgs args = ops.args();
   fn(&args);
+  const int team = process_threads();
   const double err = max_relative_error(w, ops, o.seed);
   if (!(err <= kMaxRelativeError)) {
     return Json{{"status", "wrong_answer"}, {"max_rel_error", std::isfinite(err) ? err : -1.0},
@@ -84,7 +97,8 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     ++remeasured;
   }
   return Json{{"status", "ok"}, {"time_us", median(best)}, {"repeats", best}, {"cv", best_cv},
-              {"inner", inner}, {"remeasured", remeasured}, {"max_rel_error", err}};
+              {"inner", inner}, {"remeasured", remeasured}, {"max_rel_error", err},
+              {"threads", threads}, {"cpus", cpus}, {"process_threads", team}};
 }
 
 }  // namespace atvoss::host

@@ -3,7 +3,8 @@
 // against the reference (operands.hpp; max relative error <= 1e-4, else wrong_answer), then
 // time it as TVM and Kernel Tuner do: a warm-up, enough inner iterations that each timed
 // repeat lasts >= min_repeat_us, `repeat` repeats reported as median and coefficient of
-// variation, pinned to one core, and measured again (up to max_remeasures times) while the
+// variation, pinned to as many cores as the kernel has threads (kernel_abi.hpp; one CPU per
+// physical core, pinning.hpp), and measured again (up to max_remeasures times) while the
 // variation exceeds max_cv. Never call it in a process that must survive a faulty kernel.
 #pragma once
 
@@ -20,14 +21,14 @@ inline constexpr double kMaxRelativeError = 1e-4;
 struct TimingOptions {
   std::uint64_t seed = 0;
   int repeat = 5;
-  int cpu = -1;               // core to pin to; -1: the last core of this process's set
+  int cpu = -1;               // first core to pin to; -1: the last cores of this process's set
   double min_repeat_us = 1000;
   double max_cv = 0.05;
   int max_remeasures = 2;
 };
 
 // {"status": "ok"|"wrong_answer", "time_us", "repeats", "cv", "inner", "remeasured",
-//  "max_rel_error", "message"}; io error if the kernel cannot be loaded.
+//  "max_rel_error", "threads", "cpus", "process_threads" (after the first call), "message"}; io error if the kernel cannot be loaded.
 Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& options);
 
 }  // namespace atvoss::host

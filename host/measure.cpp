@@ -3,7 +3,6 @@
 #include "host/codegen.hpp"
 #include "host/core_pool.hpp"
 #include "host/host_space.hpp"
-#include "host/operands.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/knob_names.hpp"
 
@@ -25,9 +24,9 @@ Measurement run_built(const BuildResult& b, const SourceJob& job, const HostConf
   Measurement m = run_kernel(b.so_path, job.workload, run);
   m.profile.compile_us = b.compile_us;
   if (m.ok()) {
-    const double gflops = matmul_shape(job.workload).flops() / m.time_us * 1e-3;
+    const double gflops = job.workload.flops() / m.time_us * 1e-3;
     m.profile.compute_us = m.time_us;
-    if (config.peak_gflops > 0) m.profile.cube_utilisation = gflops / config.peak_gflops;
+    if (config.peak_gflops > 0) m.profile.cube_utilisation = gflops / (config.peak_gflops * job.threads);
   }
   return m;
 }
@@ -55,13 +54,14 @@ std::vector<Measurement> measure_candidates(const std::vector<Candidate>& batch,
       out[i] = Measurement::failed(Status::invalid, v.reason);
       continue;
     }
-    jobs.push_back({c.workload, generate_source(c.workload, c.schedule, m), c.seed, c.repeat});
+    jobs.push_back({c.workload, generate_source(c.workload, c.schedule, m), c.seed, c.repeat,
+                    int(c.schedule.get_or(std::string(knobs::threads), 1))});
     at.push_back(i);
   }
   const std::vector<Measurement> measured = measure_sources(jobs, config);
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     out[at[j]] = measured[j];
-    const int level = int(batch[at[j]].schedule.at(std::string(knobs::fusion_level)));
+    const int level = int(batch[at[j]].schedule.get_or(std::string(knobs::fusion_level), 0));
     out[at[j]].profile.kernels = 1 + int(lowering::split_epilogue(jobs[j].workload.epilogue(), level).unfused.size());
   }
   return out;

@@ -40,6 +40,7 @@ struct SourceJob {
   std::string source;
   std::uint64_t seed = 0;
   int repeat = 5;
+  int threads = 1;  // the kernel's: the peak its utilisation is a fraction of
 };
 std::vector<Measurement> measure_sources(const std::vector<SourceJob>& jobs, const HostConfig& config);
 

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "host/reference_rowops.hpp"
+#include "host/rowops_space.hpp"
 
 namespace atvoss::host {
 
@@ -18,28 +20,42 @@ MatmulShape matmul_shape(const Workload& w) {
 
 AtvossArgs Operands::args() {
   auto ptr = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-  return AtvossArgs{a.data(), b.data(), c.data(), ptr(bias), ptr(scale), ptr(shift), ptr(residual)};
+  return AtvossArgs{ptr(a), ptr(b), ptr(c), ptr(bias), ptr(scale), ptr(shift), ptr(residual)};
 }
 
-Operands make_operands(const Workload& w, std::uint64_t seed) {
+namespace {
+
+OperandSizes matmul_sizes(const Workload& w) {
   const MatmulShape s = matmul_shape(w);
+  OperandSizes o;
+  o.a = std::size_t(s.batch * s.m * s.k);
+  o.b = std::size_t(s.batch * s.k * s.n);
+  o.c = std::size_t(s.batch * s.m * s.n);
+  o.per_column = std::size_t(s.n);
+  return o;
+}
+
+}  // namespace
+
+Operands make_operands(const Workload& w, std::uint64_t seed) {
+  const OperandSizes s = is_row_op(w) ? row_operand_sizes(w) : matmul_sizes(w);
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), positive(0.5f, 1.5f);
+  std::uniform_real_distribution<float> input(s.a_lo, s.a_hi), unit(-1.0f, 1.0f), positive(0.5f, 1.5f);
   auto fill = [&](std::size_t n, auto& dist) {
     std::vector<float> v(n);
     for (auto& x : v) x = dist(rng);
     return v;
   };
   Operands o;
-  o.a = fill(std::size_t(s.batch * s.m * s.k), unit);
-  o.b = fill(std::size_t(s.batch * s.k * s.n), unit);
-  o.c.assign(std::size_t(s.batch * s.m * s.n), 0.0f);
-  if (w.has_epilogue("bias")) o.bias = fill(std::size_t(s.n), unit);
-  if (w.has_epilogue("batchnorm")) {
-    o.scale = fill(std::size_t(s.n), positive);
-    o.shift = fill(std::size_t(s.n), unit);
+  o.a = fill(s.a, input);
+  o.b = fill(s.b, unit);
+  o.c.assign(s.c, 0.0f);
+  if (w.has_epilogue("bias")) o.bias = fill(s.per_column, unit);
+  if (w.has_epilogue("batchnorm") || s.affine) {
+    o.scale = fill(s.per_column, positive);
+    o.shift = fill(s.per_column, unit);
   }
-  if (w.has_epilogue("add")) o.residual = fill(std::size_t(s.batch * s.m * s.n), unit);
+  if (w.has_epilogue("add")) o.residual = fill(s.c, unit);
   return o;
 }
 
@@ -67,20 +83,23 @@ std::vector<std::int64_t> rows_to_check(const MatmulShape& s, std::uint64_t seed
   return {picked.begin(), picked.end()};
 }
 
-double epilogue(const Workload& w, const Operands& o, double v, std::size_t col, std::size_t at) {
+}  // namespace
+
+double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_t col, std::size_t at) {
   for (const auto& op : w.epilogue()) {
     if (op == "bias") v += o.bias[col];
     if (op == "batchnorm") v = v * o.scale[col] + o.shift[col];
     if (op == "relu") v = std::max(v, 0.0);
     if (op == "gelu") v = gelu_reference(v);
+    if (op == "sigmoid") v = 1.0 / (1.0 + std::exp(-v));
+    if (op == "silu") v = v / (1.0 + std::exp(-v));
     if (op == "add") v += o.residual[at];
   }
   return v;
 }
 
-}  // namespace
-
 double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed) {
+  if (is_row_op(w)) return row_max_relative_error(w, o);
   const MatmulShape s = matmul_shape(w);
   const auto rows = rows_to_check(s, seed);
   double worst = 0;
@@ -97,7 +116,7 @@ double max_relative_error(const Workload& w, const Operands& o, std::uint64_t se
       }
       for (std::int64_t j = 0; j < s.n; ++j) {
         const std::size_t at = std::size_t((b * s.m + i) * s.n + j);
-        const double ref = epilogue(w, o, acc[j], std::size_t(j), at);
+        const double ref = apply_epilogue(w, o, acc[j], std::size_t(j), at);
         const double got = o.c[at];
         if (!std::isfinite(got)) return INFINITY;
         worst = std::max(worst, std::abs(got - ref) / std::max(std::abs(ref), 1.0));

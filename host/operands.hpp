@@ -1,5 +1,6 @@
-// Operands: the fp32 tensors of one host matmul workload, filled from a seed, and the
-// reference that checks a kernel's output (double accumulation, the epilogue in chain order).
+// Operands: the fp32 tensors of one host workload, filled from a seed, and the reference that
+// checks a kernel's output (double accumulation, the epilogue in chain order). The row ops'
+// sizes and reference live in reference_rowops.hpp; the functions here dispatch to them.
 // Used by the kernel runner, the benchmark and the tests, so all three check the same way.
 #pragma once
 
@@ -19,20 +20,31 @@ struct MatmulShape {
 // bad_input naming the dim if w is not matmul-like.
 MatmulShape matmul_shape(const Workload& w);
 
+// Elements of each operand: A (uniform in [a_lo, a_hi]), B, C, the per-column epilogue
+// vectors, and whether scale/shift are the op's own (layernorm's gamma and beta).
+struct OperandSizes {
+  std::size_t a = 0, b = 0, c = 0, per_column = 0;
+  float a_lo = -1, a_hi = 1;
+  bool affine = false;
+};
+
 struct Operands {
   std::vector<float> a, b, c, bias, scale, shift, residual;
   // The ABI view; epilogue pointers are null where the workload has no such op.
   AtvossArgs args();
 };
 
-// a, b, residual and bias uniform in [-1, 1], scale in [0.5, 1.5]; c zeroed. Same seed, same data.
+// a as OperandSizes says, b, residual, bias and shift uniform in [-1, 1], scale in
+// [0.5, 1.5]; c zeroed. Same seed, same data.
 Operands make_operands(const Workload& w, std::uint64_t seed);
 
 // Max over checked elements of |c - ref| / max(|ref|, 1). Every row is checked for small
-// problems; above 2^26 MACs, 48 rows (the first and last 8 and 32 drawn from seed).
+// problems (and row ops); above 2^26 MACs, 48 rows (the first and last 8 and 32 drawn from seed).
 double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed);
 
 // The scalar epilogue (the definition the generated vector code must match).
 double gelu_reference(double x);
+// w's epilogue on v at column col of element `at` of the output.
+double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_t col, std::size_t at);
 
 }  // namespace atvoss::host

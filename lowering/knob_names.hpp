@@ -21,9 +21,11 @@ inline constexpr std::string_view fusion_level = "fusion_level";
 // Host (CPU) only: the register micro-kernel's rows and columns (host/host_space.hpp).
 inline constexpr std::string_view micro_m = "micro_m";
 inline constexpr std::string_view micro_n = "micro_n";
+// Host (CPU) only: the cores one kernel runs on (host/host_space.hpp).
+inline constexpr std::string_view threads = "threads";
 
 // Every named knob of the NPU templates, in the order the cost model's feature layout uses
-// (the host-only micro_m/micro_n are not in it: the layout is versioned data).
+// (the host-only micro_m/micro_n/threads are not in it: the layout is versioned data).
 inline constexpr std::array<std::string_view, 10> all = {
     tile_m, tile_n, tile_k, tile_h, tile_w, tile_c, k_steps, async_copy_depth, tile_order, fusion_level};
 

@@ -8,6 +8,7 @@
 #include "host/measure.hpp"
 #include "core/error.hpp"
 #include "host/kernel_abi.hpp"
+#include "host/knob_values.hpp"
 #include "host_test_util.hpp"
 #include "lowering/knob_names.hpp"
 
@@ -16,60 +17,34 @@ namespace {
 
 using testing::TempDir;
 using testing::workload;
-
-struct Case {
-  std::string workload;
-  std::map<std::string, std::int64_t> knobs;  // over the default schedule
-};
-
+using testing::expect_every_case_computes_the_reference;
+using testing::ScheduleCase;
 
 // Shapes that are not multiples of any block, blocks larger than the dims, every tile_order,
-// every fusion level, every micro shape and both unroll and prefetch settings.
-const std::vector<Case> kCases = {
+// every fusion level, every micro shape, both unroll and prefetch settings, and two threads
+// in every tile_order (one mc block and several; capped at the machine's cores).
+const std::vector<ScheduleCase> kCases = {
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
-     {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}}},
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
      {{"micro_m", 4}, {"micro_n", 24}, {"tile_m", 48}, {"tile_n", 256}, {"tile_k", 64}, {"tile_order", 1},
-      {"fusion_level", 1}, {"k_steps", 1}, {"async_copy_depth", 2}}},
+      {"fusion_level", 1}, {"k_steps", 1}, {"async_copy_depth", 2}, {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
-     {{"micro_m", 8}, {"micro_n", 8}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 2}, {"fusion_level", 0}}},
+     {{"micro_m", 8}, {"micro_n", 8}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 2}, {"fusion_level", 0},
+      {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":33,"N":41,"K":300},"epilogue":["batchnorm","relu","add"]})",
      {{"micro_m", 4}, {"micro_n", 8}, {"tile_k", 128}, {"fusion_level", 2}, {"tile_order", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":33,"N":41,"K":300},"epilogue":["bias","relu","add"]})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_k", 64}, {"fusion_level", 0}, {"tile_order", 1}}},
+    // Four mc blocks over two threads, each packing its own A block while the other computes.
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":197,"N":80,"K":256},"epilogue":["bias"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_m", 48}, {"tile_k", 256}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"batch_matmul","dtype":"float32","dims":{"B":3,"M":17,"N":24,"K":40},"epilogue":["add"]})",
-     {{"micro_m", 6}, {"micro_n", 8}, {"fusion_level", 2}, {"async_copy_depth", 2}, {"k_steps", 1}}},
+     {{"micro_m", 6}, {"micro_n", 8}, {"fusion_level", 2}, {"async_copy_depth", 2}, {"k_steps", 1}, {"threads", 2}}},
 };
 
-Schedule schedule_of(const Workload& w, const Case& c) {
-  Schedule s = default_schedule(w, this_machine());
-  for (const auto& [k, v] : c.knobs) {
-    // micro_n is written for 8 lanes; scale to this machine's vectors.
-    s.set(k, k == "micro_n" ? v / 8 * this_machine().lanes() : v);
-  }
-  return s;
-}
-
 TEST(CodegenTest, EveryScheduleInTheTableComputesTheReference) {
-  TempDir cache;
-  HostConfig config;
-  config.build.cache_dir = cache.str();
-  config.run.timing.min_repeat_us = 50;
-  std::vector<Candidate> batch;
-  for (const auto& c : kCases) {
-    const Workload w = workload(c.workload);
-    const Schedule s = schedule_of(w, c);
-    const Verdict v = space_for(w, this_machine()).check(s);
-    ASSERT_TRUE(v.ok) << s.to_json().dump() << ": " << v.reason;
-    batch.push_back({w, s, 7, 3});
-  }
-  const auto results = measure_candidates(batch, this_machine(), config);
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    EXPECT_EQ(results[i].status, Status::ok) << batch[i].schedule.to_json().dump() << " on "
-                                             << batch[i].workload.label() << ": " << results[i].message;
-    EXPECT_GT(results[i].time_us, 0);
-    EXPECT_GT(results[i].profile.compile_us, 0);
-  }
+  expect_every_case_computes_the_reference(kCases, 7);
 }
 
 TEST(CodegenTest, EveryKnobChangesTheSource) {
@@ -97,18 +72,15 @@ TEST(CodegenTest, AKernelThatComputesWrongIsAWrongAnswer) {
   const std::string fma = "acc[r][v] += av * bv[v];";
   ASSERT_NE(src.find(fma), std::string::npos);
   src.replace(src.find(fma), fma.size(), "acc[r][v] += av * bv[v] * 1.001f;");
-  TempDir cache;
-  HostConfig config;
-  config.build.cache_dir = cache.str();
-  const auto m = measure_sources({{w, src, 1, 3}}, config);
-  EXPECT_EQ(m[0].status, Status::wrong_answer) << m[0].message;
+  const Measurement m = testing::measure_source(w, src);
+  EXPECT_EQ(m.status, Status::wrong_answer) << m.message;
 }
 
 TEST(HostSpaceTest, RegisterAndCacheLimitsRejectWithReasons) {
   const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":512,"N":512,"K":512}})");
   const MachineInfo& m = this_machine();
   const ScheduleSpace space = space_for(w, m);
-  EXPECT_LT(space.size(), 10000u);
+  EXPECT_LT(space.size(), 10000u * space.knobs().back().values.size());  // x the thread counts
   Schedule s = default_schedule(w, m);
   EXPECT_TRUE(space.check(s).ok);
   s.set("micro_m", 8);

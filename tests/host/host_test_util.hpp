@@ -1,14 +1,21 @@
 // Helpers for the host tests: a fresh temporary directory per test and workloads from text.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 
 #include <stdlib.h>
 
+#include <gtest/gtest.h>
+
 #include "core/json.hpp"
 #include "core/workload.hpp"
+#include "host/host_space.hpp"
+#include "host/knob_values.hpp"
+#include "host/measure.hpp"
 
 namespace atvoss::host::testing {
 
@@ -31,6 +38,58 @@ class TempDir {
 };
 
 inline Workload workload(const std::string& text) { return Workload::from_json(parse_json(text, "workload")); }
+
+// One source built (into a fresh cache) and run through the real runner.
+inline Measurement measure_source(const Workload& w, const std::string& source) {
+  TempDir cache;
+  HostConfig config;
+  config.build.cache_dir = cache.str();
+  return measure_sources({{w, source, 1, 3}}, config)[0];
+}
+
+// A row of a schedule table: a workload and knobs over its default schedule. Knobs are written
+// for 8 lanes and any core count: micro_n (in floats) is scaled to this machine's lanes,
+// "chunk" sets tile_n in vectors, threads is capped at what the space offers.
+struct ScheduleCase {
+  std::string workload;
+  std::map<std::string, std::int64_t> knobs;
+};
+
+inline Schedule case_schedule(const Workload& w, const ScheduleCase& c) {
+  Schedule s = default_schedule(w, this_machine());
+  const std::int64_t lanes = this_machine().lanes();
+  for (const auto& [k, v] : c.knobs) {
+    if (k == "micro_n") s.set(k, v / 8 * lanes);
+    else if (k == "chunk") s.set("tile_n", v * lanes);
+    else if (k == "threads") s.set(k, std::min<std::int64_t>(v, thread_values(this_machine()).back()));
+    else s.set(k, v);
+  }
+  return s;
+}
+
+// Builds every case (into a fresh cache), runs it through the real runner and expects each to
+// be a point of its space and to match the reference.
+inline void expect_every_case_computes_the_reference(const std::vector<ScheduleCase>& cases, std::uint64_t seed) {
+  std::vector<Candidate> batch;
+  for (const auto& c : cases) {
+    const Workload w = workload(c.workload);
+    const Schedule s = case_schedule(w, c);
+    const Verdict v = space_for(w, this_machine()).check(s);
+    EXPECT_TRUE(v.ok) << s.to_json().dump() << ": " << v.reason;
+    if (v.ok) batch.push_back({w, s, seed, 3});
+  }
+  TempDir cache;
+  HostConfig config;
+  config.build.cache_dir = cache.str();
+  config.run.timing.min_repeat_us = 50;
+  const auto results = measure_candidates(batch, this_machine(), config);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].status, Status::ok) << batch[i].schedule.to_json().dump() << " on "
+                                             << batch[i].workload.label() << ": " << results[i].message;
+    EXPECT_GT(results[i].time_us, 0);
+    EXPECT_GT(results[i].profile.compile_us, 0);
+  }
+}
 
 }  // namespace atvoss::host::testing
 

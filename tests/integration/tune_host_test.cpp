@@ -66,6 +66,20 @@ TEST_F(TuneHostCli, RunsAJobSpecWithTargetHost) {
   EXPECT_THAT(html, HasSubstr("measured single-core peak")) << html;
 }
 
+// The row ops tune end to end too, with the default (model-guided) strategy for one of them.
+TEST_F(TuneHostCli, TunesASoftmaxAndALayernorm) {
+  for (const auto& [w, strategy] : {std::pair<std::string, std::string>{
+                                        R"({"op":"softmax","dtype":"float32","dims":{"M":24,"N":200}})", "random"},
+                                    {R"({"op":"layernorm","dtype":"float32","dims":{"M":16,"N":96}})", "model-guided"}}) {
+    const CliResult r = run_tool("atvoss-tune", "--target host --workload " + quote(w) + " --trials 6 --strategy " +
+                                                    strategy + " --seed 2 --db " + file("rows.db") + " --json --quiet");
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    const Json out = Json::parse(r.out);
+    EXPECT_THAT(out.dump(), HasSubstr("tile_order")) << out.dump();  // a best schedule of the row-op space
+    EXPECT_THAT(out.dump(), HasSubstr("threads")) << out.dump();
+  }
+}
+
 TEST_F(TuneHostCli, AWorkloadTheHostCannotGenerateIsBadInput) {
   const CliResult r = run_tool("atvoss-tune", "--target host --trials 2 --db " + file("x.db") + " --workload " +
                                                   quote(R"({"op":"matmul","dims":{"M":8,"N":8,"K":8}})"));

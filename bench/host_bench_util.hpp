@@ -1,0 +1,48 @@
+// Host bench util: what the host benchmarks share — timing code that runs in their own
+// process (libraries, scalar loops) by the kernel runner's rule (host/kernel_timing.hpp: a
+// warm-up, inner iterations so that a repeat lasts >= 1 ms, the median of 5 repeats), and
+// tuning one workload on this machine into a database.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include <string>
+
+#include "core/measurement.hpp"
+#include "host/host_space.hpp"
+#include "tuner/single_tune.hpp"
+
+namespace atvoss::bench {
+
+inline double time_us(const std::function<void()>& f) {
+  auto once = [&](long inner) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < inner; ++i) f();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / double(inner);
+  };
+  const double first = once(1);
+  const long inner = std::max(1L, long(std::ceil(1000.0 / std::max(first, 0.01))));
+  once(inner);
+  std::vector<double> r;
+  for (int i = 0; i < 5; ++i) r.push_back(once(inner));
+  return median(r);
+}
+
+// The best schedule of `trials` evolutionary trials (seed 1) on --target host, or the default.
+inline Schedule tune_on_host(const Workload& w, int trials, const std::string& db) {
+  tuner::SingleTuneSpec spec;
+  spec.target = "host";
+  spec.workload = w.to_json();
+  spec.trials = trials;
+  spec.strategy = "evolutionary";
+  spec.db = db;
+  spec.seed = 1;
+  const auto outcome = tuner::tune_single(spec);
+  return outcome.result.best_schedule.value_or(host::default_schedule(w, host::this_machine()));
+}
+
+}  // namespace atvoss::bench

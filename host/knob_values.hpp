@@ -1,0 +1,33 @@
+// Knob values: the knobs and value lists the host spaces (host_space.hpp for matmul, rowops_space.hpp
+// for the row ops) build their knobs from, spelled once — sizes clipped to a dimension,
+// the fusion levels an epilogue needs, the thread counts of this machine — and the pick of
+// the value nearest a preference that their default schedules make. Pure functions except
+// thread_values, which reads $ATVOSS_HOST_MAX_THREADS.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/schedule_space.hpp"
+#include "core/workload.hpp"
+#include "host/machine.hpp"
+
+namespace atvoss::host {
+
+Knob knob(std::string_view name, std::vector<std::int64_t> values);
+
+// The values below twice dim (larger ones only repeat the clamped block); the smallest always
+// stays, so "tile > dim" is covered.
+std::vector<std::int64_t> upto(std::int64_t dim, const std::vector<std::int64_t>& values);
+
+// {0} without an epilogue, else {0, the lowest level that fuses every op} (lowering/epilogue.hpp).
+std::vector<std::int64_t> fusion_values(const Workload& w);
+
+// 1, 2, 4, ... up to the physical cores (the core count itself included), capped by
+// $ATVOSS_HOST_MAX_THREADS; bad_input naming the variable if it is not a whole number >= 1.
+std::vector<std::int64_t> thread_values(const MachineInfo& m);
+
+// The value of values nearest want (the first of equals). REQUIRES: values not empty.
+std::int64_t closest(const std::vector<std::int64_t>& values, std::int64_t want);
+
+}  // namespace atvoss::host

@@ -1,0 +1,136 @@
+#include "host/vector_code.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "host/kernel_abi.hpp"
+
+namespace atvoss::host {
+namespace {
+
+// Vector helpers and a Cephes-style expf (max relative error ~1e-7) for gelu, sigmoid, silu
+// and softmax.
+constexpr const char* kHelpers = R"(
+typedef float vf __attribute__((vector_size(VL * 4)));
+typedef int vi __attribute__((vector_size(VL * 4)));
+inline vf loadu(const float* p) { vf v; std::memcpy(&v, p, sizeof v); return v; }
+inline void storeu(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+inline vf load_n(const float* p, long n) { vf v = {}; std::memcpy(&v, p, n * 4); return v; }
+inline void store_n(float* p, vf v, long n) { std::memcpy(p, &v, n * 4); }
+// The first n lanes from p, the others `fill` (the neutral element of a reduction).
+inline vf load_fill(const float* p, long n, float fill) { vf v = vf{} + fill; std::memcpy(&v, p, n * 4); return v; }
+inline vi lane_index() { vi l; for (int i = 0; i < VL; ++i) l[i] = i; return l; }
+inline vi first_lanes(long n) { return lane_index() < (vi{} + int(n)); }
+inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+inline float hsum(vf v) { float s = 0; for (int i = 0; i < VL; ++i) s += v[i]; return s; }
+inline float hmax(vf v) { float m = v[0]; for (int i = 1; i < VL; ++i) m = m > v[i] ? m : v[i]; return m; }
+inline vf vexp(vf x) {
+  const vf hi = vf{} + 88.0f, lo = vf{} - 88.0f;
+  x = x < hi ? x : hi;
+  x = x > lo ? x : lo;
+  const vf fx = x * 1.44269504088896341f + 0.5f;
+  vf fn = __builtin_convertvector(__builtin_convertvector(fx, vi), vf);
+  fn = fn > fx ? fn - 1.0f : fn;
+  const vf r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
+  vf y = vf{} + 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  const vi e = (__builtin_convertvector(fn, vi) + 127) << 23;
+  vf p2;
+  std::memcpy(&p2, &e, sizeof p2);
+  return y * p2;
+}
+// 0.5 x (1 + tanh(u)) == x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+inline vf gelu(vf x) {
+  const vf u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return x / (1.0f + vexp(-2.0f * u));
+}
+)";
+
+struct EpilogueOp {
+  const char* name;
+  const char* statement;  // on vector v at column col; L loads n lanes of an N-vector operand
+};
+
+constexpr EpilogueOp kEpilogueOps[] = {
+    {"bias", "v += L(g.bias + col);"},
+    {"batchnorm", "v = v * L(g.scale + col) + L(g.shift + col);"},
+    {"relu", "v = v > vf{} ? v : vf{};"},
+    {"gelu", "v = gelu(v);"},
+    {"sigmoid", "v = 1.0f / (1.0f + vexp(-v));"},
+    {"silu", "v = v / (1.0f + vexp(-v));"},
+    {"add", "v += L(res_row + col);"},
+};
+
+const EpilogueOp* find_epilogue_op(const std::string& op) {
+  for (const auto& e : kEpilogueOps) {
+    if (op == e.name) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool generates_epilogue_op(const std::string& op) { return find_epilogue_op(op) != nullptr; }
+
+std::string first_unsupported_epilogue(const std::vector<std::string>& ops) {
+  const auto it = std::find_if(ops.begin(), ops.end(), [](const auto& op) { return !generates_epilogue_op(op); });
+  return it == ops.end() ? "" : *it;
+}
+
+std::string vector_helpers() { return kHelpers; }
+
+std::string epilogue_function(const std::string& name, const std::vector<std::string>& ops) {
+  std::ostringstream o;
+  o << "template <bool FULL>\ninline vf " << name
+    << "(vf v, const AtvossArgs& g, const float* res_row, long col, long n) {\n"
+    << "  (void)g; (void)res_row; (void)col; (void)n;\n"
+    << "  auto L = [&](const float* p) { if constexpr (FULL) return loadu(p); else return load_n(p, n); };\n"
+    << "  (void)L;\n";
+  for (const auto& op : ops) {
+    const EpilogueOp* e = find_epilogue_op(op);
+    o << "  " << (e ? e->statement : "#error unsupported epilogue op " + op) << "\n";
+  }
+  o << "  return v;\n}\n";
+  return o.str();
+}
+
+namespace {
+
+std::string parallel_text(int threads) {
+  if (threads <= 1) return "#define PARALLEL_FOR\n#define THREAD_ID 0\n";
+  return "#include <omp.h>\n#define PARALLEL_FOR _Pragma(\"omp parallel for num_threads(" + std::to_string(threads) +
+         ") schedule(static)\")\n#define THREAD_ID omp_get_thread_num()\n";
+}
+
+}  // namespace
+
+std::string kernel_preamble(const Workload& w, const Schedule& s, int threads) {
+  return "// atvoss host kernel: " + w.label() + "\n// schedule " + s.to_json().dump() +
+         "\n#include <cstdlib>\n#include <cstring>\n" + parallel_text(threads) + kKernelAbiText + "namespace {\n";
+}
+
+std::string epilogue_functions(const lowering::FusionSplit& split) {
+  std::string out = epilogue_function("fused", split.fused);
+  for (std::size_t i = 0; i < split.unfused.size(); ++i) {
+    out += epilogue_function("unfused" + std::to_string(i), {split.unfused[i]});
+  }
+  return out;
+}
+
+std::string with_unroll(std::string text, long unroll) {
+  const std::string mark = "UNROLL";
+  return text.replace(text.find(mark), mark.size(), std::to_string(unroll));
+}
+
+std::string threads_symbol_text(int threads) {
+  const std::string symbol = kThreadsSymbol;
+  return "extern \"C\" { extern const int " + symbol + "; }\nconst int " + symbol + " = " +
+         std::to_string(std::max(1, threads)) + ";\n";
+}
+
+}  // namespace atvoss::host

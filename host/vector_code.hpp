@@ -1,0 +1,44 @@
+// Vector code: the pieces of generated C++ that every host kernel shares, spelled once —
+// the GCC vector-extension types at the machine's SIMD width with their load/store, mask and
+// horizontal helpers, a vector exp and gelu, the epilogue functions, and the `threads`
+// scaffolding (an OpenMP parallel-for and the symbol that tells the runner how many cores
+// the kernel uses, kernel_abi.hpp). codegen.cpp (matmul) and codegen_rowops.cpp use them.
+// Pure functions of their arguments: the same inputs give the same text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/schedule.hpp"
+#include "core/workload.hpp"
+#include "lowering/epilogue.hpp"
+
+namespace atvoss::host {
+
+// Whether the code generator has a vector form of the epilogue op (bias, batchnorm, relu,
+// gelu, sigmoid, silu, add).
+bool generates_epilogue_op(const std::string& op);
+// The first epilogue op of ops it cannot generate, empty if none.
+std::string first_unsupported_epilogue(const std::vector<std::string>& ops);
+
+// The vector types and helpers; expects `constexpr long VL` (lanes) declared before it.
+std::string vector_helpers();
+
+// template <bool FULL> vf name(vf v, const AtvossArgs& g, const float* res_row, long col, long n):
+// the ops in order on one vector at column col (n valid lanes when !FULL).
+std::string epilogue_function(const std::string& name, const std::vector<std::string>& ops);
+
+// The top of every kernel source: a comment naming the workload and schedule, the includes,
+// PARALLEL_FOR (an OpenMP parallel for over `threads` threads; nothing for 1) and THREAD_ID,
+// the ABI struct, and the opening of the anonymous namespace.
+std::string kernel_preamble(const Workload& w, const Schedule& s, int threads);
+
+// `fused` with the fused ops and `unfused<i>` with the i-th unfused op each.
+std::string epilogue_functions(const lowering::FusionSplit& split);
+
+// text with its one "UNROLL" replaced by the number.
+std::string with_unroll(std::string text, long unroll);
+// The exported thread count the runner pins for (kThreadsSymbol).
+std::string threads_symbol_text(int threads);
+
+}  // namespace atvoss::host
