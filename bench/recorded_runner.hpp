@@ -89,6 +89,14 @@ inline double frac_at(const std::vector<double>& curve, int k) {
   return curve[std::min<std::size_t>(curve.size(), static_cast<std::size_t>(k)) - 1];
 }
 
+// Evaluations needed to reach frac of the optimum (1-based); curve.size() + 1 if never.
+inline int trials_to(const std::vector<double>& curve, double frac) {
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    if (curve[i] >= frac) return static_cast<int>(i + 1);
+  }
+  return static_cast<int>(curve.size()) + 1;
+}
+
 // Every recorded configuration as a trial (a brute-forced table used as a prior).
 inline std::vector<search::Trial> table_trials(const RecordedSpace& rs) {
   std::vector<search::Trial> out;
