@@ -91,6 +91,7 @@ bool record_one(const std::string& name, const std::string& json, const Config& 
     Schedule s = space.schedule_at(space.point_at(i));
     if (space.check(s).ok) valid.push_back(std::move(s));
   }
+  const std::size_t valid_points = valid.size();
   std::mt19937_64 rng(cfg.seed);
   std::shuffle(valid.begin(), valid.end(), rng);
   valid.resize(std::min<std::size_t>(valid.size(), static_cast<std::size_t>(cfg.points)));
@@ -102,8 +103,9 @@ bool record_one(const std::string& name, const std::string& json, const Config& 
   for (const auto& s : valid) {
     if (!done.count(s.key())) todo.push_back(s);
   }
-  std::fprintf(stderr, "# %s: %llu points, %zu in the sample, %zu recorded, %zu to measure\n", name.c_str(),
-               static_cast<unsigned long long>(space.size()), valid.size(), done.size(), todo.size());
+  std::fprintf(stderr, "# %s: %llu points, %zu valid, %zu in the sample, %zu recorded, %zu to measure\n",
+               name.c_str(), static_cast<unsigned long long>(space.size()), valid_points, valid.size(), done.size(),
+               todo.size());
   std::filesystem::create_directories(cfg.out);
   std::ofstream out(path, std::ios::app);
   if (!out) throw Error(ErrorKind::io, "cannot write '" + path + "'");
