@@ -55,9 +55,17 @@ inline search::StrategyOptions options_for(const std::string& path, const std::s
   return o;
 }
 
+// features_from_options: the strategy sees o.workload and o.target (features of the kernel
+// the table was measured from, as a live tune would) instead of the recorded-table workload.
 inline RunResult run_search(const RecordedSpace& rs, const std::string& path, const std::string& label,
-                            const search::StrategyOptions& o, int budget, int batch) {
-  auto strategy = search::make_strategy(split_label(label).first, rs.space(), options_for(path, label, o, o.seed));
+                            const search::StrategyOptions& o, int budget, int batch,
+                            bool features_from_options = false) {
+  search::StrategyOptions so = options_for(path, label, o, o.seed);
+  if (features_from_options) {
+    so.workload = o.workload;
+    so.target = o.target;
+  }
+  auto strategy = search::make_strategy(split_label(label).first, rs.space(), so);
   const double optimum = *rs.optimum_us();
   RunResult out;
   double best = HUGE_VAL, propose_s = 0;
