@@ -55,9 +55,17 @@ inline search::StrategyOptions options_for(const std::string& path, const std::s
   return o;
 }
 
+// features_from_options: the strategy sees o.workload and o.target (features of the kernel
+// the table was measured from, as a live tune would) instead of the recorded-table workload.
 inline RunResult run_search(const RecordedSpace& rs, const std::string& path, const std::string& label,
-                            const search::StrategyOptions& o, int budget, int batch) {
-  auto strategy = search::make_strategy(split_label(label).first, rs.space(), options_for(path, label, o, o.seed));
+                            const search::StrategyOptions& o, int budget, int batch,
+                            bool features_from_options = false) {
+  search::StrategyOptions so = options_for(path, label, o, o.seed);
+  if (features_from_options) {
+    so.workload = o.workload;
+    so.target = o.target;
+  }
+  auto strategy = search::make_strategy(split_label(label).first, rs.space(), so);
   const double optimum = *rs.optimum_us();
   RunResult out;
   double best = HUGE_VAL, propose_s = 0;
@@ -87,6 +95,14 @@ inline RunResult run_search(const RecordedSpace& rs, const std::string& path, co
 inline double frac_at(const std::vector<double>& curve, int k) {
   if (curve.empty()) return 0;
   return curve[std::min<std::size_t>(curve.size(), static_cast<std::size_t>(k)) - 1];
+}
+
+// Evaluations needed to reach frac of the optimum (1-based); curve.size() + 1 if never.
+inline int trials_to(const std::vector<double>& curve, double frac) {
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    if (curve[i] >= frac) return static_cast<int>(i + 1);
+  }
+  return static_cast<int>(curve.size()) + 1;
 }
 
 // Every recorded configuration as a trial (a brute-forced table used as a prior).
