@@ -1,5 +1,5 @@
-// CorePool: the cores timed kernels run on, handed out one kernel per physical core at a
-// time. Several callers may measure at once (a farm worker's slots, docs/host-backend.md
+// CorePool: the cores timed kernels run on, handed out one kernel thread per physical core
+// at a time (a kernel of `threads` threads leases that many cores). Several callers may measure at once (a farm worker's slots, docs/host-backend.md
 // "A host farm"); each timed kernel holds a Lease on one core and pins its runner there, so
 // two timed kernels never share a core and a third waits until one is free. Compiles take
 // no lease: they run in parallel as the builder decides.
@@ -29,22 +29,26 @@ class CorePool {
     Lease& operator=(Lease&&) = delete;
     Lease(const Lease&) = delete;
     ~Lease();
-    int cpu() const { return cpu_; }
+    int cpu() const { return cpus_.front(); }
+    const std::vector<int>& cpus() const { return cpus_; }
 
    private:
     friend class CorePool;
-    Lease(CorePool* pool, int cpu) : pool_(pool), cpu_(cpu) {}
+    Lease(CorePool* pool, std::vector<int> cpus) : pool_(pool), cpus_(std::move(cpus)) {}
     CorePool* pool_;
-    int cpu_;
+    std::vector<int> cpus_;
   };
 
-  Lease acquire();                     // blocks until a core is free
-  std::optional<Lease> try_acquire();  // nullopt when every core is leased
+  // n cores (at most size()): blocks until that many are free.
+  Lease acquire(int n = 1);
+  std::optional<Lease> try_acquire(int n = 1);  // nullopt while fewer than n are free
   std::size_t size() const { return cpus_.size(); }
 
  private:
-  void give_back(int cpu);
-  int take_locked();  // REQUIRES: mu_ held and a core free
+  void give_back(const std::vector<int>& cpus);
+  std::size_t wanted(int n) const;
+  std::size_t free_locked() const;          // REQUIRES: mu_ held
+  std::vector<int> take_locked(std::size_t n);  // REQUIRES: mu_ held and n cores free
 
   const std::vector<int> cpus_;
   std::vector<bool> leased_;

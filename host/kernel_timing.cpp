@@ -67,7 +67,8 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   auto fn = reinterpret_cast<KernelFn>(::dlsym(handle, kKernelSymbol));
   if (!fn) throw Error(ErrorKind::io, "kernel runner: " + so_path + " has no symbol " + kKernelSymbol);
   const int threads = kernel_threads(handle);
-  const std::vector<int> cpus = choose_cpus(allowed_cpus(), threads, o.cpu);
+  const std::vector<int> cpus = o.cpus.empty() ? choose_cpus(allowed_cpus(), threads, o.cpu)
+                                                : choose_cpus(o.cpus, threads, -1);
   pin_to(cpus);  // best effort: an unpinned run is still a run
 
   Operands ops = make_operands(w, o.seed);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/json.hpp"
 #include "core/workload.hpp"
@@ -22,6 +23,7 @@ struct TimingOptions {
   std::uint64_t seed = 0;
   int repeat = 5;
   int cpu = -1;               // first core to pin to; -1: the last cores of this process's set
+  std::vector<int> cpus;      // the cores leased for this kernel (core_pool.hpp); overrides cpu
   double min_repeat_us = 1000;
   double max_cv = 0.05;
   int max_remeasures = 2;

@@ -18,9 +18,10 @@ Measurement run_built(const BuildResult& b, const SourceJob& job, const HostConf
   RunOptions run = config.run;
   run.timing.seed = job.seed;
   run.timing.repeat = std::max(job.repeat, 3);
-  // One timed kernel per physical core: concurrent batches (a worker's slots) wait here.
-  const CorePool::Lease core = kernel_cores().acquire();
-  run.timing.cpu = core.cpu();
+  // One timed kernel thread per physical core: concurrent batches (a worker's slots) wait
+  // here until as many cores as the kernel has threads are free.
+  const CorePool::Lease cores = kernel_cores().acquire(job.threads);
+  run.timing.cpus = cores.cpus();
   Measurement m = run_kernel(b.so_path, job.workload, run);
   m.profile.compile_us = b.compile_us;
   if (m.ok()) {

@@ -48,10 +48,15 @@ std::string find_runner() {
 
 Measurement run_kernel(const std::string& so_path, const Workload& w, const RunOptions& o) {
   const TimingOptions& t = o.timing;
-  const std::vector<std::string> argv = {
+  std::vector<std::string> argv = {
       o.runner.empty() ? find_runner() : o.runner, "--so", so_path, "--workload", w.to_json().dump(),
       "--seed", std::to_string(t.seed), "--repeat", std::to_string(t.repeat),
       "--cpu=" + std::to_string(t.cpu), "--min-repeat-us", std::to_string(t.min_repeat_us)};
+  if (!t.cpus.empty()) {
+    std::string list;
+    for (int c : t.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
+    argv.push_back("--cpus=" + list);
+  }
   const ProcessResult p = run_process(argv, o.timeout_s);
   if (!p.started) throw Error(ErrorKind::io, "host: " + p.err);
   if (p.timed_out) {

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "input seed");
   app.add_option("--repeat", o.repeat, "timed repeats")->check(CLI::Range(1, 1000));
   app.add_option("--cpu", o.cpu, "core to pin to (-1: last allowed core)");
+  app.add_option("--cpus", o.cpus, "the cores leased for this kernel, comma-separated (overrides --cpu)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 65535));
   app.add_option("--min-repeat-us", o.min_repeat_us, "minimum length of one timed repeat")
       ->check(CLI::Range(1.0, 1e7));
   return atvoss::tools::run_cli(app, argc, argv, [&] {

@@ -29,6 +29,28 @@ TEST(CorePoolTest, LeasesDistinctCoresAndRefusesWhenAllAreTaken) {
   EXPECT_EQ(c->cpu(), 5);  // the freed core, and only it
 }
 
+// A kernel of two threads leases two cores: no other timed kernel may run on either, and
+// it waits while only one is free.
+TEST(CorePoolTest, AKernelOfSeveralThreadsLeasesAsManyCores) {
+  CorePool pool({5, 3, 1});
+  auto one = pool.try_acquire();
+  ASSERT_TRUE(one.has_value());
+  auto two = pool.try_acquire(2);
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(two->cpus(), (std::vector<int>{3, 1}));
+  EXPECT_FALSE(pool.try_acquire().has_value());
+  two.reset();
+  EXPECT_FALSE(pool.try_acquire(3).has_value());  // one core is still leased
+  auto again = pool.try_acquire(2);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->cpus().size(), 2u);
+  again.reset();
+  one.reset();
+  auto capped = pool.try_acquire(8);  // more threads than cores: every core, no deadlock
+  ASSERT_TRUE(capped.has_value());
+  EXPECT_EQ(capped->cpus().size(), 3u);
+}
+
 TEST(CorePoolTest, AcquireWaitsForTheCoreThatIsGivenBack) {
   CorePool pool({7});
   std::optional<CorePool::Lease> held = pool.acquire();
