@@ -17,6 +17,7 @@
 //        [--workloads substring] [--repeat 5] [--seconds 0]
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -166,6 +167,9 @@ int run(const Config& cfg) {
 }  // namespace atvoss::bench
 
 int main(int argc, char** argv) {
+  // Single-thread landscapes, as the other host benches and the recordings in data/ (made
+  // before the threads knob existed): the knob then holds only 1.
+  ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);
   atvoss::bench::Config cfg;
   CLI::App app{"record host-backend landscapes (real CPU kernels) as recorded spaces"};
   app.add_option("--out", cfg.out, "directory of the <workload>.csv recordings");
