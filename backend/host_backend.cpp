@@ -14,7 +14,8 @@ class HostBackend final : public Backend {
  public:
   std::string name() const override { return "host"; }
   bool serves(const Workload& w, const Target& t) const override {
-    return t.organisation == "cpu" && w.is_matmul_like();
+    return t.organisation == "cpu" &&
+           (w.is_matmul_like() || w.op() == "conv2d" || w.op() == "depthwise_conv2d");
   }
   ScheduleSpace space(const Workload& w, const Target& t) const override {
     require_this_machine(t);

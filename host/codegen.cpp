@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "host/codegen_conv.hpp"
 #include "host/kernel_abi.hpp"
 #include "host/operands.hpp"
 #include "lowering/epilogue.hpp"
@@ -208,7 +209,13 @@ long round_to(long v, long step) { return std::max(step, v / step * step); }
 
 }  // namespace
 
+std::string vector_helpers_source() { return kHelpers; }
+std::string epilogue_source(const std::string& name, const std::vector<std::string>& ops) {
+  return epilogue_function(name, ops);
+}
+
 std::string generate_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
+  if (w.is_conv()) return generate_conv_source(w, s, m);
   const MatmulShape shape = matmul_shape(w);
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
   const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/schedule.hpp"
 #include "core/workload.hpp"
@@ -17,5 +18,12 @@ namespace atvoss::host {
 
 // REQUIRES: space_for(w, m).check(s).ok.
 std::string generate_source(const Workload& w, const Schedule& s, const MachineInfo& m);
+
+// Shared by the per-op generators (codegen_conv.hpp). The helpers text needs VL defined and
+// <cstring>: the vector type vf of VL floats, loadu/storeu/load_n/store_n, vexp and gelu.
+// An epilogue function is `template <bool FULL> vf name(vf v, const AtvossArgs& g,
+// const float* res_row, long col, long n)` applying ops in order to the n lanes at column col.
+std::string vector_helpers_source();
+std::string epilogue_source(const std::string& name, const std::vector<std::string>& ops);
 
 }  // namespace atvoss::host

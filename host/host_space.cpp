@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "host/conv_space.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/knob_names.hpp"
 
@@ -65,6 +66,7 @@ Verdict check(const Schedule& s, const MachineInfo& m) {
 }  // namespace
 
 bool supports(const Workload& w, std::string* why) {
+  if (w.is_conv()) return conv_supports(w, why);
   std::string reason;
   if (!w.is_matmul_like()) reason = "op '" + w.op() + "': the host backend generates matmul and batch_matmul";
   else if (w.dtype() != DType::float32) reason = "field 'dtype': the host backend computes \"float32\" only";
@@ -74,6 +76,7 @@ bool supports(const Workload& w, std::string* why) {
 }
 
 ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
+  if (w.is_conv()) return conv_space_for(w, m);
   std::string why;
   if (!supports(w, &why)) throw_bad_input("host: " + why);
   const std::int64_t lanes = m.lanes();
@@ -94,6 +97,7 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
 }
 
 Schedule default_schedule(const Workload& w, const MachineInfo& m) {
+  if (w.is_conv()) return conv_default_schedule(w, m);
   // BLIS-like: the widest register block that fits, mc 96, kc 256, nc as large as allowed.
   const ScheduleSpace space = space_for(w, m);
   const std::vector<std::int64_t> preferred_mr = {6, 4, 8};

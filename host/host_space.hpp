@@ -23,7 +23,7 @@
 namespace atvoss::host {
 
 // Whether the host backend generates code for w (matmul or batch_matmul, fp32, epilogue
-// without layernorm). why (if given) says what is missing.
+// without layernorm; conv ops go to conv_space.hpp). why (if given) says what is missing.
 bool supports(const Workload& w, std::string* why = nullptr);
 
 // REQUIRES: supports(w). bad_input naming the field otherwise.

@@ -21,7 +21,7 @@ Measurement run_built(const BuildResult& b, const SourceJob& job, const HostConf
   Measurement m = run_kernel(b.so_path, job.workload, run);
   m.profile.compile_us = b.compile_us;
   if (m.ok()) {
-    const double gflops = matmul_shape(job.workload).flops() / m.time_us * 1e-3;
+    const double gflops = job.workload.flops() / m.time_us * 1e-3;
     m.profile.compute_us = m.time_us;
     if (config.peak_gflops > 0) m.profile.cube_utilisation = gflops / config.peak_gflops;
   }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "host/reference_conv.hpp"
 
 namespace atvoss::host {
 
@@ -22,6 +23,7 @@ AtvossArgs Operands::args() {
 }
 
 Operands make_operands(const Workload& w, std::uint64_t seed) {
+  if (w.is_conv()) return make_conv_operands(w, seed);
   const MatmulShape s = matmul_shape(w);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f), positive(0.5f, 1.5f);
@@ -81,6 +83,7 @@ double epilogue(const Workload& w, const Operands& o, double v, std::size_t col,
 }  // namespace
 
 double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed) {
+  if (w.is_conv()) return conv_max_relative_error(w, o, seed);
   const MatmulShape s = matmul_shape(w);
   const auto rows = rows_to_check(s, seed);
   double worst = 0;

@@ -1,6 +1,7 @@
 // Operands: the fp32 tensors of one host matmul workload, filled from a seed, and the
 // reference that checks a kernel's output (double accumulation, the epilogue in chain order).
 // Used by the kernel runner, the benchmark and the tests, so all three check the same way.
+// make_operands and max_relative_error hand conv workloads to reference_conv.hpp.
 #pragma once
 
 #include <cstdint>
