@@ -345,18 +345,15 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   o << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
     << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n";
   if (dw) {
-    o << "constexpr long TC = " << round_to(knob(knobs::tile_c), nr) << ";\n";
+    o << "constexpr long TC = " << round_to(knob(knobs::tile_c), nr) << ";\n"
+      << "constexpr long PF = " << depth - 1 << ";\n";
   } else {
-    o << "constexpr long NC = " << round_to(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k) << ";\n";
-  }
-  if (dw) {
-    o << "constexpr long PF = " << depth - 1 << ";\n";
-  } else {
-    o << "constexpr bool INPLACE = " << (depth == 1 ? "true" : "false") << ";\n"
+    // async_copy_depth: 1 weights in place, 2 packed, 3 packed and prefetched.
+    o << "constexpr long NC = " << round_to(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k) << ";\n"
+      << "constexpr bool INPLACE = " << (depth == 1 ? "true" : "false") << ";\n"
       << "constexpr long PF = " << (depth >= 3 ? 8 : 0) << ";\n";
   }
-  o
-    << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
+  o << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
     << vector_helpers_source() << epilogue_source("fused", split.fused);
   for (std::size_t i = 0; i < split.unfused.size(); ++i) {
     o << epilogue_source("unfused" + std::to_string(i), {split.unfused[i]});
