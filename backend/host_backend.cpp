@@ -15,7 +15,8 @@ class HostBackend final : public Backend {
  public:
   std::string name() const override { return "host"; }
   bool serves(const Workload& w, const Target& t) const override {
-    return host::is_host_target(t) && (w.is_matmul_like() || host::is_row_op(w));
+    return host::is_host_target(t) && (w.is_matmul_like() || host::is_row_op(w) || w.op() == "conv2d" ||
+                                       w.op() == "depthwise_conv2d");
   }
   ScheduleSpace space(const Workload& w, const Target& t) const override {
     require_this_machine(t);

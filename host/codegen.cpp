@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "host/codegen_conv.hpp"
 #include "host/codegen_rowops.hpp"
 #include "host/operands.hpp"
 #include "host/rowops_space.hpp"
@@ -174,6 +175,7 @@ long round_to(long v, long step) { return std::max(step, v / step * step); }
 }  // namespace
 
 std::string generate_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
+  if (w.is_conv()) return generate_conv_source(w, s, m);
   if (is_row_op(w)) return generate_rowops_source(w, s, m);
   const MatmulShape shape = matmul_shape(w);
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };

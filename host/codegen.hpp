@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/schedule.hpp"
 #include "core/workload.hpp"

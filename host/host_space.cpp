@@ -3,9 +3,11 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "host/conv_space.hpp"
 #include "host/knob_values.hpp"
 #include "host/rowops_space.hpp"
 #include "host/vector_code.hpp"
+#include "lowering/epilogue.hpp"
 #include "lowering/knob_names.hpp"
 
 namespace atvoss::host {
@@ -40,9 +42,10 @@ Verdict check(const Schedule& s, const MachineInfo& m) {
 }  // namespace
 
 bool supports(const Workload& w, std::string* why) {
+  if (w.is_conv()) return conv_supports(w, why);
   std::string reason;
   if (!w.is_matmul_like() && !is_row_op(w)) {
-    reason = "op '" + w.op() + "': the host backend generates matmul, batch_matmul, elementwise, map, softmax and layernorm";
+    reason = "op '" + w.op() + "': the host backend generates matmul, batch_matmul, conv2d, depthwise_conv2d, elementwise, map, softmax and layernorm";
   } else if (w.dtype() != DType::float32) {
     reason = "field 'dtype': the host backend computes \"float32\" only";
   } else if (const std::string op = first_unsupported_epilogue(w.epilogue()); !op.empty()) {
@@ -53,6 +56,7 @@ bool supports(const Workload& w, std::string* why) {
 }
 
 ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
+  if (w.is_conv()) return conv_space_for(w, m);
   std::string why;
   if (!supports(w, &why)) throw_bad_input("host: " + why);
   if (is_row_op(w)) return rowops_space_for(w, m);
@@ -73,9 +77,10 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
 }
 
 Schedule default_schedule(const Workload& w, const MachineInfo& m) {
+  if (w.is_conv()) return conv_default_schedule(w, m);
+  if (is_row_op(w)) return rowops_default_schedule(w, m);
   // BLIS-like: the widest register block that fits, mc 96, kc 256, nc as large as allowed;
   // one thread (the benchmark goals compare with one-thread libraries).
-  if (is_row_op(w)) return rowops_default_schedule(w, m);
   const ScheduleSpace space = space_for(w, m);
   const std::vector<std::int64_t> preferred_mr = {6, 4, 8};
   for (std::int64_t mr : preferred_mr) {

@@ -24,8 +24,9 @@
 
 namespace atvoss::host {
 
-// Whether the host backend generates code for w (matmul, batch_matmul or a row op; fp32; an
-// epilogue of ops it has a vector form of). why (if given) says what is missing.
+// Whether the host backend generates code for w as a matmul, batch_matmul or row op (fp32;
+// an epilogue of ops it has a vector form of); conv ops go to conv_space.hpp. why (if
+// given) says what is missing.
 bool supports(const Workload& w, std::string* why = nullptr);
 
 // REQUIRES: supports(w). bad_input naming the field otherwise.

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "host/reference_rowops.hpp"
 #include "host/rowops_space.hpp"
+#include "host/reference_conv.hpp"
 
 namespace atvoss::host {
 
@@ -38,6 +39,7 @@ OperandSizes matmul_sizes(const Workload& w) {
 }  // namespace
 
 Operands make_operands(const Workload& w, std::uint64_t seed) {
+  if (w.is_conv()) return make_conv_operands(w, seed);
   const OperandSizes s = is_row_op(w) ? row_operand_sizes(w) : matmul_sizes(w);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> input(s.a_lo, s.a_hi), unit(-1.0f, 1.0f), positive(0.5f, 1.5f);
@@ -99,6 +101,7 @@ double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_
 }
 
 double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed) {
+  if (w.is_conv()) return conv_max_relative_error(w, o, seed);
   if (is_row_op(w)) return row_max_relative_error(w, o);
   const MatmulShape s = matmul_shape(w);
   const auto rows = rows_to_check(s, seed);

@@ -2,6 +2,7 @@
 // checks a kernel's output (double accumulation, the epilogue in chain order). The row ops'
 // sizes and reference live in reference_rowops.hpp; the functions here dispatch to them.
 // Used by the kernel runner, the benchmark and the tests, so all three check the same way.
+// make_operands and max_relative_error hand conv workloads to reference_conv.hpp.
 #pragma once
 
 #include <cstdint>

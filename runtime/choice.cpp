@@ -12,11 +12,18 @@ namespace {
 // s on the called shape's space: a knob value the space does not list becomes the closest
 // listed one (ties to the smaller). The host space drops tile values above twice a dim because
 // the kernel clamps such a block to the dim (docs/host-backend.md), so for tile sizes this
-// keeps the blocking the entry ran with. moved lists what changed ("tile_k 512 -> 64").
-Schedule onto_space(const ScheduleSpace& space, const Schedule& s, std::string& moved) {
+// keeps the blocking the entry ran with. A knob the entry lacks (a table exported before the
+// knob existed, e.g. threads) takes the default schedule's value. moved lists what changed
+// ("tile_k 512 -> 64", "threads absent -> 1").
+Schedule onto_space(const ScheduleSpace& space, const Schedule& s, const Schedule& fallback, std::string& moved) {
   Schedule out = s;
   for (const Knob& k : space.knobs()) {
-    if (!s.has(k.name)) continue;  // check() names the missing knob
+    if (!s.has(k.name)) {
+      if (!fallback.has(k.name)) continue;  // check() names the missing knob
+      out.set(k.name, fallback.at(k.name));
+      moved += (moved.empty() ? "" : ", ") + k.name + " absent -> " + std::to_string(fallback.at(k.name));
+      continue;
+    }
     const std::int64_t v = s.at(k.name);
     if (std::find(k.values.begin(), k.values.end(), v) != k.values.end()) continue;
     const std::int64_t to = *std::min_element(k.values.begin(), k.values.end(), [v](std::int64_t a, std::int64_t b) {
@@ -64,7 +71,7 @@ Choice choose_schedule(const table::ScheduleTable* table, const std::string& no_
   const bool exact = found.kind == table::MatchKind::exact;
   const ScheduleSpace space = host::space_for(w, machine);
   std::string moved;
-  const Schedule schedule = onto_space(space, found.entry->schedule, moved);
+  const Schedule schedule = onto_space(space, found.entry->schedule, c.schedule, moved);
   const Verdict v = space.check(schedule);
   if (!v.ok) {
     c.reason = std::string(exact ? "the exact" : "the nearest") + " entry (" + found.entry->workload.label() +

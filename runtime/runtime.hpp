@@ -8,7 +8,7 @@
 // Dispatch is by Workload: run(workload, args) serves every op the host code generator serves
 // (host::supports); the typed wrappers only build the workload and the argument struct.
 // Operands are dense fp32, row-major (host/kernel_abi.hpp): matmul A[M,K] B[K,N] C[M,N],
-// batches back to back; conv2d NCHW input, K x C x R x S filters, N x K x OH x OW output.
+// batches back to back; conv2d NHWC input, R x S x C x K (HWIO) filters, N x OH x OW x K output.
 // Epilogue operands: bias/scale/shift one value per output column (matmul) or channel
 // (conv), residual shaped like the output.
 //

@@ -81,7 +81,7 @@ class Runtime:
     def conv2d(self, input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
                bias: Any = None, scale: Any = None, shift: Any = None, residual: Any = None,
                return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
-        """conv2d of input (N, C, H, W) with filter (K, C, R, S) -> (N, K, OH, OW), then the
+        """conv2d of input (N, H, W, C) with filter (R, S, C, K) -> (N, OH, OW, K) (NHWC, HWIO), then the
         epilogue (bias/scale/shift: (K,)). ValueError naming the op where the host code
         generator does not serve conv2d."""
         out, choice = self._rt.conv2d(input, filter, stride, pad,

@@ -114,18 +114,19 @@ class PyRuntime {
     return run(w, a, b, out_shape, e, with_choice);
   }
 
-  // (output, choice JSON or None). input (N, C, H, W), filter (K, C, R, S).
+  // (output, choice JSON or None). input (N, H, W, C), filter (R, S, C, K): the host's NHWC and
+  // HWIO layouts (docs/host-backend.md), so no copy is made.
   py::tuple conv2d(const py::object& in_obj, const py::object& f_obj, std::int64_t stride, std::int64_t pad,
                    const Epilogue& e, bool with_choice) {
     const FloatArray in = float32_array(in_obj, "input"), f = float32_array(f_obj, "filter");
-    if (in.ndim() != 4 || f.ndim() != 4 || f.shape(1) != in.shape(1)) {
-      throw_bad_input("runtime: conv2d takes input (N, C, H, W) and filter (K, C, R, S), got " + shape_text(in) +
+    if (in.ndim() != 4 || f.ndim() != 4 || f.shape(2) != in.shape(3)) {
+      throw_bad_input("runtime: conv2d takes input (N, H, W, C) and filter (R, S, C, K), got " + shape_text(in) +
                       " and " + shape_text(f));
     }
-    const runtime::Conv2dShape s{in.shape(0), in.shape(1), in.shape(2), in.shape(3), f.shape(0),
-                                 f.shape(2),  f.shape(3),  stride,      pad};
+    const runtime::Conv2dShape s{in.shape(0), in.shape(3), in.shape(1), in.shape(2), f.shape(3),
+                                 f.shape(0),  f.shape(1),  stride,      pad};
     const Workload w = runtime::conv2d_workload(s, e.ops);
-    return run(w, in, f, {s.n, s.k, w.out_h(), w.out_w()}, e, with_choice);
+    return run(w, in, f, {s.n, w.out_h(), w.out_w(), s.k}, e, with_choice);
   }
 
  private:

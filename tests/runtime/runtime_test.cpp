@@ -93,13 +93,16 @@ TEST_F(RuntimeTest, NoComparableEntryRunsTheDefault) {
 TEST_F(RuntimeTest, NearestScheduleIsMovedOntoTheCalledShapesSpace) {
   Runtime rt(options());
   // The only relu entry has tile_k 512, which K = 64 does not offer: the closest value is 64.
+  // It predates the threads knob: the default's thread count fills it in.
   const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":20,"N":24,"K":64},"epilogue":["relu"]})");
   const Choice& c = rt.choose(w);
   EXPECT_EQ(c.kind, ChoiceKind::nearest) << c.reason;
   Schedule want = testing::large_relu_schedule(machine());
   want.set("tile_k", 64);
+  want.set("threads", host::default_schedule(w, machine()).at("threads"));
   EXPECT_EQ(c.schedule, want);
   EXPECT_NE(c.reason.find("tile_k 512 -> 64"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("threads absent -> 1"), std::string::npos) << c.reason;
   EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
 }
 
@@ -254,7 +257,7 @@ TEST_F(RuntimeTest, Conv2dRunsOrIsRefusedByTheCodeGenerator) {
     return;
   }
   rt.conv2d(in.data(), filter.data(), out.data(), shape, {{"bias"}, bias.data()});
-  for (std::int64_t k = 0; k < shape.k; ++k) {  // NCHW reference
+  for (std::int64_t k = 0; k < shape.k; ++k) {  // NHWC activations, HWIO weights (docs/host-backend.md)
     for (std::int64_t y = 0; y < 6; ++y) {
       for (std::int64_t x = 0; x < 6; ++x) {
         double ref = bias[k];
@@ -263,9 +266,9 @@ TEST_F(RuntimeTest, Conv2dRunsOrIsRefusedByTheCodeGenerator) {
             for (std::int64_t s = 0; s < 3; ++s) {
               const std::int64_t iy = y + r - 1, ix = x + s - 1;
               if (iy < 0 || iy >= 6 || ix < 0 || ix >= 6) continue;
-              ref += double(in[(c * 6 + iy) * 6 + ix]) * filter[((k * 3 + c) * 3 + r) * 3 + s];
+              ref += double(in[(iy * 6 + ix) * shape.c + c]) * filter[((r * 3 + s) * shape.c + c) * shape.k + k];
             }
-        EXPECT_NEAR(out[(k * 6 + y) * 6 + x], ref, 1e-4 * std::max(1.0, std::abs(ref)));
+        EXPECT_NEAR(out[(y * 6 + x) * shape.k + k], ref, 1e-4 * std::max(1.0, std::abs(ref)));
       }
     }
   }
@@ -277,7 +280,7 @@ TEST(RuntimeWithoutTable, RunsDefaultsAndSaysSo) {
   const Choice& c = rt.choose(w);
   EXPECT_EQ(c.kind, ChoiceKind::fallback);
   EXPECT_EQ(c.reason, "no table loaded");
-  EXPECT_THROW(rt.choose(workload(R"({"op":"softmax","dtype":"float32","dims":{"M":4,"N":8}})")), Error);
+  EXPECT_THROW(rt.choose(workload(R"({"op":"matmul","dtype":"float16","dims":{"M":4,"N":8,"K":8}})")), Error);
 }
 
 }  // namespace

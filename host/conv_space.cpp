@@ -1,0 +1,195 @@
+#include "host/conv_space.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "lowering/epilogue.hpp"
+#include "lowering/knob_names.hpp"
+
+namespace atvoss::host {
+namespace {
+
+constexpr std::int64_t kSmallestTileK = 16;
+
+// Values up to the first that covers the whole dim (later ones only repeat the clamped
+// block); so a block of the whole dim, and a block larger than it, stay expressible.
+std::vector<std::int64_t> upto(std::int64_t dim, std::vector<std::int64_t> values) {
+  std::vector<std::int64_t> out;
+  for (auto v : values) {
+    if (!out.empty() && out.back() >= dim) break;
+    out.push_back(v);
+  }
+  return out;
+}
+
+int highest_level(const Workload& w) {
+  int level = 0;
+  for (const auto& op : w.epilogue()) {
+    for (int l = 0; l <= 2; ++l) {
+      if (lowering::split_epilogue({op}, l).unfused.empty()) {
+        level = std::max(level, l);
+        break;
+      }
+    }
+  }
+  return level;
+}
+
+Knob knob(std::string_view name, std::vector<std::int64_t> values) {
+  return Knob{std::string(name), std::move(values)};
+}
+
+std::int64_t at(const Schedule& s, std::string_view k) { return s.at(std::string(k)); }
+
+Verdict registers(const Schedule& s, const MachineInfo& m) {
+  const std::int64_t mr = at(s, knobs::micro_m), nv = at(s, knobs::micro_n) / m.lanes();
+  if (mr * nv + nv + 1 > m.vector_registers) {
+    return Verdict::invalid("registers: " + std::to_string(mr) + "x" + std::to_string(nv * m.lanes()) +
+                            " needs " + std::to_string(mr * nv + nv + 1) + " vectors > " +
+                            std::to_string(m.vector_registers));
+  }
+  return Verdict::valid();
+}
+
+// Input rows x columns of a tile_h x tile_w output block (its halo).
+std::int64_t halo_pixels(const Workload& w, const Schedule& s) {
+  const std::int64_t th = std::min(at(s, knobs::tile_h), w.out_h());
+  const std::int64_t tw = std::min(at(s, knobs::tile_w), w.out_w());
+  const std::int64_t st = w.dim("stride");
+  return ((th - 1) * st + w.dim("R")) * ((tw - 1) * st + w.dim("S"));
+}
+
+Verdict check_conv(const Workload& w, const Schedule& s, const MachineInfo& m) {
+  if (Verdict v = registers(s, m); !v.ok) return v;
+  const std::int64_t nr = at(s, knobs::micro_n), kc = std::min(at(s, knobs::tile_k), w.dim("C"));
+  const std::int64_t rs = w.dim("R") * w.dim("S");
+  const std::int64_t panel = rs * kc * nr * 4;
+  if (panel > m.l1d_bytes && at(s, knobs::tile_k) > kSmallestTileK) {
+    return Verdict::invalid("L1d: weight panel " + std::to_string(panel) + " B > " + std::to_string(m.l1d_bytes) + " B");
+  }
+  const std::int64_t input = halo_pixels(w, s) * kc * 4;
+  if (input > m.l2_bytes) {
+    return Verdict::invalid("L2: input block " + std::to_string(input) + " B > " + std::to_string(m.l2_bytes) + " B");
+  }
+  const std::int64_t nc = std::min(at(s, knobs::tile_n), w.dim("K"));
+  const std::int64_t llc = std::max(m.l3_bytes, m.l2_bytes);
+  if (rs * kc * nc * 4 > llc) {
+    return Verdict::invalid("L3: weight block " + std::to_string(rs * kc * nc * 4) + " B > " + std::to_string(llc) + " B");
+  }
+  return Verdict::valid();
+}
+
+Verdict check_depthwise(const Workload& w, const Schedule& s, const MachineInfo& m) {
+  if (Verdict v = registers(s, m); !v.ok) return v;
+  const std::int64_t input = halo_pixels(w, s) * std::min(at(s, knobs::tile_c), w.dim("C")) * 4;
+  if (input > m.l2_bytes) {
+    return Verdict::invalid("L2: input block " + std::to_string(input) + " B > " + std::to_string(m.l2_bytes) + " B");
+  }
+  return Verdict::valid();
+}
+
+std::vector<std::int64_t> fusion_values(const Workload& w) {
+  std::vector<std::int64_t> fusion = {0};
+  if (const int top = highest_level(w); top > 0) fusion.push_back(top);
+  return fusion;
+}
+
+std::int64_t closest(const Knob& k, std::int64_t want) {
+  return *std::min_element(k.values.begin(), k.values.end(),
+                           [&](auto a, auto b) { return std::abs(a - want) < std::abs(b - want); });
+}
+
+}  // namespace
+
+bool conv_supports(const Workload& w, std::string* why) {
+  std::string reason;
+  if (w.op() != "conv2d" && w.op() != "depthwise_conv2d") {
+    reason = "op '" + w.op() + "': the host backend generates conv2d and depthwise_conv2d of the conv ops";
+  } else if (w.dtype() != DType::float32) {
+    reason = "field 'dtype': the host backend computes \"float32\" only";
+  } else {
+    for (const auto& op : w.epilogue()) {
+      if (op != "bias" && op != "batchnorm" && op != "relu" && op != "gelu" && op != "add") {
+        reason = "field 'epilogue': " + op + " is not generated on the host for convolutions "
+                 "(bias, batchnorm, relu, gelu, add are)";
+        break;
+      }
+    }
+  }
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m) {
+  std::string why;
+  if (!conv_supports(w, &why)) throw_bad_input("host: " + why);
+  const std::int64_t lanes = m.lanes();
+  const std::int64_t oh = w.out_h(), ow = w.out_w();
+  if (w.op() == "depthwise_conv2d") {
+    std::vector<Knob> ks = {
+        knob(knobs::micro_m, {1, 2, 4, 6}),
+        knob(knobs::micro_n, {lanes, 2 * lanes, 4 * lanes}),
+        knob(knobs::tile_h, upto(oh, {1, 4, 16, 64})),
+        knob(knobs::tile_w, upto(ow, {8, 16, 64})),
+        knob(knobs::tile_c, upto(w.dim("C"), {32, 128, 512})),
+        knob(knobs::k_steps, {1, 4}),
+        knob(knobs::async_copy_depth, {1, 2}),
+        knob(knobs::tile_order, {0, 1, 2}),
+        knob(knobs::fusion_level, fusion_values(w)),
+    };
+    return ScheduleSpace(std::move(ks), [w, m](const Schedule& s) { return check_depthwise(w, s, m); });
+  }
+  std::vector<Knob> ks = {
+      knob(knobs::micro_m, {4, 5, 6, 8}),
+      knob(knobs::micro_n, {lanes, 2 * lanes, 3 * lanes}),
+      knob(knobs::tile_h, upto(oh, {1, 4, 16, 64})),
+      knob(knobs::tile_w, upto(ow, {8, 16, 64})),
+      knob(knobs::tile_n, upto(w.dim("K"), {32, 128, 512})),
+      knob(knobs::tile_k, upto(w.dim("C"), {kSmallestTileK, 32, 64, 128, 256})),
+      knob(knobs::k_steps, {1, 4}),
+      knob(knobs::async_copy_depth, {1, 2, 3}),
+      knob(knobs::tile_order, {0, 1, 2}),
+      knob(knobs::fusion_level, fusion_values(w)),
+  };
+  return ScheduleSpace(std::move(ks), [w, m](const Schedule& s) { return check_conv(w, s, m); });
+}
+
+Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
+  // Conv: 6 pixels x 2 vectors (as the matmul default), blocks of 16 output rows of up to 64
+  // pixels, every output channel in one block, the deepest channel block whose weight panel
+  // fits L1d, weights packed without prefetch. Depthwise: 4 pixels x 2 vectors, blocks of 4
+  // rows of up to 64 pixels, 128 channels, no prefetch.
+  const ScheduleSpace space = conv_space_for(w, m);
+  const bool dw = w.op() == "depthwise_conv2d";
+  const std::vector<std::pair<std::int64_t, std::int64_t>> micro =
+      dw ? std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 2}, {2, 2}, {1, 1}}
+         : std::vector<std::pair<std::int64_t, std::int64_t>>{{6, 2}, {4, 3}, {4, 2}, {8, 1}, {4, 1}};
+  for (const auto& [mr, nv] : micro) {
+    Schedule s;
+    const Knob* tile_k = nullptr;
+    for (const auto& k : space.knobs()) {
+      if (k.name == knobs::micro_m) s.set(k.name, mr);
+      else if (k.name == knobs::micro_n) s.set(k.name, nv * m.lanes());
+      else if (k.name == knobs::tile_h) s.set(k.name, closest(k, dw ? 4 : 16));
+      else if (k.name == knobs::tile_w) s.set(k.name, closest(k, 64));
+      else if (k.name == knobs::tile_n) s.set(k.name, k.values.back());
+      else if (k.name == knobs::tile_c) s.set(k.name, closest(k, 128));
+      else if (k.name == knobs::k_steps) s.set(k.name, 4);
+      else if (k.name == knobs::async_copy_depth) s.set(k.name, dw ? 1 : 2);
+      else if (k.name == knobs::tile_order) s.set(k.name, 0);
+      else if (k.name == knobs::tile_k) tile_k = &k;
+      else s.set(k.name, k.values.back());
+    }
+    if (tile_k) {
+      for (auto it = tile_k->values.rbegin(); it != tile_k->values.rend(); ++it) {
+        s.set(tile_k->name, *it);
+        if (space.check(s).ok) break;
+      }
+    }
+    if (space.check(s).ok) return s;
+  }
+  throw_bad_input("host: no valid default schedule for " + w.label());
+}
+
+}  // namespace atvoss::host

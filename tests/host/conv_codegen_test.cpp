@@ -1,0 +1,235 @@
+// Generated conv2d and depthwise_conv2d kernels are correct over a table of schedules (edges
+// included: blocks larger than the dims, odd sizes, stride 2, padding, 1x1, 3x3 and 5x3
+// windows, partial channel blocks and panels, weights in place / packed / packed with
+// prefetch, every tile_order and fusion level), each checked by the real runner against
+// the double reference; a wrong conv kernel is caught as wrong_answer.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "host/codegen.hpp"
+#include "host/host_space.hpp"
+#include "host/measure.hpp"
+#include "host/operands.hpp"
+#include "host_test_util.hpp"
+
+namespace atvoss::host {
+namespace {
+
+using testing::TempDir;
+using testing::workload;
+
+struct Case {
+  std::string workload;
+  std::map<std::string, std::int64_t> knobs;  // over the default schedule
+};
+
+const std::vector<Case> kConvCases = {
+    // C < lanes, K < micro_n, 3x3 pad 1, every block larger than the dims.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":3,"W":9,"K":5,"R":3,"S":3,"stride":1,"pad":1}})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 16}, {"tile_order", 0}, {"async_copy_depth", 1}}},
+    // Stride 2, two images, channel block 16 > C = 13, pixel block 1 x 8, A-reuse order.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":13,"H":10,"W":11,"K":20,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias","relu"]})",
+     {{"micro_m", 4}, {"micro_n", 24}, {"tile_h", 1}, {"tile_w", 8}, {"tile_n", 32}, {"tile_k", 16}, {"tile_order", 1},
+      {"fusion_level", 1}, {"k_steps", 1}, {"async_copy_depth", 3}}},
+    // 1x1, three channel blocks (16, 16, 8), the whole epilogue as separate passes.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":6,"W":6,"K":17,"R":1,"S":1},"epilogue":["batchnorm","relu","add"]})",
+     {{"micro_m", 8}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_k", 16}, {"tile_order", 2}, {"fusion_level", 0},
+      {"async_copy_depth", 1}}},
+    // Two channel blocks and two output-channel blocks (K = 33 over blocks of 32), gelu fused.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":35,"H":9,"W":9,"K":33,"R":3,"S":3,"pad":1},"epilogue":["bias","gelu"]})",
+     {{"micro_m", 5}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_n", 32}, {"tile_k", 32}, {"tile_order", 0},
+      {"fusion_level", 1}, {"async_copy_depth", 2}}},
+    // 1x1 stride 2 with a residual fused at level 2.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":16,"H":8,"W":8,"K":24,"R":1,"S":1,"stride":2},"epilogue":["add"]})",
+     {{"micro_m", 6}, {"micro_n", 8}, {"tile_order", 2}, {"fusion_level", 2}, {"k_steps", 1}, {"async_copy_depth", 3}}},
+    // A 5x3 window with pad 2, batchnorm fused.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":12,"W":10,"K":16,"R":5,"S":3,"pad":2},"epilogue":["batchnorm","relu"]})",
+     {{"micro_m", 4}, {"micro_n", 16}, {"tile_h", 16}, {"tile_w", 16}, {"tile_order", 1}, {"fusion_level", 2},
+      {"async_copy_depth", 2}}},
+    // Two images with packed weights and the weight blocks outer: packed once, in the first.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":12,"H":5,"W":6,"K":10,"R":3,"S":3,"pad":1},"epilogue":["bias"]})",
+     {{"micro_m", 4}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}, {"async_copy_depth", 2}}},
+    // Stride 2 without padding; micro-tiles wrap across output rows.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":9,"H":9,"W":9,"K":8,"R":3,"S":3,"stride":2}})",
+     {{"micro_m", 5}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 0}}},
+};
+
+const std::vector<Case> kDepthwiseCases = {
+    // C = 37: a partial channel tile in every block.
+    {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":37,"H":9,"W":11,"R":3,"S":3,"pad":1},"epilogue":["bias","relu"]})",
+     {{"micro_m", 4}, {"micro_n", 16}, {"tile_c", 32}, {"tile_order", 0}, {"fusion_level", 1}}},
+    // Stride 2, two images, residual; the epilogue unfused.
+    {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":2,"C":24,"H":8,"W":8,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["batchnorm","relu","add"]})",
+     {{"micro_m", 6}, {"micro_n", 8}, {"tile_h", 1}, {"tile_w", 8}, {"tile_order", 1}, {"fusion_level", 0}, {"k_steps", 1},
+      {"async_copy_depth", 2}}},
+    // 5x5 pad 2, blocks larger than the dims, gelu and residual fused.
+    {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":64,"H":7,"W":7,"R":5,"S":5,"pad":2},"epilogue":["bias","gelu","add"]})",
+     {{"micro_m", 2}, {"micro_n", 32}, {"tile_h", 4}, {"tile_w", 8}, {"tile_c", 128}, {"tile_order", 2}, {"fusion_level", 2}}},
+    // 1 pixel x 1 vector, C < lanes.
+    {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":5,"H":6,"W":5,"R":3,"S":3}})",
+     {{"micro_m", 1}, {"micro_n", 8}, {"tile_order", 0}}},
+};
+
+Schedule schedule_of(const Workload& w, const Case& c) {
+  Schedule s = default_schedule(w, this_machine());
+  for (const auto& [k, v] : c.knobs) {
+    // micro_n is written for 8 lanes; scale to this machine's vectors.
+    s.set(k, k == "micro_n" ? v / 8 * this_machine().lanes() : v);
+  }
+  return s;
+}
+
+void expect_all_correct(const std::vector<Case>& cases) {
+  TempDir cache;
+  HostConfig config;
+  config.build.cache_dir = cache.str();
+  config.run.timing.min_repeat_us = 50;
+  std::vector<Candidate> batch;
+  for (const auto& c : cases) {
+    const Workload w = workload(c.workload);
+    const Schedule s = schedule_of(w, c);
+    const Verdict v = space_for(w, this_machine()).check(s);
+    ASSERT_TRUE(v.ok) << w.label() << " " << s.to_json().dump() << ": " << v.reason;
+    batch.push_back({w, s, 7, 3});
+  }
+  const auto results = measure_candidates(batch, this_machine(), config);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].status, Status::ok) << batch[i].schedule.to_json().dump() << " on "
+                                             << batch[i].workload.label() << ": " << results[i].message;
+    EXPECT_GT(results[i].time_us, 0);
+  }
+}
+
+TEST(ConvCodegenTest, EveryConvScheduleInTheTableComputesTheReference) { expect_all_correct(kConvCases); }
+
+TEST(ConvCodegenTest, EveryDepthwiseScheduleInTheTableComputesTheReference) { expect_all_correct(kDepthwiseCases); }
+
+// Default schedules of workloads too small for most blocks are valid and correct.
+TEST(ConvCodegenTest, DefaultSchedulesAreValidAndCorrect) {
+  std::vector<Case> cases;
+  for (std::size_t i : {0, 1, 2, 7}) cases.push_back({kConvCases[i].workload, {}});
+  for (std::size_t i : {0, 1}) cases.push_back({kDepthwiseCases[i].workload, {}});
+  expect_all_correct(cases);
+}
+
+void expect_every_knob_changes_the_source(const Workload& w) {
+  const ScheduleSpace space = space_for(w, this_machine());
+  const Schedule base = default_schedule(w, this_machine());
+  ASSERT_TRUE(space.check(base).ok) << space.check(base).reason;
+  const std::string text = generate_source(w, base, this_machine());
+  auto code = [](const std::string& src) { return src.substr(src.find("#include")); };
+  for (const auto& k : space.knobs()) {
+    bool tried = false;
+    for (auto v : k.values) {
+      if (v == base.at(k.name)) continue;
+      Schedule s = base;
+      s.set(k.name, v);
+      if (!space.check(s).ok) continue;
+      tried = true;
+      EXPECT_NE(code(generate_source(w, s, this_machine())), code(text)) << w.op() << " " << k.name << "=" << v;
+      break;
+    }
+    EXPECT_TRUE(tried || k.values.size() == 1) << w.op() << ": no other valid value of " << k.name;
+  }
+}
+
+TEST(ConvCodegenTest, EveryKnobChangesTheSource) {
+  expect_every_knob_changes_the_source(workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":28,"W":28,"K":128,"R":3,"S":3,"pad":1},"epilogue":["bias","add"]})"));
+  expect_every_knob_changes_the_source(workload(
+      R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":256,"H":28,"W":28,"R":3,"S":3,"pad":1},"epilogue":["batchnorm","add"]})"));
+}
+
+TEST(ConvCodegenTest, AConvKernelThatComputesWrongIsAWrongAnswer) {
+  const Workload w = workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":6,"W":6,"K":8,"R":3,"S":3,"pad":1}})");
+  std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
+  const std::string fma = "acc[i][v] += av * bv[v];";
+  ASSERT_NE(src.find(fma), std::string::npos);
+  src.replace(src.find(fma), fma.size(), "acc[i][v] += av * bv[v] * 1.001f;");
+  TempDir cache;
+  HostConfig config;
+  config.build.cache_dir = cache.str();
+  const auto m = measure_sources({{w, src, 1, 3}}, config);
+  EXPECT_EQ(m[0].status, Status::wrong_answer) << m[0].message;
+}
+
+TEST(ConvSpaceTest, RefusesWhatItCannotGenerate) {
+  std::string why;
+  EXPECT_TRUE(supports(workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3}})"), &why)) << why;
+  EXPECT_FALSE(supports(workload(R"({"op":"conv2d","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3}})"), &why));
+  EXPECT_NE(why.find("dtype"), std::string::npos);
+  EXPECT_FALSE(supports(workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["silu"]})"), &why));
+  EXPECT_NE(why.find("silu"), std::string::npos);
+  EXPECT_FALSE(supports(workload(R"({"op":"group_conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3,"groups":2}})"), &why));
+  EXPECT_NE(why.find("group_conv2d"), std::string::npos);
+  EXPECT_FALSE(supports(workload(R"({"op":"max_pool2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"R":2,"S":2,"stride":2}})"), &why));
+  EXPECT_THROW(space_for(workload(R"({"op":"max_pool2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"R":2,"S":2,"stride":2}})"), this_machine()), Error);
+}
+
+TEST(ConvSpaceTest, LimitsRejectWithReasons) {
+  const Workload w = workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":256,"H":14,"W":14,"K":256,"R":3,"S":3,"pad":1}})");
+  const MachineInfo& m = this_machine();
+  const ScheduleSpace space = space_for(w, m);
+  Schedule s = default_schedule(w, m);
+  ASSERT_TRUE(space.check(s).ok);
+  s.set("micro_m", 8);
+  s.set("micro_n", 3 * m.lanes());
+  EXPECT_NE(space.check(s).reason.find("registers"), std::string::npos) << space.check(s).reason;
+  s = default_schedule(w, m);
+  s.set("tile_k", 256);
+  EXPECT_NE(space.check(s).reason.find("L1d"), std::string::npos) << space.check(s).reason;
+}
+
+// The reference agrees with a hand-written loop over NHWC input and HWIO weights (stride 2,
+// pad 1) and flags a single wrong output.
+TEST(ConvOperandsTest, TheReferenceMatchesAHandWrittenLoop) {
+  const Workload w = workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":3,"H":5,"W":4,"K":2,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias"]})");
+  Operands o = make_operands(w, 3);
+  ASSERT_EQ(o.a.size(), 2u * 5 * 4 * 3);
+  ASSERT_EQ(o.b.size(), 3u * 3 * 3 * 2);
+  ASSERT_EQ(w.out_h(), 3);
+  ASSERT_EQ(w.out_w(), 2);
+  ASSERT_EQ(o.c.size(), 2u * 3 * 2 * 2);
+  for (int n = 0; n < 2; ++n)
+    for (int y = 0; y < 3; ++y)
+      for (int x = 0; x < 2; ++x)
+        for (int k = 0; k < 2; ++k) {
+          double v = o.bias[k];
+          for (int r = 0; r < 3; ++r)
+            for (int s = 0; s < 3; ++s)
+              for (int c = 0; c < 3; ++c) {
+                const int ih = 2 * y - 1 + r, iw = 2 * x - 1 + s;
+                if (ih < 0 || ih >= 5 || iw < 0 || iw >= 4) continue;
+                v += double(o.a[((n * 5 + ih) * 4 + iw) * 3 + c]) * double(o.b[((r * 3 + s) * 3 + c) * 2 + k]);
+              }
+          o.c[((n * 3 + y) * 2 + x) * 2 + k] = float(v);
+        }
+  EXPECT_LT(max_relative_error(w, o, 3), 1e-6);
+  o.c[7] += 0.01f;
+  EXPECT_GT(max_relative_error(w, o, 3), 1e-3);
+  EXPECT_EQ(w.flops(), 2.0 * 2 * 2 * 3 * 2 * 3 * 9);
+}
+
+TEST(ConvOperandsTest, DepthwiseReferenceMatchesAHandWrittenLoop) {
+  const Workload w = workload(R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":4,"W":4,"R":3,"S":3,"pad":1}})");
+  Operands o = make_operands(w, 5);
+  ASSERT_EQ(o.b.size(), 27u);
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 4; ++x)
+      for (int c = 0; c < 3; ++c) {
+        double v = 0;
+        for (int r = 0; r < 3; ++r)
+          for (int s = 0; s < 3; ++s) {
+            const int ih = y - 1 + r, iw = x - 1 + s;
+            if (ih >= 0 && ih < 4 && iw >= 0 && iw < 4) v += double(o.a[(ih * 4 + iw) * 3 + c]) * double(o.b[(r * 3 + s) * 3 + c]);
+          }
+        o.c[(y * 4 + x) * 3 + c] = float(v);
+      }
+  EXPECT_LT(max_relative_error(w, o, 5), 1e-6);
+  o.c[20] += 0.01f;
+  EXPECT_GT(max_relative_error(w, o, 5), 1e-3);
+}
+
+}  // namespace
+}  // namespace atvoss::host
