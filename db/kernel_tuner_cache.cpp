@@ -61,6 +61,45 @@ nlohmann::ordered_json entry_of(const Record& r, const std::vector<std::string>&
   return e;
 }
 
+// Kernel Tuner's own layout: the header fields, one cache entry a line, "cache" last and
+// the text ending in "}\n}" (see core/kernel_tuner_format.hpp).
+std::string cache_text(const KernelTunerExportReport& report, const std::vector<std::string>& keys,
+                       const std::vector<const Record*>& rows) {
+  nlohmann::ordered_json params;  // each knob's values, in key order
+  for (const auto& k : keys) {
+    std::set<std::int64_t> values;
+    for (const Record* r : rows) values.insert(r->schedule.values().at(k));
+    params[k] = values;
+  }
+  std::ostringstream out;
+  out << "{\n\"" << kt::kDeviceName << "\": " << Json(report.device_name).dump() << ",\n\""
+      << kt::kKernelName << "\": " << Json(report.kernel_name).dump() << ",\n\"" << kt::kTuneParamsKeys
+      << "\": " << Json(keys).dump() << ",\n\"" << kt::kTuneParams << "\": " << params.dump() << ",\n\""
+      << kt::kObjective << "\": \"" << kt::kTime << "\",\n\"" << kt::kCache << "\": {";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::vector<std::int64_t> values;
+    for (const auto& k : keys) values.push_back(rows[i]->schedule.values().at(k));
+    out << (i ? ",\n" : "\n") << Json(kt::cache_key(values)).dump() << ": " << entry_of(*rows[i], keys).dump();
+  }
+  out << "\n}\n}\n";
+  return out.str();
+}
+
+// Through a temporary file and a rename, so path is never left half written.
+void write_replacing(const std::string& path, const std::string& text, const std::string& what) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+    if (!file || !(file << text) || !file.flush()) throw Error(ErrorKind::io, what + ": cannot write '" + tmp + "'");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(ErrorKind::io, what + ": cannot write '" + path + "'");
+  }
+}
+
 }  // namespace
 
 bool is_kernel_tuner_cache(const std::string& path) {
@@ -100,7 +139,7 @@ std::vector<Record> read_kernel_tuner_cache(const std::string& path) {
 }
 
 Json KernelTunerExportReport::to_json() const {
-  return {{"entries", entries}, {"failed", failed},       {"skipped", skipped},
+  return {{"entries", entries},         {"failed", failed},           {"skipped", skipped},
           {"kernel_name", kernel_name}, {"device_name", device_name}, {"path", path}};
 }
 
@@ -117,7 +156,9 @@ KernelTunerExportReport write_kernel_tuner_cache(const std::vector<Record>& reco
   std::map<std::string, const Record*> chosen;  // by schedule key
   std::vector<std::string> order;               // first seen first, as they were measured
   for (const auto& r : records) {
-    if (r.workload.key() != first.workload.key()) throw_bad_input(what + ": field 'workload': records of several workloads");
+    if (r.workload.key() != first.workload.key()) {
+      throw_bad_input(what + ": field 'workload': records of several workloads");
+    }
     if (r.target.key != first.target.key) throw_bad_input(what + ": field 'target': records of several targets");
     if (r.schedule.values().size() != keys.size() ||
         !std::equal(keys.begin(), keys.end(), r.schedule.values().begin(),
@@ -133,7 +174,6 @@ KernelTunerExportReport write_kernel_tuner_cache(const std::vector<Record>& reco
   report.kernel_name = kernel_name.empty() ? default_kernel_name(records) : kernel_name;
   report.device_name = first.target.name;
   report.path = path;
-  std::vector<std::set<std::int64_t>> domain(keys.size());
   std::vector<const Record*> rows;
   for (const auto& k : order) {
     const Record* r = chosen[k];
@@ -143,40 +183,11 @@ KernelTunerExportReport write_kernel_tuner_cache(const std::vector<Record>& reco
     }
     rows.push_back(r);
     if (!r->measurement.ok()) ++report.failed;
-    for (std::size_t d = 0; d < keys.size(); ++d) domain[d].insert(r->schedule.values().at(keys[d]));
   }
   if (rows.empty()) throw_bad_input(what + ": no record to write: every one is invalid or an infrastructure error");
   report.entries = static_cast<std::int64_t>(rows.size());
 
-  // Kernel Tuner's own layout: the header fields, one cache entry a line, "cache" last and
-  // the file ending in "}\n}" (see core/kernel_tuner_format.hpp).
-  nlohmann::ordered_json params;
-  for (std::size_t d = 0; d < keys.size(); ++d) params[keys[d]] = domain[d];
-  std::ostringstream out;
-  out << "{\n\"" << kt::kDeviceName << "\": " << Json(report.device_name).dump() << ",\n\""
-      << kt::kKernelName << "\": " << Json(report.kernel_name).dump() << ",\n\"" << kt::kTuneParamsKeys
-      << "\": " << Json(keys).dump() << ",\n\"" << kt::kTuneParams << "\": " << params.dump() << ",\n\""
-      << kt::kObjective << "\": \"" << kt::kTime << "\",\n\"" << kt::kCache << "\": {";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::vector<std::int64_t> values;
-    for (const auto& k : keys) values.push_back(rows[i]->schedule.values().at(k));
-    out << (i ? ",\n" : "\n") << Json(kt::cache_key(values)).dump() << ": " << entry_of(*rows[i], keys).dump();
-  }
-  out << "\n}\n}\n";
-
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file || !(file << out.str()) || !file.flush()) {
-      throw Error(ErrorKind::io, what + ": cannot write '" + tmp + "'");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(ErrorKind::io, what + ": cannot write '" + path + "'");
-  }
+  write_replacing(path, cache_text(report, keys, rows), what);
   return report;
 }
 
