@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/gzip_file.hpp"
 #include "core/json.hpp"
+#include "core/kernel_tuner_format.hpp"
 
 namespace atvoss {
 namespace {
@@ -65,14 +66,6 @@ struct Table {
     entries.push_back(std::move(e));
   }
 };
-
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool is_kernel_tuner_name(const std::string& name) {
-  return ends_with(name, ".json") || ends_with(name, ".json.gz");
-}
 
 // ---- CSV -------------------------------------------------------------------------
 
@@ -166,7 +159,9 @@ Table parse_csv(const std::string& text, const std::string& name) {
   return t;
 }
 
-// ---- Kernel Tuner cache ------------------------------------------------------------
+// ---- Kernel Tuner cache (names and tags: core/kernel_tuner_format.hpp) --------------
+
+namespace kt = kernel_tuner;
 
 // How one parameter's JSON values become integers (see the header).
 struct ParamMap {
@@ -176,11 +171,11 @@ struct ParamMap {
 };
 
 ParamMap map_param(const Json& doc, const std::string& name, const std::string& file) {
-  const Json& params = require_field(doc, "tune_params", file);
-  if (!params.is_object()) throw_bad_input(file + ": field 'tune_params' must be an object");
+  const Json& params = require_field(doc, kt::kTuneParams, file);
+  if (!params.is_object()) throw_bad_input(file + ": field '" + kt::kTuneParams + "' must be an object");
   auto it = params.find(name);
   if (it == params.end() || !it->is_array() || it->empty()) {
-    throw_bad_input(file + ": tune_params['" + name + "'] must be a non-empty list of values");
+    throw_bad_input(file + ": " + kt::kTuneParams + "['" + name + "'] must be a non-empty list of values");
   }
   ParamMap m{name, *it, true};
   for (const auto& v : *it) m.as_is = m.as_is && v.is_number_integer();
@@ -202,15 +197,16 @@ std::int64_t map_value(const ParamMap& m, const Json& v, const std::string& wher
     if (m.domain[i] == v) return m.as_is ? v.get<std::int64_t>() : static_cast<std::int64_t>(i);
   }
   throw_bad_input(where + ": parameter '" + m.name + "' = " + v.dump() +
-                  " is not in its tune_params list");
+                  " is not in its " + kt::kTuneParams + " list");
 }
 
 std::vector<double> ms_list_to_us(const Json& times, const std::string& where) {
   std::vector<double> out;
-  if (!times.is_array()) throw_bad_input(where + ": field 'times' must be a list of numbers");
+  const std::string bad = where + ": field '" + kt::kTimes + "' must be a list of numbers";
+  if (!times.is_array()) throw_bad_input(bad);
   for (const auto& t : times) {
-    if (!t.is_number()) throw_bad_input(where + ": field 'times' must be a list of numbers");
-    out.push_back(t.get<double>() * 1000.0);
+    if (!t.is_number()) throw_bad_input(bad);
+    out.push_back(t.get<double>() * kt::kUsPerMs);
   }
   return out;
 }
@@ -220,14 +216,14 @@ Entry kernel_tuner_entry(const Json& rec, const std::vector<ParamMap>& params,
   if (!rec.is_object()) throw_bad_input(where + ": must be an object");
   Entry e;
   for (const auto& p : params) e.values.push_back(map_value(p, require_field(rec, p.name, where), where));
-  const Json& time = require_field(rec, "time", where);
+  const Json& time = require_field(rec, kt::kTime, where);
   if (time.is_string()) {
     const auto tag = time.get<std::string>();
-    e.status = tag == "CompilationFailedConfig" ? Status::compile_error : Status::runtime_error;
+    e.status = kt::status_of_tag(tag);
     e.message = "recorded as " + tag;
   } else if (time.is_number() && std::isfinite(time.get<double>()) && time.get<double>() > 0) {
-    e.time_us = time.get<double>() * 1000.0;
-    auto it = rec.find("times");
+    e.time_us = time.get<double>() * kt::kUsPerMs;
+    auto it = rec.find(kt::kTimes);
     e.repeats = it != rec.end() ? ms_list_to_us(*it, where) : std::vector<double>{};
     // "times" become the repeats only where they bracket "time". Where "time" was measured
     // apart from them (on the host, in the pnpoly and convolution RTX 3090 caches), they
@@ -235,7 +231,7 @@ Entry kernel_tuner_entry(const Json& rec, const std::vector<ParamMap>& params,
     const auto [lo, hi] = std::minmax_element(e.repeats.begin(), e.repeats.end());
     if (e.repeats.empty() || e.time_us < *lo || e.time_us > *hi) e.repeats = {e.time_us};
   } else {
-    throw_bad_input(where + ": field 'time' must be a number > 0 (ms) or a failure tag, got " +
+    throw_bad_input(where + ": field '" + kt::kTime + "' must be a number > 0 (ms) or a failure tag, got " +
                     time.dump());
   }
   return e;
@@ -244,21 +240,20 @@ Entry kernel_tuner_entry(const Json& rec, const std::vector<ParamMap>& params,
 Table parse_kernel_tuner(const std::string& text, const std::string& name) {
   const Json doc = parse_json(text, name);
   require_object(doc, name);
-  const Json& keys = require_field(doc, "tune_params_keys", name);
-  if (!keys.is_array() || keys.empty()) {
-    throw_bad_input(name + ": field 'tune_params_keys' must be a non-empty list of names");
-  }
+  const Json& keys = require_field(doc, kt::kTuneParamsKeys, name);
+  const std::string bad_keys = name + ": field '" + kt::kTuneParamsKeys + "' must be a non-empty list of names";
+  if (!keys.is_array() || keys.empty()) throw_bad_input(bad_keys);
   Table t;
   std::vector<ParamMap> params;
   for (const auto& k : keys) {
-    if (!k.is_string()) throw_bad_input(name + ": field 'tune_params_keys' must hold strings");
+    if (!k.is_string()) throw_bad_input(bad_keys);
     params.push_back(map_param(doc, k.get<std::string>(), name));
     t.knobs.push_back(knob_of(params.back()));
   }
-  const Json& cache = require_field(doc, "cache", name);
-  if (!cache.is_object()) throw_bad_input(name + ": field 'cache' must be an object");
+  const Json& cache = require_field(doc, kt::kCache, name);
+  if (!cache.is_object()) throw_bad_input(name + ": field '" + kt::kCache + "' must be an object");
   for (const auto& [key, rec] : cache.items()) {
-    const std::string where = name + ": cache['" + key + "']";
+    const std::string where = name + ": " + kt::kCache + "['" + key + "']";
     t.add(kernel_tuner_entry(rec, params, where), where);
   }
   return t;
@@ -288,7 +283,7 @@ RecordedSpace::~RecordedSpace() = default;
 
 std::shared_ptr<const RecordedSpace> RecordedSpace::parse(const std::string& text,
                                                           const std::string& name) {
-  auto table = std::make_shared<const Table>(is_kernel_tuner_name(name) ? parse_kernel_tuner(text, name)
+  auto table = std::make_shared<const Table>(kernel_tuner::is_cache_file_name(name) ? parse_kernel_tuner(text, name)
                                                                         : parse_csv(text, name));
   auto impl = std::make_unique<Impl>();
   impl->source = name;

@@ -89,12 +89,23 @@ class JobRun {
     out.resumed_trials = total_trials();
     progress_.start(out.resumed_trials);
     int rounds = 0;
-    while (total_trials() < spec_.trials) {
-      if (options_.max_rounds > 0 && rounds++ >= options_.max_rounds) break;
-      const auto next = scheduler_.next_task();
-      if (!next) break;
-      run_round(*next);
-      progress_.update(task_lines(), total_trials(), objective(true), objective(false));
+    try {
+      while (total_trials() < spec_.trials) {
+        if (options_.max_rounds > 0 && rounds++ >= options_.max_rounds) break;
+        const auto next = scheduler_.next_task();
+        if (!next) break;
+        run_round(*next);
+        progress_.update(task_lines(), total_trials(), objective(true), objective(false));
+        if (options_.on_round) options_.on_round();
+      }
+    } catch (...) {
+      // The rounds done are committed; mark the job stopped (not left "running") and let
+      // the caller's exception through. A failure to mark it must not hide that exception.
+      try {
+        save_state("stopped");
+      } catch (...) {
+      }
+      throw;
     }
     const bool complete = total_trials() >= spec_.trials || scheduler_.all_finished();
     save_state(complete ? "done" : "stopped");

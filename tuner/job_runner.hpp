@@ -35,6 +35,10 @@ struct JobRunOptions {
   std::function<std::unique_ptr<Measurer>(const std::string& farm)> make_measurer;
   // Stop after this many rounds (tests simulate an interrupted job); 0 = no limit.
   int max_rounds = 0;
+  // Called between rounds, once each round's records and the job's state are committed.
+  // An exception it throws stops the job (state "stopped", resumable as after a kill) and
+  // propagates out of run_job: how the Python binding lets Ctrl-C through.
+  std::function<void()> on_round;
 };
 
 struct JobOutcome {

@@ -99,6 +99,24 @@ class Database:
         f = {"target": None if target is None else _target_arg(target), "op": op}
         return self._db.export_jsonl(os.fspath(path), dumps(f))
 
+    def export_kernel_tuner_cache(self, path: PathLike, workload: Any, target: TargetArg,
+                                  kernel_name: Optional[str] = None) -> Dict[str, Any]:
+        """Writes the records of workload on target as a Kernel Tuner cache file (plain JSON,
+        path ending in .json) that Kernel Tuner's simulation mode reads, and that ``import_``
+        reads back. One entry per schedule: "time" in ms (or CompilationFailedConfig /
+        RuntimeFailedConfig), "times" the repeats in ms; schedules only ever invalid are left
+        out (absent, as Kernel Tuner marks a configuration that breaks the restrictions).
+        tune_params_keys are the knob names, tune_params the values measured; device_name is
+        the target's name, kernel_name the one given, else the kernel of an imported cache or
+        the workload's op. Compile and verification times are not recorded by atvoss and are
+        written as 0. Returns {"entries", "failed", "skipped", "kernel_name", "device_name",
+        "path"}; ValueError naming the field if there is nothing to write or path is not .json."""
+        if kernel_name is not None and not isinstance(kernel_name, str):
+            raise TypeError("export_kernel_tuner_cache: field 'kernel_name' must be a str, "
+                            f"not {type(kernel_name).__name__}")
+        return loads(self._db.export_kernel_tuner_cache(os.fspath(path), _workload_key(workload), _target_arg(target),
+                                                        kernel_name or ""))
+
     def import_(self, path: PathLike) -> Dict[str, int]:
         """Imports JSON lines (export) or a Kernel Tuner cache; the merge report
         {"added", "identical", "combined", "conflicts", ...}. All or nothing."""

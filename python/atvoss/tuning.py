@@ -158,7 +158,9 @@ def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: boo
     """Run a batch tuning job (docs/job-spec.md) from a dict or a job file and return its
     summary: job, model, target, trials, resumed, measured, tasks, variants, database,
     table, report, default_us and tuned_us. Strategies registered from Python may be named
-    in the spec. Rerunning resumes where the last run stopped."""
+    in the spec. Rerunning resumes where the last run stopped. Ctrl-C stops the job between
+    rounds with KeyboardInterrupt; the rounds done are stored and the job is marked
+    "stopped", so rerunning the same spec resumes it without measuring anything twice."""
     if isinstance(spec_or_path, Mapping):
         return loads(_atvoss.run_job(dumps(dict(spec_or_path)), False, quiet))
     if isinstance(spec_or_path, (str, os.PathLike)):

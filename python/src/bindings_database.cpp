@@ -1,5 +1,5 @@
 // Database and lookup-table bindings: db::TuningDatabase (records, stats, export, import,
-// merge, models) and table::ScheduleTable (the runtime lookup). Results cross as JSON text;
+// merge, models, Kernel Tuner caches in and out) and table::ScheduleTable (the runtime lookup). Results cross as JSON text;
 // python/atvoss/database.py turns them into lists, dicts and numpy columns.
 #include <pybind11/stl.h>
 
@@ -97,6 +97,23 @@ class Database {
       r = db::export_table(db_, *info, path);
     }
     return dump({{"entries", r.entries}, {"checksum", r.checksum}, {"path", path}});
+  }
+
+  // The workload's records on target as a Kernel Tuner cache (db/kernel_tuner_cache.hpp).
+  std::string export_kernel_tuner_cache(const std::string& path, const std::string& workload_key,
+                                        const std::string& target, const std::string& kernel_name) const {
+    const std::string key = target_key(target);
+    db::KernelTunerExportReport r;
+    {
+      py::gil_scoped_release release;
+      const auto records = db_.records().history(workload_key, key);
+      if (records.empty()) {
+        throw_bad_input("export_kernel_tuner_cache: field 'workload': no record of workload " + workload_key +
+                        " on target '" + target + "'");
+      }
+      r = db::write_kernel_tuner_cache(records, path, kernel_name);
+    }
+    return dump(r.to_json());
   }
 
   std::int64_t export_jsonl(const std::string& path, const std::string& filter_text) const {
@@ -198,6 +215,7 @@ void bind_database(py::module_& m) {
       .def("targets", &Database::targets)
       .def("export_table", &Database::export_table)
       .def("export_jsonl", &Database::export_jsonl)
+      .def("export_kernel_tuner_cache", &Database::export_kernel_tuner_cache)
       .def("import_file", &Database::import_file)
       .def("merge", &Database::merge)
       .def("models", &Database::models)

@@ -1,9 +1,10 @@
 // Tuning bindings: tune one workload (tuner::tune_single), run a job spec (tuner::run_job)
 // and measure schedules through the backend that serves them (backend::backend_for).
-// The GIL is released for the C++ work; the per-round callback takes it back to report
-// progress and to let Ctrl-C through (PyErr_CheckSignals): the exception unwinds the
-// tuner between rounds, and every finished round is stored already (tuner/tuner.hpp),
-// so the database resumes where it stopped.
+// The GIL is released for the C++ work; the per-round callbacks (tune's on_round, the job
+// runner's JobRunOptions::on_round) take it back to report progress and to let Ctrl-C
+// through (PyErr_CheckSignals): the exception unwinds the tuner between rounds, and every
+// finished round is stored already (tuner/tuner.hpp), so the database resumes where it
+// stopped.
 #include <pybind11/stl.h>
 
 #include <limits>
@@ -85,6 +86,12 @@ std::string run_job(const std::string& spec_text, bool is_path, bool quiet) {
       is_path ? tuner::JobSpec::load(spec_text) : tuner::JobSpec::from_json(parse(spec_text, "job spec"));
   tuner::JobRunOptions options;
   options.quiet = quiet;
+  // As in tune: between rounds, take the GIL and let a pending Ctrl-C through. The rounds
+  // done are committed, so the job resumes where it stopped.
+  options.on_round = [] {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  };
   tuner::JobOutcome out;
   {
     py::gil_scoped_release release;

@@ -77,6 +77,86 @@ def test_kernel_tuner_cache_import(tmp_path, small_cache):
     assert min(r["measurement"]["time_us"] for r in ok) == pytest.approx(1000.0)
 
 
+def _kernel_tuner_reads(path):
+    """What Kernel Tuner (util.read_cache, runners/simulation.py) does with a cache file: plain
+    text, taken as finished only if it ends in "}\n}" or "}}}" (else it appends brackets), then
+    entries looked up by ",".join(str(v) for v in config) in tune_params_keys order, their
+    "time" the objective and compile/verification/benchmark time charged in simulation."""
+    import json
+
+    text = open(path, encoding="utf-8").read().strip()
+    assert text[-3:] in ("}\n}", "}}}"), "Kernel Tuner would take the file for an unfinished one"
+    doc = json.loads(text)
+    assert list(doc)[-1] == "cache"
+    for field in ("device_name", "kernel_name", "tune_params_keys", "tune_params", "objective", "cache"):
+        assert field in doc, field
+    keys = doc["tune_params_keys"]
+    assert list(doc["tune_params"]) == keys and doc["objective"] == "time"
+    for key, entry in doc["cache"].items():
+        assert key == ",".join(str(entry[k]) for k in keys)
+        assert all(entry[k] in doc["tune_params"][k] for k in keys)
+        assert isinstance(entry["time"], float) or entry["time"] in ("CompilationFailedConfig", "RuntimeFailedConfig")
+        for field in ("compile_time", "verification_time", "benchmark_time"):
+            assert isinstance(entry[field], (int, float)), (key, field)
+    return doc
+
+
+def test_kernel_tuner_cache_export_round_trip(tuned, tmp_path, matmul):
+    r, db = tuned
+    path = tmp_path / "matmul.json"
+    report = db.export_kernel_tuner_cache(path, workload=matmul, target="ascend910b")
+    history = db.history(matmul, "ascend910b")
+    written = [h for h in history if h["measurement"]["status"] not in ("invalid", "worker_lost", "error")]
+    assert report["entries"] == len(written) and report["skipped"] == len(history) - len(written)
+    assert report["kernel_name"] == "matmul" and report["device_name"] == "ascend910b"
+    doc = _kernel_tuner_reads(path)
+    assert doc["device_name"] == "ascend910b" and doc["tune_params_keys"] == sorted(r.best_schedule.to_json())
+    best_key = ",".join(str(r.best_schedule.to_json()[k]) for k in doc["tune_params_keys"])
+    assert doc["cache"][best_key]["time"] == pytest.approx(r.best_us / 1000)  # ms
+    # Read back by the importer: the same schedules and times, on a target named as the device.
+    other = atvoss.Database(tmp_path / "back.db")
+    assert other.import_(path)["added"] == report["entries"]
+    back = other.query(target="ascend910b", status="ok")
+    assert len(back) == sum(1 for h in written if h["measurement"]["status"] == "ok")
+    assert min(b["measurement"]["time_us"] for b in back) == pytest.approx(r.best_us)
+    assert {str(sorted(b["schedule"].items())) for b in back} == {
+        str(sorted(h["schedule"].items())) for h in written if h["measurement"]["status"] == "ok"}
+
+
+def test_kernel_tuner_cache_import_then_export_gives_the_cache_back(tmp_path, small_cache):
+    import gzip
+    import json
+
+    db = atvoss.Database(tmp_path / "kt.db")
+    db.import_(small_cache)
+    workload = db.query(target="Test_GPU", limit=1)[0]["workload"]
+    path = tmp_path / "toy.json"
+    report = db.export_kernel_tuner_cache(path, workload, "Test_GPU")
+    assert (report["entries"], report["failed"], report["kernel_name"]) == (11, 1, "toy")
+    doc = _kernel_tuner_reads(path)
+    with gzip.open(small_cache, "rt") as f:
+        original = json.load(f)
+    assert doc["device_name"] == original["device_name"] and doc["kernel_name"] == original["kernel_name"]
+    assert set(doc["cache"]) == set(original["cache"])
+    for key, entry in original["cache"].items():
+        if isinstance(entry["time"], str):
+            assert doc["cache"][key]["time"] == entry["time"]
+        else:
+            assert doc["cache"][key]["time"] == pytest.approx(entry["time"])
+            assert doc["cache"][key]["times"] == pytest.approx(entry["times"])
+
+
+def test_kernel_tuner_cache_export_bad_input(tuned, tmp_path, matmul):
+    r, db = tuned
+    with pytest.raises(ValueError, match="path"):
+        db.export_kernel_tuner_cache(tmp_path / "x.json.gz", matmul, "ascend910b")
+    with pytest.raises(ValueError, match="workload"):
+        db.export_kernel_tuner_cache(tmp_path / "x.json", {"op": "matmul", "dims": {"M": 8, "N": 8, "K": 8}},
+                                     "ascend910b")
+    with pytest.raises(TypeError, match="kernel_name"):
+        db.export_kernel_tuner_cache(tmp_path / "x.json", matmul, "ascend910b", kernel_name=3)
+    assert not (tmp_path / "x.json").exists()
+
 def test_table_lookup_exact_and_nearest(tuned, tmp_path, matmul):
     r, db = tuned
     path = tmp_path / "table.json"

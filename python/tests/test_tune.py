@@ -86,6 +86,48 @@ def test_ctrl_c_stops_between_rounds_and_the_database_resumes(matmul, db_path):
     assert r.resumed == stored and r.measured == 4
 
 
+
+def test_ctrl_c_stops_a_job_between_rounds_and_the_job_resumes(tmp_path):
+    # As for tune: the SIGINT lands while run_job is in C++; only the job runner's per-round
+    # hook can raise it. Then the same spec resumes, and no schedule is measured twice.
+    import sqlite3
+
+    db_path = str(tmp_path / "job.db")
+    budget = 100000
+    spec = {"name": "ctrl-c", "target": "ascend910b", "workloads": [{"workload": MATMUL}],
+            "trials": budget, "strategy": "random", "batch_size": 4, "seed": 5, "database": db_path,
+            "export": str(tmp_path / "table.json"), "report": str(tmp_path / "report.html")}
+    rounds = threading.Event()
+    watcher = threading.Thread(target=_interrupt_main_when, args=(rounds,))
+    watcher.start()
+    poller_done = threading.Event()
+
+    def poll():
+        while not poller_done.is_set():
+            if os.path.exists(db_path) and atvoss.Database(db_path).stats()["records"] > 0:
+                rounds.set()
+                return
+            time.sleep(0.01)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        atvoss.run_job(spec)
+    poller_done.set()
+    poller.join()
+    watcher.join()
+    assert time.monotonic() - started < 60
+    db = atvoss.Database(db_path)
+    stored = db.stats()["records"]
+    assert 0 < stored < budget and db.check() == "ok"
+    with sqlite3.connect(db_path) as c:
+        assert c.execute("SELECT state FROM jobs WHERE name = 'ctrl-c'").fetchone() == ("stopped",)
+    again = atvoss.run_job({**spec, "trials": stored + 8})
+    assert (again["resumed"], again["measured"], again["trials"]) == (stored, 8, stored + 8)
+    schedules = [str(sorted(r["schedule"].items())) for r in atvoss.Database(db_path).history(MATMUL)]
+    assert len(schedules) == stored + 8 and len(set(schedules)) == len(schedules)
+
 def test_tune_releases_the_gil():
     # tune runs in a thread, again and again, while the main thread ticks. A tick can only land
     # inside a tune call if the call let go of the GIL. Counting ticks inside calls, not the

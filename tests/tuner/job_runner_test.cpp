@@ -69,6 +69,31 @@ TEST_F(JobRunnerTest, InterruptedJobResumesWhereTheSchedulerStopped) {
   EXPECT_EQ(second.measured, 8);
 }
 
+TEST_F(JobRunnerTest, AnExceptionFromOnRoundStopsTheJobResumably) {
+  // How the Python binding lets Ctrl-C through: on_round throws between rounds.
+  struct Interrupted {};
+  JobRunOptions interrupt;
+  interrupt.quiet = true;
+  int rounds = 0;
+  interrupt.on_round = [&rounds] {
+    if (++rounds == 2) throw Interrupted{};
+  };
+  EXPECT_THROW(run_job(spec(200, "round_robin"), interrupt), Interrupted);
+  auto db = db::TuningDatabase::open((dir_ / "j.db").string());
+  const auto job = db.jobs().named("mlp");
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->state, "stopped");  // not left "running"
+  EXPECT_EQ(db.stats().records, 16);  // both rounds committed before the hook ran
+
+  JobRunOptions one_more;
+  one_more.quiet = true;
+  one_more.max_rounds = 1;
+  const auto resumed = run_job(spec(200, "round_robin"), one_more);
+  EXPECT_EQ(resumed.resumed_trials, 16);
+  EXPECT_EQ(resumed.measured, 8);
+  EXPECT_EQ(trials_per_task(resumed), (std::vector<int>{8, 8, 8}));
+}
+
 // Schedule keys of every task's records, in the order they were stored.
 std::vector<std::vector<std::string>> measured_in_order(const fs::path& db_path) {
   auto db = db::TuningDatabase::open(db_path.string());
