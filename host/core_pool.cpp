@@ -1,13 +1,11 @@
 #include "host/core_pool.hpp"
 
-#include <sched.h>
 
 #include <algorithm>
-#include <fstream>
-#include <set>
 #include <utility>
 
 #include "core/error.hpp"
+#include "host/pinning.hpp"
 
 namespace atvoss::host {
 
@@ -62,30 +60,11 @@ void CorePool::give_back(const std::vector<int>& cpus) {
   freed_.notify_all();  // a waiter for several cores may be the one now satisfied
 }
 
-namespace {
-
-// The first CPU of "0-1", "0,4" or "3": the core's representative; -1 if unreadable.
-int first_sibling(const std::string& cpu_sys, int cpu) {
-  std::ifstream f(cpu_sys + "/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list");
-  int first = -1;
-  if (f >> first) return first;
-  return -1;
-}
-
-}  // namespace
-
 std::vector<int> timing_cpus(const MachineInfo& m, const std::string& cpu_sys) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out;
-  std::set<int> cores;
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int c = CPU_SETSIZE - 1; c >= 0 && static_cast<int>(out.size()) < m.physical_cores; --c) {
-      if (!CPU_ISSET(c, &set)) continue;
-      const int sibling = first_sibling(cpu_sys, c);
-      if (cores.insert(sibling < 0 ? c : sibling).second) out.push_back(c);
-    }
-  }
+  std::vector<int> allowed = allowed_cpus();
+  std::reverse(allowed.begin(), allowed.end());  // highest first: cpu 0 takes the interrupts
+  std::vector<int> out = distinct_cores(allowed, cpu_sys);
+  if (out.size() > static_cast<std::size_t>(std::max(m.physical_cores, 1))) out.resize(std::max(m.physical_cores, 1));
   if (out.empty()) out.push_back(0);
   return out;
 }

@@ -57,7 +57,7 @@ class CorePool {
 };
 
 // One logical CPU per physical core of this process's CPU affinity set (hyper-threads of a
-// core read as one, from <cpu_sys>/cpuN/topology/thread_siblings_list), highest first, at
+// core read as one, from <cpu_sys>/cpuN/topology as pinning.hpp reads it), highest first, at
 // most m.physical_cores of them; at least one.
 std::vector<int> timing_cpus(const MachineInfo& m, const std::string& cpu_sys = MachineRoots{}.cpu_sys);
 

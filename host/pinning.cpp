@@ -32,14 +32,20 @@ std::vector<int> preference_order(std::vector<int> allowed, int first) {
 
 }  // namespace
 
+std::vector<int> distinct_cores(const std::vector<int>& cpus, const std::string& cpu_sys) {
+  std::vector<int> out;
+  std::set<std::string> cores;
+  for (int cpu : cpus) {
+    if (cores.insert(core_key(cpu_sys, cpu)).second) out.push_back(cpu);
+  }
+  return out;
+}
+
 std::vector<int> choose_cpus(const std::vector<int>& allowed, int threads, int first, const std::string& cpu_sys) {
   const std::vector<int> order = preference_order(allowed, first);
   const std::size_t want = std::min<std::size_t>(std::size_t(std::max(threads, 1)), order.size());
-  std::vector<int> chosen;
-  std::set<std::string> cores;
-  for (int cpu : order) {  // one CPU per physical core
-    if (chosen.size() < want && cores.insert(core_key(cpu_sys, cpu)).second) chosen.push_back(cpu);
-  }
+  std::vector<int> chosen = distinct_cores(order, cpu_sys);  // one CPU per physical core
+  if (chosen.size() > want) chosen.resize(want);
   for (int cpu : order) {  // then siblings, if the cores ran out
     if (chosen.size() < want && std::find(chosen.begin(), chosen.end(), cpu) == chosen.end()) chosen.push_back(cpu);
   }

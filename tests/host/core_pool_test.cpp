@@ -73,9 +73,9 @@ int allowed_cpus() {
   return CPU_COUNT(&set);
 }
 
-// A fake sysfs in which every CPU of this process lists `siblings` as its thread siblings
-// (empty: itself).
-void write_siblings(const testing::TempDir& dir, const std::string& siblings) {
+// A fake sysfs topology in which every CPU of this process is a hyper-thread of core 0
+// (one_core), or a core of its own.
+void write_topology(const testing::TempDir& dir, bool one_core) {
   cpu_set_t set;
   CPU_ZERO(&set);
   ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
@@ -83,14 +83,15 @@ void write_siblings(const testing::TempDir& dir, const std::string& siblings) {
     if (!CPU_ISSET(c, &set)) continue;
     const auto d = dir.path() / ("cpu" + std::to_string(c)) / "topology";
     std::filesystem::create_directories(d);
-    std::ofstream(d / "thread_siblings_list") << (siblings.empty() ? std::to_string(c) : siblings) << "\n";
+    std::ofstream(d / "physical_package_id") << "0\n";
+    std::ofstream(d / "core_id") << (one_core ? 0 : c) << "\n";
   }
 }
 
 TEST(CorePoolTest, TimingCpusTakeOneCpuPerPhysicalCore) {
   testing::TempDir one_core, own_cores;
-  write_siblings(one_core, "0-1023");  // every CPU a hyper-thread of one core
-  write_siblings(own_cores, "");       // every CPU its own core
+  write_topology(one_core, true);
+  write_topology(own_cores, false);
   MachineInfo m;
   m.physical_cores = 1024;
   EXPECT_EQ(timing_cpus(m, one_core.str()).size(), 1u);
