@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/host_bench_util.hpp"
 #include "core/measurement.hpp"
 #include "db/tuning_database.hpp"
 #include "host/builder.hpp"
@@ -197,14 +198,7 @@ AtvossTimes atvoss_times(const Workload& w, int trials, const std::string& db) {
   t.def = host::default_schedule(w, host::this_machine());
   t.tuned = t.def;
   if (trials > 0) {
-    tuner::SingleTuneSpec spec;
-    spec.target = "host";
-    spec.workload = w.to_json();
-    spec.trials = trials;
-    spec.strategy = "evolutionary";
-    spec.db = db;
-    spec.seed = 1;
-    const auto outcome = tuner::tune_single(spec);
+    const auto outcome = bench::tune_outcome_on_host(w, trials, db);
     t.tuned = outcome.result.best_schedule.value_or(t.def);
     t.trials = outcome.result.trials;
     const auto db_file = db::TuningDatabase::open(db);

@@ -32,8 +32,8 @@ inline double time_us(const std::function<void()>& f) {
   return median(r);
 }
 
-// The best schedule of `trials` evolutionary trials (seed 1) on --target host, or the default.
-inline Schedule tune_on_host(const Workload& w, int trials, const std::string& db) {
+// `trials` evolutionary trials (seed 1) of w on --target host, stored in db.
+inline tuner::SingleTuneOutcome tune_outcome_on_host(const Workload& w, int trials, const std::string& db) {
   tuner::SingleTuneSpec spec;
   spec.target = "host";
   spec.workload = w.to_json();
@@ -41,8 +41,12 @@ inline Schedule tune_on_host(const Workload& w, int trials, const std::string& d
   spec.strategy = "evolutionary";
   spec.db = db;
   spec.seed = 1;
-  const auto outcome = tuner::tune_single(spec);
-  return outcome.result.best_schedule.value_or(host::default_schedule(w, host::this_machine()));
+  return tuner::tune_single(spec);
+}
+
+// The best schedule of tune_outcome_on_host, or the default.
+inline Schedule tune_on_host(const Workload& w, int trials, const std::string& db) {
+  return tune_outcome_on_host(w, trials, db).result.best_schedule.value_or(host::default_schedule(w, host::this_machine()));
 }
 
 }  // namespace atvoss::bench
