@@ -13,9 +13,17 @@
 //                           x 16 slots, p50/p99 counters
 //                           (target: p50 < 1 ms for B=1)
 //   BM_EmulatedScaling/W    --emulate-device-latency workers (5 ms compile), 1 slot each:
-//                           items/s should grow ~linearly with W (target >= 0.9x from 1 to 8)
+//                           items/s should grow ~linearly with W (target >= 0.9x from 1 to 8);
+//                           up to 256 workers for docs/scaling.md
+//   BM_QueuedItemMemory/N   resident memory per item waiting in the queue (no worker yet)
+//   BM_ConnectionMemory/W   resident memory per connected, idle worker
+// The memory figures are the growth of this process's resident set (/proc/self/statm):
+// coordinator, workers and client together, so an upper bound on the coordinator's share.
 // Run: build/bin/bench_farm [--benchmark_filter=...]
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -55,7 +63,7 @@ class Cluster {
       workers_.push_back(std::make_unique<rpc::Worker>(w, measure));
     }
     for (auto& w : workers_) threads_.emplace_back([raw = w.get()] { raw->run(); });
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 6000; ++i) {  // up to 60 s: hundreds of workers log in one by one
       if (coordinator_->stats().at("workers").size() == static_cast<std::size_t>(workers)) break;
       std::this_thread::sleep_for(10ms);
     }
@@ -71,6 +79,7 @@ class Cluster {
     coordinator_.reset();
   }
   rpc::FarmClient& client() { return *client_; }
+  rpc::Coordinator& coordinator() { return *coordinator_; }
 
  private:
   std::unique_ptr<rpc::Coordinator> coordinator_;
@@ -194,7 +203,63 @@ void BM_EmulatedScaling(benchmark::State& state) {
   run_throughput(state, cluster, static_cast<std::size_t>(32 * workers));
   state.counters["workers"] = workers;
 }
-BENCHMARK(BM_EmulatedScaling)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_EmulatedScaling)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(32)->Arg(128)->Arg(256)
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+// This process's resident set in bytes.
+double resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  double pages_total = 0, pages_resident = 0;
+  statm >> pages_total >> pages_resident;
+  return pages_resident * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+void wait_for_queue(rpc::Coordinator& c, std::size_t n) {
+  for (int i = 0; i < 6000 && c.stats().at("queue_depth").get<std::size_t>() < n; ++i) std::this_thread::sleep_for(10ms);
+}
+
+// N items submitted while no worker is connected wait in the queue (one submit message: N is
+// kept under the frame bound); then one worker with an
+// instant measure function drains them so measure() returns.
+void BM_QueuedItemMemory(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    Cluster cluster(0, 1, false);
+    const auto requests = make_requests(n, 1);
+    const double before = resident_bytes();
+    std::thread submit([&] { cluster.client().measure(requests); });
+    wait_for_queue(cluster.coordinator(), n);
+    const double queued = resident_bytes();
+    state.counters["bytes_per_item"] = (queued - before) / static_cast<double>(n);
+    state.counters["queue_depth"] = cluster.coordinator().stats().at("queue_depth").get<double>();
+    rpc::WorkerOptions w;
+    w.farm = rpc::Endpoint{"127.0.0.1", cluster.coordinator().port()};
+    w.targets = {simulator::preset("ascend910")};
+    w.slots = 16;
+    rpc::Worker drain(w, [](const Target&, const Workload&, const Schedule&, int, std::uint64_t) {
+      Measurement m;
+      m.time_us = 1.0;
+      m.repeats = {1.0};
+      return m;
+    });
+    std::thread worker([&] { drain.run(); });
+    submit.join();
+    drain.stop();
+    worker.join();
+  }
+}
+BENCHMARK(BM_QueuedItemMemory)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+void BM_ConnectionMemory(benchmark::State& state) {
+  const int workers = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    const double before = resident_bytes();
+    Cluster cluster(workers, 1, true);
+    state.counters["bytes_per_worker"] = (resident_bytes() - before) / workers;
+    state.counters["workers"] = static_cast<double>(cluster.coordinator().stats().at("workers").size());
+  }
+}
+BENCHMARK(BM_ConnectionMemory)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 }  // namespace
 
