@@ -35,6 +35,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   options.early_stopping = spec.early_stopping;
   options.seed = spec.seed;
   options.after_round = [&] { setup.save_if_retrained(db); };
+  if (out.target.organisation == "cpu") options.confirm_top = kConfirmTop;  // real noise (tuner.hpp)
   out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db.records(), options,
                     callbacks);
   if (!spec.export_path.empty()) {

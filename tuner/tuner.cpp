@@ -160,6 +160,28 @@ int TuningSession::run_round(int max_trials) {
   return result_.measured - before;
 }
 
+void TuningSession::confirm_best(int k) {
+  const auto top = records_.best(workload_.key(), target_info_.key, k);
+  if (top.size() < 2) return;
+  std::vector<Schedule> schedules;
+  for (const auto& r : top) schedules.push_back(r.schedule);
+  const std::vector<Measurement> again = measure(schedules);
+  std::vector<db::Record> records;
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    if (is_infrastructure_error(again[i].status)) continue;
+    db::Record r(workload_, target_info_, schedules[i], again[i]);
+    r.worker = measurer_.name();
+    r.job = options_.job;
+    records.push_back(std::move(r));
+  }
+  if (!records.empty()) records_.insert(records);
+  const auto best = records_.best(workload_.key(), target_info_.key, 1);
+  if (best.empty()) return;
+  result_.best_schedule = best.front().schedule;
+  result_.best = best.front().measurement;
+  result_.best_us = best.front().measurement.time_us;
+}
+
 TuneResult tune(const Workload& workload, const Target& target, int budget,
                 search::SearchStrategy& strategy, Measurer& measurer, db::RecordStore& records,
                 const TuneOptions& options, const TuneCallbacks& callbacks) {
@@ -182,6 +204,7 @@ TuneResult tune(const Workload& workload, const Target& target, int budget,
       break;
     }
   }
+  if (options.confirm_top > 0) session.confirm_best(options.confirm_top);
   TuneResult result = session.result();
   result.stop_reason = reason;
   return result;

@@ -52,7 +52,15 @@ struct TuneOptions {
   // database is busy, so they must only write), so a job's saved state commits
   // together with the records it describes. A round that stores nothing still runs them.
   std::function<std::function<void()>()> round_checkpoint;
+  // After the budget: the k fastest stored schedules are measured once more and their
+  // repeats combined with the stored ones (db/duplicate_rule.hpp), and the best is chosen
+  // again. On real hardware a schedule can time fast once by luck (a quiet moment);
+  // this keeps such a one from being declared the winner. 0 (default) skips it; tune_single
+  // sets kConfirmTop for the host backend. On a deterministic simulator it changes nothing.
+  int confirm_top = 0;
 };
+
+inline constexpr int kConfirmTop = 5;
 
 struct TuneProgress {
   const Workload* workload = nullptr;
@@ -99,6 +107,9 @@ class TuningSession {
   bool early_stopped() const;
   TuneProgress progress(int budget) const;
   const Workload& workload() const { return workload_; }
+  // TuneOptions::confirm_top: re-measures the k fastest stored schedules, stores the new
+  // repeats (not counted as trials) and takes the best from the combined records.
+  void confirm_best(int k);
 
  private:
   void load_history();

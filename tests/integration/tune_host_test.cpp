@@ -59,6 +59,13 @@ TEST_F(TuneHostCli, RunsAJobSpecWithTargetHost) {
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const std::string table = slurp(file("job-table.json"));
   EXPECT_THAT(table, HasSubstr("batch_matmul")) << table;  // both tasks got trials and a best
+  // Each task's fastest schedules were measured again before the export (real noise,
+  // TuneOptions::confirm_top): their rows hold both measurements' repeats.
+  const CliResult q = run_tool("atvoss-db", "--db " + file("job.db") + " --json query");
+  ASSERT_EQ(q.code, 0) << q.err;
+  int confirmed = 0;
+  for (const Json& rec : Json::parse(q.out)) confirmed += rec["measurement"]["repeats"].size() > 3 ? 1 : 0;
+  EXPECT_GE(confirmed, 4) << q.out;
   EXPECT_THAT(table, HasSubstr("\"relu\"")) << table;
   // The report shows host results in GFLOP/s against the peak this machine's target carries.
   const std::string html = slurp(file("job.html"));

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "db/memory_record_store.hpp"
 #include "db/tuning_database.hpp"
@@ -75,6 +76,56 @@ TEST_F(TunerTest, ResumeNeverMeasuresAScheduleTwice) {
   const auto c = tune(workload_, target_, 48, *third, measurer_, db_.records(), o);
   EXPECT_EQ(c.measured, 0);
   EXPECT_EQ(c.best_us, b.best_us);  // best restored from the database
+}
+
+// Real noise: the default schedule times 10 us the first time (a lucky quiet moment) and
+// 10 ms every time after; the rest keep the simulator's time. Without confirmation the lucky
+// one wins; confirming the top 3 combines its repeats (median 5005 us) and another wins.
+class LuckyOnceMeasurer final : public Measurer {
+ public:
+  LuckyOnceMeasurer(Measurer& inner, Schedule lucky) : inner_(inner), lucky_(std::move(lucky)) {}
+  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override {
+    std::vector<Measurement> out = inner_.measure(batch);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!(batch[i].schedule == lucky_) || !out[i].ok()) continue;
+      const double t = seen_++ == 0 ? 10.0 : 10000.0;
+      out[i].time_us = t;
+      out[i].repeats.assign(out[i].repeats.size(), t);
+    }
+    return out;
+  }
+  std::string name() const override { return "lucky-once"; }
+
+ private:
+  Measurer& inner_;
+  Schedule lucky_;
+  int seen_ = 0;
+};
+
+TEST_F(TunerTest, ConfirmingTheTopKeepsALuckyOnceScheduleFromWinning) {
+  const Schedule lucky = *backend::default_schedule(workload_, target_);
+  TuneOptions o;
+  o.batch_size = 8;
+  {
+    LuckyOnceMeasurer noisy(measurer_, lucky);
+    auto s = strategy(5);
+    db::MemoryRecordStore unconfirmed;
+    const auto r = tune(workload_, target_, 24, *s, noisy, unconfirmed, o);
+    ASSERT_TRUE(r.best_schedule.has_value());
+    EXPECT_EQ(*r.best_schedule, lucky);  // what the test guards against
+  }
+  LuckyOnceMeasurer noisy(measurer_, lucky);
+  auto s = strategy(5);
+  o.confirm_top = 3;
+  db::MemoryRecordStore confirmed;
+  const auto r = tune(workload_, target_, 24, *s, noisy, confirmed, o);
+  ASSERT_TRUE(r.best_schedule.has_value());
+  EXPECT_NE(*r.best_schedule, lucky);
+  EXPECT_LT(r.best_us, 5005.0);
+  EXPECT_EQ(r.trials, 24);  // the re-measurements are not trials
+  const auto stored = confirmed.find(workload_.key(), db::TargetInfo::from_target(target_).key, lucky.key());
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_DOUBLE_EQ(stored->measurement.time_us, 5005.0);
 }
 
 // The tuner needs only the RecordStore interface: over the in-memory store a run and its
