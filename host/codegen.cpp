@@ -204,11 +204,7 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
     << "    float* C = g->c + b * M * N;\n"
     << "    gemm(g->a + b * M * K, g->b + b * K * N, C, *g, res, ap, bp);\n";
-  for (std::size_t i = 0; i < split.unfused.size(); ++i) {
-    const std::string f = "unfused" + std::to_string(i);
-    o << "    separate_pass(C, *g, res, " << f << "<true>, " << f << "<false>);\n";
-  }
-  o << "  }\n}\n";
+  o << separate_pass_calls(split, "C") << "  }\n}\n";
   return o.str();
 }
 

@@ -369,11 +369,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     << "    float* out = g->c + n * ROWS * COLS;\n"
     << "    const float* res = g->residual ? g->residual + n * ROWS * COLS : nullptr;\n"
     << "    conv_image(in, g->b, wp, out, res, n == 0, *g);\n";
-  for (std::size_t i = 0; i < split.unfused.size(); ++i) {
-    const std::string f = "unfused" + std::to_string(i);
-    o << "    separate_pass(out, *g, res, " << f << "<true>, " << f << "<false>);\n";
-  }
-  o << "  }\n}\n";
+  o << separate_pass_calls(split, "out") << "  }\n}\n";
   return o.str();
 }
 

@@ -122,6 +122,15 @@ std::string epilogue_functions(const lowering::FusionSplit& split) {
   return out;
 }
 
+std::string separate_pass_calls(const lowering::FusionSplit& split, const std::string& out) {
+  std::string text;
+  for (std::size_t i = 0; i < split.unfused.size(); ++i) {
+    const std::string f = "unfused" + std::to_string(i);
+    text += "    separate_pass(" + out + ", *g, res, " + f + "<true>, " + f + "<false>);\n";
+  }
+  return text;
+}
+
 std::string with_unroll(std::string text, long unroll) {
   const std::string mark = "UNROLL";
   return text.replace(text.find(mark), mark.size(), std::to_string(unroll));

@@ -36,6 +36,10 @@ std::string kernel_preamble(const Workload& w, const Schedule& s, int threads);
 // `fused` with the fused ops and `unfused<i>` with the i-th unfused op each.
 std::string epilogue_functions(const lowering::FusionSplit& split);
 
+// One call per unfused op, `separate_pass(<out>, *g, res, unfused<i><true>, unfused<i><false>);`,
+// each on its own line at the indent of a kernel's batch loop.
+std::string separate_pass_calls(const lowering::FusionSplit& split, const std::string& out);
+
 // text with its one "UNROLL" replaced by the number.
 std::string with_unroll(std::string text, long unroll);
 // The exported thread count the runner pins for (kThreadsSymbol).
