@@ -89,7 +89,7 @@ void check_range(std::string_view n, double v, const Json& given, bool integer, 
   const Range r = range_of(n);
   if ((r.zero_ok || integer ? v >= r.min : v > r.min) && v <= r.max) return;
   std::ostringstream range;
-  range << std::setprecision(15);
+  range << std::setprecision(17);
   if (integer) {
     range << "an integer in " << r.min << ".." << r.max;
   } else {
