@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "simulator/hardware_description.hpp"
 #include "simulator/presets.hpp"
+#include "bad_input_message.hpp"
 
 namespace atvoss::simulator {
 namespace {
@@ -42,17 +43,6 @@ Json description() {
       {"name": "sadd", "unit": "scalar", "operand_types": ["int32"], "throughput": 1}
     ]
   })");
-}
-
-std::string bad_input_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.is_bad_input()) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
 }
 
 std::string error_for(const std::function<void(Json&)>& edit) {
