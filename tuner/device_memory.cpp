@@ -38,7 +38,8 @@ std::string MemoryFit::summary() const {
                   (peak_layer.empty() ? "" : " (" + peak_layer + ")") + " = " + lowering::format_bytes(need_bytes());
   if (capacity_bytes <= 0) return s + " (the target gives no device memory capacity)";
   char share[32];
-  std::snprintf(share, sizeof share, "%.1f%%", 100.0 * need_bytes() / capacity_bytes);
+  const double pct = 100.0 * need_bytes() / capacity_bytes;
+  std::snprintf(share, sizeof share, pct < 0.1 ? "<0.1%%" : "%.1f%%", pct);
   return s + " of " + lowering::format_bytes(capacity_bytes) + " device memory (" + share + ")";
 }
 

@@ -140,6 +140,20 @@ TEST(HardwareDescriptionTest, NumbersKeepTheTargetBoundsUnderTheirOwnPath) {
               HasSubstr("'intrinsics[1]' (MACs per cycle over the fp16 intrinsic's) must be > 0 and <= 64"));
 }
 
+// The example is the ascend910b preset written in this format: the same Target but for
+// its name and notes, so every figure went to the right field.
+TEST(HardwareDescriptionTest, TheSeedFormatExampleIsTheAscend910bPreset) {
+  Target t = load_target(std::string(ATVOSS_SOURCE_DIR) + "/examples/targets/seed-format-910b.json");
+  EXPECT_THAT(t.source["ignored"].get<std::string>(), HasSubstr("vendor"));
+  t.name = "ascend910b";
+  EXPECT_EQ(t.key(), preset("ascend910b").key());  // every field but source and capacity
+  EXPECT_EQ(t.device_memory_bytes, preset("ascend910b").device_memory_bytes);
+  const Target edge = load_target(std::string(ATVOSS_SOURCE_DIR) + "/examples/targets/custom-npu-8x8.json");
+  EXPECT_EQ(edge.cube_m, 8);
+  EXPECT_EQ(edge.cube_k, 8);
+  EXPECT_EQ(edge.device_memory_bytes, 4LL << 30);
+}
+
 TEST(HardwareDescriptionTest, DeviceMemoryIsOptionalBoundedAndOutsideTheKey) {
   Target t = preset("ascend910b");
   Json j = t.to_json();
