@@ -482,10 +482,13 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   std::unique_ptr<Measurer> measurer =
       options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
-  MemoryFit memory = memory_fit(tasks, target);
-  if (const std::string w = memory.warning(target.name); !w.empty()) {
-    (options.warnings ? *options.warnings : std::cerr) << w << "\n";
+  std::ostream& warnings = options.warnings ? *options.warnings : std::cerr;
+  // A seed-format description lists what the simulator did not use (docs/hardware-facts.md section 4).
+  if (const Json ignored = target.source.value("ignored", Json("nothing")); ignored.is_string() && ignored != "nothing") {
+    warnings << "note: the simulator ignores these fields of " << target.name << ": " << ignored.get<std::string>() << "\n";
   }
+  MemoryFit memory = memory_fit(tasks, target);
+  if (const std::string w = memory.warning(target.name); !w.empty()) warnings << w << "\n";
   JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer), std::move(memory));
   job.compare_precisions(model);
   return job.run();

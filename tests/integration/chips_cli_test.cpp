@@ -53,6 +53,12 @@ TEST_F(ChipsCliTest, Mlu370AndThe8x8CustomNpuTuneAJob) {
     EXPECT_THAT(r.out, HasSubstr("device memory: weights 1.0 MB"));
     EXPECT_THAT(r.err, Not(HasSubstr("warning")));
   }
+  // The custom NPU's description has nothing the simulator ignores; the seed-format 910B does.
+  const Result seed = tune_mlp("seed", kExamples + "seed-format-910b.json");
+  ASSERT_EQ(seed.code, 0) << seed.err;
+  EXPECT_THAT(seed.err, HasSubstr("note: the simulator ignores these fields of ascend910b-seed: "));
+  EXPECT_THAT(seed.err, HasSubstr("architecture.scalar_units_per_core"));
+  EXPECT_THAT(seed.err, HasSubstr("vendor"));
 }
 
 TEST_F(ChipsCliTest, AnUnmappableDescriptionExits2NamingTheField) {
