@@ -199,13 +199,12 @@ TEST_F(CoordinatorLimits, AcceptBacksOffAtTheDescriptorLimitAndRecovers) {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(farm_->port());
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const auto connected = std::chrono::steady_clock::now();
     ASSERT_EQ(::connect(client_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    std::this_thread::sleep_for(500ms);
-    // A spinning loop fails accept() hundreds of thousands of times in 0.5 s; backing
-    // off 100 ms between tries fails it a handful of times.
-    const int failures = farm_->stats().at("rejected_connections").value("accept_failed", 0);
-    EXPECT_GE(failures, 1);
-    EXPECT_LE(failures, 20);
+    // A spinning loop fails accept() three times within microseconds; backing off 100 ms
+    // between tries cannot fail it a third time before two pauses have passed.
+    ASSERT_TRUE(eventually([](const Json& s) { return s.at("rejected_connections").value("accept_failed", 0) >= 3; }));
+    EXPECT_GE(std::chrono::steady_clock::now() - connected, 200ms);
   }
   // Descriptors are back: the waiting connection is accepted and greeted.
   std::string received;

@@ -94,6 +94,15 @@ class CoordinatorTest : public testing::Test {
     m.repeats = {us};
     return Json{{"id", task.at("id")}, {"status", "ok"}, {"measurement", encode_body(m.to_json())}};
   }
+  // Polls the in-process stats until pred holds (true) or 5 s pass (false).
+  template <typename Pred>
+  bool eventually(Pred pred) {
+    for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
+      if (pred(farm_->stats())) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
   Json stats() {
     auto q = connect(Role::query);
     q->send(Json{{"type", "stats"}});
@@ -199,9 +208,9 @@ TEST_F(CoordinatorTest, IdenticalItemsFromTwoClientsAreMeasuredOnce) {
 TEST_F(CoordinatorTest, ResultFromAWorkerWithoutTheLeaseIsIgnored) {
   start();
   auto [w1, client, task, w2] = lease_one_task();
-  std::this_thread::sleep_for(50ms);
   w2->send(Json{{"type", "results"}, {"results", {ok_result(task, 999.0)}}});  // not its lease
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([](const Json& s) { return s.at("late_results_ignored") == 1; }));
+  // Counted as late under the farm's lock, before any answer it could have caused is sent.
   EXPECT_FALSE(client->receive(100ms).value_or(Json{{"type", "none"}}).at("type") == "results");
   w1->send(Json{{"type", "results"}, {"results", {ok_result(task, 5.0)}}});
   const Json answer = next_of(*client, "results").at("results").at(0);
@@ -349,7 +358,7 @@ TEST_F(CoordinatorTest, ShutdownAnswersUnfinishedTasksSessionTimeout) {
 TEST_F(CoordinatorTest, MetricsExposeWorkersQueueAndLatency) {
   start();
   auto worker = fake_worker(3);
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(eventually([](const Json& s) { return s.at("slots_total") == 3; }));
   const std::string text = farm_->metrics_text();
   EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_workers 1"));
   EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_slots 3"));
