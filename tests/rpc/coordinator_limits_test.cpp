@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/coordinator.hpp"
+#include "eventually.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
 
@@ -67,14 +68,9 @@ class CoordinatorLimits : public testing::Test {
     farm_->start();
   }
   Endpoint endpoint() const { return Endpoint{"127.0.0.1", farm_->port()}; }
-  // Polls the in-process stats until pred holds (true) or 5 s pass (false).
   template <typename Pred>
   bool eventually(Pred pred) {
-    for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
-      if (pred(farm_->stats())) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
+    return rpc::eventually(*farm_, pred);
   }
   std::unique_ptr<Coordinator> farm_;
 };

@@ -11,6 +11,7 @@
 #include "core/measurement.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/coordinator.hpp"
+#include "eventually.hpp"
 #include "rpc/farm_client.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
@@ -94,14 +95,9 @@ class CoordinatorTest : public testing::Test {
     m.repeats = {us};
     return Json{{"id", task.at("id")}, {"status", "ok"}, {"measurement", encode_body(m.to_json())}};
   }
-  // Polls the in-process stats until pred holds (true) or 5 s pass (false).
   template <typename Pred>
   bool eventually(Pred pred) {
-    for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
-      if (pred(farm_->stats())) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
+    return rpc::eventually(*farm_, pred);
   }
   Json stats() {
     auto q = connect(Role::query);

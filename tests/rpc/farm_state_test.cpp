@@ -176,6 +176,21 @@ TEST_F(FarmStateTest, IdenticalItemsFromTwoClientsAreMeasuredOnceAndBothAnswered
   EXPECT_EQ(done.records.size(), 1u) << "one measurement, logged once";
 }
 
+TEST_F(FarmStateTest, ResultFromAWorkerWithoutTheLeaseIsIgnored) {
+  make();
+  worker(kWorkerA, 1);
+  state_->on_connected(kClient, Role::client, "c");
+  const auto sent = tasks_to(submit(kClient, {item(1, 64)}), kWorkerA);
+  ASSERT_EQ(sent.size(), 1u);
+  worker(kWorkerB, 1);
+  EXPECT_TRUE(answers_to(results(kWorkerB, {ok_result(sent[0], 999.0)}), kClient).empty());
+  EXPECT_EQ(state_->stats().at("late_results_ignored"), 1);
+  EXPECT_EQ(state_->load().busy, 1u) << "the holder keeps its lease";
+  const auto answers = answers_to(results(kWorkerA, {ok_result(sent[0], 5.0)}), kClient);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(decode_body(answers[0].at("measurement"), "answer").at("time_us"), 5.0);
+}
+
 TEST_F(FarmStateTest, DuplicateResultForOneTaskIsAnsweredOnce) {
   make();
   worker(kWorkerA, 1);
