@@ -137,8 +137,13 @@ class Farm {
     --unauthenticated_;
     carry_out(state_.on_connected(s->id(), s->role(), s->peer()));
   }
-  // Error(protocol) from the state closes the session (Session::run).
+  // Error(protocol) from the state closes the session (Session::run). A stats request
+  // is answered here: the stats count connections, which only the shell knows.
   void on_message(const std::shared_ptr<Session>& s, Json& message) {
+    if (message.at("type") == "stats") {
+      s->send(encode_frame(Json{{"type", "stats"}, {"stats", stats()}}));
+      return;
+    }
     const std::lock_guard lock(mu_);
     carry_out(state_.on_message(s->id(), message));
   }

@@ -78,10 +78,6 @@ FarmActions FarmState::on_message(SessionId id, Json& message) {
     flush_outbox(out);
     return out;
   }
-  if (type == "stats") {
-    out.sends.push_back({id, Json{{"type", "stats"}, {"stats", stats()}}});
-    return out;
-  }
   throw Error(ErrorKind::protocol,
               "message type '" + type + "' is not allowed for role " + std::string(to_string(role)));
 }

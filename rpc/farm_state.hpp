@@ -78,8 +78,9 @@ class FarmState {
 
   // A peer logged in. peer: its address, for log lines.
   FarmActions on_connected(SessionId id, Role role, std::string peer);
-  // A message from a logged-in peer. Throws Error(protocol) naming the field for a message
-  // its role may not send or that breaks the protocol; the shell then closes that peer.
+  // A message from a logged-in peer (a "stats" request is the shell's: it counts the
+  // connections). Throws Error(protocol) naming the field for a message its role may not
+  // send or that breaks the protocol; the shell then closes that peer.
   FarmActions on_message(SessionId id, Json& message);
   // A logged-in peer went away (either side closed it).
   FarmActions on_disconnected(SessionId id);
