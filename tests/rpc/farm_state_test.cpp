@@ -51,26 +51,19 @@ class FarmStateTest : public testing::Test {
     Json m{{"type", "results"}, {"results", std::move(list)}};
     return state_->on_message(worker_id, m);
   }
-  // The tasks sent to one session by these actions.
-  static std::vector<Json> tasks_to(const FarmActions& a, SessionId to) {
+  // The entries of every `type` message ("tasks" or "results") these actions send to one
+  // session: both messages carry their entries in a field named as the type.
+  static std::vector<Json> sent_to(const FarmActions& a, SessionId to, const std::string& type) {
     std::vector<Json> out;
     for (const auto& s : a.sends) {
-      if (s.to == to && s.message.at("type") == "tasks") {
-        for (const Json& t : s.message.at("tasks")) out.push_back(t);
+      if (s.to == to && s.message.at("type") == type) {
+        for (const Json& e : s.message.at(type)) out.push_back(e);
       }
     }
     return out;
   }
-  // The answers sent to one client by these actions.
-  static std::vector<Json> answers_to(const FarmActions& a, SessionId to) {
-    std::vector<Json> out;
-    for (const auto& s : a.sends) {
-      if (s.to == to && s.message.at("type") == "results") {
-        for (const Json& r : s.message.at("results")) out.push_back(r);
-      }
-    }
-    return out;
-  }
+  static std::vector<Json> tasks_to(const FarmActions& a, SessionId to) { return sent_to(a, to, "tasks"); }
+  static std::vector<Json> answers_to(const FarmActions& a, SessionId to) { return sent_to(a, to, "results"); }
 
   FarmMetrics metrics_;
   FarmTime now_ = FarmTime{} + 1h;
