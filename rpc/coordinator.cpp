@@ -1,22 +1,21 @@
 // Coordinator implementation. Read in this order:
 //   Session      one TCP connection: hello/login handshake, frame reading, ordered writes
-//   Farm         the shared state (workers, tasks, queues) and every rule of the farm:
-//                on_submit -> dispatch -> on_results -> relay; remove_worker requeues
+//   Farm         the shell around FarmState (rpc/farm_state.hpp, every rule of the farm):
+//                feeds it events from the sessions and the sweep timer and carries out
+//                the actions it returns (sends, closes, farm-log writes)
 //   Coordinator  lifetime: start, sweep timer, graceful shutdown, signals
-// Locking: Farm::mu_ guards all farm state. Session::send() only posts to the session's
-// strand, so it is safe (and cheap) to call with mu_ held; nothing blocks under mu_.
+// Locking: Farm::mu_ guards the FarmState and the session table. Actions are carried out
+// under mu_, so the messages of one event reach a session in the order the state made
+// them; Session::send() only posts to the session's strand, so nothing blocks under mu_.
 #include "rpc/coordinator.hpp"
 
 #include <array>
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <deque>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include <boost/asio.hpp>
@@ -27,6 +26,7 @@
 #include "core/measurement.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/farm_log.hpp"
+#include "rpc/farm_state.hpp"
 #include "rpc/log.hpp"
 #include "rpc/metrics.hpp"
 #include "rpc/query_server.hpp"
@@ -106,36 +106,13 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<char> read_buffer_ = std::vector<char>(64 * 1024);
 };
 
-struct Waiter {
-  std::uint64_t client = 0;  // session id
-  Json item_id;              // the client's id for this item, echoed back
-  Clock::time_point since;
-};
-
-struct QueuedTask {
-  std::string identity;
-  std::string target;
-  Json request;  // the request body (bin, protocol.hpp): what the worker needs, opaque here
-  int retries = 0;
-  std::uint64_t worker = 0;  // session holding the lease; 0 while queued
-  std::vector<Waiter> waiters;
-};
-
-struct WorkerState {
-  std::shared_ptr<Session> session;
-  std::vector<std::string> targets;
-  std::vector<std::string> backends;  // as registered; empty from workers that name none
-  std::string name;
-  int slots = 1;
-  std::unordered_set<std::uint64_t> in_flight;
-  Clock::time_point last_seen;
-  bool registered = false;
-};
-
 class Farm {
  public:
   Farm(const CoordinatorOptions& options, asio::io_context& io)
-      : options_(options), io_(io), heartbeat_frame_(encode_frame(Json{{"type", "heartbeat"}})) {}
+      : options_(options),
+        io_(io),
+        state_(FarmRules{options.heartbeat_interval, options.missed_heartbeats, options.max_retries},
+               [] { return Clock::now(); }, metrics_) {}
 
   const CoordinatorOptions& options() const { return options_; }
   asio::io_context& io() { return io_; }
@@ -155,63 +132,89 @@ class Farm {
     const std::lock_guard lock(mu_);
     sessions_[s->id()] = s;
   }
-  void on_login(const std::shared_ptr<Session>& s);
-  void on_message(const std::shared_ptr<Session>& s, Json& message);
-  void on_closed(const Session& s);
-  void sweep();
+  void on_login(const std::shared_ptr<Session>& s) {
+    const std::lock_guard lock(mu_);
+    --unauthenticated_;
+    carry_out(state_.on_connected(s->id(), s->role(), s->peer()));
+  }
+  // Error(protocol) from the state closes the session (Session::run). A stats request
+  // is answered here: the stats count connections, which only the shell knows.
+  void on_message(const std::shared_ptr<Session>& s, Json& message) {
+    if (message.at("type") == "stats") {
+      s->send(encode_frame(Json{{"type", "stats"}, {"stats", stats()}}));
+      return;
+    }
+    const std::lock_guard lock(mu_);
+    carry_out(state_.on_message(s->id(), message));
+  }
+  void on_closed(const Session& s) {
+    const std::lock_guard lock(mu_);
+    sessions_.erase(s.id());
+    if (!s.logged_in()) {
+      --unauthenticated_;
+      return;
+    }
+    carry_out(state_.on_disconnected(s.id()));
+  }
+  void sweep() {
+    const std::lock_guard lock(mu_);
+    carry_out(state_.on_tick());
+  }
   bool drained() const {
     const std::lock_guard lock(mu_);
-    return tasks_.empty();
+    return state_.drained();
   }
-  void expire_all(std::string_view why);
-  std::vector<std::shared_ptr<Session>> all_sessions() const;
+  void expire_all(std::string_view why) {
+    const std::lock_guard lock(mu_);
+    carry_out(state_.expire_all(why));
+  }
+  std::vector<std::shared_ptr<Session>> all_sessions() const {
+    const std::lock_guard lock(mu_);
+    std::vector<std::shared_ptr<Session>> out;
+    for (const auto& [id, s] : sessions_) out.push_back(s);
+    return out;
+  }
   std::size_t session_count() const {
     const std::lock_guard lock(mu_);
     return sessions_.size();
   }
   void set_draining() {
     const std::lock_guard lock(mu_);
-    draining_ = true;
+    state_.set_draining();
   }
   void set_log(std::unique_ptr<FarmLog> log) { log_ = std::move(log); }
-  Json stats() const;
+  Json stats() const {
+    const std::lock_guard lock(mu_);
+    Json out = state_.stats();
+    out["sessions"] = sessions_.size();
+    return out;
+  }
   std::string metrics_text() const;
 
  private:
-  void on_register(WorkerState& w, const Json& message);
-  void on_submit(const std::shared_ptr<Session>& s, Json& message);
-  void on_results(WorkerState& w, std::uint64_t worker_id, const Json& message);
-  void dispatch(const std::string& target);
-  void remove_worker(std::uint64_t id);
-  // Answers every waiter of task (then erases it). Adds to outbox; REQUIRES mu_.
-  void relay(std::uint64_t task_id, const std::string& status, const Json& measurement);
-  void flush_outbox();
-  // Removes the queue entries of cancelled tasks (ids by target) and queues left empty,
-  // so that queues_ holds only tasks that still wait. One pass per touched queue.
-  void drop_queued(const std::unordered_map<std::string, std::unordered_set<std::uint64_t>>& cancelled);
-  void answer_now(std::uint64_t client, const Json& item_id, Status status, const std::string& why);
+  // REQUIRES: mu_.
+  void carry_out(FarmActions actions) {
+    for (FarmActions::Send& send : actions.sends) {
+      if (const auto s = sessions_.find(send.to); s != sessions_.end()) s->second->send(encode_frame(send.message));
+    }
+    for (const SessionId id : actions.closes) {
+      if (const auto s = sessions_.find(id); s != sessions_.end()) s->second->close();
+    }
+    if (!log_) return;
+    for (const FarmActions::TargetNote& t : actions.targets) log_->note_target(t.key, t.name, t.description);
+    for (const FarmActions::Record& r : actions.records) log_->record(r.target, r.request, r.measurement);
+  }
 
   const CoordinatorOptions& options_;
   asio::io_context& io_;
-  const std::string heartbeat_frame_;
   FarmMetrics metrics_;
   std::unique_ptr<FarmLog> log_;
 
   mutable std::mutex mu_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<Session>> sessions_;
-  std::map<std::uint64_t, WorkerState> workers_;
-  std::unordered_map<std::uint64_t, QueuedTask> tasks_;
-  std::unordered_map<std::string, std::uint64_t> by_identity_;
-  std::unordered_map<std::string, std::deque<std::uint64_t>> queues_;
-  std::unordered_map<std::uint64_t, Json> outbox_;  // client session -> results array
-  std::uint64_t next_task_ = 1;
+  FarmState state_;
+  std::unordered_map<SessionId, std::shared_ptr<Session>> sessions_;
   std::size_t unauthenticated_ = 0;  // sessions_ entries that have not logged in
-  bool draining_ = false;
 };
-
-Json failure_body(Status status, std::string message) {
-  return encode_body(Measurement::failed(status, std::move(message)).to_json());
-}
 
 // ---------------------------------------------------------------- Session
 
@@ -408,377 +411,13 @@ void Session::handle_login(const Json& message) {
   farm_.on_login(shared_from_this());
 }
 
-// ---------------------------------------------------------------- Farm
-
-void Farm::on_login(const std::shared_ptr<Session>& s) {
-  const std::lock_guard lock(mu_);
-  --unauthenticated_;
-  if (s->role() != Role::worker) return;
-  WorkerState& w = workers_[s->id()];
-  w.session = s;
-  w.last_seen = Clock::now();
-}
-
-void Farm::on_message(const std::shared_ptr<Session>& s, Json& message) {
-  const std::string& type = message.at("type").get_ref<const std::string&>();
-  if (type == "heartbeat") {
-    if (s->role() == Role::worker) {
-      const std::lock_guard lock(mu_);
-      if (auto it = workers_.find(s->id()); it != workers_.end()) it->second.last_seen = Clock::now();
-    }
-    return;
-  }
-  if (s->role() == Role::worker && (type == "register" || type == "results")) {
-    const std::lock_guard lock(mu_);
-    const auto it = workers_.find(s->id());
-    if (it == workers_.end()) return;  // already removed (missed heartbeats): its lease is gone
-    it->second.last_seen = Clock::now();
-    if (type == "register") {
-      on_register(it->second, message);
-    } else {
-      on_results(it->second, s->id(), message);
-    }
-    flush_outbox();
-    return;
-  }
-  if (s->role() == Role::client && type == "submit") {
-    on_submit(s, message);
-    return;
-  }
-  if (type == "stats") {
-    s->send(encode_frame(Json{{"type", "stats"}, {"stats", stats()}}));
-    return;
-  }
-  throw Error(ErrorKind::protocol, "message type '" + type + "' is not allowed for role " +
-                                       std::string(to_string(s->role())));
-}
-
-// The backends a worker says it measures with: optional (workers before the field
-// existed send none), at most 16 names of at most 64 bytes each.
-std::vector<std::string> registered_backends(const Json& message) {
-  std::vector<std::string> out;
-  const auto it = message.find("backends");
-  if (it == message.end()) return out;
-  if (!it->is_array() || it->size() > 16) {
-    throw Error(ErrorKind::protocol, "register: 'backends' must be an array of at most 16 names");
-  }
-  for (const Json& b : *it) {
-    if (!b.is_string() || b.get<std::string>().empty() || b.get<std::string>().size() > 64) {
-      throw Error(ErrorKind::protocol, "register: 'backends' must hold names of 1..64 bytes");
-    }
-    out.push_back(b.get<std::string>());
-  }
-  return out;
-}
-
-void Farm::on_register(WorkerState& w, const Json& message) {
-  const auto targets = message.find("targets");
-  const auto slots = message.find("slots");
-  if (targets == message.end() || !targets->is_array() || targets->empty() ||
-      slots == message.end() || !slots->is_number_integer() || *slots < 1 || *slots > 4096) {
-    throw Error(ErrorKind::protocol,
-                "register: needs 'targets' (non-empty array of target keys) and 'slots' (1..4096)");
-  }
-  w.targets.clear();
-  for (const Json& t : *targets) {
-    if (!t.is_string()) throw Error(ErrorKind::protocol, "register: 'targets' must hold strings");
-    w.targets.push_back(t.get<std::string>());
-  }
-  w.slots = slots->get<int>();
-  w.name = message.value("name", std::string("worker"));
-  w.backends = registered_backends(message);
-  w.registered = true;
-  if (log_ && message.contains("descriptions") && message["descriptions"].is_array()) {
-    for (const Json& d : message["descriptions"]) {
-      if (d.is_object() && d.value("key", Json()).is_string() && d.value("name", Json()).is_string()) {
-        log_->note_target(d["key"].get<std::string>(), d["name"].get<std::string>(),
-                          d.value("description", Json::object()));
-      }
-    }
-  }
-  log_line("farm", "worker " + w.name + " (" + w.session->peer() + ") registered " +
-                       std::to_string(w.slots) + " slots");
-  for (const std::string& t : w.targets) dispatch(t);
-}
-
-void Farm::on_submit(const std::shared_ptr<Session>& s, Json& message) {
-  const auto items = message.find("items");
-  if (items == message.end() || !items->is_array()) {
-    throw Error(ErrorKind::protocol, "submit: field 'items' must be an array");
-  }
-  const auto now = Clock::now();
-  const std::lock_guard lock(mu_);
-  std::unordered_set<std::string> touched;
-  for (Json& item : *items) {
-    const Json item_id = item.is_object() ? item.value("id", Json()) : Json();
-    if (draining_) {
-      answer_now(s->id(), item_id, Status::session_timeout, "coordinator is shutting down");
-      continue;
-    }
-    const auto target = item.is_object() ? item.find("target") : item.end();
-    const auto request = item.is_object() ? item.find("request") : item.end();
-    if (item_id.is_null() || target == item.end() || !target->is_string() || request == item.end() ||
-        !request->is_binary()) {
-      answer_now(s->id(), item_id, Status::error,
-                 "submit: an item needs an id, a target key and a request body (bin)");
-      continue;
-    }
-    // Identity = target + the request bytes: canonical, exact, and no JSON tree to build.
-    std::string identity = target->get_ref<const std::string&>();
-    identity += '\n';
-    identity += body_bytes(*request);
-    Waiter waiter{s->id(), item_id, now};
-    metrics_.count_submitted();
-    if (const auto found = by_identity_.find(identity); found != by_identity_.end()) {
-      tasks_[found->second].waiters.push_back(std::move(waiter));
-      metrics_.count_deduplicated();
-      continue;
-    }
-    const std::uint64_t id = next_task_++;
-    QueuedTask& task = tasks_[id];
-    task.identity = identity;
-    task.target = target->get<std::string>();
-    task.request = std::move(*request);
-    task.waiters.push_back(std::move(waiter));
-    by_identity_.emplace(std::move(identity), id);
-    queues_[task.target].push_back(id);
-    touched.insert(task.target);
-  }
-  for (const std::string& t : touched) dispatch(t);
-  flush_outbox();
-}
-
-void Farm::dispatch(const std::string& target) {
-  auto queue_it = queues_.find(target);
-  if (queue_it == queues_.end() || queue_it->second.empty()) return;
-  std::deque<std::uint64_t>& queue = queue_it->second;
-  std::vector<std::pair<WorkerState*, Json>> assigned;
-  for (auto& [id, w] : workers_) {
-    if (!w.registered || std::find(w.targets.begin(), w.targets.end(), target) == w.targets.end()) {
-      continue;
-    }
-    if (static_cast<int>(w.in_flight.size()) < w.slots) assigned.emplace_back(&w, Json::array());
-  }
-  // Round robin, one task per worker per turn: spreads a batch over the free slots
-  // instead of filling the first worker, and never past a worker's slot count.
-  bool progress = true;
-  while (!queue.empty() && progress) {
-    progress = false;
-    for (auto& [w, tasks] : assigned) {
-      if (queue.empty()) break;
-      if (static_cast<int>(w->in_flight.size()) >= w->slots) continue;
-      const std::uint64_t id = queue.front();
-      queue.pop_front();
-      progress = true;
-      const auto t = tasks_.find(id);
-      if (t == tasks_.end() || t->second.worker != 0) continue;  // cancelled or stale entry
-      t->second.worker = w->session->id();
-      w->in_flight.insert(id);
-      tasks.push_back(Json{{"id", id}, {"target", target}, {"request", t->second.request}});
-    }
-  }
-  for (auto& [w, tasks] : assigned) {
-    if (!tasks.empty()) w->session->send(encode_frame(Json{{"type", "tasks"}, {"tasks", std::move(tasks)}}));
-  }
-  // Targets come from clients: an empty queue left behind per target would grow forever.
-  if (queue.empty()) queues_.erase(queue_it);
-}
-
-void Farm::on_results(WorkerState& w, std::uint64_t worker_id, const Json& message) {
-  const auto results = message.find("results");
-  if (results == message.end() || !results->is_array()) {
-    throw Error(ErrorKind::protocol, "results: field 'results' must be an array");
-  }
-  for (const Json& r : *results) {
-    if (!r.is_object() || !r.contains("id") || !r["id"].is_number_unsigned() || !r.contains("status") ||
-        !r["status"].is_string() || !r.contains("measurement") || !r["measurement"].is_binary()) {
-      throw Error(ErrorKind::protocol, "results: each entry needs an unsigned 'id', a string "
-                                       "'status' and a 'measurement' body (bin)");
-    }
-    const std::uint64_t id = r["id"].get<std::uint64_t>();
-    const auto t = tasks_.find(id);
-    if (t == tasks_.end() || t->second.worker != worker_id) {
-      metrics_.count_late_result();  // the lease moved on: another worker owns this task now
-      continue;
-    }
-    w.in_flight.erase(id);
-    relay(id, r["status"].get_ref<const std::string&>(), r["measurement"]);
-  }
-  for (const std::string& target : w.targets) dispatch(target);
-}
-
-void Farm::relay(std::uint64_t task_id, const std::string& status, const Json& measurement) {
-  const auto t = tasks_.find(task_id);
-  if (t == tasks_.end()) return;
-  const auto now = Clock::now();
-  metrics_.count_measured(status);
-  for (const Waiter& waiter : t->second.waiters) {
-    metrics_.add_latency(std::chrono::duration<double, std::micro>(now - waiter.since).count());
-    Json& batch = outbox_[waiter.client];
-    if (batch.is_null()) batch = Json::array();
-    batch.push_back(Json{{"id", waiter.item_id}, {"status", status}, {"measurement", measurement}});
-  }
-  if (log_) log_->record(t->second.target, t->second.request, measurement);
-  by_identity_.erase(t->second.identity);
-  tasks_.erase(t);
-}
-
-void Farm::drop_queued(const std::unordered_map<std::string, std::unordered_set<std::uint64_t>>& cancelled) {
-  for (const auto& [target, ids] : cancelled) {
-    const auto q = queues_.find(target);
-    if (q == queues_.end()) continue;
-    std::erase_if(q->second, [&ids](std::uint64_t id) { return ids.contains(id); });
-    if (q->second.empty()) queues_.erase(q);
-  }
-}
-
-void Farm::answer_now(std::uint64_t client, const Json& item_id, Status status, const std::string& why) {
-  metrics_.count_measured(to_string(status));
-  Json& batch = outbox_[client];
-  if (batch.is_null()) batch = Json::array();
-  batch.push_back(Json{{"id", item_id}, {"status", to_string(status)}, {"measurement", failure_body(status, why)}});
-}
-
-void Farm::flush_outbox() {
-  for (auto& [client, results] : outbox_) {
-    const auto s = sessions_.find(client);
-    if (s == sessions_.end()) continue;  // the client left; its answers go nowhere
-    s->second->send(encode_frame(Json{{"type", "results"}, {"results", std::move(results)}}));
-  }
-  outbox_.clear();
-}
-
-void Farm::remove_worker(std::uint64_t id) {
-  const auto it = workers_.find(id);
-  if (it == workers_.end()) return;
-  WorkerState w = std::move(it->second);
-  workers_.erase(it);
-  metrics_.count_worker_lost();
-  log_line("farm", "worker " + w.name + " removed; requeueing " + std::to_string(w.in_flight.size()) +
-                       " tasks");
-  std::unordered_set<std::string> touched;
-  for (const std::uint64_t task_id : w.in_flight) {
-    const auto t = tasks_.find(task_id);
-    if (t == tasks_.end()) continue;
-    QueuedTask& task = t->second;
-    task.worker = 0;
-    if (++task.retries > options_.max_retries) {
-      relay(task_id, "worker_lost",
-            failure_body(Status::worker_lost, "lost with " + std::to_string(task.retries) +
-                                                  " workers in turn; not a property of the schedule"));
-      continue;
-    }
-    metrics_.count_retry();
-    queues_[task.target].push_front(task_id);  // first in line: it has waited longest
-    touched.insert(task.target);
-  }
-  for (const std::string& t : touched) dispatch(t);
-}
-
-void Farm::on_closed(const Session& s) {
-  const std::lock_guard lock(mu_);
-  sessions_.erase(s.id());
-  if (!s.logged_in()) {
-    --unauthenticated_;
-    return;
-  }
-  if (s.role() == Role::worker) {
-    remove_worker(s.id());
-  } else if (s.role() == Role::client) {
-    // Drop the client's waiters; a queued task nobody waits for any more is cancelled,
-    // and so is its queue entry (else queues_ grows with every client that leaves).
-    std::unordered_map<std::string, std::unordered_set<std::uint64_t>> cancelled;
-    for (auto it = tasks_.begin(); it != tasks_.end();) {
-      auto& waiters = it->second.waiters;
-      std::erase_if(waiters, [&](const Waiter& w) { return w.client == s.id(); });
-      if (waiters.empty() && it->second.worker == 0) {
-        cancelled[it->second.target].insert(it->first);
-        by_identity_.erase(it->second.identity);
-        it = tasks_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    drop_queued(cancelled);
-  }
-  outbox_.erase(s.id());
-  flush_outbox();
-}
-
-void Farm::sweep() {
-  const auto now = Clock::now();
-  const auto limit = options_.heartbeat_interval * options_.missed_heartbeats;
-  const std::lock_guard lock(mu_);
-  for (auto& [id, w] : workers_) {
-    if (now - w.last_seen > limit) {
-      log_line("farm", "worker " + w.name + " missed " + std::to_string(options_.missed_heartbeats) +
-                           " heartbeats");
-      w.session->close();  // on_closed then removes it and requeues its tasks
-      w.last_seen = now;   // do not close twice while the close is in flight
-    }
-  }
-  // Clients learn that the coordinator is alive even while their tasks run long.
-  for (auto& [id, s] : sessions_) {
-    if (s->logged_in() && s->role() == Role::client) s->send(heartbeat_frame_);
-  }
-}
-
-void Farm::expire_all(std::string_view why) {
-  const std::lock_guard lock(mu_);
-  std::vector<std::uint64_t> ids;
-  for (const auto& [id, t] : tasks_) ids.push_back(id);
-  const Json body = failure_body(Status::session_timeout, std::string(why));
-  for (const std::uint64_t id : ids) relay(id, "session_timeout", body);
-  queues_.clear();  // every task was answered, queued ones included
-  flush_outbox();
-}
-
-std::vector<std::shared_ptr<Session>> Farm::all_sessions() const {
-  const std::lock_guard lock(mu_);
-  std::vector<std::shared_ptr<Session>> out;
-  for (const auto& [id, s] : sessions_) out.push_back(s);
-  return out;
-}
-
-Json Farm::stats() const {
-  const std::lock_guard lock(mu_);
-  Json workers = Json::array();
-  std::size_t slots = 0, busy = 0;
-  for (const auto& [id, w] : workers_) {
-    workers.push_back(Json{{"session", id},
-                           {"name", w.name},
-                           {"targets", w.targets},
-                           {"backends", w.backends},
-                           {"slots", w.slots},
-                           {"in_flight", w.in_flight.size()}});
-    slots += static_cast<std::size_t>(w.slots);
-    busy += w.in_flight.size();
-  }
-  std::size_t queued = 0;
-  for (const auto& [target, q] : queues_) queued += q.size();
-  Json out = metrics_.to_json();
-  out["workers"] = std::move(workers);
-  out["slots_total"] = slots;
-  out["slots_busy"] = busy;
-  out["tasks_pending"] = tasks_.size();
-  out["queue_depth"] = tasks_.size() - busy;
-  out["queue_entries"] = queued;
-  out["sessions"] = sessions_.size();
-  out["draining"] = draining_;
-  return out;
-}
-
 std::string Farm::metrics_text() const {
-  std::size_t workers = 0, slots = 0, busy = 0, tasks = 0;
+  FarmLoad load;
   {
     const std::lock_guard lock(mu_);
-    workers = workers_.size();
-    for (const auto& [id, w] : workers_) {
-      slots += static_cast<std::size_t>(w.slots);
-      busy += w.in_flight.size();
-    }
-    tasks = tasks_.size();
+    load = state_.load();
   }
+  const std::size_t workers = load.workers, slots = load.slots, busy = load.busy, tasks = load.tasks;
   std::string text = metrics_.prometheus();
   text += "# HELP atvoss_farm_workers Workers connected and logged in.\n# TYPE atvoss_farm_workers gauge\n";
   text += "atvoss_farm_workers " + std::to_string(workers) + "\n";

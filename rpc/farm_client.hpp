@@ -4,6 +4,8 @@
 // session_timeout) the client reconnects with backoff and resubmits every request that
 // has no final answer, for up to reconnect_for; what is still unanswered then is
 // answered with status error (an infrastructure status, never a candidate result).
+// The rules live in ClientBatch (rpc/internal/client_batch.hpp), a state machine that
+// measure() drives with what its connection does.
 // Threading: one thread uses an instance at a time.
 #pragma once
 
@@ -40,7 +42,7 @@ struct FarmClientOptions {
 };
 
 // Counters a test can check: answers that arrived for an already-answered request
-// (must stay 0), reconnects, and resubmitted requests.
+// (must stay 0), connections lost while a batch was in flight, and resubmitted requests.
 struct FarmClientCounters {
   std::uint64_t answers = 0;
   std::uint64_t duplicate_answers = 0;
@@ -60,11 +62,9 @@ class FarmClient {
   const FarmClientCounters& counters() const { return counters_; }
 
  private:
-  void ensure_connected(std::chrono::steady_clock::time_point deadline);
   FarmClientOptions options_;
   std::unique_ptr<Channel> channel_;
   std::uint64_t next_id_ = 1;
-  bool connected_once_ = false;  // later connections count as reconnects
   FarmClientCounters counters_;
 };
 

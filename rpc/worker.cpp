@@ -67,7 +67,8 @@ Worker::Worker(WorkerOptions options, MeasureFunction measure)
   for (const Target& t : options_.targets) target_keys_.push_back(farm_target_key(t));
   if (options_.backends.empty()) options_.backends = backend::backend_names();
   for (const auto& b : options_.backends) (void)backend::backend_named(b);  // bad_input if unknown
-  for (int i = 0; i < options_.slots; ++i) slots_.emplace_back([this] { slot_loop(); });
+  // No deadline or retries here: the coordinator owns both (leases, max_retries).
+  slots_ = std::make_unique<backend::MeasurePool>(backend::MeasurePoolOptions{options_.slots, {}, 0});
   writer_ = std::thread([this] { writer_loop(); });
 }
 
@@ -77,10 +78,9 @@ Worker::~Worker() {
     const std::lock_guard lock(mu_);
     channel_.reset();
   }
-  jobs_cv_.notify_all();
   results_cv_.notify_all();
-  for (std::thread& t : slots_) t.join();
-  writer_.join();
+  writer_.join();  // first: it reads the slots' queue
+  slots_.reset();
 }
 
 void Worker::stop() {
@@ -91,7 +91,6 @@ void Worker::stop() {
     channel = channel_;
   }
   if (channel) channel->close();
-  jobs_cv_.notify_all();
   results_cv_.notify_all();
   stop_cv_.notify_all();
 }
@@ -123,16 +122,14 @@ void Worker::run() {
       const std::lock_guard lock(mu_);
       generation = ++generation_;
       channel_ = channel;
-      jobs_.clear();
       results_ = Json::array();
     }
     if (stopping_) channel->close();
     serve(*channel, generation);
     {
       const std::lock_guard lock(mu_);
-      ++generation_;  // whatever is still running belongs to a dead lease
+      ++generation_;  // whatever is still queued or running belongs to a dead lease
       channel_.reset();
-      jobs_.clear();
       results_ = Json::array();
     }
   }
@@ -157,21 +154,14 @@ void Worker::serve(Channel& channel, std::uint64_t generation) {
     while (!stopping_) {
       std::optional<Json> message = channel.receive(std::chrono::milliseconds(500));
       if (!message || message->at("type") != "tasks") continue;
-      const Json& tasks = message->value("tasks", Json::array());
-      {
-        const std::lock_guard lock(mu_);
-        if (generation != generation_) return;
-        for (const Json& task : tasks) jobs_.push_back(Assignment{generation, task});
-      }
-      // One wake per task: waking every slot for a single task only makes them fight for it.
-      for (std::size_t i = 0; i < tasks.size(); ++i) jobs_cv_.notify_one();
+      for (const Json& task : message->value("tasks", Json::array())) assign(task, generation);
     }
   } catch (const Error& e) {
     if (!stopping_) log_line("worker", std::string("connection lost: ") + e.what());
   }
 }
 
-Json Worker::measure_task(const Json& task) {
+Measurement Worker::measure_task(const Json& task) {
   try {
     const std::string target_key = task.at("target").get<std::string>();
     const auto key = std::find(target_keys_.begin(), target_keys_.end(), target_key);
@@ -180,7 +170,7 @@ Json Worker::measure_task(const Json& task) {
       std::string served;
       for (const std::string& k : target_keys_) served += (served.empty() ? "" : ", ") + k;
       return Measurement::failed(Status::error, "worker has no target with key " + target_key +
-                                                    " (it serves " + served + ")").to_json();
+                                                    " (it serves " + served + ")");
     }
     const Json request = decode_body(task.at("request"), "task 'request'");
     const Workload& workload = parse_workload(request.at("workload"));
@@ -190,7 +180,7 @@ Json Worker::measure_task(const Json& task) {
     const Target& target = options_.targets[static_cast<std::size_t>(key - target_keys_.begin())];
     const std::string served_by = backend::backend_for(workload, target).name();
     if (std::find(options_.backends.begin(), options_.backends.end(), served_by) == options_.backends.end()) {
-      return Measurement::failed(Status::error, "worker does not serve backend " + served_by).to_json();
+      return Measurement::failed(Status::error, "worker does not serve backend " + served_by);
     }
     const Measurement m = measure_(target, workload, schedule, repeat, request.value("seed", std::uint64_t{0}));
     if (options_.emulate_device_latency) {
@@ -198,38 +188,36 @@ Json Worker::measure_task(const Json& task) {
                         (m.ok() ? static_cast<double>(repeat) * m.time_us : 0.0);
       std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(us));
     }
-    return m.to_json();
-  } catch (const Error& e) {
+    return m;
+  } catch (const std::exception& e) {
     // A request this worker cannot read (e.g. an op a newer client knows) says nothing
     // about the schedule: report it as an infrastructure error so it is never stored.
-    return Measurement::failed(Status::error, std::string("worker: ") + e.what()).to_json();
-  } catch (const std::exception& e) {
-    return Measurement::failed(Status::error, std::string("worker: ") + e.what()).to_json();
+    return Measurement::failed(Status::error, std::string("worker: ") + e.what());
   }
 }
 
-void Worker::slot_loop() {
-  for (;;) {
-    Assignment job;
-    {
-      std::unique_lock lock(mu_);
-      jobs_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (stopping_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    const Json measurement = measure_task(job.task);
-    Json result{{"id", job.task.value("id", Json())},
-                {"status", measurement.value("status", std::string("error"))},
-                {"measurement", encode_body(measurement)}};
-    measured_.fetch_add(1);
-    {
-      const std::lock_guard lock(mu_);
-      if (job.generation != generation_) continue;  // the lease died with the old connection
-      results_.push_back(std::move(result));
-    }
-    results_cv_.notify_one();
-  }
+void Worker::assign(const Json& task, std::uint64_t generation) {
+  auto stale = [this, generation] {
+    const std::lock_guard lock(mu_);
+    return generation != generation_;
+  };
+  slots_->submit(
+      [this, task, stale]() -> Measurement {
+        // Queued before the connection was lost: the coordinator has requeued it already.
+        if (stale()) return Measurement::failed(Status::error, "lease lost with the connection");
+        Measurement m = measure_task(task);
+        measured_.fetch_add(1);
+        return m;
+      },
+      [this, id = task.value("id", Json()), generation](Measurement m) {
+        Json result{{"id", id}, {"status", std::string(to_string(m.status))}, {"measurement", encode_body(m.to_json())}};
+        {
+          const std::lock_guard lock(mu_);
+          if (generation != generation_) return;  // the lease died with the old connection
+          results_.push_back(std::move(result));
+        }
+        results_cv_.notify_one();
+      });
 }
 
 void Worker::writer_loop() {
@@ -238,7 +226,7 @@ void Worker::writer_loop() {
   while (!stopping_) {
     results_cv_.wait_until(lock, next_heartbeat, [this] { return stopping_ || !results_.empty(); });
     if (stopping_) return;
-    if (!results_.empty() && !jobs_.empty()) {
+    if (!results_.empty() && slots_->queued() > 0) {
       // More results are seconds away from ready: let the slots finish them so one frame
       // carries several (fewer syscalls and wake-ups on both ends of the connection).
       lock.unlock();

@@ -1,7 +1,8 @@
 // Worker: the measuring side of the farm (atvoss-worker). It connects to a coordinator,
 // logs in, registers its targets (by farm_target_key, protocol.hpp: a host target by its
-// CPU fingerprint) and slots, runs every task it receives on one of its
-// slot threads, streams results back in batches and sends a heartbeat every interval.
+// CPU fingerprint) and slots, runs every task it receives on its slots (a MeasurePool,
+// backend/measure_pool.hpp, as the in-process measurer uses), streams results back in
+// batches and sends a heartbeat every interval.
 // If the coordinator goes away it reconnects with exponential backoff; tasks of the old
 // connection are dropped (the coordinator has requeued them), never answered late.
 // Threading: run() blocks in the calling thread; stop() may be called from any thread.
@@ -11,7 +12,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/measure_pool.hpp"
 #include "core/measurement.hpp"
 #include "core/schedule.hpp"
 #include "core/target.hpp"
@@ -63,7 +64,7 @@ MeasureFunction backend_measure(double noise);
 class Worker {
  public:
   explicit Worker(WorkerOptions options, MeasureFunction measure = {});
-  ~Worker();  // stops and joins the slot threads
+  ~Worker();  // stops and joins the slots
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
@@ -74,14 +75,11 @@ class Worker {
   std::uint64_t measured() const { return measured_.load(); }
 
  private:
-  struct Assignment {
-    std::uint64_t generation;
-    Json task;
-  };
   void serve(Channel& channel, std::uint64_t generation);
-  void slot_loop();
+  // Queues one task on the slots; its result goes out only while generation is current.
+  void assign(const Json& task, std::uint64_t generation);
   void writer_loop();
-  Json measure_task(const Json& task);
+  Measurement measure_task(const Json& task);
 
   WorkerOptions options_;
   MeasureFunction measure_;
@@ -90,12 +88,11 @@ class Worker {
   std::atomic<std::uint64_t> measured_{0};
 
   std::mutex mu_;
-  std::condition_variable jobs_cv_, results_cv_, stop_cv_;
-  std::deque<Assignment> jobs_;
+  std::condition_variable results_cv_, stop_cv_;
   Json results_ = Json::array();
   std::uint64_t generation_ = 0;         // bumped on every (re)connect
   std::shared_ptr<Channel> channel_;      // current connection, null while disconnected
-  std::vector<std::thread> slots_;
+  std::unique_ptr<backend::MeasurePool> slots_;
   std::thread writer_;
 };
 

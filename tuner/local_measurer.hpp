@@ -1,10 +1,11 @@
-// LocalMeasurer: the embedded measurer — a pool of threads measuring in-process on
-// the backend that serves each item (backend/backend.hpp). Each item gets a deadline; an item
-// still running at its deadline is answered `timeout` (a candidate error, stored
-// as the schedule's result) and its thread is retired and replaced, so one stuck
-// simulation never stalls the batch. An exception while measuring is an
-// infrastructure error: the item is retried up to `retries` times and then
-// returned as `error` (never stored). Candidate errors are returned as they are.
+// LocalMeasurer: the embedded measurer — measures in-process on the backend that serves
+// each item (backend/backend.hpp), on a MeasurePool (backend/measure_pool.hpp, the pool a
+// farm worker's slots use too). Each item gets a deadline; an item still running at its
+// deadline is answered `timeout` (a candidate error, stored as the schedule's result) and
+// its thread is retired and replaced, so one stuck simulation never stalls the batch. An
+// exception while measuring is an infrastructure error: the item is retried up to
+// `retries` times and then returned as `error` (never stored). Candidate errors are
+// returned as they are.
 // Threading: measure() is called by one tuner thread at a time; the pool is internal.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/measure_pool.hpp"
 #include "tuner/measurer.hpp"
 
 namespace atvoss::tuner {
@@ -39,7 +41,6 @@ Measurement simulate_item(const MeasureInput& item, double noise);
 class LocalMeasurer : public Measurer {
  public:
   explicit LocalMeasurer(LocalMeasurerOptions options = {}, MeasureFn fn = simulate_item);
-  ~LocalMeasurer() override;
   LocalMeasurer(const LocalMeasurer&) = delete;
   LocalMeasurer& operator=(const LocalMeasurer&) = delete;
 
@@ -47,9 +48,9 @@ class LocalMeasurer : public Measurer {
   std::string name() const override;
 
  private:
-  struct Pool;
   LocalMeasurerOptions options_;
-  std::unique_ptr<Pool> pool_;
+  MeasureFn fn_;
+  std::unique_ptr<backend::MeasurePool> pool_;
 };
 
 }  // namespace atvoss::tuner

@@ -44,8 +44,11 @@ TEST_F(FarmFaults, WorkerKilledMidBatchItsTasksAreRetriedElsewhere) {
   const auto reqs = requests(90, 3);  // ~90 x 25 ms / 6 slots: about 0.4 s of work
   Job job;
   launch(job, farm.port, reqs);
-  std::this_thread::sleep_for(120ms);
-  workers[0].signal(SIGKILL);  // holds two leases right now
+  // Killed while it holds leases and more work waits, so its leases must move elsewhere.
+  wait_for_stats(
+      farm.port, [](const Json& s) { return in_flight_of(s, "w0") > 0 && s.at("queue_depth") > 0; },
+      "w0 holding a lease with work queued");
+  workers[0].signal(SIGKILL);
   job.thread.join();
   expect_all_answered(job, reqs.size());
   EXPECT_EQ(job.counters.answers, reqs.size());
@@ -59,13 +62,17 @@ TEST_F(FarmFaults, FrozenWorkerMissesHeartbeatsAndIsReplaced) {
   TempDir dir;
   Farm farm = start_farm(dir, {"--heartbeat-ms", "100"});
   const std::vector<std::string> slow{"--emulate-device-latency", "--compile-ms", "40"};
-  Child frozen = start_worker(farm.port, 2, slow);
-  Child healthy = start_worker(farm.port, 2, slow);
+  std::vector<std::string> frozen_flags = slow, healthy_flags = slow;
+  frozen_flags.insert(frozen_flags.end(), {"--name", "frozen"});
+  healthy_flags.insert(healthy_flags.end(), {"--name", "healthy"});
+  Child frozen = start_worker(farm.port, 2, frozen_flags);
+  Child healthy = start_worker(farm.port, 2, healthy_flags);
   wait_for_workers(farm.port, 2);
   const auto reqs = requests(40, 4);
   Job job;
   launch(job, farm.port, reqs);
-  std::this_thread::sleep_for(80ms);
+  wait_for_stats(
+      farm.port, [](const Json& s) { return in_flight_of(s, "frozen") > 0; }, "the worker to freeze holding a lease");
   frozen.signal(SIGSTOP);  // a partitioned node: connection open, nothing sent
   job.thread.join();
   frozen.signal(SIGCONT);
@@ -81,10 +88,12 @@ TEST_F(FarmFaults, CoordinatorKilledAndRestartedJobCompletes) {
   const auto reqs = requests(100, 5);  // ~0.5 s of work
   Job job;
   launch(job, port, reqs);
-  std::this_thread::sleep_for(150ms);
+  // Killed with answers given and work left, so the client must resubmit the rest.
+  wait_for_stats(
+      port, [](const Json& s) { return s.at("answered") > 0 && s.at("tasks_pending") > 0; },
+      "a job half answered");
   farm.process.signal(SIGKILL);
-  farm.process.wait_for(5s);
-  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(farm.process.wait_for(5s).has_value());
   Farm second = start_farm(dir, {}, {}, port);  // same port: workers and client find it again
   job.thread.join();
   expect_all_answered(job, reqs.size());
@@ -108,7 +117,9 @@ TEST_F(FarmFaults, SigtermAnswersUnfinishedWorkSessionTimeoutAndExitsCleanly) {
                                                            {"repeat", 1}, {"seed", 6}})}});
   }
   client->send(Json{{"type", "submit"}, {"items", items}});
-  std::this_thread::sleep_for(100ms);
+  wait_for_stats(
+      farm.port, [](const Json& s) { return s.at("tasks_pending") == 3 && s.at("slots_busy") == 1; },
+      "3 tasks pending, one leased");
   farm.process.signal(SIGTERM);
   std::size_t timed_out = 0;
   try {

@@ -170,18 +170,40 @@ inline Json farm_stats(std::uint16_t port, std::optional<std::string> token = st
   throw std::runtime_error("no stats from the farm");
 }
 
-// Waits (bounded) until the farm lists n workers.
-inline void wait_for_workers(std::uint16_t port, std::size_t n, std::chrono::milliseconds timeout = 15s,
-                             std::optional<std::string> token = std::nullopt) {
+// Waits (bounded) until pred(stats) holds, asking the farm again every 20 ms, and returns
+// those stats; throws (failing the test there) on timeout. Tests act on a state of the farm
+// this way instead of after a fixed sleep that a loaded machine may not honour.
+template <typename Pred>
+inline Json wait_for_stats(std::uint16_t port, Pred pred, const std::string& what,
+                           std::chrono::milliseconds timeout = 15s,
+                           const std::optional<std::string>& token = std::nullopt) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     try {
-      if (farm_stats(port, token).at("workers").size() >= n) return;
+      Json stats = farm_stats(port, token);
+      if (pred(stats)) return stats;
     } catch (const std::exception&) {
+      // not up yet
     }
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(20ms);
   }
-  throw std::runtime_error("workers did not register in time");
+  throw std::runtime_error("farm never reached: " + what);
+}
+
+// Waits (bounded) until the farm lists n workers.
+inline void wait_for_workers(std::uint16_t port, std::size_t n, std::chrono::milliseconds timeout = 15s,
+                             std::optional<std::string> token = std::nullopt) {
+  wait_for_stats(
+      port, [n](const Json& s) { return s.at("workers").size() >= n; },
+      std::to_string(n) + " workers registered", timeout, token);
+}
+
+// Tasks the worker named name holds now (0 when it is not listed).
+inline int in_flight_of(const Json& stats, const std::string& name) {
+  for (const Json& w : stats.at("workers")) {
+    if (w.at("name") == name) return w.at("in_flight").get<int>();
+  }
+  return 0;
 }
 
 // A farm (atvoss-farm with default flags) and its worker processes, all registered.
@@ -191,11 +213,15 @@ struct Cluster {
   std::vector<Child> workers;
 };
 
-// Starts a farm in dir and n workers of `slots` slots each (worker_extra appended to every
-// worker's flags), then waits until the farm lists all n.
+// Starts a farm in dir and n workers of `slots` slots each, named w0, w1, ... (worker_extra
+// appended to every worker's flags), then waits until the farm lists all n.
 inline Cluster start_cluster(const TempDir& dir, int n, int slots, const std::vector<std::string>& worker_extra = {}) {
   Cluster c{start_farm(dir), {}};
-  for (int i = 0; i < n; ++i) c.workers.push_back(start_worker(c.farm.port, slots, worker_extra));
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::string> extra = worker_extra;
+    extra.insert(extra.end(), {"--name", "w" + std::to_string(i)});
+    c.workers.push_back(start_worker(c.farm.port, slots, extra));
+  }
   wait_for_workers(c.farm.port, static_cast<std::size_t>(n));
   return c;
 }

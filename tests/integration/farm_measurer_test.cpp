@@ -28,9 +28,12 @@ TEST(FarmMeasurerIntegration, BatchSurvivesCoordinatorRestart) {
   EXPECT_EQ(measurer.name(), "farm:127.0.0.1:" + std::to_string(port));
   std::vector<Measurement> results;
   std::thread job([&] { results = measurer.measure(batch); });
-  std::this_thread::sleep_for(120ms);
+  // Killed with answers given and work left, so the measurer must resubmit the rest.
+  wait_for_stats(
+      port, [](const Json& s) { return s.at("answered") > 0 && s.at("tasks_pending") > 0; },
+      "a batch half answered");
   farm.process.signal(SIGKILL);
-  farm.process.wait_for(5s);
+  EXPECT_TRUE(farm.process.wait_for(5s).has_value());
   Farm second = start_farm(dir, {}, {}, port);
   job.join();
   ASSERT_EQ(results.size(), batch.size());

@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/coordinator.hpp"
+#include "eventually.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
 
@@ -67,14 +68,9 @@ class CoordinatorLimits : public testing::Test {
     farm_->start();
   }
   Endpoint endpoint() const { return Endpoint{"127.0.0.1", farm_->port()}; }
-  // Polls the in-process stats until pred holds (true) or 5 s pass (false).
   template <typename Pred>
   bool eventually(Pred pred) {
-    for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
-      if (pred(farm_->stats())) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
+    return rpc::eventually(*farm_, pred);
   }
   std::unique_ptr<Coordinator> farm_;
 };
@@ -199,13 +195,12 @@ TEST_F(CoordinatorLimits, AcceptBacksOffAtTheDescriptorLimitAndRecovers) {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(farm_->port());
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const auto connected = std::chrono::steady_clock::now();
     ASSERT_EQ(::connect(client_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    std::this_thread::sleep_for(500ms);
-    // A spinning loop fails accept() hundreds of thousands of times in 0.5 s; backing
-    // off 100 ms between tries fails it a handful of times.
-    const int failures = farm_->stats().at("rejected_connections").value("accept_failed", 0);
-    EXPECT_GE(failures, 1);
-    EXPECT_LE(failures, 20);
+    // A spinning loop fails accept() three times within microseconds; backing off 100 ms
+    // between tries cannot fail it a third time before two pauses have passed.
+    ASSERT_TRUE(eventually([](const Json& s) { return s.at("rejected_connections").value("accept_failed", 0) >= 3; }));
+    EXPECT_GE(std::chrono::steady_clock::now() - connected, 200ms);
   }
   // Descriptors are back: the waiting connection is accepted and greeted.
   std::string received;

@@ -11,6 +11,7 @@
 #include "core/measurement.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/coordinator.hpp"
+#include "eventually.hpp"
 #include "rpc/farm_client.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
@@ -93,6 +94,10 @@ class CoordinatorTest : public testing::Test {
     m.time_us = us;
     m.repeats = {us};
     return Json{{"id", task.at("id")}, {"status", "ok"}, {"measurement", encode_body(m.to_json())}};
+  }
+  template <typename Pred>
+  bool eventually(Pred pred) {
+    return rpc::eventually(*farm_, pred);
   }
   Json stats() {
     auto q = connect(Role::query);
@@ -199,9 +204,9 @@ TEST_F(CoordinatorTest, IdenticalItemsFromTwoClientsAreMeasuredOnce) {
 TEST_F(CoordinatorTest, ResultFromAWorkerWithoutTheLeaseIsIgnored) {
   start();
   auto [w1, client, task, w2] = lease_one_task();
-  std::this_thread::sleep_for(50ms);
   w2->send(Json{{"type", "results"}, {"results", {ok_result(task, 999.0)}}});  // not its lease
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(eventually([](const Json& s) { return s.at("late_results_ignored") == 1; }));
+  // Counted as late under the farm's lock, before any answer it could have caused is sent.
   EXPECT_FALSE(client->receive(100ms).value_or(Json{{"type", "none"}}).at("type") == "results");
   w1->send(Json{{"type", "results"}, {"results", {ok_result(task, 5.0)}}});
   const Json answer = next_of(*client, "results").at("results").at(0);
@@ -349,7 +354,7 @@ TEST_F(CoordinatorTest, ShutdownAnswersUnfinishedTasksSessionTimeout) {
 TEST_F(CoordinatorTest, MetricsExposeWorkersQueueAndLatency) {
   start();
   auto worker = fake_worker(3);
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(eventually([](const Json& s) { return s.at("slots_total") == 3; }));
   const std::string text = farm_->metrics_text();
   EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_workers 1"));
   EXPECT_THAT(text, testing::HasSubstr("atvoss_farm_slots 3"));

@@ -1,0 +1,112 @@
+// MeasurePool (backend/measure_pool.hpp) through its asynchronous side, as a farm worker's
+// slots use it; the blocking side (run) is checked through LocalMeasurer in
+// tests/tuner/local_measurer_test.cpp (order, timeout, retries, candidate errors).
+#include "backend/measure_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+namespace atvoss::backend {
+namespace {
+
+using namespace std::chrono_literals;
+
+Measurement ok_with_time(double t) {
+  Measurement m;
+  m.time_us = t;
+  m.repeats = {t};
+  return m;
+}
+
+// Answers handed to done callbacks, waited for by count (bounded).
+struct Answers {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Measurement> got;
+  MeasurePool::Done collect() {
+    return [this](Measurement m) {
+      const std::lock_guard lock(mu);
+      got.push_back(std::move(m));
+      cv.notify_all();
+    };
+  }
+  bool wait_for(std::size_t n) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, 10s, [&] { return got.size() >= n; });
+  }
+};
+
+TEST(MeasurePool, SubmitAnswersOnceWithTheLastAttempt) {
+  Answers answers;
+  std::atomic<int> calls{0};
+  {
+    MeasurePool pool({2, 0ms, 1});
+    pool.submit(
+        [&]() -> Measurement {
+          if (calls++ == 0) return Measurement::failed(Status::worker_lost, "flaky");
+          return ok_with_time(4);
+        },
+        answers.collect());
+    ASSERT_TRUE(answers.wait_for(1));
+  }
+  EXPECT_EQ(calls.load(), 2);
+  ASSERT_EQ(answers.got.size(), 1u);
+  EXPECT_TRUE(answers.got[0].ok());
+}
+
+TEST(MeasurePool, TimedOutJobIsAnsweredOnceAndItsLateResultIsDropped) {
+  Answers answers;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  bool both_answered = false;
+  {
+    MeasurePool pool({1, 30ms, 2});
+    pool.submit(
+        [&] {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return release; });
+          return ok_with_time(1);
+        },
+        answers.collect());
+    pool.submit([] { return ok_with_time(2); }, answers.collect());
+    both_answered = answers.wait_for(2);
+    {
+      const std::lock_guard lock(mu);
+      release = true;
+    }
+    cv.notify_all();
+  }  // joins the retired thread after its late result
+  ASSERT_TRUE(both_answered) << "the second job needs the replacement thread";
+  ASSERT_EQ(answers.got.size(), 2u);
+  std::vector<Status> statuses{answers.got[0].status, answers.got[1].status};
+  std::sort(statuses.begin(), statuses.end());
+  EXPECT_EQ(statuses, (std::vector<Status>{Status::ok, Status::timeout})) << "a timeout is not retried";
+}
+
+TEST(MeasurePool, RunsAsManyJobsAtOnceAsItHasThreads) {
+  constexpr int kThreads = 3;
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  MeasurePool pool({kThreads, 0ms, 0});
+  std::vector<MeasurePool::Job> jobs;
+  for (int i = 0; i < kThreads; ++i) {
+    jobs.push_back([&] {
+      std::unique_lock lock(mu);
+      ++started;
+      cv.notify_all();
+      // Only kThreads jobs running at once ever see all of them started.
+      const bool all = cv.wait_for(lock, 10s, [&] { return started == kThreads; });
+      return all ? ok_with_time(1) : Measurement::failed(Status::runtime_error, "ran alone");
+    });
+  }
+  for (const Measurement& m : pool.run(std::move(jobs))) EXPECT_TRUE(m.ok()) << m.message;
+}
+
+}  // namespace
+}  // namespace atvoss::backend
