@@ -60,10 +60,19 @@ Values tile_values(std::int64_t dim, const Values& base, bool small_blocks = fal
   return v;
 }
 
+// A CPU target's cube fields describe SIMD lanes (host/machine.hpp), not a fractal.
+bool has_matrix_unit(const Target& t) { return t.organisation != "cpu"; }
+
+// The K granule in bytes: cube_k fp16 values of the matrix unit (32 B on a 16x16x16 unit).
+double k_granule_bytes(const Target& t) {
+  return has_matrix_unit(t) ? 2.0 * std::max(1, t.cube_k) : kGranuleBytes;
+}
+
 // A matrix unit smaller than the list's first size (an 8x8 unit against 16, 32, ...)
 // also gets tiles of one and two units: on such a part they waste no padding.
-Values from_unit(const Values& base, int unit) {
+Values from_unit(const Values& base, const Target& t, int unit) {
   Values v = base;
+  if (!has_matrix_unit(t)) return v;
   for (std::int64_t u = std::max(1, unit) * 2; u >= 1 && u >= unit; u /= 2) {
     if (u < base.front()) v.insert(v.begin(), u);
   }
@@ -586,9 +595,9 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
   const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
   switch (w.family()) {
     case OpFamily::matmul:
-      return {knob(knobs::tile_m, tile_values(w.dim("M"), from_unit(kTileSizes, t.cube_m))),
-              knob(knobs::tile_n, tile_values(w.dim("N"), from_unit(kTileSizes, t.cube_n))),
-              knob(knobs::tile_k, tile_values(w.dim("K"), from_unit(kReductionSizes, t.cube_k))),
+      return {knob(knobs::tile_m, tile_values(w.dim("M"), from_unit(kTileSizes, t, t.cube_m))),
+              knob(knobs::tile_n, tile_values(w.dim("N"), from_unit(kTileSizes, t, t.cube_n))),
+              knob(knobs::tile_k, tile_values(w.dim("K"), from_unit(kReductionSizes, t, t.cube_k))),
               knob(knobs::k_steps, kKSteps),
               knob(knobs::async_copy_depth, depth),
               knob(knobs::tile_order, order),
@@ -596,10 +605,10 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
     case OpFamily::conv:
       return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes, true)),
               knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes, true)),
-              knob(knobs::tile_n, tile_values(w.dim("K") / conv_groups(w), from_unit(kTileSizes, t.cube_n))),
+              knob(knobs::tile_n, tile_values(w.dim("K") / conv_groups(w), from_unit(kTileSizes, t, t.cube_n))),
               knob(knobs::tile_k, tile_values(saturating_product({w.dim("C") / conv_groups(w), w.dim("R"),
                                                                   w.dim("S")}),
-                                              from_unit(kReductionSizes, t.cube_k))),
+                                              from_unit(kReductionSizes, t, t.cube_k))),
               knob(knobs::k_steps, kKSteps),
               knob(knobs::async_copy_depth, depth),
               knob(knobs::tile_order, order),
@@ -615,7 +624,7 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
               knob(knobs::tile_n, tile_values(w.dim("N"), kColumnSizes)),
               knob(knobs::async_copy_depth, depth)};
     case OpFamily::attention:
-      return {knob(knobs::tile_m, tile_values(w.dim("S"), from_unit(kTileSizes, t.cube_m))),
+      return {knob(knobs::tile_m, tile_values(w.dim("S"), from_unit(kTileSizes, t, t.cube_m))),
               knob(knobs::tile_n, tile_values(w.dim("L"), kSequenceTiles)),
               knob(knobs::async_copy_depth, depth)};
     case OpFamily::table:
@@ -626,7 +635,7 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
 
 KernelPlan family_plan(const Workload& w, const Target& t, const Schedule& s) {
   const double b = dtype_bytes(w.dtype());
-  const Common c{w, t, s, b, 2.0 * std::max(1, t.cube_k) / b, double(std::max(1, t.cube_m)),
+  const Common c{w, t, s, b, k_granule_bytes(t) / b, double(std::max(1, t.cube_m)),
                  double(std::max(1, t.cube_n)), int(s.get_or(std::string(knobs::async_copy_depth), 1)),
                  int(s.get_or(std::string(knobs::fusion_level), 0))};
   switch (w.family()) {

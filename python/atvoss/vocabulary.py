@@ -86,7 +86,8 @@ class Workload:
 
 class Target:
     """A hardware target (core/target.hpp): a preset name ("ascend910", "ascend910b",
-    "ascend310"), a hardware description file, or a dict / JSON text such as
+    "ascend310", "mlu370"), a hardware description file (a Target JSON or the seed format of
+    docs/hardware-facts.md section 4), or a dict / JSON text such as
     ``{"preset": "ascend910b", "ai_cores": 20}``. ``Target.presets()`` lists the presets.
     """
 

@@ -77,7 +77,7 @@ TEST_F(ChipsCliTest, AnUnmappableDescriptionExits2NamingTheField) {
 TEST_F(ChipsCliTest, AModelTooLargeForTheDeviceWarnsAndStillTunes) {
   auto j = atvoss::Json::parse(slurp(kExamples + "custom-npu-8x8.json"));
   j["memory"]["hierarchy"][0]["size"] = 1048576;  // 1 MB of DRAM: the mlp needs 1.2 MB
-  const Result r = tune_mlp("tiny", file("tiny.json", j.dump()));
+  const Result r = tune_mlp("tiny", file("tiny-npu.json", j.dump()));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("warning: the model does not fit in edge-npu-8x8's device memory"));
   EXPECT_THAT(r.out, HasSubstr("of 1.0 MB device memory"));

@@ -91,6 +91,20 @@ TEST(LoweringTest, KPaddingComesFromTheMatrixUnit) {
   EXPECT_DOUBLE_EQ(p8.footprint.l0a, 40.0 * 40 * 2);
 }
 
+// A CPU target's cube fields are SIMD lanes (host/machine.hpp), not a fractal: K keeps the
+// 32 B block (8 fp32 values) and the tile lists gain no 1s and 2s from cube_n = cube_k = 1.
+TEST(LoweringTest, CpuTargetsKeepTheGranuleBlockAndTileLists) {
+  const Workload w = workload(R"({"op":"matmul","dims":{"M":36,"N":36,"K":36},"dtype":"float32"})");
+  Target cpu = small_target();
+  cpu.organisation = "cpu";
+  cpu.cube_m = 8;
+  cpu.cube_n = cpu.cube_k = 1;
+  EXPECT_DOUBLE_EQ(plan_kernel(w, cpu, matmul_schedule(36, 36, 36, 1, 1, 0)).tiles[0].cube_macs, 40.0 * 36 * 40);
+  for (const auto& k : knobs_for(w, cpu)) {
+    if (k.name == "tile_n" || k.name == "tile_k") EXPECT_EQ(k.values.front(), 16) << k.name;
+  }
+}
+
 // A unit smaller than 16 gets tiles of its own size; the 16x16x16 space is unchanged.
 TEST(LoweringTest, TileListsStartAtTheMatrixUnit) {
   const Workload w = workload(R"({"op":"matmul","dims":{"M":1024,"N":1024,"K":1024}})");
