@@ -24,16 +24,7 @@ std::vector<std::int64_t> upto(std::int64_t dim, std::vector<std::int64_t> value
 }
 
 int highest_level(const Workload& w) {
-  int level = 0;
-  for (const auto& op : w.epilogue()) {
-    for (int l = 0; l <= 2; ++l) {
-      if (lowering::split_epilogue({op}, l).unfused.empty()) {
-        level = std::max(level, l);
-        break;
-      }
-    }
-  }
-  return level;
+  return lowering::full_fusion_level(w.op(), w.epilogue());
 }
 
 Knob knob(std::string_view name, std::vector<std::int64_t> values) {
