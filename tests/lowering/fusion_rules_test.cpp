@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/lowering.hpp"
+#include "plan_target.hpp"
 
 namespace atvoss::lowering {
 namespace {
@@ -57,15 +58,7 @@ TEST_F(FusionRulesTest, ARegisteredRuleWinsWhereItFusesMore) {
 }
 
 TEST_F(FusionRulesTest, MemoryBudgetInvalidatesSchedulesOverIt) {
-  Target t;
-  t.name = "budget-test";
-  t.ai_cores = t.vector_cores = 4;
-  t.l0a_bytes = t.l0b_bytes = 64 * 1024;
-  t.l0c_bytes = 256 * 1024;
-  t.l1_bytes = 1024 * 1024;
-  t.ub_bytes = 256 * 1024;
-  t.l2_bytes = 8 * 1024 * 1024;
-  t.fixpipe_bytes_per_cycle = 64;
+  const Target t = testing::small_target();
   const Workload w = Workload::from_json(
       parse_json(R"({"op":"matmul","dims":{"M":256,"N":256,"K":256},"epilogue":["bias","batchnorm"]})", "w"));
   Schedule s({{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
