@@ -1,6 +1,7 @@
 // CostModel ranks candidate schedules so the tuner measures promising ones first.
 // Implementations: XGBoostModel (XGBoost C API), LinearModel (ridge baseline) and
-// HeuristicModel (analytic estimate, no training), created through make_cost_model();
+// HeuristicModel (analytic estimate, no training), created by name through
+// make_cost_model() from the cost-model registry (model_registry.hpp);
 // TransferModel (transfer_model.hpp) blends a prior model with a per-workload one.
 // Training data arrives grouped by workload, because scores are only comparable
 // within one workload on one target.
@@ -76,7 +77,8 @@ class CostModel {
 
 // Every knob of make_cost_model; defaults are what the tuner uses.
 struct ModelOptions {
-  // "xgboost", "linear" or "heuristic".
+  // A registered cost model's name (model_registry.hpp): "xgboost", "xgboost-reg",
+  // "linear", "heuristic" or one added with register_cost_model().
   std::string kind = "xgboost";
   // XGBoost objective: "rank:pairwise" (default, groups = workloads, as TVM) or
   // "reg:squarederror" (regression on the normalised throughput label).
@@ -98,11 +100,12 @@ struct ModelOptions {
   std::uint64_t seed = 0;
 };
 
-// bad_input naming the field if kind or objective is unknown or a number is out of range.
+// The registered model named options.kind (model_registry.hpp). bad_input naming the
+// field if kind or objective is unknown or a number is out of range.
 std::unique_ptr<CostModel> make_cost_model(const ModelOptions& options);
-// kind: "xgboost" (rank:pairwise grouped by workload), "xgboost-reg" (XGBoost with
-// reg:squarederror on the normalised throughput; its kind() is still "xgboost"),
-// "linear" or "heuristic".
+// kind: a registered name, e.g. "xgboost" (rank:pairwise grouped by workload),
+// "xgboost-reg" (XGBoost with reg:squarederror on the normalised throughput; its
+// kind() is still "xgboost"), "linear" or "heuristic".
 std::unique_ptr<CostModel> make_cost_model(const std::string& kind, std::uint64_t seed = 0);
 
 }  // namespace atvoss::costmodel

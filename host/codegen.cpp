@@ -168,7 +168,7 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
   const MatmulShape shape = matmul_shape(w);
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
   const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
-  const lowering::FusionSplit split = lowering::split_epilogue(w.epilogue(), int(knob(knobs::fusion_level)));
+  const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
   const long depth = knob(knobs::async_copy_depth);
   const int threads = int(knob(knobs::threads));
 

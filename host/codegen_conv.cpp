@@ -337,7 +337,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
   const bool dw = w.op() == "depthwise_conv2d";
   const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
-  const lowering::FusionSplit split = lowering::split_epilogue(w.epilogue(), int(knob(knobs::fusion_level)));
+  const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
   const long depth = knob(knobs::async_copy_depth);
   const long cols = dw ? w.dim("C") : w.dim("K");
 

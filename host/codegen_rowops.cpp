@@ -196,7 +196,7 @@ std::string generate_rowops_source(const Workload& w, const Schedule& s, const M
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
   const int threads = int(knob(knobs::threads));
   const lowering::FusionSplit split =
-      lowering::split_epilogue(w.epilogue(), int(s.get_or(std::string(knobs::fusion_level), 0)));
+      lowering::split_epilogue(w.op(), w.epilogue(), int(s.get_or(std::string(knobs::fusion_level), 0)));
   std::ostringstream o;
   o << kernel_preamble(w, s, threads)
     << "constexpr long M = " << w.dim("M") << ", N = " << w.dim("N") << ";\n"

@@ -21,15 +21,7 @@ std::vector<std::int64_t> upto(std::int64_t dim, const std::vector<std::int64_t>
 }
 
 std::vector<std::int64_t> fusion_values(const Workload& w) {
-  int level = 0;
-  for (const auto& op : w.epilogue()) {
-    for (int l = 0; l <= 2; ++l) {
-      if (lowering::split_epilogue({op}, l).unfused.empty()) {
-        level = std::max(level, l);
-        break;
-      }
-    }
-  }
+  const int level = lowering::full_fusion_level(w.op(), w.epilogue());
   if (level == 0) return {0};
   return {0, level};
 }

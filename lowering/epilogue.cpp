@@ -1,24 +1,31 @@
 #include "lowering/epilogue.hpp"
 
-namespace atvoss::lowering {
-namespace {
-int level_needed(const std::string& op) {
-  if (op == "bias" || op == "relu" || op == "leaky_relu" || op == "gelu" || op == "sigmoid" ||
-      op == "silu" || op == "requantize") {
-    return 1;
-  }
-  return 2;  // batchnorm, add, layernorm
-}
-}  // namespace
+#include "lowering/fusion_rules.hpp"
 
-FusionSplit split_epilogue(const std::vector<std::string>& epilogue, int fusion_level) {
+namespace atvoss::lowering {
+
+FusionSplit split_epilogue(const std::string& op, const std::vector<std::string>& epilogue,
+                           int fusion_level) {
   FusionSplit split;
-  bool blocked = false;
-  for (const auto& op : epilogue) {
-    blocked = blocked || level_needed(op) > fusion_level;
-    (blocked ? split.unfused : split.fused).push_back(op);
+  std::size_t fused = 0;
+  for (const auto& rule : fusion_rules()) {
+    const std::size_t n = fused_prefix(rule, op, epilogue, fusion_level);
+    if (n > fused) {
+      fused = n;
+      split.rule = rule.name;
+      split.memory_budget_bytes = rule.memory_budget_bytes;
+    }
   }
+  split.fused.assign(epilogue.begin(), epilogue.begin() + std::ptrdiff_t(fused));
+  split.unfused.assign(epilogue.begin() + std::ptrdiff_t(fused), epilogue.end());
   return split;
+}
+
+int full_fusion_level(const std::string& op, const std::vector<std::string>& epilogue) {
+  for (int level = 0; level < 3; ++level) {
+    if (split_epilogue(op, epilogue, level).unfused.empty()) return level;
+  }
+  return 3;
 }
 
 double epilogue_ops_per_element(const std::string& op) {

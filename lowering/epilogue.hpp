@@ -17,9 +17,16 @@ namespace atvoss::lowering {
 struct FusionSplit {
   std::vector<std::string> fused;
   std::vector<std::string> unfused;
+  std::string rule;                // the fusion rule that fused `fused`; empty if none did
+  double memory_budget_bytes = 0;  // that rule's budget for the fused epilogue; 0: none
 };
 
-FusionSplit split_epilogue(const std::vector<std::string>& epilogue, int fusion_level);
+// The longest prefix of op's epilogue that a rule enabled at fusion_level fuses; a tie
+// goes to the earlier rule (built-ins first).
+FusionSplit split_epilogue(const std::string& op, const std::vector<std::string>& epilogue,
+                           int fusion_level);
+// The lowest fusion_level (0..3) at which op's whole epilogue fuses; 3 if none does.
+int full_fusion_level(const std::string& op, const std::vector<std::string>& epilogue);
 
 // Vector instructions per output element of an epilogue op (gelu: a tanh series).
 double epilogue_ops_per_element(const std::string& op);

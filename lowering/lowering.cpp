@@ -151,7 +151,7 @@ KernelPlan start_plan(const Common& c, OpFamily family, bool uses_cube) {
   p.depth = c.depth;
   p.elem_bytes = c.b;
   p.flops = c.w.flops();
-  p.fusion = split_epilogue(c.w.epilogue(), c.fusion_level);
+  p.fusion = split_epilogue(c.w.op(), c.w.epilogue(), c.fusion_level);
   return p;
 }
 
@@ -249,6 +249,11 @@ void check_cube_buffers(KernelPlan& p, const Common& c) {
   check_fit(p, "L1", f.l1, double(c.t.l1_bytes),
             with_depth(c.depth) + (c.fusion_level >= 3 ? " and fusion_level 3 output kept" : ""));
   check_fit(p, "UB", f.ub, double(c.t.ub_bytes), "for the fused epilogue " + with_depth(c.depth));
+  // A fusion rule may bound what its fused epilogue holds on chip (fusion_rules.hpp).
+  if (p.fusion.memory_budget_bytes > 0 && !p.fusion.fused.empty()) {
+    check_fit(p, "UB", f.ub, p.fusion.memory_budget_bytes,
+              "memory budget of fusion rule '" + p.fusion.rule + "' " + with_depth(c.depth));
+  }
 }
 
 KernelPlan plan_matmul(const Common& c) {
@@ -486,7 +491,7 @@ KernelPlan plan_rows(const Common& c) {
   const std::int64_t M = w.dim("M"), N = w.dim("N");
   const std::int64_t tm = c.knob(knobs::tile_m), tn = c.knob(knobs::tile_n);
   const double inputs = op.row_inputs;
-  p.fusion = split_epilogue(w.epilogue(), 3);
+  p.fusion = split_epilogue(w.op(), w.epilogue(), 3);
   const double extra_in = fused_extra_inputs(p.fusion), epi_ops = fused_ops(p.fusion);
   const double col_tiles = double(ceil_div(N, tn));
   // A split row needs its statistics first: a second pass over GM, and more work.

@@ -10,6 +10,12 @@
 //       several workloads (or one W holding a JSON array of workloads, or of
 //       {"workload":..., "schedule":...} objects): the ops ranked by time, each
 //       with its share of the total, its bottleneck and a hint.
+//   atvoss-analyze --job job.json [--json]
+//   atvoss-analyze --db F --model M [--target T] [--json]
+//       a whole tuned model (tuner/model_analysis.hpp): per layer, the best stored
+//       schedule's bandwidth utilisation, compute-unit activity and sync share, with
+//       the layers that break the usual bars flagged. --job reads the job's model,
+//       precision, target and database; --db/--model name them (M: zoo name or .onnx).
 // W and S: inline JSON or a file; T: a preset name, a file, or inline JSON.
 // Exit codes: 0 ok, 2 bad input, 1 any other failure (tools/cli_common.hpp).
 #include <algorithm>
@@ -21,6 +27,7 @@
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "tools/cli_common.hpp"
+#include "tuner/model_analysis.hpp"
 
 namespace {
 
@@ -124,32 +131,56 @@ Json to_json(const Result& r) {
                       {"sync_wait", r.a.sync_share}, {"launch", r.a.launch_share}}}};
 }
 
+int run_model(const std::string& job, const std::string& db, const std::string& model,
+              const std::string& target, bool json) {
+  const tuner::ModelAnalysis a = !job.empty() ? tuner::analyze_job_file(job)
+                                              : tuner::analyze_stored_model(db, model, target);
+  if (json) {
+    std::cout << a.to_json().dump(2) << "\n";
+  } else {
+    std::cout << tuner::format_model_analysis(a);
+  }
+  return 0;
+}
+
+int run_workloads(const std::string& target, const std::vector<std::string>& workloads,
+                  const std::vector<std::string>& schedules, bool json) {
+  if (workloads.empty()) throw_bad_input("analyze: give --workload, --job, or --db with --model");
+  const Target t = load_target(target);
+  std::vector<Result> results;
+  for (const auto& item : read_items(workloads, schedules)) results.push_back(run(t, item));
+  if (json) {
+    Json out = Json::array();
+    for (const auto& r : results) out.push_back(to_json(r));
+    std::cout << (results.size() == 1 ? out[0] : out).dump(2) << "\n";
+  } else if (results.size() == 1) {
+    print_one(results.front());
+  } else {
+    print_many(results);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"atvoss-analyze: profile, bottleneck and hint of simulated schedules"};
-  std::string target = "ascend910b";
+  std::string target = "ascend910b", job, db, model;
   std::vector<std::string> workloads, schedules;
   bool json = false;
   app.add_option("--target,-t", target, "preset name, target JSON file, or inline JSON")
       ->capture_default_str();
-  app.add_option("--workload,-w", workloads, "workload (inline JSON or file); repeatable")
-      ->required();
+  auto* w = app.add_option("--workload,-w", workloads, "workload (inline JSON or file); repeatable");
   app.add_option("--schedule,-s", schedules, "schedule per workload (default: default_schedule)");
+  auto* j = app.add_option("--job", job, "a tuned job's spec: analyse its model layer by layer")
+                ->excludes(w);
+  auto* d = app.add_option("--db", db, "tuning database of a tuned model (with --model)")->excludes(w, j);
+  auto* m = app.add_option("--model", model, "zoo model or .onnx file tuned into --db")->excludes(w, j);
+  d->needs(m);
+  m->needs(d);
   app.add_flag("--json", json, "print JSON");
   return atvoss::tools::run_cli(app, argc, argv, [&] {
-    const Target t = load_target(target);
-    std::vector<Result> results;
-    for (const auto& item : read_items(workloads, schedules)) results.push_back(run(t, item));
-    if (json) {
-      Json out = Json::array();
-      for (const auto& r : results) out.push_back(to_json(r));
-      std::cout << (results.size() == 1 ? out[0] : out).dump(2) << "\n";
-    } else if (results.size() == 1) {
-      print_one(results.front());
-    } else {
-      print_many(results);
-    }
-    return 0;
+    if (!job.empty() || !db.empty()) return run_model(job, db, model, target, json);
+    return run_workloads(target, workloads, schedules, json);
   });
 }

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "costmodel/model_registry.hpp"
 #include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
   app.add_option("--workload", a.workload, "workload JSON or file (single-workload mode)");
   app.add_option("--trials", a.trials, "total trials for the workload (stored ones count)");
   app.add_option("--strategy", a.strategy, "search strategy")->capture_default_str();
-  app.add_option("--cost-model", a.cost_model, "xgboost or linear")->capture_default_str();
+  app.add_option("--cost-model", a.cost_model, "a registered cost model: " + costmodel::cost_model_list())->capture_default_str();
   app.add_option("--db", a.db, "tuning database file");
   app.add_option("--seed", a.seed, "seed for search and measurement noise")->capture_default_str();
   app.add_option("--repeat", a.repeat, "measurements per schedule")->capture_default_str();

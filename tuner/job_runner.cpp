@@ -18,6 +18,7 @@
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "host/machine.hpp"
+#include "lowering/fusion_rules.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
 #include "tuner/local_measurer.hpp"
@@ -461,7 +462,9 @@ TaskSet model_tasks(const JobSpec& spec) {
 TaskSet tasks_of(const JobSpec& spec) { return apply_precision(model_tasks(spec), spec.precision); }
 
 JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
-  // Validate everything before the database is opened (see header).
+  // Validate everything before the database is opened (see header). Declared fusion
+  // rules go first: the tasks' default schedules below are lowered under them.
+  for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
   Target target = backend::load_target(spec.target);
   TaskSet model = model_tasks(spec);
   TaskSet tasks = apply_precision(model, spec.precision);
@@ -480,6 +483,10 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   require_output_file(spec.export_path, "job spec: field 'export'");
   require_output_file(spec.report_path, "job spec: field 'report'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
+  if (!spec.fusion_rules.empty() && !farm.empty()) {
+    throw_bad_input("job spec: field 'fusion_rules' declares rules in this process only; a farm's "
+                    "workers would measure without them (drop 'farm' or register the rules there)");
+  }
   std::unique_ptr<Measurer> measurer =
       options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
   std::ostream& warnings = options.warnings ? *options.warnings : std::cerr;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "costmodel/model_registry.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -13,7 +14,7 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {
       "name", "target", "model", "batch", "workloads", "trials", "strategy", "cost_model",
       "scheduler", "early_stopping", "batch_size", "repeat", "seed", "database", "farm",
-      "export", "report", "precision"};
+      "export", "report", "precision", "fusion_rules"};
   return fields;
 }
 
@@ -70,6 +71,36 @@ std::vector<WeightedWorkload> read_workloads(const Json& j) {
   return out;
 }
 
+std::string fusion_rule_list() {
+  std::string list;
+  for (const auto& r : lowering::fusion_rules()) list += (list.empty() ? "" : ", ") + r.name;
+  return list;
+}
+
+// Each entry: a rule's name (registered already) or a declaration (fusion_rules.hpp).
+void read_fusion_rules(const Json& j, JobSpec& s) {
+  if (!j.is_array()) {
+    throw_bad_input("job spec: field 'fusion_rules' must be an array of rule names or declarations");
+  }
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string where = "job spec: fusion_rules[" + std::to_string(i) + "]";
+    if (!j[i].is_string()) {
+      s.fusion_rules.push_back(lowering::fusion_rule_from_json(j[i], where));
+      if (lowering::is_built_in_fusion_rule(s.fusion_rules.back().name)) {
+        throw_bad_input(where + ": field 'name': '" + s.fusion_rules.back().name +
+                        "' is a built-in rule; name it by its name alone, or give it another name");
+      }
+      continue;
+    }
+    const std::string name = j[i].get<std::string>();
+    if (!lowering::registered_fusion_rule(name)) {
+      throw_bad_input(where + ": no fusion rule named '" + name + "' is registered; registered: " +
+                      fusion_rule_list());
+    }
+    s.fusion_rule_names.push_back(name);
+  }
+}
+
 }  // namespace
 
 JobSpec JobSpec::from_json(const Json& j) {
@@ -104,15 +135,13 @@ JobSpec JobSpec::from_json(const Json& j) {
   s.trials = static_cast<int>(optional_int(j, "trials", 0, limits::trials.lo, limits::trials.hi));
   s.strategy = optional_string(j, "strategy", s.strategy);
   s.cost_model = optional_string(j, "cost_model", s.cost_model);
-  if (s.cost_model != "xgboost" && s.cost_model != "linear") {
-    throw_bad_input("job spec: field 'cost_model' must be xgboost or linear, got '" +
-                    s.cost_model + "'");
-  }
+  costmodel::require_cost_model(s.cost_model, "job spec: field 'cost_model'");
   s.scheduler = optional_string(j, "scheduler", s.scheduler);
   if (s.scheduler != "gradient" && s.scheduler != "round_robin") {
     throw_bad_input("job spec: field 'scheduler' must be gradient or round_robin, got '" +
                     s.scheduler + "'");
   }
+  if (j.contains("fusion_rules")) read_fusion_rules(j["fusion_rules"], s);
   s.early_stopping = static_cast<int>(
       optional_int(j, "early_stopping", 0, limits::early_stopping.lo, limits::early_stopping.hi));
   s.batch_size = static_cast<int>(optional_int(j, "batch_size", 16, limits::batch_size.lo, limits::batch_size.hi));

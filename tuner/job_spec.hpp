@@ -13,6 +13,7 @@
 
 #include "core/json.hpp"
 #include "core/workload.hpp"
+#include "lowering/fusion_rules.hpp"
 #include "tuner/precision.hpp"
 
 namespace atvoss::tuner {
@@ -34,6 +35,10 @@ struct JobSpec {
   std::string strategy = "model-guided";
   std::string cost_model = "xgboost";
   std::string scheduler = "gradient";       // gradient or round_robin
+  // "fusion_rules": rules declared in the spec (objects), registered by run_job, and
+  // names of rules this process has registered already (strings), checked on load.
+  std::vector<lowering::FusionRule> fusion_rules;
+  std::vector<std::string> fusion_rule_names;
   int early_stopping = 0;           // per task: trials without >=0.1% gain; 0 = never
   int batch_size = 16;              // schedules measured per round of a task
   int repeat = 3;

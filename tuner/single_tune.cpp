@@ -4,6 +4,7 @@
 #include "backend/targets.hpp"
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
+#include "costmodel/model_registry.hpp"
 #include "db/table_export.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/strategy_setup.hpp"
@@ -17,6 +18,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   limits::check("--repeat", spec.repeat, limits::repeat);
   limits::check("--batch-size", spec.batch_size, limits::batch_size);
   limits::check("--early-stopping", spec.early_stopping, limits::early_stopping);
+  costmodel::require_cost_model(spec.cost_model, "--cost-model");
   if (spec.db.empty()) throw_bad_input("--db must name a database file");
   require_output_file(spec.db, "--db");
   if (!spec.export_path.empty()) require_output_file(spec.export_path, "--export");

@@ -6,25 +6,14 @@
 
 #include "core/error.hpp"
 #include "lowering/knob_names.hpp"
+#include "plan_target.hpp"
 
 namespace atvoss::lowering {
 namespace {
 
 Workload workload(const std::string& text) { return Workload::from_json(parse_json(text, "workload")); }
 
-Target small_target() {
-  Target t;
-  t.name = "plan-test";
-  t.ai_cores = 4;
-  t.vector_cores = 4;
-  t.l0a_bytes = t.l0b_bytes = 64 * 1024;
-  t.l0c_bytes = 256 * 1024;
-  t.l1_bytes = 1024 * 1024;
-  t.ub_bytes = 256 * 1024;
-  t.l2_bytes = 8 * 1024 * 1024;
-  t.fixpipe_bytes_per_cycle = 64;
-  return t;
-}
+using testing::small_target;
 
 Schedule matmul_schedule(int tm, int tn, int tk, int ks, int depth, int order) {
   return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"tile_k", tk}, {"k_steps", ks},

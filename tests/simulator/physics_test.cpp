@@ -71,7 +71,7 @@ TEST(PhysicsTest, ProfileAddsUpToTheNoiselessTime) {
     EXPECT_GE(p.gm_bytes, w.compulsory_bytes());
     EXPECT_GT(p.peak_workspace_bytes, 0);
     // An op without a fusion_level knob (rows) always fuses its epilogue.
-    const auto split = lowering::split_epilogue(w.epilogue(), int(s.get_or("fusion_level", 3)));
+    const auto split = lowering::split_epilogue(w.op(), w.epilogue(), int(s.get_or("fusion_level", 3)));
     EXPECT_EQ(p.kernels, 1 + int(split.unfused.size()));
   }
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "costmodel/model_registry.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -75,6 +76,20 @@ TEST(JobSpec, EveryBadFieldIsNamed) {
       EXPECT_THAT(e.what(), testing::HasSubstr(c.mentions));
     }
   }
+}
+
+TEST(JobSpec, CostModelNamesAnyRegisteredModel) {
+  Json j = minimal();
+  j["cost_model"] = "test-registered-model";
+  EXPECT_THROW(JobSpec::from_json(j), Error);
+  costmodel::register_cost_model({"test-registered-model", "the linear model under another name",
+                                  [](const costmodel::ModelOptions& o) {
+                                    costmodel::ModelOptions linear = o;
+                                    linear.kind = "linear";
+                                    return costmodel::make_cost_model(linear);
+                                  }});
+  EXPECT_EQ(JobSpec::from_json(j).cost_model, "test-registered-model");
+  costmodel::unregister_cost_model("test-registered-model");
 }
 
 TEST(JobSpec, MissingRequiredFieldsAreBadInput) {

@@ -1,0 +1,179 @@
+// The fusion-rule registry (fusion_rules.hpp): built-in rules, a name -> rule map
+// under a mutex, and the matching of a pattern against a workload's chain.
+#include "lowering/fusion_rules.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include "core/error.hpp"
+
+namespace atvoss::lowering {
+namespace {
+
+std::vector<FusionRule> built_ins() {
+  return {
+      {"elementwise", {"*", "bias|relu|leaky_relu|gelu|sigmoid|silu|requantize+"}, 1, 0, 0},
+      {"any-epilogue", {"*", "*+"}, 2, 0, 0},
+  };
+}
+
+struct Registry {
+  std::mutex mutex;
+  const std::vector<FusionRule> built_in = built_ins();
+  std::map<std::string, FusionRule> added;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+bool is_built_in(const Registry& r, const std::string& name) {
+  return std::any_of(r.built_in.begin(), r.built_in.end(),
+                     [&](const FusionRule& b) { return b.name == name; });
+}
+
+bool repeats(const std::string& step) { return !step.empty() && step.back() == '+'; }
+
+// The alternatives of a step ("a|b+" -> {a, b}).
+std::vector<std::string> alternatives(std::string step) {
+  if (repeats(step)) step.pop_back();
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t bar = step.find('|', start);
+    out.push_back(step.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+    if (bar == std::string::npos) return out;
+    start = bar + 1;
+  }
+}
+
+bool step_matches(const std::string& step, const std::string& op) {
+  for (const auto& alt : alternatives(step)) {
+    if (alt == "*" || alt == op) return true;
+  }
+  return false;
+}
+
+// The longest run of ops from `at` that the steps from `step` match; a "+" step may
+// take more ops or hand over to the next step after each one.
+std::size_t longest_match(const std::vector<std::string>& steps, std::size_t step,
+                          const std::vector<std::string>& ops, std::size_t at) {
+  if (step == steps.size() || at == ops.size() || !step_matches(steps[step], ops[at])) return at;
+  std::size_t best = longest_match(steps, step + 1, ops, at + 1);
+  if (repeats(steps[step])) best = std::max(best, longest_match(steps, step, ops, at + 1));
+  return best;
+}
+
+void check_rule(const FusionRule& r, const std::string& where) {
+  if (r.name.empty()) throw_bad_input(where + ": field 'name' must not be empty");
+  if (r.pattern.size() < 2) {
+    throw_bad_input(where + ": field 'pattern' must list the main op and at least one epilogue op");
+  }
+  for (std::size_t i = 0; i < r.pattern.size(); ++i) {
+    const std::string field = where + ": field 'pattern[" + std::to_string(i) + "]'";
+    if (i == 0 && repeats(r.pattern[i])) throw_bad_input(field + ": the main op cannot repeat ('+')");
+    for (const auto& alt : alternatives(r.pattern[i])) {
+      if (alt.empty()) throw_bad_input(field + ": '" + r.pattern[i] + "' has an empty op name");
+    }
+  }
+  if (r.fusion_level < 1 || r.fusion_level > 3) {
+    throw_bad_input(where + ": field 'fusion_level' must be in [1, 3], got " + std::to_string(r.fusion_level));
+  }
+  if (r.max_fusion_depth < 0) {
+    throw_bad_input(where + ": field 'max_fusion_depth' must be >= 1, got " + std::to_string(r.max_fusion_depth));
+  }
+  if (!(r.memory_budget_bytes >= 0)) {
+    throw_bad_input(where + ": field 'memory_budget' must be a byte count >= 0");
+  }
+}
+
+std::int64_t int_field(const Json& j, const char* field, const std::string& where, std::int64_t lo,
+                       std::int64_t hi) {
+  const Json& v = j[field];
+  if (!v.is_number_integer() || v.get<double>() < double(lo) || v.get<double>() > double(hi)) {
+    throw_bad_input(where + ": field '" + field + "' must be an integer in [" + std::to_string(lo) +
+                    ", " + std::to_string(hi) + "], got " + v.dump());
+  }
+  return v.get<std::int64_t>();
+}
+
+}  // namespace
+
+void register_fusion_rule(FusionRule rule) {
+  check_rule(rule, "fusion rule '" + rule.name + "'");
+  Registry& r = registry();
+  if (is_built_in(r, rule.name)) {
+    throw_bad_input("fusion rule '" + rule.name + "': field 'name': '" + rule.name +
+                    "' is a built-in rule");
+  }
+  std::lock_guard lock(r.mutex);
+  r.added[rule.name] = std::move(rule);
+}
+
+bool unregister_fusion_rule(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return r.added.erase(name) != 0;
+}
+
+std::optional<FusionRule> registered_fusion_rule(const std::string& name) {
+  for (const auto& rule : fusion_rules()) {
+    if (rule.name == name) return rule;
+  }
+  return std::nullopt;
+}
+
+bool is_built_in_fusion_rule(const std::string& name) { return is_built_in(registry(), name); }
+
+std::vector<FusionRule> fusion_rules() {
+  Registry& r = registry();
+  std::vector<FusionRule> out = r.built_in;
+  std::lock_guard lock(r.mutex);
+  for (const auto& [name, rule] : r.added) out.push_back(rule);
+  return out;
+}
+
+std::size_t fused_prefix(const FusionRule& rule, const std::string& op,
+                         const std::vector<std::string>& epilogue, int fusion_level) {
+  if (fusion_level < rule.fusion_level || !step_matches(rule.pattern.front(), op)) return 0;
+  const std::size_t n = longest_match(rule.pattern, 1, epilogue, 0);
+  return rule.max_fusion_depth > 0 ? std::min<std::size_t>(n, rule.max_fusion_depth) : n;
+}
+
+FusionRule fusion_rule_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) throw_bad_input(where + " must be an object {name, pattern, max_fusion_depth, ...}");
+  for (const auto& [k, v] : j.items()) {
+    if (k != "name" && k != "pattern" && k != "max_fusion_depth" && k != "memory_budget" &&
+        k != "fusion_level") {
+      throw_bad_input(where + ": unknown field '" + k +
+                      "'; expected name, pattern, max_fusion_depth, memory_budget, fusion_level");
+    }
+  }
+  for (const char* field : {"name", "pattern", "max_fusion_depth"}) {
+    if (!j.contains(field)) throw_bad_input(where + ": missing field '" + field + "'");
+  }
+  FusionRule rule;
+  if (!j["name"].is_string()) throw_bad_input(where + ": field 'name' must be a string");
+  rule.name = j["name"].get<std::string>();
+  const Json& pattern = j["pattern"];
+  if (!pattern.is_array()) throw_bad_input(where + ": field 'pattern' must be an array of op names");
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (!pattern[i].is_string()) {
+      throw_bad_input(where + ": field 'pattern[" + std::to_string(i) + "]' must be a string, got " +
+                      pattern[i].dump());
+    }
+    rule.pattern.push_back(pattern[i].get<std::string>());
+  }
+  rule.max_fusion_depth = int(int_field(j, "max_fusion_depth", where, 1, 64));
+  if (j.contains("fusion_level")) rule.fusion_level = int(int_field(j, "fusion_level", where, 1, 3));
+  if (j.contains("memory_budget")) {
+    rule.memory_budget_bytes = double(int_field(j, "memory_budget", where, 1, std::int64_t{1} << 40));
+  }
+  check_rule(rule, where);
+  return rule;
+}
+
+}  // namespace atvoss::lowering

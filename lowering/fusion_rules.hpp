@@ -1,0 +1,54 @@
+// Fusion rules: which epilogue ops of a workload fuse into its main kernel, as named
+// rules in one registry. split_epilogue() (epilogue.hpp) asks every rule the
+// schedule's fusion_level enables and keeps the longest chain one of them fuses, so a
+// new fusion is added by registering a rule (from C++, or declared in a job spec:
+// docs/job-spec.md), not by editing a switch. Built in, registered like any other:
+//   elementwise  fusion_level 1: bias, relu, leaky_relu, gelu, sigmoid, silu, requantize
+//   any-epilogue fusion_level 2: every epilogue op (normalisation and residual too)
+// A rule's pattern is the chain it fuses: pattern[0] matches the main op, the rest
+// match the epilogue ops in order. A step is an op name, "a|b|c" (any of them) or "*"
+// (any op); a step ending in "+" matches one or more consecutive ops. A rule fuses the
+// longest prefix of the epilogue its pattern matches (a partial match fuses the ops
+// matched so far), at most max_fusion_depth ops. Its memory budget bounds the on-chip
+// bytes the fused epilogue may hold; a schedule over it is invalid (lowering.cpp).
+// Thread-safety: every function may be called from any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+
+namespace atvoss::lowering {
+
+struct FusionRule {
+  std::string name;
+  std::vector<std::string> pattern;  // main op, then epilogue steps (see above)
+  int fusion_level = 1;              // the lowest fusion_level knob value it applies at, 1..3
+  int max_fusion_depth = 0;          // most epilogue ops fused; 0: no limit
+  double memory_budget_bytes = 0;    // on-chip bytes for the fused epilogue; 0: the target's UB
+};
+
+// Adds rule, replacing a registered one of the same name. bad_input naming the field
+// if the name is empty or a built-in rule's, the pattern has no epilogue step or a
+// malformed step, or a number is out of range.
+void register_fusion_rule(FusionRule rule);
+// Removes a registered rule; false if none had that name (built-ins cannot be removed).
+bool unregister_fusion_rule(const std::string& name);
+std::optional<FusionRule> registered_fusion_rule(const std::string& name);
+bool is_built_in_fusion_rule(const std::string& name);
+// Every rule, built-ins first, then registered ones by name: the order ties are broken in.
+std::vector<FusionRule> fusion_rules();
+
+// How many leading ops of epilogue the rule fuses into op at fusion_level (0 if the
+// level is below the rule's or the main op does not match).
+std::size_t fused_prefix(const FusionRule& rule, const std::string& op,
+                         const std::vector<std::string>& epilogue, int fusion_level);
+
+// A rule declared in JSON: {"name", "pattern", "max_fusion_depth", "memory_budget",
+// "fusion_level"} (name, pattern and max_fusion_depth required). bad_input naming
+// `where` and the field on any problem.
+FusionRule fusion_rule_from_json(const Json& j, const std::string& where);
+
+}  // namespace atvoss::lowering

@@ -1,0 +1,103 @@
+// atvoss-analyze on a whole tuned model as a user runs it: atvoss-tune tunes a small zoo
+// model, then atvoss-analyze --job and --db/--model read its database in new processes.
+// Bad input (missing database or job, unknown model or target) exits 2 naming the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli_harness.hpp"
+#include "core/json.hpp"
+
+namespace atvoss::cli_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+class AnalyzeModelCli : public CliTest {
+ protected:
+  // Tunes the mlp zoo model (three tasks) with a small budget; returns the job file.
+  std::string tuned_job() {
+    const Json spec = {{"name", "mlp-analyze"}, {"target", "ascend910"}, {"model", "mlp"},
+                       {"trials", 36}, {"strategy", "random"}, {"cost_model", "linear"},
+                       {"batch_size", 6}, {"seed", 2}, {"database", file("mlp.db")},
+                       {"export", file("mlp-table.json")}, {"report", file("mlp-report.html")}};
+    const std::string job = file("job.json", spec.dump());
+    const CliResult tuned = run_tool("atvoss-tune", quote(job) + " --quiet --json");
+    EXPECT_EQ(tuned.code, 0) << tuned.err;
+    summary_ = parse_json(tuned.out, "tune summary");
+    return job;
+  }
+  Json summary_;
+};
+
+// The flags a layer must carry under the usual bars, from its own numbers.
+std::size_t expected_flags(const Json& l) {
+  const double bw = l.at("bandwidth").get<double>(), compute = l.at("compute").get<double>();
+  const std::string bound = l.at("bound").get<std::string>();
+  return (bound == "memory" && bw < 0.85 ? 1 : 0) + (bound == "compute" && compute < 0.70 ? 1 : 0) +
+         (l.at("sync").get<double>() > 0.05 ? 1 : 0);
+}
+
+TEST_F(AnalyzeModelCli, ProfilesEveryLayerOfATunedJobAtItsBestStoredSchedule) {
+  const std::string job = tuned_job();
+  const CliResult r = run_tool("atvoss-analyze", "--job " + quote(job) + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json a = parse_json(r.out, "analysis");
+  const Json& tasks = summary_.at("tasks");
+  ASSERT_EQ(a.at("layers").size(), tasks.size());
+  int flagged = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Json& l = a.at("layers")[i];
+    SCOPED_TRACE(l.dump());
+    EXPECT_EQ(l.at("name"), tasks[i].at("name"));
+    EXPECT_TRUE(l.at("tuned").get<bool>());
+    EXPECT_EQ(l.at("schedule"), tasks[i].at("best_schedule"));  // the job's best, not a default
+    for (const char* f : {"bandwidth", "compute", "sync"}) {
+      EXPECT_GE(l.at(f).get<double>(), 0);
+      EXPECT_LE(l.at(f).get<double>(), 1);
+    }
+    EXPECT_GT(l.at("bandwidth").get<double>() + l.at("compute").get<double>(), 0);
+    EXPECT_EQ(l.at("flags").size(), expected_flags(l));
+    flagged += l.at("flags").empty() ? 0 : 1;
+  }
+  EXPECT_EQ(a.at("flagged"), flagged);
+
+  // The same database named by --db/--model/--target gives the same table, as text.
+  const CliResult text = run_tool("atvoss-analyze", "--db " + quote(file("mlp.db")) +
+                                                        " --model mlp --target ascend910");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("model mlp on ascend910: 3 layers"));
+  EXPECT_THAT(text.out, HasSubstr("bandwidth"));
+  EXPECT_THAT(text.out, HasSubstr(std::to_string(flagged) + " of 3 layers break a bar"));
+  for (const auto& t : tasks) EXPECT_THAT(text.out, HasSubstr(t.at("name").get<std::string>()));
+}
+
+TEST_F(AnalyzeModelCli, BadInputExitsTwoNamingTheField) {
+  const std::string missing_db = file("absent.db");
+  const std::string job_without_db =
+      file("nodb.json", Json{{"name", "n"}, {"target", "ascend910"}, {"model", "mlp"}, {"trials", 4},
+                             {"database", missing_db}}.dump());
+  struct Case {
+    const char* name;
+    std::string args;
+    const char* mentions;
+  };
+  const Case cases[] = {
+      {"missing db", "--db " + quote(missing_db) + " --model mlp --target ascend910", "--db"},
+      {"unknown model", "--db " + quote(missing_db) + " --model resnet51 --target ascend910", "--model"},
+      {"unknown target", "--db " + quote(missing_db) + " --model mlp --target ascend999", "--target"},
+      {"db without model", "--db " + quote(missing_db), "--model"},
+      {"missing job file", "--job " + quote(file("absent.json")), "--job"},
+      {"job whose db is missing", "--job " + quote(job_without_db), "field 'database'"},
+      {"nothing to analyse", "", "--workload"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const CliResult r = run_tool("atvoss-analyze", c.args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.mentions));
+  }
+  EXPECT_FALSE(std::filesystem::exists(missing_db));  // no database was created
+}
+
+}  // namespace
+}  // namespace atvoss::cli_test

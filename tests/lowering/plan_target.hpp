@@ -1,0 +1,23 @@
+// A small made-up target for plan tests: buffer sizes round enough that the expected
+// footprints and verdicts can be worked out by hand.
+#pragma once
+
+#include "core/target.hpp"
+
+namespace atvoss::lowering::testing {
+
+inline Target small_target() {
+  Target t;
+  t.name = "plan-test";
+  t.ai_cores = 4;
+  t.vector_cores = 4;
+  t.l0a_bytes = t.l0b_bytes = 64 * 1024;
+  t.l0c_bytes = 256 * 1024;
+  t.l1_bytes = 1024 * 1024;
+  t.ub_bytes = 256 * 1024;
+  t.l2_bytes = 8 * 1024 * 1024;
+  t.fixpipe_bytes_per_cycle = 64;
+  return t;
+}
+
+}  // namespace atvoss::lowering::testing

@@ -1,0 +1,195 @@
+// Model analysis (model_analysis.hpp): every task's best stored schedule is simulated
+// again without noise, its profile read as utilisations, and the usual bars applied.
+#include "tuner/model_analysis.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "backend/backend.hpp"
+#include "backend/targets.hpp"
+#include "core/error.hpp"
+#include "db/tuning_database.hpp"
+#include "host/machine.hpp"
+#include "lowering/lowering.hpp"
+#include "tuner/job_runner.hpp"
+#include "tuner/model_evaluation.hpp"
+
+namespace atvoss::tuner {
+namespace {
+
+std::string percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
+  return buf;
+}
+
+// Roofline: the longer of the compute floor and the compulsory-traffic floor.
+std::string roofline_bound(const Workload& w, const Target& t) {
+  const double compute_s = w.flops() / t.peak_flops(w.dtype());
+  const double memory_s = w.compulsory_bytes() / t.hbm_bytes_per_second();
+  return compute_s >= memory_s ? "compute" : "memory";
+}
+
+void apply_bars(LayerAnalysis& l, const UtilisationBars& bars) {
+  if (l.bound == "memory" && l.bandwidth < bars.bandwidth) {
+    l.flags.push_back("bandwidth " + percent(l.bandwidth) + " < " + percent(bars.bandwidth) +
+                      " (memory-bound)");
+  }
+  if (l.bound == "compute" && l.compute < bars.compute) {
+    l.flags.push_back("compute " + percent(l.compute) + " < " + percent(bars.compute) +
+                      " (compute-bound)");
+  }
+  if (l.sync > bars.sync) l.flags.push_back("sync " + percent(l.sync) + " > " + percent(bars.sync));
+}
+
+LayerAnalysis analyze_layer(const TuneTask& task, const Target& t, const db::RecordStore& records,
+                            const std::string& target_key, const UtilisationBars& bars) {
+  LayerAnalysis l;
+  l.name = task.name;
+  l.label = task.workload.label();
+  l.weight = task.weight;
+  const auto best = records.best(task.workload.key(), target_key, 1);
+  l.tuned = !best.empty();
+  l.schedule = l.tuned ? best.front().schedule : backend::required_default(task.workload, t);
+  const Measurement m = measure_noise_free(t, task.workload, l.schedule);
+  if (!m.ok()) {
+    throw Error(ErrorKind::internal, "analyze: the stored schedule of " + task.name +
+                                         " no longer simulates: " + m.message);
+  }
+  const Profile& p = m.profile;
+  l.time_us = m.time_us;
+  l.bound = roofline_bound(task.workload, t);
+  // Over the kernels' own time, as a profiler measures a kernel: launches excluded.
+  const double busy_us = std::max(m.time_us - p.launch_us, 1e-9);
+  l.bandwidth = std::min(1.0, p.gm_bytes / (busy_us * 1e-6) / t.hbm_bytes_per_second());
+  const bool matrix = lowering::plan_kernel(task.workload, t, l.schedule).uses_cube;
+  l.compute = std::min(1.0, matrix ? p.cube_utilisation * m.time_us / busy_us : p.compute_us / busy_us);
+  l.sync = p.sync_wait_us / busy_us;
+  apply_bars(l, bars);
+  return l;
+}
+
+bool file_exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+db::TuningDatabase open_existing(const std::string& path, const std::string& field) {
+  if (!file_exists(path)) {
+    throw_bad_input(field + ": no tuning database at '" + path + "' (tune the model first)");
+  }
+  db::OpenOptions o;
+  o.must_exist = true;
+  o.read_only = true;
+  try {
+    return db::TuningDatabase::open(path, o);
+  } catch (const Error& e) {
+    throw_bad_input(field + ": cannot read '" + path + "' as a tuning database: " + e.what());
+  }
+}
+
+}  // namespace
+
+int ModelAnalysis::flagged() const {
+  int n = 0;
+  for (const auto& l : layers) n += l.flags.empty() ? 0 : 1;
+  return n;
+}
+
+Json ModelAnalysis::to_json() const {
+  Json out = Json::array();
+  for (const auto& l : layers) {
+    out.push_back({{"name", l.name}, {"workload", l.label}, {"weight", l.weight}, {"tuned", l.tuned},
+                   {"schedule", l.schedule.to_json()}, {"time_us", l.time_us}, {"bound", l.bound},
+                   {"bandwidth", l.bandwidth}, {"compute", l.compute}, {"sync", l.sync},
+                   {"flags", l.flags}});
+  }
+  return Json{{"model", model}, {"target", target}, {"flagged", flagged()}, {"layers", out}};
+}
+
+ModelAnalysis analyze_tuned_model(const TaskSet& tasks, const Target& target,
+                                  const db::RecordStore& records, const UtilisationBars& bars) {
+  if (host::is_host_target(target)) {
+    throw_bad_input("analyze: target '" + target.name +
+                    "' is a CPU; the utilisation profile comes from the NPU simulator");
+  }
+  ModelAnalysis a;
+  a.model = tasks.model();
+  a.target = target.name;
+  const std::string target_key = db::TargetInfo::from_target(target).key;
+  for (const auto& task : tasks.tasks()) {
+    if (!lowering::can_lower(task.workload)) continue;  // a measured table has no profile
+    a.layers.push_back(analyze_layer(task, target, records, target_key, bars));
+  }
+  return a;
+}
+
+ModelAnalysis analyze_job(const JobSpec& spec, const UtilisationBars& bars) {
+  // The job's declared fusion rules shape its plans, so the profiles need them too.
+  for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
+  const Target target = backend::load_target(spec.target);
+  const TaskSet tasks = tasks_of(spec);
+  const db::TuningDatabase db = open_existing(spec.database, "job spec: field 'database'");
+  return analyze_tuned_model(tasks, target, db.records(), bars);
+}
+
+ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& bars) {
+  JobSpec spec;
+  try {
+    spec = JobSpec::load(path);
+  } catch (const Error& e) {
+    if (!e.is_bad_input()) throw;
+    throw_bad_input("--job: " + std::string(e.what()));
+  }
+  return analyze_job(spec, bars);
+}
+
+ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string& model,
+                                   const std::string& target_arg, const UtilisationBars& bars) {
+  if (model.empty()) throw_bad_input("--model: give a zoo model name or an .onnx file");
+  Target target;
+  try {
+    target = backend::load_target(target_arg);
+  } catch (const Error& e) {
+    if (!e.is_bad_input()) throw;
+    throw_bad_input(std::string("--target: ") + e.what());
+  }
+  JobSpec spec;
+  spec.name = "analyze";
+  spec.model = model;
+  TaskSet tasks;
+  try {
+    tasks = model_tasks(spec);
+  } catch (const Error& e) {
+    if (!e.is_bad_input()) throw;
+    const std::string why = e.what();
+    throw_bad_input("--model: " + (why.rfind("model: ", 0) == 0 ? why.substr(7) : why));
+  }
+  const db::TuningDatabase db = open_existing(db_path, "--db");
+  return analyze_tuned_model(tasks, target, db.records(), bars);
+}
+
+std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars& bars) {
+  std::string out = "model " + a.model + " on " + a.target + ": " + std::to_string(a.layers.size()) +
+                    " layers, best stored schedules profiled on the simulator\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-28s %6s %10s %-7s %9s %8s %6s  %s\n", "layer", "weight",
+                "time us", "bound", "bandwidth", "compute", "sync", "flags");
+  out += line;
+  for (const auto& l : a.layers) {
+    std::string flags;
+    for (const auto& f : l.flags) flags += (flags.empty() ? "" : "; ") + f;
+    if (!l.tuned) flags = "untuned (default schedule)" + std::string(flags.empty() ? "" : "; ") + flags;
+    std::snprintf(line, sizeof line, "%s %-28.28s %6d %10.2f %-7s %9s %8s %6s  %s\n",
+                  l.flags.empty() ? " " : "!", l.name.c_str(), l.weight, l.time_us, l.bound.c_str(),
+                  percent(l.bandwidth).c_str(), percent(l.compute).c_str(), percent(l.sync).c_str(),
+                  flags.c_str());
+    out += line;
+  }
+  out += std::to_string(a.flagged()) + " of " + std::to_string(a.layers.size()) +
+         " layers break a bar (bandwidth < " + percent(bars.bandwidth) + " while memory-bound, compute < " +
+         percent(bars.compute) + " while compute-bound, sync > " + percent(bars.sync) + ")\n";
+  return out;
+}
+
+}  // namespace atvoss::tuner

@@ -1,0 +1,72 @@
+// Model analysis: how well each layer of a tuned model uses the chip, read from the
+// simulator's profile of the best stored schedule of every task (atvoss-analyze --job,
+// --db/--model). Per layer: bandwidth utilisation, compute-unit activity and sync share,
+// whether its roofline bound is memory or compute, and which of the usual bars it breaks:
+//   bandwidth < 85% while memory-bound, compute < 70% while compute-bound, sync > 5%.
+// Definitions (docs/job-spec.md, "Analysing a tuned model"), over the kernels' own time
+// (the time less kernel launches, as a profiler times a kernel):
+//   bandwidth  GM traffic / that time over the target's HBM peak, at most 1
+//   compute    matrix ops: achieved / peak MAC rate; vector ops: vector-unit busy share
+//   sync       time stalled on pipeline flags / that time
+//   bound      FLOPs / peak vs compulsory bytes / HBM bandwidth, whichever is longer
+// A task without a stored valid schedule is profiled at its default and marked untuned.
+// Threading: the caller's thread; reads the database only.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/schedule.hpp"
+#include "core/target.hpp"
+#include "db/record_store.hpp"
+#include "tuner/job_spec.hpp"
+#include "tuner/task_set.hpp"
+
+namespace atvoss::tuner {
+
+struct UtilisationBars {
+  double bandwidth = 0.85;  // memory-bound layers below it are flagged
+  double compute = 0.70;    // compute-bound layers below it are flagged
+  double sync = 0.05;       // any layer above it is flagged
+};
+
+struct LayerAnalysis {
+  std::string name;   // the task's first layer
+  std::string label;  // the workload, in words
+  int weight = 1;
+  bool tuned = false;  // false: no valid stored schedule, profiled at the default
+  Schedule schedule;
+  double time_us = 0;  // noise-free, the schedule as profiled
+  std::string bound;   // "memory" or "compute"
+  double bandwidth = 0, compute = 0, sync = 0;  // 0..1
+  std::vector<std::string> flags;               // e.g. "bandwidth 62% < 85% (memory-bound)"
+};
+
+struct ModelAnalysis {
+  std::string model, target;
+  std::vector<LayerAnalysis> layers;  // in the model's task order
+  int flagged() const;
+  Json to_json() const;
+};
+
+// Every task of tasks on target, from its best record in records. bad_input if the
+// target is not simulated (a host CPU has no such profile).
+ModelAnalysis analyze_tuned_model(const TaskSet& tasks, const Target& target,
+                                  const db::RecordStore& records, const UtilisationBars& bars = {});
+
+// The job's tasks (precision applied), target and database (which must exist: bad_input
+// naming field 'database' otherwise).
+ModelAnalysis analyze_job(const JobSpec& spec, const UtilisationBars& bars = {});
+// The job spec file at path (bad_input naming --job if it cannot be read as one).
+ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& bars = {});
+
+// A model (zoo name or .onnx path) tuned into the database at db_path for target_arg (a
+// preset, file or inline JSON). bad_input naming --db, --model or --target on bad input.
+ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string& model,
+                                   const std::string& target_arg, const UtilisationBars& bars = {});
+
+// The per-layer table with flagged layers marked, then a line counting them.
+std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars& bars = {});
+
+}  // namespace atvoss::tuner
