@@ -1,7 +1,8 @@
 // bench_host_conv: the host backend's conv2d against oneDNN, one run side by side.
 // For each ResNet-50 3x3 conv layer at batch 1 (56x56x64->64, 28x28x128->128,
 // 14x14x256->256, 7x7x512->512; stride 1, pad 1): a naive loop nest, the atvoss default
-// schedule, atvoss tuned (--trials, default 200, evolutionary search on the real runner) and
+// schedule, atvoss tuned (--trials, default 200, evolutionary search on the real runner;
+// $ATVOSS_HOST_MAX_THREADS=1, so the threads knob holds only 1) and
 // oneDNN's convolution, all on one thread and all in NHWC activations, in GFLOP/s, as a
 // fraction of the measured single-core peak (host/machine.hpp) and as a ratio to oneDNN.
 // oneDNN runs twice: with the weights in its own blocked format (format "any", reordered once
@@ -257,6 +258,7 @@ void row(const std::string& layer, const std::string& impl, double flops, double
 
 int main(int argc, char** argv) {
   omp_set_num_threads(1);  // oneDNN (OpenMP build) on one thread
+  ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);  // atvoss too: the threads knob holds only 1
   int trials = 200, rounds = 15;
   bool quick = false;
   std::string db = "bench_host_conv.db";

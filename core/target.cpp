@@ -50,7 +50,11 @@ void for_each_integer(Target& t, F&& f) {
   f("l1_bytes", t.l1_bytes);
   f("ub_bytes", t.ub_bytes);
   f("l2_bytes", t.l2_bytes);
+  f("device_memory_bytes", t.device_memory_bytes);
 }
+
+// Fields a description may leave out: they keep the default above.
+bool is_optional(std::string_view n) { return n == "device_memory_bytes"; }
 
 // The documented range of every numeric field (the table in examples/targets/README.md):
 // wide enough for any part an NPU could be, narrow enough that nothing the simulator
@@ -64,10 +68,12 @@ struct Range {
 Range range_of(std::string_view n) {
   constexpr double kBytes = 1099511627776.0;  // 1 TiB
   constexpr double kBytesPerCycle = 1048576;   // 1 MiB per cycle
+  constexpr double kDeviceBytes = 1125899906842624.0;  // 1 PiB
   if (n == "ai_cores" || n == "vector_cores") return {1, 4096, false};
   if (n == "cube_m" || n == "cube_n" || n == "cube_k") return {1, 1024, false};
   if (n == "max_buffers_per_queue") return {1, 64, false};
   if (n == "l2_bytes") return {0, kBytes, true};
+  if (n == "device_memory_bytes") return {0, kDeviceBytes, true};
   if (n.ends_with("_bytes")) return {1, kBytes, false};
   if (n == "clock_ghz") return {0, 100, false};
   if (n == "int8_rate" || n == "fp32_rate") return {0, 64, false};
@@ -78,18 +84,27 @@ Range range_of(std::string_view n) {
   return {0, 1e9, true};  // start costs and latencies, in cycles
 }
 
-// bad_input naming the field and its range unless v lies in it (NaN never does).
-void check_range(const char* n, double v, const Json& given, bool integer) {
+// bad_input naming the field (as shown_as) and its range unless v lies in it (NaN never does).
+void check_range(std::string_view n, double v, const Json& given, bool integer, const std::string& shown_as) {
   const Range r = range_of(n);
   if ((r.zero_ok || integer ? v >= r.min : v > r.min) && v <= r.max) return;
   std::ostringstream range;
-  range << std::setprecision(15);
+  range << std::setprecision(17);
   if (integer) {
     range << "an integer in " << r.min << ".." << r.max;
   } else {
     range << (r.zero_ok ? ">= " : "> ") << r.min << " and <= " << r.max;
   }
-  throw_bad_input(std::string("target: field '") + n + "' must be " + range.str() + ", got " + given.dump());
+  throw_bad_input(shown_as + " must be " + range.str() + ", got " + given.dump());
+}
+
+std::string field_label(const char* n) { return std::string("target: field '") + n + "'"; }
+
+bool is_integer_field(std::string_view n) {
+  bool found = false;
+  Target t;
+  for_each_integer(t, [&](const char* name, std::int64_t&) { found = found || n == name; });
+  return found;
 }
 
 }  // namespace
@@ -109,18 +124,24 @@ Target Target::from_json(const Json& j) {
   }
   for_each_number(t, [&](const char* n, double& v) {
     v = require_number(j, n, "target");
-    check_range(n, v, j[n], false);
+    check_range(n, v, j[n], false, field_label(n));
   });
   for_each_integer(t, [&](const char* n, std::int64_t& v) {
+    if (is_optional(n) && !j.contains(n)) return;
     v = require_int(j, n, "target");
     // An unsigned above INT64_MAX reads back negative; judge the value as written.
-    check_range(n, j[n].is_number_unsigned() && v < 0 ? 1e300 : static_cast<double>(v), j[n], true);
+    check_range(n, j[n].is_number_unsigned() && v < 0 ? 1e300 : static_cast<double>(v), j[n], true,
+                field_label(n));
   });
   if (j.contains("source")) {
     if (!j["source"].is_object()) throw_bad_input("target: field 'source' must be an object");
     t.source = j["source"];
   }
   return t;
+}
+
+void Target::check_bounds(std::string_view field, double v, const Json& given, const std::string& shown_as) {
+  check_range(field, v, given, is_integer_field(field), shown_as);
 }
 
 Json Target::to_json() const {
@@ -134,6 +155,7 @@ Json Target::to_json() const {
 std::string Target::key() const {
   Json j = to_json();
   j.erase("source");
+  j.erase("device_memory_bytes");  // capacity does not change a kernel's time
   return stable_key(j);
 }
 

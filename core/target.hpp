@@ -1,12 +1,15 @@
-// Target: the hardware description of one Ascend-class NPU that the simulator
-// models and the cost model featurises. Loaded from JSON and validated field by
-// field; the built-in presets (ascend910, ascend910b, ascend310) live in
-// simulator/presets.hpp, which also resolves "a preset plus overrides".
+// Target: the hardware description of one NPU that the simulator models and the cost
+// model featurises: cores with a matrix ("cube") unit of cube_m x cube_n x cube_k and
+// vector units, fed through an Ascend-style buffer hierarchy. Loaded from JSON and
+// validated field by field; the built-in presets (ascend910, ascend910b, ascend310,
+// mlu370) live in simulator/presets.hpp, which also resolves "a preset plus overrides"
+// and the seed-format descriptions (simulator/hardware_description.hpp).
 // Units: bytes, cycles, GHz, microseconds. "Chip-wide" figures are shared by all cores.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/json.hpp"
 #include "core/workload.hpp"
@@ -39,11 +42,19 @@ struct Target {
   double l2_latency_cycles = 0;
   double launch_us = 0;                  // per kernel launch
   int max_buffers_per_queue = 4;         // async_copy_depth limit per queue
+  // Device DRAM (HBM, LPDDR) capacity. Optional, 0 = not given; only the job's fit
+  // check reads it (tuner/device_memory.hpp), so it is not part of key().
+  std::int64_t device_memory_bytes = 0;
   Json source = Json::object();          // field -> note on where the figure comes from (or "est.")
 
-  // Every field above except source is required; bad_input names the missing or
-  // mistyped field and the expected type/range. Unknown fields are rejected too.
+  // Every field above except source and device_memory_bytes is required; bad_input
+  // names the missing or mistyped field and the expected type/range. Unknown fields
+  // are rejected too.
   static Target from_json(const Json& j);
+  // bad_input "<shown_as> must be <the field's documented range>, got <given>" unless v
+  // lies in the bounds of Target field `field`: how other description formats that map
+  // onto a Target check a value under their own field name.
+  static void check_bounds(std::string_view field, double v, const Json& given, const std::string& shown_as);
   Json to_json() const;
   std::string key() const;  // stable hash of to_json() without "source"
 

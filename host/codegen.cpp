@@ -156,18 +156,6 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
   }
 }
 
-// One separate pass over C per unfused epilogue op.
-template <typename F>
-void separate_pass(float* C, const AtvossArgs& g, const float* res, F full, F part) {
-  PARALLEL_FOR
-  for (long i = 0; i < M; ++i) {
-    float* row = C + i * N;
-    const float* res_row = res ? res + i * N : nullptr;
-    long j = 0;
-    for (; j + VL <= N; j += VL) storeu(row + j, full(loadu(row + j), g, res_row, j, VL));
-    if (j < N) store_n(row + j, part(load_n(row + j, N - j), g, res_row, j, N - j), N - j);
-  }
-}
 )";
 
 long round_to(long v, long step) { return std::max(step, v / step * step); }
@@ -195,15 +183,15 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     << "constexpr long PF = " << 8 * (depth - 1) << ";\n"
     << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
     << "constexpr long AP_FLOATS = ((MC + MR) * KC + 15) / 16 * 16, BP_FLOATS = ((NC + NR) * KC + 15) / 16 * 16;\n"
-    << vector_helpers() << epilogue_functions(split)
+    << "constexpr long ROWS = M, COLS = N;\n"
+    << vector_helpers() << epilogue_functions(split) << separate_pass_function()
     << with_unroll(kKernel, knob(knobs::k_steps)) << "}  // namespace\n\n" << threads_symbol_text(threads)
     << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
-    << "  static float* ap = static_cast<float*>(std::aligned_alloc(64, " << threads << " * AP_FLOATS * 4));\n"
-    << "  static float* bp = static_cast<float*>(std::aligned_alloc(64, " << threads << " * BP_FLOATS * 4));\n"
+    << "  static thread_local Scratch ap(" << threads << " * AP_FLOATS), bp(" << threads << " * BP_FLOATS);\n"
     << "  for (long b = 0; b < BATCH; ++b) {\n"
     << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
     << "    float* C = g->c + b * M * N;\n"
-    << "    gemm(g->a + b * M * K, g->b + b * K * N, C, *g, res, ap, bp);\n";
+    << "    gemm(g->a + b * M * K, g->b + b * K * N, C, *g, res, ap.p, bp.p);\n";
   o << separate_pass_calls(split, "C") << "  }\n}\n";
   return o.str();
 }

@@ -11,29 +11,25 @@
 namespace atvoss::host {
 namespace {
 
-// Buffers, the zero-bordered input copy and one separate pass per unfused epilogue op over
-// the ROWS x COLS output of one image.
+// The zero-bordered input copy, the pixel blocks and the micro-tiles of a block; the unit the
+// threads share is a pixel block (an output tile), whose outputs no other block writes.
 constexpr const char* kCommon = R"(
 constexpr long HP = H + 2 * PAD, WP = W + 2 * PAD;
 constexpr long BH = TH < OH ? TH : OH, BW = TW < OW ? TW : OW;
-constexpr long ROWS = OH * OW;
-
-float* alloc_floats(long n) {
-  const long bytes = (n * 4 + 63) / 64 * 64;
-  float* p = static_cast<float*>(std::aligned_alloc(64, bytes));
-  std::memset(p, 0, bytes);
-  return p;
-}
+constexpr long NBW = (OW + TW - 1) / TW, BLOCKS = (OH + TH - 1) / TH * NBW;  // pixel blocks
 
 // One image into the interior of the padded buffer (its border stays zero).
 const float* padded(const float* img, float* buf) {
   if constexpr (PAD == 0) return img;
+  PARALLEL_FOR
   for (long h = 0; h < H; ++h) std::memcpy(buf + ((h + PAD) * WP + PAD) * C, img + h * W * C, W * C * 4);
   return buf;
 }
 
-// The pixels of the output block at (oh0, ow0): input offsets (padded image) and output rows.
-long pixel_block(long oh0, long ow0, long* io, long* oo) {
+// The pixels of pixel block pb (row-major over the blocks): input offsets (padded image) and
+// output rows; returns how many.
+long pixel_block(long pb, long* io, long* oo) {
+  const long oh0 = pb / NBW * TH, ow0 = pb % NBW * TW;
   const long bh = OH - oh0 < TH ? OH - oh0 : TH, bw = OW - ow0 < TW ? OW - ow0 : TW;
   long p = 0;
   for (long y = 0; y < bh; ++y) {
@@ -45,14 +41,37 @@ long pixel_block(long oh0, long ow0, long* io, long* oo) {
   return p;
 }
 
-template <typename F>
-void separate_pass(float* out, const AtvossArgs& g, const float* res, F full, F part) {
-  for (long i = 0; i < ROWS; ++i) {
-    float* row = out + i * COLS;
-    const float* res_row = res ? res + i * COLS : nullptr;
-    long j = 0;
-    for (; j + VL <= COLS; j += VL) storeu(row + j, full(loadu(row + j), g, res_row, j, VL));
-    if (j < COLS) store_n(row + j, part(load_n(row + j, COLS - j), g, res_row, j, COLS - j), COLS - j);
+// The MR pixels of the micro-tile at pixel ir of a block of np (past the block the last one
+// repeats; mr are valid): input pointers at channel ch, output and residual rows at column col.
+struct Tile {
+  const float* a[MR];
+  float* c[MR];
+  const float* r[MR];
+  long mr;
+};
+inline Tile tile_at(const float* in, float* out, const float* res, const long* io, const long* oo, long np, long ir,
+                    long ch, long col) {
+  Tile t;
+  t.mr = np - ir < MR ? np - ir : MR;
+#pragma GCC unroll 16
+  for (long i = 0; i < MR; ++i) {
+    const long p = ir + (i < t.mr ? i : t.mr - 1);
+    t.a[i] = in + io[p] + ch;
+    t.c[i] = out + oo[p] * COLS + col;
+    t.r[i] = res ? res + oo[p] * COLS : nullptr;
+  }
+  return t;
+}
+
+// tile(ir, jr) over the micro-tiles of np pixels x nc columns, pixel tiles or column panels outer.
+template <bool PIXELS_OUTER, typename F>
+inline void for_tiles(long np, long nc, F tile) {
+  if constexpr (PIXELS_OUTER) {
+    for (long ir = 0; ir < np; ir += MR)
+      for (long jr = 0; jr < nc; jr += NR) tile(ir, jr);
+  } else {
+    for (long jr = 0; jr < nc; jr += NR)
+      for (long ir = 0; ir < np; ir += MR) tile(ir, jr);
   }
 }
 )";
@@ -80,16 +99,16 @@ constexpr long BSTRIDE = INPLACE ? K : NR;  // floats from one weight row to the
 // channels [c0, c0 + kc)) is packed right before its first use, reading each HWIO row of nc
 // weights once, front to back, and scattering it over the panels.
 void pack_block(const float* w, float* wp, long j0, long nc, long c0, long kc) {
-  for (long rs = 0; rs < R * S; ++rs) {
-    for (long c = 0; c < kc; ++c) {
-      const float* src = w + (rs * C + c0 + c) * K + j0;
-      const long at = (rs * kc + c) * NR;
-      long j = 0;
-      for (; j + NR <= nc; j += NR) std::memcpy(panel(wp, j0, j, c0, kc) + at, src + j, NR * 4);
-      if (j < nc) {
-        float* dst = panel(wp, j0, j, c0, kc) + at;
-        for (long x = 0; x < NR; ++x) dst[x] = j + x < nc ? src[j + x] : 0.0f;
-      }
+  PARALLEL_FOR
+  for (long q = 0; q < R * S * kc; ++q) {
+    const long rs = q / kc, c = q % kc;
+    const float* src = w + (rs * C + c0 + c) * K + j0;
+    const long at = q * NR;
+    long j = 0;
+    for (; j + NR <= nc; j += NR) std::memcpy(panel(wp, j0, j, c0, kc) + at, src + j, NR * 4);
+    if (j < nc) {
+      float* dst = panel(wp, j0, j, c0, kc) + at;
+      for (long x = 0; x < NR; ++x) dst[x] = j + x < nc ? src[j + x] : 0.0f;
     }
   }
 }
@@ -168,57 +187,58 @@ inline void micro(long kc, const float* const* ap, const float* __restrict b, fl
 void block(const float* in, const float* w, float* wp, float* out, const float* res, const long* io,
            const long* oo, long np, long j0, long nc, long c0, long kc, const AtvossArgs& g) {
   const bool first = c0 == 0, last = c0 + kc >= C;
-  auto tile = [&](long ir, long jr) {
-    const long mr = np - ir < MR ? np - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
-    const float* a[MR];
-    float* cp[MR];
-    const float* rp[MR];
-#pragma GCC unroll 16
-    for (long i = 0; i < MR; ++i) {
-      const long p = ir + (i < mr ? i : mr - 1);  // past the block: repeat the last pixel
-      a[i] = in + io[p] + c0;
-      cp[i] = out + oo[p] * K + j0 + jr;
-      rp[i] = res ? res + oo[p] * K : nullptr;
-    }
+  for_tiles<ORDER == 2>(np, nc, [&](long ir, long jr) {
+    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
+    const long nr = nc - jr < NR ? nc - jr : NR;
     const float* b = INPLACE ? w + c0 * K + j0 + jr : panel(wp, j0, jr, c0, kc);
-    if (INPLACE && nr < NR) micro<false>(kc, a, b, cp, rp, mr, nr, first, last, g, j0 + jr);
-    else micro<true>(kc, a, b, cp, rp, mr, nr, first, last, g, j0 + jr);
-  };
-  if constexpr (ORDER == 2) {
-    for (long ir = 0; ir < np; ir += MR)
-      for (long jr = 0; jr < nc; jr += NR) tile(ir, jr);
-  } else {
-    for (long jr = 0; jr < nc; jr += NR)
-      for (long ir = 0; ir < np; ir += MR) tile(ir, jr);
-  }
+    if (INPLACE && nr < NR) micro<false>(kc, t.a, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
+    else micro<true>(kc, t.a, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
+  });
 }
 
-// pack: this image packs the weights (the first one), each block before its first use.
+// Weight block q (output-channel blocks outer, input-channel blocks inner).
+constexpr long NCB = (C + CB - 1) / CB, WBLOCKS = (K + NC - 1) / NC * NCB;
+struct WeightBlock {
+  long j0, nc, c0, kc;
+};
+inline WeightBlock weight_block(long q) {
+  const long j0 = q / NCB * NC, c0 = q % NCB * CB;
+  return {j0, K - j0 < NC ? K - j0 : NC, c0, C - c0 < CB ? C - c0 : CB};
+}
+
+// pack: this image packs the weights (the first one). threads: order 1 (pixel blocks outer)
+// packs every weight block first, then splits the pixel blocks, each thread running all the
+// weight blocks of its own; orders 0 and 2 pack one weight block (its rows split among the
+// threads), then split the pixel blocks for that weight block.
 void conv_image(const float* in, const float* w, float* wp, float* out, const float* res, bool pack,
                 const AtvossArgs& g) {
-  long io[BH * BW], oo[BH * BW];
   if constexpr (ORDER == 1) {
-    for (long oh0 = 0; oh0 < OH; oh0 += TH)
-      for (long ow0 = 0; ow0 < OW; ow0 += TW) {
-        const long np = pixel_block(oh0, ow0, io, oo);
-        for (long jc = 0; jc < K; jc += NC)
-          for (long c0 = 0; c0 < C; c0 += CB) {
-            const long nc = K - jc < NC ? K - jc : NC, kc = C - c0 < CB ? C - c0 : CB;
-            if (!INPLACE && pack && oh0 == 0 && ow0 == 0) pack_block(w, wp, jc, nc, c0, kc);
-            block(in, w, wp, out, res, io, oo, np, jc, nc, c0, kc, g);
-          }
+    if (!INPLACE && pack) {
+      for (long q = 0; q < WBLOCKS; ++q) {
+        const WeightBlock b = weight_block(q);
+        pack_block(w, wp, b.j0, b.nc, b.c0, b.kc);
       }
+    }
+    PARALLEL_FOR
+    for (long pb = 0; pb < BLOCKS; ++pb) {
+      long io[BH * BW], oo[BH * BW];
+      const long np = pixel_block(pb, io, oo);
+      for (long q = 0; q < WBLOCKS; ++q) {
+        const WeightBlock b = weight_block(q);
+        block(in, w, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g);
+      }
+    }
   } else {
-    for (long jc = 0; jc < K; jc += NC)
-      for (long c0 = 0; c0 < C; c0 += CB) {
-        const long nc = K - jc < NC ? K - jc : NC, kc = C - c0 < CB ? C - c0 : CB;
-        if (!INPLACE && (pack || RING)) pack_block(w, wp, jc, nc, c0, kc);
-        for (long oh0 = 0; oh0 < OH; oh0 += TH)
-          for (long ow0 = 0; ow0 < OW; ow0 += TW) {
-            const long np = pixel_block(oh0, ow0, io, oo);
-            block(in, w, wp, out, res, io, oo, np, jc, nc, c0, kc, g);
-          }
+    for (long q = 0; q < WBLOCKS; ++q) {
+      const WeightBlock b = weight_block(q);
+      if (!INPLACE && (pack || RING)) pack_block(w, wp, b.j0, b.nc, b.c0, b.kc);
+      PARALLEL_FOR
+      for (long pb = 0; pb < BLOCKS; ++pb) {
+        long io[BH * BW], oo[BH * BW];
+        const long np = pixel_block(pb, io, oo);
+        block(in, w, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g);
       }
+    }
   }
 }
 )";
@@ -273,45 +293,32 @@ inline void micro(const float* const* ap, const float* wgt, float* const* cp, co
 // One pixel block (np pixels) x channels [c0, c0 + nc).
 void block(const float* in, const float* wgt, float* out, const float* res, const long* io,
            const long* oo, long np, long c0, long nc, const AtvossArgs& g) {
-  auto tile = [&](long ir, long jr) {
-    const long mr = np - ir < MR ? np - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
-    const float* a[MR];
-    float* cp[MR];
-    const float* rp[MR];
-#pragma GCC unroll 16
-    for (long i = 0; i < MR; ++i) {
-      const long p = ir + (i < mr ? i : mr - 1);  // past the block: repeat the last pixel
-      a[i] = in + io[p] + c0 + jr;
-      cp[i] = out + oo[p] * C + c0 + jr;
-      rp[i] = res ? res + oo[p] * C : nullptr;
-    }
-    if (mr == MR && nr == NR) micro<true>(a, wgt + c0 + jr, cp, rp, mr, nr, g, c0 + jr);
-    else micro<false>(a, wgt + c0 + jr, cp, rp, mr, nr, g, c0 + jr);
-  };
-  if constexpr (ORDER == 2) {
-    for (long jr = 0; jr < nc; jr += NR)
-      for (long ir = 0; ir < np; ir += MR) tile(ir, jr);
-  } else {
-    for (long ir = 0; ir < np; ir += MR)
-      for (long jr = 0; jr < nc; jr += NR) tile(ir, jr);
-  }
+  for_tiles<ORDER != 2>(np, nc, [&](long ir, long jr) {
+    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0 + jr, c0 + jr);
+    const long nr = nc - jr < NR ? nc - jr : NR;
+    if (t.mr == MR && nr == NR) micro<true>(t.a, wgt + c0 + jr, t.c, t.r, t.mr, nr, g, c0 + jr);
+    else micro<false>(t.a, wgt + c0 + jr, t.c, t.r, t.mr, nr, g, c0 + jr);
+  });
 }
 
+// threads: order 1 splits the pixel blocks (each thread all channel blocks of its own); orders
+// 0 and 2 split the (channel block, pixel block) pairs, channel blocks outer.
 void conv_image(const float* in, const float* wgt, float*, float* out, const float* res, bool, const AtvossArgs& g) {
-  long io[BH * BW], oo[BH * BW];
+  constexpr long NCB = (C + TC - 1) / TC;
   if constexpr (ORDER == 1) {
-    for (long oh0 = 0; oh0 < OH; oh0 += TH)
-      for (long ow0 = 0; ow0 < OW; ow0 += TW) {
-        const long np = pixel_block(oh0, ow0, io, oo);
-        for (long c0 = 0; c0 < C; c0 += TC) block(in, wgt, out, res, io, oo, np, c0, C - c0 < TC ? C - c0 : TC, g);
-      }
+    PARALLEL_FOR
+    for (long pb = 0; pb < BLOCKS; ++pb) {
+      long io[BH * BW], oo[BH * BW];
+      const long np = pixel_block(pb, io, oo);
+      for (long c0 = 0; c0 < C; c0 += TC) block(in, wgt, out, res, io, oo, np, c0, C - c0 < TC ? C - c0 : TC, g);
+    }
   } else {
-    for (long c0 = 0; c0 < C; c0 += TC)
-      for (long oh0 = 0; oh0 < OH; oh0 += TH)
-        for (long ow0 = 0; ow0 < OW; ow0 += TW) {
-          const long np = pixel_block(oh0, ow0, io, oo);
-          block(in, wgt, out, res, io, oo, np, c0, C - c0 < TC ? C - c0 : TC, g);
-        }
+    PARALLEL_FOR
+    for (long q = 0; q < NCB * BLOCKS; ++q) {
+      long io[BH * BW], oo[BH * BW];
+      const long np = pixel_block(q % BLOCKS, io, oo), c0 = q / BLOCKS * TC;
+      block(in, wgt, out, res, io, oo, np, c0, C - c0 < TC ? C - c0 : TC, g);
+    }
   }
 }
 )";
@@ -335,11 +342,13 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   const long cols = dw ? w.dim("C") : w.dim("K");
 
   std::ostringstream o;
-  o << kernel_preamble(w, s, 1)  // conv kernels run on one thread: the space has no threads knob
+  const int threads = int(knob(knobs::threads));
+  o << kernel_preamble(w, s, threads)
     << "constexpr long N = " << w.dim("N") << ", H = " << w.dim("H") << ", W = " << w.dim("W")
     << ", C = " << w.dim("C") << ", R = " << w.dim("R") << ", S = " << w.dim("S") << ";\n"
     << "constexpr long STRIDE = " << w.dim("stride") << ", PAD = " << w.dim("pad") << ", OH = " << w.out_h()
-    << ", OW = " << w.out_w() << ", COLS = " << cols << ";\n";
+    << ", OW = " << w.out_w() << ";\n"
+    << "constexpr long ROWS = OH * OW, COLS = " << cols << ";\n";
   if (!dw) o << "constexpr long K = " << w.dim("K") << ";\n";
   o << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
     << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n";
@@ -353,22 +362,17 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
       << "constexpr long PF = " << (depth >= 3 ? 8 : 0) << ";\n";
   }
   o << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
-    << vector_helpers() << epilogue_functions(split);
+    << vector_helpers() << epilogue_functions(split) << separate_pass_function();
   std::string kernel = std::string(kCommon) + (dw ? kDepthwise : kConv);
   replace_all(kernel, "UNROLL", std::to_string(knob(knobs::k_steps)));
-  o << kernel << "}  // namespace\n\n"
-    << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
-  if (dw) {
-    o << "  float* wp = nullptr;\n";
-  } else {
-    o << "  static float* wp = INPLACE ? nullptr : alloc_floats(PACKED);\n";
-  }
-  o << "  static float* pad = PAD > 0 ? alloc_floats(HP * WP * C) : nullptr;\n"
+  o << kernel << "}  // namespace\n\n" << threads_symbol_text(threads)
+    << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
+    << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED") << "), pad(PAD > 0 ? HP * WP * C : 0);\n"
     << "  for (long n = 0; n < N; ++n) {\n"
-    << "    const float* in = padded(g->a + n * H * W * C, pad);\n"
+    << "    const float* in = padded(g->a + n * H * W * C, pad.p);\n"
     << "    float* out = g->c + n * ROWS * COLS;\n"
     << "    const float* res = g->residual ? g->residual + n * ROWS * COLS : nullptr;\n"
-    << "    conv_image(in, g->b, wp, out, res, n == 0, *g);\n";
+    << "    conv_image(in, g->b, wp.p, out, res, n == 0, *g);\n";
   o << separate_pass_calls(split, "out") << "  }\n}\n";
   return o.str();
 }

@@ -3,13 +3,14 @@
 // also lists what each knob changes). The kernel takes the ABI of kernel_abi.hpp: a = NHWC
 // input, b = weights (HWIO, or [R][S][C] for depthwise), c = NHWC output.
 //   conv2d: each image is copied into a zero-bordered buffer when pad > 0 (the border is
-//   written once); a register block of micro_m output pixels x micro_n output channels
+//   written once per calling thread); a register block of micro_m output pixels x micro_n output channels
 //   accumulates over R x S x tile_k by broadcasting one input value per pixel against the
 //   weight vectors (FMA in GCC vector-extension registers of the machine's SIMD width). The
-//   weights are read in place (HWIO) or packed, block by block as the loops first reach
-//   them, into contiguous micro_n-wide panels (async_copy_depth; the packing is part of every
-//   call). The fused epilogue runs at the write-back of the last reduction block; the unfused
-//   ops as one pass each over the output.
+//   weights are read in place (HWIO) or packed into contiguous micro_n-wide panels, block by
+//   block as the loops first reach them (tile_order 1: all before the pixel blocks), the
+//   packing part of every call (async_copy_depth). `threads` splits the output-pixel blocks
+//   over OpenMP threads (and each weight block's packing). The fused epilogue runs at the
+//   write-back of the last reduction block; the unfused ops as one pass each over the output.
 //   depthwise_conv2d: vectors over channels, micro_m pixels x micro_n channels per register
 //   block, the window loops unrolled by k_steps, the epilogue as for conv2d.
 // Deterministic: the same inputs give the same text, so the compile cache can key on it.

@@ -33,6 +33,11 @@ inline void walk(const float* p, F f, T tail) {
 inline vf fold_sum(vf* acc) { for (long v = 1; v < CV; ++v) acc[0] += acc[v]; return acc[0]; }
 inline vf fold_max(vf* acc) { for (long v = 1; v < CV; ++v) acc[0] = vmax(acc[0], acc[v]); return acc[0]; }
 constexpr float NEG_INF = -__builtin_inff();
+// f(r, x, y) for each row r of the block of rows from r0: x its input row, y its output row.
+template <typename F>
+inline void each_row(const AtvossArgs& g, long r0, long rows, F f) {
+  for (long r = 0; r < rows; ++r) f(r, g.a + (r0 + r) * N, g.c + (r0 + r) * N);
+}
 )";
 
 // Elementwise and map: the main pass with the fused epilogue, then one pass per unfused op.
@@ -67,17 +72,14 @@ std::string map_block(const Workload& w, const lowering::FusionSplit& split) {
 constexpr const char* kSoftmaxThreePass = R"(
 void block(const AtvossArgs& g, long r0, long rows) {
   float mx[TM], inv[TM];
-  for (long r = 0; r < rows; ++r) {
-    const float* x = g.a + (r0 + r) * N;
+  each_row(g, r0, rows, [&](long r, const float* x, float*) {
     vf acc[CV];
     for (long v = 0; v < CV; ++v) acc[v] = vf{} + NEG_INF;
     walk(x, [&](long j, long v) { acc[v] = vmax(acc[v], loadu(x + j)); },
          [&](long j, long n) { acc[0] = vmax(acc[0], load_fill(x + j, n, NEG_INF)); });
     mx[r] = hmax(fold_max(acc));
-  }
-  for (long r = 0; r < rows; ++r) {
-    const float* x = g.a + (r0 + r) * N;
-    float* y = g.c + (r0 + r) * N;
+  });
+  each_row(g, r0, rows, [&](long r, const float* x, float* y) {
     const vf m = vf{} + mx[r];
     vf acc[CV] = {};
     walk(x, [&](long j, long v) { const vf e = vexp(loadu(x + j) - m); storeu(y + j, e); acc[v] += e; },
@@ -87,13 +89,12 @@ void block(const AtvossArgs& g, long r0, long rows) {
            acc[0] += first_lanes(n) ? e : vf{};
          });
     inv[r] = 1.0f / hsum(fold_sum(acc));
-  }
-  for (long r = 0; r < rows; ++r) {
-    float* y = g.c + (r0 + r) * N;
+  });
+  each_row(g, r0, rows, [&](long r, const float*, float* y) {
     const vf s = vf{} + inv[r];
     walk(y, [&](long j, long) { storeu(y + j, loadu(y + j) * s); },
          [&](long j, long n) { store_n(y + j, load_n(y + j, n) * s, n); });
-  }
+  });
 }
 )";
 
@@ -102,8 +103,7 @@ void block(const AtvossArgs& g, long r0, long rows) {
 constexpr const char* kSoftmaxOnline = R"(
 void block(const AtvossArgs& g, long r0, long rows) {
   float mx[TM], inv[TM];
-  for (long r = 0; r < rows; ++r) {
-    const float* x = g.a + (r0 + r) * N;
+  each_row(g, r0, rows, [&](long r, const float* x, float*) {
     vf m[CV], s[CV];
     for (long v = 0; v < CV; ++v) m[v] = vf{} + NEG_INF, s[v] = vf{};
     walk(x, [&](long j, long v) {
@@ -124,28 +124,24 @@ void block(const AtvossArgs& g, long r0, long rows) {
       for (int l = 0; l < VL; ++l) sum += s[v][l] * __builtin_expf(m[v][l] - top);
     mx[r] = top;
     inv[r] = 1.0f / sum;
-  }
-  for (long r = 0; r < rows; ++r) {
-    const float* x = g.a + (r0 + r) * N;
-    float* y = g.c + (r0 + r) * N;
+  });
+  each_row(g, r0, rows, [&](long r, const float* x, float* y) {
     const vf m = vf{} + mx[r], s = vf{} + inv[r];
     walk(x, [&](long j, long) { storeu(y + j, vexp(loadu(x + j) - m) * s); },
          [&](long j, long n) { store_n(y + j, vexp(load_n(x + j, n) - m) * s, n); });
-  }
+  });
 }
 )";
 
 // Layernorm's last pass: (x - mean) * rstd * gamma + beta.
 constexpr const char* kLayernormNormalise = R"(
-  for (long r = 0; r < rows; ++r) {
-    const float* x = g.a + (r0 + r) * N;
-    float* y = g.c + (r0 + r) * N;
+  each_row(g, r0, rows, [&](long r, const float* x, float* y) {
     const vf mu = vf{} + mean[r], rs = vf{} + rstd[r];
     walk(x, [&](long j, long) { storeu(y + j, (loadu(x + j) - mu) * rs * loadu(g.scale + j) + loadu(g.shift + j)); },
          [&](long j, long n) {
            store_n(y + j, (load_n(x + j, n) - mu) * rs * load_n(g.scale + j, n) + load_n(g.shift + j, n), n);
          });
-  }
+  });
 }
 )";
 
@@ -153,20 +149,18 @@ constexpr const char* kLayernormNormalise = R"(
 constexpr const char* kLayernormTwoPass = R"(
 void block(const AtvossArgs& g, long r0, long rows) {
   float mean[TM], rstd[TM];
-  for (long r = 0; r < rows; ++r) {
-    const float* x = g.a + (r0 + r) * N;
+  each_row(g, r0, rows, [&](long r, const float* x, float*) {
     vf acc[CV] = {};
     walk(x, [&](long j, long v) { acc[v] += loadu(x + j); }, [&](long j, long n) { acc[0] += load_n(x + j, n); });
     mean[r] = hsum(fold_sum(acc)) / N;
-  }
-  for (long r = 0; r < rows; ++r) {
-    const float* x = g.a + (r0 + r) * N;
+  });
+  each_row(g, r0, rows, [&](long r, const float* x, float*) {
     const vf mu = vf{} + mean[r];
     vf acc[CV] = {};
     walk(x, [&](long j, long v) { const vf d = loadu(x + j) - mu; acc[v] += d * d; },
          [&](long j, long n) { const vf d = first_lanes(n) ? load_n(x + j, n) - mu : vf{}; acc[0] += d * d; });
     rstd[r] = 1.0f / __builtin_sqrtf(hsum(fold_sum(acc)) / N + EPS);
-  }
+  });
 )";
 
 // Layernorm, tile_order 1: sum and sum of squares of x - x[0] in one pass (the shift keeps
@@ -174,8 +168,7 @@ void block(const AtvossArgs& g, long r0, long rows) {
 constexpr const char* kLayernormOnePass = R"(
 void block(const AtvossArgs& g, long r0, long rows) {
   float mean[TM], rstd[TM];
-  for (long r = 0; r < rows; ++r) {
-    const float* x = g.a + (r0 + r) * N;
+  each_row(g, r0, rows, [&](long r, const float* x, float*) {
     const vf sh = vf{} + x[0];
     vf s[CV] = {}, q[CV] = {};
     walk(x, [&](long j, long v) { const vf d = loadu(x + j) - sh; s[v] += d; q[v] += d * d; },
@@ -187,7 +180,7 @@ void block(const AtvossArgs& g, long r0, long rows) {
     const float ms = hsum(fold_sum(s)) / N, var = hsum(fold_sum(q)) / N - ms * ms;
     mean[r] = x[0] + ms;
     rstd[r] = 1.0f / __builtin_sqrtf((var > 0 ? var : 0) + EPS);
-  }
+  });
 )";
 
 std::string block_function(const Workload& w, const Schedule& s, const lowering::FusionSplit& split) {

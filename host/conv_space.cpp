@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "host/knob_values.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/knob_names.hpp"
 
@@ -14,30 +15,13 @@ constexpr std::int64_t kSmallestTileK = 16;
 
 // Values up to the first that covers the whole dim (later ones only repeat the clamped
 // block); so a block of the whole dim, and a block larger than it, stay expressible.
-std::vector<std::int64_t> upto(std::int64_t dim, std::vector<std::int64_t> values) {
+std::vector<std::int64_t> upto_covering(std::int64_t dim, std::vector<std::int64_t> values) {
   std::vector<std::int64_t> out;
   for (auto v : values) {
     if (!out.empty() && out.back() >= dim) break;
     out.push_back(v);
   }
   return out;
-}
-
-int highest_level(const Workload& w) {
-  int level = 0;
-  for (const auto& op : w.epilogue()) {
-    for (int l = 0; l <= 2; ++l) {
-      if (lowering::split_epilogue({op}, l).unfused.empty()) {
-        level = std::max(level, l);
-        break;
-      }
-    }
-  }
-  return level;
-}
-
-Knob knob(std::string_view name, std::vector<std::int64_t> values) {
-  return Knob{std::string(name), std::move(values)};
 }
 
 std::int64_t at(const Schedule& s, std::string_view k) { return s.at(std::string(k)); }
@@ -89,17 +73,6 @@ Verdict check_depthwise(const Workload& w, const Schedule& s, const MachineInfo&
   return Verdict::valid();
 }
 
-std::vector<std::int64_t> fusion_values(const Workload& w) {
-  std::vector<std::int64_t> fusion = {0};
-  if (const int top = highest_level(w); top > 0) fusion.push_back(top);
-  return fusion;
-}
-
-std::int64_t closest(const Knob& k, std::int64_t want) {
-  return *std::min_element(k.values.begin(), k.values.end(),
-                           [&](auto a, auto b) { return std::abs(a - want) < std::abs(b - want); });
-}
-
 }  // namespace
 
 bool conv_supports(const Workload& w, std::string* why) {
@@ -130,27 +103,29 @@ ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m) {
     std::vector<Knob> ks = {
         knob(knobs::micro_m, {1, 2, 4, 6}),
         knob(knobs::micro_n, {lanes, 2 * lanes, 4 * lanes}),
-        knob(knobs::tile_h, upto(oh, {1, 4, 16, 64})),
-        knob(knobs::tile_w, upto(ow, {8, 16, 64})),
-        knob(knobs::tile_c, upto(w.dim("C"), {32, 128, 512})),
+        knob(knobs::tile_h, upto_covering(oh, {1, 4, 16, 64})),
+        knob(knobs::tile_w, upto_covering(ow, {8, 16, 64})),
+        knob(knobs::tile_c, upto_covering(w.dim("C"), {32, 128, 512})),
         knob(knobs::k_steps, {1, 4}),
         knob(knobs::async_copy_depth, {1, 2}),
         knob(knobs::tile_order, {0, 1, 2}),
         knob(knobs::fusion_level, fusion_values(w)),
+        knob(knobs::threads, thread_values(m)),
     };
     return ScheduleSpace(std::move(ks), [w, m](const Schedule& s) { return check_depthwise(w, s, m); });
   }
   std::vector<Knob> ks = {
       knob(knobs::micro_m, {4, 5, 6, 8}),
       knob(knobs::micro_n, {lanes, 2 * lanes, 3 * lanes}),
-      knob(knobs::tile_h, upto(oh, {1, 4, 16, 64})),
-      knob(knobs::tile_w, upto(ow, {8, 16, 64})),
-      knob(knobs::tile_n, upto(w.dim("K"), {32, 128, 512})),
-      knob(knobs::tile_k, upto(w.dim("C"), {kSmallestTileK, 32, 64, 128, 256})),
+      knob(knobs::tile_h, upto_covering(oh, {1, 4, 16, 64})),
+      knob(knobs::tile_w, upto_covering(ow, {8, 16, 64})),
+      knob(knobs::tile_n, upto_covering(w.dim("K"), {32, 128, 512})),
+      knob(knobs::tile_k, upto_covering(w.dim("C"), {kSmallestTileK, 32, 64, 128, 256})),
       knob(knobs::k_steps, {1, 4}),
       knob(knobs::async_copy_depth, {1, 2, 3}),
       knob(knobs::tile_order, {0, 1, 2}),
       knob(knobs::fusion_level, fusion_values(w)),
+      knob(knobs::threads, thread_values(m)),
   };
   return ScheduleSpace(std::move(ks), [w, m](const Schedule& s) { return check_conv(w, s, m); });
 }
@@ -159,7 +134,7 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
   // Conv: 6 pixels x 2 vectors (as the matmul default), blocks of 16 output rows of up to 64
   // pixels, every output channel in one block, the deepest channel block whose weight panel
   // fits L1d, weights packed without prefetch. Depthwise: 4 pixels x 2 vectors, blocks of 4
-  // rows of up to 64 pixels, 128 channels, no prefetch.
+  // rows of up to 64 pixels, 128 channels, no prefetch. One thread, as for matmul.
   const ScheduleSpace space = conv_space_for(w, m);
   const bool dw = w.op() == "depthwise_conv2d";
   const std::vector<std::pair<std::int64_t, std::int64_t>> micro =
@@ -171,13 +146,14 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
     for (const auto& k : space.knobs()) {
       if (k.name == knobs::micro_m) s.set(k.name, mr);
       else if (k.name == knobs::micro_n) s.set(k.name, nv * m.lanes());
-      else if (k.name == knobs::tile_h) s.set(k.name, closest(k, dw ? 4 : 16));
-      else if (k.name == knobs::tile_w) s.set(k.name, closest(k, 64));
+      else if (k.name == knobs::tile_h) s.set(k.name, closest(k.values, dw ? 4 : 16));
+      else if (k.name == knobs::tile_w) s.set(k.name, closest(k.values, 64));
       else if (k.name == knobs::tile_n) s.set(k.name, k.values.back());
-      else if (k.name == knobs::tile_c) s.set(k.name, closest(k, 128));
+      else if (k.name == knobs::tile_c) s.set(k.name, closest(k.values, 128));
       else if (k.name == knobs::k_steps) s.set(k.name, 4);
       else if (k.name == knobs::async_copy_depth) s.set(k.name, dw ? 1 : 2);
       else if (k.name == knobs::tile_order) s.set(k.name, 0);
+      else if (k.name == knobs::threads) s.set(k.name, 1);
       else if (k.name == knobs::tile_k) tile_k = &k;
       else s.set(k.name, k.values.back());
     }

@@ -28,6 +28,8 @@
 //                      walked pixel-major (a pixel row's inputs reused across panels)
 //   fusion_level       epilogue ops fused in the write-back (lowering/epilogue.hpp); the
 //                      rest run as separate passes over the output
+//   threads            OpenMP threads sharing the output-pixel blocks (and the packing of
+//                      each weight block); default 1, values as for matmul (knob_values.hpp)
 // depthwise_conv2d (vector lanes over channels, one R x S window per channel):
 //   micro_m x micro_n  pixels x channels (multiple of the lanes) per register block
 //   tile_h x tile_w    output-pixel block; tile_c channel block (rounded to micro_n)
@@ -36,6 +38,8 @@
 //   tile_order         0 channel blocks outer; 1 pixel blocks outer; 2 as 0 with the
 //                      micro-tiles walked channel-major
 //   fusion_level       as for conv2d
+//   threads            OpenMP threads sharing the output-pixel blocks (order 1) or the
+//                      (channel block, pixel block) pairs (orders 0 and 2)
 // Pure functions: thread-safe.
 #pragma once
 

@@ -107,12 +107,50 @@ std::string parallel_text(int threads) {
          ") schedule(static)\")\n#define THREAD_ID omp_get_thread_num()\n";
 }
 
+// A calling thread's buffer: kernels keep their packing buffers and padded images in
+// `static thread_local Scratch`, so that concurrent calls from different threads (the runtime
+// takes no lock, docs/runtime.md) never share one, while the kernel's OpenMP team works in its
+// caller's. Zeroed once: a padded image's border is never written again.
+constexpr const char* kScratch = R"(
+struct Scratch {
+  float* p = nullptr;
+  explicit Scratch(long floats) {
+    if (floats <= 0) return;
+    const long bytes = (floats * 4 + 63) / 64 * 64;
+    p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    std::memset(p, 0, bytes);
+  }
+  ~Scratch() { std::free(p); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+)";
+
+// One pass over the ROWS x COLS output of one call (or batch entry) per unfused epilogue op,
+// its rows split among the threads.
+constexpr const char* kSeparatePass = R"(
+template <typename F>
+void separate_pass(float* out, const AtvossArgs& g, const float* res, F full, F part) {
+  PARALLEL_FOR
+  for (long i = 0; i < ROWS; ++i) {
+    float* row = out + i * COLS;
+    const float* res_row = res ? res + i * COLS : nullptr;
+    long j = 0;
+    for (; j + VL <= COLS; j += VL) storeu(row + j, full(loadu(row + j), g, res_row, j, VL));
+    if (j < COLS) store_n(row + j, part(load_n(row + j, COLS - j), g, res_row, j, COLS - j), COLS - j);
+  }
+}
+)";
+
 }  // namespace
 
 std::string kernel_preamble(const Workload& w, const Schedule& s, int threads) {
   return "// atvoss host kernel: " + w.label() + "\n// schedule " + s.to_json().dump() +
-         "\n#include <cstdlib>\n#include <cstring>\n" + parallel_text(threads) + kKernelAbiText + "namespace {\n";
+         "\n#include <cstdlib>\n#include <cstring>\n" + parallel_text(threads) + kKernelAbiText + "namespace {\n" +
+         kScratch;
 }
+
+std::string separate_pass_function() { return kSeparatePass; }
 
 std::string epilogue_functions(const lowering::FusionSplit& split) {
   std::string out = epilogue_function("fused", split.fused);

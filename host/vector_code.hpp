@@ -2,7 +2,8 @@
 // the GCC vector-extension types at the machine's SIMD width with their load/store, mask and
 // horizontal helpers, a vector exp and gelu, the epilogue functions, and the `threads`
 // scaffolding (an OpenMP parallel-for and the symbol that tells the runner how many cores
-// the kernel uses, kernel_abi.hpp). codegen.cpp (matmul) and codegen_rowops.cpp use them.
+// the kernel uses, kernel_abi.hpp), the per-thread scratch buffer and the separate epilogue
+// pass. codegen.cpp (matmul), codegen_conv.cpp and codegen_rowops.cpp use them.
 // Pure functions of their arguments: the same inputs give the same text.
 #pragma once
 
@@ -30,8 +31,13 @@ std::string epilogue_function(const std::string& name, const std::vector<std::st
 
 // The top of every kernel source: a comment naming the workload and schedule, the includes,
 // PARALLEL_FOR (an OpenMP parallel for over `threads` threads; nothing for 1) and THREAD_ID,
-// the ABI struct, and the opening of the anonymous namespace.
+// the ABI struct, the opening of the anonymous namespace and `Scratch`, a per-calling-thread
+// buffer (`static thread_local Scratch buf(floats);`, zeroed once).
 std::string kernel_preamble(const Workload& w, const Schedule& s, int threads);
+
+// separate_pass(out, g, res, full, part): one epilogue op over the ROWS x COLS output, rows
+// split among the threads; expects ROWS, COLS and the vector helpers declared before it.
+std::string separate_pass_function();
 
 // `fused` with the fused ops and `unfused<i>` with the i-th unfused op each.
 std::string epilogue_functions(const lowering::FusionSplit& split);

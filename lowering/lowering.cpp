@@ -31,7 +31,7 @@ const Values kColumnSizes = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 
 const Values kSequenceTiles = {16, 32, 64, 128, 256, 512, 1024};
 // Bytes of one contiguous GM row of a fractal-layout operand (weights, NC1HWC0 blocks).
 constexpr double kFractalRowBytes = 512;
-// The K granule of a fractal: one 32-byte block of elements.
+// A UB row is stored in whole 32-byte blocks (the vector unit's access granule).
 constexpr double kGranuleBytes = 32;
 
 double ceil_to(double x, double m) { return std::ceil(x / m) * m; }
@@ -45,12 +45,12 @@ std::int64_t saturating_product(std::initializer_list<std::int64_t> v) {
 }
 
 // The list's values that fit in the dim, plus the dim itself when it is small
-// enough to be a tile: a tile never exceeds its dim. Spatial dims below one
-// fractal (7x7, 14x14 maps) also get 1, 2, 4 so that their spaces still offer
-// a choice of row blocks.
-Values tile_values(std::int64_t dim, const Values& base) {
+// enough to be a tile: a tile never exceeds its dim. Spatial and row dims below
+// 16 (7x7, 14x14 maps) also get 1, 2, 4 so that their spaces still offer a choice
+// of row blocks.
+Values tile_values(std::int64_t dim, const Values& base, bool small_blocks = false) {
   Values v;
-  if (base.front() <= 8 && dim < 16) v = {1, 2, 4};
+  if (small_blocks && dim < 16) v = {1, 2, 4};
   for (auto x : base) {
     if (x <= dim && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
   }
@@ -58,6 +58,16 @@ Values tile_values(std::int64_t dim, const Values& base) {
   if (dim <= base.back() && std::find(v.begin(), v.end(), dim) == v.end()) v.push_back(dim);
   if (v.empty()) v.push_back(std::min(dim, base.back()));
   std::sort(v.begin(), v.end());
+  return v;
+}
+
+// A matrix unit smaller than the list's first size (an 8x8 unit against 16, 32, ...)
+// also gets tiles of one and two units: on such a part they waste no padding.
+Values from_unit(const Values& base, int unit) {
+  Values v = base;
+  for (std::int64_t u = std::max(1, unit) * 2; u >= 1 && u >= unit; u /= 2) {
+    if (u < base.front()) v.insert(v.begin(), u);
+  }
   return v;
 }
 
@@ -114,7 +124,7 @@ struct Common {
   const Target& t;
   const Schedule& s;
   double b;       // bytes per element
-  double c0;      // elements per 32 B: the K granule of a fractal
+  double c0;      // the K granule of a fractal in elements: cube_k fp16 values' bytes
   double frac_m;  // the matrix unit's fractal, from the target
   double frac_n;
   int depth;
@@ -297,17 +307,17 @@ double conv_halo(const Workload& w, double out, std::int64_t k, std::int64_t in)
 }
 
 // Contiguous bytes of one GM row of a conv's input tile in `layout`, `ch_load` of C
-// channels per load over `in_w` columns. The fractal keeps each 32 B channel block's
-// row together; NHWC keeps a pixel's channels together (a whole row when a load takes
-// every channel; the copy regroups them into the fractal on the way, as ND-to-NZ
-// copies do); NCHW keeps one channel's row.
-double input_row_bytes(Layout layout, double in_w, double ch_load, double C, double b) {
+// channels per load over `in_w` columns. The fractal keeps each C0 channel block's row
+// together (`block_bytes`: C0 elements); NHWC keeps a pixel's channels together (a whole
+// row when a load takes every channel; the copy regroups them into the fractal on the
+// way, as ND-to-NZ copies do); NCHW keeps one channel's row.
+double input_row_bytes(Layout layout, double in_w, double ch_load, double C, double b, double block_bytes) {
   switch (layout) {
-    case Layout::fractal: return in_w * kGranuleBytes;
+    case Layout::fractal: return in_w * block_bytes;
     case Layout::nhwc: return ch_load >= C ? in_w * C * b : std::max(1.0, ch_load) * b;
     case Layout::nchw: return in_w * b;
   }
-  return in_w * kGranuleBytes;
+  return in_w * block_bytes;
 }
 
 // Contiguous bytes of one GM row of a conv's output tile (h x wd pixels, n of K
@@ -374,7 +384,8 @@ KernelPlan plan_conv(const Common& c) {
         const double bm = gm / msub;
         tile.loads = loads * groups;
         tile.steps_per_load = spl * msub;
-        tile.copies[0] = {group_input * ch_load * c.b, input_row_bytes(layout, in_w, ch_load, C, c.b)};
+        tile.copies[0] = {group_input * ch_load * c.b,
+                          input_row_bytes(layout, in_w, ch_load, C, c.b, c.c0 * c.b)};
         tile.copies[1] = {n * kk * spl * c.b, kFractalRowBytes};               // fractal weights
         tile.copies[2] = {extra_in * h * wd * n * c.b / tile.loads, kFractalRowBytes};
         max_l1_input = std::max(max_l1_input, group_input * std::max(1.0, ch_load) * c.b);
@@ -440,10 +451,10 @@ KernelPlan plan_depthwise(const Common& c) {
       for (auto [ct, cc] : axis_tiles(C, tc)) {
         TileWork tile;
         tile.count = ch * cw * cc * double(batch);
-        const double ct_p = ceil_to(ct, c.c0);  // channels pad to the 32 B granule
-        tile.copies[0] = {in_h * in_w * ct * c.b, in_w * kGranuleBytes};
+        const double ct_p = ceil_to(ct, c.c0);  // channels pad to the C0 block
+        tile.copies[0] = {in_h * in_w * ct * c.b, in_w * c.c0 * c.b};
         tile.copies[1] = {weights * ct * double(R * S) * c.b, kFractalRowBytes};
-        tile.copies[2] = {extra_in * h * wd * ct * c.b, wd * kGranuleBytes};
+        tile.copies[2] = {extra_in * h * wd * ct * c.b, wd * c.c0 * c.b};
         tile.vector_bytes = h * wd * ct_p * double(R * S) * window_ops * c.b;
         tile.epilogue_bytes = h * wd * ct_p * ops * c.b;
         tile.store_bytes = h * wd * ct * c.b;
@@ -613,37 +624,37 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
   const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
   switch (w.family()) {
     case OpFamily::matmul:
-      return {knob(knobs::tile_m, tile_values(w.dim("M"), kTileSizes)),
-              knob(knobs::tile_n, tile_values(w.dim("N"), kTileSizes)),
-              knob(knobs::tile_k, tile_values(w.dim("K"), kReductionSizes)),
+      return {knob(knobs::tile_m, tile_values(w.dim("M"), from_unit(kTileSizes, t.cube_m))),
+              knob(knobs::tile_n, tile_values(w.dim("N"), from_unit(kTileSizes, t.cube_n))),
+              knob(knobs::tile_k, tile_values(w.dim("K"), from_unit(kReductionSizes, t.cube_k))),
               knob(knobs::k_steps, kKSteps),
               knob(knobs::async_copy_depth, depth),
               knob(knobs::tile_order, order),
               knob(knobs::fusion_level, fusion)};
     case OpFamily::conv:
-      return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes)),
-              knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes)),
-              knob(knobs::tile_n, tile_values(w.dim("K") / conv_groups(w), kTileSizes)),
+      return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes, true)),
+              knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes, true)),
+              knob(knobs::tile_n, tile_values(w.dim("K") / conv_groups(w), from_unit(kTileSizes, t.cube_n))),
               knob(knobs::tile_k, tile_values(saturating_product({w.dim("C") / conv_groups(w), w.dim("R"),
                                                                   w.dim("S")}),
-                                              kReductionSizes)),
+                                              from_unit(kReductionSizes, t.cube_k))),
               knob(knobs::k_steps, kKSteps),
               knob(knobs::async_copy_depth, depth),
               knob(knobs::tile_order, order),
               knob(knobs::fusion_level, fusion),
               layout_knob()};
     case OpFamily::depthwise:
-      return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes)),
-              knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes)),
+      return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes, true)),
+              knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes, true)),
               knob(knobs::tile_c, tile_values(w.dim("C"), kChannelSizes)),
               knob(knobs::async_copy_depth, depth),
               knob(knobs::fusion_level, fusion)};
     case OpFamily::rows:
-      return {knob(knobs::tile_m, tile_values(w.dim("M"), kRowSizes)),
+      return {knob(knobs::tile_m, tile_values(w.dim("M"), kRowSizes, true)),
               knob(knobs::tile_n, tile_values(w.dim("N"), kColumnSizes)),
               knob(knobs::async_copy_depth, depth)};
     case OpFamily::attention:
-      return {knob(knobs::tile_m, tile_values(w.dim("S"), kTileSizes)),
+      return {knob(knobs::tile_m, tile_values(w.dim("S"), from_unit(kTileSizes, t.cube_m))),
               knob(knobs::tile_n, tile_values(w.dim("L"), kSequenceTiles)),
               knob(knobs::async_copy_depth, depth)};
     case OpFamily::table:
@@ -654,7 +665,7 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
 
 KernelPlan family_plan(const Workload& w, const Target& t, const Schedule& s) {
   const double b = dtype_bytes(w.dtype());
-  const Common c{w, t, s, b, kGranuleBytes / b, double(std::max(1, t.cube_m)),
+  const Common c{w, t, s, b, 2.0 * std::max(1, t.cube_k) / b, double(std::max(1, t.cube_m)),
                  double(std::max(1, t.cube_n)), int(s.get_or(std::string(knobs::async_copy_depth), 1)),
                  int(s.get_or(std::string(knobs::fusion_level), 0))};
   switch (w.family()) {

@@ -12,11 +12,6 @@ LoadedKernel::LoadedKernel(void* handle, host::KernelFn fn, std::string so_path,
 
 LoadedKernel::~LoadedKernel() { ::dlclose(handle_); }
 
-void LoadedKernel::call(const host::AtvossArgs& args) const {
-  std::lock_guard lock(call_mu_);
-  fn_(&args);
-}
-
 KernelCache::KernelCache(host::BuildOptions options) : options_(std::move(options)) {}
 
 std::shared_ptr<const LoadedKernel> KernelCache::load(const Workload& w, const Schedule& s,

@@ -30,9 +30,9 @@ class LoadedKernel {
   LoadedKernel(const LoadedKernel&) = delete;
   LoadedKernel& operator=(const LoadedKernel&) = delete;
 
-  // Runs the kernel. Calls of one kernel are serialised: a generated kernel keeps its packing
-  // buffers in static storage (host/codegen.cpp), so two concurrent calls would share them.
-  void call(const host::AtvossArgs& args) const;
+  // Runs the kernel. Concurrent calls of one kernel run in parallel: a generated kernel keeps
+  // its packing buffers per calling thread (host/vector_code.hpp's Scratch).
+  void call(const host::AtvossArgs& args) const { fn_(&args); }
   const std::string& so_path() const { return so_path_; }
   double compile_us() const { return compile_us_; }  // 0 when the compile cache had it
 
@@ -41,7 +41,6 @@ class LoadedKernel {
   host::KernelFn fn_;
   std::string so_path_;
   double compile_us_;
-  mutable std::mutex call_mu_;
 };
 
 class KernelCache {

@@ -1,4 +1,4 @@
-// Presets transcribe docs/hardware-facts.md section 1. Each figure carries a
+// Presets transcribe docs/hardware-facts.md section 1 (mlu370: section 1.1). Each figure carries a
 // "source" note; figures the table gives as estimates, or does not give at all
 // (a "—" cell we had to fill to make the model run), say "est." so a user knows
 // which numbers to override with their own description.
@@ -7,12 +7,14 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "simulator/hardware_description.hpp"
 
 namespace atvoss::simulator {
 namespace {
 
 constexpr std::int64_t kKiB = 1024;
 constexpr std::int64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kGiB = 1024 * kMiB;
 
 Target ascend910() {
   Target t;
@@ -41,6 +43,7 @@ Target ascend910() {
   t.l2_latency_cycles = 240;
   t.launch_us = 5;
   t.max_buffers_per_queue = 4;
+  t.device_memory_bytes = 32 * kGiB;
   t.source = {
       {"organisation", "hardware-facts 1: coupled AI core (cube+vector+scalar)"},
       {"ai_cores", "hardware-facts 1: 32 (30 on shipping SKUs)"},
@@ -65,6 +68,7 @@ Target ascend910() {
       {"latency", "est.: 910B figures (L2 236, HBM 347 cycles)"},
       {"launch_us", "hardware-facts 1: ~5 us (est.)"},
       {"max_buffers_per_queue", "hardware-facts 1: 4 buffers per queue on 910"},
+      {"device_memory_bytes", "hardware-facts 1: 32 GB HBM2"},
   };
   return t;
 }
@@ -96,6 +100,7 @@ Target ascend910b() {
   t.l2_latency_cycles = 236;
   t.launch_us = 5;
   t.max_buffers_per_queue = 8;
+  t.device_memory_bytes = 64 * kGiB;
   t.source = {
       {"organisation", "hardware-facts 1: split, 24 AIC (cube) + 48 AIV (vector)"},
       {"ai_cores", "hardware-facts 1: 24 AIC (910B2)"},
@@ -119,6 +124,7 @@ Target ascend910b() {
       {"latency", "hardware-facts 1: L2 read 236 / HBM read 347 cycles"},
       {"launch_us", "hardware-facts 1: 3-10 us measured range; 5 us chosen (est.)"},
       {"max_buffers_per_queue", "hardware-facts 1: Ascend C allows 8 buffers per queue"},
+      {"device_memory_bytes", "hardware-facts 1: 64 GB HBM2e (910B2)"},
   };
   return t;
 }
@@ -174,6 +180,75 @@ Target ascend310() {
       {"latency", "est.: 910B figures"},
       {"launch_us", "est.: 5 us as on 910"},
       {"max_buffers_per_queue", "est.: 4 as on 910"},
+      {"device_memory_bytes", "hardware-facts 1: Atlas 300I card, 32 GB LPDDR4X for 4 chips: 8 GB "
+                              "per chip (est.)"},
+  };
+  t.device_memory_bytes = 8 * kGiB;
+  return t;
+}
+
+// One MLU370 (Siyuan 370) chip, as on the MLU370-X8 card (two chips per card): half of
+// the card's published figures. The core structure is not published; those figures are
+// estimates sized so that the derived peak matches the published one.
+Target mlu370() {
+  Target t;
+  t.name = "mlu370";
+  t.organisation = "coupled";
+  t.ai_cores = 32;
+  t.vector_cores = 32;
+  t.clock_ghz = 1.465;
+  t.cube_m = t.cube_n = t.cube_k = 8;
+  t.int8_rate = 256.0 / 96.0;
+  t.fp32_rate = 32.0 / 96.0;
+  t.vector_bytes_per_cycle = 128;
+  t.l0a_bytes = 256 * kKiB;
+  t.l0b_bytes = 1024 * kKiB;
+  t.l0c_bytes = 256 * kKiB;
+  t.l1_bytes = 1024 * kKiB;
+  t.ub_bytes = 256 * kKiB;
+  t.l2_bytes = 0;
+  t.hbm_bytes_per_cycle = 307.2 / 1.465;
+  t.l2_bytes_per_cycle = 0;
+  t.mte2_bytes_per_cycle = 64;
+  t.mte2_copy_start_cycles = 210;
+  t.mte1_a_bytes_per_cycle = 256;
+  t.mte1_b_bytes_per_cycle = 256;
+  t.mte1_start_cycles = 26;
+  t.fixpipe_bytes_per_cycle = 0;
+  t.mte3_bytes_per_cycle = 64;
+  t.hbm_latency_cycles = 350;
+  t.l2_latency_cycles = 0;
+  t.launch_us = 5;
+  t.max_buffers_per_queue = 4;
+  t.device_memory_bytes = 24 * kGiB;
+  t.source = {
+      {"organisation", "est.: each IPU core has its own matrix and vector units (coupled)"},
+      {"ai_cores", "est.: 8 clusters x 4 IPU cores; not published per chip"},
+      {"vector_cores", "coupled part: one vector unit per core"},
+      {"clock_ghz", "est.: chosen so 32 cores x 8x8x8 MACs give the published 48 TFLOPS fp16 per chip"},
+      {"cube", "hardware-facts 1.1: MLU370-X8 card 96 TFLOPS fp16 for 2 chips = 48 per chip; the "
+               "8x8x8 shape is an estimate (not published)"},
+      {"int8_rate", "hardware-facts 1.1: card 256 TOPS int8 / 96 TFLOPS fp16"},
+      {"fp32_rate", "hardware-facts 1.1: card 32 TFLOPS fp32 / 96 TFLOPS fp16"},
+      {"vector_bytes_per_cycle", "est.: not published"},
+      {"l0", "est.: NRAM (768 KB) split in thirds for inputs, accumulators, vector work; WRAM "
+             "1 MB holds the weights (L0B)"},
+      {"l1_bytes", "est.: a core's share of the cluster's shared SRAM"},
+      {"ub_bytes", "est.: a third of NRAM"},
+      {"l2_bytes", "est.: no chip-level L2 modelled (none published)"},
+      {"hbm_bytes_per_cycle", "hardware-facts 1.1: card 614.4 GB/s LPDDR5 for 2 chips = 307.2 GB/s "
+                              "per chip, at 1.465 GHz"},
+      {"l2_bytes_per_cycle", "est.: no L2 modelled"},
+      {"mte2_bytes_per_cycle", "est.: not published"},
+      {"mte2_copy_start_cycles", "est.: Ascend 910B figure"},
+      {"mte1", "est.: not published"},
+      {"mte1_start_cycles", "est.: Ascend 910B figure"},
+      {"fixpipe_bytes_per_cycle", "est.: accumulators leave through NRAM (0)"},
+      {"mte3_bytes_per_cycle", "est.: same as MTE2"},
+      {"latency", "est.: Ascend DRAM figure; no L2"},
+      {"launch_us", "est.: 5 us as on Ascend"},
+      {"max_buffers_per_queue", "est.: 4"},
+      {"device_memory_bytes", "hardware-facts 1.1: card 48 GB LPDDR5 for 2 chips = 24 GB per chip"},
   };
   return t;
 }
@@ -211,7 +286,7 @@ Target preset_with_overrides(const Json& j) {
 }  // namespace
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names = {"ascend910", "ascend910b", "ascend310"};
+  static const std::vector<std::string> names = {"ascend910", "ascend910b", "ascend310", "mlu370"};
   return names;
 }
 
@@ -219,6 +294,7 @@ Target preset(const std::string& name) {
   if (name == "ascend910") return ascend910();
   if (name == "ascend910b") return ascend910b();
   if (name == "ascend310") return ascend310();
+  if (name == "mlu370") return mlu370();
   std::string list;
   for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
   throw_bad_input("target: unknown preset '" + name + "'; expected one of " + list +
@@ -227,6 +303,7 @@ Target preset(const std::string& name) {
 
 Target target_from_json(const Json& j) {
   require_object(j, "target");
+  if (is_hardware_description(j)) return target_from_description(j);
   if (j.contains("preset")) return preset_with_overrides(j);
   return Target::from_json(j);
 }

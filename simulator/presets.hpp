@@ -1,6 +1,7 @@
 // Target presets from docs/hardware-facts.md section 1 (ascend910, ascend910b,
-// ascend310), and loading a target from a preset name, a JSON file, or inline
-// JSON — including {"preset": "ascend910b", ...overrides}.
+// ascend310, mlu370), and loading a target from a preset name, a JSON file, or inline
+// JSON — including {"preset": "ascend910b", ...overrides} and the seed-format
+// descriptions of simulator/hardware_description.hpp.
 #pragma once
 
 #include <string>

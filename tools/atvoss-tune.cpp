@@ -95,6 +95,7 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
     std::printf("layout changes: %d transposes, %.1f us (in the tuned time; the report lists them)\n",
                 out.layout_changes, out.layout_changes_us);
   }
+  std::printf("device memory: %s%s\n", out.memory.summary().c_str(), out.memory.fits() ? "" : " - does not fit");
   if (out.tasks_tuned < out.tasks) {
     std::printf("%d of %d tasks tuned; the budget did not reach the rest, which count at their default\n",
                 out.tasks_tuned, out.tasks);

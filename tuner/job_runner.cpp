@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 
 #include "core/error.hpp"
@@ -70,8 +71,9 @@ struct TaskRun {
 class JobRun {
  public:
   JobRun(const JobSpec& spec, const JobRunOptions& options, Target target, TaskSet tasks,
-         std::unique_ptr<Measurer> measurer)
+         std::unique_ptr<Measurer> measurer, MemoryFit memory)
       : spec_(spec), options_(options), target_(std::move(target)), tasks_(std::move(tasks)),
+        memory_(std::move(memory)),
         measurer_(std::move(measurer)), db_(db::TuningDatabase::open(spec.database)),
         target_info_(db::TargetInfo::from_target(target_)),
         scheduler_(scheduler_tasks(), scheduler_options()),
@@ -405,6 +407,7 @@ class JobRun {
     out.database = spec_.database;
     out.table = spec_.export_path;
     out.report = spec_.report_path;
+    out.memory = memory_;
     db::export_table(db_, target_info_, spec_.export_path);
     ReportData data;
     data.job = spec_.name;
@@ -417,6 +420,8 @@ class JobRun {
     data.budget = spec_.trials;
     data.tasks_tuned = out.tasks_tuned;
     for (const auto& [op, n] : tasks_.unsupported()) data.unsupported.emplace_back(op, n);
+    data.device_memory = memory_.summary();
+    data.fits_device = memory_.fits();
     Json tasks = Json::array();
     for (std::size_t i = 0; i < runs_.size(); ++i) {
       const auto& r = runs_[i];
@@ -464,7 +469,11 @@ class JobRun {
                    {"tuned_us", out.tuned_us}, {"layout_changes", changes},
                    {"layout_changes_us", total_us(layouts.changes)},
                    {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
-                   {"database", out.database}, {"table", out.table}, {"report", out.report}};
+                   {"database", out.database}, {"table", out.table}, {"report", out.report},
+                   {"memory", {{"weight_bytes", memory_.weight_bytes},
+                               {"peak_activation_bytes", memory_.peak_activation_bytes},
+                               {"peak_layer", memory_.peak_layer},
+                               {"capacity_bytes", memory_.capacity_bytes}, {"fits", memory_.fits()}}}};
     return out;
   }
 
@@ -472,6 +481,7 @@ class JobRun {
   const JobRunOptions& options_;
   Target target_;
   TaskSet tasks_;
+  MemoryFit memory_;
   std::unique_ptr<Measurer> measurer_;
   db::TuningDatabase db_;
   db::TargetInfo target_info_;
@@ -550,7 +560,14 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   std::unique_ptr<Measurer> measurer =
       options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
-  JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer));
+  std::ostream& warnings = options.warnings ? *options.warnings : std::cerr;
+  // A seed-format description lists what the simulator did not use (docs/hardware-facts.md section 4).
+  if (const Json ignored = target.source.value("ignored", Json("nothing")); ignored.is_string() && ignored != "nothing") {
+    warnings << "note: the simulator ignores these fields of " << target.name << ": " << ignored.get<std::string>() << "\n";
+  }
+  MemoryFit memory = memory_fit(tasks, target);
+  if (const std::string w = memory.warning(target.name); !w.empty()) warnings << w << "\n";
+  JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer), std::move(memory));
   job.compare_precisions(model);
   return job.run();
 }

@@ -17,9 +17,11 @@
 #pragma once
 
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 
+#include "tuner/device_memory.hpp"
 #include "tuner/job_spec.hpp"
 #include "tuner/measurer.hpp"
 #include "tuner/progress.hpp"
@@ -33,6 +35,9 @@ struct JobRunOptions {
   // Builds the measurer: given the farm address ("" = local), returns a Measurer.
   // Default: make_job_measurer.
   std::function<std::unique_ptr<Measurer>(const std::string& farm)> make_measurer;
+  // Where the warning goes that a model does not fit the device memory (printed before
+  // tuning, also when quiet: it is not progress). Default: std::cerr.
+  std::ostream* warnings = nullptr;
   // Stop after this many rounds (tests simulate an interrupted job); 0 = no limit.
   int max_rounds = 0;
   // Called between rounds, once each round's records and the job's state are committed.
@@ -53,6 +58,7 @@ struct JobOutcome {
   int layout_changes = 0;  // transposes between layers of differing layouts (layout_choice.hpp)
   double layout_changes_us = 0;
   std::string database, table, report;
+  MemoryFit memory;        // the model's weights and peak activations against the device memory
   Json summary;            // per-task detail for --json
 };
 

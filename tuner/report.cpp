@@ -372,6 +372,11 @@ std::string render_report(const ReportData& d) {
     }
     out << "</p>";
   }
+  if (!d.device_memory.empty()) {
+    out << "<p class=\"note\">Device memory (estimate): " << esc(d.device_memory)
+        << (d.fits_device ? "" : " &middot; <b>does not fit</b>: the model could not run on this part as a whole")
+        << "</p>";
+  }
   model_section(out, d);
   precision_section(out, d);
   out << "<h2>Tasks</h2>";

@@ -82,6 +82,8 @@ struct ReportData {
   std::vector<std::pair<std::string, int>> unsupported;  // op type, occurrences
   std::vector<PrecisionRow> precisions;                  // first row: the reference
   std::vector<std::pair<std::string, double>> int8_error;  // task, estimated relative error
+  std::string device_memory;  // MemoryFit::summary() (tuner/device_memory.hpp); empty: not shown
+  bool fits_device = true;
 };
 
 std::string render_report(const ReportData& data);

@@ -1,8 +1,9 @@
 // Generated conv2d and depthwise_conv2d kernels are correct over a table of schedules (edges
 // included: blocks larger than the dims, odd sizes, stride 2, padding, 1x1, 3x3 and 5x3
 // windows, partial channel blocks and panels, weights in place / packed / packed with
-// prefetch, every tile_order and fusion level), each checked by the real runner against
-// the double reference; a wrong conv kernel is caught as wrong_answer.
+// prefetch, every tile_order and fusion level, two threads in every tile_order: several pixel
+// blocks and one, packing split and not), each checked by the real runner against the double
+// reference (capped at the machine's cores); a wrong conv kernel is caught as wrong_answer.
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -15,30 +16,27 @@
 namespace atvoss::host {
 namespace {
 
+using testing::expect_every_case_computes_the_reference;
+using testing::ScheduleCase;
 using testing::TempDir;
 using testing::workload;
 
-struct Case {
-  std::string workload;
-  std::map<std::string, std::int64_t> knobs;  // over the default schedule
-};
-
-const std::vector<Case> kConvCases = {
+const std::vector<ScheduleCase> kConvCases = {
     // C < lanes, K < micro_n, 3x3 pad 1, every block larger than the dims.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":3,"W":9,"K":5,"R":3,"S":3,"stride":1,"pad":1}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 16}, {"tile_order", 0}, {"async_copy_depth", 1}}},
     // Stride 2, two images, channel block 16 > C = 13, pixel block 1 x 8, A-reuse order.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":13,"H":10,"W":11,"K":20,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias","relu"]})",
      {{"micro_m", 4}, {"micro_n", 24}, {"tile_h", 1}, {"tile_w", 8}, {"tile_n", 32}, {"tile_k", 16}, {"tile_order", 1},
-      {"fusion_level", 1}, {"k_steps", 1}, {"async_copy_depth", 3}}},
+      {"fusion_level", 1}, {"k_steps", 1}, {"async_copy_depth", 3}, {"threads", 2}}},
     // 1x1, three channel blocks (16, 16, 8), the whole epilogue as separate passes.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":6,"W":6,"K":17,"R":1,"S":1},"epilogue":["batchnorm","relu","add"]})",
      {{"micro_m", 8}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_k", 16}, {"tile_order", 2}, {"fusion_level", 0},
-      {"async_copy_depth", 1}}},
+      {"async_copy_depth", 1}, {"threads", 2}}},
     // Two channel blocks and two output-channel blocks (K = 33 over blocks of 32), gelu fused.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":35,"H":9,"W":9,"K":33,"R":3,"S":3,"pad":1},"epilogue":["bias","gelu"]})",
      {{"micro_m", 5}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_n", 32}, {"tile_k", 32}, {"tile_order", 0},
-      {"fusion_level", 1}, {"async_copy_depth", 2}}},
+      {"fusion_level", 1}, {"async_copy_depth", 2}, {"threads", 2}}},
     // 1x1 stride 2 with a residual fused at level 2.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":16,"H":8,"W":8,"K":24,"R":1,"S":1,"stride":2},"epilogue":["add"]})",
      {{"micro_m", 6}, {"micro_n", 8}, {"tile_order", 2}, {"fusion_level", 2}, {"k_steps", 1}, {"async_copy_depth", 3}}},
@@ -48,95 +46,50 @@ const std::vector<Case> kConvCases = {
       {"async_copy_depth", 2}}},
     // Two images with packed weights and the weight blocks outer: packed once, in the first.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":12,"H":5,"W":6,"K":10,"R":3,"S":3,"pad":1},"epilogue":["bias"]})",
-     {{"micro_m", 4}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}, {"async_copy_depth", 2}}},
+     {{"micro_m", 4}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}, {"async_copy_depth", 2},
+      {"threads", 2}}},
     // Stride 2 without padding; micro-tiles wrap across output rows.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":9,"H":9,"W":9,"K":8,"R":3,"S":3,"stride":2}})",
-     {{"micro_m", 5}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 0}}},
+     {{"micro_m", 5}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 0}, {"threads", 2}}},
 };
 
-const std::vector<Case> kDepthwiseCases = {
+const std::vector<ScheduleCase> kDepthwiseCases = {
     // C = 37: a partial channel tile in every block.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":37,"H":9,"W":11,"R":3,"S":3,"pad":1},"epilogue":["bias","relu"]})",
-     {{"micro_m", 4}, {"micro_n", 16}, {"tile_c", 32}, {"tile_order", 0}, {"fusion_level", 1}}},
+     {{"micro_m", 4}, {"micro_n", 16}, {"tile_c", 32}, {"tile_order", 0}, {"fusion_level", 1}, {"threads", 2}}},
     // Stride 2, two images, residual; the epilogue unfused.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":2,"C":24,"H":8,"W":8,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["batchnorm","relu","add"]})",
      {{"micro_m", 6}, {"micro_n", 8}, {"tile_h", 1}, {"tile_w", 8}, {"tile_order", 1}, {"fusion_level", 0}, {"k_steps", 1},
-      {"async_copy_depth", 2}}},
+      {"async_copy_depth", 2}, {"threads", 2}}},
     // 5x5 pad 2, blocks larger than the dims, gelu and residual fused.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":64,"H":7,"W":7,"R":5,"S":5,"pad":2},"epilogue":["bias","gelu","add"]})",
-     {{"micro_m", 2}, {"micro_n", 32}, {"tile_h", 4}, {"tile_w", 8}, {"tile_c", 128}, {"tile_order", 2}, {"fusion_level", 2}}},
+     {{"micro_m", 2}, {"micro_n", 32}, {"tile_h", 4}, {"tile_w", 8}, {"tile_c", 128}, {"tile_order", 2}, {"fusion_level", 2},
+      {"threads", 2}}},
     // 1 pixel x 1 vector, C < lanes.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":5,"H":6,"W":5,"R":3,"S":3}})",
      {{"micro_m", 1}, {"micro_n", 8}, {"tile_order", 0}}},
 };
 
-Schedule schedule_of(const Workload& w, const Case& c) {
-  Schedule s = default_schedule(w, this_machine());
-  for (const auto& [k, v] : c.knobs) {
-    // micro_n is written for 8 lanes; scale to this machine's vectors.
-    s.set(k, k == "micro_n" ? v / 8 * this_machine().lanes() : v);
-  }
-  return s;
+TEST(ConvCodegenTest, EveryConvScheduleInTheTableComputesTheReference) {
+  expect_every_case_computes_the_reference(kConvCases, 7);
 }
 
-void expect_all_correct(const std::vector<Case>& cases) {
-  TempDir cache;
-  HostConfig config;
-  config.build.cache_dir = cache.str();
-  config.run.timing.min_repeat_us = 50;
-  std::vector<Candidate> batch;
-  for (const auto& c : cases) {
-    const Workload w = workload(c.workload);
-    const Schedule s = schedule_of(w, c);
-    const Verdict v = space_for(w, this_machine()).check(s);
-    ASSERT_TRUE(v.ok) << w.label() << " " << s.to_json().dump() << ": " << v.reason;
-    batch.push_back({w, s, 7, 3});
-  }
-  const auto results = measure_candidates(batch, this_machine(), config);
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    EXPECT_EQ(results[i].status, Status::ok) << batch[i].schedule.to_json().dump() << " on "
-                                             << batch[i].workload.label() << ": " << results[i].message;
-    EXPECT_GT(results[i].time_us, 0);
-  }
+TEST(ConvCodegenTest, EveryDepthwiseScheduleInTheTableComputesTheReference) {
+  expect_every_case_computes_the_reference(kDepthwiseCases, 7);
 }
-
-TEST(ConvCodegenTest, EveryConvScheduleInTheTableComputesTheReference) { expect_all_correct(kConvCases); }
-
-TEST(ConvCodegenTest, EveryDepthwiseScheduleInTheTableComputesTheReference) { expect_all_correct(kDepthwiseCases); }
 
 // Default schedules of workloads too small for most blocks are valid and correct.
 TEST(ConvCodegenTest, DefaultSchedulesAreValidAndCorrect) {
-  std::vector<Case> cases;
+  std::vector<ScheduleCase> cases;
   for (std::size_t i : {0, 1, 2, 7}) cases.push_back({kConvCases[i].workload, {}});
   for (std::size_t i : {0, 1}) cases.push_back({kDepthwiseCases[i].workload, {}});
-  expect_all_correct(cases);
-}
-
-void expect_every_knob_changes_the_source(const Workload& w) {
-  const ScheduleSpace space = space_for(w, this_machine());
-  const Schedule base = default_schedule(w, this_machine());
-  ASSERT_TRUE(space.check(base).ok) << space.check(base).reason;
-  const std::string text = generate_source(w, base, this_machine());
-  auto code = [](const std::string& src) { return src.substr(src.find("#include")); };
-  for (const auto& k : space.knobs()) {
-    bool tried = false;
-    for (auto v : k.values) {
-      if (v == base.at(k.name)) continue;
-      Schedule s = base;
-      s.set(k.name, v);
-      if (!space.check(s).ok) continue;
-      tried = true;
-      EXPECT_NE(code(generate_source(w, s, this_machine())), code(text)) << w.op() << " " << k.name << "=" << v;
-      break;
-    }
-    EXPECT_TRUE(tried || k.values.size() == 1) << w.op() << ": no other valid value of " << k.name;
-  }
+  expect_every_case_computes_the_reference(cases, 7);
 }
 
 TEST(ConvCodegenTest, EveryKnobChangesTheSource) {
-  expect_every_knob_changes_the_source(workload(
+  testing::expect_every_knob_changes_the_source(workload(
       R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":28,"W":28,"K":128,"R":3,"S":3,"pad":1},"epilogue":["bias","add"]})"));
-  expect_every_knob_changes_the_source(workload(
+  testing::expect_every_knob_changes_the_source(workload(
       R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":256,"H":28,"W":28,"R":3,"S":3,"pad":1},"epilogue":["batchnorm","add"]})"));
 }
 

@@ -13,6 +13,7 @@
 
 #include "core/json.hpp"
 #include "core/workload.hpp"
+#include "host/codegen.hpp"
 #include "host/host_space.hpp"
 #include "host/knob_values.hpp"
 #include "host/measure.hpp"
@@ -88,6 +89,32 @@ inline void expect_every_case_computes_the_reference(const std::vector<ScheduleC
                                              << batch[i].workload.label() << ": " << results[i].message;
     EXPECT_GT(results[i].time_us, 0);
     EXPECT_GT(results[i].profile.compile_us, 0);
+  }
+}
+
+// Every knob of w's space changes the generated code: each other valid value of a knob, set
+// on the default schedule, gives a different source below the schedule comment (which differs
+// anyway); a knob with several values must have another valid one.
+inline void expect_every_knob_changes_the_source(const Workload& w) {
+  const ScheduleSpace space = space_for(w, this_machine());
+  const Schedule base = default_schedule(w, this_machine());
+  ASSERT_TRUE(space.check(base).ok) << space.check(base).reason;
+  auto code = [&](const Schedule& s) {
+    const std::string src = generate_source(w, s, this_machine());
+    return src.substr(src.find("#include"));
+  };
+  const std::string text = code(base);
+  for (const auto& k : space.knobs()) {
+    bool tried = false;
+    for (auto v : k.values) {
+      if (v == base.at(k.name)) continue;
+      Schedule s = base;
+      s.set(k.name, v);
+      if (!space.check(s).ok) continue;
+      tried = true;
+      EXPECT_TRUE(code(s) != text) << w.label() << " " << k.name << "=" << v;  // not the sources: long
+    }
+    EXPECT_TRUE(tried || k.values.size() == 1) << w.label() << ": no other valid value of " << k.name;
   }
 }
 

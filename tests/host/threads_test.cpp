@@ -74,8 +74,11 @@ TEST(ThreadValuesTest, TheDefaultScheduleRunsOnOneThread) {
   ::unsetenv("ATVOSS_HOST_MAX_THREADS");
   MachineInfo m = this_machine();
   m.physical_cores = 4;
-  for (const char* text : {R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}})",
-                           R"({"op":"softmax","dtype":"float32","dims":{"M":64,"N":64}})"}) {
+  for (const char* text :
+       {R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}})",
+        R"({"op":"softmax","dtype":"float32","dims":{"M":64,"N":64}})",
+        R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3,"pad":1}})",
+        R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"R":3,"S":3,"pad":1}})"}) {
     const Workload w = workload(text);
     EXPECT_EQ(space_for(w, m).knobs().back().values, (std::vector<std::int64_t>{1, 2, 4})) << text;
     EXPECT_EQ(default_schedule(w, m).at("threads"), 1) << text;
@@ -84,10 +87,9 @@ TEST(ThreadValuesTest, TheDefaultScheduleRunsOnOneThread) {
 
 // The runner pins a kernel to as many CPUs as it says it has threads (kThreadsSymbol), and
 // the kernel runs on that many threads.
-TEST(ThreadsRunnerTest, TheRunnerPinsAsManyCpusAsTheKernelHasThreads) {
+void expect_the_runner_pins_as_many_cpus_as_threads(const Workload& w) {
   MachineInfo m = this_machine();
   m.physical_cores = std::max(2, m.physical_cores);  // generate a 2-thread kernel even on one core
-  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":40,"N":24,"K":16}})");
   Schedule s = default_schedule(w, m);
   TempDir cache;
   BuildOptions build;
@@ -102,12 +104,24 @@ TEST(ThreadsRunnerTest, TheRunnerPinsAsManyCpusAsTheKernelHasThreads) {
                                         60);
     ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
     const Json out = Json::parse(p.out);
-    EXPECT_EQ(out.at("status"), "ok") << p.out;
-    EXPECT_EQ(out.at("threads"), threads) << p.out;
+    EXPECT_EQ(out.at("status"), "ok") << w.label() << ": " << p.out;
+    EXPECT_EQ(out.at("threads"), threads) << w.label() << ": " << p.out;
     EXPECT_EQ(out.at("cpus").size(), std::min<std::size_t>(std::size_t(threads), allowed)) << p.out;
     // The kernel really started its team: the runner is single-threaded but for it.
-    EXPECT_EQ(out.at("process_threads"), threads) << p.out;
+    EXPECT_EQ(out.at("process_threads"), threads) << w.label() << ": " << p.out;
   }
+}
+
+TEST(ThreadsRunnerTest, TheRunnerPinsAsManyCpusAsTheKernelHasThreads) {
+  expect_the_runner_pins_as_many_cpus_as_threads(
+      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":40,"N":24,"K":16}})"));
+}
+
+TEST(ThreadsRunnerTest, ConvKernelsRunOnAsManyThreads) {
+  expect_the_runner_pins_as_many_cpus_as_threads(
+      workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3,"pad":1}})"));
+  expect_the_runner_pins_as_many_cpus_as_threads(
+      workload(R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"R":3,"S":3,"pad":1}})"));
 }
 
 }  // namespace

@@ -78,6 +78,39 @@ TEST(LoweringTest, FractalPaddingComesFromTheTarget) {
   EXPECT_DOUBLE_EQ(plan_kernel(w, t8, s).tiles[0].cube_macs, 40.0 * 40 * 64);
 }
 
+// K pads to the unit's k (cube_k fp16 values), not to a fixed 16: an 8x8x8 unit pads a
+// K of 40 to 40, a 16x16x16 one to 48, in the MACs issued and in L0A.
+TEST(LoweringTest, KPaddingComesFromTheMatrixUnit) {
+  const Workload w = workload(R"({"op":"matmul","dims":{"M":40,"N":40,"K":40}})");
+  Target t16 = small_target(), t8 = small_target();
+  t8.cube_m = t8.cube_n = t8.cube_k = 8;
+  const Schedule s = matmul_schedule(40, 40, 40, 1, 1, 0);
+  const KernelPlan p16 = plan_kernel(w, t16, s), p8 = plan_kernel(w, t8, s);
+  EXPECT_DOUBLE_EQ(p16.tiles[0].cube_macs, 48.0 * 48 * 48);
+  EXPECT_DOUBLE_EQ(p8.tiles[0].cube_macs, 40.0 * 40 * 40);
+  EXPECT_DOUBLE_EQ(p16.footprint.l0a, 48.0 * 48 * 2);
+  EXPECT_DOUBLE_EQ(p8.footprint.l0a, 40.0 * 40 * 2);
+}
+
+// A unit smaller than 16 gets tiles of its own size; the 16x16x16 space is unchanged.
+TEST(LoweringTest, TileListsStartAtTheMatrixUnit) {
+  const Workload w = workload(R"({"op":"matmul","dims":{"M":1024,"N":1024,"K":1024}})");
+  Target t16 = small_target(), t8 = small_target();
+  t8.cube_m = t8.cube_n = t8.cube_k = 8;
+  auto values = [&](const Target& t, const std::string& knob) {
+    for (const auto& k : knobs_for(w, t)) {
+      if (k.name == knob) return k.values;
+    }
+    return std::vector<std::int64_t>{};
+  };
+  EXPECT_EQ(values(t16, "tile_m").front(), 16);
+  EXPECT_EQ(values(t16, "tile_k").front(), 16);
+  EXPECT_EQ(values(t8, "tile_m").front(), 8);
+  EXPECT_EQ(values(t8, "tile_n").front(), 8);
+  EXPECT_EQ(values(t8, "tile_k").front(), 8);
+  EXPECT_EQ(values(t8, "tile_m").size(), values(t16, "tile_m").size() + 1);
+}
+
 TEST(LoweringTest, UnfusedEpilogueOpsBecomeSeparateKernels) {
   const Workload w = workload(
       R"({"op":"matmul","dims":{"M":256,"N":256,"K":256},"epilogue":["bias","batchnorm","relu"]})");

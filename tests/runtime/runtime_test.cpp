@@ -232,6 +232,43 @@ TEST_F(RuntimeTest, ManyThreadsShareOneRuntime) {
   EXPECT_EQ(rt.kernels(), 2);
 }
 
+// Calls of one kernel are not serialised: many threads run the same matmul and the same
+// padded conv2d with packed weights at once, each on its own operands, many times; every
+// call's result is the same and right (a kernel whose packing or padding buffer two calls
+// shared would mix their inputs while they overlap).
+TEST_F(RuntimeTest, ManyThreadsRunOneKernelAtOnce) {
+  Runtime rt(options());
+  const std::vector<Workload> ws = {
+      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":96,"N":128,"K":256}})"),
+      conv2d_workload(Conv2dShape{1, 32, 24, 24, 32, 3, 3, 1, 1}, {"bias"}),
+  };
+  for (const auto& w : ws) rt.kernel(w);  // compile before the threads start
+  for (const auto& w : ws) {
+    std::vector<int> mismatched(6, -1);
+    std::vector<double> errors(mismatched.size(), 1.0);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < mismatched.size(); ++t) {
+      threads.emplace_back([&, t] {
+        host::Operands ops = host::make_operands(w, 100 + t);
+        std::vector<float> first;
+        mismatched[t] = 0;
+        for (int i = 0; i < 40; ++i) {
+          std::fill(ops.c.begin(), ops.c.end(), -1.0f);
+          rt.run(w, ops.args());
+          if (i == 0) first = ops.c;
+          mismatched[t] += ops.c != first;
+        }
+        errors[t] = host::max_relative_error(w, ops, 100 + t);
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (std::size_t t = 0; t < mismatched.size(); ++t) {
+      EXPECT_EQ(mismatched[t], 0) << w.label() << ": calls of thread " << t << " that differ from its first";
+      EXPECT_LE(errors[t], host::kMaxRelativeError) << w.label() << ", thread " << t;
+    }
+  }
+}
+
 // conv2d dispatches by workload like matmul: it runs where the host code generator serves it
 // and is refused, naming the op, where it does not.
 TEST_F(RuntimeTest, Conv2dRunsOrIsRefusedByTheCodeGenerator) {

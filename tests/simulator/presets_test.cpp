@@ -9,22 +9,12 @@
 
 #include "core/error.hpp"
 #include "simulator/presets.hpp"
+#include "bad_input_message.hpp"
 
 namespace atvoss::simulator {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string bad_input_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.is_bad_input()) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
 
 TEST(PresetsTest, FiguresFromCalibrationSection1) {
   const Target b = preset("ascend910b");
@@ -43,6 +33,28 @@ TEST(PresetsTest, FiguresFromCalibrationSection1) {
   EXPECT_EQ(a.max_buffers_per_queue, 4);
   EXPECT_NEAR(a.peak_flops(DType::float16) / 1e12, 262.1, 0.5);
   EXPECT_EQ(preset("ascend310").ai_cores, 2);
+}
+
+// Section 1.1: one MLU370 chip is half the MLU370-X8 card's published figures.
+TEST(PresetsTest, Mlu370IsHalfTheX8Card) {
+  const Target m = preset("mlu370");
+  EXPECT_NEAR(m.peak_flops(DType::float16) / 1e12, 48.0, 0.1);
+  EXPECT_NEAR(m.peak_flops(DType::int8) / 1e12, 128.0, 0.3);
+  EXPECT_NEAR(m.peak_flops(DType::float32) / 1e12, 16.0, 0.1);
+  EXPECT_NEAR(m.hbm_bytes_per_second() / 1e9, 307.2, 0.1);
+  EXPECT_EQ(m.device_memory_bytes, 24LL << 30);
+  EXPECT_EQ(m.cube_m, 8);
+  EXPECT_THAT(m.source["cube"].get<std::string>(), HasSubstr("estimate"));
+  EXPECT_THAT(m.source["clock_ghz"].get<std::string>(), HasSubstr("est."));
+}
+
+TEST(PresetsTest, EveryPresetHasItsDeviceMemory) {
+  for (const auto& name : preset_names()) {
+    SCOPED_TRACE(name);
+    EXPECT_GT(preset(name).device_memory_bytes, 1LL << 30);
+    EXPECT_TRUE(preset(name).source.contains("device_memory_bytes"));
+  }
+  EXPECT_EQ(preset("ascend910b").device_memory_bytes, 64LL << 30);
 }
 
 TEST(PresetsTest, EveryPresetNotesItsSourcesAndMarksEstimates) {

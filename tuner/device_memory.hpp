@@ -1,0 +1,39 @@
+// DeviceMemory: whether a model fits the target's device DRAM (Target::device_memory_bytes)
+// — its weights and its peak activations — so that a job says so before it tunes a model
+// that could not run. An estimate from the task list alone (docs/hardware-facts.md
+// section 5): every layer holds its own weights (a task of weight n is n layers);
+// layers run one after another, so the live activations are at most one layer's
+// inputs, residual inputs and output (tensors kept alive across layers, such as a
+// skip connection over several layers, are not counted); bias and normalisation
+// vectors and embedding tables (gather) are not counted as weights.
+#pragma once
+
+#include <string>
+
+#include "core/target.hpp"
+#include "tuner/task_set.hpp"
+
+namespace atvoss::tuner {
+
+struct MemoryFit {
+  double weight_bytes = 0;
+  double peak_activation_bytes = 0;
+  std::string peak_layer;     // the task whose tensors set the peak
+  double capacity_bytes = 0;  // 0: the target gives no capacity, nothing to check against
+
+  double need_bytes() const { return weight_bytes + peak_activation_bytes; }
+  bool fits() const { return capacity_bytes <= 0 || need_bytes() <= capacity_bytes; }
+  // "weights 97.5 MB + peak activations 12.3 MB (conv1) = 110 MB of 64.0 GB device memory (0.2%)"
+  std::string summary() const;
+  // The warning a job prints before tuning; empty when the model fits or no capacity is known.
+  std::string warning(const std::string& target_name) const;
+};
+
+// Bytes of the weight tensor of one occurrence of w (0 for ops without weights).
+double weight_bytes(const Workload& w);
+// Bytes live while one occurrence of w runs: its activation inputs, residual inputs and output.
+double activation_bytes(const Workload& w);
+
+MemoryFit memory_fit(const TaskSet& tasks, const Target& target);
+
+}  // namespace atvoss::tuner
