@@ -41,16 +41,19 @@ std::uint64_t ScheduleSpace::flat_index(const Point& p) const {
 }
 
 std::optional<Point> ScheduleSpace::point_of(const Schedule& s) const {
-  if (s.values().size() != knobs_.size()) return std::nullopt;
   Point p(knobs_.size());
+  std::size_t present = 0;
   for (std::size_t d = 0; d < knobs_.size(); ++d) {
     auto it = s.values().find(knobs_[d].name);
-    if (it == s.values().end()) return std::nullopt;
+    if (it == s.values().end() && !knobs_[d].absent) return std::nullopt;
+    present += it != s.values().end() ? 1 : 0;
+    const std::int64_t value = it != s.values().end() ? it->second : *knobs_[d].absent;
     const auto& vals = knobs_[d].values;
-    auto pos = std::find(vals.begin(), vals.end(), it->second);
+    auto pos = std::find(vals.begin(), vals.end(), value);
     if (pos == vals.end()) return std::nullopt;
     p[d] = static_cast<int>(pos - vals.begin());
   }
+  if (present != s.values().size()) return std::nullopt;  // an extra knob
   return p;
 }
 
@@ -65,8 +68,8 @@ std::string list_values(const std::vector<std::int64_t>& v) {
 
 Verdict ScheduleSpace::check(const Schedule& s) const {
   for (const auto& k : knobs_) {
-    if (!s.has(k.name)) return Verdict::invalid("missing knob '" + k.name + "'");
-    const auto v = s.at(k.name);
+    if (!s.has(k.name) && !k.absent) return Verdict::invalid("missing knob '" + k.name + "'");
+    const auto v = s.get_or(k.name, k.absent.value_or(0));
     if (std::find(k.values.begin(), k.values.end(), v) == k.values.end()) {
       return Verdict::invalid("knob '" + k.name + "' = " + std::to_string(v) +
                               " is outside the space; expected one of " + list_values(k.values));

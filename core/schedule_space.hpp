@@ -20,6 +20,9 @@ namespace atvoss {
 struct Knob {
   std::string name;
   std::vector<std::int64_t> values;  // ordered, distinct; neighbours are "close" for mutation
+  // For a knob added after schedules were stored: the value a schedule that lacks it
+  // takes (it was measured with that behaviour), so older records stay in the space.
+  std::optional<std::int64_t> absent = std::nullopt;
 };
 
 // A point: index into each knob's value list, in knob order.
@@ -49,11 +52,13 @@ class ScheduleSpace {
   // Flat index in mixed radix, first knob most significant. REQUIRES: i < size().
   Point point_at(std::uint64_t i) const;
   std::uint64_t flat_index(const Point& p) const;
-  // Index of each knob's value; nullopt if a knob is missing, extra, or off-list.
+  // Index of each knob's value; nullopt if a knob is missing (and has no `absent`
+  // value), extra, or off-list.
   std::optional<Point> point_of(const Schedule& s) const;
 
   // Validates membership (missing/extra knob, value outside the list) and then
-  // the space's own check; the reason names the knob or the limit.
+  // the space's own check; the reason names the knob or the limit. A missing knob
+  // with an `absent` value is present at that value.
   Verdict check(const Schedule& s) const;
   // Schedule from JSON; bad_input naming the knob if it does not belong to this space.
   Schedule parse(const Json& j) const;

@@ -12,7 +12,7 @@ namespace {
 const std::vector<std::string>& epilogue_ops() {
   static const std::vector<std::string> ops = {"bias", "batchnorm", "relu", "leaky_relu",
                                                "gelu", "sigmoid", "silu", "add", "layernorm",
-                                               "requantize"};
+                                               "requantize", "quantize", "dequantize"};
   return ops;
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 std::vector<FusionRule> built_ins() {
   return {
-      {"elementwise", {"*", "bias|relu|leaky_relu|gelu|sigmoid|silu|requantize+"}, 1, 0, 0},
+      {"elementwise", {"*", "bias|relu|leaky_relu|gelu|sigmoid|silu|requantize|quantize|dequantize+"}, 1, 0, 0},
       {"any-epilogue", {"*", "*+"}, 2, 0, 0},
   };
 }

@@ -18,6 +18,9 @@ inline constexpr std::string_view k_steps = "k_steps";
 inline constexpr std::string_view async_copy_depth = "async_copy_depth";
 inline constexpr std::string_view tile_order = "tile_order";
 inline constexpr std::string_view fusion_level = "fusion_level";
+// Conv only: the activations' data layout (lowering/layout.hpp). Not in `all` below: the
+// cost model sees it through the plan (copy row lengths, the reformat work).
+inline constexpr std::string_view layout = "layout";
 // Host (CPU) only: the register micro-kernel's rows and columns (host/host_space.hpp).
 inline constexpr std::string_view micro_m = "micro_m";
 inline constexpr std::string_view micro_n = "micro_n";

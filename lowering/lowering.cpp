@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "lowering/knob_names.hpp"
+#include "lowering/layout.hpp"
 
 namespace atvoss::lowering {
 namespace {
@@ -319,6 +320,31 @@ double conv_halo(const Workload& w, double out, std::int64_t k, std::int64_t in)
   return std::min(double(in + 2 * w.dim("pad")), (out - 1) * double(w.dim("stride")) + double(k));
 }
 
+// Contiguous bytes of one GM row of a conv's input tile in `layout`, `ch_load` of C
+// channels per load over `in_w` columns. The fractal keeps each C0 channel block's row
+// together (`block_bytes`: C0 elements); NHWC keeps a pixel's channels together (a whole
+// row when a load takes every channel; the copy regroups them into the fractal on the
+// way, as ND-to-NZ copies do); NCHW keeps one channel's row.
+double input_row_bytes(Layout layout, double in_w, double ch_load, double C, double b, double block_bytes) {
+  switch (layout) {
+    case Layout::fractal: return in_w * block_bytes;
+    case Layout::nhwc: return ch_load >= C ? in_w * C * b : std::max(1.0, ch_load) * b;
+    case Layout::nchw: return in_w * b;
+  }
+  return in_w * block_bytes;
+}
+
+// Contiguous bytes of one GM row of a conv's output tile (h x wd pixels, n of K
+// channels, Wo columns) in `layout`; 0 when the tile's rows are whole output rows.
+double output_row_bytes(Layout layout, double h, double wd, double Wo, double n, double K, double b) {
+  switch (layout) {
+    case Layout::fractal: return 0;
+    case Layout::nhwc: return n >= K ? (wd >= Wo ? 0 : wd * K * b) : n * b;
+    case Layout::nchw: return wd >= Wo ? h * wd * b : wd * b;
+  }
+  return 0;
+}
+
 // Groups of a convolution: 1 unless the op has the dim (group_conv2d).
 std::int64_t conv_groups(const Workload& w) { return w.dims().count("groups") ? w.dim("groups") : 1; }
 
@@ -343,6 +369,7 @@ KernelPlan plan_conv(const Common& c) {
   const double kk = ceil_to(kred, c.c0) / (loads * spl);
   const double ch_load = double(C) / loads;  // input channels per load
   const double d = c.depth;
+  const Layout layout = *layout_of(w, c.s);
   p.has_order = true;
   const double extra_in = fused_extra_inputs(p.fusion);
   // The matrix unit walks the spatial block in M sub-blocks that fit L0A.
@@ -371,7 +398,8 @@ KernelPlan plan_conv(const Common& c) {
         const double bm = gm / msub;
         tile.loads = loads * groups;
         tile.steps_per_load = spl * msub;
-        tile.copies[0] = {group_input * ch_load * c.b, in_w * c.c0 * c.b};  // NC1HWC0 rows
+        tile.copies[0] = {group_input * ch_load * c.b,
+                          input_row_bytes(layout, in_w, ch_load, C, c.b, c.c0 * c.b)};
         tile.copies[1] = {n * kk * spl * c.b, kFractalRowBytes};               // fractal weights
         tile.copies[2] = {extra_in * h * wd * n * c.b / tile.loads, kFractalRowBytes};
         max_l1_input = std::max(max_l1_input, group_input * std::max(1.0, ch_load) * c.b);
@@ -380,6 +408,9 @@ KernelPlan plan_conv(const Common& c) {
         tile.l0_transfers = 1 + 1 / msub;
         tile.cube_macs = bm * c.pad_n(n) * kk;
         cube_output(tile, c, h * wd * n, p.fusion);
+        tile.store_segment_bytes = output_row_bytes(layout, h, wd, double(Wo), n, double(K), c.b);
+        // Only the fractal reaches the matrix unit as stored: NCHW is transposed to it in UB.
+        if (layout == Layout::nchw) tile.vector_bytes = tile.copies[0].bytes / tile.steps_per_load;
         tile.consumed_bytes = loads * spl * kk * c.b * (mt * c.pad_n(n) / 8);
         p.other_reads += tile.count * (groups - 1) * loads * tile.copies[1].bytes;
         p.tiles.push_back(tile);
@@ -596,6 +627,13 @@ KernelPlan plan_attention(const Common& c) {
   return p;
 }
 
+// Schedules stored before the knob existed ran in the fractal layout.
+Knob layout_knob() {
+  return {std::string(knobs::layout),
+          {std::int64_t(Layout::fractal), std::int64_t(Layout::nhwc), std::int64_t(Layout::nchw)},
+          std::int64_t(kDefaultLayout)};
+}
+
 std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
   const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
   switch (w.family()) {
@@ -617,7 +655,8 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
               knob(knobs::k_steps, kKSteps),
               knob(knobs::async_copy_depth, depth),
               knob(knobs::tile_order, order),
-              knob(knobs::fusion_level, fusion)};
+              knob(knobs::fusion_level, fusion),
+              layout_knob()};
     case OpFamily::depthwise:
       return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes, true)),
               knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes, true)),

@@ -10,6 +10,8 @@
 //              weights; the matrix unit walks the block in L0-sized M sub-blocks. An
 //              accumulator larger than L0C is computed in row groups. A grouped conv
 //              is `groups` convs of C/groups -> K/groups channels, each with its weights.
+//              The layout knob (layout.hpp) sets the activations' row lengths in GM
+//              and, for NCHW, a transpose to the fractal on the vector unit.
 //   depthwise  vector op: tile_h x tile_w x tile_c output, halo input in UB; pooling
 //              is the same window without weights.
 //   rows       tile_m x tile_n blocks in UB; a row-reducing op (layernorm, softmax)

@@ -92,6 +92,10 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
     std::printf("weighted end-to-end: default %.1f us -> tuned %.1f us (%.2fx)\n", out.default_us,
                 out.tuned_us, out.default_us / out.tuned_us);
   }
+  if (out.layout_changes > 0) {
+    std::printf("layout changes: %d transposes, %.1f us (in the tuned time; the report lists them)\n",
+                out.layout_changes, out.layout_changes_us);
+  }
   std::printf("device memory: %s%s\n", out.memory.summary().c_str(), out.memory.fits() ? "" : " - does not fit");
   if (out.tasks_tuned < out.tasks) {
     std::printf("%d of %d tasks tuned; the budget did not reach the rest, which count at their default\n",

@@ -19,8 +19,10 @@
 #include "backend/targets.hpp"
 #include "host/machine.hpp"
 #include "lowering/fusion_rules.hpp"
+#include "lowering/knob_names.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
+#include "tuner/layout_choice.hpp"
 #include "tuner/local_measurer.hpp"
 #include "tuner/model_evaluation.hpp"
 #include "tuner/model_zoo.hpp"
@@ -314,6 +316,63 @@ class JobRun {
     return total;
   }
 
+  // Whether w's space on this target has the layout knob (the host's conv space has not).
+  bool tunes_layout(const Workload& w) const {
+    if (!lowering::has_layout_knob(w)) return false;
+    const auto space_knobs = backend::space_for(w, target_).knobs();
+    return std::any_of(space_knobs.begin(), space_knobs.end(),
+                       [](const Knob& k) { return k.name == knobs::layout; });
+  }
+
+  // Each conv task's best stored time in every layout it was measured in; a task with
+  // nothing measured is held at its default schedule's layout and time.
+  std::vector<std::map<Layout, double>> layout_times() const {
+    std::vector<std::map<Layout, double>> times;
+    for (const auto& r : runs_) {
+      auto& m = times.emplace_back();
+      const Workload& w = r.task.workload;
+      if (!tunes_layout(w)) continue;
+      for (const auto& rec : db_.records().history(w.key(), target_info_.key)) {
+        if (!rec.measurement.ok()) continue;
+        const Layout l = *lowering::layout_of(w, rec.schedule);
+        if (!m.count(l) || rec.measurement.time_us < m[l]) m[l] = rec.measurement.time_us;
+      }
+      if (m.empty()) {
+        m[*lowering::layout_of(w, backend::required_default(w, target_))] =
+            std::isfinite(r.default_us) ? r.default_us : untuned_us(r);
+      }
+    }
+    return times;
+  }
+
+  // end_to_end(true) with each conv task in its chosen layout, plus the transposes.
+  double tuned_with_layouts(const LayoutChoice& choice, const std::vector<std::map<Layout, double>>& times) const {
+    double total = total_us(choice.changes);
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      const auto& r = runs_[i];
+      double us = choice.layouts[i] ? times[i].at(*choice.layouts[i]) : r.best_us;
+      if (!std::isfinite(us)) us = std::isfinite(r.default_us) ? r.default_us : untuned_us(r);
+      total += r.task.weight * us;
+    }
+    return total;
+  }
+
+  // The transposes a variant's schedules pay, as report rows.
+  std::vector<LayoutChangeRow> variant_changes(const ModelVariant& v, const TransposeCost& cost) const {
+    std::vector<std::optional<Layout>> layouts;
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      const Workload& w = runs_[i].task.workload;
+      const bool timed = i < v.ops.size() && v.ops[i].schedule;
+      layouts.push_back(timed ? lowering::layout_of(w, *v.ops[i].schedule) : std::nullopt);
+    }
+    std::vector<LayoutChangeRow> rows;
+    for (const auto& c : layout_changes(tasks_, layouts, cost)) {
+      rows.push_back({c.from_layer, c.to_layer, lowering::layout_name(c.from), lowering::layout_name(c.to),
+                      c.transpose.label(), c.time_us});
+    }
+    return rows;
+  }
+
   double untuned_us(const TaskRun& r) const {
     const Measurement m =
         measure_noise_free(target_, r.task.workload, backend::required_default(r.task.workload, target_));
@@ -340,7 +399,12 @@ class JobRun {
     out.trials = total_trials();
     out.measured = out.trials - out.resumed_trials;
     out.default_us = end_to_end(false);
-    out.tuned_us = end_to_end(true);
+    const TransposeCost transpose_cost = swept_transpose_cost(target_);
+    const auto times = layout_times();
+    const LayoutChoice layouts = choose_layouts(tasks_, times, transpose_cost);
+    out.tuned_us = tuned_with_layouts(layouts, times);
+    out.layout_changes = int(layouts.changes.size());
+    out.layout_changes_us = total_us(layouts.changes);
     out.database = spec_.database;
     out.table = spec_.export_path;
     out.report = spec_.report_path;
@@ -360,7 +424,8 @@ class JobRun {
     data.device_memory = memory_.summary();
     data.fits_device = memory_.fits();
     Json tasks = Json::array();
-    for (const auto& r : runs_) {
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      const auto& r = runs_[i];
       data.tasks.push_back(task_report(r));
       const auto& t = data.tasks.back();
       tasks.push_back({{"name", r.task.name}, {"workload", r.task.workload.to_json()},
@@ -368,11 +433,17 @@ class JobRun {
                        {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
                        {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},
                        {"best_schedule", t.best_schedule ? t.best_schedule->to_json() : Json(nullptr)}});
+      if (const auto l = layouts.layouts[i]) {  // the chosen layout and its best time
+        tasks.back()["layout"] = lowering::layout_name(*l);
+        tasks.back()["layout_us"] = times[i].at(*l);
+      }
     }
     EvaluationOptions eval;
     eval.cost_model = spec_.cost_model;
     eval.seed = spec_.seed;
+    eval.layouts = layouts.layouts;
     data.variants = evaluate_variants(tasks_.tasks(), target_, db_.records(), eval);
+    for (auto& v : data.variants) v.layout_changes = variant_changes(v, transpose_cost);
     data.precisions = precisions_;
     for (const auto& t : tasks_.tasks()) {
       if (const double e = int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
@@ -383,6 +454,12 @@ class JobRun {
       variants.push_back({{"name", v.name}, {"end_to_end_us", v.end_to_end_us()},
                           {"throughput", v.throughput(data.batch)}});
     }
+    Json changes = Json::array();
+    for (const auto& c : layouts.changes) {
+      changes.push_back({{"from_layer", c.from_layer}, {"to_layer", c.to_layer},
+                         {"from", lowering::layout_name(c.from)}, {"to", lowering::layout_name(c.to)},
+                         {"transpose", c.transpose.to_json()}, {"time_us", c.time_us}});
+    }
     Json precisions = Json::array();
     for (const auto& p : precisions_) {
       precisions.push_back({{"name", p.name}, {"default_us", p.default_us}});
@@ -390,7 +467,8 @@ class JobRun {
     out.summary = {{"job", spec_.name}, {"precisions", precisions}, {"model", tasks_.model()}, {"target", target_.name},
                    {"trials", out.trials}, {"resumed", out.resumed_trials},
                    {"tasks_tuned", out.tasks_tuned}, {"default_us", out.default_us},
-                   {"tuned_us", out.tuned_us},
+                   {"tuned_us", out.tuned_us}, {"layout_changes", changes},
+                   {"layout_changes_us", total_us(layouts.changes)},
                    {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
                    {"database", out.database}, {"table", out.table}, {"report", out.report},
                    {"memory", {{"weight_bytes", memory_.weight_bytes},
@@ -454,7 +532,7 @@ TaskSet model_tasks(const JobSpec& spec) {
   } else {
     set = TaskSet(spec.name, 1);
   }
-  for (const auto& w : spec.workloads) set.add(w.workload, w.name, w.weight);
+  for (const auto& w : spec.workloads) set.add_standalone(w.workload, w.name, w.weight);
   if (set.tasks().empty()) throw_bad_input("job spec: the model has no tunable task");
   return set;
 }

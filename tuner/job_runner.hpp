@@ -53,7 +53,10 @@ struct JobOutcome {
   int resumed_trials = 0;  // found in the database at the start
   int measured = 0;        // stored by this run
   double default_us = 0;   // weighted end-to-end time under the default schedules
-  double tuned_us = 0;     // ... under the best stored schedules, untuned tasks at their default
+  double tuned_us = 0;     // ... under the best stored schedules, untuned tasks at their default,
+                           // conv tasks in their chosen layouts, transposes included
+  int layout_changes = 0;  // transposes between layers of differing layouts (layout_choice.hpp)
+  double layout_changes_us = 0;
   std::string database, table, report;
   MemoryFit memory;        // the model's weights and peak activations against the device memory
   Json summary;            // per-task detail for --json

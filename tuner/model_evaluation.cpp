@@ -48,6 +48,7 @@ VariantOp zero_shot(const TuneTask& task, std::size_t index,
   } catch (const Error& e) {
     op.measurement = exact(target, task.workload, def);
     op.note = std::string("no zero-shot model (") + e.what() + "); default used";
+    op.schedule = def;
     return op;
   }
   const ScheduleSpace space = backend::space_for(task.workload, target);
@@ -65,16 +66,19 @@ VariantOp zero_shot(const TuneTask& task, std::size_t index,
   const auto scores = model->predict(task.workload, target, candidates);
   const auto best = std::max_element(scores.begin(), scores.end()) - scores.begin();
   op.measurement = exact(target, task.workload, candidates[best]);
+  op.schedule = candidates[best];
   return op;
 }
 
-// Fastest stored schedule, optionally only among those at one fusion level.
-std::optional<Schedule> best_stored(const std::vector<db::Record>& history,
-                                    std::optional<std::int64_t> fusion_level) {
+// Fastest stored schedule, optionally only among those at one fusion level or in one layout.
+std::optional<Schedule> best_stored(const Workload& w, const std::vector<db::Record>& history,
+                                    std::optional<std::int64_t> fusion_level,
+                                    std::optional<lowering::Layout> layout = std::nullopt) {
   const db::Record* best = nullptr;
   for (const auto& r : history) {
     if (!r.measurement.ok()) continue;
     if (fusion_level && r.schedule.get_or("fusion_level", 0) != *fusion_level) continue;
+    if (layout && lowering::layout_of(w, r.schedule) != layout) continue;
     if (!best || r.measurement.time_us < best->measurement.time_us) best = &r;
   }
   if (!best) return std::nullopt;
@@ -89,18 +93,22 @@ VariantOp tuned_at_fusion(const TuneTask& t, const Target& target,
   VariantOp op{t.name, t.weight, std::nullopt, ""};
   const std::int64_t level = def.get_or("fusion_level", 0);
   std::vector<Schedule> candidates;
-  if (auto s = best_stored(history, level)) candidates.push_back(*s);
-  if (auto s = best_stored(history, std::nullopt); s && s->has("fusion_level")) {
+  if (auto s = best_stored(t.workload, history, level)) candidates.push_back(*s);
+  if (auto s = best_stored(t.workload, history, std::nullopt); s && s->has("fusion_level")) {
     s->set("fusion_level", level);
     candidates.push_back(*s);
   }
   for (const auto& c : candidates) {
     Measurement m = exact(target, t.workload, c);
-    if (m.ok() && (!op.measurement || m.time_us < op.measurement->time_us)) op.measurement = m;
+    if (m.ok() && (!op.measurement || m.time_us < op.measurement->time_us)) {
+      op.measurement = m;
+      op.schedule = c;
+    }
   }
   if (!op.measurement) {
     op.measurement = exact(target, t.workload, def);
     op.note = "nothing valid at the default fusion level; default used";
+    op.schedule = def;
   }
   return op;
 }
@@ -155,19 +163,25 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const TuneTask& t = tasks[i];
     const Schedule d = backend::required_default(t.workload, target);
-    def.ops.push_back({t.name, t.weight, exact(target, t.workload, d), ""});
+    def.ops.push_back({t.name, t.weight, exact(target, t.workload, d), "", d});
     zero.ops.push_back(zero_shot(t, i, groups, target, options));
     tuned.ops.push_back(tuned_at_fusion(t, target, histories[i], d));
     VariantOp op{t.name, t.weight, std::nullopt, ""};
-    if (auto s = best_stored(histories[i], std::nullopt)) {
+    const auto layout = i < options.layouts.size() ? options.layouts[i] : std::nullopt;
+    if (auto s = best_stored(t.workload, histories[i], std::nullopt, layout)) {
       op.measurement = exact(target, t.workload, *s);
+      op.schedule = *s;
     } else {
       op.measurement = exact(target, t.workload, d);
       op.note = "nothing measured; default used";
+      op.schedule = d;
     }
-    const auto& c = tuned.ops.back().measurement;
-    if (c && c->ok() && (!op.measurement->ok() || c->time_us < op.measurement->time_us)) {
-      op.measurement = c;
+    const auto& c = tuned.ops.back();
+    const bool same_layout = !layout || lowering::layout_of(t.workload, *c.schedule) == layout;
+    if (c.measurement && c.measurement->ok() && same_layout &&
+        (!op.measurement->ok() || c.measurement->time_us < op.measurement->time_us)) {
+      op.measurement = c.measurement;
+      op.schedule = c.schedule;
       op.note.clear();
     }
     fused.ops.push_back(std::move(op));

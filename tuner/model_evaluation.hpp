@@ -8,7 +8,9 @@
 //       level (the fastest stored schedule at that level, or the overall winner
 //       moved to it, whichever is faster);
 //   (d) tuned with fusion — the fastest stored schedule of any fusion level (or
-//       (c)'s pick, should that be faster noise-free).
+//       (c)'s pick, should that be faster noise-free), in the layout the job chose.
+// Each VariantOp carries the schedule it timed, so that the caller can add the
+// transposes between layers of differing layouts (layout_choice.hpp).
 // Threading: the caller's thread; reads db only.
 #pragma once
 
@@ -18,6 +20,7 @@
 
 #include "core/target.hpp"
 #include "db/record_store.hpp"
+#include "lowering/layout.hpp"
 #include "tuner/precision.hpp"
 #include "tuner/report.hpp"
 #include "tuner/task_set.hpp"
@@ -32,6 +35,9 @@ struct EvaluationOptions {
   // Records per other task used to train the zero-shot model (the best first).
   int train_per_task = 128;
   std::uint64_t seed = 0;
+  // Per task, the layout (d) keeps it in (the job's layout choice, layout_choice.hpp);
+  // empty or nullopt: any layout.
+  std::vector<std::optional<lowering::Layout>> layouts;
 };
 
 // w under s on target, simulated without noise: how variants, and tasks a job's budget

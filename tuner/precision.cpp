@@ -69,23 +69,62 @@ Workload with_dtype(const Workload& w, DType d) {
   if (d == DType::int8 && w.info().takes_epilogue && !w.has_epilogue("requantize")) {
     j["epilogue"].push_back("requantize");
   }
-  if (d != DType::int8) {
-    auto& ep = j["epilogue"];
-    ep.erase(std::remove(ep.begin(), ep.end(), Json("requantize")), ep.end());
-  }
+  auto& ep = j["epilogue"];
+  auto drop = [&](const char* op) { ep.erase(std::remove(ep.begin(), ep.end(), Json(op)), ep.end()); };
+  drop("quantize");
+  drop("dequantize");
+  if (d != DType::int8) drop("requantize");
   return Workload::from_json(j);
 }
+
+namespace {
+
+// w with its epilogue's requantize replaced by op, or op appended.
+Workload with_conversion(const Workload& w, const char* op) {
+  Json j = w.to_json();
+  auto& ep = j["epilogue"];
+  ep.erase(std::remove(ep.begin(), ep.end(), Json("requantize")), ep.end());
+  ep.push_back(op);
+  return Workload::from_json(j);
+}
+
+// Quantise into an int8 layer, dequantise out of one, along the layer chain.
+void convert_at_precision_changes(const TaskSet& tasks, std::vector<Workload>& layers) {
+  std::optional<std::size_t> prev;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (tasks.layer_order()[i].standalone) continue;
+    if (prev) {
+      Workload& a = layers[*prev];
+      const bool into = a.dtype() != DType::int8 && layers[i].dtype() == DType::int8;
+      const bool out_of = a.dtype() == DType::int8 && layers[i].dtype() != DType::int8;
+      if (a.info().takes_epilogue && (into || out_of)) a = with_conversion(a, into ? "quantize" : "dequantize");
+    }
+    prev = i;
+  }
+}
+
+}  // namespace
 
 TaskSet apply_precision(const TaskSet& tasks, const PrecisionSpec& spec) {
   if (spec.empty()) return tasks;
   TaskSet out(tasks.model(), tasks.batch());
   std::set<std::string> seen;
-  for (const auto& t : tasks.tasks()) {
-    for (const auto& [layer, count] : t.layers) {
-      const auto it = spec.layers.find(layer);
-      std::optional<DType> d = it != spec.layers.end() ? std::optional(it->second) : spec.rest;
-      if (it != spec.layers.end()) seen.insert(layer);
-      out.add(d ? with_dtype(t.workload, *d) : t.workload, layer, count);
+  // In layer order, so that the chain of layers (layout_choice.hpp) survives.
+  std::vector<Workload> layers;
+  for (const LayerStep& step : tasks.layer_order()) {
+    const Workload& w = tasks.tasks()[step.task].workload;
+    const auto it = spec.layers.find(step.name);
+    std::optional<DType> d = it != spec.layers.end() ? std::optional(it->second) : spec.rest;
+    if (it != spec.layers.end()) seen.insert(step.name);
+    layers.push_back(d ? with_dtype(w, *d) : w);
+  }
+  convert_at_precision_changes(tasks, layers);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const LayerStep& step = tasks.layer_order()[i];
+    if (step.standalone) {
+      out.add_standalone(layers[i], step.name, step.count);
+    } else {
+      out.add(layers[i], step.name, step.count);
     }
   }
   for (const auto& [op, n] : tasks.unsupported()) out.add_unsupported(op, n);

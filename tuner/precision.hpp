@@ -5,7 +5,11 @@
 // 16 float16 (or {"type": "bfloat16"}), 32 float32; weight and act must agree, since
 // a kernel here runs one dtype. An int8 layer's output leaves the int32 accumulator
 // through a "requantize" epilogue (scale, round, saturate), which fusion folds in
-// like any elementwise epilogue.
+// like any elementwise epilogue. Where the precision changes along the layer chain
+// (TaskSet::layer_order), the layer before an int8 one quantises its output
+// ("quantize": scale, round, saturate) and an int8 layer before a float one
+// dequantises instead of requantising ("dequantize"); the plan still counts the
+// stored elements at the layer's own width.
 // Accuracy is not measured: it cannot be without the model's weights and data. The
 // quantisation error per layer is an estimate from int8's range and the fan-in.
 // Pure functions: thread-safe.
@@ -31,7 +35,8 @@ struct PrecisionSpec {
 // bad_input naming "precision" and the layer on any problem.
 PrecisionSpec parse_precision(const Json& j);
 
-// w in dtype d: int8 ops that take an epilogue end in "requantize".
+// w in dtype d: int8 ops that take an epilogue end in "requantize" (and lose a
+// "quantize" / "dequantize" of another precision).
 Workload with_dtype(const Workload& w, DType d);
 
 // The tasks with each layer's precision applied: layers of one task that get

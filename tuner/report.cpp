@@ -65,6 +65,7 @@ double ModelVariant::end_to_end_us() const {
   for (const auto& op : ops) {
     if (op.measurement && op.measurement->ok()) total += op.weight * op.measurement->time_us;
   }
+  for (const auto& c : layout_changes) total += c.time_us;
   return total;
 }
 
@@ -177,6 +178,29 @@ std::string profile_cells(const std::optional<Measurement>& m) {
          "</td>";
 }
 
+// Where the schedules of each variant pay for a layout change, and what it costs.
+void layout_changes_table(std::ostringstream& out, const ReportData& d) {
+  out << "<h3 id=\"layout-changes\">Layout changes</h3><p class=\"note\">Between two conv layers "
+         "whose layouts differ the model pays a transpose of the consumer's input "
+         "(docs/job-spec.md, \"Layouts\"); the end-to-end times above include them.</p>";
+  out << "<table><tr><th class=\"l\">schedules</th><th class=\"l\">from layer</th>"
+         "<th class=\"l\">to layer</th><th class=\"l\">layouts</th><th class=\"l\">transpose</th>"
+         "<th>&#181;s</th></tr>";
+  for (const auto& v : d.variants) {
+    if (v.layout_changes.empty()) {
+      out << "<tr><td class=\"l\">" << esc(v.name) << "</td><td class=\"l\" colspan=\"5\">"
+          << "none: every conv layer in one layout</td></tr>";
+    }
+    for (const auto& c : v.layout_changes) {
+      out << "<tr><td class=\"l\">" << esc(v.name) << "</td><td class=\"l\">" << esc(c.from_layer)
+          << "</td><td class=\"l\">" << esc(c.to_layer) << "</td><td class=\"l\">" << esc(c.from)
+          << " &rarr; " << esc(c.to) << "</td><td class=\"l\">" << esc(c.tensor) << "</td><td>"
+          << fmt(c.time_us) << "</td></tr>";
+    }
+  }
+  out << "</table>";
+}
+
 void model_section(std::ostringstream& out, const ReportData& d) {
   if (d.variants.empty()) return;
   out << "<section id=\"model\"><h2>Model: before and after</h2>";
@@ -212,7 +236,9 @@ void model_section(std::ostringstream& out, const ReportData& d) {
     }
     out << "</tr>";
   }
-  out << "</table></div></section>";
+  out << "</table></div>";
+  layout_changes_table(out, d);
+  out << "</section>";
 }
 
 void precision_section(std::ostringstream& out, const ReportData& d) {

@@ -38,13 +38,24 @@ struct VariantOp {
   int weight = 1;
   std::optional<Measurement> measurement;  // nullopt: no schedule for this variant
   std::string note;                        // e.g. "no fusion-free record; default used"
+  std::optional<Schedule> schedule = std::nullopt;  // the schedule timed
+};
+
+// A transpose the model pays between two layers whose layouts differ (layout_choice.hpp).
+struct LayoutChangeRow {
+  std::string from_layer, to_layer;
+  std::string from, to;  // layout names
+  std::string tensor;    // the transpose workload's label
+  double time_us = 0;
 };
 
 struct ModelVariant {
   std::string name;         // "(a) vendor default", ...
   std::string description;  // how its schedules were chosen
   std::vector<VariantOp> ops;
-  double end_to_end_us() const;  // sum(weight * time) over ops with a time
+  // The transposes between layers of differing layouts these schedules pay.
+  std::vector<LayoutChangeRow> layout_changes = {};
+  double end_to_end_us() const;  // sum(weight * time) over ops with a time, plus the transposes
   double throughput(int batch) const;  // samples per second
 };
 

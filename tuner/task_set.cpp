@@ -3,13 +3,23 @@
 namespace atvoss::tuner {
 
 void TaskSet::add(const Workload& w, const std::string& name, int count) {
-  for (auto& t : tasks_) {
-    if (t.workload.key() == w.key()) {
-      t.weight += count;
-      t.layers.emplace_back(name, count);
+  add_step(w, name, count, false);
+}
+
+void TaskSet::add_standalone(const Workload& w, const std::string& name, int count) {
+  add_step(w, name, count, true);
+}
+
+void TaskSet::add_step(const Workload& w, const std::string& name, int count, bool standalone) {
+  for (std::size_t i = 0; i < tasks_.size(); ++i) {
+    if (tasks_[i].workload.key() == w.key()) {
+      tasks_[i].weight += count;
+      tasks_[i].layers.emplace_back(name, count);
+      order_.push_back({i, name, count, standalone});
       return;
     }
   }
+  order_.push_back({tasks_.size(), name, count, standalone});
   tasks_.push_back(TuneTask{w, count, name, {{name, count}}});
 }
 

@@ -47,6 +47,23 @@ TEST(ScheduleSpaceTest, CheckExplainsEveryRejection) {
   }
 }
 
+TEST(ScheduleSpaceTest, AKnobAddedLaterTakesItsAbsentValueInOlderSchedules) {
+  const ScheduleSpace space({{"a", {1, 2, 4}}, {"layout", {0, 1, 2}, 0}}, [](const Schedule& s) {
+    return s.get_or("layout", 0) == 2 ? Verdict::invalid("layout 2 refused") : Verdict::valid();
+  });
+  const Schedule old({{"a", 2}});
+  EXPECT_TRUE(space.check(old).ok) << space.check(old).reason;
+  EXPECT_EQ(space.point_of(old), (Point{1, 0}));
+  EXPECT_FALSE(space.point_of(Schedule({{"a", 2}, {"c", 1}})));  // extra knob, layout absent
+  EXPECT_FALSE(space.point_of(Schedule({{"layout", 1}})));        // a has no absent value
+  EXPECT_EQ(space.check(Schedule({{"layout", 1}})).reason, "missing knob 'a'");
+  const ScheduleSpace refusing({{"a", {1, 2, 4}}, {"layout", {0, 1, 2}, 2}}, [](const Schedule& s) {
+    return s.get_or("layout", 2) == 2 ? Verdict::invalid("layout 2 refused") : Verdict::valid();
+  });
+  EXPECT_EQ(refusing.point_of(old), (Point{1, 2}));
+  EXPECT_FALSE(refusing.check(old).ok);
+}
+
 TEST(ScheduleSpaceTest, ParseRejectsNonMembers) {
   auto space = small_space();
   EXPECT_THROW(space.parse(parse_json(R"({"a":3,"b":8})", "t")), Error);

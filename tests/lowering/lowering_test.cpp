@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "lowering/knob_names.hpp"
 #include "plan_target.hpp"
+#include "lowering/layout.hpp"
 
 namespace atvoss::lowering {
 namespace {
@@ -166,6 +167,66 @@ TEST(LoweringTest, GroupedConvIsGroupsSmallConvsEachWithItsWeights) {
   EXPECT_DOUBLE_EQ(pg.b.unique_bytes, 4 * p1.b.unique_bytes);
   EXPECT_DOUBLE_EQ(pg.out_bytes, 4 * p1.out_bytes);
   EXPECT_THROW(workload(R"({"op":"group_conv2d","dims":{)" + dims + R"(,"groups":3}})"), Error);
+}
+
+Schedule conv_schedule(int layout, int side = 14) {
+  return Schedule({{"tile_h", side}, {"tile_w", side}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
+                   {"async_copy_depth", 2}, {"tile_order", 0}, {"fusion_level", 0}, {"layout", layout}});
+}
+
+TEST(LoweringTest, LayoutKnobSetsTheActivationRowsAndTheReformat) {
+  const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":128,"H":28,"W":28,"K":128,"R":3,"S":3,"pad":1}})");
+  const auto knobs = knobs_for(w, small_target());
+  EXPECT_EQ(knobs.back().name, "layout");
+  EXPECT_EQ(knobs.back().values, (std::vector<std::int64_t>{0, 1, 2}));
+  const KernelPlan fractal = plan_kernel(w, small_target(), conv_schedule(0));
+  const KernelPlan nhwc = plan_kernel(w, small_target(), conv_schedule(1));
+  const KernelPlan nchw = plan_kernel(w, small_target(), conv_schedule(2));
+  ASSERT_TRUE(fractal.verdict.ok && nhwc.verdict.ok && nchw.verdict.ok) << fractal.verdict.reason;
+  const double in_w = 14 + 2;  // the halo of a 14-wide tile of a 3x3 window
+  EXPECT_DOUBLE_EQ(fractal.tiles[0].copies[0].segment_bytes, in_w * 32);        // one C0 block's row
+  EXPECT_DOUBLE_EQ(nhwc.tiles[0].copies[0].segment_bytes, 128.0 / 18 * 2);      // a pixel's channels of one load
+  EXPECT_DOUBLE_EQ(nchw.tiles[0].copies[0].segment_bytes, in_w * 2);            // one channel's row
+  EXPECT_DOUBLE_EQ(fractal.tiles[0].copies[0].bytes, nchw.tiles[0].copies[0].bytes);  // same data
+  EXPECT_EQ(fractal.tiles[0].vector_bytes, 0);
+  EXPECT_GT(nchw.tiles[0].vector_bytes, 0);  // transposed to the fractal in UB
+  EXPECT_EQ(fractal.tiles[0].store_segment_bytes, 0);
+  EXPECT_DOUBLE_EQ(nhwc.tiles[0].store_segment_bytes, 64 * 2);  // tile_n of K channels per pixel
+  EXPECT_DOUBLE_EQ(nchw.tiles[0].store_segment_bytes, 14 * 2);
+}
+
+TEST(LoweringTest, AScheduleStoredBeforeTheLayoutKnobTakesTheFractal) {
+  const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":28,"W":28,"K":64,"R":3,"S":3,"pad":1}})");
+  std::map<std::string, std::int64_t> values = conv_schedule(0, 28).values();
+  values.erase("layout");
+  const Schedule old(values);
+  const ScheduleSpace space = space_for(w, small_target());
+  ASSERT_TRUE(space.check(old).ok) << space.check(old).reason;
+  ASSERT_TRUE(space.point_of(old));
+  EXPECT_EQ(space.point_of(old), space.point_of(conv_schedule(0, 28)));
+  EXPECT_EQ(layout_of(w, old), Layout::fractal);
+  EXPECT_DOUBLE_EQ(plan_kernel(w, small_target(), old).tiles[0].copies[0].segment_bytes,
+                   plan_kernel(w, small_target(), conv_schedule(0, 28)).tiles[0].copies[0].segment_bytes);
+  EXPECT_EQ(default_schedule(w, small_target()).at("layout"), 0);
+}
+
+TEST(LoweringTest, LayoutChangeIsATransposeOfTheConvInput) {
+  const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":40,"H":8,"W":8,"K":64,"R":3,"S":3,"pad":1}})");
+  EXPECT_FALSE(layout_change(w, Layout::nhwc, Layout::nhwc));
+  const Workload to_nhwc = *layout_change(w, Layout::nchw, Layout::nhwc);
+  EXPECT_EQ(to_nhwc.op(), "transpose");
+  EXPECT_EQ(to_nhwc.dim("M"), 40);  // [C, HW] -> [HW, C]
+  EXPECT_EQ(to_nhwc.dim("N"), 64);
+  EXPECT_EQ(to_nhwc.dim("inner"), 1);
+  const Workload to_fractal = *layout_change(w, Layout::nhwc, Layout::fractal);
+  EXPECT_EQ(to_fractal.dim("M"), 64);  // [HW, C1, C0] -> [C1, HW, C0], C padded to 48
+  EXPECT_EQ(to_fractal.dim("N"), 48);
+  EXPECT_EQ(to_fractal.dim("inner"), 16);
+  const Workload from_fractal = *layout_change(w, Layout::fractal, Layout::nhwc);
+  EXPECT_EQ(from_fractal.dim("M"), 3);
+  EXPECT_EQ(from_fractal.dim("N"), 64 * 16);
+  EXPECT_EQ(from_fractal.dim("inner"), 16);
+  EXPECT_FALSE(has_layout_knob(workload(R"({"op":"matmul","dims":{"M":64,"N":64,"K":64}})")));
 }
 
 TEST(LoweringTest, ReduceWritesOneValuePerRow) {

@@ -115,6 +115,21 @@ TEST(ModelTest, SmallSpatialTilesRereadTheHalo) {
   EXPECT_GT(gm(8), 1.3 * gm(56));
 }
 
+TEST(ModelTest, LayoutSetsTheConvTime) {
+  // A 1x1 conv whose loads take every channel: NHWC reads whole pixel rows, the fractal
+  // rows of one 32 B channel block, NCHW rows of one channel and a transpose in UB.
+  const Target t = preset("ascend910");
+  const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":1,"S":1}})");
+  auto time_in = [&](int layout) {
+    return time_of(t, w, Schedule({{"tile_h", 8}, {"tile_w", 56}, {"tile_n", 64}, {"tile_k", 64},
+                                   {"k_steps", 1}, {"async_copy_depth", 2}, {"tile_order", 0},
+                                   {"fusion_level", 0}, {"layout", layout}}));
+  };
+  const double fractal = time_in(0), nhwc = time_in(1), nchw = time_in(2);
+  EXPECT_LT(nhwc, fractal);
+  EXPECT_GT(nchw, fractal);
+}
+
 TEST(ModelTest, TransposePaysForShortStoreRows) {
   // The same bytes in and out: a copy does not care how tall its tiles are, a
   // transpose writes rows of tile_m elements and pays for short ones.

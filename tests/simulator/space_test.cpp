@@ -31,7 +31,7 @@ TEST(SpaceTest, KnobNamesAreTheProjectContract) {
                           "fusion_level"));
   EXPECT_THAT(knob_names(space_for(every_op()[4], t)),
               ElementsAre("tile_h", "tile_w", "tile_n", "tile_k", "k_steps", "async_copy_depth",
-                          "tile_order", "fusion_level"));
+                          "tile_order", "fusion_level", "layout"));
   EXPECT_THAT(knob_names(space_for(every_op()[7], t)),
               ElementsAre("tile_h", "tile_w", "tile_c", "async_copy_depth", "fusion_level"));
   EXPECT_THAT(knob_names(space_for(every_op()[9], t)),

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 
 #include <unistd.h>
@@ -178,6 +179,46 @@ TEST_F(JobRunnerTest, ABudgetShortOfEveryTaskStillReportsEndToEnd) {
   // The untuned tasks count at the default the full job measures for them.
   const auto full = run_job(spec(40), quiet);
   EXPECT_NEAR(out.default_us, full.default_us, 0.05 * full.default_us);
+}
+
+TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBetween) {
+  // Eight random schedules per task: ResNet-50's 1x1 and 3x3 convs end up in differing layouts.
+  const Json j{{"name", "r50"}, {"target", "ascend910"}, {"model", "resnet50"},
+               {"trials", 8 * int(zoo_model("resnet50").tasks().size())}, {"strategy", "random"},
+               {"batch_size", 8}, {"cost_model", "linear"}, {"seed", 5},
+               {"database", (dir_ / "j.db").string()}, {"export", (dir_ / "t.json").string()},
+               {"report", (dir_ / "r.html").string()}};
+  JobRunOptions quiet;
+  quiet.quiet = true;
+  const auto out = run_job(JobSpec::from_json(j), quiet);
+  const Json& s = out.summary;
+  std::map<std::string, std::string> layout_of_layer;
+  double tasks_us = 0;
+  for (const auto& t : s["tasks"]) {
+    const bool conv = t.contains("layout");
+    EXPECT_EQ(conv, t["workload"]["op"] == "conv2d");
+    const double us = conv ? t["layout_us"].get<double>()
+                           : (t["best_us"].is_null() ? t["default_us"] : t["best_us"]).get<double>();
+    tasks_us += t["weight"].get<int>() * us;
+    if (conv) layout_of_layer[t["name"]] = t["layout"];
+  }
+  ASSERT_FALSE(s["layout_changes"].empty()) << "random schedules agree on every layout: pick another seed";
+  double changes_us = 0;
+  for (const auto& c : s["layout_changes"]) {
+    EXPECT_NE(c["from"], c["to"]);
+    EXPECT_EQ(c["transpose"]["op"], "transpose");
+    EXPECT_GT(c["time_us"].get<double>(), 0);
+    changes_us += c["time_us"].get<double>();
+    // A task's first layer names it; the others share its layout.
+    if (layout_of_layer.count(c["to_layer"])) EXPECT_EQ(layout_of_layer[c["to_layer"]], c["to"]);
+  }
+  EXPECT_EQ(out.layout_changes, int(s["layout_changes"].size()));
+  EXPECT_NEAR(out.layout_changes_us, changes_us, 1e-6 * changes_us);
+  EXPECT_NEAR(out.tuned_us, tasks_us + changes_us, 1e-6 * out.tuned_us);
+  std::ifstream report(dir_ / "r.html");
+  const std::string html((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("id=\"layout-changes\""), std::string::npos);
+  EXPECT_NE(html.find(s["layout_changes"][0]["to_layer"].get<std::string>()), std::string::npos);
 }
 
 TEST_F(JobRunnerTest, BadInputNeverCreatesTheDatabase) {

@@ -74,7 +74,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
 
 # The ops of classic ImageNet networks: grouped conv (AlexNet, ShuffleNet), LRN, pooling,
 # a pre-activation block (standalone BatchNormalization), a residual Sum, Mul, Concat,
-# Transpose (channel shuffle), Upsample, Dropout and Flatten, and a constant subgraph.
+# Transpose (channel shuffle), Upsample, Dropout, Flatten and Reshape, and a constant subgraph.
 nodes, inits = [], []
 nodes.append(helper.make_node("Conv", ["x", "wg"], ["g1"], pads=[1,1,1,1], group=4, name="grouped"))
 inits.append(init("wg", 16, 2, 3, 3))
@@ -96,7 +96,9 @@ nodes.append(helper.make_node("Upsample", ["cat", "scales"], ["up"], mode="neare
 inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales"))
 nodes.append(helper.make_node("Dropout", ["up"], ["d1"]))
 nodes.append(helper.make_node("GlobalAveragePool", ["d1"], ["gap"], name="gap"))
-nodes.append(helper.make_node("Flatten", ["gap"], ["f"]))
+nodes.append(helper.make_node("Flatten", ["gap"], ["f0"]))
+nodes.append(helper.make_node("Reshape", ["f0", "rs"], ["f"]))
+inits.append(numpy_helper.from_array(np.array([1, 32], dtype=np.int64), "rs"))
 # A constant subgraph: ConstantOfShape of an Unsqueezed constant, added as a bias.
 nodes.append(helper.make_node("Constant", [], ["len"], value=numpy_helper.from_array(np.array(10, dtype=np.int64))))
 nodes.append(helper.make_node("Unsqueeze", ["len"], ["shp"], axes=[0]))

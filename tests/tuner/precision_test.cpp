@@ -1,10 +1,12 @@
-// Precision: a job's whole-model or per-layer dtype, the int8 requantize epilogue, the
+// Precision: a job's whole-model or per-layer dtype, the int8 requantize epilogue and the
+// quantise/dequantise at precision changes, the
 // fp16 -> int8 -> mixed rows of the report and the labelled error estimate.
 #include "tuner/precision.hpp"
 
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "lowering/epilogue.hpp"
 #include "simulator/presets.hpp"
 #include "tuner/model_evaluation.hpp"
 #include "tuner/model_zoo.hpp"
@@ -49,21 +51,51 @@ TEST(Precision, BadInputNamesTheLayerAndField) {
   }
 }
 
-TEST(Precision, ALayerLeavesItsSharedTaskAndRequantizes) {
+TEST(Precision, ALayerLeavesItsSharedTaskAndConvertsAtItsEdges) {
   const TaskSet model = zoo_model("resnet50");
-  // layer1.1 and layer1.2 share their conv1 workload: one task of weight 2.
+  // layer1.1 and layer1.2 share their conv1 workload: one task of weight 2. The int8 layer
+  // dequantises its output for the float16 layer after it, and the layer before it
+  // (layer1.1.conv3, which shares its workload with layer1.2.conv3) quantises its own.
   const TaskSet mixed = apply_precision(model, parse_precision(parse_json(R"({"layer1.2.conv1": "int8"})", "t")));
-  EXPECT_EQ(mixed.tasks().size(), model.tasks().size() + 1);
+  EXPECT_EQ(mixed.tasks().size(), model.tasks().size() + 2);
   EXPECT_EQ(mixed.total_occurrences(), model.total_occurrences());
-  int int8_tasks = 0;
+  int int8_tasks = 0, quantizing = 0;
   for (const auto& t : mixed.tasks()) {
+    if (t.workload.has_epilogue("quantize")) {
+      ++quantizing;
+      EXPECT_EQ(t.name, "layer1.1.conv3");
+      EXPECT_EQ(t.weight, 1);
+      EXPECT_EQ(t.workload.dtype(), DType::float16);
+    }
     if (t.workload.dtype() != DType::int8) continue;
     ++int8_tasks;
     EXPECT_EQ(t.name, "layer1.2.conv1");
     EXPECT_EQ(t.weight, 1);
-    EXPECT_EQ(t.workload.epilogue(), (std::vector<std::string>{"batchnorm", "relu", "requantize"}));
+    EXPECT_EQ(t.workload.epilogue(), (std::vector<std::string>{"batchnorm", "relu", "dequantize"}));
   }
   EXPECT_EQ(int8_tasks, 1);
+  EXPECT_EQ(quantizing, 1);
+}
+
+TEST(Precision, AnInt8RunRequantizesInsideAndConvertsAtItsEnds) {
+  TaskSet model("chain", 1);
+  for (std::int64_t c : {16, 32, 48, 64}) {
+    model.add(Workload::from_json(Json{{"op", "conv2d"},
+                                       {"dims", {{"N", 1}, {"C", c}, {"H", 8}, {"W", 8}, {"K", c}, {"R", 1}, {"S", 1}}},
+                                       {"epilogue", {"relu"}}}),
+              "conv" + std::to_string(c));
+  }
+  const TaskSet q = apply_precision(model, parse_precision(parse_json(R"({"conv32": "int8", "conv48": "int8"})", "t")));
+  ASSERT_EQ(q.tasks().size(), 4u);
+  EXPECT_EQ(q.tasks()[0].workload.epilogue(), (std::vector<std::string>{"relu", "quantize"}));
+  EXPECT_EQ(q.tasks()[1].workload.epilogue(), (std::vector<std::string>{"relu", "requantize"}));
+  EXPECT_EQ(q.tasks()[2].workload.epilogue(), (std::vector<std::string>{"relu", "dequantize"}));
+  EXPECT_EQ(q.tasks()[3].workload.epilogue(), (std::vector<std::string>{"relu"}));
+  // The conversions are elementwise epilogues: fusion level 1 folds them in.
+  EXPECT_TRUE(lowering::split_epilogue({"relu", "quantize"}, 1).unfused.empty());
+  EXPECT_TRUE(lowering::split_epilogue({"relu", "dequantize"}, 1).unfused.empty());
+  // Back in float16 the layer loses its conversion.
+  EXPECT_EQ(with_dtype(q.tasks()[2].workload, DType::float16).epilogue(), std::vector<std::string>{"relu"});
 }
 
 TEST(Precision, EachDtypeFollowsTheTargetsRates) {

@@ -92,6 +92,21 @@ TEST(Report, SaysHowManyTasksTheBudgetReached) {
   EXPECT_EQ(render_report(d).find("tasks tuned"), std::string::npos);
 }
 
+TEST(Report, ListsTheTransposesEachVariantPaysAndCountsThemEndToEnd) {
+  auto d = sample();
+  d.variants[1].layout_changes = {{"layer1.conv", "layer2.conv", "NHWC", "fractal",
+                                   "transpose M=196,N=64,inner=16 float16", 2.5}};
+  EXPECT_DOUBLE_EQ(d.variants[1].end_to_end_us(), 2 * 20 + 2.5);
+  const std::string html = render_report(d);
+  EXPECT_NE(html.find("id=\"layout-changes\""), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"l\">layer1.conv</td><td class=\"l\">layer2.conv</td>"
+                      "<td class=\"l\">NHWC &rarr; fractal</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<td>2.50</td>"), std::string::npos);
+  EXPECT_NE(html.find("none: every conv layer in one layout"), std::string::npos);  // variant (a)
+}
+
 TEST(Report, CurveIsAStepLineWithTheDefaultAsReference) {
   const std::string svg = svg_curve({40, 30, 30, 20}, 45);
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
