@@ -7,7 +7,7 @@
 #   3. optuna_peer.py: Optuna TPE and random                                 -> optuna.csv
 #   4. report.py: the merged tables; then proposal time at 1000 observed trials and the
 #      warm start (TITAN RTX spaces with the RTX 3090 records) with and without the prior.
-# Not called by scripts/test.sh (Optuna is a benchmark-only dependency). Takes about 1.5 h
+# Not called by scripts/test.sh (Optuna is a benchmark-only dependency). Takes several hours
 # on 2 cores, almost all of it Optuna TPE (whose asks cost O(trials) in Python).
 # Environment: BUILD_DIR (default build), OUT (default $BUILD_DIR/peer), SEEDS (default 5).
 set -euo pipefail
