@@ -5,7 +5,14 @@ Same spaces (data/recorded-spaces/*.json.gz), seeds and budgets as the C++ bench
 Kernel Tuner's accounting: a configuration absent from the table broke the kernel's
 restrictions, so it is told to the sampler as a penalty but is NOT an evaluation; a failed
 configuration (compile/runtime failure) IS an evaluation (also told as a penalty); a repeat
-of an already measured configuration is told its value again and is not an evaluation.
+of an already measured configuration is answered from the cache (told its value again) and is
+not an evaluation, as Kernel Tuner counts unique evaluations.
+Every run reaches its budget: TPE re-proposes measured configurations more and more as it
+converges, so after --stuck consecutive asks that brought nothing new (repeats or absent
+configurations) the wrapper evaluates a uniformly random unmeasured configuration of the table
+instead (told to the sampler as a trial; it counts as an evaluation). This duplicate-avoiding
+wrapper only helps Optuna (a random escape from a converged model); the CSV's `escapes` column
+counts them per run.
 Penalty: 10x the worst time seen so far (the protocol of data/recorded-spaces/README.md).
 Each parameter is an ordinal integer index into its value list, as atvoss's knobs are.
 
@@ -63,40 +70,48 @@ def make_sampler(name, seed):
     raise SystemExit("unknown sampler " + name)
 
 
-def run_one(space, sampler_name, seed, budget, ask_factor):
+def run_one(space, sampler_name, seed, budget, stuck_limit):
     keys, domains, table, optimum = space
     study = optuna.create_study(sampler=make_sampler(sampler_name, seed), direction="minimize")
+    dists = {k: optuna.distributions.IntDistribution(0, len(domains[i]) - 1) for i, k in enumerate(keys)}
+    escape_rng = random.Random(seed)
+    unmeasured = sorted(table)
+    escape_rng.shuffle(unmeasured)  # popped from the end: uniform random order, seeded
     measured = {}
     curve, best, worst = [], math.inf, 0.0
-    ask_s, asks = 0.0, 0
-    # Absent and repeated proposals are free but not cheap: TPE re-proposes measured
-    # configurations more and more as it converges (on convolution, 4 of 5 asks by 100
-    # evaluations), and each ask costs O(trials). A run stops after ask_factor x budget
-    # proposals; its later budgets then hold the best it found (the CSV's evals column says
-    # where it stopped).
-    max_asks = ask_factor * budget
-    while len(curve) < budget and asks < max_asks:
-        t0 = time.perf_counter()
-        trial = study.ask()
-        idx = tuple(trial.suggest_int(k, 0, len(domains[i]) - 1) for i, k in enumerate(keys))
-        ask_s += time.perf_counter() - t0
-        asks += 1
-        if idx in measured:
-            study.tell(trial, measured[idx])
-            continue
+    ask_s, asks, stuck, escapes = 0.0, 0, 0, 0
+    while len(curve) < budget:
+        escape = stuck >= stuck_limit
+        if escape:  # nothing new for stuck_limit asks: a random unmeasured configuration
+            while unmeasured[-1] in measured:
+                unmeasured.pop()
+            idx, trial = unmeasured.pop(), None
+            escapes += 1
+        else:
+            t0 = time.perf_counter()
+            trial = study.ask()
+            idx = tuple(trial.suggest_int(k, 0, len(domains[i]) - 1) for i, k in enumerate(keys))
+            ask_s += time.perf_counter() - t0
+            asks += 1
         penalty = 10 * worst if worst > 0 else 1e9
-        if idx not in table:  # absent: invalid, not an evaluation
-            study.tell(trial, penalty)
+        if idx in measured or idx not in table:
+            # a repeat is answered from the cache; absent is invalid: neither is an evaluation
+            study.tell(trial, measured.get(idx, penalty))
+            stuck += 1
             continue
+        stuck = 0
         t = table[idx]
         value = penalty if t is None else t
         if t is not None:
             best = min(best, t)
             worst = max(worst, t)
         measured[idx] = value
-        study.tell(trial, value)
+        if trial is None:
+            study.add_trial(optuna.trial.create_trial(params=dict(zip(keys, idx)), distributions=dists, value=value))
+        else:
+            study.tell(trial, value)
         curve.append(optimum / best if best < math.inf else 0.0)
-    return curve, 1000 * ask_s / max(asks, 1), len(curve)
+    return curve, 1000 * ask_s / max(asks, 1), asks, escapes
 
 
 def at(curve, b):
@@ -133,14 +148,15 @@ def main():
     ap.add_argument("--budget", type=int, default=200)
     ap.add_argument("--csv", required=True)
     ap.add_argument("--time-at", type=int, default=0)
-    ap.add_argument("--ask-factor", type=int, default=4, help="stop a run after this many asks per budgeted evaluation")
+    ap.add_argument("--stuck", type=int, default=3,
+                    help="consecutive asks bringing nothing new (repeat or absent) before a random unmeasured configuration is evaluated")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with open(args.csv, "w") as out:
         if args.time_at:
             out.write("space,strategy,observed,ms_per_proposal\n")
         else:
-            out.write("space,strategy,seed," + ",".join("frac_at_%d" % b for b in BUDGETS) + ",ms_per_proposal,evals\n")
+            out.write("space,strategy,seed," + ",".join("frac_at_%d" % b for b in BUDGETS) + ",ms_per_proposal,asks,escapes\n")
         for name in args.spaces.split(","):
             space = load_space(os.path.join(args.data, name + ".json.gz"))
             for s in args.samplers.split(","):
@@ -150,10 +166,11 @@ def main():
                     out.flush()
                     continue
                 for seed in range(args.seed_base, args.seed_base + args.seeds):
-                    curve, ms, evals = run_one(space, s, seed, args.budget, args.ask_factor)
-                    out.write("%s,optuna-%s,%d,%s,%.2f,%d\n" % (name, s, seed, ",".join("%.4f" % at(curve, b) for b in BUDGETS), ms, evals))
+                    curve, ms, asks, escapes = run_one(space, s, seed, args.budget, args.stuck)
+                    out.write("%s,optuna-%s,%d,%s,%.2f,%d,%d\n" % (name, s, seed, ",".join("%.4f" % at(curve, b) for b in BUDGETS),
+                                                                   ms, asks, escapes))
                     out.flush()
-                    print(name, s, seed, "%.3f" % at(curve, 100), "%.1f ms" % ms, file=sys.stderr, flush=True)
+                    print(name, s, seed, "%.3f" % at(curve, 100), "%.1f ms" % ms, "%d escapes" % escapes, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 #   3. optuna_peer.py: Optuna TPE and random                                 -> optuna.csv
 #   4. report.py: the merged tables; then proposal time at 1000 observed trials and the
 #      warm start (TITAN RTX spaces with the RTX 3090 records) with and without the prior.
-# Not called by scripts/test.sh (Optuna is a benchmark-only dependency). Takes about 1.5 h
+# Not called by scripts/test.sh (Optuna is a benchmark-only dependency). Takes several hours
 # on 2 cores, almost all of it Optuna TPE (whose asks cost O(trials) in Python).
 # Environment: BUILD_DIR (default build), OUT (default $BUILD_DIR/peer), SEEDS (default 5).
 set -euo pipefail
@@ -32,7 +32,7 @@ BIN="$BUILD_DIR/bin"
 # Optuna's recommended setting for correlated parameters, with room for its repeats (slow:
 # hours on 2 cores, most of it gemm, whose asks are mostly absent configurations).
 "$PY" "$ROOT/bench/peer/optuna_peer.py" --spaces "$SPACES" --samplers tpe-mv --seeds "$SEEDS" \
-  --ask-factor 10 --csv "$OUT/optuna_mv.csv"
+  --csv "$OUT/optuna_mv.csv"
 "$PY" "$ROOT/bench/peer/report.py" "$OUT/lofo.csv" "$OUT/atvoss.csv" "$OUT/optuna.csv" "$OUT/optuna_mv.csv" | tee "$OUT/report.txt"
 
 TIMED=gemm-RTX_3090,convolution-RTX_3090,dedispersion_milo-A4000
