@@ -92,8 +92,8 @@ TEST(Precision, AnInt8RunRequantizesInsideAndConvertsAtItsEnds) {
   EXPECT_EQ(q.tasks()[2].workload.epilogue(), (std::vector<std::string>{"relu", "dequantize"}));
   EXPECT_EQ(q.tasks()[3].workload.epilogue(), (std::vector<std::string>{"relu"}));
   // The conversions are elementwise epilogues: fusion level 1 folds them in.
-  EXPECT_TRUE(lowering::split_epilogue({"relu", "quantize"}, 1).unfused.empty());
-  EXPECT_TRUE(lowering::split_epilogue({"relu", "dequantize"}, 1).unfused.empty());
+  EXPECT_TRUE(lowering::split_epilogue(q.tasks()[0].workload.op(), {"relu", "quantize"}, 1).unfused.empty());
+  EXPECT_TRUE(lowering::split_epilogue(q.tasks()[2].workload.op(), {"relu", "dequantize"}, 1).unfused.empty());
   // Back in float16 the layer loses its conversion.
   EXPECT_EQ(with_dtype(q.tasks()[2].workload, DType::float16).epilogue(), std::vector<std::string>{"relu"});
 }
