@@ -1,11 +1,8 @@
-// The cost-model registry (model_registry.hpp): built-in entries first, then a
-// name -> entry map under a mutex.
+// The cost-model registry (model_registry.hpp) over core's NamedRegistry.
 #include "costmodel/model_registry.hpp"
 
-#include <map>
-#include <mutex>
-
 #include "core/error.hpp"
+#include "core/named_registry.hpp"
 #include "costmodel/internal/model_kinds.hpp"
 
 namespace atvoss::costmodel {
@@ -42,22 +39,9 @@ std::vector<CostModelEntry> built_ins() {
   };
 }
 
-struct Registry {
-  std::mutex mutex;
-  const std::vector<CostModelEntry> built_in = built_ins();
-  std::map<std::string, CostModelEntry> added;
-};
-
-Registry& registry() {
-  static Registry r;
+NamedRegistry<CostModelEntry>& registry() {
+  static NamedRegistry<CostModelEntry> r(built_ins());
   return r;
-}
-
-const CostModelEntry* built_in(const Registry& r, const std::string& name) {
-  for (const auto& e : r.built_in) {
-    if (e.name == name) return &e;
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -65,35 +49,21 @@ const CostModelEntry* built_in(const Registry& r, const std::string& name) {
 void register_cost_model(CostModelEntry entry) {
   if (entry.name.empty()) throw_bad_input("register_cost_model: field 'name' must not be empty");
   if (!entry.make) throw_bad_input("register_cost_model: field 'make' must be set");
-  Registry& r = registry();
-  if (built_in(r, entry.name)) {
+  if (registry().is_built_in(entry.name)) {
     throw_bad_input("register_cost_model: field 'name': '" + entry.name + "' is a built-in cost model");
   }
-  std::lock_guard lock(r.mutex);
-  r.added[entry.name] = std::move(entry);
+  registry().add(std::move(entry));
 }
 
-bool unregister_cost_model(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  return r.added.erase(name) != 0;
-}
+bool unregister_cost_model(const std::string& name) { return registry().remove(name); }
 
 std::optional<CostModelEntry> registered_cost_model(const std::string& name) {
-  Registry& r = registry();
-  if (const CostModelEntry* e = built_in(r, name)) return *e;
-  std::lock_guard lock(r.mutex);
-  const auto it = r.added.find(name);
-  if (it == r.added.end()) return std::nullopt;
-  return it->second;
+  return registry().find(name);
 }
 
 std::vector<std::string> cost_model_names() {
-  Registry& r = registry();
   std::vector<std::string> names;
-  for (const auto& e : r.built_in) names.push_back(e.name);
-  std::lock_guard lock(r.mutex);
-  for (const auto& [name, e] : r.added) names.push_back(name);
+  for (const auto& e : *registry().all()) names.push_back(e.name);
   return names;
 }
 

@@ -8,7 +8,7 @@ FusionSplit split_epilogue(const std::string& op, const std::vector<std::string>
                            int fusion_level) {
   FusionSplit split;
   std::size_t fused = 0;
-  for (const auto& rule : fusion_rules()) {
+  for (const auto& rule : *fusion_rule_set()) {
     const std::size_t n = fused_prefix(rule, op, epilogue, fusion_level);
     if (n > fused) {
       fused = n;

@@ -1,13 +1,12 @@
-// The fusion-rule registry (fusion_rules.hpp): built-in rules, a name -> rule map
-// under a mutex, and the matching of a pattern against a workload's chain.
+// The fusion-rule registry (fusion_rules.hpp): built-in rules and added ones in core's
+// NamedRegistry, and the matching of a pattern against a workload's chain.
 #include "lowering/fusion_rules.hpp"
 
 #include <algorithm>
 #include <limits>
-#include <map>
-#include <mutex>
 
 #include "core/error.hpp"
+#include "core/named_registry.hpp"
 
 namespace atvoss::lowering {
 namespace {
@@ -19,20 +18,9 @@ std::vector<FusionRule> built_ins() {
   };
 }
 
-struct Registry {
-  std::mutex mutex;
-  const std::vector<FusionRule> built_in = built_ins();
-  std::map<std::string, FusionRule> added;
-};
-
-Registry& registry() {
-  static Registry r;
+NamedRegistry<FusionRule>& registry() {
+  static NamedRegistry<FusionRule> r(built_ins());
   return r;
-}
-
-bool is_built_in(const Registry& r, const std::string& name) {
-  return std::any_of(r.built_in.begin(), r.built_in.end(),
-                     [&](const FusionRule& b) { return b.name == name; });
 }
 
 bool repeats(const std::string& step) { return !step.empty() && step.back() == '+'; }
@@ -104,37 +92,22 @@ std::int64_t int_field(const Json& j, const char* field, const std::string& wher
 
 void register_fusion_rule(FusionRule rule) {
   check_rule(rule, "fusion rule '" + rule.name + "'");
-  Registry& r = registry();
-  if (is_built_in(r, rule.name)) {
+  if (registry().is_built_in(rule.name)) {
     throw_bad_input("fusion rule '" + rule.name + "': field 'name': '" + rule.name +
                     "' is a built-in rule");
   }
-  std::lock_guard lock(r.mutex);
-  r.added[rule.name] = std::move(rule);
+  registry().add(std::move(rule));
 }
 
-bool unregister_fusion_rule(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  return r.added.erase(name) != 0;
-}
+bool unregister_fusion_rule(const std::string& name) { return registry().remove(name); }
 
-std::optional<FusionRule> registered_fusion_rule(const std::string& name) {
-  for (const auto& rule : fusion_rules()) {
-    if (rule.name == name) return rule;
-  }
-  return std::nullopt;
-}
+std::optional<FusionRule> registered_fusion_rule(const std::string& name) { return registry().find(name); }
 
-bool is_built_in_fusion_rule(const std::string& name) { return is_built_in(registry(), name); }
+bool is_built_in_fusion_rule(const std::string& name) { return registry().is_built_in(name); }
 
-std::vector<FusionRule> fusion_rules() {
-  Registry& r = registry();
-  std::vector<FusionRule> out = r.built_in;
-  std::lock_guard lock(r.mutex);
-  for (const auto& [name, rule] : r.added) out.push_back(rule);
-  return out;
-}
+std::vector<FusionRule> fusion_rules() { return *registry().all(); }
+
+std::shared_ptr<const std::vector<FusionRule>> fusion_rule_set() { return registry().all(); }
 
 std::size_t fused_prefix(const FusionRule& rule, const std::string& op,
                          const std::vector<std::string>& epilogue, int fusion_level) {

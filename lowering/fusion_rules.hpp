@@ -14,6 +14,7 @@
 // Thread-safety: every function may be called from any thread.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ std::optional<FusionRule> registered_fusion_rule(const std::string& name);
 bool is_built_in_fusion_rule(const std::string& name);
 // Every rule, built-ins first, then registered ones by name: the order ties are broken in.
 std::vector<FusionRule> fusion_rules();
+// The same list, shared rather than copied: what split_epilogue reads on every plan.
+std::shared_ptr<const std::vector<FusionRule>> fusion_rule_set();
 
 // How many leading ops of epilogue the rule fuses into op at fusion_level (0 if the
 // level is below the rule's or the main op does not match).

@@ -1,22 +1,18 @@
-// The run-time strategy registry (strategy_registry.hpp): a name -> entry map under a mutex.
+// The run-time strategy registry (strategy_registry.hpp) over core's NamedRegistry.
 #include "search/strategy_registry.hpp"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 #include "core/error.hpp"
+#include "core/named_registry.hpp"
 
 namespace atvoss::search {
 namespace {
 
-struct Registry {
-  std::mutex mutex;
-  std::map<std::string, StrategyEntry> entries;
-};
-
-Registry& registry() {
-  static Registry r;
+// The built-in strategies are made by make_strategy() itself; the registry holds only
+// the added ones.
+NamedRegistry<StrategyEntry>& registry() {
+  static NamedRegistry<StrategyEntry> r;
   return r;
 }
 
@@ -33,32 +29,15 @@ void register_strategy(StrategyEntry entry) {
     throw_bad_input("register_strategy: field 'name': '" + entry.name + "' is a built-in strategy");
   }
   if (!entry.make) throw_bad_input("register_strategy: field 'make' must be set");
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  r.entries[entry.name] = std::move(entry);
+  registry().add(std::move(entry));
 }
 
-bool unregister_strategy(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  return r.entries.erase(name) != 0;
-}
+bool unregister_strategy(const std::string& name) { return registry().remove(name); }
 
-std::optional<StrategyEntry> registered_strategy(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  const auto it = r.entries.find(name);
-  if (it == r.entries.end()) return std::nullopt;
-  return it->second;
-}
+std::optional<StrategyEntry> registered_strategy(const std::string& name) { return registry().find(name); }
 
 std::vector<StrategyEntry> registered_strategies() {
-  std::vector<StrategyEntry> out;
-  {
-    Registry& r = registry();
-    std::lock_guard lock(r.mutex);
-    for (const auto& [name, e] : r.entries) out.push_back(e);
-  }
+  std::vector<StrategyEntry> out = *registry().all();
   std::stable_sort(out.begin(), out.end(),
                    [](const StrategyEntry& a, const StrategyEntry& b) { return a.priority > b.priority; });
   return out;
