@@ -42,6 +42,12 @@ struct Config {
   std::string data = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces";
 };
 
+void set_arm(search::StrategyOptions& o, const std::string& arm, bool on) {
+  auto& arms = o.ensemble_arms;
+  std::erase(arms, arm);
+  if (on) arms.push_back(arm);
+}
+
 // The option fields a grid may vary.
 const std::map<std::string, std::function<void(search::StrategyOptions&, double)>>& setters() {
   static const std::map<std::string, std::function<void(search::StrategyOptions&, double)>> s = {
@@ -60,6 +66,10 @@ const std::map<std::string, std::function<void(search::StrategyOptions&, double)
       {"tpe_local_pair", [](auto& o, double v) { o.tpe_local_pair = v; }},
       {"prior_weight", [](auto& o, double v) { o.prior_weight = v; }},
       {"epsilon", [](auto& o, double v) { o.epsilon = v; }},
+      // Ensemble arms as flags: 1 adds the arm to the model arm (so "ensemble_tpe=0,1"
+      // rotates between the cost model alone and the model+tpe bandit).
+      {"ensemble_tpe", [](auto& o, double v) { set_arm(o, "tpe", v != 0); }},
+      {"ensemble_evolution", [](auto& o, double v) { set_arm(o, "evolution", v != 0); }},
   };
   return s;
 }
@@ -100,6 +110,9 @@ std::string describe(const Setting& s) {
 search::StrategyOptions apply(const Setting& s) {
   search::StrategyOptions o;
   o.model_threads = 1;
+  for (const auto& [f, v] : s) {
+    if (f.starts_with("ensemble_")) o.ensemble_arms = {"model"};  // the grid's arm flags add to it
+  }
   for (const auto& [f, v] : s) setters().at(f)(o, v);
   return o;
 }

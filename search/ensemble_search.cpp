@@ -1,9 +1,14 @@
-// EnsembleSearch: an OpenTuner-style bandit over two proposal arms that share one record of
-// trials: the cost model (ModelGuidedSearch::model_points) and plain evolution over the
-// measured trials (breed_from_measured). Each batch is split between the arms in proportion
-// to the posterior mean of "this arm's proposal became a new best", Beta(wins+1, trials+2),
-// with at least one slot per arm, so an arm that stops paying loses share but keeps being
-// tried. Before the model has its first fit the model arm's share goes to evolution/random.
+// EnsembleSearch: an OpenTuner-style bandit over proposal arms that share one record of
+// trials. Arms (StrategyOptions::ensemble_arms): "model" (the cost model's picks,
+// ModelGuidedSearch::model_points), "tpe" (TpeProposer, the Parzen-estimator proposals) and
+// "evolution" (breed_from_measured). Each arm's share of a batch is the posterior mean of
+// "this arm's proposal became a new best", Beta(wins+1, trials+2): an arm that stops paying
+// loses share but keeps being tried. A batch of at least as many slots as arms gives each
+// arm one slot and splits the rest by share; a smaller batch (sequential tuning, batch 1)
+// draws each slot's arm with probability proportional to its share, from the seeded RNG.
+// The model arm sits out until the model can rank (its first fit, or the heuristic on
+// analytic workloads). The arms mix the cost model's generalisation with TPE's local
+// refinement, so neither one's blind spot decides a space (issue 12; search/README.md).
 #include <array>
 #include <cmath>
 #include <map>
@@ -11,37 +16,88 @@
 #include "core/error.hpp"
 #include "search/internal/model_guided_search.hpp"
 #include "search/internal/strategies.hpp"
+#include "search/internal/tpe_proposer.hpp"
 
 namespace atvoss::search {
 namespace {
 
-enum Arm { kModel = 0, kEvolution = 1, kArms = 2 };
+enum Arm { kModel = 0, kTpe = 1, kEvolution = 2, kArms = 3 };
+constexpr std::array<const char*, kArms> kArmNames = {"model", "tpe", "evolution"};
+
+Arm arm_named(const std::string& name) {
+  for (int a = 0; a < kArms; ++a) {
+    if (name == kArmNames[a]) return static_cast<Arm>(a);
+  }
+  throw_bad_input("search options: field 'ensemble_arms' must hold only model, tpe, evolution (got '" + name + "')");
+}
 
 class EnsembleSearch final : public ModelGuidedSearch {
  public:
   EnsembleSearch(const ScheduleSpace& space, const StrategyOptions& o)
-      : ModelGuidedSearch("ensemble", space, o) {}
+      : ModelGuidedSearch("ensemble", space, o), tpe_(*this) {
+    for (const auto& name : o.ensemble_arms) arms_.push_back(arm_named(name));
+  }
 
  private:
   void next_points(std::size_t n) override {
     origin_.clear();
-    if (const auto* model = ranking_model()) {
-      model_points(*model, model_slots(n));
-      tag(0, kModel);
+    const costmodel::CostModel* model = nullptr;
+    std::vector<Arm> ready;
+    for (Arm a : arms_) {
+      if (a == kModel && !(model = ranking_model())) continue;
+      ready.push_back(a);
     }
-    const std::size_t from = claimed();
-    breed_from_measured(n);
-    tag(from, kEvolution);
-    fill_random(n);
+    const auto slots = allocate(ready, n);
+    for (std::size_t i = 0; i < ready.size(); ++i) {
+      const std::size_t from = claimed();
+      run_arm(ready[i], model, from + slots[i]);
+      tag(from, ready[i]);
+    }
+    fill_random(n);  // an arm whose candidates ran out
   }
 
-  std::size_t model_slots(std::size_t n) const {
-    if (n < 2) return n;
-    std::array<double, kArms> share{};
-    for (int a = 0; a < kArms; ++a) share[a] = (wins_[a] + 1.0) / (uses_[a] + 2.0);
-    const double frac = share[kModel] / (share[kModel] + share[kEvolution]);
-    const auto slots = static_cast<std::size_t>(std::lround(frac * static_cast<double>(n)));
-    return std::clamp<std::size_t>(slots, 1, n - 1);
+  void run_arm(Arm arm, const costmodel::CostModel* model, std::size_t target) {
+    if (target <= claimed()) return;
+    if (arm == kModel) model_points(*model, target);
+    else if (arm == kTpe) tpe_.propose(target);
+    else breed_from_measured(target);
+  }
+
+  double share(Arm a) const { return (wins_[a] + 1.0) / (uses_[a] + 2.0); }
+
+  // Slots per ready arm, in the order of `ready`.
+  std::vector<std::size_t> allocate(const std::vector<Arm>& ready, std::size_t n) {
+    std::vector<std::size_t> slots(ready.size(), 0);
+    if (ready.empty()) return slots;
+    double total = 0;
+    for (Arm a : ready) total += share(a);
+    if (n < ready.size()) {
+      for (std::size_t s = 0; s < n; ++s) {
+        double u = uniform01() * total;
+        std::size_t i = 0;
+        while (i + 1 < ready.size() && (u -= share(ready[i])) >= 0) ++i;
+        ++slots[i];
+      }
+      return slots;
+    }
+    // One slot each, the rest in proportion (largest remainder, ties to the earlier arm).
+    const double rest = static_cast<double>(n - ready.size());
+    std::size_t given = ready.size();
+    std::vector<double> frac(ready.size());
+    for (std::size_t i = 0; i < ready.size(); ++i) {
+      const double want = rest * share(ready[i]) / total;
+      slots[i] = 1 + static_cast<std::size_t>(want);
+      frac[i] = want - std::floor(want);
+      given += slots[i] - 1;
+    }
+    while (given < n) {
+      std::size_t best = 0;
+      for (std::size_t i = 1; i < ready.size(); ++i) {
+        if (frac[i] > frac[best]) best = i;
+      }
+      ++slots[best], frac[best] = -1, ++given;
+    }
+    return slots;
   }
 
   void tag(std::size_t from, Arm arm) {
@@ -76,17 +132,23 @@ class EnsembleSearch final : public ModelGuidedSearch {
     const std::string ctx = "ensemble search state";
     const auto read = [&](const char* field, std::array<double, kArms>& out) {
       const Json& v = require_field(extra, field, ctx);
-      if (!v.is_array() || v.size() != kArms) throw_bad_input(ctx + ": field '" + field + "' must be 2 numbers");
+      if (!v.is_array() || v.size() != kArms) {
+        throw_bad_input(ctx + ": field '" + field + "' must be " + std::to_string(kArms) + " numbers");
+      }
       for (int a = 0; a < kArms; ++a) out[a] = v[a].get<double>();
     };
     read("wins", wins_);
     read("uses", uses_);
     for (const auto& o : require_field(extra, "origin", ctx)) {
       const auto p = space().point_of(space().parse(require_field(o, "schedule", ctx)));
-      if (p) origin_[*p] = static_cast<Arm>(require_int(o, "arm", ctx) == kModel ? kModel : kEvolution);
+      const auto arm = require_int(o, "arm", ctx);
+      if (arm < 0 || arm >= kArms) throw_bad_input(ctx + ": field 'arm' must be 0.." + std::to_string(kArms - 1));
+      if (p) origin_[*p] = static_cast<Arm>(arm);
     }
   }
 
+  TpeProposer tpe_;
+  std::vector<Arm> arms_;
   std::array<double, kArms> wins_{};
   std::array<double, kArms> uses_{};
   std::map<Point, Arm> origin_;  // pending points -> the arm that proposed them

@@ -17,8 +17,8 @@
 //                                name and space resumes exactly (same later proposals)
 //
 // Strategies (make_strategy names): "random", "grid", "evolutionary", "model-guided"
-// (evolution over CostModel predictions, MetaSchedule-style), "ensemble" (bandit over
-// evolutionary and model-guided, crediting new bests), "tpe" (tree-structured Parzen
+// (evolution over CostModel predictions, MetaSchedule-style), "ensemble" (bandit over the
+// cost model's, TPE's and evolution's proposals, crediting new bests), "tpe" (tree-structured Parzen
 // estimator over knob-value indices, with local candidates and an optional transfer prior).
 // Threading: not thread-safe; one tuner thread owns a strategy.
 #pragma once
@@ -131,6 +131,13 @@ struct StrategyOptions {
   // uniformly from the space instead of from l: the incumbent's basin looks exhausted, so
   // l/g ranks fresh regions (a restart that keeps what was learnt).
   int tpe_stall = 0;
+
+  // ---- ensemble ----
+  // The bandit's arms, each at most once: "model" (the cost model's picks), "tpe" (the
+  // Parzen-estimator proposals above) and "evolution" (breeding the measured trials).
+  // Default: model and tpe, the pair that leave-one-family-out and the NPU and host
+  // suites chose (search/README.md, round 4).
+  std::vector<std::string> ensemble_arms = {"model", "tpe"};
 
   // ---- transfer (warm start) ----
   // Results of the same kernel on another target (e.g. from the database); schedules not in

@@ -1,7 +1,7 @@
 // StrategySetup: builds the SearchStrategy of one workload with what the database
 // knows — transfer data (records of the target's other workloads, so a
 // model-guided search starts informed from its first round), or for strategies that
-// take a prior (tpe) the results of related workloads: the same op measured as another
+// take a prior (tpe, and the ensemble's tpe arm) the results of related workloads: the same op measured as another
 // workload or on another target, whose schedules lie in this space (the same kernel on
 // another GPU, a related shape) — and taps the
 // strategy's cost model so every refit is saved to the models table with its
@@ -28,7 +28,7 @@ struct StrategyConfig {
   // (the best first). Bounds the first fit's cost on a large database.
   int transfer_per_workload = 64;
   int max_transfer = 4000;
-  // Prior (tpe): at most this many related records, the newest first.
+  // Prior (tpe, ensemble): at most this many related records, the newest first.
   int max_prior = 2000;
   // Resume: take transfer or prior records only up to this record id, the watermark of
   // the setup being restored, so the restored strategy starts from exactly the same data.

@@ -44,6 +44,10 @@ class StrategyBase : public SearchStrategy {
   std::size_t trials() const final { return records_.size(); }
 
  protected:
+  // The TPE proposals act on this strategy's record and batch (the tpe strategy and the
+  // ensemble's tpe arm share them; search/internal/tpe_proposer.hpp).
+  friend class TpeProposer;
+
   // Chooses up to n points for this batch; each must be taken with claim() (which
   // refuses seen, pending, already-claimed and invalid points).
   virtual void next_points(std::size_t n) = 0;

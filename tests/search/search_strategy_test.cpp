@@ -277,6 +277,41 @@ TEST(SearchStrategyTest, ModelGuidedFollowsTheModel) {
   EXPECT_GE(fits, 1);
 }
 
+// An ensemble of one arm is that arm's strategy: the arms are the strategies' own code,
+// acting on the ensemble's record, RNG and batch.
+TEST(SearchStrategyTest, EnsembleOfOneArmProposesAsThatStrategy) {
+  const auto space = synthetic_space();
+  for (const auto& [arm, strategy] : {std::pair{"tpe", "tpe"}, std::pair{"model", "model-guided"}}) {
+    SCOPED_TRACE(arm);
+    int fits_a = 0, fits_b = 0;
+    auto oa = options_for(7, &fits_a);
+    oa.ensemble_arms = {arm};
+    auto ens = make_strategy("ensemble", space, oa);
+    auto alone = make_strategy(strategy, space, options_for(7, &fits_b));
+    for (std::size_t batch : {1, 4, 16, 16, 16}) {
+      const auto a = ens->propose(batch);
+      ASSERT_EQ(a, alone->propose(batch));
+      ens->update(measure_all(space, a));
+      alone->update(measure_all(space, a));
+    }
+  }
+}
+
+// With batch 1 each slot's arm is drawn from the bandit's shares, so both arms propose
+// after the model's first fit (before it, about 10 rounds, only tpe can); the state's
+// per-arm use counts (model, tpe, evolution) show it.
+TEST(SearchStrategyTest, EnsembleDrawsTheArmOfEachSlotOfABatchOfOne) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  auto s = make_strategy("ensemble", space, options_for(3, &fits));
+  run(*s, space, 60, 1);
+  const Json uses = s->save_state()["extra"]["uses"];
+  ASSERT_EQ(uses.size(), 3u);
+  EXPECT_GE(uses[0].get<double>(), 15) << uses.dump();
+  EXPECT_GE(uses[1].get<double>(), 25) << uses.dump();
+  EXPECT_EQ(uses[2].get<double>(), 0) << uses.dump();
+}
+
 TEST(SearchStrategyTest, RetrainPolicyFitsOnTwentyPercentNewData) {
   const auto space = synthetic_space();
   int fits = 0;
@@ -311,6 +346,9 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
       {"evolutionary", [](StrategyOptions& o) { o.population = 1; }, "'population'"},
       {"model-guided", [](StrategyOptions& o) { o.epsilon = 2; }, "'epsilon'"},
       {"model-guided", [](StrategyOptions& o) { o.workload = Workload(); }, "options.workload"},
+      {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {}; }, "'ensemble_arms' must be a non-empty"},
+      {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {"model", "grid"}; }, "(got 'grid')"},
+      {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {"tpe", "tpe"}; }, "'tpe' twice"},
   };
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.error);
