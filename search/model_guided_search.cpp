@@ -29,6 +29,14 @@ ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& spac
   if (o.heuristic_before_fit && costmodel::has_plan_features(o.workload)) {
     heuristic_ = costmodel::make_cost_model("heuristic", o.seed);
   }
+  // A measured table's features are its knob values, so the same kernel's results on
+  // another target train the model as they are. An operator's records would need their own
+  // workload's features; those come through transfer_groups instead.
+  if (!costmodel::has_plan_features(o.workload)) {
+    for (const auto& t : o.prior_trials) {
+      if (!is_infrastructure_error(t.status)) prior_.push_back(t);
+    }
+  }
 }
 
 const costmodel::CostModel* ModelGuidedSearch::ranking_model() {
@@ -46,14 +54,17 @@ bool ModelGuidedSearch::refresh_model() {
   const auto ok = static_cast<std::size_t>(
       std::count_if(recs.begin(), recs.end(), [](const Record& r) { return r.ok(); }));
   // The minimum counts successes (a fit needs times to rank); growth counts every trial.
-  if (ok >= static_cast<std::size_t>(options().min_train_samples) && policy_.should_retrain(recs.size())) {
-    fit(recs.size());
-  }
+  // A prior is enough for the first fit: the other target's landscape ranks from round one.
+  const bool enough = ok >= static_cast<std::size_t>(options().min_train_samples) || !prior_.empty();
+  if (enough && policy_.should_retrain(recs.size())) fit(recs.size());
   return model_->trained();
 }
 
 void ModelGuidedSearch::fit(std::size_t records_used) {
   std::vector<costmodel::WorkloadGroup> groups = options().transfer_groups;
+  if (!prior_.empty()) {
+    groups.push_back({options().workload, options().target, prior_});
+  }
   costmodel::WorkloadGroup own{options().workload, options().target, {}};
   for (std::size_t i = 0; i < records_used; ++i) {
     const auto& r = records()[i];
@@ -61,6 +72,7 @@ void ModelGuidedSearch::fit(std::size_t records_used) {
   }
   groups.push_back(std::move(own));
   model_->train(groups);
+  fitted_ = true;
   trained_on_ = records_used;
   policy_.mark_trained(records_used);
 }
@@ -170,7 +182,7 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
   }
 }
 
-Json ModelGuidedSearch::save_extra() const { return {{"trained_on", trained_on_}}; }
+Json ModelGuidedSearch::save_extra() const { return {{"trained_on", trained_on_}, {"fitted", fitted_}}; }
 
 void ModelGuidedSearch::load_extra(const Json& extra) {
   // Called by load_state after the trials are restored: refit on exactly the same prefix.
@@ -180,7 +192,11 @@ void ModelGuidedSearch::load_extra(const Json& extra) {
                     std::to_string(records().size()));
   }
   trained_on_ = 0;
-  if (n > 0) fit(static_cast<std::size_t>(n));
+  fitted_ = false;
+  // A fit on the prior alone used no trials: "fitted" tells it from "never fitted".
+  const Json& fitted = extra.contains("fitted") ? extra["fitted"] : Json(n > 0);
+  if (!fitted.is_boolean()) throw_bad_input(name() + " search state: field 'fitted' must be a boolean");
+  if (n > 0 || fitted.get<bool>()) fit(static_cast<std::size_t>(n));
 }
 
 std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space,

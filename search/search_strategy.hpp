@@ -141,9 +141,11 @@ struct StrategyOptions {
 
   // ---- transfer (warm start) ----
   // Results of the same kernel on another target (e.g. from the database); schedules not in
-  // this space are ignored. Strategies that use them (tpe) treat them as down-weighted
+  // this space are ignored. tpe (and the ensemble's tpe arm) treats them as down-weighted
   // observations of a similar landscape: ranked among themselves, never counted as this
-  // space's measurements, and proposable here.
+  // space's measurements, and proposable here. model-guided trains its model on them with
+  // its own trials on a measured table (whose features are the knob values), and fits
+  // before its first trial; on an operator it ignores them (transfer_groups serve there).
   std::vector<Trial> prior_trials;
   // Weight of one prior trial relative to one own trial in the densities.
   double prior_weight = 0.5;

@@ -76,8 +76,8 @@ std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& 
 }
 
 bool uses_model(const std::string& name) { return name == "model-guided" || name == "ensemble"; }
-// The ensemble passes the prior to its tpe arm.
-bool uses_prior(const std::string& name) { return name == "tpe" || name == "ensemble"; }
+// The ensemble passes the prior to its arms; model-guided trains on it (measured tables).
+bool uses_prior(const std::string& name) { return name == "tpe" || uses_model(name); }
 
 // Records of the same op that are not this (workload, target)'s own history (the session
 // observes that) and whose schedules lie in the space, newest first, within the config's

@@ -11,6 +11,9 @@
 // errors included, since the model learns from them too): the first fit once
 // min_train_samples of them succeeded, then whenever the trials added since the last fit are
 // >= retrain_fraction of that fit's size.
+// Transfer: on a measured table, prior_trials (the same kernel on another target) are a
+// training group of their own, so the first proposals already follow the other target's
+// landscape (issue 12's warm start); operators get transfer_groups instead.
 // Resume: the state stores how many trials the last fit used; load_state refits on exactly
 // those, so a deterministic model resumes exactly. Private to search/ (ensemble reuses it).
 #pragma once
@@ -47,8 +50,12 @@ class ModelGuidedSearch : public StrategyBase {
 
   std::unique_ptr<costmodel::CostModel> model_;
   std::unique_ptr<costmodel::CostModel> heuristic_;  // null when not used
-  std::size_t trained_on_ = 0;  // records used by the last fit; 0 = never fitted
+  std::size_t trained_on_ = 0;  // records used by the last fit
+  bool fitted_ = false;          // a fit happened (on the prior alone it used no records)
   costmodel::RetrainPolicy policy_;
+  // prior_trials of a measured table (the same kernel on another target): trained on with
+  // the own trials, and enough for a first fit before any own trial.
+  std::vector<Trial> prior_;
 };
 
 }  // namespace atvoss::search

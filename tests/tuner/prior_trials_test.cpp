@@ -1,5 +1,5 @@
-// The tuner's warm start: StrategySetup fills the tpe strategy's prior from the database's
-// records of related workloads (the same kernel recorded on another GPU), never from the
+// The tuner's warm start: StrategySetup fills the prior of tpe and of model-guided (which
+// trains its model on it) from the database's records of related workloads (the same kernel recorded on another GPU), never from the
 // workload's own history, and up to the watermark a resume restores. Measured on two real
 // recorded spaces (data/recorded-spaces: convolution on an RTX 3090 and a TITAN RTX).
 #include "tuner/strategy_setup.hpp"
@@ -30,7 +30,7 @@ const RecordedSpace& space(const char* name) {
   return *rs;
 }
 
-class PriorTrialsTest : public ::testing::Test {
+class PriorTrialsTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     path_ = std::filesystem::temp_directory_path() /
@@ -57,19 +57,19 @@ class PriorTrialsTest : public ::testing::Test {
                                         std::optional<std::int64_t> upto = std::nullopt) const {
     const auto w = recorded(table("convolution-RTX_Titan"));
     StrategyConfig config;
-    config.name = "tpe";
+    config.name = GetParam();
     config.seed = seed;
     config.transfer_upto = upto;
     StrategySetup setup(backend::space_for(w, target_), w, target_, db, config);
     return setup.strategy().propose(n);
   }
 
-  // Evaluations the tpe search needs to reach `fraction` of the TITAN RTX optimum (cap: 200).
+  // Evaluations the search needs to reach `fraction` of the TITAN RTX optimum (cap: 200).
   int evaluations_to(const db::TuningDatabase& db, std::uint64_t seed, double fraction) const {
     const auto& rs = space("convolution-RTX_Titan");
     const auto w = recorded(table("convolution-RTX_Titan"));
     StrategyConfig config;
-    config.name = "tpe";
+    config.name = GetParam();
     config.seed = seed;
     StrategySetup setup(backend::space_for(w, target_), w, target_, db, config);
     double best = HUGE_VAL;
@@ -87,7 +87,7 @@ class PriorTrialsTest : public ::testing::Test {
   Target target_ = simulator::preset("ascend910b");
 };
 
-TEST_F(PriorTrialsTest, RelatedRecordsChangeTheProposalsAndOwnHistoryDoesNot) {
+TEST_P(PriorTrialsTest, RelatedRecordsChangeTheProposalsAndOwnHistoryDoesNot) {
   auto empty = db::TuningDatabase::open((path_.string() + ".empty"));
   auto own = db::TuningDatabase::open(path_.string() + ".own");
   store_table(own, "convolution-RTX_Titan");  // the workload's own history: the session observes it
@@ -101,7 +101,7 @@ TEST_F(PriorTrialsTest, RelatedRecordsChangeTheProposalsAndOwnHistoryDoesNot) {
   }
 }
 
-TEST_F(PriorTrialsTest, WarmStartReachesTheOptimumSooner) {
+TEST_P(PriorTrialsTest, WarmStartReachesTheOptimumSooner) {
   auto empty = db::TuningDatabase::open(path_.string() + ".empty");
   auto related = db::TuningDatabase::open(path_.string());
   store_table(related, "convolution-RTX_3090");
@@ -114,12 +114,12 @@ TEST_F(PriorTrialsTest, WarmStartReachesTheOptimumSooner) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_.string() + ".empty" + suffix);
 }
 
-TEST_F(PriorTrialsTest, ResumeTakesThePriorUpToTheWatermark) {
+TEST_P(PriorTrialsTest, ResumeTakesThePriorUpToTheWatermark) {
   auto db = db::TuningDatabase::open(path_.string());
   store_table(db, "convolution-RTX_3090");
   const auto w = recorded(table("convolution-RTX_Titan"));
   StrategyConfig config;
-  config.name = "tpe";
+  config.name = GetParam();
   config.seed = 5;
   StrategySetup first(backend::space_for(w, target_), w, target_, db, config);
   const auto before = first.strategy().propose(8);
@@ -130,6 +130,9 @@ TEST_F(PriorTrialsTest, ResumeTakesThePriorUpToTheWatermark) {
   EXPECT_EQ(first_proposals(db, 5, 8, upto), before);
   EXPECT_NE(first_proposals(db, 5, 8), before);  // a fresh setup does take them
 }
+
+INSTANTIATE_TEST_SUITE_P(Strategies, PriorTrialsTest, ::testing::Values("tpe", "model-guided"),
+                         [](const auto& info) { return std::string(info.param) == "tpe" ? "tpe" : "model_guided"; });
 
 }  // namespace
 }  // namespace atvoss::tuner
