@@ -135,8 +135,9 @@ struct StrategyOptions {
   // ---- ensemble ----
   // The bandit's arms, each at most once: "model" (the cost model's picks), "tpe" (the
   // Parzen-estimator proposals above) and "evolution" (breeding the measured trials).
-  // Default: model and tpe, the pair that leave-one-family-out and the NPU and host
-  // suites chose (search/README.md, round 4).
+  // Default: model and tpe (tpe's local refinement in place of plain breeding). The tuner's
+  // default strategy is still model-guided: leave-one-family-out chose the model arm alone
+  // over this pair (search/README.md, round 4).
   std::vector<std::string> ensemble_arms = {"model", "tpe"};
 
   // ---- transfer (warm start) ----
