@@ -76,8 +76,11 @@ std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& 
 }
 
 bool uses_model(const std::string& name) { return name == "model-guided" || name == "ensemble"; }
-// The ensemble passes the prior to its arms; model-guided trains on it (measured tables).
-bool uses_prior(const std::string& name) { return name == "tpe" || uses_model(name); }
+// tpe and the ensemble's tpe arm take a prior on any workload; model-guided trains on one
+// only for a measured table (search_strategy.hpp), so an operator skips the query.
+bool uses_prior(const std::string& name, const Workload& workload) {
+  return name == "tpe" || name == "ensemble" || (name == "model-guided" && workload.is_table());
+}
 
 // Records of the same op that are not this (workload, target)'s own history (the session
 // observes that) and whose schedules lie in the space, newest first, within the config's
@@ -119,7 +122,7 @@ StrategySetup::StrategySetup(const ScheduleSpace& space, const Workload& workloa
     options.model_factory = [tap = tap_] { return std::make_unique<TappedModel>(tap); };
     options.transfer_groups = transfer_groups(db, workload, target, config, &transfer_upto_);
   }
-  if (uses_prior(config.name)) {
+  if (uses_prior(config.name, workload)) {
     options.prior_trials = prior_trials(db, space, workload, target, config, &transfer_upto_);
   }
   strategy_ = search::make_strategy(config.name, space, options);
