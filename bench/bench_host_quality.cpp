@@ -13,7 +13,7 @@
 //
 // Usage: bench_host_quality [--seeds 5] [--seed-base 1] [--batch 16] [--data DIR]
 //        [--strategies random,evolutionary,model-guided-xgboost] [--workloads substring]
-//        [--csv out.csv] [--host-features]
+//        [--csv out.csv] [--host-features [--no-heuristic]]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -46,6 +46,9 @@ struct Config {
   // analytic heuristic, as atvoss-tune --target host runs them) instead of a bare table.
   // Meaningful only on the CPU the recordings were made on (data/host-spaces/README.md).
   bool host_features = false;
+  // With host_features: rank before the first fit at random instead of with the analytic
+  // heuristic (StrategyOptions::heuristic_before_fit).
+  bool no_heuristic = false;
 };
 
 std::string trials_text(double t, int budget) {
@@ -95,6 +98,7 @@ int run(const Config& cfg) {
         search::StrategyOptions o;
         o.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
         o.model_threads = 1;  // no OpenMP spinning on a shared machine; the fit is the same
+        o.heuristic_before_fit = !cfg.no_heuristic;
         if (cfg.host_features) {
           o.workload = Workload::from_json(parse_json(json, name));
           o.target = host::describe_machine();
@@ -151,5 +155,6 @@ int main(int argc, char** argv) {
   app.add_option("--csv", cfg.csv, "write one row per run to this CSV file");
   app.add_flag("--host-features", cfg.host_features,
                "strategies see the host kernel on this machine, as a live tune does (run on the recording's CPU)");
+  app.add_flag("--no-heuristic", cfg.no_heuristic, "no analytic heuristic before the first fit");
   return atvoss::tools::run_cli(app, argc, argv, [&] { return atvoss::bench::run(cfg); });
 }

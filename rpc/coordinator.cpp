@@ -150,6 +150,7 @@ class Farm {
   void on_closed(const Session& s) {
     const std::lock_guard lock(mu_);
     sessions_.erase(s.id());
+    changed_.notify_all();
     if (!s.logged_in()) {
       --unauthenticated_;
       return;
@@ -160,9 +161,15 @@ class Farm {
     const std::lock_guard lock(mu_);
     carry_out(state_.on_tick());
   }
-  bool drained() const {
-    const std::lock_guard lock(mu_);
-    return state_.drained();
+  // Shutdown waits for these without polling: every event that changes the task list or the
+  // sessions notifies changed_.
+  void wait_drained(Clock::time_point deadline) {
+    std::unique_lock lock(mu_);
+    changed_.wait_until(lock, deadline, [this] { return state_.drained(); });
+  }
+  void wait_sessions_closed(Clock::time_point deadline) {
+    std::unique_lock lock(mu_);
+    changed_.wait_until(lock, deadline, [this] { return sessions_.empty(); });
   }
   void expire_all(std::string_view why) {
     const std::lock_guard lock(mu_);
@@ -173,10 +180,6 @@ class Farm {
     std::vector<std::shared_ptr<Session>> out;
     for (const auto& [id, s] : sessions_) out.push_back(s);
     return out;
-  }
-  std::size_t session_count() const {
-    const std::lock_guard lock(mu_);
-    return sessions_.size();
   }
   void set_draining() {
     const std::lock_guard lock(mu_);
@@ -194,6 +197,7 @@ class Farm {
  private:
   // REQUIRES: mu_.
   void carry_out(FarmActions actions) {
+    changed_.notify_all();
     for (FarmActions::Send& send : actions.sends) {
       if (const auto s = sessions_.find(send.to); s != sessions_.end()) s->second->send(encode_frame(send.message));
     }
@@ -211,6 +215,7 @@ class Farm {
   std::unique_ptr<FarmLog> log_;
 
   mutable std::mutex mu_;
+  std::condition_variable changed_;
   FarmState state_;
   std::unordered_map<SessionId, std::shared_ptr<Session>> sessions_;
   std::size_t unauthenticated_ = 0;  // sessions_ entries that have not logged in
@@ -580,16 +585,12 @@ void Coordinator::shutdown() {
     m.acceptor.close(ignored);
     if (m.query) m.query->stop();
   });
-  const auto deadline = Clock::now() + m.options.grace;
-  while (!m.farm.drained() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  m.farm.wait_drained(Clock::now() + m.options.grace);
   m.farm.expire_all("coordinator shut down before the task finished");
   for (const auto& s : m.farm.all_sessions()) {
     s->send_and_close(encode_frame(error_message(codes::shutting_down, "coordinator is shutting down")));
   }
-  const auto flush_deadline = Clock::now() + std::chrono::seconds(3);
-  while (m.farm.session_count() > 0 && Clock::now() < flush_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  m.farm.wait_sessions_closed(Clock::now() + std::chrono::seconds(3));
   asio::post(m.io, [&m] { m.sweep_timer.cancel(); });
   m.work.reset();
   m.io.stop();

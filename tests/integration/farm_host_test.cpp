@@ -84,7 +84,9 @@ TEST(FarmHostTest, TheHostWorkerOfThisCpuMeasuresHostWork) {
   EXPECT_EQ(w.at("backends"), Json::array({"host"}));
   EXPECT_EQ(w.at("slots"), host::this_machine().physical_cores);  // the default: one per core
 
-  rpc::FarmClient client(rpc::FarmClientOptions{rpc::Endpoint{"127.0.0.1", farm.port}});
+  rpc::FarmClientOptions options;
+  options.farm = rpc::Endpoint{"127.0.0.1", farm.port};
+  rpc::FarmClient client(options);
   const std::vector<rpc::FarmRequest> requests = host_requests();
   ASSERT_EQ(requests.size(), 3u);
   for (const Measurement& m : client.measure(requests)) {
