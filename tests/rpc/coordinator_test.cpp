@@ -351,6 +351,30 @@ TEST_F(CoordinatorTest, ShutdownAnswersUnfinishedTasksSessionTimeout) {
   EXPECT_EQ(timed_out.size(), 2u);
 }
 
+// Shutdown drains: it waits for the task in flight, and returns once it is answered, not
+// after the grace period (30 s here), since every answer wakes it.
+TEST_F(CoordinatorTest, ShutdownReturnsOnceTheLastTaskInFlightIsAnswered) {
+  CoordinatorOptions o;
+  o.grace = 30s;
+  start(o);
+  auto worker = fake_worker(1);
+  auto client = connect(Role::client);
+  client->send(Json{{"type", "submit"}, {"items", {item(1, 64)}}});
+  const Json task = next_of(*worker, "tasks").at("tasks").at(0);
+  std::atomic<bool> returned{false};
+  std::thread stopper([&] {
+    farm_->shutdown();
+    returned = true;
+  });
+  std::this_thread::sleep_for(200ms);  // shutdown is draining now; nothing wakes it but the answer
+  EXPECT_FALSE(returned);
+  const auto answered = std::chrono::steady_clock::now();
+  worker->send(Json{{"type", "results"}, {"results", {ok_result(task)}}});
+  EXPECT_EQ(next_of(*client, "results").at("results").at(0).at("status"), "ok");
+  stopper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - answered, 10s);
+}
+
 TEST_F(CoordinatorTest, MetricsExposeWorkersQueueAndLatency) {
   start();
   auto worker = fake_worker(3);
