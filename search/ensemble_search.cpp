@@ -9,6 +9,7 @@
 // The model arm sits out until the model can rank (its first fit, or the heuristic on
 // analytic workloads). The arms mix the cost model's generalisation with TPE's local
 // refinement, so neither one's blind spot decides a space (issue 12; search/README.md).
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -22,13 +23,12 @@ namespace atvoss::search {
 namespace {
 
 enum Arm { kModel = 0, kTpe = 1, kEvolution = 2, kArms = 3 };
-constexpr std::array<const char*, kArms> kArmNames = {"model", "tpe", "evolution"};
+static_assert(kEnsembleArms.size() == kArms && kEnsembleArms[kModel] == "model" && kEnsembleArms[kTpe] == "tpe" &&
+              kEnsembleArms[kEvolution] == "evolution");
 
+// REQUIRES: name is one of kEnsembleArms (make_strategy checked the options).
 Arm arm_named(const std::string& name) {
-  for (int a = 0; a < kArms; ++a) {
-    if (name == kArmNames[a]) return static_cast<Arm>(a);
-  }
-  throw_bad_input("search options: field 'ensemble_arms' must hold only model, tpe, evolution (got '" + name + "')");
+  return static_cast<Arm>(std::find(kEnsembleArms.begin(), kEnsembleArms.end(), name) - kEnsembleArms.begin());
 }
 
 class EnsembleSearch final : public ModelGuidedSearch {

@@ -32,10 +32,16 @@ ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& spac
   // A measured table's features are its knob values, so the same kernel's results on
   // another target train the model as they are. An operator's records would need their own
   // workload's features; those come through transfer_groups instead.
+  // The groups every fit trains on besides the own trials, built once: a fit then copies
+  // none of them.
+  fixed_groups_ = o.transfer_groups;
   if (!costmodel::has_plan_features(o.workload)) {
+    costmodel::WorkloadGroup prior{o.workload, o.target, {}};
     for (const auto& t : o.prior_trials) {
-      if (!is_infrastructure_error(t.status)) prior_.push_back(t);
+      if (!is_infrastructure_error(t.status)) prior.samples.push_back(t);
     }
+    has_prior_ = !prior.samples.empty();
+    if (has_prior_) fixed_groups_.push_back(std::move(prior));
   }
 }
 
@@ -50,28 +56,28 @@ void ModelGuidedSearch::next_points(std::size_t n) {
 }
 
 bool ModelGuidedSearch::refresh_model() {
-  const auto& recs = records();
-  const auto ok = static_cast<std::size_t>(
-      std::count_if(recs.begin(), recs.end(), [](const Record& r) { return r.ok(); }));
   // The minimum counts successes (a fit needs times to rank); growth counts every trial.
   // A prior is enough for the first fit: the other target's landscape ranks from round one.
-  const bool enough = ok >= static_cast<std::size_t>(options().min_train_samples) || !prior_.empty();
-  if (enough && policy_.should_retrain(recs.size())) fit(recs.size());
+  const bool enough = successes() >= static_cast<std::size_t>(options().min_train_samples) || has_prior_;
+  if (enough && policy_.should_retrain(records().size())) fit(records().size());
   return model_->trained();
 }
 
 void ModelGuidedSearch::fit(std::size_t records_used) {
-  std::vector<costmodel::WorkloadGroup> groups = options().transfer_groups;
-  if (!prior_.empty()) {
-    groups.push_back({options().workload, options().target, prior_});
-  }
   costmodel::WorkloadGroup own{options().workload, options().target, {}};
   for (std::size_t i = 0; i < records_used; ++i) {
     const auto& r = records()[i];
     own.samples.push_back({space().schedule_at(r.point), r.status, r.time_us});
   }
-  groups.push_back(std::move(own));
-  model_->train(groups);
+  // The own trials join the fixed groups for this fit only.
+  fixed_groups_.push_back(std::move(own));
+  try {
+    model_->train(fixed_groups_);
+  } catch (...) {
+    fixed_groups_.pop_back();
+    throw;
+  }
+  fixed_groups_.pop_back();
   fitted_ = true;
   trained_on_ = records_used;
   policy_.mark_trained(records_used);

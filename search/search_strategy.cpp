@@ -1,6 +1,8 @@
 // make_strategy(): name -> strategy, after checking the options every strategy relies on.
 #include "search/search_strategy.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "search/internal/strategies.hpp"
 #include "search/strategy_registry.hpp"
@@ -38,10 +40,14 @@ void check_options(const StrategyOptions& o) {
   if (o.tpe_stall < 0) fail("tpe_stall", ">= 0");
   if (!(o.tpe_local_share >= 0 && o.tpe_local_share <= 1)) fail("tpe_local_share", "in [0, 1]");
   if (!(o.prior_weight >= 0)) fail("prior_weight", ">= 0");
-  if (o.ensemble_arms.empty()) fail("ensemble_arms", "a non-empty list of model, tpe, evolution");
+  std::string arms;
+  for (const auto a : kEnsembleArms) arms += (arms.empty() ? "" : ", ") + std::string(a);
+  if (o.ensemble_arms.empty()) fail("ensemble_arms", "a non-empty list of " + arms);
   for (std::size_t i = 0; i < o.ensemble_arms.size(); ++i) {
     const auto& a = o.ensemble_arms[i];
-    if (a != "model" && a != "tpe" && a != "evolution") fail("ensemble_arms", "a list of model, tpe, evolution (got '" + a + "')");
+    if (std::find(kEnsembleArms.begin(), kEnsembleArms.end(), a) == kEnsembleArms.end()) {
+      fail("ensemble_arms", "a list of " + arms + " (got '" + a + "')");
+    }
     for (std::size_t j = 0; j < i; ++j) {
       if (o.ensemble_arms[j] == a) fail("ensemble_arms", "a list without repeats (got '" + a + "' twice)");
     }

@@ -151,6 +151,10 @@ void StrategyBase::mutate_knob(Point& p, std::size_t knob) {
   p[knob] = std::clamp(v, 0, n - 1);
 }
 
+std::size_t StrategyBase::successes() const {
+  return static_cast<std::size_t>(std::count_if(records_.begin(), records_.end(), [](const Record& r) { return r.ok(); }));
+}
+
 std::vector<const Record*> StrategyBase::best_records(std::size_t k) const {
   std::vector<const Record*> ok;
   for (const auto& r : records_) {

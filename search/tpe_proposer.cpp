@@ -28,7 +28,7 @@ TpeProposer::~TpeProposer() = default;
 
 void TpeProposer::propose(std::size_t target) {
   const Split own = split_own();
-  const bool ready = (successes() >= static_cast<std::size_t>(host_.options().tpe_startup) && !own.good.empty()) ||
+  const bool ready = (host_.successes() >= static_cast<std::size_t>(host_.options().tpe_startup) && !own.good.empty()) ||
                      !prior_.good.empty();
   if (!ready) {
     if (heuristic_) heuristic_points(target);
@@ -43,11 +43,6 @@ void TpeProposer::propose(std::size_t target) {
     if (host_.claimed() == before) return;  // nothing new and valid is left
     liars.push_back(host_.batch().back());
   }
-}
-
-std::size_t TpeProposer::successes() const {
-  const auto& recs = host_.records();
-  return static_cast<std::size_t>(std::count_if(recs.begin(), recs.end(), [](const Record& r) { return r.ok(); }));
 }
 
 std::size_t TpeProposer::good_count(std::size_t ok) const {

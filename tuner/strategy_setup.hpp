@@ -1,11 +1,11 @@
 // StrategySetup: builds the SearchStrategy of one workload with what the database
-// knows — transfer data (records of the target's other workloads, so a
-// model-guided search starts informed from its first round), or for strategies that
-// take a prior (tpe, and the ensemble's tpe arm) the results of related workloads: the same op measured as another
-// workload or on another target, whose schedules lie in this space (the same kernel on
-// another GPU, a related shape) — and taps the
-// strategy's cost model so every refit is saved to the models table with its
-// training-set size. Threading: the tuner thread that owns the strategy.
+// knows — transfer data (records of the target's other workloads, so a model-guided
+// search starts informed from its first round), or for strategies that take a prior (tpe
+// and the ensemble; model-guided on a measured table) the results of related workloads:
+// the same op measured as another workload or on another target, whose schedules lie in
+// this space (the same kernel on another GPU, a related shape) — and taps the strategy's
+// cost model so every refit is saved to the models table with its training-set size.
+// Threading: the tuner thread that owns the strategy.
 #pragma once
 
 #include <cstdint>

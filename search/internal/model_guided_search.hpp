@@ -53,9 +53,10 @@ class ModelGuidedSearch : public StrategyBase {
   std::size_t trained_on_ = 0;  // records used by the last fit
   bool fitted_ = false;          // a fit happened (on the prior alone it used no records)
   costmodel::RetrainPolicy policy_;
-  // prior_trials of a measured table (the same kernel on another target): trained on with
-  // the own trials, and enough for a first fit before any own trial.
-  std::vector<Trial> prior_;
+  // transfer_groups, then the prior_trials of a measured table (the same kernel on another
+  // target) as a group of their own; every fit adds the own trials for its duration.
+  std::vector<costmodel::WorkloadGroup> fixed_groups_;
+  bool has_prior_ = false;  // the prior group is there: enough for a first fit before any own trial
 };
 
 }  // namespace atvoss::search

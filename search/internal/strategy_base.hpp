@@ -78,6 +78,8 @@ class StrategyBase : public SearchStrategy {
   void fill_random(std::size_t target);
   // Moves one knob of p to a neighbouring value (+-1, sometimes +-2 steps).
   void mutate_knob(Point& p, std::size_t knob);
+  // Records whose status is ok.
+  std::size_t successes() const;
   // Best successful records, best first (ties by record order), at most k.
   std::vector<const Record*> best_records(std::size_t k) const;
   // Evolutionary step over the measured trials: claims children of tournament-selected

@@ -43,7 +43,6 @@ class TpeProposer {
     std::vector<Point> bad;
   };
 
-  std::size_t successes() const;
   std::size_t good_count(std::size_t ok) const;
   Split split_own() const;
   Split split_prior(const std::vector<Trial>& trials) const;

@@ -346,7 +346,6 @@ TEST(SearchStrategyTest, ModelGuidedFitsOnThePriorBeforeItsOwnTrials) {
   s->update(measure_all(space, first));
   r->update(measure_all(space, first));
   EXPECT_EQ(run(*s, space, 2, 4), run(*r, space, 2, 4));
-
 }
 
 TEST(SearchStrategyTest, RetrainPolicyFitsOnTwentyPercentNewData) {

@@ -1,7 +1,8 @@
 // The tuner's warm start: StrategySetup fills the prior of tpe and of model-guided (which
-// trains its model on it) from the database's records of related workloads (the same kernel recorded on another GPU), never from the
-// workload's own history, and up to the watermark a resume restores. Measured on two real
-// recorded spaces (data/recorded-spaces: convolution on an RTX 3090 and a TITAN RTX).
+// trains its model on it) from the database's records of related workloads (the same kernel
+// recorded on another GPU), never from the workload's own history, and up to the watermark a
+// resume restores. Measured on two real recorded spaces (data/recorded-spaces: convolution
+// on an RTX 3090 and a TITAN RTX).
 #include "tuner/strategy_setup.hpp"
 
 #include <gtest/gtest.h>
