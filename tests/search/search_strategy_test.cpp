@@ -443,6 +443,32 @@ TEST(SearchStrategyTest, LoadStateNamesTheBadField) {
   }
 }
 
+// The model's and the ensemble's own state fields are checked too, naming the field.
+TEST(SearchStrategyTest, LoadStateNamesTheBadFieldOfTheModelState) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  auto a = make_strategy("ensemble", space, options_for(1, &fits));
+  run(*a, space, 1, 4);
+  const Json good = a->save_state();
+  ASSERT_FALSE(good["extra"]["origin"].empty());
+  const struct {
+    const char* name;
+    std::function<void(Json&)> edit;
+    const char* error;
+  } kCases[] = {
+      {"fitted", [](Json& j) { j["extra"]["fitted"] = "yes"; }, "'fitted' must be a boolean"},
+      {"arm", [](Json& j) { j["extra"]["origin"][0]["arm"] = 7; }, "'arm' must be 0..2"},
+      {"uses", [](Json& j) { j["extra"]["uses"] = Json::array({1, 2}); }, "'uses' must be 3 numbers"},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    Json bad = good;
+    c.edit(bad);
+    auto fresh = make_strategy("ensemble", space, options_for(1, &fits));
+    expect_bad_input([&] { fresh->load_state(bad); }, c.error);
+  }
+}
+
 // Recorded spaces reject configurations absent from the table through the space's check,
 // so no strategy spends an evaluation on one; every proposal has a recorded outcome.
 TEST(SearchStrategyTest, RecordedSpaceProposalsAreAllRecorded) {
