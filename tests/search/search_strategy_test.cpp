@@ -416,57 +416,52 @@ TEST(SearchStrategyTest, RealModelsResumeExactly) {
   }
 }
 
-TEST(SearchStrategyTest, LoadStateNamesTheBadField) {
+// One corruption of a saved state and the words the refusal must contain.
+struct BadState {
+  const char* name;
+  std::function<void(Json&)> edit;
+  const char* error;
+};
+
+// Saves `strategy` after one round of 4, then loads each corrupted copy into a fresh one.
+void expect_bad_states_refused(const std::string& strategy, std::initializer_list<BadState> cases) {
   const auto space = synthetic_space();
   int fits = 0;
-  auto a = make_strategy("evolutionary", space, options_for(1, &fits));
+  auto a = make_strategy(strategy, space, options_for(1, &fits));
   run(*a, space, 1, 4);
   const Json good = a->save_state();
-  const struct {
-    const char* name;
-    std::function<void(Json&)> edit;
-    const char* error;
-  } kCases[] = {
-      {"rng", [](Json& j) { j["rng"] = "not a state"; }, "'rng'"},
-      {"version", [](Json& j) { j["version"] = 99; }, "'version'"},
-      {"trial_knob", [](Json& j) { j["trials"][0]["schedule"]["zz"] = 1; }, "unknown knob 'zz'"},
-      {"trial_status", [](Json& j) { j["trials"][0]["status"] = "fine"; }, "'status'"},
-      {"has_pending", [](Json& j) { j["has_pending"] = 3; }, "'has_pending'"},
-      {"missing", [](Json& j) { j.erase("trials"); }, "'trials'"},
-  };
-  for (const auto& c : kCases) {
+  for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     Json bad = good;
     c.edit(bad);
-    auto fresh = make_strategy("evolutionary", space, options_for(1, &fits));
+    auto fresh = make_strategy(strategy, space, options_for(1, &fits));
     expect_bad_input([&] { fresh->load_state(bad); }, c.error);
   }
 }
 
-// The model's and the ensemble's own state fields are checked too, naming the field.
+TEST(SearchStrategyTest, LoadStateNamesTheBadField) {
+  expect_bad_states_refused(
+      "evolutionary",
+      {
+          {"rng", [](Json& j) { j["rng"] = "not a state"; }, "'rng'"},
+          {"version", [](Json& j) { j["version"] = 99; }, "'version'"},
+          {"trial_knob", [](Json& j) { j["trials"][0]["schedule"]["zz"] = 1; }, "unknown knob 'zz'"},
+          {"trial_status", [](Json& j) { j["trials"][0]["status"] = "fine"; }, "'status'"},
+          {"has_pending", [](Json& j) { j["has_pending"] = 3; }, "'has_pending'"},
+          {"missing", [](Json& j) { j.erase("trials"); }, "'trials'"},
+      });
+}
+
+// The model's and the ensemble's own state fields are checked too, naming the field (one
+// round leaves the ensemble's last batch in "origin").
 TEST(SearchStrategyTest, LoadStateNamesTheBadFieldOfTheModelState) {
-  const auto space = synthetic_space();
-  int fits = 0;
-  auto a = make_strategy("ensemble", space, options_for(1, &fits));
-  run(*a, space, 1, 4);
-  const Json good = a->save_state();
-  ASSERT_FALSE(good["extra"]["origin"].empty());
-  const struct {
-    const char* name;
-    std::function<void(Json&)> edit;
-    const char* error;
-  } kCases[] = {
-      {"fitted", [](Json& j) { j["extra"]["fitted"] = "yes"; }, "'fitted' must be a boolean"},
-      {"arm", [](Json& j) { j["extra"]["origin"][0]["arm"] = 7; }, "'arm' must be 0..2"},
-      {"uses", [](Json& j) { j["extra"]["uses"] = Json::array({1, 2}); }, "'uses' must be 3 numbers"},
-  };
-  for (const auto& c : kCases) {
-    SCOPED_TRACE(c.name);
-    Json bad = good;
-    c.edit(bad);
-    auto fresh = make_strategy("ensemble", space, options_for(1, &fits));
-    expect_bad_input([&] { fresh->load_state(bad); }, c.error);
-  }
+  expect_bad_states_refused(
+      "ensemble",
+      {
+          {"fitted", [](Json& j) { j["extra"]["fitted"] = "yes"; }, "'fitted' must be a boolean"},
+          {"arm", [](Json& j) { j["extra"]["origin"][0]["arm"] = 7; }, "'arm' must be 0..2"},
+          {"uses", [](Json& j) { j["extra"]["uses"] = Json::array({1, 2}); }, "'uses' must be 3 numbers"},
+      });
 }
 
 // Recorded spaces reject configurations absent from the table through the space's check,
