@@ -73,6 +73,9 @@ class CostModel {
   virtual void load(std::span<const std::uint8_t> bytes) = 0;
   // Per-feature importance, most important first; empty if untrained.
   virtual std::vector<FeatureScore> feature_importance() const { return {}; }
+  // True when a schedule's score depends on that schedule alone, not on the others scored
+  // with it: a caller may then keep scores across calls until the next train() or load().
+  virtual bool scores_rows_alone() const { return true; }
 };
 
 // Every knob of make_cost_model; defaults are what the tuner uses.

@@ -46,6 +46,8 @@ class TransferModel final : public CostModel {
   // For a resumed job: the own samples the loaded own model was trained on.
   void set_own_samples(std::size_t n) { n_own_ = n; }
   std::vector<FeatureScore> feature_importance() const override;
+  // The prior's and the own model's scores are standardised within each call.
+  bool scores_rows_alone() const override { return false; }
 
   // Current weight of the own model, 0..1.
   double own_weight() const;

@@ -2,6 +2,7 @@
 #include "search/internal/model_guided_search.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/error.hpp"
@@ -79,12 +80,13 @@ void ModelGuidedSearch::fit(std::size_t records_used) {
   }
   fixed_groups_.pop_back();
   fitted_ = true;
+  score_cache_.clear();
   trained_on_ = records_used;
   policy_.mark_trained(records_used);
 }
 
-std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model,
-                                               const std::vector<Point>& points) const {
+std::vector<double> ModelGuidedSearch::scores_of(const costmodel::CostModel& model,
+                                                 const std::vector<Point>& points) const {
   std::vector<Schedule> schedules;
   schedules.reserve(points.size());
   for (const auto& p : points) schedules.push_back(space().schedule_at(p));
@@ -94,6 +96,41 @@ std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model
                                          " scores for " + std::to_string(points.size()) + " schedules");
   }
   return scores;
+}
+
+std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model,
+                                               const std::vector<Point>& points) {
+  // A space too large for flat indices (size() saturates) is not cached.
+  if (!model.scores_rows_alone() || space().size() == UINT64_MAX) return scores_of(model, points);
+  // A point's score then depends only on the model, so scores are kept until the next fit:
+  // successive rounds revisit the best measured trials and their neighbours, and the model
+  // is refitted only every retrain_fraction of new trials.
+  if (&model != scored_by_ || score_cache_.size() >= kScoreCacheLimit) {
+    score_cache_.clear();
+    scored_by_ = &model;
+  }
+  std::vector<std::uint64_t> keys;
+  keys.reserve(points.size());
+  std::vector<Point> missing;
+  for (const auto& p : points) {
+    keys.push_back(space().flat_index(p));
+    // NaN marks a point queued in this call, so a repeated point is predicted once.
+    if (score_cache_.emplace(keys.back(), std::nan("")).second) missing.push_back(p);
+  }
+  if (!missing.empty()) {
+    std::vector<double> scores;
+    try {
+      scores = scores_of(model, missing);
+    } catch (...) {
+      score_cache_.clear();  // drop the placeholders
+      throw;
+    }
+    for (std::size_t i = 0; i < missing.size(); ++i) score_cache_[space().flat_index(missing[i])] = scores[i];
+  }
+  std::vector<double> out;
+  out.reserve(points.size());
+  for (auto k : keys) out.push_back(score_cache_.at(k));
+  return out;
 }
 
 std::vector<Point> ModelGuidedSearch::initial_population() {

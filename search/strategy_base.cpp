@@ -17,6 +17,9 @@ constexpr int kStateVersion = 1;
 // The validity cache is dropped when it grows past this many points: checks are pure, so
 // forgetting costs only time, and a long job would otherwise keep every point it visited.
 constexpr std::size_t kValidCacheLimit = 1u << 20;
+// Spaces up to this many points keep one byte per point instead (4 MiB at most).
+constexpr std::uint64_t kDenseValidLimit = 1u << 22;
+enum : std::int8_t { kUnchecked = 0, kInvalid = 1, kValid = 2 };
 
 Json trial_json(const Schedule& s, Status st, double time_us) {
   return {{"schedule", s.to_json()}, {"status", std::string(to_string(st))}, {"time_us", time_us}};
@@ -101,6 +104,12 @@ void StrategyBase::update(std::span<const Trial> results) {
 }
 
 bool StrategyBase::valid(const Point& p) {
+  if (space_.size() <= kDenseValidLimit) {
+    if (dense_valid_.empty()) dense_valid_.assign(space_.size(), kUnchecked);
+    std::int8_t& v = dense_valid_[space_.flat_index(p)];
+    if (v == kUnchecked) v = space_.check(space_.schedule_at(p)).ok ? kValid : kInvalid;
+    return v == kValid;
+  }
   auto it = valid_cache_.find(p);
   if (it != valid_cache_.end()) return it->second;
   const bool ok = space_.check(space_.schedule_at(p)).ok;

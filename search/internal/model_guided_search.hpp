@@ -43,7 +43,10 @@ class ModelGuidedSearch : public StrategyBase {
 
  private:
   void fit(std::size_t records_used);
-  std::vector<double> predict(const costmodel::CostModel& model, const std::vector<Point>& points) const;
+  // Scores of `points` by `model`; a model that scores rows alone predicts each point once
+  // until the next fit.
+  std::vector<double> predict(const costmodel::CostModel& model, const std::vector<Point>& points);
+  std::vector<double> scores_of(const costmodel::CostModel& model, const std::vector<Point>& points) const;
   std::vector<Point> initial_population();
   std::vector<Point> next_generation(const std::vector<Point>& pop, const std::vector<double>& scores);
   bool diverse(const Point& p, int min_knobs) const;
@@ -57,6 +60,10 @@ class ModelGuidedSearch : public StrategyBase {
   // target) as a group of their own; every fit adds the own trials for its duration.
   std::vector<costmodel::WorkloadGroup> fixed_groups_;
   bool has_prior_ = false;  // the prior group is there: enough for a first fit before any own trial
+  // Scores by the model at scored_by_ since its last fit; bounded like the validity cache.
+  static constexpr std::size_t kScoreCacheLimit = 1u << 20;
+  std::unordered_map<std::uint64_t, double> score_cache_;  // by ScheduleSpace::flat_index
+  const costmodel::CostModel* scored_by_ = nullptr;
 };
 
 }  // namespace atvoss::search

@@ -106,6 +106,9 @@ class StrategyBase : public SearchStrategy {
   bool has_pending_ = false;
   std::vector<Point> batch_;    // being built inside propose()
   PointSet batch_set_;
+  // check() verdicts: by flat index (kUnchecked/kInvalid/kValid) when the space has at most
+  // kDenseValidLimit points, which costs no hashing; otherwise by point.
+  std::vector<std::int8_t> dense_valid_;
   std::unordered_map<Point, bool, PointHash> valid_cache_;
 };
 

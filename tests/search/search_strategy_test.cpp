@@ -348,6 +348,74 @@ TEST(SearchStrategyTest, ModelGuidedFitsOnThePriorBeforeItsOwnTrials) {
   EXPECT_EQ(run(*s, space, 2, 4), run(*r, space, 2, 4));
 }
 
+// Each fit moves the optimum of knob k0 between 0 and 7 and lowers every score, so a score
+// kept from an earlier fit would outrank every fresh one. Counts the rows of each call.
+class FlippingModel final : public costmodel::CostModel {
+ public:
+  FlippingModel(int* fits, std::vector<std::size_t>* rows, bool rows_alone)
+      : fits_(fits), rows_(rows), rows_alone_(rows_alone) {}
+  std::string kind() const override { return "flipping"; }
+  void train(std::span<const costmodel::WorkloadGroup>) override { ++*fits_; }
+  std::vector<double> predict(const Workload&, const Target&,
+                              std::span<const Schedule> schedules) const override {
+    rows_->push_back(schedules.size());
+    std::vector<double> out;
+    for (const auto& s : schedules) out.push_back(-10.0 * *fits_ - std::abs(double(s.at("k0") - best_k0())));
+    return out;
+  }
+  std::vector<double> predict_features(const costmodel::FeatureMatrix& rows) const override {
+    return std::vector<double>(rows.rows, 0.0);
+  }
+  bool trained() const override { return *fits_ > 0; }
+  std::vector<std::uint8_t> save() const override { return {}; }
+  void load(std::span<const std::uint8_t>) override {}
+  bool scores_rows_alone() const override { return rows_alone_; }
+  std::int64_t best_k0() const { return *fits_ % 2 ? 7 : 0; }
+
+ private:
+  int* fits_;
+  std::vector<std::size_t>* rows_;
+  bool rows_alone_;
+};
+
+StrategyOptions flipping_options(int* fits, std::vector<std::size_t>* rows, bool rows_alone) {
+  auto o = options_for(6, fits);
+  o.epsilon = 0;
+  o.min_train_samples = 4;
+  o.model_factory = [=] { return std::make_unique<FlippingModel>(fits, rows, rows_alone); };
+  return o;
+}
+
+// Scores are kept between fits only: every proposal follows the latest fit's optimum.
+TEST(SearchStrategyTest, ModelGuidedScoresComeFromTheLatestFit) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  std::vector<std::size_t> rows;
+  auto s = make_strategy("model-guided", space, flipping_options(&fits, &rows, true));
+  for (int r = 0; r < 40; ++r) {
+    const auto b = s->propose(1);
+    ASSERT_EQ(b.size(), 1u);
+    if (fits > 0) EXPECT_EQ(b[0].at("k0"), fits % 2 ? 7 : 0) << "round " << r << ", fit " << fits;
+    s->update(measure_all(space, b));
+  }
+  EXPECT_GE(fits, 4);
+  // Between fits, the rounds after the first predict only points not scored before.
+  const std::size_t population = 128 * 5;
+  EXPECT_LT(*std::min_element(rows.begin(), rows.end()), population / 2);
+}
+
+// A model that scores each call as a whole (TransferModel standardises within the call)
+// is asked for every point of every generation, as before scores were kept.
+TEST(SearchStrategyTest, ModelGuidedKeepsNoScoresOfAModelThatScoresCallsAsAWhole) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  std::vector<std::size_t> rows;
+  auto s = make_strategy("model-guided", space, flipping_options(&fits, &rows, false));
+  run(*s, space, 20, 1);
+  ASSERT_FALSE(rows.empty());
+  for (std::size_t n : rows) EXPECT_EQ(n, 128u);
+}
+
 TEST(SearchStrategyTest, RetrainPolicyFitsOnTwentyPercentNewData) {
   const auto space = synthetic_space();
   int fits = 0;
