@@ -2,7 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
-#include <set>
+#include <unordered_set>
 #include <sstream>
 #include <vector>
 
@@ -17,31 +17,53 @@ namespace {
 // once per level, and no input of atvoss nests more than a handful.
 constexpr int kMaxJsonDepth = 256;
 
-// Refuses, while parsing, what nlohmann would silently accept: a key repeated in one
-// object (the last one would win unnoticed) and nesting beyond kMaxJsonDepth.
-// It also notes the last key read into *last_key, so that an error in a value (a number
-// beyond double) can name its field.
-class StrictChecks {
+// Builds the document as nlohmann's own DOM parser does, and refuses what it would
+// silently accept: a key repeated in one object (the last one would win unnoticed) and
+// nesting beyond kMaxJsonDepth. It also notes the last key read into *last_key, so that an
+// error in a value (a number beyond double) can name its field.
+// (Not nlohmann's callback parser: at the end of every object it scans the whole enclosing
+// object for discarded values, which is quadratic in a recorded table's thousands of rows.)
+class StrictDomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
+  using Base = nlohmann::detail::json_sax_dom_parser<Json>;
+
  public:
-  StrictChecks(std::string_view what, std::string* last_key) : what_(what), last_key_(last_key) {}
-  bool operator()(int depth, Json::parse_event_t event, Json& parsed) {
-    using E = Json::parse_event_t;
-    if (depth > kMaxJsonDepth) fail("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    if (event == E::object_start) keys_.emplace_back();
-    if (event == E::object_end && !keys_.empty()) keys_.pop_back();
-    if (event == E::key && !keys_.empty()) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      *last_key_ = key;
-      if (!keys_.back().insert(key).second) fail("key '" + key + "' appears twice in one object");
-    }
-    return true;
+  StrictDomParser(Json& root, std::string_view what, std::string* last_key)
+      : Base(root), what_(what), last_key_(last_key) {}
+  bool start_object(std::size_t len) {
+    enter();
+    keys_.emplace_back();
+    return Base::start_object(len);
+  }
+  bool end_object() {
+    --depth_;
+    keys_.pop_back();
+    return Base::end_object();
+  }
+  bool start_array(std::size_t len) {
+    enter();
+    return Base::start_array(len);
+  }
+  bool end_array() {
+    --depth_;
+    return Base::end_array();
+  }
+  bool key(std::string& key) {
+    *last_key_ = key;
+    if (!keys_.back().insert(key).second) fail("key '" + key + "' appears twice in one object");
+    return Base::key(key);
   }
 
  private:
+  // Checked before the container is built: the depth counts the containers around it.
+  void enter() {
+    if (depth_ >= kMaxJsonDepth) fail("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    ++depth_;
+  }
   [[noreturn]] void fail(const std::string& why) const { throw_bad_input(std::string(what_) + ": " + why); }
   std::string what_;
   std::string* last_key_;
-  std::vector<std::set<std::string>> keys_;
+  int depth_ = 0;
+  std::vector<std::unordered_set<std::string>> keys_;
 };
 
 std::string after_field(const std::string& key) { return key.empty() ? "" : " (after field '" + key + "')"; }
@@ -51,7 +73,10 @@ std::string after_field(const std::string& key) { return key.empty() ? "" : " (a
 Json parse_json(std::string_view text, std::string_view what) {
   std::string last_key;
   try {
-    return Json::parse(text.begin(), text.end(), StrictChecks(what, &last_key));
+    Json root;
+    StrictDomParser parser(root, what, &last_key);
+    Json::sax_parse(text.begin(), text.end(), &parser);
+    return root;
   } catch (const Json::parse_error& e) {
     throw Error(ErrorKind::bad_input,
                 std::string(what) + ": invalid JSON at byte " + std::to_string(e.byte) +
