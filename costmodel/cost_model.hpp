@@ -40,6 +40,9 @@ struct WorkloadGroup {
   Workload workload;
   Target target;
   std::vector<Sample> samples;
+  // Weight of each of its samples in training relative to a sample of weight 1 (e.g. the
+  // same kernel on another target counts less than the target's own trials). > 0.
+  double weight = 1.0;
 };
 
 // How much one feature mattered to a trained model (XGBoost: total gain; linear:

@@ -1,5 +1,6 @@
 // LinearModel: ridge regression on standardised features — the baseline that shows
-// what the trees add. Solves (Z'Z + lambda*n*I) w = Z'(y - mean y) by Cholesky, where
+// what the trees add. Solves (Z'WZ + lambda*sum(W)*I) b = Z'W(y - mean y) by Cholesky,
+// W holding each row's group weight (all 1: plain ridge), where
 // Z holds the features centred and scaled to unit variance (constant features get
 // scale 1 and so stay 0 and weight 0). No XGBoost anywhere.
 #include <cmath>
@@ -61,13 +62,18 @@ std::vector<double> cholesky_solve(std::vector<double> a, std::vector<double> b,
   return b;
 }
 
+// Weighted least squares: each row's terms scaled by its group's weight.
 LinearFit fit_ridge(const TrainingSet& set, double lambda) {
   LinearFit fit;
   const std::size_t d = set.x.cols, n = set.x.rows;
   standardise(set.x, fit);
-  double y_mean = 0;
-  for (float y : set.labels) y_mean += y;
-  y_mean /= double(n);
+  const std::vector<float> w = row_weights(set);
+  double y_mean = 0, w_sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    y_mean += w[i] * set.labels[i];
+    w_sum += w[i];
+  }
+  y_mean /= w_sum;
   std::vector<double> gram(d * d, 0.0), rhs(d, 0.0), z(d);
   for (std::size_t i = 0; i < n; ++i) {
     const auto row = set.x.row(i);
@@ -75,13 +81,13 @@ LinearFit fit_ridge(const TrainingSet& set, double lambda) {
     const double y = set.labels[i] - y_mean;
     for (std::size_t j = 0; j < d; ++j) {
       if (z[j] == 0.0) continue;
-      rhs[j] += z[j] * y;
-      for (std::size_t k = 0; k <= j; ++k) gram[j * d + k] += z[j] * z[k];
+      rhs[j] += w[i] * z[j] * y;
+      for (std::size_t k = 0; k <= j; ++k) gram[j * d + k] += w[i] * z[j] * z[k];
     }
   }
   for (std::size_t j = 0; j < d; ++j) {
     for (std::size_t k = 0; k < j; ++k) gram[k * d + j] = gram[j * d + k];
-    gram[j * d + j] += lambda * double(n) + 1e-9;
+    gram[j * d + j] += lambda * w_sum + 1e-9;
   }
   fit.weight = cholesky_solve(std::move(gram), std::move(rhs), d);
   fit.bias = y_mean;

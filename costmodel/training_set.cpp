@@ -1,6 +1,7 @@
 #include "costmodel/internal/training_set.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/error.hpp"
@@ -26,6 +27,13 @@ double sample_label(const Sample& sample, double best_time_us) {
   return -1.0;  // infrastructure error or ok without a time: no information
 }
 
+std::vector<float> row_weights(const TrainingSet& set) {
+  std::vector<float> w;
+  w.reserve(set.x.rows);
+  for (std::size_t g = 0; g < set.group_sizes.size(); ++g) w.insert(w.end(), set.group_sizes[g], set.group_weights[g]);
+  return w;
+}
+
 std::size_t count_ok_samples(std::span<const WorkloadGroup> groups) {
   std::size_t n = 0;
   for (const auto& g : groups) n += std::count_if(g.samples.begin(), g.samples.end(), usable_ok);
@@ -36,6 +44,10 @@ TrainingSet build_training_set(std::span<const WorkloadGroup> groups) {
   TrainingSet set;
   set.x.cols = feature_count();
   for (const WorkloadGroup& g : groups) {
+    if (!(g.weight > 0) || !std::isfinite(g.weight)) {
+      throw_bad_input("cost model training: a workload group's 'weight' must be a positive number, got " +
+                      std::to_string(g.weight));
+    }
     const double best = best_time(g);
     if (!(best < std::numeric_limits<double>::infinity())) continue;
     const Featurizer featurizer(g.workload, g.target);
@@ -51,6 +63,7 @@ TrainingSet build_training_set(std::span<const WorkloadGroup> groups) {
       ++kept;
     }
     set.group_sizes.push_back(kept);
+    set.group_weights.push_back(float(g.weight));
   }
   if (set.ok_rows == 0) {
     throw_bad_input("cost model training: no workload group has an ok measurement with a time");

@@ -62,9 +62,7 @@ class XGBoostModel final : public CostModel {
     DMatrix dtrain = make_dmatrix(set.x);
     check(XGDMatrixSetFloatInfo(dtrain.get(), "label", set.labels.data(), set.labels.size()),
           "XGDMatrixSetFloatInfo(label)");
-    check(XGDMatrixSetUIntInfo(dtrain.get(), "group", set.group_sizes.data(),
-                               set.group_sizes.size()),
-          "XGDMatrixSetUIntInfo(group)");
+    set_groups_and_weights(dtrain.get(), set);
     Booster booster = make_booster(dtrain.get());
     set_params(booster.get());
     for (int i = 0; i < options_.rounds; ++i) {
@@ -145,6 +143,20 @@ class XGBoostModel final : public CostModel {
  private:
   void require_trained() const {
     if (!trained()) throw Error(ErrorKind::internal, "xgboost model used before train() or load()");
+  }
+
+  // A ranking objective ranks within groups and takes one weight per group; a regression
+  // has no groups, and one weight per row.
+  void set_groups_and_weights(DMatrixHandle d, const TrainingSet& set) const {
+    if (options_.objective.rfind("rank:", 0) == 0) {
+      check(XGDMatrixSetUIntInfo(d, "group", set.group_sizes.data(), set.group_sizes.size()),
+            "XGDMatrixSetUIntInfo(group)");
+      check(XGDMatrixSetFloatInfo(d, "weight", set.group_weights.data(), set.group_weights.size()),
+            "XGDMatrixSetFloatInfo(weight)");
+      return;
+    }
+    const std::vector<float> w = row_weights(set);
+    check(XGDMatrixSetFloatInfo(d, "weight", w.data(), w.size()), "XGDMatrixSetFloatInfo(weight)");
   }
 
   void set_param(BoosterHandle b, const char* name, const std::string& value) const {

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "costmodel/metrics.hpp"
 #include "search/internal/strategies.hpp"
 
 namespace atvoss::search {
@@ -17,16 +18,7 @@ ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& spac
   if (o.workload.op().empty()) {
     throw_bad_input(this->name() + " search: options.workload is required (the cost model featurises it)");
   }
-  if (o.model_factory) {
-    model_ = o.model_factory();
-  } else {
-    costmodel::ModelOptions mo;
-    mo.kind = o.cost_model;
-    mo.seed = o.seed;
-    if (o.model_threads > 0) mo.nthread = o.model_threads;
-    model_ = costmodel::make_cost_model(mo);
-  }
-  if (!model_) throw_bad_input(this->name() + " search: options.model_factory returned no model");
+  model_ = make_model();
   if (o.heuristic_before_fit && costmodel::has_plan_features(o.workload)) {
     heuristic_ = costmodel::make_cost_model("heuristic", o.seed);
   }
@@ -42,8 +34,43 @@ ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& spac
       if (!is_infrastructure_error(t.status)) prior.samples.push_back(t);
     }
     has_prior_ = !prior.samples.empty();
-    if (has_prior_) fixed_groups_.push_back(std::move(prior));
+    if (has_prior_) {
+      fixed_groups_.push_back(std::move(prior));
+      prior_model_ = make_model();
+    }
   }
+}
+
+std::unique_ptr<costmodel::CostModel> ModelGuidedSearch::make_model() const {
+  const StrategyOptions& o = options();
+  std::unique_ptr<costmodel::CostModel> m;
+  if (o.model_factory) {
+    m = o.model_factory();
+  } else {
+    costmodel::ModelOptions mo;
+    mo.kind = o.cost_model;
+    mo.seed = o.seed;
+    if (o.model_threads > 0) mo.nthread = o.model_threads;
+    m = costmodel::make_cost_model(mo);
+  }
+  if (!m) throw_bad_input(name() + " search: options.model_factory returned no model");
+  return m;
+}
+
+double ModelGuidedSearch::prior_weight(const costmodel::WorkloadGroup& own) {
+  // The prior counts in full until the own trials can judge it; then by how well a model of
+  // the prior alone ranks them (Spearman rho, failures as the slowest), since another
+  // target's landscape may rank this one well (a whole table) or poorly (a short run's
+  // biased sample). Weight rho^3, floored; the constants were chosen on the reverse
+  // transfer (search/README.md, round 5).
+  constexpr std::size_t kJudgeFrom = 8;  // own successful trials
+  constexpr double kExponent = 3, kFloor = 1e-3;
+  const auto ok = std::count_if(own.samples.begin(), own.samples.end(),
+                                [](const costmodel::Sample& s) { return s.status == Status::ok; });
+  if (static_cast<std::size_t>(ok) < kJudgeFrom) return 1.0;
+  if (!prior_model_->trained()) prior_model_->train(std::span(&fixed_groups_.back(), 1));
+  const double rho = costmodel::evaluate(*prior_model_, std::span(&own, 1)).spearman;
+  return std::max(std::pow(std::max(rho, 0.0), kExponent), kFloor);
 }
 
 const costmodel::CostModel* ModelGuidedSearch::ranking_model() {
@@ -70,6 +97,7 @@ void ModelGuidedSearch::fit(std::size_t records_used) {
     const auto& r = records()[i];
     own.samples.push_back({space().schedule_at(r.point), r.status, r.time_us});
   }
+  if (has_prior_) fixed_groups_.back().weight = prior_weight(own);
   // The own trials join the fixed groups for this fit only.
   fixed_groups_.push_back(std::move(own));
   try {

@@ -146,7 +146,9 @@ struct StrategyOptions {
   // observations of a similar landscape: ranked among themselves, never counted as this
   // space's measurements, and proposable here. model-guided trains its model on them with
   // its own trials on a measured table (whose features are the knob values), and fits
-  // before its first trial; on an operator it ignores them (transfer_groups serve there).
+  // before its first trial; from 8 own successes on, the prior's weight is rho^3, rho being
+  // how well a model of the prior alone ranks the own trials. On an operator it ignores them
+  // (transfer_groups serve there).
   std::vector<Trial> prior_trials;
   // Weight of one prior trial relative to one own trial in the densities.
   double prior_weight = 0.5;

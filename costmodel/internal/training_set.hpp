@@ -28,8 +28,12 @@ struct TrainingSet {
   FeatureMatrix x;
   std::vector<float> labels;
   std::vector<unsigned> group_sizes;  // one per kept group, summing to x.rows
+  std::vector<float> group_weights;   // WorkloadGroup::weight of each kept group
   std::size_t ok_rows = 0;            // rows with a positive label
 };
+
+// The weight of each row: its group's.
+std::vector<float> row_weights(const TrainingSet& set);
 
 // Label of one sample given the group's best ok time; negative means "drop the sample".
 double sample_label(const Sample& sample, double best_time_us);

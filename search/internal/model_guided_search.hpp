@@ -13,7 +13,9 @@
 // >= retrain_fraction of that fit's size.
 // Transfer: on a measured table, prior_trials (the same kernel on another target) are a
 // training group of their own, so the first proposals already follow the other target's
-// landscape (issue 12's warm start); operators get transfer_groups instead.
+// landscape (issue 12's warm start); operators get transfer_groups instead. Once 8 own
+// trials succeeded, the prior group's weight follows how well a model of the prior alone
+// ranks them (prior_weight), so a misleading prior fades instead of steering the search.
 // Resume: the state stores how many trials the last fit used; load_state refits on exactly
 // those, so a deterministic model resumes exactly. Private to search/ (ensemble reuses it).
 #pragma once
@@ -43,6 +45,9 @@ class ModelGuidedSearch : public StrategyBase {
 
  private:
   void fit(std::size_t records_used);
+  std::unique_ptr<costmodel::CostModel> make_model() const;
+  // Weight of the prior's group in a fit with the own trials `own`.
+  double prior_weight(const costmodel::WorkloadGroup& own);
   // Scores of `points` by `model`; a model that scores rows alone predicts each point once
   // until the next fit.
   std::vector<double> predict(const costmodel::CostModel& model, const std::vector<Point>& points);
@@ -59,6 +64,7 @@ class ModelGuidedSearch : public StrategyBase {
   // transfer_groups, then the prior_trials of a measured table (the same kernel on another
   // target) as a group of their own; every fit adds the own trials for its duration.
   std::vector<costmodel::WorkloadGroup> fixed_groups_;
+  std::unique_ptr<costmodel::CostModel> prior_model_;  // fitted on the prior alone, when there is one
   bool has_prior_ = false;  // the prior group is there: enough for a first fit before any own trial
   // Scores by the model at scored_by_ since its last fit; bounded like the validity cache.
   static constexpr std::size_t kScoreCacheLimit = 1u << 20;

@@ -69,6 +69,40 @@ TEST_P(TrainableModelTest, LearnsASyntheticRankingAndNotShuffledLabels) {
   EXPECT_LT(bad.pairwise, good.pairwise - 0.15);
 }
 
+// The training groups twice, once with every time inverted (the fastest made slowest): the
+// model follows whichever copy weighs more.
+TEST_P(TrainableModelTest, GroupWeightsDecideBetweenConflictingGroups) {
+  const WorkloadGroup test = held_out();
+  for (const double inverted_weight : {0.01, 100.0}) {
+    SCOPED_TRACE(inverted_weight);
+    std::vector<WorkloadGroup> groups = training_groups(120);
+    for (WorkloadGroup g : training_groups(120)) {
+      for (auto& s : g.samples) s.time_us = 1e6 / s.time_us;
+      g.weight = inverted_weight;
+      groups.push_back(std::move(g));
+    }
+    auto model = make();
+    model->train(groups);
+    const double pairwise = evaluate(*model, std::span(&test, 1)).pairwise;
+    if (inverted_weight < 1) {
+      EXPECT_GT(pairwise, 0.7);
+    } else {
+      EXPECT_LT(pairwise, 0.3);
+    }
+  }
+  std::vector<WorkloadGroup> zero = training_groups(20);
+  zero[1].weight = 0;
+  auto model = make();
+  try {
+    model->train(zero);
+    ADD_FAILURE() << "a group of weight 0 was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_NE(std::string(e.what()).find("'weight'"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(model->trained());
+}
+
 TEST_P(TrainableModelTest, SaveLoadRoundTripPredictsIdentically) {
   auto model = make();
   model->train(training_groups(120));

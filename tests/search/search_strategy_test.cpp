@@ -484,6 +484,77 @@ TEST(SearchStrategyTest, RealModelsResumeExactly) {
   }
 }
 
+// A real XGBoost model that notes the weight of the last group but one of each fit (the
+// prior's, when the own trials are last) in *weights.
+class WeightRecordingModel final : public costmodel::CostModel {
+ public:
+  explicit WeightRecordingModel(std::vector<double>* weights) : weights_(weights) {
+    costmodel::ModelOptions mo;
+    mo.nthread = 1;
+    inner_ = costmodel::make_cost_model(mo);
+  }
+  std::string kind() const override { return inner_->kind(); }
+  void train(std::span<const costmodel::WorkloadGroup> groups) override {
+    if (groups.size() >= 2) weights_->push_back(groups[groups.size() - 2].weight);
+    inner_->train(groups);
+  }
+  std::vector<double> predict_features(const costmodel::FeatureMatrix& rows) const override {
+    return inner_->predict_features(rows);
+  }
+  bool trained() const override { return inner_->trained(); }
+  std::vector<std::uint8_t> save() const override { return inner_->save(); }
+  void load(std::span<const std::uint8_t> bytes) override { inner_->load(bytes); }
+
+ private:
+  std::vector<double>* weights_;
+  std::unique_ptr<costmodel::CostModel> inner_;
+};
+
+// A prior that ranks this landscape keeps weight once the own trials can judge it; one
+// that ranks it backwards falls to the floor, so the search follows its own trials. Either
+// way the weight comes back exactly on resume.
+TEST(SearchStrategyTest, ModelGuidedWeighsThePriorByHowWellItRanksTheOwnTrials) {
+  const auto space = synthetic_space();
+  for (const bool backwards : {false, true}) {
+    SCOPED_TRACE(backwards ? "backwards prior" : "faithful prior");
+    std::vector<Trial> prior;
+    for (std::uint64_t i = 0; i < space.size(); i += 37) {
+      Trial t = measure(space, space.schedule_at(space.point_at(i)));
+      if (backwards && t.status == Status::ok) t.time_us = 1000.0 / t.time_us;
+      prior.push_back(t);
+    }
+    std::vector<double> weights;
+    StrategyOptions o;
+    o.seed = 8;
+    o.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
+    o.model_population = 64;
+    o.prior_trials = prior;
+    o.model_factory = [&weights] { return std::make_unique<WeightRecordingModel>(&weights); };
+    auto a = make_strategy("model-guided", space, o);
+    // Below 8 own successes the prior counts in full.
+    int ok = 0;
+    while (ok < 8) {
+      const auto results = measure_all(space, a->propose(1));
+      ok += results[0].status == Status::ok;
+      a->update(results);
+    }
+    ASSERT_FALSE(weights.empty());
+    EXPECT_EQ(weights.back(), 1.0);
+    // The next fit judges the prior.
+    for (const std::size_t fits = weights.size(); weights.size() == fits;) run(*a, space, 1, 1);
+    if (backwards) {
+      EXPECT_EQ(weights.back(), 1e-3);
+    } else {
+      EXPECT_GT(weights.back(), 0.01);  // ten times the floor
+    }
+    const double saved_weight = weights.back();
+    auto b = make_strategy("model-guided", space, o);
+    b->load_state(a->save_state());
+    EXPECT_EQ(weights.back(), saved_weight);
+    EXPECT_EQ(run(*a, space, 3, 4), run(*b, space, 3, 4));
+  }
+}
+
 // One corruption of a saved state and the words the refusal must contain.
 struct BadState {
   const char* name;
