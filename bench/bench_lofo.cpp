@@ -66,6 +66,7 @@ const std::map<std::string, std::function<void(search::StrategyOptions&, double)
       {"tpe_local_pair", [](auto& o, double v) { o.tpe_local_pair = v; }},
       {"prior_weight", [](auto& o, double v) { o.prior_weight = v; }},
       {"epsilon", [](auto& o, double v) { o.epsilon = v; }},
+      {"model_far_share", [](auto& o, double v) { o.model_far_share = v; }},
       // Ensemble arms as flags: 1 adds the arm to the model arm (so "ensemble_tpe=0,1"
       // rotates between the cost model alone and the model+tpe bandit).
       {"ensemble_tpe", [](auto& o, double v) { set_arm(o, "tpe", v != 0); }},

@@ -203,6 +203,12 @@ std::vector<Point> ModelGuidedSearch::next_generation(const std::vector<Point>& 
   return next;
 }
 
+bool ModelGuidedSearch::far_from(const Point& p, const Point& q) const {
+  std::size_t differ = 0;
+  for (std::size_t d = 0; d < p.size(); ++d) differ += p[d] != q[d];
+  return 3 * differ >= p.size();
+}
+
 bool ModelGuidedSearch::diverse(const Point& p, int min_knobs) const {
   for (const auto& q : batch()) {
     int differ = 0;
@@ -235,18 +241,28 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return cand_scores[a] > cand_scores[b]; });
   std::vector<bool> used(order.size(), false);
+  const auto incumbent = best_records(1);
+  // The best-scored unused candidate, diverse from the batch, far from the incumbent if asked.
+  const auto pick = [&](bool need_far) {
+    for (int min_knobs : {options().diversity_knobs, 1}) {
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const Point& c = cands[order[i]];
+        if (used[i] || !diverse(c, min_knobs)) continue;
+        if (need_far && !far_from(c, incumbent[0]->point)) continue;
+        if (is_new_valid(c)) return i;
+      }
+    }
+    return order.size();
+  };
   while (claimed() < target) {
     if (uniform01() < options().epsilon) {
       fill_random(claimed() + 1);
       continue;
     }
-    std::size_t chosen = order.size();
-    for (int min_knobs : {options().diversity_knobs, 1}) {
-      for (std::size_t i = 0; i < order.size() && chosen == order.size(); ++i) {
-        if (!used[i] && diverse(cands[order[i]], min_knobs) && is_new_valid(cands[order[i]])) chosen = i;
-      }
-      if (chosen != order.size()) break;
-    }
+    // Short-circuits at share 0, so the RNG stream is the same as without the option.
+    const bool far = options().model_far_share > 0 && !incumbent.empty() && uniform01() < options().model_far_share;
+    std::size_t chosen = pick(far);
+    if (chosen == order.size() && far) chosen = pick(false);  // no distant candidate
     if (chosen == order.size()) return;  // candidates exhausted; the caller tops up randomly
     used[chosen] = true;
     claim(cands[order[chosen]]);

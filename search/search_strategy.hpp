@@ -81,6 +81,9 @@ struct StrategyOptions {
   double seed_from_measured = 0.2;
   // Probability that a batch slot is a random unmeasured schedule instead of the model's pick.
   double epsilon = 0.05;
+  // Probability that a slot takes the model's best candidate that differs from the best
+  // measured trial in at least a third of the knobs, so a second basin stays in play.
+  double model_far_share = 0;
   // Batch members differ from each other in at least this many knobs while enough
   // candidates allow it (1 disables the filter).
   int diversity_knobs = 2;

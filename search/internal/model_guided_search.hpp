@@ -55,6 +55,8 @@ class ModelGuidedSearch : public StrategyBase {
   std::vector<Point> initial_population();
   std::vector<Point> next_generation(const std::vector<Point>& pop, const std::vector<double>& scores);
   bool diverse(const Point& p, int min_knobs) const;
+  // p differs from q in at least a third of the knobs (model_far_share).
+  bool far_from(const Point& p, const Point& q) const;
 
   std::unique_ptr<costmodel::CostModel> model_;
   std::unique_ptr<costmodel::CostModel> heuristic_;  // null when not used

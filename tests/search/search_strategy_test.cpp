@@ -416,6 +416,37 @@ TEST(SearchStrategyTest, ModelGuidedKeepsNoScoresOfAModelThatScoresCallsAsAWhole
   for (std::size_t n : rows) EXPECT_EQ(n, 128u);
 }
 
+// With model_far_share 1 every model pick differs from the best trial so far in at least a
+// third of the knobs (2 of 5), though the perfect model scores its neighbours highest.
+TEST(SearchStrategyTest, ModelGuidedFarShareProposesAwayFromTheIncumbent) {
+  const auto space = synthetic_space();
+  int fits = 0;
+  auto o = options_for(2, &fits);
+  o.epsilon = 0;
+  o.model_far_share = 1;
+  auto s = make_strategy("model-guided", space, o);
+  double best = HUGE_VAL;
+  Schedule incumbent;
+  int checked = 0;
+  for (int r = 0; r < 30; ++r) {
+    const auto b = s->propose(1);
+    ASSERT_EQ(b.size(), 1u);
+    if (fits > 0 && best < HUGE_VAL) {
+      int differ = 0;
+      for (int d = 0; d < kDims; ++d) differ += b[0].at("k" + std::to_string(d)) != incumbent.at("k" + std::to_string(d));
+      EXPECT_GE(differ, 2) << "round " << r;
+      ++checked;
+    }
+    const auto results = measure_all(space, b);
+    if (results[0].status == Status::ok && results[0].time_us < best) {
+      best = results[0].time_us;
+      incumbent = b[0];
+    }
+    s->update(results);
+  }
+  EXPECT_GE(checked, 15);
+}
+
 TEST(SearchStrategyTest, RetrainPolicyFitsOnTwentyPercentNewData) {
   const auto space = synthetic_space();
   int fits = 0;
@@ -449,6 +480,7 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
       {"nope", [](StrategyOptions&) {}, "expected one of random, grid"},
       {"evolutionary", [](StrategyOptions& o) { o.population = 1; }, "'population'"},
       {"model-guided", [](StrategyOptions& o) { o.epsilon = 2; }, "'epsilon'"},
+      {"model-guided", [](StrategyOptions& o) { o.model_far_share = -0.1; }, "'model_far_share'"},
       {"model-guided", [](StrategyOptions& o) { o.workload = Workload(); }, "options.workload"},
       {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {}; }, "'ensemble_arms' must be a non-empty"},
       {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {"model", "grid"}; }, "(got 'grid')"},
