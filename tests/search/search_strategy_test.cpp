@@ -416,35 +416,52 @@ TEST(SearchStrategyTest, ModelGuidedKeepsNoScoresOfAModelThatScoresCallsAsAWhole
   for (std::size_t n : rows) EXPECT_EQ(n, 128u);
 }
 
-// With model_far_share 1 every model pick differs from the best trial so far in at least a
-// third of the knobs (2 of 5), though the perfect model scores its neighbours highest.
-TEST(SearchStrategyTest, ModelGuidedFarShareProposesAwayFromTheIncumbent) {
+// Runs 40 proposals of one; expects every model pick made while far_wanted(trials since the
+// best) to differ from the best trial so far in at least a third of the knobs (2 of 5),
+// though the perfect model scores the best's neighbours highest. Returns how many it checked.
+int expect_far_picks(const StrategyOptions& o, const std::function<bool(int)>& far_wanted) {
   const auto space = synthetic_space();
-  int fits = 0;
-  auto o = options_for(2, &fits);
-  o.epsilon = 0;
-  o.model_far_share = 1;
   auto s = make_strategy("model-guided", space, o);
   double best = HUGE_VAL;
   Schedule incumbent;
-  int checked = 0;
-  for (int r = 0; r < 30; ++r) {
+  int since_best = 0, checked = 0;
+  for (int r = 0; r < 40; ++r) {
     const auto b = s->propose(1);
-    ASSERT_EQ(b.size(), 1u);
-    if (fits > 0 && best < HUGE_VAL) {
+    EXPECT_EQ(b.size(), 1u);
+    if (b.size() != 1) return checked;
+    if (best < HUGE_VAL && r >= 12 && far_wanted(since_best)) {  // fitted by round 12
       int differ = 0;
       for (int d = 0; d < kDims; ++d) differ += b[0].at("k" + std::to_string(d)) != incumbent.at("k" + std::to_string(d));
       EXPECT_GE(differ, 2) << "round " << r;
       ++checked;
     }
     const auto results = measure_all(space, b);
+    ++since_best;
     if (results[0].status == Status::ok && results[0].time_us < best) {
       best = results[0].time_us;
       incumbent = b[0];
+      since_best = 1;
     }
     s->update(results);
   }
-  EXPECT_GE(checked, 15);
+  return checked;
+}
+
+TEST(SearchStrategyTest, ModelGuidedFarShareProposesAwayFromTheIncumbent) {
+  int fits = 0;
+  auto o = options_for(2, &fits);
+  o.epsilon = 0;
+  o.model_far_share = 1;
+  EXPECT_GE(expect_far_picks(o, [](int) { return true; }), 15);
+}
+
+// Once the best is older than model_stall trials, every pick is a distant one.
+TEST(SearchStrategyTest, ModelGuidedRestartsAwayFromAStalledIncumbent) {
+  int fits = 0;
+  auto o = options_for(2, &fits);
+  o.epsilon = 0;
+  o.model_stall = 3;
+  EXPECT_GE(expect_far_picks(o, [](int since_best) { return since_best > 3; }), 5);
 }
 
 TEST(SearchStrategyTest, RetrainPolicyFitsOnTwentyPercentNewData) {
@@ -481,6 +498,7 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
       {"evolutionary", [](StrategyOptions& o) { o.population = 1; }, "'population'"},
       {"model-guided", [](StrategyOptions& o) { o.epsilon = 2; }, "'epsilon'"},
       {"model-guided", [](StrategyOptions& o) { o.model_far_share = -0.1; }, "'model_far_share'"},
+      {"model-guided", [](StrategyOptions& o) { o.model_stall = -1; }, "'model_stall'"},
       {"model-guided", [](StrategyOptions& o) { o.workload = Workload(); }, "options.workload"},
       {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {}; }, "'ensemble_arms' must be a non-empty"},
       {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {"model", "grid"}; }, "(got 'grid')"},
