@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "core/error.hpp"
 #include "costmodel/metrics.hpp"
@@ -242,7 +243,7 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
                    [&](std::size_t a, std::size_t b) { return cand_scores[a] > cand_scores[b]; });
   std::vector<bool> used(order.size(), false);
   const auto incumbent = best_records(1);
-  const bool stalled = options().model_stall > 0 && !incumbent.empty() &&
+  bool stalled = options().model_stall > 0 && !incumbent.empty() &&
                        records().size() - static_cast<std::size_t>(incumbent[0] - records().data()) >
                            static_cast<std::size_t>(options().model_stall);
   // The best-scored unused candidate, diverse from the batch, far from the incumbent if asked.
@@ -263,8 +264,9 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
       continue;
     }
     // Short-circuits at share 0, so the RNG stream is the same as without the option.
-    const bool far = stalled || (options().model_far_share > 0 && !incumbent.empty() &&
-                                 uniform01() < options().model_far_share);
+    // A stalled search restarts with one slot per batch (each slot at batch 1).
+    const bool far = std::exchange(stalled, false) ||
+                     (options().model_far_share > 0 && !incumbent.empty() && uniform01() < options().model_far_share);
     std::size_t chosen = pick(far);
     if (chosen == order.size() && far) chosen = pick(false);  // no distant candidate
     if (chosen == order.size()) return;  // candidates exhausted; the caller tops up randomly

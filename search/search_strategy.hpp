@@ -84,9 +84,10 @@ struct StrategyOptions {
   // Probability that a slot takes the model's best candidate that differs from the best
   // measured trial in at least a third of the knobs, so a second basin stays in play.
   double model_far_share = 0;
-  // After this many trials without a new best, every slot takes that distant pick until the
-  // best improves (a restart away from a stalled basin); 0 never.
-  int model_stall = 0;
+  // After this many trials without a new best, the first model slot of each batch (every
+  // slot at batch 1) takes that distant pick until the best improves (a restart away from a
+  // stalled basin); 0 never. 30: bench_lofo's pick (search/README.md, round 5).
+  int model_stall = 30;
   // Batch members differ from each other in at least this many knobs while enough
   // candidates allow it (1 disables the filter).
   int diversity_knobs = 2;
