@@ -5,7 +5,10 @@
 // predicted-score tournament; per-knob crossover and neighbour mutation), collect every
 // unmeasured valid point the evolution visited with its score, and fill the batch best
 // score first under a diversity filter, each slot replaced by a random point with
-// probability epsilon. Below min_train_samples successful trials the analytic heuristic
+// probability epsilon. While the best trial is older than model_stall trials, the first
+// model slot of a batch takes the best candidate differing from it in a third of the knobs
+// (a restart; model_far_share does the same for a share of slots). Scores are kept per point
+// until the next fit when the model scores rows alone (CostModel::scores_rows_alone). Below min_train_samples successful trials the analytic heuristic
 // model ranks instead (or, on recorded spaces, proposals are random).
 // Retrain policy: costmodel::RetrainPolicy over the trials handed to the model (candidate
 // errors included, since the model learns from them too): the first fit once
