@@ -69,7 +69,7 @@ double ModelGuidedSearch::prior_weight(const costmodel::WorkloadGroup& own) {
   const auto ok = std::count_if(own.samples.begin(), own.samples.end(),
                                 [](const costmodel::Sample& s) { return s.status == Status::ok; });
   if (static_cast<std::size_t>(ok) < kJudgeFrom) return 1.0;
-  if (!prior_model_->trained()) prior_model_->train(std::span(&fixed_groups_.back(), 1));
+  if (!prior_model_->trained()) prior_model_->train(std::span(&prior_group(), 1));
   const double rho = costmodel::evaluate(*prior_model_, std::span(&own, 1)).spearman;
   return std::max(std::pow(std::max(rho, 0.0), kExponent), kFloor);
 }
@@ -98,7 +98,7 @@ void ModelGuidedSearch::fit(std::size_t records_used) {
     const auto& r = records()[i];
     own.samples.push_back({space().schedule_at(r.point), r.status, r.time_us});
   }
-  if (has_prior_) fixed_groups_.back().weight = prior_weight(own);
+  if (has_prior_) prior_group().weight = prior_weight(own);
   // The own trials join the fixed groups for this fit only.
   fixed_groups_.push_back(std::move(own));
   try {
@@ -141,10 +141,14 @@ std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model
   std::vector<std::uint64_t> keys;
   keys.reserve(points.size());
   std::vector<Point> missing;
+  std::vector<std::uint64_t> missing_keys;
   for (const auto& p : points) {
     keys.push_back(space().flat_index(p));
     // NaN marks a point queued in this call, so a repeated point is predicted once.
-    if (score_cache_.emplace(keys.back(), std::nan("")).second) missing.push_back(p);
+    if (score_cache_.emplace(keys.back(), std::nan("")).second) {
+      missing.push_back(p);
+      missing_keys.push_back(keys.back());
+    }
   }
   if (!missing.empty()) {
     std::vector<double> scores;
@@ -154,7 +158,7 @@ std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model
       score_cache_.clear();  // drop the placeholders
       throw;
     }
-    for (std::size_t i = 0; i < missing.size(); ++i) score_cache_[space().flat_index(missing[i])] = scores[i];
+    for (std::size_t i = 0; i < missing.size(); ++i) score_cache_[missing_keys[i]] = scores[i];
   }
   std::vector<double> out;
   out.reserve(points.size());
@@ -204,19 +208,24 @@ std::vector<Point> ModelGuidedSearch::next_generation(const std::vector<Point>& 
   return next;
 }
 
-bool ModelGuidedSearch::far_from(const Point& p, const Point& q) const {
+namespace {
+
+std::size_t knobs_differing(const Point& p, const Point& q) {
   std::size_t differ = 0;
   for (std::size_t d = 0; d < p.size(); ++d) differ += p[d] != q[d];
-  return 3 * differ >= p.size();
+  return differ;
+}
+
+}  // namespace
+
+bool ModelGuidedSearch::far_from(const Point& p, const Point& q) const {
+  return 3 * knobs_differing(p, q) >= p.size();
 }
 
 bool ModelGuidedSearch::diverse(const Point& p, int min_knobs) const {
-  for (const auto& q : batch()) {
-    int differ = 0;
-    for (std::size_t d = 0; d < p.size() && differ < min_knobs; ++d) differ += p[d] != q[d];
-    if (differ < min_knobs) return false;
-  }
-  return true;
+  return std::all_of(batch().begin(), batch().end(), [&](const Point& q) {
+    return knobs_differing(p, q) >= static_cast<std::size_t>(min_knobs);
+  });
 }
 
 void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::size_t target) {
@@ -243,9 +252,10 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
                    [&](std::size_t a, std::size_t b) { return cand_scores[a] > cand_scores[b]; });
   std::vector<bool> used(order.size(), false);
   const auto incumbent = best_records(1);
+  // Trials recorded since the best one, the best included.
+  const auto since_best = [&] { return records().size() - static_cast<std::size_t>(incumbent[0] - records().data()); };
   bool stalled = options().model_stall > 0 && !incumbent.empty() &&
-                       records().size() - static_cast<std::size_t>(incumbent[0] - records().data()) >
-                           static_cast<std::size_t>(options().model_stall);
+                 since_best() > static_cast<std::size_t>(options().model_stall);
   // The best-scored unused candidate, diverse from the batch, far from the incumbent if asked.
   const auto pick = [&](bool need_far) {
     for (int min_knobs : {options().diversity_knobs, 1}) {

@@ -7,9 +7,10 @@
 // score first under a diversity filter, each slot replaced by a random point with
 // probability epsilon. While the best trial is older than model_stall trials, the first
 // model slot of a batch takes the best candidate differing from it in a third of the knobs
-// (a restart; model_far_share does the same for a share of slots). Scores are kept per point
-// until the next fit when the model scores rows alone (CostModel::scores_rows_alone). Below min_train_samples successful trials the analytic heuristic
-// model ranks instead (or, on recorded spaces, proposals are random).
+// (a restart; model_far_share does the same for a share of slots). Scores are kept per
+// point until the next fit when the model scores rows alone (CostModel::scores_rows_alone).
+// Below min_train_samples successful trials the analytic heuristic model ranks instead (or,
+// on recorded spaces, proposals are random).
 // Retrain policy: costmodel::RetrainPolicy over the trials handed to the model (candidate
 // errors included, since the model learns from them too): the first fit once
 // min_train_samples of them succeeded, then whenever the trials added since the last fit are
@@ -49,6 +50,8 @@ class ModelGuidedSearch : public StrategyBase {
  private:
   void fit(std::size_t records_used);
   std::unique_ptr<costmodel::CostModel> make_model() const;
+  // The prior's group: the last of fixed_groups_ between fits. REQUIRES: has_prior_.
+  costmodel::WorkloadGroup& prior_group() { return fixed_groups_.back(); }
   // Weight of the prior's group in a fit with the own trials `own`.
   double prior_weight(const costmodel::WorkloadGroup& own);
   // Scores of `points` by `model`; a model that scores rows alone predicts each point once
