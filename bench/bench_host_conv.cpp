@@ -1,7 +1,7 @@
 // bench_host_conv: the host backend's conv2d against oneDNN, one run side by side.
 // For each ResNet-50 3x3 conv layer at batch 1 (56x56x64->64, 28x28x128->128,
 // 14x14x256->256, 7x7x512->512; stride 1, pad 1): a naive loop nest, the atvoss default
-// schedule, atvoss tuned (--trials, default 200, evolutionary search on the real runner;
+// schedule, atvoss tuned (--trials, default 200, the tuner's default search on the real runner;
 // $ATVOSS_HOST_MAX_THREADS=1, so the threads knob holds only 1) and
 // oneDNN's convolution, all on one thread and all in NHWC activations, in GFLOP/s, as a
 // fraction of the measured single-core peak (host/machine.hpp) and as a ratio to oneDNN.

@@ -1,6 +1,6 @@
 // bench_host_gemm: the host backend's sgemm against the libraries, one run side by side.
 // For each shape (square 256/1024/2048, the BERT-base GEMMs at M = 128): a naive loop, the
-// atvoss default schedule, atvoss tuned (--trials, default 200, evolutionary search on the
+// atvoss default schedule, atvoss tuned (--trials, default 200, the tuner's default search on the
 // real runner; $ATVOSS_HOST_MAX_THREADS=1), OpenBLAS sgemm, BLIS sgemm and oneDNN matmul, all
 // on one thread, in GFLOP/s,
 // as a fraction of the measured single-core peak (host/machine.hpp) and as a ratio to

@@ -1,7 +1,7 @@
 // bench_host_rowops: the host backend's row ops (softmax, layernorm, elementwise add, map
 // gelu at BERT-base sizes, sequence 128) and the threads knob. For each shape: a scalar loop
 // compiled into this program, the atvoss default schedule, atvoss tuned (--trials, default 64,
-// evolutionary search on the real runner, threads capped at 1 as the gemm benchmark does),
+// the tuner's default search on the real runner, threads capped at 1 as the gemm benchmark does),
 // and the tuned schedule again with every thread count of this machine, in GB/s of compulsory
 // traffic (inputs read and output written once) and as a fraction of the measured single-core
 // bandwidth. Then the default sgemm schedule at 512^3 with each thread count, in GFLOP/s.

@@ -32,13 +32,13 @@ inline double time_us(const std::function<void()>& f) {
   return median(r);
 }
 
-// `trials` evolutionary trials (seed 1) of w on --target host, stored in db.
+// `trials` trials (seed 1) of w on --target host with the tuner's default strategy (what
+// `atvoss-tune --target host` runs), stored in db.
 inline tuner::SingleTuneOutcome tune_outcome_on_host(const Workload& w, int trials, const std::string& db) {
   tuner::SingleTuneSpec spec;
   spec.target = "host";
   spec.workload = w.to_json();
   spec.trials = trials;
-  spec.strategy = "evolutionary";
   spec.db = db;
   spec.seed = 1;
   return tuner::tune_single(spec);
