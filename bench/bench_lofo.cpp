@@ -67,6 +67,7 @@ const std::map<std::string, std::function<void(search::StrategyOptions&, double)
       {"prior_weight", [](auto& o, double v) { o.prior_weight = v; }},
       {"epsilon", [](auto& o, double v) { o.epsilon = v; }},
       {"model_far_share", [](auto& o, double v) { o.model_far_share = v; }},
+      {"mutation_doubling", [](auto& o, double v) { o.mutation_doubling = v; }},
       {"model_stall", [](auto& o, double v) { o.model_stall = static_cast<int>(v); }},
       // Ensemble arms as flags: 1 adds the arm to the model arm (so "ensemble_tpe=0,1"
       // rotates between the cost model alone and the model+tpe bandit).

@@ -219,6 +219,8 @@ std::size_t knobs_differing(const Point& p, const Point& q) {
 }  // namespace
 
 bool ModelGuidedSearch::far_from(const Point& p, const Point& q) const {
+  // A third of all knobs, those of one value included (which never differ): counting only
+  // the knobs that vary was tried and the restart lost by rotation (search/README.md, round 6).
   return 3 * knobs_differing(p, q) >= p.size();
 }
 

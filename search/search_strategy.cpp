@@ -18,6 +18,7 @@ void check_options(const StrategyOptions& o) {
   if (o.tournament < 1) fail("tournament", ">= 1");
   if (!(o.crossover_rate >= 0 && o.crossover_rate <= 1)) fail("crossover_rate", "in [0, 1]");
   if (!(o.mutation_rate >= 0 && o.mutation_rate <= 1)) fail("mutation_rate", "in [0, 1]");
+  if (!(o.mutation_doubling >= 0 && o.mutation_doubling <= 1)) fail("mutation_doubling", "in [0, 1]");
   if (o.model_population < 2) fail("model_population", ">= 2");
   if (o.model_generations < 0) fail("model_generations", ">= 0");
   if (!(o.seed_from_measured >= 0 && o.seed_from_measured <= 1)) fail("seed_from_measured", "in [0, 1]");

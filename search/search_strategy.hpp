@@ -58,6 +58,12 @@ struct StrategyOptions {
   double crossover_rate = 0.5;
   // Per-knob probability of moving to a neighbouring value (at least one knob always moves).
   double mutation_rate = 0.25;
+  // Probability that a knob's mutation moves to the value twice or half its own when the
+  // list holds one (otherwise it takes the neighbour step). Tile and block sizes are often
+  // good at powers of two only, and on an arithmetic list (16, 32, 48, .., 256) a doubling
+  // is many neighbour steps away, through values that may all be slow. 0: bench_lofo chose 0
+  // in every fold (search/README.md, round 6).
+  double mutation_doubling = 0;
 
   // ---- model-guided ----
   // Workload and target the cost model featurises; REQUIRED for model-guided and ensemble.

@@ -21,6 +21,21 @@ constexpr std::size_t kValidCacheLimit = 1u << 20;
 constexpr std::uint64_t kDenseValidLimit = 1u << 22;
 enum : std::int8_t { kUnchecked = 0, kInvalid = 1, kValid = 2 };
 
+// For each value index of `values`: the indices of half and of twice the value, -1 where the
+// list does not hold it (or the value is not positive).
+std::vector<std::array<int, 2>> doublings_of(const std::vector<std::int64_t>& values) {
+  const auto index_of = [&](std::int64_t v) {
+    const auto it = std::find(values.begin(), values.end(), v);
+    return it == values.end() ? -1 : static_cast<int>(it - values.begin());
+  };
+  std::vector<std::array<int, 2>> out;
+  for (auto v : values) {
+    const bool even = v > 0 && v % 2 == 0;
+    out.push_back({even ? index_of(v / 2) : -1, v > 0 ? index_of(2 * v) : -1});
+  }
+  return out;
+}
+
 Json trial_json(const Schedule& s, Status st, double time_us) {
   return {{"schedule", s.to_json()}, {"status", std::string(to_string(st))}, {"time_us", time_us}};
 }
@@ -31,6 +46,7 @@ StrategyBase::StrategyBase(std::string name, const ScheduleSpace& space,
                            const StrategyOptions& options)
     : name_(std::move(name)), space_(space), options_(options), rng_(options.seed) {
   if (space_.dimensions() == 0) throw_bad_input(name_ + " search: the space has no knobs");
+  for (const auto& k : space_.knobs()) doublings_.push_back(doublings_of(k.values));
 }
 
 void StrategyBase::require_idle(const char* call) const {
@@ -153,6 +169,17 @@ void StrategyBase::fill_random(std::size_t target) {
 void StrategyBase::mutate_knob(Point& p, std::size_t knob) {
   const int n = static_cast<int>(space_.knobs()[knob].values.size());
   if (n <= 1) return;
+  // Short-circuits at 0, so the RNG stream is the same as without the option.
+  if (options_.mutation_doubling > 0 && uniform01() < options_.mutation_doubling) {
+    const auto& to = doublings_[knob][static_cast<std::size_t>(p[knob])];
+    const std::size_t first = rng_() % 2;
+    for (std::size_t i : {first, 1 - first}) {
+      if (to[i] >= 0) {
+        p[knob] = to[i];
+        return;
+      }
+    }
+  }
   const int step = (rng_() % 4 == 0) ? 2 : 1;  // mostly neighbours, sometimes one further
   const int dir = (rng_() % 2 == 0) ? -1 : 1;
   int v = p[knob] + dir * step;

@@ -5,6 +5,7 @@
 // Private to search/. Not thread-safe (see search_strategy.hpp).
 #pragma once
 
+#include <array>
 #include <optional>
 #include <random>
 #include <unordered_map>
@@ -76,7 +77,8 @@ class StrategyBase : public SearchStrategy {
   // Claims uniformly random new valid points until the batch holds target points or the
   // space has none left (falls back to enumeration when rejection sampling stalls).
   void fill_random(std::size_t target);
-  // Moves one knob of p to a neighbouring value (+-1, sometimes +-2 steps).
+  // Moves one knob of p to a neighbouring value (+-1, sometimes +-2 steps), or with
+  // probability options().mutation_doubling to twice or half its value where the list has it.
   void mutate_knob(Point& p, std::size_t knob);
   // Records whose status is ok.
   std::size_t successes() const;
@@ -109,6 +111,8 @@ class StrategyBase : public SearchStrategy {
   // check() verdicts: by flat index (kUnchecked/kInvalid/kValid) when the space has at most
   // kDenseValidLimit points, which costs no hashing; otherwise by point.
   std::vector<std::int8_t> dense_valid_;
+  // Per knob and value index: the indices of half and of twice that value (-1: not listed).
+  std::vector<std::vector<std::array<int, 2>>> doublings_;
   std::unordered_map<Point, bool, PointHash> valid_cache_;
 };
 

@@ -1,5 +1,6 @@
 #include "search/search_strategy.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <set>
@@ -464,6 +465,28 @@ TEST(SearchStrategyTest, ModelGuidedRestartsAwayFromAStalledIncumbent) {
   EXPECT_GE(expect_far_picks(o, [](int since_best) { return since_best > 3; }), 5);
 }
 
+// With mutation_doubling 1, the children of two parents at block 128 on the arithmetic list
+// 16, 32, .., 256 reach only its doublings and halvings; neighbour steps reach 112 or 144.
+TEST(SearchStrategyTest, DoublingMutationStepsToTwiceOrHalfTheValue) {
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t v = 16; v <= 256; v += 16) sizes.push_back(v);
+  const ScheduleSpace space({{"block", sizes}, {"flag", {0, 1}}}, [](const Schedule&) { return Verdict::valid(); });
+  const std::set<std::int64_t> powers = {16, 32, 64, 128, 256};
+  for (double doubling : {0.0, 1.0}) {
+    StrategyOptions o;
+    o.seed = 3;
+    o.mutation_doubling = doubling;
+    auto s = make_strategy("evolutionary", space, o);
+    s->observe(std::vector<Trial>{{Schedule({{"block", 128}, {"flag", 0}}), Status::ok, 1.0},
+                                  {Schedule({{"block", 128}, {"flag", 1}}), Status::ok, 2.0}});
+    std::set<std::int64_t> proposed;
+    for (const auto& c : s->propose(6)) proposed.insert(c.at("block"));
+    const bool only_powers = std::includes(powers.begin(), powers.end(), proposed.begin(), proposed.end());
+    EXPECT_EQ(only_powers, doubling == 1) << "mutation_doubling " << doubling;
+    if (doubling == 0) EXPECT_TRUE(proposed.count(112) || proposed.count(144));
+  }
+}
+
 TEST(SearchStrategyTest, RetrainPolicyFitsOnTwentyPercentNewData) {
   const auto space = synthetic_space();
   int fits = 0;
@@ -499,6 +522,7 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
       {"model-guided", [](StrategyOptions& o) { o.epsilon = 2; }, "'epsilon'"},
       {"model-guided", [](StrategyOptions& o) { o.model_far_share = -0.1; }, "'model_far_share'"},
       {"model-guided", [](StrategyOptions& o) { o.model_stall = -1; }, "'model_stall'"},
+      {"evolutionary", [](StrategyOptions& o) { o.mutation_doubling = 1.5; }, "'mutation_doubling'"},
       {"model-guided", [](StrategyOptions& o) { o.workload = Workload(); }, "options.workload"},
       {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {}; }, "'ensemble_arms' must be a non-empty"},
       {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {"model", "grid"}; }, "(got 'grid')"},
