@@ -69,6 +69,8 @@ const std::map<std::string, std::function<void(search::StrategyOptions&, double)
       {"model_far_share", [](auto& o, double v) { o.model_far_share = v; }},
       {"mutation_doubling", [](auto& o, double v) { o.mutation_doubling = v; }},
       {"model_stall", [](auto& o, double v) { o.model_stall = static_cast<int>(v); }},
+      {"min_train_samples", [](auto& o, double v) { o.min_train_samples = static_cast<int>(v); }},
+      {"seed_from_measured", [](auto& o, double v) { o.seed_from_measured = v; }},
       // Ensemble arms as flags: 1 adds the arm to the model arm (so "ensemble_tpe=0,1"
       // rotates between the cost model alone and the model+tpe bandit).
       {"ensemble_tpe", [](auto& o, double v) { set_arm(o, "tpe", v != 0); }},
