@@ -108,9 +108,19 @@ enum Fixed : std::size_t {
   kFixedCount
 };
 
-// The named knobs (lowering/knob_names.hpp), each as value and log2.
+// The named knobs, each as value and log2: the NPU templates' (lowering/knob_names.hpp),
+// then the host-only ones. The plan does not describe the host's register block or thread
+// count, so without them a model cannot tell apart schedules that differ only there.
+constexpr std::array<std::string_view, knobs::all.size() + 3> kFeatureKnobs = [] {
+  std::array<std::string_view, knobs::all.size() + 3> k{};
+  std::copy(knobs::all.begin(), knobs::all.end(), k.begin());
+  k[knobs::all.size()] = knobs::micro_m;
+  k[knobs::all.size() + 1] = knobs::micro_n;
+  k[knobs::all.size() + 2] = knobs::threads;
+  return k;
+}();
 constexpr std::size_t kNamedBase = kFixedCount;
-constexpr std::size_t kGenericBase = kNamedBase + 2 * knobs::all.size();
+constexpr std::size_t kGenericBase = kNamedBase + 2 * kFeatureKnobs.size();
 constexpr std::size_t kTotal = kGenericBase + 2 * kGenericKnobSlots;
 
 std::vector<FeatureInfo> build_infos() {
@@ -118,7 +128,7 @@ std::vector<FeatureInfo> build_infos() {
 #define ATVOSS_INFO(id, meaning, unit) infos.push_back({#id, meaning, unit});
   ATVOSS_FIXED_FEATURES(ATVOSS_INFO)
 #undef ATVOSS_INFO
-  for (std::string_view kv : knobs::all) {
+  for (std::string_view kv : kFeatureKnobs) {
     const std::string k(kv);
     infos.push_back({"knob_" + k, "knob " + k + " value (0 if absent)", "knob value"});
     infos.push_back({"log2_" + k, "log2 of knob " + k, "log2"});
@@ -341,8 +351,8 @@ std::vector<float> context_block(const Workload& w, const Target& t) {
 }
 
 void write_named_knobs(const Schedule& s, std::span<float> out) {
-  for (std::size_t i = 0; i < knobs::all.size(); ++i) {
-    const auto it = s.values().find(std::string(knobs::all[i]));
+  for (std::size_t i = 0; i < kFeatureKnobs.size(); ++i) {
+    const auto it = s.values().find(std::string(kFeatureKnobs[i]));
     if (it == s.values().end()) continue;
     out[kNamedBase + 2 * i] = float(it->second);
     out[kNamedBase + 2 * i + 1] = float(signed_lg(double(it->second)));

@@ -15,8 +15,8 @@
 //   3. the roofline prior: each resource's work at its published rate, and the total;
 //   4. workload (log FLOPs, log bytes, implicit-GEMM dims) and target (peak, bandwidths,
 //      capacities) so that one model serves many workloads and targets;
-//   5. every named knob (lowering/knob_names.hpp) as its value and log2, 0 where the op
-//      has no such knob;
+//   5. every named knob (lowering/knob_names.hpp: the NPU templates' ten, then the host's
+//      micro_m, micro_n and threads) as its value and log2, 0 where the op has no such knob;
 //   6. generic slots for workloads without a lowering (measured tables), whose knobs are
 //      arbitrary: value and signed log2 of each knob in the schedule's canonical
 //      (sorted-name) order, the same for every schedule of one table. At most
@@ -42,7 +42,7 @@
 
 namespace atvoss::costmodel {
 
-inline constexpr int kFeatureVersion = 4;
+inline constexpr int kFeatureVersion = 5;
 inline constexpr std::size_t kGenericKnobSlots = 16;
 
 int feature_version();

@@ -70,6 +70,26 @@ TEST(FeaturesTest, FixedLengthAndFiniteForEveryTemplate) {
   }
 }
 
+// The host's register block and thread count are knobs the plan does not describe: two
+// schedules that differ only there must still give different rows, or no model can learn
+// which block is fast (issue 11's tuning quality; docs/host-backend.md).
+TEST(FeaturesTest, HostOnlyKnobsAreFeatures) {
+  const Workload w = matmul(128, 768, 768);
+  const Schedule base({{"micro_m", 6}, {"micro_n", 16}, {"threads", 1}, {"tile_m", 96}, {"tile_n", 256},
+                       {"tile_k", 256}, {"k_steps", 4}, {"async_copy_depth", 1}, {"tile_order", 0},
+                       {"fusion_level", 0}});
+  const auto row = features(w, test_target(), base);
+  for (const auto& [knob, value] : {std::pair{"micro_m", 4}, std::pair{"micro_n", 24}, std::pair{"threads", 2}}) {
+    SCOPED_TRACE(knob);
+    Schedule other = base;
+    other.set(knob, value);
+    const auto changed = features(w, test_target(), other);
+    const std::size_t at = feature_index(std::string("knob_") + knob);
+    EXPECT_EQ(row[at], float(base.at(knob)));
+    EXPECT_EQ(changed[at], float(value));
+  }
+}
+
 TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
   const Workload w = matmul(4096, 4096, 4096);
   Schedule small({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"k_steps", 1},
