@@ -210,10 +210,11 @@ std::vector<Point> ModelGuidedSearch::next_generation(const std::vector<Point>& 
 
 namespace {
 
-std::size_t knobs_differing(const Point& p, const Point& q) {
+// p and q differ in at least n knobs; stops counting once they do.
+bool differ_in_at_least(const Point& p, const Point& q, std::size_t n) {
   std::size_t differ = 0;
-  for (std::size_t d = 0; d < p.size(); ++d) differ += p[d] != q[d];
-  return differ;
+  for (std::size_t d = 0; d < p.size() && differ < n; ++d) differ += p[d] != q[d];
+  return differ >= n;
 }
 
 }  // namespace
@@ -221,12 +222,12 @@ std::size_t knobs_differing(const Point& p, const Point& q) {
 bool ModelGuidedSearch::far_from(const Point& p, const Point& q) const {
   // A third of all knobs, those of one value included (which never differ): counting only
   // the knobs that vary was tried and the restart lost by rotation (search/README.md, round 6).
-  return 3 * knobs_differing(p, q) >= p.size();
+  return differ_in_at_least(p, q, (p.size() + 2) / 3);
 }
 
 bool ModelGuidedSearch::diverse(const Point& p, int min_knobs) const {
   return std::all_of(batch().begin(), batch().end(), [&](const Point& q) {
-    return knobs_differing(p, q) >= static_cast<std::size_t>(min_knobs);
+    return differ_in_at_least(p, q, static_cast<std::size_t>(min_knobs));
   });
 }
 

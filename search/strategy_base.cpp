@@ -46,7 +46,10 @@ StrategyBase::StrategyBase(std::string name, const ScheduleSpace& space,
                            const StrategyOptions& options)
     : name_(std::move(name)), space_(space), options_(options), rng_(options.seed) {
   if (space_.dimensions() == 0) throw_bad_input(name_ + " search: the space has no knobs");
-  for (const auto& k : space_.knobs()) doublings_.push_back(doublings_of(k.values));
+  // Only a strategy that may take a doubling step needs the table.
+  if (options_.mutation_doubling > 0) {
+    for (const auto& k : space_.knobs()) doublings_.push_back(doublings_of(k.values));
+  }
 }
 
 void StrategyBase::require_idle(const char* call) const {

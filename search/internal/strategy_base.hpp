@@ -111,7 +111,8 @@ class StrategyBase : public SearchStrategy {
   // check() verdicts: by flat index (kUnchecked/kInvalid/kValid) when the space has at most
   // kDenseValidLimit points, which costs no hashing; otherwise by point.
   std::vector<std::int8_t> dense_valid_;
-  // Per knob and value index: the indices of half and of twice that value (-1: not listed).
+  // Per knob and value index: the indices of half and of twice that value (-1: not listed);
+  // empty when options().mutation_doubling is 0.
   std::vector<std::vector<std::array<int, 2>>> doublings_;
   std::unordered_map<Point, bool, PointHash> valid_cache_;
 };
