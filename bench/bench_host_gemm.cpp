@@ -1,13 +1,15 @@
 // bench_host_gemm: the host backend's sgemm against the libraries, one run side by side.
 // For each shape (square 256/1024/2048, the BERT-base GEMMs at M = 128): a naive loop, the
 // atvoss default schedule, atvoss tuned (--trials, default 200, the tuner's default search on the
-// real runner; $ATVOSS_HOST_MAX_THREADS=1), OpenBLAS sgemm, BLIS sgemm and oneDNN matmul, all
-// on one thread, in GFLOP/s,
-// as a fraction of the measured single-core peak (host/machine.hpp) and as a ratio to
-// OpenBLAS measured in the same run. Then the fused GEMM+bias+GELU against OpenBLAS sgemm
-// followed by a separate bias+GELU pass. atvoss kernels are timed by atvoss-kernel-runner
-// (median of repeats, each >= 1 ms); the libraries in this process the same way.
-// Usage: bench_host_gemm [--trials N] [--quick] [--db FILE]
+// real runner; $ATVOSS_HOST_MAX_THREADS=1), the fastest of the default and the 5 best stored
+// schedules re-measured, OpenBLAS sgemm, BLIS sgemm and oneDNN matmul, all on one thread, in
+// GFLOP/s, as a fraction of the measured single-core peak (host/machine.hpp) and as a ratio to
+// OpenBLAS. Then the fused GEMM+bias+GELU against OpenBLAS sgemm followed by a separate
+// bias+GELU pass. Timing as bench/host_side_by_side.hpp says: the "runner" column is the
+// tuner's own measurement; the others come from interleaved rounds (--rounds, default 15) in
+// this process, pinned to one core, median window by wall clock and by thread CPU time.
+// A database that already holds the trials is resumed, not tuned again.
+// Usage: bench_host_gemm [--trials N] [--rounds N] [--quick] [--db FILE]
 #include <dlfcn.h>
 #include <omp.h>
 
@@ -18,7 +20,6 @@ extern "C" {
 }
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,12 +28,8 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "bench/host_bench_util.hpp"
-#include "core/measurement.hpp"
-#include "host/host_space.hpp"
-#include "host/measure.hpp"
+#include "bench/host_side_by_side.hpp"
 #include "host/operands.hpp"
-#include "tuner/single_tune.hpp"
 
 namespace {
 
@@ -44,8 +41,7 @@ struct Shape {
   std::vector<std::string> epilogue;
 };
 
-// Median of repeats of >= 1 ms each, after a warm-up: the runner's rule, in this process.
-using bench::time_us;
+using namespace atvoss::bench;
 
 Workload workload_of(const Shape& s) {
   Json eps = Json::array();
@@ -125,46 +121,85 @@ struct Libraries {
   }
 };
 
-// atvoss: the default and the tuned schedule, measured side by side through the runner.
-struct AtvossTimes {
-  double default_us = 0, tuned_us = 0;
-  Schedule tuned;
-};
-
-AtvossTimes atvoss_times(const Workload& w, int trials, const std::string& db) {
-  AtvossTimes t;
-  t.tuned = bench::tune_on_host(w, trials, db);
-  host::HostConfig config;
-  const auto m = host::measure_candidates({{w, host::default_schedule(w, host::this_machine()), 1, 5},
-                                           {w, t.tuned, 1, 5}},
-                                          host::this_machine(), config);
-  t.default_us = m[0].ok() ? m[0].time_us : NAN;
-  t.tuned_us = m[1].ok() ? m[1].time_us : NAN;
-  return t;
-}
-
-void row(const std::string& shape, const std::string& impl, double flops, double us, double peak, double blas_us) {
-  const double gflops = flops / us * 1e-3;
-  std::printf("%-22s %-18s %10.1f %9.1f%% %9.2fx %12.1f\n", shape.c_str(), impl.c_str(), gflops, 100 * gflops / peak,
-              blas_us / us, us);
-  std::fflush(stdout);
-}
-
 }  // namespace
+
+std::string ratio_line(const std::string& name, const Timed& tuned, const Timed& picked, const Timed& ref) {
+  char line[200];
+  std::snprintf(line, sizeof line, "%s: tuned %.2f (wall) %.2f (cpu); top re-measured %.2f (wall) %.2f (cpu)",
+                name.c_str(), median_of(ref.wall_us) / median_of(tuned.wall_us),
+                median_of(ref.cpu_us) / median_of(tuned.cpu_us), median_of(ref.wall_us) / median_of(picked.wall_us),
+                median_of(ref.cpu_us) / median_of(picked.cpu_us));
+  return line;
+}
+
+// The implementations of one shape, timed side by side; returns tuned / OpenBLAS and
+// re-measured / OpenBLAS by wall clock and by CPU time, as one summary line.
+std::string compare(const Shape& s, Libraries& libs, int trials, int rounds, double peak, const std::string& db) {
+  const Workload w = workload_of(s);
+  host::Operands o = host::make_operands(w, 1);
+  const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
+  const auto at = atvoss_times(w, trials, db);
+  pin_to_last_core();  // after tuning, which builds on every core
+  Loaded def = load(w, at.def), tuned = load(w, at.tuned);
+  Finalist picked = remeasure_top(w, at);
+  auto onednn = libs.onednn(s, o);
+  std::vector<Timed> impls = {{"naive", [&] { naive(o.a.data(), o.b.data(), o.c.data(), s.m, s.n, s.k); }},
+                              {"atvoss default", [&] { def(); }},
+                              {"atvoss tuned (" + std::to_string(at.trials) + " trials)", [&] { tuned(); }},
+                              {"atvoss top-" + std::to_string(picked.candidates) + " re-measured", [&] { picked.kernel(); }},
+                              {"OpenBLAS", [&] { libs.openblas(s, o); }},
+                              {"BLIS", [&] { libs.blis(s, o); }},
+                              {"oneDNN", onednn}};
+  interleave(impls, rounds);
+  const double runner[] = {NAN, at.default_us, at.tuned_us, NAN, NAN, NAN, NAN};
+  for (std::size_t i = 0; i < impls.size(); ++i) side_by_side_row(s.name, impls[i].name, flops, runner[i], impls[i], peak, impls[4]);
+  std::printf("%-22s tuned schedule %s\n", s.name.c_str(), at.tuned.to_json().dump().c_str());
+  std::printf("%-22s re-measured pick %s%s\n", s.name.c_str(), picked.schedule.to_json().dump().c_str(),
+              picked.is_default ? " (the default)" : "");
+  return ratio_line(s.name, impls[2], impls[3], impls[4]);
+}
+
+// GEMM + bias + GELU: the tuned fused kernel, the same schedule unfused, and OpenBLAS followed
+// by a separate bias + GELU pass.
+std::string compare_fused(Libraries& libs, int trials, int rounds, double peak, const std::string& db) {
+  const Shape f{"ffn 128x3072x768+b+g", 128, 3072, 768, {"bias", "gelu"}};
+  const Workload w = workload_of(f);
+  host::Operands o = host::make_operands(w, 1);
+  const double flops = 2.0 * double(f.m) * double(f.n) * double(f.k);
+  const auto at = atvoss_times(w, trials, db);
+  pin_to_last_core();
+  Schedule unfused_schedule = at.tuned;
+  unfused_schedule.set("fusion_level", 0);
+  Loaded fused = load(w, at.tuned), unfused = load(w, unfused_schedule);
+  Finalist picked = remeasure_top(w, at);
+  std::vector<Timed> impls = {{"atvoss tuned fused", [&] { fused(); }},
+                              {"atvoss same, unfused", [&] { unfused(); }},
+                              {"atvoss top-" + std::to_string(picked.candidates) + " re-measured", [&] { picked.kernel(); }},
+                              {"OpenBLAS + pass", [&] {
+                                 libs.openblas(f, o);
+                                 bias_gelu_pass(o.c.data(), o.bias.data(), f.m, f.n);
+                               }}};
+  interleave(impls, rounds);
+  const double runner[] = {at.tuned_us, NAN, NAN, NAN};
+  for (std::size_t i = 0; i < impls.size(); ++i) side_by_side_row(f.name, impls[i].name, flops, runner[i], impls[i], peak, impls[3]);
+  std::printf("%-22s tuned schedule %s\n", f.name.c_str(), at.tuned.to_json().dump().c_str());
+  return ratio_line(f.name, impls[0], impls[2], impls[3]);
+}
 
 int main(int argc, char** argv) {
   omp_set_num_threads(1);  // BLIS and oneDNN (OpenMP builds) on one thread
   ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);  // atvoss too: the threads knob holds only 1
-  int trials = 200;
+  int trials = 200, rounds = 15;
   bool quick = false;
   std::string db = "bench_host_gemm.db";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (a == "--quick") quick = true;
     else if (a == "--db" && i + 1 < argc) db = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_host_gemm [--trials N] [--quick] [--db FILE]\n");
+      std::fprintf(stderr, "usage: bench_host_gemm [--trials N] [--rounds N] [--quick] [--db FILE]\n");
       return 2;
     }
   }
@@ -174,11 +209,10 @@ int main(int argc, char** argv) {
   std::printf("OpenBLAS: %s (%s)\n", ATVOSS_OPENBLAS_LIBRARY, libs.ob.config());
   const Target& target = host::describe_machine();
   const double peak = target.peak_flops(DType::float32) / target.ai_cores * 1e-9;
-  std::printf("machine %s (%s), measured single-core peak %.1f GFLOP/s, bandwidth %.1f GB/s, tuning trials %d\n",
+  std::printf("machine %s (%s), measured single-core peak %.1f GFLOP/s, bandwidth %.1f GB/s, tuning trials %d (db %s), %d rounds\n",
               target.name.c_str(), host::this_machine().model.c_str(), peak, target.hbm_bytes_per_second() * 1e-9,
-              trials);
-  std::printf("%-22s %-18s %10s %10s %10s %12s\n", "shape (MxNxK)", "implementation", "GFLOP/s", "of peak",
-              "vs OpenBLAS", "time us");
+              trials, db.c_str(), rounds);
+  side_by_side_header("shape (MxNxK)", "/OpenBLAS");
   std::vector<Shape> shapes = {{"256^3", 256, 256, 256, {}},
                                {"1024^3", 1024, 1024, 1024, {}},
                                {"2048^3", 2048, 2048, 2048, {}},
@@ -186,39 +220,10 @@ int main(int argc, char** argv) {
                                {"bert 128x3072x768", 128, 3072, 768, {}},
                                {"bert 128x768x3072", 128, 768, 3072, {}}};
   if (quick) shapes = {shapes[0], shapes[3]};
-  for (const Shape& s : shapes) {
-    const Workload w = workload_of(s);
-    host::Operands o = host::make_operands(w, 1);
-    const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
-    const double blas = time_us([&] { libs.openblas(s, o); });
-    const auto at = atvoss_times(w, trials, db);
-    const auto t0 = std::chrono::steady_clock::now();
-    naive(o.a.data(), o.b.data(), o.c.data(), s.m, s.n, s.k);
-    const double naive_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    row(s.name, "naive", flops, naive_us, peak, blas);
-    row(s.name, "atvoss default", flops, at.default_us, peak, blas);
-    row(s.name, "atvoss tuned", flops, at.tuned_us, peak, blas);
-    row(s.name, "OpenBLAS", flops, blas, peak, blas);
-    row(s.name, "BLIS", flops, time_us([&] { libs.blis(s, o); }), peak, blas);
-    row(s.name, "oneDNN", flops, time_us(libs.onednn(s, o)), peak, blas);
-    std::printf("%-22s tuned schedule %s\n", s.name.c_str(), at.tuned.to_json().dump().c_str());
-  }
-  // Fused GEMM + bias + GELU (BERT FFN-up) against OpenBLAS and a separate epilogue pass.
-  const Shape f{"ffn 128x3072x768+bias+gelu", 128, 3072, 768, {"bias", "gelu"}};
-  const Workload w = workload_of(f);
-  host::Operands o = host::make_operands(w, 1);
-  const double flops = 2.0 * double(f.m) * double(f.n) * double(f.k);
-  const double blas_pass = time_us([&] {
-    libs.openblas(f, o);
-    bias_gelu_pass(o.c.data(), o.bias.data(), f.m, f.n);
-  });
-  const auto at = atvoss_times(w, trials, db);
-  Schedule unfused = at.tuned;
-  unfused.set("fusion_level", 0);
-  const auto m = host::measure_candidates({{w, unfused, 1, 5}}, host::this_machine(), host::HostConfig{});
-  row(f.name, "atvoss tuned fused", flops, at.tuned_us, peak, blas_pass);
-  row(f.name, "atvoss same,unfused", flops, m[0].ok() ? m[0].time_us : NAN, peak, blas_pass);
-  row(f.name, "OpenBLAS + pass", flops, blas_pass, peak, blas_pass);
-  std::printf("%-22s tuned schedule %s\n", f.name.c_str(), at.tuned.to_json().dump().c_str());
+  std::vector<std::string> summary;
+  for (const Shape& s : shapes) summary.push_back(compare(s, libs, trials, rounds, peak, db));
+  summary.push_back(compare_fused(libs, trials, rounds, peak, db));
+  std::printf("tuned / OpenBLAS (goals: 1024^3 >= 0.80, BERT >= 1.0 on two of three, fused >= 1.1 of OpenBLAS + pass):\n");
+  for (const auto& line : summary) std::printf("  %s\n", line.c_str());
   return 0;
 }

@@ -26,16 +26,23 @@ void pack_a(const float* A, long i0, long mc, long p0, long kc, float* ap) {
   }
 }
 
-// One micro_n-wide panel of the kc x nc block of B, at column jb of the block.
-void pack_b_panel(const float* B, long j0, long jb, long nc, long p0, long kc, float* bp) {
-  float* dst = bp + jb * kc;
-  const long cols = nc - jb < NR ? nc - jb : NR;
-  for (long k = 0; k < kc; ++k) {
-    const float* src = B + (p0 + k) * N + j0 + jb;
-    if (cols == NR) {
-      std::memcpy(dst + k * NR, src, NR * 4);
-    } else {
-      for (long c = 0; c < NR; ++c) dst[k * NR + c] = c < cols ? src[c] : 0.0f;
+// Rows k0 .. k0 + KB of every micro_n-wide panel of the kc x nc block of B at (p0, j0). A few
+// rows at a time, each read front to back: the hardware prefetcher follows such rows, while
+// packing one panel at a time walks B down a column at a stride of N and packed 6 % slower on
+// the BERT shapes (docs/host-backend.md).
+constexpr long KB = 8;
+void pack_b_rows(const float* B, long j0, long nc, long p0, long k0, long kc, float* bp) {
+  const long k1 = kc - k0 < KB ? kc : k0 + KB;
+  for (long jb = 0; jb < nc; jb += NR) {
+    const long cols = nc - jb < NR ? nc - jb : NR;
+    float* dst = bp + jb * kc;
+    for (long k = k0; k < k1; ++k) {
+      const float* src = B + (p0 + k) * N + j0 + jb;
+      if (cols == NR) {
+        std::memcpy(dst + k * NR, src, NR * 4);
+      } else {
+        for (long c = 0; c < NR; ++c) dst[k * NR + c] = c < cols ? src[c] : 0.0f;
+      }
     }
   }
 }
@@ -117,7 +124,7 @@ void macro(long mc, long nc, long kc, const float* ap, const float* bp, float* C
 }
 
 // threads: order 1 splits the mc blocks among the threads, each packing its own A block and
-// B panels; orders 0 and 2 pack each B block once (its panels split among the threads), then
+// B panels; orders 0 and 2 pack each B block once (its rows split among the threads), then
 // split the mc blocks. Each thread packs A into its own buffer.
 void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const float* res,
           float* ap_all, float* bp_all) {
@@ -132,7 +139,7 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
         pack_a(A, ic, mc, pc, kc, ap);
         for (long jc = 0; jc < N; jc += NC) {
           const long nc = N - jc < NC ? N - jc : NC;
-          for (long jb = 0; jb < nc; jb += NR) pack_b_panel(B, jc, jb, nc, pc, kc, bp);
+          for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
           macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
         }
       }
@@ -143,7 +150,7 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
         PARALLEL_FOR
-        for (long jb = 0; jb < nc; jb += NR) pack_b_panel(B, jc, jb, nc, pc, kc, bp_all);
+        for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp_all);
         PARALLEL_FOR
         for (long ic = 0; ic < M; ic += MC) {
           float* ap = ap_all + THREAD_ID * AP_FLOATS;
