@@ -111,12 +111,9 @@ enum Fixed : std::size_t {
 // The named knobs, each as value and log2: the NPU templates' (lowering/knob_names.hpp),
 // then the host-only ones. The plan does not describe the host's register block or thread
 // count, so without them a model cannot tell apart schedules that differ only there.
-constexpr std::array<std::string_view, knobs::all.size() + 3> kFeatureKnobs = [] {
-  std::array<std::string_view, knobs::all.size() + 3> k{};
-  std::copy(knobs::all.begin(), knobs::all.end(), k.begin());
-  k[knobs::all.size()] = knobs::micro_m;
-  k[knobs::all.size() + 1] = knobs::micro_n;
-  k[knobs::all.size() + 2] = knobs::threads;
+constexpr std::array<std::string_view, knobs::all.size() + knobs::host_only.size()> kFeatureKnobs = [] {
+  std::array<std::string_view, knobs::all.size() + knobs::host_only.size()> k{};
+  std::copy(knobs::host_only.begin(), knobs::host_only.end(), std::copy(knobs::all.begin(), knobs::all.end(), k.begin()));
   return k;
 }();
 constexpr std::size_t kNamedBase = kFixedCount;

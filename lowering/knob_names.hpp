@@ -32,4 +32,8 @@ inline constexpr std::string_view threads = "threads";
 inline constexpr std::array<std::string_view, 10> all = {
     tile_m, tile_n, tile_k, tile_h, tile_w, tile_c, k_steps, async_copy_depth, tile_order, fusion_level};
 
+// The host-only knobs that the kernel plan does not describe, so the cost model takes them as
+// named features after `all` (feature version 5).
+inline constexpr std::array<std::string_view, 3> host_only = {micro_m, micro_n, threads};
+
 }  // namespace atvoss::knobs
