@@ -23,7 +23,6 @@ extern "C" {
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,14 +33,13 @@ extern "C" {
 namespace {
 
 using namespace atvoss;
+using namespace atvoss::bench;
 
 struct Shape {
   std::string name;
   std::int64_t m, n, k;
   std::vector<std::string> epilogue;
 };
-
-using namespace atvoss::bench;
 
 Workload workload_of(const Shape& s) {
   Json eps = Json::array();
