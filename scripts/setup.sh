@@ -33,6 +33,7 @@ ATVOSS_TEST_PACKAGES=(
   chromium                    # the report test renders the HTML headless
   clang libclang-rt-14-dev    # the libFuzzer smoke test of the frame decoder (ctest)
   libopenblas-dev libblis-dev libdnnl-dev  # bench_host_gemm's peers (the host backend itself needs only c++)
+  ocl-icd-opencl-dev          # libdnnl-dev's CMake config finds OpenCL; Debian only recommends it
 )
 if [ "$ATVOSS_WITH_TESTS" = 1 ]; then ATVOSS_PACKAGES+=("${ATVOSS_TEST_PACKAGES[@]}"); fi
 
@@ -54,7 +55,9 @@ configure_and_build() {
   command -v ninja >/dev/null && gen=(-G Ninja)
   local with=OFF
   [ "$ATVOSS_WITH_TESTS" = 1 ] && with=ON
-  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  # A configure that failed half-way leaves a cache but no build files: configure again.
+  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] ||
+     { [ ! -f "$BUILD_DIR/build.ninja" ] && [ ! -f "$BUILD_DIR/Makefile" ]; }; then
     cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
       -DATVOSS_BUILD_TESTS="$with" -DATVOSS_BUILD_BENCH="$with" >&2
   elif ! grep -q "^ATVOSS_BUILD_TESTS:BOOL=$with\$" "$BUILD_DIR/CMakeCache.txt"; then
