@@ -19,6 +19,7 @@
 #include "host/digest.hpp"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -56,21 +57,59 @@ std::string read_line(const fs::path& p) {
   return trim(line);
 }
 
-void read_caches(const std::string& cpu_sys, MachineInfo& info) {
+// The cache levels found, as bits 1 << level (1 = L1d, 2 = L2, 3 = L3).
+using CacheLevels = unsigned;
+
+void set_cache(MachineInfo& info, int level, bool data_or_unified, std::int64_t size, CacheLevels& found) {
+  if (size <= 0 || !data_or_unified || (found & (1u << level))) return;
+  if (level == 1) info.l1d_bytes = size;
+  if (level == 2) info.l2_bytes = size;
+  if (level == 3) info.l3_bytes = size;
+  if (level >= 1 && level <= 3) found |= 1u << level;
+}
+
+CacheLevels read_caches(const std::string& cpu_sys, MachineInfo& info) {
+  CacheLevels found = 0;
   const fs::path dir = fs::path(cpu_sys) / "cpu0" / "cache";
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return;
+  if (!fs::is_directory(dir, ec)) return found;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().filename().string().rfind("index", 0) != 0) continue;
     const std::string level = read_line(entry.path() / "level");
     const std::string type = read_line(entry.path() / "type");
     const std::int64_t size = parse_size(read_line(entry.path() / "size"));
-    if (size <= 0) continue;
-    if (level == "1" && type == "Data") info.l1d_bytes = size;
-    if (level == "2" && type != "Instruction") info.l2_bytes = size;
-    if (level == "3" && type != "Instruction") info.l3_bytes = size;
+    if (level.size() != 1) continue;
+    set_cache(info, level[0] - '0', level == "1" ? type == "Data" : type != "Instruction", size, found);
+  }
+  return found;
+}
+
+#if defined(__x86_64__)
+// Some virtual machines expose no cache directories in sysfs; the CPU still describes its
+// caches through CPUID: the deterministic leaves (4 on Intel, 0x8000001D on AMD) where they
+// are filled in, else AMD's legacy leaves 0x80000005/6. Levels sysfs gave are kept.
+void read_caches_cpuid(MachineInfo& info, CacheLevels& found) {
+  for (unsigned leaf : {4u, 0x8000001Du}) {
+    if (__get_cpuid_max(leaf & 0x80000000u, nullptr) < leaf) continue;
+    for (unsigned sub = 0; sub < 8; ++sub) {
+      unsigned a = 0, b = 0, c = 0, d = 0;
+      __cpuid_count(leaf, sub, a, b, c, d);
+      const unsigned type = a & 31;  // 1 data, 2 instruction, 3 unified; 0 ends the list
+      if (type == 0) break;
+      const std::int64_t size = std::int64_t((b >> 22) + 1) * (((b >> 12) & 0x3ff) + 1) * ((b & 0xfff) + 1) * (std::int64_t(c) + 1);
+      set_cache(info, int((a >> 5) & 7), type != 2, size, found);
+    }
+  }
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000006u) {
+    __cpuid(0x80000005u, a, b, c, d);
+    set_cache(info, 1, true, std::int64_t(c >> 24) << 10, found);
+    __cpuid(0x80000006u, a, b, c, d);
+    set_cache(info, 2, true, std::int64_t(c >> 16) << 10, found);
+    set_cache(info, 3, true, std::int64_t(d >> 18) << 19, found);
   }
 }
+#endif
 
 // Widest vector, register count and FMA from the flags (x86 "flags", AArch64 "Features").
 void derive_simd(MachineInfo& info) {
@@ -91,36 +130,33 @@ void derive_simd(MachineInfo& info) {
 // Single-core FMA throughput: independent accumulator chains, so latency is hidden.
 #if defined(__x86_64__)
 // Twelve named accumulators (an array would live on the stack), two FMA ports x latency 4-5.
-__attribute__((target("avx2,fma"))) double fma_gflops_avx2(long iters) {
-  __m256 a0 = _mm256_set1_ps(0.0f), a1 = _mm256_set1_ps(0.1f), a2 = _mm256_set1_ps(0.2f),
-         a3 = _mm256_set1_ps(0.3f), a4 = _mm256_set1_ps(0.4f), a5 = _mm256_set1_ps(0.5f),
-         a6 = _mm256_set1_ps(0.6f), a7 = _mm256_set1_ps(0.7f), a8 = _mm256_set1_ps(0.8f),
-         a9 = _mm256_set1_ps(0.9f), a10 = _mm256_set1_ps(1.0f), a11 = _mm256_set1_ps(1.1f);
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  const auto t0 = std::chrono::steady_clock::now();
-  for (long it = 0; it < iters; ++it) {
-    a0 = _mm256_fmadd_ps(a0, m, c);
-    a1 = _mm256_fmadd_ps(a1, m, c);
-    a2 = _mm256_fmadd_ps(a2, m, c);
-    a3 = _mm256_fmadd_ps(a3, m, c);
-    a4 = _mm256_fmadd_ps(a4, m, c);
-    a5 = _mm256_fmadd_ps(a5, m, c);
-    a6 = _mm256_fmadd_ps(a6, m, c);
-    a7 = _mm256_fmadd_ps(a7, m, c);
-    a8 = _mm256_fmadd_ps(a8, m, c);
-    a9 = _mm256_fmadd_ps(a9, m, c);
-    a10 = _mm256_fmadd_ps(a10, m, c);
-    a11 = _mm256_fmadd_ps(a11, m, c);
-  }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-  sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-  float sink[8];
-  _mm256_storeu_ps(sink, sum);
-  __asm__ volatile("" : : "r"(sink) : "memory");
-  return 2.0 * 8 * 12 * double(iters) / s * 1e-9;
-}
+// One body for both vector widths: P is the intrinsics' prefix (_mm256, _mm512).
+#define ATVOSS_FMA_CHAINS(V, P)                                                                     \
+  V a0 = P##_set1_ps(0.0f), a1 = P##_set1_ps(0.1f), a2 = P##_set1_ps(0.2f), a3 = P##_set1_ps(0.3f), \
+    a4 = P##_set1_ps(0.4f), a5 = P##_set1_ps(0.5f), a6 = P##_set1_ps(0.6f), a7 = P##_set1_ps(0.7f), \
+    a8 = P##_set1_ps(0.8f), a9 = P##_set1_ps(0.9f), a10 = P##_set1_ps(1.0f), a11 = P##_set1_ps(1.1f); \
+  const V m = P##_set1_ps(0.999999f), c = P##_set1_ps(1e-7f);                                        \
+  const auto t0 = std::chrono::steady_clock::now();                                                  \
+  for (long it = 0; it < iters; ++it) {                                                              \
+    a0 = P##_fmadd_ps(a0, m, c); a1 = P##_fmadd_ps(a1, m, c); a2 = P##_fmadd_ps(a2, m, c); a3 = P##_fmadd_ps(a3, m, c);\
+    a4 = P##_fmadd_ps(a4, m, c); a5 = P##_fmadd_ps(a5, m, c); a6 = P##_fmadd_ps(a6, m, c); a7 = P##_fmadd_ps(a7, m, c);\
+    a8 = P##_fmadd_ps(a8, m, c); a9 = P##_fmadd_ps(a9, m, c); a10 = P##_fmadd_ps(a10, m, c); a11 = P##_fmadd_ps(a11, m, c);\
+  }                                                                                                  \
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();   \
+  V sum = P##_add_ps(P##_add_ps(P##_add_ps(a0, a1), P##_add_ps(a2, a3)),                             \
+                     P##_add_ps(P##_add_ps(a4, a5), P##_add_ps(a6, a7)));                            \
+  sum = P##_add_ps(sum, P##_add_ps(P##_add_ps(a8, a9), P##_add_ps(a10, a11)));                       \
+  float sink[sizeof(V) / 4];                                                                         \
+  P##_storeu_ps(sink, sum);                                                                          \
+  __asm__ volatile("" : : "r"(sink) : "memory");                                                     \
+  return 2.0 * double(sizeof(V) / 4) * 12 * double(iters) / s * 1e-9;
+
+__attribute__((target("avx2,fma"))) double fma_gflops_avx2(long iters) { ATVOSS_FMA_CHAINS(__m256, _mm256) }
+
+// The code generator uses 64-byte vectors where AVX-512 is present; on cores with a full-width
+// 512-bit FMA their peak is twice the 256-bit one.
+__attribute__((target("avx512f"))) double fma_gflops_avx512(long iters) { ATVOSS_FMA_CHAINS(__m512, _mm512) }
+#undef ATVOSS_FMA_CHAINS
 #endif
 
 // Portable fallback: mul + add on 4-lane vectors (counted as 2 FLOPs per lane).
@@ -274,7 +310,12 @@ MachineInfo probe_machine(const MachineRoots& roots) {
   info.simd_flags.assign(flags.begin(), flags.end());
   info.physical_cores = std::max<int>(1, cores.empty() ? processors : int(cores.size()));
   derive_simd(info);
-  read_caches(roots.cpu_sys, info);
+  CacheLevels found = read_caches(roots.cpu_sys, info);
+#if defined(__x86_64__)
+  // CPUID describes this process's CPU, so only when the roots are the real ones (a test's
+  // fake machine keeps what its files say).
+  if (roots.cpu_sys == MachineRoots{}.cpu_sys && found != 0b1110) read_caches_cpuid(info, found);
+#endif
   return info;
 }
 
@@ -289,13 +330,17 @@ Calibration measure_calibration(const MachineInfo& info) {
     return best;
   };
 #if defined(__x86_64__)
-  if (info.simd_bytes >= 32 && info.fma && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  if (info.simd_bytes >= 64 && __builtin_cpu_supports("avx512f")) {
+    c.peak_gflops = best_of(fma_gflops_avx512);
+  } else if (info.simd_bytes >= 32 && info.fma && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     c.peak_gflops = best_of(fma_gflops_avx2);
   }
 #endif
   if (c.peak_gflops == 0) c.peak_gflops = best_of(fma_gflops_generic);
   const std::int64_t llc = std::max<std::int64_t>(info.l3_bytes, info.l2_bytes);
-  c.bandwidth_gbs = read_bandwidth_gbs(std::max<std::int64_t>(128 << 20, 4 * llc));
+  // A CPUID-reported L3 may be the whole package's (hundreds of MB); 512 MB is far past any
+  // one core's share.
+  c.bandwidth_gbs = read_bandwidth_gbs(std::clamp<std::int64_t>(4 * llc, 128 << 20, 512 << 20));
   c.peak_gflops = two_digits(c.peak_gflops);
   c.bandwidth_gbs = two_digits(c.bandwidth_gbs);
   return c;

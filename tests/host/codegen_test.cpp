@@ -64,7 +64,7 @@ TEST(CodegenTest, AKernelThatComputesWrongIsAWrongAnswer) {
 
 TEST(HostSpaceTest, RegisterAndCacheLimitsRejectWithReasons) {
   const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":512,"N":512,"K":512}})");
-  const MachineInfo& m = this_machine();
+  const MachineInfo m = testing::avx2_machine();
   const ScheduleSpace space = space_for(w, m);
   EXPECT_LT(space.size(), 10000u * space.knobs().back().values.size());  // x the thread counts
   Schedule s = default_schedule(w, m);
@@ -74,6 +74,37 @@ TEST(HostSpaceTest, RegisterAndCacheLimitsRejectWithReasons) {
   const Verdict v = space.check(s);
   EXPECT_FALSE(v.ok);
   EXPECT_NE(v.reason.find("registers"), std::string::npos) << v.reason;
+  s = default_schedule(w, m);
+  s.set("tile_k", 512);
+  s.set("micro_m", 4);
+  s.set("micro_n", 3 * m.lanes());
+  EXPECT_NE(space.check(s).reason.find("L1d"), std::string::npos) << space.check(s).reason;
+}
+
+// 32 registers hold the 8 x 3-vector block that spills on AVX2.
+TEST(HostSpaceTest, RegisterLimitFollowsTheMachine) {
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":512,"N":512,"K":512}})");
+  const MachineInfo m = testing::avx512_machine();
+  Schedule s = default_schedule(w, m);
+  s.set("micro_m", 8);
+  s.set("micro_n", 3 * m.lanes());
+  s.set("tile_k", 128);
+  const Verdict v = space_for(w, m).check(s);
+  EXPECT_TRUE(v.ok) << v.reason;
+}
+
+// A machine whose caches were not found keeps small defaults (256 KiB L2, no L3): the default
+// schedule then takes the deepest and widest blocks that fit instead of failing.
+TEST(HostSpaceTest, DefaultScheduleFitsSmallCaches) {
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":768,"N":768,"K":768}})");
+  MachineInfo m = testing::avx512_machine();
+  m.l1d_bytes = 32 << 10;
+  m.l2_bytes = 256 << 10;
+  m.l3_bytes = 0;
+  const Schedule s = default_schedule(w, m);
+  EXPECT_TRUE(space_for(w, m).check(s).ok) << space_for(w, m).check(s).reason;
+  EXPECT_EQ(s.at("tile_k") * s.at("tile_n") * 4 <= m.l2_bytes, true) << s.to_json().dump();
+  EXPECT_EQ(s.at("micro_m"), 6);  // the preferred register block survives; only the blocks shrink
 }
 
 TEST(HostSpaceTest, RefusesWhatItCannotGenerate) {

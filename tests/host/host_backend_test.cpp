@@ -31,12 +31,13 @@ TEST(HostBackendTest, MeasuresTheDefaultAndRejectsAnInvalidSchedule) {
   EXPECT_GT(m.profile.cube_utilisation, 0);
   EXPECT_EQ(m.profile.kernels, 1);  // bias and gelu fused at the default level
 
-  Schedule bad = def;
-  bad.set("micro_m", 8);
-  bad.set("micro_n", 3 * this_machine().lanes());
-  const Measurement b = backend::measure_one({kMatmul, host, bad, 3, 1});
+  const Workload deep = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":30,"N":20,"K":512}})");
+  const Schedule bad = testing::rejected_schedule(deep);
+  const Verdict v = space_for(deep, this_machine()).check(bad);
+  ASSERT_FALSE(v.ok);
+  const Measurement b = backend::measure_one({deep, host, bad, 3, 1});
   EXPECT_EQ(b.status, Status::invalid);
-  EXPECT_NE(b.message.find("registers"), std::string::npos) << b.message;
+  EXPECT_NE(b.message.find(v.reason), std::string::npos) << b.message;
 }
 
 TEST(HostBackendTest, AnotherCpusFingerprintIsRefused) {

@@ -40,6 +40,40 @@ class TempDir {
 
 inline Workload workload(const std::string& text) { return Workload::from_json(parse_json(text, "workload")); }
 
+// Fixed machines for the tests of the validity checks, whose verdicts depend on the registers
+// and caches: an AVX2 core (16 ymm registers) and an AVX-512 one (32 zmm registers).
+inline MachineInfo avx2_machine() {
+  MachineInfo m;
+  m.arch = "x86_64";
+  m.simd_bytes = 32;
+  m.vector_registers = 16;
+  m.fma = true;
+  m.l1d_bytes = 32 << 10;
+  m.l2_bytes = 512 << 10;
+  m.l3_bytes = 32 << 20;
+  return m;
+}
+
+inline MachineInfo avx512_machine() {
+  MachineInfo m = avx2_machine();
+  m.simd_bytes = 64;
+  m.vector_registers = 32;
+  m.l1d_bytes = 48 << 10;
+  m.l2_bytes = 1 << 20;
+  return m;
+}
+
+// A schedule of w (K >= 512) that this machine's space rejects, whatever its registers and
+// L1d: the largest register block and the deepest kc (8 x 3 vectors spill 16 registers; with
+// 32, a 512-deep panel of 3 vectors is 48 KiB at 8 lanes and 96 KiB at 16).
+inline Schedule rejected_schedule(const Workload& w) {
+  Schedule s = default_schedule(w, this_machine());
+  s.set("micro_m", 8);
+  s.set("micro_n", 3 * this_machine().lanes());
+  s.set("tile_k", 512);
+  return s;
+}
+
 // One source built (into a fresh cache) and run through the real runner.
 inline Measurement measure_source(const Workload& w, const std::string& source) {
   TempDir cache;
