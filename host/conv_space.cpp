@@ -142,7 +142,6 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
          : std::vector<std::pair<std::int64_t, std::int64_t>>{{6, 2}, {4, 3}, {4, 2}, {8, 1}, {4, 1}};
   for (const auto& [mr, nv] : micro) {
     Schedule s;
-    const Knob* tile_k = nullptr;
     for (const auto& k : space.knobs()) {
       if (k.name == knobs::micro_m) s.set(k.name, mr);
       else if (k.name == knobs::micro_n) s.set(k.name, nv * m.lanes());
@@ -154,16 +153,11 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
       else if (k.name == knobs::async_copy_depth) s.set(k.name, dw ? 1 : 2);
       else if (k.name == knobs::tile_order) s.set(k.name, 0);
       else if (k.name == knobs::threads) s.set(k.name, 1);
-      else if (k.name == knobs::tile_k) tile_k = &k;
-      else s.set(k.name, k.values.back());
+      else s.set(k.name, k.values.back());  // tile_k: the deepest, lowered below until it fits
     }
-    if (tile_k) {
-      for (auto it = tile_k->values.rbegin(); it != tile_k->values.rend(); ++it) {
-        s.set(tile_k->name, *it);
-        if (space.check(s).ok) break;
-      }
+    if (space.check(s).ok || (s.has(std::string(knobs::tile_k)) && shrink_until_valid(space, s, {knobs::tile_k}))) {
+      return s;
     }
-    if (space.check(s).ok) return s;
   }
   throw_bad_input("host: no valid default schedule for " + w.label());
 }

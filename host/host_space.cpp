@@ -39,29 +39,6 @@ Verdict check(const Schedule& s, const MachineInfo& m) {
   return Verdict::valid();
 }
 
-// Caches smaller than the defaults assume: the deepest kc, then the widest nc, that fit.
-bool shrink_blocks_until_valid(const ScheduleSpace& space, Schedule& s) {
-  const Knob* kc = nullptr;
-  const Knob* nc = nullptr;
-  for (const auto& k : space.knobs()) {
-    if (k.name == knobs::tile_k) kc = &k;
-    if (k.name == knobs::tile_n) nc = &k;
-  }
-  for (auto k = kc->values.rbegin(); k != kc->values.rend(); ++k) {
-    for (auto n = nc->values.rbegin(); n != nc->values.rend(); ++n) {
-      if (*k > s.at(kc->name) || *n > s.at(nc->name)) continue;
-      Schedule t = s;
-      t.set(kc->name, *k);
-      t.set(nc->name, *n);
-      if (space.check(t).ok) {
-        s = t;
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 bool supports(const Workload& w, std::string* why) {
@@ -122,7 +99,8 @@ Schedule default_schedule(const Workload& w, const MachineInfo& m) {
         else if (k.name == knobs::threads) s.set(k.name, 1);
         else s.set(k.name, k.values.back());
       }
-      if (space.check(s).ok || shrink_blocks_until_valid(space, s)) return s;
+      // Caches smaller than the defaults assume: the deepest kc, then the widest nc, that fit.
+      if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k, knobs::tile_n})) return s;
     }
   }
   throw_bad_input("host: no valid default schedule for " + w.label());

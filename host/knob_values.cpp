@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <span>
 
 #include "core/error.hpp"
 #include "lowering/epilogue.hpp"
@@ -46,6 +47,28 @@ std::int64_t closest(const std::vector<std::int64_t>& values, std::int64_t want)
   return *std::min_element(values.begin(), values.end(), [&](auto a, auto b) {
     return std::abs(a - want) < std::abs(b - want);
   });
+}
+
+namespace {
+
+bool shrink_from(const ScheduleSpace& space, Schedule& s, std::span<const std::string_view> names) {
+  if (names.empty()) return space.check(s).ok;
+  const auto k = std::find_if(space.knobs().begin(), space.knobs().end(),
+                              [&](const Knob& x) { return x.name == names[0]; });
+  const std::int64_t start = s.at(k->name);
+  for (auto v = k->values.rbegin(); v != k->values.rend(); ++v) {
+    if (*v > start) continue;
+    s.set(k->name, *v);
+    if (shrink_from(space, s, names.subspan(1))) return true;
+  }
+  s.set(k->name, start);
+  return false;
+}
+
+}  // namespace
+
+bool shrink_until_valid(const ScheduleSpace& space, Schedule& s, std::vector<std::string_view> names) {
+  return shrink_from(space, s, names);
 }
 
 }  // namespace atvoss::host

@@ -30,4 +30,10 @@ std::vector<std::int64_t> thread_values(const MachineInfo& m);
 // The value of values nearest want (the first of equals). REQUIRES: values not empty.
 std::int64_t closest(const std::vector<std::int64_t>& values, std::int64_t want);
 
+// For a default schedule on caches smaller than it assumes: the first schedule space accepts
+// with each named knob lowered to a value <= its value in s, larger values first, the first
+// name varied slowest. Sets s to it and returns true; false (s unchanged) if none passes.
+// REQUIRES: every name is a knob of space and set in s.
+bool shrink_until_valid(const ScheduleSpace& space, Schedule& s, std::vector<std::string_view> names);
+
 }  // namespace atvoss::host

@@ -59,13 +59,13 @@ std::string read_line(const fs::path& p) {
 
 // The cache levels found, as bits 1 << level (1 = L1d, 2 = L2, 3 = L3).
 using CacheLevels = unsigned;
+constexpr CacheLevels kEveryLevel = 0b1110;
 
+// The first size found for a level wins; other levels (L4, a garbled sysfs entry) are ignored.
 void set_cache(MachineInfo& info, int level, bool data_or_unified, std::int64_t size, CacheLevels& found) {
-  if (size <= 0 || !data_or_unified || (found & (1u << level))) return;
-  if (level == 1) info.l1d_bytes = size;
-  if (level == 2) info.l2_bytes = size;
-  if (level == 3) info.l3_bytes = size;
-  if (level >= 1 && level <= 3) found |= 1u << level;
+  if (level < 1 || level > 3 || size <= 0 || !data_or_unified || (found & (1u << level))) return;
+  (level == 1 ? info.l1d_bytes : level == 2 ? info.l2_bytes : info.l3_bytes) = size;
+  found |= 1u << level;
 }
 
 CacheLevels read_caches(const std::string& cpu_sys, MachineInfo& info) {
@@ -100,8 +100,8 @@ void read_caches_cpuid(MachineInfo& info, CacheLevels& found) {
       set_cache(info, int((a >> 5) & 7), type != 2, size, found);
     }
   }
-  unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000006u) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
     __cpuid(0x80000005u, a, b, c, d);
     set_cache(info, 1, true, std::int64_t(c >> 24) << 10, found);
     __cpuid(0x80000006u, a, b, c, d);
@@ -314,7 +314,7 @@ MachineInfo probe_machine(const MachineRoots& roots) {
 #if defined(__x86_64__)
   // CPUID describes this process's CPU, so only when the roots are the real ones (a test's
   // fake machine keeps what its files say).
-  if (roots.cpu_sys == MachineRoots{}.cpu_sys && found != 0b1110) read_caches_cpuid(info, found);
+  if (roots.cpu_sys == MachineRoots{}.cpu_sys && found != kEveryLevel) read_caches_cpuid(info, found);
 #endif
   return info;
 }
