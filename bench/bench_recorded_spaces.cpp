@@ -74,9 +74,6 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--tpe-categorical", d.tpe_categorical_max, "tpe: categorical kernel up to this many values");
   app.add_option("--tpe-stall", d.tpe_stall, "tpe: global candidates after this many evaluations without gain");
   app.add_option("--prior-weight", d.prior_weight, "weight of one prior trial");
-  app.add_option("--prior-stall", d.prior_stall, "model-guided: prior fades after this many trials without gain");
-  app.add_option("--neighbour-stall", d.neighbour_stall, "model-guided: local sweep after this many trials without gain");
-  app.add_option("--model-stall", d.model_stall, "model-guided: distant pick after this many trials without gain");
 }
 
 std::string path_of(const Config& cfg, const std::string& space) { return cfg.data + "/" + space + ".json.gz"; }

@@ -69,20 +69,9 @@ double ModelGuidedSearch::prior_weight(const costmodel::WorkloadGroup& own) {
   const auto ok = std::count_if(own.samples.begin(), own.samples.end(),
                                 [](const costmodel::Sample& s) { return s.status == Status::ok; });
   if (static_cast<std::size_t>(ok) < kJudgeFrom) return 1.0;
-  if (stalled_for(own, options().prior_stall)) return kFloor;
   if (!prior_model_->trained()) prior_model_->train(std::span(&prior_group(), 1));
   const double rho = costmodel::evaluate(*prior_model_, std::span(&own, 1)).spearman;
   return std::max(std::pow(std::max(rho, 0.0), kExponent), kFloor);
-}
-
-bool ModelGuidedSearch::stalled_for(const costmodel::WorkloadGroup& own, int trials) {
-  if (trials <= 0) return false;
-  std::size_t best = own.samples.size();
-  for (std::size_t i = 0; i < own.samples.size(); ++i) {
-    const auto& s = own.samples[i];
-    if (s.status == Status::ok && (best == own.samples.size() || s.time_us < own.samples[best].time_us)) best = i;
-  }
-  return best < own.samples.size() && own.samples.size() - best > static_cast<std::size_t>(trials);
 }
 
 const costmodel::CostModel* ModelGuidedSearch::ranking_model() {
@@ -282,10 +271,7 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
     }
     return order.size();
   };
-  bool near = options().neighbour_stall > 0 && !incumbent.empty() &&
-              since_best() > static_cast<std::size_t>(options().neighbour_stall);
   while (claimed() < target) {
-    if (std::exchange(near, false) && claim_best_neighbour(model, incumbent[0]->point)) continue;
     if (uniform01() < options().epsilon) {
       fill_random(claimed() + 1);
       continue;
@@ -300,22 +286,6 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
     used[chosen] = true;
     claim(cands[order[chosen]]);
   }
-}
-
-bool ModelGuidedSearch::claim_best_neighbour(const costmodel::CostModel& model, const Point& p) {
-  std::vector<Point> near;
-  for (std::size_t d = 0; d < p.size(); ++d) {
-    const int n = static_cast<int>(space().knobs()[d].values.size());
-    for (int v : {p[d] - 1, p[d] + 1}) {
-      if (v < 0 || v >= n) continue;
-      Point q = p;
-      q[d] = v;
-      if (is_new_valid(q)) near.push_back(std::move(q));
-    }
-  }
-  if (near.empty()) return false;
-  const auto scores = predict(model, near);
-  return claim(near[static_cast<std::size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin())]);
 }
 
 Json ModelGuidedSearch::save_extra() const { return {{"trained_on", trained_on_}, {"fitted", fitted_}}; }

@@ -25,8 +25,6 @@ void check_options(const StrategyOptions& o) {
   if (!(o.epsilon >= 0 && o.epsilon <= 1)) fail("epsilon", "in [0, 1]");
   if (!(o.model_far_share >= 0 && o.model_far_share <= 1)) fail("model_far_share", "in [0, 1]");
   if (o.model_stall < 0) fail("model_stall", ">= 0");
-  if (o.prior_stall < 0) fail("prior_stall", ">= 0");
-  if (o.neighbour_stall < 0) fail("neighbour_stall", ">= 0");
   if (o.diversity_knobs < 1) fail("diversity_knobs", ">= 1");
   if (o.model_threads < 0) fail("model_threads", ">= 0");
   if (o.min_train_samples < 1) fail("min_train_samples", ">= 1");

@@ -94,14 +94,6 @@ struct StrategyOptions {
   // slot at batch 1) takes that distant pick until the best improves (a restart away from a
   // stalled basin); 0 never. 30: bench_lofo's pick (search/README.md, round 5).
   int model_stall = 30;
-  // With a prior (prior_trials), after this many own trials without a new best the prior's
-  // group weighs as little as a misleading one: it led to a basin it cannot see beyond.
-  // 0 never.
-  int prior_stall = 0;
-  // After this many trials without a new best, the first model slot of each batch (every
-  // slot at batch 1) takes the best-scored unmeasured point one value step from the best
-  // trial in one knob, while there is one (a local sweep, as greedy tuners end). 0 never.
-  int neighbour_stall = 0;
   // Batch members differ from each other in at least this many knobs while enough
   // candidates allow it (1 disables the filter).
   int diversity_knobs = 2;

@@ -54,8 +54,6 @@ class ModelGuidedSearch : public StrategyBase {
   costmodel::WorkloadGroup& prior_group() { return fixed_groups_.back(); }
   // Weight of the prior's group in a fit with the own trials `own`.
   double prior_weight(const costmodel::WorkloadGroup& own);
-  // More than `trials` own trials came after the best one (false when trials is 0).
-  static bool stalled_for(const costmodel::WorkloadGroup& own, int trials);
   // Scores of `points` by `model`; a model that scores rows alone predicts each point once
   // until the next fit.
   std::vector<double> predict(const costmodel::CostModel& model, const std::vector<Point>& points);
@@ -65,9 +63,6 @@ class ModelGuidedSearch : public StrategyBase {
   bool diverse(const Point& p, int min_knobs) const;
   // p differs from q in at least a third of the knobs (model_far_share).
   bool far_from(const Point& p, const Point& q) const;
-  // Claims the best-scored unmeasured valid point one value step from p in one knob;
-  // false if there is none.
-  bool claim_best_neighbour(const costmodel::CostModel& model, const Point& p);
 
   std::unique_ptr<costmodel::CostModel> model_;
   std::unique_ptr<costmodel::CostModel> heuristic_;  // null when not used

@@ -465,43 +465,6 @@ TEST(SearchStrategyTest, ModelGuidedRestartsAwayFromAStalledIncumbent) {
   EXPECT_GE(expect_far_picks(o, [](int since_best) { return since_best > 3; }), 5);
 }
 
-// The incumbent X sits far from the model's optimum and 8 worse trials follow it: the
-// model's pick is then far from X, but past neighbour_stall the pick is X's best-scored
-// unmeasured point one value step away in one knob.
-TEST(SearchStrategyTest, ModelGuidedSweepsTheIncumbentsNeighboursWhenStalled) {
-  const auto space = synthetic_space();
-  const Schedule x({{"k0", 0}, {"k1", 0}, {"k2", 0}, {"k3", 0}, {"k4", 0}});
-  std::vector<Trial> trials{{x, Status::ok, 1.0}};
-  for (std::int64_t v = 1; v <= 8; ++v) {
-    trials.push_back({Schedule({{"k0", 7}, {"k1", v % 4}, {"k2", v - 1}, {"k3", 7}, {"k4", 7}}), Status::ok, 50.0});
-  }
-  // X's neighbours best first by the (perfect) model; k0 + k1 = 4 is outside the space.
-  Schedule best_neighbour;
-  double best_time = HUGE_VAL;
-  for (int d = 0; d < kDims; ++d) {
-    Schedule n = x;
-    n.set("k" + std::to_string(d), 1);
-    if (space.check(n).ok && synthetic_time(n) < best_time) best_time = synthetic_time(n), best_neighbour = n;
-  }
-  for (int stall : {0, 2}) {
-    int fits = 0;
-    auto o = options_for(5, &fits);
-    o.epsilon = 0;
-    o.neighbour_stall = stall;
-    auto s = make_strategy("model-guided", space, o);
-    s->observe(trials);
-    const auto b = s->propose(1);
-    ASSERT_EQ(b.size(), 1u);
-    int differ = 0;
-    for (int d = 0; d < kDims; ++d) differ += b[0].at("k" + std::to_string(d)) != x.at("k" + std::to_string(d));
-    if (stall == 0) {
-      EXPECT_GE(differ, 3) << "the model's own pick is far from X";
-    } else {
-      EXPECT_EQ(b[0], best_neighbour);
-    }
-  }
-}
-
 // With mutation_doubling 1, the children of two parents at block 128 on the arithmetic list
 // 16, 32, .., 256 reach only its doublings and halvings; neighbour steps reach 112 or 144.
 TEST(SearchStrategyTest, DoublingMutationStepsToTwiceOrHalfTheValue) {
@@ -559,8 +522,6 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
       {"model-guided", [](StrategyOptions& o) { o.epsilon = 2; }, "'epsilon'"},
       {"model-guided", [](StrategyOptions& o) { o.model_far_share = -0.1; }, "'model_far_share'"},
       {"model-guided", [](StrategyOptions& o) { o.model_stall = -1; }, "'model_stall'"},
-      {"model-guided", [](StrategyOptions& o) { o.neighbour_stall = -1; }, "'neighbour_stall'"},
-      {"model-guided", [](StrategyOptions& o) { o.prior_stall = -1; }, "'prior_stall'"},
       {"evolutionary", [](StrategyOptions& o) { o.mutation_doubling = 1.5; }, "'mutation_doubling'"},
       {"model-guided", [](StrategyOptions& o) { o.workload = Workload(); }, "options.workload"},
       {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {}; }, "'ensemble_arms' must be a non-empty"},
