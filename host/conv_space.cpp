@@ -155,9 +155,7 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
       else if (k.name == knobs::threads) s.set(k.name, 1);
       else s.set(k.name, k.values.back());  // tile_k: the deepest, lowered below until it fits
     }
-    if (space.check(s).ok || (s.has(std::string(knobs::tile_k)) && shrink_until_valid(space, s, {knobs::tile_k}))) {
-      return s;
-    }
+    if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k})) return s;
   }
   throw_bad_input("host: no valid default schedule for " + w.label());
 }

@@ -55,6 +55,7 @@ bool shrink_from(const ScheduleSpace& space, Schedule& s, std::span<const std::s
   if (names.empty()) return space.check(s).ok;
   const auto k = std::find_if(space.knobs().begin(), space.knobs().end(),
                               [&](const Knob& x) { return x.name == names[0]; });
+  if (k == space.knobs().end()) return shrink_from(space, s, names.subspan(1));
   const std::int64_t start = s.at(k->name);
   for (auto v = k->values.rbegin(); v != k->values.rend(); ++v) {
     if (*v > start) continue;

@@ -33,7 +33,7 @@ std::int64_t closest(const std::vector<std::int64_t>& values, std::int64_t want)
 // For a default schedule on caches smaller than it assumes: the first schedule space accepts
 // with each named knob lowered to a value <= its value in s, larger values first, the first
 // name varied slowest. Sets s to it and returns true; false (s unchanged) if none passes.
-// REQUIRES: every name is a knob of space and set in s.
+// Names the space lacks are skipped. REQUIRES: every knob of space is set in s.
 bool shrink_until_valid(const ScheduleSpace& space, Schedule& s, std::vector<std::string_view> names);
 
 }  // namespace atvoss::host

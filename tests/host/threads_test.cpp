@@ -49,6 +49,20 @@ TEST(PinningTest, OneCpuPerPhysicalCoreBeforeSiblings) {
   EXPECT_EQ(choose_cpus({5, 6, 7}, 2, -1, (sys.path() / "none").string()), (std::vector<int>{7, 6}));
 }
 
+// The first name varies slowest, larger values first; a name the space lacks is skipped
+// (depthwise convolutions have no tile_k), and a space nothing fits leaves s unchanged.
+TEST(ShrinkUntilValidTest, LowersTheNamedKnobsUntilTheSpaceAccepts) {
+  const ScheduleSpace space({{"a", {1, 2, 4, 8}}, {"b", {1, 2, 4, 8}}},
+                            [](const Schedule& s) { return s.at("a") * s.at("b") <= 8 ? Verdict::valid() : Verdict::invalid("a*b"); });
+  Schedule s({{"a", 8}, {"b", 8}});
+  ASSERT_TRUE(shrink_until_valid(space, s, {"missing", "a", "b"}));
+  EXPECT_EQ(s, Schedule({{"a", 8}, {"b", 1}}));
+  const ScheduleSpace none({{"a", {1, 2}}}, [](const Schedule&) { return Verdict::invalid("never"); });
+  Schedule t({{"a", 2}});
+  EXPECT_FALSE(shrink_until_valid(none, t, {"a"}));
+  EXPECT_EQ(t, Schedule({{"a", 2}}));
+}
+
 TEST(ThreadValuesTest, PowersOfTwoUpToTheCoresAndTheCap) {
   MachineInfo m;
   m.physical_cores = 6;
