@@ -68,6 +68,9 @@ namespace {
   X(halo_overhead, "bytes one sweep loads of A / distinct bytes of A (conv halo)", "ratio") \
   X(copy_depth_hides, "1 when async_copy_depth >= 2 (transfer can overlap compute)", "flag") \
   X(buffers_in_flight, "async_copy_depth of the plan", "count") \
+  X(reg_accumulators, "CPU register block: vector accumulators (independent FMA chains)", "count") \
+  X(reg_loads_per_fma, "CPU register block: vector loads and broadcasts per FMA", "ratio") \
+  X(reg_issue_efficiency, "CPU register block: FMA issue share of a reduction step (1 without one)", "fraction") \
   X(est_compute_us, "roofline: busiest core's matrix/vector work at peak rate", "us(log2)") \
   X(est_gm_us, "roofline: busiest core's GM load bytes at its GM bandwidth", "us(log2)") \
   X(est_l1_l0_us, "roofline: busiest core's L1 -> L0 bytes at the published rates", "us(log2)") \
@@ -183,10 +186,22 @@ PlanTotals totals(const lowering::KernelPlan& p) {
   return t;
 }
 
+// Issue model of a CPU micro-kernel's reduction step, as BLIS's analytical model has it: the
+// step lasts the longest of its FMAs over the FMA pipes, one FMA latency (each accumulator
+// waits for its own previous FMA) and its loads over the load ports. The core figures (two
+// FMA pipes of four cycles, two vector loads a cycle) hold for x86-64 since Haswell and
+// Zen 2 and for Neoverse N1; docs/host-backend.md. 1 for a plan without a register block.
+double issue_efficiency(const lowering::RegisterBlock& r) {
+  constexpr double kFmaPipes = 2, kFmaLatency = 4, kLoadPorts = 2;
+  if (r.accumulators <= 0) return 1.0;
+  const double fma = r.accumulators / kFmaPipes;
+  return fma / std::max({fma, kFmaLatency, r.loads / kLoadPorts});
+}
+
 // The roofline prior: each resource's share of the plan's work at the rate the
 // Target publishes, for the busiest core (tiles spread in waves) or the whole chip.
-// It knows no efficiency curve, cache-hit model or pipeline overlap: those the
-// learned model has to find in the measurements.
+// It knows no efficiency curve, cache-hit model or pipeline overlap (a CPU register
+// block's issue rate aside): those the learned model has to find in the measurements.
 struct Roofline {
   double compute = 0, gm = 0, l1_l0 = 0, store = 0, hbm = 0, l2 = 0, epilogue = 0, total = 0;
 };
@@ -195,7 +210,7 @@ Roofline roofline(const lowering::KernelPlan& p, const PlanTotals& sum, const Ta
   const double cycle_us = 1.0 / (safe(t.clock_ghz) * 1e3);
   const double share = std::ceil(sum.tiles / std::max(1, p.cores)) / safe(sum.tiles);
   Roofline r;
-  const double compute_cycles = sum.issued_macs / safe(t.macs_per_cycle(dtype)) +
+  const double compute_cycles = sum.issued_macs / safe(t.macs_per_cycle(dtype) * issue_efficiency(p.registers)) +
                                 sum.vector_bytes / safe(t.vector_bytes_per_cycle);
   r.compute = share * compute_cycles * cycle_us;
   r.gm = share * sum.loads / safe(t.mte2_bytes_per_cycle) * cycle_us;
@@ -284,6 +299,10 @@ void write_traffic(const lowering::KernelPlan& p, const PlanTotals& sum, const T
   put(f_halo_overhead, p.a.unique_bytes > 0 ? p.a_sweep_bytes / p.a.unique_bytes : 1);
   put(f_copy_depth_hides, p.depth >= 2 ? 1 : 0);
   put(f_buffers_in_flight, p.depth);
+  const lowering::RegisterBlock& r = p.registers;
+  put(f_reg_accumulators, r.accumulators);
+  put(f_reg_loads_per_fma, r.accumulators > 0 ? r.loads / r.accumulators : 0);
+  put(f_reg_issue_efficiency, issue_efficiency(r));
 }
 
 void write_roofline(const Roofline& r, double floor, std::span<float> out) {
@@ -373,6 +392,7 @@ void write_generic_knobs(const Schedule& s, std::span<float> out) {
 // A schedule the plan can be built from: missing knobs take the first value of
 // their list, and values that would make no tiling (< 1, or beyond the order and
 // fusion ranges) are clamped, so a partial or hand-written schedule still ranks.
+// The host-only knobs (register block, threads) are kept when given, at least 1.
 Schedule lowerable(const Schedule& s, const std::vector<Knob>& space_knobs) {
   Schedule out;
   for (const auto& k : space_knobs) {
@@ -381,6 +401,10 @@ Schedule lowerable(const Schedule& s, const std::vector<Knob>& space_knobs) {
     else if (k.name == knobs::fusion_level) v = std::clamp<std::int64_t>(v, 0, 3);
     else v = std::max<std::int64_t>(v, 1);
     out.set(k.name, v);
+  }
+  for (std::string_view kv : knobs::host_only) {
+    const std::string k(kv);
+    if (s.has(k)) out.set(k, std::max<std::int64_t>(s.at(k), 1));
   }
   return out;
 }

@@ -42,7 +42,7 @@
 
 namespace atvoss::costmodel {
 
-inline constexpr int kFeatureVersion = 5;
+inline constexpr int kFeatureVersion = 6;
 inline constexpr std::size_t kGenericKnobSlots = 16;
 
 int feature_version();

@@ -6,7 +6,8 @@
 // units do per step, the output path of a tile, and the buffers in flight at every
 // on-chip level. For the whole kernel: operand reuse (how often each operand is
 // fetched again and how many bytes are touched in between, set by tile_order), the
-// fused and unfused epilogue ops, the kernels launched and the FLOPs.
+// fused and unfused epilogue ops, the kernels launched and the FLOPs. On a CPU target, the
+// micro-kernel's register block, which plays the part of the matrix unit's fractal.
 // It holds no hardware behaviour: no copy-efficiency curves, no cache-hit models, no
 // calibration constants. simulator/ applies those; costmodel/ featurises the plan.
 #pragma once
@@ -78,6 +79,16 @@ struct SeparateKernel {
   double vector_bytes = 0;  // ops x bytes
 };
 
+// The register block of a CPU micro-kernel (knobs micro_m x micro_n): each reduction step
+// issues one vector FMA into each of `accumulators` independent accumulators and `loads`
+// vector loads and broadcasts (a row of B vectors, a broadcast per row of A). All 0 where
+// the code has no register block (the NPU's matrix unit).
+struct RegisterBlock {
+  double rows = 0, cols = 0;  // elements
+  double accumulators = 0;
+  double loads = 0;
+};
+
 struct KernelPlan {
   Verdict verdict;
   OpFamily family = OpFamily::matmul;
@@ -98,6 +109,7 @@ struct KernelPlan {
   double flops = 0;            // of the main op
   double out_bytes = 0;        // the output tensor
   Footprint footprint;
+  RegisterBlock registers;     // CPU code only
   FusionSplit fusion;
   std::vector<SeparateKernel> separate;
 

@@ -138,6 +138,7 @@ struct Common {
   double frac_n;
   int depth;
   int fusion_level;
+  bool register_block = false;  // frac_m x frac_n is a CPU micro-kernel's register block
 
   double pad_m(double x) const { return ceil_to(x, frac_m); }
   double pad_n(double x) const { return ceil_to(x, frac_n); }
@@ -149,6 +150,11 @@ KernelPlan start_plan(const Common& c, OpFamily family, bool uses_cube) {
   p.family = family;
   p.uses_cube = uses_cube;
   p.cores = uses_cube ? c.t.ai_cores : c.t.vector_cores;
+  // A CPU kernel runs on as many cores as its threads knob asks for.
+  const std::string threads(knobs::threads);
+  if (!has_matrix_unit(c.t) && c.s.has(threads)) {
+    p.cores = int(std::clamp<std::int64_t>(c.s.at(threads), 1, p.cores));
+  }
   p.depth = c.depth;
   p.elem_bytes = c.b;
   p.flops = c.w.flops();
@@ -257,6 +263,21 @@ void check_cube_buffers(KernelPlan& p, const Common& c) {
   }
 }
 
+// A CPU micro-kernel (host/host_space.hpp) keeps its register block in vector registers
+// (L0C), streams a micro-panel of A and of B through L1d (L0A, L0B: async_copy_depth is a
+// prefetch distance there, not a buffer count) and packs the mc x kc block of A into L2
+// (L1); the epilogue runs on the register block as it is written back (UB).
+void cpu_matmul_footprint(KernelPlan& p, const Common& c, double tm, double tk_p, double extra_in) {
+  Footprint& f = p.footprint;
+  f.l0a = c.frac_m * tk_p * c.b;
+  f.l0b = tk_p * c.frac_n * c.b;
+  f.l0c = c.frac_m * c.frac_n * 4;
+  f.l1 = c.pad_m(tm) * tk_p * c.b;
+  if (!p.fusion.fused.empty()) f.ub = c.frac_m * c.frac_n * (4 + extra_in * c.b);
+  const double vectors = std::ceil(c.frac_n / std::max(1, c.t.cube_m));
+  p.registers = {c.frac_m, c.frac_n, c.frac_m * vectors, vectors + c.frac_m};
+}
+
 KernelPlan plan_matmul(const Common& c) {
   KernelPlan p = start_plan(c, OpFamily::matmul, true);
   const auto& w = c.w;
@@ -300,11 +321,15 @@ KernelPlan plan_matmul(const Common& c) {
 
   const double d = c.depth;
   Footprint& f = p.footprint;
-  f.l0a = c.pad_m(tm) * tk_p * c.b * d;
-  f.l0b = tk_p * c.pad_n(tn) * c.b * d;
-  f.l0c = c.pad_m(tm) * c.pad_n(tn) * 4;
-  f.l1 = d * (c.pad_m(tm) + c.pad_n(tn)) * tk_p * spl * c.b + kept_bytes(p, c, double(tm * tn));
-  if (!p.fusion.fused.empty()) f.ub = epilogue_ub(c, c.pad_m(tm), c.pad_n(tn), extra_in);
+  if (c.register_block) {
+    cpu_matmul_footprint(p, c, double(tm), tk_p, extra_in);
+  } else {
+    f.l0a = c.pad_m(tm) * tk_p * c.b * d;
+    f.l0b = tk_p * c.pad_n(tn) * c.b * d;
+    f.l0c = c.pad_m(tm) * c.pad_n(tn) * 4;
+    f.l1 = d * (c.pad_m(tm) + c.pad_n(tn)) * tk_p * spl * c.b + kept_bytes(p, c, double(tm * tn));
+    if (!p.fusion.fused.empty()) f.ub = epilogue_ub(c, c.pad_m(tm), c.pad_n(tn), extra_in);
+  }
   check_depth(p, c);
   check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), with_depth(c.depth));
   check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), with_depth(c.depth));
@@ -679,9 +704,17 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
 
 KernelPlan family_plan(const Workload& w, const Target& t, const Schedule& s) {
   const double b = dtype_bytes(w.dtype());
-  const Common c{w, t, s, b, k_granule_bytes(t) / b, double(std::max(1, t.cube_m)),
-                 double(std::max(1, t.cube_n)), int(s.get_or(std::string(knobs::async_copy_depth), 1)),
-                 int(s.get_or(std::string(knobs::fusion_level), 0))};
+  // On a CPU the micro-kernel's register block is the unit a tile is padded to: an edge
+  // micro-tile costs a whole one.
+  const bool block = !has_matrix_unit(t) && w.family() == OpFamily::matmul &&
+                     s.has(std::string(knobs::micro_m)) && s.has(std::string(knobs::micro_n));
+  const auto unit = [&](std::string_view knob, int fractal) {
+    return double(std::max<std::int64_t>(1, block ? s.at(std::string(knob)) : fractal));
+  };
+  Common c{w, t, s, b, k_granule_bytes(t) / b, unit(knobs::micro_m, t.cube_m), unit(knobs::micro_n, t.cube_n),
+           int(s.get_or(std::string(knobs::async_copy_depth), 1)),
+           int(s.get_or(std::string(knobs::fusion_level), 0))};
+  c.register_block = block;
   switch (w.family()) {
     case OpFamily::matmul: return plan_matmul(c);
     case OpFamily::conv: return plan_conv(c);
