@@ -90,6 +90,41 @@ TEST(FeaturesTest, HostOnlyKnobsAreFeatures) {
   }
 }
 
+// The register block's issue model: 4 x 16 on 16 lanes keeps 4 FMA chains, half of the 8
+// that two pipes of latency 4 need; 8 x 16 waits on its 9 loads; 8 x 32 issues at the pipes'
+// rate. The roofline's compute term, and so the heuristic's ranking, follows.
+TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
+  const Workload w = matmul(128, 768, 768);
+  Target cpu = test_target();
+  cpu.organisation = "cpu";
+  cpu.cube_m = 16;
+  cpu.cube_n = cpu.cube_k = 1;
+  const auto row = [&](int mr, int nr) {
+    return features(w, cpu, Schedule({{"micro_m", mr}, {"micro_n", nr}, {"threads", 1}, {"tile_m", 128},
+                                       {"tile_n", 256}, {"tile_k", 128}, {"k_steps", 1},
+                                       {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}}));
+  };
+  const std::size_t eff = feature_index("reg_issue_efficiency"), est = feature_index("est_compute_us");
+  const auto narrow = row(4, 16), tall = row(8, 16), wide = row(8, 32);
+  EXPECT_FLOAT_EQ(narrow[eff], 0.5f);
+  EXPECT_FLOAT_EQ(tall[eff], float(4 / 4.5));
+  EXPECT_FLOAT_EQ(wide[eff], 1.0f);
+  EXPECT_FLOAT_EQ(wide[feature_index("reg_accumulators")], 16.0f);
+  EXPECT_FLOAT_EQ(wide[feature_index("reg_loads_per_fma")], 10.0f / 16);
+  EXPECT_GT(narrow[est], tall[est]);
+  EXPECT_GT(tall[est], wide[est]);
+  const auto heuristic = make_cost_model("heuristic", 1);
+  const std::vector<Schedule> pair = {
+      Schedule({{"micro_m", 4}, {"micro_n", 16}, {"threads", 1}, {"tile_m", 128}, {"tile_n", 256},
+                {"tile_k", 128}, {"k_steps", 1}, {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}}),
+      Schedule({{"micro_m", 8}, {"micro_n", 32}, {"threads", 1}, {"tile_m", 128}, {"tile_n", 256},
+                {"tile_k", 128}, {"k_steps", 1}, {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}})};
+  const auto scores = heuristic->predict(w, cpu, pair);
+  EXPECT_GT(scores[1], scores[0]);
+  // An NPU plan has no register block.
+  EXPECT_FLOAT_EQ(features(w, test_target(), pair[0])[eff], 1.0f);
+}
+
 TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
   const Workload w = matmul(4096, 4096, 4096);
   Schedule small({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"k_steps", 1},

@@ -95,6 +95,37 @@ TEST(LoweringTest, CpuTargetsKeepTheGranuleBlockAndTileLists) {
   }
 }
 
+// On a CPU target the micro-kernel's register block (host/host_space.hpp) is the unit tiles
+// are padded to, the footprint is BLIS's (register block, micro-panels, the A block in L2),
+// and threads bound the cores; an NPU target ignores the host knobs.
+TEST(LoweringTest, CpuRegisterBlockPadsTilesAndSetsTheFootprint) {
+  const Workload w = workload(R"({"op":"matmul","dims":{"M":100,"N":768,"K":256},"dtype":"float32"})");
+  Target cpu = small_target();
+  cpu.organisation = "cpu";
+  cpu.cube_m = 16;  // fp32 lanes of AVX-512
+  cpu.cube_n = cpu.cube_k = 1;
+  Schedule s = matmul_schedule(48, 256, 64, 1, 2, 0);
+  s.set("micro_m", 6);
+  s.set("micro_n", 48);
+  s.set("threads", 1);
+  const KernelPlan p = plan_kernel(w, cpu, s);
+  ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
+  EXPECT_EQ(p.cores, 1);
+  EXPECT_DOUBLE_EQ(p.registers.accumulators, 6 * 3);  // 48 columns: three 16-lane vectors
+  EXPECT_DOUBLE_EQ(p.registers.loads, 3 + 6);         // a row of B vectors, a broadcast per row
+  ASSERT_EQ(p.tiles.size(), 2u);                       // M: 48 twice, then an edge of 4
+  EXPECT_DOUBLE_EQ(p.tiles[0].cube_macs, 48.0 * 288 * 64);  // 256 columns padded to 6 x 48
+  EXPECT_DOUBLE_EQ(p.tiles[1].cube_macs, 6.0 * 288 * 64);   // the edge's 4 rows cost a block of 6
+  EXPECT_DOUBLE_EQ(p.footprint.l0c, 6.0 * 48 * 4);
+  EXPECT_DOUBLE_EQ(p.footprint.l0a, 6.0 * 64 * 4);
+  EXPECT_DOUBLE_EQ(p.footprint.l0b, 64.0 * 48 * 4);
+  EXPECT_DOUBLE_EQ(p.footprint.l1, 48.0 * 64 * 4);
+
+  const KernelPlan npu = plan_kernel(w, small_target(), s);
+  EXPECT_DOUBLE_EQ(npu.registers.accumulators, 0);
+  EXPECT_EQ(npu.cores, small_target().ai_cores);
+}
+
 // A unit smaller than 16 gets tiles of its own size; the 16x16x16 space is unchanged.
 TEST(LoweringTest, TileListsStartAtTheMatrixUnit) {
   const Workload w = workload(R"({"op":"matmul","dims":{"M":1024,"N":1024,"K":1024}})");
