@@ -12,7 +12,7 @@
 // The strategies run with the library's defaults (chosen elsewhere: docs/host-backend.md).
 //
 // Usage: bench_host_quality [--seeds 5] [--seed-base 1] [--batch 16] [--data DIR]
-//        [--strategies random,evolutionary,model-guided-xgboost] [--workloads substring]
+//        [--strategies random,evolutionary,model-guided-xgboost] [--workloads substring] [--set dev|heldout]
 //        [--csv out.csv] [--host-features [--no-heuristic]]
 #include <algorithm>
 #include <cmath>
@@ -41,6 +41,7 @@ struct Config {
   std::string data = std::string(ATVOSS_DATA_DIR) + "/host-spaces";
   std::vector<std::string> strategies = {"random", "evolutionary", kModelGuided};
   std::string workloads;
+  std::string set = "dev";  // bench/host_spaces.hpp: dev or heldout
   std::string csv;
   // The strategies see the host matmul and this machine's target (plan features and the
   // analytic heuristic, as atvoss-tune --target host runs them) instead of a bare table.
@@ -83,7 +84,7 @@ int run(const Config& cfg) {
               "median");
   for (int k : kCheckpoints) std::printf(" %6s", ("@" + std::to_string(k)).c_str());
   std::printf("\n");
-  for (const auto& [name, json] : host_workloads()) {
+  for (const auto& [name, json] : host_workload_set(cfg.set)) {
     if (!cfg.workloads.empty() && name.find(cfg.workloads) == std::string::npos) continue;
     const std::string path = host_space_path(cfg.data, name);
     const auto rs = RecordedSpace::load(path);
@@ -152,6 +153,7 @@ int main(int argc, char** argv) {
   app.add_option("--strategies", cfg.strategies, "comma-separated labels (strategy[-xgboost|-linear])")
       ->delimiter(',');
   app.add_option("--workloads", cfg.workloads, "only workloads whose name contains this");
+  app.add_option("--set", cfg.set, "workload set of bench/host_spaces.hpp")->check(CLI::IsMember({"dev", "heldout"}));
   app.add_option("--csv", cfg.csv, "write one row per run to this CSV file");
   app.add_flag("--host-features", cfg.host_features,
                "strategies see the host kernel on this machine, as a live tune does (run on the recording's CPU)");

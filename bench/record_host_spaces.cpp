@@ -14,7 +14,7 @@
 // row is left out and measured again on the next run.
 //
 // Usage: record_host_spaces [--out data/host-spaces] [--points 120] [--seed 1] [--batch 8]
-//        [--workloads substring] [--repeat 5] [--seconds 0]
+//        [--workloads substring] [--set dev|heldout] [--repeat 5] [--seconds 0]
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -43,6 +43,7 @@ struct Config {
   std::uint64_t seed = 1;
   int batch = 8;
   std::string workloads;
+  std::string set = "dev";  // bench/host_spaces.hpp: dev or heldout
   int repeat = 5;
   double seconds = 0;  // stop after this much wall time (0: no limit); the rest resumes later
 };
@@ -153,7 +154,7 @@ int run(const Config& cfg) {
   std::fprintf(stderr, "# machine %s: %s, fingerprint %s, %d physical cores\n", target.name.c_str(), m.model.c_str(),
                m.fingerprint().c_str(), m.physical_cores);
   const auto start = Clock::now();
-  for (const auto& [name, json] : host_workloads()) {
+  for (const auto& [name, json] : host_workload_set(cfg.set)) {
     if (!cfg.workloads.empty() && name.find(cfg.workloads) == std::string::npos) continue;
     if (!record_one(name, json, cfg, target, start)) {
       std::fprintf(stderr, "# --seconds spent; rerun to resume\n");
@@ -177,6 +178,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", cfg.seed, "seed of the sample's order and the kernels' inputs");
   app.add_option("--batch", cfg.batch, "schedules compiled together")->check(CLI::Range(1, 256));
   app.add_option("--workloads", cfg.workloads, "only workloads whose name contains this");
+  app.add_option("--set", cfg.set, "workload set of bench/host_spaces.hpp")->check(CLI::IsMember({"dev", "heldout"}));
   app.add_option("--repeat", cfg.repeat, "timed repeats per kernel")->check(CLI::Range(3, 100));
   app.add_option("--seconds", cfg.seconds, "stop after this much wall time; a rerun resumes");
   return atvoss::tools::run_cli(app, argc, argv, [&] { return atvoss::bench::run(cfg); });

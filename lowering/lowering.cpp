@@ -263,6 +263,19 @@ void check_cube_buffers(KernelPlan& p, const Common& c) {
   }
 }
 
+// The register block micro_m x micro_n of a CPU GEMM-like micro-kernel (matmul, conv2d):
+// each reduction step loads a row of micro_n / lanes vectors and broadcasts one value per
+// row. None on an NPU or without the knobs. (Depthwise runs on the vector term, which has
+// no issue model.)
+RegisterBlock register_block(const Common& c) {
+  const std::string mk(knobs::micro_m), nk(knobs::micro_n);
+  if (has_matrix_unit(c.t) || !c.s.has(mk) || !c.s.has(nk)) return {};
+  const double rows = double(std::max<std::int64_t>(1, c.s.at(mk)));
+  const double cols = double(std::max<std::int64_t>(1, c.s.at(nk)));
+  const double vectors = std::ceil(cols / std::max(1, c.t.cube_m));
+  return {rows, cols, rows * vectors, vectors + rows};
+}
+
 // A CPU micro-kernel (host/host_space.hpp) keeps its register block in vector registers
 // (L0C), streams a micro-panel of A and of B through L1d (L0A, L0B: async_copy_depth is a
 // prefetch distance there, not a buffer count) and packs the mc x kc block of A into L2
@@ -274,8 +287,7 @@ void cpu_matmul_footprint(KernelPlan& p, const Common& c, double tm, double tk_p
   f.l0c = c.frac_m * c.frac_n * 4;
   f.l1 = c.pad_m(tm) * tk_p * c.b;
   if (!p.fusion.fused.empty()) f.ub = c.frac_m * c.frac_n * (4 + extra_in * c.b);
-  const double vectors = std::ceil(c.frac_n / std::max(1, c.t.cube_m));
-  p.registers = {c.frac_m, c.frac_n, c.frac_m * vectors, vectors + c.frac_m};
+  p.registers = register_block(c);
 }
 
 KernelPlan plan_matmul(const Common& c) {
@@ -457,6 +469,7 @@ KernelPlan plan_conv(const Common& c) {
   f.l0c = std::min(max_acc, double(t.l0c_bytes));
   f.l1 = d * (max_l1_input + c.pad_n(tn) * kk * spl * c.b) + kept_bytes(p, c, double(th * tw_ * tn));
   if (!p.fusion.fused.empty()) f.ub = epilogue_ub(c, base_m, c.pad_n(tn), extra_in);
+  p.registers = register_block(c);
   check_depth(p, c);
   if (p.verdict.ok && base_m_cap < c.frac_m) {
     p.verdict = Verdict::invalid("L0A: " + format_bytes(c.frac_m * tk_p * c.b * d) + " > " +

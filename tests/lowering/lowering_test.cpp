@@ -124,6 +124,15 @@ TEST(LoweringTest, CpuRegisterBlockPadsTilesAndSetsTheFootprint) {
   const KernelPlan npu = plan_kernel(w, small_target(), s);
   EXPECT_DOUBLE_EQ(npu.registers.accumulators, 0);
   EXPECT_EQ(npu.cores, small_target().ai_cores);
+
+  // conv2d's micro-kernel is the same broadcast-against-vectors block (host/codegen_conv.hpp).
+  const Workload conv = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":14,"W":14,"K":64,"R":3,"S":3,"pad":1},"dtype":"float32"})");
+  const KernelPlan cp = plan_kernel(conv, cpu, Schedule({{"micro_m", 4}, {"micro_n", 32}, {"tile_h", 14}, {"tile_w", 14},
+                                                           {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
+                                                           {"async_copy_depth", 1}, {"tile_order", 0},
+                                                           {"fusion_level", 0}}));
+  EXPECT_DOUBLE_EQ(cp.registers.accumulators, 4 * 2);
+  EXPECT_DOUBLE_EQ(cp.registers.loads, 2 + 4);
 }
 
 // A unit smaller than 16 gets tiles of its own size; the 16x16x16 space is unchanged.
