@@ -44,6 +44,7 @@ void for_each_integer(Target& t, F&& f) {
   as64("cube_n", t.cube_n);
   as64("cube_k", t.cube_k);
   as64("max_buffers_per_queue", t.max_buffers_per_queue);
+  as64("fma_chains", t.fma_chains);
   f("l0a_bytes", t.l0a_bytes);
   f("l0b_bytes", t.l0b_bytes);
   f("l0c_bytes", t.l0c_bytes);
@@ -54,7 +55,7 @@ void for_each_integer(Target& t, F&& f) {
 }
 
 // Fields a description may leave out: they keep the default above.
-bool is_optional(std::string_view n) { return n == "device_memory_bytes"; }
+bool is_optional(std::string_view n) { return n == "device_memory_bytes" || n == "fma_chains"; }
 
 // The documented range of every numeric field (the table in examples/targets/README.md):
 // wide enough for any part an NPU could be, narrow enough that nothing the simulator
@@ -72,6 +73,7 @@ Range range_of(std::string_view n) {
   if (n == "ai_cores" || n == "vector_cores") return {1, 4096, false};
   if (n == "cube_m" || n == "cube_n" || n == "cube_k") return {1, 1024, false};
   if (n == "max_buffers_per_queue") return {1, 64, false};
+  if (n == "fma_chains") return {0, 1024, true};
   if (n == "l2_bytes") return {0, kBytes, true};
   if (n == "device_memory_bytes") return {0, kDeviceBytes, true};
   if (n.ends_with("_bytes")) return {1, kBytes, false};
@@ -156,6 +158,7 @@ std::string Target::key() const {
   Json j = to_json();
   j.erase("source");
   j.erase("device_memory_bytes");  // capacity does not change a kernel's time
+  if (fma_chains == 0) j.erase("fma_chains");
   return stable_key(j);
 }
 

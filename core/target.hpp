@@ -42,12 +42,16 @@ struct Target {
   double l2_latency_cycles = 0;
   double launch_us = 0;                  // per kernel launch
   int max_buffers_per_queue = 4;         // async_copy_depth limit per queue
+  // CPU only, optional (0 = not given): independent FMA chains one core needs to reach its
+  // peak (FMA pipes x latency), measured on the host (host/machine.hpp). Part of key() only
+  // when given, so the NPU targets' keys predate it unchanged.
+  int fma_chains = 0;
   // Device DRAM (HBM, LPDDR) capacity. Optional, 0 = not given; only the job's fit
   // check reads it (tuner/device_memory.hpp), so it is not part of key().
   std::int64_t device_memory_bytes = 0;
   Json source = Json::object();          // field -> note on where the figure comes from (or "est.")
 
-  // Every field above except source and device_memory_bytes is required; bad_input
+  // Every field above except source, fma_chains and device_memory_bytes is required; bad_input
   // names the missing or mistyped field and the expected type/range. Unknown fields
   // are rejected too.
   static Target from_json(const Json& j);

@@ -188,14 +188,16 @@ PlanTotals totals(const lowering::KernelPlan& p) {
 
 // Issue model of a CPU micro-kernel's reduction step, as BLIS's analytical model has it: the
 // step lasts the longest of its FMAs over the FMA pipes, one FMA latency (each accumulator
-// waits for its own previous FMA) and its loads over the load ports. The core figures (two
-// FMA pipes of four cycles, two vector loads a cycle) hold for x86-64 since Haswell and
-// Zen 2 and for Neoverse N1; docs/host-backend.md. 1 for a plan without a register block.
-double issue_efficiency(const lowering::RegisterBlock& r) {
-  constexpr double kFmaPipes = 2, kFmaLatency = 4, kLoadPorts = 2;
+// waits for its own previous FMA) and its loads over the load ports. With as many load ports
+// as FMA pipes (two on x86-64 since Haswell and Zen 2, and on Neoverse N1), that is
+// accumulators / max(accumulators, chains, loads), where chains = pipes x latency is the
+// target's measured fma_chains (8, two pipes of latency 4, where not given);
+// docs/host-backend.md. 1 for a plan without a register block.
+double issue_efficiency(const lowering::RegisterBlock& r, const Target& t) {
+  constexpr int kCommonChains = 8;
   if (r.accumulators <= 0) return 1.0;
-  const double fma = r.accumulators / kFmaPipes;
-  return fma / std::max({fma, kFmaLatency, r.loads / kLoadPorts});
+  const double chains = t.fma_chains > 0 ? t.fma_chains : kCommonChains;
+  return r.accumulators / std::max({r.accumulators, chains, r.loads});
 }
 
 // The roofline prior: each resource's share of the plan's work at the rate the
@@ -210,7 +212,7 @@ Roofline roofline(const lowering::KernelPlan& p, const PlanTotals& sum, const Ta
   const double cycle_us = 1.0 / (safe(t.clock_ghz) * 1e3);
   const double share = std::ceil(sum.tiles / std::max(1, p.cores)) / safe(sum.tiles);
   Roofline r;
-  const double compute_cycles = sum.issued_macs / safe(t.macs_per_cycle(dtype) * issue_efficiency(p.registers)) +
+  const double compute_cycles = sum.issued_macs / safe(t.macs_per_cycle(dtype) * issue_efficiency(p.registers, t)) +
                                 sum.vector_bytes / safe(t.vector_bytes_per_cycle);
   r.compute = share * compute_cycles * cycle_us;
   r.gm = share * sum.loads / safe(t.mte2_bytes_per_cycle) * cycle_us;
@@ -302,7 +304,7 @@ void write_traffic(const lowering::KernelPlan& p, const PlanTotals& sum, const T
   const lowering::RegisterBlock& r = p.registers;
   put(f_reg_accumulators, r.accumulators);
   put(f_reg_loads_per_fma, r.accumulators > 0 ? r.loads / r.accumulators : 0);
-  put(f_reg_issue_efficiency, issue_efficiency(r));
+  put(f_reg_issue_efficiency, issue_efficiency(r, t));
 }
 
 void write_roofline(const Roofline& r, double floor, std::span<float> out) {

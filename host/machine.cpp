@@ -151,12 +151,28 @@ void derive_simd(MachineInfo& info) {
   __asm__ volatile("" : : "r"(sink) : "memory");                                                     \
   return 2.0 * double(sizeof(V) / 4) * 12 * double(iters) / s * 1e-9;
 
+// One dependent chain: each FMA waits for the previous one, so this runs at one vector FMA
+// per latency. Peak over it is the number of chains a core needs (pipes x latency).
+#define ATVOSS_FMA_ONE_CHAIN(V, P)                                                    \
+  V a = P##_set1_ps(0.5f);                                                            \
+  const V m = P##_set1_ps(0.999999f), c = P##_set1_ps(1e-7f);                          \
+  const auto t0 = std::chrono::steady_clock::now();                                   \
+  for (long it = 0; it < iters; ++it) a = P##_fmadd_ps(a, m, c);                      \
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); \
+  float sink[sizeof(V) / 4];                                                          \
+  P##_storeu_ps(sink, a);                                                             \
+  __asm__ volatile("" : : "r"(sink) : "memory");                                      \
+  return 2.0 * double(sizeof(V) / 4) * double(iters) / s * 1e-9;
+
 __attribute__((target("avx2,fma"))) double fma_gflops_avx2(long iters) { ATVOSS_FMA_CHAINS(__m256, _mm256) }
+__attribute__((target("avx2,fma"))) double one_chain_gflops_avx2(long iters) { ATVOSS_FMA_ONE_CHAIN(__m256, _mm256) }
 
 // The code generator uses 64-byte vectors where AVX-512 is present; on cores with a full-width
 // 512-bit FMA their peak is twice the 256-bit one.
 __attribute__((target("avx512f"))) double fma_gflops_avx512(long iters) { ATVOSS_FMA_CHAINS(__m512, _mm512) }
+__attribute__((target("avx512f"))) double one_chain_gflops_avx512(long iters) { ATVOSS_FMA_ONE_CHAIN(__m512, _mm512) }
 #undef ATVOSS_FMA_CHAINS
+#undef ATVOSS_FMA_ONE_CHAIN
 #endif
 
 // Portable fallback: mul + add on 4-lane vectors (counted as 2 FLOPs per lane).
@@ -205,8 +221,10 @@ std::optional<Calibration> load_cached(const fs::path& file, const MachineInfo& 
   try {
     const Json j = Json::parse(f);
     if (j.value("fingerprint", "") != info.fingerprint()) return std::nullopt;
-    Calibration c{j.at("peak_gflops").get<double>(), j.at("bandwidth_gbs").get<double>()};
-    if (c.peak_gflops > 0 && c.bandwidth_gbs > 0) return c;
+    // A file from before fma_chains was measured lacks it: measured again.
+    Calibration c{j.at("peak_gflops").get<double>(), j.at("bandwidth_gbs").get<double>(),
+                  j.at("fma_chains").get<int>()};
+    if (c.peak_gflops > 0 && c.bandwidth_gbs > 0 && c.fma_chains >= 0) return c;
   } catch (const std::exception&) {
     // A damaged cache file is measured again and rewritten.
   }
@@ -220,7 +238,7 @@ void store_cached(const fs::path& file, const MachineInfo& info, const Calibrati
   {
     std::ofstream f(tmp);
     f << Json{{"fingerprint", info.fingerprint()}, {"model", info.model},
-              {"peak_gflops", c.peak_gflops}, {"bandwidth_gbs", c.bandwidth_gbs}}
+              {"peak_gflops", c.peak_gflops}, {"bandwidth_gbs", c.bandwidth_gbs}, {"fma_chains", c.fma_chains}}
              .dump(2);
     if (!f) return;  // an unwritable cache only costs a re-measurement next time
   }
@@ -248,12 +266,14 @@ Target to_target(const MachineInfo& info, const Calibration& c) {
   t.mte3_bytes_per_cycle = info.simd_bytes;
   t.launch_us = 0.05;
   t.max_buffers_per_queue = 4;
+  t.fma_chains = c.fma_chains;
   t.source = Json{{"name", "host-<sha256 of model, SIMD flags, physical cores>"},
                   {"model", info.model},
                   {"clock_ghz", "1: a cycle is a nanosecond"},
                   {"fp32_rate", "measured single-core FMA peak " + std::to_string(c.peak_gflops) +
                                     " GFLOP/s"},
                   {"hbm_bytes_per_cycle", "measured single-core read bandwidth (GB/s)"},
+                  {"fma_chains", "measured: FMA peak / the rate of one dependent FMA chain"},
                   {"l0a_bytes", "L1d from sysfs"},
                   {"l1_bytes", "L2 from sysfs"},
                   {"l2_bytes", "L3 from sysfs"},
@@ -329,14 +349,20 @@ Calibration measure_calibration(const MachineInfo& info) {
     for (int i = 0; i < 400; ++i) best = std::max(best, f(iters));
     return best;
   };
+  double one_chain = 0;
 #if defined(__x86_64__)
   if (info.simd_bytes >= 64 && __builtin_cpu_supports("avx512f")) {
     c.peak_gflops = best_of(fma_gflops_avx512);
+    one_chain = best_of(one_chain_gflops_avx512);
   } else if (info.simd_bytes >= 32 && info.fma && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     c.peak_gflops = best_of(fma_gflops_avx2);
+    one_chain = best_of(one_chain_gflops_avx2);
   }
 #endif
   if (c.peak_gflops == 0) c.peak_gflops = best_of(fma_gflops_generic);
+  // Without a fused FMA loop to time, the register block's issue model assumes the common
+  // two pipes of latency four (costmodel/features.cpp).
+  if (one_chain > 0) c.fma_chains = std::clamp(int(std::lround(c.peak_gflops / one_chain)), 1, 64);
   const std::int64_t llc = std::max<std::int64_t>(info.l3_bytes, info.l2_bytes);
   // A CPUID-reported L3 may be the whole package's (hundreds of MB); 512 MB is far past any
   // one core's share.

@@ -7,9 +7,11 @@
 // Target::key() differs across CPUs, results from different CPUs never mix in the database,
 // and a lookup from another CPU is simply an unknown target.
 //
-// The two measured figures are taken once per fingerprint and cached in
+// The measured figures (peak, bandwidth, and the FMA chains the peak needs) are taken once
+// per fingerprint and cached in
 // <cache dir>/host-<fingerprint>.json (cache dir: $XDG_CACHE_HOME/atvoss or ~/.cache/atvoss),
-// rounded to two significant digits so that a re-measurement rarely changes the target key.
+// peak and bandwidth rounded to two significant digits so that a re-measurement rarely
+// changes the target key.
 //
 // Mapping onto Target (whose fields describe an NPU; docs/host-backend.md):
 //   organisation "cpu"; clock_ghz 1, so a "cycle" is a nanosecond and per-cycle figures are
@@ -19,6 +21,7 @@
 //   vector_bytes_per_cycle = measured MACs per ns x 4 bytes;
 //   l0a = l0b = L1d (operand micro-panels), l0c = vector register file, ub = L1d, l1 = L2,
 //   l2 = L3; hbm_bytes_per_cycle = mte2_bytes_per_cycle = measured bandwidth in bytes per ns;
+//   fma_chains = measured peak / the rate of one dependent FMA chain;
 //   the remaining copy-path figures are estimates marked "est." in Target::source.
 #pragma once
 
@@ -66,13 +69,14 @@ struct MachineInfo {
 // is unreadable. Missing cache entries keep the defaults above.
 MachineInfo probe_machine(const MachineRoots& roots = {});
 
-// The two measured figures, per core.
+// The measured figures, per core.
 struct Calibration {
   double peak_gflops = 0;     // single-core fp32 FMA throughput
   double bandwidth_gbs = 0;   // single-core streaming read bandwidth
+  int fma_chains = 0;         // peak / one dependent FMA chain's rate (0: not measured)
 };
 
-// Measures both on this machine (about half a second).
+// Measures them on this machine (under a second).
 Calibration measure_calibration(const MachineInfo& info);
 
 struct DescribeOptions {

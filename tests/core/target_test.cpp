@@ -100,7 +100,25 @@ TEST(TargetTest, EveryNumericFieldHasBounds) {
       EXPECT_THAT(e.what(), testing::HasSubstr("'" + name + "'"));
     }
   }
-  EXPECT_EQ(fields, 29);  // device_memory_bytes included
+  EXPECT_EQ(fields, 30);  // device_memory_bytes and fma_chains included
+}
+
+// fma_chains (a CPU's measured FMA chains) may be left out; given, it changes the key, left at
+// 0 it does not, so the keys of targets described before it existed stay the same.
+TEST(TargetTest, FmaChainsIsOptionalAndKeysOnlyWhenGiven) {
+  Json without = full_target();
+  without.erase("fma_chains");
+  const Target plain = Target::from_json(without);
+  EXPECT_EQ(plain.fma_chains, 0);
+  Json zero = full_target();
+  zero["fma_chains"] = 0;
+  EXPECT_EQ(Target::from_json(zero).key(), plain.key());
+  Json eight = full_target();
+  eight["fma_chains"] = 8;
+  const Target cpu = Target::from_json(eight);
+  EXPECT_EQ(cpu.fma_chains, 8);
+  EXPECT_NE(cpu.key(), plain.key());
+  EXPECT_EQ(Target::from_json(cpu.to_json()).key(), cpu.key());
 }
 
 TEST(TargetTest, FieldBeyondDoubleInTheTextIsNamed) {

@@ -91,7 +91,7 @@ TEST(FeaturesTest, HostOnlyKnobsAreFeatures) {
 }
 
 // The register block's issue model: 4 x 16 on 16 lanes keeps 4 FMA chains, half of the 8
-// that two pipes of latency 4 need; 8 x 16 waits on its 9 loads; 8 x 32 issues at the pipes'
+// that two pipes of latency 4 need (the default where the target gives no fma_chains); 8 x 16 waits on its 9 loads; 8 x 32 issues at the pipes'
 // rate. The roofline's compute term, and so the heuristic's ranking, follows.
 TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
   const Workload w = matmul(128, 768, 768);
@@ -121,6 +121,10 @@ TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
                 {"tile_k", 128}, {"k_steps", 1}, {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}})};
   const auto scores = heuristic->predict(w, cpu, pair);
   EXPECT_GT(scores[1], scores[0]);
+  // A core that needs 16 chains (four pipes of latency 4) runs 8 x 16 at half its peak.
+  cpu.fma_chains = 16;
+  EXPECT_FLOAT_EQ(row(8, 16)[eff], 0.5f);
+  EXPECT_FLOAT_EQ(row(8, 32)[eff], 1.0f);
   // An NPU plan has no register block.
   EXPECT_FLOAT_EQ(features(w, test_target(), pair[0])[eff], 1.0f);
 }

@@ -108,7 +108,7 @@ TEST(MachineTest, CalibrationIsMeasuredOncePerFingerprintAndCached) {
   int measured = 0;
   DescribeOptions o{a.roots, cache.str(), [&](const MachineInfo&) {
                       ++measured;
-                      return Calibration{64, 20};
+                      return Calibration{64, 20, 10};
                     }};
   const Target first = describe_machine(o);
   EXPECT_EQ(measured, 1);
@@ -121,6 +121,7 @@ TEST(MachineTest, CalibrationIsMeasuredOncePerFingerprintAndCached) {
   EXPECT_DOUBLE_EQ(first.peak_flops(DType::float32), 64e9 * 2);  // per-core peak x cores
   EXPECT_DOUBLE_EQ(first.hbm_bytes_per_second(), 20e9);
   EXPECT_EQ(first.l1_bytes, 1 << 20);
+  EXPECT_EQ(again.fma_chains, 10);  // stored with the others
 
   o.roots = b.roots;
   const Target other = describe_machine(o);
@@ -143,12 +144,38 @@ TEST(MachineTest, ADamagedCacheFileIsMeasuredAgain) {
   EXPECT_EQ(measured, 2);
 }
 
+// A cache file written before fma_chains was measured is measured again, not read as 0.
+TEST(MachineTest, ACacheFileWithoutFmaChainsIsMeasuredAgain) {
+  FakeMachine a("Model A");
+  TempDir cache;
+  int measured = 0;
+  DescribeOptions o{a.roots, cache.str(), [&](const MachineInfo&) {
+                      ++measured;
+                      return Calibration{10, 5, 8};
+                    }};
+  const Target t = describe_machine(o);
+  const auto file = cache.path() / (t.name + ".json");
+  Json old = Json::parse(std::ifstream(file));
+  old.erase("fma_chains");
+  std::ofstream(file) << old.dump();
+  EXPECT_EQ(describe_machine(o).fma_chains, 8);
+  EXPECT_EQ(measured, 2);
+}
+
 TEST(MachineTest, HostResolvesToThisMachine) {
   const Target t = backend::load_target("host");
   EXPECT_EQ(t.organisation, "cpu");
   EXPECT_EQ(t.name, this_machine().target_name());
   EXPECT_GT(t.peak_flops(DType::float32), 0);
   EXPECT_GT(t.hbm_bytes_per_second(), 0);
+  // Measured where an FMA loop is timed (x86-64 with FMA): every core since Haswell needs 8-10
+  // chains, so the bounds leave a wide margin. Elsewhere not given.
+  if (this_machine().arch == "x86_64" && this_machine().fma) {
+    EXPECT_GE(t.fma_chains, 2);
+    EXPECT_LE(t.fma_chains, 32);
+  } else {
+    EXPECT_EQ(t.fma_chains, 0);
+  }
   EXPECT_EQ(Target::from_json(t.to_json()).key(), t.key());  // survives the database round trip
 }
 
