@@ -44,7 +44,7 @@ struct Target {
   int max_buffers_per_queue = 4;         // async_copy_depth limit per queue
   // CPU only, optional (0 = not given): independent FMA chains one core needs to reach its
   // peak (FMA pipes x latency), measured on the host (host/machine.hpp). Part of key() only
-  // when given, so the NPU targets' keys predate it unchanged.
+  // when given, so the keys of targets that leave it out are as before it existed.
   int fma_chains = 0;
   // Device DRAM (HBM, LPDDR) capacity. Optional, 0 = not given; only the job's fit
   // check reads it (tuner/device_memory.hpp), so it is not part of key().
