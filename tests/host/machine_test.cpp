@@ -56,6 +56,15 @@ struct FakeMachine {
   }
 };
 
+// Options that describe `roots` with a calibration cache in `cache`, measuring `c` and
+// counting the measurements in `measured`.
+DescribeOptions counting(const MachineRoots& roots, const TempDir& cache, Calibration c, int& measured) {
+  return {roots, cache.str(), [c, &measured](const MachineInfo&) {
+            ++measured;
+            return c;
+          }};
+}
+
 TEST(MachineTest, ReadsModelSimdCoresAndCachesFromTheRoots) {
   FakeMachine fake("Test CPU 9000", "fpu sse2 avx avx2 fma", 4, 2);
   const MachineInfo m = probe_machine(fake.roots);
@@ -106,10 +115,7 @@ TEST(MachineTest, CalibrationIsMeasuredOncePerFingerprintAndCached) {
   FakeMachine a("Model A"), b("Model B");
   TempDir cache;
   int measured = 0;
-  DescribeOptions o{a.roots, cache.str(), [&](const MachineInfo&) {
-                      ++measured;
-                      return Calibration{64, 20, 10};
-                    }};
+  DescribeOptions o = counting(a.roots, cache, Calibration{64, 20, 10}, measured);
   const Target first = describe_machine(o);
   EXPECT_EQ(measured, 1);
   EXPECT_TRUE(std::filesystem::exists(cache.path() / (first.name + ".json")));
@@ -134,10 +140,7 @@ TEST(MachineTest, ADamagedCacheFileIsMeasuredAgain) {
   FakeMachine a("Model A");
   TempDir cache;
   int measured = 0;
-  DescribeOptions o{a.roots, cache.str(), [&](const MachineInfo&) {
-                      ++measured;
-                      return Calibration{10, 5};
-                    }};
+  DescribeOptions o = counting(a.roots, cache, Calibration{10, 5}, measured);
   const Target t = describe_machine(o);
   std::ofstream(cache.path() / (t.name + ".json")) << "{not json";
   describe_machine(o);
@@ -149,10 +152,7 @@ TEST(MachineTest, ACacheFileWithoutFmaChainsIsMeasuredAgain) {
   FakeMachine a("Model A");
   TempDir cache;
   int measured = 0;
-  DescribeOptions o{a.roots, cache.str(), [&](const MachineInfo&) {
-                      ++measured;
-                      return Calibration{10, 5, 8};
-                    }};
+  DescribeOptions o = counting(a.roots, cache, Calibration{10, 5, 8}, measured);
   const Target t = describe_machine(o);
   const auto file = cache.path() / (t.name + ".json");
   Json old = Json::parse(std::ifstream(file));
