@@ -69,7 +69,6 @@ const std::map<std::string, std::function<void(search::StrategyOptions&, double)
       {"model_far_share", [](auto& o, double v) { o.model_far_share = v; }},
       {"mutation_doubling", [](auto& o, double v) { o.mutation_doubling = v; }},
       {"model_stall", [](auto& o, double v) { o.model_stall = static_cast<int>(v); }},
-      {"model_climb", [](auto& o, double v) { o.model_climb = v != 0; }},
       {"min_train_samples", [](auto& o, double v) { o.min_train_samples = static_cast<int>(v); }},
       {"seed_from_measured", [](auto& o, double v) { o.seed_from_measured = v; }},
       // Ensemble arms as flags: 1 adds the arm to the model arm (so "ensemble_tpe=0,1"

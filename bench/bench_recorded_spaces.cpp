@@ -64,7 +64,6 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--min-train", d.min_train_samples, "successful trials before the first fit");
   app.add_option("--epsilon", d.epsilon, "random share of each batch");
   app.add_option("--model-stall", d.model_stall, "trials without a new best before a restart (0: never)");
-  app.add_option("--model-climb", d.model_climb, "restarts climb in another basin instead of single distant picks");
   app.add_option("--tpe-startup", d.tpe_startup, "tpe: random proposals first");
   app.add_option("--tpe-gamma", d.tpe_gamma, "tpe: good fraction");
   app.add_option("--tpe-good-max", d.tpe_good_max, "tpe: good set cap");

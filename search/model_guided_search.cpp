@@ -277,11 +277,8 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
       continue;
     }
     // Short-circuits at share 0, so the RNG stream is the same as without the option.
-    // A stalled search restarts with one slot per batch (each slot at batch 1): a climb
-    // step when model_climb is on, else the best distant candidate.
-    const bool restart = std::exchange(stalled, false);
-    if (restart && options().model_climb && climb_step(model, incumbent[0]->point)) continue;
-    const bool far = restart ||
+    // A stalled search restarts with one slot per batch (each slot at batch 1).
+    const bool far = std::exchange(stalled, false) ||
                      (options().model_far_share > 0 && !incumbent.empty() && uniform01() < options().model_far_share);
     std::size_t chosen = pick(far);
     if (chosen == order.size() && far) chosen = pick(false);  // no distant candidate
@@ -291,102 +288,7 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
   }
 }
 
-const Record* ModelGuidedSearch::climb_position() const {
-  const Record* at = nullptr;
-  for (const auto& r : records()) {
-    if (r.ok() && climb_.count(r.point) && (!at || r.time_us < at->time_us)) at = &r;
-  }
-  return at;
-}
-
-std::optional<Point> ModelGuidedSearch::best_new_neighbour(const costmodel::CostModel& model, const Point& p) {
-  std::vector<Point> next;
-  const auto& knobs = space().knobs();
-  for (std::size_t d = 0; d < knobs.size(); ++d) {
-    for (int step : {-1, 1}) {
-      Point q = p;
-      q[d] += step;
-      if (q[d] >= 0 && q[d] < static_cast<int>(knobs[d].values.size()) && is_new_valid(q)) next.push_back(std::move(q));
-    }
-  }
-  if (next.empty()) return std::nullopt;
-  const auto scores = predict(model, next);
-  return next[static_cast<std::size_t>(std::max_element(scores.begin(), scores.end()) - scores.begin())];
-}
-
-const Record* ModelGuidedSearch::next_climb_start(const Point& incumbent) const {
-  for (const Record* r : best_records(records().size())) {
-    if (far_from(r->point, incumbent) && !climbed_.count(r->point)) return r;
-  }
-  return nullptr;
-}
-
-void ModelGuidedSearch::join_climb(const Point& p) {
-  climb_.insert(p);
-  climbed_.insert(p);
-}
-
-bool ModelGuidedSearch::climb_step(const costmodel::CostModel& model, const Point& incumbent) {
-  // Each pass either claims a point or starts a new climb at a measured point never
-  // climbed before, so the loop ends.
-  for (;;) {
-    if (const Record* at = climb_position()) {
-      if (auto next = best_new_neighbour(model, at->point)) {
-        join_climb(*next);
-        return claim(*next);
-      }
-    }
-    // A local optimum, or no climb yet: the next starts at the best measured trial in
-    // another basin, where the search has evidence but never refined.
-    climb_.clear();
-    if (const Record* start = next_climb_start(incumbent)) {
-      join_climb(start->point);
-      continue;
-    }
-    const std::size_t before = claimed();
-    fill_random(before + 1);
-    if (claimed() == before) return false;
-    join_climb(batch().back());
-    return true;
-  }
-}
-
-namespace {
-
-Json points_json(const PointSet& points) {
-  Json out = Json::array();
-  for (const auto& p : points) out.push_back(p);
-  return out;
-}
-
-PointSet points_from_json(const Json& j, const std::string& field, const ScheduleSpace& space,
-                          const std::string& ctx) {
-  const auto fail = [&] {
-    throw_bad_input(ctx + ": field '" + field + "' must be a list of points (" +
-                    std::to_string(space.dimensions()) + " value indices each, within the knobs' lists)");
-  };
-  if (!j.is_array()) fail();
-  PointSet out;
-  for (const auto& p : j) {
-    if (!p.is_array() || p.size() != space.dimensions()) fail();
-    Point point;
-    for (std::size_t d = 0; d < p.size(); ++d) {
-      if (!p[d].is_number_integer()) fail();
-      const auto v = p[d].get<std::int64_t>();
-      if (v < 0 || v >= static_cast<std::int64_t>(space.knobs()[d].values.size())) fail();
-      point.push_back(static_cast<int>(v));
-    }
-    out.insert(std::move(point));
-  }
-  return out;
-}
-
-}  // namespace
-
-Json ModelGuidedSearch::save_extra() const {
-  return {{"trained_on", trained_on_}, {"fitted", fitted_}, {"climb", points_json(climb_)},
-          {"climbed", points_json(climbed_)}};
-}
+Json ModelGuidedSearch::save_extra() const { return {{"trained_on", trained_on_}, {"fitted", fitted_}}; }
 
 void ModelGuidedSearch::load_extra(const Json& extra) {
   // Called by load_state after the trials are restored: refit on exactly the same prefix.
@@ -401,10 +303,6 @@ void ModelGuidedSearch::load_extra(const Json& extra) {
   const Json& fitted = extra.contains("fitted") ? extra["fitted"] : Json(n > 0);
   if (!fitted.is_boolean()) throw_bad_input(name() + " search state: field 'fitted' must be a boolean");
   if (n > 0 || fitted.get<bool>()) fit(static_cast<std::size_t>(n));
-  // States saved before model_climb existed hold no climb.
-  const std::string ctx = name() + " search state";
-  climb_ = extra.contains("climb") ? points_from_json(extra["climb"], "climb", space(), ctx) : PointSet{};
-  climbed_ = extra.contains("climbed") ? points_from_json(extra["climbed"], "climbed", space(), ctx) : PointSet{};
 }
 
 std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space,

@@ -94,10 +94,6 @@ struct StrategyOptions {
   // slot at batch 1) takes that distant pick until the best improves (a restart away from a
   // stalled basin); 0 never. 30: bench_lofo's pick (search/README.md, round 5).
   int model_stall = 30;
-  // A stalled search's restart slots climb instead of taking single distant picks: one-step
-  // moves from the best point of the climb, best-scored first, starting at the best measured
-  // trial far from the incumbent (search/README.md, round 8).
-  bool model_climb = false;
   // Batch members differ from each other in at least this many knobs while enough
   // candidates allow it (1 disables the filter).
   int diversity_knobs = 2;

@@ -7,10 +7,7 @@
 // score first under a diversity filter, each slot replaced by a random point with
 // probability epsilon. While the best trial is older than model_stall trials, the first
 // model slot of a batch takes the best candidate differing from it in a third of the knobs
-// (a restart; model_far_share does the same for a share of slots), or, with model_climb, a
-// step of a hill climb in another basin (Kernel Tuner's greedy local search, steps ordered
-// by the model), so a search settled on a plateau refines a second basin instead of
-// sampling it once. Scores are kept per
+// (a restart; model_far_share does the same for a share of slots). Scores are kept per
 // point until the next fit when the model scores rows alone (CostModel::scores_rows_alone).
 // Below min_train_samples successful trials the analytic heuristic model ranks instead (or,
 // on recorded spaces, proposals are random).
@@ -28,7 +25,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 
 #include "costmodel/retrain_policy.hpp"
 #include "search/internal/strategy_base.hpp"
@@ -67,16 +63,6 @@ class ModelGuidedSearch : public StrategyBase {
   bool diverse(const Point& p, int min_knobs) const;
   // p differs from q in at least a third of the knobs (model_far_share).
   bool far_from(const Point& p, const Point& q) const;
-  // One step of the climb a stalled search runs (model_climb): claims the best-scored new
-  // one-step neighbour of the climb's best point; at a local optimum the next climb starts
-  // at the best measured trial far from the incumbent and never climbed, or at a random
-  // point. False if nothing could be claimed.
-  bool climb_step(const costmodel::CostModel& model, const Point& incumbent);
-  // The climb's best successful trial; nullptr before one succeeded.
-  const Record* climb_position() const;
-  std::optional<Point> best_new_neighbour(const costmodel::CostModel& model, const Point& p);
-  const Record* next_climb_start(const Point& incumbent) const;
-  void join_climb(const Point& p);
 
   std::unique_ptr<costmodel::CostModel> model_;
   std::unique_ptr<costmodel::CostModel> heuristic_;  // null when not used
@@ -92,8 +78,6 @@ class ModelGuidedSearch : public StrategyBase {
   static constexpr std::size_t kScoreCacheLimit = 1u << 20;
   std::unordered_map<std::uint64_t, double> score_cache_;  // by ScheduleSpace::flat_index
   const costmodel::CostModel* scored_by_ = nullptr;
-  PointSet climb_;    // the points of the current climb (model_climb)
-  PointSet climbed_;  // every point any climb started at or claimed: never a start again
 };
 
 }  // namespace atvoss::search

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <optional>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -466,100 +465,6 @@ TEST(SearchStrategyTest, ModelGuidedRestartsAwayFromAStalledIncumbent) {
   EXPECT_GE(expect_far_picks(o, [](int since_best) { return since_best > 3; }), 5);
 }
 
-// A stalled search with model_climb: the optimum itself is the incumbent (so the search
-// stays stalled), b (the second) the best trial in another basin. History for the climb tests.
-std::vector<Trial> climb_history(const ScheduleSpace& space) {
-  const auto at = [&](std::initializer_list<std::int64_t> v) {
-    Schedule s;
-    int d = 0;
-    for (auto x : v) s.set("k" + std::to_string(d++), x);
-    return measure(space, s);
-  };
-  // Eight successes, so the model is fitted; the last six are slower than b and far too.
-  return {at({5, 2, 6, 1, 3}), at({1, 2, 6, 5, 3}), at({0, 7, 0, 7, 0}), at({7, 0, 7, 0, 7}),
-          at({0, 0, 0, 0, 0}),  at({0, 5, 0, 7, 7}), at({7, 5, 0, 0, 0}), at({0, 0, 7, 7, 7})};
-}
-
-StrategyOptions climbing_options(int* fits) {
-  auto o = options_for(2, fits);
-  o.epsilon = 0;
-  o.model_stall = 1;
-  o.model_climb = true;
-  return o;
-}
-
-// One knob apart by one value step.
-bool one_step_apart(const Schedule& a, const Schedule& b) {
-  int moved = 0, steps = 0;
-  for (int d = 0; d < kDims; ++d) {
-    const auto k = "k" + std::to_string(d);
-    moved += a.at(k) != b.at(k);
-    steps += static_cast<int>(std::abs(a.at(k) - b.at(k)));
-  }
-  return moved == 1 && steps == 1;
-}
-
-// The climb starts at the best trial far from the incumbent (not at the incumbent, whose
-// neighbours the model scores best) and each step takes the best-scored new one-step
-// neighbour of the climb's best point, moving on when a step improves it.
-TEST(SearchStrategyTest, ModelGuidedClimbsInAnotherBasinWhenStalled) {
-  const auto space = synthetic_space();
-  int fits = 0;
-  auto s = make_strategy("model-guided", space, climbing_options(&fits));
-  const auto history = climb_history(space);
-  s->observe(history);
-  std::set<Schedule> measured;
-  for (const auto& t : history) measured.insert(t.schedule);
-  Trial at = history[1];  // the climb's best point
-  for (int step = 0; step < 4; ++step) {
-    SCOPED_TRACE("step " + std::to_string(step));
-    // The perfect model's choice: the fastest valid unmeasured neighbour, first on ties.
-    std::optional<Schedule> expected;
-    for (int d = 0; d < kDims; ++d) {
-      for (int delta : {-1, 1}) {
-        Schedule n = at.schedule;
-        const auto k = "k" + std::to_string(d);
-        const auto v = n.at(k) + delta;
-        if (v < 0 || v > 7) continue;
-        n.set(k, v);
-        if (!space.check(n).ok || measured.count(n)) continue;
-        if (!expected || synthetic_time(n) < synthetic_time(*expected)) expected = n;
-      }
-    }
-    ASSERT_TRUE(expected.has_value());
-    const auto b = s->propose(1);
-    ASSERT_EQ(b.size(), 1u);
-    EXPECT_EQ(b[0], *expected) << b[0].to_json().dump();
-    const auto results = measure_all(space, b);
-    s->update(results);
-    measured.insert(b[0]);
-    if (results[0].status == Status::ok && results[0].time_us < at.time_us) at = results[0];
-  }
-}
-
-// The climb (its points and every point a climb used) is part of the saved state.
-TEST(SearchStrategyTest, ModelGuidedClimbResumesExactly) {
-  const auto space = synthetic_space();
-  for (const bool pending : {false, true}) {
-    SCOPED_TRACE(pending ? "saved with a batch pending" : "saved between rounds");
-    int fits = 0;
-    auto a = make_strategy("model-guided", space, climbing_options(&fits));
-    a->observe(climb_history(space));
-    run(*a, space, 12, 1);
-    std::vector<Schedule> in_flight;
-    if (pending) in_flight = a->propose(1);
-    const Json state = parse_json(a->save_state().dump(), "state");
-    EXPECT_FALSE(state["extra"]["climb"].empty());
-    auto b = make_strategy("model-guided", space, climbing_options(&fits));
-    b->load_state(state);
-    if (pending) {
-      a->update(measure_all(space, in_flight));
-      b->update(measure_all(space, in_flight));
-    }
-    EXPECT_EQ(run(*a, space, 40, 1), run(*b, space, 40, 1));
-  }
-}
-
 // With mutation_doubling 1, the children of two parents at block 128 on the arithmetic list
 // 16, 32, .., 256 reach only its doublings and halvings; neighbour steps reach 112 or 144.
 TEST(SearchStrategyTest, DoublingMutationStepsToTwiceOrHalfTheValue) {
@@ -767,8 +672,6 @@ TEST(SearchStrategyTest, LoadStateNamesTheBadFieldOfTheModelState) {
       "ensemble",
       {
           {"fitted", [](Json& j) { j["extra"]["fitted"] = "yes"; }, "'fitted' must be a boolean"},
-          {"climb", [](Json& j) { j["extra"]["climb"] = Json::array({Json::array({99})}); }, "'climb'"},
-          {"climbed", [](Json& j) { j["extra"]["climbed"] = 3; }, "'climbed'"},
           {"arm", [](Json& j) { j["extra"]["origin"][0]["arm"] = 7; }, "'arm' must be 0..2"},
           {"uses", [](Json& j) { j["extra"]["uses"] = Json::array({1, 2}); }, "'uses' must be 3 numbers"},
       });
