@@ -60,6 +60,9 @@ std::string read_line(const fs::path& p) {
 // The cache levels found, as bits 1 << level (1 = L1d, 2 = L2, 3 = L3).
 using CacheLevels = unsigned;
 constexpr CacheLevels kEveryLevel = 0b1110;
+// The measured FMA chains are clamped to this, and a cached value beyond it is measured again
+// (Target's own bound on fma_chains is wider).
+constexpr int kMaxFmaChains = 64;
 
 // The first size found for a level wins; other levels (L4, a garbled sysfs entry) are ignored.
 void set_cache(MachineInfo& info, int level, bool data_or_unified, std::int64_t size, CacheLevels& found) {
@@ -224,7 +227,7 @@ std::optional<Calibration> load_cached(const fs::path& file, const MachineInfo& 
     // A file from before fma_chains was measured lacks it: measured again.
     Calibration c{j.at("peak_gflops").get<double>(), j.at("bandwidth_gbs").get<double>(),
                   j.at("fma_chains").get<int>()};
-    if (c.peak_gflops > 0 && c.bandwidth_gbs > 0 && c.fma_chains >= 0) return c;
+    if (c.peak_gflops > 0 && c.bandwidth_gbs > 0 && c.fma_chains >= 0 && c.fma_chains <= kMaxFmaChains) return c;
   } catch (const std::exception&) {
     // A damaged cache file is measured again and rewritten.
   }
@@ -362,7 +365,7 @@ Calibration measure_calibration(const MachineInfo& info) {
   if (c.peak_gflops == 0) c.peak_gflops = best_of(fma_gflops_generic);
   // Without a fused FMA loop to time, the register block's issue model assumes the common
   // two pipes of latency four (costmodel/features.cpp).
-  if (one_chain > 0) c.fma_chains = std::clamp(int(std::lround(c.peak_gflops / one_chain)), 1, 64);
+  if (one_chain > 0) c.fma_chains = std::clamp(int(std::lround(c.peak_gflops / one_chain)), 1, kMaxFmaChains);
   const std::int64_t llc = std::max<std::int64_t>(info.l3_bytes, info.l2_bytes);
   // A CPUID-reported L3 may be the whole package's (hundreds of MB); 512 MB is far past any
   // one core's share.

@@ -91,8 +91,9 @@ TEST(FeaturesTest, HostOnlyKnobsAreFeatures) {
 }
 
 // The register block's issue model: 4 x 16 on 16 lanes keeps 4 FMA chains, half of the 8
-// that two pipes of latency 4 need (the default where the target gives no fma_chains); 8 x 16 waits on its 9 loads; 8 x 32 issues at the pipes'
-// rate. The roofline's compute term, and so the heuristic's ranking, follows.
+// that two pipes of latency 4 need (the default where the target gives no fma_chains); 8 x 16
+// waits on its 9 loads; 8 x 32 issues at the pipes' rate. The roofline's compute term, and so
+// the heuristic's ranking, follows.
 TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
   const Workload w = matmul(128, 768, 768);
   Target cpu = test_target();

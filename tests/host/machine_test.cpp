@@ -147,7 +147,8 @@ TEST(MachineTest, ADamagedCacheFileIsMeasuredAgain) {
   EXPECT_EQ(measured, 2);
 }
 
-// A cache file written before fma_chains was measured is measured again, not read as 0.
+// A cache file written before fma_chains was measured is measured again, not read as 0; so
+// is one whose value is out of range (it would make a target Target::from_json refuses).
 TEST(MachineTest, ACacheFileWithoutFmaChainsIsMeasuredAgain) {
   FakeMachine a("Model A");
   TempDir cache;
@@ -160,6 +161,10 @@ TEST(MachineTest, ACacheFileWithoutFmaChainsIsMeasuredAgain) {
   std::ofstream(file) << old.dump();
   EXPECT_EQ(describe_machine(o).fma_chains, 8);
   EXPECT_EQ(measured, 2);
+  old["fma_chains"] = 5000;
+  std::ofstream(file) << old.dump();
+  EXPECT_EQ(describe_machine(o).fma_chains, 8);
+  EXPECT_EQ(measured, 3);
 }
 
 TEST(MachineTest, HostResolvesToThisMachine) {
