@@ -9,15 +9,31 @@ family's score (the mean of the four, families weighted equally, as bench_lofo s
 point), and the score over the four families other than convolution_milo: the families that
 choose convolution_milo's setting in the rotation.
 """
-import collections, csv, sys
+import collections, os, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from report import load as load_rows  # bench/peer/report.py: the peer tables' CSV reader
 
 COLS = ("frac_at_25", "frac_at_50", "frac_at_100", "frac_at_200")
 
 
+def bad_input(message):
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def load(path):
     runs = collections.defaultdict(list)
-    for row in csv.DictReader(open(path)):
-        runs[row["space"]].append([float(row[c]) for c in COLS])
+    try:
+        rows = load_rows([path])
+    except OSError as e:
+        bad_input(f"{path}: cannot read: {e.strerror}")
+    for n, row in enumerate(rows, start=2):
+        try:
+            runs[row["space"]].append([float(row[c]) for c in COLS])
+        except (KeyError, TypeError, ValueError):
+            bad_input(f"{path}: line {n}: expected the columns space and {', '.join(COLS)} with numbers"
+                      " (a complete bench_recorded_spaces CSV)")
     return {s: [sum(r[i] for r in v) / len(v) for i in range(len(COLS))] for s, v in runs.items()}
 
 
@@ -29,6 +45,8 @@ def family_scores(spaces):
 
 
 def main():
+    if len(sys.argv) != 3:
+        bad_input("usage: families.py BASE.csv OTHER.csv")
     a, b = load(sys.argv[1]), load(sys.argv[2])
     for s in sorted(a):
         print(f"{s:26s} " + " ".join(f"{x:.3f}" for x in a[s]) + "  |  " + " ".join(f"{x:.3f}" for x in b.get(s, [])))
