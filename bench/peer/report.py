@@ -12,6 +12,7 @@ Usage: report.py a.csv b.csv ... [--budgets 25,50,100,200]
 import argparse
 import csv
 import collections
+import sys
 
 
 def load(paths):
@@ -20,6 +21,32 @@ def load(paths):
         with open(p) as f:
             rows.extend(csv.DictReader(f))
     return rows
+
+
+def bad_input(message):
+    """One line on stderr and exit 2, as the project's tools answer bad input."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+def load_numbers(paths, keys, cols):
+    """[(row, the cols as floats)] of complete bench CSVs; a missing file, or a row without the
+    keys or with a col that is not a number, is a one-line error (bad_input)."""
+    out = []
+    for path in paths:
+        try:
+            rows = load([path])
+        except OSError as e:
+            bad_input(f"{path}: cannot read: {e.strerror}")
+        for n, row in enumerate(rows, start=2):
+            try:
+                if any(row[k] is None for k in keys):
+                    raise KeyError
+                out.append((row, tuple(float(row[c]) for c in cols)))
+            except (KeyError, TypeError, ValueError):
+                bad_input(f"{path}: line {n}: expected the columns {', '.join(keys + cols)}, the last"
+                          f" {len(cols)} numbers (a complete bench_recorded_spaces CSV)")
+    return out
 
 
 def main():

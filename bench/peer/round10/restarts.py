@@ -14,29 +14,16 @@ exactly what independent restarts at 50 (25) evaluations would score.
 import collections, itertools, os, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from report import load as load_rows  # bench/peer/report.py: the peer tables' CSV reader
+from report import bad_input, load_numbers  # bench/peer/report.py: the peer tables' CSV reader
 
 COLS = ("frac_at_25", "frac_at_50", "frac_at_100")
 
 
-def bad_input(message):
-    print(message, file=sys.stderr)
-    sys.exit(2)
-
-
 def runs_by_space(paths):
     """{space: [(frac@25, frac@50, frac@100) per seed]}, each seed once."""
-    try:
-        rows = load_rows(paths)
-    except OSError as e:
-        bad_input(f"{e.filename}: cannot read: {e.strerror}")
     runs = collections.defaultdict(dict)
-    for n, row in enumerate(rows, start=2):
-        try:
-            runs[row["space"]].setdefault(row["seed"], tuple(float(row[c]) for c in COLS))
-        except (KeyError, TypeError, ValueError):
-            bad_input(f"row {n}: expected the columns space, seed and {', '.join(COLS)} with numbers"
-                      " (a complete bench_recorded_spaces CSV)")
+    for row, fracs in load_numbers(paths, ("space", "seed"), COLS):
+        runs[row["space"]].setdefault(row["seed"], fracs)
     return {s: list(v.values()) for s, v in runs.items()}
 
 

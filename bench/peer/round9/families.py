@@ -12,28 +12,15 @@ choose convolution_milo's setting in the rotation.
 import collections, os, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from report import load as load_rows  # bench/peer/report.py: the peer tables' CSV reader
+from report import bad_input, load_numbers  # bench/peer/report.py: the peer tables' CSV reader
 
 COLS = ("frac_at_25", "frac_at_50", "frac_at_100", "frac_at_200")
 
 
-def bad_input(message):
-    print(message, file=sys.stderr)
-    sys.exit(2)
-
-
 def load(path):
     runs = collections.defaultdict(list)
-    try:
-        rows = load_rows([path])
-    except OSError as e:
-        bad_input(f"{path}: cannot read: {e.strerror}")
-    for n, row in enumerate(rows, start=2):
-        try:
-            runs[row["space"]].append([float(row[c]) for c in COLS])
-        except (KeyError, TypeError, ValueError):
-            bad_input(f"{path}: line {n}: expected the columns space and {', '.join(COLS)} with numbers"
-                      " (a complete bench_recorded_spaces CSV)")
+    for row, fracs in load_numbers([path], ("space",), COLS):
+        runs[row["space"]].append(fracs)
     return {s: [sum(r[i] for r in v) / len(v) for i in range(len(COLS))] for s, v in runs.items()}
 
 
