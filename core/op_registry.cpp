@@ -34,8 +34,13 @@ OpInfo row_op(std::string name, int inputs, double ops, bool reduction,
 }
 
 // A pooling window: the depthwise template without weights, one op per window element.
+// Real models pool with every geometry ONNX allows, so a pool may also give: pad_bottom,
+// pad_left and pad_right (default pad: `pad` is the top padding; ceil_mode is extra end
+// padding), stride_w (default stride) and dilation (default 1). Workload::out_h() and
+// out_w() read them.
 OpInfo pool_op(std::string name, std::vector<std::string> dims) {
   OpInfo op = builtin(std::move(name), OpFamily::depthwise, std::move(dims), false);
+  op.optional_dims = {"pad_bottom", "pad_left", "pad_right", "stride_w", "dilation"};
   op.window_weights = false;
   op.window_ops = 1;
   return op;

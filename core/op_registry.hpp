@@ -36,6 +36,10 @@ struct OpInfo {
   std::string name;
   OpFamily family = OpFamily::rows;
   std::vector<std::string> dims;  // required dims, in canonical order
+  // Dims a workload may leave out; each one's default is stated where the op is
+  // registered (core/op_registry.cpp). A dim left out is not in the key, so adding one
+  // to an op keeps every stored key.
+  std::vector<std::string> optional_dims;
   bool takes_epilogue = false;
   std::string batch_dim;          // matmul family: the batch dim ("B"), empty if none
   int row_inputs = 1;             // rows family: tensors read per output element

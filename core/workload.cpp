@@ -33,7 +33,7 @@ std::int64_t read_dim(const Json& dims, const std::string& name, bool is_conv) {
     throw_bad_input("workload: dim '" + name + "' must be an integer, got " + it->dump());
   }
   const auto v = it->get<std::int64_t>();
-  const std::int64_t lo = name == "pad" ? 0 : 1;
+  const std::int64_t lo = name.rfind("pad", 0) == 0 ? 0 : 1;
   if (v < lo || v > (std::int64_t{1} << 40)) {
     throw_bad_input("workload: dim '" + name + "' must be " + (lo == 0 ? ">= 0" : "> 0") +
                     " and at most 2^40, got " + std::to_string(v));
@@ -98,21 +98,25 @@ Workload Workload::from_json(const Json& j) {
   const Json& dims = require_field(j, "dims", "workload");
   if (!dims.is_object()) throw_bad_input("workload: field 'dims' must be an object of integers");
   for (const auto& [k, v] : dims.items()) {
-    if (std::find(spec.dims.begin(), spec.dims.end(), k) == spec.dims.end()) {
+    if (std::find(spec.dims.begin(), spec.dims.end(), k) == spec.dims.end() &&
+        std::find(spec.optional_dims.begin(), spec.optional_dims.end(), k) == spec.optional_dims.end()) {
       throw_bad_input("workload: op '" + w.op_ + "' has no dim '" + k + "'; expected " +
-                      join(spec.dims));
+                      join(spec.dims) + (spec.optional_dims.empty() ? "" : " (optional: " +
+                      join(spec.optional_dims) + ")"));
     }
   }
   const bool conv = w.is_conv();
   for (const auto& name : spec.dims) w.dims_[name] = read_dim(dims, name, conv);
+  for (const auto& name : spec.optional_dims) {
+    if (dims.contains(name)) w.dims_[name] = read_dim(dims, name, conv);
+  }
   if (const auto g = w.dims_.find("groups"); g != w.dims_.end()) {
     if (w.dims_["C"] % g->second != 0 || w.dims_["K"] % g->second != 0) {
       throw_bad_input("workload: dim 'groups' must divide C and K, got " + std::to_string(g->second));
     }
   }
   if (conv) {
-    if (w.dims_["H"] + 2 * w.dims_["pad"] < w.dims_["R"] ||
-        w.dims_["W"] + 2 * w.dims_["pad"] < w.dims_["S"]) {
+    if (w.padded_h() < w.window_h() || w.padded_w() < w.window_w()) {
       throw_bad_input("workload: conv kernel R x S is larger than the padded input H x W");
     }
   }
@@ -154,12 +158,21 @@ bool Workload::has_epilogue(std::string_view op) const {
   return std::find(epilogue_.begin(), epilogue_.end(), op) != epilogue_.end();
 }
 
-std::int64_t Workload::out_h() const {
-  return (dim("H") + 2 * dim("pad") - dim("R")) / dim("stride") + 1;
+std::int64_t Workload::dim_or(const std::string& name, std::int64_t fallback) const {
+  const auto it = dims_.find(name);
+  return it == dims_.end() ? fallback : it->second;
 }
-std::int64_t Workload::out_w() const {
-  return (dim("W") + 2 * dim("pad") - dim("S")) / dim("stride") + 1;
+
+std::int64_t Workload::padded_h() const { return dim("H") + dim("pad") + dim_or("pad_bottom", dim("pad")); }
+std::int64_t Workload::padded_w() const {
+  return dim("W") + dim_or("pad_left", dim("pad")) + dim_or("pad_right", dim("pad"));
 }
+std::int64_t Workload::window_h() const { return (dim("R") - 1) * dim_or("dilation", 1) + 1; }
+std::int64_t Workload::window_w() const { return (dim("S") - 1) * dim_or("dilation", 1) + 1; }
+std::int64_t Workload::stride_w() const { return dim_or("stride_w", dim("stride")); }
+
+std::int64_t Workload::out_h() const { return (padded_h() - window_h()) / stride_h() + 1; }
+std::int64_t Workload::out_w() const { return (padded_w() - window_w()) / stride_w() + 1; }
 
 double Workload::flops() const {
   auto d = [&](const char* n) { return static_cast<double>(dim(n)); };

@@ -62,6 +62,8 @@ class Workload {
   const std::vector<std::string>& epilogue() const { return epilogue_; }
   const std::map<std::string, std::int64_t>& dims() const { return dims_; }
   std::int64_t dim(const std::string& name) const;  // internal error if absent
+  // An optional dim (OpInfo::optional_dims), or fallback when the workload leaves it out.
+  std::int64_t dim_or(const std::string& name, std::int64_t fallback) const;
   const std::string& table() const { return table_; }  // recorded spaces only
 
   // The op's registry entry (core/op_registry.hpp) and its family.
@@ -75,7 +77,15 @@ class Workload {
   double batch() const;
   bool has_epilogue(std::string_view op) const;
 
-  // Conv output spatial size: (H + 2 pad - R) / stride + 1.
+  // Window ops (conv, depthwise, pools): the padded input, the window's extent with its
+  // dilation, and the strides. Without the optional pool dims: H + 2 pad, R, stride.
+  std::int64_t padded_h() const;
+  std::int64_t padded_w() const;
+  std::int64_t window_h() const;
+  std::int64_t window_w() const;
+  std::int64_t stride_h() const { return dim("stride"); }
+  std::int64_t stride_w() const;
+  // Output spatial size: (padded - window) / stride + 1, e.g. (H + 2 pad - R) / stride + 1.
   std::int64_t out_h() const;
   std::int64_t out_w() const;
   // Arithmetic of the main op (2 per MAC), without epilogue. 0 for recorded.

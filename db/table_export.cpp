@@ -1,5 +1,7 @@
 #include "db/table_export.hpp"
 
+#include <set>
+
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "db/table/schedule_table.hpp"
@@ -7,10 +9,16 @@
 namespace atvoss::db {
 
 TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target,
-                               const std::string& path) {
+                               const std::string& path,
+                               const std::vector<table::TableEntry>& unmeasured) {
   std::vector<table::TableEntry> entries;
+  std::set<std::string> keys;
   for (BestEntry& b : db.records().best_per_workload(target.key)) {
+    keys.insert(b.workload.key());
     entries.push_back(table::TableEntry{std::move(b.workload), std::move(b.schedule), b.time_us});
+  }
+  for (const auto& e : unmeasured) {
+    if (keys.insert(e.workload.key()).second) entries.push_back(e);
   }
   if (entries.empty()) {
     throw Error(ErrorKind::not_found, "export-table: no valid record for target '" + target.name +

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "db/table/schedule_table.hpp"
 #include "db/tuning_database.hpp"
 
 namespace atvoss::db {
@@ -16,8 +18,11 @@ struct TableExportReport {
 };
 
 // Writes atomically (temporary file + rename), so a reader never sees half a table.
-// not_found if the target has no valid record.
+// `unmeasured`: entries for workloads without a valid record (a job's tasks the budget
+// never reached, with their provenance); an entry whose workload has one is ignored.
+// not_found if the table would be empty.
 TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target,
-                               const std::string& path);
+                               const std::string& path,
+                               const std::vector<table::TableEntry>& unmeasured = {});
 
 }  // namespace atvoss::db

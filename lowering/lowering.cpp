@@ -61,6 +61,21 @@ Values tile_values(std::int64_t dim, const Values& base, bool small_blocks = fal
   return v;
 }
 
+// Column tiles of a transpose, which moves whole runs of `inner` elements: inner times
+// 1, 2, 4, ... within the usual column range, and N itself when it is in that range. A
+// power-of-two list has no valid point where inner is not a power of two (a channel
+// shuffle's 3136 = 56 x 56); for a power-of-two inner this is that list.
+Values inner_multiples(std::int64_t n, std::int64_t inner) {
+  const std::int64_t lo = kColumnSizes.front(), hi = std::max(kColumnSizes.back(), inner);
+  Values v;
+  for (std::int64_t t = inner; t <= std::min(n, hi); t *= 2) {
+    if (t >= lo || t * 2 > std::min(n, hi)) v.push_back(t);
+  }
+  if (n <= hi && (v.empty() || v.back() != n)) v.push_back(n);
+  if (v.empty()) v.push_back(inner);
+  return v;
+}
+
 // A CPU target's cube fields describe SIMD lanes (host/machine.hpp), not a fractal.
 bool has_matrix_unit(const Target& t) { return t.organisation != "cpu"; }
 
@@ -351,10 +366,11 @@ KernelPlan plan_matmul(const Common& c) {
   return p;
 }
 
-// Input rows (or, below one row, columns) of a conv tile's halo: the output extent
-// `out` with kernel k over an input of `in` (padding included).
-double conv_halo(const Workload& w, double out, std::int64_t k, std::int64_t in) {
-  return std::min(double(in + 2 * w.dim("pad")), (out - 1) * double(w.dim("stride")) + double(k));
+// Input rows (axis 'h') or columns ('w') of a window op's tile halo: the output extent
+// `out` with the (dilated) window over the padded input.
+double conv_halo(const Workload& w, double out, char axis) {
+  if (axis == 'h') return std::min(double(w.padded_h()), (out - 1) * double(w.stride_h()) + double(w.window_h()));
+  return std::min(double(w.padded_w()), (out - 1) * double(w.stride_w()) + double(w.window_w()));
 }
 
 // Contiguous bytes of one GM row of a conv's input tile in `layout`, `ch_load` of C
@@ -415,7 +431,7 @@ KernelPlan plan_conv(const Common& c) {
   double a_sweep = 0, max_acc = 0, max_l1_input = 0;
   for (auto [h, ch] : axis_tiles(Ho, th)) {
     for (auto [wd, cw] : axis_tiles(Wo, tw_)) {
-      const double in_h = conv_halo(w, h, R, H), in_w = conv_halo(w, wd, S, W);
+      const double in_h = conv_halo(w, h, 'h'), in_w = conv_halo(w, wd, 'w');
       a_sweep += ch * cw * double(batch) * in_h * in_w * double(C) * c.b;
       for (auto [n, cn] : axis_tiles(K, tn)) {
         TileWork tile;
@@ -498,7 +514,7 @@ KernelPlan plan_depthwise(const Common& c) {
   double a_sweep = 0;
   for (auto [h, ch] : axis_tiles(Ho, th)) {
     for (auto [wd, cw] : axis_tiles(Wo, tw_)) {
-      const double in_h = conv_halo(w, h, R, H), in_w = conv_halo(w, wd, S, W);
+      const double in_h = conv_halo(w, h, 'h'), in_w = conv_halo(w, wd, 'w');
       a_sweep += ch * cw * double(batch) * in_h * in_w * double(C) * c.b;
       for (auto [ct, cc] : axis_tiles(C, tc)) {
         TileWork tile;
@@ -522,8 +538,8 @@ KernelPlan plan_depthwise(const Common& c) {
   p.out_bytes = w.out_elements() * c.b;
   p.other_reads = extra_in * p.out_bytes;
   add_separate_kernels(p);
-  const double in_h = conv_halo(w, double(std::min(th, Ho)), R, H);
-  const double in_w = conv_halo(w, double(std::min(tw_, Wo)), S, W);
+  const double in_h = conv_halo(w, double(std::min(th, Ho)), 'h');
+  const double in_w = conv_halo(w, double(std::min(tw_, Wo)), 'w');
   const double ct_p = ceil_to(double(std::min(tc, C)), c.c0);
   const double out_tile = double(std::min(th, Ho) * std::min(tw_, Wo)) * ct_p * c.b;
   p.footprint.ub = d * (in_h * in_w * ct_p * c.b + out_tile * (1 + extra_in)) +
@@ -703,7 +719,9 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
               knob(knobs::fusion_level, fusion)};
     case OpFamily::rows:
       return {knob(knobs::tile_m, tile_values(w.dim("M"), kRowSizes, true)),
-              knob(knobs::tile_n, tile_values(w.dim("N"), kColumnSizes)),
+              knob(knobs::tile_n, w.info().row_output == RowOutput::transposed
+                                      ? inner_multiples(w.dim("N"), w.dim("inner"))
+                                      : tile_values(w.dim("N"), kColumnSizes)),
               knob(knobs::async_copy_depth, depth)};
     case OpFamily::attention:
       return {knob(knobs::tile_m, tile_values(w.dim("S"), from_unit(kTileSizes, t, t.cube_m))),

@@ -89,8 +89,18 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
   std::printf("job %s: %d tasks, %d trials (%d resumed, %d measured now)\n", spec.name.c_str(),
               out.tasks, out.trials, out.resumed_trials, out.measured);
   if (out.tuned_us > 0 && std::isfinite(out.default_us)) {
-    std::printf("weighted end-to-end: default %.1f us -> tuned %.1f us (%.2fx)\n", out.default_us,
-                out.tuned_us, out.default_us / out.tuned_us);
+    std::printf("end-to-end (noise-free re-simulation of the chosen schedules): default %.1f us -> tuned %.1f us "
+                "(%.2fx)\n", out.default_us, out.tuned_us, out.default_us / out.tuned_us);
+  }
+  const Json& not_tuned = out.summary.at("not_tuned");
+  if (!not_tuned.empty()) {
+    std::printf("%zu nodes not tuned, %.1f us in both figures (%s):\n", not_tuned.size(), out.fallback_us,
+                out.summary.at("fallback_rule").get<std::string>().c_str());
+    for (const auto& n : not_tuned) {
+      std::printf("  %s (%s) x%d: %.2f us - %s\n", n.at("name").get<std::string>().c_str(),
+                  n.at("op").get<std::string>().c_str(), n.at("count").get<int>(), n.at("time_us").get<double>(),
+                  n.at("reason").get<std::string>().c_str());
+    }
   }
   if (out.layout_changes > 0) {
     std::printf("layout changes: %d transposes, %.1f us (in the tuned time; the report lists them)\n",
@@ -98,7 +108,7 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
   }
   std::printf("device memory: %s%s\n", out.memory.summary().c_str(), out.memory.fits() ? "" : " - does not fit");
   if (out.tasks_tuned < out.tasks) {
-    std::printf("%d of %d tasks tuned; the budget did not reach the rest, which count at their default\n",
+    std::printf("%d of %d tasks measured; the budget did not reach the rest, which run their zero-shot pick\n",
                 out.tasks_tuned, out.tasks);
   }
   std::printf("database: %s\ntable: %s\nreport: %s\n", out.database.c_str(), out.table.c_str(),

@@ -31,11 +31,19 @@
 #include "tuner/strategy_setup.hpp"
 #include "tuner/task_scheduler.hpp"
 #include "tuner/tuner.hpp"
+#include "tuner/fallback.hpp"
+#include "tuner/zero_shot.hpp"
+#include "costmodel/cost_model.hpp"
 
 namespace atvoss::tuner {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Valid schedules sampled per task for its zero-shot pick (and its time estimate).
+constexpr int kZeroShotCandidates = 256;
+constexpr const char* kEndToEndMeaning =
+    "variant (d): every task's chosen schedule (measured best, else zero-shot pick) re-simulated without "
+    "noise (measured again on the host), plus layout transposes and the nodes not tuned";
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -76,7 +84,7 @@ class JobRun {
       : spec_(spec), options_(options), target_(std::move(target)), tasks_(std::move(tasks)),
         memory_(std::move(memory)),
         measurer_(std::move(measurer)), db_(db::TuningDatabase::open(spec.database)),
-        target_info_(db::TargetInfo::from_target(target_)),
+        target_info_(db::TargetInfo::from_target(target_)), picks_(zero_shot_picks()),
         scheduler_(scheduler_tasks(), scheduler_options()),
         progress_(Progress::detect(options.quiet), spec.trials) {
     for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t});
@@ -115,15 +123,29 @@ class JobRun {
     const bool complete = total_trials() >= spec_.trials || scheduler_.all_finished();
     if (complete && host::is_host_target(target_)) confirm_bests();
     save_state(complete ? "done" : "stopped");
-    progress_.finish(task_lines(), total_trials(), objective(true), objective(false));
-    return finish(out);
+    out = finish(out);
+    // The bar ends on the job's one end-to-end figure, the one the summary and report state.
+    progress_.finish(task_lines(), total_trials(), out.tuned_us, out.default_us);
+    return out;
   }
 
  private:
+  // Every task's zero-shot pick before anything is measured: the analytic model's choice
+  // (deterministic, so a resumed job plans the same warm-up) among sampled valid schedules.
+  std::vector<ZeroShotPick> zero_shot_picks() const {
+    const auto model = costmodel::make_cost_model("heuristic", spec_.seed);
+    std::vector<ZeroShotPick> picks;
+    for (const auto& t : tasks_.tasks()) {
+      picks.push_back(zero_shot_pick(t.workload, target_, *model, kZeroShotCandidates, spec_.seed));
+    }
+    return picks;
+  }
+
   std::vector<SchedulerTask> scheduler_tasks() const {
     std::vector<SchedulerTask> v;
-    for (const auto& t : tasks_.tasks()) {
-      v.push_back({double(t.weight), t.workload.flops(), group_of(t.workload)});
+    for (std::size_t i = 0; i < tasks_.tasks().size(); ++i) {
+      const auto& t = tasks_.tasks()[i];
+      v.push_back({double(t.weight), t.workload.flops(), group_of(t.workload), picks_[i].estimate_us});
     }
     return v;
   }
@@ -133,6 +155,8 @@ class JobRun {
     o.policy = spec_.scheduler;
     o.early_stopping = spec_.early_stopping;
     o.seed = spec_.seed;
+    o.budget = spec_.trials;
+    o.batch_size = spec_.batch_size;
     return o;
   }
 
@@ -235,6 +259,7 @@ class JobRun {
     o.repeat = spec_.repeat;
     o.seed = spec_.seed;
     o.job = spec_.name;
+    o.anchors = {picks_[i].schedule};
     StrategySetup* setup = r.setup.get();
     o.after_round = [setup, this] { setup->save_if_retrained(db_); };
     o.round_checkpoint = [this, i] { return account_round(i); };
@@ -245,7 +270,7 @@ class JobRun {
 
   void run_round(int i) {
     const int room = spec_.trials - total_trials();
-    session_of(i).run_round(std::min(room, spec_.batch_size));  // checkpoint: account_round
+    session_of(i).run_round(std::min(room, scheduler_.round_size(i)));  // checkpoint: account_round
   }
 
   // Takes task i's round into the scheduler and the task's saved search state, and
@@ -303,19 +328,6 @@ class JobRun {
     return t;
   }
 
-  // Weighted end-to-end time for the outcome and the report. A task the budget never
-  // reached counts at its default schedule, simulated noise-free like the report's
-  // variants (model_evaluation.hpp), so a short budget still gives an end-to-end figure.
-  double end_to_end(bool tuned) const {
-    double total = 0;
-    for (const auto& r : runs_) {
-      double us = tuned ? r.best_us : r.default_us;
-      if (!std::isfinite(us)) us = std::isfinite(r.default_us) ? r.default_us : untuned_us(r);
-      total += r.task.weight * us;
-    }
-    return total;
-  }
-
   // Whether w's space on this target has the layout knob (the host's conv space has not).
   bool tunes_layout(const Workload& w) const {
     if (!lowering::has_layout_knob(w)) return false;
@@ -345,18 +357,6 @@ class JobRun {
     return times;
   }
 
-  // end_to_end(true) with each conv task in its chosen layout, plus the transposes.
-  double tuned_with_layouts(const LayoutChoice& choice, const std::vector<std::map<Layout, double>>& times) const {
-    double total = total_us(choice.changes);
-    for (std::size_t i = 0; i < runs_.size(); ++i) {
-      const auto& r = runs_[i];
-      double us = choice.layouts[i] ? times[i].at(*choice.layouts[i]) : r.best_us;
-      if (!std::isfinite(us)) us = std::isfinite(r.default_us) ? r.default_us : untuned_us(r);
-      total += r.task.weight * us;
-    }
-    return total;
-  }
-
   // The transposes a variant's schedules pay, as report rows.
   std::vector<LayoutChangeRow> variant_changes(const ModelVariant& v, const TransposeCost& cost) const {
     std::vector<std::optional<Layout>> layouts;
@@ -368,7 +368,7 @@ class JobRun {
     std::vector<LayoutChangeRow> rows;
     for (const auto& c : layout_changes(tasks_, layouts, cost)) {
       rows.push_back({c.from_layer, c.to_layer, lowering::layout_name(c.from), lowering::layout_name(c.to),
-                      c.transpose.label(), c.time_us});
+                      c.transpose.label(), c.time_us, c.transpose.to_json()});
     }
     return rows;
   }
@@ -393,24 +393,78 @@ class JobRun {
     }
   }
 
+  // The report's variants; (d) is the job's chosen schedule set (model_evaluation.hpp).
+  std::vector<ModelVariant> variants(const LayoutChoice& layouts, const TransposeCost& transpose_cost) const {
+    EvaluationOptions eval;
+    eval.cost_model = spec_.cost_model;
+    eval.seed = spec_.seed;
+    eval.layouts = layouts.layouts;
+    for (const auto& p : picks_) eval.picks.push_back(p.schedule);
+    auto v = evaluate_variants(tasks_.tasks(), target_, db_.records(), eval);
+    const double fallback = fallbacks_us(tasks_, target_);
+    for (auto& variant : v) {
+      variant.layout_changes = variant_changes(variant, transpose_cost);
+      variant.fallback_us = fallback;
+    }
+    return v;
+  }
+
+  // Table entries for the tasks without a valid record: the schedule (d) runs for them.
+  std::vector<table::TableEntry> unmeasured_entries(const ModelVariant& chosen) const {
+    std::vector<table::TableEntry> entries;
+    for (std::size_t i = 0; i < chosen.ops.size() && i < runs_.size(); ++i) {
+      const VariantOp& op = chosen.ops[i];
+      if (op.provenance == "measured" || !op.schedule || !op.measurement || !op.measurement->ok()) continue;
+      entries.push_back({runs_[i].task.workload, *op.schedule, op.measurement->time_us, op.provenance});
+    }
+    return entries;
+  }
+
+  Json task_json(std::size_t i, const TaskReport& t, const VariantOp& chosen, const LayoutChoice& layouts,
+                 const std::vector<std::map<Layout, double>>& times) const {
+    const auto& r = runs_[i];
+    Json layers = Json::array();
+    for (const auto& [name, count] : r.task.layers) layers.push_back({{"name", name}, {"count", count}});
+    Json j{{"name", r.task.name}, {"workload", r.task.workload.to_json()}, {"weight", r.task.weight},
+           {"nodes", layers}, {"trials", r.stored},
+           {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
+           {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},
+           {"best_schedule", t.best_schedule ? t.best_schedule->to_json() : Json(nullptr)},
+           {"chosen_schedule", chosen.schedule ? chosen.schedule->to_json() : Json(nullptr)},
+           {"chosen_us", chosen.measurement && chosen.measurement->ok() ? Json(chosen.measurement->time_us)
+                                                                         : Json(nullptr)},
+           {"provenance", chosen.provenance}};
+    if (const auto l = layouts.layouts[i]) {  // the chosen layout and its best time
+      j["layout"] = lowering::layout_name(*l);
+      j["layout_us"] = times[i].at(*l);
+    }
+    return j;
+  }
+
   JobOutcome finish(JobOutcome out) {
     out.tasks = static_cast<int>(runs_.size());
     out.tasks_tuned = tasks_tuned();
     out.trials = total_trials();
     out.measured = out.trials - out.resumed_trials;
-    out.default_us = end_to_end(false);
     const TransposeCost transpose_cost = swept_transpose_cost(target_);
     const auto times = layout_times();
     const LayoutChoice layouts = choose_layouts(tasks_, times, transpose_cost);
-    out.tuned_us = tuned_with_layouts(layouts, times);
-    out.layout_changes = int(layouts.changes.size());
-    out.layout_changes_us = total_us(layouts.changes);
+    ReportData data;
+    data.variants = variants(layouts, transpose_cost);
+    // One end-to-end figure: (d), the chosen schedules re-simulated without noise (on the
+    // host, measured again), with transposes and fallback nodes; (a) is its baseline.
+    const ModelVariant& chosen = data.variants.back();
+    out.default_us = data.variants.front().end_to_end_us();
+    out.tuned_us = chosen.end_to_end_us();
+    out.layout_changes = int(chosen.layout_changes.size());
+    out.layout_changes_us = 0;
+    for (const auto& c : chosen.layout_changes) out.layout_changes_us += c.time_us;
+    out.fallback_us = chosen.fallback_us;
     out.database = spec_.database;
     out.table = spec_.export_path;
     out.report = spec_.report_path;
     out.memory = memory_;
-    db::export_table(db_, target_info_, spec_.export_path);
-    ReportData data;
+    db::export_table(db_, target_info_, spec_.export_path, unmeasured_entries(chosen));
     data.job = spec_.name;
     data.target = target_.name;
     if (host::is_host_target(target_)) data.peak_gflops = host::core_peak_gflops(target_);
@@ -420,62 +474,57 @@ class JobRun {
     data.trials = out.trials;
     data.budget = spec_.trials;
     data.tasks_tuned = out.tasks_tuned;
-    for (const auto& [op, n] : tasks_.unsupported()) data.unsupported.emplace_back(op, n);
+    for (const auto& n : tasks_.fallbacks()) {
+      data.fallbacks.push_back({n.name, n.op, n.reason, n.count, fallback_us(n, target_)});
+    }
     data.device_memory = memory_.summary();
     data.fits_device = memory_.fits();
     Json tasks = Json::array();
     for (std::size_t i = 0; i < runs_.size(); ++i) {
-      const auto& r = runs_[i];
-      data.tasks.push_back(task_report(r));
-      const auto& t = data.tasks.back();
-      tasks.push_back({{"name", r.task.name}, {"workload", r.task.workload.to_json()},
-                       {"weight", r.task.weight}, {"trials", r.stored},
-                       {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
-                       {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},
-                       {"best_schedule", t.best_schedule ? t.best_schedule->to_json() : Json(nullptr)}});
-      if (const auto l = layouts.layouts[i]) {  // the chosen layout and its best time
-        tasks.back()["layout"] = lowering::layout_name(*l);
-        tasks.back()["layout_us"] = times[i].at(*l);
-      }
+      data.tasks.push_back(task_report(runs_[i]));
+      tasks.push_back(task_json(i, data.tasks.back(), chosen.ops[i], layouts, times));
     }
-    EvaluationOptions eval;
-    eval.cost_model = spec_.cost_model;
-    eval.seed = spec_.seed;
-    eval.layouts = layouts.layouts;
-    data.variants = evaluate_variants(tasks_.tasks(), target_, db_.records(), eval);
-    for (auto& v : data.variants) v.layout_changes = variant_changes(v, transpose_cost);
     data.precisions = precisions_;
     for (const auto& t : tasks_.tasks()) {
       if (const double e = int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
     }
     write_report(data, spec_.report_path);
+    out.summary = summary_json(out, data, tasks);
+    return out;
+  }
+
+  Json summary_json(const JobOutcome& out, const ReportData& data, const Json& tasks) const {
     Json variants = Json::array();
     for (const auto& v : data.variants) {
       variants.push_back({{"name", v.name}, {"end_to_end_us", v.end_to_end_us()},
                           {"throughput", v.throughput(data.batch)}});
     }
     Json changes = Json::array();
-    for (const auto& c : layouts.changes) {
-      changes.push_back({{"from_layer", c.from_layer}, {"to_layer", c.to_layer},
-                         {"from", lowering::layout_name(c.from)}, {"to", lowering::layout_name(c.to)},
-                         {"transpose", c.transpose.to_json()}, {"time_us", c.time_us}});
+    for (const auto& c : data.variants.back().layout_changes) {  // the chosen schedules' transposes
+      changes.push_back({{"from_layer", c.from_layer}, {"to_layer", c.to_layer}, {"from", c.from}, {"to", c.to},
+                         {"transpose", c.transpose}, {"time_us", c.time_us}});
     }
     Json precisions = Json::array();
     for (const auto& p : precisions_) {
       precisions.push_back({{"name", p.name}, {"default_us", p.default_us}});
     }
-    out.summary = {{"job", spec_.name}, {"precisions", precisions}, {"model", tasks_.model()}, {"target", target_.name},
-                   {"trials", out.trials}, {"resumed", out.resumed_trials},
-                   {"tasks_tuned", out.tasks_tuned}, {"default_us", out.default_us},
-                   {"tuned_us", out.tuned_us}, {"layout_changes", changes},
-                   {"layout_changes_us", total_us(layouts.changes)},
-                   {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
-                   {"database", out.database}, {"table", out.table}, {"report", out.report},
-                   {"memory", {{"weight_bytes", memory_.weight_bytes},
-                               {"peak_activation_bytes", memory_.peak_activation_bytes},
-                               {"peak_layer", memory_.peak_layer},
-                               {"capacity_bytes", memory_.capacity_bytes}, {"fits", memory_.fits()}}}};
-    return out;
+    Json folded = Json::array();
+    for (const auto& [name, into] : tasks_.folded()) {
+      folded.push_back({{"name", name}, {"into", into.empty() ? Json(nullptr) : Json(into)}});
+    }
+    return {{"job", spec_.name}, {"precisions", precisions}, {"model", tasks_.model()}, {"target", target_.name},
+            {"trials", out.trials}, {"resumed", out.resumed_trials},
+            {"tasks_tuned", out.tasks_tuned}, {"default_us", out.default_us},
+            {"tuned_us", out.tuned_us}, {"end_to_end", kEndToEndMeaning},
+            {"layout_changes", changes}, {"layout_changes_us", out.layout_changes_us},
+            {"fallback_us", out.fallback_us}, {"fallback_rule", kFallbackRule},
+            {"not_tuned", fallbacks_json(tasks_, target_)}, {"folded", folded},
+            {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
+            {"database", out.database}, {"table", out.table}, {"report", out.report},
+            {"memory", {{"weight_bytes", memory_.weight_bytes},
+                        {"peak_activation_bytes", memory_.peak_activation_bytes},
+                        {"peak_layer", memory_.peak_layer},
+                        {"capacity_bytes", memory_.capacity_bytes}, {"fits", memory_.fits()}}}};
   }
 
   const JobSpec& spec_;
@@ -486,6 +535,7 @@ class JobRun {
   std::unique_ptr<Measurer> measurer_;
   db::TuningDatabase db_;
   db::TargetInfo target_info_;
+  std::vector<ZeroShotPick> picks_;  // per task, before anything is measured
   TaskScheduler scheduler_;
   Progress progress_;
   std::vector<TaskRun> runs_;
@@ -553,9 +603,9 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
     throw_bad_input("job spec: field 'strategy' must be one of " + list + "; got '" +
                     spec.strategy + "'");
   }
-  for (const auto& t : tasks.tasks()) {
-    (void)backend::required_default(t.workload, target);
-  }
+  // A task with no valid schedule on this target runs as a fallback node, named, instead
+  // of failing the job (tuner/fallback.hpp).
+  tasks = without_unschedulable(tasks, target);
   // The spec names where output goes; a missing directory is the user's to create.
   require_output_file(spec.database, "job spec: field 'database'");
   require_output_file(spec.export_path, "job spec: field 'export'");

@@ -48,13 +48,18 @@ struct JobRunOptions {
 
 struct JobOutcome {
   int tasks = 0;
-  int tasks_tuned = 0;     // tasks with a measured schedule; the rest count at their default
+  int tasks_tuned = 0;     // tasks with a measured schedule; the rest run their zero-shot pick
   int trials = 0;          // stored trials over all tasks after the run
   int resumed_trials = 0;  // found in the database at the start
   int measured = 0;        // stored by this run
-  double default_us = 0;   // weighted end-to-end time under the default schedules
-  double tuned_us = 0;     // ... under the best stored schedules, untuned tasks at their default,
-                           // conv tasks in their chosen layouts, transposes included
+  // The job's one end-to-end figure, the same in the summary, --json and the report:
+  // report variant (d), every task's chosen schedule (measured best, else its zero-shot
+  // pick) re-simulated without noise, conv tasks in their chosen layouts, with the
+  // transposes and the nodes not tuned (fallback_us). default_us is variant (a), the
+  // vendor default schedules, with the same transposes rule and fallbacks.
+  double default_us = 0;
+  double tuned_us = 0;
+  double fallback_us = 0;  // the nodes not tuned (tuner/fallback.hpp), in both figures
   int layout_changes = 0;  // transposes between layers of differing layouts (layout_choice.hpp)
   double layout_changes_us = 0;
   std::string database, table, report;

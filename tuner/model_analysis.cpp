@@ -2,6 +2,7 @@
 // again without noise, its profile read as utilisations, and the usual bars applied.
 #include "tuner/model_analysis.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -11,6 +12,7 @@
 #include "db/tuning_database.hpp"
 #include "host/machine.hpp"
 #include "lowering/lowering.hpp"
+#include "tuner/fallback.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/model_evaluation.hpp"
 
@@ -30,20 +32,49 @@ std::string roofline_bound(const Workload& w, const Target& t) {
   return compute_s >= memory_s ? "compute" : "memory";
 }
 
-void apply_bars(LayerAnalysis& l, const UtilisationBars& bars) {
+// The bars l breaks, each with what usually fixes it on this chip.
+std::vector<std::pair<std::string, std::string>> broken_bars(const LayerAnalysis& l, const UtilisationBars& bars) {
+  std::vector<std::pair<std::string, std::string>> out;
   if (l.bound == "memory" && l.bandwidth < bars.bandwidth) {
-    l.flags.push_back("bandwidth " + percent(l.bandwidth) + " < " + percent(bars.bandwidth) +
-                      " (memory-bound)");
+    out.emplace_back("bandwidth " + percent(l.bandwidth) + " < " + percent(bars.bandwidth) + " (memory-bound)",
+                     "larger tiles along the contiguous axis and async_copy_depth >= 2 keep HBM busy; "
+                     "fusing the next elementwise op saves a round trip");
   }
   if (l.bound == "compute" && l.compute < bars.compute) {
-    l.flags.push_back("compute " + percent(l.compute) + " < " + percent(bars.compute) +
-                      " (compute-bound)");
+    out.emplace_back("compute " + percent(l.compute) + " < " + percent(bars.compute) + " (compute-bound)",
+                     "tiles that are whole multiples of the matrix unit and enough tiles for every core; "
+                     "tune this layer with more trials");
   }
-  if (l.sync > bars.sync) l.flags.push_back("sync " + percent(l.sync) + " > " + percent(bars.sync));
+  if (l.sync > bars.sync) {
+    out.emplace_back("sync " + percent(l.sync) + " > " + percent(bars.sync),
+                     "raise async_copy_depth so copies overlap compute");
+  }
+  return out;
+}
+
+// Ranks layers by share of the model's time and flags the heavy ones (model_analysis.hpp).
+void rank_and_flag(std::vector<LayerAnalysis>& layers, const UtilisationBars& bars) {
+  double total = 0;
+  for (const auto& l : layers) total += l.weight * l.time_us;
+  for (auto& l : layers) l.share = total > 0 ? l.weight * l.time_us / total : 0;
+  std::stable_sort(layers.begin(), layers.end(), [](const auto& a, const auto& b) { return a.share > b.share; });
+  double before = 0;
+  for (auto& l : layers) {
+    const bool heavy = before < bars.top_share;
+    before += l.share;
+    for (auto& [flag, hint] : broken_bars(l, bars)) {
+      if (heavy) {
+        l.flags.push_back(flag);
+        l.hints.push_back(hint);
+      } else {
+        l.minor.push_back(flag);
+      }
+    }
+  }
 }
 
 LayerAnalysis analyze_layer(const TuneTask& task, const Target& t, const db::RecordStore& records,
-                            const std::string& target_key, const UtilisationBars& bars) {
+                            const std::string& target_key) {
   LayerAnalysis l;
   l.name = task.name;
   l.label = task.workload.label();
@@ -65,7 +96,6 @@ LayerAnalysis analyze_layer(const TuneTask& task, const Target& t, const db::Rec
   const bool matrix = lowering::plan_kernel(task.workload, t, l.schedule).uses_cube;
   l.compute = std::min(1.0, matrix ? p.cube_utilisation * m.time_us / busy_us : p.compute_us / busy_us);
   l.sync = p.sync_wait_us / busy_us;
-  apply_bars(l, bars);
   return l;
 }
 
@@ -96,15 +126,22 @@ int ModelAnalysis::flagged() const {
   return n;
 }
 
+double ModelAnalysis::flagged_share() const {
+  double s = 0;
+  for (const auto& l : layers) s += l.flags.empty() ? 0 : l.share;
+  return s;
+}
+
 Json ModelAnalysis::to_json() const {
   Json out = Json::array();
   for (const auto& l : layers) {
     out.push_back({{"name", l.name}, {"workload", l.label}, {"weight", l.weight}, {"tuned", l.tuned},
                    {"schedule", l.schedule.to_json()}, {"time_us", l.time_us}, {"bound", l.bound},
                    {"bandwidth", l.bandwidth}, {"compute", l.compute}, {"sync", l.sync},
-                   {"flags", l.flags}});
+                   {"share", l.share}, {"flags", l.flags}, {"hints", l.hints}, {"minor", l.minor}});
   }
-  return Json{{"model", model}, {"target", target}, {"flagged", flagged()}, {"layers", out}};
+  return Json{{"model", model}, {"target", target}, {"flagged", flagged()},
+              {"flagged_share", flagged_share()}, {"layers", out}};
 }
 
 ModelAnalysis analyze_tuned_model(const TaskSet& tasks, const Target& target,
@@ -117,10 +154,13 @@ ModelAnalysis analyze_tuned_model(const TaskSet& tasks, const Target& target,
   a.model = tasks.model();
   a.target = target.name;
   const std::string target_key = db::TargetInfo::from_target(target).key;
-  for (const auto& task : tasks.tasks()) {
+  // A task with no valid schedule on the target runs as a fallback node: no profile.
+  const TaskSet schedulable = without_unschedulable(tasks, target);
+  for (const auto& task : schedulable.tasks()) {
     if (!lowering::can_lower(task.workload)) continue;  // a measured table has no profile
-    a.layers.push_back(analyze_layer(task, target, records, target_key, bars));
+    a.layers.push_back(analyze_layer(task, target, records, target_key));
   }
+  rank_and_flag(a.layers, bars);
   return a;
 }
 
@@ -173,22 +213,26 @@ std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars&
   std::string out = "model " + a.model + " on " + a.target + ": " + std::to_string(a.layers.size()) +
                     " layers, best stored schedules profiled on the simulator\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-28s %6s %10s %-7s %9s %8s %6s  %s\n", "layer", "weight",
-                "time us", "bound", "bandwidth", "compute", "sync", "flags");
+  std::snprintf(line, sizeof line, "  %-28s %6s %10s %6s %-7s %9s %8s %6s  %s\n", "layer (by share)", "weight",
+                "time us", "share", "bound", "bandwidth", "compute", "sync", "flags");
   out += line;
   for (const auto& l : a.layers) {
     std::string flags;
     for (const auto& f : l.flags) flags += (flags.empty() ? "" : "; ") + f;
+    for (const auto& f : l.minor) flags += (flags.empty() ? "" : "; ") + ("(light) " + f);
     if (!l.tuned) flags = "untuned (default schedule)" + std::string(flags.empty() ? "" : "; ") + flags;
-    std::snprintf(line, sizeof line, "%s %-28.28s %6d %10.2f %-7s %9s %8s %6s  %s\n",
-                  l.flags.empty() ? " " : "!", l.name.c_str(), l.weight, l.time_us, l.bound.c_str(),
-                  percent(l.bandwidth).c_str(), percent(l.compute).c_str(), percent(l.sync).c_str(),
-                  flags.c_str());
+    std::snprintf(line, sizeof line, "%s %-28.28s %6d %10.2f %6s %-7s %9s %8s %6s  %s\n",
+                  l.flags.empty() ? " " : "!", l.name.c_str(), l.weight, l.time_us, percent(l.share).c_str(),
+                  l.bound.c_str(), percent(l.bandwidth).c_str(), percent(l.compute).c_str(),
+                  percent(l.sync).c_str(), flags.c_str());
     out += line;
+    for (const auto& h : l.hints) out += "      hint: " + h + "\n";
   }
-  out += std::to_string(a.flagged()) + " of " + std::to_string(a.layers.size()) +
-         " layers break a bar (bandwidth < " + percent(bars.bandwidth) + " while memory-bound, compute < " +
-         percent(bars.compute) + " while compute-bound, sync > " + percent(bars.sync) + ")\n";
+  out += std::to_string(a.flagged()) + " of " + std::to_string(a.layers.size()) + " layers flagged, holding " +
+         percent(a.flagged_share()) + " of the model's time: the heaviest layers (" + percent(bars.top_share) +
+         " of the time) that break a bar (bandwidth < " + percent(bars.bandwidth) +
+         " while memory-bound, compute < " + percent(bars.compute) + " while compute-bound, sync > " +
+         percent(bars.sync) + ")\n";
   return out;
 }
 

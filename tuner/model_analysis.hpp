@@ -10,6 +10,10 @@
 //   sync       time stalled on pipeline flags / that time
 //   bound      FLOPs / peak vs compulsory bytes / HBM bandwidth, whichever is longer
 // A task without a stored valid schedule is profiled at its default and marked untuned.
+// Where to look: layers are ranked by their share of the model's time (weight x time
+// over the sum), and only the heaviest layers that together hold top_share of it are
+// flagged, each bar with its hint; a lighter layer that breaks a bar is listed, not
+// flagged (a 2% gain on 0.1% of the time is not where a user should look).
 // Threading: the caller's thread; reads the database only.
 #pragma once
 
@@ -29,6 +33,7 @@ struct UtilisationBars {
   double bandwidth = 0.85;  // memory-bound layers below it are flagged
   double compute = 0.70;    // compute-bound layers below it are flagged
   double sync = 0.05;       // any layer above it is flagged
+  double top_share = 0.8;   // flags go to the heaviest layers holding this share of the time
 };
 
 struct LayerAnalysis {
@@ -40,13 +45,17 @@ struct LayerAnalysis {
   double time_us = 0;  // noise-free, the schedule as profiled
   std::string bound;   // "memory" or "compute"
   double bandwidth = 0, compute = 0, sync = 0;  // 0..1
+  double share = 0;                             // weight x time_us over the model's sum
   std::vector<std::string> flags;               // e.g. "bandwidth 62% < 85% (memory-bound)"
+  std::vector<std::string> hints;               // what to try, one per flag
+  std::vector<std::string> minor;               // bars broken by a layer too light to flag
 };
 
 struct ModelAnalysis {
   std::string model, target;
-  std::vector<LayerAnalysis> layers;  // in the model's task order
+  std::vector<LayerAnalysis> layers;  // heaviest share of the model's time first
   int flagged() const;
+  double flagged_share() const;  // of the model's time, in the flagged layers
   Json to_json() const;
 };
 

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "costmodel/cost_model.hpp"
 #include "backend/backend.hpp"
+#include "tuner/zero_shot.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -51,18 +52,7 @@ VariantOp zero_shot(const TuneTask& task, std::size_t index,
     op.schedule = def;
     return op;
   }
-  const ScheduleSpace space = backend::space_for(task.workload, target);
-  std::mt19937_64 rng(options.seed ^ fnv1a64(task.workload.key()));
-  std::set<Schedule> seen{def};
-  std::vector<Schedule> candidates{def};
-  for (int i = 0; i < options.zero_shot_candidates * 4 &&
-                  static_cast<int>(candidates.size()) < options.zero_shot_candidates;
-       ++i) {
-    auto p = space.random_valid_point(rng, 200);
-    if (!p) break;
-    Schedule s = space.schedule_at(*p);
-    if (seen.insert(s).second) candidates.push_back(std::move(s));
-  }
+  const auto candidates = zero_shot_candidates(task.workload, target, options.zero_shot_candidates - 1, options.seed);
   const auto scores = model->predict(task.workload, target, candidates);
   const auto best = std::max_element(scores.begin(), scores.end()) - scores.begin();
   op.measurement = exact(target, task.workload, candidates[best]);
@@ -113,6 +103,30 @@ VariantOp tuned_at_fusion(const TuneTask& t, const Target& target,
   return op;
 }
 
+// What (d) runs for a task with nothing measured: (b)'s pick when (b) had a model,
+// else the job's own zero-shot pick, else the vendor default.
+VariantOp unmeasured_pick(const TuneTask& t, const VariantOp& b, const std::optional<Schedule>& pick,
+                          const Target& target, const Schedule& def) {
+  VariantOp op{t.name, t.weight, std::nullopt, "nothing measured"};
+  if (b.note.empty() && b.schedule) {
+    op.schedule = b.schedule;
+    op.measurement = b.measurement;
+    op.note += "; zero-shot pick of a model trained on the measured tasks";
+    op.provenance = "zero-shot";
+  } else if (pick) {
+    op.schedule = pick;
+    op.measurement = exact(target, t.workload, *pick);
+    op.note += "; the job's analytic zero-shot pick";
+    op.provenance = "zero-shot";
+  } else {
+    op.schedule = def;
+    op.measurement = exact(target, t.workload, def);
+    op.note += "; default used";
+    op.provenance = "default";
+  }
+  return op;
+}
+
 }  // namespace
 
 Measurement measure_noise_free(const Target& target, const Workload& w, const Schedule& s) {
@@ -159,7 +173,10 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
                         std::to_string(options.zero_shot_candidates) + " sampled schedules, unmeasured",
                     {}};
   ModelVariant tuned{"(c) tuned", "tiling tuned, fusion_level held at the vendor default's", {}};
-  ModelVariant fused{"(d) tuned + fusion", "fastest measured schedule, any fusion level", {}};
+  ModelVariant fused{"(d) tuned + fusion",
+                     "fastest measured schedule, any fusion level; a task never measured runs (b)'s pick "
+                     "(or the job's analytic zero-shot pick)",
+                     {}};
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const TuneTask& t = tasks[i];
     const Schedule d = backend::required_default(t.workload, target);
@@ -171,18 +188,17 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
     if (auto s = best_stored(t.workload, histories[i], std::nullopt, layout)) {
       op.measurement = exact(target, t.workload, *s);
       op.schedule = *s;
+      op.provenance = "measured";
+      const auto& c = tuned.ops.back();
+      const bool same_layout = !layout || lowering::layout_of(t.workload, *c.schedule) == layout;
+      if (c.measurement && c.measurement->ok() && same_layout &&
+          (!op.measurement->ok() || c.measurement->time_us < op.measurement->time_us)) {
+        op.measurement = c.measurement;
+        op.schedule = c.schedule;
+      }
     } else {
-      op.measurement = exact(target, t.workload, d);
-      op.note = "nothing measured; default used";
-      op.schedule = d;
-    }
-    const auto& c = tuned.ops.back();
-    const bool same_layout = !layout || lowering::layout_of(t.workload, *c.schedule) == layout;
-    if (c.measurement && c.measurement->ok() && same_layout &&
-        (!op.measurement->ok() || c.measurement->time_us < op.measurement->time_us)) {
-      op.measurement = c.measurement;
-      op.schedule = c.schedule;
-      op.note.clear();
+      op = unmeasured_pick(t, zero.ops.back(), i < options.picks.size() ? options.picks[i] : std::nullopt,
+                           target, d);
     }
     fused.ops.push_back(std::move(op));
   }

@@ -9,6 +9,10 @@
 //       moved to it, whichever is faster);
 //   (d) tuned with fusion — the fastest stored schedule of any fusion level (or
 //       (c)'s pick, should that be faster noise-free), in the layout the job chose.
+//       A task with nothing measured runs (b)'s pick, from a model trained on
+//       everything the job measured, or without one the job's own zero-shot pick.
+//       (d) is the job's chosen schedule set: its time is the job's end-to-end figure,
+//       and each op says where its schedule comes from (VariantOp::provenance).
 // Each VariantOp carries the schedule it timed, so that the caller can add the
 // transposes between layers of differing layouts (layout_choice.hpp).
 // Threading: the caller's thread; reads db only.
@@ -38,6 +42,9 @@ struct EvaluationOptions {
   // Per task, the layout (d) keeps it in (the job's layout choice, layout_choice.hpp);
   // empty or nullopt: any layout.
   std::vector<std::optional<lowering::Layout>> layouts;
+  // Per task, the job's zero-shot pick (zero_shot.hpp): what (d) runs for a task with
+  // nothing measured when (b) had no model to pick with; empty or nullopt: the default.
+  std::vector<std::optional<Schedule>> picks;
 };
 
 // w under s on target, simulated without noise: how variants, and tasks a job's budget

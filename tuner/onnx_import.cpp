@@ -129,14 +129,21 @@ class Extractor {
       consumed_[i] = true;
       const auto& node = graph_.node(i);
       const std::string& op = node.op_type();
-      if (is_folded(node)) continue;
+      if (is_folded(node)) {
+        out_.add_folded(node_name(node), "");
+        continue;
+      }
       std::optional<std::string> why_not;
+      chain_head_ = node_name(node);
       try {
         why_not = task_of(node);
-      } catch (const Error&) {  // a shape no workload takes (e.g. a window wider than its input)
-        why_not = op + " (shape not supported)";
+      } catch (const Error& e) {  // a shape no workload takes (e.g. a window wider than its input)
+        why_not = op + " (shape not supported: " + e.what() + ")";
       }
-      if (why_not) out_.add_unsupported(*why_not);
+      if (why_not) {
+        out_.add_fallback({node_name(node), op, *why_not == op ? "no lowering for " + op : *why_not,
+                           node_bytes(node), 1});
+      }
     }
   }
 
@@ -159,7 +166,40 @@ class Extractor {
   }
 
   std::string node_name(const onnx::NodeProto& n) const {
-    return n.name().empty() ? n.op_type() + ":" + n.output(0) : n.name();
+    return n.name().empty() ? n.op_type() + ":" + (n.output_size() ? n.output(0) : "") : n.name();
+  }
+
+  // Bytes of one element of tensor as the target runs it: floats in the tuned float dtype.
+  double element_bytes(const std::string& tensor) const {
+    const auto it = index_.elem_types.find(tensor);
+    const int type = it == index_.elem_types.end() ? onnx::TensorProto::FLOAT : it->second;
+    switch (type) {
+      case onnx::TensorProto::INT8:
+      case onnx::TensorProto::UINT8:
+      case onnx::TensorProto::BOOL: return 1;
+      case onnx::TensorProto::FLOAT16:
+      case onnx::TensorProto::BFLOAT16:
+      case onnx::TensorProto::INT16:
+      case onnx::TensorProto::UINT16: return 2;
+      case onnx::TensorProto::INT32:
+      case onnx::TensorProto::UINT32: return 4;
+      case onnx::TensorProto::INT64:
+      case onnx::TensorProto::UINT64: return 8;
+      default: return dtype_bytes(options_.float_dtype);
+    }
+  }
+
+  // Bytes a node reads and writes once: every input and output whose shape is known.
+  double node_bytes(const onnx::NodeProto& n) const {
+    double total = 0;
+    auto add = [&](const std::string& t) {
+      if (const Shape* s = t.empty() ? nullptr : shape_of(t)) {
+        total += double(product(s->begin(), s->end())) * element_bytes(t);
+      }
+    };
+    for (const auto& in : n.input()) add(in);
+    for (const auto& out : n.output()) add(out);
+    return total;
   }
 
   const Shape* shape_of(const std::string& tensor) const {
@@ -211,10 +251,16 @@ class Extractor {
       }
       if (step.empty() || has(step)) break;
       chain.push_back(step);
-      consumed_[*next] = true;
+      consume_into(*next);
       tensor = n.output(0);
     }
     return chain;
+  }
+
+  // Node i joins the chain of the node whose task is being built (chain_head_).
+  void consume_into(int i) {
+    consumed_[i] = true;
+    out_.add_folded(node_name(graph_.node(i)), chain_head_);
   }
 
   // Views and inference no-ops: no data moves, nothing to tune or report.
@@ -344,21 +390,54 @@ class Extractor {
     return std::nullopt;
   }
 
+  // MaxPool and AveragePool with every window ONNX allows: per-side pads, auto_pad,
+  // ceil_mode, dilations and a stride per axis. The output shape comes from shape
+  // inference; the end padding is then what makes the floor rule give that shape (how
+  // ceil_mode and SAME padding reach the workload). Pads on the 4 sides are the pool's
+  // pad (top), pad_left, pad_bottom and pad_right (core/op_registry.cpp).
   std::optional<std::string> pool_task(const onnx::NodeProto& node) {
     const Shape* x = shape_of(node.input(0));
+    const Shape* y = node.output_size() ? shape_of(node.output(0)) : nullptr;
     const auto kernel = ints_attr(node, "kernel_shape");
-    const auto strides = ints_attr(node, "strides");
-    const auto pads = ints_attr(node, "pads");
     const std::string what = node.op_type();
-    if (!x || x->size() != 4 || kernel.size() != 2) return what + " (unknown or non-2D shape)";
-    const std::int64_t stride = strides.empty() ? 1 : strides[0];
-    const std::int64_t pad = pads.empty() ? 0 : pads[0];
-    if (!all_equal(strides, stride) || !all_equal(pads, pad) || int_attr(node, "ceil_mode", 0) != 0 ||
-        !all_equal(ints_attr(node, "dilations"), 1) || !str_attr(node, "auto_pad").empty()) {
-      return what + " (uneven, dilated, ceil-mode or auto-padded window)";
+    if (!x || !y || x->size() != 4 || y->size() != 4 || kernel.size() != 2) {
+      return what + " (unknown or non-2D shape)";
+    }
+    auto strides = ints_attr(node, "strides");
+    if (strides.empty()) strides = {1, 1};
+    auto dilations = ints_attr(node, "dilations");
+    if (dilations.empty()) dilations = {1, 1};
+    if (strides.size() != 2 || dilations.size() != 2) return what + " (strides or dilations not 2-D)";
+    if (dilations[0] != dilations[1]) return what + " (different dilation per axis)";
+    const std::string auto_pad = str_attr(node, "auto_pad");
+    auto pads = ints_attr(node, "pads");
+    if (pads.empty()) pads = {0, 0, 0, 0};
+    if (pads.size() != 4) return what + " (pads not 2-D)";
+    std::int64_t begin[2] = {pads[0], pads[1]};
+    std::int64_t end[2] = {0, 0};
+    for (int a = 0; a < 2; ++a) {
+      const std::int64_t in = (*x)[2 + a], out = (*y)[2 + a];
+      const std::int64_t window = (kernel[a] - 1) * dilations[a] + 1;
+      const std::int64_t needed = (out - 1) * strides[a] + window - in;  // total padding the output needs
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        const std::int64_t total = std::max<std::int64_t>(needed, 0);
+        begin[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      } else if (auto_pad == "VALID") {
+        begin[a] = 0;
+      }
+      end[a] = std::max<std::int64_t>(needed - begin[a], 0);
     }
     Json dims{{"N", (*x)[0]}, {"C", (*x)[1]}, {"H", (*x)[2]}, {"W", (*x)[3]}, {"R", kernel[0]},
-              {"S", kernel[1]}, {"stride", stride}, {"pad", pad}};
+              {"S", kernel[1]}, {"stride", strides[0]}, {"pad", begin[0]}};
+    // Only what differs from the symmetric default is written, so plain pools keep their keys.
+    auto optional = [&](const char* name, std::int64_t v, std::int64_t fallback) {
+      if (v != fallback) dims[name] = v;
+    };
+    optional("pad_bottom", end[0], begin[0]);
+    optional("pad_left", begin[1], begin[0]);
+    optional("pad_right", end[1], begin[0]);
+    optional("stride_w", strides[1], strides[0]);
+    optional("dilation", dilations[0], 1);
     add_task(Json{{"op", what == "MaxPool" ? "max_pool2d" : "avg_pool2d"},
                   {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims}},
              node);
@@ -454,7 +533,7 @@ class Extractor {
       const auto act = activation_of(n);
       if (!act || std::find(chain.begin(), chain.end(), *act) != chain.end()) break;
       chain.push_back(*act);
-      consumed_[*next] = true;
+      consume_into(*next);
       tensor = n.output(0);
     }
     return chain;
@@ -465,6 +544,7 @@ class Extractor {
   OnnxImportOptions options_;
   TaskSet& out_;
   std::vector<bool> consumed_;
+  std::string chain_head_;  // name of the node whose task is being extracted
 };
 
 onnx::ModelProto read_model(const std::string& path) {

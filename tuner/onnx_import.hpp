@@ -4,8 +4,10 @@
 // MatMul and Gemm (plus standalone Softmax and LayerNormalization), each with
 // the epilogue chain that fusion may pull in: BatchNormalization, Relu, Gelu,
 // bias and residual Add, LayerNormalization. A chain only grows through tensors
-// with a single consumer, as a fused kernel would need. Every other op is listed
-// as unsupported and never fails the import.
+// with a single consumer, as a fused kernel would need. Every node is accounted for
+// by name: a task, folded into one (an epilogue op, or a view that moves no data), or
+// a fallback node with its reason and bytes (tuner/fallback.hpp). No node fails the
+// import.
 // Pure function of the file: thread-safe.
 #pragma once
 

@@ -127,7 +127,8 @@ TaskSet apply_precision(const TaskSet& tasks, const PrecisionSpec& spec) {
       out.add(layers[i], step.name, step.count);
     }
   }
-  for (const auto& [op, n] : tasks.unsupported()) out.add_unsupported(op, n);
+  for (const auto& n : tasks.fallbacks()) out.add_fallback(n);
+  for (const auto& [name, into] : tasks.folded()) out.add_folded(name, into);
   for (const auto& [layer, d] : spec.layers) {
     if (!seen.count(layer)) {
       throw_bad_input("job spec: precision names layer '" + layer + "', which the model does not have");

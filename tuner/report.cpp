@@ -66,7 +66,7 @@ double ModelVariant::end_to_end_us() const {
     if (op.measurement && op.measurement->ok()) total += op.weight * op.measurement->time_us;
   }
   for (const auto& c : layout_changes) total += c.time_us;
-  return total;
+  return total + fallback_us;
 }
 
 double ModelVariant::throughput(int batch) const {
@@ -197,6 +197,23 @@ void layout_changes_table(std::ostringstream& out, const ReportData& d) {
           << " &rarr; " << esc(c.to) << "</td><td class=\"l\">" << esc(c.tensor) << "</td><td>"
           << fmt(c.time_us) << "</td></tr>";
     }
+  }
+  out << "</table>";
+}
+
+// The nodes that are not tuned, by name: they count in every end-to-end figure.
+void fallback_section(std::ostringstream& out, const ReportData& d) {
+  if (d.fallbacks.empty()) return;
+  double total = 0;
+  for (const auto& f : d.fallbacks) total += f.time_us;
+  out << "<p class=\"note\"><b>" << d.fallbacks.size() << " nodes not tuned</b>, timed as their bytes at"
+         " DRAM bandwidth plus one launch (" << fmt(total) << " &#181;s in every end-to-end figure):</p>"
+         "<table><tr><th class=\"l\">node</th><th class=\"l\">op</th><th>count</th><th>&#181;s</th>"
+         "<th class=\"l\">why</th></tr>";
+  for (const auto& f : d.fallbacks) {
+    out << "<tr><td class=\"l\">" << esc(f.name) << "</td><td class=\"l\">" << esc(f.op) << "</td><td>"
+        << f.count << "</td><td>" << fmt(f.time_us) << "</td><td class=\"l note\">" << esc(f.reason)
+        << "</td></tr>";
   }
   out << "</table>";
 }
@@ -361,17 +378,11 @@ std::string render_report(const ReportData& d) {
       << ") &middot; " << d.tasks.size() << " tasks";
   if (d.tasks_tuned >= 0 && d.tasks_tuned < int(d.tasks.size())) {
     out << " &middot; <b>" << d.tasks_tuned << " of " << d.tasks.size()
-        << " tasks tuned</b>: the budget did not reach the rest, which count at their default"
-           " schedule";
+        << " tasks measured</b>: the budget did not reach the rest, which run their zero-shot pick"
+           " (unmeasured)";
   }
   out << "</p>";
-  if (!d.unsupported.empty()) {
-    out << "<p class=\"note\">Not tuned (unsupported ops): ";
-    for (std::size_t i = 0; i < d.unsupported.size(); ++i) {
-      out << (i ? ", " : "") << esc(d.unsupported[i].first) << " &times;" << d.unsupported[i].second;
-    }
-    out << "</p>";
-  }
+  fallback_section(out, d);
   if (!d.device_memory.empty()) {
     out << "<p class=\"note\">Device memory (estimate): " << esc(d.device_memory)
         << (d.fits_device ? "" : " &middot; <b>does not fit</b>: the model could not run on this part as a whole")

@@ -39,6 +39,8 @@ struct VariantOp {
   std::optional<Measurement> measurement;  // nullopt: no schedule for this variant
   std::string note;                        // e.g. "no fusion-free record; default used"
   std::optional<Schedule> schedule = std::nullopt;  // the schedule timed
+  // Where the schedule comes from: "measured", "zero-shot" or "default" (TableEntry).
+  std::string provenance = "";
 };
 
 // A transpose the model pays between two layers whose layouts differ (layout_choice.hpp).
@@ -47,6 +49,7 @@ struct LayoutChangeRow {
   std::string from, to;  // layout names
   std::string tensor;    // the transpose workload's label
   double time_us = 0;
+  Json transpose = nullptr;  // the transpose workload, for --json
 };
 
 struct ModelVariant {
@@ -55,7 +58,10 @@ struct ModelVariant {
   std::vector<VariantOp> ops;
   // The transposes between layers of differing layouts these schedules pay.
   std::vector<LayoutChangeRow> layout_changes = {};
-  double end_to_end_us() const;  // sum(weight * time) over ops with a time, plus the transposes
+  // The nodes that are not tuned, timed by the fallback rule (tuner/fallback.hpp).
+  double fallback_us = 0;
+  // sum(weight * time) over ops with a time, plus the transposes and the fallback nodes.
+  double end_to_end_us() const;
   double throughput(int batch) const;  // samples per second
 };
 
@@ -79,7 +85,13 @@ struct ReportData {
   int tasks_tuned = -1;  // tasks the budget reached; -1: not given (every task)
   std::vector<TaskReport> tasks;
   std::vector<ModelVariant> variants;
-  std::vector<std::pair<std::string, int>> unsupported;  // op type, occurrences
+  // Nodes not tuned, by name (tuner/fallback.hpp), with their fallback time.
+  struct Fallback {
+    std::string name, op, reason;
+    int count = 1;
+    double time_us = 0;
+  };
+  std::vector<Fallback> fallbacks;
   std::vector<PrecisionRow> precisions;                  // first row: the reference
   std::vector<std::pair<std::string, double>> int8_error;  // task, estimated relative error
   std::string device_memory;  // MemoryFit::summary() (tuner/device_memory.hpp); empty: not shown

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -28,13 +29,48 @@ TaskScheduler::TaskScheduler(std::vector<SchedulerTask> tasks, SchedulerOptions 
   for (const auto& t : tasks_) {
     if (!(t.weight > 0)) throw_bad_input("scheduler: every task weight must be > 0");
   }
+  if (options_.budget < 0 || options_.batch_size < 1 || options_.min_first_round < 1 ||
+      !(options_.warmup_share > 0 && options_.warmup_share <= 1) ||
+      !(options_.warmup_coverage > 0 && options_.warmup_coverage <= 1)) {
+    throw_bad_input("scheduler: budget >= 0, batch_size and min_first_round >= 1, warmup_share and "
+                    "warmup_coverage in (0, 1] expected");
+  }
   for (auto& s : state_) s.best = kInf;
+  plan_warmup();
+}
+
+void TaskScheduler::plan_warmup() {
+  const int n = static_cast<int>(tasks_.size());
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+  auto share = [&](int i) { return tasks_[i].weight * tasks_[i].estimate_us; };
+  std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) { return share(a) > share(b); });
+  first_round_ = options_.batch_size;
+  warm_ = n;
+  if (options_.budget <= 0 || n == 0) return;
+  double total = 0;
+  for (int i = 0; i < n; ++i) total += share(i);
+  const double warm_trials = options_.budget * options_.warmup_share;
+  const int most = std::max(1, int(warm_trials / options_.min_first_round));
+  int count = 0;
+  double covered = 0;
+  // Without estimates (total 0) the coverage never ends the warm-up: only `most` does.
+  while (count < n && count < most && (total <= 0 || covered < options_.warmup_coverage * total)) {
+    covered += share(order_[count++]);
+  }
+  warm_ = count;
+  first_round_ = std::clamp(int(warm_trials / count), options_.min_first_round, options_.batch_size);
+}
+
+int TaskScheduler::round_size(int task) const {
+  const auto pos = std::find(order_.begin(), order_.begin() + warm_, task) - order_.begin();
+  return pos < warm_ && state_.at(task).rounds == 0 ? first_round_ : options_.batch_size;
 }
 
 std::optional<int> TaskScheduler::next_task() {
   const int n = static_cast<int>(tasks_.size());
-  while (next_warmup_ < n) {
-    const int i = next_warmup_++;
+  while (next_warmup_ < warm_) {
+    const int i = order_[next_warmup_++];
     if (!state_[i].finished && state_[i].rounds == 0) return i;
   }
   std::vector<int> alive;
@@ -72,9 +108,16 @@ double TaskScheduler::similar_bound(int i) const {
   return options_.beta * tasks_[i].flops / best_throughput;
 }
 
+// The task's best, or its estimate while it has never been measured.
+double TaskScheduler::cost(int i) const {
+  const TaskState& s = state_[i];
+  if (s.rounds == 0 && tasks_[i].estimate_us > 0) return tasks_[i].estimate_us;
+  return finite_cost(s.best);
+}
+
 double TaskScheduler::gradient(int i) const {
   const TaskState& s = state_[i];
-  const double best = finite_cost(s.best);
+  const double best = cost(i);
   const int w = options_.backward_window;
   double backward = 0;
   if (s.rounds > w) {

@@ -23,9 +23,9 @@ void TaskSet::add_step(const Workload& w, const std::string& name, int count, bo
   tasks_.push_back(TuneTask{w, count, name, {{name, count}}});
 }
 
-void TaskSet::add_unsupported(const std::string& op_type, int count) {
-  unsupported_[op_type] += count;
-}
+void TaskSet::add_fallback(FallbackNode node) { fallbacks_.push_back(std::move(node)); }
+
+void TaskSet::add_folded(const std::string& name, const std::string& into) { folded_.emplace_back(name, into); }
 
 int TaskSet::total_occurrences() const {
   int n = 0;

@@ -1,7 +1,8 @@
 // TaskSet: the distinct workloads ("tasks") of a model, each with its weight —
-// the number of times the model runs it — plus the ops that were seen but are not
-// tuned. Weighted end-to-end time is sum(weight * time); the task scheduler
-// minimises it. Both the model zoo and the ONNX importer produce a TaskSet, so
+// the number of times the model runs it — plus the nodes that no task stands for
+// (FallbackNode: kept by name, never dropped). Weighted end-to-end time is
+// sum(weight * time) plus the fallback nodes' times (tuner/fallback.hpp); the task
+// scheduler minimises the first part. Both the model zoo and the ONNX importer produce a TaskSet, so
 // deduplication (same Workload::key() => one task, weights summed) lives here.
 // Plain value type; not thread-safe.
 #pragma once
@@ -33,6 +34,17 @@ struct LayerStep {
   bool standalone = false;
 };
 
+// A node of the model that is not tuned: an op without a lowering, a shape its template
+// does not take, or a task whose space has no valid schedule on the target. It still
+// runs, so it is timed by the named fallback rule (tuner/fallback.hpp) from its bytes.
+struct FallbackNode {
+  std::string name;    // the model's node name (ONNX node name, zoo layer name)
+  std::string op;      // op type as the model names it, e.g. "MaxPool" or "transpose"
+  std::string reason;  // why it is not tuned, for the user
+  double bytes = 0;    // bytes it reads and writes once (0: shapes unknown)
+  int count = 1;       // occurrences
+};
+
 class TaskSet {
  public:
   TaskSet() = default;
@@ -42,8 +54,11 @@ class TaskSet {
   void add(const Workload& w, const std::string& name, int count = 1);
   // As add(), for a workload that is not a layer of the model's chain.
   void add_standalone(const Workload& w, const std::string& name, int count = 1);
-  // Records an op that is neither a task nor fused into one (e.g. "MaxPool").
-  void add_unsupported(const std::string& op_type, int count = 1);
+  // Records a node that is neither a task nor fused into one.
+  void add_fallback(FallbackNode node);
+  // Records a node that costs nothing of its own: fused into the task of node `into`
+  // (an epilogue op), or, with `into` empty, a view or constant that moves no data.
+  void add_folded(const std::string& name, const std::string& into);
 
   const std::string& model() const { return model_; }
   // Samples per run (images or sequences), for throughput = batch / end-to-end time.
@@ -51,8 +66,10 @@ class TaskSet {
   const std::vector<TuneTask>& tasks() const { return tasks_; }
   // Every add() and add_standalone() call, in order.
   const std::vector<LayerStep>& layer_order() const { return order_; }
-  // op type -> occurrences, sorted by name.
-  const std::map<std::string, int>& unsupported() const { return unsupported_; }
+  // Every node not tuned, in the order the model lists them.
+  const std::vector<FallbackNode>& fallbacks() const { return fallbacks_; }
+  // (node, node it is fused into or "" for a view), in model order.
+  const std::vector<std::pair<std::string, std::string>>& folded() const { return folded_; }
   int total_occurrences() const;
 
  private:
@@ -62,7 +79,8 @@ class TaskSet {
 
   std::vector<TuneTask> tasks_;
   std::vector<LayerStep> order_;
-  std::map<std::string, int> unsupported_;
+  std::vector<FallbackNode> fallbacks_;
+  std::vector<std::pair<std::string, std::string>> folded_;
 };
 
 }  // namespace atvoss::tuner

@@ -1,5 +1,6 @@
 #include "tuner/tuner.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -114,18 +115,29 @@ std::vector<Measurement> TuningSession::measure(const std::vector<Schedule>& sch
   return results;
 }
 
-std::optional<std::pair<Schedule, Measurement>> TuningSession::measure_default() {
+std::vector<std::pair<Schedule, Measurement>> TuningSession::measure_first(int max_trials) {
   options_.measure_default = false;
+  std::vector<Schedule> first;
   const auto vendor = backend::default_schedule(workload_, target_);
-  if (!vendor) return std::nullopt;
-  const Schedule& def = *vendor;
-  if (records_.contains(workload_.key(), target_info_.key, def.key())) return std::nullopt;
-  const Measurement m = measure({def}).front();
-  if (!is_infrastructure_error(m.status)) {
-    strategy_.observe(std::vector<search::Trial>{{def, m.status, m.time_us}});
-    if (m.ok()) result_.default_us = m.time_us;
+  if (vendor) first.push_back(*vendor);
+  for (const auto& a : options_.anchors) {
+    if (std::find(first.begin(), first.end(), a) == first.end()) first.push_back(a);
   }
-  return std::make_pair(def, m);
+  std::erase_if(first, [&](const Schedule& s) { return records_.contains(workload_.key(), target_info_.key, s.key()); });
+  if (static_cast<int>(first.size()) > max_trials) first.resize(std::max(0, max_trials));
+  const std::vector<Measurement> results = measure(first);
+  std::vector<std::pair<Schedule, Measurement>> out;
+  std::vector<search::Trial> seen;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    const Measurement& m = results[i];
+    if (!is_infrastructure_error(m.status)) {
+      seen.push_back({first[i], m.status, m.time_us});
+      if (vendor && first[i] == *vendor && m.ok()) result_.default_us = m.time_us;
+    }
+    out.emplace_back(first[i], m);
+  }
+  if (!seen.empty()) strategy_.observe(seen);
+  return out;
 }
 
 int TuningSession::run_round(int max_trials) {
@@ -136,10 +148,10 @@ int TuningSession::run_round(int max_trials) {
   // The default takes a slot of this round only when it is measured now (not on resume),
   // and is stored with the round's batch: a round is stored whole or not at all.
   if (max_trials > 0 && options_.measure_default) {
-    if (auto d = measure_default()) {
+    for (auto& [s, m] : measure_first(max_trials)) {
       --max_trials;
-      schedules.push_back(std::move(d->first));
-      results.push_back(std::move(d->second));
+      schedules.push_back(std::move(s));
+      results.push_back(std::move(m));
     }
   }
   const int want = std::min(max_trials, options_.batch_size);

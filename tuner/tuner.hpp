@@ -41,6 +41,9 @@ struct TuneOptions {
   std::string job;          // stamped on stored records; empty for ad-hoc tuning
   // Measure the vendor default schedule first (it anchors "speedup over default").
   bool measure_default = true;
+  // Schedules measured in the first round right after the default, unless stored already
+  // (a batch job's zero-shot pick, zero_shot.hpp): the search then starts no worse.
+  std::vector<Schedule> anchors;
   // Rounds in a row that store nothing (every item an infrastructure error) before
   // the session gives up with an io error. Default 3.
   int max_failed_rounds = 3;
@@ -115,9 +118,9 @@ class TuningSession {
   void load_history();
   // One measurement of each schedule, with its stable noise seed.
   std::vector<Measurement> measure(const std::vector<Schedule>& schedules);
-  // The vendor default and its result when it is measured now (shown to the strategy,
-  // stored with the round); nullopt when it is stored already or not applicable.
-  std::optional<std::pair<Schedule, Measurement>> measure_default();
+  // The vendor default and the anchors that are not stored yet, at most max_trials of
+  // them, measured now (shown to the strategy, stored with the round).
+  std::vector<std::pair<Schedule, Measurement>> measure_first(int max_trials);
   // Stores a round's results (not infrastructure errors) in one transaction with
   // options_.round_checkpoint's writes, which run even when nothing is stored.
   // Returns how many were stored.

@@ -92,10 +92,12 @@ TableHeader parse_header(const Json& h, const std::string& what) {
 }  // namespace
 
 Json TableEntry::to_json() const {
-  return Json{{"workload", workload.to_json()},
-              {"workload_key", workload.key()},
-              {"schedule", schedule.to_json()},
-              {"time_us", time_us}};
+  Json j{{"workload", workload.to_json()},
+         {"workload_key", workload.key()},
+         {"schedule", schedule.to_json()},
+         {"time_us", time_us}};
+  if (provenance != "measured") j["provenance"] = provenance;
+  return j;
 }
 
 TableEntry TableEntry::from_json(const Json& j) {
@@ -106,6 +108,13 @@ TableEntry TableEntry::from_json(const Json& j) {
   e.time_us = require_number(j, "time_us", "table entry");
   if (j.contains("workload_key") && j["workload_key"] != e.workload.key()) {
     throw_bad_input("table entry: 'workload_key' does not match its workload");
+  }
+  if (j.contains("provenance")) {
+    const Json& p = j["provenance"];
+    if (!p.is_string() || (p != "measured" && p != "zero-shot" && p != "default")) {
+      throw_bad_input("table entry: field 'provenance' must be \"measured\", \"zero-shot\" or \"default\"");
+    }
+    e.provenance = p.get<std::string>();
   }
   return e;
 }
@@ -118,6 +127,7 @@ Json LookupResult::to_json(const std::string& target_name) const {
     j["workload"] = entry->workload.to_json();
     j["schedule"] = entry->schedule.to_json();
     j["time_us"] = entry->time_us;
+    j["provenance"] = entry->provenance;
   }
   return j;
 }

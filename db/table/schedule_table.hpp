@@ -8,7 +8,8 @@
 //               "created_at": "<ISO 8601 UTC>", "tool_version": "0.1.0",
 //               "record_count": <entries>, "checksum": "sha256:<64 hex>"},
 //    "entries": [{"workload": {...canonical Workload JSON...}, "workload_key": "<16 hex>",
-//                 "schedule": {"tile_m": 64, ...}, "time_us": 12.5}, ...]}
+//                 "schedule": {"tile_m": 64, ...}, "time_us": 12.5,
+//                 "provenance": "zero-shot" (optional; absent means measured)}, ...]}
 // The checksum is SHA-256 (OpenSSL) of the canonical compact JSON text of the "entries"
 // array (keys sorted, no spaces: nlohmann::json::dump() / Python
 // json.dumps(entries, sort_keys=True, separators=(",", ":")) for integer dims).
@@ -39,6 +40,10 @@ struct TableEntry {
   Workload workload;
   Schedule schedule;
   double time_us = 0;
+  // Where the schedule comes from: "measured" (the best stored record; the key is left
+  // out of the file), or, for a job's task the budget never reached, "zero-shot" (a cost
+  // model's pick, time_us simulated without noise) or "default" (the vendor default).
+  std::string provenance = "measured";
   Json to_json() const;
   static TableEntry from_json(const Json& j);  // bad_input naming the field
 };

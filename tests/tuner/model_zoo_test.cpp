@@ -127,7 +127,7 @@ TEST(ModelZoo, EveryNameExpandsAndUnknownIsBadInput) {
     SCOPED_TRACE(n);
     const TaskSet s = zoo_model(n);
     EXPECT_FALSE(s.tasks().empty());
-    EXPECT_TRUE(s.unsupported().empty()) << s.unsupported().begin()->first;
+    EXPECT_TRUE(s.fallbacks().empty()) << s.fallbacks().front().name;
   }
   try {
     zoo_model("resnet51");
