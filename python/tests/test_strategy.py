@@ -68,7 +68,8 @@ def test_policy_runs_in_a_job_spec(shuffled, tmp_path):
             "strategy": "py-shuffled", "batch_size": 4, "database": str(tmp_path / "j.db"),
             "export": str(tmp_path / "t.json"), "report": str(tmp_path / "r.html")}
     summary = atvoss.run_job(spec)
-    assert summary["trials"] == 9 and len(shuffled.proposed) >= 8
+    # The job measures the default and the task's zero-shot pick first; the policy proposes the rest.
+    assert summary["trials"] == 9 and len(shuffled.proposed) >= 7
     resumed = atvoss.run_job({**spec, "trials": 13})  # a fresh policy, shown the stored history
     assert resumed["resumed"] == 9 and resumed["measured"] == 4
 
