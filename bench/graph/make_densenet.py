@@ -2,7 +2,8 @@
 """Writes a DenseNet-121-shaped ONNX model (Huang et al., CVPR 2017: growth 32, bottleneck 4x,
 blocks of 6/12/24/16 layers, compression 0.5) with seeded random weights, at batch 1, 224x224.
 Each dense layer is BatchNormalization -> Relu -> Conv 1x1 -> BatchNormalization -> Relu ->
-Conv 3x3 -> Concat, as torchvision exports it. Usage: make_densenet.py OUT.onnx"""
+Conv 3x3 -> Concat, as torchvision exports it. Usage: make_densenet.py OUT.onnx [BLOCKS],
+BLOCKS e.g. 6,12,48,32 for DenseNet-201 (default 6,12,24,16)."""
 import sys
 
 import numpy as np
@@ -38,7 +39,8 @@ x = bn_relu(x, 64, "features.0")
 nodes.append(helper.make_node("MaxPool", [x], ["pool0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4,
                               name="features.pool0"))
 x, c = "pool0", 64
-for b, layers in enumerate((6, 12, 24, 16), 1):
+blocks = tuple(int(n) for n in (sys.argv[2] if len(sys.argv) > 2 else "6,12,24,16").split(","))
+for b, layers in enumerate(blocks, 1):
     for l in range(1, layers + 1):
         name = "features.denseblock%d.denselayer%d" % (b, l)
         y = bn_relu(x, c, name + ".1")
@@ -47,7 +49,7 @@ for b, layers in enumerate((6, 12, 24, 16), 1):
         y = conv(y, 128, 32, 3, name + ".conv2")
         nodes.append(helper.make_node("Concat", [x, y], [name + ".cat"], axis=1, name=name + ".cat"))
         x, c = name + ".cat", c + 32
-    if b < 4:
+    if b < len(blocks):
         name = "features.transition%d" % b
         y = bn_relu(x, c, name)
         y = conv(y, c, c // 2, 1, name + ".conv")
