@@ -8,6 +8,7 @@
 #include <boost/asio.hpp>
 
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -73,8 +74,10 @@ struct TaskRun {
   double best_us = kInf;
   double default_us = kInf;
   // Search state saved in the job's task row: {"transfer_upto", "search"}; null until
-  // the task's first round. Restored when the task's session is rebuilt on resume.
+  // the task's first round. Restored when the task's session is rebuilt (on resume, or
+  // after it was dropped: JobRunOptions::live_sessions).
   Json saved{};
+  bool tuned_now = false;  // got a round in this run
 };
 
 class JobRun {
@@ -245,7 +248,21 @@ class JobRun {
     return std::make_unique<StrategySetup>(space, r.task.workload, target_, db_, config);
   }
 
+  // Marks task i as the most recently used and drops the sessions beyond
+  // JobRunOptions::live_sessions.
+  void keep_live(int i) {
+    std::erase(live_, i);
+    live_.push_back(i);
+    while (live_.size() > std::size_t(std::max(1, options_.live_sessions))) {
+      TaskRun& old = runs_[live_.front()];
+      live_.pop_front();
+      old.session.reset();
+      old.setup.reset();
+    }
+  }
+
   TuningSession& session_of(int i) {
+    keep_live(i);
     TaskRun& r = runs_[i];
     if (r.session) return *r.session;
     StrategyConfig config;
@@ -270,6 +287,7 @@ class JobRun {
 
   void run_round(int i) {
     const int room = spec_.trials - total_trials();
+    runs_[i].tuned_now = true;
     session_of(i).run_round(std::min(room, scheduler_.round_size(i)));  // checkpoint: account_round
   }
 
@@ -388,8 +406,8 @@ class JobRun {
   // Real noise (TuneOptions::confirm_top): the fastest schedules of each task tuned in this
   // run are measured again before the table is exported, so a lucky-once time does not win.
   void confirm_bests() {
-    for (auto& r : runs_) {
-      if (r.session) r.session->confirm_best(kConfirmTop);
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      if (runs_[i].tuned_now) session_of(int(i)).confirm_best(kConfirmTop);
     }
   }
 
@@ -536,6 +554,7 @@ class JobRun {
   db::TuningDatabase db_;
   db::TargetInfo target_info_;
   std::vector<ZeroShotPick> picks_;  // per task, before anything is measured
+  std::deque<int> live_;             // tasks with a live session, most recently used last
   TaskScheduler scheduler_;
   Progress progress_;
   std::vector<TaskRun> runs_;

@@ -40,6 +40,11 @@ struct JobRunOptions {
   std::ostream* warnings = nullptr;
   // Stop after this many rounds (tests simulate an interrupted job); 0 = no limit.
   int max_rounds = 0;
+  // Task sessions kept alive at once (>= 1). Each holds its strategy with its transfer
+  // data and validity cache, a few MB: a 300-task job kept them all and peaked at 650 MB.
+  // The least recently used is dropped and, when its task is picked again, rebuilt from
+  // its saved state as on resume, so the job measures exactly what it would otherwise.
+  int live_sessions = 32;
   // Called between rounds, once each round's records and the job's state are committed.
   // An exception it throws stops the job (state "stopped", resumable as after a kill) and
   // propagates out of run_job: how the Python binding lets Ctrl-C through.

@@ -1,9 +1,11 @@
 // Model evaluation: the before/after comparison of a tuned model. Every task is
 // re-simulated noise-free (so the variants differ only by schedule) under:
 //   (a) vendor default — the backend's default schedule for every op;
-//   (b) cost-model zero-shot — a model trained only on the target's OTHER tasks
-//       (leave-one-out, so it has never seen a measurement of this task) scores
-//       sampled valid schedules and its top pick is taken, without measuring;
+//   (b) cost-model zero-shot — a model that has never seen a measurement of this
+//       task scores sampled valid schedules and its top pick is taken, without
+//       measuring: the measured tasks are split into 5 folds and each fold's picks come
+//       from a model trained on the other folds (with 5 or fewer measured tasks, that is
+//       leave-one-out); a task with nothing measured uses the model of every measured task;
 //   (c) tuned — the tiling tuned with fusion_level held at the vendor default's
 //       level (the fastest stored schedule at that level, or the overall winner
 //       moved to it, whichever is faster);

@@ -130,6 +130,28 @@ TEST_F(JobRunnerTest, InterruptedJobMeasuresExactlyWhatAnUninterruptedJobMeasure
   }
 }
 
+// A job keeps only JobRunOptions::live_sessions task sessions alive; a dropped one is
+// rebuilt from its saved state when its task is picked again, and measures exactly what a
+// session that was never dropped would.
+TEST_F(JobRunnerTest, DroppedSessionsAreRebuiltExactly) {
+  for (const std::string strategy : {"evolutionary", "model-guided"}) {
+    SCOPED_TRACE(strategy);
+    JobRunOptions all;
+    all.quiet = true;
+    all.live_sessions = 100;
+    JobRunOptions one = all;
+    one.live_sessions = 1;  // every switch of task drops the previous session
+    const std::string kept = strategy + "-kept.db", dropped = strategy + "-dropped.db";
+    run_job(spec(120, "gradient", strategy, kept), all);
+    run_job(spec(120, "gradient", strategy, dropped), one);
+    const auto order = measured_in_order(dir_ / kept);
+    std::size_t n = 0;
+    for (const auto& task : order) n += task.size();
+    EXPECT_EQ(n, 120u);
+    EXPECT_EQ(measured_in_order(dir_ / dropped), order);
+  }
+}
+
 // A task whose space runs out finishes: its last round stores nothing, and the job
 // still takes that round in (else the scheduler would pick the task forever).
 TEST_F(JobRunnerTest, ATaskWhoseSpaceRunsOutFinishesTheJob) {
