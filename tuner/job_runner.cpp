@@ -139,7 +139,11 @@ class JobRun {
     const auto model = costmodel::make_cost_model("heuristic", spec_.seed);
     std::vector<ZeroShotPick> picks;
     for (const auto& t : tasks_.tasks()) {
-      picks.push_back(zero_shot_pick(t.workload, target_, *model, kZeroShotCandidates, spec_.seed));
+      try {
+        picks.push_back(zero_shot_pick(t.workload, target_, *model, kZeroShotCandidates, spec_.seed));
+      } catch (const Error&) {  // no plan to estimate (a measured table): the default, unestimated
+        picks.push_back({backend::required_default(t.workload, target_), 0});
+      }
     }
     return picks;
   }
@@ -367,9 +371,9 @@ class JobRun {
         const Layout l = *lowering::layout_of(w, rec.schedule);
         if (!m.count(l) || rec.measurement.time_us < m[l]) m[l] = rec.measurement.time_us;
       }
-      if (m.empty()) {
-        m[*lowering::layout_of(w, backend::required_default(w, target_))] =
-            std::isfinite(r.default_us) ? r.default_us : untuned_us(r);
+      if (m.empty()) {  // held at the schedule it will run: its final pick, noise-free
+        const Schedule& s = *final_picks_.at(&r - runs_.data());
+        m[*lowering::layout_of(w, s)] = measure_noise_free(target_, w, s).time_us;
       }
     }
     return times;
@@ -411,13 +415,30 @@ class JobRun {
     }
   }
 
+  // What each task never measured runs: the pick of a model trained on everything the job
+  // measured, or without one its analytic zero-shot pick; nullopt for a measured task.
+  void choose_final_picks() {
+    EvaluationOptions eval;
+    eval.cost_model = spec_.cost_model;
+    eval.seed = spec_.seed;
+    final_picks_ = final_picks(tasks_.tasks(), target_, db_.records(), eval);
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      const bool measured = !db_.records().best(runs_[i].task.workload.key(), target_info_.key, 1).empty();
+      if (measured) {
+        final_picks_[i].reset();
+      } else if (!final_picks_[i]) {
+        final_picks_[i] = picks_[i].schedule;
+      }
+    }
+  }
+
   // The report's variants; (d) is the job's chosen schedule set (model_evaluation.hpp).
   std::vector<ModelVariant> variants(const LayoutChoice& layouts, const TransposeCost& transpose_cost) const {
     EvaluationOptions eval;
     eval.cost_model = spec_.cost_model;
     eval.seed = spec_.seed;
     eval.layouts = layouts.layouts;
-    for (const auto& p : picks_) eval.picks.push_back(p.schedule);
+    eval.picks = final_picks_;
     auto v = evaluate_variants(tasks_.tasks(), target_, db_.records(), eval);
     const double fallback = fallbacks_us(tasks_, target_);
     for (auto& variant : v) {
@@ -438,8 +459,8 @@ class JobRun {
     return entries;
   }
 
-  Json task_json(std::size_t i, const TaskReport& t, const VariantOp& chosen, const LayoutChoice& layouts,
-                 const std::vector<std::map<Layout, double>>& times) const {
+  Json task_json(std::size_t i, const TaskReport& t, const VariantOp& chosen, const VariantOp& zero_shot,
+                 const LayoutChoice& layouts, const std::vector<std::map<Layout, double>>& times) const {
     const auto& r = runs_[i];
     Json layers = Json::array();
     for (const auto& [name, count] : r.task.layers) layers.push_back({{"name", name}, {"count", count}});
@@ -451,7 +472,9 @@ class JobRun {
            {"chosen_schedule", chosen.schedule ? chosen.schedule->to_json() : Json(nullptr)},
            {"chosen_us", chosen.measurement && chosen.measurement->ok() ? Json(chosen.measurement->time_us)
                                                                          : Json(nullptr)},
-           {"provenance", chosen.provenance}};
+           {"provenance", chosen.provenance},
+           {"zero_shot_us", zero_shot.measurement && zero_shot.measurement->ok() ? Json(zero_shot.measurement->time_us)
+                                                                                 : Json(nullptr)}};
     if (const auto l = layouts.layouts[i]) {  // the chosen layout and its best time
       j["layout"] = lowering::layout_name(*l);
       j["layout_us"] = times[i].at(*l);
@@ -465,6 +488,7 @@ class JobRun {
     out.trials = total_trials();
     out.measured = out.trials - out.resumed_trials;
     const TransposeCost transpose_cost = swept_transpose_cost(target_);
+    choose_final_picks();
     const auto times = layout_times();
     const LayoutChoice layouts = choose_layouts(tasks_, times, transpose_cost);
     ReportData data;
@@ -500,7 +524,7 @@ class JobRun {
     Json tasks = Json::array();
     for (std::size_t i = 0; i < runs_.size(); ++i) {
       data.tasks.push_back(task_report(runs_[i]));
-      tasks.push_back(task_json(i, data.tasks.back(), chosen.ops[i], layouts, times));
+      tasks.push_back(task_json(i, data.tasks.back(), chosen.ops[i], data.variants[1].ops[i], layouts, times));
     }
     data.precisions = precisions_;
     for (const auto& t : tasks_.tasks()) {
@@ -555,6 +579,7 @@ class JobRun {
   db::TargetInfo target_info_;
   std::vector<ZeroShotPick> picks_;  // per task, before anything is measured
   std::deque<int> live_;             // tasks with a live session, most recently used last
+  std::vector<std::optional<Schedule>> final_picks_;  // per task never measured (choose_final_picks)
   TaskScheduler scheduler_;
   Progress progress_;
   std::vector<TaskRun> runs_;

@@ -91,6 +91,14 @@ class ZeroShotModels {
   std::vector<Fit> fits_;
 };
 
+// model's top pick for w among zero_shot_candidates.
+Schedule model_pick(const costmodel::CostModel& model, const Workload& w, const Target& target,
+                    const EvaluationOptions& options) {
+  const auto candidates = zero_shot_candidates(w, target, options.zero_shot_candidates - 1, options.seed);
+  const auto scores = model.predict(w, target, candidates);
+  return candidates[std::max_element(scores.begin(), scores.end()) - scores.begin()];
+}
+
 VariantOp zero_shot(const TuneTask& task, std::size_t index, const ZeroShotModels& models,
                     const Target& target, const EvaluationOptions& options) {
   VariantOp op{task.name, task.weight, std::nullopt, ""};
@@ -103,11 +111,8 @@ VariantOp zero_shot(const TuneTask& task, std::size_t index, const ZeroShotModel
     op.schedule = def;
     return op;
   }
-  const auto candidates = zero_shot_candidates(task.workload, target, options.zero_shot_candidates - 1, options.seed);
-  const auto scores = model->predict(task.workload, target, candidates);
-  const auto best = std::max_element(scores.begin(), scores.end()) - scores.begin();
-  op.measurement = exact(target, task.workload, candidates[best]);
-  op.schedule = candidates[best];
+  op.schedule = model_pick(*model, task.workload, target, options);
+  op.measurement = exact(target, task.workload, *op.schedule);
   return op;
 }
 
@@ -154,20 +159,20 @@ VariantOp tuned_at_fusion(const TuneTask& t, const Target& target,
   return op;
 }
 
-// What (d) runs for a task with nothing measured: (b)'s pick when (b) had a model,
-// else the job's own zero-shot pick, else the vendor default.
+// What (d) runs for a task with nothing measured: the job's pick when it gives one, else
+// (b)'s pick when (b) had a model, else the vendor default.
 VariantOp unmeasured_pick(const TuneTask& t, const VariantOp& b, const std::optional<Schedule>& pick,
                           const Target& target, const Schedule& def) {
   VariantOp op{t.name, t.weight, std::nullopt, "nothing measured"};
-  if (b.note.empty() && b.schedule) {
+  if (pick) {
+    op.schedule = pick;
+    op.measurement = exact(target, t.workload, *pick);
+    op.note += "; the job's zero-shot pick";
+    op.provenance = "zero-shot";
+  } else if (b.note.empty() && b.schedule) {
     op.schedule = b.schedule;
     op.measurement = b.measurement;
     op.note += "; zero-shot pick of a model trained on the measured tasks";
-    op.provenance = "zero-shot";
-  } else if (pick) {
-    op.schedule = pick;
-    op.measurement = exact(target, t.workload, *pick);
-    op.note += "; the job's analytic zero-shot pick";
     op.provenance = "zero-shot";
   } else {
     op.schedule = def;
@@ -206,6 +211,31 @@ std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const Precis
   add_row("int8", PrecisionSpec::whole(DType::int8));
   if (!job.empty()) add_row("this job's precision", job);
   return rows;
+}
+
+std::vector<std::optional<Schedule>> final_picks(const std::vector<TuneTask>& tasks, const Target& target,
+                                                 const db::RecordStore& records, const EvaluationOptions& options) {
+  const auto target_key = db::TargetInfo::from_target(target).key;
+  std::vector<costmodel::WorkloadGroup> measured;
+  std::vector<bool> has(tasks.size(), false);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    auto g = group_of(tasks[i].workload, target, records.history(tasks[i].workload.key(), target_key),
+                      options.train_per_task);
+    has[i] = !g.samples.empty();
+    if (has[i]) measured.push_back(std::move(g));
+  }
+  std::vector<std::optional<Schedule>> picks(tasks.size());
+  if (measured.empty()) return picks;
+  auto model = costmodel::make_cost_model(options.cost_model, options.seed);
+  try {
+    model->train(measured);
+  } catch (const Error&) {
+    return picks;
+  }
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (!has[i]) picks[i] = model_pick(*model, tasks[i].workload, target, options);
+  }
+  return picks;
 }
 
 std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,

@@ -44,8 +44,8 @@ struct EvaluationOptions {
   // Per task, the layout (d) keeps it in (the job's layout choice, layout_choice.hpp);
   // empty or nullopt: any layout.
   std::vector<std::optional<lowering::Layout>> layouts;
-  // Per task, the job's zero-shot pick (zero_shot.hpp): what (d) runs for a task with
-  // nothing measured when (b) had no model to pick with; empty or nullopt: the default.
+  // Per task, the job's pick for a task with nothing measured (final_picks): what (d)
+  // runs for it. Empty or nullopt: (b)'s pick, or without a model the default.
   std::vector<std::optional<Schedule>> picks;
 };
 
@@ -57,6 +57,13 @@ Measurement measure_noise_free(const Target& target, const Workload& w, const Sc
 // float16, in int8 and, when the job sets a precision, in the job's: fp16 -> int8 -> mixed.
 std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const PrecisionSpec& job,
                                               const Target& target);
+
+// For each task with nothing measured, the top pick of one model trained on every
+// measured task (for such a task, (b)'s model); nullopt for a measured task, and for every
+// task when nothing is measured or no model could be trained.
+std::vector<std::optional<Schedule>> final_picks(const std::vector<TuneTask>& tasks, const Target& target,
+                                                 const db::RecordStore& records,
+                                                 const EvaluationOptions& options = {});
 
 std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
                                             const Target& target, const db::RecordStore& records,
