@@ -1,5 +1,6 @@
 #include "core/target.hpp"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <string_view>
@@ -135,6 +136,19 @@ Target Target::from_json(const Json& j) {
     check_range(n, j[n].is_number_unsigned() && v < 0 ? 1e300 : static_cast<double>(v), j[n], true,
                 field_label(n));
   });
+  if (j.contains("matrix_dtypes")) {
+    const Json& d = j["matrix_dtypes"];
+    if (!d.is_array()) throw_bad_input("target: field 'matrix_dtypes' must be an array of dtype names");
+    for (const auto& name : d) {
+      if (!name.is_string()) throw_bad_input("target: field 'matrix_dtypes' must be an array of dtype names");
+      try {
+        t.matrix_dtypes.push_back(parse_dtype(name.get<std::string>()));
+      } catch (const Error&) {
+        throw_bad_input("target: field 'matrix_dtypes' must list float16, bfloat16, float32 or int8; got " +
+                        name.dump());
+      }
+    }
+  }
   if (j.contains("source")) {
     if (!j["source"].is_object()) throw_bad_input("target: field 'source' must be an object");
     t.source = j["source"];
@@ -151,6 +165,8 @@ Json Target::to_json() const {
   Json j{{"name", name}, {"organisation", organisation}, {"source", source}};
   for_each_number(t, [&](const char* n, double& v) { j[n] = v; });
   for_each_integer(t, [&](const char* n, std::int64_t& v) { j[n] = v; });
+  j["matrix_dtypes"] = Json::array();
+  for (DType d : matrix_dtypes) j["matrix_dtypes"].push_back(std::string(to_string(d)));
   return j;
 }
 
@@ -158,8 +174,13 @@ std::string Target::key() const {
   Json j = to_json();
   j.erase("source");
   j.erase("device_memory_bytes");  // capacity does not change a kernel's time
+  j.erase("matrix_dtypes");        // neither does the list of what else the unit could run
   if (fma_chains == 0) j.erase("fma_chains");
   return stable_key(j);
+}
+
+bool Target::supports(DType d) const {
+  return matrix_dtypes.empty() || std::find(matrix_dtypes.begin(), matrix_dtypes.end(), d) != matrix_dtypes.end();
 }
 
 double Target::macs_per_cycle(DType d) const {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/json.hpp"
 #include "core/workload.hpp"
@@ -49,6 +50,11 @@ struct Target {
   // Device DRAM (HBM, LPDDR) capacity. Optional, 0 = not given; only the job's fit
   // check reads it (tuner/device_memory.hpp), so it is not part of key().
   std::int64_t device_memory_bytes = 0;
+  // The dtypes the matrix unit runs (docs/hardware-facts.md section 1). Optional, empty =
+  // not stated: every dtype is accepted. Only a job's precision check reads it
+  // (tuner/precision.hpp: a dtype the chip lacks falls back by name, with a warning), so
+  // it is not part of key().
+  std::vector<DType> matrix_dtypes;
   Json source = Json::object();          // field -> note on where the figure comes from (or "est.")
 
   // Every field above except source, fma_chains and device_memory_bytes is required; bad_input
@@ -64,6 +70,8 @@ struct Target {
 
   // Peak MACs per cycle per core for dtype, and whole-chip FLOP/s (2 per MAC).
   double macs_per_cycle(DType d) const;
+  // Whether the matrix unit runs d (true when matrix_dtypes is not stated).
+  bool supports(DType d) const;
   double peak_flops(DType d) const;
   double hbm_bytes_per_second() const { return hbm_bytes_per_cycle * clock_ghz * 1e9; }
   double cycles_to_us(double cycles) const { return cycles / (clock_ghz * 1e3); }

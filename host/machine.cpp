@@ -252,6 +252,7 @@ Target to_target(const MachineInfo& info, const Calibration& c) {
   Target t;
   t.name = info.target_name();
   t.organisation = "cpu";
+  t.matrix_dtypes = {DType::float32};  // the host backend generates fp32 kernels
   t.ai_cores = t.vector_cores = info.physical_cores;
   t.clock_ghz = 1.0;
   t.cube_m = info.lanes();

@@ -44,6 +44,7 @@ Target ascend910() {
   t.launch_us = 5;
   t.max_buffers_per_queue = 4;
   t.device_memory_bytes = 32 * kGiB;
+  t.matrix_dtypes = {DType::float16, DType::int8};
   t.source = {
       {"organisation", "hardware-facts 1: coupled AI core (cube+vector+scalar)"},
       {"ai_cores", "hardware-facts 1: 32 (30 on shipping SKUs)"},
@@ -69,6 +70,7 @@ Target ascend910() {
       {"launch_us", "hardware-facts 1: ~5 us (est.)"},
       {"max_buffers_per_queue", "hardware-facts 1: 4 buffers per queue on 910"},
       {"device_memory_bytes", "hardware-facts 1: 32 GB HBM2"},
+      {"matrix_dtypes", "hardware-facts 1: the 910 cube runs fp16 and int8, no bf16"},
   };
   return t;
 }
@@ -101,6 +103,7 @@ Target ascend910b() {
   t.launch_us = 5;
   t.max_buffers_per_queue = 8;
   t.device_memory_bytes = 64 * kGiB;
+  t.matrix_dtypes = {DType::float16, DType::bfloat16, DType::int8};
   t.source = {
       {"organisation", "hardware-facts 1: split, 24 AIC (cube) + 48 AIV (vector)"},
       {"ai_cores", "hardware-facts 1: 24 AIC (910B2)"},
@@ -125,6 +128,7 @@ Target ascend910b() {
       {"launch_us", "hardware-facts 1: 3-10 us measured range; 5 us chosen (est.)"},
       {"max_buffers_per_queue", "hardware-facts 1: Ascend C allows 8 buffers per queue"},
       {"device_memory_bytes", "hardware-facts 1: 64 GB HBM2e (910B2)"},
+      {"matrix_dtypes", "hardware-facts 1: the 910B cube adds bf16"},
   };
   return t;
 }
@@ -184,6 +188,7 @@ Target ascend310() {
                               "per chip (est.)"},
   };
   t.device_memory_bytes = 8 * kGiB;
+  t.matrix_dtypes = {DType::float16, DType::int8};
   return t;
 }
 
@@ -221,6 +226,7 @@ Target mlu370() {
   t.launch_us = 5;
   t.max_buffers_per_queue = 4;
   t.device_memory_bytes = 24 * kGiB;
+  t.matrix_dtypes = {DType::float16, DType::bfloat16, DType::int8};
   t.source = {
       {"organisation", "est.: each IPU core has its own matrix and vector units (coupled)"},
       {"ai_cores", "est.: 8 clusters x 4 IPU cores; not published per chip"},

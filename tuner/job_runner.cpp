@@ -96,8 +96,9 @@ class JobRun {
   }
 
   // The report's precision rows (model_evaluation.hpp), from the model as it was given.
-  void compare_precisions(const TaskSet& model) {
-    precisions_ = evaluate_precisions(model, spec_.precision, target_);
+  void compare_precisions(const TaskSet& model, const PrecisionSpec& precision, std::vector<std::string> warnings) {
+    precisions_ = evaluate_precisions(model, precision, target_);
+    precision_warnings_ = std::move(warnings);
   }
 
   JobOutcome run() {
@@ -554,7 +555,8 @@ class JobRun {
     for (const auto& [name, into] : tasks_.folded()) {
       folded.push_back({{"name", name}, {"into", into.empty() ? Json(nullptr) : Json(into)}});
     }
-    return {{"job", spec_.name}, {"precisions", precisions}, {"model", tasks_.model()}, {"target", target_.name},
+    return {{"job", spec_.name}, {"precisions", precisions}, {"precision_warnings", precision_warnings_},
+            {"model", tasks_.model()}, {"target", target_.name},
             {"trials", out.trials}, {"resumed", out.resumed_trials},
             {"tasks_tuned", out.tasks_tuned}, {"default_us", out.default_us},
             {"tuned_us", out.tuned_us}, {"end_to_end", kEndToEndMeaning},
@@ -584,6 +586,7 @@ class JobRun {
   Progress progress_;
   std::vector<TaskRun> runs_;
   std::vector<PrecisionRow> precisions_;
+  std::vector<std::string> precision_warnings_;  // fit_precision's, also in --json
   std::int64_t job_id_ = 0;
 };
 
@@ -631,7 +634,10 @@ TaskSet model_tasks(const JobSpec& spec) {
   return set;
 }
 
-TaskSet tasks_of(const JobSpec& spec) { return apply_precision(model_tasks(spec), spec.precision); }
+TaskSet tasks_of(const JobSpec& spec) {
+  std::vector<std::string> ignored;
+  return apply_precision(model_tasks(spec), fit_precision(spec.precision, backend::load_target(spec.target), ignored));
+}
 
 JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   // Validate everything before the database is opened (see header). Declared fusion
@@ -639,7 +645,9 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
   Target target = backend::load_target(spec.target);
   TaskSet model = model_tasks(spec);
-  TaskSet tasks = apply_precision(model, spec.precision);
+  std::vector<std::string> precision_warnings;
+  const PrecisionSpec precision = fit_precision(spec.precision, target, precision_warnings);
+  TaskSet tasks = apply_precision(model, precision);
   const auto& names = search::strategy_names();
   if (std::find(names.begin(), names.end(), spec.strategy) == names.end()) {
     std::string list;
@@ -669,7 +677,8 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   MemoryFit memory = memory_fit(tasks, target);
   if (const std::string w = memory.warning(target.name); !w.empty()) warnings << w << "\n";
   JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer), std::move(memory));
-  job.compare_precisions(model);
+  for (const auto& w : precision_warnings) warnings << "warning: " << w << "\n";
+  job.compare_precisions(model, precision, precision_warnings);
   return job.run();
 }
 

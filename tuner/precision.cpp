@@ -43,7 +43,32 @@ DType dtype_of(const Json& j, const std::string& where) {
   return dtype_of_bits(j, where);
 }
 
+// Ops a whole-model int8 keeps in float: their error is not the matmul's rounding noise
+// (softmax's exp, layernorm's statistics) or they move data only (pools).
+bool keeps_float(const Workload& w) {
+  static const std::set<std::string> ops = {"softmax", "layernorm", "lrn", "max_pool2d", "avg_pool2d",
+                                            "global_avg_pool", "reduce"};
+  return ops.count(w.op()) > 0;
+}
+
 }  // namespace
+
+PrecisionSpec fit_precision(const PrecisionSpec& spec, const Target& target, std::vector<std::string>& warnings) {
+  std::string runs;
+  for (DType d : target.matrix_dtypes) runs += (runs.empty() ? "" : ", ") + std::string(to_string(d));
+  const DType instead = target.supports(DType::float16) ? DType::float16 : DType::float32;
+  auto fit = [&](DType d, const std::string& where) {
+    if (target.supports(d)) return d;
+    warnings.push_back("precision: " + std::string(to_string(d)) + " is not supported by " + target.name +
+                       "'s matrix unit (it runs " + runs + "); " + where + " runs " +
+                       std::string(to_string(instead)) + " instead");
+    return instead;
+  };
+  PrecisionSpec out = spec;
+  if (out.rest) out.rest = fit(*out.rest, "the model");
+  for (auto& [layer, d] : out.layers) d = fit(d, "layer '" + layer + "'");
+  return out;
+}
 
 PrecisionSpec parse_precision(const Json& j) {
   if (j.is_string()) return PrecisionSpec::whole(dtype_of(j, "job spec: field 'precision'"));
@@ -88,19 +113,48 @@ Workload with_conversion(const Workload& w, const char* op) {
   return Workload::from_json(j);
 }
 
-// Quantise into an int8 layer, dequantise out of one, along the layer chain.
-void convert_at_precision_changes(const TaskSet& tasks, std::vector<Workload>& layers) {
-  std::optional<std::size_t> prev;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    if (tasks.layer_order()[i].standalone) continue;
-    if (prev) {
-      Workload& a = layers[*prev];
-      const bool into = a.dtype() != DType::int8 && layers[i].dtype() == DType::int8;
-      const bool out_of = a.dtype() == DType::int8 && layers[i].dtype() != DType::int8;
-      if (a.info().takes_epilogue && (into || out_of)) a = with_conversion(a, into ? "quantize" : "dequantize");
+// One layer of the model after precision.
+struct Layer {
+  Workload w;
+  std::string name;
+  int count = 1;
+  bool standalone = false;
+};
+
+// A kernel of its own that quantises (into int8) or dequantises a's output, for a
+// producer that takes no epilogue: one pass over the tensor as rows of up to 1024.
+std::optional<Layer> conversion_layer(const Layer& a, bool into) {
+  const double elements = a.w.out_elements();
+  if (elements < 1) return std::nullopt;
+  std::int64_t n = 1;
+  while (n < 1024 && std::fmod(elements, double(n * 2)) == 0) n *= 2;
+  const Json j{{"op", "map"},
+               {"dtype", into ? std::string(to_string(a.w.dtype())) : std::string("int8")},
+               {"dims", {{"M", std::int64_t(elements / double(n))}, {"N", n}}},
+               {"epilogue", {into ? "quantize" : "dequantize"}}};
+  return Layer{Workload::from_json(j), a.name + (into ? ".quantize" : ".dequantize"), a.count, false};
+}
+
+// Quantise into an int8 layer, dequantise out of one, along the layer chain: in the
+// producer's epilogue where it takes one, else as a conversion layer after it.
+std::vector<Layer> convert_at_precision_changes(std::vector<Layer> layers) {
+  std::vector<Layer> out;
+  std::optional<std::size_t> prev;  // the previous chain layer, in out
+  for (auto& l : layers) {
+    if (!l.standalone && prev) {
+      Layer& a = out[*prev];
+      const bool into = a.w.dtype() != DType::int8 && l.w.dtype() == DType::int8;
+      const bool out_of = a.w.dtype() == DType::int8 && l.w.dtype() != DType::int8;
+      if ((into || out_of) && a.w.info().takes_epilogue) {
+        a.w = with_conversion(a.w, into ? "quantize" : "dequantize");
+      } else if (into || out_of) {
+        if (auto c = conversion_layer(a, into)) out.push_back(std::move(*c));
+      }
     }
-    prev = i;
+    out.push_back(std::move(l));
+    if (!out.back().standalone) prev = out.size() - 1;
   }
+  return out;
 }
 
 }  // namespace
@@ -110,21 +164,20 @@ TaskSet apply_precision(const TaskSet& tasks, const PrecisionSpec& spec) {
   TaskSet out(tasks.model(), tasks.batch());
   std::set<std::string> seen;
   // In layer order, so that the chain of layers (layout_choice.hpp) survives.
-  std::vector<Workload> layers;
+  std::vector<Layer> layers;
   for (const LayerStep& step : tasks.layer_order()) {
     const Workload& w = tasks.tasks()[step.task].workload;
     const auto it = spec.layers.find(step.name);
     std::optional<DType> d = it != spec.layers.end() ? std::optional(it->second) : spec.rest;
     if (it != spec.layers.end()) seen.insert(step.name);
-    layers.push_back(d ? with_dtype(w, *d) : w);
+    if (it == spec.layers.end() && d == DType::int8 && keeps_float(w)) d.reset();
+    layers.push_back({d ? with_dtype(w, *d) : w, step.name, step.count, step.standalone});
   }
-  convert_at_precision_changes(tasks, layers);
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const LayerStep& step = tasks.layer_order()[i];
-    if (step.standalone) {
-      out.add_standalone(layers[i], step.name, step.count);
+  for (const Layer& l : convert_at_precision_changes(std::move(layers))) {
+    if (l.standalone) {
+      out.add_standalone(l.w, l.name, l.count);
     } else {
-      out.add(layers[i], step.name, step.count);
+      out.add(l.w, l.name, l.count);
     }
   }
   for (const auto& n : tasks.fallbacks()) out.add_fallback(n);

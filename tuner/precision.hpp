@@ -10,6 +10,13 @@
 // ("quantize": scale, round, saturate) and an int8 layer before a float one
 // dequantises instead of requantising ("dequantize"); the plan still counts the
 // stored elements at the layer's own width.
+// What quantisation toolkits do for a whole-model int8: softmax, layernorm, LRN and
+// the pools stay in the model's float dtype unless the spec names the layer. Where the
+// producer of a precision change cannot take the conversion as an epilogue (a pool, a
+// softmax), a conversion kernel of its own is paid: a `map` named "<layer>.quantize" or
+// "<layer>.dequantize" over its output.
+// A dtype the target's matrix unit does not run (Target::matrix_dtypes) falls back by
+// name, with a warning (fit_precision).
 // Accuracy is not measured: it cannot be without the model's weights and data. The
 // quantisation error per layer is an estimate from int8's range and the fan-in.
 // Pure functions: thread-safe.
@@ -18,8 +25,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/json.hpp"
+#include "core/target.hpp"
 #include "core/workload.hpp"
 #include "tuner/task_set.hpp"
 
@@ -34,6 +43,11 @@ struct PrecisionSpec {
 
 // bad_input naming "precision" and the layer on any problem.
 PrecisionSpec parse_precision(const Json& j);
+
+// spec with every dtype the target's matrix unit lacks replaced by float16 (float32 where
+// float16 is lacking too); a warning naming each replaced dtype, the target and what it
+// runs instead is appended to warnings.
+PrecisionSpec fit_precision(const PrecisionSpec& spec, const Target& target, std::vector<std::string>& warnings);
 
 // w in dtype d: int8 ops that take an epilogue end in "requantize" (and lose a
 // "quantize" / "dequantize" of another precision).

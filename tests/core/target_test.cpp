@@ -121,6 +121,31 @@ TEST(TargetTest, FmaChainsIsOptionalAndKeysOnlyWhenGiven) {
   EXPECT_EQ(Target::from_json(cpu.to_json()).key(), cpu.key());
 }
 
+// matrix_dtypes (what the matrix unit runs) is optional, round-trips, is checked by name and
+// is not part of the key: it changes which precision a job takes, not a kernel's time.
+TEST(TargetTest, MatrixDtypesAreOptionalCheckedAndNotKeyed) {
+  const Target plain = Target::from_json(full_target());
+  EXPECT_TRUE(plain.matrix_dtypes.empty());
+  EXPECT_TRUE(plain.supports(DType::bfloat16));  // not stated: anything goes
+  Json listed = full_target();
+  listed["matrix_dtypes"] = {"float16", "int8"};
+  const Target t = Target::from_json(listed);
+  EXPECT_TRUE(t.supports(DType::int8));
+  EXPECT_FALSE(t.supports(DType::bfloat16));
+  EXPECT_EQ(t.key(), plain.key());
+  EXPECT_EQ(Target::from_json(t.to_json()).matrix_dtypes, t.matrix_dtypes);
+  for (const Json bad : {Json("float16"), Json({"float16", "fp8"}), Json({1})}) {
+    Json j = full_target();
+    j["matrix_dtypes"] = bad;
+    try {
+      Target::from_json(j);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), testing::HasSubstr("'matrix_dtypes'"));
+    }
+  }
+}
+
 TEST(TargetTest, FieldBeyondDoubleInTheTextIsNamed) {
   std::string text = full_target().dump();
   const auto at = text.find("\"clock_ghz\":1.0");

@@ -98,6 +98,58 @@ TEST(Precision, AnInt8RunRequantizesInsideAndConvertsAtItsEnds) {
   EXPECT_EQ(with_dtype(q.tasks()[2].workload, DType::float16).epilogue(), std::vector<std::string>{"relu"});
 }
 
+TEST(Precision, WholeModelInt8KeepsSoftmaxAndPoolsInFloatAndPaysTheConversions) {
+  // conv -> max pool -> conv -> softmax: the convs go int8; the pool and the softmax stay
+  // float16, so the first conv dequantises its output, the pool (which takes no epilogue)
+  // gets a quantize kernel of its own, and the second conv dequantises for the softmax.
+  TaskSet model("net", 1);
+  auto conv = [](std::int64_t c) {
+    return Workload::from_json(Json{{"op", "conv2d"},
+                                    {"dims", {{"N", 1}, {"C", c}, {"H", 8}, {"W", 8}, {"K", 16}, {"R", 1}, {"S", 1}}},
+                                    {"epilogue", {"relu"}}});
+  };
+  model.add(conv(8), "conv1");
+  model.add(Workload::from_json(Json{{"op", "max_pool2d"},
+                                     {"dims", {{"N", 1}, {"C", 16}, {"H", 8}, {"W", 8}, {"R", 2}, {"S", 2}, {"stride", 2}}}}),
+            "pool");
+  model.add(conv(16), "conv2");
+  model.add(Workload::from_json(Json{{"op", "softmax"}, {"dims", {{"M", 64}, {"N", 16}}}}), "softmax");
+  const TaskSet q = apply_precision(model, PrecisionSpec::whole(DType::int8));
+  std::vector<std::string> names;
+  for (const auto& step : q.layer_order()) names.push_back(step.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv1", "pool", "pool.quantize", "conv2", "softmax"}));
+  const auto& tasks = q.tasks();
+  ASSERT_EQ(tasks.size(), 5u);
+  EXPECT_EQ(tasks[0].workload.dtype(), DType::int8);
+  EXPECT_EQ(tasks[0].workload.epilogue(), (std::vector<std::string>{"relu", "dequantize"}));
+  EXPECT_EQ(tasks[1].workload.dtype(), DType::float16);  // the pool
+  EXPECT_EQ(tasks[2].workload.op(), "map");
+  EXPECT_EQ(tasks[2].workload.epilogue(), std::vector<std::string>{"quantize"});
+  EXPECT_DOUBLE_EQ(tasks[2].workload.out_elements(), tasks[1].workload.out_elements());
+  EXPECT_EQ(tasks[3].workload.epilogue(), (std::vector<std::string>{"relu", "dequantize"}));
+  EXPECT_EQ(tasks[4].workload.dtype(), DType::float16);
+  EXPECT_EQ(int8_error_estimate(tasks[4].workload), 0);  // no softmax error: it is not quantised
+  // A layer the spec names is quantised all the same.
+  const TaskSet forced = apply_precision(model, parse_precision(parse_json(R"({"*": "int8", "softmax": "int8"})", "t")));
+  EXPECT_EQ(forced.tasks().back().workload.dtype(), DType::int8);
+}
+
+TEST(Precision, ADtypeTheMatrixUnitLacksFallsBackByNameWithAWarning) {
+  std::vector<std::string> warnings;
+  const auto spec = parse_precision(parse_json(R"({"*": "bfloat16", "fc": "int8"})", "t"));
+  const PrecisionSpec on910 = fit_precision(spec, simulator::preset("ascend910"), warnings);
+  EXPECT_EQ(on910.rest, DType::float16);
+  EXPECT_EQ(on910.layers.at("fc"), DType::int8);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("bfloat16 is not supported by ascend910's matrix unit (it runs float16, int8)"),
+            std::string::npos);
+  EXPECT_NE(warnings[0].find("runs float16 instead"), std::string::npos);
+  warnings.clear();
+  const PrecisionSpec on910b = fit_precision(spec, simulator::preset("ascend910b"), warnings);
+  EXPECT_EQ(on910b.rest, DType::bfloat16);
+  EXPECT_TRUE(warnings.empty());
+}
+
 TEST(Precision, EachDtypeFollowsTheTargetsRates) {
   // fp32 is tuned as fp32 (a quarter of the fp16 cube rate on the 910), int8 at twice it.
   const TaskSet model = zoo_model("resnet50");
