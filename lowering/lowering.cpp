@@ -786,7 +786,10 @@ std::int64_t preferred(const std::string& knob, const Workload& w) {
   if (knob == knobs::tile_k) return 64;
   if (knob == knobs::k_steps) return 2;
   if (knob == knobs::async_copy_depth) return 2;
-  if (knob == knobs::fusion_level) return 1;
+  // What a vendor stack fuses by default (CANN's UB fusion, TensorRT): bias and
+  // activations, and the residual add and normalisation after a matmul or conv
+  // (docs/job-spec.md, "Fusion and the vendor default").
+  if (knob == knobs::fusion_level) return 2;
   if (knob == knobs::tile_h || knob == knobs::tile_w) return 16;
   if (knob == knobs::tile_c) return 64;
   return 0;  // tile_order: row-major

@@ -17,13 +17,20 @@ namespace {
 
 using Epilogue = std::vector<std::string>;
 
+// A conv's epilogue as inference runs it: a leading BatchNormalization folds into the
+// weights and becomes the conv's bias (docs/job-spec.md, "Fusion and the vendor default").
+Epilogue folded(Epilogue e) {
+  if (!e.empty() && e.front() == "batchnorm") e.front() = "bias";
+  return e;
+}
+
 Workload conv(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t k, std::int64_t rs,
               std::int64_t stride, const Epilogue& epilogue) {
   return Workload::from_json(Json{{"op", "conv2d"},
                                   {"dims",
                                    {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"K", k},
                                     {"R", rs}, {"S", rs}, {"stride", stride}, {"pad", rs / 2}}},
-                                  {"epilogue", epilogue}});
+                                  {"epilogue", folded(epilogue)}});
 }
 
 Workload depthwise(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t stride,
@@ -32,7 +39,7 @@ Workload depthwise(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t
                                   {"dims",
                                    {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"R", 3},
                                     {"S", 3}, {"stride", stride}, {"pad", 1}}},
-                                  {"epilogue", epilogue}});
+                                  {"epilogue", folded(epilogue)}});
 }
 
 Workload matmul(std::int64_t m, std::int64_t n, std::int64_t k, const Epilogue& epilogue) {

@@ -1,8 +1,10 @@
 // Model zoo: built-in models expanded into their tunable tasks, so a job can say
 // "model": "resnet50" without an ONNX file. Layer shapes follow the reference
 // architectures (torchvision ResNet-50 v1.5, BERT-base, MobileNet-v2); each conv
-// or matmul carries the epilogue chain that fusion may pull in (conv+bn+relu,
-// conv+bn+add+relu for residuals, matmul+bias+gelu, matmul+bias+add+layernorm).
+// or matmul carries the epilogue chain that fusion may pull in (conv+bias+relu,
+// conv+bias+add+relu for residuals, matmul+bias+gelu, matmul+bias+add+layernorm). An
+// inference BatchNormalization after a conv folds into the conv's weights and bias, as
+// every inference compiler folds it: the tables say "batchnorm", the tasks carry "bias".
 // Pooling, embedding gathers and head transposes are tasks too: no zoo model has an
 // untuned op (reshapes and flattens move no data).
 // Pure functions: thread-safe.

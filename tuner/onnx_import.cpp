@@ -241,8 +241,15 @@ class Extractor {
       const auto& n = graph_.node(*next);
       std::string step;
       const std::string& op = n.op_type();
-      if (op == "BatchNormalization" && conv_like && chain.empty()) step = "batchnorm";
-      else if (auto act = activation_of(n)) step = *act;
+      if (op == "BatchNormalization" && conv_like && (chain.empty() || chain == std::vector<std::string>{"bias"})) {
+        // Inference BatchNormalization right after a conv folds into its weights and bias,
+        // as every inference compiler folds it: no kernel and no epilogue op of its own.
+        consume_into(*next);
+        if (chain.empty()) chain.push_back("bias");
+        tensor = n.output(0);
+        continue;
+      }
+      if (auto act = activation_of(n)) step = *act;
       else if (op == "LayerNormalization" && !conv_like && int_attr(n, "axis", -1) == -1) {
         step = "layernorm";
       } else if ((op == "Add" || op == "Sum") && n.input_size() == 2) {  // Sum: torch's residual

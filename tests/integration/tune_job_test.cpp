@@ -215,7 +215,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   ASSERT_EQ(j["tasks"].size(), 1u);
   EXPECT_EQ(j["tasks"][0]["weight"], 2);
   EXPECT_EQ(j["tasks"][0]["workload"]["dims"]["N"], 2);
-  EXPECT_EQ(j["tasks"][0]["workload"]["epilogue"], atvoss::Json::array({"batchnorm", "relu"}));
+  EXPECT_EQ(j["tasks"][0]["workload"]["epilogue"], atvoss::Json::array({"bias", "relu"}));  // BN folded
   EXPECT_EQ(j["tasks"][0]["nodes"].size(), 2u);  // conv0 and conv1
   EXPECT_EQ(j["tasks"][0]["provenance"], "measured");
   ASSERT_EQ(j["not_tuned"].size(), 2u);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -150,7 +151,12 @@ nodes.append(helper.make_node("Erf", ["sh"], ["erf"], name="erf"))
 nodes.append(helper.make_node("ArgMax", ["sh"], ["am"], axis=1))  # unnamed: atvoss names it by output
 nodes.append(helper.make_node("Conv", ["sh", "wd"], ["dc"], dilations=[2, 2], pads=[2, 2, 2, 2], name="dilated_conv"))
 inits.append(init("wd", 8, 8, 3, 3))
-outs += ["erf", "am", "dc"]
+# A conv with its own bias, then BatchNormalization and Relu: the BN folds into the bias.
+nodes.append(helper.make_node("Conv", ["sh", "wb", "bb"], ["bc"], pads=[1, 1, 1, 1], name="biased_conv"))
+inits += [init("wb", 8, 8, 3, 3), init("bb", 8)]
+n, i = bn("bc", "bn_out", 8, "bbn"); n.name = "biased_bn"; nodes.append(n); inits += i
+nodes.append(helper.make_node("Relu", ["bn_out"], ["br"], name="biased_relu"))
+outs += ["erf", "am", "dc", "br"]
 g = helper.make_graph(nodes, "wild",
     [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 56, 56])],
     [helper.make_tensor_value_info(o, T.FLOAT if o != "am" else T.INT64, None) for o in outs], inits)
@@ -215,11 +221,14 @@ TEST_F(OnnxImport, ConvChainsResidualsAndDedupe) {
   EXPECT_EQ(stem->workload.op(), "conv2d");
   EXPECT_EQ(stem->workload.dim("N"), 2);  // symbolic batch bound to 2
   EXPECT_EQ(stem->workload.dim("pad"), 1);
-  EXPECT_EQ(stem->workload.epilogue(), (std::vector<std::string>{"batchnorm", "relu"}));
+  // Inference BatchNormalization folds into the conv: a bias, no kernel of its own.
+  EXPECT_EQ(stem->workload.epilogue(), (std::vector<std::string>{"bias", "relu"}));
   const TuneTask* block = find(s, "block2");
   ASSERT_NE(block, nullptr);
   EXPECT_EQ(block->weight, 2);  // block3 is the same workload
-  EXPECT_EQ(block->workload.epilogue(), (std::vector<std::string>{"batchnorm", "add", "relu"}));
+  EXPECT_EQ(block->workload.epilogue(), (std::vector<std::string>{"bias", "add", "relu"}));
+  EXPECT_NE(std::find(s.folded().begin(), s.folded().end(), std::pair<std::string, std::string>{"BatchNormalization:b1", "stem"}),
+            s.folded().end());
   const TuneTask* fc = find(s, "fc");
   ASSERT_NE(fc, nullptr);
   EXPECT_EQ(fc->workload.op(), "matmul");
@@ -315,9 +324,19 @@ TEST_F(OnnxImport, EveryNodeIsAccountedForByName) {
   for (const auto& [name, into] : s.folded()) seen[name] += 1;
   for (const auto& f : s.fallbacks()) seen[f.name] += 1;
   const auto nodes = lines_of(dir_ / "wild.nodes");
-  ASSERT_EQ(nodes.size(), 14u);
+  ASSERT_EQ(nodes.size(), 17u);
   for (const auto& name : nodes) EXPECT_EQ(seen[name], 1) << name;
   EXPECT_EQ(seen.size(), nodes.size());
+}
+
+TEST_F(OnnxImport, BatchNormAfterABiasedConvFoldsIntoIt) {
+  const TaskSet s = import_onnx((dir_ / "wild.onnx").string());
+  const TuneTask* conv = find(s, "biased_conv");
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->workload.epilogue(), (std::vector<std::string>{"bias", "relu"}));
+  const auto& folded = s.folded();
+  EXPECT_NE(std::find(folded.begin(), folded.end(), std::pair<std::string, std::string>{"biased_bn", "biased_conv"}),
+            folded.end());
 }
 
 TEST_F(OnnxImport, ChannelShuffleTunesOnTheNpu) {

@@ -71,7 +71,7 @@ TEST(Precision, ALayerLeavesItsSharedTaskAndConvertsAtItsEdges) {
     ++int8_tasks;
     EXPECT_EQ(t.name, "layer1.2.conv1");
     EXPECT_EQ(t.weight, 1);
-    EXPECT_EQ(t.workload.epilogue(), (std::vector<std::string>{"batchnorm", "relu", "dequantize"}));
+    EXPECT_EQ(t.workload.epilogue(), (std::vector<std::string>{"bias", "relu", "dequantize"}));
   }
   EXPECT_EQ(int8_tasks, 1);
   EXPECT_EQ(quantizing, 1);
