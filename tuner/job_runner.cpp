@@ -520,6 +520,9 @@ class JobRun {
     for (const auto& n : tasks_.fallbacks()) {
       data.fallbacks.push_back({n.name, n.op, n.reason, n.count, fallback_us(n, target_)});
     }
+    std::vector<std::optional<Schedule>> chosen_schedules;
+    for (const auto& op : chosen.ops) chosen_schedules.push_back(op.schedule);
+    data.fusion = fusion_report(tasks_, chosen_schedules, target_);
     data.device_memory = memory_.summary();
     data.fits_device = memory_.fits();
     Json tasks = Json::array();
@@ -562,7 +565,7 @@ class JobRun {
             {"tuned_us", out.tuned_us}, {"end_to_end", kEndToEndMeaning},
             {"layout_changes", changes}, {"layout_changes_us", out.layout_changes_us},
             {"fallback_us", out.fallback_us}, {"fallback_rule", kFallbackRule},
-            {"not_tuned", fallbacks_json(tasks_, target_)}, {"folded", folded},
+            {"not_tuned", fallbacks_json(tasks_, target_)}, {"folded", folded}, {"fusion", data.fusion.to_json()},
             {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
             {"database", out.database}, {"table", out.table}, {"report", out.report},
             {"memory", {{"weight_bytes", memory_.weight_bytes},

@@ -218,6 +218,21 @@ void fallback_section(std::ostringstream& out, const ReportData& d) {
   out << "</table>";
 }
 
+// What fusion saved under the chosen schedules, per rule (fusion_report.hpp).
+void fusion_section(std::ostringstream& out, const ReportData& d) {
+  const FusionReport& f = d.fusion;
+  if (f.ops_before == 0) return;
+  out << "<h3>Fusion</h3><p class=\"note\">" << f.ops_before << " ops before fusion, " << f.kernels_after
+      << " kernels after (" << f.kernels_removed() << " removed); estimated global-memory traffic "
+      << fmt(f.gm_bytes_after / 1e6) << " MB, " << fmt(100 * f.saved_share(), 1)
+      << "% less than unfused.</p><table><tr><th class=\"l\">rule</th><th>ops fused</th><th>GM MB saved</th></tr>";
+  for (const auto& r : f.rules) {
+    out << "<tr><td class=\"l\">" << esc(r.rule) << "</td><td>" << r.ops << "</td><td>" << fmt(r.gm_bytes_saved / 1e6)
+        << "</td></tr>";
+  }
+  out << "</table>";
+}
+
 void model_section(std::ostringstream& out, const ReportData& d) {
   if (d.variants.empty()) return;
   out << "<section id=\"model\"><h2>Model: before and after</h2>";
@@ -254,6 +269,7 @@ void model_section(std::ostringstream& out, const ReportData& d) {
     out << "</tr>";
   }
   out << "</table></div>";
+  fusion_section(out, d);
   layout_changes_table(out, d);
   out << "</section>";
 }

@@ -16,6 +16,7 @@
 
 #include "core/measurement.hpp"
 #include "core/schedule.hpp"
+#include "tuner/fusion_report.hpp"
 
 namespace atvoss::tuner {
 
@@ -92,6 +93,7 @@ struct ReportData {
     double time_us = 0;
   };
   std::vector<Fallback> fallbacks;
+  FusionReport fusion;  // under the chosen schedules (variant (d))
   std::vector<PrecisionRow> precisions;                  // first row: the reference
   std::vector<std::pair<std::string, double>> int8_error;  // task, estimated relative error
   std::string device_memory;  // MemoryFit::summary() (tuner/device_memory.hpp); empty: not shown

@@ -231,7 +231,13 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   EXPECT_DOUBLE_EQ(j["tuned_us"].get<double>(), j["variants"][3]["end_to_end_us"].get<double>());
   EXPECT_DOUBLE_EQ(j["default_us"].get<double>(), j["variants"][0]["end_to_end_us"].get<double>());
   EXPECT_GT(j["tuned_us"].get<double>(), fallback);
+  // Fusion under the chosen schedules: conv x2 with bias (its folded BatchNormalization) and
+  // relu, and the two nodes not tuned.
+  EXPECT_EQ(j["fusion"]["ops_before"], 2 * 3 + 2);
+  EXPECT_LE(j["fusion"]["kernels_after"].get<int>(), 2 * 3 + 2);
+  EXPECT_GE(j["fusion"]["kernels_after"].get<int>(), 2 + 2);
   const std::string html = slurp(path("tiny-report.html"));
+  EXPECT_THAT(html, HasSubstr("ops before fusion"));
   EXPECT_THAT(html, HasSubstr("2 nodes not tuned"));
   EXPECT_THAT(html, HasSubstr("huge_shuffle"));
   // The plain summary (a rerun measures nothing more) names them and states the same figure.
