@@ -17,7 +17,9 @@
 #include "db/table/schedule_table.hpp"
 #include "db/tuning_database.hpp"
 #include "simulator/presets.hpp"
+#include "costmodel/cost_model.hpp"
 #include "tuner/model_zoo.hpp"
+#include "tuner/zero_shot.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -216,6 +218,29 @@ TEST_F(JobRunnerTest, ABudgetShortOfEveryTaskStillReportsEndToEnd) {
   // The untuned tasks count at the default the full job measures for them.
   const auto full = run_job(spec(40), quiet);
   EXPECT_NEAR(out.default_us, full.default_us, 0.05 * full.default_us);
+}
+
+// Every task the job reaches measures its analytic zero-shot pick in its first round, so
+// its measured best is never worse than the pick it would otherwise have run.
+TEST_F(JobRunnerTest, EveryTaskReachedMeasuresItsZeroShotPick) {
+  JobRunOptions quiet;
+  quiet.quiet = true;
+  const auto out = run_job(spec(24), quiet);
+  const Target t = simulator::preset("ascend910");
+  const auto model = costmodel::make_cost_model("heuristic", 5);
+  auto db = db::TuningDatabase::open((dir_ / "j.db").string());
+  int reached = 0;
+  const TaskSet mlp = zoo_model("mlp");
+  for (const auto& task : mlp.tasks()) {
+    const auto history = db.records().history(task.workload.key());
+    if (history.empty()) continue;
+    ++reached;
+    const Schedule pick = zero_shot_pick(task.workload, t, *model, 256, 5).schedule;
+    const bool measured = std::any_of(history.begin(), history.end(), [&](const auto& r) { return r.schedule == pick; });
+    EXPECT_TRUE(measured) << task.name;
+  }
+  EXPECT_EQ(reached, out.tasks_tuned) << out.trials;
+  EXPECT_GT(reached, 0);
 }
 
 TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBetween) {

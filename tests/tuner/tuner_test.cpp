@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include <set>
 
 #include "backend/backend.hpp"
@@ -50,6 +52,28 @@ TEST_F(TunerTest, StoresEveryTrialAndFindsTheBest) {
   EXPECT_EQ(r.best_us, best);
   EXPECT_TRUE(std::isfinite(r.default_us));  // default measured first
   for (std::size_t i = 1; i < r.curve.size(); ++i) EXPECT_LE(r.curve[i], r.curve[i - 1]);
+}
+
+// A batch job's zero-shot pick is an anchor: measured in the first round right after the
+// default, never proposed again, and not measured twice when it is the default itself.
+TEST_F(TunerTest, AnchorsAreMeasuredRightAfterTheDefault) {
+  const Schedule def = *backend::default_schedule(workload_, target_);
+  std::mt19937_64 rng(3);
+  Schedule anchor = space_.schedule_at(*space_.random_valid_point(rng, 1000));
+  while (anchor == def) anchor = space_.schedule_at(*space_.random_valid_point(rng, 1000));
+  auto s = strategy();
+  TuneOptions o;
+  o.batch_size = 8;
+  o.anchors = {def, anchor};
+  const auto r = tune(workload_, target_, 24, *s, measurer_, db_.records(), o);
+  EXPECT_EQ(r.trials, 24);
+  const auto records = stored();
+  ASSERT_EQ(records.size(), 24u);
+  EXPECT_EQ(records[0].schedule, def);
+  EXPECT_EQ(records[1].schedule, anchor);
+  int anchors = 0;
+  for (const auto& rec : records) anchors += rec.schedule == anchor ? 1 : 0;
+  EXPECT_EQ(anchors, 1);
 }
 
 TEST_F(TunerTest, ResumeNeverMeasuresAScheduleTwice) {
