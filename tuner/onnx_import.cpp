@@ -575,11 +575,35 @@ void bind_symbolic_dims(onnx::ModelProto& model, int batch) {
   }
 }
 
+// Window attributes outside their range: libonnx's shape inference divides by strides and
+// dilations before any check of its own (strides=[0,0] killed the process with SIGFPE), so
+// every node is checked first. bad_input naming the node, the attribute and what it holds.
+void check_window_attributes(const onnx::GraphProto& graph) {
+  for (const auto& node : graph.node()) {
+    for (const auto& a : node.attribute()) {
+      const std::string& n = a.name();
+      const std::int64_t least = n == "pads" ? 0 : 1;
+      if (n != "strides" && n != "dilations" && n != "kernel_shape" && n != "pads" && n != "group") continue;
+      std::vector<std::int64_t> values(a.ints().begin(), a.ints().end());
+      if (n == "group") values = {a.i()};
+      for (const auto v : values) {
+        if (v >= least && v <= (std::int64_t{1} << 31)) continue;
+        std::string list;
+        for (const auto x : values) list += (list.empty() ? "" : ", ") + std::to_string(x);
+        throw_bad_input("model: node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" +
+                        node.op_type() + "): attribute '" + n + "' must hold integers >= " + std::to_string(least) +
+                        " and <= 2^31, got [" + list + "]");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
   if (options.batch < 1) throw_bad_input("onnx import: batch must be >= 1");
   onnx::ModelProto model = read_model(path);
+  check_window_attributes(model.graph());
   bind_symbolic_dims(model, options.batch);
   try {
     onnx::shape_inference::InferShapes(model);

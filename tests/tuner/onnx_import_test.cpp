@@ -164,6 +164,11 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 onnx.save(m, out + "/wild.onnx")
 inferred = onnx.shape_inference.infer_shapes(m)
 shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in inferred.graph.output}
+# Attributes libonnx's shape inference divides by: a zero stride must be refused, not crash.
+g = helper.make_graph([helper.make_node("Conv", ["x", "w0"], ["y"], strides=[0, 0], name="zero_stride")], "bad",
+    [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 8, 8])], [helper.make_tensor_value_info("y", T.FLOAT, None)],
+    [init("w0", 8, 8, 3, 3)])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/zero_stride.onnx")
 with open(out + "/wild.nodes", "w") as f:
     for n in nodes:
         f.write(name_of(n) + "\n")
@@ -397,6 +402,17 @@ TEST_F(OnnxImport, OpsWithoutALoweringAreNamedFallbacksWithTheirBytes) {
   const Target t = backend::load_target("ascend910");
   EXPECT_GT(fallback_us(erf, t), t.launch_us);
   EXPECT_NEAR(fallback_us(erf, t), erf.bytes / t.hbm_bytes_per_second() * 1e6 + t.launch_us, 1e-9);
+}
+
+TEST_F(OnnxImport, AZeroStrideIsBadInputNamingTheNodeNotACrash) {
+  try {
+    import_onnx((dir_ / "zero_stride.onnx").string());
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_NE(std::string(e.what()).find("node 'zero_stride' (Conv): attribute 'strides'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(OnnxImport, GarbageAndMissingFilesAreBadInput) {
