@@ -156,8 +156,11 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
 
 def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: bool = True) -> Dict[str, Any]:
     """Run a batch tuning job (docs/job-spec.md) from a dict or a job file and return its
-    summary: job, model, target, trials, resumed, measured, tasks, variants, database,
-    table, report, default_us and tuned_us. Strategies registered from Python may be named
+    summary: job, model, target, trials, resumed, measured, tasks (each with its nodes,
+    chosen_schedule, chosen_us and provenance), variants, not_tuned (nodes timed by the
+    fallback rule, by name), folded, fusion, database, table, report, default_us and
+    tuned_us. tuned_us is the job's one end-to-end figure: the chosen schedules re-simulated
+    without noise, with transposes and the nodes not tuned. Strategies registered from Python may be named
     in the spec. Rerunning resumes where the last run stopped. Ctrl-C stops the job between
     rounds with KeyboardInterrupt; the rounds done are stored and the job is marked
     "stopped", so rerunning the same spec resumes it without measuring anything twice."""
