@@ -237,15 +237,25 @@ class Extractor {
     auto has = [&](const std::string& e) {
       return std::find(chain.begin(), chain.end(), e) != chain.end();
     };
-    while (auto next = sole_consumer(tensor)) {
+    while (true) {
+      if (const auto silu = silu_after(tensor); silu && !has("silu")) {
+        consume_into(silu->first);
+        consume_into(silu->second);
+        chain.push_back("silu");
+        tensor = graph_.node(silu->second).output(0);
+        continue;
+      }
+      const auto next = sole_consumer(tensor);
+      if (!next) break;
       const auto& n = graph_.node(*next);
       std::string step;
       const std::string& op = n.op_type();
-      if (op == "BatchNormalization" && conv_like && (chain.empty() || chain == std::vector<std::string>{"bias"})) {
-        // Inference BatchNormalization right after a conv folds into its weights and bias,
-        // as every inference compiler folds it: no kernel and no epilogue op of its own.
+      const bool right_after = chain.empty() || chain == std::vector<std::string>{"bias"};
+      if (conv_like && right_after && (op == "BatchNormalization" || is_constant_scale(n, tensor))) {
+        // Inference BatchNormalization (or a constant scale) right after a conv folds into its
+        // weights and bias, as every inference compiler folds it: no kernel, no epilogue op.
         consume_into(*next);
-        if (chain.empty()) chain.push_back("bias");
+        if (chain.empty() && op == "BatchNormalization") chain.push_back("bias");  // its shift
         tensor = n.output(0);
         continue;
       }
@@ -282,13 +292,47 @@ class Extractor {
   }
 
   // The epilogue op an activation node is (Clip as ReLU6 clamps like ReLU), if any.
+  // Unary activations without an epilogue op of their own run as the one of the same
+  // vector cost: a comparison and a select (Elu, Selu, PRelu, ThresholdedRelu as leaky_relu),
+  // one transcendental (Tanh, Softsign, Softplus, HardSigmoid as sigmoid), a transcendental
+  // and a multiply (HardSwish, Mish as silu).
   static std::optional<std::string> activation_of(const onnx::NodeProto& n) {
-    const std::string& op = n.op_type();
-    if (op == "Relu" || op == "Clip") return "relu";
-    if (op == "LeakyRelu") return "leaky_relu";
-    if (op == "Gelu") return "gelu";
-    if (op == "Sigmoid") return "sigmoid";
+    static const std::map<std::string, std::string> ops = {
+        {"Relu", "relu"}, {"Clip", "relu"}, {"LeakyRelu", "leaky_relu"}, {"Elu", "leaky_relu"},
+        {"Selu", "leaky_relu"}, {"PRelu", "leaky_relu"}, {"ThresholdedRelu", "leaky_relu"},
+        {"Gelu", "gelu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "sigmoid"}, {"Softsign", "sigmoid"},
+        {"Softplus", "sigmoid"}, {"HardSigmoid", "sigmoid"}, {"HardSwish", "silu"}, {"Mish", "silu"}};
+    const auto it = ops.find(n.op_type());
+    return it == ops.end() ? std::nullopt : std::optional(it->second);
+  }
+
+  // x * Sigmoid(x) (SiLU, as PyTorch exports it): the Sigmoid node reading tensor and the
+  // Mul of both, when the Sigmoid feeds only that Mul and tensor feeds only these two.
+  std::optional<std::pair<int, int>> silu_after(const std::string& tensor) const {
+    if (index_.graph_outputs.count(tensor)) return std::nullopt;
+    const auto it = index_.consumers.find(tensor);
+    if (it == index_.consumers.end() || it->second.size() != 2) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      const int s = it->second[k], m = it->second[1 - k];
+      const auto& sig = graph_.node(s);
+      const auto& mul = graph_.node(m);
+      if (consumed_[s] || consumed_[m] || sig.op_type() != "Sigmoid" || mul.op_type() != "Mul") continue;
+      if (mul.input_size() != 2 || sole_consumer(sig.output(0)) != m) continue;
+      if ((mul.input(0) == tensor && mul.input(1) == sig.output(0)) ||
+          (mul.input(1) == tensor && mul.input(0) == sig.output(0))) {
+        return std::make_pair(s, m);
+      }
+    }
     return std::nullopt;
+  }
+
+  // A Mul or Div of a constant right after a conv: it scales the weights, as a folded
+  // BatchNormalization does.
+  bool is_constant_scale(const onnx::NodeProto& n, const std::string& tensor) const {
+    if ((n.op_type() != "Mul" && n.op_type() != "Div") || n.input_size() != 2) return false;
+    if (n.op_type() == "Div" && n.input(0) != tensor) return false;
+    const std::string& other = n.input(0) == tensor ? n.input(1) : n.input(0);
+    return index_.constants.count(other) > 0;
   }
 
   // [rows, last dim] of a tensor: the rows template's M x N.

@@ -175,6 +175,22 @@ with open(out + "/wild.nodes", "w") as f:
 with open(out + "/wild.shapes", "w") as f:
     for _, _, nm in pools:
         f.write("%s %d %d\n" % (nm, shapes[nm][2], shapes[nm][3]))
+# Activations as real exports write them: SiLU as x * Sigmoid(x) (PyTorch), a constant scale
+# after a conv, HardSwish, Tanh, and a standalone Elu.
+nodes, inits = [], []
+nodes.append(helper.make_node("Elu", ["x"], ["e"], name="elu"))
+nodes.append(helper.make_node("Conv", ["e", "w1"], ["c1"], pads=[1, 1, 1, 1], name="silu_conv"))
+nodes.append(helper.make_node("Sigmoid", ["c1"], ["s1"], name="silu_sigmoid"))
+nodes.append(helper.make_node("Mul", ["c1", "s1"], ["m1"], name="silu_mul"))
+nodes.append(helper.make_node("Conv", ["m1", "w2"], ["c2"], pads=[1, 1, 1, 1], name="scaled_conv"))
+nodes.append(helper.make_node("Mul", ["c2", "scale"], ["m2"], name="scale"))
+nodes.append(helper.make_node("HardSwish", ["m2"], ["h2"], name="hardswish"))
+nodes.append(helper.make_node("Conv", ["h2", "w3"], ["c3"], pads=[1, 1, 1, 1], name="tanh_conv"))
+nodes.append(helper.make_node("Tanh", ["c3"], ["y"], name="tanh"))
+inits += [init("w1", 8, 8, 3, 3), init("w2", 16, 8, 3, 3), init("w3", 8, 16, 3, 3), init("scale", 16, 1, 1)]
+g = helper.make_graph(nodes, "acts", [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 16, 16])],
+                      [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), out + "/acts.onnx")
 )py";
 
 class OnnxImport : public testing::Test {
@@ -332,6 +348,25 @@ TEST_F(OnnxImport, EveryNodeIsAccountedForByName) {
   ASSERT_EQ(nodes.size(), 17u);
   for (const auto& name : nodes) EXPECT_EQ(seen[name], 1) << name;
   EXPECT_EQ(seen.size(), nodes.size());
+}
+
+TEST_F(OnnxImport, ActivationsAsRealExportsWriteThemFuseIntoTheConv) {
+  const TaskSet s = import_onnx((dir_ / "acts.onnx").string());
+  EXPECT_TRUE(s.fallbacks().empty());
+  auto epilogue = [&](const std::string& name) {
+    const TuneTask* t = find(s, name);
+    return t ? t->workload.epilogue() : std::vector<std::string>{"(missing)"};
+  };
+  EXPECT_EQ(epilogue("silu_conv"), std::vector<std::string>{"silu"});     // x * Sigmoid(x)
+  EXPECT_EQ(epilogue("scaled_conv"), std::vector<std::string>{"silu"});   // scale folded, HardSwish
+  EXPECT_EQ(epilogue("tanh_conv"), std::vector<std::string>{"sigmoid"});  // Tanh, at a sigmoid's cost
+  EXPECT_EQ(epilogue("elu"), std::vector<std::string>{"leaky_relu"});     // a standalone map
+  EXPECT_EQ(s.tasks().size(), 4u);
+  std::map<std::string, std::string> into;
+  for (const auto& [node, task] : s.folded()) into[node] = task;
+  EXPECT_EQ(into["silu_sigmoid"], "silu_conv");
+  EXPECT_EQ(into["silu_mul"], "silu_conv");
+  EXPECT_EQ(into["scale"], "scaled_conv");
 }
 
 TEST_F(OnnxImport, BatchNormAfterABiasedConvFoldsIntoIt) {
