@@ -15,10 +15,13 @@ set(allowed_db core db)
 # runtime/ uses db/table (the lookup table; atvoss_table, no SQLite) and host/ (codegen, builder).
 set(allowed_runtime core lowering host db runtime)
 set(allowed_rpc core lowering host backend db rpc)
-set(allowed_tuner core lowering host backend costmodel search db rpc tuner)
+# frontend/: the model as the user brings it (ONNX import, zoo, precision, device memory, the
+# nodes not tuned); it asks the backends only whether a task has a valid schedule.
+set(allowed_frontend core lowering backend frontend)
+set(allowed_tuner core lowering host backend costmodel search db rpc frontend tuner)
 # python/ (the Python package's bindings) sits on top, like tools/.
-set(allowed_python core lowering simulator host backend costmodel search db runtime rpc tuner python)
-set(modules core lowering simulator host backend costmodel search db runtime rpc tuner python)
+set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend tuner python)
+set(modules core lowering simulator host backend costmodel search db runtime rpc frontend tuner python)
 
 set(violations "")
 foreach(module IN LISTS modules)

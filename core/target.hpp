@@ -48,11 +48,11 @@ struct Target {
   // when given, so the keys of targets that leave it out are as before it existed.
   int fma_chains = 0;
   // Device DRAM (HBM, LPDDR) capacity. Optional, 0 = not given; only the job's fit
-  // check reads it (tuner/device_memory.hpp), so it is not part of key().
+  // check reads it (frontend/device_memory.hpp), so it is not part of key().
   std::int64_t device_memory_bytes = 0;
   // The dtypes the matrix unit runs (docs/hardware-facts.md section 1). Optional, empty =
   // not stated: every dtype is accepted. Only a job's precision check reads it
-  // (tuner/precision.hpp: a dtype the chip lacks falls back by name, with a warning), so
+  // (frontend/precision.hpp: a dtype the chip lacks falls back by name, with a warning), so
   // it is not part of key().
   std::vector<DType> matrix_dtypes;
   Json source = Json::object();          // field -> note on where the figure comes from (or "est.")

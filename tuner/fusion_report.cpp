@@ -37,14 +37,14 @@ Json FusionReport::to_json() const {
           {"gm_saved_share", saved_share()}, {"rules", by_rule}};
 }
 
-FusionReport fusion_report(const TaskSet& tasks, const std::vector<std::optional<Schedule>>& schedules,
+FusionReport fusion_report(const frontend::TaskSet& tasks, const std::vector<std::optional<Schedule>>& schedules,
                            const Target& target) {
   FusionReport r;
   std::map<std::string, FusionRuleSaving> rules;
   int epilogue_nodes = 0;
   for (std::size_t i = 0; i < tasks.tasks().size() && i < schedules.size(); ++i) {
     if (!schedules[i]) continue;
-    const TuneTask& t = tasks.tasks()[i];
+    const frontend::TuneTask& t = tasks.tasks()[i];
     const auto plan = lowering::plan_kernel(t.workload, target, *schedules[i]);
     const int n = t.weight;
     r.ops_before += n * int(1 + t.workload.epilogue().size());

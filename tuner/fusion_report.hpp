@@ -14,7 +14,7 @@
 #include "core/json.hpp"
 #include "core/schedule.hpp"
 #include "core/target.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
 namespace atvoss::tuner {
 
@@ -36,7 +36,7 @@ struct FusionReport {
 };
 
 // tasks under schedules[i] (nullopt: the task is not counted) on target.
-FusionReport fusion_report(const TaskSet& tasks, const std::vector<std::optional<Schedule>>& schedules,
+FusionReport fusion_report(const frontend::TaskSet& tasks, const std::vector<std::optional<Schedule>>& schedules,
                            const Target& target);
 
 }  // namespace atvoss::tuner

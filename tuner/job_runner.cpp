@@ -26,13 +26,13 @@
 #include "tuner/layout_choice.hpp"
 #include "tuner/local_measurer.hpp"
 #include "tuner/model_evaluation.hpp"
-#include "tuner/model_zoo.hpp"
-#include "tuner/onnx_import.hpp"
+#include "frontend/model_zoo.hpp"
+#include "frontend/onnx_import.hpp"
 #include "tuner/report.hpp"
 #include "tuner/strategy_setup.hpp"
 #include "tuner/task_scheduler.hpp"
 #include "tuner/tuner.hpp"
-#include "tuner/fallback.hpp"
+#include "frontend/fallback.hpp"
 #include "tuner/zero_shot.hpp"
 #include "costmodel/cost_model.hpp"
 
@@ -67,7 +67,7 @@ std::string group_of(const Workload& w) {
 // One task's live state: its session exists once the scheduler first picks it, so
 // that its transfer data includes what earlier tasks measured.
 struct TaskRun {
-  TuneTask task;
+  frontend::TuneTask task;
   std::unique_ptr<StrategySetup> setup{};
   std::unique_ptr<TuningSession> session{};
   int stored = 0;  // trials in the database (kept current once the session exists)
@@ -82,8 +82,8 @@ struct TaskRun {
 
 class JobRun {
  public:
-  JobRun(const JobSpec& spec, const JobRunOptions& options, Target target, TaskSet tasks,
-         std::unique_ptr<Measurer> measurer, MemoryFit memory)
+  JobRun(const JobSpec& spec, const JobRunOptions& options, Target target, frontend::TaskSet tasks,
+         std::unique_ptr<Measurer> measurer, frontend::MemoryFit memory)
       : spec_(spec), options_(options), target_(std::move(target)), tasks_(std::move(tasks)),
         memory_(std::move(memory)),
         measurer_(std::move(measurer)), db_(db::TuningDatabase::open(spec.database)),
@@ -96,7 +96,7 @@ class JobRun {
   }
 
   // The report's precision rows (model_evaluation.hpp), from the model as it was given.
-  void compare_precisions(const TaskSet& model, const PrecisionSpec& precision, std::vector<std::string> warnings) {
+  void compare_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& precision, std::vector<std::string> warnings) {
     precisions_ = evaluate_precisions(model, precision, target_);
     precision_warnings_ = std::move(warnings);
   }
@@ -441,7 +441,7 @@ class JobRun {
     eval.layouts = layouts.layouts;
     eval.picks = final_picks_;
     auto v = evaluate_variants(tasks_.tasks(), target_, db_.records(), eval);
-    const double fallback = fallbacks_us(tasks_, target_);
+    const double fallback = frontend::fallbacks_us(tasks_, target_);
     for (auto& variant : v) {
       variant.layout_changes = variant_changes(variant, transpose_cost);
       variant.fallback_us = fallback;
@@ -518,7 +518,7 @@ class JobRun {
     data.budget = spec_.trials;
     data.tasks_tuned = out.tasks_tuned;
     for (const auto& n : tasks_.fallbacks()) {
-      data.fallbacks.push_back({n.name, n.op, n.reason, n.count, fallback_us(n, target_)});
+      data.fallbacks.push_back({n.name, n.op, n.reason, n.count, frontend::fallback_us(n, target_)});
     }
     std::vector<std::optional<Schedule>> chosen_schedules;
     for (const auto& op : chosen.ops) chosen_schedules.push_back(op.schedule);
@@ -532,7 +532,7 @@ class JobRun {
     }
     data.precisions = precisions_;
     for (const auto& t : tasks_.tasks()) {
-      if (const double e = int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
+      if (const double e = frontend::int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
     }
     write_report(data, spec_.report_path);
     out.summary = summary_json(out, data, tasks);
@@ -564,8 +564,8 @@ class JobRun {
             {"tasks_tuned", out.tasks_tuned}, {"default_us", out.default_us},
             {"tuned_us", out.tuned_us}, {"end_to_end", kEndToEndMeaning},
             {"layout_changes", changes}, {"layout_changes_us", out.layout_changes_us},
-            {"fallback_us", out.fallback_us}, {"fallback_rule", kFallbackRule},
-            {"not_tuned", fallbacks_json(tasks_, target_)}, {"folded", folded}, {"fusion", data.fusion.to_json()},
+            {"fallback_us", out.fallback_us}, {"fallback_rule", frontend::kFallbackRule},
+            {"not_tuned", frontend::fallbacks_json(tasks_, target_)}, {"folded", folded}, {"fusion", data.fusion.to_json()},
             {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
             {"database", out.database}, {"table", out.table}, {"report", out.report},
             {"memory", {{"weight_bytes", memory_.weight_bytes},
@@ -577,8 +577,8 @@ class JobRun {
   const JobSpec& spec_;
   const JobRunOptions& options_;
   Target target_;
-  TaskSet tasks_;
-  MemoryFit memory_;
+  frontend::TaskSet tasks_;
+  frontend::MemoryFit memory_;
   std::unique_ptr<Measurer> measurer_;
   db::TuningDatabase db_;
   db::TargetInfo target_info_;
@@ -619,27 +619,27 @@ std::unique_ptr<Measurer> make_job_measurer(const std::string& farm) {
   return make_farm_measurer(farm);
 }
 
-TaskSet model_tasks(const JobSpec& spec) {
-  TaskSet set;
+frontend::TaskSet model_tasks(const JobSpec& spec) {
+  frontend::TaskSet set;
   if (!spec.model.empty()) {
     if (ends_with(spec.model, ".onnx")) {
-      OnnxImportOptions o;
+      frontend::OnnxImportOptions o;
       o.batch = spec.batch;
-      set = import_onnx(spec.model, o);
+      set = frontend::import_onnx(spec.model, o);
     } else {
-      set = zoo_model(spec.model);
+      set = frontend::zoo_model(spec.model);
     }
   } else {
-    set = TaskSet(spec.name, 1);
+    set = frontend::TaskSet(spec.name, 1);
   }
   for (const auto& w : spec.workloads) set.add_standalone(w.workload, w.name, w.weight);
   if (set.tasks().empty()) throw_bad_input("job spec: the model has no tunable task");
   return set;
 }
 
-TaskSet tasks_of(const JobSpec& spec) {
+frontend::TaskSet tasks_of(const JobSpec& spec) {
   std::vector<std::string> ignored;
-  return apply_precision(model_tasks(spec), fit_precision(spec.precision, backend::load_target(spec.target), ignored));
+  return frontend::apply_precision(model_tasks(spec), frontend::fit_precision(spec.precision, backend::load_target(spec.target), ignored));
 }
 
 JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
@@ -647,10 +647,10 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   // rules go first: the tasks' default schedules below are lowered under them.
   for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
   Target target = backend::load_target(spec.target);
-  TaskSet model = model_tasks(spec);
+  frontend::TaskSet model = model_tasks(spec);
   std::vector<std::string> precision_warnings;
-  const PrecisionSpec precision = fit_precision(spec.precision, target, precision_warnings);
-  TaskSet tasks = apply_precision(model, precision);
+  const frontend::PrecisionSpec precision = frontend::fit_precision(spec.precision, target, precision_warnings);
+  frontend::TaskSet tasks = frontend::apply_precision(model, precision);
   const auto& names = search::strategy_names();
   if (std::find(names.begin(), names.end(), spec.strategy) == names.end()) {
     std::string list;
@@ -659,8 +659,8 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
                     spec.strategy + "'");
   }
   // A task with no valid schedule on this target runs as a fallback node, named, instead
-  // of failing the job (tuner/fallback.hpp).
-  tasks = without_unschedulable(tasks, target);
+  // of failing the job (frontend/fallback.hpp).
+  tasks = frontend::without_unschedulable(tasks, target);
   // The spec names where output goes; a missing directory is the user's to create.
   require_output_file(spec.database, "job spec: field 'database'");
   require_output_file(spec.export_path, "job spec: field 'export'");
@@ -677,7 +677,7 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   if (const Json ignored = target.source.value("ignored", Json("nothing")); ignored.is_string() && ignored != "nothing") {
     warnings << "note: the simulator ignores these fields of " << target.name << ": " << ignored.get<std::string>() << "\n";
   }
-  MemoryFit memory = memory_fit(tasks, target);
+  frontend::MemoryFit memory = frontend::memory_fit(tasks, target);
   if (const std::string w = memory.warning(target.name); !w.empty()) warnings << w << "\n";
   JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer), std::move(memory));
   for (const auto& w : precision_warnings) warnings << "warning: " << w << "\n";

@@ -21,11 +21,11 @@
 #include <memory>
 #include <string>
 
-#include "tuner/device_memory.hpp"
+#include "frontend/device_memory.hpp"
 #include "tuner/job_spec.hpp"
 #include "tuner/measurer.hpp"
 #include "tuner/progress.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
 namespace atvoss::tuner {
 
@@ -64,11 +64,11 @@ struct JobOutcome {
   // vendor default schedules, with the same transposes rule and fallbacks.
   double default_us = 0;
   double tuned_us = 0;
-  double fallback_us = 0;  // the nodes not tuned (tuner/fallback.hpp), in both figures
+  double fallback_us = 0;  // the nodes not tuned (frontend/fallback.hpp), in both figures
   int layout_changes = 0;  // transposes between layers of differing layouts (layout_choice.hpp)
   double layout_changes_us = 0;
   std::string database, table, report;
-  MemoryFit memory;        // the model's weights and peak activations against the device memory
+  frontend::MemoryFit memory;        // the model's weights and peak activations against the device memory
   Json summary;            // per-task detail for --json
 };
 
@@ -79,8 +79,8 @@ std::unique_ptr<Measurer> make_job_measurer(const std::string& farm);
 
 // The tasks of a spec: its model (zoo name or .onnx file) plus its explicit workloads,
 // as the model gives them (model_tasks) and with the spec's precision applied (tasks_of).
-TaskSet model_tasks(const JobSpec& spec);
-TaskSet tasks_of(const JobSpec& spec);
+frontend::TaskSet model_tasks(const JobSpec& spec);
+frontend::TaskSet tasks_of(const JobSpec& spec);
 
 JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options = {});
 

@@ -127,7 +127,7 @@ JobSpec JobSpec::from_json(const Json& j) {
   s.model = optional_string(j, "model", "");
   s.batch = static_cast<int>(optional_int(j, "batch", 1, 1, 4096));
   if (j.contains("workloads")) s.workloads = read_workloads(j["workloads"]);
-  if (j.contains("precision")) s.precision = parse_precision(j["precision"]);
+  if (j.contains("precision")) s.precision = frontend::parse_precision(j["precision"]);
   if (s.model.empty() && s.workloads.empty()) {
     throw_bad_input("job spec: give 'model' (a zoo name or .onnx file) and/or 'workloads'");
   }

@@ -14,7 +14,7 @@
 #include "core/json.hpp"
 #include "core/workload.hpp"
 #include "lowering/fusion_rules.hpp"
-#include "tuner/precision.hpp"
+#include "frontend/precision.hpp"
 
 namespace atvoss::tuner {
 
@@ -30,7 +30,7 @@ struct JobSpec {
   std::string model;                // zoo name or .onnx path; empty if only workloads
   int batch = 1;                    // ONNX only: value of symbolic batch dims
   std::vector<WeightedWorkload> workloads;  // explicit tasks (added to the model's)
-  PrecisionSpec precision;          // empty: every layer in the model's own dtype
+  frontend::PrecisionSpec precision;          // empty: every layer in the model's own dtype
   int trials = 0;                   // required: total trial budget over all tasks
   std::string strategy = "model-guided";
   std::string cost_model = "xgboost";

@@ -13,7 +13,7 @@ struct Edge {
   std::size_t from_step = 0, to_step = 0;
 };
 
-std::vector<Edge> chain_edges(const TaskSet& model, const std::vector<bool>& has_layout) {
+std::vector<Edge> chain_edges(const frontend::TaskSet& model, const std::vector<bool>& has_layout) {
   std::vector<Edge> edges;
   std::optional<std::size_t> last;
   const auto& order = model.layer_order();
@@ -25,14 +25,14 @@ std::vector<Edge> chain_edges(const TaskSet& model, const std::vector<bool>& has
   return edges;
 }
 
-double edge_us(const TaskSet& model, const Edge& e, Layout from, Layout to, const TransposeCost& cost) {
+double edge_us(const frontend::TaskSet& model, const Edge& e, Layout from, Layout to, const TransposeCost& cost) {
   if (from == to) return 0;
   const Workload& consumer = model.tasks()[model.layer_order()[e.to_step].task].workload;
   return cost(*lowering::layout_change(consumer, from, to));
 }
 
 // Tasks with the knob and at least one layout to choose from.
-std::vector<bool> layout_tasks(const TaskSet& model, const std::vector<std::map<Layout, double>>& times) {
+std::vector<bool> layout_tasks(const frontend::TaskSet& model, const std::vector<std::map<Layout, double>>& times) {
   std::vector<bool> v;
   for (std::size_t i = 0; i < model.tasks().size(); ++i) {
     v.push_back(lowering::has_layout_knob(model.tasks()[i].workload) && i < times.size() &&
@@ -57,7 +57,7 @@ TransposeCost swept_transpose_cost(const Target& target) {
   };
 }
 
-std::vector<LayoutChange> layout_changes(const TaskSet& model, const std::vector<std::optional<Layout>>& layouts,
+std::vector<LayoutChange> layout_changes(const frontend::TaskSet& model, const std::vector<std::optional<Layout>>& layouts,
                                          const TransposeCost& cost) {
   std::vector<bool> has_layout;
   for (const auto& l : layouts) has_layout.push_back(l.has_value());
@@ -81,7 +81,7 @@ double total_us(const std::vector<LayoutChange>& changes) {
   return us;
 }
 
-LayoutChoice choose_layouts(const TaskSet& model, const std::vector<std::map<Layout, double>>& times,
+LayoutChoice choose_layouts(const frontend::TaskSet& model, const std::vector<std::map<Layout, double>>& times,
                             const TransposeCost& cost) {
   const std::vector<bool> has_layout = layout_tasks(model, times);
   const auto& order = model.layer_order();

@@ -1,7 +1,7 @@
 // Layout choice: which layout each conv task of a model runs in, and where the model
 // pays a transpose between two layers whose layouts differ. Each conv task is tuned
 // with the layout knob free (lowering/layout.hpp); this pass then walks the model's
-// layer chain (TaskSet::layer_order: each layer reads the output of the last conv-family
+// layer chain (frontend::TaskSet::layer_order: each layer reads the output of the last conv-family
 // layer before it; the ops in between work in whatever layout they are given, and the
 // model's input arrives in the first conv's layout) and decides, task by task, whether
 // to keep its fastest layout and pay the transposes at its edges or fall back to the
@@ -20,7 +20,7 @@
 
 #include "core/target.hpp"
 #include "lowering/layout.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
 namespace atvoss::tuner {
 
@@ -42,7 +42,7 @@ struct LayoutChange {
 
 // The transposes a model pays when task i runs in layouts[i] (nullopt: no layout knob).
 // REQUIRES: layouts.size() == model.tasks().size().
-std::vector<LayoutChange> layout_changes(const TaskSet& model, const std::vector<std::optional<Layout>>& layouts,
+std::vector<LayoutChange> layout_changes(const frontend::TaskSet& model, const std::vector<std::optional<Layout>>& layouts,
                                          const TransposeCost& cost);
 
 double total_us(const std::vector<LayoutChange>& changes);
@@ -55,7 +55,7 @@ struct LayoutChoice {
 // times[i]: task i's time (microseconds, one occurrence) in each layout it can run
 // in; empty for a task without the knob. A task whose only entry is one layout is held
 // there (e.g. an untuned task at its default).
-LayoutChoice choose_layouts(const TaskSet& model, const std::vector<std::map<Layout, double>>& times,
+LayoutChoice choose_layouts(const frontend::TaskSet& model, const std::vector<std::map<Layout, double>>& times,
                             const TransposeCost& cost);
 
 }  // namespace atvoss::tuner

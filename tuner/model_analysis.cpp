@@ -12,7 +12,7 @@
 #include "db/tuning_database.hpp"
 #include "host/machine.hpp"
 #include "lowering/lowering.hpp"
-#include "tuner/fallback.hpp"
+#include "frontend/fallback.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/model_evaluation.hpp"
 
@@ -73,7 +73,7 @@ void rank_and_flag(std::vector<LayerAnalysis>& layers, const UtilisationBars& ba
   }
 }
 
-LayerAnalysis analyze_layer(const TuneTask& task, const Target& t, const db::RecordStore& records,
+LayerAnalysis analyze_layer(const frontend::TuneTask& task, const Target& t, const db::RecordStore& records,
                             const std::string& target_key) {
   LayerAnalysis l;
   l.name = task.name;
@@ -144,7 +144,7 @@ Json ModelAnalysis::to_json() const {
               {"flagged_share", flagged_share()}, {"layers", out}};
 }
 
-ModelAnalysis analyze_tuned_model(const TaskSet& tasks, const Target& target,
+ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target,
                                   const db::RecordStore& records, const UtilisationBars& bars) {
   if (host::is_host_target(target)) {
     throw_bad_input("analyze: target '" + target.name +
@@ -155,7 +155,7 @@ ModelAnalysis analyze_tuned_model(const TaskSet& tasks, const Target& target,
   a.target = target.name;
   const std::string target_key = db::TargetInfo::from_target(target).key;
   // A task with no valid schedule on the target runs as a fallback node: no profile.
-  const TaskSet schedulable = without_unschedulable(tasks, target);
+  const frontend::TaskSet schedulable = frontend::without_unschedulable(tasks, target);
   for (const auto& task : schedulable.tasks()) {
     if (!lowering::can_lower(task.workload)) continue;  // a measured table has no profile
     a.layers.push_back(analyze_layer(task, target, records, target_key));
@@ -168,7 +168,7 @@ ModelAnalysis analyze_job(const JobSpec& spec, const UtilisationBars& bars) {
   // The job's declared fusion rules shape its plans, so the profiles need them too.
   for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
   const Target target = backend::load_target(spec.target);
-  const TaskSet tasks = tasks_of(spec);
+  const frontend::TaskSet tasks = tasks_of(spec);
   const db::TuningDatabase db = open_existing(spec.database, "job spec: field 'database'");
   return analyze_tuned_model(tasks, target, db.records(), bars);
 }
@@ -197,7 +197,7 @@ ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string
   JobSpec spec;
   spec.name = "analyze";
   spec.model = model;
-  TaskSet tasks;
+  frontend::TaskSet tasks;
   try {
     tasks = model_tasks(spec);
   } catch (const Error& e) {

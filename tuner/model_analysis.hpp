@@ -25,7 +25,7 @@
 #include "core/target.hpp"
 #include "db/record_store.hpp"
 #include "tuner/job_spec.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
 namespace atvoss::tuner {
 
@@ -61,7 +61,7 @@ struct ModelAnalysis {
 
 // Every task of tasks on target, from its best record in records. bad_input if the
 // target is not simulated (a host CPU has no such profile).
-ModelAnalysis analyze_tuned_model(const TaskSet& tasks, const Target& target,
+ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target,
                                   const db::RecordStore& records, const UtilisationBars& bars = {});
 
 // The job's tasks (precision applied), target and database (which must exist: bad_input

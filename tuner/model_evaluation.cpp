@@ -99,7 +99,7 @@ Schedule model_pick(const costmodel::CostModel& model, const Workload& w, const 
   return candidates[std::max_element(scores.begin(), scores.end()) - scores.begin()];
 }
 
-VariantOp zero_shot(const TuneTask& task, std::size_t index, const ZeroShotModels& models,
+VariantOp zero_shot(const frontend::TuneTask& task, std::size_t index, const ZeroShotModels& models,
                     const Target& target, const EvaluationOptions& options) {
   VariantOp op{task.name, task.weight, std::nullopt, ""};
   std::string why;
@@ -134,7 +134,7 @@ std::optional<Schedule> best_stored(const Workload& w, const std::vector<db::Rec
 // Variant (c): the tiling tuned with fusion held at the vendor default's level. The
 // search spends few trials at any one level, so besides the best stored schedule at
 // that level, the overall winner moved to that level competes too.
-VariantOp tuned_at_fusion(const TuneTask& t, const Target& target,
+VariantOp tuned_at_fusion(const frontend::TuneTask& t, const Target& target,
                           const std::vector<db::Record>& history, const Schedule& def) {
   VariantOp op{t.name, t.weight, std::nullopt, ""};
   const std::int64_t level = def.get_or("fusion_level", 0);
@@ -161,7 +161,7 @@ VariantOp tuned_at_fusion(const TuneTask& t, const Target& target,
 
 // What (d) runs for a task with nothing measured: the job's pick when it gives one, else
 // (b)'s pick when (b) had a model, else the vendor default.
-VariantOp unmeasured_pick(const TuneTask& t, const VariantOp& b, const std::optional<Schedule>& pick,
+VariantOp unmeasured_pick(const frontend::TuneTask& t, const VariantOp& b, const std::optional<Schedule>& pick,
                           const Target& target, const Schedule& def) {
   VariantOp op{t.name, t.weight, std::nullopt, "nothing measured"};
   if (pick) {
@@ -189,14 +189,14 @@ Measurement measure_noise_free(const Target& target, const Workload& w, const Sc
   return backend::measure_one(backend::MeasureRequest{w, target, s, 1, 0}, backend::MeasureOptions{0});
 }
 
-std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const PrecisionSpec& job,
+std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& job,
                                               const Target& target) {
   std::vector<PrecisionRow> rows;
   // A precision in which some op has no valid schedule on the target gets no row.
-  auto add_row = [&](std::string name, const PrecisionSpec& spec) {
+  auto add_row = [&](std::string name, const frontend::PrecisionSpec& spec) {
     PrecisionRow r{std::move(name), 0};
     try {
-      const TaskSet tasks = apply_precision(model, spec);
+      const frontend::TaskSet tasks = frontend::apply_precision(model, spec);
       for (const auto& t : tasks.tasks()) {
         const Measurement m =
             measure_noise_free(target, t.workload, backend::required_default(t.workload, target));
@@ -207,13 +207,13 @@ std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const Precis
     }
     rows.push_back(std::move(r));
   };
-  add_row("float16", PrecisionSpec::whole(DType::float16));
-  add_row("int8", PrecisionSpec::whole(DType::int8));
+  add_row("float16", frontend::PrecisionSpec::whole(DType::float16));
+  add_row("int8", frontend::PrecisionSpec::whole(DType::int8));
   if (!job.empty()) add_row("this job's precision", job);
   return rows;
 }
 
-std::vector<std::optional<Schedule>> final_picks(const std::vector<TuneTask>& tasks, const Target& target,
+std::vector<std::optional<Schedule>> final_picks(const std::vector<frontend::TuneTask>& tasks, const Target& target,
                                                  const db::RecordStore& records, const EvaluationOptions& options) {
   const auto target_key = db::TargetInfo::from_target(target).key;
   std::vector<costmodel::WorkloadGroup> measured;
@@ -238,7 +238,7 @@ std::vector<std::optional<Schedule>> final_picks(const std::vector<TuneTask>& ta
   return picks;
 }
 
-std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
+std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks,
                                             const Target& target, const db::RecordStore& records,
                                             const EvaluationOptions& options) {
   const auto target_key = db::TargetInfo::from_target(target).key;
@@ -261,7 +261,7 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
                      "(or the job's analytic zero-shot pick)",
                      {}};
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const TuneTask& t = tasks[i];
+    const frontend::TuneTask& t = tasks[i];
     const Schedule d = backend::required_default(t.workload, target);
     def.ops.push_back({t.name, t.weight, exact(target, t.workload, d), "", d});
     zero.ops.push_back(zero_shot(t, i, zero_models, target, options));

@@ -27,9 +27,9 @@
 #include "core/target.hpp"
 #include "db/record_store.hpp"
 #include "lowering/layout.hpp"
-#include "tuner/precision.hpp"
+#include "frontend/precision.hpp"
 #include "tuner/report.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
 namespace atvoss::tuner {
 
@@ -55,17 +55,17 @@ Measurement measure_noise_free(const Target& target, const Workload& w, const Sc
 
 // The model (as given, before any precision) at the vendor default schedules in
 // float16, in int8 and, when the job sets a precision, in the job's: fp16 -> int8 -> mixed.
-std::vector<PrecisionRow> evaluate_precisions(const TaskSet& model, const PrecisionSpec& job,
+std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& job,
                                               const Target& target);
 
 // For each task with nothing measured, the top pick of one model trained on every
 // measured task (for such a task, (b)'s model); nullopt for a measured task, and for every
 // task when nothing is measured or no model could be trained.
-std::vector<std::optional<Schedule>> final_picks(const std::vector<TuneTask>& tasks, const Target& target,
+std::vector<std::optional<Schedule>> final_picks(const std::vector<frontend::TuneTask>& tasks, const Target& target,
                                                  const db::RecordStore& records,
                                                  const EvaluationOptions& options = {});
 
-std::vector<ModelVariant> evaluate_variants(const std::vector<TuneTask>& tasks,
+std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks,
                                             const Target& target, const db::RecordStore& records,
                                             const EvaluationOptions& options = {});
 

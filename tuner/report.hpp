@@ -59,7 +59,7 @@ struct ModelVariant {
   std::vector<VariantOp> ops;
   // The transposes between layers of differing layouts these schedules pay.
   std::vector<LayoutChangeRow> layout_changes = {};
-  // The nodes that are not tuned, timed by the fallback rule (tuner/fallback.hpp).
+  // The nodes that are not tuned, timed by the fallback rule (frontend/fallback.hpp).
   double fallback_us = 0;
   // sum(weight * time) over ops with a time, plus the transposes and the fallback nodes.
   double end_to_end_us() const;
@@ -86,7 +86,7 @@ struct ReportData {
   int tasks_tuned = -1;  // tasks the budget reached; -1: not given (every task)
   std::vector<TaskReport> tasks;
   std::vector<ModelVariant> variants;
-  // Nodes not tuned, by name (tuner/fallback.hpp), with their fallback time.
+  // Nodes not tuned, by name (frontend/fallback.hpp), with their fallback time.
   struct Fallback {
     std::string name, op, reason;
     int count = 1;
@@ -96,7 +96,7 @@ struct ReportData {
   FusionReport fusion;  // under the chosen schedules (variant (d))
   std::vector<PrecisionRow> precisions;                  // first row: the reference
   std::vector<std::pair<std::string, double>> int8_error;  // task, estimated relative error
-  std::string device_memory;  // MemoryFit::summary() (tuner/device_memory.hpp); empty: not shown
+  std::string device_memory;  // frontend::MemoryFit::summary() (frontend/device_memory.hpp); empty: not shown
   bool fits_device = true;
 };
 

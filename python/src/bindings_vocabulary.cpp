@@ -12,7 +12,7 @@
 #include "core/schedule.hpp"
 #include "core/workload.hpp"
 #include "simulator/analysis.hpp"
-#include "tuner/model_zoo.hpp"
+#include "frontend/model_zoo.hpp"
 
 namespace atvoss::python {
 namespace {
@@ -67,9 +67,9 @@ py::object default_schedule(const std::string& workload, const std::string& targ
   return py::str(dump(s->to_json()));
 }
 
-std::string zoo_model(const std::string& name) {
+std::string zoo_model_json(const std::string& name) {
   Json tasks = Json::array();
-  const tuner::TaskSet model = tuner::zoo_model(name);  // tasks() refers into it
+  const frontend::TaskSet model = frontend::zoo_model(name);  // tasks() refers into it
   for (const auto& t : model.tasks()) {
     tasks.push_back({{"workload", t.workload.to_json()}, {"weight", t.weight}, {"name", t.name}});
   }
@@ -102,8 +102,8 @@ void bind_vocabulary(py::module_& m) {
       .def("default", &Space::default_schedule, "The vendor default's knob values, or None")
       .def_property_readonly("backend", &Space::backend);
   m.def("default_schedule", &default_schedule, "The vendor default's JSON, or None");
-  m.def("zoo_names", &tuner::zoo_names, "Names of the zoo models");
-  m.def("zoo_model", &zoo_model, "Tasks of a zoo model as JSON");
+  m.def("zoo_names", &frontend::zoo_names, "Names of the zoo models");
+  m.def("zoo_model", &zoo_model_json, "Tasks of a zoo model as JSON");
   m.def("analyze", &analyze, "atvoss-analyze's reading of one measurement as JSON");
 }
 

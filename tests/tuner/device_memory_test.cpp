@@ -1,7 +1,7 @@
-// Device memory fit (tuner/device_memory.hpp): the mlp's weights and peak activations
+// Device memory fit (frontend/device_memory.hpp): the mlp's weights and peak activations
 // counted by hand, and a job on a part too small for the model warns, reports it and
 // still tunes.
-#include "tuner/device_memory.hpp"
+#include "frontend/device_memory.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 
 #include "simulator/presets.hpp"
 #include "tuner/job_runner.hpp"
-#include "tuner/model_zoo.hpp"
+#include "frontend/model_zoo.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -34,7 +34,7 @@ Target with_capacity(std::int64_t bytes) {
 }
 
 TEST(DeviceMemoryTest, WeightsAndPeakActivationsOfTheMlp) {
-  const MemoryFit f = memory_fit(zoo_model("mlp"), with_capacity(0));
+  const frontend::MemoryFit f = frontend::memory_fit(frontend::zoo_model("mlp"), with_capacity(0));
   EXPECT_DOUBLE_EQ(f.weight_bytes, kMlpWeights);
   EXPECT_DOUBLE_EQ(f.peak_activation_bytes, kFc1Live);
   EXPECT_EQ(f.peak_layer, "fc1");
@@ -43,29 +43,29 @@ TEST(DeviceMemoryTest, WeightsAndPeakActivationsOfTheMlp) {
 }
 
 TEST(DeviceMemoryTest, EveryLayerHoldsItsOwnWeights) {
-  TaskSet two("two", 1);
+  frontend::TaskSet two("two", 1);
   const Workload fc = Workload::from_json(Json::parse(R"({"op":"matmul","dims":{"M":8,"N":128,"K":256}})"));
   two.add(fc, "a");
   two.add(fc, "b");  // same shape, merged into one task of weight 2
-  EXPECT_DOUBLE_EQ(memory_fit(two, with_capacity(0)).weight_bytes, 2 * 2.0 * 128 * 256);
+  EXPECT_DOUBLE_EQ(frontend::memory_fit(two, with_capacity(0)).weight_bytes, 2 * 2.0 * 128 * 256);
   const Workload scores = Workload::from_json(
       Json::parse(R"({"op":"batch_matmul","dims":{"B":12,"M":128,"N":128,"K":64}})"));
-  EXPECT_EQ(weight_bytes(scores), 0);  // both operands are activations
+  EXPECT_EQ(frontend::weight_bytes(scores), 0);  // both operands are activations
   const Workload residual = Workload::from_json(
       Json::parse(R"({"op":"matmul","dims":{"M":8,"N":128,"K":256},"epilogue":["add"]})"));
-  EXPECT_DOUBLE_EQ(activation_bytes(residual), activation_bytes(fc) + 2.0 * 8 * 128);
+  EXPECT_DOUBLE_EQ(frontend::activation_bytes(residual), frontend::activation_bytes(fc) + 2.0 * 8 * 128);
 }
 
 TEST(DeviceMemoryTest, CapacityDecidesTheWarning) {
-  const TaskSet mlp = zoo_model("mlp");
+  const frontend::TaskSet mlp = frontend::zoo_model("mlp");
   const auto need = std::int64_t(kMlpWeights + kFc1Live);
-  EXPECT_TRUE(memory_fit(mlp, with_capacity(need)).fits());
-  EXPECT_EQ(memory_fit(mlp, with_capacity(need)).warning("x"), "");
-  const MemoryFit small = memory_fit(mlp, with_capacity(need - 1));
+  EXPECT_TRUE(frontend::memory_fit(mlp, with_capacity(need)).fits());
+  EXPECT_EQ(frontend::memory_fit(mlp, with_capacity(need)).warning("x"), "");
+  const frontend::MemoryFit small = frontend::memory_fit(mlp, with_capacity(need - 1));
   EXPECT_FALSE(small.fits());
   EXPECT_THAT(small.warning("tiny"), HasSubstr("does not fit in tiny's device memory"));
   EXPECT_THAT(small.summary(), HasSubstr("(100.0%)"));
-  EXPECT_TRUE(memory_fit(mlp, simulator::preset("mlu370")).fits());
+  EXPECT_TRUE(frontend::memory_fit(mlp, simulator::preset("mlu370")).fits());
 }
 
 TEST(DeviceMemoryTest, AJobOnAPartTooSmallWarnsReportsAndStillTunes) {

@@ -11,7 +11,7 @@ namespace atvoss::tuner {
 namespace {
 
 TEST(FusionReport, CountsKernelsAndBytesAFusionLevelSaves) {
-  TaskSet model("net", 1);
+  frontend::TaskSet model("net", 1);
   const Workload conv = Workload::from_json(Json{
       {"op", "conv2d"},
       {"dims", {{"N", 1}, {"C", 64}, {"H", 28}, {"W", 28}, {"K", 64}, {"R", 3}, {"S", 3}, {"pad", 1}}},

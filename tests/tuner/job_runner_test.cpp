@@ -18,7 +18,7 @@
 #include "db/tuning_database.hpp"
 #include "simulator/presets.hpp"
 #include "costmodel/cost_model.hpp"
-#include "tuner/model_zoo.hpp"
+#include "frontend/model_zoo.hpp"
 #include "tuner/zero_shot.hpp"
 
 namespace atvoss::tuner {
@@ -104,7 +104,7 @@ TEST_F(JobRunnerTest, AnExceptionFromOnRoundStopsTheJobResumably) {
 std::vector<std::vector<std::string>> measured_in_order(const fs::path& db_path) {
   auto db = db::TuningDatabase::open(db_path.string());
   std::vector<std::vector<std::string>> out;
-  const TaskSet tasks = zoo_model("mlp");
+  const frontend::TaskSet tasks = frontend::zoo_model("mlp");
   for (const auto& t : tasks.tasks()) {
     out.emplace_back();
     for (const auto& r : db.records().history(t.workload.key())) out.back().push_back(r.schedule.key());
@@ -230,7 +230,7 @@ TEST_F(JobRunnerTest, EveryTaskReachedMeasuresItsZeroShotPick) {
   const auto model = costmodel::make_cost_model("heuristic", 5);
   auto db = db::TuningDatabase::open((dir_ / "j.db").string());
   int reached = 0;
-  const TaskSet mlp = zoo_model("mlp");
+  const frontend::TaskSet mlp = frontend::zoo_model("mlp");
   for (const auto& task : mlp.tasks()) {
     const auto history = db.records().history(task.workload.key());
     if (history.empty()) continue;
@@ -246,7 +246,7 @@ TEST_F(JobRunnerTest, EveryTaskReachedMeasuresItsZeroShotPick) {
 TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBetween) {
   // Eight random schedules per task: ResNet-50's 1x1 and 3x3 convs end up in differing layouts.
   const Json j{{"name", "r50"}, {"target", "ascend910"}, {"model", "resnet50"},
-               {"trials", 8 * int(zoo_model("resnet50").tasks().size())}, {"strategy", "random"},
+               {"trials", 8 * int(frontend::zoo_model("resnet50").tasks().size())}, {"strategy", "random"},
                {"batch_size", 8}, {"cost_model", "linear"}, {"seed", 5},
                {"database", (dir_ / "j.db").string()}, {"export", (dir_ / "t.json").string()},
                {"report", (dir_ / "r.html").string()}};

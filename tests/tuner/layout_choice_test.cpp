@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tuner/precision.hpp"
+#include "frontend/precision.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -23,8 +23,8 @@ Workload pool() {
 }
 
 // conv a -> pool -> conv b: the pool passes its input's layout on.
-TaskSet chain() {
-  TaskSet m("chain", 1);
+frontend::TaskSet chain() {
+  frontend::TaskSet m("chain", 1);
   m.add(conv(64, 28), "a");
   m.add(pool(), "pool");
   m.add(conv(64, 14), "b");
@@ -82,7 +82,7 @@ TEST(LayoutChoiceTest, LayersThatAgreePayNothing) {
 }
 
 TEST(LayoutChoiceTest, AStandaloneWorkloadIsNoLayerOfTheChain) {
-  TaskSet m = chain();
+  frontend::TaskSet m = chain();
   m.add_standalone(conv(32, 7), "extra");
   int calls = 0;
   const auto changes = layout_changes(m, {Layout::fractal, std::nullopt, Layout::fractal, Layout::nhwc},
@@ -91,13 +91,13 @@ TEST(LayoutChoiceTest, AStandaloneWorkloadIsNoLayerOfTheChain) {
 }
 
 TEST(LayoutChoiceTest, PrecisionKeepsTheLayerOrder) {
-  TaskSet m("m", 1);
+  frontend::TaskSet m("m", 1);
   m.add(conv(64, 28), "a");
   m.add(conv(64, 14), "b");
   m.add(conv(64, 28), "c");
-  PrecisionSpec spec;
+  frontend::PrecisionSpec spec;
   spec.layers["b"] = DType::int8;
-  const TaskSet q = apply_precision(m, spec);
+  const frontend::TaskSet q = frontend::apply_precision(m, spec);
   ASSERT_EQ(q.layer_order().size(), 3u);
   EXPECT_EQ(q.layer_order()[0].name, "a");
   EXPECT_EQ(q.layer_order()[1].name, "b");

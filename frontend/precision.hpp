@@ -30,9 +30,9 @@
 #include "core/json.hpp"
 #include "core/target.hpp"
 #include "core/workload.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 struct PrecisionSpec {
   std::map<std::string, DType> layers;  // by layer name
@@ -61,4 +61,4 @@ TaskSet apply_precision(const TaskSet& tasks, const PrecisionSpec& spec);
 // an int8 step (1/254 of the range) against one full-range term. 0 for other dtypes.
 double int8_error_estimate(const Workload& w);
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 // resnet50 (batch 1), resnet50-b32 (batch 32), bert-base (sequence 128, batch 1),
 // mobilenet-v2 (batch 1), mlp (784-512-256-10, batch 64), yolov7-tiny (640 x 640),
@@ -25,4 +25,4 @@ bool is_zoo_model(const std::string& name);
 // bad_input listing zoo_names() if name is unknown.
 TaskSet zoo_model(const std::string& name);
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

@@ -6,7 +6,7 @@
 // bias and residual Add, LayerNormalization. A chain only grows through tensors
 // with a single consumer, as a fused kernel would need. Every node is accounted for
 // by name: a task, folded into one (an epilogue op, or a view that moves no data), or
-// a fallback node with its reason and bytes (tuner/fallback.hpp). No node fails the
+// a fallback node with its reason and bytes (frontend/fallback.hpp). No node fails the
 // import.
 // Pure function of the file: thread-safe.
 #pragma once
@@ -14,9 +14,9 @@
 #include <string>
 
 #include "core/workload.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 struct OnnxImportOptions {
   // Value bound to every symbolic dim (dim_param) of the graph inputs. Default 1.
@@ -30,4 +30,4 @@ struct OnnxImportOptions {
 // shape inference.
 TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options = {});
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

@@ -3,7 +3,7 @@
 //   resnet50: stages of (3, 4, 6, 3) bottlenecks, widths 64..512, stride in the 3x3 (v1.5)
 //   mobilenet-v2: the (t, c, n, s) table of the paper, width multiplier 1.0
 //   bert-base: 12 layers, hidden 768, 12 heads, FFN 3072
-#include "tuner/model_zoo.hpp"
+#include "frontend/model_zoo.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 namespace {
 
 using Epilogue = std::vector<std::string>;
@@ -343,4 +343,4 @@ TaskSet zoo_model(const std::string& name) {
   throw_bad_input("model: unknown model '" + name + "'; expected an .onnx file or one of: " + list);
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

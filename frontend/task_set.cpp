@@ -1,6 +1,6 @@
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 void TaskSet::add(const Workload& w, const std::string& name, int count) {
   add_step(w, name, count, false);
@@ -33,4 +33,4 @@ int TaskSet::total_occurrences() const {
   return n;
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "core/target.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 struct MemoryFit {
   double weight_bytes = 0;
@@ -36,4 +36,4 @@ double activation_bytes(const Workload& w);
 
 MemoryFit memory_fit(const TaskSet& tasks, const Target& target);
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

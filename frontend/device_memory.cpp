@@ -1,11 +1,11 @@
-#include "tuner/device_memory.hpp"
+#include "frontend/device_memory.hpp"
 
 #include <cstdio>
 
 #include "lowering/epilogue.hpp"
 #include "lowering/lowering.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 double weight_bytes(const Workload& w) {
   auto d = [&](const char* n) { return static_cast<double>(w.dim(n)); };
@@ -63,4 +63,4 @@ MemoryFit memory_fit(const TaskSet& tasks, const Target& target) {
   return f;
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

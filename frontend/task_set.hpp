@@ -1,7 +1,7 @@
 // TaskSet: the distinct workloads ("tasks") of a model, each with its weight —
 // the number of times the model runs it — plus the nodes that no task stands for
 // (FallbackNode: kept by name, never dropped). Weighted end-to-end time is
-// sum(weight * time) plus the fallback nodes' times (tuner/fallback.hpp); the task
+// sum(weight * time) plus the fallback nodes' times (frontend/fallback.hpp); the task
 // scheduler minimises the first part. Both the model zoo and the ONNX importer produce a TaskSet, so
 // deduplication (same Workload::key() => one task, weights summed) lives here.
 // Plain value type; not thread-safe.
@@ -13,14 +13,14 @@
 
 #include "core/workload.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 struct TuneTask {
   Workload workload;
   int weight = 1;    // occurrences in the model
   std::string name;  // first layer that produced it, for reports (e.g. "layer2.0.conv2")
   // Every layer merged into the task with its occurrences (weight is their sum): a
-  // per-layer setting (tuner/precision.hpp) may split them again.
+  // per-layer setting (frontend/precision.hpp) may split them again.
   std::vector<std::pair<std::string, int>> layers;
 };
 
@@ -36,7 +36,7 @@ struct LayerStep {
 
 // A node of the model that is not tuned: an op without a lowering, a shape its template
 // does not take, or a task whose space has no valid schedule on the target. It still
-// runs, so it is timed by the named fallback rule (tuner/fallback.hpp) from its bytes.
+// runs, so it is timed by the named fallback rule (frontend/fallback.hpp) from its bytes.
 struct FallbackNode {
   std::string name;    // the model's node name (ONNX node name, zoo layer name)
   std::string op;      // op type as the model names it, e.g. "MaxPool" or "transpose"
@@ -83,4 +83,4 @@ class TaskSet {
   std::vector<std::pair<std::string, std::string>> folded_;
 };
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

@@ -12,9 +12,9 @@
 
 #include "core/json.hpp"
 #include "core/target.hpp"
-#include "tuner/task_set.hpp"
+#include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 inline constexpr const char* kFallbackRule = "bytes at DRAM bandwidth + one launch";
 
@@ -31,4 +31,4 @@ TaskSet without_unschedulable(const TaskSet& tasks, const Target& target);
 // The fallback nodes as --json lists them: name, op, reason, count, bytes, time_us.
 Json fallbacks_json(const TaskSet& tasks, const Target& target);
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

@@ -1,4 +1,4 @@
-#include "tuner/precision.hpp"
+#include "frontend/precision.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 namespace {
 
 DType dtype_of_bits(const Json& j, const std::string& where) {
@@ -211,4 +211,4 @@ double int8_error_estimate(const Workload& w) {
   return std::sqrt(fan_in) / 254.0;
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

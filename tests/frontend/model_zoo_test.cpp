@@ -1,4 +1,4 @@
-#include "tuner/model_zoo.hpp"
+#include "frontend/model_zoo.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 namespace {
 
 int occurrences(const TaskSet& s, const std::string& op) {
@@ -140,4 +140,4 @@ TEST(ModelZoo, EveryNameExpandsAndUnknownIsBadInput) {
 }
 
 }  // namespace
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

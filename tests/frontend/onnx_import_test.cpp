@@ -1,6 +1,6 @@
 // Builds small ONNX models at test time with python3-onnx (no downloaded models)
 // and checks the tasks, epilogue chains, weights and unsupported ops extracted.
-#include "tuner/onnx_import.hpp"
+#include "frontend/onnx_import.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,9 +17,9 @@
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "core/error.hpp"
-#include "tuner/fallback.hpp"
+#include "frontend/fallback.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 namespace {
 
 namespace fs = std::filesystem;
@@ -466,4 +466,4 @@ TEST_F(OnnxImport, GarbageAndMissingFilesAreBadInput) {
 }
 
 }  // namespace
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

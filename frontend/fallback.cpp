@@ -1,11 +1,11 @@
-#include "tuner/fallback.hpp"
+#include "frontend/fallback.hpp"
 
 #include <algorithm>
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 
 double fallback_us(const FallbackNode& node, const Target& target) {
   const double bandwidth = target.hbm_bytes_per_second();
@@ -67,4 +67,4 @@ Json fallbacks_json(const TaskSet& tasks, const Target& target) {
   return list;
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend

@@ -1,7 +1,7 @@
 // ONNX task extraction. Read first: import_onnx() (load, bind dims, infer shapes),
 // then GraphIndex (tensor shapes, constants, consumers) and the per-op extractors
 // (conv_task, matmul_task, gemm_task), which all end in follow_chain().
-#include "tuner/onnx_import.hpp"
+#include "frontend/onnx_import.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -16,7 +16,7 @@
 
 #include "core/error.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::frontend {
 namespace {
 
 using Shape = std::vector<std::int64_t>;
@@ -661,4 +661,4 @@ TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
   return set;
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::frontend
