@@ -73,15 +73,32 @@ void rank_and_flag(std::vector<LayerAnalysis>& layers, const UtilisationBars& ba
   }
 }
 
+// The schedule a task runs: its best record, else its entry in the job's table, else its default.
+Schedule schedule_of(const frontend::TuneTask& task, const Target& t, const db::RecordStore& records,
+                     const std::string& target_key, const table::ScheduleTable* table, std::string& source) {
+  if (const auto best = records.best(task.workload.key(), target_key, 1); !best.empty()) {
+    source = "measured";
+    return best.front().schedule;
+  }
+  if (table) {
+    const auto hit = table->lookup(task.workload);
+    if (hit.kind == table::MatchKind::exact && hit.entry->provenance != "measured") {
+      source = hit.entry->provenance;
+      return hit.entry->schedule;
+    }
+  }
+  source = "default";
+  return backend::required_default(task.workload, t);
+}
+
 LayerAnalysis analyze_layer(const frontend::TuneTask& task, const Target& t, const db::RecordStore& records,
-                            const std::string& target_key) {
+                            const std::string& target_key, const table::ScheduleTable* table) {
   LayerAnalysis l;
   l.name = task.name;
   l.label = task.workload.label();
   l.weight = task.weight;
-  const auto best = records.best(task.workload.key(), target_key, 1);
-  l.tuned = !best.empty();
-  l.schedule = l.tuned ? best.front().schedule : backend::required_default(task.workload, t);
+  l.schedule = schedule_of(task, t, records, target_key, table, l.source);
+  l.tuned = l.source == "measured";
   const Measurement m = measure_noise_free(t, task.workload, l.schedule);
   if (!m.ok()) {
     throw Error(ErrorKind::internal, "analyze: the stored schedule of " + task.name +
@@ -136,6 +153,7 @@ Json ModelAnalysis::to_json() const {
   Json out = Json::array();
   for (const auto& l : layers) {
     out.push_back({{"name", l.name}, {"workload", l.label}, {"weight", l.weight}, {"tuned", l.tuned},
+                   {"source", l.source},
                    {"schedule", l.schedule.to_json()}, {"time_us", l.time_us}, {"bound", l.bound},
                    {"bandwidth", l.bandwidth}, {"compute", l.compute}, {"sync", l.sync},
                    {"share", l.share}, {"flags", l.flags}, {"hints", l.hints}, {"minor", l.minor}});
@@ -145,7 +163,8 @@ Json ModelAnalysis::to_json() const {
 }
 
 ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target,
-                                  const db::RecordStore& records, const UtilisationBars& bars) {
+                                  const db::RecordStore& records, const UtilisationBars& bars,
+                                  const table::ScheduleTable* table) {
   if (host::is_host_target(target)) {
     throw_bad_input("analyze: target '" + target.name +
                     "' is a CPU; the utilisation profile comes from the NPU simulator");
@@ -158,7 +177,7 @@ ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& 
   const frontend::TaskSet schedulable = frontend::without_unschedulable(tasks, target);
   for (const auto& task : schedulable.tasks()) {
     if (!lowering::can_lower(task.workload)) continue;  // a measured table has no profile
-    a.layers.push_back(analyze_layer(task, target, records, target_key));
+    a.layers.push_back(analyze_layer(task, target, records, target_key, table));
   }
   rank_and_flag(a.layers, bars);
   return a;
@@ -170,7 +189,16 @@ ModelAnalysis analyze_job(const JobSpec& spec, const UtilisationBars& bars) {
   const Target target = backend::load_target(spec.target);
   const frontend::TaskSet tasks = tasks_of(spec);
   const db::TuningDatabase db = open_existing(spec.database, "job spec: field 'database'");
-  return analyze_tuned_model(tasks, target, db.records(), bars);
+  // The table the job exported gives each unmeasured task the pick it runs; a job stopped
+  // before its end has none yet, and a table that does not load is not the job's.
+  std::shared_ptr<const table::ScheduleTable> table;
+  if (file_exists(spec.export_path)) {
+    try {
+      table = table::ScheduleTable::load(spec.export_path);
+    } catch (const Error&) {
+    }
+  }
+  return analyze_tuned_model(tasks, target, db.records(), bars, table.get());
 }
 
 ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& bars) {
@@ -220,7 +248,10 @@ std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars&
     std::string flags;
     for (const auto& f : l.flags) flags += (flags.empty() ? "" : "; ") + f;
     for (const auto& f : l.minor) flags += (flags.empty() ? "" : "; ") + ("(light) " + f);
-    if (!l.tuned) flags = "untuned (default schedule)" + std::string(flags.empty() ? "" : "; ") + flags;
+    if (!l.tuned) {
+      flags = (l.source == "default" ? "untuned (default schedule)" : "unmeasured (" + l.source + " pick)") +
+              std::string(flags.empty() ? "" : "; ") + flags;
+    }
     std::snprintf(line, sizeof line, "%s %-28.28s %6d %10.2f %6s %-7s %9s %8s %6s  %s\n",
                   l.flags.empty() ? " " : "!", l.name.c_str(), l.weight, l.time_us, percent(l.share).c_str(),
                   l.bound.c_str(), percent(l.bandwidth).c_str(), percent(l.compute).c_str(),

@@ -9,7 +9,8 @@
 //   compute    matrix ops: achieved / peak MAC rate; vector ops: vector-unit busy share
 //   sync       time stalled on pipeline flags / that time
 //   bound      FLOPs / peak vs compulsory bytes / HBM bandwidth, whichever is longer
-// A task without a stored valid schedule is profiled at its default and marked untuned.
+// A task without a stored valid schedule is profiled at the schedule the job's exported
+// table gives it (its zero-shot pick), else at its default, and marked untuned.
 // Where to look: layers are ranked by their share of the model's time (weight x time
 // over the sum), and only the heaviest layers that together hold top_share of it are
 // flagged, each bar with its hint; a lighter layer that breaks a bar is listed, not
@@ -24,6 +25,7 @@
 #include "core/schedule.hpp"
 #include "core/target.hpp"
 #include "db/record_store.hpp"
+#include "db/table/schedule_table.hpp"
 #include "tuner/job_spec.hpp"
 #include "frontend/task_set.hpp"
 
@@ -40,7 +42,8 @@ struct LayerAnalysis {
   std::string name;   // the task's first layer
   std::string label;  // the workload, in words
   int weight = 1;
-  bool tuned = false;  // false: no valid stored schedule, profiled at the default
+  bool tuned = false;  // false: no valid stored schedule (see source)
+  std::string source;  // "measured", "zero-shot" (the job's exported pick) or "default"
   Schedule schedule;
   double time_us = 0;  // noise-free, the schedule as profiled
   std::string bound;   // "memory" or "compute"
@@ -59,13 +62,15 @@ struct ModelAnalysis {
   Json to_json() const;
 };
 
-// Every task of tasks on target, from its best record in records. bad_input if the
-// target is not simulated (a host CPU has no such profile).
+// Every task of tasks on target, from its best record in records; a task with none at its
+// entry in table (when given), else its default. bad_input if the target is not simulated
+// (a host CPU has no such profile).
 ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target,
-                                  const db::RecordStore& records, const UtilisationBars& bars = {});
+                                  const db::RecordStore& records, const UtilisationBars& bars = {},
+                                  const table::ScheduleTable* table = nullptr);
 
 // The job's tasks (precision applied), target and database (which must exist: bad_input
-// naming field 'database' otherwise).
+// naming field 'database' otherwise), and its exported table where it exists.
 ModelAnalysis analyze_job(const JobSpec& spec, const UtilisationBars& bars = {});
 // The job spec file at path (bad_input naming --job if it cannot be read as one).
 ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& bars = {});

@@ -19,6 +19,7 @@
 #include "simulator/presets.hpp"
 #include "costmodel/cost_model.hpp"
 #include "frontend/model_zoo.hpp"
+#include "tuner/model_analysis.hpp"
 #include "tuner/zero_shot.hpp"
 
 namespace atvoss::tuner {
@@ -241,6 +242,27 @@ TEST_F(JobRunnerTest, EveryTaskReachedMeasuresItsZeroShotPick) {
   }
   EXPECT_EQ(reached, out.tasks_tuned) << out.trials;
   EXPECT_GT(reached, 0);
+}
+
+// atvoss-analyze profiles a task the budget never reached at the pick the job runs (its
+// exported table entry), not at the vendor default.
+TEST_F(JobRunnerTest, AnalysisProfilesUnmeasuredTasksAtTheirExportedPick) {
+  JobRunOptions quiet;
+  quiet.quiet = true;
+  const auto out = run_job(spec(8), quiet);
+  ASSERT_LT(out.tasks_tuned, 3);
+  std::map<std::string, Json> chosen;
+  for (const auto& t : out.summary["tasks"]) chosen[t["name"].get<std::string>()] = t;
+  const ModelAnalysis a = analyze_job(spec(8));
+  int picks = 0;
+  for (const auto& l : a.layers) {
+    SCOPED_TRACE(l.name);
+    const Json& t = chosen.at(l.name);
+    EXPECT_EQ(l.source, t["provenance"].get<std::string>());
+    EXPECT_EQ(l.schedule.to_json(), t[l.tuned ? "best_schedule" : "chosen_schedule"]);
+    picks += l.source == "zero-shot" ? 1 : 0;
+  }
+  EXPECT_EQ(picks, 3 - out.tasks_tuned);
 }
 
 TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBetween) {
