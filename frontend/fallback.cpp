@@ -55,6 +55,7 @@ TaskSet without_unschedulable(const TaskSet& tasks, const Target& target) {
   }
   for (const auto& n : tasks.fallbacks()) out.add_fallback(n);
   for (const auto& [name, into] : tasks.folded()) out.add_folded(name, into);
+  out.set_graph(tasks.graph());
   return out;
 }
 

@@ -329,7 +329,9 @@ bool is_zoo_model(const std::string& name) {
   return std::find(zoo_names().begin(), zoo_names().end(), name) != zoo_names().end();
 }
 
-TaskSet zoo_model(const std::string& name) {
+namespace {
+
+TaskSet expand(const std::string& name) {
   if (name == "resnet50") return resnet50(1);
   if (name == "resnet50-b32") return resnet50(32);
   if (name == "bert-base") return bert_base();
@@ -338,6 +340,17 @@ TaskSet zoo_model(const std::string& name) {
   if (name == "yolov7-tiny") return yolov7_tiny();
   if (name == "esrgan-rrdb") return esrgan_rrdb();
   if (name == "moe-block") return moe_block();
+  return {};
+}
+
+}  // namespace
+
+TaskSet zoo_model(const std::string& name) {
+  TaskSet set = expand(name);
+  if (!set.tasks().empty()) {
+    set.set_graph(chain_graph(set));
+    return set;
+  }
   std::string list;
   for (const auto& n : zoo_names()) list += (list.empty() ? "" : ", ") + n;
   throw_bad_input("model: unknown model '" + name + "'; expected an .onnx file or one of: " + list);

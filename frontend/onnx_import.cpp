@@ -147,6 +147,24 @@ class Extractor {
     }
   }
 
+  // The model's dataflow: every node, and every tensor with its shape and bytes where known.
+  Graph graph() const {
+    Graph g;
+    auto tensor = [&](const std::string& t) {
+      if (t.empty()) return;
+      const Shape* s = shape_of(t);
+      g.add_tensor(t, s ? *s : Shape{}, s ? double(product(s->begin(), s->end())) * element_bytes(t) : 0,
+                   index_.constants.count(t) > 0);
+    };
+    for (const auto& node : graph_.node()) {
+      for (const auto& in : node.input()) tensor(in);
+      for (const auto& out : node.output()) tensor(out);
+      g.add_node(node_name(node), node.op_type(), {node.input().begin(), node.input().end()},
+                 {node.output().begin(), node.output().end()});
+    }
+    return g;
+  }
+
  private:
   // Adds the node's task; what to report instead when it has none.
   std::optional<std::string> task_of(const onnx::NodeProto& node) {
@@ -657,7 +675,9 @@ TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
   std::string name = model.graph().name();
   if (name.empty()) name = path;
   TaskSet set(name, options.batch);
-  Extractor(model.graph(), options, set).run();
+  Extractor extractor(model.graph(), options, set);
+  extractor.run();
+  set.set_graph(extractor.graph());
   return set;
 }
 

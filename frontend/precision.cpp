@@ -182,6 +182,7 @@ TaskSet apply_precision(const TaskSet& tasks, const PrecisionSpec& spec) {
   }
   for (const auto& n : tasks.fallbacks()) out.add_fallback(n);
   for (const auto& [name, into] : tasks.folded()) out.add_folded(name, into);
+  out.set_graph(tasks.graph());
   for (const auto& [layer, d] : spec.layers) {
     if (!seen.count(layer)) {
       throw_bad_input("job spec: precision names layer '" + layer + "', which the model does not have");

@@ -27,6 +27,20 @@ void TaskSet::add_fallback(FallbackNode node) { fallbacks_.push_back(std::move(n
 
 void TaskSet::add_folded(const std::string& name, const std::string& into) { folded_.emplace_back(name, into); }
 
+Graph chain_graph(const TaskSet& tasks) {
+  Graph g;
+  g.add_tensor("input");
+  std::string last = "input";
+  for (const LayerStep& step : tasks.layer_order()) {
+    const Workload& w = tasks.tasks()[step.task].workload;
+    const std::string out = step.name + ":out";
+    g.add_tensor(out, {}, w.out_elements() * dtype_bytes(w.dtype()));
+    g.add_node(step.name, w.op(), {step.standalone ? std::string("input") : last}, {out});
+    if (!step.standalone) last = out;
+  }
+  return g;
+}
+
 int TaskSet::total_occurrences() const {
   int n = 0;
   for (const auto& t : tasks_) n += t.weight;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/workload.hpp"
+#include "frontend/graph.hpp"
 
 namespace atvoss::frontend {
 
@@ -70,6 +71,9 @@ class TaskSet {
   const std::vector<FallbackNode>& fallbacks() const { return fallbacks_; }
   // (node, node it is fused into or "" for a view), in model order.
   const std::vector<std::pair<std::string, std::string>>& folded() const { return folded_; }
+  // The model's dataflow the tasks were derived from (graph.hpp).
+  const Graph& graph() const { return graph_; }
+  void set_graph(Graph g) { graph_ = std::move(g); }
   int total_occurrences() const;
 
  private:
@@ -81,6 +85,12 @@ class TaskSet {
   std::vector<LayerStep> order_;
   std::vector<FallbackNode> fallbacks_;
   std::vector<std::pair<std::string, std::string>> folded_;
+  Graph graph_;
 };
+
+// The layers of tasks as a chain: each layer reads the output of the chain layer before it
+// (the first, and a standalone one, read the model's input), its output sized by its
+// workload. How a zoo model, whose tables give layers and not tensors, gets its graph.
+Graph chain_graph(const TaskSet& tasks);
 
 }  // namespace atvoss::frontend

@@ -565,7 +565,7 @@ class JobRun {
             {"tuned_us", out.tuned_us}, {"end_to_end", kEndToEndMeaning},
             {"layout_changes", changes}, {"layout_changes_us", out.layout_changes_us},
             {"fallback_us", out.fallback_us}, {"fallback_rule", frontend::kFallbackRule},
-            {"not_tuned", frontend::fallbacks_json(tasks_, target_)}, {"folded", folded}, {"fusion", data.fusion.to_json()},
+            {"graph", tasks_.graph().summary()}, {"not_tuned", frontend::fallbacks_json(tasks_, target_)}, {"folded", folded}, {"fusion", data.fusion.to_json()},
             {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
             {"database", out.database}, {"table", out.table}, {"report", out.report},
             {"memory", {{"weight_bytes", memory_.weight_bytes},

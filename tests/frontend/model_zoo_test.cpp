@@ -123,6 +123,18 @@ TEST(ModelZoo, MoeExpertsGetTheTokensTheRoutingGives) {
   EXPECT_EQ(zoo_model("moe-block").tasks().size(), s.tasks().size());  // seeded: the same every time
 }
 
+TEST(ModelZoo, AZooModelIsAChainGraphOfItsLayers) {
+  const TaskSet s = zoo_model("mlp");
+  const Graph& g = s.graph();
+  ASSERT_EQ(g.nodes().size(), s.layer_order().size());
+  for (std::size_t i = 1; i < g.nodes().size(); ++i) {
+    // each layer reads what the layer before it wrote
+    EXPECT_EQ(g.nodes()[i].inputs, g.nodes()[i - 1].outputs) << g.nodes()[i].name;
+  }
+  const auto& fc1 = s.tasks()[s.layer_order()[0].task].workload;
+  EXPECT_DOUBLE_EQ(g.tensors()[g.nodes()[0].outputs[0]].bytes, fc1.out_elements() * 2);
+}
+
 TEST(ModelZoo, EveryNameExpandsAndUnknownIsBadInput) {
   for (const auto& n : zoo_names()) {
     SCOPED_TRACE(n);

@@ -379,6 +379,26 @@ TEST_F(OnnxImport, BatchNormAfterABiasedConvFoldsIntoIt) {
             folded.end());
 }
 
+TEST_F(OnnxImport, TheGraphHasEveryNodeAndTensorsAsEdges) {
+  const TaskSet s = import_onnx((dir_ / "wild.onnx").string());
+  const Graph& g = s.graph();
+  const auto names = lines_of(dir_ / "wild.nodes");
+  ASSERT_EQ(g.nodes().size(), names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(g.nodes()[i].name, names[i]);
+  // The shuffled tensor: made by shuffle_join, read by 8 pools, Erf, ArgMax and two convs.
+  const int sh = g.tensor_index("sh");
+  ASSERT_GE(sh, 0);
+  const GraphTensor& t = g.tensors()[sh];
+  EXPECT_EQ(g.nodes()[t.producer].name, "shuffle_join");
+  EXPECT_EQ(t.consumers.size(), 12u);
+  EXPECT_EQ(t.shape, (std::vector<std::int64_t>{1, 8, 56, 56}));
+  EXPECT_DOUBLE_EQ(t.bytes, 8.0 * 56 * 56 * 2);  // float tensors as the NPU runs them: fp16
+  const GraphTensor& x = g.tensors()[g.tensor_index("x")];
+  EXPECT_EQ(x.producer, -1);  // a graph input
+  EXPECT_TRUE(g.tensors()[g.tensor_index("wd")].constant);
+  EXPECT_EQ(g.summary()["nodes"], 17);
+}
+
 TEST_F(OnnxImport, ChannelShuffleTunesOnTheNpu) {
   const TaskSet s = import_onnx((dir_ / "wild.onnx").string());
   const TuneTask* shuffle = find(s, "shuffle");

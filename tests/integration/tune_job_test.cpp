@@ -217,6 +217,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   EXPECT_EQ(j["tasks"][0]["workload"]["dims"]["N"], 2);
   EXPECT_EQ(j["tasks"][0]["workload"]["epilogue"], atvoss::Json::array({"bias", "relu"}));  // BN folded
   EXPECT_EQ(j["tasks"][0]["nodes"].size(), 2u);  // conv0 and conv1
+  EXPECT_EQ(j["graph"]["nodes"], 2 * 3 + 2);     // every node of the file, folded ones too
   EXPECT_EQ(j["tasks"][0]["provenance"], "measured");
   ASSERT_EQ(j["not_tuned"].size(), 2u);
   // Tasks without a valid schedule first, then the ops without a lowering.

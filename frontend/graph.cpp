@@ -1,0 +1,48 @@
+#include "frontend/graph.hpp"
+
+#include "core/error.hpp"
+
+namespace atvoss::frontend {
+
+int Graph::add_tensor(const std::string& name, std::vector<std::int64_t> shape, double bytes, bool constant) {
+  if (const auto it = by_name_.find(name); it != by_name_.end()) return it->second;
+  tensors_.push_back(GraphTensor{name, std::move(shape), bytes, constant, -1, {}});
+  return by_name_[name] = int(tensors_.size()) - 1;
+}
+
+int Graph::add_node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
+                    const std::vector<std::string>& outputs) {
+  const int id = int(nodes_.size());
+  GraphNode node{name, op, {}, {}};
+  for (const auto& in : inputs) {
+    if (in.empty()) continue;  // an optional input left out
+    const int t = add_tensor(in);
+    tensors_[t].consumers.push_back(id);
+    node.inputs.push_back(t);
+  }
+  for (const auto& out : outputs) {
+    if (out.empty()) continue;
+    const int t = add_tensor(out);
+    if (tensors_[t].producer >= 0) {
+      throw_bad_input("model: tensor '" + out + "' is produced by both '" + nodes_[tensors_[t].producer].name +
+                      "' and '" + name + "'");
+    }
+    tensors_[t].producer = id;
+    node.outputs.push_back(t);
+  }
+  nodes_.push_back(std::move(node));
+  return id;
+}
+
+int Graph::tensor_index(const std::string& name) const {
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+Json Graph::summary() const {
+  std::size_t edges = 0;
+  for (const auto& t : tensors_) edges += t.producer >= 0 ? t.consumers.size() : 0;
+  return {{"nodes", nodes_.size()}, {"tensors", tensors_.size()}, {"edges", edges}};
+}
+
+}  // namespace atvoss::frontend
