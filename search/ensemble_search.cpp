@@ -8,7 +8,7 @@
 // draws each slot's arm with probability proportional to its share, from the seeded RNG.
 // The model arm sits out until the model can rank (its first fit, or the heuristic on
 // analytic workloads). The arms mix the cost model's generalisation with TPE's local
-// refinement, so neither one's blind spot decides a space (issue 12; search/README.md).
+// refinement, so neither one's blind spot decides a space (docs/decisions/search-defaults.md).
 #include <algorithm>
 #include <array>
 #include <cmath>

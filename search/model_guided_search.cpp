@@ -63,7 +63,7 @@ double ModelGuidedSearch::prior_weight(const costmodel::WorkloadGroup& own) {
   // the prior alone ranks them (Spearman rho, failures as the slowest), since another
   // target's landscape may rank this one well (a whole table) or poorly (a short run's
   // biased sample). Weight rho^3, floored; the constants were chosen on the reverse
-  // transfer (search/README.md, round 5).
+  // transfer (docs/decisions/search-defaults.md).
   constexpr std::size_t kJudgeFrom = 8;  // own successful trials
   constexpr double kExponent = 3, kFloor = 1e-3;
   const auto ok = std::count_if(own.samples.begin(), own.samples.end(),
@@ -221,7 +221,7 @@ bool differ_in_at_least(const Point& p, const Point& q, std::size_t n) {
 
 bool ModelGuidedSearch::far_from(const Point& p, const Point& q) const {
   // A third of all knobs, those of one value included (which never differ): counting only
-  // the knobs that vary was tried and the restart lost by rotation (search/README.md, round 6).
+  // the knobs that vary was tried and the restart lost by rotation (docs/decisions/search-defaults.md).
   return differ_in_at_least(p, q, (p.size() + 2) / 3);
 }
 

@@ -62,7 +62,7 @@ struct StrategyOptions {
   // list holds one (otherwise it takes the neighbour step). Tile and block sizes are often
   // good at powers of two only, and on an arithmetic list (16, 32, 48, .., 256) a doubling
   // is many neighbour steps away, through values that may all be slow. 0: bench_lofo chose 0
-  // in every fold (search/README.md, round 6).
+  // in every fold (docs/decisions/search-defaults.md).
   double mutation_doubling = 0;
 
   // ---- model-guided ----
@@ -92,7 +92,7 @@ struct StrategyOptions {
   double model_far_share = 0;
   // After this many trials without a new best, the first model slot of each batch (every
   // slot at batch 1) takes that distant pick until the best improves (a restart away from a
-  // stalled basin); 0 never. 30: bench_lofo's pick (search/README.md, round 5).
+  // stalled basin); 0 never. 30: bench_lofo's pick (docs/decisions/search-defaults.md).
   int model_stall = 30;
   // Batch members differ from each other in at least this many knobs while enough
   // candidates allow it (1 disables the filter).
@@ -150,7 +150,7 @@ struct StrategyOptions {
   // Parzen-estimator proposals above) and "evolution" (breeding the measured trials).
   // Default: model and tpe (tpe's local refinement in place of plain breeding). The tuner's
   // default strategy is still model-guided: leave-one-family-out chose the model arm alone
-  // over this pair (search/README.md, round 4).
+  // over this pair (docs/decisions/search-defaults.md).
   std::vector<std::string> ensemble_arms = {"model", "tpe"};
 
   // ---- transfer (warm start) ----

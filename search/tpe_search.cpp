@@ -1,6 +1,6 @@
 // The `tpe` strategy: every proposal comes from TpeProposer (search/internal/tpe_proposer.hpp),
 // the tree-structured Parzen estimator over knob-value indices, for landscapes no default
-// was tuned on (issue 12). Stateless beyond the records and the RNG: resume is exact.
+// was tuned on. Stateless beyond the records and the RNG: resume is exact.
 #include "search/internal/strategies.hpp"
 #include "search/internal/tpe_proposer.hpp"
 

@@ -17,7 +17,7 @@
 // >= retrain_fraction of that fit's size.
 // Transfer: on a measured table, prior_trials (the same kernel on another target) are a
 // training group of their own, so the first proposals already follow the other target's
-// landscape (issue 12's warm start); operators get transfer_groups instead. Once 8 own
+// landscape (the warm start); operators get transfer_groups instead. Once 8 own
 // trials succeeded, the prior group's weight follows how well a model of the prior alone
 // ranks them (prior_weight), so a misleading prior fades instead of steering the search.
 // Resume: the state stores how many trials the last fit used; load_state refits on exactly
