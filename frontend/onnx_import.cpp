@@ -153,8 +153,7 @@ class Extractor {
     auto tensor = [&](const std::string& t) {
       if (t.empty()) return;
       const Shape* s = shape_of(t);
-      g.add_tensor(t, s ? *s : Shape{}, s ? double(product(s->begin(), s->end())) * element_bytes(t) : 0,
-                   index_.constants.count(t) > 0);
+      g.add_tensor(t, s ? *s : Shape{}, tensor_bytes(t), index_.constants.count(t) > 0);
     };
     for (const auto& node : graph_.node()) {
       for (const auto& in : node.input()) tensor(in);
@@ -210,14 +209,15 @@ class Extractor {
   // Bytes a node reads and writes once: every input and output whose shape is known.
   double node_bytes(const onnx::NodeProto& n) const {
     double total = 0;
-    auto add = [&](const std::string& t) {
-      if (const Shape* s = t.empty() ? nullptr : shape_of(t)) {
-        total += double(product(s->begin(), s->end())) * element_bytes(t);
-      }
-    };
-    for (const auto& in : n.input()) add(in);
-    for (const auto& out : n.output()) add(out);
+    for (const auto& in : n.input()) total += tensor_bytes(in);
+    for (const auto& out : n.output()) total += tensor_bytes(out);
     return total;
+  }
+
+  // Bytes of a tensor whose shape is known; 0 otherwise (and for an omitted optional input).
+  double tensor_bytes(const std::string& t) const {
+    const Shape* s = t.empty() ? nullptr : shape_of(t);
+    return s ? double(product(s->begin(), s->end())) * element_bytes(t) : 0;
   }
 
   const Shape* shape_of(const std::string& tensor) const {
