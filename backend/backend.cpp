@@ -83,4 +83,8 @@ Measurement measure_one(const MeasureRequest& request, const MeasureOptions& opt
       .front();
 }
 
+Measurement measure_noise_free(const Target& target, const Workload& w, const Schedule& s) {
+  return measure_one(MeasureRequest{w, target, s, 1, 0}, MeasureOptions{0});
+}
+
 }  // namespace atvoss::backend

@@ -75,4 +75,8 @@ std::optional<Schedule> default_schedule(const Workload& w, const Target& t);
 Schedule required_default(const Workload& w, const Target& t);
 Measurement measure_one(const MeasureRequest& request, const MeasureOptions& options = {});
 
+// w under s on target once, without simulated noise: how a job times the schedules it
+// chose (its end-to-end figure, its table's unmeasured entries) and how reports compare them.
+Measurement measure_noise_free(const Target& target, const Workload& w, const Schedule& s);
+
 }  // namespace atvoss::backend

@@ -1,6 +1,6 @@
 // Task-scheduler benchmark (issue 6): does Ansor's gradient rule spend a model's
 // trial budget better than an even spread? Each run is a full batch job
-// (tuner::run_job, the same code atvoss-tune runs) on a fresh database; the
+// (report::run_and_report, the same code atvoss-tune runs) on a fresh database; the
 // figure of merit is the weighted end-to-end time of the tuned model, re-simulated
 // noise-free (the report's variant (d)). Same seeds for both policies.
 //   bench_scheduler [--model resnet50] [--target ascend910] [--trials 2000]
@@ -28,7 +28,7 @@
 #include "core/error.hpp"
 #include "db/tuning_database.hpp"
 #include "simulator/presets.hpp"
-#include "tuner/job_runner.hpp"
+#include "report/job_report.hpp"
 
 namespace {
 
@@ -80,7 +80,7 @@ Run run_once(const Args& a, const std::string& policy, int seed, const fs::path&
   tuner::JobRunOptions options;
   options.quiet = true;
   const auto start = std::chrono::steady_clock::now();
-  const auto out = tuner::run_job(tuner::JobSpec::from_json(spec), options);
+  const auto out = report::run_and_report(tuner::JobSpec::from_json(spec), options);
   Run r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.tasks = out.summary["tasks"];

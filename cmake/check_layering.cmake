@@ -19,9 +19,11 @@ set(allowed_rpc core lowering host backend db rpc)
 # nodes not tuned); it asks the backends only whether a task has a valid schedule.
 set(allowed_frontend core lowering backend frontend)
 set(allowed_tuner core lowering host backend costmodel search db rpc frontend tuner)
+# report/: evaluation, analysis, layout choice and the HTML, built from the tuned model.
+set(allowed_report core lowering host backend costmodel search db rpc frontend tuner report)
 # python/ (the Python package's bindings) sits on top, like tools/.
-set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend tuner python)
-set(modules core lowering simulator host backend costmodel search db runtime rpc frontend tuner python)
+set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend tuner report python)
+set(modules core lowering simulator host backend costmodel search db runtime rpc frontend tuner report python)
 
 set(violations "")
 foreach(module IN LISTS modules)

@@ -12,7 +12,7 @@
 //       with its share of the total, its bottleneck and a hint.
 //   atvoss-analyze --job job.json [--json]
 //   atvoss-analyze --db F --model M [--target T] [--json]
-//       a whole tuned model (tuner/model_analysis.hpp): per layer, the best stored
+//       a whole tuned model (report/model_analysis.hpp): per layer, the best stored
 //       schedule's bandwidth utilisation, compute-unit activity and sync share, with
 //       the layers that break the usual bars flagged. --job reads the job's model,
 //       precision, target and database; --db/--model name them (M: zoo name or .onnx).
@@ -27,7 +27,7 @@
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "tools/cli_common.hpp"
-#include "tuner/model_analysis.hpp"
+#include "report/model_analysis.hpp"
 
 namespace {
 
@@ -133,12 +133,12 @@ Json to_json(const Result& r) {
 
 int run_model(const std::string& job, const std::string& db, const std::string& model,
               const std::string& target, bool json) {
-  const tuner::ModelAnalysis a = !job.empty() ? tuner::analyze_job_file(job)
-                                              : tuner::analyze_stored_model(db, model, target);
+  const report::ModelAnalysis a = !job.empty() ? report::analyze_job_file(job)
+                                              : report::analyze_stored_model(db, model, target);
   if (json) {
     std::cout << a.to_json().dump(2) << "\n";
   } else {
-    std::cout << tuner::format_model_analysis(a);
+    std::cout << report::format_model_analysis(a);
   }
   return 0;
 }

@@ -16,7 +16,7 @@
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "tools/cli_common.hpp"
-#include "tuner/job_runner.hpp"
+#include "report/job_report.hpp"
 #include "tuner/single_tune.hpp"
 
 namespace {
@@ -81,7 +81,7 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
   tuner::JobRunOptions options;
   options.quiet = quiet;
   options.farm = farm;
-  const auto out = tuner::run_job(spec, options);
+  const auto out = report::run_and_report(spec, options);
   if (json) {
     std::cout << out.summary.dump(2) << "\n";
     return 0;

@@ -1,6 +1,7 @@
 // Batch job execution. Map: run_job() = prepare (validate, tasks, measurer) ->
 // open db + job row -> loop { scheduler picks a task -> its session runs a round ->
-// save scheduler state } -> export table -> evaluate variants -> write report.
+// save scheduler state } -> final picks -> export table -> TunedModel (the report is
+// built from it: report/job_report.hpp).
 #include "tuner/job_runner.hpp"
 
 #include <utility>  // before Boost.Asio 1.74: its awaitable.hpp uses std::exchange unincluded
@@ -23,12 +24,9 @@
 #include "lowering/knob_names.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
-#include "tuner/layout_choice.hpp"
 #include "tuner/local_measurer.hpp"
-#include "tuner/model_evaluation.hpp"
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
-#include "tuner/report.hpp"
 #include "tuner/strategy_setup.hpp"
 #include "tuner/task_scheduler.hpp"
 #include "tuner/tuner.hpp"
@@ -42,9 +40,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // Valid schedules sampled per task for its zero-shot pick (and its time estimate).
 constexpr int kZeroShotCandidates = 256;
-constexpr const char* kEndToEndMeaning =
-    "variant (d): every task's chosen schedule (measured best, else zero-shot pick) re-simulated without "
-    "noise (measured again on the host), plus layout transposes and the nodes not tuned";
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -89,22 +84,17 @@ class JobRun {
         measurer_(std::move(measurer)), db_(db::TuningDatabase::open(spec.database)),
         target_info_(db::TargetInfo::from_target(target_)), picks_(zero_shot_picks()),
         scheduler_(scheduler_tasks(), scheduler_options()),
-        progress_(Progress::detect(options.quiet), spec.trials) {
+        progress_(std::make_shared<Progress>(Progress::detect(options.quiet), spec.trials)) {
     for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t});
     load_stored();
     open_job_row();
   }
 
-  // The report's precision rows (model_evaluation.hpp), from the model as it was given.
-  void compare_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& precision, std::vector<std::string> warnings) {
-    precisions_ = evaluate_precisions(model, precision, target_);
-    precision_warnings_ = std::move(warnings);
-  }
-
-  JobOutcome run() {
-    JobOutcome out;
-    out.resumed_trials = total_trials();
-    progress_.start(out.resumed_trials);
+  // Tunes round by round until the budget is spent (or every task finished), then hands
+  // on the tuned model with its progress bar still open.
+  TunedModel run() {
+    const int resumed = total_trials();
+    progress_->start(resumed);
     int rounds = 0;
     try {
       while (total_trials() < spec_.trials) {
@@ -112,7 +102,7 @@ class JobRun {
         const auto next = scheduler_.next_task();
         if (!next) break;
         run_round(*next);
-        progress_.update(task_lines(), total_trials(), objective(true), objective(false));
+        progress_->update(task_lines(), total_trials(), objective(true), objective(false));
         if (options_.on_round) options_.on_round();
       }
     } catch (...) {
@@ -127,10 +117,7 @@ class JobRun {
     const bool complete = total_trials() >= spec_.trials || scheduler_.all_finished();
     if (complete && host::is_host_target(target_)) confirm_bests();
     save_state(complete ? "done" : "stopped");
-    out = finish(out);
-    // The bar ends on the job's one end-to-end figure, the one the summary and report state.
-    progress_.finish(task_lines(), total_trials(), out.tuned_us, out.default_us);
-    return out;
+    return finish(resumed);
   }
 
  private:
@@ -328,86 +315,6 @@ class JobRun {
     return lines;
   }
 
-  TaskReport task_report(const TaskRun& r) const {
-    TaskReport t;
-    t.name = r.task.name;
-    t.label = r.task.workload.label();
-    t.flops = r.task.workload.flops();
-    t.weight = r.task.weight;
-    const auto history = db_.records().history(r.task.workload.key(), target_info_.key);
-    t.trials = static_cast<int>(history.size());
-    const Schedule def = backend::required_default(r.task.workload, target_);
-    t.default_schedule = def;
-    double best = kInf;
-    for (const auto& rec : history) {
-      if (rec.measurement.ok() && rec.measurement.time_us < best) {
-        best = rec.measurement.time_us;
-        t.best_schedule = rec.schedule;
-        t.best_measurement = rec.measurement;
-      }
-      if (rec.schedule == def) t.default_measurement = rec.measurement;
-      t.curve.push_back(best);
-    }
-    return t;
-  }
-
-  // Whether w's space on this target has the layout knob (the host's conv space has not).
-  bool tunes_layout(const Workload& w) const {
-    if (!lowering::has_layout_knob(w)) return false;
-    const auto space_knobs = backend::space_for(w, target_).knobs();
-    return std::any_of(space_knobs.begin(), space_knobs.end(),
-                       [](const Knob& k) { return k.name == knobs::layout; });
-  }
-
-  // Each conv task's best stored time in every layout it was measured in; a task with
-  // nothing measured is held at its default schedule's layout and time.
-  std::vector<std::map<Layout, double>> layout_times() const {
-    std::vector<std::map<Layout, double>> times;
-    for (const auto& r : runs_) {
-      auto& m = times.emplace_back();
-      const Workload& w = r.task.workload;
-      if (!tunes_layout(w)) continue;
-      for (const auto& rec : db_.records().history(w.key(), target_info_.key)) {
-        if (!rec.measurement.ok()) continue;
-        const Layout l = *lowering::layout_of(w, rec.schedule);
-        if (!m.count(l) || rec.measurement.time_us < m[l]) m[l] = rec.measurement.time_us;
-      }
-      if (m.empty()) {  // held at the schedule it will run: its final pick, noise-free
-        const Schedule& s = *final_picks_.at(&r - runs_.data());
-        m[*lowering::layout_of(w, s)] = measure_noise_free(target_, w, s).time_us;
-      }
-    }
-    return times;
-  }
-
-  // The transposes a variant's schedules pay, as report rows.
-  std::vector<LayoutChangeRow> variant_changes(const ModelVariant& v, const TransposeCost& cost) const {
-    std::vector<std::optional<Layout>> layouts;
-    for (std::size_t i = 0; i < runs_.size(); ++i) {
-      const Workload& w = runs_[i].task.workload;
-      const bool timed = i < v.ops.size() && v.ops[i].schedule;
-      layouts.push_back(timed ? lowering::layout_of(w, *v.ops[i].schedule) : std::nullopt);
-    }
-    std::vector<LayoutChangeRow> rows;
-    for (const auto& c : layout_changes(tasks_, layouts, cost)) {
-      rows.push_back({c.from_layer, c.to_layer, lowering::layout_name(c.from), lowering::layout_name(c.to),
-                      c.transpose.label(), c.time_us, c.transpose.to_json()});
-    }
-    return rows;
-  }
-
-  double untuned_us(const TaskRun& r) const {
-    const Measurement m =
-        measure_noise_free(target_, r.task.workload, backend::required_default(r.task.workload, target_));
-    return m.ok() ? m.time_us : 0;
-  }
-
-  int tasks_tuned() const {
-    int n = 0;
-    for (const auto& r : runs_) n += std::isfinite(r.best_us) ? 1 : 0;
-    return n;
-  }
-
   // Real noise (TuneOptions::confirm_top): the fastest schedules of each task tuned in this
   // run are measured again before the table is exported, so a lucky-once time does not win.
   void confirm_bests() {
@@ -418,160 +325,53 @@ class JobRun {
 
   // What each task never measured runs: the pick of a model trained on everything the job
   // measured, or without one its analytic zero-shot pick; nullopt for a measured task.
-  void choose_final_picks() {
-    EvaluationOptions eval;
-    eval.cost_model = spec_.cost_model;
-    eval.seed = spec_.seed;
-    final_picks_ = final_picks(tasks_.tasks(), target_, db_.records(), eval);
+  std::vector<std::optional<Schedule>> final_picks() const {
+    std::vector<Workload> workloads;
+    for (const auto& r : runs_) workloads.push_back(r.task.workload);
+    TrainedPickOptions o;
+    o.cost_model = spec_.cost_model;
+    o.seed = spec_.seed;
+    auto picks = trained_picks(workloads, target_, db_.records(), o);
     for (std::size_t i = 0; i < runs_.size(); ++i) {
-      const bool measured = !db_.records().best(runs_[i].task.workload.key(), target_info_.key, 1).empty();
-      if (measured) {
-        final_picks_[i].reset();
-      } else if (!final_picks_[i]) {
-        final_picks_[i] = picks_[i].schedule;
+      if (std::isfinite(runs_[i].best_us)) {
+        picks[i].reset();
+      } else if (!picks[i]) {
+        picks[i] = picks_[i].schedule;
       }
     }
+    return picks;
   }
 
-  // The report's variants; (d) is the job's chosen schedule set (model_evaluation.hpp).
-  std::vector<ModelVariant> variants(const LayoutChoice& layouts, const TransposeCost& transpose_cost) const {
-    EvaluationOptions eval;
-    eval.cost_model = spec_.cost_model;
-    eval.seed = spec_.seed;
-    eval.layouts = layouts.layouts;
-    eval.picks = final_picks_;
-    auto v = evaluate_variants(tasks_.tasks(), target_, db_.records(), eval);
-    const double fallback = frontend::fallbacks_us(tasks_, target_);
-    for (auto& variant : v) {
-      variant.layout_changes = variant_changes(variant, transpose_cost);
-      variant.fallback_us = fallback;
-    }
-    return v;
-  }
-
-  // Table entries for the tasks without a valid record: the schedule (d) runs for them.
-  std::vector<table::TableEntry> unmeasured_entries(const ModelVariant& chosen) const {
+  // Table entries for the tasks with nothing measured: the schedule they run, timed noise-free.
+  std::vector<table::TableEntry> unmeasured_entries(const std::vector<std::optional<Schedule>>& picks) const {
     std::vector<table::TableEntry> entries;
-    for (std::size_t i = 0; i < chosen.ops.size() && i < runs_.size(); ++i) {
-      const VariantOp& op = chosen.ops[i];
-      if (op.provenance == "measured" || !op.schedule || !op.measurement || !op.measurement->ok()) continue;
-      entries.push_back({runs_[i].task.workload, *op.schedule, op.measurement->time_us, op.provenance});
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      if (!picks[i]) continue;
+      const Measurement m = backend::measure_noise_free(target_, runs_[i].task.workload, *picks[i]);
+      if (m.ok()) entries.push_back({runs_[i].task.workload, *picks[i], m.time_us, "zero-shot"});
     }
     return entries;
   }
 
-  Json task_json(std::size_t i, const TaskReport& t, const VariantOp& chosen, const VariantOp& zero_shot,
-                 const LayoutChoice& layouts, const std::vector<std::map<Layout, double>>& times) const {
-    const auto& r = runs_[i];
-    Json layers = Json::array();
-    for (const auto& [name, count] : r.task.layers) layers.push_back({{"name", name}, {"count", count}});
-    Json j{{"name", r.task.name}, {"workload", r.task.workload.to_json()}, {"weight", r.task.weight},
-           {"nodes", layers}, {"trials", r.stored},
-           {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
-           {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},
-           {"best_schedule", t.best_schedule ? t.best_schedule->to_json() : Json(nullptr)},
-           {"chosen_schedule", chosen.schedule ? chosen.schedule->to_json() : Json(nullptr)},
-           {"chosen_us", chosen.measurement && chosen.measurement->ok() ? Json(chosen.measurement->time_us)
-                                                                         : Json(nullptr)},
-           {"provenance", chosen.provenance},
-           {"zero_shot_us", zero_shot.measurement && zero_shot.measurement->ok() ? Json(zero_shot.measurement->time_us)
-                                                                                 : Json(nullptr)}};
-    if (const auto l = layouts.layouts[i]) {  // the chosen layout and its best time
-      j["layout"] = lowering::layout_name(*l);
-      j["layout_us"] = times[i].at(*l);
-    }
-    return j;
-  }
-
-  JobOutcome finish(JobOutcome out) {
-    out.tasks = static_cast<int>(runs_.size());
-    out.tasks_tuned = tasks_tuned();
-    out.trials = total_trials();
-    out.measured = out.trials - out.resumed_trials;
-    const TransposeCost transpose_cost = swept_transpose_cost(target_);
-    choose_final_picks();
-    const auto times = layout_times();
-    const LayoutChoice layouts = choose_layouts(tasks_, times, transpose_cost);
-    ReportData data;
-    data.variants = variants(layouts, transpose_cost);
-    // One end-to-end figure: (d), the chosen schedules re-simulated without noise (on the
-    // host, measured again), with transposes and fallback nodes; (a) is its baseline.
-    const ModelVariant& chosen = data.variants.back();
-    out.default_us = data.variants.front().end_to_end_us();
-    out.tuned_us = chosen.end_to_end_us();
-    out.layout_changes = int(chosen.layout_changes.size());
-    out.layout_changes_us = 0;
-    for (const auto& c : chosen.layout_changes) out.layout_changes_us += c.time_us;
-    out.fallback_us = chosen.fallback_us;
-    out.database = spec_.database;
-    out.table = spec_.export_path;
-    out.report = spec_.report_path;
+  // The tuned model: every task's results and what it runs; the table is exported here.
+  TunedModel finish(int resumed) {
+    TunedModel out;
+    out.spec = spec_;
+    out.target = target_;
+    out.tasks = tasks_;
     out.memory = memory_;
-    db::export_table(db_, target_info_, spec_.export_path, unmeasured_entries(chosen));
-    data.job = spec_.name;
-    data.target = target_.name;
-    if (host::is_host_target(target_)) data.peak_gflops = host::core_peak_gflops(target_);
-    data.model = tasks_.model();
-    data.batch = tasks_.batch();
-    data.strategy = spec_.strategy;
-    data.trials = out.trials;
-    data.budget = spec_.trials;
-    data.tasks_tuned = out.tasks_tuned;
-    for (const auto& n : tasks_.fallbacks()) {
-      data.fallbacks.push_back({n.name, n.op, n.reason, n.count, frontend::fallback_us(n, target_)});
-    }
-    std::vector<std::optional<Schedule>> chosen_schedules;
-    for (const auto& op : chosen.ops) chosen_schedules.push_back(op.schedule);
-    data.fusion = fusion_report(tasks_, chosen_schedules, target_);
-    data.device_memory = memory_.summary();
-    data.fits_device = memory_.fits();
-    Json tasks = Json::array();
+    out.trials = total_trials();
+    out.resumed_trials = resumed;
+    out.measured = out.trials - resumed;
+    const auto picks = final_picks();
     for (std::size_t i = 0; i < runs_.size(); ++i) {
-      data.tasks.push_back(task_report(runs_[i]));
-      tasks.push_back(task_json(i, data.tasks.back(), chosen.ops[i], data.variants[1].ops[i], layouts, times));
+      const auto& r = runs_[i];
+      out.results.push_back({r.stored, r.best_us, r.default_us, picks_[i], picks[i],
+                             scheduler_.finished(static_cast<int>(i))});
     }
-    data.precisions = precisions_;
-    for (const auto& t : tasks_.tasks()) {
-      if (const double e = frontend::int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
-    }
-    write_report(data, spec_.report_path);
-    out.summary = summary_json(out, data, tasks);
+    db::export_table(db_, target_info_, spec_.export_path, unmeasured_entries(picks));
+    out.progress = progress_;
     return out;
-  }
-
-  Json summary_json(const JobOutcome& out, const ReportData& data, const Json& tasks) const {
-    Json variants = Json::array();
-    for (const auto& v : data.variants) {
-      variants.push_back({{"name", v.name}, {"end_to_end_us", v.end_to_end_us()},
-                          {"throughput", v.throughput(data.batch)}});
-    }
-    Json changes = Json::array();
-    for (const auto& c : data.variants.back().layout_changes) {  // the chosen schedules' transposes
-      changes.push_back({{"from_layer", c.from_layer}, {"to_layer", c.to_layer}, {"from", c.from}, {"to", c.to},
-                         {"transpose", c.transpose}, {"time_us", c.time_us}});
-    }
-    Json precisions = Json::array();
-    for (const auto& p : precisions_) {
-      precisions.push_back({{"name", p.name}, {"default_us", p.default_us}});
-    }
-    Json folded = Json::array();
-    for (const auto& [name, into] : tasks_.folded()) {
-      folded.push_back({{"name", name}, {"into", into.empty() ? Json(nullptr) : Json(into)}});
-    }
-    return {{"job", spec_.name}, {"precisions", precisions}, {"precision_warnings", precision_warnings_},
-            {"model", tasks_.model()}, {"target", target_.name},
-            {"trials", out.trials}, {"resumed", out.resumed_trials},
-            {"tasks_tuned", out.tasks_tuned}, {"default_us", out.default_us},
-            {"tuned_us", out.tuned_us}, {"end_to_end", kEndToEndMeaning},
-            {"layout_changes", changes}, {"layout_changes_us", out.layout_changes_us},
-            {"fallback_us", out.fallback_us}, {"fallback_rule", frontend::kFallbackRule},
-            {"graph", tasks_.graph().summary()}, {"not_tuned", frontend::fallbacks_json(tasks_, target_)}, {"folded", folded}, {"fusion", data.fusion.to_json()},
-            {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
-            {"database", out.database}, {"table", out.table}, {"report", out.report},
-            {"memory", {{"weight_bytes", memory_.weight_bytes},
-                        {"peak_activation_bytes", memory_.peak_activation_bytes},
-                        {"peak_layer", memory_.peak_layer},
-                        {"capacity_bytes", memory_.capacity_bytes}, {"fits", memory_.fits()}}}};
   }
 
   const JobSpec& spec_;
@@ -584,12 +384,9 @@ class JobRun {
   db::TargetInfo target_info_;
   std::vector<ZeroShotPick> picks_;  // per task, before anything is measured
   std::deque<int> live_;             // tasks with a live session, most recently used last
-  std::vector<std::optional<Schedule>> final_picks_;  // per task never measured (choose_final_picks)
   TaskScheduler scheduler_;
-  Progress progress_;
+  std::shared_ptr<Progress> progress_;  // handed on open (TunedModel)
   std::vector<TaskRun> runs_;
-  std::vector<PrecisionRow> precisions_;
-  std::vector<std::string> precision_warnings_;  // fit_precision's, also in --json
   std::int64_t job_id_ = 0;
 };
 
@@ -642,7 +439,7 @@ frontend::TaskSet tasks_of(const JobSpec& spec) {
   return frontend::apply_precision(model_tasks(spec), frontend::fit_precision(spec.precision, backend::load_target(spec.target), ignored));
 }
 
-JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
+TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   // Validate everything before the database is opened (see header). Declared fusion
   // rules go first: the tasks' default schedules below are lowered under them.
   for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
@@ -681,8 +478,11 @@ JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options) {
   if (const std::string w = memory.warning(target.name); !w.empty()) warnings << w << "\n";
   JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer), std::move(memory));
   for (const auto& w : precision_warnings) warnings << "warning: " << w << "\n";
-  job.compare_precisions(model, precision, precision_warnings);
-  return job.run();
+  TunedModel tuned = job.run();
+  tuned.model = std::move(model);
+  tuned.precision = precision;
+  tuned.precision_warnings = std::move(precision_warnings);
+  return tuned;
 }
 
 }  // namespace atvoss::tuner

@@ -1,7 +1,8 @@
-// JobRunner: runs a batch tuning job (JobSpec) end to end — expands the model into
-// tasks, spreads the trial budget over them with the TaskScheduler, tunes each
-// task round by round (TuningSession), and leaves the database, the exported
-// lookup table and the HTML report behind.
+// JobRunner: runs a batch tuning job (JobSpec) — expands the model into tasks,
+// spreads the trial budget over them with the TaskScheduler, tunes each task round by
+// round (TuningSession), chooses what each task never measured runs, exports the lookup
+// table, and returns the tuned model (tuned_model.hpp). The evaluation, the end-to-end
+// figure and the HTML report are built from that (report/job_report.hpp).
 //
 // Resumable: the database is the source of truth. Rerunning the same job (also
 // after kill -9) reopens it: every stored record counts and is never measured
@@ -25,6 +26,7 @@
 #include "tuner/job_spec.hpp"
 #include "tuner/measurer.hpp"
 #include "tuner/progress.hpp"
+#include "tuner/tuned_model.hpp"
 #include "frontend/task_set.hpp"
 
 namespace atvoss::tuner {
@@ -51,27 +53,6 @@ struct JobRunOptions {
   std::function<void()> on_round;
 };
 
-struct JobOutcome {
-  int tasks = 0;
-  int tasks_tuned = 0;     // tasks with a measured schedule; the rest run their zero-shot pick
-  int trials = 0;          // stored trials over all tasks after the run
-  int resumed_trials = 0;  // found in the database at the start
-  int measured = 0;        // stored by this run
-  // The job's one end-to-end figure, the same in the summary, --json and the report:
-  // report variant (d), every task's chosen schedule (measured best, else its zero-shot
-  // pick) re-simulated without noise, conv tasks in their chosen layouts, with the
-  // transposes and the nodes not tuned (fallback_us). default_us is variant (a), the
-  // vendor default schedules, with the same transposes rule and fallbacks.
-  double default_us = 0;
-  double tuned_us = 0;
-  double fallback_us = 0;  // the nodes not tuned (frontend/fallback.hpp), in both figures
-  int layout_changes = 0;  // transposes between layers of differing layouts (layout_choice.hpp)
-  double layout_changes_us = 0;
-  std::string database, table, report;
-  frontend::MemoryFit memory;        // the model's weights and peak activations against the device memory
-  Json summary;            // per-task detail for --json
-};
-
 // The embedded default: LocalMeasurer on all cores when farm is empty; otherwise
 // a FarmMeasurer, after checking that host:port accepts connections (bad_input
 // "unreachable" if not, so a wrong address is reported before anything runs).
@@ -82,6 +63,6 @@ std::unique_ptr<Measurer> make_job_measurer(const std::string& farm);
 frontend::TaskSet model_tasks(const JobSpec& spec);
 frontend::TaskSet tasks_of(const JobSpec& spec);
 
-JobOutcome run_job(const JobSpec& spec, const JobRunOptions& options = {});
+TunedModel run_job(const JobSpec& spec, const JobRunOptions& options = {});
 
 }  // namespace atvoss::tuner

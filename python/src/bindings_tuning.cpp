@@ -1,4 +1,4 @@
-// Tuning bindings: tune one workload (tuner::tune_single), run a job spec (tuner::run_job)
+// Tuning bindings: tune one workload (tuner::tune_single), run a job spec (report::run_and_report)
 // and measure schedules through the backend that serves them (backend::backend_for).
 // The GIL is released for the C++ work; the per-round callbacks (tune's on_round, the job
 // runner's JobRunOptions::on_round) take it back to report progress and to let Ctrl-C
@@ -13,7 +13,7 @@
 #include "backend/targets.hpp"
 #include "bindings.hpp"
 #include "core/error.hpp"
-#include "tuner/job_runner.hpp"
+#include "report/job_report.hpp"
 #include "tuner/job_spec.hpp"
 #include "tuner/single_tune.hpp"
 
@@ -92,10 +92,10 @@ std::string run_job(const std::string& spec_text, bool is_path, bool quiet) {
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   };
-  tuner::JobOutcome out;
+  report::JobOutcome out;
   {
     py::gil_scoped_release release;
-    out = tuner::run_job(spec, options);
+    out = report::run_and_report(spec, options);
   }
   Json j = out.summary;
   j["default_us"] = out.default_us;

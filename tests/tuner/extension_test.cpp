@@ -121,9 +121,9 @@ TEST_F(ExtensionTest, RegisteredStrategyAndFusionRuleRunThroughAJobSpec) {
   lowering::register_fusion_rule(
       {"test-matmul-bn-relu", {"matmul", "bias", "batchnorm", "relu"}, 1, 3, 0});
   const Json spec = spec_json(Json::array({{{"workload", kMatmul}}}), Json::array({"test-matmul-bn-relu"}));
-  const JobOutcome out = run_job(JobSpec::from_json(spec), quiet());
+  const TunedModel out = run_job(JobSpec::from_json(spec), quiet());
   EXPECT_EQ(made_, 1);  // the registered strategy tuned the task
-  EXPECT_EQ(out.tasks_tuned, 1);
+  EXPECT_EQ(out.tasks_tuned(), 1);
   const auto level1 = records_at_level(kMatmul, 1);
   int ok = 0;
   for (const auto& r : level1) {
@@ -139,10 +139,10 @@ TEST_F(ExtensionTest, FusionRuleDeclaredInTheSpecBindsItsMemoryBudget) {
   // at fusion_level 2 the built-in any-epilogue rule fuses the same chain without a budget.
   const Json rule = {{"name", "test-declared"}, {"pattern", {"matmul", "bias", "batchnorm|relu+"}},
                      {"max_fusion_depth", 3}, {"memory_budget", 1}};
-  const JobOutcome out =
+  const TunedModel out =
       run_job(JobSpec::from_json(spec_json(Json::array({{{"workload", kMatmul}}}), Json::array({rule}))),
               quiet());
-  EXPECT_EQ(out.tasks_tuned, 1);
+  EXPECT_EQ(out.tasks_tuned(), 1);
   // Strategies propose valid schedules only, so none at fusion_level 1 was measured.
   EXPECT_TRUE(records_at_level(kMatmul, 1).empty());
   const auto level2 = records_at_level(kMatmul, 2);
@@ -173,10 +173,10 @@ TEST_F(ExtensionTest, DeclaredRulesAreRefusedWithAFarmWhoseWorkersLackThem) {
 TEST_F(ExtensionTest, AnOpRegisteredFromTheTestIsTunedByAJob) {
   register_scan_once();
   const Json scan = {{"op", "test_prefix_scan"}, {"dims", {{"N", 1 << 20}}}};
-  const JobOutcome out = run_job(
+  const TunedModel out = run_job(
       JobSpec::from_json(spec_json(Json::array({{{"workload", scan}}}), Json::array())),
       quiet());
-  EXPECT_EQ(out.tasks_tuned, 1);
+  EXPECT_EQ(out.tasks_tuned(), 1);
   EXPECT_EQ(out.trials, 4);  // the space has four schedules, all measured
   auto db = db::TuningDatabase::open((dir_ / "e.db").string());
   const auto history = db.records().history(Workload::from_json(scan).key());

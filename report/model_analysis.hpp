@@ -29,7 +29,7 @@
 #include "tuner/job_spec.hpp"
 #include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 
 struct UtilisationBars {
   double bandwidth = 0.85;  // memory-bound layers below it are flagged
@@ -71,7 +71,7 @@ ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& 
 
 // The job's tasks (precision applied), target and database (which must exist: bad_input
 // naming field 'database' otherwise), and its exported table where it exists.
-ModelAnalysis analyze_job(const JobSpec& spec, const UtilisationBars& bars = {});
+ModelAnalysis analyze_job(const tuner::JobSpec& spec, const UtilisationBars& bars = {});
 // The job spec file at path (bad_input naming --job if it cannot be read as one).
 ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& bars = {});
 
@@ -83,4 +83,4 @@ ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string
 // The per-layer table with flagged layers marked, then a line counting them.
 std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars& bars = {});
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -1,11 +1,11 @@
-#include "tuner/fusion_report.hpp"
+#include "report/fusion_report.hpp"
 
 #include <map>
 
 #include "lowering/epilogue.hpp"
 #include "lowering/lowering.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
 
 // GM bytes the op would move as a kernel of its own over an output of out_bytes.
@@ -77,4 +77,4 @@ FusionReport fusion_report(const frontend::TaskSet& tasks, const std::vector<std
   return r;
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

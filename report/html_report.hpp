@@ -16,9 +16,9 @@
 
 #include "core/measurement.hpp"
 #include "core/schedule.hpp"
-#include "tuner/fusion_report.hpp"
+#include "report/fusion_report.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 
 struct TaskReport {
   std::string name;    // layer name
@@ -108,4 +108,4 @@ void write_report(const ReportData& data, const std::string& path);
 // a dashed horizontal line. Exposed for tests.
 std::string svg_curve(const std::vector<double>& curve, double reference);
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

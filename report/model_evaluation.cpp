@@ -1,4 +1,4 @@
-#include "tuner/model_evaluation.hpp"
+#include "report/model_evaluation.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -9,29 +9,16 @@
 #include "backend/backend.hpp"
 #include "tuner/zero_shot.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
 
 // Noise-free, so variants are compared on the model's own time.
 Measurement exact(const Target& target, const Workload& w, const Schedule& s) {
-  return measure_noise_free(target, w, s);
+  return backend::measure_noise_free(target, w, s);
 }
 
-costmodel::WorkloadGroup group_of(const Workload& w, const Target& target,
-                                  const std::vector<db::Record>& history, int limit) {
-  costmodel::WorkloadGroup g{w, target, {}};
-  std::vector<const db::Record*> sorted;
-  for (const auto& r : history) sorted.push_back(&r);
-  // Best first, failures last: the model sees the region that matters.
-  std::stable_sort(sorted.begin(), sorted.end(), [](const db::Record* a, const db::Record* b) {
-    if (a->measurement.ok() != b->measurement.ok()) return a->measurement.ok();
-    return a->measurement.ok() && a->measurement.time_us < b->measurement.time_us;
-  });
-  for (const auto* r : sorted) {
-    if (static_cast<int>(g.samples.size()) >= limit) break;
-    g.samples.push_back({r->schedule, r->measurement.status, r->measurement.time_us});
-  }
-  return g;
+tuner::TrainedPickOptions pick_options(const EvaluationOptions& o) {
+  return {o.cost_model, o.zero_shot_candidates, o.train_per_task, o.seed};
 }
 
 // Folds of the cross-validated zero-shot models. One fit per task (leave-one-out) took 75 s
@@ -91,14 +78,6 @@ class ZeroShotModels {
   std::vector<Fit> fits_;
 };
 
-// model's top pick for w among zero_shot_candidates.
-Schedule model_pick(const costmodel::CostModel& model, const Workload& w, const Target& target,
-                    const EvaluationOptions& options) {
-  const auto candidates = zero_shot_candidates(w, target, options.zero_shot_candidates - 1, options.seed);
-  const auto scores = model.predict(w, target, candidates);
-  return candidates[std::max_element(scores.begin(), scores.end()) - scores.begin()];
-}
-
 VariantOp zero_shot(const frontend::TuneTask& task, std::size_t index, const ZeroShotModels& models,
                     const Target& target, const EvaluationOptions& options) {
   VariantOp op{task.name, task.weight, std::nullopt, ""};
@@ -111,7 +90,7 @@ VariantOp zero_shot(const frontend::TuneTask& task, std::size_t index, const Zer
     op.schedule = def;
     return op;
   }
-  op.schedule = model_pick(*model, task.workload, target, options);
+  op.schedule = tuner::model_pick(*model, task.workload, target, pick_options(options));
   op.measurement = exact(target, task.workload, *op.schedule);
   return op;
 }
@@ -185,9 +164,6 @@ VariantOp unmeasured_pick(const frontend::TuneTask& t, const VariantOp& b, const
 
 }  // namespace
 
-Measurement measure_noise_free(const Target& target, const Workload& w, const Schedule& s) {
-  return backend::measure_one(backend::MeasureRequest{w, target, s, 1, 0}, backend::MeasureOptions{0});
-}
 
 std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& job,
                                               const Target& target) {
@@ -199,7 +175,7 @@ std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, co
       const frontend::TaskSet tasks = frontend::apply_precision(model, spec);
       for (const auto& t : tasks.tasks()) {
         const Measurement m =
-            measure_noise_free(target, t.workload, backend::required_default(t.workload, target));
+            backend::measure_noise_free(target, t.workload, backend::required_default(t.workload, target));
         if (m.ok()) r.default_us += t.weight * m.time_us;
       }
     } catch (const Error&) {
@@ -213,31 +189,6 @@ std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, co
   return rows;
 }
 
-std::vector<std::optional<Schedule>> final_picks(const std::vector<frontend::TuneTask>& tasks, const Target& target,
-                                                 const db::RecordStore& records, const EvaluationOptions& options) {
-  const auto target_key = db::TargetInfo::from_target(target).key;
-  std::vector<costmodel::WorkloadGroup> measured;
-  std::vector<bool> has(tasks.size(), false);
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    auto g = group_of(tasks[i].workload, target, records.history(tasks[i].workload.key(), target_key),
-                      options.train_per_task);
-    has[i] = !g.samples.empty();
-    if (has[i]) measured.push_back(std::move(g));
-  }
-  std::vector<std::optional<Schedule>> picks(tasks.size());
-  if (measured.empty()) return picks;
-  auto model = costmodel::make_cost_model(options.cost_model, options.seed);
-  try {
-    model->train(measured);
-  } catch (const Error&) {
-    return picks;
-  }
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    if (!has[i]) picks[i] = model_pick(*model, tasks[i].workload, target, options);
-  }
-  return picks;
-}
-
 std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks,
                                             const Target& target, const db::RecordStore& records,
                                             const EvaluationOptions& options) {
@@ -246,7 +197,7 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask
   std::vector<costmodel::WorkloadGroup> groups;
   for (const auto& t : tasks) {
     histories.push_back(records.history(t.workload.key(), target_key));
-    groups.push_back(group_of(t.workload, target, histories.back(), options.train_per_task));
+    groups.push_back(tuner::training_group(t.workload, target, histories.back(), options.train_per_task));
   }
   const ZeroShotModels zero_models(groups, options);
   ModelVariant def{"(a) vendor default", "the backend's default schedule for every op", {}};
@@ -288,4 +239,4 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask
   return {def, zero, tuned, fused};
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

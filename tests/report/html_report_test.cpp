@@ -1,4 +1,4 @@
-#include "tuner/report.hpp"
+#include "report/html_report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
 
 namespace fs = std::filesystem;
@@ -163,4 +163,4 @@ TEST(Report, RendersInHeadlessChromium) {
 }
 
 }  // namespace
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

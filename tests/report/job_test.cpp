@@ -1,4 +1,4 @@
-#include "tuner/job_runner.hpp"
+#include "report/job_report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,11 +19,13 @@
 #include "simulator/presets.hpp"
 #include "costmodel/cost_model.hpp"
 #include "frontend/model_zoo.hpp"
-#include "tuner/model_analysis.hpp"
+#include "report/model_analysis.hpp"
 #include "tuner/zero_shot.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
+
+using namespace tuner;
 
 namespace fs = std::filesystem;
 
@@ -59,7 +61,7 @@ TEST_F(JobRunnerTest, InterruptedJobResumesWhereTheSchedulerStopped) {
   stop_early.max_rounds = 2;  // warm-up rounds of tasks 0 and 1 only
   // Round robin: after warm-up it would restart at task 0, so only a restored state
   // sends the next round to task 2.
-  const auto first = run_job(spec(200, "round_robin"), stop_early);
+  const auto first = run_and_report(spec(200, "round_robin"), stop_early);
   EXPECT_EQ(trials_per_task(first), (std::vector<int>{8, 8, 0}));  // default + 7 each
   auto db = db::TuningDatabase::open((dir_ / "j.db").string());
   const auto job = db.jobs().named("mlp");
@@ -69,7 +71,7 @@ TEST_F(JobRunnerTest, InterruptedJobResumesWhereTheSchedulerStopped) {
 
   JobRunOptions one_more = stop_early;
   one_more.max_rounds = 1;
-  const auto second = run_job(spec(200, "round_robin"), one_more);
+  const auto second = run_and_report(spec(200, "round_robin"), one_more);
   // A restarted warm-up would have gone back to task 0; the restored one goes on to task 2.
   EXPECT_EQ(trials_per_task(second), (std::vector<int>{8, 8, 8}));
   EXPECT_EQ(second.resumed_trials, 16);
@@ -85,7 +87,7 @@ TEST_F(JobRunnerTest, AnExceptionFromOnRoundStopsTheJobResumably) {
   interrupt.on_round = [&rounds] {
     if (++rounds == 2) throw Interrupted{};
   };
-  EXPECT_THROW(run_job(spec(200, "round_robin"), interrupt), Interrupted);
+  EXPECT_THROW(run_and_report(spec(200, "round_robin"), interrupt), Interrupted);
   auto db = db::TuningDatabase::open((dir_ / "j.db").string());
   const auto job = db.jobs().named("mlp");
   ASSERT_TRUE(job.has_value());
@@ -95,7 +97,7 @@ TEST_F(JobRunnerTest, AnExceptionFromOnRoundStopsTheJobResumably) {
   JobRunOptions one_more;
   one_more.quiet = true;
   one_more.max_rounds = 1;
-  const auto resumed = run_job(spec(200, "round_robin"), one_more);
+  const auto resumed = run_and_report(spec(200, "round_robin"), one_more);
   EXPECT_EQ(resumed.resumed_trials, 16);
   EXPECT_EQ(resumed.measured, 8);
   EXPECT_EQ(trials_per_task(resumed), (std::vector<int>{8, 8, 8}));
@@ -121,13 +123,13 @@ TEST_F(JobRunnerTest, InterruptedJobMeasuresExactlyWhatAnUninterruptedJobMeasure
     JobRunOptions quiet;
     quiet.quiet = true;
     const std::string whole = strategy + "-whole.db", parts = strategy + "-parts.db";
-    run_job(spec(120, "gradient", strategy, whole), quiet);
+    run_and_report(spec(120, "gradient", strategy, whole), quiet);
     JobRunOptions stop = quiet;
     stop.max_rounds = 4;  // warm-up of all three tasks, then one more round
-    run_job(spec(120, "gradient", strategy, parts), stop);
+    run_and_report(spec(120, "gradient", strategy, parts), stop);
     stop.max_rounds = 3;
-    run_job(spec(120, "gradient", strategy, parts), stop);
-    const auto rest = run_job(spec(120, "gradient", strategy, parts), quiet);
+    run_and_report(spec(120, "gradient", strategy, parts), stop);
+    const auto rest = run_and_report(spec(120, "gradient", strategy, parts), quiet);
     EXPECT_EQ(rest.resumed_trials, 56);
     EXPECT_EQ(measured_in_order(dir_ / parts), measured_in_order(dir_ / whole));
   }
@@ -145,8 +147,8 @@ TEST_F(JobRunnerTest, DroppedSessionsAreRebuiltExactly) {
     JobRunOptions one = all;
     one.live_sessions = 1;  // every switch of task drops the previous session
     const std::string kept = strategy + "-kept.db", dropped = strategy + "-dropped.db";
-    run_job(spec(120, "gradient", strategy, kept), all);
-    run_job(spec(120, "gradient", strategy, dropped), one);
+    run_and_report(spec(120, "gradient", strategy, kept), all);
+    run_and_report(spec(120, "gradient", strategy, dropped), one);
     const auto order = measured_in_order(dir_ / kept);
     std::size_t n = 0;
     for (const auto& task : order) n += task.size();
@@ -162,7 +164,7 @@ TEST_F(JobRunnerTest, ATaskWhoseSpaceRunsOutFinishesTheJob) {
   JobRunOptions quiet;
   quiet.quiet = true;
   quiet.max_rounds = 50;  // a bound, so the bug fails the test instead of hanging it
-  const auto out = run_job(
+  const auto out = run_and_report(
       JobSpec::from_json(Json{{"name", "tiny"}, {"target", "ascend910"}, {"trials", 100},
                               {"workloads", Json::array({Json{{"workload", tiny}}})},
                               {"strategy", "random"}, {"batch_size", 8},
@@ -178,12 +180,12 @@ TEST_F(JobRunnerTest, ATaskWhoseSpaceRunsOutFinishesTheJob) {
 TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
   JobRunOptions quiet;
   quiet.quiet = true;
-  const auto a = run_job(spec(40), quiet);
+  const auto a = run_and_report(spec(40), quiet);
   EXPECT_EQ(a.trials, 40);
   EXPECT_LT(a.tuned_us, a.default_us);
   EXPECT_TRUE(fs::exists(dir_ / "t.json"));
   EXPECT_TRUE(fs::exists(dir_ / "r.html"));
-  const auto b = run_job(spec(40), quiet);
+  const auto b = run_and_report(spec(40), quiet);
   EXPECT_EQ(b.measured, 0);
   EXPECT_EQ(b.tuned_us, a.tuned_us);
 }
@@ -195,7 +197,7 @@ TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
 TEST_F(JobRunnerTest, ABudgetShortOfEveryTaskStillReportsEndToEnd) {
   JobRunOptions quiet;
   quiet.quiet = true;
-  const auto out = run_job(spec(8), quiet);
+  const auto out = run_and_report(spec(8), quiet);
   const auto per_task = trials_per_task(out);
   EXPECT_EQ(std::accumulate(per_task.begin(), per_task.end(), 0), 8);
   EXPECT_EQ(std::count(per_task.begin(), per_task.end(), 0), 3 - out.tasks_tuned);
@@ -217,7 +219,7 @@ TEST_F(JobRunnerTest, ABudgetShortOfEveryTaskStillReportsEndToEnd) {
   const std::string html((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
   EXPECT_NE(html.find(std::to_string(out.tasks_tuned) + " of 3 tasks measured"), std::string::npos);
   // The untuned tasks count at the default the full job measures for them.
-  const auto full = run_job(spec(40), quiet);
+  const auto full = run_and_report(spec(40), quiet);
   EXPECT_NEAR(out.default_us, full.default_us, 0.05 * full.default_us);
 }
 
@@ -226,7 +228,7 @@ TEST_F(JobRunnerTest, ABudgetShortOfEveryTaskStillReportsEndToEnd) {
 TEST_F(JobRunnerTest, EveryTaskReachedMeasuresItsZeroShotPick) {
   JobRunOptions quiet;
   quiet.quiet = true;
-  const auto out = run_job(spec(24), quiet);
+  const auto out = run_and_report(spec(24), quiet);
   const Target t = simulator::preset("ascend910");
   const auto model = costmodel::make_cost_model("heuristic", 5);
   auto db = db::TuningDatabase::open((dir_ / "j.db").string());
@@ -249,7 +251,7 @@ TEST_F(JobRunnerTest, EveryTaskReachedMeasuresItsZeroShotPick) {
 TEST_F(JobRunnerTest, AnalysisProfilesUnmeasuredTasksAtTheirExportedPick) {
   JobRunOptions quiet;
   quiet.quiet = true;
-  const auto out = run_job(spec(8), quiet);
+  const auto out = run_and_report(spec(8), quiet);
   ASSERT_LT(out.tasks_tuned, 3);
   std::map<std::string, Json> chosen;
   for (const auto& t : out.summary["tasks"]) chosen[t["name"].get<std::string>()] = t;
@@ -274,7 +276,7 @@ TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBe
                {"report", (dir_ / "r.html").string()}};
   JobRunOptions quiet;
   quiet.quiet = true;
-  const auto out = run_job(JobSpec::from_json(j), quiet);
+  const auto out = run_and_report(JobSpec::from_json(j), quiet);
   const Json& s = out.summary;
   std::map<std::string, std::string> layout_of_layer;
   double tasks_us = 0;
@@ -306,15 +308,15 @@ TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBe
 TEST_F(JobRunnerTest, BadInputNeverCreatesTheDatabase) {
   JobSpec bad = spec(10);
   bad.model = "no-such-model";
-  EXPECT_THROW(run_job(bad), Error);
+  EXPECT_THROW(run_and_report(bad), Error);
   bad = spec(10);
   bad.strategy = "psychic";
-  EXPECT_THROW(run_job(bad), Error);
+  EXPECT_THROW(run_and_report(bad), Error);
   bad = spec(10);
   bad.target = "ascend999";
-  EXPECT_THROW(run_job(bad), Error);
+  EXPECT_THROW(run_and_report(bad), Error);
   EXPECT_FALSE(fs::exists(dir_ / "j.db"));
 }
 
 }  // namespace
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -22,7 +22,7 @@
 #include "lowering/layout.hpp"
 #include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 
 using lowering::Layout;
 
@@ -58,4 +58,4 @@ struct LayoutChoice {
 LayoutChoice choose_layouts(const frontend::TaskSet& model, const std::vector<std::map<Layout, double>>& times,
                             const TransposeCost& cost);
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -1,6 +1,6 @@
 // Model analysis (model_analysis.hpp): every task's best stored schedule is simulated
 // again without noise, its profile read as utilisations, and the usual bars applied.
-#include "tuner/model_analysis.hpp"
+#include "report/model_analysis.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,9 +14,9 @@
 #include "lowering/lowering.hpp"
 #include "frontend/fallback.hpp"
 #include "tuner/job_runner.hpp"
-#include "tuner/model_evaluation.hpp"
+#include "report/model_evaluation.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
 
 std::string percent(double share) {
@@ -99,7 +99,7 @@ LayerAnalysis analyze_layer(const frontend::TuneTask& task, const Target& t, con
   l.weight = task.weight;
   l.schedule = schedule_of(task, t, records, target_key, table, l.source);
   l.tuned = l.source == "measured";
-  const Measurement m = measure_noise_free(t, task.workload, l.schedule);
+  const Measurement m = backend::measure_noise_free(t, task.workload, l.schedule);
   if (!m.ok()) {
     throw Error(ErrorKind::internal, "analyze: the stored schedule of " + task.name +
                                          " no longer simulates: " + m.message);
@@ -183,11 +183,11 @@ ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& 
   return a;
 }
 
-ModelAnalysis analyze_job(const JobSpec& spec, const UtilisationBars& bars) {
+ModelAnalysis analyze_job(const tuner::JobSpec& spec, const UtilisationBars& bars) {
   // The job's declared fusion rules shape its plans, so the profiles need them too.
   for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
   const Target target = backend::load_target(spec.target);
-  const frontend::TaskSet tasks = tasks_of(spec);
+  const frontend::TaskSet tasks = tuner::tasks_of(spec);
   const db::TuningDatabase db = open_existing(spec.database, "job spec: field 'database'");
   // The table the job exported gives each unmeasured task the pick it runs; a job stopped
   // before its end has none yet, and a table that does not load is not the job's.
@@ -202,9 +202,9 @@ ModelAnalysis analyze_job(const JobSpec& spec, const UtilisationBars& bars) {
 }
 
 ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& bars) {
-  JobSpec spec;
+  tuner::JobSpec spec;
   try {
-    spec = JobSpec::load(path);
+    spec = tuner::JobSpec::load(path);
   } catch (const Error& e) {
     if (!e.is_bad_input()) throw;
     throw_bad_input("--job: " + std::string(e.what()));
@@ -222,7 +222,7 @@ ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string
     if (!e.is_bad_input()) throw;
     throw_bad_input(std::string("--target: ") + e.what());
   }
-  JobSpec spec;
+  tuner::JobSpec spec;
   spec.name = "analyze";
   spec.model = model;
   frontend::TaskSet tasks;
@@ -267,4 +267,4 @@ std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars&
   return out;
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -1,7 +1,7 @@
 // Report rendering. Map: render_report() writes the page top to bottom —
 // summary, model table (model_section), then one section per task (task_section),
 // built from small SVG helpers (svg_curve, svg_bars, svg_profile_bar).
-#include "tuner/report.hpp"
+#include "report/html_report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
 
 std::string esc(const std::string& s) {
@@ -417,4 +417,4 @@ void write_report(const ReportData& data, const std::string& path) {
   write_file_atomically(path, "report", [&](std::ostream& out) { out << html; });
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -16,7 +16,7 @@
 #include "core/target.hpp"
 #include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 
 struct FusionRuleSaving {
   std::string rule;
@@ -39,4 +39,4 @@ struct FusionReport {
 FusionReport fusion_report(const frontend::TaskSet& tasks, const std::vector<std::optional<Schedule>>& schedules,
                            const Target& target);
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -28,10 +28,12 @@
 #include "db/record_store.hpp"
 #include "lowering/layout.hpp"
 #include "frontend/precision.hpp"
-#include "tuner/report.hpp"
+#include "report/html_report.hpp"
 #include "frontend/task_set.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
+
+using lowering::Layout;
 
 struct EvaluationOptions {
   std::string cost_model = "xgboost";  // model kind used for the zero-shot pick
@@ -44,29 +46,18 @@ struct EvaluationOptions {
   // Per task, the layout (d) keeps it in (the job's layout choice, layout_choice.hpp);
   // empty or nullopt: any layout.
   std::vector<std::optional<lowering::Layout>> layouts;
-  // Per task, the job's pick for a task with nothing measured (final_picks): what (d)
+  // Per task, the job's pick for a task with nothing measured (tuner::trained_picks): what (d)
   // runs for it. Empty or nullopt: (b)'s pick, or without a model the default.
   std::vector<std::optional<Schedule>> picks;
 };
-
-// w under s on target, simulated without noise: how variants, and tasks a job's budget
-// never reached, are timed.
-Measurement measure_noise_free(const Target& target, const Workload& w, const Schedule& s);
 
 // The model (as given, before any precision) at the vendor default schedules in
 // float16, in int8 and, when the job sets a precision, in the job's: fp16 -> int8 -> mixed.
 std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& job,
                                               const Target& target);
 
-// For each task with nothing measured, the top pick of one model trained on every
-// measured task (for such a task, (b)'s model); nullopt for a measured task, and for every
-// task when nothing is measured or no model could be trained.
-std::vector<std::optional<Schedule>> final_picks(const std::vector<frontend::TuneTask>& tasks, const Target& target,
-                                                 const db::RecordStore& records,
-                                                 const EvaluationOptions& options = {});
-
 std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks,
                                             const Target& target, const db::RecordStore& records,
                                             const EvaluationOptions& options = {});
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -14,11 +14,13 @@
 #include <unistd.h>
 
 #include "simulator/presets.hpp"
-#include "tuner/job_runner.hpp"
+#include "report/job_report.hpp"
 #include "frontend/model_zoo.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
+
+using namespace tuner;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -81,7 +83,7 @@ TEST(DeviceMemoryTest, AJobOnAPartTooSmallWarnsReportsAndStillTunes) {
   JobRunOptions o;
   o.quiet = true;
   o.warnings = &warnings;
-  const JobOutcome out = run_job(spec, o);
+  const JobOutcome out = run_and_report(spec, o);
   EXPECT_THAT(warnings.str(), HasSubstr("warning: the model does not fit in ascend910+custom's device memory"));
   EXPECT_GT(out.measured, 0);  // a warning, not an error
   EXPECT_FALSE(out.memory.fits());
@@ -95,4 +97,4 @@ TEST(DeviceMemoryTest, AJobOnAPartTooSmallWarnsReportsAndStillTunes) {
 }
 
 }  // namespace
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -1,13 +1,13 @@
 // Fusion report: ops before, kernels after and the GM bytes fusion saves, per rule, from
 // the kernel plans of the chosen schedules.
-#include "tuner/fusion_report.hpp"
+#include "report/fusion_report.hpp"
 
 #include <gtest/gtest.h>
 
 #include "backend/backend.hpp"
 #include "simulator/presets.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
 
 TEST(FusionReport, CountsKernelsAndBytesAFusionLevelSaves) {
@@ -43,4 +43,4 @@ TEST(FusionReport, CountsKernelsAndBytesAFusionLevelSaves) {
 }
 
 }  // namespace
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

@@ -1,11 +1,11 @@
-#include "tuner/layout_choice.hpp"
+#include "report/layout_choice.hpp"
 
 #include <memory>
 #include <sstream>
 
 #include "backend/sweep.hpp"
 
-namespace atvoss::tuner {
+namespace atvoss::report {
 namespace {
 
 // A producer -> consumer pair of conv-family layers: the consumer's input crosses it.
@@ -130,4 +130,4 @@ LayoutChoice choose_layouts(const frontend::TaskSet& model, const std::vector<st
   return choice;
 }
 
-}  // namespace atvoss::tuner
+}  // namespace atvoss::report

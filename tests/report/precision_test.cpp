@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "lowering/epilogue.hpp"
 #include "simulator/presets.hpp"
-#include "tuner/model_evaluation.hpp"
+#include "report/model_evaluation.hpp"
 #include "frontend/model_zoo.hpp"
 
 namespace atvoss::tuner {
@@ -154,13 +154,13 @@ TEST(Precision, EachDtypeFollowsTheTargetsRates) {
   // fp32 is tuned as fp32 (a quarter of the fp16 cube rate on the 910), int8 at twice it.
   const frontend::TaskSet model = frontend::zoo_model("resnet50");
   const Target t = simulator::preset("ascend910");
-  const auto rows = evaluate_precisions(model, frontend::PrecisionSpec::whole(DType::float32), t);
+  const auto rows = report::evaluate_precisions(model, frontend::PrecisionSpec::whole(DType::float32), t);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].name, "float16");
   EXPECT_EQ(rows[1].name, "int8");
   EXPECT_LT(rows[1].default_us, rows[0].default_us);
   EXPECT_GT(rows[2].default_us, rows[0].default_us);
-  EXPECT_EQ(evaluate_precisions(model, {}, t).size(), 2u);  // no job precision: no third row
+  EXPECT_EQ(report::evaluate_precisions(model, {}, t).size(), 2u);  // no job precision: no third row
 }
 
 TEST(Precision, ErrorEstimateGrowsWithFanInAndOnlyForInt8) {

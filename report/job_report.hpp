@@ -1,0 +1,46 @@
+// Job report: what a tuned model (tuner/tuned_model.hpp) comes to. Evaluates it
+// (model_evaluation.hpp: the four variants, the precisions), chooses the conv layouts
+// (layout_choice.hpp), counts what fusion removed (fusion_report.hpp), writes the HTML
+// report (html_report.hpp) and states the job's one end-to-end figure, the same in the
+// summary, --json, the report and the progress bar's last line.
+// Threading: the caller's thread; reads the job's database.
+#pragma once
+
+#include <string>
+
+#include "core/json.hpp"
+#include "frontend/device_memory.hpp"
+#include "tuner/job_runner.hpp"
+#include "tuner/tuned_model.hpp"
+
+namespace atvoss::report {
+
+struct JobOutcome {
+  int tasks = 0;
+  int tasks_tuned = 0;     // tasks with a measured schedule; the rest run their zero-shot pick
+  int trials = 0;          // stored trials over all tasks after the run
+  int resumed_trials = 0;  // found in the database at the start
+  int measured = 0;        // stored by this run
+  // The job's one end-to-end figure, the same in the summary, --json and the report:
+  // report variant (d), every task's chosen schedule (measured best, else its zero-shot
+  // pick) re-simulated without noise, conv tasks in their chosen layouts, with the
+  // transposes and the nodes not tuned (fallback_us). default_us is variant (a), the
+  // vendor default schedules, with the same transposes rule and fallbacks.
+  double default_us = 0;
+  double tuned_us = 0;
+  double fallback_us = 0;  // the nodes not tuned (frontend/fallback.hpp), in both figures
+  int layout_changes = 0;  // transposes between layers of differing layouts (layout_choice.hpp)
+  double layout_changes_us = 0;
+  std::string database, table, report;
+  frontend::MemoryFit memory;  // the model's weights and peak activations against the device memory
+  Json summary;                // per-task detail for --json
+};
+
+// Evaluates the tuned model, writes its HTML report (spec.report_path) and ends its
+// progress bar on the end-to-end figure.
+JobOutcome report_job(const tuner::TunedModel& tuned);
+
+// tuner::run_job, then report_job: what atvoss-tune and the Python binding run.
+JobOutcome run_and_report(const tuner::JobSpec& spec, const tuner::JobRunOptions& options = {});
+
+}  // namespace atvoss::report
