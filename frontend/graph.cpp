@@ -13,7 +13,9 @@ int Graph::add_tensor(const std::string& name, std::vector<std::int64_t> shape, 
 int Graph::add_node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
                     const std::vector<std::string>& outputs) {
   const int id = int(nodes_.size());
-  GraphNode node{name, op, {}, {}};
+  GraphNode node;  // what the frontend made of it is filled in by its caller
+  node.name = name;
+  node.op = op;
   for (const auto& in : inputs) {
     if (in.empty()) continue;  // an optional input left out
     const int t = add_tensor(in);
@@ -34,6 +36,8 @@ int Graph::add_node(const std::string& name, const std::string& op, const std::v
   return id;
 }
 
+void Graph::mark_output(const std::string& name) { tensors_[add_tensor(name)].output = true; }
+
 int Graph::tensor_index(const std::string& name) const {
   const auto it = by_name_.find(name);
   return it == by_name_.end() ? -1 : it->second;
@@ -42,7 +46,19 @@ int Graph::tensor_index(const std::string& name) const {
 Json Graph::summary() const {
   std::size_t edges = 0;
   for (const auto& t : tensors_) edges += t.producer >= 0 ? t.consumers.size() : 0;
-  return {{"nodes", nodes_.size()}, {"tensors", tensors_.size()}, {"edges", edges}};
+  int kernels = 0, fused = 0, views = 0, not_tuned = 0;
+  Json fused_by = Json::object();
+  for (const auto& n : nodes_) {
+    if (n.fused_into >= 0) {
+      ++fused;
+      fused_by[n.fused_by] = fused_by.value(n.fused_by, 0) + 1;
+    }
+    else if (n.kernel) ++kernels;
+    else if (n.view) ++views;
+    else ++not_tuned;
+  }
+  return {{"nodes", nodes_.size()}, {"tensors", tensors_.size()}, {"edges", edges}, {"kernels", kernels},
+          {"fused", fused}, {"views", views}, {"not_tuned", not_tuned}, {"fused_by", fused_by}};
 }
 
 }  // namespace atvoss::frontend

@@ -1,9 +1,11 @@
 // Graph: the model's dataflow as the frontend read it, which the task set is derived from
-// (task_set.hpp). A node is an op by the model's name; an edge is a tensor with its shape,
-// bytes, one producer and its consumers. ONNX import fills it from the model file; a zoo
-// model is a chain (each layer reads the output of the layer before it). What needs edges
-// (the execution simulator of the graph: ready queue, liveness, memory planning) reads them
-// here. Plain value type; not thread-safe.
+// (tasks_from_graph, task_set.hpp). A node is an op by the model's name with what the
+// frontend made of it: its own kernel (a workload), or why it has none, or a view that moves
+// no data; an edge is a tensor with its shape, bytes, one producer and its consumers. ONNX
+// import fills it from the model file; a zoo model is a chain (each layer reads the output of
+// the layer before it). The fusion pass (graph_fusion.hpp) then records which nodes run inside
+// another node's kernel. What needs edges (the execution simulator of the graph: ready queue,
+// liveness, memory planning) reads them here. Plain value type; not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "core/json.hpp"
+#include "core/workload.hpp"
 
 namespace atvoss::frontend {
 
@@ -22,6 +27,7 @@ struct GraphTensor {
   bool constant = false;            // an initializer or a constant subgraph's output
   int producer = -1;                // node index; -1: a graph input or an initializer
   std::vector<int> consumers;       // node indices, in model order
+  bool output = false;              // a graph output: read after the model runs, never fused away
 };
 
 struct GraphNode {
@@ -29,6 +35,20 @@ struct GraphNode {
   std::string op;            // the model's op type, e.g. "Conv"
   std::vector<int> inputs;   // tensor indices
   std::vector<int> outputs;
+  // What the frontend made of it. A node with a kernel is a task (after fusion its epilogue
+  // holds the ops fused into it); one without a kernel is a view (moves no data) or is not
+  // tuned (reason says why: frontend/fallback.hpp times it from bytes).
+  std::optional<Workload> kernel;
+  bool view = false;
+  std::string reason;
+  double bytes = 0;  // bytes it reads and writes once (0: shapes unknown)
+  int count = 1;     // occurrences it stands for (a zoo layer repeated)
+  // The epilogue op it can be when it runs inside its producer's kernel (graph_fusion.hpp):
+  // an activation's name, "add" (a two-input Add or Sum), "scale" (a two-input Mul or Div),
+  // "batchnorm", "layernorm" (along the inner axis); empty: it never fuses.
+  std::string step;
+  int fused_into = -1;  // after the fusion pass: the node whose kernel runs it
+  std::string fused_by;  // and the rule that fused it (graph_fusion.hpp)
 };
 
 class Graph {
@@ -41,12 +61,18 @@ class Graph {
   int add_node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
                const std::vector<std::string>& outputs);
 
+  // Marks the named tensor as a graph output (added if new).
+  void mark_output(const std::string& name);
+
   const std::vector<GraphNode>& nodes() const { return nodes_; }
+  GraphNode& node(int i) { return nodes_.at(i); }
   const std::vector<GraphTensor>& tensors() const { return tensors_; }
   // Index of the tensor named name, or -1.
   int tensor_index(const std::string& name) const;
   bool empty() const { return nodes_.empty(); }
-  // {"nodes", "tensors", "edges"}: counts, for --json (edges: producer-to-consumer pairs).
+  // {"nodes", "tensors", "edges", "kernels", "fused", "views", "not_tuned", "fused_by"}: counts,
+  // for --json (edges: producer-to-consumer pairs; kernels: nodes that run a kernel of their
+  // own; fused_by: nodes fused per rule of the fusion pass, graph_fusion.hpp).
   Json summary() const;
 
  private:

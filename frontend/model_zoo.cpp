@@ -346,11 +346,8 @@ TaskSet expand(const std::string& name) {
 }  // namespace
 
 TaskSet zoo_model(const std::string& name) {
-  TaskSet set = expand(name);
-  if (!set.tasks().empty()) {
-    set.set_graph(chain_graph(set));
-    return set;
-  }
+  const TaskSet layers = expand(name);
+  if (!layers.tasks().empty()) return tasks_from_graph(chain_graph(layers), layers.model(), layers.batch());
   std::string list;
   for (const auto& n : zoo_names()) list += (list.empty() ? "" : ", ") + n;
   throw_bad_input("model: unknown model '" + name + "'; expected an .onnx file or one of: " + list);

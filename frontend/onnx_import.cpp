@@ -1,6 +1,7 @@
-// ONNX task extraction. Read first: import_onnx() (load, bind dims, infer shapes),
-// then GraphIndex (tensor shapes, constants, consumers) and the per-op extractors
-// (conv_task, matmul_task, gemm_task), which all end in follow_chain().
+// ONNX import. Read first: import_onnx() (load, bind dims, infer shapes, build the graph,
+// fuse, derive the tasks), then GraphIndex (tensor shapes, constants, consumers) and the
+// per-op extractors (conv_task, matmul_task, ...), which give each node its own kernel; the
+// fusion pass (graph_fusion.hpp) then decides which nodes run inside another's kernel.
 #include "frontend/onnx_import.hpp"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "core/error.hpp"
+#include "frontend/graph_fusion.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -119,36 +121,19 @@ std::int64_t product(Shape::const_iterator b, Shape::const_iterator e) {
 
 class Extractor {
  public:
-  Extractor(const onnx::GraphProto& graph, const OnnxImportOptions& options, TaskSet& out)
-      : graph_(graph), index_(index_graph(graph)), options_(options), out_(out),
-        consumed_(graph.node_size(), false) {}
+  Extractor(const onnx::GraphProto& graph, const OnnxImportOptions& options)
+      : graph_(graph), index_(index_graph(graph)), options_(options) {}
 
-  void run() {
-    for (int i = 0; i < graph_.node_size(); ++i) {
-      if (consumed_[i]) continue;
-      consumed_[i] = true;
-      const auto& node = graph_.node(i);
-      const std::string& op = node.op_type();
-      if (is_folded(node)) {
-        out_.add_folded(node_name(node), "");
-        continue;
-      }
-      std::optional<std::string> why_not;
-      chain_head_ = node_name(node);
-      try {
-        why_not = task_of(node);
-      } catch (const Error& e) {  // a shape no workload takes (e.g. a window wider than its input)
-        why_not = op + " (shape not supported: " + e.what() + ")";
-      }
-      if (why_not) {
-        out_.add_fallback({node_name(node), op, *why_not == op ? "no lowering for " + op : *why_not,
-                           node_bytes(node), 1});
-      }
-    }
+  // The model's dataflow, each node with its own kernel, or why it has none, or as a view.
+  Graph build() {
+    Graph g = tensors_and_nodes();
+    for (int i = 0; i < graph_.node_size(); ++i) describe(graph_.node(i), g.node(i));
+    return g;
   }
 
-  // The model's dataflow: every node, and every tensor with its shape and bytes where known.
-  Graph graph() const {
+ private:
+  // Every node, and every tensor with its shape and bytes where known.
+  Graph tensors_and_nodes() const {
     Graph g;
     auto tensor = [&](const std::string& t) {
       if (t.empty()) return;
@@ -161,10 +146,43 @@ class Extractor {
       g.add_node(node_name(node), node.op_type(), {node.input().begin(), node.input().end()},
                  {node.output().begin(), node.output().end()});
     }
+    for (const auto& out : index_.graph_outputs) g.mark_output(out);
     return g;
   }
 
- private:
+  void describe(const onnx::NodeProto& node, GraphNode& out) {
+    if (is_folded(node)) {
+      out.view = true;
+      return;
+    }
+    out.step = step_of(node);
+    out.bytes = node_bytes(node);
+    kernel_ = &out;
+    std::optional<std::string> why_not;
+    try {
+      why_not = task_of(node);
+    } catch (const Error& e) {  // a shape no workload takes (e.g. a window wider than its input)
+      why_not = node.op_type() + " (shape not supported: " + e.what() + ")";
+    }
+    if (why_not) {
+      out.kernel.reset();
+      out.reason = *why_not == node.op_type() ? "no lowering for " + node.op_type() : *why_not;
+    } else if (!out.kernel) {
+      out.view = true;  // a permutation that moves nothing
+    }
+  }
+
+  // The epilogue op the node is when it runs inside its producer's kernel (GraphNode::step).
+  std::string step_of(const onnx::NodeProto& n) const {
+    const std::string& op = n.op_type();
+    if (const auto act = activation_of(n)) return *act;
+    if (op == "BatchNormalization") return "batchnorm";
+    if (op == "LayerNormalization") return int_attr(n, "axis", -1) == -1 ? "layernorm" : "";
+    if ((op == "Add" || op == "Sum") && n.input_size() == 2) return "add";  // Sum: torch's residual
+    if ((op == "Mul" || op == "Div") && n.input_size() == 2) return "scale";
+    return "";
+  }
+
   // Adds the node's task; what to report instead when it has none.
   std::optional<std::string> task_of(const onnx::NodeProto& node) {
     const std::string& op = node.op_type();
@@ -237,67 +255,6 @@ class Extractor {
     }
   }
 
-  // The single node reading tensor, unless it is read twice, is a graph output,
-  // or was already taken by another chain.
-  std::optional<int> sole_consumer(const std::string& tensor) const {
-    if (index_.graph_outputs.count(tensor)) return std::nullopt;
-    auto it = index_.consumers.find(tensor);
-    if (it == index_.consumers.end() || it->second.size() != 1) return std::nullopt;
-    if (consumed_[it->second.front()]) return std::nullopt;
-    return it->second.front();
-  }
-
-  // Walks the ops after a main op that a fused kernel could run on its output
-  // tile, marking them consumed. conv_like decides whether batchnorm or
-  // layernorm may join.
-  std::vector<std::string> follow_chain(std::string tensor, std::vector<std::string> chain,
-                                        bool conv_like) {
-    auto has = [&](const std::string& e) {
-      return std::find(chain.begin(), chain.end(), e) != chain.end();
-    };
-    while (true) {
-      if (const auto silu = silu_after(tensor); silu && !has("silu")) {
-        consume_into(silu->first);
-        consume_into(silu->second);
-        chain.push_back("silu");
-        tensor = graph_.node(silu->second).output(0);
-        continue;
-      }
-      const auto next = sole_consumer(tensor);
-      if (!next) break;
-      const auto& n = graph_.node(*next);
-      std::string step;
-      const std::string& op = n.op_type();
-      const bool right_after = chain.empty() || chain == std::vector<std::string>{"bias"};
-      if (conv_like && right_after && (op == "BatchNormalization" || is_constant_scale(n, tensor))) {
-        // Inference BatchNormalization (or a constant scale) right after a conv folds into its
-        // weights and bias, as every inference compiler folds it: no kernel, no epilogue op.
-        consume_into(*next);
-        if (chain.empty() && op == "BatchNormalization") chain.push_back("bias");  // its shift
-        tensor = n.output(0);
-        continue;
-      }
-      if (auto act = activation_of(n)) step = *act;
-      else if (op == "LayerNormalization" && !conv_like && int_attr(n, "axis", -1) == -1) {
-        step = "layernorm";
-      } else if ((op == "Add" || op == "Sum") && n.input_size() == 2) {  // Sum: torch's residual
-        const std::string& other = n.input(0) == tensor ? n.input(1) : n.input(0);
-        step = index_.constants.count(other) && !has("bias") && !has("add") ? "bias" : "add";
-      }
-      if (step.empty() || has(step)) break;
-      chain.push_back(step);
-      consume_into(*next);
-      tensor = n.output(0);
-    }
-    return chain;
-  }
-
-  // Node i joins the chain of the node whose task is being built (chain_head_).
-  void consume_into(int i) {
-    consumed_[i] = true;
-    out_.add_folded(node_name(graph_.node(i)), chain_head_);
-  }
-
   // Views and inference no-ops: no data moves, nothing to tune or report.
   bool is_folded(const onnx::NodeProto& node) const {
     static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
@@ -324,35 +281,6 @@ class Extractor {
     return it == ops.end() ? std::nullopt : std::optional(it->second);
   }
 
-  // x * Sigmoid(x) (SiLU, as PyTorch exports it): the Sigmoid node reading tensor and the
-  // Mul of both, when the Sigmoid feeds only that Mul and tensor feeds only these two.
-  std::optional<std::pair<int, int>> silu_after(const std::string& tensor) const {
-    if (index_.graph_outputs.count(tensor)) return std::nullopt;
-    const auto it = index_.consumers.find(tensor);
-    if (it == index_.consumers.end() || it->second.size() != 2) return std::nullopt;
-    for (int k = 0; k < 2; ++k) {
-      const int s = it->second[k], m = it->second[1 - k];
-      const auto& sig = graph_.node(s);
-      const auto& mul = graph_.node(m);
-      if (consumed_[s] || consumed_[m] || sig.op_type() != "Sigmoid" || mul.op_type() != "Mul") continue;
-      if (mul.input_size() != 2 || sole_consumer(sig.output(0)) != m) continue;
-      if ((mul.input(0) == tensor && mul.input(1) == sig.output(0)) ||
-          (mul.input(1) == tensor && mul.input(0) == sig.output(0))) {
-        return std::make_pair(s, m);
-      }
-    }
-    return std::nullopt;
-  }
-
-  // A Mul or Div of a constant right after a conv: it scales the weights, as a folded
-  // BatchNormalization does.
-  bool is_constant_scale(const onnx::NodeProto& n, const std::string& tensor) const {
-    if ((n.op_type() != "Mul" && n.op_type() != "Div") || n.input_size() != 2) return false;
-    if (n.op_type() == "Div" && n.input(0) != tensor) return false;
-    const std::string& other = n.input(0) == tensor ? n.input(1) : n.input(0);
-    return index_.constants.count(other) > 0;
-  }
-
   // [rows, last dim] of a tensor: the rows template's M x N.
   std::optional<std::pair<std::int64_t, std::int64_t>> rows_of(const std::string& tensor) const {
     const Shape* x = shape_of(tensor);
@@ -366,9 +294,8 @@ class Extractor {
                 {"dims", {{"M", m}, {"N", n}}}};
   }
 
-  void add_task(const Json& workload, const onnx::NodeProto& node) {
-    out_.add(Workload::from_json(workload), node_name(node));
-  }
+  // The node's own kernel (describe() points kernel_ at the node being described).
+  void add_task(const Json& workload, const onnx::NodeProto&) { kernel_->kernel = Workload::from_json(workload); }
 
   std::optional<std::string> conv_task(const onnx::NodeProto& node) {
     const Shape* x = node.input_size() >= 2 ? shape_of(node.input(0)) : nullptr;
@@ -396,9 +323,8 @@ class Extractor {
     if (op == "group_conv2d") dims["groups"] = group;
     std::vector<std::string> start;
     if (node.input_size() >= 3 && !node.input(2).empty()) start.push_back("bias");
-    const auto chain = follow_chain(node.output(0), start, true);
     add_task(Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims},
-                  {"epilogue", chain}},
+                  {"epilogue", start}},
              node);
     return std::nullopt;
   }
@@ -409,8 +335,7 @@ class Extractor {
     if (!a || !b || a->size() < 2 || b->size() < 2) return "MatMul (unknown or 1-D shape)";
     const std::int64_t k = a->back(), n = b->back();
     if ((*b)[b->size() - 2] != k) return "MatMul (mismatched K)";
-    const auto chain = follow_chain(node.output(0), {}, false);
-    Json j{{"dtype", to_string(dtype_of(node.input(0)))}, {"epilogue", chain}};
+    Json j{{"dtype", to_string(dtype_of(node.input(0)))}};
     if (b->size() == 2) {
       // A weight matrix: every leading dim of A is just more rows.
       j["op"] = "matmul";
@@ -434,9 +359,8 @@ class Extractor {
     const std::int64_t n = tb ? (*b)[0] : (*b)[1];
     std::vector<std::string> start;
     if (node.input_size() >= 3 && !node.input(2).empty()) start.push_back("bias");
-    const auto chain = follow_chain(node.output(0), start, false);
     add_task(Json{{"op", "matmul"}, {"dtype", to_string(dtype_of(node.input(0)))},
-                  {"dims", {{"M", m}, {"N", n}, {"K", k}}}, {"epilogue", chain}},
+                  {"dims", {{"M", m}, {"N", n}, {"K", k}}}, {"epilogue", start}},
              node);
     return std::nullopt;
   }
@@ -522,24 +446,22 @@ class Extractor {
   }
 
   // Add/Sum/Mul/Sub/Div over the output's shape (a broadcast operand is read as if whole:
-  // an upper bound), with the activations that follow as its epilogue.
+  // an upper bound); the activations that follow fuse into it (graph_fusion.hpp).
   std::optional<std::string> binary_task(const onnx::NodeProto& node) {
     const auto rows = rows_of(node.output(0));
     if (node.input_size() != 2 || !rows) return node.op_type() + " (unknown shape or not binary)";
-    Json j = rows_workload("elementwise", node, rows->first, rows->second);
-    j["epilogue"] = follow_activations(node.output(0), {});
-    add_task(j, node);
+    add_task(rows_workload("elementwise", node, rows->first, rows->second), node);
     return std::nullopt;
   }
 
   // A standalone activation or BatchNormalization (pre-activation blocks): one pass over
-  // the tensor, with the activations that follow.
+  // the tensor (the activations that follow fuse into it).
   std::optional<std::string> map_task(const onnx::NodeProto& node) {
     const auto rows = rows_of(node.output(0));
     if (!rows) return node.op_type() + " (unknown shape)";
     const auto act = activation_of(node);
     Json j = rows_workload("map", node, rows->first, rows->second);
-    j["epilogue"] = follow_activations(node.output(0), {act ? *act : "batchnorm"});
+    j["epilogue"] = {act ? *act : "batchnorm"};
     add_task(j, node);
     return std::nullopt;
   }
@@ -595,25 +517,10 @@ class Extractor {
     return std::nullopt;
   }
 
-  // Activations after a rows op: the only epilogue it takes besides what started it.
-  std::vector<std::string> follow_activations(std::string tensor, std::vector<std::string> chain) {
-    while (auto next = sole_consumer(tensor)) {
-      const auto& n = graph_.node(*next);
-      const auto act = activation_of(n);
-      if (!act || std::find(chain.begin(), chain.end(), *act) != chain.end()) break;
-      chain.push_back(*act);
-      consume_into(*next);
-      tensor = n.output(0);
-    }
-    return chain;
-  }
-
   const onnx::GraphProto& graph_;
   GraphIndex index_;
   OnnxImportOptions options_;
-  TaskSet& out_;
-  std::vector<bool> consumed_;
-  std::string chain_head_;  // name of the node whose task is being extracted
+  GraphNode* kernel_ = nullptr;  // the node being described
 };
 
 onnx::ModelProto read_model(const std::string& path) {
@@ -674,11 +581,9 @@ TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
   }
   std::string name = model.graph().name();
   if (name.empty()) name = path;
-  TaskSet set(name, options.batch);
-  Extractor extractor(model.graph(), options, set);
-  extractor.run();
-  set.set_graph(extractor.graph());
-  return set;
+  Graph graph = Extractor(model.graph(), options).build();
+  fuse_graph(graph);
+  return tasks_from_graph(std::move(graph), name, options.batch);
 }
 
 }  // namespace atvoss::frontend

@@ -35,10 +35,30 @@ Graph chain_graph(const TaskSet& tasks) {
     const Workload& w = tasks.tasks()[step.task].workload;
     const std::string out = step.name + ":out";
     g.add_tensor(out, {}, w.out_elements() * dtype_bytes(w.dtype()));
-    g.add_node(step.name, w.op(), {step.standalone ? std::string("input") : last}, {out});
+    GraphNode& node = g.node(g.add_node(step.name, w.op(), {step.standalone ? std::string("input") : last}, {out}));
+    node.kernel = w;
+    node.count = step.count;
+    node.bytes = w.compulsory_bytes();
     if (!step.standalone) last = out;
   }
   return g;
+}
+
+TaskSet tasks_from_graph(Graph g, std::string model, int batch) {
+  TaskSet set(std::move(model), batch);
+  for (const GraphNode& n : g.nodes()) {
+    if (n.fused_into >= 0) {
+      set.add_folded(n.name, g.nodes()[n.fused_into].name);
+    } else if (n.kernel) {
+      set.add(*n.kernel, n.name, n.count);
+    } else if (n.view) {
+      set.add_folded(n.name, "");
+    } else {
+      set.add_fallback({n.name, n.op, n.reason.empty() ? "no lowering for " + n.op : n.reason, n.bytes, n.count});
+    }
+  }
+  set.set_graph(std::move(g));
+  return set;
 }
 
 int TaskSet::total_occurrences() const {

@@ -2,8 +2,9 @@
 // the number of times the model runs it — plus the nodes that no task stands for
 // (FallbackNode: kept by name, never dropped). Weighted end-to-end time is
 // sum(weight * time) plus the fallback nodes' times (frontend/fallback.hpp); the task
-// scheduler minimises the first part. Both the model zoo and the ONNX importer produce a TaskSet, so
-// deduplication (same Workload::key() => one task, weights summed) lives here.
+// scheduler minimises the first part. Both the model zoo and the ONNX importer build a graph
+// (graph.hpp) and derive their TaskSet from it (tasks_from_graph), so deduplication (same
+// Workload::key() => one task, weights summed) lives here.
 // Plain value type; not thread-safe.
 #pragma once
 
@@ -90,7 +91,13 @@ class TaskSet {
 
 // The layers of tasks as a chain: each layer reads the output of the chain layer before it
 // (the first, and a standalone one, read the model's input), its output sized by its
-// workload. How a zoo model, whose tables give layers and not tensors, gets its graph.
+// workload; each node's kernel is its layer's workload. How a zoo model, whose tables give
+// layers and not tensors, gets its graph.
 Graph chain_graph(const TaskSet& tasks);
+
+// The task set of a graph: in node order, a node with a kernel adds it (de-duplicated), a
+// node fused into another is folded into that node, a view is folded into nothing, and a
+// node without a kernel is a FallbackNode with its reason and bytes. Keeps the graph.
+TaskSet tasks_from_graph(Graph g, std::string model, int batch);
 
 }  // namespace atvoss::frontend
