@@ -42,11 +42,16 @@ TaskSet without_unschedulable(const TaskSet& tasks, const Target& target) {
   for (const auto& t : tasks.tasks()) reasons.push_back(unschedulable_reason(t.workload, target));
   if (std::all_of(reasons.begin(), reasons.end(), [](const auto& r) { return r.empty(); })) return tasks;
   TaskSet out(tasks.model(), tasks.batch());
+  Graph graph = tasks.graph();
   for (const LayerStep& step : tasks.layer_order()) {
     const Workload& w = tasks.tasks()[step.task].workload;
     if (!reasons[step.task].empty()) {
-      out.add_fallback({step.name, w.op(), "no valid schedule on " + target.name + " (" + reasons[step.task] + ")",
-                        w.compulsory_bytes(), step.count});
+      const std::string why = "no valid schedule on " + target.name + " (" + reasons[step.task] + ")";
+      out.add_fallback({step.name, w.op(), why, w.compulsory_bytes(), step.count});
+      if (const int i = graph.node_index(step.name); i >= 0) {  // the node is now not tuned
+        graph.node(i).kernel.reset();
+        graph.node(i).reason = why;
+      }
     } else if (step.standalone) {
       out.add_standalone(w, step.name, step.count);
     } else {
@@ -55,7 +60,7 @@ TaskSet without_unschedulable(const TaskSet& tasks, const Target& target) {
   }
   for (const auto& n : tasks.fallbacks()) out.add_fallback(n);
   for (const auto& [name, into] : tasks.folded()) out.add_folded(name, into);
-  out.set_graph(tasks.graph());
+  out.set_graph(std::move(graph));
   return out;
 }
 

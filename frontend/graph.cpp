@@ -32,6 +32,7 @@ int Graph::add_node(const std::string& name, const std::string& op, const std::v
     tensors_[t].producer = id;
     node.outputs.push_back(t);
   }
+  node_by_name_.emplace(name, id);
   nodes_.push_back(std::move(node));
   return id;
 }
@@ -41,6 +42,11 @@ void Graph::mark_output(const std::string& name) { tensors_[add_tensor(name)].ou
 int Graph::tensor_index(const std::string& name) const {
   const auto it = by_name_.find(name);
   return it == by_name_.end() ? -1 : it->second;
+}
+
+int Graph::node_index(const std::string& name) const {
+  const auto it = node_by_name_.find(name);
+  return it == node_by_name_.end() ? -1 : it->second;
 }
 
 Json Graph::summary() const {

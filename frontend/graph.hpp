@@ -69,6 +69,8 @@ class Graph {
   const std::vector<GraphTensor>& tensors() const { return tensors_; }
   // Index of the tensor named name, or -1.
   int tensor_index(const std::string& name) const;
+  // Index of the first node named name, or -1.
+  int node_index(const std::string& name) const;
   bool empty() const { return nodes_.empty(); }
   // {"nodes", "tensors", "edges", "kernels", "fused", "views", "not_tuned", "fused_by"}: counts,
   // for --json (edges: producer-to-consumer pairs; kernels: nodes that run a kernel of their
@@ -79,6 +81,7 @@ class Graph {
   std::vector<GraphNode> nodes_;
   std::vector<GraphTensor> tensors_;
   std::map<std::string, int> by_name_;
+  std::map<std::string, int> node_by_name_;
 };
 
 }  // namespace atvoss::frontend

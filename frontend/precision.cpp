@@ -182,7 +182,13 @@ TaskSet apply_precision(const TaskSet& tasks, const PrecisionSpec& spec) {
   }
   for (const auto& n : tasks.fallbacks()) out.add_fallback(n);
   for (const auto& [name, into] : tasks.folded()) out.add_folded(name, into);
-  out.set_graph(tasks.graph());
+  // Each node's kernel in the precision it now runs (a conversion layer is no node of the model).
+  Graph graph = tasks.graph();
+  for (const LayerStep& step : out.layer_order()) {
+    const int i = graph.node_index(step.name);
+    if (i >= 0 && graph.nodes()[i].kernel) graph.node(i).kernel = out.tasks()[step.task].workload;
+  }
+  out.set_graph(std::move(graph));
   for (const auto& [layer, d] : spec.layers) {
     if (!seen.count(layer)) {
       throw_bad_input("job spec: precision names layer '" + layer + "', which the model does not have");

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/targets.hpp"
+#include "frontend/fallback.hpp"
 #include "frontend/task_set.hpp"
 
 namespace atvoss::frontend {
@@ -158,6 +160,21 @@ TEST(GraphFusion, TheTaskSetHasAKernelPerUnfusedNodeAndAccountsForEveryOther) {
   EXPECT_EQ(s.fallbacks()[0].bytes, 4096);
   EXPECT_EQ(s.graph().summary()["kernels"], 2);
   EXPECT_EQ(s.graph().summary()["fused_by"]["conv-epilogue"], 2);
+}
+
+TEST(GraphFusion, ANodeWithNoValidScheduleOnTheTargetIsNotTunedInTheGraphToo) {
+  // A transpose whose 1M-element rows fit no buffer of the NPU: no valid schedule.
+  GraphBuilder b;
+  b.node("conv", "Conv", {"x"}, "", conv());
+  b.node("shuffle", "Transpose", {"conv"}, "",
+         Workload::from_json({{"op", "transpose"}, {"dtype", "float16"},
+                              {"dims", {{"M", 4}, {"N", 1048576}, {"inner", 1048576}}}}));
+  const TaskSet s = without_unschedulable(tasks_from_graph(b.g, "m", 1), backend::load_target("ascend910"));
+  ASSERT_EQ(s.fallbacks().size(), 1u);
+  const GraphNode& shuffle = s.graph().nodes()[s.graph().node_index("shuffle")];
+  EXPECT_FALSE(shuffle.kernel);
+  EXPECT_EQ(shuffle.reason, s.fallbacks()[0].reason);
+  EXPECT_TRUE(s.graph().nodes()[s.graph().node_index("conv")].kernel);
 }
 
 }  // namespace

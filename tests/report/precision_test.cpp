@@ -114,7 +114,13 @@ TEST(Precision, WholeModelInt8KeepsSoftmaxAndPoolsInFloatAndPaysTheConversions) 
             "pool");
   model.add(conv(16), "conv2");
   model.add(Workload::from_json(Json{{"op", "softmax"}, {"dims", {{"M", 64}, {"N", 16}}}}), "softmax");
+  model.set_graph(frontend::chain_graph(model));
   const frontend::TaskSet q = frontend::apply_precision(model, frontend::PrecisionSpec::whole(DType::int8));
+  // The graph's nodes run the kernels the tasks now hold.
+  const frontend::Graph& g = q.graph();
+  EXPECT_EQ(g.nodes()[g.node_index("conv1")].kernel->dtype(), DType::int8);
+  EXPECT_EQ(g.nodes()[g.node_index("conv1")].kernel->epilogue(), (std::vector<std::string>{"relu", "dequantize"}));
+  EXPECT_EQ(g.nodes()[g.node_index("softmax")].kernel->dtype(), DType::float16);
   std::vector<std::string> names;
   for (const auto& step : q.layer_order()) names.push_back(step.name);
   EXPECT_EQ(names, (std::vector<std::string>{"conv1", "pool", "pool.quantize", "conv2", "softmax"}));
