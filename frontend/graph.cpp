@@ -4,9 +4,16 @@
 
 namespace atvoss::frontend {
 
-int Graph::add_tensor(const std::string& name, std::vector<std::int64_t> shape, double bytes, bool constant) {
+int Graph::add_tensor(const std::string& name, std::vector<std::int64_t> shape, double bytes, bool constant,
+                      std::string dtype) {
   if (const auto it = by_name_.find(name); it != by_name_.end()) return it->second;
-  tensors_.push_back(GraphTensor{name, std::move(shape), bytes, constant, -1, {}});
+  GraphTensor t;
+  t.name = name;
+  t.shape = std::move(shape);
+  t.dtype = std::move(dtype);
+  t.bytes = bytes;
+  t.constant = constant;
+  tensors_.push_back(std::move(t));
   return by_name_[name] = int(tensors_.size()) - 1;
 }
 

@@ -23,7 +23,8 @@ namespace atvoss::frontend {
 struct GraphTensor {
   std::string name;
   std::vector<std::int64_t> shape;  // empty: unknown (or a scalar)
-  double bytes = 0;                 // 0: shape unknown
+  std::string dtype;                // element type as the model names it ("float", "int64", ...); empty: unknown
+  double bytes = 0;                 // 0: shape unknown (bytes as the target runs it: floats in the tuned dtype)
   bool constant = false;            // an initializer or a constant subgraph's output
   int producer = -1;                // node index; -1: a graph input or an initializer
   std::vector<int> consumers;       // node indices, in model order
@@ -41,6 +42,7 @@ struct GraphNode {
   std::optional<Workload> kernel;
   bool view = false;
   std::string reason;
+  Json attributes = Json::object();  // a node not tuned: the model's attributes, by name
   double bytes = 0;  // bytes it reads and writes once (0: shapes unknown)
   int count = 1;     // occurrences it stands for (a zoo layer repeated)
   // The epilogue op it can be when it runs inside its producer's kernel (graph_fusion.hpp):
@@ -55,7 +57,7 @@ class Graph {
  public:
   // The tensor named name, added with these facts if new (a known one keeps its own).
   int add_tensor(const std::string& name, std::vector<std::int64_t> shape = {}, double bytes = 0,
-                 bool constant = false);
+                 bool constant = false, std::string dtype = "");
   // Adds a node reading and writing the named tensors (unknown names are added, facts unknown).
   // bad_input if an output already has a producer: every tensor has one.
   int add_node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,

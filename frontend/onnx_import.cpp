@@ -5,6 +5,7 @@
 #include "frontend/onnx_import.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -106,6 +107,31 @@ std::string str_attr(const onnx::NodeProto& n, const std::string& name) {
   return {};
 }
 
+// ONNX's name of an element type ("float", "int64", ...), as TensorProto spells it in lower case.
+std::string elem_type_name(int type) {
+  std::string name = onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(type));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  return name;
+}
+
+// A node's attributes by name: ints, floats and strings as values, their lists as arrays;
+// tensors and graphs by their kind only (a node not tuned keeps what it was given).
+Json attributes_of(const onnx::NodeProto& n) {
+  Json j = Json::object();
+  for (const auto& a : n.attribute()) {
+    switch (a.type()) {
+      case onnx::AttributeProto::INT: j[a.name()] = a.i(); break;
+      case onnx::AttributeProto::FLOAT: j[a.name()] = a.f(); break;
+      case onnx::AttributeProto::STRING: j[a.name()] = a.s(); break;
+      case onnx::AttributeProto::INTS: j[a.name()] = std::vector<std::int64_t>(a.ints().begin(), a.ints().end()); break;
+      case onnx::AttributeProto::FLOATS: j[a.name()] = std::vector<float>(a.floats().begin(), a.floats().end()); break;
+      case onnx::AttributeProto::STRINGS: j[a.name()] = std::vector<std::string>(a.strings().begin(), a.strings().end()); break;
+      default: j[a.name()] = onnx::AttributeProto::AttributeType_Name(a.type());
+    }
+  }
+  return j;
+}
+
 bool all_equal(const std::vector<std::int64_t>& v, std::int64_t value) {
   for (auto x : v) {
     if (x != value) return false;
@@ -138,7 +164,9 @@ class Extractor {
     auto tensor = [&](const std::string& t) {
       if (t.empty()) return;
       const Shape* s = shape_of(t);
-      g.add_tensor(t, s ? *s : Shape{}, tensor_bytes(t), index_.constants.count(t) > 0);
+      const auto type = index_.elem_types.find(t);
+      g.add_tensor(t, s ? *s : Shape{}, tensor_bytes(t), index_.constants.count(t) > 0,
+                   type == index_.elem_types.end() ? "" : elem_type_name(type->second));
     };
     for (const auto& node : graph_.node()) {
       for (const auto& in : node.input()) tensor(in);
@@ -167,6 +195,7 @@ class Extractor {
     if (why_not) {
       out.kernel.reset();
       out.reason = *why_not == node.op_type() ? "no lowering for " + node.op_type() : *why_not;
+      out.attributes = attributes_of(node);
     } else if (!out.kernel) {
       out.view = true;  // a permutation that moves nothing
     }

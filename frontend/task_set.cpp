@@ -34,7 +34,7 @@ Graph chain_graph(const TaskSet& tasks) {
   for (const LayerStep& step : tasks.layer_order()) {
     const Workload& w = tasks.tasks()[step.task].workload;
     const std::string out = step.name + ":out";
-    g.add_tensor(out, {}, w.out_elements() * dtype_bytes(w.dtype()));
+    g.add_tensor(out, {}, w.out_elements() * dtype_bytes(w.dtype()), false, std::string(to_string(w.dtype())));
     GraphNode& node = g.node(g.add_node(step.name, w.op(), {step.standalone ? std::string("input") : last}, {out}));
     node.kernel = w;
     node.count = step.count;

@@ -397,6 +397,18 @@ TEST_F(OnnxImport, TheGraphHasEveryNodeAndTensorsAsEdges) {
   EXPECT_EQ(x.producer, -1);  // a graph input
   EXPECT_TRUE(g.tensors()[g.tensor_index("wd")].constant);
   EXPECT_EQ(g.summary()["nodes"], 17);
+  EXPECT_EQ(t.dtype, "float");
+  EXPECT_EQ(g.tensors()[g.tensor_index("am")].dtype, "int64");
+  // A node not tuned keeps its op, attributes and bytes; a tuned one has its kernel.
+  const GraphNode& dilated = g.nodes()[g.node_index("dilated_conv")];
+  EXPECT_FALSE(dilated.kernel);
+  EXPECT_EQ(dilated.op, "Conv");
+  EXPECT_EQ(dilated.attributes["dilations"], Json::array({2, 2}));
+  EXPECT_EQ(dilated.attributes["pads"], Json::array({2, 2, 2, 2}));
+  EXPECT_GT(dilated.bytes, 0);
+  EXPECT_EQ(g.nodes()[g.node_index("ArgMax:am")].attributes["axis"], 1);
+  EXPECT_EQ(g.nodes()[g.node_index("biased_conv")].kernel->epilogue(), (std::vector<std::string>{"bias", "relu"}));
+  EXPECT_EQ(g.nodes()[g.node_index("biased_bn")].fused_by, "fold-into-weights");
 }
 
 TEST_F(OnnxImport, ChannelShuffleTunesOnTheNpu) {
