@@ -1,0 +1,69 @@
+// ExecGraph: the model's graph as a runtime runs it on one device — one node per kernel
+// launch group, one buffer per tensor that reaches device memory. Built from the frontend's
+// graph (frontend/graph.hpp): a node with a kernel of its own, or not tuned, runs; a node
+// fused into another's kernel runs inside it (its other inputs are read by that kernel, its
+// output is written by it, and the tensor between them never reaches memory); a view moves
+// no data (its output is its input's buffer); constants (weights) are not buffers here:
+// the device memory fit counts them (frontend/device_memory.hpp).
+// What each node costs (time, launch part, cores and which unit) comes from the caller,
+// which knows the chosen schedules (report/job_report.hpp).
+// Plain value type; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "frontend/graph.hpp"
+
+namespace atvoss::execution {
+
+// The kind of core a kernel runs on. On a coupled chip (one cube and one vector unit per
+// core) both share one pool of cores; on a split chip (AIC + AIV) they are separate pools.
+enum class Unit { cube, vector };
+
+struct NodeCost {
+  double time_us = 0;    // the kernel's measured time, launches included (what a serial run pays)
+  double launch_us = 0;  // the launch part of time_us (kernels x the target's launch cost)
+  int cores = 1;         // cores it spreads over
+  Unit unit = Unit::vector;
+};
+
+struct ExecBuffer {
+  std::string name;  // the tensor's name
+  std::int64_t bytes = 0;
+  int producer = -1;           // exec node; -1: a graph input
+  std::vector<int> consumers;  // exec nodes, in order
+  bool output = false;         // a graph output: lives to the end of the run
+};
+
+struct ExecNode {
+  std::string name;  // the graph node whose kernel it is
+  std::string op;
+  NodeCost cost;
+  std::vector<int> reads, writes;  // buffers
+  std::vector<int> preds, succs;   // exec nodes, each once
+};
+
+class ExecGraph {
+ public:
+  // cost(i) is asked for each graph node i that runs a kernel (its own, or as not tuned).
+  static ExecGraph from_graph(const frontend::Graph& g, const std::function<NodeCost(int node)>& cost);
+
+  // For hand-made graphs (tests, benchmarks): nodes in a topological order.
+  int add_buffer(std::string name, std::int64_t bytes, bool output = false);
+  int add_node(std::string name, std::string op, NodeCost cost, const std::vector<int>& reads,
+               const std::vector<int>& writes);
+
+  const std::vector<ExecNode>& nodes() const { return nodes_; }
+  const std::vector<ExecBuffer>& buffers() const { return buffers_; }
+  // The serial run: every kernel after the one before, each paying its launch.
+  double serial_us() const;
+
+ private:
+  std::vector<ExecNode> nodes_;
+  std::vector<ExecBuffer> buffers_;
+};
+
+}  // namespace atvoss::execution

@@ -1,0 +1,221 @@
+#include "execution/scheduler.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+
+#include "core/error.hpp"
+
+namespace atvoss::execution {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double device_us(const ExecNode& n) { return std::max(0.0, n.cost.time_us - n.cost.launch_us); }
+
+// Upward rank: the node's device time plus the longest chain of device times after it.
+std::vector<double> upward_ranks(const ExecGraph& g) {
+  std::vector<double> rank(g.nodes().size(), 0);
+  for (int i = int(g.nodes().size()) - 1; i >= 0; --i) {
+    double after = 0;
+    for (int s : g.nodes()[i].succs) after = std::max(after, rank[s]);
+    rank[i] = device_us(g.nodes()[i]) + after;
+  }
+  return rank;
+}
+
+class Simulation {
+ public:
+  Simulation(const ExecGraph& g, const Device& d, const SchedulerOptions& o)
+      : g_(g), o_(o), n_(int(g.nodes().size())), rank_(upward_ranks(g)) {
+    pools_.push_back(std::vector<bool>(std::max(1, d.cube_cores), false));
+    if (d.split) pools_.push_back(std::vector<bool>(std::max(1, d.vector_cores), false));
+    free_.clear();
+    for (const auto& p : pools_) free_.push_back(int(p.size()));
+    out_.runs.resize(n_);
+    for (int i = 0; i < n_; ++i) static_priority_.push_back(static_priority(i));
+  }
+
+  Timeline run() {
+    issue_launches();
+    std::vector<int> waiting(n_);
+    std::vector<int> ready;
+    for (int i = 0; i < n_; ++i) {
+      waiting[i] = int(g_.nodes()[i].preds.size());
+      if (waiting[i] == 0) ready.push_back(i);
+    }
+    using Event = std::pair<double, int>;  // (end, node)
+    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> running;
+    double t = 0;
+    int done = 0;
+    while (done < n_) {
+      start_ready(ready, running, t);
+      double next = running.empty() ? kInf : running.top().first;
+      for (int r : ready) {
+        if (out_.runs[r].launched_us > t) next = std::min(next, out_.runs[r].launched_us);
+      }
+      if (next == kInf) throw_bad_input("exec graph: a node can never start (more cores needed than the device has?)");
+      t = next;
+      while (!running.empty() && running.top().first <= t) {
+        const int i = running.top().second;
+        running.pop();
+        release(i);
+        ++done;
+        for (int s : g_.nodes()[i].succs) {
+          if (--waiting[s] == 0) ready.push_back(s);
+        }
+      }
+    }
+    finish();
+    return std::move(out_);
+  }
+
+ private:
+  int pool_of(int i) const { return pools_.size() > 1 && g_.nodes()[i].cost.unit == Unit::vector ? 1 : 0; }
+  int need(int i) const { return std::clamp(g_.nodes()[i].cost.cores, 1, int(pools_[pool_of(i)].size())); }
+
+  double static_priority(int i) const {
+    if (o_.policy == Policy::topological) return -double(i);
+    return o_.rank_weight * rank_[i] + o_.time_weight * device_us(g_.nodes()[i]);
+  }
+
+  double priority(int i) const {
+    if (o_.policy == Policy::topological) return static_priority_[i];
+    const int p = pool_of(i);
+    return static_priority_[i] + o_.affinity_weight * double(free_[p]) / double(pools_[p].size());
+  }
+
+  // The host issues launches in priority order, each once its predecessors' are issued.
+  void issue_launches() {
+    std::vector<int> unissued(n_);
+    auto lower = [&](int a, int b) {
+      return static_priority_[a] != static_priority_[b] ? static_priority_[a] < static_priority_[b] : a > b;
+    };
+    std::priority_queue<int, std::vector<int>, decltype(lower)> issuable(lower);
+    for (int i = 0; i < n_; ++i) {
+      unissued[i] = int(g_.nodes()[i].preds.size());
+      if (unissued[i] == 0) issuable.push(i);
+    }
+    double host = 0;
+    while (!issuable.empty()) {
+      const int i = issuable.top();
+      issuable.pop();
+      host += g_.nodes()[i].cost.launch_us;
+      out_.runs[i].launched_us = host;
+      for (int s : g_.nodes()[i].succs) {
+        if (--unissued[s] == 0) issuable.push(s);
+      }
+    }
+  }
+
+  template <typename Running>
+  void start_ready(std::vector<int>& ready, Running& running, double t) {
+    std::vector<std::pair<double, int>> order;
+    for (int r : ready) order.emplace_back(priority(r), r);
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    for (const auto& [prio, i] : order) {
+      if (out_.runs[i].launched_us > t || free_[pool_of(i)] < need(i)) continue;
+      start(i, t);
+      running.emplace(out_.runs[i].end_us, i);
+      std::erase(ready, i);
+    }
+  }
+
+  void start(int i, double t) {
+    NodeRun& r = out_.runs[i];
+    r.start_us = t;
+    r.end_us = t + device_us(g_.nodes()[i]);
+    auto& pool = pools_[pool_of(i)];
+    for (int c = 0; c < int(pool.size()) && int(r.cores.size()) < need(i); ++c) {
+      if (!pool[c]) {
+        pool[c] = true;
+        r.cores.push_back(c);
+      }
+    }
+    free_[pool_of(i)] -= need(i);
+    const auto lane = std::find(lanes_.begin(), lanes_.end(), false);
+    r.stream = int(lane - lanes_.begin());
+    if (lane == lanes_.end()) lanes_.push_back(true);
+    else *lane = true;
+    out_.busy_core_us += double(need(i)) * (r.end_us - r.start_us);
+  }
+
+  void release(int i) {
+    const NodeRun& r = out_.runs[i];
+    for (int c : r.cores) pools_[pool_of(i)][c] = false;
+    free_[pool_of(i)] += int(r.cores.size());
+    lanes_[r.stream] = false;
+  }
+
+  // The makespan, and the chain that set it: from the last node to end, each step back to
+  // the predecessor that finished last.
+  void finish() {
+    out_.serial_us = g_.serial_us();
+    int last = -1;
+    for (int i = 0; i < n_; ++i) {
+      if (last < 0 || out_.runs[i].end_us > out_.runs[last].end_us) last = i;
+    }
+    out_.makespan_us = last < 0 ? 0 : out_.runs[last].end_us;
+    for (int i = last; i >= 0;) {
+      out_.critical_path.push_back(i);
+      int prev = -1;
+      for (int p : g_.nodes()[i].preds) {
+        if (prev < 0 || out_.runs[p].end_us > out_.runs[prev].end_us) prev = p;
+      }
+      i = prev;
+    }
+    std::reverse(out_.critical_path.begin(), out_.critical_path.end());
+  }
+
+  const ExecGraph& g_;
+  const SchedulerOptions& o_;
+  int n_;
+  std::vector<double> rank_, static_priority_;
+  std::vector<std::vector<bool>> pools_;
+  std::vector<int> free_;
+  std::vector<bool> lanes_;
+  Timeline out_;
+};
+
+}  // namespace
+
+Device Device::of(const Target& target) {
+  Device d;
+  d.split = target.organisation == "split";
+  d.cube_cores = target.ai_cores;
+  d.vector_cores = d.split ? target.vector_cores : target.ai_cores;
+  return d;
+}
+
+Timeline simulate(const ExecGraph& g, const Device& device, const SchedulerOptions& options) {
+  return Simulation(g, device, options).run();
+}
+
+double Timeline::utilisation(const Device& d) const {
+  const double cores = d.split ? d.cube_cores + d.vector_cores : d.cube_cores;
+  return makespan_us > 0 ? busy_core_us / (cores * makespan_us) : 0;
+}
+
+Json Timeline::to_json(const ExecGraph& g) const {
+  Json nodes = Json::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const NodeRun& r = runs[i];
+    nodes.push_back({{"name", g.nodes()[i].name}, {"op", g.nodes()[i].op}, {"launched_us", r.launched_us},
+                     {"start_us", r.start_us}, {"end_us", r.end_us}, {"stream", r.stream}, {"cores", r.cores}});
+  }
+  Json path = Json::array();
+  for (int i : critical_path) path.push_back(g.nodes()[i].name);
+  return {{"makespan_us", makespan_us}, {"serial_us", serial_us}, {"nodes", nodes}, {"critical_path", path}};
+}
+
+std::string to_string(Policy p) { return p == Policy::topological ? "topological" : "critical_path"; }
+
+Policy parse_policy(const std::string& s) {
+  if (s == "topological") return Policy::topological;
+  if (s == "critical_path") return Policy::critical_path;
+  throw_bad_input("field 'policy' must be 'topological' or 'critical_path'; got '" + s + "'");
+}
+
+}  // namespace atvoss::execution

@@ -1,0 +1,70 @@
+// Scheduler: runs an ExecGraph on one device and gives its timeline — per node its start,
+// end, the cores it held and the stream it ran on — as a runtime with a ready queue does:
+// each node keeps a counter of unfinished predecessors and becomes ready at zero; among the
+// ready nodes the one of highest priority starts first, and a ready node that fits the free
+// cores starts even when one of higher priority waits for more (so an op that leaves cores
+// idle lets another branch use them). Priority (the articles' runtime scheduler):
+//   rank_weight x upward rank (the node's time plus the longest path after it, the critical
+//   path it heads) + time_weight x its own time + affinity_weight x the free share of the
+//   unit it runs on (on a split chip, a cube op while the cube cores idle).
+// Policy topological is the baseline: graph order, no priority.
+// Launches: the host issues kernel launches in priority order as soon as the launches of
+// their predecessors are issued (streams with events, as CANN and CUDA runtimes do), each
+// taking its launch cost of host time; a kernel starts once launched, ready and its cores
+// are free. A launch is thus hidden behind running kernels whenever the host runs ahead.
+// Engines: compute kernels run on cube or vector cores (one pool on a coupled chip, two on a
+// split one); copy and communication engines are not modelled yet.
+// Deterministic: ties go to the earlier node. Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json.hpp"
+#include "core/target.hpp"
+#include "execution/exec_graph.hpp"
+
+namespace atvoss::execution {
+
+struct Device {
+  int cube_cores = 1;
+  int vector_cores = 1;
+  bool split = false;  // separate pools; otherwise one pool of cube_cores cores
+  static Device of(const Target& target);
+};
+
+enum class Policy { topological, critical_path };
+
+// The scheduler's knobs: the priority weights are searchable (a schedule space over them).
+struct SchedulerOptions {
+  Policy policy = Policy::critical_path;
+  double rank_weight = 1;
+  double time_weight = 0;
+  double affinity_weight = 0;
+};
+
+struct NodeRun {
+  double launched_us = 0;  // when its launch was issued (host side)
+  double start_us = 0, end_us = 0;
+  std::vector<int> cores;  // core indices of its unit's pool
+  int stream = 0;          // the lane it ran on: the lowest free one when it started
+};
+
+struct Timeline {
+  std::vector<NodeRun> runs;  // per exec node
+  double makespan_us = 0;
+  double serial_us = 0;            // every kernel after the one before, launches paid (the sum)
+  std::vector<int> critical_path;  // exec nodes, first to last: the chain that sets makespan_us
+  double busy_core_us = 0;         // sum over nodes of cores x device time
+  // Busy core-time over the pools' core-time during makespan_us (0..1).
+  double utilisation(const Device& d) const;
+  Json to_json(const ExecGraph& g) const;
+};
+
+Timeline simulate(const ExecGraph& g, const Device& device, const SchedulerOptions& options = {});
+
+// "topological" / "critical_path", and back (bad_input naming the field otherwise).
+std::string to_string(Policy p);
+Policy parse_policy(const std::string& s);
+
+}  // namespace atvoss::execution

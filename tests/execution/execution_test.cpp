@@ -1,0 +1,144 @@
+// The execution simulator on tiny hand-made graphs with known answers: branches side by side,
+// dependencies of a diamond, the critical-path priority against graph order, hidden launches,
+// buffer reuse along a chain, the memory-plan checker, and the exec graph of a fused model graph.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "execution/exec_graph.hpp"
+#include "execution/memory_plan.hpp"
+#include "execution/scheduler.hpp"
+
+namespace atvoss::execution {
+namespace {
+
+NodeCost cost(double us, int cores = 1, double launch = 0) { return {us, launch, cores, Unit::vector}; }
+
+Device cores(int n) { return {n, n, false}; }
+
+TEST(Execution, TwoBranchesOnEnoughCoresFinishInTheLongerBranchsTime) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 100);
+  const int a1 = g.add_buffer("a1", 100), a2 = g.add_buffer("a2", 100);
+  const int b1 = g.add_buffer("b1", 100);
+  g.add_node("a", "op", cost(10, 4), {x}, {a1});
+  g.add_node("a_next", "op", cost(10, 4), {a1}, {a2});
+  g.add_node("b", "op", cost(15, 4), {x}, {b1});
+  const Timeline t = simulate(g, cores(8));
+  EXPECT_DOUBLE_EQ(t.makespan_us, 20);  // branch a: 10 + 10; b: 15 beside it
+  EXPECT_DOUBLE_EQ(t.serial_us, 35);
+  const Timeline narrow = simulate(g, cores(4));  // one branch at a time
+  EXPECT_DOUBLE_EQ(narrow.makespan_us, 35);
+}
+
+TEST(Execution, ADiamondRespectsItsDependencies) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1), l = g.add_buffer("l", 1), r = g.add_buffer("r", 1), y = g.add_buffer("y", 1, true);
+  const int top = g.add_buffer("top", 1);
+  g.add_node("top", "op", cost(5), {x}, {top});
+  g.add_node("left", "op", cost(7), {top}, {l});
+  g.add_node("right", "op", cost(3), {top}, {r});
+  g.add_node("join", "op", cost(2), {l, r}, {y});
+  const Timeline t = simulate(g, cores(4));
+  EXPECT_DOUBLE_EQ(t.runs[1].start_us, 5);
+  EXPECT_DOUBLE_EQ(t.runs[2].start_us, 5);
+  EXPECT_DOUBLE_EQ(t.runs[3].start_us, 12);  // after the slower side
+  EXPECT_DOUBLE_EQ(t.makespan_us, 14);
+  EXPECT_NE(t.runs[1].stream, t.runs[2].stream);  // side by side on two streams
+  const std::vector<int> path = {0, 1, 3};
+  EXPECT_EQ(t.critical_path, path);
+}
+
+TEST(Execution, TheCriticalPathGoesFirstWhereGraphOrderDoesNot) {
+  // Two short independent ops listed first, then a chain of three; two cores, one each.
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1);
+  g.add_node("short1", "op", cost(10), {x}, {g.add_buffer("s1", 1)});
+  g.add_node("short2", "op", cost(10), {x}, {g.add_buffer("s2", 1)});
+  const int c1 = g.add_buffer("c1", 1), c2 = g.add_buffer("c2", 1);
+  g.add_node("chain1", "op", cost(10), {x}, {c1});
+  g.add_node("chain2", "op", cost(10), {c1}, {c2});
+  g.add_node("chain3", "op", cost(10), {c2}, {g.add_buffer("c3", 1)});
+  EXPECT_DOUBLE_EQ(simulate(g, cores(2), {Policy::topological}).makespan_us, 40);
+  EXPECT_DOUBLE_EQ(simulate(g, cores(2), {Policy::critical_path}).makespan_us, 30);
+}
+
+TEST(Execution, LaunchesHideBehindRunningKernels) {
+  ExecGraph g;
+  int prev = g.add_buffer("x", 1);
+  for (int i = 0; i < 3; ++i) {
+    const int out = g.add_buffer("t" + std::to_string(i), 1);
+    g.add_node("k" + std::to_string(i), "op", cost(10, 1, 5), {prev}, {out});
+    prev = out;
+  }
+  const Timeline t = simulate(g, cores(1));
+  EXPECT_DOUBLE_EQ(t.serial_us, 30);
+  // Launches issued at 5, 10, 15; each kernel runs 5 us of device time once launched.
+  EXPECT_DOUBLE_EQ(t.runs[0].start_us, 5);
+  EXPECT_DOUBLE_EQ(t.makespan_us, 20);
+}
+
+TEST(Execution, AChainOfTensorsThatNeverLiveTogetherNeedsOnlyTheLargest) {
+  ExecGraph g;
+  const int a = g.add_buffer("a", 1000);
+  const int b = g.add_buffer("b", 3000);
+  const int c = g.add_buffer("c", 2000);
+  const int d = g.add_buffer("d", 500);
+  g.add_node("n1", "op", cost(1), {}, {a});
+  g.add_node("n2", "op", cost(1), {a}, {b});
+  g.add_node("n3", "op", cost(1), {b}, {c});
+  g.add_node("n4", "op", cost(1), {c}, {d});
+  // Each tensor lives from its producer's start to its consumer's end: a and c never overlap,
+  // nor b and d; a pair that touches (b with a, b with c) is live together.
+  const MemoryPlan plan = plan_memory(g, simulate(g, cores(1)), 1);
+  EXPECT_EQ(plan.lower_bound_bytes, 5000);
+  EXPECT_EQ(plan.peak_bytes, 5000);
+  EXPECT_TRUE(check_plan(plan).empty());
+
+  ExecGraph chain;  // tensors read at once by the next node only: a, then b, then c
+  const int p = chain.add_buffer("p", 4000), q = chain.add_buffer("q", 4000), r = chain.add_buffer("r", 4000);
+  chain.add_node("make_p", "op", cost(0), {}, {p});
+  chain.add_node("p_to_q", "op", cost(1), {p}, {q});
+  chain.add_node("q_to_r", "op", cost(1), {q}, {r});
+  const MemoryPlan two = plan_memory(chain, simulate(chain, cores(1)), 1);
+  EXPECT_EQ(two.peak_bytes, 8000);  // p and r share: p is dead when r is born
+  EXPECT_TRUE(check_plan(two).empty());
+}
+
+TEST(Execution, TheCheckerRejectsAnOverlappingPlan) {
+  MemoryPlan plan;
+  plan.allocations = {{"a", 0, 100, 0, 10}, {"b", 50, 100, 5, 15}, {"c", 0, 50, 10, 20}};
+  const auto problems = check_plan(plan);
+  ASSERT_EQ(problems.size(), 1u);  // a and b; c reuses a's bytes from when a ends, below b
+  EXPECT_NE(problems[0].find("'a'"), std::string::npos);
+  EXPECT_NE(problems[0].find("'b'"), std::string::npos);
+  EXPECT_THROW(MemoryPlan::from_json(Json{{"allocations", {{{"tensor", "a"}, {"offset", "x"}}}}}), Error);
+  const MemoryPlan back = MemoryPlan::from_json(plan.to_json());
+  EXPECT_EQ(back.allocations.size(), 3u);
+  EXPECT_EQ(check_plan(back).size(), 1u);
+}
+
+TEST(Execution, AFusedGraphRunsOneKernelPerChainAndViewsMoveNothing) {
+  frontend::Graph g;
+  g.add_tensor("x", {1, 8}, 16);
+  g.add_tensor("w", {8, 8}, 128, true);
+  auto node = [&](const std::string& name, const std::string& op, std::vector<std::string> in,
+                  std::vector<std::string> out) -> frontend::GraphNode& { return g.node(g.add_node(name, op, in, out)); };
+  for (const char* t : {"c", "r", "v", "c2", "sum"}) g.add_tensor(t, {1, 8}, 16);
+  node("conv", "Conv", {"x", "w"}, {"c"}).kernel = Workload{};
+  node("relu", "Relu", {"c"}, {"r"}).fused_into = 0;
+  node("flat", "Reshape", {"r"}, {"v"}).view = true;
+  node("conv2", "Conv", {"v", "w"}, {"c2"}).kernel = Workload{};
+  node("add", "Add", {"c2", "x"}, {"sum"}).fused_into = 3;  // a residual from the model's input
+  g.mark_output("sum");
+  const ExecGraph e = ExecGraph::from_graph(g, [](int) { return cost(1); });
+  ASSERT_EQ(e.nodes().size(), 2u);
+  std::vector<std::string> buffers;
+  for (const auto& b : e.buffers()) buffers.push_back(b.name);
+  EXPECT_EQ(buffers, (std::vector<std::string>{"x", "r", "sum"}));  // c and c2 stay inside their kernels
+  EXPECT_EQ(e.nodes()[1].preds, std::vector<int>{0});  // conv2 reads r through the view
+  EXPECT_EQ(e.nodes()[1].reads.size(), 2u);            // r and the residual x
+  EXPECT_TRUE(e.buffers()[2].output);
+}
+
+}  // namespace
+}  // namespace atvoss::execution
