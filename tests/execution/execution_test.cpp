@@ -62,6 +62,22 @@ TEST(Execution, TheCriticalPathGoesFirstWhereGraphOrderDoesNot) {
   EXPECT_DOUBLE_EQ(simulate(g, cores(2), {Policy::critical_path}).makespan_us, 30);
 }
 
+TEST(Execution, AReadyOpUsesCoresThatAWaitingOpOfHigherPriorityCannotFill) {
+  // Four cores: blocker (2 cores) starts first; big needs all four and waits for it; small
+  // (2 cores, lowest priority) runs beside the blocker meanwhile.
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1), b = g.add_buffer("b", 1);
+  g.add_node("blocker", "op", cost(10, 2), {x}, {b});
+  g.add_node("tail", "op", cost(8, 1), {b}, {g.add_buffer("t", 1)});
+  g.add_node("big", "op", cost(10, 4), {x}, {g.add_buffer("g", 1)});
+  g.add_node("small", "op", cost(5, 2), {x}, {g.add_buffer("s", 1)});
+  const Timeline t = simulate(g, cores(4));
+  EXPECT_DOUBLE_EQ(t.runs[0].start_us, 0);
+  EXPECT_DOUBLE_EQ(t.runs[3].start_us, 0);
+  EXPECT_DOUBLE_EQ(t.runs[2].start_us, 10);
+  EXPECT_EQ(t.runs[3].cores, (std::vector<int>{2, 3}));
+}
+
 TEST(Execution, LaunchesHideBehindRunningKernels) {
   ExecGraph g;
   int prev = g.add_buffer("x", 1);
