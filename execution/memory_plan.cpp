@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 
 #include "core/error.hpp"
 
@@ -15,6 +16,10 @@ bool live_together(const Allocation& a, const Allocation& b) {
 bool share_bytes(const Allocation& a, const Allocation& b) {
   return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
 }
+
+constexpr std::size_t kClimbTries = 400;
+constexpr std::size_t kClimbWork = 40'000'000;  // tries x n^2 placements at most
+constexpr std::uint64_t kClimbSeed = 1;
 
 std::int64_t aligned(std::int64_t bytes, std::int64_t alignment) {
   return (bytes + alignment - 1) / alignment * alignment;
@@ -54,33 +59,85 @@ std::int64_t liveness_bound(const std::vector<Allocation>& allocations) {
   return peak;
 }
 
+namespace {
+
+// Places allocations in the given order, each in the smallest gap between the placed buffers
+// live with it that holds it (best fit), else above them all; returns the arena's peak.
+std::int64_t place(std::vector<Allocation>& all, const std::vector<std::size_t>& order, std::int64_t alignment) {
+  std::int64_t peak = 0;
+  std::vector<std::size_t> placed;
+  for (std::size_t i : order) {
+    Allocation& a = all[i];
+    std::vector<const Allocation*> busy;  // placed and live with a, by offset
+    for (std::size_t p : placed) {
+      if (live_together(a, all[p])) busy.push_back(&all[p]);
+    }
+    std::sort(busy.begin(), busy.end(), [](const Allocation* x, const Allocation* y) { return x->offset < y->offset; });
+    std::int64_t offset = 0, best = -1, best_gap = 0;
+    for (const Allocation* b : busy) {
+      const std::int64_t gap = b->offset - offset;
+      if (gap >= a.bytes && (best < 0 || gap < best_gap)) {
+        best = offset;
+        best_gap = gap;
+      }
+      offset = std::max(offset, aligned(b->offset + b->bytes, alignment));
+    }
+    a.offset = best >= 0 ? best : offset;
+    peak = std::max(peak, a.offset + a.bytes);
+    placed.push_back(i);
+  }
+  return peak;
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const ExecGraph& g, const Timeline& t, std::int64_t alignment) {
   if (alignment < 1) throw_bad_input("memory plan: alignment must be >= 1");
   MemoryPlan plan;
   plan.allocations = lifetimes(g, t);
   plan.lower_bound_bytes = liveness_bound(plan.allocations);
-  std::vector<std::size_t> order(plan.allocations.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return plan.allocations[a].bytes > plan.allocations[b].bytes;
+  const auto& all = plan.allocations;
+  std::vector<std::size_t> by_size(all.size());
+  for (std::size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
+  // Greedy by size (the paper's, TFLite's): the largest first, ties by birth.
+  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
+    return all[a].bytes != all[b].bytes ? all[a].bytes > all[b].bytes : all[a].start_us < all[b].start_us;
   });
-  std::vector<std::size_t> placed;
-  for (std::size_t i : order) {
-    Allocation& a = plan.allocations[i];
-    std::vector<const Allocation*> busy;  // placed and live with a, by offset
-    for (std::size_t p : placed) {
-      if (live_together(a, plan.allocations[p])) busy.push_back(&plan.allocations[p]);
+  // The same by area (bytes x lifetime), and in order of birth (a linear scan): the plan keeps
+  // the lowest peak of the three, since no one order wins on every graph.
+  std::vector<std::size_t> by_area = by_size, by_birth = by_size;
+  std::stable_sort(by_area.begin(), by_area.end(), [&](std::size_t a, std::size_t b) {
+    return double(all[a].bytes) * (all[a].end_us - all[a].start_us) > double(all[b].bytes) * (all[b].end_us - all[b].start_us);
+  });
+  std::stable_sort(by_birth.begin(), by_birth.end(), [&](std::size_t a, std::size_t b) { return all[a].start_us < all[b].start_us; });
+  plan.peak_bytes = -1;
+  std::vector<Allocation> best;
+  std::vector<std::size_t> best_order;
+  auto consider = [&](const std::vector<std::size_t>& order) {
+    std::vector<Allocation> trial = all;
+    const std::int64_t peak = place(trial, order, alignment);
+    if (plan.peak_bytes >= 0 && peak >= plan.peak_bytes) return;
+    plan.peak_bytes = peak;
+    best = std::move(trial);
+    best_order = order;
+  };
+  for (const auto* order : {&by_size, &by_area, &by_birth}) consider(*order);
+  // Then a seeded hill climb over the order: a few swaps of near neighbours, kept when the
+  // peak drops. Greedy by size alone left DenseNet-121's plan 11 % above the bound (equal
+  // sizes fragment the arena); the climb closes that. Placing is O(n^2), so the number of
+  // tries shrinks with n, and it stops at the bound.
+  const std::size_t n = all.size();
+  const std::size_t tries = n < 2 ? 0 : std::min<std::size_t>(kClimbTries, kClimbWork / (n * n) + 1);
+  std::mt19937_64 rng(kClimbSeed);
+  for (std::size_t k = 0; k < tries && plan.peak_bytes > plan.lower_bound_bytes; ++k) {
+    std::vector<std::size_t> order = best_order;
+    for (int s = 0; s < 3; ++s) {
+      const std::size_t i = rng() % (n - 1), j = std::min(n - 1, i + 1 + rng() % 5);
+      std::swap(order[i], order[j]);
     }
-    std::sort(busy.begin(), busy.end(), [](const Allocation* x, const Allocation* y) { return x->offset < y->offset; });
-    std::int64_t offset = 0;
-    for (const Allocation* b : busy) {
-      if (b->offset >= offset + a.bytes) break;  // a fits in the gap before b
-      offset = std::max(offset, aligned(b->offset + b->bytes, alignment));
-    }
-    a.offset = offset;
-    plan.peak_bytes = std::max(plan.peak_bytes, offset + a.bytes);
-    placed.push_back(i);
+    consider(order);
   }
+  plan.allocations = std::move(best);
   return plan;
 }
 

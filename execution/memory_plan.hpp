@@ -4,7 +4,9 @@
 // half-open, so a buffer freed at t and one allocated at t may share bytes. Offsets come from
 // greedy by size, the algorithm of TFLite's arena planner (Pisarchyk and Lee, "Efficient
 // Memory Management for Deep Neural Net Inference", 2020): the largest buffer first, each at
-// the lowest offset where it overlaps no placed buffer that is live at the same time.
+// the smallest gap where it overlaps no placed buffer that is live at the same time; other
+// orders (by bytes x lifetime, by birth) and a seeded hill climb over the order keep the
+// lowest peak (memory_plan.cpp says why).
 // The liveness lower bound is the largest sum of live bytes at any instant: no plan can peak
 // below it. check_plan() verifies that no two buffers live at once share bytes; it runs in
 // tests and as `atvoss-analyze --check-plan FILE`.

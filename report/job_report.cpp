@@ -12,6 +12,7 @@
 #include "host/machine.hpp"
 #include "lowering/knob_names.hpp"
 #include "report/fusion_report.hpp"
+#include "report/graph_run.hpp"
 #include "report/html_report.hpp"
 #include "report/layout_choice.hpp"
 #include "report/model_evaluation.hpp"
@@ -74,6 +75,9 @@ class JobReport {
     }
     write_report(data, spec_.report_path);
     out.summary = summary_json(out, data, tasks);
+    GraphRun run = graph_run(tasks_, data.variants.front(), chosen, target_, tuned_.memory);
+    out.summary["execution"] = std::move(run.summary);
+    out.memory_plan = std::move(run.plan);
     if (tuned_.progress) tuned_.progress->finish(tuned_.task_lines(), out.trials, out.tuned_us, out.default_us);
     return out;
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/json.hpp"
+#include "execution/memory_plan.hpp"
 #include "frontend/device_memory.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/tuned_model.hpp"
@@ -34,6 +35,8 @@ struct JobOutcome {
   std::string database, table, report;
   frontend::MemoryFit memory;  // the model's weights and peak activations against the device memory
   Json summary;                // per-task detail for --json
+  // The model's graph run under the chosen schedules (report/graph_run.hpp): its memory plan.
+  execution::MemoryPlan memory_plan;
 };
 
 // Evaluates the tuned model, writes its HTML report (spec.report_path) and ends its

@@ -16,6 +16,10 @@
 //       schedule's bandwidth utilisation, compute-unit activity and sync share, with
 //       the layers that break the usual bars flagged. --job reads the job's model,
 //       precision, target and database; --db/--model name them (M: zoo name or .onnx).
+//   atvoss-analyze --check-plan plan.json
+//       checks a memory plan (atvoss-tune job.json --memory-plan plan.json): no two
+//       tensors live at the same time share bytes (execution/memory_plan.hpp); prints each
+//       overlap, then the plan's peak against the liveness lower bound. Exit 1 on an overlap.
 // W and S: inline JSON or a file; T: a preset name, a file, or inline JSON.
 // Exit codes: 0 ok, 2 bad input, 1 any other failure (tools/cli_common.hpp).
 #include <algorithm>
@@ -23,6 +27,7 @@
 #include <iostream>
 
 #include "core/error.hpp"
+#include "execution/memory_plan.hpp"
 #include "simulator/analysis.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
@@ -143,6 +148,17 @@ int run_model(const std::string& job, const std::string& db, const std::string& 
   return 0;
 }
 
+int run_check_plan(const std::string& path) {
+  const execution::MemoryPlan plan = execution::MemoryPlan::from_json(load_json_file(path));
+  const auto problems = execution::check_plan(plan);
+  for (const auto& p : problems) std::cout << "overlap: " << p << "\n";
+  std::cout << plan.allocations.size() << " tensors, peak " << plan.peak_bytes << " bytes, liveness lower bound "
+            << plan.lower_bound_bytes << " bytes"
+            << fmt(" (%.1f %% above)", plan.lower_bound_bytes > 0 ? 100.0 * (double(plan.peak_bytes) / double(plan.lower_bound_bytes) - 1) : 0.0)
+            << (problems.empty() ? "; sound\n" : "\n");
+  return problems.empty() ? 0 : 1;
+}
+
 int run_workloads(const std::string& target, const std::vector<std::string>& workloads,
                   const std::vector<std::string>& schedules, bool json) {
   if (workloads.empty()) throw_bad_input("analyze: give --workload, --job, or --db with --model");
@@ -165,7 +181,7 @@ int run_workloads(const std::string& target, const std::vector<std::string>& wor
 
 int main(int argc, char** argv) {
   CLI::App app{"atvoss-analyze: profile, bottleneck and hint of simulated schedules"};
-  std::string target = "ascend910b", job, db, model;
+  std::string target = "ascend910b", job, db, model, check_plan;
   std::vector<std::string> workloads, schedules;
   bool json = false;
   app.add_option("--target,-t", target, "preset name, target JSON file, or inline JSON")
@@ -179,7 +195,10 @@ int main(int argc, char** argv) {
   d->needs(m);
   m->needs(d);
   app.add_flag("--json", json, "print JSON");
+  app.add_option("--check-plan", check_plan, "a memory plan (JSON) to check for tensors sharing bytes while live")
+      ->excludes(w, j, d);
   return atvoss::tools::run_cli(app, argc, argv, [&] {
+    if (!check_plan.empty()) return run_check_plan(check_plan);
     if (!job.empty() || !db.empty()) return run_model(job, db, model, target, json);
     return run_workloads(target, workloads, schedules, json);
   });

@@ -1,7 +1,7 @@
 // atvoss-tune: tune one workload (single-workload mode) or a whole model (batch job).
 //   atvoss-tune --target T --workload W --trials N --strategy S --db F [--seed N]
 //               [--export table.json] [--json]
-//   atvoss-tune job.json [--quiet] [--farm host:port] [--json]
+//   atvoss-tune job.json [--quiet] [--farm host:port] [--json] [--memory-plan plan.json]
 // Exit codes: 0 ok, 2 bad input (flags, job spec, model, ONNX file, unreachable farm), 1 failure.
 #include <chrono>
 #include <cmath>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "costmodel/model_registry.hpp"
+#include "core/atomic_file.hpp"
 #include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
@@ -76,12 +77,16 @@ int run_single(const SingleArgs& a, const std::string& farm) {
   return 0;
 }
 
-int run_batch(const std::string& job_file, bool quiet, const std::string& farm, bool json) {
+int run_batch(const std::string& job_file, bool quiet, const std::string& farm, bool json,
+              const std::string& memory_plan) {
   const auto spec = tuner::JobSpec::load(job_file);
   tuner::JobRunOptions options;
   options.quiet = quiet;
   options.farm = farm;
   const auto out = report::run_and_report(spec, options);
+  if (!memory_plan.empty()) {
+    write_file_atomically(memory_plan, "--memory-plan", [&](std::ostream& os) { os << out.memory_plan.to_json().dump(1) << "\n"; });
+  }
   if (json) {
     std::cout << out.summary.dump(2) << "\n";
     return 0;
@@ -131,7 +136,7 @@ void ensure_passive_openmp(char** argv) {
 int main(int argc, char** argv) {
   ensure_passive_openmp(argv);
   CLI::App app{"atvoss-tune: tune NPU operator schedules (one workload, or a whole model job)"};
-  std::string job_file, farm;
+  std::string job_file, farm, memory_plan;
   bool quiet = false;
   SingleArgs a;
   app.add_option("job", job_file, "batch job spec (JSON, see docs/job-spec.md)");
@@ -150,12 +155,14 @@ int main(int argc, char** argv) {
   app.add_flag("--json", a.json, "machine-readable output (single mode adds the best-so-far curve)");
   app.add_flag("--quiet", quiet, "no progress output");
   app.add_option("--farm", farm, "measure on a tuning farm at host:port");
+  app.add_option("--memory-plan", memory_plan,
+                 "job mode: write the memory plan of the model's graph run (JSON; check it with atvoss-analyze --check-plan)");
   return tools::run_cli(app, argc, argv, [&]() -> int {
     if (!job_file.empty()) {
       if (!a.target.empty() || !a.workload.empty()) {
         throw_bad_input("give either a job file or --target/--workload, not both");
       }
-      return run_batch(job_file, quiet, farm, a.json);
+      return run_batch(job_file, quiet, farm, a.json, memory_plan);
     }
     if (a.target.empty() || a.workload.empty() || a.db.empty() || a.trials == 0) {
       throw_bad_input("single-workload mode needs --target, --workload, --trials and --db "

@@ -1,0 +1,95 @@
+#include "report/graph_run.hpp"
+
+#include <map>
+
+#include "core/error.hpp"
+#include "execution/memory_plan.hpp"
+#include "execution/scheduler.hpp"
+#include "frontend/fallback.hpp"
+#include "lowering/lowering.hpp"
+
+namespace atvoss::report {
+namespace {
+
+// The cores and unit a task's kernel holds under schedule s; every core where there is no plan.
+execution::NodeCost kernel_resources(const Workload& w, const Schedule& s, const Target& target) {
+  execution::NodeCost c;
+  c.cores = target.ai_cores;
+  c.unit = execution::Unit::cube;
+  c.launch_us = target.launch_us;
+  try {
+    const lowering::KernelPlan plan = lowering::plan_kernel(w, target, s);
+    c.cores = plan.cores;
+    c.unit = plan.uses_cube ? execution::Unit::cube : execution::Unit::vector;
+    c.launch_us = plan.kernels() * target.launch_us;
+  } catch (const Error&) {  // a recorded table: no plan
+  }
+  return c;
+}
+
+execution::NodeCost fallback_cost(const frontend::GraphNode& n, const Target& target) {
+  const frontend::FallbackNode f{n.name, n.op, n.reason, n.bytes, 1};
+  return {frontend::fallback_us(f, target), target.launch_us, target.vector_cores, execution::Unit::vector};
+}
+
+}  // namespace
+
+execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target) {
+  std::map<std::string, std::size_t> task_of;
+  for (std::size_t i = 0; i < tasks.tasks().size(); ++i) task_of.emplace(tasks.tasks()[i].workload.key(), i);
+  const frontend::Graph& g = tasks.graph();
+  return execution::ExecGraph::from_graph(g, [&](int i) {
+    const frontend::GraphNode& n = g.nodes()[i];
+    execution::NodeCost c = fallback_cost(n, target);
+    if (n.kernel) {
+      const auto it = task_of.find(n.kernel->key());
+      const VariantOp* op = it != task_of.end() && it->second < v.ops.size() ? &v.ops[it->second] : nullptr;
+      if (op && op->schedule && op->measurement && op->measurement->ok()) {
+        c = kernel_resources(*n.kernel, *op->schedule, target);
+        c.time_us = op->measurement->time_us;
+      }
+    }
+    c.time_us *= n.count;
+    c.launch_us *= n.count;
+    return c;
+  });
+}
+
+GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default, const ModelVariant& chosen,
+                   const Target& target, const frontend::MemoryFit& memory) {
+  if (tasks.graph().empty()) return {nullptr, {}};
+  const execution::Device device = execution::Device::of(target);
+  const execution::ExecGraph def = exec_graph_of(tasks, vendor_default, target);
+  const execution::ExecGraph tuned = exec_graph_of(tasks, chosen, target);
+  const execution::Timeline def_run = execution::simulate(def, device);
+  const execution::Timeline tuned_run = execution::simulate(tuned, device);
+  const execution::Timeline topological = execution::simulate(tuned, device, {execution::Policy::topological});
+  const execution::MemoryPlan plan = execution::plan_memory(tuned, tuned_run);
+  const double batch = tasks.batch();
+  auto row = [&](const char* name, double us, double utilisation) {
+    return Json{{"name", name}, {"end_to_end_us", us}, {"throughput", us > 0 ? batch / us * 1e6 : 0},
+                {"utilisation", utilisation}};
+  };
+  Json rows = Json::array();
+  const double cores = device.split ? device.cube_cores + device.vector_cores : device.cube_cores;
+  auto serial_use = [&](const execution::Timeline& t) { return t.serial_us > 0 ? t.busy_core_us / (t.serial_us * cores) : 0; };
+  rows.push_back(row("vendor default, serial", def_run.serial_us, serial_use(def_run)));
+  rows.push_back(row("vendor default, scheduled", def_run.makespan_us, def_run.utilisation(device)));
+  rows.push_back(row("tuned, serial", tuned_run.serial_us, serial_use(tuned_run)));
+  rows.push_back(row("tuned, scheduled, memory planned", tuned_run.makespan_us, tuned_run.utilisation(device)));
+  Json path = Json::array();
+  for (int i : tuned_run.critical_path) path.push_back(tuned.nodes()[i].name);
+  const double need = double(plan.peak_bytes) + memory.weight_bytes;
+  GraphRun run;
+  run.plan = plan;
+  run.summary = {{"rows", rows},
+          {"topological_us", topological.makespan_us},
+          {"critical_path", path},
+          {"memory", {{"peak_bytes", plan.peak_bytes}, {"lower_bound_bytes", plan.lower_bound_bytes},
+                      {"weight_bytes", memory.weight_bytes}, {"capacity_bytes", memory.capacity_bytes},
+                      {"fits", memory.capacity_bytes <= 0 || need <= memory.capacity_bytes},
+                      {"over_bytes", memory.capacity_bytes > 0 ? std::max(0.0, need - memory.capacity_bytes) : 0.0}}}};
+  return run;
+}
+
+}  // namespace atvoss::report

@@ -1,0 +1,38 @@
+// Graph run: the model's graph run on its device (execution/) under the schedules of a
+// report variant, next to the serial sum of the same kernels. Four rows, as the articles'
+// ResNet-50 comparison: the vendor default serial, the default with the ready-queue
+// scheduler, the chosen schedules serial, and the chosen schedules with the scheduler and
+// the memory plan; plus the chosen schedules in plain graph order (the scheduler's baseline).
+// Each node's cost: its task's time in the variant (noise-free), the launch part (kernels x
+// the target's launch cost), and the cores and unit of its kernel plan; a node not tuned
+// costs its fallback time on every vector core. A zoo layer standing for n occurrences costs
+// n times its kernel. Not in the graph run: layout transposes and the quantize/dequantize
+// kernels precision adds (they are no nodes of the model's graph).
+// Threading: the caller's thread.
+#pragma once
+
+#include "core/json.hpp"
+#include "core/target.hpp"
+#include "execution/exec_graph.hpp"
+#include "execution/memory_plan.hpp"
+#include "frontend/device_memory.hpp"
+#include "frontend/task_set.hpp"
+#include "report/html_report.hpp"
+
+namespace atvoss::report {
+
+// The exec graph of tasks' graph with each node costed under variant v.
+execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target);
+
+struct GraphRun {
+  // {"rows": [{name, end_to_end_us, throughput, utilisation}], "topological_us",
+  //  "critical_path" (node names), "memory": {peak_bytes, lower_bound_bytes, weight_bytes,
+  //  capacity_bytes, fits, over_bytes}}; null when the model has no graph.
+  Json summary;
+  execution::MemoryPlan plan;  // of the chosen schedules, scheduled
+};
+
+GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default, const ModelVariant& chosen,
+                   const Target& target, const frontend::MemoryFit& memory);
+
+}  // namespace atvoss::report
