@@ -57,10 +57,10 @@ class TuneCli : public ::testing::Test {
     return file;
   }
 
-  Result run(const std::string& args) const {
+  Result run(const std::string& args, const std::string& tool = "atvoss-tune") const {
     const std::string out = path("stdout"), err = path("stderr");
-    const std::string cmd = "cd " + dir_.string() + " && " + std::string(ATVOSS_BIN_DIR) +
-                            "/atvoss-tune " + args + " >" + out + " 2>" + err + " </dev/null";
+    const std::string cmd = "cd " + dir_.string() + " && " + std::string(ATVOSS_BIN_DIR) + "/" + tool + " " +
+                            args + " >" + out + " 2>" + err + " </dev/null";
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   }
@@ -249,6 +249,29 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   char tuned[64];
   std::snprintf(tuned, sizeof tuned, "tuned %.1f us", j["tuned_us"].get<double>());
   EXPECT_THAT(again.out, HasSubstr(tuned));
+  // The graph run: the conv chain and the shuffle are independent, so scheduled beats the
+  // serial sum; the memory plan is never below the liveness bound, and it checks sound.
+  const auto& e = j["execution"];
+  ASSERT_EQ(e["rows"].size(), 4u);
+  EXPECT_LT(e["rows"][3]["end_to_end_us"].get<double>(), e["rows"][2]["end_to_end_us"].get<double>());
+  EXPECT_LT(e["rows"][1]["end_to_end_us"].get<double>(), e["rows"][0]["end_to_end_us"].get<double>());
+  EXPECT_GE(e["memory"]["peak_bytes"].get<double>(), e["memory"]["lower_bound_bytes"].get<double>());
+  EXPECT_GT(e["memory"]["lower_bound_bytes"].get<double>(), 16.0 * 1024 * 1024);  // the shuffle's input
+  ASSERT_EQ(run(spec + " --quiet --memory-plan plan.json").code, 0);
+  const Result check = run("--check-plan plan.json", "atvoss-analyze");
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+  EXPECT_THAT(check.out, HasSubstr("sound"));
+  auto plan = atvoss::parse_json(slurp(path("plan.json")), "plan");
+  ASSERT_GE(plan["allocations"].size(), 2u);
+  for (auto& a : plan["allocations"]) a["offset"] = 0;  // everything at one offset: overlaps
+  std::ofstream(path("bad-plan.json")) << plan.dump();
+  const Result bad = run("--check-plan bad-plan.json", "atvoss-analyze");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.out, HasSubstr("share bytes while both are live"));
+  std::ofstream(path("broken-plan.json")) << R"({"allocations": [{"tensor": "a", "offset": "x"}]})";
+  const Result broken = run("--check-plan broken-plan.json", "atvoss-analyze");
+  EXPECT_EQ(broken.code, 2);
+  EXPECT_THAT(broken.err, HasSubstr("field 'offset' must be an integer"));
 }
 
 TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
