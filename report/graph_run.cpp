@@ -1,5 +1,7 @@
 #include "report/graph_run.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.hpp"
@@ -19,7 +21,8 @@ execution::NodeCost kernel_resources(const Workload& w, const Schedule& s, const
   c.launch_us = target.launch_us;
   try {
     const lowering::KernelPlan plan = lowering::plan_kernel(w, target, s);
-    c.cores = plan.cores;
+    // The cores the simulator keeps busy: one tile per core at most (simulator.cpp, active).
+    c.cores = int(std::min<double>(plan.cores, std::ceil(plan.tile_count())));
     c.unit = plan.uses_cube ? execution::Unit::cube : execution::Unit::vector;
     c.launch_us = plan.kernels() * target.launch_us;
   } catch (const Error&) {  // a recorded table: no plan

@@ -1,0 +1,119 @@
+// Graph execution benchmark (execution/, issue "Run the graph"): per model, the graph run on
+// one device under the vendor default schedules (noise-free), scheduled with the critical-path
+// priority and in plain graph order, against the serial sum; the memory plan's peak against
+// the liveness lower bound; and how long one simulation and one plan take on this core.
+//   bench_execution [--target ascend910] [--onnx FILE]... [--repeat 20]
+// Models: every zoo model, the ONNX files given, and a seeded random branchy DAG of 1000
+// nodes. Exit 1 if a goal is missed: scheduled above serial, a plan below its bound or more
+// than 5 % above it, or a 1000-node simulation over 20 ms.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/targets.hpp"
+#include "execution/memory_plan.hpp"
+#include "execution/scheduler.hpp"
+#include "frontend/fallback.hpp"
+#include "frontend/model_zoo.hpp"
+#include "frontend/onnx_import.hpp"
+#include "report/graph_run.hpp"
+
+namespace {
+
+using namespace atvoss;
+using Clock = std::chrono::steady_clock;
+
+// Every task at its vendor default, timed noise-free: the costs of the graph run.
+report::ModelVariant defaults(const frontend::TaskSet& tasks, const Target& target) {
+  report::ModelVariant v{"default", "", {}};
+  for (const auto& t : tasks.tasks()) {
+    const Schedule s = backend::required_default(t.workload, target);
+    v.ops.push_back({t.name, t.weight, backend::measure_noise_free(target, t.workload, s), "", s});
+  }
+  return v;
+}
+
+// A layered random DAG: each node reads one or two nodes of the last few layers.
+execution::ExecGraph random_dag(int nodes, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  execution::ExecGraph g;
+  std::vector<int> outs{g.add_buffer("input", 1 << 20)};
+  for (int i = 0; i < nodes; ++i) {
+    std::vector<int> reads{outs[outs.size() - 1 - rng() % std::min<std::size_t>(outs.size(), 8)]};
+    if (rng() % 3 == 0) reads.push_back(outs[outs.size() - 1 - rng() % std::min<std::size_t>(outs.size(), 8)]);
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    const int out = g.add_buffer("t" + std::to_string(i), std::int64_t(1 + rng() % 64) << 14);
+    const execution::NodeCost c{double(5 + rng() % 50), 5, int(1 + rng() % 32),
+                                rng() % 2 ? execution::Unit::cube : execution::Unit::vector};
+    g.add_node("n" + std::to_string(i), "op", c, reads, {out});
+    outs.push_back(out);
+  }
+  return g;
+}
+
+template <typename F>
+double median_ms(int repeat, F&& f) {
+  std::vector<double> ms;
+  for (int i = 0; i < repeat; ++i) {
+    const auto start = Clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+bool row(const std::string& name, const execution::ExecGraph& g, const execution::Device& d, int repeat) {
+  const execution::Timeline cp = execution::simulate(g, d);
+  const execution::Timeline topo = execution::simulate(g, d, {execution::Policy::topological});
+  const execution::MemoryPlan plan = execution::plan_memory(g, cp);
+  const double sim_ms = median_ms(repeat, [&] { (void)execution::simulate(g, d); });
+  const double plan_ms = median_ms(std::max(1, repeat / 4), [&] { (void)execution::plan_memory(g, cp); });
+  const double over = plan.lower_bound_bytes > 0 ? double(plan.peak_bytes) / double(plan.lower_bound_bytes) - 1 : 0;
+  std::printf("%-20s %6zu %11.1f %11.1f %11.1f %6.3f %6.3f %10.2f %10.2f %6.1f%% %8.2f %8.2f\n", name.c_str(),
+              g.nodes().size(), cp.serial_us, topo.makespan_us, cp.makespan_us, cp.makespan_us / cp.serial_us,
+              cp.makespan_us / topo.makespan_us, plan.lower_bound_bytes / 1048576.0, plan.peak_bytes / 1048576.0,
+              100 * over, sim_ms, plan_ms);
+  const bool ok = cp.makespan_us <= cp.serial_us * (1 + 1e-9) && plan.peak_bytes >= plan.lower_bound_bytes &&
+                  over <= 0.05 && execution::check_plan(plan).empty() && (g.nodes().size() < 1000 || sim_ms < 20);
+  if (!ok) std::printf("  ^ goal missed\n");
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string target_name = "ascend910";
+  std::vector<std::string> onnx;
+  int repeat = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--target") target_name = argv[i + 1];
+    else if (flag == "--onnx") onnx.push_back(argv[i + 1]);
+    else if (flag == "--repeat") repeat = std::max(1, std::atoi(argv[i + 1]));
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  const Target target = backend::load_target(target_name);
+  const execution::Device device = execution::Device::of(target);
+  std::printf("%-20s %6s %11s %11s %11s %6s %6s %10s %10s %7s %8s %8s\n", "model", "kernel", "serial us", "topo us",
+              "cp us", "cp/ser", "cp/top", "bound MiB", "plan MiB", "over", "sim ms", "plan ms");
+  bool ok = true;
+  auto model = [&](const std::string& name, const frontend::TaskSet& tasks) {
+    ok &= row(name, report::exec_graph_of(tasks, defaults(tasks, target), target), device, repeat);
+  };
+  for (const auto& name : frontend::zoo_names()) model(name, frontend::zoo_model(name));
+  for (const auto& path : onnx) {
+    const frontend::TaskSet tasks = frontend::without_unschedulable(frontend::import_onnx(path), target);
+    model(path.substr(path.find_last_of('/') + 1), tasks);
+  }
+  ok &= row("random-dag-1000", random_dag(1000, 1), device, repeat);
+  return ok ? 0 : 1;
+}
