@@ -35,6 +35,36 @@ execution::NodeCost fallback_cost(const frontend::GraphNode& n, const Target& ta
   return {frontend::fallback_us(f, target), target.launch_us, target.vector_cores, execution::Unit::vector};
 }
 
+// The timeline's bars (the critical path marked) and the live bytes over time.
+GraphView view_of(const execution::ExecGraph& g, const execution::Timeline& t, const execution::MemoryPlan& plan,
+                  const frontend::MemoryFit& memory) {
+  GraphView v;
+  std::vector<bool> critical(g.nodes().size(), false);
+  for (int i : t.critical_path) critical[i] = true;
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+    const auto& r = t.runs[i];
+    v.bars.push_back({g.nodes()[i].name, g.nodes()[i].op, r.start_us, r.end_us, r.stream, int(r.cores.size()),
+                      critical[i]});
+  }
+  std::vector<std::pair<double, double>> events;
+  for (const auto& a : plan.allocations) {
+    events.emplace_back(a.start_us, double(a.bytes));
+    events.emplace_back(a.end_us, -double(a.bytes));
+  }
+  std::sort(events.begin(), events.end());
+  double live = 0;
+  for (const auto& [time, delta] : events) {
+    live += delta;
+    if (!v.memory.empty() && v.memory.back().first == time) v.memory.back().second = live;
+    else v.memory.emplace_back(time, live);
+  }
+  v.peak_bytes = double(plan.peak_bytes);
+  v.lower_bound_bytes = double(plan.lower_bound_bytes);
+  v.weight_bytes = memory.weight_bytes;
+  v.capacity_bytes = memory.capacity_bytes;
+  return v;
+}
+
 }  // namespace
 
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target) {
@@ -85,6 +115,12 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
   const double need = double(plan.peak_bytes) + memory.weight_bytes;
   GraphRun run;
   run.plan = plan;
+  run.view = view_of(tuned, tuned_run, plan, memory);
+  for (const auto& r : rows) {
+    run.view.rows.push_back({r["name"].get<std::string>(), r["end_to_end_us"].get<double>(),
+                             r["throughput"].get<double>(), r["utilisation"].get<double>()});
+  }
+  run.view.topological_us = topological.makespan_us;
   run.summary = {{"rows", rows},
           {"topological_us", topological.makespan_us},
           {"critical_path", path},

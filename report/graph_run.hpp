@@ -32,6 +32,7 @@ struct GraphRun {
   //  capacity_bytes, fits, over_bytes}}; null when the model has no graph.
   Json summary;
   execution::MemoryPlan plan;  // of the chosen schedules, scheduled
+  GraphView view;              // for the HTML report
 };
 
 GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default, const ModelVariant& chosen,

@@ -13,40 +13,11 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "report/html_text.hpp"
 
 namespace atvoss::report {
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string fmt(double v, int precision = 2) {
-  if (!std::isfinite(v)) return "&ndash;";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", precision, v);
-  return buf;
-}
-
-std::string fmt_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB"};
-  int u = 0;
-  while (b >= 1024 && u < 3) {
-    b /= 1024;
-    ++u;
-  }
-  return fmt(b, 1) + " " + units[u];
-}
 
 constexpr const char* kStyle = R"(
 body{font-family:sans-serif;margin:2em;color:#222;max-width:1100px}
@@ -405,6 +376,7 @@ std::string render_report(const ReportData& d) {
         << "</p>";
   }
   model_section(out, d);
+  if (d.graph) out << render_graph_section(*d.graph, d.batch);
   precision_section(out, d);
   out << "<h2>Tasks</h2>";
   for (std::size_t i = 0; i < d.tasks.size(); ++i) task_section(out, d.tasks[i], i, d.peak_gflops);

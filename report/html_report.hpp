@@ -17,6 +17,7 @@
 #include "core/measurement.hpp"
 #include "core/schedule.hpp"
 #include "report/fusion_report.hpp"
+#include "report/graph_view.hpp"
 
 namespace atvoss::report {
 
@@ -98,6 +99,7 @@ struct ReportData {
   std::vector<std::pair<std::string, double>> int8_error;  // task, estimated relative error
   std::string device_memory;  // frontend::MemoryFit::summary() (frontend/device_memory.hpp); empty: not shown
   bool fits_device = true;
+  std::optional<GraphView> graph;  // the model's graph run (graph_run.hpp); nullopt: no graph
 };
 
 std::string render_report(const ReportData& data);

@@ -73,9 +73,10 @@ class JobReport {
     for (const auto& t : tasks_.tasks()) {
       if (const double e = frontend::int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
     }
+    GraphRun run = graph_run(tasks_, data.variants.front(), chosen, target_, tuned_.memory);
+    if (!run.summary.is_null()) data.graph = std::move(run.view);
     write_report(data, spec_.report_path);
     out.summary = summary_json(out, data, tasks);
-    GraphRun run = graph_run(tasks_, data.variants.front(), chosen, target_, tuned_.memory);
     out.summary["execution"] = std::move(run.summary);
     out.memory_plan = std::move(run.plan);
     if (tuned_.progress) tuned_.progress->finish(tuned_.task_lines(), out.trials, out.tuned_us, out.default_us);

@@ -241,6 +241,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   EXPECT_THAT(html, HasSubstr("ops before fusion"));
   EXPECT_THAT(html, HasSubstr("2 nodes not tuned"));
   EXPECT_THAT(html, HasSubstr("huge_shuffle"));
+  EXPECT_THAT(html, HasSubstr("The graph run on the device"));
   // The plain summary (a rerun measures nothing more) names them and states the same figure.
   const Result again = run(spec + " --quiet");
   ASSERT_EQ(again.code, 0) << again.err;

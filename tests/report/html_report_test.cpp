@@ -92,6 +92,27 @@ TEST(Report, SaysHowManyTasksTheBudgetReached) {
   EXPECT_EQ(render_report(d).find("tasks tuned"), std::string::npos);
 }
 
+TEST(Report, ShowsTheGraphRunWithItsTimelineCriticalPathAndMemory) {
+  auto d = sample();
+  EXPECT_EQ(render_report(d).find("id=\"graph\""), std::string::npos);  // no graph, no section
+  GraphView v;
+  v.rows = {{"vendor default, serial", 60, 1e6, 0.5}, {"tuned, scheduled, memory planned", 20, 3.2e6, 0.9}};
+  v.bars = {{"fc1", "matmul", 0, 10, 0, 32, true}, {"side <op>", "relu", 2, 6, 1, 4, false}};
+  v.memory = {{0, 1024}, {10, 0}};
+  v.peak_bytes = 1024;
+  v.lower_bound_bytes = 1024;
+  d.graph = v;
+  const std::string html = render_report(d);
+  EXPECT_NE(html.find("The graph run on the device"), std::string::npos);
+  EXPECT_NE(html.find("tuned, scheduled, memory planned"), std::string::npos);
+  EXPECT_NE(html.find("class=\"gantt\""), std::string::npos);
+  EXPECT_NE(html.find("side &lt;op&gt;"), std::string::npos);  // node names escaped
+  std::size_t outlined = 0;  // the critical path, and only it, outlined
+  for (auto at = html.find("stroke=\"#d00\""); at != std::string::npos; at = html.find("stroke=\"#d00\"", at + 1)) ++outlined;
+  EXPECT_EQ(outlined, 1u);
+  EXPECT_NE(html.find("liveness bound 1.0 KB"), std::string::npos);
+}
+
 TEST(Report, ListsTheTransposesEachVariantPaysAndCountsThemEndToEnd) {
   auto d = sample();
   d.variants[1].layout_changes = {{"layer1.conv", "layer2.conv", "NHWC", "fractal",

@@ -1,0 +1,34 @@
+// Graph view: the report's section on the model's graph run (graph_run.hpp) — the four-row
+// table (throughput, utilisation, peak memory), a timeline (Gantt) SVG of the tuned,
+// scheduled run with nodes on their streams coloured by op and the critical path outlined,
+// and the live memory over time against the liveness bound and the device's capacity.
+// Plain data plus one pure renderer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace atvoss::report {
+
+struct GraphView {
+  struct Row {
+    std::string name;
+    double end_to_end_us = 0, throughput = 0, utilisation = 0;
+  };
+  struct Bar {
+    std::string name, op;
+    double start_us = 0, end_us = 0;
+    int stream = 0, cores = 0;
+    bool critical = false;
+  };
+  std::vector<Row> rows;
+  double topological_us = 0;
+  std::vector<Bar> bars;
+  std::vector<std::pair<double, double>> memory;  // (time us, live bytes), a step each
+  double peak_bytes = 0, lower_bound_bytes = 0, weight_bytes = 0, capacity_bytes = 0;
+};
+
+// The section's HTML (a <section id="graph">).
+std::string render_graph_section(const GraphView& v, int batch);
+
+}  // namespace atvoss::report
