@@ -5,6 +5,8 @@
 //   bert-base: 12 layers, hidden 768, 12 heads, FFN 3072
 #include "frontend/model_zoo.hpp"
 
+#include "frontend/training.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -321,7 +323,8 @@ TaskSet mlp() {
 const std::vector<std::string>& zoo_names() {
   static const std::vector<std::string> names = {"resnet50", "resnet50-b32", "bert-base",
                                                  "mobilenet-v2", "mlp", "yolov7-tiny",
-                                                 "esrgan-rrdb", "moe-block"};
+                                                 "esrgan-rrdb", "moe-block", "resnet50-train",
+                                                 "bert-base-train"};
   return names;
 }
 
@@ -346,6 +349,11 @@ TaskSet expand(const std::string& name) {
 }  // namespace
 
 TaskSet zoo_model(const std::string& name) {
+  // Training steps (frontend/training.hpp) of two zoo models: ResNet-50 at batch 32, BERT-base.
+  if (name == "resnet50-train" || name == "bert-base-train") {
+    const TaskSet layers = expand(name == "resnet50-train" ? "resnet50-b32" : "bert-base");
+    return tasks_from_graph(training_graph(chain_graph(layers)), name, layers.batch());
+  }
   const TaskSet layers = expand(name);
   if (!layers.tasks().empty()) return tasks_from_graph(chain_graph(layers), layers.model(), layers.batch());
   std::string list;

@@ -40,7 +40,9 @@ Graph chain_graph(const TaskSet& tasks) {
     node.count = step.count;
     node.bytes = w.compulsory_bytes();
     if (!step.standalone) last = out;
+    if (step.standalone) g.mark_output(out);
   }
+  if (last != "input") g.mark_output(last);  // the model's output: read after it runs
   return g;
 }
 

@@ -1,0 +1,125 @@
+// Training steps (frontend/training.hpp): each op family's backward kernels have the shapes
+// the forward op implies, the step's graph runs backward in reverse with an update per
+// weight, gradients of a tensor read twice are summed, and the zoo's training steps tune.
+#include "frontend/training.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "frontend/graph_fusion.hpp"
+#include "frontend/model_zoo.hpp"
+#include "frontend/task_set.hpp"
+
+namespace atvoss::frontend {
+namespace {
+
+Workload wl(const Json& j) { return Workload::from_json(j); }
+
+TEST(Training, AConvsGradientsAreAConvWithChannelsSwappedAndAnImplicitGemm) {
+  const Workload fwd = wl({{"op", "conv2d"},
+                           {"dims", {{"N", 2}, {"C", 16}, {"H", 14}, {"W", 14}, {"K", 32}, {"R", 3}, {"S", 3},
+                                     {"stride", 1}, {"pad", 1}}},
+                           {"epilogue", {"bias", "relu"}}});
+  const BackwardKernels b = backward_of(fwd);
+  ASSERT_TRUE(b.data_grad && b.weight_grad && b.bias_grad);
+  EXPECT_EQ(b.data_grad->op(), "conv2d");
+  EXPECT_EQ(b.data_grad->dim("C"), 32);  // reads the output gradient's K channels
+  EXPECT_EQ(b.data_grad->dim("K"), 16);  // writes the input's C
+  EXPECT_EQ(b.data_grad->out_h(), 14);
+  EXPECT_EQ(b.data_grad->out_w(), 14);
+  EXPECT_TRUE(b.data_grad->epilogue().empty());
+  EXPECT_EQ(b.weight_grad->op(), "matmul");
+  EXPECT_EQ(b.weight_grad->dim("M"), 32);
+  EXPECT_EQ(b.weight_grad->dim("N"), 16 * 3 * 3);
+  EXPECT_EQ(b.weight_grad->dim("K"), 2 * 14 * 14);
+  EXPECT_EQ(b.bias_grad->dim("M"), 32);
+  // Strided: the data gradient covers the input, up to the rows the stride's floor dropped.
+  const Workload strided = wl({{"op", "conv2d"},
+                               {"dims", {{"N", 1}, {"C", 8}, {"H", 15}, {"W", 15}, {"K", 8}, {"R", 3}, {"S", 3},
+                                         {"stride", 2}, {"pad", 1}}}});
+  const Workload dx = *backward_of(strided).data_grad;
+  EXPECT_LE(std::abs(dx.out_h() - 15), 1);
+  EXPECT_EQ(backward_of(strided).weight_grad->dim("K"), strided.out_h() * strided.out_w());
+}
+
+TEST(Training, AMatmulsGradientsAreTheTwoTransposedProducts) {
+  const BackwardKernels b = backward_of(wl({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 3072}}}}));
+  EXPECT_EQ(b.data_grad->to_json()["dims"], (Json{{"M", 128}, {"N", 3072}, {"K", 768}}));
+  EXPECT_EQ(b.weight_grad->to_json()["dims"], (Json{{"M", 3072}, {"N", 768}, {"K", 128}}));
+  const BackwardKernels bb =
+      backward_of(wl({{"op", "batch_matmul"}, {"dims", {{"B", 12}, {"M", 128}, {"N", 64}, {"K", 128}}}}));
+  EXPECT_EQ(bb.data_grad->to_json()["dims"], (Json{{"B", 12}, {"M", 128}, {"N", 128}, {"K", 64}}));
+  EXPECT_EQ(bb.weight_grad->to_json()["dims"], (Json{{"B", 12}, {"M", 128}, {"N", 64}, {"K", 128}}));
+  const auto update = optimizer_update(wl({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 3072}}}}));
+  ASSERT_TRUE(update);
+  EXPECT_DOUBLE_EQ(update->out_elements(), 768.0 * 3072);  // one pass over the weight
+}
+
+// x -> conv1 (+relu fused) -> r -> conv2 -> y, and r -> conv3 -> z: r is read twice.
+Graph two_headed() {
+  Graph g;
+  g.add_tensor("x", {1, 8, 8, 8}, 1024);
+  for (const char* t : {"c1", "r", "y", "z"}) g.add_tensor(t, {1, 8, 8, 8}, 1024);
+  const Workload conv = wl({{"op", "conv2d"},
+                            {"dims", {{"N", 1}, {"C", 8}, {"H", 8}, {"W", 8}, {"K", 8}, {"R", 3}, {"S", 3},
+                                      {"stride", 1}, {"pad", 1}}}});
+  g.node(g.add_node("conv1", "Conv", {"x"}, {"c1"})).kernel = conv;
+  GraphNode& relu = g.node(g.add_node("relu", "Relu", {"c1"}, {"r"}));
+  relu.step = "relu";
+  g.node(g.add_node("conv2", "Conv", {"r"}, {"y"})).kernel = conv;
+  g.node(g.add_node("conv3", "Conv", {"r"}, {"z"})).kernel = conv;
+  g.mark_output("y");
+  g.mark_output("z");
+  fuse_graph(g);
+  return g;
+}
+
+TEST(Training, TheStepRunsBackwardInReverseWithAnUpdatePerWeight) {
+  const Graph t = training_graph(two_headed());
+  std::vector<std::string> added;
+  for (std::size_t i = 4; i < t.nodes().size(); ++i) added.push_back(t.nodes()[i].name);
+  // conv3 and conv2 first (reverse order), the sum of r's two gradients, then conv1, whose
+  // input is the model's: no data gradient for it.
+  const std::vector<std::string> expected = {"conv3.dgrad", "conv3.wgrad", "conv3.update", "conv2.dgrad",
+                                             "conv2.wgrad", "conv2.update", "grad_sum:r", "conv1.wgrad",
+                                             "conv1.update"};
+  EXPECT_EQ(added, expected);
+  // conv1's weight gradient reads the summed gradient of its chain's output (r, past the
+  // fused relu) and its input x; conv2's reads r: the activation stays live for the backward.
+  auto reads = [&](const std::string& node) {
+    std::vector<std::string> names;
+    for (int in : t.nodes()[t.node_index(node)].inputs) names.push_back(t.tensors()[in].name);
+    return names;
+  };
+  EXPECT_EQ(reads("conv1.wgrad"), (std::vector<std::string>{"grad:r", "x"}));
+  EXPECT_EQ(reads("conv2.wgrad"), (std::vector<std::string>{"grad:y", "r"}));
+  EXPECT_EQ(reads("grad_sum:r"), (std::vector<std::string>{"conv3.dgrad:out", "conv2.dgrad:out"}));
+  const TaskSet s = tasks_from_graph(t, "step", 1);
+  ASSERT_GE(s.tasks().size(), 2u);
+  // conv2, conv3 and their data gradients (8 to 8 channels, 3x3, pad 1: the same conv) share
+  // a task; conv1 fuses its relu.
+  EXPECT_EQ(s.tasks()[1].weight, 4);
+  for (const auto& f : s.fallbacks()) ADD_FAILURE() << "not tuned: " << f.name << " (" << f.reason << ")";
+}
+
+TEST(Training, TheZoosTrainingStepsHaveEveryLayersBackward) {
+  const TaskSet step = zoo_model("resnet50-train");
+  const TaskSet inference = zoo_model("resnet50-b32");
+  int wgrads = 0, updates = 0, dgrads = 0;
+  for (const auto& n : step.graph().nodes()) {
+    const std::string& name = n.name;
+    wgrads += name.ends_with(".wgrad") ? n.count : 0;
+    updates += name.ends_with(".update") ? n.count : 0;
+    dgrads += name.ends_with(".dgrad") ? n.count : 0;
+    if (n.fused_into < 0 && !n.view) EXPECT_TRUE(n.kernel) << name;
+  }
+  EXPECT_EQ(wgrads, 54);  // 53 convs and the fc
+  EXPECT_EQ(updates, 54);
+  EXPECT_EQ(dgrads, inference.total_occurrences() - 1);  // every layer but the first
+  EXPECT_GT(step.total_occurrences(), 3 * inference.total_occurrences() - 4);
+  EXPECT_FALSE(zoo_model("bert-base-train").tasks().empty());
+}
+
+}  // namespace
+}  // namespace atvoss::frontend
