@@ -52,8 +52,13 @@ std::string MemoryFit::warning(const std::string& target_name) const {
 MemoryFit memory_fit(const TaskSet& tasks, const Target& target) {
   MemoryFit f;
   f.capacity_bytes = double(target.device_memory_bytes);
+  const Graph& g = tasks.graph();
   for (const auto& t : tasks.tasks()) {
-    f.weight_bytes += t.weight * weight_bytes(t.workload);
+    // A training step's backward kernels read gradients and activations, not weights of their own.
+    for (const auto& [layer, count] : t.layers) {
+      const int node = g.node_index(layer);
+      if (node < 0 || !g.nodes()[node].backward) f.weight_bytes += count * weight_bytes(t.workload);
+    }
     const double live = activation_bytes(t.workload);
     if (live > f.peak_activation_bytes) {
       f.peak_activation_bytes = live;

@@ -45,6 +45,7 @@ struct GraphNode {
   Json attributes = Json::object();  // a node not tuned: the model's attributes, by name
   double bytes = 0;  // bytes it reads and writes once (0: shapes unknown)
   int count = 1;     // occurrences it stands for (a zoo layer repeated)
+  bool backward = false;  // a training step's backward pass or weight update (training.hpp)
   // The epilogue op it can be when it runs inside its producer's kernel (graph_fusion.hpp):
   // an activation's name, "add" (a two-input Add or Sum), "scale" (a two-input Mul or Div),
   // "batchnorm", "layernorm" (along the inner axis); empty: it never fuses.

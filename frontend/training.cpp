@@ -132,6 +132,7 @@ class Builder {
     t_.add_tensor(name, ft.shape, ft.bytes, false, ft.dtype);
     if (parts.empty()) return name;
     GraphNode& sum = t_.node(t_.add_node("grad_sum:" + ft.name, "Sum", parts, {name}));
+    sum.backward = true;
     sum.kernel = rows_over("elementwise", ft.bytes / dtype_bytes(dtype), dtype);
     sum.bytes = ft.bytes * double(parts.size() + 1);
     return name;
@@ -145,6 +146,7 @@ class Builder {
     GraphNode& n = t_.node(t_.add_node(name, op, reads, {out}));
     n.kernel = std::move(kernel);
     n.count = count;
+    n.backward = true;
     n.bytes = bytes;
     for (const auto& r : reads) n.bytes += t_.tensors()[t_.tensor_index(r)].bytes;
     if (!n.kernel) n.reason = "the backward of a node not tuned";

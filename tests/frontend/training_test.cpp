@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 
+#include "backend/targets.hpp"
+#include "frontend/device_memory.hpp"
 #include "frontend/graph_fusion.hpp"
 #include "frontend/model_zoo.hpp"
 #include "frontend/task_set.hpp"
@@ -119,6 +121,9 @@ TEST(Training, TheZoosTrainingStepsHaveEveryLayersBackward) {
   EXPECT_EQ(dgrads, inference.total_occurrences() - 1);  // every layer but the first
   EXPECT_GT(step.total_occurrences(), 3 * inference.total_occurrences() - 4);
   EXPECT_FALSE(zoo_model("bert-base-train").tasks().empty());
+  // The step's weights are the model's: its backward kernels hold none of their own.
+  const Target t = backend::load_target("ascend910");
+  EXPECT_DOUBLE_EQ(memory_fit(step, t).weight_bytes, memory_fit(inference, t).weight_bytes);
 }
 
 }  // namespace
