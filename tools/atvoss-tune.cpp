@@ -112,6 +112,14 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
                 out.layout_changes, out.layout_changes_us);
   }
   std::printf("device memory: %s%s\n", out.memory.summary().c_str(), out.memory.fits() ? "" : " - does not fit");
+  if (const Json& e = out.summary.at("execution"); !e.is_null()) {
+    const Json& m = e.at("memory");
+    std::printf("graph run (docs/execution.md): tuned %.1f us serial -> %.1f us scheduled; memory plan peak %.1f MB "
+                "(liveness bound %.1f MB)%s\n",
+                e.at("rows")[2].at("end_to_end_us").get<double>(), e.at("rows")[3].at("end_to_end_us").get<double>(),
+                m.at("peak_bytes").get<double>() / 1e6, m.at("lower_bound_bytes").get<double>() / 1e6,
+                m.at("fits").get<bool>() ? "" : " - with the weights, over the device memory");
+  }
   if (out.tasks_tuned < out.tasks) {
     std::printf("%d of %d tasks measured; the budget did not reach the rest, which run their zero-shot pick\n",
                 out.tasks_tuned, out.tasks);

@@ -247,6 +247,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("2 nodes not tuned"));
   EXPECT_THAT(again.out, HasSubstr("huge_shuffle (transpose) x1"));
+  EXPECT_THAT(again.out, HasSubstr("graph run (docs/execution.md): tuned"));
   char tuned[64];
   std::snprintf(tuned, sizeof tuned, "tuned %.1f us", j["tuned_us"].get<double>());
   EXPECT_THAT(again.out, HasSubstr(tuned));
