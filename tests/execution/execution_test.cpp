@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "execution/exec_graph.hpp"
 #include "execution/memory_plan.hpp"
+#include "execution/pipeline.hpp"
 #include "execution/scheduler.hpp"
 
 namespace atvoss::execution {
@@ -154,6 +155,52 @@ TEST(Execution, AFusedGraphRunsOneKernelPerChainAndViewsMoveNothing) {
   EXPECT_EQ(e.nodes()[1].preds, std::vector<int>{0});  // conv2 reads r through the view
   EXPECT_EQ(e.nodes()[1].reads.size(), 2u);            // r and the residual x
   EXPECT_TRUE(e.buffers()[2].output);
+}
+
+}  // namespace
+}  // namespace atvoss::execution
+
+namespace atvoss::execution {
+namespace {
+
+int node_named(const ExecGraph& g, const std::string& name) {
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+    if (g.nodes()[i].name == name) return int(i);
+  }
+  return -1;
+}
+
+ExecGraph two_stage_chain(double a_us, double b_us) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1024), h = g.add_buffer("h", 1024), y = g.add_buffer("y", 1024, true);
+  g.add_node("A", "op", {a_us, 0, 8, Unit::vector}, {x}, {h});
+  g.add_node("B", "op", {b_us, 0, 8, Unit::vector}, {h}, {y});
+  return g;
+}
+
+TEST(Pipeline, StagesOfConsecutiveMicroBatchesOverlap) {
+  const ExecGraph g = two_stage_chain(10, 10);
+  EXPECT_EQ(split_stages(g, 2), (std::vector<int>{0, 1}));
+  const Device d{16, 16, false};
+  EXPECT_DOUBLE_EQ(simulate(g, d).makespan_us, 20);
+  // Four micro-batches of 2.5 us per stage: (4 + 2 - 1) x 2.5.
+  const ExecGraph p = pipelined(g, 2, 4);
+  EXPECT_DOUBLE_EQ(simulate(p, d).makespan_us, 12.5);
+  EXPECT_GE(node_named(p, "B#3"), 0);
+  // One micro-batch is the graph itself.
+  EXPECT_DOUBLE_EQ(simulate(pipelined(g, 2, 1), d).makespan_us, 20);
+}
+
+TEST(Pipeline, DoubleBufferingHoldsAFastStageTwoMicroBatchesAhead) {
+  const ExecGraph p = pipelined(two_stage_chain(4, 40), 2, 4);  // A: 1 us, B: 10 us per micro-batch
+  const Timeline t = simulate(p, Device{16, 16, false});
+  EXPECT_DOUBLE_EQ(t.runs[node_named(p, "A#1")].start_us, 1);
+  // A#2 needs B#0 to have read its buffer: 1 + 10.
+  EXPECT_DOUBLE_EQ(t.runs[node_named(p, "A#2")].start_us, 11);
+  // The boundary tensor h of each micro-batch is a buffer of a quarter of the batch's.
+  const MemoryPlan plan = plan_memory(p, t, 1);
+  EXPECT_TRUE(check_plan(plan).empty());
+  EXPECT_THROW(pipelined(p, 0, 1), Error);
 }
 
 }  // namespace
