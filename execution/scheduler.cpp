@@ -33,6 +33,10 @@ class Simulation {
     free_.clear();
     for (const auto& p : pools_) free_.push_back(int(p.size()));
     out_.runs.resize(n_);
+    for (int i = 0; i < n_; ++i) {
+      max_rank_ = std::max(max_rank_, rank_[i]);
+      max_time_ = std::max(max_time_, device_us(g.nodes()[i]));
+    }
     for (int i = 0; i < n_; ++i) static_priority_.push_back(static_priority(i));
   }
 
@@ -76,7 +80,8 @@ class Simulation {
 
   double static_priority(int i) const {
     if (o_.policy == Policy::topological) return -double(i);
-    return o_.rank_weight * rank_[i] + o_.time_weight * device_us(g_.nodes()[i]);
+    // Each term in [0, 1], so that the weights compare: rank and time over their largest.
+    return o_.rank_weight * rank_[i] / max_rank_ + o_.time_weight * device_us(g_.nodes()[i]) / max_time_;
   }
 
   double priority(int i) const {
@@ -173,6 +178,7 @@ class Simulation {
   const SchedulerOptions& o_;
   int n_;
   std::vector<double> rank_, static_priority_;
+  double max_rank_ = 1e-12, max_time_ = 1e-12;
   std::vector<std::vector<bool>> pools_;
   std::vector<int> free_;
   std::vector<bool> lanes_;

@@ -5,8 +5,9 @@
 // cores starts even when one of higher priority waits for more (so an op that leaves cores
 // idle lets another branch use them). Priority (the articles' runtime scheduler):
 //   rank_weight x upward rank (the node's time plus the longest path after it, the critical
-//   path it heads) + time_weight x its own time + affinity_weight x the free share of the
-//   unit it runs on (on a split chip, a cube op while the cube cores idle).
+//   path it heads) + time_weight x its own time, each over its largest in the graph, +
+//   affinity_weight x the free share of the unit it runs on (on a split chip, a cube op while
+//   the cube cores idle): three terms in [0, 1], so the weights compare.
 // Policy topological is the baseline: graph order, no priority.
 // Launches: the host issues kernel launches in priority order as soon as the launches of
 // their predecessors are issued (streams with events, as CANN and CUDA runtimes do), each

@@ -1,8 +1,9 @@
 // Graph run: the model's graph run on its device (execution/) under the schedules of a
 // report variant, next to the serial sum of the same kernels. Four rows, as the articles'
 // ResNet-50 comparison: the vendor default serial, the default with the ready-queue
-// scheduler, the chosen schedules serial, and the chosen schedules with the scheduler and
-// the memory plan; plus the chosen schedules in plain graph order (the scheduler's baseline).
+// scheduler, the chosen schedules serial, and the chosen schedules with the scheduler under
+// its tuned knobs (priority weights, stages and micro-batches: graph_tuning.hpp) and the
+// memory plan of that run; plus the chosen schedules in plain graph order (the baseline).
 // Each node's cost: its task's time in the variant (noise-free), the launch part (kernels x
 // the target's launch cost), and the cores and unit of its kernel plan (as many cores as it
 // has tiles, up to the unit's); a node not tuned costs its fallback time on every vector core.
@@ -27,7 +28,8 @@ namespace atvoss::report {
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target);
 
 struct GraphRun {
-  // {"rows": [{name, end_to_end_us, throughput, utilisation}], "topological_us",
+  // {"rows": [{name, end_to_end_us, throughput, utilisation}], "graph_knobs": {point,
+  //  evaluations, stages, micro_batches}, "topological_us",
   //  "critical_path" (node names), "memory": {peak_bytes, lower_bound_bytes, weight_bytes,
   //  capacity_bytes, fits, over_bytes}}; null when the model has no graph.
   Json summary;

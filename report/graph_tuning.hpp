@@ -1,0 +1,42 @@
+// Graph tuning: the graph run's own knobs — the scheduler's priority weights, the stage split
+// and the micro-batch count — searched like a schedule. They form a ScheduleSpace, one of
+// the search strategies (search/) proposes points, and the graph simulator (execution/)
+// measures each one: its makespan. The default point (critical-path priority, no
+// pipelining) is measured first, so the result is never worse than it.
+// Knobs: rank_weight, time_weight, affinity_weight (0..4, scheduler.hpp), stages (1, 2, 4),
+// micro_batches (1, 2, 4, 8 that divide the batch).
+// Deterministic for a seed. Threading: the caller's thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/schedule.hpp"
+#include "execution/exec_graph.hpp"
+#include "execution/scheduler.hpp"
+
+namespace atvoss::report {
+
+struct GraphKnobs {
+  execution::SchedulerOptions scheduler;
+  int stages = 1;
+  int micro_batches = 1;
+  double makespan_us = 0;
+  int evaluations = 0;
+  Schedule point;  // as the space names it
+};
+
+struct GraphTuningOptions {
+  std::string strategy = "evolutionary";
+  int trials = 48;  // points measured, the default's included
+  int batch_size = 8;
+  std::uint64_t seed = 0;
+};
+
+// The run of g under knobs (pipelined when stages or micro_batches > 1).
+execution::ExecGraph graph_under(const execution::ExecGraph& g, const GraphKnobs& knobs);
+
+GraphKnobs tune_graph_run(const execution::ExecGraph& g, const execution::Device& device, int batch,
+                          const GraphTuningOptions& options = {});
+
+}  // namespace atvoss::report
