@@ -56,9 +56,26 @@ Role parse_role(std::string_view s) {
 
 void require_usable_token(std::string_view token, std::string_view source) {
   // An empty HMAC key or bearer token is a secret everybody knows: refuse it instead of
-  // serving a public address "with a token" that admits anyone.
+  // serving a public address "with a token" that admits anyone. HMAC pads its key with
+  // NULs, so a key of NULs equals the empty key: control characters are refused outright,
+  // and only printable ASCII other than the space counts towards the token's length
+  // (Unicode spaces and other multibyte text count as blank).
   if (token.find_first_not_of(" \t\r\n\v\f") == std::string_view::npos) {
     throw_bad_input(std::string(source) + ": the token is empty or only whitespace");
+  }
+  std::size_t printable = 0;
+  for (const char c : token) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7f) {
+      throw_bad_input(std::string(source) + ": the token holds a control character (byte " + std::to_string(b) +
+                      "); a token is printable text");
+    }
+    printable += b > 0x20 && b < 0x7f ? 1 : 0;
+  }
+  if (printable < kMinTokenChars) {
+    throw_bad_input(std::string(source) + ": the token has " + std::to_string(printable) +
+                    " printable characters; it needs at least " + std::to_string(kMinTokenChars) +
+                    " (for example: openssl rand -hex 16)");
   }
 }
 

@@ -22,8 +22,14 @@ Role parse_role(std::string_view s);  // Error(protocol) naming the field on unk
 // then empty (an empty file, ATVOSS_TOKEN="" or "  ") is bad_input naming its source.
 std::optional<std::string> load_token(const std::string& token_file);
 
-// bad_input "<source>: the token is empty or only whitespace" for such a token. Every
-// consumer of a token (coordinator, query server, channel) calls it, not only load_token.
+// Printable ASCII characters (not the space) a token needs at least: 16, the length of
+// `openssl rand -hex 8`, so that a guessable short word is not a farm's only lock.
+inline constexpr std::size_t kMinTokenChars = 16;
+
+// bad_input naming source (never the token) for a token that is empty or only whitespace,
+// holds a control character (a NUL-only token equals the empty HMAC key), or has fewer
+// than kMinTokenChars printable characters. Every consumer of a token (coordinator, query
+// server, channel) calls it, not only load_token.
 void require_usable_token(std::string_view token, std::string_view source);
 
 // 32 random bytes from OpenSSL's RAND_bytes, hex-encoded (64 chars). internal error if RAND fails.

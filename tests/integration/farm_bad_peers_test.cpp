@@ -98,7 +98,7 @@ class FarmBadPeers : public testing::Test {
 TEST_F(FarmBadPeers, WrongOrMissingTokenIsRefused) {
   expect_served(1);
   rpc::ChannelOptions o;
-  o.token = "not-the-token";
+  o.token = "not-the-farm-token-0123";
   expect_login_refused(o, "auth_failed");
   o.token.reset();
   expect_login_refused(o, "auth_failed");

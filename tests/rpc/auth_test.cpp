@@ -63,10 +63,10 @@ TEST(Auth, TokenComesFromFileThenEnvironment) {
   const auto dir = std::filesystem::temp_directory_path() / ("atvoss_auth_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string file = (dir / "token").string();
-  std::ofstream(file) << "from-file\n";
-  ::setenv("ATVOSS_TOKEN", "from-env", 1);
-  EXPECT_EQ(load_token(file).value(), "from-file");  // trailing newline trimmed
-  EXPECT_EQ(load_token("").value(), "from-env");
+  std::ofstream(file) << "from-file-0123456789\n";
+  ::setenv("ATVOSS_TOKEN", "from-env-0123456789", 1);
+  EXPECT_EQ(load_token(file).value(), "from-file-0123456789");  // trailing newline trimmed
+  EXPECT_EQ(load_token("").value(), "from-env-0123456789");
   ::unsetenv("ATVOSS_TOKEN");
   EXPECT_FALSE(load_token("").has_value());
   std::ofstream(file) << "\n";
@@ -121,9 +121,46 @@ TEST(Auth, EmptyOrWhitespaceTokensAreRefusedFromEverySource) {
       EXPECT_TRUE(is_permanent_refusal(e));
     }
   }
-  ::setenv("ATVOSS_TOKEN", " padded \n", 1);  // a real token keeps working, trailing space trimmed
-  EXPECT_EQ(load_token("").value(), " padded");
+  ::setenv("ATVOSS_TOKEN", " padded-0123456789 \n", 1);  // a real token keeps working, trailing space trimmed
+  EXPECT_EQ(load_token("").value(), " padded-0123456789");
   ::unsetenv("ATVOSS_TOKEN");
+  std::filesystem::remove_all(dir);
+}
+
+// A token file of NUL bytes was taken as a token, and an HMAC keyed with NULs equals one
+// keyed with nothing: HMAC(b"", nonce) logged in to a farm bound to 0.0.0.0.
+TEST(Auth, ControlCharactersAndShortTokensAreRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / ("atvoss_auth_nul_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "token").string();
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << std::string(32, '\0');
+  }
+  try {
+    load_token(file);
+    ADD_FAILURE() << "a NUL-only token was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_THAT(e.what(), testing::HasSubstr("control character (byte 0)"));
+  }
+  EXPECT_NE(hmac_hex(std::string(32, '\0'), "nonce"), hmac_hex("x", "nonce"));  // sanity: hmac itself works
+  EXPECT_EQ(hmac_hex(std::string(32, '\0'), "nonce"), hmac_hex("", "nonce"));  // why NULs are refused
+  const auto refused = [](const std::string& token, const std::string& why) {
+    try {
+      require_usable_token(token, "test");
+      ADD_FAILURE() << "accepted " << testing::PrintToString(token);
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_THAT(e.what(), testing::HasSubstr(why));
+      EXPECT_EQ(std::string(e.what()).find(token), std::string::npos) << "the message echoes the token";
+    }
+  };
+  refused("abcdefghijklmnop\x01", "control character (byte 1)");
+  refused("tab\tinside-the-token", "control character (byte 9)");
+  refused("short-token", "has 11 printable characters; it needs at least 16");
+  refused("\u00a0\u00a0\u00a0\u00a0\u00a0\u00a0\u00a0\u00a0\u00a0", "has 0 printable characters");  // no-break spaces
+  EXPECT_NO_THROW(require_usable_token("0123456789abcdef", "test"));
   std::filesystem::remove_all(dir);
 }
 

@@ -303,9 +303,9 @@ TEST_F(CoordinatorTest, MalformedItemIsAnsweredWithAnErrorNotDropped) {
 
 TEST_F(CoordinatorTest, WrongTokenWrongVersionAndWrongRoleAreRefused) {
   CoordinatorOptions o;
-  o.token = "s3cret";
+  o.token = "s3cret-farm-token-01";
   start(o);
-  EXPECT_NO_THROW(connect(Role::client, "s3cret"));
+  EXPECT_NO_THROW(connect(Role::client, "s3cret-farm-token-01"));
   const auto refused = [&](ChannelOptions co, const char* code) {
     try {
       Channel::open(endpoint(), co);
@@ -315,15 +315,15 @@ TEST_F(CoordinatorTest, WrongTokenWrongVersionAndWrongRoleAreRefused) {
     }
   };
   ChannelOptions co;
-  co.token = "wrong";
+  co.token = "wrong-token-0123456789";
   refused(co, "auth_failed");
   co.token.reset();
   refused(co, "auth_failed");
-  co.token = "s3cret";
+  co.token = "s3cret-farm-token-01";
   co.version = 99;
   refused(co, "version_mismatch");
   // A client may not pose as a worker's message stream.
-  auto client = connect(Role::client, "s3cret");
+  auto client = connect(Role::client, "s3cret-farm-token-01");
   client->send(Json{{"type", "results"}, {"results", Json::array()}});
   EXPECT_THROW(for (int i = 0; i < 50; ++i) client->receive(100ms), Error);
 }

@@ -72,20 +72,20 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
   QueryServerOptions o;
   o.db_path = path;
   o.port = free_port();
-  o.token = "qs-token";
+  o.token = "qs-token-0123456789";
   o.threads = 1;
   std::thread server([&] { run_query_server(o); });
   for (int i = 0; i < 200 && get(o.port, "/v1/stats").first == 0; ++i) std::this_thread::sleep_for(10ms);
 
   EXPECT_EQ(get(o.port, "/v1/stats").first, 401);
   EXPECT_EQ(get(o.port, "/v1/stats", "Bearer wrong").first, 401);
-  const auto stats = get(o.port, "/v1/stats", "Bearer qs-token");
+  const auto stats = get(o.port, "/v1/stats", "Bearer qs-token-0123456789");
   EXPECT_EQ(stats.first, 200);
   EXPECT_EQ(Json::parse(stats.second).at("records"), 2);
 
   const std::string exact = "/v1/best?target=ascend910&workload=" +
                             std::string("%7B%22op%22%3A%22matmul%22%2C%22dims%22%3A%7B%22M%22%3A512%2C%22N%22%3A512%2C%22K%22%3A512%7D%7D");
-  const auto best = get(o.port, exact, "Bearer qs-token");
+  const auto best = get(o.port, exact, "Bearer qs-token-0123456789");
   ASSERT_EQ(best.first, 200) << best.second;
   const Json answer = Json::parse(best.second);
   EXPECT_EQ(answer.at("match"), "exact");
@@ -94,13 +94,13 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
 
   const std::string near = "/v1/best?target=ascend910&workload=" +
                            std::string("%7B%22op%22%3A%22matmul%22%2C%22dims%22%3A%7B%22M%22%3A500%2C%22N%22%3A512%2C%22K%22%3A512%7D%7D");
-  const auto nearest = get(o.port, near, "Bearer qs-token");
+  const auto nearest = get(o.port, near, "Bearer qs-token-0123456789");
   ASSERT_EQ(nearest.first, 200) << nearest.second;
   EXPECT_EQ(Json::parse(nearest.second).at("match"), "nearest");
-  EXPECT_EQ(get(o.port, "/v1/best?target=ascend910", "Bearer qs-token").first, 400);
-  EXPECT_EQ(get(o.port, "/nothing", "Bearer qs-token").first, 404);
+  EXPECT_EQ(get(o.port, "/v1/best?target=ascend910", "Bearer qs-token-0123456789").first, 400);
+  EXPECT_EQ(get(o.port, "/nothing", "Bearer qs-token-0123456789").first, 404);
   // /metrics of a database server: its lookups and the database's gauges, no farm families.
-  const std::string metrics = get(o.port, "/metrics", "Bearer qs-token").second;
+  const std::string metrics = get(o.port, "/metrics", "Bearer qs-token-0123456789").second;
   EXPECT_THAT(metrics, testing::HasSubstr("\natvoss_query_latency_seconds_count 2\n"));
   EXPECT_THAT(metrics, testing::HasSubstr("\natvoss_db_records 2\n"));
   EXPECT_THAT(metrics, testing::Not(testing::HasSubstr("atvoss_farm_")));
@@ -115,7 +115,7 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
     const db::TargetInfo twin{"00000000000000ff", "ascend910", Json{{"name", "ascend910"}, {"rev", 2}}};
     database.records().insert(db::Record(w, twin, Schedule({{"tile_m", 16}}), m));
   }
-  const auto ambiguous = get(o.port, exact, "Bearer qs-token");
+  const auto ambiguous = get(o.port, exact, "Bearer qs-token-0123456789");
   EXPECT_EQ(ambiguous.first, 400) << ambiguous.second;
   EXPECT_THAT(ambiguous.second, testing::HasSubstr("00000000000000ff"));
   EXPECT_THAT(ambiguous.second, testing::HasSubstr(target.key()));
