@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 
 #include "core/error.hpp"
@@ -53,7 +54,13 @@ std::string unique_temporary(const std::string& path, const std::string& what) {
 void write_file_atomically(const std::string& path, std::string_view what_view,
                            const std::function<void(std::ostream&)>& write) {
   const std::string what(what_view);
-  require_output_file(path, what);
+  if (path == "-") {
+    write(std::cout);
+    std::cout.flush();
+    if (!std::cout) throw Error(ErrorKind::io, what + ": write to standard output failed");
+    return;
+  }
+  require_replaceable_file(path, what);
   const std::string tmp = unique_temporary(path, what);
   try {
     {

@@ -3,8 +3,10 @@
 // to a temporary file with a unique name beside the destination, which is fsynced and then
 // renamed into place, and the directory is fsynced. A reader sees the old file or the new
 // one, never half of one; two writers never share a temporary; after a crash the file is
-// whole or absent. The destination is checked first (core/user_paths.hpp): a missing
-// directory or a directory in its place is bad_input, and no directory is created.
+// whole or absent. The destination is checked first (require_replaceable_file,
+// core/user_paths.hpp): a missing directory, a directory in its place, or anything there
+// but a regular file (a symlink, a device node, a FIFO) is bad_input, and no directory is
+// created. Path "-" writes to standard output instead.
 #pragma once
 
 #include <functional>

@@ -33,4 +33,19 @@ void require_output_file(const std::string& path, std::string_view what) {
   }
 }
 
+void require_replaceable_file(const std::string& path, std::string_view what) {
+  if (path == "-") return;
+  require_output_file(path, what);
+  std::error_code ec;
+  const auto type = fs::symlink_status(path, ec).type();
+  if (type == fs::file_type::not_found || type == fs::file_type::regular) return;
+  const char* kind = type == fs::file_type::symlink     ? "a symbolic link"
+                     : type == fs::file_type::character || type == fs::file_type::block ? "a device node"
+                     : type == fs::file_type::fifo      ? "a FIFO"
+                     : type == fs::file_type::socket    ? "a socket"
+                                                        : "not a regular file";
+  throw_bad_input(std::string(what) + ": '" + path + "' is " + kind +
+                  "; only a regular file is replaced (give '-' for standard output)");
+}
+
 }  // namespace atvoss

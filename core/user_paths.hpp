@@ -18,4 +18,9 @@ void require_input_file(const std::string& path, std::string_view what);
 // a directory. The file itself may or may not exist.
 void require_output_file(const std::string& path, std::string_view what);
 
+// As require_output_file, for an output that replaces whatever is at path: bad_input too
+// if something other than a regular file is there (a symlink, a device node, a FIFO, a
+// socket), which replacing would destroy or redirect. "-" (standard output) passes.
+void require_replaceable_file(const std::string& path, std::string_view what);
+
 }  // namespace atvoss

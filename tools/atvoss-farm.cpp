@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   return atvoss::tools::run_cli(app, argc, argv, [&] {
     atvoss::rpc::set_log_enabled(!quiet);
     options.token = atvoss::rpc::load_token(token_file);
-    if (!port_file.empty()) atvoss::require_output_file(port_file, "--port-file");  // before listening
+    if (!port_file.empty()) atvoss::require_replaceable_file(port_file, "--port-file");  // before listening
     options.grace = std::chrono::milliseconds(grace_ms);
     options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
     options.login_timeout = std::chrono::milliseconds(login_timeout_ms);

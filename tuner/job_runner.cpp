@@ -460,8 +460,8 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   tasks = frontend::without_unschedulable(tasks, target);
   // The spec names where output goes; a missing directory is the user's to create.
   require_output_file(spec.database, "job spec: field 'database'");
-  require_output_file(spec.export_path, "job spec: field 'export'");
-  require_output_file(spec.report_path, "job spec: field 'report'");
+  require_replaceable_file(spec.export_path, "job spec: field 'export'");
+  require_replaceable_file(spec.report_path, "job spec: field 'report'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   if (!spec.fusion_rules.empty() && !farm.empty()) {
     throw_bad_input("job spec: field 'fusion_rules' declares rules in this process only; a farm's "

@@ -21,7 +21,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   costmodel::require_cost_model(spec.cost_model, "--cost-model");
   if (spec.db.empty()) throw_bad_input("--db must name a database file");
   require_output_file(spec.db, "--db");
-  if (!spec.export_path.empty()) require_output_file(spec.export_path, "--export");
+  if (!spec.export_path.empty()) require_replaceable_file(spec.export_path, "--export");
   SingleTuneOutcome out{Workload::from_json(spec.workload), backend::load_target(spec.target), {}};
   const ScheduleSpace space = backend::space_for(out.workload, out.target);
   auto measurer = make_job_measurer(spec.farm);

@@ -96,5 +96,27 @@ TEST_F(FilePathsTest, AFailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
   EXPECT_EQ(entries(), 2);
 }
 
+// export, export-table, tune --export, the job's "export" and farm --port-file replaced
+// /dev/full or the /proc/self/fd/1 symlink with a regular file and reported success.
+TEST_F(FilePathsTest, OnlyARegularFileIsReplaced) {
+  std::ofstream(path("target.txt")) << "keep";
+  fs::create_symlink(path("target.txt"), path("link"));
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  EXPECT_THAT(refusal([&] { write_file_atomically(path("link"), "--export", [](std::ostream& o) { o << "x"; }); }),
+              HasSubstr("--export: '" + path("link") + "' is a symbolic link; only a regular file is replaced"));
+  EXPECT_TRUE(fs::is_symlink(path("link")));
+  EXPECT_EQ(slurp(path("target.txt")), "keep");
+  EXPECT_THAT(refusal([&] { write_file_atomically(path("fifo"), "-o", [](std::ostream& o) { o << "x"; }); }),
+              HasSubstr("is a FIFO"));
+  EXPECT_EQ(fs::symlink_status(path("fifo")).type(), fs::file_type::fifo);
+  EXPECT_THAT(refusal([&] { require_replaceable_file("/dev/null", "--port-file"); }), HasSubstr("is a device node"));
+  EXPECT_EQ(refusal([&] { require_replaceable_file(path("old.txt"), "-o"); }), "");
+  EXPECT_EQ(refusal([&] { require_replaceable_file(path("new.txt"), "-o"); }), "");
+  testing::internal::CaptureStdout();
+  write_file_atomically("-", "-o", [](std::ostream& o) { o << "to stdout"; });
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "to stdout");
+  EXPECT_FALSE(fs::exists(path("-")));
+}
+
 }  // namespace
 }  // namespace atvoss
