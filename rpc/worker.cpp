@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/error.hpp"
 #include "rpc/log.hpp"
@@ -162,6 +163,7 @@ void Worker::serve(Channel& channel, std::uint64_t generation) {
 }
 
 Measurement Worker::measure_task(const Json& task) {
+  bool table = false;  // a recorded table's errors are not passed on (table_refusal)
   try {
     const std::string target_key = task.at("target").get<std::string>();
     const auto key = std::find(target_keys_.begin(), target_keys_.end(), target_key);
@@ -177,6 +179,10 @@ Measurement Worker::measure_task(const Json& task) {
     const Schedule schedule = Schedule::from_json(request.at("schedule"));
     const int repeat = request.value("repeat", 1);
     if (repeat < 1 || repeat > 1000) throw_bad_input("request: field 'repeat' must be 1..1000");
+    table = workload.is_table();
+    if (table) {
+      if (const auto why = table_refusal(workload.table())) return Measurement::failed(Status::error, *why);
+    }
     const Target& target = options_.targets[static_cast<std::size_t>(key - target_keys_.begin())];
     const std::string served_by = backend::backend_for(workload, target).name();
     if (std::find(options_.backends.begin(), options_.backends.end(), served_by) == options_.backends.end()) {
@@ -191,9 +197,27 @@ Measurement Worker::measure_task(const Json& task) {
     return m;
   } catch (const std::exception& e) {
     // A request this worker cannot read (e.g. an op a newer client knows) says nothing
-    // about the schedule: report it as an infrastructure error so it is never stored.
-    return Measurement::failed(Status::error, std::string("worker: ") + e.what());
+    // about the schedule: report it as an infrastructure error so it is never stored. A
+    // table's parse error may quote its lines: the client gets none of them.
+    return Measurement::failed(Status::error, table ? std::string("worker: the recorded table could not be read")
+                                                    : std::string("worker: ") + e.what());
   }
+}
+
+std::optional<std::string> Worker::table_refusal(const std::string& path) const {
+  namespace fs = std::filesystem;
+  const std::string refused = "worker: recorded table '" + path + "' is not served here";
+  if (options_.recorded_dirs.empty()) return refused + " (this worker serves none: start it with --recorded-dir)";
+  std::error_code ec;
+  const fs::path real = fs::canonical(path, ec);
+  if (ec || fs::status(real, ec).type() != fs::file_type::regular) return refused + " (not a regular file)";
+  for (const auto& dir : options_.recorded_dirs) {
+    const fs::path root = fs::canonical(dir, ec);
+    if (ec) continue;
+    const auto rel = real.lexically_relative(root);
+    if (!rel.empty() && *rel.begin() != "..") return std::nullopt;
+  }
+  return refused + " (outside its --recorded-dir)";
 }
 
 void Worker::assign(const Json& task, std::uint64_t generation) {

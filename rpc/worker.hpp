@@ -46,6 +46,12 @@ struct WorkerOptions {
   // physical cores. A host target caps it there: one timed kernel per physical core.
   int slots = 0;
   std::optional<std::string> token;
+  // Directories whose recorded tables (workloads {"op": "recorded", "table": PATH}) this
+  // worker serves (--recorded-dir); none by default. A client names the path, so without
+  // this a farm client could make the worker open any file (and block on a FIFO): a table
+  // is served only if it resolves, through every symlink, to a regular file inside one of
+  // these, and an error never carries the file's content.
+  std::vector<std::string> recorded_dirs;
   std::string name;              // shown in the farm's stats; default host-pid
   double noise = 0.02;           // jitter sigma of simulating backends
   // Sleep as long as the device run would take: compile_ms + repeat x simulated time.
@@ -80,6 +86,8 @@ class Worker {
   void assign(const Json& task, std::uint64_t generation);
   void writer_loop();
   Measurement measure_task(const Json& task);
+  // Why this worker will not open the recorded table at path; nullopt when it may.
+  std::optional<std::string> table_refusal(const std::string& path) const;
 
   WorkerOptions options_;
   MeasureFunction measure_;

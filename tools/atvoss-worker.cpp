@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_option("--token-file", token_file, "file holding the farm token (else ATVOSS_TOKEN)");
   app.add_option("--name", options.name, "name shown in the farm's stats (default host-pid)");
+  app.add_option("--recorded-dir", options.recorded_dirs,
+                 "serve recorded tables from this directory (repeatable; default: none)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--noise", options.noise, "simulator jitter sigma")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   app.add_flag("--emulate-device-latency", options.emulate_device_latency,
                "take as long as a device run: compile + repeat x simulated time");

@@ -29,6 +29,8 @@
 #include "core/json.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/farm_client.hpp"
+#include "rpc/frame.hpp"
+#include "rpc/protocol.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 
@@ -290,5 +292,72 @@ inline std::string url_encode(const std::string& text) {
   }
   return out;
 }
+
+// A scripted farm on a loopback socket: one worker connects, and the test says what the
+// farm sends and reads what the worker answers, as only a faulty or hostile farm (or the
+// client behind it) would. Every wait is bounded (30 s).
+class ScriptedFarm {
+ public:
+  ScriptedFarm() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}), socket_(io_) {
+    acceptor_.non_blocking(true);
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  void accept() {
+    boost::system::error_code ec;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (acceptor_.accept(socket_, ec), ec == boost::asio::error::would_block) {
+      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the worker did not connect");
+      std::this_thread::sleep_for(10ms);
+    }
+    if (ec) throw std::runtime_error("accept: " + ec.message());
+    socket_.non_blocking(true);
+  }
+  // Accepts the worker and logs it in without a token; returns its register message.
+  Json login_worker() {
+    accept();
+    send(Json{{"type", "hello"}, {"version", rpc::kProtocolVersion}, {"nonce", std::string(64, 'a')}, {"auth", false}});
+    if (receive("login").at("role") != "worker") throw std::runtime_error("not a worker's login");
+    send(Json{{"type", "welcome"}, {"version", rpc::kProtocolVersion}, {"session", 1}, {"heartbeat_ms", 1000}});
+    return receive("register");
+  }
+  // Hands the worker one task and returns the measurement it sends back.
+  Measurement measure(int id, const std::string& target, const Json& workload, const Json& schedule) {
+    const Json body = rpc::encode_body(Json{{"workload", workload}, {"schedule", schedule}, {"repeat", 1}, {"seed", 3}});
+    send(Json{{"type", "tasks"}, {"tasks", Json::array({Json{{"id", id}, {"target", target}, {"request", body}}})}});
+    const Json result = receive("results").at("results").at(0);
+    if (result.at("id") != id) throw std::runtime_error("a result for another task");
+    return Measurement::from_json(rpc::decode_body(result.at("measurement"), "measurement"));
+  }
+  void send(const Json& m) {
+    socket_.non_blocking(false);
+    boost::asio::write(socket_, boost::asio::buffer(rpc::encode_frame(m)));
+    socket_.non_blocking(true);
+  }
+  // The next message of the given type (others, such as heartbeats, are skipped).
+  Json receive(const std::string& type) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    for (;;) {
+      while (auto m = decoder_.next()) {
+        if (m->at("type") == type) return *m;
+      }
+      std::array<char, 4096> buf{};
+      boost::system::error_code ec;
+      const std::size_t n = socket_.read_some(boost::asio::buffer(buf), ec);
+      if (ec == boost::asio::error::would_block) {
+        if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("no '" + type + "' in 30 s");
+        std::this_thread::sleep_for(10ms);
+        continue;
+      }
+      if (ec) throw std::runtime_error("the worker hung up: " + ec.message());
+      decoder_.feed(buf.data(), n);
+    }
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::ip::tcp::socket socket_;
+  rpc::FrameDecoder decoder_;
+};
 
 }  // namespace atvoss::farm_test

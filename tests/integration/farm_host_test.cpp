@@ -136,55 +136,6 @@ TEST(FarmHostTest, HostWorkWaitsForAWorkerOfItsFingerprint) {
   EXPECT_TRUE(m.ok()) << m.message;
 }
 
-// A scripted farm on a loopback socket: it logs the worker in and hands it one task for
-// another CPU's fingerprint, as only a faulty farm would. Every wait is bounded (30 s).
-class ScriptedFarm {
- public:
-  ScriptedFarm() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}), socket_(io_) {
-    acceptor_.non_blocking(true);
-  }
-  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  void accept() {
-    boost::system::error_code ec;
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (acceptor_.accept(socket_, ec), ec == boost::asio::error::would_block) {
-      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("the worker did not connect");
-      std::this_thread::sleep_for(10ms);
-    }
-    if (ec) throw std::runtime_error("accept: " + ec.message());
-    socket_.non_blocking(true);
-  }
-  void send(const Json& m) {
-    socket_.non_blocking(false);
-    boost::asio::write(socket_, boost::asio::buffer(rpc::encode_frame(m)));
-    socket_.non_blocking(true);
-  }
-  // The next message of the given type (others, such as heartbeats, are skipped).
-  Json receive(const std::string& type) {
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
-    for (;;) {
-      while (auto m = decoder_.next()) {
-        if (m->at("type") == type) return *m;
-      }
-      std::array<char, 4096> buf{};
-      boost::system::error_code ec;
-      const std::size_t n = socket_.read_some(boost::asio::buffer(buf), ec);
-      if (ec == boost::asio::error::would_block) {
-        if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("no '" + type + "' in 30 s");
-        std::this_thread::sleep_for(10ms);
-        continue;
-      }
-      if (ec) throw std::runtime_error("the worker hung up: " + ec.message());
-      decoder_.feed(buf.data(), n);
-    }
-  }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::ip::tcp::socket socket_;
-  rpc::FrameDecoder decoder_;
-};
 
 TEST(FarmHostTest, AWorkerRefusesATaskForAnotherFingerprint) {
   ScriptedFarm farm;
