@@ -4,7 +4,10 @@
 
 #include <memory>
 
+#include <filesystem>
+
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 
 namespace atvoss {
 namespace {
@@ -14,6 +17,8 @@ struct GzClose {
 }  // namespace
 
 std::string read_maybe_gzip(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) require_input_file(path, "file");  // gzopen blocks on a FIFO
   std::unique_ptr<gzFile_s, GzClose> f(gzopen(path.c_str(), "rb"));
   if (!f) throw Error(ErrorKind::io, "cannot open '" + path + "'");
   std::string out;
@@ -26,6 +31,9 @@ std::string read_maybe_gzip(const std::string& path) {
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > kMaxInputFileBytes) {
+      throw_bad_input("'" + path + "' decompresses past the limit of " + std::to_string(kMaxInputFileBytes) + " bytes");
+    }
   }
   return out;
 }

@@ -90,11 +90,7 @@ Json parse_json(std::string_view text, std::string_view what) {
 
 Json load_json_file(const std::string& path) {
   require_input_file(path, "file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::bad_input, path + ": cannot open file");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_json(buf.str(), path);
+  return parse_json(read_input_file(path, "file"), path);
 }
 
 Json json_from_arg(const std::string& arg, std::string_view what) {

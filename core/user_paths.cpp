@@ -1,6 +1,7 @@
 #include "core/user_paths.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "core/error.hpp"
@@ -15,6 +16,36 @@ void require_input_file(const std::string& path, std::string_view what) {
   const auto st = fs::status(path, ec);
   if (st.type() == fs::file_type::not_found) throw_bad_input(where + " does not exist");
   if (st.type() == fs::file_type::directory) throw_bad_input(where + " is a directory, expected a file");
+  if (st.type() != fs::file_type::regular) {
+    const char* kind = st.type() == fs::file_type::fifo                                                  ? "a FIFO"
+                       : st.type() == fs::file_type::character || st.type() == fs::file_type::block ? "a device node"
+                       : st.type() == fs::file_type::socket                                              ? "a socket"
+                                                                                                         : "not a regular file";
+    throw_bad_input(where + " is " + kind + ", expected a regular file");
+  }
+}
+
+std::string read_input_file(const std::string& path, std::string_view what, std::uintmax_t max_bytes) {
+  const std::string where = std::string(what) + ": '" + path + "'";
+  std::error_code ec;
+  if (!path.empty() && fs::status(path, ec).type() == fs::file_type::not_found) {
+    throw Error(ErrorKind::io, where + ": cannot open (no such file)");
+  }
+  require_input_file(path, what);
+  const auto size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes) {
+    throw_bad_input(where + " is " + std::to_string(size) + " bytes; the limit is " + std::to_string(max_bytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::io, where + ": cannot open");
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, std::size_t(in.gcount()));
+    if (text.size() > max_bytes) throw_bad_input(where + " grew past the limit of " + std::to_string(max_bytes) + " bytes");
+  }
+  if (in.bad()) throw Error(ErrorKind::io, where + ": cannot read");
+  return text;
 }
 
 void require_output_file(const std::string& path, std::string_view what) {

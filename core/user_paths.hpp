@@ -5,14 +5,24 @@
 // directory: the user says where output goes, and a missing directory is theirs to make.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace atvoss {
 
-// bad_input unless path names an existing entry that is not a directory. `what` names
-// the flag or field, e.g. "--workload" or "import".
+// bad_input unless path names an existing regular file (symlinks followed). A FIFO or a
+// device would block a tool for good or feed it without end. `what` names the flag or field,
+// e.g. "--workload" or "import".
 void require_input_file(const std::string& path, std::string_view what);
+
+// The largest file atvoss reads whole into memory: 1 GiB (docs/architecture.md, "Inputs").
+inline constexpr std::uintmax_t kMaxInputFileBytes = std::uintmax_t{1} << 30;
+
+// The content of the regular file at path: io error if it is absent or cannot be read;
+// bad_input if it is a directory, a FIFO, a device (require_input_file) or larger than max_bytes.
+std::string read_input_file(const std::string& path, std::string_view what,
+                            std::uintmax_t max_bytes = kMaxInputFileBytes);
 
 // bad_input if path is a directory, or if its parent directory does not exist or is not
 // a directory. The file itself may or may not exist.

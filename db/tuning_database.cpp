@@ -141,6 +141,8 @@ TuningDatabase TuningDatabase::open(const std::string& path, const OpenOptions& 
     throw Error(ErrorKind::not_found, "database " + path + " does not exist");
   }
   if (!memory) require_output_file(path, "database");  // a directory, or no directory to create it in
+  // A FIFO or a device where the database belongs would block or feed SQLite without end.
+  if (!memory && std::filesystem::exists(path)) require_input_file(path, "database");
   int flags = SQLITE_OPEN_NOMUTEX;  // one connection per thread: SQLite's own mutex is not needed
   flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   if (!memory) check_file_header(path);

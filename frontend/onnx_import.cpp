@@ -17,6 +17,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "frontend/graph_fusion.hpp"
 
 namespace atvoss::frontend {
@@ -553,9 +554,8 @@ class Extractor {
 };
 
 onnx::ModelProto read_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_bad_input("model: cannot read ONNX file '" + path + "'");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  require_input_file(path, "model");  // absent, a directory, a FIFO or a device: bad input
+  const std::string bytes = read_input_file(path, "model");
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph()) {
     throw_bad_input("model: '" + path + "' is not an ONNX model (protobuf parse failed or no graph)");

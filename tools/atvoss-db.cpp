@@ -215,6 +215,7 @@ void cmd_import(TuningDatabase& db, const std::vector<std::string>& files, bool 
     if (is_kernel_tuner_cache(file)) {
       rep = db.import_records(read_kernel_tuner_cache(file), file, atvoss::backend::SpaceCheck{});
     } else {
+      require_input_file(file, "import");
       std::ifstream in(file);
       if (!in) throw Error(ErrorKind::io, "import: cannot open '" + file + "'");
       rep = db.import_jsonl(in, file, atvoss::backend::SpaceCheck{});

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 
 namespace atvoss::table {
 
@@ -157,12 +158,7 @@ Json make_table_json(const TableHeader& fields, const std::vector<TableEntry>& e
 }
 
 std::shared_ptr<const ScheduleTable> ScheduleTable::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::io, "table: cannot open '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::io, "table: cannot read '" + path + "'");
-  return from_json(parse_json(text.str(), "table " + path), "table " + path);
+  return from_json(parse_json(read_input_file(path, "table"), "table " + path), "table " + path);
 }
 
 std::shared_ptr<const ScheduleTable> ScheduleTable::from_json(const Json& doc, const std::string& what) {

@@ -52,12 +52,14 @@ class CliTest : public ::testing::Test {
     return s.str();
   }
 
-  // Runs ATVOSS_BIN_DIR/tool with args (already shell-quoted where needed).
+  // Runs ATVOSS_BIN_DIR/tool with args (already shell-quoted where needed); with timeout_s,
+  // under timeout(1), so that a hang ends as exit 124.
   CliResult run_tool(const std::string& tool, const std::string& args,
-                     const std::string& stdin_text = "") const {
+                     const std::string& stdin_text = "", int timeout_s = 0) const {
     const std::string in = file("stdin", stdin_text.empty() ? "\n" : stdin_text);
     const std::string out = file("stdout"), err = file("stderr");
-    const std::string cmd = std::string(ATVOSS_BIN_DIR) + "/" + tool + " " + args + " <" + in +
+    const std::string bound = timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : "";
+    const std::string cmd = bound + std::string(ATVOSS_BIN_DIR) + "/" + tool + " " + args + " <" + in +
                             " >" + out + " 2>" + err;
     const int status = std::system(cmd.c_str());
     CliResult r;

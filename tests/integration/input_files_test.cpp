@@ -1,0 +1,58 @@
+// Inputs that hung or grew without end (issue "Hardening", item 4): a FIFO given as an input
+// blocked every tool for good, and /dev/zero as a JSON argument grew RSS to 1.27 GB. Each tool,
+// each input path: a FIFO, a device node and a symlink to a FIFO are bad input (exit 2) at
+// once, naming the flag; the run is bounded by `timeout`, so a hang fails as exit 124.
+#include <sys/stat.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli_harness.hpp"
+
+namespace atvoss::cli_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+class InputFiles : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    fifo_ = file("input.fifo");
+    ASSERT_EQ(::mkfifo(fifo_.c_str(), 0600), 0);
+    link_ = file("link.json");
+    std::filesystem::create_symlink(fifo_, link_);
+  }
+  // The tool under `timeout 20`: a hang is exit 124, not a stuck test.
+  CliResult bounded(const std::string& tool, const std::string& args) const { return run_tool(tool, args, "", 20); }
+  std::string fifo_, link_;
+};
+
+TEST_F(InputFiles, EveryToolRefusesAFifoADeviceAndASymlinkToAFifo) {
+  const std::string workload = R"('{"op":"matmul","dims":{"M":64,"N":64,"K":64}}')";
+  struct Case {
+    std::string tool, args;  // INPUT stands for the path under test
+  };
+  const std::vector<Case> cases = {
+      {"atvoss-sim", "eval --target ascend910 --workload INPUT"},
+      {"atvoss-sim", "eval --target INPUT --workload " + workload},
+      {"atvoss-tune", "INPUT --quiet"},
+      {"atvoss-tune", "--target ascend910 --workload INPUT --trials 1 --db " + file("t.db")},
+      {"atvoss-db", "--db INPUT stats"},
+      {"atvoss-db", "--db " + file("d.db") + " import INPUT"},
+      {"atvoss-analyze", "--job INPUT"},
+  };
+  for (const Case& c : cases) {
+    for (const std::string& input : {fifo_, std::string("/dev/zero"), link_}) {
+      std::string args = c.args;
+      args.replace(args.find("INPUT"), 5, quote(input));
+      SCOPED_TRACE(c.tool + " " + args);
+      const CliResult r = bounded(c.tool, args);
+      EXPECT_EQ(r.code, 2) << r.err;  // 124: it hung
+      EXPECT_THAT(r.err, HasSubstr("expected a regular file"));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace atvoss::cli_test
