@@ -216,6 +216,10 @@ class Extractor {
   // Adds the node's task; what to report instead when it has none.
   std::optional<std::string> task_of(const onnx::NodeProto& node) {
     const std::string& op = node.op_type();
+    // Every extractor reads the first input and output (protobuf aborts on a missing one).
+    if (node.input_size() == 0 || node.input(0).empty() || node.output_size() == 0 || node.output(0).empty()) {
+      return op + " (no input or no output)";
+    }
     if (op == "Conv") return conv_task(node);
     if (op == "MatMul") return matmul_task(node);
     if (op == "Gemm") return gemm_task(node);
@@ -520,6 +524,11 @@ class Extractor {
       for (std::int64_t i = std::int64_t(x->size()) - 1; i >= 0; --i) perm.push_back(i);
     }
     if (perm.size() != x->size()) return "Transpose (bad perm)";
+    std::vector<bool> seen(perm.size(), false);
+    for (const auto p : perm) {
+      if (p < 0 || p >= std::int64_t(perm.size()) || seen[std::size_t(p)]) return "Transpose (perm is not a permutation)";
+      seen[std::size_t(p)] = true;
+    }
     std::size_t kept = perm.size();
     while (kept > 0 && perm[kept - 1] == std::int64_t(kept - 1)) --kept;
     if (kept == 0) return std::nullopt;  // the identity moves nothing
@@ -596,12 +605,52 @@ void check_window_attributes(const onnx::GraphProto& graph) {
   }
 }
 
+// A window op's inputs and attribute lengths as ONNX defines them: libonnx's shape inference
+// reads past a weight of too low a rank or a pads list of the wrong length (a Conv fed a
+// BatchNormalization's 1-D scale crashed it, found by the mutation fuzzer). bad_input naming
+// the node and what was expected.
+void check_window_shapes(const onnx::GraphProto& graph) {
+  std::map<std::string, int> ranks;  // initializers and graph inputs of known rank
+  for (const auto& init : graph.initializer()) ranks[init.name()] = init.dims_size();
+  for (const auto& in : graph.input()) {
+    if (in.type().tensor_type().has_shape()) ranks[in.name()] = in.type().tensor_type().shape().dim_size();
+  }
+  static const std::set<std::string> window_ops = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"};
+  for (const auto& node : graph.node()) {
+    if (!window_ops.count(node.op_type())) continue;
+    const std::string where = "model: node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" +
+                              node.op_type() + ")";
+    const bool conv = node.op_type() == "Conv" || node.op_type() == "ConvTranspose";
+    if (conv && (node.input_size() < 2 || node.input_size() > 3)) throw_bad_input(where + ": expected 2 or 3 inputs");
+    if (!conv && node.input_size() != 1) throw_bad_input(where + ": expected 1 input");
+    int spatial = -1;  // from the data or the weight's rank, where known
+    for (int i = 0; i < (conv ? 2 : 1); ++i) {
+      const auto it = ranks.find(node.input(i));
+      if (it == ranks.end()) continue;
+      if (it->second < 3) throw_bad_input(where + ": input '" + node.input(i) + "' has rank " + std::to_string(it->second) + ", expected 3 or more");
+      if (spatial >= 0 && spatial != it->second - 2) throw_bad_input(where + ": the data and the weight differ in rank");
+      spatial = it->second - 2;
+    }
+    for (const auto& a : node.attribute()) {
+      const std::string& n = a.name();
+      if (n != "strides" && n != "dilations" && n != "kernel_shape" && n != "pads") continue;
+      const int want = n == "pads" ? 2 * spatial : spatial;
+      const int len = a.ints_size();
+      if ((spatial >= 0 && len != want) || (n == "pads" && len % 2 != 0) || len == 0) {
+        throw_bad_input(where + ": attribute '" + n + "' has " + std::to_string(len) + " values" +
+                        (spatial >= 0 ? ", expected " + std::to_string(want) : std::string(", expected one per spatial axis")));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
   if (options.batch < 1) throw_bad_input("onnx import: batch must be >= 1");
   onnx::ModelProto model = read_model(path);
   check_window_attributes(model.graph());
+  check_window_shapes(model.graph());
   bind_symbolic_dims(model, options.batch);
   try {
     onnx::shape_inference::InferShapes(model);
