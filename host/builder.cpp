@@ -8,8 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.hpp"
@@ -36,6 +39,50 @@ std::string first_lines(const std::string& text, int lines) {
   return pos == std::string::npos ? text : text.substr(0, pos);
 }
 
+// The content of a file, or nullopt (missing or unreadable); a symlink is not followed.
+std::optional<std::string> read_nofollow(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, std::size_t(n));
+  ::close(fd);
+  return out;
+}
+
+// Writes text to a new file at p: never through a symlink, never over an existing file.
+bool write_new(const fs::path& p, const std::string& text) {
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  bool ok = true;
+  for (std::size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    ok = n > 0;
+    done += ok ? std::size_t(n) : 0;
+  }
+  return ::close(fd) == 0 && ok;
+}
+
+// A fresh file name beside the cache entry that nothing (a planted symlink) occupies: the
+// source is written there.
+fs::path write_source(const fs::path& dir, const std::string& key, const std::string& source, std::string& tag) {
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    tag = "." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const fs::path src = dir / (key + tag + ".cpp");
+    if (write_new(src, source)) return src;
+    if (errno != EEXIST && errno != ELOOP) break;
+  }
+  throw Error(ErrorKind::io, "host builder: cannot create a source file in " + dir.string());
+}
+
+// Whether the cached object at so matches the digest stored beside it.
+bool verified(const fs::path& so) {
+  const auto object = read_nofollow(so);
+  const auto digest = read_nofollow(fs::path(so.string() + ".sha256"));
+  return object && digest && *digest == sha256_hex(*object);
+}
+
 BuildResult build_one(const std::string& source, const BuildOptions& o, const fs::path& dir) {
   BuildResult r;
   const std::string key = build_key(source, o);
@@ -43,17 +90,14 @@ BuildResult build_one(const std::string& source, const BuildOptions& o, const fs
   r.so_path = so.string();
   std::error_code ec;
   if (fs::exists(so, ec)) {
-    r.cached = true;
-    return r;
+    if (verified(so)) {
+      r.cached = true;
+      return r;
+    }
+    fs::remove(so, ec);  // tampered or half-written: built again
   }
-  static std::atomic<unsigned> counter{0};
-  const std::string tag = "." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  const fs::path src = dir / (key + tag + ".cpp"), tmp = dir / (key + tag + ".so");
-  {
-    std::ofstream f(src);
-    f << source;
-    if (!f) throw Error(ErrorKind::io, "host builder: cannot write " + src.string());
-  }
+  std::string tag;
+  const fs::path src = write_source(dir, key, source, tag), tmp = dir / (key + tag + ".so");
   std::vector<std::string> argv = {compiler_of(o)};
   argv.insert(argv.end(), o.flags.begin(), o.flags.end());
   argv.insert(argv.end(), {"-o", tmp.string(), src.string()});
@@ -69,6 +113,15 @@ BuildResult build_one(const std::string& source, const BuildOptions& o, const fs
     fs::remove(src, ec);
     return r;
   }
+  const auto object = read_nofollow(tmp);
+  const fs::path digest_tmp = dir / (key + tag + ".so.sha256");
+  if (!object || !write_new(digest_tmp, sha256_hex(*object))) {
+    fs::remove(tmp, ec);
+    fs::remove(src, ec);
+    throw Error(ErrorKind::io, "host builder: cannot record the digest of " + tmp.string());
+  }
+  // Digest first: a reader that finds the object finds its digest.
+  fs::rename(digest_tmp, so.string() + ".sha256", ec);
   fs::rename(tmp, so, ec);  // atomic: a concurrent build of the same source wrote the same bytes
   fs::rename(src, dir / (key + ".cpp"), ec);  // kept beside the .so for reading
   if (ec) fs::remove(src, ec);
@@ -80,14 +133,37 @@ BuildResult build_one(const std::string& source, const BuildOptions& o, const fs
 std::string build_key(const std::string& source, const BuildOptions& options) {
   std::string text = source + "\n//" + compiler_of(options);
   for (const auto& f : options.flags) text += " " + f;
+  text += "\n//" + (options.cpu.empty() ? this_machine().fingerprint() : options.cpu);
   return sha256_hex(text);
 }
 
-std::vector<BuildResult> build_all(const std::vector<std::string>& sources, const BuildOptions& options) {
-  const fs::path dir = fs::path(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir) / "kernels";
+void require_private_dir(const std::string& dir) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(ErrorKind::io, "host builder: cannot create " + dir.string() + ": " + ec.message());
+  const fs::path p(dir);
+  if (!fs::exists(p, ec)) {
+    fs::create_directories(p, ec);
+    if (ec) throw Error(ErrorKind::io, "host builder: cannot create " + dir + ": " + ec.message());
+    ::chmod(p.c_str(), 0700);
+  }
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) throw Error(ErrorKind::io, "host builder: cannot stat " + dir);
+  if (!S_ISDIR(st.st_mode)) throw_bad_input("compile cache '" + dir + "' is not a directory (a symlink?)");
+  if (st.st_uid != ::geteuid()) {
+    throw_bad_input("compile cache '" + dir + "' is owned by another user (uid " + std::to_string(st.st_uid) +
+                    "); atvoss runs what it finds there, so it uses only a directory of its own");
+  }
+  if (st.st_mode & 022) {
+    throw_bad_input("compile cache '" + dir + "' is writable by group or others (mode " +
+                    std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+                    std::to_string(st.st_mode & 7) + "); make it private: chmod 700 '" + dir + "'");
+  }
+}
+
+std::vector<BuildResult> build_all(const std::vector<std::string>& sources, const BuildOptions& options) {
+  const fs::path root = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  require_private_dir(root.string());
+  const fs::path dir = root / "kernels";
+  require_private_dir(dir.string());
   std::vector<BuildResult> results(sources.size());
   const int jobs = std::max(1, std::min<int>(options.jobs > 0 ? options.jobs : this_machine().physical_cores,
                                              int(sources.size())));

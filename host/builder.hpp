@@ -1,8 +1,15 @@
 // Builder: compiles generated kernel sources into shared objects, apart from running them
 // (as TVM separates builder and runner). Compiles run as parallel child processes
 // (posix_spawn of the system compiler, at most `jobs` at a time); a compile cache under
-// <cache dir>/kernels keys each .so by sha256(source + compiler + flags), so a source built
-// once is never compiled again. A compiler error is that candidate's compile_error.
+// <cache dir>/kernels keys each .so by sha256(source + compiler + flags + CPU fingerprint),
+// so a source built once is never compiled again. A compiler error is that candidate's
+// compile_error. The cache is run from, so it is kept as a careful build cache keeps one:
+// - its directories are created private (0700) and refused (bad_input) when owned by another
+//   user or writable by group or others;
+// - files are created with O_EXCL|O_NOFOLLOW (a planted symlink is never written through)
+//   and renamed into place;
+// - each object's SHA-256 is stored beside it and checked on every cache hit: an object that
+//   does not match is rebuilt, never handed out to be loaded or run.
 // Thread-safe: concurrent builds of one source race only on an atomic rename.
 #pragma once
 
@@ -20,6 +27,9 @@ struct BuildOptions {
   std::vector<std::string> flags = {"-std=gnu++17", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp"};
   int jobs = 0;           // parallel compiles; 0: the physical cores
   double timeout_s = 120; // a compile running longer is killed: compile_error
+  // The CPU the objects are for (its fingerprint, machine.hpp), part of the key since they
+  // are built with -march=native; empty: this machine's.
+  std::string cpu;
 };
 
 struct BuildResult {
@@ -35,5 +45,9 @@ std::vector<BuildResult> build_all(const std::vector<std::string>& sources, cons
 
 // The cache key of a source under options (64 hex digits).
 std::string build_key(const std::string& source, const BuildOptions& options);
+
+// Creates dir (and missing parents) private to this user, then bad_input unless dir is a
+// directory owned by this user and not writable by group or others.
+void require_private_dir(const std::string& dir);
 
 }  // namespace atvoss::host

@@ -379,7 +379,9 @@ Calibration measure_calibration(const MachineInfo& info) {
 std::string default_cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/atvoss";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/atvoss";
-  return (fs::temp_directory_path() / "atvoss-cache").string();
+  // A shared temporary directory only through a private per-user subdirectory (the builder
+  // checks its owner and mode before it puts or runs anything there).
+  return (fs::temp_directory_path() / ("atvoss-cache-" + std::to_string(::geteuid()))).string();
 }
 
 Target describe_machine(const DescribeOptions& options) {

@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "host/codegen.hpp"
 #include "host/host_space.hpp"
+#include "host/machine.hpp"
 #include "host/measure.hpp"
 #include "core/error.hpp"
 #include "host/kernel_abi.hpp"
@@ -62,6 +65,97 @@ TEST(BuilderTest, TheCacheReusesABuildOfTheSameSource) {
 
   o.flags.push_back("-DOTHER_FLAGS");  // the flags are part of the key
   EXPECT_NE(build_key(a, o), build_key(a, BuildOptions{}));
+}
+
+// The compile cache is run from (issue "Hardening", item 1): a .so swapped in the cache was
+// run; a planted symlink made a compile overwrite the file it pointed to; a cache owned by
+// another user or open to everyone was used; two CPUs could share objects built -march=native.
+TEST(BuilderTest, ATamperedObjectIsBuiltAgainNeverHandedOut) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  o.compiler = counting_compiler(dir);
+  const std::string a = kernel_body("g->c[0] = 1;");
+  const auto first = build_all({a}, o);
+  ASSERT_EQ(first[0].status, Status::ok) << first[0].message;
+  std::ofstream(first[0].so_path, std::ios::trunc) << "not the object that was built";
+  const auto second = build_all({a}, o);
+  EXPECT_FALSE(second[0].cached);
+  EXPECT_EQ(calls(dir), 2);
+  std::ifstream so(second[0].so_path, std::ios::binary);
+  std::string head(4, '\0');
+  so.read(head.data(), 4);
+  EXPECT_EQ(head, "\x7f" "ELF");
+  EXPECT_TRUE(build_all({a}, o)[0].cached);  // and the rebuilt one is trusted again
+}
+
+TEST(BuilderTest, APlantedSymlinkIsNeverWrittenThrough) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  const std::string a = kernel_body("g->c[0] = 3;");
+  const std::string victim = (dir.path() / "victim.txt").string();
+  std::ofstream(victim) << "precious";
+  const auto kernels = dir.path() / "kernels";
+  std::filesystem::create_directories(kernels);
+  ::chmod(kernels.c_str(), 0700);
+  // Every source name this process can pick next (pid, counter) leads to the victim.
+  for (int n = 0; n <= 800; ++n) {
+    const auto name = kernels / (build_key(a, o) + "." + std::to_string(::getpid()) + "." + std::to_string(n) + ".cpp");
+    std::filesystem::create_symlink(victim, name);
+  }
+  const auto built = build_all({a}, o);
+  EXPECT_EQ(built[0].status, Status::ok) << built[0].message;
+  std::ifstream in(victim);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "precious");
+}
+
+TEST(BuilderTest, ACacheOfAnotherUserOrOpenToOthersIsRefused) {
+  TempDir dir;
+  const auto open_dir = dir.path() / "open";
+  std::filesystem::create_directories(open_dir);
+  ::chmod(open_dir.c_str(), 0777);
+  auto refusal = [](const std::string& d) {
+    try {
+      require_private_dir(d);
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal(open_dir.string()).find("writable by group or others (mode 777)"), std::string::npos);
+  BuildOptions o;
+  o.cache_dir = open_dir.string();
+  EXPECT_THROW(build_all({kernel_body("(void)g;")}, o), Error);
+  // Owned by another user: as root, a directory given to nobody; otherwise a system one.
+  std::string foreign = "/usr";
+  if (::geteuid() == 0) {
+    foreign = (dir.path() / "foreign").string();
+    std::filesystem::create_directories(foreign);
+    ASSERT_EQ(::chown(foreign.c_str(), 65534, 65534), 0);
+  }
+  EXPECT_NE(refusal(foreign).find("is owned by another user"), std::string::npos);
+  // A fresh cache is created private.
+  const auto fresh = dir.path() / "fresh" / "cache";
+  EXPECT_EQ(refusal(fresh.string()), "accepted");
+  struct stat st {};
+  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(BuilderTest, TheKeyNamesTheCpu) {
+  BuildOptions x, y;
+  x.cpu = "cpu-a";
+  y.cpu = "cpu-b";
+  EXPECT_NE(build_key("int x;", x), build_key("int x;", y));
+  EXPECT_EQ(build_key("int x;", BuildOptions{}), build_key("int x;", [] {
+              BuildOptions o;
+              o.cpu = this_machine().fingerprint();
+              return o;
+            }()));
 }
 
 TEST(BuilderTest, ACompilerErrorIsThatCandidatesCompileError) {
