@@ -20,15 +20,15 @@ std::string number_text(double v) {
 
 void check_result(const Measurement& m) {
   for (double r : m.repeats) {
-    if (!std::isfinite(r) || r <= 0) {
-      throw_bad_input("measurement: field 'repeats' must hold finite times > 0 (microseconds), got " +
-                      number_text(r));
+    if (!plausible_time_us(r)) {
+      throw_bad_input("measurement: field 'repeats' must hold times from " + number_text(kMinTimeUs) + " to " +
+                      number_text(kMaxTimeUs) + " microseconds, got " + number_text(r));
     }
   }
   if (!m.ok()) return;
-  if (!std::isfinite(m.time_us) || m.time_us <= 0) {
-    throw_bad_input("measurement: field 'time_us' must be a finite time > 0 (microseconds) when the "
-                    "status is ok, got " + number_text(m.time_us));
+  if (!plausible_time_us(m.time_us)) {
+    throw_bad_input("measurement: field 'time_us' must be a time from " + number_text(kMinTimeUs) + " to " +
+                    number_text(kMaxTimeUs) + " microseconds when the status is ok, got " + number_text(m.time_us));
   }
   if (m.repeats.empty()) return;
   const auto [lo, hi] = std::minmax_element(m.repeats.begin(), m.repeats.end());

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/result_check.hpp"
 #include "core/user_paths.hpp"
 
 namespace atvoss::table {
@@ -107,6 +108,10 @@ TableEntry TableEntry::from_json(const Json& j) {
   e.workload = Workload::from_json(require_field(j, "workload", "table entry"));
   e.schedule = Schedule::from_json(require_field(j, "schedule", "table entry"));
   e.time_us = require_number(j, "time_us", "table entry");
+  if (!plausible_time_us(e.time_us)) {
+    throw_bad_input("table entry: field 'time_us' must be a time from 0.001 to 1e12 microseconds, got " +
+                    j["time_us"].dump());
+  }
   if (j.contains("workload_key") && j["workload_key"] != e.workload.key()) {
     throw_bad_input("table entry: 'workload_key' does not match its workload");
   }

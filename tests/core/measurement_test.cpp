@@ -37,6 +37,10 @@ TEST(MeasurementTest, ImpossibleResultsAreRefusedNamingTheField) {
       {R"({"status":"ok","time_us":50,"repeats":[4,5,6]})", "'time_us' (50)"},
       {R"({"status":"ok","time_us":1,"repeats":[4,5,6]})", "between the smallest"},
       {R"({"status":"compile_error","repeats":[0]})", "'repeats'"},
+      // Below a nanosecond or beyond 11 days: no kernel (an import of 1e-300 became the best).
+      {R"({"status":"ok","time_us":1e-300,"repeats":[1e-300]})", "'repeats' must hold times from 0.001"},
+      {R"({"status":"ok","time_us":1e-300})", "'time_us' must be a time from 0.001"},
+      {R"({"status":"ok","time_us":2e12})", "'time_us'"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.json);

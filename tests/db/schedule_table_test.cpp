@@ -162,6 +162,24 @@ TEST_F(ScheduleTableTest, ConcurrentLookupsAgreeWithSequentialOnes) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+// A runtime table's time is a plausible one: -1e308 was accepted, and would always win.
+TEST(ScheduleTableEntryTest, AnImpossibleTimeIsRefused) {
+  const Json entry = {{"workload", {{"op", "matmul"}, {"dims", {{"M", 8}, {"N", 8}, {"K", 8}}}}},
+                      {"schedule", {{"tile_m", 8}}}, {"time_us", 12.5}};
+  EXPECT_DOUBLE_EQ(table::TableEntry::from_json(entry).time_us, 12.5);
+  for (const double t : {-1e308, 0.0, 1e-300, 1e300}) {
+    Json bad = entry;
+    bad["time_us"] = t;
+    try {
+      (void)table::TableEntry::from_json(bad);
+      ADD_FAILURE() << "accepted time_us " << t;
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_NE(std::string(e.what()).find("field 'time_us'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(ScheduleTableNearestTest, PrunedSearchAgreesWithBruteForce) {
   // Few distinct dims, so equal first coordinates and equal distances (ties) are common.
   std::mt19937_64 rng(42);
