@@ -34,7 +34,16 @@ void FarmMetrics::count_rejection(std::string_view reason) {
   ++it->second;
 }
 
-void FarmMetrics::count_measured(std::string_view status) {
+void FarmMetrics::count_measured(std::string_view raw_status) {
+  // Statuses come from workers as bytes: anything but printable ASCII (and a newline, which
+  // label_value escapes) becomes '?', so that /metrics stays valid UTF-8 (a scraper refuses
+  // the page otherwise) and the stats stay JSON.
+  std::string printable(raw_status);
+  for (char& c : printable) {
+    const auto b = static_cast<unsigned char>(c);
+    if ((b < 0x20 && c != '\n') || b > 0x7e) c = '?';
+  }
+  std::string_view status = printable;
   const std::lock_guard lock(mu_);
   auto it = by_status_.find(status);
   // Statuses come from workers: a bounded label set keeps /metrics and memory bounded.

@@ -251,6 +251,17 @@ TEST(Metrics, StatusLabelsAreBounded) {
   EXPECT_GT(value_of(families, "atvoss_farm_measurements_total", "atvoss_farm_measurements_total", {{"status", "other"}}), 900);
 }
 
+// A worker's status went into /metrics as raw bytes: invalid UTF-8, and a scrape refused.
+TEST(Metrics, StatusBytesAreMadePrintable) {
+  FarmMetrics m;
+  m.count_measured(std::string("bad\xff\xfe\nstatus\x01", 13));
+  const std::string text = m.prometheus();
+  EXPECT_NE(text.find("status=\"bad??\\nstatus?\""), std::string::npos) << text;
+  for (const char c : text) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c <= 0x7e)) << int(static_cast<unsigned char>(c));
+  EXPECT_NO_THROW((void)m.to_json().dump());
+  (void)parse_exposition(text);
+}
+
 TEST(Metrics, CoordinatorExpositionParsesStrictly) {
   set_log_enabled(false);
   CoordinatorOptions o;
