@@ -66,8 +66,26 @@ Worker::Worker(WorkerOptions options, MeasureFunction measure)
   options_.slots = worker_slots(options_.slots, options_.targets);
   if (options_.name.empty()) options_.name = default_name();
   for (const Target& t : options_.targets) target_keys_.push_back(farm_target_key(t));
-  if (options_.backends.empty()) options_.backends = backend::backend_names();
-  for (const auto& b : options_.backends) (void)backend::backend_named(b);  // bad_input if unknown
+  if (options_.backends.empty()) {
+    options_.backends = backend::backend_names();
+  } else {
+    // A backend asked for by name must serve one of the targets: `--backend host --target
+    // ascend910` started a worker that could measure nothing.
+    for (const auto& b : options_.backends) {
+      (void)backend::backend_named(b);  // bad_input if unknown
+      const bool serves = std::any_of(options_.targets.begin(), options_.targets.end(), [&](const Target& t) {
+        if (b == "host") return host::is_host_target(t);
+        if (b == "npu-sim") return !host::is_host_target(t);
+        return true;
+      });
+      if (!serves) {
+        std::string names;
+        for (const Target& t : options_.targets) names += (names.empty() ? "" : ", ") + t.name;
+        throw_bad_input("--backend " + b + ": serves none of the targets (" + names + ")" +
+                        (b == "host" ? "; the host backend measures this CPU's target, --target host" : ""));
+      }
+    }
+  }
   // No deadline or retries here: the coordinator owns both (leases, max_retries).
   slots_ = std::make_unique<backend::MeasurePool>(backend::MeasurePoolOptions{options_.slots, {}, 0});
   writer_ = std::thread([this] { writer_loop(); });

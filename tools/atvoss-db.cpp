@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
   query->add_option("--target", target_arg, "target");
   query->add_option("--status", status, "ok, invalid, compile_error, runtime_error, wrong_answer, timeout");
   query->add_option("--since", since, "ISO 8601 UTC time or unix seconds");
-  query->add_option("--limit", limit, "at most this many (0: all)")->capture_default_str();
+  query->add_option("--limit", limit, "at most this many (0: all)")->capture_default_str()->check(tools::non_negative());
   auto* export_table_cmd = app.add_subcommand("export-table", "runtime lookup table of one target");
   export_table_cmd->add_option("--target", target_arg, "target")->required();
   export_table_cmd->add_option("-o,--output", out, "table file to write")->required();
@@ -286,7 +286,8 @@ int main(int argc, char** argv) {
     }
     const bool writes = import_cmd->parsed() || merge->parsed() || prune->parsed() || vacuum->parsed();
     // Every named file is checked before the database is opened (or created) and before any is read.
-    if (!writes) require_input_file(db_path, "--db");
+    // Only import and merge may start a database; prune and vacuum work on one that exists.
+    if (!writes || prune->parsed() || vacuum->parsed()) require_input_file(db_path, "--db");
     for (const auto& f : files) require_input_file(f, import_cmd->parsed() ? "import" : "merge");
     auto db = TuningDatabase::open(db_path, writes ? OpenOptions{} : read_only());
     if (stats->parsed()) {

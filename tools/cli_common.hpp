@@ -12,6 +12,17 @@
 
 namespace atvoss::tools {
 
+// A count, limit or seed: CLI11 would read "-1" into an unsigned as its largest value, and
+// an int limit of -1 ran a full sweep. Refused with "must be >= 0, got -1".
+inline CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& s) {
+        const auto first = s.find_first_not_of(" \t");
+        return first != std::string::npos && s[first] == '-' ? "must be >= 0, got " + s : std::string();
+      },
+      "NON-NEGATIVE");
+}
+
 template <typename Body>
 int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
   try {

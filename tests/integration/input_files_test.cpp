@@ -54,5 +54,33 @@ TEST_F(InputFiles, EveryToolRefusesAFifoADeviceAndASymlinkToAFifo) {
   }
 }
 
+// Wrong exit codes (issue "Hardening", item 8): negative counts and seeds ran (a sweep with
+// --limit -1 ran whole; an unsigned seed of -1 became 2^64-1), prune and vacuum created the
+// database they were to work on, and a host-backend worker started for an NPU target.
+TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInput) {
+  const std::string workload = R"('{"op":"matmul","dims":{"M":64,"N":64,"K":64}}')";
+  const std::string db = file("absent.db");
+  const struct {
+    std::string tool, args, says;
+  } cases[] = {
+      {"atvoss-sim", "sweep --target ascend910 --workload " + workload + " --limit -1", "--limit: must be >= 0, got -1"},
+      {"atvoss-sim", "eval --target ascend910 --workload " + workload + " --seed -1", "--seed: must be >= 0, got -1"},
+      {"atvoss-tune", "--target ascend910 --workload " + workload + " --trials 1 --db " + file("t.db") + " --seed -1",
+       "--seed: must be >= 0"},
+      {"atvoss-db", "--db " + db + " query --limit -5", "--limit: must be >= 0, got -5"},
+      {"atvoss-db", "--db " + db + " vacuum", "does not exist"},
+      {"atvoss-db", "--db " + db + " prune -k 1", "does not exist"},
+      {"atvoss-worker", "--farm 127.0.0.1:1 --backend host --target ascend910 --quiet",
+       "--backend host: serves none of the targets (ascend910)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.tool + " " + c.args);
+    const CliResult r = bounded(c.tool, c.args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.says));
+  }
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
 }  // namespace
 }  // namespace atvoss::cli_test
