@@ -9,6 +9,14 @@
 namespace atvoss::frontend {
 namespace {
 
+// A dtype name, named in errors by where (the job spec's field), not as a workload's field.
+DType dtype_named(const std::string& name, const std::string& where) {
+  for (const DType d : {DType::float16, DType::bfloat16, DType::float32, DType::int8}) {
+    if (name == to_string(d)) return d;
+  }
+  throw_bad_input(where + " must be one of float16, bfloat16, float32, int8; got '" + name + "'");
+}
+
 DType dtype_of_bits(const Json& j, const std::string& where) {
   if (!j.is_object()) throw_bad_input(where + " must be an object {weight, act} or a dtype name");
   for (const auto& [k, v] : j.items()) {
@@ -31,7 +39,7 @@ DType dtype_of_bits(const Json& j, const std::string& where) {
   }
   if (j.contains("type")) {
     if (!j["type"].is_string()) throw_bad_input(where + ": field 'type' must be a dtype name");
-    const DType d = parse_dtype(j["type"].get<std::string>());
+    const DType d = dtype_named(j["type"].get<std::string>(), where + ": field 'type'");
     if (dtype_bytes(d) * 8 != w) throw_bad_input(where + ": field 'type' does not have " + std::to_string(w) + " bits");
     return d;
   }
@@ -39,7 +47,7 @@ DType dtype_of_bits(const Json& j, const std::string& where) {
 }
 
 DType dtype_of(const Json& j, const std::string& where) {
-  if (j.is_string()) return parse_dtype(j.get<std::string>());
+  if (j.is_string()) return dtype_named(j.get<std::string>(), where);
   return dtype_of_bits(j, where);
 }
 

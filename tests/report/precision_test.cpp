@@ -41,7 +41,14 @@ TEST(Precision, BadInputNamesTheLayerAndField) {
   EXPECT_NE(bad_input_message(parse_json(R"({"conv1": {"weight": 12, "act": 12}})", "t")).find("'weight'"),
             std::string::npos);
   EXPECT_NE(bad_input_message(parse_json(R"({"conv1": {"weight": 8}})", "t")).find("'act'"), std::string::npos);
-  EXPECT_NE(bad_input_message(Json("int4")).find("dtype"), std::string::npos);
+  // The job spec's field is named, not a workload's 'dtype' (issue "Hardening", item 8).
+  EXPECT_NE(bad_input_message(Json("float8")).find("job spec: field 'precision' must be one of float16"),
+            std::string::npos);
+  EXPECT_NE(bad_input_message(parse_json(R"({"fc": "float8"})", "t")).find("job spec: precision.fc must be one of"),
+            std::string::npos);
+  EXPECT_NE(bad_input_message(parse_json(R"({"fc": {"weight": 16, "act": 16, "type": "half"}})", "t"))
+                .find("precision.fc: field 'type' must be one of"),
+            std::string::npos);
   const frontend::PrecisionSpec s = frontend::parse_precision(parse_json(R"({"conv99": "int8"})", "t"));
   try {
     frontend::apply_precision(frontend::zoo_model("resnet50"), s);
