@@ -9,6 +9,22 @@
 namespace atvoss {
 namespace fs = std::filesystem;
 
+namespace {
+
+// What a non-regular entry is, for messages: "a FIFO", "a device node", ...
+const char* kind_of(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::symlink: return "a symbolic link";
+    case fs::file_type::character:
+    case fs::file_type::block: return "a device node";
+    case fs::file_type::fifo: return "a FIFO";
+    case fs::file_type::socket: return "a socket";
+    default: return "not a regular file";
+  }
+}
+
+}  // namespace
+
 void require_input_file(const std::string& path, std::string_view what) {
   const std::string where = std::string(what) + ": '" + path + "'";
   if (path.empty()) throw_bad_input(std::string(what) + ": the path is empty");
@@ -16,13 +32,7 @@ void require_input_file(const std::string& path, std::string_view what) {
   const auto st = fs::status(path, ec);
   if (st.type() == fs::file_type::not_found) throw_bad_input(where + " does not exist");
   if (st.type() == fs::file_type::directory) throw_bad_input(where + " is a directory, expected a file");
-  if (st.type() != fs::file_type::regular) {
-    const char* kind = st.type() == fs::file_type::fifo                                                  ? "a FIFO"
-                       : st.type() == fs::file_type::character || st.type() == fs::file_type::block ? "a device node"
-                       : st.type() == fs::file_type::socket                                              ? "a socket"
-                                                                                                         : "not a regular file";
-    throw_bad_input(where + " is " + kind + ", expected a regular file");
-  }
+  if (st.type() != fs::file_type::regular) throw_bad_input(where + " is " + kind_of(st.type()) + ", expected a regular file");
 }
 
 std::string read_input_file(const std::string& path, std::string_view what, std::uintmax_t max_bytes) {
@@ -70,12 +80,7 @@ void require_replaceable_file(const std::string& path, std::string_view what) {
   std::error_code ec;
   const auto type = fs::symlink_status(path, ec).type();
   if (type == fs::file_type::not_found || type == fs::file_type::regular) return;
-  const char* kind = type == fs::file_type::symlink     ? "a symbolic link"
-                     : type == fs::file_type::character || type == fs::file_type::block ? "a device node"
-                     : type == fs::file_type::fifo      ? "a FIFO"
-                     : type == fs::file_type::socket    ? "a socket"
-                                                        : "not a regular file";
-  throw_bad_input(std::string(what) + ": '" + path + "' is " + kind +
+  throw_bad_input(std::string(what) + ": '" + path + "' is " + kind_of(type) +
                   "; only a regular file is replaced (give '-' for standard output)");
 }
 

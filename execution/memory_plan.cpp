@@ -44,18 +44,26 @@ std::vector<Allocation> lifetimes(const ExecGraph& g, const Timeline& t) {
 
 }  // namespace
 
-std::int64_t liveness_bound(const std::vector<Allocation>& allocations) {
+std::vector<std::pair<double, std::int64_t>> live_bytes(const std::vector<Allocation>& allocations) {
   std::vector<std::pair<double, std::int64_t>> events;  // frees sort before allocations at one time
   for (const auto& a : allocations) {
     events.emplace_back(a.start_us, a.bytes);
     events.emplace_back(a.end_us, -a.bytes);
   }
   std::sort(events.begin(), events.end());
-  std::int64_t live = 0, peak = 0;
+  std::vector<std::pair<double, std::int64_t>> steps;
+  std::int64_t live = 0;
   for (const auto& [time, delta] : events) {
     live += delta;
-    peak = std::max(peak, live);
+    if (!steps.empty() && steps.back().first == time) steps.back().second = live;
+    else steps.emplace_back(time, live);
   }
+  return steps;
+}
+
+std::int64_t liveness_bound(const std::vector<Allocation>& allocations) {
+  std::int64_t peak = 0;
+  for (const auto& [time, live] : live_bytes(allocations)) peak = std::max(peak, live);
   return peak;
 }
 

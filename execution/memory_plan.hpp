@@ -42,6 +42,10 @@ struct MemoryPlan {
 // Offsets are multiples of alignment (bytes >= 1).
 MemoryPlan plan_memory(const ExecGraph& g, const Timeline& t, std::int64_t alignment = 64);
 
+// The bytes live over time: (time, bytes live from then on), one step per instant at which
+// a buffer is born or dies.
+std::vector<std::pair<double, std::int64_t>> live_bytes(const std::vector<Allocation>& allocations);
+
 // The largest sum of bytes live at one instant.
 std::int64_t liveness_bound(const std::vector<Allocation>& allocations);
 

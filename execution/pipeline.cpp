@@ -6,24 +6,18 @@
 #include "core/error.hpp"
 
 namespace atvoss::execution {
-namespace {
-
-double device_us(const NodeCost& c) { return std::max(0.0, c.time_us - c.launch_us); }
-
-}  // namespace
-
 std::vector<int> split_stages(const ExecGraph& g, int stages) {
   if (stages < 1) throw_bad_input("pipeline: stages must be >= 1");
   double total = 0;
-  for (const auto& n : g.nodes()) total += device_us(n.cost);
+  for (const auto& n : g.nodes()) total += n.cost.device_us();
   std::vector<int> stage(g.nodes().size(), 0);
   double before = 0;
   for (std::size_t i = 0; i < g.nodes().size(); ++i) {
     // The stage whose share of the total the node's midpoint falls in.
-    const double mid = before + device_us(g.nodes()[i].cost) / 2;
+    const double mid = before + g.nodes()[i].cost.device_us() / 2;
     stage[i] = total > 0 ? std::min(stages - 1, int(mid / total * stages)) : int(i * stages / g.nodes().size());
     if (i > 0) stage[i] = std::max(stage[i], stage[i - 1]);  // consecutive runs
-    before += device_us(g.nodes()[i].cost);
+    before += g.nodes()[i].cost.device_us();
   }
   return stage;
 }
@@ -59,7 +53,7 @@ ExecGraph pipelined(const ExecGraph& g, int stages, int micro_batches) {
       writes.push_back(token);
       stage_tokens[s].push_back(token);
       NodeCost c = node.cost;
-      c.time_us = c.launch_us + device_us(c) / micro_batches;
+      c.time_us = c.launch_us + c.device_us() / micro_batches;
       out.add_node(node.name + tag, node.op, c, reads, writes);
     }
     for (int s = 0; s < stages; ++s) {  // a zero-time barrier per stage and micro-batch

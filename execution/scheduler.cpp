@@ -11,15 +11,13 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double device_us(const ExecNode& n) { return std::max(0.0, n.cost.time_us - n.cost.launch_us); }
-
 // Upward rank: the node's device time plus the longest chain of device times after it.
 std::vector<double> upward_ranks(const ExecGraph& g) {
   std::vector<double> rank(g.nodes().size(), 0);
   for (int i = int(g.nodes().size()) - 1; i >= 0; --i) {
     double after = 0;
     for (int s : g.nodes()[i].succs) after = std::max(after, rank[s]);
-    rank[i] = device_us(g.nodes()[i]) + after;
+    rank[i] = g.nodes()[i].cost.device_us() + after;
   }
   return rank;
 }
@@ -35,7 +33,7 @@ class Simulation {
     out_.runs.resize(n_);
     for (int i = 0; i < n_; ++i) {
       max_rank_ = std::max(max_rank_, rank_[i]);
-      max_time_ = std::max(max_time_, device_us(g.nodes()[i]));
+      max_time_ = std::max(max_time_, g.nodes()[i].cost.device_us());
     }
     for (int i = 0; i < n_; ++i) static_priority_.push_back(static_priority(i));
   }
@@ -81,7 +79,7 @@ class Simulation {
   double static_priority(int i) const {
     if (o_.policy == Policy::topological) return -double(i);
     // Each term in [0, 1], so that the weights compare: rank and time over their largest.
-    return o_.rank_weight * rank_[i] / max_rank_ + o_.time_weight * device_us(g_.nodes()[i]) / max_time_;
+    return o_.rank_weight * rank_[i] / max_rank_ + o_.time_weight * g_.nodes()[i].cost.device_us() / max_time_;
   }
 
   double priority(int i) const {
@@ -131,7 +129,7 @@ class Simulation {
   void start(int i, double t) {
     NodeRun& r = out_.runs[i];
     r.start_us = t;
-    r.end_us = t + device_us(g_.nodes()[i]);
+    r.end_us = t + g_.nodes()[i].cost.device_us();
     auto& pool = pools_[pool_of(i)];
     for (int c = 0; c < int(pool.size()) && int(r.cores.size()) < need(i); ++c) {
       if (!pool[c]) {
@@ -199,9 +197,10 @@ Timeline simulate(const ExecGraph& g, const Device& device, const SchedulerOptio
   return Simulation(g, device, options).run();
 }
 
-double Timeline::utilisation(const Device& d) const {
+double Timeline::utilisation(const Device& d, double span_us) const {
+  const double span = span_us > 0 ? span_us : makespan_us;
   const double cores = d.split ? d.cube_cores + d.vector_cores : d.cube_cores;
-  return makespan_us > 0 ? busy_core_us / (cores * makespan_us) : 0;
+  return span > 0 ? busy_core_us / (cores * span) : 0;
 }
 
 Json Timeline::to_json(const ExecGraph& g) const {

@@ -57,8 +57,8 @@ struct Timeline {
   double serial_us = 0;            // every kernel after the one before, launches paid (the sum)
   std::vector<int> critical_path;  // exec nodes, first to last: the chain that sets makespan_us
   double busy_core_us = 0;         // sum over nodes of cores x device time
-  // Busy core-time over the pools' core-time during makespan_us (0..1).
-  double utilisation(const Device& d) const;
+  // Busy core-time over the pools' core-time during span_us (0: makespan_us), 0..1.
+  double utilisation(const Device& d, double span_us = 0) const;
   Json to_json(const ExecGraph& g) const;
 };
 

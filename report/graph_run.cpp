@@ -47,18 +47,7 @@ GraphView view_of(const execution::ExecGraph& g, const execution::Timeline& t, c
     v.bars.push_back({g.nodes()[i].name, g.nodes()[i].op, r.start_us, r.end_us, r.stream, int(r.cores.size()),
                       critical[i]});
   }
-  std::vector<std::pair<double, double>> events;
-  for (const auto& a : plan.allocations) {
-    events.emplace_back(a.start_us, double(a.bytes));
-    events.emplace_back(a.end_us, -double(a.bytes));
-  }
-  std::sort(events.begin(), events.end());
-  double live = 0;
-  for (const auto& [time, delta] : events) {
-    live += delta;
-    if (!v.memory.empty() && v.memory.back().first == time) v.memory.back().second = live;
-    else v.memory.emplace_back(time, live);
-  }
+  for (const auto& [time, live] : execution::live_bytes(plan.allocations)) v.memory.emplace_back(time, double(live));
   v.peak_bytes = double(plan.peak_bytes);
   v.lower_bound_bytes = double(plan.lower_bound_bytes);
   v.weight_bytes = memory.weight_bytes;
@@ -109,11 +98,9 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
                 {"utilisation", utilisation}};
   };
   Json rows = Json::array();
-  const double cores = device.split ? device.cube_cores + device.vector_cores : device.cube_cores;
-  auto serial_use = [&](const execution::Timeline& t) { return t.serial_us > 0 ? t.busy_core_us / (t.serial_us * cores) : 0; };
-  rows.push_back(row("vendor default, serial", def_run.serial_us, serial_use(def_run)));
+  rows.push_back(row("vendor default, serial", def_run.serial_us, def_run.utilisation(device, def_run.serial_us)));
   rows.push_back(row("vendor default, scheduled", def_run.makespan_us, def_run.utilisation(device)));
-  rows.push_back(row("tuned, serial", tuned_plain.serial_us, serial_use(tuned_plain)));
+  rows.push_back(row("tuned, serial", tuned_plain.serial_us, tuned_plain.utilisation(device, tuned_plain.serial_us)));
   rows.push_back(row("tuned, scheduled with tuned graph knobs, memory planned", tuned_run.makespan_us,
                      tuned_run.utilisation(device)));
   Json path = Json::array();
