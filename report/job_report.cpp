@@ -176,7 +176,7 @@ class JobReport {
     eval.seed = spec_.seed;
     eval.layouts = layouts.layouts;
     for (const auto& r : tuned_.results) eval.picks.push_back(r.pick);
-    auto v = evaluate_variants(tasks_.tasks(), target_, db_.records(), eval);
+    auto v = evaluate_variants(tasks_.tasks(), target_, histories_, eval);
     const double fallback = frontend::fallbacks_us(tasks_, target_);
     for (auto& variant : v) {
       variant.layout_changes = variant_changes(variant, transpose_cost);

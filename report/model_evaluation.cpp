@@ -189,15 +189,12 @@ std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, co
   return rows;
 }
 
-std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks,
-                                            const Target& target, const db::RecordStore& records,
+std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks, const Target& target,
+                                            const std::vector<std::vector<db::Record>>& histories,
                                             const EvaluationOptions& options) {
-  const auto target_key = db::TargetInfo::from_target(target).key;
-  std::vector<std::vector<db::Record>> histories;
   std::vector<costmodel::WorkloadGroup> groups;
-  for (const auto& t : tasks) {
-    histories.push_back(records.history(t.workload.key(), target_key));
-    groups.push_back(tuner::training_group(t.workload, target, histories.back(), options.train_per_task));
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    groups.push_back(tuner::training_group(tasks[i].workload, target, histories.at(i), options.train_per_task));
   }
   const ZeroShotModels zero_models(groups, options);
   ModelVariant def{"(a) vendor default", "the backend's default schedule for every op", {}};

@@ -17,7 +17,7 @@
 //       and each op says where its schedule comes from (VariantOp::provenance).
 // Each VariantOp carries the schedule it timed, so that the caller can add the
 // transposes between layers of differing layouts (layout_choice.hpp).
-// Threading: the caller's thread; reads db only.
+// Threading: the caller's thread; reads only what it is given.
 #pragma once
 
 #include <cstdint>
@@ -56,8 +56,9 @@ struct EvaluationOptions {
 std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& job,
                                               const Target& target);
 
-std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks,
-                                            const Target& target, const db::RecordStore& records,
+// histories: per task, its records on target (db::RecordStore::history), read once by the caller.
+std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks, const Target& target,
+                                            const std::vector<std::vector<db::Record>>& histories,
                                             const EvaluationOptions& options = {});
 
 }  // namespace atvoss::report
