@@ -13,6 +13,7 @@
 
 #include "costmodel/model_registry.hpp"
 #include "core/atomic_file.hpp"
+#include "core/user_paths.hpp"
 #include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
@@ -80,6 +81,8 @@ int run_single(const SingleArgs& a, const std::string& farm) {
 int run_batch(const std::string& job_file, bool quiet, const std::string& farm, bool json,
               const std::string& memory_plan) {
   const auto spec = tuner::JobSpec::load(job_file);
+  // Checked before the job runs: a path it cannot write must not cost a whole tuning run.
+  if (!memory_plan.empty()) require_replaceable_file(memory_plan, "--memory-plan");
   tuner::JobRunOptions options;
   options.quiet = quiet;
   options.farm = farm;

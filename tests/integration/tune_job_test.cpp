@@ -259,6 +259,13 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   EXPECT_LT(e["rows"][1]["end_to_end_us"].get<double>(), e["rows"][0]["end_to_end_us"].get<double>());
   EXPECT_GE(e["memory"]["peak_bytes"].get<double>(), e["memory"]["lower_bound_bytes"].get<double>());
   EXPECT_GT(e["memory"]["lower_bound_bytes"].get<double>(), 16.0 * 1024 * 1024);  // the shuffle's input
+  // A plan path that cannot be written is bad input before a job runs: its database is not
+  // even created.
+  const auto fresh = job("tiny_fresh", {{"model", path("tiny.onnx")}, {"trials", 8}, {"strategy", "random"}});
+  const Result nowhere = run(fresh + " --quiet --memory-plan no/such/dir/plan.json");
+  EXPECT_EQ(nowhere.code, 2);
+  EXPECT_THAT(nowhere.err, HasSubstr("--memory-plan: 'no/such/dir/plan.json': the directory"));
+  EXPECT_FALSE(fs::exists(path("tiny_fresh.db")));
   ASSERT_EQ(run(spec + " --quiet --memory-plan plan.json").code, 0);
   const Result check = run("--check-plan plan.json", "atvoss-analyze");
   EXPECT_EQ(check.code, 0) << check.out << check.err;
