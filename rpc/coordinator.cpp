@@ -29,6 +29,7 @@
 #include "rpc/farm_state.hpp"
 #include "rpc/log.hpp"
 #include "rpc/metrics.hpp"
+#include "rpc/internal/admission_gate.hpp"
 #include "rpc/query_server.hpp"
 
 namespace atvoss::rpc {
@@ -46,16 +47,8 @@ constexpr std::size_t kMaxPendingBytes = 256u << 20;
 // Pause of the accept loop after a failed accept (file-descriptor limit and the like).
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
 
-// Answers a connection over the unauthenticated limit with a `busy` error and closes it.
-// Best effort and never blocking: the frame is small enough for any socket buffer.
-void refuse_busy(tcp::socket& socket) {
-  static const std::string kFrame = encode_frame(
-      error_message(codes::busy, "too many connections waiting to log in; try again shortly"));
-  boost::system::error_code ignored;
-  socket.non_blocking(true, ignored);
-  socket.write_some(asio::buffer(kFrame), ignored);
-  socket.close(ignored);
-}
+// The `busy` message of a connection evicted from the places waiting to log in.
+constexpr const char* kEvicted = "too many connections waiting to log in; this one was the oldest";
 
 // One connection. Owned by shared_ptrs held by its own coroutine and by Farm::sessions_.
 class Session : public std::enable_shared_from_this<Session> {
@@ -71,8 +64,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void send_and_close(std::string bytes);
   // Closes now; the read loop ends and Farm::on_closed runs once. Thread-safe.
   void close();
+  // Ends a connection still waiting to log in with `busy` (AdmissionGate). Thread-safe.
+  void evict();
 
   std::uint64_t id() const { return id_; }
+  std::uint64_t ticket() const { return ticket_; }
+  void set_ticket(std::uint64_t ticket) { ticket_ = ticket; }
   Role role() const { return role_; }
   bool logged_in() const { return logged_in_; }
   const std::string& peer() const { return peer_; }
@@ -94,6 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer login_timer_;
   asio::steady_timer linger_timer_;
   std::uint64_t id_;
+  std::uint64_t ticket_ = 0;  // its place among the connections waiting to log in
   std::string peer_;
   std::string nonce_;
   Role role_ = Role::client;
@@ -118,23 +116,19 @@ class Farm {
   asio::io_context& io() { return io_; }
   FarmMetrics& metrics() { return metrics_; }
 
-  // Takes one of the max_unauthenticated places for a new connection; false when all are
-  // taken (the caller refuses it). A place is given back by on_login or on_closed.
-  // Logged-in sessions are not limited here: they proved the token.
-  bool reserve_unauthenticated() {
-    const std::lock_guard lock(mu_);
-    if (unauthenticated_ >= options_.max_unauthenticated) return false;
-    ++unauthenticated_;
-    return true;
-  }
-  // REQUIRES: reserve_unauthenticated() returned true for this connection.
-  void add_session(const std::shared_ptr<Session>& s) {
+  // Registers a new connection among those waiting to log in; when their places are full
+  // the oldest waiting one is evicted (rpc/internal/admission_gate.hpp).
+  void add_session(const std::shared_ptr<Session>& s, const std::string& address) {
+    s->set_ticket(waiting_.admit(address, [weak = std::weak_ptr(s)] {
+      if (auto evicted = weak.lock()) evicted->evict();
+    }));
     const std::lock_guard lock(mu_);
     sessions_[s->id()] = s;
   }
+  // False if the session was evicted before its login arrived.
+  bool pass_login(const Session& s) { return waiting_.pass(s.ticket()); }
   void on_login(const std::shared_ptr<Session>& s) {
     const std::lock_guard lock(mu_);
-    --unauthenticated_;
     carry_out(state_.on_connected(s->id(), s->role(), s->peer()));
   }
   // Error(protocol) from the state closes the session (Session::run). A stats request
@@ -152,7 +146,7 @@ class Farm {
     sessions_.erase(s.id());
     changed_.notify_all();
     if (!s.logged_in()) {
-      --unauthenticated_;
+      waiting_.leave(s.ticket());
       return;
     }
     carry_out(state_.on_disconnected(s.id()));
@@ -218,7 +212,7 @@ class Farm {
   std::condition_variable changed_;
   FarmState state_;
   std::unordered_map<SessionId, std::shared_ptr<Session>> sessions_;
-  std::size_t unauthenticated_ = 0;  // sessions_ entries that have not logged in
+  AdmissionGate waiting_{AdmissionLimits{options_.max_unauthenticated, options_.max_unauthenticated_per_address}};
 };
 
 // ---------------------------------------------------------------- Session
@@ -266,6 +260,14 @@ void Session::end_with(std::string bytes) {
 
 void Session::close() {
   asio::post(strand_, [self = shared_from_this()] { self->close_now(); });
+}
+
+void Session::evict() {
+  asio::post(strand_, [self = shared_from_this()] {
+    if (!self->logged_in_ && !self->ending_) {
+      self->fail(codes::busy, kEvicted);
+    }
+  });
 }
 
 void Session::write_some() {
@@ -407,6 +409,10 @@ void Session::handle_login(const Json& message) {
       return;
     }
   }
+  if (!farm_.pass_login(*this)) {
+    fail(codes::busy, kEvicted);
+    return;
+  }
   logged_in_ = true;
   login_timer_.cancel();
   send(encode_frame(Json{{"type", "welcome"},
@@ -479,14 +485,11 @@ asio::awaitable<void> Coordinator::Impl::accept_loop() {
       co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
-    if (!farm.reserve_unauthenticated()) {
-      refuse_busy(socket);
-      farm.metrics().count_rejection(codes::busy);
-      continue;
-    }
+    const auto remote = socket.remote_endpoint(ec);
+    if (ec) continue;
     socket.set_option(tcp::no_delay(true), ec);
     auto session = std::make_shared<Session>(farm, std::move(socket), next_session++);
-    farm.add_session(session);
+    farm.add_session(session, remote.address().to_string());
     session->start();
   }
 }

@@ -34,7 +34,10 @@ struct CoordinatorOptions {
   int threads = 2;                             // io threads; more only helps with many sessions
   std::size_t max_frame_bytes = kDefaultMaxFrameBytes;        // after login
   std::size_t max_login_frame_bytes = kDefaultLoginFrameBytes;  // before login
-  std::size_t max_unauthenticated = 64;  // connections not yet logged in; more get `busy`
+  // Connections not yet logged in, overall and from one address; past either the oldest
+  // waiting one gets `busy` (rpc/internal/admission_gate.hpp).
+  std::size_t max_unauthenticated = 64;
+  std::size_t max_unauthenticated_per_address = 16;
   std::chrono::milliseconds heartbeat_interval{1000};  // also the liveness sweep period
   int missed_heartbeats = 3;                   // worker removed after this many intervals of silence
   int max_retries = 3;                         // requeues of one task before worker_lost

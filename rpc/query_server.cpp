@@ -21,6 +21,7 @@
 #include "db/best_lookup.hpp"
 #include "db/tuning_database.hpp"
 #include "rpc/auth.hpp"
+#include "rpc/internal/admission_gate.hpp"
 #include "rpc/internal/input_bounds.hpp"
 #include "rpc/log.hpp"
 #include "rpc/metrics.hpp"
@@ -36,7 +37,6 @@ namespace {
 
 constexpr std::size_t kMaxBodyBytes = 1 << 20;     // queries are small; larger gets 413
 constexpr std::uint32_t kMaxHeaderBytes = 8192;     // request line and fields; larger gets 431
-constexpr std::size_t kMaxConnections = 64;         // open HTTP connections; more get 503
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
 
 using Request = http::request<http::string_body>;
@@ -166,11 +166,19 @@ std::string url_decode(std::string_view text) {
 }
 
 struct QueryServer::Impl : std::enable_shared_from_this<QueryServer::Impl> {
-  Impl(asio::io_context& io, std::optional<std::string> t, QueryHandlers h)
-      : acceptor(io), token(std::move(t)), handlers(std::move(h)) {}
+  Impl(asio::io_context& io, std::optional<std::string> t, QueryHandlers h, QueryServerLimits l)
+      : acceptor(io), token(std::move(t)), handlers(std::move(h)), limits(l),
+        gate(AdmissionLimits{l.max_waiting, l.max_waiting_per_address}) {
+    if (limits.max_served == 0) throw_bad_input("query server limits: max_served must be at least 1");
+  }
 
   asio::awaitable<void> accept_loop();
-  asio::awaitable<void> serve(tcp::socket socket);
+  asio::awaitable<void> serve(std::shared_ptr<beast::tcp_stream> stream, std::string address);
+  // Reads one request, the header within the waiting or idle deadline; nullopt when the
+  // connection is to close (a refusal, if any, was sent). Checks the token after the header,
+  // before a body is read, and moves the connection from the waiting places to the served.
+  asio::awaitable<std::optional<Request>> read_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                                       std::uint64_t ticket, bool& served);
   bool authorised(const Request& req) const;
   Response respond(const Request& req);
   Response route(const Request& req);  // respond() without the HEAD rule
@@ -179,8 +187,11 @@ struct QueryServer::Impl : std::enable_shared_from_this<QueryServer::Impl> {
   tcp::acceptor acceptor;
   std::optional<std::string> token;
   QueryHandlers handlers;
+  QueryServerLimits limits;
+  AdmissionGate gate;                      // connections before their first authorised header
   std::atomic<std::uint64_t> requests{0};
-  std::atomic<std::size_t> connections{0};  // open HTTP connections (serve() coroutines)
+  std::atomic<std::size_t> served{0};     // connections past the token check
+  asio::awaitable<void> refuse(beast::tcp_stream& stream, Response res);
   asio::awaitable<void> drain(beast::tcp_stream& stream);
 };
 
@@ -219,11 +230,6 @@ Response QueryServer::Impl::respond(const Request& req) {
 
 Response QueryServer::Impl::route(const Request& req) {
   ++requests;
-  if (!authorised(req)) {
-    Response res = json_error(req, http::status::unauthorized, "missing or wrong bearer token");
-    res.set(http::field::www_authenticate, "Bearer");
-    return res;
-  }
   const std::string_view target(req.target().data(), req.target().size());
   const std::size_t question = target.find('?');
   const std::string_view path = target.substr(0, question);
@@ -265,35 +271,90 @@ Response QueryServer::Impl::route(const Request& req) {
   }
 }
 
-asio::awaitable<void> QueryServer::Impl::serve(tcp::socket socket) {
+Response unauthorised_answer(const Request& req) {
+  Response res = make_response(req.version(), false, http::status::unauthorized,
+                               dump_for_peer(Json{{"error", "missing or wrong bearer token"}}));
+  res.set(http::field::www_authenticate, "Bearer");
+  return res;
+}
+
+// (Answers are built outside the coroutines: g++ 12 cannot compile a braced JSON literal
+// inside one.)
+Response busy_answer(const Request& req) {
+  Response res = make_response(req.version(), false, http::status::service_unavailable,
+                               dump_for_peer(Json{{"error", "too many open connections; retry shortly"}}));
+  res.set(http::field::retry_after, "1");
+  return res;
+}
+
+asio::awaitable<std::optional<Request>> QueryServer::Impl::read_request(
+    beast::tcp_stream& stream, beast::flat_buffer& buffer, std::uint64_t ticket, bool& is_served) {
+  boost::system::error_code ec;
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(kMaxHeaderBytes);
+  parser.body_limit(kMaxBodyBytes);
+  stream.expires_after(is_served ? limits.idle_timeout : limits.header_timeout);
+  co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) {
+    if (std::optional<Response> refusal = answer_parse_error(ec)) co_await refuse(stream, std::move(*refusal));
+    co_return std::nullopt;
+  }
+  if (!authorised(parser.get())) {
+    ++requests;
+    co_await refuse(stream, unauthorised_answer(parser.get()));
+    co_return std::nullopt;
+  }
+  if (!is_served) {
+    if (!gate.pass(ticket)) co_return std::nullopt;  // evicted while its header arrived
+    if (++served > limits.max_served) {
+      --served;
+      co_await refuse(stream, busy_answer(parser.get()));
+      co_return std::nullopt;
+    }
+    is_served = true;
+  }
+  stream.expires_after(limits.idle_timeout);
+  co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) {
+    if (std::optional<Response> refusal = answer_parse_error(ec)) co_await refuse(stream, std::move(*refusal));
+    co_return std::nullopt;
+  }
+  co_return parser.release();
+}
+
+asio::awaitable<void> QueryServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stream, std::string address) {
   auto self = shared_from_this();
-  struct Release {  // gives the connection's place back however serve() ends
-    std::atomic<std::size_t>& n;
-    ~Release() { --n; }
-  } release{connections};
-  beast::tcp_stream stream(std::move(socket));
+  // Eviction closes the socket on the connection's own strand; the read in progress ends.
+  const std::uint64_t ticket = gate.admit(address, [weak = std::weak_ptr(stream)] {
+    if (auto s = weak.lock()) {
+      asio::post(s->get_executor(), [weak] {
+        if (auto open = weak.lock()) open->close();
+      });
+    }
+  });
+  bool is_served = false;
   beast::flat_buffer buffer;
   boost::system::error_code ec;
   for (;;) {
-    stream.expires_after(std::chrono::seconds(30));
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(kMaxHeaderBytes);
-    parser.body_limit(kMaxBodyBytes);
-    co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (std::optional<Response> refusal = answer_parse_error(ec)) {
-        co_await http::async_write(stream, *refusal, asio::redirect_error(asio::use_awaitable, ec));
-        co_await drain(stream);
-      }
-      break;
-    }
-    const Request& req = parser.get();
-    Response res = respond(req);
+    std::optional<Request> req = co_await read_request(*stream, buffer, ticket, is_served);
+    if (!req) break;
+    Response res = respond(*req);
     const bool keep_alive = res.keep_alive();
-    co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+    co_await http::async_write(*stream, res, asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !keep_alive) break;
   }
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (is_served) {
+    --served;
+  } else {
+    gate.leave(ticket);
+  }
+  stream->socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+asio::awaitable<void> QueryServer::Impl::refuse(beast::tcp_stream& stream, Response res) {
+  boost::system::error_code ec;
+  co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+  if (!ec) co_await drain(stream);
 }
 
 asio::awaitable<void> QueryServer::Impl::drain(beast::tcp_stream& stream) {
@@ -317,7 +378,9 @@ asio::awaitable<void> QueryServer::Impl::accept_loop() {
   asio::steady_timer backoff(acceptor.get_executor());
   for (;;) {
     boost::system::error_code ec;
-    tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    // Each connection runs on a strand of its own: an eviction closes it from another thread.
+    tcp::socket socket = co_await acceptor.async_accept(asio::make_strand(acceptor.get_executor()),
+                                                        asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (!acceptor.is_open()) co_return;
       // E.g. EMFILE: the connection stays in the backlog and an immediate retry fails
@@ -329,13 +392,6 @@ asio::awaitable<void> QueryServer::Impl::accept_loop() {
     }
     const auto remote = socket.remote_endpoint(ec);
     if (ec) continue;
-    if (connections >= kMaxConnections) {
-      static const std::string kBusy =
-          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n";
-      socket.non_blocking(true, ec);
-      socket.write_some(asio::buffer(kBusy), ec);
-      continue;
-    }
     if (!token && !is_loopback_address(remote.address().to_string())) {
       // Same rule as the farm: without a token only loopback peers are served.
       static const std::string kForbidden =
@@ -344,15 +400,15 @@ asio::awaitable<void> QueryServer::Impl::accept_loop() {
       socket.write_some(asio::buffer(kForbidden), ec);
       continue;
     }
-    ++connections;
-    asio::co_spawn(acceptor.get_executor(), serve(std::move(socket)),
+    auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+    asio::co_spawn(stream->get_executor(), serve(stream, remote.address().to_string()),
                    [](std::exception_ptr e) { log_if_exception("query", e); });
   }
 }
 
 QueryServer::QueryServer(asio::io_context& io, const std::string& host, std::uint16_t port,
-                         std::optional<std::string> token, QueryHandlers handlers)
-    : impl_(std::make_shared<Impl>(io, std::move(token), std::move(handlers))) {
+                         std::optional<std::string> token, QueryHandlers handlers, QueryServerLimits limits)
+    : impl_(std::make_shared<Impl>(io, std::move(token), std::move(handlers), limits)) {
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(host, ec);
   if (ec) throw_bad_input("--http-host " + host + ": not an IP address");

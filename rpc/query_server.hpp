@@ -10,6 +10,8 @@
 // threads at once, so they must be thread-safe.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,11 +32,24 @@ struct QueryHandlers {
   std::function<Json(const Json& request)> best;
 };
 
+// What one peer can hold (docs/protocol.md, "HTTP query endpoint"). A connection waits
+// until its first request header has arrived and passed the token check; waiting ones are
+// evicted oldest first when the places are full (rpc/internal/admission_gate.hpp), so idle
+// connections cannot keep an authorised request out. Served connections have their own cap.
+struct QueryServerLimits {
+  std::chrono::milliseconds header_timeout{5000};  // a request header must arrive within it
+  std::chrono::milliseconds idle_timeout{30000};   // a served connection's next request, a body
+  std::size_t max_waiting = 64;                    // connections before their first header
+  std::size_t max_waiting_per_address = 16;
+  std::size_t max_served = 64;                     // connections past the token check; more get 503
+};
+
 class QueryServer {
  public:
-  // Binds host:port (0 = free port). Throws Error(io) if it cannot bind.
+  // Binds host:port (0 = free port). Throws Error(io) if it cannot bind, Error(bad_input)
+  // for a zero limit.
   QueryServer(boost::asio::io_context& io, const std::string& host, std::uint16_t port,
-              std::optional<std::string> token, QueryHandlers handlers);
+              std::optional<std::string> token, QueryHandlers handlers, QueryServerLimits limits = {});
   ~QueryServer();
   std::uint16_t port() const;
   void stop();  // closes the listener; open connections finish their current request

@@ -1,4 +1,5 @@
-// Coordinator limits against peers that have not logged in (frame bound, connection cap,
+// Coordinator limits against peers that have not logged in (frame bound, eviction of the
+// oldest waiting connection overall and per address,
 // accept back-off at the descriptor limit) and its queue bookkeeping when clients leave.
 // In-process coordinator on loopback; raw sockets play the peers that never log in.
 #include <fcntl.h>
@@ -125,7 +126,7 @@ TEST_F(CoordinatorLimits, LargeFramesAreAcceptedAfterLogin) {
   FAIL() << "a 100 KB frame after login was not served";
 }
 
-TEST_F(CoordinatorLimits, ConnectionsWaitingToLogInAreCapped) {
+TEST_F(CoordinatorLimits, IdleConnectionsCannotKeepALoginOut) {
   CoordinatorOptions o;
   o.max_unauthenticated = 3;
   o.login_timeout = 10s;
@@ -136,12 +137,17 @@ TEST_F(CoordinatorLimits, ConnectionsWaitingToLogInAreCapped) {
       idle.push_back(std::make_unique<RawPeer>(farm_->port()));
       ASSERT_EQ(idle.back()->next().value().at("type"), "hello");
     }
-    RawPeer fourth(farm_->port());
-    const std::optional<Json> refusal = fourth.next();
-    ASSERT_TRUE(refusal.has_value());
-    EXPECT_EQ(refusal->at("code"), "busy");
-    EXPECT_FALSE(fourth.next(1s).has_value());  // and closed
+    // A fourth peer takes the oldest idle one's place, and logs in.
+    ChannelOptions co;
+    co.role = Role::client;
+    const auto client = Channel::open(endpoint(), co);
+    const std::optional<Json> eviction = idle.front()->next();
+    ASSERT_TRUE(eviction.has_value());
+    EXPECT_EQ(eviction->at("code"), "busy");
+    EXPECT_FALSE(idle.front()->next(1s).has_value());  // and closed
+    EXPECT_FALSE(idle[1]->next(200ms).has_value());    // the others still wait
     EXPECT_EQ(farm_->stats().at("rejected_connections").value("busy", 0), 1);
+    EXPECT_TRUE(eventually([](const Json& s) { return s.at("sessions") == 3; }));  // two idle, the client
   }
   // The idle peers left: their places are free again, and logged-in sessions take none.
   ASSERT_TRUE(eventually([](const Json& s) { return s.at("sessions") == 0; }));
@@ -150,6 +156,25 @@ TEST_F(CoordinatorLimits, ConnectionsWaitingToLogInAreCapped) {
   std::vector<std::unique_ptr<Channel>> clients;
   for (int i = 0; i < 5; ++i) clients.push_back(Channel::open(endpoint(), co));
   EXPECT_EQ(farm_->stats().at("sessions"), 5);
+}
+
+TEST_F(CoordinatorLimits, OneAddressHoldsAtMostItsShareOfTheWaitingPlaces) {
+  CoordinatorOptions o;
+  o.max_unauthenticated = 10;
+  o.max_unauthenticated_per_address = 2;
+  o.login_timeout = 10s;
+  start(o);
+  std::vector<std::unique_ptr<RawPeer>> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(std::make_unique<RawPeer>(farm_->port()));
+    ASSERT_EQ(idle.back()->next().value().at("type"), "hello");
+  }
+  // Three from 127.0.0.1 with room for ten overall: the first gave way all the same.
+  const std::optional<Json> eviction = idle.front()->next();
+  ASSERT_TRUE(eviction.has_value());
+  EXPECT_EQ(eviction->at("code"), "busy");
+  EXPECT_FALSE(idle[1]->next(200ms).has_value());
+  EXPECT_FALSE(idle[2]->next(200ms).has_value());
 }
 
 // Lowers RLIMIT_NOFILE and fills the descriptor table; restores both when destroyed.

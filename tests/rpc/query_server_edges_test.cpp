@@ -1,7 +1,13 @@
 // The HTTP endpoint's edges: every malformed, oversized or non-UTF-8 request gets a status
 // line (400 / 413 / 431) instead of a dropped connection, peer text that is not UTF-8
-// cannot break an answer, HEAD answers as GET without a body, and open connections are
-// capped. A QueryServer with scripted handlers on loopback; requests are raw bytes.
+// cannot break an answer, HEAD answers as GET without a body; idle connections cannot keep
+// a request out (header deadline, eviction of the oldest waiting connection overall and per
+// address), a wrong token is answered before any body, and served connections are capped.
+// A QueryServer with scripted handlers on loopback; requests are raw bytes.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <thread>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
@@ -43,13 +49,35 @@ class QueryServerEdges : public testing::Test {
     h.best = [](const Json& request) -> Json {
       throw Error(ErrorKind::bad_input, "target '" + request.at("target").get<std::string>() + "' is unknown");
     };
-    server_ = std::make_unique<QueryServer>(io_, "127.0.0.1", 0, std::nullopt, std::move(h));
+    handlers_ = std::move(h);
+    start(std::nullopt, {});
+  }
+  void start(std::optional<std::string> token, QueryServerLimits limits) {
+    if (server_) stop();
+    io_.restart();
+    server_ = std::make_unique<QueryServer>(io_, "127.0.0.1", 0, std::move(token), handlers_, limits);
     thread_ = std::thread([this] { io_.run(); });
   }
-  void TearDown() override {
+  void stop() {
     server_->stop();
     io_.stop();
     thread_.join();
+    server_.reset();
+  }
+  void TearDown() override { stop(); }
+  std::unique_ptr<asio::ip::tcp::socket> connect_idle(asio::io_context& io) {
+    auto s = std::make_unique<asio::ip::tcp::socket>(io);
+    s->connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+    return s;
+  }
+  // True if the server closed s within timeout without sending anything.
+  // (poll: asio's blocking read ignores SO_RCVTIMEO.)
+  static bool closed_silently(asio::ip::tcp::socket& s, std::chrono::milliseconds timeout = 5s) {
+    pollfd p{s.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return false;
+    char byte = 0;
+    const ssize_t n = ::recv(s.native_handle(), &byte, 1, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
   }
 
   // Sends raw bytes (then half-closes unless keep_open) and reads until the server closes.
@@ -90,6 +118,7 @@ class QueryServerEdges : public testing::Test {
     return j.is_object() && j.contains("error") ? j["error"].get<std::string>() : "";
   }
 
+  QueryHandlers handlers_;
   asio::io_context io_;
   std::unique_ptr<QueryServer> server_;
   std::thread thread_;
@@ -171,18 +200,61 @@ TEST_F(QueryServerEdges, HeadAnswersAsGetWithoutABody) {
   EXPECT_EQ(exchange(get("/v1/stats", "DELETE")).status, 405);
 }
 
-TEST_F(QueryServerEdges, OpenConnectionsAreCapped) {
-  std::vector<std::unique_ptr<asio::ip::tcp::socket>> idle;
+TEST_F(QueryServerEdges, IdleConnectionsCannotKeepARequestOut) {
+  // 100 connections that never send a header (more than the 64 waiting places), all from
+  // 127.0.0.1 (more than its 16): a request that sends its header at once is served at once.
   asio::io_context io;
-  for (int i = 0; i < 64; ++i) {
-    idle.push_back(std::make_unique<asio::ip::tcp::socket>(io));
-    idle.back()->connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> idle;
+  for (int i = 0; i < 100; ++i) idle.push_back(connect_idle(io));
+  EXPECT_EQ(exchange(get("/v1/stats")).status, 200);
+  // The oldest gave way: the first 84 are closed (the server sends nothing), the last 16 wait.
+  for (int i = 0; i < 84; ++i) EXPECT_TRUE(closed_silently(*idle[i])) << "idle connection " << i;
+  EXPECT_FALSE(closed_silently(*idle[99], 1s));
+}
+
+TEST_F(QueryServerEdges, AHeaderMustArriveWithinTheHeaderTimeout) {
+  QueryServerLimits limits;
+  limits.header_timeout = 300ms;  // the default is 5 s; the read below waits at most 5 s
+  start(std::nullopt, limits);
+  asio::io_context io;
+  const auto slow = connect_idle(io);
+  asio::write(*slow, asio::buffer(std::string("GET /v1/stats HTTP/1.1\r\nHost: x\r\n")));
+  const auto began = std::chrono::steady_clock::now();
+  EXPECT_TRUE(closed_silently(*slow));
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 4s);
+}
+
+TEST_F(QueryServerEdges, AWrongTokenIsAnsweredBeforeTheBodyAndCloses) {
+  start("edge-token-0123456789", {});
+  // A body announced but never sent: the 401 must not wait for it.
+  const Reply r = exchange("POST /v1/best HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", true);
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.header("Connection"), "close");
+  EXPECT_EQ(exchange(get("/v1/stats")).status, 401);
+  const std::string authorised = "GET /v1/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                 "Authorization: Bearer edge-token-0123456789\r\n\r\n";
+  EXPECT_EQ(exchange(authorised).status, 200);
+}
+
+TEST_F(QueryServerEdges, ServedConnectionsAreCapped) {
+  QueryServerLimits limits;
+  limits.max_served = 2;
+  start(std::nullopt, limits);
+  // Two keep-alive connections, each served once and left open, hold both places.
+  asio::io_context io;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> kept;
+  const std::string keep_alive = "GET /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int i = 0; i < 2; ++i) {
+    kept.push_back(connect_idle(io));
+    asio::write(*kept.back(), asio::buffer(keep_alive));
+    std::array<char, 12> status{};
+    asio::read(*kept.back(), asio::buffer(status));
+    EXPECT_EQ(std::string(status.data(), status.size()), "HTTP/1.1 200");
   }
-  // The 65th waits in the accept queue until the server has taken the 64: retry briefly.
-  Reply refused;
-  for (int i = 0; i < 100 && refused.status != 503; ++i) refused = exchange(get("/v1/stats"));
-  EXPECT_EQ(refused.status, 503);
-  idle.clear();
+  const Reply busy = exchange(get("/v1/stats"));
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_EQ(busy.header("Retry-After"), "1");
+  kept.clear();
   Reply served;
   for (int i = 0; i < 100 && served.status != 200; ++i) {
     served = exchange(get("/v1/stats"));
