@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "core/measurement.hpp"
 #include "host/kernel_abi.hpp"
 #include "host/operands.hpp"
@@ -62,10 +63,12 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   // other processes a spinning thread takes the time slice its partner needs
   // (docs/host-backend.md has the figures).
   ::setenv("OMP_WAIT_POLICY", "passive", 0);
+  // The object is the caller's input: one that is no kernel is bad input, not a failure here.
+  require_input_file(so_path, "--so");
   void* handle = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw Error(ErrorKind::io, std::string("kernel runner: ") + ::dlerror());
+  if (!handle) throw_bad_input(std::string("--so: not a loadable kernel object: ") + ::dlerror());
   auto fn = reinterpret_cast<KernelFn>(::dlsym(handle, kKernelSymbol));
-  if (!fn) throw Error(ErrorKind::io, "kernel runner: " + so_path + " has no symbol " + kKernelSymbol);
+  if (!fn) throw_bad_input("--so: " + so_path + " has no symbol " + kKernelSymbol + "; expected an atvoss kernel");
   const int threads = kernel_threads(handle);
   const std::vector<int> cpus = o.cpus.empty() ? choose_cpus(allowed_cpus(), threads, o.cpu)
                                                 : choose_cpus(o.cpus, threads, -1);

@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
   query->add_option("--target", target_arg, "target");
   query->add_option("--status", status, "ok, invalid, compile_error, runtime_error, wrong_answer, timeout");
   query->add_option("--since", since, "ISO 8601 UTC time or unix seconds");
-  query->add_option("--limit", limit, "at most this many (0: all)")->capture_default_str()->check(tools::non_negative());
+  query->add_option("--limit", limit, "at most this many (0: all)")->capture_default_str()->check(tools::non_negative(limit));
   auto* export_table_cmd = app.add_subcommand("export-table", "runtime lookup table of one target");
   export_table_cmd->add_option("--target", target_arg, "target")->required();
   export_table_cmd->add_option("-o,--output", out, "table file to write")->required();

@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   atvoss::host::TimingOptions o;
   app.add_option("--so", so, "compiled kernel (.so)")->required();
   app.add_option("--workload", workload, "workload JSON")->required();
-  app.add_option("--seed", o.seed, "input seed")->check(atvoss::tools::non_negative());
+  app.add_option("--seed", o.seed, "input seed")->check(atvoss::tools::non_negative(o.seed));
   app.add_option("--repeat", o.repeat, "timed repeats")->check(CLI::Range(1, 1000));
   app.add_option("--cpu", o.cpu, "core to pin to (-1: last allowed core)");
   app.add_option("--cpus", o.cpus, "the cores leased for this kernel, comma-separated (overrides --cpu)")

@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
   tr->add_option("--objective", a.objective, "rank:pairwise or reg:squarederror (xgboost)")
       ->check(CLI::IsMember({"rank:pairwise", "reg:squarederror"}));
   tr->add_option("--holdout", a.holdout, "fraction of each workload held out for the stored metrics");
-  tr->add_option("--seed", a.seed, "seed of the model and the holdout split")->check(tools::non_negative());
+  tr->add_option("--seed", a.seed, "seed of the model and the holdout split")->check(tools::non_negative(a.seed));
   auto* ev = app.add_subcommand("eval", "score every record with the latest stored model");
   common(ev);
   auto* in = app.add_subcommand("inspect", "stored model metadata and feature importance");

@@ -66,7 +66,7 @@ void add_measure_options(CLI::App* cmd, Inputs& in) {
   cmd->add_option("--repeat", in.repeat, "measurements per schedule (median reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--seed", in.seed, "noise seed")->capture_default_str()->check(tools::non_negative());
+  cmd->add_option("--seed", in.seed, "noise seed")->capture_default_str()->check(tools::non_negative(in.seed));
 }
 
 Workload load_workload(const std::string& arg) {
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   auto* sweep = app.add_subcommand("sweep", "measure every valid point (or a sample) to CSV");
   add_common(sweep, in);
   add_measure_options(sweep, in);
-  sweep->add_option("--limit", in.limit, "seeded sample of N valid points (0 = all)")->check(tools::non_negative());
+  sweep->add_option("--limit", in.limit, "seeded sample of N valid points (0 = all)")->check(tools::non_negative(in.limit));
   sweep->add_option("--csv", in.csv, "CSV output file (default stdout)");
   return atvoss::tools::run_cli(app, argc, argv, [&] {
     if (*space) return cmd_space(in);

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   app.add_option("--strategy", a.strategy, "search strategy")->capture_default_str();
   app.add_option("--cost-model", a.cost_model, "a registered cost model: " + costmodel::cost_model_list())->capture_default_str();
   app.add_option("--db", a.db, "tuning database file");
-  app.add_option("--seed", a.seed, "seed for search and measurement noise")->capture_default_str()->check(tools::non_negative());
+  app.add_option("--seed", a.seed, "seed for search and measurement noise")->capture_default_str()->check(tools::non_negative(a.seed));
   app.add_option("--repeat", a.repeat, "measurements per schedule")->capture_default_str();
   app.add_option("--batch-size", a.batch_size, "schedules per round")->capture_default_str();
   app.add_option("--early-stopping", a.early_stopping,

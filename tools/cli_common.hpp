@@ -3,7 +3,11 @@
 // exit codes docs/architecture.md fixes (2 = bad input or bad flags, 1 = any other failure).
 #pragma once
 
+#include <charconv>
 #include <exception>
+#include <limits>
+#include <string>
+#include <type_traits>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -12,13 +16,25 @@
 
 namespace atvoss::tools {
 
-// A count, limit or seed: CLI11 would read "-1" into an unsigned as its largest value, and
-// an int limit of -1 ran a full sweep. Refused with "must be >= 0, got -1".
-inline CLI::Validator non_negative() {
+// A count, limit or seed, checked on its text against the variable's type: CLI11 would read
+// "-1" into an unsigned as its largest value (an int limit of -1 ran a full sweep) and
+// saturates a number past 2^64 without a word (a seed of 2^64 ran as 2^64-1). Refused with
+// "must be >= 0, got -1" or "must be at most 18446744073709551615, got ...".
+template <typename T>
+CLI::Validator non_negative(const T&) {
+  static_assert(std::is_integral_v<T>, "non_negative checks whole numbers");
   return CLI::Validator(
-      [](std::string& s) {
+      [](std::string& s) -> std::string {
         const auto first = s.find_first_not_of(" \t");
-        return first != std::string::npos && s[first] == '-' ? "must be >= 0, got " + s : std::string();
+        if (first == std::string::npos) return std::string();  // CLI11 names the empty value
+        if (s[first] == '-') return "must be >= 0, got " + s;
+        T value{};
+        const auto last = s.find_last_not_of(" \t") + 1;
+        const auto [end, ec] = std::from_chars(s.data() + first, s.data() + last, value);
+        if (ec == std::errc::result_out_of_range) {
+          return "must be at most " + std::to_string(std::numeric_limits<T>::max()) + ", got " + s;
+        }
+        return std::string();  // other text: CLI11's own conversion refuses it
       },
       "NON-NEGATIVE");
 }

@@ -4,6 +4,8 @@
 // once, naming the flag; the run is bounded by `timeout`, so a hang fails as exit 124.
 #include <sys/stat.h>
 
+#include <fstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -41,6 +43,7 @@ TEST_F(InputFiles, EveryToolRefusesAFifoADeviceAndASymlinkToAFifo) {
       {"atvoss-db", "--db INPUT stats"},
       {"atvoss-db", "--db " + file("d.db") + " import INPUT"},
       {"atvoss-analyze", "--job INPUT"},
+      {"atvoss-kernel-runner", "--so INPUT --workload " + workload},
   };
   for (const Case& c : cases) {
     for (const std::string& input : {fifo_, std::string("/dev/zero"), link_}) {
@@ -55,8 +58,9 @@ TEST_F(InputFiles, EveryToolRefusesAFifoADeviceAndASymlinkToAFifo) {
 }
 
 // Wrong exit codes (issue "Hardening", item 8): negative counts and seeds ran (a sweep with
-// --limit -1 ran whole; an unsigned seed of -1 became 2^64-1), prune and vacuum created the
-// database they were to work on, and a host-backend worker started for an NPU target.
+// --limit -1 ran whole; an unsigned seed of -1 became 2^64-1), so did numbers past 2^64,
+// prune and vacuum created the database they were to work on, a host-backend worker
+// started for an NPU target, and the kernel runner called a bad --so a failure (exit 1).
 TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInput) {
   const std::string workload = R"('{"op":"matmul","dims":{"M":64,"N":64,"K":64}}')";
   const std::string db = file("absent.db");
@@ -72,7 +76,25 @@ TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInpu
       {"atvoss-db", "--db " + db + " prune -k 1", "does not exist"},
       {"atvoss-worker", "--farm 127.0.0.1:1 --backend host --target ascend910 --quiet",
        "--backend host: serves none of the targets (ascend910)"},
+      // Past 2^64: CLI11 saturated these without a word.
+      {"atvoss-sim", "sweep --target ascend910 --workload " + workload + " --limit 99999999999999999999999",
+       "--limit: must be at most 18446744073709551615"},
+      {"atvoss-sim", "eval --target ascend910 --workload " + workload + " --seed 18446744073709551616",
+       "--seed: must be at most 18446744073709551615"},
+      {"atvoss-tune", "--target ascend910 --workload " + workload + " --trials 1 --db " + file("t.db") +
+       " --seed 18446744073709551616", "--seed: must be at most"},
+      {"atvoss-db", "--db " + db + " query --limit 9223372036854775808", "--limit: must be at most 9223372036854775807"},
+      {"atvoss-model", "train --db " + db + " --target ascend910 --seed 18446744073709551616",
+       "--seed: must be at most"},
+      {"atvoss-kernel-runner", "--so " + file("k.so") + " --workload " + workload + " --seed 18446744073709551616",
+       "--seed: must be at most"},
+      {"atvoss-tune", "--target ascend910 --workload " + workload + " --trials 99999999999999 --db " + file("t.db"),
+       "--trials"},
+      // A file that is no kernel object is the caller's bad input, not a failure (exit 1).
+      {"atvoss-kernel-runner", "--so " + file("not-a-kernel.so") + " --workload " + workload,
+       "--so: not a loadable kernel object"},
   };
+  std::ofstream(file("not-a-kernel.so")) << "garbage";
   for (const auto& c : cases) {
     SCOPED_TRACE(c.tool + " " + c.args);
     const CliResult r = bounded(c.tool, c.args);
