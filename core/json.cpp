@@ -88,9 +88,9 @@ Json parse_json(std::string_view text, std::string_view what) {
   }
 }
 
-Json load_json_file(const std::string& path) {
-  require_input_file(path, "file");
-  return parse_json(read_input_file(path, "file"), path);
+Json load_json_file(const std::string& path, std::string_view what) {
+  require_input_file(path, what);
+  return parse_json(read_input_file(path, what), path);
 }
 
 Json json_from_arg(const std::string& arg, std::string_view what) {
@@ -98,8 +98,7 @@ Json json_from_arg(const std::string& arg, std::string_view what) {
   if (first != std::string::npos && (arg[first] == '{' || arg[first] == '[')) {
     return parse_json(arg, what);
   }
-  require_input_file(arg, what);
-  return load_json_file(arg);
+  return load_json_file(arg, what);
 }
 
 std::string canonical_dump(const Json& j) { return j.dump(); }

@@ -23,8 +23,9 @@ using Json = nlohmann::json;
 // job spec, target, workload and schedule is read through here.
 Json parse_json(std::string_view text, std::string_view what);
 
-// Reads and parses a file; io error if unreadable, bad_input if malformed.
-Json load_json_file(const std::string& path);
+// Reads and parses a file; bad_input naming `what` (the flag or field) if it is missing, not
+// a regular file or malformed, io error if it cannot be read.
+Json load_json_file(const std::string& path, std::string_view what = "file");
 
 // An argument that is either inline JSON (starts with '{' or '[') or a file path.
 Json json_from_arg(const std::string& arg, std::string_view what);

@@ -149,7 +149,7 @@ int run_model(const std::string& job, const std::string& db, const std::string& 
 }
 
 int run_check_plan(const std::string& path) {
-  const execution::MemoryPlan plan = execution::MemoryPlan::from_json(load_json_file(path));
+  const execution::MemoryPlan plan = execution::MemoryPlan::from_json(load_json_file(path, "--check-plan"));
   const auto problems = execution::check_plan(plan);
   for (const auto& p : problems) std::cout << "overlap: " << p << "\n";
   std::cout << plan.allocations.size() << " tensors, peak " << plan.peak_bytes << " bytes, liveness lower bound "

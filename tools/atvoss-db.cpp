@@ -272,7 +272,9 @@ int main(int argc, char** argv) {
   atvoss::rpc::QueryServerOptions serve_options;
   std::string token_file;
   auto* serve = app.add_subcommand("serve", "HTTP query endpoint: /v1/best, /v1/stats, /metrics");
-  serve->add_option("--host", serve_options.host, "bind address (non-loopback needs a token)")->capture_default_str();
+  serve->add_option("--host", serve_options.host, "bind address (non-loopback needs a token)")
+      ->capture_default_str()
+      ->check(tools::ip_address());
   serve->add_option("--port", serve_options.port, "port")->capture_default_str();
   serve->add_option("--token-file", token_file, "file holding the token (else ATVOSS_TOKEN; none: loopback only)");
 

@@ -19,14 +19,18 @@ int main(int argc, char** argv) {
   std::string token_file, port_file;
   int http_port = -1;
   int grace_ms = 10000, heartbeat_ms = 1000, login_timeout_ms = 5000;
-  app.add_option("--host", options.host, "bind address (non-loopback needs a token)")->capture_default_str();
+  app.add_option("--host", options.host, "bind address (non-loopback needs a token)")
+      ->capture_default_str()
+      ->check(atvoss::tools::ip_address());
   app.add_option("--port", options.port, "farm port; 0 picks a free one (see --port-file)")->capture_default_str();
   app.add_option("--token-file", token_file, "file holding the farm token (else ATVOSS_TOKEN; none: loopback only)");
   app.add_option("--threads", options.threads, "io threads")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--db", options.db_path, "tuning database that records every relayed result");
   app.add_option("--http-port", http_port, "query endpoint port (/v1/best, /v1/stats, /metrics); 0 = free port")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--http-host", options.http_host, "query endpoint bind address")->capture_default_str();
+  app.add_option("--http-host", options.http_host, "query endpoint bind address")
+      ->capture_default_str()
+      ->check(atvoss::tools::ip_address());
   app.add_option("--grace-ms", grace_ms, "shutdown: time left to tasks in flight")->capture_default_str()->check(CLI::Range(0, 3600000));
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period; workers silent for 3 periods are removed")
       ->capture_default_str()->check(CLI::Range(10, 60000));

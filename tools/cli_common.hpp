@@ -3,6 +3,8 @@
 // exit codes docs/architecture.md fixes (2 = bad input or bad flags, 1 = any other failure).
 #pragma once
 
+#include <arpa/inet.h>
+
 #include <charconv>
 #include <exception>
 #include <limits>
@@ -39,6 +41,31 @@ CLI::Validator non_negative(const T&) {
       "NON-NEGATIVE");
 }
 
+// An IP address for a --host flag (v4 or v6, no name lookup): "nothost" is refused while the
+// flags are read, naming the flag, instead of by the server it is handed to.
+inline CLI::Validator ip_address() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        unsigned char buf[sizeof(in6_addr)];
+        if (::inet_pton(AF_INET, s.c_str(), buf) == 1 || ::inet_pton(AF_INET6, s.c_str(), buf) == 1) return "";
+        return "expected an IP address such as 127.0.0.1 or ::1, got '" + s + "'";
+      },
+      "IP");
+}
+
+// CLI11 answers an unknown subcommand word with "A subcommand is required"; name the word
+// and the subcommands there are instead. The word is the first one CLI11 left over, or else
+// the first argument when it is not a flag.
+inline std::string parse_error_text(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  const auto all = app.get_subcommands([](const CLI::App*) { return true; });
+  const auto remaining = app.remaining();
+  std::string word = !remaining.empty() ? remaining.front() : argc > 1 ? std::string(argv[1]) : std::string();
+  if (all.empty() || !app.get_subcommands().empty() || word.empty() || word.front() == '-') return e.what();
+  std::string names;
+  for (const CLI::App* sub : all) names += (names.empty() ? "" : ", ") + sub->get_name();
+  return "unknown subcommand '" + word + "'; expected one of: " + names;
+}
+
 template <typename Body>
 int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
   try {
@@ -50,7 +77,7 @@ int run_cli(CLI::App& app, int argc, char** argv, Body&& body) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << parse_error_text(app, e, argc, argv) << "\n";
     return 2;
   }
   try {

@@ -163,9 +163,9 @@ JobSpec JobSpec::from_json(const Json& j) {
 JobSpec JobSpec::load(const std::string& path) {
   Json j;
   try {
-    j = load_json_file(path);
+    j = load_json_file(path, "job spec");
   } catch (const Error& e) {
-    if (e.kind() == ErrorKind::io) throw_bad_input("job spec: " + std::string(e.what()));
+    if (e.kind() == ErrorKind::io) throw_bad_input(e.what());  // names the job spec already
     throw;
   }
   return from_json(j);

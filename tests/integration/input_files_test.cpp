@@ -90,6 +90,12 @@ TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInpu
        "--seed: must be at most"},
       {"atvoss-tune", "--target ascend910 --workload " + workload + " --trials 99999999999999 --db " + file("t.db"),
        "--trials"},
+      // Messages that named the wrong thing.
+      {"atvoss-model", "frobnicate", "unknown subcommand 'frobnicate'; expected one of: train, eval, inspect"},
+      {"atvoss-db", "--db " + db + " frobnicate", "unknown subcommand 'frobnicate'; expected one of: stats,"},
+      {"atvoss-db", "--db " + db + " serve --host nothost", "--host: expected an IP address"},
+      {"atvoss-farm", "--http-host nothost", "--http-host: expected an IP address"},
+      {"atvoss-tune", file("absent-job.json") + " --quiet", "job spec: '"},
       // A file that is no kernel object is the caller's bad input, not a failure (exit 1).
       {"atvoss-kernel-runner", "--so " + file("not-a-kernel.so") + " --workload " + workload,
        "--so: not a loadable kernel object"},
