@@ -143,6 +143,14 @@ std::int64_t require_int(const Json& obj, std::string_view name, std::string_vie
   return v.get<std::int64_t>();
 }
 
+namespace detail {
+void throw_integer_range(const Json& v, std::string_view name, std::string_view context, const std::string& lo,
+                         const std::string& hi) {
+  throw_bad_input(std::string(context) + ": field '" + std::string(name) + "' must be an integer in " + lo + ".." +
+                  hi + ", got " + v.dump());
+}
+}  // namespace detail
+
 double require_number(const Json& obj, std::string_view name, std::string_view context) {
   const Json& v = require_field(obj, name, context);
   if (!v.is_number()) {

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -43,5 +45,30 @@ std::int64_t require_int(const Json& obj, std::string_view name, std::string_vie
 double require_number(const Json& obj, std::string_view name, std::string_view context);
 std::string require_string(const Json& obj, std::string_view name, std::string_view context);
 void require_object(const Json& j, std::string_view context);
+
+// The integer v as T, for a field named name: bad_input "<context>: field '<name>' must be an
+// integer in LO..HI, got V" for a float, a bool or a value outside T, which nlohmann's
+// get<T>() would truncate or wrap (a Python trials=2**32+4 ran 4 trials).
+template <typename T>
+T integer_as(const Json& v, std::string_view name, std::string_view context);
+
+namespace detail {
+[[noreturn]] void throw_integer_range(const Json& v, std::string_view name, std::string_view context,
+                                      const std::string& lo, const std::string& hi);
+}  // namespace detail
+
+template <typename T>
+T integer_as(const Json& v, std::string_view name, std::string_view context) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  using Limits = std::numeric_limits<T>;
+  const bool fits = v.is_number_unsigned()  ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(Limits::max())
+                    : v.is_number_integer() ? v.get<std::int64_t>() >= static_cast<std::int64_t>(Limits::min()) &&
+                                                  (v.get<std::int64_t>() < 0 ||
+                                                   static_cast<std::uint64_t>(v.get<std::int64_t>()) <=
+                                                       static_cast<std::uint64_t>(Limits::max()))
+                                            : false;
+  if (!fits) detail::throw_integer_range(v, name, context, std::to_string(Limits::min()), std::to_string(Limits::max()));
+  return v.get<T>();
+}
 
 }  // namespace atvoss

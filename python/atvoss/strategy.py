@@ -53,6 +53,10 @@ class SearchStrategy:
     """
 
     priority: int = 0
+    #: Seconds one call of propose, update or observe may take; past it the call is
+    #: interrupted with TimeoutError and tune raises StrategyError naming the limit (a call
+    #: blocked in C, e.g. time.sleep, is interrupted when it returns). None: no limit.
+    call_timeout_s: Optional[float] = 60.0
 
     def __init__(self, space: ScheduleSpace, workload: Optional[Workload], target: Target, seed: int) -> None:
         self.space = space

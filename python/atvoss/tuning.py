@@ -100,11 +100,16 @@ class TuneResult:
         return self.default_us / self.best_us
 
 
-def _check_int(value: Any, name: str, minimum: int) -> int:
+_INT32_MAX = 2**31 - 1  # the C++ core's int counts
+_UINT64_MAX = 2**64 - 1  # seeds
+
+
+def _check_int(value: Any, name: str, minimum: int, maximum: int = _INT32_MAX) -> int:
+    """value, an int in minimum..maximum: past the C++ type it would wrap (trials=2**32+4 ran 4)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value < minimum or value > maximum:
+        raise ValueError(f"{name} must be in {minimum}..{maximum}, got {value}")
     return value
 
 
@@ -137,7 +142,7 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     """
     w, t = as_workload(workload), as_target(target)
     _check_int(trials, "trials", 1)
-    _check_int(seed, "seed", 0)
+    _check_int(seed, "seed", 0, _UINT64_MAX)
     if progress is not None and not callable(progress):
         raise TypeError("progress must be callable")
     spec = {"workload": w.to_json(), "target": t._arg(), "trials": trials,
@@ -181,7 +186,7 @@ def measure(workload: WorkloadLike, target: TargetLike,
     are collected by it."""
     w, t = as_workload(workload), as_target(target)
     _check_int(repeat, "repeat", 1)
-    _check_int(seed, "seed", 0)
+    _check_int(seed, "seed", 0, _UINT64_MAX)
     if schedules is None:
         text = _atvoss.default_schedule(dumps(w.to_json()), t._arg())
         if text is None:

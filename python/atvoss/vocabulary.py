@@ -8,7 +8,7 @@ import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from . import _atvoss
-from ._json import dumps, loads
+from ._json import dumps, loads, parse_text, read_input_file
 
 
 def _json_arg(value: Any, field: str) -> Any:
@@ -18,12 +18,8 @@ def _json_arg(value: Any, field: str) -> Any:
     if isinstance(value, str):
         text = value
         if not value.lstrip().startswith(("{", "[")) and os.path.exists(value):
-            with open(value, encoding="utf-8") as f:
-                text = f.read()
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{field}: not JSON and not a readable file: {e}") from None
+            text = read_input_file(value, field)
+        return parse_text(text, field)
     raise TypeError(f"{field} must be a dict, JSON text or a file path, not {type(value).__name__}")
 
 
@@ -156,6 +152,8 @@ class Schedule(Mapping[str, int]):
         for k, v in raw.items():
             if isinstance(v, bool) or not isinstance(v, int):
                 raise TypeError(f"schedule: knob '{k}' must be an int, not {type(v).__name__}")
+            if not -(2**63) <= v < 2**63:
+                raise ValueError(f"schedule: knob '{k}' must fit in a 64-bit integer, got {v}")
         self._values = loads(_atvoss.canonical_schedule(dumps(raw)))
 
     @classmethod

@@ -9,8 +9,14 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <sstream>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
@@ -56,6 +62,65 @@ SharedObject share(py::object o) {
   fail(name, "raised\n" + text);
 }
 
+// A bound on one call into the policy (its `call_timeout_s`): a propose() that never returns
+// would block tune for good. Past the limit a watchdog raises TimeoutError in the calling
+// thread (PyThreadState_SetAsyncExc), which Python delivers at its next bytecode; a call
+// blocked inside C (a sleep, a lock) sees it only when it comes back.
+// REQUIRES: constructed and destroyed under the GIL, on the thread making the call.
+class CallDeadline {
+ public:
+  explicit CallDeadline(std::optional<std::chrono::duration<double>> limit)
+      : thread_(PyThread_get_thread_ident()) {
+    if (!limit) return;
+    watchdog_ = std::thread([this, limit] {
+      {
+        std::unique_lock lock(mu_);
+        if (cv_.wait_for(lock, *limit, [this] { return done_; })) return;
+      }
+      py::gil_scoped_acquire gil;  // the caller holds the GIL only while it runs Python
+      const std::lock_guard lock(mu_);
+      if (done_) return;
+      PyThreadState_SetAsyncExc(thread_, PyExc_TimeoutError);
+      fired_ = true;
+    });
+  }
+  ~CallDeadline() {
+    if (!watchdog_.joinable()) return;
+    {
+      const std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    {
+      py::gil_scoped_release release;  // the watchdog may be waiting for the GIL
+      watchdog_.join();
+    }
+    // An exception raised as the call returned may not have been delivered: drop it.
+    if (fired_) PyThreadState_SetAsyncExc(thread_, nullptr);
+  }
+  bool fired() {
+    const std::lock_guard lock(mu_);
+    return fired_;
+  }
+  CallDeadline(const CallDeadline&) = delete;
+  CallDeadline& operator=(const CallDeadline&) = delete;
+
+ private:
+  unsigned long thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool fired_ = false;
+  std::thread watchdog_;
+};
+
+// The policy's call_timeout_s (seconds; None: no bound). REQUIRES: the GIL.
+std::optional<std::chrono::duration<double>> call_timeout(const py::object& instance) {
+  const py::object t = py::getattr(instance, "call_timeout_s", py::none());
+  if (t.is_none()) return std::nullopt;
+  return std::chrono::duration<double>(t.cast<double>());
+}
+
 class PyStrategy final : public search::SearchStrategy {
  public:
   PyStrategy(std::string name, SharedObject instance, ScheduleSpace space)
@@ -79,12 +144,8 @@ class PyStrategy final : public search::SearchStrategy {
     std::vector<Schedule> batch;
     {
       py::gil_scoped_acquire gil;
-      try {
-        const py::list items = instance_->attr("_atvoss_propose")(n);
-        for (const auto& item : items) batch.push_back(checked(item));
-      } catch (py::error_already_set& e) {
-        fail_python(name_, e);
-      }
+      const py::list items = invoke("_atvoss_propose", "propose()", py::int_(n));
+      for (const auto& item : items) batch.push_back(checked(item));
     }
     if (batch.size() > n) fail(name_, "proposed " + std::to_string(batch.size()) + " schedules, asked for " + std::to_string(n));
     pending_keys_.clear();
@@ -129,8 +190,14 @@ class PyStrategy final : public search::SearchStrategy {
     if (!py::isinstance<py::dict>(item)) fail(name_, "propose() must give schedules (dicts of knob values)");
     Json j = Json::object();
     for (const auto& [k, v] : item.cast<py::dict>()) {
-      if (!py::isinstance<py::int_>(v)) fail(name_, "knob '" + py::str(k).cast<std::string>() + "' must be an int");
-      j[py::str(k).cast<std::string>()] = v.cast<std::int64_t>();
+      const std::string knob = py::str(k).cast<std::string>();
+      if (!py::isinstance<py::int_>(v)) fail(name_, "knob '" + knob + "' must be an int");
+      try {
+        j[knob] = v.cast<std::int64_t>();
+      } catch (const py::cast_error&) {
+        fail(name_, "knob '" + knob + "' = " + py::str(v).cast<std::string>().substr(0, 40) +
+                        " does not fit in a 64-bit integer");
+      }
     }
     Schedule s;
     try {
@@ -145,13 +212,32 @@ class PyStrategy final : public search::SearchStrategy {
 
   void call(const char* method, const std::vector<search::Trial>& trials) {
     py::gil_scoped_acquire gil;
+    py::list items;
+    for (const auto& t : trials) {
+      items.append(py::make_tuple(t.schedule.values(), std::string(to_string(t.status)), t.time_us));
+    }
+    invoke(method, std::string(method + std::strlen("_atvoss_")) + "()", items);  // shown as "update()"
+  }
+
+  // The policy's method called with arg under its deadline; a Python error, or the deadline
+  // passing, becomes StrategyFailure. REQUIRES: the GIL.
+  py::object invoke(const char* method, const std::string& shown, const py::object& arg) {
+    const auto limit = call_timeout(*instance_);
+    bool timed_out = false;
     try {
-      py::list items;
-      for (const auto& t : trials) {
-        items.append(py::make_tuple(t.schedule.values(), std::string(to_string(t.status)), t.time_us));
+      CallDeadline deadline(limit);
+      try {
+        return instance_->attr(method)(arg);
+      } catch (py::error_already_set&) {
+        timed_out = deadline.fired();
+        throw;
       }
-      instance_->attr(method)(items);
     } catch (py::error_already_set& e) {
+      if (timed_out && e.matches(PyExc_TimeoutError)) {
+        std::ostringstream seconds;
+        seconds << limit->count();
+        fail(name_, shown + " did not return within " + seconds.str() + " s (the policy's call_timeout_s)");
+      }
       fail_python(name_, e);
     }
   }

@@ -24,6 +24,9 @@ namespace {
 template <typename T>
 T field_or(const Json& spec, const char* name, T fallback) {
   if (!spec.contains(name) || spec[name].is_null()) return fallback;
+  if constexpr (std::is_integral_v<T>) {
+    return integer_as<T>(spec[name], name, "tune");
+  }
   try {
     return spec[name].get<T>();
   } catch (const Json::exception&) {

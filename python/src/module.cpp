@@ -12,6 +12,18 @@ Json parse(const std::string& text, const char* what) { return parse_json(text, 
 
 std::string dump(const Json& j) { return j.dump(); }
 
+namespace {
+
+// Raises type with text. A message may quote the input's bytes (a line of a non-UTF-8
+// file): PyErr_SetString would then leave an empty message, so invalid bytes become U+FFFD.
+void set_error(PyObject* type, const std::string& text) {
+  PyObject* message = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+  PyErr_SetObject(type, message);
+  Py_XDECREF(message);
+}
+
+}  // namespace
+
 }  // namespace atvoss::python
 
 PYBIND11_MODULE(_atvoss, m) {
@@ -23,12 +35,12 @@ PYBIND11_MODULE(_atvoss, m) {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
       if (e.is_bad_input()) {
-        PyErr_SetString(PyExc_ValueError, e.what());
+        python::set_error(PyExc_ValueError, e.what());
       } else {
-        PyErr_SetString(PyExc_RuntimeError, (std::string(to_string(e.kind())) + ": " + e.what()).c_str());
+        python::set_error(PyExc_RuntimeError, std::string(to_string(e.kind())) + ": " + e.what());
       }
     } catch (const Json::exception& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      python::set_error(PyExc_ValueError, e.what());
     }
   });
   python::bind_vocabulary(m);

@@ -172,6 +172,16 @@ def test_table_lookup_exact_and_nearest(tuned, tmp_path, matmul):
     assert miss.match == "none" and miss.schedule is None
 
 
+def test_errors_quoting_bytes_that_are_not_utf8_keep_their_message(tmp_path):
+    # The message quotes the input; PyErr_SetString left it empty.
+    (tmp_path / "bad.jsonl").write_bytes(b'{"a":"\xff\xfe"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:1: invalid JSON .*field 'a'"):
+        atvoss.Database(tmp_path / "x.db").import_(tmp_path / "bad.jsonl")
+    (tmp_path / "t.json").write_bytes(b'{"format":"\xff"}')
+    with pytest.raises(ValueError, match="invalid JSON"):
+        atvoss.Table(tmp_path / "t.json")
+
+
 def test_database_and_table_errors(tmp_path):
     with pytest.raises(RuntimeError):
         atvoss.Database(tmp_path / "missing.db", read_only=True)

@@ -122,6 +122,7 @@ def test_a_failing_policy_is_its_own_error_and_harms_nothing(matmul, db_path):
     (lambda self, n: [dict(self.space.default())], "measured already"),
     (lambda self, n: [self._valid(), self._valid()], "twice"),
     (lambda self, n: ["tile_m"], "dicts"),
+    (lambda self, n: [{"tile_m": 2**200}], "knob 'tile_m' = 1606938044258990275541962092341162602522 does not fit"),
 ])
 def test_the_adapter_refuses_bad_proposals(matmul, bad, words):
     class Bad(atvoss.SearchStrategy):
@@ -139,6 +140,38 @@ def test_the_adapter_refuses_bad_proposals(matmul, bad, words):
             atvoss.tune(matmul, "ascend910b", trials=8, strategy="py-bad", batch_size=4)
     finally:
         atvoss.unregister_strategy("py-bad")
+
+
+# update() also serves observe() (the default schedule measured first is observed).
+@pytest.mark.parametrize("stuck_in, call", [("propose", "propose"), ("update", "(observe|update)")])
+def test_a_policy_call_that_never_returns_ends_at_its_deadline(matmul, db_path, stuck_in, call):
+    class Stuck(atvoss.SearchStrategy):
+        call_timeout_s = 0.3
+
+        def propose(self, n):
+            while stuck_in == "propose":
+                pass
+            return [s for s in [self._next()] if s]
+
+        def update(self, trials):
+            while stuck_in == "update":
+                pass
+
+        def _next(self):
+            for m in self.space.knobs["tile_m"]:
+                s = {**dict(self.space.default()), "tile_m": m}
+                if self.space.check(s)[0] and s != dict(self.space.default()):
+                    return s
+
+    atvoss.register_strategy(name="py-stuck")(Stuck)
+    try:
+        with pytest.raises(atvoss.StrategyError, match=rf"{call}\(\) did not return within 0.3 s"):
+            atvoss.tune(matmul, "ascend910b", trials=8, strategy="py-stuck", batch_size=4, db=db_path)
+        # Nothing was left pending: the interpreter and the database carry on.
+        assert sum(range(10)) == 45
+        assert atvoss.tune(matmul, "ascend910b", trials=3, strategy="random", db=db_path).trials >= 3
+    finally:
+        atvoss.unregister_strategy("py-stuck")
 
 
 def test_keyboard_interrupt_in_a_policy_stays_keyboard_interrupt(matmul):

@@ -177,6 +177,10 @@ def test_tune_releases_the_gil():
     ({"repeat": 0}, ValueError, "repeat"),
     ({"cost_model": "bogus", "strategy": "model-guided"}, ValueError, "bogus"),
     ({"progress": 5}, TypeError, "progress"),
+    # Past the C++ types these wrapped: 2**32+4 trials ran 4, seed 2**64 ran as seed 0.
+    ({"trials": 2**32 + 4}, ValueError, "trials must be in 1..2147483647"),
+    ({"seed": 2**64}, ValueError, "seed must be in 0..18446744073709551615"),
+    ({"batch_size": 2**31}, ValueError, "batch_size"),
 ])
 def test_tune_bad_input(matmul, tmp_path, kwargs, exc, field):
     args = {"trials": 4, "strategy": "random", "db": str(tmp_path / "x.db")}

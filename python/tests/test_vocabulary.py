@@ -1,6 +1,7 @@
 """Workload, Target, Schedule and ScheduleSpace: canonical JSON, equality, repr, round
 trips, and ValueError/TypeError naming the field on bad input."""
 import json
+import os
 
 import pytest
 
@@ -26,6 +27,28 @@ def test_workload_bad_input_names_the_field():
         atvoss.Workload({"dims": {"M": 1}})
     with pytest.raises(TypeError):
         atvoss.Workload(42)
+
+
+def test_inputs_that_hung_wrapped_or_recursed_are_value_errors(tmp_path):
+    # A FIFO blocked for good; 2**200 failed in a cast; deep nesting raised RecursionError.
+    fifo = tmp_path / "w.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="is not a regular file"):
+        atvoss.Workload(str(fifo))
+    with pytest.raises(ValueError, match="knob 'tile_m' must fit in a 64-bit integer"):
+        atvoss.Schedule(tile_m=2**200)
+    with pytest.raises(ValueError, match="workload: JSON nested too deeply"):
+        atvoss.Workload("[" * 100000 + "]" * 100000)
+    deep = {}
+    cursor = deep
+    for _ in range(5000):
+        cursor["a"] = {}
+        cursor = cursor["a"]
+    with pytest.raises(ValueError, match="nested too deeply"):
+        atvoss.Workload(deep)
+    (tmp_path / "latin1.json").write_bytes(b'{"op": "\xff"}')
+    with pytest.raises(ValueError, match="not UTF-8"):
+        atvoss.Workload(str(tmp_path / "latin1.json"))
 
 
 def test_target_presets_inline_json_and_files(tmp_path):
