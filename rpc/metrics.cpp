@@ -158,7 +158,7 @@ bool FarmMetrics::is_success(std::string_view status) noexcept {
   return status == "ok" || status == "exact" || status == "nearest";
 }
 
-std::string FarmMetrics::prometheus_answers(std::string_view prefix_view) const {
+std::string FarmMetrics::prometheus_answers(std::string_view prefix_view, const AnswerHelp& help) const {
   const std::string prefix(prefix_view);
   const Json j = to_json();
   double sum_us = 0;
@@ -171,11 +171,11 @@ std::string FarmMetrics::prometheus_answers(std::string_view prefix_view) const 
   std::ostringstream out;
   out.precision(17);  // exact doubles: a scraper must read back what we hold
   const std::string measured = prefix + "_measurements_total", errors = prefix + "_errors_total";
-  family(out, measured, "counter", "Answers relayed to clients, by status.");
+  family(out, measured, "counter", help.by_status);
   for (const auto& [status, n] : j["by_status"].items()) {
     out << measured << "{status=\"" << label_value(status) << "\"} " << n.get<std::uint64_t>() << "\n";
   }
-  family(out, errors, "counter", "Answers that are not a success, and rejected connections, by kind.");
+  family(out, errors, "counter", help.errors);
   for (const auto& [status, n] : j["by_status"].items()) {
     if (!is_success(status)) {
       out << errors << "{kind=\"" << label_value(status) << "\"} " << n.get<std::uint64_t>() << "\n";
@@ -184,11 +184,10 @@ std::string FarmMetrics::prometheus_answers(std::string_view prefix_view) const 
   for (const auto& [reason, n] : j["rejected_connections"].items()) {
     out << errors << "{kind=\"rejected_" << label_value(reason) << "\"} " << n.get<std::uint64_t>() << "\n";
   }
-  family(out, prefix + "_measurements_per_second", "gauge", "Answers per second over the last 10 s.");
+  family(out, prefix + "_measurements_per_second", "gauge", help.rate);
   out << prefix << "_measurements_per_second " << j["measurements_per_second"].get<double>() << "\n";
   const std::string latency = prefix + "_latency_seconds";
-  family(out, latency, "summary",
-         "Submit-to-answer latency; quantiles over the last 4096 answers, sum and count over all.");
+  family(out, latency, "summary", help.latency);
   out << latency << "{quantile=\"0.5\"} " << j["latency_p50_us"].get<double>() / 1e6 << "\n"
       << latency << "{quantile=\"0.99\"} " << j["latency_p99_us"].get<double>() / 1e6 << "\n"
       << latency << "_sum " << sum_us / 1e6 << "\n"
@@ -199,7 +198,7 @@ std::string FarmMetrics::prometheus_answers(std::string_view prefix_view) const 
 std::string FarmMetrics::prometheus() const {
   const Json j = to_json();
   std::ostringstream out;
-  out << prometheus_answers("atvoss_farm");
+  out << prometheus_answers("atvoss_farm", kFarmHelp);
   const struct {
     const char* name;
     const char* key;

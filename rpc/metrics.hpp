@@ -38,9 +38,24 @@ class FarmMetrics {
   // Text exposition: HELP and TYPE on every family, latency in seconds as a summary with
   // _sum and _count, errors_total counting only statuses that are not a success.
   std::string prometheus() const;
+  // The HELP texts of the answer families: a farm relays measurements, a query server
+  // answers lookups, and a scrape shows which.
+  struct AnswerHelp {
+    std::string_view by_status, errors, rate, latency;
+  };
+  static constexpr AnswerHelp kFarmHelp{
+      "Answers relayed to clients, by status.",
+      "Answers that are not a success, and rejected connections, by kind.",
+      "Answers per second over the last 10 s.",
+      "Submit-to-answer latency; quantiles over the last 4096 answers, sum and count over all."};
+  static constexpr AnswerHelp kQueryHelp{
+      "Lookups answered, by status (exact, nearest, not_found, ...).",
+      "Lookups that found nothing or failed, and rejected connections, by kind.",
+      "Lookups per second over the last 10 s.",
+      "Request-to-answer latency of a lookup; quantiles over the last 4096, sum and count over all."};
   // Only the answer families (by status, errors, rate, latency) named <prefix>_...: what a
   // query server, which has no queue, workers or retries, has to say.
-  std::string prometheus_answers(std::string_view prefix) const;
+  std::string prometheus_answers(std::string_view prefix, const AnswerHelp& help) const;
   // ok, and the query server's exact/nearest: answers that are not errors.
   static bool is_success(std::string_view status) noexcept;
 

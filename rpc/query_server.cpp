@@ -500,7 +500,7 @@ double last_write_seconds(const std::string& path) {
 // database holds (the farm's queue and worker counters mean nothing here).
 std::string database_metrics(const FarmMetrics& answers, const std::string& path) {
   const Json st = database_stats(path);
-  return answers.prometheus_answers("atvoss_query") +
+  return answers.prometheus_answers("atvoss_query", FarmMetrics::kQueryHelp) +
          prometheus_gauges({
              {"atvoss_db_records", "Records in the database.", st["records"].get<double>()},
              {"atvoss_db_targets", "Targets in the database.", st["targets"].get<double>()},

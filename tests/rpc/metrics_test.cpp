@@ -231,7 +231,7 @@ TEST(Metrics, QueryServerExpositionIsAnswersAndGaugesOnly) {
   m.count_measured("not_found");
   m.add_latency(2000.0);
   const std::string text =
-      m.prometheus_answers("atvoss_query") +
+      m.prometheus_answers("atvoss_query", FarmMetrics::kQueryHelp) +
       prometheus_gauges({{"atvoss_db_records", "Records.", 4092}, {"atvoss_db_last_write_timestamp_seconds", "Last write.", 1.7e9}});
   Exposition families;
   ASSERT_NO_THROW(families = parse_exposition(text)) << text;
@@ -241,6 +241,10 @@ TEST(Metrics, QueryServerExpositionIsAnswersAndGaugesOnly) {
   EXPECT_DOUBLE_EQ(value_of(families, "atvoss_query_latency_seconds", "atvoss_query_latency_seconds_sum"), 0.002);
   for (const auto& [name, family] : families) EXPECT_EQ(name.rfind("atvoss_farm", 0), std::string::npos) << name;
   EXPECT_EQ(families.count("atvoss_query_submitted_total"), 0u);
+  // Its HELP texts speak of lookups, not of the farm's relayed measurements.
+  EXPECT_THAT(families.at("atvoss_query_measurements_total").help, testing::HasSubstr("Lookups answered"));
+  EXPECT_THAT(families.at("atvoss_query_latency_seconds").help, testing::HasSubstr("of a lookup"));
+  for (const auto& [name, family] : families) EXPECT_EQ(family.help.find("relayed"), std::string::npos) << name;
 }
 
 TEST(Metrics, StatusLabelsAreBounded) {

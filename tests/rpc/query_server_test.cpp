@@ -104,6 +104,8 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
   EXPECT_THAT(metrics, testing::HasSubstr("\natvoss_query_latency_seconds_count 2\n"));
   EXPECT_THAT(metrics, testing::HasSubstr("\natvoss_db_records 2\n"));
   EXPECT_THAT(metrics, testing::Not(testing::HasSubstr("atvoss_farm_")));
+  EXPECT_THAT(metrics, testing::HasSubstr("# HELP atvoss_query_measurements_total Lookups answered"));
+  EXPECT_THAT(metrics, testing::Not(testing::HasSubstr("relayed")));  // the farm's words
 
   // A name two stored targets share is refused as `atvoss-db best` refuses it, listing the
   // keys; the server used to answer from whichever came first.
