@@ -1,9 +1,11 @@
 #include "rpc/worker.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "rpc/log.hpp"
@@ -59,11 +61,32 @@ MeasureFunction backend_measure(double noise) {
   };
 }
 
+namespace {
+
+// A --recorded-dir anyone may write to lets anyone on the machine plant the tables this
+// worker measures and the farm stores: refused, as the compile cache refuses an open one
+// (docs/protocol.md, "Recorded tables"). Owned by another user is fine: tables are data.
+void require_closed_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw_bad_input("--recorded-dir '" + dir + "': not a directory");
+  }
+  if ((st.st_mode & S_IWOTH) != 0) {
+    std::ostringstream mode;
+    mode << std::oct << (st.st_mode & 07777);
+    throw_bad_input("--recorded-dir '" + dir + "' is writable by others (mode " + mode.str() +
+                    "): anyone could plant a table there; chmod o-w it");
+  }
+}
+
+}  // namespace
+
 Worker::Worker(WorkerOptions options, MeasureFunction measure)
     : options_(std::move(options)), measure_(measure ? std::move(measure) : backend_measure(options_.noise)) {
   if (options_.targets.empty()) throw_bad_input("worker: at least one --target is needed");
   if (options_.slots < 0 || options_.slots > 4096) throw_bad_input("--slots must be 1..4096");
   options_.slots = worker_slots(options_.slots, options_.targets);
+  for (const auto& dir : options_.recorded_dirs) require_closed_dir(dir);
   if (options_.name.empty()) options_.name = default_name();
   for (const Target& t : options_.targets) target_keys_.push_back(farm_target_key(t));
   if (options_.backends.empty()) {

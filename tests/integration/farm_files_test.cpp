@@ -3,7 +3,10 @@
 // or blocked its slots for good on a FIFO. A real atvoss-worker, a scripted farm on loopback.
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -49,6 +52,18 @@ TEST(FarmFiles, OnlyRegularFilesInsideTheRecordedDirAreServed) {
   fs::create_symlink(outside, allowed / "escape.json.gz");
   const std::string fifo = (allowed / "blocks.json.gz").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // As root (CI): the directory and what is planted in it belong to another user, nobody,
+  // and the symlink points at a file only root may read.
+  const std::string secret = dir.file("secret");
+  std::ofstream(secret) << "root-only line\n";
+  ::chmod(secret.c_str(), 0600);
+  fs::create_symlink(secret, allowed / "secret.json.gz");
+  if (::geteuid() == 0) {
+    for (const auto& entry : fs::directory_iterator(allowed)) {
+      ASSERT_EQ(::lchown(entry.path().c_str(), 65534, 65534), 0);
+    }
+    ASSERT_EQ(::chown(allowed.c_str(), 65534, 65534), 0);
+  }
 
   ScriptedFarm farm;
   Child worker = start_worker(farm.port(), 1, {"--recorded-dir", allowed.string()});
@@ -60,11 +75,13 @@ TEST(FarmFiles, OnlyRegularFilesInsideTheRecordedDirAreServed) {
   for (const auto& [id, path, why] : {std::tuple{2, outside, "outside its --recorded-dir"},
                                       std::tuple{3, (allowed / "escape.json.gz").string(), "outside its --recorded-dir"},
                                       std::tuple{4, fifo, "not a regular file"},
+                                      std::tuple{7, (allowed / "secret.json.gz").string(), "outside its --recorded-dir"},
                                       std::tuple{5, (allowed / "../tables/../../etc/passwd").string(), "not a regular file"}}) {
     SCOPED_TRACE(path);
     const Measurement m = farm.measure(id, target, table(path), schedule);  // returns: no hang on the FIFO
     EXPECT_EQ(m.status, Status::error);
     EXPECT_THAT(m.message, HasSubstr(why));
+    EXPECT_THAT(m.message, Not(HasSubstr("root-only")));
   }
   // The slot is free after all of them: the served table still measures.
   EXPECT_TRUE(farm.measure(6, target, table(inside), schedule).ok());

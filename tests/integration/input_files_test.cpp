@@ -96,11 +96,16 @@ TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInpu
       {"atvoss-db", "--db " + db + " serve --host nothost", "--host: expected an IP address"},
       {"atvoss-farm", "--http-host nothost", "--http-host: expected an IP address"},
       {"atvoss-tune", file("absent-job.json") + " --quiet", "job spec: '"},
+      // A recorded-table directory anyone may write to: anyone could plant the tables.
+      {"atvoss-worker", "--farm 127.0.0.1:1 --target ascend910 --recorded-dir " + file("open-tables") + " --quiet",
+       "is writable by others (mode 777)"},
       // A file that is no kernel object is the caller's bad input, not a failure (exit 1).
       {"atvoss-kernel-runner", "--so " + file("not-a-kernel.so") + " --workload " + workload,
        "--so: not a loadable kernel object"},
   };
   std::ofstream(file("not-a-kernel.so")) << "garbage";
+  std::filesystem::create_directory(file("open-tables"));
+  ::chmod(file("open-tables").c_str(), 0777);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.tool + " " + c.args);
     const CliResult r = bounded(c.tool, c.args);
