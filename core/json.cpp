@@ -140,7 +140,7 @@ std::int64_t require_int(const Json& obj, std::string_view name, std::string_vie
     throw_bad_input(std::string(context) + ": field '" + std::string(name) +
                     "' must be an integer, got " + v.dump());
   }
-  return v.get<std::int64_t>();
+  return integer_as<std::int64_t>(v, name, context);
 }
 
 namespace detail {

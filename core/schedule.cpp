@@ -11,7 +11,7 @@ Schedule Schedule::from_json(const Json& j) {
     if (!v.is_number_integer()) {
       throw_bad_input("schedule: knob '" + k + "' must be an integer, got " + v.dump());
     }
-    values[k] = v.get<std::int64_t>();
+    values[k] = integer_as<std::int64_t>(v, k, "schedule");  // 2^64-1 wrapped to -1
   }
   return Schedule(std::move(values));
 }

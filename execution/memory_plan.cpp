@@ -198,8 +198,9 @@ MemoryPlan MemoryPlan::from_json(const Json& j) {
       if (!a.contains(f) || !a[f].is_number()) fail(where + ": field '" + f + "' must be a number");
     }
     if (!a.contains("tensor") || !a["tensor"].is_string()) fail(where + ": field 'tensor' must be a string");
-    plan.allocations.push_back({a["tensor"].get<std::string>(), a["offset"].get<std::int64_t>(),
-                                a["bytes"].get<std::int64_t>(), a["start_us"].get<double>(), a["end_us"].get<double>()});
+    plan.allocations.push_back({a["tensor"].get<std::string>(), integer_as<std::int64_t>(a["offset"], "offset", where),
+                                integer_as<std::int64_t>(a["bytes"], "bytes", where), a["start_us"].get<double>(),
+                                a["end_us"].get<double>()});
     const Allocation& last = plan.allocations.back();
     plan.peak_bytes = std::max(plan.peak_bytes, last.offset + last.bytes);
   }

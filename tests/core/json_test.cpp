@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/schedule.hpp"
 
 namespace atvoss {
 namespace {
@@ -36,6 +37,32 @@ TEST(JsonTest, DeepNestingIsRefusedNotRecursedInto) {
 TEST(JsonTest, NumberBeyondDoubleIsBadInputNotAnAbort) {
   EXPECT_TRUE(refused(R"({"clock_ghz": 1e400})", "spec in field 'clock_ghz':"));
   EXPECT_TRUE(refused("1111111111111110E01110", "spec:"));
+}
+
+// nlohmann's get<T>() wraps or truncates: 2^64-1 as an int64 knob was -1, 2^32+4 as an int 4.
+TEST(JsonTest, IntegersOutsideTheirTypeAreNamedNotWrapped) {
+  auto message = [](auto read) {
+    try {
+      read();
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const Json j = parse_json(R"({"big": 18446744073709551615, "wide": 4294967300, "neg": -1, "half": 2.5, "ok": 7})", "spec");
+  EXPECT_EQ(message([&] { integer_as<std::int64_t>(j["big"], "big", "spec"); }),
+            "spec: field 'big' must be an integer in -9223372036854775808..9223372036854775807, got 18446744073709551615");
+  EXPECT_EQ(message([&] { integer_as<int>(j["wide"], "wide", "spec"); }),
+            "spec: field 'wide' must be an integer in -2147483648..2147483647, got 4294967300");
+  EXPECT_EQ(message([&] { integer_as<std::uint64_t>(j["neg"], "neg", "spec"); }),
+            "spec: field 'neg' must be an integer in 0..18446744073709551615, got -1");
+  EXPECT_NE(message([&] { integer_as<int>(j["half"], "half", "spec"); }).find("must be an integer"), std::string::npos);
+  EXPECT_EQ(integer_as<std::uint64_t>(j["big"], "big", "spec"), 18446744073709551615u);
+  EXPECT_EQ(integer_as<int>(j["ok"], "ok", "spec"), 7);
+  EXPECT_EQ(message([&] { require_int(j, "big", "spec"); }).find("spec: field 'big' must be an integer in"), 0u);
+  EXPECT_NE(message([&] { Schedule::from_json(Json{{"tile_m", 18446744073709551615u}}); }).find("field 'tile_m'"),
+            std::string::npos);
 }
 
 TEST(JsonTest, MalformedTextNamesTheByte) {
