@@ -117,6 +117,14 @@ def test_a_failing_policy_is_its_own_error_and_harms_nothing(matmul, db_path):
     assert r.resumed == stored and r.measured == 4
 
 
+def another_valid(space):
+    """A valid schedule other than the default: the default with another tile_m."""
+    for m in space.knobs["tile_m"]:
+        s = {**dict(space.default()), "tile_m": m}
+        if space.check(s)[0] and s != dict(space.default()):
+            return s
+
+
 @pytest.mark.parametrize("bad, words", [
     (lambda self, n: [{"tile_m": 3}], "outside the space"),
     (lambda self, n: [dict(self.space.default())], "measured already"),
@@ -129,10 +137,7 @@ def test_the_adapter_refuses_bad_proposals(matmul, bad, words):
         propose = bad
 
         def _valid(self):
-            for m in self.space.knobs["tile_m"]:
-                s = {**dict(self.space.default()), "tile_m": m}
-                if self.space.check(s)[0] and s != dict(self.space.default()):
-                    return s
+            return another_valid(self.space)
 
     atvoss.register_strategy(name="py-bad")(Bad)
     try:
@@ -151,17 +156,11 @@ def test_a_policy_call_that_never_returns_ends_at_its_deadline(matmul, db_path, 
         def propose(self, n):
             while stuck_in == "propose":
                 pass
-            return [s for s in [self._next()] if s]
+            return [another_valid(self.space)]
 
         def update(self, trials):
             while stuck_in == "update":
                 pass
-
-        def _next(self):
-            for m in self.space.knobs["tile_m"]:
-                s = {**dict(self.space.default()), "tile_m": m}
-                if self.space.check(s)[0] and s != dict(self.space.default()):
-                    return s
 
     atvoss.register_strategy(name="py-stuck")(Stuck)
     try:
