@@ -9,6 +9,7 @@ policies and profile kernels, on the C++ libraries of this repository (README "P
 from . import runtime
 from .client import Client
 from .database import Database, LookupResult, Table, columns
+from .optimizer import Optimizer, OptimizerTrial, minimize
 from .profiler import ProfiledOp, Profiler
 from .strategy import SearchStrategy, StrategyError, Trial, register_strategy, strategy_names, unregister_strategy
 from .tuning import (Measurement, Profile, TuneResult, measure, run_job, tune, tune_kernel_cache,
@@ -16,7 +17,8 @@ from .tuning import (Measurement, Profile, TuneResult, measure, run_job, tune, t
 from .vocabulary import Schedule, ScheduleSpace, Target, Workload
 
 __all__ = [
-    "Client", "Database", "LookupResult", "Measurement", "Profile", "ProfiledOp", "Profiler",
+    "Client", "Database", "LookupResult", "Measurement", "Optimizer", "OptimizerTrial", "Profile",
+    "ProfiledOp", "Profiler", "minimize",
     "Schedule", "ScheduleSpace", "SearchStrategy", "StrategyError", "Table", "Target", "Trial",
     "TuneResult", "Workload", "columns", "measure", "register_strategy", "run_job",
     "strategy_names", "tune", "tune_kernel_cache", "unregister_strategy", "zoo_model",

@@ -46,5 +46,6 @@ void bind_tuning(py::module_& m);
 void bind_database(py::module_& m);
 void bind_strategies(py::module_& m);
 void bind_runtime(py::module_& m);
+void bind_optimizer(py::module_& m);
 
 }  // namespace atvoss::python

@@ -48,4 +48,5 @@ PYBIND11_MODULE(_atvoss, m) {
   python::bind_database(m);
   python::bind_strategies(m);
   python::bind_runtime(m);
+  python::bind_optimizer(m);
 }

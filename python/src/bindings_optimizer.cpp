@@ -1,0 +1,122 @@
+// Ask/tell over a user's own parameter space (atvoss.Optimizer, python/atvoss/optimizer.py):
+// the Python layer maps each parameter's values to integers (the values themselves when all
+// are ints, else their indices) and evaluates the user's constraints; this side holds the
+// ScheduleSpace and drives any atvoss strategy by its propose/update contract
+// (search/search_strategy.hpp). The user's objective stands in for a backend: ask() is
+// propose, tell() is update. A space with constraints arrives as the flat indices of its
+// valid points (mixed radix, first parameter most significant), so checking a schedule
+// needs no call back into Python.
+// The model-guided strategy featurises the space as a measured table does: generic knob
+// slots only (costmodel/features.cpp), on a workload {"op": "recorded", "table": <name>}
+// that names the objective and is never opened.
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_set>
+
+#include "backend/targets.hpp"
+#include "bindings.hpp"
+#include "core/error.hpp"
+#include "core/measurement.hpp"
+#include "search/search_strategy.hpp"
+
+namespace atvoss::python {
+namespace {
+
+// Flat index of s in knobs (first most significant); nullopt if a value is off its list.
+std::optional<std::uint64_t> flat_index_of(const std::vector<Knob>& knobs, const Schedule& s) {
+  std::uint64_t index = 0;
+  for (const Knob& k : knobs) {
+    const auto it = s.values().find(k.name);
+    if (it == s.values().end()) return std::nullopt;
+    const auto at = std::find(k.values.begin(), k.values.end(), it->second);
+    if (at == k.values.end()) return std::nullopt;
+    index = index * k.values.size() + static_cast<std::uint64_t>(at - k.values.begin());
+  }
+  return index;
+}
+
+class Optimizer {
+ public:
+  // knobs: [(name, [int values])] in the user's order; valid: flat indices of the points
+  // the constraints allow, or none when every point is valid.
+  Optimizer(const std::string& name, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& knobs,
+            std::optional<std::vector<std::uint64_t>> valid, const std::string& strategy, std::uint64_t seed) {
+    std::vector<Knob> list;
+    for (const auto& [knob, values] : knobs) {
+      if (values.empty()) throw_bad_input("space: parameter '" + knob + "' has no values");
+      list.push_back(Knob{knob, values});
+    }
+    if (list.empty()) throw_bad_input("space: give at least one parameter");
+    ScheduleSpace::Check check;
+    if (valid) {
+      if (valid->empty()) throw_bad_input("constraints: no point of the space satisfies them");
+      auto allowed = std::make_shared<std::unordered_set<std::uint64_t>>(valid->begin(), valid->end());
+      check = [allowed, list](const Schedule& s) {
+        const auto i = flat_index_of(list, s);
+        return i && allowed->count(*i) ? Verdict::valid() : Verdict::invalid("excluded by the constraints");
+      };
+    }
+    space_ = ScheduleSpace(std::move(list), std::move(check));
+    search::StrategyOptions o;
+    o.seed = seed;
+    o.workload = Workload::from_json(Json{{"op", "recorded"}, {"table", name}});
+    o.target = backend::load_target("host");
+    o.model_threads = 1;
+    strategy_ = search::make_strategy(strategy, space_, o);
+  }
+
+  // Up to n new schedules as {name: int}; fewer (or none) when the space is exhausted.
+  std::vector<std::map<std::string, std::int64_t>> ask(std::size_t n) {
+    if (n == 0) throw_bad_input("ask: n must be at least 1");
+    if (pending_) throw_bad_input("ask: tell the results of the last ask first");
+    std::vector<std::map<std::string, std::int64_t>> out;
+    const std::vector<Schedule> batch = strategy_->propose(n);
+    for (const Schedule& s : batch) out.push_back(s.values());
+    if (batch.empty()) strategy_->update({});  // exhausted: nothing to wait for
+    pending_ = !out.empty();
+    return out;
+  }
+
+  // Results of the last ask: (schedule, status, time); status "ok" or a candidate error.
+  void tell(const std::vector<std::tuple<std::map<std::string, std::int64_t>, std::string, double>>& results) {
+    if (!pending_) throw_bad_input("tell: no pending ask; call ask() first");
+    std::vector<search::Trial> trials;
+    for (const auto& [values, status, time_us] : results) {
+      search::Trial t{Schedule(values), parse_status(status), time_us};
+      if (t.status == Status::ok && !(time_us > 0 && std::isfinite(time_us))) {
+        throw_bad_input("tell: a result must be a positive finite number, got " + std::to_string(time_us));
+      }
+      trials.push_back(std::move(t));
+    }
+    strategy_->update(trials);
+    pending_ = false;
+  }
+
+  bool pending() const { return pending_; }
+  std::uint64_t size() const { return space_.size(); }
+
+ private:
+  ScheduleSpace space_;
+  std::unique_ptr<search::SearchStrategy> strategy_;
+  bool pending_ = false;
+};
+
+}  // namespace
+
+void bind_optimizer(py::module_& m) {
+  py::class_<Optimizer>(m, "OptimizerCore")
+      .def(py::init<const std::string&, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>&,
+                    std::optional<std::vector<std::uint64_t>>, const std::string&, std::uint64_t>(),
+           py::arg("name"), py::arg("knobs"), py::arg("valid"), py::arg("strategy"), py::arg("seed"))
+      .def("ask", &Optimizer::ask, py::arg("n"), py::call_guard<py::gil_scoped_release>())
+      .def("tell", &Optimizer::tell, py::arg("results"), py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("pending", &Optimizer::pending)
+      .def_property_readonly("size", &Optimizer::size);
+}
+
+}  // namespace atvoss::python

@@ -1,0 +1,105 @@
+"""atvoss.Optimizer and atvoss.minimize: ask/tell over a space the user defines, with
+constraints, driven by every atvoss strategy (issue "Python for the people who tune their
+own kernels", item 1)."""
+import time
+
+import numpy as np
+import pytest
+
+import atvoss
+
+SPACE = {"block": [8, 16, 32, 64, 128, 256], "unroll": [1, 2, 4, 8], "order": ["ij", "ji"]}
+CONSTRAINT = "block * unroll <= 256"
+
+
+def bowl(block, unroll, order):
+    """A known landscape: the single best point is block 64, unroll 4, order ij."""
+    return 1.0 + abs(block - 64) / 16 + abs(unroll - 4) + (0.5 if order == "ji" else 0.0)
+
+
+def valid_points():
+    return [(b, u, o) for b in SPACE["block"] for u in SPACE["unroll"] for o in SPACE["order"] if b * u <= 256]
+
+
+@pytest.mark.parametrize("strategy", atvoss.strategy_names())
+def test_every_strategy_asks_only_new_valid_points_until_the_space_is_exhausted(strategy):
+    valid = valid_points()
+    opt = atvoss.minimize(bowl, SPACE, trials=len(valid) + 10, constraints=[CONSTRAINT], strategy=strategy, seed=2)
+    asked = [(t.config["block"], t.config["unroll"], t.config["order"]) for t in opt.trials]
+    assert len(asked) == len(set(asked)), "a configuration was asked twice"
+    assert all(b * u <= 256 for b, u, _ in asked), "a configuration breaks the constraint"
+    assert sorted(asked, key=repr) == sorted(valid, key=repr)  # all of them, then it stopped
+    assert opt.best.config == {"block": 64, "unroll": 4, "order": "ij"} and opt.best.value == 1.0
+    assert opt.ask(4) == []
+
+
+def test_the_same_seed_asks_the_same_points():
+    runs = [atvoss.minimize(bowl, SPACE, trials=20, seed=s) for s in (7, 7, 8)]
+    configs = [[t.config for t in r.trials] for r in runs]
+    assert configs[0] == configs[1]
+    assert configs[0] != configs[2]
+
+
+def test_failures_are_learnt_and_the_best_is_a_success():
+    def fails_when_unrolled(block, unroll, order):
+        if unroll > 2:
+            raise RuntimeError("register spill")
+        return bowl(block, unroll, order)
+
+    opt = atvoss.minimize(fails_when_unrolled, SPACE, trials=30, seed=1)
+    failed = [t for t in opt.trials if t.value is None]
+    assert failed and all(t.config["unroll"] > 2 and "register spill" in t.error for t in failed)
+    assert opt.best.config["unroll"] <= 2
+    assert opt.best.value == min(t.value for t in opt.trials if t.value is not None)
+
+
+def blocked_matmul(a, b, block):
+    n = a.shape[0]
+    c = np.zeros((n, n))
+    for i in range(0, n, block):
+        for k in range(0, n, block):
+            c[i:i + block] += a[i:i + block, k:k + block] @ b[k:k + block]
+    return c
+
+
+def test_tunes_a_real_python_timed_kernel_through_ask_and_tell():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((128, 128)), rng.standard_normal((128, 128))
+    opt = atvoss.Optimizer({"block": [4, 8, 16, 32, 64, 128]}, seed=3)
+    while len(opt.trials) < 6:
+        configs = opt.ask(2)
+        times = []
+        for c in configs:
+            start = time.perf_counter()
+            result = blocked_matmul(a, b, **c)
+            times.append((time.perf_counter() - start) * 1e6)
+            assert np.allclose(result, a @ b)
+        opt.tell(configs, times)
+    assert sorted(t.config["block"] for t in opt.trials) == [4, 8, 16, 32, 64, 128]
+    assert opt.best.value == min(t.value for t in opt.trials)
+
+
+def test_misuse_is_a_clear_error():
+    opt = atvoss.Optimizer(SPACE, seed=0)
+    configs = opt.ask(2)
+    with pytest.raises(ValueError, match="tell the results of the last ask first"):
+        opt.ask(1)
+    with pytest.raises(ValueError, match="was not in the last ask"):
+        opt.tell([{"block": 999, "unroll": 1, "order": "ij"}], [1.0])
+    with pytest.raises(ValueError, match="must be a positive finite number"):
+        opt.tell(configs, [1.0, -3.0])
+    with pytest.raises(ValueError, match="2 configs but 1 results"):
+        opt.tell(configs, [1.0])
+    opt.tell(configs, [1.0, None])
+    with pytest.raises(ValueError, match="no pending ask"):
+        opt.tell(configs, [1.0, 2.0])
+    with pytest.raises(ValueError, match="parameter 'x' must be a non-empty list"):
+        atvoss.Optimizer({"x": []})
+    with pytest.raises(ValueError, match="no point of the space satisfies them"):
+        atvoss.Optimizer(SPACE, constraints=["block > 1000"])
+    with pytest.raises(ValueError, match="raised NameError"):
+        atvoss.Optimizer(SPACE, constraints=["blok > 1"])
+    with pytest.raises(ValueError, match="no-such"):
+        atvoss.Optimizer(SPACE, strategy="no-such")
+    with pytest.raises(ValueError, match="seed must be in"):
+        atvoss.Optimizer(SPACE, seed=2**64)
