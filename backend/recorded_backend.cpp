@@ -9,7 +9,7 @@ namespace {
 class RecordedBackend final : public Backend {
  public:
   std::string name() const override { return "recorded"; }
-  bool serves(const Workload& w, const Target&) const override { return w.is_table(); }
+  bool serves(const Workload& w, const Target&) const override { return w.is_recorded(); }
   ScheduleSpace space(const Workload& w, const Target&) const override {
     return RecordedSpace::load(w.table())->space();
   }

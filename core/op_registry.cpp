@@ -92,6 +92,8 @@ Registry& registry() {
     // baseline is batch_matmul (Q K^T) + softmax + batch_matmul (P V).
     reg->ops.push_back(builtin("attention", OpFamily::attention, {"B", "S", "L", "D"}, false));
     reg->ops.push_back(builtin("recorded", OpFamily::table, {}, false));
+    // A user's own objective (Python atvoss.Optimizer): its space lives with the user.
+    reg->ops.push_back(builtin("objective", OpFamily::table, {}, false));
     return reg;
   }();
   return *r;

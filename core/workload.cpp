@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "core/op_registry.hpp"
@@ -75,9 +76,9 @@ int dtype_bytes(DType d) noexcept {
 Workload Workload::from_json(const Json& j) {
   require_object(j, "workload");
   for (const auto& [k, v] : j.items()) {
-    if (k != "op" && k != "dims" && k != "dtype" && k != "epilogue" && k != "table") {
+    if (k != "op" && k != "dims" && k != "dtype" && k != "epilogue" && k != "table" && k != "name") {
       throw_bad_input("workload: unknown field '" + k +
-                      "'; expected op, dims, dtype, epilogue (or table for recorded)");
+                      "'; expected op, dims, dtype, epilogue (or table for recorded, name for objective)");
     }
   }
   Workload w;
@@ -85,9 +86,17 @@ Workload Workload::from_json(const Json& j) {
   const OpInfo& spec = op_info(w.op_);
   w.family_ = spec.family;
   w.info_ = &spec;
+  for (const char* own : {"table", "name"}) {
+    const bool belongs = std::string_view(own) == "name" ? w.is_objective() : w.is_recorded();
+    if (j.contains(own) && !belongs) {
+      throw_bad_input(std::string("workload: unknown field '") + own + "' for op '" + w.op_ +
+                      "'; expected op, dims, dtype, epilogue (or table for recorded, name for objective)");
+    }
+  }
   if (spec.family == OpFamily::table) {
-    w.table_ = require_string(j, "table", "workload");
-    if (w.table_.empty()) throw_bad_input("workload: field 'table' must name a file");
+    const char* field = w.is_objective() ? "name" : "table";
+    w.table_ = require_string(j, field, "workload");
+    if (w.table_.empty()) throw_bad_input(std::string("workload: field '") + field + "' must not be empty");
     w.key_ = stable_key(w.to_json());
     return w;
   }
@@ -141,7 +150,7 @@ Workload Workload::from_json(const Json& j) {
 }
 
 Json Workload::to_json() const {
-  if (is_table()) return Json{{"op", op_}, {"table", table_}};
+  if (is_table()) return Json{{"op", op_}, {is_objective() ? "name" : "table", table_}};
   Json j{{"op", op_}, {"dtype", std::string(to_string(dtype_))}, {"dims", Json::object()}};
   for (const auto& [k, v] : dims_) j["dims"][k] = v;
   j["epilogue"] = epilogue_;

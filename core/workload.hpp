@@ -26,6 +26,8 @@
 //   attention         B S L D                   softmax(Q K^T / sqrt(D)) V fused: B heads,
 //                                               S queries, L keys, head dim D
 //   recorded          (none)                    measured table; "table": path (see recorded_space.hpp)
+//   objective         (none)                    a user's own objective (Python atvoss.Optimizer);
+//                                               "name" names it; its space is the user's
 // The list itself lives in core/op_registry.hpp; more ops can be registered there.
 // conv2d/depthwise accept stride and pad as optional (defaults 1 and 0); the
 // canonical JSON always carries them, so {"stride":1} and no stride share a key.
@@ -73,6 +75,10 @@ class Workload {
   bool is_matmul_like() const { return family_ == OpFamily::matmul; }
   // A measured table (recorded space): no dims, no lowering, exact lookups only.
   bool is_table() const { return family_ == OpFamily::table; }
+  // A user's objective: a table family op whose space no backend knows.
+  bool is_objective() const { return op_ == "objective"; }
+  // A recorded table file (the recorded backend's): table() is its path.
+  bool is_recorded() const { return is_table() && !is_objective(); }
   // Independent instances of the main op: B of batch_matmul, N of a conv, else 1.
   double batch() const;
   bool has_epilogue(std::string_view op) const;

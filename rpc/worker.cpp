@@ -220,7 +220,7 @@ Measurement Worker::measure_task(const Json& task) {
     const Schedule schedule = Schedule::from_json(request.at("schedule"));
     const int repeat = request.value("repeat", 1);
     if (repeat < 1 || repeat > 1000) throw_bad_input("request: field 'repeat' must be 1..1000");
-    table = workload.is_table();
+    table = workload.is_recorded();
     if (table) {
       if (const auto why = table_refusal(workload.table())) return Measurement::failed(Status::error, *why);
     }

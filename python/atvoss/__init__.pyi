@@ -160,6 +160,7 @@ class Trial:
 
 class SearchStrategy:
     priority: int
+    call_timeout_s: Optional[float]
     space: ScheduleSpace
     workload: Optional[Workload]
     target: Target
@@ -175,6 +176,29 @@ _S = TypeVar("_S", bound=Type[SearchStrategy])
 def register_strategy(name: Optional[str] = ..., priority: Optional[int] = ...) -> Callable[[_S], _S]: ...
 def unregister_strategy(name: str) -> bool: ...
 def strategy_names() -> List[str]: ...
+
+_Constraint = Union[str, Callable[[Dict[str, Any]], bool]]
+
+class OptimizerTrial:
+    config: Dict[str, Any]
+    value: Optional[float]
+    error: str
+    resumed: bool
+
+class Optimizer:
+    trials: List[OptimizerTrial]
+    def __init__(self, space: Mapping[str, Sequence[Any]], *, constraints: Sequence[_Constraint] = ...,
+                 strategy: str = ..., seed: int = ..., name: str = ..., db: Optional[_PathLike] = ...) -> None: ...
+    def ask(self, n: int = ...) -> List[Dict[str, Any]]: ...
+    def tell(self, configs: Sequence[Dict[str, Any]], results: Sequence[Any]) -> None: ...
+    @property
+    def best(self) -> Optional[OptimizerTrial]: ...
+    @property
+    def size(self) -> int: ...
+
+def minimize(objective: Callable[..., float], space: Mapping[str, Sequence[Any]], trials: int, *,
+             constraints: Sequence[_Constraint] = ..., strategy: str = ..., seed: int = ..., batch: int = ...,
+             name: str = ..., db: Optional[_PathLike] = ...) -> Optimizer: ...
 
 class Client:
     base: str

@@ -12,7 +12,14 @@ or ``atvoss.minimize(time_my_kernel, space, trials=40)``. A result is a time (an
 number; lower is better), or an exception instance or None for a configuration that failed:
 the strategy then learns to avoid it. The C++ side (python/src/bindings_optimizer.cpp) holds
 the space and the strategy.
+
+With ``db=`` every result is stored in a tuning database as the workload
+``{"op": "objective", "name": name}`` on this machine's host target, and a later Optimizer
+of the same name and space starts from the stored results (resume; `atvoss-db export` and
+`query` see them). A parameter whose values are all ints is stored by value; any other is
+stored by its index in the list, so keep that list's order between runs.
 """
+import os
 import itertools
 import math
 from dataclasses import dataclass
@@ -37,6 +44,7 @@ class OptimizerTrial:
     config: Config
     value: Optional[float]
     error: str = ""
+    resumed: bool = False  # read from the database, not told in this run
 
 
 def _is_int(v: Any) -> bool:
@@ -78,7 +86,8 @@ class Optimizer:
     """
 
     def __init__(self, space: Mapping[str, Sequence[Any]], *, constraints: Sequence[Constraint] = (),
-                 strategy: str = "model-guided", seed: int = 0, name: str = "objective") -> None:
+                 strategy: str = "model-guided", seed: int = 0, name: str = "objective",
+                 db: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         if not isinstance(space, Mapping) or not space:
             raise TypeError("space must be a non-empty dict of parameter name -> list of values")
         if isinstance(constraints, (str, bytes)) or callable(constraints):
@@ -95,9 +104,15 @@ class Optimizer:
         for name_ in self._names:
             self._ints[name_], self._values[name_] = _encode_knob(name_, space[name_])
         valid = self._valid_points(list(constraints)) if constraints else None
-        self._core = _atvoss.OptimizerCore(name, [(n, self._ints[n]) for n in self._names], valid, strategy, seed)
+        if not isinstance(name, str) or not name:
+            raise ValueError("name must be a non-empty str")
+        self._core = _atvoss.OptimizerCore(name, [(n, self._ints[n]) for n in self._names], valid, strategy, seed,
+                                           "" if db is None else os.fspath(db))
         self._asked: Dict[Tuple[int, ...], Config] = {}
-        self.trials: List[OptimizerTrial] = []
+        self.trials: List[OptimizerTrial] = [
+            OptimizerTrial(self._decode(values), time_us if status == "ok" else None, "" if status == "ok" else status,
+                           resumed=True)
+            for values, status, time_us in self._core.resumed]
 
     def _valid_points(self, constraints: List[Constraint]) -> List[int]:
         size = math.prod(len(self._ints[n]) for n in self._names)
@@ -133,7 +148,7 @@ class Optimizer:
         if len(configs) != len(results):
             raise ValueError(f"tell: {len(configs)} configs but {len(results)} results")
         by_config = {repr(c): key for key, c in self._asked.items()}
-        told, trials = [], []  # checked whole before anything is kept
+        told, trials, messages = [], [], []  # checked whole before anything is kept
         for config, result in zip(configs, results):
             key = by_config.get(repr(dict(config)))
             if key is None:
@@ -143,13 +158,15 @@ class Optimizer:
                 error = "" if result is None else f"{type(result).__name__}: {result}"
                 told.append((ints, "runtime_error", 0.0))
                 trials.append(OptimizerTrial(dict(config), None, error))
+                messages.append(error or "failed")
                 continue
             if isinstance(result, bool) or not isinstance(result, (int, float)) or not (0 < result < math.inf):
                 raise ValueError(f"tell: the result for {config} must be a positive finite number, "
                                  f"None or an exception, got {result!r}")
             told.append((ints, "ok", float(result)))
             trials.append(OptimizerTrial(dict(config), float(result)))
-        self._core.tell(told)
+            messages.append("")
+        self._core.tell(told, messages)
         self.trials.extend(trials)
         self._asked = {}
 
@@ -167,15 +184,17 @@ class Optimizer:
 
 def minimize(objective: Callable[..., float], space: Mapping[str, Sequence[Any]], trials: int, *,
              constraints: Sequence[Constraint] = (), strategy: str = "model-guided", seed: int = 0,
-             batch: int = 4, name: str = "objective") -> Optimizer:
-    """Evaluates objective(**config) on up to `trials` configurations chosen by the
-    strategy and returns the Optimizer (``.best``, ``.trials``). An exception raised by the
-    objective marks that configuration failed; KeyboardInterrupt stops the search."""
+             batch: int = 4, name: str = "objective",
+             db: Optional[Union[str, "os.PathLike[str]"]] = None) -> Optimizer:
+    """Evaluates objective(**config) on configurations chosen by the strategy until
+    `trials` results are known (those stored in db count, so a rerun resumes) and returns
+    the Optimizer (``.best``, ``.trials``). An exception raised by the objective marks that
+    configuration failed; KeyboardInterrupt stops the search, keeping what was told."""
     if not callable(objective):
         raise TypeError("objective must be callable")
     _check_int(trials, "trials", 1)
     _check_int(batch, "batch", 1)
-    opt = Optimizer(space, constraints=constraints, strategy=strategy, seed=seed, name=name)
+    opt = Optimizer(space, constraints=constraints, strategy=strategy, seed=seed, name=name, db=db)
     while len(opt.trials) < trials:
         configs = opt.ask(min(batch, trials - len(opt.trials)))
         if not configs:

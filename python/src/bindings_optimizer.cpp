@@ -7,8 +7,10 @@
 // valid points (mixed radix, first parameter most significant), so checking a schedule
 // needs no call back into Python.
 // The model-guided strategy featurises the space as a measured table does: generic knob
-// slots only (costmodel/features.cpp), on a workload {"op": "recorded", "table": <name>}
-// that names the objective and is never opened.
+// slots only (costmodel/features.cpp). The workload is {"op": "objective", "name": <name>}
+// on this machine's host target; with a database, every told result is stored under them
+// and a new Optimizer of the same name observes the stored ones first (resume, export and
+// warm start as for a built-in op).
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "bindings.hpp"
 #include "core/error.hpp"
 #include "core/measurement.hpp"
+#include "db/tuning_database.hpp"
 #include "search/search_strategy.hpp"
 
 namespace atvoss::python {
@@ -44,8 +47,13 @@ class Optimizer {
  public:
   // knobs: [(name, [int values])] in the user's order; valid: flat indices of the points
   // the constraints allow, or none when every point is valid.
+  using Told = std::tuple<std::map<std::string, std::int64_t>, std::string, double>;
+
   Optimizer(const std::string& name, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& knobs,
-            std::optional<std::vector<std::uint64_t>> valid, const std::string& strategy, std::uint64_t seed) {
+            std::optional<std::vector<std::uint64_t>> valid, const std::string& strategy, std::uint64_t seed,
+            const std::string& db_path)
+      : workload_(Workload::from_json(Json{{"op", "objective"}, {"name", name}})),
+        target_(backend::load_target("host")) {
     std::vector<Knob> list;
     for (const auto& [knob, values] : knobs) {
       if (values.empty()) throw_bad_input("space: parameter '" + knob + "' has no values");
@@ -64,11 +72,15 @@ class Optimizer {
     space_ = ScheduleSpace(std::move(list), std::move(check));
     search::StrategyOptions o;
     o.seed = seed;
-    o.workload = Workload::from_json(Json{{"op", "recorded"}, {"table", name}});
-    o.target = backend::load_target("host");
+    o.workload = workload_;
+    o.target = target_;
     o.model_threads = 1;
     strategy_ = search::make_strategy(strategy, space_, o);
+    if (!db_path.empty()) resume(db_path);
   }
+
+  // The stored trials this Optimizer started from, in id order.
+  const std::vector<Told>& resumed() const { return resumed_; }
 
   // Up to n new schedules as {name: int}; fewer (or none) when the space is exhausted.
   std::vector<std::map<std::string, std::int64_t>> ask(std::size_t n) {
@@ -83,16 +95,22 @@ class Optimizer {
   }
 
   // Results of the last ask: (schedule, status, time); status "ok" or a candidate error.
-  void tell(const std::vector<std::tuple<std::map<std::string, std::int64_t>, std::string, double>>& results) {
+  // messages: the error text of each failed result ("" for a success).
+  void tell(const std::vector<Told>& results, const std::vector<std::string>& messages) {
     if (!pending_) throw_bad_input("tell: no pending ask; call ask() first");
     std::vector<search::Trial> trials;
-    for (const auto& [values, status, time_us] : results) {
+    std::vector<db::Record> records;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& [values, status, time_us] = results[i];
       search::Trial t{Schedule(values), parse_status(status), time_us};
       if (t.status == Status::ok && !(time_us > 0 && std::isfinite(time_us))) {
         throw_bad_input("tell: a result must be a positive finite number, got " + std::to_string(time_us));
       }
+      if (db_) records.push_back(record_of(t, i < messages.size() ? messages[i] : ""));
       trials.push_back(std::move(t));
     }
+    // Stored first: a failed write leaves the strategy waiting for the same batch.
+    if (db_) db_->records().insert(records);
     strategy_->update(trials);
     pending_ = false;
   }
@@ -101,6 +119,32 @@ class Optimizer {
   std::uint64_t size() const { return space_.size(); }
 
  private:
+  void resume(const std::string& path) {
+    db_ = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(path));
+    std::vector<search::Trial> known;
+    for (const db::Record& r : db_->records().history(workload_.key(), db::TargetInfo::from_target(target_).key)) {
+      if (!space_.point_of(r.schedule)) continue;  // the space changed since: not this one's
+      known.push_back({r.schedule, r.measurement.status, r.measurement.time_us});
+      resumed_.emplace_back(r.schedule.values(), std::string(to_string(r.measurement.status)), r.measurement.time_us);
+    }
+    strategy_->observe(known);
+  }
+
+  db::Record record_of(const search::Trial& t, const std::string& message) const {
+    Measurement m = t.status == Status::ok ? Measurement{} : Measurement::failed(t.status, message);
+    if (t.status == Status::ok) {
+      m.time_us = t.time_us;
+      m.repeats = {t.time_us};
+    }
+    db::Record r(workload_, target_, t.schedule, m);
+    r.worker = "python";
+    return r;
+  }
+
+  Workload workload_;
+  Target target_;
+  std::unique_ptr<db::TuningDatabase> db_;
+  std::vector<Told> resumed_;
   ScheduleSpace space_;
   std::unique_ptr<search::SearchStrategy> strategy_;
   bool pending_ = false;
@@ -111,10 +155,11 @@ class Optimizer {
 void bind_optimizer(py::module_& m) {
   py::class_<Optimizer>(m, "OptimizerCore")
       .def(py::init<const std::string&, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>&,
-                    std::optional<std::vector<std::uint64_t>>, const std::string&, std::uint64_t>(),
-           py::arg("name"), py::arg("knobs"), py::arg("valid"), py::arg("strategy"), py::arg("seed"))
+                    std::optional<std::vector<std::uint64_t>>, const std::string&, std::uint64_t, const std::string&>(),
+           py::arg("name"), py::arg("knobs"), py::arg("valid"), py::arg("strategy"), py::arg("seed"), py::arg("db"))
       .def("ask", &Optimizer::ask, py::arg("n"), py::call_guard<py::gil_scoped_release>())
-      .def("tell", &Optimizer::tell, py::arg("results"), py::call_guard<py::gil_scoped_release>())
+      .def("tell", &Optimizer::tell, py::arg("results"), py::arg("messages"), py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("resumed", &Optimizer::resumed)
       .def_property_readonly("pending", &Optimizer::pending)
       .def_property_readonly("size", &Optimizer::size);
 }

@@ -103,3 +103,33 @@ def test_misuse_is_a_clear_error():
         atvoss.Optimizer(SPACE, strategy="no-such")
     with pytest.raises(ValueError, match="seed must be in"):
         atvoss.Optimizer(SPACE, seed=2**64)
+
+
+def test_results_are_stored_and_a_rerun_resumes(tmp_path):
+    db = tmp_path / "objective.db"
+
+    def flaky(block, unroll, order):
+        if block == 256:
+            raise MemoryError("too big")
+        return bowl(block, unroll, order)
+
+    first = atvoss.minimize(flaky, SPACE, trials=12, seed=1, db=db, name="bowl")
+    stored = atvoss.Database(db).query(op="objective")
+    assert len(stored) == 12
+    assert {r["workload"]["name"] for r in stored} == {"bowl"}
+    assert all(r["worker"] == "python" for r in stored)
+    failures = [r for r in stored if r["measurement"]["status"] != "ok"]
+    assert len(failures) == len([t for t in first.trials if t.value is None])
+    assert all("MemoryError: too big" in r["measurement"]["message"] for r in failures)
+
+    # The rerun starts from the twelve, asks none of them again, and stops at twenty.
+    second = atvoss.minimize(flaky, SPACE, trials=20, seed=1, db=db, name="bowl")
+    assert [t.resumed for t in second.trials] == [True] * 12 + [False] * 8
+    configs = [repr(t.config) for t in second.trials]
+    assert len(set(configs)) == 20
+    assert {repr(t.config) for t in first.trials} == set(configs[:12])
+    # Another name is another objective: it starts from nothing.
+    assert atvoss.Optimizer(SPACE, db=db, name="other").trials == []
+    # Exported records import into another database (atvoss cannot check a user's space).
+    assert atvoss.Database(db).export(tmp_path / "all.jsonl") == 20
+    assert atvoss.Database(tmp_path / "copy.db").import_(tmp_path / "all.jsonl")["added"] == 20

@@ -46,6 +46,9 @@ TEST(WorkloadTest, BadInputNamesTheField) {
       {"epilogue_on_softmax", R"({"op":"softmax","dims":{"M":4,"N":8},"epilogue":["relu"]})", "takes no epilogue"},
       {"not_object", R"([1,2])", "expected a JSON object"},
       {"unknown_field", R"({"op":"matmul","dims":{"M":4,"N":1,"K":1},"name":"x"})", "unknown field 'name'"},
+      {"table_on_objective", R"({"op":"objective","table":"x.csv"})", "unknown field 'table' for op 'objective'"},
+      {"objective_without_name", R"({"op":"objective"})", "field 'name'"},
+      {"name_on_recorded", R"({"op":"recorded","table":"t.csv","name":"x"})", "unknown field 'name'"},
       {"kernel_too_big", R"({"op":"conv2d","dims":{"N":1,"C":1,"H":2,"W":2,"K":1,"R":5,"S":5}})", "larger than"},
   };
   for (const auto& c : kCases) {
@@ -58,6 +61,18 @@ TEST(WorkloadTest, BadInputNamesTheField) {
       EXPECT_THAT(e.what(), testing::HasSubstr(c.expect));
     }
   }
+}
+
+// A user's objective (Python atvoss.Optimizer) is named, not a file: it round-trips, and its
+// key differs from a recorded table's of the same text.
+TEST(WorkloadTest, AnObjectiveIsNamedAndRoundTrips) {
+  const Workload w = Workload::from_json(parse_json(R"({"op":"objective","name":"my_kernel"})", "t"));
+  EXPECT_TRUE(w.is_objective());
+  EXPECT_FALSE(w.is_recorded());
+  EXPECT_EQ(w.to_json(), parse_json(R"({"op":"objective","name":"my_kernel"})", "t"));
+  EXPECT_EQ(Workload::from_json(w.to_json()).key(), w.key());
+  EXPECT_EQ(w.label(), "objective my_kernel");
+  EXPECT_NE(Workload::from_json(parse_json(R"({"op":"recorded","table":"my_kernel"})", "t")).key(), w.key());
 }
 
 TEST(WorkloadTest, MalformedJsonIsBadInput) {
