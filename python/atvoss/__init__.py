@@ -6,6 +6,8 @@ policies and profile kernels, on the C++ libraries of this repository (README "P
     r = atvoss.tune(w, "ascend910b", trials=32, strategy="random", db="tune.db")
     print(r.best_schedule, r.best_us, r.default_us)
 """
+__version__ = "0.1.0"  # pyproject.toml's version; test_docs checks the two agree
+
 from . import runtime
 from .client import Client
 from .database import Database, LookupResult, Table, columns

@@ -4,6 +4,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from . import runtime as runtime
 
+__version__: str
+
 _PathLike = Union[str, os.PathLike[str]]
 _WorkloadLike = Union["Workload", Mapping[str, Any], str]
 _TargetLike = Union["Target", Mapping[str, Any], str]

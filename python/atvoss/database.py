@@ -3,6 +3,7 @@ db/table/schedule_table.hpp). Everything comes back as plain Python data: record
 dicts, lists of records can be turned into columns (numpy arrays for numeric columns)
 with ``columns()``. pandas is not needed.
 """
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -14,6 +15,13 @@ from .vocabulary import Schedule, Target, Workload, as_workload
 
 PathLike = Union[str, os.PathLike]
 TargetArg = Union[Target, str, Mapping[str, Any]]
+
+
+def _require_file(path: PathLike, what: str) -> None:
+    """FileNotFoundError naming what and the path when nothing is there: the built-in type
+    a caller catches, rather than the C++ core's RuntimeError."""
+    if not os.path.exists(os.fspath(path)):
+        raise FileNotFoundError(errno.ENOENT, f"{what}: no such file", os.fspath(path))
 
 
 def _target_arg(target: TargetArg) -> str:
@@ -59,6 +67,8 @@ class Database:
     """
 
     def __init__(self, path: PathLike, read_only: bool = False) -> None:
+        if read_only:
+            _require_file(path, "database")
         self._db = _atvoss.Database(os.fspath(path), bool(read_only))
 
     @property
@@ -161,6 +171,7 @@ class Table:
     export-table`` (checksum verified on load)."""
 
     def __init__(self, path: PathLike) -> None:
+        _require_file(path, "table")
         self._table = _atvoss.Table(os.fspath(path))
         self.header: Dict[str, Any] = loads(self._table.header())
 

@@ -108,6 +108,8 @@ def register_strategy(name: Optional[str] = None, priority: Optional[int] = None
     def decorate(cls: S) -> S:
         if not (isinstance(cls, type) and issubclass(cls, SearchStrategy)):
             raise TypeError("register_strategy decorates a subclass of atvoss.SearchStrategy")
+        if cls.propose is SearchStrategy.propose:  # else it would fail only when tune calls it
+            raise TypeError(f"register_strategy: {cls.__name__} does not define propose(n)")
         strategy_name = name if name is not None else cls.__name__
         if not isinstance(strategy_name, str):
             raise TypeError("register_strategy: name must be a str")

@@ -3,7 +3,9 @@
 Each is one call into the C++ libraries (tuner/single_tune.hpp, tuner/job_runner.hpp,
 backend/backend.hpp) with the GIL released, so other Python threads keep running.
 """
+import math
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -154,9 +156,23 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     r = loads(_atvoss.tune(dumps(spec), progress))
     best_schedule = Schedule(r["best_schedule"]) if r["best_schedule"] is not None else None
     best = Measurement.from_json(best_schedule, r["best"]) if best_schedule is not None else None
-    return TuneResult(w, t, best_schedule, time_or_inf(r["best_us"]), time_or_inf(r["default_us"]),
-                      [time_or_inf(x) for x in r["curve"]], r["stop_reason"], r["trials"], r["resumed"],
-                      r["measured"], best)
+    result = TuneResult(w, t, best_schedule, time_or_inf(r["best_us"]), time_or_inf(r["default_us"]),
+                        [time_or_inf(x) for x in r["curve"]], r["stop_reason"], r["trials"], r["resumed"],
+                        r["measured"], best)
+    _warn_about(result, trials, spec["strategy"])
+    return result
+
+
+def _warn_about(r: TuneResult, trials: int, strategy: str) -> None:
+    """RuntimeWarnings for results a user should not take silently."""
+    if r.stop_reason == "exhausted" and r.trials < trials:
+        warnings.warn(f"tune: stopped after {r.trials} of {trials} trials: strategy '{strategy}' proposed no "
+                      "new schedule (the space may hold no more valid ones, or the policy ran out)",
+                      RuntimeWarning, stacklevel=3)
+    if math.isfinite(r.default_us) and r.best_us >= r.default_us:
+        warnings.warn(f"tune: the best schedule found ({r.best_us:.3f} us) is not faster than the default "
+                      f"({r.default_us:.3f} us); more trials or another strategy may help",
+                      RuntimeWarning, stacklevel=3)
 
 
 def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: bool = True) -> Dict[str, Any]:

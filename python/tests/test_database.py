@@ -183,12 +183,12 @@ def test_errors_quoting_bytes_that_are_not_utf8_keep_their_message(tmp_path):
 
 
 def test_database_and_table_errors(tmp_path):
-    with pytest.raises(RuntimeError):
+    with pytest.raises(FileNotFoundError, match="database: no such file"):
         atvoss.Database(tmp_path / "missing.db", read_only=True)
     (tmp_path / "junk.db").write_text("not a database")
     with pytest.raises(RuntimeError, match="corrupt"):
         atvoss.Database(tmp_path / "junk.db").stats()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(FileNotFoundError, match="table: no such file"):
         atvoss.Table(tmp_path / "nothing.json")
     with pytest.raises(RuntimeError):
         atvoss.Database(tmp_path / "empty.db").export_table("ascend910b", tmp_path / "t.json")

@@ -1,6 +1,7 @@
 """Every public name of the package has a docstring (help() is useful) and a stub entry."""
 import inspect
 import os
+import tomllib
 
 import atvoss
 
@@ -27,3 +28,9 @@ def test_the_stub_declares_every_public_name():
     stub = open(os.path.join(os.path.dirname(atvoss.__file__), "__init__.pyi"), encoding="utf-8").read()
     undeclared = [n for n in atvoss.__all__ if f"class {n}" not in stub and f"def {n}(" not in stub]
     assert undeclared == [], undeclared
+
+
+def test_the_version_is_the_package_version():
+    root = os.environ.get("ATVOSS_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        assert atvoss.__version__ == tomllib.load(f)["project"]["version"]

@@ -215,3 +215,29 @@ def test_registration_errors():
 
         atvoss.tune(MATMUL, "ascend910b", trials=4, strategy=Unregistered)
     assert not atvoss.unregister_strategy("never-registered")
+    # A class without propose failed only when tune called it.
+    class NoPropose(atvoss.SearchStrategy):
+        pass
+
+    with pytest.raises(TypeError, match="NoPropose does not define propose"):
+        atvoss.register_strategy(name="py-no-propose")(NoPropose)
+    assert "py-no-propose" not in atvoss.strategy_names()
+
+
+def test_a_policy_that_runs_out_warns(matmul):
+    class One(atvoss.SearchStrategy):
+        done = False
+
+        def propose(self, n):
+            if self.done:
+                return []
+            self.done = True
+            return [another_valid(self.space)]
+
+    atvoss.register_strategy(name="py-one")(One)
+    try:
+        with pytest.warns(RuntimeWarning, match=r"stopped after 2 of 8 trials: strategy 'py-one' proposed no new"):
+            r = atvoss.tune(matmul, "ascend910b", trials=8, strategy="py-one")
+        assert r.stop_reason == "exhausted"
+    finally:
+        atvoss.unregister_strategy("py-one")

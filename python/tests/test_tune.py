@@ -189,6 +189,12 @@ def test_tune_bad_input(matmul, tmp_path, kwargs, exc, field):
         atvoss.tune(matmul, "ascend910b", **args)
 
 
+def test_a_result_no_faster_than_the_default_warns(matmul):
+    with pytest.warns(RuntimeWarning, match=r"not faster than the default"):
+        r = atvoss.tune(matmul, "ascend910b", trials=1, strategy="random")  # the default alone
+    assert r.best_us == r.default_us
+
+
 def test_bad_target_creates_no_database(matmul, tmp_path):
     with pytest.raises(ValueError):
         atvoss.tune(matmul, "no-such-chip", trials=4, db=str(tmp_path / "x.db"))
