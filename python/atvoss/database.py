@@ -17,7 +17,15 @@ PathLike = Union[str, os.PathLike]
 TargetArg = Union[Target, str, Mapping[str, Any]]
 
 
-def _require_file(path: PathLike, what: str) -> None:
+def require_parent_dir(path: PathLike, what: str) -> None:
+    """ValueError naming the Python argument `what` when path's directory does not exist
+    (the C++ core would name the command-line flag)."""
+    parent = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if not os.path.isdir(parent):
+        raise ValueError(f"{what}: '{os.fspath(path)}': the directory '{parent}' does not exist (create it first)")
+
+
+def require_file(path: PathLike, what: str) -> None:
     """FileNotFoundError naming what and the path when nothing is there: the built-in type
     a caller catches, rather than the C++ core's RuntimeError."""
     if not os.path.exists(os.fspath(path)):
@@ -68,7 +76,7 @@ class Database:
 
     def __init__(self, path: PathLike, read_only: bool = False) -> None:
         if read_only:
-            _require_file(path, "database")
+            require_file(path, "database")
         self._db = _atvoss.Database(os.fspath(path), bool(read_only))
 
     @property
@@ -130,6 +138,7 @@ class Database:
     def import_(self, path: PathLike) -> Dict[str, int]:
         """Imports JSON lines (export) or a Kernel Tuner cache; the merge report
         {"added", "identical", "combined", "conflicts", ...}. All or nothing."""
+        require_file(path, "import_")
         return loads(self._db.import_file(os.fspath(path)))
 
     def merge(self, other: PathLike) -> Dict[str, int]:
@@ -171,7 +180,7 @@ class Table:
     export-table`` (checksum verified on load)."""
 
     def __init__(self, path: PathLike) -> None:
-        _require_file(path, "table")
+        require_file(path, "table")
         self._table = _atvoss.Table(os.fspath(path))
         self.header: Dict[str, Any] = loads(self._table.header())
 

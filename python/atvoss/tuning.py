@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from . import _atvoss
 from . import profiler as _profiling
 from ._json import dumps, loads, time_or_inf
+from .database import require_file, require_parent_dir
 from .vocabulary import Schedule, Target, Workload, as_schedule, as_target, as_workload
 
 WorkloadLike = Union[Workload, Mapping[str, Any], str]
@@ -147,6 +148,10 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     _check_int(seed, "seed", 0, _UINT64_MAX)
     if progress is not None and not callable(progress):
         raise TypeError("progress must be callable")
+    if os.fspath(db) != ":memory:":
+        require_parent_dir(db, "db")
+    if export:
+        require_parent_dir(export, "export")
     spec = {"workload": w.to_json(), "target": t._arg(), "trials": trials,
             "strategy": _strategy_name(strategy, w, t), "cost_model": cost_model, "db": os.fspath(db),
             "farm": farm or "", "repeat": _check_int(repeat, "repeat", 1),
@@ -188,6 +193,7 @@ def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: boo
     if isinstance(spec_or_path, Mapping):
         return loads(_atvoss.run_job(dumps(dict(spec_or_path)), False, quiet))
     if isinstance(spec_or_path, (str, os.PathLike)):
+        require_file(spec_or_path, "job spec")
         return loads(_atvoss.run_job(os.fspath(spec_or_path), True, quiet))
     raise TypeError(f"run_job takes a spec dict or a job file path, not {type(spec_or_path).__name__}")
 

@@ -195,6 +195,18 @@ def test_a_result_no_faster_than_the_default_warns(matmul):
     assert r.best_us == r.default_us
 
 
+def test_errors_name_the_python_argument_and_use_built_in_types(matmul, tmp_path):
+    # They named the command-line flags (--db:, --export:) and raised RuntimeError.
+    with pytest.raises(ValueError, match=r"^db: .*does not exist"):
+        atvoss.tune(matmul, "ascend910b", trials=1, db=str(tmp_path / "no" / "x.db"))
+    with pytest.raises(ValueError, match=r"^export: .*does not exist"):
+        atvoss.tune(matmul, "ascend910b", trials=1, export=str(tmp_path / "no" / "t.json"))
+    with pytest.raises(FileNotFoundError, match="job spec: no such file"):
+        atvoss.run_job(str(tmp_path / "job.json"))
+    with pytest.raises(FileNotFoundError, match="import_: no such file"):
+        atvoss.Database(tmp_path / "x.db").import_(tmp_path / "records.jsonl")
+
+
 def test_bad_target_creates_no_database(matmul, tmp_path):
     with pytest.raises(ValueError):
         atvoss.tune(matmul, "no-such-chip", trials=4, db=str(tmp_path / "x.db"))
