@@ -6,9 +6,17 @@ policies and profile kernels, on the C++ libraries of this repository (README "P
     r = atvoss.tune(w, "ascend910b", trials=32, strategy="random", db="tune.db")
     print(r.best_schedule, r.best_us, r.default_us)
 """
+import os as _os
+
 __version__ = "0.1.0"  # pyproject.toml's version; test_docs checks the two agree
 
-from . import runtime
+# Before the C++ core loads libgomp (which reads this once): OpenMP threads that wait by
+# spinning stalled the runtime's kernels in multiples of 4 ms next to numpy's own threads.
+# Passive waiting is what the tuner's kernel runner measures with (host/kernel_timing.cpp),
+# so the runtime delivers the times the tuner reported. A value the user set is kept.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from . import runtime  # noqa: E402 (after the environment above)
 from .client import Client
 from .database import Database, LookupResult, Table, columns
 from .optimizer import Optimizer, OptimizerTrial, minimize

@@ -2,6 +2,7 @@
 shape called (exact), the nearest tuned shape's, or the default, and the reason; bad arrays are
 TypeError/ValueError naming the argument; the GIL is released while a kernel runs."""
 import json
+import os
 import threading
 import time
 
@@ -162,3 +163,18 @@ def test_every_public_name_of_the_module_is_documented_and_stubbed():
     assert all(f"class {n}" in stub or f"def {n}(" in stub for n in names)
     methods = [m for n, m in inspect.getmembers(rt.Runtime) if not n.startswith("_")]
     assert methods and all((m.__doc__ or "").strip() for m in methods)
+
+
+def test_importing_atvoss_makes_openmp_wait_passively_unless_told_otherwise():
+    # Spinning OpenMP threads stalled the runtime next to numpy (issue "Python for the
+    # people who tune their own kernels", item 5); libgomp reads the policy once, at load.
+    import subprocess
+    import sys
+
+    probe = "import os, atvoss; print(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "PASSIVE"
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ACTIVE"
