@@ -1,5 +1,6 @@
 #include "db/kernel_tuner_cache.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -100,6 +101,23 @@ void write_replacing(const std::string& path, const std::string& text, const std
   }
 }
 
+// The parameter order of the cache a recorded workload was imported from, when that file
+// is still readable and names the same parameters: Kernel Tuner builds its cache keys
+// ("64,2") in tune_params_keys order, so a reordered export would not match the user's
+// kernel. Otherwise the schedule's own (alphabetical) order.
+std::vector<std::string> parameter_order(const Workload& w, std::vector<std::string> keys) {
+  if (!w.is_recorded()) return keys;
+  try {
+    std::vector<std::string> source;
+    const auto recorded = RecordedSpace::load(w.table());  // held: knobs() lives in it
+    for (const Knob& k : recorded->space().knobs()) source.push_back(k.name);
+    if (std::is_permutation(source.begin(), source.end(), keys.begin(), keys.end())) return source;
+  } catch (const Error&) {
+    // The source moved or changed since the import: its order is unknown.
+  }
+  return keys;
+}
+
 }  // namespace
 
 bool is_kernel_tuner_cache(const std::string& path) {
@@ -187,7 +205,7 @@ KernelTunerExportReport write_kernel_tuner_cache(const std::vector<Record>& reco
   if (rows.empty()) throw_bad_input(what + ": no record to write: every one is invalid or an infrastructure error");
   report.entries = static_cast<std::int64_t>(rows.size());
 
-  write_replacing(path, cache_text(report, keys, rows), what);
+  write_replacing(path, cache_text(report, parameter_order(first.workload, keys), rows), what);
   return report;
 }
 

@@ -14,8 +14,10 @@
 // the kernel name.
 //
 // Export mapping (the inverse, so that importing an export gives the same schedules, times
-// and statuses): tune_params_keys are the schedule's knobs (sorted, as Schedule keeps
-// them), tune_params each knob's values seen, sorted; device_name is the target's name;
+// and statuses): tune_params_keys are the schedule's knobs, in the order of the cache the
+// records were imported from while that file is readable (Kernel Tuner's cache keys follow
+// it), else sorted as Schedule keeps them; tune_params each knob's values seen, sorted;
+// device_name is the target's name;
 // objective "time". One entry per schedule: its fastest ok record (time = time_us in ms,
 // times = repeats in ms, benchmark_time = their sum), else its newest failed one tagged by
 // kernel_tuner::tag_of. Schedules with only invalid or infrastructure-error records are

@@ -124,7 +124,8 @@ class Database:
         reads back. One entry per schedule: "time" in ms (or CompilationFailedConfig /
         RuntimeFailedConfig), "times" the repeats in ms; schedules only ever invalid are left
         out (absent, as Kernel Tuner marks a configuration that breaks the restrictions).
-        tune_params_keys are the knob names, tune_params the values measured; device_name is
+        tune_params_keys are the knob names (in the imported cache's order while that file is
+        readable, else sorted), tune_params the values measured; device_name is
         the target's name, kernel_name the one given, else the kernel of an imported cache or
         the workload's op. Compile and verification times are not recorded by atvoss and are
         written as 0. Returns {"entries", "failed", "skipped", "kernel_name", "device_name",

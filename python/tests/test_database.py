@@ -146,6 +146,26 @@ def test_kernel_tuner_cache_import_then_export_gives_the_cache_back(tmp_path, sm
             assert doc["cache"][key]["times"] == pytest.approx(entry["times"])
 
 
+def test_kernel_tuner_cache_export_keeps_the_parameter_order(tmp_path):
+    # Kernel Tuner keys its cache by the values in tune_params_keys order ("4,32"); an export
+    # in alphabetical order gave keys the user's kernel never asks for.
+    import json
+
+    cache = {f"{t},{b}": {"tile_y": t, "block_x": b, "time": 1.0 + t + b / 100, "times": [1.0 + t + b / 100]}
+             for t in (1, 2, 4) for b in (32, 64)}
+    doc = {"device_name": "Order_GPU", "kernel_name": "ordered", "tune_params_keys": ["tile_y", "block_x"],
+           "tune_params": {"tile_y": [1, 2, 4], "block_x": [32, 64]}, "objective": "time", "cache": cache}
+    source = tmp_path / "ordered.json"
+    source.write_text(json.dumps(doc))
+    db = atvoss.Database(tmp_path / "kt.db")
+    db.import_(source)
+    workload = db.query(target="Order_GPU", limit=1)[0]["workload"]
+    db.export_kernel_tuner_cache(tmp_path / "out.json", workload, "Order_GPU")
+    out = _kernel_tuner_reads(tmp_path / "out.json")
+    assert out["tune_params_keys"] == ["tile_y", "block_x"]
+    assert set(out["cache"]) == set(cache)
+
+
 def test_kernel_tuner_cache_export_bad_input(tuned, tmp_path, matmul):
     r, db = tuned
     with pytest.raises(ValueError, match="path"):
