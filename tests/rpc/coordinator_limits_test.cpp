@@ -69,6 +69,22 @@ class CoordinatorLimits : public testing::Test {
     farm_->start();
   }
   Endpoint endpoint() const { return Endpoint{"127.0.0.1", farm_->port()}; }
+  // n connections that were greeted and never log in.
+  std::vector<std::unique_ptr<RawPeer>> idle_peers(int n) {
+    std::vector<std::unique_ptr<RawPeer>> idle;
+    for (int i = 0; i < n; ++i) {
+      idle.push_back(std::make_unique<RawPeer>(farm_->port()));
+      EXPECT_EQ(idle.back()->next().value().at("type"), "hello");
+    }
+    return idle;
+  }
+  // The peer was told `busy` and closed.
+  static void expect_evicted(RawPeer& peer) {
+    const std::optional<Json> eviction = peer.next();
+    ASSERT_TRUE(eviction.has_value());
+    EXPECT_EQ(eviction->at("code"), "busy");
+    EXPECT_FALSE(peer.next(1s).has_value());
+  }
   template <typename Pred>
   bool eventually(Pred pred) {
     return rpc::eventually(*farm_, pred);
@@ -132,20 +148,13 @@ TEST_F(CoordinatorLimits, IdleConnectionsCannotKeepALoginOut) {
   o.login_timeout = 10s;
   start(o);
   {
-    std::vector<std::unique_ptr<RawPeer>> idle;
-    for (int i = 0; i < 3; ++i) {
-      idle.push_back(std::make_unique<RawPeer>(farm_->port()));
-      ASSERT_EQ(idle.back()->next().value().at("type"), "hello");
-    }
+    const auto idle = idle_peers(3);
     // A fourth peer takes the oldest idle one's place, and logs in.
     ChannelOptions co;
     co.role = Role::client;
     const auto client = Channel::open(endpoint(), co);
-    const std::optional<Json> eviction = idle.front()->next();
-    ASSERT_TRUE(eviction.has_value());
-    EXPECT_EQ(eviction->at("code"), "busy");
-    EXPECT_FALSE(idle.front()->next(1s).has_value());  // and closed
-    EXPECT_FALSE(idle[1]->next(200ms).has_value());    // the others still wait
+    expect_evicted(*idle.front());
+    EXPECT_FALSE(idle[1]->next(200ms).has_value());  // the others still wait
     EXPECT_EQ(farm_->stats().at("rejected_connections").value("busy", 0), 1);
     EXPECT_TRUE(eventually([](const Json& s) { return s.at("sessions") == 3; }));  // two idle, the client
   }
@@ -164,15 +173,9 @@ TEST_F(CoordinatorLimits, OneAddressHoldsAtMostItsShareOfTheWaitingPlaces) {
   o.max_unauthenticated_per_address = 2;
   o.login_timeout = 10s;
   start(o);
-  std::vector<std::unique_ptr<RawPeer>> idle;
-  for (int i = 0; i < 3; ++i) {
-    idle.push_back(std::make_unique<RawPeer>(farm_->port()));
-    ASSERT_EQ(idle.back()->next().value().at("type"), "hello");
-  }
+  const auto idle = idle_peers(3);
   // Three from 127.0.0.1 with room for ten overall: the first gave way all the same.
-  const std::optional<Json> eviction = idle.front()->next();
-  ASSERT_TRUE(eviction.has_value());
-  EXPECT_EQ(eviction->at("code"), "busy");
+  expect_evicted(*idle.front());
   EXPECT_FALSE(idle[1]->next(200ms).has_value());
   EXPECT_FALSE(idle[2]->next(200ms).has_value());
 }
