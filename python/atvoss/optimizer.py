@@ -129,6 +129,13 @@ class Optimizer:
                 raise ValueError(f"constraints: evaluating them on {config} raised {type(e).__name__}: {e}") from None
         return valid
 
+    def _identity(self, config: Mapping[str, Any]) -> str:
+        """A configuration's identity, whatever the order of its keys ("" if one is missing)."""
+        try:
+            return repr([config[n] for n in self._names]) if len(config) == len(self._names) else ""
+        except (KeyError, TypeError):
+            return ""
+
     def _decode(self, ints: Mapping[str, int]) -> Config:
         return {n: self._values[n][self._ints[n].index(ints[n])] for n in self._names}
 
@@ -147,10 +154,10 @@ class Optimizer:
             raise ValueError("tell: no pending ask; call ask() first")
         if len(configs) != len(results):
             raise ValueError(f"tell: {len(configs)} configs but {len(results)} results")
-        by_config = {repr(c): key for key, c in self._asked.items()}
+        by_config = {self._identity(c): key for key, c in self._asked.items()}
         told, trials, messages = [], [], []  # checked whole before anything is kept
         for config, result in zip(configs, results):
-            key = by_config.get(repr(dict(config)))
+            key = by_config.get(self._identity(config))
             if key is None:
                 raise ValueError(f"tell: {config} was not in the last ask")
             ints = dict(zip(self._names, key))

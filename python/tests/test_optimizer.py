@@ -90,7 +90,8 @@ def test_misuse_is_a_clear_error():
         opt.tell(configs, [1.0, -3.0])
     with pytest.raises(ValueError, match="2 configs but 1 results"):
         opt.tell(configs, [1.0])
-    opt.tell(configs, [1.0, None])
+    reordered = [dict(reversed(list(c.items()))) for c in configs]  # keys in another order
+    opt.tell(reordered, [1.0, None])
     with pytest.raises(ValueError, match="no pending ask"):
         opt.tell(configs, [1.0, 2.0])
     with pytest.raises(ValueError, match="parameter 'x' must be a non-empty list"):
