@@ -29,6 +29,7 @@ ATVOSS_TEST_PACKAGES=(
   sqlite3                     # the kill -9 resume test reads the database mid-job
   python3-onnx                # the ONNX import tests build their models
   python3-pytest              # the Python package's suites
+  python3-mypy                # the check that examples/python type-checks against the stubs
   python3-venv python3-pip    # the test that pip-installs the package into a venv
   chromium                    # the report test renders the HTML headless
   clang libclang-rt-14-dev    # the libFuzzer smoke test of the frame decoder (ctest)
