@@ -17,6 +17,7 @@ __version__ = "0.1.0"  # pyproject.toml's version; test_docs checks the two agre
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import runtime  # noqa: E402 (after the environment above)
+from .backend import Backend, backend_names, register_backend
 from .client import Client
 from .database import Database, LookupResult, Table, columns
 from .optimizer import Optimizer, OptimizerTrial, minimize
@@ -27,8 +28,8 @@ from .tuning import (Measurement, Profile, TuneResult, measure, run_job, tune, t
 from .vocabulary import Schedule, ScheduleSpace, Target, Workload
 
 __all__ = [
-    "Client", "Database", "LookupResult", "Measurement", "Optimizer", "OptimizerTrial", "Profile",
-    "ProfiledOp", "Profiler", "minimize",
+    "Backend", "Client", "Database", "LookupResult", "Measurement", "Optimizer", "OptimizerTrial", "Profile",
+    "ProfiledOp", "Profiler", "backend_names", "minimize", "register_backend",
     "Schedule", "ScheduleSpace", "SearchStrategy", "StrategyError", "Table", "Target", "Trial",
     "TuneResult", "Workload", "columns", "measure", "register_strategy", "run_job",
     "strategy_names", "tune", "tune_kernel_cache", "unregister_strategy", "zoo_model",

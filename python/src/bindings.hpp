@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -41,11 +42,18 @@ class Space {
   std::optional<Schedule> default_;
 };
 
+// A Python object shared by C++ copies (std::function, registry entries) without touching
+// its reference count off the GIL: the last owner drops it under the GIL, or leaks it if
+// the interpreter is gone (process exit).
+using SharedObject = std::shared_ptr<py::object>;
+SharedObject share(py::object o);
+
 void bind_vocabulary(py::module_& m);
 void bind_tuning(py::module_& m);
 void bind_database(py::module_& m);
 void bind_strategies(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_optimizer(py::module_& m);
+void bind_backends(py::module_& m);
 
 }  // namespace atvoss::python

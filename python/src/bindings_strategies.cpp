@@ -32,19 +32,6 @@ class StrategyFailure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A Python object shared by C++ copies (std::function, registry entries) without touching
-// its reference count off the GIL: the last owner drops it under the GIL, or leaks it if
-// the interpreter is gone (process exit).
-using SharedObject = std::shared_ptr<py::object>;
-
-SharedObject share(py::object o) {
-  return SharedObject(new py::object(std::move(o)), [](py::object* p) {
-    if (!Py_IsInitialized()) return;
-    py::gil_scoped_acquire gil;
-    delete p;
-  });
-}
-
 [[noreturn]] void fail(const std::string& name, const std::string& what) {
   throw StrategyFailure("search strategy '" + name + "': " + what);
 }

@@ -12,6 +12,14 @@ Json parse(const std::string& text, const char* what) { return parse_json(text, 
 
 std::string dump(const Json& j) { return j.dump(); }
 
+SharedObject share(py::object o) {
+  return SharedObject(new py::object(std::move(o)), [](py::object* p) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
 namespace {
 
 // Raises type with text. A message may quote the input's bytes (a line of a non-UTF-8
@@ -49,4 +57,5 @@ PYBIND11_MODULE(_atvoss, m) {
   python::bind_strategies(m);
   python::bind_runtime(m);
   python::bind_optimizer(m);
+  python::bind_backends(m);
 }

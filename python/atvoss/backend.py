@@ -1,0 +1,96 @@
+"""Backends written in Python: subclass atvoss.Backend and register an instance with
+``atvoss.register_backend``; atvoss.tune and atvoss.measure then measure the workloads it
+serves through it (python/src/bindings_backends.cpp puts it behind the C++ backend
+interface, backend/backend.hpp, asked before the built-in ones). Not yet run_job: a
+whole-model job still lowers schedules of built-in ops with the NPU templates after tuning,
+which a Python backend's knobs do not fit (an internal error names the missing knob).
+
+    class NumpySoftmax(atvoss.Backend):
+        name = "numpy-softmax"
+        def serves(self, workload, target): return workload.op == "softmax" and target.name == "numpy"
+        def space(self, workload, target): return {"rows_per_call": [1, 8, 64, 512]}
+        def measure(self, workload, target, schedule, repeat): return [time_it(schedule) for _ in range(repeat)]
+    atvoss.register_backend(NumpySoftmax())
+    atvoss.tune({"op": "softmax", "dims": {...}}, {"preset": "ascend910", "name": "numpy"}, trials=8)
+
+A backend stays registered for the life of the process. An exception raised by measure() is
+that schedule's runtime_error (the tuner goes on); one raised by serves, space, check or
+default is a ValueError naming the backend.
+"""
+from typing import List, Mapping, Optional, Sequence, Union
+
+from . import _atvoss
+from ._json import loads
+from .vocabulary import Schedule, Target, Workload
+
+
+class Backend:
+    """Base class of a backend written in Python. Set ``name`` and implement ``serves``,
+    ``space`` and ``measure``; ``check`` (valid unless it returns a reason) and ``default``
+    (the baseline schedule, or None) are optional. Methods may be called from several
+    threads in turn (each call holds the GIL)."""
+
+    name: str = ""
+
+    def serves(self, workload: Workload, target: Target) -> bool:
+        """Whether this backend measures workload on target."""
+        return False
+
+    def space(self, workload: Workload, target: Target) -> Mapping[str, Sequence[int]]:
+        """The knobs: name -> the int values each may take."""
+        raise NotImplementedError(f"{type(self).__name__}.space")
+
+    def check(self, workload: Workload, target: Target, schedule: Schedule) -> Optional[str]:
+        """None if schedule is valid, else the reason it is not."""
+        return None
+
+    def default(self, workload: Workload, target: Target) -> Optional[Mapping[str, int]]:
+        """The schedule tuning is compared against, or None."""
+        return None
+
+    def measure(self, workload: Workload, target: Target, schedule: Schedule,
+                repeat: int) -> Union[float, Sequence[float]]:
+        """The time of schedule in microseconds: one number, or one per repeat."""
+        raise NotImplementedError(f"{type(self).__name__}.measure")
+
+    # Called by the C++ adapter with JSON text; converts to the package's objects.
+    def _atvoss_serves(self, workload_json: str, target_json: str) -> bool:
+        return bool(self.serves(Workload(loads(workload_json)), Target(loads(target_json))))
+
+    def _atvoss_space(self, workload_json: str, target_json: str) -> list:
+        knobs = self.space(Workload(loads(workload_json)), Target(loads(target_json)))
+        return [(str(k), [int(v) for v in values]) for k, values in knobs.items()]
+
+    def _atvoss_check(self, workload_json: str, target_json: str, schedule: Mapping[str, int]) -> str:
+        reason = self.check(Workload(loads(workload_json)), Target(loads(target_json)), Schedule(dict(schedule)))
+        return "" if reason is None else str(reason) or "invalid"
+
+    def _atvoss_default(self, workload_json: str, target_json: str) -> Optional[dict]:
+        d = self.default(Workload(loads(workload_json)), Target(loads(target_json)))
+        return None if d is None else {str(k): int(v) for k, v in dict(d).items()}
+
+    def _atvoss_measure(self, workload_json: str, target_json: str, schedule: Mapping[str, int],
+                        repeat: int) -> list:
+        t = self.measure(Workload(loads(workload_json)), Target(loads(target_json)), Schedule(dict(schedule)), repeat)
+        return [float(x) for x in t] if isinstance(t, Sequence) else [float(t)]
+
+
+def register_backend(backend: Backend) -> Backend:
+    """Makes backend serve its workloads in tune and measure, before the built-in
+    backends, for the life of the process; returns it. TypeError if it is not a Backend
+    instance overriding serves, space and measure; ValueError if its name is taken."""
+    if not isinstance(backend, Backend):
+        raise TypeError("register_backend takes an instance of a subclass of atvoss.Backend")
+    for method in ("serves", "space", "measure"):
+        if getattr(type(backend), method) is getattr(Backend, method):
+            raise TypeError(f"register_backend: {type(backend).__name__} does not define {method}()")
+    if not isinstance(backend.name, str) or not backend.name:
+        raise TypeError(f"register_backend: {type(backend).__name__}.name must be a non-empty str")
+    _atvoss.register_backend(backend.name, backend)
+    return backend
+
+
+def backend_names() -> List[str]:
+    """Every backend name: those registered, then the built-ins."""
+    return list(_atvoss.backend_names())
+

@@ -1,0 +1,116 @@
+"""Backends written in Python (atvoss.Backend, atvoss.register_backend): tune and measure
+go through one; its failures stay its candidates' (issue "Python for the people who tune
+their own kernels", item 1)."""
+import time
+
+import numpy as np
+import pytest
+
+import atvoss
+
+TARGET = {"preset": "ascend910", "name": "numpy-cpu"}
+ROWS = {"op": "softmax", "dims": {"M": 2048, "N": 256}}
+
+
+def softmax_in_chunks(x, rows):
+    out = np.empty_like(x)
+    for i in range(0, x.shape[0], rows):
+        part = x[i:i + rows]
+        e = np.exp(part - part.max(axis=1, keepdims=True))
+        out[i:i + rows] = e / e.sum(axis=1, keepdims=True)
+    return out
+
+
+class NumpySoftmax(atvoss.Backend):
+    """A real Python-timed kernel: softmax over rows, `rows` rows per numpy call."""
+
+    name = "test-numpy-softmax"
+    calls = 0
+
+    def serves(self, workload, target):
+        return workload.op == "softmax" and target.name == "numpy-cpu"
+
+    def space(self, workload, target):
+        return {"rows": [1, 2, 4, 8, 16, 64, 256, 1024], "unused": [0, 1]}
+
+    def check(self, workload, target, schedule):
+        return "a chunk of 1024 rows is refused here" if schedule["rows"] == 1024 else None
+
+    def default(self, workload, target):
+        return {"rows": 1, "unused": 0}
+
+    def measure(self, workload, target, schedule, repeat):
+        type(self).calls += 1
+        if schedule["rows"] == 2:
+            raise RuntimeError("two rows crash this kernel")
+        m, n = workload.dims["M"], workload.dims["N"]
+        x = np.random.default_rng(0).standard_normal((m, n))
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            y = softmax_in_chunks(x, schedule["rows"])
+            times.append((time.perf_counter() - start) * 1e6)
+        assert np.allclose(y.sum(axis=1), 1.0)
+        return times
+
+
+@pytest.fixture(scope="module")
+def numpy_backend():
+    if NumpySoftmax.name not in atvoss.backend_names():
+        atvoss.register_backend(NumpySoftmax())
+    return NumpySoftmax
+
+
+def test_tune_measures_through_a_python_backend(numpy_backend, tmp_path):
+    db = tmp_path / "py-backend.db"
+    before = numpy_backend.calls
+    r = atvoss.tune(ROWS, TARGET, trials=10, strategy="random", db=db, seed=1)
+    assert numpy_backend.calls - before >= 9  # every trial (and the default) ran the Python kernel
+    assert r.best_schedule["rows"] not in (2, 1024)
+    assert r.best_us < r.default_us  # one row per numpy call is the slowest way
+    stored = atvoss.Database(db).query(target="numpy-cpu")
+    statuses = {row["schedule"]["rows"]: row["measurement"]["status"] for row in stored}
+    assert all(statuses[rows] == "ok" for rows in statuses if rows not in (2, 1024))
+    if 2 in statuses:
+        assert statuses[2] == "runtime_error"
+    # measure() goes through it too, and an invalid schedule is the backend's own verdict.
+    m = atvoss.measure(ROWS, TARGET, [{"rows": 64, "unused": 0}, {"rows": 1024, "unused": 0}], repeat=2)
+    assert m[0].ok and m[0].time_us > 0
+    assert m[1].status == "invalid" and "1024 rows is refused" in m[1].message
+
+
+def test_a_failing_measure_is_the_candidates_error(numpy_backend):
+    m = atvoss.measure(ROWS, TARGET, [{"rows": 2, "unused": 0}])[0]
+    assert m.status == "runtime_error" and "two rows crash this kernel" in m.message
+
+
+def test_registration_is_checked():
+    class NoMeasure(atvoss.Backend):
+        name = "test-no-measure"
+
+        def serves(self, workload, target):
+            return False
+
+        def space(self, workload, target):
+            return {"x": [1]}
+
+    with pytest.raises(TypeError, match="NoMeasure does not define measure"):
+        atvoss.register_backend(NoMeasure())
+    with pytest.raises(TypeError, match="instance of a subclass"):
+        atvoss.register_backend(NoMeasure)
+
+    class Unnamed(NoMeasure):
+        name = ""
+
+        def measure(self, workload, target, schedule, repeat):
+            return 1.0
+
+    with pytest.raises(TypeError, match="name must be a non-empty str"):
+        atvoss.register_backend(Unnamed())
+    assert "test-no-measure" not in atvoss.backend_names()
+
+
+def test_a_name_cannot_be_registered_twice(numpy_backend):
+    with pytest.raises(ValueError, match="test-numpy-softmax"):
+        atvoss.register_backend(NumpySoftmax())
+
