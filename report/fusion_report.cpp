@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "backend/backend.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/lowering.hpp"
 
@@ -45,9 +46,16 @@ FusionReport fusion_report(const frontend::TaskSet& tasks, const std::vector<std
   for (std::size_t i = 0; i < tasks.tasks().size() && i < schedules.size(); ++i) {
     if (!schedules[i]) continue;
     const frontend::TuneTask& t = tasks.tasks()[i];
-    const auto plan = lowering::plan_kernel(t.workload, target, *schedules[i]);
+    // Asked of the backend: one without a lowering (a measured table, a Python backend) has
+    // no plan, and its task counts as one unfused kernel of unknown traffic.
+    const auto planned = backend::backend_for(t.workload, target).lower(t.workload, target, *schedules[i]);
     const int n = t.weight;
     r.ops_before += n * int(1 + t.workload.epilogue().size());
+    if (!planned) {
+      r.kernels_after += n;
+      continue;
+    }
+    const lowering::KernelPlan& plan = *planned;
     r.kernels_after += n * plan.kernels();
     r.gm_bytes_after += n * plan_bytes(plan);
     epilogue_nodes += n * int(t.workload.epilogue().size());

@@ -3,7 +3,8 @@
 // per fusion rule. An epilogue op fused by a rule saves the kernel it would have run alone
 // and that kernel's round trip of the output through GM (read, once per pass, and write);
 // a node folded at import (BatchNormalization into a conv) saves the same with no rule of
-// the lowering, under "fold-into-producer". Bytes are the kernel plans' estimates.
+// the lowering, under "fold-into-producer". Bytes are the kernel plans' estimates; a task
+// whose backend has no lowering counts as one kernel of unknown traffic.
 // Pure functions: thread-safe.
 #pragma once
 

@@ -110,7 +110,8 @@ LayerAnalysis analyze_layer(const frontend::TuneTask& task, const Target& t, con
   // Over the kernels' own time, as a profiler measures a kernel: launches excluded.
   const double busy_us = std::max(m.time_us - p.launch_us, 1e-9);
   l.bandwidth = std::min(1.0, p.gm_bytes / (busy_us * 1e-6) / t.hbm_bytes_per_second());
-  const bool matrix = lowering::plan_kernel(task.workload, t, l.schedule).uses_cube;
+  const auto plan = backend::backend_for(task.workload, t).lower(task.workload, t, l.schedule);
+  const bool matrix = plan && plan->uses_cube;  // no plan (no lowering): its own compute time
   l.compute = std::min(1.0, matrix ? p.cube_utilisation * m.time_us / busy_us : p.compute_us / busy_us);
   l.sync = p.sync_wait_us / busy_us;
   return l;

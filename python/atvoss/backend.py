@@ -1,9 +1,9 @@
 """Backends written in Python: subclass atvoss.Backend and register an instance with
-``atvoss.register_backend``; atvoss.tune and atvoss.measure then measure the workloads it
-serves through it (python/src/bindings_backends.cpp puts it behind the C++ backend
-interface, backend/backend.hpp, asked before the built-in ones). Not yet run_job: a
-whole-model job still lowers schedules of built-in ops with the NPU templates after tuning,
-which a Python backend's knobs do not fit (an internal error names the missing knob).
+``atvoss.register_backend``; atvoss.tune, atvoss.measure and job specs run by atvoss.run_job
+then measure the workloads it serves through it (python/src/bindings_backends.cpp puts it
+behind the C++ backend interface, backend/backend.hpp, asked before the built-in ones). It
+has no kernel plan, so reports count its kernels without their memory traffic. A farm
+worker (atvoss-worker, a C++ process) cannot load it.
 
     class NumpySoftmax(atvoss.Backend):
         name = "numpy-softmax"
@@ -76,7 +76,7 @@ class Backend:
 
 
 def register_backend(backend: Backend) -> Backend:
-    """Makes backend serve its workloads in tune and measure, before the built-in
+    """Makes backend serve its workloads in tune, measure and run_job, before the built-in
     backends, for the life of the process; returns it. TypeError if it is not a Backend
     instance overriding serves, space and measure; ValueError if its name is taken."""
     if not isinstance(backend, Backend):
