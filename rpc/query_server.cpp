@@ -67,6 +67,11 @@ Response json_error(const Request& req, http::status status, const std::string& 
   return make_response(req, status, dump_for_peer(Json{{"error", message}}));
 }
 
+// An error answer after which the connection closes (Connection: close).
+Response closing_error(unsigned version, http::status status, const std::string& message) {
+  return make_response(version, false, status, dump_for_peer(Json{{"error", message}}));
+}
+
 // The answer to a request Beast could not parse, or nullopt where no answer can reach
 // the peer (it closed, or timed out). The connection is closed after it: the parser's
 // position in the stream is unknown.
@@ -86,7 +91,7 @@ std::optional<Response> answer_parse_error(const boost::system::error_code& ec) 
                                : status == http::status::request_header_fields_too_large
                                    ? " (at most " + std::to_string(kMaxHeaderBytes) + " bytes of header)"
                                    : "");
-  return make_response(11, false, status, dump_for_peer(Json{{"error", message}}));
+  return closing_error(11, status, message);
 }
 
 // True if text is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
@@ -191,7 +196,9 @@ struct QueryServer::Impl : std::enable_shared_from_this<QueryServer::Impl> {
   AdmissionGate gate;                      // connections before their first authorised header
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::size_t> served{0};     // connections past the token check
-  asio::awaitable<void> refuse(beast::tcp_stream& stream, Response res);
+  asio::awaitable<void> refuse(beast::tcp_stream& stream, Response res);  // answer, then drain
+  // A read that failed: the parser's answer where the peer can still get one.
+  asio::awaitable<void> refuse_unreadable(beast::tcp_stream& stream, const boost::system::error_code& ec);
   asio::awaitable<void> drain(beast::tcp_stream& stream);
 };
 
@@ -271,18 +278,17 @@ Response QueryServer::Impl::route(const Request& req) {
   }
 }
 
+// (Answers are built outside the coroutines: g++ 12 cannot compile a braced JSON literal
+// inside one.)
 Response unauthorised_answer(const Request& req) {
-  Response res = make_response(req.version(), false, http::status::unauthorized,
-                               dump_for_peer(Json{{"error", "missing or wrong bearer token"}}));
+  Response res = closing_error(req.version(), http::status::unauthorized, "missing or wrong bearer token");
   res.set(http::field::www_authenticate, "Bearer");
   return res;
 }
 
-// (Answers are built outside the coroutines: g++ 12 cannot compile a braced JSON literal
-// inside one.)
 Response busy_answer(const Request& req) {
-  Response res = make_response(req.version(), false, http::status::service_unavailable,
-                               dump_for_peer(Json{{"error", "too many open connections; retry shortly"}}));
+  Response res = closing_error(req.version(), http::status::service_unavailable,
+                               "too many open connections; retry shortly");
   res.set(http::field::retry_after, "1");
   return res;
 }
@@ -296,7 +302,7 @@ asio::awaitable<std::optional<Request>> QueryServer::Impl::read_request(
   stream.expires_after(is_served ? limits.idle_timeout : limits.header_timeout);
   co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) {
-    if (std::optional<Response> refusal = answer_parse_error(ec)) co_await refuse(stream, std::move(*refusal));
+    co_await refuse_unreadable(stream, ec);
     co_return std::nullopt;
   }
   if (!authorised(parser.get())) {
@@ -316,7 +322,7 @@ asio::awaitable<std::optional<Request>> QueryServer::Impl::read_request(
   stream.expires_after(limits.idle_timeout);
   co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) {
-    if (std::optional<Response> refusal = answer_parse_error(ec)) co_await refuse(stream, std::move(*refusal));
+    co_await refuse_unreadable(stream, ec);
     co_return std::nullopt;
   }
   co_return parser.release();
@@ -349,6 +355,11 @@ asio::awaitable<void> QueryServer::Impl::serve(std::shared_ptr<beast::tcp_stream
     gate.leave(ticket);
   }
   stream->socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+asio::awaitable<void> QueryServer::Impl::refuse_unreadable(beast::tcp_stream& stream,
+                                                            const boost::system::error_code& ec) {
+  if (std::optional<Response> refusal = answer_parse_error(ec)) co_await refuse(stream, std::move(*refusal));
 }
 
 asio::awaitable<void> QueryServer::Impl::refuse(beast::tcp_stream& stream, Response res) {

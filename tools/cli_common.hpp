@@ -55,8 +55,11 @@ inline CLI::Validator ip_address() {
 
 // CLI11 answers an unknown subcommand word with "A subcommand is required"; name the word
 // and the subcommands there are instead. The word is the first one CLI11 left over, or else
-// the first argument when it is not a flag.
+// the first argument when it is not a flag. Other parse errors keep CLI11's text.
 inline std::string parse_error_text(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (dynamic_cast<const CLI::RequiredError*>(&e) == nullptr && dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr) {
+    return e.what();
+  }
   const auto all = app.get_subcommands([](const CLI::App*) { return true; });
   const auto remaining = app.remaining();
   std::string word = !remaining.empty() ? remaining.front() : argc > 1 ? std::string(argv[1]) : std::string();

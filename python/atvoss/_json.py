@@ -8,8 +8,10 @@ import os
 import stat
 from typing import Any
 
-# The largest file read whole into memory, as in the C++ core (docs/architecture.md, "Inputs").
-MAX_INPUT_FILE_BYTES = 1 << 30
+from . import _atvoss
+
+# The largest file read whole into memory: the C++ core's bound (docs/architecture.md, "Inputs").
+MAX_INPUT_FILE_BYTES = _atvoss.MAX_INPUT_FILE_BYTES
 
 
 def dumps(value: Any) -> str:

@@ -70,14 +70,19 @@ class PyBackend final : public backend::Backend {
 
   std::vector<Measurement> measure(std::span<const backend::MeasureRequest> batch,
                                    const backend::MeasureOptions&) const override {
+    std::map<std::string, ScheduleSpace> spaces;  // one space() call per (workload, target) of the batch
     std::vector<Measurement> out;
-    for (const auto& r : batch) out.push_back(measure_one(r));
+    for (const auto& r : batch) {
+      const std::string key = r.workload.key() + " " + r.target.key();
+      auto it = spaces.find(key);
+      if (it == spaces.end()) it = spaces.emplace(key, space(r.workload, r.target)).first;
+      out.push_back(measure_one(r, it->second));
+    }
     return out;
   }
 
  private:
-  Measurement measure_one(const backend::MeasureRequest& r) const {
-    const ScheduleSpace sp = space(r.workload, r.target);
+  Measurement measure_one(const backend::MeasureRequest& r, const ScheduleSpace& sp) const {
     if (!sp.point_of(r.schedule)) {
       throw_bad_input("backend '" + name_ + "': schedule " + r.schedule.to_json().dump() + " is not in its space");
     }

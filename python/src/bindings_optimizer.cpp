@@ -30,19 +30,6 @@
 namespace atvoss::python {
 namespace {
 
-// Flat index of s in knobs (first most significant); nullopt if a value is off its list.
-std::optional<std::uint64_t> flat_index_of(const std::vector<Knob>& knobs, const Schedule& s) {
-  std::uint64_t index = 0;
-  for (const Knob& k : knobs) {
-    const auto it = s.values().find(k.name);
-    if (it == s.values().end()) return std::nullopt;
-    const auto at = std::find(k.values.begin(), k.values.end(), it->second);
-    if (at == k.values.end()) return std::nullopt;
-    index = index * k.values.size() + static_cast<std::uint64_t>(at - k.values.begin());
-  }
-  return index;
-}
-
 class Optimizer {
  public:
   // knobs: [(name, [int values])] in the user's order; valid: flat indices of the points
@@ -64,9 +51,11 @@ class Optimizer {
     if (valid) {
       if (valid->empty()) throw_bad_input("constraints: no point of the space satisfies them");
       auto allowed = std::make_shared<std::unordered_set<std::uint64_t>>(valid->begin(), valid->end());
-      check = [allowed, list](const Schedule& s) {
-        const auto i = flat_index_of(list, s);
-        return i && allowed->count(*i) ? Verdict::valid() : Verdict::invalid("excluded by the constraints");
+      // The same knobs without the check: their flat index is what Python enumerated.
+      check = [allowed, plain = ScheduleSpace(list, {})](const Schedule& s) {
+        const auto p = plain.point_of(s);
+        return p && allowed->count(plain.flat_index(*p)) ? Verdict::valid()
+                                                         : Verdict::invalid("excluded by the constraints");
       };
     }
     space_ = ScheduleSpace(std::move(list), std::move(check));

@@ -5,6 +5,7 @@
 
 #include "bindings.hpp"
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 
 namespace atvoss::python {
 
@@ -58,4 +59,5 @@ PYBIND11_MODULE(_atvoss, m) {
   python::bind_runtime(m);
   python::bind_optimizer(m);
   python::bind_backends(m);
+  m.attr("MAX_INPUT_FILE_BYTES") = kMaxInputFileBytes;  // one bound for C++ and Python reads
 }

@@ -121,7 +121,8 @@ def test_a_job_spec_measures_through_a_python_backend(numpy_backend, tmp_path):
     # no knob 'tile_m'"); it now asks the backend, which has no lowering here.
     before = numpy_backend.calls
     spec = {"name": "numpy-job", "target": TARGET, "workloads": [{"workload": ROWS}], "trials": 6,
-            "strategy": "random", "batch_size": 3, "seed": 2, "database": str(tmp_path / "job.db")}
+            "strategy": "random", "batch_size": 3, "seed": 2, "database": str(tmp_path / "job.db"),
+            "export": str(tmp_path / "table.json"), "report": str(tmp_path / "report.html")}
     summary = atvoss.run_job(spec)
     assert summary["measured"] == 6
     assert numpy_backend.calls - before >= 6
