@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "core/measurement.hpp"
 #include "core/schedule_space.hpp"
 #include "core/target.hpp"
@@ -32,6 +33,9 @@ struct MeasureRequest {
   Schedule schedule;
   int repeat = 3;          // measurements taken; time_us is their median
   std::uint64_t seed = 0;  // noise seed: the same seed gives the same measurement
+  // Raised by the caller to stop: a backend answers what it has not finished `error`
+  // (core/cancel.hpp); the host backend kills its compiler and kernel runner children.
+  CancelFlag cancel = {};
 };
 
 struct MeasureOptions {

@@ -40,6 +40,9 @@ class HostBackend final : public Backend {
       candidates.push_back({r.workload, r.schedule, r.seed, r.repeat});
     }
     host::HostConfig config;
+    for (const auto& r : batch) {
+      if (r.cancel) config.run.cancel = config.build.cancel = r.cancel;
+    }
     config.peak_gflops = host::core_peak_gflops(host::describe_machine());
     return host::measure_candidates(candidates, host::this_machine(), config);
   }

@@ -52,7 +52,7 @@ void MeasurePool::submit(Job job, Done done) {
   work_ready_.notify_one();
 }
 
-std::vector<Measurement> MeasurePool::run(std::vector<Job> jobs) {
+std::vector<Measurement> MeasurePool::run(std::vector<Job> jobs, const OnDone& on_done) {
   struct Batch {
     std::mutex mu;
     std::condition_variable all_done;
@@ -63,8 +63,10 @@ std::vector<Measurement> MeasurePool::run(std::vector<Job> jobs) {
   batch->out.resize(jobs.size());
   batch->left = jobs.size();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    submit(std::move(jobs[i]), [batch, i](Measurement m) {
+    // on_done outlives every call: run() returns only after the last done.
+    submit(std::move(jobs[i]), [batch, i, &on_done](Measurement m) {
       const std::lock_guard lock(batch->mu);
+      if (on_done) on_done(i, m);
       batch->out[i] = std::move(m);
       if (--batch->left == 0) batch->all_done.notify_all();
     });

@@ -50,7 +50,10 @@ class MeasurePool {
   // Queues job; done is called exactly once with its final measurement.
   void submit(Job job, Done done);
   // Runs every job and returns their measurements in job order. Blocks until all are done.
-  std::vector<Measurement> run(std::vector<Job> jobs);
+  // on_done, if given, sees each final measurement with its job's index as it comes, one
+  // call at a time (progress per trial).
+  using OnDone = std::function<void(std::size_t index, const Measurement&)>;
+  std::vector<Measurement> run(std::vector<Job> jobs, const OnDone& on_done = {});
   // Jobs waiting for a thread (not started).
   std::size_t queued() const;
   const MeasurePoolOptions& options() const { return options_; }

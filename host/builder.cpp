@@ -102,9 +102,16 @@ BuildResult build_one(const std::string& source, const BuildOptions& o, const fs
   argv.insert(argv.end(), o.flags.begin(), o.flags.end());
   argv.insert(argv.end(), {"-o", tmp.string(), src.string()});
   const auto t0 = std::chrono::steady_clock::now();
-  const ProcessResult p = run_process(argv, o.timeout_s);
+  const ProcessResult p = run_process(argv, o.timeout_s, o.cancel);
   r.compile_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (!p.started) throw Error(ErrorKind::io, "host builder: " + p.err);
+  if (p.cancelled) {
+    r.status = Status::error;
+    r.message = kCancelledMessage;
+    fs::remove(tmp, ec);
+    fs::remove(src, ec);
+    return r;
+  }
   if (p.timed_out || p.exit_code != 0) {
     r.status = Status::compile_error;
     r.message = p.timed_out ? "compile timed out after " + std::to_string(o.timeout_s) + " s"
@@ -173,6 +180,11 @@ std::vector<BuildResult> build_all(const std::vector<std::string>& sources, cons
   auto worker = [&] {
     for (std::size_t i; (i = next++) < sources.size();) {
       try {
+        if (cancelled(options.cancel)) {
+          results[i].status = Status::error;
+          results[i].message = kCancelledMessage;
+          continue;
+        }
         results[i] = build_one(sources[i], options, dir);
       } catch (...) {
         std::lock_guard lock(failure_mu);

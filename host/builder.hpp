@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "core/measurement.hpp"
 
 namespace atvoss::host {
@@ -30,10 +31,12 @@ struct BuildOptions {
   // The CPU the objects are for (its fingerprint, machine.hpp), part of the key since they
   // are built with -march=native; empty: this machine's.
   std::string cpu;
+  // Raised: running compiles are killed and the rest not started; their status is error.
+  CancelFlag cancel = {};
 };
 
 struct BuildResult {
-  Status status = Status::ok;  // ok or compile_error
+  Status status = Status::ok;  // ok, compile_error, or error when cancelled
   std::string so_path;
   std::string message;         // the compiler's first lines on compile_error
   double compile_us = 0;       // wall time of this build (0 on a cache hit)

@@ -15,6 +15,7 @@ Measurement run_built(const BuildResult& b, const SourceJob& job, const HostConf
     m.profile.compile_us = b.compile_us;
     return m;
   }
+  if (cancelled(config.run.cancel)) return Measurement::failed(Status::error, kCancelledMessage);
   RunOptions run = config.run;
   run.timing.seed = job.seed;
   run.timing.repeat = std::max(job.repeat, 3);

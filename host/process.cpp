@@ -15,8 +15,10 @@ extern char** environ;
 namespace atvoss::host {
 namespace {
 
-// Reads what is ready on the pipes until both close or the deadline passes.
-bool drain(int out_fd, int err_fd, ProcessResult& r, std::chrono::steady_clock::time_point deadline) {
+// Reads what is ready on the pipes until both close, the deadline passes or cancel is raised.
+bool drain(int out_fd, int err_fd, ProcessResult& r, std::chrono::steady_clock::time_point deadline,
+           const CancelFlag& cancel) {
+  const long long slice_ms = cancel ? 50LL : 1000LL;
   pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open = 2;
@@ -25,7 +27,11 @@ bool drain(int out_fd, int err_fd, ProcessResult& r, std::chrono::steady_clock::
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) return false;
-    if (::poll(fds, 2, int(std::min<long long>(left, 1000))) < 0 && errno != EINTR) return false;
+    if (cancelled(cancel)) {
+      r.cancelled = true;
+      return false;
+    }
+    if (::poll(fds, 2, int(std::min<long long>(left, slice_ms))) < 0 && errno != EINTR) return false;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
@@ -42,7 +48,7 @@ bool drain(int out_fd, int err_fd, ProcessResult& r, std::chrono::steady_clock::
 
 }  // namespace
 
-ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s) {
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s, const CancelFlag& cancel) {
   ProcessResult r;
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return r;
@@ -72,8 +78,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
   r.started = true;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
-  if (!drain(out_pipe[0], err_pipe[0], r, deadline)) {
-    r.timed_out = true;
+  if (!drain(out_pipe[0], err_pipe[0], r, deadline, cancel)) {
+    r.timed_out = !r.cancelled;
     ::kill(pid, SIGKILL);
   }
   ::close(out_pipe[0]);

@@ -57,8 +57,9 @@ Measurement run_kernel(const std::string& so_path, const Workload& w, const RunO
     for (int c : t.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
     argv.push_back("--cpus=" + list);
   }
-  const ProcessResult p = run_process(argv, o.timeout_s);
+  const ProcessResult p = run_process(argv, o.timeout_s, o.cancel);
   if (!p.started) throw Error(ErrorKind::io, "host: " + p.err);
+  if (p.cancelled) return Measurement::failed(Status::error, kCancelledMessage);
   if (p.timed_out) {
     return Measurement::failed(Status::timeout, "kernel ran past " + std::to_string(o.timeout_s) + " s and was killed");
   }

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "core/cancel.hpp"
 #include "core/measurement.hpp"
 #include "core/workload.hpp"
 #include "host/kernel_timing.hpp"
@@ -16,12 +17,14 @@ struct RunOptions {
   TimingOptions timing;
   double timeout_s = 60;
   std::string runner;  // empty: find_runner()
+  CancelFlag cancel = {};  // raised: the child is killed, the result is `error`
 };
 
 // io error listing the places tried if there is none.
 std::string find_runner();
 
-// ok (time_us = median, repeats), wrong_answer, runtime_error (crash, failed load) or timeout.
+// ok (time_us = median, repeats), wrong_answer, runtime_error (crash, failed load), timeout,
+// or error when options.cancel was raised.
 Measurement run_kernel(const std::string& so_path, const Workload& w, const RunOptions& options);
 
 }  // namespace atvoss::host

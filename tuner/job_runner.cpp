@@ -102,6 +102,7 @@ class JobRun {
         const auto next = scheduler_.next_task();
         if (!next) break;
         run_round(*next);
+        if (cancelled(options_.cancel)) throw Error(ErrorKind::io, "job '" + spec_.name + "': cancelled by the caller");
         progress_->update(task_lines(), total_trials(), objective(true), objective(false));
         if (options_.on_round) options_.on_round();
       }
@@ -267,6 +268,7 @@ class JobRun {
     o.early_stopping = spec_.early_stopping;
     o.repeat = spec_.repeat;
     o.seed = spec_.seed;
+    o.cancel = options_.cancel;
     o.job = spec_.name;
     o.anchors = {picks_[i].schedule};
     StrategySetup* setup = r.setup.get();

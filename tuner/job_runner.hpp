@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "core/cancel.hpp"
 #include "frontend/device_memory.hpp"
 #include "tuner/job_spec.hpp"
 #include "tuner/measurer.hpp"
@@ -51,6 +52,10 @@ struct JobRunOptions {
   // An exception it throws stops the job (state "stopped", resumable as after a kill) and
   // propagates out of run_job: how the Python binding lets Ctrl-C through.
   std::function<void()> on_round;
+  // Raised by the caller (Ctrl-C in Python): the round in flight stores what finished
+  // (TuneOptions::cancel), then the job stops as on_round's exception stops it, with an
+  // io error "cancelled".
+  CancelFlag cancel = {};
 };
 
 // The embedded default: LocalMeasurer on all cores when farm is empty; otherwise

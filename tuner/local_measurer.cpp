@@ -20,13 +20,21 @@ LocalMeasurer::LocalMeasurer(LocalMeasurerOptions options, MeasureFn fn) : optio
 std::string LocalMeasurer::name() const { return "local:" + std::to_string(options_.threads); }
 
 std::vector<Measurement> LocalMeasurer::measure(const std::vector<MeasureInput>& batch) {
+  return measure_reporting(batch, {});
+}
+
+std::vector<Measurement> LocalMeasurer::measure_reporting(const std::vector<MeasureInput>& batch,
+                                                          const OnResult& on_result) {
   std::vector<backend::MeasurePool::Job> jobs;
   jobs.reserve(batch.size());
   for (const MeasureInput& item : batch) {
     // The job owns a copy: a timed-out attempt may still run after measure() returned.
-    jobs.push_back([fn = fn_, item, noise = options_.noise] { return fn(item, noise); });
+    jobs.push_back([fn = fn_, item, noise = options_.noise] {
+      if (cancelled(item.cancel)) return Measurement::failed(Status::error, kCancelledMessage);
+      return fn(item, noise);
+    });
   }
-  return pool_->run(std::move(jobs));
+  return pool_->run(std::move(jobs), on_result);
 }
 
 }  // namespace atvoss::tuner

@@ -5,7 +5,8 @@
 // its thread is retired and replaced, so one stuck simulation never stalls the batch. An
 // exception while measuring is an infrastructure error: the item is retried up to
 // `retries` times and then returned as `error` (never stored). Candidate errors are
-// returned as they are.
+// returned as they are. An item whose cancel flag is raised before it starts is answered
+// `error` at once (core/cancel.hpp).
 // Threading: measure() is called by one tuner thread at a time; the pool is internal.
 #pragma once
 
@@ -45,6 +46,8 @@ class LocalMeasurer : public Measurer {
   LocalMeasurer& operator=(const LocalMeasurer&) = delete;
 
   std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override;
+  std::vector<Measurement> measure_reporting(const std::vector<MeasureInput>& batch,
+                                             const OnResult& on_result) override;
   std::string name() const override;
 
  private:

@@ -5,7 +5,9 @@
 // it can and otherwise returned as such; the tuner never stores them as results.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/measurement.hpp"
@@ -25,6 +27,16 @@ class Measurer {
   virtual ~Measurer() = default;
   // One result per input, in input order. Blocks until every item is answered.
   virtual std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) = 0;
+  // measure(), also handing each result to on_result with its index, one call at a time.
+  // This default hands them over when the whole batch is back; LocalMeasurer as each
+  // item finishes (the tuner's per-trial progress).
+  using OnResult = std::function<void(std::size_t index, const Measurement&)>;
+  virtual std::vector<Measurement> measure_reporting(const std::vector<MeasureInput>& batch,
+                                                     const OnResult& on_result) {
+    std::vector<Measurement> out = measure(batch);
+    for (std::size_t i = 0; on_result && i < out.size(); ++i) on_result(i, out[i]);
+    return out;
+  }
   // Short name for logs and the database's worker column, e.g. "local:2".
   virtual std::string name() const = 0;
 };

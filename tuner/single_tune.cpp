@@ -12,7 +12,7 @@
 
 namespace atvoss::tuner {
 
-SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& callbacks) {
+SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& callbacks, const CancelFlag& cancel) {
   // Every input is checked before the database is opened: a bad flag creates no file.
   limits::check("--trials", spec.trials, limits::trials);
   limits::check("--repeat", spec.repeat, limits::repeat);
@@ -36,11 +36,12 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   options.batch_size = spec.batch_size;
   options.early_stopping = spec.early_stopping;
   options.seed = spec.seed;
+  options.cancel = cancel;
   options.after_round = [&] { setup.save_if_retrained(db); };
   if (out.target.organisation == "cpu") options.confirm_top = kConfirmTop;  // real noise (tuner.hpp)
   out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db.records(), options,
                     callbacks);
-  if (!spec.export_path.empty()) {
+  if (!spec.export_path.empty() && out.result.stop_reason != "cancelled") {
     db::export_table(db, db::TargetInfo::from_target(out.target), spec.export_path);
   }
   return out;

@@ -35,8 +35,10 @@ struct SingleTuneOutcome {
 };
 
 // bad_input naming the field for a bad spec; other errors as the tuner raises them.
-// callbacks.on_round runs after every round (progress; the Python package checks Ctrl-C
-// there and unwinds, each round being stored already).
-SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& callbacks = {});
+// callbacks.on_round runs after every round and on_trial after every trial (progress).
+// Raising cancel stops the tuning within one poll of the measurements in flight: the
+// finished trials are stored, the result's stop_reason is "cancelled", nothing is exported.
+SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& callbacks = {},
+                              const CancelFlag& cancel = {});
 
 }  // namespace atvoss::tuner

@@ -38,6 +38,8 @@ void TuningSession::load_history() {
   const auto history = records_.history(workload_.key(), target_info_.key);
   for (const auto& r : history) note_trial(r.schedule, r.measurement);
   result_.resumed = result_.trials;
+  trials_reported_ = result_.trials;
+  best_reported_ = result_.best_us;
   if (!history.empty()) strategy_.observe(to_trials(history));
   if (const auto def = backend::default_schedule(workload_, target_)) {
     for (const auto& r : history) {
@@ -82,6 +84,8 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   // fail, the error ends the session anyway.
   for (const auto& r : records) note_trial(r.schedule, r.measurement);
   result_.measured += static_cast<int>(records.size());
+  trials_reported_ = result_.trials;
+  best_reported_ = result_.best_us;
   const auto also = options_.round_checkpoint ? options_.round_checkpoint() : std::function<void()>();
   if (!records.empty() || also) {
     records_.write_together([&] {  // one transaction: all or nothing
@@ -101,13 +105,22 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   return static_cast<int>(records.size());
 }
 
-std::vector<Measurement> TuningSession::measure(const std::vector<Schedule>& schedules) {
+std::vector<Measurement> TuningSession::measure(const std::vector<Schedule>& schedules, bool report) {
   if (schedules.empty()) return {};
   std::vector<MeasureInput> inputs;
   for (const auto& s : schedules) {
-    inputs.push_back({workload_, target_, s, options_.repeat, measurement_seed(options_.seed, workload_, s)});
+    inputs.push_back({workload_, target_, s, options_.repeat, measurement_seed(options_.seed, workload_, s),
+                      options_.cancel});
   }
-  auto results = measurer_.measure(inputs);
+  Measurer::OnResult on_result;
+  if (report && on_trial_) {
+    on_result = [&](std::size_t i, const Measurement& m) {
+      if (is_infrastructure_error(m.status)) return;
+      if (m.ok()) best_reported_ = std::min(best_reported_, m.time_us);
+      on_trial_({&workload_, &schedules[i], &m, ++trials_reported_, 0, best_reported_, result_.default_us});
+    };
+  }
+  auto results = measurer_.measure_reporting(inputs, on_result);
   if (results.size() != schedules.size()) {
     throw Error(ErrorKind::internal, "tuner: measurer returned " + std::to_string(results.size()) +
                                          " results for " + std::to_string(schedules.size()) + " schedules");
@@ -177,7 +190,7 @@ void TuningSession::confirm_best(int k) {
   if (top.size() < 2) return;
   std::vector<Schedule> schedules;
   for (const auto& r : top) schedules.push_back(r.schedule);
-  const std::vector<Measurement> again = measure(schedules);
+  const std::vector<Measurement> again = measure(schedules, false);
   std::vector<db::Record> records;
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     if (is_infrastructure_error(again[i].status)) continue;
@@ -199,6 +212,13 @@ TuneResult tune(const Workload& workload, const Target& target, int budget,
                 const TuneOptions& options, const TuneCallbacks& callbacks) {
   if (budget < 1) throw_bad_input("tuner: trials must be >= 1");
   TuningSession session(workload, target, strategy, measurer, records, options);
+  if (callbacks.on_trial) {
+    session.set_on_trial([&](const TrialProgress& p) {
+      TrialProgress with_budget = p;
+      with_budget.budget = budget;
+      callbacks.on_trial(with_budget);
+    });
+  }
   auto report = [&] {
     if (callbacks.on_round) callbacks.on_round(session.progress(budget));
   };
@@ -210,13 +230,17 @@ TuneResult tune(const Workload& workload, const Target& target, int budget,
       break;
     }
     session.run_round(budget - session.result().trials);
+    if (cancelled(options.cancel)) {
+      reason = "cancelled";
+      break;
+    }
     report();
     if (session.exhausted()) {
       reason = "exhausted";
       break;
     }
   }
-  if (options.confirm_top > 0) session.confirm_best(options.confirm_top);
+  if (options.confirm_top > 0 && reason != "cancelled") session.confirm_best(options.confirm_top);
   TuneResult result = session.result();
   result.stop_reason = reason;
   return result;

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cancel.hpp"
 #include "core/schedule_space.hpp"
 #include "db/record_store.hpp"
 #include "search/search_strategy.hpp"
@@ -61,6 +62,10 @@ struct TuneOptions {
   // this keeps such a one from being declared the winner. 0 (default) skips it; tune_single
   // sets kConfirmTop for the host backend. On a deterministic simulator it changes nothing.
   int confirm_top = 0;
+  // Raised by the caller (Ctrl-C in Python): the items not finished are answered `error`
+  // and not stored, the host's children are killed (core/cancel.hpp), the finished ones
+  // of the round are stored, and tune() returns with stop_reason "cancelled".
+  CancelFlag cancel = {};
 };
 
 inline constexpr int kConfirmTop = 5;
@@ -73,9 +78,23 @@ struct TuneProgress {
   double default_us = std::numeric_limits<double>::infinity();
 };
 
+// One trial as it finishes (infrastructure errors are not trials and are not reported).
+struct TrialProgress {
+  const Workload* workload = nullptr;
+  const Schedule* schedule = nullptr;
+  const Measurement* measurement = nullptr;
+  int trial = 0;             // its number among the stored trials, resumed ones included
+  int budget = 0;
+  double best_us = std::numeric_limits<double>::infinity();     // so far, this trial included
+  double default_us = std::numeric_limits<double>::infinity();  // inf until measured
+};
+
 struct TuneCallbacks {
   // After every round (and once after resume).
   std::function<void(const TuneProgress&)> on_round;
+  // After every trial, as it finishes (before its round is stored), one call at a time,
+  // possibly on a measuring thread.
+  std::function<void(const TrialProgress&)> on_trial;
 };
 
 struct TuneResult {
@@ -87,7 +106,7 @@ struct TuneResult {
   int resumed = 0;                  // trials found in the database at the start
   int measured = 0;                 // trials stored by this run
   std::vector<double> curve;        // best so far after each trial (inf before the first ok)
-  std::string stop_reason;          // "budget", "early_stopping" or "exhausted"
+  std::string stop_reason;          // "budget", "early_stopping", "exhausted" or "cancelled"
 };
 
 // One workload's tuning state across rounds; the job runner interleaves sessions.
@@ -109,6 +128,8 @@ class TuningSession {
   int trials_since_gain() const { return result_.trials - trials_at_last_gain_; }
   bool early_stopped() const;
   TuneProgress progress(int budget) const;
+  // Called for each trial as it finishes (TuneCallbacks::on_trial; budget left 0).
+  void set_on_trial(std::function<void(const TrialProgress&)> on_trial) { on_trial_ = std::move(on_trial); }
   const Workload& workload() const { return workload_; }
   // TuneOptions::confirm_top: re-measures the k fastest stored schedules, stores the new
   // repeats (not counted as trials) and takes the best from the combined records.
@@ -116,8 +137,9 @@ class TuningSession {
 
  private:
   void load_history();
-  // One measurement of each schedule, with its stable noise seed.
-  std::vector<Measurement> measure(const std::vector<Schedule>& schedules);
+  // One measurement of each schedule, with its stable noise seed; each trial goes to
+  // on_trial_ as it finishes when report is set.
+  std::vector<Measurement> measure(const std::vector<Schedule>& schedules, bool report = true);
   // The vendor default and the anchors that are not stored yet, at most max_trials of
   // them, measured now (shown to the strategy, stored with the round).
   std::vector<std::pair<Schedule, Measurement>> measure_first(int max_trials);
@@ -138,6 +160,9 @@ class TuningSession {
   int trials_at_last_gain_ = 0;
   int failed_rounds_ = 0;
   bool exhausted_ = false;
+  std::function<void(const TrialProgress&)> on_trial_;
+  int trials_reported_ = 0;  // on_trial_'s count: stored trials plus this round's reported
+  double best_reported_ = std::numeric_limits<double>::infinity();
 };
 
 // Runs a session until budget (total trials), early stopping or exhaustion.

@@ -81,7 +81,13 @@ class TuneResult:
     """What atvoss.tune returns: the best schedule and its time, the vendor default's time
     (inf if not measured), the best-so-far curve per trial, why tuning stopped ("budget",
     "early_stopping" or "exhausted") and the trial counts (stored in all, found on resume,
-    measured now)."""
+    measured now).
+
+    best_us is the best schedule's stored time. On a real machine (the host target) the five
+    fastest schedules are measured once more after the last trial and their repeats pooled
+    with the stored ones, so best_us (and even best_schedule) can differ from the last value
+    of curve and from what progress reported: a schedule timed fast once by luck is not
+    declared the winner (docs/host-backend.md). On simulated targets they agree."""
 
     workload: Workload
     target: Target
@@ -137,13 +143,18 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     else "model-guided"). db: the SQLite database file (":memory:" keeps nothing).
     seed: seeds the search and the measurement noise. farm: "host:port" of a tuning farm
     (token from ATVOSS_TOKEN), None to measure in-process. progress: called after every
-    round with {"trials", "budget", "best_us", "default_us"}. export: write the lookup table.
+    trial as it finishes with {"trials" (its number, resumed ones included), "budget",
+    "best_us" (so far), "default_us" (inf until measured), "schedule", "measurement"}; an
+    exception it raises stops tuning and is raised by tune. export: write the lookup table.
 
-    Ctrl-C (KeyboardInterrupt) stops after the current round; every finished round is in
-    db, so calling tune again with the same db resumes. Bad input raises ValueError or
+    Ctrl-C (KeyboardInterrupt) stops tuning within about 0.1 s plus one poll of the work in
+    flight: host kernels and compiles running are killed, and every trial that finished is
+    stored in db, so calling tune again with the same db resumes. Trials run inside a
+    ``with atvoss.Profiler()`` block are collected by it. Bad input raises ValueError or
     TypeError naming the field; a failing Python strategy raises atvoss.StrategyError.
     """
-    w, t = as_workload(workload), as_target(target)
+    t = as_target(target)
+    w = as_workload(workload, t)
     _check_int(trials, "trials", 1)
     _check_int(seed, "seed", 0, _UINT64_MAX)
     if progress is not None and not callable(progress):
@@ -158,7 +169,7 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
             "batch_size": _check_int(batch_size, "batch_size", 1),
             "early_stopping": _check_int(early_stopping, "early_stopping", 0), "seed": seed,
             "export": os.fspath(export) if export else ""}
-    r = loads(_atvoss.tune(dumps(spec), progress))
+    r = loads(_atvoss.tune(dumps(spec), _trial_reporter(w, t, progress)))
     best_schedule = Schedule(r["best_schedule"]) if r["best_schedule"] is not None else None
     best = Measurement.from_json(best_schedule, r["best"]) if best_schedule is not None else None
     result = TuneResult(w, t, best_schedule, time_or_inf(r["best_us"]), time_or_inf(r["default_us"]),
@@ -166,6 +177,21 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
                         r["measured"], best)
     _warn_about(result, trials, spec["strategy"])
     return result
+
+
+def _trial_reporter(w: Workload, t: Target,
+                    progress: Optional[Callable[[Dict[str, Any]], None]]) -> Callable[[str], None]:
+    """What the C++ tuner calls with each finished trial's JSON: open Profilers collect the
+    measurement, then progress (if any) gets the trial."""
+    def on_trial(text: str) -> None:
+        j = loads(text)
+        schedule = Schedule(j["schedule"])
+        m = Measurement.from_json(schedule, j["measurement"])
+        _profiling.collect(w, t, [m], source="tune")
+        if progress is not None:
+            progress({"trials": j["trials"], "budget": j["budget"], "best_us": time_or_inf(j["best_us"]),
+                      "default_us": time_or_inf(j["default_us"]), "schedule": schedule, "measurement": m})
+    return on_trial
 
 
 def _warn_about(r: TuneResult, trials: int, strategy: str) -> None:
@@ -187,8 +213,9 @@ def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: boo
     fallback rule, by name), folded, fusion, database, table, report, default_us and
     tuned_us. tuned_us is the job's one end-to-end figure: the chosen schedules re-simulated
     without noise, with transposes and the nodes not tuned. Strategies registered from Python may be named
-    in the spec. Rerunning resumes where the last run stopped. Ctrl-C stops the job between
-    rounds with KeyboardInterrupt; the rounds done are stored and the job is marked
+    in the spec. Rerunning resumes where the last run stopped. Ctrl-C stops the job with
+    KeyboardInterrupt within about 0.1 s plus one poll of the work in flight (host kernels
+    running are killed); the trials that finished are stored and the job is marked
     "stopped", so rerunning the same spec resumes it without measuring anything twice."""
     if isinstance(spec_or_path, Mapping):
         return loads(_atvoss.run_job(dumps(dict(spec_or_path)), False, quiet))
@@ -205,8 +232,13 @@ def measure(workload: WorkloadLike, target: TargetLike,
     return one Measurement (with its Profile) per schedule, in order. schedules: one
     schedule, a list, or None for the vendor default. noise: the simulated measurement
     noise (npu-sim; 0 is exact). Measurements inside a ``with atvoss.Profiler()`` block
-    are collected by it."""
-    w, t = as_workload(workload), as_target(target)
+    are collected by it.
+
+    Ctrl-C stops measuring within about 0.1 s plus one poll (host kernels running are
+    killed) and measure returns what finished: the schedules not measured have status
+    "error" and message "cancelled by the caller", and a RuntimeWarning says how many."""
+    t = as_target(target)
+    w = as_workload(workload, t)
     _check_int(repeat, "repeat", 1)
     _check_int(seed, "seed", 0, _UINT64_MAX)
     if schedules is None:
@@ -218,9 +250,13 @@ def measure(workload: WorkloadLike, target: TargetLike,
         batch = [as_schedule(schedules)]
     else:
         batch = [as_schedule(s) for s in schedules]
-    results = loads(_atvoss.measure(dumps(w.to_json()), t._arg(), dumps([s.to_json() for s in batch]),
-                                    repeat, seed, float(noise)))
-    out = [Measurement.from_json(s, j) for s, j in zip(batch, results)]
+    r = loads(_atvoss.measure(dumps(w.to_json()), t._arg(), dumps([s.to_json() for s in batch]),
+                              repeat, seed, float(noise)))
+    out = [Measurement.from_json(s, j) for s, j in zip(batch, r["measurements"])]
+    if r["interrupted"]:
+        missed = sum(1 for m in out if m.status == "error")
+        warnings.warn(f"measure: interrupted (Ctrl-C): {len(out) - missed} of {len(out)} schedules measured; "
+                      "the others have status 'error'", RuntimeWarning, stacklevel=2)
     _profiling.collect(w, t, out)
     return out
 

@@ -28,18 +28,29 @@ class Workload:
 
     Build it from a dict, JSON text or a file: ``Workload({"op": "matmul", "dims": {...}})``
     or with keywords: ``Workload(op="matmul", dims={"M": 512, "N": 512, "K": 512})``.
-    Bad fields raise ValueError naming the field.
+    Bad fields raise ValueError naming the field. The dtype defaults to float16, the NPU's;
+    tune, measure and ScheduleSpace.of take a workload without a dtype as float32 on a CPU
+    target (``for_target``), the type the host's kernels compute in.
     """
 
-    __slots__ = ("_json", "_key", "_label")
+    __slots__ = ("_json", "_key", "_label", "_dtype_given")
 
     def __init__(self, spec: Union[Mapping[str, Any], str, None] = None, **fields: Any) -> None:
         if spec is None:
             spec = fields
         elif fields:
             raise TypeError("Workload: give a spec or keyword fields, not both")
-        text, self._key, self._label = _atvoss.canonical_workload(dumps(_json_arg(spec, "workload")))
+        value = _json_arg(spec, "workload")
+        self._dtype_given = not isinstance(value, Mapping) or "dtype" in value
+        text, self._key, self._label = _atvoss.canonical_workload(dumps(value))
         self._json = loads(text)
+
+    def for_target(self, target: "Target") -> "Workload":
+        """This workload as it runs on target: on a CPU target (organisation "cpu"), float32
+        when no dtype was given; otherwise itself."""
+        if self._dtype_given or target.to_json().get("organisation") != "cpu":
+            return self
+        return Workload({**self._json, "dtype": "float32"})
 
     @classmethod
     def from_json(cls, value: Union[Mapping[str, Any], str]) -> "Workload":
@@ -211,7 +222,8 @@ class ScheduleSpace:
     def of(cls, workload: Union[Workload, Mapping[str, Any], str],
            target: Union[Target, str, Mapping[str, Any]]) -> "ScheduleSpace":
         """The space of workload on target."""
-        return cls._wrap(_atvoss.Space.of(dumps(as_workload(workload).to_json()), as_target(target)._arg()))
+        t = as_target(target)
+        return cls._wrap(_atvoss.Space.of(dumps(as_workload(workload, t).to_json()), t._arg()))
 
     @classmethod
     def _wrap(cls, space: Any) -> "ScheduleSpace":
@@ -258,9 +270,11 @@ class ScheduleSpace:
         return f"ScheduleSpace({knobs}; size={self.size})"
 
 
-def as_workload(value: Any) -> Workload:
-    """value as a Workload (a Workload, a dict, JSON text or a file)."""
-    return value if isinstance(value, Workload) else Workload(value)
+def as_workload(value: Any, target: Optional[Target] = None) -> Workload:
+    """value as a Workload (a Workload, a dict, JSON text or a file); with a target, as it
+    runs there (Workload.for_target)."""
+    w = value if isinstance(value, Workload) else Workload(value)
+    return w.for_target(target) if target is not None else w
 
 
 def as_target(value: Any) -> Target:

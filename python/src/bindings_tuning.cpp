@@ -1,18 +1,22 @@
 // Tuning bindings: tune one workload (tuner::tune_single), run a job spec (report::run_and_report)
 // and measure schedules through the backend that serves them (backend::backend_for).
-// The GIL is released for the C++ work; the per-round callbacks (tune's on_round, the job
-// runner's JobRunOptions::on_round) take it back to report progress and to let Ctrl-C
-// through (PyErr_CheckSignals): the exception unwinds the tuner between rounds, and every
-// finished round is stored already (tuner/tuner.hpp), so the database resumes where it
-// stopped.
+// Each runs interruptibly (interruptible.hpp): the GIL is released, Ctrl-C stops it within
+// a fraction of a second, killing the host's kernels in flight; every finished trial is
+// stored (tune, jobs), so the database resumes where it stopped, and measure() returns the
+// measurements that finished. tune reports every trial as it finishes (on_trial).
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
 
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "bindings.hpp"
 #include "core/error.hpp"
+#include "interruptible.hpp"
 #include "report/job_report.hpp"
 #include "tuner/job_spec.hpp"
 #include "tuner/single_tune.hpp"
@@ -51,9 +55,30 @@ tuner::SingleTuneSpec single_spec(const Json& j) {
   return s;
 }
 
-Json progress_json(const tuner::TuneProgress& p) {
-  return {{"trials", p.trials}, {"budget", p.budget}, {"best_us", p.best_us}, {"default_us", p.default_us}};
+Json trial_json(const tuner::TrialProgress& p) {
+  return {{"trials", p.trial}, {"budget", p.budget}, {"best_us", p.best_us}, {"default_us", p.default_us},
+          {"schedule", p.schedule->to_json()}, {"measurement", p.measurement->to_json()}};
 }
+
+// The first exception a Python callback raised on a measuring thread; it cancels the run
+// and is raised in the caller's thread once the run has stopped.
+class CallbackFailure {
+ public:
+  explicit CallbackFailure(std::shared_ptr<std::atomic<bool>> cancel) : cancel_(std::move(cancel)) {}
+  void record() {
+    const std::lock_guard lock(mu_);
+    if (!failure_) failure_ = std::current_exception();
+    cancel_->store(true);
+  }
+  void rethrow() const {
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  std::mutex mu_;
+  std::exception_ptr failure_;
+};
 
 Json result_json(const tuner::SingleTuneOutcome& out) {
   const tuner::TuneResult& r = out.result;
@@ -66,21 +91,27 @@ Json result_json(const tuner::SingleTuneOutcome& out) {
   return j;
 }
 
-// Runs with the GIL released; on_round re-acquires it for signals and progress.
-std::string tune(const std::string& spec_text, const py::object& progress) {
+// on_trial (or None) gets each trial's JSON text as it finishes.
+std::string tune(const std::string& spec_text, const py::object& on_trial) {
   const tuner::SingleTuneSpec spec = single_spec(parse(spec_text, "tune"));
-  const py::object* callback = progress.is_none() ? nullptr : &progress;
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  CallbackFailure callback_failure(cancel);
   tuner::TuneCallbacks callbacks;
-  callbacks.on_round = [callback](const tuner::TuneProgress& p) {
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    if (callback) (*callback)(py::module_::import("json").attr("loads")(dump(progress_json(p))));
-  };
-  tuner::SingleTuneOutcome out;
-  {
-    py::gil_scoped_release release;
-    out = tuner::tune_single(spec, callbacks);
+  if (!on_trial.is_none()) {
+    callbacks.on_trial = [&on_trial, &callback_failure](const tuner::TrialProgress& p) {
+      py::gil_scoped_acquire gil;
+      try {
+        on_trial(dump(trial_json(p)));
+      } catch (...) {
+        callback_failure.record();
+      }
+    };
   }
+  tuner::SingleTuneOutcome out;
+  if (run_interruptible([&] { out = tuner::tune_single(spec, callbacks, cancel); }, cancel)) {
+    throw py::error_already_set();
+  }
+  callback_failure.rethrow();
   return dump(result_json(out));
 }
 
@@ -89,16 +120,13 @@ std::string run_job(const std::string& spec_text, bool is_path, bool quiet) {
       is_path ? tuner::JobSpec::load(spec_text) : tuner::JobSpec::from_json(parse(spec_text, "job spec"));
   tuner::JobRunOptions options;
   options.quiet = quiet;
-  // As in tune: between rounds, take the GIL and let a pending Ctrl-C through. The rounds
-  // done are committed, so the job resumes where it stopped.
-  options.on_round = [] {
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  };
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  options.cancel = cancel;
   report::JobOutcome out;
-  {
-    py::gil_scoped_release release;
-    out = report::run_and_report(spec, options);
+  // Interrupted, the job is marked "stopped" with its finished trials committed, so
+  // rerunning the same spec resumes it.
+  if (run_interruptible([&] { out = report::run_and_report(spec, options); }, cancel)) {
+    throw py::error_already_set();
   }
   Json j = out.summary;
   j["default_us"] = out.default_us;
@@ -122,20 +150,23 @@ std::string measure(const std::string& workload, const std::string& target, cons
     const Schedule schedule = space.parse(s);
     batch.push_back({w, t, schedule, repeat, tuner::measurement_seed(seed, w, schedule)});
   }
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  for (auto& r : batch) r.cancel = cancel;
   std::vector<Measurement> results;
-  {
-    py::gil_scoped_release release;
-    results = b.measure(batch, {.noise = noise});
-  }
+  // Interrupted, what finished is returned; the rest is `error` (core/cancel.hpp) and
+  // "interrupted" tells Python to warn. The KeyboardInterrupt is not raised: the
+  // measurements are the caller's to keep.
+  const bool interrupted = run_interruptible([&] { results = b.measure(batch, {.noise = noise}); }, cancel);
+  if (interrupted) PyErr_Clear();
   Json out = Json::array();
   for (const auto& m : results) out.push_back(m.to_json());
-  return dump(out);
+  return dump(Json{{"measurements", out}, {"interrupted", interrupted}});
 }
 
 }  // namespace
 
 void bind_tuning(py::module_& m) {
-  m.def("tune", &tune, py::arg("spec"), py::arg("progress"), "Tunes one workload; result JSON");
+  m.def("tune", &tune, py::arg("spec"), py::arg("on_trial"), "Tunes one workload; result JSON");
   m.def("run_job", &run_job, py::arg("spec"), py::arg("is_path"), py::arg("quiet"), "Runs a job; summary JSON");
   m.def("measure", &measure, py::arg("workload"), py::arg("target"), py::arg("schedules"), py::arg("repeat"),
         py::arg("seed"), py::arg("noise"), "Measures schedules; list of measurement JSON");

@@ -30,12 +30,18 @@ def test_tune_resumes_from_the_database(matmul, db_path):
     assert (r.resumed, r.measured, r.trials) == (12, 8, 20)
 
 
-def test_progress_is_called_every_round(matmul):
+def test_progress_is_called_every_trial(matmul):
     seen = []
-    atvoss.tune(matmul, "ascend910b", trials=12, strategy="random", seed=3, batch_size=4, progress=seen.append)
-    trials = [p["trials"] for p in seen]
-    assert trials[-1] == 12 and trials == sorted(trials) and len(seen) >= 3
+    r = atvoss.tune(matmul, "ascend910b", trials=12, strategy="random", seed=3, batch_size=5, progress=seen.append)
+    assert [p["trials"] for p in seen] == list(range(1, 13))
     assert all(p["budget"] == 12 for p in seen)
+    best = math.inf
+    for p in seen:
+        m = p["measurement"]
+        assert isinstance(p["schedule"], atvoss.Schedule) and m.schedule == p["schedule"]
+        best = min(best, m.time_us) if m.ok else best
+        assert p["best_us"] == best
+    assert best == r.best_us and seen[-1]["default_us"] == r.default_us
 
 
 def test_progress_exception_propagates(matmul):
@@ -44,6 +50,64 @@ def test_progress_exception_propagates(matmul):
 
     with pytest.raises(ZeroDivisionError, match="from progress"):
         atvoss.tune(matmul, "ascend910b", trials=8, strategy="random", batch_size=4, progress=boom)
+
+
+# Slow enough on one core (about 2 GFLOP a run) that a kernel is in flight when Ctrl-C comes.
+HOST_SLOW = {"op": "matmul", "dims": {"M": 1024, "N": 1024, "K": 1024}}
+
+
+def _interrupt_in(seconds):
+    timer = threading.Timer(seconds, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_host_workloads_default_to_float32(matmul):
+    assert matmul.to_json()["dtype"] == "float16"  # the NPU's default
+    host = atvoss.Target("host")
+    assert matmul.for_target(host).to_json()["dtype"] == "float32"
+    assert matmul.for_target(atvoss.Target("ascend910b")) is matmul
+    given = atvoss.Workload({**MATMUL, "dtype": "float16"})
+    assert given.for_target(host) is given  # a dtype the user gave is kept (and refused by host)
+    assert atvoss.ScheduleSpace.of(MATMUL, "host").size > 0
+    with pytest.raises(ValueError, match="dtype"):
+        atvoss.ScheduleSpace.of(given, "host")
+
+
+def test_ctrl_c_on_host_kills_the_kernels_in_flight_and_keeps_every_finished_trial(db_path):
+    # The figure: Ctrl-C takes effect within 1 s on host (it took up to a round, 11 s).
+    finished = []
+    signalled = []
+
+    def progress(p):
+        finished.append(p)
+        if len(finished) == 2:
+            signalled.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        atvoss.tune(HOST_SLOW, "host", trials=40, strategy="random", db=db_path, seed=7, batch_size=8,
+                    progress=progress)
+    stopped = time.monotonic()
+    assert signalled and stopped - signalled[0] < 1.0, f"stopped {stopped - signalled[0]:.2f} s after Ctrl-C"
+    # Every trial reported as finished is stored (those of the round in flight included), nothing else.
+    records = atvoss.Database(db_path).stats()["records"]
+    assert records == len(finished) >= 2
+    r = atvoss.tune(HOST_SLOW, "host", trials=len(finished), strategy="random", db=db_path, seed=7)
+    assert r.resumed == len(finished) and r.measured == 0
+
+
+def test_measure_interrupted_returns_what_finished():
+    schedules = [atvoss.ScheduleSpace.of(HOST_SLOW, "host").default()] * 3
+    timer = _interrupt_in(0.5)
+    started = time.monotonic()
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        out = atvoss.measure(HOST_SLOW, "host", schedules, repeat=3)
+    timer.join()
+    assert time.monotonic() - started < 0.5 + 1.0
+    assert len(out) == 3 and [m.schedule for m in out] == schedules
+    assert all(m.ok or (m.status == "error" and m.message == "cancelled by the caller") for m in out)
+    assert not out[-1].ok
 
 
 def _interrupt_main_when(event):

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -185,6 +188,43 @@ TEST(RunnerTest, CrashesAndHangsAreTheCandidatesErrorAndTheCallerLivesOn) {
   EXPECT_EQ(m[2].status, Status::compile_error) << m[2].message;
   EXPECT_EQ(m[3].status, Status::ok) << m[3].message;
   EXPECT_EQ(m[3].repeats.size(), 3u);
+}
+
+// Ctrl-C in Python raises the flag: the hanging kernel in flight is killed long before its
+// 60 s limit, the next one is never started, and neither is a result of its schedule.
+TEST(RunnerTest, ACancelledBatchKillsTheKernelInFlightAndRunsNoMore) {
+  TempDir dir;
+  HostConfig config;
+  config.build.cache_dir = dir.str();
+  config.run.timeout_s = 60;
+  auto flag = std::make_shared<std::atomic<bool>>(false);
+  config.run.cancel = flag;
+  const std::string good = generate_source(kSmall, default_schedule(kSmall, this_machine()), this_machine());
+  std::thread raiser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    flag->store(true);
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const auto m = measure_sources({{kSmall, kernel_body("for (;;) { __asm__ volatile(\"\"); } (void)g;"), 1, 3},
+                                  {kSmall, good, 1, 3}},
+                                 config);
+  raiser.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+  for (const auto& r : m) {
+    EXPECT_EQ(r.status, Status::error) << r.message;
+    EXPECT_EQ(r.message, kCancelledMessage);
+  }
+}
+
+TEST(BuilderTest, ACancelledBuildStartsNoCompiler) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  o.compiler = counting_compiler(dir);
+  o.cancel = std::make_shared<std::atomic<bool>>(true);
+  const auto r = build_all({kernel_body("g->c[0] = 1;"), kernel_body("g->c[0] = 2;")}, o);
+  for (const auto& b : r) EXPECT_EQ(b.status, Status::error);
+  EXPECT_EQ(calls(dir), 0);
 }
 
 TEST(RunnerTest, AMissingRunnerIsAnInfrastructureErrorNotACandidateError) {

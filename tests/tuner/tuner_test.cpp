@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <limits>
+#include <numeric>
 #include <random>
 
 #include <set>
@@ -281,6 +284,59 @@ TEST_F(TunerTest, ProgressCallbackSeesEveryRound) {
   tune(workload_, target_, 30, *s, measurer_, db_.records(), o, cb);
   EXPECT_GE(calls, 4);  // initial + 3 rounds
   EXPECT_EQ(last, 30);
+}
+
+TEST_F(TunerTest, OnTrialSeesEveryTrialAsItFinishes) {
+  auto s = strategy();
+  TuneOptions o;
+  o.batch_size = 7;
+  std::vector<int> numbers;
+  int budget = 20;
+  double best = std::numeric_limits<double>::infinity();
+  TuneCallbacks cb;
+  cb.on_trial = [&](const TrialProgress& p) {
+    numbers.push_back(p.trial);
+    EXPECT_EQ(p.budget, budget);
+    if (p.measurement->ok()) best = std::min(best, p.measurement->time_us);
+    EXPECT_EQ(p.best_us, best);
+    EXPECT_TRUE(space_.check(*p.schedule).ok);
+  };
+  const auto r = tune(workload_, target_, 20, *s, measurer_, db_.records(), o, cb);
+  std::vector<int> expected(20);
+  std::iota(expected.begin(), expected.end(), 1);
+  EXPECT_EQ(numbers, expected);
+  EXPECT_EQ(best, r.best_us);
+  // Resumed trials count: the next run's first trial is number 21.
+  numbers.clear();
+  auto s2 = strategy(2);
+  budget = 22;
+  tune(workload_, target_, budget, *s2, measurer_, db_.records(), o, cb);
+  EXPECT_EQ(numbers, (std::vector<int>{21, 22}));
+}
+
+// Cancel raised while the 5th item is measured: it finishes and is stored with the four
+// before it; the rest of the round is answered `error`, never stored, never reported.
+TEST_F(TunerTest, CancelKeepsTheFinishedTrialsAndStops) {
+  auto flag = std::make_shared<std::atomic<bool>>(false);
+  std::atomic<int> calls{0};
+  LocalMeasurer one_thread(LocalMeasurerOptions{1}, [&](const MeasureInput& item, double noise) {
+    if (++calls == 5) flag->store(true);
+    return simulate_item(item, noise);
+  });
+  auto s = strategy();
+  TuneOptions o;
+  o.batch_size = 8;
+  o.measure_default = false;
+  o.cancel = flag;
+  int reported = 0;
+  TuneCallbacks cb;
+  cb.on_trial = [&](const TrialProgress&) { ++reported; };
+  const auto r = tune(workload_, target_, 40, *s, one_thread, db_.records(), o, cb);
+  EXPECT_EQ(r.stop_reason, "cancelled");
+  EXPECT_EQ(calls.load(), 5);  // the queued items never reached the backend
+  EXPECT_EQ(r.trials, 5);
+  EXPECT_EQ(reported, 5);
+  EXPECT_EQ(stored().size(), 5u);
 }
 
 TEST(MeasurementSeed, StablePerScheduleAndSeed) {
