@@ -276,12 +276,21 @@ class JobRun {
     o.round_checkpoint = [this, i] { return account_round(i); };
     r.session = std::make_unique<TuningSession>(r.task.workload, target_, setup->strategy(),
                                                 *measurer_, db_.records(), o);
+    if (options_.on_trial) {
+      r.session->set_on_trial([this](const TrialProgress& p) {
+        TrialProgress in_job = p;  // counted among the job's trials; best_us stays the task's
+        in_job.trial = ++trials_reported_;
+        in_job.budget = spec_.trials;
+        options_.on_trial(in_job);
+      });
+    }
     return *r.session;
   }
 
   void run_round(int i) {
     const int room = spec_.trials - total_trials();
     runs_[i].tuned_now = true;
+    trials_reported_ = total_trials();
     session_of(i).run_round(std::min(room, scheduler_.round_size(i)));  // checkpoint: account_round
   }
 
@@ -388,6 +397,7 @@ class JobRun {
   std::deque<int> live_;             // tasks with a live session, most recently used last
   TaskScheduler scheduler_;
   std::shared_ptr<Progress> progress_;  // handed on open (TunedModel)
+  int trials_reported_ = 0;              // options_.on_trial's count of the job's trials
   std::vector<TaskRun> runs_;
   std::int64_t job_id_ = 0;
 };

@@ -28,6 +28,7 @@
 #include "tuner/measurer.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/tuned_model.hpp"
+#include "tuner/tuner.hpp"
 #include "frontend/task_set.hpp"
 
 namespace atvoss::tuner {
@@ -52,6 +53,9 @@ struct JobRunOptions {
   // An exception it throws stops the job (state "stopped", resumable as after a kill) and
   // propagates out of run_job: how the Python binding lets Ctrl-C through.
   std::function<void()> on_round;
+  // Each trial of every task as it finishes (TuneCallbacks::on_trial), its number and
+  // budget the job's, best_us its task's.
+  std::function<void(const TrialProgress&)> on_trial;
   // Raised by the caller (Ctrl-C in Python): the round in flight stores what finished
   // (TuneOptions::cancel), then the job stops as on_round's exception stops it, with an
   // io error "cancelled".

@@ -117,7 +117,7 @@ std::vector<Measurement> TuningSession::measure(const std::vector<Schedule>& sch
     on_result = [&](std::size_t i, const Measurement& m) {
       if (is_infrastructure_error(m.status)) return;
       if (m.ok()) best_reported_ = std::min(best_reported_, m.time_us);
-      on_trial_({&workload_, &schedules[i], &m, ++trials_reported_, 0, best_reported_, result_.default_us});
+      on_trial_({&workload_, &target_, &schedules[i], &m, ++trials_reported_, 0, best_reported_, result_.default_us});
     };
   }
   auto results = measurer_.measure_reporting(inputs, on_result);

@@ -81,6 +81,7 @@ struct TuneProgress {
 // One trial as it finishes (infrastructure errors are not trials and are not reported).
 struct TrialProgress {
   const Workload* workload = nullptr;
+  const Target* target = nullptr;
   const Schedule* schedule = nullptr;
   const Measurement* measurement = nullptr;
   int trial = 0;             // its number among the stored trials, resumed ones included

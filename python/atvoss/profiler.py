@@ -104,6 +104,13 @@ class _Track:
     failed: Dict[str, int] = field(default_factory=dict)  # status -> failures seen
 
 
+def any_open() -> bool:
+    """Whether a Profiler is open: tune and run_job hand their trials over only then (those
+    of a run started before the first Profiler opened are not collected)."""
+    with _lock:
+        return bool(_active)
+
+
 def collect(workload: Any, target: Any, measurements: Iterable[Any], source: str = "measure") -> None:
     """Hands measurements of workload on target to every open Profiler: atvoss.measure's
     with source "measure", a tune's finished trials with "tune", a job's with "job"."""

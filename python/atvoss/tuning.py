@@ -144,14 +144,16 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     seed: seeds the search and the measurement noise. farm: "host:port" of a tuning farm
     (token from ATVOSS_TOKEN), None to measure in-process. progress: called after every
     trial as it finishes with {"trials" (its number, resumed ones included), "budget",
-    "best_us" (so far), "default_us" (inf until measured), "schedule", "measurement"}; an
+    "best_us" (so far), "default_us" (inf until measured), "workload", "schedule",
+    "measurement"}; an
     exception it raises stops tuning and is raised by tune. export: write the lookup table.
 
     Ctrl-C (KeyboardInterrupt) stops tuning within about 0.1 s plus one poll of the work in
     flight: host kernels and compiles running are killed, and every trial that finished is
     stored in db, so calling tune again with the same db resumes. Trials run inside a
-    ``with atvoss.Profiler()`` block are collected by it. Bad input raises ValueError or
-    TypeError naming the field; a failing Python strategy raises atvoss.StrategyError.
+    ``with atvoss.Profiler()`` block (opened before tune) are collected by it. Bad input
+    raises ValueError or TypeError naming the field; a failing Python strategy raises
+    atvoss.StrategyError.
     """
     t = as_target(target)
     w = as_workload(workload, t)
@@ -179,18 +181,42 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     return result
 
 
-def _trial_reporter(w: Workload, t: Target,
-                    progress: Optional[Callable[[Dict[str, Any]], None]]) -> Callable[[str], None]:
-    """What the C++ tuner calls with each finished trial's JSON: open Profilers collect the
-    measurement, then progress (if any) gets the trial."""
+ProgressFn = Optional[Callable[[Dict[str, Any]], None]]
+
+
+def _report_trial(j: Mapping[str, Any], w: Workload, t: Target, source: str, progress: ProgressFn) -> None:
+    """One finished trial's JSON from the C++ tuner: open Profilers collect its measurement,
+    then progress (if any) gets the trial."""
+    schedule = Schedule(j["schedule"])
+    m = Measurement.from_json(schedule, j["measurement"])
+    _profiling.collect(w, t, [m], source=source)
+    if progress is not None:
+        progress({"trials": j["trials"], "budget": j["budget"], "best_us": time_or_inf(j["best_us"]),
+                  "default_us": time_or_inf(j["default_us"]), "workload": w, "schedule": schedule,
+                  "measurement": m})
+
+
+def _trial_reporter(w: Workload, t: Target, progress: ProgressFn) -> Optional[Callable[[str], None]]:
+    """tune's per-trial callback (the workload and target are the call's), or None when no
+    one listens: a Python call per trial costs a fast simulated tune its GIL-free time."""
+    if progress is None and not _profiling.any_open():
+        return None
+    return lambda text: _report_trial(loads(text), w, t, "tune", progress)
+
+
+def _job_trial_reporter(progress: ProgressFn) -> Optional[Callable[[str], None]]:
+    """run_job's per-trial callback (each trial names its task's workload and the target),
+    or None when no one listens."""
+    if progress is None and not _profiling.any_open():
+        return None
+    targets: Dict[str, Target] = {}
+
     def on_trial(text: str) -> None:
         j = loads(text)
-        schedule = Schedule(j["schedule"])
-        m = Measurement.from_json(schedule, j["measurement"])
-        _profiling.collect(w, t, [m], source="tune")
-        if progress is not None:
-            progress({"trials": j["trials"], "budget": j["budget"], "best_us": time_or_inf(j["best_us"]),
-                      "default_us": time_or_inf(j["default_us"]), "schedule": schedule, "measurement": m})
+        key = dumps(j["target"])
+        if key not in targets:
+            targets[key] = Target.from_json(j["target"])
+        _report_trial(j, Workload(j["workload"]), targets[key], "job", progress)
     return on_trial
 
 
@@ -206,7 +232,8 @@ def _warn_about(r: TuneResult, trials: int, strategy: str) -> None:
                       RuntimeWarning, stacklevel=3)
 
 
-def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: bool = True) -> Dict[str, Any]:
+def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: bool = True,
+            progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Any]:
     """Run a batch tuning job (docs/job-spec.md) from a dict or a job file and return its
     summary: job, model, target, trials, resumed, measured, tasks (each with its nodes,
     chosen_schedule, chosen_us and provenance), variants, not_tuned (nodes timed by the
@@ -216,12 +243,18 @@ def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: boo
     in the spec. Rerunning resumes where the last run stopped. Ctrl-C stops the job with
     KeyboardInterrupt within about 0.1 s plus one poll of the work in flight (host kernels
     running are killed); the trials that finished are stored and the job is marked
-    "stopped", so rerunning the same spec resumes it without measuring anything twice."""
+    "stopped", so rerunning the same spec resumes it without measuring anything twice.
+    progress: called after every trial of every task with tune's dict, "trials" and "budget"
+    counting the job's trials and "best_us" the task's; open Profilers collect each trial
+    (source "job")."""
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be callable")
+    on_trial = _job_trial_reporter(progress)
     if isinstance(spec_or_path, Mapping):
-        return loads(_atvoss.run_job(dumps(dict(spec_or_path)), False, quiet))
+        return loads(_atvoss.run_job(dumps(dict(spec_or_path)), False, quiet, on_trial))
     if isinstance(spec_or_path, (str, os.PathLike)):
         require_file(spec_or_path, "job spec")
-        return loads(_atvoss.run_job(os.fspath(spec_or_path), True, quiet))
+        return loads(_atvoss.run_job(os.fspath(spec_or_path), True, quiet, on_trial))
     raise TypeError(f"run_job takes a spec dict or a job file path, not {type(spec_or_path).__name__}")
 
 

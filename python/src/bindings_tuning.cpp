@@ -55,11 +55,6 @@ tuner::SingleTuneSpec single_spec(const Json& j) {
   return s;
 }
 
-Json trial_json(const tuner::TrialProgress& p) {
-  return {{"trials", p.trial}, {"budget", p.budget}, {"best_us", p.best_us}, {"default_us", p.default_us},
-          {"schedule", p.schedule->to_json()}, {"measurement", p.measurement->to_json()}};
-}
-
 // The first exception a Python callback raised on a measuring thread; it cancels the run
 // and is raised in the caller's thread once the run has stopped.
 class CallbackFailure {
@@ -80,6 +75,27 @@ class CallbackFailure {
   std::exception_ptr failure_;
 };
 
+Json trial_json(const tuner::TrialProgress& p) {
+  return {{"trials", p.trial}, {"budget", p.budget}, {"best_us", p.best_us}, {"default_us", p.default_us},
+          {"workload", p.workload->to_json()}, {"target", p.target->to_json()},
+          {"schedule", p.schedule->to_json()}, {"measurement", p.measurement->to_json()}};
+}
+
+// on_trial (or None) as the tuner's per-trial callback: it gets each trial's JSON text,
+// under the GIL; what it raises is recorded and cancels the run.
+std::function<void(const tuner::TrialProgress&)> trial_callback(const py::object& on_trial,
+                                                                CallbackFailure& failure) {
+  if (on_trial.is_none()) return {};
+  return [&on_trial, &failure](const tuner::TrialProgress& p) {
+    py::gil_scoped_acquire gil;
+    try {
+      on_trial(dump(trial_json(p)));
+    } catch (...) {
+      failure.record();
+    }
+  };
+}
+
 Json result_json(const tuner::SingleTuneOutcome& out) {
   const tuner::TuneResult& r = out.result;
   Json j{{"workload", out.workload.to_json()}, {"target", out.target.to_json()},
@@ -97,16 +113,7 @@ std::string tune(const std::string& spec_text, const py::object& on_trial) {
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   CallbackFailure callback_failure(cancel);
   tuner::TuneCallbacks callbacks;
-  if (!on_trial.is_none()) {
-    callbacks.on_trial = [&on_trial, &callback_failure](const tuner::TrialProgress& p) {
-      py::gil_scoped_acquire gil;
-      try {
-        on_trial(dump(trial_json(p)));
-      } catch (...) {
-        callback_failure.record();
-      }
-    };
-  }
+  callbacks.on_trial = trial_callback(on_trial, callback_failure);
   tuner::SingleTuneOutcome out;
   if (run_interruptible([&] { out = tuner::tune_single(spec, callbacks, cancel); }, cancel)) {
     throw py::error_already_set();
@@ -115,19 +122,22 @@ std::string tune(const std::string& spec_text, const py::object& on_trial) {
   return dump(result_json(out));
 }
 
-std::string run_job(const std::string& spec_text, bool is_path, bool quiet) {
+std::string run_job(const std::string& spec_text, bool is_path, bool quiet, const py::object& on_trial) {
   const tuner::JobSpec spec =
       is_path ? tuner::JobSpec::load(spec_text) : tuner::JobSpec::from_json(parse(spec_text, "job spec"));
   tuner::JobRunOptions options;
   options.quiet = quiet;
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   options.cancel = cancel;
+  CallbackFailure callback_failure(cancel);
+  options.on_trial = trial_callback(on_trial, callback_failure);
   report::JobOutcome out;
   // Interrupted, the job is marked "stopped" with its finished trials committed, so
   // rerunning the same spec resumes it.
   if (run_interruptible([&] { out = report::run_and_report(spec, options); }, cancel)) {
     throw py::error_already_set();
   }
+  callback_failure.rethrow();
   Json j = out.summary;
   j["default_us"] = out.default_us;
   j["tuned_us"] = out.tuned_us;
@@ -167,7 +177,8 @@ std::string measure(const std::string& workload, const std::string& target, cons
 
 void bind_tuning(py::module_& m) {
   m.def("tune", &tune, py::arg("spec"), py::arg("on_trial"), "Tunes one workload; result JSON");
-  m.def("run_job", &run_job, py::arg("spec"), py::arg("is_path"), py::arg("quiet"), "Runs a job; summary JSON");
+  m.def("run_job", &run_job, py::arg("spec"), py::arg("is_path"), py::arg("quiet"), py::arg("on_trial"),
+        "Runs a job; summary JSON");
   m.def("measure", &measure, py::arg("workload"), py::arg("target"), py::arg("schedules"), py::arg("repeat"),
         py::arg("seed"), py::arg("noise"), "Measures schedules; list of measurement JSON");
 }

@@ -178,3 +178,130 @@ def test_importing_atvoss_makes_openmp_wait_passively_unless_told_otherwise():
     env["OMP_WAIT_POLICY"] = "ACTIVE"
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ACTIVE"
+
+
+# The time the tuner reports is the time the runtime delivers (issue 33 item 5). The runtime
+# once delivered 23x the tuned time: the kernel's OpenMP threads waited by spinning next to
+# numpy's OpenBLAS threads, and calls stalled for whole 4 ms scheduler slices. That takes a
+# kernel of 2+ threads, numpy calls between the kernel's, and more runnable threads than
+# cores, so the child below runs on 2 CPUs beside a spinning process (a fresh pair per round), calls numpy between
+# the kernel's calls, and has the environment a user has (no OMP_WAIT_POLICY: atvoss's import
+# chooses). The stalls hit some calls of a run, not all: with the fix reverted (2-core machine,
+# 8 runs) the mean call was 69-730x the tuned time while the median was sometimes 0.8-1.7x,
+# so the mean is the statistic that catches them; fixed, the mean was 1.2-2.3x (5-9x with a
+# second spinning process). The tuner's time (host/kernel_timing.cpp) is the median of
+# repeats that each average >= 1 ms of back-to-back calls, pinned, waiting passively; a
+# runtime call adds the binding's checks and a fresh output array, and waits passively
+# beside the spinner, hence min <= 2x rather than 1x.
+_TIMING_CHILD = r"""
+import json, sys, time
+import numpy as np
+import atvoss.runtime as rt
+table, n, calls, budget_s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+rng = np.random.default_rng(0)
+a, b = (rng.uniform(-1, 1, (n, n)).astype(np.float32) for _ in range(2))
+r = rt.Runtime(table)
+c, choice = r.matmul(a, b, return_choice=True)
+want = a @ b
+for _ in range(20):
+    r.matmul(a, b), np.matmul(a, b)
+times, end = [], time.perf_counter() + budget_s
+while len(times) < calls and time.perf_counter() < end:
+    t0 = time.perf_counter_ns()
+    r.matmul(a, b)
+    times.append((time.perf_counter_ns() - t0) / 1e3)
+    np.matmul(a, b)  # between the kernel's calls, as in a model that mixes the two
+mean = sum(times) / len(times)
+times.sort()
+print(json.dumps({"kind": choice.kind, "threads": choice.schedule["threads"], "table_us": choice.table_time_us,
+                  "error": float(np.max(np.abs(c - want) / np.maximum(np.abs(want), 1))), "calls": len(times),
+                  "min_us": times[0], "median_us": times[len(times) // 2], "mean_us": mean,
+                  "p90_us": times[len(times) * 9 // 10]}))
+"""
+
+_SPIN = "import time\nend = time.time() + 60\nwhile time.time() < end:\n    pass\n"
+
+
+class _TwoThreads(atvoss.SearchStrategy):
+    """The default schedule with threads 2, for each tile_m: multi-threaded kernels to tune."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.seen = []
+
+    def propose(self, n):
+        out = []
+        for tile_m in self.space.knobs["tile_m"]:
+            s = {**dict(self.space.default()), "threads": 2, "tile_m": tile_m}
+            if len(out) < n and s not in self.seen and self.space.check(s)[0]:
+                self.seen.append(s)
+                out.append(s)
+        return out
+
+
+def _two_thread_table(w, d):
+    """A table whose entry is the best threads-2 schedule with the time the tuner measured
+    for it: tune threads-2 variants, then keep their records only (the one-thread default is
+    always measured first, and it may win on a busy machine)."""
+    atvoss.register_strategy(name="py-two-threads")(_TwoThreads)
+    try:
+        atvoss.tune(w, "host", trials=4, strategy="py-two-threads", seed=1, db=str(d / "all.db"))
+    finally:
+        atvoss.unregister_strategy("py-two-threads")
+    atvoss.Database(str(d / "all.db")).export(str(d / "all.jsonl"))
+    with open(d / "all.jsonl") as f:
+        (d / "two.jsonl").write_text("".join(x for x in f if json.loads(x)["schedule"]["threads"] == 2))
+    db = atvoss.Database(str(d / "two.db"))
+    db.import_(str(d / "two.jsonl"))
+    db.export_table("host", str(d / "table.json"))
+    return str(d / "table.json")
+
+
+def _time_the_runtime(table, cpus, rounds):
+    """The child's figures, once per round: each round a fresh child and spinner, because
+    where the scheduler first puts their threads decides whether a run stalls."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    pin = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731
+    figures = []
+    for _ in range(rounds):
+        spin = subprocess.Popen([sys.executable, "-c", _SPIN], preexec_fn=pin)
+        try:
+            out = subprocess.run([sys.executable, "-c", _TIMING_CHILD, table, "128", "300", "1.5"], env=env,
+                                 preexec_fn=pin, capture_output=True, text=True, timeout=120)
+        finally:
+            spin.kill()
+            spin.wait()
+        assert out.returncode == 0, out.stderr
+        figures.append(json.loads(out.stdout))
+    return figures
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # "not faster than the default": not the point here
+@pytest.mark.parametrize("case", ["tuned", "two-threads"])
+def test_the_runtime_delivers_the_time_the_tuner_reported(case, tmp_path):
+    cpus = sorted(os.sched_getaffinity(0))[-2:]
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs: the stall needs a kernel of 2 threads")
+    w = {"op": "matmul", "dtype": "float32", "dims": {"M": 128, "N": 128, "K": 128}}
+    if case == "tuned":
+        table = str(tmp_path / "table.json")
+        tuned_us = atvoss.tune(w, "host", trials=8, strategy="model-guided", seed=1, db=str(tmp_path / "t.db"),
+                               export=table).best_us
+    else:
+        if 2 not in atvoss.ScheduleSpace.of(w, "host").knobs["threads"]:
+            pytest.skip("the host space has no threads 2 here (ATVOSS_HOST_MAX_THREADS?)")
+        table, tuned_us = _two_thread_table(w, tmp_path), None
+    rounds = _time_the_runtime(table, cpus, 5)
+    for got in rounds:
+        print(case, got)  # pytest -s shows the figures
+    t = rounds[0]["table_us"]
+    assert all(g["kind"] == "exact" and g["error"] <= 1e-4 for g in rounds) and t == pytest.approx(tuned_us or t)
+    assert case == "tuned" or rounds[0]["threads"] == 2
+    mean = sum(g["mean_us"] * g["calls"] for g in rounds) / sum(g["calls"] for g in rounds)
+    print(case, f"tuned {t:.1f} us, runtime: mean {mean:.1f} us ({mean / t:.2f}x), min {min(g['min_us'] for g in rounds):.1f} us")
+    assert mean <= 20 * t, f"calls stall: mean {mean:.0f} us, the tuner's {t:.1f} us: {rounds}"
+    assert min(g["min_us"] for g in rounds) <= 2 * t, f"never as fast as tuned ({t:.1f} us): {rounds}"
+    assert all(g["median_us"] >= 0.2 * t for g in rounds), f"faster than the tuner said ({t:.1f} us): {rounds}"

@@ -44,6 +44,21 @@ def test_progress_is_called_every_trial(matmul):
     assert best == r.best_us and seen[-1]["default_us"] == r.default_us
 
 
+def test_job_progress_and_profiler_see_every_trial_of_every_task(tmp_path):
+    small = {"op": "matmul", "dims": {"M": 128, "N": 128, "K": 128}}
+    spec = {"name": "progress", "target": "ascend910b", "workloads": [{"workload": MATMUL}, {"workload": small}],
+            "trials": 24, "strategy": "random", "batch_size": 4, "seed": 2, "database": str(tmp_path / "j.db"),
+            "export": str(tmp_path / "t.json"), "report": str(tmp_path / "r.html")}
+    seen = []
+    with atvoss.Profiler() as p:
+        summary = atvoss.run_job(spec, progress=seen.append)
+    assert [s["trials"] for s in seen] == list(range(1, summary["measured"] + 1))
+    assert {s["workload"] for s in seen} == {atvoss.Workload(MATMUL), atvoss.Workload(small)}
+    assert all(s["budget"] == 24 for s in seen)
+    assert [r.source for r in p.records] == ["job"] * len(seen)
+    assert [r.measurement for r in p.records] == [s["measurement"] for s in seen]
+
+
 def test_progress_exception_propagates(matmul):
     def boom(p):
         raise ZeroDivisionError("from progress")
