@@ -1,6 +1,10 @@
-"""Builds the extension module atvoss._atvoss with CMake for `pip install .` (pyproject.toml).
-The build directory is $ATVOSS_BUILD_DIR or ./build; an existing one is reused, so after
-scripts/demo.sh nothing is compiled again. Only the _atvoss target is built."""
+"""Builds the extension module atvoss._atvoss with CMake for `pip install .` and
+`python3 -m build --wheel --no-isolation` (pyproject.toml). The build directory is
+$ATVOSS_BUILD_DIR or ./build; an existing one is reused, so after scripts/demo.sh nothing is
+compiled again. Only the _atvoss and atvoss-kernel-runner targets are built: the runner (it
+links only libc and libstdc++) goes into the package as atvoss/bin/atvoss-kernel-runner,
+where atvoss/__init__.py points the host backend at it, so host tuning works from an
+installed package with no environment variable."""
 import os
 import shutil
 import subprocess
@@ -22,7 +26,8 @@ class CMakeBuild(build_ext):
             subprocess.check_call(["cmake", "-S", ROOT, "-B", build_dir, *generator, "-DCMAKE_BUILD_TYPE=Release",
                                    "-DATVOSS_BUILD_TESTS=OFF", "-DATVOSS_BUILD_BENCH=OFF",
                                    f"-DPython_EXECUTABLE={sys.executable}"])
-        subprocess.check_call(["cmake", "--build", build_dir, "--target", "_atvoss", "-j", str(os.cpu_count() or 2)])
+        subprocess.check_call(["cmake", "--build", build_dir, "--target", "_atvoss", "atvoss-kernel-runner",
+                               "-j", str(os.cpu_count() or 2)])
         package = os.path.join(build_dir, "python", "atvoss")
         built = [f for f in os.listdir(package) if f.startswith("_atvoss") and f.endswith(".so")]
         if len(built) != 1:
@@ -30,6 +35,9 @@ class CMakeBuild(build_ext):
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copyfile(os.path.join(package, built[0]), target)
+        runner = os.path.join(os.path.dirname(target), "bin", "atvoss-kernel-runner")
+        os.makedirs(os.path.dirname(runner), exist_ok=True)
+        shutil.copy2(os.path.join(build_dir, "bin", "atvoss-kernel-runner"), runner)  # keeps the x bit
 
 
 setup(ext_modules=[Extension("atvoss._atvoss", sources=[])], cmdclass={"build_ext": CMakeBuild})

@@ -31,6 +31,7 @@ ATVOSS_TEST_PACKAGES=(
   python3-pytest              # the Python package's suites
   python3-mypy                # the check that examples/python type-checks against the stubs
   python3-venv python3-pip    # the test that pip-installs the package into a venv
+  python3-build python3-wheel # the test that builds the wheel (python3 -m build --wheel --no-isolation)
   chromium                    # the report test renders the HTML headless
   clang libclang-rt-14-dev    # the libFuzzer smoke test of the frame decoder (ctest)
   libopenblas-dev libblis-dev libdnnl-dev  # bench_host_gemm's peers (the host backend itself needs only c++)

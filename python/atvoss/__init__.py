@@ -16,6 +16,12 @@ __version__ = "0.1.0"  # pyproject.toml's version; test_docs checks the two agre
 # so the runtime delivers the times the tuner reported. A value the user set is kept.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# An installed package carries the host backend's kernel runner (setup.py); in the build
+# tree the C++ core finds it by the path CMake compiled in. A runner the user set is kept.
+_runner = _os.path.join(_os.path.dirname(__file__), "bin", "atvoss-kernel-runner")
+if _os.access(_runner, _os.X_OK):
+    _os.environ.setdefault("ATVOSS_KERNEL_RUNNER", _runner)
+
 from . import runtime  # noqa: E402 (after the environment above)
 from .backend import Backend, backend_names, register_backend
 from .client import Client

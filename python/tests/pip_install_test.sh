@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# `pip install --no-build-isolation .` works offline with Debian's setuptools: installs the
-# package into a fresh venv (made with --system-site-packages, so Debian's numpy serves the
-# numpy dependency) from the existing build dir, so nothing is compiled again, then imports
-# atvoss from outside the source tree and runs one tiny tune.
+# The package installs whole, offline, with Debian's setuptools, from the existing build dir
+# (nothing is compiled again):
+#   1. `pip install --no-build-isolation .` into a fresh venv (made with
+#      --system-site-packages, so Debian's numpy serves the numpy dependency);
+#   2. `python3 -m build --wheel --no-isolation` makes a wheel, installed into a second venv.
+# Each time atvoss is imported from outside the source tree, its host backend uses the kernel
+# runner the package carries (no ATVOSS_KERNEL_RUNNER set), and one tiny tune runs on the
+# NPU simulator and one on the host.
 # Usage: pip_install_test.sh SOURCE_DIR BUILD_DIR PYTHON
-# Fails (never skips) when python3-venv or pip is missing: scripts/setup.sh installs them
-# for the tests.
+# Fails (never skips) when python3-venv, pip or python3-build is missing: scripts/setup.sh
+# installs them for the tests.
 set -euo pipefail
 src="$1" build="$2" python="$3"
 tmp="$(mktemp -d)"
@@ -18,22 +22,21 @@ cp "$src/pyproject.toml" "$src/setup.py" "$tmp/src/"
 cp -r "$src/python/atvoss" "$tmp/src/python/"
 rm -rf "$tmp/src/python/atvoss/__pycache__"
 
-"$python" -m venv --system-site-packages "$tmp/venv" || {
-  echo "FAIL: '$python -m venv' does not work: install python3-venv (scripts/setup.sh does)" >&2
-  exit 1
-}
-venv_python="$tmp/venv/bin/python"
-"$venv_python" -m pip --version >/dev/null || {
-  echo "FAIL: no pip in the venv: install python3-pip (scripts/setup.sh does)" >&2
-  exit 1
+make_venv() {
+  "$python" -m venv --system-site-packages "$1" || {
+    echo "FAIL: '$python -m venv' does not work: install python3-venv (scripts/setup.sh does)" >&2
+    exit 1
+  }
+  "$1/bin/python" -m pip --version >/dev/null || {
+    echo "FAIL: no pip in the venv: install python3-pip (scripts/setup.sh does)" >&2
+    exit 1
+  }
 }
 
-# Offline: no index, nothing fetched; setuptools and numpy come from Debian's site-packages.
-cd "$tmp"
-env -u PYTHONPATH ATVOSS_BUILD_DIR="$build" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
-  "$venv_python" -m pip install -q --no-build-isolation "$tmp/src"
-
-env -u PYTHONPATH OMP_NUM_THREADS=1 "$venv_python" - "$tmp/venv" <<'PY'
+# Imports atvoss from the venv $1 and tunes on the simulator and on the host.
+check_installed() {
+  env -u PYTHONPATH -u ATVOSS_KERNEL_RUNNER OMP_NUM_THREADS=1 XDG_CACHE_HOME="$tmp/cache" \
+    "$1/bin/python" - "$1" <<'PY'
 import os
 import sys
 
@@ -42,8 +45,39 @@ import atvoss
 venv = os.path.realpath(sys.argv[1])
 where = os.path.realpath(atvoss.__file__)
 assert where.startswith(venv + os.sep), f"imported atvoss from {where}, not from the venv {venv}"
+runner = os.path.realpath(os.environ.get("ATVOSS_KERNEL_RUNNER", ""))
+assert runner == os.path.join(os.path.dirname(where), "bin", "atvoss-kernel-runner"), runner
+assert os.access(runner, os.X_OK), runner
 r = atvoss.tune({"op": "matmul", "dims": {"M": 128, "N": 128, "K": 128}}, "ascend910b", trials=4,
                 strategy="random", seed=1)
 assert r.trials == 4 and r.best_us > 0, r
-print(f"installed atvoss in {where}; tune: {r.trials} trials, best {r.best_us:.2f} us")
+h = atvoss.tune({"op": "matmul", "dims": {"M": 32, "N": 32, "K": 32}}, "host", trials=2, strategy="random",
+                seed=1)
+assert h.trials == 2 and 0 < h.best_us < float("inf"), h
+print(f"installed atvoss in {where}; runner {runner}; tune: {r.best_us:.2f} us on ascend910b, "
+      f"{h.best_us:.2f} us on the host")
 PY
+}
+
+# Offline: no index, nothing fetched; setuptools and numpy come from Debian's site-packages.
+export ATVOSS_BUILD_DIR="$build" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+cd "$tmp"
+
+make_venv "$tmp/venv"
+env -u PYTHONPATH "$tmp/venv/bin/python" -m pip install -q --no-build-isolation "$tmp/src"
+check_installed "$tmp/venv"
+
+"$python" -c "import build" 2>/dev/null || {
+  echo "FAIL: no python3 -m build: install python3-build (scripts/setup.sh does)" >&2
+  exit 1
+}
+rm -rf "$tmp/src/build" "$tmp/src/"*.egg-info "$tmp/src/python/"*.egg-info
+env -u PYTHONPATH "$python" -m build --wheel --no-isolation --outdir "$tmp/dist" "$tmp/src" >/dev/null
+wheel=("$tmp"/dist/atvoss-*.whl)
+"$python" -m zipfile -l "${wheel[0]}" | grep -q "atvoss/bin/atvoss-kernel-runner" || {
+  echo "FAIL: the wheel ${wheel[0]} does not carry atvoss/bin/atvoss-kernel-runner" >&2
+  exit 1
+}
+make_venv "$tmp/wheel-venv"
+env -u PYTHONPATH "$tmp/wheel-venv/bin/python" -m pip install -q "${wheel[0]}"
+check_installed "$tmp/wheel-venv"
