@@ -31,6 +31,7 @@ inline constexpr char kProblemSize[] = "problem_size";
 inline constexpr char kTuneParamsKeys[] = "tune_params_keys";
 inline constexpr char kTuneParams[] = "tune_params";
 inline constexpr char kObjective[] = "objective";
+inline constexpr char kObjectiveHigherIsBetter[] = "objective_higher_is_better";
 inline constexpr char kCache[] = "cache";
 
 // Fields of one cache entry (besides its parameters). Every time is in milliseconds.
@@ -64,6 +65,28 @@ Status status_of_tag(std::string_view tag);
 // the space's restrictions is absent from a cache) and for infrastructure errors (they
 // say nothing about the configuration).
 std::optional<std::string_view> tag_of(Status status);
+
+// What a cache was tuned for: "objective" (default "time") and "objective_higher_is_better"
+// (default false, as in Kernel Tuner's tune_kernel). Schedules are ranked by a cost the
+// tuner minimises, kept where measurements keep a time (Measurement::time_us):
+//   - "time": the time in microseconds (the cache's ms x 1000), as before objectives;
+//   - any other objective (an entry's field of that name, a number > 0): its value when
+//     lower is better, 1 / value when higher is better (a throughput such as "GFLOP/s":
+//     for one problem its reciprocal is proportional to the time).
+struct Objective {
+  std::string name = kTime;
+  bool higher_is_better = false;
+
+  bool is_time() const { return name == kTime; }
+  double cost_of(double value) const { return higher_is_better ? 1.0 / value : value; }
+  double value_of(double cost) const { return higher_is_better ? 1.0 / cost : cost; }
+  Json to_json() const;
+};
+
+// The cache document's objective; bad_input naming the field (where: the file) if "objective"
+// is not a string, the flag not a bool, "time" is said to be better higher, or another
+// objective leaves the flag out (atvoss does not guess whether a figure is a cost).
+Objective objective_of(const Json& doc, const std::string& where);
 
 // The key of a configuration: its values joined with ",", as Kernel Tuner builds it
 // (",".join(str(v) ...)) for integer values.

@@ -39,6 +39,7 @@ struct Entry {
 // Everything parsed from a file. Shared (not copied) by the space's check, so a copy of
 // space() stays usable after the RecordedSpace is gone.
 struct Table {
+  kernel_tuner::Objective objective;  // time for CSV tables
   std::vector<Knob> knobs;
   std::vector<Entry> entries;  // file order
   std::unordered_map<Values, std::size_t, ValuesHash> index;
@@ -211,17 +212,36 @@ std::vector<double> ms_list_to_us(const Json& times, const std::string& where) {
   return out;
 }
 
+// The cost of an ok entry whose objective is not time (kernel_tuner::Objective).
+double objective_cost(const Json& rec, const kernel_tuner::Objective& o, const std::string& where) {
+  const Json& v = require_field(rec, o.name, where);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0) {
+    throw_bad_input(where + ": field '" + o.name + "' (the objective) must be a number > 0, got " + v.dump());
+  }
+  return o.cost_of(v.get<double>());
+}
+
 Entry kernel_tuner_entry(const Json& rec, const std::vector<ParamMap>& params,
-                         const std::string& where) {
+                         const kernel_tuner::Objective& objective, const std::string& where) {
   if (!rec.is_object()) throw_bad_input(where + ": must be an object");
   Entry e;
   for (const auto& p : params) e.values.push_back(map_value(p, require_field(rec, p.name, where), where));
-  const Json& time = require_field(rec, kt::kTime, where);
-  if (time.is_string()) {
-    const auto tag = time.get<std::string>();
+  // A failure is tagged in "time" whatever the objective; another objective's entries need
+  // no time (an export writes none: it is not known).
+  const auto tagged = rec.find(kt::kTime);
+  if (tagged != rec.end() && tagged->is_string()) {
+    const auto tag = tagged->get<std::string>();
     e.status = kt::status_of_tag(tag);
     e.message = "recorded as " + tag;
-  } else if (time.is_number() && std::isfinite(time.get<double>()) && time.get<double>() > 0) {
+    return e;
+  }
+  if (!objective.is_time()) {
+    e.time_us = objective_cost(rec, objective, where);
+    e.repeats = {e.time_us};
+    return e;
+  }
+  const Json& time = require_field(rec, kt::kTime, where);
+  if (time.is_number() && std::isfinite(time.get<double>()) && time.get<double>() > 0) {
     e.time_us = time.get<double>() * kt::kUsPerMs;
     auto it = rec.find(kt::kTimes);
     e.repeats = it != rec.end() ? ms_list_to_us(*it, where) : std::vector<double>{};
@@ -244,6 +264,7 @@ Table parse_kernel_tuner(const std::string& text, const std::string& name) {
   const std::string bad_keys = name + ": field '" + kt::kTuneParamsKeys + "' must be a non-empty list of names";
   if (!keys.is_array() || keys.empty()) throw_bad_input(bad_keys);
   Table t;
+  t.objective = kt::objective_of(doc, name);
   std::vector<ParamMap> params;
   for (const auto& k : keys) {
     if (!k.is_string()) throw_bad_input(bad_keys);
@@ -254,7 +275,7 @@ Table parse_kernel_tuner(const std::string& text, const std::string& name) {
   if (!cache.is_object()) throw_bad_input(name + ": field '" + kt::kCache + "' must be an object");
   for (const auto& [key, rec] : cache.items()) {
     const std::string where = name + ": " + kt::kCache + "['" + key + "']";
-    t.add(kernel_tuner_entry(rec, params, where), where);
+    t.add(kernel_tuner_entry(rec, params, t.objective, where), where);
   }
   return t;
 }
@@ -344,5 +365,6 @@ std::vector<Schedule> RecordedSpace::configurations() const {
 std::size_t RecordedSpace::recorded_count() const { return impl_->table->entries.size(); }
 std::size_t RecordedSpace::failed_count() const { return impl_->failed; }
 const std::string& RecordedSpace::source() const { return impl_->source; }
+const kernel_tuner::Objective& RecordedSpace::objective() const { return impl_->table->objective; }
 
 }  // namespace atvoss

@@ -25,7 +25,10 @@
 //    otherwise (floats, strings, booleans) value i of the tune_params list becomes the
 //    integer i, in tune_params order. Times are converted from ms to us; "times" become
 //    the repeats. A "time" that is a string (CompilationFailedConfig, RuntimeFailedConfig,
-//    ...) is a failed configuration.
+//    ...) is a failed configuration. A cache tuned for another objective ("objective",
+//    "objective_higher_is_better") is ranked by it: the measurement's time_us is then the
+//    objective's cost (kernel_tuner::Objective: the value, or 1 / value when higher is
+//    better), not a time.
 //
 // Validity: a configuration absent from the table broke the kernel's restrictions, which
 // a tuner knows before running anything, so space().check() rejects it ("not in the
@@ -44,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_tuner_format.hpp"
 #include "core/measurement.hpp"
 #include "core/schedule_space.hpp"
 
@@ -67,7 +71,8 @@ class RecordedSpace {
   // Recorded time in microseconds with its repeats; invalid if absent, the recorded
   // candidate error if failed. Never throws for a schedule outside the space.
   Measurement measure(const Schedule& schedule) const;
-  // Best recorded time (microseconds), if any configuration succeeded.
+  // Best recorded time (microseconds; the objective's cost for other objectives), if any
+  // configuration succeeded.
   std::optional<double> optimum_us() const;
   // Every configuration in the table (succeeded or failed), in file order.
   std::vector<Schedule> configurations() const;
@@ -76,6 +81,8 @@ class RecordedSpace {
   std::size_t failed_count() const;
   // Where the table came from (the path given to load, or the name given to parse).
   const std::string& source() const;
+  // What time_us ranks: time (CSV tables, most caches) or the cache's objective.
+  const kernel_tuner::Objective& objective() const;
 
  private:
   struct Impl;

@@ -40,12 +40,14 @@ std::string default_kernel_name(const std::vector<Record>& records) {
 
 // One cache entry: the parameters in key order, then the objective and the timings that
 // simulation mode charges. ordered_json keeps that order, as Kernel Tuner writes it.
-nlohmann::ordered_json entry_of(const Record& r, const std::vector<std::string>& keys) {
+nlohmann::ordered_json entry_of(const Record& r, const std::vector<std::string>& keys, const kt::Objective& objective) {
   nlohmann::ordered_json e;
   for (const auto& k : keys) e[k] = r.schedule.values().at(k);
   const Measurement& m = r.measurement;
   double benchmark_ms = 0;
-  if (m.ok()) {
+  if (m.ok() && !objective.is_time()) {
+    e[objective.name] = objective.value_of(m.time_us);  // its time is not known here
+  } else if (m.ok()) {
     e[kt::kTime] = m.time_us / kt::kUsPerMs;
     auto times = nlohmann::ordered_json::array();
     for (double us : m.repeats) times.push_back(us / kt::kUsPerMs);
@@ -65,7 +67,7 @@ nlohmann::ordered_json entry_of(const Record& r, const std::vector<std::string>&
 // Kernel Tuner's own layout: the header fields, one cache entry a line, "cache" last and
 // the text ending in "}\n}" (see core/kernel_tuner_format.hpp).
 std::string cache_text(const KernelTunerExportReport& report, const std::vector<std::string>& keys,
-                       const std::vector<const Record*>& rows) {
+                       const kt::Objective& objective, const std::vector<const Record*>& rows) {
   nlohmann::ordered_json params;  // each knob's values, in key order
   for (const auto& k : keys) {
     std::set<std::int64_t> values;
@@ -76,11 +78,15 @@ std::string cache_text(const KernelTunerExportReport& report, const std::vector<
   out << "{\n\"" << kt::kDeviceName << "\": " << Json(report.device_name).dump() << ",\n\""
       << kt::kKernelName << "\": " << Json(report.kernel_name).dump() << ",\n\"" << kt::kTuneParamsKeys
       << "\": " << Json(keys).dump() << ",\n\"" << kt::kTuneParams << "\": " << params.dump() << ",\n\""
-      << kt::kObjective << "\": \"" << kt::kTime << "\",\n\"" << kt::kCache << "\": {";
+      << kt::kObjective << "\": " << Json(objective.name).dump() << ",\n\"";
+  if (!objective.is_time()) {  // a time export stays as Kernel Tuner writes one
+    out << kt::kObjectiveHigherIsBetter << "\": " << (objective.higher_is_better ? "true" : "false") << ",\n\"";
+  }
+  out << kt::kCache << "\": {";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     std::vector<std::int64_t> values;
     for (const auto& k : keys) values.push_back(rows[i]->schedule.values().at(k));
-    out << (i ? ",\n" : "\n") << Json(kt::cache_key(values)).dump() << ": " << entry_of(*rows[i], keys).dump();
+    out << (i ? ",\n" : "\n") << Json(kt::cache_key(values)).dump() << ": " << entry_of(*rows[i], keys, objective).dump();
   }
   out << "\n}\n}\n";
   return out.str();
@@ -101,21 +107,28 @@ void write_replacing(const std::string& path, const std::string& text, const std
   }
 }
 
-// The parameter order of the cache a recorded workload was imported from, when that file
-// is still readable and names the same parameters: Kernel Tuner builds its cache keys
-// ("64,2") in tune_params_keys order, so a reordered export would not match the user's
-// kernel. Otherwise the schedule's own (alphabetical) order.
-std::vector<std::string> parameter_order(const Workload& w, std::vector<std::string> keys) {
-  if (!w.is_recorded()) return keys;
+// What the export keeps of the cache a recorded workload was imported from, when that file
+// is still readable and names the same parameters: its parameter order (Kernel Tuner builds
+// its cache keys, "64,2", in tune_params_keys order, so a reordered export would not match
+// the user's kernel) and its objective. Otherwise the schedule's own (alphabetical) order
+// and time.
+struct SourceCache {
+  std::vector<std::string> keys;
+  kt::Objective objective;
+};
+
+SourceCache source_cache(const Workload& w, std::vector<std::string> keys) {
+  if (!w.is_recorded()) return {std::move(keys), {}};
   try {
-    std::vector<std::string> source;
+    SourceCache source;
     const auto recorded = RecordedSpace::load(w.table());  // held: knobs() lives in it
-    for (const Knob& k : recorded->space().knobs()) source.push_back(k.name);
-    if (std::is_permutation(source.begin(), source.end(), keys.begin(), keys.end())) return source;
+    for (const Knob& k : recorded->space().knobs()) source.keys.push_back(k.name);
+    source.objective = recorded->objective();
+    if (std::is_permutation(source.keys.begin(), source.keys.end(), keys.begin(), keys.end())) return source;
   } catch (const Error&) {
     // The source moved or changed since the import: its order is unknown.
   }
-  return keys;
+  return {std::move(keys), {}};
 }
 
 }  // namespace
@@ -205,7 +218,8 @@ KernelTunerExportReport write_kernel_tuner_cache(const std::vector<Record>& reco
   if (rows.empty()) throw_bad_input(what + ": no record to write: every one is invalid or an infrastructure error");
   report.entries = static_cast<std::int64_t>(rows.size());
 
-  write_replacing(path, cache_text(report, parameter_order(first.workload, keys), rows), what);
+  const SourceCache source = source_cache(first.workload, keys);
+  write_replacing(path, cache_text(report, source.keys, source.objective, rows), what);
   return report;
 }
 

@@ -11,16 +11,19 @@
 // measures on that recorded space: integer tune_params as they are (others by index),
 // "time"/"times" ms -> time_us and repeats in microseconds, "CompilationFailedConfig" ->
 // compile_error, any other failure tag -> runtime_error. worker is "kernel_tuner", job is
-// the kernel name.
+// the kernel name. A cache tuned for another objective keeps its cost in time_us
+// (kernel_tuner::Objective).
 //
 // Export mapping (the inverse, so that importing an export gives the same schedules, times
 // and statuses): tune_params_keys are the schedule's knobs, in the order of the cache the
 // records were imported from while that file is readable (Kernel Tuner's cache keys follow
 // it), else sorted as Schedule keeps them; tune_params each knob's values seen, sorted;
 // device_name is the target's name;
-// objective "time". One entry per schedule: its fastest ok record (time = time_us in ms,
-// times = repeats in ms, benchmark_time = their sum), else its newest failed one tagged by
-// kernel_tuner::tag_of. Schedules with only invalid or infrastructure-error records are
+// objective "time", or the source cache's objective and (then) objective_higher_is_better
+// while that file is readable. One entry per schedule: its fastest ok record (time = time_us in
+// ms, times = repeats in ms, benchmark_time = their sum; for another objective, that field
+// holds its value, converted back from the cost, and no time is written, none being
+// known), else its newest failed one tagged by kernel_tuner::tag_of. Schedules with only invalid or infrastructure-error records are
 // left out: to Kernel Tuner an absent configuration is one that breaks the restrictions.
 // atvoss does not record compile or verification time: they are written as 0, which
 // simulation mode needs present but a time budget then does not charge.

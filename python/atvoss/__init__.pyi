@@ -102,8 +102,12 @@ class TuneResult:
     resumed: int
     measured: int
     best: Optional[Measurement]
+    objective: str
+    higher_is_better: bool
     @property
     def speedup(self) -> float: ...
+    @property
+    def best_objective(self) -> float: ...
 
 def tune(workload: _WorkloadLike, target: _TargetLike, trials: int = ..., strategy: Any = ...,
          db: _PathLike = ..., seed: int = ..., farm: Optional[str] = ...,

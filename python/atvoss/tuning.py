@@ -87,7 +87,11 @@ class TuneResult:
     fastest schedules are measured once more after the last trial and their repeats pooled
     with the stored ones, so best_us (and even best_schedule) can differ from the last value
     of curve and from what progress reported: a schedule timed fast once by luck is not
-    declared the winner (docs/host-backend.md). On simulated targets they agree."""
+    declared the winner (docs/host-backend.md). On simulated targets they agree.
+
+    objective is what best_us ranks: "time" (microseconds), or the objective of a Kernel
+    Tuner cache tuned for another figure ("GFLOP/s", ...). Then best_us holds its cost (the
+    value, or 1 / value when higher_is_better) and best_objective the value itself."""
 
     workload: Workload
     target: Target
@@ -100,6 +104,16 @@ class TuneResult:
     resumed: int
     measured: int
     best: Optional[Measurement] = field(default=None, repr=False)
+    objective: str = "time"
+    higher_is_better: bool = False
+
+    @property
+    def best_objective(self) -> float:
+        """The best schedule's objective: best_us for time, else the objective's value
+        (1 / best_us when higher is better)."""
+        if self.higher_is_better:
+            return 1.0 / self.best_us if self.best_us not in (0, float("inf")) else float("nan")
+        return self.best_us
 
     @property
     def speedup(self) -> float:
@@ -176,7 +190,7 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     best = Measurement.from_json(best_schedule, r["best"]) if best_schedule is not None else None
     result = TuneResult(w, t, best_schedule, time_or_inf(r["best_us"]), time_or_inf(r["default_us"]),
                         [time_or_inf(x) for x in r["curve"]], r["stop_reason"], r["trials"], r["resumed"],
-                        r["measured"], best)
+                        r["measured"], best, r["objective"]["objective"], r["objective"]["objective_higher_is_better"])
     _warn_about(result, trials, spec["strategy"])
     return result
 
@@ -301,7 +315,10 @@ def tune_kernel_cache(path: Union[str, os.PathLike], strategies: Union[str, Sequ
     with each strategy and return {strategy: TuneResult}: a Kernel Tuner user compares
     strategies in one line. The cache's measurements are the measurements (recorded
     backend); target only names where the records are stored. With db=":memory:" each
-    strategy starts from nothing; with a file, later strategies see earlier trials."""
+    strategy starts from nothing; with a file, later strategies see earlier trials. The
+    cache's "objective" and "objective_higher_is_better" are honoured: a GFLOP/s cache is
+    maximised (TuneResult.objective, best_objective); ValueError naming the field when the
+    objective is not time and the flag is missing."""
     p = os.fspath(path)
     if not os.path.exists(p):
         raise ValueError(f"tune_kernel_cache: field 'path': no such file '{p}'")

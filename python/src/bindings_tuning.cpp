@@ -16,6 +16,7 @@
 #include "backend/targets.hpp"
 #include "bindings.hpp"
 #include "core/error.hpp"
+#include "core/recorded_space.hpp"
 #include "interruptible.hpp"
 #include "report/job_report.hpp"
 #include "tuner/job_spec.hpp"
@@ -104,6 +105,9 @@ Json result_json(const tuner::SingleTuneOutcome& out) {
          {"stop_reason", r.stop_reason}};
   j["best_schedule"] = r.best_schedule ? r.best_schedule->to_json() : Json();
   j["best"] = r.best_schedule ? r.best.to_json() : Json();
+  // What best_us ranks: a Kernel Tuner cache tuned for another objective keeps its cost there.
+  j["objective"] = out.workload.is_recorded() ? RecordedSpace::load(out.workload.table())->objective().to_json()
+                                              : kernel_tuner::Objective().to_json();
   return j;
 }
 
