@@ -184,15 +184,18 @@ def test_importing_atvoss_makes_openmp_wait_passively_unless_told_otherwise():
 # once delivered 23x the tuned time: the kernel's OpenMP threads waited by spinning next to
 # numpy's OpenBLAS threads, and calls stalled for whole 4 ms scheduler slices. That takes a
 # kernel of 2+ threads, numpy calls between the kernel's, and more runnable threads than
-# cores, so the child below runs on 2 CPUs beside a spinning process (a fresh pair per round), calls numpy between
-# the kernel's calls, and has the environment a user has (no OMP_WAIT_POLICY: atvoss's import
-# chooses). The stalls hit some calls of a run, not all: with the fix reverted (2-core machine,
-# 8 runs) the mean call was 69-730x the tuned time while the median was sometimes 0.8-1.7x,
-# so the mean is the statistic that catches them; fixed, the mean was 1.2-2.3x (5-9x with a
-# second spinning process). The tuner's time (host/kernel_timing.cpp) is the median of
-# repeats that each average >= 1 ms of back-to-back calls, pinned, waiting passively; a
-# runtime call adds the binding's checks and a fresh output array, and waits passively
-# beside the spinner, hence min <= 2x rather than 1x.
+# cores, so each round's child runs on 2 CPUs beside a spinning process (a fresh pair per
+# round), calls numpy between the kernel's calls, and has the environment a user has (no
+# OMP_WAIT_POLICY: atvoss's import chooses). A run stalls or not depending on where the
+# scheduler first puts the threads, and a stalling run has some calls at the tuned time, so
+# the figure is the mean call over all rounds, not a median or min. On the 2-core machine,
+# 128^3, threads 2: with the fix reverted (atvoss/__init__.py's setdefault removed) the mean
+# was 50-440x the tuned time in each of 13 runs; fixed, 1.2-2.8x, and 5-12x with two more
+# spinning processes on the machine; hence <= 20x. The tuner's time (host/kernel_timing.cpp)
+# is the median of repeats that each average >= 1 ms of back-to-back calls, pinned, waiting
+# passively; a runtime call adds the binding's checks and a fresh output array, and waits
+# beside the spinner, hence a min within 3x (1.0-1.6x seen; room for a CI machine running
+# other suites beside it) rather than 1x.
 _TIMING_CHILD = r"""
 import json, sys, time
 import numpy as np
@@ -263,8 +266,12 @@ def _time_the_runtime(table, cpus, rounds):
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    pin = lambda: os.sched_setaffinity(0, cpus)  # noqa: E731
+    unset = ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+
+    def pin():
+        os.sched_setaffinity(0, cpus)
+
     figures = []
     for _ in range(rounds):
         spin = subprocess.Popen([sys.executable, "-c", _SPIN], preexec_fn=pin)
@@ -283,16 +290,14 @@ def _time_the_runtime(table, cpus, rounds):
 @pytest.mark.parametrize("case", ["tuned", "two-threads"])
 def test_the_runtime_delivers_the_time_the_tuner_reported(case, tmp_path):
     cpus = sorted(os.sched_getaffinity(0))[-2:]
-    if len(cpus) < 2:
-        pytest.skip("needs 2 CPUs: the stall needs a kernel of 2 threads")
     w = {"op": "matmul", "dtype": "float32", "dims": {"M": 128, "N": 128, "K": 128}}
     if case == "tuned":
         table = str(tmp_path / "table.json")
         tuned_us = atvoss.tune(w, "host", trials=8, strategy="model-guided", seed=1, db=str(tmp_path / "t.db"),
                                export=table).best_us
     else:
-        if 2 not in atvoss.ScheduleSpace.of(w, "host").knobs["threads"]:
-            pytest.skip("the host space has no threads 2 here (ATVOSS_HOST_MAX_THREADS?)")
+        if len(cpus) < 2 or 2 not in atvoss.ScheduleSpace.of(w, "host").knobs["threads"]:
+            pytest.skip("needs 2 CPUs and threads 2 in the host space (ATVOSS_HOST_MAX_THREADS unset)")
         table, tuned_us = _two_thread_table(w, tmp_path), None
     rounds = _time_the_runtime(table, cpus, 5)
     for got in rounds:
@@ -301,7 +306,8 @@ def test_the_runtime_delivers_the_time_the_tuner_reported(case, tmp_path):
     assert all(g["kind"] == "exact" and g["error"] <= 1e-4 for g in rounds) and t == pytest.approx(tuned_us or t)
     assert case == "tuned" or rounds[0]["threads"] == 2
     mean = sum(g["mean_us"] * g["calls"] for g in rounds) / sum(g["calls"] for g in rounds)
-    print(case, f"tuned {t:.1f} us, runtime: mean {mean:.1f} us ({mean / t:.2f}x), min {min(g['min_us'] for g in rounds):.1f} us")
+    fastest = min(g["min_us"] for g in rounds)
+    print(case, f"tuned {t:.1f} us, runtime: mean {mean:.1f} us ({mean / t:.2f}x), min {fastest:.1f} us")
     assert mean <= 20 * t, f"calls stall: mean {mean:.0f} us, the tuner's {t:.1f} us: {rounds}"
-    assert min(g["min_us"] for g in rounds) <= 2 * t, f"never as fast as tuned ({t:.1f} us): {rounds}"
+    assert fastest <= 3 * t, f"never as fast as tuned ({t:.1f} us): {rounds}"
     assert all(g["median_us"] >= 0.2 * t for g in rounds), f"faster than the tuner said ({t:.1f} us): {rounds}"
