@@ -26,6 +26,7 @@ from . import runtime  # noqa: E402 (after the environment above)
 from .backend import Backend, backend_names, register_backend
 from .client import Client
 from .database import Database, LookupResult, Table, columns
+from .farm import serve_worker
 from .optimizer import Optimizer, OptimizerTrial, minimize
 from .profiler import ProfiledOp, Profiler
 from .strategy import SearchStrategy, StrategyError, Trial, register_strategy, strategy_names, unregister_strategy
@@ -37,6 +38,6 @@ __all__ = [
     "Backend", "Client", "Database", "LookupResult", "Measurement", "Optimizer", "OptimizerTrial", "Profile",
     "ProfiledOp", "Profiler", "backend_names", "minimize", "register_backend",
     "Schedule", "ScheduleSpace", "SearchStrategy", "StrategyError", "Table", "Target", "Trial",
-    "TuneResult", "Workload", "columns", "measure", "register_strategy", "run_job",
+    "TuneResult", "Workload", "columns", "measure", "register_strategy", "run_job", "serve_worker",
     "strategy_names", "tune", "tune_kernel_cache", "unregister_strategy", "zoo_model",
 ]

@@ -3,7 +3,8 @@
 then measure the workloads it serves through it (python/src/bindings_backends.cpp puts it
 behind the C++ backend interface, backend/backend.hpp, asked before the built-in ones). It
 has no kernel plan, so reports count its kernels without their memory traffic. A farm
-worker (atvoss-worker, a C++ process) cannot load it.
+worker run from Python (atvoss.serve_worker, python/atvoss/farm.py) measures with it; the
+C++ atvoss-worker cannot load it.
 
     class NumpySoftmax(atvoss.Backend):
         name = "numpy-softmax"

@@ -55,5 +55,6 @@ void bind_strategies(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_optimizer(py::module_& m);
 void bind_backends(py::module_& m);
+void bind_worker(py::module_& m);
 
 }  // namespace atvoss::python

@@ -119,7 +119,7 @@ std::string tune(const std::string& spec_text, const py::object& on_trial) {
   tuner::TuneCallbacks callbacks;
   callbacks.on_trial = trial_callback(on_trial, callback_failure);
   tuner::SingleTuneOutcome out;
-  if (run_interruptible([&] { out = tuner::tune_single(spec, callbacks, cancel); }, cancel)) {
+  if (run_interruptible([&] { out = tuner::tune_single(spec, callbacks, cancel); }, raising(cancel))) {
     throw py::error_already_set();
   }
   callback_failure.rethrow();
@@ -138,7 +138,7 @@ std::string run_job(const std::string& spec_text, bool is_path, bool quiet, cons
   report::JobOutcome out;
   // Interrupted, the job is marked "stopped" with its finished trials committed, so
   // rerunning the same spec resumes it.
-  if (run_interruptible([&] { out = report::run_and_report(spec, options); }, cancel)) {
+  if (run_interruptible([&] { out = report::run_and_report(spec, options); }, raising(cancel))) {
     throw py::error_already_set();
   }
   callback_failure.rethrow();
@@ -170,7 +170,7 @@ std::string measure(const std::string& workload, const std::string& target, cons
   // Interrupted, what finished is returned; the rest is `error` (core/cancel.hpp) and
   // "interrupted" tells Python to warn. The KeyboardInterrupt is not raised: the
   // measurements are the caller's to keep.
-  const bool interrupted = run_interruptible([&] { results = b.measure(batch, {.noise = noise}); }, cancel);
+  const bool interrupted = run_interruptible([&] { results = b.measure(batch, {.noise = noise}); }, raising(cancel));
   if (interrupted) PyErr_Clear();
   Json out = Json::array();
   for (const auto& m : results) out.push_back(m.to_json());

@@ -18,7 +18,11 @@ bool signal_pending() {
 
 }  // namespace
 
-bool run_interruptible(const std::function<void()>& work, const std::shared_ptr<std::atomic<bool>>& cancel) {
+std::function<void()> raising(const std::shared_ptr<std::atomic<bool>>& cancel) {
+  return [cancel] { cancel->store(true); };
+}
+
+bool run_interruptible(const std::function<void()>& work, const std::function<void()>& interrupt) {
   std::mutex mu;
   std::condition_variable finished;
   bool done = false;
@@ -41,7 +45,7 @@ bool run_interruptible(const std::function<void()>& work, const std::shared_ptr<
       if (interrupted) continue;
       lock.unlock();
       interrupted = signal_pending();
-      if (interrupted) cancel->store(true);
+      if (interrupted) interrupt();
       lock.lock();
     }
     lock.unlock();
