@@ -660,7 +660,7 @@ TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
   std::string name = model.graph().name();
   if (name.empty()) name = path;
   Graph graph = Extractor(model.graph(), options).build();
-  fuse_graph(graph);
+  if (options.fuse) fuse_graph(graph);
   return tasks_from_graph(std::move(graph), name, options.batch);
 }
 

@@ -24,6 +24,9 @@ struct OnnxImportOptions {
   // dtype tuned for float32/float64 tensors: NPUs run them in float16 by default
   // (ATC's default precision mode). Narrow types keep their own dtype.
   DType float_dtype = DType::float16;
+  // Run the fusion pass (graph_fusion.hpp). Off: each node keeps its own kernel, as a caller
+  // that fuses with rules of its own wants the graph (the Python package's FusionScheduler).
+  bool fuse = true;
 };
 
 // bad_input naming the file when it is unreadable, not an ONNX model, or fails

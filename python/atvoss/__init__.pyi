@@ -264,3 +264,95 @@ class Profiler:
     def stats(self, top: int = ...) -> Dict[str, Any]: ...
     def trace_events(self) -> Dict[str, Any]: ...
     def write(self, output_dir: Optional[_PathLike] = ...) -> None: ...
+
+class Tensor:
+    name: str
+    shape: Tuple[int, ...]
+    dtype: str
+    bytes: float
+    constant: bool
+    location: str
+    output: bool
+
+class Node:
+    name: str
+    op: str
+    inputs: List[str]
+    outputs: List[str]
+    kernel: Optional[Workload]
+    step: str
+    count: int
+    attributes: Dict[str, Any]
+    fused_into: Optional[str]
+    fused_by: str
+    fusible_inputs: Dict[str, bool]
+
+class Graph:
+    name: str
+    tensors: Dict[str, Tensor]
+    nodes: Dict[str, Node]
+    def __init__(self, name: str = ...) -> None: ...
+    def tensor(self, name: str, shape: Sequence[int] = ..., dtype: str = ..., *, constant: bool = ...,
+               location: str = ..., output: bool = ...) -> str: ...
+    def op(self, name: str, kind: Union[str, Workload, Mapping[str, Any]], inputs: Iterable[str] = ...,
+           outputs: Iterable[str] = ..., *, count: int = ..., **attributes: Any) -> str: ...
+    def connect(self, src: str, dst: str, tensor: Optional[str] = ..., *, shape: Sequence[int] = ...,
+                dtype: str = ..., location: str = ..., fusible: bool = ...) -> str: ...
+    def producer(self, tensor: str) -> Optional[str]: ...
+    def consumers(self, tensor: str) -> List[str]: ...
+    def kernels(self) -> List[str]: ...
+    def subgraph(self, names: Iterable[str]) -> Graph: ...
+    def copy(self) -> Graph: ...
+    def to_json(self) -> Dict[str, Any]: ...
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any], name: str = ...) -> Graph: ...
+    @classmethod
+    def from_onnx(cls, path: _PathLike, batch: int = ...) -> Graph: ...
+
+class FusionRule:
+    pattern: Tuple[str, ...]
+    max_fusion_depth: int
+    memory_budget: float
+    name: str
+
+class FusionResult:
+    original_ops: int
+    fused_ops: int
+    groups: List[List[str]]
+    rules: List[str]
+    bandwidth_saved_bytes: float
+    graph: Graph
+
+class FusionScheduler:
+    rules: List[FusionRule]
+    def __init__(self) -> None: ...
+    def add_rule(self, pattern: Sequence[str], max_fusion_depth: Optional[int] = ...,
+                 memory_budget: Optional[float] = ..., name: Optional[str] = ...) -> FusionRule: ...
+    def schedule(self, graph: Graph) -> FusionResult: ...
+    @staticmethod
+    def builtin(graph: Graph) -> FusionResult: ...
+
+class NodeResult:
+    node: str
+    workload: Workload
+    schedule: Schedule
+    time_us: float
+    chosen_by: str
+    fused: List[str]
+    count: int
+
+class GraphTuneResult:
+    nodes: Dict[str, NodeResult]
+    policies: List[str]
+    graph: Graph
+    total_us: float
+    not_tuned: List[str]
+
+_P = TypeVar("_P", bound=type)
+
+def register_policy(name: Optional[str] = ..., priority: int = ...) -> Callable[[_P], _P]: ...
+def unregister_policy(name: str) -> bool: ...
+def policy_names() -> List[str]: ...
+def tune_graph(graph: Graph, target: Union[Target, str], trials: int = ..., *,
+               policies: Optional[Sequence[str]] = ..., fusion: Union[FusionScheduler, str, None] = ...,
+               strategy: str = ..., db: Optional[_PathLike] = ..., seed: int = ...) -> GraphTuneResult: ...

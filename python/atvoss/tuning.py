@@ -191,7 +191,7 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     result = TuneResult(w, t, best_schedule, time_or_inf(r["best_us"]), time_or_inf(r["default_us"]),
                         [time_or_inf(x) for x in r["curve"]], r["stop_reason"], r["trials"], r["resumed"],
                         r["measured"], best, r["objective"]["objective"], r["objective"]["objective_higher_is_better"])
-    _warn_about(result, trials, spec["strategy"])
+    _warn_about(result, trials, str(spec["strategy"]))
     return result
 
 

@@ -56,5 +56,6 @@ void bind_runtime(py::module_& m);
 void bind_optimizer(py::module_& m);
 void bind_backends(py::module_& m);
 void bind_worker(py::module_& m);
+void bind_graph(py::module_& m);
 
 }  // namespace atvoss::python

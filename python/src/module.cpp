@@ -60,5 +60,6 @@ PYBIND11_MODULE(_atvoss, m) {
   python::bind_optimizer(m);
   python::bind_backends(m);
   python::bind_worker(m);
+  python::bind_graph(m);
   m.attr("MAX_INPUT_FILE_BYTES") = kMaxInputFileBytes;  // one bound for C++ and Python reads
 }

@@ -1,0 +1,179 @@
+"""atvoss.Graph, atvoss.FusionScheduler and graph policies (atvoss.register_policy,
+atvoss.tune_graph): fusion by user rules with depth and memory limits, the built-in pass on a
+real ONNX graph, and policies that take nodes with the tuner handling the rest."""
+import pytest
+
+import atvoss
+
+CONV = {"op": "conv2d", "dims": {"N": 1, "C": 64, "H": 56, "W": 56, "K": 64, "R": 3, "S": 3,
+                                 "stride": 1, "pad": 1}}
+OUT = (1, 64, 56, 56)  # 401408 bytes in float16
+
+
+def conv_bn_relu(location="global", fusible=True):
+    g = atvoss.Graph("block")
+    g.tensor("x", OUT)
+    g.op("conv", CONV, inputs=["x"])
+    g.op("bn", "batchnorm")
+    g.op("relu", "relu", outputs=["y"])
+    g.tensor("y", OUT, output=True)
+    g.connect("conv", "bn", shape=OUT, location=location)
+    g.connect("bn", "relu", shape=OUT, fusible=fusible)
+    return g
+
+
+def test_a_rule_fuses_the_chain_it_matches_and_counts_the_traffic_saved():
+    g = conv_bn_relu()
+    f = atvoss.FusionScheduler()
+    f.add_rule(["conv2d", "batchnorm", "relu"])
+    r = f.schedule(g)
+    assert (r.original_ops, r.fused_ops, r.groups) == (3, 1, [["conv", "bn", "relu"]])
+    assert r.bandwidth_saved_bytes == 2 * 2 * 401408  # conv:out and bn:out, each written and read once
+    assert r.graph.nodes["conv"].kernel.to_json()["epilogue"] == ["batchnorm", "relu"]
+    assert g.nodes["bn"].fused_into is None  # the graph given is left as it was
+
+
+def test_depth_budget_location_and_constraints_stop_a_chain():
+    def groups(g, **rule):
+        f = atvoss.FusionScheduler()
+        f.add_rule(["conv2d", "batchnorm", "relu"], **rule)
+        return f.schedule(g)
+
+    assert groups(conv_bn_relu(), max_fusion_depth=2).groups == [["conv", "bn"]]
+    assert groups(conv_bn_relu(), memory_budget=400000).groups == []  # conv:out is 401408 bytes
+    assert groups(conv_bn_relu(fusible=False)).groups == [["conv", "bn"]]
+    on_chip = groups(conv_bn_relu(location="l1"))
+    assert on_chip.groups == [["conv", "bn", "relu"]] and on_chip.bandwidth_saved_bytes == 2 * 401408
+    shared = conv_bn_relu()
+    shared.op("probe", "Identity", inputs=["conv:out"])  # a second reader: conv:out must be written
+    assert groups(shared).groups == []
+    with pytest.raises(ValueError, match="pattern"):
+        atvoss.FusionScheduler().add_rule(["conv2d"])
+    with pytest.raises(ValueError, match="max_fusion_depth"):
+        atvoss.FusionScheduler().add_rule(["conv2d", "relu"], max_fusion_depth=1)
+    with pytest.raises(ValueError, match="memory_budget"):
+        atvoss.FusionScheduler().add_rule(["conv2d", "relu"], memory_budget=0)
+    with pytest.raises(ValueError, match="dst"):
+        conv_bn_relu().connect("conv", "nowhere")
+
+
+def test_the_builtin_pass_on_an_onnx_graph(tmp_path):
+    onnx = pytest.importorskip("onnx")  # python3-onnx, installed by scripts/setup.sh for the tests
+    from onnx import TensorProto, helper
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [64, 64, 3, 3], [0.0] * (64 * 64 * 9))
+    bn = [helper.make_tensor(n, TensorProto.FLOAT, [64], [1.0] * 64) for n in ("s", "b", "m", "v")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], name="bn"),
+             helper.make_node("Relu", ["n"], ["r"], name="relu"),
+             helper.make_node("Add", ["r", "x"], ["y"], name="residual")]
+    graph = helper.make_graph(nodes, "resblock", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 56, 56])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 56, 56])], [w, *bn])
+    path = tmp_path / "resblock.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    g = atvoss.Graph.from_onnx(path)
+    assert list(g.nodes) == ["conv", "bn", "relu", "residual"] and g.nodes["conv"].kernel.op == "conv2d"
+    assert all(n.fused_into is None for n in g.nodes.values())  # read before any fusion
+    b = atvoss.FusionScheduler.builtin(g)
+    assert b.groups == [["conv", "bn", "relu", "residual"]] and b.fused_ops == 1
+    assert b.rules == ["fold-into-weights"]  # the first member's rule names the group
+    assert b.graph.nodes["conv"].kernel.to_json()["epilogue"] == ["bias", "relu", "add"]
+    # User rules read the same graph by the model's op names or the steps.
+    f = atvoss.FusionScheduler()
+    f.add_rule(["Conv", "BatchNormalization", "relu"])
+    assert f.schedule(g).groups == [["conv", "bn", "relu"]]
+    with pytest.raises(FileNotFoundError):
+        atvoss.Graph.from_onnx(tmp_path / "missing.onnx")
+
+
+MATMUL = {"op": "matmul", "dims": {"M": 256, "N": 256, "K": 256}}
+
+
+def two_matmuls():
+    g = atvoss.Graph("mlp")
+    g.tensor("x", (256, 256))
+    g.op("fc1", MATMUL, inputs=["x"])
+    g.op("act", "relu")
+    g.connect("fc1", "act", shape=(256, 256))
+    g.op("fc2", MATMUL, inputs=["act:out"], outputs=["y"])
+    g.tensor("y", (256, 256), output=True)
+    return g
+
+
+@pytest.fixture
+def policies():
+    yield
+    for name in atvoss.policy_names():
+        atvoss.unregister_policy(name)
+
+
+def test_a_policy_takes_its_nodes_and_the_tuner_the_rest(policies, tmp_path):
+    space = atvoss.ScheduleSpace.of({**MATMUL, "epilogue": ["relu"]}, "ascend910b")
+    chosen = dict(space.default())
+    asked = []
+
+    @atvoss.register_policy("first-layer", priority=5)
+    class FirstLayer:
+        def can_apply(self, subgraph):
+            asked.append(sorted(subgraph.nodes))
+            return "fc1" in subgraph.nodes
+
+        def evaluate(self, subgraph):
+            return {"fuse": [["fc1", "act"]], "schedules": {"fc1": chosen}}
+
+    @atvoss.register_policy("never", priority=1)
+    class Never:
+        def can_apply(self, subgraph):
+            asked.append(sorted(subgraph.nodes))
+            return False
+
+        def evaluate(self, subgraph):
+            raise AssertionError("not asked: can_apply said no")
+
+    assert atvoss.policy_names() == ["first-layer", "never"]
+    r = atvoss.tune_graph(two_matmuls(), "ascend910b", trials=6, strategy="random", fusion=None,
+                          db=str(tmp_path / "g.db"))
+    assert asked[0] == ["act", "fc1", "fc2"] and asked[1] == ["fc2"]  # the second sees only what is left
+    assert r.policies == ["first-layer"] and set(r.nodes) == {"fc1", "fc2"}
+    fc1, fc2 = r.nodes["fc1"], r.nodes["fc2"]
+    assert fc1.chosen_by == "policy:first-layer" and fc1.schedule == chosen and fc1.fused == ["act"]
+    assert fc1.workload.to_json()["epilogue"] == ["relu"]
+    assert fc1.time_us == atvoss.measure(fc1.workload, "ascend910b", chosen)[0].time_us
+    assert fc2.chosen_by == "tuner" and fc2.time_us > 0
+    # The six trials all went to fc2, the only kernel left; its schedule is one of them.
+    stored = atvoss.Database(str(tmp_path / "g.db")).best(MATMUL, "ascend910b", k=10)
+    assert len(stored) == 6 and fc2.schedule in [atvoss.Schedule(s["schedule"]) for s in stored]
+    assert r.total_us == pytest.approx(fc1.time_us + fc2.time_us) and r.not_tuned == []
+
+
+def test_policies_are_checked(policies):
+    with pytest.raises(TypeError, match="evaluate"):
+        @atvoss.register_policy("half")
+        class Half:
+            def can_apply(self, subgraph):
+                return True
+
+    @atvoss.register_policy("bad-tiles")
+    class BadTiles:
+        def can_apply(self, subgraph):
+            return True
+
+        def evaluate(self, subgraph):
+            return {"schedules": {"fc2": {"tile_m": 7}}}
+
+    with pytest.raises(ValueError, match="bad-tiles.*fc2"):
+        atvoss.tune_graph(two_matmuls(), "ascend910b", trials=2, strategy="random")
+    atvoss.unregister_policy("bad-tiles")
+
+    @atvoss.register_policy("bad-group")
+    class BadGroup:
+        def can_apply(self, subgraph):
+            return True
+
+        def evaluate(self, subgraph):
+            return {"fuse": [["fc1", "fc2"]]}  # fc2 has a kernel of its own
+
+    with pytest.raises(ValueError, match="bad-group.*fc2"):
+        atvoss.tune_graph(two_matmuls(), "ascend910b", trials=2, strategy="random", fusion=None)
+    with pytest.raises(ValueError, match="policies"):
+        atvoss.tune_graph(two_matmuls(), "ascend910b", policies=["nope"])
