@@ -57,24 +57,31 @@ GraphView view_of(const execution::ExecGraph& g, const execution::Timeline& t, c
 
 }  // namespace
 
+execution::NodeCost node_cost(const frontend::GraphNode& n, const Target& target, const Schedule* schedule,
+                              double time_us) {
+  execution::NodeCost c = fallback_cost(n, target);
+  if (n.kernel && schedule) {
+    c = kernel_resources(*n.kernel, *schedule, target);
+    c.time_us = time_us;
+  }
+  c.time_us *= n.count;
+  c.launch_us *= n.count;
+  return c;
+}
+
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target) {
   std::map<std::string, std::size_t> task_of;
   for (std::size_t i = 0; i < tasks.tasks().size(); ++i) task_of.emplace(tasks.tasks()[i].workload.key(), i);
   const frontend::Graph& g = tasks.graph();
   return execution::ExecGraph::from_graph(g, [&](int i) {
     const frontend::GraphNode& n = g.nodes()[i];
-    execution::NodeCost c = fallback_cost(n, target);
+    const VariantOp* op = nullptr;
     if (n.kernel) {
       const auto it = task_of.find(n.kernel->key());
-      const VariantOp* op = it != task_of.end() && it->second < v.ops.size() ? &v.ops[it->second] : nullptr;
-      if (op && op->schedule && op->measurement && op->measurement->ok()) {
-        c = kernel_resources(*n.kernel, *op->schedule, target);
-        c.time_us = op->measurement->time_us;
-      }
+      op = it != task_of.end() && it->second < v.ops.size() ? &v.ops[it->second] : nullptr;
     }
-    c.time_us *= n.count;
-    c.launch_us *= n.count;
-    return c;
+    const bool chosen = op && op->schedule && op->measurement && op->measurement->ok();
+    return node_cost(n, target, chosen ? &*op->schedule : nullptr, chosen ? op->measurement->time_us : 0);
   });
 }
 

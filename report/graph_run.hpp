@@ -24,6 +24,12 @@
 
 namespace atvoss::report {
 
+// What graph node n costs on target: with a kernel and a schedule, that kernel's cores and
+// unit under it with time_us measured; otherwise its fallback time on every vector core.
+// Times and launches count its occurrences.
+execution::NodeCost node_cost(const frontend::GraphNode& n, const Target& target, const Schedule* schedule,
+                              double time_us);
+
 // The exec graph of tasks' graph with each node costed under variant v.
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target);
 

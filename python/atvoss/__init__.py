@@ -27,7 +27,7 @@ from .backend import Backend, backend_names, register_backend
 from .client import Client
 from .database import Database, LookupResult, Table, columns
 from .farm import serve_worker
-from .graph import FusionResult, FusionRule, FusionScheduler, Graph
+from .graph import FusionResult, FusionRule, FusionScheduler, Graph, Timeline, TimelineNode
 from .optimizer import Optimizer, OptimizerTrial, minimize
 from .policy import GraphTuneResult, NodeResult, policy_names, register_policy, tune_graph, unregister_policy
 from .profiler import ProfiledOp, Profiler
@@ -38,7 +38,7 @@ from .vocabulary import Schedule, ScheduleSpace, Target, Workload
 
 __all__ = [
     "Backend", "Client", "Database", "FusionResult", "FusionRule", "FusionScheduler", "Graph", "GraphTuneResult",
-    "NodeResult", "policy_names", "register_policy", "tune_graph", "unregister_policy", "LookupResult", "Measurement", "Optimizer", "OptimizerTrial", "Profile",
+    "NodeResult", "Timeline", "TimelineNode", "policy_names", "register_policy", "tune_graph", "unregister_policy", "LookupResult", "Measurement", "Optimizer", "OptimizerTrial", "Profile",
     "ProfiledOp", "Profiler", "backend_names", "minimize", "register_backend",
     "Schedule", "ScheduleSpace", "SearchStrategy", "StrategyError", "Table", "Target", "Trial",
     "TuneResult", "Workload", "columns", "measure", "register_strategy", "run_job", "serve_worker",

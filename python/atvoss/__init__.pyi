@@ -254,6 +254,7 @@ class Profiler:
     output_dir: Optional[str]
     measurements: List[Tuple[Workload, Target, Measurement]]
     records: List[ProfileRecord]
+    timelines: List[Timeline]
     def __init__(self, collect: Optional[Sequence[str]] = ..., interval_us: int = ...,
                  output_dir: Optional[_PathLike] = ...) -> None: ...
     def __enter__(self) -> Profiler: ...
@@ -308,6 +309,28 @@ class Graph:
     def from_json(cls, j: Mapping[str, Any], name: str = ...) -> Graph: ...
     @classmethod
     def from_onnx(cls, path: _PathLike, batch: int = ...) -> Graph: ...
+    def simulate(self, target: Union[str, Mapping[str, Any], Target],
+                 choices: Optional[Mapping[str, Tuple[Mapping[str, int], float]]] = ...,
+                 policy: str = ...) -> Timeline: ...
+
+class TimelineNode:
+    name: str
+    op: str
+    launched_us: float
+    start_us: float
+    end_us: float
+    stream: int
+    cores: List[int]
+
+class Timeline:
+    graph: str
+    target: str
+    policy: str
+    nodes: List[TimelineNode]
+    makespan_us: float
+    serial_us: float
+    critical_path: List[str]
+    utilisation: float
 
 class FusionRule:
     pattern: Tuple[str, ...]
@@ -347,6 +370,8 @@ class GraphTuneResult:
     graph: Graph
     total_us: float
     not_tuned: List[str]
+    target: Target
+    def simulate(self, policy: str = ...) -> Timeline: ...
 
 _P = TypeVar("_P", bound=type)
 

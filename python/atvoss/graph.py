@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _atvoss
 from ._json import dumps, loads
-from .vocabulary import Workload
+from .vocabulary import Target, Workload
 
 # Bytes per element of the dtypes atvoss tunes (core/workload.hpp DType), and ONNX's names.
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "float": 4, "int64": 8, "int32": 4,
@@ -228,8 +228,58 @@ class Graph:
         return cls.from_json(loads(_atvoss.onnx_graph(p, int(batch), False)),
                              os.path.splitext(os.path.basename(p))[0])
 
+    def simulate(self, target: Union[str, Mapping[str, Any], "Target"],
+                 choices: Optional[Mapping[str, Tuple[Mapping[str, int], float]]] = None,
+                 policy: str = "critical_path") -> "Timeline":
+        """Runs the graph on target's device with the execution simulator (docs/execution.md):
+        a kernel in choices ({node: (schedule, time_us)}) costs that time on the cores and
+        unit its schedule's plan holds; any other op its fallback time from its bytes on
+        every vector core. policy: "critical_path" (the ready queue by upward rank) or
+        "topological" (graph order). Open Profilers collect the timeline (source "graph")."""
+        from .vocabulary import as_target
+        from . import profiler as _profiling
+
+        t = as_target(target)
+        chosen = {n: {"schedule": dict(s), "time_us": float(us)} for n, (s, us) in (choices or {}).items()}
+        j = loads(_atvoss.simulate_graph(dumps(self.to_json()), t._arg(), dumps(chosen), policy))
+        timeline = Timeline(self.name, t.name, policy, [TimelineNode(**n) for n in j["nodes"]],
+                            float(j["makespan_us"]), float(j["serial_us"]), list(j["critical_path"]),
+                            float(j["utilisation"]))
+        _profiling.collect_timeline(timeline)
+        return timeline
+
     def __repr__(self) -> str:
         return f"Graph({self.name!r}, {len(self.nodes)} ops, {len(self.tensors)} tensors)"
+
+
+@dataclass(frozen=True)
+class TimelineNode:
+    """One kernel of a simulated run: when its launch was issued, when it ran, the stream
+    (lane) it ran on and the core indices it held (execution/scheduler.hpp)."""
+
+    name: str
+    op: str
+    launched_us: float
+    start_us: float
+    end_us: float
+    stream: int
+    cores: List[int]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A graph run on its device by the execution simulator: per kernel its TimelineNode,
+    the makespan, the serial sum of the same kernels, the critical path (node names) and the
+    share of the cores' time kept busy."""
+
+    graph: str
+    target: str
+    policy: str
+    nodes: List[TimelineNode]
+    makespan_us: float
+    serial_us: float
+    critical_path: List[str]
+    utilisation: float
 
 
 @dataclass(frozen=True)

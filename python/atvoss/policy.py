@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
-from .graph import FusionScheduler, Graph, Node, _joins, fuse_into
+from .graph import FusionScheduler, Graph, Node, Timeline, _joins, fuse_into
 from .tuning import _check_int, measure, run_job
 from .vocabulary import Schedule, ScheduleSpace, Target, Workload, as_target
 
@@ -97,6 +97,12 @@ class GraphTuneResult:
     graph: Graph
     total_us: float
     not_tuned: List[str]
+    target: Target
+
+    def simulate(self, policy: str = "critical_path") -> Timeline:
+        """The fused graph run on the target's device under the chosen schedules
+        (Graph.simulate): what runs concurrently, where total_us is the serial sum."""
+        return self.graph.simulate(self.target, {n: (r.schedule, r.time_us) for n, r in self.nodes.items()}, policy)
 
 
 def _kernel_node(g: Graph, name: str, policy: str) -> Node:
@@ -231,4 +237,4 @@ def tune_graph(graph: Graph, target: Union[Target, str], trials: int = 64, *,
                                     "tuner", fused, count)
     total = sum(r.time_us * r.count for r in results.values())
     not_tuned = [n for n, node in g.nodes.items() if node.kernel is None and node.fused_into is None]
-    return GraphTuneResult(results, used, g, total, not_tuned)
+    return GraphTuneResult(results, used, g, total, not_tuned, t)

@@ -125,6 +125,14 @@ def collect(workload: Any, target: Any, measurements: Iterable[Any], source: str
         p._add(workload, target, batch, source)
 
 
+def collect_timeline(timeline: Any) -> None:
+    """Hands a simulated graph run (graph.Timeline, Graph.simulate) to every open Profiler."""
+    with _lock:
+        profilers = list(_active)
+    for p in profilers:
+        p._add_timeline(timeline)
+
+
 class Profiler:
     """Collects the measurements handed over inside a ``with`` block (any thread).
 
@@ -139,7 +147,10 @@ class Profiler:
     "ops" (every ok measurement, slowest first, with shares, bottleneck and hint),
     "bottlenecks" (the top ones), "total_us" and "failed"; ``print(p.summary())`` prints it.
     ``p.top_bottleneck_ops(k)`` groups by op; ``p.stats()`` and ``p.trace_events()`` are
-    summary.json and trace.json, ``p.write(dir)`` writes both.
+    summary.json and trace.json, ``p.write(dir)`` writes both. ``p.timelines`` holds the
+    graph runs simulated inside the block (Graph.simulate, GraphTuneResult.simulate): each is
+    a process of its own in the trace, at its simulated times, and an entry of "graphs" in
+    the summary (makespan, serial sum, utilisation, critical path).
     """
 
     def __init__(self, collect: Optional[Sequence[str]] = None, interval_us: int = 0,
@@ -149,6 +160,7 @@ class Profiler:
         self.output_dir: Optional[str] = _check_output_dir(output_dir, "Profiler")
         self.measurements: List[Tuple[Any, Any, Any]] = []
         self.records: List[ProfileRecord] = []
+        self.timelines: List[Any] = []  # graph.Timeline of each Graph.simulate inside the block
         self._tracks: Dict[str, _Track] = {}
         self._analyses: Dict[int, Tuple[str, str]] = {}  # record index -> (bottleneck, hint)
         self._items_lock = threading.Lock()
@@ -179,6 +191,10 @@ class Profiler:
                 track.kept += 1
                 self.measurements.append((workload, target, m))
                 self.records.append(ProfileRecord(workload, target, m, source, start, self._metrics_of(m)))
+
+    def _add_timeline(self, timeline: Any) -> None:
+        with self._items_lock:
+            self.timelines.append(timeline)
 
     def _metrics_of(self, m: Any) -> Dict[str, float]:
         """The collected metrics of an ok measurement (its time alone if it has no profile)."""
@@ -277,6 +293,7 @@ class Profiler:
             "ops": {label: self._group_stats(rs) for label, rs in by_label.items()},
             "failures": [_failure(r) for r in records if not r.measurement.ok],
             "top_bottleneck_ops": [dict(o.__dict__) for o in self.top_bottleneck_ops(top)],
+            "graphs": [_graph_stats(t) for t in list(self.timelines)],
         }
 
     def _group_stats(self, records: List[ProfileRecord]) -> Dict[str, Any]:
@@ -295,8 +312,11 @@ class Profiler:
         events += [{"ph": "M", "pid": 1, "tid": t.tid, "name": "thread_name", "args": {"name": s}}
                    for s, t in tracks.items()]
         events += [_event(r, tracks[r.source].tid) for r in records]
+        for pid, timeline in enumerate(list(self.timelines), start=2):
+            events += _timeline_events(timeline, pid)
         return {"traceEvents": events, "displayTimeUnit": "ns",
-                "otherData": {"clock": "measured time per source, laid end to end; not wall time",
+                "otherData": {"clock": "measured time per source, laid end to end; not wall time; a simulated "
+                                       "graph run (its own process) at its simulated times",
                               "interval_us": self.interval_us}}
 
     def write(self, output_dir: Optional[PathArg] = None) -> None:
@@ -384,6 +404,30 @@ def _event(r: ProfileRecord, tid: int) -> Dict[str, Any]:
         args["message"] = m.message
     return {"name": _label(r.workload), "cat": r.source, "ph": "X", "pid": 1, "tid": tid,
             "ts": r.start_us, "dur": _duration(m), "args": args}
+
+
+def _timeline_events(t: Any, pid: int) -> List[Dict[str, Any]]:
+    """A simulated graph run as a process of its own: one track per stream, each kernel at
+    its simulated start and end, the critical path marked in its args."""
+    critical = set(t.critical_path)
+    events: List[Dict[str, Any]] = [
+        {"ph": "M", "pid": pid, "tid": 0, "name": "process_name",
+         "args": {"name": f"graph {t.graph} on {t.target} ({t.policy}, simulated)"}}]
+    for stream in sorted({n.stream for n in t.nodes}):
+        events.append({"ph": "M", "pid": pid, "tid": stream + 1, "name": "thread_name",
+                       "args": {"name": f"stream {stream}"}})
+    for n in t.nodes:
+        events.append({"name": n.name, "cat": "graph", "ph": "X", "pid": pid, "tid": n.stream + 1,
+                       "ts": n.start_us, "dur": n.end_us - n.start_us,
+                       "args": {"op": n.op, "cores": len(n.cores), "launched_us": n.launched_us,
+                                "critical_path": n.name in critical}})
+    return events
+
+
+def _graph_stats(t: Any) -> Dict[str, Any]:
+    return {"graph": t.graph, "target": t.target, "policy": t.policy, "makespan_us": t.makespan_us,
+            "serial_us": t.serial_us, "utilisation": t.utilisation, "critical_path": list(t.critical_path),
+            "kernels": len(t.nodes)}
 
 
 def _write_json(path: str, doc: Dict[str, Any], indent: Optional[int] = 1) -> None:

@@ -61,5 +61,6 @@ PYBIND11_MODULE(_atvoss, m) {
   python::bind_backends(m);
   python::bind_worker(m);
   python::bind_graph(m);
+  python::bind_execution(m);
   m.attr("MAX_INPUT_FILE_BYTES") = kMaxInputFileBytes;  // one bound for C++ and Python reads
 }
