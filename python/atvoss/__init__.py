@@ -15,6 +15,11 @@ __version__ = "0.1.0"  # pyproject.toml's version; test_docs checks the two agre
 # Passive waiting is what the tuner's kernel runner measures with (host/kernel_timing.cpp),
 # so the runtime delivers the times the tuner reported. A value the user set is kept.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# The same trap from numpy's side: after each call OpenBLAS's idle threads poll for 2^28
+# cycles (about 0.1 s) and took a core from a 2-thread tuned kernel run between numpy calls
+# (1024^3: 26.9 ms against the tuner's 11.7; 16.4 ms with this; docs/runtime.md). It only
+# takes effect when numpy is imported after atvoss. A value the user set is kept.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 # An installed package carries the host backend's kernel runner (setup.py); in the build
 # tree the C++ core finds it by the path CMake compiled in. A runner the user set is kept.
