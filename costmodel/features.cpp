@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -441,7 +443,37 @@ Featurizer::Featurizer(const Workload& workload, const Target& target)
       generic_(!lowering::can_lower(workload)),
       context_(context_block(workload, target)),
       floor_us_(generic_ ? 0.0 : floor_us(workload, target)) {
-  if (!generic_) knobs_ = lowering::knobs_for(workload, target);
+  if (generic_) return;
+  knobs_ = lowering::knobs_for(workload, target);
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  for (const auto& k : knobs_) {
+    const std::int64_t hi = k.name == knobs::tile_order ? 2 : k.name == knobs::fusion_level ? 3 : kMax;
+    ranges_.push_back({k.name, hi == kMax ? 1 : 0, hi, true});
+  }
+  for (std::string_view k : knobs::host_only) {
+    if (std::none_of(knobs_.begin(), knobs_.end(), [&](const Knob& x) { return x.name == k; })) {
+      ranges_.push_back({std::string(k), 1, kMax, false});
+    }
+  }
+  std::sort(ranges_.begin(), ranges_.end(), [](const KnobRange& a, const KnobRange& b) { return a.name < b.name; });
+}
+
+// Whether lowerable(s, knobs_) is s itself: every space knob given and in its range, and no
+// other knob but host-only ones >= 1. Walks both name-sorted lists once.
+bool Featurizer::lowerable_as_is(const Schedule& s) const {
+  auto r = ranges_.begin();
+  for (const auto& [name, value] : s.values()) {
+    while (r != ranges_.end() && r->name < name) {
+      if (r->required) return false;  // a space knob the schedule lacks
+      ++r;
+    }
+    if (r == ranges_.end() || r->name != name || value < r->lo || value > r->hi) return false;
+    ++r;
+  }
+  for (; r != ranges_.end(); ++r) {
+    if (r->required) return false;
+  }
+  return true;
 }
 
 void Featurizer::write(const Schedule& schedule, std::span<float> out) const {
@@ -451,7 +483,10 @@ void Featurizer::write(const Schedule& schedule, std::span<float> out) const {
     return;
   }
   write_named_knobs(schedule, out);
-  const lowering::KernelPlan plan = lowering::plan_kernel(workload_, target_, lowerable(schedule, knobs_));
+  Schedule completed;
+  const bool as_is = lowerable_as_is(schedule);
+  if (!as_is) completed = lowerable(schedule, knobs_);
+  const lowering::KernelPlan plan = lowering::plan_kernel(workload_, target_, as_is ? schedule : completed);
   if (plan.tiles.empty()) return;  // a registered op whose plan has no tiles: knobs only
   const PlanTotals sum = totals(plan);
   write_geometry(plan, target_, out);

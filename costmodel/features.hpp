@@ -92,6 +92,15 @@ class Featurizer {
   Target target_;
   bool generic_ = false;        // no lowering (measured table): knob slots only
   std::vector<Knob> knobs_;     // the op's knobs, to complete partial schedules
+  // Each knob lowerable() keeps, by name, with the least and most value it leaves as is: a
+  // schedule within them is lowered without being copied (lowerable_as_is).
+  struct KnobRange {
+    std::string name;
+    std::int64_t lo, hi;
+    bool required;  // a space knob (the host-only ones are kept only when given)
+  };
+  std::vector<KnobRange> ranges_;  // sorted by name, as Schedule keeps its knobs
+  bool lowerable_as_is(const Schedule& s) const;
   std::vector<float> context_;  // workload + target block, copied into every row
   double floor_us_ = 0;         // physics floor of the workload, for est_roofline_fraction
 };

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "core/named_registry.hpp"
@@ -38,11 +40,17 @@ std::vector<std::string> alternatives(std::string step) {
   }
 }
 
+// Without building alternatives(): every lowering of a fused kernel asks this per step.
 bool step_matches(const std::string& step, const std::string& op) {
-  for (const auto& alt : alternatives(step)) {
+  std::string_view rest(step);
+  if (repeats(step)) rest.remove_suffix(1);
+  for (;;) {
+    const std::size_t bar = rest.find('|');
+    const std::string_view alt = rest.substr(0, bar);
     if (alt == "*" || alt == op) return true;
+    if (bar == std::string_view::npos) return false;
+    rest.remove_prefix(bar + 1);
   }
-  return false;
 }
 
 // The longest run of ops from `at` that the steps from `step` match; a "+" step may

@@ -107,11 +107,14 @@ Values fusion_values(const Workload& w) {
 
 Knob knob(std::string_view name, Values values) { return {std::string(name), std::move(values)}; }
 
-void check_fit(KernelPlan& p, const char* level, double need, double capacity,
-               const std::string& what) {
+// what() gives the reason's tail; it is called only when the buffer does not fit: a
+// featuriser lowers thousands of valid schedules, and building each message for nothing
+// cost it time.
+template <typename What>
+void check_fit(KernelPlan& p, const char* level, double need, double capacity, const What& what) {
   if (!p.verdict.ok || need <= capacity) return;
   p.verdict = Verdict::invalid(std::string(level) + ": " + format_bytes(need) + " > " +
-                               format_bytes(capacity) + " " + what);
+                               format_bytes(capacity) + " " + what());
 }
 
 std::string with_depth(int depth) { return "with async_copy_depth " + std::to_string(depth); }
@@ -267,14 +270,12 @@ double epilogue_ub(const Common& c, double rows, double cols, double extra_in) {
 
 void check_cube_buffers(KernelPlan& p, const Common& c) {
   const Footprint& f = p.footprint;
-  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), with_depth(c.depth));
-  check_fit(p, "L1", f.l1, double(c.t.l1_bytes),
-            with_depth(c.depth) + (c.fusion_level >= 3 ? " and fusion_level 3 output kept" : ""));
-  check_fit(p, "UB", f.ub, double(c.t.ub_bytes), "for the fused epilogue " + with_depth(c.depth));
+  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, "L1", f.l1, double(c.t.l1_bytes), [&] { return std::string(with_depth(c.depth) + (c.fusion_level >= 3 ? " and fusion_level 3 output kept" : "")); });
+  check_fit(p, "UB", f.ub, double(c.t.ub_bytes), [&] { return std::string("for the fused epilogue " + with_depth(c.depth)); });
   // A fusion rule may bound what its fused epilogue holds on chip (fusion_rules.hpp).
   if (p.fusion.memory_budget_bytes > 0 && !p.fusion.fused.empty()) {
-    check_fit(p, "UB", f.ub, p.fusion.memory_budget_bytes,
-              "memory budget of fusion rule '" + p.fusion.rule + "' " + with_depth(c.depth));
+    check_fit(p, "UB", f.ub, p.fusion.memory_budget_bytes, [&] { return std::string("memory budget of fusion rule '" + p.fusion.rule + "' " + with_depth(c.depth)); });
   }
 }
 
@@ -358,9 +359,9 @@ KernelPlan plan_matmul(const Common& c) {
     if (!p.fusion.fused.empty()) f.ub = epilogue_ub(c, c.pad_m(tm), c.pad_n(tn), extra_in);
   }
   check_depth(p, c);
-  check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), with_depth(c.depth));
-  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), with_depth(c.depth));
-  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes), "for one fp32 accumulator of tile_m x tile_n");
+  check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes), [&] { return std::string("for one fp32 accumulator of tile_m x tile_n"); });
   check_cube_buffers(p, c);
   check_row_fusion(p, tn, N, "tile_n");
   return p;
@@ -545,7 +546,7 @@ KernelPlan plan_depthwise(const Common& c) {
   p.footprint.ub = d * (in_h * in_w * ct_p * c.b + out_tile * (1 + extra_in)) +
                    weights * ct_p * double(R * S) * c.b;
   check_depth(p, c);
-  check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), with_depth(c.depth));
+  check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), [&] { return std::string(with_depth(c.depth)); });
   check_row_fusion(p, tc, C, "tile_c");
   return p;
 }
@@ -613,7 +614,7 @@ KernelPlan plan_rows(const Common& c) {
   p.footprint.ub = double(c.depth) * (tile_p * (inputs + extra_in) + std::max(out_tile_max, tile_p)) +
                    (op.row_reduction ? tile_p / c.b * 4 : 0);
   check_depth(p, c);
-  check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), with_depth(c.depth));
+  check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), [&] { return std::string(with_depth(c.depth)); });
   if (op.row_output == RowOutput::transposed && (N % w.dim("inner") != 0 || tn % w.dim("inner") != 0)) {
     p.verdict = Verdict::invalid("transpose: N and tile_n must be multiples of inner " +
                                  std::to_string(w.dim("inner")));
@@ -673,11 +674,11 @@ KernelPlan plan_attention(const Common& c) {
   f.l1 = double(tm) * double(D) * c.b + d * 2 * double(tn) * double(D) * c.b;
   f.ub = d * double(tm) * double(tn) * 4 + double(tm) * double(D) * 4 + 2 * double(tm) * 4;
   check_depth(p, c);
-  check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), with_depth(c.depth));
-  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), with_depth(c.depth));
-  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes), "for the fp32 scores and output of tile_m queries");
-  check_fit(p, "L1", f.l1, double(c.t.l1_bytes), "for Q and the K/V tiles " + with_depth(c.depth));
-  check_fit(p, "UB", f.ub, double(c.t.ub_bytes), "for the online softmax " + with_depth(c.depth));
+  check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes), [&] { return std::string("for the fp32 scores and output of tile_m queries"); });
+  check_fit(p, "L1", f.l1, double(c.t.l1_bytes), [&] { return std::string("for Q and the K/V tiles " + with_depth(c.depth)); });
+  check_fit(p, "UB", f.ub, double(c.t.ub_bytes), [&] { return std::string("for the online softmax " + with_depth(c.depth)); });
   return p;
 }
 
