@@ -444,6 +444,7 @@ Featurizer::Featurizer(const Workload& workload, const Target& target)
       context_(context_block(workload, target)),
       floor_us_(generic_ ? 0.0 : floor_us(workload, target)) {
   if (generic_) return;
+  compulsory_bytes_ = workload.compulsory_bytes();
   knobs_ = lowering::knobs_for(workload, target);
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   for (const auto& k : knobs_) {
@@ -490,7 +491,7 @@ void Featurizer::write(const Schedule& schedule, std::span<float> out) const {
   if (plan.tiles.empty()) return;  // a registered op whose plan has no tiles: knobs only
   const PlanTotals sum = totals(plan);
   write_geometry(plan, target_, out);
-  write_traffic(plan, sum, target_, workload_.compulsory_bytes(), out);
+  write_traffic(plan, sum, target_, compulsory_bytes_, out);
   write_roofline(roofline(plan, sum, target_, workload_.dtype()), floor_us_, out);
   for (float& v : out) {
     if (!std::isfinite(v)) v = 0.0f;  // a degenerate target must not poison training

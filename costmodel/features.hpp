@@ -103,6 +103,7 @@ class Featurizer {
   bool lowerable_as_is(const Schedule& s) const;
   std::vector<float> context_;  // workload + target block, copied into every row
   double floor_us_ = 0;         // physics floor of the workload, for est_roofline_fraction
+  double compulsory_bytes_ = 0; // the workload's, asked once: each row's traffic features read it
 };
 
 FeatureMatrix featurize(const Workload& workload, const Target& target,
