@@ -233,6 +233,7 @@ class JobReport {
             {"graph", tasks_.graph().summary()}, {"not_tuned", frontend::fallbacks_json(tasks_, target_)},
             {"folded", folded}, {"fusion", data.fusion.to_json()},
             {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
+            {"confirmation", {{"tasks", tuned_.confirmed_tasks}, {"pick_changed", tuned_.confirm_changed}}},
             {"database", out.database}, {"table", out.table}, {"report", out.report},
             {"memory", {{"weight_bytes", memory.weight_bytes},
                         {"peak_activation_bytes", memory.peak_activation_bytes},

@@ -33,7 +33,7 @@ Json curve_json(const std::vector<double>& curve) {
 
 struct SingleArgs {
   std::string target, workload, strategy = "model-guided", db, export_path, cost_model = "xgboost";
-  int trials = 0, repeat = 3, batch_size = 16, early_stopping = 0;
+  int trials = 0, repeat = 3, batch_size = 16, early_stopping = 0, confirm_top = -1;
   std::uint64_t seed = 0;
   bool json = false;
 };
@@ -51,6 +51,7 @@ int run_single(const SingleArgs& a, const std::string& farm) {
   spec.repeat = a.repeat;
   spec.batch_size = a.batch_size;
   spec.early_stopping = a.early_stopping;
+  spec.confirm_top = a.confirm_top;
   spec.seed = a.seed;
   const auto [workload, target, r] = tuner::tune_single(spec);
   if (a.json) {
@@ -60,7 +61,7 @@ int run_single(const SingleArgs& a, const std::string& farm) {
              {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
              {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},
              {"profile", r.best_schedule ? r.best.profile.to_json() : Json(nullptr)},
-             {"curve", curve_json(r.curve)}};
+             {"curve", curve_json(r.curve)}, {"confirmed", r.confirmed}, {"pick_changed", r.pick_changed}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -75,6 +76,10 @@ int run_single(const SingleArgs& a, const std::string& farm) {
   }
   std::printf("trials: %d (%d resumed, %d measured now; stop: %s)\n", r.trials, r.resumed,
               r.measured, r.stop_reason.c_str());
+  if (r.confirmed > 0) {
+    std::printf("confirmed: the %d fastest measured again side by side; %s\n", r.confirmed,
+                r.pick_changed ? "the winner changed" : "the winner held");
+  }
   return 0;
 }
 
@@ -162,6 +167,8 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", a.batch_size, "schedules per round")->capture_default_str();
   app.add_option("--early-stopping", a.early_stopping,
                  "stop after N trials without 0.1% improvement (0 = never)")->capture_default_str();
+  app.add_option("--confirm-top", a.confirm_top,
+                 "re-measure the K fastest side by side at the end (default: 5 on the host, 0 on simulators)");
   app.add_option("--export", a.export_path, "write the lookup table here afterwards");
   app.add_flag("--json", a.json, "machine-readable output (single mode adds the best-so-far curve)");
   app.add_flag("--quiet", quiet, "no progress output");

@@ -330,7 +330,11 @@ class JobRun {
   // run are measured again before the table is exported, so a lucky-once time does not win.
   void confirm_bests() {
     for (std::size_t i = 0; i < runs_.size(); ++i) {
-      if (runs_[i].tuned_now) session_of(int(i)).confirm_best(kConfirmTop);
+      if (!runs_[i].tuned_now) continue;
+      TuningSession& session = session_of(int(i));
+      session.confirm_best(kConfirmTop);
+      confirmed_tasks_ += session.result().confirmed > 0 ? 1 : 0;
+      confirm_changed_ += session.result().pick_changed ? 1 : 0;
     }
   }
 
@@ -374,6 +378,8 @@ class JobRun {
     out.trials = total_trials();
     out.resumed_trials = resumed;
     out.measured = out.trials - resumed;
+    out.confirmed_tasks = confirmed_tasks_;
+    out.confirm_changed = confirm_changed_;
     const auto picks = final_picks();
     for (std::size_t i = 0; i < runs_.size(); ++i) {
       const auto& r = runs_[i];
@@ -398,6 +404,7 @@ class JobRun {
   TaskScheduler scheduler_;
   std::shared_ptr<Progress> progress_;  // handed on open (TunedModel)
   int trials_reported_ = 0;              // options_.on_trial's count of the job's trials
+  int confirmed_tasks_ = 0, confirm_changed_ = 0;  // confirm_bests(), for TunedModel
   std::vector<TaskRun> runs_;
   std::int64_t job_id_ = 0;
 };

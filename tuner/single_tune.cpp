@@ -18,6 +18,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   limits::check("--repeat", spec.repeat, limits::repeat);
   limits::check("--batch-size", spec.batch_size, limits::batch_size);
   limits::check("--early-stopping", spec.early_stopping, limits::early_stopping);
+  if (spec.confirm_top != -1) limits::check("--confirm-top", spec.confirm_top, limits::confirm_top);
   costmodel::require_cost_model(spec.cost_model, "--cost-model");
   if (spec.db.empty()) throw_bad_input("--db must name a database file");
   require_output_file(spec.db, "--db");
@@ -38,7 +39,9 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   options.seed = spec.seed;
   options.cancel = cancel;
   options.after_round = [&] { setup.save_if_retrained(db); };
-  if (out.target.organisation == "cpu") options.confirm_top = kConfirmTop;  // real noise (tuner.hpp)
+  options.confirm_top = spec.confirm_top >= 0 ? spec.confirm_top
+                        : out.target.organisation == "cpu" ? kConfirmTop  // real noise (tuner.hpp)
+                                                           : 0;
   out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db.records(), options,
                     callbacks);
   if (!spec.export_path.empty() && out.result.stop_reason != "cancelled") {

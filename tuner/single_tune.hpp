@@ -25,6 +25,9 @@ struct SingleTuneSpec {
   int repeat = 3;
   int batch_size = 16;
   int early_stopping = 0;  // trials without 0.1% gain before stopping; 0: never
+  // The fastest schedules re-measured at the end (TuneOptions::confirm_top); -1: kConfirmTop
+  // on a real machine (a target of organisation "cpu"), none on a simulator.
+  int confirm_top = -1;
   std::uint64_t seed = 0;
 };
 

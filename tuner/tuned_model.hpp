@@ -45,6 +45,10 @@ struct TunedModel {
   int trials = 0;          // stored over all tasks after the run
   int resumed_trials = 0;  // found in the database at the start
   int measured = 0;        // stored by this run
+  // The end's confirmation on a real machine (TuneOptions::confirm_top): tasks whose fastest
+  // schedules were measured again, and how many of them it gave another winner.
+  int confirmed_tasks = 0;
+  int confirm_changed = 0;
   std::shared_ptr<Progress> progress;
 
   int tasks_tuned() const;  // tasks with a measured schedule

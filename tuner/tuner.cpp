@@ -190,21 +190,28 @@ void TuningSession::confirm_best(int k) {
   if (top.size() < 2) return;
   std::vector<Schedule> schedules;
   for (const auto& r : top) schedules.push_back(r.schedule);
-  const std::vector<Measurement> again = measure(schedules, false);
-  std::vector<db::Record> records;
-  for (std::size_t i = 0; i < schedules.size(); ++i) {
-    if (is_infrastructure_error(again[i].status)) continue;
-    db::Record r(workload_, target_info_, schedules[i], again[i]);
-    r.worker = measurer_.name();
-    r.job = options_.job;
-    records.push_back(std::move(r));
+  const std::optional<Schedule> before = result_.best_schedule;
+  for (int round = 0; round < std::max(1, options_.confirm_rounds); ++round) {
+    std::rotate(schedules.begin(), schedules.begin() + (round > 0 ? 1 : 0), schedules.end());
+    const std::vector<Measurement> again = measure(schedules, false);
+    std::vector<db::Record> records;  // one per schedule: the store pools it with the rest
+    for (std::size_t i = 0; i < schedules.size(); ++i) {
+      if (is_infrastructure_error(again[i].status)) continue;
+      db::Record r(workload_, target_info_, schedules[i], again[i]);
+      r.worker = measurer_.name();
+      r.job = options_.job;
+      records.push_back(std::move(r));
+    }
+    if (!records.empty()) records_.insert(records);
+    if (cancelled(options_.cancel)) break;
   }
-  if (!records.empty()) records_.insert(records);
+  result_.confirmed = int(schedules.size());
   const auto best = records_.best(workload_.key(), target_info_.key, 1);
   if (best.empty()) return;
   result_.best_schedule = best.front().schedule;
   result_.best = best.front().measurement;
   result_.best_us = best.front().measurement.time_us;
+  result_.pick_changed = before != result_.best_schedule;
 }
 
 TuneResult tune(const Workload& workload, const Target& target, int budget,

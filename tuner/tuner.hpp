@@ -62,6 +62,9 @@ struct TuneOptions {
   // this keeps such a one from being declared the winner. 0 (default) skips it; tune_single
   // sets kConfirmTop for the host backend. On a deterministic simulator it changes nothing.
   int confirm_top = 0;
+  // The confirmation's rounds: each measures the k once, side by side, the order rotated by
+  // one per round, so a drift of the machine over the rounds touches each alike. Default 3.
+  int confirm_rounds = 3;
   // Raised by the caller (Ctrl-C in Python): the items not finished are answered `error`
   // and not stored, the host's children are killed (core/cancel.hpp), the finished ones
   // of the round are stored, and tune() returns with stop_reason "cancelled".
@@ -108,6 +111,8 @@ struct TuneResult {
   int measured = 0;                 // trials stored by this run
   std::vector<double> curve;        // best so far after each trial (inf before the first ok)
   std::string stop_reason;          // "budget", "early_stopping", "exhausted" or "cancelled"
+  int confirmed = 0;                // schedules re-measured by the confirmation (confirm_top)
+  bool pick_changed = false;        // ... and whether it changed the best schedule
 };
 
 // One workload's tuning state across rounds; the job runner interleaves sessions.
@@ -132,8 +137,10 @@ class TuningSession {
   // Called for each trial as it finishes (TuneCallbacks::on_trial; budget left 0).
   void set_on_trial(std::function<void(const TrialProgress&)> on_trial) { on_trial_ = std::move(on_trial); }
   const Workload& workload() const { return workload_; }
-  // TuneOptions::confirm_top: re-measures the k fastest stored schedules, stores the new
-  // repeats (not counted as trials) and takes the best from the combined records.
+  // TuneOptions::confirm_top: re-measures the k fastest stored schedules in
+  // TuneOptions::confirm_rounds interleaved rounds, stores the new repeats (not counted as
+  // trials) and takes the best from the combined records; result().pick_changed says
+  // whether that changed the winner.
   void confirm_best(int k);
 
  private:

@@ -104,6 +104,8 @@ class TuneResult:
     best: Optional[Measurement]
     objective: str
     higher_is_better: bool
+    confirmed: int
+    pick_changed: bool
     @property
     def speedup(self) -> float: ...
     @property
@@ -113,7 +115,7 @@ def tune(workload: _WorkloadLike, target: _TargetLike, trials: int = ..., strate
          db: _PathLike = ..., seed: int = ..., farm: Optional[str] = ...,
          progress: Optional[Callable[[Dict[str, Any]], None]] = ..., *, cost_model: str = ...,
          repeat: int = ..., batch_size: int = ..., early_stopping: int = ...,
-         export: Optional[_PathLike] = ...) -> TuneResult: ...
+         export: Optional[_PathLike] = ..., confirm_top: Optional[int] = ...) -> TuneResult: ...
 def run_job(spec_or_path: Union[Mapping[str, Any], _PathLike], quiet: bool = ...,
             progress: Optional[Callable[[Dict[str, Any]], None]] = ...) -> Dict[str, Any]: ...
 def measure(workload: _WorkloadLike, target: _TargetLike,

@@ -91,7 +91,9 @@ class TuneResult:
 
     objective is what best_us ranks: "time" (microseconds), or the objective of a Kernel
     Tuner cache tuned for another figure ("GFLOP/s", ...). Then best_us holds its cost (the
-    value, or 1 / value when higher_is_better) and best_objective the value itself."""
+    value, or 1 / value when higher_is_better) and best_objective the value itself.
+    confirmed: how many schedules the confirmation measured again (tune's confirm_top);
+    pick_changed: whether it changed the winner."""
 
     workload: Workload
     target: Target
@@ -106,6 +108,8 @@ class TuneResult:
     best: Optional[Measurement] = field(default=None, repr=False)
     objective: str = "time"
     higher_is_better: bool = False
+    confirmed: int = 0
+    pick_changed: bool = False
 
     @property
     def best_objective(self) -> float:
@@ -146,7 +150,7 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
          db: Union[str, os.PathLike] = ":memory:", seed: int = 0, farm: Optional[str] = None,
          progress: Optional[Callable[[Dict[str, Any]], None]] = None, *, cost_model: str = "xgboost",
          repeat: int = 3, batch_size: int = 16, early_stopping: int = 0,
-         export: Optional[Union[str, os.PathLike]] = None) -> TuneResult:
+         export: Optional[Union[str, os.PathLike]] = None, confirm_top: Optional[int] = None) -> TuneResult:
     """Tune one workload on one target and return a TuneResult.
 
     workload: a Workload, dict, JSON text or file. target: a Target, preset name, file, dict
@@ -161,6 +165,10 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     "best_us" (so far), "default_us" (inf until measured), "workload", "schedule",
     "measurement"}; an
     exception it raises stops tuning and is raised by tune. export: write the lookup table.
+    confirm_top: the fastest schedules measured again at the end, side by side in three
+    interleaved rounds, their repeats pooled before the winner is taken (None: 5 on the
+    host, 0 on simulators, whose measurements repeat exactly); TuneResult.pick_changed says
+    whether that changed the winner.
 
     Ctrl-C (KeyboardInterrupt) stops tuning within about 0.1 s plus one poll of the work in
     flight: host kernels and compiles running are killed, and every trial that finished is
@@ -184,13 +192,15 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
             "farm": farm or "", "repeat": _check_int(repeat, "repeat", 1),
             "batch_size": _check_int(batch_size, "batch_size", 1),
             "early_stopping": _check_int(early_stopping, "early_stopping", 0), "seed": seed,
-            "export": os.fspath(export) if export else ""}
+            "export": os.fspath(export) if export else "",
+            "confirm_top": -1 if confirm_top is None else _check_int(confirm_top, "confirm_top", 0, 1000)}
     r = loads(_atvoss.tune(dumps(spec), _trial_reporter(w, t, progress)))
     best_schedule = Schedule(r["best_schedule"]) if r["best_schedule"] is not None else None
     best = Measurement.from_json(best_schedule, r["best"]) if best_schedule is not None else None
     result = TuneResult(w, t, best_schedule, time_or_inf(r["best_us"]), time_or_inf(r["default_us"]),
                         [time_or_inf(x) for x in r["curve"]], r["stop_reason"], r["trials"], r["resumed"],
-                        r["measured"], best, r["objective"]["objective"], r["objective"]["objective_higher_is_better"])
+                        r["measured"], best, r["objective"]["objective"], r["objective"]["objective_higher_is_better"],
+                        r["confirmed"], r["pick_changed"])
     _warn_about(result, trials, str(spec["strategy"]))
     return result
 

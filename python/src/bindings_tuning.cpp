@@ -52,6 +52,7 @@ tuner::SingleTuneSpec single_spec(const Json& j) {
   s.repeat = field_or<int>(j, "repeat", s.repeat);
   s.batch_size = field_or<int>(j, "batch_size", s.batch_size);
   s.early_stopping = field_or<int>(j, "early_stopping", s.early_stopping);
+  s.confirm_top = field_or<int>(j, "confirm_top", s.confirm_top);
   s.seed = field_or<std::uint64_t>(j, "seed", 0);
   return s;
 }
@@ -102,7 +103,7 @@ Json result_json(const tuner::SingleTuneOutcome& out) {
   Json j{{"workload", out.workload.to_json()}, {"target", out.target.to_json()},
          {"best_us", r.best_us}, {"default_us", r.default_us}, {"trials", r.trials},
          {"resumed", r.resumed}, {"measured", r.measured}, {"curve", r.curve},
-         {"stop_reason", r.stop_reason}};
+         {"stop_reason", r.stop_reason}, {"confirmed", r.confirmed}, {"pick_changed", r.pick_changed}};
   j["best_schedule"] = r.best_schedule ? r.best_schedule->to_json() : Json();
   j["best"] = r.best_schedule ? r.best.to_json() : Json();
   // What best_us ranks: a Kernel Tuner cache tuned for another objective keeps its cost there.

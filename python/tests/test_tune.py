@@ -317,3 +317,16 @@ def test_run_job_from_a_file_and_bad_spec(tmp_path):
         atvoss.run_job({"name": "bad", "target": "ascend910b", "workloads": [{"workload": MATMUL}]})
     with pytest.raises(TypeError):
         atvoss.run_job(42)
+
+
+def test_the_winner_is_confirmed_side_by_side(matmul, db_path):
+    r = atvoss.tune(matmul, "ascend910b", trials=12, strategy="random", seed=1, batch_size=4)
+    assert (r.confirmed, r.pick_changed) == (0, False)  # a simulator repeats itself: no confirmation
+    r = atvoss.tune(matmul, "ascend910b", trials=12, strategy="random", seed=1, batch_size=4, confirm_top=3,
+                    db=db_path)
+    assert r.confirmed == 3 and r.pick_changed is False and r.trials == 12
+    host = atvoss.tune({"op": "matmul", "dims": {"M": 64, "N": 64, "K": 64}}, "host", trials=6, strategy="random",
+                       seed=1)
+    assert host.confirmed == 5 and isinstance(host.pick_changed, bool)
+    with pytest.raises(ValueError, match="confirm_top"):
+        atvoss.tune(matmul, "ascend910b", trials=2, confirm_top=-1)

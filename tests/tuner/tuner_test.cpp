@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -144,15 +145,68 @@ TEST_F(TunerTest, ConfirmingTheTopKeepsALuckyOnceScheduleFromWinning) {
   LuckyOnceMeasurer noisy(measurer_, lucky);
   auto s = strategy(5);
   o.confirm_top = 3;
+  o.confirm_rounds = 1;
   db::MemoryRecordStore confirmed;
   const auto r = tune(workload_, target_, 24, *s, noisy, confirmed, o);
   ASSERT_TRUE(r.best_schedule.has_value());
   EXPECT_NE(*r.best_schedule, lucky);
+  EXPECT_TRUE(r.pick_changed);
+  EXPECT_EQ(r.confirmed, 3);
   EXPECT_LT(r.best_us, 5005.0);
   EXPECT_EQ(r.trials, 24);  // the re-measurements are not trials
   const auto stored = confirmed.find(workload_.key(), db::TargetInfo::from_target(target_).key, lucky.key());
   ASSERT_TRUE(stored.has_value());
   EXPECT_DOUBLE_EQ(stored->measurement.time_us, 5005.0);
+}
+
+// The confirmation measures the k side by side in rounds, the order rotated each round so no
+// schedule always goes first, and pools every round's repeats with the stored ones. Each
+// batch here runs 0.1% slower than the one before, as a machine that warms up: a drift that
+// touches the k alike, so the pick holds.
+class RecordingMeasurer final : public Measurer {
+ public:
+  explicit RecordingMeasurer(Measurer& inner) : inner_(inner) {}
+  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override {
+    std::vector<Schedule> order;
+    for (const auto& item : batch) order.push_back(item.schedule);
+    batches.push_back(order);
+    std::vector<Measurement> out = inner_.measure(batch);
+    const double drift = 1 + 0.001 * double(batches.size());
+    for (auto& m : out) {
+      m.time_us *= drift;
+      for (double& x : m.repeats) x *= drift;
+    }
+    return out;
+  }
+  std::string name() const override { return "recording"; }
+  std::vector<std::vector<Schedule>> batches;
+
+ private:
+  Measurer& inner_;
+};
+
+TEST_F(TunerTest, TheConfirmationInterleavesItsRoundsAndPoolsTheirRepeats) {
+  LocalMeasurer exact(LocalMeasurerOptions{1, std::chrono::milliseconds(10000), 2, 0.0});
+  RecordingMeasurer recording(exact);
+  auto s = strategy(6);
+  TuneOptions o;
+  o.batch_size = 8;
+  o.repeat = 2;
+  o.confirm_top = 3;
+  o.confirm_rounds = 3;
+  const auto r = tune(workload_, target_, 16, *s, recording, db_.records(), o);
+  ASSERT_GE(recording.batches.size(), 3u);
+  const std::vector<std::vector<Schedule>> rounds(recording.batches.end() - 3, recording.batches.end());
+  for (const auto& round : rounds) ASSERT_EQ(round.size(), 3u);
+  EXPECT_EQ(rounds[1], (std::vector<Schedule>{rounds[0][1], rounds[0][2], rounds[0][0]}));
+  EXPECT_EQ(rounds[2], (std::vector<Schedule>{rounds[0][2], rounds[0][0], rounds[0][1]}));
+  EXPECT_EQ(r.confirmed, 3);
+  EXPECT_FALSE(r.pick_changed);
+  EXPECT_EQ(r.trials, 16);  // the re-measurements are not trials
+  const auto stored = db_.records().find(workload_.key(), db::TargetInfo::from_target(target_).key,
+                                         rounds[0][0].key());
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->measurement.repeats.size(), 2u + 3 * 2u);  // the trial's and three rounds'
 }
 
 // The tuner needs only the RecordStore interface: over the in-memory store a run and its
