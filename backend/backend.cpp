@@ -64,6 +64,8 @@ void register_backend(std::shared_ptr<const Backend> backend) {
   r.backends.insert(r.backends.begin(), std::move(backend));
 }
 
+BackendTraits traits_for(const Workload& w, const Target& t) { return backend_for(w, t).traits(t); }
+
 ScheduleSpace space_for(const Workload& w, const Target& t) { return backend_for(w, t).space(w, t); }
 
 std::optional<Schedule> default_schedule(const Workload& w, const Target& t) {

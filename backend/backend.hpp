@@ -44,10 +44,23 @@ struct MeasureOptions {
   double noise = 0.02;
 };
 
+// What callers must know of how a backend measures, so that they ask this and never which
+// backend they hold.
+struct BackendTraits {
+  // Measurements vary from run to run (real hardware): a tuner confirms its winner by
+  // measuring the fastest again (tuner/tuner.hpp TuneOptions::confirm_top).
+  bool noisy = false;
+  // Single-core peak in GFLOP/s, where the backend knows it (reports give utilisation
+  // against it); 0 where it does not.
+  double peak_gflops = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // REQUIRES: serves(w, t) for some w. Default: a simulator's (exact, no peak).
+  virtual BackendTraits traits(const Target&) const { return {}; }
   // Whether this backend measures workload w on target t.
   virtual bool serves(const Workload& w, const Target& t) const = 0;
   // REQUIRES for the rest: serves(w, t).
@@ -73,6 +86,7 @@ std::vector<std::string> backend_names();
 void register_backend(std::shared_ptr<const Backend> backend);
 
 // Shorthands over backend_for(w, t).
+BackendTraits traits_for(const Workload& w, const Target& t);
 ScheduleSpace space_for(const Workload& w, const Target& t);
 std::optional<Schedule> default_schedule(const Workload& w, const Target& t);
 // The default where a whole-model job needs one; bad_input naming the backend if it has none.

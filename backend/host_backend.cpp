@@ -14,6 +14,8 @@ namespace {
 class HostBackend final : public Backend {
  public:
   std::string name() const override { return "host"; }
+  // A real machine: noisy, and its single-core peak.
+  BackendTraits traits(const Target& t) const override { return {true, host::core_peak_gflops(t)}; }
   bool serves(const Workload& w, const Target& t) const override {
     return host::is_host_target(t) && (w.is_matmul_like() || host::is_row_op(w) || w.op() == "conv2d" ||
                                        w.op() == "depthwise_conv2d");

@@ -2,6 +2,7 @@
 // (with transposes and fallbacks) -> per-task detail -> HTML -> summary JSON -> bar.
 #include "report/job_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -9,7 +10,6 @@
 #include "backend/backend.hpp"
 #include "db/tuning_database.hpp"
 #include "frontend/fallback.hpp"
-#include "host/machine.hpp"
 #include "lowering/knob_names.hpp"
 #include "report/fusion_report.hpp"
 #include "report/graph_run.hpp"
@@ -87,7 +87,9 @@ class JobReport {
   void describe_job(ReportData& data, const JobOutcome& out) const {
     data.job = spec_.name;
     data.target = target_.name;
-    if (host::is_host_target(target_)) data.peak_gflops = host::core_peak_gflops(target_);
+    for (const auto& task : tasks_.tasks()) {  // the backends' own word (BackendTraits)
+      data.peak_gflops = std::max(data.peak_gflops, backend::traits_for(task.workload, target_).peak_gflops);
+    }
     data.model = tasks_.model();
     data.batch = tasks_.batch();
     data.strategy = spec_.strategy;

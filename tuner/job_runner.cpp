@@ -19,7 +19,6 @@
 #include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
-#include "host/machine.hpp"
 #include "lowering/fusion_rules.hpp"
 #include "lowering/knob_names.hpp"
 #include "rpc/channel.hpp"
@@ -116,7 +115,7 @@ class JobRun {
       throw;
     }
     const bool complete = total_trials() >= spec_.trials || scheduler_.all_finished();
-    if (complete && host::is_host_target(target_)) confirm_bests();
+    if (complete) confirm_bests();
     save_state(complete ? "done" : "stopped");
     return finish(resumed);
   }
@@ -327,10 +326,11 @@ class JobRun {
   }
 
   // Real noise (TuneOptions::confirm_top): the fastest schedules of each task tuned in this
-  // run are measured again before the table is exported, so a lucky-once time does not win.
+  // run on a noisy backend are measured again before the table is exported, so a lucky-once
+  // time does not win.
   void confirm_bests() {
     for (std::size_t i = 0; i < runs_.size(); ++i) {
-      if (!runs_[i].tuned_now) continue;
+      if (!runs_[i].tuned_now || !backend::traits_for(runs_[i].task.workload, target_).noisy) continue;
       TuningSession& session = session_of(int(i));
       session.confirm_best(kConfirmTop);
       confirmed_tasks_ += session.result().confirmed > 0 ? 1 : 0;

@@ -39,9 +39,9 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   options.seed = spec.seed;
   options.cancel = cancel;
   options.after_round = [&] { setup.save_if_retrained(db); };
-  options.confirm_top = spec.confirm_top >= 0 ? spec.confirm_top
-                        : out.target.organisation == "cpu" ? kConfirmTop  // real noise (tuner.hpp)
-                                                           : 0;
+  options.confirm_top = spec.confirm_top >= 0                                    ? spec.confirm_top
+                        : backend::traits_for(out.workload, out.target).noisy ? kConfirmTop  // tuner.hpp
+                                                                              : 0;
   out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db.records(), options,
                     callbacks);
   if (!spec.export_path.empty() && out.result.stop_reason != "cancelled") {

@@ -26,7 +26,7 @@ struct SingleTuneSpec {
   int batch_size = 16;
   int early_stopping = 0;  // trials without 0.1% gain before stopping; 0: never
   // The fastest schedules re-measured at the end (TuneOptions::confirm_top); -1: kConfirmTop
-  // on a real machine (a target of organisation "cpu"), none on a simulator.
+  // where the backend's measurements are noisy (BackendTraits), none where they are exact.
   int confirm_top = -1;
   std::uint64_t seed = 0;
 };

@@ -32,6 +32,10 @@ class Backend:
     threads in turn (each call holds the GIL)."""
 
     name: str = ""
+    # Whether its measurements vary from run to run (a kernel timed on real hardware): then
+    # tune confirms the winner, measuring the fastest again side by side (tune's
+    # confirm_top), as for the host backend.
+    noisy: bool = False
 
     def serves(self, workload: Workload, target: Target) -> bool:
         """Whether this backend measures workload on target."""
@@ -87,7 +91,9 @@ def register_backend(backend: Backend) -> Backend:
             raise TypeError(f"register_backend: {type(backend).__name__} does not define {method}()")
     if not isinstance(backend.name, str) or not backend.name:
         raise TypeError(f"register_backend: {type(backend).__name__}.name must be a non-empty str")
-    _atvoss.register_backend(backend.name, backend)
+    if not isinstance(backend.noisy, bool):
+        raise TypeError(f"register_backend: {type(backend).__name__}.noisy must be a bool")
+    _atvoss.register_backend(backend.name, backend, backend.noisy)
     return backend
 
 

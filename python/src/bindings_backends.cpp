@@ -26,9 +26,12 @@ std::string python_error_text(py::error_already_set& e) {
 
 class PyBackend final : public backend::Backend {
  public:
-  PyBackend(std::string name, SharedObject instance) : name_(std::move(name)), instance_(std::move(instance)) {}
+  PyBackend(std::string name, SharedObject instance, bool noisy)
+      : name_(std::move(name)), instance_(std::move(instance)), noisy_(noisy) {}
 
   std::string name() const override { return name_; }
+  // Read once, at registration (the class's `noisy`): asked on every tune's set-up.
+  backend::BackendTraits traits(const Target&) const override { return {noisy_, 0}; }
 
   bool serves(const Workload& w, const Target& t) const override {
     py::gil_scoped_acquire gil;  // held while the returned object lives
@@ -122,6 +125,7 @@ class PyBackend final : public backend::Backend {
 
   std::string name_;
   SharedObject instance_;
+  bool noisy_ = false;
 };
 
 }  // namespace
@@ -129,10 +133,10 @@ class PyBackend final : public backend::Backend {
 void bind_backends(py::module_& m) {
   m.def(
       "register_backend",
-      [](const std::string& name, py::object instance) {
-        backend::register_backend(std::make_shared<PyBackend>(name, share(std::move(instance))));
+      [](const std::string& name, py::object instance, bool noisy) {
+        backend::register_backend(std::make_shared<PyBackend>(name, share(std::move(instance)), noisy));
       },
-      py::arg("name"), py::arg("instance"));
+      py::arg("name"), py::arg("instance"), py::arg("noisy"));
   m.def("backend_names", &backend::backend_names);
 }
 

@@ -74,7 +74,9 @@ check_installed "$tmp/venv"
 rm -rf "$tmp/src/build" "$tmp/src/"*.egg-info "$tmp/src/python/"*.egg-info
 env -u PYTHONPATH "$python" -m build --wheel --no-isolation --outdir "$tmp/dist" "$tmp/src" >/dev/null
 wheel=("$tmp"/dist/atvoss-*.whl)
-"$python" -m zipfile -l "${wheel[0]}" | grep -q "atvoss/bin/atvoss-kernel-runner" || {
+# The listing first: `zipfile -l | grep -q` fails under pipefail when grep stops reading early.
+listing="$("$python" -m zipfile -l "${wheel[0]}")"
+grep -q "atvoss/bin/atvoss-kernel-runner" <<<"$listing" || {
   echo "FAIL: the wheel ${wheel[0]} does not carry atvoss/bin/atvoss-kernel-runner" >&2
   exit 1
 }

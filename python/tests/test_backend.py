@@ -127,3 +127,31 @@ def test_a_job_spec_measures_through_a_python_backend(numpy_backend, tmp_path):
     assert summary["measured"] == 6
     assert numpy_backend.calls - before >= 6
     assert 0 < summary["tasks"][0]["chosen_us"]
+
+
+class NoisySoftmax(NumpySoftmax):
+    """The same kernel, declared noisy (timed on real hardware): tune confirms its winner."""
+
+    name = "test-noisy-softmax"
+    noisy = True
+
+    def serves(self, workload, target):
+        return workload.op == "softmax" and target.name == "numpy-noisy"
+
+
+def test_a_noisy_backend_gets_its_winner_confirmed(numpy_backend, tmp_path):
+    plain = atvoss.tune(ROWS, TARGET, trials=6, strategy="grid", seed=1)
+    assert (plain.confirmed, plain.pick_changed) == (0, False)  # not noisy: nothing re-measured
+    if NoisySoftmax.name not in atvoss.backend_names():
+        atvoss.register_backend(NoisySoftmax())
+    db = str(tmp_path / "noisy.db")
+    r = atvoss.tune(ROWS, {**TARGET, "name": "numpy-noisy"}, trials=8, strategy="grid", seed=1, db=db)
+    ok = atvoss.Database(db).stats()["by_status"]["ok"]
+    assert ok >= 5 and r.confirmed == 5 and isinstance(r.pick_changed, bool)  # the 5 fastest ok ones
+
+    class Unsure(NoisySoftmax):
+        name = "test-unsure"
+        noisy = "yes"
+
+    with pytest.raises(TypeError, match="noisy"):
+        atvoss.register_backend(Unsure())
