@@ -70,8 +70,8 @@ TuneProgress TuningSession::progress(int budget) const {
   return TuneProgress{&workload_, result_.trials, budget, result_.best_us, result_.default_us};
 }
 
-int TuningSession::store(const std::vector<Schedule>& schedules,
-                         const std::vector<Measurement>& results) {
+std::vector<db::Record> TuningSession::records_of(const std::vector<Schedule>& schedules,
+                                                  const std::vector<Measurement>& results) const {
   std::vector<db::Record> records;
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     if (is_infrastructure_error(results[i].status)) continue;
@@ -80,6 +80,12 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
     r.job = options_.job;
     records.push_back(std::move(r));
   }
+  return records;
+}
+
+int TuningSession::store(const std::vector<Schedule>& schedules,
+                         const std::vector<Measurement>& results) {
+  std::vector<db::Record> records = records_of(schedules, results);
   // The session takes the round in first, so a checkpoint sees it; should the insert
   // fail, the error ends the session anyway.
   for (const auto& r : records) note_trial(r.schedule, r.measurement);
@@ -193,15 +199,8 @@ void TuningSession::confirm_best(int k) {
   const std::optional<Schedule> before = result_.best_schedule;
   for (int round = 0; round < std::max(1, options_.confirm_rounds); ++round) {
     std::rotate(schedules.begin(), schedules.begin() + (round > 0 ? 1 : 0), schedules.end());
-    const std::vector<Measurement> again = measure(schedules, false);
-    std::vector<db::Record> records;  // one per schedule: the store pools it with the rest
-    for (std::size_t i = 0; i < schedules.size(); ++i) {
-      if (is_infrastructure_error(again[i].status)) continue;
-      db::Record r(workload_, target_info_, schedules[i], again[i]);
-      r.worker = measurer_.name();
-      r.job = options_.job;
-      records.push_back(std::move(r));
-    }
+    // One record per schedule: the store pools each with the ones it holds.
+    const std::vector<db::Record> records = records_of(schedules, measure(schedules, false));
     if (!records.empty()) records_.insert(records);
     if (cancelled(options_.cancel)) break;
   }

@@ -151,6 +151,9 @@ class TuningSession {
   // The vendor default and the anchors that are not stored yet, at most max_trials of
   // them, measured now (shown to the strategy, stored with the round).
   std::vector<std::pair<Schedule, Measurement>> measure_first(int max_trials);
+  // The records of a batch's results, infrastructure errors left out (never stored).
+  std::vector<db::Record> records_of(const std::vector<Schedule>& schedules,
+                                     const std::vector<Measurement>& results) const;
   // Stores a round's results (not infrastructure errors) in one transaction with
   // options_.round_checkpoint's writes, which run even when nothing is stored.
   // Returns how many were stored.
