@@ -1,5 +1,7 @@
 #include "backend/backend.hpp"
 
+#include <algorithm>
+
 #include <mutex>
 
 #include "backend/internal/builtin_backends.hpp"
@@ -65,6 +67,25 @@ void register_backend(std::shared_ptr<const Backend> backend) {
 }
 
 BackendTraits traits_for(const Workload& w, const Target& t) { return backend_for(w, t).traits(t); }
+
+BackendTraits target_traits(const Target& t) {
+  BackendTraits out;
+  for (const auto& b : snapshot()) {
+    if (!b->serves_target(t)) continue;
+    const BackendTraits tr = b->traits(t);
+    out.machine_bound = out.machine_bound || tr.machine_bound;
+    if (tr.max_concurrent > 0) {
+      out.max_concurrent = out.max_concurrent > 0 ? std::min(out.max_concurrent, tr.max_concurrent) : tr.max_concurrent;
+    }
+  }
+  return out;
+}
+
+void check_target(const Target& t) {
+  for (const auto& b : snapshot()) {
+    if (b->serves_target(t)) b->check_target(t);
+  }
+}
 
 ScheduleSpace space_for(const Workload& w, const Target& t) { return backend_for(w, t).space(w, t); }
 

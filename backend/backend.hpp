@@ -53,14 +53,26 @@ struct BackendTraits {
   // Single-core peak in GFLOP/s, where the backend knows it (reports give utilisation
   // against it); 0 where it does not.
   double peak_gflops = 0;
+  // Its results belong to the machine it runs on (a real CPU): a farm routes such a target by
+  // its name (the machine's fingerprint), not by its full description.
+  bool machine_bound = false;
+  // Measurements it takes at once on one machine; 0: no limit (a simulator). The host: its
+  // physical cores, one timed kernel each.
+  int max_concurrent = 0;
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
-  // REQUIRES: serves(w, t) for some w. Default: a simulator's (exact, no peak).
+  // REQUIRES: serves(w, t) for some w. Default: a simulator's (exact, no peak, no limit).
   virtual BackendTraits traits(const Target&) const { return {}; }
+  // Whether it serves some workload on t (a farm worker checks its --backend against its
+  // targets); what it serves, in words, for that check's message. Default: any target.
+  virtual bool serves_target(const Target&) const { return true; }
+  virtual std::string targets_served() const { return "any target"; }
+  // bad_input when this process cannot measure t for it (another CPU's host target).
+  virtual void check_target(const Target&) const {}
   // Whether this backend measures workload w on target t.
   virtual bool serves(const Workload& w, const Target& t) const = 0;
   // REQUIRES for the rest: serves(w, t).
@@ -87,6 +99,10 @@ void register_backend(std::shared_ptr<const Backend> backend);
 
 // Shorthands over backend_for(w, t).
 BackendTraits traits_for(const Workload& w, const Target& t);
+// A target's traits over every backend that serves it: machine-bound if one is, and the
+// tightest max_concurrent. check_target asks each of them (bad_input from the first that refuses).
+BackendTraits target_traits(const Target& t);
+void check_target(const Target& t);
 ScheduleSpace space_for(const Workload& w, const Target& t);
 std::optional<Schedule> default_schedule(const Workload& w, const Target& t);
 // The default where a whole-model job needs one; bad_input naming the backend if it has none.

@@ -15,7 +15,12 @@ class HostBackend final : public Backend {
  public:
   std::string name() const override { return "host"; }
   // A real machine: noisy, and its single-core peak.
-  BackendTraits traits(const Target& t) const override { return {true, host::core_peak_gflops(t)}; }
+  BackendTraits traits(const Target& t) const override {
+    return {true, host::core_peak_gflops(t), true, host::this_machine().physical_cores};
+  }
+  bool serves_target(const Target& t) const override { return host::is_host_target(t); }
+  std::string targets_served() const override { return "this CPU's target (--target host)"; }
+  void check_target(const Target& t) const override { require_this_machine(t); }
   bool serves(const Workload& w, const Target& t) const override {
     return host::is_host_target(t) && (w.is_matmul_like() || host::is_row_op(w) || w.op() == "conv2d" ||
                                        w.op() == "depthwise_conv2d");

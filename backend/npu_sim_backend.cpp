@@ -10,8 +10,10 @@ class NpuSimBackend final : public Backend {
  public:
   std::string name() const override { return "npu-sim"; }
   bool serves(const Workload& w, const Target& t) const override {
-    return t.organisation != "cpu" && lowering::can_lower(w);
+    return serves_target(t) && lowering::can_lower(w);
   }
+  bool serves_target(const Target& t) const override { return t.organisation != "cpu"; }
+  std::string targets_served() const override { return "NPU targets (the presets, or a hardware description)"; }
   ScheduleSpace space(const Workload& w, const Target& t) const override {
     return lowering::space_for(w, t);
   }

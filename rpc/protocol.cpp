@@ -3,12 +3,12 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "host/machine.hpp"
+#include "backend/backend.hpp"
 #include "rpc/internal/input_bounds.hpp"
 
 namespace atvoss::rpc {
 
-std::string farm_target_key(const Target& t) { return host::is_host_target(t) ? t.name : t.key(); }
+std::string farm_target_key(const Target& t) { return backend::target_traits(t).machine_bound ? t.name : t.key(); }
 
 Json encode_body(const Json& object) {
   std::vector<std::uint8_t> bytes = Json::to_msgpack(object);

@@ -11,7 +11,6 @@
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
 #include "backend/backend.hpp"
-#include "host/machine.hpp"
 
 namespace atvoss::rpc {
 
@@ -35,22 +34,24 @@ const Workload& parse_workload(const Json& j) {
   return *last;
 }
 
-// The slots a worker registers: as asked (0: 1), except that a worker with a host target
-// runs at most one timed kernel per physical core, so its slots default to and stop at the
-// physical core count (docs/host-backend.md "A host farm"). Another CPU's host target is
-// refused here, before the farm could route that CPU's work to this machine.
+// The slots a worker registers: as asked (0: 1), except that a target whose backend limits
+// the measurements one machine takes at once (BackendTraits::max_concurrent: the host's
+// physical cores, one timed kernel each) sets the default and the cap (docs/host-backend.md
+// "A host farm"). A target this machine cannot measure (another CPU's host target) is
+// refused here, before the farm could route its work to this machine.
 int worker_slots(int asked, const std::vector<Target>& targets) {
-  const bool host = std::any_of(targets.begin(), targets.end(), [](const Target& t) { return host::is_host_target(t); });
-  if (!host) return asked == 0 ? 1 : asked;
+  int limit = 0;
   for (const Target& t : targets) {
-    if (host::is_host_target(t)) host::require_this_machine(t);
+    backend::check_target(t);
+    const int most = backend::target_traits(t).max_concurrent;
+    if (most > 0) limit = limit > 0 ? std::min(limit, most) : most;
   }
-  const int cores = host::this_machine().physical_cores;
-  if (asked > cores) {
-    log_line("worker", "--slots " + std::to_string(asked) + " capped at " + std::to_string(cores) +
-                           ": a host worker runs one timed kernel per physical core");
+  if (limit == 0) return asked == 0 ? 1 : asked;
+  if (asked > limit) {
+    log_line("worker", "--slots " + std::to_string(asked) + " capped at " + std::to_string(limit) +
+                           ": its backend measures at most that many at once on this machine");
   }
-  return asked == 0 ? cores : std::min(asked, cores);
+  return asked == 0 ? limit : std::min(asked, limit);
 }
 
 }  // namespace
@@ -95,17 +96,14 @@ Worker::Worker(WorkerOptions options, MeasureFunction measure)
     // A backend asked for by name must serve one of the targets: `--backend host --target
     // ascend910` started a worker that could measure nothing.
     for (const auto& b : options_.backends) {
-      (void)backend::backend_named(b);  // bad_input if unknown
-      const bool serves = std::any_of(options_.targets.begin(), options_.targets.end(), [&](const Target& t) {
-        if (b == "host") return host::is_host_target(t);
-        if (b == "npu-sim") return !host::is_host_target(t);
-        return true;
-      });
+      const backend::Backend& named = backend::backend_named(b);  // bad_input if unknown
+      const bool serves = std::any_of(options_.targets.begin(), options_.targets.end(),
+                                      [&](const Target& t) { return named.serves_target(t); });
       if (!serves) {
         std::string names;
         for (const Target& t : options_.targets) names += (names.empty() ? "" : ", ") + t.name;
-        throw_bad_input("--backend " + b + ": serves none of the targets (" + names + ")" +
-                        (b == "host" ? "; the host backend measures this CPU's target, --target host" : ""));
+        throw_bad_input("--backend " + b + ": serves none of the targets (" + names + "); it serves " +
+                        named.targets_served());
       }
     }
   }

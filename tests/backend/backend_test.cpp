@@ -98,5 +98,30 @@ TEST(BackendTest, RegisteredBackendServesItsTargets) {
   EXPECT_DOUBLE_EQ(measure_one(MeasureRequest{kMatmul, chip, Schedule({{"x", 2}})}).time_us, 2.0);
 }
 
+// Callers ask the traits, never which backend they hold: the host's target is noisy,
+// machine-bound (a farm routes it by its name) and limited to the physical cores; an NPU
+// target is none of these; another CPU's host target is refused by the backend that serves it.
+TEST(BackendTest, TraitsSayHowABackendMeasures) {
+  const Target host = load_target("host");
+  const Target npu = load_target("ascend910b");
+  EXPECT_TRUE(traits_for(kMatmul, npu).noisy == false && traits_for(kMatmul, npu).peak_gflops == 0);
+  const Workload cpu_matmul = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}})");
+  const BackendTraits on_host = traits_for(cpu_matmul, host);
+  EXPECT_TRUE(on_host.noisy && on_host.machine_bound);
+  EXPECT_GT(on_host.peak_gflops, 0);
+  EXPECT_EQ(target_traits(host).max_concurrent, on_host.max_concurrent);
+  EXPECT_GE(target_traits(host).max_concurrent, 1);
+  EXPECT_TRUE(target_traits(host).machine_bound);
+  EXPECT_FALSE(target_traits(npu).machine_bound);
+  EXPECT_EQ(target_traits(npu).max_concurrent, 0);
+  EXPECT_TRUE(backend_named("host").serves_target(host));
+  EXPECT_FALSE(backend_named("host").serves_target(npu));
+  EXPECT_FALSE(backend_named("npu-sim").serves_target(host));
+  Target other = host;
+  other.name = "host-000000000000";  // another CPU's fingerprint
+  EXPECT_NO_THROW(check_target(host));
+  EXPECT_THROW(check_target(other), Error);
+}
+
 }  // namespace
 }  // namespace atvoss::backend

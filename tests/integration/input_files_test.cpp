@@ -75,7 +75,7 @@ TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInpu
       {"atvoss-db", "--db " + db + " vacuum", "does not exist"},
       {"atvoss-db", "--db " + db + " prune -k 1", "does not exist"},
       {"atvoss-worker", "--farm 127.0.0.1:1 --backend host --target ascend910 --quiet",
-       "--backend host: serves none of the targets (ascend910)"},
+       "--backend host: serves none of the targets (ascend910); it serves this CPU's target (--target host)"},
       // Past 2^64: CLI11 saturated these without a word.
       {"atvoss-sim", "sweep --target ascend910 --workload " + workload + " --limit 99999999999999999999999",
        "--limit: must be at most 18446744073709551615"},
