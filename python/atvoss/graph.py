@@ -116,6 +116,9 @@ class Graph:
             raise TypeError("Graph.op: name must be a non-empty str")
         if name in self.nodes:
             raise ValueError(f"Graph.op: an op named '{name}' exists already")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"Graph.op: field 'count' of '{name}' must be an int >= 1 (the times it runs), "
+                             f"got {count!r}")
         node = Node(name, "", count=count, attributes=dict(attributes))
         if isinstance(kind, (Workload, Mapping)):
             node.kernel = kind if isinstance(kind, Workload) else Workload(kind)

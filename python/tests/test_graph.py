@@ -55,6 +55,8 @@ def test_depth_budget_location_and_constraints_stop_a_chain():
         atvoss.FusionScheduler().add_rule(["conv2d", "relu"], memory_budget=0)
     with pytest.raises(ValueError, match="dst"):
         conv_bn_relu().connect("conv", "nowhere")
+    with pytest.raises(ValueError, match="count"):
+        conv_bn_relu().op("again", "relu", count=0)
 
 
 def test_the_builtin_pass_on_an_onnx_graph(tmp_path):
