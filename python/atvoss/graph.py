@@ -243,6 +243,9 @@ class Graph:
         from . import profiler as _profiling
 
         t = as_target(target)
+        unknown = [n for n in (choices or {}) if n not in self.nodes or self.nodes[n].kernel is None]
+        if unknown:
+            raise ValueError(f"simulate: field 'choices' names no kernel of this graph: {unknown}")
         chosen = {n: {"schedule": dict(s), "time_us": float(us)} for n, (s, us) in (choices or {}).items()}
         j = loads(_atvoss.simulate_graph(dumps(self.to_json()), t._arg(), dumps(chosen), policy))
         timeline = Timeline(self.name, t.name, policy, [TimelineNode(**n) for n in j["nodes"]],

@@ -202,6 +202,8 @@ def test_a_tuned_graph_runs_on_its_device_and_the_profiler_keeps_the_run(tmp_pat
     assert t.makespan_us == max(n.end_us for n in t.nodes) <= t.serial_us and 0 < t.utilisation <= 1
     assert t.serial_us == pytest.approx(sum(node.time_us for node in r.nodes.values()))
     assert t.critical_path[-1] == "join" and serial_plain.policy == "topological"
+    with pytest.raises(ValueError, match="choices"):
+        g.simulate("ascend910b", {"lefty": ({}, 1.0)})  # a typo must not pass for the fallback
     assert p.timelines == [t, serial_plain]
     import json
 
