@@ -7,6 +7,11 @@
 //                                 schedules), random workload per call; counters p50_us and
 //                                 p99_us over all calls (wall clock). schedules_only:0 decodes
 //                                 full Records (repeats, profile), :1 is best_schedules()
+//   BM_InsertShared/store:S/threads:N  batch 64, durable (FULL / synchronous_commit on),
+//                                 N writer threads with a connection each; store 0 is an
+//                                 SQLite file, 1 the PostgreSQL database ATVOSS_BENCH_PG_URL
+//   BM_BestK_1M_Postgres          BM_BestK_1M against ATVOSS_BENCH_PG_URL
+//   (bench/db_postgres.sh starts a throwaway durable server and runs these side by side.)
 //   BM_TableExact_10k             ScheduleTable::lookup of a present workload, 10k entries
 //   BM_TableNearest_10k           lookup of an absent shape: nearest of 10k same-class entries
 // Workloads are seeded (std::mt19937_64, seed 7), so runs are comparable.
@@ -15,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -83,6 +89,42 @@ void BM_InsertBatch(benchmark::State& state) {
 BENCHMARK(BM_InsertBatch)->ArgsProduct({{64, 1024}, {1, 0, 2}})->ArgNames({"batch", "sync"})->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// The PostgreSQL database of the server benchmarks, or empty (they then report an error).
+std::string postgres_url() {
+  const char* env = std::getenv("ATVOSS_BENCH_PG_URL");
+  return env != nullptr ? env : "";
+}
+
+// Writers sharing one store, each with its own connection, as farms and jobs on several
+// machines do. Every call (and thread) writes workloads of its own, so each insert is new.
+void BM_InsertShared(benchmark::State& state) {
+  static std::atomic<int> calls{0};
+  const int unique = calls.fetch_add(1);
+  const bool postgres = state.range(0) == 1;
+  if (postgres && postgres_url().empty()) {
+    state.SkipWithError("set ATVOSS_BENCH_PG_URL (bench/db_postgres.sh does)");
+    return;
+  }
+  static const auto dir = scratch_dir();
+  auto db = TuningDatabase::open(postgres ? postgres_url() : (dir / "shared.db").string());
+  const TargetInfo target = TargetInfo::named("bench-npu");
+  std::vector<Record> batch;
+  std::int64_t counter = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    batch.clear();
+    const Workload w = matmul(64 * (1 + (counter / 64) % 64), 1024 + unique, 1024);
+    for (int i = 0; i < 64; ++i, ++counter) {
+      batch.push_back(make_record(w, target, counter, 10.0 + static_cast<double>(counter % 1000)));
+    }
+    state.ResumeTiming();
+    db.records().insert(batch);
+  }
+  state.SetItemsProcessed(state.iterations() * 64);
+}
+BENCHMARK(BM_InsertShared)->Arg(0)->Arg(1)->ArgName("store")->Threads(1)->Threads(4)->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // The 1M-record database is built once per process, in batches of 10k records.
 struct MillionDb {
   std::filesystem::path dir = scratch_dir();
@@ -91,8 +133,9 @@ struct MillionDb {
   TargetInfo target = TargetInfo::named("bench-npu");
   double build_seconds = 0;
 
-  MillionDb() {
-    std::filesystem::remove(path);
+  explicit MillionDb(const std::string& url = "") {
+    if (!url.empty()) path = url;
+    if (url.empty()) std::filesystem::remove(path);
     auto db = TuningDatabase::open(path);
     std::mt19937_64 rng(7);
     for (int i = 0; i < 10000; ++i) workloads.push_back(matmul(16 * (1 + i % 100), 16 * (1 + i / 100), 512));
@@ -116,8 +159,7 @@ struct MillionDb {
   }
 };
 
-void BM_BestK_1M(benchmark::State& state) {
-  static MillionDb million;
+void best_k_1m(benchmark::State& state, const MillionDb& million) {
   auto db = TuningDatabase::open(million.path);
   std::mt19937_64 rng(7);
   std::vector<double> us;
@@ -140,6 +182,22 @@ void BM_BestK_1M(benchmark::State& state) {
   state.counters["records"] = 100.0 * static_cast<double>(million.workloads.size());
   state.counters["build_krec_per_s"] = 1e3 / million.build_seconds;
 }
+
+void BM_BestK_1M(benchmark::State& state) {
+  static const MillionDb million;
+  best_k_1m(state, million);
+}
+
+void BM_BestK_1M_Postgres(benchmark::State& state) {
+  if (postgres_url().empty()) {
+    state.SkipWithError("set ATVOSS_BENCH_PG_URL (bench/db_postgres.sh does)");
+    return;
+  }
+  static const MillionDb million(postgres_url());
+  best_k_1m(state, million);
+}
+BENCHMARK(BM_BestK_1M_Postgres)->ArgsProduct({{1, 10}, {0, 1}})->ArgNames({"k", "schedules_only"})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BestK_1M)->ArgsProduct({{1, 10}, {0, 1}})->ArgNames({"k", "schedules_only"})->Unit(benchmark::kMicrosecond);
 
 std::shared_ptr<const table::ScheduleTable> table_10k(std::vector<Workload>& present) {

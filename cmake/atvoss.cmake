@@ -32,9 +32,10 @@ function(atvoss_library name)
   endif()
 endfunction()
 
-# atvoss_test(NAME DEPS ...): one GoogleTest binary from every .cpp in the current folder.
+# atvoss_test(NAME DEPS ... [PROPERTIES ...]): one GoogleTest binary from every .cpp in the
+# current folder; PROPERTIES are added to each of its tests (e.g. a ctest fixture).
 function(atvoss_test name)
-  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DEPS;PROPERTIES" ${ARGN})
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   if(NOT sources)
     return()
@@ -46,7 +47,7 @@ function(atvoss_test name)
     ATVOSS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     ATVOSS_BINARY_DIR="${PROJECT_BINARY_DIR}"
     ATVOSS_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600 ${ARG_PROPERTIES})
 endfunction()
 
 # atvoss_tool(NAME SOURCE DEPS ...): a command-line program in bin/.

@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "db/internal/rows.hpp"
-#include "db/internal/sqlite.hpp"
+#include "db/internal/sql.hpp"
 
 namespace atvoss::db {
 
@@ -12,13 +12,12 @@ using rows::kJobSelect;
 std::int64_t JobStore::create(const std::string& name, const Json& spec) {
   if (name.empty()) throw_bad_input("create_job: a job name must not be empty");
   return conn_.write([&] {
-    auto exists = conn_.prepare("SELECT 1 FROM jobs WHERE name = ?1");
-    exists->bind(1, name);
-    if (exists->step()) throw_bad_input("create_job: a job named '" + name + "' already exists");
+    // ON CONFLICT rather than a look first: two processes creating one name at once on a
+    // server database would both pass the look.
     auto s = conn_.prepare("INSERT INTO jobs(name, spec, state, progress, created_at, updated_at) "
-                            "VALUES(?1, ?2, 'pending', 0, ?3, ?3) RETURNING id");
+                           "VALUES(?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT(name) DO NOTHING RETURNING id");
     s->bind(1, name).bind(2, spec.dump()).bind(3, now_ms());
-    s->step();
+    if (!s->step()) throw_bad_input("create_job: a job named '" + name + "' already exists");
     return s->column_int64(0);
   });
 }

@@ -12,7 +12,7 @@
 
 namespace atvoss::db {
 
-class Connection;  // db/internal/sqlite.hpp
+class Connection;  // db/internal/sql.hpp
 
 class JobStore {
  public:

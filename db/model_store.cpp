@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "db/internal/rows.hpp"
-#include "db/internal/sqlite.hpp"
+#include "db/internal/sql.hpp"
 
 namespace atvoss::db {
 
@@ -29,7 +29,7 @@ std::optional<ModelRecord> ModelStore::latest(const std::string& target_key,
                                                       std::optional<int> feature_version) const {
   return conn_.read([&]() -> std::optional<ModelRecord> {
     auto s = conn_.prepare(std::string(kModelSelect) +
-                            "WHERE t.key = ?1 AND m.kind = ?2 AND (?3 IS NULL OR m.feature_version = ?3) "
+                            "WHERE t.key = ?1 AND m.kind = ?2 AND (CAST(?3 AS BIGINT) IS NULL OR m.feature_version = ?3) "
                             "ORDER BY m.created_at DESC, m.id DESC LIMIT 1");
     s->bind(1, target_key).bind(2, kind);
     if (feature_version) s->bind(3, *feature_version);

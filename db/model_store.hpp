@@ -11,7 +11,7 @@
 
 namespace atvoss::db {
 
-class Connection;  // db/internal/sqlite.hpp
+class Connection;  // db/internal/sql.hpp
 
 class ModelStore {
  public:

@@ -1,7 +1,7 @@
 // RecordStore: the records half of the tuning database as an interface, like TVM's
 // Database: what the tuner, the farm's result log and model evaluation need (store a
 // round, ask what is measured, read a workload's history, stream a target's records).
-// Two implementations: SqliteRecordStore (db/sqlite_record_store.hpp, the durable one a
+// Two implementations: SqlRecordStore (db/sql_record_store.hpp, the durable one a
 // TuningDatabase hands out) and MemoryRecordStore (db/memory_record_store.hpp: tests,
 // dry runs, evaluation without a file). Both keep the same contract:
 // - one record per (workload key, target key, schedule key); a record for a key already

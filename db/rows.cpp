@@ -41,6 +41,10 @@ Profile parse_profile(const std::string& text) {
   return Profile::from_json(parse_json(text, "stored profile"));
 }
 
+void schedule_key(std::string_view schedule_text, char (&out)[17]) {
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(fnv1a64(schedule_text)));
+}
+
 ModelRecord decode_model(const Statement& s, bool with_blob) {
   ModelRecord m;
   m.id = s.column_int64(0);
@@ -162,27 +166,34 @@ std::pair<std::int64_t, DuplicateOutcome> Writer::put(const Record& r, std::int6
   const std::int64_t tid = target_id(r.target);
   const std::string schedule_text = dump_schedule(r.schedule);
   char key[17];
-  std::snprintf(key, sizeof key, "%016llx",
-                static_cast<unsigned long long>(fnv1a64(schedule_text)));
+  schedule_key(schedule_text, key);
   const Measurement& m = r.measurement;
   const std::string repeats = dump_repeats(m.repeats);
   const std::string profile = m.ok() ? dump_profile(m.profile) : std::string("{}");
   {
-    auto ins = c_.prepare(
+    // SQLite: not RETURNING, which buffers its rows in a temporary table and costs more
+    // than the insert itself on this hot path. PostgreSQL: RETURNING, which saves asking
+    // for the id in a second round trip.
+    const bool returning = c_.dialect() == Dialect::postgres;
+    constexpr std::string_view kInsert =
         "INSERT INTO records(workload_id, target_id, schedule, schedule_key, status, error, "
         "time_us, repeats, profile, worker, job, tool_version, created_at) "
         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
-        "ON CONFLICT(workload_id, target_id, schedule_key) DO NOTHING");
+        "ON CONFLICT(workload_id, target_id, schedule_key) DO NOTHING";
+    static const std::string kInsertReturning = std::string(kInsert) + " RETURNING id";
+    auto ins = c_.prepare(returning ? std::string_view(kInsertReturning) : kInsert);
     // Static binds: every string here outlives the step() below (hot path, no copies).
     ins->bind(1, wid).bind(2, tid).bind_static(3, schedule_text).bind_static(4, std::string_view(key, 16));
     ins->bind_static(5, to_string(m.status)).bind_static(6, m.message);
     ins->bind(7, m.ok() ? m.time_us : 0.0).bind_static(8, repeats).bind_static(9, profile);
     ins->bind_static(10, r.worker).bind_static(11, r.job).bind_static(12, r.tool_version);
     ins->bind(13, r.created_at_ms != 0 ? r.created_at_ms : now);
-    // Not RETURNING: SQLite buffers RETURNING rows in a temporary table, which costs
-    // more than the insert itself on this hot path.
-    ins->run();
-    if (c_.changes() == 1) return {c_.last_insert_rowid(), DuplicateOutcome::added};
+    if (returning) {
+      if (ins->step()) return {ins->column_int64(0), DuplicateOutcome::added};
+    } else {
+      ins->run();
+      if (c_.changes() == 1) return {c_.last_insert_rowid(), DuplicateOutcome::added};
+    }
   }
   return combine(wid, tid, std::string_view(key, 16), r);
 }
@@ -190,7 +201,8 @@ std::pair<std::int64_t, DuplicateOutcome> Writer::put(const Record& r, std::int6
 std::pair<std::int64_t, DuplicateOutcome> Writer::combine(std::int64_t wid, std::int64_t tid,
                                                         std::string_view key, const Record& r) {
   auto sel = c_.prepare("SELECT id, status, time_us, repeats FROM records "
-                        "WHERE workload_id = ?1 AND target_id = ?2 AND schedule_key = ?3");
+                        "WHERE workload_id = ?1 AND target_id = ?2 AND schedule_key = ?3" +
+                        std::string(c_.lock_rows()));
   sel->bind(1, wid).bind(2, tid).bind(3, key);
   if (!sel->step()) throw Error(ErrorKind::internal, "record key vanished during insert");
   const std::int64_t id = sel->column_int64(0);

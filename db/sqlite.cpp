@@ -2,8 +2,6 @@
 
 #include <sqlite3.h>
 
-#include <random>
-#include <thread>
 
 namespace atvoss::db {
 
@@ -20,9 +18,9 @@ void throw_sqlite(int rc, sqlite3* db, std::string_view context) {
   }
 }
 
-// ---- Statement ---------------------------------------------------------------------
+// ---- SqliteStatement ---------------------------------------------------------------------
 
-Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
+SqliteStatement::SqliteStatement(sqlite3* db, std::string_view sql) : db_(db) {
   const int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
                                     SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
   if (rc != SQLITE_OK) {
@@ -32,34 +30,34 @@ Statement::Statement(sqlite3* db, std::string_view sql) : db_(db) {
   }
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
 
-Statement& Statement::bind(int index, std::int64_t value) {
+Statement& SqliteStatement::bind(int index, std::int64_t value) {
   const int rc = sqlite3_bind_int64(stmt_, index, value);
   if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
   return *this;
 }
 
-Statement& Statement::bind(int index, double value) {
+Statement& SqliteStatement::bind(int index, double value) {
   const int rc = sqlite3_bind_double(stmt_, index, value);
   if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
   return *this;
 }
 
-Statement& Statement::bind(int index, std::string_view text) {
+Statement& SqliteStatement::bind(int index, std::string_view text) {
   const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT,
                                      SQLITE_UTF8);
   if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
   return *this;
 }
 
-Statement& Statement::bind_static(int index, std::string_view text) {
+Statement& SqliteStatement::bind_static(int index, std::string_view text) {
   const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
   if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
   return *this;
 }
 
-Statement& Statement::bind_blob(int index, std::span<const std::uint8_t> bytes) {
+Statement& SqliteStatement::bind_blob(int index, std::span<const std::uint8_t> bytes) {
   // An empty span may have a null data(); SQLite would then bind NULL, not an empty blob.
   static const std::uint8_t empty = 0;
   const void* data = bytes.empty() ? &empty : bytes.data();
@@ -68,13 +66,13 @@ Statement& Statement::bind_blob(int index, std::span<const std::uint8_t> bytes) 
   return *this;
 }
 
-Statement& Statement::bind_null(int index) {
+Statement& SqliteStatement::bind_null(int index) {
   const int rc = sqlite3_bind_null(stmt_, index);
   if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
   return *this;
 }
 
-bool Statement::step() {
+bool SqliteStatement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
@@ -83,58 +81,35 @@ bool Statement::step() {
   throw_sqlite(rc, db_, "running '" + std::string(sqlite3_sql(stmt_)).substr(0, 60) + "'");
 }
 
-void Statement::run() {
-  while (step()) {
-  }
-}
-
-void Statement::reset() noexcept {
+void SqliteStatement::reset() noexcept {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }
 
-bool Statement::is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+bool SqliteStatement::is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
 
-std::int64_t Statement::column_int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+std::int64_t SqliteStatement::column_int64(int col) const { return sqlite3_column_int64(stmt_, col); }
 
-double Statement::column_double(int col) const { return sqlite3_column_double(stmt_, col); }
+double SqliteStatement::column_double(int col) const { return sqlite3_column_double(stmt_, col); }
 
-std::string Statement::column_text(int col) const {
+std::string SqliteStatement::column_text(int col) const {
   const auto* p = sqlite3_column_text(stmt_, col);
   const int n = sqlite3_column_bytes(stmt_, col);
   return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
 }
 
-std::vector<std::uint8_t> Statement::column_blob(int col) const {
+std::vector<std::uint8_t> SqliteStatement::column_blob(int col) const {
   const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, col));
   const int n = sqlite3_column_bytes(stmt_, col);
   return p == nullptr ? std::vector<std::uint8_t>() : std::vector<std::uint8_t>(p, p + n);
 }
 
-// ---- StatementRef ------------------------------------------------------------------
+// ---- SqliteConnection --------------------------------------------------------------
 
-StatementRef::StatementRef(Statement* cached, std::unique_ptr<Statement> owned)
-    : stmt_(owned ? owned.get() : cached), owned_(std::move(owned)) {
-  if (!owned_) stmt_->set_in_use(true);
-}
+void SqliteConnection::Closer::operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
 
-StatementRef::~StatementRef() {
-  if (stmt_ == nullptr) return;
-  stmt_->reset();
-  if (!owned_) stmt_->set_in_use(false);
-}
-
-StatementRef::StatementRef(StatementRef&& other) noexcept
-    : stmt_(other.stmt_), owned_(std::move(other.owned_)) {
-  other.stmt_ = nullptr;
-}
-
-// ---- Connection --------------------------------------------------------------------
-
-void Connection::Closer::operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
-
-Connection::Connection(const std::string& path, int flags, int lock_wait_ms)
-    : path_(path), lock_wait_ms_(lock_wait_ms) {
+SqliteConnection::SqliteConnection(const std::string& path, int flags, int lock_wait_ms)
+    : Connection(path, lock_wait_ms) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   db_.reset(raw);  // own it first: a failed open still returns a handle that must be closed
@@ -143,71 +118,40 @@ Connection::Connection(const std::string& path, int flags, int lock_wait_ms)
   sqlite3_busy_timeout(raw, lock_wait_ms);
 }
 
-Connection::~Connection() {
-  cache_.clear();  // statements must be finalized before the handle closes
+SqliteConnection::~SqliteConnection() {
+  clear_statements();  // statements must be finalized before the handle closes
 }
 
-StatementRef Connection::prepare(std::string_view sql) {
-  auto it = cache_.find(sql);
-  if (it == cache_.end()) {
-    it = cache_.emplace(std::string(sql), std::make_unique<Statement>(db_.get(), sql)).first;
-  }
-  if (it->second->in_use()) return StatementRef(nullptr, std::make_unique<Statement>(db_.get(), sql));
-  return StatementRef(it->second.get(), nullptr);
+std::unique_ptr<Statement> SqliteConnection::make_statement(std::string_view sql) {
+  return std::make_unique<SqliteStatement>(db_.get(), sql);
 }
 
-void Connection::exec(std::string_view sql) {
+void SqliteConnection::exec(std::string_view sql) {
   char* message = nullptr;
   const int rc = sqlite3_exec(db_.get(), std::string(sql).c_str(), nullptr, nullptr, &message);
   if (rc != SQLITE_OK) {
     const std::string text = message != nullptr ? message : sqlite3_errstr(rc);
     sqlite3_free(message);
-    const std::string what = "'" + std::string(sql.substr(0, 60)) + "' on " + path_;
+    const std::string what = "'" + std::string(sql.substr(0, 60)) + "' on " + path();
     if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) throw BusyError(what + ": " + text);
     throw_sqlite(rc, db_.get(), what);
   }
 }
 
-std::int64_t Connection::query_int(std::string_view sql) {
-  Statement stmt(db_.get(), sql);
-  if (!stmt.step()) return 0;
-  return stmt.column_int64(0);
-}
+std::int64_t SqliteConnection::changes() const { return sqlite3_changes64(db_.get()); }
 
-std::int64_t Connection::changes() const { return sqlite3_changes64(db_.get()); }
+std::int64_t SqliteConnection::last_insert_rowid() { return sqlite3_last_insert_rowid(db_.get()); }
 
-std::int64_t Connection::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_.get()); }
+bool SqliteConnection::in_transaction() const { return sqlite3_get_autocommit(db_.get()) == 0; }
 
-bool Connection::in_transaction() const { return sqlite3_get_autocommit(db_.get()) == 0; }
+void SqliteConnection::begin_write() { exec("BEGIN IMMEDIATE"); }
 
-void Connection::back_off(int attempt, std::chrono::steady_clock::time_point deadline,
-                          const BusyError& cause) const {
-  if (std::chrono::steady_clock::now() >= deadline) {
-    throw Error(ErrorKind::io, "database is busy: " + path_ + " stayed locked by another writer for " +
-                                   std::to_string(lock_wait_ms_) + " ms (" + cause.what() + ")");
-  }
-  // Jittered exponential back-off so that competing writers do not retry in lock step.
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  const int cap = std::min(50, 1 << std::min(attempt, 6));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1 + static_cast<int>(rng() % cap)));
-}
+void SqliteConnection::commit() { exec("COMMIT"); }
 
-// ---- Transaction -------------------------------------------------------------------
-
-Transaction::Transaction(Connection& conn, Mode mode) : conn_(conn) {
-  conn_.exec(mode == Mode::immediate ? "BEGIN IMMEDIATE" : "BEGIN");
-}
-
-Transaction::~Transaction() {
-  if (done_) return;
+void SqliteConnection::rollback() noexcept {
   // ROLLBACK can fail only if SQLite already rolled back (e.g. after SQLITE_FULL); then
   // there is nothing left to undo, so the error is deliberately ignored.
-  sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
-}
-
-void Transaction::commit() {
-  conn_.exec("COMMIT");
-  done_ = true;
+  sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
 }  // namespace atvoss::db

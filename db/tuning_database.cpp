@@ -4,8 +4,6 @@
 // db/internal/rows.hpp; the stores in their own files.
 #include "db/tuning_database.hpp"
 
-#include <sqlite3.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -20,7 +18,8 @@
 #include "db/internal/compact_json.hpp"
 #include "db/internal/schema.hpp"
 #include "db/internal/rows.hpp"
-#include "db/internal/sqlite.hpp"
+#include "db/internal/sql.hpp"
+#include "db/postgres_url.hpp"
 
 namespace atvoss::db {
 
@@ -28,107 +27,11 @@ using rows::count;
 using rows::is_memory;
 using rows::Writer;
 
-namespace {
-
-std::uint32_t be32(const unsigned char* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
-}
-
-// Cheap checks on the 100-byte SQLite header before SQLite touches the file: a file that
-// is not SQLite at all, or one cut short (fewer bytes than the page count its header
-// vouches for), is refused with a clear message instead of failing later, mid-query.
-// Skipped while a non-empty WAL exists: then the header may legitimately run ahead of a
-// checkpoint that recovery will finish.
-void check_file_header(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size == 0) return;  // absent or empty: SQLite creates a fresh database
-  const auto wal = std::filesystem::file_size(path + "-wal", ec);
-  const bool wal_pending = !ec && wal > 0;
-  unsigned char h[100] = {};
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return;  // let SQLite report the permission problem
-  const std::size_t got = std::fread(h, 1, sizeof h, f);
-  std::fclose(f);
-  if (got < sizeof h || std::memcmp(h, "SQLite format 3", 16) != 0) {
-    throw Error(ErrorKind::corrupt, path + " is not an atvoss tuning database: it is not an SQLite "
-                                           "file (damaged, truncated or a different kind of file)");
-  }
-  const std::uint32_t raw_page = (std::uint32_t{h[16]} << 8) | h[17];
-  const std::uint64_t page_size = raw_page == 1 ? 65536 : raw_page;
-  const std::uint32_t pages = be32(h + 28);
-  const bool count_valid = be32(h + 24) == be32(h + 92) && pages > 0;
-  if (!wal_pending && count_valid && size < page_size * pages) {
-    throw Error(ErrorKind::corrupt, path + " is truncated: its header records " + std::to_string(pages) +
-                                        " pages of " + std::to_string(page_size) + " bytes but the file has " +
-                                        std::to_string(size) + " bytes; restore it from a copy");
-  }
-}
-
-void configure(Connection& c, const std::string& path, bool read_only, bool sync_every_commit) {
-  c.exec("PRAGMA foreign_keys = ON");
-  // 64 MiB page cache (default 2 MiB): the record indexes of a million-record file stay in
-  // memory, which keeps batch inserts and best-k lookups off the file system.
-  c.exec("PRAGMA cache_size = -65536");
-  // Read pages through a 1 GiB memory map instead of a pread() and a copy each: a best-k
-  // query of a large file touches pages no connection has cached yet. Writes still go
-  // through the WAL (SQLite writes via the map only if built with SQLITE_MMAP_READWRITE),
-  // so durability is unchanged.
-  if (!is_memory(path)) c.exec("PRAGMA mmap_size = 1073741824");
-  if (!read_only && !is_memory(path)) {
-    // journal_mode needs a brief lock when a file is new; another opener may hold it.
-    c.read([&] { c.exec("PRAGMA journal_mode = WAL"); });
-    // OpenOptions::sync_every_commit documents the trade-off.
-    c.exec(sync_every_commit ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
-    // Checkpoint every ~16 MiB of WAL instead of 4 MiB: index pages that many batches touch
-    // are copied into the file once per checkpoint, so fewer checkpoints mean less writing.
-    c.exec("PRAGMA wal_autocheckpoint = 4000");
-  }
-}
-
-// Refuses SQLite files that belong to another application, before anything is written.
-void check_identity(Connection& c, const std::string& path) {
-  const auto app = c.read([&] { return c.query_int("PRAGMA application_id"); });
-  if (app != 0 && app != kApplicationId) {
-    throw_bad_input(path + " is an SQLite database of another application (application_id " +
-                    std::to_string(app) + "), not an atvoss tuning database");
-  }
-  if (app == 0 && c.query_int("PRAGMA user_version") == 0 &&
-      c.query_int("SELECT count(*) FROM sqlite_schema") > 0) {
-    throw_bad_input(path + " is an SQLite database without atvoss tables; refusing to add them to it");
-  }
-}
-
-void refuse_newer(const std::string& path, std::int64_t version) {
-  if (version > TuningDatabase::kSchemaVersion) {
-    throw_bad_input(path + " has schema version " + std::to_string(version) +
-                    ", newer than this build of atvoss understands (" +
-                    std::to_string(TuningDatabase::kSchemaVersion) +
-                    "); upgrade atvoss to open it (the file was left untouched)");
-  }
-}
-
-void upgrade(Connection& c, const std::string& path, bool read_only) {
-  const auto version = c.read([&] { return c.query_int("PRAGMA user_version"); });
-  if (read_only && version == 0) {
-    throw_bad_input(path + " is not an atvoss tuning database (no schema); open it writable to create one");
-  }
-  if (version == TuningDatabase::kSchemaVersion || read_only) return;
-  c.write([&] {
-    // Re-read inside the write lock: another process may have migrated meanwhile.
-    const auto now = c.query_int("PRAGMA user_version");
-    refuse_newer(path, now);
-    migrate(c, static_cast<int>(now), TuningDatabase::kSchemaVersion);
-  });
-}
-
-}  // namespace
-
 // ---- lifetime ----------------------------------------------------------------------
 
 TuningDatabase::TuningDatabase(std::string path, std::unique_ptr<Connection> conn)
     : path_(std::move(path)), conn_(std::move(conn)), cache_(std::make_unique<rows::DecodeCache>()),
-      records_(std::make_unique<SqliteRecordStore>(*conn_, *cache_)),
+      records_(std::make_unique<SqlRecordStore>(*conn_, *cache_)),
       models_(std::make_unique<ModelStore>(*conn_)), jobs_(std::make_unique<JobStore>(*conn_)) {}
 TuningDatabase::TuningDatabase(TuningDatabase&&) noexcept = default;
 TuningDatabase& TuningDatabase::operator=(TuningDatabase&&) noexcept = default;
@@ -136,30 +39,11 @@ TuningDatabase::~TuningDatabase() = default;
 
 TuningDatabase TuningDatabase::open(const std::string& path, const OpenOptions& options) {
   if (path.empty()) throw_bad_input("database path must not be empty (use \":memory:\" for a private in-memory database)");
-  const bool memory = is_memory(path);
-  if (!memory && (options.must_exist || options.read_only) && !std::filesystem::exists(path)) {
-    throw Error(ErrorKind::not_found, "database " + path + " does not exist");
-  }
-  if (!memory) require_output_file(path, "database");  // a directory, or no directory to create it in
-  // A FIFO or a device where the database belongs would block or feed SQLite without end.
-  if (!memory && std::filesystem::exists(path)) require_input_file(path, "database");
-  int flags = SQLITE_OPEN_NOMUTEX;  // one connection per thread: SQLite's own mutex is not needed
-  flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  if (!memory) check_file_header(path);
-  const std::string name = memory ? ":memory:" : path;
-  TuningDatabase db(name, std::make_unique<Connection>(name, flags, options.lock_wait_ms));
-  Connection& c = *db.conn_;
-  // Every refusal happens before configure(), whose journal_mode switch writes the header.
-  check_identity(c, db.path_);  // the first read: a garbage file fails here, as corrupt
-  const auto version = c.read([&] { return c.query_int("PRAGMA user_version"); });
-  refuse_newer(db.path_, version);
-  configure(c, db.path_, options.read_only, options.sync_every_commit);
-  upgrade(c, db.path_, options.read_only);
-  return db;
+  return is_postgres_url(path) ? open_postgres(path, options) : open_sqlite(path, options);
 }
 
 int TuningDatabase::schema_version() const {
-  return static_cast<int>(conn_->read([&] { return conn_->query_int("PRAGMA user_version"); }));
+  return static_cast<int>(conn_->read([&] { return stored_schema_version(*conn_); }));
 }
 
 // ---- records -----------------------------------------------------------------------
@@ -211,7 +95,7 @@ Stats TuningDatabase::stats() const {
   return conn_->read([&] {
     Stats st;
     Connection& c = *conn_;
-    st.schema_version = static_cast<int>(c.query_int("PRAGMA user_version"));
+    st.schema_version = static_cast<int>(stored_schema_version(c));
     st.targets = c.query_int("SELECT count(*) FROM targets");
     st.workloads = c.query_int("SELECT count(*) FROM workloads");
     st.records = c.query_int("SELECT count(*) FROM records");
@@ -225,7 +109,7 @@ Stats TuningDatabase::stats() const {
     }
     auto s = c.prepare(
         "SELECT t.key, t.name, t.description, count(DISTINCT r.workload_id), count(r.id), "
-        "coalesce(sum(r.status = 'ok'), 0) FROM targets t LEFT JOIN records r ON r.target_id = t.id "
+        "coalesce(sum(CASE WHEN r.status = 'ok' THEN 1 ELSE 0 END), 0) FROM targets t LEFT JOIN records r ON r.target_id = t.id "
         "GROUP BY t.id ORDER BY t.name, t.key");
     while (s->step()) {
       TargetStats ts;
@@ -236,7 +120,9 @@ Stats TuningDatabase::stats() const {
       ts.failed = ts.records - ts.ok;
       st.per_target.push_back(std::move(ts));
     }
-    if (!is_memory(path_)) {
+    if (c.dialect() == Dialect::postgres) {
+      st.file_bytes = c.query_int("SELECT pg_database_size(current_database())");
+    } else if (!is_memory(path_)) {
       std::error_code ec;
       const auto size = std::filesystem::file_size(path_, ec);
       const auto wal = std::filesystem::file_size(path_ + "-wal", ec);
@@ -409,7 +295,7 @@ std::int64_t TuningDatabase::prune(int k, bool keep_failed) {
     auto s = conn_->prepare(
         "DELETE FROM records WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER "
         "(PARTITION BY workload_id, target_id ORDER BY time_us, id) AS rank FROM records "
-        "WHERE status = 'ok') WHERE rank > ?1)");
+        "WHERE status = 'ok') AS ranked WHERE rank > ?1)");
     s->bind(1, k).run();
     std::int64_t deleted = conn_->changes();
     if (!keep_failed) {
@@ -421,9 +307,36 @@ std::int64_t TuningDatabase::prune(int k, bool keep_failed) {
   });
 }
 
+namespace {
+
+// What atvoss can check of a server database: PostgreSQL enforces the foreign keys and
+// checksums its own pages (pg_amcheck checks those), so this checks atvoss's own rules:
+// one schema row, and every record's key is the key of the schedule stored in it.
+std::string postgres_problems(Connection& c) {
+  std::string problems;
+  if (c.query_int("SELECT count(*) FROM atvoss_schema") != 1) problems += "atvoss_schema must hold one row\n";
+  auto s = c.prepare("SELECT id, schedule, schedule_key FROM records ORDER BY id");
+  while (s->step()) {
+    char key[17];
+    rows::schedule_key(s->column_text(1), key);
+    if (s->column_text(2) != key) {
+      problems += "record " + std::to_string(s->column_int64(0)) + ": schedule_key does not match its schedule\n";
+    }
+  }
+  return problems;
+}
+
+}  // namespace
+
 std::string TuningDatabase::integrity_check() const {
   return conn_->read([&] {
     std::string problems;
+    if (conn_->dialect() == Dialect::postgres) {
+      problems = postgres_problems(*conn_);
+      if (problems.empty()) return std::string("ok");
+      problems.pop_back();
+      return problems;
+    }
     {
       auto s = conn_->prepare("PRAGMA integrity_check");
       while (s->step()) {

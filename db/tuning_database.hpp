@@ -1,6 +1,7 @@
-// TuningDatabase: every measurement, trained model and job of atvoss, in one SQLite file.
-// Start here for the database module. It opens the file and owns its one connection, and
-// hands out three stores over it: records() (db/sqlite_record_store.hpp, a RecordStore),
+// TuningDatabase: every measurement, trained model and job of atvoss, in one SQLite file or
+// one PostgreSQL database (a postgresql:// URL, db/postgres_url.hpp), shared by many machines.
+// Start here for the database module. It opens the store and owns its one connection, and
+// hands out three stores over it: records() (db/sql_record_store.hpp, a RecordStore),
 // models() (db/model_store.hpp) and jobs() (db/job_store.hpp); itself it answers for the
 // file as a whole: targets, workloads, stats, merge, import/export, prune, check.
 // db/record.hpp holds the value types they trade in.
@@ -37,11 +38,11 @@
 #include "db/job_store.hpp"
 #include "db/model_store.hpp"
 #include "db/record.hpp"
-#include "db/sqlite_record_store.hpp"
+#include "db/sql_record_store.hpp"
 
 namespace atvoss::db {
 
-class Connection;  // db/internal/sqlite.hpp
+class Connection;  // db/internal/sql.hpp
 namespace rows {
 struct DecodeCache;  // db/internal/rows.hpp
 }
@@ -69,7 +70,8 @@ class TuningDatabase {
   static constexpr int kSchemaVersion = 3;
 
   // Opens (creating and migrating as needed) the database at path; ":memory:" gives a
-  // private in-memory database. Errors: io (cannot open/create, busy), corrupt (not a
+  // private in-memory database; a postgresql:// URL a database on a server (its password
+  // comes from PGPASSFILE, PGPASSWORD or a service file, never from the URL). Errors: io (cannot open/create, busy), corrupt (not a
   // database, truncated, or damaged), bad_input (newer schema than this build, or an SQLite
   // file of another application). A failed open never modifies the file.
   static TuningDatabase open(const std::string& path, const OpenOptions& options = {});
@@ -82,8 +84,8 @@ class TuningDatabase {
   int schema_version() const;
 
   // ---- the stores, over this database's one connection ------------------------------
-  SqliteRecordStore& records() { return *records_; }
-  const SqliteRecordStore& records() const { return *records_; }
+  SqlRecordStore& records() { return *records_; }
+  const SqlRecordStore& records() const { return *records_; }
   ModelStore& models() { return *models_; }
   const ModelStore& models() const { return *models_; }
   JobStore& jobs() { return *jobs_; }
@@ -103,6 +105,13 @@ class TuningDatabase {
   // transaction: records de-duplicated by key (MergeReport rules), models copied, jobs
   // whose name is new copied.
   MergeReport merge_from(const std::string& other_path);
+
+  // Copies every row of another database (opened read-only, never modified; an SQLite file
+  // or a URL) into this one, which must be empty, keeping every id, so a job copied
+  // mid-run resumes exactly: `atvoss-db migrate`. One transaction. Counts in added
+  // (records), models and jobs. bad_input if this database is not empty or the source's
+  // schema is older than this build's.
+  MergeReport copy_from(const std::string& source);
 
   // Writes one JSON object per line per matching record (Record::to_json: carries its
   // workload and target); returns the number written.
@@ -129,11 +138,13 @@ class TuningDatabase {
 
  private:
   TuningDatabase(std::string path, std::unique_ptr<Connection> conn);
+  static TuningDatabase open_sqlite(const std::string& path, const OpenOptions& options);  // db/sqlite_open.cpp
+  static TuningDatabase open_postgres(const std::string& url, const OpenOptions& options);  // db/postgres_open.cpp
   std::string path_;
   // Heap-held, so the stores' references stay valid when the database is moved.
   std::unique_ptr<Connection> conn_;
   std::unique_ptr<rows::DecodeCache> cache_;
-  std::unique_ptr<SqliteRecordStore> records_;
+  std::unique_ptr<SqlRecordStore> records_;
   std::unique_ptr<ModelStore> models_;
   std::unique_ptr<JobStore> jobs_;
 };

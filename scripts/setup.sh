@@ -17,7 +17,7 @@ ATVOSS_WITH_TESTS="${ATVOSS_WITH_TESTS:-1}"
 ATVOSS_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libxgboost-dev xgboost zlib1g-dev
-  libsqlite3-dev
+  libsqlite3-dev libpq-dev
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
   libonnx-dev libprotobuf-dev

@@ -1,6 +1,8 @@
 // atvoss-db: inspect and maintain a tuning database (db/tuning_database.hpp).
 //
-//   atvoss-db [--db FILE] [--json] <command> ...
+//   atvoss-db [--db FILE|URL] [--json] <command> ...
+// --db names an SQLite file or a postgresql:// URL (db/postgres_url.hpp; the password comes
+// from PGPASSFILE, PGPASSWORD or a service file, never from the URL).
 //     stats                                  records, targets, workloads per target and status
 //     best --workload W --target T [-k N]    fastest valid schedules of W on T (none: the
 //                                            nearest comparable workload's, as /v1/best answers)
@@ -9,7 +11,9 @@
 //     export-table --target T -o FILE        runtime lookup table (db/table/schedule_table.hpp)
 //     export [-o FILE] [--target T]          JSON lines, one self-describing record per line
 //     import FILE...                         JSON lines, or Kernel Tuner caches (.json/.json.gz)
-//     merge FILE...                          other databases (read-only) into this one
+//     merge DB...                            other databases (read-only) into this one
+//     migrate --from DB --to DB              copy a whole database into an empty one, ids kept
+//                                            (SQLite to PostgreSQL and back); --db is not used
 //     prune -k N [--keep-failed]             keep the best N per (workload, target)
 //     check                                  integrity_check + foreign_key_check
 //     vacuum
@@ -33,6 +37,7 @@
 #include "db/best_lookup.hpp"
 #include "db/kernel_tuner_cache.hpp"
 #include "db/table_export.hpp"
+#include "db/postgres_url.hpp"
 #include "db/tuning_database.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/query_server.hpp"
@@ -231,7 +236,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string db_path = "atvoss.db";
   bool json = false;
-  app.add_option("--db", db_path, "database file")->capture_default_str();
+  app.add_option("--db", db_path, "database file or postgresql:// URL")->capture_default_str();
   app.add_flag("--json", json, "print JSON for machines instead of tables");
 
   std::string workload_arg, target_arg, out, op, status, since;
@@ -263,7 +268,11 @@ int main(int argc, char** argv) {
   auto* import_cmd = app.add_subcommand("import", "JSON lines or Kernel Tuner cache files");
   import_cmd->add_option("files", files, "files to import")->required();
   auto* merge = app.add_subcommand("merge", "merge other database files into this one");
-  merge->add_option("files", files, "database files (opened read-only)")->required();
+  merge->add_option("files", files, "database files or URLs (opened read-only)")->required();
+  std::string migrate_from, migrate_to;
+  auto* migrate = app.add_subcommand("migrate", "copy a whole database into an empty one (SQLite <-> PostgreSQL)");
+  migrate->add_option("--from", migrate_from, "source database file or URL (opened read-only)")->required();
+  migrate->add_option("--to", migrate_to, "empty destination database file or URL (created if absent)")->required();
   auto* prune = app.add_subcommand("prune", "keep the best k per (workload, target)");
   prune->add_option("-k", k, "records to keep per (workload, target)")->required()->check(CLI::PositiveNumber);
   prune->add_flag("--keep-failed", keep_failed, "keep failed records (they stop re-measuring)");
@@ -280,17 +289,30 @@ int main(int argc, char** argv) {
 
   return atvoss::tools::run_cli(app, argc, argv, [&]() -> int {
     if (serve->parsed()) {
-      require_input_file(db_path, "--db");
+      atvoss::db::require_database(db_path, "--db", true);
       serve_options.db_path = db_path;
       serve_options.token = atvoss::rpc::load_token(token_file);
       atvoss::rpc::run_query_server(serve_options);
       return 0;
     }
+    if (migrate->parsed()) {
+      atvoss::db::require_database(migrate_from, "--from", true);
+      atvoss::db::require_database(migrate_to, "--to", false);
+      auto to = TuningDatabase::open(migrate_to);
+      print_report(("migrate " + migrate_from + " -> " + migrate_to).c_str(), to.copy_from(migrate_from), json);
+      return 0;
+    }
     const bool writes = import_cmd->parsed() || merge->parsed() || prune->parsed() || vacuum->parsed();
     // Every named file is checked before the database is opened (or created) and before any is read.
     // Only import and merge may start a database; prune and vacuum work on one that exists.
-    if (!writes || prune->parsed() || vacuum->parsed()) require_input_file(db_path, "--db");
-    for (const auto& f : files) require_input_file(f, import_cmd->parsed() ? "import" : "merge");
+    if (!writes || prune->parsed() || vacuum->parsed()) atvoss::db::require_database(db_path, "--db", true);
+    for (const auto& f : files) {
+      if (import_cmd->parsed()) {
+        require_input_file(f, "import");
+      } else {
+        atvoss::db::require_database(f, "merge", true);
+      }
+    }
     auto db = TuningDatabase::open(db_path, writes ? OpenOptions{} : read_only());
     if (stats->parsed()) {
       cmd_stats(db, json);

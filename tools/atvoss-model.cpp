@@ -30,6 +30,7 @@
 #include "costmodel/cost_model.hpp"
 #include "costmodel/workload_groups.hpp"
 #include "costmodel/metrics.hpp"
+#include "db/postgres_url.hpp"
 #include "db/tuning_database.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/target_arg.hpp"
@@ -228,7 +229,7 @@ int main(int argc, char** argv) {
   common(in);
   in->add_option("--top", a.top, "features to list");
   return atvoss::tools::run_cli(app, argc, argv, [&] {
-    atvoss::require_input_file(a.db, "--db");  // every command reads an existing database
+    atvoss::db::require_database(a.db, "--db", true);  // every command reads an existing database
     if (tr->parsed()) return train(a);
     if (ev->parsed()) return eval(a);
     return inspect(a);

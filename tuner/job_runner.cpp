@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
+#include "db/postgres_url.hpp"
 #include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
@@ -478,7 +479,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   // of failing the job (frontend/fallback.hpp).
   tasks = frontend::without_unschedulable(tasks, target);
   // The spec names where output goes; a missing directory is the user's to create.
-  require_output_file(spec.database, "job spec: field 'database'");
+  db::require_database(spec.database, "job spec: field 'database'", false);
   require_replaceable_file(spec.export_path, "job spec: field 'export'");
   require_replaceable_file(spec.report_path, "job spec: field 'report'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;

@@ -12,7 +12,7 @@
 
 #include "db/duplicate_rule.hpp"
 #include "db/record.hpp"
-#include "db/internal/sqlite.hpp"
+#include "db/internal/sql.hpp"
 
 namespace atvoss::db::rows {
 
@@ -41,6 +41,9 @@ std::string dump_profile(const Profile& p);
 // Exactly Schedule::to_json().dump(): the schedule key is a hash of these bytes.
 std::string dump_schedule(const Schedule& s);
 Schedule parse_schedule(const std::string& text);
+// The stored schedule key of a stored schedule text: FNV-1a of its bytes, 16 hex digits
+// (and a NUL) written into out.
+void schedule_key(std::string_view schedule_text, char (&out)[17]);
 Profile parse_profile(const std::string& text);
 ModelRecord decode_model(const Statement& s, bool with_blob);
 JobRow decode_job(const Statement& s);

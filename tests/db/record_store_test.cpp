@@ -1,5 +1,5 @@
-// The RecordStore contract (db/record_store.hpp), run against both implementations: the
-// SQLite store a TuningDatabase hands out and the in-memory one. A behaviour that differs
+// The RecordStore contract (db/record_store.hpp), run against every implementation: the
+// SQL store a TuningDatabase hands out (on SQLite and on PostgreSQL) and the in-memory one. A behaviour that differs
 // between them fails here for the one that drifted.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "db_test_util.hpp"
+#include "pg_test_util.hpp"
 #include "db/memory_record_store.hpp"
 #include "db/tuning_database.hpp"
 
@@ -21,6 +22,12 @@ using testing::tiles;
 
 struct SqliteHolder {
   TuningDatabase db = TuningDatabase::open(":memory:");
+  RecordStore& store() { return db.records(); }
+};
+
+struct PostgresHolder {
+  testing::PgSchema schema;
+  TuningDatabase db = TuningDatabase::open(schema.url());
   RecordStore& store() { return db.records(); }
 };
 
@@ -39,7 +46,7 @@ class RecordStoreContract : public ::testing::Test {
   const TargetInfo other_ = TargetInfo::named("gpu-b");
 };
 
-using Implementations = ::testing::Types<SqliteHolder, MemoryHolder>;
+using Implementations = ::testing::Types<SqliteHolder, PostgresHolder, MemoryHolder>;
 TYPED_TEST_SUITE(RecordStoreContract, Implementations);
 
 TYPED_TEST(RecordStoreContract, BestIsFastestOkOfThatTargetOnly) {

@@ -1,5 +1,5 @@
-// The TuningDatabase API, run against both an in-memory and a file database
-// (same checks for every storage, as LevelDB's table_test does for its implementations).
+// The TuningDatabase API, run against an in-memory, a file and a PostgreSQL database (same
+// checks for every storage, as LevelDB's table_test does for its implementations).
 #include "db/tuning_database.hpp"
 
 #include <gmock/gmock.h>
@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "db_test_util.hpp"
+#include "pg_test_util.hpp"
 
 namespace atvoss::db {
 namespace {
@@ -16,15 +17,24 @@ namespace {
 using namespace atvoss::db::testing;
 using ::testing::HasSubstr;
 
-class TuningDatabaseTest : public ::testing::TestWithParam<bool> {
+enum class Storage { memory, file, postgres };
+
+void PrintTo(Storage s, std::ostream* os) {
+  *os << (s == Storage::memory ? "memory" : s == Storage::file ? "file" : "postgres");
+}
+
+class TuningDatabaseTest : public ::testing::TestWithParam<Storage> {
  protected:
   void SetUp() override {
-    path_ = GetParam() ? dir_.file("tune.db") : ":memory:";
+    if (GetParam() == Storage::postgres) pg_ = std::make_unique<PgSchema>();
+    path_ = GetParam() == Storage::file ? dir_.file("tune.db") : GetParam() == Storage::memory ? ":memory:" : pg_->url();
     db_ = std::make_unique<TuningDatabase>(TuningDatabase::open(path_));
   }
+  void TearDown() override { db_.reset(); }
   TuningDatabase& db() { return *db_; }
 
   TempDir dir_;
+  std::unique_ptr<PgSchema> pg_;
   std::string path_;
   std::unique_ptr<TuningDatabase> db_;
   const TargetInfo npu_a_ = TargetInfo::named("npu-a");
@@ -33,8 +43,11 @@ class TuningDatabaseTest : public ::testing::TestWithParam<bool> {
   const Workload w2_ = matmul(1024, 512, 256);
 };
 
-INSTANTIATE_TEST_SUITE_P(Storage, TuningDatabaseTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "File" : "Memory"; });
+INSTANTIATE_TEST_SUITE_P(Storage, TuningDatabaseTest,
+                         ::testing::Values(Storage::memory, Storage::file, Storage::postgres),
+                         [](const auto& info) {
+                           return info.param == Storage::file ? "File" : info.param == Storage::memory ? "Memory" : "Postgres";
+                         });
 
 TEST_P(TuningDatabaseTest, InsertedRecordRoundTrips) {
   Record r = record(w1_, npu_a_, tiles(64, 128), ok_us(12.5, {12.0, 12.5, 13.0}));
@@ -91,6 +104,7 @@ TEST_P(TuningDatabaseTest, BestQueryWalksTheIndexWithoutScanningRecords) {
   EXPECT_THAT(plan, HasSubstr("records_best"));
   EXPECT_THAT(plan, ::testing::Not(HasSubstr("SCAN r")));
   EXPECT_THAT(plan, ::testing::Not(HasSubstr("TEMP B-TREE")));
+  EXPECT_THAT(plan, ::testing::Not(HasSubstr("Seq Scan on records")));
 }
 
 TEST_P(TuningDatabaseTest, InfrastructureErrorRejectsTheWholeBatch) {

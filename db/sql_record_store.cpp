@@ -1,7 +1,7 @@
-#include "db/sqlite_record_store.hpp"
+#include "db/sql_record_store.hpp"
 
 #include "db/internal/rows.hpp"
-#include "db/internal/sqlite.hpp"
+#include "db/internal/sql.hpp"
 
 namespace atvoss::db {
 
@@ -11,7 +11,7 @@ using rows::record_sql;
 using rows::RowDecoder;
 using rows::Writer;
 
-std::vector<std::int64_t> SqliteRecordStore::insert(std::span<const Record> batch) {
+std::vector<std::int64_t> SqlRecordStore::insert(std::span<const Record> batch) {
   for (const Record& r : batch) rows::reject_infrastructure(r);  // before taking the write lock
   return conn_.write([&] {
     Writer w(conn_);
@@ -23,9 +23,9 @@ std::vector<std::int64_t> SqliteRecordStore::insert(std::span<const Record> batc
   });
 }
 
-void SqliteRecordStore::write_together(const std::function<void()>& body) { conn_.write(body); }
+void SqlRecordStore::write_together(const std::function<void()>& body) { conn_.write(body); }
 
-std::optional<Record> SqliteRecordStore::find(const std::string& workload_key,
+std::optional<Record> SqlRecordStore::find(const std::string& workload_key,
                                            const std::string& target_key,
                                            const std::string& schedule_key) const {
   return conn_.read([&]() -> std::optional<Record> {
@@ -36,7 +36,7 @@ std::optional<Record> SqliteRecordStore::find(const std::string& workload_key,
   });
 }
 
-bool SqliteRecordStore::contains(const std::string& workload_key, const std::string& target_key,
+bool SqlRecordStore::contains(const std::string& workload_key, const std::string& target_key,
                               const std::string& schedule_key) const {
   return conn_.read([&] {
     auto s = conn_.prepare(
@@ -48,7 +48,7 @@ bool SqliteRecordStore::contains(const std::string& workload_key, const std::str
   });
 }
 
-std::vector<Record> SqliteRecordStore::best(const std::string& workload_key,
+std::vector<Record> SqlRecordStore::best(const std::string& workload_key,
                                          const std::string& target_key, int k) const {
   if (k <= 0) return {};
   return conn_.read([&] {
@@ -61,7 +61,7 @@ std::vector<Record> SqliteRecordStore::best(const std::string& workload_key,
   });
 }
 
-std::vector<BestEntry> SqliteRecordStore::best_schedules(const std::string& workload_key,
+std::vector<BestEntry> SqlRecordStore::best_schedules(const std::string& workload_key,
                                                      const std::string& target_key, int k) const {
   if (k <= 0) return {};
   return conn_.read([&] {
@@ -81,19 +81,21 @@ std::vector<BestEntry> SqliteRecordStore::best_schedules(const std::string& work
   });
 }
 
-std::string SqliteRecordStore::explain_best_plan() const {
+std::string SqlRecordStore::explain_best_plan() const {
   return conn_.read([&] {
-    auto s = conn_.prepare("EXPLAIN QUERY PLAN " + record_sql(kBestTail));
+    const bool sqlite = conn_.dialect() == Dialect::sqlite;
+    auto s = conn_.prepare((sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN ") + record_sql(kBestTail));
+    s->bind(1, "").bind(2, "").bind(3, 1);
     std::string plan;
-    while (s->step()) plan += s->column_text(3) + "\n";
+    while (s->step()) plan += s->column_text(sqlite ? 3 : 0) + "\n";
     return plan;
   });
 }
 
-std::vector<Record> SqliteRecordStore::history(const std::string& workload_key,
+std::vector<Record> SqlRecordStore::history(const std::string& workload_key,
                                             const std::optional<std::string>& target_key) const {
   return conn_.read([&] {
-    auto s = conn_.prepare(record_sql("WHERE w.key = ?1 AND (?2 IS NULL OR t.key = ?2) "
+    auto s = conn_.prepare(record_sql("WHERE w.key = ?1 AND (CAST(?2 AS TEXT) IS NULL OR t.key = ?2) "
                                 "ORDER BY r.created_at, r.id"));
     s->bind(1, workload_key);
     if (target_key) s->bind(2, *target_key);
@@ -104,7 +106,7 @@ std::vector<Record> SqliteRecordStore::history(const std::string& workload_key,
   });
 }
 
-void SqliteRecordStore::for_each_record(const std::string& target_key,
+void SqlRecordStore::for_each_record(const std::string& target_key,
                                      const std::function<bool(const Record&)>& fn) const {
   // Pages by id rather than holding one statement open across fn, so fn may read this
   // database, and a retry after a busy error resumes where it stopped.
@@ -126,23 +128,30 @@ void SqliteRecordStore::for_each_record(const std::string& target_key,
   }
 }
 
-std::vector<Record> SqliteRecordStore::query(const RecordFilter& f) const {
-  std::string where = "WHERE 1";
-  if (f.target_key) where += " AND t.key = ?1";
-  if (f.workload_key) where += " AND w.key = ?2";
-  if (f.op) where += " AND w.op = ?3";
-  if (f.status) where += " AND r.status = ?4";
-  if (f.since_ms) where += " AND r.created_at >= ?5";
+std::vector<Record> SqlRecordStore::query(const RecordFilter& f) const {
+  // Parameters numbered in the order the filters appear: PostgreSQL must see every
+  // parameter it is given, to know its type.
+  std::string where = "WHERE TRUE";
+  int n = 0;
+  const auto add = [&](std::string_view condition) {
+    where += " AND " + std::string(condition) + " ?" + std::to_string(++n);
+  };
+  if (f.target_key) add("t.key =");
+  if (f.workload_key) add("w.key =");
+  if (f.op) add("w.op =");
+  if (f.status) add("r.status =");
+  if (f.since_ms) add("r.created_at >=");
   where += " ORDER BY r.created_at DESC, r.id DESC";
-  if (f.limit > 0) where += " LIMIT ?6";
+  if (f.limit > 0) where += " LIMIT ?" + std::to_string(++n);
   return conn_.read([&] {
     auto s = conn_.prepare(record_sql(where));
-    if (f.target_key) s->bind(1, *f.target_key);
-    if (f.workload_key) s->bind(2, *f.workload_key);
-    if (f.op) s->bind(3, *f.op);
-    if (f.status) s->bind(4, to_string(*f.status));
-    if (f.since_ms) s->bind(5, *f.since_ms);
-    if (f.limit > 0) s->bind(6, f.limit);
+    int i = 0;
+    if (f.target_key) s->bind(++i, *f.target_key);
+    if (f.workload_key) s->bind(++i, *f.workload_key);
+    if (f.op) s->bind(++i, *f.op);
+    if (f.status) s->bind(++i, to_string(*f.status));
+    if (f.since_ms) s->bind(++i, *f.since_ms);
+    if (f.limit > 0) s->bind(++i, f.limit);
     RowDecoder dec(cache_);
     std::vector<Record> out;
     while (s->step()) out.push_back(dec.decode(*s));
@@ -150,14 +159,14 @@ std::vector<Record> SqliteRecordStore::query(const RecordFilter& f) const {
   });
 }
 
-std::vector<BestEntry> SqliteRecordStore::best_per_workload(const std::string& target_key) const {
+std::vector<BestEntry> SqlRecordStore::best_per_workload(const std::string& target_key) const {
   return conn_.read([&] {
-    // SQLite takes the bare columns of a min() aggregate from the row holding the minimum.
+    // The first row of each workload in (time, id) order: the fastest, ties to the oldest.
     auto s = conn_.prepare(
-        "SELECT r.workload_id, w.description, r.schedule, min(r.time_us), r.id "
-        "FROM records r JOIN workloads w ON w.id = r.workload_id "
-        "WHERE r.target_id = (SELECT id FROM targets WHERE key = ?1) AND r.status = 'ok' "
-        "GROUP BY r.workload_id ORDER BY w.key");
+        "SELECT x.workload_id, w.description, x.schedule, x.time_us, x.id FROM (SELECT r.workload_id, "
+        "r.schedule, r.time_us, r.id, row_number() OVER (PARTITION BY r.workload_id ORDER BY r.time_us, "
+        "r.id) AS rank FROM records r WHERE r.target_id = (SELECT id FROM targets WHERE key = ?1) AND "
+        "r.status = 'ok') AS x JOIN workloads w ON w.id = x.workload_id WHERE x.rank = 1 ORDER BY w.key");
     s->bind(1, target_key);
     RowDecoder dec(cache_);
     std::vector<BestEntry> out;

@@ -1,4 +1,5 @@
-// SqliteRecordStore: the RecordStore (db/record_store.hpp) of a tuning database file,
+// SqlRecordStore: the RecordStore (db/record_store.hpp) of a tuning database (an SQLite file
+// or a PostgreSQL database: one SQL text serves both, db/internal/sql.hpp),
 // plus the queries only SQL answers cheaply (filters, best per workload, the cheap best
 // form for runtime lookups). A TuningDatabase owns one and hands it out as records();
 // it shares the database's connection, so it lives exactly as long as the database.
@@ -11,7 +12,7 @@
 
 namespace atvoss::db {
 
-class Connection;  // db/internal/sqlite.hpp
+class Connection;  // db/internal/sql.hpp
 namespace rows {
 struct DecodeCache;  // db/internal/rows.hpp
 }
@@ -24,11 +25,11 @@ struct BestEntry {
   std::int64_t record_id = 0;
 };
 
-class SqliteRecordStore final : public RecordStore {
+class SqlRecordStore final : public RecordStore {
  public:
-  SqliteRecordStore(Connection& conn, rows::DecodeCache& cache) : conn_(conn), cache_(cache) {}
-  SqliteRecordStore(const SqliteRecordStore&) = delete;
-  SqliteRecordStore& operator=(const SqliteRecordStore&) = delete;
+  SqlRecordStore(Connection& conn, rows::DecodeCache& cache) : conn_(conn), cache_(cache) {}
+  SqlRecordStore(const SqlRecordStore&) = delete;
+  SqlRecordStore& operator=(const SqlRecordStore&) = delete;
 
   // insert(): one transaction; once it returns the whole batch is durable.
   using RecordStore::insert;
@@ -53,7 +54,7 @@ class SqliteRecordStore final : public RecordStore {
   // the cheap form for runtime queries such as HTTP GET /v1/best.
   std::vector<BestEntry> best_schedules(const std::string& workload_key, const std::string& target_key,
                                         int k) const;
-  // SQLite's plan for the best() query, one step per line (tests check it uses the index).
+  // The database's plan for the best() query, one step per line (tests check it uses the index).
   std::string explain_best_plan() const;
   // Records matching the filter, newest first.
   std::vector<Record> query(const RecordFilter& filter) const;
