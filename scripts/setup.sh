@@ -27,6 +27,7 @@ ATVOSS_PACKAGES=(
 ATVOSS_TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3                     # the kill -9 resume test reads the database mid-job
+  postgresql                  # the store tests start a throwaway server (tests/db/pg_cluster.sh)
   python3-onnx                # the ONNX import tests build their models
   python3-pytest              # the Python package's suites
   python3-mypy                # the check that examples/python type-checks against the stubs

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
 #include "costmodel/model_registry.hpp"
+#include "db/postgres_url.hpp"
 #include "db/table_export.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/strategy_setup.hpp"
@@ -20,8 +21,8 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   limits::check("--early-stopping", spec.early_stopping, limits::early_stopping);
   if (spec.confirm_top != -1) limits::check("--confirm-top", spec.confirm_top, limits::confirm_top);
   costmodel::require_cost_model(spec.cost_model, "--cost-model");
-  if (spec.db.empty()) throw_bad_input("--db must name a database file");
-  require_output_file(spec.db, "--db");
+  if (spec.db.empty()) throw_bad_input("--db must name a database file or a postgresql:// URL");
+  db::require_database(spec.db, "--db", false);
   if (!spec.export_path.empty()) require_replaceable_file(spec.export_path, "--export");
   SingleTuneOutcome out{Workload::from_json(spec.workload), backend::load_target(spec.target), {}};
   const ScheduleSpace space = backend::space_for(out.workload, out.target);

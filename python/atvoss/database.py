@@ -17,9 +17,17 @@ PathLike = Union[str, os.PathLike]
 TargetArg = Union[Target, str, Mapping[str, Any]]
 
 
+def is_server_url(path: PathLike) -> bool:
+    """True for a postgresql:// (or postgres://) URL: a database on a server, not a file."""
+    text = os.fspath(path)
+    return isinstance(text, str) and text.startswith(("postgresql://", "postgres://"))
+
+
 def require_parent_dir(path: PathLike, what: str) -> None:
     """ValueError naming the Python argument `what` when path's directory does not exist
-    (the C++ core would name the command-line flag)."""
+    (the C++ core would name the command-line flag). A server URL has no directory."""
+    if is_server_url(path):
+        return
     parent = os.path.dirname(os.path.abspath(os.fspath(path)))
     if not os.path.isdir(parent):
         raise ValueError(f"{what}: '{os.fspath(path)}': the directory '{parent}' does not exist (create it first)")
@@ -66,7 +74,10 @@ def columns(records: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 class Database:
-    """An atvoss SQLite tuning database (created if absent unless read_only).
+    """An atvoss tuning database (created if absent unless read_only): an SQLite file, or
+    a PostgreSQL database named by a ``postgresql://user@host/dbname`` URL, shared by every
+    machine that names it. The password never goes in the URL: libpq reads it from
+    PGPASSFILE (~/.pgpass), PGPASSWORD or a service file.
 
     Records are dicts as ``atvoss-db export`` writes them (workload, target, schedule,
     measurement, worker, job, created_at...) plus their "id". Workloads may be given as a
@@ -75,13 +86,13 @@ class Database:
     """
 
     def __init__(self, path: PathLike, read_only: bool = False) -> None:
-        if read_only:
+        if read_only and not is_server_url(path):
             require_file(path, "database")
         self._db = _atvoss.Database(os.fspath(path), bool(read_only))
 
     @property
     def path(self) -> str:
-        """The database file."""
+        """The database file or URL."""
         return self._db.path
 
     def best(self, workload: Any, target: TargetArg, k: int = 1) -> List[Dict[str, Any]]:

@@ -1,10 +1,30 @@
 """atvoss.Database and atvoss.Table against a database filled by atvoss.tune: answers agree
 with the tuning result, plain Python data and numpy columns, export/import/merge, models,
 lookup exact vs nearest, bad input."""
+import os
+import subprocess
+import uuid
+
 import numpy as np
 import pytest
 
 import atvoss
+
+
+@pytest.fixture(params=["file", "postgres"])
+def db_path(request, tmp_path):
+    """The database the tuning writes: an SQLite file, or a fresh schema on the throwaway
+    PostgreSQL server ctest starts (tests/db/pg_cluster.sh)."""
+    if request.param == "file":
+        yield str(tmp_path / "tune.db")
+        return
+    base = os.environ.get("ATVOSS_TEST_PG_URL")
+    if not base:
+        pytest.fail("ATVOSS_TEST_PG_URL is not set: run this suite through ctest, which starts the server")
+    schema = "py_" + uuid.uuid4().hex[:12]
+    subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", base, "-c", f"CREATE SCHEMA {schema}"], check=True)
+    yield f"{base}&options=-csearch_path%3D{schema}"
+    subprocess.run(["psql", "-X", "-q", base, "-c", f"DROP SCHEMA {schema} CASCADE"], check=False)
 
 
 @pytest.fixture

@@ -12,28 +12,12 @@ namespace {
 const std::string kToken = "serve-token-for-tests";
 const Json kWorkload = {{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 256}}}};
 
-std::uint16_t free_port() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();
-}
-
 int run(const std::vector<std::string>& argv) {
   Child c(argv);
   return c.wait_for(120s).value_or(-1);
 }
 
-// Polls (bounded) until the server answers /v1/stats.
-HttpReply wait_for_server(std::uint16_t port) {
-  for (int i = 0; i < 200; ++i) {
-    try {
-      return http(port, "GET", "/v1/stats", kToken);
-    } catch (const std::exception&) {
-      std::this_thread::sleep_for(50ms);
-    }
-  }
-  throw std::runtime_error("atvoss-db serve did not answer within 10 s");
-}
+HttpReply wait_for_server(std::uint16_t port) { return wait_for_http(port, kToken); }
 
 TEST(DbServe, AnswersBestFromTheDatabaseWithToken) {
   TempDir dir;

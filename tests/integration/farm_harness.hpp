@@ -360,4 +360,23 @@ class ScriptedFarm {
   rpc::FrameDecoder decoder_;
 };
 
+// A loopback port nobody listens on now (for a server told its port on the command line).
+inline std::uint16_t free_port() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return a.local_endpoint().port();
+}
+
+// Polls (bounded, 10 s) until an HTTP query server on port answers /v1/stats.
+inline HttpReply wait_for_http(std::uint16_t port, const std::string& token) {
+  for (int i = 0; i < 200; ++i) {
+    try {
+      return http(port, "GET", "/v1/stats", token);
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  throw std::runtime_error("the query server did not answer within 10 s");
+}
+
 }  // namespace atvoss::farm_test

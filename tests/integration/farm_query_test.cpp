@@ -10,6 +10,7 @@
 
 #include "farm_harness.hpp"
 #include "rpc/log.hpp"
+#include "tests/db/pg_test_util.hpp"
 
 namespace atvoss::farm_test {
 namespace {
@@ -76,6 +77,47 @@ TEST(FarmQuery, BestStatsAndMetricsOverHttpWithToken) {
 
   EXPECT_EQ(http(farm.http_port, "GET", "/v1/best?target=nowhere&workload=" + url_encode(workload.dump()), kToken).status, 404);
   EXPECT_EQ(http(farm.http_port, "GET", "/v1/best?target=ascend910&workload=%7Bbad", kToken).status, 400);
+}
+
+// A team's shared database: the farm's result writer and a separate query service
+// (atvoss-db serve) both name one PostgreSQL database, and the service answers with what
+// the farm stored, live, without a merge or an export in between.
+TEST(FarmQuery, AFarmAndAQueryServiceShareOnePostgresDatabaseLive) {
+  rpc::set_log_enabled(false);
+  TempDir dir;
+  db::testing::PgSchema schema;
+  const std::map<std::string, std::string> env{{"ATVOSS_TOKEN", kToken}};
+  Farm farm = start_farm(dir, {"--db", schema.url()}, env);
+  Child worker = start_worker(farm.port, 2, {}, env);
+  wait_for_workers(farm.port, 1, 15s, kToken);
+  const std::uint16_t port = free_port();
+  Child server({bin("atvoss-db"), "--db", schema.url(), "serve", "--port", std::to_string(port)}, env);
+  EXPECT_EQ(wait_for_http(port, kToken).status, 200);
+
+  rpc::FarmClientOptions o;
+  o.farm = rpc::Endpoint{"127.0.0.1", farm.port};
+  o.token = kToken;
+  rpc::FarmClient client(o);
+  const auto reqs = requests(24, 5);
+  double fastest = 1e300;
+  for (const Measurement& m : client.measure(reqs)) {
+    if (m.ok()) fastest = std::min(fastest, m.time_us);
+  }
+  ASSERT_LT(fastest, 1e300) << "no valid schedule measured";
+  const std::string query = "/v1/best?target=ascend910&workload=" + url_encode(reqs.front().workload.dump());
+  HttpReply best;
+  for (int i = 0; i < 200; ++i) {
+    best = http(port, "GET", query, kToken);
+    if (best.status == 200 && Json::parse(best.body).at("time_us").get<double>() == fastest) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(best.status, 200) << best.body;
+  EXPECT_EQ(Json::parse(best.body).at("match"), "exact");
+  EXPECT_DOUBLE_EQ(Json::parse(best.body).at("time_us").get<double>(), fastest);
+  const Json stats = Json::parse(http(port, "GET", "/v1/stats", kToken).body);
+  EXPECT_EQ(stats.at("records").get<std::size_t>(), reqs.size()) << stats.dump();
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_for(10s), std::optional<int>(0));
 }
 
 }  // namespace
