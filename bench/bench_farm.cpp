@@ -8,6 +8,11 @@
 //                           noise on, no emulated latency (target: >= 50k items/s at W=4)
 //   BM_DispatchNullMeasure/W  the same with a measure function that returns at once: the
 //                           farm's own ceiling, without the simulator's CPU time
+//   BM_DispatchLogged/store:S  BM_Dispatch at W=8 with the farm's result log on: store 0 an
+//                           SQLite file, 1 the PostgreSQL database ATVOSS_BENCH_PG_URL
+//                           (bench/db_postgres.sh). Every item is a new key; counters
+//                           stored/submitted must be equal (nothing lost) (target: PostgreSQL
+//                           >= 0.8x SQLite's items/s)
 //   BM_SimulatorBaseline    simulate() alone on one thread: the measuring cost per item
 //   BM_RoundTrip/B          submit-to-last-answer latency of a batch of B through 4 workers
 //                           x 16 slots, p50/p99 counters
@@ -23,6 +28,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -31,6 +39,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/error.hpp"
+#include "db/tuning_database.hpp"
 #include "rpc/coordinator.hpp"
 #include "rpc/farm_client.hpp"
 #include "rpc/log.hpp"
@@ -46,10 +55,11 @@ using namespace std::chrono_literals;
 // A coordinator with W in-process workers, torn down at the end of a benchmark run.
 class Cluster {
  public:
-  Cluster(int workers, int slots, bool emulate, rpc::MeasureFunction measure = {}) {
+  Cluster(int workers, int slots, bool emulate, rpc::MeasureFunction measure = {}, std::string db_path = "") {
     rpc::set_log_enabled(false);
     rpc::CoordinatorOptions o;
     o.port = 0;
+    o.db_path = std::move(db_path);
     coordinator_ = std::make_unique<rpc::Coordinator>(o);
     coordinator_->start();
     for (int i = 0; i < workers; ++i) {
@@ -90,7 +100,7 @@ class Cluster {
 
 // n requests over a few valid matmul schedules; distinct seeds keep them distinct items
 // (no de-duplication), start makes every iteration's items new.
-std::vector<rpc::FarmRequest> make_requests(std::size_t n, std::uint64_t start) {
+std::vector<rpc::FarmRequest> make_requests(std::size_t n, std::uint64_t start, std::int64_t family = 0) {
   static const Target target = simulator::preset("ascend910");
   static const Workload workload =
       Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1024}, {"K", 1024}}}});
@@ -101,14 +111,24 @@ std::vector<rpc::FarmRequest> make_requests(std::size_t n, std::uint64_t start) 
     std::mt19937_64 rng(1);
     std::vector<Json> out;
     for (int i = 0; i < 1000 && out.size() < 32; ++i) {
-      if (auto p = space.random_valid_point(rng)) out.push_back(space.schedule_at(*p).to_json());
+      if (auto p = space.random_valid_point(rng)) {
+        Json sch = space.schedule_at(*p).to_json();
+        // Distinct, so that the logged benchmark's items are distinct database keys.
+        if (std::find(out.begin(), out.end(), sch) == out.end()) out.push_back(std::move(sch));
+      }
     }
     return out;
   }();
   std::vector<rpc::FarmRequest> out;
   out.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(rpc::FarmRequest{target_key, workload_json, schedules[i % schedules.size()], 1, start + i});
+    Json w = workload_json;
+    // family > 0: a workload per 32 items, so every item is a new database key.
+    if (family > 0) {
+      w["dims"]["M"] = 1024 + 16 * family;
+      w["dims"]["N"] = 1024 + 16 * static_cast<std::int64_t>((start + i) / schedules.size());
+    }
+    out.push_back(rpc::FarmRequest{target_key, std::move(w), schedules[i % schedules.size()], 1, start + i});
   }
   return out;
 }
@@ -122,11 +142,11 @@ void check_answers(benchmark::State& state, const std::vector<Measurement>& got)
   }
 }
 
-void run_throughput(benchmark::State& state, Cluster& cluster, std::size_t batch) {
+void run_throughput(benchmark::State& state, Cluster& cluster, std::size_t batch, std::int64_t family = 0) {
   std::uint64_t seed = 1;
   for (auto _ : state) {
     state.PauseTiming();
-    const auto requests = make_requests(batch, seed);
+    const auto requests = make_requests(batch, seed, family);
     seed += batch;
     state.ResumeTiming();
     const auto got = cluster.client().measure(requests);
@@ -146,6 +166,28 @@ void BM_Dispatch(benchmark::State& state) {
   run_throughput(state, cluster, 4096);
 }
 BENCHMARK(BM_Dispatch)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+
+void BM_DispatchLogged(benchmark::State& state) {
+  static std::atomic<std::int64_t> family{0};
+  const std::int64_t mine = ++family;
+  const char* url = std::getenv("ATVOSS_BENCH_PG_URL");
+  if (state.range(0) == 1 && url == nullptr) {
+    state.SkipWithError("set ATVOSS_BENCH_PG_URL (bench/db_postgres.sh does)");
+    return;
+  }
+  const std::string dir = "/tmp/atvoss-bench-farm-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string db = state.range(0) == 1 ? std::string(url) : dir + "/farm.db";
+  const std::int64_t before = db::TuningDatabase::open(db).stats().records;
+  {
+    Cluster cluster(8, kSlots, false, {}, db);
+    run_throughput(state, cluster, 4096, mine);
+  }  // the coordinator's log writer drains before it stops
+  state.counters["submitted"] = static_cast<double>(state.iterations() * 4096);
+  state.counters["stored"] = static_cast<double>(db::TuningDatabase::open(db).stats().records - before);
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_DispatchLogged)->Arg(0)->Arg(1)->ArgName("store")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 
 void BM_DispatchNullMeasure(benchmark::State& state) {
   const auto instant = [](const Target&, const Workload&, const Schedule&, int, std::uint64_t) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the database benchmarks on SQLite and on PostgreSQL side by side: starts a throwaway
+# Runs the database benchmarks (bench_db, and bench_farm's logged dispatch) on SQLite and on
+# PostgreSQL side by side: starts a throwaway
 # durable PostgreSQL server (fsync on, as a real one) on a Unix socket, points bench_db at
 # it, and removes it afterwards.
 #   bench/db_postgres.sh [BUILD_DIR] [extra bench_db flags...]
@@ -14,3 +15,4 @@ bash "$cluster" start "$dir" 54331 durable >/dev/null
 export PGPASSFILE="$dir/pgpass"
 export ATVOSS_BENCH_PG_URL="postgresql://atvoss@/atvoss?host=$dir&port=54331"
 "$build/bin/bench_db" --benchmark_filter='InsertShared|BestK_1M' "$@"
+"$build/bin/bench_farm" --benchmark_filter='DispatchLogged' "$@"
