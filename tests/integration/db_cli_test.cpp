@@ -15,6 +15,7 @@
 #include <sstream>
 #include <vector>
 
+#include "tests/db/pg_test_util.hpp"
 #include "cli_harness.hpp"
 #include "core/json.hpp"
 
@@ -65,6 +66,56 @@ TEST_F(DbCliTest, KernelTunerImportThenStatsBestAndExportTable) {
   r = run(db() + " check");
   EXPECT_EQ(r.code, 0);
   EXPECT_THAT(r.out, HasSubstr("ok"));
+}
+
+// The same commands on a PostgreSQL database: migrate a file across and back, then stats,
+// best, export-table, prune and check answer as they do on the file.
+TEST_F(DbCliTest, MigrateToPostgresAndBackThenEveryCommandAnswersAsOnTheFile) {
+  atvoss::db::testing::PgSchema schema;
+  const std::string url = quote(schema.url());
+  ASSERT_EQ(run(db() + " import " + quote(cache_)).code, 0);
+  Result r = run("migrate --from " + quote(file("tune.db")) + " --to " + url);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("4092 added"));
+  r = run("--db " + url + " --json stats");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto stats = atvoss::parse_json(r.out, "stats");
+  EXPECT_EQ(stats["records"], 4092);
+  EXPECT_EQ(stats["by_status"]["runtime_error"], 330);
+  const std::string workload = quote(R"({"op":"recorded","table":")" + cache_ + R"("})");
+  const std::string best = " --json best --workload " + workload + " --target " + gpu_ + " -k 3";
+  r = run("--db " + url + best);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(atvoss::parse_json(r.out, "best"), atvoss::parse_json(run(db() + best).out, "best"));
+  ASSERT_EQ(run("--db " + url + " export-table --target " + gpu_ + " -o " + quote(file("pg.json"))).code, 0);
+  ASSERT_EQ(run(db() + " export-table --target " + gpu_ + " -o " + quote(file("file.json"))).code, 0);
+  EXPECT_EQ(atvoss::load_json_file(file("pg.json"))["entries"], atvoss::load_json_file(file("file.json"))["entries"]);
+  // And back into a new file: the same records.
+  r = run("migrate --from " + url + " --to " + quote(file("back.db")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(atvoss::parse_json(run(db("back.db") + " --json stats").out, "stats")["records"], 4092);
+  // Into a database that is not empty: bad input, nothing copied.
+  r = run("migrate --from " + quote(file("tune.db")) + " --to " + url);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("not empty"));
+  r = run("--db " + url + " --json prune -k 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run("--db " + url + " check");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ok"));
+}
+
+TEST_F(DbCliTest, ABadDatabaseUrlExitsTwoAnUnreachableServerOne) {
+  Result r = run("--db 'postgresql://h/db?no_such_parameter=1' stats");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("malformed"));
+  r = run("--db 'postgresql://atvoss:sekrit@localhost/atvoss' stats");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("PGPASSFILE"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("sekrit")));
+  r = run("--db 'postgresql://atvoss@/atvoss?host=/nonexistent-atvoss-dir&connect_timeout=2' stats");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot connect to database"));
 }
 
 TEST_F(DbCliTest, ExportImportAndMergeCarryEveryRecord) {

@@ -16,6 +16,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/db/pg_test_util.hpp"
 #include "core/json.hpp"
 
 namespace {
@@ -63,6 +64,16 @@ class TuneCli : public ::testing::Test {
                             args + " >" + out + " 2>" + err + " </dev/null";
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+
+  // First line of `psql url -c sql` (unaligned, tuples only), or "" on failure.
+  std::string psql(const std::string& url, const std::string& query) const {
+    const std::string out = path("psql.out");
+    const std::string cmd = "psql -X -q -t -A '" + url + "' -c \"" + query + "\" >" + out + " 2>/dev/null";
+    if (std::system(cmd.c_str()) != 0) return "";
+    std::string s = slurp(out);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
   }
 
   // First line of `sqlite3 db sql`, or "" if the CLI is missing.
@@ -170,6 +181,58 @@ TEST_F(TuneCli, KillNineThenResumeMeasuresNoScheduleTwice) {
   const std::string order =
       "SELECT group_concat(schedule_key, ',') FROM (SELECT schedule_key FROM records ORDER BY id)";
   EXPECT_EQ(sql(db, order), sql(path("whole.db"), order));
+}
+
+// The same kill -9 with the job's database on a PostgreSQL server: the round's records and
+// the job's checkpoint commit together there too, so the resumed run stores exactly the
+// schedules, in the same order, as an uninterrupted run into an SQLite file.
+TEST_F(TuneCli, KillNineThenResumeOnPostgresIsExactToo) {
+  atvoss::db::testing::PgSchema schema;
+  atvoss::Json spec = kMlpJob;
+  spec["trials"] = 600;
+  spec["strategy"] = "evolutionary";
+  spec["repeat"] = 3;
+  spec["database"] = schema.url();
+  const auto file = job("killed", spec);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (chdir(dir_.c_str()) != 0) _exit(127);
+    freopen("/dev/null", "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl((std::string(ATVOSS_BIN_DIR) + "/atvoss-tune").c_str(), "atvoss-tune", file.c_str(),
+          "--quiet", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string records = "SELECT COUNT(*) FROM records";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool stored = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string n = psql(schema.url(), records);
+    if (!n.empty() && std::stoi(n) >= 40) {
+      stored = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(stored) << "the job stored fewer than 40 records in 60 s";
+  const int before = std::stoi(psql(schema.url(), records));
+  ASSERT_LT(before, 600) << "the job finished before it could be killed";
+  const Result resumed = run(file + " --json --quiet");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  const auto j = atvoss::parse_json(resumed.out, "stdout");
+  EXPECT_EQ(j["resumed"], before);
+  EXPECT_EQ(psql(schema.url(), records), "600");
+  EXPECT_EQ(psql(schema.url(), "SELECT MAX(json_array_length(repeats::json)) FROM records WHERE status='ok'"), "3");
+  EXPECT_THAT(psql(schema.url(), "SELECT state FROM jobs WHERE name='killed'"), HasSubstr("done"));
+  atvoss::Json whole = spec;
+  whole.erase("database");
+  ASSERT_EQ(run(job("whole", whole) + " --quiet").code, 0);
+  EXPECT_EQ(psql(schema.url(), "SELECT string_agg(schedule_key, ',' ORDER BY id) FROM records"),
+            sql(path("whole.db"), "SELECT group_concat(schedule_key, ',') FROM (SELECT schedule_key FROM records ORDER BY id)"));
 }
 
 // An ONNX model built here with Debian's python3-onnx: Conv+BatchNormalization+Relu
