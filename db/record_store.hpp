@@ -52,6 +52,17 @@ class RecordStore {
   virtual std::vector<Record> history(const std::string& workload_key,
                                       const std::optional<std::string>& target_key = std::nullopt) const = 0;
 
+  // Claims on schedules being measured, for processes that share one store: claim() takes
+  // (workload, target, schedule key) for owner until until_ms and returns true, unless
+  // another owner's claim is still live at now_ms (false). Claiming again what one holds
+  // renews it. release() drops every claim of owner. A store no other process can see
+  // (the in-memory one) grants every claim.
+  virtual bool claim(const Workload&, const TargetInfo&, const std::string& /*schedule_key*/,
+                     const std::string& /*owner*/, std::int64_t /*now_ms*/, std::int64_t /*until_ms*/) {
+    return true;
+  }
+  virtual void release(const std::string& /*owner*/) {}
+
   // Every record of a target (any status) in id order; fn returns false to stop early.
   // Do not write to the store from inside fn.
   virtual void for_each_record(const std::string& target_key,

@@ -79,10 +79,24 @@ CREATE TABLE job_tasks(
   PRIMARY KEY(job_id, task)) WITHOUT ROWID;
 )sql";
 
+// Version 4: claims on schedules being measured, so that processes sharing one database
+// measure a schedule once (RecordStore::claim). A claim lapses at expires_at, so a
+// process that dies holding one delays the others by at most its time to live.
+constexpr std::string_view kV4 = R"sql(
+CREATE TABLE claims(
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  target_id INTEGER NOT NULL REFERENCES targets(id),
+  schedule_key TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY(workload_id, target_id, schedule_key)) WITHOUT ROWID;
+CREATE INDEX claims_owner ON claims(owner);
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& migrations() {
-  static const std::vector<std::string_view> all = {kV1, kV2, kV3};
+  static const std::vector<std::string_view> all = {kV1, kV2, kV3, kV4};
   return all;
 }
 

@@ -23,6 +23,29 @@ std::vector<std::int64_t> SqlRecordStore::insert(std::span<const Record> batch) 
   });
 }
 
+bool SqlRecordStore::claim(const Workload& workload, const TargetInfo& target, const std::string& schedule_key,
+                           const std::string& owner, std::int64_t now_ms, std::int64_t until_ms) {
+  return conn_.write([&] {
+    Writer w(conn_);
+    // Inserted, or taken over from a lapsed claim, or renewed: a row comes back. Another
+    // owner's live claim: the update's WHERE fails and nothing comes back.
+    auto s = conn_.prepare(
+        "INSERT INTO claims(workload_id, target_id, schedule_key, owner, expires_at) VALUES(?1, ?2, ?3, ?4, ?5) "
+        "ON CONFLICT(workload_id, target_id, schedule_key) DO UPDATE SET owner = ?4, expires_at = ?5 "
+        "WHERE claims.owner = ?4 OR claims.expires_at < ?6 RETURNING owner");
+    s->bind(1, w.workload_id(workload)).bind(2, w.target_id(target)).bind(3, schedule_key);
+    s->bind(4, owner).bind(5, until_ms).bind(6, now_ms);
+    return s->step();
+  });
+}
+
+void SqlRecordStore::release(const std::string& owner) {
+  conn_.write([&] {
+    auto s = conn_.prepare("DELETE FROM claims WHERE owner = ?1");
+    s->bind(1, owner).run();
+  });
+}
+
 void SqlRecordStore::write_together(const std::function<void()>& body) { conn_.write(body); }
 
 std::optional<Record> SqlRecordStore::find(const std::string& workload_key,

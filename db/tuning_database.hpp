@@ -67,7 +67,7 @@ struct OpenOptions {
 class TuningDatabase {
  public:
   // The schema this build writes. Files with a larger user_version are refused.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating and migrating as needed) the database at path; ":memory:" gives a
   // private in-memory database; a postgresql:// URL a database on a server (its password

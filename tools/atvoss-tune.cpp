@@ -56,7 +56,7 @@ int run_single(const SingleArgs& a, const std::string& farm) {
   const auto [workload, target, r] = tuner::tune_single(spec);
   if (a.json) {
     Json out{{"workload", workload.to_json()}, {"target", target.name}, {"trials", r.trials},
-             {"resumed", r.resumed}, {"measured", r.measured}, {"stop_reason", r.stop_reason},
+             {"resumed", r.resumed}, {"measured", r.measured}, {"measured_elsewhere", r.measured_elsewhere}, {"stop_reason", r.stop_reason},
              {"best_schedule", r.best_schedule ? r.best_schedule->to_json() : Json(nullptr)},
              {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
              {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},

@@ -270,6 +270,9 @@ class JobRun {
     o.seed = spec_.seed;
     o.cancel = options_.cancel;
     o.job = spec_.name;
+    // A server database may be shared with other jobs: claim before measuring. The job's
+    // name is the owner, so the job resumed after kill -9 takes its claims back at once.
+    if (db::is_postgres_url(spec_.database)) o.claim_owner = "job:" + spec_.name;
     o.anchors = {picks_[i].schedule};
     StrategySetup* setup = r.setup.get();
     o.after_round = [setup, this] { setup->save_if_retrained(db_); };

@@ -1,5 +1,9 @@
 #include "tuner/single_tune.hpp"
 
+#include <unistd.h>
+
+#include <string>
+
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "core/error.hpp"
@@ -12,6 +16,17 @@
 #include "tuner/tuning_limits.hpp"
 
 namespace atvoss::tuner {
+
+namespace {
+
+// This process, as a claim's owner: host and pid.
+std::string process_owner() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return "tune:" + std::string(host) + ":" + std::to_string(::getpid());
+}
+
+}  // namespace
 
 SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& callbacks, const CancelFlag& cancel) {
   // Every input is checked before the database is opened: a bad flag creates no file.
@@ -39,6 +54,8 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   options.early_stopping = spec.early_stopping;
   options.seed = spec.seed;
   options.cancel = cancel;
+  // A server database may be shared with other processes: claim before measuring.
+  if (db::is_postgres_url(spec.db)) options.claim_owner = process_owner();
   options.after_round = [&] { setup.save_if_retrained(db); };
   options.confirm_top = spec.confirm_top >= 0                                    ? spec.confirm_top
                         : backend::traits_for(out.workload, out.target).noisy ? kConfirmTop  // tuner.hpp

@@ -1,7 +1,10 @@
 #include "tuner/tuner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <numeric>
+#include <thread>
 
 #include "core/error.hpp"
 #include "backend/backend.hpp"
@@ -93,9 +96,10 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   trials_reported_ = result_.trials;
   best_reported_ = result_.best_us;
   const auto also = options_.round_checkpoint ? options_.round_checkpoint() : std::function<void()>();
-  if (!records.empty() || also) {
+  if (!records.empty() || also || !options_.claim_owner.empty()) {
     records_.write_together([&] {  // one transaction: all or nothing
       if (!records.empty()) records_.insert(records);
+      if (!options_.claim_owner.empty()) records_.release(options_.claim_owner);
       if (also) also();
     });
   }
@@ -112,6 +116,46 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
 }
 
 std::vector<Measurement> TuningSession::measure(const std::vector<Schedule>& schedules, bool report) {
+  if (schedules.empty()) return {};
+  // The confirmation (report false) re-measures on purpose: no claims there.
+  if (report && !options_.claim_owner.empty()) return measure_claimed(schedules);
+  return measure_now(schedules, report);
+}
+
+std::vector<Measurement> TuningSession::measure_claimed(const std::vector<Schedule>& schedules) {
+  std::vector<Measurement> out(schedules.size());
+  std::vector<std::size_t> waiting(schedules.size());
+  std::iota(waiting.begin(), waiting.end(), std::size_t{0});
+  for (int pass = 0; !waiting.empty(); ++pass) {
+    // Polled, not signalled: the other owner may be a process on another machine.
+    if (pass > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::vector<std::size_t> mine, still;
+    const std::int64_t now = db::now_ms();
+    for (const std::size_t i : waiting) {
+      const std::string key = schedules[i].key();
+      if (auto stored = records_.find(workload_.key(), target_info_.key, key)) {
+        out[i] = stored->measurement;  // measured by the claimant meanwhile
+        ++result_.measured_elsewhere;
+      } else if (records_.claim(workload_, target_info_, key, options_.claim_owner, now, now + options_.claim_ttl_ms)) {
+        mine.push_back(i);
+      } else {
+        still.push_back(i);
+      }
+    }
+    std::vector<Schedule> batch;
+    for (const std::size_t i : mine) batch.push_back(schedules[i]);
+    const std::vector<Measurement> measured = measure_now(batch, true);
+    for (std::size_t k = 0; k < mine.size(); ++k) out[mine[k]] = measured[k];
+    waiting = std::move(still);
+    if (cancelled(options_.cancel)) {
+      for (const std::size_t i : waiting) out[i] = Measurement::failed(Status::error, "cancelled by the caller");
+      break;
+    }
+  }
+  return out;
+}
+
+std::vector<Measurement> TuningSession::measure_now(const std::vector<Schedule>& schedules, bool report) {
   if (schedules.empty()) return {};
   std::vector<MeasureInput> inputs;
   for (const auto& s : schedules) {

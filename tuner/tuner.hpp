@@ -65,6 +65,14 @@ struct TuneOptions {
   // The confirmation's rounds: each measures the k once, side by side, the order rotated by
   // one per round, so a drift of the machine over the rounds touches each alike. Default 3.
   int confirm_rounds = 3;
+  // Non-empty: processes sharing one database (a PostgreSQL server) measure each schedule
+  // once. Before measuring a schedule the session claims it for this owner
+  // (db::RecordStore::claim); one another owner has claimed is not measured here: the
+  // session waits for that owner's record and takes it, or measures the schedule itself
+  // once the claim lapses (claim_ttl_ms after it was taken) or is released unstored.
+  // A job's owner is its name, so a job resumed after kill -9 takes its own claims back.
+  std::string claim_owner;
+  int claim_ttl_ms = 120000;
   // Raised by the caller (Ctrl-C in Python): the items not finished are answered `error`
   // and not stored, the host's children are killed (core/cancel.hpp), the finished ones
   // of the round are stored, and tune() returns with stop_reason "cancelled".
@@ -109,6 +117,8 @@ struct TuneResult {
   int trials = 0;                   // stored trials of this (workload, target) after the run
   int resumed = 0;                  // trials found in the database at the start
   int measured = 0;                 // trials stored by this run
+  int measured_elsewhere = 0;       // ... of which another process sharing the database measured
+                                    // while this run waited on its claim (TuneOptions::claim_owner)
   std::vector<double> curve;        // best so far after each trial (inf before the first ok)
   std::string stop_reason;          // "budget", "early_stopping", "exhausted" or "cancelled"
   int confirmed = 0;                // schedules re-measured by the confirmation (confirm_top)
@@ -148,6 +158,9 @@ class TuningSession {
   // One measurement of each schedule, with its stable noise seed; each trial goes to
   // on_trial_ as it finishes when report is set.
   std::vector<Measurement> measure(const std::vector<Schedule>& schedules, bool report = true);
+  std::vector<Measurement> measure_now(const std::vector<Schedule>& schedules, bool report);
+  // measure() under TuneOpt::claim_owner: each schedule measured here or by its claimant.
+  std::vector<Measurement> measure_claimed(const std::vector<Schedule>& schedules);
   // The vendor default and the anchors that are not stored yet, at most max_trials of
   // them, measured now (shown to the strategy, stored with the round).
   std::vector<std::pair<Schedule, Measurement>> measure_first(int max_trials);

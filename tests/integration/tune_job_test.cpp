@@ -235,6 +235,34 @@ TEST_F(TuneCli, KillNineThenResumeOnPostgresIsExactToo) {
             sql(path("whole.db"), "SELECT group_concat(schedule_key, ',') FROM (SELECT schedule_key FROM records ORDER BY id)"));
 }
 
+// Two atvoss-tune processes tune one host workload at once against one PostgreSQL database:
+// each schedule is measured once, by whichever process claimed it first; the other waits
+// for that record and takes it (TuneOptions::claim_owner).
+TEST_F(TuneCli, TwoProcessesSharingAServerDatabaseMeasureEachScheduleOnce) {
+  atvoss::db::testing::PgSchema schema;
+  const std::string wl = R"('{"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}}')";
+  const std::string tune = std::string(ATVOSS_BIN_DIR) + "/atvoss-tune --target host --workload " + wl +
+                           " --trials 6 --strategy random --seed 1 --confirm-top 0 --json --quiet --db '" +
+                           schema.url() + "'";
+  const std::string cmd = "cd " + dir_.string() + " && (" + tune + " >a.json 2>a.err & " + tune +
+                          " >b.json 2>b.err & wait)";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int here = 0, elsewhere = 0;
+  for (const char* f : {"a", "b"}) {
+    const std::string out = slurp(path(std::string(f) + ".json"));
+    ASSERT_FALSE(out.empty()) << slurp(path(std::string(f) + ".err"));
+    const auto j = atvoss::parse_json(out, f);
+    EXPECT_EQ(j["trials"], 6) << out;
+    here += j["measured"].get<int>() - j["measured_elsewhere"].get<int>();
+    elsewhere += j["measured_elsewhere"].get<int>();
+  }
+  // Six distinct schedules, six measurements in all: none measured by both.
+  EXPECT_EQ(here, 6);
+  EXPECT_GE(elsewhere, 1) << "the two runs did not overlap, so the claims went untested";
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM records"), "6");
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM claims"), "0");  // released with the rounds
+}
+
 // An ONNX model built here with Debian's python3-onnx: Conv+BatchNormalization+Relu
 // twice (same shape: one task, weight 2), a Neg (an op atvoss has no template for) and a
 // transpose whose rows (1M elements) fit no buffer of the chip: neither fails the job;
