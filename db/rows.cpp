@@ -1,6 +1,8 @@
 #include "db/internal/rows.hpp"
 
 #include <cstdio>
+#include <map>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "db/internal/compact_json.hpp"
@@ -160,34 +162,57 @@ std::int64_t Writer::workload_id(const Workload& w) {
   return workloads_[w.key()] = sel->column_int64(0);
 }
 
-std::pair<std::int64_t, DuplicateOutcome> Writer::put(const Record& r, std::int64_t now) {
+namespace {
+
+constexpr std::string_view kInsertColumns =
+    "INSERT INTO records(workload_id, target_id, schedule, schedule_key, status, error, "
+    "time_us, repeats, profile, worker, job, tool_version, created_at) VALUES";
+constexpr std::string_view kOnConflict = " ON CONFLICT(workload_id, target_id, schedule_key) DO NOTHING";
+constexpr int kColumns = 13;
+
+// "(?b+1, ..., ?b+13)": one row's parameters, numbered from base + 1.
+std::string row_parameters(int base) {
+  std::string s = "(";
+  for (int c = 1; c <= kColumns; ++c) s += (c > 1 ? ", ?" : "?") + std::to_string(base + c);
+  return s + ")";
+}
+
+}  // namespace
+
+Writer::Row Writer::encode(const Record& r) {
   reject_infrastructure(r);
-  const std::int64_t wid = workload_id(r.workload);
-  const std::int64_t tid = target_id(r.target);
-  const std::string schedule_text = dump_schedule(r.schedule);
-  char key[17];
-  schedule_key(schedule_text, key);
+  Row row;
+  row.wid = workload_id(r.workload);
+  row.tid = target_id(r.target);
+  row.schedule = dump_schedule(r.schedule);
+  schedule_key(row.schedule, row.key);
+  row.repeats = dump_repeats(r.measurement.repeats);
+  row.profile = r.measurement.ok() ? dump_profile(r.measurement.profile) : std::string("{}");
+  return row;
+}
+
+void Writer::bind_row(Statement& s, int base, const Record& r, const Row& row, std::int64_t now) {
   const Measurement& m = r.measurement;
-  const std::string repeats = dump_repeats(m.repeats);
-  const std::string profile = m.ok() ? dump_profile(m.profile) : std::string("{}");
+  // Static binds: every string here outlives the statement's step() (hot path, no copies).
+  s.bind(base + 1, row.wid).bind(base + 2, row.tid).bind_static(base + 3, row.schedule);
+  s.bind_static(base + 4, std::string_view(row.key, 16)).bind_static(base + 5, to_string(m.status));
+  s.bind_static(base + 6, m.message).bind(base + 7, m.ok() ? m.time_us : 0.0);
+  s.bind_static(base + 8, row.repeats).bind_static(base + 9, row.profile).bind_static(base + 10, r.worker);
+  s.bind_static(base + 11, r.job).bind_static(base + 12, r.tool_version);
+  s.bind(base + 13, r.created_at_ms != 0 ? r.created_at_ms : now);
+}
+
+std::pair<std::int64_t, DuplicateOutcome> Writer::put(const Record& r, std::int64_t now) {
+  const Row row = encode(r);
   {
     // SQLite: not RETURNING, which buffers its rows in a temporary table and costs more
     // than the insert itself on this hot path. PostgreSQL: RETURNING, which saves asking
     // for the id in a second round trip.
     const bool returning = c_.dialect() == Dialect::postgres;
-    constexpr std::string_view kInsert =
-        "INSERT INTO records(workload_id, target_id, schedule, schedule_key, status, error, "
-        "time_us, repeats, profile, worker, job, tool_version, created_at) "
-        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
-        "ON CONFLICT(workload_id, target_id, schedule_key) DO NOTHING";
-    static const std::string kInsertReturning = std::string(kInsert) + " RETURNING id";
-    auto ins = c_.prepare(returning ? std::string_view(kInsertReturning) : kInsert);
-    // Static binds: every string here outlives the step() below (hot path, no copies).
-    ins->bind(1, wid).bind(2, tid).bind_static(3, schedule_text).bind_static(4, std::string_view(key, 16));
-    ins->bind_static(5, to_string(m.status)).bind_static(6, m.message);
-    ins->bind(7, m.ok() ? m.time_us : 0.0).bind_static(8, repeats).bind_static(9, profile);
-    ins->bind_static(10, r.worker).bind_static(11, r.job).bind_static(12, r.tool_version);
-    ins->bind(13, r.created_at_ms != 0 ? r.created_at_ms : now);
+    static const std::string kInsert = std::string(kInsertColumns) + row_parameters(0) + std::string(kOnConflict);
+    static const std::string kInsertReturning = kInsert + " RETURNING id";
+    auto ins = c_.prepare(returning ? kInsertReturning : kInsert);
+    bind_row(*ins, 0, r, row, now);
     if (returning) {
       if (ins->step()) return {ins->column_int64(0), DuplicateOutcome::added};
     } else {
@@ -195,7 +220,49 @@ std::pair<std::int64_t, DuplicateOutcome> Writer::put(const Record& r, std::int6
       if (c_.changes() == 1) return {c_.last_insert_rowid(), DuplicateOutcome::added};
     }
   }
-  return combine(wid, tid, std::string_view(key, 16), r);
+  return combine(row.wid, row.tid, std::string_view(row.key, 16), r);
+}
+
+std::vector<std::pair<std::int64_t, DuplicateOutcome>> Writer::put_all(std::span<const Record> batch,
+                                                                       std::int64_t now) {
+  std::vector<std::pair<std::int64_t, DuplicateOutcome>> out;
+  out.reserve(batch.size());
+  if (c_.dialect() != Dialect::postgres) {
+    for (const Record& r : batch) out.push_back(put(r, now));
+    return out;
+  }
+  // PostgreSQL: a round trip per statement is most of an insert's cost, so the new records
+  // go in multi-row INSERTs; a record whose key is already held (stored before, or earlier
+  // in this batch) is then resolved as put() resolves it, in batch order.
+  constexpr std::size_t kChunk = 64;
+  for (std::size_t first = 0; first < batch.size(); first += kChunk) {
+    const std::size_t n = std::min(kChunk, batch.size() - first);
+    std::vector<Row> rows;
+    rows.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) rows.push_back(encode(batch[first + i]));
+    std::string sql(kInsertColumns);
+    for (std::size_t i = 0; i < n; ++i) sql += (i > 0 ? ", " : " ") + row_parameters(static_cast<int>(i) * kColumns);
+    sql += std::string(kOnConflict) + " RETURNING id, workload_id, target_id, schedule_key";
+    std::map<std::tuple<std::int64_t, std::int64_t, std::string>, std::int64_t> added;
+    {
+      auto ins = c_.prepare(sql);
+      for (std::size_t i = 0; i < n; ++i) bind_row(*ins, static_cast<int>(i) * kColumns, batch[first + i], rows[i], now);
+      while (ins->step()) {
+        added[{ins->column_int64(1), ins->column_int64(2), ins->column_text(3)}] = ins->column_int64(0);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const Row& row = rows[i];
+      const auto it = added.find({row.wid, row.tid, std::string(row.key, 16)});
+      if (it != added.end()) {
+        out.emplace_back(it->second, DuplicateOutcome::added);
+        added.erase(it);  // a second record of this key in the batch is a duplicate of it
+      } else {
+        out.push_back(combine(row.wid, row.tid, std::string_view(row.key, 16), batch[first + i]));
+      }
+    }
+  }
+  return out;
 }
 
 std::pair<std::int64_t, DuplicateOutcome> Writer::combine(std::int64_t wid, std::int64_t tid,

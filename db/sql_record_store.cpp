@@ -15,10 +15,9 @@ std::vector<std::int64_t> SqlRecordStore::insert(std::span<const Record> batch) 
   for (const Record& r : batch) rows::reject_infrastructure(r);  // before taking the write lock
   return conn_.write([&] {
     Writer w(conn_);
-    const std::int64_t now = now_ms();
     std::vector<std::int64_t> ids;
     ids.reserve(batch.size());
-    for (const Record& r : batch) ids.push_back(w.put(r, now).first);
+    for (const auto& [id, outcome] : w.put_all(batch, now_ms())) ids.push_back(id);
     return ids;
   });
 }

@@ -158,7 +158,7 @@ MergeReport TuningDatabase::import_records(std::span<const Record> records, cons
     MergeReport report;
     Writer w(*conn_);
     const std::int64_t now = now_ms();
-    for (const Record& r : records) count(report, w.put(r, now).second);
+    for (const auto& [id, outcome] : w.put_all(records, now)) count(report, outcome);
     return report;
   });
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -84,8 +85,22 @@ class Writer {
   // Inserts r, or resolves it against the row that has its key (db/duplicate_rule.hpp).
   // Returns the row id.
   std::pair<std::int64_t, DuplicateOutcome> put(const Record& r, std::int64_t now);
+  // put() of every record, in order, with the same outcomes; on PostgreSQL the new ones
+  // travel in multi-row INSERTs (one round trip per 64 records).
+  std::vector<std::pair<std::int64_t, DuplicateOutcome>> put_all(std::span<const Record> batch, std::int64_t now);
 
  private:
+  // A record's stored texts and ids, kept alive while a statement binds them statically.
+  struct Row {
+    std::int64_t wid = 0;
+    std::int64_t tid = 0;
+    std::string schedule;
+    char key[17] = {};
+    std::string repeats;
+    std::string profile;
+  };
+  Row encode(const Record& r);
+  static void bind_row(Statement& s, int base, const Record& r, const Row& row, std::int64_t now);
   std::pair<std::int64_t, DuplicateOutcome> combine(std::int64_t wid, std::int64_t tid,
                                                     std::string_view key, const Record& r);
   void overwrite(std::int64_t id, const Record& r);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -75,6 +76,27 @@ TYPED_TEST(RecordStoreContract, BestIsFastestOkOfThatTargetOnly) {
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->measurement.status, Status::compile_error);
   EXPECT_EQ(f->measurement.time_us, 0);
+}
+
+TYPED_TEST(RecordStoreContract, ABatchHoldingOneKeyTwiceStoresOneRowWithBothRepeats) {
+  RecordStore& s = this->store();
+  const auto before = s.insert(record(this->w_, this->t_, tiles(64, 64), ok_us(9, {9})));
+  std::vector<Record> batch;
+  for (int i = 0; i < 70; ++i) batch.push_back(record(this->w_, this->t_, tiles(8 + i, 16), ok_us(20 + i)));
+  batch.push_back(record(this->w_, this->t_, tiles(8, 16), ok_us(40, {40})));  // batch[0]'s key again
+  batch.push_back(record(this->w_, this->t_, tiles(64, 64), ok_us(11, {11})));  // a stored key
+  batch.push_back(record(this->w_, this->t_, tiles(8 + 65, 16), ok_us(50, {50})));  // batch[65]'s, 7 rows on
+  const auto ids = s.insert(batch);
+  ASSERT_EQ(ids.size(), batch.size());
+  EXPECT_EQ(ids[70], ids[0]);
+  EXPECT_EQ(ids[71], before);
+  EXPECT_EQ(ids[72], ids[65]);
+  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(73, 16).key())->measurement.repeats, (std::vector<double>{85, 50}));
+  std::set<std::int64_t> distinct(ids.begin(), ids.begin() + 70);
+  EXPECT_EQ(distinct.size(), 70u);
+  EXPECT_EQ(s.history(this->w_.key(), this->t_.key).size(), 71u);
+  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(8, 16).key())->measurement.repeats, (std::vector<double>{20, 40}));
+  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(64, 64).key())->measurement.repeats, (std::vector<double>{9, 11}));
 }
 
 TYPED_TEST(RecordStoreContract, ADuplicateKeyKeepsOneRowAndCombinesRepeats) {
