@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -64,6 +65,37 @@ class TuneCli : public ::testing::Test {
                             args + " >" + out + " 2>" + err + " </dev/null";
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+
+  // `atvoss-tune spec --quiet` started in the test directory, its output discarded; -1 if
+  // fork failed.
+  pid_t spawn_tune(const std::string& spec) const {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (chdir(dir_.c_str()) != 0) _exit(127);
+      freopen("/dev/null", "w", stderr);
+      freopen("/dev/null", "w", stdout);
+      execl((std::string(ATVOSS_BIN_DIR) + "/atvoss-tune").c_str(), "atvoss-tune", spec.c_str(), "--quiet",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  }
+
+  // Kills pid with SIGKILL once count() (a record count as text) reaches 40, or after 60 s;
+  // true if it reached 40 first.
+  static bool kill_after_records(pid_t pid, const std::function<std::string()>& count) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    bool stored = false;
+    while (!stored && std::chrono::steady_clock::now() < deadline) {
+      const std::string n = count();
+      stored = !n.empty() && std::stoi(n) >= 40;
+      if (!stored) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return stored;
   }
 
   // First line of `psql url -c sql` (unaligned, tuples only), or "" on failure.
@@ -137,30 +169,10 @@ TEST_F(TuneCli, KillNineThenResumeMeasuresNoScheduleTwice) {
   spec["repeat"] = 3;
   const auto file = job("killed", spec);
   const auto db = path("killed.db");
-  const pid_t pid = fork();
+  const pid_t pid = spawn_tune(file);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (chdir(dir_.c_str()) != 0) _exit(127);
-    freopen("/dev/null", "w", stderr);
-    freopen("/dev/null", "w", stdout);
-    execl((std::string(ATVOSS_BIN_DIR) + "/atvoss-tune").c_str(), "atvoss-tune", file.c_str(),
-          "--quiet", static_cast<char*>(nullptr));
-    _exit(127);
-  }
   // Wait until a few rounds are stored, then kill without warning.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  bool stored = false;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const std::string n = sql(db, "SELECT COUNT(*) FROM records");
-    if (!n.empty() && std::stoi(n) >= 40) {
-      stored = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const bool stored = kill_after_records(pid, [&] { return sql(db, "SELECT COUNT(*) FROM records"); });
   // Too slow, or no sqlite3 CLI, is a failure: a skip would hide that the resume went untested.
   ASSERT_TRUE(stored) << "the job stored fewer than 40 records in 60 s, or the sqlite3 CLI "
                          "(scripts/setup.sh installs it) is missing";
@@ -194,30 +206,10 @@ TEST_F(TuneCli, KillNineThenResumeOnPostgresIsExactToo) {
   spec["repeat"] = 3;
   spec["database"] = schema.url();
   const auto file = job("killed", spec);
-  const pid_t pid = fork();
+  const pid_t pid = spawn_tune(file);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (chdir(dir_.c_str()) != 0) _exit(127);
-    freopen("/dev/null", "w", stderr);
-    freopen("/dev/null", "w", stdout);
-    execl((std::string(ATVOSS_BIN_DIR) + "/atvoss-tune").c_str(), "atvoss-tune", file.c_str(),
-          "--quiet", static_cast<char*>(nullptr));
-    _exit(127);
-  }
   const std::string records = "SELECT COUNT(*) FROM records";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  bool stored = false;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const std::string n = psql(schema.url(), records);
-    if (!n.empty() && std::stoi(n) >= 40) {
-      stored = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const bool stored = kill_after_records(pid, [&] { return psql(schema.url(), records); });
   ASSERT_TRUE(stored) << "the job stored fewer than 40 records in 60 s";
   const int before = std::stoi(psql(schema.url(), records));
   ASSERT_LT(before, 600) << "the job finished before it could be killed";
