@@ -98,24 +98,24 @@ class TuneCli : public ::testing::Test {
     return stored;
   }
 
-  // First line of `psql url -c sql` (unaligned, tuples only), or "" on failure.
-  std::string psql(const std::string& url, const std::string& query) const {
-    const std::string out = path("psql.out");
-    const std::string cmd = "psql -X -q -t -A '" + url + "' -c \"" + query + "\" >" + out + " 2>/dev/null";
+  // The output of a shell command, trailing newlines cut; "" if it failed.
+  std::string output_of(const std::string& cmd_line) const {
+    const std::string out = path("cmd.out");
+    const std::string cmd = cmd_line + " >" + out + " 2>/dev/null";
     if (std::system(cmd.c_str()) != 0) return "";
     std::string s = slurp(out);
     while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
     return s;
   }
 
-  // First line of `sqlite3 db sql`, or "" if the CLI is missing.
+  // `psql url -c sql` (unaligned, tuples only), or "" on failure.
+  std::string psql(const std::string& url, const std::string& query) const {
+    return output_of("psql -X -q -t -A '" + url + "' -c \"" + query + "\"");
+  }
+
+  // `sqlite3 db sql`, or "" if the CLI is missing.
   std::string sql(const std::string& db, const std::string& query) const {
-    const std::string out = path("sql.out");
-    const std::string cmd = "sqlite3 " + db + " \"" + query + "\" >" + out + " 2>/dev/null";
-    if (std::system(cmd.c_str()) != 0) return "";
-    std::string s = slurp(out);
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    return s;
+    return output_of("sqlite3 " + db + " \"" + query + "\"");
   }
 
   fs::path dir_;
