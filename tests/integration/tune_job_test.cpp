@@ -229,16 +229,37 @@ TEST_F(TuneCli, KillNineThenResumeOnPostgresIsExactToo) {
 
 // Two atvoss-tune processes tune one host workload at once against one PostgreSQL database:
 // each schedule is measured once, by whichever process claimed it first; the other waits
-// for that record and takes it (TuneOptions::claim_owner).
+// for that record and takes it (TuneOptions::claim_owner). The second starts once the
+// first holds its claims, and the shape is new to this machine's kernel cache, so the
+// first is still compiling and measuring when the second asks.
 TEST_F(TuneCli, TwoProcessesSharingAServerDatabaseMeasureEachScheduleOnce) {
   atvoss::db::testing::PgSchema schema;
-  const std::string wl = R"('{"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}}')";
-  const std::string tune = std::string(ATVOSS_BIN_DIR) + "/atvoss-tune --target host --workload " + wl +
-                           " --trials 6 --strategy random --seed 1 --confirm-top 0 --json --quiet --db '" +
-                           schema.url() + "'";
-  const std::string cmd = "cd " + dir_.string() + " && (" + tune + " >a.json 2>a.err & " + tune +
-                          " >b.json 2>b.err & wait)";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const int m = 32 + 8 * static_cast<int>(std::random_device{}() % 96);
+  const std::string wl = R"({"op":"matmul","dtype":"float32","dims":{"M":)" + std::to_string(m) + R"(,"N":72,"K":40}})";
+  const auto tune = [&](const std::string& out) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (chdir(dir_.c_str()) != 0) _exit(127);
+      freopen((out + ".json").c_str(), "w", stdout);
+      freopen((out + ".err").c_str(), "w", stderr);
+      execl((std::string(ATVOSS_BIN_DIR) + "/atvoss-tune").c_str(), "atvoss-tune", "--target", "host", "--workload",
+            wl.c_str(), "--trials", "6", "--strategy", "random", "--seed", "1", "--confirm-top", "0", "--json",
+            "--quiet", "--db", schema.url().c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  };
+  const pid_t first = tune("a");
+  ASSERT_GT(first, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (psql(schema.url(), "SELECT COUNT(*) FROM claims") < "1" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const pid_t second = tune("b");
+  ASSERT_GT(second, 0);
+  int status = 0;
+  waitpid(first, &status, 0);
+  waitpid(second, &status, 0);
   int here = 0, elsewhere = 0;
   for (const char* f : {"a", "b"}) {
     const std::string out = slurp(path(std::string(f) + ".json"));
