@@ -19,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "db/best_lookup.hpp"
+#include "db/postgres_url.hpp"
 #include "db/tuning_database.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/internal/admission_gate.hpp"
@@ -511,15 +512,18 @@ double last_write_seconds(const std::string& path) {
 // database holds (the farm's queue and worker counters mean nothing here).
 std::string database_metrics(const FarmMetrics& answers, const std::string& path) {
   const Json st = database_stats(path);
-  return answers.prometheus_answers("atvoss_query", FarmMetrics::kQueryHelp) +
-         prometheus_gauges({
-             {"atvoss_db_records", "Records in the database.", st["records"].get<double>()},
-             {"atvoss_db_targets", "Targets in the database.", st["targets"].get<double>()},
-             {"atvoss_db_workloads", "Workloads in the database.", st["workloads"].get<double>()},
-             {"atvoss_db_models", "Cost models stored in the database.", st["models"].get<double>()},
-             {"atvoss_db_last_write_timestamp_seconds",
-              "Unix time of the last change to the database file or its WAL.", last_write_seconds(path)},
-         });
+  std::vector<Gauge> gauges = {
+      {"atvoss_db_records", "Records in the database.", st["records"].get<double>()},
+      {"atvoss_db_targets", "Targets in the database.", st["targets"].get<double>()},
+      {"atvoss_db_workloads", "Workloads in the database.", st["workloads"].get<double>()},
+      {"atvoss_db_models", "Cost models stored in the database.", st["models"].get<double>()},
+  };
+  // A server database has no file whose change time tells the last write.
+  if (!db::is_postgres_url(path)) {
+    gauges.push_back({"atvoss_db_last_write_timestamp_seconds",
+                      "Unix time of the last change to the database file or its WAL.", last_write_seconds(path)});
+  }
+  return answers.prometheus_answers("atvoss_query", FarmMetrics::kQueryHelp) + prometheus_gauges(gauges);
 }
 
 }  // namespace

@@ -116,6 +116,10 @@ TEST(FarmQuery, AFarmAndAQueryServiceShareOnePostgresDatabaseLive) {
   EXPECT_DOUBLE_EQ(Json::parse(best.body).at("time_us").get<double>(), fastest);
   const Json stats = Json::parse(http(port, "GET", "/v1/stats", kToken).body);
   EXPECT_EQ(stats.at("records").get<std::size_t>(), reqs.size()) << stats.dump();
+  // /metrics counts the server database's rows; it has no file, so no file change time.
+  const HttpReply metrics = http(port, "GET", "/metrics", kToken);
+  EXPECT_THAT(metrics.body, testing::HasSubstr("\natvoss_db_records 24\n"));
+  EXPECT_THAT(metrics.body, testing::Not(testing::HasSubstr("atvoss_db_last_write_timestamp_seconds")));
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait_for(10s), std::optional<int>(0));
 }
