@@ -7,6 +7,7 @@
 #include "execution/exec_graph.hpp"
 #include "execution/memory_plan.hpp"
 #include "execution/pipeline.hpp"
+#include "execution/recompute.hpp"
 #include "execution/scheduler.hpp"
 
 namespace atvoss::execution {
@@ -132,6 +133,60 @@ TEST(Execution, TheCheckerRejectsAnOverlappingPlan) {
   const MemoryPlan back = MemoryPlan::from_json(plan.to_json());
   EXPECT_EQ(back.allocations.size(), 3u);
   EXPECT_EQ(check_plan(back).size(), 1u);
+}
+
+// A training step in miniature: three forward layers keep their activations for the three
+// backward layers, so all three are live at the turn.
+struct TrainingChain {
+  ExecGraph g;
+  int a1 = 0;
+  TrainingChain() {
+    const int x = g.add_buffer("x", 10);
+    a1 = g.add_buffer("a1", 1000);
+    const int a2 = g.add_buffer("a2", 1000), a3 = g.add_buffer("a3", 1000);
+    const int g3 = g.add_buffer("g3", 10), g2 = g.add_buffer("g2", 10), gx = g.add_buffer("gx", 10, true);
+    g.add_node("f1", "conv2d", cost(10), {x}, {a1});
+    g.add_node("f2", "conv2d", cost(20), {a1}, {a2});
+    g.add_node("f3", "conv2d", cost(30), {a2}, {a3});
+    g.add_node("b3", "conv2d", cost(30), {a3, a2}, {g3});
+    g.add_node("b2", "conv2d", cost(20), {g3, a1}, {g2});
+    g.add_node("b1", "conv2d", cost(10), {g2, x}, {gx});
+  }
+};
+
+TEST(Recompute, ADroppedActivationIsRecomputedWhenItsGradientArrivesAndThePlanFits) {
+  const TrainingChain c;
+  const Device d = cores(1);
+  const RecomputeResult kept = recompute_to_fit(c.g, d, {}, 1 << 20);
+  EXPECT_TRUE(kept.fits);
+  EXPECT_TRUE(kept.tensors.empty());
+  ASSERT_GE(kept.plan.peak_bytes, 3000);  // a1, a2, a3 live at the turn
+  const RecomputeResult r = recompute_to_fit(c.g, d, {}, 2200);  // two activations (64-byte aligned) and change
+  EXPECT_TRUE(r.fits) << r.plan.peak_bytes;
+  EXPECT_EQ(r.tensors, (std::vector<std::string>{"a1"}));
+  EXPECT_LE(r.plan.peak_bytes, 2200);
+  EXPECT_GE(r.plan.peak_bytes, r.plan.lower_bound_bytes);
+  EXPECT_TRUE(check_plan(r.plan).empty());
+  EXPECT_DOUBLE_EQ(r.extra_us, 10);  // f1 once more, on the one core
+  // f1 runs again after b3 has made the gradient b2 needs, and before b2.
+  int again = -1, b2 = -1, b3 = -1;
+  for (int i = 0; i < int(r.graph.nodes().size()); ++i) {
+    const std::string& n = r.graph.nodes()[i].name;
+    if (n == "f1 (recompute)") again = i;
+    if (n == "b2") b2 = i;
+    if (n == "b3") b3 = i;
+  }
+  ASSERT_GE(again, 0);
+  EXPECT_GE(r.timeline.runs[again].start_us, r.timeline.runs[b3].end_us);
+  EXPECT_LE(r.timeline.runs[again].end_us, r.timeline.runs[b2].start_us);
+}
+
+TEST(Recompute, ABudgetNoRecomputeReachesIsReportedAsNotFitting) {
+  const TrainingChain c;
+  const RecomputeResult r = recompute_to_fit(c.g, cores(1), {}, 500);  // less than one activation
+  EXPECT_FALSE(r.fits);
+  EXPECT_GT(r.plan.peak_bytes, 500);
+  EXPECT_TRUE(check_plan(r.plan).empty());
 }
 
 TEST(Execution, AFusedGraphRunsOneKernelPerChainAndViewsMoveNothing) {
