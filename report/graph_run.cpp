@@ -1,5 +1,7 @@
 #include "report/graph_run.hpp"
 
+#include "execution/recompute.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -113,6 +115,23 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
   Json path = Json::array();
   for (int i : tuned_run.critical_path) path.push_back(run_graph.nodes()[i].name);
   const double need = double(plan.peak_bytes) + memory.weight_bytes;
+  Json memory_json = {{"peak_bytes", plan.peak_bytes}, {"lower_bound_bytes", plan.lower_bound_bytes},
+                      {"weight_bytes", memory.weight_bytes}, {"capacity_bytes", memory.capacity_bytes},
+                      {"fits", memory.capacity_bytes <= 0 || need <= memory.capacity_bytes},
+                      {"over_bytes", memory.capacity_bytes > 0 ? std::max(0.0, need - memory.capacity_bytes) : 0.0}};
+  // Over the device's memory: recompute activations until the plan fits (or say it cannot).
+  if (memory.capacity_bytes > 0 && need > memory.capacity_bytes) {
+    const auto budget = static_cast<std::int64_t>(std::max(0.0, memory.capacity_bytes - memory.weight_bytes));
+    const execution::RecomputeResult r = execution::recompute_to_fit(run_graph, device, knobs.scheduler, budget);
+    const double left = std::max(0.0, double(r.plan.peak_bytes) + memory.weight_bytes - memory.capacity_bytes);
+    memory_json["recompute"] = {{"tensors", r.tensors.size()}, {"extra_us", r.extra_us},
+                                {"peak_bytes", r.plan.peak_bytes}, {"fits", r.fits}, {"over_bytes", left},
+                                {"end_to_end_us", r.timeline.makespan_us}};
+    if (r.fits && !r.tensors.empty()) {
+      rows.push_back(row("tuned, scheduled, recomputing activations to fit", r.timeline.makespan_us,
+                         r.timeline.utilisation(device)));
+    }
+  }
   GraphRun run;
   run.plan = plan;
   run.view = view_of(run_graph, tuned_run, plan, memory);
@@ -126,10 +145,7 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
                                   {"stages", knobs.stages}, {"micro_batches", knobs.micro_batches}}},
           {"topological_us", topological.makespan_us},
           {"critical_path", path},
-          {"memory", {{"peak_bytes", plan.peak_bytes}, {"lower_bound_bytes", plan.lower_bound_bytes},
-                      {"weight_bytes", memory.weight_bytes}, {"capacity_bytes", memory.capacity_bytes},
-                      {"fits", memory.capacity_bytes <= 0 || need <= memory.capacity_bytes},
-                      {"over_bytes", memory.capacity_bytes > 0 ? std::max(0.0, need - memory.capacity_bytes) : 0.0}}}};
+          {"memory", memory_json}};
   return run;
 }
 

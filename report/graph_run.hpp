@@ -37,7 +37,9 @@ struct GraphRun {
   // {"rows": [{name, end_to_end_us, throughput, utilisation}], "graph_knobs": {point,
   //  evaluations, stages, micro_batches}, "topological_us",
   //  "critical_path" (node names), "memory": {peak_bytes, lower_bound_bytes, weight_bytes,
-  //  capacity_bytes, fits, over_bytes}}; null when the model has no graph.
+  //  capacity_bytes, fits, over_bytes, and when it does not fit "recompute": {tensors,
+  //  extra_us, peak_bytes, fits, over_bytes, end_to_end_us} (execution/recompute.hpp)}};
+  //  a fifth row when recompute makes it fit. Null when the model has no graph.
   Json summary;
   execution::MemoryPlan plan;  // of the chosen schedules, scheduled
   GraphView view;              // for the HTML report

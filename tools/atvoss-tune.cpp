@@ -127,6 +127,16 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
                 e.at("rows")[2].at("end_to_end_us").get<double>(), e.at("rows")[3].at("end_to_end_us").get<double>(),
                 m.at("peak_bytes").get<double>() / 1e6, m.at("lower_bound_bytes").get<double>() / 1e6,
                 m.at("fits").get<bool>() ? "" : " - with the weights, over the device memory");
+    if (m.contains("recompute")) {
+      const Json& r = m.at("recompute");
+      char outcome[64] = "fits";
+      if (!r.at("fits").get<bool>()) {
+        std::snprintf(outcome, sizeof outcome, "still over by %.1f MB", r.at("over_bytes").get<double>() / 1e6);
+      }
+      std::printf("recompute: %d activations run again (+%.1f us) -> memory plan peak %.1f MB: %s\n",
+                  r.at("tensors").get<int>(), r.at("extra_us").get<double>(), r.at("peak_bytes").get<double>() / 1e6,
+                  outcome);
+    }
   }
   if (out.tasks_tuned < out.tasks) {
     std::printf("%d of %d tasks measured; the budget did not reach the rest, which run their zero-shot pick\n",

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/db/pg_test_util.hpp"
+#include "simulator/presets.hpp"
 #include "core/json.hpp"
 
 namespace {
@@ -385,6 +386,39 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   const Result broken = run("--check-plan broken-plan.json", "atvoss-analyze");
   EXPECT_EQ(broken.code, 2);
   EXPECT_THAT(broken.err, HasSubstr("field 'offset' must be an integer"));
+}
+
+// A BERT-base training step on a chip with room for its weights and 30 MB more: the plan's
+// 35 MB of activations do not fit, so activations are recomputed until it does (a fifth row);
+// with 20 MB more, recompute lowers the peak but cannot reach it, and says by how much.
+TEST_F(TuneCli, ATrainingStepOverTheDeviceMemoryRecomputesActivations) {
+  const auto run_with_room = [&](const std::string& name, double room_bytes) {
+    atvoss::Json target = atvoss::simulator::preset("ascend910").to_json();
+    target["device_memory_bytes"] = static_cast<std::int64_t>(169869312 + room_bytes);  // bert-base weights + room
+    std::ofstream(path(name + "-target.json")) << target.dump();
+    const auto spec = job(name, {{"model", "bert-base-train"}, {"target", path(name + "-target.json")},
+                                 {"trials", 40}, {"strategy", "random"}, {"seed", 1}});
+    const Result r = run(spec + " --json --quiet");
+    EXPECT_EQ(r.code, 0) << r.err;
+    return atvoss::parse_json(r.out, "stdout")["execution"];
+  };
+  const auto fits = run_with_room("roomy", 30e6);
+  const auto& m = fits["memory"];
+  ASSERT_FALSE(m["fits"].get<bool>()) << m.dump();
+  const auto& r = m["recompute"];
+  EXPECT_TRUE(r["fits"].get<bool>()) << r.dump();
+  EXPECT_GE(r["tensors"].get<int>(), 1);
+  EXPECT_LT(r["peak_bytes"].get<double>(), m["peak_bytes"].get<double>());
+  EXPECT_GT(r["extra_us"].get<double>(), 0);
+  ASSERT_EQ(fits["rows"].size(), 5u);
+  EXPECT_EQ(fits["rows"][4]["name"], "tuned, scheduled, recomputing activations to fit");
+  EXPECT_DOUBLE_EQ(fits["rows"][4]["end_to_end_us"].get<double>(), r["end_to_end_us"].get<double>());
+  const auto tight = run_with_room("tight", 20e6);
+  const auto& tr = tight["memory"]["recompute"];
+  EXPECT_FALSE(tr["fits"].get<bool>());
+  EXPECT_GT(tr["over_bytes"].get<double>(), 0);
+  EXPECT_LT(tr["over_bytes"].get<double>(), tight["memory"]["over_bytes"].get<double>());
+  EXPECT_EQ(tight["rows"].size(), 4u);
 }
 
 TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
