@@ -9,6 +9,7 @@
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "core/error.hpp"
+#include "db/postgres_url.hpp"
 #include "db/tuning_database.hpp"
 #include "host/machine.hpp"
 #include "lowering/lowering.hpp"
@@ -123,7 +124,7 @@ bool file_exists(const std::string& path) {
 }
 
 db::TuningDatabase open_existing(const std::string& path, const std::string& field) {
-  if (!file_exists(path)) {
+  if (!db::is_postgres_url(path) && !file_exists(path)) {
     throw_bad_input(field + ": no tuning database at '" + path + "' (tune the model first)");
   }
   db::OpenOptions o;
@@ -132,6 +133,8 @@ db::TuningDatabase open_existing(const std::string& path, const std::string& fie
   try {
     return db::TuningDatabase::open(path, o);
   } catch (const Error& e) {
+    // A server that cannot be reached is a failure (exit 1), not bad input.
+    if (db::is_postgres_url(path) && e.kind() == ErrorKind::io) throw;
     throw_bad_input(field + ": cannot read '" + path + "' as a tuning database: " + e.what());
   }
 }

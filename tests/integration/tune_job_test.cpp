@@ -226,6 +226,11 @@ TEST_F(TuneCli, KillNineThenResumeOnPostgresIsExactToo) {
   ASSERT_EQ(run(job("whole", whole) + " --quiet").code, 0);
   EXPECT_EQ(psql(schema.url(), "SELECT string_agg(schedule_key, ',' ORDER BY id) FROM records"),
             sql(path("whole.db"), "SELECT group_concat(schedule_key, ',') FROM (SELECT schedule_key FROM records ORDER BY id)"));
+  // The layer-by-layer analysis reads the model's tuning from the server as from a file.
+  const Result analysis = run("--db '" + schema.url() + "' --model mlp --target ascend910 --json", "atvoss-analyze");
+  EXPECT_EQ(analysis.code, 0) << analysis.err;
+  const Result from_file = run("--db " + path("whole.db") + " --model mlp --target ascend910 --json", "atvoss-analyze");
+  EXPECT_EQ(atvoss::parse_json(analysis.out, "analysis")["layers"], atvoss::parse_json(from_file.out, "analysis")["layers"]);
 }
 
 // Two atvoss-tune processes tune one host workload at once against one PostgreSQL database:
