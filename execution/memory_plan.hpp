@@ -41,6 +41,8 @@ struct MemoryPlan {
 
 // Offsets are multiples of alignment (bytes >= 1).
 MemoryPlan plan_memory(const ExecGraph& g, const Timeline& t, std::int64_t alignment = 64);
+// The same for buffers whose lifetimes are given (their offsets are ignored and set).
+MemoryPlan plan_allocations(std::vector<Allocation> lifetimes, std::int64_t alignment = 64);
 
 // The bytes live over time: (time, bytes live from then on), one step per instant at which
 // a buffer is born or dies.

@@ -122,6 +122,17 @@ TEST(Execution, AChainOfTensorsThatNeverLiveTogetherNeedsOnlyTheLargest) {
   EXPECT_TRUE(check_plan(two).empty());
 }
 
+// The buffers of two BERT-base attention layers as the simulator ran them (bench/graph/
+// make_attention.py, vendor defaults on ascend910): the plan reaches the liveness bound.
+TEST(Execution, TwoAttentionLayersArePlannedAtTheLivenessBound) {
+  const Json j = load_json_file(std::string(ATVOSS_SOURCE_DIR) + "/tests/execution/data/attention2-lifetimes.json");
+  const MemoryPlan lifetimes = MemoryPlan::from_json(j);
+  ASSERT_EQ(lifetimes.allocations.size(), 31u);
+  const MemoryPlan plan = plan_allocations(lifetimes.allocations);
+  EXPECT_TRUE(check_plan(plan).empty());
+  EXPECT_EQ(plan.peak_bytes, plan.lower_bound_bytes);
+}
+
 TEST(Execution, TheCheckerRejectsAnOverlappingPlan) {
   MemoryPlan plan;
   plan.allocations = {{"a", 0, 100, 0, 10}, {"b", 50, 100, 5, 15}, {"c", 0, 50, 10, 20}};

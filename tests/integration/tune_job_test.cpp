@@ -426,6 +426,25 @@ TEST_F(TuneCli, ATrainingStepOverTheDeviceMemoryRecomputesActivations) {
   EXPECT_EQ(tight["rows"].size(), 4u);
 }
 
+// Two BERT-base encoder layers with multi-head attention as exporters write it
+// (bench/graph/make_attention.py), tuned as a job: Q, K and V are branches, so the graph runs
+// faster scheduled than serially, and the job's memory plan is within 5 % of the liveness
+// bound (the goal; the planner's own test of these layers is in tests/execution).
+TEST_F(TuneCli, AnAttentionModelRunsItsBranchesSideBySideAndPlansAtTheBound) {
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string make = python + " " + std::string(ATVOSS_SOURCE_DIR) + "/bench/graph/make_attention.py " +
+                           path("mha.onnx") + " 2 128 >/dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  const auto spec = job("mha", {{"model", path("mha.onnx")}, {"trials", 24}, {"strategy", "random"}, {"seed", 1}});
+  const Result r = run(spec + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto e = atvoss::parse_json(r.out, "stdout")["execution"];
+  EXPECT_LT(e["rows"][1]["end_to_end_us"].get<double>(), e["rows"][0]["end_to_end_us"].get<double>());
+  const double peak = e["memory"]["peak_bytes"].get<double>(), bound = e["memory"]["lower_bound_bytes"].get<double>();
+  EXPECT_GE(peak, bound);
+  EXPECT_LE(peak, 1.05 * bound) << "the plan is " << 100 * (peak / bound - 1) << " % above the liveness bound";
+}
+
 TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
   // A good run first, so there is a database whose bytes must not change.
   const auto good = job("shared", kMlpJob);
