@@ -57,9 +57,9 @@ std::int64_t copy_table(Connection& from, Connection& to, const TableCopy& t) {
   for (bool more = true; more;) {
     auto src = from.prepare(select);
     if (t.has_id) src->bind(1, after);
+    auto dst = to.prepare(insert);
     std::int64_t n = 0;
     while (src->step()) {
-      auto dst = to.prepare(insert);
       for (std::size_t c = 0; c < t.columns.size(); ++c) {
         const int col = static_cast<int>(c);
         switch (t.columns[c].second) {
@@ -70,6 +70,7 @@ std::int64_t copy_table(Connection& from, Connection& to, const TableCopy& t) {
         }
       }
       dst->run();
+      dst->reset();
       if (t.has_id) after = src->column_int64(0);
       ++n;
     }

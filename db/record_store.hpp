@@ -53,13 +53,13 @@ class RecordStore {
                                       const std::optional<std::string>& target_key = std::nullopt) const = 0;
 
   // Claims on schedules being measured, for processes that share one store: claim() takes
-  // (workload, target, schedule key) for owner until until_ms and returns true, unless
-  // another owner's claim is still live at now_ms (false). Claiming again what one holds
-  // renews it. release() drops every claim of owner. A store no other process can see
-  // (the in-memory one) grants every claim.
-  virtual bool claim(const Workload&, const TargetInfo&, const std::string& /*schedule_key*/,
-                     const std::string& /*owner*/, std::int64_t /*now_ms*/, std::int64_t /*until_ms*/) {
-    return true;
+  // each (workload, target, schedule key) for owner until until_ms, unless another owner's
+  // claim on it is still live at now_ms, and says per key whether owner holds it now.
+  // Claiming again what one holds renews it. release() drops every claim of owner. A store
+  // no other process can see (the in-memory one) grants every claim.
+  virtual std::vector<bool> claim(const Workload&, const TargetInfo&, std::span<const std::string> schedule_keys,
+                                  const std::string& /*owner*/, std::int64_t /*now_ms*/, std::int64_t /*until_ms*/) {
+    return std::vector<bool>(schedule_keys.size(), true);
   }
   virtual void release(const std::string& /*owner*/) {}
 

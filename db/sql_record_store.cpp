@@ -22,19 +22,26 @@ std::vector<std::int64_t> SqlRecordStore::insert(std::span<const Record> batch) 
   });
 }
 
-bool SqlRecordStore::claim(const Workload& workload, const TargetInfo& target, const std::string& schedule_key,
-                           const std::string& owner, std::int64_t now_ms, std::int64_t until_ms) {
+std::vector<bool> SqlRecordStore::claim(const Workload& workload, const TargetInfo& target,
+                                        std::span<const std::string> schedule_keys, const std::string& owner,
+                                        std::int64_t now_ms, std::int64_t until_ms) {
+  if (schedule_keys.empty()) return {};
   return conn_.write([&] {
     Writer w(conn_);
-    // Inserted, or taken over from a lapsed claim, or renewed: a row comes back. Another
-    // owner's live claim: the update's WHERE fails and nothing comes back.
-    auto s = conn_.prepare(
-        "INSERT INTO claims(workload_id, target_id, schedule_key, owner, expires_at) VALUES(?1, ?2, ?3, ?4, ?5) "
-        "ON CONFLICT(workload_id, target_id, schedule_key) DO UPDATE SET owner = ?4, expires_at = ?5 "
-        "WHERE claims.owner = ?4 OR claims.expires_at < ?6 RETURNING owner");
-    s->bind(1, w.workload_id(workload)).bind(2, w.target_id(target)).bind(3, schedule_key);
-    s->bind(4, owner).bind(5, until_ms).bind(6, now_ms);
-    return s->step();
+    const std::int64_t wid = w.workload_id(workload), tid = w.target_id(target);
+    std::vector<bool> held;
+    held.reserve(schedule_keys.size());
+    for (const std::string& key : schedule_keys) {
+      // Inserted, or taken over from a lapsed claim, or renewed: a row comes back. Another
+      // owner's live claim: the update's WHERE fails and nothing comes back.
+      auto s = conn_.prepare(
+          "INSERT INTO claims(workload_id, target_id, schedule_key, owner, expires_at) VALUES(?1, ?2, ?3, ?4, ?5) "
+          "ON CONFLICT(workload_id, target_id, schedule_key) DO UPDATE SET owner = ?4, expires_at = ?5 "
+          "WHERE claims.owner = ?4 OR claims.expires_at < ?6 RETURNING owner");
+      s->bind(1, wid).bind(2, tid).bind(3, key).bind(4, owner).bind(5, until_ms).bind(6, now_ms);
+      held.push_back(s->step());
+    }
+    return held;
   });
 }
 

@@ -39,8 +39,9 @@ class SqlRecordStore final : public RecordStore {
   void write_together(const std::function<void()>& body) override;
   std::optional<Record> find(const std::string& workload_key, const std::string& target_key,
                              const std::string& schedule_key) const override;
-  bool claim(const Workload& workload, const TargetInfo& target, const std::string& schedule_key,
-             const std::string& owner, std::int64_t now_ms, std::int64_t until_ms) override;
+  // One transaction for the batch.
+  std::vector<bool> claim(const Workload& workload, const TargetInfo& target, std::span<const std::string> schedule_keys,
+                          const std::string& owner, std::int64_t now_ms, std::int64_t until_ms) override;
   void release(const std::string& owner) override;
   bool contains(const std::string& workload_key, const std::string& target_key,
                 const std::string& schedule_key) const override;

@@ -61,11 +61,15 @@ std::vector<std::pair<double, std::int64_t>> live_bytes(const std::vector<Alloca
   return steps;
 }
 
-std::int64_t liveness_bound(const std::vector<Allocation>& allocations) {
-  std::int64_t peak = 0;
-  for (const auto& [time, live] : live_bytes(allocations)) peak = std::max(peak, live);
+LivePeak live_peak(const std::vector<Allocation>& allocations) {
+  LivePeak peak;
+  for (const auto& [time, live] : live_bytes(allocations)) {
+    if (live > peak.bytes) peak = {time, live};
+  }
   return peak;
 }
+
+std::int64_t liveness_bound(const std::vector<Allocation>& allocations) { return live_peak(allocations).bytes; }
 
 namespace {
 

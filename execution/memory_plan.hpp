@@ -48,8 +48,13 @@ MemoryPlan plan_allocations(std::vector<Allocation> lifetimes, std::int64_t alig
 // a buffer is born or dies.
 std::vector<std::pair<double, std::int64_t>> live_bytes(const std::vector<Allocation>& allocations);
 
-// The largest sum of bytes live at one instant.
-std::int64_t liveness_bound(const std::vector<Allocation>& allocations);
+// The largest sum of bytes live at one instant, and the first instant it is reached.
+struct LivePeak {
+  double at_us = 0;
+  std::int64_t bytes = 0;
+};
+LivePeak live_peak(const std::vector<Allocation>& allocations);
+std::int64_t liveness_bound(const std::vector<Allocation>& allocations);  // live_peak().bytes
 
 // One line per pair of buffers live at the same time whose bytes overlap, and per
 // allocation with a negative offset or size; empty when the plan is sound.

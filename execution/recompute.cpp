@@ -6,19 +6,6 @@
 namespace atvoss::execution {
 namespace {
 
-// The instant of most live bytes.
-double peak_instant(const MemoryPlan& plan) {
-  double at = 0;
-  std::int64_t most = -1;
-  for (const auto& [t, bytes] : live_bytes(plan.allocations)) {
-    if (bytes > most) {
-      most = bytes;
-      at = t;
-    }
-  }
-  return at;
-}
-
 // When buffer b is last needed (its last consumer's end; an output: the run's end).
 double end_of(const ExecGraph& g, const Timeline& t, int b) {
   const ExecBuffer& buf = g.buffers()[b];
@@ -84,7 +71,7 @@ RecomputeResult recompute_to_fit(const ExecGraph& g, const Device& device, const
   const double base_us = r.timeline.makespan_us;
   std::vector<std::string> tried;  // dropped once without lowering the peak: not again
   while (r.plan.peak_bytes > budget_bytes && int(r.tensors.size()) < max_tensors) {
-    const double cut = peak_instant(r.plan);
+    const double cut = live_peak(r.plan.allocations).at_us;
     int best = -1;
     double best_score = 0;
     for (int b = 0; b < int(r.graph.buffers().size()); ++b) {

@@ -129,19 +129,22 @@ std::vector<Measurement> TuningSession::measure_claimed(const std::vector<Schedu
   for (int pass = 0; !waiting.empty(); ++pass) {
     // Polled, not signalled: the other owner may be a process on another machine.
     if (pass > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::vector<std::size_t> mine, still;
-    const std::int64_t now = db::now_ms();
+    std::vector<std::size_t> unstored, mine, still;
+    std::vector<std::string> keys;
     for (const std::size_t i : waiting) {
       const std::string key = schedules[i].key();
       if (auto stored = records_.find(workload_.key(), target_info_.key, key)) {
         out[i] = stored->measurement;  // measured by the claimant meanwhile
         ++result_.measured_elsewhere;
-      } else if (records_.claim(workload_, target_info_, key, options_.claim_owner, now, now + options_.claim_ttl_ms)) {
-        mine.push_back(i);
       } else {
-        still.push_back(i);
+        unstored.push_back(i);
+        keys.push_back(key);
       }
     }
+    const std::int64_t now = db::now_ms();
+    const std::vector<bool> held =
+        records_.claim(workload_, target_info_, keys, options_.claim_owner, now, now + options_.claim_ttl_ms);
+    for (std::size_t k = 0; k < unstored.size(); ++k) (held[k] ? mine : still).push_back(unstored[k]);
     std::vector<Schedule> batch;
     for (const std::size_t i : mine) batch.push_back(schedules[i]);
     const std::vector<Measurement> measured = measure_now(batch, true);
