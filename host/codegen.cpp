@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "host/codegen_conv.hpp"
+#include "host/codegen_lowp.hpp"
 #include "host/codegen_rowops.hpp"
 #include "host/operands.hpp"
 #include "host/rowops_space.hpp"
@@ -172,6 +173,7 @@ long round_to(long v, long step) { return std::max(step, v / step * step); }
 std::string generate_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
   if (w.is_conv()) return generate_conv_source(w, s, m);
   if (is_row_op(w)) return generate_rowops_source(w, s, m);
+  if (w.dtype() != DType::float32) return generate_low_precision_source(w, s, m);
   const MatmulShape shape = matmul_shape(w);
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
   const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);

@@ -13,7 +13,10 @@
 namespace atvoss::host {
 namespace {
 
-Verdict check(const Schedule& s, const MachineInfo& m) {
+// The bytes of one element of A and B as the kernel reads them.
+std::int64_t element_bytes(DType d) { return d == DType::float32 ? 4 : dtype_bytes(d); }
+
+Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
   const std::int64_t mr = s.at(std::string(knobs::micro_m)), nr = s.at(std::string(knobs::micro_n));
   const std::int64_t kc = s.at(std::string(knobs::tile_k)), mc = s.at(std::string(knobs::tile_m));
   const std::int64_t nc = s.at(std::string(knobs::tile_n));
@@ -23,20 +26,30 @@ Verdict check(const Schedule& s, const MachineInfo& m) {
                             " needs " + std::to_string(mr * nv + nv + 1) + " vectors > " +
                             std::to_string(m.vector_registers));
   }
-  if (kc * nr * 4 > m.l1d_bytes) {
-    return Verdict::invalid("L1d: B panel " + std::to_string(kc * nr * 4) + " B > " +
+  if (kc * nr * eb > m.l1d_bytes) {
+    return Verdict::invalid("L1d: B panel " + std::to_string(kc * nr * eb) + " B > " +
                             std::to_string(m.l1d_bytes) + " B");
   }
-  if (mc * kc * 4 > m.l2_bytes) {
-    return Verdict::invalid("L2: A block " + std::to_string(mc * kc * 4) + " B > " +
+  if (mc * kc * eb > m.l2_bytes) {
+    return Verdict::invalid("L2: A block " + std::to_string(mc * kc * eb) + " B > " +
                             std::to_string(m.l2_bytes) + " B");
   }
   const std::int64_t llc = std::max(m.l3_bytes, m.l2_bytes);
-  if (kc * nc * 4 > llc) {
-    return Verdict::invalid("L3: B block " + std::to_string(kc * nc * 4) + " B > " +
+  if (kc * nc * eb > llc) {
+    return Verdict::invalid("L3: B block " + std::to_string(kc * nc * eb) + " B > " +
                             std::to_string(llc) + " B");
   }
   return Verdict::valid();
+}
+
+// int8 and bf16 kernels are generated for AVX-512 VNNI and AVX-512 BF16 only
+// (codegen_lowp.hpp); another CPU is told which flag it lacks.
+void require_instructions(const Workload& w, const MachineInfo& m) {
+  const char* flag = w.dtype() == DType::int8 ? "avx512_vnni" : w.dtype() == DType::bfloat16 ? "avx512_bf16" : nullptr;
+  if (flag && !(m.has_flag(flag) && m.simd_bytes == 64)) {
+    throw_bad_input("host: field 'dtype': " + std::string(to_string(w.dtype())) + " kernels need a CPU with " + flag +
+                    "; this one (" + m.model + ") has none; use \"float32\"");
+  }
 }
 
 }  // namespace
@@ -46,8 +59,9 @@ bool supports(const Workload& w, std::string* why) {
   std::string reason;
   if (!w.is_matmul_like() && !is_row_op(w)) {
     reason = "op '" + w.op() + "': the host backend generates matmul, batch_matmul, conv2d, depthwise_conv2d, elementwise, map, softmax and layernorm";
-  } else if (w.dtype() != DType::float32) {
-    reason = "field 'dtype': the host backend computes \"float32\" only";
+  } else if (w.dtype() != DType::float32 && (!w.is_matmul_like() || w.dtype() == DType::float16)) {
+    reason = w.is_matmul_like() ? "field 'dtype': the host backend computes matmuls in \"float32\", \"int8\" or \"bfloat16\""
+                                : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
   } else if (const std::string op = first_unsupported_epilogue(w.epilogue()); !op.empty()) {
     reason = "field 'epilogue': '" + op + "' is not generated on the host (expected bias, batchnorm, relu, gelu, sigmoid, silu, add)";
   }
@@ -60,6 +74,7 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
   std::string why;
   if (!supports(w, &why)) throw_bad_input("host: " + why);
   if (is_row_op(w)) return rowops_space_for(w, m);
+  require_instructions(w, m);
   const std::int64_t lanes = m.lanes();
   std::vector<Knob> ks = {
       knob(knobs::micro_m, {4, 6, 8}),
@@ -73,7 +88,8 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
       knob(knobs::fusion_level, fusion_values(w)),
       knob(knobs::threads, thread_values(m)),
   };
-  return ScheduleSpace(std::move(ks), [m](const Schedule& s) { return check(s, m); });
+  const std::int64_t eb = element_bytes(w.dtype());
+  return ScheduleSpace(std::move(ks), [m, eb](const Schedule& s) { return check(s, m, eb); });
 }
 
 Schedule default_schedule(const Workload& w, const MachineInfo& m) {

@@ -24,9 +24,10 @@
 
 namespace atvoss::host {
 
-// Whether the host backend generates code for w as a matmul, batch_matmul or row op (fp32;
-// an epilogue of ops it has a vector form of); conv ops go to conv_space.hpp. why (if
-// given) says what is missing.
+// Whether the host backend generates code for w as a matmul, batch_matmul or row op (fp32,
+// or int8 and bfloat16 matmuls; an epilogue of ops it has a vector form of); conv ops go to
+// conv_space.hpp. why (if given) says what is missing. int8 and bfloat16 also need the CPU's
+// instructions, which space_for checks (bad_input naming the missing flag).
 bool supports(const Workload& w, std::string* why = nullptr);
 
 // REQUIRES: supports(w). bad_input naming the field otherwise.

@@ -4,13 +4,20 @@
 // runner and the runtime, so the layout is spelled once. Shapes are compiled into the kernel;
 // operands are dense fp32, row-major, batches back to back. Epilogue operands are null when
 // the workload has no such op: bias/scale/shift hold N values, residual is shaped like C.
+// Low-precision matmuls (docs/host-backend.md "int8 and bf16") read qa and qb instead of a
+// and b, and write fp32 C:
+//   int8: qa u8 A with zero point z, qb s8 B; C = qscale[j] * (sum_k qa*qb - qcomp[b*N + j]),
+//         the epilogue after, where qscale[j] = scale_A * scale_B[j] and qcomp = z * sum_k qb
+//         (the compensation for A's zero point, computed once with the weights);
+//   bf16: qa and qb hold bf16 bit patterns, accumulated in fp32; qscale and qcomp are null.
 // Row ops (reference_rowops.hpp): b only for elementwise; layernorm's gamma and beta come in
 // scale and shift.
 #pragma once
 
 #define ATVOSS_KERNEL_ARGS_FIELDS                                                          \
   const float* a; const float* b; float* c; const float* bias; const float* scale;        \
-  const float* shift; const float* residual;
+  const float* shift; const float* residual; const void* qa; const void* qb;                \
+  const float* qscale; const int* qcomp;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 

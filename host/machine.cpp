@@ -116,9 +116,7 @@ void read_caches_cpuid(MachineInfo& info, CacheLevels& found) {
 
 // Widest vector, register count and FMA from the flags (x86 "flags", AArch64 "Features").
 void derive_simd(MachineInfo& info) {
-  const auto has = [&](const char* f) {
-    return std::find(info.simd_flags.begin(), info.simd_flags.end(), f) != info.simd_flags.end();
-  };
+  const auto has = [&](const char* f) { return info.has_flag(f); };
   if (info.arch == "aarch64") {
     info.simd_bytes = 16;
     info.vector_registers = 32;
@@ -297,6 +295,10 @@ std::string MachineInfo::fingerprint() const {
   return sha256_hex(text);
 }
 
+bool MachineInfo::has_flag(std::string_view flag) const {
+  return std::find(simd_flags.begin(), simd_flags.end(), flag) != simd_flags.end();
+}
+
 std::string MachineInfo::target_name() const { return "host-" + fingerprint().substr(0, 12); }
 
 MachineInfo probe_machine(const MachineRoots& roots) {
@@ -309,8 +311,10 @@ MachineInfo probe_machine(const MachineRoots& roots) {
 #else
   info.arch = "x86_64";
 #endif
-  static const std::set<std::string> relevant = {"sse2", "avx", "avx2", "fma", "avx512f",
-                                                 "avx512bw", "avx512vl", "asimd", "sve"};
+  static const std::set<std::string> relevant = {"sse2",        "avx",         "avx2",     "fma",
+                                                 "avx512f",     "avx512bw",    "avx512vl", "avx512_vnni",
+                                                 "avx512_bf16", "amx_tile",    "amx_int8", "amx_bf16",
+                                                 "asimd",       "sve"};
   std::set<std::string> flags;
   std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
   std::string physical;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/target.hpp"
@@ -59,6 +60,7 @@ struct MachineInfo {
   std::int64_t l1d_bytes = 32 << 10, l2_bytes = 256 << 10, l3_bytes = 0;
 
   int lanes() const { return simd_bytes / 4; }
+  bool has_flag(std::string_view flag) const;  // one of simd_flags, e.g. "avx512_vnni"
   // 64 hex digits of sha256 over model, simd_flags and physical_cores.
   std::string fingerprint() const;
   // "host-" + the first 12 hex digits of the fingerprint.

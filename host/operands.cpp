@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "host/low_precision.hpp"
 #include "host/reference_rowops.hpp"
 #include "host/rowops_space.hpp"
 #include "host/reference_conv.hpp"
@@ -21,7 +22,11 @@ MatmulShape matmul_shape(const Workload& w) {
 
 AtvossArgs Operands::args() {
   auto ptr = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-  return AtvossArgs{ptr(a), ptr(b), ptr(c), ptr(bias), ptr(scale), ptr(shift), ptr(residual)};
+  auto bytes = [](std::vector<std::uint8_t>& v) { return v.empty() ? nullptr : static_cast<const void*>(v.data()); };
+  return AtvossArgs{ptr(a),       ptr(b),      ptr(c),        ptr(bias),
+                    ptr(scale),   ptr(shift),  ptr(residual), bytes(qa),
+                    bytes(qb),    qscale.empty() ? nullptr : qscale.data(),
+                    qcomp.empty() ? nullptr : qcomp.data()};
 }
 
 namespace {
@@ -58,6 +63,7 @@ Operands make_operands(const Workload& w, std::uint64_t seed) {
     o.shift = fill(s.per_column, unit);
   }
   if (w.has_epilogue("add")) o.residual = fill(s.c, unit);
+  if (w.dtype() != DType::float32 && w.is_matmul_like()) quantize_matmul_operands(w, s.a_lo, s.a_hi, o);
   return o;
 }
 

@@ -31,12 +31,18 @@ struct OperandSizes {
 
 struct Operands {
   std::vector<float> a, b, c, bias, scale, shift, residual;
+  // int8 and bf16 matmuls (low_precision.hpp): the kernel's inputs, as bytes; a and b then
+  // hold the values these represent, so that one fp32 reference checks every dtype.
+  std::vector<std::uint8_t> qa, qb;
+  std::vector<float> qscale;
+  std::vector<std::int32_t> qcomp;
   // The ABI view; epilogue pointers are null where the workload has no such op.
   AtvossArgs args();
 };
 
 // a as OperandSizes says, b, residual, bias and shift uniform in [-1, 1], scale in
-// [0.5, 1.5]; c zeroed. Same seed, same data.
+// [0.5, 1.5]; c zeroed; an int8 or bf16 matmul's a and b quantised (low_precision.hpp).
+// Same seed, same data.
 Operands make_operands(const Workload& w, std::uint64_t seed);
 
 // Max over checked elements of |c - ref| / max(|ref|, 1). Every row is checked for small

@@ -1,0 +1,284 @@
+#include "host/codegen_lowp.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "host/operands.hpp"
+#include "host/vector_code.hpp"
+#include "lowering/epilogue.hpp"
+#include "lowering/knob_names.hpp"
+
+namespace atvoss::host {
+namespace {
+
+// Expects TA, TB, ACC, INT8, KG (k elements per 32-bit lane), the shape, the blocking and the
+// vector helpers declared before it, and dot() for the dtype.
+constexpr const char* kLowKernel = R"(
+constexpr long KCG = (KC + KG - 1) / KG * KG;  // a k block, padded to whole groups
+inline vi loadi(const void* p, long n) { vi v = {}; std::memcpy(&v, p, n * 4); return v; }
+inline void storei(float* p, vi v, long n) { std::memcpy(p, &v, n * 4); }
+
+// Each MR-row micro-panel of A holds, per k group, the MR rows' KG elements side by side, so
+// that one 32-bit broadcast feeds a row's group to the dot instruction.
+void pack_a(const TA* A, long i0, long mc, long p0, long kc, TA* ap) {
+  const long groups = (kc + KG - 1) / KG;
+  for (long ib = 0; ib < mc; ib += MR) {
+    TA* dst = ap + ib * groups * KG;
+    const long rows = mc - ib < MR ? mc - ib : MR;
+    for (long r = 0; r < MR; ++r) {
+      const TA* src = r < rows ? A + (i0 + ib + r) * K + p0 : nullptr;
+      for (long q = 0; q < groups; ++q) {
+        TA* d = dst + (q * MR + r) * KG;
+        if (src && q * KG + KG <= kc) {
+          std::memcpy(d, src + q * KG, KG * sizeof(TA));
+        } else {
+          for (long e = 0; e < KG; ++e) d[e] = src && q * KG + e < kc ? src[q * KG + e] : TA(0);
+        }
+      }
+    }
+  }
+}
+
+// KG rows of B, NR columns from src, interleaved so that each 32-bit lane holds one column's
+// KG consecutive k (byte or 16-bit unpacks of row pairs, then of the pairs).
+inline void interleave(const TB* src, TB* dst) {
+  if constexpr (KG == 4) {
+    for (long c = 0; c < NR; c += 16) {
+      const __m128i r0 = _mm_loadu_si128((const __m128i*)(src + c)), r1 = _mm_loadu_si128((const __m128i*)(src + N + c));
+      const __m128i r2 = _mm_loadu_si128((const __m128i*)(src + 2 * N + c)), r3 = _mm_loadu_si128((const __m128i*)(src + 3 * N + c));
+      const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+      const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+      __m128i* d = (__m128i*)(dst + c * 4);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(t0, t2));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(t0, t2));
+      _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(t1, t3));
+      _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(t1, t3));
+    }
+  } else {
+    for (long c = 0; c < NR; c += 8) {
+      const __m128i r0 = _mm_loadu_si128((const __m128i*)(src + c)), r1 = _mm_loadu_si128((const __m128i*)(src + N + c));
+      __m128i* d = (__m128i*)(dst + c * 2);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(r0, r1));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(r0, r1));
+    }
+  }
+}
+
+// Groups q0 .. q0 + QB of every NR-wide panel of the kc x nc block of B at (p0, j0).
+constexpr long QB = 8 / KG;
+void pack_b_groups(const TB* B, long j0, long nc, long p0, long q0, long kc, TB* bp) {
+  const long groups = (kc + KG - 1) / KG;
+  const long q1 = groups - q0 < QB ? groups : q0 + QB;
+  for (long jb = 0; jb < nc; jb += NR) {
+    const long cols = nc - jb < NR ? nc - jb : NR;
+    TB* panel = bp + jb * groups * KG;
+    for (long q = q0; q < q1; ++q) {
+      TB* dst = panel + q * NR * KG;
+      const long k0 = q * KG;
+      if (cols == NR && k0 + KG <= kc) {
+        interleave(B + (p0 + k0) * N + j0 + jb, dst);
+        continue;
+      }
+      for (long c = 0; c < NR; ++c)
+        for (long e = 0; e < KG; ++e)
+          dst[c * KG + e] = c < cols && k0 + e < kc ? B[(p0 + k0 + e) * N + j0 + jb + c] : TB(0);
+    }
+  }
+}
+
+// int8: partial sums stay s32 in C's memory until the last k block, which dequantises.
+template <bool FULL>
+inline void write_back(ACC (&acc)[MR][NV], float* c, long mr, long nr, bool first, bool last,
+                       const AtvossArgs& g, const float* res, long row0, long col0, const int* comp) {
+  (void)comp;
+#pragma GCC unroll 16
+  for (long r = 0; r < (FULL ? MR : mr); ++r) {
+    const float* res_row = res ? res + (row0 + r) * N : nullptr;
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) {
+      if (!FULL && v * VL >= nr) break;
+      const long n = FULL ? VL : (nr - v * VL < VL ? nr - v * VL : VL);
+      float* p = c + r * N + v * VL;
+      const long col = col0 + v * VL;
+      if constexpr (INT8) {
+        vi x = (vi)acc[r][v];
+        if (!first) x += loadi(p, n);
+        if (!last) {
+          storei(p, x, n);
+          continue;
+        }
+        const vf y = __builtin_convertvector(x - loadi(comp + col, n), vf) * load_n(g.qscale + col, n);
+        store_n(p, fused<FULL>(y, g, res_row, col, n), n);
+      } else {
+        vf x = (vf)acc[r][v];
+        if (!first) x += load_n(p, n);
+        if (last) x = fused<FULL>(x, g, res_row, col, n);
+        store_n(p, x, n);
+      }
+    }
+  }
+}
+
+inline void micro(long kc, const TA* __restrict a, const TB* __restrict b, float* c, long mr, long nr,
+                  bool first, bool last, const AtvossArgs& g, const float* res, long row0, long col0,
+                  const int* comp) {
+  ACC acc[MR][NV];
+#pragma GCC unroll 16
+  for (long r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) acc[r][v] = ACC{};
+  if constexpr (PF > 0) {
+    for (long r = 0; r < mr; ++r) __builtin_prefetch(c + r * N, 1);
+  }
+  const long groups = (kc + KG - 1) / KG;
+#pragma GCC unroll UNROLL
+  for (long q = 0; q < groups; ++q) {
+    if constexpr (PF > 0) {
+      __builtin_prefetch(a + (q + PF) * MR * KG);
+      __builtin_prefetch(b + (q + PF) * NR * KG);
+    }
+    __m512i bv[NV];
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) bv[v] = _mm512_loadu_si512(b + (q * NR + v * VL) * KG);
+#pragma GCC unroll 16
+    for (long r = 0; r < MR; ++r) {
+      int av;
+      std::memcpy(&av, a + (q * MR + r) * KG, 4);
+      const __m512i ab = _mm512_set1_epi32(av);
+#pragma GCC unroll 8
+      for (long v = 0; v < NV; ++v) acc[r][v] = dot(acc[r][v], ab, bv[v]);
+    }
+  }
+  if (mr == MR && nr == NR) {
+    write_back<true>(acc, c, mr, nr, first, last, g, res, row0, col0, comp);
+    return;
+  }
+  ACC tmp[MR][NV];  // a copy, so that acc stays in registers on the full path
+#pragma GCC unroll 16
+  for (long r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) tmp[r][v] = acc[r][v];
+  write_back<false>(tmp, c, mr, nr, first, last, g, res, row0, col0, comp);
+}
+
+void macro(long mc, long nc, long kc, const TA* ap, const TB* bp, float* C, long i0, long j0, bool first,
+           bool last, const AtvossArgs& g, const float* res, const int* comp) {
+  const long gk = (kc + KG - 1) / KG * KG;
+  auto tile = [&](long ir, long jr) {
+    const long mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
+    micro(kc, ap + ir * gk, bp + jr * gk, C + (i0 + ir) * N + j0 + jr, mr, nr, first, last, g, res, i0 + ir,
+          j0 + jr, comp);
+  };
+  if constexpr (ORDER == 2) {
+    for (long ir = 0; ir < mc; ir += MR)
+      for (long jr = 0; jr < nc; jr += NR) tile(ir, jr);
+  } else {
+    for (long jr = 0; jr < nc; jr += NR)
+      for (long ir = 0; ir < mc; ir += MR) tile(ir, jr);
+  }
+}
+
+// threads as in the fp32 kernel (codegen.cpp).
+void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* res, TA* ap_all, TB* bp_all,
+          const int* comp) {
+  if constexpr (ORDER == 1) {
+    PARALLEL_FOR
+    for (long ic = 0; ic < M; ic += MC) {
+      TA* ap = ap_all + THREAD_ID * AP_ELEMS;
+      TB* bp = bp_all + THREAD_ID * BP_ELEMS;
+      const long mc = M - ic < MC ? M - ic : MC;
+      for (long pc = 0; pc < K; pc += KC) {
+        const long kc = K - pc < KC ? K - pc : KC;
+        const long groups = (kc + KG - 1) / KG;
+        pack_a(A, ic, mc, pc, kc, ap);
+        for (long jc = 0; jc < N; jc += NC) {
+          const long nc = N - jc < NC ? N - jc : NC;
+          for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
+          macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
+        }
+      }
+    }
+  } else {
+    for (long jc = 0; jc < N; jc += NC) {
+      const long nc = N - jc < NC ? N - jc : NC;
+      for (long pc = 0; pc < K; pc += KC) {
+        const long kc = K - pc < KC ? K - pc : KC;
+        const long groups = (kc + KG - 1) / KG;
+        PARALLEL_FOR
+        for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp_all);
+        PARALLEL_FOR
+        for (long ic = 0; ic < M; ic += MC) {
+          TA* ap = ap_all + THREAD_ID * AP_ELEMS;
+          const long mc = M - ic < MC ? M - ic : MC;
+          pack_a(A, ic, mc, pc, kc, ap);
+          macro(mc, nc, kc, ap, bp_all, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
+        }
+      }
+    }
+  }
+}
+
+)";
+
+constexpr const char* kInt8Types = R"(
+using TA = unsigned char;
+using TB = signed char;
+using ACC = __m512i;
+constexpr bool INT8 = true;
+constexpr long KG = 4;
+inline __m512i dot(__m512i acc, __m512i a, __m512i b) { return _mm512_dpbusd_epi32(acc, a, b); }
+)";
+
+constexpr const char* kBf16Types = R"(
+using TA = unsigned short;
+using TB = unsigned short;
+using ACC = __m512;
+constexpr bool INT8 = false;
+constexpr long KG = 2;
+inline __m512 dot(__m512 acc, __m512i a, __m512i b) { return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b); }
+)";
+
+long round_to(long v, long step) { return std::max(step, v / step * step); }
+
+}  // namespace
+
+std::string generate_low_precision_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
+  const MatmulShape shape = matmul_shape(w);
+  auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
+  const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
+  const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
+  const int threads = int(knob(knobs::threads));
+  const bool int8 = w.dtype() == DType::int8;
+  const long kg = int8 ? 4 : 2, elem = int8 ? 1 : 2;
+  const long kc = (knob(knobs::tile_k) + kg - 1) / kg * kg;
+
+  std::ostringstream o;
+  o << "#include <immintrin.h>\n" << kernel_preamble(w, s, threads)
+    << "constexpr long BATCH = " << shape.batch << ", M = " << shape.m << ", N = " << shape.n
+    << ", K = " << shape.k << ";\n"
+    << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
+    << "constexpr long MC = " << round_to(knob(knobs::tile_m), mr) << ", NC = " << round_to(knob(knobs::tile_n), nr)
+    << ", KC = " << kc << ";\n"
+    << "constexpr long PF = " << 8 * (knob(knobs::async_copy_depth) - 1) << ";\n"
+    << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
+    << "constexpr long ROWS = M, COLS = N;\n"
+    << (int8 ? kInt8Types : kBf16Types)
+    // Elements per thread's packing buffer, whole cache lines.
+    << "constexpr long AP_ELEMS = ((MC + MR) * ((KC + KG - 1) / KG * KG) * " << elem << " + 63) / 64 * 64 / " << elem
+    << ", BP_ELEMS = ((NC + NR) * ((KC + KG - 1) / KG * KG) * " << elem << " + 63) / 64 * 64 / " << elem << ";\n"
+    << vector_helpers() << epilogue_functions(split) << separate_pass_function()
+    << with_unroll(kLowKernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
+    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
+    << "  static thread_local Scratch ap(" << threads << " * AP_ELEMS * sizeof(TA) / 4), bp(" << threads
+    << " * BP_ELEMS * sizeof(TB) / 4);\n"
+    << "  const TA* qa = static_cast<const TA*>(g->qa);\n"
+    << "  const TB* qb = static_cast<const TB*>(g->qb);\n"
+    << "  for (long b = 0; b < BATCH; ++b) {\n"
+    << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
+    << "    float* C = g->c + b * M * N;\n"
+    << "    gemm(qa + b * M * K, qb + b * K * N, C, *g, res, (TA*)ap.p, (TB*)bp.p, INT8 ? g->qcomp + b * N : nullptr);\n";
+  o << separate_pass_calls(split, "C") << "  }\n}\n";
+  return o.str();
+}
+
+}  // namespace atvoss::host

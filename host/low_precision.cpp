@@ -1,0 +1,91 @@
+#include "host/low_precision.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace atvoss::host {
+
+std::uint16_t to_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return std::uint16_t(u >> 16);
+}
+
+float from_bf16(std::uint16_t b) {
+  const std::uint32_t u = std::uint32_t(b) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+std::uint8_t AffineU8::quantize(float x) const {
+  const long q = std::lround(x / scale) + zero_point;
+  return std::uint8_t(std::clamp(q, 0L, 255L));
+}
+
+AffineU8 affine_u8(float lo, float hi) {
+  AffineU8 p;
+  lo = std::min(lo, 0.0f);
+  hi = std::max(hi, 0.0f);
+  p.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  p.zero_point = int(std::clamp(std::lround(-lo / p.scale), 0L, 255L));
+  return p;
+}
+
+namespace {
+
+void quantize_int8(const MatmulShape& s, float a_lo, float a_hi, Operands& o) {
+  const AffineU8 pa = affine_u8(a_lo, a_hi);
+  o.qa.resize(o.a.size());
+  for (std::size_t i = 0; i < o.a.size(); ++i) {
+    o.qa[i] = pa.quantize(o.a[i]);
+    o.a[i] = pa.value(o.qa[i]);
+  }
+  const std::size_t n = std::size_t(s.n), kn = std::size_t(s.k * s.n);
+  std::vector<float> b_scale(n, 0.0f);
+  for (std::size_t i = 0; i < o.b.size(); ++i) b_scale[i % n] = std::max(b_scale[i % n], std::abs(o.b[i]));
+  for (float& x : b_scale) x = x > 0 ? x / 127.0f : 1.0f;
+  o.qb.resize(o.b.size());
+  o.qcomp.assign(std::size_t(s.batch) * n, 0);
+  for (std::size_t i = 0; i < o.b.size(); ++i) {
+    const std::size_t j = i % n;
+    const long q = std::clamp(std::lround(o.b[i] / b_scale[j]), -127L, 127L);
+    o.qb[i] = std::uint8_t(std::int8_t(q));
+    o.b[i] = b_scale[j] * float(q);
+    o.qcomp[i / kn * n + j] += std::int32_t(pa.zero_point * q);
+  }
+  o.qscale.resize(n);
+  for (std::size_t j = 0; j < n; ++j) o.qscale[j] = pa.scale * b_scale[j];
+}
+
+void round_bf16(std::vector<float>& values, std::vector<std::uint8_t>& bits) {
+  bits.resize(values.size() * 2);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint16_t h = to_bf16(values[i]);
+    std::memcpy(bits.data() + 2 * i, &h, 2);
+    values[i] = from_bf16(h);
+  }
+}
+
+}  // namespace
+
+void quantize_matmul_operands(const Workload& w, float a_lo, float a_hi, Operands& o) {
+  if (w.dtype() == DType::int8) {
+    quantize_int8(matmul_shape(w), a_lo, a_hi, o);
+  } else {
+    round_bf16(o.a, o.qa);
+    round_bf16(o.b, o.qb);
+  }
+}
+
+std::int64_t int8_accumulator(const MatmulShape& s, const Operands& o, std::int64_t b, std::int64_t i, std::int64_t j) {
+  std::int64_t acc = 0;
+  const std::uint8_t* A = o.qa.data() + b * s.m * s.k + i * s.k;
+  const std::uint8_t* B = o.qb.data() + b * s.k * s.n + j;
+  for (std::int64_t k = 0; k < s.k; ++k) acc += std::int64_t(A[k]) * std::int64_t(std::int8_t(B[k * s.n]));
+  return acc - o.qcomp[std::size_t(b * s.n + j)];
+}
+
+}  // namespace atvoss::host
