@@ -38,6 +38,7 @@ namespace {
 
 void quantize_int8(const MatmulShape& s, float a_lo, float a_hi, Operands& o) {
   const AffineU8 pa = affine_u8(a_lo, a_hi);
+  o.qzero = pa.zero_point;
   o.qa.resize(o.a.size());
   for (std::size_t i = 0; i < o.a.size(); ++i) {
     o.qa[i] = pa.quantize(o.a[i]);

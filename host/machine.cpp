@@ -250,14 +250,21 @@ Target to_target(const MachineInfo& info, const Calibration& c) {
   Target t;
   t.name = info.target_name();
   t.organisation = "cpu";
-  t.matrix_dtypes = {DType::float32};  // the host backend generates fp32 kernels
+  // The dtypes the host backend generates matmuls in (host_space.hpp): int8 and bf16 need
+  // AVX-512 VNNI and BF16 (codegen_lowp.hpp).
+  t.matrix_dtypes = {DType::float32};
+  const bool zmm = info.simd_bytes == 64;
+  if (zmm && info.has_flag("avx512_vnni")) t.matrix_dtypes.push_back(DType::int8);
+  if (zmm && info.has_flag("avx512_bf16")) t.matrix_dtypes.push_back(DType::bfloat16);
   t.ai_cores = t.vector_cores = info.physical_cores;
   t.clock_ghz = 1.0;
   t.cube_m = info.lanes();
   t.cube_n = t.cube_k = 1;
   const double macs_per_ns = c.peak_gflops / 2.0;
   t.fp32_rate = macs_per_ns / info.lanes();
-  t.int8_rate = 1.0;
+  // vpdpbusd does 4 u8 x s8 MACs per 32-bit lane where vfmadd231ps does one: 4x the fp32
+  // rate, from the instruction's width, not measured ("est." below).
+  t.int8_rate = zmm && info.has_flag("avx512_vnni") ? 4.0 * t.fp32_rate : 1.0;
   t.vector_bytes_per_cycle = macs_per_ns * 4;
   t.l0a_bytes = t.l0b_bytes = t.ub_bytes = info.l1d_bytes;
   t.l0c_bytes = std::int64_t(info.vector_registers) * info.simd_bytes;
@@ -275,6 +282,7 @@ Target to_target(const MachineInfo& info, const Calibration& c) {
                   {"fp32_rate", "measured single-core FMA peak " + std::to_string(c.peak_gflops) +
                                     " GFLOP/s"},
                   {"hbm_bytes_per_cycle", "measured single-core read bandwidth (GB/s)"},
+                  {"int8_rate", "est.: 4 x fp32_rate with AVX-512 VNNI, else unused"},
                   {"fma_chains", "measured: FMA peak / the rate of one dependent FMA chain"},
                   {"l0a_bytes", "L1d from sysfs"},
                   {"l1_bytes", "L2 from sysfs"},

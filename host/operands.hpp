@@ -36,6 +36,7 @@ struct Operands {
   std::vector<std::uint8_t> qa, qb;
   std::vector<float> qscale;
   std::vector<std::int32_t> qcomp;
+  std::int32_t qzero = 0;  // int8: A's zero point, with which qcomp was built
   // The ABI view; epilogue pointers are null where the workload has no such op.
   AtvossArgs args();
 };

@@ -80,6 +80,21 @@ ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_batch_matmul(atvoss_runt
                                                                      int64_t m, int64_t n, int64_t k,
                                                                      const atvoss_epilogue* epilogue,
                                                                      atvoss_choice_kind* kind, char** error);
+/* int8 and bf16 matmuls on CPUs with AVX-512 VNNI / BF16 (ATVOSS_RUNTIME_BAD_INPUT naming the
+ * missing flag elsewhere); c is fp32. int8: a u8 [m,k] with zero point z, b s8 [k,n];
+ * c[i,j] = scale[j] * (sum_p a[i,p] * b[p,j] - comp[j]), then the epilogue, where
+ * scale[j] = scale_a * scale_b[j] and comp[j] = z * sum_p b[p,j]. bf16: a and b hold bf16 bit
+ * patterns (the upper half of an IEEE float), accumulated in fp32. */
+ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_matmul_int8(atvoss_runtime* rt, const uint8_t* a,
+                                                                    const int8_t* b, float* c, const float* scale,
+                                                                    const int32_t* comp, int64_t m, int64_t n,
+                                                                    int64_t k, const atvoss_epilogue* epilogue,
+                                                                    atvoss_choice_kind* kind, char** error);
+ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_matmul_bf16(atvoss_runtime* rt, const uint16_t* a,
+                                                                    const uint16_t* b, float* c, int64_t m,
+                                                                    int64_t n, int64_t k,
+                                                                    const atvoss_epilogue* epilogue,
+                                                                    atvoss_choice_kind* kind, char** error);
 /* Runs where the host code generator serves conv2d; ATVOSS_RUNTIME_BAD_INPUT naming the op
  * otherwise. */
 ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_conv2d(atvoss_runtime* rt, const float* input,

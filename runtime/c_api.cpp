@@ -114,6 +114,23 @@ extern "C" atvoss_runtime_status atvoss_runtime_matmul(atvoss_runtime* rt, const
   return guarded(error, [&] { report(runtime_of(rt).matmul(a, b, c, m, n, k, epilogue_of(epilogue)), kind); });
 }
 
+extern "C" atvoss_runtime_status atvoss_runtime_matmul_int8(atvoss_runtime* rt, const uint8_t* a, const int8_t* b,
+                                                            float* c, const float* scale, const int32_t* comp,
+                                                            int64_t m, int64_t n, int64_t k,
+                                                            const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
+                                                            char** error) {
+  return guarded(error, [&] {
+    report(runtime_of(rt).matmul_int8(a, b, c, scale, comp, m, n, k, epilogue_of(epilogue)), kind);
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_matmul_bf16(atvoss_runtime* rt, const uint16_t* a, const uint16_t* b,
+                                                            float* c, int64_t m, int64_t n, int64_t k,
+                                                            const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
+                                                            char** error) {
+  return guarded(error, [&] { report(runtime_of(rt).matmul_bf16(a, b, c, m, n, k, epilogue_of(epilogue)), kind); });
+}
+
 extern "C" atvoss_runtime_status atvoss_runtime_batch_matmul(atvoss_runtime* rt, const float* a, const float* b,
                                                              float* c, int64_t batch, int64_t m, int64_t n,
                                                              int64_t k, const atvoss_epilogue* epilogue,

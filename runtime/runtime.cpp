@@ -7,8 +7,10 @@
 namespace atvoss::runtime {
 namespace {
 
-Workload fp32_workload(const std::string& op, Json dims, const std::vector<std::string>& epilogue) {
-  return Workload::from_json(Json{{"op", op}, {"dtype", "float32"}, {"dims", std::move(dims)}, {"epilogue", epilogue}});
+Workload make_workload(const std::string& op, Json dims, const std::vector<std::string>& epilogue,
+                       DType dtype = DType::float32) {
+  return Workload::from_json(
+      Json{{"op", op}, {"dtype", to_string(dtype)}, {"dims", std::move(dims)}, {"epilogue", epilogue}});
 }
 
 std::shared_ptr<const table::ScheduleTable> load_table(const RuntimeOptions& o, const host::MachineInfo& machine,
@@ -29,11 +31,20 @@ std::shared_ptr<const table::ScheduleTable> load_table(const RuntimeOptions& o, 
 
 // The pointers w's kernel reads or writes; bad_input naming the first one missing.
 void check_args(const Workload& w, const host::AtvossArgs& args) {
-  auto need = [&](const float* p, const char* name, const char* what) {
+  auto need = [&](const void* p, const char* name, const char* what) {
     if (p == nullptr) throw_bad_input(std::string("runtime: argument '") + name + "' is null; " + w.label() + " needs " + what);
   };
-  need(args.a, "a", "its first input");
-  need(args.b, "b", "its second input (weights)");
+  if (w.dtype() == DType::float32) {
+    need(args.a, "a", "its first input");
+    need(args.b, "b", "its second input (weights)");
+  } else {
+    need(args.qa, "a", "its first input");
+    need(args.qb, "b", "its second input (weights)");
+  }
+  if (w.dtype() == DType::int8) {
+    need(args.qscale, "scale", "the per-column dequantisation scales");
+    need(args.qcomp, "comp", "the per-column zero-point compensation");
+  }
   need(args.c, "c", "its output");
   if (w.has_epilogue("bias")) need(args.bias, "bias", "a bias for the 'bias' epilogue");
   if (w.has_epilogue("batchnorm")) {
@@ -56,17 +67,18 @@ host::AtvossArgs abi_args(const float* a, const float* b, float* c, const Epilog
 
 }  // namespace
 
-Workload matmul_workload(std::int64_t m, std::int64_t n, std::int64_t k, const std::vector<std::string>& epilogue) {
-  return fp32_workload("matmul", Json{{"M", m}, {"N", n}, {"K", k}}, epilogue);
+Workload matmul_workload(std::int64_t m, std::int64_t n, std::int64_t k, const std::vector<std::string>& epilogue,
+                         DType dtype) {
+  return make_workload("matmul", Json{{"M", m}, {"N", n}, {"K", k}}, epilogue, dtype);
 }
 
 Workload batch_matmul_workload(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
                                const std::vector<std::string>& epilogue) {
-  return fp32_workload("batch_matmul", Json{{"B", batch}, {"M", m}, {"N", n}, {"K", k}}, epilogue);
+  return make_workload("batch_matmul", Json{{"B", batch}, {"M", m}, {"N", n}, {"K", k}}, epilogue);
 }
 
 Workload conv2d_workload(const Conv2dShape& s, const std::vector<std::string>& epilogue) {
-  return fp32_workload("conv2d",
+  return make_workload("conv2d",
                        Json{{"N", s.n}, {"C", s.c}, {"H", s.h}, {"W", s.w}, {"K", s.k}, {"R", s.r}, {"S", s.s},
                             {"stride", s.stride}, {"pad", s.pad}},
                        epilogue);
@@ -144,6 +156,29 @@ const Choice& Runtime::batch_matmul(const float* a, const float* b, float* c, st
   const Workload& w = workload_of(call_key("batch_matmul", {batch, m, n, k}, e.ops),
                                   [&] { return batch_matmul_workload(batch, m, n, k, e.ops); });
   return run(w, abi_args(a, b, c, e));
+}
+
+const Choice& Runtime::matmul_int8(const std::uint8_t* a, const std::int8_t* b, float* c, const float* scale,
+                                   const std::int32_t* comp, std::int64_t m, std::int64_t n, std::int64_t k,
+                                   const EpilogueArgs& e) {
+  const Workload& w = workload_of(call_key("matmul int8", {m, n, k}, e.ops),
+                                  [&] { return matmul_workload(m, n, k, e.ops, DType::int8); });
+  host::AtvossArgs args = abi_args(nullptr, nullptr, c, e);
+  args.qa = a;
+  args.qb = b;
+  args.qscale = scale;
+  args.qcomp = comp;
+  return run(w, args);
+}
+
+const Choice& Runtime::matmul_bf16(const std::uint16_t* a, const std::uint16_t* b, float* c, std::int64_t m,
+                                   std::int64_t n, std::int64_t k, const EpilogueArgs& e) {
+  const Workload& w = workload_of(call_key("matmul bfloat16", {m, n, k}, e.ops),
+                                  [&] { return matmul_workload(m, n, k, e.ops, DType::bfloat16); });
+  host::AtvossArgs args = abi_args(nullptr, nullptr, c, e);
+  args.qa = a;
+  args.qb = b;
+  return run(w, args);
 }
 
 const Choice& Runtime::conv2d(const float* input, const float* filter, float* output, const Conv2dShape& s,

@@ -10,7 +10,8 @@
 // Operands are dense fp32, row-major (host/kernel_abi.hpp): matmul A[M,K] B[K,N] C[M,N],
 // batches back to back; conv2d NHWC input, R x S x C x K (HWIO) filters, N x OH x OW x K output.
 // Epilogue operands: bias/scale/shift one value per output column (matmul) or channel
-// (conv), residual shaped like the output.
+// (conv), residual shaped like the output. int8 and bf16 matmuls (on CPUs with AVX-512 VNNI
+// and BF16) take their inputs as host/kernel_abi.hpp says and write fp32.
 //
 // Thread-safe: any number of threads may call one Runtime; choices and kernels are cached per
 // workload and per (workload, schedule). See docs/runtime.md.
@@ -60,8 +61,9 @@ struct Conv2dShape {
   std::int64_t n = 1, c = 1, h = 1, w = 1, k = 1, r = 1, s = 1, stride = 1, pad = 0;
 };
 
-// The workloads the wrappers run (fp32). bad_input naming the dim or epilogue op.
-Workload matmul_workload(std::int64_t m, std::int64_t n, std::int64_t k, const std::vector<std::string>& epilogue = {});
+// The workloads the wrappers run. bad_input naming the dim or epilogue op.
+Workload matmul_workload(std::int64_t m, std::int64_t n, std::int64_t k, const std::vector<std::string>& epilogue = {},
+                         DType dtype = DType::float32);
 Workload batch_matmul_workload(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
                                const std::vector<std::string>& epilogue = {});
 Workload conv2d_workload(const Conv2dShape& shape, const std::vector<std::string>& epilogue = {});
@@ -96,6 +98,15 @@ class Runtime {
                        std::int64_t k, const EpilogueArgs& epilogue = {});
   const Choice& batch_matmul(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t m,
                              std::int64_t n, std::int64_t k, const EpilogueArgs& epilogue = {});
+  // int8: a u8 [M,K] with a zero point z, b s8 [K,N]; c[i,j] = scale[j] * (sum_k a*b - comp[j])
+  // then the epilogue, where scale[j] = scale_a * scale_b[j] and comp[j] = z * sum_k b[k,j]
+  // (host/low_precision.hpp computes them). bf16: a and b hold bf16 bit patterns. bad_input
+  // naming the flag on a CPU without AVX-512 VNNI (int8) or BF16.
+  const Choice& matmul_int8(const std::uint8_t* a, const std::int8_t* b, float* c, const float* scale,
+                            const std::int32_t* comp, std::int64_t m, std::int64_t n, std::int64_t k,
+                            const EpilogueArgs& epilogue = {});
+  const Choice& matmul_bf16(const std::uint16_t* a, const std::uint16_t* b, float* c, std::int64_t m, std::int64_t n,
+                            std::int64_t k, const EpilogueArgs& epilogue = {});
   const Choice& conv2d(const float* input, const float* filter, float* output, const Conv2dShape& shape,
                        const EpilogueArgs& epilogue = {});
 

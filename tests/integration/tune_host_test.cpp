@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+#include <cstdio>
+
 #include "cli_harness.hpp"
 #include "core/json.hpp"
 
@@ -84,6 +86,29 @@ TEST_F(TuneHostCli, TunesASoftmaxAndALayernorm) {
     const Json out = Json::parse(r.out);
     EXPECT_THAT(out.dump(), HasSubstr("tile_order")) << out.dump();  // a best schedule of the row-op space
     EXPECT_THAT(out.dump(), HasSubstr("threads")) << out.dump();
+  }
+}
+
+// int8 and bf16 tune end to end with the default (model-guided) strategy, where the CPU has the
+// instructions; elsewhere the tune is bad input naming the flag (host_space.hpp).
+TEST_F(TuneHostCli, TunesInt8AndBf16MatmulsWhereTheCpuHasTheInstructions) {
+  for (const auto& [dtype, flag] : {std::pair<std::string, std::string>{"int8", "avx512_vnni"}, {"bfloat16", "avx512_bf16"}}) {
+    const std::string w = R"({"op":"matmul","dtype":")" + dtype + R"(","dims":{"M":40,"N":96,"K":200},"epilogue":["bias","gelu"]})";
+    const CliResult r = run_tool("atvoss-tune", "--target host --workload " + quote(w) + " --trials 8 --seed 2 --db " +
+                                                    file(dtype + ".db") + " --json --quiet");
+    if (r.code == 2 && r.err.find(flag) != std::string::npos) {
+      std::printf("[ SKIPPED  ] %s: this CPU has no %s: %s\n", dtype.c_str(), flag.c_str(), r.err.c_str());
+      continue;
+    }
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    const Json out = Json::parse(r.out);
+    EXPECT_GE(out["trials"].get<int>(), 8) << out.dump();
+    EXPECT_TRUE(out["best_schedule"].is_object()) << out.dump();
+    const CliResult q = run_tool("atvoss-db", "--db " + file(dtype + ".db") + " --json query");
+    ASSERT_EQ(q.code, 0) << q.err;
+    int ok = 0;
+    for (const Json& rec : Json::parse(q.out)) ok += rec["measurement"]["status"] == "ok" ? 1 : 0;
+    EXPECT_GE(ok, 8) << "every trial computes the reference: " << q.out.substr(0, 2000);
   }
 }
 

@@ -62,6 +62,62 @@ static void expect_matmul(atvoss_runtime* rt, int m, int n, int k, int with_bias
   free(bias);
 }
 
+/* int8 and bf16 from small integers, so that the result is exact; a CPU without the
+ * instructions must refuse naming the flag, and the output says it skipped. */
+static void expect_low_precision(atvoss_runtime* rt) {
+  enum { M = 5, N = 20, K = 9 };
+  uint8_t a8[M * K];
+  int8_t b8[K * N];
+  uint16_t a16[M * K], b16[K * N];
+  float c[M * N], scale[N], fa[M * K], fb[K * N];
+  int32_t comp[N];
+  char* error = NULL;
+  int i, j, p, worst = 0;
+  atvoss_runtime_status st;
+  for (i = 0; i < M * K; ++i) {
+    a8[i] = (uint8_t)((i * 7) % 256);
+    fa[i] = (float)(i % 5 - 2);
+    memcpy(&a16[i], (const char*)&fa[i] + 2, 2); /* little-endian: the upper half */
+  }
+  for (i = 0; i < K * N; ++i) {
+    b8[i] = (int8_t)((i * 5) % 255 - 127);
+    fb[i] = (float)(i % 3 - 1);
+    memcpy(&b16[i], (const char*)&fb[i] + 2, 2);
+  }
+  for (j = 0; j < N; ++j) {
+    scale[j] = 0.5f;
+    comp[j] = 0;
+    for (p = 0; p < K; ++p) comp[j] += 3 * b8[p * N + j];
+  }
+  st = atvoss_runtime_matmul_int8(rt, a8, b8, c, scale, comp, M, N, K, NULL, NULL, &error);
+  if (st == ATVOSS_RUNTIME_BAD_INPUT && error != NULL && strstr(error, "avx512_vnni") != NULL) {
+    printf("skipped int8: %s\n", error);
+  } else {
+    check(st == ATVOSS_RUNTIME_OK, "int8 matmul runs", error);
+    for (i = 0; i < M; ++i)
+      for (j = 0; j < N; ++j) {
+        int32_t acc = -comp[j];
+        for (p = 0; p < K; ++p) acc += a8[i * K + p] * b8[p * N + j];
+        if (c[i * N + j] != 0.5f * (float)acc) worst = 1;
+      }
+    check(worst == 0, "int8 matmul", "result differs from the exact integer result");
+  }
+  atvoss_runtime_free_string(error);
+  error = NULL;
+  st = atvoss_runtime_matmul_bf16(rt, a16, b16, c, M, N, K, NULL, NULL, &error);
+  if (st == ATVOSS_RUNTIME_BAD_INPUT && error != NULL && strstr(error, "avx512_bf16") != NULL) {
+    printf("skipped bf16: %s\n", error);
+  } else {
+    check(st == ATVOSS_RUNTIME_OK, "bf16 matmul runs", error);
+    check(max_error(fa, fb, NULL, c, M, N, K) == 0, "bf16 matmul", "result differs from the exact result");
+  }
+  atvoss_runtime_free_string(error);
+  error = NULL;
+  st = atvoss_runtime_matmul_int8(rt, a8, b8, c, scale, NULL, M, N, K, NULL, NULL, &error);
+  check(st == ATVOSS_RUNTIME_BAD_INPUT && error != NULL, "int8 without compensation refused", error);
+  atvoss_runtime_free_string(error);
+}
+
 int main(int argc, char** argv) {
   atvoss_runtime* rt = NULL;
   atvoss_runtime* other = NULL;
@@ -81,6 +137,7 @@ int main(int argc, char** argv) {
   expect_matmul(rt, 48, 40, 64, 0, ATVOSS_CHOICE_EXACT, "tuned shape runs exact");
   expect_matmul(rt, 40, 40, 64, 0, ATVOSS_CHOICE_NEAREST, "nearby shape runs nearest");
   expect_matmul(rt, 13, 21, 30, 1, ATVOSS_CHOICE_DEFAULT, "matmul+bias has no entry: default");
+  expect_low_precision(rt);
 
   st = atvoss_runtime_choice(rt, "{\"op\":\"matmul\",\"dtype\":\"float32\",\"dims\":{\"M\":48,\"N\":40,\"K\":64}}",
                              &json, &error);

@@ -136,6 +136,38 @@ TEST_F(RuntimeTest, TypedWrappersComputeTheReference) {
   EXPECT_LE(host::max_relative_error(bmm, ob, 6), host::kMaxRelativeError);
 }
 
+// int8 and bf16 (host/low_precision.hpp's operands): the wrappers compute the reference, and a
+// missing compensation is refused by name. Skipped, saying so, on a CPU without the flags.
+TEST_F(RuntimeTest, LowPrecisionWrappersComputeTheReference) {
+  if (!machine().has_flag("avx512_vnni") || !machine().has_flag("avx512_bf16")) {
+    GTEST_SKIP() << "this CPU (" << machine().model << ") lacks avx512_vnni or avx512_bf16";
+  }
+  Runtime rt(options());
+  const Workload q = workload(R"({"op":"matmul","dtype":"int8","dims":{"M":37,"N":40,"K":70},"epilogue":["bias","gelu"]})");
+  host::Operands o = host::make_operands(q, 5);
+  const auto* b8 = reinterpret_cast<const std::int8_t*>(o.qb.data());
+  const EpilogueArgs bias_gelu{{"bias", "gelu"}, o.bias.data(), nullptr, nullptr, nullptr};
+  rt.matmul_int8(o.qa.data(), b8, o.c.data(), o.qscale.data(), o.qcomp.data(), 37, 40, 70, bias_gelu);
+  EXPECT_LE(host::max_relative_error(q, o, 5), host::kMaxRelativeError);
+  const double right = host::max_relative_error(q, o, 5);
+  o.qcomp.assign(o.qcomp.size(), 0);  // the zero point now goes uncompensated: a visible error
+  rt.matmul_int8(o.qa.data(), b8, o.c.data(), o.qscale.data(), o.qcomp.data(), 37, 40, 70, bias_gelu);
+  EXPECT_GT(host::max_relative_error(q, o, 5), 100 * std::max(right, 1e-7));
+
+  const Workload h = workload(R"({"op":"matmul","dtype":"bfloat16","dims":{"M":9,"N":33,"K":31}})");
+  host::Operands ob = host::make_operands(h, 6);
+  const auto* a16 = reinterpret_cast<const std::uint16_t*>(ob.qa.data());
+  const auto* b16 = reinterpret_cast<const std::uint16_t*>(ob.qb.data());
+  rt.matmul_bf16(a16, b16, ob.c.data(), 9, 33, 31);
+  EXPECT_LE(host::max_relative_error(h, ob, 6), host::kMaxRelativeError);
+  try {
+    rt.matmul_int8(o.qa.data(), b8, o.c.data(), o.qscale.data(), nullptr, 37, 40, 70, bias_gelu);
+    FAIL() << "a null compensation was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'comp'"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(RuntimeTest, MissingEpilogueOperandIsRefusedNamingIt) {
   Runtime rt(options());
   std::vector<float> a(4 * 8), b(8 * 8), c(4 * 8);
