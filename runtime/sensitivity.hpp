@@ -8,8 +8,8 @@
 //            every precision shares.
 //   inputs   a layer whose K is the previous layer's N and whose M is the previous M is
 //            chained: it reads the previous layer's fp32 output (real activations, ReLU's
-//            zeros included). Any other layer reads a heavy-tailed draw: N(0, 1) with a share
-//            of 1 in 1000 values ten times larger, as transformer activations have outliers.
+//            zeros included). Any other layer reads a heavy-tailed draw: N(0, 1) with one
+//            value in 10,000 ten times larger, as transformer activations have outliers.
 //   calibration runs on its own batches (calibration_rows rounded up to whole batches of
 //            the layer's M, so the kernels of the evaluation shape serve), never on the batch
 //            the error is measured on: a chained layer's calibration input is the fp32 chain
