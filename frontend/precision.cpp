@@ -61,7 +61,17 @@ bool keeps_float(const Workload& w) {
 
 }  // namespace
 
-PrecisionSpec fit_precision(const PrecisionSpec& spec, const Target& target, std::vector<std::string>& warnings) {
+std::optional<DType> model_dtype(const TaskSet& tasks) {
+  const auto& all = tasks.tasks();
+  for (const auto& t : all) {
+    if (t.workload.is_matmul_like() || t.workload.is_conv()) return t.workload.dtype();
+  }
+  if (all.empty()) return std::nullopt;
+  return all.front().workload.dtype();
+}
+
+PrecisionSpec fit_precision(const PrecisionSpec& spec, const Target& target, std::vector<std::string>& warnings,
+                            std::optional<DType> model_dtype) {
   std::string runs;
   for (DType d : target.matrix_dtypes) runs += (runs.empty() ? "" : ", ") + std::string(to_string(d));
   const DType instead = target.supports(DType::float16) ? DType::float16 : DType::float32;
@@ -73,6 +83,7 @@ PrecisionSpec fit_precision(const PrecisionSpec& spec, const Target& target, std
     return instead;
   };
   PrecisionSpec out = spec;
+  if (!out.rest && model_dtype && !target.supports(*model_dtype)) out.rest = model_dtype;
   if (out.rest) out.rest = fit(*out.rest, "the model");
   for (auto& [layer, d] : out.layers) d = fit(d, "layer '" + layer + "'");
   return out;

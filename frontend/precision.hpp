@@ -46,8 +46,15 @@ PrecisionSpec parse_precision(const Json& j);
 
 // spec with every dtype the target's matrix unit lacks replaced by float16 (float32 where
 // float16 is lacking too); a warning naming each replaced dtype, the target and what it
-// runs instead is appended to warnings.
-PrecisionSpec fit_precision(const PrecisionSpec& spec, const Target& target, std::vector<std::string>& warnings);
+// runs instead is appended to warnings. A spec that leaves the model in its own dtype
+// (model_dtype) where the target cannot run it gets that dtype fitted too: a float16 zoo
+// model on the host runs float32 rather than every layer falling back untuned.
+PrecisionSpec fit_precision(const PrecisionSpec& spec, const Target& target, std::vector<std::string>& warnings,
+                            std::optional<DType> model_dtype = std::nullopt);
+
+// The model's own dtype: its first matmul-like or conv task's (else its first task's);
+// nullopt for an empty model.
+std::optional<DType> model_dtype(const TaskSet& tasks);
 
 // w in dtype d: int8 ops that take an epilogue end in "requantize" (and lose a
 // "quantize" / "dequantize" of another precision).

@@ -63,7 +63,10 @@ bool supports(const Workload& w, std::string* why) {
     reason = w.is_matmul_like() ? "field 'dtype': the host backend computes matmuls in \"float32\", \"int8\" or \"bfloat16\""
                                 : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
   } else if (const std::string op = first_unsupported_epilogue(w.epilogue()); !op.empty()) {
-    reason = "field 'epilogue': '" + op + "' is not generated on the host (expected bias, batchnorm, relu, gelu, sigmoid, silu, add)";
+    reason = "field 'epilogue': '" + op + "' is not generated on the host (expected bias, batchnorm, relu, gelu, sigmoid, silu, add; quantize, requantize, dequantize on matmuls)";
+  } else if (!w.is_matmul_like() && (w.has_epilogue("quantize") || w.has_epilogue("requantize") || w.has_epilogue("dequantize"))) {
+    // The row ops' reference does not forgive a rounding step (operands.hpp).
+    reason = "field 'epilogue': quantize, requantize and dequantize are generated on the host for matmuls only";
   }
   if (why) *why = reason;
   return reason.empty();

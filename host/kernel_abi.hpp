@@ -10,6 +10,12 @@
 //         the epilogue after, where qscale[j] = scale_A * scale_B[j] and qcomp = z * sum_k qb
 //         (the compensation for A's zero point, computed once with the weights);
 //   bf16: qa and qb hold bf16 bit patterns, accumulated in fp32; qscale and qcomp are null.
+// The "quantize" and "requantize" epilogue ops (a layer whose output feeds an int8 layer)
+// round the output onto the u8 grid of qout = {scale, zero point} and keep it as the fp32
+// value it represents, q = clamp(floor(x / scale + z + 0.5), 0, 255), x' = (q - z) * scale
+// (quantise-dequantise, as ONNX QuantizeLinear + DequantizeLinear), so the next layer's
+// input holds only what its u8 code can; "dequantize" (an int8 layer before a float one) is
+// what every int8 kernel's write-back does already.
 // Row ops (reference_rowops.hpp): b only for elementwise; layernorm's gamma and beta come in
 // scale and shift.
 #pragma once
@@ -17,7 +23,7 @@
 #define ATVOSS_KERNEL_ARGS_FIELDS                                                          \
   const float* a; const float* b; float* c; const float* bias; const float* scale;        \
   const float* shift; const float* residual; const void* qa; const void* qb;                \
-  const float* qscale; const int* qcomp;
+  const float* qscale; const int* qcomp; const float* qout;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 

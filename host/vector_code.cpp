@@ -44,6 +44,14 @@ inline vf vexp(vf x) {
   std::memcpy(&p2, &e, sizeof p2);
   return y * p2;
 }
+// kernel_abi.hpp's quantise-dequantise onto the u8 grid of q = {scale, zero point}.
+inline vf quantize_dequantize(vf x, const float* q) {
+  vf r = x * (1.0f / q[0]) + q[1];
+  r = r > 0.0f ? r : vf{};
+  r = r < 255.0f ? r : vf{} + 255.0f;
+  const vf level = __builtin_convertvector(__builtin_convertvector(r + 0.5f, vi), vf);
+  return (level - q[1]) * q[0];
+}
 // 0.5 x (1 + tanh(u)) == x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
 inline vf gelu(vf x) {
   const vf u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
@@ -64,6 +72,9 @@ constexpr EpilogueOp kEpilogueOps[] = {
     {"sigmoid", "v = 1.0f / (1.0f + vexp(-v));"},
     {"silu", "v = v / (1.0f + vexp(-v));"},
     {"add", "v += L(res_row + col);"},
+    {"quantize", "v = quantize_dequantize(v, g.qout);"},
+    {"requantize", "v = quantize_dequantize(v, g.qout);"},
+    {"dequantize", "(void)0;  // the int8 write-back has dequantised already"},
 };
 
 const EpilogueOp* find_epilogue_op(const std::string& op) {

@@ -17,7 +17,7 @@
 namespace atvoss::host {
 
 // Whether the code generator has a vector form of the epilogue op (bias, batchnorm, relu,
-// gelu, sigmoid, silu, add).
+// gelu, sigmoid, silu, add, and quantize / requantize / dequantize as kernel_abi.hpp says).
 bool generates_epilogue_op(const std::string& op);
 // The first epilogue op of ops it cannot generate, empty if none.
 std::string first_unsupported_epilogue(const std::vector<std::string>& ops);

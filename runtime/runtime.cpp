@@ -52,6 +52,9 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
     need(args.shift, "shift", "a shift for the 'batchnorm' epilogue");
   }
   if (w.has_epilogue("add")) need(args.residual, "residual", "a residual for the 'add' epilogue");
+  if (w.has_epilogue("quantize") || w.has_epilogue("requantize")) {
+    need(args.qout, "qout", "the output's {scale, zero point} for its quantize epilogue");
+  }
 }
 
 std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, const std::vector<std::string>& ops) {
@@ -62,7 +65,9 @@ std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, c
 }
 
 host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
-  return host::AtvossArgs{a, b, c, e.bias, e.scale, e.shift, e.residual};
+  host::AtvossArgs args{a, b, c, e.bias, e.scale, e.shift, e.residual};
+  args.qout = e.qout;
+  return args;
 }
 
 }  // namespace

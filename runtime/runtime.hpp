@@ -55,6 +55,7 @@ struct EpilogueArgs {
   const float* scale = nullptr;     // batchnorm folded to scale + shift
   const float* shift = nullptr;
   const float* residual = nullptr;  // "add"
+  const float* qout = nullptr;      // "quantize" / "requantize": {scale, zero point} (host/kernel_abi.hpp)
 };
 
 struct Conv2dShape {

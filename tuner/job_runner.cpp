@@ -459,7 +459,9 @@ frontend::TaskSet model_tasks(const JobSpec& spec) {
 
 frontend::TaskSet tasks_of(const JobSpec& spec) {
   std::vector<std::string> ignored;
-  return frontend::apply_precision(model_tasks(spec), frontend::fit_precision(spec.precision, backend::load_target(spec.target), ignored));
+  const frontend::TaskSet model = model_tasks(spec);
+  return frontend::apply_precision(
+      model, frontend::fit_precision(spec.precision, backend::load_target(spec.target), ignored, frontend::model_dtype(model)));
 }
 
 TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
@@ -469,7 +471,8 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   Target target = backend::load_target(spec.target);
   frontend::TaskSet model = model_tasks(spec);
   std::vector<std::string> precision_warnings;
-  const frontend::PrecisionSpec precision = frontend::fit_precision(spec.precision, target, precision_warnings);
+  const frontend::PrecisionSpec precision =
+      frontend::fit_precision(spec.precision, target, precision_warnings, frontend::model_dtype(model));
   frontend::TaskSet tasks = frontend::apply_precision(model, precision);
   const auto& names = search::strategy_names();
   if (std::find(names.begin(), names.end(), spec.strategy) == names.end()) {

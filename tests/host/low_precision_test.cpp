@@ -18,6 +18,7 @@
 #include "host/host_space.hpp"
 #include "host/kernel_abi.hpp"
 #include "host/measure.hpp"
+#include "host/kernel_timing.hpp"
 #include "host_test_util.hpp"
 
 namespace atvoss::host {
@@ -133,6 +134,44 @@ TEST(LowPrecisionTest, Int8IsExactBitForBitPastTwoToTheTwentyFour) {
         }
     EXPECT_EQ(wrong, 0) << "tile_order " << order;
     EXPECT_GT(largest, std::int64_t(1) << 24);
+  }
+}
+
+// quantize (fp32 or bf16 before an int8 layer) and requantize (int8 before int8) leave every
+// output on the u8 grid of qout, fused into the write-back and as a separate pass alike, and
+// still compute the reference. The reference forgives one grid step, so the grid is checked
+// here on its own.
+TEST(LowPrecisionTest, AQuantizeEpilogueLeavesEveryOutputOnItsGrid) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  for (const char* text : {R"({"op":"matmul","dtype":"float32","dims":{"M":19,"N":40,"K":70},"epilogue":["bias","quantize"]})",
+                           R"({"op":"matmul","dtype":"int8","dims":{"M":19,"N":40,"K":70},"epilogue":["bias","relu","requantize"]})"}) {
+    const Workload w = workload(text);
+    std::int64_t full = 0;
+    for (const auto& k : space_for(w, this_machine()).knobs()) {
+      if (k.name == "fusion_level") full = k.values.back();
+    }
+    ASSERT_GT(full, 0) << "the quantize op can be fused";
+    for (std::int64_t level : {std::int64_t(0), full}) {
+      Schedule s = default_schedule(w, this_machine());
+      s.set("fusion_level", level);
+      TempDir cache;
+      Loaded k;
+      load(w, s, cache, k);
+      ASSERT_NE(k.fn, nullptr);
+      Operands o = make_operands(w, 4);
+      AtvossArgs args = o.args();
+      k.fn(&args);
+      EXPECT_LE(max_relative_error(w, o, 4), kMaxRelativeError) << text;
+      int off = 0, levels_used = 0;
+      std::vector<bool> used(256, false);
+      for (float c : o.c) {
+        const double q = double(c) / o.qout[0] + o.qout[1];
+        if (std::abs(q - std::round(q)) > 1e-3 || q < -1e-3 || q > 255.001) ++off;
+        else if (!used[std::size_t(std::lround(q))]) used[std::size_t(std::lround(q))] = true, ++levels_used;
+      }
+      EXPECT_EQ(off, 0) << text << " fusion_level " << level << ": outputs off the grid";
+      EXPECT_GT(levels_used, 20) << text;  // the data spans many levels, not one saturated end
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <set>
 
 #include "cli_harness.hpp"
 #include "core/json.hpp"
@@ -87,6 +88,59 @@ TEST_F(TuneHostCli, TunesASoftmaxAndALayernorm) {
     EXPECT_THAT(out.dump(), HasSubstr("tile_order")) << out.dump();  // a best schedule of the row-op space
     EXPECT_THAT(out.dump(), HasSubstr("threads")) << out.dump();
   }
+}
+
+// A zoo model is float16; the host runs float32, int8 and bf16. The model is tuned in float32
+// (said in a warning), not left as untuned fallbacks; seen failing before the model's own
+// dtype was fitted (no task had a valid schedule, so the export found no record).
+TEST_F(TuneHostCli, AZooModelInFloat16RunsInFloat32OnTheHost) {
+  const Json spec = {{"name", "mlp-host"},     {"target", "host"},           {"model", "mlp"},
+                     {"trials", 4},            {"strategy", "random"},        {"seed", 1},
+                     {"database", file("mlp.db")}, {"export", file("mlp-table.json")}};
+  const CliResult r = run_tool("atvoss-tune", quote(file("mlp.json", spec.dump())) + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_THAT(r.err, HasSubstr("float16 is not supported")) << r.err;
+  const Json table = Json::parse(slurp(file("mlp-table.json")));
+  int float32_matmuls = 0;
+  for (const Json& e : table["entries"]) {
+    const Json& w = e["workload"];
+    if (w["op"] == "matmul" && w["dtype"] == "float32") ++float32_matmuls;
+  }
+  EXPECT_EQ(float32_matmuls, 3) << table.dump();  // fc1, fc2, fc3
+}
+
+// A mixed-precision plan (runtime/sensitivity.hpp's precision_config) runs as a job on the host:
+// the bf16 layer before an int8 one ends in "quantize", the int8 layers in "requantize", and
+// every layer is tuned, none left as a fallback.
+TEST_F(TuneHostCli, AMixedPrecisionPlanOfTheMlpIsTunedLayerByLayer) {
+  if (!slurp("/proc/cpuinfo").empty() && (slurp("/proc/cpuinfo").find("avx512_vnni") == std::string::npos ||
+                                          slurp("/proc/cpuinfo").find("avx512_bf16") == std::string::npos)) {
+    GTEST_SKIP() << "this CPU lacks avx512_vnni or avx512_bf16";
+  }
+  const Json spec = {{"name", "mlp-mixed"},
+                     {"target", "host"},
+                     {"model", "mlp"},
+                     {"precision", Json::parse(R"({"fc1":{"weight":16,"act":16,"type":"bfloat16"},
+                                                    "fc2":{"weight":8,"act":8},"fc3":{"weight":8,"act":8}})")},
+                     {"trials", 4},
+                     {"strategy", "random"},
+                     {"seed", 1},
+                     {"database", file("mixed.db")},
+                     {"export", file("mixed-table.json")}};
+  const CliResult r = run_tool("atvoss-tune", quote(file("mixed.json", spec.dump())) + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const Json table = Json::parse(slurp(file("mixed-table.json")));
+  std::set<std::string> tuned;
+  for (const Json& e : table["entries"]) tuned.insert(e["workload"].dump());
+  const auto has = [&](const std::string& dtype, const std::string& last_op) {
+    for (const auto& w : tuned) {
+      if (w.find("\"dtype\":\"" + dtype + "\"") != std::string::npos && w.find("\"" + last_op + "\"]") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("bfloat16", "quantize")) << table.dump();
+  EXPECT_TRUE(has("int8", "requantize")) << table.dump();
+  EXPECT_EQ(tuned.size(), 3u) << table.dump();
 }
 
 // int8 and bf16 tune end to end with the default (model-guided) strategy, where the CPU has the
