@@ -170,27 +170,31 @@ long round_to(long v, long step) { return std::max(step, v / step * step); }
 
 }  // namespace
 
+std::string matmul_constants(const Workload& w, const Schedule& s, const MachineInfo& m, long kc) {
+  const MatmulShape shape = matmul_shape(w);
+  auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
+  const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
+  std::ostringstream o;
+  o << "constexpr long BATCH = " << shape.batch << ", M = " << shape.m << ", N = " << shape.n
+    << ", K = " << shape.k << ";\n"
+    << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
+    << "constexpr long MC = " << round_to(knob(knobs::tile_m), mr) << ", NC = " << round_to(knob(knobs::tile_n), nr)
+    << ", KC = " << kc << ";\n"
+    << "constexpr long PF = " << 8 * (knob(knobs::async_copy_depth) - 1) << ";\n"
+    << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n";
+  return o.str();
+}
+
 std::string generate_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
   if (w.is_conv()) return generate_conv_source(w, s, m);
   if (is_row_op(w)) return generate_rowops_source(w, s, m);
   if (w.dtype() != DType::float32) return generate_low_precision_source(w, s, m);
-  const MatmulShape shape = matmul_shape(w);
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
-  const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
   const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
-  const long depth = knob(knobs::async_copy_depth);
   const int threads = int(knob(knobs::threads));
 
   std::ostringstream o;
-  o << kernel_preamble(w, s, threads)
-    << "constexpr long BATCH = " << shape.batch << ", M = " << shape.m << ", N = " << shape.n
-    << ", K = " << shape.k << ";\n"
-    << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr
-    << ", NV = NR / VL;\n"
-    << "constexpr long MC = " << round_to(knob(knobs::tile_m), mr)
-    << ", NC = " << round_to(knob(knobs::tile_n), nr) << ", KC = " << knob(knobs::tile_k) << ";\n"
-    << "constexpr long PF = " << 8 * (depth - 1) << ";\n"
-    << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
+  o << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, knob(knobs::tile_k))
     << "constexpr long AP_FLOATS = ((MC + MR) * KC + 15) / 16 * 16, BP_FLOATS = ((NC + NR) * KC + 15) / 16 * 16;\n"
     << "constexpr long ROWS = M, COLS = N;\n"
     << vector_helpers() << epilogue_functions(split) << separate_pass_function()

@@ -21,4 +21,9 @@ namespace atvoss::host {
 // REQUIRES: space_for(w, m).check(s).ok.
 std::string generate_source(const Workload& w, const Schedule& s, const MachineInfo& m);
 
+// The constants every matmul kernel (fp32 and codegen_lowp.hpp's) opens with: the shape
+// (BATCH, M, N, K), the register block (VL, MR, NR, NV), the cache blocks (MC, NC, and KC =
+// kc), the prefetch distance PF and the loop ORDER.
+std::string matmul_constants(const Workload& w, const Schedule& s, const MachineInfo& m, long kc);
+
 }  // namespace atvoss::host

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "host/operands.hpp"
+#include "host/codegen.hpp"
 #include "host/vector_code.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/knob_names.hpp"
@@ -249,14 +249,10 @@ constexpr long KG = 2;
 inline __m512 dot(__m512 acc, __m512i a, __m512i b) { return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b); }
 )";
 
-long round_to(long v, long step) { return std::max(step, v / step * step); }
-
 }  // namespace
 
 std::string generate_low_precision_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
-  const MatmulShape shape = matmul_shape(w);
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
-  const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
   const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
   const int threads = int(knob(knobs::threads));
   const bool int8 = w.dtype() == DType::int8;
@@ -264,14 +260,7 @@ std::string generate_low_precision_source(const Workload& w, const Schedule& s, 
   const long kc = (knob(knobs::tile_k) + kg - 1) / kg * kg;
 
   std::ostringstream o;
-  o << "#include <immintrin.h>\n" << kernel_preamble(w, s, threads)
-    << "constexpr long BATCH = " << shape.batch << ", M = " << shape.m << ", N = " << shape.n
-    << ", K = " << shape.k << ";\n"
-    << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
-    << "constexpr long MC = " << round_to(knob(knobs::tile_m), mr) << ", NC = " << round_to(knob(knobs::tile_n), nr)
-    << ", KC = " << kc << ";\n"
-    << "constexpr long PF = " << 8 * (knob(knobs::async_copy_depth) - 1) << ";\n"
-    << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
+  o << "#include <immintrin.h>\n" << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, kc)
     << "constexpr long ROWS = M, COLS = N;\n"
     << (int8 ? kInt8Types : kBf16Types)
     // Elements per thread's packing buffer, whole cache lines.
