@@ -117,13 +117,16 @@ double weighted_speedup(const Model& m, const std::vector<LayerSensitivity>& s, 
 
 void print_plan(runtime::Runtime& rt, const Model& m, const std::vector<LayerSensitivity>& s,
                 const runtime::SensitivityOptions& o, double threshold, bool bf16) {
-  const MixedPrecisionPlan plan = runtime::plan_precision(s, threshold, bf16);
+  // A chain is planned on its measured end-to-end error (plan_chain), the rest layer by layer.
+  double measured = 0;
+  const MixedPrecisionPlan plan = m.chained ? runtime::plan_chain(rt, m.layers, s, threshold, bf16, o, &measured)
+                                            : runtime::plan_precision(s, threshold, bf16);
   std::printf("  threshold %.0e:", threshold);
   for (const auto& l : plan.layers) std::printf(" %s=%s", l.name.c_str(), std::string(to_string(l.dtype)).c_str());
   std::printf("\n");
   if (m.chained) {
-    std::printf("    measured end-to-end error (chain run in these precisions vs fp32): %.3e\n",
-                runtime::chained_error(rt, m.layers, plan, o));
+    std::printf("    measured end-to-end error (chain run in these precisions vs fp32): %.3e (per-layer plan: %.3e)\n",
+                measured, runtime::chained_error(rt, m.layers, runtime::plan_precision(s, threshold, bf16), o));
   } else {
     double worst = 0;
     for (const auto& l : plan.layers) worst = std::max(worst, l.error);

@@ -338,6 +338,44 @@ MixedPrecisionPlan plan_precision(const std::vector<LayerSensitivity>& layers, d
   return plan;
 }
 
+namespace {
+
+// Layer i of the plan one precision step up (plan_chain).
+void promote(MixedPrecisionPlan& plan, std::size_t i, const LayerSensitivity& l, double threshold, bool bf16) {
+  PlannedLayer& p = plan.layers[i];
+  const DType up = p.dtype == DType::int8 && bf16 && l.bf16_error <= threshold ? DType::bfloat16 : DType::float32;
+  plan.time_us += l.time_us(up) - p.time_us;
+  p.dtype = up;
+  p.error = l.error(up);
+  p.time_us = l.time_us(up);
+}
+
+// The low-precision layer with the largest own error; npos when every layer is fp32.
+std::size_t worst_low_precision(const MixedPrecisionPlan& plan) {
+  std::size_t worst = std::string::npos;
+  for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+    if (plan.layers[i].dtype == DType::float32) continue;
+    if (worst == std::string::npos || plan.layers[i].error > plan.layers[worst].error) worst = i;
+  }
+  return worst;
+}
+
+}  // namespace
+
+MixedPrecisionPlan plan_chain(Runtime& rt, const std::vector<SensitivityLayer>& layers,
+                              const std::vector<LayerSensitivity>& measured_layers, double threshold,
+                              bool bf16_available, const SensitivityOptions& options, double* measured) {
+  MixedPrecisionPlan plan = plan_precision(measured_layers, threshold, bf16_available);
+  double error = chained_error(rt, layers, plan, options);
+  for (std::size_t i = worst_low_precision(plan); error > threshold && i != std::string::npos;
+       i = worst_low_precision(plan)) {
+    promote(plan, i, measured_layers[i], threshold, bf16_available);
+    error = chained_error(rt, layers, plan, options);
+  }
+  if (measured) *measured = error;
+  return plan;
+}
+
 double chained_error(Runtime& rt, const std::vector<SensitivityLayer>& layers, const MixedPrecisionPlan& plan,
                      const SensitivityOptions& options) {
   validate_layers(layers);

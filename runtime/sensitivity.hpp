@@ -101,6 +101,16 @@ MixedPrecisionPlan plan_precision(const std::vector<LayerSensitivity>& layers, d
 double chained_error(Runtime& rt, const std::vector<SensitivityLayer>& layers, const MixedPrecisionPlan& plan,
                      const SensitivityOptions& options);
 
+// plan_precision, then, while the chain's measured end-to-end error (chained_error) is over
+// the threshold, the low-precision layer with the largest own error moves one step up (int8 to
+// bf16 where bf16 is available and within the threshold, else to fp32; bf16 to fp32): each
+// layer within the threshold does not bound the error the chain compounds. The plan returned
+// measures within the threshold (all fp32 measures 0); its error goes to *measured if given.
+// The same bad input as plan_precision and chained_error.
+MixedPrecisionPlan plan_chain(Runtime& rt, const std::vector<SensitivityLayer>& layers,
+                              const std::vector<LayerSensitivity>& measured_layers, double threshold,
+                              bool bf16_available, const SensitivityOptions& options, double* measured = nullptr);
+
 // The job spec's "precision" object for the plan (frontend/precision.hpp's parse_precision):
 // {"fc1": {"weight": 8, "act": 8}, "fc2": {"weight": 16, "act": 16, "type": "bfloat16"},
 //  "fc3": {"weight": 32, "act": 32}}.

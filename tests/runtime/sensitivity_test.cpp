@@ -156,6 +156,27 @@ TEST_F(SensitivityKernels, ChainedErrorIsWhatThePlansLayersExplain) {
   EXPECT_LT(all_bf16, all_int8);
 }
 
+// Each layer within the threshold does not keep the chain within it: plan_chain promotes layers
+// until the measured end-to-end error is. Seen failing with the promotion loop removed.
+TEST_F(SensitivityKernels, AChainPlanMeasuresWithinItsThreshold) {
+  const auto& s = mlp();
+  const auto layers = small_mlp();
+  const double all_int8 = chained_error(runtime(), layers, plan_precision(s, 1e9, true), options());
+  double largest_own = 0;
+  for (const auto& l : s) largest_own = std::max(largest_own, l.int8_error);
+  ASSERT_GT(all_int8, largest_own) << "the chain compounds its layers' errors";
+  // Every layer's own error is within it, the chain's is not.
+  const double threshold = 0.5 * (largest_own + all_int8);
+  double error = -1;
+  const MixedPrecisionPlan plan = plan_chain(runtime(), layers, s, threshold, true, options(), &error);
+  EXPECT_LE(error, threshold);
+  EXPECT_EQ(error, chained_error(runtime(), layers, plan, options()));
+  int promoted = 0;
+  for (const auto& l : plan.layers) promoted += l.dtype != DType::int8 ? 1 : 0;
+  EXPECT_GE(promoted, 1);
+  EXPECT_LT(promoted, 3) << "one step up is enough here; all fp32 would be too cautious";
+}
+
 TEST_F(SensitivityKernels, SameSeedSameNumbersOtherSeedOthers) {
   const auto& s = mlp();
   const auto again = measure_sensitivity(runtime(), small_mlp(), options());
