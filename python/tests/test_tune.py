@@ -116,8 +116,11 @@ def test_measure_interrupted_returns_what_finished():
     schedules = [atvoss.ScheduleSpace.of(HOST_SLOW, "host").default()] * 3
     timer = _interrupt_in(0.5)
     started = time.monotonic()
+    # 50 timed repeats of a ~10 ms kernel keep each measurement running past the Ctrl-C even
+    # when its kernel is already in the compile cache (with 3 repeats, all three could finish
+    # within the 0.5 s on a quiet machine, and nothing was interrupted).
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        out = atvoss.measure(HOST_SLOW, "host", schedules, repeat=3)
+        out = atvoss.measure(HOST_SLOW, "host", schedules, repeat=50)
     timer.join()
     assert time.monotonic() - started < 0.5 + 1.0
     assert len(out) == 3 and [m.schedule for m in out] == schedules
