@@ -50,6 +50,11 @@ void require_instructions(const Workload& w, const MachineInfo& m) {
     throw_bad_input("host: field 'dtype': " + std::string(to_string(w.dtype())) + " kernels need a CPU with " + flag +
                     "; this one (" + m.model + ") has none; use \"float32\"");
   }
+  // vpdpbusd adds into s32 without saturating: 255 * 128 * K must stay below 2^31.
+  if (w.dtype() == DType::int8 && w.dim("K") > 65536) {
+    throw_bad_input("host: field 'dims.K' = " + std::to_string(w.dim("K")) +
+                    ": int8 kernels accumulate in s32 and take K <= 65536");
+  }
 }
 
 }  // namespace

@@ -235,6 +235,14 @@ TEST(LowPrecisionTest, ACpuWithoutTheInstructionsIsRefusedByName) {
   }
   m.simd_flags = {"avx512_vnni", "avx512f"};
   EXPECT_NO_THROW(space_for(w, m));
+  // Past K = 65536 the s32 accumulator could wrap: refused, naming the dim.
+  try {
+    space_for(workload(R"({"op":"matmul","dtype":"int8","dims":{"M":4,"N":16,"K":65537}})"), m);
+    FAIL() << "an int8 K that can overflow s32 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dims.K"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(space_for(workload(R"({"op":"matmul","dtype":"int8","dims":{"M":4,"N":16,"K":65536}})"), m));
   std::string why;
   EXPECT_TRUE(supports(w, &why)) << why;
   EXPECT_FALSE(supports(workload(R"({"op":"softmax","dtype":"int8","dims":{"M":8,"N":8}})"), &why));
