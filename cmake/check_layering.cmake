@@ -20,12 +20,14 @@ set(allowed_rpc core lowering host backend db rpc)
 set(allowed_frontend core lowering backend frontend)
 # execution/: the graph run on one device (scheduler, memory plan), from node costs it is given.
 set(allowed_execution core lowering frontend execution)
+# distributed/: many devices (topology, collectives, parallel plans) over the one-device graph run.
+set(allowed_distributed core lowering frontend execution distributed)
 set(allowed_tuner core lowering host backend costmodel search db rpc frontend tuner)
 # report/: evaluation, analysis, layout choice and the HTML, built from the tuned model.
-set(allowed_report core lowering host backend costmodel search db rpc frontend execution tuner report)
+set(allowed_report core lowering host backend costmodel search db rpc frontend execution distributed tuner report)
 # python/ (the Python package's bindings) sits on top, like tools/.
-set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend execution tuner report python)
-set(modules core lowering simulator host backend costmodel search db runtime rpc frontend execution tuner report python)
+set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner report python)
+set(modules core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner report python)
 
 set(violations "")
 foreach(module IN LISTS modules)

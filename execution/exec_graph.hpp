@@ -19,9 +19,12 @@
 
 namespace atvoss::execution {
 
-// The kind of core a kernel runs on. On a coupled chip (one cube and one vector unit per
-// core) both share one pool of cores; on a split chip (AIC + AIV) they are separate pools.
-enum class Unit { cube, vector };
+// What a node runs on. Compute: on a coupled chip (one cube and one vector unit per core)
+// cube and vector share one pool of cores; on a split chip (AIC + AIV) they are separate pools.
+// Engines: copy (DMA between host and device memory) and communication (collectives and
+// transfers to other devices, distributed/) are pools of their own, so a copy or a collective
+// overlaps compute wherever the dependencies allow. cores counts engines for these.
+enum class Unit { cube, vector, copy, comm };
 
 struct NodeCost {
   double time_us = 0;    // the kernel's measured time, launches included (what a serial run pays)

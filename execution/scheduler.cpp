@@ -26,8 +26,11 @@ class Simulation {
  public:
   Simulation(const ExecGraph& g, const Device& d, const SchedulerOptions& o)
       : g_(g), o_(o), n_(int(g.nodes().size())), rank_(upward_ranks(g)) {
-    pools_.push_back(std::vector<bool>(std::max(1, d.cube_cores), false));
-    if (d.split) pools_.push_back(std::vector<bool>(std::max(1, d.vector_cores), false));
+    add_pool(Unit::cube, d.cube_cores);
+    if (d.split) add_pool(Unit::vector, d.vector_cores);
+    else pool_of_unit_[int(Unit::vector)] = pool_of_unit_[int(Unit::cube)];
+    add_pool(Unit::copy, d.copy_engines);
+    add_pool(Unit::comm, d.comm_engines);
     free_.clear();
     for (const auto& p : pools_) free_.push_back(int(p.size()));
     out_.runs.resize(n_);
@@ -73,7 +76,12 @@ class Simulation {
   }
 
  private:
-  int pool_of(int i) const { return pools_.size() > 1 && g_.nodes()[i].cost.unit == Unit::vector ? 1 : 0; }
+  void add_pool(Unit u, int size) {
+    pool_of_unit_[int(u)] = int(pools_.size());
+    pools_.push_back(std::vector<bool>(std::max(1, size), false));
+  }
+  static bool computes(Unit u) { return u == Unit::cube || u == Unit::vector; }
+  int pool_of(int i) const { return pool_of_unit_[int(g_.nodes()[i].cost.unit)]; }
   int need(int i) const { return std::clamp(g_.nodes()[i].cost.cores, 1, int(pools_[pool_of(i)].size())); }
 
   double static_priority(int i) const {
@@ -142,7 +150,9 @@ class Simulation {
     r.stream = int(lane - lanes_.begin());
     if (lane == lanes_.end()) lanes_.push_back(true);
     else *lane = true;
-    out_.busy_core_us += double(need(i)) * (r.end_us - r.start_us);
+    const Unit u = g_.nodes()[i].cost.unit;
+    if (computes(u)) out_.busy_core_us += double(need(i)) * (r.end_us - r.start_us);
+    if (u == Unit::comm) out_.busy_comm_us += r.end_us - r.start_us;
   }
 
   void release(int i) {
@@ -178,6 +188,7 @@ class Simulation {
   std::vector<double> rank_, static_priority_;
   double max_rank_ = 1e-12, max_time_ = 1e-12;
   std::vector<std::vector<bool>> pools_;
+  int pool_of_unit_[4] = {0, 0, 0, 0};
   std::vector<int> free_;
   std::vector<bool> lanes_;
   Timeline out_;
@@ -208,11 +219,17 @@ Json Timeline::to_json(const ExecGraph& g) const {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const NodeRun& r = runs[i];
     nodes.push_back({{"name", g.nodes()[i].name}, {"op", g.nodes()[i].op}, {"launched_us", r.launched_us},
-                     {"start_us", r.start_us}, {"end_us", r.end_us}, {"stream", r.stream}, {"cores", r.cores}});
+                     {"start_us", r.start_us}, {"end_us", r.end_us}, {"stream", r.stream}, {"unit", to_string(g.nodes()[i].cost.unit)},
+                     {"cores", r.cores}});
   }
   Json path = Json::array();
   for (int i : critical_path) path.push_back(g.nodes()[i].name);
   return {{"makespan_us", makespan_us}, {"serial_us", serial_us}, {"nodes", nodes}, {"critical_path", path}};
+}
+
+std::string to_string(Unit u) {
+  static const char* names[] = {"cube", "vector", "copy", "comm"};
+  return names[int(u)];
 }
 
 std::string to_string(Policy p) { return p == Policy::topological ? "topological" : "critical_path"; }

@@ -14,7 +14,10 @@
 // taking its launch cost of host time; a kernel starts once launched, ready and its cores
 // are free. A launch is thus hidden behind running kernels whenever the host runs ahead.
 // Engines: compute kernels run on cube or vector cores (one pool on a coupled chip, two on a
-// split one); copy and communication engines are not modelled yet.
+// split one); copies and collectives hold a copy or a communication engine instead (pools of
+// their own, Device::copy_engines and comm_engines), so they run beside compute. Engines
+// share nothing else: the HBM bandwidth a copy or a collective's DMA takes from concurrent
+// kernels is not modelled.
 // Deterministic: ties go to the earlier node. Thread-safety: pure functions.
 #pragma once
 
@@ -31,6 +34,8 @@ struct Device {
   int cube_cores = 1;
   int vector_cores = 1;
   bool split = false;  // separate pools; otherwise one pool of cube_cores cores
+  int copy_engines = 1;  // host <-> device DMA queues
+  int comm_engines = 1;  // collectives run one at a time, in launch order, as on one HCCL/NCCL stream
   static Device of(const Target& target);
 };
 
@@ -56,13 +61,16 @@ struct Timeline {
   double makespan_us = 0;
   double serial_us = 0;            // every kernel after the one before, launches paid (the sum)
   std::vector<int> critical_path;  // exec nodes, first to last: the chain that sets makespan_us
-  double busy_core_us = 0;         // sum over nodes of cores x device time
-  // Busy core-time over the pools' core-time during span_us (0: makespan_us), 0..1.
+  double busy_core_us = 0;         // sum over compute nodes of cores x device time
+  double busy_comm_us = 0;         // sum over communication nodes of their time
+  // Busy compute core-time over the compute pools' core-time during span_us (0: makespan_us), 0..1.
   double utilisation(const Device& d, double span_us = 0) const;
   Json to_json(const ExecGraph& g) const;
 };
 
 Timeline simulate(const ExecGraph& g, const Device& device, const SchedulerOptions& options = {});
+
+std::string to_string(Unit u);  // "cube", "vector", "copy", "comm"
 
 // "topological" / "critical_path", and back (bad_input naming the field otherwise).
 std::string to_string(Policy p);

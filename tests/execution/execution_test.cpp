@@ -80,6 +80,28 @@ TEST(Execution, AReadyOpUsesCoresThatAWaitingOpOfHigherPriorityCannotFill) {
   EXPECT_EQ(t.runs[3].cores, (std::vector<int>{2, 3}));
 }
 
+TEST(Execution, ACollectiveRunsOnTheCommunicationEngineBesideComputeAndCollectivesQueue) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1), y = g.add_buffer("y", 1), g1 = g.add_buffer("g1", 1), g2 = g.add_buffer("g2", 1);
+  const int r1 = g.add_buffer("r1", 1, true), r2 = g.add_buffer("r2", 1, true);
+  g.add_node("grad1", "op", cost(5, 8), {x}, {g1});
+  g.add_node("allreduce1", "AllReduce", {10, 0, 1, Unit::comm}, {g1}, {r1});
+  g.add_node("grad2", "op", cost(5, 8), {x}, {g2});  // every core: runs while allreduce1 does
+  g.add_node("allreduce2", "AllReduce", {10, 0, 1, Unit::comm}, {g2}, {r2});
+  g.add_node("more", "op", cost(12, 8), {g2}, {y});
+  const Timeline t = simulate(g, cores(8), {Policy::topological});
+  EXPECT_DOUBLE_EQ(t.runs[1].start_us, 5);
+  EXPECT_DOUBLE_EQ(t.runs[2].start_us, 5);  // compute is not held up by the collective
+  EXPECT_DOUBLE_EQ(t.runs[3].start_us, 15);  // one communication engine: after allreduce1
+  EXPECT_DOUBLE_EQ(t.runs[4].start_us, 10);
+  EXPECT_DOUBLE_EQ(t.makespan_us, 25);
+  EXPECT_DOUBLE_EQ(t.busy_comm_us, 20);
+  EXPECT_DOUBLE_EQ(t.busy_core_us, 8 * 22.0);  // collectives hold no cores
+  Device two = cores(8);
+  two.comm_engines = 2;
+  EXPECT_DOUBLE_EQ(simulate(g, two, {Policy::topological}).runs[3].start_us, 10);
+}
+
 TEST(Execution, LaunchesHideBehindRunningKernels) {
   ExecGraph g;
   int prev = g.add_buffer("x", 1);

@@ -1,0 +1,62 @@
+// Data parallelism over a training step (execution/ on frontend/training.hpp's graph): every
+// device runs the whole step on its own micro-batch (weak scaling: the step's batch is per
+// device), and the weight gradients are averaged by AllReduce before the optimizer updates.
+// The gradients go into buckets in the order the backward pass produces them (each bucket
+// closes once it holds bucket_bytes, as PyTorch DDP's bucket_cap_mb, 25 MB by default); each
+// bucket's AllReduce is a node on the communication engine of the graph run
+// (execution/scheduler.hpp) that starts as soon as its last gradient exists (overlap), or,
+// without overlap, once the last gradient of the step exists. A weight's update waits for its
+// bucket's AllReduce. The ranks are symmetric, so one device's run stands for all: the
+// collective's time (collectives.hpp) already includes waiting for the slowest link.
+// Gradients: the buffers the optimizer updates read, and the bias gradients.
+// Not modelled: the HBM bandwidth a collective's DMA takes from concurrent kernels.
+// Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/json.hpp"
+#include "distributed/collectives.hpp"
+#include "distributed/topology.hpp"
+#include "execution/exec_graph.hpp"
+#include "execution/scheduler.hpp"
+
+namespace atvoss::distributed {
+
+struct DataParallelOptions {
+  int devices = 8;  // devices 0..devices-1 of the topology
+  std::int64_t bucket_bytes = 25LL << 20;
+  bool overlap = true;
+  std::optional<Algorithm> algorithm;  // none: the fastest for each bucket
+};
+
+struct GradientBucket {
+  std::vector<int> buffers;  // of the training step's graph
+  std::int64_t bytes = 0;
+  CollectiveTime allreduce;
+};
+
+struct DataParallelStep {
+  execution::ExecGraph graph;  // the step with its AllReduce nodes
+  execution::Timeline timeline;
+  std::vector<GradientBucket> buckets;
+  double single_us = 0;  // the step on one device, no communication
+  double step_us = 0;
+  double comm_us = 0;          // the AllReduces' time, summed
+  double exposed_comm_us() const { return step_us > single_us ? step_us - single_us : 0; }
+  double efficiency() const { return step_us > 0 ? single_us / step_us : 0; }
+  Json to_json() const;  // the figures and the buckets (bytes, algorithm, time)
+};
+
+// The gradient buffers of a training step, in the order they are produced.
+std::vector<int> gradient_buffers(const execution::ExecGraph& step);
+
+// bad_input when devices is outside 1..topology devices or bucket_bytes < 1, and when the step
+// has no gradient (not a training step).
+DataParallelStep data_parallel(const execution::ExecGraph& step, const execution::Device& device,
+                               const execution::SchedulerOptions& scheduler, const Topology& topology,
+                               const DataParallelOptions& options);
+
+}  // namespace atvoss::distributed

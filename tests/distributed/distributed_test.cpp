@@ -1,0 +1,255 @@
+// Many devices on tiny topologies with hand-computed answers: routes through meshes, rings
+// and NICs; collective times against their bandwidth lower bound for every algorithm and
+// size; data parallelism whose gradient AllReduces overlap the backward pass.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "distributed/collectives.hpp"
+#include "distributed/data_parallel.hpp"
+#include "distributed/topology.hpp"
+#include "execution/exec_graph.hpp"
+#include "frontend/model_zoo.hpp"
+
+namespace atvoss::distributed {
+namespace {
+
+Topology two_devices_one_link() {
+  return Topology::from_json(
+      Json{{"devices_per_server", 2}, {"shape", "full_mesh"}, {"link", {{"gb_per_s", 10}, {"latency_us", 1}}}});
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Topology, RoutesGoThroughTheLinksOfTheServerShapeAndTheNicsBetweenServers) {
+  const Topology mesh = topology_preset("ascend910b-server8-x2");
+  EXPECT_EQ(mesh.devices(), 16);
+  EXPECT_EQ(mesh.route(0, 7).size(), 1u);
+  const auto across = mesh.route(3, 11);
+  ASSERT_EQ(across.size(), 2u);
+  EXPECT_DOUBLE_EQ(across[0].bytes_per_us, 25e3);  // a 200GE NIC
+  EXPECT_NE(across[0].resource, mesh.route(4, 12)[0].resource);  // each card its own NIC
+
+  const Topology ring = topology_preset("ring8");
+  EXPECT_EQ(ring.route(0, 3).size(), 3u);
+  EXPECT_EQ(ring.route(0, 6).size(), 2u);  // the shorter way round
+  EXPECT_EQ(ring.route(1, 2)[0].resource, ring.route(0, 2)[1].resource);  // 0 -> 2 passes 1 -> 2
+
+  const Topology groups = topology_preset("ascend910-server8");
+  EXPECT_EQ(groups.route(0, 3).size(), 1u);   // one HCCS mesh of 4
+  const auto pcie = groups.route(0, 5);        // between the meshes: PCIe ports
+  ASSERT_EQ(pcie.size(), 2u);
+  EXPECT_DOUBLE_EQ(pcie[0].bytes_per_us, 24e3);
+}
+
+TEST(Topology, ABadDescriptionIsRefusedNamingTheField) {
+  const Json good = {{"devices_per_server", 8},
+                     {"shape", "mesh_groups"},
+                     {"group_size", 4},
+                     {"link", {{"gb_per_s", 30}}},
+                     {"group_port", {{"gb_per_s", 24}}}};
+  EXPECT_EQ(Topology::from_json(good).devices(), 8);
+  Json j = good;
+  j["group_size"] = 3;
+  EXPECT_NE(message_of([&] { Topology::from_json(j); }).find("'group_size' must divide"), std::string::npos);
+  j = good;
+  j["link"]["gb_per_s"] = -1;
+  EXPECT_NE(message_of([&] { Topology::from_json(j); }).find("topology.link: field 'gb_per_s'"), std::string::npos);
+  j = good;
+  j["servers"] = 2;  // servers need NICs
+  EXPECT_NE(message_of([&] { Topology::from_json(j); }).find("'nic'"), std::string::npos);
+  j = good;
+  j["links"] = 1;
+  EXPECT_NE(message_of([&] { Topology::from_json(j); }).find("unknown field 'links'"), std::string::npos);
+  EXPECT_NE(message_of([] { topology_preset("ring8-xmany"); }).find("-x<servers>"), std::string::npos);
+  EXPECT_NE(message_of([] { topology_preset("dgx"); }).find("ascend910b-server8"), std::string::npos);
+}
+
+TEST(Topology, ATargetFileCarriesItsTopology) {
+  const std::string path = ::testing::TempDir() + "/cluster-target.json";
+  std::ofstream(path) << R"({"preset": "ascend910b", "topology": {"servers": 2, "devices_per_server": 4,
+      "shape": "ring", "link": {"gb_per_s": 20}, "nic": {"gb_per_s": 5, "latency_us": 3}}})";
+  const Topology t = load_topology(path);
+  EXPECT_EQ(t.devices(), 8);
+  EXPECT_EQ(t.shape, ServerShape::ring);
+  EXPECT_EQ(Topology::from_json(t.to_json()).to_json(), t.to_json());
+  EXPECT_EQ(load_topology("ascend910b-server8-x4").devices(), 32);
+}
+
+TEST(Collectives, TwoDevicesOnOneLinkTakeTheHandComputedTime) {
+  const Topology t = two_devices_one_link();
+  const std::vector<int> both = {0, 1};
+  // Ring AllReduce of 1 MB: 2 steps of 0.5 MB over 10 GB/s (50 us) plus 1 us latency each.
+  const CollectiveTime ring = time_collective(t, Collective::all_reduce, Algorithm::ring, both, 1'000'000);
+  EXPECT_DOUBLE_EQ(ring.us, 102);
+  EXPECT_EQ(ring.steps, 2);
+  EXPECT_DOUBLE_EQ(ring.lower_bound_us, 100);  // 2 (n-1)/n S / B
+  // Tree: up and down the one edge, the whole buffer each way, unchunked: 2 x (1 + 100).
+  EXPECT_DOUBLE_EQ(time_collective(t, Collective::all_reduce, Algorithm::tree, both, 1'000'000).us, 202);
+  EXPECT_DOUBLE_EQ(time_collective(t, Collective::send_recv, Algorithm::ring, both, 1'000'000).us, 101);
+  EXPECT_DOUBLE_EQ(time_collective(t, Collective::all_gather, Algorithm::mesh, both, 1'000'000).us, 51);
+  EXPECT_EQ(best_collective(t, Collective::all_reduce, both, 1'000'000).us, 102);
+}
+
+TEST(Collectives, ARingAllReduceOnARingServerIsTwoNMinusOneStepsOfOneNth) {
+  const Topology t = topology_preset("ring8");
+  const double s = 8e6, per_step = 2 + (s / 8) / 56e3;
+  const CollectiveTime r = time_collective(t, Collective::all_reduce, Algorithm::ring, first_devices(8), 8'000'000);
+  EXPECT_NEAR(r.us, 14 * per_step, 1e-9);
+  // A mesh step routes 56 transfers over 8 links each way: they share, so it loses to the ring here.
+  EXPECT_GT(time_collective(t, Collective::all_reduce, Algorithm::mesh, first_devices(8), 8'000'000).us, r.us);
+  // On a full mesh every transfer has its own link: the mesh wins.
+  const Topology mesh = topology_preset("ascend910b-server8");
+  EXPECT_LT(time_collective(mesh, Collective::all_reduce, Algorithm::mesh, first_devices(8), 8'000'000).us,
+            time_collective(mesh, Collective::all_reduce, Algorithm::ring, first_devices(8), 8'000'000).us);
+}
+
+TEST(Collectives, EveryAlgorithmIsAtOrAboveTheBandwidthLowerBoundAtEverySize) {
+  int checked = 0;
+  for (const char* name : {"ascend910b-server8", "ascend910b-server8-x4", "ring8", "ascend910-server8",
+                           "ascend910-server8-x2"}) {
+    const Topology t = topology_preset(name);
+    for (int n : {2, 4, 8, t.devices()}) {
+      for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
+                           Collective::broadcast}) {
+        for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::mesh, Algorithm::hierarchical}) {
+          if (a == Algorithm::tree && c != Collective::all_reduce && c != Collective::broadcast) continue;
+          for (std::int64_t bytes : {std::int64_t(1), std::int64_t(4096), std::int64_t(1) << 20,
+                                     std::int64_t(100) << 20, std::int64_t(1) << 30}) {
+            const CollectiveTime r = time_collective(t, c, a, first_devices(n), bytes);
+            EXPECT_GE(r.us, r.lower_bound_us) << name << " n=" << n << " " << to_string(c) << " " << to_string(a)
+                                              << " " << bytes;
+            EXPECT_GT(r.lower_bound_us, 0);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(Collectives, HierarchicalBeatsAFlatRingAcrossServers) {
+  const Topology t = topology_preset("ascend910b-server8-x4");
+  const auto all = first_devices(32);
+  const std::int64_t s = 100 << 20;
+  const double hier = time_collective(t, Collective::all_reduce, Algorithm::hierarchical, all, s).us;
+  EXPECT_LT(hier, time_collective(t, Collective::all_reduce, Algorithm::ring, all, s).us);
+  EXPECT_EQ(best_collective(t, Collective::all_reduce, all, s).algorithm, Algorithm::hierarchical);
+}
+
+TEST(Collectives, WhatCannotRunIsRefusedByName) {
+  const Topology t = topology_preset("ascend910b-server8-x2");
+  EXPECT_NE(message_of([&] { time_collective(t, Collective::all_gather, Algorithm::tree, first_devices(4), 8); })
+                .find("'tree' does not run all_gather"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { time_collective(t, Collective::all_reduce, Algorithm::hierarchical, {0, 1, 8}, 8); })
+                .find("same number of devices on each server"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { time_collective(t, Collective::send_recv, Algorithm::ring, {0, 1, 2}, 8); })
+                .find("group of two"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { time_collective(t, Collective::all_reduce, Algorithm::ring, {0, 16}, 8); })
+                .find("device 16 is not in"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { parse_algorithm("butterfly"); }).find("field 'algorithm'"), std::string::npos);
+}
+
+// forward f1 -> f2, then backward: wgrad2, dgrad2, wgrad1, and an update per weight.
+execution::ExecGraph tiny_training_step() {
+  using execution::NodeCost;
+  using execution::Unit;
+  execution::ExecGraph g;
+  const int x = g.add_buffer("x", 1000), a1 = g.add_buffer("a1", 1000), y = g.add_buffer("y", 1000);
+  const int g2 = g.add_buffer("grad:w2", 4'000'000), da1 = g.add_buffer("grad:a1", 1000);
+  const int g1 = g.add_buffer("grad:w1", 4'000'000);
+  const int w1 = g.add_buffer("w1'", 1, true), w2 = g.add_buffer("w2'", 1, true);
+  const NodeCost k{100, 0, 8, Unit::cube};
+  g.add_node("f1", "Conv", k, {x}, {a1});
+  g.add_node("f2", "Conv", k, {a1}, {y});
+  g.add_node("f2.wgrad", "ConvWeightGrad", k, {y, a1}, {g2});
+  g.add_node("f2.update", "OptimizerUpdate", {10, 0, 8, Unit::vector}, {g2}, {w2});
+  g.add_node("f2.dgrad", "ConvGrad", k, {y}, {da1});
+  g.add_node("f1.wgrad", "ConvWeightGrad", k, {da1, x}, {g1});
+  g.add_node("f1.update", "OptimizerUpdate", {10, 0, 8, Unit::vector}, {g1}, {w1});
+  return g;
+}
+
+TEST(DataParallel, EachBucketsAllReduceOverlapsTheBackwardThatFollowsIt) {
+  const Topology t = two_devices_one_link();  // 4 MB: 2 x (1 + 200) = 402 us per bucket
+  const execution::Device d{8, 8, true};  // updates on the vector cores, beside the convs
+  DataParallelOptions o;
+  o.devices = 2;
+  o.bucket_bytes = 4'000'000;  // one gradient per bucket
+  // Graph order: f2's weight gradient before its data gradient, as autograd emits them (the
+  // critical-path priority runs f2.dgrad first, which delays bucket 0 by 100 us here).
+  const execution::SchedulerOptions graph_order{execution::Policy::topological};
+  const DataParallelStep with = data_parallel(tiny_training_step(), d, graph_order, t, o);
+  ASSERT_EQ(with.buckets.size(), 2u);
+  EXPECT_DOUBLE_EQ(with.buckets[0].allreduce.us, 402);
+  EXPECT_DOUBLE_EQ(with.single_us, 5 * 100 + 2 * 10);  // the updates after the backward pass
+  // f1, f2, f2.wgrad (300); bucket 0 from 300 to 702 beside f2.dgrad and f1.wgrad (to 500);
+  // bucket 1 from 702 to 1104; f1.update 1104..1114.
+  EXPECT_DOUBLE_EQ(with.step_us, 1114);
+  EXPECT_DOUBLE_EQ(with.timeline.runs[3].start_us, 300);
+  EXPECT_EQ(with.graph.nodes()[3].name, "allreduce:bucket0");
+  o.overlap = false;  // both buckets after f1.wgrad: 500 + 804 + 10
+  const DataParallelStep without = data_parallel(tiny_training_step(), d, graph_order, t, o);
+  EXPECT_DOUBLE_EQ(without.step_us, 1314);
+  EXPECT_DOUBLE_EQ(without.exposed_comm_us(), 1314 - 520);
+  EXPECT_LT(with.exposed_comm_us(), without.exposed_comm_us());
+  o.devices = 1;  // nothing to reduce with
+  EXPECT_DOUBLE_EQ(data_parallel(tiny_training_step(), d, graph_order, t, o).step_us, 520);
+}
+
+TEST(DataParallel, OverlapNeverMakesAStepSlower) {
+  const frontend::TaskSet model = frontend::zoo_model("bert-base-train");
+  // Each node's time from the bytes it moves: enough to give the step a real shape.
+  const auto step = execution::ExecGraph::from_graph(model.graph(), [&](int i) {
+    const auto& n = model.graph().nodes()[i];
+    return execution::NodeCost{5 + n.bytes / 1e6, 2, 8, execution::Unit::vector};
+  });
+  ASSERT_GT(gradient_buffers(step).size(), 50u);
+  for (const char* topo : {"ascend910b-server8", "ascend910-server8-x2"}) {
+    const Topology t = topology_preset(topo);
+    for (int devices : {2, 8, t.devices()}) {
+      for (std::int64_t bucket : {std::int64_t(1) << 20, std::int64_t(25) << 20, std::int64_t(1) << 30}) {
+        DataParallelOptions o;
+        o.devices = devices;
+        o.bucket_bytes = bucket;
+        for (auto policy : {execution::Policy::critical_path, execution::Policy::topological}) {
+          o.overlap = true;
+          const double with = data_parallel(step, {8, 8, false}, {policy}, t, o).step_us;
+          o.overlap = false;
+          const double without = data_parallel(step, {8, 8, false}, {policy}, t, o).step_us;
+          EXPECT_LE(with, without + 1e-6) << topo << " " << devices << " " << bucket;
+        }
+      }
+    }
+  }
+}
+
+TEST(DataParallel, AGraphWithoutGradientsOrTooManyDevicesIsRefused) {
+  execution::ExecGraph g;
+  const int x = g.add_buffer("x", 1), y = g.add_buffer("y", 1, true);
+  g.add_node("f", "Conv", {1, 0, 1, execution::Unit::cube}, {x}, {y});
+  const Topology t = topology_preset("ascend910b-server8");
+  EXPECT_NE(message_of([&] { data_parallel(g, {8, 8, false}, {}, t, {}); }).find("no gradient"), std::string::npos);
+  DataParallelOptions o;
+  o.devices = 9;
+  EXPECT_NE(message_of([&] { data_parallel(tiny_training_step(), {8, 8, false}, {}, t, o); })
+                .find("field 'devices' must be in 1..8"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace atvoss::distributed
