@@ -23,21 +23,12 @@
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
 #include "report/graph_run.hpp"
+#include "graph_bench_util.hpp"
 
 namespace {
 
 using namespace atvoss;
-using Clock = std::chrono::steady_clock;
-
-// Every task at its vendor default, timed noise-free: the costs of the graph run.
-report::ModelVariant defaults(const frontend::TaskSet& tasks, const Target& target) {
-  report::ModelVariant v{"default", "", {}};
-  for (const auto& t : tasks.tasks()) {
-    const Schedule s = backend::required_default(t.workload, target);
-    v.ops.push_back({t.name, t.weight, backend::measure_noise_free(target, t.workload, s), "", s});
-  }
-  return v;
-}
+using bench::median_ms;
 
 // A layered random DAG: each node reads one or two nodes of the last few layers.
 execution::ExecGraph random_dag(int nodes, std::uint64_t seed) {
@@ -56,18 +47,6 @@ execution::ExecGraph random_dag(int nodes, std::uint64_t seed) {
     outs.push_back(out);
   }
   return g;
-}
-
-template <typename F>
-double median_ms(int repeat, F&& f) {
-  std::vector<double> ms;
-  for (int i = 0; i < repeat; ++i) {
-    const auto start = Clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 // model: the plan goal (within 5 % of the bound) applies; the random DAG is there for speed.
@@ -125,7 +104,7 @@ int main(int argc, char** argv) {
               "cp us", "cp/ser", "cp/top", "bound MiB", "plan MiB", "over", "sim ms", "plan ms");
   bool ok = true;
   auto model = [&](const std::string& name, const frontend::TaskSet& tasks) {
-    ok &= row(name, report::exec_graph_of(tasks, defaults(tasks, target), target), device, repeat);
+    ok &= row(name, report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target), device, repeat);
   };
   for (const auto& name : frontend::zoo_names()) model(name, frontend::zoo_model(name));
   for (const auto& path : onnx) {
@@ -136,7 +115,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
   for (const char* name : {"resnet50-b32", "bert-base", "resnet50-train"}) {
     const frontend::TaskSet tasks = frontend::zoo_model(name);
-    pipeline_table(name, report::exec_graph_of(tasks, defaults(tasks, target), target), device);
+    pipeline_table(name, report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target), device);
   }
   return ok ? 0 : 1;
 }

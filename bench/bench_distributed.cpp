@@ -1,0 +1,140 @@
+// Many-device benchmark (distributed/, issue "Many devices"):
+//   1. collectives on a server and on 8 servers: per collective and size, the fastest
+//      algorithm, its time, bus bandwidth and its time over the bandwidth lower bound;
+//   2. data-parallel training (ResNet-50 at batch 32 per device, BERT-base) under the vendor
+//      default schedules: per device count (1, 2, 4, 8 in one server; 64 over 8 servers) the
+//      step time, throughput, scaling efficiency, communication share, exposed communication
+//      and memory per device, with the gradient AllReduces overlapping the backward pass and
+//      without; the exposed-communication reduction on 4 devices;
+//   3. how long one ResNet-50 data-parallel step on 1,024 devices takes to simulate.
+//   bench_distributed [--target ascend910b] [--topology ascend910b-server8] [--bucket-mb 25]
+// Exit 1 if a goal is missed: ResNet-50 efficiency on 8 devices below 0.90 with overlap, a
+// collective below its lower bound, overlap slower than none, or the 1,024-device step >= 1 s.
+#include <cstdio>
+#include <string>
+
+#include "backend/targets.hpp"
+#include "distributed/collectives.hpp"
+#include "distributed/data_parallel.hpp"
+#include "distributed/topology.hpp"
+#include "execution/memory_plan.hpp"
+#include "frontend/device_memory.hpp"
+#include "frontend/model_zoo.hpp"
+#include "graph_bench_util.hpp"
+
+namespace {
+
+using namespace atvoss;
+using distributed::Collective;
+
+bool collective_table(const distributed::Topology& t) {
+  std::printf("collectives on %s (%d devices), fastest algorithm:\n", t.name.c_str(), t.devices());
+  std::printf("  %-15s %10s %-13s %11s %10s %8s\n", "collective", "bytes", "algorithm", "us", "busbw GB/s", "/bound");
+  bool ok = true;
+  for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
+                       Collective::broadcast}) {
+    for (std::int64_t bytes : {std::int64_t(1) << 20, std::int64_t(64) << 20, std::int64_t(1) << 30}) {
+      const auto r = distributed::best_collective(t, c, distributed::first_devices(t.devices()), bytes);
+      const double n = t.devices();
+      // Bus bandwidth as nccl-tests defines it: the bytes each device must move over the time.
+      const double factor = c == Collective::all_reduce ? 2 * (n - 1) / n
+                            : c == Collective::broadcast ? 1.0
+                                                         : (n - 1) / n;
+      std::printf("  %-15s %10lld %-13s %11.1f %10.1f %8.2f\n", distributed::to_string(c).c_str(), (long long)bytes,
+                  distributed::to_string(r.algorithm).c_str(), r.us, factor * double(bytes) / r.us / 1e3,
+                  r.us / r.lower_bound_us);
+      ok &= r.us >= r.lower_bound_us;
+    }
+  }
+  return ok;
+}
+
+struct Row {
+  distributed::DataParallelStep step;
+  double peak_mib = 0;
+};
+
+Row run(const execution::ExecGraph& g, const execution::Device& d, const distributed::Topology& t, int devices,
+        std::int64_t bucket, bool overlap) {
+  distributed::DataParallelOptions o;
+  o.devices = devices;
+  o.bucket_bytes = bucket;
+  o.overlap = overlap;
+  Row r{distributed::data_parallel(g, d, {}, t, o), 0};
+  r.peak_mib = double(execution::plan_memory(r.step.graph, r.step.timeline).peak_bytes) / 1048576.0;
+  return r;
+}
+
+// Returns the efficiency on 8 devices with overlap; ok is cleared if overlap is ever slower.
+double scaling_table(const std::string& model, const Target& target, const std::string& server, std::int64_t bucket,
+                     bool& ok) {
+  const frontend::TaskSet tasks = frontend::zoo_model(model);
+  const auto g = report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target);
+  const execution::Device d = execution::Device::of(target);
+  const distributed::Topology t = distributed::topology_preset(server + "-x8");
+  const double weights_mib = frontend::memory_fit(tasks, target).weight_bytes / 1048576.0;
+  std::printf("\n%s on %s, %s, batch %d per device, buckets of %lld MiB; weights %.1f MiB per device\n",
+              model.c_str(), target.name.c_str(), t.name.c_str(), tasks.batch(), (long long)(bucket >> 20),
+              weights_mib);
+  std::printf("  %7s %-8s %10s %10s %7s %8s %11s %11s %8s\n", "devices", "overlap", "step ms", "samples/s", "eff",
+              "comm %", "comm ms", "exposed ms", "act MiB");
+  double eff8 = 0;
+  for (int n : {1, 2, 4, 8, 64}) {
+    for (bool overlap : {true, false}) {
+      const Row r = run(g, d, t, n, bucket, overlap);
+      const auto& s = r.step;
+      std::printf("  %7d %-8s %10.2f %10.1f %7.3f %8.1f %11.3f %11.3f %8.1f\n", n, overlap ? "yes" : "no",
+                  s.step_us / 1e3, n * tasks.batch() / (s.step_us / 1e6), s.efficiency(), 100 * s.comm_us / s.step_us,
+                  s.comm_us / 1e3, s.exposed_comm_us() / 1e3, r.peak_mib);
+      if (overlap && n == 8) eff8 = s.efficiency();
+      if (!overlap && s.step_us + 1e-6 < run(g, d, t, n, bucket, true).step.step_us) ok = false;
+    }
+  }
+  const double with = run(g, d, t, 4, bucket, true).step.exposed_comm_us();
+  const double without = run(g, d, t, 4, bucket, false).step.exposed_comm_us();
+  std::printf("  exposed communication on 4 devices: %.3f ms with overlap, %.3f ms without: %.0f %% less\n",
+              with / 1e3, without / 1e3, without > 0 ? 100 * (1 - with / without) : 0.0);
+  return eff8;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string target_name = "ascend910b", server = "ascend910b-server8";
+  std::int64_t bucket = 25LL << 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--target") target_name = argv[i + 1];
+    else if (flag == "--topology") server = argv[i + 1];
+    else if (flag == "--bucket-mb") bucket = std::max(1LL, std::atoll(argv[i + 1])) << 20;
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  try {
+    const Target target = backend::load_target(target_name);
+    bool ok = collective_table(distributed::topology_preset(server));
+    ok &= collective_table(distributed::topology_preset(server + "-x8"));
+    const double eff = scaling_table("resnet50-train", target, server, bucket, ok);
+    scaling_table("bert-base-train", target, server, bucket, ok);
+    std::printf("\nResNet-50 data parallel on 8 devices: efficiency %.3f with overlap (goal >= 0.90)\n", eff);
+    ok &= eff >= 0.90;
+
+    const frontend::TaskSet tasks = frontend::zoo_model("resnet50-train");
+    const auto g = report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target);
+    const distributed::Topology big = distributed::topology_preset(server + "-x128");
+    distributed::DataParallelOptions o;
+    o.devices = big.devices();
+    o.bucket_bytes = bucket;
+    const double ms = bench::median_ms(5, [&] {
+      (void)distributed::data_parallel(g, execution::Device::of(target), {}, big, o);
+    });
+    std::printf("simulating one ResNet-50 data-parallel step on %d devices: %.1f ms (goal < 1000)\n", big.devices(), ms);
+    ok &= ms < 1000;
+    return ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_distributed: %s\n", e.what());
+    return 2;
+  }
+}
