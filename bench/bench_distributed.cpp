@@ -16,6 +16,7 @@
 #include "backend/targets.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/data_parallel.hpp"
+#include "distributed/pipeline_parallel.hpp"
 #include "distributed/topology.hpp"
 #include "execution/memory_plan.hpp"
 #include "frontend/device_memory.hpp"
@@ -97,6 +98,34 @@ double scaling_table(const std::string& model, const Target& target, const std::
   return eff8;
 }
 
+// Pipeline parallelism on 4 devices of one server: the stage balance and the step by
+// micro-batch count and order, against data parallelism on the same 4 devices. Returns the
+// stage imbalance (slowest stage over the mean).
+double pipeline_table(const std::string& model, const Target& target, const std::string& server) {
+  const frontend::TaskSet tasks = frontend::zoo_model(model);
+  const auto g = report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target);
+  const execution::Device d = execution::Device::of(target);
+  const distributed::Topology t = distributed::topology_preset(server);
+  const distributed::StagePlacement p = distributed::place_stages(g, 4);
+  std::printf("\n%s, 4 pipeline stages on %s: stage ms", model.c_str(), t.name.c_str());
+  for (double us : p.stage_us) std::printf(" %.3f", us / 1e3);
+  std::printf("; slowest / mean %.3f; %.2f MiB cross stages\n", p.imbalance(), p.crossing_bytes / 1048576.0);
+  distributed::DataParallelOptions dp;
+  dp.devices = 4;
+  const double dp_us = distributed::data_parallel(g, d, {}, t, dp).step_us;
+  std::printf("  data parallel on 4: a step of 4 batches in %.3f ms, %.3f ms per batch; the pipeline runs one batch "
+              "per step:\n", dp_us / 1e3, dp_us / 4e3);
+  std::printf("  %-6s %6s %10s %8s %12s\n", "order", "micro", "step ms", "bubble", "vs 1 device");
+  for (auto order : {distributed::PipelineOrder::gpipe, distributed::PipelineOrder::one_f_one_b}) {
+    for (int m : {1, 4, 8, 16}) {
+      const auto s = distributed::pipeline_parallel(g, d, {}, t, {4, m, order});
+      std::printf("  %-6s %6d %10.3f %8.3f %12.3f\n", distributed::to_string(order).c_str(), m, s.step_us / 1e3,
+                  s.bubble(), s.single_us / s.step_us);
+    }
+  }
+  return p.imbalance();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,8 +147,11 @@ int main(int argc, char** argv) {
     ok &= collective_table(distributed::topology_preset(server + "-x8"));
     const double eff = scaling_table("resnet50-train", target, server, bucket, ok);
     scaling_table("bert-base-train", target, server, bucket, ok);
+    pipeline_table("resnet50-train", target, server);
+    const double imbalance = pipeline_table("bert-base-train", target, server);
     std::printf("\nResNet-50 data parallel on 8 devices: efficiency %.3f with overlap (goal >= 0.90)\n", eff);
-    ok &= eff >= 0.90;
+    std::printf("BERT-base pipeline stages on 4 devices: slowest / mean %.3f (goal <= 1.10)\n", imbalance);
+    ok &= eff >= 0.90 && imbalance <= 1.10;
 
     const frontend::TaskSet tasks = frontend::zoo_model("resnet50-train");
     const auto g = report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target);

@@ -31,6 +31,13 @@ class Simulation {
     else pool_of_unit_[int(Unit::vector)] = pool_of_unit_[int(Unit::cube)];
     add_pool(Unit::copy, d.copy_engines);
     add_pool(Unit::comm, d.comm_engines);
+    // Every device of the graph (NodeCost::device) has pools of its own.
+    per_device_ = int(pools_.size());
+    for (const auto& n : g.nodes()) devices_ = std::max(devices_, n.cost.device + 1);
+    for (int dev = 1; dev < devices_; ++dev) {
+      for (int p = 0; p < per_device_; ++p) pools_.push_back(pools_[p]);
+    }
+    out_.devices = devices_;
     free_.clear();
     for (const auto& p : pools_) free_.push_back(int(p.size()));
     out_.runs.resize(n_);
@@ -81,7 +88,10 @@ class Simulation {
     pools_.push_back(std::vector<bool>(std::max(1, size), false));
   }
   static bool computes(Unit u) { return u == Unit::cube || u == Unit::vector; }
-  int pool_of(int i) const { return pool_of_unit_[int(g_.nodes()[i].cost.unit)]; }
+  int pool_of(int i) const {
+    const NodeCost& c = g_.nodes()[i].cost;
+    return c.device * per_device_ + pool_of_unit_[int(c.unit)];
+  }
   int need(int i) const { return std::clamp(g_.nodes()[i].cost.cores, 1, int(pools_[pool_of(i)].size())); }
 
   double static_priority(int i) const {
@@ -107,12 +117,13 @@ class Simulation {
       unissued[i] = int(g_.nodes()[i].preds.size());
       if (unissued[i] == 0) issuable.push(i);
     }
-    double host = 0;
+    std::vector<double> host(devices_, 0);  // each device's host process issues its own launches
     while (!issuable.empty()) {
       const int i = issuable.top();
       issuable.pop();
-      host += g_.nodes()[i].cost.launch_us;
-      out_.runs[i].launched_us = host;
+      double& clock = host[g_.nodes()[i].cost.device];
+      clock += g_.nodes()[i].cost.launch_us;
+      out_.runs[i].launched_us = clock;
       for (int s : g_.nodes()[i].succs) {
         if (--unissued[s] == 0) issuable.push(s);
       }
@@ -189,6 +200,7 @@ class Simulation {
   double max_rank_ = 1e-12, max_time_ = 1e-12;
   std::vector<std::vector<bool>> pools_;
   int pool_of_unit_[4] = {0, 0, 0, 0};
+  int per_device_ = 1, devices_ = 1;
   std::vector<int> free_;
   std::vector<bool> lanes_;
   Timeline out_;
@@ -210,7 +222,7 @@ Timeline simulate(const ExecGraph& g, const Device& device, const SchedulerOptio
 
 double Timeline::utilisation(const Device& d, double span_us) const {
   const double span = span_us > 0 ? span_us : makespan_us;
-  const double cores = d.split ? d.cube_cores + d.vector_cores : d.cube_cores;
+  const double cores = (d.split ? d.cube_cores + d.vector_cores : d.cube_cores) * double(devices);
   return span > 0 ? busy_core_us / (cores * span) : 0;
 }
 
@@ -220,6 +232,7 @@ Json Timeline::to_json(const ExecGraph& g) const {
     const NodeRun& r = runs[i];
     nodes.push_back({{"name", g.nodes()[i].name}, {"op", g.nodes()[i].op}, {"launched_us", r.launched_us},
                      {"start_us", r.start_us}, {"end_us", r.end_us}, {"stream", r.stream}, {"unit", to_string(g.nodes()[i].cost.unit)},
+                     {"device", g.nodes()[i].cost.device},
                      {"cores", r.cores}});
   }
   Json path = Json::array();

@@ -18,6 +18,9 @@
 // their own, Device::copy_engines and comm_engines), so they run beside compute. Engines
 // share nothing else: the HBM bandwidth a copy or a collective's DMA takes from concurrent
 // kernels is not modelled.
+// Many devices: a node placed on device d (NodeCost::device) takes cores and engines of d's
+// own pools, and d's host issues its launches; otherwise the devices share the one timeline
+// (distributed/ places nodes and adds the transfers between devices).
 // Deterministic: ties go to the earlier node. Thread-safety: pure functions.
 #pragma once
 
@@ -63,6 +66,7 @@ struct Timeline {
   std::vector<int> critical_path;  // exec nodes, first to last: the chain that sets makespan_us
   double busy_core_us = 0;         // sum over compute nodes of cores x device time
   double busy_comm_us = 0;         // sum over communication nodes of their time
+  int devices = 1;                 // devices the graph's nodes are placed on (NodeCost::device)
   // Busy compute core-time over the compute pools' core-time during span_us (0: makespan_us), 0..1.
   double utilisation(const Device& d, double span_us = 0) const;
   Json to_json(const ExecGraph& g) const;

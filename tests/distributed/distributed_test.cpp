@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/data_parallel.hpp"
+#include "distributed/pipeline_parallel.hpp"
+#include "execution/memory_plan.hpp"
 #include "distributed/topology.hpp"
 #include "execution/exec_graph.hpp"
 #include "frontend/model_zoo.hpp"
@@ -249,6 +251,74 @@ TEST(DataParallel, AGraphWithoutGradientsOrTooManyDevicesIsRefused) {
   EXPECT_NE(message_of([&] { data_parallel(tiny_training_step(), {8, 8, false}, {}, t, o); })
                 .find("field 'devices' must be in 1..8"),
             std::string::npos);
+}
+
+// Two layers of equal weight: f1 (100) with its weight gradient (100), f2 (100) with its data
+// gradient (100), on 8 cores each; the update takes no time.
+execution::ExecGraph two_layer_step() {
+  using execution::NodeCost;
+  using execution::Unit;
+  execution::ExecGraph g;
+  const int x = g.add_buffer("x", 8000), a1 = g.add_buffer("a1", 8000), y = g.add_buffer("y", 8000);
+  const int da1 = g.add_buffer("grad:a1", 8000), g1 = g.add_buffer("grad:w1", 4000), w1 = g.add_buffer("w1'", 1, true);
+  const NodeCost k{100, 0, 8, Unit::cube};
+  g.add_node("f1", "Conv", k, {x}, {a1});
+  g.add_node("f2", "Conv", k, {a1}, {y});
+  g.add_node("f2.dgrad", "ConvGrad", k, {y}, {da1});
+  g.add_node("f1.wgrad", "ConvWeightGrad", k, {da1, x}, {g1});
+  g.add_node("f1.update", "OptimizerUpdate", {0, 0, 8, Unit::vector}, {g1}, {w1});
+  return g;
+}
+
+Topology instant_links(int devices) {
+  return Topology::from_json(Json{{"devices_per_server", devices},
+                                  {"shape", "full_mesh"},
+                                  {"link", {{"gb_per_s", 1e6}, {"latency_us", 0}}}});
+}
+
+TEST(PipelineParallel, TwoStagesHaveTheBubbleOfGPipe) {
+  const execution::ExecGraph g = two_layer_step();
+  const StagePlacement p = place_stages(g, 2);
+  EXPECT_EQ(p.stage_of_node, (std::vector<int>{0, 1, 1, 0, 0}));
+  EXPECT_DOUBLE_EQ(p.imbalance(), 1.0);
+  EXPECT_DOUBLE_EQ(p.crossing_bytes, 8000);  // a1
+  for (PipelineOrder order : {PipelineOrder::gpipe, PipelineOrder::one_f_one_b}) {
+    for (int m : {1, 2, 4, 8}) {
+      const PipelineStep s = pipeline_parallel(g, {8, 8, false}, {}, instant_links(2), {2, m, order});
+      // (m + S - 1) / m of a stage's 200 us: S - 1 = 1 micro-batch of bubble.
+      EXPECT_NEAR(s.step_us, 200.0 * (m + 1) / m, 1e-3) << to_string(order) << " m=" << m;
+      EXPECT_NEAR(s.bubble(), 1.0 / (m + 1), 1e-5);
+      EXPECT_DOUBLE_EQ(s.single_us, 400);
+    }
+  }
+}
+
+TEST(PipelineParallel, OneFOneBHoldsFewerMicroBatchesOfActivationsThanGPipe) {
+  const execution::ExecGraph g = two_layer_step();
+  auto peak = [&](PipelineOrder o) {
+    const PipelineStep s = pipeline_parallel(g, {8, 8, false}, {}, instant_links(2), {2, 8, o});
+    return execution::plan_memory(s.graph, s.timeline).peak_bytes;
+  };
+  EXPECT_LT(peak(PipelineOrder::one_f_one_b), peak(PipelineOrder::gpipe));
+}
+
+TEST(PipelineParallel, StagesOfATrainingStepAreBalancedAndItsBackwardFollowsItsForward) {
+  const frontend::TaskSet model = frontend::zoo_model("bert-base-train");
+  const auto step = execution::ExecGraph::from_graph(model.graph(), [&](int i) {
+    const auto& n = model.graph().nodes()[i];
+    return execution::NodeCost{5 + n.bytes / 1e6, 2, 8, execution::Unit::vector};
+  });
+  const StagePlacement p = place_stages(step, 4);
+  EXPECT_LT(p.imbalance(), 1.1);
+  for (int i = 0; i < int(step.nodes().size()); ++i) {
+    const std::string& name = step.nodes()[i].name;
+    const auto dot = name.rfind(".wgrad");
+    if (dot == std::string::npos || dot + 6 != name.size()) continue;
+    for (int j = 0; j < int(step.nodes().size()); ++j) {
+      if (step.nodes()[j].name == name.substr(0, dot)) EXPECT_EQ(p.stage_of_node[i], p.stage_of_node[j]) << name;
+    }
+  }
+  EXPECT_NE(message_of([&] { place_stages(step, 100000); }).find("field 'stages' must be in 1.."), std::string::npos);
 }
 
 }  // namespace

@@ -102,6 +102,23 @@ TEST(Execution, ACollectiveRunsOnTheCommunicationEngineBesideComputeAndCollectiv
   EXPECT_DOUBLE_EQ(simulate(g, two, {Policy::topological}).runs[3].start_us, 10);
 }
 
+TEST(Execution, NodesOnTwoDevicesHoldTheirOwnCoresAndLaunches) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1), a = g.add_buffer("a", 1), b = g.add_buffer("b", 1, true);
+  const int c = g.add_buffer("c", 1, true);
+  NodeCost on1 = cost(10, 8, 4);
+  on1.device = 1;
+  g.add_node("a", "op", cost(10, 8, 4), {x}, {a});
+  g.add_node("b", "op", cost(10, 8, 4), {a}, {b});
+  g.add_node("c", "op", on1, {x}, {c});  // every core of device 1, beside a on device 0
+  const Timeline t = simulate(g, cores(8));
+  EXPECT_EQ(t.devices, 2);
+  EXPECT_DOUBLE_EQ(t.runs[2].launched_us, 4);  // device 1's host: not after a's and b's launches
+  EXPECT_DOUBLE_EQ(t.runs[2].start_us, 4);
+  EXPECT_DOUBLE_EQ(t.makespan_us, 16);  // a 4..10, b 10..16 (6 us each without the launch)
+  EXPECT_DOUBLE_EQ(t.utilisation(cores(8)), 8 * 18.0 / (2 * 8 * 16));
+}
+
 TEST(Execution, LaunchesHideBehindRunningKernels) {
   ExecGraph g;
   int prev = g.add_buffer("x", 1);
