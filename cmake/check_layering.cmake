@@ -21,7 +21,7 @@ set(allowed_frontend core lowering backend frontend)
 # execution/: the graph run on one device (scheduler, memory plan), from node costs it is given.
 set(allowed_execution core lowering frontend execution)
 # distributed/: many devices (topology, collectives, parallel plans) over the one-device graph run.
-set(allowed_distributed core lowering frontend execution distributed)
+set(allowed_distributed core lowering costmodel search frontend execution distributed)
 set(allowed_tuner core lowering host backend costmodel search db rpc frontend tuner)
 # report/: evaluation, analysis, layout choice and the HTML, built from the tuned model.
 set(allowed_report core lowering host backend costmodel search db rpc frontend execution distributed tuner report)

@@ -12,15 +12,24 @@ namespace {
 
 using execution::ExecGraph;
 
+// Each device's gradients in buckets of its own, in production order.
 std::vector<GradientBucket> bucket(const ExecGraph& g, const std::vector<int>& grads, std::int64_t cap) {
   std::vector<GradientBucket> out;
+  std::map<int, int> open;  // device -> its bucket being filled
   for (int b : grads) {
-    if (out.empty() || out.back().bytes >= cap) out.emplace_back();
-    out.back().buffers.push_back(b);
-    out.back().bytes += g.buffers()[b].bytes;
+    const int device = g.nodes()[g.buffers()[b].producer].cost.device;
+    auto it = open.find(device);
+    if (it == open.end() || out[it->second].bytes >= cap) {
+      out.emplace_back();
+      it = open.insert_or_assign(device, int(out.size()) - 1).first;
+    }
+    out[it->second].buffers.push_back(b);
+    out[it->second].bytes += g.buffers()[b].bytes;
   }
   return out;
 }
+
+int device_of(const ExecGraph& g, const GradientBucket& b) { return g.nodes()[g.buffers()[b.buffers.front()].producer].cost.device; }
 
 // The step with one AllReduce node per bucket and a barrier where the backward pass ends.
 // Updates wait for the barrier and their bucket's AllReduce (PyTorch DDP: the optimizer steps
@@ -49,8 +58,8 @@ ExecGraph with_allreduces(const ExecGraph& g, const std::vector<GradientBucket>&
   auto allreduce = [&](int k) {
     std::vector<int> reads = buckets[k].buffers;
     if (!overlap) reads.push_back(done);
-    a.node("allreduce:bucket" + std::to_string(k), "AllReduce", {times[k].us, 0, 1, execution::Unit::comm}, reads,
-           {token[k]});
+    a.node("allreduce:bucket" + std::to_string(k), "AllReduce",
+           {times[k].us, 0, 1, execution::Unit::comm, device_of(g, buckets[k])}, reads, {token[k]});
   };
   for (int i = 0; i < int(g.nodes().size()); ++i) {
     const execution::ExecNode& n = g.nodes()[i];
@@ -80,8 +89,8 @@ std::vector<int> gradient_buffers(const ExecGraph& g) {
   for (int i = 0; i < int(g.nodes().size()); ++i) {
     const execution::ExecNode& n = g.nodes()[i];
     if (n.op == "OptimizerUpdate") {
-      for (int b : n.reads) {
-        if (g.buffers()[b].producer >= 0) found.emplace_back(g.buffers()[b].producer, b);
+      for (int b : n.reads) {  // not the zero-byte tokens a plan's barriers add
+        if (g.buffers()[b].producer >= 0 && g.buffers()[b].bytes > 0) found.emplace_back(g.buffers()[b].producer, b);
       }
     }
     if (n.op == "BiasGrad") {
@@ -103,9 +112,12 @@ DataParallelStep data_parallel(const ExecGraph& step, const execution::Device& d
   if (grads.empty()) throw_bad_input("data parallel: the graph has no gradient (is it a training step?)");
   DataParallelStep out;
   out.buckets = bucket(step, grads, options.bucket_bytes);
-  const std::vector<int> group = first_devices(options.devices);
   std::vector<CollectiveTime> times;
   for (auto& b : out.buckets) {
+    std::vector<int> group;
+    for (int r = 0; r < options.devices; ++r) {
+      group.push_back(device_of(step, b) * options.device_stride + r * options.group_stride);
+    }
     b.allreduce = options.algorithm
                       ? time_collective(topology, Collective::all_reduce, *options.algorithm, group, b.bytes)
                       : best_collective(topology, Collective::all_reduce, group, b.bytes);

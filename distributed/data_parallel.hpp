@@ -8,7 +8,9 @@
 // without overlap, once the last gradient of the step exists. A weight's update waits for its
 // bucket's AllReduce. The ranks are symmetric, so one device's run stands for all: the
 // collective's time (collectives.hpp) already includes waiting for the slowest link.
-// Gradients: the buffers the optimizer updates read, and the bias gradients.
+// Gradients: the buffers the optimizer updates read, and the bias gradients; on a step over
+// several devices (a pipeline's stages), each device's gradients go into buckets of its own,
+// reduced on its own communication engine among its replicas.
 // Not modelled: the HBM bandwidth a collective's DMA takes from concurrent kernels.
 // Pure functions.
 #pragma once
@@ -26,7 +28,11 @@
 namespace atvoss::distributed {
 
 struct DataParallelOptions {
-  int devices = 8;  // devices 0..devices-1 of the topology
+  int devices = 8;  // replicas: devices 0..devices-1 of the topology (with the strides below)
+  // Inside a larger plan (parallel_plan.hpp): the step's device d (NodeCost::device) is
+  // topology device d x device_stride, and its replicas are that device + r x group_stride.
+  int device_stride = 1;
+  int group_stride = 1;
   std::int64_t bucket_bytes = 25LL << 20;
   bool overlap = true;
   std::optional<Algorithm> algorithm;  // none: the fastest for each bucket

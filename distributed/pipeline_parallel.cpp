@@ -8,46 +8,13 @@
 #include "core/error.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/graph_assembly.hpp"
+#include "distributed/training_roles.hpp"
 
 namespace atvoss::distributed {
 namespace {
 
 using execution::ExecGraph;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// The forward node each node belongs to (itself for a forward node), by the names
-// frontend/training.hpp gives backward kernels; -1 for a gradient of a graph input.
-std::vector<int> forward_nodes(const ExecGraph& g) {
-  std::map<std::string, int> node_by_name, producer_by_buffer;
-  for (int i = 0; i < int(g.nodes().size()); ++i) node_by_name.emplace(g.nodes()[i].name, i);
-  for (const auto& b : g.buffers()) producer_by_buffer.emplace(b.name, b.producer);
-  auto named = [&](const std::string& name) {
-    const auto it = node_by_name.find(name);
-    return it == node_by_name.end() ? -2 : it->second;
-  };
-  std::vector<int> out(g.nodes().size());
-  for (int i = 0; i < int(g.nodes().size()); ++i) {
-    const std::string& name = g.nodes()[i].name;
-    int f = -2;
-    if (name.rfind("grad_sum:", 0) == 0) {
-      const auto it = producer_by_buffer.find(name.substr(9));
-      f = it == producer_by_buffer.end() ? -1 : it->second;
-    } else if (const auto at = name.rfind(".backward@"); at != std::string::npos) {
-      f = named(name.substr(0, at));
-    } else {
-      for (const char* tail : {".dgrad2", ".dgrad", ".wgrad", ".bgrad", ".update"}) {
-        if (ends_with(name, tail)) f = named(name.substr(0, name.size() - std::string(tail).size()));
-        if (f != -2) break;
-      }
-    }
-    out[i] = f == -2 ? i : (f >= 0 ? out[f] : -1);  // forward nodes come first (training order)
-  }
-  return out;
-}
 
 // Bytes that cross a cut after each forward layer position: tensors made by a layer and read
 // by a later one.
@@ -122,8 +89,8 @@ std::vector<std::pair<bool, int>> stage_order(PipelineOrder o, int stage, int st
 // Unrolls the step over micro-batches on the stages' devices.
 class Unroller {
  public:
-  Unroller(const ExecGraph& g, const std::vector<int>& stage, const Topology& t, int m)
-      : g_(g), stage_(stage), t_(t), m_(m), copies_(g.buffers().size(), std::vector<int>(m, -1)) {
+  Unroller(const ExecGraph& g, const std::vector<int>& stage, const Topology& t, int m, int stride)
+      : g_(g), stage_(stage), t_(t), m_(m), stride_(stride), copies_(g.buffers().size(), std::vector<int>(m, -1)) {
     for (const auto& n : g.nodes()) {
       if (n.op != "OptimizerUpdate") continue;
       for (int b : n.reads) accumulators_.push_back(b);
@@ -203,7 +170,7 @@ class Unroller {
     if (it != sent_.end()) return it->second;
     const int from = stage_[producer];
     const std::int64_t bytes = g_.buffers()[b].bytes / (is_accumulator(b) ? 1 : m_);
-    const double us = time_collective(t_, Collective::send_recv, Algorithm::ring, {from, s}, bytes).us;
+    const double us = time_collective(t_, Collective::send_recv, Algorithm::ring, {from * stride_, s * stride_}, bytes).us;
     const std::string name = g_.buffers()[b].name + "#" + std::to_string(mb) + "@stage" + std::to_string(s);
     const int there = a_.buffer(name, bytes);
     a_.node("send:" + name, "Send", {us, 0, 1, execution::Unit::comm, from}, {local}, {there});
@@ -213,7 +180,7 @@ class Unroller {
   const ExecGraph& g_;
   const std::vector<int>& stage_;
   const Topology& t_;
-  int m_;
+  int m_, stride_;
   GraphAssembly a_;
   std::vector<std::vector<int>> copies_;
   std::vector<int> accumulators_;
@@ -230,10 +197,10 @@ double StagePlacement::imbalance() const {
 }
 
 StagePlacement place_stages(const ExecGraph& g, int stages) {
-  const std::vector<int> fwd = forward_nodes(g);
+  const std::vector<int> fwd = training_roles(g).forward;
   std::vector<int> layers, position(g.nodes().size(), -1);
   for (int i = 0; i < int(g.nodes().size()); ++i) {
-    if (fwd[i] == i) {
+    if (fwd[i] == i) {  // a layer: a forward kernel (its collectives join it)
       position[i] = int(layers.size());
       layers.push_back(i);
     }
@@ -264,17 +231,17 @@ StagePlacement place_stages(const ExecGraph& g, int stages) {
 PipelineStep pipeline_parallel(const ExecGraph& step, const execution::Device& device,
                                const execution::SchedulerOptions& scheduler, const Topology& topology,
                                const PipelineOptions& o) {
-  if (o.stages > topology.devices()) {
-    throw_bad_input("pipeline: field 'stages' must be at most the " + std::to_string(topology.devices()) +
+  if (o.stride < 1 || o.stages * o.stride > topology.devices()) {
+    throw_bad_input("pipeline: field 'stages' x stride must be at most the " + std::to_string(topology.devices()) +
                     " devices of topology '" + topology.name + "'");
   }
   if (o.micro_batches < 1) throw_bad_input("pipeline: field 'micro_batches' must be >= 1");
   PipelineStep out;
   out.placement = place_stages(step, o.stages);
-  const std::vector<int> fwd = forward_nodes(step);
+  const TrainingRoles roles = training_roles(step);
   std::vector<bool> backward(step.nodes().size());
-  for (std::size_t i = 0; i < backward.size(); ++i) backward[i] = fwd[i] != int(i);
-  Unroller u(step, out.placement.stage_of_node, topology, o.micro_batches);
+  for (std::size_t i = 0; i < backward.size(); ++i) backward[i] = roles.role[i] != Role::forward;
+  Unroller u(step, out.placement.stage_of_node, topology, o.micro_batches, o.stride);
   u.set_backward(backward);
   for (int s = 0; s < o.stages; ++s) {
     std::vector<int> after;

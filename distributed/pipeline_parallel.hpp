@@ -35,6 +35,7 @@ struct PipelineOptions {
   int stages = 4;         // devices 0..stages-1 of the topology
   int micro_batches = 8;
   PipelineOrder order = PipelineOrder::one_f_one_b;
+  int stride = 1;  // stage s runs on topology device s x stride (its graph device is s)
 };
 
 struct StagePlacement {
@@ -57,7 +58,7 @@ struct PipelineStep {
 // bad_input when stages is outside 1..the step's forward layers.
 StagePlacement place_stages(const execution::ExecGraph& step, int stages);
 
-// bad_input when stages exceeds the topology's devices, or micro_batches < 1.
+// bad_input when stages x stride exceeds the topology's devices, or micro_batches < 1.
 PipelineStep pipeline_parallel(const execution::ExecGraph& step, const execution::Device& device,
                                const execution::SchedulerOptions& scheduler, const Topology& topology,
                                const PipelineOptions& options);

@@ -1,9 +1,7 @@
 #include "report/graph_tuning.hpp"
 
-#include <limits>
-
 #include "execution/pipeline.hpp"
-#include "search/search_strategy.hpp"
+#include "search/minimise.hpp"
 
 namespace atvoss::report {
 namespace {
@@ -41,32 +39,18 @@ execution::ExecGraph graph_under(const execution::ExecGraph& g, const GraphKnobs
 
 GraphKnobs tune_graph_run(const execution::ExecGraph& g, const execution::Device& device, int batch,
                           const GraphTuningOptions& options) {
-  const ScheduleSpace space = graph_space(batch);
-  search::StrategyOptions so;
-  so.seed = options.seed;
-  auto strategy = search::make_strategy(options.strategy, space, so);
-  GraphKnobs best;
-  best.makespan_us = std::numeric_limits<double>::infinity();
-  int evaluations = 0;
-  auto measure = [&](const Schedule& s) {
-    GraphKnobs k = knobs_of(s);
-    k.makespan_us = execution::simulate(graph_under(g, k), device, k.scheduler).makespan_us;
-    ++evaluations;
-    if (k.makespan_us < best.makespan_us) best = k;
-    return search::Trial{s, Status::ok, k.makespan_us};
-  };
   const Schedule start({{"rank_weight", 1}, {"time_weight", 0}, {"affinity_weight", 0}, {"stages", 1},
                         {"micro_batches", 1}});
-  const std::vector<search::Trial> first{measure(start)};
-  strategy->observe(first);
-  while (evaluations < options.trials) {
-    const auto batch_points = strategy->propose(std::size_t(std::min(options.batch_size, options.trials - evaluations)));
-    if (batch_points.empty()) break;
-    std::vector<search::Trial> results;
-    for (const auto& s : batch_points) results.push_back(measure(s));
-    strategy->update(results);
-  }
-  best.evaluations = evaluations;
+  const search::Minimum m = search::minimise(
+      graph_space(batch), start,
+      [&](const Schedule& s) -> std::optional<double> {
+        const GraphKnobs k = knobs_of(s);
+        return execution::simulate(graph_under(g, k), device, k.scheduler).makespan_us;
+      },
+      {options.strategy, options.trials, options.batch_size, options.seed});
+  GraphKnobs best = knobs_of(m.point);
+  best.makespan_us = m.value;
+  best.evaluations = m.evaluations;
   return best;
 }
 

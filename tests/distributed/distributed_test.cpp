@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/data_parallel.hpp"
+#include "distributed/parallel_plan.hpp"
+#include "distributed/tensor_parallel.hpp"
 #include "distributed/pipeline_parallel.hpp"
 #include "execution/memory_plan.hpp"
 #include "distributed/topology.hpp"
@@ -319,6 +321,56 @@ TEST(PipelineParallel, StagesOfATrainingStepAreBalancedAndItsBackwardFollowsItsF
     }
   }
   EXPECT_NE(message_of([&] { place_stages(step, 100000); }).find("field 'stages' must be in 1.."), std::string::npos);
+}
+
+// One fully connected layer with a 400 MB weight: its gradient dwarfs its compute.
+execution::ExecGraph big_fc_step() {
+  using execution::NodeCost;
+  using execution::Unit;
+  execution::ExecGraph g;
+  const int x = g.add_buffer("x", 100'000), y = g.add_buffer("y", 100'000), dy = g.add_buffer("grad:y", 100'000);
+  const int dx = g.add_buffer("grad:x", 100'000, true), gw = g.add_buffer("grad:w", 400'000'000);
+  const int w = g.add_buffer("w'", 1, true);
+  const NodeCost k{1000, 0, 8, Unit::cube};
+  g.add_node("fc", "matmul", k, {x}, {y});
+  g.add_node("loss", "elementwise", {10, 0, 8, Unit::vector}, {y}, {dy});
+  g.add_node("fc.dgrad", "matmulGrad", k, {dy}, {dx});
+  g.add_node("fc.wgrad", "matmulWeightGrad", k, {dy, x}, {gw});
+  g.add_node("fc.update", "OptimizerUpdate", {100, 0, 8, Unit::vector}, {gw}, {w});
+  return g;
+}
+
+TEST(TensorParallel, ASplitMatmulTakesItsShareWithItsCollectives) {
+  const execution::ExecGraph g = big_fc_step();
+  EXPECT_EQ(splittable_matmuls(g), std::vector<int>{0});
+  const Topology t = two_devices_one_link();
+  const execution::ExecGraph split = tensor_parallel(g, t, {0, 1});
+  ASSERT_EQ(split.nodes().size(), 7u);  // + an AllGather of y and an AllReduce of grad:x
+  EXPECT_EQ(split.nodes()[1].name, "fc@all_gather");
+  EXPECT_DOUBLE_EQ(split.nodes()[0].cost.time_us, 500);
+  EXPECT_DOUBLE_EQ(split.nodes()[1].cost.time_us, 1 + 50'000 / 1e4);  // one step of half of y
+  EXPECT_EQ(split.buffers()[4].bytes, 200'000'000);  // each rank holds half the weight gradient
+  EXPECT_DOUBLE_EQ(split.nodes()[2].cost.time_us, 10);  // the loss is not split
+}
+
+TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeverSlower) {
+  const Topology t = two_devices_one_link();
+  const PlanSearch s = search_plan(big_fc_step(), {8, 8, true}, t, {2, "evolutionary", 32, 1});
+  EXPECT_EQ(s.best.plan.tp, 2);
+  EXPECT_GT(s.data_parallel.us_per_batch() / s.best.us_per_batch(), 1.3);
+  EXPECT_LE(s.best.us_per_batch(), s.data_parallel.us_per_batch());
+  EXPECT_NE(message_of([&] { run_plan(big_fc_step(), {8, 8, true}, t, {4, 1, 1}); }).find("field 'tp'"),
+            std::string::npos);
+  const Topology server = topology_preset("ascend910b-server8");
+  const auto bert = frontend::zoo_model("bert-base-train");
+  const auto step = execution::ExecGraph::from_graph(bert.graph(), [&](int i) {
+    return execution::NodeCost{5 + bert.graph().nodes()[i].bytes / 1e6, 2, 8, execution::Unit::vector};
+  });
+  const PlanSearch b = search_plan(step, {8, 8, false}, server, {8, "evolutionary", 24, 1});
+  EXPECT_LE(b.best.us_per_batch(), b.data_parallel.us_per_batch());
+  const PlanRun mixed = run_plan(step, {8, 8, false}, server, {2, 2, 2, 4});
+  EXPECT_EQ(mixed.timeline.devices, 2);  // one replica's two stages, tp rank 0
+  EXPECT_GT(mixed.step_us, 0);
 }
 
 }  // namespace

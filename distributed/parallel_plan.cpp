@@ -1,0 +1,117 @@
+#include "distributed/parallel_plan.hpp"
+
+#include <chrono>
+
+#include "core/error.hpp"
+#include "distributed/collectives.hpp"
+#include "distributed/data_parallel.hpp"
+#include "distributed/tensor_parallel.hpp"
+#include "search/minimise.hpp"
+
+namespace atvoss::distributed {
+namespace {
+
+void check_plan_fits(const Topology& t, const ParallelPlan& p) {
+  if (p.tp < 1 || p.pp < 1 || p.dp < 1 || p.micro_batches < 1) {
+    throw_bad_input("parallel plan: fields 'tp', 'pp', 'dp' and 'micro_batches' must be >= 1");
+  }
+  if (p.tp > t.devices_per_server) {
+    throw_bad_input("parallel plan: field 'tp' must be at most the " + std::to_string(t.devices_per_server) +
+                    " devices of a server, got " + std::to_string(p.tp));
+  }
+  if (p.devices() > t.devices()) {
+    throw_bad_input("parallel plan: tp x pp x dp = " + std::to_string(p.devices()) + " devices, more than the " +
+                    std::to_string(t.devices()) + " of topology '" + t.name + "'");
+  }
+}
+
+ScheduleSpace plan_space(const Topology& t, int devices) {
+  return ScheduleSpace({{"tp", {1, 2, 4, 8}},
+                        {"pp", {1, 2, 4, 8}},
+                        {"micro_batches", {1, 2, 4, 8}},
+                        {"order", {0, 1}},
+                        {"bucket_mib", {1, 4, 25, 100}}},
+                       [&t, devices](const Schedule& s) {
+                         const std::int64_t tp = s.at("tp"), pp = s.at("pp");
+                         if (tp > t.devices_per_server) return Verdict::invalid("tp beyond a server");
+                         if (devices % (tp * pp) != 0) return Verdict::invalid("tp x pp does not divide the devices");
+                         return Verdict::valid();
+                       });
+}
+
+ParallelPlan plan_of(const Schedule& s, int devices) {
+  ParallelPlan p;
+  p.tp = int(s.at("tp"));
+  p.pp = int(s.at("pp"));
+  p.dp = devices / (p.tp * p.pp);
+  p.micro_batches = int(s.at("micro_batches"));
+  p.order = s.at("order") == 0 ? PipelineOrder::gpipe : PipelineOrder::one_f_one_b;
+  p.bucket_bytes = s.at("bucket_mib") << 20;
+  return p;
+}
+
+}  // namespace
+
+PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
+                 const ParallelPlan& plan) {
+  check_plan_fits(topology, plan);
+  PlanRun r{plan, tensor_parallel(step, topology, first_devices(plan.tp)), {}, 0};
+  if (plan.pp > 1) {
+    r.graph = pipeline_parallel(r.graph, device, {}, topology, {plan.pp, plan.micro_batches, plan.order, plan.tp}).graph;
+  }
+  if (plan.dp > 1) {
+    DataParallelOptions o;
+    o.devices = plan.dp;
+    o.bucket_bytes = plan.bucket_bytes;
+    o.device_stride = plan.tp;
+    o.group_stride = plan.tp * plan.pp;
+    r.graph = data_parallel(r.graph, device, {}, topology, o).graph;
+  }
+  r.timeline = execution::simulate(r.graph, device);
+  r.step_us = r.timeline.makespan_us;
+  return r;
+}
+
+PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
+                       const PlanSearchOptions& options) {
+  if (options.devices < 1 || options.devices > topology.devices()) {
+    throw_bad_input("parallel plan: field 'devices' must be in 1.." + std::to_string(topology.devices()));
+  }
+  const auto start_time = std::chrono::steady_clock::now();
+  const Schedule dp_point({{"tp", 1}, {"pp", 1}, {"micro_batches", 1}, {"order", 1}, {"bucket_mib", 25}});
+  const search::Minimum m = search::minimise(
+      plan_space(topology, options.devices), dp_point,
+      [&](const Schedule& s) -> std::optional<double> {
+        const ParallelPlan p = plan_of(s, options.devices);
+        if (p.tp > topology.devices_per_server || options.devices % (p.tp * p.pp) != 0) return std::nullopt;
+        if (p.pp > 1 && p.pp > int(step.nodes().size())) return std::nullopt;
+        return run_plan(step, device, topology, p).us_per_batch();
+      },
+      {options.strategy, options.trials, 8, options.seed});
+  PlanSearch out;
+  out.best = run_plan(step, device, topology, plan_of(m.point, options.devices));
+  out.data_parallel = run_plan(step, device, topology, plan_of(dp_point, options.devices));
+  out.evaluations = m.evaluations;
+  out.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_time).count();
+  return out;
+}
+
+Json ParallelPlan::to_json() const {
+  return {{"tp", tp},
+          {"pp", pp},
+          {"dp", dp},
+          {"micro_batches", micro_batches},
+          {"order", to_string(order)},
+          {"bucket_bytes", bucket_bytes}};
+}
+
+Json PlanSearch::to_json() const {
+  return {{"plan", best.plan.to_json()},
+          {"us_per_batch", best.us_per_batch()},
+          {"data_parallel_us_per_batch", data_parallel.us_per_batch()},
+          {"speedup_over_data_parallel", data_parallel.us_per_batch() / best.us_per_batch()},
+          {"evaluations", evaluations},
+          {"search_ms", search_ms}};
+}
+
+}  // namespace atvoss::distributed

@@ -1,0 +1,66 @@
+// Parallel plan: how a training step is spread over n devices — tp-way tensor parallelism
+// inside a server (tensor_parallel.hpp), pp pipeline stages (pipeline_parallel.hpp) and dp
+// data-parallel replicas (data_parallel.hpp), tp x pp x dp = n, as Megatron-LM's 3-D
+// parallelism lays them out: the tp ranks of a group are neighbouring cards, the stages
+// follow, the replicas outermost. run_plan simulates one step of a plan (each replica runs
+// `batch` samples, in micro_batches when pipelined); search_plan searches the plans with one
+// of the search strategies (search/minimise.hpp), the simulator as the measure, the time per
+// replica batch as the objective, pure data parallelism measured first (so the plan found is
+// never slower than it).
+// Knobs: tp, pp in {1, 2, 4, 8} (tp within a server), micro_batches in {1, 2, 4, 8},
+// order (gpipe, 1f1b), bucket_mib in {1, 4, 25, 100}.
+// Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/json.hpp"
+#include "distributed/pipeline_parallel.hpp"
+#include "distributed/topology.hpp"
+#include "execution/exec_graph.hpp"
+#include "execution/scheduler.hpp"
+
+namespace atvoss::distributed {
+
+struct ParallelPlan {
+  int tp = 1, pp = 1, dp = 1;
+  int micro_batches = 1;
+  PipelineOrder order = PipelineOrder::one_f_one_b;
+  std::int64_t bucket_bytes = 25LL << 20;
+  int devices() const { return tp * pp * dp; }
+  Json to_json() const;
+};
+
+struct PlanRun {
+  ParallelPlan plan;
+  execution::ExecGraph graph;  // one replica's step: its stages on devices 0..pp-1 (tp rank 0)
+  execution::Timeline timeline;
+  double step_us = 0;
+  double us_per_batch() const { return step_us / plan.dp; }  // a step runs dp replica batches
+};
+
+// bad_input naming the field when the plan does not fit the topology (tp beyond a server, or
+// more devices than it has).
+PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
+                 const ParallelPlan& plan);
+
+struct PlanSearchOptions {
+  int devices = 8;
+  std::string strategy = "evolutionary";
+  int trials = 64;
+  std::uint64_t seed = 0;
+};
+
+struct PlanSearch {
+  PlanRun best;
+  PlanRun data_parallel;  // tp = pp = 1, dp = devices, 25 MiB buckets
+  int evaluations = 0;
+  double search_ms = 0;  // wall time of the search
+  Json to_json() const;
+};
+
+PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
+                       const PlanSearchOptions& options);
+
+}  // namespace atvoss::distributed

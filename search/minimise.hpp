@@ -1,0 +1,37 @@
+// Minimise: one of the search strategies run over a space against a measure that is cheap and
+// exact (a simulation, not a noisy kernel run): the graph run's knobs (report/graph_tuning.hpp)
+// and the parallel plan (distributed/parallel_plan.hpp) are searched this way, so that a
+// plan or a graph setting reuses the schedule-space machinery instead of a search of its own.
+// The start point is measured first: the result is never worse than it. A measure returns
+// nullopt for a point it cannot run (stored as an invalid trial; the strategies avoid it).
+// Deterministic for a seed. Threading: the caller's thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/schedule.hpp"
+#include "core/schedule_space.hpp"
+
+namespace atvoss::search {
+
+struct MinimiseOptions {
+  std::string strategy = "evolutionary";
+  int trials = 48;  // points measured, the start included
+  int batch_size = 8;
+  std::uint64_t seed = 0;
+};
+
+struct Minimum {
+  Schedule point;
+  double value = 0;
+  int evaluations = 0;
+};
+
+// bad_input naming the strategy if it is unknown; the start must be in the space.
+Minimum minimise(const ScheduleSpace& space, const Schedule& start,
+                 const std::function<std::optional<double>(const Schedule&)>& measure, const MinimiseOptions& options);
+
+}  // namespace atvoss::search
