@@ -16,6 +16,8 @@
 #include "backend/targets.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/data_parallel.hpp"
+#include "distributed/load_balance.hpp"
+#include "distributed/tensor_parallel.hpp"
 #include "distributed/parallel_plan.hpp"
 #include "distributed/pipeline_parallel.hpp"
 #include "distributed/topology.hpp"
@@ -150,6 +152,44 @@ double plan_row(const std::string& model, const Target& target, const distribute
   return speedup;
 }
 
+// MatMul + collective fusion under tp-way tensor parallelism: the communication share (the
+// step over the same step with instant links, less one) with and without.
+void fusion_row(const std::string& model, const Target& target, const distributed::Topology& t, int tp) {
+  const frontend::TaskSet tasks = training_step(model);
+  const auto g = report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target);
+  const execution::Device d = execution::Device::of(target);
+  distributed::Topology instant = t;
+  instant.link = {1e6, 0};
+  instant.nic = {1e6, 0};
+  auto step = [&](const distributed::Topology& topo, int chunks) {
+    return execution::simulate(distributed::tensor_parallel(g, topo, distributed::first_devices(tp), chunks), d)
+        .makespan_us;
+  };
+  const double compute = step(instant, 1), plain = step(t, 1), fused = step(t, 4);
+  std::printf("  %-18s tp %d: step %.3f ms unfused, %.3f ms fused (4 chunks); communication share %.1f %% -> %.1f %%\n",
+              model.c_str(), tp, plain / 1e3, fused / 1e3, 100 * (plain - compute) / plain, 100 * (fused - compute) / fused);
+}
+
+// A data-parallel run of 20 steps on 8 devices with one slow device, and with a straggler that
+// appears at step 5: total time with and without moving work.
+void balance_rows(const Target& target, const distributed::Topology& t) {
+  const frontend::TaskSet tasks = frontend::zoo_model("resnet50-train");
+  const auto g = report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target);
+  distributed::DataParallelOptions o;
+  o.devices = 8;
+  const struct {
+    const char* name;
+    std::vector<distributed::SpeedChange> changes;
+  } cases[] = {{"device 3 at 0.8x from the start", {{0, 3, 0.8}}}, {"device 5 at 0.5x from step 5", {{5, 5, 0.5}}}};
+  for (const auto& c : cases) {
+    const auto fixed = distributed::run_balanced(g, execution::Device::of(target), t, o, 20, 8, c.changes, false);
+    const auto moved = distributed::run_balanced(g, execution::Device::of(target), t, o, 20, 8, c.changes, true);
+    std::printf("  %-32s 20 steps: %.2f ms without, %.2f ms with balancing (%.1f %% less); last step %.3f -> %.3f ms\n",
+                c.name, fixed.total_us / 1e3, moved.total_us / 1e3, 100 * (1 - moved.total_us / fixed.total_us),
+                fixed.step_us.back() / 1e3, moved.step_us.back() / 1e3);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,6 +224,11 @@ int main(int argc, char** argv) {
         ok &= x >= 1.0 - 1e-9;
       }
     }
+    std::printf("\nMatMul + collective fusion (tensor parallelism on %s):\n", server.c_str());
+    fusion_row("moe-block", target, distributed::topology_preset(server), 8);
+    fusion_row("bert-base-train", target, distributed::topology_preset(server), 8);
+    std::printf("\nload balancing, ResNet-50 data parallel on 8 devices (8 units of 4 samples each):\n");
+    balance_rows(target, distributed::topology_preset(server));
     std::printf("\nResNet-50 data parallel on 8 devices: efficiency %.3f with overlap (goal >= 0.90)\n", eff);
     std::printf("searched plan over pure data parallelism: best %.2fx (goal >= 1.3x on one model)\n", best_speedup);
     ok &= best_speedup >= 1.3;

@@ -30,7 +30,8 @@ ScheduleSpace plan_space(const Topology& t, int devices) {
                         {"pp", {1, 2, 4, 8}},
                         {"micro_batches", {1, 2, 4, 8}},
                         {"order", {0, 1}},
-                        {"bucket_mib", {1, 4, 25, 100}}},
+                        {"bucket_mib", {1, 4, 25, 100}},
+                        {"overlap_chunks", {1, 4}}},
                        [&t, devices](const Schedule& s) {
                          const std::int64_t tp = s.at("tp"), pp = s.at("pp");
                          if (tp > t.devices_per_server) return Verdict::invalid("tp beyond a server");
@@ -47,6 +48,7 @@ ParallelPlan plan_of(const Schedule& s, int devices) {
   p.micro_batches = int(s.at("micro_batches"));
   p.order = s.at("order") == 0 ? PipelineOrder::gpipe : PipelineOrder::one_f_one_b;
   p.bucket_bytes = s.at("bucket_mib") << 20;
+  p.overlap_chunks = int(s.at("overlap_chunks"));
   return p;
 }
 
@@ -55,7 +57,7 @@ ParallelPlan plan_of(const Schedule& s, int devices) {
 PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
                  const ParallelPlan& plan) {
   check_plan_fits(topology, plan);
-  PlanRun r{plan, tensor_parallel(step, topology, first_devices(plan.tp)), {}, 0};
+  PlanRun r{plan, tensor_parallel(step, topology, first_devices(plan.tp), plan.overlap_chunks), {}, 0};
   if (plan.pp > 1) {
     r.graph = pipeline_parallel(r.graph, device, {}, topology, {plan.pp, plan.micro_batches, plan.order, plan.tp}).graph;
   }
@@ -78,7 +80,8 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
     throw_bad_input("parallel plan: field 'devices' must be in 1.." + std::to_string(topology.devices()));
   }
   const auto start_time = std::chrono::steady_clock::now();
-  const Schedule dp_point({{"tp", 1}, {"pp", 1}, {"micro_batches", 1}, {"order", 1}, {"bucket_mib", 25}});
+  const Schedule dp_point(
+      {{"tp", 1}, {"pp", 1}, {"micro_batches", 1}, {"order", 1}, {"bucket_mib", 25}, {"overlap_chunks", 1}});
   const search::Minimum m = search::minimise(
       plan_space(topology, options.devices), dp_point,
       [&](const Schedule& s) -> std::optional<double> {
@@ -102,7 +105,8 @@ Json ParallelPlan::to_json() const {
           {"dp", dp},
           {"micro_batches", micro_batches},
           {"order", to_string(order)},
-          {"bucket_bytes", bucket_bytes}};
+          {"bucket_bytes", bucket_bytes},
+          {"overlap_chunks", overlap_chunks}};
 }
 
 Json PlanSearch::to_json() const {

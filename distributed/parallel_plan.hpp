@@ -8,7 +8,7 @@
 // replica batch as the objective, pure data parallelism measured first (so the plan found is
 // never slower than it).
 // Knobs: tp, pp in {1, 2, 4, 8} (tp within a server), micro_batches in {1, 2, 4, 8},
-// order (gpipe, 1f1b), bucket_mib in {1, 4, 25, 100}.
+// order (gpipe, 1f1b), bucket_mib in {1, 4, 25, 100}, overlap_chunks in {1, 4}.
 // Pure functions.
 #pragma once
 
@@ -28,6 +28,7 @@ struct ParallelPlan {
   int micro_batches = 1;
   PipelineOrder order = PipelineOrder::one_f_one_b;
   std::int64_t bucket_bytes = 25LL << 20;
+  int overlap_chunks = 1;  // tensor parallelism: MatMul + collective fusion (tensor_parallel.hpp)
   int devices() const { return tp * pp * dp; }
   Json to_json() const;
 };

@@ -26,46 +26,100 @@ std::vector<int> splittable_matmuls(const execution::ExecGraph& g) {
   return {split.begin(), split.end()};
 }
 
-execution::ExecGraph tensor_parallel(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group) {
+namespace {
+
+// Builds rank 0's step: split kernels at 1/t, each followed by its collective, chunked when
+// fused.
+class Splitter {
+ public:
+  Splitter(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group, int chunks)
+      : g_(g), t_(t), group_(group), chunks_(std::max(1, chunks)), roles_(training_roles(g)) {
+    for (int f : splittable_matmuls(g)) split_.insert(f);
+  }
+
+  execution::ExecGraph build() {
+    for (int b = 0; b < int(g_.buffers().size()); ++b) {
+      const auto& buf = g_.buffers()[b];
+      const bool shard = buf.producer >= 0 && is_split(buf.producer) && roles_.role[buf.producer] == Role::weight_grad;
+      a_.buffer(buf.name, shard ? std::int64_t(double(buf.bytes) / ways()) : buf.bytes, buf.output);
+    }
+    for (int i = 0; i < int(g_.nodes().size()); ++i) {
+      const auto& n = g_.nodes()[i];
+      if (split_.count(i)) kernel_with_collective(i, Collective::all_gather, "AllGather");
+      else if (is_split(i) && roles_.role[i] == Role::data_grad) kernel_with_collective(i, Collective::all_reduce, "AllReduce");
+      else a_.node(n.name, n.op, share(n.cost, is_split(i) ? ways() : 1), reads_of(n), n.writes);
+    }
+    return a_.build();
+  }
+
+ private:
+  double ways() const { return double(group_.size()); }
+  bool is_split(int i) const { return roles_.forward[i] >= 0 && split_.count(roles_.forward[i]) > 0; }
+
+  static execution::NodeCost share(execution::NodeCost c, double parts, bool launch = true) {
+    c.time_us = c.device_us() / parts + (launch ? c.launch_us : 0);
+    if (!launch) c.launch_us = 0;
+    return c;
+  }
+
+  std::vector<int> reads_of(const execution::ExecNode& n) {
+    std::vector<int> reads;
+    for (int b : n.reads) {
+      const auto it = whole_.find(b);
+      if (it == whole_.end()) reads.push_back(b);
+      else reads.insert(reads.end(), it->second.begin(), it->second.end());
+    }
+    return reads;
+  }
+
+  // Kernel i at 1/t in chunks (one launch), chunk k's collective after chunk k; named
+  // "<kernel>@<collective>" (training_roles.hpp: it belongs to the kernel's layer), "#k" after
+  // it for chunk k > 0.
+  void kernel_with_collective(int i, Collective c, const std::string& op) {
+    const auto& n = g_.nodes()[i];
+    const std::vector<int> reads = reads_of(n);
+    int previous = -1;
+    for (int k = 0; k < chunks_; ++k) {
+      // Chunk 0 keeps the kernel's name, the others "<kernel>@chunk<k>": all of its layer.
+      const std::string tag = k > 0 ? "#" + std::to_string(k) : "";
+      std::vector<int> writes, chunk_reads = reads;
+      if (previous >= 0) chunk_reads.push_back(previous);
+      for (int b : n.writes) {
+        writes.push_back(chunks_ > 1 ? a_.buffer(g_.buffers()[b].name + "#" + std::to_string(k), g_.buffers()[b].bytes / chunks_)
+                                     : b);
+      }
+      a_.node(k > 0 ? n.name + "@chunk" + std::to_string(k) : n.name, n.op, share(n.cost, ways() * chunks_, k == 0),
+              chunk_reads, writes);
+      previous = writes.front();
+      for (std::size_t w = 0; w < writes.size(); ++w) {
+        const std::int64_t bytes = g_.buffers()[n.writes[w]].bytes / chunks_;
+        const int out = a_.buffer(g_.buffers()[n.writes[w]].name + "@" + to_string(c) + tag, bytes);
+        a_.node(n.name + "@" + to_string(c) + tag, op,
+                {best_collective(t_, c, group_, bytes).us, 0, 1, execution::Unit::comm}, {writes[w]}, {out});
+        whole_[n.writes[w]].push_back(out);
+      }
+    }
+  }
+
+  const execution::ExecGraph& g_;
+  const Topology& t_;
+  const std::vector<int>& group_;
+  int chunks_;
+  TrainingRoles roles_;
+  std::set<int> split_;
+  GraphAssembly a_;
+  std::map<int, std::vector<int>> whole_;  // a split kernel's output -> its collectives' results
+};
+
+}  // namespace
+
+execution::ExecGraph tensor_parallel(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group,
+                                     int overlap_chunks) {
   if (group.size() <= 1) return g;
   for (int d : group) {
     if (d < 0 || d >= t.devices()) throw_bad_input("tensor parallel: device " + std::to_string(d) + " is not in '" + t.name + "'");
   }
-  const double ways = double(group.size());
-  const TrainingRoles r = training_roles(g);
-  const std::vector<int>& fwd = r.forward;
-  const std::vector<int> list = splittable_matmuls(g);
-  const std::set<int> split(list.begin(), list.end());
-  auto is_split = [&](int i) { return fwd[i] >= 0 && split.count(fwd[i]) > 0; };
-  GraphAssembly a;
-  for (int b = 0; b < int(g.buffers().size()); ++b) {
-    const auto& buf = g.buffers()[b];
-    const bool shard = buf.producer >= 0 && is_split(buf.producer) && r.role[buf.producer] == Role::weight_grad;
-    a.buffer(buf.name, shard ? std::int64_t(double(buf.bytes) / ways) : buf.bytes, buf.output);
-  }
-  std::map<int, int> whole;  // a split kernel's output -> the collective's result
-  // Named "<kernel>@<collective>" (training_roles.hpp: it belongs to the kernel's layer).
-  auto collective = [&](const std::string& kernel, Collective c, const std::string& op, int b) {
-    const auto& buf = g.buffers()[b];
-    const int out = a.buffer(buf.name + "@" + to_string(c), buf.bytes);
-    const double us = best_collective(t, c, group, buf.bytes).us;
-    a.node(kernel + "@" + to_string(c), op, {us, 0, 1, execution::Unit::comm}, {b}, {out});
-    whole[b] = out;
-  };
-  for (int i = 0; i < int(g.nodes().size()); ++i) {
-    const auto& n = g.nodes()[i];
-    execution::NodeCost cost = n.cost;
-    if (is_split(i)) cost.time_us = cost.device_us() / ways + cost.launch_us;
-    std::vector<int> reads;
-    for (int b : n.reads) reads.push_back(whole.count(b) ? whole[b] : b);
-    a.node(n.name, n.op, cost, reads, n.writes);
-    if (split.count(i)) {
-      for (int b : n.writes) collective(n.name, Collective::all_gather, "AllGather", b);
-    } else if (is_split(i) && r.role[i] == Role::data_grad) {
-      for (int b : n.writes) collective(n.name, Collective::all_reduce, "AllReduce", b);
-    }
-  }
-  return a.build();
+  return Splitter(g, t, group, overlap_chunks).build();
 }
 
 }  // namespace atvoss::distributed

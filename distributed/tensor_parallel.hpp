@@ -7,6 +7,10 @@
 // the input gradient, a partial sum on every device, is reduced (AllReduce). Megatron pairs a
 // column-split MatMul with a row-split one so that a pair needs one AllReduce each way; this
 // model gives every split MatMul its own collectives, so its communication is an upper bound.
+// MatMul + collective fusion (overlap_chunks > 1): the MatMul runs as that many chunks of its
+// output tiles, and each chunk's collective starts as soon as the chunk is computed, while the
+// next chunk computes (the first tiles' partial results go out while later tiles compute);
+// the consumers wait for every chunk's collective.
 // Other kernels (normalisations, softmax, elementwise, attention) run whole on every device.
 // The group's ranks are symmetric: the step of rank 0 stands for all.
 // Pure functions.
@@ -26,6 +30,6 @@ std::vector<int> splittable_matmuls(const execution::ExecGraph& step);
 // collectives on its communication engine. group of one: the step unchanged. bad_input for a
 // device outside the topology.
 execution::ExecGraph tensor_parallel(const execution::ExecGraph& step, const Topology& topology,
-                                     const std::vector<int>& group);
+                                     const std::vector<int>& group, int overlap_chunks = 1);
 
 }  // namespace atvoss::distributed

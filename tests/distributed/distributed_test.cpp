@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/data_parallel.hpp"
+#include "distributed/load_balance.hpp"
 #include "distributed/parallel_plan.hpp"
 #include "distributed/tensor_parallel.hpp"
 #include "distributed/pipeline_parallel.hpp"
@@ -353,6 +354,21 @@ TEST(TensorParallel, ASplitMatmulTakesItsShareWithItsCollectives) {
   EXPECT_DOUBLE_EQ(split.nodes()[2].cost.time_us, 10);  // the loss is not split
 }
 
+TEST(TensorParallel, AFusedMatmulSendsItsFirstTilesWhileTheRestCompute) {
+  const Topology t = two_devices_one_link();
+  auto loss_start = [&](int chunks) {
+    const execution::ExecGraph g = tensor_parallel(big_fc_step(), t, {0, 1}, chunks);
+    const execution::Timeline run = execution::simulate(g, {8, 8, true});
+    for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+      if (g.nodes()[i].name == "loss") return run.runs[i].start_us;
+    }
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(loss_start(1), 500 + 6);  // the whole gather after the whole matmul
+  // 4 chunks of 125 us, each gathered in 1 + 12500 / 1e4 us while the next computes.
+  EXPECT_DOUBLE_EQ(loss_start(4), 500 + 2.25);
+}
+
 TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeverSlower) {
   const Topology t = two_devices_one_link();
   const PlanSearch s = search_plan(big_fc_step(), {8, 8, true}, t, {2, "evolutionary", 32, 1});
@@ -371,6 +387,30 @@ TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeve
   const PlanRun mixed = run_plan(step, {8, 8, false}, server, {2, 2, 2, 4});
   EXPECT_EQ(mixed.timeline.devices, 2);  // one replica's two stages, tp rank 0
   EXPECT_GT(mixed.step_us, 0);
+}
+
+TEST(LoadBalance, UnitsGoWhereTheyFinishFirst) {
+  EXPECT_EQ(deal_units({1, 0.5}, 3), (std::vector<int>{4, 2}));
+  EXPECT_EQ(deal_units({1, 1, 1}, 5), (std::vector<int>{5, 5, 5}));
+}
+
+TEST(LoadBalance, AStragglerCostsOneSlowStepWhenWorkMovesAway) {
+  const Topology t = topology_preset("ascend910b-server8");
+  DataParallelOptions o;
+  o.devices = 4;
+  const std::vector<SpeedChange> straggler{{2, 1, 0.5}};  // replica 1 at half speed from step 2
+  const execution::Device d{8, 8, true};
+  const BalancedRun fixed = run_balanced(tiny_training_step(), d, t, o, 6, 8, straggler, false);
+  const BalancedRun moved = run_balanced(tiny_training_step(), d, t, o, 6, 8, straggler, true);
+  EXPECT_DOUBLE_EQ(moved.step_us[1], fixed.step_us[1]);
+  EXPECT_DOUBLE_EQ(moved.step_us[2], fixed.step_us[2]);  // the step that shows the straggler
+  EXPECT_GT(fixed.step_us[3], fixed.step_us[1]);
+  EXPECT_LT(moved.step_us[3], fixed.step_us[3]);
+  EXPECT_EQ(moved.units[3], (std::vector<int>{10, 4, 9, 9}));  // the slowest: 10 units, not 16 at half speed
+  EXPECT_LT(moved.total_us, fixed.total_us);
+  EXPECT_NE(message_of([&] { run_balanced(tiny_training_step(), d, t, o, 2, 8, {{0, 4, 0.5}}, true); })
+                .find("field 'device'"),
+            std::string::npos);
 }
 
 }  // namespace
