@@ -145,10 +145,11 @@ double plan_row(const std::string& model, const Target& target, const distribute
   const auto s = distributed::search_plan(g, execution::Device::of(target), t, {devices, "evolutionary", trials, 1});
   const double speedup = s.data_parallel.us_per_batch() / s.best.us_per_batch();
   const auto& p = s.best.plan;
-  std::printf("  %-18s %7d %12.3f %12.3f %7.2f   tp %d pp %d dp %d m %d %-4s %3lld MiB %6d %9.0f\n", model.c_str(),
-              devices, s.data_parallel.us_per_batch() / 1e3, s.best.us_per_batch() / 1e3, speedup, p.tp, p.pp, p.dp,
-              p.micro_batches, distributed::to_string(p.order).c_str(), (long long)(p.bucket_bytes >> 20), s.evaluations,
-              s.evaluations / (s.search_ms / 60000.0));
+  std::printf("  %-18s %7d %12.3f %12.3f %7.2f   tp %d pp %d dp %d m %d %-5s %3lld MiB x%d %6d %9.0f %9.1f %9.1f\n",
+              model.c_str(), devices, s.data_parallel.us_per_batch() / 1e3, s.best.us_per_batch() / 1e3, speedup, p.tp,
+              p.pp, p.dp, p.micro_batches, distributed::to_string(p.order).c_str(), (long long)(p.bucket_bytes >> 20),
+              p.overlap_chunks, s.evaluations, s.evaluations / (s.search_ms / 60000.0),
+              s.data_parallel.device_peak_bytes() / 1048576.0, s.best.device_peak_bytes() / 1048576.0);
   return speedup;
 }
 
@@ -214,8 +215,8 @@ int main(int argc, char** argv) {
     pipeline_table("resnet50-train", target, server);
     const double imbalance = pipeline_table("bert-base-train", target, server);
     std::printf("\nsearched plan against pure data parallelism (ms per replica batch; evolutionary, 64 trials, seed 1):\n");
-    std::printf("  %-18s %7s %12s %12s %7s   %-33s %6s %9s\n", "model", "devices", "dp ms", "plan ms", "x dp", "plan",
-                "evals", "evals/min");
+    std::printf("  %-18s %7s %12s %12s %7s   %-37s %6s %9s %9s %9s\n", "model", "devices", "dp ms", "plan ms", "x dp",
+                "plan (tp pp dp micro order bucket chunks)", "evals", "evals/min", "dp MiB", "plan MiB");
     double best_speedup = 0;
     for (const char* model : {"resnet50-train", "bert-base-train", "moe-block"}) {
       for (int devices : {8, 64}) {

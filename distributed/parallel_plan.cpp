@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/data_parallel.hpp"
+#include "distributed/device_memory.hpp"
 #include "distributed/tensor_parallel.hpp"
 #include "search/minimise.hpp"
 
@@ -74,6 +75,12 @@ PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& devi
   return r;
 }
 
+std::int64_t PlanRun::device_peak_bytes() const {
+  std::int64_t peak = 0;
+  for (const auto& p : memory_per_device(graph, timeline)) peak = std::max(peak, p.peak_bytes);
+  return peak;
+}
+
 PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
                        const PlanSearchOptions& options) {
   if (options.devices < 1 || options.devices > topology.devices()) {
@@ -113,6 +120,7 @@ Json PlanSearch::to_json() const {
   return {{"plan", best.plan.to_json()},
           {"us_per_batch", best.us_per_batch()},
           {"data_parallel_us_per_batch", data_parallel.us_per_batch()},
+          {"device_peak_bytes", best.device_peak_bytes()},
           {"speedup_over_data_parallel", data_parallel.us_per_batch() / best.us_per_batch()},
           {"evaluations", evaluations},
           {"search_ms", search_ms}};

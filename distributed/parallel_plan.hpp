@@ -38,6 +38,9 @@ struct PlanRun {
   execution::ExecGraph graph;  // one replica's step: its stages on devices 0..pp-1 (tp rank 0)
   execution::Timeline timeline;
   double step_us = 0;
+  // The largest device's memory plan peak: activations, gradients and transfers in flight
+  // (device_memory.hpp); weights are not in it.
+  std::int64_t device_peak_bytes() const;
   double us_per_batch() const { return step_us / plan.dp; }  // a step runs dp replica batches
 };
 

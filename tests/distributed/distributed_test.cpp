@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "distributed/collectives.hpp"
 #include "distributed/data_parallel.hpp"
+#include "distributed/device_memory.hpp"
 #include "distributed/load_balance.hpp"
 #include "distributed/parallel_plan.hpp"
 #include "distributed/tensor_parallel.hpp"
@@ -303,6 +304,21 @@ TEST(PipelineParallel, OneFOneBHoldsFewerMicroBatchesOfActivationsThanGPipe) {
     return execution::plan_memory(s.graph, s.timeline).peak_bytes;
   };
   EXPECT_LT(peak(PipelineOrder::one_f_one_b), peak(PipelineOrder::gpipe));
+  // Per device: each device's plan is sound and at least its liveness bound; the last stage
+  // holds every micro-batch's output y (1000 B each) for its backward under GPipe, and one or
+  // two under 1F1B.
+  auto last_stage = [&](PipelineOrder o) {
+    const PipelineStep s = pipeline_parallel(g, {8, 8, false}, {}, instant_links(2), {2, 8, o});
+    const auto per = memory_per_device(s.graph, s.timeline);
+    EXPECT_EQ(per.size(), 2u);
+    for (const auto& p : per) {
+      EXPECT_TRUE(execution::check_plan(p).empty());
+      EXPECT_GE(p.peak_bytes, p.lower_bound_bytes);
+    }
+    return per.back().lower_bound_bytes;
+  };
+  EXPECT_GE(last_stage(PipelineOrder::gpipe), 8 * 1000);
+  EXPECT_LE(last_stage(PipelineOrder::one_f_one_b), 3 * 1000);
 }
 
 TEST(PipelineParallel, StagesOfATrainingStepAreBalancedAndItsBackwardFollowsItsForward) {
