@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
               "cp us", "cp/ser", "cp/top", "bound MiB", "plan MiB", "over", "sim ms", "plan ms");
   bool ok = true;
   auto model = [&](const std::string& name, const frontend::TaskSet& tasks) {
-    ok &= row(name, report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target), device, repeat);
+    ok &= row(name, report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target), device, repeat);
   };
   for (const auto& name : frontend::zoo_names()) model(name, frontend::zoo_model(name));
   for (const auto& path : onnx) {
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
   for (const char* name : {"resnet50-b32", "bert-base", "resnet50-train"}) {
     const frontend::TaskSet tasks = frontend::zoo_model(name);
-    pipeline_table(name, report::exec_graph_of(tasks, bench::vendor_defaults(tasks, target), target), device);
+    pipeline_table(name, report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target), device);
   }
   return ok ? 0 : 1;
 }

@@ -26,17 +26,18 @@ void check_plan_fits(const Topology& t, const ParallelPlan& p) {
   }
 }
 
-ScheduleSpace plan_space(const Topology& t, int devices) {
+ScheduleSpace plan_space(const Topology& t, int devices, int layers) {
   return ScheduleSpace({{"tp", {1, 2, 4, 8}},
                         {"pp", {1, 2, 4, 8}},
                         {"micro_batches", {1, 2, 4, 8}},
                         {"order", {0, 1}},
                         {"bucket_mib", {1, 4, 25, 100}},
                         {"overlap_chunks", {1, 4}}},
-                       [&t, devices](const Schedule& s) {
+                       [&t, devices, layers](const Schedule& s) {
                          const std::int64_t tp = s.at("tp"), pp = s.at("pp");
                          if (tp > t.devices_per_server) return Verdict::invalid("tp beyond a server");
                          if (devices % (tp * pp) != 0) return Verdict::invalid("tp x pp does not divide the devices");
+                         if (pp > layers) return Verdict::invalid("more stages than forward layers");
                          return Verdict::valid();
                        });
 }
@@ -89,13 +90,12 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
   const auto start_time = std::chrono::steady_clock::now();
   const Schedule dp_point(
       {{"tp", 1}, {"pp", 1}, {"micro_batches", 1}, {"order", 1}, {"bucket_mib", 25}, {"overlap_chunks", 1}});
+  const ScheduleSpace space = plan_space(topology, options.devices, forward_layers(step));
   const search::Minimum m = search::minimise(
-      plan_space(topology, options.devices), dp_point,
+      space, dp_point,
       [&](const Schedule& s) -> std::optional<double> {
-        const ParallelPlan p = plan_of(s, options.devices);
-        if (p.tp > topology.devices_per_server || options.devices % (p.tp * p.pp) != 0) return std::nullopt;
-        if (p.pp > 1 && p.pp > int(step.nodes().size())) return std::nullopt;
-        return run_plan(step, device, topology, p).us_per_batch();
+        if (!space.check(s).ok) return std::nullopt;
+        return run_plan(step, device, topology, plan_of(s, options.devices)).us_per_batch();
       },
       {options.strategy, options.trials, 8, options.seed});
   PlanSearch out;

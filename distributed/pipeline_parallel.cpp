@@ -196,6 +196,13 @@ double StagePlacement::imbalance() const {
   return mean > 0 ? *std::max_element(stage_us.begin(), stage_us.end()) / mean : 1;
 }
 
+int forward_layers(const ExecGraph& g) {
+  const std::vector<int> fwd = training_roles(g).forward;
+  int layers = 0;
+  for (int i = 0; i < int(fwd.size()); ++i) layers += fwd[i] == i ? 1 : 0;
+  return layers;
+}
+
 StagePlacement place_stages(const ExecGraph& g, int stages) {
   const std::vector<int> fwd = training_roles(g).forward;
   std::vector<int> layers, position(g.nodes().size(), -1);

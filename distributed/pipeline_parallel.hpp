@@ -55,7 +55,10 @@ struct PipelineStep {
   Json to_json() const;
 };
 
-// bad_input when stages is outside 1..the step's forward layers.
+// The step's forward layers: the most stages it can be cut into.
+int forward_layers(const execution::ExecGraph& step);
+
+// bad_input when stages is outside 1..forward_layers(step).
 StagePlacement place_stages(const execution::ExecGraph& step, int stages);
 
 // bad_input when stages x stride exceeds the topology's devices, or micro_batches < 1.

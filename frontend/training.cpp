@@ -234,4 +234,11 @@ std::optional<Workload> optimizer_update(const Workload& forward) {
 
 Graph training_graph(const Graph& g) { return Builder(g).build(); }
 
+TaskSet training_tasks(const TaskSet& model) {
+  for (const auto& n : model.graph().nodes()) {
+    if (n.backward) return model;
+  }
+  return tasks_from_graph(training_graph(model.graph()), model.model() + "-train", model.batch());
+}
+
 }  // namespace atvoss::frontend

@@ -22,6 +22,7 @@
 
 #include "core/workload.hpp"
 #include "frontend/graph.hpp"
+#include "frontend/task_set.hpp"
 
 namespace atvoss::frontend {
 
@@ -38,5 +39,9 @@ std::optional<Workload> optimizer_update(const Workload& forward);
 
 // Forward (as given, fused), backward and updates. REQUIRES: g went through the fusion pass.
 Graph training_graph(const Graph& g);
+
+// The training step of a model's tasks: its graph grown by training_graph, named
+// "<model>-train", at the model's batch. A step already (it has backward nodes): unchanged.
+TaskSet training_tasks(const TaskSet& model);
 
 }  // namespace atvoss::frontend

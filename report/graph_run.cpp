@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "execution/memory_plan.hpp"
 #include "execution/scheduler.hpp"
@@ -69,6 +70,15 @@ execution::NodeCost node_cost(const frontend::GraphNode& n, const Target& target
   c.time_us *= n.count;
   c.launch_us *= n.count;
   return c;
+}
+
+ModelVariant vendor_default_variant(const frontend::TaskSet& tasks, const Target& target) {
+  ModelVariant v{"default", "the backend's default schedule for every op", {}};
+  for (const auto& t : tasks.tasks()) {
+    const Schedule s = backend::required_default(t.workload, target);
+    v.ops.push_back({t.name, t.weight, backend::measure_noise_free(target, t.workload, s), "", s});
+  }
+  return v;
 }
 
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target) {

@@ -30,6 +30,10 @@ namespace atvoss::report {
 execution::NodeCost node_cost(const frontend::GraphNode& n, const Target& target, const Schedule* schedule,
                               double time_us);
 
+// Every task at the backend's default schedule, timed noise-free: the costs of a graph run
+// before any tuning (the articles' "fixed vendor default" row).
+ModelVariant vendor_default_variant(const frontend::TaskSet& tasks, const Target& target);
+
 // The exec graph of tasks' graph with each node costed under variant v.
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target);
 

@@ -16,7 +16,9 @@ std::string colour_of(const std::string& op) {
   return palette[h % (sizeof palette / sizeof *palette)];
 }
 
-std::string gantt(const GraphView& v) {
+}  // namespace
+
+std::string render_timeline_svg(const GraphView& v) {
   constexpr double W = 1000, lane = 14, L = 40;
   int streams = 1;
   double end = 0;
@@ -29,7 +31,8 @@ std::string gantt(const GraphView& v) {
   std::ostringstream s;
   s << "<svg class=\"gantt\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\">";
   for (int k = 0; k < streams; ++k) {
-    s << "<text x=\"4\" y=\"" << lane * k + 11 << "\" font-size=\"10\">s" << k << "</text>";
+    const std::string label = k < int(v.lane_labels.size()) ? esc(v.lane_labels[k]) : "s" + std::to_string(k);
+    s << "<text x=\"4\" y=\"" << lane * k + 11 << "\" font-size=\"10\">" << label << "</text>";
   }
   for (const auto& b : v.bars) {
     const double w = std::max(0.5, x(b.end_us) - x(b.start_us));
@@ -43,6 +46,8 @@ std::string gantt(const GraphView& v) {
     << H - 8 << "\" font-size=\"11\" text-anchor=\"end\">" << fmt(end) << " &#181;s</text></svg>";
   return s.str();
 }
+
+namespace {
 
 std::string memory_curve(const GraphView& v) {
   constexpr double W = 1000, H = 160, L = 40, B = 20;
@@ -93,7 +98,7 @@ std::string render_graph_section(const GraphView& v, int batch) {
       << " &#181;s. Peak activation memory " << fmt_bytes(v.peak_bytes) << " (liveness bound "
       << fmt_bytes(v.lower_bound_bytes) << ") plus weights " << fmt_bytes(v.weight_bytes);
   if (v.capacity_bytes > 0) out << " against " << fmt_bytes(v.capacity_bytes) << " of device memory";
-  out << ".</p><h3>Timeline, tuned and scheduled (critical path outlined)</h3><div class=\"wide\">" << gantt(v)
+  out << ".</p><h3>Timeline, tuned and scheduled (critical path outlined)</h3><div class=\"wide\">" << render_timeline_svg(v)
       << "</div><h3>Live memory over time</h3><div class=\"wide\">" << memory_curve(v) << "</div></section>";
   return out.str();
 }

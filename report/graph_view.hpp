@@ -24,9 +24,13 @@ struct GraphView {
   std::vector<Row> rows;
   double topological_us = 0;
   std::vector<Bar> bars;
+  std::vector<std::string> lane_labels;  // per stream; empty: "s0", "s1", ...
   std::vector<std::pair<double, double>> memory;  // (time us, live bytes), a step each
   double peak_bytes = 0, lower_bound_bytes = 0, weight_bytes = 0, capacity_bytes = 0;
 };
+
+// The timeline (Gantt) SVG of v's bars, one lane per stream.
+std::string render_timeline_svg(const GraphView& v);
 
 // The section's HTML (a <section id="graph">).
 std::string render_graph_section(const GraphView& v, int batch);

@@ -1,0 +1,140 @@
+#include "report/parallel_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "backend/targets.hpp"
+#include "core/error.hpp"
+#include "distributed/data_parallel.hpp"
+#include "distributed/device_memory.hpp"
+#include "distributed/parallel_plan.hpp"
+#include "distributed/topology.hpp"
+#include "frontend/fallback.hpp"
+#include "frontend/model_zoo.hpp"
+#include "frontend/onnx_import.hpp"
+#include "frontend/training.hpp"
+#include "report/graph_run.hpp"
+#include "report/html_text.hpp"
+
+namespace atvoss::report {
+namespace {
+
+frontend::TaskSet load_training_step(const std::string& model, const Target& target) {
+  if (model.empty()) throw_bad_input("parallel report: field 'model' is empty; expected a zoo name or an .onnx file");
+  const bool onnx = model.size() > 5 && model.compare(model.size() - 5, 5, ".onnx") == 0;
+  const frontend::TaskSet forward =
+      onnx ? frontend::without_unschedulable(frontend::import_onnx(model), target) : frontend::zoo_model(model);
+  return frontend::training_tasks(forward);
+}
+
+std::int64_t peak_of(const execution::ExecGraph& g, const execution::Timeline& t) {
+  std::int64_t peak = 0;
+  for (const auto& p : distributed::memory_per_device(g, t)) peak = std::max(peak, p.peak_bytes);
+  return peak;
+}
+
+Json scaling_row(const execution::ExecGraph& step, const execution::Device& d, const distributed::Topology& t,
+                 int devices, std::int64_t bucket, bool overlap, int batch) {
+  distributed::DataParallelOptions o;
+  o.devices = devices;
+  o.bucket_bytes = bucket;
+  o.overlap = overlap;
+  const auto s = distributed::data_parallel(step, d, {}, t, o);
+  return {{"devices", devices},
+          {"overlap", overlap},
+          {"step_us", s.step_us},
+          {"samples_per_s", devices * batch / (s.step_us / 1e6)},
+          {"efficiency", s.efficiency()},
+          {"comm_share", s.step_us > 0 ? s.comm_us / s.step_us : 0.0},
+          {"exposed_comm_us", s.exposed_comm_us()},
+          {"device_peak_bytes", peak_of(s.graph, s.timeline)}};
+}
+
+// The plan's bars, each device's streams in a lane group of their own.
+GraphView timeline_of(const execution::ExecGraph& g, const execution::Timeline& t) {
+  GraphView v;
+  int streams = 1;
+  for (const auto& r : t.runs) streams = std::max(streams, r.stream + 1);
+  std::vector<std::vector<bool>> used(t.devices, std::vector<bool>(streams, false));
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) used[g.nodes()[i].cost.device][t.runs[i].stream] = true;
+  std::vector<std::vector<int>> lane(t.devices, std::vector<int>(streams, -1));
+  for (int d = 0; d < t.devices; ++d) {
+    for (int s = 0; s < streams; ++s) {
+      if (!used[d][s]) continue;
+      lane[d][s] = int(v.lane_labels.size());
+      v.lane_labels.push_back("d" + std::to_string(d) + "." + std::to_string(s));
+    }
+  }
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+    const auto& r = t.runs[i];
+    v.bars.push_back({g.nodes()[i].name, g.nodes()[i].op, r.start_us, r.end_us,
+                      lane[g.nodes()[i].cost.device][r.stream], int(r.cores.size()), false});
+  }
+  return v;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+ParallelReport parallel_report(const ParallelReportOptions& o) {
+  const Target target = backend::load_target(o.target);
+  const distributed::Topology topology = distributed::load_topology(o.topology);
+  const frontend::TaskSet tasks = load_training_step(o.model, target);
+  const execution::ExecGraph step = exec_graph_of(tasks, vendor_default_variant(tasks, target), target);
+  const execution::Device device = execution::Device::of(target);
+  ParallelReport out;
+  Json scaling = Json::array();
+  for (int n : o.scaling) {
+    if (n < 1 || n > topology.devices()) continue;
+    for (bool overlap : {true, false}) scaling.push_back(scaling_row(step, device, topology, n, o.bucket_bytes, overlap, tasks.batch()));
+  }
+  const distributed::PlanSearch search =
+      distributed::search_plan(step, device, topology, {o.devices, o.strategy, o.trials, o.seed});
+  Json found = search.to_json();
+  found.erase("plan");
+  out.summary = {{"model", tasks.model()},       {"target", target.name}, {"topology", topology.to_json()},
+                 {"batch", tasks.batch()},       {"devices", o.devices},  {"scaling", scaling},
+                 {"plan", search.best.plan.to_json()}, {"search", found}};
+  out.timeline = timeline_of(search.best.graph, search.best.timeline);
+  return out;
+}
+
+std::string format_parallel_report(const Json& s) {
+  std::ostringstream out;
+  out << s["model"].get<std::string>() << " on " << s["target"].get<std::string>() << ", topology "
+      << s["topology"]["name"].get<std::string>() << ", batch " << s["batch"] << " per replica\n\n"
+      << "data parallelism (gradient AllReduce overlapping the backward pass, and not):\n"
+      << "  devices overlap   step ms  samples/s    eff  comm %  exposed ms  peak MiB/device\n";
+  for (const auto& r : s["scaling"]) {
+    out << fmt("  %7.0f", r["devices"].get<double>()) << (r["overlap"].get<bool>() ? " yes    " : " no     ")
+        << fmt("%9.3f", r["step_us"].get<double>() / 1e3) << fmt("%11.1f", r["samples_per_s"].get<double>())
+        << fmt("%7.3f", r["efficiency"].get<double>()) << fmt("%8.1f", 100 * r["comm_share"].get<double>())
+        << fmt("%12.3f", r["exposed_comm_us"].get<double>() / 1e3)
+        << fmt("%17.1f", r["device_peak_bytes"].get<double>() / 1048576.0) << "\n";
+  }
+  const Json& f = s["search"];
+  out << "\nsearched plan on " << s["devices"] << " devices: " << s["plan"].dump() << "\n  "
+      << fmt("%.3f", f["us_per_batch"].get<double>() / 1e3) << " ms per replica batch against "
+      << fmt("%.3f", f["data_parallel_us_per_batch"].get<double>() / 1e3) << " ms for pure data parallelism ("
+      << fmt("%.2fx", f["speedup_over_data_parallel"].get<double>()) << "), " << f["evaluations"]
+      << " plans simulated in " << fmt("%.0f ms", f["search_ms"].get<double>()) << "\n";
+  return out.str();
+}
+
+std::string render_parallel_html(const ParallelReport& r) {
+  std::ostringstream out;
+  out << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atvoss parallel plan: "
+      << esc(r.summary["model"].get<std::string>()) << "</title></head><body><h1>"
+      << esc(r.summary["model"].get<std::string>()) << " over many devices</h1><pre>"
+      << esc(format_parallel_report(r.summary)) << "</pre><h2>The chosen plan's step, one lane group per device</h2>"
+      << render_timeline_svg(r.timeline) << "</body></html>\n";
+  return out.str();
+}
+
+}  // namespace atvoss::report

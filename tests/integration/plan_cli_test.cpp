@@ -1,0 +1,61 @@
+// atvoss-plan as a user runs it: a real process timing a collective on a hand-made topology,
+// planning a zoo model's training step over devices (the plan file and the HTML page), and
+// refusing bad input with exit 2 and the field named.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli_harness.hpp"
+
+#include "core/json.hpp"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+class PlanCliTest : public atvoss::cli_test::CliTest {};
+
+const char* kOneLink = R"({"devices_per_server":2,"shape":"full_mesh","link":{"gb_per_s":10,"latency_us":1}})";
+
+TEST_F(PlanCliTest, TimesACollectiveOnAHandMadeTopology) {
+  const auto r = run_tool("atvoss-plan", "--collective all_reduce --bytes 1000000 --devices 2 --algorithm ring --json "
+                                         "--topology " + quote(kOneLink));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = atvoss::Json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["us"].get<double>(), 102);  // 2 steps of 0.5 MB over 10 GB/s, 1 us each
+  EXPECT_DOUBLE_EQ(j["lower_bound_us"].get<double>(), 100);
+}
+
+TEST_F(PlanCliTest, PlansAModelsTrainingStepAndWritesThePlanAndThePage) {
+  const std::string plan = file("plan.json"), html = file("plan.html");
+  const auto r = run_tool("atvoss-plan", "--model mlp --devices 4 --topology ascend910b-server8 --trials 12 --seed 3 "
+                                         "--json --plan-out " + plan + " --html " + html);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = atvoss::Json::parse(r.out);
+  EXPECT_EQ(j["model"], "mlp-train");
+  const auto p = atvoss::Json::parse(slurp(plan));
+  EXPECT_EQ(p["tp"].get<int>() * p["pp"].get<int>() * p["dp"].get<int>(), 4);
+  EXPECT_EQ(p, j["plan"]);
+  EXPECT_LE(j["search"]["us_per_batch"].get<double>(), j["search"]["data_parallel_us_per_batch"].get<double>());
+  // Rows for 1, 2, 4 and 8 devices (the server has no 64), with and without overlap.
+  EXPECT_EQ(j["scaling"].size(), 8u);
+  EXPECT_THAT(slurp(html), HasSubstr("<svg class=\"gantt\""));
+}
+
+TEST_F(PlanCliTest, BadInputExitsTwoNamingTheField) {
+  auto r = run_tool("atvoss-plan", "--collective all_reduce --bytes 8 --topology " +
+                                       quote(R"({"devices_per_server":2,"shape":"full_mesh","link":{"gb_per_s":-1}})"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("topology.link: field 'gb_per_s'"));
+  r = run_tool("atvoss-plan", "--collective all_to_all --bytes 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("field 'collective'"));
+  r = run_tool("atvoss-plan", "--model mlp --devices 99 --topology ascend910b-server8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("field 'devices' must be in 1..8"));
+  const std::string kept = file("kept.json", "{\"old\": true}\n");
+  r = run_tool("atvoss-plan", "--model nope --plan-out " + kept);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(slurp(kept), "{\"old\": true}\n");  // a failed run loses nothing
+}
+
+}  // namespace
