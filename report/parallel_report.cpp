@@ -10,6 +10,7 @@
 #include "distributed/device_memory.hpp"
 #include "distributed/parallel_plan.hpp"
 #include "distributed/topology.hpp"
+#include "frontend/device_memory.hpp"
 #include "frontend/fallback.hpp"
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
@@ -32,6 +33,22 @@ std::int64_t peak_of(const execution::ExecGraph& g, const execution::Timeline& t
   std::int64_t peak = 0;
   for (const auto& p : distributed::memory_per_device(g, t)) peak = std::max(peak, p.peak_bytes);
   return peak;
+}
+
+// Mixed-precision Adam keeps, per 2-byte weight, an fp32 master copy and two fp32 moments
+// (Rajbhandari et al., "ZeRO", 2020: 16 bytes per parameter in all): 6 bytes of state per
+// byte of fp16 weight. The graph's plan holds activations and gradients, not these.
+constexpr double kOptimizerStatePerWeightByte = 6;
+
+// A device's memory: its plan's peak plus its share of the weights and their optimizer state.
+Json device_memory(std::int64_t plan_peak, double weight_bytes, int shards, const Target& target) {
+  const double need = double(plan_peak) + weight_bytes * (1 + kOptimizerStatePerWeightByte) / shards;
+  const double capacity = double(target.device_memory_bytes);
+  return {{"plan_peak_bytes", plan_peak},
+          {"weights_and_optimizer_bytes", need - double(plan_peak)},
+          {"need_bytes", need},
+          {"capacity_bytes", capacity},
+          {"fits", capacity <= 0 || need <= capacity}};
 }
 
 Json scaling_row(const execution::ExecGraph& step, const execution::Device& d, const distributed::Topology& t,
@@ -98,6 +115,10 @@ ParallelReport parallel_report(const ParallelReportOptions& o) {
       distributed::search_plan(step, device, topology, {o.devices, o.strategy, o.trials, o.seed});
   Json found = search.to_json();
   found.erase("plan");
+  const double weights = frontend::memory_fit(tasks, target).weight_bytes;
+  for (auto& row : scaling) row["memory"] = device_memory(row["device_peak_bytes"].get<std::int64_t>(), weights, 1, target);
+  const auto& plan = search.best.plan;
+  found["memory"] = device_memory(search.best.device_peak_bytes(), weights, plan.tp * plan.pp, target);
   out.summary = {{"model", tasks.model()},       {"target", target.name}, {"topology", topology.to_json()},
                  {"batch", tasks.batch()},       {"devices", o.devices},  {"scaling", scaling},
                  {"plan", search.best.plan.to_json()}, {"search", found}};
@@ -124,6 +145,16 @@ std::string format_parallel_report(const Json& s) {
       << fmt("%.3f", f["data_parallel_us_per_batch"].get<double>() / 1e3) << " ms for pure data parallelism ("
       << fmt("%.2fx", f["speedup_over_data_parallel"].get<double>()) << "), " << f["evaluations"]
       << " plans simulated in " << fmt("%.0f ms", f["search_ms"].get<double>()) << "\n";
+  const Json& m = f["memory"];
+  out << "  memory per device: " << fmt("%.1f MiB", m["need_bytes"].get<double>() / 1048576.0) << " ("
+      << fmt("%.1f MiB", m["plan_peak_bytes"].get<double>() / 1048576.0) << " activations and gradients, "
+      << fmt("%.1f MiB", m["weights_and_optimizer_bytes"].get<double>() / 1048576.0)
+      << " weights and Adam state)";
+  if (m["capacity_bytes"].get<double>() > 0) {
+    out << (m["fits"].get<bool>() ? " fits " : " does NOT fit ")
+        << fmt("%.1f GiB", m["capacity_bytes"].get<double>() / 1073741824.0);
+  }
+  out << "\n";
   return out.str();
 }
 

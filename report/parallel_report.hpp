@@ -31,9 +31,12 @@ struct ParallelReportOptions {
 
 struct ParallelReport {
   // {"model", "target", "topology", "batch", "scaling": [{devices, step_us, samples_per_s,
-  //  efficiency, comm_share, exposed_comm_us, device_peak_bytes, overlap}], "plan": the chosen
-  //  plan (distributed/parallel_plan.hpp), "search": {us_per_batch, data_parallel_us_per_batch,
-  //  speedup_over_data_parallel, evaluations, search_ms, device_peak_bytes}}
+  //  efficiency, comm_share, exposed_comm_us, device_peak_bytes, overlap, memory}], "plan": the
+  //  chosen plan (distributed/parallel_plan.hpp), "search": {us_per_batch,
+  //  data_parallel_us_per_batch, speedup_over_data_parallel, evaluations, search_ms,
+  //  device_peak_bytes, memory}}; memory: {plan_peak_bytes, weights_and_optimizer_bytes (the
+  //  device's share of the weights with mixed-precision Adam's state, 16 bytes per parameter),
+  //  need_bytes, capacity_bytes, fits}
   Json summary;
   GraphView timeline;  // the chosen plan's step, one lane group per device
 };

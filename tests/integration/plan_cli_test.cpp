@@ -38,6 +38,13 @@ TEST_F(PlanCliTest, PlansAModelsTrainingStepAndWritesThePlanAndThePage) {
   EXPECT_LE(j["search"]["us_per_batch"].get<double>(), j["search"]["data_parallel_us_per_batch"].get<double>());
   // Rows for 1, 2, 4 and 8 devices (the server has no 64), with and without overlap.
   EXPECT_EQ(j["scaling"].size(), 8u);
+  // Memory per device: the plan's peak plus the weights' share with Adam's state (16 B per
+  // parameter: 8x the fp16 weights), against the 910B's 64 GiB.
+  const auto& m = j["search"]["memory"];
+  EXPECT_GT(m["weights_and_optimizer_bytes"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(m["need_bytes"].get<double>(),
+                   m["plan_peak_bytes"].get<double>() + m["weights_and_optimizer_bytes"].get<double>());
+  EXPECT_TRUE(m["fits"].get<bool>());
   EXPECT_THAT(slurp(html), HasSubstr("<svg class=\"gantt\""));
 }
 
