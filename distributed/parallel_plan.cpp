@@ -82,6 +82,11 @@ std::int64_t PlanRun::device_peak_bytes() const {
   return peak;
 }
 
+double PlanRun::device_need_bytes(double weight_bytes) const {
+  constexpr double kWeightAndStateBytesPerWeightByte = 16.0 / 2;
+  return double(device_peak_bytes()) + weight_bytes * kWeightAndStateBytesPerWeightByte / (plan.tp * plan.pp);
+}
+
 PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
                        const PlanSearchOptions& options) {
   if (options.devices < 1 || options.devices > topology.devices()) {
@@ -95,7 +100,10 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
       space, dp_point,
       [&](const Schedule& s) -> std::optional<double> {
         if (!space.check(s).ok) return std::nullopt;
-        return run_plan(step, device, topology, plan_of(s, options.devices)).us_per_batch();
+        const PlanRun r = run_plan(step, device, topology, plan_of(s, options.devices));
+        const bool fits = options.capacity_bytes <= 0 || r.device_need_bytes(options.weight_bytes) <= options.capacity_bytes;
+        if (!fits && s != dp_point) return std::nullopt;
+        return r.us_per_batch();
       },
       {options.strategy, options.trials, 8, options.seed});
   PlanSearch out;

@@ -6,7 +6,8 @@
 // `batch` samples, in micro_batches when pipelined); search_plan searches the plans with one
 // of the search strategies (search/minimise.hpp), the simulator as the measure, the time per
 // replica batch as the objective, pure data parallelism measured first (so the plan found is
-// never slower than it).
+// never slower than it). With a device capacity, plans that do not fit are skipped, except
+// pure data parallelism, which is reported either way.
 // Knobs: tp, pp in {1, 2, 4, 8} (tp within a server), micro_batches in {1, 2, 4, 8},
 // order (gpipe, 1f1b), bucket_mib in {1, 4, 25, 100}, overlap_chunks in {1, 4}.
 // Pure functions.
@@ -42,6 +43,10 @@ struct PlanRun {
   // (device_memory.hpp); weights are not in it.
   std::int64_t device_peak_bytes() const;
   double us_per_batch() const { return step_us / plan.dp; }  // a step runs dp replica batches
+  // What the largest device needs: device_peak_bytes() plus its share (1 / (tp x pp)) of the
+  // model's fp16 weights with mixed-precision Adam's state — an fp32 master copy and two fp32
+  // moments, 16 bytes per parameter in all (Rajbhandari et al., "ZeRO", 2020).
+  double device_need_bytes(double weight_bytes) const;
 };
 
 // bad_input naming the field when the plan does not fit the topology (tp beyond a server, or
@@ -54,6 +59,9 @@ struct PlanSearchOptions {
   std::string strategy = "evolutionary";
   int trials = 64;
   std::uint64_t seed = 0;
+  // With a capacity: plans whose device_need_bytes(weight_bytes) exceeds it are not run.
+  double weight_bytes = 0;
+  double capacity_bytes = 0;  // 0: no limit
 };
 
 struct PlanSearch {

@@ -35,17 +35,12 @@ std::int64_t peak_of(const execution::ExecGraph& g, const execution::Timeline& t
   return peak;
 }
 
-// Mixed-precision Adam keeps, per 2-byte weight, an fp32 master copy and two fp32 moments
-// (Rajbhandari et al., "ZeRO", 2020: 16 bytes per parameter in all): 6 bytes of state per
-// byte of fp16 weight. The graph's plan holds activations and gradients, not these.
-constexpr double kOptimizerStatePerWeightByte = 6;
-
-// A device's memory: its plan's peak plus its share of the weights and their optimizer state.
-Json device_memory(std::int64_t plan_peak, double weight_bytes, int shards, const Target& target) {
-  const double need = double(plan_peak) + weight_bytes * (1 + kOptimizerStatePerWeightByte) / shards;
+// A device's memory (distributed::PlanRun::device_need_bytes) against the target's capacity.
+Json device_memory(const distributed::PlanRun& run, double weight_bytes, const Target& target) {
+  const double peak = double(run.device_peak_bytes()), need = run.device_need_bytes(weight_bytes);
   const double capacity = double(target.device_memory_bytes);
-  return {{"plan_peak_bytes", plan_peak},
-          {"weights_and_optimizer_bytes", need - double(plan_peak)},
+  return {{"plan_peak_bytes", peak},
+          {"weights_and_optimizer_bytes", need - peak},
           {"need_bytes", need},
           {"capacity_bytes", capacity},
           {"fits", capacity <= 0 || need <= capacity}};
@@ -111,14 +106,14 @@ ParallelReport parallel_report(const ParallelReportOptions& o) {
     if (n < 1 || n > topology.devices()) continue;
     for (bool overlap : {true, false}) scaling.push_back(scaling_row(step, device, topology, n, o.bucket_bytes, overlap, tasks.batch()));
   }
-  const distributed::PlanSearch search =
-      distributed::search_plan(step, device, topology, {o.devices, o.strategy, o.trials, o.seed});
+  const double weights = frontend::memory_fit(tasks, target).weight_bytes;
+  const distributed::PlanSearch search = distributed::search_plan(
+      step, device, topology,
+      {o.devices, o.strategy, o.trials, o.seed, weights, double(target.device_memory_bytes)});
   Json found = search.to_json();
   found.erase("plan");
-  const double weights = frontend::memory_fit(tasks, target).weight_bytes;
-  for (auto& row : scaling) row["memory"] = device_memory(row["device_peak_bytes"].get<std::int64_t>(), weights, 1, target);
-  const auto& plan = search.best.plan;
-  found["memory"] = device_memory(search.best.device_peak_bytes(), weights, plan.tp * plan.pp, target);
+  found["memory"] = device_memory(search.best, weights, target);
+  found["data_parallel_memory"] = device_memory(search.data_parallel, weights, target);
   out.summary = {{"model", tasks.model()},       {"target", target.name}, {"topology", topology.to_json()},
                  {"batch", tasks.batch()},       {"devices", o.devices},  {"scaling", scaling},
                  {"plan", search.best.plan.to_json()}, {"search", found}};

@@ -31,12 +31,13 @@ struct ParallelReportOptions {
 
 struct ParallelReport {
   // {"model", "target", "topology", "batch", "scaling": [{devices, step_us, samples_per_s,
-  //  efficiency, comm_share, exposed_comm_us, device_peak_bytes, overlap, memory}], "plan": the
+  //  efficiency, comm_share, exposed_comm_us, device_peak_bytes, overlap}], "plan": the
   //  chosen plan (distributed/parallel_plan.hpp), "search": {us_per_batch,
   //  data_parallel_us_per_batch, speedup_over_data_parallel, evaluations, search_ms,
-  //  device_peak_bytes, memory}}; memory: {plan_peak_bytes, weights_and_optimizer_bytes (the
-  //  device's share of the weights with mixed-precision Adam's state, 16 bytes per parameter),
-  //  need_bytes, capacity_bytes, fits}
+  //  device_peak_bytes, memory, data_parallel_memory}}; memory: {plan_peak_bytes,
+  //  weights_and_optimizer_bytes (the device's share of the weights with mixed-precision Adam's
+  //  state, PlanRun::device_need_bytes), need_bytes, capacity_bytes, fits}. The search skips
+  //  plans that do not fit the target's device memory.
   Json summary;
   GraphView timeline;  // the chosen plan's step, one lane group per device
 };

@@ -391,6 +391,13 @@ TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeve
   EXPECT_EQ(s.best.plan.tp, 2);
   EXPECT_GT(s.data_parallel.us_per_batch() / s.best.us_per_batch(), 1.3);
   EXPECT_LE(s.best.us_per_batch(), s.data_parallel.us_per_batch());
+  // A device that cannot hold the split plan's memory: nothing but data parallelism is run.
+  PlanSearchOptions small{2, "evolutionary", 32, 1};
+  small.weight_bytes = 1e9;
+  small.capacity_bytes = 1e9;  // 1e9 B of weights need 8e9 with Adam's state: tp 2 needs 4e9
+  EXPECT_EQ(search_plan(big_fc_step(), {8, 8, true}, t, small).best.plan.tp, 1);
+  small.capacity_bytes = 5e9;  // tp 2 fits (4e9 of weights and state, plus its plan)
+  EXPECT_EQ(search_plan(big_fc_step(), {8, 8, true}, t, small).best.plan.tp, 2);
   EXPECT_NE(message_of([&] { run_plan(big_fc_step(), {8, 8, true}, t, {4, 1, 1}); }).find("field 'tp'"),
             std::string::npos);
   const Topology server = topology_preset("ascend910b-server8");
