@@ -25,7 +25,7 @@ std::vector<double> upward_ranks(const ExecGraph& g) {
 class Simulation {
  public:
   Simulation(const ExecGraph& g, const Device& d, const SchedulerOptions& o)
-      : g_(g), o_(o), n_(int(g.nodes().size())), rank_(upward_ranks(g)) {
+      : g_(g), device_(d), o_(o), n_(int(g.nodes().size())), rank_(upward_ranks(g)) {
     add_pool(Unit::cube, d.cube_cores);
     if (d.split) add_pool(Unit::vector, d.vector_cores);
     else pool_of_unit_[int(Unit::vector)] = pool_of_unit_[int(Unit::cube)];
@@ -56,21 +56,20 @@ class Simulation {
       waiting[i] = int(g_.nodes()[i].preds.size());
       if (waiting[i] == 0) ready.push_back(i);
     }
-    using Event = std::pair<double, int>;  // (end, node)
-    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> running;
+    speed_.assign(n_, 1.0);
     double t = 0;
     int done = 0;
     while (done < n_) {
-      start_ready(ready, running, t);
-      double next = running.empty() ? kInf : running.top().first;
+      start_ready(ready, t);
+      share_bandwidth(t);
+      double next = kInf;
+      for (int i : active_) next = std::min(next, out_.runs[i].end_us);
       for (int r : ready) {
         if (out_.runs[r].launched_us > t) next = std::min(next, out_.runs[r].launched_us);
       }
       if (next == kInf) throw_bad_input("exec graph: a node can never start (more cores needed than the device has?)");
       t = next;
-      while (!running.empty() && running.top().first <= t) {
-        const int i = running.top().second;
-        running.pop();
+      for (int i : finished_by(t)) {
         release(i);
         ++done;
         for (int s : g_.nodes()[i].succs) {
@@ -130,8 +129,43 @@ class Simulation {
     }
   }
 
-  template <typename Running>
-  void start_ready(std::vector<int>& ready, Running& running, double t) {
+  // The running nodes that end by t, in order of end (ties: the earlier node); off the list.
+  std::vector<int> finished_by(double t) {
+    std::vector<int> out;
+    for (int i : active_) {
+      if (out_.runs[i].end_us <= t) out.push_back(i);
+    }
+    std::sort(out.begin(), out.end(), [&](int a, int b) {
+      return out_.runs[a].end_us != out_.runs[b].end_us ? out_.runs[a].end_us < out_.runs[b].end_us : a < b;
+    });
+    std::erase_if(active_, [&](int i) { return out_.runs[i].end_us <= t; });
+    return out;
+  }
+
+  // HBM shared by the kernels running on a device: while their standalone demands (bytes over
+  // time) add up to more than the device's bandwidth, each kernel that moves HBM bytes
+  // progresses at bandwidth / demand of its standalone speed (a fluid model: the bandwidth is
+  // shared in proportion to demand). A node's end moves only when its speed changes.
+  void share_bandwidth(double t) {
+    if (!(device_.hbm_bytes_per_us > 0)) return;
+    std::vector<double> demand(devices_, 0.0);
+    for (int i : active_) demand[g_.nodes()[i].cost.device] += demand_of(i);
+    for (int i : active_) {
+      const double d = demand[g_.nodes()[i].cost.device];
+      const double speed = demand_of(i) > 0 && d > device_.hbm_bytes_per_us ? device_.hbm_bytes_per_us / d : 1.0;
+      if (speed == speed_[i]) continue;
+      NodeRun& r = out_.runs[i];
+      r.end_us = t + (r.end_us - t) * speed_[i] / speed;
+      speed_[i] = speed;
+    }
+  }
+
+  double demand_of(int i) const {
+    const NodeCost& c = g_.nodes()[i].cost;
+    return c.hbm_bytes > 0 && c.device_us() > 0 ? c.hbm_bytes / c.device_us() : 0;
+  }
+
+  void start_ready(std::vector<int>& ready, double t) {
     std::vector<std::pair<double, int>> order;
     for (int r : ready) order.emplace_back(priority(r), r);
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
@@ -140,7 +174,7 @@ class Simulation {
     for (const auto& [prio, i] : order) {
       if (out_.runs[i].launched_us > t || free_[pool_of(i)] < need(i)) continue;
       start(i, t);
-      running.emplace(out_.runs[i].end_us, i);
+      active_.push_back(i);
       std::erase(ready, i);
     }
   }
@@ -161,13 +195,13 @@ class Simulation {
     r.stream = int(lane - lanes_.begin());
     if (lane == lanes_.end()) lanes_.push_back(true);
     else *lane = true;
-    const Unit u = g_.nodes()[i].cost.unit;
-    if (computes(u)) out_.busy_core_us += double(need(i)) * (r.end_us - r.start_us);
-    if (u == Unit::comm) out_.busy_comm_us += r.end_us - r.start_us;
   }
 
   void release(int i) {
     const NodeRun& r = out_.runs[i];
+    const Unit u = g_.nodes()[i].cost.unit;
+    if (computes(u)) out_.busy_core_us += double(r.cores.size()) * (r.end_us - r.start_us);
+    if (u == Unit::comm) out_.busy_comm_us += r.end_us - r.start_us;
     for (int c : r.cores) pools_[pool_of(i)][c] = false;
     free_[pool_of(i)] += int(r.cores.size());
     lanes_[r.stream] = false;
@@ -194,7 +228,10 @@ class Simulation {
   }
 
   const ExecGraph& g_;
+  const Device& device_;
   const SchedulerOptions& o_;
+  std::vector<int> active_;    // running nodes
+  std::vector<double> speed_;  // of each running node: 1 unless HBM is oversubscribed
   int n_;
   std::vector<double> rank_, static_priority_;
   double max_rank_ = 1e-12, max_time_ = 1e-12;
@@ -213,6 +250,7 @@ Device Device::of(const Target& target) {
   d.split = target.organisation == "split";
   d.cube_cores = target.ai_cores;
   d.vector_cores = d.split ? target.vector_cores : target.ai_cores;
+  d.hbm_bytes_per_us = target.hbm_bytes_per_second() / 1e6;
   return d;
 }
 

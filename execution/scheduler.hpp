@@ -15,9 +15,12 @@
 // are free. A launch is thus hidden behind running kernels whenever the host runs ahead.
 // Engines: compute kernels run on cube or vector cores (one pool on a coupled chip, two on a
 // split one); copies and collectives hold a copy or a communication engine instead (pools of
-// their own, Device::copy_engines and comm_engines), so they run beside compute. Engines
-// share nothing else: the HBM bandwidth a copy or a collective's DMA takes from concurrent
-// kernels is not modelled.
+// their own, Device::copy_engines and comm_engines), so they run beside compute.
+// HBM contention (Device::hbm_bytes_per_us > 0): kernels running at once on a device share its
+// HBM bandwidth; while their standalone demands (NodeCost::hbm_bytes over device time) add up
+// to more than it, each slows to bandwidth / demand of its speed (a fluid model), so two
+// memory-bound kernels side by side take as long as one after the other. L2 is not shared
+// this way, and the bandwidth a copy or a collective's DMA takes is not counted.
 // Many devices: a node placed on device d (NodeCost::device) takes cores and engines of d's
 // own pools, and d's host issues its launches; otherwise the devices share the one timeline
 // (distributed/ places nodes and adds the transfers between devices).
@@ -39,6 +42,9 @@ struct Device {
   bool split = false;  // separate pools; otherwise one pool of cube_cores cores
   int copy_engines = 1;  // host <-> device DMA queues
   int comm_engines = 1;  // collectives run one at a time, in launch order, as on one HCCL/NCCL stream
+  // HBM bandwidth the kernels running at once share (NodeCost::hbm_bytes); 0: not shared,
+  // each kernel runs at its standalone time whatever runs beside it.
+  double hbm_bytes_per_us = 0;
   static Device of(const Target& target);
 };
 

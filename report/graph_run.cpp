@@ -17,6 +17,15 @@
 namespace atvoss::report {
 namespace {
 
+// The HBM bytes a kernel cannot avoid: each operand once per batch (re-reads may hit L2),
+// its other reads, its output, and its unfused epilogue passes. What it takes from kernels
+// running beside it (execution/scheduler.hpp) is therefore a floor.
+double compulsory_bytes(const lowering::KernelPlan& p) {
+  double bytes = (p.a.unique_bytes + p.b.unique_bytes) * p.batch + p.other_reads + p.out_bytes;
+  for (const auto& k : p.separate) bytes += k.read_bytes + k.write_bytes;
+  return bytes;
+}
+
 // The cores and unit a task's kernel holds under schedule s; every core where there is no plan.
 execution::NodeCost kernel_resources(const Workload& w, const Schedule& s, const Target& target) {
   execution::NodeCost c;
@@ -29,6 +38,7 @@ execution::NodeCost kernel_resources(const Workload& w, const Schedule& s, const
     c.cores = int(std::min<double>(plan.cores, std::ceil(plan.tile_count())));
     c.unit = plan.uses_cube ? execution::Unit::cube : execution::Unit::vector;
     c.launch_us = plan.kernels() * target.launch_us;
+    c.hbm_bytes = compulsory_bytes(plan);
   } catch (const Error&) {  // a recorded table: no plan
   }
   return c;
@@ -36,7 +46,9 @@ execution::NodeCost kernel_resources(const Workload& w, const Schedule& s, const
 
 execution::NodeCost fallback_cost(const frontend::GraphNode& n, const Target& target) {
   const frontend::FallbackNode f{n.name, n.op, n.reason, n.bytes, 1};
-  return {frontend::fallback_us(f, target), target.launch_us, target.vector_cores, execution::Unit::vector};
+  execution::NodeCost c{frontend::fallback_us(f, target), target.launch_us, target.vector_cores, execution::Unit::vector};
+  c.hbm_bytes = n.bytes;  // timed from the bytes it moves (frontend/fallback.hpp)
+  return c;
 }
 
 // The timeline's bars (the critical path marked) and the live bytes over time.
@@ -69,6 +81,7 @@ execution::NodeCost node_cost(const frontend::GraphNode& n, const Target& target
   }
   c.time_us *= n.count;
   c.launch_us *= n.count;
+  c.hbm_bytes *= n.count;
   return c;
 }
 

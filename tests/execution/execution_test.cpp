@@ -119,6 +119,34 @@ TEST(Execution, NodesOnTwoDevicesHoldTheirOwnCoresAndLaunches) {
   EXPECT_DOUBLE_EQ(t.utilisation(cores(8)), 8 * 18.0 / (2 * 8 * 16));
 }
 
+TEST(Execution, MemoryBoundKernelsSideBySideShareTheHbmBandwidth) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1), a = g.add_buffer("a", 1, true), b = g.add_buffer("b", 1, true);
+  const int c = g.add_buffer("c", 1, true);
+  NodeCost stream = cost(10, 4);
+  stream.hbm_bytes = 1000;  // 100 B/us alone: all of the device's bandwidth
+  NodeCost compute = cost(10, 4);
+  g.add_node("a", "op", stream, {x}, {a});
+  g.add_node("b", "op", stream, {x}, {b});
+  g.add_node("c", "op", compute, {x}, {c});
+  Device d = cores(8);
+  EXPECT_DOUBLE_EQ(simulate(g, d).makespan_us, 20);  // not shared: a and b side by side, c after
+  d.hbm_bytes_per_us = 100;
+  const Timeline t = simulate(g, d);
+  // a and b each get half the bandwidth: both end at 20, as one after the other would; c,
+  // which moves nothing, is not slowed (it starts at 20 when their cores free up).
+  EXPECT_DOUBLE_EQ(t.runs[0].end_us, 20);
+  EXPECT_DOUBLE_EQ(t.runs[1].end_us, 20);
+  EXPECT_DOUBLE_EQ(t.runs[2].end_us, 30);
+  EXPECT_DOUBLE_EQ(t.makespan_us, 30);
+  // A compute kernel beside one memory-bound kernel: nobody slows.
+  ExecGraph h;
+  const int y = h.add_buffer("y", 1), p = h.add_buffer("p", 1, true), q = h.add_buffer("q", 1, true);
+  h.add_node("p", "op", stream, {y}, {p});
+  h.add_node("q", "op", compute, {y}, {q});
+  EXPECT_DOUBLE_EQ(simulate(h, d).makespan_us, 10);
+}
+
 TEST(Execution, LaunchesHideBehindRunningKernels) {
   ExecGraph g;
   int prev = g.add_buffer("x", 1);
