@@ -7,9 +7,9 @@
 // Each node's cost: its task's time in the variant (noise-free), the launch part (kernels x
 // the target's launch cost), and the cores and unit of its kernel plan (as many cores as it
 // has tiles, up to the unit's); a node not tuned costs its fallback time on every vector core.
-// Not modelled: concurrent kernels share the chip's HBM and L2 bandwidth, so two memory-bound
-// kernels side by side run slower than alone; the graph run takes each at its own time. A zoo layer standing for n occurrences costs
-// n times its kernel. Not in the graph run: layout transposes and the quantize/dequantize
+// Each node also carries the HBM bytes its kernel cannot avoid, so that kernels running side
+// by side share the HBM bandwidth (execution/scheduler.hpp); L2 is not shared that way. A zoo
+// layer standing for n occurrences costs n times its kernel. Not in the graph run: layout transposes and the quantize/dequantize
 // kernels precision adds (they are no nodes of the model's graph).
 // Threading: the caller's thread.
 #pragma once
