@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include "lowering/fusion_rule_scope.hpp"
+
 namespace atvoss::backend {
 
 using Clock = std::chrono::steady_clock;
@@ -13,6 +15,7 @@ using Clock = std::chrono::steady_clock;
 struct MeasurePool::Task {
   Job job;
   Done done;
+  lowering::FusionRuleSet fusion_rules;  // the submitter's scope; null: the registry's
   int attempts = 0;
   bool abandoned = false;  // its deadline passed: answered timeout, the result is ignored
   Clock::time_point deadline;
@@ -45,6 +48,7 @@ void MeasurePool::submit(Job job, Done done) {
   auto task = std::make_shared<Task>();
   task->job = std::move(job);
   task->done = std::move(done);
+  task->fusion_rules = lowering::scoped_fusion_rule_set();
   {
     const std::lock_guard lock(mu_);
     queue_.push_back(std::move(task));
@@ -84,6 +88,7 @@ std::size_t MeasurePool::queued() const {
 void MeasurePool::start_thread() { threads_.emplace_back([this] { thread_loop(); }); }
 
 Measurement MeasurePool::attempt(const Task& task) const {
+  const lowering::FusionRuleScope submitters_rules(task.fusion_rules);
   try {
     return task.job();
   } catch (const std::exception& e) {

@@ -9,6 +9,8 @@
 //     `retries` extra attempts, and then answered with that error (never stored).
 // Timed host kernels lease their cores inside the job (host/core_pool.hpp), so jobs on
 // several threads never share a core however many threads the pool has.
+// A job runs under the fusion rules in force where it was submitted (a tuning job's own,
+// lowering/fusion_rule_scope.hpp), not those of whichever job the pool thread ran before.
 // Threading: submit() and run() are thread-safe; `done` runs on a pool thread (or on the
 // deadline watcher for a timeout), without the pool's lock held.
 #pragma once

@@ -1,14 +1,17 @@
 // The fusion-rule registry (fusion_rules.hpp): built-in rules and added ones in core's
-// NamedRegistry, and the matching of a pattern against a workload's chain.
+// NamedRegistry, the sets layered over it for a job, and the matching of a pattern
+// against a workload's chain.
 #include "lowering/fusion_rules.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 
 #include "core/error.hpp"
 #include "core/named_registry.hpp"
+#include "lowering/fusion_rule_scope.hpp"
 
 namespace atvoss::lowering {
 namespace {
@@ -96,14 +99,19 @@ std::int64_t int_field(const Json& j, const char* field, const std::string& wher
   return v.get<std::int64_t>();
 }
 
-}  // namespace
-
-void register_fusion_rule(FusionRule rule) {
+// What register_fusion_rule refuses: a malformed rule, or one taking a built-in's name.
+void check_addable(const FusionRule& rule) {
   check_rule(rule, "fusion rule '" + rule.name + "'");
   if (registry().is_built_in(rule.name)) {
     throw_bad_input("fusion rule '" + rule.name + "': field 'name': '" + rule.name +
                     "' is a built-in rule");
   }
+}
+
+}  // namespace
+
+void register_fusion_rule(FusionRule rule) {
+  check_addable(rule);
   registry().add(std::move(rule));
 }
 
@@ -113,9 +121,32 @@ std::optional<FusionRule> registered_fusion_rule(const std::string& name) { retu
 
 bool is_built_in_fusion_rule(const std::string& name) { return registry().is_built_in(name); }
 
-std::vector<FusionRule> fusion_rules() { return *registry().all(); }
+FusionRuleSet fusion_rule_set() {
+  if (FusionRuleSet scoped = scoped_fusion_rule_set()) return scoped;
+  return registry().all();
+}
 
-std::shared_ptr<const std::vector<FusionRule>> fusion_rule_set() { return registry().all(); }
+std::vector<FusionRule> fusion_rules() { return *fusion_rule_set(); }
+
+FusionRuleSet fusion_rule_set_with(std::vector<FusionRule> rules) {
+  for (const auto& rule : rules) check_addable(rule);
+  // The registry's order: built-ins as they stand, then the rest by name.
+  auto layered = std::make_shared<std::vector<FusionRule>>();
+  std::map<std::string, FusionRule> added;
+  for (const auto& rule : *fusion_rule_set()) {
+    if (registry().is_built_in(rule.name)) {
+      layered->push_back(rule);
+    } else {
+      added[rule.name] = rule;
+    }
+  }
+  for (auto& rule : rules) {
+    std::string name = rule.name;
+    added.insert_or_assign(std::move(name), std::move(rule));
+  }
+  for (auto& [name, rule] : added) layered->push_back(std::move(rule));
+  return layered;
+}
 
 std::size_t fused_prefix(const FusionRule& rule, const std::string& op,
                          const std::vector<std::string>& epilogue, int fusion_level) {

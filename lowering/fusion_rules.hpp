@@ -11,6 +11,9 @@
 // longest prefix of the epilogue its pattern matches (a partial match fuses the ops
 // matched so far), at most max_fusion_depth ops. Its memory budget bounds the on-chip
 // bytes the fused epilogue may hold; a schedule over it is invalid (lowering.cpp).
+// The registry is the process's: built-ins and explicit registrations only. The rules a
+// job declares are layered over it for that job (fusion_rule_set_with) and put in force
+// on its threads by a FusionRuleScope (fusion_rule_scope.hpp), never registered.
 // Thread-safety: every function may be called from any thread.
 #pragma once
 
@@ -39,10 +42,19 @@ void register_fusion_rule(FusionRule rule);
 bool unregister_fusion_rule(const std::string& name);
 std::optional<FusionRule> registered_fusion_rule(const std::string& name);
 bool is_built_in_fusion_rule(const std::string& name);
-// Every rule, built-ins first, then registered ones by name: the order ties are broken in.
+// A rule set: built-ins first, then the others by name, the order ties are broken in.
+// Immutable, so a hot path (every kernel plan) shares it rather than copying.
+using FusionRuleSet = std::shared_ptr<const std::vector<FusionRule>>;
+
+// The rules in force on this thread: the set of the innermost FusionRuleScope open on it
+// (fusion_rule_scope.hpp), else the registry's. What split_epilogue reads on every plan.
+FusionRuleSet fusion_rule_set();
+// The same list, copied.
 std::vector<FusionRule> fusion_rules();
-// The same list, shared rather than copied: what split_epilogue reads on every plan.
-std::shared_ptr<const std::vector<FusionRule>> fusion_rule_set();
+// The rules in force on this thread with `rules` layered over them: each replaces one of
+// its name or joins the set; the registry is left as it is. bad_input as from
+// register_fusion_rule. What a job's declared rules become (tuner/job_context.hpp).
+FusionRuleSet fusion_rule_set_with(std::vector<FusionRule> rules);
 
 // How many leading ops of epilogue the rule fuses into op at fusion_level (0 if the
 // level is below the rule's or the main op does not match).

@@ -16,6 +16,7 @@
 #include "report/html_report.hpp"
 #include "report/layout_choice.hpp"
 #include "report/model_evaluation.hpp"
+#include "tuner/job_context.hpp"
 
 namespace atvoss::report {
 namespace {
@@ -254,7 +255,11 @@ class JobReport {
 
 }  // namespace
 
-JobOutcome report_job(const tuner::TunedModel& tuned) { return JobReport(tuned).build(); }
+JobOutcome report_job(const tuner::TunedModel& tuned) {
+  // The variants re-lower what the job tuned: under its fusion rules, as it measured them.
+  const tuner::JobScope in_job(tuned.context);
+  return JobReport(tuned).build();
+}
 
 JobOutcome run_and_report(const tuner::JobSpec& spec, const tuner::JobRunOptions& options) {
   return report_job(tuner::run_job(spec, options));

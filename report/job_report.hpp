@@ -39,8 +39,8 @@ struct JobOutcome {
   execution::MemoryPlan memory_plan;
 };
 
-// Evaluates the tuned model, writes its HTML report (spec.report_path) and ends its
-// progress bar on the end-to-end figure.
+// Evaluates the tuned model under its job's fusion rules (TunedModel::context), writes its
+// HTML report (spec.report_path) and ends its progress bar on the end-to-end figure.
 JobOutcome report_job(const tuner::TunedModel& tuned);
 
 // tuner::run_job, then report_job: what atvoss-tune and the Python binding run.

@@ -14,6 +14,7 @@
 #include "host/machine.hpp"
 #include "lowering/lowering.hpp"
 #include "frontend/fallback.hpp"
+#include "tuner/job_context.hpp"
 #include "tuner/job_runner.hpp"
 #include "report/model_evaluation.hpp"
 
@@ -188,8 +189,9 @@ ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& 
 }
 
 ModelAnalysis analyze_job(const tuner::JobSpec& spec, const UtilisationBars& bars) {
-  // The job's declared fusion rules shape its plans, so the profiles need them too.
-  for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
+  // The job's declared fusion rules shape its plans, so the profiles need them too: in
+  // force here for the analysis, as for the job (tuner/job_context.hpp), never registered.
+  const tuner::JobScope in_job(tuner::JobContext::of(spec));
   const Target target = backend::load_target(spec.target);
   const frontend::TaskSet tasks = tuner::tasks_of(spec);
   const db::TuningDatabase db = open_existing(spec.database, "job spec: field 'database'");

@@ -70,7 +70,8 @@ ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& 
                                   const table::ScheduleTable* table = nullptr);
 
 // The job's tasks (precision applied), target and database (which must exist: bad_input
-// naming field 'database' otherwise), and its exported table where it exists.
+// naming field 'database' otherwise), and its exported table where it exists, under the
+// job's declared fusion rules (in force for the call, never registered).
 ModelAnalysis analyze_job(const tuner::JobSpec& spec, const UtilisationBars& bars = {});
 // The job spec file at path (bad_input naming --job if it cannot be read as one).
 ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& bars = {});

@@ -20,10 +20,10 @@
 #include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
-#include "lowering/fusion_rules.hpp"
 #include "lowering/knob_names.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
+#include "tuner/job_context.hpp"
 #include "tuner/local_measurer.hpp"
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
@@ -465,9 +465,12 @@ frontend::TaskSet tasks_of(const JobSpec& spec) {
 }
 
 TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
-  // Validate everything before the database is opened (see header). Declared fusion
-  // rules go first: the tasks' default schedules below are lowered under them.
-  for (const auto& rule : spec.fusion_rules) lowering::register_fusion_rule(rule);
+  // Validate everything before the database is opened (see header). The job's context
+  // goes first: the tasks' default schedules below are lowered under its fusion rules,
+  // which are in force on this thread (and the measuring pool's) for the run and
+  // registered nowhere (job_context.hpp).
+  const JobContext context = JobContext::of(spec);
+  const JobScope in_job(context);
   Target target = backend::load_target(spec.target);
   frontend::TaskSet model = model_tasks(spec);
   std::vector<std::string> precision_warnings;
@@ -500,6 +503,10 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   if (const Json ignored = target.source.value("ignored", Json("nothing")); ignored.is_string() && ignored != "nothing") {
     warnings << "note: the simulator ignores these fields of " << target.name << ": " << ignored.get<std::string>() << "\n";
   }
+  if (const Json taken = target.source.value("defaults", Json("none")); taken.is_string() && taken != "none") {
+    warnings << "note: " << target.name << " does not give these figures; the simulator takes: " << taken.get<std::string>()
+             << "\n";
+  }
   frontend::MemoryFit memory = frontend::memory_fit(tasks, target);
   if (const std::string w = memory.warning(target.name); !w.empty()) warnings << w << "\n";
   JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer), std::move(memory));
@@ -508,6 +515,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   tuned.model = std::move(model);
   tuned.precision = precision;
   tuned.precision_warnings = std::move(precision_warnings);
+  tuned.context = context;
   return tuned;
 }
 

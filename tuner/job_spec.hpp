@@ -35,8 +35,9 @@ struct JobSpec {
   std::string strategy = "model-guided";
   std::string cost_model = "xgboost";
   std::string scheduler = "gradient";       // gradient or round_robin
-  // "fusion_rules": rules declared in the spec (objects), registered by run_job, and
-  // names of rules this process has registered already (strings), checked on load.
+  // "fusion_rules": rules declared in the spec (objects), in force for this job only
+  // (job_context.hpp), and names of rules this process has registered already
+  // (strings), checked on load.
   std::vector<lowering::FusionRule> fusion_rules;
   std::vector<std::string> fusion_rule_names;
   int early_stopping = 0;           // per task: trials without >=0.1% gain; 0 = never

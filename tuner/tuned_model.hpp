@@ -1,7 +1,8 @@
 // TunedModel: what a tuning job hands on (tuner/job_runner.hpp), and all a report needs
 // besides the database: the model as given and as tuned, each task's trials and times,
 // what each task never measured runs, and the progress bar, still open so that it ends
-// on the end-to-end figure the report computes (report/job_report.hpp).
+// on the end-to-end figure the report computes (report/job_report.hpp), and the job's
+// context (its fusion rules), under which the report lowers what the job tuned.
 // Plain value type (the bar is shared); not thread-safe.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "frontend/device_memory.hpp"
 #include "frontend/precision.hpp"
 #include "frontend/task_set.hpp"
+#include "tuner/job_context.hpp"
 #include "tuner/job_spec.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/zero_shot.hpp"
@@ -50,6 +52,7 @@ struct TunedModel {
   int confirmed_tasks = 0;
   int confirm_changed = 0;
   std::shared_ptr<Progress> progress;
+  JobContext context;  // the rules the job ran under: open a JobScope to lower as it did
 
   int tasks_tuned() const;  // tasks with a measured schedule
   std::vector<TaskLine> task_lines() const;

@@ -10,6 +10,9 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "lowering/epilogue.hpp"
+#include "lowering/fusion_rule_scope.hpp"
+
 namespace atvoss::backend {
 namespace {
 
@@ -106,6 +109,29 @@ TEST(MeasurePool, RunsAsManyJobsAtOnceAsItHasThreads) {
     });
   }
   for (const Measurement& m : pool.run(std::move(jobs))) EXPECT_TRUE(m.ok()) << m.message;
+}
+
+// A tuning job's fusion rules are in force on its own thread only (FusionRuleScope); the
+// pool's threads run each job under the rules of the thread that submitted it.
+TEST(MeasurePool, RunsEachJobUnderTheFusionRulesOfItsSubmitter) {
+  const std::vector<std::string> chain = {"bias", "batchnorm", "relu"};
+  auto fused_by = [&] {  // a job telling which rule fused the chain, as its time
+    return [&]() -> Measurement {
+      return ok_with_time(double(lowering::split_epilogue("matmul", chain, 1).fused.size()));
+    };
+  };
+  MeasurePool pool({1, 0ms, 0});  // one thread: the second job runs where the first ran
+  std::vector<Measurement> in_job, after_job;
+  {
+    const lowering::FusionRuleScope job(lowering::fusion_rule_set_with(
+        {{"test-pool-rule", {"matmul", "bias", "batchnorm", "relu"}, 1, 0, 0}}));
+    std::vector<MeasurePool::Job> jobs{fused_by()};
+    in_job = pool.run(std::move(jobs));
+  }
+  std::vector<MeasurePool::Job> jobs{fused_by()};
+  after_job = pool.run(std::move(jobs));
+  EXPECT_EQ(in_job.at(0).time_us, 3) << "the job's rule fuses the whole chain";
+  EXPECT_EQ(after_job.at(0).time_us, 1) << "the built-in elementwise rule fuses bias only";
 }
 
 }  // namespace

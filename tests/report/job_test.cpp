@@ -19,6 +19,7 @@
 #include "simulator/presets.hpp"
 #include "costmodel/cost_model.hpp"
 #include "frontend/model_zoo.hpp"
+#include "lowering/fusion_rule_scope.hpp"
 #include "report/model_analysis.hpp"
 #include "tuner/zero_shot.hpp"
 
@@ -265,6 +266,18 @@ TEST_F(JobRunnerTest, AnalysisProfilesUnmeasuredTasksAtTheirExportedPick) {
     picks += l.source == "zero-shot" ? 1 : 0;
   }
   EXPECT_EQ(picks, 3 - out.tasks_tuned);
+}
+
+TEST_F(JobRunnerTest, DeclaredFusionRulesStayWithTheJobItsReportAndItsAnalysis) {
+  JobRunOptions quiet;
+  quiet.quiet = true;
+  JobSpec declaring = spec(8);
+  declaring.fusion_rules.push_back({"test-report-rule", {"matmul", "bias", "relu"}, 1, 2, 0});
+  run_and_report(declaring, quiet);
+  EXPECT_FALSE(lowering::registered_fusion_rule("test-report-rule"));
+  analyze_job(declaring);
+  EXPECT_FALSE(lowering::registered_fusion_rule("test-report-rule"));
+  EXPECT_EQ(lowering::scoped_fusion_rule_set(), nullptr);  // every scope closed
 }
 
 TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBetween) {

@@ -17,6 +17,7 @@
 #include "lowering/knob_names.hpp"
 #include "lowering/lowering.hpp"
 #include "search/strategy_registry.hpp"
+#include "tuner/job_context.hpp"
 #include "tuner/job_runner.hpp"
 
 namespace atvoss::tuner {
@@ -147,6 +148,8 @@ TEST_F(ExtensionTest, FusionRuleDeclaredInTheSpecBindsItsMemoryBudget) {
   EXPECT_TRUE(records_at_level(kMatmul, 1).empty());
   const auto level2 = records_at_level(kMatmul, 2);
   ASSERT_FALSE(level2.empty());
+  // The rule is the job's (job_context.hpp): checked here under the rules it ran with.
+  const JobScope in_job(out.context);
   Schedule s = level2.front().schedule;
   const ScheduleSpace space = backend::space_for(Workload::from_json(kMatmul), backend::load_target("ascend910"));
   EXPECT_TRUE(space.check(s).ok) << space.check(s).reason;
