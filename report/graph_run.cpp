@@ -112,7 +112,7 @@ execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVa
 
 GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default, const ModelVariant& chosen,
                    const Target& target, const frontend::MemoryFit& memory) {
-  if (tasks.graph().empty()) return {nullptr, {}};
+  if (tasks.graph().empty()) return {nullptr, {}, {}};
   const execution::Device device = execution::Device::of(target);
   const execution::ExecGraph def = exec_graph_of(tasks, vendor_default, target);
   const execution::ExecGraph tuned = exec_graph_of(tasks, chosen, target);

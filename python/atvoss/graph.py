@@ -261,7 +261,8 @@ class Graph:
 @dataclass(frozen=True)
 class TimelineNode:
     """One kernel of a simulated run: when its launch was issued, when it ran, the stream
-    (lane) it ran on and the core indices it held (execution/scheduler.hpp)."""
+    (lane) it ran on, the core (or engine) indices it held, what it ran on ("cube",
+    "vector", "copy" or "comm" engines) and the device (execution/scheduler.hpp)."""
 
     name: str
     op: str
@@ -270,6 +271,8 @@ class TimelineNode:
     end_us: float
     stream: int
     cores: List[int]
+    unit: str = "vector"
+    device: int = 0
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,7 @@ def test_a_tuned_graph_runs_on_its_device_and_the_profiler_keeps_the_run(tmp_pat
     runs = {n.name: n for n in t.nodes}
     assert runs["join"].start_us >= max(runs["left"].end_us, runs["right"].end_us)  # it waits for both
     assert all(n.start_us >= n.launched_us and n.end_us > n.start_us for n in t.nodes)
+    assert all(n.unit in ("cube", "vector") and n.device == 0 for n in t.nodes)  # one device, compute kernels
     assert t.makespan_us == max(n.end_us for n in t.nodes) <= t.serial_us and 0 < t.utilisation <= 1
     assert t.serial_us == pytest.approx(sum(node.time_us for node in r.nodes.values()))
     assert t.critical_path[-1] == "join" and serial_plain.policy == "topological"

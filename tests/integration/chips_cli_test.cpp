@@ -59,6 +59,12 @@ TEST_F(ChipsCliTest, Mlu370AndThe8x8CustomNpuTuneAJob) {
   EXPECT_THAT(seed.err, HasSubstr("note: the simulator ignores these fields of ascend910b-seed: "));
   EXPECT_THAT(seed.err, HasSubstr("architecture.scalar_units_per_core"));
   EXPECT_THAT(seed.err, HasSubstr("vendor"));
+  EXPECT_THAT(seed.err, Not(HasSubstr("does not give these figures")));
+  // The articles' short description: the figures it lacks are named with the values taken.
+  const Result article = tune_mlp("article", kExamples + "article-simd-vector.json");
+  ASSERT_EQ(article.code, 0) << article.err;
+  EXPECT_THAT(article.err, HasSubstr("does not give these figures; the simulator takes: "));
+  EXPECT_THAT(article.err, HasSubstr("clock_ghz = 1.8"));
 }
 
 TEST_F(ChipsCliTest, AnUnmappableDescriptionExits2NamingTheField) {
