@@ -63,7 +63,7 @@ PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& devi
   if (plan.pp > 1) {
     r.graph = pipeline_parallel(r.graph, device, {}, topology, {plan.pp, plan.micro_batches, plan.order, plan.tp}).graph;
   }
-  if (plan.dp > 1) {
+  if (plan.dp > 1 && !gradient_buffers(r.graph).empty()) {  // inference: replicas never sync
     DataParallelOptions o;
     o.devices = plan.dp;
     o.bucket_bytes = plan.bucket_bytes;

@@ -2,7 +2,8 @@
 // inside a server (tensor_parallel.hpp), pp pipeline stages (pipeline_parallel.hpp) and dp
 // data-parallel replicas (data_parallel.hpp), tp x pp x dp = n, as Megatron-LM's 3-D
 // parallelism lays them out: the tp ranks of a group are neighbouring cards, the stages
-// follow, the replicas outermost. run_plan simulates one step of a plan (each replica runs
+// follow, the replicas outermost (a step without gradients, an inference, has replicas that
+// never synchronise). run_plan simulates one step of a plan (each replica runs
 // `batch` samples, in micro_batches when pipelined); search_plan searches the plans with one
 // of the search strategies (search/minimise.hpp), the simulator as the measure, the time per
 // replica batch as the objective, pure data parallelism measured first (so the plan found is

@@ -377,6 +377,7 @@ std::string render_report(const ReportData& d) {
   }
   model_section(out, d);
   if (d.graph) out << render_graph_section(*d.graph, d.batch);
+  out << d.parallel_html;
   precision_section(out, d);
   out << "<h2>Tasks</h2>";
   for (std::size_t i = 0; i < d.tasks.size(); ++i) task_section(out, d.tasks[i], i, d.peak_gflops);

@@ -100,6 +100,7 @@ struct ReportData {
   std::string device_memory;  // frontend::MemoryFit::summary() (frontend/device_memory.hpp); empty: not shown
   bool fits_device = true;
   std::optional<GraphView> graph;  // the model's graph run (graph_run.hpp); nullopt: no graph
+  std::string parallel_html;       // the job's many-device section (parallel_report.hpp); empty: none
 };
 
 std::string render_report(const ReportData& data);

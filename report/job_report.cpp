@@ -8,14 +8,18 @@
 #include <map>
 
 #include "backend/backend.hpp"
+#include "core/atomic_file.hpp"
 #include "db/tuning_database.hpp"
+#include "distributed/topology.hpp"
 #include "frontend/fallback.hpp"
+#include "frontend/training.hpp"
 #include "lowering/knob_names.hpp"
 #include "report/fusion_report.hpp"
 #include "report/graph_run.hpp"
 #include "report/html_report.hpp"
 #include "report/layout_choice.hpp"
 #include "report/model_evaluation.hpp"
+#include "report/parallel_report.hpp"
 #include "tuner/job_context.hpp"
 
 namespace atvoss::report {
@@ -76,15 +80,37 @@ class JobReport {
     }
     GraphRun run = graph_run(tasks_, data.variants.front(), chosen, target_, tuned_.memory);
     if (!run.summary.is_null()) data.graph = std::move(run.view);
+    Json parallel = parallel_section(chosen, data);
     write_report(data, spec_.report_path);
     out.summary = summary_json(out, data, tasks);
     out.summary["execution"] = std::move(run.summary);
+    if (!parallel.is_null()) out.summary["parallel"] = std::move(parallel);
     out.memory_plan = std::move(run.plan);
     if (tuned_.progress) tuned_.progress->finish(tuned_.task_lines(), out.trials, out.tuned_us, out.default_us);
     return out;
   }
 
  private:
+  // The job's "parallel" block: the tuned schedules over many devices, its plan file written
+  // and its section in the report (parallel_report.hpp). Null without the block.
+  Json parallel_section(const ModelVariant& chosen, ReportData& data) const {
+    if (!spec_.parallel || tasks_.graph().empty()) return nullptr;
+    const tuner::ParallelSpec& p = *spec_.parallel;
+    const frontend::TaskSet step = p.mode == "training" ? frontend::training_tasks(tasks_) : tasks_;
+    ParallelReportOptions o;
+    o.devices = p.devices;
+    o.trials = p.trials;
+    o.seed = spec_.seed;
+    const ParallelReport r =
+        parallel_report(step, tasks_, chosen, target_, distributed::load_topology(p.topology), o);
+    write_file_atomically(p.plan_path, "job spec: field 'parallel.plan'",
+                          [&](std::ostream& os) { os << r.summary["plan"].dump(2) << "\n"; });
+    data.parallel_html = render_parallel_section(r);
+    Json out = r.summary;
+    out["plan_path"] = p.plan_path;
+    return out;
+  }
+
   void describe_job(ReportData& data, const JobOutcome& out) const {
     data.job = spec_.name;
     data.target = target_.name;
@@ -262,6 +288,7 @@ JobOutcome report_job(const tuner::TunedModel& tuned) {
 }
 
 JobOutcome run_and_report(const tuner::JobSpec& spec, const tuner::JobRunOptions& options) {
+  if (spec.parallel) check_parallel(spec.parallel->topology, spec.parallel->devices);  // before hours of tuning
   return report_job(tuner::run_job(spec, options));
 }
 

@@ -1,9 +1,11 @@
 #include "report/parallel_report.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <sstream>
 
+#include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "core/error.hpp"
 #include "distributed/data_parallel.hpp"
@@ -92,18 +94,48 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// Each task of `tasks` at the schedule `tuned` chose for the same workload of `tuned_tasks`
+// (a training step's forward kernels are the tuned model's tasks), else at the backend's
+// default, noise-free; ops in the order of tasks.tasks(), as exec_graph_of reads them.
+ModelVariant costed(const frontend::TaskSet& tasks, const frontend::TaskSet& tuned_tasks, const ModelVariant& tuned,
+                    const Target& target) {
+  std::map<std::string, const VariantOp*> chosen;
+  for (std::size_t i = 0; i < tuned_tasks.tasks().size() && i < tuned.ops.size(); ++i) {
+    const VariantOp& op = tuned.ops[i];
+    if (op.schedule && op.measurement && op.measurement->ok()) chosen[tuned_tasks.tasks()[i].workload.key()] = &op;
+  }
+  ModelVariant v{"tuned", "the job's chosen schedules; the backend's default for kernels it did not tune", {}};
+  for (const auto& t : tasks.tasks()) {
+    const auto it = chosen.find(t.workload.key());
+    if (it != chosen.end()) {
+      v.ops.push_back({t.name, t.weight, it->second->measurement, "", it->second->schedule});
+      continue;
+    }
+    const Schedule s = backend::required_default(t.workload, target);
+    v.ops.push_back({t.name, t.weight, backend::measure_noise_free(target, t.workload, s), "", s});
+  }
+  return v;
+}
+
 }  // namespace
 
 ParallelReport parallel_report(const ParallelReportOptions& o) {
   const Target target = backend::load_target(o.target);
   const distributed::Topology topology = distributed::load_topology(o.topology);
   const frontend::TaskSet tasks = load_training_step(o.model, target);
-  const execution::ExecGraph step = exec_graph_of(tasks, vendor_default_variant(tasks, target), target);
+  return parallel_report(tasks, tasks, vendor_default_variant(tasks, target), target, topology, o);
+}
+
+ParallelReport parallel_report(const frontend::TaskSet& tasks, const frontend::TaskSet& tuned_tasks,
+                               const ModelVariant& tuned, const Target& target, const distributed::Topology& topology,
+                               const ParallelReportOptions& o) {
+  const execution::ExecGraph step = exec_graph_of(tasks, costed(tasks, tuned_tasks, tuned, target), target);
   const execution::Device device = execution::Device::of(target);
+  const bool training = !distributed::gradient_buffers(step).empty();
   ParallelReport out;
   Json scaling = Json::array();
   for (int n : o.scaling) {
-    if (n < 1 || n > topology.devices()) continue;
+    if (!training || n < 1 || n > topology.devices()) continue;
     for (bool overlap : {true, false}) scaling.push_back(scaling_row(step, device, topology, n, o.bucket_bytes, overlap, tasks.batch()));
   }
   const double weights = frontend::memory_fit(tasks, target).weight_bytes;
@@ -115,18 +147,29 @@ ParallelReport parallel_report(const ParallelReportOptions& o) {
   found["memory"] = device_memory(search.best, weights, target);
   found["data_parallel_memory"] = device_memory(search.data_parallel, weights, target);
   out.summary = {{"model", tasks.model()},       {"target", target.name}, {"topology", topology.to_json()},
-                 {"batch", tasks.batch()},       {"devices", o.devices},  {"scaling", scaling},
-                 {"plan", search.best.plan.to_json()}, {"search", found}};
+                 {"batch", tasks.batch()},       {"devices", o.devices},  {"mode", training ? "training" : "inference"},
+                 {"scaling", scaling},           {"plan", search.best.plan.to_json()}, {"search", found}};
   out.timeline = timeline_of(search.best.graph, search.best.timeline);
   return out;
+}
+
+void check_parallel(const std::string& topology, int devices) {
+  const distributed::Topology t = distributed::load_topology(topology);
+  if (devices < 1 || devices > t.devices()) {
+    throw_bad_input("job spec: field 'parallel.devices' must be in 1.." + std::to_string(t.devices()) +
+                    " (the devices of topology '" + t.name + "'), got " + std::to_string(devices));
+  }
 }
 
 std::string format_parallel_report(const Json& s) {
   std::ostringstream out;
   out << s["model"].get<std::string>() << " on " << s["target"].get<std::string>() << ", topology "
-      << s["topology"]["name"].get<std::string>() << ", batch " << s["batch"] << " per replica\n\n"
-      << "data parallelism (gradient AllReduce overlapping the backward pass, and not):\n"
-      << "  devices overlap   step ms  samples/s    eff  comm %  exposed ms  peak MiB/device\n";
+      << s["topology"]["name"].get<std::string>() << ", batch " << s["batch"] << " per replica, "
+      << s["mode"].get<std::string>() << "\n";
+  if (!s["scaling"].empty()) {
+    out << "\ndata parallelism (gradient AllReduce overlapping the backward pass, and not):\n"
+        << "  devices overlap   step ms  samples/s    eff  comm %  exposed ms  peak MiB/device\n";
+  }
   for (const auto& r : s["scaling"]) {
     out << fmt("  %7.0f", r["devices"].get<double>()) << (r["overlap"].get<bool>() ? " yes    " : " no     ")
         << fmt("%9.3f", r["step_us"].get<double>() / 1e3) << fmt("%11.1f", r["samples_per_s"].get<double>())
@@ -153,14 +196,20 @@ std::string format_parallel_report(const Json& s) {
   return out.str();
 }
 
-std::string render_parallel_html(const ParallelReport& r) {
+std::string render_parallel_section(const ParallelReport& r) {
   std::ostringstream out;
-  out << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atvoss parallel plan: "
-      << esc(r.summary["model"].get<std::string>()) << "</title></head><body><h1>"
-      << esc(r.summary["model"].get<std::string>()) << " over many devices</h1><pre>"
-      << esc(format_parallel_report(r.summary)) << "</pre><h2>The chosen plan's step, one lane group per device</h2>"
-      << render_timeline_svg(r.timeline) << "</body></html>\n";
+  out << "<section id=\"parallel\"><h2>" << esc(r.summary["model"].get<std::string>())
+      << " over many devices</h2><p class=\"note\">docs/distributed.md: data parallelism by device count, and "
+         "the plan searched over tensor, pipeline and data parallelism.</p><pre>"
+      << esc(format_parallel_report(r.summary)) << "</pre><h3>The chosen plan's step, one lane group per device</h3>"
+      << "<div class=\"wide\">" << render_timeline_svg(r.timeline) << "</div></section>";
   return out.str();
+}
+
+std::string render_parallel_html(const ParallelReport& r) {
+  return "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atvoss parallel plan: " +
+         esc(r.summary["model"].get<std::string>()) + "</title></head><body>" + render_parallel_section(r) +
+         "</body></html>\n";
 }
 
 }  // namespace atvoss::report

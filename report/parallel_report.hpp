@@ -13,7 +13,11 @@
 #include <vector>
 
 #include "core/json.hpp"
+#include "core/target.hpp"
+#include "distributed/topology.hpp"
+#include "frontend/task_set.hpp"
 #include "report/graph_view.hpp"
+#include "report/html_report.hpp"
 
 namespace atvoss::report {
 
@@ -45,6 +49,21 @@ struct ParallelReport {
 // bad_input naming the field for an unknown model, target or topology, or a device count the
 // topology does not have.
 ParallelReport parallel_report(const ParallelReportOptions& options);
+
+// The same for a job's tasks (a training step, or a model for inference: data parallelism
+// then needs no AllReduce), each costed at the schedule `tuned` chose for the same workload
+// of `tuned_tasks` (its ops in that order), else at the backend's default. options.model,
+// .target and .topology are not read.
+ParallelReport parallel_report(const frontend::TaskSet& tasks, const frontend::TaskSet& tuned_tasks,
+                               const ModelVariant& tuned, const Target& target, const distributed::Topology& topology,
+                               const ParallelReportOptions& options);
+
+// bad_input unless the topology loads and holds `devices` (a job's "parallel" block, checked
+// before tuning).
+void check_parallel(const std::string& topology, int devices);
+
+// The report's section: the tables and the chosen plan's per-device timeline.
+std::string render_parallel_section(const ParallelReport& report);
 
 std::string format_parallel_report(const Json& summary);  // text tables
 std::string render_parallel_html(const ParallelReport& report);

@@ -14,7 +14,7 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {
       "name", "target", "model", "batch", "workloads", "trials", "strategy", "cost_model",
       "scheduler", "early_stopping", "batch_size", "repeat", "seed", "database", "farm",
-      "export", "report", "precision", "fusion_rules"};
+      "export", "report", "precision", "fusion_rules", "parallel"};
   return fields;
 }
 
@@ -101,6 +101,32 @@ void read_fusion_rules(const Json& j, JobSpec& s) {
   }
 }
 
+ParallelSpec read_parallel(const Json& j, const std::string& job) {
+  const std::string where = "job spec: field 'parallel'";
+  if (!j.is_object()) throw_bad_input(where + " must be an object");
+  for (const auto& [k, v] : j.items()) {
+    if (k != "devices" && k != "topology" && k != "mode" && k != "plan" && k != "trials") {
+      throw_bad_input(where + ": unknown field '" + k + "'; expected devices, topology, mode, plan, trials");
+    }
+  }
+  ParallelSpec p;
+  if (!j.contains("devices")) throw_bad_input(where + ": missing field 'devices'");
+  p.devices = static_cast<int>(optional_int(j, "devices", 1, 1, 65536));
+  const int servers = (p.devices + 7) / 8;
+  p.topology = j.contains("topology") && j["topology"].is_object()
+                   ? j["topology"].dump()
+                   : optional_string(j, "topology", servers > 1 ? "ascend910b-server8-x" + std::to_string(servers)
+                                                                : "ascend910b-server8");
+  p.mode = optional_string(j, "mode", p.mode);
+  if (p.mode != "training" && p.mode != "inference") {
+    throw_bad_input(where + ": field 'mode' must be training or inference, got '" + p.mode + "'");
+  }
+  p.plan_path = optional_string(j, "plan", job + "-plan.json");
+  if (p.plan_path.empty()) throw_bad_input(where + ": field 'plan' must not be empty");
+  p.trials = static_cast<int>(optional_int(j, "trials", 64, 1, 100000));
+  return p;
+}
+
 }  // namespace
 
 JobSpec JobSpec::from_json(const Json& j) {
@@ -157,6 +183,7 @@ JobSpec JobSpec::from_json(const Json& j) {
   for (const auto* p : {&s.database, &s.export_path, &s.report_path}) {
     if (p->empty()) throw_bad_input("job spec: paths (database, export, report) must not be empty");
   }
+  if (j.contains("parallel")) s.parallel = read_parallel(j["parallel"], s.name);
   return s;
 }
 

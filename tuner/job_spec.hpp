@@ -24,6 +24,16 @@ struct WeightedWorkload {
   std::string name;
 };
 
+// "parallel": the model over many devices (report/parallel_report.hpp): the tuned schedules'
+// times go into a plan searched over tensor, pipeline and data parallelism.
+struct ParallelSpec {
+  int devices = 1;
+  std::string topology;           // preset, file or inline JSON; checked before tuning (report/)
+  std::string mode = "training";  // training: the model's training step; inference: as it is
+  std::string plan_path;          // default "<name>-plan.json"
+  int trials = 64;                // plans simulated by the search
+};
+
 struct JobSpec {
   std::string name;                 // required; identifies the job in the database
   std::string target;               // required: a preset name, a file, or inline JSON text
@@ -48,6 +58,7 @@ struct JobSpec {
   std::string farm;                 // "host:port"; empty = local measurer
   std::string export_path;          // default "<name>-table.json"
   std::string report_path;          // default "<name>-report.html"
+  std::optional<ParallelSpec> parallel;
   Json source;                      // the JSON it was read from
 
   // bad_input naming the field on any problem.

@@ -445,6 +445,30 @@ TEST_F(TuneCli, AnAttentionModelRunsItsBranchesSideBySideAndPlansAtTheBound) {
   EXPECT_LE(peak, 1.05 * bound) << "the plan is " << 100 * (peak / bound - 1) << " % above the liveness bound";
 }
 
+// A job over many devices: the tuned model's training step on 4 cards of a server, the plan
+// searched and written, its section in the report, its figures in --json.
+TEST_F(TuneCli, AJobWithDevicesWritesThePlanItChose) {
+  atvoss::Json extra = kMlpJob;
+  extra["parallel"] = {{"devices", 4}, {"topology", "ascend910b-server8"}, {"trials", 12}, {"plan", path("plan.json")}};
+  const Result r = run(job("par", extra) + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto p = atvoss::parse_json(r.out, "stdout")["parallel"];
+  EXPECT_EQ(p["mode"], "training");
+  EXPECT_EQ(p["model"], "mlp-train");
+  const auto plan = atvoss::parse_json(slurp(path("plan.json")), "plan");
+  EXPECT_EQ(plan, p["plan"]);
+  EXPECT_EQ(plan["tp"].get<int>() * plan["pp"].get<int>() * plan["dp"].get<int>(), 4);
+  EXPECT_LE(p["search"]["us_per_batch"].get<double>(), p["search"]["data_parallel_us_per_batch"].get<double>());
+  EXPECT_THAT(slurp(path("par-report.html")), HasSubstr("<section id=\"parallel\">"));
+  // Inference: the replicas never synchronise, so no data-parallel table.
+  extra["parallel"]["mode"] = "inference";
+  const Result inf = run(job("inf", extra) + " --json --quiet");
+  ASSERT_EQ(inf.code, 0) << inf.err;
+  const auto q = atvoss::parse_json(inf.out, "stdout")["parallel"];
+  EXPECT_EQ(q["mode"], "inference");
+  EXPECT_TRUE(q["scaling"].empty());
+}
+
 TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
   // A good run first, so there is a database whose bytes must not change.
   const auto good = job("shared", kMlpJob);
@@ -462,6 +486,9 @@ TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
       {"trials_wrong_type", {{"trials", "lots"}}, "trials"},
       {"unreachable_farm", {{"farm", "127.0.0.1:1"}}, "unreachable"},
       {"unknown_strategy", {{"strategy", "psychic"}}, "strategy"},
+      {"too_many_devices", {{"parallel", {{"devices", 99}, {"topology", "ascend910b-server8"}}}}, "parallel.devices"},
+      {"unknown_topology", {{"parallel", {{"devices", 2}, {"topology", "dgx-a100"}}}}, "unknown preset 'dgx-a100'"},
+      {"bad_mode", {{"parallel", {{"devices", 2}, {"mode", "serving"}}}}, "field 'mode' must be training or inference"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
