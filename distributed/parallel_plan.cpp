@@ -7,6 +7,7 @@
 #include "distributed/data_parallel.hpp"
 #include "distributed/device_memory.hpp"
 #include "distributed/tensor_parallel.hpp"
+#include "execution/recompute.hpp"
 #include "search/minimise.hpp"
 
 namespace atvoss::distributed {
@@ -87,6 +88,21 @@ double PlanRun::device_need_bytes(double weight_bytes) const {
   return double(device_peak_bytes()) + weight_bytes * kWeightAndStateBytesPerWeightByte / (plan.tp * plan.pp);
 }
 
+bool fit_by_recompute(PlanRun& run, const execution::Device& device, double weight_bytes, double capacity_bytes) {
+  const double need = run.device_need_bytes(weight_bytes);
+  if (capacity_bytes <= 0 || need <= capacity_bytes) return true;
+  if (run.timeline.devices > 1) return false;
+  const double budget = capacity_bytes - (need - double(run.device_peak_bytes()));
+  if (budget <= 0) return false;
+  execution::RecomputeResult r = execution::recompute_to_fit(run.graph, device, {}, std::int64_t(budget));
+  if (!r.fits) return false;
+  run.graph = std::move(r.graph);
+  run.timeline = std::move(r.timeline);
+  run.step_us = run.timeline.makespan_us;
+  run.recomputed = std::move(r.tensors);
+  return true;
+}
+
 PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
                        const PlanSearchOptions& options) {
   if (options.devices < 1 || options.devices > topology.devices()) {
@@ -100,8 +116,8 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
       space, dp_point,
       [&](const Schedule& s) -> std::optional<double> {
         if (!space.check(s).ok) return std::nullopt;
-        const PlanRun r = run_plan(step, device, topology, plan_of(s, options.devices));
-        const bool fits = options.capacity_bytes <= 0 || r.device_need_bytes(options.weight_bytes) <= options.capacity_bytes;
+        PlanRun r = run_plan(step, device, topology, plan_of(s, options.devices));
+        const bool fits = fit_by_recompute(r, device, options.weight_bytes, options.capacity_bytes);
         if (!fits && s != dp_point) return std::nullopt;
         return r.us_per_batch();
       },
@@ -109,6 +125,7 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
   PlanSearch out;
   out.best = run_plan(step, device, topology, plan_of(m.point, options.devices));
   out.data_parallel = run_plan(step, device, topology, plan_of(dp_point, options.devices));
+  for (PlanRun* r : {&out.best, &out.data_parallel}) fit_by_recompute(*r, device, options.weight_bytes, options.capacity_bytes);
   out.evaluations = m.evaluations;
   out.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_time).count();
   return out;
@@ -129,6 +146,7 @@ Json PlanSearch::to_json() const {
           {"us_per_batch", best.us_per_batch()},
           {"data_parallel_us_per_batch", data_parallel.us_per_batch()},
           {"device_peak_bytes", best.device_peak_bytes()},
+          {"recomputed", best.recomputed},
           {"speedup_over_data_parallel", data_parallel.us_per_batch() / best.us_per_batch()},
           {"evaluations", evaluations},
           {"search_ms", search_ms}};

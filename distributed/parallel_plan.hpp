@@ -7,8 +7,9 @@
 // `batch` samples, in micro_batches when pipelined); search_plan searches the plans with one
 // of the search strategies (search/minimise.hpp), the simulator as the measure, the time per
 // replica batch as the objective, pure data parallelism measured first (so the plan found is
-// never slower than it). With a device capacity, plans that do not fit are skipped, except
-// pure data parallelism, which is reported either way.
+// never slower than it). With a device capacity, a plan that does not fit recomputes
+// activations (fit_by_recompute) and is skipped if it still does not, except pure data
+// parallelism, which is reported either way.
 // Knobs: tp, pp in {1, 2, 4, 8} (tp within a server), micro_batches in {1, 2, 4, 8},
 // order (gpipe, 1f1b), bucket_mib in {1, 4, 25, 100}, overlap_chunks in {1, 4}.
 // Pure functions.
@@ -16,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/json.hpp"
 #include "distributed/pipeline_parallel.hpp"
@@ -48,7 +50,14 @@ struct PlanRun {
   // model's fp16 weights with mixed-precision Adam's state — an fp32 master copy and two fp32
   // moments, 16 bytes per parameter in all (Rajbhandari et al., "ZeRO", 2020).
   double device_need_bytes(double weight_bytes) const;
+  std::vector<std::string> recomputed;  // activations run again to fit (fit_by_recompute)
 };
+
+// A one-stage plan over the device's capacity, fitted by recomputing activations
+// (execution/recompute.hpp) within what the weights and their optimizer state leave; the run
+// unchanged when it fits already, has stages (recompute runs on one device), or nothing
+// recomputed makes it fit (its recomputed list then says what was tried). Returns whether it fits.
+bool fit_by_recompute(PlanRun& run, const execution::Device& device, double weight_bytes, double capacity_bytes);
 
 // bad_input naming the field when the plan does not fit the topology (tp beyond a server, or
 // more devices than it has).

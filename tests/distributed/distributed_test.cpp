@@ -412,6 +412,27 @@ TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeve
   EXPECT_GT(mixed.step_us, 0);
 }
 
+TEST(ParallelPlan, APlanOverTheDeviceRecomputesActivationsToFit) {
+  const auto bert = frontend::zoo_model("bert-base-train");
+  const auto step = execution::ExecGraph::from_graph(bert.graph(), [&](int i) {
+    return execution::NodeCost{5 + bert.graph().nodes()[i].bytes / 1e6, 2, 8, execution::Unit::vector};
+  });
+  const Topology t = topology_preset("ascend910b-server8");
+  const execution::Device d{8, 8, false};
+  PlanRun run = run_plan(step, d, t, {1, 1, 1});  // one device: the activations make the peak
+  const double peak = double(run.device_peak_bytes()), before_us = run.step_us;
+  ASSERT_TRUE(fit_by_recompute(run, d, 0, 2 * peak));  // fits: unchanged
+  EXPECT_TRUE(run.recomputed.empty());
+  ASSERT_TRUE(fit_by_recompute(run, d, 0, 0.95 * peak));
+  EXPECT_FALSE(run.recomputed.empty());
+  EXPECT_LE(run.device_need_bytes(0), 0.95 * peak);
+  EXPECT_GE(run.step_us, before_us);
+  PlanRun tight = run_plan(step, d, t, {1, 1, 1});
+  EXPECT_FALSE(fit_by_recompute(tight, d, 0, 0.01 * peak));
+  PlanRun staged = run_plan(step, d, t, {1, 2, 1});
+  EXPECT_FALSE(fit_by_recompute(staged, d, 0, 0.5 * double(staged.device_peak_bytes())));  // one device only
+}
+
 TEST(LoadBalance, UnitsGoWhereTheyFinishFirst) {
   EXPECT_EQ(deal_units({1, 0.5}, 3), (std::vector<int>{4, 2}));
   EXPECT_EQ(deal_units({1, 1, 1}, 5), (std::vector<int>{5, 5, 5}));
