@@ -22,10 +22,21 @@ std::vector<int> split_stages(const ExecGraph& g, int stages) {
   return stage;
 }
 
-ExecGraph pipelined(const ExecGraph& g, int stages, int micro_batches) {
+ExecGraph pipelined(const ExecGraph& g, int stages, int micro_batches, const MicroBatchCost& micro_cost) {
   if (micro_batches < 1) throw_bad_input("pipeline: micro_batches must be >= 1");
   const std::vector<int> stage = split_stages(g, stages);
   const int n = int(g.nodes().size());
+  std::vector<NodeCost> cost;  // of each node at the micro-batch
+  for (int i = 0; i < n; ++i) {
+    std::optional<NodeCost> c;
+    if (micro_cost && micro_batches > 1) c = micro_cost(i, micro_batches);
+    if (!c) {
+      c = g.nodes()[i].cost;
+      c->time_us = c->launch_us + g.nodes()[i].cost.device_us() / micro_batches;
+      c->hbm_bytes /= micro_batches;
+    }
+    cost.push_back(*c);
+  }
   ExecGraph out;
   // done[mb][s]: a token written when stage s of micro-batch mb has finished.
   std::vector<std::vector<int>> done(micro_batches, std::vector<int>(stages, -1));
@@ -52,9 +63,7 @@ ExecGraph pipelined(const ExecGraph& g, int stages, int micro_batches) {
       const int token = out.add_buffer(node.name + tag + ":done", 0);
       writes.push_back(token);
       stage_tokens[s].push_back(token);
-      NodeCost c = node.cost;
-      c.time_us = c.launch_us + c.device_us() / micro_batches;
-      out.add_node(node.name + tag, node.op, c, reads, writes);
+      out.add_node(node.name + tag, node.op, cost[i], reads, writes);
     }
     for (int s = 0; s < stages; ++s) {  // a zero-time barrier per stage and micro-batch
       if (stage_tokens[s].empty()) continue;

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "execution/memory_plan.hpp"
 #include "execution/scheduler.hpp"
 #include "frontend/fallback.hpp"
+#include "frontend/micro_batch.hpp"
 #include "lowering/lowering.hpp"
 #include "report/graph_tuning.hpp"
 
@@ -110,6 +112,38 @@ execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVa
   });
 }
 
+// Each node of g (exec_graph_of(tasks, v)) re-simulated at 1/m of its batch, under v's
+// schedule where that stays valid for the smaller kernel, else the backend's default;
+// nullopt (scale it) where the batch does not split or nothing is valid. Memoised.
+execution::MicroBatchCost micro_batch_cost(const frontend::TaskSet& tasks, const ModelVariant& v,
+                                           const execution::ExecGraph& g, const Target& target) {
+  std::map<std::string, int> graph_node;
+  for (int i = 0; i < int(tasks.graph().nodes().size()); ++i) graph_node.emplace(tasks.graph().nodes()[i].name, i);
+  std::map<std::string, std::size_t> task_of;
+  for (std::size_t i = 0; i < tasks.tasks().size(); ++i) task_of.emplace(tasks.tasks()[i].workload.key(), i);
+  auto cache = std::make_shared<std::map<std::pair<int, int>, std::optional<execution::NodeCost>>>();
+  return [&tasks, &v, &g, &target, graph_node, task_of, cache](int node, int m) -> std::optional<execution::NodeCost> {
+    const auto hit = cache->find({node, m});
+    if (hit != cache->end()) return hit->second;
+    std::optional<execution::NodeCost> out;
+    const auto it = graph_node.find(g.nodes()[node].name);
+    if (it != graph_node.end() && tasks.graph().nodes()[it->second].kernel) try {
+      frontend::GraphNode n = tasks.graph().nodes()[it->second];
+      if (const auto w = frontend::micro_batch_workload(*n.kernel, m)) {
+        const auto t = task_of.find(n.kernel->key());
+        const VariantOp* op = t != task_of.end() && t->second < v.ops.size() ? &v.ops[t->second] : nullptr;
+        Schedule s = op && op->schedule ? *op->schedule : backend::required_default(*w, target);
+        Measurement time = backend::measure_noise_free(target, *w, s);
+        if (!time.ok()) time = backend::measure_noise_free(target, *w, s = backend::required_default(*w, target));
+        n.kernel = *w;
+        if (time.ok()) out = node_cost(n, target, &s, time.time_us);
+      }
+    } catch (const Error&) {  // no valid schedule for the smaller kernel: scale it
+    }
+    return (*cache)[{node, m}] = out;
+  };
+}
+
 GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default, const ModelVariant& chosen,
                    const Target& target, const frontend::MemoryFit& memory) {
   if (tasks.graph().empty()) return {nullptr, {}, {}};
@@ -120,8 +154,9 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
   const execution::Timeline topological = execution::simulate(tuned, device, {execution::Policy::topological});
   const execution::Timeline tuned_plain = execution::simulate(tuned, device);
   // The tuned schedules under the graph run's own tuned knobs (priority weights, pipelining).
-  const GraphKnobs knobs = tune_graph_run(tuned, device, tasks.batch());
-  const execution::ExecGraph run_graph = graph_under(tuned, knobs);
+  const execution::MicroBatchCost micro = micro_batch_cost(tasks, chosen, tuned, target);
+  const GraphKnobs knobs = tune_graph_run(tuned, device, tasks.batch(), {}, micro);
+  const execution::ExecGraph run_graph = graph_under(tuned, knobs, micro);
   const execution::Timeline tuned_run = execution::simulate(run_graph, device, knobs.scheduler);
   const execution::MemoryPlan plan = execution::plan_memory(run_graph, tuned_run);
   const double batch = tasks.batch();

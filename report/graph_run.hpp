@@ -18,6 +18,7 @@
 #include "core/target.hpp"
 #include "execution/exec_graph.hpp"
 #include "execution/memory_plan.hpp"
+#include "execution/pipeline.hpp"
 #include "frontend/device_memory.hpp"
 #include "frontend/task_set.hpp"
 #include "report/html_report.hpp"
@@ -33,6 +34,13 @@ execution::NodeCost node_cost(const frontend::GraphNode& n, const Target& target
 // Every task at the backend's default schedule, timed noise-free: the costs of a graph run
 // before any tuning (the articles' "fixed vendor default" row).
 ModelVariant vendor_default_variant(const frontend::TaskSet& tasks, const Target& target);
+
+// The cost of each node of exec_graph_of(tasks, v) at 1/m of its batch: its kernel simulated
+// at the smaller batch (frontend/micro_batch.hpp) under v's schedule where that stays valid,
+// else the default; nullopt where the batch does not split (the pipeline then scales it).
+// Holds references to its arguments, which must outlive it.
+execution::MicroBatchCost micro_batch_cost(const frontend::TaskSet& tasks, const ModelVariant& v,
+                                           const execution::ExecGraph& g, const Target& target);
 
 // The exec graph of tasks' graph with each node costed under variant v.
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target);

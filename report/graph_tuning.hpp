@@ -13,6 +13,7 @@
 
 #include "core/schedule.hpp"
 #include "execution/exec_graph.hpp"
+#include "execution/pipeline.hpp"
 #include "execution/scheduler.hpp"
 
 namespace atvoss::report {
@@ -33,10 +34,12 @@ struct GraphTuningOptions {
   std::uint64_t seed = 0;
 };
 
-// The run of g under knobs (pipelined when stages or micro_batches > 1).
-execution::ExecGraph graph_under(const execution::ExecGraph& g, const GraphKnobs& knobs);
+// The run of g under knobs (pipelined when stages or micro_batches > 1; micro-batch kernels
+// cost what micro_cost says, execution/pipeline.hpp).
+execution::ExecGraph graph_under(const execution::ExecGraph& g, const GraphKnobs& knobs,
+                                 const execution::MicroBatchCost& micro_cost = {});
 
 GraphKnobs tune_graph_run(const execution::ExecGraph& g, const execution::Device& device, int batch,
-                          const GraphTuningOptions& options = {});
+                          const GraphTuningOptions& options = {}, const execution::MicroBatchCost& micro_cost = {});
 
 }  // namespace atvoss::report

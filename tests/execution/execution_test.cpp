@@ -324,6 +324,26 @@ TEST(Pipeline, StagesOfConsecutiveMicroBatchesOverlap) {
   EXPECT_DOUBLE_EQ(simulate(pipelined(g, 2, 1), d).makespan_us, 20);
 }
 
+TEST(Pipeline, MicroBatchKernelsCostWhatTheCallerSimulated) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 800), h = g.add_buffer("h", 800), y = g.add_buffer("y", 800, true);
+  g.add_node("A", "op", cost(80, 8, 2), {x}, {h});
+  g.add_node("B", "op", cost(40, 8, 2), {h}, {y});
+  const ExecGraph scaled = pipelined(g, 1, 4);
+  EXPECT_DOUBLE_EQ(scaled.nodes()[0].cost.time_us, 2 + 78 / 4.0);  // 1/4 of the device time
+  // A's smaller kernel leaves cores idle: 30 us, not 19.5; B has no answer and is scaled.
+  const MicroBatchCost sim = [](int node, int m) -> std::optional<NodeCost> {
+    if (node == 0 && m == 4) return NodeCost{32, 2, 2, Unit::vector};
+    return std::nullopt;
+  };
+  const ExecGraph resim = pipelined(g, 1, 4, sim);
+  for (const auto& n : resim.nodes()) {
+    if (n.name.rfind("A#", 0) == 0) EXPECT_DOUBLE_EQ(n.cost.time_us, 32);
+    if (n.name.rfind("B#", 0) == 0) EXPECT_DOUBLE_EQ(n.cost.time_us, 2 + 38 / 4.0);
+  }
+  EXPECT_GT(simulate(resim, cores(8)).makespan_us, simulate(scaled, cores(8)).makespan_us);
+}
+
 TEST(Pipeline, DoubleBufferingHoldsAFastStageTwoMicroBatchesAhead) {
   const ExecGraph p = pipelined(two_stage_chain(4, 40), 2, 4);  // A: 1 us, B: 10 us per micro-batch
   const Timeline t = simulate(p, Device{16, 16, false});
