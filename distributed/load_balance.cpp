@@ -8,15 +8,11 @@
 namespace atvoss::distributed {
 namespace {
 
-// step with every kernel's device time scaled by factor (launches unchanged).
-execution::ExecGraph scaled(const execution::ExecGraph& g, double factor) {
+// The slowest replica's step: `work` of each kernel's batch at `speed`.
+execution::ExecGraph scaled(const execution::ExecGraph& g, double work, double speed) {
   execution::ExecGraph out;
   for (const auto& b : g.buffers()) out.add_buffer(b.name, b.bytes, b.output);
-  for (const auto& n : g.nodes()) {
-    execution::NodeCost c = n.cost;
-    c.time_us = c.device_us() * factor + c.launch_us;
-    out.add_node(n.name, n.op, c, n.reads, n.writes);
-  }
+  for (const auto& n : g.nodes()) out.add_node(n.name, n.op, n.cost.share(work, speed), n.reads, n.writes);
   return out;
 }
 
@@ -58,16 +54,17 @@ BalancedRun run_balanced(const execution::ExecGraph& step, const execution::Devi
     }
     const std::vector<int> units =
         balance ? deal_units(measured, units_per_device) : std::vector<int>(options.devices, units_per_device);
-    double slowest = 0;
-    for (int d = 0; d < options.devices; ++d) {
-      slowest = std::max(slowest, double(units[d]) / units_per_device / speeds[d]);
+    int slowest = 0;
+    for (int d = 1; d < options.devices; ++d) {
+      if (units[d] / speeds[d] > units[slowest] / speeds[slowest]) slowest = d;
     }
-    if (!cache.count(slowest)) {
-      cache[slowest] = data_parallel(scaled(step, slowest), device, {}, topology, options).step_us;
+    const double work = double(units[slowest]) / units_per_device, factor = work / speeds[slowest];
+    if (!cache.count(factor)) {
+      cache[factor] = data_parallel(scaled(step, work, speeds[slowest]), device, {}, topology, options).step_us;
     }
-    out.step_us.push_back(cache[slowest]);
+    out.step_us.push_back(cache[factor]);
     out.units.push_back(units);
-    out.total_us += cache[slowest];
+    out.total_us += cache[factor];
     measured = speeds;  // what this step's timings show the runtime
   }
   return out;

@@ -89,8 +89,9 @@ double PlanRun::device_need_bytes(double weight_bytes) const {
 }
 
 bool fit_by_recompute(PlanRun& run, const execution::Device& device, double weight_bytes, double capacity_bytes) {
+  if (capacity_bytes <= 0) return true;  // before planning memory: the search calls this per plan
   const double need = run.device_need_bytes(weight_bytes);
-  if (capacity_bytes <= 0 || need <= capacity_bytes) return true;
+  if (need <= capacity_bytes) return true;
   if (run.timeline.devices > 1) return false;
   const double budget = capacity_bytes - (need - double(run.device_peak_bytes()));
   if (budget <= 0) return false;

@@ -110,8 +110,7 @@ class Unroller {
       }
       std::vector<int> writes;
       for (int b : n.writes) writes.push_back(copy(b, mb));
-      execution::NodeCost c = n.cost;
-      c.time_us = c.device_us() / m_ + c.launch_us;
+      execution::NodeCost c = n.cost.share(1.0 / m_);
       c.device = s;
       a_.node(n.name + "#" + std::to_string(mb), n.op, c, reads, writes);
       written.insert(written.end(), writes.begin(), writes.end());

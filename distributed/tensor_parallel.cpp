@@ -56,9 +56,13 @@ class Splitter {
   double ways() const { return double(group_.size()); }
   bool is_split(int i) const { return roles_.forward[i] >= 0 && split_.count(roles_.forward[i]) > 0; }
 
-  static execution::NodeCost share(execution::NodeCost c, double parts, bool launch = true) {
-    c.time_us = c.device_us() / parts + (launch ? c.launch_us : 0);
-    if (!launch) c.launch_us = 0;
+  // 1/parts of the kernel; a chunk after the first pays no launch of its own.
+  static execution::NodeCost share(const execution::NodeCost& whole, double parts, bool launch = true) {
+    execution::NodeCost c = whole.share(1.0 / parts);
+    if (!launch) {
+      c.time_us -= c.launch_us;
+      c.launch_us = 0;
+    }
     return c;
   }
 

@@ -35,6 +35,14 @@ struct NodeCost {
   double hbm_bytes = 0;  // bytes it moves to and from HBM (its share under contention, scheduler.hpp)
   // The time the kernel holds its cores: its time without the launch, which the host pays.
   double device_us() const { return time_us > launch_us ? time_us - launch_us : 0; }
+  // The kernel doing `work` of its work (a micro-batch's 1/m, a tensor-parallel rank's 1/t) at
+  // `speed`: device time x work / speed, HBM bytes x work, the launch paid in full.
+  NodeCost share(double work, double speed = 1) const {
+    NodeCost c = *this;
+    c.time_us = launch_us + device_us() * work / speed;
+    c.hbm_bytes = hbm_bytes * work;
+    return c;
+  }
 };
 
 struct ExecBuffer {

@@ -30,11 +30,7 @@ ExecGraph pipelined(const ExecGraph& g, int stages, int micro_batches, const Mic
   for (int i = 0; i < n; ++i) {
     std::optional<NodeCost> c;
     if (micro_cost && micro_batches > 1) c = micro_cost(i, micro_batches);
-    if (!c) {
-      c = g.nodes()[i].cost;
-      c->time_us = c->launch_us + g.nodes()[i].cost.device_us() / micro_batches;
-      c->hbm_bytes /= micro_batches;
-    }
+    if (!c) c = g.nodes()[i].cost.share(1.0 / micro_batches);
     cost.push_back(*c);
   }
   ExecGraph out;
