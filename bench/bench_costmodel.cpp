@@ -1,4 +1,4 @@
-// Cost-model speed (issue 4 budgets, on the 2-core tuning machine):
+// Cost-model speed, with the budgets it must meet (on the 2-core tuning machine):
 //   features + predict for 10k candidates of one workload   < 20 ms
 //   training on 10k records                                  < 2 s
 // Data: random valid schedules of five BERT/ResNet-like workloads on ascend910b, timed by

@@ -2,7 +2,7 @@
 // (bench/quality_suite.hpp). For each workload of the suite, XGBoost and the linear
 // baseline are trained on every OTHER workload (both targets), then rank the held-out
 // workload's space on both targets; reported per case: pairwise accuracy, peak@1 and
-// peak@5, then the means. Targets (issue 4): XGBoost pairwise >= 0.85, peak@5 >= 0.95
+// peak@5, then the means. Targets: XGBoost pairwise >= 0.85, peak@5 >= 0.95
 // (TenSet's XGBoost: 0.846 pairwise, 0.905 peak@5 on real CPUs).
 //
 // Training data: --train-points random valid points per training case (default 2000),

@@ -1,4 +1,4 @@
-// Benchmarks of the tuning database and the runtime table (issue 3 targets):
+// Benchmarks of the tuning database and the runtime table:
 //   BM_InsertBatch/64, /1024      records per second (items_per_second), file database in
 //                                 WAL mode; /sync:1 = synchronous FULL (default, survives
 //                                 power loss), /sync:0 = NORMAL (survives a process crash),

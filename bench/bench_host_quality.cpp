@@ -1,14 +1,14 @@
 // Host tuning-quality benchmark: search strategies on landscapes of real CPU kernels, with the
-// noise of real measurements (issue 11, "Tuning quality on real noise"). The landscapes are
+// noise of real measurements (docs/host-backend.md, "Tuning quality on real noise"). The landscapes are
 // recordings made by record_host_spaces (bench/host_spaces.hpp, data/host-spaces): a seeded
 // sample of each workload's valid host space, compiled, checked and timed once. Each search
 // runs on a recording as on any recorded space (bench/recorded_runner.hpp): a configuration
 // outside the recording is absent, a failed one counts as an evaluation. The recording plays
-// the issue's "long run": its best time is the reference, and its size bounds the budget.
+// the part of a long tuning run: its best time is the reference, and its size bounds the budget.
 // Reported per workload and strategy: the evaluations each seed needs to reach 95% of that
 // best, their median over seeds, and the fraction at 16/32/64; overall, the median over
 // workloads of the per-workload medians, and random's over model-guided's.
-// Goal (issue 11): model-guided <= 64 trials median, >= 2x fewer than random.
+// Goal: model-guided <= 64 trials median, >= 2x fewer than random.
 // The strategies run with the library's defaults (chosen elsewhere: docs/host-backend.md).
 //
 // Usage: bench_host_quality [--seeds 5] [--seed-base 1] [--batch 16] [--data DIR]

@@ -1,4 +1,4 @@
-// Task-scheduler benchmark (issue 6): does Ansor's gradient rule spend a model's
+// Task-scheduler benchmark: does Ansor's gradient rule spend a model's
 // trial budget better than an even spread? Each run is a full batch job
 // (report::run_and_report, the same code atvoss-tune runs) on a fresh database; the
 // figure of merit is the weighted end-to-end time of the tuned model, re-simulated

@@ -1,6 +1,6 @@
 // Search speed: one model-guided proposal round (evolve 512 candidates over the trained
 // cost model for 4 generations, pick 64) on a quality-suite matmul after 256 measured
-// trials. Target (issue 4): < 150 ms per round. Retraining is not part of a round here:
+// trials. Target: < 150 ms per round. Retraining is not part of a round here:
 // results are returned as infrastructure errors, which add no trials (so nothing refits).
 #include <benchmark/benchmark.h>
 

@@ -5,7 +5,7 @@
 // reported as optimum / that time (1.0 = found the optimum). Per run: that fraction at
 // 16..512 trials, and the trials needed to reach 95% and 99%. Per strategy: the median over
 // cases of the per-case mean (fractions) or per-case median over seeds (trials).
-// Targets (issue 4): model-guided XGBoost reaches 95% in <= 128 trials on the suite median,
+// Targets: model-guided XGBoost reaches 95% in <= 128 trials on the suite median,
 // with >= 3x fewer trials than random and >= 1.5x fewer than evolutionary.
 //
 // Usage: bench_tuning_quality [--seeds 5] [--seed-base 1] [--budget 512] [--batch 16]

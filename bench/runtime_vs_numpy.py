@@ -1,5 +1,5 @@
 """The tuned host kernels through atvoss.runtime against numpy.matmul (OpenBLAS), in one
-process, and against the time the tuner reported (issue 33 item 5).
+process, and against the time the tuner reported (the two must agree: docs/runtime.md, "Next to numpy").
 
 What it measures: for each square float32 matmul size (default 128, 256, 512, 1024) it gets a
 table tuned for this CPU (tunes each size with atvoss.tune(..., "host", trials=--trials,

@@ -26,7 +26,8 @@ class Error : public std::runtime_error {
 // Shorthand for the most common throw: input that the user must correct.
 [[noreturn]] void throw_bad_input(const std::string& what);
 
-// Exit code a CLI returns for an error (docs/architecture.md: 2 = bad input, 1 = any other failure).
+// Exit code a CLI returns for an error: 2 = bad input, 1 = any other failure (README.md,
+// "Tools", promises these to users; tools/cli_common.hpp's run_cli applies them).
 // corrupt counts as bad input: it names a damaged file the user gave.
 int exit_code_for(const Error& e) noexcept;
 

@@ -160,8 +160,10 @@ std::size_t template_slot(const Workload& w) {
   return 4;
 }
 
-// Lower bound of any schedule (docs/architecture.md), so est_roofline_fraction is comparable
-// across workloads: 1 means the estimate sits on the roofline.
+// Lower bound of any schedule: max(FLOPs / peak, compulsory bytes / HBM bandwidth) + one
+// launch, the bound simulator::physics_floor states (written out here: costmodel may not link
+// the simulator), so est_roofline_fraction is comparable across workloads: 1 means the
+// estimate sits on the roofline.
 double floor_us(const Workload& w, const Target& t) {
   const double compute = w.flops() / std::max(1.0, t.peak_flops(w.dtype()));
   const double bytes = w.compulsory_bytes() / std::max(1.0, t.hbm_bytes_per_second());

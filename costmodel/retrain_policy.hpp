@@ -1,6 +1,6 @@
 // RetrainPolicy: when the tuner should refit its cost model. Refitting after every batch
 // wastes time on nearly identical fits; never refitting ignores what was learned. The
-// rule (issue 4): refit once the data grew by at least `growth` (20%) since the last
+// rule: refit once the data grew by at least `growth` (20%) since the last
 // fit. Below `min_samples` usable measurements a fit is mostly noise, so the tuner
 // scores candidates with the analytic heuristic (or a transfer prior) instead.
 // Not thread-safe: owned by one tuner loop.

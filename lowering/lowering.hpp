@@ -21,7 +21,8 @@
 //              the transpose's cost), or upsampled. An epilogue (elementwise, map) always
 //              runs in the same pass.
 // An op outside the built-in families registers its own OpLowering by name.
-// docs/knobs.md describes every knob. Pure functions: thread-safe.
+// docs/knobs.md describes every knob of these templates (what it sets, its values, the
+// default). Pure functions: thread-safe.
 #pragma once
 
 #include <memory>

@@ -5,7 +5,7 @@
 // passed), feeds them in, and carries out the FarmActions each event returns (messages to
 // send, connections to close, results to log). Time is read only from the injected clock,
 // so tests drive every rule deterministically (tests/rpc/farm_state_test.cpp).
-// The rules (docs/protocol.md "Scheduling" has the wire side):
+// The rules (docs/protocol.md, "Worker messages" and "Client messages", has the wire side):
 //   - a worker never holds more tasks than its slots (backpressure lives in the queue);
 //   - a worker silent for missed_heartbeats intervals, or gone, is removed and its tasks
 //     are requeued at the front; after max_retries losses a task is answered worker_lost;

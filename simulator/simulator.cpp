@@ -198,8 +198,8 @@ Measurement simulate_valid(const Target& t, const Workload& w, const KernelPlan&
   return m;
 }
 
-// Lower bound no schedule may beat (docs/architecture.md): max(FLOPs / peak, compulsory
-// bytes / HBM bandwidth) + one launch.
+// Lower bound no schedule may beat (physics_floor in simulator.hpp): max(FLOPs / peak,
+// compulsory bytes / HBM bandwidth) + one launch.
 double physics_floor_us(const Target& t, const Workload& w) {
   const double flops_s = w.flops() / t.peak_flops(w.dtype());
   const double bytes_s = w.compulsory_bytes() / t.hbm_bytes_per_second();

@@ -1,6 +1,7 @@
 // Shared entry-point wrapper for the atvoss command-line tools: every tool's main()
 // builds a CLI11 app, then hands its body to run_cli, which turns errors into the
-// exit codes docs/architecture.md fixes (2 = bad input or bad flags, 1 = any other failure).
+// exit codes every tool shares (2 = bad input or bad flags, 1 = any other failure; README.md,
+// "Tools", states them for users; core/error.hpp maps an error to its code).
 #pragma once
 
 #include <arpa/inet.h>

@@ -181,7 +181,7 @@ def test_importing_atvoss_makes_openmp_wait_passively_unless_told_otherwise():
     assert out.stdout.split() == ["ACTIVE", "28"]
 
 
-# The time the tuner reports is the time the runtime delivers (issue 33 item 5). The runtime
+# The time the tuner reports is the time the runtime delivers (docs/runtime.md, "Next to numpy"). The runtime
 # once delivered 23x the tuned time: the kernel's OpenMP threads waited by spinning next to
 # numpy's OpenBLAS threads, and calls stalled for whole 4 ms scheduler slices. That takes a
 # kernel of 2+ threads, numpy calls between the kernel's, and more runnable threads than

@@ -118,7 +118,7 @@ TEST(FeaturesTest, CompleteSchedulesGiveTheRowTheCompletingPathGives) {
 
 // The host's register block and thread count are knobs the plan does not describe: two
 // schedules that differ only there must still give different rows, or no model can learn
-// which block is fast (issue 11's tuning quality; docs/host-backend.md).
+// which block is fast (docs/host-backend.md, "Tuning quality on real noise").
 TEST(FeaturesTest, HostOnlyKnobsAreFeatures) {
   const Workload w = matmul(128, 768, 768);
   const Schedule base({{"micro_m", 6}, {"micro_n", 16}, {"threads", 1}, {"tile_m", 96}, {"tile_n", 256},
