@@ -1,6 +1,7 @@
 #include "distributed/parallel_plan.hpp"
 
 #include <chrono>
+#include <map>
 
 #include "core/error.hpp"
 #include "distributed/collectives.hpp"
@@ -27,23 +28,33 @@ void check_plan_fits(const Topology& t, const ParallelPlan& p) {
   }
 }
 
-ScheduleSpace plan_space(const Topology& t, int devices, int layers) {
-  return ScheduleSpace({{"tp", {1, 2, 4, 8}},
-                        {"pp", {1, 2, 4, 8}},
-                        {"micro_batches", {1, 2, 4, 8}},
-                        {"order", {0, 1}},
-                        {"bucket_mib", {1, 4, 25, 100}},
-                        {"overlap_chunks", {1, 4}}},
-                       [&t, devices, layers](const Schedule& s) {
-                         const std::int64_t tp = s.at("tp"), pp = s.at("pp");
-                         if (tp > t.devices_per_server) return Verdict::invalid("tp beyond a server");
-                         if (devices % (tp * pp) != 0) return Verdict::invalid("tp x pp does not divide the devices");
-                         if (pp > layers) return Verdict::invalid("more stages than forward layers");
-                         return Verdict::valid();
-                       });
+// Per-op choices (FlexFlow's mixed strategies) for tensor parallelism: a knob per group of
+// the step's splittable matmuls, split or whole; at most kSplitKnobs groups of consecutive ones
+// (so that the space stays searchable on models with hundreds of matmuls).
+constexpr int kSplitKnobs = 8;
+
+std::string split_knob(int g) { return "split_" + std::to_string(g); }
+
+ScheduleSpace plan_space(const Topology& t, int devices, int layers, int split_groups) {
+  std::vector<Knob> knobs = {{"tp", {1, 2, 4, 8}},         {"pp", {1, 2, 4, 8}},         {"micro_batches", {1, 2, 4, 8}},
+                             {"order", {0, 1}},            {"bucket_mib", {1, 4, 25, 100}}, {"overlap_chunks", {1, 4}}};
+  for (int g = 0; g < split_groups; ++g) knobs.push_back({split_knob(g), {1, 0}});
+  return ScheduleSpace(std::move(knobs), [&t, devices, layers](const Schedule& s) {
+    const std::int64_t tp = s.at("tp"), pp = s.at("pp");
+    if (tp > t.devices_per_server) return Verdict::invalid("tp beyond a server");
+    if (devices % (tp * pp) != 0) return Verdict::invalid("tp x pp does not divide the devices");
+    if (pp > layers) return Verdict::invalid("more stages than forward layers");
+    return Verdict::valid();
+  });
 }
 
-ParallelPlan plan_of(const Schedule& s, int devices) {
+bool space_valid(const Topology& t, int devices, int layers, const std::map<std::string, std::int64_t>& p) {
+  const std::int64_t tp = p.at("tp"), pp = p.at("pp");
+  return tp <= t.devices_per_server && devices % (tp * pp) == 0 && pp <= layers;
+}
+
+// The plan a point names; matmuls: the step's splittable ones, in knob groups.
+ParallelPlan plan_of(const Schedule& s, int devices, const std::vector<int>& matmuls) {
   ParallelPlan p;
   p.tp = int(s.at("tp"));
   p.pp = int(s.at("pp"));
@@ -52,6 +63,12 @@ ParallelPlan plan_of(const Schedule& s, int devices) {
   p.order = s.at("order") == 0 ? PipelineOrder::gpipe : PipelineOrder::one_f_one_b;
   p.bucket_bytes = s.at("bucket_mib") << 20;
   p.overlap_chunks = int(s.at("overlap_chunks"));
+  const int groups = std::min<int>(kSplitKnobs, int(matmuls.size()));
+  std::vector<int> split;
+  for (std::size_t i = 0; i < matmuls.size(); ++i) {
+    if (s.at(split_knob(int(i * groups / matmuls.size()))) == 1) split.push_back(matmuls[i]);
+  }
+  if (split.size() < matmuls.size()) p.split = split;
   return p;
 }
 
@@ -60,7 +77,9 @@ ParallelPlan plan_of(const Schedule& s, int devices) {
 PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
                  const ParallelPlan& plan) {
   check_plan_fits(topology, plan);
-  PlanRun r{plan, tensor_parallel(step, topology, first_devices(plan.tp), plan.overlap_chunks), {}, 0};
+  PlanRun r{plan, tensor_parallel(step, topology, first_devices(plan.tp), plan.overlap_chunks,
+                                  plan.split ? &*plan.split : nullptr),
+            {}, 0};
   if (plan.pp > 1) {
     r.graph = pipeline_parallel(r.graph, device, {}, topology, {plan.pp, plan.micro_batches, plan.order, plan.tp}).graph;
   }
@@ -110,22 +129,40 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
     throw_bad_input("parallel plan: field 'devices' must be in 1.." + std::to_string(topology.devices()));
   }
   const auto start_time = std::chrono::steady_clock::now();
-  const Schedule dp_point(
-      {{"tp", 1}, {"pp", 1}, {"micro_batches", 1}, {"order", 1}, {"bucket_mib", 25}, {"overlap_chunks", 1}});
-  const ScheduleSpace space = plan_space(topology, options.devices, forward_layers(step));
+  const std::vector<int> matmuls = splittable_matmuls(step);
+  const int groups = std::min<int>(kSplitKnobs, int(matmuls.size()));
+  std::map<std::string, std::int64_t> start = {{"tp", 1},         {"pp", 1},          {"micro_batches", 1},
+                                               {"order", 1},      {"bucket_mib", 25}, {"overlap_chunks", 1}};
+  for (int g = 0; g < groups; ++g) start[split_knob(g)] = 1;
+  const Schedule dp_point(start);
+  // Seeds: pure data parallelism, then every uniform split of the devices into tensor-parallel
+  // degree x stages (8 micro-batches when pipelined), every matmul split.
+  std::vector<Schedule> seeds{dp_point};
+  for (int tp : {1, 2, 4, 8}) {
+    for (int pp : {1, 2, 4, 8}) {
+      auto point = start;
+      point["tp"] = tp;
+      point["pp"] = pp;
+      if (pp > 1) point["micro_batches"] = 8;
+      if ((tp > 1 || pp > 1) && space_valid(topology, options.devices, forward_layers(step), point)) {
+        seeds.emplace_back(point);
+      }
+    }
+  }
+  const ScheduleSpace space = plan_space(topology, options.devices, forward_layers(step), groups);
   const search::Minimum m = search::minimise(
-      space, dp_point,
+      space, seeds,
       [&](const Schedule& s) -> std::optional<double> {
         if (!space.check(s).ok) return std::nullopt;
-        PlanRun r = run_plan(step, device, topology, plan_of(s, options.devices));
+        PlanRun r = run_plan(step, device, topology, plan_of(s, options.devices, matmuls));
         const bool fits = fit_by_recompute(r, device, options.weight_bytes, options.capacity_bytes);
         if (!fits && s != dp_point) return std::nullopt;
         return r.us_per_batch();
       },
       {options.strategy, options.trials, 8, options.seed});
   PlanSearch out;
-  out.best = run_plan(step, device, topology, plan_of(m.point, options.devices));
-  out.data_parallel = run_plan(step, device, topology, plan_of(dp_point, options.devices));
+  out.best = run_plan(step, device, topology, plan_of(m.point, options.devices, matmuls));
+  out.data_parallel = run_plan(step, device, topology, plan_of(dp_point, options.devices, matmuls));
   for (PlanRun* r : {&out.best, &out.data_parallel}) fit_by_recompute(*r, device, options.weight_bytes, options.capacity_bytes);
   out.evaluations = m.evaluations;
   out.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_time).count();
@@ -139,7 +176,8 @@ Json ParallelPlan::to_json() const {
           {"micro_batches", micro_batches},
           {"order", to_string(order)},
           {"bucket_bytes", bucket_bytes},
-          {"overlap_chunks", overlap_chunks}};
+          {"overlap_chunks", overlap_chunks},
+          {"split", split ? Json(*split) : Json("all")}};
 }
 
 Json PlanSearch::to_json() const {

@@ -11,11 +11,13 @@
 // activations (fit_by_recompute) and is skipped if it still does not, except pure data
 // parallelism, which is reported either way.
 // Knobs: tp, pp in {1, 2, 4, 8} (tp within a server), micro_batches in {1, 2, 4, 8},
-// order (gpipe, 1f1b), bucket_mib in {1, 4, 25, 100}, overlap_chunks in {1, 4}.
+// order (gpipe, 1f1b), bucket_mib in {1, 4, 25, 100}, overlap_chunks in {1, 4}, and per group
+// of consecutive splittable matmuls (up to 8 groups) whether tensor parallelism splits it.
 // Pure functions.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,9 @@ struct ParallelPlan {
   PipelineOrder order = PipelineOrder::one_f_one_b;
   std::int64_t bucket_bytes = 25LL << 20;
   int overlap_chunks = 1;  // tensor parallelism: MatMul + collective fusion (tensor_parallel.hpp)
+  // With tp > 1: the matmuls split (step node indices; FlexFlow-style per-op choice, the
+  // others run whole on every rank); nullopt: every splittable matmul.
+  std::optional<std::vector<int>> split;
   int devices() const { return tp * pp * dp; }
   Json to_json() const;
 };

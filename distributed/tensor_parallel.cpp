@@ -1,5 +1,6 @@
 #include "distributed/tensor_parallel.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -32,10 +33,9 @@ namespace {
 // fused.
 class Splitter {
  public:
-  Splitter(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group, int chunks)
-      : g_(g), t_(t), group_(group), chunks_(std::max(1, chunks)), roles_(training_roles(g)) {
-    for (int f : splittable_matmuls(g)) split_.insert(f);
-  }
+  Splitter(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group, int chunks,
+           const std::vector<int>& split)
+      : g_(g), t_(t), group_(group), chunks_(std::max(1, chunks)), roles_(training_roles(g)), split_(split.begin(), split.end()) {}
 
   execution::ExecGraph build() {
     for (int b = 0; b < int(g_.buffers().size()); ++b) {
@@ -118,12 +118,20 @@ class Splitter {
 }  // namespace
 
 execution::ExecGraph tensor_parallel(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group,
-                                     int overlap_chunks) {
+                                     int overlap_chunks, const std::vector<int>* only) {
   if (group.size() <= 1) return g;
   for (int d : group) {
     if (d < 0 || d >= t.devices()) throw_bad_input("tensor parallel: device " + std::to_string(d) + " is not in '" + t.name + "'");
   }
-  return Splitter(g, t, group, overlap_chunks).build();
+  const std::vector<int> all = splittable_matmuls(g);
+  if (only) {
+    for (int f : *only) {
+      if (std::find(all.begin(), all.end(), f) == all.end()) {
+        throw_bad_input("tensor parallel: node " + std::to_string(f) + " is not a matmul with a weight gradient");
+      }
+    }
+  }
+  return Splitter(g, t, group, overlap_chunks, only ? *only : all).build();
 }
 
 }  // namespace atvoss::distributed

@@ -29,7 +29,10 @@ std::vector<int> splittable_matmuls(const execution::ExecGraph& step);
 // The step of rank 0 of a tensor-parallel group (devices group[0..t-1] of topology), with the
 // collectives on its communication engine. group of one: the step unchanged. bad_input for a
 // device outside the topology.
+// only: the matmuls to split (a subset of splittable_matmuls; FlexFlow-style per-op choice:
+// the others run whole on every rank, their weights replicated); nullptr: all of them.
 execution::ExecGraph tensor_parallel(const execution::ExecGraph& step, const Topology& topology,
-                                     const std::vector<int>& group, int overlap_chunks = 1);
+                                     const std::vector<int>& group, int overlap_chunks = 1,
+                                     const std::vector<int>* only = nullptr);
 
 }  // namespace atvoss::distributed

@@ -10,10 +10,15 @@ namespace atvoss::search {
 
 Minimum minimise(const ScheduleSpace& space, const Schedule& start,
                  const std::function<std::optional<double>(const Schedule&)>& measure, const MinimiseOptions& options) {
+  return minimise(space, std::vector<Schedule>{start}, measure, options);
+}
+
+Minimum minimise(const ScheduleSpace& space, const std::vector<Schedule>& starts,
+                 const std::function<std::optional<double>(const Schedule&)>& measure, const MinimiseOptions& options) {
   StrategyOptions so;
   so.seed = options.seed;
   auto strategy = make_strategy(options.strategy, space, so);
-  Minimum best{start, std::numeric_limits<double>::infinity(), 0};
+  Minimum best{starts.front(), std::numeric_limits<double>::infinity(), 0};
   auto trial = [&](const Schedule& s) {
     const std::optional<double> v = measure(s);
     ++best.evaluations;
@@ -24,7 +29,8 @@ Minimum minimise(const ScheduleSpace& space, const Schedule& start,
     }
     return Trial{s, Status::ok, *v};
   };
-  const std::vector<Trial> first{trial(start)};
+  std::vector<Trial> first;
+  for (const Schedule& s : starts) first.push_back(trial(s));
   strategy->observe(first);
   while (best.evaluations < options.trials) {
     const auto points = strategy->propose(std::size_t(std::min(options.batch_size, options.trials - best.evaluations)));

@@ -2,7 +2,7 @@
 // exact (a simulation, not a noisy kernel run): the graph run's knobs (report/graph_tuning.hpp)
 // and the parallel plan (distributed/parallel_plan.hpp) are searched this way, so that a
 // plan or a graph setting reuses the schedule-space machinery instead of a search of its own.
-// The start point is measured first: the result is never worse than it. A measure returns
+// The start points are measured first: the result is never worse than them. A measure returns
 // nullopt for a point it cannot run (stored as an invalid trial; the strategies avoid it).
 // Deterministic for a seed. Threading: the caller's thread.
 #pragma once
@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/schedule.hpp"
 #include "core/schedule_space.hpp"
@@ -32,6 +33,11 @@ struct Minimum {
 
 // bad_input naming the strategy if it is unknown; the start must be in the space.
 Minimum minimise(const ScheduleSpace& space, const Schedule& start,
+                 const std::function<std::optional<double>(const Schedule&)>& measure, const MinimiseOptions& options);
+// The same from several known points (measured first, in order; they count in the trials):
+// where a space has many knobs, seeding it with the plain choices keeps a small budget from
+// wandering (MetaSchedule seeds its search the same way).
+Minimum minimise(const ScheduleSpace& space, const std::vector<Schedule>& starts,
                  const std::function<std::optional<double>(const Schedule&)>& measure, const MinimiseOptions& options);
 
 }  // namespace atvoss::search

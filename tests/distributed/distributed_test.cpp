@@ -412,6 +412,48 @@ TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeve
   EXPECT_GT(mixed.step_us, 0);
 }
 
+// Two matmuls: A computes long on a small output, B briefly on a 100 MB one. Splitting A
+// halves its time for a cheap gather; splitting B would gather 100 MB for 5 us saved.
+execution::ExecGraph split_one_not_the_other() {
+  using execution::NodeCost;
+  using execution::Unit;
+  execution::ExecGraph g;
+  const int x = g.add_buffer("x", 100'000), ya = g.add_buffer("ya", 100'000), yb = g.add_buffer("yb", 100'000'000);
+  const int dyb = g.add_buffer("grad:yb", 100'000'000), dya = g.add_buffer("grad:ya", 100'000);
+  const int dx = g.add_buffer("grad:x", 100'000, true);
+  const int gb = g.add_buffer("grad:wb", 4'000), ga = g.add_buffer("grad:wa", 4'000'000);
+  const int wb = g.add_buffer("wb'", 1, true), wa = g.add_buffer("wa'", 1, true);
+  const NodeCost heavy{1000, 0, 8, Unit::cube}, light{10, 0, 8, Unit::cube};
+  g.add_node("A", "matmul", heavy, {x}, {ya});
+  g.add_node("B", "matmul", light, {ya}, {yb});
+  g.add_node("loss", "elementwise", light, {yb}, {dyb});
+  g.add_node("B.dgrad", "matmulGrad", light, {dyb}, {dya});
+  g.add_node("B.wgrad", "matmulWeightGrad", light, {dyb, ya}, {gb});
+  g.add_node("B.update", "OptimizerUpdate", light, {gb}, {wb});
+  g.add_node("A.dgrad", "matmulGrad", heavy, {dya}, {dx});
+  g.add_node("A.wgrad", "matmulWeightGrad", heavy, {dya, x}, {ga});
+  g.add_node("A.update", "OptimizerUpdate", light, {ga}, {wa});
+  return g;
+}
+
+TEST(ParallelPlan, PerOpChoicesSplitTheMatmulThatGainsAndKeepTheOneThatWouldNot) {
+  const Topology t = two_devices_one_link();
+  const execution::Device d{8, 8, true};
+  const execution::ExecGraph g = split_one_not_the_other();
+  ASSERT_EQ(splittable_matmuls(g), (std::vector<int>{0, 1}));
+  ParallelPlan both{2, 1, 1};
+  ParallelPlan only_a = both;
+  only_a.split = std::vector<int>{0};
+  const double mixed = run_plan(g, d, t, only_a).us_per_batch();
+  EXPECT_LT(mixed, run_plan(g, d, t, both).us_per_batch());        // B's gather costs 5 ms
+  EXPECT_LT(mixed, run_plan(g, d, t, {1, 1, 2}).us_per_batch());   // data parallel: A at full time
+  const PlanSearch s = search_plan(g, d, t, {2, "evolutionary", 48, 1});
+  EXPECT_EQ(s.best.plan.tp, 2);
+  ASSERT_TRUE(s.best.plan.split);
+  EXPECT_EQ(*s.best.plan.split, std::vector<int>{0});
+  EXPECT_EQ(s.best.plan.to_json()["split"], Json::array({0}));
+}
+
 TEST(ParallelPlan, APlanOverTheDeviceRecomputesActivationsToFit) {
   const auto bert = frontend::zoo_model("bert-base-train");
   const auto step = execution::ExecGraph::from_graph(bert.graph(), [&](int i) {
