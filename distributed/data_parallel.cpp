@@ -36,8 +36,9 @@ int device_of(const ExecGraph& g, const GradientBucket& b) { return g.nodes()[g.
 // once backward() returns, which waits for every bucket); without overlap, every AllReduce
 // waits for the barrier too. Each extra node is added right after the last node it waits
 // for, so the assembled order keeps it there (graph_assembly.hpp).
-ExecGraph with_allreduces(const ExecGraph& g, const std::vector<GradientBucket>& buckets,
-                          const std::vector<CollectiveTime>& times, bool overlap) {
+// instant: every AllReduce takes no time (the step on one device).
+ExecGraph with_allreduces(const ExecGraph& g, const std::vector<GradientBucket>& buckets, bool overlap,
+                          bool instant = false) {
   GraphAssembly a;
   for (const auto& b : g.buffers()) a.buffer(b.name, b.bytes, b.output);
   const int k_count = int(buckets.size());
@@ -59,7 +60,7 @@ ExecGraph with_allreduces(const ExecGraph& g, const std::vector<GradientBucket>&
     std::vector<int> reads = buckets[k].buffers;
     if (!overlap) reads.push_back(done);
     a.node("allreduce:bucket" + std::to_string(k), "AllReduce",
-           {times[k].us, 0, 1, execution::Unit::comm, device_of(g, buckets[k])}, reads, {token[k]});
+           {instant ? 0.0 : buckets[k].allreduce.us, 0, 1, execution::Unit::comm, device_of(g, buckets[k])}, reads, {token[k]});
   };
   for (int i = 0; i < int(g.nodes().size()); ++i) {
     const execution::ExecNode& n = g.nodes()[i];
@@ -104,15 +105,12 @@ std::vector<int> gradient_buffers(const ExecGraph& g) {
   return out;
 }
 
-DataParallelStep data_parallel(const ExecGraph& step, const execution::Device& device,
-                               const execution::SchedulerOptions& scheduler, const Topology& topology,
-                               const DataParallelOptions& options) {
+DataParallelGraph with_data_parallel(const ExecGraph& step, const Topology& topology, const DataParallelOptions& options) {
   check_options(topology, options);
   const std::vector<int> grads = gradient_buffers(step);
   if (grads.empty()) throw_bad_input("data parallel: the graph has no gradient (is it a training step?)");
-  DataParallelStep out;
+  DataParallelGraph out;
   out.buckets = bucket(step, grads, options.bucket_bytes);
-  std::vector<CollectiveTime> times;
   for (auto& b : out.buckets) {
     std::vector<int> group;
     for (int r = 0; r < options.devices; ++r) {
@@ -121,16 +119,24 @@ DataParallelStep data_parallel(const ExecGraph& step, const execution::Device& d
     b.allreduce = options.algorithm
                       ? time_collective(topology, Collective::all_reduce, *options.algorithm, group, b.bytes)
                       : best_collective(topology, Collective::all_reduce, group, b.bytes);
-    times.push_back(b.allreduce);
-    out.comm_us += b.allreduce.us;
   }
-  out.graph = with_allreduces(step, out.buckets, times, options.overlap);
+  out.graph = with_allreduces(step, out.buckets, options.overlap);
+  return out;
+}
+
+DataParallelStep data_parallel(const ExecGraph& step, const execution::Device& device,
+                               const execution::SchedulerOptions& scheduler, const Topology& topology,
+                               const DataParallelOptions& options) {
+  DataParallelGraph built = with_data_parallel(step, topology, options);
+  DataParallelStep out;
+  out.graph = std::move(built.graph);
+  out.buckets = std::move(built.buckets);
+  for (const auto& b : out.buckets) out.comm_us += b.allreduce.us;
   out.timeline = execution::simulate(out.graph, device, scheduler);
   out.step_us = out.timeline.makespan_us;
   // One device: the same step, its AllReduces instant (a group of one moves nothing).
-  const std::vector<CollectiveTime> none(times.size());
-  out.single_us = execution::simulate(with_allreduces(step, out.buckets, none, options.overlap), device, scheduler)
-                      .makespan_us;
+  out.single_us =
+      execution::simulate(with_allreduces(step, out.buckets, options.overlap, true), device, scheduler).makespan_us;
   return out;
 }
 

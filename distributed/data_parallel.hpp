@@ -59,8 +59,17 @@ struct DataParallelStep {
 // The gradient buffers of a training step, in the order they are produced.
 std::vector<int> gradient_buffers(const execution::ExecGraph& step);
 
-// bad_input when devices is outside 1..topology devices or bucket_bytes < 1, and when the step
-// has no gradient (not a training step).
+// The step with its buckets' AllReduce nodes, not simulated (a plan adds more before it runs:
+// parallel_plan.hpp). bad_input when devices is outside 1..topology devices or bucket_bytes < 1,
+// and when the step has no gradient (not a training step).
+struct DataParallelGraph {
+  execution::ExecGraph graph;
+  std::vector<GradientBucket> buckets;
+};
+DataParallelGraph with_data_parallel(const execution::ExecGraph& step, const Topology& topology,
+                                     const DataParallelOptions& options);
+
+// with_data_parallel, simulated, and the same step with instant AllReduces (one device).
 DataParallelStep data_parallel(const execution::ExecGraph& step, const execution::Device& device,
                                const execution::SchedulerOptions& scheduler, const Topology& topology,
                                const DataParallelOptions& options);

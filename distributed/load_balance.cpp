@@ -60,7 +60,8 @@ BalancedRun run_balanced(const execution::ExecGraph& step, const execution::Devi
     }
     const double work = double(units[slowest]) / units_per_device, factor = work / speeds[slowest];
     if (!cache.count(factor)) {
-      cache[factor] = data_parallel(scaled(step, work, speeds[slowest]), device, {}, topology, options).step_us;
+      const execution::ExecGraph g = with_data_parallel(scaled(step, work, speeds[slowest]), topology, options).graph;
+      cache[factor] = execution::simulate(g, device).makespan_us;
     }
     out.step_us.push_back(cache[factor]);
     out.units.push_back(units);

@@ -48,11 +48,6 @@ ScheduleSpace plan_space(const Topology& t, int devices, int layers, int split_g
   });
 }
 
-bool space_valid(const Topology& t, int devices, int layers, const std::map<std::string, std::int64_t>& p) {
-  const std::int64_t tp = p.at("tp"), pp = p.at("pp");
-  return tp <= t.devices_per_server && devices % (tp * pp) == 0 && pp <= layers;
-}
-
 // The plan a point names; matmuls: the step's splittable ones, in knob groups.
 ParallelPlan plan_of(const Schedule& s, int devices, const std::vector<int>& matmuls) {
   ParallelPlan p;
@@ -81,7 +76,7 @@ PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& devi
                                   plan.split ? &*plan.split : nullptr),
             {}, 0};
   if (plan.pp > 1) {
-    r.graph = pipeline_parallel(r.graph, device, {}, topology, {plan.pp, plan.micro_batches, plan.order, plan.tp}).graph;
+    r.graph = with_pipeline(r.graph, topology, {plan.pp, plan.micro_batches, plan.order, plan.tp}).graph;
   }
   if (plan.dp > 1 && !gradient_buffers(r.graph).empty()) {  // inference: replicas never sync
     DataParallelOptions o;
@@ -89,7 +84,7 @@ PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& devi
     o.bucket_bytes = plan.bucket_bytes;
     o.device_stride = plan.tp;
     o.group_stride = plan.tp * plan.pp;
-    r.graph = data_parallel(r.graph, device, {}, topology, o).graph;
+    r.graph = with_data_parallel(r.graph, topology, o).graph;
   }
   r.timeline = execution::simulate(r.graph, device);
   r.step_us = r.timeline.makespan_us;
@@ -102,17 +97,21 @@ std::int64_t PlanRun::device_peak_bytes() const {
   return peak;
 }
 
-double PlanRun::device_need_bytes(double weight_bytes) const {
+double PlanRun::weight_state_bytes(double weight_bytes) const {
   constexpr double kWeightAndStateBytesPerWeightByte = 16.0 / 2;
-  return double(device_peak_bytes()) + weight_bytes * kWeightAndStateBytesPerWeightByte / (plan.tp * plan.pp);
+  return weight_bytes * kWeightAndStateBytesPerWeightByte / (plan.tp * plan.pp);
+}
+
+double PlanRun::device_need_bytes(double weight_bytes) const {
+  return double(device_peak_bytes()) + weight_state_bytes(weight_bytes);
 }
 
 bool fit_by_recompute(PlanRun& run, const execution::Device& device, double weight_bytes, double capacity_bytes) {
   if (capacity_bytes <= 0) return true;  // before planning memory: the search calls this per plan
-  const double need = run.device_need_bytes(weight_bytes);
-  if (need <= capacity_bytes) return true;
+  const double state = run.weight_state_bytes(weight_bytes);
+  if (double(run.device_peak_bytes()) + state <= capacity_bytes) return true;
   if (run.timeline.devices > 1) return false;
-  const double budget = capacity_bytes - (need - double(run.device_peak_bytes()));
+  const double budget = capacity_bytes - state;
   if (budget <= 0) return false;
   execution::RecomputeResult r = execution::recompute_to_fit(run.graph, device, {}, std::int64_t(budget));
   if (!r.fits) return false;
@@ -137,6 +136,7 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
   const Schedule dp_point(start);
   // Seeds: pure data parallelism, then every uniform split of the devices into tensor-parallel
   // degree x stages (8 micro-batches when pipelined), every matmul split.
+  const ScheduleSpace space = plan_space(topology, options.devices, forward_layers(step), groups);
   std::vector<Schedule> seeds{dp_point};
   for (int tp : {1, 2, 4, 8}) {
     for (int pp : {1, 2, 4, 8}) {
@@ -144,12 +144,9 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
       point["tp"] = tp;
       point["pp"] = pp;
       if (pp > 1) point["micro_batches"] = 8;
-      if ((tp > 1 || pp > 1) && space_valid(topology, options.devices, forward_layers(step), point)) {
-        seeds.emplace_back(point);
-      }
+      if ((tp > 1 || pp > 1) && space.check(Schedule(point)).ok) seeds.emplace_back(point);
     }
   }
-  const ScheduleSpace space = plan_space(topology, options.devices, forward_layers(step), groups);
   const search::Minimum m = search::minimise(
       space, seeds,
       [&](const Schedule& s) -> std::optional<double> {

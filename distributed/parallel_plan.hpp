@@ -55,6 +55,7 @@ struct PlanRun {
   // model's fp16 weights with mixed-precision Adam's state — an fp32 master copy and two fp32
   // moments, 16 bytes per parameter in all (Rajbhandari et al., "ZeRO", 2020).
   double device_need_bytes(double weight_bytes) const;
+  double weight_state_bytes(double weight_bytes) const;  // the second term of device_need_bytes
   std::vector<std::string> recomputed;  // activations run again to fit (fit_by_recompute)
 };
 

@@ -234,15 +234,13 @@ StagePlacement place_stages(const ExecGraph& g, int stages) {
   return p;
 }
 
-PipelineStep pipeline_parallel(const ExecGraph& step, const execution::Device& device,
-                               const execution::SchedulerOptions& scheduler, const Topology& topology,
-                               const PipelineOptions& o) {
+PipelineGraph with_pipeline(const ExecGraph& step, const Topology& topology, const PipelineOptions& o) {
   if (o.stride < 1 || o.stages * o.stride > topology.devices()) {
     throw_bad_input("pipeline: field 'stages' x stride must be at most the " + std::to_string(topology.devices()) +
                     " devices of topology '" + topology.name + "'");
   }
   if (o.micro_batches < 1) throw_bad_input("pipeline: field 'micro_batches' must be >= 1");
-  PipelineStep out;
+  PipelineGraph out;
   out.placement = place_stages(step, o.stages);
   const TrainingRoles roles = training_roles(step);
   std::vector<bool> backward(step.nodes().size());
@@ -258,6 +256,16 @@ PipelineStep pipeline_parallel(const ExecGraph& step, const execution::Device& d
     u.updates(s, after);
   }
   out.graph = u.build();
+  return out;
+}
+
+PipelineStep pipeline_parallel(const ExecGraph& step, const execution::Device& device,
+                               const execution::SchedulerOptions& scheduler, const Topology& topology,
+                               const PipelineOptions& o) {
+  PipelineGraph unrolled = with_pipeline(step, topology, o);
+  PipelineStep out;
+  out.placement = std::move(unrolled.placement);
+  out.graph = std::move(unrolled.graph);
   out.timeline = execution::simulate(out.graph, device, scheduler);
   out.step_us = out.timeline.makespan_us;
   out.single_us = execution::simulate(step, device, scheduler).makespan_us;

@@ -61,7 +61,16 @@ int forward_layers(const execution::ExecGraph& step);
 // bad_input when stages is outside 1..forward_layers(step).
 StagePlacement place_stages(const execution::ExecGraph& step, int stages);
 
-// bad_input when stages x stride exceeds the topology's devices, or micro_batches < 1.
+// The unrolled step and its placement, not simulated (a plan adds more before it runs:
+// parallel_plan.hpp). bad_input when stages x stride exceeds the topology's devices, or
+// micro_batches < 1.
+struct PipelineGraph {
+  StagePlacement placement;
+  execution::ExecGraph graph;
+};
+PipelineGraph with_pipeline(const execution::ExecGraph& step, const Topology& topology, const PipelineOptions& options);
+
+// with_pipeline, simulated, and the step on one device.
 PipelineStep pipeline_parallel(const execution::ExecGraph& step, const execution::Device& device,
                                const execution::SchedulerOptions& scheduler, const Topology& topology,
                                const PipelineOptions& options);

@@ -15,10 +15,7 @@ namespace {
 
 bool is_matmul(const std::string& op) { return op == "matmul" || op == "MatMul" || op == "Gemm"; }
 
-}  // namespace
-
-std::vector<int> splittable_matmuls(const execution::ExecGraph& g) {
-  const TrainingRoles r = training_roles(g);
+std::vector<int> splittable_of(const execution::ExecGraph& g, const TrainingRoles& r) {
   std::set<int> split;
   for (int i = 0; i < int(g.nodes().size()); ++i) {
     const int f = r.forward[i];
@@ -27,15 +24,13 @@ std::vector<int> splittable_matmuls(const execution::ExecGraph& g) {
   return {split.begin(), split.end()};
 }
 
-namespace {
-
 // Builds rank 0's step: split kernels at 1/t, each followed by its collective, chunked when
 // fused.
 class Splitter {
  public:
   Splitter(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group, int chunks,
-           const std::vector<int>& split)
-      : g_(g), t_(t), group_(group), chunks_(std::max(1, chunks)), roles_(training_roles(g)), split_(split.begin(), split.end()) {}
+           TrainingRoles roles, const std::vector<int>& split)
+      : g_(g), t_(t), group_(group), chunks_(std::max(1, chunks)), roles_(std::move(roles)), split_(split.begin(), split.end()) {}
 
   execution::ExecGraph build() {
     for (int b = 0; b < int(g_.buffers().size()); ++b) {
@@ -117,13 +112,16 @@ class Splitter {
 
 }  // namespace
 
+std::vector<int> splittable_matmuls(const execution::ExecGraph& g) { return splittable_of(g, training_roles(g)); }
+
 execution::ExecGraph tensor_parallel(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group,
                                      int overlap_chunks, const std::vector<int>* only) {
   if (group.size() <= 1) return g;
   for (int d : group) {
     if (d < 0 || d >= t.devices()) throw_bad_input("tensor parallel: device " + std::to_string(d) + " is not in '" + t.name + "'");
   }
-  const std::vector<int> all = splittable_matmuls(g);
+  TrainingRoles roles = training_roles(g);
+  const std::vector<int> all = splittable_of(g, roles);
   if (only) {
     for (int f : *only) {
       if (std::find(all.begin(), all.end(), f) == all.end()) {
@@ -131,7 +129,7 @@ execution::ExecGraph tensor_parallel(const execution::ExecGraph& g, const Topolo
       }
     }
   }
-  return Splitter(g, t, group, overlap_chunks, only ? *only : all).build();
+  return Splitter(g, t, group, overlap_chunks, std::move(roles), only ? *only : all).build();
 }
 
 }  // namespace atvoss::distributed
