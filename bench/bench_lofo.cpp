@@ -1,5 +1,5 @@
-// Leave-one-family-out tuning of a strategy's defaults on the nine recorded spaces (issue
-// 12): a default tuned on the space it is reported on is not a result. The spaces form five
+// Leave-one-family-out tuning of a strategy's defaults on the nine recorded spaces: a
+// default tuned on the space it is reported on is not a result. The spaces form five
 // kernel families (convolution, convolution_milo, dedispersion_milo, gemm, pnpoly). For each
 // family F, every configuration of the grid is run on the spaces of the other four families
 // with the tuning seeds; the one with the best score (mean over those families, each family

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Installs the peer benchmark's extra dependencies: Debian's python3-optuna (with numpy), and
-# python3-scipy for bench/peer/round8/landscape.py's Gaussian-process prototype.
+# Installs the peer benchmark's extra dependencies: Debian's python3-optuna (with numpy).
 # Benchmark-only: atvoss itself never needs Optuna, and scripts/test.sh does not call this.
 set -euo pipefail
 missing=()
-for p in python3 python3-numpy python3-optuna python3-scipy; do
+for p in python3 python3-numpy python3-optuna; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
