@@ -74,7 +74,7 @@ PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& devi
   check_plan_fits(topology, plan);
   PlanRun r{plan, tensor_parallel(step, topology, first_devices(plan.tp), plan.overlap_chunks,
                                   plan.split ? &*plan.split : nullptr),
-            {}, 0};
+            {}, 0, {}};
   if (plan.pp > 1) {
     r.graph = with_pipeline(r.graph, topology, {plan.pp, plan.micro_batches, plan.order, plan.tp}).graph;
   }

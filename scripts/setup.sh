@@ -5,6 +5,7 @@
 # ATVOSS_BUILD_TARGETS (default: everything) limits what is built, e.g. the demo's tools.
 # ATVOSS_WITH_TESTS=0 (demo.sh) installs and builds only the programs: no test or benchmark
 # packages (GoogleTest, Google Benchmark, Chromium, the ONNX Python modules, clang).
+# ATVOSS_WERROR=1 (CI, .ci/run) makes warnings in atvoss's own code errors.
 set -euo pipefail
 
 ATVOSS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -62,7 +63,8 @@ configure_and_build() {
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] ||
      { [ ! -f "$BUILD_DIR/build.ninja" ] && [ ! -f "$BUILD_DIR/Makefile" ]; }; then
     cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
-      -DATVOSS_BUILD_TESTS="$with" -DATVOSS_BUILD_BENCH="$with" >&2
+      -DATVOSS_BUILD_TESTS="$with" -DATVOSS_BUILD_BENCH="$with" \
+      -DATVOSS_WERROR="$([ "${ATVOSS_WERROR:-0}" = 1 ] && echo ON || echo OFF)" >&2
   elif ! grep -q "^ATVOSS_BUILD_TESTS:BOOL=$with\$" "$BUILD_DIR/CMakeCache.txt"; then
     # A build dir set up by the demo gains its tests here (and keeps them afterwards).
     if [ "$with" = ON ]; then

@@ -134,7 +134,7 @@ TEST(TargetTest, MatrixDtypesAreOptionalCheckedAndNotKeyed) {
   EXPECT_FALSE(t.supports(DType::bfloat16));
   EXPECT_EQ(t.key(), plain.key());
   EXPECT_EQ(Target::from_json(t.to_json()).matrix_dtypes, t.matrix_dtypes);
-  for (const Json bad : {Json("float16"), Json({"float16", "fp8"}), Json({1})}) {
+  for (const Json& bad : {Json("float16"), Json({"float16", "fp8"}), Json({1})}) {
     Json j = full_target();
     j["matrix_dtypes"] = bad;
     try {

@@ -22,6 +22,15 @@
 namespace atvoss::distributed {
 namespace {
 
+ParallelPlan plan(int tp, int pp, int dp, int micro_batches = 1) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.micro_batches = micro_batches;
+  return p;
+}
+
 Topology two_devices_one_link() {
   return Topology::from_json(
       Json{{"devices_per_server", 2}, {"shape", "full_mesh"}, {"link", {{"gb_per_s", 10}, {"latency_us", 1}}}});
@@ -398,7 +407,7 @@ TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeve
   EXPECT_EQ(search_plan(big_fc_step(), {8, 8, true}, t, small).best.plan.tp, 1);
   small.capacity_bytes = 5e9;  // tp 2 fits (4e9 of weights and state, plus its plan)
   EXPECT_EQ(search_plan(big_fc_step(), {8, 8, true}, t, small).best.plan.tp, 2);
-  EXPECT_NE(message_of([&] { run_plan(big_fc_step(), {8, 8, true}, t, {4, 1, 1}); }).find("field 'tp'"),
+  EXPECT_NE(message_of([&] { run_plan(big_fc_step(), {8, 8, true}, t, plan(4, 1, 1)); }).find("field 'tp'"),
             std::string::npos);
   const Topology server = topology_preset("ascend910b-server8");
   const auto bert = frontend::zoo_model("bert-base-train");
@@ -407,7 +416,7 @@ TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeve
   });
   const PlanSearch b = search_plan(step, {8, 8, false}, server, {8, "evolutionary", 24, 1});
   EXPECT_LE(b.best.us_per_batch(), b.data_parallel.us_per_batch());
-  const PlanRun mixed = run_plan(step, {8, 8, false}, server, {2, 2, 2, 4});
+  const PlanRun mixed = run_plan(step, {8, 8, false}, server, plan(2, 2, 2, 4));
   EXPECT_EQ(mixed.timeline.devices, 2);  // one replica's two stages, tp rank 0
   EXPECT_GT(mixed.step_us, 0);
 }
@@ -441,12 +450,12 @@ TEST(ParallelPlan, PerOpChoicesSplitTheMatmulThatGainsAndKeepTheOneThatWouldNot)
   const execution::Device d{8, 8, true};
   const execution::ExecGraph g = split_one_not_the_other();
   ASSERT_EQ(splittable_matmuls(g), (std::vector<int>{0, 1}));
-  ParallelPlan both{2, 1, 1};
+  ParallelPlan both = plan(2, 1, 1);
   ParallelPlan only_a = both;
   only_a.split = std::vector<int>{0};
   const double mixed = run_plan(g, d, t, only_a).us_per_batch();
   EXPECT_LT(mixed, run_plan(g, d, t, both).us_per_batch());        // B's gather costs 5 ms
-  EXPECT_LT(mixed, run_plan(g, d, t, {1, 1, 2}).us_per_batch());   // data parallel: A at full time
+  EXPECT_LT(mixed, run_plan(g, d, t, plan(1, 1, 2)).us_per_batch());   // data parallel: A at full time
   const PlanSearch s = search_plan(g, d, t, {2, "evolutionary", 48, 1});
   EXPECT_EQ(s.best.plan.tp, 2);
   ASSERT_TRUE(s.best.plan.split);
@@ -461,7 +470,7 @@ TEST(ParallelPlan, APlanOverTheDeviceRecomputesActivationsToFit) {
   });
   const Topology t = topology_preset("ascend910b-server8");
   const execution::Device d{8, 8, false};
-  PlanRun run = run_plan(step, d, t, {1, 1, 1});  // one device: the activations make the peak
+  PlanRun run = run_plan(step, d, t, plan(1, 1, 1));  // one device: the activations make the peak
   const double peak = double(run.device_peak_bytes()), before_us = run.step_us;
   ASSERT_TRUE(fit_by_recompute(run, d, 0, 2 * peak));  // fits: unchanged
   EXPECT_TRUE(run.recomputed.empty());
@@ -469,9 +478,9 @@ TEST(ParallelPlan, APlanOverTheDeviceRecomputesActivationsToFit) {
   EXPECT_FALSE(run.recomputed.empty());
   EXPECT_LE(run.device_need_bytes(0), 0.95 * peak);
   EXPECT_GE(run.step_us, before_us);
-  PlanRun tight = run_plan(step, d, t, {1, 1, 1});
+  PlanRun tight = run_plan(step, d, t, plan(1, 1, 1));
   EXPECT_FALSE(fit_by_recompute(tight, d, 0, 0.01 * peak));
-  PlanRun staged = run_plan(step, d, t, {1, 2, 1});
+  PlanRun staged = run_plan(step, d, t, plan(1, 2, 1));
   EXPECT_FALSE(fit_by_recompute(staged, d, 0, 0.5 * double(staged.device_peak_bytes())));  // one device only
 }
 

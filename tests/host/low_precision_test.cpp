@@ -147,7 +147,8 @@ TEST(LowPrecisionTest, AQuantizeEpilogueLeavesEveryOutputOnItsGrid) {
                            R"({"op":"matmul","dtype":"int8","dims":{"M":19,"N":40,"K":70},"epilogue":["bias","relu","requantize"]})"}) {
     const Workload w = workload(text);
     std::int64_t full = 0;
-    for (const auto& k : space_for(w, this_machine()).knobs()) {
+    const ScheduleSpace space = space_for(w, this_machine());  // a temporary's knobs() would dangle
+    for (const auto& k : space.knobs()) {
       if (k.name == "fusion_level") full = k.values.back();
     }
     ASSERT_GT(full, 0) << "the quantize op can be fused";

@@ -160,10 +160,10 @@ inline Child start_worker(std::uint16_t port, int slots, std::vector<std::string
 }
 
 // Asks the farm for its stats over the query role.
-inline Json farm_stats(std::uint16_t port, std::optional<std::string> token = std::nullopt) {
+inline Json farm_stats(std::uint16_t port, const std::optional<std::string>& token = std::nullopt) {
   rpc::ChannelOptions o;
   o.role = rpc::Role::query;
-  o.token = std::move(token);
+  if (token) o.token = *token;  // not a copy of the optional: GCC 12 calls that maybe-uninitialized
   auto c = rpc::Channel::open(rpc::Endpoint{"127.0.0.1", port}, o);
   c->send(Json{{"type", "stats"}});
   for (int i = 0; i < 50; ++i) {
