@@ -81,8 +81,7 @@ class Backend {
   // the backend has none (a measured table knows no vendor default).
   virtual std::optional<Schedule> default_schedule(const Workload& w, const Target& t) const = 0;
   // The kernel plan of s; nullopt where the backend has no lowering (measured tables).
-  virtual std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t,
-                                                    const Schedule& s) const = 0;
+  virtual std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t, const Schedule& s) const = 0;
   // One measurement per request, in order. A schedule outside the space is bad_input;
   // candidate failures (invalid, compile errors, ...) come back as statuses.
   virtual std::vector<Measurement> measure(std::span<const MeasureRequest> batch,

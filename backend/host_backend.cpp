@@ -22,8 +22,8 @@ class HostBackend final : public Backend {
   std::string targets_served() const override { return "this CPU's target (--target host)"; }
   void check_target(const Target& t) const override { require_this_machine(t); }
   bool serves(const Workload& w, const Target& t) const override {
-    return host::is_host_target(t) && (w.is_matmul_like() || host::is_row_op(w) || w.op() == "conv2d" ||
-                                       w.op() == "depthwise_conv2d");
+    return host::is_host_target(t) &&
+           (w.is_matmul_like() || host::is_row_op(w) || w.op() == "conv2d" || w.op() == "depthwise_conv2d");
   }
   ScheduleSpace space(const Workload& w, const Target& t) const override {
     require_this_machine(t);
@@ -35,12 +35,10 @@ class HostBackend final : public Backend {
   }
   // The NPU-shaped plan of the shared knobs: what the cost model featurises (the host target
   // maps the machine onto Target's fields, host/machine.hpp).
-  std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t,
-                                            const Schedule& s) const override {
+  std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t, const Schedule& s) const override {
     return lowering::plan_kernel(w, t, s);
   }
-  std::vector<Measurement> measure(std::span<const MeasureRequest> batch,
-                                   const MeasureOptions&) const override {
+  std::vector<Measurement> measure(std::span<const MeasureRequest> batch, const MeasureOptions&) const override {
     std::vector<host::Candidate> candidates;
     for (const auto& r : batch) {
       require_this_machine(r.target);

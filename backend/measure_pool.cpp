@@ -85,7 +85,9 @@ std::size_t MeasurePool::queued() const {
   return queue_.size();
 }
 
-void MeasurePool::start_thread() { threads_.emplace_back([this] { thread_loop(); }); }
+void MeasurePool::start_thread() {
+  threads_.emplace_back([this] { thread_loop(); });
+}
 
 Measurement MeasurePool::attempt(const Task& task) const {
   const lowering::FusionRuleScope submitters_rules(task.fusion_rules);
@@ -151,8 +153,8 @@ void MeasurePool::watch_deadlines() {
     for (const TaskPtr& t : expired) {
       Done done = std::move(t->done);
       lock.unlock();
-      done(Measurement::failed(Status::timeout, "measurement exceeded " + std::to_string(options_.timeout.count()) +
-                                                    " ms"));
+      done(Measurement::failed(Status::timeout,
+                               "measurement exceeded " + std::to_string(options_.timeout.count()) + " ms"));
       lock.lock();
     }
   }

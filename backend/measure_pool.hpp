@@ -72,7 +72,7 @@ class MeasurePool {
   mutable std::mutex mu_;
   std::condition_variable work_ready_, running_changed_;
   std::deque<TaskPtr> queue_;
-  std::set<TaskPtr> running_;  // started attempts with a deadline (timeout > 0 only)
+  std::set<TaskPtr> running_;         // started attempts with a deadline (timeout > 0 only)
   std::vector<std::thread> threads_;  // retired ones too, joined at destruction
   std::thread watcher_;
   bool stopping_ = false;

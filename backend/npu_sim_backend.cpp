@@ -9,19 +9,14 @@ namespace {
 class NpuSimBackend final : public Backend {
  public:
   std::string name() const override { return "npu-sim"; }
-  bool serves(const Workload& w, const Target& t) const override {
-    return serves_target(t) && lowering::can_lower(w);
-  }
+  bool serves(const Workload& w, const Target& t) const override { return serves_target(t) && lowering::can_lower(w); }
   bool serves_target(const Target& t) const override { return t.organisation != "cpu"; }
   std::string targets_served() const override { return "NPU targets (the presets, or a hardware description)"; }
-  ScheduleSpace space(const Workload& w, const Target& t) const override {
-    return lowering::space_for(w, t);
-  }
+  ScheduleSpace space(const Workload& w, const Target& t) const override { return lowering::space_for(w, t); }
   std::optional<Schedule> default_schedule(const Workload& w, const Target& t) const override {
     return lowering::default_schedule(w, t);
   }
-  std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t,
-                                            const Schedule& s) const override {
+  std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t, const Schedule& s) const override {
     return lowering::plan_kernel(w, t, s);
   }
   std::vector<Measurement> measure(std::span<const MeasureRequest> batch,

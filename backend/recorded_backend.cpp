@@ -13,15 +13,11 @@ class RecordedBackend final : public Backend {
   ScheduleSpace space(const Workload& w, const Target&) const override {
     return RecordedSpace::load(w.table())->space();
   }
-  std::optional<Schedule> default_schedule(const Workload&, const Target&) const override {
+  std::optional<Schedule> default_schedule(const Workload&, const Target&) const override { return std::nullopt; }
+  std::optional<lowering::KernelPlan> lower(const Workload&, const Target&, const Schedule&) const override {
     return std::nullopt;
   }
-  std::optional<lowering::KernelPlan> lower(const Workload&, const Target&,
-                                            const Schedule&) const override {
-    return std::nullopt;
-  }
-  std::vector<Measurement> measure(std::span<const MeasureRequest> batch,
-                                   const MeasureOptions&) const override {
+  std::vector<Measurement> measure(std::span<const MeasureRequest> batch, const MeasureOptions&) const override {
     std::vector<Measurement> out;
     out.reserve(batch.size());
     for (const auto& r : batch) out.push_back(RecordedSpace::load(r.workload.table())->measure(r.schedule));

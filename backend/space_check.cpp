@@ -21,9 +21,8 @@ const ScheduleSpace& SpaceCheck::space(const Workload& w, const Json& target_des
   if (name_only(target_description)) {
     // A name is all a recorded GPU target carries; only a table knows its space.
     if (!w.is_table()) {
-      throw_bad_input("record: the target " + target_description.dump() +
-                      " has no hardware description, so op '" + w.op() +
-                      "' has no schedule space on it (only recorded tables do)");
+      throw_bad_input("record: the target " + target_description.dump() + " has no hardware description, so op '" +
+                      w.op() + "' has no schedule space on it (only recorded tables do)");
     }
     t.name = target_description["name"].get<std::string>();
   } else {
@@ -37,8 +36,8 @@ void SpaceCheck::operator()(const Workload& w, const Json& target_description, c
   if (w.is_objective()) return;  // the space is the user's: atvoss cannot check it
   const ScheduleSpace& sp = space(w, target_description);
   if (!sp.point_of(s)) {
-    throw_bad_input("record: field 'schedule' " + s.to_json().dump() + " is not in the space of " +
-                    w.label() + ": " + sp.check(s).reason);
+    throw_bad_input("record: field 'schedule' " + s.to_json().dump() + " is not in the space of " + w.label() + ": " +
+                    sp.check(s).reason);
   }
   if (!m.ok()) return;
   const Verdict v = sp.check(s);

@@ -22,8 +22,7 @@ class SpaceCheck {
  public:
   // bad_input naming the knob or the limit. target_description is a Target's JSON, or a
   // name-only {"name": ...} target, which only a table workload may have.
-  void operator()(const Workload& w, const Json& target_description, const Schedule& s,
-                  const Measurement& m);
+  void operator()(const Workload& w, const Json& target_description, const Schedule& s, const Measurement& m);
 
  private:
   const ScheduleSpace& space(const Workload& w, const Json& target_description);

@@ -12,8 +12,7 @@ namespace atvoss::backend {
 std::vector<std::uint64_t> sweep_order(const ScheduleSpace& space, std::uint64_t limit, std::uint64_t seed) {
   constexpr std::uint64_t kMaxEnumerated = 4'000'000;
   if (limit == 0 && space.size() > 50 * kMaxEnumerated) {
-    throw_bad_input("sweep: the space has " + std::to_string(space.size()) +
-                    " points; give --limit N to sample");
+    throw_bad_input("sweep: the space has " + std::to_string(space.size()) + " points; give --limit N to sample");
   }
   std::vector<std::uint64_t> idx;
   if (limit == 0 || space.size() <= kMaxEnumerated) {

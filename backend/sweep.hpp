@@ -31,7 +31,7 @@ struct SweepProgress {
 
 struct SweepResult {
   std::uint64_t measured = 0;
-  double best_us = 0;          // 0 if no point measured ok
+  double best_us = 0;  // 0 if no point measured ok
   Schedule best_schedule;
 };
 

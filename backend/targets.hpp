@@ -1,7 +1,7 @@
 // Targets: resolving what a user names as a target — a preset name (ascend910,
 // ascend910b, ascend310, mlu370), "host" (this machine's CPU, host/machine.hpp), a hardware
-// description file, or inline JSON with {"preset": ..., overrides}. The presets belong to the npu-sim backend's simulator;
-// tools and libraries above the backends resolve targets here.
+// description file, or inline JSON with {"preset": ..., overrides}. The presets belong to the npu-sim backend's
+// simulator; tools and libraries above the backends resolve targets here.
 #pragma once
 
 #include <string>

@@ -111,9 +111,7 @@ void train_10k(benchmark::State& state, const ModelOptions& o) {
 void BM_FeaturesPredict10k_XGBoost(benchmark::State& s) { predict_10k(s, options("xgboost")); }
 void BM_FeaturesPredict10k_Linear(benchmark::State& s) { predict_10k(s, options("linear")); }
 void BM_Train10k_XGBoostRank(benchmark::State& s) { train_10k(s, options("xgboost")); }
-void BM_Train10k_XGBoostReg(benchmark::State& s) {
-  train_10k(s, options("xgboost", "reg:squarederror"));
-}
+void BM_Train10k_XGBoostReg(benchmark::State& s) { train_10k(s, options("xgboost", "reg:squarederror")); }
 void BM_Train10k_Linear(benchmark::State& s) { train_10k(s, options("linear")); }
 
 // CPU is process CPU (XGBoost's OpenMP threads included). On a shared machine read the

@@ -56,18 +56,30 @@ Args parse_args(int argc, char** argv) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) throw_bad_input("flag " + flag + " needs a value");
     const std::string v = argv[++i];
-    if (flag == "--train-points") a.train_points = std::stoul(v);
-    else if (flag == "--eval-points") a.eval_points = std::stoul(v);
-    else if (flag == "--noise") a.noise = std::stod(v);
-    else if (flag == "--seed") a.seed = std::stoull(v);
-    else if (flag == "--csv") a.csv = v;
-    else if (flag == "--only") a.only = v;
-    else if (flag == "--kinds") a.kinds = split(v);
-    else if (flag == "--rounds") a.model.rounds = std::stoi(v);
-    else if (flag == "--depth") a.model.max_depth = std::stoi(v);
-    else if (flag == "--eta") a.model.eta = std::stod(v);
-    else if (flag == "--objective") a.model.objective = v;
-    else throw_bad_input("unknown flag " + flag);
+    if (flag == "--train-points")
+      a.train_points = std::stoul(v);
+    else if (flag == "--eval-points")
+      a.eval_points = std::stoul(v);
+    else if (flag == "--noise")
+      a.noise = std::stod(v);
+    else if (flag == "--seed")
+      a.seed = std::stoull(v);
+    else if (flag == "--csv")
+      a.csv = v;
+    else if (flag == "--only")
+      a.only = v;
+    else if (flag == "--kinds")
+      a.kinds = split(v);
+    else if (flag == "--rounds")
+      a.model.rounds = std::stoi(v);
+    else if (flag == "--depth")
+      a.model.max_depth = std::stoi(v);
+    else if (flag == "--eta")
+      a.model.eta = std::stod(v);
+    else if (flag == "--objective")
+      a.model.objective = v;
+    else
+      throw_bad_input("unknown flag " + flag);
   }
   return a;
 }
@@ -106,8 +118,7 @@ costmodel::WorkloadGroup training_group(const LoadedCase& lc, const Args& a, std
 costmodel::WorkloadGroup eval_group(const LoadedCase& lc, const Args& a, std::mt19937_64& rng) {
   costmodel::WorkloadGroup g{lc.c.workload, lc.c.target, {}};
   for (std::uint64_t i : sample(lc.valid, a.eval_points, rng)) {
-    g.samples.push_back({lc.truth.space.schedule_at(lc.truth.space.point_at(i)), Status::ok,
-                         lc.truth.time_us[i]});
+    g.samples.push_back({lc.truth.space.schedule_at(lc.truth.space.point_at(i)), Status::ok, lc.truth.time_us[i]});
   }
   return g;
 }
@@ -119,8 +130,8 @@ std::vector<LoadedCase> load_suite(const Args& a) {
     for (std::uint64_t i = 0; i < lc.truth.time_us.size(); ++i) {
       if (!std::isnan(lc.truth.time_us[i])) lc.valid.push_back(i);
     }
-    std::fprintf(stderr, "loaded %-32s %8zu valid of %8llu points\n", c.name.c_str(),
-                 lc.valid.size(), static_cast<unsigned long long>(lc.truth.space.size()));
+    std::fprintf(stderr, "loaded %-32s %8zu valid of %8llu points\n", c.name.c_str(), lc.valid.size(),
+                 static_cast<unsigned long long>(lc.truth.space.size()));
     out.push_back(std::move(lc));
   }
   (void)a;
@@ -132,8 +143,7 @@ struct Row {
   costmodel::ModelMetrics m;
 };
 
-std::vector<Row> run_fold(const std::vector<LoadedCase>& suite, const std::string& held_out,
-                          const Args& a) {
+std::vector<Row> run_fold(const std::vector<LoadedCase>& suite, const std::string& held_out, const Args& a) {
   // fnv1a64, not std::hash: the same fold must draw the same points on every platform.
   std::mt19937_64 rng(a.seed ^ std::uint64_t(costmodel::feature_version()) ^ fnv1a64(held_out));
   std::vector<costmodel::WorkloadGroup> train;
@@ -186,8 +196,8 @@ void print_table(const std::vector<Row>& rows, const Args& a) {
   }
   std::printf("\n");
   for (const auto& k : a.kinds) {
-    std::printf("%s: mean pairwise %.3f, spearman %.3f, peak@1 %.3f, peak@5 %.3f\n", k.c_str(),
-                mean[k].pairwise, mean[k].spearman, mean[k].peak_at_1, mean[k].peak_at_5);
+    std::printf("%s: mean pairwise %.3f, spearman %.3f, peak@1 %.3f, peak@5 %.3f\n", k.c_str(), mean[k].pairwise,
+                mean[k].spearman, mean[k].peak_at_1, mean[k].peak_at_5);
   }
 }
 
@@ -196,9 +206,8 @@ void write_csv(const std::vector<Row>& rows, const std::string& path) {
   if (!out) throw Error(ErrorKind::io, "cannot write " + path);
   out << "case,kind,points,pairwise,spearman,recall_at_5,peak_at_1,peak_at_5\n";
   for (const Row& r : rows) {
-    out << r.kase << ',' << r.kind << ',' << r.m.samples << ',' << r.m.pairwise << ','
-        << r.m.spearman << ',' << r.m.recall_at_5 << ',' << r.m.peak_at_1 << ',' << r.m.peak_at_5
-        << '\n';
+    out << r.kase << ',' << r.kind << ',' << r.m.samples << ',' << r.m.pairwise << ',' << r.m.spearman << ','
+        << r.m.recall_at_5 << ',' << r.m.peak_at_1 << ',' << r.m.peak_at_5 << '\n';
   }
 }
 

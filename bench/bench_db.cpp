@@ -52,8 +52,12 @@ Record make_record(const Workload& w, const TargetInfo& t, std::int64_t i, doubl
   m.time_us = time;
   m.repeats = {time, time * 1.01, time * 0.99};
   m.profile.compute_us = time / 2;
-  Record r(w, t, Schedule({{"tile_m", 16 + i % 64}, {"tile_n", 16 + (i / 64) % 64},
-                           {"tile_k", 16 + i / 4096}, {"async_copy_depth", 2}}), m);
+  Record r(w, t,
+           Schedule({{"tile_m", 16 + i % 64},
+                     {"tile_n", 16 + (i / 64) % 64},
+                     {"tile_k", 16 + i / 4096},
+                     {"async_copy_depth", 2}}),
+           m);
   r.worker = "bench";
   return r;
 }
@@ -86,7 +90,10 @@ void BM_InsertBatch(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * batch_size);
   std::filesystem::remove_all(dir);
 }
-BENCHMARK(BM_InsertBatch)->ArgsProduct({{64, 1024}, {1, 0, 2}})->ArgNames({"batch", "sync"})->UseRealTime()
+BENCHMARK(BM_InsertBatch)
+    ->ArgsProduct({{64, 1024}, {1, 0, 2}})
+    ->ArgNames({"batch", "sync"})
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
 // The PostgreSQL database of the server benchmarks, or empty (they then report an error).
@@ -122,7 +129,13 @@ void BM_InsertShared(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * 64);
 }
-BENCHMARK(BM_InsertShared)->Arg(0)->Arg(1)->ArgName("store")->Threads(1)->Threads(4)->UseRealTime()
+BENCHMARK(BM_InsertShared)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("store")
+    ->Threads(1)
+    ->Threads(4)
+    ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
 // The 1M-record database is built once per process, in batches of 10k records.
@@ -196,9 +209,14 @@ void BM_BestK_1M_Postgres(benchmark::State& state) {
   static const MillionDb million(postgres_url());
   best_k_1m(state, million);
 }
-BENCHMARK(BM_BestK_1M_Postgres)->ArgsProduct({{1, 10}, {0, 1}})->ArgNames({"k", "schedules_only"})
+BENCHMARK(BM_BestK_1M_Postgres)
+    ->ArgsProduct({{1, 10}, {0, 1}})
+    ->ArgNames({"k", "schedules_only"})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_BestK_1M)->ArgsProduct({{1, 10}, {0, 1}})->ArgNames({"k", "schedules_only"})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BestK_1M)
+    ->ArgsProduct({{1, 10}, {0, 1}})
+    ->ArgNames({"k", "schedules_only"})
+    ->Unit(benchmark::kMicrosecond);
 
 std::shared_ptr<const table::ScheduleTable> table_10k(std::vector<Workload>& present) {
   std::mt19937_64 rng(7);

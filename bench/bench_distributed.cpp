@@ -17,16 +17,16 @@
 #include "distributed/collectives.hpp"
 #include "distributed/data_parallel.hpp"
 #include "distributed/load_balance.hpp"
-#include "distributed/tensor_parallel.hpp"
 #include "distributed/parallel_plan.hpp"
 #include "distributed/pipeline_parallel.hpp"
+#include "distributed/tensor_parallel.hpp"
 #include "distributed/topology.hpp"
 #include "execution/memory_plan.hpp"
 #include "frontend/device_memory.hpp"
 #include "frontend/model_zoo.hpp"
 #include "frontend/training.hpp"
-#include "report/graph_run.hpp"
 #include "graph_bench_util.hpp"
+#include "report/graph_run.hpp"
 
 namespace {
 
@@ -37,13 +37,13 @@ bool collective_table(const distributed::Topology& t) {
   std::printf("collectives on %s (%d devices), fastest algorithm:\n", t.name.c_str(), t.devices());
   std::printf("  %-15s %10s %-13s %11s %10s %8s\n", "collective", "bytes", "algorithm", "us", "busbw GB/s", "/bound");
   bool ok = true;
-  for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
-                       Collective::broadcast}) {
+  for (Collective c :
+       {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::broadcast}) {
     for (std::int64_t bytes : {std::int64_t(1) << 20, std::int64_t(64) << 20, std::int64_t(1) << 30}) {
       const auto r = distributed::best_collective(t, c, distributed::first_devices(t.devices()), bytes);
       const double n = t.devices();
       // Bus bandwidth as nccl-tests defines it: the bytes each device must move over the time.
-      const double factor = c == Collective::all_reduce ? 2 * (n - 1) / n
+      const double factor = c == Collective::all_reduce  ? 2 * (n - 1) / n
                             : c == Collective::broadcast ? 1.0
                                                          : (n - 1) / n;
       std::printf("  %-15s %10lld %-13s %11.1f %10.1f %8.2f\n", distributed::to_string(c).c_str(), (long long)bytes,
@@ -79,9 +79,8 @@ double scaling_table(const std::string& model, const Target& target, const std::
   const execution::Device d = execution::Device::of(target);
   const distributed::Topology t = distributed::topology_preset(server + "-x8");
   const double weights_mib = frontend::memory_fit(tasks, target).weight_bytes / 1048576.0;
-  std::printf("\n%s on %s, %s, batch %d per device, buckets of %lld MiB; weights %.1f MiB per device\n",
-              model.c_str(), target.name.c_str(), t.name.c_str(), tasks.batch(), (long long)(bucket >> 20),
-              weights_mib);
+  std::printf("\n%s on %s, %s, batch %d per device, buckets of %lld MiB; weights %.1f MiB per device\n", model.c_str(),
+              target.name.c_str(), t.name.c_str(), tasks.batch(), (long long)(bucket >> 20), weights_mib);
   std::printf("  %7s %-8s %10s %10s %7s %8s %11s %11s %8s\n", "devices", "overlap", "step ms", "samples/s", "eff",
               "comm %", "comm ms", "exposed ms", "act MiB");
   double eff8 = 0;
@@ -98,8 +97,8 @@ double scaling_table(const std::string& model, const Target& target, const std::
   }
   const double with = run(g, d, t, 4, bucket, true).step.exposed_comm_us();
   const double without = run(g, d, t, 4, bucket, false).step.exposed_comm_us();
-  std::printf("  exposed communication on 4 devices: %.3f ms with overlap, %.3f ms without: %.0f %% less\n",
-              with / 1e3, without / 1e3, without > 0 ? 100 * (1 - with / without) : 0.0);
+  std::printf("  exposed communication on 4 devices: %.3f ms with overlap, %.3f ms without: %.0f %% less\n", with / 1e3,
+              without / 1e3, without > 0 ? 100 * (1 - with / without) : 0.0);
   return eff8;
 }
 
@@ -118,8 +117,10 @@ double pipeline_table(const std::string& model, const Target& target, const std:
   distributed::DataParallelOptions dp;
   dp.devices = 4;
   const double dp_us = distributed::data_parallel(g, d, {}, t, dp).step_us;
-  std::printf("  data parallel on 4: a step of 4 batches in %.3f ms, %.3f ms per batch; the pipeline runs one batch "
-              "per step:\n", dp_us / 1e3, dp_us / 4e3);
+  std::printf(
+      "  data parallel on 4: a step of 4 batches in %.3f ms, %.3f ms per batch; the pipeline runs one batch "
+      "per step:\n",
+      dp_us / 1e3, dp_us / 4e3);
   std::printf("  %-6s %6s %10s %8s %12s\n", "order", "micro", "step ms", "bubble", "vs 1 device");
   for (auto order : {distributed::PipelineOrder::gpipe, distributed::PipelineOrder::one_f_one_b}) {
     for (int m : {1, 4, 8, 16}) {
@@ -167,7 +168,8 @@ void fusion_row(const std::string& model, const Target& target, const distribute
   };
   const double compute = step(instant, 1), plain = step(t, 1), fused = step(t, 4);
   std::printf("  %-18s tp %d: step %.3f ms unfused, %.3f ms fused (4 chunks); communication share %.1f %% -> %.1f %%\n",
-              model.c_str(), tp, plain / 1e3, fused / 1e3, 100 * (plain - compute) / plain, 100 * (fused - compute) / fused);
+              model.c_str(), tp, plain / 1e3, fused / 1e3, 100 * (plain - compute) / plain,
+              100 * (fused - compute) / fused);
 }
 
 // A data-parallel run of 20 steps on 8 devices with one slow device, and with a straggler that
@@ -197,9 +199,12 @@ int main(int argc, char** argv) {
   std::int64_t bucket = 25LL << 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--target") target_name = argv[i + 1];
-    else if (flag == "--topology") server = argv[i + 1];
-    else if (flag == "--bucket-mb") bucket = std::max(1LL, std::atoll(argv[i + 1])) << 20;
+    if (flag == "--target")
+      target_name = argv[i + 1];
+    else if (flag == "--topology")
+      server = argv[i + 1];
+    else if (flag == "--bucket-mb")
+      bucket = std::max(1LL, std::atoll(argv[i + 1])) << 20;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -213,7 +218,8 @@ int main(int argc, char** argv) {
     scaling_table("bert-base-train", target, server, bucket, ok);
     pipeline_table("resnet50-train", target, server);
     const double imbalance = pipeline_table("bert-base-train", target, server);
-    std::printf("\nsearched plan against pure data parallelism (ms per replica batch; evolutionary, 200 trials, seed 1):\n");
+    std::printf(
+        "\nsearched plan against pure data parallelism (ms per replica batch; evolutionary, 200 trials, seed 1):\n");
     std::printf("  %-18s %7s %12s %12s %7s   %-37s %6s %9s %9s %9s\n", "model", "devices", "dp ms", "plan ms", "x dp",
                 "plan (tp pp dp micro order bucket chunks)", "evals", "evals/min", "dp MiB", "plan MiB");
     double best_speedup = 0;
@@ -241,10 +247,10 @@ int main(int argc, char** argv) {
     distributed::DataParallelOptions o;
     o.devices = big.devices();
     o.bucket_bytes = bucket;
-    const double ms = bench::median_ms(5, [&] {
-      (void)distributed::data_parallel(g, execution::Device::of(target), {}, big, o);
-    });
-    std::printf("simulating one ResNet-50 data-parallel step on %d devices: %.1f ms (goal < 1000)\n", big.devices(), ms);
+    const double ms =
+        bench::median_ms(5, [&] { (void)distributed::data_parallel(g, execution::Device::of(target), {}, big, o); });
+    std::printf("simulating one ResNet-50 data-parallel step on %d devices: %.1f ms (goal < 1000)\n", big.devices(),
+                ms);
     ok &= ms < 1000;
     return ok ? 0 : 1;
   } catch (const std::exception& e) {

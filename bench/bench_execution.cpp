@@ -6,8 +6,8 @@
 // Models: every zoo model, the ONNX files given, and a seeded random branchy DAG of 1000
 // nodes. Then, for ResNet-50 (batch 32), BERT-base and the ResNet-50 training step, the gain of
 // stage pipelining by stages and micro-batch count (micro-batch kernels re-simulated at the
-// smaller batch where it splits, report::micro_batch_cost). Exit 1 if a goal is missed: scheduled above serial, a plan below its bound, a model's
-// plan more than 5 % above it, or a 1000-node simulation over 20 ms.
+// smaller batch where it splits, report::micro_batch_cost). Exit 1 if a goal is missed: scheduled above serial, a plan
+// below its bound, a model's plan more than 5 % above it, or a 1000-node simulation over 20 ms.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,8 +23,8 @@
 #include "frontend/fallback.hpp"
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
-#include "report/graph_run.hpp"
 #include "graph_bench_util.hpp"
+#include "report/graph_run.hpp"
 
 namespace {
 
@@ -64,7 +64,8 @@ bool row(const std::string& name, const execution::ExecGraph& g, const execution
               cp.makespan_us / topo.makespan_us, plan.lower_bound_bytes / 1048576.0, plan.peak_bytes / 1048576.0,
               100 * over, sim_ms, plan_ms);
   const bool ok = cp.makespan_us <= cp.serial_us * (1 + 1e-9) && plan.peak_bytes >= plan.lower_bound_bytes &&
-                  (!model || over <= 0.05) && execution::check_plan(plan).empty() && (g.nodes().size() < 1000 || sim_ms < 20);
+                  (!model || over <= 0.05) && execution::check_plan(plan).empty() &&
+                  (g.nodes().size() < 1000 || sim_ms < 20);
   if (!ok) std::printf("  ^ goal missed\n");
   return ok;
 }
@@ -73,7 +74,8 @@ bool row(const std::string& name, const execution::ExecGraph& g, const execution
 void pipeline_table(const std::string& name, const execution::ExecGraph& g, const execution::Device& d,
                     const execution::MicroBatchCost& micro) {
   const double base = execution::simulate(g, d).makespan_us;
-  std::printf("%-20s unpipelined %.1f us; gain (unpipelined / pipelined) by stages x micro-batches:\n", name.c_str(), base);
+  std::printf("%-20s unpipelined %.1f us; gain (unpipelined / pipelined) by stages x micro-batches:\n", name.c_str(),
+              base);
   for (int stages : {1, 2, 4}) {
     std::printf("  %d stages:", stages);
     for (int m : {1, 2, 4, 8}) {
@@ -92,9 +94,12 @@ int main(int argc, char** argv) {
   int repeat = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--target") target_name = argv[i + 1];
-    else if (flag == "--onnx") onnx.push_back(argv[i + 1]);
-    else if (flag == "--repeat") repeat = std::max(1, std::atoi(argv[i + 1]));
+    if (flag == "--target")
+      target_name = argv[i + 1];
+    else if (flag == "--onnx")
+      onnx.push_back(argv[i + 1]);
+    else if (flag == "--repeat")
+      repeat = std::max(1, std::atoi(argv[i + 1]));
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -106,7 +111,8 @@ int main(int argc, char** argv) {
               "cp us", "cp/ser", "cp/top", "bound MiB", "plan MiB", "over", "sim ms", "plan ms");
   bool ok = true;
   auto model = [&](const std::string& name, const frontend::TaskSet& tasks) {
-    ok &= row(name, report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target), device, repeat);
+    ok &=
+        row(name, report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target), device, repeat);
   };
   for (const auto& name : frontend::zoo_names()) model(name, frontend::zoo_model(name));
   for (const auto& path : onnx) {

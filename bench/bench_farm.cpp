@@ -187,7 +187,13 @@ void BM_DispatchLogged(benchmark::State& state) {
   state.counters["stored"] = static_cast<double>(db::TuningDatabase::open(db).stats().records - before);
   std::filesystem::remove_all(dir);
 }
-BENCHMARK(BM_DispatchLogged)->Arg(0)->Arg(1)->ArgName("store")->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_DispatchLogged)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("store")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
 
 void BM_DispatchNullMeasure(benchmark::State& state) {
   const auto instant = [](const Target&, const Workload&, const Schedule&, int, std::uint64_t) {
@@ -211,8 +217,8 @@ void BM_SimulatorBaseline(benchmark::State& state) {
   for (const auto& r : requests) schedules.push_back(Schedule::from_json(r.schedule));
   std::size_t i = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(simulator::simulate(target, workload, schedules[i % schedules.size()],
-                                                 simulator::SimOptions{0.02, 1, i}));
+    benchmark::DoNotOptimize(
+        simulator::simulate(target, workload, schedules[i % schedules.size()], simulator::SimOptions{0.02, 1, i}));
     ++i;
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
@@ -233,7 +239,9 @@ void BM_RoundTrip(benchmark::State& state) {
     check_answers(state, got);
   }
   std::sort(samples.begin(), samples.end());
-  const auto at = [&](double q) { return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * samples.size()))]; };
+  const auto at = [&](double q) {
+    return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * samples.size()))];
+  };
   state.counters["p50_us"] = at(0.50);
   state.counters["p99_us"] = at(0.99);
 }
@@ -245,8 +253,17 @@ void BM_EmulatedScaling(benchmark::State& state) {
   run_throughput(state, cluster, static_cast<std::size_t>(32 * workers));
   state.counters["workers"] = workers;
 }
-BENCHMARK(BM_EmulatedScaling)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(32)->Arg(128)->Arg(256)
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_EmulatedScaling)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(128)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 
 // This process's resident set in bytes.
 double resident_bytes() {
@@ -257,7 +274,8 @@ double resident_bytes() {
 }
 
 void wait_for_queue(rpc::Coordinator& c, std::size_t n) {
-  for (int i = 0; i < 6000 && c.stats().at("queue_depth").get<std::size_t>() < n; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 6000 && c.stats().at("queue_depth").get<std::size_t>() < n; ++i)
+    std::this_thread::sleep_for(10ms);
 }
 
 // N items submitted while no worker is connected wait in the queue (one submit message: N is

@@ -44,10 +44,11 @@ struct Layer {
 };
 
 Workload workload_of(const Layer& l) {
-  return Workload::from_json(Json{{"op", "conv2d"},
-                                  {"dtype", "float32"},
-                                  {"dims", {{"N", 1}, {"C", l.c}, {"H", l.hw}, {"W", l.hw}, {"K", l.k}, {"R", 3}, {"S", 3},
-                                            {"stride", 1}, {"pad", 1}}}});
+  return Workload::from_json(Json{
+      {"op", "conv2d"},
+      {"dtype", "float32"},
+      {"dims",
+       {{"N", 1}, {"C", l.c}, {"H", l.hw}, {"W", l.hw}, {"K", l.k}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}}});
 }
 
 // The textbook loop nest over NHWC / HWIO, output channels innermost (so the compiler
@@ -113,17 +114,21 @@ OneDnnConv onednn(const Layer& l, host::Operands& o, bool blocked, dnnl::engine&
 }  // namespace
 
 int main(int argc, char** argv) {
-  omp_set_num_threads(1);  // oneDNN (OpenMP build) on one thread
+  omp_set_num_threads(1);                       // oneDNN (OpenMP build) on one thread
   ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);  // atvoss too: the threads knob holds only 1
   int trials = 200, rounds = 15;
   bool quick = false;
   std::string db = "bench_host_conv.db";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--quick") quick = true;
-    else if (a == "--db" && i + 1 < argc) db = argv[++i];
+    if (a == "--trials" && i + 1 < argc)
+      trials = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--db" && i + 1 < argc)
+      db = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_host_conv [--trials N] [--rounds N] [--quick] [--db FILE]\n");
       return 2;
@@ -153,16 +158,18 @@ int main(int argc, char** argv) {
     host::Operands o = host::make_operands(w, 1);
     const OneDnnConv best = onednn(l, o, true, engine, stream);
     const OneDnnConv hwio = onednn(l, o, false, engine, stream);
-    std::vector<Timed> impls = {{"naive", [&] { naive(l, o.a.data(), o.b.data(), o.c.data()); }},
-                                {"atvoss default", [&] { def(); }},
-                                {"atvoss tuned (" + std::to_string(at.trials) + " trials)", [&] { tuned(); }},
-                                {"atvoss top-" + std::to_string(picked.candidates) + " re-measured", [&] { picked.kernel(); }},
-                                {"oneDNN", best.run},
-                                {"oneDNN, HWIO weights", hwio.run}};
+    std::vector<Timed> impls = {
+        {"naive", [&] { naive(l, o.a.data(), o.b.data(), o.c.data()); }},
+        {"atvoss default", [&] { def(); }},
+        {"atvoss tuned (" + std::to_string(at.trials) + " trials)", [&] { tuned(); }},
+        {"atvoss top-" + std::to_string(picked.candidates) + " re-measured", [&] { picked.kernel(); }},
+        {"oneDNN", best.run},
+        {"oneDNN, HWIO weights", hwio.run}};
     interleave(impls, rounds);
     const double ref_wall = median_of(impls[4].wall_us), ref_cpu = median_of(impls[4].cpu_us);
     const double runner[] = {NAN, at.default_us, at.tuned_us, NAN, NAN, NAN};
-    for (std::size_t i = 0; i < impls.size(); ++i) side_by_side_row(l.name, impls[i].name, flops, runner[i], impls[i], peak, impls[4]);
+    for (std::size_t i = 0; i < impls.size(); ++i)
+      side_by_side_row(l.name, impls[i].name, flops, runner[i], impls[i], peak, impls[4]);
     std::printf("%-16s oneDNN impl %s / %s; atvoss max rel err %.1e / %.1e\n", l.name.c_str(), best.impl.c_str(),
                 hwio.impl.c_str(), def.max_rel_error, tuned.max_rel_error);
     std::printf("%-16s tuned schedule %s\n", l.name.c_str(), at.tuned.to_json().dump().c_str());

@@ -44,8 +44,8 @@ struct Shape {
 Workload workload_of(const Shape& s) {
   Json eps = Json::array();
   for (const auto& e : s.epilogue) eps.push_back(e);
-  return Workload::from_json(Json{{"op", "matmul"}, {"dtype", "float32"},
-                                  {"dims", {{"M", s.m}, {"N", s.n}, {"K", s.k}}}, {"epilogue", eps}});
+  return Workload::from_json(
+      Json{{"op", "matmul"}, {"dtype", "float32"}, {"dims", {{"M", s.m}, {"N", s.n}, {"K", s.k}}}, {"epilogue", eps}});
 }
 
 // The textbook loop nest in i-k-j order (rows of B streamed, so the compiler vectorises it):
@@ -81,8 +81,7 @@ struct OpenBlas {
     return reinterpret_cast<F>(p);
   }
   // The CBLAS ABI: enums are ints (CblasRowMajor = 101, CblasNoTrans = 111), 32-bit indices.
-  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
-                         float*, int);
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
   Sgemm sgemm = symbol<Sgemm>("cblas_sgemm");
   void (*set_threads)(int) = symbol<void (*)(int)>("openblas_set_num_threads");
   char* (*config)() = symbol<char* (*)()>("openblas_get_config");
@@ -94,13 +93,13 @@ struct Libraries {
   dnnl::stream stream{engine};
 
   void openblas(const Shape& s, host::Operands& o) const {
-    ob.sgemm(101, 111, 111, int(s.m), int(s.n), int(s.k), 1.0f, o.a.data(),
-                int(s.k), o.b.data(), int(s.n), 0.0f, o.c.data(), int(s.n));
+    ob.sgemm(101, 111, 111, int(s.m), int(s.n), int(s.k), 1.0f, o.a.data(), int(s.k), o.b.data(), int(s.n), 0.0f,
+             o.c.data(), int(s.n));
   }
   void blis(const Shape& s, host::Operands& o) const {
     float one = 1, zero = 0;
-    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, s.m, s.n, s.k, &one, o.a.data(), s.k, 1, o.b.data(), s.n, 1,
-              &zero, o.c.data(), s.n, 1);
+    bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, s.m, s.n, s.k, &one, o.a.data(), s.k, 1, o.b.data(), s.n, 1, &zero,
+              o.c.data(), s.n, 1);
   }
   std::function<void()> onednn(const Shape& s, host::Operands& o) {
     using tag = dnnl::memory::format_tag;
@@ -141,16 +140,18 @@ std::string compare(const Shape& s, Libraries& libs, int trials, int rounds, dou
   Loaded def = load(w, at.def), tuned = load(w, at.tuned);
   Finalist picked = remeasure_top(w, at);
   auto onednn = libs.onednn(s, o);
-  std::vector<Timed> impls = {{"naive", [&] { naive(o.a.data(), o.b.data(), o.c.data(), s.m, s.n, s.k); }},
-                              {"atvoss default", [&] { def(); }},
-                              {"atvoss tuned (" + std::to_string(at.trials) + " trials)", [&] { tuned(); }},
-                              {"atvoss top-" + std::to_string(picked.candidates) + " re-measured", [&] { picked.kernel(); }},
-                              {"OpenBLAS", [&] { libs.openblas(s, o); }},
-                              {"BLIS", [&] { libs.blis(s, o); }},
-                              {"oneDNN", onednn}};
+  std::vector<Timed> impls = {
+      {"naive", [&] { naive(o.a.data(), o.b.data(), o.c.data(), s.m, s.n, s.k); }},
+      {"atvoss default", [&] { def(); }},
+      {"atvoss tuned (" + std::to_string(at.trials) + " trials)", [&] { tuned(); }},
+      {"atvoss top-" + std::to_string(picked.candidates) + " re-measured", [&] { picked.kernel(); }},
+      {"OpenBLAS", [&] { libs.openblas(s, o); }},
+      {"BLIS", [&] { libs.blis(s, o); }},
+      {"oneDNN", onednn}};
   interleave(impls, rounds);
   const double runner[] = {NAN, at.default_us, at.tuned_us, NAN, NAN, NAN, NAN};
-  for (std::size_t i = 0; i < impls.size(); ++i) side_by_side_row(s.name, impls[i].name, flops, runner[i], impls[i], peak, impls[4]);
+  for (std::size_t i = 0; i < impls.size(); ++i)
+    side_by_side_row(s.name, impls[i].name, flops, runner[i], impls[i], peak, impls[4]);
   std::printf("%-22s tuned schedule %s\n", s.name.c_str(), at.tuned.to_json().dump().c_str());
   std::printf("%-22s re-measured pick %s%s\n", s.name.c_str(), picked.schedule.to_json().dump().c_str(),
               picked.is_default ? " (the default)" : "");
@@ -170,32 +171,38 @@ std::string compare_fused(Libraries& libs, int trials, int rounds, double peak, 
   unfused_schedule.set("fusion_level", 0);
   Loaded fused = load(w, at.tuned), unfused = load(w, unfused_schedule);
   Finalist picked = remeasure_top(w, at);
-  std::vector<Timed> impls = {{"atvoss tuned fused", [&] { fused(); }},
-                              {"atvoss same, unfused", [&] { unfused(); }},
-                              {"atvoss top-" + std::to_string(picked.candidates) + " re-measured", [&] { picked.kernel(); }},
-                              {"OpenBLAS + pass", [&] {
-                                 libs.openblas(f, o);
-                                 bias_gelu_pass(o.c.data(), o.bias.data(), f.m, f.n);
-                               }}};
+  std::vector<Timed> impls = {
+      {"atvoss tuned fused", [&] { fused(); }},
+      {"atvoss same, unfused", [&] { unfused(); }},
+      {"atvoss top-" + std::to_string(picked.candidates) + " re-measured", [&] { picked.kernel(); }},
+      {"OpenBLAS + pass", [&] {
+         libs.openblas(f, o);
+         bias_gelu_pass(o.c.data(), o.bias.data(), f.m, f.n);
+       }}};
   interleave(impls, rounds);
   const double runner[] = {at.tuned_us, NAN, NAN, NAN};
-  for (std::size_t i = 0; i < impls.size(); ++i) side_by_side_row(f.name, impls[i].name, flops, runner[i], impls[i], peak, impls[3]);
+  for (std::size_t i = 0; i < impls.size(); ++i)
+    side_by_side_row(f.name, impls[i].name, flops, runner[i], impls[i], peak, impls[3]);
   std::printf("%-22s tuned schedule %s\n", f.name.c_str(), at.tuned.to_json().dump().c_str());
   return ratio_line(f.name, impls[0], impls[2], impls[3]);
 }
 
 int main(int argc, char** argv) {
-  omp_set_num_threads(1);  // BLIS and oneDNN (OpenMP builds) on one thread
+  omp_set_num_threads(1);                       // BLIS and oneDNN (OpenMP builds) on one thread
   ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);  // atvoss too: the threads knob holds only 1
   int trials = 200, rounds = 15;
   bool quick = false;
   std::string db = "bench_host_gemm.db";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--quick") quick = true;
-    else if (a == "--db" && i + 1 < argc) db = argv[++i];
+    if (a == "--trials" && i + 1 < argc)
+      trials = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--db" && i + 1 < argc)
+      db = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_host_gemm [--trials N] [--rounds N] [--quick] [--db FILE]\n");
       return 2;
@@ -207,9 +214,11 @@ int main(int argc, char** argv) {
   std::printf("OpenBLAS: %s (%s)\n", ATVOSS_OPENBLAS_LIBRARY, libs.ob.config());
   const Target& target = host::describe_machine();
   const double peak = target.peak_flops(DType::float32) / target.ai_cores * 1e-9;
-  std::printf("machine %s (%s), measured single-core peak %.1f GFLOP/s, bandwidth %.1f GB/s, tuning trials %d (db %s), %d rounds\n",
-              target.name.c_str(), host::this_machine().model.c_str(), peak, target.hbm_bytes_per_second() * 1e-9,
-              trials, db.c_str(), rounds);
+  std::printf(
+      "machine %s (%s), measured single-core peak %.1f GFLOP/s, bandwidth %.1f GB/s, tuning trials %d (db %s), %d "
+      "rounds\n",
+      target.name.c_str(), host::this_machine().model.c_str(), peak, target.hbm_bytes_per_second() * 1e-9, trials,
+      db.c_str(), rounds);
   side_by_side_header("shape (MxNxK)", "/OpenBLAS");
   std::vector<Shape> shapes = {{"256^3", 256, 256, 256, {}},
                                {"1024^3", 1024, 1024, 1024, {}},
@@ -221,7 +230,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> summary;
   for (const Shape& s : shapes) summary.push_back(compare(s, libs, trials, rounds, peak, db));
   summary.push_back(compare_fused(libs, trials, rounds, peak, db));
-  std::printf("tuned / OpenBLAS (goals: 1024^3 >= 0.80, BERT >= 1.0 on two of three, fused >= 1.1 of OpenBLAS + pass):\n");
+  std::printf(
+      "tuned / OpenBLAS (goals: 1024^3 >= 0.80, BERT >= 1.0 on two of three, fused >= 1.1 of OpenBLAS + pass):\n");
   for (const auto& line : summary) std::printf("  %s\n", line.c_str());
   return 0;
 }

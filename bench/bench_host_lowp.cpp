@@ -59,7 +59,8 @@ struct OneDnn {
       attr.set_output_scales(1 << 1, o.qscale);
       attr.set_zero_points(DNNL_ARG_SRC, 0, {o.qzero});
     }
-    auto prim = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), attr, engine));
+    auto prim =
+        std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), attr, engine));
     void* a = dtype == "float32" ? static_cast<void*>(o.a.data()) : o.qa.data();
     void* b = dtype == "float32" ? static_cast<void*>(o.b.data()) : o.qb.data();
     auto am = std::make_shared<dnnl::memory>(ad, engine, a);
@@ -75,7 +76,8 @@ struct OneDnn {
 // Relative difference of two fp32 outputs, max over elements (normalised by max(|ref|, 1)).
 double max_difference(const std::vector<float>& got, const std::vector<float>& ref) {
   double worst = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - ref[i]) / std::max(1.0, std::abs(double(ref[i]))));
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    worst = std::max(worst, std::abs(double(got[i]) - ref[i]) / std::max(1.0, std::abs(double(ref[i]))));
   return worst;
 }
 
@@ -99,10 +101,11 @@ DtypeRun compare(const Shape& s, const std::string& dtype, OneDnn& dnn, int tria
   std::vector<Timed> impls = {{"atvoss " + dtype, [&] { picked.kernel(); }}, {"oneDNN " + dtype, lib}};
   interleave(impls, rounds);
   const std::string label = s.name;
-  side_by_side_row(label, impls[0].name + " (" + std::to_string(at.trials) + " trials)", flops, at.tuned_us, impls[0], peak, impls[1]);
+  side_by_side_row(label, impls[0].name + " (" + std::to_string(at.trials) + " trials)", flops, at.tuned_us, impls[0],
+                   peak, impls[1]);
   side_by_side_row(label, impls[1].name, flops, NAN, impls[1], peak, impls[1]);
-  std::printf("%-22s %s pick %s; max |atvoss - oneDNN| %.2g, atvoss vs reference %.2g\n", label.c_str(),
-              dtype.c_str(), picked.schedule.to_json().dump().c_str(), agree, picked.kernel.max_rel_error);
+  std::printf("%-22s %s pick %s; max |atvoss - oneDNN| %.2g, atvoss vs reference %.2g\n", label.c_str(), dtype.c_str(),
+              picked.schedule.to_json().dump().c_str(), agree, picked.kernel.max_rel_error);
   return {dtype, impls[0], impls[1]};
 }
 
@@ -116,10 +119,14 @@ int main(int argc, char** argv) {
   std::string db = "bench_host_lowp.db";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--quick") quick = true;
-    else if (a == "--db" && i + 1 < argc) db = argv[++i];
+    if (a == "--trials" && i + 1 < argc)
+      trials = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--db" && i + 1 < argc)
+      db = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_host_lowp [--trials N] [--rounds N] [--quick] [--db FILE]\n");
       return 2;
@@ -130,10 +137,12 @@ int main(int argc, char** argv) {
   const double peak = target.peak_flops(DType::float32) / target.ai_cores * 1e-9;
   std::string flags;
   for (const auto& f : host::this_machine().simd_flags) flags += f + " ";
-  std::printf("machine %s (%s), flags %s\nmeasured single-core fp32 peak %.1f GFLOP/s; tuning trials %d (db %s), %d rounds\n",
-              target.name.c_str(), host::this_machine().model.c_str(), flags.c_str(), peak, trials, db.c_str(), rounds);
+  std::printf(
+      "machine %s (%s), flags %s\nmeasured single-core fp32 peak %.1f GFLOP/s; tuning trials %d (db %s), %d rounds\n",
+      target.name.c_str(), host::this_machine().model.c_str(), flags.c_str(), peak, trials, db.c_str(), rounds);
   for (const std::string dtype : {"int8", "bfloat16"}) {
-    if (const char* flag = missing_flag(dtype)) std::printf("%s: this CPU has no %s: not measured\n", dtype.c_str(), flag);
+    if (const char* flag = missing_flag(dtype))
+      std::printf("%s: this CPU has no %s: not measured\n", dtype.c_str(), flag);
   }
   side_by_side_header("shape (MxNxK)", "/oneDNN");
   std::vector<Shape> shapes = {{"1024^3", 1024, 1024, 1024},
@@ -149,8 +158,9 @@ int main(int argc, char** argv) {
     }
     char line[256];
     for (std::size_t i = 1; i < runs.size(); ++i) {
-      std::snprintf(line, sizeof line, "%-18s %-8s x atvoss fp32 %.2f (cpu %.2f); x oneDNN %s %.2f (cpu %.2f)", s.name.c_str(),
-                    runs[i].dtype.c_str(), median_of(runs[0].atvoss.wall_us) / median_of(runs[i].atvoss.wall_us),
+      std::snprintf(line, sizeof line, "%-18s %-8s x atvoss fp32 %.2f (cpu %.2f); x oneDNN %s %.2f (cpu %.2f)",
+                    s.name.c_str(), runs[i].dtype.c_str(),
+                    median_of(runs[0].atvoss.wall_us) / median_of(runs[i].atvoss.wall_us),
                     median_of(runs[0].atvoss.cpu_us) / median_of(runs[i].atvoss.cpu_us), runs[i].dtype.c_str(),
                     median_of(runs[i].onednn.wall_us) / median_of(runs[i].atvoss.wall_us),
                     median_of(runs[i].onednn.cpu_us) / median_of(runs[i].atvoss.cpu_us));

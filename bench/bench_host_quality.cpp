@@ -124,10 +124,11 @@ int run(const Config& cfg) {
       std::fflush(stdout);
     }
   }
-  std::printf("\nMedian over workloads of the per-workload median trials to 95%% (%d seeds from %llu, batch %d, "
-              "features %s)\n",
-              cfg.seeds, static_cast<unsigned long long>(cfg.seed_base), cfg.batch,
-              cfg.host_features ? ("host plan on " + host::describe_machine().name).c_str() : "of the table");
+  std::printf(
+      "\nMedian over workloads of the per-workload median trials to 95%% (%d seeds from %llu, batch %d, "
+      "features %s)\n",
+      cfg.seeds, static_cast<unsigned long long>(cfg.seed_base), cfg.batch,
+      cfg.host_features ? ("host plan on " + host::describe_machine().name).c_str() : "of the table");
   for (const auto& label : cfg.strategies) {
     std::printf("  %-22s %s\n", label.c_str(), trials_text(median(median_by_workload[label]), smallest).c_str());
   }
@@ -150,8 +151,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed-base", cfg.seed_base, "first seed (seeds are base..base+seeds-1)");
   app.add_option("--batch", cfg.batch, "proposals per round")->check(CLI::Range(1, 400));
   app.add_option("--data", cfg.data, "directory of the <workload>.csv recordings");
-  app.add_option("--strategies", cfg.strategies, "comma-separated labels (strategy[-xgboost|-linear])")
-      ->delimiter(',');
+  app.add_option("--strategies", cfg.strategies, "comma-separated labels (strategy[-xgboost|-linear])")->delimiter(',');
   app.add_option("--workloads", cfg.workloads, "only workloads whose name contains this");
   app.add_option("--set", cfg.set, "workload set of bench/host_spaces.hpp")->check(CLI::IsMember({"dev", "heldout"}));
   app.add_option("--csv", cfg.csv, "write one row per run to this CSV file");

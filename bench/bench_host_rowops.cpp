@@ -59,7 +59,6 @@ double atvoss_us(const Workload& w, const Schedule& s) {
   return m[0].ok() ? m[0].time_us : NAN;
 }
 
-
 void row(const std::string& shape, const std::string& impl, double bytes, double us, double bandwidth) {
   const double gbs = bytes / us * 1e-3;
   std::printf("%-26s %-24s %9.1f %9.0f%% %12.1f\n", shape.c_str(), impl.c_str(), gbs, 100 * gbs / bandwidth, us);
@@ -73,8 +72,10 @@ int main(int argc, char** argv) {
   std::string db = "bench_host_rowops.db";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
-    else if (a == "--db" && i + 1 < argc) db = argv[++i];
+    if (a == "--trials" && i + 1 < argc)
+      trials = std::atoi(argv[++i]);
+    else if (a == "--db" && i + 1 < argc)
+      db = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_host_rowops [--trials N] [--db FILE]\n");
       return 2;
@@ -115,8 +116,8 @@ int main(int argc, char** argv) {
   for (std::int64_t t : threads) {
     s.set("threads", t);
     const double us = atvoss_us(mm, s);
-    std::printf("%-26s %-24s %9.1f GFLOP/s %12.1f\n", "matmul 512^3", ("default, " + std::to_string(t) + " threads").c_str(),
-                mm.flops() / us * 1e-3, us);
+    std::printf("%-26s %-24s %9.1f GFLOP/s %12.1f\n", "matmul 512^3",
+                ("default, " + std::to_string(t) + " threads").c_str(), mm.flops() / us * 1e-3, us);
   }
   return 0;
 }

@@ -33,14 +33,17 @@ struct Shape {
 };
 
 Workload workload_of(const Shape& s) {
-  return Workload::from_json(Json{{"op", "matmul"}, {"dtype", "float32"}, {"dims", {{"M", s.m}, {"N", s.n}, {"K", s.k}}}});
+  return Workload::from_json(
+      Json{{"op", "matmul"}, {"dtype", "float32"}, {"dims", {{"M", s.m}, {"N", s.n}, {"K", s.k}}}});
 }
 
 // oneDNN's fp32 matmul on o's operands, on `threads` OpenMP threads.
-std::function<void()> onednn(const Shape& s, host::Operands& o, dnnl::engine& engine, dnnl::stream& stream, int threads) {
+std::function<void()> onednn(const Shape& s, host::Operands& o, dnnl::engine& engine, dnnl::stream& stream,
+                             int threads) {
   using tag = dnnl::memory::format_tag;
   using dt = dnnl::memory::data_type;
-  dnnl::memory::desc ad({s.m, s.k}, dt::f32, tag::ab), bd({s.k, s.n}, dt::f32, tag::ab), cd({s.m, s.n}, dt::f32, tag::ab);
+  dnnl::memory::desc ad({s.m, s.k}, dt::f32, tag::ab), bd({s.k, s.n}, dt::f32, tag::ab),
+      cd({s.m, s.n}, dt::f32, tag::ab);
   // oneDNN fixes a primitive's thread count when it is created: create it on `threads`.
   omp_set_num_threads(threads);
   auto prim = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), engine));
@@ -65,9 +68,12 @@ int main(int argc, char** argv) {
   std::string db = "bench_host_threads.db";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--db" && i + 1 < argc) db = argv[++i];
+    if (a == "--trials" && i + 1 < argc)
+      trials = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--db" && i + 1 < argc)
+      db = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_host_threads [--trials N] [--rounds N] [--db FILE]\n");
       return 2;
@@ -77,10 +83,10 @@ int main(int argc, char** argv) {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::printf("machine %s (%s), %d physical cores; tuning trials %d (db %s), %d rounds\n",
-              host::describe_machine().name.c_str(), host::this_machine().model.c_str(), cores, trials, db.c_str(), rounds);
-  const std::vector<Shape> shapes = {{"1024^3", 1024, 1024, 1024},
-                                     {"2048^3", 2048, 2048, 2048},
-                                     {"bert 128x3072x768", 128, 3072, 768}};
+              host::describe_machine().name.c_str(), host::this_machine().model.c_str(), cores, trials, db.c_str(),
+              rounds);
+  const std::vector<Shape> shapes = {
+      {"1024^3", 1024, 1024, 1024}, {"2048^3", 2048, 2048, 2048}, {"bert 128x3072x768", 128, 3072, 768}};
   std::vector<std::string> summary;
   for (const Shape& s : shapes) {
     const Workload w = workload_of(s);
@@ -103,8 +109,8 @@ int main(int argc, char** argv) {
     for (const auto& t : impls) row(s.name, t, flops);
     std::printf("%-20s schedule %s (threads 1 and %d); max rel error %.1e / %.1e\n", s.name.c_str(),
                 one.to_json().dump().c_str(), cores, k1.max_rel_error, kn.max_rel_error);
-    std::printf("%-20s tuned with threads free: %s; max rel error %.1e\n", s.name.c_str(), free.to_json().dump().c_str(),
-                kt.max_rel_error);
+    std::printf("%-20s tuned with threads free: %s; max rel error %.1e\n", s.name.c_str(),
+                free.to_json().dump().c_str(), kt.max_rel_error);
     char line[320];
     const double best_all = std::min(median_of(impls[1].wall_us), median_of(impls[2].wall_us));
     std::snprintf(line, sizeof line,
@@ -112,7 +118,8 @@ int main(int argc, char** argv) {
                   "atvoss best/oneDNN on %d cores %.2f",
                   s.name.c_str(), cores, median_of(impls[0].wall_us) / median_of(impls[1].wall_us),
                   median_of(impls[0].wall_us) / median_of(impls[2].wall_us),
-                  median_of(impls[3].wall_us) / median_of(impls[4].wall_us), cores, median_of(impls[4].wall_us) / best_all);
+                  median_of(impls[3].wall_us) / median_of(impls[4].wall_us), cores,
+                  median_of(impls[4].wall_us) / best_all);
     summary.push_back(line);
   }
   std::printf("scaling (goal: >= 1.8x on 2 cores for large shapes):\n");

@@ -172,8 +172,8 @@ std::size_t choose(const std::vector<std::map<std::string, double>>& scores, con
 
 int run(const Config& cfg) {
   const auto grid = expand_grid(cfg.grid);
-  std::printf("grid: %zu configurations x %zu spaces x %d tuning seeds (from %llu)\n", grid.size(),
-              all_spaces().size(), cfg.tune_seeds, static_cast<unsigned long long>(cfg.tune_seed_base));
+  std::printf("grid: %zu configurations x %zu spaces x %d tuning seeds (from %llu)\n", grid.size(), all_spaces().size(),
+              cfg.tune_seeds, static_cast<unsigned long long>(cfg.tune_seed_base));
   std::vector<std::map<std::string, double>> scores(grid.size());
   for (std::size_t c = 0; c < grid.size(); ++c) {
     for (const auto& space : all_spaces()) {

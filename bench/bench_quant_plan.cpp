@@ -36,7 +36,8 @@ runtime::SensitivityOptions parse_args(int argc, char** argv) {
     else if (flag == "--method")
       o.calibration.method = host::parse_calibration_method(value);
     else
-      throw_bad_input("bench_quant_plan: bad flag " + flag + " " + value + " (--seed N, --method min_max|percentile|entropy)");
+      throw_bad_input("bench_quant_plan: bad flag " + flag + " " + value +
+                      " (--seed N, --method min_max|percentile|entropy)");
   }
   return o;
 }
@@ -86,14 +87,14 @@ std::string shape(const Workload& w) {
 }
 
 void print_layers(const Model& m, const std::vector<LayerSensitivity>& s) {
-  std::printf("%-28s %-26s %5s %17s %7s %9s %9s %9s %9s %9s %9s\n", "layer", "MxNxK+epilogue", "input",
-              "act range", "sat", "int8 err", "NPU est", "bf16 err", "fp32 us", "bf16 us", "int8 us");
+  std::printf("%-28s %-26s %5s %17s %7s %9s %9s %9s %9s %9s %9s\n", "layer", "MxNxK+epilogue", "input", "act range",
+              "sat", "int8 err", "NPU est", "bf16 err", "fp32 us", "bf16 us", "int8 us");
   for (std::size_t i = 0; i < s.size(); ++i) {
     const LayerSensitivity& l = s[i];
     const double estimate = frontend::int8_error_estimate(frontend::with_dtype(m.layers[i].workload, DType::int8));
     std::printf("%-28s %-26s %5s [%7.2f,%7.2f] %7.5f %9.2e %9.2e %9.2e %9.1f %9.1f %9.1f\n", l.name.c_str(),
-                shape(l.workload).c_str(), l.chained ? "chain" : "drawn", l.act_range.lo, l.act_range.hi,
-                l.saturation, l.int8_error, estimate, l.bf16_error, l.fp32_us, l.bf16_us, l.int8_us);
+                shape(l.workload).c_str(), l.chained ? "chain" : "drawn", l.act_range.lo, l.act_range.hi, l.saturation,
+                l.int8_error, estimate, l.bf16_error, l.fp32_us, l.bf16_us, l.int8_us);
   }
 }
 
@@ -130,11 +131,15 @@ void print_plan(runtime::Runtime& rt, const Model& m, const std::vector<LayerSen
   } else {
     double worst = 0;
     for (const auto& l : plan.layers) worst = std::max(worst, l.error);
-    std::printf("    max layer error %.3e (layers measured one by one, not chained here: the attention,\n"
-                "    softmax and layernorm between them are not run, so no end-to-end error)\n", worst);
+    std::printf(
+        "    max layer error %.3e (layers measured one by one, not chained here: the attention,\n"
+        "    softmax and layernorm between them are not run, so no end-to-end error)\n",
+        worst);
   }
-  std::printf("    kernel time %.1f us vs fp32 %.1f us: speed-up %.2fx", plan.time_us, plan.fp32_time_us, plan.speedup());
-  if (!m.chained) std::printf(" (%.2fx weighting each matmul by its occurrences in the model)", weighted_speedup(m, s, plan));
+  std::printf("    kernel time %.1f us vs fp32 %.1f us: speed-up %.2fx", plan.time_us, plan.fp32_time_us,
+              plan.speedup());
+  if (!m.chained)
+    std::printf(" (%.2fx weighting each matmul by its occurrences in the model)", weighted_speedup(m, s, plan));
   std::printf("\n");
   const Json config = runtime::precision_config(plan);
   check_parses(plan, config);
@@ -157,10 +162,12 @@ int run(int argc, char** argv) {
   std::printf("bench_quant_plan: seed %llu, activation calibration %s, weights per-channel symmetric s8\n",
               static_cast<unsigned long long>(options.seed),
               std::string(host::to_string(options.calibration.method)).c_str());
-  std::printf("CPU: %s; errors are relative RMS of the output vs fp32 on one evaluation batch (calibrated on\n"
-              "%lld other rows); times are median kernel times of default schedules, one thread.\n",
-              machine.model.c_str(), static_cast<long long>(options.calibration_rows));
-  std::printf("Accuracy on a labelled dataset is not measured: there is no dataset (nor trained weights) on this machine.\n");
+  std::printf(
+      "CPU: %s; errors are relative RMS of the output vs fp32 on one evaluation batch (calibrated on\n"
+      "%lld other rows); times are median kernel times of default schedules, one thread.\n",
+      machine.model.c_str(), static_cast<long long>(options.calibration_rows));
+  std::printf(
+      "Accuracy on a labelled dataset is not measured: there is no dataset (nor trained weights) on this machine.\n");
   if (!machine.has_flag("avx512_vnni")) {
     std::printf("this CPU lacks avx512_vnni: no int8 kernels, nothing to measure\n");
     return 0;

@@ -51,8 +51,7 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--batch", cfg.batch, "proposals per round")->check(CLI::Range(1, 400));
   app.add_option("--budget", cfg.budget, "evaluations per run")->check(CLI::Range(1, 400));
   app.add_option("--spaces", cfg.spaces, "comma-separated space names")->delimiter(',');
-  app.add_option("--strategies", cfg.strategies, "comma-separated labels (strategy[-xgboost|-linear])")
-      ->delimiter(',');
+  app.add_option("--strategies", cfg.strategies, "comma-separated labels (strategy[-xgboost|-linear])")->delimiter(',');
   app.add_option("--csv", cfg.csv, "write one row per run to this CSV file");
   app.add_option("--data", cfg.data, "directory holding the .json.gz spaces");
   app.add_option("--prior-from", cfg.prior_from, "warm start from the same kernel on this GPU");
@@ -200,8 +199,8 @@ int run_timing(const Config& cfg) {
         }
         strategy->update(results);
       }
-      std::printf("%-26s %-22s %9zu %12.2f %12.2f\n", space.c_str(), label.c_str(), table.size(), 1000 * secs / kRepeats,
-                  1000 * first);
+      std::printf("%-26s %-22s %9zu %12.2f %12.2f\n", space.c_str(), label.c_str(), table.size(),
+                  1000 * secs / kRepeats, 1000 * first);
       std::fflush(stdout);
     }
   }

@@ -27,8 +27,8 @@
 #include "bench/quality_suite.hpp"
 #include "core/error.hpp"
 #include "db/tuning_database.hpp"
-#include "simulator/presets.hpp"
 #include "report/job_report.hpp"
+#include "simulator/presets.hpp"
 
 namespace {
 
@@ -52,14 +52,22 @@ Args parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) throw_bad_input("bench_scheduler: flag " + k + " needs a value");
     const std::string v = argv[i + 1];
-    if (k == "--model") a.model = v;
-    else if (k == "--target") a.target = v;
-    else if (k == "--strategy") a.strategy = v;
-    else if (k == "--trials") a.trials = std::stoi(v);
-    else if (k == "--seeds") a.seeds = std::stoi(v);
-    else if (k == "--seed-base") a.seed_base = std::stoi(v);
-    else if (k == "--early-stopping") a.early_stopping = std::stoi(v);
-    else throw_bad_input("bench_scheduler: unknown flag " + k);
+    if (k == "--model")
+      a.model = v;
+    else if (k == "--target")
+      a.target = v;
+    else if (k == "--strategy")
+      a.strategy = v;
+    else if (k == "--trials")
+      a.trials = std::stoi(v);
+    else if (k == "--seeds")
+      a.seeds = std::stoi(v);
+    else if (k == "--seed-base")
+      a.seed_base = std::stoi(v);
+    else if (k == "--early-stopping")
+      a.early_stopping = std::stoi(v);
+    else
+      throw_bad_input("bench_scheduler: unknown flag " + k);
   }
   return a;
 }
@@ -72,9 +80,15 @@ struct Run {
 
 Run run_once(const Args& a, const std::string& policy, int seed, const fs::path& dir) {
   const std::string name = policy + "-" + std::to_string(seed);
-  Json spec{{"name", name}, {"target", a.target}, {"model", a.model}, {"trials", a.trials},
-            {"strategy", a.strategy}, {"scheduler", policy}, {"seed", seed},
-            {"early_stopping", a.early_stopping}, {"database", (dir / (name + ".db")).string()},
+  Json spec{{"name", name},
+            {"target", a.target},
+            {"model", a.model},
+            {"trials", a.trials},
+            {"strategy", a.strategy},
+            {"scheduler", policy},
+            {"seed", seed},
+            {"early_stopping", a.early_stopping},
+            {"database", (dir / (name + ".db")).string()},
             {"export", (dir / (name + "-table.json")).string()},
             {"report", (dir / (name + "-report.html")).string()}};
   tuner::JobRunOptions options;
@@ -103,8 +117,7 @@ struct Regret {
 // Prints per task the trials each policy gave it, the weighted regret of its pick,
 // weight * (noise-free time - exhaustive optimum), and that of its best measured schedule.
 // truths caches each task's enumerated space (bench/quality_suite.hpp) across seeds.
-Regret print_regret(const Target& target, const Run (&runs)[2],
-                    std::map<std::string, bench::GroundTruth>& truths) {
+Regret print_regret(const Target& target, const Run (&runs)[2], std::map<std::string, bench::GroundTruth>& truths) {
   std::printf("  %-28s %6s %13s %19s %19s\n", "task", "weight", "trials g/rr", "weighted regret g/rr",
               "best measured g/rr");
   double picked_total[2] = {0, 0};
@@ -131,12 +144,11 @@ Regret print_regret(const Target& target, const Run (&runs)[2],
       picked_total[p] += picked[p];
       out.found[p] += found[p];
     }
-    std::printf("  %-28s %6.0f %6d/%-6d %9.2f/%-9.2f %9.2f/%-9.2f\n", name.c_str(), weight,
-                int(t0["trials"]), int(runs[1].tasks[i]["trials"]), picked[0], picked[1], found[0],
-                found[1]);
+    std::printf("  %-28s %6.0f %6d/%-6d %9.2f/%-9.2f %9.2f/%-9.2f\n", name.c_str(), weight, int(t0["trials"]),
+                int(runs[1].tasks[i]["trials"]), picked[0], picked[1], found[0], found[1]);
   }
-  std::printf("  %-28s %6s %13s %9.2f/%-9.2f %9.2f/%-9.2f\n", "total", "", "", picked_total[0],
-              picked_total[1], out.found[0], out.found[1]);
+  std::printf("  %-28s %6s %13s %9.2f/%-9.2f %9.2f/%-9.2f\n", "total", "", "", picked_total[0], picked_total[1],
+              out.found[0], out.found[1]);
   return out;
 }
 
@@ -146,8 +158,8 @@ int main(int argc, char** argv) try {
   const Args a = parse(argc, argv);
   const fs::path dir = fs::temp_directory_path() / ("atvoss-bench-scheduler-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::printf("model %s on %s, %d trials, strategy %s, %d seeds\n", a.model.c_str(),
-              a.target.c_str(), a.trials, a.strategy.c_str(), a.seeds);
+  std::printf("model %s on %s, %d trials, strategy %s, %d seeds\n", a.model.c_str(), a.target.c_str(), a.trials,
+              a.strategy.c_str(), a.seeds);
   std::printf("%-12s %5s %16s %16s %9s\n", "policy", "seed", "end-to-end us", "default us", "seconds");
   double mean[2] = {0, 0};
   const char* policies[2] = {"gradient", "round_robin"};
@@ -161,8 +173,7 @@ int main(int argc, char** argv) try {
       runs[p] = run_once(a, policies[p], seed, dir);
       const Run& r = runs[p];
       mean[p] += r.tuned_us / a.seeds;
-      std::printf("%-12s %5d %16.2f %16.2f %9.1f\n", policies[p], seed, r.tuned_us, r.default_us,
-                  r.seconds);
+      std::printf("%-12s %5d %16.2f %16.2f %9.1f\n", policies[p], seed, r.tuned_us, r.default_us, r.seconds);
       std::fflush(stdout);
     }
     diffs.push_back(runs[0].tuned_us - runs[1].tuned_us);
@@ -178,14 +189,16 @@ int main(int argc, char** argv) try {
   for (double d : diffs) sd += (d - mean_diff) * (d - mean_diff);
   sd = diffs.size() > 1 ? std::sqrt(sd / double(diffs.size() - 1)) : 0;
   const auto wins = std::count_if(diffs.begin(), diffs.end(), [](double d) { return d < 0; });
-  std::printf("mean weighted end-to-end: gradient %.2f us, even spread %.2f us (%.2f%% lower); "
-              "gradient lower on %ld of %zu seeds; paired difference %.2f +- %.2f us (std error)\n",
-              mean[0], mean[1], 100 * (1 - mean[0] / mean[1]), long(wins), diffs.size(), mean_diff,
-              sd / std::sqrt(double(diffs.size())));
+  std::printf(
+      "mean weighted end-to-end: gradient %.2f us, even spread %.2f us (%.2f%% lower); "
+      "gradient lower on %ld of %zu seeds; paired difference %.2f +- %.2f us (std error)\n",
+      mean[0], mean[1], 100 * (1 - mean[0] / mean[1]), long(wins), diffs.size(), mean_diff,
+      sd / std::sqrt(double(diffs.size())));
   if (a.regret) {
-    std::printf("exhaustive optimum %.2f us; mean regret of the best measured schedules: gradient "
-                "%.2f us, even spread %.2f us\n",
-                regret_sum.optimum_us, regret_sum.found[0], regret_sum.found[1]);
+    std::printf(
+        "exhaustive optimum %.2f us; mean regret of the best measured schedules: gradient "
+        "%.2f us, even spread %.2f us\n",
+        regret_sum.optimum_us, regret_sum.found[0], regret_sum.found[1]);
   }
   return mean[0] < mean[1] ? 0 : 1;
 } catch (const std::exception& e) {

@@ -84,8 +84,8 @@ Label split_label(std::string label) {
   return l;
 }
 
-RunResult run_one(const SuiteCase& c, const GroundTruth& truth, const std::string& label,
-                  std::uint64_t seed, const Config& cfg) {
+RunResult run_one(const SuiteCase& c, const GroundTruth& truth, const std::string& label, std::uint64_t seed,
+                  const Config& cfg) {
   const auto [name, model, heuristic] = split_label(label);
   search::StrategyOptions o;
   o.seed = seed;
@@ -141,7 +141,7 @@ std::string trials_text(double t, int budget) {
   return buf;
 }
 
-struct Summary {  // one strategy over the suite
+struct Summary {                                    // one strategy over the suite
   std::map<int, std::vector<double>> frac_by_case;  // checkpoint -> per-case mean over seeds
   std::vector<double> t95_by_case, t99_by_case;     // per-case median over seeds
   double seconds = 0;
@@ -185,9 +185,8 @@ int run(const Config& cfg) {
     if (!cfg.cases.empty() && c.name.find(cfg.cases) == std::string::npos) continue;
     const auto t0 = std::chrono::steady_clock::now();
     const GroundTruth truth = ground_truth(c, cfg.cache_dir, cfg.threads);
-    std::fprintf(stderr, "# %s: %llu points, %zu valid, optimum %.2f us (truth in %.1f s)\n",
-                 c.name.c_str(), static_cast<unsigned long long>(truth.space.size()), truth.valid_points,
-                 truth.optimum_us,
+    std::fprintf(stderr, "# %s: %llu points, %zu valid, optimum %.2f us (truth in %.1f s)\n", c.name.c_str(),
+                 static_cast<unsigned long long>(truth.space.size()), truth.valid_points, truth.optimum_us,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     for (const auto& label : cfg.strategies) {
       std::map<int, std::vector<double>> fracs;

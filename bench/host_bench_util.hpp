@@ -46,7 +46,8 @@ inline tuner::SingleTuneOutcome tune_outcome_on_host(const Workload& w, int tria
 
 // The best schedule of tune_outcome_on_host, or the default.
 inline Schedule tune_on_host(const Workload& w, int trials, const std::string& db) {
-  return tune_outcome_on_host(w, trials, db).result.best_schedule.value_or(host::default_schedule(w, host::this_machine()));
+  return tune_outcome_on_host(w, trials, db)
+      .result.best_schedule.value_or(host::default_schedule(w, host::this_machine()));
 }
 
 }  // namespace atvoss::bench

@@ -122,7 +122,8 @@ inline AtvossTimes atvoss_times(const Workload& w, int trials, const std::string
     t.tuned = outcome.result.best_schedule.value_or(t.def);
     t.trials = outcome.result.trials;
     const auto db_file = db::TuningDatabase::open(db);
-    for (const auto& e : db_file.records().best_schedules(w.key(), outcome.target.key(), kTop)) t.top.push_back(e.schedule);
+    for (const auto& e : db_file.records().best_schedules(w.key(), outcome.target.key(), kTop))
+      t.top.push_back(e.schedule);
   }
   host::HostConfig config;
   const auto m = host::measure_candidates({{w, t.def, 1, 5}, {w, t.tuned, 1, 5}}, host::this_machine(), config);

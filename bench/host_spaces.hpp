@@ -16,9 +16,12 @@ namespace atvoss::bench {
 // (name, workload JSON), in a fixed order; names are stable file names.
 inline const std::vector<std::pair<std::string, std::string>>& host_workloads() {
   static const std::vector<std::pair<std::string, std::string>> w = {
-      {"bert_attn_out_128", R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":768,"K":768},"epilogue":["bias"]})"},
-      {"bert_ffn1_gelu_128", R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":3072,"K":768},"epilogue":["bias","gelu"]})"},
-      {"bert_ffn2_add_128", R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":768,"K":3072},"epilogue":["bias","add"]})"},
+      {"bert_attn_out_128",
+       R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":768,"K":768},"epilogue":["bias"]})"},
+      {"bert_ffn1_gelu_128",
+       R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":3072,"K":768},"epilogue":["bias","gelu"]})"},
+      {"bert_ffn2_add_128",
+       R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":768,"K":3072},"epilogue":["bias","add"]})"},
       {"matmul_256", R"({"op":"matmul","dtype":"float32","dims":{"M":256,"N":256,"K":256}})"},
       {"matmul_512", R"({"op":"matmul","dtype":"float32","dims":{"M":512,"N":512,"K":512}})"},
       {"bert_attn_scores_12x128", R"({"op":"batch_matmul","dtype":"float32","dims":{"B":12,"M":128,"N":128,"K":64}})"},
@@ -31,7 +34,8 @@ inline const std::vector<std::pair<std::string, std::string>>& host_workloads() 
 inline const std::vector<std::pair<std::string, std::string>>& heldout_host_workloads() {
   static const std::vector<std::pair<std::string, std::string>> w = {
       {"gpt2_qkv_64", R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":2304,"K":768},"epilogue":["bias"]})"},
-      {"mlp_relu_384", R"({"op":"matmul","dtype":"float32","dims":{"M":384,"N":1024,"K":1024},"epilogue":["bias","relu"]})"},
+      {"mlp_relu_384",
+       R"({"op":"matmul","dtype":"float32","dims":{"M":384,"N":1024,"K":1024},"epilogue":["bias","relu"]})"},
       {"bert_attn_context_12x128", R"({"op":"batch_matmul","dtype":"float32","dims":{"B":12,"M":128,"N":64,"K":128}})"},
   };
   return w;

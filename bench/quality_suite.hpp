@@ -53,8 +53,7 @@ inline const std::vector<std::pair<std::string, std::string>>& quality_workloads
   static const std::vector<std::pair<std::string, std::string>> w = {
       {"matmul_1024", R"({"op":"matmul","dims":{"M":1024,"N":1024,"K":1024}})"},
       {"bert_qkv", R"({"op":"matmul","dims":{"M":4096,"N":2304,"K":768},"epilogue":["bias"]})"},
-      {"bert_ffn1_gelu",
-       R"({"op":"matmul","dims":{"M":4096,"N":3072,"K":768},"epilogue":["bias","gelu"]})"},
+      {"bert_ffn1_gelu", R"({"op":"matmul","dims":{"M":4096,"N":3072,"K":768},"epilogue":["bias","gelu"]})"},
       {"bert_ffn2_ln", R"({"op":"matmul","dims":{"M":4096,"N":768,"K":3072},"epilogue":["bias","add","layernorm"]})"},
       {"bert_attn_scores", R"({"op":"batch_matmul","dims":{"B":384,"M":128,"N":128,"K":64}})"},
       {"bert_attn_context", R"({"op":"batch_matmul","dims":{"B":384,"M":128,"N":64,"K":128}})"},
@@ -80,8 +79,7 @@ inline const std::vector<std::pair<std::string, std::string>>& quality_workloads
 inline const std::vector<std::pair<std::string, std::string>>& heldout_workloads() {
   static const std::vector<std::pair<std::string, std::string>> w = {
       {"ho_matmul_1536x640x2560", R"({"op":"matmul","dims":{"M":1536,"N":640,"K":2560}})"},
-      {"ho_matmul_odd_relu",
-       R"({"op":"matmul","dims":{"M":2000,"N":1000,"K":500},"epilogue":["bias","relu"]})"},
+      {"ho_matmul_odd_relu", R"({"op":"matmul","dims":{"M":2000,"N":1000,"K":500},"epilogue":["bias","relu"]})"},
       {"ho_bmm_48x256x96", R"({"op":"batch_matmul","dims":{"B":48,"M":256,"N":256,"K":96}})"},
       {"ho_conv_5x5",
        R"({"op":"conv2d","dims":{"N":4,"C":96,"H":40,"W":40,"K":160,"R":5,"S":5,"stride":1,"pad":2},"epilogue":["bias","relu"]})"},
@@ -173,8 +171,7 @@ inline bool read_cache(const std::string& path, const std::string& print, Ground
   std::string magic, line;
   int version = 0;
   std::uint64_t points = 0;
-  if (!(in >> magic >> version >> points) || magic != "atvoss-truth" || version != 1 ||
-      points != g.space.size()) {
+  if (!(in >> magic >> version >> points) || magic != "atvoss-truth" || version != 1 || points != g.space.size()) {
     return false;
   }
   std::getline(in, line);
@@ -194,8 +191,10 @@ inline void write_cache(const std::string& path, const std::string& print, const
     out.precision(17);
     out << "atvoss-truth 1 " << g.time_us.size() << '\n' << print << '\n';
     for (double t : g.time_us) {
-      if (std::isnan(t)) out << "x\n";
-      else out << t << '\n';
+      if (std::isnan(t))
+        out << "x\n";
+      else
+        out << t << '\n';
     }
   });
 }
@@ -209,8 +208,8 @@ inline GroundTruth ground_truth(const SuiteCase& c, const std::string& cache_dir
   GroundTruth g;
   g.space = simulator::space_for(c.workload, c.target);
   if (g.space.size() > (1u << 22)) {
-    throw Error(ErrorKind::internal, c.name + ": space of " + std::to_string(g.space.size()) +
-                                         " points is too large to enumerate");
+    throw Error(ErrorKind::internal,
+                c.name + ": space of " + std::to_string(g.space.size()) + " points is too large to enumerate");
   }
   const std::string path = cache_dir + "/" + c.workload.key() + "-" + c.target.key() + ".truth";
   const std::string print = detail::fingerprint(c, g.space);

@@ -17,8 +17,8 @@
 //        [--workloads substring] [--set dev|heldout] [--repeat 5] [--seconds 0]
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -105,9 +105,8 @@ bool record_one(const std::string& name, const std::string& json, const Config& 
   for (const auto& s : valid) {
     if (!done.count(s.key())) todo.push_back(s);
   }
-  std::fprintf(stderr, "# %s: %llu points, %zu valid, %zu in the sample, %zu recorded, %zu to measure\n",
-               name.c_str(), static_cast<unsigned long long>(space.size()), valid_points, valid.size(), done.size(),
-               todo.size());
+  std::fprintf(stderr, "# %s: %llu points, %zu valid, %zu in the sample, %zu recorded, %zu to measure\n", name.c_str(),
+               static_cast<unsigned long long>(space.size()), valid_points, valid.size(), done.size(), todo.size());
   std::filesystem::create_directories(cfg.out);
   std::ofstream out(path, std::ios::app);
   if (!out) throw Error(ErrorKind::io, "cannot write '" + path + "'");
@@ -174,7 +173,8 @@ int main(int argc, char** argv) {
   atvoss::bench::Config cfg;
   CLI::App app{"record host-backend landscapes (real CPU kernels) as recorded spaces"};
   app.add_option("--out", cfg.out, "directory of the <workload>.csv recordings");
-  app.add_option("--points", cfg.points, "valid points sampled per workload (all if fewer)")->check(CLI::PositiveNumber);
+  app.add_option("--points", cfg.points, "valid points sampled per workload (all if fewer)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--seed", cfg.seed, "seed of the sample's order and the kernels' inputs");
   app.add_option("--batch", cfg.batch, "schedules compiled together")->check(CLI::Range(1, 256));
   app.add_option("--workloads", cfg.workloads, "only workloads whose name contains this");

@@ -22,16 +22,16 @@ namespace atvoss::bench {
 // The nine recorded spaces and their kernel families (data/recorded-spaces/README.md).
 inline const std::vector<std::string>& all_spaces() {
   static const std::vector<std::string> s = {
-      "convolution-RTX_3090",  "pnpoly-RTX_3090",         "gemm-RTX_3090",
-      "dedispersion_milo-A4000", "convolution-RTX_Titan", "pnpoly-RTX_Titan",
-      "gemm-RTX_Titan",        "convolution_milo-W6600",  "dedispersion_milo-W6600"};
+      "convolution-RTX_3090",    "pnpoly-RTX_3090",        "gemm-RTX_3090",
+      "dedispersion_milo-A4000", "convolution-RTX_Titan",  "pnpoly-RTX_Titan",
+      "gemm-RTX_Titan",          "convolution_milo-W6600", "dedispersion_milo-W6600"};
   return s;
 }
 inline std::string family_of(const std::string& space) { return space.substr(0, space.find('-')); }
 
 struct RunResult {
-  std::vector<double> curve;     // best-so-far fraction of optimum after each evaluation
-  double ms_per_proposal = 0;    // wall time of propose() per proposed schedule
+  std::vector<double> curve;          // best-so-far fraction of optimum after each evaluation
+  double ms_per_proposal = 0;         // wall time of propose() per proposed schedule
   std::vector<search::Trial> trials;  // every evaluation, in order (a prior for transfer)
 };
 
@@ -46,8 +46,8 @@ inline std::pair<std::string, std::string> split_label(const std::string& label)
   return {label, "xgboost"};
 }
 
-inline search::StrategyOptions options_for(const std::string& path, const std::string& label,
-                                           search::StrategyOptions o, std::uint64_t seed) {
+inline search::StrategyOptions options_for(const std::string& path, const std::string& label, search::StrategyOptions o,
+                                           std::uint64_t seed) {
   o.seed = seed;
   o.workload = Workload::from_json(Json{{"op", "recorded"}, {"table", path}});
   o.target = simulator::preset("ascend910b");  // unused by generic features, but required

@@ -37,8 +37,8 @@ void sync_path(const std::string& path, int flags, const std::string& what) {
 std::string unique_temporary(const std::string& path, const std::string& what) {
   static std::atomic<std::uint64_t> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const std::string name = path + ".tmp." + std::to_string(::getpid()) + "." +
-                             std::to_string(counter.fetch_add(1)) + "." + std::to_string(std::random_device{}());
+    const std::string name = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) +
+                             "." + std::to_string(std::random_device{}());
     const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) {
       ::close(fd);

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <unordered_set>
 #include <sstream>
+#include <unordered_set>
 #include <vector>
 
 #include "core/error.hpp"
@@ -78,9 +78,8 @@ Json parse_json(std::string_view text, std::string_view what) {
     Json::sax_parse(text.begin(), text.end(), &parser);
     return root;
   } catch (const Json::parse_error& e) {
-    throw Error(ErrorKind::bad_input,
-                std::string(what) + ": invalid JSON at byte " + std::to_string(e.byte) +
-                    after_field(last_key) + ": " + e.what());
+    throw Error(ErrorKind::bad_input, std::string(what) + ": invalid JSON at byte " + std::to_string(e.byte) +
+                                          after_field(last_key) + ": " + e.what());
   } catch (const Json::exception& e) {
     // Well-formed text nlohmann still cannot hold, e.g. a number beyond double (1e400).
     const std::string field = last_key.empty() ? "" : " in field '" + last_key + "'";
@@ -114,8 +113,7 @@ std::uint64_t fnv1a64(std::string_view bytes) noexcept {
 
 std::string stable_key(const Json& j) {
   char out[17];
-  std::snprintf(out, sizeof out, "%016llx",
-                static_cast<unsigned long long>(fnv1a64(canonical_dump(j))));
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(fnv1a64(canonical_dump(j))));
   return out;
 }
 
@@ -137,8 +135,7 @@ const Json& require_field(const Json& obj, std::string_view name, std::string_vi
 std::int64_t require_int(const Json& obj, std::string_view name, std::string_view context) {
   const Json& v = require_field(obj, name, context);
   if (!v.is_number_integer()) {
-    throw_bad_input(std::string(context) + ": field '" + std::string(name) +
-                    "' must be an integer, got " + v.dump());
+    throw_bad_input(std::string(context) + ": field '" + std::string(name) + "' must be an integer, got " + v.dump());
   }
   return integer_as<std::int64_t>(v, name, context);
 }
@@ -146,16 +143,15 @@ std::int64_t require_int(const Json& obj, std::string_view name, std::string_vie
 namespace detail {
 void throw_integer_range(const Json& v, std::string_view name, std::string_view context, const std::string& lo,
                          const std::string& hi) {
-  throw_bad_input(std::string(context) + ": field '" + std::string(name) + "' must be an integer in " + lo + ".." +
-                  hi + ", got " + v.dump());
+  throw_bad_input(std::string(context) + ": field '" + std::string(name) + "' must be an integer in " + lo + ".." + hi +
+                  ", got " + v.dump());
 }
 }  // namespace detail
 
 double require_number(const Json& obj, std::string_view name, std::string_view context) {
   const Json& v = require_field(obj, name, context);
   if (!v.is_number()) {
-    throw_bad_input(std::string(context) + ": field '" + std::string(name) +
-                    "' must be a number, got " + v.dump());
+    throw_bad_input(std::string(context) + ": field '" + std::string(name) + "' must be a number, got " + v.dump());
   }
   return v.get<double>();
 }
@@ -163,8 +159,7 @@ double require_number(const Json& obj, std::string_view name, std::string_view c
 std::string require_string(const Json& obj, std::string_view name, std::string_view context) {
   const Json& v = require_field(obj, name, context);
   if (!v.is_string()) {
-    throw_bad_input(std::string(context) + ": field '" + std::string(name) +
-                    "' must be a string, got " + v.dump());
+    throw_bad_input(std::string(context) + ": field '" + std::string(name) + "' must be a string, got " + v.dump());
   }
   return v.get<std::string>();
 }

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -61,13 +61,14 @@ template <typename T>
 T integer_as(const Json& v, std::string_view name, std::string_view context) {
   static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
   using Limits = std::numeric_limits<T>;
-  const bool fits = v.is_number_unsigned()  ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(Limits::max())
-                    : v.is_number_integer() ? v.get<std::int64_t>() >= static_cast<std::int64_t>(Limits::min()) &&
-                                                  (v.get<std::int64_t>() < 0 ||
-                                                   static_cast<std::uint64_t>(v.get<std::int64_t>()) <=
-                                                       static_cast<std::uint64_t>(Limits::max()))
-                                            : false;
-  if (!fits) detail::throw_integer_range(v, name, context, std::to_string(Limits::min()), std::to_string(Limits::max()));
+  const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(Limits::max())
+                    : v.is_number_integer()
+                        ? v.get<std::int64_t>() >= static_cast<std::int64_t>(Limits::min()) &&
+                              (v.get<std::int64_t>() < 0 || static_cast<std::uint64_t>(v.get<std::int64_t>()) <=
+                                                                static_cast<std::uint64_t>(Limits::max()))
+                        : false;
+  if (!fits)
+    detail::throw_integer_range(v, name, context, std::to_string(Limits::min()), std::to_string(Limits::max()));
   return v.get<T>();
 }
 

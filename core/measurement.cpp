@@ -33,9 +33,10 @@ Status parse_status(std::string_view s) {
   for (const auto& [st, name] : kStatusNames) {
     if (name == s) return st;
   }
-  throw_bad_input("measurement: field 'status' must be one of ok, invalid, compile_error, "
-                  "runtime_error, wrong_answer, timeout, worker_lost, session_timeout, error; got '" +
-                  std::string(s) + "'");
+  throw_bad_input(
+      "measurement: field 'status' must be one of ok, invalid, compile_error, "
+      "runtime_error, wrong_answer, timeout, worker_lost, session_timeout, error; got '" +
+      std::string(s) + "'");
 }
 
 bool is_candidate_error(Status s) noexcept {

@@ -34,18 +34,18 @@ bool is_infrastructure_error(Status s) noexcept;
 
 // Where the time of a run went, and how well the hardware was used.
 struct Profile {
-  double compute_us = 0;     // cube + vector busy time on the critical path
-  double dma_us = 0;         // transfer time not hidden behind compute
-  double sync_wait_us = 0;   // pipeline stalls waiting on flags / buffers
-  double launch_us = 0;      // kernel launch overhead, all kernels
-  double l1_hit_rate = 0;    // fraction of operand reads served on chip, 0..1
-  double dma_utilisation = 0;   // busy fraction of the MTE2 path, 0..1
-  double cube_utilisation = 0;  // achieved / peak MAC rate, 0..1
-  double gm_bytes = 0;       // bytes moved to and from global memory
+  double compute_us = 0;            // cube + vector busy time on the critical path
+  double dma_us = 0;                // transfer time not hidden behind compute
+  double sync_wait_us = 0;          // pipeline stalls waiting on flags / buffers
+  double launch_us = 0;             // kernel launch overhead, all kernels
+  double l1_hit_rate = 0;           // fraction of operand reads served on chip, 0..1
+  double dma_utilisation = 0;       // busy fraction of the MTE2 path, 0..1
+  double cube_utilisation = 0;      // achieved / peak MAC rate, 0..1
+  double gm_bytes = 0;              // bytes moved to and from global memory
   double peak_workspace_bytes = 0;  // largest on-chip footprint of any level
-  int kernels = 1;           // kernels launched (unfused epilogues add kernels)
-  double compile_us = 0;     // host backend: wall time to compile the kernel (0 on a cache hit)
-  double time_cv = 0;        // host backend: coefficient of variation of the timed repeats
+  int kernels = 1;                  // kernels launched (unfused epilogues add kernels)
+  double compile_us = 0;            // host backend: wall time to compile the kernel (0 on a cache hit)
+  double time_cv = 0;               // host backend: coefficient of variation of the timed repeats
 
   Json to_json() const;
   static Profile from_json(const Json& j);  // missing fields stay 0

@@ -58,8 +58,7 @@ class NamedRegistry {
 
  private:
   const Entry* built_in_entry(const std::string& name) const {
-    const auto it = std::find_if(built_in_.begin(), built_in_.end(),
-                                 [&](const Entry& e) { return e.name == name; });
+    const auto it = std::find_if(built_in_.begin(), built_in_.end(), [&](const Entry& e) { return e.name == name; });
     return it == built_in_.end() ? nullptr : &*it;
   }
 

@@ -22,8 +22,7 @@ OpInfo builtin(std::string name, OpFamily family, std::vector<std::string> dims,
   return op;
 }
 
-OpInfo row_op(std::string name, int inputs, double ops, bool reduction,
-              RowOutput output = RowOutput::same) {
+OpInfo row_op(std::string name, int inputs, double ops, bool reduction, RowOutput output = RowOutput::same) {
   OpInfo op = builtin(std::move(name), OpFamily::rows, {"M", "N"}, false);
   op.row_inputs = inputs;
   op.row_ops = ops;
@@ -120,8 +119,7 @@ const OpInfo& op_info(std::string_view name) {
   if (const OpInfo* op = find_op(name)) return *op;
   Registry& r = registry();
   std::lock_guard lock(r.mu);
-  throw_bad_input("workload: unknown op '" + std::string(name) + "'; expected one of: " +
-                  joined_names(r));
+  throw_bad_input("workload: unknown op '" + std::string(name) + "'; expected one of: " + joined_names(r));
 }
 
 void register_op(OpInfo info) {

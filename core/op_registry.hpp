@@ -41,13 +41,13 @@ struct OpInfo {
   // to an op keeps every stored key.
   std::vector<std::string> optional_dims;
   bool takes_epilogue = false;
-  std::string batch_dim;          // matmul family: the batch dim ("B"), empty if none
-  int row_inputs = 1;             // rows family: tensors read per output element
-  double row_ops = 1;             // rows family: vector ops per element
-  bool row_reduction = false;     // rows family: needs a whole row (statistics first)
+  std::string batch_dim;       // matmul family: the batch dim ("B"), empty if none
+  int row_inputs = 1;          // rows family: tensors read per output element
+  double row_ops = 1;          // rows family: vector ops per element
+  bool row_reduction = false;  // rows family: needs a whole row (statistics first)
   RowOutput row_output = RowOutput::same;
-  bool window_weights = true;     // depthwise family: reads one R x S filter per channel
-  double window_ops = 2;          // depthwise family: ops per window element (MAC 2, max/add 1)
+  bool window_weights = true;  // depthwise family: reads one R x S filter per channel
+  double window_ops = 2;       // depthwise family: ops per window element (MAC 2, max/add 1)
 };
 
 // The op's entry; bad_input naming the op and listing the known ones if absent.

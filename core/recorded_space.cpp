@@ -109,8 +109,7 @@ std::vector<std::string> read_csv_header(std::istringstream& in, const std::stri
     auto header = split_csv_line(line);
     const auto n = header.size();
     if (n < 3 || header[n - 2] != "time_us" || header[n - 1] != "status") {
-      throw_bad_input(name + ": line 1: header must be knob columns then time_us,status; got '" +
-                      line + "'");
+      throw_bad_input(name + ": line 1: header must be knob columns then time_us,status; got '" + line + "'");
     }
     return header;
   }
@@ -197,8 +196,7 @@ std::int64_t map_value(const ParamMap& m, const Json& v, const std::string& wher
   for (std::size_t i = 0; i < m.domain.size(); ++i) {
     if (m.domain[i] == v) return m.as_is ? v.get<std::int64_t>() : static_cast<std::int64_t>(i);
   }
-  throw_bad_input(where + ": parameter '" + m.name + "' = " + v.dump() +
-                  " is not in its " + kt::kTuneParams + " list");
+  throw_bad_input(where + ": parameter '" + m.name + "' = " + v.dump() + " is not in its " + kt::kTuneParams + " list");
 }
 
 std::vector<double> ms_list_to_us(const Json& times, const std::string& where) {
@@ -221,8 +219,8 @@ double objective_cost(const Json& rec, const kernel_tuner::Objective& o, const s
   return o.cost_of(v.get<double>());
 }
 
-Entry kernel_tuner_entry(const Json& rec, const std::vector<ParamMap>& params,
-                         const kernel_tuner::Objective& objective, const std::string& where) {
+Entry kernel_tuner_entry(const Json& rec, const std::vector<ParamMap>& params, const kernel_tuner::Objective& objective,
+                         const std::string& where) {
   if (!rec.is_object()) throw_bad_input(where + ": must be an object");
   Entry e;
   for (const auto& p : params) e.values.push_back(map_value(p, require_field(rec, p.name, where), where));
@@ -302,10 +300,9 @@ struct RecordedSpace::Impl {
 RecordedSpace::RecordedSpace(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RecordedSpace::~RecordedSpace() = default;
 
-std::shared_ptr<const RecordedSpace> RecordedSpace::parse(const std::string& text,
-                                                          const std::string& name) {
+std::shared_ptr<const RecordedSpace> RecordedSpace::parse(const std::string& text, const std::string& name) {
   auto table = std::make_shared<const Table>(kernel_tuner::is_cache_file_name(name) ? parse_kernel_tuner(text, name)
-                                                                        : parse_csv(text, name));
+                                                                                    : parse_csv(text, name));
   auto impl = std::make_unique<Impl>();
   impl->source = name;
   for (const auto& e : table->entries) {
@@ -317,8 +314,9 @@ std::shared_ptr<const RecordedSpace> RecordedSpace::parse(const std::string& tex
   }
   impl->space = ScheduleSpace(table->knobs, [table](const Schedule& s) {
     return table->find(s) ? Verdict::valid()
-                          : Verdict::invalid("configuration is not in the recorded table "
-                                             "(it breaks the kernel's restrictions)");
+                          : Verdict::invalid(
+                                "configuration is not in the recorded table "
+                                "(it breaks the kernel's restrictions)");
   });
   impl->table = std::move(table);
   return std::shared_ptr<const RecordedSpace>(new RecordedSpace(std::move(impl)));

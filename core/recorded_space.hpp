@@ -59,8 +59,7 @@ class RecordedSpace {
   // file cannot be read; bad_input naming the line (CSV) or key/field (JSON) if malformed.
   static std::shared_ptr<const RecordedSpace> load(const std::string& path);
   // Parses without caching: text is the file's content, format picked from name as above.
-  static std::shared_ptr<const RecordedSpace> parse(const std::string& text,
-                                                    const std::string& name);
+  static std::shared_ptr<const RecordedSpace> parse(const std::string& text, const std::string& name);
 
   ~RecordedSpace();
   RecordedSpace(const RecordedSpace&) = delete;

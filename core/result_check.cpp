@@ -35,8 +35,8 @@ void check_result(const Measurement& m) {
   const double slack = 1e-9 * *hi;  // a mean computed elsewhere may round past its inputs
   if (m.time_us < *lo - slack || m.time_us > *hi + slack) {
     throw_bad_input("measurement: field 'time_us' (" + number_text(m.time_us) +
-                    ") must lie between the smallest and the largest of 'repeats' (" + number_text(*lo) +
-                    " .. " + number_text(*hi) + ")");
+                    ") must lie between the smallest and the largest of 'repeats' (" + number_text(*lo) + " .. " +
+                    number_text(*hi) + ")");
   }
 }
 

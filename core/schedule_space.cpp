@@ -12,9 +12,8 @@ ScheduleSpace::ScheduleSpace(std::vector<Knob> knobs, Check check)
   for (const auto& k : knobs_) {
     if (k.values.empty()) throw Error(ErrorKind::internal, "knob '" + k.name + "' has no values");
     const auto n = static_cast<std::uint64_t>(k.values.size());
-    size_ = size_ > std::numeric_limits<std::uint64_t>::max() / n
-                ? std::numeric_limits<std::uint64_t>::max()
-                : size_ * n;
+    size_ =
+        size_ > std::numeric_limits<std::uint64_t>::max() / n ? std::numeric_limits<std::uint64_t>::max() : size_ * n;
   }
 }
 
@@ -76,8 +75,7 @@ Verdict ScheduleSpace::check(const Schedule& s) const {
     }
   }
   for (const auto& [name, v] : s.values()) {
-    const bool known = std::any_of(knobs_.begin(), knobs_.end(),
-                                   [&](const Knob& k) { return k.name == name; });
+    const bool known = std::any_of(knobs_.begin(), knobs_.end(), [&](const Knob& k) { return k.name == name; });
     if (!known) return Verdict::invalid("unknown knob '" + name + "'");
   }
   return check_ ? check_(s) : Verdict::valid();
@@ -95,8 +93,7 @@ Schedule ScheduleSpace::parse(const Json& j) const {
   }
   if (s.values().size() != knobs_.size()) {
     for (const auto& [name, v] : s.values()) {
-      const bool known = std::any_of(knobs_.begin(), knobs_.end(),
-                                     [&](const Knob& k) { return k.name == name; });
+      const bool known = std::any_of(knobs_.begin(), knobs_.end(), [&](const Knob& k) { return k.name == name; });
       if (!known) throw_bad_input("schedule: unknown knob '" + name + "'");
     }
   }

@@ -68,8 +68,8 @@ struct Range {
 };
 
 Range range_of(std::string_view n) {
-  constexpr double kBytes = 1099511627776.0;  // 1 TiB
-  constexpr double kBytesPerCycle = 1048576;   // 1 MiB per cycle
+  constexpr double kBytes = 1099511627776.0;           // 1 TiB
+  constexpr double kBytesPerCycle = 1048576;           // 1 MiB per cycle
   constexpr double kDeviceBytes = 1125899906842624.0;  // 1 PiB
   if (n == "ai_cores" || n == "vector_cores") return {1, 4096, false};
   if (n == "cube_m" || n == "cube_n" || n == "cube_k") return {1, 1024, false};
@@ -122,8 +122,8 @@ Target Target::from_json(const Json& j) {
   t.name = require_string(j, "name", "target");
   t.organisation = require_string(j, "organisation", "target");
   if (t.organisation != "coupled" && t.organisation != "split" && t.organisation != "cpu") {
-    throw_bad_input("target: field 'organisation' must be \"coupled\", \"split\" or \"cpu\", got \"" +
-                    t.organisation + "\"");
+    throw_bad_input("target: field 'organisation' must be \"coupled\", \"split\" or \"cpu\", got \"" + t.organisation +
+                    "\"");
   }
   for_each_number(t, [&](const char* n, double& v) {
     v = require_number(j, n, "target");
@@ -133,8 +133,7 @@ Target Target::from_json(const Json& j) {
     if (is_optional(n) && !j.contains(n)) return;
     v = require_int(j, n, "target");
     // An unsigned above INT64_MAX reads back negative; judge the value as written.
-    check_range(n, j[n].is_number_unsigned() && v < 0 ? 1e300 : static_cast<double>(v), j[n], true,
-                field_label(n));
+    check_range(n, j[n].is_number_unsigned() && v < 0 ? 1e300 : static_cast<double>(v), j[n], true, field_label(n));
   });
   if (j.contains("matrix_dtypes")) {
     const Json& d = j["matrix_dtypes"];
@@ -186,14 +185,15 @@ bool Target::supports(DType d) const {
 double Target::macs_per_cycle(DType d) const {
   const double fp16 = double(cube_m) * cube_n * cube_k;
   switch (d) {
-    case DType::int8: return fp16 * int8_rate;
-    case DType::float32: return fp16 * fp32_rate;
-    default: return fp16;
+    case DType::int8:
+      return fp16 * int8_rate;
+    case DType::float32:
+      return fp16 * fp32_rate;
+    default:
+      return fp16;
   }
 }
 
-double Target::peak_flops(DType d) const {
-  return 2.0 * macs_per_cycle(d) * ai_cores * clock_ghz * 1e9;
-}
+double Target::peak_flops(DType d) const { return 2.0 * macs_per_cycle(d) * ai_cores * clock_ghz * 1e9; }
 
 }  // namespace atvoss

@@ -25,24 +25,24 @@ struct Target {
   int vector_cores = 1;                  // cores with a vector unit (AIV on split parts)
   double clock_ghz = 1.0;
   int cube_m = 16, cube_n = 16, cube_k = 16;  // fp16 MACs per cycle: one fractal m x n x k
-  double int8_rate = 2.0;                // int8 MACs per cycle relative to fp16 (16x32x16 -> 2)
-  double fp32_rate = 0.25;               // fp32 relative to fp16
-  double vector_bytes_per_cycle = 256;   // per vector core
+  double int8_rate = 2.0;                     // int8 MACs per cycle relative to fp16 (16x32x16 -> 2)
+  double fp32_rate = 0.25;                    // fp32 relative to fp16
+  double vector_bytes_per_cycle = 256;        // per vector core
   std::int64_t l0a_bytes = 0, l0b_bytes = 0, l0c_bytes = 0;
   std::int64_t l1_bytes = 0, ub_bytes = 0, l2_bytes = 0;
-  double hbm_bytes_per_cycle = 0;        // chip-wide DRAM bandwidth
-  double l2_bytes_per_cycle = 0;         // chip-wide L2 bandwidth
-  double mte2_bytes_per_cycle = 0;       // per core, GM -> L1/UB
-  double mte2_copy_start_cycles = 0;     // fixed cost per GM copy
-  double mte1_a_bytes_per_cycle = 0;     // per core, L1 -> L0A
-  double mte1_b_bytes_per_cycle = 0;     // per core, L1 -> L0B
-  double mte1_start_cycles = 0;          // fixed cost per L1 -> L0 load
-  double fixpipe_bytes_per_cycle = 0;    // per core, L0C -> GM/UB
-  double mte3_bytes_per_cycle = 0;       // per core, UB -> GM
+  double hbm_bytes_per_cycle = 0;      // chip-wide DRAM bandwidth
+  double l2_bytes_per_cycle = 0;       // chip-wide L2 bandwidth
+  double mte2_bytes_per_cycle = 0;     // per core, GM -> L1/UB
+  double mte2_copy_start_cycles = 0;   // fixed cost per GM copy
+  double mte1_a_bytes_per_cycle = 0;   // per core, L1 -> L0A
+  double mte1_b_bytes_per_cycle = 0;   // per core, L1 -> L0B
+  double mte1_start_cycles = 0;        // fixed cost per L1 -> L0 load
+  double fixpipe_bytes_per_cycle = 0;  // per core, L0C -> GM/UB
+  double mte3_bytes_per_cycle = 0;     // per core, UB -> GM
   double hbm_latency_cycles = 0;
   double l2_latency_cycles = 0;
-  double launch_us = 0;                  // per kernel launch
-  int max_buffers_per_queue = 4;         // async_copy_depth limit per queue
+  double launch_us = 0;           // per kernel launch
+  int max_buffers_per_queue = 4;  // async_copy_depth limit per queue
   // CPU only, optional (0 = not given): independent FMA chains one core needs to reach its
   // peak (FMA pipes x latency), measured on the host (host/machine.hpp). Part of key() only
   // when given, so the keys of targets that leave it out are as before it existed.
@@ -55,7 +55,7 @@ struct Target {
   // (frontend/precision.hpp: a dtype the chip lacks falls back by name, with a warning), so
   // it is not part of key().
   std::vector<DType> matrix_dtypes;
-  Json source = Json::object();          // field -> note on where the figure comes from (or "est.")
+  Json source = Json::object();  // field -> note on where the figure comes from (or "est.")
 
   // Every field above except source, fma_chains and device_memory_bytes is required; bad_input
   // names the missing or mistyped field and the expected type/range. Unknown fields

@@ -14,12 +14,17 @@ namespace {
 // What a non-regular entry is, for messages: "a FIFO", "a device node", ...
 const char* kind_of(fs::file_type type) {
   switch (type) {
-    case fs::file_type::symlink: return "a symbolic link";
+    case fs::file_type::symlink:
+      return "a symbolic link";
     case fs::file_type::character:
-    case fs::file_type::block: return "a device node";
-    case fs::file_type::fifo: return "a FIFO";
-    case fs::file_type::socket: return "a socket";
-    default: return "not a regular file";
+    case fs::file_type::block:
+      return "a device node";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a regular file";
   }
 }
 
@@ -32,7 +37,8 @@ void require_input_file(const std::string& path, std::string_view what) {
   const auto st = fs::status(path, ec);
   if (st.type() == fs::file_type::not_found) throw_bad_input(where + " does not exist");
   if (st.type() == fs::file_type::directory) throw_bad_input(where + " is a directory, expected a file");
-  if (st.type() != fs::file_type::regular) throw_bad_input(where + " is " + kind_of(st.type()) + ", expected a regular file");
+  if (st.type() != fs::file_type::regular)
+    throw_bad_input(where + " is " + kind_of(st.type()) + ", expected a regular file");
 }
 
 std::string read_input_file(const std::string& path, std::string_view what, std::uintmax_t max_bytes) {
@@ -52,7 +58,8 @@ std::string read_input_file(const std::string& path, std::string_view what, std:
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, std::size_t(in.gcount()));
-    if (text.size() > max_bytes) throw_bad_input(where + " grew past the limit of " + std::to_string(max_bytes) + " bytes");
+    if (text.size() > max_bytes)
+      throw_bad_input(where + " grew past the limit of " + std::to_string(max_bytes) + " bytes");
   }
   if (in.bad()) throw Error(ErrorKind::io, where + ": cannot read");
   return text;

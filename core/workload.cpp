@@ -11,9 +11,9 @@ namespace atvoss {
 namespace {
 
 const std::vector<std::string>& epilogue_ops() {
-  static const std::vector<std::string> ops = {"bias", "batchnorm", "relu", "leaky_relu",
-                                               "gelu", "sigmoid", "silu", "add", "layernorm",
-                                               "requantize", "quantize", "dequantize"};
+  static const std::vector<std::string> ops = {"bias",      "batchnorm",  "relu",     "leaky_relu",
+                                               "gelu",      "sigmoid",    "silu",     "add",
+                                               "layernorm", "requantize", "quantize", "dequantize"};
   return ops;
 }
 
@@ -36,8 +36,8 @@ std::int64_t read_dim(const Json& dims, const std::string& name, bool is_conv) {
   const auto v = it->get<std::int64_t>();
   const std::int64_t lo = name.rfind("pad", 0) == 0 ? 0 : 1;
   if (v < lo || v > (std::int64_t{1} << 40)) {
-    throw_bad_input("workload: dim '" + name + "' must be " + (lo == 0 ? ">= 0" : "> 0") +
-                    " and at most 2^40, got " + std::to_string(v));
+    throw_bad_input("workload: dim '" + name + "' must be " + (lo == 0 ? ">= 0" : "> 0") + " and at most 2^40, got " +
+                    std::to_string(v));
   }
   return v;
 }
@@ -46,10 +46,14 @@ std::int64_t read_dim(const Json& dims, const std::string& name, bool is_conv) {
 
 std::string_view to_string(DType d) noexcept {
   switch (d) {
-    case DType::float16: return "float16";
-    case DType::bfloat16: return "bfloat16";
-    case DType::float32: return "float32";
-    case DType::int8: return "int8";
+    case DType::float16:
+      return "float16";
+    case DType::bfloat16:
+      return "bfloat16";
+    case DType::float32:
+      return "float32";
+    case DType::int8:
+      return "int8";
   }
   return "float16";
 }
@@ -59,16 +63,19 @@ DType parse_dtype(std::string_view s) {
   if (s == "bfloat16") return DType::bfloat16;
   if (s == "float32") return DType::float32;
   if (s == "int8") return DType::int8;
-  throw_bad_input("workload: field 'dtype' must be one of float16, bfloat16, float32, int8; got '" +
-                  std::string(s) + "'");
+  throw_bad_input("workload: field 'dtype' must be one of float16, bfloat16, float32, int8; got '" + std::string(s) +
+                  "'");
 }
 
 int dtype_bytes(DType d) noexcept {
   switch (d) {
     case DType::float16:
-    case DType::bfloat16: return 2;
-    case DType::float32: return 4;
-    case DType::int8: return 1;
+    case DType::bfloat16:
+      return 2;
+    case DType::float32:
+      return 4;
+    case DType::int8:
+      return 1;
   }
   return 2;
 }
@@ -109,9 +116,8 @@ Workload Workload::from_json(const Json& j) {
   for (const auto& [k, v] : dims.items()) {
     if (std::find(spec.dims.begin(), spec.dims.end(), k) == spec.dims.end() &&
         std::find(spec.optional_dims.begin(), spec.optional_dims.end(), k) == spec.optional_dims.end()) {
-      throw_bad_input("workload: op '" + w.op_ + "' has no dim '" + k + "'; expected " +
-                      join(spec.dims) + (spec.optional_dims.empty() ? "" : " (optional: " +
-                      join(spec.optional_dims) + ")"));
+      throw_bad_input("workload: op '" + w.op_ + "' has no dim '" + k + "'; expected " + join(spec.dims) +
+                      (spec.optional_dims.empty() ? "" : " (optional: " + join(spec.optional_dims) + ")"));
     }
   }
   const bool conv = w.is_conv();
@@ -136,8 +142,7 @@ Workload Workload::from_json(const Json& j) {
       if (!e.is_string()) throw_bad_input("workload: 'epilogue' entries must be strings");
       const auto name = e.get<std::string>();
       if (std::find(epilogue_ops().begin(), epilogue_ops().end(), name) == epilogue_ops().end()) {
-        throw_bad_input("workload: unknown epilogue op '" + name + "'; expected one of " +
-                        join(epilogue_ops()));
+        throw_bad_input("workload: unknown epilogue op '" + name + "'; expected one of " + join(epilogue_ops()));
       }
       w.epilogue_.push_back(name);
     }
@@ -187,15 +192,19 @@ double Workload::flops() const {
   auto d = [&](const char* n) { return static_cast<double>(dim(n)); };
   const double groups = dims_.count("groups") ? d("groups") : 1;
   switch (family_) {
-    case OpFamily::matmul: return 2 * batch() * d("M") * d("N") * d("K");
+    case OpFamily::matmul:
+      return 2 * batch() * d("M") * d("N") * d("K");
     case OpFamily::conv:
       return 2 * d("N") * d("K") * double(out_h()) * double(out_w()) * d("C") / groups * d("R") * d("S");
     case OpFamily::depthwise:
       return info().window_ops * d("N") * d("C") * double(out_h()) * double(out_w()) * d("R") * d("S");
-    case OpFamily::rows: return info().row_ops * d("M") * d("N");
-    case OpFamily::attention: return 4 * d("B") * d("S") * d("L") * d("D");  // two GEMMs
+    case OpFamily::rows:
+      return info().row_ops * d("M") * d("N");
+    case OpFamily::attention:
+      return 4 * d("B") * d("S") * d("L") * d("D");  // two GEMMs
     case OpFamily::table:
-    case OpFamily::custom: return 0;
+    case OpFamily::custom:
+      return 0;
   }
   return 0;
 }
@@ -211,13 +220,15 @@ double Workload::compulsory_bytes() const {
       return b * (d("N") * d("C") * d("H") * d("W") + d("K") * d("C") / groups * d("R") * d("S") +
                   d("N") * d("K") * double(out_h()) * double(out_w()));
     case OpFamily::depthwise:
-      return b * (d("N") * d("C") * d("H") * d("W") +
-                  (info().window_weights ? d("C") * d("R") * d("S") : 0) +
+      return b * (d("N") * d("C") * d("H") * d("W") + (info().window_weights ? d("C") * d("R") * d("S") : 0) +
                   d("N") * d("C") * double(out_h()) * double(out_w()));
-    case OpFamily::rows: return b * (info().row_inputs * d("M") * d("N") + out_elements());
-    case OpFamily::attention: return b * d("B") * (2 * d("S") * d("D") + 2 * d("L") * d("D"));
+    case OpFamily::rows:
+      return b * (info().row_inputs * d("M") * d("N") + out_elements());
+    case OpFamily::attention:
+      return b * d("B") * (2 * d("S") * d("D") + 2 * d("L") * d("D"));
     case OpFamily::table:
-    case OpFamily::custom: return 0;
+    case OpFamily::custom:
+      return 0;
   }
   return 0;
 }
@@ -225,20 +236,28 @@ double Workload::compulsory_bytes() const {
 double Workload::out_elements() const {
   auto d = [&](const char* n) { return static_cast<double>(dim(n)); };
   switch (family_) {
-    case OpFamily::matmul: return batch() * d("M") * d("N");
-    case OpFamily::conv: return d("N") * d("K") * double(out_h()) * double(out_w());
-    case OpFamily::depthwise: return d("N") * d("C") * double(out_h()) * double(out_w());
+    case OpFamily::matmul:
+      return batch() * d("M") * d("N");
+    case OpFamily::conv:
+      return d("N") * d("K") * double(out_h()) * double(out_w());
+    case OpFamily::depthwise:
+      return d("N") * d("C") * double(out_h()) * double(out_w());
     case OpFamily::rows:
       switch (info().row_output) {
-        case RowOutput::one_per_row: return d("M");
-        case RowOutput::scaled: return d("M") * d("N") * d("scale") * d("scale");
+        case RowOutput::one_per_row:
+          return d("M");
+        case RowOutput::scaled:
+          return d("M") * d("N") * d("scale") * d("scale");
         case RowOutput::same:
-        case RowOutput::transposed: return d("M") * d("N");
+        case RowOutput::transposed:
+          return d("M") * d("N");
       }
       return d("M") * d("N");
-    case OpFamily::attention: return d("B") * d("S") * d("D");
+    case OpFamily::attention:
+      return d("B") * d("S") * d("D");
     case OpFamily::table:
-    case OpFamily::custom: return 0;
+    case OpFamily::custom:
+      return 0;
   }
   return 0;
 }

@@ -116,5 +116,4 @@ class Workload {
   std::string key_;
 };
 
-
 }  // namespace atvoss

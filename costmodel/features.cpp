@@ -110,7 +110,7 @@ enum Fixed : std::size_t {
 #define ATVOSS_ENUM(id, meaning, unit) f_##id,
   ATVOSS_FIXED_FEATURES(ATVOSS_ENUM)
 #undef ATVOSS_ENUM
-  kFixedCount
+      kFixedCount
 };
 
 // The named knobs, each as value and log2: the NPU templates' (lowering/knob_names.hpp),
@@ -118,7 +118,8 @@ enum Fixed : std::size_t {
 // count, so without them a model cannot tell apart schedules that differ only there.
 constexpr std::array<std::string_view, knobs::all.size() + knobs::host_only.size()> kFeatureKnobs = [] {
   std::array<std::string_view, knobs::all.size() + knobs::host_only.size()> k{};
-  std::copy(knobs::host_only.begin(), knobs::host_only.end(), std::copy(knobs::all.begin(), knobs::all.end(), k.begin()));
+  std::copy(knobs::host_only.begin(), knobs::host_only.end(),
+            std::copy(knobs::all.begin(), knobs::all.end(), k.begin()));
   return k;
 }();
 constexpr std::size_t kNamedBase = kFixedCount;
@@ -137,8 +138,7 @@ std::vector<FeatureInfo> build_infos() {
   }
   for (std::size_t i = 0; i < kGenericKnobSlots; ++i) {
     const std::string n = std::to_string(i);
-    infos.push_back({"gen_knob_" + n, "recorded space: value of knob #" + n + " in sorted-name order",
-                     "knob value"});
+    infos.push_back({"gen_knob_" + n, "recorded space: value of knob #" + n + " in sorted-name order", "knob value"});
     infos.push_back({"gen_log2_" + n, "recorded space: sign(v)*log2(1+|v|) of knob #" + n, "log2"});
   }
   return infos;
@@ -149,13 +149,19 @@ double signed_lg(double x) { return x < 0 ? -lg(-x) : lg(x); }
 
 std::size_t template_slot(const Workload& w) {
   switch (w.family()) {
-    case OpFamily::matmul: return 0;
-    case OpFamily::conv: return 1;
-    case OpFamily::depthwise: return 2;
-    case OpFamily::rows: return 3;
-    case OpFamily::attention: return 0;  // two matmuls on the cube, like the matmul template
+    case OpFamily::matmul:
+      return 0;
+    case OpFamily::conv:
+      return 1;
+    case OpFamily::depthwise:
+      return 2;
+    case OpFamily::rows:
+      return 3;
+    case OpFamily::attention:
+      return 0;  // two matmuls on the cube, like the matmul template
     case OpFamily::table:
-    case OpFamily::custom: return 4;
+    case OpFamily::custom:
+      return 4;
   }
   return 4;
 }
@@ -228,8 +234,7 @@ Roofline roofline(const lowering::KernelPlan& p, const PlanTotals& sum, const Ta
   double separate = 0;
   for (const auto& k : p.separate) separate += k.read_bytes + k.write_bytes;
   r.epilogue = separate / safe(t.hbm_bytes_per_cycle) * cycle_us;
-  r.total = std::max({r.compute, r.gm, r.l1_l0, r.store, r.hbm, r.l2}) + r.epilogue +
-            p.kernels() * t.launch_us;
+  r.total = std::max({r.compute, r.gm, r.l1_l0, r.store, r.hbm, r.l2}) + r.epilogue + p.kernels() * t.launch_us;
   return r;
 }
 
@@ -257,9 +262,8 @@ void write_geometry(const lowering::KernelPlan& p, const Target& t, std::span<fl
   put_lg(f_step_vector_bytes, tw.vector_bytes);
   put_lg(f_tile_out_elems, tw.out_elems);
   const auto& f = p.footprint;
-  const double occ[] = {occupancy(f.l0a, t.l0a_bytes), occupancy(f.l0b, t.l0b_bytes),
-                        occupancy(f.l0c, t.l0c_bytes), occupancy(f.l1, t.l1_bytes),
-                        occupancy(f.ub, t.ub_bytes)};
+  const double occ[] = {occupancy(f.l0a, t.l0a_bytes), occupancy(f.l0b, t.l0b_bytes), occupancy(f.l0c, t.l0c_bytes),
+                        occupancy(f.l1, t.l1_bytes), occupancy(f.ub, t.ub_bytes)};
   put(f_l0a_occupancy, occ[0]);
   put(f_l0b_occupancy, occ[1]);
   put(f_l0c_occupancy, occ[2]);
@@ -273,8 +277,8 @@ void write_geometry(const lowering::KernelPlan& p, const Target& t, std::span<fl
   put_lg(f_steps_per_load, tw.steps_per_load);
 }
 
-void write_traffic(const lowering::KernelPlan& p, const PlanTotals& sum, const Target& t,
-                   double compulsory, std::span<float> out) {
+void write_traffic(const lowering::KernelPlan& p, const PlanTotals& sum, const Target& t, double compulsory,
+                   std::span<float> out) {
   auto put = [&](Fixed f, double v) { out[f] = float(v); };
   auto put_lg = [&](Fixed f, double v) { out[f] = float(lg(v)); };
   const double cores = std::max(1, p.cores);
@@ -333,13 +337,19 @@ struct GemmDims {
 GemmDims gemm_dims(const Workload& w) {
   auto d = [&](const char* n) { return double(w.dim(n)); };
   switch (w.family()) {
-    case OpFamily::matmul: return {d("M"), d("N"), d("K"), w.batch()};
-    case OpFamily::conv: return {double(w.out_h() * w.out_w()), d("K"), d("C") * d("R") * d("S"), d("N")};
-    case OpFamily::depthwise: return {double(w.out_h() * w.out_w()), d("C"), d("R") * d("S"), d("N")};
-    case OpFamily::rows: return {d("M"), d("N"), 1, 1};
-    case OpFamily::attention: return {d("S"), d("L"), d("D"), d("B")};
+    case OpFamily::matmul:
+      return {d("M"), d("N"), d("K"), w.batch()};
+    case OpFamily::conv:
+      return {double(w.out_h() * w.out_w()), d("K"), d("C") * d("R") * d("S"), d("N")};
+    case OpFamily::depthwise:
+      return {double(w.out_h() * w.out_w()), d("C"), d("R") * d("S"), d("N")};
+    case OpFamily::rows:
+      return {d("M"), d("N"), 1, 1};
+    case OpFamily::attention:
+      return {d("S"), d("L"), d("D"), d("B")};
     case OpFamily::table:
-    case OpFamily::custom: return {};
+    case OpFamily::custom:
+      return {};
   }
   return {};
 }
@@ -383,9 +393,8 @@ void write_named_knobs(const Schedule& s, std::span<float> out) {
 
 void write_generic_knobs(const Schedule& s, std::span<float> out) {
   if (s.values().size() > kGenericKnobSlots) {
-    throw_bad_input("cost model features: recorded schedule has " +
-                    std::to_string(s.values().size()) + " knobs; at most " +
-                    std::to_string(kGenericKnobSlots) + " are supported");
+    throw_bad_input("cost model features: recorded schedule has " + std::to_string(s.values().size()) +
+                    " knobs; at most " + std::to_string(kGenericKnobSlots) + " are supported");
   }
   std::size_t i = 0;
   for (const auto& [name, value] : s.values()) {
@@ -403,9 +412,12 @@ Schedule lowerable(const Schedule& s, const std::vector<Knob>& space_knobs) {
   Schedule out;
   for (const auto& k : space_knobs) {
     std::int64_t v = s.get_or(k.name, k.values.front());
-    if (k.name == knobs::tile_order) v = std::clamp<std::int64_t>(v, 0, 2);
-    else if (k.name == knobs::fusion_level) v = std::clamp<std::int64_t>(v, 0, 3);
-    else v = std::max<std::int64_t>(v, 1);
+    if (k.name == knobs::tile_order)
+      v = std::clamp<std::int64_t>(v, 0, 2);
+    else if (k.name == knobs::fusion_level)
+      v = std::clamp<std::int64_t>(v, 0, 3);
+    else
+      v = std::max<std::int64_t>(v, 1);
     out.set(k.name, v);
   }
   for (std::string_view kv : knobs::host_only) {
@@ -441,7 +453,8 @@ std::size_t feature_index(const std::string& name) {
 }
 
 Featurizer::Featurizer(const Workload& workload, const Target& target)
-    : workload_(workload), target_(target),
+    : workload_(workload),
+      target_(target),
       generic_(!lowering::can_lower(workload)),
       context_(context_block(workload, target)),
       floor_us_(generic_ ? 0.0 : floor_us(workload, target)) {
@@ -509,13 +522,11 @@ FeatureMatrix Featurizer::featurize(std::span<const Schedule> schedules) const {
   return m;
 }
 
-FeatureMatrix featurize(const Workload& workload, const Target& target,
-                        std::span<const Schedule> schedules) {
+FeatureMatrix featurize(const Workload& workload, const Target& target, std::span<const Schedule> schedules) {
   return Featurizer(workload, target).featurize(schedules);
 }
 
-std::vector<float> features(const Workload& workload, const Target& target,
-                            const Schedule& schedule) {
+std::vector<float> features(const Workload& workload, const Target& target, const Schedule& schedule) {
   std::vector<float> row(kTotal);
   Featurizer(workload, target).write(schedule, row);
   return row;

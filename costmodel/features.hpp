@@ -90,8 +90,8 @@ class Featurizer {
  private:
   Workload workload_;
   Target target_;
-  bool generic_ = false;        // no lowering (measured table): knob slots only
-  std::vector<Knob> knobs_;     // the op's knobs, to complete partial schedules
+  bool generic_ = false;     // no lowering (measured table): knob slots only
+  std::vector<Knob> knobs_;  // the op's knobs, to complete partial schedules
   // Each knob lowerable() keeps, by name, with the least and most value it leaves as is: a
   // schedule within them is lowered without being copied (lowerable_as_is).
   struct KnobRange {
@@ -101,14 +101,12 @@ class Featurizer {
   };
   std::vector<KnobRange> ranges_;  // sorted by name, as Schedule keeps its knobs
   bool lowerable_as_is(const Schedule& s) const;
-  std::vector<float> context_;  // workload + target block, copied into every row
-  double floor_us_ = 0;         // physics floor of the workload, for est_roofline_fraction
-  double compulsory_bytes_ = 0; // the workload's, asked once: each row's traffic features read it
+  std::vector<float> context_;   // workload + target block, copied into every row
+  double floor_us_ = 0;          // physics floor of the workload, for est_roofline_fraction
+  double compulsory_bytes_ = 0;  // the workload's, asked once: each row's traffic features read it
 };
 
-FeatureMatrix featurize(const Workload& workload, const Target& target,
-                        std::span<const Schedule> schedules);
-std::vector<float> features(const Workload& workload, const Target& target,
-                            const Schedule& schedule);
+FeatureMatrix featurize(const Workload& workload, const Target& target, std::span<const Schedule> schedules);
+std::vector<float> features(const Workload& workload, const Target& target, const Schedule& schedule);
 
 }  // namespace atvoss::costmodel

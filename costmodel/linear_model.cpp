@@ -97,8 +97,8 @@ LinearFit fit_ridge(const TrainingSet& set, double lambda) {
 std::vector<double> json_doubles(const Json& h, const char* name, std::size_t n) {
   const Json& a = h.value(name, Json());
   if (!a.is_array() || a.size() != n) {
-    throw Error(ErrorKind::corrupt, std::string("linear model: field '") + name +
-                                        "' is not an array of " + std::to_string(n) + " numbers");
+    throw Error(ErrorKind::corrupt,
+                std::string("linear model: field '") + name + "' is not an array of " + std::to_string(n) + " numbers");
   }
   std::vector<double> out;
   for (const Json& v : a) {
@@ -115,9 +115,7 @@ class LinearModel final : public CostModel {
   std::string kind() const override { return "linear"; }
   bool trained() const override { return !fit_.weight.empty(); }
 
-  void train(std::span<const WorkloadGroup> groups) override {
-    fit_ = fit_ridge(build_training_set(groups), lambda_);
-  }
+  void train(std::span<const WorkloadGroup> groups) override { fit_ = fit_ridge(build_training_set(groups), lambda_); }
 
   std::vector<double> predict_features(const FeatureMatrix& rows) const override {
     if (!trained()) throw Error(ErrorKind::internal, "linear model used before train() or load()");
@@ -134,8 +132,11 @@ class LinearModel final : public CostModel {
 
   std::vector<std::uint8_t> save() const override {
     if (!trained()) throw Error(ErrorKind::internal, "linear model saved before train() or load()");
-    const Json header{{"mean", fit_.mean}, {"scale", fit_.scale}, {"weight", fit_.weight},
-                      {"bias", fit_.bias}, {"ridge_lambda", lambda_}};
+    const Json header{{"mean", fit_.mean},
+                      {"scale", fit_.scale},
+                      {"weight", fit_.weight},
+                      {"bias", fit_.bias},
+                      {"ridge_lambda", lambda_}};
     return wrap_model(kind(), header, {});
   }
 
@@ -160,8 +161,7 @@ class LinearModel final : public CostModel {
     for (std::size_t j = 0; j < fit_.weight.size(); ++j) {
       if (fit_.weight[j] != 0) out.push_back({feature_infos()[j].name, std::abs(fit_.weight[j])});
     }
-    std::sort(out.begin(), out.end(),
-              [](const FeatureScore& a, const FeatureScore& b) { return a.score > b.score; });
+    std::sort(out.begin(), out.end(), [](const FeatureScore& a, const FeatureScore& b) { return a.score > b.score; });
     return out;
   }
 

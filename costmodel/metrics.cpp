@@ -91,8 +91,7 @@ double pairwise_accuracy(std::span<const double> predicted, std::span<const doub
   // Walk scores ascending in blocks of equal score; earlier blocks scored lower.
   std::vector<std::size_t> idx(n);
   std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(),
-            [&](std::size_t a, std::size_t b) { return predicted[a] < predicted[b]; });
+  std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return predicted[a] < predicted[b]; });
   Fenwick seen(distinct);
   double concordant = 0, tied = 0;
   for (std::size_t i = 0; i < n;) {
@@ -126,8 +125,7 @@ double spearman(std::span<const double> predicted, std::span<const double> truth
   return sab / std::sqrt(saa * sbb);
 }
 
-double top_k_recall(std::span<const double> predicted, std::span<const double> truth,
-                    std::size_t k) {
+double top_k_recall(std::span<const double> predicted, std::span<const double> truth, std::size_t k) {
   require_same_size(predicted, truth);
   k = std::min(k, truth.size());
   if (k == 0) return 0;
@@ -139,8 +137,7 @@ double top_k_recall(std::span<const double> predicted, std::span<const double> t
   return double(hit) / double(k);
 }
 
-double peak_at_k(std::span<const double> predicted, std::span<const double> truth,
-                 std::size_t k) {
+double peak_at_k(std::span<const double> predicted, std::span<const double> truth, std::size_t k) {
   require_same_size(predicted, truth);
   if (truth.empty()) return 0;
   const double best = *std::max_element(truth.begin(), truth.end());
@@ -152,9 +149,8 @@ double peak_at_k(std::span<const double> predicted, std::span<const double> trut
 }
 
 Json ModelMetrics::to_json() const {
-  return Json{{"pairwise", pairwise},   {"spearman", spearman},   {"recall_at_5", recall_at_5},
-              {"peak_at_1", peak_at_1}, {"peak_at_5", peak_at_5}, {"groups", groups},
-              {"samples", samples}};
+  return Json{{"pairwise", pairwise},   {"spearman", spearman}, {"recall_at_5", recall_at_5}, {"peak_at_1", peak_at_1},
+              {"peak_at_5", peak_at_5}, {"groups", groups},     {"samples", samples}};
 }
 
 ModelMetrics evaluate(const CostModel& model, std::span<const WorkloadGroup> groups) {

@@ -23,11 +23,9 @@ namespace atvoss::costmodel {
 double pairwise_accuracy(std::span<const double> predicted, std::span<const double> truth);
 // 0 when either side is constant or n < 2.
 double spearman(std::span<const double> predicted, std::span<const double> truth);
-double top_k_recall(std::span<const double> predicted, std::span<const double> truth,
-                    std::size_t k);
+double top_k_recall(std::span<const double> predicted, std::span<const double> truth, std::size_t k);
 // 0 if the true best is not positive. Ties in score are broken by index (first wins).
-double peak_at_k(std::span<const double> predicted, std::span<const double> truth,
-                 std::size_t k);
+double peak_at_k(std::span<const double> predicted, std::span<const double> truth, std::size_t k);
 
 struct ModelMetrics {
   double pairwise = 0, spearman = 0, recall_at_5 = 0, peak_at_1 = 0, peak_at_5 = 0;

@@ -11,9 +11,7 @@ namespace {
 constexpr char kMagic[8] = {'A', 'T', 'V', 'O', 'S', 'S', 'C', 'M'};
 constexpr std::size_t kPrefix = sizeof(kMagic) + 4 + 8;  // magic, header length, checksum
 
-[[noreturn]] void corrupt(const std::string& why) {
-  throw Error(ErrorKind::corrupt, "cost model bytes: " + why);
-}
+[[noreturn]] void corrupt(const std::string& why) { throw Error(ErrorKind::corrupt, "cost model bytes: " + why); }
 
 std::uint64_t read_le(std::span<const std::uint8_t> b) {
   std::uint64_t v = 0;
@@ -38,8 +36,7 @@ Json read_header(std::span<const std::uint8_t> bytes, std::size_t& header_len) {
   }
   const std::string_view text(reinterpret_cast<const char*>(bytes.data() + kPrefix), header_len);
   Json header = Json::parse(text, nullptr, false);
-  if (header.is_discarded() || !header.is_object() || !header.contains("kind") ||
-      !header["kind"].is_string()) {
+  if (header.is_discarded() || !header.is_object() || !header.contains("kind") || !header["kind"].is_string()) {
     corrupt("header is not a JSON object with a 'kind'");
   }
   return header;
@@ -47,8 +44,7 @@ Json read_header(std::span<const std::uint8_t> bytes, std::size_t& header_len) {
 
 }  // namespace
 
-std::vector<std::uint8_t> wrap_model(const std::string& kind, Json header,
-                                     std::span<const std::uint8_t> payload) {
+std::vector<std::uint8_t> wrap_model(const std::string& kind, Json header, std::span<const std::uint8_t> payload) {
   header["kind"] = kind;
   header["feature_version"] = kFeatureVersion;
   header["feature_count"] = feature_count();
@@ -74,11 +70,9 @@ ModelEnvelope unwrap_model(std::span<const std::uint8_t> bytes, const std::strin
   }
   const Json& count = env.header.value("feature_count", Json());
   if (!count.is_number_unsigned() || count.get<std::size_t>() != feature_count()) {
-    corrupt("feature count " + count.dump() + " does not match " +
-            std::to_string(feature_count()));
+    corrupt("feature count " + count.dump() + " does not match " + std::to_string(feature_count()));
   }
-  env.payload.assign(bytes.begin() + static_cast<std::ptrdiff_t>(kPrefix + header_len),
-                     bytes.end());
+  env.payload.assign(bytes.begin() + static_cast<std::ptrdiff_t>(kPrefix + header_len), bytes.end());
   return env;
 }
 

@@ -10,8 +10,7 @@ namespace {
 
 std::unique_ptr<CostModel> make_xgboost(const ModelOptions& o) {
   if (o.objective != "rank:pairwise" && o.objective != "reg:squarederror") {
-    throw_bad_input("cost model: unknown objective '" + o.objective +
-                    "'; expected rank:pairwise or reg:squarederror");
+    throw_bad_input("cost model: unknown objective '" + o.objective + "'; expected rank:pairwise or reg:squarederror");
   }
   if (o.rounds < 1 || o.max_depth < 1 || !(o.eta > 0) || o.nthread < 1) {
     throw_bad_input("cost model: 'rounds', 'max_depth', 'eta' and 'nthread' must be positive");
@@ -21,8 +20,7 @@ std::unique_ptr<CostModel> make_xgboost(const ModelOptions& o) {
 
 std::vector<CostModelEntry> built_ins() {
   return {
-      {"xgboost", "gradient-boosted trees, rank:pairwise grouped by workload (XGBoost C API)",
-       make_xgboost},
+      {"xgboost", "gradient-boosted trees, rank:pairwise grouped by workload (XGBoost C API)", make_xgboost},
       {"xgboost-reg", "XGBoost regressing the normalised throughput (reg:squarederror)",
        [](const ModelOptions& o) {
          ModelOptions reg = o;
@@ -57,9 +55,7 @@ void register_cost_model(CostModelEntry entry) {
 
 bool unregister_cost_model(const std::string& name) { return registry().remove(name); }
 
-std::optional<CostModelEntry> registered_cost_model(const std::string& name) {
-  return registry().find(name);
-}
+std::optional<CostModelEntry> registered_cost_model(const std::string& name) { return registry().find(name); }
 
 std::vector<std::string> cost_model_names() {
   std::vector<std::string> names;
@@ -75,8 +71,7 @@ std::string cost_model_list() {
 
 void require_cost_model(const std::string& name, const std::string& field) {
   if (registered_cost_model(name)) return;
-  throw_bad_input(field + " must name a registered cost model (" + cost_model_list() + "), got '" +
-                  name + "'");
+  throw_bad_input(field + " must name a registered cost model (" + cost_model_list() + "), got '" + name + "'");
 }
 
 }  // namespace atvoss::costmodel

@@ -24,9 +24,7 @@ class RetrainPolicy {
   // Records that a fit on total_samples just succeeded.
   void mark_trained(std::size_t total_samples) { last_trained_ = total_samples, trained_ = true; }
   // True while no fit exists and there are too few samples for one.
-  bool use_heuristic(std::size_t total_samples) const {
-    return !trained_ && total_samples < options_.min_samples;
-  }
+  bool use_heuristic(std::size_t total_samples) const { return !trained_ && total_samples < options_.min_samples; }
   std::size_t last_trained() const { return last_trained_; }
   bool trained() const { return trained_; }
 

@@ -22,8 +22,8 @@ std::vector<double> standardised(std::vector<double> v) {
 
 }  // namespace
 
-TransferModel::TransferModel(Workload workload, std::shared_ptr<const CostModel> prior,
-                             std::unique_ptr<CostModel> own, TransferOptions options)
+TransferModel::TransferModel(Workload workload, std::shared_ptr<const CostModel> prior, std::unique_ptr<CostModel> own,
+                             TransferOptions options)
     : workload_(std::move(workload)),
       prior_(std::move(prior)),
       own_(std::move(own)),
@@ -68,8 +68,7 @@ std::vector<FeatureScore> TransferModel::feature_importance() const {
   return prior_ ? prior_->feature_importance() : std::vector<FeatureScore>{};
 }
 
-std::shared_ptr<const CostModel> train_prior(const ModelOptions& options,
-                                             std::span<const WorkloadGroup> groups,
+std::shared_ptr<const CostModel> train_prior(const ModelOptions& options, std::span<const WorkloadGroup> groups,
                                              const Workload& exclude) {
   std::vector<WorkloadGroup> others;
   for (const WorkloadGroup& g : groups) {

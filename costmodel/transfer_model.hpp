@@ -30,8 +30,8 @@ class TransferModel final : public CostModel {
  public:
   // prior: may be null (no other workloads on this target) and must be trained if not.
   // own: an untrained model (e.g. make_cost_model("xgboost")) to fit on this workload.
-  TransferModel(Workload workload, std::shared_ptr<const CostModel> prior,
-                std::unique_ptr<CostModel> own, TransferOptions options = {});
+  TransferModel(Workload workload, std::shared_ptr<const CostModel> prior, std::unique_ptr<CostModel> own,
+                TransferOptions options = {});
 
   std::string kind() const override { return own_->kind(); }
   bool trained() const override { return true; }
@@ -64,8 +64,7 @@ class TransferModel final : public CostModel {
 
 // Trains a prior on every group whose workload is not `exclude` (the workload about to
 // be tuned). Returns null when those groups hold no usable sample.
-std::shared_ptr<const CostModel> train_prior(const ModelOptions& options,
-                                             std::span<const WorkloadGroup> groups,
+std::shared_ptr<const CostModel> train_prior(const ModelOptions& options, std::span<const WorkloadGroup> groups,
                                              const Workload& exclude);
 
 }  // namespace atvoss::costmodel

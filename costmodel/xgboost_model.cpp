@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <string>
 #include <memory>
+#include <string>
 
 #include "core/error.hpp"
 #include "costmodel/internal/model_envelope.hpp"
@@ -34,8 +34,7 @@ void check(int rc, const char* call, ErrorKind kind = ErrorKind::internal) {
 
 DMatrix make_dmatrix(const FeatureMatrix& x) {
   DMatrixHandle raw = nullptr;
-  const int rc = XGDMatrixCreateFromMat(x.data.data(), x.rows, x.cols,
-                                        std::numeric_limits<float>::quiet_NaN(), &raw);
+  const int rc = XGDMatrixCreateFromMat(x.data.data(), x.rows, x.cols, std::numeric_limits<float>::quiet_NaN(), &raw);
   DMatrix m(raw);  // own it before checking: a failed create may still return a handle
   check(rc, "XGDMatrixCreateFromMat");
   return m;
@@ -77,17 +76,15 @@ class XGBoostModel final : public CostModel {
     if (rows.rows == 0) return {};
     // In-place prediction reads the rows where they are (numpy's array interface), so no
     // DMatrix copy is built per batch: the scoring budget is 20 ms per 10k candidates.
-    const std::string values =
-        R"({"data":[)" + std::to_string(reinterpret_cast<std::uintptr_t>(rows.data.data())) +
-        R"(,true],"shape":[)" + std::to_string(rows.rows) + "," + std::to_string(rows.cols) +
-        R"(],"typestr":"<f4","version":3})";
+    const std::string values = R"({"data":[)" + std::to_string(reinterpret_cast<std::uintptr_t>(rows.data.data())) +
+                               R"(,true],"shape":[)" + std::to_string(rows.rows) + "," + std::to_string(rows.cols) +
+                               R"(],"typestr":"<f4","version":3})";
     const char* config =
         R"({"type":0,"training":false,"iteration_begin":0,"iteration_end":0,"strict_shape":false,"missing":NaN,"cache_id":0})";
     const bst_ulong* shape = nullptr;
     bst_ulong dim = 0;
     const float* result = nullptr;
-    check(XGBoosterPredictFromDense(booster_.get(), values.c_str(), config, nullptr, &shape, &dim,
-                                    &result),
+    check(XGBoosterPredictFromDense(booster_.get(), values.c_str(), config, nullptr, &shape, &dim, &result),
           "XGBoosterPredictFromDense");
     return std::vector<double>(result, result + rows.rows);  // copy: XGBoost owns result
   }
@@ -96,8 +93,7 @@ class XGBoostModel final : public CostModel {
     require_trained();
     bst_ulong len = 0;
     const char* raw = nullptr;
-    check(XGBoosterSaveModelToBuffer(booster_.get(), R"({"format":"ubj"})", &len, &raw),
-          "XGBoosterSaveModelToBuffer");
+    check(XGBoosterSaveModelToBuffer(booster_.get(), R"({"format":"ubj"})", &len, &raw), "XGBoosterSaveModelToBuffer");
     const std::vector<std::uint8_t> payload(raw, raw + len);
     return wrap_model(kind(), Json{{"objective", options_.objective}}, payload);
   }
@@ -120,8 +116,8 @@ class XGBoostModel final : public CostModel {
     const char** names = nullptr;
     const bst_ulong* shape = nullptr;
     const float* scores = nullptr;
-    check(XGBoosterFeatureScore(booster_.get(), R"({"importance_type":"total_gain"})",
-                                &n_features, &names, &dim, &shape, &scores),
+    check(XGBoosterFeatureScore(booster_.get(), R"({"importance_type":"total_gain"})", &n_features, &names, &dim,
+                                &shape, &scores),
           "XGBoosterFeatureScore");
     // Without feature names XGBoost reports "f<index>" for each feature used in a split.
     std::vector<FeatureScore> out;
@@ -135,8 +131,7 @@ class XGBoostModel final : public CostModel {
       }
       out.push_back({feature, double(scores[i])});
     }
-    std::sort(out.begin(), out.end(),
-              [](const FeatureScore& a, const FeatureScore& b) { return a.score > b.score; });
+    std::sort(out.begin(), out.end(), [](const FeatureScore& a, const FeatureScore& b) { return a.score > b.score; });
     return out;
   }
 

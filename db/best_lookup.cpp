@@ -21,9 +21,9 @@ TargetInfo resolve_stored_target(const TuningDatabase& db, const std::string& na
 }
 
 Json BestAnswer::to_json() const {
-  return Json{{"match", match},       {"distance", distance},     {"workload", workload.to_json()},
-              {"schedule", schedule.to_json()}, {"time_us", time_us}, {"target", target.name},
-              {"target_key", target.key}};
+  return Json{
+      {"match", match},     {"distance", distance},  {"workload", workload.to_json()}, {"schedule", schedule.to_json()},
+      {"time_us", time_us}, {"target", target.name}, {"target_key", target.key}};
 }
 
 BestAnswer best_or_nearest(const TuningDatabase& db, const TargetInfo& target, const Workload& workload) {
@@ -45,8 +45,8 @@ BestAnswer best_or_nearest(const TuningDatabase& db, const TargetInfo& target, c
     throw Error(ErrorKind::not_found, "no valid record for " + workload.label() + " on " + target.name +
                                           " or any workload of the same op, dtype and epilogue");
   }
-  return BestAnswer{"nearest", found.distance, found.entry->workload, found.entry->schedule,
-                    found.entry->time_us, target};
+  return BestAnswer{"nearest", found.distance, found.entry->workload, found.entry->schedule, found.entry->time_us,
+                    target};
 }
 
 }  // namespace atvoss::db

@@ -168,12 +168,17 @@ std::optional<std::vector<double>> read_repeats(std::string_view t) {
 std::optional<Profile> read_profile(std::string_view text) {
   Profile p;
   static constexpr std::pair<std::string_view, double Profile::*> kFields[] = {
-      {"compute_us", &Profile::compute_us},     {"dma_us", &Profile::dma_us},
-      {"sync_wait_us", &Profile::sync_wait_us}, {"launch_us", &Profile::launch_us},
-      {"l1_hit_rate", &Profile::l1_hit_rate},   {"dma_utilisation", &Profile::dma_utilisation},
-      {"cube_utilisation", &Profile::cube_utilisation}, {"gm_bytes", &Profile::gm_bytes},
+      {"compute_us", &Profile::compute_us},
+      {"dma_us", &Profile::dma_us},
+      {"sync_wait_us", &Profile::sync_wait_us},
+      {"launch_us", &Profile::launch_us},
+      {"l1_hit_rate", &Profile::l1_hit_rate},
+      {"dma_utilisation", &Profile::dma_utilisation},
+      {"cube_utilisation", &Profile::cube_utilisation},
+      {"gm_bytes", &Profile::gm_bytes},
       {"peak_workspace_bytes", &Profile::peak_workspace_bytes},
-      {"compile_us", &Profile::compile_us},     {"time_cv", &Profile::time_cv}};
+      {"compile_us", &Profile::compile_us},
+      {"time_cv", &Profile::time_cv}};
   int seen = 0;
   const bool ok = for_each_member(text, [&](std::string_view key, std::string_view tok) {
     ++seen;

@@ -24,14 +24,36 @@ const std::vector<TableCopy>& tables() {
       {"targets", {{"id", 'i'}, {"key", 't'}, {"name", 't'}, {"description", 't'}}},
       {"workloads", {{"id", 'i'}, {"key", 't'}, {"op", 't'}, {"description", 't'}}},
       {"records",
-       {{"id", 'i'}, {"workload_id", 'i'}, {"target_id", 'i'}, {"schedule", 't'}, {"schedule_key", 't'},
-        {"status", 't'}, {"error", 't'}, {"time_us", 'd'}, {"repeats", 't'}, {"profile", 't'},
-        {"worker", 't'}, {"job", 't'}, {"tool_version", 't'}, {"created_at", 'i'}}},
+       {{"id", 'i'},
+        {"workload_id", 'i'},
+        {"target_id", 'i'},
+        {"schedule", 't'},
+        {"schedule_key", 't'},
+        {"status", 't'},
+        {"error", 't'},
+        {"time_us", 'd'},
+        {"repeats", 't'},
+        {"profile", 't'},
+        {"worker", 't'},
+        {"job", 't'},
+        {"tool_version", 't'},
+        {"created_at", 'i'}}},
       {"models",
-       {{"id", 'i'}, {"target_id", 'i'}, {"kind", 't'}, {"feature_version", 'i'}, {"blob", 'b'},
-        {"n_records", 'i'}, {"metrics", 't'}, {"created_at", 'i'}}},
+       {{"id", 'i'},
+        {"target_id", 'i'},
+        {"kind", 't'},
+        {"feature_version", 'i'},
+        {"blob", 'b'},
+        {"n_records", 'i'},
+        {"metrics", 't'},
+        {"created_at", 'i'}}},
       {"jobs",
-       {{"id", 'i'}, {"name", 't'}, {"spec", 't'}, {"state", 't'}, {"progress", 'd'}, {"created_at", 'i'},
+       {{"id", 'i'},
+        {"name", 't'},
+        {"spec", 't'},
+        {"state", 't'},
+        {"progress", 'd'},
+        {"created_at", 'i'},
         {"updated_at", 'i'}}},
       {"job_tasks", {{"job_id", 'i'}, {"task", 't'}, {"state", 't'}, {"updated_at", 'i'}}, false},
   };
@@ -63,10 +85,18 @@ std::int64_t copy_table(Connection& from, Connection& to, const TableCopy& t) {
       for (std::size_t c = 0; c < t.columns.size(); ++c) {
         const int col = static_cast<int>(c);
         switch (t.columns[c].second) {
-          case 'i': dst->bind(col + 1, src->column_int64(col)); break;
-          case 'd': dst->bind(col + 1, src->column_double(col)); break;
-          case 'b': dst->bind_blob(col + 1, src->column_blob(col)); break;
-          default: dst->bind(col + 1, src->column_text(col)); break;
+          case 'i':
+            dst->bind(col + 1, src->column_int64(col));
+            break;
+          case 'd':
+            dst->bind(col + 1, src->column_double(col));
+            break;
+          case 'b':
+            dst->bind_blob(col + 1, src->column_blob(col));
+            break;
+          default:
+            dst->bind(col + 1, src->column_text(col));
+            break;
         }
       }
       dst->run();
@@ -94,7 +124,8 @@ MergeReport TuningDatabase::copy_from(const std::string& source) {
   const TuningDatabase other = open(source, ro);
   if (other.schema_version() != kSchemaVersion) {
     throw_bad_input(source + " has schema version " + std::to_string(other.schema_version()) + ", not " +
-                    std::to_string(kSchemaVersion) + "; open it once writable (atvoss-db check) to migrate it "
+                    std::to_string(kSchemaVersion) +
+                    "; open it once writable (atvoss-db check) to migrate it "
                     "in place, then copy it");
   }
   const Stats here = stats();

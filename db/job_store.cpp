@@ -14,8 +14,9 @@ std::int64_t JobStore::create(const std::string& name, const Json& spec) {
   return conn_.write([&] {
     // ON CONFLICT rather than a look first: two processes creating one name at once on a
     // server database would both pass the look.
-    auto s = conn_.prepare("INSERT INTO jobs(name, spec, state, progress, created_at, updated_at) "
-                           "VALUES(?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT(name) DO NOTHING RETURNING id");
+    auto s = conn_.prepare(
+        "INSERT INTO jobs(name, spec, state, progress, created_at, updated_at) "
+        "VALUES(?1, ?2, 'pending', 0, ?3, ?3) ON CONFLICT(name) DO NOTHING RETURNING id");
     s->bind(1, name).bind(2, spec.dump()).bind(3, now_ms());
     if (!s->step()) throw_bad_input("create_job: a job named '" + name + "' already exists");
     return s->column_int64(0);
@@ -76,8 +77,9 @@ void JobStore::save_task(std::int64_t job_id, const std::string& task, const Jso
     if (!exists->step()) {
       throw Error(ErrorKind::not_found, "save_job_task: no job with id " + std::to_string(job_id));
     }
-    auto s = conn_.prepare("INSERT INTO job_tasks(job_id, task, state, updated_at) VALUES(?1, ?2, ?3, ?4) "
-                            "ON CONFLICT(job_id, task) DO UPDATE SET state = ?3, updated_at = ?4");
+    auto s = conn_.prepare(
+        "INSERT INTO job_tasks(job_id, task, state, updated_at) VALUES(?1, ?2, ?3, ?4) "
+        "ON CONFLICT(job_id, task) DO UPDATE SET state = ?3, updated_at = ?4");
     s->bind(1, job_id).bind(2, task).bind(3, state.dump()).bind(4, now_ms()).run();
   });
 }

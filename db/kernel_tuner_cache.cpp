@@ -75,10 +75,10 @@ std::string cache_text(const KernelTunerExportReport& report, const std::vector<
     params[k] = values;
   }
   std::ostringstream out;
-  out << "{\n\"" << kt::kDeviceName << "\": " << Json(report.device_name).dump() << ",\n\""
-      << kt::kKernelName << "\": " << Json(report.kernel_name).dump() << ",\n\"" << kt::kTuneParamsKeys
-      << "\": " << Json(keys).dump() << ",\n\"" << kt::kTuneParams << "\": " << params.dump() << ",\n\""
-      << kt::kObjective << "\": " << Json(objective.name).dump() << ",\n\"";
+  out << "{\n\"" << kt::kDeviceName << "\": " << Json(report.device_name).dump() << ",\n\"" << kt::kKernelName
+      << "\": " << Json(report.kernel_name).dump() << ",\n\"" << kt::kTuneParamsKeys << "\": " << Json(keys).dump()
+      << ",\n\"" << kt::kTuneParams << "\": " << params.dump() << ",\n\"" << kt::kObjective
+      << "\": " << Json(objective.name).dump() << ",\n\"";
   if (!objective.is_time()) {  // a time export stays as Kernel Tuner writes one
     out << kt::kObjectiveHigherIsBetter << "\": " << (objective.higher_is_better ? "true" : "false") << ",\n\"";
   }
@@ -86,7 +86,8 @@ std::string cache_text(const KernelTunerExportReport& report, const std::vector<
   for (std::size_t i = 0; i < rows.size(); ++i) {
     std::vector<std::int64_t> values;
     for (const auto& k : keys) values.push_back(rows[i]->schedule.values().at(k));
-    out << (i ? ",\n" : "\n") << Json(kt::cache_key(values)).dump() << ": " << entry_of(*rows[i], keys, objective).dump();
+    out << (i ? ",\n" : "\n") << Json(kt::cache_key(values)).dump() << ": "
+        << entry_of(*rows[i], keys, objective).dump();
   }
   out << "\n}\n}\n";
   return out.str();
@@ -147,8 +148,8 @@ std::vector<Record> read_kernel_tuner_cache(const std::string& path) {
   const std::string text = read_maybe_gzip(path);
   const Json doc = parse_json(text, path);
   if (!kt::looks_like_cache(doc)) {
-    throw_bad_input(path + ": not a Kernel Tuner cache file (expected an object with '" + kt::kCache +
-                    "' and '" + kt::kTuneParamsKeys + "')");
+    throw_bad_input(path + ": not a Kernel Tuner cache file (expected an object with '" + kt::kCache + "' and '" +
+                    kt::kTuneParamsKeys + "')");
   }
   const std::string device = require_string(doc, kt::kDeviceName, path);
   const std::string kernel = doc.contains(kt::kKernelName) && doc[kt::kKernelName].is_string()
@@ -194,8 +195,7 @@ KernelTunerExportReport write_kernel_tuner_cache(const std::vector<Record>& reco
     if (r.schedule.values().size() != keys.size() ||
         !std::equal(keys.begin(), keys.end(), r.schedule.values().begin(),
                     [](const std::string& k, const auto& kv) { return k == kv.first; })) {
-      throw_bad_input(what + ": field 'schedule': records with different knobs (" + r.schedule.to_json().dump() +
-                      ")");
+      throw_bad_input(what + ": field 'schedule': records with different knobs (" + r.schedule.to_json().dump() + ")");
     }
     auto [it, fresh] = chosen.emplace(r.schedule.key(), nullptr);
     if (fresh) order.push_back(it->first);

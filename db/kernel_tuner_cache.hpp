@@ -23,10 +23,10 @@
 // while that file is readable. One entry per schedule: its fastest ok record (time = time_us in
 // ms, times = repeats in ms, benchmark_time = their sum; for another objective, that field
 // holds its value, converted back from the cost, and no time is written, none being
-// known), else its newest failed one tagged by kernel_tuner::tag_of. Schedules with only invalid or infrastructure-error records are
-// left out: to Kernel Tuner an absent configuration is one that breaks the restrictions.
-// atvoss does not record compile or verification time: they are written as 0, which
-// simulation mode needs present but a time budget then does not charge.
+// known), else its newest failed one tagged by kernel_tuner::tag_of. Schedules with only invalid or
+// infrastructure-error records are left out: to Kernel Tuner an absent configuration is one that breaks the
+// restrictions. atvoss does not record compile or verification time: they are written as 0, which simulation mode needs
+// present but a time budget then does not charge.
 #pragma once
 
 #include <cstdint>

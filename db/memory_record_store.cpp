@@ -84,9 +84,8 @@ std::vector<Record> MemoryRecordStore::best(const std::string& workload_key, con
     if (r.measurement.ok() && r.workload.key() == workload_key && r.target.key == target_key) out.push_back(r);
   }
   // Stable: equal times keep id order, as the SQLite store's ORDER BY time_us, id.
-  std::stable_sort(out.begin(), out.end(), [](const Record& a, const Record& b) {
-    return a.measurement.time_us < b.measurement.time_us;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Record& a, const Record& b) { return a.measurement.time_us < b.measurement.time_us; });
   if (out.size() > static_cast<std::size_t>(k)) out.resize(static_cast<std::size_t>(k));
   return out;
 }

@@ -17,12 +17,10 @@ class MemoryRecordStore final : public RecordStore {
   void write_together(const std::function<void()>& body) override;
   std::optional<Record> find(const std::string& workload_key, const std::string& target_key,
                              const std::string& schedule_key) const override;
-  std::vector<Record> best(const std::string& workload_key, const std::string& target_key,
-                           int k) const override;
+  std::vector<Record> best(const std::string& workload_key, const std::string& target_key, int k) const override;
   std::vector<Record> history(const std::string& workload_key,
                               const std::optional<std::string>& target_key = std::nullopt) const override;
-  void for_each_record(const std::string& target_key,
-                       const std::function<bool(const Record&)>& fn) const override;
+  void for_each_record(const std::string& target_key, const std::function<bool(const Record&)>& fn) const override;
 
   std::size_t size() const { return rows_.size(); }
 

@@ -190,8 +190,7 @@ std::vector<std::uint8_t> PostgresStatement::column_blob(int col) const {
 
 // ---- PostgresConnection --------------------------------------------------------------
 
-PostgresConnection::PostgresConnection(const std::string& url, int lock_wait_ms)
-    : Connection(url, lock_wait_ms) {
+PostgresConnection::PostgresConnection(const std::string& url, int lock_wait_ms) : Connection(url, lock_wait_ms) {
   // Defaults first, so that the URL may override them.
   const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
   const char* values[] = {"10", "atvoss", url.c_str(), nullptr};
@@ -205,7 +204,8 @@ PostgresConnection::PostgresConnection(const std::string& url, int lock_wait_ms)
     throw Error(ErrorKind::io, "cannot connect to database " + url + ": " + why);
   }
   // libpq prints server notices to stderr by default; a library must not.
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
   configure_session();
 }
 
@@ -246,8 +246,7 @@ void PostgresConnection::ensure_prepared(const std::string& name, const std::str
 
 std::unique_ptr<Statement> PostgresConnection::make_statement(std::string_view sql) {
   auto [text, n] = postgres_parameters(sql);
-  return std::make_unique<PostgresStatement>(*this, "atvoss_" + std::to_string(next_statement_++), n,
-                                             std::move(text));
+  return std::make_unique<PostgresStatement>(*this, "atvoss_" + std::to_string(next_statement_++), n, std::move(text));
 }
 
 pg_result* PostgresConnection::check(pg_result* r, std::string_view what) {

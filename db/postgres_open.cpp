@@ -35,9 +35,10 @@ void check_url(const std::string& url) {
   }
   PQconninfoFree(opts);
   if (has_password) {
-    throw_bad_input("database URL carries a password; remove it from the URL and put it in "
-                    "PGPASSFILE (~/.pgpass), PGPASSWORD or a service file, so that it never "
-                    "appears on a command line or in a log");
+    throw_bad_input(
+        "database URL carries a password; remove it from the URL and put it in "
+        "PGPASSFILE (~/.pgpass), PGPASSWORD or a service file, so that it never "
+        "appears on a command line or in a log");
   }
 }
 
@@ -48,11 +49,12 @@ void check_identity(Connection& c, const std::string& url) {
       "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() "
       "AND table_name = 'atvoss_schema'");
   if (ours == 0) {
-    const auto others = c.query_int(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()");
+    const auto others =
+        c.query_int("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()");
     if (others > 0) {
-      throw_bad_input(url + " already holds tables of another application in its schema; refusing to "
-                            "add atvoss tables to it (use an empty database or another schema)");
+      throw_bad_input(url +
+                      " already holds tables of another application in its schema; refusing to "
+                      "add atvoss tables to it (use an empty database or another schema)");
     }
     return;
   }

@@ -31,8 +31,8 @@ TargetInfo TargetInfo::named(const std::string& name) {
 void TargetInfo::check() const {
   if (description.is_object() && description.size() == 1 && description.contains("name")) {
     if (description != named(name).description || key != named(name).key) {
-      throw_bad_input("record.target: key '" + key + "' and name '" + name +
-                      "' do not match the description " + description.dump() + " (edited?)");
+      throw_bad_input("record.target: key '" + key + "' and name '" + name + "' do not match the description " +
+                      description.dump() + " (edited?)");
     }
     return;
   }
@@ -40,13 +40,14 @@ void TargetInfo::check() const {
   try {
     t = Target::from_json(description);
   } catch (const Error& e) {
-    throw_bad_input("record.target: field 'description' is neither a name-only target {\"name\": ...} "
-                    "nor a target this build reads: " + std::string(e.what()));
+    throw_bad_input(
+        "record.target: field 'description' is neither a name-only target {\"name\": ...} "
+        "nor a target this build reads: " +
+        std::string(e.what()));
   }
   if (t.key() != key || t.name != name) {
     throw_bad_input("record.target: key '" + key + "' and name '" + name +
-                    "' do not match the description (its key is " + t.key() + ", name '" + t.name +
-                    "'; edited?)");
+                    "' do not match the description (its key is " + t.key() + ", name '" + t.name + "'; edited?)");
   }
 }
 
@@ -60,16 +61,17 @@ std::string format_time_ms(std::int64_t ms) {
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[80];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
   return buf;
 }
 
 std::int64_t parse_time_ms(const std::string& text, const std::string& what) {
   const auto bad = [&] {
-    throw_bad_input(what + ": expected an ISO 8601 UTC time (2026-11-29 or 2026-11-29T14:20:00Z) "
-                    "or unix seconds, got '" + text + "'");
+    throw_bad_input(what +
+                    ": expected an ISO 8601 UTC time (2026-11-29 or 2026-11-29T14:20:00Z) "
+                    "or unix seconds, got '" +
+                    text + "'");
   };
   if (text.empty()) bad();
   bool digits = true;
@@ -102,8 +104,8 @@ std::int64_t parse_time_ms(const std::string& text, const std::string& what) {
     if (rest == "Z") rest.clear();
     if (!rest.empty()) bad();
   }
-  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-      tm.tm_min > 59 || tm.tm_sec > 60) {
+  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      tm.tm_sec > 60) {
     bad();
   }
   tm.tm_year -= 1900;
@@ -157,14 +159,15 @@ Record Record::from_json(const Json& j) {
   }
   const auto version = require_int(j, "format_version", "record");
   if (version < 1 || version > kRecordFormatVersion) {
-    throw_bad_input("record: format_version " + std::to_string(version) +
-                    " is not supported by this build (reads 1.." + std::to_string(kRecordFormatVersion) + ")");
+    throw_bad_input("record: format_version " + std::to_string(version) + " is not supported by this build (reads 1.." +
+                    std::to_string(kRecordFormatVersion) + ")");
   }
   Record r;
   r.workload = Workload::from_json(require_field(j, "workload", "record"));
   if (j.contains("workload_key") && j["workload_key"] != r.workload.key()) {
-    throw_bad_input("record: field 'workload_key' does not match the workload (edited, or written by "
-                    "an incompatible version)");
+    throw_bad_input(
+        "record: field 'workload_key' does not match the workload (edited, or written by "
+        "an incompatible version)");
   }
   r.target = target_from_json(j);
   r.schedule = Schedule::from_json(require_field(j, "schedule", "record"));
@@ -181,7 +184,7 @@ Record Record::from_json(const Json& j) {
 }
 
 Json MergeReport::to_json() const {
-  return Json{{"added", added},       {"identical", identical}, {"combined", combined},
+  return Json{{"added", added},         {"identical", identical}, {"combined", combined},
               {"conflicts", conflicts}, {"models", models},       {"jobs", jobs}};
 }
 

@@ -57,15 +57,14 @@ struct Record {
   TargetInfo target;
   Schedule schedule;
   Measurement measurement;
-  std::string worker;                     // who measured it ("local", a worker id, "kernel_tuner")
-  std::string job;                        // job name, may be empty
+  std::string worker;  // who measured it ("local", a worker id, "kernel_tuner")
+  std::string job;     // job name, may be empty
   std::string tool_version = default_tool_version();
-  std::int64_t created_at_ms = 0;         // 0 on insert means "now"
+  std::int64_t created_at_ms = 0;  // 0 on insert means "now"
 
   Record() = default;
   Record(Workload w, TargetInfo t, Schedule s, Measurement m)
-      : workload(std::move(w)), target(std::move(t)), schedule(std::move(s)),
-        measurement(std::move(m)) {}
+      : workload(std::move(w)), target(std::move(t)), schedule(std::move(s)), measurement(std::move(m)) {}
   // Convenience for NPU targets: same as passing TargetInfo::from_target(target).
   Record(Workload w, const Target& t, Schedule s, Measurement m)
       : Record(std::move(w), TargetInfo::from_target(t), std::move(s), std::move(m)) {}
@@ -79,8 +78,8 @@ struct Record {
 // What an import asks beyond the record's own consistency: whether its schedule lies in
 // the workload's space on that target (given by its description). The database knows no
 // spaces, so the caller supplies this (backend::SpaceCheck). bad_input naming what is wrong.
-using RecordCheck = std::function<void(const Workload&, const Json& target_description,
-                                       const Schedule&, const Measurement&)>;
+using RecordCheck =
+    std::function<void(const Workload&, const Json& target_description, const Schedule&, const Measurement&)>;
 
 // Filters for query/export. Empty optionals mean "any".
 struct RecordFilter {
@@ -96,10 +95,10 @@ struct RecordFilter {
 struct ModelRecord {
   std::int64_t id = 0;
   std::string target_key;
-  std::string kind;             // e.g. "xgboost", "linear"
-  int feature_version = 0;      // the featuriser layout the model was trained with
+  std::string kind;         // e.g. "xgboost", "linear"
+  int feature_version = 0;  // the featuriser layout the model was trained with
   std::vector<std::uint8_t> blob;
-  std::int64_t n_records = 0;   // training set size
+  std::int64_t n_records = 0;  // training set size
   Json metrics = Json::object();
   std::int64_t created_at_ms = 0;  // 0 on save means "now"
 };

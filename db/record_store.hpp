@@ -45,8 +45,7 @@ class RecordStore {
   }
 
   // Up to k valid (status ok) records of (workload, target), fastest first (ties: oldest).
-  virtual std::vector<Record> best(const std::string& workload_key, const std::string& target_key,
-                                   int k) const = 0;
+  virtual std::vector<Record> best(const std::string& workload_key, const std::string& target_key, int k) const = 0;
 
   // Every record of one workload, oldest first; restricted to one target if given.
   virtual std::vector<Record> history(const std::string& workload_key,
@@ -65,8 +64,7 @@ class RecordStore {
 
   // Every record of a target (any status) in id order; fn returns false to stop early.
   // Do not write to the store from inside fn.
-  virtual void for_each_record(const std::string& target_key,
-                               const std::function<bool(const Record&)>& fn) const = 0;
+  virtual void for_each_record(const std::string& target_key, const std::function<bool(const Record&)>& fn) const = 0;
 };
 
 }  // namespace atvoss::db

@@ -118,19 +118,27 @@ const TargetInfo& RowDecoder::target(std::int64_t id, const Statement& s) {
 
 void count(MergeReport& report, DuplicateOutcome o) {
   switch (o) {
-    case DuplicateOutcome::added: ++report.added; break;
-    case DuplicateOutcome::identical: ++report.identical; break;
-    case DuplicateOutcome::combined: ++report.combined; break;
-    case DuplicateOutcome::conflict: ++report.conflicts; break;
+    case DuplicateOutcome::added:
+      ++report.added;
+      break;
+    case DuplicateOutcome::identical:
+      ++report.identical;
+      break;
+    case DuplicateOutcome::combined:
+      ++report.combined;
+      break;
+    case DuplicateOutcome::conflict:
+      ++report.conflicts;
+      break;
   }
 }
 
 void reject_infrastructure(const Record& r) {
   if (is_infrastructure_error(r.measurement.status)) {
-    throw Error(ErrorKind::internal,
-                "insert: status '" + std::string(to_string(r.measurement.status)) +
-                    "' is an infrastructure error, not a result of the schedule; retry the "
-                    "candidate instead of storing it (workload " + r.workload.key() + ")");
+    throw Error(ErrorKind::internal, "insert: status '" + std::string(to_string(r.measurement.status)) +
+                                         "' is an infrastructure error, not a result of the schedule; retry the "
+                                         "candidate instead of storing it (workload " +
+                                         r.workload.key() + ")");
   }
 }
 
@@ -138,8 +146,9 @@ std::int64_t Writer::target_id(const TargetInfo& t) {
   auto it = targets_.find(t.key);
   if (it != targets_.end()) return it->second;
   {
-    auto ins = c_.prepare("INSERT INTO targets(key, name, description) VALUES(?1, ?2, ?3) "
-                          "ON CONFLICT(key) DO NOTHING");
+    auto ins = c_.prepare(
+        "INSERT INTO targets(key, name, description) VALUES(?1, ?2, ?3) "
+        "ON CONFLICT(key) DO NOTHING");
     ins->bind(1, t.key).bind(2, t.name).bind(3, t.description.dump()).run();
   }
   auto sel = c_.prepare("SELECT id FROM targets WHERE key = ?1");
@@ -152,8 +161,9 @@ std::int64_t Writer::workload_id(const Workload& w) {
   auto it = workloads_.find(w.key());
   if (it != workloads_.end()) return it->second;
   {
-    auto ins = c_.prepare("INSERT INTO workloads(key, op, description) VALUES(?1, ?2, ?3) "
-                          "ON CONFLICT(key) DO NOTHING");
+    auto ins = c_.prepare(
+        "INSERT INTO workloads(key, op, description) VALUES(?1, ?2, ?3) "
+        "ON CONFLICT(key) DO NOTHING");
     ins->bind(1, w.key()).bind(2, w.op()).bind(3, w.to_json().dump()).run();
   }
   auto sel = c_.prepare("SELECT id FROM workloads WHERE key = ?1");
@@ -246,7 +256,8 @@ std::vector<std::pair<std::int64_t, DuplicateOutcome>> Writer::put_all(std::span
     std::map<std::tuple<std::int64_t, std::int64_t, std::string>, std::int64_t> added;
     {
       auto ins = c_.prepare(sql);
-      for (std::size_t i = 0; i < n; ++i) bind_row(*ins, static_cast<int>(i) * kColumns, batch[first + i], rows[i], now);
+      for (std::size_t i = 0; i < n; ++i)
+        bind_row(*ins, static_cast<int>(i) * kColumns, batch[first + i], rows[i], now);
       while (ins->step()) {
         added[{ins->column_int64(1), ins->column_int64(2), ins->column_text(3)}] = ins->column_int64(0);
       }
@@ -265,11 +276,12 @@ std::vector<std::pair<std::int64_t, DuplicateOutcome>> Writer::put_all(std::span
   return out;
 }
 
-std::pair<std::int64_t, DuplicateOutcome> Writer::combine(std::int64_t wid, std::int64_t tid,
-                                                        std::string_view key, const Record& r) {
-  auto sel = c_.prepare("SELECT id, status, time_us, repeats FROM records "
-                        "WHERE workload_id = ?1 AND target_id = ?2 AND schedule_key = ?3" +
-                        std::string(c_.lock_rows()));
+std::pair<std::int64_t, DuplicateOutcome> Writer::combine(std::int64_t wid, std::int64_t tid, std::string_view key,
+                                                          const Record& r) {
+  auto sel = c_.prepare(
+      "SELECT id, status, time_us, repeats FROM records "
+      "WHERE workload_id = ?1 AND target_id = ?2 AND schedule_key = ?3" +
+      std::string(c_.lock_rows()));
   sel->bind(1, wid).bind(2, tid).bind(3, key);
   if (!sel->step()) throw Error(ErrorKind::internal, "record key vanished during insert");
   const std::int64_t id = sel->column_int64(0);
@@ -288,8 +300,9 @@ std::pair<std::int64_t, DuplicateOutcome> Writer::combine(std::int64_t wid, std:
 
 void Writer::overwrite(std::int64_t id, const Record& r) {
   const Measurement& m = r.measurement;
-  auto upd = c_.prepare("UPDATE records SET status = ?2, error = ?3, time_us = ?4, repeats = ?5, "
-                        "profile = ?6, worker = ?7, job = ?8, tool_version = ?9 WHERE id = ?1");
+  auto upd = c_.prepare(
+      "UPDATE records SET status = ?2, error = ?3, time_us = ?4, repeats = ?5, "
+      "profile = ?6, worker = ?7, job = ?8, tool_version = ?9 WHERE id = ?1");
   upd->bind(1, id).bind(2, to_string(m.status)).bind(3, m.message).bind(4, m.time_us);
   upd->bind(5, dump_repeats(m.repeats)).bind(6, dump_profile(m.profile));
   upd->bind(7, r.worker).bind(8, r.job).bind(9, r.tool_version).run();

@@ -137,8 +137,8 @@ std::int64_t stored_schema_version(Connection& conn) {
 
 void migrate(Connection& conn, int from, int to) {
   if (from < 0 || to > static_cast<int>(migrations().size()) || from > to) {
-    throw Error(ErrorKind::internal, "no migration path from schema version " +
-                                         std::to_string(from) + " to " + std::to_string(to));
+    throw Error(ErrorKind::internal,
+                "no migration path from schema version " + std::to_string(from) + " to " + std::to_string(to));
   }
   const bool sqlite = conn.dialect() == Dialect::sqlite;
   for (int v = from; v < to; ++v) {

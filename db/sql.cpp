@@ -17,8 +17,7 @@ StatementRef::~StatementRef() {
   if (!owned_) stmt_->set_in_use(false);
 }
 
-StatementRef::StatementRef(StatementRef&& other) noexcept
-    : stmt_(other.stmt_), owned_(std::move(other.owned_)) {
+StatementRef::StatementRef(StatementRef&& other) noexcept : stmt_(other.stmt_), owned_(std::move(other.owned_)) {
   other.stmt_ = nullptr;
 }
 
@@ -35,8 +34,7 @@ std::int64_t Connection::query_int(std::string_view sql) {
   return stmt->column_int64(0);
 }
 
-void Connection::back_off(int attempt, std::chrono::steady_clock::time_point deadline,
-                          const BusyError& cause) const {
+void Connection::back_off(int attempt, std::chrono::steady_clock::time_point deadline, const BusyError& cause) const {
   if (std::chrono::steady_clock::now() >= deadline) {
     throw Error(ErrorKind::io, "database is busy: " + name_ + " stayed locked by another writer for " +
                                    std::to_string(lock_wait_ms_) + " ms (" + cause.what() + ")");

@@ -54,8 +54,7 @@ void SqlRecordStore::release(const std::string& owner) {
 
 void SqlRecordStore::write_together(const std::function<void()>& body) { conn_.write(body); }
 
-std::optional<Record> SqlRecordStore::find(const std::string& workload_key,
-                                           const std::string& target_key,
+std::optional<Record> SqlRecordStore::find(const std::string& workload_key, const std::string& target_key,
                                            const std::string& schedule_key) const {
   return conn_.read([&]() -> std::optional<Record> {
     auto s = conn_.prepare(record_sql("WHERE w.key = ?1 AND t.key = ?2 AND r.schedule_key = ?3"));
@@ -77,8 +76,7 @@ bool SqlRecordStore::contains(const std::string& workload_key, const std::string
   });
 }
 
-std::vector<Record> SqlRecordStore::best(const std::string& workload_key,
-                                         const std::string& target_key, int k) const {
+std::vector<Record> SqlRecordStore::best(const std::string& workload_key, const std::string& target_key, int k) const {
   if (k <= 0) return {};
   return conn_.read([&] {
     auto s = conn_.prepare(record_sql(kBestTail));
@@ -90,8 +88,8 @@ std::vector<Record> SqlRecordStore::best(const std::string& workload_key,
   });
 }
 
-std::vector<BestEntry> SqlRecordStore::best_schedules(const std::string& workload_key,
-                                                     const std::string& target_key, int k) const {
+std::vector<BestEntry> SqlRecordStore::best_schedules(const std::string& workload_key, const std::string& target_key,
+                                                      int k) const {
   if (k <= 0) return {};
   return conn_.read([&] {
     auto s = conn_.prepare(
@@ -102,8 +100,7 @@ std::vector<BestEntry> SqlRecordStore::best_schedules(const std::string& workloa
     RowDecoder dec(cache_);
     std::vector<BestEntry> out;
     while (s->step()) {
-      out.push_back(BestEntry{dec.workload(s->column_int64(0), *s, 1),
-                              parse_schedule(s->column_text(2)),
+      out.push_back(BestEntry{dec.workload(s->column_int64(0), *s, 1), parse_schedule(s->column_text(2)),
                               s->column_double(3), s->column_int64(4)});
     }
     return out;
@@ -124,8 +121,9 @@ std::string SqlRecordStore::explain_best_plan() const {
 std::vector<Record> SqlRecordStore::history(const std::string& workload_key,
                                             const std::optional<std::string>& target_key) const {
   return conn_.read([&] {
-    auto s = conn_.prepare(record_sql("WHERE w.key = ?1 AND (CAST(?2 AS TEXT) IS NULL OR t.key = ?2) "
-                                "ORDER BY r.created_at, r.id"));
+    auto s =
+        conn_.prepare(record_sql("WHERE w.key = ?1 AND (CAST(?2 AS TEXT) IS NULL OR t.key = ?2) "
+                                 "ORDER BY r.created_at, r.id"));
     s->bind(1, workload_key);
     if (target_key) s->bind(2, *target_key);
     RowDecoder dec(cache_);
@@ -200,9 +198,8 @@ std::vector<BestEntry> SqlRecordStore::best_per_workload(const std::string& targ
     RowDecoder dec(cache_);
     std::vector<BestEntry> out;
     while (s->step()) {
-      BestEntry e{dec.workload(s->column_int64(0), *s, 1),
-                  parse_schedule(s->column_text(2)),
-                  s->column_double(3), s->column_int64(4)};
+      BestEntry e{dec.workload(s->column_int64(0), *s, 1), parse_schedule(s->column_text(2)), s->column_double(3),
+                  s->column_int64(4)};
       out.push_back(std::move(e));
     }
     return out;

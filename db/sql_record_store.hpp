@@ -40,24 +40,22 @@ class SqlRecordStore final : public RecordStore {
   std::optional<Record> find(const std::string& workload_key, const std::string& target_key,
                              const std::string& schedule_key) const override;
   // One transaction for the batch.
-  std::vector<bool> claim(const Workload& workload, const TargetInfo& target, std::span<const std::string> schedule_keys,
-                          const std::string& owner, std::int64_t now_ms, std::int64_t until_ms) override;
+  std::vector<bool> claim(const Workload& workload, const TargetInfo& target,
+                          std::span<const std::string> schedule_keys, const std::string& owner, std::int64_t now_ms,
+                          std::int64_t until_ms) override;
   void release(const std::string& owner) override;
   bool contains(const std::string& workload_key, const std::string& target_key,
                 const std::string& schedule_key) const override;
   // Answered from the partial index records_best, without scanning the records table.
-  std::vector<Record> best(const std::string& workload_key, const std::string& target_key,
-                           int k) const override;
+  std::vector<Record> best(const std::string& workload_key, const std::string& target_key, int k) const override;
   std::vector<Record> history(const std::string& workload_key,
                               const std::optional<std::string>& target_key = std::nullopt) const override;
   // Pages by id, so fn may read this database and a busy retry resumes where it stopped.
-  void for_each_record(const std::string& target_key,
-                       const std::function<bool(const Record&)>& fn) const override;
+  void for_each_record(const std::string& target_key, const std::function<bool(const Record&)>& fn) const override;
 
   // Like best(), but only schedule and time of each (no repeats or profile to decode):
   // the cheap form for runtime queries such as HTTP GET /v1/best.
-  std::vector<BestEntry> best_schedules(const std::string& workload_key, const std::string& target_key,
-                                        int k) const;
+  std::vector<BestEntry> best_schedules(const std::string& workload_key, const std::string& target_key, int k) const;
   // The database's plan for the best() query, one step per line (tests check it uses the index).
   std::string explain_best_plan() const;
   // Records matching the filter, newest first.

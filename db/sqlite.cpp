@@ -2,7 +2,6 @@
 
 #include <sqlite3.h>
 
-
 namespace atvoss::db {
 
 void throw_sqlite(int rc, sqlite3* db, std::string_view context) {
@@ -10,19 +9,23 @@ void throw_sqlite(int rc, sqlite3* db, std::string_view context) {
   const std::string what = std::string(context) + ": " + detail;
   switch (rc & 0xff) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED: throw BusyError(what);
+    case SQLITE_LOCKED:
+      throw BusyError(what);
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: throw Error(ErrorKind::corrupt, what + " (the file is damaged or not a database)");
-    case SQLITE_CONSTRAINT: throw Error(ErrorKind::internal, what);
-    default: throw Error(ErrorKind::io, what);
+    case SQLITE_NOTADB:
+      throw Error(ErrorKind::corrupt, what + " (the file is damaged or not a database)");
+    case SQLITE_CONSTRAINT:
+      throw Error(ErrorKind::internal, what);
+    default:
+      throw Error(ErrorKind::io, what);
   }
 }
 
 // ---- SqliteStatement ---------------------------------------------------------------------
 
 SqliteStatement::SqliteStatement(sqlite3* db, std::string_view sql) : db_(db) {
-  const int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
-                                    SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
+  const int rc =
+      sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(stmt_);  // no-op on null; a failed prepare may still allocate nothing
     stmt_ = nullptr;
@@ -45,8 +48,7 @@ Statement& SqliteStatement::bind(int index, double value) {
 }
 
 Statement& SqliteStatement::bind(int index, std::string_view text) {
-  const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT,
-                                     SQLITE_UTF8);
+  const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   if (rc != SQLITE_OK) throw_sqlite(rc, db_, "binding parameter " + std::to_string(index));
   return *this;
 }

@@ -39,17 +39,18 @@ void check_file_header(const std::string& path) {
   const std::size_t got = std::fread(h, 1, sizeof h, f);
   std::fclose(f);
   if (got < sizeof h || std::memcmp(h, "SQLite format 3", 16) != 0) {
-    throw Error(ErrorKind::corrupt, path + " is not an atvoss tuning database: it is not an SQLite "
-                                           "file (damaged, truncated or a different kind of file)");
+    throw Error(ErrorKind::corrupt, path +
+                                        " is not an atvoss tuning database: it is not an SQLite "
+                                        "file (damaged, truncated or a different kind of file)");
   }
   const std::uint32_t raw_page = (std::uint32_t{h[16]} << 8) | h[17];
   const std::uint64_t page_size = raw_page == 1 ? 65536 : raw_page;
   const std::uint32_t pages = be32(h + 28);
   const bool count_valid = be32(h + 24) == be32(h + 92) && pages > 0;
   if (!wal_pending && count_valid && size < page_size * pages) {
-    throw Error(ErrorKind::corrupt, path + " is truncated: its header records " + std::to_string(pages) +
-                                        " pages of " + std::to_string(page_size) + " bytes but the file has " +
-                                        std::to_string(size) + " bytes; restore it from a copy");
+    throw Error(ErrorKind::corrupt, path + " is truncated: its header records " + std::to_string(pages) + " pages of " +
+                                        std::to_string(page_size) + " bytes but the file has " + std::to_string(size) +
+                                        " bytes; restore it from a copy");
   }
 }
 
@@ -78,17 +79,15 @@ void configure(Connection& c, const std::string& path, bool read_only, bool sync
 void check_identity(Connection& c, const std::string& path) {
   const auto app = c.read([&] { return c.query_int("PRAGMA application_id"); });
   if (app != 0 && app != kApplicationId) {
-    throw_bad_input(path + " is an SQLite database of another application (application_id " +
-                    std::to_string(app) + "), not an atvoss tuning database");
+    throw_bad_input(path + " is an SQLite database of another application (application_id " + std::to_string(app) +
+                    "), not an atvoss tuning database");
   }
-  if (app == 0 && c.query_int("PRAGMA user_version") == 0 &&
-      c.query_int("SELECT count(*) FROM sqlite_schema") > 0) {
+  if (app == 0 && c.query_int("PRAGMA user_version") == 0 && c.query_int("SELECT count(*) FROM sqlite_schema") > 0) {
     throw_bad_input(path + " is an SQLite database without atvoss tables; refusing to add them to it");
   }
 }
 
 }  // namespace
-
 
 TuningDatabase TuningDatabase::open_sqlite(const std::string& path, const OpenOptions& options) {
   const bool memory = rows::is_memory(path);

@@ -8,8 +8,7 @@
 
 namespace atvoss::db {
 
-TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target,
-                               const std::string& path,
+TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target, const std::string& path,
                                const std::vector<table::TableEntry>& unmeasured) {
   std::vector<table::TableEntry> entries;
   std::set<std::string> keys;
@@ -21,8 +20,8 @@ TableExportReport export_table(const TuningDatabase& db, const TargetInfo& targe
     if (keys.insert(e.workload.key()).second) entries.push_back(e);
   }
   if (entries.empty()) {
-    throw Error(ErrorKind::not_found, "export-table: no valid record for target '" + target.name +
-                                          "' (" + target.key + ") in " + db.path());
+    throw Error(ErrorKind::not_found,
+                "export-table: no valid record for target '" + target.name + "' (" + target.key + ") in " + db.path());
   }
   table::TableHeader header;
   header.target_key = target.key;
@@ -35,11 +34,9 @@ TableExportReport export_table(const TuningDatabase& db, const TargetInfo& targe
   // A compiler loading the table meanwhile sees the old file or the new one, never half.
   write_file_atomically(path, "export-table", [&](std::ostream& out) {
     // Header first, so that `head` on a table shows what it is (Json objects sort keys).
-    out << "{\"header\": " << doc["header"].dump(1) << ",\n\"entries\": " << doc["entries"].dump(1)
-        << "}\n";
+    out << "{\"header\": " << doc["header"].dump(1) << ",\n\"entries\": " << doc["entries"].dump(1) << "}\n";
   });
-  return TableExportReport{static_cast<std::int64_t>(entries.size()),
-                           doc["header"]["checksum"].get<std::string>()};
+  return TableExportReport{static_cast<std::int64_t>(entries.size()), doc["header"]["checksum"].get<std::string>()};
 }
 
 }  // namespace atvoss::db

@@ -21,8 +21,7 @@ struct TableExportReport {
 // `unmeasured`: entries for workloads without a valid record (a job's tasks the budget
 // never reached, with their provenance); an entry whose workload has one is ignored.
 // not_found if the table would be empty.
-TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target,
-                               const std::string& path,
+TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target, const std::string& path,
                                const std::vector<table::TableEntry>& unmeasured = {});
 
 }  // namespace atvoss::db

@@ -16,8 +16,8 @@
 #include "core/result_check.hpp"
 #include "core/user_paths.hpp"
 #include "db/internal/compact_json.hpp"
-#include "db/internal/schema.hpp"
 #include "db/internal/rows.hpp"
+#include "db/internal/schema.hpp"
 #include "db/internal/sql.hpp"
 #include "db/postgres_url.hpp"
 
@@ -30,15 +30,19 @@ using rows::Writer;
 // ---- lifetime ----------------------------------------------------------------------
 
 TuningDatabase::TuningDatabase(std::string path, std::unique_ptr<Connection> conn)
-    : path_(std::move(path)), conn_(std::move(conn)), cache_(std::make_unique<rows::DecodeCache>()),
+    : path_(std::move(path)),
+      conn_(std::move(conn)),
+      cache_(std::make_unique<rows::DecodeCache>()),
       records_(std::make_unique<SqlRecordStore>(*conn_, *cache_)),
-      models_(std::make_unique<ModelStore>(*conn_)), jobs_(std::make_unique<JobStore>(*conn_)) {}
+      models_(std::make_unique<ModelStore>(*conn_)),
+      jobs_(std::make_unique<JobStore>(*conn_)) {}
 TuningDatabase::TuningDatabase(TuningDatabase&&) noexcept = default;
 TuningDatabase& TuningDatabase::operator=(TuningDatabase&&) noexcept = default;
 TuningDatabase::~TuningDatabase() = default;
 
 TuningDatabase TuningDatabase::open(const std::string& path, const OpenOptions& options) {
-  if (path.empty()) throw_bad_input("database path must not be empty (use \":memory:\" for a private in-memory database)");
+  if (path.empty())
+    throw_bad_input("database path must not be empty (use \":memory:\" for a private in-memory database)");
   return is_postgres_url(path) ? open_postgres(path, options) : open_sqlite(path, options);
 }
 
@@ -51,14 +55,12 @@ int TuningDatabase::schema_version() const {
 // ---- targets and workloads -----------------------------------------------------------
 
 namespace {
-std::vector<TargetInfo> read_targets(Connection& c, std::string_view where,
-                                     const std::optional<std::string>& arg) {
+std::vector<TargetInfo> read_targets(Connection& c, std::string_view where, const std::optional<std::string>& arg) {
   auto s = c.prepare("SELECT key, name, description FROM targets " + std::string(where));
   if (arg) s->bind(1, *arg);
   std::vector<TargetInfo> out;
   while (s->step()) {
-    out.push_back(TargetInfo{s->column_text(0), s->column_text(1),
-                             parse_json(s->column_text(2), "stored target")});
+    out.push_back(TargetInfo{s->column_text(0), s->column_text(1), parse_json(s->column_text(2), "stored target")});
   }
   return out;
 }
@@ -109,7 +111,8 @@ Stats TuningDatabase::stats() const {
     }
     auto s = c.prepare(
         "SELECT t.key, t.name, t.description, count(DISTINCT r.workload_id), count(r.id), "
-        "coalesce(sum(CASE WHEN r.status = 'ok' THEN 1 ELSE 0 END), 0) FROM targets t LEFT JOIN records r ON r.target_id = t.id "
+        "coalesce(sum(CASE WHEN r.status = 'ok' THEN 1 ELSE 0 END), 0) FROM targets t LEFT JOIN records r ON "
+        "r.target_id = t.id "
         "GROUP BY t.id ORDER BY t.name, t.key");
     while (s->step()) {
       TargetStats ts;
@@ -167,18 +170,19 @@ namespace {
 
 // Copies the models of target t from theirs, skipping one already present (same target,
 // kind, created_at and training-set size: a model merged before).
-void merge_models(Connection& mine, Connection& theirs, Writer& w, const TargetInfo& t,
-                  MergeReport& report) {
+void merge_models(Connection& mine, Connection& theirs, Writer& w, const TargetInfo& t, MergeReport& report) {
   auto listed = theirs.prepare(std::string(rows::kModelSelect) + "WHERE t.key = ?1 ORDER BY m.id");
   listed->bind(1, t.key);
   while (listed->step()) {
     const ModelRecord m = rows::decode_model(*listed, true);
-    auto dup = mine.prepare("SELECT 1 FROM models m JOIN targets t ON t.id = m.target_id "
-                            "WHERE t.key = ?1 AND m.kind = ?2 AND m.created_at = ?3 AND m.n_records = ?4");
+    auto dup = mine.prepare(
+        "SELECT 1 FROM models m JOIN targets t ON t.id = m.target_id "
+        "WHERE t.key = ?1 AND m.kind = ?2 AND m.created_at = ?3 AND m.n_records = ?4");
     dup->bind(1, t.key).bind(2, m.kind).bind(3, m.created_at_ms).bind(4, m.n_records);
     if (dup->step()) continue;
-    auto ins = mine.prepare("INSERT INTO models(target_id, kind, feature_version, blob, n_records, "
-                            "metrics, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    auto ins = mine.prepare(
+        "INSERT INTO models(target_id, kind, feature_version, blob, n_records, "
+        "metrics, created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     ins->bind(1, w.target_id(t)).bind(2, m.kind).bind(3, m.feature_version).bind_blob(4, m.blob);
     ins->bind(5, m.n_records).bind(6, m.metrics.dump()).bind(7, m.created_at_ms).run();
     ++report.models;
@@ -188,8 +192,9 @@ void merge_models(Connection& mine, Connection& theirs, Writer& w, const TargetI
 // Copies jobs whose name is new here; a job of the same name is this file's own job.
 void merge_jobs(Connection& mine, const std::vector<JobRow>& jobs, MergeReport& report) {
   for (const JobRow& j : jobs) {
-    auto ins = mine.prepare("INSERT INTO jobs(name, spec, state, progress, created_at, updated_at) "
-                            "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO NOTHING");
+    auto ins = mine.prepare(
+        "INSERT INTO jobs(name, spec, state, progress, created_at, updated_at) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO NOTHING");
     ins->bind(1, j.name).bind(2, j.spec.dump()).bind(3, j.state).bind(4, j.progress);
     ins->bind(5, j.created_at_ms).bind(6, j.updated_at_ms).run();
     report.jobs += mine.changes();
@@ -233,8 +238,8 @@ std::int64_t TuningDatabase::export_jsonl(std::ostream& out, const RecordFilter&
   if (filter.target_key && !filter.workload_key && !filter.op && !filter.status && !filter.since_ms &&
       filter.limit == 0) {
     records_->for_each_record(*filter.target_key, write);  // streams: exports of any size
-  } else if (!filter.target_key && !filter.workload_key && !filter.op && !filter.status &&
-             !filter.since_ms && filter.limit == 0) {
+  } else if (!filter.target_key && !filter.workload_key && !filter.op && !filter.status && !filter.since_ms &&
+             filter.limit == 0) {
     for (const TargetInfo& t : targets()) records_->for_each_record(t.key, write);
   } else {
     auto found = records_->query(filter);
@@ -260,8 +265,7 @@ Record parse_record_line(const std::string& line, const std::string& where) {
 
 }  // namespace
 
-MergeReport TuningDatabase::import_jsonl(std::istream& in, const std::string& what,
-                                         const RecordCheck& check) {
+MergeReport TuningDatabase::import_jsonl(std::istream& in, const std::string& what, const RecordCheck& check) {
   // Streams line by line inside one write transaction, so an export of any size imports in
   // bounded memory, and a bad line anywhere rolls everything back.
   bool consumed = false;
@@ -269,8 +273,9 @@ MergeReport TuningDatabase::import_jsonl(std::istream& in, const std::string& wh
     // A retry would re-read a stream that is already used up. With BEGIN IMMEDIATE the lock
     // is held from the first line on, so this is a guard, not an expected path.
     if (consumed) {
-      throw Error(ErrorKind::io, what + ": the database was busy mid-import; nothing was imported, "
-                                        "run the import again");
+      throw Error(ErrorKind::io, what +
+                                     ": the database was busy mid-import; nothing was imported, "
+                                     "run the import again");
     }
     consumed = true;
     MergeReport report;

@@ -71,9 +71,9 @@ class TuningDatabase {
 
   // Opens (creating and migrating as needed) the database at path; ":memory:" gives a
   // private in-memory database; a postgresql:// URL a database on a server (its password
-  // comes from PGPASSFILE, PGPASSWORD or a service file, never from the URL). Errors: io (cannot open/create, busy), corrupt (not a
-  // database, truncated, or damaged), bad_input (newer schema than this build, or an SQLite
-  // file of another application). A failed open never modifies the file.
+  // comes from PGPASSFILE, PGPASSWORD or a service file, never from the URL). Errors: io (cannot open/create, busy),
+  // corrupt (not a database, truncated, or damaged), bad_input (newer schema than this build, or an SQLite file of
+  // another application). A failed open never modifies the file.
   static TuningDatabase open(const std::string& path, const OpenOptions& options = {});
 
   TuningDatabase(TuningDatabase&&) noexcept;
@@ -138,7 +138,7 @@ class TuningDatabase {
 
  private:
   TuningDatabase(std::string path, std::unique_ptr<Connection> conn);
-  static TuningDatabase open_sqlite(const std::string& path, const OpenOptions& options);  // db/sqlite_open.cpp
+  static TuningDatabase open_sqlite(const std::string& path, const OpenOptions& options);   // db/sqlite_open.cpp
   static TuningDatabase open_postgres(const std::string& url, const OpenOptions& options);  // db/postgres_open.cpp
   std::string path_;
   // Heap-held, so the stores' references stay valid when the database is moved.

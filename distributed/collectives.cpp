@@ -139,8 +139,10 @@ Split split_by_server(const Topology& t, const std::vector<int>& g) {
   const std::size_t m = s.servers.front().size();
   for (const auto& sg : s.servers) {
     if (sg.size() != m) {
-      throw_bad_input("collective: algorithm 'hierarchical' needs the same number of devices on each server; "
-                      "this group has " + std::to_string(m) + " and " + std::to_string(sg.size()));
+      throw_bad_input(
+          "collective: algorithm 'hierarchical' needs the same number of devices on each server; "
+          "this group has " +
+          std::to_string(m) + " and " + std::to_string(sg.size()));
     }
   }
   s.rails.assign(m, {});
@@ -156,8 +158,10 @@ void hierarchical(Timing& tm, Collective c, const std::vector<int>& g, double s)
   const bool mesh = tm.t.shape == ServerShape::full_mesh;
   // Inside every server at once: the phase of a ring (m - 1 steps) or a mesh (one step).
   auto inside = [&](double chunk) {
-    if (mesh) tm.repeat(mesh_step(sp.servers), 1, chunk);
-    else tm.repeat(ring_step(sp.servers), m - 1, chunk);
+    if (mesh)
+      tm.repeat(mesh_step(sp.servers), 1, chunk);
+    else
+      tm.repeat(ring_step(sp.servers), m - 1, chunk);
   };
   if (c == Collective::all_reduce) {
     inside(s / m);
@@ -171,8 +175,10 @@ void hierarchical(Timing& tm, Collective c, const std::vector<int>& g, double s)
     tm.repeat(ring_step(sp.rails), servers - 1, s / (double(m) * servers));
   } else {  // broadcast: along the root's rail, then inside every server from its rail member
     tm.pipelined(ring_step({sp.rails[0]}, false), servers - 1, s);
-    if (mesh) flat(tm, Collective::broadcast, Algorithm::mesh, sp.servers.front(), s);
-    else tm.pipelined(ring_step(sp.servers, false), m - 1, s);
+    if (mesh)
+      flat(tm, Collective::broadcast, Algorithm::mesh, sp.servers.front(), s);
+    else
+      tm.pipelined(ring_step(sp.servers, false), m - 1, s);
   }
 }
 
@@ -184,8 +190,8 @@ void check_group(const Topology& t, Collective c, const std::vector<int>& group)
     throw_bad_input("collective: a device is in the group twice");
   }
   if (sorted.front() < 0 || sorted.back() >= t.devices()) {
-    throw_bad_input("collective: device " + std::to_string(sorted.back()) + " is not in topology '" + t.name +
-                    "' (" + std::to_string(t.devices()) + " devices)");
+    throw_bad_input("collective: device " + std::to_string(sorted.back()) + " is not in topology '" + t.name + "' (" +
+                    std::to_string(t.devices()) + " devices)");
   }
   if (c == Collective::send_recv && group.size() != 2) {
     throw_bad_input("collective: send_recv needs a group of two (sender, receiver)");
@@ -213,9 +219,12 @@ CollectiveTime time_collective(const Topology& t, Collective c, Algorithm a, con
   tm.out.algorithm = a;
   tm.out.lower_bound_us = bandwidth_lower_bound_us(t, c, group, bytes);
   if (group.size() < 2) return tm.out;
-  if (c == Collective::send_recv) tm.repeat({{group[0], group[1]}}, 1, double(bytes));
-  else if (a == Algorithm::hierarchical) hierarchical(tm, c, group, double(bytes));
-  else flat(tm, c, a, group, double(bytes));
+  if (c == Collective::send_recv)
+    tm.repeat({{group[0], group[1]}}, 1, double(bytes));
+  else if (a == Algorithm::hierarchical)
+    hierarchical(tm, c, group, double(bytes));
+  else
+    flat(tm, c, a, group, double(bytes));
   return tm.out;
 }
 

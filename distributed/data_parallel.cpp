@@ -29,7 +29,9 @@ std::vector<GradientBucket> bucket(const ExecGraph& g, const std::vector<int>& g
   return out;
 }
 
-int device_of(const ExecGraph& g, const GradientBucket& b) { return g.nodes()[g.buffers()[b.buffers.front()].producer].cost.device; }
+int device_of(const ExecGraph& g, const GradientBucket& b) {
+  return g.nodes()[g.buffers()[b.buffers.front()].producer].cost.device;
+}
 
 // The step with one AllReduce node per bucket and a barrier where the backward pass ends.
 // Updates wait for the barrier and their bucket's AllReduce (PyTorch DDP: the optimizer steps
@@ -60,7 +62,8 @@ ExecGraph with_allreduces(const ExecGraph& g, const std::vector<GradientBucket>&
     std::vector<int> reads = buckets[k].buffers;
     if (!overlap) reads.push_back(done);
     a.node("allreduce:bucket" + std::to_string(k), "AllReduce",
-           {instant ? 0.0 : buckets[k].allreduce.us, 0, 1, execution::Unit::comm, device_of(g, buckets[k])}, reads, {token[k]});
+           {instant ? 0.0 : buckets[k].allreduce.us, 0, 1, execution::Unit::comm, device_of(g, buckets[k])}, reads,
+           {token[k]});
   };
   for (int i = 0; i < int(g.nodes().size()); ++i) {
     const execution::ExecNode& n = g.nodes()[i];
@@ -105,7 +108,8 @@ std::vector<int> gradient_buffers(const ExecGraph& g) {
   return out;
 }
 
-DataParallelGraph with_data_parallel(const ExecGraph& step, const Topology& topology, const DataParallelOptions& options) {
+DataParallelGraph with_data_parallel(const ExecGraph& step, const Topology& topology,
+                                     const DataParallelOptions& options) {
   check_options(topology, options);
   const std::vector<int> grads = gradient_buffers(step);
   if (grads.empty()) throw_bad_input("data parallel: the graph has no gradient (is it a training step?)");
@@ -149,8 +153,9 @@ Json DataParallelStep::to_json() const {
                             {"us", b.allreduce.us},
                             {"lower_bound_us", b.allreduce.lower_bound_us}});
   }
-  return {{"single_us", single_us},           {"step_us", step_us},         {"comm_us", comm_us},
-          {"exposed_comm_us", exposed_comm_us()}, {"efficiency", efficiency()}, {"buckets", buckets_json}};
+  return {{"single_us", single_us},     {"step_us", step_us},
+          {"comm_us", comm_us},         {"exposed_comm_us", exposed_comm_us()},
+          {"efficiency", efficiency()}, {"buckets", buckets_json}};
 }
 
 }  // namespace atvoss::distributed

@@ -50,7 +50,7 @@ struct DataParallelStep {
   std::vector<GradientBucket> buckets;
   double single_us = 0;  // the step on one device, no communication
   double step_us = 0;
-  double comm_us = 0;          // the AllReduces' time, summed
+  double comm_us = 0;  // the AllReduces' time, summed
   double exposed_comm_us() const { return step_us > single_us ? step_us - single_us : 0; }
   double efficiency() const { return step_us > 0 ? single_us / step_us : 0; }
   Json to_json() const;  // the figures and the buckets (bytes, algorithm, time)

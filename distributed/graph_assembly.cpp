@@ -16,7 +16,8 @@ int GraphAssembly::node(std::string name, std::string op, execution::NodeCost co
                         std::vector<int> writes) {
   const int id = int(nodes_.size());
   for (int b : writes) {
-    if (buffers_.at(b).producer >= 0) throw_bad_input("graph assembly: buffer '" + buffers_[b].name + "' written twice");
+    if (buffers_.at(b).producer >= 0)
+      throw_bad_input("graph assembly: buffer '" + buffers_[b].name + "' written twice");
     buffers_[b].producer = id;
   }
   for (int b : reads) (void)buffers_.at(b);
@@ -55,7 +56,8 @@ execution::ExecGraph GraphAssembly::build() const {
   }
   if (emitted < n) {
     for (int i = 0; i < n; ++i) {
-      if (waiting[i] > 0) throw_bad_input("graph assembly: node '" + nodes_[i].name + "' never becomes ready: the graph has a cycle");
+      if (waiting[i] > 0)
+        throw_bad_input("graph assembly: node '" + nodes_[i].name + "' never becomes ready: the graph has a cycle");
     }
   }
   return out;

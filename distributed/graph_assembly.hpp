@@ -17,8 +17,7 @@ namespace atvoss::distributed {
 class GraphAssembly {
  public:
   int buffer(std::string name, std::int64_t bytes, bool output = false);
-  int node(std::string name, std::string op, execution::NodeCost cost, std::vector<int> reads,
-           std::vector<int> writes);
+  int node(std::string name, std::string op, execution::NodeCost cost, std::vector<int> reads, std::vector<int> writes);
   // bad_input naming a node on a cycle, or a buffer written twice.
   execution::ExecGraph build() const;
 

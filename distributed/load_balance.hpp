@@ -26,8 +26,8 @@ struct SpeedChange {
 };
 
 struct BalancedRun {
-  std::vector<double> step_us;           // per step
-  std::vector<std::vector<int>> units;   // per step, units per replica
+  std::vector<double> step_us;          // per step
+  std::vector<std::vector<int>> units;  // per step, units per replica
   double total_us = 0;
 };
 
@@ -38,8 +38,8 @@ std::vector<int> deal_units(const std::vector<double>& speeds, int units_per_dev
 // units_per_device units at the start; speeds change as `changes` say. balance: deal each
 // step by the speeds measured at the step before; otherwise every replica keeps its units.
 // bad_input for a speed <= 0, a device outside the replicas, or units_per_device < 1.
-BalancedRun run_balanced(const execution::ExecGraph& step, const execution::Device& device,
-                         const Topology& topology, const DataParallelOptions& options, int steps,
-                         int units_per_device, const std::vector<SpeedChange>& changes, bool balance);
+BalancedRun run_balanced(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
+                         const DataParallelOptions& options, int steps, int units_per_device,
+                         const std::vector<SpeedChange>& changes, bool balance);
 
 }  // namespace atvoss::distributed

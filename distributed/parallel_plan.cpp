@@ -36,8 +36,12 @@ constexpr int kSplitKnobs = 8;
 std::string split_knob(int g) { return "split_" + std::to_string(g); }
 
 ScheduleSpace plan_space(const Topology& t, int devices, int layers, int split_groups) {
-  std::vector<Knob> knobs = {{"tp", {1, 2, 4, 8}},         {"pp", {1, 2, 4, 8}},         {"micro_batches", {1, 2, 4, 8}},
-                             {"order", {0, 1}},            {"bucket_mib", {1, 4, 25, 100}}, {"overlap_chunks", {1, 4}}};
+  std::vector<Knob> knobs = {{"tp", {1, 2, 4, 8}},
+                             {"pp", {1, 2, 4, 8}},
+                             {"micro_batches", {1, 2, 4, 8}},
+                             {"order", {0, 1}},
+                             {"bucket_mib", {1, 4, 25, 100}},
+                             {"overlap_chunks", {1, 4}}};
   for (int g = 0; g < split_groups; ++g) knobs.push_back({split_knob(g), {1, 0}});
   return ScheduleSpace(std::move(knobs), [&t, devices, layers](const Schedule& s) {
     const std::int64_t tp = s.at("tp"), pp = s.at("pp");
@@ -72,9 +76,12 @@ ParallelPlan plan_of(const Schedule& s, int devices, const std::vector<int>& mat
 PlanRun run_plan(const execution::ExecGraph& step, const execution::Device& device, const Topology& topology,
                  const ParallelPlan& plan) {
   check_plan_fits(topology, plan);
-  PlanRun r{plan, tensor_parallel(step, topology, first_devices(plan.tp), plan.overlap_chunks,
-                                  plan.split ? &*plan.split : nullptr),
-            {}, 0, {}};
+  PlanRun r{
+      plan,
+      tensor_parallel(step, topology, first_devices(plan.tp), plan.overlap_chunks, plan.split ? &*plan.split : nullptr),
+      {},
+      0,
+      {}};
   if (plan.pp > 1) {
     r.graph = with_pipeline(r.graph, topology, {plan.pp, plan.micro_batches, plan.order, plan.tp}).graph;
   }
@@ -130,8 +137,8 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
   const auto start_time = std::chrono::steady_clock::now();
   const std::vector<int> matmuls = splittable_matmuls(step);
   const int groups = std::min<int>(kSplitKnobs, int(matmuls.size()));
-  std::map<std::string, std::int64_t> start = {{"tp", 1},         {"pp", 1},          {"micro_batches", 1},
-                                               {"order", 1},      {"bucket_mib", 25}, {"overlap_chunks", 1}};
+  std::map<std::string, std::int64_t> start = {{"tp", 1},    {"pp", 1},          {"micro_batches", 1},
+                                               {"order", 1}, {"bucket_mib", 25}, {"overlap_chunks", 1}};
   for (int g = 0; g < groups; ++g) start[split_knob(g)] = 1;
   const Schedule dp_point(start);
   // Seeds: pure data parallelism, then every uniform split of the devices into tensor-parallel
@@ -147,20 +154,21 @@ PlanSearch search_plan(const execution::ExecGraph& step, const execution::Device
       if ((tp > 1 || pp > 1) && space.check(Schedule(point)).ok) seeds.emplace_back(point);
     }
   }
-  const search::Minimum m = search::minimise(
-      space, seeds,
-      [&](const Schedule& s) -> std::optional<double> {
-        if (!space.check(s).ok) return std::nullopt;
-        PlanRun r = run_plan(step, device, topology, plan_of(s, options.devices, matmuls));
-        const bool fits = fit_by_recompute(r, device, options.weight_bytes, options.capacity_bytes);
-        if (!fits && s != dp_point) return std::nullopt;
-        return r.us_per_batch();
-      },
-      {options.strategy, options.trials, 8, options.seed});
+  const search::Minimum m =
+      search::minimise(space, seeds,
+                       [&](const Schedule& s) -> std::optional<double> {
+                         if (!space.check(s).ok) return std::nullopt;
+                         PlanRun r = run_plan(step, device, topology, plan_of(s, options.devices, matmuls));
+                         const bool fits = fit_by_recompute(r, device, options.weight_bytes, options.capacity_bytes);
+                         if (!fits && s != dp_point) return std::nullopt;
+                         return r.us_per_batch();
+                       },
+                       {options.strategy, options.trials, 8, options.seed});
   PlanSearch out;
   out.best = run_plan(step, device, topology, plan_of(m.point, options.devices, matmuls));
   out.data_parallel = run_plan(step, device, topology, plan_of(dp_point, options.devices, matmuls));
-  for (PlanRun* r : {&out.best, &out.data_parallel}) fit_by_recompute(*r, device, options.weight_bytes, options.capacity_bytes);
+  for (PlanRun* r : {&out.best, &out.data_parallel})
+    fit_by_recompute(*r, device, options.weight_bytes, options.capacity_bytes);
   out.evaluations = m.evaluations;
   out.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_time).count();
   return out;

@@ -56,7 +56,7 @@ struct PlanRun {
   // moments, 16 bytes per parameter in all (Rajbhandari et al., "ZeRO", 2020).
   double device_need_bytes(double weight_bytes) const;
   double weight_state_bytes(double weight_bytes) const;  // the second term of device_need_bytes
-  std::vector<std::string> recomputed;  // activations run again to fit (fit_by_recompute)
+  std::vector<std::string> recomputed;                   // activations run again to fit (fit_by_recompute)
 };
 
 // A one-stage plan over the device's capacity, fitted by recomputing activations

@@ -169,7 +169,8 @@ class Unroller {
     if (it != sent_.end()) return it->second;
     const int from = stage_[producer];
     const std::int64_t bytes = g_.buffers()[b].bytes / (is_accumulator(b) ? 1 : m_);
-    const double us = time_collective(t_, Collective::send_recv, Algorithm::ring, {from * stride_, s * stride_}, bytes).us;
+    const double us =
+        time_collective(t_, Collective::send_recv, Algorithm::ring, {from * stride_, s * stride_}, bytes).us;
     const std::string name = g_.buffers()[b].name + "#" + std::to_string(mb) + "@stage" + std::to_string(s);
     const int there = a_.buffer(name, bytes);
     a_.node("send:" + name, "Send", {us, 0, 1, execution::Unit::comm, from}, {local}, {there});
@@ -216,7 +217,8 @@ StagePlacement place_stages(const ExecGraph& g, int stages) {
                     " (the step's forward layers), got " + std::to_string(stages));
   }
   std::vector<double> w(layers.size() + 1, 0);  // prefix sums of layer weights
-  for (int i = 0; i < int(g.nodes().size()); ++i) w[std::max(0, position[std::max(0, fwd[i])]) + 1] += g.nodes()[i].cost.device_us();
+  for (int i = 0; i < int(g.nodes().size()); ++i)
+    w[std::max(0, position[std::max(0, fwd[i])]) + 1] += g.nodes()[i].cost.device_us();
   for (std::size_t j = 1; j < w.size(); ++j) w[j] += w[j - 1];
   const Cuts cuts = best_cuts(w, cut_bytes(g, layers, position), stages);
   StagePlacement p;
@@ -279,9 +281,12 @@ double PipelineStep::bubble() const {
 }
 
 Json PipelineStep::to_json() const {
-  return {{"stages", placement.stage_us.size()},   {"stage_us", placement.stage_us},
-          {"imbalance", placement.imbalance()},    {"crossing_bytes", placement.crossing_bytes},
-          {"single_us", single_us},                {"step_us", step_us},
+  return {{"stages", placement.stage_us.size()},
+          {"stage_us", placement.stage_us},
+          {"imbalance", placement.imbalance()},
+          {"crossing_bytes", placement.crossing_bytes},
+          {"single_us", single_us},
+          {"step_us", step_us},
           {"bubble", bubble()}};
 }
 

@@ -32,7 +32,7 @@ namespace atvoss::distributed {
 enum class PipelineOrder { gpipe, one_f_one_b };
 
 struct PipelineOptions {
-  int stages = 4;         // devices 0..stages-1 of the topology
+  int stages = 4;  // devices 0..stages-1 of the topology
   int micro_batches = 8;
   PipelineOrder order = PipelineOrder::one_f_one_b;
   int stride = 1;  // stage s runs on topology device s x stride (its graph device is s)

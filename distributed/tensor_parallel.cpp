@@ -30,7 +30,12 @@ class Splitter {
  public:
   Splitter(const execution::ExecGraph& g, const Topology& t, const std::vector<int>& group, int chunks,
            TrainingRoles roles, const std::vector<int>& split)
-      : g_(g), t_(t), group_(group), chunks_(std::max(1, chunks)), roles_(std::move(roles)), split_(split.begin(), split.end()) {}
+      : g_(g),
+        t_(t),
+        group_(group),
+        chunks_(std::max(1, chunks)),
+        roles_(std::move(roles)),
+        split_(split.begin(), split.end()) {}
 
   execution::ExecGraph build() {
     for (int b = 0; b < int(g_.buffers().size()); ++b) {
@@ -40,9 +45,12 @@ class Splitter {
     }
     for (int i = 0; i < int(g_.nodes().size()); ++i) {
       const auto& n = g_.nodes()[i];
-      if (split_.count(i)) kernel_with_collective(i, Collective::all_gather, "AllGather");
-      else if (is_split(i) && roles_.role[i] == Role::data_grad) kernel_with_collective(i, Collective::all_reduce, "AllReduce");
-      else a_.node(n.name, n.op, share(n.cost, is_split(i) ? ways() : 1), reads_of(n), n.writes);
+      if (split_.count(i))
+        kernel_with_collective(i, Collective::all_gather, "AllGather");
+      else if (is_split(i) && roles_.role[i] == Role::data_grad)
+        kernel_with_collective(i, Collective::all_reduce, "AllReduce");
+      else
+        a_.node(n.name, n.op, share(n.cost, is_split(i) ? ways() : 1), reads_of(n), n.writes);
     }
     return a_.build();
   }
@@ -65,8 +73,10 @@ class Splitter {
     std::vector<int> reads;
     for (int b : n.reads) {
       const auto it = whole_.find(b);
-      if (it == whole_.end()) reads.push_back(b);
-      else reads.insert(reads.end(), it->second.begin(), it->second.end());
+      if (it == whole_.end())
+        reads.push_back(b);
+      else
+        reads.insert(reads.end(), it->second.begin(), it->second.end());
     }
     return reads;
   }
@@ -84,8 +94,9 @@ class Splitter {
       std::vector<int> writes, chunk_reads = reads;
       if (previous >= 0) chunk_reads.push_back(previous);
       for (int b : n.writes) {
-        writes.push_back(chunks_ > 1 ? a_.buffer(g_.buffers()[b].name + "#" + std::to_string(k), g_.buffers()[b].bytes / chunks_)
-                                     : b);
+        writes.push_back(
+            chunks_ > 1 ? a_.buffer(g_.buffers()[b].name + "#" + std::to_string(k), g_.buffers()[b].bytes / chunks_)
+                        : b);
       }
       a_.node(k > 0 ? n.name + "@chunk" + std::to_string(k) : n.name, n.op, share(n.cost, ways() * chunks_, k == 0),
               chunk_reads, writes);
@@ -118,7 +129,8 @@ execution::ExecGraph tensor_parallel(const execution::ExecGraph& g, const Topolo
                                      int overlap_chunks, const std::vector<int>* only) {
   if (group.size() <= 1) return g;
   for (int d : group) {
-    if (d < 0 || d >= t.devices()) throw_bad_input("tensor parallel: device " + std::to_string(d) + " is not in '" + t.name + "'");
+    if (d < 0 || d >= t.devices())
+      throw_bad_input("tensor parallel: device " + std::to_string(d) + " is not in '" + t.name + "'");
   }
   TrainingRoles roles = training_roles(g);
   const std::vector<int> all = splittable_of(g, roles);

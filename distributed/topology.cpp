@@ -66,7 +66,8 @@ LinkSpec link_from_json(const Json& j, const std::string& where) {
       throw_bad_input(where + ": unknown field '" + key + "'; expected 'gb_per_s' and 'latency_us'");
     }
   }
-  LinkSpec l{require_number(j, "gb_per_s", where), j.contains("latency_us") ? require_number(j, "latency_us", where) : 0};
+  LinkSpec l{require_number(j, "gb_per_s", where),
+             j.contains("latency_us") ? require_number(j, "latency_us", where) : 0};
   if (!(l.gb_per_s > 0 && l.gb_per_s <= 1e6)) {
     throw_bad_input(where + ": field 'gb_per_s' must be in (0, 1e6] GB/s, got " + j["gb_per_s"].dump());
   }
@@ -86,8 +87,8 @@ ServerShape parse_shape(const std::string& s) {
 }
 
 void check_keys(const Json& j) {
-  static const std::set<std::string> known = {"name",  "servers",    "devices_per_server", "shape", "group_size",
-                                              "link", "group_port", "nic",                "source"};
+  static const std::set<std::string> known = {
+      "name", "servers", "devices_per_server", "shape", "group_size", "link", "group_port", "nic", "source"};
   for (const auto& [key, v] : j.items()) {
     if (!known.count(key)) throw_bad_input(std::string(kWhere) + ": unknown field '" + key + "'");
   }
@@ -150,8 +151,12 @@ double Topology::injection_bytes_per_us(int /*d*/) const {
 }
 
 Json Topology::to_json() const {
-  Json j = {{"name", name},      {"servers", servers},      {"devices_per_server", devices_per_server},
-            {"shape", to_string(shape)}, {"link", link_to_json(link)}, {"nic", link_to_json(nic)},
+  Json j = {{"name", name},
+            {"servers", servers},
+            {"devices_per_server", devices_per_server},
+            {"shape", to_string(shape)},
+            {"link", link_to_json(link)},
+            {"nic", link_to_json(nic)},
             {"source", source}};
   if (shape == ServerShape::mesh_groups) {
     j["group_size"] = group_size;
@@ -184,9 +189,7 @@ Topology Topology::from_json(const Json& j) {
   return t;
 }
 
-std::vector<std::string> topology_preset_names() {
-  return {"ascend910b-server8", "ascend910-server8", "ring8"};
-}
+std::vector<std::string> topology_preset_names() { return {"ascend910b-server8", "ascend910-server8", "ring8"}; }
 
 bool is_topology_preset(const std::string& name) {
   const std::string server = name.substr(0, name.rfind("-x"));
@@ -218,9 +221,12 @@ Topology load_topology(const std::string& arg) {
 
 std::string to_string(ServerShape s) {
   switch (s) {
-    case ServerShape::full_mesh: return "full_mesh";
-    case ServerShape::ring: return "ring";
-    case ServerShape::mesh_groups: return "mesh_groups";
+    case ServerShape::full_mesh:
+      return "full_mesh";
+    case ServerShape::ring:
+      return "ring";
+    case ServerShape::mesh_groups:
+      return "mesh_groups";
   }
   return "full_mesh";
 }

@@ -23,7 +23,7 @@
 namespace atvoss::distributed {
 
 struct LinkSpec {
-  double gb_per_s = 0;   // per direction, 1e9 bytes per second
+  double gb_per_s = 0;    // per direction, 1e9 bytes per second
   double latency_us = 0;  // per hop, start to first byte
   double bytes_per_us() const { return gb_per_s * 1e3; }
 };
@@ -42,10 +42,10 @@ struct Topology {
   int servers = 1;
   int devices_per_server = 8;
   ServerShape shape = ServerShape::full_mesh;
-  int group_size = 4;    // mesh_groups: cards per full mesh
-  LinkSpec link;         // between two cards of a server (of a group, for mesh_groups)
-  LinkSpec group_port;   // mesh_groups: each card's port to the bus between groups
-  LinkSpec nic;          // each card's port to the network between servers
+  int group_size = 4;            // mesh_groups: cards per full mesh
+  LinkSpec link;                 // between two cards of a server (of a group, for mesh_groups)
+  LinkSpec group_port;           // mesh_groups: each card's port to the bus between groups
+  LinkSpec nic;                  // each card's port to the network between servers
   Json source = Json::object();  // field -> where the figure comes from (or "est.")
 
   int devices() const { return servers * devices_per_server; }

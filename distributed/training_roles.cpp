@@ -20,8 +20,10 @@ TrainingRoles training_roles(const execution::ExecGraph& g) {
     const auto it = node_by_name.find(name);
     return it == node_by_name.end() ? -2 : it->second;
   };
-  static const std::pair<const char*, Role> tails[] = {{".dgrad2", Role::data_grad}, {".dgrad", Role::data_grad},
-                                                       {".wgrad", Role::weight_grad}, {".bgrad", Role::bias_grad},
+  static const std::pair<const char*, Role> tails[] = {{".dgrad2", Role::data_grad},
+                                                       {".dgrad", Role::data_grad},
+                                                       {".wgrad", Role::weight_grad},
+                                                       {".bgrad", Role::bias_grad},
                                                        {".update", Role::update}};
   TrainingRoles out;
   out.forward.resize(g.nodes().size());
@@ -52,8 +54,10 @@ TrainingRoles training_roles(const execution::ExecGraph& g) {
       }
     }
     if (f == -2) out.role[i] = Role::forward;
-    if (f == -2) out.forward[i] = i;
-    else out.forward[i] = f < 0 ? -1 : (f < i ? out.forward[f] : f);  // forward nodes come first
+    if (f == -2)
+      out.forward[i] = i;
+    else
+      out.forward[i] = f < 0 ? -1 : (f < i ? out.forward[f] : f);  // forward nodes come first
   }
   return out;
 }

@@ -58,8 +58,10 @@ class Builder {
       }
     }
     for (int t : n.outputs) {
-      if (source >= 0) alias_[t] = source;  // a view of constants is a constant: no buffer
-      else constant_views_.insert(t);
+      if (source >= 0)
+        alias_[t] = source;  // a view of constants is a constant: no buffer
+      else
+        constant_views_.insert(t);
     }
   }
 
@@ -129,7 +131,8 @@ int ExecGraph::add_buffer(std::string name, std::int64_t bytes, bool output) {
 
 int ExecGraph::add_node(std::string name, std::string op, NodeCost cost, const std::vector<int>& reads,
                         const std::vector<int>& writes) {
-  if (cost.device < 0) throw_bad_input("exec graph: node '" + name + "' is placed on device " + std::to_string(cost.device));
+  if (cost.device < 0)
+    throw_bad_input("exec graph: node '" + name + "' is placed on device " + std::to_string(cost.device));
   const int id = int(nodes_.size());
   ExecNode n{std::move(name), std::move(op), cost, reads, writes, {}, {}};
   for (int b : reads) {

@@ -31,7 +31,7 @@ struct NodeCost {
   double launch_us = 0;  // the launch part of time_us (kernels x the target's launch cost)
   int cores = 1;         // cores it spreads over
   Unit unit = Unit::vector;
-  int device = 0;  // where it runs, on a graph over many devices (distributed/); >= 0
+  int device = 0;        // where it runs, on a graph over many devices (distributed/); >= 0
   double hbm_bytes = 0;  // bytes it moves to and from HBM (its share under contention, scheduler.hpp)
   // The time the kernel holds its cores: its time without the launch, which the host pays.
   double device_us() const { return time_us > launch_us ? time_us - launch_us : 0; }

@@ -9,9 +9,7 @@
 namespace atvoss::execution {
 namespace {
 
-bool live_together(const Allocation& a, const Allocation& b) {
-  return a.start_us < b.end_us && b.start_us < a.end_us;
-}
+bool live_together(const Allocation& a, const Allocation& b) { return a.start_us < b.end_us && b.start_us < a.end_us; }
 
 bool share_bytes(const Allocation& a, const Allocation& b) {
   return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
@@ -55,8 +53,10 @@ std::vector<std::pair<double, std::int64_t>> live_bytes(const std::vector<Alloca
   std::int64_t live = 0;
   for (const auto& [time, delta] : events) {
     live += delta;
-    if (!steps.empty() && steps.back().first == time) steps.back().second = live;
-    else steps.emplace_back(time, live);
+    if (!steps.empty() && steps.back().first == time)
+      steps.back().second = live;
+    else
+      steps.emplace_back(time, live);
   }
   return steps;
 }
@@ -126,9 +126,11 @@ MemoryPlan plan_allocations(std::vector<Allocation> lifetimes, std::int64_t alig
   // fourth reaches it, and the fifth took a random DAG from 1.9 % to 1.2 %.)
   std::vector<std::size_t> by_area = by_size, by_birth = by_size;
   std::stable_sort(by_area.begin(), by_area.end(), [&](std::size_t a, std::size_t b) {
-    return double(all[a].bytes) * (all[a].end_us - all[a].start_us) > double(all[b].bytes) * (all[b].end_us - all[b].start_us);
+    return double(all[a].bytes) * (all[a].end_us - all[a].start_us) >
+           double(all[b].bytes) * (all[b].end_us - all[b].start_us);
   });
-  std::stable_sort(by_birth.begin(), by_birth.end(), [&](std::size_t a, std::size_t b) { return all[a].start_us < all[b].start_us; });
+  std::stable_sort(by_birth.begin(), by_birth.end(),
+                   [&](std::size_t a, std::size_t b) { return all[a].start_us < all[b].start_us; });
   plan.peak_bytes = -1;
   std::vector<Allocation> best;
   std::vector<std::size_t> best_order;
@@ -175,15 +177,17 @@ std::vector<std::string> check_plan(const MemoryPlan& plan) {
   }
   std::vector<std::size_t> by_start(all.size());
   for (std::size_t i = 0; i < all.size(); ++i) by_start[i] = i;
-  std::sort(by_start.begin(), by_start.end(), [&](std::size_t a, std::size_t b) { return all[a].start_us < all[b].start_us; });
+  std::sort(by_start.begin(), by_start.end(),
+            [&](std::size_t a, std::size_t b) { return all[a].start_us < all[b].start_us; });
   for (std::size_t x = 0; x < by_start.size(); ++x) {
     const Allocation& a = all[by_start[x]];
     for (std::size_t y = x + 1; y < by_start.size() && all[by_start[y]].start_us < a.end_us; ++y) {
       const Allocation& b = all[by_start[y]];
       if (live_together(a, b) && share_bytes(a, b)) {
-        problems.push_back("'" + a.tensor + "' [" + std::to_string(a.offset) + ", " + std::to_string(a.offset + a.bytes) +
-                           ") and '" + b.tensor + "' [" + std::to_string(b.offset) + ", " +
-                           std::to_string(b.offset + b.bytes) + ") share bytes while both are live");
+        problems.push_back("'" + a.tensor + "' [" + std::to_string(a.offset) + ", " +
+                           std::to_string(a.offset + a.bytes) + ") and '" + b.tensor + "' [" +
+                           std::to_string(b.offset) + ", " + std::to_string(b.offset + b.bytes) +
+                           ") share bytes while both are live");
       }
     }
   }
@@ -193,7 +197,10 @@ std::vector<std::string> check_plan(const MemoryPlan& plan) {
 Json MemoryPlan::to_json() const {
   Json list = Json::array();
   for (const auto& a : allocations) {
-    list.push_back({{"tensor", a.tensor}, {"offset", a.offset}, {"bytes", a.bytes}, {"start_us", a.start_us},
+    list.push_back({{"tensor", a.tensor},
+                    {"offset", a.offset},
+                    {"bytes", a.bytes},
+                    {"start_us", a.start_us},
                     {"end_us", a.end_us}});
   }
   return {{"peak_bytes", peak_bytes}, {"lower_bound_bytes", lower_bound_bytes}, {"allocations", list}};

@@ -64,8 +64,8 @@ ExecGraph pipelined(const ExecGraph& g, int stages, int micro_batches, const Mic
     for (int s = 0; s < stages; ++s) {  // a zero-time barrier per stage and micro-batch
       if (stage_tokens[s].empty()) continue;
       done[mb][s] = out.add_buffer("stage" + std::to_string(s) + tag + ":done", 0);
-      out.add_node("stage" + std::to_string(s) + tag, "StageBarrier", NodeCost{0, 0, 1, Unit::vector},
-                   stage_tokens[s], {done[mb][s]});
+      out.add_node("stage" + std::to_string(s) + tag, "StageBarrier", NodeCost{0, 0, 1, Unit::vector}, stage_tokens[s],
+                   {done[mb][s]});
     }
   }
   return out;

@@ -24,7 +24,7 @@
 namespace atvoss::execution {
 
 struct RecomputeResult {
-  ExecGraph graph;   // the run's graph with its recompute nodes
+  ExecGraph graph;  // the run's graph with its recompute nodes
   Timeline timeline;
   MemoryPlan plan;
   std::vector<std::string> tensors;  // recomputed, in the order chosen

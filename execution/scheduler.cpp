@@ -27,8 +27,10 @@ class Simulation {
   Simulation(const ExecGraph& g, const Device& d, const SchedulerOptions& o)
       : g_(g), device_(d), o_(o), n_(int(g.nodes().size())), rank_(upward_ranks(g)) {
     add_pool(Unit::cube, d.cube_cores);
-    if (d.split) add_pool(Unit::vector, d.vector_cores);
-    else pool_of_unit_[int(Unit::vector)] = pool_of_unit_[int(Unit::cube)];
+    if (d.split)
+      add_pool(Unit::vector, d.vector_cores);
+    else
+      pool_of_unit_[int(Unit::vector)] = pool_of_unit_[int(Unit::cube)];
     add_pool(Unit::copy, d.copy_engines);
     add_pool(Unit::comm, d.comm_engines);
     // Every device of the graph (NodeCost::device) has pools of its own.
@@ -193,8 +195,10 @@ class Simulation {
     free_[pool_of(i)] -= need(i);
     const auto lane = std::find(lanes_.begin(), lanes_.end(), false);
     r.stream = int(lane - lanes_.begin());
-    if (lane == lanes_.end()) lanes_.push_back(true);
-    else *lane = true;
+    if (lane == lanes_.end())
+      lanes_.push_back(true);
+    else
+      *lane = true;
   }
 
   void release(int i) {
@@ -268,8 +272,13 @@ Json Timeline::to_json(const ExecGraph& g) const {
   Json nodes = Json::array();
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const NodeRun& r = runs[i];
-    nodes.push_back({{"name", g.nodes()[i].name}, {"op", g.nodes()[i].op}, {"launched_us", r.launched_us},
-                     {"start_us", r.start_us}, {"end_us", r.end_us}, {"stream", r.stream}, {"unit", to_string(g.nodes()[i].cost.unit)},
+    nodes.push_back({{"name", g.nodes()[i].name},
+                     {"op", g.nodes()[i].op},
+                     {"launched_us", r.launched_us},
+                     {"start_us", r.start_us},
+                     {"end_us", r.end_us},
+                     {"stream", r.stream},
+                     {"unit", to_string(g.nodes()[i].cost.unit)},
                      {"device", g.nodes()[i].cost.device},
                      {"cores", r.cores}});
   }

@@ -39,7 +39,7 @@ namespace atvoss::execution {
 struct Device {
   int cube_cores = 1;
   int vector_cores = 1;
-  bool split = false;  // separate pools; otherwise one pool of cube_cores cores
+  bool split = false;    // separate pools; otherwise one pool of cube_cores cores
   int copy_engines = 1;  // host <-> device DMA queues
   int comm_engines = 1;  // collectives run one at a time, in launch order, as on one HCCL/NCCL stream
   // HBM bandwidth the kernels running at once share (NodeCost::hbm_bytes); 0: not shared,

@@ -12,16 +12,19 @@ double weight_bytes(const Workload& w) {
   const double b = dtype_bytes(w.dtype());
   switch (w.family()) {
     // With a batch dim both operands are activations (attention's Q K^T, P V).
-    case OpFamily::matmul: return w.info().batch_dim.empty() ? b * d("K") * d("N") : 0;
+    case OpFamily::matmul:
+      return w.info().batch_dim.empty() ? b * d("K") * d("N") : 0;
     case OpFamily::conv: {
       const double groups = w.dims().count("groups") ? d("groups") : 1;
       return b * d("K") * d("C") / groups * d("R") * d("S");
     }
-    case OpFamily::depthwise: return w.info().window_weights ? b * d("C") * d("R") * d("S") : 0;
+    case OpFamily::depthwise:
+      return w.info().window_weights ? b * d("C") * d("R") * d("S") : 0;
     case OpFamily::rows:
     case OpFamily::attention:
     case OpFamily::table:
-    case OpFamily::custom: return 0;
+    case OpFamily::custom:
+      return 0;
   }
   return 0;
 }
@@ -34,8 +37,8 @@ double activation_bytes(const Workload& w) {
 
 std::string MemoryFit::summary() const {
   std::string s = "weights " + lowering::format_bytes(weight_bytes) + " + peak activations " +
-                  lowering::format_bytes(peak_activation_bytes) +
-                  (peak_layer.empty() ? "" : " (" + peak_layer + ")") + " = " + lowering::format_bytes(need_bytes());
+                  lowering::format_bytes(peak_activation_bytes) + (peak_layer.empty() ? "" : " (" + peak_layer + ")") +
+                  " = " + lowering::format_bytes(need_bytes());
   if (capacity_bytes <= 0) return s + " (the target gives no device memory capacity)";
   char share[32];
   const double pct = 100.0 * need_bytes() / capacity_bytes;

@@ -67,8 +67,12 @@ TaskSet without_unschedulable(const TaskSet& tasks, const Target& target) {
 Json fallbacks_json(const TaskSet& tasks, const Target& target) {
   Json list = Json::array();
   for (const auto& n : tasks.fallbacks()) {
-    list.push_back({{"name", n.name}, {"op", n.op}, {"reason", n.reason}, {"count", n.count},
-                    {"bytes", n.bytes}, {"time_us", fallback_us(n, target)}});
+    list.push_back({{"name", n.name},
+                    {"op", n.op},
+                    {"reason", n.reason},
+                    {"count", n.count},
+                    {"bytes", n.bytes},
+                    {"time_us", fallback_us(n, target)}});
   }
   return list;
 }

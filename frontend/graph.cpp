@@ -65,13 +65,17 @@ Json Graph::summary() const {
     if (n.fused_into >= 0) {
       ++fused;
       fused_by[n.fused_by] = fused_by.value(n.fused_by, 0) + 1;
-    }
-    else if (n.kernel) ++kernels;
-    else if (n.view) ++views;
-    else ++not_tuned;
+    } else if (n.kernel)
+      ++kernels;
+    else if (n.view)
+      ++views;
+    else
+      ++not_tuned;
   }
-  return {{"nodes", nodes_.size()}, {"tensors", tensors_.size()}, {"edges", edges}, {"kernels", kernels},
-          {"fused", fused}, {"views", views}, {"not_tuned", not_tuned}, {"fused_by", fused_by}};
+  return {{"nodes", nodes_.size()}, {"tensors", tensors_.size()},
+          {"edges", edges},         {"kernels", kernels},
+          {"fused", fused},         {"views", views},
+          {"not_tuned", not_tuned}, {"fused_by", fused_by}};
 }
 
 }  // namespace atvoss::frontend

@@ -33,8 +33,8 @@ struct GraphTensor {
 
 struct GraphNode {
   std::string name;
-  std::string op;            // the model's op type, e.g. "Conv"
-  std::vector<int> inputs;   // tensor indices
+  std::string op;           // the model's op type, e.g. "Conv"
+  std::vector<int> inputs;  // tensor indices
   std::vector<int> outputs;
   // What the frontend made of it. A node with a kernel is a task (after fusion its epilogue
   // holds the ops fused into it); one without a kernel is a view (moves no data) or is not
@@ -43,22 +43,22 @@ struct GraphNode {
   bool view = false;
   std::string reason;
   Json attributes = Json::object();  // a node not tuned: the model's attributes, by name
-  double bytes = 0;  // bytes it reads and writes once (0: shapes unknown)
-  int count = 1;     // occurrences it stands for (a zoo layer repeated)
-  bool backward = false;  // a training step's backward pass or weight update (training.hpp)
+  double bytes = 0;                  // bytes it reads and writes once (0: shapes unknown)
+  int count = 1;                     // occurrences it stands for (a zoo layer repeated)
+  bool backward = false;             // a training step's backward pass or weight update (training.hpp)
   // The epilogue op it can be when it runs inside its producer's kernel (graph_fusion.hpp):
   // an activation's name, "add" (a two-input Add or Sum), "scale" (a two-input Mul or Div),
   // "batchnorm", "layernorm" (along the inner axis); empty: it never fuses.
   std::string step;
-  int fused_into = -1;  // after the fusion pass: the node whose kernel runs it
+  int fused_into = -1;   // after the fusion pass: the node whose kernel runs it
   std::string fused_by;  // and the rule that fused it (graph_fusion.hpp)
 };
 
 class Graph {
  public:
   // The tensor named name, added with these facts if new (a known one keeps its own).
-  int add_tensor(const std::string& name, std::vector<std::int64_t> shape = {}, double bytes = 0,
-                 bool constant = false, std::string dtype = "");
+  int add_tensor(const std::string& name, std::vector<std::int64_t> shape = {}, double bytes = 0, bool constant = false,
+                 std::string dtype = "");
   // Adds a node reading and writing the named tensors (unknown names are added, facts unknown).
   // bad_input if an output already has a producer: every tensor has one.
   int add_node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,

@@ -10,8 +10,8 @@ namespace {
 constexpr const char* kWhat = "graph";
 
 Json tensor_json(const GraphTensor& t) {
-  return {{"name", t.name}, {"shape", t.shape}, {"dtype", t.dtype}, {"bytes", t.bytes},
-          {"constant", t.constant}, {"output", t.output}};
+  return {{"name", t.name},   {"shape", t.shape},       {"dtype", t.dtype},
+          {"bytes", t.bytes}, {"constant", t.constant}, {"output", t.output}};
 }
 
 Json node_json(const Graph& g, const GraphNode& n) {
@@ -20,9 +20,9 @@ Json node_json(const Graph& g, const GraphNode& n) {
     for (int t : tensors) out.push_back(g.tensors()[t].name);
     return out;
   };
-  Json j{{"name", n.name}, {"op", n.op}, {"inputs", names(n.inputs)}, {"outputs", names(n.outputs)},
-         {"view", n.view}, {"reason", n.reason}, {"attributes", n.attributes}, {"bytes", n.bytes},
-         {"count", n.count}, {"step", n.step}, {"fused_by", n.fused_by}};
+  Json j{{"name", n.name},   {"op", n.op},         {"inputs", names(n.inputs)},  {"outputs", names(n.outputs)},
+         {"view", n.view},   {"reason", n.reason}, {"attributes", n.attributes}, {"bytes", n.bytes},
+         {"count", n.count}, {"step", n.step},     {"fused_by", n.fused_by}};
   j["kernel"] = n.kernel ? n.kernel->to_json() : Json();
   j["fused_into"] = n.fused_into >= 0 ? Json(g.nodes()[n.fused_into].name) : Json();
   return j;
@@ -55,7 +55,8 @@ void add_tensors(Graph& g, const Json& tensors) {
     const std::string where = "tensors[" + std::to_string(i) + "]";
     if (!t.is_object()) throw_bad_input(std::string(kWhat) + ": " + where + " must be an object");
     const std::string name = require_string(t, "name", std::string(kWhat) + ": " + where);
-    if (g.tensor_index(name) >= 0) throw_bad_input(std::string(kWhat) + ": " + where + ": duplicate tensor '" + name + "'");
+    if (g.tensor_index(name) >= 0)
+      throw_bad_input(std::string(kWhat) + ": " + where + ": duplicate tensor '" + name + "'");
     g.add_tensor(name, field(t, "shape", where, std::vector<std::int64_t>{}), field(t, "bytes", where, 0.0),
                  field(t, "constant", where, false), field(t, "dtype", where, std::string()));
     if (field(t, "output", where, false)) g.mark_output(name);
@@ -95,9 +96,9 @@ Graph graph_from_json(const Json& j) {
     const std::string context = std::string(kWhat) + ": " + where;
     const std::string name = require_string(n, "name", context);
     if (!names.insert(name).second) throw_bad_input(context + ": duplicate node '" + name + "'");
-    const int id = g.add_node(name, require_string(n, "op", context),
-                              field(n, "inputs", where, std::vector<std::string>{}),
-                              field(n, "outputs", where, std::vector<std::string>{}));
+    const int id =
+        g.add_node(name, require_string(n, "op", context), field(n, "inputs", where, std::vector<std::string>{}),
+                   field(n, "outputs", where, std::vector<std::string>{}));
     fill_node(g.node(id), n, where + " ('" + name + "')");
   }
   for (std::size_t i = 0; i < nodes.size(); ++i) {

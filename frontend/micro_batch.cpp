@@ -8,11 +8,16 @@ namespace {
 std::string batch_dim(const Workload& w) {
   switch (w.family()) {
     case OpFamily::conv:
-    case OpFamily::depthwise: return "N";
-    case OpFamily::matmul: return w.info().batch_dim.empty() ? "M" : w.info().batch_dim;
-    case OpFamily::rows: return "M";
-    case OpFamily::attention: return "B";
-    default: return "";
+    case OpFamily::depthwise:
+      return "N";
+    case OpFamily::matmul:
+      return w.info().batch_dim.empty() ? "M" : w.info().batch_dim;
+    case OpFamily::rows:
+      return "M";
+    case OpFamily::attention:
+      return "B";
+    default:
+      return "";
   }
 }
 

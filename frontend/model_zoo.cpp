@@ -26,32 +26,28 @@ Epilogue folded(Epilogue e) {
   return e;
 }
 
-Workload conv(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t k, std::int64_t rs,
-              std::int64_t stride, const Epilogue& epilogue) {
-  return Workload::from_json(Json{{"op", "conv2d"},
-                                  {"dims",
-                                   {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"K", k},
-                                    {"R", rs}, {"S", rs}, {"stride", stride}, {"pad", rs / 2}}},
-                                  {"epilogue", folded(epilogue)}});
+Workload conv(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t k, std::int64_t rs, std::int64_t stride,
+              const Epilogue& epilogue) {
+  return Workload::from_json(Json{
+      {"op", "conv2d"},
+      {"dims",
+       {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"K", k}, {"R", rs}, {"S", rs}, {"stride", stride}, {"pad", rs / 2}}},
+      {"epilogue", folded(epilogue)}});
 }
 
-Workload depthwise(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t stride,
-                   const Epilogue& epilogue) {
-  return Workload::from_json(Json{{"op", "depthwise_conv2d"},
-                                  {"dims",
-                                   {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"R", 3},
-                                    {"S", 3}, {"stride", stride}, {"pad", 1}}},
-                                  {"epilogue", folded(epilogue)}});
+Workload depthwise(std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t stride, const Epilogue& epilogue) {
+  return Workload::from_json(
+      Json{{"op", "depthwise_conv2d"},
+           {"dims", {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"R", 3}, {"S", 3}, {"stride", stride}, {"pad", 1}}},
+           {"epilogue", folded(epilogue)}});
 }
 
 Workload matmul(std::int64_t m, std::int64_t n, std::int64_t k, const Epilogue& epilogue) {
-  return Workload::from_json(
-      Json{{"op", "matmul"}, {"dims", {{"M", m}, {"N", n}, {"K", k}}}, {"epilogue", epilogue}});
+  return Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", m}, {"N", n}, {"K", k}}}, {"epilogue", epilogue}});
 }
 
 Workload batch_matmul(std::int64_t b, std::int64_t m, std::int64_t n, std::int64_t k) {
-  return Workload::from_json(
-      Json{{"op", "batch_matmul"}, {"dims", {{"B", b}, {"M", m}, {"N", n}, {"K", k}}}});
+  return Workload::from_json(Json{{"op", "batch_matmul"}, {"dims", {{"B", b}, {"M", m}, {"N", n}, {"K", k}}}});
 }
 
 Workload row_op(const std::string& op, std::int64_t m, std::int64_t n, const Epilogue& epilogue = {}) {
@@ -60,10 +56,9 @@ Workload row_op(const std::string& op, std::int64_t m, std::int64_t n, const Epi
 
 Workload pool(const std::string& op, std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t rs,
               std::int64_t stride, std::int64_t pad) {
-  return Workload::from_json(Json{{"op", op},
-                                  {"dims",
-                                   {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"R", rs}, {"S", rs},
-                                    {"stride", stride}, {"pad", pad}}}});
+  return Workload::from_json(Json{
+      {"op", op},
+      {"dims", {{"N", n}, {"C", c}, {"H", hw}, {"W", hw}, {"R", rs}, {"S", rs}, {"stride", stride}, {"pad", pad}}}});
 }
 
 // Averages each channel's hw x hw map: batch x channels rows of hw^2.
@@ -91,10 +86,8 @@ TaskSet resnet50(int batch) {
       const std::int64_t out_hw = hw / stride;
       set.add(conv(batch, in_ch, hw, width, 1, 1, bn_relu), layer + ".conv1");
       set.add(conv(batch, width, hw, width, 3, stride, bn_relu), layer + ".conv2");
-      set.add(conv(batch, width, out_hw, out_ch, 1, 1, {"batchnorm", "add", "relu"}),
-              layer + ".conv3");
-      if (b == 0) set.add(conv(batch, in_ch, hw, out_ch, 1, stride, {"batchnorm"}),
-                          layer + ".downsample");
+      set.add(conv(batch, width, out_hw, out_ch, 1, 1, {"batchnorm", "add", "relu"}), layer + ".conv3");
+      if (b == 0) set.add(conv(batch, in_ch, hw, out_ch, 1, stride, {"batchnorm"}), layer + ".downsample");
       in_ch = out_ch;
       hw = out_hw;
     }
@@ -132,8 +125,10 @@ TaskSet mobilenet_v2() {
   TaskSet set("mobilenet-v2", 1);
   const Epilogue bn_relu{"batchnorm", "relu"};  // ReLU6 clamps like ReLU on the vector unit
   set.add(conv(1, 3, 224, 32, 3, 2, bn_relu), "features.0");
-  struct Row { int t, c, n, s; };
-  const Row table[] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+  struct Row {
+    int t, c, n, s;
+  };
+  const Row table[] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                        {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   std::int64_t in_ch = 32, hw = 112;
   int index = 1;
@@ -146,8 +141,7 @@ TaskSet mobilenet_v2() {
       set.add(depthwise(1, hidden, hw, stride, bn_relu), layer + ".depthwise");
       hw /= stride;
       const bool residual = stride == 1 && in_ch == r.c;
-      set.add(conv(1, hidden, hw, r.c, 1, 1,
-                   residual ? Epilogue{"batchnorm", "add"} : Epilogue{"batchnorm"}),
+      set.add(conv(1, hidden, hw, r.c, 1, 1, residual ? Epilogue{"batchnorm", "add"} : Epilogue{"batchnorm"}),
               layer + ".project");
       in_ch = r.c;
     }
@@ -176,8 +170,7 @@ TaskSet yolov7_tiny() {
             name);
   };
   // ELAN: c_in -> four branches of c -> concat 4c -> 1x1 to out.
-  auto elan = [&](const std::string& name, std::int64_t c_in, std::int64_t c, std::int64_t out,
-                  std::int64_t hw) {
+  auto elan = [&](const std::string& name, std::int64_t c_in, std::int64_t c, std::int64_t out, std::int64_t hw) {
     cbl(c_in, hw, c, 1, 1, name + ".cv1");
     cbl(c_in, hw, c, 1, 1, name + ".cv2");
     cbl(c, hw, c, 3, 1, name + ".cv3");
@@ -276,8 +269,8 @@ TaskSet moe_block() {
   set.add(matmul(tokens, heads * head_dim, hidden, {}), "attention.wq");
   set.add(matmul(tokens, kv_heads * head_dim, hidden, {}), "attention.wk", 2);  // wk, wv
   set.add(transpose(tokens, heads * head_dim, head_dim), "attention.heads");
-  set.add(Workload::from_json(Json{{"op", "attention"},
-                                   {"dims", {{"B", heads}, {"S", tokens}, {"L", tokens}, {"D", head_dim}}}}),
+  set.add(Workload::from_json(
+              Json{{"op", "attention"}, {"dims", {{"B", heads}, {"S", tokens}, {"L", tokens}, {"D", head_dim}}}}),
           "attention.core");
   set.add(transpose(heads, tokens * head_dim, head_dim), "attention.merge");
   set.add(matmul(tokens, hidden, heads * head_dim, {"add"}), "attention.wo");
@@ -321,10 +314,9 @@ TaskSet mlp() {
 }  // namespace
 
 const std::vector<std::string>& zoo_names() {
-  static const std::vector<std::string> names = {"resnet50", "resnet50-b32", "bert-base",
-                                                 "mobilenet-v2", "mlp", "yolov7-tiny",
-                                                 "esrgan-rrdb", "moe-block", "resnet50-train",
-                                                 "bert-base-train"};
+  static const std::vector<std::string> names = {
+      "resnet50",    "resnet50-b32", "bert-base", "mobilenet-v2",   "mlp",
+      "yolov7-tiny", "esrgan-rrdb",  "moe-block", "resnet50-train", "bert-base-train"};
   return names;
 }
 

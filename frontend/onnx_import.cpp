@@ -28,7 +28,7 @@ using Shape = std::vector<std::int64_t>;
 struct GraphIndex {
   std::map<std::string, Shape> shapes;  // only tensors whose dims are all known
   std::map<std::string, int> elem_types;
-  std::set<std::string> constants;      // initializers and Constant outputs
+  std::set<std::string> constants;  // initializers and Constant outputs
   std::map<std::string, std::vector<int>> consumers;
   std::set<std::string> graph_outputs;
 };
@@ -121,13 +121,26 @@ Json attributes_of(const onnx::NodeProto& n) {
   Json j = Json::object();
   for (const auto& a : n.attribute()) {
     switch (a.type()) {
-      case onnx::AttributeProto::INT: j[a.name()] = a.i(); break;
-      case onnx::AttributeProto::FLOAT: j[a.name()] = a.f(); break;
-      case onnx::AttributeProto::STRING: j[a.name()] = a.s(); break;
-      case onnx::AttributeProto::INTS: j[a.name()] = std::vector<std::int64_t>(a.ints().begin(), a.ints().end()); break;
-      case onnx::AttributeProto::FLOATS: j[a.name()] = std::vector<float>(a.floats().begin(), a.floats().end()); break;
-      case onnx::AttributeProto::STRINGS: j[a.name()] = std::vector<std::string>(a.strings().begin(), a.strings().end()); break;
-      default: j[a.name()] = onnx::AttributeProto::AttributeType_Name(a.type());
+      case onnx::AttributeProto::INT:
+        j[a.name()] = a.i();
+        break;
+      case onnx::AttributeProto::FLOAT:
+        j[a.name()] = a.f();
+        break;
+      case onnx::AttributeProto::STRING:
+        j[a.name()] = a.s();
+        break;
+      case onnx::AttributeProto::INTS:
+        j[a.name()] = std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+        break;
+      case onnx::AttributeProto::FLOATS:
+        j[a.name()] = std::vector<float>(a.floats().begin(), a.floats().end());
+        break;
+      case onnx::AttributeProto::STRINGS:
+        j[a.name()] = std::vector<std::string>(a.strings().begin(), a.strings().end());
+        break;
+      default:
+        j[a.name()] = onnx::AttributeProto::AttributeType_Name(a.type());
     }
   }
   return j;
@@ -245,16 +258,21 @@ class Extractor {
     switch (type) {
       case onnx::TensorProto::INT8:
       case onnx::TensorProto::UINT8:
-      case onnx::TensorProto::BOOL: return 1;
+      case onnx::TensorProto::BOOL:
+        return 1;
       case onnx::TensorProto::FLOAT16:
       case onnx::TensorProto::BFLOAT16:
       case onnx::TensorProto::INT16:
-      case onnx::TensorProto::UINT16: return 2;
+      case onnx::TensorProto::UINT16:
+        return 2;
       case onnx::TensorProto::INT32:
-      case onnx::TensorProto::UINT32: return 4;
+      case onnx::TensorProto::UINT32:
+        return 4;
       case onnx::TensorProto::INT64:
-      case onnx::TensorProto::UINT64: return 8;
-      default: return dtype_bytes(options_.float_dtype);
+      case onnx::TensorProto::UINT64:
+        return 8;
+      default:
+        return dtype_bytes(options_.float_dtype);
     }
   }
 
@@ -281,18 +299,21 @@ class Extractor {
     auto it = index_.elem_types.find(tensor);
     if (it == index_.elem_types.end()) return options_.float_dtype;
     switch (it->second) {
-      case onnx::TensorProto::FLOAT16: return DType::float16;
-      case onnx::TensorProto::BFLOAT16: return DType::bfloat16;
+      case onnx::TensorProto::FLOAT16:
+        return DType::float16;
+      case onnx::TensorProto::BFLOAT16:
+        return DType::bfloat16;
       case onnx::TensorProto::INT8:
-      case onnx::TensorProto::UINT8: return DType::int8;
-      default: return options_.float_dtype;
+      case onnx::TensorProto::UINT8:
+        return DType::int8;
+      default:
+        return options_.float_dtype;
     }
   }
 
   // Views and inference no-ops: no data moves, nothing to tune or report.
   bool is_folded(const onnx::NodeProto& node) const {
-    static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                                "Identity", "Dropout"};
+    static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
     if (views.count(node.op_type())) return true;
     for (const auto& o : node.output()) {
       if (!index_.constants.count(o)) return false;
@@ -306,11 +327,21 @@ class Extractor {
   // one transcendental (Tanh, Softsign, Softplus, HardSigmoid as sigmoid), a transcendental
   // and a multiply (HardSwish, Mish as silu).
   static std::optional<std::string> activation_of(const onnx::NodeProto& n) {
-    static const std::map<std::string, std::string> ops = {
-        {"Relu", "relu"}, {"Clip", "relu"}, {"LeakyRelu", "leaky_relu"}, {"Elu", "leaky_relu"},
-        {"Selu", "leaky_relu"}, {"PRelu", "leaky_relu"}, {"ThresholdedRelu", "leaky_relu"},
-        {"Gelu", "gelu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "sigmoid"}, {"Softsign", "sigmoid"},
-        {"Softplus", "sigmoid"}, {"HardSigmoid", "sigmoid"}, {"HardSwish", "silu"}, {"Mish", "silu"}};
+    static const std::map<std::string, std::string> ops = {{"Relu", "relu"},
+                                                           {"Clip", "relu"},
+                                                           {"LeakyRelu", "leaky_relu"},
+                                                           {"Elu", "leaky_relu"},
+                                                           {"Selu", "leaky_relu"},
+                                                           {"PRelu", "leaky_relu"},
+                                                           {"ThresholdedRelu", "leaky_relu"},
+                                                           {"Gelu", "gelu"},
+                                                           {"Sigmoid", "sigmoid"},
+                                                           {"Tanh", "sigmoid"},
+                                                           {"Softsign", "sigmoid"},
+                                                           {"Softplus", "sigmoid"},
+                                                           {"HardSigmoid", "sigmoid"},
+                                                           {"HardSwish", "silu"},
+                                                           {"Mish", "silu"}};
     const auto it = ops.find(n.op_type());
     return it == ops.end() ? std::nullopt : std::optional(it->second);
   }
@@ -322,10 +353,8 @@ class Extractor {
     return std::make_pair(product(x->begin(), x->end() - 1), x->back());
   }
 
-  Json rows_workload(const std::string& op, const onnx::NodeProto& node, std::int64_t m,
-                     std::int64_t n) const {
-    return Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))},
-                {"dims", {{"M", m}, {"N", n}}}};
+  Json rows_workload(const std::string& op, const onnx::NodeProto& node, std::int64_t m, std::int64_t n) const {
+    return Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", {{"M", m}, {"N", n}}}};
   }
 
   // The node's own kernel (describe() points kernel_ at the node being described).
@@ -351,14 +380,13 @@ class Extractor {
     const std::int64_t c = (*x)[1], k = (*w)[0];
     std::string op = "conv2d";
     if (group != 1) op = group == c && k == c && (*w)[1] == 1 ? "depthwise_conv2d" : "group_conv2d";
-    Json dims{{"N", (*x)[0]}, {"C", c}, {"H", (*x)[2]}, {"W", (*x)[3]}, {"R", r}, {"S", s},
-              {"stride", stride}, {"pad", pad}};
+    Json dims{{"N", (*x)[0]}, {"C", c}, {"H", (*x)[2]},     {"W", (*x)[3]},
+              {"R", r},       {"S", s}, {"stride", stride}, {"pad", pad}};
     if (op != "depthwise_conv2d") dims["K"] = k;
     if (op == "group_conv2d") dims["groups"] = group;
     std::vector<std::string> start;
     if (node.input_size() >= 3 && !node.input(2).empty()) start.push_back("bias");
-    add_task(Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims},
-                  {"epilogue", start}},
+    add_task(Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims}, {"epilogue", start}},
              node);
     return std::nullopt;
   }
@@ -393,8 +421,10 @@ class Extractor {
     const std::int64_t n = tb ? (*b)[0] : (*b)[1];
     std::vector<std::string> start;
     if (node.input_size() >= 3 && !node.input(2).empty()) start.push_back("bias");
-    add_task(Json{{"op", "matmul"}, {"dtype", to_string(dtype_of(node.input(0)))},
-                  {"dims", {{"M", m}, {"N", n}, {"K", k}}}, {"epilogue", start}},
+    add_task(Json{{"op", "matmul"},
+                  {"dtype", to_string(dtype_of(node.input(0)))},
+                  {"dims", {{"M", m}, {"N", n}, {"K", k}}},
+                  {"epilogue", start}},
              node);
     return std::nullopt;
   }
@@ -454,8 +484,8 @@ class Extractor {
       }
       end[a] = std::max<std::int64_t>(needed - begin[a], 0);
     }
-    Json dims{{"N", (*x)[0]}, {"C", (*x)[1]}, {"H", (*x)[2]}, {"W", (*x)[3]}, {"R", kernel[0]},
-              {"S", kernel[1]}, {"stride", strides[0]}, {"pad", begin[0]}};
+    Json dims{{"N", (*x)[0]},   {"C", (*x)[1]},   {"H", (*x)[2]},         {"W", (*x)[3]},
+              {"R", kernel[0]}, {"S", kernel[1]}, {"stride", strides[0]}, {"pad", begin[0]}};
     // Only what differs from the symmetric default is written, so plain pools keep their keys.
     auto optional = [&](const char* name, std::int64_t v, std::int64_t fallback) {
       if (v != fallback) dims[name] = v;
@@ -466,7 +496,8 @@ class Extractor {
     optional("stride_w", strides[1], strides[0]);
     optional("dilation", dilations[0], 1);
     add_task(Json{{"op", what == "MaxPool" ? "max_pool2d" : "avg_pool2d"},
-                  {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims}},
+                  {"dtype", to_string(dtype_of(node.input(0)))},
+                  {"dims", dims}},
              node);
     return std::nullopt;
   }
@@ -507,9 +538,9 @@ class Extractor {
     auto axis = int_attr(node, "axis", 0);
     if (axis < 0) axis += std::int64_t(y->size());
     if (axis < 0 || axis >= std::int64_t(y->size())) return "Concat (bad axis)";
-    add_task(rows_workload("concat", node, product(y->begin(), y->begin() + axis),
-                           product(y->begin() + axis, y->end())),
-             node);
+    add_task(
+        rows_workload("concat", node, product(y->begin(), y->begin() + axis), product(y->begin() + axis, y->end())),
+        node);
     return std::nullopt;
   }
 
@@ -526,7 +557,8 @@ class Extractor {
     if (perm.size() != x->size()) return "Transpose (bad perm)";
     std::vector<bool> seen(perm.size(), false);
     for (const auto p : perm) {
-      if (p < 0 || p >= std::int64_t(perm.size()) || seen[std::size_t(p)]) return "Transpose (perm is not a permutation)";
+      if (p < 0 || p >= std::int64_t(perm.size()) || seen[std::size_t(p)])
+        return "Transpose (perm is not a permutation)";
       seen[std::size_t(p)] = true;
     }
     std::size_t kept = perm.size();
@@ -535,7 +567,8 @@ class Extractor {
     const std::int64_t inner = product(x->begin() + std::int64_t(kept), x->end());
     const std::int64_t m = (*x)[perm[kept - 1]];
     const std::int64_t total = product(x->begin(), x->end());
-    add_task(Json{{"op", "transpose"}, {"dtype", to_string(dtype_of(node.input(0)))},
+    add_task(Json{{"op", "transpose"},
+                  {"dtype", to_string(dtype_of(node.input(0)))},
                   {"dims", {{"M", m}, {"N", total / m}, {"inner", inner}}}},
              node);
     return std::nullopt;
@@ -550,7 +583,8 @@ class Extractor {
     if ((*y)[2] != scale * (*x)[2] || (*y)[3] != scale * (*x)[3] || (*y)[1] != (*x)[1]) {
       return node.op_type() + " (not a whole, equal factor in H and W)";
     }
-    add_task(Json{{"op", "upsample"}, {"dtype", to_string(dtype_of(node.input(0)))},
+    add_task(Json{{"op", "upsample"},
+                  {"dtype", to_string(dtype_of(node.input(0)))},
                   {"dims", {{"M", (*x)[0] * (*x)[1] * (*x)[2]}, {"N", (*x)[3]}, {"scale", scale}}}},
              node);
     return std::nullopt;
@@ -618,8 +652,8 @@ void check_window_shapes(const onnx::GraphProto& graph) {
   static const std::set<std::string> window_ops = {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"};
   for (const auto& node : graph.node()) {
     if (!window_ops.count(node.op_type())) continue;
-    const std::string where = "model: node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" +
-                              node.op_type() + ")";
+    const std::string where =
+        "model: node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" + node.op_type() + ")";
     const bool conv = node.op_type() == "Conv" || node.op_type() == "ConvTranspose";
     if (conv && (node.input_size() < 2 || node.input_size() > 3)) throw_bad_input(where + ": expected 2 or 3 inputs");
     if (!conv && node.input_size() != 1) throw_bad_input(where + ": expected 1 input");
@@ -627,8 +661,11 @@ void check_window_shapes(const onnx::GraphProto& graph) {
     for (int i = 0; i < (conv ? 2 : 1); ++i) {
       const auto it = ranks.find(node.input(i));
       if (it == ranks.end()) continue;
-      if (it->second < 3) throw_bad_input(where + ": input '" + node.input(i) + "' has rank " + std::to_string(it->second) + ", expected 3 or more");
-      if (spatial >= 0 && spatial != it->second - 2) throw_bad_input(where + ": the data and the weight differ in rank");
+      if (it->second < 3)
+        throw_bad_input(where + ": input '" + node.input(i) + "' has rank " + std::to_string(it->second) +
+                        ", expected 3 or more");
+      if (spatial >= 0 && spatial != it->second - 2)
+        throw_bad_input(where + ": the data and the weight differ in rank");
       spatial = it->second - 2;
     }
     for (const auto& a : node.attribute()) {
@@ -637,8 +674,9 @@ void check_window_shapes(const onnx::GraphProto& graph) {
       const int want = n == "pads" ? 2 * spatial : spatial;
       const int len = a.ints_size();
       if ((spatial >= 0 && len != want) || (n == "pads" && len % 2 != 0) || len == 0) {
-        throw_bad_input(where + ": attribute '" + n + "' has " + std::to_string(len) + " values" +
-                        (spatial >= 0 ? ", expected " + std::to_string(want) : std::string(", expected one per spatial axis")));
+        throw_bad_input(
+            where + ": attribute '" + n + "' has " + std::to_string(len) + " values" +
+            (spatial >= 0 ? ", expected " + std::to_string(want) : std::string(", expected one per spatial axis")));
       }
     }
   }

@@ -34,8 +34,8 @@ DType dtype_of_bits(const Json& j, const std::string& where) {
   };
   const auto w = bits("weight"), a = bits("act");
   if (w != a) {
-    throw_bad_input(where + ": weight and act bits must agree (one dtype per kernel), got " +
-                    std::to_string(w) + " and " + std::to_string(a));
+    throw_bad_input(where + ": weight and act bits must agree (one dtype per kernel), got " + std::to_string(w) +
+                    " and " + std::to_string(a));
   }
   if (j.contains("type")) {
     if (!j["type"].is_string()) throw_bad_input(where + ": field 'type' must be a dtype name");
@@ -54,8 +54,8 @@ DType dtype_of(const Json& j, const std::string& where) {
 // Ops a whole-model int8 keeps in float: their error is not the matmul's rounding noise
 // (softmax's exp, layernorm's statistics) or they move data only (pools).
 bool keeps_float(const Workload& w) {
-  static const std::set<std::string> ops = {"softmax", "layernorm", "lrn", "max_pool2d", "avg_pool2d",
-                                            "global_avg_pool", "reduce"};
+  static const std::set<std::string> ops = {"softmax",    "layernorm",       "lrn",   "max_pool2d",
+                                            "avg_pool2d", "global_avg_pool", "reduce"};
   return ops.count(w.op()) > 0;
 }
 
@@ -78,8 +78,8 @@ PrecisionSpec fit_precision(const PrecisionSpec& spec, const Target& target, std
   auto fit = [&](DType d, const std::string& where) {
     if (target.supports(d)) return d;
     warnings.push_back("precision: " + std::string(to_string(d)) + " is not supported by " + target.name +
-                       "'s matrix unit (it runs " + runs + "); " + where + " runs " +
-                       std::string(to_string(instead)) + " instead");
+                       "'s matrix unit (it runs " + runs + "); " + where + " runs " + std::string(to_string(instead)) +
+                       " instead");
     return instead;
   };
   PrecisionSpec out = spec;
@@ -220,19 +220,26 @@ double int8_error_estimate(const Workload& w) {
   if (w.dtype() != DType::int8 || w.is_table()) return 0;
   double fan_in = 1;
   switch (w.family()) {
-    case OpFamily::matmul: fan_in = double(w.dim("K")); break;
+    case OpFamily::matmul:
+      fan_in = double(w.dim("K"));
+      break;
     case OpFamily::conv: {
       const double groups = w.dims().count("groups") ? double(w.dim("groups")) : 1;
       fan_in = double(w.dim("C")) / groups * double(w.dim("R") * w.dim("S"));
       break;
     }
-    case OpFamily::depthwise: fan_in = double(w.dim("R") * w.dim("S")); break;
-    case OpFamily::rows: fan_in = w.info().row_reduction || w.info().row_output == RowOutput::one_per_row
-                                      ? double(w.dim("N")) : 1;
+    case OpFamily::depthwise:
+      fan_in = double(w.dim("R") * w.dim("S"));
       break;
-    case OpFamily::attention: fan_in = double(std::max(w.dim("D"), w.dim("L"))); break;
+    case OpFamily::rows:
+      fan_in = w.info().row_reduction || w.info().row_output == RowOutput::one_per_row ? double(w.dim("N")) : 1;
+      break;
+    case OpFamily::attention:
+      fan_in = double(std::max(w.dim("D"), w.dim("L")));
+      break;
     case OpFamily::table:
-    case OpFamily::custom: break;
+    case OpFamily::custom:
+      break;
   }
   return std::sqrt(fan_in) / 254.0;
 }

@@ -2,13 +2,9 @@
 
 namespace atvoss::frontend {
 
-void TaskSet::add(const Workload& w, const std::string& name, int count) {
-  add_step(w, name, count, false);
-}
+void TaskSet::add(const Workload& w, const std::string& name, int count) { add_step(w, name, count, false); }
 
-void TaskSet::add_standalone(const Workload& w, const std::string& name, int count) {
-  add_step(w, name, count, true);
-}
+void TaskSet::add_standalone(const Workload& w, const std::string& name, int count) { add_step(w, name, count, true); }
 
 void TaskSet::add_step(const Workload& w, const std::string& name, int count, bool standalone) {
   for (std::size_t i = 0; i < tasks_.size(); ++i) {

@@ -35,8 +35,13 @@ BackwardKernels conv_backward(const Workload& w) {
   auto d = [&](const char* n) { return w.dim(n); };
   const std::int64_t oh = w.out_h(), ow = w.out_w(), stride = d("stride");
   const std::int64_t pad = std::max<std::int64_t>(0, d("R") - 1 - d("pad"));
-  Json dims{{"N", d("N")}, {"H", (oh - 1) * stride + 1}, {"W", (ow - 1) * stride + 1}, {"R", d("R")}, {"S", d("S")},
-            {"stride", 1}, {"pad", pad}};
+  Json dims{{"N", d("N")},
+            {"H", (oh - 1) * stride + 1},
+            {"W", (ow - 1) * stride + 1},
+            {"R", d("R")},
+            {"S", d("S")},
+            {"stride", 1},
+            {"pad", pad}};
   BackwardKernels b;
   if (w.op() == "depthwise_conv2d") {
     dims["C"] = d("C");
@@ -48,7 +53,8 @@ BackwardKernels conv_backward(const Workload& w) {
     dims["K"] = d("C");
     if (groups > 1) dims["groups"] = groups;
     b.data_grad = make(w.op(), w.dtype(), dims);
-    b.weight_grad = make("matmul", w.dtype(), {{"M", d("K")}, {"N", d("C") / groups * d("R") * d("S")}, {"K", d("N") * oh * ow}});
+    b.weight_grad =
+        make("matmul", w.dtype(), {{"M", d("K")}, {"N", d("C") / groups * d("R") * d("S")}, {"K", d("N") * oh * ow}});
   }
   if (w.has_epilogue("bias")) b.bias_grad = make("reduce", w.dtype(), {{"M", d("K")}, {"N", d("N") * oh * ow}});
   return b;
@@ -171,34 +177,37 @@ class Builder {
     int main = -1, second = -1;  // the kernel's own first and second activation inputs
     for (int in : n.inputs) {
       if (tensor(in).constant) continue;
-      if (main < 0) main = in;
-      else if (second < 0) second = in;
+      if (main < 0)
+        main = in;
+      else if (second < 0)
+        second = in;
     }
     const std::string dname = main >= 0 ? tensor(main).dtype : "";
     if (!n.kernel) {  // not tuned: its backward moves as many bytes, by the same rule
       for (int in : ins) {
         if (!needs_grad(in)) continue;
-        contrib_[in].push_back(add(n.name + ".backward@" + tensor(in).name, n.op, std::nullopt, grads,
-                                   tensor(in).bytes, n.count, tensor(in).dtype));
+        contrib_[in].push_back(add(n.name + ".backward@" + tensor(in).name, n.op, std::nullopt, grads, tensor(in).bytes,
+                                   n.count, tensor(in).dtype));
       }
       return;
     }
     const BackwardKernels b = backward_of(*n.kernel);
     const bool batched = n.kernel->is_matmul_like() && !n.kernel->info().batch_dim.empty();
     if (b.data_grad && main >= 0 && needs_grad(main)) {
-      contrib_[main].push_back(add(n.name + ".dgrad", n.op + "Grad", b.data_grad, grads, tensor(main).bytes, n.count, dname));
+      contrib_[main].push_back(
+          add(n.name + ".dgrad", n.op + "Grad", b.data_grad, grads, tensor(main).bytes, n.count, dname));
     }
     if (b.weight_grad) {
       std::vector<std::string> reads = grads;
       if (main >= 0) reads.push_back(tensor(main).name);  // the activation the backward keeps alive
       if (batched) {
         if (second >= 0 && needs_grad(second)) {
-          contrib_[second].push_back(add(n.name + ".dgrad2", n.op + "Grad", b.weight_grad, reads, tensor(second).bytes,
-                                         n.count, dname));
+          contrib_[second].push_back(
+              add(n.name + ".dgrad2", n.op + "Grad", b.weight_grad, reads, tensor(second).bytes, n.count, dname));
         }
       } else {
-        const std::string wgrad = add(n.name + ".wgrad", n.op + "WeightGrad", b.weight_grad, reads,
-                                      weight_bytes(*n.kernel), n.count, dname);
+        const std::string wgrad =
+            add(n.name + ".wgrad", n.op + "WeightGrad", b.weight_grad, reads, weight_bytes(*n.kernel), n.count, dname);
         add(n.name + ".update", "OptimizerUpdate", optimizer_update(*n.kernel), {wgrad}, weight_bytes(*n.kernel),
             n.count, dname);
       }

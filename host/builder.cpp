@@ -129,7 +129,7 @@ BuildResult build_one(const std::string& source, const BuildOptions& o, const fs
   }
   // Digest first: a reader that finds the object finds its digest.
   fs::rename(digest_tmp, so.string() + ".sha256", ec);
-  fs::rename(tmp, so, ec);  // atomic: a concurrent build of the same source wrote the same bytes
+  fs::rename(tmp, so, ec);                    // atomic: a concurrent build of the same source wrote the same bytes
   fs::rename(src, dir / (key + ".cpp"), ec);  // kept beside the .so for reading
   if (ec) fs::remove(src, ec);
   return r;
@@ -172,8 +172,8 @@ std::vector<BuildResult> build_all(const std::vector<std::string>& sources, cons
   const fs::path dir = root / "kernels";
   require_private_dir(dir.string());
   std::vector<BuildResult> results(sources.size());
-  const int jobs = std::max(1, std::min<int>(options.jobs > 0 ? options.jobs : this_machine().physical_cores,
-                                             int(sources.size())));
+  const int jobs =
+      std::max(1, std::min<int>(options.jobs > 0 ? options.jobs : this_machine().physical_cores, int(sources.size())));
   std::atomic<std::size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mu;

@@ -26,8 +26,8 @@ struct BuildOptions {
   std::string compiler;   // empty: $ATVOSS_HOST_CXX, else "c++" (looked up in PATH)
   // -fopenmp for the threads knob (a kernel with threads 1 has no OpenMP pragma).
   std::vector<std::string> flags = {"-std=gnu++17", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp"};
-  int jobs = 0;           // parallel compiles; 0: the physical cores
-  double timeout_s = 120; // a compile running longer is killed: compile_error
+  int jobs = 0;            // parallel compiles; 0: the physical cores
+  double timeout_s = 120;  // a compile running longer is killed: compile_error
   // The CPU the objects are for (its fingerprint, machine.hpp), part of the key since they
   // are built with -march=native; empty: this machine's.
   std::string cpu;
@@ -38,8 +38,8 @@ struct BuildOptions {
 struct BuildResult {
   Status status = Status::ok;  // ok, compile_error, or error when cancelled
   std::string so_path;
-  std::string message;         // the compiler's first lines on compile_error
-  double compile_us = 0;       // wall time of this build (0 on a cache hit)
+  std::string message;    // the compiler's first lines on compile_error
+  double compile_us = 0;  // wall time of this build (0 on a cache hit)
   bool cached = false;
 };
 

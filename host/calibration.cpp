@@ -12,9 +12,12 @@ namespace atvoss::host {
 
 std::string_view to_string(CalibrationMethod m) {
   switch (m) {
-    case CalibrationMethod::min_max: return "min_max";
-    case CalibrationMethod::percentile: return "percentile";
-    case CalibrationMethod::entropy: return "entropy";
+    case CalibrationMethod::min_max:
+      return "min_max";
+    case CalibrationMethod::percentile:
+      return "percentile";
+    case CalibrationMethod::entropy:
+      return "entropy";
   }
   return "unknown";
 }
@@ -22,8 +25,8 @@ std::string_view to_string(CalibrationMethod m) {
 CalibrationMethod parse_calibration_method(std::string_view s) {
   for (auto m : {CalibrationMethod::min_max, CalibrationMethod::percentile, CalibrationMethod::entropy})
     if (to_string(m) == s) return m;
-  throw_bad_input("calibration: field 'method' must be one of min_max, percentile, entropy; got '" +
-                  std::string(s) + "'");
+  throw_bad_input("calibration: field 'method' must be one of min_max, percentile, entropy; got '" + std::string(s) +
+                  "'");
 }
 
 namespace {
@@ -42,16 +45,16 @@ void require_samples(std::span<const float> v, const std::string& field) {
   if (v.empty()) throw_bad_input("calibration: field '" + field + "' must not be empty");
   for (std::size_t i = 0; i < v.size(); ++i)
     if (!std::isfinite(v[i]))
-      throw_bad_input("calibration: field '" + field + "' must be finite, got " + std::to_string(v[i]) +
-                      " at index " + std::to_string(i));
+      throw_bad_input("calibration: field '" + field + "' must be finite, got " + std::to_string(v[i]) + " at index " +
+                      std::to_string(i));
 }
 
 QuantRange holding_zero(double lo, double hi) { return {float(std::min(lo, 0.0)), float(std::max(hi, 0.0))}; }
 
 void require_range(QuantRange r) {
   if (!std::isfinite(r.lo) || !std::isfinite(r.hi) || r.lo > r.hi)
-    throw_bad_input("calibration: field 'range' must be finite with lo <= hi, got [" + std::to_string(r.lo) +
-                    ", " + std::to_string(r.hi) + "]");
+    throw_bad_input("calibration: field 'range' must be finite with lo <= hi, got [" + std::to_string(r.lo) + ", " +
+                    std::to_string(r.hi) + "]");
 }
 
 // The codes extend a range that misses 0 to hold it, as affine_u8 does.
@@ -158,9 +161,12 @@ QuantRange calibrate(std::span<const float> samples, const CalibrationOptions& o
   validate(options);
   require_samples(samples, "samples");
   switch (options.method) {
-    case CalibrationMethod::min_max: return min_max(samples, options.symmetric);
-    case CalibrationMethod::percentile: return percentile(samples, options.percentile, options.symmetric);
-    case CalibrationMethod::entropy: return entropy(samples, options.bins, options.symmetric);
+    case CalibrationMethod::min_max:
+      return min_max(samples, options.symmetric);
+    case CalibrationMethod::percentile:
+      return percentile(samples, options.percentile, options.symmetric);
+    case CalibrationMethod::entropy:
+      return entropy(samples, options.bins, options.symmetric);
   }
   throw Error(ErrorKind::internal, "calibration: unknown method");
 }

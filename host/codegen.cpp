@@ -175,8 +175,8 @@ std::string matmul_constants(const Workload& w, const Schedule& s, const Machine
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
   const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
   std::ostringstream o;
-  o << "constexpr long BATCH = " << shape.batch << ", M = " << shape.m << ", N = " << shape.n
-    << ", K = " << shape.k << ";\n"
+  o << "constexpr long BATCH = " << shape.batch << ", M = " << shape.m << ", N = " << shape.n << ", K = " << shape.k
+    << ";\n"
     << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
     << "constexpr long MC = " << round_to(knob(knobs::tile_m), mr) << ", NC = " << round_to(knob(knobs::tile_n), nr)
     << ", KC = " << kc << ";\n"
@@ -198,8 +198,8 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     << "constexpr long AP_FLOATS = ((MC + MR) * KC + 15) / 16 * 16, BP_FLOATS = ((NC + NR) * KC + 15) / 16 * 16;\n"
     << "constexpr long ROWS = M, COLS = N;\n"
     << vector_helpers() << epilogue_functions(split) << separate_pass_function()
-    << with_unroll(kKernel, knob(knobs::k_steps)) << "}  // namespace\n\n" << threads_symbol_text(threads)
-    << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
+    << with_unroll(kKernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
+    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
     << "  static thread_local Scratch ap(" << threads << " * AP_FLOATS), bp(" << threads << " * BP_FLOATS);\n"
     << "  for (long b = 0; b < BATCH; ++b) {\n"
     << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"

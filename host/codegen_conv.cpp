@@ -343,9 +343,8 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
 
   std::ostringstream o;
   const int threads = int(knob(knobs::threads));
-  o << kernel_preamble(w, s, threads)
-    << "constexpr long N = " << w.dim("N") << ", H = " << w.dim("H") << ", W = " << w.dim("W")
-    << ", C = " << w.dim("C") << ", R = " << w.dim("R") << ", S = " << w.dim("S") << ";\n"
+  o << kernel_preamble(w, s, threads) << "constexpr long N = " << w.dim("N") << ", H = " << w.dim("H")
+    << ", W = " << w.dim("W") << ", C = " << w.dim("C") << ", R = " << w.dim("R") << ", S = " << w.dim("S") << ";\n"
     << "constexpr long STRIDE = " << w.dim("stride") << ", PAD = " << w.dim("pad") << ", OH = " << w.out_h()
     << ", OW = " << w.out_w() << ";\n"
     << "constexpr long ROWS = OH * OW, COLS = " << cols << ";\n";
@@ -365,9 +364,10 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     << vector_helpers() << epilogue_functions(split) << separate_pass_function();
   std::string kernel = std::string(kCommon) + (dw ? kDepthwise : kConv);
   replace_all(kernel, "UNROLL", std::to_string(knob(knobs::k_steps)));
-  o << kernel << "}  // namespace\n\n" << threads_symbol_text(threads)
-    << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
-    << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED") << "), pad(PAD > 0 ? HP * WP * C : 0);\n"
+  o << kernel << "}  // namespace\n\n"
+    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
+    << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED")
+    << "), pad(PAD > 0 ? HP * WP * C : 0);\n"
     << "  for (long n = 0; n < N; ++n) {\n"
     << "    const float* in = padded(g->a + n * H * W * C, pad.p);\n"
     << "    float* out = g->c + n * ROWS * COLS;\n"

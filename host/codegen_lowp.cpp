@@ -260,8 +260,8 @@ std::string generate_low_precision_source(const Workload& w, const Schedule& s, 
   const long kc = (knob(knobs::tile_k) + kg - 1) / kg * kg;
 
   std::ostringstream o;
-  o << "#include <immintrin.h>\n" << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, kc)
-    << "constexpr long ROWS = M, COLS = N;\n"
+  o << "#include <immintrin.h>\n"
+    << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, kc) << "constexpr long ROWS = M, COLS = N;\n"
     << (int8 ? kInt8Types : kBf16Types)
     // Elements per thread's packing buffer, whole cache lines.
     << "constexpr long AP_ELEMS = ((MC + MR) * ((KC + KG - 1) / KG * KG) * " << elem << " + 63) / 64 * 64 / " << elem
@@ -276,7 +276,8 @@ std::string generate_low_precision_source(const Workload& w, const Schedule& s, 
     << "  for (long b = 0; b < BATCH; ++b) {\n"
     << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
     << "    float* C = g->c + b * M * N;\n"
-    << "    gemm(qa + b * M * K, qb + b * K * N, C, *g, res, (TA*)ap.p, (TB*)bp.p, INT8 ? g->qcomp + b * N : nullptr);\n";
+    << "    gemm(qa + b * M * K, qb + b * K * N, C, *g, res, (TA*)ap.p, (TB*)bp.p, INT8 ? g->qcomp + b * N : "
+       "nullptr);\n";
   o << separate_pass_calls(split, "C") << "  }\n}\n";
   return o.str();
 }

@@ -49,8 +49,7 @@ std::string map_block(const Workload& w, const lowering::FusionSplit& split) {
   o << "void block(const AtvossArgs& g, long r0, long rows) {\n"
     << "  for (long r = r0; r < r0 + rows; ++r) {\n"
     << "    const float* a = g.a + r * N;\n"
-    << (binary ? "    const float* b = g.b + r * N;\n" : "")
-    << "    float* c = g.c + r * N;\n"
+    << (binary ? "    const float* b = g.b + r * N;\n" : "") << "    float* c = g.c + r * N;\n"
     << "    const float* res = g.residual ? g.residual + r * N : nullptr;\n"
     << "    walk(a, [&](long j, long) { storeu(c + j, fused<true>(" << full << ", g, res, j, VL)); },\n"
     << "         [&](long j, long n) { store_n(c + j, fused<false>(" << part << ", g, res, j, n), n); });\n"
@@ -198,15 +197,14 @@ std::string generate_rowops_source(const Workload& w, const Schedule& s, const M
   const lowering::FusionSplit split =
       lowering::split_epilogue(w.op(), w.epilogue(), int(s.get_or(std::string(knobs::fusion_level), 0)));
   std::ostringstream o;
-  o << kernel_preamble(w, s, threads)
-    << "constexpr long M = " << w.dim("M") << ", N = " << w.dim("N") << ";\n"
+  o << kernel_preamble(w, s, threads) << "constexpr long M = " << w.dim("M") << ", N = " << w.dim("N") << ";\n"
     << "constexpr long VL = " << m.lanes() << ", TM = " << knob(knobs::tile_m)
     << ", CV = " << knob(knobs::tile_n) / m.lanes() << ";\n"
     << "constexpr long PF = " << 128 * (knob(knobs::async_copy_depth) - 1) << ";\n"
     << "constexpr float EPS = " << kLayernormEpsilon << "f;\n"
-    << vector_helpers() << epilogue_functions(split)
-    << with_unroll(kWalk, knob(knobs::k_steps)) << block_function(w, s, split) << "}  // namespace\n\n" << threads_symbol_text(threads)
-    << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
+    << vector_helpers() << epilogue_functions(split) << with_unroll(kWalk, knob(knobs::k_steps))
+    << block_function(w, s, split) << "}  // namespace\n\n"
+    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
     << "  PARALLEL_FOR\n"
     << "  for (long b = 0; b < (M + TM - 1) / TM; ++b) block(*g, b * TM, M - b * TM < TM ? M - b * TM : TM);\n"
     << "}\n";

@@ -29,9 +29,8 @@ std::int64_t at(const Schedule& s, std::string_view k) { return s.at(std::string
 Verdict registers(const Schedule& s, const MachineInfo& m) {
   const std::int64_t mr = at(s, knobs::micro_m), nv = at(s, knobs::micro_n) / m.lanes();
   if (mr * nv + nv + 1 > m.vector_registers) {
-    return Verdict::invalid("registers: " + std::to_string(mr) + "x" + std::to_string(nv * m.lanes()) +
-                            " needs " + std::to_string(mr * nv + nv + 1) + " vectors > " +
-                            std::to_string(m.vector_registers));
+    return Verdict::invalid("registers: " + std::to_string(mr) + "x" + std::to_string(nv * m.lanes()) + " needs " +
+                            std::to_string(mr * nv + nv + 1) + " vectors > " + std::to_string(m.vector_registers));
   }
   return Verdict::valid();
 }
@@ -50,7 +49,8 @@ Verdict check_conv(const Workload& w, const Schedule& s, const MachineInfo& m) {
   const std::int64_t rs = w.dim("R") * w.dim("S");
   const std::int64_t panel = rs * kc * nr * 4;
   if (panel > m.l1d_bytes && at(s, knobs::tile_k) > kSmallestTileK) {
-    return Verdict::invalid("L1d: weight panel " + std::to_string(panel) + " B > " + std::to_string(m.l1d_bytes) + " B");
+    return Verdict::invalid("L1d: weight panel " + std::to_string(panel) + " B > " + std::to_string(m.l1d_bytes) +
+                            " B");
   }
   const std::int64_t input = halo_pixels(w, s) * kc * 4;
   if (input > m.l2_bytes) {
@@ -59,7 +59,8 @@ Verdict check_conv(const Workload& w, const Schedule& s, const MachineInfo& m) {
   const std::int64_t nc = std::min(at(s, knobs::tile_n), w.dim("K"));
   const std::int64_t llc = std::max(m.l3_bytes, m.l2_bytes);
   if (rs * kc * nc * 4 > llc) {
-    return Verdict::invalid("L3: weight block " + std::to_string(rs * kc * nc * 4) + " B > " + std::to_string(llc) + " B");
+    return Verdict::invalid("L3: weight block " + std::to_string(rs * kc * nc * 4) + " B > " + std::to_string(llc) +
+                            " B");
   }
   return Verdict::valid();
 }
@@ -84,7 +85,8 @@ bool conv_supports(const Workload& w, std::string* why) {
   } else {
     for (const auto& op : w.epilogue()) {
       if (op != "bias" && op != "batchnorm" && op != "relu" && op != "gelu" && op != "add") {
-        reason = "field 'epilogue': " + op + " is not generated on the host for convolutions "
+        reason = "field 'epilogue': " + op +
+                 " is not generated on the host for convolutions "
                  "(bias, batchnorm, relu, gelu, add are)";
         break;
       }
@@ -143,17 +145,28 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
   for (const auto& [mr, nv] : micro) {
     Schedule s;
     for (const auto& k : space.knobs()) {
-      if (k.name == knobs::micro_m) s.set(k.name, mr);
-      else if (k.name == knobs::micro_n) s.set(k.name, nv * m.lanes());
-      else if (k.name == knobs::tile_h) s.set(k.name, closest(k.values, dw ? 4 : 16));
-      else if (k.name == knobs::tile_w) s.set(k.name, closest(k.values, 64));
-      else if (k.name == knobs::tile_n) s.set(k.name, k.values.back());
-      else if (k.name == knobs::tile_c) s.set(k.name, closest(k.values, 128));
-      else if (k.name == knobs::k_steps) s.set(k.name, 4);
-      else if (k.name == knobs::async_copy_depth) s.set(k.name, dw ? 1 : 2);
-      else if (k.name == knobs::tile_order) s.set(k.name, 0);
-      else if (k.name == knobs::threads) s.set(k.name, 1);
-      else s.set(k.name, k.values.back());  // tile_k: the deepest, lowered below until it fits
+      if (k.name == knobs::micro_m)
+        s.set(k.name, mr);
+      else if (k.name == knobs::micro_n)
+        s.set(k.name, nv * m.lanes());
+      else if (k.name == knobs::tile_h)
+        s.set(k.name, closest(k.values, dw ? 4 : 16));
+      else if (k.name == knobs::tile_w)
+        s.set(k.name, closest(k.values, 64));
+      else if (k.name == knobs::tile_n)
+        s.set(k.name, k.values.back());
+      else if (k.name == knobs::tile_c)
+        s.set(k.name, closest(k.values, 128));
+      else if (k.name == knobs::k_steps)
+        s.set(k.name, 4);
+      else if (k.name == knobs::async_copy_depth)
+        s.set(k.name, dw ? 1 : 2);
+      else if (k.name == knobs::tile_order)
+        s.set(k.name, 0);
+      else if (k.name == knobs::threads)
+        s.set(k.name, 1);
+      else
+        s.set(k.name, k.values.back());  // tile_k: the deepest, lowered below until it fits
     }
     if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k})) return s;
   }

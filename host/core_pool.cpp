@@ -1,6 +1,5 @@
 #include "host/core_pool.hpp"
 
-
 #include <algorithm>
 #include <utility>
 

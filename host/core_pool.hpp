@@ -1,10 +1,9 @@
 // CorePool: the cores timed kernels run on, handed out one kernel thread per physical core
-// at a time (a kernel of `threads` threads leases that many cores). Several callers may measure at once (a farm worker's slots, docs/host-backend.md
-// "A host farm"); each timed kernel holds a Lease on one core and pins its runner there, so
-// two timed kernels never share a core and a third waits until one is free. Compiles take
-// no lease: they run in parallel as the builder decides.
-// Threading: acquire() and try_acquire() are thread-safe; a Lease gives its core back when
-// destroyed.
+// at a time (a kernel of `threads` threads leases that many cores). Several callers may measure at once (a farm
+// worker's slots, docs/host-backend.md "A host farm"); each timed kernel holds a Lease on one core and pins its runner
+// there, so two timed kernels never share a core and a third waits until one is free. Compiles take no lease: they run
+// in parallel as the builder decides. Threading: acquire() and try_acquire() are thread-safe; a Lease gives its core
+// back when destroyed.
 #pragma once
 
 #include <condition_variable>
@@ -47,7 +46,7 @@ class CorePool {
  private:
   void give_back(const std::vector<int>& cpus);
   std::size_t wanted(int n) const;
-  std::size_t free_locked() const;          // REQUIRES: mu_ held
+  std::size_t free_locked() const;              // REQUIRES: mu_ held
   std::vector<int> take_locked(std::size_t n);  // REQUIRES: mu_ held and n cores free
 
   const std::vector<int> cpus_;

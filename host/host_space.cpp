@@ -22,22 +22,20 @@ Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
   const std::int64_t nc = s.at(std::string(knobs::tile_n));
   const std::int64_t nv = nr / m.lanes();
   if (mr * nv + nv + 1 > m.vector_registers) {
-    return Verdict::invalid("registers: " + std::to_string(mr) + "x" + std::to_string(nr) +
-                            " needs " + std::to_string(mr * nv + nv + 1) + " vectors > " +
-                            std::to_string(m.vector_registers));
+    return Verdict::invalid("registers: " + std::to_string(mr) + "x" + std::to_string(nr) + " needs " +
+                            std::to_string(mr * nv + nv + 1) + " vectors > " + std::to_string(m.vector_registers));
   }
   if (kc * nr * eb > m.l1d_bytes) {
-    return Verdict::invalid("L1d: B panel " + std::to_string(kc * nr * eb) + " B > " +
-                            std::to_string(m.l1d_bytes) + " B");
+    return Verdict::invalid("L1d: B panel " + std::to_string(kc * nr * eb) + " B > " + std::to_string(m.l1d_bytes) +
+                            " B");
   }
   if (mc * kc * eb > m.l2_bytes) {
-    return Verdict::invalid("L2: A block " + std::to_string(mc * kc * eb) + " B > " +
-                            std::to_string(m.l2_bytes) + " B");
+    return Verdict::invalid("L2: A block " + std::to_string(mc * kc * eb) + " B > " + std::to_string(m.l2_bytes) +
+                            " B");
   }
   const std::int64_t llc = std::max(m.l3_bytes, m.l2_bytes);
   if (kc * nc * eb > llc) {
-    return Verdict::invalid("L3: B block " + std::to_string(kc * nc * eb) + " B > " +
-                            std::to_string(llc) + " B");
+    return Verdict::invalid("L3: B block " + std::to_string(kc * nc * eb) + " B > " + std::to_string(llc) + " B");
   }
   return Verdict::valid();
 }
@@ -63,13 +61,19 @@ bool supports(const Workload& w, std::string* why) {
   if (w.is_conv()) return conv_supports(w, why);
   std::string reason;
   if (!w.is_matmul_like() && !is_row_op(w)) {
-    reason = "op '" + w.op() + "': the host backend generates matmul, batch_matmul, conv2d, depthwise_conv2d, elementwise, map, softmax and layernorm";
+    reason = "op '" + w.op() +
+             "': the host backend generates matmul, batch_matmul, conv2d, depthwise_conv2d, elementwise, map, softmax "
+             "and layernorm";
   } else if (w.dtype() != DType::float32 && (!w.is_matmul_like() || w.dtype() == DType::float16)) {
-    reason = w.is_matmul_like() ? "field 'dtype': the host backend computes matmuls in \"float32\", \"int8\" or \"bfloat16\""
-                                : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
+    reason = w.is_matmul_like()
+                 ? "field 'dtype': the host backend computes matmuls in \"float32\", \"int8\" or \"bfloat16\""
+                 : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
   } else if (const std::string op = first_unsupported_epilogue(w.epilogue()); !op.empty()) {
-    reason = "field 'epilogue': '" + op + "' is not generated on the host (expected bias, batchnorm, relu, gelu, sigmoid, silu, add; quantize, requantize, dequantize on matmuls)";
-  } else if (!w.is_matmul_like() && (w.has_epilogue("quantize") || w.has_epilogue("requantize") || w.has_epilogue("dequantize"))) {
+    reason = "field 'epilogue': '" + op +
+             "' is not generated on the host (expected bias, batchnorm, relu, gelu, sigmoid, silu, add; quantize, "
+             "requantize, dequantize on matmuls)";
+  } else if (!w.is_matmul_like() &&
+             (w.has_epilogue("quantize") || w.has_epilogue("requantize") || w.has_epilogue("dequantize"))) {
     // The row ops' reference does not forgive a rounding step (operands.hpp).
     reason = "field 'epilogue': quantize, requantize and dequantize are generated on the host for matmuls only";
   }
@@ -112,16 +116,26 @@ Schedule default_schedule(const Workload& w, const MachineInfo& m) {
       Schedule s;
       for (const auto& k : space.knobs()) {
         const auto closest = [&](std::int64_t want) { return host::closest(k.values, want); };
-        if (k.name == knobs::micro_m) s.set(k.name, mr);
-        else if (k.name == knobs::micro_n) s.set(k.name, nv * m.lanes());
-        else if (k.name == knobs::tile_m) s.set(k.name, closest(96));
-        else if (k.name == knobs::tile_n) s.set(k.name, closest(4096));
-        else if (k.name == knobs::tile_k) s.set(k.name, closest(256));
-        else if (k.name == knobs::k_steps) s.set(k.name, 4);
-        else if (k.name == knobs::async_copy_depth) s.set(k.name, 1);
-        else if (k.name == knobs::tile_order) s.set(k.name, 0);
-        else if (k.name == knobs::threads) s.set(k.name, 1);
-        else s.set(k.name, k.values.back());
+        if (k.name == knobs::micro_m)
+          s.set(k.name, mr);
+        else if (k.name == knobs::micro_n)
+          s.set(k.name, nv * m.lanes());
+        else if (k.name == knobs::tile_m)
+          s.set(k.name, closest(96));
+        else if (k.name == knobs::tile_n)
+          s.set(k.name, closest(4096));
+        else if (k.name == knobs::tile_k)
+          s.set(k.name, closest(256));
+        else if (k.name == knobs::k_steps)
+          s.set(k.name, 4);
+        else if (k.name == knobs::async_copy_depth)
+          s.set(k.name, 1);
+        else if (k.name == knobs::tile_order)
+          s.set(k.name, 0);
+        else if (k.name == knobs::threads)
+          s.set(k.name, 1);
+        else
+          s.set(k.name, k.values.back());
       }
       // Caches smaller than the defaults assume: the deepest kc, then the widest nc, that fit.
       if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k, knobs::tile_n})) return s;

@@ -20,10 +20,19 @@
 // scale and shift.
 #pragma once
 
-#define ATVOSS_KERNEL_ARGS_FIELDS                                                          \
-  const float* a; const float* b; float* c; const float* bias; const float* scale;        \
-  const float* shift; const float* residual; const void* qa; const void* qb;                \
-  const float* qscale; const int* qcomp; const float* qout;
+#define ATVOSS_KERNEL_ARGS_FIELDS \
+  const float* a;                 \
+  const float* b;                 \
+  float* c;                       \
+  const float* bias;              \
+  const float* scale;             \
+  const float* shift;             \
+  const float* residual;          \
+  const void* qa;                 \
+  const void* qb;                 \
+  const float* qscale;            \
+  const int* qcomp;               \
+  const float* qout;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 

@@ -10,8 +10,8 @@
 #include <dlfcn.h>
 
 #include "core/error.hpp"
-#include "core/user_paths.hpp"
 #include "core/measurement.hpp"
+#include "core/user_paths.hpp"
 #include "host/kernel_abi.hpp"
 #include "host/operands.hpp"
 #include "host/pinning.hpp"
@@ -30,8 +30,8 @@ int kernel_threads(void* handle) {
 int process_threads() {
   std::error_code ec;
   int n = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != std::filesystem::directory_iterator();
-       it.increment(ec)) {
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     ++n;
   }
   return n;
@@ -70,8 +70,8 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   auto fn = reinterpret_cast<KernelFn>(::dlsym(handle, kKernelSymbol));
   if (!fn) throw_bad_input("--so: " + so_path + " has no symbol " + kKernelSymbol + "; expected an atvoss kernel");
   const int threads = kernel_threads(handle);
-  const std::vector<int> cpus = o.cpus.empty() ? choose_cpus(allowed_cpus(), threads, o.cpu)
-                                                : choose_cpus(o.cpus, threads, -1);
+  const std::vector<int> cpus =
+      o.cpus.empty() ? choose_cpus(allowed_cpus(), threads, o.cpu) : choose_cpus(o.cpus, threads, -1);
   pin_to(cpus);  // best effort: an unpinned run is still a run
 
   Operands ops = make_operands(w, o.seed);
@@ -80,12 +80,13 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   const int team = process_threads();
   const double err = max_relative_error(w, ops, o.seed);
   if (!(err <= kMaxRelativeError)) {
-    return Json{{"status", "wrong_answer"}, {"max_rel_error", std::isfinite(err) ? err : -1.0},
+    return Json{{"status", "wrong_answer"},
+                {"max_rel_error", std::isfinite(err) ? err : -1.0},
                 {"message", "max relative error " + std::to_string(err) + " > 1e-4 against the reference"}};
   }
   const double one = run_us(fn, args, 1);  // also the warm-up
   const long inner = std::max(1L, long(std::ceil(o.min_repeat_us / std::max(one, 0.01))));
-  run_us(fn, args, inner);                  // warm caches and clocks at the timed size
+  run_us(fn, args, inner);  // warm caches and clocks at the timed size
   std::vector<double> best;
   double best_cv = INFINITY;
   int remeasured = 0;
@@ -100,9 +101,9 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     if (cv <= o.max_cv) break;
     ++remeasured;
   }
-  return Json{{"status", "ok"}, {"time_us", median(best)}, {"repeats", best}, {"cv", best_cv},
-              {"inner", inner}, {"remeasured", remeasured}, {"max_rel_error", err},
-              {"threads", threads}, {"cpus", cpus}, {"process_threads", team}};
+  return Json{{"status", "ok"}, {"time_us", median(best)},  {"repeats", best},      {"cv", best_cv},
+              {"inner", inner}, {"remeasured", remeasured}, {"max_rel_error", err}, {"threads", threads},
+              {"cpus", cpus},   {"process_threads", team}};
 }
 
 }  // namespace atvoss::host

@@ -22,8 +22,8 @@ inline constexpr double kMaxRelativeError = 1e-4;
 struct TimingOptions {
   std::uint64_t seed = 0;
   int repeat = 5;
-  int cpu = -1;               // first core to pin to; -1: the last cores of this process's set
-  std::vector<int> cpus;      // the cores leased for this kernel (core_pool.hpp); overrides cpu
+  int cpu = -1;           // first core to pin to; -1: the last cores of this process's set
+  std::vector<int> cpus;  // the cores leased for this kernel (core_pool.hpp); overrides cpu
   double min_repeat_us = 1000;
   double max_cv = 0.05;
   int max_remeasures = 2;

@@ -44,17 +44,16 @@ std::vector<std::int64_t> thread_values(const MachineInfo& m) {
 }
 
 std::int64_t closest(const std::vector<std::int64_t>& values, std::int64_t want) {
-  return *std::min_element(values.begin(), values.end(), [&](auto a, auto b) {
-    return std::abs(a - want) < std::abs(b - want);
-  });
+  return *std::min_element(values.begin(), values.end(),
+                           [&](auto a, auto b) { return std::abs(a - want) < std::abs(b - want); });
 }
 
 namespace {
 
 bool shrink_from(const ScheduleSpace& space, Schedule& s, std::span<const std::string_view> names) {
   if (names.empty()) return space.check(s).ok;
-  const auto k = std::find_if(space.knobs().begin(), space.knobs().end(),
-                              [&](const Knob& x) { return x.name == names[0]; });
+  const auto k =
+      std::find_if(space.knobs().begin(), space.knobs().end(), [&](const Knob& x) { return x.name == names[0]; });
   if (k == space.knobs().end()) return shrink_from(space, s, names.subspan(1));
   const std::int64_t start = s.at(k->name);
   for (auto v = k->values.rbegin(); v != k->values.rend(); ++v) {

@@ -99,7 +99,8 @@ void read_caches_cpuid(MachineInfo& info, CacheLevels& found) {
       __cpuid_count(leaf, sub, a, b, c, d);
       const unsigned type = a & 31;  // 1 data, 2 instruction, 3 unified; 0 ends the list
       if (type == 0) break;
-      const std::int64_t size = std::int64_t((b >> 22) + 1) * (((b >> 12) & 0x3ff) + 1) * ((b & 0xfff) + 1) * (std::int64_t(c) + 1);
+      const std::int64_t size =
+          std::int64_t((b >> 22) + 1) * (((b >> 12) & 0x3ff) + 1) * ((b & 0xfff) + 1) * (std::int64_t(c) + 1);
       set_cache(info, int((a >> 5) & 7), type != 2, size, found);
     }
   }
@@ -132,37 +133,46 @@ void derive_simd(MachineInfo& info) {
 #if defined(__x86_64__)
 // Twelve named accumulators (an array would live on the stack), two FMA ports x latency 4-5.
 // One body for both vector widths: P is the intrinsics' prefix (_mm256, _mm512).
-#define ATVOSS_FMA_CHAINS(V, P)                                                                     \
-  V a0 = P##_set1_ps(0.0f), a1 = P##_set1_ps(0.1f), a2 = P##_set1_ps(0.2f), a3 = P##_set1_ps(0.3f), \
-    a4 = P##_set1_ps(0.4f), a5 = P##_set1_ps(0.5f), a6 = P##_set1_ps(0.6f), a7 = P##_set1_ps(0.7f), \
+#define ATVOSS_FMA_CHAINS(V, P)                                                                       \
+  V a0 = P##_set1_ps(0.0f), a1 = P##_set1_ps(0.1f), a2 = P##_set1_ps(0.2f), a3 = P##_set1_ps(0.3f),   \
+    a4 = P##_set1_ps(0.4f), a5 = P##_set1_ps(0.5f), a6 = P##_set1_ps(0.6f), a7 = P##_set1_ps(0.7f),   \
     a8 = P##_set1_ps(0.8f), a9 = P##_set1_ps(0.9f), a10 = P##_set1_ps(1.0f), a11 = P##_set1_ps(1.1f); \
-  const V m = P##_set1_ps(0.999999f), c = P##_set1_ps(1e-7f);                                        \
-  const auto t0 = std::chrono::steady_clock::now();                                                  \
-  for (long it = 0; it < iters; ++it) {                                                              \
-    a0 = P##_fmadd_ps(a0, m, c); a1 = P##_fmadd_ps(a1, m, c); a2 = P##_fmadd_ps(a2, m, c); a3 = P##_fmadd_ps(a3, m, c);\
-    a4 = P##_fmadd_ps(a4, m, c); a5 = P##_fmadd_ps(a5, m, c); a6 = P##_fmadd_ps(a6, m, c); a7 = P##_fmadd_ps(a7, m, c);\
-    a8 = P##_fmadd_ps(a8, m, c); a9 = P##_fmadd_ps(a9, m, c); a10 = P##_fmadd_ps(a10, m, c); a11 = P##_fmadd_ps(a11, m, c);\
-  }                                                                                                  \
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();   \
-  V sum = P##_add_ps(P##_add_ps(P##_add_ps(a0, a1), P##_add_ps(a2, a3)),                             \
-                     P##_add_ps(P##_add_ps(a4, a5), P##_add_ps(a6, a7)));                            \
-  sum = P##_add_ps(sum, P##_add_ps(P##_add_ps(a8, a9), P##_add_ps(a10, a11)));                       \
-  float sink[sizeof(V) / 4];                                                                         \
-  P##_storeu_ps(sink, sum);                                                                          \
-  __asm__ volatile("" : : "r"(sink) : "memory");                                                     \
+  const V m = P##_set1_ps(0.999999f), c = P##_set1_ps(1e-7f);                                         \
+  const auto t0 = std::chrono::steady_clock::now();                                                   \
+  for (long it = 0; it < iters; ++it) {                                                               \
+    a0 = P##_fmadd_ps(a0, m, c);                                                                      \
+    a1 = P##_fmadd_ps(a1, m, c);                                                                      \
+    a2 = P##_fmadd_ps(a2, m, c);                                                                      \
+    a3 = P##_fmadd_ps(a3, m, c);                                                                      \
+    a4 = P##_fmadd_ps(a4, m, c);                                                                      \
+    a5 = P##_fmadd_ps(a5, m, c);                                                                      \
+    a6 = P##_fmadd_ps(a6, m, c);                                                                      \
+    a7 = P##_fmadd_ps(a7, m, c);                                                                      \
+    a8 = P##_fmadd_ps(a8, m, c);                                                                      \
+    a9 = P##_fmadd_ps(a9, m, c);                                                                      \
+    a10 = P##_fmadd_ps(a10, m, c);                                                                    \
+    a11 = P##_fmadd_ps(a11, m, c);                                                                    \
+  }                                                                                                   \
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();      \
+  V sum = P##_add_ps(P##_add_ps(P##_add_ps(a0, a1), P##_add_ps(a2, a3)),                              \
+                     P##_add_ps(P##_add_ps(a4, a5), P##_add_ps(a6, a7)));                             \
+  sum = P##_add_ps(sum, P##_add_ps(P##_add_ps(a8, a9), P##_add_ps(a10, a11)));                        \
+  float sink[sizeof(V) / 4];                                                                          \
+  P##_storeu_ps(sink, sum);                                                                           \
+  __asm__ volatile("" : : "r"(sink) : "memory");                                                      \
   return 2.0 * double(sizeof(V) / 4) * 12 * double(iters) / s * 1e-9;
 
 // One dependent chain: each FMA waits for the previous one, so this runs at one vector FMA
 // per latency. Peak over it is the number of chains a core needs (pipes x latency).
-#define ATVOSS_FMA_ONE_CHAIN(V, P)                                                    \
-  V a = P##_set1_ps(0.5f);                                                            \
-  const V m = P##_set1_ps(0.999999f), c = P##_set1_ps(1e-7f);                          \
-  const auto t0 = std::chrono::steady_clock::now();                                   \
-  for (long it = 0; it < iters; ++it) a = P##_fmadd_ps(a, m, c);                      \
+#define ATVOSS_FMA_ONE_CHAIN(V, P)                                                               \
+  V a = P##_set1_ps(0.5f);                                                                       \
+  const V m = P##_set1_ps(0.999999f), c = P##_set1_ps(1e-7f);                                    \
+  const auto t0 = std::chrono::steady_clock::now();                                              \
+  for (long it = 0; it < iters; ++it) a = P##_fmadd_ps(a, m, c);                                 \
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); \
-  float sink[sizeof(V) / 4];                                                          \
-  P##_storeu_ps(sink, a);                                                             \
-  __asm__ volatile("" : : "r"(sink) : "memory");                                      \
+  float sink[sizeof(V) / 4];                                                                     \
+  P##_storeu_ps(sink, a);                                                                        \
+  __asm__ volatile("" : : "r"(sink) : "memory");                                                 \
   return 2.0 * double(sizeof(V) / 4) * double(iters) / s * 1e-9;
 
 __attribute__((target("avx2,fma"))) double fma_gflops_avx2(long iters) { ATVOSS_FMA_CHAINS(__m256, _mm256) }
@@ -238,8 +248,11 @@ void store_cached(const fs::path& file, const MachineInfo& info, const Calibrati
   const fs::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream f(tmp);
-    f << Json{{"fingerprint", info.fingerprint()}, {"model", info.model},
-              {"peak_gflops", c.peak_gflops}, {"bandwidth_gbs", c.bandwidth_gbs}, {"fma_chains", c.fma_chains}}
+    f << Json{{"fingerprint", info.fingerprint()},
+              {"model", info.model},
+              {"peak_gflops", c.peak_gflops},
+              {"bandwidth_gbs", c.bandwidth_gbs},
+              {"fma_chains", c.fma_chains}}
              .dump(2);
     if (!f) return;  // an unwritable cache only costs a re-measurement next time
   }
@@ -279,8 +292,7 @@ Target to_target(const MachineInfo& info, const Calibration& c) {
   t.source = Json{{"name", "host-<sha256 of model, SIMD flags, physical cores>"},
                   {"model", info.model},
                   {"clock_ghz", "1: a cycle is a nanosecond"},
-                  {"fp32_rate", "measured single-core FMA peak " + std::to_string(c.peak_gflops) +
-                                    " GFLOP/s"},
+                  {"fp32_rate", "measured single-core FMA peak " + std::to_string(c.peak_gflops) + " GFLOP/s"},
                   {"hbm_bytes_per_cycle", "measured single-core read bandwidth (GB/s)"},
                   {"int8_rate", "est.: 4 x fp32_rate with AVX-512 VNNI, else unused"},
                   {"fma_chains", "measured: FMA peak / the rate of one dependent FMA chain"},
@@ -319,10 +331,9 @@ MachineInfo probe_machine(const MachineRoots& roots) {
 #else
   info.arch = "x86_64";
 #endif
-  static const std::set<std::string> relevant = {"sse2",        "avx",         "avx2",     "fma",
-                                                 "avx512f",     "avx512bw",    "avx512vl", "avx512_vnni",
-                                                 "avx512_bf16", "amx_tile",    "amx_int8", "amx_bf16",
-                                                 "asimd",       "sve"};
+  static const std::set<std::string> relevant = {"sse2",     "avx",      "avx2",        "fma",         "avx512f",
+                                                 "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile",
+                                                 "amx_int8", "amx_bf16", "asimd",       "sve"};
   std::set<std::string> flags;
   std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
   std::string physical;

@@ -37,7 +37,7 @@ namespace atvoss::host {
 
 // Where to read the machine from; tests point these at fake directories.
 struct MachineRoots {
-  std::string proc = "/proc";                     // reads <proc>/cpuinfo
+  std::string proc = "/proc";                       // reads <proc>/cpuinfo
   std::string cpu_sys = "/sys/devices/system/cpu";  // reads <cpu_sys>/cpu0/cache/index*/
 };
 
@@ -51,11 +51,11 @@ MachineRoots process_roots();
 
 struct MachineInfo {
   std::string model = "unknown";
-  std::string arch;                 // "x86_64" or "aarch64"
+  std::string arch;                     // "x86_64" or "aarch64"
   std::vector<std::string> simd_flags;  // sorted: the flags that change generated code
   int physical_cores = 1;
-  int simd_bytes = 16;              // widest fp32 vector the code generator uses
-  int vector_registers = 16;        // architectural vector registers
+  int simd_bytes = 16;        // widest fp32 vector the code generator uses
+  int vector_registers = 16;  // architectural vector registers
   bool fma = false;
   std::int64_t l1d_bytes = 32 << 10, l2_bytes = 256 << 10, l3_bytes = 0;
 
@@ -73,9 +73,9 @@ MachineInfo probe_machine(const MachineRoots& roots = {});
 
 // The measured figures, per core.
 struct Calibration {
-  double peak_gflops = 0;     // single-core fp32 FMA throughput
-  double bandwidth_gbs = 0;   // single-core streaming read bandwidth
-  int fma_chains = 0;         // peak / one dependent FMA chain's rate (0: not measured)
+  double peak_gflops = 0;    // single-core fp32 FMA throughput
+  double bandwidth_gbs = 0;  // single-core streaming read bandwidth
+  int fma_chains = 0;        // peak / one dependent FMA chain's rate (0: not measured)
 };
 
 // Measures them on this machine (under a second).

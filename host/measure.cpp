@@ -64,7 +64,8 @@ std::vector<Measurement> measure_candidates(const std::vector<Candidate>& batch,
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     out[at[j]] = measured[j];
     const int level = int(batch[at[j]].schedule.get_or(std::string(knobs::fusion_level), 0));
-    out[at[j]].profile.kernels = 1 + int(lowering::split_epilogue(jobs[j].workload.op(), jobs[j].workload.epilogue(), level).unfused.size());
+    out[at[j]].profile.kernels =
+        1 + int(lowering::split_epilogue(jobs[j].workload.op(), jobs[j].workload.epilogue(), level).unfused.size());
   }
   return out;
 }

@@ -7,9 +7,9 @@
 
 #include "core/error.hpp"
 #include "host/low_precision.hpp"
+#include "host/reference_conv.hpp"
 #include "host/reference_rowops.hpp"
 #include "host/rowops_space.hpp"
-#include "host/reference_conv.hpp"
 
 namespace atvoss::host {
 
@@ -23,10 +23,18 @@ MatmulShape matmul_shape(const Workload& w) {
 AtvossArgs Operands::args() {
   auto ptr = [](std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
   auto bytes = [](std::vector<std::uint8_t>& v) { return v.empty() ? nullptr : static_cast<const void*>(v.data()); };
-  return AtvossArgs{ptr(a),       ptr(b),      ptr(c),        ptr(bias),
-                    ptr(scale),   ptr(shift),  ptr(residual), bytes(qa),
-                    bytes(qb),    qscale.empty() ? nullptr : qscale.data(),
-                    qcomp.empty() ? nullptr : qcomp.data(), ptr(qout)};
+  return AtvossArgs{ptr(a),
+                    ptr(b),
+                    ptr(c),
+                    ptr(bias),
+                    ptr(scale),
+                    ptr(shift),
+                    ptr(residual),
+                    bytes(qa),
+                    bytes(qb),
+                    qscale.empty() ? nullptr : qscale.data(),
+                    qcomp.empty() ? nullptr : qcomp.data(),
+                    ptr(qout)};
 }
 
 namespace {

@@ -36,7 +36,7 @@ struct Operands {
   std::vector<std::uint8_t> qa, qb;
   std::vector<float> qscale;
   std::vector<std::int32_t> qcomp;
-  std::int32_t qzero = 0;  // int8: A's zero point, with which qcomp was built
+  std::int32_t qzero = 0;   // int8: A's zero point, with which qcomp was built
   std::vector<float> qout;  // {scale, zero point} of a quantize / requantize epilogue
   // The ABI view; epilogue pointers are null where the workload has no such op.
   AtvossArgs args();
@@ -49,8 +49,8 @@ Operands make_operands(const Workload& w, std::uint64_t seed);
 
 // Max over checked elements of |c - ref| / max(|ref|, 1); with a quantize / requantize
 // epilogue, one grid step of |c - ref| is forgiven (a value within rounding of a level's edge
-// may land on either side, since the kernel accumulates in fp32 and the reference in double). Every row is checked for small
-// problems (and row ops); above 2^26 MACs, 48 rows (the first and last 8 and 32 drawn from seed).
+// may land on either side, since the kernel accumulates in fp32 and the reference in double). Every row is checked for
+// small problems (and row ops); above 2^26 MACs, 48 rows (the first and last 8 and 32 drawn from seed).
 double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed);
 
 // The scalar epilogue (the definition the generated vector code must match).

@@ -17,8 +17,7 @@ std::vector<int> choose_cpus(const std::vector<int>& allowed, int threads, int f
                              const std::string& cpu_sys = "/sys/devices/system/cpu");
 
 // cpus in their order, keeping the first CPU of each physical core (its siblings dropped).
-std::vector<int> distinct_cores(const std::vector<int>& cpus,
-                                const std::string& cpu_sys = "/sys/devices/system/cpu");
+std::vector<int> distinct_cores(const std::vector<int>& cpus, const std::string& cpu_sys = "/sys/devices/system/cpu");
 
 // This process's affinity set, ascending.
 std::vector<int> allowed_cpus();

@@ -24,8 +24,8 @@ bool drain(int out_fd, int err_fd, ProcessResult& r, std::chrono::steady_clock::
   int open = 2;
   char buf[65536];
   while (open > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) return false;
     if (cancelled(cancel)) {
       r.cancelled = true;
@@ -76,8 +76,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
     return r;
   }
   r.started = true;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   if (!drain(out_pipe[0], err_pipe[0], r, deadline, cancel)) {
     r.timed_out = !r.cancelled;
     ::kill(pid, SIGKILL);

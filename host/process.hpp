@@ -12,11 +12,11 @@
 namespace atvoss::host {
 
 struct ProcessResult {
-  bool started = false;     // false: the program could not be spawned (message in err)
+  bool started = false;  // false: the program could not be spawned (message in err)
   bool timed_out = false;
-  bool cancelled = false;   // killed because the cancel flag was raised
-  int exit_code = -1;       // when it exited
-  int signal = 0;           // when a signal ended it
+  bool cancelled = false;  // killed because the cancel flag was raised
+  int exit_code = -1;      // when it exited
+  int signal = 0;          // when a signal ended it
   std::string out, err;
 };
 

@@ -23,8 +23,8 @@ ConvDims dims_of(const Workload& w) {
     throw_bad_input("host: op '" + w.op() + "' is not conv2d or depthwise_conv2d");
   }
   const bool dw = w.op() == "depthwise_conv2d";
-  return {w.dim("N"), w.dim("C"), w.dim("H"), w.dim("W"), dw ? 1 : w.dim("K"), w.dim("R"), w.dim("S"),
-          w.dim("stride"), w.dim("pad"), w.out_h(), w.out_w(), dw};
+  return {w.dim("N"), w.dim("C"),      w.dim("H"),   w.dim("W"), dw ? 1 : w.dim("K"), w.dim("R"),
+          w.dim("S"), w.dim("stride"), w.dim("pad"), w.out_h(),  w.out_w(),           dw};
 }
 
 double epilogue(const Workload& w, const Operands& o, double v, std::size_t col, std::size_t at) {
@@ -84,7 +84,8 @@ Operands make_conv_operands(const Workload& w, std::uint64_t seed) {
 
 double conv_max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed) {
   const ConvDims d = dims_of(w);
-  const double macs = double(d.n * d.oh * d.ow) * double(d.kout()) * double(d.r * d.s) * (d.depthwise ? 1.0 : double(d.c));
+  const double macs =
+      double(d.n * d.oh * d.ow) * double(d.kout()) * double(d.r * d.s) * (d.depthwise ? 1.0 : double(d.c));
   const std::int64_t kout = d.kout();
   std::vector<double> acc(static_cast<std::size_t>(kout));
   double worst = 0;

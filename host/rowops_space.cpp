@@ -52,10 +52,14 @@ Schedule rowops_default_schedule(const Workload& w, const MachineInfo& m) {
   const ScheduleSpace space = rowops_space_for(w, m);
   Schedule s;
   for (const auto& k : space.knobs()) {
-    if (k.name == knobs::tile_m) s.set(k.name, closest(k.values, 4));
-    else if (k.name == knobs::tile_n) s.set(k.name, closest(k.values, 4 * m.lanes()));
-    else if (k.name == knobs::fusion_level) s.set(k.name, k.values.back());
-    else s.set(k.name, k.values.front());  // k_steps 1, depth 1, order 0, threads 1
+    if (k.name == knobs::tile_m)
+      s.set(k.name, closest(k.values, 4));
+    else if (k.name == knobs::tile_n)
+      s.set(k.name, closest(k.values, 4 * m.lanes()));
+    else if (k.name == knobs::fusion_level)
+      s.set(k.name, k.values.back());
+    else
+      s.set(k.name, k.values.front());  // k_steps 1, depth 1, order 0, threads 1
   }
   if (!space.check(s).ok) throw_bad_input("host: no valid default schedule for " + w.label());
   return s;

@@ -48,10 +48,18 @@ std::string find_runner() {
 
 Measurement run_kernel(const std::string& so_path, const Workload& w, const RunOptions& o) {
   const TimingOptions& t = o.timing;
-  std::vector<std::string> argv = {
-      o.runner.empty() ? find_runner() : o.runner, "--so", so_path, "--workload", w.to_json().dump(),
-      "--seed", std::to_string(t.seed), "--repeat", std::to_string(t.repeat),
-      "--cpu=" + std::to_string(t.cpu), "--min-repeat-us", std::to_string(t.min_repeat_us)};
+  std::vector<std::string> argv = {o.runner.empty() ? find_runner() : o.runner,
+                                   "--so",
+                                   so_path,
+                                   "--workload",
+                                   w.to_json().dump(),
+                                   "--seed",
+                                   std::to_string(t.seed),
+                                   "--repeat",
+                                   std::to_string(t.repeat),
+                                   "--cpu=" + std::to_string(t.cpu),
+                                   "--min-repeat-us",
+                                   std::to_string(t.min_repeat_us)};
   if (!t.cpus.empty()) {
     std::string list;
     for (int c : t.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
@@ -64,15 +72,16 @@ Measurement run_kernel(const std::string& so_path, const Workload& w, const RunO
     return Measurement::failed(Status::timeout, "kernel ran past " + std::to_string(o.timeout_s) + " s and was killed");
   }
   if (p.signal != 0) {
-    return Measurement::failed(Status::runtime_error, std::string("kernel crashed: signal ") +
-                                                          std::to_string(p.signal) + " (" + ::strsignal(p.signal) + ")");
+    return Measurement::failed(
+        Status::runtime_error,
+        std::string("kernel crashed: signal ") + std::to_string(p.signal) + " (" + ::strsignal(p.signal) + ")");
   }
   Json j;
   try {
     j = Json::parse(p.out);
   } catch (const std::exception&) {
-    return Measurement::failed(Status::runtime_error, "kernel runner exit " + std::to_string(p.exit_code) +
-                                                          ": " + tail(p.err.empty() ? p.out : p.err, 400));
+    return Measurement::failed(Status::runtime_error, "kernel runner exit " + std::to_string(p.exit_code) + ": " +
+                                                          tail(p.err.empty() ? p.out : p.err, 400));
   }
   const std::string status = j.value("status", "");
   if (status == "wrong_answer") return Measurement::failed(Status::wrong_answer, j.value("message", ""));

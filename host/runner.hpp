@@ -16,7 +16,7 @@ namespace atvoss::host {
 struct RunOptions {
   TimingOptions timing;
   double timeout_s = 60;
-  std::string runner;  // empty: find_runner()
+  std::string runner;      // empty: find_runner()
   CancelFlag cancel = {};  // raised: the child is killed, the result is `error`
 };
 

@@ -4,8 +4,7 @@
 
 namespace atvoss::lowering {
 
-FusionSplit split_epilogue(const std::string& op, const std::vector<std::string>& epilogue,
-                           int fusion_level) {
+FusionSplit split_epilogue(const std::string& op, const std::vector<std::string>& epilogue, int fusion_level) {
   FusionSplit split;
   std::size_t fused = 0;
   for (const auto& rule : *fusion_rule_set()) {
@@ -30,11 +29,11 @@ int full_fusion_level(const std::string& op, const std::vector<std::string>& epi
 
 double epilogue_ops_per_element(const std::string& op) {
   if (op == "gelu") return 8;
-  if (op == "sigmoid") return 4;  // exp, add, reciprocal, and the negation
-  if (op == "silu") return 5;     // x * sigmoid(x)
-  if (op == "leaky_relu") return 2;  // compare-select and a multiply
+  if (op == "sigmoid") return 4;                         // exp, add, reciprocal, and the negation
+  if (op == "silu") return 5;                            // x * sigmoid(x)
+  if (op == "leaky_relu") return 2;                      // compare-select and a multiply
   if (op == "requantize" || op == "quantize") return 3;  // -> int8: scale, round, saturate
-  if (op == "dequantize") return 2;  // int32 -> float: convert, scale
+  if (op == "dequantize") return 2;                      // int32 -> float: convert, scale
   if (op == "batchnorm") return 2;
   if (op == "layernorm") return 8;
   return 1;  // bias, relu, add

@@ -23,8 +23,7 @@ struct FusionSplit {
 
 // The longest prefix of op's epilogue that a rule enabled at fusion_level fuses; a tie
 // goes to the earlier rule (built-ins first).
-FusionSplit split_epilogue(const std::string& op, const std::vector<std::string>& epilogue,
-                           int fusion_level);
+FusionSplit split_epilogue(const std::string& op, const std::vector<std::string>& epilogue, int fusion_level);
 // The lowest fusion_level (0..3) at which op's whole epilogue fuses; 3 if none does.
 int full_fusion_level(const std::string& op, const std::vector<std::string>& epilogue);
 

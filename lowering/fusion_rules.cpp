@@ -58,8 +58,8 @@ bool step_matches(const std::string& step, const std::string& op) {
 
 // The longest run of ops from `at` that the steps from `step` match; a "+" step may
 // take more ops or hand over to the next step after each one.
-std::size_t longest_match(const std::vector<std::string>& steps, std::size_t step,
-                          const std::vector<std::string>& ops, std::size_t at) {
+std::size_t longest_match(const std::vector<std::string>& steps, std::size_t step, const std::vector<std::string>& ops,
+                          std::size_t at) {
   if (step == steps.size() || at == ops.size() || !step_matches(steps[step], ops[at])) return at;
   std::size_t best = longest_match(steps, step + 1, ops, at + 1);
   if (repeats(steps[step])) best = std::max(best, longest_match(steps, step, ops, at + 1));
@@ -89,12 +89,11 @@ void check_rule(const FusionRule& r, const std::string& where) {
   }
 }
 
-std::int64_t int_field(const Json& j, const char* field, const std::string& where, std::int64_t lo,
-                       std::int64_t hi) {
+std::int64_t int_field(const Json& j, const char* field, const std::string& where, std::int64_t lo, std::int64_t hi) {
   const Json& v = j[field];
   if (!v.is_number_integer() || v.get<double>() < double(lo) || v.get<double>() > double(hi)) {
-    throw_bad_input(where + ": field '" + field + "' must be an integer in [" + std::to_string(lo) +
-                    ", " + std::to_string(hi) + "], got " + v.dump());
+    throw_bad_input(where + ": field '" + field + "' must be an integer in [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], got " + v.dump());
   }
   return v.get<std::int64_t>();
 }
@@ -103,8 +102,7 @@ std::int64_t int_field(const Json& j, const char* field, const std::string& wher
 void check_addable(const FusionRule& rule) {
   check_rule(rule, "fusion rule '" + rule.name + "'");
   if (registry().is_built_in(rule.name)) {
-    throw_bad_input("fusion rule '" + rule.name + "': field 'name': '" + rule.name +
-                    "' is a built-in rule");
+    throw_bad_input("fusion rule '" + rule.name + "': field 'name': '" + rule.name + "' is a built-in rule");
   }
 }
 
@@ -148,8 +146,8 @@ FusionRuleSet fusion_rule_set_with(std::vector<FusionRule> rules) {
   return layered;
 }
 
-std::size_t fused_prefix(const FusionRule& rule, const std::string& op,
-                         const std::vector<std::string>& epilogue, int fusion_level) {
+std::size_t fused_prefix(const FusionRule& rule, const std::string& op, const std::vector<std::string>& epilogue,
+                         int fusion_level) {
   if (fusion_level < rule.fusion_level || !step_matches(rule.pattern.front(), op)) return 0;
   const std::size_t n = longest_match(rule.pattern, 1, epilogue, 0);
   return rule.max_fusion_depth > 0 ? std::min<std::size_t>(n, rule.max_fusion_depth) : n;
@@ -158,8 +156,7 @@ std::size_t fused_prefix(const FusionRule& rule, const std::string& op,
 FusionRule fusion_rule_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) throw_bad_input(where + " must be an object {name, pattern, max_fusion_depth, ...}");
   for (const auto& [k, v] : j.items()) {
-    if (k != "name" && k != "pattern" && k != "max_fusion_depth" && k != "memory_budget" &&
-        k != "fusion_level") {
+    if (k != "name" && k != "pattern" && k != "max_fusion_depth" && k != "memory_budget" && k != "fusion_level") {
       throw_bad_input(where + ": unknown field '" + k +
                       "'; expected name, pattern, max_fusion_depth, memory_budget, fusion_level");
     }

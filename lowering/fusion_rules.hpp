@@ -58,8 +58,8 @@ FusionRuleSet fusion_rule_set_with(std::vector<FusionRule> rules);
 
 // How many leading ops of epilogue the rule fuses into op at fusion_level (0 if the
 // level is below the rule's or the main op does not match).
-std::size_t fused_prefix(const FusionRule& rule, const std::string& op,
-                         const std::vector<std::string>& epilogue, int fusion_level);
+std::size_t fused_prefix(const FusionRule& rule, const std::string& op, const std::vector<std::string>& epilogue,
+                         int fusion_level);
 
 // A rule declared in JSON: {"name", "pattern", "max_fusion_depth", "memory_budget",
 // "fusion_level"} (name, pattern and max_fusion_depth required). bad_input naming

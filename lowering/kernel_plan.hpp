@@ -39,24 +39,24 @@ struct Footprint {
 
 // The work of every tile of one shape. "Step" is one reduction step fed from L1.
 struct TileWork {
-  double count = 0;            // tiles of this shape in the kernel
-  double loads = 1;            // GM loads per tile (whole number)
-  double steps_per_load = 1;   // reduction steps per load (whole number)
-  std::array<Copy, 3> copies{};  // GM -> L1/UB copies of one load
-  double l0a_bytes = 0;        // per step: L1 -> L0A
-  double l0b_bytes = 0;        // per step: L1 -> L0B
-  double l0_transfers = 0;     // per step: L1 -> L0 transfers started
-  double cube_macs = 0;        // per step: matrix-unit MACs, padded to the fractal
-  double vector_bytes = 0;     // per step: bytes the vector unit processes (ops x bytes)
-  double out_elems = 0;        // per tile: elements leaving the accumulator (cube ops)
-  double epilogue_bytes = 0;   // per tile: fused epilogue work on the vector unit (ops x bytes)
-  double workspace_bytes = 0;  // per tile: parked in a GM workspace and read back (split parts)
-  bool handover = false;       // per tile: output handed to the next op on chip (fusion level 3)
-  double store_bytes = 0;      // per tile: UB -> GM
+  double count = 0;                // tiles of this shape in the kernel
+  double loads = 1;                // GM loads per tile (whole number)
+  double steps_per_load = 1;       // reduction steps per load (whole number)
+  std::array<Copy, 3> copies{};    // GM -> L1/UB copies of one load
+  double l0a_bytes = 0;            // per step: L1 -> L0A
+  double l0b_bytes = 0;            // per step: L1 -> L0B
+  double l0_transfers = 0;         // per step: L1 -> L0 transfers started
+  double cube_macs = 0;            // per step: matrix-unit MACs, padded to the fractal
+  double vector_bytes = 0;         // per step: bytes the vector unit processes (ops x bytes)
+  double out_elems = 0;            // per tile: elements leaving the accumulator (cube ops)
+  double epilogue_bytes = 0;       // per tile: fused epilogue work on the vector unit (ops x bytes)
+  double workspace_bytes = 0;      // per tile: parked in a GM workspace and read back (split parts)
+  bool handover = false;           // per tile: output handed to the next op on chip (fusion level 3)
+  double store_bytes = 0;          // per tile: UB -> GM
   double store_segment_bytes = 0;  // contiguous row of that store; 0: the tile's rows are
                                    // whole output rows (only a transpose writes short ones)
-  double fix_store_bytes = 0;  // per tile: written to GM straight from the accumulator
-  double consumed_bytes = 0;   // per tile: operand bytes read by the compute units
+  double fix_store_bytes = 0;      // per tile: written to GM straight from the accumulator
+  double consumed_bytes = 0;       // per tile: operand bytes read by the compute units
 
   double load_bytes() const { return copies[0].bytes + copies[1].bytes + copies[2].bytes; }
   double steps() const { return loads * steps_per_load; }
@@ -93,23 +93,23 @@ struct KernelPlan {
   Verdict verdict;
   OpFamily family = OpFamily::matmul;
   bool uses_cube = true;
-  bool has_order = false;      // tile_order is a knob of this op
-  int cores = 1;               // cores the kernel spreads over (matrix or vector cores)
-  int depth = 1;               // async_copy_depth: buffers in flight per queue
-  double elem_bytes = 2;       // bytes per element of the op's dtype
+  bool has_order = false;  // tile_order is a knob of this op
+  int cores = 1;           // cores the kernel spreads over (matrix or vector cores)
+  int depth = 1;           // async_copy_depth: buffers in flight per queue
+  double elem_bytes = 2;   // bytes per element of the op's dtype
   std::vector<TileWork> tiles;
   // Main operands: every byte the tiles fetch from GM (re-reads included), per batch.
   double operand_read_bytes = 0;
-  double batch = 1;            // independent tile grids
-  double a_sweep_bytes = 0;    // bytes one sweep over the grid loads of A (halos included)
+  double batch = 1;          // independent tile grids
+  double a_sweep_bytes = 0;  // bytes one sweep over the grid loads of A (halos included)
   double b_sweep_bytes = 0;
-  OperandReuse a, b;           // per batch
+  OperandReuse a, b;  // per batch
   double grid_m = 1, grid_n = 1;
-  double other_reads = 0;      // GM reads outside the operands (residuals, spills, passes)
-  double flops = 0;            // of the main op
-  double out_bytes = 0;        // the output tensor
+  double other_reads = 0;  // GM reads outside the operands (residuals, spills, passes)
+  double flops = 0;        // of the main op
+  double out_bytes = 0;    // the output tensor
   Footprint footprint;
-  RegisterBlock registers;     // CPU code only
+  RegisterBlock registers;  // CPU code only
   FusionSplit fusion;
   std::vector<SeparateKernel> separate;
 

@@ -29,8 +29,8 @@ inline constexpr std::string_view threads = "threads";
 
 // Every named knob of the NPU templates, in the order the cost model's feature layout uses
 // (the host-only micro_m/micro_n/threads are not in it: the layout is versioned data).
-inline constexpr std::array<std::string_view, 10> all = {
-    tile_m, tile_n, tile_k, tile_h, tile_w, tile_c, k_steps, async_copy_depth, tile_order, fusion_level};
+inline constexpr std::array<std::string_view, 10> all = {tile_m, tile_n,  tile_k,           tile_h,     tile_w,
+                                                         tile_c, k_steps, async_copy_depth, tile_order, fusion_level};
 
 // The host-only knobs that the kernel plan does not describe, so the cost model takes them as
 // named features after `all` (feature version 5).

@@ -6,9 +6,12 @@ namespace atvoss::lowering {
 
 const char* layout_name(Layout l) {
   switch (l) {
-    case Layout::fractal: return "fractal";
-    case Layout::nhwc: return "NHWC";
-    case Layout::nchw: return "NCHW";
+    case Layout::fractal:
+      return "fractal";
+    case Layout::nhwc:
+      return "NHWC";
+    case Layout::nchw:
+      return "NCHW";
   }
   return "?";
 }

@@ -80,9 +80,7 @@ Values inner_multiples(std::int64_t n, std::int64_t inner) {
 bool has_matrix_unit(const Target& t) { return t.organisation != "cpu"; }
 
 // The K granule in bytes: cube_k fp16 values of the matrix unit (32 B on a 16x16x16 unit).
-double k_granule_bytes(const Target& t) {
-  return has_matrix_unit(t) ? 2.0 * std::max(1, t.cube_k) : kGranuleBytes;
-}
+double k_granule_bytes(const Target& t) { return has_matrix_unit(t) ? 2.0 * std::max(1, t.cube_k) : kGranuleBytes; }
 
 // A matrix unit smaller than the list's first size (an 8x8 unit against 16, 32, ...)
 // also gets tiles of one and two units: on such a part they waste no padding.
@@ -101,9 +99,7 @@ Values depth_values(const Target& t) {
   return v;
 }
 
-Values fusion_values(const Workload& w) {
-  return w.epilogue().empty() ? Values{0} : Values{0, 1, 2, 3};
-}
+Values fusion_values(const Workload& w) { return w.epilogue().empty() ? Values{0} : Values{0, 1, 2, 3}; }
 
 Knob knob(std::string_view name, Values values) { return {std::string(name), std::move(values)}; }
 
@@ -113,8 +109,8 @@ Knob knob(std::string_view name, Values values) { return {std::string(name), std
 template <typename What>
 void check_fit(KernelPlan& p, const char* level, double need, double capacity, const What& what) {
   if (!p.verdict.ok || need <= capacity) return;
-  p.verdict = Verdict::invalid(std::string(level) + ": " + format_bytes(need) + " > " +
-                               format_bytes(capacity) + " " + what());
+  p.verdict =
+      Verdict::invalid(std::string(level) + ": " + format_bytes(need) + " > " + format_bytes(capacity) + " " + what());
 }
 
 std::string with_depth(int depth) { return "with async_copy_depth " + std::to_string(depth); }
@@ -212,8 +208,7 @@ void add_separate_kernels(KernelPlan& p) {
 
 // Operand reuse over a grid_m x grid_n tile grid: A is fetched again once per tile
 // column, B once per tile row; tile_order sets how much else is touched in between.
-void set_reuse(KernelPlan& p, double a_unique, double a_sweep, double b_unique, double b_sweep,
-               TileOrder order) {
+void set_reuse(KernelPlan& p, double a_unique, double a_sweep, double b_unique, double b_sweep, TileOrder order) {
   const double a_panel = a_unique / std::max(1.0, p.grid_m);
   const double b_panel = b_unique / std::max(1.0, p.grid_n);
   const double a_rereads = std::max(0.0, p.grid_n - 1), b_rereads = std::max(0.0, p.grid_m - 1);
@@ -241,17 +236,15 @@ void set_reuse(KernelPlan& p, double a_unique, double a_sweep, double b_unique, 
 
 void check_depth(KernelPlan& p, const Common& c) {
   if (c.depth > c.t.max_buffers_per_queue) {
-    p.verdict = Verdict::invalid("async_copy_depth " + std::to_string(c.depth) +
-                                 " > max_buffers_per_queue " +
+    p.verdict = Verdict::invalid("async_copy_depth " + std::to_string(c.depth) + " > max_buffers_per_queue " +
                                  std::to_string(c.t.max_buffers_per_queue) + " of the target");
   }
 }
 
 void check_row_fusion(KernelPlan& p, std::int64_t tile_n, std::int64_t row, const char* knob) {
   if (p.verdict.ok && fuses(p.fusion, "layernorm") && tile_n < row) {
-    p.verdict = Verdict::invalid("fusion: layernorm epilogue needs the whole row on chip, but " +
-                                 std::string(knob) + " " + std::to_string(tile_n) + " < row " +
-                                 std::to_string(row));
+    p.verdict = Verdict::invalid("fusion: layernorm epilogue needs the whole row on chip, but " + std::string(knob) +
+                                 " " + std::to_string(tile_n) + " < row " + std::to_string(row));
   }
 }
 
@@ -271,11 +264,16 @@ double epilogue_ub(const Common& c, double rows, double cols, double extra_in) {
 void check_cube_buffers(KernelPlan& p, const Common& c) {
   const Footprint& f = p.footprint;
   check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
-  check_fit(p, "L1", f.l1, double(c.t.l1_bytes), [&] { return std::string(with_depth(c.depth) + (c.fusion_level >= 3 ? " and fusion_level 3 output kept" : "")); });
-  check_fit(p, "UB", f.ub, double(c.t.ub_bytes), [&] { return std::string("for the fused epilogue " + with_depth(c.depth)); });
+  check_fit(p, "L1", f.l1, double(c.t.l1_bytes), [&] {
+    return std::string(with_depth(c.depth) + (c.fusion_level >= 3 ? " and fusion_level 3 output kept" : ""));
+  });
+  check_fit(p, "UB", f.ub, double(c.t.ub_bytes),
+            [&] { return std::string("for the fused epilogue " + with_depth(c.depth)); });
   // A fusion rule may bound what its fused epilogue holds on chip (fusion_rules.hpp).
   if (p.fusion.memory_budget_bytes > 0 && !p.fusion.fused.empty()) {
-    check_fit(p, "UB", f.ub, p.fusion.memory_budget_bytes, [&] { return std::string("memory budget of fusion rule '" + p.fusion.rule + "' " + with_depth(c.depth)); });
+    check_fit(p, "UB", f.ub, p.fusion.memory_budget_bytes, [&] {
+      return std::string("memory budget of fusion rule '" + p.fusion.rule + "' " + with_depth(c.depth));
+    });
   }
 }
 
@@ -326,8 +324,8 @@ KernelPlan plan_matmul(const Common& c) {
       tw.count = cm * cn * batch;
       tw.loads = loads;
       tw.steps_per_load = spl;
-      tw.copies[0] = {m * kk * spl * c.b, kk * spl * c.b};  // A rows of the K panel
-      tw.copies[1] = {kk * spl * n * c.b, n * c.b};          // B rows
+      tw.copies[0] = {m * kk * spl * c.b, kk * spl * c.b};       // A rows of the K panel
+      tw.copies[1] = {kk * spl * n * c.b, n * c.b};              // B rows
       tw.copies[2] = {extra_in * m * n * c.b / loads, n * c.b};  // residual, spread over loads
       tw.l0a_bytes = c.pad_m(m) * kk * c.b;
       tw.l0b_bytes = kk * c.pad_n(n) * c.b;
@@ -361,7 +359,8 @@ KernelPlan plan_matmul(const Common& c) {
   check_depth(p, c);
   check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), [&] { return std::string(with_depth(c.depth)); });
   check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
-  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes), [&] { return std::string("for one fp32 accumulator of tile_m x tile_n"); });
+  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes),
+            [&] { return std::string("for one fp32 accumulator of tile_m x tile_n"); });
   check_cube_buffers(p, c);
   check_row_fusion(p, tn, N, "tile_n");
   return p;
@@ -381,9 +380,12 @@ double conv_halo(const Workload& w, double out, char axis) {
 // way, as ND-to-NZ copies do); NCHW keeps one channel's row.
 double input_row_bytes(Layout layout, double in_w, double ch_load, double C, double b, double block_bytes) {
   switch (layout) {
-    case Layout::fractal: return in_w * block_bytes;
-    case Layout::nhwc: return ch_load >= C ? in_w * C * b : std::max(1.0, ch_load) * b;
-    case Layout::nchw: return in_w * b;
+    case Layout::fractal:
+      return in_w * block_bytes;
+    case Layout::nhwc:
+      return ch_load >= C ? in_w * C * b : std::max(1.0, ch_load) * b;
+    case Layout::nchw:
+      return in_w * b;
   }
   return in_w * block_bytes;
 }
@@ -392,9 +394,12 @@ double input_row_bytes(Layout layout, double in_w, double ch_load, double C, dou
 // channels, Wo columns) in `layout`; 0 when the tile's rows are whole output rows.
 double output_row_bytes(Layout layout, double h, double wd, double Wo, double n, double K, double b) {
   switch (layout) {
-    case Layout::fractal: return 0;
-    case Layout::nhwc: return n >= K ? (wd >= Wo ? 0 : wd * K * b) : n * b;
-    case Layout::nchw: return wd >= Wo ? h * wd * b : wd * b;
+    case Layout::fractal:
+      return 0;
+    case Layout::nhwc:
+      return n >= K ? (wd >= Wo ? 0 : wd * K * b) : n * b;
+    case Layout::nchw:
+      return wd >= Wo ? h * wd * b : wd * b;
   }
   return 0;
 }
@@ -446,15 +451,14 @@ KernelPlan plan_conv(const Common& c) {
         const double groups = std::ceil(acc / double(t.l0c_bytes));
         const double rows = h / groups;
         const double group_input = rows >= 1 ? std::min(in_h, (rows - 1) * double(stride) + double(R)) * in_w
-                                              : double(R) * ((wd * rows - 1) * double(stride) + double(S));
+                                             : double(R) * ((wd * rows - 1) * double(stride) + double(S));
         const double gm = mt / groups;
         const double msub = std::max(1.0, std::ceil(gm / std::max(c.frac_m, base_m)));
         const double bm = gm / msub;
         tile.loads = loads * groups;
         tile.steps_per_load = spl * msub;
-        tile.copies[0] = {group_input * ch_load * c.b,
-                          input_row_bytes(layout, in_w, ch_load, C, c.b, c.c0 * c.b)};
-        tile.copies[1] = {n * kk * spl * c.b, kFractalRowBytes};               // fractal weights
+        tile.copies[0] = {group_input * ch_load * c.b, input_row_bytes(layout, in_w, ch_load, C, c.b, c.c0 * c.b)};
+        tile.copies[1] = {n * kk * spl * c.b, kFractalRowBytes};  // fractal weights
         tile.copies[2] = {extra_in * h * wd * n * c.b / tile.loads, kFractalRowBytes};
         max_l1_input = std::max(max_l1_input, group_input * std::max(1.0, ch_load) * c.b);
         tile.l0a_bytes = bm * kk * c.b;
@@ -543,8 +547,7 @@ KernelPlan plan_depthwise(const Common& c) {
   const double in_w = conv_halo(w, double(std::min(tw_, Wo)), 'w');
   const double ct_p = ceil_to(double(std::min(tc, C)), c.c0);
   const double out_tile = double(std::min(th, Ho) * std::min(tw_, Wo)) * ct_p * c.b;
-  p.footprint.ub = d * (in_h * in_w * ct_p * c.b + out_tile * (1 + extra_in)) +
-                   weights * ct_p * double(R * S) * c.b;
+  p.footprint.ub = d * (in_h * in_w * ct_p * c.b + out_tile * (1 + extra_in)) + weights * ct_p * double(R * S) * c.b;
   check_depth(p, c);
   check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), [&] { return std::string(with_depth(c.depth)); });
   check_row_fusion(p, tc, C, "tile_c");
@@ -554,16 +557,18 @@ KernelPlan plan_depthwise(const Common& c) {
 // Output of one m x n input tile of a rows op (OpInfo::row_output): its elements and
 // the contiguous row each store writes (0: whole output rows). A reduction emits its
 // m values once per row block, here spread over the row's column tiles.
-std::pair<double, double> row_tile_output(const Workload& w, double m, double n, double col_tiles,
-                                          double b) {
+std::pair<double, double> row_tile_output(const Workload& w, double m, double n, double col_tiles, double b) {
   switch (w.info().row_output) {
-    case RowOutput::one_per_row: return {m / col_tiles, 0};
-    case RowOutput::transposed: return {m * n, m * double(w.dim("inner")) * b};
+    case RowOutput::one_per_row:
+      return {m / col_tiles, 0};
+    case RowOutput::transposed:
+      return {m * n, m * double(w.dim("inner")) * b};
     case RowOutput::scaled: {
       const double scale = double(w.dim("scale"));
       return {m * n * scale * scale, 0};
     }
-    case RowOutput::same: break;
+    case RowOutput::same:
+      break;
   }
   return {m * n, 0};
 }
@@ -616,8 +621,8 @@ KernelPlan plan_rows(const Common& c) {
   check_depth(p, c);
   check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), [&] { return std::string(with_depth(c.depth)); });
   if (op.row_output == RowOutput::transposed && (N % w.dim("inner") != 0 || tn % w.dim("inner") != 0)) {
-    p.verdict = Verdict::invalid("transpose: N and tile_n must be multiples of inner " +
-                                 std::to_string(w.dim("inner")));
+    p.verdict =
+        Verdict::invalid("transpose: N and tile_n must be multiples of inner " + std::to_string(w.dim("inner")));
   }
   return p;
 }
@@ -646,10 +651,10 @@ KernelPlan plan_attention(const Common& c) {
     tw.count = cm * double(B);
     tw.loads = loads;
     tw.steps_per_load = 1;
-    tw.copies[0] = {kn * double(D) * c.b, double(D) * c.b};        // K tile
-    tw.copies[1] = {kn * double(D) * c.b, double(D) * c.b};        // V tile
+    tw.copies[0] = {kn * double(D) * c.b, double(D) * c.b};         // K tile
+    tw.copies[1] = {kn * double(D) * c.b, double(D) * c.b};         // V tile
     tw.copies[2] = {m * double(D) * c.b / loads, double(D) * c.b};  // Q, once per tile
-    tw.l0a_bytes = c.pad_m(m) * (d_p + kn_p) * c.b;                // Q, then P
+    tw.l0a_bytes = c.pad_m(m) * (d_p + kn_p) * c.b;                 // Q, then P
     tw.l0b_bytes = (d_p * c.pad_n(kn) + kn_p * c.pad_n(double(D))) * c.b;
     tw.l0_transfers = 4;
     tw.cube_macs = c.pad_m(m) * (c.pad_n(kn) * d_p + c.pad_n(double(D)) * kn_p);
@@ -676,9 +681,12 @@ KernelPlan plan_attention(const Common& c) {
   check_depth(p, c);
   check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), [&] { return std::string(with_depth(c.depth)); });
   check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
-  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes), [&] { return std::string("for the fp32 scores and output of tile_m queries"); });
-  check_fit(p, "L1", f.l1, double(c.t.l1_bytes), [&] { return std::string("for Q and the K/V tiles " + with_depth(c.depth)); });
-  check_fit(p, "UB", f.ub, double(c.t.ub_bytes), [&] { return std::string("for the online softmax " + with_depth(c.depth)); });
+  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes),
+            [&] { return std::string("for the fp32 scores and output of tile_m queries"); });
+  check_fit(p, "L1", f.l1, double(c.t.l1_bytes),
+            [&] { return std::string("for Q and the K/V tiles " + with_depth(c.depth)); });
+  check_fit(p, "UB", f.ub, double(c.t.ub_bytes),
+            [&] { return std::string("for the online softmax " + with_depth(c.depth)); });
   return p;
 }
 
@@ -704,8 +712,7 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
       return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes, true)),
               knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes, true)),
               knob(knobs::tile_n, tile_values(w.dim("K") / conv_groups(w), from_unit(kTileSizes, t, t.cube_n))),
-              knob(knobs::tile_k, tile_values(saturating_product({w.dim("C") / conv_groups(w), w.dim("R"),
-                                                                  w.dim("S")}),
+              knob(knobs::tile_k, tile_values(saturating_product({w.dim("C") / conv_groups(w), w.dim("R"), w.dim("S")}),
                                               from_unit(kReductionSizes, t, t.cube_k))),
               knob(knobs::k_steps, kKSteps),
               knob(knobs::async_copy_depth, depth),
@@ -715,21 +722,20 @@ std::vector<Knob> family_knobs(const Workload& w, const Target& t) {
     case OpFamily::depthwise:
       return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes, true)),
               knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes, true)),
-              knob(knobs::tile_c, tile_values(w.dim("C"), kChannelSizes)),
-              knob(knobs::async_copy_depth, depth),
+              knob(knobs::tile_c, tile_values(w.dim("C"), kChannelSizes)), knob(knobs::async_copy_depth, depth),
               knob(knobs::fusion_level, fusion)};
     case OpFamily::rows:
-      return {knob(knobs::tile_m, tile_values(w.dim("M"), kRowSizes, true)),
-              knob(knobs::tile_n, w.info().row_output == RowOutput::transposed
-                                      ? inner_multiples(w.dim("N"), w.dim("inner"))
-                                      : tile_values(w.dim("N"), kColumnSizes)),
-              knob(knobs::async_copy_depth, depth)};
+      return {
+          knob(knobs::tile_m, tile_values(w.dim("M"), kRowSizes, true)),
+          knob(knobs::tile_n, w.info().row_output == RowOutput::transposed ? inner_multiples(w.dim("N"), w.dim("inner"))
+                                                                           : tile_values(w.dim("N"), kColumnSizes)),
+          knob(knobs::async_copy_depth, depth)};
     case OpFamily::attention:
       return {knob(knobs::tile_m, tile_values(w.dim("S"), from_unit(kTileSizes, t, t.cube_m))),
-              knob(knobs::tile_n, tile_values(w.dim("L"), kSequenceTiles)),
-              knob(knobs::async_copy_depth, depth)};
+              knob(knobs::tile_n, tile_values(w.dim("L"), kSequenceTiles)), knob(knobs::async_copy_depth, depth)};
     case OpFamily::table:
-    case OpFamily::custom: break;
+    case OpFamily::custom:
+      break;
   }
   throw_bad_input("lowering: op '" + w.op() + "' has no tiling template");
 }
@@ -738,23 +744,35 @@ KernelPlan family_plan(const Workload& w, const Target& t, const Schedule& s) {
   const double b = dtype_bytes(w.dtype());
   // On a CPU the micro-kernel's register block is the unit a tile is padded to: an edge
   // micro-tile costs a whole one.
-  const bool block = !has_matrix_unit(t) && w.family() == OpFamily::matmul &&
-                     s.has(std::string(knobs::micro_m)) && s.has(std::string(knobs::micro_n));
+  const bool block = !has_matrix_unit(t) && w.family() == OpFamily::matmul && s.has(std::string(knobs::micro_m)) &&
+                     s.has(std::string(knobs::micro_n));
   const auto unit = [&](std::string_view knob, int fractal) {
     return double(std::max<std::int64_t>(1, block ? s.at(std::string(knob)) : fractal));
   };
-  Common c{w, t, s, b, k_granule_bytes(t) / b, unit(knobs::micro_m, t.cube_m), unit(knobs::micro_n, t.cube_n),
+  Common c{w,
+           t,
+           s,
+           b,
+           k_granule_bytes(t) / b,
+           unit(knobs::micro_m, t.cube_m),
+           unit(knobs::micro_n, t.cube_n),
            int(s.get_or(std::string(knobs::async_copy_depth), 1)),
            int(s.get_or(std::string(knobs::fusion_level), 0))};
   c.register_block = block;
   switch (w.family()) {
-    case OpFamily::matmul: return plan_matmul(c);
-    case OpFamily::conv: return plan_conv(c);
-    case OpFamily::depthwise: return plan_depthwise(c);
-    case OpFamily::rows: return plan_rows(c);
-    case OpFamily::attention: return plan_attention(c);
+    case OpFamily::matmul:
+      return plan_matmul(c);
+    case OpFamily::conv:
+      return plan_conv(c);
+    case OpFamily::depthwise:
+      return plan_depthwise(c);
+    case OpFamily::rows:
+      return plan_rows(c);
+    case OpFamily::attention:
+      return plan_attention(c);
     case OpFamily::table:
-    case OpFamily::custom: break;
+    case OpFamily::custom:
+      break;
   }
   throw_bad_input("lowering: op '" + w.op() + "' has no tiling template");
 }
@@ -796,9 +814,7 @@ std::int64_t preferred(const std::string& knob, const Workload& w) {
   return 0;  // tile_order: row-major
 }
 
-bool is_size_knob(const std::string& name) {
-  return name.rfind("tile_", 0) == 0 && name != knobs::tile_order;
-}
+bool is_size_knob(const std::string& name) { return name.rfind("tile_", 0) == 0 && name != knobs::tile_order; }
 
 }  // namespace
 

@@ -33,9 +33,13 @@ Json FusionReport::to_json() const {
   for (const auto& r : rules) {
     by_rule.push_back({{"rule", r.rule}, {"ops_fused", r.ops}, {"gm_bytes_saved", r.gm_bytes_saved}});
   }
-  return {{"ops_before", ops_before}, {"kernels_after", kernels_after}, {"kernels_removed", kernels_removed()},
-          {"gm_bytes_after", gm_bytes_after}, {"gm_bytes_saved", gm_bytes_saved},
-          {"gm_saved_share", saved_share()}, {"rules", by_rule}};
+  return {{"ops_before", ops_before},
+          {"kernels_after", kernels_after},
+          {"kernels_removed", kernels_removed()},
+          {"gm_bytes_after", gm_bytes_after},
+          {"gm_bytes_saved", gm_bytes_saved},
+          {"gm_saved_share", saved_share()},
+          {"rules", by_rule}};
 }
 
 FusionReport fusion_report(const frontend::TaskSet& tasks, const std::vector<std::optional<Schedule>>& schedules,

@@ -21,13 +21,13 @@ namespace atvoss::report {
 
 struct FusionRuleSaving {
   std::string rule;
-  int ops = 0;               // op occurrences it fused
+  int ops = 0;  // op occurrences it fused
   double gm_bytes_saved = 0;
 };
 
 struct FusionReport {
-  int ops_before = 0;        // compute nodes: tasks' own, fused epilogue ops, folded nodes, fallbacks
-  int kernels_after = 0;     // kernels launched under the chosen schedules, fallbacks included
+  int ops_before = 0;         // compute nodes: tasks' own, fused epilogue ops, folded nodes, fallbacks
+  int kernels_after = 0;      // kernels launched under the chosen schedules, fallbacks included
   double gm_bytes_after = 0;  // GM traffic of the tasks under the chosen schedules (estimate)
   double gm_bytes_saved = 0;
   std::vector<FusionRuleSaving> rules;

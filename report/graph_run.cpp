@@ -48,7 +48,8 @@ execution::NodeCost kernel_resources(const Workload& w, const Schedule& s, const
 
 execution::NodeCost fallback_cost(const frontend::GraphNode& n, const Target& target) {
   const frontend::FallbackNode f{n.name, n.op, n.reason, n.bytes, 1};
-  execution::NodeCost c{frontend::fallback_us(f, target), target.launch_us, target.vector_cores, execution::Unit::vector};
+  execution::NodeCost c{frontend::fallback_us(f, target), target.launch_us, target.vector_cores,
+                        execution::Unit::vector};
   c.hbm_bytes = n.bytes;  // timed from the bytes it moves (frontend/fallback.hpp)
   return c;
 }
@@ -61,8 +62,8 @@ GraphView view_of(const execution::ExecGraph& g, const execution::Timeline& t, c
   for (int i : t.critical_path) critical[i] = true;
   for (std::size_t i = 0; i < g.nodes().size(); ++i) {
     const auto& r = t.runs[i];
-    v.bars.push_back({g.nodes()[i].name, g.nodes()[i].op, r.start_us, r.end_us, r.stream, int(r.cores.size()),
-                      critical[i]});
+    v.bars.push_back(
+        {g.nodes()[i].name, g.nodes()[i].op, r.start_us, r.end_us, r.stream, int(r.cores.size()), critical[i]});
   }
   for (const auto& [time, live] : execution::live_bytes(plan.allocations)) v.memory.emplace_back(time, double(live));
   v.peak_bytes = double(plan.peak_bytes);
@@ -128,18 +129,18 @@ execution::MicroBatchCost micro_batch_cost(const frontend::TaskSet& tasks, const
     std::optional<execution::NodeCost> out;
     const auto it = graph_node.find(g.nodes()[node].name);
     if (it != graph_node.end() && tasks.graph().nodes()[it->second].kernel) try {
-      frontend::GraphNode n = tasks.graph().nodes()[it->second];
-      if (const auto w = frontend::micro_batch_workload(*n.kernel, m)) {
-        const auto t = task_of.find(n.kernel->key());
-        const VariantOp* op = t != task_of.end() && t->second < v.ops.size() ? &v.ops[t->second] : nullptr;
-        Schedule s = op && op->schedule ? *op->schedule : backend::required_default(*w, target);
-        Measurement time = backend::measure_noise_free(target, *w, s);
-        if (!time.ok()) time = backend::measure_noise_free(target, *w, s = backend::required_default(*w, target));
-        n.kernel = *w;
-        if (time.ok()) out = node_cost(n, target, &s, time.time_us);
+        frontend::GraphNode n = tasks.graph().nodes()[it->second];
+        if (const auto w = frontend::micro_batch_workload(*n.kernel, m)) {
+          const auto t = task_of.find(n.kernel->key());
+          const VariantOp* op = t != task_of.end() && t->second < v.ops.size() ? &v.ops[t->second] : nullptr;
+          Schedule s = op && op->schedule ? *op->schedule : backend::required_default(*w, target);
+          Measurement time = backend::measure_noise_free(target, *w, s);
+          if (!time.ok()) time = backend::measure_noise_free(target, *w, s = backend::required_default(*w, target));
+          n.kernel = *w;
+          if (time.ok()) out = node_cost(n, target, &s, time.time_us);
+        }
+      } catch (const Error&) {  // no valid schedule for the smaller kernel: scale it
       }
-    } catch (const Error&) {  // no valid schedule for the smaller kernel: scale it
-    }
     return (*cache)[{node, m}] = out;
   };
 }
@@ -161,7 +162,9 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
   const execution::MemoryPlan plan = execution::plan_memory(run_graph, tuned_run);
   const double batch = tasks.batch();
   auto row = [&](const char* name, double us, double utilisation) {
-    return Json{{"name", name}, {"end_to_end_us", us}, {"throughput", us > 0 ? batch / us * 1e6 : 0},
+    return Json{{"name", name},
+                {"end_to_end_us", us},
+                {"throughput", us > 0 ? batch / us * 1e6 : 0},
                 {"utilisation", utilisation}};
   };
   Json rows = Json::array();
@@ -173,8 +176,10 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
   Json path = Json::array();
   for (int i : tuned_run.critical_path) path.push_back(run_graph.nodes()[i].name);
   const double need = double(plan.peak_bytes) + memory.weight_bytes;
-  Json memory_json = {{"peak_bytes", plan.peak_bytes}, {"lower_bound_bytes", plan.lower_bound_bytes},
-                      {"weight_bytes", memory.weight_bytes}, {"capacity_bytes", memory.capacity_bytes},
+  Json memory_json = {{"peak_bytes", plan.peak_bytes},
+                      {"lower_bound_bytes", plan.lower_bound_bytes},
+                      {"weight_bytes", memory.weight_bytes},
+                      {"capacity_bytes", memory.capacity_bytes},
                       {"fits", memory.capacity_bytes <= 0 || need <= memory.capacity_bytes},
                       {"over_bytes", memory.capacity_bytes > 0 ? std::max(0.0, need - memory.capacity_bytes) : 0.0}};
   // Over the device's memory: recompute activations until the plan fits (or say it cannot).
@@ -182,8 +187,11 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
     const auto budget = static_cast<std::int64_t>(std::max(0.0, memory.capacity_bytes - memory.weight_bytes));
     const execution::RecomputeResult r = execution::recompute_to_fit(run_graph, device, knobs.scheduler, budget);
     const double left = std::max(0.0, double(r.plan.peak_bytes) + memory.weight_bytes - memory.capacity_bytes);
-    memory_json["recompute"] = {{"tensors", r.tensors.size()}, {"extra_us", r.extra_us},
-                                {"peak_bytes", r.plan.peak_bytes}, {"fits", r.fits}, {"over_bytes", left},
+    memory_json["recompute"] = {{"tensors", r.tensors.size()},
+                                {"extra_us", r.extra_us},
+                                {"peak_bytes", r.plan.peak_bytes},
+                                {"fits", r.fits},
+                                {"over_bytes", left},
                                 {"end_to_end_us", r.timeline.makespan_us}};
     if (r.fits && !r.tensors.empty()) {
       rows.push_back(row("tuned, scheduled, recomputing activations to fit", r.timeline.makespan_us,
@@ -199,11 +207,14 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
   }
   run.view.topological_us = topological.makespan_us;
   run.summary = {{"rows", rows},
-                 {"graph_knobs", {{"point", knobs.point.to_json()}, {"evaluations", knobs.evaluations},
-                                  {"stages", knobs.stages}, {"micro_batches", knobs.micro_batches}}},
-          {"topological_us", topological.makespan_us},
-          {"critical_path", path},
-          {"memory", memory_json}};
+                 {"graph_knobs",
+                  {{"point", knobs.point.to_json()},
+                   {"evaluations", knobs.evaluations},
+                   {"stages", knobs.stages},
+                   {"micro_batches", knobs.micro_batches}}},
+                 {"topological_us", topological.makespan_us},
+                 {"critical_path", path},
+                 {"memory", memory_json}};
   return run;
 }
 

@@ -9,9 +9,8 @@
 // has tiles, up to the unit's); a node not tuned costs its fallback time on every vector core.
 // Each node also carries the HBM bytes its kernel cannot avoid, so that kernels running side
 // by side share the HBM bandwidth (execution/scheduler.hpp); L2 is not shared that way. A zoo
-// layer standing for n occurrences costs n times its kernel. Not in the graph run: layout transposes and the quantize/dequantize
-// kernels precision adds (they are no nodes of the model's graph).
-// Threading: the caller's thread.
+// layer standing for n occurrences costs n times its kernel. Not in the graph run: layout transposes and the
+// quantize/dequantize kernels precision adds (they are no nodes of the model's graph). Threading: the caller's thread.
 #pragma once
 
 #include "core/json.hpp"

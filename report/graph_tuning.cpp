@@ -40,15 +40,15 @@ execution::ExecGraph graph_under(const execution::ExecGraph& g, const GraphKnobs
 
 GraphKnobs tune_graph_run(const execution::ExecGraph& g, const execution::Device& device, int batch,
                           const GraphTuningOptions& options, const execution::MicroBatchCost& micro_cost) {
-  const Schedule start({{"rank_weight", 1}, {"time_weight", 0}, {"affinity_weight", 0}, {"stages", 1},
-                        {"micro_batches", 1}});
-  const search::Minimum m = search::minimise(
-      graph_space(batch), start,
-      [&](const Schedule& s) -> std::optional<double> {
-        const GraphKnobs k = knobs_of(s);
-        return execution::simulate(graph_under(g, k, micro_cost), device, k.scheduler).makespan_us;
-      },
-      {options.strategy, options.trials, options.batch_size, options.seed});
+  const Schedule start(
+      {{"rank_weight", 1}, {"time_weight", 0}, {"affinity_weight", 0}, {"stages", 1}, {"micro_batches", 1}});
+  const search::Minimum m =
+      search::minimise(graph_space(batch), start,
+                       [&](const Schedule& s) -> std::optional<double> {
+                         const GraphKnobs k = knobs_of(s);
+                         return execution::simulate(graph_under(g, k, micro_cost), device, k.scheduler).makespan_us;
+                       },
+                       {options.strategy, options.trials, options.batch_size, options.seed});
   GraphKnobs best = knobs_of(m.point);
   best.makespan_us = m.value;
   best.evaluations = m.evaluations;

@@ -98,8 +98,9 @@ std::string render_graph_section(const GraphView& v, int batch) {
       << " &#181;s. Peak activation memory " << fmt_bytes(v.peak_bytes) << " (liveness bound "
       << fmt_bytes(v.lower_bound_bytes) << ") plus weights " << fmt_bytes(v.weight_bytes);
   if (v.capacity_bytes > 0) out << " against " << fmt_bytes(v.capacity_bytes) << " of device memory";
-  out << ".</p><h3>Timeline, tuned and scheduled (critical path outlined)</h3><div class=\"wide\">" << render_timeline_svg(v)
-      << "</div><h3>Live memory over time</h3><div class=\"wide\">" << memory_curve(v) << "</div></section>";
+  out << ".</p><h3>Timeline, tuned and scheduled (critical path outlined)</h3><div class=\"wide\">"
+      << render_timeline_svg(v) << "</div><h3>Live memory over time</h3><div class=\"wide\">" << memory_curve(v)
+      << "</div></section>";
   return out.str();
 }
 

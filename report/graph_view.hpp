@@ -24,7 +24,7 @@ struct GraphView {
   std::vector<Row> rows;
   double topological_us = 0;
   std::vector<Bar> bars;
-  std::vector<std::string> lane_labels;  // per stream; empty: "s0", "s1", ...
+  std::vector<std::string> lane_labels;           // per stream; empty: "s0", "s1", ...
   std::vector<std::pair<double, double>> memory;  // (time us, live bytes), a step each
   double peak_bytes = 0, lower_bound_bytes = 0, weight_bytes = 0, capacity_bytes = 0;
 };

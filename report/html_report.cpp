@@ -18,7 +18,6 @@
 namespace atvoss::report {
 namespace {
 
-
 constexpr const char* kStyle = R"(
 body{font-family:sans-serif;margin:2em;color:#222;max-width:1100px}
 table{border-collapse:collapse;margin:0.5em 0}
@@ -52,8 +51,8 @@ std::string svg_curve(const std::vector<double>& curve, double reference) {
     if (std::isfinite(curve[i])) pts.emplace_back(double(i + 1), curve[i]);
   }
   std::ostringstream s;
-  s << "<svg class=\"curve\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
-    << H << "\" viewBox=\"0 0 " << W << " " << H << "\">";
+  s << "<svg class=\"curve\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\">";
   if (pts.empty()) {
     s << "<text x=\"" << W / 2 << "\" y=\"" << H / 2
       << "\" text-anchor=\"middle\" font-size=\"12\">no valid measurement yet</text></svg>";
@@ -66,20 +65,18 @@ std::string svg_curve(const std::vector<double>& curve, double reference) {
   auto x = [&](double t) { return L + (t - 1) / (n - 1) * (W - L - R); };
   auto y = [&](double v) { return T + (hi - v) / span * (H - T - B); };
   s << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B
-    << "\" stroke=\"#888\"/><line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\""
-    << H - B << "\" stroke=\"#888\"/>";
-  s << "<text x=\"" << L - 4 << "\" y=\"" << T + 10 << "\" text-anchor=\"end\" font-size=\"10\">"
-    << fmt(hi) << "</text><text x=\"" << L - 4 << "\" y=\"" << H - B
-    << "\" text-anchor=\"end\" font-size=\"10\">" << fmt(lo) << "</text>";
-  s << "<text x=\"" << (L + W) / 2 << "\" y=\"" << H - 8
-    << "\" text-anchor=\"middle\" font-size=\"10\">trials (" << curve.size()
-    << ")  &#8212;  best so far, &#181;s</text>";
+    << "\" stroke=\"#888\"/><line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B
+    << "\" stroke=\"#888\"/>";
+  s << "<text x=\"" << L - 4 << "\" y=\"" << T + 10 << "\" text-anchor=\"end\" font-size=\"10\">" << fmt(hi)
+    << "</text><text x=\"" << L - 4 << "\" y=\"" << H - B << "\" text-anchor=\"end\" font-size=\"10\">" << fmt(lo)
+    << "</text>";
+  s << "<text x=\"" << (L + W) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\" font-size=\"10\">trials ("
+    << curve.size() << ")  &#8212;  best so far, &#181;s</text>";
   if (std::isfinite(reference) && reference > 0) {
-    s << "<line class=\"reference\" x1=\"" << L << "\" y1=\"" << y(reference) << "\" x2=\""
-      << W - R << "\" y2=\"" << y(reference)
-      << "\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/><text x=\"" << W - R - 2 << "\" y=\""
-      << y(reference) - 3 << "\" text-anchor=\"end\" font-size=\"10\" fill=\"#c33\">default "
-      << fmt(reference) << "</text>";
+    s << "<line class=\"reference\" x1=\"" << L << "\" y1=\"" << y(reference) << "\" x2=\"" << W - R << "\" y2=\""
+      << y(reference) << "\" stroke=\"#c33\" stroke-dasharray=\"4 3\"/><text x=\"" << W - R - 2 << "\" y=\""
+      << y(reference) - 3 << "\" text-anchor=\"end\" font-size=\"10\" fill=\"#c33\">default " << fmt(reference)
+      << "</text>";
   }
   s << "<polyline fill=\"none\" stroke=\"#26a\" stroke-width=\"2\" points=\"";
   double prev_y = y(pts.front().second);
@@ -96,8 +93,7 @@ std::string svg_curve(const std::vector<double>& curve, double reference) {
 namespace {
 
 // Horizontal bars, one per (label, value), scaled to the largest.
-std::string svg_bars(const std::vector<std::pair<std::string, double>>& bars,
-                     const std::string& unit) {
+std::string svg_bars(const std::vector<std::pair<std::string, double>>& bars, const std::string& unit) {
   constexpr double W = 560, row = 24, L = 190;
   const double H = row * double(bars.size()) + 10;
   double hi = 0;
@@ -105,17 +101,15 @@ std::string svg_bars(const std::vector<std::pair<std::string, double>>& bars,
     if (std::isfinite(b.second)) hi = std::max(hi, b.second);
   }
   std::ostringstream s;
-  s << "<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\""
-    << H << "\">";
+  s << "<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\">";
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const double v = std::isfinite(bars[i].second) ? bars[i].second : 0;
     const double w = hi > 0 ? v / hi * (W - L - 90) : 0;
     const double yy = 5 + row * double(i);
     s << "<text x=\"" << L - 6 << "\" y=\"" << yy + 15 << "\" text-anchor=\"end\" font-size=\"12\">"
-      << esc(bars[i].first) << "</text><rect x=\"" << L << "\" y=\"" << yy + 3 << "\" width=\""
-      << std::max(w, 1.0) << "\" height=\"" << row - 8 << "\" fill=\"#4a8\"/><text x=\""
-      << L + w + 5 << "\" y=\"" << yy + 15 << "\" font-size=\"12\">" << fmt(v) << " " << unit
-      << "</text>";
+      << esc(bars[i].first) << "</text><rect x=\"" << L << "\" y=\"" << yy + 3 << "\" width=\"" << std::max(w, 1.0)
+      << "\" height=\"" << row - 8 << "\" fill=\"#4a8\"/><text x=\"" << L + w + 5 << "\" y=\"" << yy + 15
+      << "\" font-size=\"12\">" << fmt(v) << " " << unit << "</text>";
   }
   s << "</svg>";
   return s.str();
@@ -127,14 +121,12 @@ std::string svg_profile_bar(const Profile& p, double scale_us) {
   const std::pair<double, const char*> parts[] = {
       {p.compute_us, "#26a"}, {p.dma_us, "#e93"}, {p.sync_wait_us, "#c33"}, {p.launch_us, "#999"}};
   std::ostringstream s;
-  s << "<svg class=\"profile\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W
-    << "\" height=\"" << H << "\">";
+  s << "<svg class=\"profile\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\">";
   double x = 0;
   for (const auto& [us, color] : parts) {
     const double w = scale_us > 0 ? us / scale_us * W : 0;
     if (w <= 0) continue;
-    s << "<rect x=\"" << x << "\" y=\"2\" width=\"" << w << "\" height=\"" << H - 4
-      << "\" fill=\"" << color << "\"/>";
+    s << "<rect x=\"" << x << "\" y=\"2\" width=\"" << w << "\" height=\"" << H - 4 << "\" fill=\"" << color << "\"/>";
     x += w;
   }
   s << "</svg>";
@@ -144,9 +136,8 @@ std::string svg_profile_bar(const Profile& p, double scale_us) {
 std::string profile_cells(const std::optional<Measurement>& m) {
   if (!m || !m->ok()) return "<td colspan=\"4\" class=\"l note\">n/a</td>";
   const Profile& p = m->profile;
-  return "<td>" + fmt(100 * p.l1_hit_rate, 1) + "%</td><td>" + fmt(100 * p.cube_utilisation, 1) +
-         "%</td><td>" + fmt_bytes(p.gm_bytes) + "</td><td>" + fmt_bytes(p.peak_workspace_bytes) +
-         "</td>";
+  return "<td>" + fmt(100 * p.l1_hit_rate, 1) + "%</td><td>" + fmt(100 * p.cube_utilisation, 1) + "%</td><td>" +
+         fmt_bytes(p.gm_bytes) + "</td><td>" + fmt_bytes(p.peak_workspace_bytes) + "</td>";
 }
 
 // Where the schedules of each variant pay for a layout change, and what it costs.
@@ -164,9 +155,8 @@ void layout_changes_table(std::ostringstream& out, const ReportData& d) {
     }
     for (const auto& c : v.layout_changes) {
       out << "<tr><td class=\"l\">" << esc(v.name) << "</td><td class=\"l\">" << esc(c.from_layer)
-          << "</td><td class=\"l\">" << esc(c.to_layer) << "</td><td class=\"l\">" << esc(c.from)
-          << " &rarr; " << esc(c.to) << "</td><td class=\"l\">" << esc(c.tensor) << "</td><td>"
-          << fmt(c.time_us) << "</td></tr>";
+          << "</td><td class=\"l\">" << esc(c.to_layer) << "</td><td class=\"l\">" << esc(c.from) << " &rarr; "
+          << esc(c.to) << "</td><td class=\"l\">" << esc(c.tensor) << "</td><td>" << fmt(c.time_us) << "</td></tr>";
     }
   }
   out << "</table>";
@@ -177,14 +167,16 @@ void fallback_section(std::ostringstream& out, const ReportData& d) {
   if (d.fallbacks.empty()) return;
   double total = 0;
   for (const auto& f : d.fallbacks) total += f.time_us;
-  out << "<p class=\"note\"><b>" << d.fallbacks.size() << " nodes not tuned</b>, timed as their bytes at"
-         " DRAM bandwidth plus one launch (" << fmt(total) << " &#181;s in every end-to-end figure):</p>"
+  out << "<p class=\"note\"><b>" << d.fallbacks.size()
+      << " nodes not tuned</b>, timed as their bytes at"
+         " DRAM bandwidth plus one launch ("
+      << fmt(total)
+      << " &#181;s in every end-to-end figure):</p>"
          "<table><tr><th class=\"l\">node</th><th class=\"l\">op</th><th>count</th><th>&#181;s</th>"
          "<th class=\"l\">why</th></tr>";
   for (const auto& f : d.fallbacks) {
-    out << "<tr><td class=\"l\">" << esc(f.name) << "</td><td class=\"l\">" << esc(f.op) << "</td><td>"
-        << f.count << "</td><td>" << fmt(f.time_us) << "</td><td class=\"l note\">" << esc(f.reason)
-        << "</td></tr>";
+    out << "<tr><td class=\"l\">" << esc(f.name) << "</td><td class=\"l\">" << esc(f.op) << "</td><td>" << f.count
+        << "</td><td>" << fmt(f.time_us) << "</td><td class=\"l note\">" << esc(f.reason) << "</td></tr>";
   }
   out << "</table>";
 }
@@ -272,26 +264,26 @@ void precision_section(std::ostringstream& out, const ReportData& d) {
 
 void knob_table(std::ostringstream& out, const TaskReport& t) {
   std::set<std::string> knobs;
-  if (t.default_schedule) for (const auto& [k, v] : t.default_schedule->values()) knobs.insert(k);
-  if (t.best_schedule) for (const auto& [k, v] : t.best_schedule->values()) knobs.insert(k);
+  if (t.default_schedule)
+    for (const auto& [k, v] : t.default_schedule->values()) knobs.insert(k);
+  if (t.best_schedule)
+    for (const auto& [k, v] : t.best_schedule->values()) knobs.insert(k);
   out << "<table class=\"knobs\"><tr><th class=\"l\">knob</th><th>default</th><th>tuned</th></tr>";
   for (const auto& k : knobs) {
     auto cell = [&](const std::optional<Schedule>& s) {
       return s && s->has(k) ? std::to_string(s->at(k)) : std::string("&ndash;");
     };
     const bool changed = cell(t.default_schedule) != cell(t.best_schedule);
-    out << "<tr><td class=\"l\">" << esc(k) << "</td><td>" << cell(t.default_schedule)
-        << "</td><td" << (changed ? " class=\"better\"" : "") << ">" << cell(t.best_schedule)
-        << "</td></tr>";
+    out << "<tr><td class=\"l\">" << esc(k) << "</td><td>" << cell(t.default_schedule) << "</td><td"
+        << (changed ? " class=\"better\"" : "") << ">" << cell(t.best_schedule) << "</td></tr>";
   }
   out << "</table>";
 }
 
 void profile_table(std::ostringstream& out, const TaskReport& t) {
-  const double scale = std::max(t.default_measurement && t.default_measurement->ok()
-                                    ? t.default_measurement->time_us : 0.0,
-                                t.best_measurement && t.best_measurement->ok()
-                                    ? t.best_measurement->time_us : 0.0);
+  const double scale =
+      std::max(t.default_measurement && t.default_measurement->ok() ? t.default_measurement->time_us : 0.0,
+               t.best_measurement && t.best_measurement->ok() ? t.best_measurement->time_us : 0.0);
   out << "<table class=\"profiles\"><tr><th class=\"l\">schedule</th><th>&#181;s</th>"
          "<th>compute</th><th>DMA</th><th>sync</th><th>launch</th><th>L1 hit</th>"
          "<th>cube util</th><th>GM bytes</th><th>workspace</th><th class=\"l\">"
@@ -303,10 +295,9 @@ void profile_table(std::ostringstream& out, const TaskReport& t) {
       return;
     }
     const Profile& p = m->profile;
-    out << "<td>" << fmt(m->time_us) << "</td><td>" << fmt(p.compute_us) << "</td><td>"
-        << fmt(p.dma_us) << "</td><td>" << fmt(p.sync_wait_us) << "</td><td>" << fmt(p.launch_us)
-        << "</td>" << profile_cells(m) << "<td class=\"l\">" << svg_profile_bar(p, scale)
-        << "</td></tr>";
+    out << "<td>" << fmt(m->time_us) << "</td><td>" << fmt(p.compute_us) << "</td><td>" << fmt(p.dma_us) << "</td><td>"
+        << fmt(p.sync_wait_us) << "</td><td>" << fmt(p.launch_us) << "</td>" << profile_cells(m) << "<td class=\"l\">"
+        << svg_profile_bar(p, scale) << "</td></tr>";
   };
   row("default", t.default_measurement);
   row("tuned", t.best_measurement);
@@ -333,15 +324,12 @@ void throughput_line(std::ostringstream& out, const TaskReport& t, double peak_g
 }
 
 void task_section(std::ostringstream& out, const TaskReport& t, std::size_t index, double peak_gflops) {
-  const double def = t.default_measurement && t.default_measurement->ok()
-                         ? t.default_measurement->time_us
-                         : std::nan("");
-  const double best = t.best_measurement && t.best_measurement->ok() ? t.best_measurement->time_us
-                                                                       : std::nan("");
+  const double def =
+      t.default_measurement && t.default_measurement->ok() ? t.default_measurement->time_us : std::nan("");
+  const double best = t.best_measurement && t.best_measurement->ok() ? t.best_measurement->time_us : std::nan("");
   out << "<section class=\"task\" id=\"task-" << index << "\"><h3>" << esc(t.name) << "</h3>"
       << "<p>" << esc(t.label) << " &middot; weight " << t.weight << " &middot; " << t.trials
-      << " trials &middot; best " << fmt(best) << " &#181;s &middot; default " << fmt(def)
-      << " &#181;s";
+      << " trials &middot; best " << fmt(best) << " &#181;s &middot; default " << fmt(def) << " &#181;s";
   if (std::isfinite(def) && std::isfinite(best) && best > 0) {
     out << " &middot; <span class=\"better\">" << fmt(def / best) << "&times;</span>";
   }
@@ -357,12 +345,11 @@ void task_section(std::ostringstream& out, const TaskReport& t, std::size_t inde
 
 std::string render_report(const ReportData& d) {
   std::ostringstream out;
-  out << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atvoss report: "
-      << esc(d.job) << "</title><style>" << kStyle << "</style></head><body>";
-  out << "<h1>atvoss tuning report: " << esc(d.job) << "</h1><p>model <b>" << esc(d.model)
-      << "</b> (batch " << d.batch << ") on <b>" << esc(d.target) << "</b> &middot; strategy "
-      << esc(d.strategy) << " &middot; " << d.trials << " trials stored (budget " << d.budget
-      << ") &middot; " << d.tasks.size() << " tasks";
+  out << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atvoss report: " << esc(d.job)
+      << "</title><style>" << kStyle << "</style></head><body>";
+  out << "<h1>atvoss tuning report: " << esc(d.job) << "</h1><p>model <b>" << esc(d.model) << "</b> (batch " << d.batch
+      << ") on <b>" << esc(d.target) << "</b> &middot; strategy " << esc(d.strategy) << " &middot; " << d.trials
+      << " trials stored (budget " << d.budget << ") &middot; " << d.tasks.size() << " tasks";
   if (d.tasks_tuned >= 0 && d.tasks_tuned < int(d.tasks.size())) {
     out << " &middot; <b>" << d.tasks_tuned << " of " << d.tasks.size()
         << " tasks measured</b>: the budget did not reach the rest, which run their zero-shot pick"

@@ -22,12 +22,12 @@
 namespace atvoss::report {
 
 struct TaskReport {
-  std::string name;    // layer name
-  std::string label;   // Workload::label()
-  double flops = 0;    // Workload::flops(): arithmetic of one run of the main op
+  std::string name;   // layer name
+  std::string label;  // Workload::label()
+  double flops = 0;   // Workload::flops(): arithmetic of one run of the main op
   int weight = 1;
   int trials = 0;
-  std::vector<double> curve;           // best so far per trial, microseconds (inf before the first ok)
+  std::vector<double> curve;  // best so far per trial, microseconds (inf before the first ok)
   std::optional<Schedule> default_schedule;
   std::optional<Measurement> default_measurement;
   std::optional<Schedule> best_schedule;
@@ -38,8 +38,8 @@ struct TaskReport {
 struct VariantOp {
   std::string task;
   int weight = 1;
-  std::optional<Measurement> measurement;  // nullopt: no schedule for this variant
-  std::string note;                        // e.g. "no fusion-free record; default used"
+  std::optional<Measurement> measurement;           // nullopt: no schedule for this variant
+  std::string note;                                 // e.g. "no fusion-free record; default used"
   std::optional<Schedule> schedule = std::nullopt;  // the schedule timed
   // Where the schedule comes from: "measured", "zero-shot" or "default" (TableEntry).
   std::string provenance = "";
@@ -69,8 +69,8 @@ struct ModelVariant {
 
 // The whole model in one precision, at the vendor default schedules.
 struct PrecisionRow {
-  std::string name;         // "float16", "int8", "this job (mixed)"
-  double default_us = 0;    // weighted end-to-end, noise-free
+  std::string name;       // "float16", "int8", "this job (mixed)"
+  double default_us = 0;  // weighted end-to-end, noise-free
 };
 
 struct ReportData {
@@ -82,7 +82,7 @@ struct ReportData {
   std::string model;
   int batch = 1;
   std::string strategy;
-  int trials = 0;       // stored trials over all tasks
+  int trials = 0;  // stored trials over all tasks
   int budget = 0;
   int tasks_tuned = -1;  // tasks the budget reached; -1: not given (every task)
   std::vector<TaskReport> tasks;
@@ -94,8 +94,8 @@ struct ReportData {
     double time_us = 0;
   };
   std::vector<Fallback> fallbacks;
-  FusionReport fusion;  // under the chosen schedules (variant (d))
-  std::vector<PrecisionRow> precisions;                  // first row: the reference
+  FusionReport fusion;                                     // under the chosen schedules (variant (d))
+  std::vector<PrecisionRow> precisions;                    // first row: the reference
   std::vector<std::pair<std::string, double>> int8_error;  // task, estimated relative error
   std::string device_memory;  // frontend::MemoryFit::summary() (frontend/device_memory.hpp); empty: not shown
   bool fits_device = true;

@@ -6,8 +6,8 @@
 
 namespace atvoss::report {
 
-std::string esc(const std::string& s);               // &, <, >, " as entities
-std::string fmt(double v, int precision = 2);        // "&ndash;" when not finite
-std::string fmt_bytes(double b);                     // "1.5 MB"
+std::string esc(const std::string& s);         // &, <, >, " as entities
+std::string fmt(double v, int precision = 2);  // "&ndash;" when not finite
+std::string fmt_bytes(double b);               // "1.5 MB"
 
 }  // namespace atvoss::report

@@ -36,8 +36,12 @@ Json optional_us(const std::optional<Measurement>& m) { return m && m->ok() ? Js
 class JobReport {
  public:
   explicit JobReport(const tuner::TunedModel& tuned)
-      : tuned_(tuned), spec_(tuned.spec), target_(tuned.target), tasks_(tuned.tasks),
-        db_(db::TuningDatabase::open(spec_.database)), target_key_(db::TargetInfo::from_target(target_).key) {
+      : tuned_(tuned),
+        spec_(tuned.spec),
+        target_(tuned.target),
+        tasks_(tuned.tasks),
+        db_(db::TuningDatabase::open(spec_.database)),
+        target_key_(db::TargetInfo::from_target(target_).key) {
     for (const auto& t : tasks_.tasks()) histories_.push_back(db_.records().history(t.workload.key(), target_key_));
   }
 
@@ -101,8 +105,7 @@ class JobReport {
     o.devices = p.devices;
     o.trials = p.trials;
     o.seed = spec_.seed;
-    const ParallelReport r =
-        parallel_report(step, tasks_, chosen, target_, distributed::load_topology(p.topology), o);
+    const ParallelReport r = parallel_report(step, tasks_, chosen, target_, distributed::load_topology(p.topology), o);
     write_file_atomically(p.plan_path, "job spec: field 'parallel.plan'",
                           [&](std::ostream& os) { os << r.summary["plan"].dump(2) << "\n"; });
     data.parallel_html = render_parallel_section(r);
@@ -157,8 +160,7 @@ class JobReport {
   bool tunes_layout(const Workload& w) const {
     if (!lowering::has_layout_knob(w)) return false;
     const auto space_knobs = backend::space_for(w, target_).knobs();
-    return std::any_of(space_knobs.begin(), space_knobs.end(),
-                       [](const Knob& k) { return k.name == knobs::layout; });
+    return std::any_of(space_knobs.begin(), space_knobs.end(), [](const Knob& k) { return k.name == knobs::layout; });
   }
 
   // Each conv task's best stored time in every layout it was measured in; a task with
@@ -220,12 +222,17 @@ class JobReport {
     const tuner::TunedTask& r = tuned_.results[i];
     Json layers = Json::array();
     for (const auto& [name, count] : task.layers) layers.push_back({{"name", name}, {"count", count}});
-    Json j{{"name", task.name}, {"workload", task.workload.to_json()}, {"weight", task.weight},
-           {"nodes", layers}, {"trials", r.trials},
-           {"best_us", optional_us(r.best_us)}, {"default_us", optional_us(r.default_us)},
+    Json j{{"name", task.name},
+           {"workload", task.workload.to_json()},
+           {"weight", task.weight},
+           {"nodes", layers},
+           {"trials", r.trials},
+           {"best_us", optional_us(r.best_us)},
+           {"default_us", optional_us(r.default_us)},
            {"best_schedule", t.best_schedule ? t.best_schedule->to_json() : Json(nullptr)},
            {"chosen_schedule", chosen.schedule ? chosen.schedule->to_json() : Json(nullptr)},
-           {"chosen_us", optional_us(chosen.measurement)}, {"provenance", chosen.provenance},
+           {"chosen_us", optional_us(chosen.measurement)},
+           {"provenance", chosen.provenance},
            {"zero_shot_us", optional_us(zero_shot.measurement)}};
     if (const auto l = layouts.layouts[i]) {  // the chosen layout and its best time
       j["layout"] = lowering::layout_name(*l);
@@ -237,13 +244,17 @@ class JobReport {
   Json summary_json(const JobOutcome& out, const ReportData& data, const Json& tasks) const {
     Json variants = Json::array();
     for (const auto& v : data.variants) {
-      variants.push_back({{"name", v.name}, {"end_to_end_us", v.end_to_end_us()},
-                          {"throughput", v.throughput(data.batch)}});
+      variants.push_back(
+          {{"name", v.name}, {"end_to_end_us", v.end_to_end_us()}, {"throughput", v.throughput(data.batch)}});
     }
     Json changes = Json::array();
     for (const auto& c : data.variants.back().layout_changes) {  // the chosen schedules' transposes
-      changes.push_back({{"from_layer", c.from_layer}, {"to_layer", c.to_layer}, {"from", c.from}, {"to", c.to},
-                         {"transpose", c.transpose}, {"time_us", c.time_us}});
+      changes.push_back({{"from_layer", c.from_layer},
+                         {"to_layer", c.to_layer},
+                         {"from", c.from},
+                         {"to", c.to},
+                         {"transpose", c.transpose},
+                         {"time_us", c.time_us}});
     }
     Json precisions = Json::array();
     for (const auto& p : data.precisions) precisions.push_back({{"name", p.name}, {"default_us", p.default_us}});
@@ -252,22 +263,38 @@ class JobReport {
       folded.push_back({{"name", name}, {"into", into.empty() ? Json(nullptr) : Json(into)}});
     }
     const auto& memory = tuned_.memory;
-    return {{"job", spec_.name}, {"precisions", precisions}, {"precision_warnings", tuned_.precision_warnings},
-            {"model", tasks_.model()}, {"target", target_.name},
-            {"trials", out.trials}, {"resumed", out.resumed_trials},
-            {"tasks_tuned", out.tasks_tuned}, {"default_us", out.default_us},
-            {"tuned_us", out.tuned_us}, {"end_to_end", kEndToEndMeaning},
-            {"layout_changes", changes}, {"layout_changes_us", out.layout_changes_us},
-            {"fallback_us", out.fallback_us}, {"fallback_rule", frontend::kFallbackRule},
-            {"graph", tasks_.graph().summary()}, {"not_tuned", frontend::fallbacks_json(tasks_, target_)},
-            {"folded", folded}, {"fusion", data.fusion.to_json()},
-            {"measured", out.measured}, {"tasks", tasks}, {"variants", variants},
+    return {{"job", spec_.name},
+            {"precisions", precisions},
+            {"precision_warnings", tuned_.precision_warnings},
+            {"model", tasks_.model()},
+            {"target", target_.name},
+            {"trials", out.trials},
+            {"resumed", out.resumed_trials},
+            {"tasks_tuned", out.tasks_tuned},
+            {"default_us", out.default_us},
+            {"tuned_us", out.tuned_us},
+            {"end_to_end", kEndToEndMeaning},
+            {"layout_changes", changes},
+            {"layout_changes_us", out.layout_changes_us},
+            {"fallback_us", out.fallback_us},
+            {"fallback_rule", frontend::kFallbackRule},
+            {"graph", tasks_.graph().summary()},
+            {"not_tuned", frontend::fallbacks_json(tasks_, target_)},
+            {"folded", folded},
+            {"fusion", data.fusion.to_json()},
+            {"measured", out.measured},
+            {"tasks", tasks},
+            {"variants", variants},
             {"confirmation", {{"tasks", tuned_.confirmed_tasks}, {"pick_changed", tuned_.confirm_changed}}},
-            {"database", out.database}, {"table", out.table}, {"report", out.report},
-            {"memory", {{"weight_bytes", memory.weight_bytes},
-                        {"peak_activation_bytes", memory.peak_activation_bytes},
-                        {"peak_layer", memory.peak_layer},
-                        {"capacity_bytes", memory.capacity_bytes}, {"fits", memory.fits()}}}};
+            {"database", out.database},
+            {"table", out.table},
+            {"report", out.report},
+            {"memory",
+             {{"weight_bytes", memory.weight_bytes},
+              {"peak_activation_bytes", memory.peak_activation_bytes},
+              {"peak_layer", memory.peak_layer},
+              {"capacity_bytes", memory.capacity_bytes},
+              {"fits", memory.fits()}}}};
   }
 
   const tuner::TunedModel& tuned_;

@@ -35,8 +35,7 @@ double edge_us(const frontend::TaskSet& model, const Edge& e, Layout from, Layou
 std::vector<bool> layout_tasks(const frontend::TaskSet& model, const std::vector<std::map<Layout, double>>& times) {
   std::vector<bool> v;
   for (std::size_t i = 0; i < model.tasks().size(); ++i) {
-    v.push_back(lowering::has_layout_knob(model.tasks()[i].workload) && i < times.size() &&
-                !times[i].empty());
+    v.push_back(lowering::has_layout_knob(model.tasks()[i].workload) && i < times.size() && !times[i].empty());
   }
   return v;
 }
@@ -57,8 +56,8 @@ TransposeCost swept_transpose_cost(const Target& target) {
   };
 }
 
-std::vector<LayoutChange> layout_changes(const frontend::TaskSet& model, const std::vector<std::optional<Layout>>& layouts,
-                                         const TransposeCost& cost) {
+std::vector<LayoutChange> layout_changes(const frontend::TaskSet& model,
+                                         const std::vector<std::optional<Layout>>& layouts, const TransposeCost& cost) {
   std::vector<bool> has_layout;
   for (const auto& l : layouts) has_layout.push_back(l.has_value());
   std::vector<LayoutChange> out;
@@ -67,8 +66,8 @@ std::vector<LayoutChange> layout_changes(const frontend::TaskSet& model, const s
     const Layout from = *layouts[order[e.from_step].task], to = *layouts[order[e.to_step].task];
     if (from == to) continue;
     const Workload& consumer = model.tasks()[order[e.to_step].task].workload;
-    LayoutChange c{order[e.from_step].name, order[e.to_step].name, from, to,
-                   *lowering::layout_change(consumer, from, to), 0};
+    LayoutChange c{
+        order[e.from_step].name, order[e.to_step].name, from, to, *lowering::layout_change(consumer, from, to), 0};
     c.time_us = cost(c.transpose);
     out.push_back(std::move(c));
   }

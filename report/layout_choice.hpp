@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "core/target.hpp"
-#include "lowering/layout.hpp"
 #include "frontend/task_set.hpp"
+#include "lowering/layout.hpp"
 
 namespace atvoss::report {
 
@@ -36,14 +36,14 @@ TransposeCost swept_transpose_cost(const Target& target);
 struct LayoutChange {
   std::string from_layer, to_layer;  // producer and consumer layer names
   Layout from = Layout::fractal, to = Layout::fractal;
-  Workload transpose;                // the tensor converted (lowering::layout_change)
+  Workload transpose;  // the tensor converted (lowering::layout_change)
   double time_us = 0;
 };
 
 // The transposes a model pays when task i runs in layouts[i] (nullopt: no layout knob).
 // REQUIRES: layouts.size() == model.tasks().size().
-std::vector<LayoutChange> layout_changes(const frontend::TaskSet& model, const std::vector<std::optional<Layout>>& layouts,
-                                         const TransposeCost& cost);
+std::vector<LayoutChange> layout_changes(const frontend::TaskSet& model,
+                                         const std::vector<std::optional<Layout>>& layouts, const TransposeCost& cost);
 
 double total_us(const std::vector<LayoutChange>& changes);
 

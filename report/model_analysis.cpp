@@ -11,12 +11,12 @@
 #include "core/error.hpp"
 #include "db/postgres_url.hpp"
 #include "db/tuning_database.hpp"
+#include "frontend/fallback.hpp"
 #include "host/machine.hpp"
 #include "lowering/lowering.hpp"
-#include "frontend/fallback.hpp"
+#include "report/model_evaluation.hpp"
 #include "tuner/job_context.hpp"
 #include "tuner/job_runner.hpp"
-#include "report/model_evaluation.hpp"
 
 namespace atvoss::report {
 namespace {
@@ -103,8 +103,8 @@ LayerAnalysis analyze_layer(const frontend::TuneTask& task, const Target& t, con
   l.tuned = l.source == "measured";
   const Measurement m = backend::measure_noise_free(t, task.workload, l.schedule);
   if (!m.ok()) {
-    throw Error(ErrorKind::internal, "analyze: the stored schedule of " + task.name +
-                                         " no longer simulates: " + m.message);
+    throw Error(ErrorKind::internal,
+                "analyze: the stored schedule of " + task.name + " no longer simulates: " + m.message);
   }
   const Profile& p = m.profile;
   l.time_us = m.time_us;
@@ -157,19 +157,31 @@ double ModelAnalysis::flagged_share() const {
 Json ModelAnalysis::to_json() const {
   Json out = Json::array();
   for (const auto& l : layers) {
-    out.push_back({{"name", l.name}, {"workload", l.label}, {"weight", l.weight}, {"tuned", l.tuned},
+    out.push_back({{"name", l.name},
+                   {"workload", l.label},
+                   {"weight", l.weight},
+                   {"tuned", l.tuned},
                    {"source", l.source},
-                   {"schedule", l.schedule.to_json()}, {"time_us", l.time_us}, {"bound", l.bound},
-                   {"bandwidth", l.bandwidth}, {"compute", l.compute}, {"sync", l.sync},
-                   {"share", l.share}, {"flags", l.flags}, {"hints", l.hints}, {"minor", l.minor}});
+                   {"schedule", l.schedule.to_json()},
+                   {"time_us", l.time_us},
+                   {"bound", l.bound},
+                   {"bandwidth", l.bandwidth},
+                   {"compute", l.compute},
+                   {"sync", l.sync},
+                   {"share", l.share},
+                   {"flags", l.flags},
+                   {"hints", l.hints},
+                   {"minor", l.minor}});
   }
-  return Json{{"model", model}, {"target", target}, {"flagged", flagged()},
-              {"flagged_share", flagged_share()}, {"layers", out}};
+  return Json{{"model", model},
+              {"target", target},
+              {"flagged", flagged()},
+              {"flagged_share", flagged_share()},
+              {"layers", out}};
 }
 
-ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target,
-                                  const db::RecordStore& records, const UtilisationBars& bars,
-                                  const table::ScheduleTable* table) {
+ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target, const db::RecordStore& records,
+                                  const UtilisationBars& bars, const table::ScheduleTable* table) {
   if (host::is_host_target(target)) {
     throw_bad_input("analyze: target '" + target.name +
                     "' is a CPU; the utilisation profile comes from the NPU simulator");
@@ -218,8 +230,8 @@ ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& b
   return analyze_job(spec, bars);
 }
 
-ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string& model,
-                                   const std::string& target_arg, const UtilisationBars& bars) {
+ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string& model, const std::string& target_arg,
+                                   const UtilisationBars& bars) {
   if (model.empty()) throw_bad_input("--model: give a zoo model name or an .onnx file");
   Target target;
   try {
@@ -258,18 +270,16 @@ std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars&
       flags = (l.source == "default" ? "untuned (default schedule)" : "unmeasured (" + l.source + " pick)") +
               std::string(flags.empty() ? "" : "; ") + flags;
     }
-    std::snprintf(line, sizeof line, "%s %-28.28s %6d %10.2f %6s %-7s %9s %8s %6s  %s\n",
-                  l.flags.empty() ? " " : "!", l.name.c_str(), l.weight, l.time_us, percent(l.share).c_str(),
-                  l.bound.c_str(), percent(l.bandwidth).c_str(), percent(l.compute).c_str(),
-                  percent(l.sync).c_str(), flags.c_str());
+    std::snprintf(line, sizeof line, "%s %-28.28s %6d %10.2f %6s %-7s %9s %8s %6s  %s\n", l.flags.empty() ? " " : "!",
+                  l.name.c_str(), l.weight, l.time_us, percent(l.share).c_str(), l.bound.c_str(),
+                  percent(l.bandwidth).c_str(), percent(l.compute).c_str(), percent(l.sync).c_str(), flags.c_str());
     out += line;
     for (const auto& h : l.hints) out += "      hint: " + h + "\n";
   }
   out += std::to_string(a.flagged()) + " of " + std::to_string(a.layers.size()) + " layers flagged, holding " +
          percent(a.flagged_share()) + " of the model's time: the heaviest layers (" + percent(bars.top_share) +
-         " of the time) that break a bar (bandwidth < " + percent(bars.bandwidth) +
-         " while memory-bound, compute < " + percent(bars.compute) + " while compute-bound, sync > " +
-         percent(bars.sync) + ")\n";
+         " of the time) that break a bar (bandwidth < " + percent(bars.bandwidth) + " while memory-bound, compute < " +
+         percent(bars.compute) + " while compute-bound, sync > " + percent(bars.sync) + ")\n";
   return out;
 }
 

@@ -26,8 +26,8 @@
 #include "core/target.hpp"
 #include "db/record_store.hpp"
 #include "db/table/schedule_table.hpp"
-#include "tuner/job_spec.hpp"
 #include "frontend/task_set.hpp"
+#include "tuner/job_spec.hpp"
 
 namespace atvoss::report {
 
@@ -45,8 +45,8 @@ struct LayerAnalysis {
   bool tuned = false;  // false: no valid stored schedule (see source)
   std::string source;  // "measured", "zero-shot" (the job's exported pick) or "default"
   Schedule schedule;
-  double time_us = 0;  // noise-free, the schedule as profiled
-  std::string bound;   // "memory" or "compute"
+  double time_us = 0;                           // noise-free, the schedule as profiled
+  std::string bound;                            // "memory" or "compute"
   double bandwidth = 0, compute = 0, sync = 0;  // 0..1
   double share = 0;                             // weight x time_us over the model's sum
   std::vector<std::string> flags;               // e.g. "bandwidth 62% < 85% (memory-bound)"
@@ -65,9 +65,8 @@ struct ModelAnalysis {
 // Every task of tasks on target, from its best record in records; a task with none at its
 // entry in table (when given), else its default. bad_input if the target is not simulated
 // (a host CPU has no such profile).
-ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target,
-                                  const db::RecordStore& records, const UtilisationBars& bars = {},
-                                  const table::ScheduleTable* table = nullptr);
+ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target, const db::RecordStore& records,
+                                  const UtilisationBars& bars = {}, const table::ScheduleTable* table = nullptr);
 
 // The job's tasks (precision applied), target and database (which must exist: bad_input
 // naming field 'database' otherwise), and its exported table where it exists, under the
@@ -78,8 +77,8 @@ ModelAnalysis analyze_job_file(const std::string& path, const UtilisationBars& b
 
 // A model (zoo name or .onnx path) tuned into the database at db_path for target_arg (a
 // preset, file or inline JSON). bad_input naming --db, --model or --target on bad input.
-ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string& model,
-                                   const std::string& target_arg, const UtilisationBars& bars = {});
+ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string& model, const std::string& target_arg,
+                                   const UtilisationBars& bars = {});
 
 // The per-layer table with flagged layers marked, then a line counting them.
 std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars& bars = {});

@@ -4,9 +4,9 @@
 #include <memory>
 #include <set>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "costmodel/cost_model.hpp"
-#include "backend/backend.hpp"
 #include "tuner/zero_shot.hpp"
 
 namespace atvoss::report {
@@ -113,8 +113,8 @@ std::optional<Schedule> best_stored(const Workload& w, const std::vector<db::Rec
 // Variant (c): the tiling tuned with fusion held at the vendor default's level. The
 // search spends few trials at any one level, so besides the best stored schedule at
 // that level, the overall winner moved to that level competes too.
-VariantOp tuned_at_fusion(const frontend::TuneTask& t, const Target& target,
-                          const std::vector<db::Record>& history, const Schedule& def) {
+VariantOp tuned_at_fusion(const frontend::TuneTask& t, const Target& target, const std::vector<db::Record>& history,
+                          const Schedule& def) {
   VariantOp op{t.name, t.weight, std::nullopt, ""};
   const std::int64_t level = def.get_or("fusion_level", 0);
   std::vector<Schedule> candidates;
@@ -164,7 +164,6 @@ VariantOp unmeasured_pick(const frontend::TuneTask& t, const VariantOp& b, const
 
 }  // namespace
 
-
 std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& job,
                                               const Target& target) {
   std::vector<PrecisionRow> rows;
@@ -200,8 +199,8 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask
   ModelVariant def{"(a) vendor default", "the backend's default schedule for every op", {}};
   ModelVariant zero{"(b) cost model, zero-shot",
                     options.cost_model + " model trained on other tasks only (" + std::to_string(kZeroShotFolds) +
-                        " folds); top pick of " +
-                        std::to_string(options.zero_shot_candidates) + " sampled schedules, unmeasured",
+                        " folds); top pick of " + std::to_string(options.zero_shot_candidates) +
+                        " sampled schedules, unmeasured",
                     {}};
   ModelVariant tuned{"(c) tuned", "tiling tuned, fusion_level held at the vendor default's", {}};
   ModelVariant fused{"(d) tuned + fusion",
@@ -228,8 +227,7 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask
         op.schedule = c.schedule;
       }
     } else {
-      op = unmeasured_pick(t, zero.ops.back(), i < options.picks.size() ? options.picks[i] : std::nullopt,
-                           target, d);
+      op = unmeasured_pick(t, zero.ops.back(), i < options.picks.size() ? options.picks[i] : std::nullopt, target, d);
     }
     fused.ops.push_back(std::move(op));
   }

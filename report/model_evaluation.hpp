@@ -26,10 +26,10 @@
 
 #include "core/target.hpp"
 #include "db/record_store.hpp"
-#include "lowering/layout.hpp"
 #include "frontend/precision.hpp"
-#include "report/html_report.hpp"
 #include "frontend/task_set.hpp"
+#include "lowering/layout.hpp"
+#include "report/html_report.hpp"
 
 namespace atvoss::report {
 

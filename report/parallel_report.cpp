@@ -1,8 +1,8 @@
 #include "report/parallel_report.hpp"
 
 #include <algorithm>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "backend/backend.hpp"
@@ -136,19 +136,25 @@ ParallelReport parallel_report(const frontend::TaskSet& tasks, const frontend::T
   Json scaling = Json::array();
   for (int n : o.scaling) {
     if (!training || n < 1 || n > topology.devices()) continue;
-    for (bool overlap : {true, false}) scaling.push_back(scaling_row(step, device, topology, n, o.bucket_bytes, overlap, tasks.batch()));
+    for (bool overlap : {true, false})
+      scaling.push_back(scaling_row(step, device, topology, n, o.bucket_bytes, overlap, tasks.batch()));
   }
   const double weights = frontend::memory_fit(tasks, target).weight_bytes;
   const distributed::PlanSearch search = distributed::search_plan(
-      step, device, topology,
-      {o.devices, o.strategy, o.trials, o.seed, weights, double(target.device_memory_bytes)});
+      step, device, topology, {o.devices, o.strategy, o.trials, o.seed, weights, double(target.device_memory_bytes)});
   Json found = search.to_json();
   found.erase("plan");
   found["memory"] = device_memory(search.best, weights, target);
   found["data_parallel_memory"] = device_memory(search.data_parallel, weights, target);
-  out.summary = {{"model", tasks.model()},       {"target", target.name}, {"topology", topology.to_json()},
-                 {"batch", tasks.batch()},       {"devices", o.devices},  {"mode", training ? "training" : "inference"},
-                 {"scaling", scaling},           {"plan", search.best.plan.to_json()}, {"search", found}};
+  out.summary = {{"model", tasks.model()},
+                 {"target", target.name},
+                 {"topology", topology.to_json()},
+                 {"batch", tasks.batch()},
+                 {"devices", o.devices},
+                 {"mode", training ? "training" : "inference"},
+                 {"scaling", scaling},
+                 {"plan", search.best.plan.to_json()},
+                 {"search", found}};
   out.timeline = timeline_of(search.best.graph, search.best.timeline);
   return out;
 }
@@ -186,8 +192,7 @@ std::string format_parallel_report(const Json& s) {
   const Json& m = f["memory"];
   out << "  memory per device: " << fmt("%.1f MiB", m["need_bytes"].get<double>() / 1048576.0) << " ("
       << fmt("%.1f MiB", m["plan_peak_bytes"].get<double>() / 1048576.0) << " activations and gradients, "
-      << fmt("%.1f MiB", m["weights_and_optimizer_bytes"].get<double>() / 1048576.0)
-      << " weights and Adam state)";
+      << fmt("%.1f MiB", m["weights_and_optimizer_bytes"].get<double>() / 1048576.0) << " weights and Adam state)";
   if (m["capacity_bytes"].get<double>() > 0) {
     out << (m["fits"].get<bool>() ? " fits " : " does NOT fit ")
         << fmt("%.1f GiB", m["capacity_bytes"].get<double>() / 1073741824.0);

@@ -5,12 +5,12 @@
 #include <fstream>
 #include <sstream>
 
-#include <boost/asio/ip/address.hpp>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <boost/asio/ip/address.hpp>
 
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
@@ -40,9 +40,12 @@ std::string trim_trailing(std::string s) {
 
 std::string_view to_string(Role role) noexcept {
   switch (role) {
-    case Role::worker: return "worker";
-    case Role::client: return "client";
-    case Role::query: return "query";
+    case Role::worker:
+      return "worker";
+    case Role::client:
+      return "client";
+    case Role::query:
+      return "query";
   }
   return "?";
 }

@@ -89,12 +89,13 @@ std::optional<Json> Channel::receive(std::chrono::milliseconds timeout) {
   for (;;) {
     if (std::optional<Json> message = decoder_.next()) {
       if (message->at("type") == "error") {
-        throw Error(ErrorKind::protocol, "farm refused: " + message->value("code", std::string("error")) +
-                                             ": " + message->value("message", std::string()));
+        throw Error(ErrorKind::protocol, "farm refused: " + message->value("code", std::string("error")) + ": " +
+                                             message->value("message", std::string()));
       }
       return message;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
     if (!socket_.is_open()) throw Error(ErrorKind::io, "farm connection closed");
     pollfd pfd{socket_.native_handle(), POLLIN, 0};

@@ -15,7 +15,9 @@ ClientBatch::ClientBatch(std::vector<Json> items, const FarmClientOptions& optio
       out_(items_.size()),
       answered_(items_.size(), false),
       left_(items_.size()),
-      step_(items_.empty() ? Step::done : connected ? Step::submit : Step::connect),
+      step_(items_.empty() ? Step::done
+            : connected    ? Step::submit
+                           : Step::connect),
       deadline_(now + options.reconnect_for),
       connect_backoff_(options.backoff_min) {}
 

@@ -9,8 +9,8 @@
 // them; Session::send() only posts to the session's strand, so nothing blocks under mu_.
 #include "rpc/coordinator.hpp"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -27,9 +27,9 @@
 #include "rpc/auth.hpp"
 #include "rpc/farm_log.hpp"
 #include "rpc/farm_state.hpp"
+#include "rpc/internal/admission_gate.hpp"
 #include "rpc/log.hpp"
 #include "rpc/metrics.hpp"
-#include "rpc/internal/admission_gate.hpp"
 #include "rpc/query_server.hpp"
 
 namespace atvoss::rpc {
@@ -54,8 +54,12 @@ constexpr const char* kEvicted = "too many connections waiting to log in; this o
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(Farm& farm, tcp::socket socket, std::uint64_t id)
-      : farm_(farm), socket_(std::move(socket)), strand_(asio::make_strand(socket_.get_executor())),
-        login_timer_(strand_), linger_timer_(strand_), id_(id) {}
+      : farm_(farm),
+        socket_(std::move(socket)),
+        strand_(asio::make_strand(socket_.get_executor())),
+        login_timer_(strand_),
+        linger_timer_(strand_),
+        id_(id) {}
 
   void start();
   // Queues bytes for writing in order. Thread-safe.
@@ -81,9 +85,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // On strand: sends an error frame and closes (fail) / sends bytes and closes (end_with).
   void fail(std::string_view code, const std::string& why);
   void end_with(std::string bytes);
-  void write_some();   // on strand
-  void close_now();    // on strand
-  void linger();       // on strand: close after the last write, bounded in time
+  void write_some();  // on strand
+  void close_now();   // on strand
+  void linger();      // on strand: close after the last write, bounded in time
 
   Farm& farm_;
   tcp::socket socket_;
@@ -109,8 +113,9 @@ class Farm {
   Farm(const CoordinatorOptions& options, asio::io_context& io)
       : options_(options),
         io_(io),
-        state_(FarmRules{options.heartbeat_interval, options.missed_heartbeats, options.max_retries},
-               [] { return Clock::now(); }, metrics_) {}
+        state_(
+            FarmRules{options.heartbeat_interval, options.missed_heartbeats, options.max_retries},
+            [] { return Clock::now(); }, metrics_) {}
 
   const CoordinatorOptions& options() const { return options_; }
   asio::io_context& io() { return io_; }
@@ -245,9 +250,7 @@ void Session::send(std::string bytes) {
 }
 
 void Session::send_and_close(std::string bytes) {
-  asio::post(strand_, [self = shared_from_this(), b = std::move(bytes)]() mutable {
-    self->end_with(std::move(b));
-  });
+  asio::post(strand_, [self = shared_from_this(), b = std::move(bytes)]() mutable { self->end_with(std::move(b)); });
 }
 
 void Session::end_with(std::string bytes) {
@@ -274,18 +277,18 @@ void Session::write_some() {
   writing_.clear();
   writing_.swap(pending_);
   write_active_ = true;
-  asio::async_write(socket_, asio::buffer(writing_),
-                    asio::bind_executor(strand_, [self = shared_from_this()](
-                                                     boost::system::error_code ec, std::size_t) {
-                      self->write_active_ = false;
-                      if (ec) {
-                        self->close_now();
-                      } else if (!self->pending_.empty()) {
-                        self->write_some();
-                      } else if (self->close_after_write_) {
-                        self->close_now();
-                      }
-                    }));
+  asio::async_write(
+      socket_, asio::buffer(writing_),
+      asio::bind_executor(strand_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+        self->write_active_ = false;
+        if (ec) {
+          self->close_now();
+        } else if (!self->pending_.empty()) {
+          self->write_some();
+        } else if (self->close_after_write_) {
+          self->close_now();
+        }
+      }));
 }
 
 void Session::linger() {
@@ -357,8 +360,8 @@ asio::awaitable<void> Session::serve() {
   // Until the peer proves the token it may make us buffer one small frame, not 16 MiB.
   FrameDecoder decoder(std::min(farm_.options().max_login_frame_bytes, farm_.options().max_frame_bytes));
   for (;;) {
-    const std::size_t n = co_await socket_.async_read_some(
-        asio::buffer(read_buffer_), asio::redirect_error(asio::use_awaitable, ec));
+    const std::size_t n =
+        co_await socket_.async_read_some(asio::buffer(read_buffer_), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (ec == asio::error::eof && decoder.buffered() > 0 && !ending_) {
         log_line("farm", peer_ + " closed inside a frame (" + std::to_string(decoder.buffered()) +
@@ -384,15 +387,13 @@ asio::awaitable<void> Session::serve() {
 
 void Session::handle_login(const Json& message) {
   if (message.at("type") != "login") {
-    fail(codes::protocol, "the first message must be a login, got '" +
-                              message.at("type").get<std::string>() + "'");
+    fail(codes::protocol, "the first message must be a login, got '" + message.at("type").get<std::string>() + "'");
     return;
   }
   const auto version = message.find("version");
   if (version == message.end() || !version->is_number_integer() || *version != kProtocolVersion) {
-    fail(codes::version_mismatch, "this farm speaks protocol version " +
-                                      std::to_string(kProtocolVersion) + ", peer sent " +
-                                      (version == message.end() ? "none" : version->dump()));
+    fail(codes::version_mismatch, "this farm speaks protocol version " + std::to_string(kProtocolVersion) +
+                                      ", peer sent " + (version == message.end() ? "none" : version->dump()));
     return;
   }
   const auto role = message.find("role");
@@ -403,8 +404,7 @@ void Session::handle_login(const Json& message) {
   role_ = parse_role(role->get<std::string>());  // Error(protocol) on unknown roles
   if (const auto& token = farm_.options().token) {
     const auto mac = message.find("mac");
-    if (mac == message.end() || !mac->is_string() ||
-        !verify_mac(*token, nonce_, mac->get<std::string>())) {
+    if (mac == message.end() || !mac->is_string() || !verify_mac(*token, nonce_, mac->get<std::string>())) {
       fail(codes::auth_failed, "login: wrong or missing farm token");
       return;
     }
@@ -479,8 +479,8 @@ asio::awaitable<void> Coordinator::Impl::accept_loop() {
       // E.g. EMFILE: the pending connection stays in the backlog, so retrying at once
       // would fail again at once and spin a core. Wait; the sessions we have keep going.
       farm.metrics().count_rejection("accept_failed");
-      log_line("farm", "accept failed (" + ec.message() + "); retrying in " +
-                           std::to_string(kAcceptBackoff.count()) + " ms");
+      log_line("farm",
+               "accept failed (" + ec.message() + "); retrying in " + std::to_string(kAcceptBackoff.count()) + " ms");
       backoff.expires_after(kAcceptBackoff);
       co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
@@ -530,7 +530,8 @@ void Coordinator::start() {
   if (m.options.token) require_usable_token(*m.options.token, "farm token");
   // A bound below the login frame would refuse every peer; above 1 GiB one frame could
   // take the farm's memory.
-  if (m.options.max_frame_bytes < m.options.max_login_frame_bytes || m.options.max_frame_bytes > (std::size_t{1} << 30)) {
+  if (m.options.max_frame_bytes < m.options.max_login_frame_bytes ||
+      m.options.max_frame_bytes > (std::size_t{1} << 30)) {
     throw_bad_input("--max-frame-bytes must be " + std::to_string(m.options.max_login_frame_bytes) +
                     "..1073741824, got " + std::to_string(m.options.max_frame_bytes));
   }
@@ -542,7 +543,9 @@ void Coordinator::start() {
   m.acceptor.open(endpoint.protocol());
   m.acceptor.set_option(tcp::acceptor::reuse_address(true));
   m.acceptor.bind(endpoint, ec);
-  if (ec) throw Error(ErrorKind::io, "cannot bind " + m.options.host + ":" + std::to_string(m.options.port) + ": " + ec.message());
+  if (ec)
+    throw Error(ErrorKind::io,
+                "cannot bind " + m.options.host + ":" + std::to_string(m.options.port) + ": " + ec.message());
   m.acceptor.listen(asio::socket_base::max_listen_connections);
   if (!m.options.db_path.empty()) m.farm.set_log(open_farm_log(m.options.db_path));
   if (m.options.http_port) {
@@ -550,8 +553,8 @@ void Coordinator::start() {
     handlers.stats = [&m] { return m.farm.stats(); };
     handlers.metrics = [&m] { return m.farm.metrics_text(); };
     if (!m.options.db_path.empty()) handlers.best = make_best_handler(m.options.db_path);
-    m.query = std::make_unique<QueryServer>(m.io, m.options.http_host, *m.options.http_port,
-                                            m.options.token, std::move(handlers));
+    m.query = std::make_unique<QueryServer>(m.io, m.options.http_host, *m.options.http_port, m.options.token,
+                                            std::move(handlers));
   }
   asio::co_spawn(m.io, m.accept_loop(), [](std::exception_ptr e) { log_if_exception("farm", e); });
   m.schedule_sweep();

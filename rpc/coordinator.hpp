@@ -28,23 +28,23 @@
 namespace atvoss::rpc {
 
 struct CoordinatorOptions {
-  std::string host = "127.0.0.1";              // bind address; non-loopback needs a token
-  std::uint16_t port = kDefaultFarmPort;       // 0 picks a free port (read it from port())
-  std::optional<std::string> token;            // none: loopback peers only
-  int threads = 2;                             // io threads; more only helps with many sessions
-  std::size_t max_frame_bytes = kDefaultMaxFrameBytes;        // after login
+  std::string host = "127.0.0.1";                               // bind address; non-loopback needs a token
+  std::uint16_t port = kDefaultFarmPort;                        // 0 picks a free port (read it from port())
+  std::optional<std::string> token;                             // none: loopback peers only
+  int threads = 2;                                              // io threads; more only helps with many sessions
+  std::size_t max_frame_bytes = kDefaultMaxFrameBytes;          // after login
   std::size_t max_login_frame_bytes = kDefaultLoginFrameBytes;  // before login
   // Connections not yet logged in, overall and from one address; past either the oldest
   // waiting one gets `busy` (rpc/internal/admission_gate.hpp).
   std::size_t max_unauthenticated = 64;
   std::size_t max_unauthenticated_per_address = 16;
   std::chrono::milliseconds heartbeat_interval{1000};  // also the liveness sweep period
-  int missed_heartbeats = 3;                   // worker removed after this many intervals of silence
-  int max_retries = 3;                         // requeues of one task before worker_lost
-  std::chrono::milliseconds grace{10000};      // shutdown: time left to tasks in flight
-  std::chrono::milliseconds login_timeout{5000};  // unauthenticated connections are dropped after it
-  std::string db_path;                         // non-empty: log every relayed result in this database
-  std::optional<std::uint16_t> http_port;      // query endpoint (0 = free port); nullopt: off
+  int missed_heartbeats = 3;                           // worker removed after this many intervals of silence
+  int max_retries = 3;                                 // requeues of one task before worker_lost
+  std::chrono::milliseconds grace{10000};              // shutdown: time left to tasks in flight
+  std::chrono::milliseconds login_timeout{5000};       // unauthenticated connections are dropped after it
+  std::string db_path;                                 // non-empty: log every relayed result in this database
+  std::optional<std::uint16_t> http_port;              // query endpoint (0 = free port); nullopt: off
   std::string http_host = "127.0.0.1";
 };
 

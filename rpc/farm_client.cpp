@@ -14,11 +14,10 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 Json batch_item(const FarmRequest& r) {
-  return Json{{"target", r.target_key},
-              {"request", encode_body(Json{{"workload", r.workload},
-                                           {"schedule", r.schedule},
-                                           {"repeat", r.repeat},
-                                           {"seed", r.seed}})}};
+  return Json{
+      {"target", r.target_key},
+      {"request",
+       encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", r.repeat}, {"seed", r.seed}})}};
 }
 
 }  // namespace

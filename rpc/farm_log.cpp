@@ -104,8 +104,6 @@ class DatabaseFarmLog final : public FarmLog {
 
 }  // namespace
 
-std::unique_ptr<FarmLog> open_farm_log(const std::string& path) {
-  return std::make_unique<DatabaseFarmLog>(path);
-}
+std::unique_ptr<FarmLog> open_farm_log(const std::string& path) { return std::make_unique<DatabaseFarmLog>(path); }
 
 }  // namespace atvoss::rpc

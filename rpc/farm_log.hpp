@@ -1,9 +1,7 @@
-// FarmLog: the coordinator's farm-wide record of every result it relays (--db). Results are handed to a background thread
-// that stores them in batches (one transaction per batch), so the farm's dispatch path
-// never waits on SQLite. Infrastructure statuses (worker_lost,
-// session_timeout, error) are never stored: they say nothing of the schedule (docs/protocol.md,
-// "Statuses").
-// Threading: record() and note_target() are thread-safe and non-blocking; the database
+// FarmLog: the coordinator's farm-wide record of every result it relays (--db). Results are handed to a background
+// thread that stores them in batches (one transaction per batch), so the farm's dispatch path never waits on SQLite.
+// Infrastructure statuses (worker_lost, session_timeout, error) are never stored: they say nothing of the schedule
+// (docs/protocol.md, "Statuses"). Threading: record() and note_target() are thread-safe and non-blocking; the database
 // connection belongs to the background thread (TuningDatabase is one-per-thread).
 #pragma once
 

@@ -104,8 +104,8 @@ FarmActions FarmState::on_tick() {
     if (now - w.last_seen > limit) silent.push_back(id);
   }
   for (const SessionId id : silent) {
-    log_line("farm", "worker " + workers_[id].name + " missed " + std::to_string(rules_.missed_heartbeats) +
-                         " heartbeats");
+    log_line("farm",
+             "worker " + workers_[id].name + " missed " + std::to_string(rules_.missed_heartbeats) + " heartbeats");
     remove_worker(id, out);  // its lease ends now; anything it sends later is late
     out.closes.push_back(id);
   }
@@ -133,8 +133,8 @@ FarmActions FarmState::expire_all(std::string_view why) {
 void FarmState::on_register(WorkerInfo& w, const Json& message, FarmActions& out) {
   const auto targets = message.find("targets");
   const auto slots = message.find("slots");
-  if (targets == message.end() || !targets->is_array() || targets->empty() ||
-      slots == message.end() || !slots->is_number_integer() || *slots < 1 || *slots > 4096) {
+  if (targets == message.end() || !targets->is_array() || targets->empty() || slots == message.end() ||
+      !slots->is_number_integer() || *slots < 1 || *slots > 4096) {
     throw Error(ErrorKind::protocol,
                 "register: needs 'targets' (non-empty array of target keys) and 'slots' (1..4096)");
   }
@@ -177,8 +177,7 @@ void FarmState::on_submit(SessionId client, Json& message, FarmActions& out) {
     const auto request = item.is_object() ? item.find("request") : item.end();
     if (item_id.is_null() || target == item.end() || !target->is_string() || request == item.end() ||
         !request->is_binary()) {
-      answer_now(client, item_id, Status::error,
-                 "submit: an item needs an id, a target key and a request body (bin)");
+      answer_now(client, item_id, Status::error, "submit: an item needs an id, a target key and a request body (bin)");
       continue;
     }
     // Identity = target + the request bytes: canonical, exact, and no JSON tree to build.
@@ -252,8 +251,9 @@ void FarmState::on_results(SessionId worker_id, WorkerInfo& w, const Json& messa
   for (const Json& r : *results) {
     if (!r.is_object() || !r.contains("id") || !r["id"].is_number_unsigned() || !r.contains("status") ||
         !r["status"].is_string() || !r.contains("measurement") || !r["measurement"].is_binary()) {
-      throw Error(ErrorKind::protocol, "results: each entry needs an unsigned 'id', a string "
-                                       "'status' and a 'measurement' body (bin)");
+      throw Error(ErrorKind::protocol,
+                  "results: each entry needs an unsigned 'id', a string "
+                  "'status' and a 'measurement' body (bin)");
     }
     const std::uint64_t id = r["id"].get<std::uint64_t>();
     const auto t = tasks_.find(id);
@@ -267,8 +267,7 @@ void FarmState::on_results(SessionId worker_id, WorkerInfo& w, const Json& messa
   for (const std::string& target : w.targets) dispatch(target, out);
 }
 
-void FarmState::relay(std::uint64_t task_id, const std::string& status, const Json& measurement,
-                      FarmActions& out) {
+void FarmState::relay(std::uint64_t task_id, const std::string& status, const Json& measurement, FarmActions& out) {
   const auto t = tasks_.find(task_id);
   if (t == tasks_.end()) return;
   const FarmTime now = clock_();

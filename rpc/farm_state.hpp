@@ -42,8 +42,8 @@ using FarmClock = std::function<FarmTime()>;
 
 struct FarmRules {
   std::chrono::milliseconds heartbeat_interval{1000};  // clients get a heartbeat per on_tick
-  int missed_heartbeats = 3;  // a worker silent this many intervals is removed
-  int max_retries = 3;        // requeues of one task before worker_lost
+  int missed_heartbeats = 3;                           // a worker silent this many intervals is removed
+  int max_retries = 3;                                 // requeues of one task before worker_lost
 };
 
 // What the shell must do after an event, in this order: sends, closes, log writes.

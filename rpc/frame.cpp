@@ -36,8 +36,8 @@ std::string encode_frame(const Json& message) {
 }
 
 std::uint32_t read_length(std::span<const std::uint8_t> header) noexcept {
-  return (std::uint32_t{header[0]} << 24) | (std::uint32_t{header[1]} << 16) |
-         (std::uint32_t{header[2]} << 8) | std::uint32_t{header[3]};
+  return (std::uint32_t{header[0]} << 24) | (std::uint32_t{header[1]} << 16) | (std::uint32_t{header[2]} << 8) |
+         std::uint32_t{header[3]};
 }
 
 Json decode_payload(std::span<const std::uint8_t> payload) {
@@ -48,8 +48,8 @@ Json decode_payload(std::span<const std::uint8_t> payload) {
   Json message = Json::from_msgpack(payload.begin(), payload.end(), /*strict=*/true,
                                     /*allow_exceptions=*/false);
   if (message.is_discarded()) {
-    throw Error(ErrorKind::protocol, "frame: payload of " + std::to_string(payload.size()) +
-                                         " bytes is not valid MessagePack");
+    throw Error(ErrorKind::protocol,
+                "frame: payload of " + std::to_string(payload.size()) + " bytes is not valid MessagePack");
   }
   check_message(message, ErrorKind::protocol);
   return message;
@@ -69,8 +69,7 @@ std::optional<Json> FrameDecoder::next() {
   const std::span<const std::uint8_t> rest(buffer_.data() + consumed_, available);
   const std::uint32_t length = read_length(rest);
   if (length > max_frame_bytes_) {
-    throw Error(ErrorKind::protocol, "frame: length " + std::to_string(length) +
-                                         " exceeds the maximum of " +
+    throw Error(ErrorKind::protocol, "frame: length " + std::to_string(length) + " exceeds the maximum of " +
                                          std::to_string(max_frame_bytes_) + " bytes");
   }
   if (available - kHeaderBytes < length) return std::nullopt;

@@ -40,13 +40,10 @@ Json decode_payload(std::span<const std::uint8_t> payload);
 // After an Error from next() the stream is unusable: the caller closes that connection.
 class FrameDecoder {
  public:
-  explicit FrameDecoder(std::size_t max_frame_bytes = kDefaultMaxFrameBytes)
-      : max_frame_bytes_(max_frame_bytes) {}
+  explicit FrameDecoder(std::size_t max_frame_bytes = kDefaultMaxFrameBytes) : max_frame_bytes_(max_frame_bytes) {}
 
   void feed(std::span<const std::uint8_t> bytes);
-  void feed(const char* data, std::size_t size) {
-    feed(std::span(reinterpret_cast<const std::uint8_t*>(data), size));
-  }
+  void feed(const char* data, std::size_t size) { feed(std::span(reinterpret_cast<const std::uint8_t*>(data), size)); }
   // The next complete message, or nullopt if more bytes are needed.
   // Throws Error(protocol) for an oversized length or an undecodable payload.
   std::optional<Json> next();

@@ -20,35 +20,67 @@ class MsgpackCursor {
   // values follow it (array elements, or keys plus values of a map).
   std::uint64_t consume_header() {
     const std::uint8_t b = take(1);
-    if (b <= 0x7f || b >= 0xe0) return 0;            // fixint
-    if (b <= 0x8f) return 2u * (b & 0x0fu);           // fixmap
-    if (b <= 0x9f) return b & 0x0fu;                  // fixarray
-    if (b <= 0xbf) return skip(b & 0x1fu);            // fixstr
+    if (b <= 0x7f || b >= 0xe0) return 0;    // fixint
+    if (b <= 0x8f) return 2u * (b & 0x0fu);  // fixmap
+    if (b <= 0x9f) return b & 0x0fu;         // fixarray
+    if (b <= 0xbf) return skip(b & 0x1fu);   // fixstr
     switch (b) {
-      case 0xc0: case 0xc2: case 0xc3: return 0;      // nil, false, true
-      case 0xc4: return skip(take(1));                // bin 8
-      case 0xc5: return skip(take(2));                // bin 16
-      case 0xc6: return skip(take(4));                // bin 32
-      case 0xc7: return skip(take(1) + 1);            // ext 8 (+ type byte)
-      case 0xc8: return skip(take(2) + 1);
-      case 0xc9: return skip(take(4) + 1);
-      case 0xca: case 0xce: case 0xd2: return skip(4);
-      case 0xcb: case 0xcf: case 0xd3: return skip(8);
-      case 0xcc: case 0xd0: return skip(1);
-      case 0xcd: case 0xd1: return skip(2);
-      case 0xd4: return skip(2);                      // fixext 1..16 (+ type byte)
-      case 0xd5: return skip(3);
-      case 0xd6: return skip(5);
-      case 0xd7: return skip(9);
-      case 0xd8: return skip(17);
-      case 0xd9: return skip(take(1));                // str 8/16/32
-      case 0xda: return skip(take(2));
-      case 0xdb: return skip(take(4));
-      case 0xdc: return take(2);                      // array 16/32
-      case 0xdd: return take(4);
-      case 0xde: return 2 * take(2);                  // map 16/32
-      case 0xdf: return 2 * take(4);
-      default: fail("not valid MessagePack: byte 0x" + hex(b) + " at offset " + std::to_string(pos_ - 1) + " is no type");
+      case 0xc0:
+      case 0xc2:
+      case 0xc3:
+        return 0;  // nil, false, true
+      case 0xc4:
+        return skip(take(1));  // bin 8
+      case 0xc5:
+        return skip(take(2));  // bin 16
+      case 0xc6:
+        return skip(take(4));  // bin 32
+      case 0xc7:
+        return skip(take(1) + 1);  // ext 8 (+ type byte)
+      case 0xc8:
+        return skip(take(2) + 1);
+      case 0xc9:
+        return skip(take(4) + 1);
+      case 0xca:
+      case 0xce:
+      case 0xd2:
+        return skip(4);
+      case 0xcb:
+      case 0xcf:
+      case 0xd3:
+        return skip(8);
+      case 0xcc:
+      case 0xd0:
+        return skip(1);
+      case 0xcd:
+      case 0xd1:
+        return skip(2);
+      case 0xd4:
+        return skip(2);  // fixext 1..16 (+ type byte)
+      case 0xd5:
+        return skip(3);
+      case 0xd6:
+        return skip(5);
+      case 0xd7:
+        return skip(9);
+      case 0xd8:
+        return skip(17);
+      case 0xd9:
+        return skip(take(1));  // str 8/16/32
+      case 0xda:
+        return skip(take(2));
+      case 0xdb:
+        return skip(take(4));
+      case 0xdc:
+        return take(2);  // array 16/32
+      case 0xdd:
+        return take(4);
+      case 0xde:
+        return 2 * take(2);  // map 16/32
+      case 0xdf:
+        return 2 * take(4);
+      default:
+        fail("not valid MessagePack: byte 0x" + hex(b) + " at offset " + std::to_string(pos_ - 1) + " is no type");
     }
   }
 
@@ -84,8 +116,7 @@ class MsgpackCursor {
 
 }  // namespace
 
-void check_msgpack_bounds(std::span<const std::uint8_t> bytes, std::string_view what,
-                          const InputLimits& limits) {
+void check_msgpack_bounds(std::span<const std::uint8_t> bytes, std::string_view what, const InputLimits& limits) {
   MsgpackCursor cursor(bytes, what);
   // Values still to read in each open container; the bottom entry is the document itself.
   std::vector<std::uint64_t> open{1};

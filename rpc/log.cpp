@@ -49,8 +49,7 @@ void log_line(std::string_view component, std::string_view message) {
   if (!g_enabled.load(std::memory_order_relaxed)) return;
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   const double seconds = std::chrono::duration<double>(now).count();
-  std::string line = std::to_string(seconds) + " " + std::string(component) + ": " +
-                     printable(message) + "\n";
+  std::string line = std::to_string(seconds) + " " + std::string(component) + ": " + printable(message) + "\n";
   const std::lock_guard lock(g_mu);
   std::fwrite(line.data(), 1, line.size(), stderr);
 }

@@ -96,8 +96,8 @@ double FarmMetrics::rate_per_second() const {
 double FarmMetrics::percentile_locked(double q) const {
   if (latencies_.empty()) return 0.0;
   std::vector<double> sorted = latencies_;
-  const std::size_t k = std::min(sorted.size() - 1,
-                                 static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size()))) - (q > 0 ? 1 : 0));
+  const std::size_t k = std::min(
+      sorted.size() - 1, static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size()))) - (q > 0 ? 1 : 0));
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
   return sorted[k];
 }

@@ -44,8 +44,7 @@ class FarmMetrics {
     std::string_view by_status, errors, rate, latency;
   };
   static constexpr AnswerHelp kFarmHelp{
-      "Answers relayed to clients, by status.",
-      "Answers that are not a success, and rejected connections, by kind.",
+      "Answers relayed to clients, by status.", "Answers that are not a success, and rejected connections, by kind.",
       "Answers per second over the last 10 s.",
       "Submit-to-answer latency; quantiles over the last 4096 answers, sum and count over all."};
   static constexpr AnswerHelp kQueryHelp{
@@ -64,7 +63,7 @@ class FarmMetrics {
   static constexpr std::size_t kWindow = 10;
   static constexpr std::size_t kSamples = 4096;
   static constexpr std::size_t kMaxStatuses = 32;  // distinct status labels; more count as "other"
-  void bump_rate();  // REQUIRES: mu_
+  void bump_rate();                                // REQUIRES: mu_
   double rate_locked(std::int64_t now_second) const;
   double percentile_locked(double q) const;
 

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "core/error.hpp"
 #include "backend/backend.hpp"
+#include "core/error.hpp"
 #include "rpc/internal/input_bounds.hpp"
 
 namespace atvoss::rpc {

@@ -36,8 +36,8 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr std::size_t kMaxBodyBytes = 1 << 20;     // queries are small; larger gets 413
-constexpr std::uint32_t kMaxHeaderBytes = 8192;     // request line and fields; larger gets 431
+constexpr std::size_t kMaxBodyBytes = 1 << 20;   // queries are small; larger gets 413
+constexpr std::uint32_t kMaxHeaderBytes = 8192;  // request line and fields; larger gets 431
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
 
 using Request = http::request<http::string_body>;
@@ -79,19 +79,18 @@ Response closing_error(unsigned version, http::status status, const std::string&
 std::optional<Response> answer_parse_error(const boost::system::error_code& ec) {
   // Only the parser's own errors describe a bad request; timeouts and resets are not.
   if (ec.category() != http::make_error_code(http::error::end_of_stream).category() ||
-      ec == http::error::end_of_stream ||
-      ec == http::error::partial_message) {
+      ec == http::error::end_of_stream || ec == http::error::partial_message) {
     return std::nullopt;
   }
   http::status status = http::status::bad_request;
   if (ec == http::error::body_limit) status = http::status::payload_too_large;
   if (ec == http::error::header_limit) status = http::status::request_header_fields_too_large;
-  const std::string message = "bad HTTP request: " + ec.message() +
-                              (status == http::status::payload_too_large
-                                   ? " (at most " + std::to_string(kMaxBodyBytes) + " bytes of body)"
-                               : status == http::status::request_header_fields_too_large
-                                   ? " (at most " + std::to_string(kMaxHeaderBytes) + " bytes of header)"
-                                   : "");
+  const std::string message =
+      "bad HTTP request: " + ec.message() +
+      (status == http::status::payload_too_large ? " (at most " + std::to_string(kMaxBodyBytes) + " bytes of body)"
+       : status == http::status::request_header_fields_too_large
+           ? " (at most " + std::to_string(kMaxHeaderBytes) + " bytes of header)"
+           : "");
   return closing_error(11, status, message);
 }
 
@@ -102,11 +101,21 @@ bool valid_utf8(std::string_view text) {
     const auto c = static_cast<unsigned char>(text[i]);
     std::size_t n = 0;
     std::uint32_t cp = 0;
-    if (c < 0x80) { ++i; continue; }
-    if (c >= 0xc2 && c <= 0xdf) { n = 1; cp = c & 0x1fu; }
-    else if (c >= 0xe0 && c <= 0xef) { n = 2; cp = c & 0x0fu; }
-    else if (c >= 0xf0 && c <= 0xf4) { n = 3; cp = c & 0x07u; }
-    else return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+      n = 1;
+      cp = c & 0x1fu;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      n = 2;
+      cp = c & 0x0fu;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      n = 3;
+      cp = c & 0x07u;
+    } else
+      return false;
     if (i + n >= text.size()) return false;  // truncated sequence
     for (std::size_t k = 1; k <= n; ++k) {
       const auto cc = static_cast<unsigned char>(text[i + k]);
@@ -173,7 +182,10 @@ std::string url_decode(std::string_view text) {
 
 struct QueryServer::Impl : std::enable_shared_from_this<QueryServer::Impl> {
   Impl(asio::io_context& io, std::optional<std::string> t, QueryHandlers h, QueryServerLimits l)
-      : acceptor(io), token(std::move(t)), handlers(std::move(h)), limits(l),
+      : acceptor(io),
+        token(std::move(t)),
+        handlers(std::move(h)),
+        limits(l),
         gate(AdmissionLimits{l.max_waiting, l.max_waiting_per_address}) {
     if (limits.max_served == 0) throw_bad_input("query server limits: max_served must be at least 1");
   }
@@ -194,9 +206,9 @@ struct QueryServer::Impl : std::enable_shared_from_this<QueryServer::Impl> {
   std::optional<std::string> token;
   QueryHandlers handlers;
   QueryServerLimits limits;
-  AdmissionGate gate;                      // connections before their first authorised header
+  AdmissionGate gate;  // connections before their first authorised header
   std::atomic<std::uint64_t> requests{0};
-  std::atomic<std::size_t> served{0};     // connections past the token check
+  std::atomic<std::size_t> served{0};                                     // connections past the token check
   asio::awaitable<void> refuse(beast::tcp_stream& stream, Response res);  // answer, then drain
   // A read that failed: the parser's answer where the peer can still get one.
   asio::awaitable<void> refuse_unreadable(beast::tcp_stream& stream, const boost::system::error_code& ec);
@@ -267,11 +279,13 @@ Response QueryServer::Impl::route(const Request& req) {
       return best(req, parse_json_bounded(req.body(), "/v1/best request body"));
     }
     if (path == "/metrics" || path == "/v1/stats" || path == "/v1/best") {
-      return json_error(req, http::status::method_not_allowed, "read-only endpoint: use GET or HEAD (or POST for /v1/best)");
+      return json_error(req, http::status::method_not_allowed,
+                        "read-only endpoint: use GET or HEAD (or POST for /v1/best)");
     }
     return json_error(req, http::status::not_found, "unknown path; try /v1/best, /v1/stats or /metrics");
   } catch (const Error& e) {
-    return json_error(req, e.is_bad_input() ? http::status::bad_request : http::status::internal_server_error, e.what());
+    return json_error(req, e.is_bad_input() ? http::status::bad_request : http::status::internal_server_error,
+                      e.what());
   } catch (const std::exception& e) {
     // A bug or a handler's library error: the peer still gets a status line, not a reset.
     log_line("query", std::string("request failed: ") + e.what());
@@ -288,14 +302,15 @@ Response unauthorised_answer(const Request& req) {
 }
 
 Response busy_answer(const Request& req) {
-  Response res = closing_error(req.version(), http::status::service_unavailable,
-                               "too many open connections; retry shortly");
+  Response res =
+      closing_error(req.version(), http::status::service_unavailable, "too many open connections; retry shortly");
   res.set(http::field::retry_after, "1");
   return res;
 }
 
-asio::awaitable<std::optional<Request>> QueryServer::Impl::read_request(
-    beast::tcp_stream& stream, beast::flat_buffer& buffer, std::uint64_t ticket, bool& is_served) {
+asio::awaitable<std::optional<Request>> QueryServer::Impl::read_request(beast::tcp_stream& stream,
+                                                                        beast::flat_buffer& buffer,
+                                                                        std::uint64_t ticket, bool& is_served) {
   boost::system::error_code ec;
   http::request_parser<http::string_body> parser;
   parser.header_limit(kMaxHeaderBytes);
@@ -359,7 +374,7 @@ asio::awaitable<void> QueryServer::Impl::serve(std::shared_ptr<beast::tcp_stream
 }
 
 asio::awaitable<void> QueryServer::Impl::refuse_unreadable(beast::tcp_stream& stream,
-                                                            const boost::system::error_code& ec) {
+                                                           const boost::system::error_code& ec) {
   if (std::optional<Response> refusal = answer_parse_error(ec)) co_await refuse(stream, std::move(*refusal));
 }
 
@@ -406,8 +421,7 @@ asio::awaitable<void> QueryServer::Impl::accept_loop() {
     if (ec) continue;
     if (!token && !is_loopback_address(remote.address().to_string())) {
       // Same rule as the farm: without a token only loopback peers are served.
-      static const std::string kForbidden =
-          "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      static const std::string kForbidden = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
       socket.non_blocking(true, ec);  // never let one peer stall the accept loop
       socket.write_some(asio::buffer(kForbidden), ec);
       continue;
@@ -488,10 +502,10 @@ Json database_stats(const std::string& path) {
   const db::Stats st = db::TuningDatabase::open(path, options).stats();
   Json by_status = Json::object();
   for (const auto& [status, n] : st.by_status) by_status[status] = n;
-  return Json{{"database", path},         {"schema_version", st.schema_version},
-              {"targets", st.targets},    {"workloads", st.workloads},
-              {"records", st.records},    {"models", st.models},
-              {"jobs", st.jobs},          {"by_status", std::move(by_status)}};
+  return Json{{"database", path},      {"schema_version", st.schema_version},
+              {"targets", st.targets}, {"workloads", st.workloads},
+              {"records", st.records}, {"models", st.models},
+              {"jobs", st.jobs},       {"by_status", std::move(by_status)}};
 }
 
 // Seconds since the epoch of the last change to the database file or its WAL: a commit
@@ -549,8 +563,7 @@ void run_query_server(const QueryServerOptions& options) {
   handlers.stats = [path = options.db_path] { return database_stats(path); };
   handlers.metrics = [metrics, path = options.db_path] { return database_metrics(*metrics, path); };
   QueryServer server(io, options.host, options.port, options.token, std::move(handlers));
-  log_line("query", "serving " + options.db_path + " on http://" + options.host + ":" +
-                        std::to_string(server.port()));
+  log_line("query", "serving " + options.db_path + " on http://" + options.host + ":" + std::to_string(server.port()));
   asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code, int) {
     server.stop();

@@ -25,8 +25,8 @@
 namespace atvoss::rpc {
 
 struct QueryHandlers {
-  std::function<Json()> stats;            // required
-  std::function<std::string()> metrics;   // required
+  std::function<Json()> stats;           // required
+  std::function<std::string()> metrics;  // required
   // {"target": name-or-key, "workload": {...}} -> answer; Error(not_found) -> 404,
   // Error(bad_input) -> 400. Empty: /v1/best answers 404 "no database".
   std::function<Json(const Json& request)> best;
@@ -41,7 +41,7 @@ struct QueryServerLimits {
   std::chrono::milliseconds idle_timeout{30000};   // a served connection's next request, a body
   std::size_t max_waiting = 64;                    // connections before their first header
   std::size_t max_waiting_per_address = 16;
-  std::size_t max_served = 64;                     // connections past the token check; more get 503
+  std::size_t max_served = 64;  // connections past the token check; more get 503
 };
 
 class QueryServer {
@@ -63,10 +63,10 @@ class QueryServer {
 std::string url_decode(std::string_view text);
 
 struct QueryServerOptions {
-  std::string db_path;                        // the tuning database answering /v1/best
+  std::string db_path;  // the tuning database answering /v1/best
   std::string host = "127.0.0.1";
   std::uint16_t port = 9191;
-  std::optional<std::string> token;           // none: loopback peers only
+  std::optional<std::string> token;  // none: loopback peers only
   int threads = 2;
 };
 

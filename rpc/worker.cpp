@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <sstream>
 
+#include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
-#include "backend/backend.hpp"
 
 namespace atvoss::rpc {
 
@@ -210,8 +210,8 @@ Measurement Worker::measure_task(const Json& task) {
       // Defence in depth: the farm routes by these keys, so only a faulty farm gets here.
       std::string served;
       for (const std::string& k : target_keys_) served += (served.empty() ? "" : ", ") + k;
-      return Measurement::failed(Status::error, "worker has no target with key " + target_key +
-                                                    " (it serves " + served + ")");
+      return Measurement::failed(Status::error,
+                                 "worker has no target with key " + target_key + " (it serves " + served + ")");
     }
     const Json request = decode_body(task.at("request"), "task 'request'");
     const Workload& workload = parse_workload(request.at("workload"));
@@ -229,8 +229,7 @@ Measurement Worker::measure_task(const Json& task) {
     }
     const Measurement m = measure_(target, workload, schedule, repeat, request.value("seed", std::uint64_t{0}));
     if (options_.emulate_device_latency) {
-      const double us = options_.compile_ms * 1000.0 +
-                        (m.ok() ? static_cast<double>(repeat) * m.time_us : 0.0);
+      const double us = options_.compile_ms * 1000.0 + (m.ok() ? static_cast<double>(repeat) * m.time_us : 0.0);
       std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(us));
     }
     return m;
@@ -273,7 +272,8 @@ void Worker::assign(const Json& task, std::uint64_t generation) {
         return m;
       },
       [this, id = task.value("id", Json()), generation](Measurement m) {
-        Json result{{"id", id}, {"status", std::string(to_string(m.status))}, {"measurement", encode_body(m.to_json())}};
+        Json result{
+            {"id", id}, {"status", std::string(to_string(m.status))}, {"measurement", encode_body(m.to_json())}};
         {
           const std::lock_guard lock(mu_);
           if (generation != generation_) return;  // the lease died with the old connection

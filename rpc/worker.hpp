@@ -31,8 +31,8 @@ namespace atvoss::rpc {
 
 // How one task is measured: on the backend that serves it by default; tests and benches
 // inject others.
-using MeasureFunction = std::function<Measurement(const Target&, const Workload&, const Schedule&,
-                                                  int repeat, std::uint64_t seed)>;
+using MeasureFunction =
+    std::function<Measurement(const Target&, const Workload&, const Schedule&, int repeat, std::uint64_t seed)>;
 
 struct WorkerOptions {
   Endpoint farm;
@@ -52,14 +52,14 @@ struct WorkerOptions {
   // is served only if it resolves, through every symlink, to a regular file inside one of
   // these, and an error never carries the file's content.
   std::vector<std::string> recorded_dirs;
-  std::string name;              // shown in the farm's stats; default host-pid
-  double noise = 0.02;           // jitter sigma of simulating backends
+  std::string name;     // shown in the farm's stats; default host-pid
+  double noise = 0.02;  // jitter sigma of simulating backends
   // Sleep as long as the device run would take: compile_ms + repeat x simulated time.
   // Off by default; lets farm behaviour be studied at realistic speeds.
   bool emulate_device_latency = false;
-  double compile_ms = 20.0;      // emulated compile cost per task (est.; real toolchains: 10 ms..s)
+  double compile_ms = 20.0;  // emulated compile cost per task (est.; real toolchains: 10 ms..s)
   std::chrono::milliseconds heartbeat_interval{1000};
-  std::chrono::milliseconds backoff_min{100};   // first reconnect delay, doubled per failure
+  std::chrono::milliseconds backoff_min{100};  // first reconnect delay, doubled per failure
   std::chrono::milliseconds backoff_max{5000};
   int max_connect_attempts = 0;  // 0: forever; otherwise run() throws the last Error after that many
 };
@@ -98,8 +98,8 @@ class Worker {
   std::mutex mu_;
   std::condition_variable results_cv_, stop_cv_;
   Json results_ = Json::array();
-  std::uint64_t generation_ = 0;         // bumped on every (re)connect
-  std::shared_ptr<Channel> channel_;      // current connection, null while disconnected
+  std::uint64_t generation_ = 0;      // bumped on every (re)connect
+  std::shared_ptr<Channel> channel_;  // current connection, null while disconnected
   std::unique_ptr<backend::MeasurePool> slots_;
   std::thread writer_;
 };

@@ -34,18 +34,14 @@ typedef enum {
   ATVOSS_RUNTIME_OK = 0,
   ATVOSS_RUNTIME_BAD_INPUT = 1, /* a bad argument or workload, or a table tuned on another CPU */
   ATVOSS_RUNTIME_NOT_FOUND = 2,
-  ATVOSS_RUNTIME_IO = 3,        /* a file that cannot be read, a kernel that cannot be loaded */
-  ATVOSS_RUNTIME_CORRUPT = 4,   /* a table whose checksum or record count does not match */
-  ATVOSS_RUNTIME_INTERNAL = 5   /* anything else, e.g. a generated kernel that did not compile */
+  ATVOSS_RUNTIME_IO = 3,      /* a file that cannot be read, a kernel that cannot be loaded */
+  ATVOSS_RUNTIME_CORRUPT = 4, /* a table whose checksum or record count does not match */
+  ATVOSS_RUNTIME_INTERNAL = 5 /* anything else, e.g. a generated kernel that did not compile */
 } atvoss_runtime_status;
 
 /* Which schedule ran: the table's entry for this shape, the entry of the nearest shape of the
  * same op/dtype/epilogue, or the host default (no entry, or its schedule is not valid here). */
-typedef enum {
-  ATVOSS_CHOICE_EXACT = 0,
-  ATVOSS_CHOICE_NEAREST = 1,
-  ATVOSS_CHOICE_DEFAULT = 2
-} atvoss_choice_kind;
+typedef enum { ATVOSS_CHOICE_EXACT = 0, ATVOSS_CHOICE_NEAREST = 1, ATVOSS_CHOICE_DEFAULT = 2 } atvoss_choice_kind;
 
 /* Flag of atvoss_runtime_open: a table tuned on another CPU is ignored (default schedules
  * run, and the choice's reason says why) instead of refused with ATVOSS_RUNTIME_BAD_INPUT. */
@@ -75,10 +71,9 @@ ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_matmul(atvoss_runtime* r
                                                                float* c, int64_t m, int64_t n, int64_t k,
                                                                const atvoss_epilogue* epilogue,
                                                                atvoss_choice_kind* kind, char** error);
-ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_batch_matmul(atvoss_runtime* rt, const float* a,
-                                                                     const float* b, float* c, int64_t batch,
-                                                                     int64_t m, int64_t n, int64_t k,
-                                                                     const atvoss_epilogue* epilogue,
+ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_batch_matmul(atvoss_runtime* rt, const float* a, const float* b,
+                                                                     float* c, int64_t batch, int64_t m, int64_t n,
+                                                                     int64_t k, const atvoss_epilogue* epilogue,
                                                                      atvoss_choice_kind* kind, char** error);
 /* int8 and bf16 matmuls on CPUs with AVX-512 VNNI / BF16 (ATVOSS_RUNTIME_BAD_INPUT naming the
  * missing flag elsewhere); c is fp32. int8: a u8 [m,k] with zero point z, b s8 [k,n];
@@ -91,9 +86,8 @@ ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_matmul_int8(atvoss_runti
                                                                     int64_t k, const atvoss_epilogue* epilogue,
                                                                     atvoss_choice_kind* kind, char** error);
 ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_matmul_bf16(atvoss_runtime* rt, const uint16_t* a,
-                                                                    const uint16_t* b, float* c, int64_t m,
-                                                                    int64_t n, int64_t k,
-                                                                    const atvoss_epilogue* epilogue,
+                                                                    const uint16_t* b, float* c, int64_t m, int64_t n,
+                                                                    int64_t k, const atvoss_epilogue* epilogue,
                                                                     atvoss_choice_kind* kind, char** error);
 /* Runs where the host code generator serves conv2d; ATVOSS_RUNTIME_BAD_INPUT naming the op
  * otherwise. */

@@ -30,11 +30,16 @@ char* c_string(const std::string& s) noexcept {
 
 atvoss_runtime_status status_of(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::bad_input: return ATVOSS_RUNTIME_BAD_INPUT;
-    case ErrorKind::not_found: return ATVOSS_RUNTIME_NOT_FOUND;
-    case ErrorKind::io: return ATVOSS_RUNTIME_IO;
-    case ErrorKind::corrupt: return ATVOSS_RUNTIME_CORRUPT;
-    default: return ATVOSS_RUNTIME_INTERNAL;
+    case ErrorKind::bad_input:
+      return ATVOSS_RUNTIME_BAD_INPUT;
+    case ErrorKind::not_found:
+      return ATVOSS_RUNTIME_NOT_FOUND;
+    case ErrorKind::io:
+      return ATVOSS_RUNTIME_IO;
+    case ErrorKind::corrupt:
+      return ATVOSS_RUNTIME_CORRUPT;
+    default:
+      return ATVOSS_RUNTIME_INTERNAL;
   }
 }
 
@@ -100,7 +105,8 @@ extern "C" atvoss_runtime_status atvoss_runtime_open(const char* table_path, con
     atvoss::runtime::RuntimeOptions options;
     options.table = table_path != nullptr ? table_path : "";
     if (cache_dir != nullptr) options.build.cache_dir = cache_dir;
-    if (flags & ATVOSS_RUNTIME_FOREIGN_TABLE_DEFAULTS) options.foreign_table = atvoss::runtime::ForeignTable::use_defaults;
+    if (flags & ATVOSS_RUNTIME_FOREIGN_TABLE_DEFAULTS)
+      options.foreign_table = atvoss::runtime::ForeignTable::use_defaults;
     auto handle = std::make_unique<atvoss_runtime>();
     handle->rt = std::make_unique<atvoss::runtime::Runtime>(std::move(options));
     *out = handle.release();  // owned by the caller until atvoss_runtime_close
@@ -108,9 +114,8 @@ extern "C" atvoss_runtime_status atvoss_runtime_open(const char* table_path, con
 }
 
 extern "C" atvoss_runtime_status atvoss_runtime_matmul(atvoss_runtime* rt, const float* a, const float* b, float* c,
-                                                       int64_t m, int64_t n, int64_t k,
-                                                       const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
-                                                       char** error) {
+                                                       int64_t m, int64_t n, int64_t k, const atvoss_epilogue* epilogue,
+                                                       atvoss_choice_kind* kind, char** error) {
   return guarded(error, [&] { report(runtime_of(rt).matmul(a, b, c, m, n, k, epilogue_of(epilogue)), kind); });
 }
 
@@ -119,9 +124,8 @@ extern "C" atvoss_runtime_status atvoss_runtime_matmul_int8(atvoss_runtime* rt, 
                                                             int64_t m, int64_t n, int64_t k,
                                                             const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
                                                             char** error) {
-  return guarded(error, [&] {
-    report(runtime_of(rt).matmul_int8(a, b, c, scale, comp, m, n, k, epilogue_of(epilogue)), kind);
-  });
+  return guarded(
+      error, [&] { report(runtime_of(rt).matmul_int8(a, b, c, scale, comp, m, n, k, epilogue_of(epilogue)), kind); });
 }
 
 extern "C" atvoss_runtime_status atvoss_runtime_matmul_bf16(atvoss_runtime* rt, const uint16_t* a, const uint16_t* b,
@@ -132,12 +136,11 @@ extern "C" atvoss_runtime_status atvoss_runtime_matmul_bf16(atvoss_runtime* rt, 
 }
 
 extern "C" atvoss_runtime_status atvoss_runtime_batch_matmul(atvoss_runtime* rt, const float* a, const float* b,
-                                                             float* c, int64_t batch, int64_t m, int64_t n,
-                                                             int64_t k, const atvoss_epilogue* epilogue,
-                                                             atvoss_choice_kind* kind, char** error) {
-  return guarded(error, [&] {
-    report(runtime_of(rt).batch_matmul(a, b, c, batch, m, n, k, epilogue_of(epilogue)), kind);
-  });
+                                                             float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                                                             const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
+                                                             char** error) {
+  return guarded(error,
+                 [&] { report(runtime_of(rt).batch_matmul(a, b, c, batch, m, n, k, epilogue_of(epilogue)), kind); });
 }
 
 extern "C" atvoss_runtime_status atvoss_runtime_conv2d(atvoss_runtime* rt, const float* input, const float* filter,
@@ -146,7 +149,7 @@ extern "C" atvoss_runtime_status atvoss_runtime_conv2d(atvoss_runtime* rt, const
                                                        char** error) {
   return guarded(error, [&] {
     need(shape, "shape");
-    const atvoss::runtime::Conv2dShape s{shape->n, shape->c, shape->h, shape->w, shape->k,
+    const atvoss::runtime::Conv2dShape s{shape->n, shape->c, shape->h,      shape->w,  shape->k,
                                          shape->r, shape->s, shape->stride, shape->pad};
     report(runtime_of(rt).conv2d(input, filter, output, s, epilogue_of(epilogue)), kind);
   });

@@ -39,17 +39,20 @@ Schedule onto_space(const ScheduleSpace& space, const Schedule& s, const Schedul
 
 std::string_view to_string(ChoiceKind kind) noexcept {
   switch (kind) {
-    case ChoiceKind::exact: return "exact";
-    case ChoiceKind::nearest: return "nearest";
-    case ChoiceKind::fallback: return "default";
+    case ChoiceKind::exact:
+      return "exact";
+    case ChoiceKind::nearest:
+      return "nearest";
+    case ChoiceKind::fallback:
+      return "default";
   }
   return "default";
 }
 
 Json Choice::to_json() const {
-  return Json{{"kind", std::string(to_string(kind))}, {"schedule", schedule.to_json()},
-              {"reason", reason}, {"entry", entry ? entry->to_json() : Json()},
-              {"distance", distance}, {"table_time_us", table_time_us}};
+  return Json{
+      {"kind", std::string(to_string(kind))},       {"schedule", schedule.to_json()}, {"reason", reason},
+      {"entry", entry ? entry->to_json() : Json()}, {"distance", distance},           {"table_time_us", table_time_us}};
 }
 
 Choice choose_schedule(const table::ScheduleTable* table, const std::string& no_table_reason, const Workload& w,
@@ -64,8 +67,8 @@ Choice choose_schedule(const table::ScheduleTable* table, const std::string& no_
   }
   const table::LookupResult found = table->lookup(w);
   if (found.kind == table::MatchKind::none) {
-    c.reason = "the table has no " + w.op() + " entry with dtype " + std::string(to_string(w.dtype())) +
-               " and this epilogue";
+    c.reason =
+        "the table has no " + w.op() + " entry with dtype " + std::string(to_string(w.dtype())) + " and this epilogue";
     return c;
   }
   const bool exact = found.kind == table::MatchKind::exact;
@@ -83,8 +86,8 @@ Choice choose_schedule(const table::ScheduleTable* table, const std::string& no_
   c.entry = found.entry->workload;
   c.distance = found.distance;
   c.table_time_us = found.entry->time_us;
-  c.reason = exact ? "tuned entry for this workload"
-                   : "tuned entry of the nearest shape " + found.entry->workload.label();
+  c.reason =
+      exact ? "tuned entry for this workload" : "tuned entry of the nearest shape " + found.entry->workload.label();
   if (!moved.empty()) c.reason += "; moved onto this shape's space: " + moved;
   return c;
 }

@@ -28,10 +28,10 @@ std::string_view to_string(ChoiceKind kind) noexcept;  // "exact", "nearest", "d
 struct Choice {
   ChoiceKind kind = ChoiceKind::fallback;
   Schedule schedule;
-  std::string reason;                // why this kind; names the missing entry or invalid knob
-  std::optional<Workload> entry;     // the table entry's workload (exact and nearest)
-  double distance = 0;               // shape distance of a nearest entry (schedule_table.hpp)
-  double table_time_us = 0;          // the time the tuner measured for the entry
+  std::string reason;             // why this kind; names the missing entry or invalid knob
+  std::optional<Workload> entry;  // the table entry's workload (exact and nearest)
+  double distance = 0;            // shape distance of a nearest entry (schedule_table.hpp)
+  double table_time_us = 0;       // the time the tuner measured for the entry
   // {"kind", "schedule", "reason", "entry" (workload or null), "distance", "table_time_us"}
   Json to_json() const;
 };

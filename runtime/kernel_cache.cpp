@@ -19,8 +19,8 @@ std::shared_ptr<const LoadedKernel> KernelCache::load(const Workload& w, const S
   const std::string source = host::generate_source(w, s, machine);
   const host::BuildResult built = host::build_all({source}, options_).at(0);
   if (built.status != Status::ok) {
-    throw Error(ErrorKind::internal, "runtime: the kernel of " + w.label() + " with schedule " +
-                                         s.to_json().dump() + " did not compile: " + built.message);
+    throw Error(ErrorKind::internal, "runtime: the kernel of " + w.label() + " with schedule " + s.to_json().dump() +
+                                         " did not compile: " + built.message);
   }
   void* handle = ::dlopen(built.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) throw Error(ErrorKind::io, std::string("runtime: cannot load kernel: ") + ::dlerror());

@@ -32,7 +32,8 @@ std::shared_ptr<const table::ScheduleTable> load_table(const RuntimeOptions& o, 
 // The pointers w's kernel reads or writes; bad_input naming the first one missing.
 void check_args(const Workload& w, const host::AtvossArgs& args) {
   auto need = [&](const void* p, const char* name, const char* what) {
-    if (p == nullptr) throw_bad_input(std::string("runtime: argument '") + name + "' is null; " + w.label() + " needs " + what);
+    if (p == nullptr)
+      throw_bad_input(std::string("runtime: argument '") + name + "' is null; " + w.label() + " needs " + what);
   };
   if (w.dtype() == DType::float32) {
     need(args.a, "a", "its first input");
@@ -83,8 +84,15 @@ Workload batch_matmul_workload(std::int64_t batch, std::int64_t m, std::int64_t 
 
 Workload conv2d_workload(const Conv2dShape& s, const std::vector<std::string>& epilogue) {
   return make_workload("conv2d",
-                       Json{{"N", s.n}, {"C", s.c}, {"H", s.h}, {"W", s.w}, {"K", s.k}, {"R", s.r}, {"S", s.s},
-                            {"stride", s.stride}, {"pad", s.pad}},
+                       Json{{"N", s.n},
+                            {"C", s.c},
+                            {"H", s.h},
+                            {"W", s.w},
+                            {"K", s.k},
+                            {"R", s.r},
+                            {"S", s.s},
+                            {"stride", s.stride},
+                            {"pad", s.pad}},
                        epilogue);
 }
 
@@ -149,9 +157,10 @@ const Workload& Runtime::workload_of(std::string key, const std::function<Worklo
   return *workloads_.emplace(std::move(key), std::move(made)).first->second;
 }
 
-const Choice& Runtime::matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-                              std::int64_t k, const EpilogueArgs& e) {
-  const Workload& w = workload_of(call_key("matmul", {m, n, k}, e.ops), [&] { return matmul_workload(m, n, k, e.ops); });
+const Choice& Runtime::matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+                              const EpilogueArgs& e) {
+  const Workload& w =
+      workload_of(call_key("matmul", {m, n, k}, e.ops), [&] { return matmul_workload(m, n, k, e.ops); });
   return run(w, abi_args(a, b, c, e));
 }
 

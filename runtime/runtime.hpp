@@ -43,16 +43,16 @@ enum class ForeignTable {
 };
 
 struct RuntimeOptions {
-  std::string table;            // exported table file; empty: the default schedule everywhere
+  std::string table;  // exported table file; empty: the default schedule everywhere
   ForeignTable foreign_table = ForeignTable::refuse;
-  host::BuildOptions build;     // compile cache and compiler; the defaults share the tuner's cache
+  host::BuildOptions build;  // compile cache and compiler; the defaults share the tuner's cache
 };
 
 // The ops after the main op, in order, and their operands (null where no op needs one).
 struct EpilogueArgs {
   std::vector<std::string> ops;
   const float* bias = nullptr;
-  const float* scale = nullptr;     // batchnorm folded to scale + shift
+  const float* scale = nullptr;  // batchnorm folded to scale + shift
   const float* shift = nullptr;
   const float* residual = nullptr;  // "add"
   const float* qout = nullptr;      // "quantize" / "requantize": {scale, zero point} (host/kernel_abi.hpp)
@@ -95,8 +95,8 @@ class Runtime {
   // bad_input naming the argument when a pointer w needs is null.
   const Choice& run(const Workload& w, const host::AtvossArgs& args);
 
-  const Choice& matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-                       std::int64_t k, const EpilogueArgs& epilogue = {});
+  const Choice& matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const EpilogueArgs& epilogue = {});
   const Choice& batch_matmul(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t m,
                              std::int64_t n, std::int64_t k, const EpilogueArgs& epilogue = {});
   // int8: a u8 [M,K] with a zero point z, b s8 [K,N]; c[i,j] = scale[j] * (sum_k a*b - comp[j])

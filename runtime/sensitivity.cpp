@@ -71,7 +71,7 @@ struct LayerData {
   std::vector<std::string> ops;
   std::vector<float> b, bias, scale, shift, residual;
   std::vector<std::int8_t> qb;
-  std::vector<float> b_scale;             // per column
+  std::vector<float> b_scale;            // per column
   std::vector<std::int32_t> qb_col_sum;  // per column: the compensation before A's zero point
   std::vector<std::uint16_t> b16;
   EpilogueArgs epilogue() const;
@@ -210,9 +210,7 @@ void require_int8() {
     throw_bad_input("sensitivity: int8 kernels need a CPU with avx512_vnni; this one (" + m.model + ") has none");
 }
 
-std::string field(std::size_t i, const char* name) {
-  return "field 'layers[" + std::to_string(i) + "]." + name + "'";
-}
+std::string field(std::size_t i, const char* name) { return "field 'layers[" + std::to_string(i) + "]." + name + "'"; }
 
 void validate_layers(const std::vector<SensitivityLayer>& layers) {
   if (layers.empty()) throw_bad_input("sensitivity: field 'layers' must not be empty");
@@ -222,7 +220,8 @@ void validate_layers(const std::vector<SensitivityLayer>& layers) {
     const std::string& name = layers[i].name;
     // A precision config keys layers by name, and "*" there means every other layer.
     if (name.empty() || name == "*" || !names.insert(name).second)
-      throw_bad_input("sensitivity: " + field(i, "name") + " must be non-empty, not '*' and unique; got '" + name + "'");
+      throw_bad_input("sensitivity: " + field(i, "name") + " must be non-empty, not '*' and unique; got '" + name +
+                      "'");
     std::string why;
     if (w.op() != "matmul" || w.dtype() != DType::float32)
       why = "must be a float32 matmul, got " + w.label();
@@ -258,8 +257,8 @@ std::vector<float> calib_input(const LayerData& l, const SensitivityOptions& o, 
 
 // One layer measured on its inputs; y32 receives the fp32 output of the evaluation batch.
 LayerSensitivity measure_layer(Runtime& rt, const SensitivityLayer& layer, const LayerData& l,
-                               std::span<const float> eval, std::span<const float> calib,
-                               const SensitivityOptions& o, std::vector<float>& y32) {
+                               std::span<const float> eval, std::span<const float> calib, const SensitivityOptions& o,
+                               std::vector<float>& y32) {
   LayerSensitivity s;
   s.name = layer.name;
   s.workload = layer.workload;
@@ -394,9 +393,12 @@ Json precision_config(const MixedPrecisionPlan& plan) {
   Json config = Json::object();
   for (const PlannedLayer& l : plan.layers) {
     // parse_precision reads 16 bits as float16 unless "type" says bfloat16.
-    if (l.dtype == DType::int8) config[l.name] = {{"weight", 8}, {"act", 8}};
-    else if (l.dtype == DType::bfloat16) config[l.name] = {{"weight", 16}, {"act", 16}, {"type", "bfloat16"}};
-    else config[l.name] = {{"weight", 32}, {"act", 32}};
+    if (l.dtype == DType::int8)
+      config[l.name] = {{"weight", 8}, {"act", 8}};
+    else if (l.dtype == DType::bfloat16)
+      config[l.name] = {{"weight", 16}, {"act", 16}, {"type", "bfloat16"}};
+    else
+      config[l.name] = {{"weight", 32}, {"act", 32}};
   }
   return config;
 }

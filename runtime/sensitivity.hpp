@@ -57,13 +57,13 @@ struct SensitivityOptions {
 struct LayerSensitivity {
   std::string name;
   Workload workload;
-  bool chained = false;       // reads the previous layer's output
-  host::QuantRange act_range;  // calibrated range of the layer's input
-  double saturation = 0;      // share of the evaluation input outside act_range
-  double int8_error = 0;      // relative RMS against fp32
-  double bf16_error = 0;      // NaN when the CPU has no avx512_bf16 (not measured)
+  bool chained = false;                          // reads the previous layer's output
+  host::QuantRange act_range;                    // calibrated range of the layer's input
+  double saturation = 0;                         // share of the evaluation input outside act_range
+  double int8_error = 0;                         // relative RMS against fp32
+  double bf16_error = 0;                         // NaN when the CPU has no avx512_bf16 (not measured)
   double fp32_us = 0, int8_us = 0, bf16_us = 0;  // median kernel times; bf16 NaN when not measured
-  double error(DType d) const;    // 0 for float32
+  double error(DType d) const;                   // 0 for float32
   double time_us(DType d) const;
 };
 

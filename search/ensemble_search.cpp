@@ -58,9 +58,12 @@ class EnsembleSearch final : public ModelGuidedSearch {
 
   void run_arm(Arm arm, const costmodel::CostModel* model, std::size_t target) {
     if (target <= claimed()) return;
-    if (arm == kModel) model_points(*model, target);
-    else if (arm == kTpe) tpe_.propose(target);
-    else breed_from_measured(target);
+    if (arm == kModel)
+      model_points(*model, target);
+    else if (arm == kTpe)
+      tpe_.propose(target);
+    else
+      breed_from_measured(target);
   }
 
   double share(Arm a) const { return (wins_[a] + 1.0) / (uses_[a] + 2.0); }
@@ -122,7 +125,8 @@ class EnsembleSearch final : public ModelGuidedSearch {
     j["wins"] = wins_;
     j["uses"] = uses_;
     Json origin = Json::array();
-    for (const auto& [p, arm] : origin_) origin.push_back({{"schedule", space().schedule_at(p).to_json()}, {"arm", arm}});
+    for (const auto& [p, arm] : origin_)
+      origin.push_back({{"schedule", space().schedule_at(p).to_json()}, {"arm", arm}});
     j["origin"] = origin;
     return j;
   }

@@ -11,8 +11,7 @@ namespace {
 
 class EvolutionarySearch final : public StrategyBase {
  public:
-  EvolutionarySearch(const ScheduleSpace& space, const StrategyOptions& o)
-      : StrategyBase("evolutionary", space, o) {}
+  EvolutionarySearch(const ScheduleSpace& space, const StrategyOptions& o) : StrategyBase("evolutionary", space, o) {}
 
  private:
   void next_points(std::size_t n) override {
@@ -23,8 +22,7 @@ class EvolutionarySearch final : public StrategyBase {
 
 }  // namespace
 
-std::unique_ptr<SearchStrategy> make_evolutionary_search(const ScheduleSpace& space,
-                                                         const StrategyOptions& o) {
+std::unique_ptr<SearchStrategy> make_evolutionary_search(const ScheduleSpace& space, const StrategyOptions& o) {
   return std::make_unique<EvolutionarySearch>(space, o);
 }
 

@@ -12,10 +12,8 @@
 
 namespace atvoss::search {
 
-ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& space,
-                                     const StrategyOptions& o)
-    : StrategyBase(std::move(name), space, o),
-      policy_(costmodel::RetrainOptions{o.retrain_fraction, 0}) {
+ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& space, const StrategyOptions& o)
+    : StrategyBase(std::move(name), space, o), policy_(costmodel::RetrainOptions{o.retrain_fraction, 0}) {
   if (o.workload.op().empty()) {
     throw_bad_input(this->name() + " search: options.workload is required (the cost model featurises it)");
   }
@@ -121,14 +119,13 @@ std::vector<double> ModelGuidedSearch::scores_of(const costmodel::CostModel& mod
   for (const auto& p : points) schedules.push_back(space().schedule_at(p));
   auto scores = model.predict(options().workload, options().target, schedules);
   if (scores.size() != points.size()) {
-    throw Error(ErrorKind::internal, "cost model returned " + std::to_string(scores.size()) +
-                                         " scores for " + std::to_string(points.size()) + " schedules");
+    throw Error(ErrorKind::internal, "cost model returned " + std::to_string(scores.size()) + " scores for " +
+                                         std::to_string(points.size()) + " schedules");
   }
   return scores;
 }
 
-std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model,
-                                               const std::vector<Point>& points) {
+std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model, const std::vector<Point>& points) {
   // A space too large for flat indices (size() saturates) is not cached.
   if (!model.scores_rows_alone() || space().size() == UINT64_MAX) return scores_of(model, points);
   // A point's score then depends only on the model, so scores are kept until the next fit:
@@ -226,9 +223,8 @@ bool ModelGuidedSearch::far_from(const Point& p, const Point& q) const {
 }
 
 bool ModelGuidedSearch::diverse(const Point& p, int min_knobs) const {
-  return std::all_of(batch().begin(), batch().end(), [&](const Point& q) {
-    return differ_in_at_least(p, q, static_cast<std::size_t>(min_knobs));
-  });
+  return std::all_of(batch().begin(), batch().end(),
+                     [&](const Point& q) { return differ_in_at_least(p, q, static_cast<std::size_t>(min_knobs)); });
 }
 
 void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::size_t target) {
@@ -257,8 +253,8 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
   const auto incumbent = best_records(1);
   // Trials recorded since the best one, the best included.
   const auto since_best = [&] { return records().size() - static_cast<std::size_t>(incumbent[0] - records().data()); };
-  bool stalled = options().model_stall > 0 && !incumbent.empty() &&
-                 since_best() > static_cast<std::size_t>(options().model_stall);
+  bool stalled =
+      options().model_stall > 0 && !incumbent.empty() && since_best() > static_cast<std::size_t>(options().model_stall);
   // The best-scored unused candidate, diverse from the batch, far from the incumbent if asked.
   const auto pick = [&](bool need_far) {
     for (int min_knobs : {options().diversity_knobs, 1}) {
@@ -282,7 +278,7 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
                      (options().model_far_share > 0 && !incumbent.empty() && uniform01() < options().model_far_share);
     std::size_t chosen = pick(far);
     if (chosen == order.size() && far) chosen = pick(false);  // no distant candidate
-    if (chosen == order.size()) return;  // candidates exhausted; the caller tops up randomly
+    if (chosen == order.size()) return;                       // candidates exhausted; the caller tops up randomly
     used[chosen] = true;
     claim(cands[order[chosen]]);
   }
@@ -294,8 +290,7 @@ void ModelGuidedSearch::load_extra(const Json& extra) {
   // Called by load_state after the trials are restored: refit on exactly the same prefix.
   const auto n = require_int(extra, "trained_on", name() + " search state");
   if (n < 0 || static_cast<std::size_t>(n) > records().size()) {
-    throw_bad_input(name() + " search state: field 'trained_on' must be 0.." +
-                    std::to_string(records().size()));
+    throw_bad_input(name() + " search state: field 'trained_on' must be 0.." + std::to_string(records().size()));
   }
   trained_on_ = 0;
   fitted_ = false;
@@ -305,8 +300,7 @@ void ModelGuidedSearch::load_extra(const Json& extra) {
   if (n > 0 || fitted.get<bool>()) fit(static_cast<std::size_t>(n));
 }
 
-std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space,
-                                                         const StrategyOptions& o) {
+std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space, const StrategyOptions& o) {
   return std::make_unique<ModelGuidedSearch>("model-guided", space, o);
 }
 

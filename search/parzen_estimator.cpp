@@ -13,8 +13,7 @@ constexpr double kMinSigma = 0.5;
 
 }  // namespace
 
-ParzenEstimator::ParzenEstimator(std::vector<int> sizes, double bandwidth, double prior_weight,
-                                 int categorical_max)
+ParzenEstimator::ParzenEstimator(std::vector<int> sizes, double bandwidth, double prior_weight, int categorical_max)
     : sizes_(std::move(sizes)), bandwidth_(bandwidth), prior_weight_(prior_weight), categorical_max_(categorical_max) {
   for (int n : sizes_) log_prior_ -= std::log(static_cast<double>(std::max(n, 1)));
 }
@@ -77,7 +76,8 @@ int ParzenEstimator::draw_index(const double* row, int k, std::mt19937_64& rng) 
 std::size_t ParzenEstimator::draw_component(std::mt19937_64& rng) const {
   double u = uniform01(rng) * (total_weight_ + prior_weight_);
   std::size_t i = 0;
-  for (; i < points_.size() && (u -= weights_[i]) >= 0; ++i) {}
+  for (; i < points_.size() && (u -= weights_[i]) >= 0; ++i) {
+  }
   return i;
 }
 

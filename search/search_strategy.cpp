@@ -60,8 +60,7 @@ void check_options(const StrategyOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& built_in_strategy_names() {
-  static const std::vector<std::string> names = {"random", "grid", "evolutionary", "model-guided",
-                                                 "ensemble", "tpe"};
+  static const std::vector<std::string> names = {"random", "grid", "evolutionary", "model-guided", "ensemble", "tpe"};
   return names;
 }
 

@@ -42,8 +42,7 @@ Json trial_json(const Schedule& s, Status st, double time_us) {
 
 }  // namespace
 
-StrategyBase::StrategyBase(std::string name, const ScheduleSpace& space,
-                           const StrategyOptions& options)
+StrategyBase::StrategyBase(std::string name, const ScheduleSpace& space, const StrategyOptions& options)
     : name_(std::move(name)), space_(space), options_(options), rng_(options.seed) {
   if (space_.dimensions() == 0) throw_bad_input(name_ + " search: the space has no knobs");
   // Only a strategy that may take a doubling step needs the table.
@@ -60,9 +59,7 @@ void StrategyBase::require_idle(const char* call) const {
   }
 }
 
-std::optional<Point> StrategyBase::point_in_space(const Schedule& s) const {
-  return space_.point_of(s);
-}
+std::optional<Point> StrategyBase::point_in_space(const Schedule& s) const { return space_.point_of(s); }
 
 void StrategyBase::add_record(Record r) {
   seen_.insert(r.point);
@@ -100,8 +97,7 @@ std::vector<Schedule> StrategyBase::propose(std::size_t n) {
 
 void StrategyBase::update(std::span<const Trial> results) {
   if (!has_pending_) {
-    throw Error(ErrorKind::internal,
-                "SearchStrategy::update(): no batch is pending; call propose() first");
+    throw Error(ErrorKind::internal, "SearchStrategy::update(): no batch is pending; call propose() first");
   }
   PointSet pending(pending_.begin(), pending_.end());
   std::vector<Record> fresh;
@@ -191,7 +187,8 @@ void StrategyBase::mutate_knob(Point& p, std::size_t knob) {
 }
 
 std::size_t StrategyBase::successes() const {
-  return static_cast<std::size_t>(std::count_if(records_.begin(), records_.end(), [](const Record& r) { return r.ok(); }));
+  return static_cast<std::size_t>(
+      std::count_if(records_.begin(), records_.end(), [](const Record& r) { return r.ok(); }));
 }
 
 std::vector<const Record*> StrategyBase::best_records(std::size_t k) const {
@@ -199,8 +196,7 @@ std::vector<const Record*> StrategyBase::best_records(std::size_t k) const {
   for (const auto& r : records_) {
     if (r.ok()) ok.push_back(&r);
   }
-  std::stable_sort(ok.begin(), ok.end(),
-                   [](const Record* a, const Record* b) { return a->time_us < b->time_us; });
+  std::stable_sort(ok.begin(), ok.end(), [](const Record* a, const Record* b) { return a->time_us < b->time_us; });
   if (ok.size() > k) ok.resize(k);
   return ok;
 }
@@ -212,9 +208,8 @@ Json StrategyBase::save_state() const {
   for (const auto& r : records_) trials.push_back(trial_json(space_.schedule_at(r.point), r.status, r.time_us));
   Json pending = Json::array();
   for (const auto& p : pending_) pending.push_back(space_.schedule_at(p).to_json());
-  return {{"strategy", name_},         {"version", kStateVersion}, {"rng", rng_text.str()},
-          {"round", round_},           {"trials", trials},         {"pending", pending},
-          {"has_pending", has_pending_}, {"extra", save_extra()}};
+  return {{"strategy", name_}, {"version", kStateVersion}, {"rng", rng_text.str()},       {"round", round_},
+          {"trials", trials},  {"pending", pending},       {"has_pending", has_pending_}, {"extra", save_extra()}};
 }
 
 void StrategyBase::load_state(const Json& state) {
@@ -225,8 +220,8 @@ void StrategyBase::load_state(const Json& state) {
   }
   require_object(state, ctx);
   if (require_string(state, "strategy", ctx) != name_) {
-    throw_bad_input(ctx + ": field 'strategy' is '" + state["strategy"].get<std::string>() +
-                    "', expected '" + name_ + "'");
+    throw_bad_input(ctx + ": field 'strategy' is '" + state["strategy"].get<std::string>() + "', expected '" + name_ +
+                    "'");
   }
   if (require_int(state, "version", ctx) != kStateVersion) {
     throw_bad_input(ctx + ": field 'version' must be " + std::to_string(kStateVersion));
@@ -239,8 +234,8 @@ void StrategyBase::load_state(const Json& state) {
   if (!trials.is_array()) throw_bad_input(ctx + ": field 'trials' must be a list");
   for (const auto& t : trials) {
     auto p = point_in_space(space_.parse(require_field(t, "schedule", ctx + " trial")));
-    add_record({*p, parse_status(require_string(t, "status", ctx + " trial")),
-                require_number(t, "time_us", ctx + " trial")});
+    add_record(
+        {*p, parse_status(require_string(t, "status", ctx + " trial")), require_number(t, "time_us", ctx + " trial")});
   }
   const Json& pending = require_field(state, "pending", ctx);
   if (!pending.is_array()) throw_bad_input(ctx + ": field 'pending' must be a list");

@@ -28,8 +28,9 @@ TpeProposer::~TpeProposer() = default;
 
 void TpeProposer::propose(std::size_t target) {
   const Split own = split_own();
-  const bool ready = (host_.successes() >= static_cast<std::size_t>(host_.options().tpe_startup) && !own.good.empty()) ||
-                     !prior_.good.empty();
+  const bool ready =
+      (host_.successes() >= static_cast<std::size_t>(host_.options().tpe_startup) && !own.good.empty()) ||
+      !prior_.good.empty();
   if (!ready) {
     if (heuristic_) heuristic_points(target);
     host_.fill_random(target);
@@ -69,8 +70,10 @@ TpeProposer::Split TpeProposer::split_prior(const std::vector<Trial>& trials) co
   for (const auto& t : trials) {
     auto p = host_.space().point_of(t.schedule);
     if (!p) continue;
-    if (t.status == Status::ok) ok.emplace_back(t.time_us, std::move(*p));
-    else if (!is_infrastructure_error(t.status)) s.bad.push_back(std::move(*p));
+    if (t.status == Status::ok)
+      ok.emplace_back(t.time_us, std::move(*p));
+    else if (!is_infrastructure_error(t.status))
+      s.bad.push_back(std::move(*p));
   }
   std::stable_sort(ok.begin(), ok.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   const std::size_t ng = ok.empty() ? 0 : good_count(ok.size());
@@ -118,8 +121,10 @@ std::vector<Point> TpeProposer::candidates(const ParzenEstimator& l, const Split
   for (std::size_t tries = 0; out.size() < local && tries < 8 * total && tops > 0; ++tries) {
     Point p = centres[rng() % tops];
     const std::size_t knob = rng() % p.size();
-    if (host_.uniform01() < o.tpe_local_wide) jump_knob(p, knob);
-    else host_.mutate_knob(p, knob);
+    if (host_.uniform01() < o.tpe_local_wide)
+      jump_knob(p, knob);
+    else
+      host_.mutate_knob(p, knob);
     if (p.size() > 1 && host_.uniform01() < o.tpe_local_pair) {
       host_.mutate_knob(p, (knob + 1 + rng() % (p.size() - 1)) % p.size());
     }

@@ -24,7 +24,8 @@ std::string dma_hint(const Profile& p, const Schedule& s) {
 std::string compute_hint(const Profile& p, const Schedule& s) {
   if (p.cube_utilisation > 0.7) return "compute-bound near peak: little left to gain";
   if (s.has("tile_m") || s.has("tile_h")) {
-    return "cube busy but under-used: check for padding (tiles not a multiple of the matrix unit, cube_m x cube_n) and for "
+    return "cube busy but under-used: check for padding (tiles not a multiple of the matrix unit, cube_m x cube_n) and "
+           "for "
            "idle cores in the last wave (smaller tiles give every core work)";
   }
   return "vector-bound: larger tiles amortise per-instruction overhead";

@@ -439,9 +439,8 @@ bool is_short_form(const Node& memory) {
 // Bytes of one element of an operand type name; 0 if unknown.
 double operand_bytes(const std::string& type) {
   static const std::map<std::string, double> bytes = {
-      {"fp16", 2}, {"float16", 2}, {"half", 2}, {"bf16", 2}, {"bfloat16", 2},
-      {"fp32", 4}, {"float32", 4}, {"float", 4}, {"int8", 1}, {"uint8", 1},
-      {"int16", 2}, {"int32", 4}, {"int4", 0.5}};
+      {"fp16", 2},  {"float16", 2}, {"half", 2},  {"bf16", 2},  {"bfloat16", 2}, {"fp32", 4},  {"float32", 4},
+      {"float", 4}, {"int8", 1},    {"uint8", 1}, {"int16", 2}, {"int32", 4},    {"int4", 0.5}};
   const auto it = bytes.find(type);
   return it == bytes.end() ? 0 : it->second;
 }
@@ -497,8 +496,8 @@ std::string read_unit(Node& in, Mapping& m) {
   if (in.has("unit")) return *in.string("unit");
   const std::string unit = in.has("shape") ? "matrix" : "vector";
   m.defaults.push_back(in.path("unit") + " = \"" + unit + "\"");
-  m.note(in.path("unit"), "est.: no unit given; " + std::string(in.has("shape") ? "a shape" : "no shape") +
-                              ", so a " + unit + " instruction");
+  m.note(in.path("unit"), "est.: no unit given; " + std::string(in.has("shape") ? "a shape" : "no shape") + ", so a " +
+                              unit + " instruction");
   return unit;
 }
 
@@ -571,7 +570,8 @@ void map_matrix(const std::vector<Intrinsic>& matrix, const std::string& at, Map
     }
   }
   if (!base) {
-    m.missing.push_back("'" + at + "' has no matrix intrinsic with fp16 or bf16 operands; expected one such as "
+    m.missing.push_back("'" + at +
+                        "' has no matrix intrinsic with fp16 or bf16 operands; expected one such as "
                         "{\"name\": \"mmad\", \"unit\": \"matrix\", \"shape\": {\"m\": 16, \"k\": 16, \"n\": 16}, "
                         "\"operand_types\": [\"fp16\", \"fp16\", \"fp32\"], \"throughput\": 1}");
     return;
@@ -587,8 +587,8 @@ void map_matrix(const std::vector<Intrinsic>& matrix, const std::string& at, Map
   m.t["cube_k"] = base->k;
   m.t["cube_n"] = base->n;
   std::ostringstream shape;
-  shape << "description: " << base->path << " (" << base->name << ") " << base->m << "x" << base->k << "x"
-        << base->n << " " << base->type;
+  shape << "description: " << base->path << " (" << base->name << ") " << base->m << "x" << base->k << "x" << base->n
+        << " " << base->type;
   m.note("cube", shape.str());
   const double base_macs = double(base->m) * double(base->k) * double(base->n);
   std::set<std::string> mapped = {"fp16"};
@@ -596,9 +596,9 @@ void map_matrix(const std::vector<Intrinsic>& matrix, const std::string& at, Map
     const std::string cls = rate_class(x.type);
     if (&x == base || !x.complete) continue;
     if (cls.empty() || mapped.count(cls)) {
-      m.ignored.push_back(x.path + " (" + x.name + ": " +
-                          (cls.empty() ? "operand type " + x.type + " not modelled" : "a second " + cls + " intrinsic") +
-                          ")");
+      m.ignored.push_back(
+          x.path + " (" + x.name + ": " +
+          (cls.empty() ? "operand type " + x.type + " not modelled" : "a second " + cls + " intrinsic") + ")");
       continue;
     }
     mapped.insert(cls);
@@ -653,16 +653,18 @@ void map_matrix_on_vector(const std::vector<Intrinsic>& vector, Mapping& m) {
   m.t["cube_n"] = std::int64_t(n);
   std::ostringstream how;
   how << "simd_vector: the vector unit runs the matrix work, " << n << " " << mac->type << " MACs per cycle as a 1x"
-      << n << "x1 unit: " << mac->path << " (" << mac->name << ") throughput " << mac->throughput << " x "
-      << mac->lanes << " lanes";
+      << n << "x1 unit: " << mac->path << " (" << mac->name << ") throughput " << mac->throughput << " x " << mac->lanes
+      << " lanes";
   if (is_multiply_accumulate(mac->name)) {
     m.note("cube", "description: " + how.str());
   } else {
     m.defaults.push_back("cube = 1x" + std::to_string(std::int64_t(n)) + "x1");
     m.note("cube", "est.: " + how.str() + ", one MAC per element (no intrinsic named mac, fma, mla or mad)");
   }
-  const std::string why = "simd_vector: one MAC per lane in every dtype (the description gives the vector unit's "
-                          "rate in " + mac->type + " only)";
+  const std::string why =
+      "simd_vector: one MAC per lane in every dtype (the description gives the vector unit's "
+      "rate in " +
+      mac->type + " only)";
   m.assume("int8_rate", 1.0, why);
   m.assume("fp32_rate", 1.0, why);
   if (const std::string d = dtype_name(mac->type); !d.empty()) {
@@ -678,12 +680,14 @@ void map_intrinsics(const Json& list, const std::string& at, Mapping& m) {
     if (x.unit == "vector") vector.push_back(x);
   }
   if (m.vector_only && !matrix.empty()) {
-    fail(matrix.front().path, "is a matrix intrinsic, but core_type \"simd_vector\" has no matrix unit (use "
-                              "\"coupled\" or \"split\" for a core that has one)");
+    fail(matrix.front().path,
+         "is a matrix intrinsic, but core_type \"simd_vector\" has no matrix unit (use "
+         "\"coupled\" or \"split\" for a core that has one)");
   }
   if (m.core_type_known && !m.vector_only) map_matrix(matrix, at, m);
   if (vector.empty()) {
-    m.missing.push_back("'" + at + "' has no vector intrinsic; expected one such as {\"name\": \"vadd\", \"unit\": "
+    m.missing.push_back("'" + at +
+                        "' has no vector intrinsic; expected one such as {\"name\": \"vadd\", \"unit\": "
                         "\"vector\", \"operand_types\": [\"fp16\"], \"throughput\": 128} (elements per cycle)");
     return;
   }

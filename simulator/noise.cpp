@@ -11,9 +11,7 @@ namespace {
 constexpr double kOutlierProbability = 0.005;
 
 // Top 53 bits as a double in (0, 1): never 0, so log() below is finite.
-double unit(std::uint64_t bits) {
-  return (static_cast<double>(bits >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
+double unit(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
 
 }  // namespace
 

@@ -7,9 +7,9 @@ namespace atvoss::simulator {
 namespace {
 
 constexpr int kMaxDepth = 8;
-constexpr double kSimLoads = 6;   // loads simulated per tile before extrapolating
-constexpr double kSimSteps = 6;   // steps simulated per load before extrapolating
-constexpr int kSimTiles = 3;   // tiles simulated; the last gives the period
+constexpr double kSimLoads = 6;  // loads simulated per tile before extrapolating
+constexpr double kSimSteps = 6;  // steps simulated per load before extrapolating
+constexpr int kSimTiles = 3;     // tiles simulated; the last gives the period
 
 // Release times of a queue's buffer slots, used round-robin.
 class Slots {

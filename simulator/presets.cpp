@@ -50,8 +50,9 @@ Target ascend910() {
       {"ai_cores", "hardware-facts 1: 32 (30 on shipping SKUs)"},
       {"vector_cores", "coupled part: one vector unit per AI core"},
       {"clock_ghz", "hardware-facts 1: 1.0 GHz (est.)"},
-      {"cube", "hardware-facts 1: 16x16x16 fp16 MAC per cycle, int8 16x32x16; peak 262 TFLOPS "
-               "derived (256 published, 216 measured)"},
+      {"cube",
+       "hardware-facts 1: 16x16x16 fp16 MAC per cycle, int8 16x32x16; peak 262 TFLOPS "
+       "derived (256 published, 216 measured)"},
       {"fp32_rate", "est.: 1/4 of fp16 as on 910B"},
       {"vector_bytes_per_cycle", "hardware-facts 1: 256 B/cycle"},
       {"l0", "hardware-facts 1: L0A/L0B/L0C 64/64/256 KB"},
@@ -165,8 +166,9 @@ Target ascend310() {
       {"ai_cores", "hardware-facts 1: 2"},
       {"vector_cores", "coupled part: one vector unit per AI core"},
       {"clock_ghz", "hardware-facts 1: 0.68 GHz (est.)"},
-      {"cube", "hardware-facts 1: 16x16x16 fp16; 11.1 TFLOPS derived at 0.68 GHz vs 8 "
-               "TFLOPS (est. config) published"},
+      {"cube",
+       "hardware-facts 1: 16x16x16 fp16; 11.1 TFLOPS derived at 0.68 GHz vs 8 "
+       "TFLOPS (est. config) published"},
       {"fp32_rate", "est.: 1/4 of fp16"},
       {"vector_bytes_per_cycle", "hardware-facts 1: 256 B/cycle (est.)"},
       {"l0", "hardware-facts 1: L0A/L0B/L0C 64/64/256 KB"},
@@ -184,8 +186,9 @@ Target ascend310() {
       {"latency", "est.: 910B figures"},
       {"launch_us", "est.: 5 us as on 910"},
       {"max_buffers_per_queue", "est.: 4 as on 910"},
-      {"device_memory_bytes", "hardware-facts 1: Atlas 300I card, 32 GB LPDDR4X for 4 chips: 8 GB "
-                              "per chip (est.)"},
+      {"device_memory_bytes",
+       "hardware-facts 1: Atlas 300I card, 32 GB LPDDR4X for 4 chips: 8 GB "
+       "per chip (est.)"},
   };
   t.device_memory_bytes = 8 * kGiB;
   t.matrix_dtypes = {DType::float16, DType::int8};
@@ -232,18 +235,21 @@ Target mlu370() {
       {"ai_cores", "est.: 8 clusters x 4 IPU cores; not published per chip"},
       {"vector_cores", "coupled part: one vector unit per core"},
       {"clock_ghz", "est.: chosen so 32 cores x 8x8x8 MACs give the published 48 TFLOPS fp16 per chip"},
-      {"cube", "hardware-facts 1.1: MLU370-X8 card 96 TFLOPS fp16 for 2 chips = 48 per chip; the "
-               "8x8x8 shape is an estimate (not published)"},
+      {"cube",
+       "hardware-facts 1.1: MLU370-X8 card 96 TFLOPS fp16 for 2 chips = 48 per chip; the "
+       "8x8x8 shape is an estimate (not published)"},
       {"int8_rate", "hardware-facts 1.1: card 256 TOPS int8 / 96 TFLOPS fp16"},
       {"fp32_rate", "hardware-facts 1.1: card 32 TFLOPS fp32 / 96 TFLOPS fp16"},
       {"vector_bytes_per_cycle", "est.: not published"},
-      {"l0", "est.: NRAM (768 KB) split in thirds for inputs, accumulators, vector work; WRAM "
-             "1 MB holds the weights (L0B)"},
+      {"l0",
+       "est.: NRAM (768 KB) split in thirds for inputs, accumulators, vector work; WRAM "
+       "1 MB holds the weights (L0B)"},
       {"l1_bytes", "est.: a core's share of the cluster's shared SRAM"},
       {"ub_bytes", "est.: a third of NRAM"},
       {"l2_bytes", "est.: no chip-level L2 modelled (none published)"},
-      {"hbm_bytes_per_cycle", "hardware-facts 1.1: card 614.4 GB/s LPDDR5 for 2 chips = 307.2 GB/s "
-                              "per chip, at 1.465 GHz"},
+      {"hbm_bytes_per_cycle",
+       "hardware-facts 1.1: card 614.4 GB/s LPDDR5 for 2 chips = 307.2 GB/s "
+       "per chip, at 1.465 GHz"},
       {"l2_bytes_per_cycle", "est.: no L2 modelled"},
       {"mte2_bytes_per_cycle", "est.: not published"},
       {"mte2_copy_start_cycles", "est.: Ascend 910B figure"},
@@ -269,8 +275,7 @@ Target preset_with_overrides(const Json& j) {
   for (const auto& [k, v] : j.items()) {
     if (k == "preset") continue;
     if (!merged.contains(k)) {
-      throw_bad_input("target: unknown field '" + k + "' in overrides of preset '" +
-                      name.get<std::string>() + "'");
+      throw_bad_input("target: unknown field '" + k + "' in overrides of preset '" + name.get<std::string>() + "'");
     }
     if (k == "source") {
       if (!v.is_object()) throw_bad_input("target: field 'source' must be an object");
@@ -303,8 +308,7 @@ Target preset(const std::string& name) {
   if (name == "mlu370") return mlu370();
   std::string list;
   for (const auto& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
-  throw_bad_input("target: unknown preset '" + name + "'; expected one of " + list +
-                  ", a JSON file, or inline JSON");
+  throw_bad_input("target: unknown preset '" + name + "'; expected one of " + list + ", a JSON file, or inline JSON");
 }
 
 Target target_from_json(const Json& j) {

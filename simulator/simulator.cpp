@@ -28,9 +28,9 @@ using lowering::TileWork;
 constexpr double kHandoverCycles = 64;
 
 struct Traffic {
-  double l2_reads = 0;    // bytes MTE2 fetches from GM (L2 hits included)
-  double hbm_reads = 0;   // bytes that come from DRAM
-  double writes = 0;      // bytes written to GM
+  double l2_reads = 0;             // bytes MTE2 fetches from GM (L2 hits included)
+  double hbm_reads = 0;            // bytes that come from DRAM
+  double writes = 0;               // bytes written to GM
   double in_cycles_per_byte = 0;   // a core's share of the read path
   double out_cycles_per_byte = 0;  // a core's share of the write path
   double first_byte_cycles = 0;    // latency before the first load's data arrives
@@ -58,9 +58,7 @@ struct ShapeRun {
 };
 
 // Vector units that serve one cube core (two AIV per AIC on split parts).
-double vector_per_cube(const Target& t) {
-  return std::max(1.0, double(t.vector_cores) / std::max(1, t.ai_cores));
-}
+double vector_per_cube(const Target& t) { return std::max(1.0, double(t.vector_cores) / std::max(1, t.ai_cores)); }
 
 // MTE3 cycles of a tile's store. Rows shorter than the output's (a transpose's tile_m
 // elements) lose what a GM copy of such rows loses, and one under a 32 B block still
@@ -75,8 +73,8 @@ double store_cycles(const TileWork& tw, const Traffic& tr) {
 }
 
 // Pipe cycles of one tile shape: the plan's bytes and work at the target's rates.
-StageCosts stage_costs(const Target& t, const KernelPlan& p, const TileWork& tw, const Traffic& tr,
-                       double active, DType dtype) {
+StageCosts stage_costs(const Target& t, const KernelPlan& p, const TileWork& tw, const Traffic& tr, double active,
+                       DType dtype) {
   StageCosts c;
   c.loads = tw.loads;
   c.steps_per_load = tw.steps_per_load;
@@ -93,14 +91,12 @@ StageCosts stage_costs(const Target& t, const KernelPlan& p, const TileWork& tw,
   }
   c.fix_per_tile = std::max(fix, tw.fix_store_bytes * active / t.hbm_bytes_per_cycle);
   c.epi_per_tile = tw.epilogue_bytes / (t.vector_bytes_per_cycle * vpc) +
-                   tw.workspace_bytes / (t.mte2_bytes_per_cycle * vpc) +
-                   (tw.handover ? kHandoverCycles : 0);
+                   tw.workspace_bytes / (t.mte2_bytes_per_cycle * vpc) + (tw.handover ? kHandoverCycles : 0);
   c.mte3_per_tile = store_cycles(tw, tr);
   return c;
 }
 
-std::vector<ShapeRun> run_shapes(const Target& t, const KernelPlan& p, const Traffic& tr,
-                                 double active, DType dtype) {
+std::vector<ShapeRun> run_shapes(const Target& t, const KernelPlan& p, const Traffic& tr, double active, DType dtype) {
   std::vector<ShapeRun> runs;
   for (const TileWork& tw : p.tiles) {
     runs.push_back({tw.count, simulate_stream(stage_costs(t, p, tw, tr, active, dtype), p.depth)});
@@ -143,8 +139,8 @@ CoreTime compose_waves(const KernelPlan& p, const std::vector<ShapeRun>& runs) {
 double separate_kernel_cycles(const Target& t, const lowering::SeparateKernel& k) {
   const bool in_l2 = 2 * k.write_bytes <= double(t.l2_bytes) && t.l2_bytes_per_cycle > 0;
   const double read_bw = in_l2 ? t.l2_bytes_per_cycle : t.hbm_bytes_per_cycle;
-  const double mem = std::max(k.read_bytes / read_bw,
-                              (k.write_bytes + (in_l2 ? 0 : k.read_bytes)) / t.hbm_bytes_per_cycle);
+  const double mem =
+      std::max(k.read_bytes / read_bw, (k.write_bytes + (in_l2 ? 0 : k.read_bytes)) / t.hbm_bytes_per_cycle);
   const double per_core = k.read_bytes / (t.vector_cores * t.mte2_bytes_per_cycle);
   const double vec = k.vector_bytes / (t.vector_cores * t.vector_bytes_per_cycle);
   return std::max({mem, per_core, vec});
@@ -191,8 +187,7 @@ Measurement simulate_valid(const Target& t, const Workload& w, const KernelPlan&
   }
   pr.l1_hit_rate = consumed > 0 ? std::clamp(1 - loaded / consumed, 0.0, 1.0) : 0;
   pr.dma_utilisation = std::clamp(core.mte2 / kernel, 0.0, 1.0);
-  pr.cube_utilisation =
-      p.uses_cube ? std::clamp(p.flops / (t.peak_flops(w.dtype()) * m.time_us * 1e-6), 0.0, 1.0) : 0;
+  pr.cube_utilisation = p.uses_cube ? std::clamp(p.flops / (t.peak_flops(w.dtype()) * m.time_us * 1e-6), 0.0, 1.0) : 0;
   pr.gm_bytes = tr.l2_reads + tr.writes + epilogue_bytes;
   pr.peak_workspace_bytes = p.footprint.peak();
   return m;
@@ -211,8 +206,7 @@ double physics_floor_us(const Target& t, const Workload& w) {
 // the floor. Noise 0 returns the model's own time, which the tests check.
 // The workload key joins the schedule key so that two ops measured with the
 // same schedule and seed do not share their jitter.
-void add_noise(Measurement& m, const Workload& w, const Schedule& s, const SimOptions& o,
-               double floor_us) {
+void add_noise(Measurement& m, const Workload& w, const Schedule& s, const SimOptions& o, double floor_us) {
   const int repeat = std::max(1, o.repeat);
   const std::string key = o.noise > 0 ? w.key() + s.key() : std::string();
   m.repeats.clear();
@@ -225,9 +219,7 @@ void add_noise(Measurement& m, const Workload& w, const Schedule& s, const SimOp
 
 }  // namespace
 
-double physics_floor(const Target& target, const Workload& workload) {
-  return physics_floor_us(target, workload);
-}
+double physics_floor(const Target& target, const Workload& workload) { return physics_floor_us(target, workload); }
 
 ScheduleSpace space_for(const Workload& workload, const Target& target) {
   return lowering::space_for(workload, target);

@@ -17,9 +17,9 @@
 namespace atvoss::simulator {
 
 struct SimOptions {
-  double noise = 0.02;       // sigma of the multiplicative jitter; 0 turns noise (and outliers) off
-  int repeat = 1;            // measurements taken; time_us is their median
-  std::uint64_t seed = 0;    // jitter seed; same seed + same inputs -> same result
+  double noise = 0.02;     // sigma of the multiplicative jitter; 0 turns noise (and outliers) off
+  int repeat = 1;          // measurements taken; time_us is their median
+  std::uint64_t seed = 0;  // jitter seed; same seed + same inputs -> same result
 };
 
 // lowering::space_for and lowering::default_schedule, for the simulator's own callers.

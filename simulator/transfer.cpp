@@ -18,8 +18,7 @@ double load_cycles(const Target& t, std::span<const lowering::Copy> copies, doub
   for (const auto& c : copies) {
     if (c.bytes <= 0) continue;
     const double transfer = c.bytes * cycles_per_byte / copy_efficiency(c.bytes, c.segment_bytes);
-    const double start = previous < 0 ? t.mte2_copy_start_cycles
-                                      : std::max(0.0, t.mte2_copy_start_cycles - previous);
+    const double start = previous < 0 ? t.mte2_copy_start_cycles : std::max(0.0, t.mte2_copy_start_cycles - previous);
     total += start + transfer;
     previous = transfer;
   }

@@ -28,11 +28,11 @@
 
 #include "core/error.hpp"
 #include "execution/memory_plan.hpp"
+#include "report/model_analysis.hpp"
 #include "simulator/analysis.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "tools/cli_common.hpp"
-#include "report/model_analysis.hpp"
 
 namespace {
 
@@ -44,8 +44,7 @@ struct Item {
   std::optional<Json> schedule;
 };
 
-std::vector<Item> read_items(const std::vector<std::string>& workloads,
-                             const std::vector<std::string>& schedules) {
+std::vector<Item> read_items(const std::vector<std::string>& workloads, const std::vector<std::string>& schedules) {
   std::vector<Item> items;
   for (const auto& arg : workloads) {
     const Json j = json_from_arg(arg, "workload");
@@ -64,8 +63,8 @@ std::vector<Item> read_items(const std::vector<std::string>& workloads,
     }
   }
   if (!schedules.empty() && schedules.size() != items.size()) {
-    throw_bad_input("analyze: give one --schedule per workload (" + std::to_string(items.size()) +
-                    " workloads, " + std::to_string(schedules.size()) + " schedules)");
+    throw_bad_input("analyze: give one --schedule per workload (" + std::to_string(items.size()) + " workloads, " +
+                    std::to_string(schedules.size()) + " schedules)");
   }
   for (std::size_t i = 0; i < schedules.size(); ++i) {
     items[i].schedule = json_from_arg(schedules[i], "schedule");
@@ -105,18 +104,15 @@ void print_one(const Result& r) {
   row("dma      ", p.dma_us, r.a.dma_share);
   row("sync-wait", p.sync_wait_us, r.a.sync_share);
   row("launch   ", p.launch_us, r.a.launch_share);
-  std::cout << "\n  L1 hit rate       " << fmt("%.3f", p.l1_hit_rate)
-            << "\n  DMA utilisation   " << fmt("%.3f", p.dma_utilisation)
-            << "\n  cube utilisation  " << fmt("%.3f", p.cube_utilisation)
-            << "\n  GM bytes          " << fmt("%.0f", p.gm_bytes)
-            << "\n  peak workspace    " << fmt("%.0f B", p.peak_workspace_bytes)
-            << "\n  kernels           " << p.kernels << "\n\nbottleneck: " << r.a.bottleneck
-            << "\nhint: " << r.a.hint << "\n";
+  std::cout << "\n  L1 hit rate       " << fmt("%.3f", p.l1_hit_rate) << "\n  DMA utilisation   "
+            << fmt("%.3f", p.dma_utilisation) << "\n  cube utilisation  " << fmt("%.3f", p.cube_utilisation)
+            << "\n  GM bytes          " << fmt("%.0f", p.gm_bytes) << "\n  peak workspace    "
+            << fmt("%.0f B", p.peak_workspace_bytes) << "\n  kernels           " << p.kernels
+            << "\n\nbottleneck: " << r.a.bottleneck << "\nhint: " << r.a.hint << "\n";
 }
 
 void print_many(std::vector<Result> results) {
-  std::sort(results.begin(), results.end(),
-            [](const Result& a, const Result& b) { return a.m.time_us > b.m.time_us; });
+  std::sort(results.begin(), results.end(), [](const Result& a, const Result& b) { return a.m.time_us > b.m.time_us; });
   double total = 0;
   for (const auto& r : results) total += r.m.time_us;
   std::cout << "total " << fmt("%.2f us", total) << " over " << results.size() << " ops\n\n";
@@ -129,17 +125,22 @@ void print_many(std::vector<Result> results) {
 }
 
 Json to_json(const Result& r) {
-  return {{"workload", r.workload.to_json()}, {"schedule", r.schedule.to_json()},
-          {"measurement", r.m.to_json()},    {"bottleneck", r.a.bottleneck},
+  return {{"workload", r.workload.to_json()},
+          {"schedule", r.schedule.to_json()},
+          {"measurement", r.m.to_json()},
+          {"bottleneck", r.a.bottleneck},
           {"hint", r.a.hint},
-          {"shares", {{"compute", r.a.compute_share}, {"dma", r.a.dma_share},
-                      {"sync_wait", r.a.sync_share}, {"launch", r.a.launch_share}}}};
+          {"shares",
+           {{"compute", r.a.compute_share},
+            {"dma", r.a.dma_share},
+            {"sync_wait", r.a.sync_share},
+            {"launch", r.a.launch_share}}}};
 }
 
-int run_model(const std::string& job, const std::string& db, const std::string& model,
-              const std::string& target, bool json) {
-  const report::ModelAnalysis a = !job.empty() ? report::analyze_job_file(job)
-                                              : report::analyze_stored_model(db, model, target);
+int run_model(const std::string& job, const std::string& db, const std::string& model, const std::string& target,
+              bool json) {
+  const report::ModelAnalysis a =
+      !job.empty() ? report::analyze_job_file(job) : report::analyze_stored_model(db, model, target);
   if (json) {
     std::cout << a.to_json().dump(2) << "\n";
   } else {
@@ -154,7 +155,9 @@ int run_check_plan(const std::string& path) {
   for (const auto& p : problems) std::cout << "overlap: " << p << "\n";
   std::cout << plan.allocations.size() << " tensors, peak " << plan.peak_bytes << " bytes, liveness lower bound "
             << plan.lower_bound_bytes << " bytes"
-            << fmt(" (%.1f %% above)", plan.lower_bound_bytes > 0 ? 100.0 * (double(plan.peak_bytes) / double(plan.lower_bound_bytes) - 1) : 0.0)
+            << fmt(" (%.1f %% above)", plan.lower_bound_bytes > 0
+                                           ? 100.0 * (double(plan.peak_bytes) / double(plan.lower_bound_bytes) - 1)
+                                           : 0.0)
             << (problems.empty() ? "; sound\n" : "\n");
   return problems.empty() ? 0 : 1;
 }
@@ -184,12 +187,10 @@ int main(int argc, char** argv) {
   std::string target = "ascend910b", job, db, model, check_plan;
   std::vector<std::string> workloads, schedules;
   bool json = false;
-  app.add_option("--target,-t", target, "preset name, target JSON file, or inline JSON")
-      ->capture_default_str();
+  app.add_option("--target,-t", target, "preset name, target JSON file, or inline JSON")->capture_default_str();
   auto* w = app.add_option("--workload,-w", workloads, "workload (inline JSON or file); repeatable");
   app.add_option("--schedule,-s", schedules, "schedule per workload (default: default_schedule)");
-  auto* j = app.add_option("--job", job, "a tuned job's spec: analyse its model layer by layer")
-                ->excludes(w);
+  auto* j = app.add_option("--job", job, "a tuned job's spec: analyse its model layer by layer")->excludes(w);
   auto* d = app.add_option("--db", db, "tuning database of a tuned model (with --model)")->excludes(w, j);
   auto* m = app.add_option("--model", model, "zoo model or .onnx file tuned into --db")->excludes(w, j);
   d->needs(m);

@@ -36,8 +36,8 @@
 #include "core/user_paths.hpp"
 #include "db/best_lookup.hpp"
 #include "db/kernel_tuner_cache.hpp"
-#include "db/table_export.hpp"
 #include "db/postgres_url.hpp"
+#include "db/table_export.hpp"
 #include "db/tuning_database.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/query_server.hpp"
@@ -118,9 +118,8 @@ void print_report(const char* what, const MergeReport& r, bool json) {
 // ---- arguments ---------------------------------------------------------------------
 
 bool is_key(const std::string& s) {
-  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == 16 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 Workload resolve_workload(const TuningDatabase& db, const std::string& arg) {
@@ -142,21 +141,31 @@ OpenOptions read_only() {
 void cmd_stats(const TuningDatabase& db, bool json) {
   const Stats st = db.stats();
   if (json) {
-    Json j{{"path", db.path()}, {"schema_version", st.schema_version}, {"targets", st.targets},
-           {"workloads", st.workloads}, {"records", st.records}, {"models", st.models},
-           {"jobs", st.jobs}, {"file_bytes", st.file_bytes}, {"by_status", Json::object()},
+    Json j{{"path", db.path()},
+           {"schema_version", st.schema_version},
+           {"targets", st.targets},
+           {"workloads", st.workloads},
+           {"records", st.records},
+           {"models", st.models},
+           {"jobs", st.jobs},
+           {"file_bytes", st.file_bytes},
+           {"by_status", Json::object()},
            {"per_target", Json::array()}};
     for (const auto& [s, n] : st.by_status) j["by_status"][s] = n;
     for (const auto& t : st.per_target) {
-      j["per_target"].push_back({{"key", t.target.key}, {"name", t.target.name}, {"workloads", t.workloads},
-                                 {"records", t.records}, {"ok", t.ok}, {"failed", t.failed}});
+      j["per_target"].push_back({{"key", t.target.key},
+                                 {"name", t.target.name},
+                                 {"workloads", t.workloads},
+                                 {"records", t.records},
+                                 {"ok", t.ok},
+                                 {"failed", t.failed}});
     }
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::cout << db.path() << ": schema v" << st.schema_version << ", " << st.records << " records, "
-            << st.workloads << " workloads, " << st.targets << " targets, " << st.models << " models, "
-            << st.jobs << " jobs, " << st.file_bytes << " bytes\n\n";
+  std::cout << db.path() << ": schema v" << st.schema_version << ", " << st.records << " records, " << st.workloads
+            << " workloads, " << st.targets << " targets, " << st.models << " models, " << st.jobs << " jobs, "
+            << st.file_bytes << " bytes\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : st.per_target) {
     rows.push_back({t.target.name, t.target.key, std::to_string(t.workloads), std::to_string(t.records),
@@ -184,21 +193,21 @@ void cmd_best(const TuningDatabase& db, const Workload& w, const TargetInfo& tar
     std::cout << nearest.to_json().dump(2) << "\n";
     return;
   }
-  std::cout << "no record of " << w.label() << " on " << target.name << "; nearest: "
-            << nearest.workload.label() << " " << nearest.schedule.to_json().dump() << " "
-            << fixed(nearest.time_us) << " us (distance " << fixed(nearest.distance, 3) << ")\n";
+  std::cout << "no record of " << w.label() << " on " << target.name << "; nearest: " << nearest.workload.label() << " "
+            << nearest.schedule.to_json().dump() << " " << fixed(nearest.time_us) << " us (distance "
+            << fixed(nearest.distance, 3) << ")\n";
 }
 
-void cmd_export_table(const TuningDatabase& db, const std::string& target_arg, const std::string& out,
-                      bool json) {
+void cmd_export_table(const TuningDatabase& db, const std::string& target_arg, const std::string& out, bool json) {
   const TargetInfo target = resolve_target(db, target_arg);
   const TableExportReport rep = export_table(db, target, out);
   if (json) {
-    std::cout << Json{{"path", out}, {"target", target.name}, {"entries", rep.entries},
-                      {"checksum", rep.checksum}}.dump(2) << "\n";
+    std::cout
+        << Json{{"path", out}, {"target", target.name}, {"entries", rep.entries}, {"checksum", rep.checksum}}.dump(2)
+        << "\n";
   } else {
-    std::cout << "wrote " << out << ": " << rep.entries << " workloads on " << target.name << " ("
-              << rep.checksum << ")\n";
+    std::cout << "wrote " << out << ": " << rep.entries << " workloads on " << target.name << " (" << rep.checksum
+              << ")\n";
   }
 }
 
@@ -258,7 +267,9 @@ int main(int argc, char** argv) {
   query->add_option("--target", target_arg, "target");
   query->add_option("--status", status, "ok, invalid, compile_error, runtime_error, wrong_answer, timeout");
   query->add_option("--since", since, "ISO 8601 UTC time or unix seconds");
-  query->add_option("--limit", limit, "at most this many (0: all)")->capture_default_str()->check(tools::non_negative(limit));
+  query->add_option("--limit", limit, "at most this many (0: all)")
+      ->capture_default_str()
+      ->check(tools::non_negative(limit));
   auto* export_table_cmd = app.add_subcommand("export-table", "runtime lookup table of one target");
   export_table_cmd->add_option("--target", target_arg, "target")->required();
   export_table_cmd->add_option("-o,--output", out, "table file to write")->required();
@@ -341,12 +352,16 @@ int main(int argc, char** argv) {
       for (const auto& f : files) print_report(("merge " + f).c_str(), db.merge_from(f), json);
     } else if (prune->parsed()) {
       const auto n = db.prune(k, keep_failed);
-      if (json) std::cout << Json{{"deleted", n}}.dump() << "\n";
-      else std::cout << "deleted " << n << " record(s)\n";
+      if (json)
+        std::cout << Json{{"deleted", n}}.dump() << "\n";
+      else
+        std::cout << "deleted " << n << " record(s)\n";
     } else if (check->parsed()) {
       const std::string result = db.integrity_check();
-      if (json) std::cout << Json{{"integrity", result}}.dump() << "\n";
-      else std::cout << result << "\n";
+      if (json)
+        std::cout << Json{{"integrity", result}}.dump() << "\n";
+      else
+        std::cout << result << "\n";
       return result == "ok" ? 0 : 1;
     } else if (vacuum->parsed()) {
       // VACUUM copies what it can read: on a damaged file it would bury the damage.

@@ -31,11 +31,15 @@ int main(int argc, char** argv) {
   app.add_option("--http-host", options.http_host, "query endpoint bind address")
       ->capture_default_str()
       ->check(atvoss::tools::ip_address());
-  app.add_option("--grace-ms", grace_ms, "shutdown: time left to tasks in flight")->capture_default_str()->check(CLI::Range(0, 3600000));
+  app.add_option("--grace-ms", grace_ms, "shutdown: time left to tasks in flight")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600000));
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period; workers silent for 3 periods are removed")
-      ->capture_default_str()->check(CLI::Range(10, 60000));
+      ->capture_default_str()
+      ->check(CLI::Range(10, 60000));
   app.add_option("--login-timeout-ms", login_timeout_ms, "connections that have not logged in by then are dropped")
-      ->capture_default_str()->check(CLI::Range(10, 600000));
+      ->capture_default_str()
+      ->check(CLI::Range(10, 600000));
   app.add_option("--max-frame-bytes", options.max_frame_bytes, "largest frame accepted")->capture_default_str();
   app.add_option("--port-file", port_file, "write {\"port\":P,\"http_port\":H} here once listening");
   bool quiet = false;

@@ -28,8 +28,8 @@
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
 #include "costmodel/cost_model.hpp"
-#include "costmodel/workload_groups.hpp"
 #include "costmodel/metrics.hpp"
+#include "costmodel/workload_groups.hpp"
 #include "db/postgres_url.hpp"
 #include "db/tuning_database.hpp"
 #include "tools/cli_common.hpp"
@@ -89,10 +89,10 @@ costmodel::ModelOptions model_options(const Args& a) {
 }
 
 void print_metrics(const std::string& title, const costmodel::ModelMetrics& m) {
-  std::printf("%-44s groups %zu  samples %zu  pairwise %.3f  spearman %.3f  recall@5 %.3f  "
-              "peak@1 %.3f  peak@5 %.3f\n",
-              title.c_str(), m.groups, m.samples, m.pairwise, m.spearman, m.recall_at_5, m.peak_at_1,
-              m.peak_at_5);
+  std::printf(
+      "%-44s groups %zu  samples %zu  pairwise %.3f  spearman %.3f  recall@5 %.3f  "
+      "peak@1 %.3f  peak@5 %.3f\n",
+      title.c_str(), m.groups, m.samples, m.pairwise, m.spearman, m.recall_at_5, m.peak_at_1, m.peak_at_5);
 }
 
 int train(const Args& a) {
@@ -121,25 +121,30 @@ int train(const Args& a) {
   record.metrics["holdout"] = a.holdout;
   record.id = db.models().save(info, record);
   if (a.json) {
-    std::cout << Json{{"model_id", record.id}, {"kind", record.kind}, {"records", record.n_records},
-                      {"feature_version", record.feature_version}, {"metrics", record.metrics}}.dump(2)
+    std::cout << Json{{"model_id", record.id},
+                      {"kind", record.kind},
+                      {"records", record.n_records},
+                      {"feature_version", record.feature_version},
+                      {"metrics", record.metrics}}
+                     .dump(2)
               << '\n';
   } else {
-    std::printf("stored %s model %lld for %s: %lld records, %zu workloads, feature version %d\n",
-                record.kind.c_str(), static_cast<long long>(record.id), info.name.c_str(),
-                static_cast<long long>(record.n_records), groups.size(), record.feature_version);
+    std::printf("stored %s model %lld for %s: %lld records, %zu workloads, feature version %d\n", record.kind.c_str(),
+                static_cast<long long>(record.id), info.name.c_str(), static_cast<long long>(record.n_records),
+                groups.size(), record.feature_version);
     if (a.holdout > 0) print_metrics("holdout", holdout_metrics);
   }
   return 0;
 }
 
-std::pair<db::ModelRecord, std::unique_ptr<costmodel::CostModel>> load_stored(
-    const db::TuningDatabase& db, const db::TargetInfo& info, const Args& a) {
+std::pair<db::ModelRecord, std::unique_ptr<costmodel::CostModel>> load_stored(const db::TuningDatabase& db,
+                                                                              const db::TargetInfo& info,
+                                                                              const Args& a) {
   auto record = db.models().latest(info.key, a.kind, costmodel::feature_version());
   if (!record) {
     throw Error(ErrorKind::not_found, "no " + a.kind + " model of feature version " +
-                                          std::to_string(costmodel::feature_version()) + " for target " +
-                                          info.name + " in " + db.path() + "; run atvoss-model train");
+                                          std::to_string(costmodel::feature_version()) + " for target " + info.name +
+                                          " in " + db.path() + "; run atvoss-model train");
   }
   auto model = costmodel::make_cost_model(model_options(a));
   model->load(record->blob);
@@ -155,8 +160,10 @@ int eval(const Args& a) {
   for (const auto& g : groups) {
     const auto m = costmodel::evaluate(*model, std::span(&g, 1));
     if (m.groups == 0) continue;
-    if (a.json) per.push_back(Json{{"workload", g.workload.label()}, {"metrics", m.to_json()}});
-    else print_metrics(g.workload.label().substr(0, 44), m);
+    if (a.json)
+      per.push_back(Json{{"workload", g.workload.label()}, {"metrics", m.to_json()}});
+    else
+      print_metrics(g.workload.label().substr(0, 44), m);
   }
   const auto all = costmodel::evaluate(*model, groups);
   if (a.json) {
@@ -185,9 +192,14 @@ int inspect(const Args& a) {
     Json k = Json::object(), f = Json::array();
     for (const auto& [name, v] : knobs) k[name] = v;
     for (std::size_t i = 0; i < top; ++i) f.push_back(Json{{"feature", scores[i].feature}, {"score", scores[i].score}});
-    std::cout << Json{{"model_id", record.id}, {"kind", record.kind}, {"feature_version", record.feature_version},
-                      {"records", record.n_records}, {"metrics", record.metrics},
-                      {"knob_importance", k}, {"top_features", f}}.dump(2)
+    std::cout << Json{{"model_id", record.id},
+                      {"kind", record.kind},
+                      {"feature_version", record.feature_version},
+                      {"records", record.n_records},
+                      {"metrics", record.metrics},
+                      {"knob_importance", k},
+                      {"top_features", f}}
+                     .dump(2)
               << '\n';
     return 0;
   }

@@ -32,20 +32,25 @@ int run_collective(const std::string& topology, const std::string& collective, s
     throw_bad_input("--devices must be in 1.." + std::to_string(t.devices()) + " (the devices of '" + t.name + "')");
   }
   const auto c = distributed::parse_collective(collective);
-  const auto group = c == distributed::Collective::send_recv ? std::vector<int>{0, devices - 1}
-                                                              : distributed::first_devices(devices);
+  const auto group =
+      c == distributed::Collective::send_recv ? std::vector<int>{0, devices - 1} : distributed::first_devices(devices);
   const auto r = algorithm.empty()
                      ? distributed::best_collective(t, c, group, bytes)
                      : distributed::time_collective(t, c, distributed::parse_algorithm(algorithm), group, bytes);
   if (json) {
-    std::cout << Json{{"collective", collective}, {"bytes", bytes}, {"devices", devices},
-                      {"algorithm", distributed::to_string(r.algorithm)}, {"us", r.us},
-                      {"lower_bound_us", r.lower_bound_us}, {"steps", r.steps}, {"chunks", r.chunks}}
+    std::cout << Json{{"collective", collective},
+                      {"bytes", bytes},
+                      {"devices", devices},
+                      {"algorithm", distributed::to_string(r.algorithm)},
+                      {"us", r.us},
+                      {"lower_bound_us", r.lower_bound_us},
+                      {"steps", r.steps},
+                      {"chunks", r.chunks}}
                      .dump(2)
               << "\n";
   } else {
-    std::cout << collective << " of " << bytes << " bytes among " << devices << " devices of " << t.name << ": "
-              << r.us << " us by " << distributed::to_string(r.algorithm) << " (" << r.steps
+    std::cout << collective << " of " << bytes << " bytes among " << devices << " devices of " << t.name << ": " << r.us
+              << " us by " << distributed::to_string(r.algorithm) << " (" << r.steps
               << " steps); bandwidth lower bound " << r.lower_bound_us << " us\n";
   }
   return 0;
@@ -77,7 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--devices,-n", o.devices, "devices of the plan, or of the collective's group")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--trials", o.trials, "plans simulated by the search")->capture_default_str()->check(CLI::Range(1, 100000));
+  app.add_option("--trials", o.trials, "plans simulated by the search")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   app.add_option("--seed", o.seed, "the search's seed")->capture_default_str();
   app.add_option("--strategy", o.strategy, "search strategy")->capture_default_str();
   app.add_option("--bucket-mib", bucket_mib, "gradient bucket of the scaling table, MiB")
@@ -86,7 +93,8 @@ int main(int argc, char** argv) {
   app.add_option("--plan-out", plan_out, "write the chosen plan as JSON")->needs(m);
   app.add_option("--html", html, "write the tables and the per-device timeline as HTML")->needs(m);
   auto* c = app.add_option("--collective", collective, "time one collective instead")->excludes(m);
-  auto* b = app.add_option("--bytes", bytes, "the collective's buffer, bytes")->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 50));
+  auto* b = app.add_option("--bytes", bytes, "the collective's buffer, bytes")
+                ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 50));
   app.add_option("--algorithm", algorithm, "ring, tree, mesh or hierarchical (default: the fastest)")->needs(c);
   c->needs(b);
   app.add_flag("--json", json, "print JSON");

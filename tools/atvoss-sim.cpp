@@ -22,11 +22,11 @@
 #include <fstream>
 #include <iostream>
 
-#include "core/error.hpp"
-#include "core/user_paths.hpp"
 #include "backend/backend.hpp"
 #include "backend/sweep.hpp"
 #include "backend/targets.hpp"
+#include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "tools/cli_common.hpp"
 
 namespace {
@@ -34,7 +34,6 @@ namespace {
 using namespace atvoss;
 using backend::load_target;
 using backend::space_for;
-
 
 struct Inputs {
   std::string target = "ascend910b";
@@ -49,13 +48,11 @@ struct Inputs {
 
 // One measurement on the backend that serves w on t (the simulator for NPU targets).
 Measurement measure(const Target& t, const Workload& w, const Schedule& s, const Inputs& in) {
-  return backend::measure_one(backend::MeasureRequest{w, t, s, in.repeat, in.seed},
-                              backend::MeasureOptions{in.noise});
+  return backend::measure_one(backend::MeasureRequest{w, t, s, in.repeat, in.seed}, backend::MeasureOptions{in.noise});
 }
 
 void add_common(CLI::App* cmd, Inputs& in) {
-  cmd->add_option("--target,-t", in.target, "preset name, target JSON file, or inline JSON")
-      ->capture_default_str();
+  cmd->add_option("--target,-t", in.target, "preset name, target JSON file, or inline JSON")->capture_default_str();
   cmd->add_option("--workload,-w", in.workload, "workload: inline JSON or a JSON file")->required();
 }
 
@@ -69,9 +66,7 @@ void add_measure_options(CLI::App* cmd, Inputs& in) {
   cmd->add_option("--seed", in.seed, "noise seed")->capture_default_str()->check(tools::non_negative(in.seed));
 }
 
-Workload load_workload(const std::string& arg) {
-  return Workload::from_json(json_from_arg(arg, "workload"));
-}
+Workload load_workload(const std::string& arg) { return Workload::from_json(json_from_arg(arg, "workload")); }
 
 int cmd_space(const Inputs& in) {
   const Target t = load_target(in.target);
@@ -143,11 +138,10 @@ int cmd_sweep(const Inputs& in) {
     file.open(in.csv);
     if (!file) throw Error(ErrorKind::io, "sweep: cannot write '" + in.csv + "'");
   }
-  const auto r = backend::sweep(w, t, options, in.csv.empty() ? std::cout : file,
-                                [&](const backend::SweepProgress& p) {
+  const auto r = backend::sweep(w, t, options, in.csv.empty() ? std::cout : file, [&](const backend::SweepProgress& p) {
     std::cerr << "sweep: " << p.measured << " valid points measured"
-              << (in.limit > 0 ? " of " + std::to_string(p.wanted) : std::string())
-              << ", best so far " << p.best_us << " us\n";
+              << (in.limit > 0 ? " of " + std::to_string(p.wanted) : std::string()) << ", best so far " << p.best_us
+              << " us\n";
   });
   std::cerr << "sweep: " << r.measured << " valid points measured";
   if (r.best_us > 0) std::cerr << "; best " << r.best_us << " us at " << r.best_schedule.to_json().dump();
@@ -170,7 +164,8 @@ int main(int argc, char** argv) {
   auto* sweep = app.add_subcommand("sweep", "measure every valid point (or a sample) to CSV");
   add_common(sweep, in);
   add_measure_options(sweep, in);
-  sweep->add_option("--limit", in.limit, "seeded sample of N valid points (0 = all)")->check(tools::non_negative(in.limit));
+  sweep->add_option("--limit", in.limit, "seeded sample of N valid points (0 = all)")
+      ->check(tools::non_negative(in.limit));
   sweep->add_option("--csv", in.csv, "CSV output file (default stdout)");
   return atvoss::tools::run_cli(app, argc, argv, [&] {
     if (*space) return cmd_space(in);

@@ -11,14 +11,14 @@
 
 #include <unistd.h>
 
-#include "costmodel/model_registry.hpp"
-#include "core/atomic_file.hpp"
-#include "core/user_paths.hpp"
-#include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
-#include "tools/cli_common.hpp"
+#include "core/atomic_file.hpp"
+#include "core/user_paths.hpp"
+#include "costmodel/model_registry.hpp"
+#include "db/table_export.hpp"
 #include "report/job_report.hpp"
+#include "tools/cli_common.hpp"
 #include "tuner/single_tune.hpp"
 
 namespace {
@@ -55,13 +55,20 @@ int run_single(const SingleArgs& a, const std::string& farm) {
   spec.seed = a.seed;
   const auto [workload, target, r] = tuner::tune_single(spec);
   if (a.json) {
-    Json out{{"workload", workload.to_json()}, {"target", target.name}, {"trials", r.trials},
-             {"resumed", r.resumed}, {"measured", r.measured}, {"measured_elsewhere", r.measured_elsewhere}, {"stop_reason", r.stop_reason},
+    Json out{{"workload", workload.to_json()},
+             {"target", target.name},
+             {"trials", r.trials},
+             {"resumed", r.resumed},
+             {"measured", r.measured},
+             {"measured_elsewhere", r.measured_elsewhere},
+             {"stop_reason", r.stop_reason},
              {"best_schedule", r.best_schedule ? r.best_schedule->to_json() : Json(nullptr)},
              {"best_us", std::isfinite(r.best_us) ? Json(r.best_us) : Json(nullptr)},
              {"default_us", std::isfinite(r.default_us) ? Json(r.default_us) : Json(nullptr)},
              {"profile", r.best_schedule ? r.best.profile.to_json() : Json(nullptr)},
-             {"curve", curve_json(r.curve)}, {"confirmed", r.confirmed}, {"pick_changed", r.pick_changed}};
+             {"curve", curve_json(r.curve)},
+             {"confirmed", r.confirmed},
+             {"pick_changed", r.pick_changed}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -69,13 +76,12 @@ int run_single(const SingleArgs& a, const std::string& farm) {
     std::cout << "no valid schedule found in " << r.trials << " trials\n";
     return 1;
   }
-  std::printf("best schedule: %s\nbest time: %.3f us\n", r.best_schedule->to_json().dump().c_str(),
-              r.best_us);
+  std::printf("best schedule: %s\nbest time: %.3f us\n", r.best_schedule->to_json().dump().c_str(), r.best_us);
   if (std::isfinite(r.default_us)) {
     std::printf("default schedule: %.3f us (speedup %.2fx)\n", r.default_us, r.default_us / r.best_us);
   }
-  std::printf("trials: %d (%d resumed, %d measured now; stop: %s)\n", r.trials, r.resumed,
-              r.measured, r.stop_reason.c_str());
+  std::printf("trials: %d (%d resumed, %d measured now; stop: %s)\n", r.trials, r.resumed, r.measured,
+              r.stop_reason.c_str());
   if (r.confirmed > 0) {
     std::printf("confirmed: the %d fastest measured again side by side; %s\n", r.confirmed,
                 r.pick_changed ? "the winner changed" : "the winner held");
@@ -93,17 +99,20 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
   options.farm = farm;
   const auto out = report::run_and_report(spec, options);
   if (!memory_plan.empty()) {
-    write_file_atomically(memory_plan, "--memory-plan", [&](std::ostream& os) { os << out.memory_plan.to_json().dump(1) << "\n"; });
+    write_file_atomically(memory_plan, "--memory-plan",
+                          [&](std::ostream& os) { os << out.memory_plan.to_json().dump(1) << "\n"; });
   }
   if (json) {
     std::cout << out.summary.dump(2) << "\n";
     return 0;
   }
-  std::printf("job %s: %d tasks, %d trials (%d resumed, %d measured now)\n", spec.name.c_str(),
-              out.tasks, out.trials, out.resumed_trials, out.measured);
+  std::printf("job %s: %d tasks, %d trials (%d resumed, %d measured now)\n", spec.name.c_str(), out.tasks, out.trials,
+              out.resumed_trials, out.measured);
   if (out.tuned_us > 0 && std::isfinite(out.default_us)) {
-    std::printf("end-to-end (noise-free re-simulation of the chosen schedules): default %.1f us -> tuned %.1f us "
-                "(%.2fx)\n", out.default_us, out.tuned_us, out.default_us / out.tuned_us);
+    std::printf(
+        "end-to-end (noise-free re-simulation of the chosen schedules): default %.1f us -> tuned %.1f us "
+        "(%.2fx)\n",
+        out.default_us, out.tuned_us, out.default_us / out.tuned_us);
   }
   const Json& not_tuned = out.summary.at("not_tuned");
   if (!not_tuned.empty()) {
@@ -122,11 +131,12 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
   std::printf("device memory: %s%s\n", out.memory.summary().c_str(), out.memory.fits() ? "" : " - does not fit");
   if (const Json& e = out.summary.at("execution"); !e.is_null()) {
     const Json& m = e.at("memory");
-    std::printf("graph run (docs/execution.md): tuned %.1f us serial -> %.1f us scheduled; memory plan peak %.1f MB "
-                "(liveness bound %.1f MB)%s\n",
-                e.at("rows")[2].at("end_to_end_us").get<double>(), e.at("rows")[3].at("end_to_end_us").get<double>(),
-                m.at("peak_bytes").get<double>() / 1e6, m.at("lower_bound_bytes").get<double>() / 1e6,
-                m.at("fits").get<bool>() ? "" : " - with the weights, over the device memory");
+    std::printf(
+        "graph run (docs/execution.md): tuned %.1f us serial -> %.1f us scheduled; memory plan peak %.1f MB "
+        "(liveness bound %.1f MB)%s\n",
+        e.at("rows")[2].at("end_to_end_us").get<double>(), e.at("rows")[3].at("end_to_end_us").get<double>(),
+        m.at("peak_bytes").get<double>() / 1e6, m.at("lower_bound_bytes").get<double>() / 1e6,
+        m.at("fits").get<bool>() ? "" : " - with the weights, over the device memory");
     if (m.contains("recompute")) {
       const Json& r = m.at("recompute");
       char outcome[64] = "fits";
@@ -142,8 +152,7 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
     std::printf("%d of %d tasks measured; the budget did not reach the rest, which run their zero-shot pick\n",
                 out.tasks_tuned, out.tasks);
   }
-  std::printf("database: %s\ntable: %s\nreport: %s\n", out.database.c_str(), out.table.c_str(),
-              out.report.c_str());
+  std::printf("database: %s\ntable: %s\nreport: %s\n", out.database.c_str(), out.table.c_str(), out.report.c_str());
   return 0;
 }
 
@@ -170,21 +179,25 @@ int main(int argc, char** argv) {
   app.add_option("--workload", a.workload, "workload JSON or file (single-workload mode)");
   app.add_option("--trials", a.trials, "total trials for the workload (stored ones count)");
   app.add_option("--strategy", a.strategy, "search strategy")->capture_default_str();
-  app.add_option("--cost-model", a.cost_model, "a registered cost model: " + costmodel::cost_model_list())->capture_default_str();
+  app.add_option("--cost-model", a.cost_model, "a registered cost model: " + costmodel::cost_model_list())
+      ->capture_default_str();
   app.add_option("--db", a.db, "tuning database file");
-  app.add_option("--seed", a.seed, "seed for search and measurement noise")->capture_default_str()->check(tools::non_negative(a.seed));
+  app.add_option("--seed", a.seed, "seed for search and measurement noise")
+      ->capture_default_str()
+      ->check(tools::non_negative(a.seed));
   app.add_option("--repeat", a.repeat, "measurements per schedule")->capture_default_str();
   app.add_option("--batch-size", a.batch_size, "schedules per round")->capture_default_str();
-  app.add_option("--early-stopping", a.early_stopping,
-                 "stop after N trials without 0.1% improvement (0 = never)")->capture_default_str();
+  app.add_option("--early-stopping", a.early_stopping, "stop after N trials without 0.1% improvement (0 = never)")
+      ->capture_default_str();
   app.add_option("--confirm-top", a.confirm_top,
                  "re-measure the K fastest side by side at the end (default: 5 on the host, 0 on simulators)");
   app.add_option("--export", a.export_path, "write the lookup table here afterwards");
   app.add_flag("--json", a.json, "machine-readable output (single mode adds the best-so-far curve)");
   app.add_flag("--quiet", quiet, "no progress output");
   app.add_option("--farm", farm, "measure on a tuning farm at host:port");
-  app.add_option("--memory-plan", memory_plan,
-                 "job mode: write the memory plan of the model's graph run (JSON; check it with atvoss-analyze --check-plan)");
+  app.add_option(
+      "--memory-plan", memory_plan,
+      "job mode: write the memory plan of the model's graph run (JSON; check it with atvoss-analyze --check-plan)");
   return tools::run_cli(app, argc, argv, [&]() -> int {
     if (!job_file.empty()) {
       if (!a.target.empty() || !a.workload.empty()) {
@@ -193,8 +206,9 @@ int main(int argc, char** argv) {
       return run_batch(job_file, quiet, farm, a.json, memory_plan);
     }
     if (a.target.empty() || a.workload.empty() || a.db.empty() || a.trials == 0) {
-      throw_bad_input("single-workload mode needs --target, --workload, --trials and --db "
-                      "(or give a job file)");
+      throw_bad_input(
+          "single-workload mode needs --target, --workload, --trials and --db "
+          "(or give a job file)");
     }
     return run_single(a, farm);
   });

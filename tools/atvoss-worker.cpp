@@ -10,10 +10,10 @@
 #include <iostream>
 #include <thread>
 
+#include "backend/targets.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/log.hpp"
 #include "rpc/worker.hpp"
-#include "backend/targets.hpp"
 #include "tools/cli_common.hpp"
 
 int main(int argc, char** argv) {
@@ -34,10 +34,13 @@ int main(int argc, char** argv) {
   app.add_option("--recorded-dir", options.recorded_dirs,
                  "serve recorded tables from this directory (repeatable; default: none)")
       ->check(CLI::ExistingDirectory);
-  app.add_option("--noise", options.noise, "simulator jitter sigma")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--noise", options.noise, "simulator jitter sigma")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--emulate-device-latency", options.emulate_device_latency,
                "take as long as a device run: compile + repeat x simulated time");
-  app.add_option("--compile-ms", options.compile_ms, "emulated compile cost per task")->capture_default_str()
+  app.add_option("--compile-ms", options.compile_ms, "emulated compile cost per task")
+      ->capture_default_str()
       ->check(CLI::Range(0.0, 600000.0));
   app.add_flag("--quiet", quiet, "no log lines on stderr");
 

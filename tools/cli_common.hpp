@@ -8,10 +8,10 @@
 
 #include <charconv>
 #include <exception>
+#include <iostream>
 #include <limits>
 #include <string>
 #include <type_traits>
-#include <iostream>
 
 #include <CLI/CLI.hpp>
 

@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <string>
 
+#include "backend/targets.hpp"
 #include "core/error.hpp"
 #include "db/best_lookup.hpp"
 #include "db/tuning_database.hpp"
-#include "backend/targets.hpp"
 
 namespace atvoss::tools {
 
@@ -32,8 +32,10 @@ inline db::TargetInfo resolve_target(const db::TuningDatabase& db, const std::st
   }
   std::string presets;
   for (const auto& n : backend::target_names()) presets += (presets.empty() ? "" : ", ") + n;
-  throw_bad_input("--target '" + arg + "': not a preset (" + presets + "), a target file, inline JSON, "
-                  "or the name or key of a target stored in " + db.path());
+  throw_bad_input("--target '" + arg + "': not a preset (" + presets +
+                  "), a target file, inline JSON, "
+                  "or the name or key of a target stored in " +
+                  db.path());
 }
 
 }  // namespace atvoss::tools

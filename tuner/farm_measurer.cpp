@@ -24,8 +24,8 @@ std::vector<Measurement> FarmMeasurer::measure(const std::vector<MeasureInput>& 
   std::vector<rpc::FarmRequest> requests;
   requests.reserve(batch.size());
   for (const MeasureInput& item : batch) {
-    requests.push_back(rpc::FarmRequest{rpc::farm_target_key(item.target), item.workload.to_json(), item.schedule.to_json(),
-                                        item.repeat, item.seed});
+    requests.push_back(rpc::FarmRequest{rpc::farm_target_key(item.target), item.workload.to_json(),
+                                        item.schedule.to_json(), item.repeat, item.seed});
   }
   return client_.measure(requests);
 }

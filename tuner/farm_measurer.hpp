@@ -21,7 +21,7 @@ namespace atvoss::tuner {
 
 struct FarmMeasurerOptions {
   rpc::Endpoint farm;
-  std::optional<std::string> token;                // default: ATVOSS_TOKEN (see make_farm_measurer)
+  std::optional<std::string> token;                 // default: ATVOSS_TOKEN (see make_farm_measurer)
   std::chrono::milliseconds reconnect_for{120000};  // patience with a coordinator that went away
 };
 

@@ -14,25 +14,25 @@
 #include <iostream>
 #include <limits>
 
-#include "core/error.hpp"
-#include "core/user_paths.hpp"
-#include "db/postgres_url.hpp"
-#include "db/table_export.hpp"
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
+#include "core/error.hpp"
+#include "core/user_paths.hpp"
+#include "costmodel/cost_model.hpp"
+#include "db/postgres_url.hpp"
+#include "db/table_export.hpp"
+#include "frontend/fallback.hpp"
+#include "frontend/model_zoo.hpp"
+#include "frontend/onnx_import.hpp"
 #include "lowering/knob_names.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
 #include "tuner/job_context.hpp"
 #include "tuner/local_measurer.hpp"
-#include "frontend/model_zoo.hpp"
-#include "frontend/onnx_import.hpp"
 #include "tuner/strategy_setup.hpp"
 #include "tuner/task_scheduler.hpp"
 #include "tuner/tuner.hpp"
-#include "frontend/fallback.hpp"
 #include "tuner/zero_shot.hpp"
-#include "costmodel/cost_model.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -52,8 +52,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::string group_of(const Workload& w) {
   std::string g = w.op();
   if (w.is_conv()) {
-    g += " " + std::to_string(w.dim("R")) + "x" + std::to_string(w.dim("S")) + "/" +
-         std::to_string(w.dim("stride"));
+    g += " " + std::to_string(w.dim("R")) + "x" + std::to_string(w.dim("S")) + "/" + std::to_string(w.dim("stride"));
   }
   for (const auto& e : w.epilogue()) g += "+" + e;
   return g;
@@ -79,10 +78,15 @@ class JobRun {
  public:
   JobRun(const JobSpec& spec, const JobRunOptions& options, Target target, frontend::TaskSet tasks,
          std::unique_ptr<Measurer> measurer, frontend::MemoryFit memory)
-      : spec_(spec), options_(options), target_(std::move(target)), tasks_(std::move(tasks)),
+      : spec_(spec),
+        options_(options),
+        target_(std::move(target)),
+        tasks_(std::move(tasks)),
         memory_(std::move(memory)),
-        measurer_(std::move(measurer)), db_(db::TuningDatabase::open(spec.database)),
-        target_info_(db::TargetInfo::from_target(target_)), picks_(zero_shot_picks()),
+        measurer_(std::move(measurer)),
+        db_(db::TuningDatabase::open(spec.database)),
+        target_info_(db::TargetInfo::from_target(target_)),
+        picks_(zero_shot_picks()),
         scheduler_(scheduler_tasks(), scheduler_options()),
         progress_(std::make_shared<Progress>(Progress::detect(options.quiet), spec.trials)) {
     for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t});
@@ -211,9 +215,7 @@ class JobRun {
 
   Json job_state() const { return Json{{"spec", spec_.source}, {"scheduler", scheduler_.to_json()}}; }
 
-  double progress_fraction() const {
-    return std::min(1.0, double(total_trials()) / std::max(1, spec_.trials));
-  }
+  double progress_fraction() const { return std::min(1.0, double(total_trials()) / std::max(1, spec_.trials)); }
 
   // The scheduler's plan and the job's progress, at the start and end of a run (each
   // round saves them with its records: account_round).
@@ -277,8 +279,8 @@ class JobRun {
     StrategySetup* setup = r.setup.get();
     o.after_round = [setup, this] { setup->save_if_retrained(db_); };
     o.round_checkpoint = [this, i] { return account_round(i); };
-    r.session = std::make_unique<TuningSession>(r.task.workload, target_, setup->strategy(),
-                                                *measurer_, db_.records(), o);
+    r.session =
+        std::make_unique<TuningSession>(r.task.workload, target_, setup->strategy(), *measurer_, db_.records(), o);
     if (options_.on_trial) {
       r.session->set_on_trial([this](const TrialProgress& p) {
         TrialProgress in_job = p;  // counted among the job's trials; best_us stays the task's
@@ -310,8 +312,7 @@ class JobRun {
     if (std::isfinite(result.default_us)) r.default_us = result.default_us;
     scheduler_.record_round(i, trials, r.best_us);
     if (r.session->exhausted() || r.session->early_stopped()) scheduler_.finish(i);
-    r.saved = Json{{"transfer_upto", r.setup->transfer_upto()},
-                   {"search", r.setup->strategy().save_state()}};
+    r.saved = Json{{"transfer_upto", r.setup->transfer_upto()}, {"search", r.setup->strategy().save_state()}};
     return [this, &r, state = job_state(), progress = progress_fraction()] {
       db_.jobs().save_task(job_id_, r.task.workload.key(), r.saved);
       db_.jobs().update_spec(job_id_, state);
@@ -323,8 +324,7 @@ class JobRun {
     std::vector<TaskLine> lines;
     for (std::size_t i = 0; i < runs_.size(); ++i) {
       const auto& r = runs_[i];
-      lines.push_back({r.task.name, r.stored, r.best_us, r.default_us,
-                       scheduler_.finished(static_cast<int>(i))});
+      lines.push_back({r.task.name, r.stored, r.best_us, r.default_us, scheduler_.finished(static_cast<int>(i))});
     }
     return lines;
   }
@@ -387,8 +387,8 @@ class JobRun {
     const auto picks = final_picks();
     for (std::size_t i = 0; i < runs_.size(); ++i) {
       const auto& r = runs_[i];
-      out.results.push_back({r.stored, r.best_us, r.default_us, picks_[i], picks[i],
-                             scheduler_.finished(static_cast<int>(i))});
+      out.results.push_back(
+          {r.stored, r.best_us, r.default_us, picks_[i], picks[i], scheduler_.finished(static_cast<int>(i))});
     }
     db::export_table(db_, target_info_, spec_.export_path, unmeasured_entries(picks));
     out.progress = progress_;
@@ -406,8 +406,8 @@ class JobRun {
   std::vector<ZeroShotPick> picks_;  // per task, before anything is measured
   std::deque<int> live_;             // tasks with a live session, most recently used last
   TaskScheduler scheduler_;
-  std::shared_ptr<Progress> progress_;  // handed on open (TunedModel)
-  int trials_reported_ = 0;              // options_.on_trial's count of the job's trials
+  std::shared_ptr<Progress> progress_;             // handed on open (TunedModel)
+  int trials_reported_ = 0;                        // options_.on_trial's count of the job's trials
   int confirmed_tasks_ = 0, confirm_changed_ = 0;  // confirm_bests(), for TunedModel
   std::vector<TaskRun> runs_;
   std::int64_t job_id_ = 0;
@@ -460,8 +460,8 @@ frontend::TaskSet model_tasks(const JobSpec& spec) {
 frontend::TaskSet tasks_of(const JobSpec& spec) {
   std::vector<std::string> ignored;
   const frontend::TaskSet model = model_tasks(spec);
-  return frontend::apply_precision(
-      model, frontend::fit_precision(spec.precision, backend::load_target(spec.target), ignored, frontend::model_dtype(model)));
+  return frontend::apply_precision(model, frontend::fit_precision(spec.precision, backend::load_target(spec.target),
+                                                                  ignored, frontend::model_dtype(model)));
 }
 
 TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
@@ -481,8 +481,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   if (std::find(names.begin(), names.end(), spec.strategy) == names.end()) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw_bad_input("job spec: field 'strategy' must be one of " + list + "; got '" +
-                    spec.strategy + "'");
+    throw_bad_input("job spec: field 'strategy' must be one of " + list + "; got '" + spec.strategy + "'");
   }
   // A task with no valid schedule on this target runs as a fallback node, named, instead
   // of failing the job (frontend/fallback.hpp).
@@ -493,19 +492,21 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   require_replaceable_file(spec.report_path, "job spec: field 'report'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   if (!spec.fusion_rules.empty() && !farm.empty()) {
-    throw_bad_input("job spec: field 'fusion_rules' declares rules in this process only; a farm's "
-                    "workers would measure without them (drop 'farm' or register the rules there)");
+    throw_bad_input(
+        "job spec: field 'fusion_rules' declares rules in this process only; a farm's "
+        "workers would measure without them (drop 'farm' or register the rules there)");
   }
-  std::unique_ptr<Measurer> measurer =
-      options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
+  std::unique_ptr<Measurer> measurer = options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
   std::ostream& warnings = options.warnings ? *options.warnings : std::cerr;
   // A seed-format description lists what the simulator did not use (docs/hardware-facts.md section 4).
-  if (const Json ignored = target.source.value("ignored", Json("nothing")); ignored.is_string() && ignored != "nothing") {
-    warnings << "note: the simulator ignores these fields of " << target.name << ": " << ignored.get<std::string>() << "\n";
+  if (const Json ignored = target.source.value("ignored", Json("nothing"));
+      ignored.is_string() && ignored != "nothing") {
+    warnings << "note: the simulator ignores these fields of " << target.name << ": " << ignored.get<std::string>()
+             << "\n";
   }
   if (const Json taken = target.source.value("defaults", Json("none")); taken.is_string() && taken != "none") {
-    warnings << "note: " << target.name << " does not give these figures; the simulator takes: " << taken.get<std::string>()
-             << "\n";
+    warnings << "note: " << target.name
+             << " does not give these figures; the simulator takes: " << taken.get<std::string>() << "\n";
   }
   frontend::MemoryFit memory = frontend::memory_fit(tasks, target);
   if (const std::string w = memory.warning(target.name); !w.empty()) warnings << w << "\n";

@@ -24,12 +24,12 @@
 
 #include "core/cancel.hpp"
 #include "frontend/device_memory.hpp"
+#include "frontend/task_set.hpp"
 #include "tuner/job_spec.hpp"
 #include "tuner/measurer.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/tuned_model.hpp"
 #include "tuner/tuner.hpp"
-#include "frontend/task_set.hpp"
 
 namespace atvoss::tuner {
 

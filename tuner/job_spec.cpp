@@ -11,36 +11,32 @@ namespace atvoss::tuner {
 namespace {
 
 const std::set<std::string>& known_fields() {
-  static const std::set<std::string> fields = {
-      "name", "target", "model", "batch", "workloads", "trials", "strategy", "cost_model",
-      "scheduler", "early_stopping", "batch_size", "repeat", "seed", "database", "farm",
-      "export", "report", "precision", "fusion_rules", "parallel"};
+  static const std::set<std::string> fields = {"name",       "target",   "model",      "batch",        "workloads",
+                                               "trials",     "strategy", "cost_model", "scheduler",    "early_stopping",
+                                               "batch_size", "repeat",   "seed",       "database",     "farm",
+                                               "export",     "report",   "precision",  "fusion_rules", "parallel"};
   return fields;
 }
 
 std::string optional_string(const Json& j, const char* field, std::string fallback) {
   if (!j.contains(field)) return fallback;
   if (!j[field].is_string()) {
-    throw_bad_input(std::string("job spec: field '") + field + "' must be a string, got " +
-                    j[field].dump());
+    throw_bad_input(std::string("job spec: field '") + field + "' must be a string, got " + j[field].dump());
   }
   return j[field].get<std::string>();
 }
 
-std::int64_t optional_int(const Json& j, const char* field, std::int64_t fallback,
-                          std::int64_t lo, std::int64_t hi) {
+std::int64_t optional_int(const Json& j, const char* field, std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
   if (!j.contains(field)) return fallback;
   const Json& v = j[field];
   if (!v.is_number_integer()) {
-    throw_bad_input(std::string("job spec: field '") + field + "' must be an integer, got " +
-                    v.dump());
+    throw_bad_input(std::string("job spec: field '") + field + "' must be an integer, got " + v.dump());
   }
-  const std::int64_t x = v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX
-                             ? INT64_MAX
-                             : v.get<std::int64_t>();
+  const std::int64_t x =
+      v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX ? INT64_MAX : v.get<std::int64_t>();
   if (x < lo || x > hi) {
-    throw_bad_input(std::string("job spec: field '") + field + "' must be in [" +
-                    std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
+    throw_bad_input(std::string("job spec: field '") + field + "' must be in [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], got " + v.dump());
   }
   return x;
 }
@@ -94,8 +90,7 @@ void read_fusion_rules(const Json& j, JobSpec& s) {
     }
     const std::string name = j[i].get<std::string>();
     if (!lowering::registered_fusion_rule(name)) {
-      throw_bad_input(where + ": no fusion rule named '" + name + "' is registered; registered: " +
-                      fusion_rule_list());
+      throw_bad_input(where + ": no fusion rule named '" + name + "' is registered; registered: " + fusion_rule_list());
     }
     s.fusion_rule_names.push_back(name);
   }
@@ -113,10 +108,11 @@ ParallelSpec read_parallel(const Json& j, const std::string& job) {
   if (!j.contains("devices")) throw_bad_input(where + ": missing field 'devices'");
   p.devices = static_cast<int>(optional_int(j, "devices", 1, 1, 65536));
   const int servers = (p.devices + 7) / 8;
-  p.topology = j.contains("topology") && j["topology"].is_object()
-                   ? j["topology"].dump()
-                   : optional_string(j, "topology", servers > 1 ? "ascend910b-server8-x" + std::to_string(servers)
-                                                                : "ascend910b-server8");
+  p.topology =
+      j.contains("topology") && j["topology"].is_object()
+          ? j["topology"].dump()
+          : optional_string(j, "topology",
+                            servers > 1 ? "ascend910b-server8-x" + std::to_string(servers) : "ascend910b-server8");
   p.mode = optional_string(j, "mode", p.mode);
   if (p.mode != "training" && p.mode != "inference") {
     throw_bad_input(where + ": field 'mode' must be training or inference, got '" + p.mode + "'");
@@ -164,12 +160,11 @@ JobSpec JobSpec::from_json(const Json& j) {
   costmodel::require_cost_model(s.cost_model, "job spec: field 'cost_model'");
   s.scheduler = optional_string(j, "scheduler", s.scheduler);
   if (s.scheduler != "gradient" && s.scheduler != "round_robin") {
-    throw_bad_input("job spec: field 'scheduler' must be gradient or round_robin, got '" +
-                    s.scheduler + "'");
+    throw_bad_input("job spec: field 'scheduler' must be gradient or round_robin, got '" + s.scheduler + "'");
   }
   if (j.contains("fusion_rules")) read_fusion_rules(j["fusion_rules"], s);
-  s.early_stopping = static_cast<int>(
-      optional_int(j, "early_stopping", 0, limits::early_stopping.lo, limits::early_stopping.hi));
+  s.early_stopping =
+      static_cast<int>(optional_int(j, "early_stopping", 0, limits::early_stopping.lo, limits::early_stopping.hi));
   s.batch_size = static_cast<int>(optional_int(j, "batch_size", 16, limits::batch_size.lo, limits::batch_size.hi));
   s.repeat = static_cast<int>(optional_int(j, "repeat", 3, limits::repeat.lo, limits::repeat.hi));
   s.seed = static_cast<std::uint64_t>(optional_int(j, "seed", 0, 0, INT64_MAX));

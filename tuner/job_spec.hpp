@@ -13,8 +13,8 @@
 
 #include "core/json.hpp"
 #include "core/workload.hpp"
-#include "lowering/fusion_rules.hpp"
 #include "frontend/precision.hpp"
+#include "lowering/fusion_rules.hpp"
 
 namespace atvoss::tuner {
 
@@ -35,31 +35,31 @@ struct ParallelSpec {
 };
 
 struct JobSpec {
-  std::string name;                 // required; identifies the job in the database
-  std::string target;               // required: a preset name, a file, or inline JSON text
-  std::string model;                // zoo name or .onnx path; empty if only workloads
-  int batch = 1;                    // ONNX only: value of symbolic batch dims
+  std::string name;                         // required; identifies the job in the database
+  std::string target;                       // required: a preset name, a file, or inline JSON text
+  std::string model;                        // zoo name or .onnx path; empty if only workloads
+  int batch = 1;                            // ONNX only: value of symbolic batch dims
   std::vector<WeightedWorkload> workloads;  // explicit tasks (added to the model's)
-  frontend::PrecisionSpec precision;          // empty: every layer in the model's own dtype
-  int trials = 0;                   // required: total trial budget over all tasks
+  frontend::PrecisionSpec precision;        // empty: every layer in the model's own dtype
+  int trials = 0;                           // required: total trial budget over all tasks
   std::string strategy = "model-guided";
   std::string cost_model = "xgboost";
-  std::string scheduler = "gradient";       // gradient or round_robin
+  std::string scheduler = "gradient";  // gradient or round_robin
   // "fusion_rules": rules declared in the spec (objects), in force for this job only
   // (job_context.hpp), and names of rules this process has registered already
   // (strings), checked on load.
   std::vector<lowering::FusionRule> fusion_rules;
   std::vector<std::string> fusion_rule_names;
-  int early_stopping = 0;           // per task: trials without >=0.1% gain; 0 = never
-  int batch_size = 16;              // schedules measured per round of a task
+  int early_stopping = 0;  // per task: trials without >=0.1% gain; 0 = never
+  int batch_size = 16;     // schedules measured per round of a task
   int repeat = 3;
   std::uint64_t seed = 0;
-  std::string database;             // default "<name>.db"
-  std::string farm;                 // "host:port"; empty = local measurer
-  std::string export_path;          // default "<name>-table.json"
-  std::string report_path;          // default "<name>-report.html"
+  std::string database;     // default "<name>.db"
+  std::string farm;         // "host:port"; empty = local measurer
+  std::string export_path;  // default "<name>-table.json"
+  std::string report_path;  // default "<name>-report.html"
   std::optional<ParallelSpec> parallel;
-  Json source;                      // the JSON it was read from
+  Json source;  // the JSON it was read from
 
   // bad_input naming the field on any problem.
   static JobSpec from_json(const Json& j);

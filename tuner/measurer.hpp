@@ -10,11 +10,11 @@
 #include <functional>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "core/measurement.hpp"
 #include "core/schedule.hpp"
 #include "core/target.hpp"
 #include "core/workload.hpp"
-#include "backend/backend.hpp"
 
 namespace atvoss::tuner {
 

@@ -48,17 +48,15 @@ void Progress::start(int start_trials) {
 double Progress::eta_seconds(int trials) const {
   const int done = trials - start_trials_;
   if (done <= 0) return NAN;
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return elapsed / done * std::max(0, budget_ - trials);
 }
 
 std::string Progress::bar(int trials, int budget, double eta, int width) {
   const double frac = budget > 0 ? std::min(1.0, double(trials) / budget) : 1.0;
   const int filled = static_cast<int>(frac * width);
-  std::string s = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "] " +
-                  std::to_string(trials) + "/" + std::to_string(budget) + " trials  eta " +
-                  fmt_eta(eta);
+  std::string s = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "] " + std::to_string(trials) +
+                  "/" + std::to_string(budget) + " trials  eta " + fmt_eta(eta);
   return s;
 }
 
@@ -72,12 +70,11 @@ void Progress::finish(const std::vector<TaskLine>& tasks, int trials, double obj
   draw(tasks, trials, objective_us, default_objective_us, true);
 }
 
-void Progress::draw(const std::vector<TaskLine>& tasks, int trials, double objective_us,
-                    double default_objective_us, bool final) {
+void Progress::draw(const std::vector<TaskLine>& tasks, int trials, double objective_us, double default_objective_us,
+                    bool final) {
   if (mode_ == Mode::quiet) return;
-  const std::string overall = bar(trials, budget_, final ? 0.0 : eta_seconds(trials)) +
-                              "  end-to-end " + fmt_us(objective_us) + " " +
-                              speedup(default_objective_us, objective_us);
+  const std::string overall = bar(trials, budget_, final ? 0.0 : eta_seconds(trials)) + "  end-to-end " +
+                              fmt_us(objective_us) + " " + speedup(default_objective_us, objective_us);
   if (mode_ == Mode::plain) {
     const auto now = std::chrono::steady_clock::now();
     if (!final && now - last_plain_ < interval_) return;
@@ -90,9 +87,8 @@ void Progress::draw(const std::vector<TaskLine>& tasks, int trials, double objec
   if (lines_drawn_ > 0) text += "\x1b[" + std::to_string(lines_drawn_) + "F";  // back to the top
   for (const auto& t : tasks) {
     char line[256];
-    std::snprintf(line, sizeof line, "\x1b[2K%-28.28s %5d trials  best %-12s %s%s\n",
-                  t.name.c_str(), t.trials, fmt_us(t.best_us).c_str(),
-                  speedup(t.default_us, t.best_us).c_str(), t.finished ? "  (done)" : "");
+    std::snprintf(line, sizeof line, "\x1b[2K%-28.28s %5d trials  best %-12s %s%s\n", t.name.c_str(), t.trials,
+                  fmt_us(t.best_us).c_str(), speedup(t.default_us, t.best_us).c_str(), t.finished ? "  (done)" : "");
     text += line;
   }
   text += "\x1b[2K" + overall + "\n";

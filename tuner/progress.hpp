@@ -15,8 +15,8 @@ namespace atvoss::tuner {
 struct TaskLine {
   std::string name;
   int trials = 0;
-  double best_us = 0;      // +inf if none
-  double default_us = 0;   // +inf if unknown
+  double best_us = 0;     // +inf if none
+  double default_us = 0;  // +inf if unknown
   bool finished = false;
 };
 
@@ -31,17 +31,15 @@ class Progress {
 
   // start_trials: trials already stored when the run began (they do not count for the ETA).
   void start(int start_trials);
-  void update(const std::vector<TaskLine>& tasks, int trials, double objective_us,
-              double default_objective_us);
-  void finish(const std::vector<TaskLine>& tasks, int trials, double objective_us,
-              double default_objective_us);
+  void update(const std::vector<TaskLine>& tasks, int trials, double objective_us, double default_objective_us);
+  void finish(const std::vector<TaskLine>& tasks, int trials, double objective_us, double default_objective_us);
 
   // "[#####.....] 1200/2000 trials  eta 0:42" — exposed for tests.
   static std::string bar(int trials, int budget, double eta_seconds, int width = 30);
 
  private:
-  void draw(const std::vector<TaskLine>& tasks, int trials, double objective_us,
-            double default_objective_us, bool final);
+  void draw(const std::vector<TaskLine>& tasks, int trials, double objective_us, double default_objective_us,
+            bool final);
   double eta_seconds(int trials) const;
 
   Mode mode_;

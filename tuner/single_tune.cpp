@@ -57,11 +57,11 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   // A server database may be shared with other processes: claim before measuring.
   if (db::is_postgres_url(spec.db)) options.claim_owner = process_owner();
   options.after_round = [&] { setup.save_if_retrained(db); };
-  options.confirm_top = spec.confirm_top >= 0                                    ? spec.confirm_top
+  options.confirm_top = spec.confirm_top >= 0                                 ? spec.confirm_top
                         : backend::traits_for(out.workload, out.target).noisy ? kConfirmTop  // tuner.hpp
                                                                               : 0;
-  out.result = tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db.records(), options,
-                    callbacks);
+  out.result =
+      tune(out.workload, out.target, spec.trials, setup.strategy(), *measurer, db.records(), options, callbacks);
   if (!spec.export_path.empty() && out.result.stop_reason != "cancelled") {
     db::export_table(db, db::TargetInfo::from_target(out.target), spec.export_path);
   }

@@ -14,14 +14,14 @@
 namespace atvoss::tuner {
 
 struct SingleTuneSpec {
-  std::string target;      // preset, file or inline JSON (backend/targets.hpp)
-  Json workload;           // the workload's JSON
-  int trials = 0;          // total trials, stored ones included; >= 1
+  std::string target;  // preset, file or inline JSON (backend/targets.hpp)
+  Json workload;       // the workload's JSON
+  int trials = 0;      // total trials, stored ones included; >= 1
   std::string strategy = "model-guided";
   std::string cost_model = "xgboost";
-  std::string db;          // database file; created if absent
-  std::string export_path; // lookup table written afterwards; empty: none
-  std::string farm;        // host:port of a tuning farm; empty: measure in-process
+  std::string db;           // database file; created if absent
+  std::string export_path;  // lookup table written afterwards; empty: none
+  std::string farm;         // host:port of a tuning farm; empty: measure in-process
   int repeat = 3;
   int batch_size = 16;
   int early_stopping = 0;  // trials without 0.1% gain before stopping; 0: never

@@ -36,8 +36,7 @@ class TappedModel : public costmodel::CostModel {
     tap_->last_fit_samples = n;
     ++tap_->fits;
   }
-  std::vector<double> predict(const Workload& w, const Target& t,
-                              std::span<const Schedule> s) const override {
+  std::vector<double> predict(const Workload& w, const Target& t, std::span<const Schedule> s) const override {
     return tap_->model().predict(w, t, s);
   }
   std::vector<double> predict_features(const costmodel::FeatureMatrix& rows) const override {
@@ -57,10 +56,8 @@ class TappedModel : public costmodel::CostModel {
 // Records of the target's other workloads, oldest first, within the config's caps and
 // up to the watermark; *upto becomes the id of the last record looked at, so the same
 // call with transfer_upto = *upto later returns the same groups.
-std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& db,
-                                                      const Workload& workload,
-                                                      const Target& target,
-                                                      const StrategyConfig& config,
+std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& db, const Workload& workload,
+                                                      const Target& target, const StrategyConfig& config,
                                                       std::int64_t* upto) {
   const auto info = db::TargetInfo::from_target(target);
   costmodel::GroupBuilder builder(config.transfer_per_workload);
@@ -86,8 +83,8 @@ bool uses_prior(const std::string& name, const Workload& workload) {
 // observes that) and whose schedules lie in the space, newest first, within the config's
 // cap and up to the watermark; *upto becomes the newest id looked at, as transfer_groups.
 std::vector<search::Trial> prior_trials(const db::TuningDatabase& db, const ScheduleSpace& space,
-                                        const Workload& workload, const Target& target,
-                                        const StrategyConfig& config, std::int64_t* upto) {
+                                        const Workload& workload, const Target& target, const StrategyConfig& config,
+                                        std::int64_t* upto) {
   const auto own_target = db::TargetInfo::from_target(target).key;
   db::RecordFilter filter;
   filter.op = workload.op();
@@ -108,9 +105,8 @@ std::vector<search::Trial> prior_trials(const db::TuningDatabase& db, const Sche
 
 }  // namespace
 
-StrategySetup::StrategySetup(const ScheduleSpace& space, const Workload& workload,
-                             const Target& target, const db::TuningDatabase& db,
-                             const StrategyConfig& config)
+StrategySetup::StrategySetup(const ScheduleSpace& space, const Workload& workload, const Target& target,
+                             const db::TuningDatabase& db, const StrategyConfig& config)
     : target_(db::TargetInfo::from_target(target)) {
   search::StrategyOptions options;
   options.seed = config.seed;

@@ -22,7 +22,8 @@ class ModelTap;  // forwards to the strategy's model, counting refits
 
 struct StrategyConfig {
   std::string name = "model-guided";  // any search::strategy_names() entry
-  std::string cost_model = "xgboost";  // a registered cost model (costmodel/model_registry.hpp), for model-guided/ensemble
+  std::string cost_model =
+      "xgboost";  // a registered cost model (costmodel/model_registry.hpp), for model-guided/ensemble
   std::uint64_t seed = 0;
   // Transfer: at most this many records per other workload, at most max_transfer in all
   // (the best first). Bounds the first fit's cost on a large database.

@@ -20,11 +20,9 @@ double finite_cost(double best) { return std::isfinite(best) ? best : kUnknownCo
 }  // namespace
 
 TaskScheduler::TaskScheduler(std::vector<SchedulerTask> tasks, SchedulerOptions options)
-    : tasks_(std::move(tasks)), options_(std::move(options)), state_(tasks_.size()),
-      rng_(options_.seed) {
+    : tasks_(std::move(tasks)), options_(std::move(options)), state_(tasks_.size()), rng_(options_.seed) {
   if (options_.policy != "gradient" && options_.policy != "round_robin") {
-    throw_bad_input("scheduler: policy must be gradient or round_robin, got '" +
-                    options_.policy + "'");
+    throw_bad_input("scheduler: policy must be gradient or round_robin, got '" + options_.policy + "'");
   }
   for (const auto& t : tasks_) {
     if (!(t.weight > 0)) throw_bad_input("scheduler: every task weight must be > 0");
@@ -32,8 +30,9 @@ TaskScheduler::TaskScheduler(std::vector<SchedulerTask> tasks, SchedulerOptions 
   if (options_.budget < 0 || options_.batch_size < 1 || options_.min_first_round < 1 ||
       !(options_.warmup_share > 0 && options_.warmup_share <= 1) ||
       !(options_.warmup_coverage > 0 && options_.warmup_coverage <= 1)) {
-    throw_bad_input("scheduler: budget >= 0, batch_size and min_first_round >= 1, warmup_share and "
-                    "warmup_coverage in (0, 1] expected");
+    throw_bad_input(
+        "scheduler: budget >= 0, batch_size and min_first_round >= 1, warmup_share and "
+        "warmup_coverage in (0, 1] expected");
   }
   for (auto& s : state_) s.best = kInf;
   plan_warmup();
@@ -146,8 +145,7 @@ void TaskScheduler::record_round(int task, int trials, double best_us) {
   s.trials += trials;
   ++s.rounds;
   s.history.push_back(s.best);
-  if (options_.early_stopping > 0 &&
-      s.trials - s.trials_at_last_gain >= options_.early_stopping) {
+  if (options_.early_stopping > 0 && s.trials - s.trials_at_last_gain >= options_.early_stopping) {
     s.finished = true;
   }
 }
@@ -183,22 +181,28 @@ Json TaskScheduler::to_json() const {
   for (const auto& s : state_) {
     Json history = Json::array();
     for (double h : s.history) history.push_back(cost_json(h));
-    tasks.push_back({{"trials", s.trials}, {"rounds", s.rounds}, {"best", cost_json(s.best)},
-                     {"history", history}, {"trials_at_last_gain", s.trials_at_last_gain},
+    tasks.push_back({{"trials", s.trials},
+                     {"rounds", s.rounds},
+                     {"best", cost_json(s.best)},
+                     {"history", history},
+                     {"trials_at_last_gain", s.trials_at_last_gain},
                      {"finished", s.finished}});
   }
   std::ostringstream rng;
   rng << rng_;
-  return {{"policy", options_.policy}, {"tasks", tasks}, {"rng", rng.str()},
-          {"next_warmup", next_warmup_}, {"next_round_robin", next_round_robin_}};
+  return {{"policy", options_.policy},
+          {"tasks", tasks},
+          {"rng", rng.str()},
+          {"next_warmup", next_warmup_},
+          {"next_round_robin", next_round_robin_}};
 }
 
 void TaskScheduler::restore(const Json& j) {
   try {
     const Json& tasks = j.at("tasks");
     if (!tasks.is_array() || tasks.size() != tasks_.size()) {
-      throw_bad_input("scheduler state: saved for " + std::to_string(tasks.size()) +
-                      " tasks, this job has " + std::to_string(tasks_.size()));
+      throw_bad_input("scheduler state: saved for " + std::to_string(tasks.size()) + " tasks, this job has " +
+                      std::to_string(tasks_.size()));
     }
     std::vector<TaskState> state(tasks_.size());
     for (std::size_t i = 0; i < tasks.size(); ++i) {

@@ -41,9 +41,9 @@
 namespace atvoss::tuner {
 
 struct SchedulerTask {
-  double weight = 1;   // occurrences in the model
-  double flops = 0;    // of one run of the task
-  std::string group;   // similarity tag: op plus epilogue
+  double weight = 1;  // occurrences in the model
+  double flops = 0;   // of one run of the task
+  std::string group;  // similarity tag: op plus epilogue
   // Estimated time of one run before anything is measured (zero_shot.hpp), microseconds;
   // 0 when unknown (such a task is scored as unknown, and warmed up last).
   double estimate_us = 0;
@@ -52,9 +52,9 @@ struct SchedulerTask {
 struct SchedulerOptions {
   // gradient (Ansor) or round_robin (an even spread: the bench's baseline).
   std::string policy = "gradient";
-  double alpha = 0.2;        // weight of the backward (observed) gradient
-  int backward_window = 3;   // rounds looked back for the observed gradient
-  double beta = 2.0;         // slack on the similar-task throughput bound
+  double alpha = 0.2;       // weight of the backward (observed) gradient
+  int backward_window = 3;  // rounds looked back for the observed gradient
+  double beta = 2.0;        // slack on the similar-task throughput bound
   // Plateau damping (see top comment); plateau_rounds 0 turns it off (plain Ansor).
   double plateau_gain = 0.02;
   int plateau_rounds = 3;
@@ -107,8 +107,8 @@ class TaskScheduler {
   struct TaskState {
     int trials = 0;
     int rounds = 0;
-    double best = 0;                  // +inf until the first valid time
-    std::vector<double> history;      // best after each round
+    double best = 0;              // +inf until the first valid time
+    std::vector<double> history;  // best after each round
     int trials_at_last_gain = 0;
     bool finished = false;
   };

@@ -25,7 +25,7 @@
 namespace atvoss::tuner {
 
 struct TunedTask {
-  int trials = 0;  // stored in the database for this task on this target
+  int trials = 0;                                               // stored in the database for this task on this target
   double best_us = std::numeric_limits<double>::infinity();     // fastest measured; inf: none
   double default_us = std::numeric_limits<double>::infinity();  // the vendor default's, measured; inf: not measured
   ZeroShotPick zero_shot;  // the analytic pick every task got before anything was measured
@@ -41,8 +41,8 @@ struct TunedModel {
   frontend::TaskSet model;  // as the user gave it, before precision
   frontend::PrecisionSpec precision;
   std::vector<std::string> precision_warnings;  // from fit_precision, also in --json
-  frontend::TaskSet tasks;  // as tuned: precision applied, unschedulable ones moved to fallbacks
-  std::vector<TunedTask> results;  // per tasks.tasks()
+  frontend::TaskSet tasks;                      // as tuned: precision applied, unschedulable ones moved to fallbacks
+  std::vector<TunedTask> results;               // per tasks.tasks()
   frontend::MemoryFit memory;
   int trials = 0;          // stored over all tasks after the run
   int resumed_trials = 0;  // found in the database at the start

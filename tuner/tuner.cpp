@@ -6,8 +6,8 @@
 #include <numeric>
 #include <thread>
 
-#include "core/error.hpp"
 #include "backend/backend.hpp"
+#include "core/error.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -27,11 +27,15 @@ std::vector<search::Trial> to_trials(const std::vector<db::Record>& records) {
   return trials;
 }
 
-TuningSession::TuningSession(Workload workload, Target target, search::SearchStrategy& strategy,
-                             Measurer& measurer, db::RecordStore& records, TuneOptions options)
-    : workload_(std::move(workload)), target_(std::move(target)),
-      target_info_(db::TargetInfo::from_target(target_)), strategy_(strategy),
-      measurer_(measurer), records_(records), options_(std::move(options)) {
+TuningSession::TuningSession(Workload workload, Target target, search::SearchStrategy& strategy, Measurer& measurer,
+                             db::RecordStore& records, TuneOptions options)
+    : workload_(std::move(workload)),
+      target_(std::move(target)),
+      target_info_(db::TargetInfo::from_target(target_)),
+      strategy_(strategy),
+      measurer_(measurer),
+      records_(records),
+      options_(std::move(options)) {
   if (options_.batch_size < 1) throw_bad_input("tuner: batch_size must be >= 1");
   if (options_.repeat < 1) throw_bad_input("tuner: repeat must be >= 1");
   load_history();
@@ -65,8 +69,7 @@ void TuningSession::note_trial(const Schedule& s, const Measurement& m) {
 }
 
 bool TuningSession::early_stopped() const {
-  return options_.early_stopping > 0 && result_.trials > 0 &&
-         trials_since_gain() >= options_.early_stopping;
+  return options_.early_stopping > 0 && result_.trials > 0 && trials_since_gain() >= options_.early_stopping;
 }
 
 TuneProgress TuningSession::progress(int budget) const {
@@ -86,8 +89,7 @@ std::vector<db::Record> TuningSession::records_of(const std::vector<Schedule>& s
   return records;
 }
 
-int TuningSession::store(const std::vector<Schedule>& schedules,
-                         const std::vector<Measurement>& results) {
+int TuningSession::store(const std::vector<Schedule>& schedules, const std::vector<Measurement>& results) {
   std::vector<db::Record> records = records_of(schedules, results);
   // The session takes the round in first, so a checkpoint sees it; should the insert
   // fail, the error ends the session anyway.
@@ -105,9 +107,8 @@ int TuningSession::store(const std::vector<Schedule>& schedules,
   }
   if (!schedules.empty() && records.empty()) {
     if (++failed_rounds_ >= options_.max_failed_rounds) {
-      throw Error(ErrorKind::io, "tuner: " + std::to_string(failed_rounds_) +
-                                     " rounds in a row measured nothing (" + measurer_.name() +
-                                     ": " + (results.empty() ? "" : results.front().message) + ")");
+      throw Error(ErrorKind::io, "tuner: " + std::to_string(failed_rounds_) + " rounds in a row measured nothing (" +
+                                     measurer_.name() + ": " + (results.empty() ? "" : results.front().message) + ")");
     }
   } else if (!records.empty()) {
     failed_rounds_ = 0;
@@ -162,8 +163,8 @@ std::vector<Measurement> TuningSession::measure_now(const std::vector<Schedule>&
   if (schedules.empty()) return {};
   std::vector<MeasureInput> inputs;
   for (const auto& s : schedules) {
-    inputs.push_back({workload_, target_, s, options_.repeat, measurement_seed(options_.seed, workload_, s),
-                      options_.cancel});
+    inputs.push_back(
+        {workload_, target_, s, options_.repeat, measurement_seed(options_.seed, workload_, s), options_.cancel});
   }
   Measurer::OnResult on_result;
   if (report && on_trial_) {
@@ -175,8 +176,8 @@ std::vector<Measurement> TuningSession::measure_now(const std::vector<Schedule>&
   }
   auto results = measurer_.measure_reporting(inputs, on_result);
   if (results.size() != schedules.size()) {
-    throw Error(ErrorKind::internal, "tuner: measurer returned " + std::to_string(results.size()) +
-                                         " results for " + std::to_string(schedules.size()) + " schedules");
+    throw Error(ErrorKind::internal, "tuner: measurer returned " + std::to_string(results.size()) + " results for " +
+                                         std::to_string(schedules.size()) + " schedules");
   }
   return results;
 }
@@ -189,7 +190,8 @@ std::vector<std::pair<Schedule, Measurement>> TuningSession::measure_first(int m
   for (const auto& a : options_.anchors) {
     if (std::find(first.begin(), first.end(), a) == first.end()) first.push_back(a);
   }
-  std::erase_if(first, [&](const Schedule& s) { return records_.contains(workload_.key(), target_info_.key, s.key()); });
+  std::erase_if(first,
+                [&](const Schedule& s) { return records_.contains(workload_.key(), target_info_.key, s.key()); });
   if (static_cast<int>(first.size()) > max_trials) first.resize(std::max(0, max_trials));
   const std::vector<Measurement> results = measure(first);
   std::vector<std::pair<Schedule, Measurement>> out;
@@ -260,9 +262,9 @@ void TuningSession::confirm_best(int k) {
   result_.pick_changed = before != result_.best_schedule;
 }
 
-TuneResult tune(const Workload& workload, const Target& target, int budget,
-                search::SearchStrategy& strategy, Measurer& measurer, db::RecordStore& records,
-                const TuneOptions& options, const TuneCallbacks& callbacks) {
+TuneResult tune(const Workload& workload, const Target& target, int budget, search::SearchStrategy& strategy,
+                Measurer& measurer, db::RecordStore& records, const TuneOptions& options,
+                const TuneCallbacks& callbacks) {
   if (budget < 1) throw_bad_input("tuner: trials must be >= 1");
   TuningSession session(workload, target, strategy, measurer, records, options);
   if (callbacks.on_trial) {

@@ -37,9 +37,9 @@ struct TuneOptions {
   int batch_size = 16;
   // Trials without >= 0.1% improvement before stopping; 0 (default) never stops early.
   int early_stopping = 0;
-  int repeat = 3;           // measurements per schedule (the median is the time)
-  std::uint64_t seed = 0;   // measurement noise seeds derive from it and the schedule
-  std::string job;          // stamped on stored records; empty for ad-hoc tuning
+  int repeat = 3;          // measurements per schedule (the median is the time)
+  std::uint64_t seed = 0;  // measurement noise seeds derive from it and the schedule
+  std::string job;         // stamped on stored records; empty for ad-hoc tuning
   // Measure the vendor default schedule first (it anchors "speedup over default").
   bool measure_default = true;
   // Schedules measured in the first round right after the default, unless stored already
@@ -83,7 +83,7 @@ inline constexpr int kConfirmTop = 5;
 
 struct TuneProgress {
   const Workload* workload = nullptr;
-  int trials = 0;            // stored trials, including those found on resume
+  int trials = 0;  // stored trials, including those found on resume
   int budget = 0;
   double best_us = std::numeric_limits<double>::infinity();
   double default_us = std::numeric_limits<double>::infinity();
@@ -95,7 +95,7 @@ struct TrialProgress {
   const Target* target = nullptr;
   const Schedule* schedule = nullptr;
   const Measurement* measurement = nullptr;
-  int trial = 0;             // its number among the stored trials, resumed ones included
+  int trial = 0;  // its number among the stored trials, resumed ones included
   int budget = 0;
   double best_us = std::numeric_limits<double>::infinity();     // so far, this trial included
   double default_us = std::numeric_limits<double>::infinity();  // inf until measured
@@ -111,18 +111,18 @@ struct TuneCallbacks {
 
 struct TuneResult {
   std::optional<Schedule> best_schedule;
-  Measurement best;                 // the stored measurement of best_schedule
+  Measurement best;  // the stored measurement of best_schedule
   double best_us = std::numeric_limits<double>::infinity();
   double default_us = std::numeric_limits<double>::infinity();  // inf if not measured
-  int trials = 0;                   // stored trials of this (workload, target) after the run
-  int resumed = 0;                  // trials found in the database at the start
-  int measured = 0;                 // trials stored by this run
-  int measured_elsewhere = 0;       // ... of which another process sharing the database measured
-                                    // while this run waited on its claim (TuneOptions::claim_owner)
-  std::vector<double> curve;        // best so far after each trial (inf before the first ok)
-  std::string stop_reason;          // "budget", "early_stopping", "exhausted" or "cancelled"
-  int confirmed = 0;                // schedules re-measured by the confirmation (confirm_top)
-  bool pick_changed = false;        // ... and whether it changed the best schedule
+  int trials = 0;              // stored trials of this (workload, target) after the run
+  int resumed = 0;             // trials found in the database at the start
+  int measured = 0;            // trials stored by this run
+  int measured_elsewhere = 0;  // ... of which another process sharing the database measured
+                               // while this run waited on its claim (TuneOptions::claim_owner)
+  std::vector<double> curve;   // best so far after each trial (inf before the first ok)
+  std::string stop_reason;     // "budget", "early_stopping", "exhausted" or "cancelled"
+  int confirmed = 0;           // schedules re-measured by the confirmation (confirm_top)
+  bool pick_changed = false;   // ... and whether it changed the best schedule
 };
 
 // One workload's tuning state across rounds; the job runner interleaves sessions.
@@ -131,8 +131,8 @@ class TuningSession {
   // Loads the history of (workload, target) from records and shows it to strategy.
   // REQUIRES: strategy was made for this workload's space and nothing proposed yet;
   // measurer and records outlive the session.
-  TuningSession(Workload workload, Target target, search::SearchStrategy& strategy,
-                Measurer& measurer, db::RecordStore& records, TuneOptions options);
+  TuningSession(Workload workload, Target target, search::SearchStrategy& strategy, Measurer& measurer,
+                db::RecordStore& records, TuneOptions options);
 
   // Measures and stores up to max_trials new schedules; returns how many were stored
   // (0 once the space is exhausted). io error after max_failed_rounds empty rounds.
@@ -190,9 +190,9 @@ class TuningSession {
 };
 
 // Runs a session until budget (total trials), early stopping or exhaustion.
-TuneResult tune(const Workload& workload, const Target& target, int budget,
-                search::SearchStrategy& strategy, Measurer& measurer, db::RecordStore& records,
-                const TuneOptions& options = {}, const TuneCallbacks& callbacks = {});
+TuneResult tune(const Workload& workload, const Target& target, int budget, search::SearchStrategy& strategy,
+                Measurer& measurer, db::RecordStore& records, const TuneOptions& options = {},
+                const TuneCallbacks& callbacks = {});
 
 // The noise seed of one measurement: a stable hash of (seed, workload, schedule),
 // so a rerun measures every schedule exactly as before.

@@ -16,16 +16,16 @@ struct Range {
 };
 
 inline constexpr Range trials{1, 100'000'000};
-inline constexpr Range repeat{1, 1000};          // a measurement's repeats
-inline constexpr Range batch_size{1, 4096};      // schedules per round
+inline constexpr Range repeat{1, 1000};      // a measurement's repeats
+inline constexpr Range batch_size{1, 4096};  // schedules per round
 inline constexpr Range early_stopping{0, 100'000'000};
-inline constexpr Range confirm_top{0, 1000};      // schedules the confirmation re-measures
+inline constexpr Range confirm_top{0, 1000};  // schedules the confirmation re-measures
 
 // bad_input "<field> must be lo..hi, got v" unless lo <= v <= hi.
 inline std::int64_t check(const std::string& field, std::int64_t v, Range r) {
   if (v < r.lo || v > r.hi) {
-    throw_bad_input(field + " must be " + std::to_string(r.lo) + ".." + std::to_string(r.hi) +
-                    ", got " + std::to_string(v));
+    throw_bad_input(field + " must be " + std::to_string(r.lo) + ".." + std::to_string(r.hi) + ", got " +
+                    std::to_string(v));
   }
   return v;
 }

@@ -11,8 +11,7 @@
 
 namespace atvoss::tuner {
 
-std::vector<Schedule> zero_shot_candidates(const Workload& w, const Target& target, int count,
-                                           std::uint64_t seed) {
+std::vector<Schedule> zero_shot_candidates(const Workload& w, const Target& target, int count, std::uint64_t seed) {
   const Schedule def = backend::required_default(w, target);
   const ScheduleSpace space = backend::space_for(w, target);
   std::mt19937_64 rng(seed ^ fnv1a64(w.key()));
@@ -27,8 +26,8 @@ std::vector<Schedule> zero_shot_candidates(const Workload& w, const Target& targ
   return candidates;
 }
 
-ZeroShotPick zero_shot_pick(const Workload& w, const Target& target, const costmodel::CostModel& model,
-                            int count, std::uint64_t seed) {
+ZeroShotPick zero_shot_pick(const Workload& w, const Target& target, const costmodel::CostModel& model, int count,
+                            std::uint64_t seed) {
   const auto candidates = zero_shot_candidates(w, target, count, seed);
   const auto scores = model.predict(w, target, candidates);
   const auto best = std::max_element(scores.begin(), scores.end()) - scores.begin();
@@ -42,8 +41,8 @@ double estimate_us(const Workload& w, const Target& target, const Schedule& s) {
   return std::exp2(double(row[est])) - 1;  // the feature is log2(1 + us)
 }
 
-costmodel::WorkloadGroup training_group(const Workload& w, const Target& target,
-                                        const std::vector<db::Record>& history, int limit) {
+costmodel::WorkloadGroup training_group(const Workload& w, const Target& target, const std::vector<db::Record>& history,
+                                        int limit) {
   costmodel::WorkloadGroup g{w, target, {}};
   std::vector<const db::Record*> sorted;
   for (const auto& r : history) sorted.push_back(&r);
@@ -66,14 +65,13 @@ Schedule model_pick(const costmodel::CostModel& model, const Workload& w, const 
 }
 
 std::vector<std::optional<Schedule>> trained_picks(const std::vector<Workload>& workloads, const Target& target,
-                                                   const db::RecordStore& records,
-                                                   const TrainedPickOptions& options) {
+                                                   const db::RecordStore& records, const TrainedPickOptions& options) {
   const auto target_key = db::TargetInfo::from_target(target).key;
   std::vector<costmodel::WorkloadGroup> measured;
   std::vector<bool> has(workloads.size(), false);
   for (std::size_t i = 0; i < workloads.size(); ++i) {
-    auto g = training_group(workloads[i], target, records.history(workloads[i].key(), target_key),
-                            options.train_per_task);
+    auto g =
+        training_group(workloads[i], target, records.history(workloads[i].key(), target_key), options.train_per_task);
     has[i] = !g.samples.empty();
     if (has[i]) measured.push_back(std::move(g));
   }

@@ -28,13 +28,12 @@ struct ZeroShotPick {
 };
 
 // The vendor default first, then up to `count` distinct valid schedules sampled with seed.
-std::vector<Schedule> zero_shot_candidates(const Workload& w, const Target& target, int count,
-                                           std::uint64_t seed);
+std::vector<Schedule> zero_shot_candidates(const Workload& w, const Target& target, int count, std::uint64_t seed);
 
 // model's top-scored schedule among zero_shot_candidates (the first of equal scores).
 // REQUIRES: model.trained().
-ZeroShotPick zero_shot_pick(const Workload& w, const Target& target, const costmodel::CostModel& model,
-                            int count, std::uint64_t seed);
+ZeroShotPick zero_shot_pick(const Workload& w, const Target& target, const costmodel::CostModel& model, int count,
+                            std::uint64_t seed);
 
 // How a pick is made with a model trained on measured records (the final picks below,
 // and the report's variant (b)).
@@ -49,8 +48,8 @@ struct TrainedPickOptions {
 
 // The training group of w: up to limit of its records, the best first and failures last,
 // so that the model sees the region that matters.
-costmodel::WorkloadGroup training_group(const Workload& w, const Target& target,
-                                        const std::vector<db::Record>& history, int limit);
+costmodel::WorkloadGroup training_group(const Workload& w, const Target& target, const std::vector<db::Record>& history,
+                                        int limit);
 
 // model's top pick for w among zero_shot_candidates.
 Schedule model_pick(const costmodel::CostModel& model, const Workload& w, const Target& target,

@@ -24,8 +24,7 @@ struct ModelEnvelope {
 };
 
 // Adds kind and the current feature version/count to header and serialises.
-std::vector<std::uint8_t> wrap_model(const std::string& kind, Json header,
-                                     std::span<const std::uint8_t> payload);
+std::vector<std::uint8_t> wrap_model(const std::string& kind, Json header, std::span<const std::uint8_t> payload);
 
 // corrupt error if the bytes are truncated, not an envelope, of another kind, or of
 // another feature version or count.

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "db/duplicate_rule.hpp"
-#include "db/record.hpp"
 #include "db/internal/sql.hpp"
+#include "db/record.hpp"
 
 namespace atvoss::db::rows {
 
@@ -101,8 +101,8 @@ class Writer {
   };
   Row encode(const Record& r);
   static void bind_row(Statement& s, int base, const Record& r, const Row& row, std::int64_t now);
-  std::pair<std::int64_t, DuplicateOutcome> combine(std::int64_t wid, std::int64_t tid,
-                                                    std::string_view key, const Record& r);
+  std::pair<std::int64_t, DuplicateOutcome> combine(std::int64_t wid, std::int64_t tid, std::string_view key,
+                                                    const Record& r);
   void overwrite(std::int64_t id, const Record& r);
   Connection& c_;
   std::unordered_map<std::string, std::int64_t> targets_;

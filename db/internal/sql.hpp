@@ -165,8 +165,7 @@ class Connection {
     bool done_ = false;
   };
   // Sleeps before retry attempt n, or throws the final "database is busy" error.
-  void back_off(int attempt, std::chrono::steady_clock::time_point deadline,
-                const BusyError& cause) const;
+  void back_off(int attempt, std::chrono::steady_clock::time_point deadline, const BusyError& cause) const;
 
   std::string name_;
   int lock_wait_ms_;
@@ -174,9 +173,7 @@ class Connection {
   // Transparent hash: looking a statement up by its SQL text allocates nothing.
   struct SqlHash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, std::unique_ptr<Statement>, SqlHash, std::equal_to<>> cache_;
 };

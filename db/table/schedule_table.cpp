@@ -69,8 +69,7 @@ TableHeader parse_header(const Json& h, const std::string& what) {
   require_object(h, what + ": field 'header'");
   const std::string format = require_string(h, "format", what + ": header");
   if (format != kTableFormat) {
-    throw_bad_input(what + ": header field 'format' must be '" + std::string(kTableFormat) +
-                    "', got '" + format + "'");
+    throw_bad_input(what + ": header field 'format' must be '" + std::string(kTableFormat) + "', got '" + format + "'");
   }
   TableHeader out;
   out.format_version = static_cast<int>(require_int(h, "format_version", what + ": header"));
@@ -126,7 +125,9 @@ TableEntry TableEntry::from_json(const Json& j) {
 }
 
 Json LookupResult::to_json(const std::string& target_name) const {
-  Json j{{"match", kind == MatchKind::exact ? "exact" : kind == MatchKind::approximate ? "approximate" : "none"},
+  Json j{{"match", kind == MatchKind::exact         ? "exact"
+                   : kind == MatchKind::approximate ? "approximate"
+                                                    : "none"},
          {"distance", distance},
          {"target", target_name}};
   if (entry != nullptr) {
@@ -153,8 +154,8 @@ Json make_table_json(const TableHeader& fields, const std::vector<TableEntry>& e
   for (const auto& e : entries) body.push_back(e.to_json());
   Json header{{"format", kTableFormat},
               {"format_version", kTableFormatVersion},
-              {"target", {{"key", fields.target_key}, {"name", fields.target_name},
-                          {"description", fields.target_description}}},
+              {"target",
+               {{"key", fields.target_key}, {"name", fields.target_name}, {"description", fields.target_description}}},
               {"created_at", fields.created_at},
               {"tool_version", fields.tool_version},
               {"record_count", static_cast<std::int64_t>(entries.size())},
@@ -178,8 +179,8 @@ std::shared_ptr<const ScheduleTable> ScheduleTable::from_json(const Json& doc, c
   }
   const std::string actual = body_checksum(body);
   if (actual != header.checksum) {
-    throw Error(ErrorKind::corrupt, what + ": checksum mismatch (header " + header.checksum +
-                                        ", body " + actual + "); the file is damaged or was edited");
+    throw Error(ErrorKind::corrupt, what + ": checksum mismatch (header " + header.checksum + ", body " + actual +
+                                        "); the file is damaged or was edited");
   }
   std::vector<TableEntry> entries;
   entries.reserve(body.size());

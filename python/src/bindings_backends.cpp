@@ -42,7 +42,8 @@ class PyBackend final : public backend::Backend {
     std::vector<Knob> knobs;
     {
       py::gil_scoped_acquire gil;
-      const auto values = call("_atvoss_space", w, t).cast<std::vector<std::pair<std::string, std::vector<std::int64_t>>>>();
+      const auto values =
+          call("_atvoss_space", w, t).cast<std::vector<std::pair<std::string, std::vector<std::int64_t>>>>();
       for (const auto& [name, list] : values) knobs.push_back(Knob{name, list});
     }
     if (knobs.empty()) throw_bad_input("backend '" + name_ + "': space() gave no knobs");
@@ -98,7 +99,8 @@ class PyBackend final : public backend::Backend {
       m.repeats = times.cast<std::vector<double>>();
       for (const double us : m.repeats) {
         if (!(us > 0 && std::isfinite(us))) {
-          return Measurement::failed(Status::runtime_error, "measure() gave a time that is not > 0: " + std::to_string(us));
+          return Measurement::failed(Status::runtime_error,
+                                     "measure() gave a time that is not > 0: " + std::to_string(us));
         }
       }
       if (m.repeats.empty()) return Measurement::failed(Status::runtime_error, "measure() gave no time");

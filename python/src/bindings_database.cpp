@@ -1,6 +1,6 @@
 // Database and lookup-table bindings: db::TuningDatabase (records, stats, export, import,
-// merge, models, Kernel Tuner caches in and out) and table::ScheduleTable (the runtime lookup). Results cross as JSON text;
-// python/atvoss/database.py turns them into lists, dicts and numpy columns.
+// merge, models, Kernel Tuner caches in and out) and table::ScheduleTable (the runtime lookup). Results cross as JSON
+// text; python/atvoss/database.py turns them into lists, dicts and numpy columns.
 #include <pybind11/stl.h>
 
 #include <fstream>
@@ -18,9 +18,7 @@
 namespace atvoss::python {
 namespace {
 
-Json target_json(const db::TargetInfo& t) {
-  return {{"key", t.key}, {"name", t.name}, {"description", t.description}};
-}
+Json target_json(const db::TargetInfo& t) { return {{"key", t.key}, {"name", t.name}, {"description", t.description}}; }
 
 Json records_json(const std::vector<db::Record>& records) {
   Json out = Json::array();
@@ -72,14 +70,23 @@ class Database {
     const db::Stats s = db_.stats();
     Json per_target = Json::array();
     for (const auto& t : s.per_target) {
-      per_target.push_back({{"target", target_json(t.target)}, {"workloads", t.workloads},
-                            {"records", t.records}, {"ok", t.ok}, {"failed", t.failed}});
+      per_target.push_back({{"target", target_json(t.target)},
+                            {"workloads", t.workloads},
+                            {"records", t.records},
+                            {"ok", t.ok},
+                            {"failed", t.failed}});
     }
     Json by_status = Json::object();
     for (const auto& [status, n] : s.by_status) by_status[status] = n;
-    return dump({{"schema_version", s.schema_version}, {"targets", s.targets}, {"workloads", s.workloads},
-                 {"records", s.records}, {"models", s.models}, {"jobs", s.jobs}, {"by_status", by_status},
-                 {"per_target", per_target}, {"file_bytes", s.file_bytes}});
+    return dump({{"schema_version", s.schema_version},
+                 {"targets", s.targets},
+                 {"workloads", s.workloads},
+                 {"records", s.records},
+                 {"models", s.models},
+                 {"jobs", s.jobs},
+                 {"by_status", by_status},
+                 {"per_target", per_target},
+                 {"file_bytes", s.file_bytes}});
   }
 
   std::string targets() const {
@@ -150,8 +157,12 @@ class Database {
   std::string models(const std::string& target) const {
     Json out = Json::array();
     for (const auto& m : db_.models().list(target_key(target))) {
-      out.push_back({{"id", m.id}, {"kind", m.kind}, {"feature_version", m.feature_version},
-                     {"n_records", m.n_records}, {"metrics", m.metrics}, {"created_at_ms", m.created_at_ms}});
+      out.push_back({{"id", m.id},
+                     {"kind", m.kind},
+                     {"feature_version", m.feature_version},
+                     {"n_records", m.n_records},
+                     {"metrics", m.metrics},
+                     {"created_at_ms", m.created_at_ms}});
     }
     return dump(out);
   }
@@ -191,9 +202,13 @@ class Table {
 
   std::string header() const {
     const table::TableHeader& h = table_->header();
-    return dump({{"format_version", h.format_version}, {"target_key", h.target_key},
-                 {"target_name", h.target_name}, {"created_at", h.created_at},
-                 {"tool_version", h.tool_version}, {"record_count", h.record_count}, {"checksum", h.checksum}});
+    return dump({{"format_version", h.format_version},
+                 {"target_key", h.target_key},
+                 {"target_name", h.target_name},
+                 {"created_at", h.created_at},
+                 {"tool_version", h.tool_version},
+                 {"record_count", h.record_count},
+                 {"checksum", h.checksum}});
   }
 
   std::size_t size() const { return table_->entries().size(); }

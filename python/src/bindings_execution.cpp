@@ -26,7 +26,8 @@ std::map<std::string, Choice> choices_of(const Json& j) {
   for (const auto& [name, c] : j.items()) {
     const double t = c.value("time_us", -1.0);
     if (!(t >= 0)) throw_bad_input("simulate: choices['" + name + "']: field 'time_us' must be a number >= 0");
-    out.emplace(name, Choice{Schedule::from_json(require_field(c, "schedule", "simulate: choices['" + name + "']")), t});
+    out.emplace(name,
+                Choice{Schedule::from_json(require_field(c, "schedule", "simulate: choices['" + name + "']")), t});
   }
   return out;
 }
@@ -54,8 +55,8 @@ std::string simulate_graph(const std::string& graph, const std::string& target, 
 }  // namespace
 
 void bind_execution(py::module_& m) {
-  m.def("simulate_graph", &simulate_graph, py::arg("graph"), py::arg("target"), py::arg("choices"),
-        py::arg("policy"), "A graph's timeline on its device as JSON");
+  m.def("simulate_graph", &simulate_graph, py::arg("graph"), py::arg("target"), py::arg("choices"), py::arg("policy"),
+        "A graph's timeline on its device as JSON");
 }
 
 }  // namespace atvoss::python

@@ -98,8 +98,8 @@ class PyRuntime {
   py::tuple matmul(const py::object& a_obj, const py::object& b_obj, const Epilogue& e, bool with_choice) {
     const FloatArray a = float32_array(a_obj, "a"), b = float32_array(b_obj, "b");
     if (a.ndim() != b.ndim() || (a.ndim() != 2 && a.ndim() != 3)) {
-      throw_bad_input("runtime: 'a' and 'b' must both be 2-D (matmul) or 3-D (batch_matmul), got " +
-                      shape_text(a) + " and " + shape_text(b));
+      throw_bad_input("runtime: 'a' and 'b' must both be 2-D (matmul) or 3-D (batch_matmul), got " + shape_text(a) +
+                      " and " + shape_text(b));
     }
     const bool batched = a.ndim() == 3;
     const py::ssize_t off = batched ? 1 : 0, batch = batched ? a.shape(0) : 1;
@@ -107,8 +107,8 @@ class PyRuntime {
     if (b.shape(off) != k || (batched && b.shape(0) != batch)) {
       throw_bad_input("runtime: shapes " + shape_text(a) + " and " + shape_text(b) + " do not multiply");
     }
-    const Workload w = batched ? runtime::batch_matmul_workload(batch, m, n, k, e.ops)
-                               : runtime::matmul_workload(m, n, k, e.ops);
+    const Workload w =
+        batched ? runtime::batch_matmul_workload(batch, m, n, k, e.ops) : runtime::matmul_workload(m, n, k, e.ops);
     std::vector<py::ssize_t> out_shape = {m, n};
     if (batched) out_shape.insert(out_shape.begin(), batch);
     return run(w, a, b, out_shape, e, with_choice);
@@ -135,8 +135,10 @@ class PyRuntime {
     runtime::RuntimeOptions o;
     o.table = table.value_or("");
     o.build.cache_dir = cache_dir;
-    if (foreign_table == "defaults") o.foreign_table = runtime::ForeignTable::use_defaults;
-    else if (foreign_table != "refuse") throw_bad_input("runtime: 'foreign_table' must be \"refuse\" or \"defaults\"");
+    if (foreign_table == "defaults")
+      o.foreign_table = runtime::ForeignTable::use_defaults;
+    else if (foreign_table != "refuse")
+      throw_bad_input("runtime: 'foreign_table' must be \"refuse\" or \"defaults\"");
     return o;
   }
 
@@ -147,8 +149,8 @@ class PyRuntime {
     if (a.size() != n.a || b.size() != n.b) throw internal_error("operand sizes disagree with " + w.label());
     FloatArray c(out_shape);
     const runtime::EpilogueArgs ep = e.args(n, out_shape);
-    const host::AtvossArgs args{a.data(), b.data(),  c.mutable_data(), ep.bias, ep.scale, ep.shift,
-                                ep.residual, nullptr, nullptr,          nullptr, nullptr,  ep.qout};
+    const host::AtvossArgs args{a.data(),    b.data(), c.mutable_data(), ep.bias, ep.scale, ep.shift,
+                                ep.residual, nullptr,  nullptr,          nullptr, nullptr,  ep.qout};
     const runtime::Choice* choice = nullptr;
     {
       py::gil_scoped_release release;
@@ -169,8 +171,8 @@ void bind_runtime(py::module_& m) {
       .def(py::init<std::vector<std::string>, py::object, py::object, py::object, py::object>(), py::arg("ops"),
            py::arg("bias"), py::arg("scale"), py::arg("shift"), py::arg("residual"));
   py::class_<PyRuntime>(m, "Runtime")
-      .def(py::init<std::optional<std::string>, std::string, std::string>(), py::arg("table"),
-           py::arg("cache_dir"), py::arg("foreign_table"))
+      .def(py::init<std::optional<std::string>, std::string, std::string>(), py::arg("table"), py::arg("cache_dir"),
+           py::arg("foreign_table"))
       .def("choose", &PyRuntime::choose)
       .def("no_table_reason", &PyRuntime::no_table_reason)
       .def("matmul", &PyRuntime::matmul)

@@ -11,10 +11,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <sstream>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -56,8 +56,7 @@ class StrategyFailure : public std::runtime_error {
 // REQUIRES: constructed and destroyed under the GIL, on the thread making the call.
 class CallDeadline {
  public:
-  explicit CallDeadline(std::optional<std::chrono::duration<double>> limit)
-      : thread_(PyThread_get_thread_ident()) {
+  explicit CallDeadline(std::optional<std::chrono::duration<double>> limit) : thread_(PyThread_get_thread_ident()) {
     if (!limit) return;
     watchdog_ = std::thread([this, limit] {
       {
@@ -134,7 +133,8 @@ class PyStrategy final : public search::SearchStrategy {
       const py::list items = invoke("_atvoss_propose", "propose()", py::int_(n));
       for (const auto& item : items) batch.push_back(checked(item));
     }
-    if (batch.size() > n) fail(name_, "proposed " + std::to_string(batch.size()) + " schedules, asked for " + std::to_string(n));
+    if (batch.size() > n)
+      fail(name_, "proposed " + std::to_string(batch.size()) + " schedules, asked for " + std::to_string(n));
     pending_keys_.clear();
     for (const auto& s : batch) {
       if (!pending_keys_.insert(s.key()).second) fail(name_, "proposed " + s.to_json().dump() + " twice");
@@ -255,9 +255,9 @@ void register_strategy(const std::string& name, int priority, py::object make, p
         backend_name = b.name();
         fallback = b.default_schedule(o.workload, o.target);
       }
-      py::object instance = (*maker)(Space(space, backend_name, fallback),
-                                     dump(has_workload ? o.workload.to_json() : Json()), dump(o.target.to_json()),
-                                     o.seed);
+      py::object instance =
+          (*maker)(Space(space, backend_name, fallback), dump(has_workload ? o.workload.to_json() : Json()),
+                   dump(o.target.to_json()), o.seed);
       return std::unique_ptr<search::SearchStrategy>(new PyStrategy(name, share(std::move(instance)), space));
     } catch (py::error_already_set& e) {
       fail_python(name, e);
@@ -326,8 +326,8 @@ void bind_strategies(py::module_& m) {
   m.def("built_in_strategy_names", &search::built_in_strategy_names, "The built-in strategy names");
   // At exit, drop the Python factories while the interpreter still runs.
   m.add_object("_cleanup", py::cpp_function([] {
-    for (const auto& e : search::registered_strategies()) search::unregister_strategy(e.name);
-  }));
+                 for (const auto& e : search::registered_strategies()) search::unregister_strategy(e.name);
+               }));
   py::module_::import("atexit").attr("register")(m.attr("_cleanup"));
 }
 

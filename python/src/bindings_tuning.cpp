@@ -78,15 +78,19 @@ class CallbackFailure {
 };
 
 Json trial_json(const tuner::TrialProgress& p) {
-  return {{"trials", p.trial}, {"budget", p.budget}, {"best_us", p.best_us}, {"default_us", p.default_us},
-          {"workload", p.workload->to_json()}, {"target", p.target->to_json()},
-          {"schedule", p.schedule->to_json()}, {"measurement", p.measurement->to_json()}};
+  return {{"trials", p.trial},
+          {"budget", p.budget},
+          {"best_us", p.best_us},
+          {"default_us", p.default_us},
+          {"workload", p.workload->to_json()},
+          {"target", p.target->to_json()},
+          {"schedule", p.schedule->to_json()},
+          {"measurement", p.measurement->to_json()}};
 }
 
 // on_trial (or None) as the tuner's per-trial callback: it gets each trial's JSON text,
 // under the GIL; what it raises is recorded and cancels the run.
-std::function<void(const tuner::TrialProgress&)> trial_callback(const py::object& on_trial,
-                                                                CallbackFailure& failure) {
+std::function<void(const tuner::TrialProgress&)> trial_callback(const py::object& on_trial, CallbackFailure& failure) {
   if (on_trial.is_none()) return {};
   return [&on_trial, &failure](const tuner::TrialProgress& p) {
     py::gil_scoped_acquire gil;
@@ -100,10 +104,17 @@ std::function<void(const tuner::TrialProgress&)> trial_callback(const py::object
 
 Json result_json(const tuner::SingleTuneOutcome& out) {
   const tuner::TuneResult& r = out.result;
-  Json j{{"workload", out.workload.to_json()}, {"target", out.target.to_json()},
-         {"best_us", r.best_us}, {"default_us", r.default_us}, {"trials", r.trials},
-         {"resumed", r.resumed}, {"measured", r.measured}, {"curve", r.curve},
-         {"stop_reason", r.stop_reason}, {"confirmed", r.confirmed}, {"pick_changed", r.pick_changed}};
+  Json j{{"workload", out.workload.to_json()},
+         {"target", out.target.to_json()},
+         {"best_us", r.best_us},
+         {"default_us", r.default_us},
+         {"trials", r.trials},
+         {"resumed", r.resumed},
+         {"measured", r.measured},
+         {"curve", r.curve},
+         {"stop_reason", r.stop_reason},
+         {"confirmed", r.confirmed},
+         {"pick_changed", r.pick_changed}};
   j["best_schedule"] = r.best_schedule ? r.best_schedule->to_json() : Json();
   j["best"] = r.best_schedule ? r.best.to_json() : Json();
   // What best_us ranks: a Kernel Tuner cache tuned for another objective keeps its cost there.
@@ -150,8 +161,8 @@ std::string run_job(const std::string& spec_text, bool is_path, bool quiet, cons
 }
 
 // One measurement per schedule, each with the seed the tuner would use for it.
-std::string measure(const std::string& workload, const std::string& target, const std::string& schedules,
-                    int repeat, std::uint64_t seed, double noise) {
+std::string measure(const std::string& workload, const std::string& target, const std::string& schedules, int repeat,
+                    std::uint64_t seed, double noise) {
   if (repeat < 1) throw_bad_input("measure: field 'repeat' must be >= 1");
   if (!(noise >= 0)) throw_bad_input("measure: field 'noise' must be >= 0");
   const Workload w = Workload::from_json(parse(workload, "workload"));

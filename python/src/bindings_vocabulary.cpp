@@ -11,8 +11,8 @@
 #include "core/measurement.hpp"
 #include "core/schedule.hpp"
 #include "core/workload.hpp"
-#include "simulator/analysis.hpp"
 #include "frontend/model_zoo.hpp"
+#include "simulator/analysis.hpp"
 
 namespace atvoss::python {
 namespace {
@@ -81,9 +81,12 @@ std::string analyze(const std::string& measurement, const std::string& schedule)
   const Measurement m = Measurement::from_json(parse(measurement, "measurement"));
   if (!m.ok()) throw_bad_input("analyze: field 'status' must be ok, got " + std::string(to_string(m.status)));
   const simulator::Analysis a = simulator::analyze(m, Schedule::from_json(parse(schedule, "schedule")));
-  return dump({{"compute_share", a.compute_share}, {"dma_share", a.dma_share},
-               {"sync_share", a.sync_share}, {"launch_share", a.launch_share},
-               {"bottleneck", a.bottleneck}, {"hint", a.hint}});
+  return dump({{"compute_share", a.compute_share},
+               {"dma_share", a.dma_share},
+               {"sync_share", a.sync_share},
+               {"launch_share", a.launch_share},
+               {"bottleneck", a.bottleneck},
+               {"hint", a.hint}});
 }
 
 }  // namespace

@@ -26,8 +26,7 @@ struct InputLimits {
 // has no trailing bytes, nests at most max_depth containers deep, holds at most
 // max_elements values, and declares no string, bin or container longer than the bytes
 // left. Throws Error(protocol) "<what>: ..." naming the breach.
-void check_msgpack_bounds(std::span<const std::uint8_t> bytes, std::string_view what,
-                          const InputLimits& limits = {});
+void check_msgpack_bounds(std::span<const std::uint8_t> bytes, std::string_view what, const InputLimits& limits = {});
 
 // Parses JSON text within the limits. Throws Error(bad_input) "<what>: ..." for invalid JSON
 // (with the byte offset) or for a document nested too deep or with too many values.

@@ -66,8 +66,8 @@ class ModelGuidedSearch : public StrategyBase {
 
   std::unique_ptr<costmodel::CostModel> model_;
   std::unique_ptr<costmodel::CostModel> heuristic_;  // null when not used
-  std::size_t trained_on_ = 0;  // records used by the last fit
-  bool fitted_ = false;          // a fit happened (on the prior alone it used no records)
+  std::size_t trained_on_ = 0;                       // records used by the last fit
+  bool fitted_ = false;                              // a fit happened (on the prior alone it used no records)
   costmodel::RetrainPolicy policy_;
   // transfer_groups, then the prior_trials of a measured table (the same kernel on another
   // target) as a group of their own; every fit adds the own trials for its duration.

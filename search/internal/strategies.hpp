@@ -16,10 +16,8 @@ inline constexpr std::array<std::string_view, 3> kEnsembleArms = {"model", "tpe"
 
 std::unique_ptr<SearchStrategy> make_random_search(const ScheduleSpace& space, const StrategyOptions& o);
 std::unique_ptr<SearchStrategy> make_grid_search(const ScheduleSpace& space, const StrategyOptions& o);
-std::unique_ptr<SearchStrategy> make_evolutionary_search(const ScheduleSpace& space,
-                                                         const StrategyOptions& o);
-std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space,
-                                                         const StrategyOptions& o);
+std::unique_ptr<SearchStrategy> make_evolutionary_search(const ScheduleSpace& space, const StrategyOptions& o);
+std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space, const StrategyOptions& o);
 std::unique_ptr<SearchStrategy> make_tpe_search(const ScheduleSpace& space, const StrategyOptions& o);
 std::unique_ptr<SearchStrategy> make_ensemble_search(const ScheduleSpace& space, const StrategyOptions& o);
 

@@ -106,7 +106,7 @@ class StrategyBase : public SearchStrategy {
   PointSet seen_;
   std::vector<Point> pending_;  // proposed, awaiting update()
   bool has_pending_ = false;
-  std::vector<Point> batch_;    // being built inside propose()
+  std::vector<Point> batch_;  // being built inside propose()
   PointSet batch_set_;
   // check() verdicts: by flat index (kUnchecked/kInvalid/kValid) when the space has at most
   // kDenseValidLimit points, which costs no hashing; otherwise by point.

@@ -20,8 +20,8 @@ namespace atvoss::simulator {
 struct StageCosts {
   double loads = 1;           // MTE2 loads per tile (whole number; double: dims reach 2^40)
   double steps_per_load = 1;  // reduction steps fed by one load (whole number)
-  double mte2_per_load = 0;  // GM -> L1/UB
-  double mte1_per_step = 0;  // L1 -> L0A/L0B
+  double mte2_per_load = 0;   // GM -> L1/UB
+  double mte1_per_step = 0;   // L1 -> L0A/L0B
   double cube_per_step = 0;
   double vec_per_step = 0;   // vector-unit main work (vector ops)
   double fix_per_tile = 0;   // L0C -> GM/UB
@@ -30,8 +30,8 @@ struct StageCosts {
 };
 
 struct StreamResult {
-  double first_tile = 0;   // makespan of the first tile from an idle core (fill + drain)
-  double period = 0;       // steady-state cycles per further tile
+  double first_tile = 0;  // makespan of the first tile from an idle core (fill + drain)
+  double period = 0;      // steady-state cycles per further tile
   // Busy cycles per tile on each pipe, for the profile.
   double mte2_busy = 0, mte1_busy = 0, cube_busy = 0, vec_busy = 0, out_busy = 0;
 };

@@ -43,8 +43,9 @@ TEST(BackendTest, NpuSimLowersAndMeasuresTheSameSpaceAsLowering) {
 }
 
 TEST(BackendTest, RecordedTableIsItsOwnMeasurement) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("atvoss_backend_recorded_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".csv");
+  const auto path =
+      std::filesystem::temp_directory_path() /
+      ("atvoss_backend_recorded_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".csv");
   std::ofstream(path) << "block_x,block_y,time_us,status\n"
                          "32,1,12.5,ok\n32,2,10.0,ok\n64,1,8.25,ok\n64,2,0,compile_error\n";
   const Workload w = workload(R"({"op":"recorded","table":")" + path.string() + R"("})");
@@ -67,9 +68,7 @@ class FixedBackend final : public Backend {
  public:
   std::string name() const override { return "fixed-test"; }
   bool serves(const Workload&, const Target& t) const override { return t.name == "fixed-test-chip"; }
-  ScheduleSpace space(const Workload&, const Target&) const override {
-    return ScheduleSpace({{"x", {1, 2}}}, nullptr);
-  }
+  ScheduleSpace space(const Workload&, const Target&) const override { return ScheduleSpace({{"x", {1, 2}}}, nullptr); }
   std::optional<Schedule> default_schedule(const Workload&, const Target&) const override {
     return Schedule({{"x", 1}});
   }

@@ -123,8 +123,8 @@ TEST(MeasurePool, RunsEachJobUnderTheFusionRulesOfItsSubmitter) {
   MeasurePool pool({1, 0ms, 0});  // one thread: the second job runs where the first ran
   std::vector<Measurement> in_job, after_job;
   {
-    const lowering::FusionRuleScope job(lowering::fusion_rule_set_with(
-        {{"test-pool-rule", {"matmul", "bias", "batchnorm", "relu"}, 1, 0, 0}}));
+    const lowering::FusionRuleScope job(
+        lowering::fusion_rule_set_with({{"test-pool-rule", {"matmul", "bias", "batchnorm", "relu"}, 1, 0, 0}}));
     std::vector<MeasurePool::Job> jobs{fused_by()};
     in_job = pool.run(std::move(jobs));
   }

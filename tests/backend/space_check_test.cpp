@@ -22,8 +22,7 @@ Measurement ok_us(double t) {
   return m;
 }
 
-std::string refusal(SpaceCheck& check, const Workload& w, const Json& target, const Schedule& s,
-                    const Measurement& m) {
+std::string refusal(SpaceCheck& check, const Workload& w, const Json& target, const Schedule& s, const Measurement& m) {
   try {
     check(w, target, s, m);
   } catch (const Error& e) {
@@ -65,8 +64,7 @@ TEST(SpaceCheckTest, OkResultOfAScheduleTheSpaceRefusesIsRefused) {
 TEST(SpaceCheckTest, NameOnlyTargetServesTablesOnly) {
   SpaceCheck check;
   const Json gpu{{"name", "NVIDIA GeForce RTX 3090"}};
-  EXPECT_THAT(refusal(check, kMatmul, gpu, Schedule({{"tile_m", 16}}), ok_us(5)),
-              HasSubstr("no hardware description"));
+  EXPECT_THAT(refusal(check, kMatmul, gpu, Schedule({{"tile_m", 16}}), ok_us(5)), HasSubstr("no hardware description"));
   const Workload table = Workload::from_json(
       Json{{"op", "recorded"}, {"table", std::string(ATVOSS_DATA_DIR) + "/recorded-spaces/pnpoly-RTX_3090.json.gz"}});
   const ScheduleSpace space = space_for(table, load_target("ascend910"));

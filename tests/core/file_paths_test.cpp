@@ -26,8 +26,8 @@ using ::testing::HasSubstr;
 class FilePathsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("atvoss-paths-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() /
+           ("atvoss-paths-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir_ / "adir");
     std::ofstream(dir_ / "old.txt") << "old";
   }
@@ -39,7 +39,9 @@ class FilePathsTest : public ::testing::Test {
     s << in.rdbuf();
     return s.str();
   }
-  int entries() const { return static_cast<int>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator())); }
+  int entries() const {
+    return static_cast<int>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
+  }
   static std::string refusal(const std::function<void()>& f) {
     try {
       f();
@@ -54,7 +56,8 @@ class FilePathsTest : public ::testing::Test {
 
 TEST_F(FilePathsTest, InputMustBeAnExistingFile) {
   EXPECT_EQ(refusal([&] { require_input_file(path("old.txt"), "--x"); }), "");
-  EXPECT_THAT(refusal([&] { require_input_file(path("nope"), "--x"); }), HasSubstr("--x: '" + path("nope") + "' does not exist"));
+  EXPECT_THAT(refusal([&] { require_input_file(path("nope"), "--x"); }),
+              HasSubstr("--x: '" + path("nope") + "' does not exist"));
   EXPECT_THAT(refusal([&] { require_input_file(path("adir"), "--x"); }), HasSubstr("is a directory"));
 }
 

@@ -50,9 +50,11 @@ TEST(JsonTest, IntegersOutsideTheirTypeAreNamedNotWrapped) {
     }
     return std::string("accepted");
   };
-  const Json j = parse_json(R"({"big": 18446744073709551615, "wide": 4294967300, "neg": -1, "half": 2.5, "ok": 7})", "spec");
-  EXPECT_EQ(message([&] { integer_as<std::int64_t>(j["big"], "big", "spec"); }),
-            "spec: field 'big' must be an integer in -9223372036854775808..9223372036854775807, got 18446744073709551615");
+  const Json j =
+      parse_json(R"({"big": 18446744073709551615, "wide": 4294967300, "neg": -1, "half": 2.5, "ok": 7})", "spec");
+  EXPECT_EQ(
+      message([&] { integer_as<std::int64_t>(j["big"], "big", "spec"); }),
+      "spec: field 'big' must be an integer in -9223372036854775808..9223372036854775807, got 18446744073709551615");
   EXPECT_EQ(message([&] { integer_as<int>(j["wide"], "wide", "spec"); }),
             "spec: field 'wide' must be an integer in -2147483648..2147483647, got 4294967300");
   EXPECT_EQ(message([&] { integer_as<std::uint64_t>(j["neg"], "neg", "spec"); }),
@@ -61,13 +63,13 @@ TEST(JsonTest, IntegersOutsideTheirTypeAreNamedNotWrapped) {
   EXPECT_EQ(integer_as<std::uint64_t>(j["big"], "big", "spec"), 18446744073709551615u);
   EXPECT_EQ(integer_as<int>(j["ok"], "ok", "spec"), 7);
   EXPECT_EQ(message([&] { require_int(j, "big", "spec"); }).find("spec: field 'big' must be an integer in"), 0u);
-  EXPECT_NE(message([&] { Schedule::from_json(Json{{"tile_m", 18446744073709551615u}}); }).find("field 'tile_m'"),
+  EXPECT_NE(message([&] {
+              Schedule::from_json(Json{{"tile_m", 18446744073709551615u}});
+            }).find("field 'tile_m'"),
             std::string::npos);
 }
 
-TEST(JsonTest, MalformedTextNamesTheByte) {
-  EXPECT_TRUE(refused(R"({"a": })", "invalid JSON at byte"));
-}
+TEST(JsonTest, MalformedTextNamesTheByte) { EXPECT_TRUE(refused(R"({"a": })", "invalid JSON at byte")); }
 
 }  // namespace
 }  // namespace atvoss

@@ -63,8 +63,8 @@ TEST(MeasurementTest, ImpossibleResultsAreRefusedNamingTheField) {
 }
 
 TEST(MeasurementTest, TaxonomyKeepsKindsApart) {
-  for (Status s : {Status::invalid, Status::compile_error, Status::runtime_error,
-                   Status::wrong_answer, Status::timeout}) {
+  for (Status s :
+       {Status::invalid, Status::compile_error, Status::runtime_error, Status::wrong_answer, Status::timeout}) {
     EXPECT_TRUE(is_candidate_error(s));
     EXPECT_FALSE(is_infrastructure_error(s));
     EXPECT_EQ(parse_status(to_string(s)), s);

@@ -140,10 +140,8 @@ TEST(RecordedSpaceTest, KernelTunerMapsValuesAndConvertsMs) {
   EXPECT_EQ(host.repeats, (std::vector<double>{4000.0}));
   EXPECT_NO_THROW(check_result(host));
   EXPECT_DOUBLE_EQ(*rs->optimum_us(), 500.0);
-  EXPECT_EQ(rs->measure(sched({{"block", 64}, {"method", 0}, {"scale", 0}})).status,
-            Status::compile_error);
-  EXPECT_EQ(rs->measure(sched({{"block", 32}, {"method", 1}, {"scale", 0}})).status,
-            Status::runtime_error);
+  EXPECT_EQ(rs->measure(sched({{"block", 64}, {"method", 0}, {"scale", 0}})).status, Status::compile_error);
+  EXPECT_EQ(rs->measure(sched({{"block", 32}, {"method", 1}, {"scale", 0}})).status, Status::runtime_error);
   EXPECT_EQ(rs->failed_count(), 2u);
 }
 
@@ -154,13 +152,10 @@ TEST(RecordedSpaceTest, MalformedKernelTunerNamesKey) {
     const char* error;
   } kCases[] = {
       {"no_keys", R"({"tune_params": {}, "cache": {}})", "tune_params_keys"},
-      {"no_domain", R"({"tune_params_keys": ["a"], "tune_params": {}, "cache": {}})",
-       "tune_params['a']"},
-      {"off_domain",
-       R"({"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": {"2": {"a": 2, "time": 1}}})",
+      {"no_domain", R"({"tune_params_keys": ["a"], "tune_params": {}, "cache": {}})", "tune_params['a']"},
+      {"off_domain", R"({"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": {"2": {"a": 2, "time": 1}}})",
        "cache['2']: parameter 'a' = 2"},
-      {"bad_time",
-       R"({"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": {"1": {"a": 1, "time": null}}})",
+      {"bad_time", R"({"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": {"1": {"a": 1, "time": null}}})",
        "cache['1']: field 'time'"},
       {"not_json", "{", "invalid JSON"},
   };

@@ -55,7 +55,7 @@ TEST(ScheduleSpaceTest, AKnobAddedLaterTakesItsAbsentValueInOlderSchedules) {
   EXPECT_TRUE(space.check(old).ok) << space.check(old).reason;
   EXPECT_EQ(space.point_of(old), (Point{1, 0}));
   EXPECT_FALSE(space.point_of(Schedule({{"a", 2}, {"c", 1}})));  // extra knob, layout absent
-  EXPECT_FALSE(space.point_of(Schedule({{"layout", 1}})));        // a has no absent value
+  EXPECT_FALSE(space.point_of(Schedule({{"layout", 1}})));       // a has no absent value
   EXPECT_EQ(space.check(Schedule({{"layout", 1}})).reason, "missing knob 'a'");
   const ScheduleSpace refusing({{"a", {1, 2, 4}}, {"layout", {0, 1, 2}, 2}}, [](const Schedule& s) {
     return s.get_or("layout", 2) == 2 ? Verdict::invalid("layout 2 refused") : Verdict::valid();

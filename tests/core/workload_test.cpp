@@ -9,8 +9,8 @@ namespace atvoss {
 namespace {
 
 TEST(WorkloadTest, KeyIsStableAndIgnoresDefaultedFields) {
-  auto a = Workload::from_json(parse_json(
-      R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"pad":1}})", "t"));
+  auto a = Workload::from_json(
+      parse_json(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"pad":1}})", "t"));
   auto b = Workload::from_json(parse_json(
       R"({"dims":{"pad":1,"stride":1,"S":3,"R":3,"K":64,"W":56,"H":56,"C":64,"N":1},"op":"conv2d","dtype":"float16","epilogue":[]})",
       "t"));
@@ -21,10 +21,10 @@ TEST(WorkloadTest, KeyIsStableAndIgnoresDefaultedFields) {
 }
 
 TEST(WorkloadTest, EpilogueOrderChangesKey) {
-  auto a = Workload::from_json(parse_json(
-      R"({"op":"matmul","dims":{"M":64,"N":64,"K":64},"epilogue":["bias","relu"]})", "t"));
-  auto b = Workload::from_json(parse_json(
-      R"({"op":"matmul","dims":{"M":64,"N":64,"K":64},"epilogue":["relu","bias"]})", "t"));
+  auto a = Workload::from_json(
+      parse_json(R"({"op":"matmul","dims":{"M":64,"N":64,"K":64},"epilogue":["bias","relu"]})", "t"));
+  auto b = Workload::from_json(
+      parse_json(R"({"op":"matmul","dims":{"M":64,"N":64,"K":64},"epilogue":["relu","bias"]})", "t"));
   EXPECT_NE(a.key(), b.key());
   EXPECT_DOUBLE_EQ(a.flops(), 2.0 * 64 * 64 * 64);
 }

@@ -191,8 +191,7 @@ TEST_P(TrainableModelTest, ImportanceNamesRealFeatures) {
   EXPECT_GE(scores.front().score, scores.back().score);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, TrainableModelTest,
-                         ::testing::Values("xgboost", "xgboost-reg", "linear"),
+INSTANTIATE_TEST_SUITE_P(Kinds, TrainableModelTest, ::testing::Values("xgboost", "xgboost-reg", "linear"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
@@ -241,10 +240,8 @@ TEST(HeuristicModelTest, PrefersTheAnalyticallyFasterSchedule) {
   EXPECT_TRUE(model->trained());
   const Workload w = matmul(4096, 4096, 4096);
   const std::vector<Schedule> s = {
-      Schedule({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"k_steps", 1},
-                {"async_copy_depth", 1}}),
-      Schedule({{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 64}, {"k_steps", 4},
-                {"async_copy_depth", 2}})};
+      Schedule({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"k_steps", 1}, {"async_copy_depth", 1}}),
+      Schedule({{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 64}, {"k_steps", 4}, {"async_copy_depth", 2}})};
   const auto scores = model->predict(w, testing::test_target(), s);
   EXPECT_GT(scores[1], scores[0]);
 }

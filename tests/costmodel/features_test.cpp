@@ -39,27 +39,42 @@ TEST(FeaturesTest, FixedLengthAndFiniteForEveryTemplate) {
     Json workload;
     Schedule schedule;
   } kCases[] = {
-      {"matmul", {{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1000}, {"K", 77}}}},
-       Schedule({{"tile_m", 64}, {"tile_n", 128}, {"tile_k", 32}, {"k_steps", 2},
-                 {"async_copy_depth", 2}, {"tile_order", 2}, {"fusion_level", 0}})},
+      {"matmul",
+       {{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1000}, {"K", 77}}}},
+       Schedule({{"tile_m", 64},
+                 {"tile_n", 128},
+                 {"tile_k", 32},
+                 {"k_steps", 2},
+                 {"async_copy_depth", 2},
+                 {"tile_order", 2},
+                 {"fusion_level", 0}})},
       {"batch_matmul_epilogue",
-       {{"op", "batch_matmul"}, {"dims", {{"B", 12}, {"M", 128}, {"N", 128}, {"K", 64}}},
+       {{"op", "batch_matmul"},
+        {"dims", {{"B", 12}, {"M", 128}, {"N", 128}, {"K", 64}}},
         {"epilogue", {"bias", "gelu", "add"}}},
        Schedule({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"fusion_level", 3}})},
       {"conv2d",
        {{"op", "conv2d"},
         {"dims", {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3}, {"pad", 1}}},
         {"epilogue", {"bias", "relu"}}},
-       Schedule({{"tile_h", 14}, {"tile_w", 14}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
-                 {"async_copy_depth", 2}, {"tile_order", 0}, {"fusion_level", 1}})},
+       Schedule({{"tile_h", 14},
+                 {"tile_w", 14},
+                 {"tile_n", 64},
+                 {"tile_k", 64},
+                 {"k_steps", 1},
+                 {"async_copy_depth", 2},
+                 {"tile_order", 0},
+                 {"fusion_level", 1}})},
       {"depthwise",
        {{"op", "depthwise_conv2d"},
         {"dims", {{"N", 1}, {"C", 32}, {"H", 112}, {"W", 112}, {"R", 3}, {"S", 3}, {"stride", 2}}}},
        Schedule({{"tile_h", 8}, {"tile_w", 8}, {"tile_c", 16}, {"async_copy_depth", 4}})},
-      {"layernorm_split_row", {{"op", "layernorm"}, {"dims", {{"M", 4096}, {"N", 1024}}}},
+      {"layernorm_split_row",
+       {{"op", "layernorm"}, {"dims", {{"M", 4096}, {"N", 1024}}}},
        Schedule({{"tile_m", 8}, {"tile_n", 256}, {"async_copy_depth", 2}})},
       {"elementwise_empty_schedule", {{"op", "elementwise"}, {"dims", {{"M", 7}, {"N", 3}}}}, Schedule()},
-      {"recorded", {{"op", "recorded"}, {"table", "x.csv"}},
+      {"recorded",
+       {{"op", "recorded"}, {"table", "x.csv"}},
        Schedule({{"block_size_x", 128}, {"negative", -4}, {"zero", 0}})},
   };
   for (const auto& c : kCases) {
@@ -86,10 +101,14 @@ TEST(FeaturesTest, CompleteSchedulesGiveTheRowTheCompletingPathGives) {
     Target target;
   } kCases[] = {
       {matmul(4096, 2304, 768), test_target()},
-      {wl({{"op", "conv2d"}, {"dims", {{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3},
-                                       {"pad", 1}}}, {"epilogue", {"batchnorm", "relu"}}}), test_target()},
-      {wl({{"op", "batch_matmul"}, {"dims", {{"B", 12}, {"M", 128}, {"N", 128}, {"K", 64}}},
-           {"epilogue", {"bias", "gelu", "add"}}}), test_target()},
+      {wl({{"op", "conv2d"},
+           {"dims", {{"N", 8}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3}, {"pad", 1}}},
+           {"epilogue", {"batchnorm", "relu"}}}),
+       test_target()},
+      {wl({{"op", "batch_matmul"},
+           {"dims", {{"B", 12}, {"M", 128}, {"N", 128}, {"K", 64}}},
+           {"epilogue", {"bias", "gelu", "add"}}}),
+       test_target()},
       {matmul(128, 768, 768), cpu},
   };
   for (const auto& c : kCases) {
@@ -98,9 +117,9 @@ TEST(FeaturesTest, CompleteSchedulesGiveTheRowTheCompletingPathGives) {
     std::vector<Schedule> points, forced;
     for (int i = 0; i < 200; ++i) {
       Schedule s = space.schedule_at(space.random_point(rng));
-      if (i % 10 == 0) s.set("micro_m", 4);       // a host-only knob beside the space's
-      if (i % 10 == 1) s.set("tile_order", 7);    // clamped to 2 by the completion
-      if (i % 10 == 2) s.set("fusion_level", -1); // clamped to 0
+      if (i % 10 == 0) s.set("micro_m", 4);        // a host-only knob beside the space's
+      if (i % 10 == 1) s.set("tile_order", 7);     // clamped to 2 by the completion
+      if (i % 10 == 2) s.set("fusion_level", -1);  // clamped to 0
       points.push_back(s);
       Schedule with_unknown = s;
       with_unknown.set("zz_not_a_knob", 1);
@@ -121,8 +140,15 @@ TEST(FeaturesTest, CompleteSchedulesGiveTheRowTheCompletingPathGives) {
 // which block is fast (docs/host-backend.md, "Tuning quality on real noise").
 TEST(FeaturesTest, HostOnlyKnobsAreFeatures) {
   const Workload w = matmul(128, 768, 768);
-  const Schedule base({{"micro_m", 6}, {"micro_n", 16}, {"threads", 1}, {"tile_m", 96}, {"tile_n", 256},
-                       {"tile_k", 256}, {"k_steps", 4}, {"async_copy_depth", 1}, {"tile_order", 0},
+  const Schedule base({{"micro_m", 6},
+                       {"micro_n", 16},
+                       {"threads", 1},
+                       {"tile_m", 96},
+                       {"tile_n", 256},
+                       {"tile_k", 256},
+                       {"k_steps", 4},
+                       {"async_copy_depth", 1},
+                       {"tile_order", 0},
                        {"fusion_level", 0}});
   const auto row = features(w, test_target(), base);
   for (const auto& [knob, value] : {std::pair{"micro_m", 4}, std::pair{"micro_n", 24}, std::pair{"threads", 2}}) {
@@ -147,9 +173,17 @@ TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
   cpu.cube_m = 16;
   cpu.cube_n = cpu.cube_k = 1;
   const auto row = [&](int mr, int nr) {
-    return features(w, cpu, Schedule({{"micro_m", mr}, {"micro_n", nr}, {"threads", 1}, {"tile_m", 128},
-                                       {"tile_n", 256}, {"tile_k", 128}, {"k_steps", 1},
-                                       {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}}));
+    return features(w, cpu,
+                    Schedule({{"micro_m", mr},
+                              {"micro_n", nr},
+                              {"threads", 1},
+                              {"tile_m", 128},
+                              {"tile_n", 256},
+                              {"tile_k", 128},
+                              {"k_steps", 1},
+                              {"async_copy_depth", 1},
+                              {"tile_order", 0},
+                              {"fusion_level", 0}}));
   };
   const std::size_t eff = feature_index("reg_issue_efficiency"), est = feature_index("est_compute_us");
   const auto narrow = row(4, 16), tall = row(8, 16), wide = row(8, 32);
@@ -161,11 +195,26 @@ TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
   EXPECT_GT(narrow[est], tall[est]);
   EXPECT_GT(tall[est], wide[est]);
   const auto heuristic = make_cost_model("heuristic", 1);
-  const std::vector<Schedule> pair = {
-      Schedule({{"micro_m", 4}, {"micro_n", 16}, {"threads", 1}, {"tile_m", 128}, {"tile_n", 256},
-                {"tile_k", 128}, {"k_steps", 1}, {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}}),
-      Schedule({{"micro_m", 8}, {"micro_n", 32}, {"threads", 1}, {"tile_m", 128}, {"tile_n", 256},
-                {"tile_k", 128}, {"k_steps", 1}, {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}})};
+  const std::vector<Schedule> pair = {Schedule({{"micro_m", 4},
+                                                {"micro_n", 16},
+                                                {"threads", 1},
+                                                {"tile_m", 128},
+                                                {"tile_n", 256},
+                                                {"tile_k", 128},
+                                                {"k_steps", 1},
+                                                {"async_copy_depth", 1},
+                                                {"tile_order", 0},
+                                                {"fusion_level", 0}}),
+                                      Schedule({{"micro_m", 8},
+                                                {"micro_n", 32},
+                                                {"threads", 1},
+                                                {"tile_m", 128},
+                                                {"tile_n", 256},
+                                                {"tile_k", 128},
+                                                {"k_steps", 1},
+                                                {"async_copy_depth", 1},
+                                                {"tile_order", 0},
+                                                {"fusion_level", 0}})};
   const auto scores = heuristic->predict(w, cpu, pair);
   EXPECT_GT(scores[1], scores[0]);
   // A core that needs 16 chains (four pipes of latency 4) runs 8 x 16 at half its peak.
@@ -178,8 +227,13 @@ TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
 
 TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
   const Workload w = matmul(4096, 4096, 4096);
-  Schedule small({{"tile_m", 16}, {"tile_n", 16}, {"tile_k", 16}, {"k_steps", 1},
-                  {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}});
+  Schedule small({{"tile_m", 16},
+                  {"tile_n", 16},
+                  {"tile_k", 16},
+                  {"k_steps", 1},
+                  {"async_copy_depth", 1},
+                  {"tile_order", 0},
+                  {"fusion_level", 0}});
   Schedule big = small;
   big.set("tile_m", 128);
   big.set("tile_n", 256);
@@ -202,8 +256,13 @@ TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
 // the heuristic) can learn the validity boundary.
 TEST(FeaturesTest, OverflowingBuffersShowOccupancyAboveOne) {
   const Workload w = matmul(2048, 2048, 2048);
-  Schedule fits({{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 64}, {"k_steps", 2},
-                 {"async_copy_depth", 2}, {"tile_order", 0}, {"fusion_level", 0}});
+  Schedule fits({{"tile_m", 128},
+                 {"tile_n", 128},
+                 {"tile_k", 64},
+                 {"k_steps", 2},
+                 {"async_copy_depth", 2},
+                 {"tile_order", 0},
+                 {"fusion_level", 0}});
   Schedule overflow = fits;
   overflow.set("tile_m", 256);
   overflow.set("tile_k", 256);
@@ -218,19 +277,19 @@ TEST(FeaturesTest, OverflowingBuffersShowOccupancyAboveOne) {
 
 // Fusion follows the chain: an op the level cannot fuse blocks every op after it.
 TEST(FeaturesTest, FusionStopsAtTheFirstUnfusableOp) {
-  const Workload w = wl({{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 512}}},
-                         {"epilogue", {"batchnorm", "relu"}}});
+  const Workload w =
+      wl({{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 512}}}, {"epilogue", {"batchnorm", "relu"}}});
   const auto row = features(w, test_target(), Schedule({{"tile_m", 64}, {"fusion_level", 1}}));
   EXPECT_EQ(row[feature_index("fused_ops")], 0.0f);  // relu is level 1 but follows batchnorm
   EXPECT_EQ(row[feature_index("unfused_ops")], 2.0f);
 }
 
 TEST(FeaturesTest, FusionCountsEpilogueOpsAndKernels) {
-  const Workload w = wl({{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 512}}},
-                         {"epilogue", {"bias", "relu", "batchnorm"}}});
+  const Workload w = wl(
+      {{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 512}}}, {"epilogue", {"bias", "relu", "batchnorm"}}});
   auto row = [&](int level) {
-    return features(w, test_target(), Schedule({{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64},
-                                                {"fusion_level", level}}));
+    return features(w, test_target(),
+                    Schedule({{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64}, {"fusion_level", level}}));
   };
   const std::size_t fused = feature_index("fused_ops"), kernels = feature_index("kernels");
   EXPECT_EQ(row(0)[fused], 0.0f);
@@ -241,12 +300,11 @@ TEST(FeaturesTest, FusionCountsEpilogueOpsAndKernels) {
 }
 
 TEST(FeaturesTest, ConvHaloGrowsAsSpatialTilesShrink) {
-  const Workload w = wl({{"op", "conv2d"},
-                         {"dims", {{"N", 1}, {"C", 64}, {"H", 224}, {"W", 224}, {"K", 64},
-                                   {"R", 3}, {"S", 3}, {"pad", 1}}}});
+  const Workload w =
+      wl({{"op", "conv2d"},
+          {"dims", {{"N", 1}, {"C", 64}, {"H", 224}, {"W", 224}, {"K", 64}, {"R", 3}, {"S", 3}, {"pad", 1}}}});
   auto halo = [&](int tile) {
-    return features(w, test_target(), Schedule({{"tile_h", tile}, {"tile_w", tile}}))
-        [feature_index("halo_overhead")];
+    return features(w, test_target(), Schedule({{"tile_h", tile}, {"tile_w", tile}}))[feature_index("halo_overhead")];
   };
   EXPECT_GT(halo(4), halo(16));
   EXPECT_GT(halo(16), halo(64));

@@ -16,8 +16,10 @@ double naive_pairwise(const V& p, const V& t) {
     for (std::size_t j = i + 1; j < t.size(); ++j) {
       if (t[i] == t[j]) continue;
       total += 1;
-      if (p[i] == p[j]) good += 0.5;
-      else if ((p[i] < p[j]) == (t[i] < t[j])) good += 1;
+      if (p[i] == p[j])
+        good += 0.5;
+      else if ((p[i] < p[j]) == (t[i] < t[j]))
+        good += 1;
     }
   }
   return total == 0 ? 0.5 : good / total;
@@ -29,12 +31,9 @@ TEST(MetricsTest, PairwiseOnHandMadeCases) {
     V predicted, truth;
     double expected;
   } kCases[] = {
-      {"perfect", {1, 2, 3, 4}, {10, 20, 30, 40}, 1.0},
-      {"reversed", {4, 3, 2, 1}, {10, 20, 30, 40}, 0.0},
-      {"one_swap", {1, 3, 2}, {1, 2, 3}, 2.0 / 3.0},
-      {"all_scores_tied", {5, 5, 5}, {1, 2, 3}, 0.5},
-      {"truth_ties_ignored", {1, 2, 3}, {7, 7, 9}, 1.0},
-      {"no_comparable_pair", {1, 2}, {3, 3}, 0.5},
+      {"perfect", {1, 2, 3, 4}, {10, 20, 30, 40}, 1.0},  {"reversed", {4, 3, 2, 1}, {10, 20, 30, 40}, 0.0},
+      {"one_swap", {1, 3, 2}, {1, 2, 3}, 2.0 / 3.0},     {"all_scores_tied", {5, 5, 5}, {1, 2, 3}, 0.5},
+      {"truth_ties_ignored", {1, 2, 3}, {7, 7, 9}, 1.0}, {"no_comparable_pair", {1, 2}, {3, 3}, 0.5},
   };
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name);

@@ -50,10 +50,9 @@ TEST_F(CostModelRegistryTest, BuiltInsAreListedFirstAndCannotBeReplaced) {
   ASSERT_GE(names.size(), 4u);
   EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 4),
             (std::vector<std::string>{"xgboost", "xgboost-reg", "linear", "heuristic"}));
-  EXPECT_THROW(register_cost_model({"linear", "", [](const ModelOptions&) {
-                                      return std::make_unique<FirstFeatureModel>();
-                                    }}),
-               Error);
+  EXPECT_THROW(
+      register_cost_model({"linear", "", [](const ModelOptions&) { return std::make_unique<FirstFeatureModel>(); }}),
+      Error);
   EXPECT_EQ(make_cost_model("linear")->kind(), "linear");
   EXPECT_THROW(register_cost_model({"", "", nullptr}), Error);
   EXPECT_FALSE(unregister_cost_model("linear"));

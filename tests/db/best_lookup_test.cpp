@@ -20,8 +20,8 @@ TEST(BestLookupTest, TargetsResolveByKeyOrUniqueNameAndAmbiguityIsRefused) {
   TargetInfo twin1{"1111111111111111", "twin", Json{{"name", "twin"}, {"rev", 1}}};
   TargetInfo twin2{"2222222222222222", "twin", Json{{"name", "twin"}, {"rev", 2}}};
   db.records().insert(std::vector<Record>{record(matmul(64, 64, 64), a, tiles(1, 1), ok_us(3)),
-                                record(matmul(64, 64, 64), twin1, tiles(1, 1), ok_us(3)),
-                                record(matmul(64, 64, 64), twin2, tiles(1, 1), ok_us(3))});
+                                          record(matmul(64, 64, 64), twin1, tiles(1, 1), ok_us(3)),
+                                          record(matmul(64, 64, 64), twin2, tiles(1, 1), ok_us(3))});
   EXPECT_EQ(resolve_stored_target(db, a.key), a);
   EXPECT_EQ(resolve_stored_target(db, "npu-a"), a);
   EXPECT_EQ(resolve_stored_target(db, twin2.key), twin2);
@@ -45,8 +45,8 @@ TEST(BestLookupTest, ExactBestElseNearestComparableElseNotFound) {
   auto db = TuningDatabase::open(":memory:");
   const TargetInfo t = TargetInfo::named("npu-a");
   db.records().insert(std::vector<Record>{record(matmul(512, 512, 512), t, tiles(1, 1), ok_us(9)),
-                                record(matmul(512, 512, 512), t, tiles(2, 2), ok_us(7)),
-                                record(matmul(4096, 4096, 4096), t, tiles(3, 3), ok_us(900))});
+                                          record(matmul(512, 512, 512), t, tiles(2, 2), ok_us(7)),
+                                          record(matmul(4096, 4096, 4096), t, tiles(3, 3), ok_us(900))});
   const BestAnswer exact = best_or_nearest(db, t, matmul(512, 512, 512));
   EXPECT_EQ(exact.match, "exact");
   EXPECT_EQ(exact.schedule, tiles(2, 2));

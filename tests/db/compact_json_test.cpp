@@ -14,7 +14,9 @@ namespace atvoss::db {
 namespace {
 
 TEST(CompactJson, ScheduleBytesMatchNlohmann) {
-  const Schedule s({{"tile_m", 128}, {"async_copy_depth", 2}, {"k_steps", -3},
+  const Schedule s({{"tile_m", 128},
+                    {"async_copy_depth", 2},
+                    {"k_steps", -3},
                     {"tile_order", std::numeric_limits<std::int64_t>::max()}});
   EXPECT_EQ(write_schedule(s).value(), s.to_json().dump());
   EXPECT_EQ(write_schedule(Schedule()).value(), Schedule().to_json().dump());

@@ -14,12 +14,10 @@
 
 namespace atvoss::db::testing {
 
-inline Workload matmul(std::int64_t m, std::int64_t n, std::int64_t k,
-                       const std::string& dtype = "float16", std::vector<std::string> epilogue = {}) {
-  return Workload::from_json(Json{{"op", "matmul"},
-                                  {"dtype", dtype},
-                                  {"dims", {{"M", m}, {"N", n}, {"K", k}}},
-                                  {"epilogue", epilogue}});
+inline Workload matmul(std::int64_t m, std::int64_t n, std::int64_t k, const std::string& dtype = "float16",
+                       std::vector<std::string> epilogue = {}) {
+  return Workload::from_json(
+      Json{{"op", "matmul"}, {"dtype", dtype}, {"dims", {{"M", m}, {"N", n}, {"K", k}}}, {"epilogue", epilogue}});
 }
 
 inline Schedule tiles(std::int64_t tm, std::int64_t tn, std::int64_t tk = 64) {

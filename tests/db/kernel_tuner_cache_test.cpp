@@ -37,8 +37,7 @@ class KernelTunerExportTest : public ::testing::Test {
   void SetUp() override {
     const Workload w = matmul(1024, 1024, 1024);
     db_.records().insert(std::vector<Record>{
-        record(w, npu_, tiles(128, 128), ok_us(45, {44, 45, 47})),
-        record(w, npu_, tiles(64, 64), ok_us(80)),
+        record(w, npu_, tiles(128, 128), ok_us(45, {44, 45, 47})), record(w, npu_, tiles(64, 64), ok_us(80)),
         record(w, npu_, tiles(32, 256), Measurement::failed(Status::compile_error, "too big")),
         record(w, npu_, tiles(16, 16), Measurement::failed(Status::invalid, "breaks a rule")),
         record(w, npu_, tiles(8, 8), Measurement::failed(Status::timeout, "slow")),

@@ -30,10 +30,13 @@ inline void pg_exec(const std::string& url, const std::string& sql) {
   if (PQstatus(c) != CONNECTION_OK) {
     const std::string why = PQerrorMessage(c);
     PQfinish(c);
-    throw std::runtime_error("cannot reach the test cluster at " + url + " (run the test through ctest, which "
-                             "starts it): " + why);
+    throw std::runtime_error("cannot reach the test cluster at " + url +
+                             " (run the test through ctest, which "
+                             "starts it): " +
+                             why);
   }
-  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);
   PGresult* r = PQexec(c, sql.c_str());
   const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
   const std::string why = PQresultErrorMessage(r);

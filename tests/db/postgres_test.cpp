@@ -157,9 +157,11 @@ TEST(PostgresTest, MigrateFromSqliteAndBackIsLosslessAndKeepsIds) {
   const TargetInfo u = TargetInfo::named("npu-b");
   std::vector<Record> batch;
   for (int i = 1; i <= 40; ++i) {
-    batch.push_back(record(matmul(64, 64, i), i % 2 ? t : u, tiles(i, 16), ok_us(100.0 / i + 0.1, {100.0 / i, 100.0 / i + 0.2})));
+    batch.push_back(
+        record(matmul(64, 64, i), i % 2 ? t : u, tiles(i, 16), ok_us(100.0 / i + 0.1, {100.0 / i, 100.0 / i + 0.2})));
   }
-  batch.push_back(record(matmul(64, 64, 1), t, tiles(7, 7), Measurement::failed(Status::compile_error, "bad \xff byte")));
+  batch.push_back(
+      record(matmul(64, 64, 1), t, tiles(7, 7), Measurement::failed(Status::compile_error, "bad \xff byte")));
   std::int64_t job = 0;
   {
     auto src = TuningDatabase::open(dir.file("a.db"));
@@ -221,8 +223,9 @@ TEST(PostgresTest, MigrateFromSqliteAndBackIsLosslessAndKeepsIds) {
 TEST(PostgresTest, CopyRefusesANonEmptyDestination) {
   TempDir dir;
   PgSchema s;
-  TuningDatabase::open(dir.file("a.db")).records().insert(
-      record(matmul(8, 8, 8), TargetInfo::named("npu-a"), tiles(8, 8), ok_us(3)));
+  TuningDatabase::open(dir.file("a.db"))
+      .records()
+      .insert(record(matmul(8, 8, 8), TargetInfo::named("npu-a"), tiles(8, 8), ok_us(3)));
   auto pg = TuningDatabase::open(s.url());
   pg.records().insert(record(matmul(9, 9, 9), TargetInfo::named("npu-a"), tiles(8, 8), ok_us(3)));
   try {

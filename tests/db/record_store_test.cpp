@@ -8,10 +8,10 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
-#include "db_test_util.hpp"
-#include "pg_test_util.hpp"
 #include "db/memory_record_store.hpp"
 #include "db/tuning_database.hpp"
+#include "db_test_util.hpp"
+#include "pg_test_util.hpp"
 
 namespace atvoss::db {
 namespace {
@@ -55,10 +55,9 @@ TYPED_TEST(RecordStoreContract, BestIsFastestOkOfThatTargetOnly) {
   Measurement failed;
   failed.status = Status::compile_error;
   failed.message = "no";
-  const std::vector<Record> batch = {record(this->w_, this->t_, tiles(16, 16), ok_us(30)),
-                                     record(this->w_, this->t_, tiles(32, 16), ok_us(10)),
-                                     record(this->w_, this->t_, tiles(64, 16), failed),
-                                     record(this->w_, this->other_, tiles(16, 32), ok_us(1))};
+  const std::vector<Record> batch = {
+      record(this->w_, this->t_, tiles(16, 16), ok_us(30)), record(this->w_, this->t_, tiles(32, 16), ok_us(10)),
+      record(this->w_, this->t_, tiles(64, 16), failed), record(this->w_, this->other_, tiles(16, 32), ok_us(1))};
   const auto ids = s.insert(batch);
   ASSERT_EQ(ids.size(), 4u);
   const auto best = s.best(this->w_.key(), this->t_.key, 5);
@@ -83,20 +82,23 @@ TYPED_TEST(RecordStoreContract, ABatchHoldingOneKeyTwiceStoresOneRowWithBothRepe
   const auto before = s.insert(record(this->w_, this->t_, tiles(64, 64), ok_us(9, {9})));
   std::vector<Record> batch;
   for (int i = 0; i < 70; ++i) batch.push_back(record(this->w_, this->t_, tiles(8 + i, 16), ok_us(20 + i)));
-  batch.push_back(record(this->w_, this->t_, tiles(8, 16), ok_us(40, {40})));  // batch[0]'s key again
-  batch.push_back(record(this->w_, this->t_, tiles(64, 64), ok_us(11, {11})));  // a stored key
+  batch.push_back(record(this->w_, this->t_, tiles(8, 16), ok_us(40, {40})));       // batch[0]'s key again
+  batch.push_back(record(this->w_, this->t_, tiles(64, 64), ok_us(11, {11})));      // a stored key
   batch.push_back(record(this->w_, this->t_, tiles(8 + 65, 16), ok_us(50, {50})));  // batch[65]'s, 7 rows on
   const auto ids = s.insert(batch);
   ASSERT_EQ(ids.size(), batch.size());
   EXPECT_EQ(ids[70], ids[0]);
   EXPECT_EQ(ids[71], before);
   EXPECT_EQ(ids[72], ids[65]);
-  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(73, 16).key())->measurement.repeats, (std::vector<double>{85, 50}));
+  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(73, 16).key())->measurement.repeats,
+            (std::vector<double>{85, 50}));
   std::set<std::int64_t> distinct(ids.begin(), ids.begin() + 70);
   EXPECT_EQ(distinct.size(), 70u);
   EXPECT_EQ(s.history(this->w_.key(), this->t_.key).size(), 71u);
-  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(8, 16).key())->measurement.repeats, (std::vector<double>{20, 40}));
-  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(64, 64).key())->measurement.repeats, (std::vector<double>{9, 11}));
+  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(8, 16).key())->measurement.repeats,
+            (std::vector<double>{20, 40}));
+  EXPECT_EQ(s.find(this->w_.key(), this->t_.key, tiles(64, 64).key())->measurement.repeats,
+            (std::vector<double>{9, 11}));
 }
 
 TYPED_TEST(RecordStoreContract, ADuplicateKeyKeepsOneRowAndCombinesRepeats) {

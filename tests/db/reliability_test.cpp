@@ -59,8 +59,7 @@ class Child {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(ATVOSS_DB_CHILD));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -138,8 +137,7 @@ TEST_P(ReliabilityTest, SigkillDuringBatchInsertsNeverLosesOrTearsACommittedBatc
     const long first = round * 100;
     std::set<long> reported;
     {
-      Child child({"insert", path, std::to_string(first), "50", std::to_string(kBatchSize)},
-                  dir.file("child.err"));
+      Child child({"insert", path, std::to_string(first), "50", std::to_string(kBatchSize)}, dir.file("child.err"));
       const int wait_for = static_cast<int>(rng() % 5);  // 0..4 commits before the kill
       std::string line;
       for (int seen = 0; seen < wait_for && child.next_line(line); ++seen) reported.insert(committed_batch(line));
@@ -209,10 +207,10 @@ TEST_P(ReliabilityTest, FourWritersOfOverlappingBatchesKeepOneRowPerKeyAndLoseNo
   // differing per writer, so they contend for every key.
   std::vector<std::unique_ptr<Child>> writers;
   for (int i = 0; i < 4; ++i) {
-    writers.push_back(std::make_unique<Child>(
-        std::vector<std::string>{"insert", path, "0", std::to_string(kBatches),
-                                 std::to_string(kBatchSize), std::to_string(i + 1)},
-        dir.file("w" + std::to_string(i) + ".err")));
+    writers.push_back(
+        std::make_unique<Child>(std::vector<std::string>{"insert", path, "0", std::to_string(kBatches),
+                                                         std::to_string(kBatchSize), std::to_string(i + 1)},
+                                dir.file("w" + std::to_string(i) + ".err")));
   }
   std::string line;
   long reported = 0;

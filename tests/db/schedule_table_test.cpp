@@ -96,9 +96,7 @@ TEST_F(ScheduleTableTest, NearestIsSameClassAndFlaggedApproximateWithDistance) {
 
 TEST_F(ScheduleTableTest, BadChecksumCountOrFormatIsRefused) {
   const std::string good = text();
-  const auto write = [&](const std::string& content) {
-    std::ofstream(path_, std::ios::trunc) << content;
-  };
+  const auto write = [&](const std::string& content) { std::ofstream(path_, std::ios::trunc) << content; };
   // One digit of the schedule changed: checksum mismatch.
   std::string edited = good;
   const auto pos = edited.find("\"tile_m\": 128");
@@ -165,7 +163,8 @@ TEST_F(ScheduleTableTest, ConcurrentLookupsAgreeWithSequentialOnes) {
 // A runtime table's time is a plausible one: -1e308 was accepted, and would always win.
 TEST(ScheduleTableEntryTest, AnImpossibleTimeIsRefused) {
   const Json entry = {{"workload", {{"op", "matmul"}, {"dims", {{"M", 8}, {"N", 8}, {"K", 8}}}}},
-                      {"schedule", {{"tile_m", 8}}}, {"time_us", 12.5}};
+                      {"schedule", {{"tile_m", 8}}},
+                      {"time_us", 12.5}};
   EXPECT_DOUBLE_EQ(table::TableEntry::from_json(entry).time_us, 12.5);
   for (const double t : {-1e308, 0.0, 1e-300, 1e300}) {
     Json bad = entry;
@@ -235,8 +234,10 @@ TEST(KernelTunerImportTest, CacheBecomesRecordsOfARecordedWorkloadOnANamedTarget
   for (const auto& r : records) {
     EXPECT_EQ(r.workload.op(), "recorded");
     EXPECT_EQ(r.target.name, "NVIDIA GeForce RTX 3090");
-    if (r.measurement.ok()) best = std::min(best, r.measurement.time_us);
-    else ++failed;
+    if (r.measurement.ok())
+      best = std::min(best, r.measurement.time_us);
+    else
+      ++failed;
   }
   EXPECT_EQ(failed, 330u);
   EXPECT_NEAR(best, 7224.2, 0.1);  // README: best 7.2242 ms

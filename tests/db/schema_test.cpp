@@ -71,8 +71,9 @@ void make_version_one_file(const std::string& path) {
   raw_exec(path, "BEGIN;" + v1 + "PRAGMA application_id = " + std::to_string(kApplicationId) +
                      "; PRAGMA user_version = 1;"
                      "INSERT INTO targets VALUES(1, 'tk', 'old-npu', '{\"name\":\"old-npu\"}');"
-                     "INSERT INTO workloads VALUES(1, '" + matmul(8, 8, 8).key() + "', 'matmul', '" +
-                     matmul(8, 8, 8).to_json().dump() + "');"
+                     "INSERT INTO workloads VALUES(1, '" +
+                     matmul(8, 8, 8).key() + "', 'matmul', '" + matmul(8, 8, 8).to_json().dump() +
+                     "');"
                      "INSERT INTO records(workload_id, target_id, schedule, schedule_key, status, time_us,"
                      " repeats, created_at) VALUES(1, 1, '{\"tile_m\":8}', 'sk', 'ok', 4.5, '[4.5]', 1);"
                      "COMMIT;");
@@ -96,7 +97,7 @@ TEST(SchemaTest, VersionOneFileIsMigratedInPlaceKeepingItsRecords) {
   ASSERT_EQ(best.size(), 1u);
   EXPECT_DOUBLE_EQ(best[0].measurement.time_us, 4.5);
   const auto job = db.jobs().create("after-upgrade", Json::object());  // v2 tables exist
-  db.jobs().save_task(job, "task", Json::object());                     // v3 tables exist
+  db.jobs().save_task(job, "task", Json::object());                    // v3 tables exist
   EXPECT_EQ(db.jobs().tasks(job).size(), 1u);
   EXPECT_EQ(db.integrity_check(), "ok");
 }
@@ -153,7 +154,8 @@ TEST(SchemaTest, TruncatedFileIsRefusedAndUntouched) {
   {
     auto db = TuningDatabase::open(path);
     std::vector<Record> batch;
-    for (int i = 1; i <= 2000; ++i) batch.push_back(record(matmul(64, 64, i), TargetInfo::named("n"), tiles(8, 8), ok_us(i)));
+    for (int i = 1; i <= 2000; ++i)
+      batch.push_back(record(matmul(64, 64, i), TargetInfo::named("n"), tiles(8, 8), ok_us(i)));
     db.records().insert(batch);
   }  // last connection closed: WAL checkpointed into the main file and removed
   const auto size = std::filesystem::file_size(path);

@@ -27,7 +27,9 @@ class TuningDatabaseTest : public ::testing::TestWithParam<Storage> {
  protected:
   void SetUp() override {
     if (GetParam() == Storage::postgres) pg_ = std::make_unique<PgSchema>();
-    path_ = GetParam() == Storage::file ? dir_.file("tune.db") : GetParam() == Storage::memory ? ":memory:" : pg_->url();
+    path_ = GetParam() == Storage::file     ? dir_.file("tune.db")
+            : GetParam() == Storage::memory ? ":memory:"
+                                            : pg_->url();
     db_ = std::make_unique<TuningDatabase>(TuningDatabase::open(path_));
   }
   void TearDown() override { db_.reset(); }
@@ -44,9 +46,10 @@ class TuningDatabaseTest : public ::testing::TestWithParam<Storage> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Storage, TuningDatabaseTest,
-                         ::testing::Values(Storage::memory, Storage::file, Storage::postgres),
-                         [](const auto& info) {
-                           return info.param == Storage::file ? "File" : info.param == Storage::memory ? "Memory" : "Postgres";
+                         ::testing::Values(Storage::memory, Storage::file, Storage::postgres), [](const auto& info) {
+                           return info.param == Storage::file     ? "File"
+                                  : info.param == Storage::memory ? "Memory"
+                                                                  : "Postgres";
                          });
 
 TEST_P(TuningDatabaseTest, InsertedRecordRoundTrips) {
@@ -293,7 +296,8 @@ TEST_P(TuningDatabaseTest, WritesTogetherCommitOrRollBackAsOne) {
     db().records().insert(record(w1_, npu_a_, tiles(2, 2), ok_us(2)));
     db().jobs().save_task(job, "t", Json{{"round", 2}});
     throw Error(ErrorKind::io, "crash before the commit");
-  }), Error);
+  }),
+               Error);
   EXPECT_EQ(db().stats().records, 1);
   EXPECT_EQ(db().jobs().tasks(job).at("t")["round"], 1);
   db().records().insert(record(w1_, npu_a_, tiles(3, 3), ok_us(3)));  // the connection is usable again
@@ -324,8 +328,8 @@ TEST_P(TuningDatabaseTest, JobTaskStatesAreReplacedPerTaskAndGoWithTheirJob) {
 
 TEST_P(TuningDatabaseTest, StatsCountPerTargetAndStatus) {
   db().records().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(1)),
-                                  record(w2_, npu_a_, tiles(1, 1), Measurement::failed(Status::invalid, "x")),
-                                  record(w1_, npu_b_, tiles(1, 1), ok_us(1))});
+                                            record(w2_, npu_a_, tiles(1, 1), Measurement::failed(Status::invalid, "x")),
+                                            record(w1_, npu_b_, tiles(1, 1), ok_us(1))});
   db().jobs().create("j", Json::object());
   const Stats st = db().stats();
   EXPECT_EQ(st.schema_version, TuningDatabase::kSchemaVersion);
@@ -363,10 +367,9 @@ TEST_P(TuningDatabaseTest, PruneKeepsBestKPerWorkloadAndTarget) {
 }
 
 TEST_P(TuningDatabaseTest, BestPerWorkloadGivesOneEntryPerWorkload) {
-  db().records().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5)),
-                                  record(w1_, npu_a_, tiles(2, 1), ok_us(3)),
-                                  record(w2_, npu_a_, tiles(1, 1), ok_us(7)),
-                                  record(w2_, npu_b_, tiles(2, 2), ok_us(1))});
+  db().records().insert(
+      std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5)), record(w1_, npu_a_, tiles(2, 1), ok_us(3)),
+                          record(w2_, npu_a_, tiles(1, 1), ok_us(7)), record(w2_, npu_b_, tiles(2, 2), ok_us(1))});
   const auto best = db().records().best_per_workload(npu_a_.key);
   ASSERT_EQ(best.size(), 2u);
   for (const auto& e : best) {
@@ -381,8 +384,9 @@ TEST_P(TuningDatabaseTest, BestPerWorkloadGivesOneEntryPerWorkload) {
 }
 
 TEST_P(TuningDatabaseTest, ExportThenImportReproducesTheRecords) {
-  db().records().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5, {4, 5, 6})),
-                                  record(w2_, npu_b_, tiles(1, 1), Measurement::failed(Status::compile_error, "e"))});
+  db().records().insert(
+      std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5, {4, 5, 6})),
+                          record(w2_, npu_b_, tiles(1, 1), Measurement::failed(Status::compile_error, "e"))});
   std::stringstream lines;
   EXPECT_EQ(db().export_jsonl(lines), 2);
   auto copy = TuningDatabase::open(":memory:");
@@ -426,7 +430,7 @@ TEST_P(TuningDatabaseTest, ImportLineMissingAFieldNamesItAndStoresNothing) {
 // whole batch, naming its line, and the caller's space check sees each record.
 TEST_P(TuningDatabaseTest, ImportValidatesEveryRecordAndRefusesTheBatchWhole) {
   db().records().insert(std::vector<Record>{record(w1_, npu_a_, tiles(1, 1), ok_us(5, {4, 5, 6})),
-                                  record(w2_, npu_a_, tiles(2, 2), ok_us(7))});
+                                            record(w2_, npu_a_, tiles(2, 2), ok_us(7))});
   std::stringstream exported;
   db().export_jsonl(exported);
   std::string first, second;
@@ -445,7 +449,8 @@ TEST_P(TuningDatabaseTest, ImportValidatesEveryRecordAndRefusesTheBatchWhole) {
   };
   Json negative = parse_json(second, "line");
   negative["measurement"]["time_us"] = -5;
-  EXPECT_THAT(refused(first + "\n" + negative.dump() + "\n", {}), HasSubstr("in.jsonl:2: measurement: field 'time_us'"));
+  EXPECT_THAT(refused(first + "\n" + negative.dump() + "\n", {}),
+              HasSubstr("in.jsonl:2: measurement: field 'time_us'"));
   Json renamed = parse_json(second, "line");
   renamed["target"]["name"] = "npu-z";  // key and description still say npu-a
   EXPECT_THAT(refused(first + "\n" + renamed.dump() + "\n", {}), HasSubstr("in.jsonl:2: record.target"));
@@ -494,10 +499,10 @@ TEST(TuningDatabaseMergeTest, MergeDeduplicatesCombinesAndIsIdempotent) {
   const Workload w = matmul(256, 256, 256);
   {
     auto other = TuningDatabase::open(dir.file("other.db"));
-    other.records().insert(std::vector<Record>{record(w, t, tiles(1, 1), ok_us(5, {5})),   // identical
-                                     record(w, t, tiles(2, 2), ok_us(8, {8})),   // combined
-                                     record(w, t, tiles(3, 3), ok_us(4, {4})),   // new
-                                     record(w, t, tiles(4, 4), ok_us(6, {6}))});  // conflict: ok wins
+    other.records().insert(std::vector<Record>{record(w, t, tiles(1, 1), ok_us(5, {5})),    // identical
+                                               record(w, t, tiles(2, 2), ok_us(8, {8})),    // combined
+                                               record(w, t, tiles(3, 3), ok_us(4, {4})),    // new
+                                               record(w, t, tiles(4, 4), ok_us(6, {6}))});  // conflict: ok wins
     ModelRecord m;
     m.kind = "xgboost";
     m.blob = {7};
@@ -505,9 +510,9 @@ TEST(TuningDatabaseMergeTest, MergeDeduplicatesCombinesAndIsIdempotent) {
     other.jobs().create("farm-job", Json::object());
   }
   auto db = TuningDatabase::open(dir.file("main.db"));
-  db.records().insert(std::vector<Record>{record(w, t, tiles(1, 1), ok_us(5, {5})),
-                                record(w, t, tiles(2, 2), ok_us(10, {10})),
-                                record(w, t, tiles(4, 4), Measurement::failed(Status::runtime_error, "flake"))});
+  db.records().insert(
+      std::vector<Record>{record(w, t, tiles(1, 1), ok_us(5, {5})), record(w, t, tiles(2, 2), ok_us(10, {10})),
+                          record(w, t, tiles(4, 4), Measurement::failed(Status::runtime_error, "flake"))});
   const MergeReport rep = db.merge_from(dir.file("other.db"));
   EXPECT_EQ(rep.added, 1);
   EXPECT_EQ(rep.identical, 1);
@@ -539,8 +544,8 @@ TEST(TuningDatabaseMergeTest, MergeOfAMissingFileIsNotFoundAndChangesNothing) {
 
 TEST(RecordTest, TimeTextRoundTripsAndRejectsGarbage) {
   EXPECT_EQ(format_time_ms(0), "1970-01-01T00:00:00.000Z");
-  EXPECT_EQ(parse_time_ms("2026-11-29T14:20:00.5Z", "since"), parse_time_ms("2026-11-29", "since") +
-                                                                  (14 * 3600 + 20 * 60) * 1000 + 500);
+  EXPECT_EQ(parse_time_ms("2026-11-29T14:20:00.5Z", "since"),
+            parse_time_ms("2026-11-29", "since") + (14 * 3600 + 20 * 60) * 1000 + 500);
   EXPECT_EQ(parse_time_ms("1700000000", "since"), 1'700'000'000'000);
   EXPECT_EQ(parse_time_ms(format_time_ms(1'764'426'000'123), "t"), 1'764'426'000'123);
   for (const char* bad : {"", "yesterday", "2026-13-01", "2026-11-29T25:00:00", "2026-11-29Tx"}) {

@@ -12,11 +12,11 @@
 #include "distributed/device_memory.hpp"
 #include "distributed/load_balance.hpp"
 #include "distributed/parallel_plan.hpp"
-#include "distributed/tensor_parallel.hpp"
 #include "distributed/pipeline_parallel.hpp"
-#include "execution/memory_plan.hpp"
+#include "distributed/tensor_parallel.hpp"
 #include "distributed/topology.hpp"
 #include "execution/exec_graph.hpp"
+#include "execution/memory_plan.hpp"
 #include "frontend/model_zoo.hpp"
 
 namespace atvoss::distributed {
@@ -51,17 +51,17 @@ TEST(Topology, RoutesGoThroughTheLinksOfTheServerShapeAndTheNicsBetweenServers) 
   EXPECT_EQ(mesh.route(0, 7).size(), 1u);
   const auto across = mesh.route(3, 11);
   ASSERT_EQ(across.size(), 2u);
-  EXPECT_DOUBLE_EQ(across[0].bytes_per_us, 25e3);  // a 200GE NIC
+  EXPECT_DOUBLE_EQ(across[0].bytes_per_us, 25e3);                // a 200GE NIC
   EXPECT_NE(across[0].resource, mesh.route(4, 12)[0].resource);  // each card its own NIC
 
   const Topology ring = topology_preset("ring8");
   EXPECT_EQ(ring.route(0, 3).size(), 3u);
-  EXPECT_EQ(ring.route(0, 6).size(), 2u);  // the shorter way round
+  EXPECT_EQ(ring.route(0, 6).size(), 2u);                                 // the shorter way round
   EXPECT_EQ(ring.route(1, 2)[0].resource, ring.route(0, 2)[1].resource);  // 0 -> 2 passes 1 -> 2
 
   const Topology groups = topology_preset("ascend910-server8");
-  EXPECT_EQ(groups.route(0, 3).size(), 1u);   // one HCCS mesh of 4
-  const auto pcie = groups.route(0, 5);        // between the meshes: PCIe ports
+  EXPECT_EQ(groups.route(0, 3).size(), 1u);  // one HCCS mesh of 4
+  const auto pcie = groups.route(0, 5);      // between the meshes: PCIe ports
   ASSERT_EQ(pcie.size(), 2u);
   EXPECT_DOUBLE_EQ(pcie[0].bytes_per_us, 24e3);
 }
@@ -130,19 +130,19 @@ TEST(Collectives, ARingAllReduceOnARingServerIsTwoNMinusOneStepsOfOneNth) {
 
 TEST(Collectives, EveryAlgorithmIsAtOrAboveTheBandwidthLowerBoundAtEverySize) {
   int checked = 0;
-  for (const char* name : {"ascend910b-server8", "ascend910b-server8-x4", "ring8", "ascend910-server8",
-                           "ascend910-server8-x2"}) {
+  for (const char* name :
+       {"ascend910b-server8", "ascend910b-server8-x4", "ring8", "ascend910-server8", "ascend910-server8-x2"}) {
     const Topology t = topology_preset(name);
     for (int n : {2, 4, 8, t.devices()}) {
-      for (Collective c : {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter,
-                           Collective::broadcast}) {
+      for (Collective c :
+           {Collective::all_reduce, Collective::all_gather, Collective::reduce_scatter, Collective::broadcast}) {
         for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::mesh, Algorithm::hierarchical}) {
           if (a == Algorithm::tree && c != Collective::all_reduce && c != Collective::broadcast) continue;
           for (std::int64_t bytes : {std::int64_t(1), std::int64_t(4096), std::int64_t(1) << 20,
                                      std::int64_t(100) << 20, std::int64_t(1) << 30}) {
             const CollectiveTime r = time_collective(t, c, a, first_devices(n), bytes);
-            EXPECT_GE(r.us, r.lower_bound_us) << name << " n=" << n << " " << to_string(c) << " " << to_string(a)
-                                              << " " << bytes;
+            EXPECT_GE(r.us, r.lower_bound_us)
+                << name << " n=" << n << " " << to_string(c) << " " << to_string(a) << " " << bytes;
             EXPECT_GT(r.lower_bound_us, 0);
             ++checked;
           }
@@ -164,17 +164,21 @@ TEST(Collectives, HierarchicalBeatsAFlatRingAcrossServers) {
 
 TEST(Collectives, WhatCannotRunIsRefusedByName) {
   const Topology t = topology_preset("ascend910b-server8-x2");
-  EXPECT_NE(message_of([&] { time_collective(t, Collective::all_gather, Algorithm::tree, first_devices(4), 8); })
-                .find("'tree' does not run all_gather"),
+  EXPECT_NE(message_of([&] {
+              time_collective(t, Collective::all_gather, Algorithm::tree, first_devices(4), 8);
+            }).find("'tree' does not run all_gather"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { time_collective(t, Collective::all_reduce, Algorithm::hierarchical, {0, 1, 8}, 8); })
-                .find("same number of devices on each server"),
+  EXPECT_NE(message_of([&] {
+              time_collective(t, Collective::all_reduce, Algorithm::hierarchical, {0, 1, 8}, 8);
+            }).find("same number of devices on each server"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { time_collective(t, Collective::send_recv, Algorithm::ring, {0, 1, 2}, 8); })
-                .find("group of two"),
+  EXPECT_NE(message_of([&] {
+              time_collective(t, Collective::send_recv, Algorithm::ring, {0, 1, 2}, 8);
+            }).find("group of two"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { time_collective(t, Collective::all_reduce, Algorithm::ring, {0, 16}, 8); })
-                .find("device 16 is not in"),
+  EXPECT_NE(message_of([&] {
+              time_collective(t, Collective::all_reduce, Algorithm::ring, {0, 16}, 8);
+            }).find("device 16 is not in"),
             std::string::npos);
   EXPECT_NE(message_of([] { parse_algorithm("butterfly"); }).find("field 'algorithm'"), std::string::npos);
 }
@@ -201,7 +205,7 @@ execution::ExecGraph tiny_training_step() {
 
 TEST(DataParallel, EachBucketsAllReduceOverlapsTheBackwardThatFollowsIt) {
   const Topology t = two_devices_one_link();  // 4 MB: 2 x (1 + 200) = 402 us per bucket
-  const execution::Device d{8, 8, true};  // updates on the vector cores, beside the convs
+  const execution::Device d{8, 8, true};      // updates on the vector cores, beside the convs
   DataParallelOptions o;
   o.devices = 2;
   o.bucket_bytes = 4'000'000;  // one gradient per bucket
@@ -261,8 +265,9 @@ TEST(DataParallel, AGraphWithoutGradientsOrTooManyDevicesIsRefused) {
   EXPECT_NE(message_of([&] { data_parallel(g, {8, 8, false}, {}, t, {}); }).find("no gradient"), std::string::npos);
   DataParallelOptions o;
   o.devices = 9;
-  EXPECT_NE(message_of([&] { data_parallel(tiny_training_step(), {8, 8, false}, {}, t, o); })
-                .find("field 'devices' must be in 1..8"),
+  EXPECT_NE(message_of([&] {
+              data_parallel(tiny_training_step(), {8, 8, false}, {}, t, o);
+            }).find("field 'devices' must be in 1..8"),
             std::string::npos);
 }
 
@@ -284,9 +289,8 @@ execution::ExecGraph two_layer_step() {
 }
 
 Topology instant_links(int devices) {
-  return Topology::from_json(Json{{"devices_per_server", devices},
-                                  {"shape", "full_mesh"},
-                                  {"link", {{"gb_per_s", 1e6}, {"latency_us", 0}}}});
+  return Topology::from_json(
+      Json{{"devices_per_server", devices}, {"shape", "full_mesh"}, {"link", {{"gb_per_s", 1e6}, {"latency_us", 0}}}});
 }
 
 TEST(PipelineParallel, TwoStagesHaveTheBubbleOfGPipe) {
@@ -375,8 +379,8 @@ TEST(TensorParallel, ASplitMatmulTakesItsShareWithItsCollectives) {
   EXPECT_EQ(split.nodes()[1].name, "fc@all_gather");
   EXPECT_DOUBLE_EQ(split.nodes()[0].cost.time_us, 500);
   EXPECT_DOUBLE_EQ(split.nodes()[1].cost.time_us, 1 + 50'000 / 1e4);  // one step of half of y
-  EXPECT_EQ(split.buffers()[4].bytes, 200'000'000);  // each rank holds half the weight gradient
-  EXPECT_DOUBLE_EQ(split.nodes()[2].cost.time_us, 10);  // the loss is not split
+  EXPECT_EQ(split.buffers()[4].bytes, 200'000'000);                   // each rank holds half the weight gradient
+  EXPECT_DOUBLE_EQ(split.nodes()[2].cost.time_us, 10);                // the loss is not split
 }
 
 TEST(TensorParallel, AFusedMatmulSendsItsFirstTilesWhileTheRestCompute) {
@@ -407,7 +411,9 @@ TEST(ParallelPlan, TheSearchSplitsALargeLayerWhereDataParallelismIsWeakAndIsNeve
   EXPECT_EQ(search_plan(big_fc_step(), {8, 8, true}, t, small).best.plan.tp, 1);
   small.capacity_bytes = 5e9;  // tp 2 fits (4e9 of weights and state, plus its plan)
   EXPECT_EQ(search_plan(big_fc_step(), {8, 8, true}, t, small).best.plan.tp, 2);
-  EXPECT_NE(message_of([&] { run_plan(big_fc_step(), {8, 8, true}, t, plan(4, 1, 1)); }).find("field 'tp'"),
+  EXPECT_NE(message_of([&] {
+              run_plan(big_fc_step(), {8, 8, true}, t, plan(4, 1, 1));
+            }).find("field 'tp'"),
             std::string::npos);
   const Topology server = topology_preset("ascend910b-server8");
   const auto bert = frontend::zoo_model("bert-base-train");
@@ -454,8 +460,8 @@ TEST(ParallelPlan, PerOpChoicesSplitTheMatmulThatGainsAndKeepTheOneThatWouldNot)
   ParallelPlan only_a = both;
   only_a.split = std::vector<int>{0};
   const double mixed = run_plan(g, d, t, only_a).us_per_batch();
-  EXPECT_LT(mixed, run_plan(g, d, t, both).us_per_batch());        // B's gather costs 5 ms
-  EXPECT_LT(mixed, run_plan(g, d, t, plan(1, 1, 2)).us_per_batch());   // data parallel: A at full time
+  EXPECT_LT(mixed, run_plan(g, d, t, both).us_per_batch());           // B's gather costs 5 ms
+  EXPECT_LT(mixed, run_plan(g, d, t, plan(1, 1, 2)).us_per_batch());  // data parallel: A at full time
   const PlanSearch s = search_plan(g, d, t, {2, "evolutionary", 48, 1});
   EXPECT_EQ(s.best.plan.tp, 2);
   ASSERT_TRUE(s.best.plan.split);
@@ -503,8 +509,9 @@ TEST(LoadBalance, AStragglerCostsOneSlowStepWhenWorkMovesAway) {
   EXPECT_LT(moved.step_us[3], fixed.step_us[3]);
   EXPECT_EQ(moved.units[3], (std::vector<int>{10, 4, 9, 9}));  // the slowest: 10 units, not 16 at half speed
   EXPECT_LT(moved.total_us, fixed.total_us);
-  EXPECT_NE(message_of([&] { run_balanced(tiny_training_step(), d, t, o, 2, 8, {{0, 4, 0.5}}, true); })
-                .find("field 'device'"),
+  EXPECT_NE(message_of([&] {
+              run_balanced(tiny_training_step(), d, t, o, 2, 8, {{0, 4, 0.5}}, true);
+            }).find("field 'device'"),
             std::string::npos);
 }
 

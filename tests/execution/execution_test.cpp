@@ -34,7 +34,8 @@ TEST(Execution, TwoBranchesOnEnoughCoresFinishInTheLongerBranchsTime) {
 
 TEST(Execution, ADiamondRespectsItsDependencies) {
   ExecGraph g;
-  const int x = g.add_buffer("x", 1), l = g.add_buffer("l", 1), r = g.add_buffer("r", 1), y = g.add_buffer("y", 1, true);
+  const int x = g.add_buffer("x", 1), l = g.add_buffer("l", 1), r = g.add_buffer("r", 1),
+            y = g.add_buffer("y", 1, true);
   const int top = g.add_buffer("top", 1);
   g.add_node("top", "op", cost(5), {x}, {top});
   g.add_node("left", "op", cost(7), {top}, {l});
@@ -91,7 +92,7 @@ TEST(Execution, ACollectiveRunsOnTheCommunicationEngineBesideComputeAndCollectiv
   g.add_node("more", "op", cost(12, 8), {g2}, {y});
   const Timeline t = simulate(g, cores(8), {Policy::topological});
   EXPECT_DOUBLE_EQ(t.runs[1].start_us, 5);
-  EXPECT_DOUBLE_EQ(t.runs[2].start_us, 5);  // compute is not held up by the collective
+  EXPECT_DOUBLE_EQ(t.runs[2].start_us, 5);   // compute is not held up by the collective
   EXPECT_DOUBLE_EQ(t.runs[3].start_us, 15);  // one communication engine: after allreduce1
   EXPECT_DOUBLE_EQ(t.runs[4].start_us, 10);
   EXPECT_DOUBLE_EQ(t.makespan_us, 25);
@@ -238,7 +239,7 @@ TEST(Recompute, ADroppedActivationIsRecomputedWhenItsGradientArrivesAndThePlanFi
   const RecomputeResult kept = recompute_to_fit(c.g, d, {}, 1 << 20);
   EXPECT_TRUE(kept.fits);
   EXPECT_TRUE(kept.tensors.empty());
-  ASSERT_GE(kept.plan.peak_bytes, 3000);  // a1, a2, a3 live at the turn
+  ASSERT_GE(kept.plan.peak_bytes, 3000);                         // a1, a2, a3 live at the turn
   const RecomputeResult r = recompute_to_fit(c.g, d, {}, 2200);  // two activations (64-byte aligned) and change
   EXPECT_TRUE(r.fits) << r.plan.peak_bytes;
   EXPECT_EQ(r.tensors, (std::vector<std::string>{"a1"}));
@@ -272,7 +273,9 @@ TEST(Execution, AFusedGraphRunsOneKernelPerChainAndViewsMoveNothing) {
   g.add_tensor("x", {1, 8}, 16);
   g.add_tensor("w", {8, 8}, 128, true);
   auto node = [&](const std::string& name, const std::string& op, std::vector<std::string> in,
-                  std::vector<std::string> out) -> frontend::GraphNode& { return g.node(g.add_node(name, op, in, out)); };
+                  std::vector<std::string> out) -> frontend::GraphNode& {
+    return g.node(g.add_node(name, op, in, out));
+  };
   for (const char* t : {"c", "r", "v", "c2", "sum"}) g.add_tensor(t, {1, 8}, 16);
   node("conv", "Conv", {"x", "w"}, {"c"}).kernel = Workload{};
   node("relu", "Relu", {"c"}, {"r"}).fused_into = 0;
@@ -285,8 +288,8 @@ TEST(Execution, AFusedGraphRunsOneKernelPerChainAndViewsMoveNothing) {
   std::vector<std::string> buffers;
   for (const auto& b : e.buffers()) buffers.push_back(b.name);
   EXPECT_EQ(buffers, (std::vector<std::string>{"x", "r", "sum"}));  // c and c2 stay inside their kernels
-  EXPECT_EQ(e.nodes()[1].preds, std::vector<int>{0});  // conv2 reads r through the view
-  EXPECT_EQ(e.nodes()[1].reads.size(), 2u);            // r and the residual x
+  EXPECT_EQ(e.nodes()[1].preds, std::vector<int>{0});               // conv2 reads r through the view
+  EXPECT_EQ(e.nodes()[1].reads.size(), 2u);                         // r and the residual x
   EXPECT_TRUE(e.buffers()[2].output);
 }
 

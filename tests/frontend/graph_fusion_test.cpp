@@ -18,10 +18,11 @@ namespace {
 using Chain = std::vector<std::string>;
 
 Workload conv(Chain epilogue = {}) {
-  return Workload::from_json({{"op", "conv2d"}, {"dtype", "float16"},
-                              {"dims", {{"N", 1}, {"C", 16}, {"H", 14}, {"W", 14}, {"K", 32}, {"R", 3}, {"S", 3},
-                                        {"stride", 1}, {"pad", 1}}},
-                              {"epilogue", epilogue}});
+  return Workload::from_json(
+      {{"op", "conv2d"},
+       {"dtype", "float16"},
+       {"dims", {{"N", 1}, {"C", 16}, {"H", 14}, {"W", 14}, {"K", 32}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}},
+       {"epilogue", epilogue}});
 }
 
 Workload matmul(Chain epilogue = {}) {
@@ -153,7 +154,8 @@ TEST(GraphFusion, TheTaskSetHasAKernelPerUnfusedNodeAndAccountsForEveryOther) {
   ASSERT_EQ(s.tasks().size(), 1u);  // conv1 and conv2 are the same kernel: one task
   EXPECT_EQ(s.tasks()[0].weight, 2);
   EXPECT_EQ(s.tasks()[0].workload.epilogue(), (Chain{"relu"}));
-  const std::vector<std::pair<std::string, std::string>> folded = {{"relu1", "conv1"}, {"flat", ""}, {"relu2", "conv2"}};
+  const std::vector<std::pair<std::string, std::string>> folded = {
+      {"relu1", "conv1"}, {"flat", ""}, {"relu2", "conv2"}};
   EXPECT_EQ(s.folded(), folded);
   ASSERT_EQ(s.fallbacks().size(), 1u);
   EXPECT_EQ(s.fallbacks()[0].name, "odd");
@@ -167,8 +169,8 @@ TEST(GraphFusion, ANodeWithNoValidScheduleOnTheTargetIsNotTunedInTheGraphToo) {
   GraphBuilder b;
   b.node("conv", "Conv", {"x"}, "", conv());
   b.node("shuffle", "Transpose", {"conv"}, "",
-         Workload::from_json({{"op", "transpose"}, {"dtype", "float16"},
-                              {"dims", {{"M", 4}, {"N", 1048576}, {"inner", 1048576}}}}));
+         Workload::from_json(
+             {{"op", "transpose"}, {"dtype", "float16"}, {"dims", {{"M", 4}, {"N", 1048576}, {"inner", 1048576}}}}));
   const TaskSet s = without_unschedulable(tasks_from_graph(b.g, "m", 1), backend::load_target("ascend910"));
   ASSERT_EQ(s.fallbacks().size(), 1u);
   const GraphNode& shuffle = s.graph().nodes()[s.graph().node_index("shuffle")];

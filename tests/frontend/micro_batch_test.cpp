@@ -10,7 +10,8 @@ namespace {
 Workload wl(const Json& j) { return Workload::from_json(j); }
 
 TEST(MicroBatch, EachFamilySplitsTheDimThatCarriesTheBatch) {
-  const Workload conv = wl({{"op", "conv2d"}, {"dims", {{"N", 32}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3}}}});
+  const Workload conv =
+      wl({{"op", "conv2d"}, {"dims", {{"N", 32}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3}}}});
   EXPECT_EQ(micro_batch_workload(conv, 4)->dim("N"), 8);
   EXPECT_EQ(micro_batch_workload(conv, 4)->dim("C"), 64);
   const Workload mm = wl({{"op", "matmul"}, {"dims", {{"M", 256}, {"N", 1000}, {"K", 2048}}}});
@@ -25,7 +26,8 @@ TEST(MicroBatch, EachFamilySplitsTheDimThatCarriesTheBatch) {
 }
 
 TEST(MicroBatch, ABatchThatDoesNotSplitIsLeftToTheCaller) {
-  const Workload conv = wl({{"op", "conv2d"}, {"dims", {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3}}}});
+  const Workload conv =
+      wl({{"op", "conv2d"}, {"dims", {{"N", 1}, {"C", 64}, {"H", 56}, {"W", 56}, {"K", 64}, {"R", 3}, {"S", 3}}}});
   EXPECT_FALSE(micro_batch_workload(conv, 2));
   EXPECT_FALSE(micro_batch_workload(conv, 0));
 }

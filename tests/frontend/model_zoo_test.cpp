@@ -84,7 +84,7 @@ TEST(ModelZoo, MobilenetHasDepthwiseAndResidualProjections) {
 
 TEST(ModelZoo, Yolov7TinyHasItsFiftyEightConvsPoolsAndUpsamples) {
   const TaskSet s = zoo_model("yolov7-tiny");
-  EXPECT_EQ(occurrences(s, "conv2d"), 58);  // yolov7-tiny.yaml: 55 Conv + 3 detect
+  EXPECT_EQ(occurrences(s, "conv2d"), 58);     // yolov7-tiny.yaml: 55 Conv + 3 detect
   EXPECT_EQ(occurrences(s, "max_pool2d"), 6);  // 3 MP + SPP 5/9/13
   EXPECT_EQ(occurrences(s, "upsample"), 2);
   const TuneTask* stem = find(s, "backbone.0");
@@ -118,8 +118,8 @@ TEST(ModelZoo, MoeExpertsGetTheTokensTheRoutingGives) {
       counts.insert(t.workload.dim("M"));
     }
   }
-  EXPECT_EQ(routed, 2 * 512);        // top-2 of 512 tokens
-  EXPECT_GT(counts.size(), 1u);      // the routing is not an even split
+  EXPECT_EQ(routed, 2 * 512);                                          // top-2 of 512 tokens
+  EXPECT_GT(counts.size(), 1u);                                        // the routing is not an even split
   EXPECT_EQ(zoo_model("moe-block").tasks().size(), s.tasks().size());  // seeded: the same every time
 }
 

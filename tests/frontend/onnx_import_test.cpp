@@ -4,13 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <onnx/onnx_pb.h>
-#include <limits>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -204,8 +204,8 @@ class OnnxImport : public testing::Test {
     std::ofstream(dir_ / "make.py") << kScript;
     // Debian's interpreter: python3-onnx lives there, not in a user's pyenv or venv.
     const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    const std::string cmd = python + " " + (dir_ / "make.py").string() + " " + dir_.string() +
-                            " > " + (dir_ / "log.txt").string() + " 2>&1";
+    const std::string cmd = python + " " + (dir_ / "make.py").string() + " " + dir_.string() + " > " +
+                            (dir_ / "log.txt").string() + " 2>&1";
     ok_ = std::system(cmd.c_str()) == 0;
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
@@ -251,7 +251,8 @@ TEST_F(OnnxImport, ConvChainsResidualsAndDedupe) {
   ASSERT_NE(block, nullptr);
   EXPECT_EQ(block->weight, 2);  // block3 is the same workload
   EXPECT_EQ(block->workload.epilogue(), (std::vector<std::string>{"bias", "add", "relu"}));
-  EXPECT_NE(std::find(s.folded().begin(), s.folded().end(), std::pair<std::string, std::string>{"BatchNormalization:b1", "stem"}),
+  EXPECT_NE(std::find(s.folded().begin(), s.folded().end(),
+                      std::pair<std::string, std::string>{"BatchNormalization:b1", "stem"}),
             s.folded().end());
   const TuneTask* fc = find(s, "fc");
   ASSERT_NE(fc, nullptr);
@@ -500,7 +501,6 @@ TEST_F(OnnxImport, GarbageAndMissingFilesAreBadInput) {
   }
 }
 
-
 // A mutation fuzzer over the models above (issue "Hardening", item 6: strides=[0,0] killed the
 // process with SIGFPE inside libonnx's shape inference): seeded mutations of attributes (zero,
 // negative, huge and lists of odd length), op types, inputs, outputs and input dims, and of the
@@ -518,12 +518,23 @@ TEST_F(OnnxImport, MutatedModelsImportOrAreRefusedNeverCrash) {
   // crashing libonnx's shape inference. Both run.
   std::mt19937_64 rng;
   auto pick = [&](std::size_t n) { return std::size_t(rng() % std::max<std::size_t>(n, 1)); };
-  const std::vector<std::int64_t> values = {0, -1, 1, 2, 3, 7, 64, 1 << 20, std::numeric_limits<std::int64_t>::max(),
-                                            std::numeric_limits<std::int64_t>::min(), -7};
-  const std::vector<std::string> attributes = {"strides", "pads", "dilations", "kernel_shape", "group", "axis",
-                                               "perm", "ceil_mode", "auto_pad", "transB", "count_include_pad"};
-  const std::vector<std::string> ops = {"Conv", "MaxPool", "AveragePool", "MatMul", "Gemm", "Transpose", "Concat",
-                                        "Relu", "Add", "Softmax", "LayerNormalization", "Resize", "Reshape"};
+  const std::vector<std::int64_t> values = {0,
+                                            -1,
+                                            1,
+                                            2,
+                                            3,
+                                            7,
+                                            64,
+                                            1 << 20,
+                                            std::numeric_limits<std::int64_t>::max(),
+                                            std::numeric_limits<std::int64_t>::min(),
+                                            -7};
+  const std::vector<std::string> attributes = {
+      "strides",   "pads",     "dilations", "kernel_shape",     "group", "axis", "perm",
+      "ceil_mode", "auto_pad", "transB",    "count_include_pad"};
+  const std::vector<std::string> ops = {
+      "Conv", "MaxPool", "AveragePool",        "MatMul", "Gemm",   "Transpose", "Concat", "Relu",
+      "Add",  "Softmax", "LayerNormalization", "Resize", "Reshape"};
   const std::string path = (dir_ / "mutant.onnx").string();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   int imported = 0, refused = 0;
@@ -552,11 +563,15 @@ TEST_F(OnnxImport, MutatedModelsImportOrAreRefusedNeverCrash) {
         case 1:  // an existing attribute's values
           if (n.attribute_size() > 0) {
             onnx::AttributeProto& a = *n.mutable_attribute(int(pick(std::size_t(n.attribute_size()))));
-            if (a.ints_size() > 0) a.set_ints(int(pick(std::size_t(a.ints_size()))), values[pick(values.size())]);
-            else a.set_i(values[pick(values.size())]);
+            if (a.ints_size() > 0)
+              a.set_ints(int(pick(std::size_t(a.ints_size()))), values[pick(values.size())]);
+            else
+              a.set_i(values[pick(values.size())]);
           }
           break;
-        case 2: n.set_op_type(ops[pick(ops.size())]); break;
+        case 2:
+          n.set_op_type(ops[pick(ops.size())]);
+          break;
         case 3:
           if (n.input_size() > 0) n.mutable_input()->RemoveLast();
           break;
@@ -572,8 +587,10 @@ TEST_F(OnnxImport, MutatedModelsImportOrAreRefusedNeverCrash) {
     }
     std::string bytes = m.SerializeAsString();
     if (pick(4) == 0 && !bytes.empty()) {  // and at the byte level: a flip or a cut
-      if (pick(2)) bytes[pick(bytes.size())] ^= char(1 + pick(255));
-      else bytes.resize(pick(bytes.size()));
+      if (pick(2))
+        bytes[pick(bytes.size())] ^= char(1 + pick(255));
+      else
+        bytes.resize(pick(bytes.size()));
     }
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
     try {

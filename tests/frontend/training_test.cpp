@@ -19,10 +19,10 @@ namespace {
 Workload wl(const Json& j) { return Workload::from_json(j); }
 
 TEST(Training, AConvsGradientsAreAConvWithChannelsSwappedAndAnImplicitGemm) {
-  const Workload fwd = wl({{"op", "conv2d"},
-                           {"dims", {{"N", 2}, {"C", 16}, {"H", 14}, {"W", 14}, {"K", 32}, {"R", 3}, {"S", 3},
-                                     {"stride", 1}, {"pad", 1}}},
-                           {"epilogue", {"bias", "relu"}}});
+  const Workload fwd = wl(
+      {{"op", "conv2d"},
+       {"dims", {{"N", 2}, {"C", 16}, {"H", 14}, {"W", 14}, {"K", 32}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}},
+       {"epilogue", {"bias", "relu"}}});
   const BackwardKernels b = backward_of(fwd);
   ASSERT_TRUE(b.data_grad && b.weight_grad && b.bias_grad);
   EXPECT_EQ(b.data_grad->op(), "conv2d");
@@ -37,9 +37,9 @@ TEST(Training, AConvsGradientsAreAConvWithChannelsSwappedAndAnImplicitGemm) {
   EXPECT_EQ(b.weight_grad->dim("K"), 2 * 14 * 14);
   EXPECT_EQ(b.bias_grad->dim("M"), 32);
   // Strided: the data gradient covers the input, up to the rows the stride's floor dropped.
-  const Workload strided = wl({{"op", "conv2d"},
-                               {"dims", {{"N", 1}, {"C", 8}, {"H", 15}, {"W", 15}, {"K", 8}, {"R", 3}, {"S", 3},
-                                         {"stride", 2}, {"pad", 1}}}});
+  const Workload strided = wl(
+      {{"op", "conv2d"},
+       {"dims", {{"N", 1}, {"C", 8}, {"H", 15}, {"W", 15}, {"K", 8}, {"R", 3}, {"S", 3}, {"stride", 2}, {"pad", 1}}}});
   const Workload dx = *backward_of(strided).data_grad;
   EXPECT_LE(std::abs(dx.out_h() - 15), 1);
   EXPECT_EQ(backward_of(strided).weight_grad->dim("K"), strided.out_h() * strided.out_w());
@@ -63,9 +63,9 @@ Graph two_headed() {
   Graph g;
   g.add_tensor("x", {1, 8, 8, 8}, 1024);
   for (const char* t : {"c1", "r", "y", "z"}) g.add_tensor(t, {1, 8, 8, 8}, 1024);
-  const Workload conv = wl({{"op", "conv2d"},
-                            {"dims", {{"N", 1}, {"C", 8}, {"H", 8}, {"W", 8}, {"K", 8}, {"R", 3}, {"S", 3},
-                                      {"stride", 1}, {"pad", 1}}}});
+  const Workload conv =
+      wl({{"op", "conv2d"},
+          {"dims", {{"N", 1}, {"C", 8}, {"H", 8}, {"W", 8}, {"K", 8}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}}});
   g.node(g.add_node("conv1", "Conv", {"x"}, {"c1"})).kernel = conv;
   GraphNode& relu = g.node(g.add_node("relu", "Relu", {"c1"}, {"r"}));
   relu.step = "relu";
@@ -83,9 +83,9 @@ TEST(Training, TheStepRunsBackwardInReverseWithAnUpdatePerWeight) {
   for (std::size_t i = 4; i < t.nodes().size(); ++i) added.push_back(t.nodes()[i].name);
   // conv3 and conv2 first (reverse order), the sum of r's two gradients, then conv1, whose
   // input is the model's: no data gradient for it.
-  const std::vector<std::string> expected = {"conv3.dgrad", "conv3.wgrad", "conv3.update", "conv2.dgrad",
-                                             "conv2.wgrad", "conv2.update", "grad_sum:r", "conv1.wgrad",
-                                             "conv1.update"};
+  const std::vector<std::string> expected = {"conv3.dgrad", "conv3.wgrad", "conv3.update",
+                                             "conv2.dgrad", "conv2.wgrad", "conv2.update",
+                                             "grad_sum:r",  "conv1.wgrad", "conv1.update"};
   EXPECT_EQ(added, expected);
   // conv1's weight gradient reads the summed gradient of its chain's output (r, past the
   // fused relu) and its input x; conv2's reads r: the activation stays live for the backward.

@@ -4,21 +4,21 @@
 
 #include <gtest/gtest.h>
 
-#include "host/host_space.hpp"
-#include "host/measure.hpp"
 #include "core/error.hpp"
+#include "host/host_space.hpp"
 #include "host/kernel_abi.hpp"
 #include "host/knob_values.hpp"
+#include "host/measure.hpp"
 #include "host_test_util.hpp"
 #include "lowering/knob_names.hpp"
 
 namespace atvoss::host {
 namespace {
 
-using testing::TempDir;
-using testing::workload;
 using testing::expect_every_case_computes_the_reference;
 using testing::ScheduleCase;
+using testing::TempDir;
+using testing::workload;
 
 // Shapes that are not multiples of any block, blocks larger than the dims, every tile_order,
 // every fusion level, every micro shape, both unroll and prefetch settings, and two threads
@@ -27,10 +27,23 @@ const std::vector<ScheduleCase> kCases = {
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
-     {{"micro_m", 4}, {"micro_n", 24}, {"tile_m", 48}, {"tile_n", 256}, {"tile_k", 64}, {"tile_order", 1},
-      {"fusion_level", 1}, {"k_steps", 1}, {"async_copy_depth", 2}, {"threads", 2}}},
+     {{"micro_m", 4},
+      {"micro_n", 24},
+      {"tile_m", 48},
+      {"tile_n", 256},
+      {"tile_k", 64},
+      {"tile_order", 1},
+      {"fusion_level", 1},
+      {"k_steps", 1},
+      {"async_copy_depth", 2},
+      {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
-     {{"micro_m", 8}, {"micro_n", 8}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 2}, {"fusion_level", 0},
+     {{"micro_m", 8},
+      {"micro_n", 8},
+      {"tile_m", 48},
+      {"tile_k", 64},
+      {"tile_order", 2},
+      {"fusion_level", 0},
       {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":33,"N":41,"K":300},"epilogue":["batchnorm","relu","add"]})",
      {{"micro_m", 4}, {"micro_n", 8}, {"tile_k", 128}, {"fusion_level", 2}, {"tile_order", 2}}},
@@ -43,9 +56,7 @@ const std::vector<ScheduleCase> kCases = {
      {{"micro_m", 6}, {"micro_n", 8}, {"fusion_level", 2}, {"async_copy_depth", 2}, {"k_steps", 1}, {"threads", 2}}},
 };
 
-TEST(CodegenTest, EveryScheduleInTheTableComputesTheReference) {
-  expect_every_case_computes_the_reference(kCases, 7);
-}
+TEST(CodegenTest, EveryScheduleInTheTableComputesTheReference) { expect_every_case_computes_the_reference(kCases, 7); }
 
 TEST(CodegenTest, EveryKnobChangesTheSource) {
   testing::expect_every_knob_changes_the_source(
@@ -111,7 +122,8 @@ TEST(HostSpaceTest, RefusesWhatItCannotGenerate) {
   std::string why;
   EXPECT_FALSE(supports(workload(R"({"op":"matmul","dims":{"M":8,"N":8,"K":8}})"), &why));  // fp16 default
   EXPECT_NE(why.find("dtype"), std::string::npos);
-  EXPECT_FALSE(supports(workload(R"({"op":"matmul","dtype":"float32","dims":{"M":8,"N":8,"K":8},"epilogue":["layernorm"]})"), &why));
+  EXPECT_FALSE(supports(
+      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":8,"N":8,"K":8},"epilogue":["layernorm"]})"), &why));
   EXPECT_NE(why.find("layernorm"), std::string::npos);
   EXPECT_THROW(space_for(workload(R"({"op":"matmul","dims":{"M":8,"N":8,"K":8}})"), this_machine()), Error);
 }

@@ -27,27 +27,61 @@ const std::vector<ScheduleCase> kConvCases = {
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 16}, {"tile_order", 0}, {"async_copy_depth", 1}}},
     // Stride 2, two images, channel block 16 > C = 13, pixel block 1 x 8, A-reuse order.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":13,"H":10,"W":11,"K":20,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias","relu"]})",
-     {{"micro_m", 4}, {"micro_n", 24}, {"tile_h", 1}, {"tile_w", 8}, {"tile_n", 32}, {"tile_k", 16}, {"tile_order", 1},
-      {"fusion_level", 1}, {"k_steps", 1}, {"async_copy_depth", 3}, {"threads", 2}}},
+     {{"micro_m", 4},
+      {"micro_n", 24},
+      {"tile_h", 1},
+      {"tile_w", 8},
+      {"tile_n", 32},
+      {"tile_k", 16},
+      {"tile_order", 1},
+      {"fusion_level", 1},
+      {"k_steps", 1},
+      {"async_copy_depth", 3},
+      {"threads", 2}}},
     // 1x1, three channel blocks (16, 16, 8), the whole epilogue as separate passes.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":6,"W":6,"K":17,"R":1,"S":1},"epilogue":["batchnorm","relu","add"]})",
-     {{"micro_m", 8}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_k", 16}, {"tile_order", 2}, {"fusion_level", 0},
-      {"async_copy_depth", 1}, {"threads", 2}}},
+     {{"micro_m", 8},
+      {"micro_n", 8},
+      {"tile_h", 4},
+      {"tile_w", 8},
+      {"tile_k", 16},
+      {"tile_order", 2},
+      {"fusion_level", 0},
+      {"async_copy_depth", 1},
+      {"threads", 2}}},
     // Three channel blocks (16, 16, 3) and two output-channel blocks (K = 33 over blocks of
     // 32), gelu fused. Its weight panel (18 KB) fits a 32 KB L1d as well as a 48 KB one.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":35,"H":9,"W":9,"K":33,"R":3,"S":3,"pad":1},"epilogue":["bias","gelu"]})",
-     {{"micro_m", 5}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_n", 32}, {"tile_k", 16}, {"tile_order", 0},
-      {"fusion_level", 1}, {"async_copy_depth", 2}, {"threads", 2}}},
+     {{"micro_m", 5},
+      {"micro_n", 16},
+      {"tile_h", 4},
+      {"tile_w", 8},
+      {"tile_n", 32},
+      {"tile_k", 16},
+      {"tile_order", 0},
+      {"fusion_level", 1},
+      {"async_copy_depth", 2},
+      {"threads", 2}}},
     // 1x1 stride 2 with a residual fused at level 2.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":16,"H":8,"W":8,"K":24,"R":1,"S":1,"stride":2},"epilogue":["add"]})",
      {{"micro_m", 6}, {"micro_n", 8}, {"tile_order", 2}, {"fusion_level", 2}, {"k_steps", 1}, {"async_copy_depth", 3}}},
     // A 5x3 window with pad 2, batchnorm fused.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":12,"W":10,"K":16,"R":5,"S":3,"pad":2},"epilogue":["batchnorm","relu"]})",
-     {{"micro_m", 4}, {"micro_n", 16}, {"tile_h", 16}, {"tile_w", 16}, {"tile_order", 1}, {"fusion_level", 2},
+     {{"micro_m", 4},
+      {"micro_n", 16},
+      {"tile_h", 16},
+      {"tile_w", 16},
+      {"tile_order", 1},
+      {"fusion_level", 2},
       {"async_copy_depth", 2}}},
     // Two images with packed weights and the weight blocks outer: packed once, in the first.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":12,"H":5,"W":6,"K":10,"R":3,"S":3,"pad":1},"epilogue":["bias"]})",
-     {{"micro_m", 4}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}, {"async_copy_depth", 2},
+     {{"micro_m", 4},
+      {"micro_n", 8},
+      {"tile_h", 4},
+      {"tile_w", 8},
+      {"tile_order", 2},
+      {"async_copy_depth", 2},
       {"threads", 2}}},
     // Stride 2 without padding; micro-tiles wrap across output rows.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":9,"H":9,"W":9,"K":8,"R":3,"S":3,"stride":2}})",
@@ -60,11 +94,24 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
      {{"micro_m", 4}, {"micro_n", 16}, {"tile_c", 32}, {"tile_order", 0}, {"fusion_level", 1}, {"threads", 2}}},
     // Stride 2, two images, residual; the epilogue unfused.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":2,"C":24,"H":8,"W":8,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["batchnorm","relu","add"]})",
-     {{"micro_m", 6}, {"micro_n", 8}, {"tile_h", 1}, {"tile_w", 8}, {"tile_order", 1}, {"fusion_level", 0}, {"k_steps", 1},
-      {"async_copy_depth", 2}, {"threads", 2}}},
+     {{"micro_m", 6},
+      {"micro_n", 8},
+      {"tile_h", 1},
+      {"tile_w", 8},
+      {"tile_order", 1},
+      {"fusion_level", 0},
+      {"k_steps", 1},
+      {"async_copy_depth", 2},
+      {"threads", 2}}},
     // 5x5 pad 2, blocks larger than the dims, gelu and residual fused.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":64,"H":7,"W":7,"R":5,"S":5,"pad":2},"epilogue":["bias","gelu","add"]})",
-     {{"micro_m", 2}, {"micro_n", 32}, {"tile_h", 4}, {"tile_w", 8}, {"tile_c", 128}, {"tile_order", 2}, {"fusion_level", 2},
+     {{"micro_m", 2},
+      {"micro_n", 32},
+      {"tile_h", 4},
+      {"tile_w", 8},
+      {"tile_c", 128},
+      {"tile_order", 2},
+      {"fusion_level", 2},
       {"threads", 2}}},
     // 1 pixel x 1 vector, C < lanes.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":5,"H":6,"W":5,"R":3,"S":3}})",
@@ -97,7 +144,8 @@ TEST(ConvCodegenTest, EveryKnobChangesTheSource) {
 }
 
 TEST(ConvCodegenTest, AConvKernelThatComputesWrongIsAWrongAnswer) {
-  const Workload w = workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":6,"W":6,"K":8,"R":3,"S":3,"pad":1}})");
+  const Workload w =
+      workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":6,"W":6,"K":8,"R":3,"S":3,"pad":1}})");
   std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
   const std::string fma = "acc[i][v] += av * bv[v];";
   ASSERT_NE(src.find(fma), std::string::npos);
@@ -111,19 +159,34 @@ TEST(ConvCodegenTest, AConvKernelThatComputesWrongIsAWrongAnswer) {
 
 TEST(ConvSpaceTest, RefusesWhatItCannotGenerate) {
   std::string why;
-  EXPECT_TRUE(supports(workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3}})"), &why)) << why;
+  EXPECT_TRUE(supports(
+      workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3}})"), &why))
+      << why;
   EXPECT_FALSE(supports(workload(R"({"op":"conv2d","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3}})"), &why));
   EXPECT_NE(why.find("dtype"), std::string::npos);
-  EXPECT_FALSE(supports(workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["silu"]})"), &why));
+  EXPECT_FALSE(supports(
+      workload(
+          R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["silu"]})"),
+      &why));
   EXPECT_NE(why.find("silu"), std::string::npos);
-  EXPECT_FALSE(supports(workload(R"({"op":"group_conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3,"groups":2}})"), &why));
+  EXPECT_FALSE(supports(
+      workload(
+          R"({"op":"group_conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3,"groups":2}})"),
+      &why));
   EXPECT_NE(why.find("group_conv2d"), std::string::npos);
-  EXPECT_FALSE(supports(workload(R"({"op":"max_pool2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"R":2,"S":2,"stride":2}})"), &why));
-  EXPECT_THROW(space_for(workload(R"({"op":"max_pool2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"R":2,"S":2,"stride":2}})"), this_machine()), Error);
+  EXPECT_FALSE(supports(
+      workload(R"({"op":"max_pool2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"R":2,"S":2,"stride":2}})"),
+      &why));
+  EXPECT_THROW(
+      space_for(
+          workload(R"({"op":"max_pool2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"R":2,"S":2,"stride":2}})"),
+          this_machine()),
+      Error);
 }
 
 TEST(ConvSpaceTest, LimitsRejectWithReasons) {
-  const Workload w = workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":256,"H":14,"W":14,"K":256,"R":3,"S":3,"pad":1}})");
+  const Workload w =
+      workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":256,"H":14,"W":14,"K":256,"R":3,"S":3,"pad":1}})");
   const MachineInfo m = testing::avx2_machine();
   const ScheduleSpace space = space_for(w, m);
   Schedule s = default_schedule(w, m);
@@ -168,7 +231,8 @@ TEST(ConvOperandsTest, TheReferenceMatchesAHandWrittenLoop) {
 }
 
 TEST(ConvOperandsTest, DepthwiseReferenceMatchesAHandWrittenLoop) {
-  const Workload w = workload(R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":4,"W":4,"R":3,"S":3,"pad":1}})");
+  const Workload w =
+      workload(R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":4,"W":4,"R":3,"S":3,"pad":1}})");
   Operands o = make_operands(w, 5);
   ASSERT_EQ(o.b.size(), 27u);
   for (int y = 0; y < 4; ++y)
@@ -178,7 +242,8 @@ TEST(ConvOperandsTest, DepthwiseReferenceMatchesAHandWrittenLoop) {
         for (int r = 0; r < 3; ++r)
           for (int s = 0; s < 3; ++s) {
             const int ih = y - 1 + r, iw = x - 1 + s;
-            if (ih >= 0 && ih < 4 && iw >= 0 && iw < 4) v += double(o.a[(ih * 4 + iw) * 3 + c]) * double(o.b[(r * 3 + s) * 3 + c]);
+            if (ih >= 0 && ih < 4 && iw >= 0 && iw < 4)
+              v += double(o.a[(ih * 4 + iw) * 3 + c]) * double(o.b[(r * 3 + s) * 3 + c]);
           }
         o.c[(y * 4 + x) * 3 + c] = float(v);
       }

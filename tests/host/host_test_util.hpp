@@ -94,10 +94,14 @@ inline Schedule case_schedule(const Workload& w, const ScheduleCase& c) {
   Schedule s = default_schedule(w, this_machine());
   const std::int64_t lanes = this_machine().lanes();
   for (const auto& [k, v] : c.knobs) {
-    if (k == "micro_n") s.set(k, v / 8 * lanes);
-    else if (k == "chunk") s.set("tile_n", v * lanes);
-    else if (k == "threads") s.set(k, std::min<std::int64_t>(v, thread_values(this_machine()).back()));
-    else s.set(k, v);
+    if (k == "micro_n")
+      s.set(k, v / 8 * lanes);
+    else if (k == "chunk")
+      s.set("tile_n", v * lanes);
+    else if (k == "threads")
+      s.set(k, std::min<std::int64_t>(v, thread_values(this_machine()).back()));
+    else
+      s.set(k, v);
   }
   return s;
 }
@@ -119,8 +123,8 @@ inline void expect_every_case_computes_the_reference(const std::vector<ScheduleC
   config.run.timing.min_repeat_us = 50;
   const auto results = measure_candidates(batch, this_machine(), config);
   for (std::size_t i = 0; i < results.size(); ++i) {
-    EXPECT_EQ(results[i].status, Status::ok) << batch[i].schedule.to_json().dump() << " on "
-                                             << batch[i].workload.label() << ": " << results[i].message;
+    EXPECT_EQ(results[i].status, Status::ok)
+        << batch[i].schedule.to_json().dump() << " on " << batch[i].workload.label() << ": " << results[i].message;
     EXPECT_GT(results[i].time_us, 0);
     EXPECT_GT(results[i].profile.compile_us, 0);
   }

@@ -13,12 +13,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/error.hpp"
 #include "host/codegen.hpp"
 #include "host/host_space.hpp"
+#include "host/kernel_abi.hpp"
 #include "host/machine.hpp"
 #include "host/measure.hpp"
-#include "core/error.hpp"
-#include "host/kernel_abi.hpp"
 #include "host_test_util.hpp"
 
 namespace atvoss::host {
@@ -88,7 +88,9 @@ TEST(BuilderTest, ATamperedObjectIsBuiltAgainNeverHandedOut) {
   std::ifstream so(second[0].so_path, std::ios::binary);
   std::string head(4, '\0');
   so.read(head.data(), 4);
-  EXPECT_EQ(head, "\x7f" "ELF");
+  EXPECT_EQ(head,
+            "\x7f"
+            "ELF");
   EXPECT_TRUE(build_all({a}, o)[0].cached);  // and the rebuilt one is trusted again
 }
 

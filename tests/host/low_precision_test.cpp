@@ -17,8 +17,8 @@
 #include "host/codegen.hpp"
 #include "host/host_space.hpp"
 #include "host/kernel_abi.hpp"
-#include "host/measure.hpp"
 #include "host/kernel_timing.hpp"
+#include "host/measure.hpp"
 #include "host_test_util.hpp"
 
 namespace atvoss::host {
@@ -28,8 +28,8 @@ using testing::ScheduleCase;
 using testing::TempDir;
 using testing::workload;
 
-#define ATVOSS_REQUIRE_FLAG(flag)                                                                          \
-  if (!this_machine().has_flag(flag) || this_machine().simd_bytes != 64)                                   \
+#define ATVOSS_REQUIRE_FLAG(flag)                                        \
+  if (!this_machine().has_flag(flag) || this_machine().simd_bytes != 64) \
   GTEST_SKIP() << "this CPU (" << this_machine().model << ") has no " flag ": its kernels cannot run here"
 
 std::string with_dtype(std::string text, const std::string& dtype) {
@@ -42,10 +42,23 @@ const std::vector<ScheduleCase> kCases = {
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
-     {{"micro_m", 4}, {"micro_n", 24}, {"tile_m", 48}, {"tile_n", 256}, {"tile_k", 64}, {"tile_order", 1},
-      {"fusion_level", 1}, {"k_steps", 1}, {"async_copy_depth", 2}, {"threads", 2}}},
+     {{"micro_m", 4},
+      {"micro_n", 24},
+      {"tile_m", 48},
+      {"tile_n", 256},
+      {"tile_k", 64},
+      {"tile_order", 1},
+      {"fusion_level", 1},
+      {"k_steps", 1},
+      {"async_copy_depth", 2},
+      {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":131},"epilogue":["bias","gelu"]})",
-     {{"micro_m", 8}, {"micro_n", 8}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 2}, {"fusion_level", 0},
+     {{"micro_m", 8},
+      {"micro_n", 8},
+      {"tile_m", 48},
+      {"tile_k", 64},
+      {"tile_order", 2},
+      {"fusion_level", 0},
       {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":33,"N":41,"K":300},"epilogue":["batchnorm","relu","add"]})",
      {{"micro_m", 4}, {"micro_n", 24}, {"tile_k", 128}, {"fusion_level", 2}, {"tile_order", 2}}},
@@ -117,7 +130,8 @@ TEST(LowPrecisionTest, Int8IsExactBitForBitPastTwoToTheTwentyFour) {
     for (std::int64_t b = 0; b < shape.batch; ++b)
       for (std::int64_t j = 0; j < shape.n; ++j) {
         std::int64_t sum = 0;
-        for (std::int64_t kk = 0; kk < shape.k; ++kk) sum += std::int8_t(o.qb[std::size_t((b * shape.k + kk) * shape.n + j)]);
+        for (std::int64_t kk = 0; kk < shape.k; ++kk)
+          sum += std::int8_t(o.qb[std::size_t((b * shape.k + kk) * shape.n + j)]);
         o.qcomp[std::size_t(b * shape.n + j)] = std::int32_t(128 * sum);
       }
     AtvossArgs args = o.args();
@@ -130,7 +144,9 @@ TEST(LowPrecisionTest, Int8IsExactBitForBitPastTwoToTheTwentyFour) {
           largest = std::max(largest, acc + o.qcomp[std::size_t(b * shape.n + j)]);
           const float want = o.qscale[std::size_t(j)] * float(std::int32_t(acc));
           const float got = o.c[std::size_t((b * shape.m + i) * shape.n + j)];
-          if (std::memcmp(&want, &got, 4) != 0 && ++wrong <= 3) ADD_FAILURE() << "order " << order << " C[" << b << "," << i << "," << j << "] = " << got << ", want " << want;
+          if (std::memcmp(&want, &got, 4) != 0 && ++wrong <= 3)
+            ADD_FAILURE() << "order " << order << " C[" << b << "," << i << "," << j << "] = " << got << ", want "
+                          << want;
         }
     EXPECT_EQ(wrong, 0) << "tile_order " << order;
     EXPECT_GT(largest, std::int64_t(1) << 24);
@@ -143,8 +159,9 @@ TEST(LowPrecisionTest, Int8IsExactBitForBitPastTwoToTheTwentyFour) {
 // here on its own.
 TEST(LowPrecisionTest, AQuantizeEpilogueLeavesEveryOutputOnItsGrid) {
   ATVOSS_REQUIRE_FLAG("avx512_vnni");
-  for (const char* text : {R"({"op":"matmul","dtype":"float32","dims":{"M":19,"N":40,"K":70},"epilogue":["bias","quantize"]})",
-                           R"({"op":"matmul","dtype":"int8","dims":{"M":19,"N":40,"K":70},"epilogue":["bias","relu","requantize"]})"}) {
+  for (const char* text :
+       {R"({"op":"matmul","dtype":"float32","dims":{"M":19,"N":40,"K":70},"epilogue":["bias","quantize"]})",
+        R"({"op":"matmul","dtype":"int8","dims":{"M":19,"N":40,"K":70},"epilogue":["bias","relu","requantize"]})"}) {
     const Workload w = workload(text);
     std::int64_t full = 0;
     const ScheduleSpace space = space_for(w, this_machine());  // a temporary's knobs() would dangle
@@ -167,8 +184,10 @@ TEST(LowPrecisionTest, AQuantizeEpilogueLeavesEveryOutputOnItsGrid) {
       std::vector<bool> used(256, false);
       for (float c : o.c) {
         const double q = double(c) / o.qout[0] + o.qout[1];
-        if (std::abs(q - std::round(q)) > 1e-3 || q < -1e-3 || q > 255.001) ++off;
-        else if (!used[std::size_t(std::lround(q))]) used[std::size_t(std::lround(q))] = true, ++levels_used;
+        if (std::abs(q - std::round(q)) > 1e-3 || q < -1e-3 || q > 255.001)
+          ++off;
+        else if (!used[std::size_t(std::lround(q))])
+          used[std::size_t(std::lround(q))] = true, ++levels_used;
       }
       EXPECT_EQ(off, 0) << text << " fusion_level " << level << ": outputs off the grid";
       EXPECT_GT(levels_used, 20) << text;  // the data spans many levels, not one saturated end
@@ -198,7 +217,7 @@ TEST(LowPrecisionTest, QuantisationRepresentsTheOperands) {
   EXPECT_NEAR(p.zero_point, 127.5, 0.5);
   EXPECT_FLOAT_EQ(p.scale, 2.0f / 255.0f);
   EXPECT_EQ(p.value(p.quantize(0.0f)), 0.0f);  // zero is exact (padding, ReLU outputs)
-  EXPECT_EQ(p.quantize(-5.0f), 0);    // saturates
+  EXPECT_EQ(p.quantize(-5.0f), 0);             // saturates
   EXPECT_EQ(p.quantize(5.0f), 255);
   EXPECT_EQ(affine_u8(0.0f, 2.0f).zero_point, 0);  // a non-negative range wastes no code
   // bf16 rounds to nearest, ties to even: 1 + 2^-8 is halfway between 1 and 1 + 2^-7.

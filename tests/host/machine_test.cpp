@@ -45,8 +45,8 @@ void write_cache(const std::filesystem::path& sys, int index, const std::string&
 struct FakeMachine {
   TempDir dir;
   MachineRoots roots{(dir.path() / "proc").string(), (dir.path() / "sys").string()};
-  explicit FakeMachine(const std::string& model, const std::string& flags = "fpu sse2 avx avx2 fma",
-                       int cores = 2, int threads = 1) {
+  explicit FakeMachine(const std::string& model, const std::string& flags = "fpu sse2 avx avx2 fma", int cores = 2,
+                       int threads = 1) {
     write(dir.path() / "proc" / "cpuinfo", cpuinfo(model, flags, cores, threads));
     const auto sys = dir.path() / "sys";
     write_cache(sys, 0, "1", "Data", "48K");

@@ -9,8 +9,8 @@
 #include "core/error.hpp"
 #include "host/codegen.hpp"
 #include "host/host_space.hpp"
-#include "host/measure.hpp"
 #include "host/knob_values.hpp"
+#include "host/measure.hpp"
 #include "host/rowops_space.hpp"
 #include "host_test_util.hpp"
 #include "lowering/knob_names.hpp"
@@ -18,10 +18,10 @@
 namespace atvoss::host {
 namespace {
 
-using testing::TempDir;
-using testing::workload;
 using testing::expect_every_case_computes_the_reference;
 using testing::ScheduleCase;
+using testing::TempDir;
+using testing::workload;
 
 const std::vector<ScheduleCase> kCases = {
     {R"({"op":"elementwise","dtype":"float32","dims":{"M":13,"N":37},"epilogue":["bias","relu"]})",
@@ -50,9 +50,10 @@ TEST(RowOpsCodegenTest, EveryScheduleInTheTableComputesTheReference) {
 }
 
 TEST(RowOpsCodegenTest, EveryKnobChangesTheSource) {
-  for (const char* text : {R"({"op":"softmax","dtype":"float32","dims":{"M":64,"N":1024}})",
-                           R"({"op":"layernorm","dtype":"float32","dims":{"M":64,"N":1024}})",
-                           R"({"op":"elementwise","dtype":"float32","dims":{"M":64,"N":1024},"epilogue":["bias","add"]})"}) {
+  for (const char* text :
+       {R"({"op":"softmax","dtype":"float32","dims":{"M":64,"N":1024}})",
+        R"({"op":"layernorm","dtype":"float32","dims":{"M":64,"N":1024}})",
+        R"({"op":"elementwise","dtype":"float32","dims":{"M":64,"N":1024},"epilogue":["bias","add"]})"}) {
     testing::expect_every_knob_changes_the_source(workload(text));
   }
 }
@@ -76,8 +77,9 @@ TEST(RowOpsSpaceTest, KnobsFollowTheOp) {
   const MachineInfo& m = this_machine();
   EXPECT_EQ(names(space_for(workload(R"({"op":"softmax","dtype":"float32","dims":{"M":8,"N":64}})"), m)),
             (std::vector<std::string>{"tile_m", "tile_n", "k_steps", "async_copy_depth", "tile_order", "threads"}));
-  EXPECT_EQ(names(space_for(workload(R"({"op":"map","dtype":"float32","dims":{"M":8,"N":64},"epilogue":["relu"]})"), m)),
-            (std::vector<std::string>{"tile_m", "tile_n", "k_steps", "async_copy_depth", "fusion_level", "threads"}));
+  EXPECT_EQ(
+      names(space_for(workload(R"({"op":"map","dtype":"float32","dims":{"M":8,"N":64},"epilogue":["relu"]})"), m)),
+      (std::vector<std::string>{"tile_m", "tile_n", "k_steps", "async_copy_depth", "fusion_level", "threads"}));
   // A 3-column row keeps only the narrowest chunk; a single row only blocks of 1.
   const ScheduleSpace tiny = space_for(workload(R"({"op":"softmax","dtype":"float32","dims":{"M":1,"N":3}})"), m);
   EXPECT_EQ(tiny.knobs()[0].values, (std::vector<std::int64_t>{1}));
@@ -102,7 +104,8 @@ TEST(RowOpsSpaceTest, AChunkWhoseAccumulatorsSpillIsInvalid) {
 
 TEST(RowOpsSpaceTest, RefusesEpiloguesItHasNoVectorFormOf) {
   std::string why;
-  EXPECT_FALSE(supports(workload(R"({"op":"map","dtype":"float32","dims":{"M":8,"N":8},"epilogue":["leaky_relu"]})"), &why));
+  EXPECT_FALSE(
+      supports(workload(R"({"op":"map","dtype":"float32","dims":{"M":8,"N":8},"epilogue":["leaky_relu"]})"), &why));
   EXPECT_NE(why.find("'epilogue'"), std::string::npos) << why;
   EXPECT_NE(why.find("leaky_relu"), std::string::npos) << why;
   EXPECT_FALSE(supports(workload(R"({"op":"reduce","dtype":"float32","dims":{"M":8,"N":8}})"), &why));

@@ -52,8 +52,9 @@ TEST(PinningTest, OneCpuPerPhysicalCoreBeforeSiblings) {
 // The first name varies slowest, larger values first; a name the space lacks is skipped
 // (depthwise convolutions have no tile_k), and a space nothing fits leaves s unchanged.
 TEST(ShrinkUntilValidTest, LowersTheNamedKnobsUntilTheSpaceAccepts) {
-  const ScheduleSpace space({{"a", {1, 2, 4, 8}}, {"b", {1, 2, 4, 8}}},
-                            [](const Schedule& s) { return s.at("a") * s.at("b") <= 8 ? Verdict::valid() : Verdict::invalid("a*b"); });
+  const ScheduleSpace space({{"a", {1, 2, 4, 8}}, {"b", {1, 2, 4, 8}}}, [](const Schedule& s) {
+    return s.at("a") * s.at("b") <= 8 ? Verdict::valid() : Verdict::invalid("a*b");
+  });
   Schedule s({{"a", 8}, {"b", 8}});
   ASSERT_TRUE(shrink_until_valid(space, s, {"missing", "a", "b"}));
   EXPECT_EQ(s, Schedule({{"a", 8}, {"b", 1}}));
@@ -113,9 +114,8 @@ void expect_the_runner_pins_as_many_cpus_as_threads(const Workload& w) {
     s.set("threads", threads);
     const auto built = build_all({generate_source(w, s, m)}, build);
     ASSERT_EQ(built[0].status, Status::ok) << built[0].message;
-    const ProcessResult p = run_process({find_runner(), "--so", built[0].so_path, "--workload", w.to_json().dump(),
-                                         "--min-repeat-us", "10"},
-                                        60);
+    const ProcessResult p = run_process(
+        {find_runner(), "--so", built[0].so_path, "--workload", w.to_json().dump(), "--min-repeat-us", "10"}, 60);
     ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
     const Json out = Json::parse(p.out);
     EXPECT_EQ(out.at("status"), "ok") << w.label() << ": " << p.out;

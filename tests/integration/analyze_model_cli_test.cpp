@@ -3,8 +3,8 @@
 // Bad input (missing database or job, unknown model or target) exits 2 naming the field.
 #include <gmock/gmock.h>
 
-#include <map>
 #include <gtest/gtest.h>
+#include <map>
 
 #include "cli_harness.hpp"
 #include "core/json.hpp"
@@ -18,10 +18,17 @@ class AnalyzeModelCli : public CliTest {
  protected:
   // Tunes the mlp zoo model (three tasks) with a small budget; returns the job file.
   std::string tuned_job() {
-    const Json spec = {{"name", "mlp-analyze"}, {"target", "ascend910"}, {"model", "mlp"},
-                       {"trials", 36}, {"strategy", "random"}, {"cost_model", "linear"},
-                       {"batch_size", 6}, {"seed", 2}, {"database", file("mlp.db")},
-                       {"export", file("mlp-table.json")}, {"report", file("mlp-report.html")}};
+    const Json spec = {{"name", "mlp-analyze"},
+                       {"target", "ascend910"},
+                       {"model", "mlp"},
+                       {"trials", 36},
+                       {"strategy", "random"},
+                       {"cost_model", "linear"},
+                       {"batch_size", 6},
+                       {"seed", 2},
+                       {"database", file("mlp.db")},
+                       {"export", file("mlp-table.json")},
+                       {"report", file("mlp-report.html")}};
     const std::string job = file("job.json", spec.dump());
     const CliResult tuned = run_tool("atvoss-tune", quote(job) + " --quiet --json");
     EXPECT_EQ(tuned.code, 0) << tuned.err;
@@ -78,8 +85,8 @@ TEST_F(AnalyzeModelCli, ProfilesEveryLayerOfATunedJobAtItsBestStoredSchedule) {
   EXPECT_NEAR(a.at("flagged_share").get<double>(), flagged_share, 1e-12);
 
   // The same database named by --db/--model/--target gives the same table, as text.
-  const CliResult text = run_tool("atvoss-analyze", "--db " + quote(file("mlp.db")) +
-                                                        " --model mlp --target ascend910");
+  const CliResult text =
+      run_tool("atvoss-analyze", "--db " + quote(file("mlp.db")) + " --model mlp --target ascend910");
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("model mlp on ascend910: 3 layers"));
   EXPECT_THAT(text.out, HasSubstr("bandwidth"));
@@ -89,9 +96,9 @@ TEST_F(AnalyzeModelCli, ProfilesEveryLayerOfATunedJobAtItsBestStoredSchedule) {
 
 TEST_F(AnalyzeModelCli, BadInputExitsTwoNamingTheField) {
   const std::string missing_db = file("absent.db");
-  const std::string job_without_db =
-      file("nodb.json", Json{{"name", "n"}, {"target", "ascend910"}, {"model", "mlp"}, {"trials", 4},
-                             {"database", missing_db}}.dump());
+  const std::string job_without_db = file(
+      "nodb.json",
+      Json{{"name", "n"}, {"target", "ascend910"}, {"model", "mlp"}, {"trials", 4}, {"database", missing_db}}.dump());
   struct Case {
     const char* name;
     std::string args;

@@ -22,9 +22,14 @@ class ChipsCliTest : public atvoss::cli_test::CliTest {
  protected:
   // A short mlp job on target (a preset name or a file); returns atvoss-tune's result.
   Result tune_mlp(const std::string& name, const atvoss::Json& target) const {
-    const atvoss::Json spec{{"name", name},         {"target", target},   {"model", "mlp"},
-                            {"trials", 48},         {"batch_size", 8},    {"seed", 7},
-                            {"strategy", "random"}, {"cost_model", "linear"},
+    const atvoss::Json spec{{"name", name},
+                            {"target", target},
+                            {"model", "mlp"},
+                            {"trials", 48},
+                            {"batch_size", 8},
+                            {"seed", 7},
+                            {"strategy", "random"},
+                            {"cost_model", "linear"},
                             {"database", file(name + ".db")},
                             {"export", file(name + "-table.json")},
                             {"report", file(name + ".html")}};
@@ -44,8 +49,8 @@ TEST_F(ChipsCliTest, SeedFormatDescriptionLoadsAndTunes) {
 }
 
 TEST_F(ChipsCliTest, Mlu370AndThe8x8CustomNpuTuneAJob) {
-  for (const auto& [name, target] : {std::pair<std::string, atvoss::Json>{"mlu", "mlu370"},
-                                     {"edge", kExamples + "custom-npu-8x8.json"}}) {
+  for (const auto& [name, target] :
+       {std::pair<std::string, atvoss::Json>{"mlu", "mlu370"}, {"edge", kExamples + "custom-npu-8x8.json"}}) {
     SCOPED_TRACE(name);
     const Result r = tune_mlp(name, target);
     ASSERT_EQ(r.code, 0) << r.err;
@@ -74,8 +79,8 @@ TEST_F(ChipsCliTest, AnUnmappableDescriptionExits2NamingTheField) {
   const Result sim = run_tool("atvoss-sim", "space --target " + bad + " --workload " + quote(kMatmul));
   EXPECT_EQ(sim.code, 2);
   EXPECT_THAT(sim.err, HasSubstr("'architecture.core_type' must be \"coupled\""));
-  const Result tune = run_tool("atvoss-tune", "--target " + bad + " --workload " + quote(kMatmul) +
-                                                  " --trials 4 --db " + quote(file("b.db")));
+  const Result tune = run_tool(
+      "atvoss-tune", "--target " + bad + " --workload " + quote(kMatmul) + " --trials 4 --db " + quote(file("b.db")));
   EXPECT_EQ(tune.code, 2);
   EXPECT_THAT(tune.err, HasSubstr("'architecture.core_type'"));
 }

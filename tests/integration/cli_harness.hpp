@@ -54,13 +54,13 @@ class CliTest : public ::testing::Test {
 
   // Runs ATVOSS_BIN_DIR/tool with args (already shell-quoted where needed); with timeout_s,
   // under timeout(1), so that a hang ends as exit 124.
-  CliResult run_tool(const std::string& tool, const std::string& args,
-                     const std::string& stdin_text = "", int timeout_s = 0) const {
+  CliResult run_tool(const std::string& tool, const std::string& args, const std::string& stdin_text = "",
+                     int timeout_s = 0) const {
     const std::string in = file("stdin", stdin_text.empty() ? "\n" : stdin_text);
     const std::string out = file("stdout"), err = file("stderr");
     const std::string bound = timeout_s > 0 ? "timeout " + std::to_string(timeout_s) + " " : "";
-    const std::string cmd = bound + std::string(ATVOSS_BIN_DIR) + "/" + tool + " " + args + " <" + in +
-                            " >" + out + " 2>" + err;
+    const std::string cmd =
+        bound + std::string(ATVOSS_BIN_DIR) + "/" + tool + " " + args + " <" + in + " >" + out + " 2>" + err;
     const int status = std::system(cmd.c_str());
     CliResult r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -15,9 +15,9 @@
 #include <sstream>
 #include <vector>
 
-#include "tests/db/pg_test_util.hpp"
 #include "cli_harness.hpp"
 #include "core/json.hpp"
+#include "tests/db/pg_test_util.hpp"
 
 namespace {
 
@@ -139,7 +139,8 @@ TEST_F(DbCliTest, BadInputExitsTwoAndLeavesDataUntouched) {
   {
     std::ofstream bad(file("bad.jsonl"));
     bad << R"({"format":"atvoss-record","format_version":1,"workload":{"op":"matmul","dims":{"M":1,"N":1,"K":1}},)"
-        << R"("target":{"key":"k","name":"n","description":{}},"schedule":{"tile_m":1}})" << "\n";
+        << R"("target":{"key":"k","name":"n","description":{}},"schedule":{"tile_m":1}})"
+        << "\n";
   }
   Result r = run(db() + " import " + quote(file("bad.jsonl")));
   EXPECT_EQ(r.code, 2);
@@ -193,13 +194,21 @@ TEST_F(DbCliTest, ImportRefusesARecordNoMeasurementCouldProduceAndWritesNothing)
       {"time beside its repeats", [](atvoss::Json& j) { j["measurement"]["time_us"] = 1e9; }, "'time_us'"},
       {"zero repeat", [](atvoss::Json& j) { j["measurement"]["repeats"][0] = 0; }, "'repeats'"},
       {"knob value outside the space",
-       [&](atvoss::Json& j) { j["schedule"][knob] = 999983; j.erase("schedule_key"); }, "not in the space"},
+       [&](atvoss::Json& j) {
+         j["schedule"][knob] = 999983;
+         j.erase("schedule_key");
+       },
+       "not in the space"},
       {"knob the op does not have",
-       [](atvoss::Json& j) { j["schedule"]["warp_count"] = 4; j.erase("schedule_key"); }, "not in the space"},
+       [](atvoss::Json& j) {
+         j["schedule"]["warp_count"] = 4;
+         j.erase("schedule_key");
+       },
+       "not in the space"},
       {"target description edited under its key",
        [](atvoss::Json& j) { j["target"]["description"]["clock_ghz"] = 9.5; }, "do not match"},
-      {"target this build cannot read",
-       [](atvoss::Json& j) { j["target"]["description"]["warp_size"] = 32; }, "'description'"},
+      {"target this build cannot read", [](atvoss::Json& j) { j["target"]["description"]["warp_size"] = 32; },
+       "'description'"},
       {"NPU op on a name-only target",
        [](atvoss::Json& j) {
          const atvoss::Json gpu{{"name", "gpu"}};
@@ -280,14 +289,17 @@ TEST_F(DbCliTest, MissingPathsAndDirectoriesExitTwoAndCreateNothing) {
   } cases[] = {
       {"import of a missing file", db() + " import " + quote(file("nope.jsonl")), "does not exist"},
       {"import of a directory", db() + " import " + quote(file("adir")), "is a directory"},
-      {"missing file after a good one", db() + " import " + quote(cache_) + " " + quote(file("nope.json.gz")), "nope.json.gz"},
+      {"missing file after a good one", db() + " import " + quote(cache_) + " " + quote(file("nope.json.gz")),
+       "nope.json.gz"},
       {"merge of a directory", db() + " merge " + quote(file("adir")), "is a directory"},
       {"stats of a directory", db("adir") + " stats", "is a directory"},
       {"prune of a directory", db("adir") + " prune -k 1", "is a directory"},
       {"import into a missing directory", db("no/such/dir/t.db") + " import " + quote(cache_), "does not exist"},
-      {"export into a missing directory", db() + " export -o " + quote(file("out/all.jsonl")), "'" + file("out") + "' does not exist"},
+      {"export into a missing directory", db() + " export -o " + quote(file("out/all.jsonl")),
+       "'" + file("out") + "' does not exist"},
       {"export onto a directory", db() + " export -o " + quote(file("adir")), "is a directory"},
-      {"table into a missing directory", db() + " export-table --target " + gpu_ + " -o " + quote(file("out/t.json")), "does not exist"},
+      {"table into a missing directory", db() + " export-table --target " + gpu_ + " -o " + quote(file("out/t.json")),
+       "does not exist"},
       {"serve a missing database", db("absent.db") + " serve --port 0", "does not exist"},
       {"token file is a directory", db() + " serve --port 0 --token-file " + quote(file("adir")), "is a directory"},
   };
@@ -304,7 +316,8 @@ TEST_F(DbCliTest, MissingPathsAndDirectoriesExitTwoAndCreateNothing) {
   // Exports leave no temporary beside their destination.
   ASSERT_EQ(run(db() + " export -o " + quote(file("all.jsonl"))).code, 0);
   int entries = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir_)) entries += e.path().filename().string().find(".tmp") != std::string::npos;
+  for (const auto& e : std::filesystem::directory_iterator(dir_))
+    entries += e.path().filename().string().find(".tmp") != std::string::npos;
   EXPECT_EQ(entries, 0);
 }
 

@@ -22,8 +22,8 @@ HttpReply wait_for_server(std::uint16_t port) { return wait_for_http(port, kToke
 TEST(DbServe, AnswersBestFromTheDatabaseWithToken) {
   TempDir dir;
   const std::string db = dir.file("tuned.db");
-  ASSERT_EQ(run({bin("atvoss-tune"), "--target", "ascend910", "--workload", kWorkload.dump(),
-                 "--trials", "24", "--strategy", "random", "--db", db, "--seed", "3", "--quiet"}),
+  ASSERT_EQ(run({bin("atvoss-tune"), "--target", "ascend910", "--workload", kWorkload.dump(), "--trials", "24",
+                 "--strategy", "random", "--db", db, "--seed", "3", "--quiet"}),
             0);
   const std::string best_file = dir.file("best.json");
   // The tool's own answer is the reference the HTTP answer must agree with.
@@ -37,8 +37,7 @@ TEST(DbServe, AnswersBestFromTheDatabaseWithToken) {
   ASSERT_TRUE(expected.is_array() && !expected.empty()) << expected.dump();
 
   const std::uint16_t port = free_port();
-  Child server({bin("atvoss-db"), "--db", db, "serve", "--port", std::to_string(port)},
-               {{"ATVOSS_TOKEN", kToken}});
+  Child server({bin("atvoss-db"), "--db", db, "serve", "--port", std::to_string(port)}, {{"ATVOSS_TOKEN", kToken}});
   EXPECT_EQ(wait_for_server(port).status, 200);
 
   const std::string query = "/v1/best?target=ascend910&workload=" + url_encode(kWorkload.dump());
@@ -49,8 +48,7 @@ TEST(DbServe, AnswersBestFromTheDatabaseWithToken) {
   const Json answer = Json::parse(best.body);
   EXPECT_EQ(answer.at("match"), "exact");
   EXPECT_EQ(answer.at("schedule"), expected[0].at("schedule"));
-  EXPECT_DOUBLE_EQ(answer.at("time_us").get<double>(),
-                   expected[0].at("measurement").at("time_us").get<double>());
+  EXPECT_DOUBLE_EQ(answer.at("time_us").get<double>(), expected[0].at("measurement").at("time_us").get<double>());
 
   // /metrics: the lookups it answered and what the database holds, not a farm's zeros.
   const HttpReply metrics = http(port, "GET", "/metrics", kToken);
@@ -75,8 +73,7 @@ TEST(DbServe, AnswersBestFromTheDatabaseWithToken) {
 
 TEST(DbServe, MissingDatabaseIsAnErrorNotAnEmptyServer) {
   TempDir dir;
-  Child server({bin("atvoss-db"), "--db", dir.file("absent/none.db"), "serve", "--port",
-                std::to_string(free_port())});
+  Child server({bin("atvoss-db"), "--db", dir.file("absent/none.db"), "serve", "--port", std::to_string(free_port())});
   const auto rc = server.wait_for(10s);
   ASSERT_TRUE(rc.has_value());
   EXPECT_NE(*rc, 0);

@@ -4,9 +4,9 @@
 #include <fstream>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
-#include <boost/asio.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <boost/asio.hpp>
 
 #include "farm_harness.hpp"
 #include "rpc/frame.hpp"
@@ -189,7 +189,9 @@ TEST(FarmTokens, BlankTokenFromEnvironmentOrFileExitsTwo) {
   std::vector<std::pair<std::string, Child>> runs;
   runs.emplace_back("farm, env", Child({bin("atvoss-farm"), "--port", "0", "--host", "0.0.0.0", "--quiet"}, blank_env));
   runs.emplace_back("farm, file", Child({bin("atvoss-farm"), "--port", "0", "--quiet", "--token-file", blank_file}));
-  runs.emplace_back("worker, env", Child({bin("atvoss-worker"), "--farm", "127.0.0.1:1", "--target", "ascend910", "--quiet"}, blank_env));
+  runs.emplace_back(
+      "worker, env",
+      Child({bin("atvoss-worker"), "--farm", "127.0.0.1:1", "--target", "ascend910", "--quiet"}, blank_env));
   runs.emplace_back("worker, file", Child({bin("atvoss-worker"), "--farm", "127.0.0.1:1", "--target", "ascend910",
                                            "--quiet", "--token-file", blank_file}));
   for (auto& [name, child] : runs) {

@@ -90,8 +90,7 @@ TEST_F(FarmFaults, CoordinatorKilledAndRestartedJobCompletes) {
   launch(job, port, reqs);
   // Killed with answers given and work left, so the client must resubmit the rest.
   wait_for_stats(
-      port, [](const Json& s) { return s.at("answered") > 0 && s.at("tasks_pending") > 0; },
-      "a job half answered");
+      port, [](const Json& s) { return s.at("answered") > 0 && s.at("tasks_pending") > 0; }, "a job half answered");
   farm.process.signal(SIGKILL);
   EXPECT_TRUE(farm.process.wait_for(5s).has_value());
   Farm second = start_farm(dir, {}, {}, port);  // same port: workers and client find it again
@@ -111,10 +110,11 @@ TEST_F(FarmFaults, SigtermAnswersUnfinishedWorkSessionTimeoutAndExitsCleanly) {
   Json items = Json::array();
   std::uint64_t id = 1;
   for (const auto& r : requests(3, 6)) {
-    items.push_back(Json{{"id", id++},
-                         {"target", r.target_key},
-                         {"request", rpc::encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule},
-                                                           {"repeat", 1}, {"seed", 6}})}});
+    items.push_back(
+        Json{{"id", id++},
+             {"target", r.target_key},
+             {"request",
+              rpc::encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", 1}, {"seed", 6}})}});
   }
   client->send(Json{{"type", "submit"}, {"items", items}});
   wait_for_stats(

@@ -72,11 +72,12 @@ TEST(FarmFiles, OnlyRegularFilesInsideTheRecordedDirAreServed) {
   const Measurement ok = farm.measure(1, target, table(inside), schedule);
   EXPECT_TRUE(ok.ok()) << ok.message;
   EXPECT_GT(ok.time_us, 0);
-  for (const auto& [id, path, why] : {std::tuple{2, outside, "outside its --recorded-dir"},
-                                      std::tuple{3, (allowed / "escape.json.gz").string(), "outside its --recorded-dir"},
-                                      std::tuple{4, fifo, "not a regular file"},
-                                      std::tuple{7, (allowed / "secret.json.gz").string(), "outside its --recorded-dir"},
-                                      std::tuple{5, (allowed / "../tables/../../etc/passwd").string(), "not a regular file"}}) {
+  for (const auto& [id, path, why] :
+       {std::tuple{2, outside, "outside its --recorded-dir"},
+        std::tuple{3, (allowed / "escape.json.gz").string(), "outside its --recorded-dir"},
+        std::tuple{4, fifo, "not a regular file"},
+        std::tuple{7, (allowed / "secret.json.gz").string(), "outside its --recorded-dir"},
+        std::tuple{5, (allowed / "../tables/../../etc/passwd").string(), "not a regular file"}}) {
     SCOPED_TRACE(path);
     const Measurement m = farm.measure(id, target, table(path), schedule);  // returns: no hang on the FIFO
     EXPECT_EQ(m.status, Status::error);

@@ -131,8 +131,8 @@ struct Farm {
 inline Farm start_farm(const TempDir& dir, std::vector<std::string> extra = {},
                        const std::map<std::string, std::string>& env = {}, std::uint16_t port = 0) {
   const std::string port_file = dir.file("farm.port." + std::to_string(std::rand()));
-  std::vector<std::string> argv{bin("atvoss-farm"), "--port", std::to_string(port), "--port-file", port_file,
-                                "--quiet"};
+  std::vector<std::string> argv{bin("atvoss-farm"), "--port",  std::to_string(port),
+                                "--port-file",      port_file, "--quiet"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   Farm farm{Child(argv, env)};
   const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -153,8 +153,9 @@ inline Farm start_farm(const TempDir& dir, std::vector<std::string> extra = {},
 
 inline Child start_worker(std::uint16_t port, int slots, std::vector<std::string> extra = {},
                           const std::map<std::string, std::string>& env = {}) {
-  std::vector<std::string> argv{bin("atvoss-worker"), "--farm", "127.0.0.1:" + std::to_string(port),
-                                "--target", "ascend910", "--slots", std::to_string(slots), "--quiet"};
+  std::vector<std::string> argv{
+      bin("atvoss-worker"),  "--farm", "127.0.0.1:" + std::to_string(port), "--target", "ascend910", "--slots",
+      std::to_string(slots), "--quiet"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return Child(argv, env);
 }
@@ -196,8 +197,8 @@ inline Json wait_for_stats(std::uint16_t port, Pred pred, const std::string& wha
 inline void wait_for_workers(std::uint16_t port, std::size_t n, std::chrono::milliseconds timeout = 15s,
                              std::optional<std::string> token = std::nullopt) {
   wait_for_stats(
-      port, [n](const Json& s) { return s.at("workers").size() >= n; },
-      std::to_string(n) + " workers registered", timeout, token);
+      port, [n](const Json& s) { return s.at("workers").size() >= n; }, std::to_string(n) + " workers registered",
+      timeout, token);
 }
 
 // Tasks the worker named name holds now (0 when it is not listed).
@@ -231,7 +232,8 @@ inline Cluster start_cluster(const TempDir& dir, int n, int slots, const std::ve
 // count distinct valid matmul schedules on ascend910, from a fixed seed.
 inline std::vector<rpc::FarmRequest> requests(std::size_t count, std::uint64_t seed, int repeat = 1) {
   const Target target = simulator::preset("ascend910");
-  const Workload workload = Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1024}, {"K", 1024}}}});
+  const Workload workload =
+      Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 1024}, {"N", 1024}, {"K", 1024}}}});
   const ScheduleSpace space = simulator::space_for(workload, target);
   std::mt19937_64 rng(seed);
   std::map<std::string, rpc::FarmRequest> unique;
@@ -253,14 +255,15 @@ struct HttpReply {
 
 // One HTTP/1.1 request with Connection: close; reads until the server closes (bounded).
 inline HttpReply http(std::uint16_t port, const std::string& method, const std::string& target,
-               const std::optional<std::string>& token, const std::string& body = "") {
+                      const std::optional<std::string>& token, const std::string& body = "") {
   namespace asio = boost::asio;
   asio::io_context io;
   asio::ip::tcp::socket s(io);
   s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (token) request += "Authorization: Bearer " + *token + "\r\n";
-  if (!body.empty()) request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  if (!body.empty())
+    request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   request += "\r\n" + body;
   asio::write(s, asio::buffer(request));
   std::string response;
@@ -322,7 +325,8 @@ class ScriptedFarm {
   }
   // Hands the worker one task and returns the measurement it sends back.
   Measurement measure(int id, const std::string& target, const Json& workload, const Json& schedule) {
-    const Json body = rpc::encode_body(Json{{"workload", workload}, {"schedule", schedule}, {"repeat", 1}, {"seed", 3}});
+    const Json body =
+        rpc::encode_body(Json{{"workload", workload}, {"schedule", schedule}, {"repeat", 1}, {"seed", 3}});
     send(Json{{"type", "tasks"}, {"tasks", Json::array({Json{{"id", id}, {"target", target}, {"request", body}}})}});
     const Json result = receive("results").at("results").at(0);
     if (result.at("id") != id) throw std::runtime_error("a result for another task");

@@ -46,8 +46,8 @@ std::string fake_machine(const TempDir& dir, int cores) {
 
 Child start_host_worker(std::uint16_t port, std::vector<std::string> extra = {},
                         const std::map<std::string, std::string>& env = kCache) {
-  std::vector<std::string> argv{bin("atvoss-worker"), "--farm", "127.0.0.1:" + std::to_string(port), "--backend",
-                                "host", "--quiet"};
+  std::vector<std::string> argv{bin("atvoss-worker"), "--farm", "127.0.0.1:" + std::to_string(port),
+                                "--backend",          "host",   "--quiet"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return Child(argv, env);
 }
@@ -113,8 +113,10 @@ TEST(FarmHostTest, HostWorkWaitsForAWorkerOfItsFingerprint) {
   o.role = rpc::Role::client;
   auto client = rpc::Channel::open(rpc::Endpoint{"127.0.0.1", farm.port}, o);
   const rpc::FarmRequest r = host_requests().front();
-  const Json body = rpc::encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", 1}, {"seed", 3}});
-  client->send(Json{{"type", "submit"}, {"items", Json::array({Json{{"id", 1}, {"target", r.target_key}, {"request", body}}})}});
+  const Json body =
+      rpc::encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", 1}, {"seed", 3}});
+  client->send(
+      Json{{"type", "submit"}, {"items", Json::array({Json{{"id", 1}, {"target", r.target_key}, {"request", body}}})}});
   client->send(Json{{"type", "stats"}});
   std::optional<Json> stats;
   for (int i = 0; i < 100 && !stats; ++i) {
@@ -136,19 +138,21 @@ TEST(FarmHostTest, HostWorkWaitsForAWorkerOfItsFingerprint) {
   EXPECT_TRUE(m.ok()) << m.message;
 }
 
-
 TEST(FarmHostTest, AWorkerRefusesATaskForAnotherFingerprint) {
   ScriptedFarm farm;
   Child worker = start_host_worker(farm.port());
   farm.accept();
-  farm.send(Json{{"type", "hello"}, {"version", rpc::kProtocolVersion}, {"nonce", std::string(64, 'a')}, {"auth", false}});
+  farm.send(
+      Json{{"type", "hello"}, {"version", rpc::kProtocolVersion}, {"nonce", std::string(64, 'a')}, {"auth", false}});
   EXPECT_EQ(farm.receive("login").at("role"), "worker");
   farm.send(Json{{"type", "welcome"}, {"version", rpc::kProtocolVersion}, {"session", 1}, {"heartbeat_ms", 1000}});
   const Json reg = farm.receive("register");
   EXPECT_EQ(reg.at("targets"), Json::array({host::this_machine().target_name()}));
   const rpc::FarmRequest r = host_requests().front();
-  const Json body = rpc::encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", 1}, {"seed", 3}});
-  farm.send(Json{{"type", "tasks"}, {"tasks", Json::array({Json{{"id", 9}, {"target", "host-000000000000"}, {"request", body}}})}});
+  const Json body =
+      rpc::encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", 1}, {"seed", 3}});
+  farm.send(Json{{"type", "tasks"},
+                 {"tasks", Json::array({Json{{"id", 9}, {"target", "host-000000000000"}, {"request", body}}})}});
   const Json result = farm.receive("results").at("results").at(0);
   EXPECT_EQ(result.at("id"), 9);
   const Measurement m = Measurement::from_json(rpc::decode_body(result.at("measurement"), "measurement"));
@@ -160,8 +164,8 @@ TEST(FarmHostTest, AWorkerRefusesATaskForAnotherFingerprint) {
 TEST(FarmHostTest, HostSlotsStopAtThePhysicalCores) {
   TempDir dir;
   Farm farm = start_farm(dir);
-  Child worker = start_host_worker(farm.port, {"--slots", "4"},
-                                   env_with({{host::kTestMachineRootEnv, fake_machine(dir, 1)}}));
+  Child worker =
+      start_host_worker(farm.port, {"--slots", "4"}, env_with({{host::kTestMachineRootEnv, fake_machine(dir, 1)}}));
   wait_for_workers(farm.port, 1, 60s);
   EXPECT_EQ(farm_stats(farm.port).at("workers").at(0).at("slots"), 1);
 }
@@ -184,8 +188,9 @@ class WorkerHostCli : public CliTest {
   // unreachable farm forever, so it is stopped after 30 s (exit 124).
   CliResult run_worker(const std::string& args) const {
     const std::string out = file("stdout"), err = file("stderr");
-    const int status = std::system(("timeout 30 " + std::string(ATVOSS_BIN_DIR) + "/atvoss-worker " + args +
-                                    " </dev/null >" + out + " 2>" + err).c_str());
+    const int status = std::system(
+        ("timeout 30 " + std::string(ATVOSS_BIN_DIR) + "/atvoss-worker " + args + " </dev/null >" + out + " 2>" + err)
+            .c_str());
     return CliResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   }
 };

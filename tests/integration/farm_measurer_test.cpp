@@ -30,8 +30,7 @@ TEST(FarmMeasurerIntegration, BatchSurvivesCoordinatorRestart) {
   std::thread job([&] { results = measurer.measure(batch); });
   // Killed with answers given and work left, so the measurer must resubmit the rest.
   wait_for_stats(
-      port, [](const Json& s) { return s.at("answered") > 0 && s.at("tasks_pending") > 0; },
-      "a batch half answered");
+      port, [](const Json& s) { return s.at("answered") > 0 && s.at("tasks_pending") > 0; }, "a batch half answered");
   farm.process.signal(SIGKILL);
   EXPECT_TRUE(farm.process.wait_for(5s).has_value());
   Farm second = start_farm(dir, {}, {}, port);

@@ -4,9 +4,9 @@
 #include <array>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
-#include <boost/asio.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <boost/asio.hpp>
 
 #include "farm_harness.hpp"
 #include "rpc/log.hpp"
@@ -17,7 +17,6 @@ namespace {
 
 namespace asio = boost::asio;
 const std::string kToken = "query-token-for-tests";
-
 
 TEST(FarmQuery, BestStatsAndMetricsOverHttpWithToken) {
   rpc::set_log_enabled(false);
@@ -70,12 +69,14 @@ TEST(FarmQuery, BestStatsAndMetricsOverHttpWithToken) {
   // A shape never measured gets the nearest measured one, flagged as such (POST form).
   Json other = workload;
   other["dims"]["M"] = 1000;
-  const HttpReply nearest = http(farm.http_port, "POST", "/v1/best", kToken,
-                                 Json{{"target", "ascend910"}, {"workload", other}}.dump());
+  const HttpReply nearest =
+      http(farm.http_port, "POST", "/v1/best", kToken, Json{{"target", "ascend910"}, {"workload", other}}.dump());
   ASSERT_EQ(nearest.status, 200) << nearest.body;
   EXPECT_EQ(Json::parse(nearest.body).at("match"), "nearest");
 
-  EXPECT_EQ(http(farm.http_port, "GET", "/v1/best?target=nowhere&workload=" + url_encode(workload.dump()), kToken).status, 404);
+  EXPECT_EQ(
+      http(farm.http_port, "GET", "/v1/best?target=nowhere&workload=" + url_encode(workload.dump()), kToken).status,
+      404);
   EXPECT_EQ(http(farm.http_port, "GET", "/v1/best?target=ascend910&workload=%7Bbad", kToken).status, 400);
 }
 

@@ -67,7 +67,8 @@ TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInpu
   const struct {
     std::string tool, args, says;
   } cases[] = {
-      {"atvoss-sim", "sweep --target ascend910 --workload " + workload + " --limit -1", "--limit: must be >= 0, got -1"},
+      {"atvoss-sim", "sweep --target ascend910 --workload " + workload + " --limit -1",
+       "--limit: must be >= 0, got -1"},
       {"atvoss-sim", "eval --target ascend910 --workload " + workload + " --seed -1", "--seed: must be >= 0, got -1"},
       {"atvoss-tune", "--target ascend910 --workload " + workload + " --trials 1 --db " + file("t.db") + " --seed -1",
        "--seed: must be >= 0"},
@@ -81,9 +82,12 @@ TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInpu
        "--limit: must be at most 18446744073709551615"},
       {"atvoss-sim", "eval --target ascend910 --workload " + workload + " --seed 18446744073709551616",
        "--seed: must be at most 18446744073709551615"},
-      {"atvoss-tune", "--target ascend910 --workload " + workload + " --trials 1 --db " + file("t.db") +
-       " --seed 18446744073709551616", "--seed: must be at most"},
-      {"atvoss-db", "--db " + db + " query --limit 9223372036854775808", "--limit: must be at most 9223372036854775807"},
+      {"atvoss-tune",
+       "--target ascend910 --workload " + workload + " --trials 1 --db " + file("t.db") +
+           " --seed 18446744073709551616",
+       "--seed: must be at most"},
+      {"atvoss-db", "--db " + db + " query --limit 9223372036854775808",
+       "--limit: must be at most 9223372036854775807"},
       {"atvoss-model", "train --db " + db + " --target ascend910 --seed 18446744073709551616",
        "--seed: must be at most"},
       {"atvoss-kernel-runner", "--so " + file("k.so") + " --workload " + workload + " --seed 18446744073709551616",

@@ -17,8 +17,10 @@ class PlanCliTest : public atvoss::cli_test::CliTest {};
 const char* kOneLink = R"({"devices_per_server":2,"shape":"full_mesh","link":{"gb_per_s":10,"latency_us":1}})";
 
 TEST_F(PlanCliTest, TimesACollectiveOnAHandMadeTopology) {
-  const auto r = run_tool("atvoss-plan", "--collective all_reduce --bytes 1000000 --devices 2 --algorithm ring --json "
-                                         "--topology " + quote(kOneLink));
+  const auto r = run_tool("atvoss-plan",
+                          "--collective all_reduce --bytes 1000000 --devices 2 --algorithm ring --json "
+                          "--topology " +
+                              quote(kOneLink));
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = atvoss::Json::parse(r.out);
   EXPECT_DOUBLE_EQ(j["us"].get<double>(), 102);  // 2 steps of 0.5 MB over 10 GB/s, 1 us each
@@ -27,8 +29,10 @@ TEST_F(PlanCliTest, TimesACollectiveOnAHandMadeTopology) {
 
 TEST_F(PlanCliTest, PlansAModelsTrainingStepAndWritesThePlanAndThePage) {
   const std::string plan = file("plan.json"), html = file("plan.html");
-  const auto r = run_tool("atvoss-plan", "--model mlp --devices 4 --topology ascend910b-server8 --trials 12 --seed 3 "
-                                         "--json --plan-out " + plan + " --html " + html);
+  const auto r = run_tool("atvoss-plan",
+                          "--model mlp --devices 4 --topology ascend910b-server8 --trials 12 --seed 3 "
+                          "--json --plan-out " +
+                              plan + " --html " + html);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = atvoss::Json::parse(r.out);
   EXPECT_EQ(j["model"], "mlp-train");

@@ -38,9 +38,8 @@ TEST_F(RecordHostSpacesCli, WritesARecordedSpaceAndResumesIt) {
   const auto rs = RecordedSpace::parse(first, path);
   EXPECT_EQ(rs->recorded_count(), 3u);
   // threads too, holding only 1: the recorder makes single-thread landscapes.
-  EXPECT_THAT(knob_names(*rs), ::testing::ElementsAre("micro_m", "micro_n", "tile_m", "tile_n", "tile_k",
-                                                       "k_steps", "async_copy_depth", "tile_order",
-                                                       "fusion_level", "threads"));
+  EXPECT_THAT(knob_names(*rs), ::testing::ElementsAre("micro_m", "micro_n", "tile_m", "tile_n", "tile_k", "k_steps",
+                                                      "async_copy_depth", "tile_order", "fusion_level", "threads"));
   EXPECT_EQ(rs->space().knobs().back().values, (std::vector<std::int64_t>{1}));
   ASSERT_TRUE(rs->optimum_us().has_value());
   EXPECT_GT(*rs->optimum_us(), 0);

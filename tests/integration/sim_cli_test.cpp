@@ -21,7 +21,8 @@ namespace {
 using ::testing::HasSubstr;
 
 const char* kMatmul = R"({"op":"matmul","dims":{"M":256,"N":256,"K":256}})";
-const char* kGood = R"({"tile_m":64,"tile_n":64,"tile_k":64,"k_steps":2,"async_copy_depth":2,"tile_order":0,"fusion_level":0})";
+const char* kGood =
+    R"({"tile_m":64,"tile_n":64,"tile_k":64,"k_steps":2,"async_copy_depth":2,"tile_order":0,"fusion_level":0})";
 
 using Result = atvoss::cli_test::CliResult;
 
@@ -78,11 +79,9 @@ TEST_F(SimCliTest, EvalNoiseIsSeeded) {
 }
 
 TEST_F(SimCliTest, EvalBadLinesGetErrorResultsAndExit2) {
-  const std::string input = std::string(kGood) + "\n" + "{not json\n" +
-                            R"({"tile_m":64})" + "\n" +
+  const std::string input = std::string(kGood) + "\n" + "{not json\n" + R"({"tile_m":64})" + "\n" +
                             std::string(kGood).insert(1, R"("unroll":4,)") + "\n" +
-                            std::string(kGood).replace(std::string(kGood).find("64"), 2, "17") + "\n" +
-                            kGood + "\n";
+                            std::string(kGood).replace(std::string(kGood).find("64"), 2, "17") + "\n" + kGood + "\n";
   const Result r = run("atvoss-sim", "eval --target ascend910b --workload " + quote(kMatmul), input);
   EXPECT_EQ(r.code, 2);
   const auto out = lines(r.out);
@@ -115,8 +114,8 @@ TEST_F(SimCliTest, EvalInvalidUtf8LineGetsAnErrorAndTheRunGoesOn) {
 
 TEST_F(SimCliTest, SweepWritesCsvOfValidPoints) {
   const std::string csv = (dir_ / "sweep.csv").string();
-  const Result r = run("atvoss-sim", "sweep --target ascend910 --limit 50 --seed 3 --csv " + csv +
-                                         " --workload " + quote(kMatmul));
+  const Result r =
+      run("atvoss-sim", "sweep --target ascend910 --limit 50 --seed 3 --csv " + csv + " --workload " + quote(kMatmul));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("50 valid points measured"));
   std::istringstream in(slurp(csv));
@@ -132,16 +131,16 @@ TEST_F(SimCliTest, SweepWritesCsvOfValidPoints) {
 }
 
 TEST_F(SimCliTest, AnalyzeNamesBottleneckAndHint) {
-  const Result one = run("atvoss-analyze", "--target ascend910 --workload " + quote(kMatmul) +
-                                               " --schedule " + quote(kGood));
+  const Result one =
+      run("atvoss-analyze", "--target ascend910 --workload " + quote(kMatmul) + " --schedule " + quote(kGood));
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_THAT(one.out, HasSubstr("bottleneck: "));
   EXPECT_THAT(one.out, HasSubstr("hint: "));
   EXPECT_THAT(one.out, HasSubstr("L1 hit rate"));
   const std::string conv =
       R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"pad":1},"epilogue":["batchnorm","relu"]})";
-  const Result many = run("atvoss-analyze", "--target ascend910 --workload " + quote(kMatmul) +
-                                                " --workload " + quote(conv));
+  const Result many =
+      run("atvoss-analyze", "--target ascend910 --workload " + quote(kMatmul) + " --workload " + quote(conv));
   ASSERT_EQ(many.code, 0) << many.err;
   EXPECT_THAT(many.out, HasSubstr("% of total"));
   EXPECT_THAT(many.out, HasSubstr("1. "));
@@ -159,12 +158,16 @@ TEST_F(SimCliTest, BadInputExits2WithAMessage) {
       {"unknown op", "atvoss-sim", "space --workload '{\"op\":\"fft\",\"dims\":{}}'", "unknown op 'fft'"},
       {"zero dim", "atvoss-sim", R"(space --workload '{"op":"matmul","dims":{"M":0,"N":8,"K":8}}')", "'M' must be > 0"},
       {"negative dim", "atvoss-sim", R"(space --workload '{"op":"softmax","dims":{"M":-3,"N":8}}')", "'M' must be > 0"},
-      {"unknown preset", "atvoss-sim", std::string("space --target ascend000 --workload ") + quote(kMatmul), "unknown preset"},
-      {"target missing field", "atvoss-sim", "space --target " + target_missing + " --workload " + quote(kMatmul), "field"},
-      {"target mistyped field", "atvoss-sim", "space --target " + target_typed + " --workload " + quote(kMatmul), "ai_cores"},
+      {"unknown preset", "atvoss-sim", std::string("space --target ascend000 --workload ") + quote(kMatmul),
+       "unknown preset"},
+      {"target missing field", "atvoss-sim", "space --target " + target_missing + " --workload " + quote(kMatmul),
+       "field"},
+      {"target mistyped field", "atvoss-sim", "space --target " + target_typed + " --workload " + quote(kMatmul),
+       "ai_cores"},
       {"missing workload flag", "atvoss-sim", "space --target ascend910", "workload"},
       {"bad noise", "atvoss-sim", "eval --noise -1 --workload " + quote(kMatmul), "noise"},
-      {"analyze bad schedule", "atvoss-analyze", "--workload " + quote(kMatmul) + " --schedule '{\"tile_m\":64}'", "missing knob"},
+      {"analyze bad schedule", "atvoss-analyze", "--workload " + quote(kMatmul) + " --schedule '{\"tile_m\":64}'",
+       "missing knob"},
       {"analyze malformed", "atvoss-analyze", "--workload '[1,'", "invalid JSON"},
   };
   for (const auto& c : cases) {
@@ -182,22 +185,33 @@ TEST_F(SimCliTest, MissingPathsAndDirectoriesExitTwoAndCreateNothing) {
   const std::string adir = quote((dir_ / "adir").string());
   const std::string nope = quote((dir_ / "nope.json").string());
   const std::string job = file("job.json", R"({"name":"j","target":"ascend910","model":"mlp","trials":4,)"
-                                           R"("database":")" + (dir_ / "out" / "j.db").string() + R"("})");
+                                           R"("database":")" +
+                                               (dir_ / "out" / "j.db").string() + R"("})");
   const struct {
     const char* name;
     std::string tool, args, says;
   } cases[] = {
       {"workload file missing", "atvoss-sim", "space --workload " + nope, "does not exist"},
       {"workload is a directory", "atvoss-sim", "space --workload " + adir, "is a directory"},
-      {"target is a directory", "atvoss-sim", "space --target " + adir + " --workload " + quote(kMatmul), "is a directory"},
-      {"csv into a missing directory", "atvoss-sim", "sweep --limit 2 --workload " + quote(kMatmul) + " --csv " + quote((dir_ / "out" / "s.csv").string()), "does not exist"},
+      {"target is a directory", "atvoss-sim", "space --target " + adir + " --workload " + quote(kMatmul),
+       "is a directory"},
+      {"csv into a missing directory", "atvoss-sim",
+       "sweep --limit 2 --workload " + quote(kMatmul) + " --csv " + quote((dir_ / "out" / "s.csv").string()),
+       "does not exist"},
       {"analyze workload is a directory", "atvoss-analyze", "--workload " + adir, "is a directory"},
       {"job file missing", "atvoss-tune", nope, "does not exist"},
       {"job file is a directory", "atvoss-tune", adir, "is a directory"},
       {"job database in a missing directory", "atvoss-tune", quote(job), "field 'database'"},
-      {"tune db in a missing directory", "atvoss-tune", "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " + quote((dir_ / "out" / "t.db").string()), "does not exist"},
-      {"tune db is a directory", "atvoss-tune", "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " + adir, "is a directory"},
-      {"tune export into a missing directory", "atvoss-tune", "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " + quote((dir_ / "t.db").string()) + " --export " + quote((dir_ / "out" / "t.json").string()), "does not exist"},
+      {"tune db in a missing directory", "atvoss-tune",
+       "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " +
+           quote((dir_ / "out" / "t.db").string()),
+       "does not exist"},
+      {"tune db is a directory", "atvoss-tune",
+       "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " + adir, "is a directory"},
+      {"tune export into a missing directory", "atvoss-tune",
+       "--target ascend910 --workload " + quote(kMatmul) + " --trials 4 --quiet --db " +
+           quote((dir_ / "t.db").string()) + " --export " + quote((dir_ / "out" / "t.json").string()),
+       "does not exist"},
       {"model db missing", "atvoss-model", "inspect --db " + nope + " --target ascend910", "does not exist"},
       {"model db is a directory", "atvoss-model", "train --db " + adir + " --target ascend910", "is a directory"},
   };
@@ -220,9 +234,11 @@ TEST_F(SimCliTest, AbsurdTargetNumbersExit2NamingTheField) {
   } cases[] = {
       {"clock beyond double", R"({"preset":"ascend910","clock_ghz":1e400})", "clock_ghz"},
       {"absurd clock", R"({"preset":"ascend910","clock_ghz":1e30})", "'clock_ghz' must be > 0 and <= 100"},
-      {"cores beyond int", R"({"preset":"ascend910","ai_cores":2147483648})", "'ai_cores' must be an integer in 1..4096"},
+      {"cores beyond int", R"({"preset":"ascend910","ai_cores":2147483648})",
+       "'ai_cores' must be an integer in 1..4096"},
       {"negative buffer", R"({"preset":"ascend910","ub_bytes":-262144})", "'ub_bytes'"},
-      {"NaN as text", R"({"preset":"ascend910","hbm_bytes_per_cycle":"NaN"})", "'hbm_bytes_per_cycle' must be a number"},
+      {"NaN as text", R"({"preset":"ascend910","hbm_bytes_per_cycle":"NaN"})",
+       "'hbm_bytes_per_cycle' must be a number"},
       {"NaN as token", R"({"preset":"ascend910","launch_us":NaN})", "invalid JSON"},
   };
   for (const auto& c : cases) {
@@ -235,8 +251,8 @@ TEST_F(SimCliTest, AbsurdTargetNumbersExit2NamingTheField) {
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.field));
     const std::string db = (dir_ / "tune.db").string();
-    r = run("atvoss-tune", "--target " + quote(target) + " --workload " + quote(kMatmul) +
-                               " --trials 4 --quiet --db " + quote(db));
+    r = run("atvoss-tune",
+            "--target " + quote(target) + " --workload " + quote(kMatmul) + " --trials 4 --quiet --db " + quote(db));
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.field));
     EXPECT_FALSE(std::filesystem::exists(db));

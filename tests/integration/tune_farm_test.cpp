@@ -49,9 +49,8 @@ void stop(pid_t pid) {
 }
 
 TEST(TuneFarm, JobMeasuredOnAFarm) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("atvoss-tune-farm-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(std::random_device{}()));
+  const fs::path dir = fs::temp_directory_path() / ("atvoss-tune-farm-" + std::to_string(::getpid()) + "-" +
+                                                    std::to_string(std::random_device{}()));
   fs::create_directories(dir);
   const std::string bin = ATVOSS_BIN_DIR;
   const auto port_file = dir / "port.json";
@@ -68,20 +67,24 @@ TEST(TuneFarm, JobMeasuredOnAFarm) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // port file fully written
   const int port = atvoss::parse_json(slurp(port_file), "port file")["port"].get<int>();
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  const pid_t worker = spawn({bin + "/atvoss-worker", "--farm", address, "--target", "ascend910",
-                              "--slots", "2", "--quiet"});
-  const atvoss::Json spec{{"name", "farmjob"}, {"target", "ascend910"}, {"model", "mlp"},
-                          {"trials", 24}, {"strategy", "random"}, {"batch_size", 8},
+  const pid_t worker =
+      spawn({bin + "/atvoss-worker", "--farm", address, "--target", "ascend910", "--slots", "2", "--quiet"});
+  const atvoss::Json spec{{"name", "farmjob"},
+                          {"target", "ascend910"},
+                          {"model", "mlp"},
+                          {"trials", 24},
+                          {"strategy", "random"},
+                          {"batch_size", 8},
                           {"database", (dir / "farm.db").string()},
                           {"export", (dir / "table.json").string()},
                           {"report", (dir / "report.html").string()}};
   std::ofstream(dir / "job.json") << spec.dump();
-  const std::string cmd = bin + "/atvoss-tune " + (dir / "job.json").string() + " --quiet --json --farm " +
-                          address + " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
+  const std::string cmd = bin + "/atvoss-tune " + (dir / "job.json").string() + " --quiet --json --farm " + address +
+                          " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
   const int status = std::system(cmd.c_str());
   const std::string sql = "sqlite3 " + (dir / "farm.db").string() +
-                          " \"SELECT COUNT(*) FROM records WHERE worker LIKE 'farm:%'\" > " +
-                          (dir / "sql").string() + " 2>/dev/null";
+                          " \"SELECT COUNT(*) FROM records WHERE worker LIKE 'farm:%'\" > " + (dir / "sql").string() +
+                          " 2>/dev/null";
   const bool have_sqlite = std::system(sql.c_str()) == 0;
   stop(worker);
   stop(farm);

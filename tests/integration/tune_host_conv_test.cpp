@@ -27,8 +27,15 @@ TEST_F(TuneHostConvCli, TunesAConvAndADepthwiseConv) {
       {"name", "tiny-host-convs"},
       {"target", "host"},
       {"workloads",
-       Json::array({Json{{"workload", Json::parse(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":16,"H":10,"W":10,"K":24,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["batchnorm","relu"]})")}},
-                    Json{{"workload", Json::parse(R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":32,"H":9,"W":9,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias","relu"]})")}}})},
+       Json::array(
+           {Json{
+                {"workload",
+                 Json::parse(
+                     R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":16,"H":10,"W":10,"K":24,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["batchnorm","relu"]})")}},
+            Json{
+                {"workload",
+                 Json::parse(
+                     R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":32,"H":9,"W":9,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias","relu"]})")}}})},
       {"trials", 12},
       {"batch_size", 4},
       {"strategy", "model-guided"},
@@ -46,8 +53,10 @@ TEST_F(TuneHostConvCli, TunesAConvAndADepthwiseConv) {
 
 TEST_F(TuneHostConvCli, AConvTheHostCannotGenerateIsBadInput) {
   const CliResult r = run_tool(
-      "atvoss-tune", "--target host --trials 2 --db " + file("x.db") + " --workload " +
-                         quote(R"({"op":"group_conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3,"groups":2}})"));
+      "atvoss-tune",
+      "--target host --trials 2 --db " + file("x.db") + " --workload " +
+          quote(
+              R"({"op":"group_conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3,"groups":2}})"));
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("group_conv2d"));
 }

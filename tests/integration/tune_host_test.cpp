@@ -38,8 +38,8 @@ TEST_F(TuneHostCli, TunesOneWorkloadAndStoresItUnderTheHostTarget) {
   EXPECT_THAT(slurp(file("t.json")), HasSubstr("host-"));
   EXPECT_THAT(slurp(file("t.json")), HasSubstr("micro_m"));
   // A lookup with --target host finds them: the stored target is this machine's fingerprint.
-  const CliResult db = run_tool("atvoss-db", "--db " + file("h.db") + " --json best --target host --workload " +
-                                                 quote(kWorkload));
+  const CliResult db =
+      run_tool("atvoss-db", "--db " + file("h.db") + " --json best --target host --workload " + quote(kWorkload));
   ASSERT_EQ(db.code, 0) << db.err;
   EXPECT_THAT(db.out, HasSubstr("micro_m"));
 }
@@ -49,8 +49,12 @@ TEST_F(TuneHostCli, RunsAJobSpecWithTargetHost) {
       {"name", "tiny-host"},
       {"target", "host"},
       {"workloads",
-       Json::array({Json{{"workload", Json::parse(kWorkload)}},
-                    Json{{"workload", Json::parse(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":8,"N":16,"K":8},"epilogue":["add"]})")}}})},
+       Json::array(
+           {Json{{"workload", Json::parse(kWorkload)}},
+            Json{
+                {"workload",
+                 Json::parse(
+                     R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":8,"N":16,"K":8},"epilogue":["add"]})")}}})},
       {"trials", 12},
       {"batch_size", 4},
       {"strategy", "random"},
@@ -78,9 +82,9 @@ TEST_F(TuneHostCli, RunsAJobSpecWithTargetHost) {
 
 // The row ops tune end to end too, with the default (model-guided) strategy for one of them.
 TEST_F(TuneHostCli, TunesASoftmaxAndALayernorm) {
-  for (const auto& [w, strategy] : {std::pair<std::string, std::string>{
-                                        R"({"op":"softmax","dtype":"float32","dims":{"M":24,"N":200}})", "random"},
-                                    {R"({"op":"layernorm","dtype":"float32","dims":{"M":16,"N":96}})", "model-guided"}}) {
+  for (const auto& [w, strategy] :
+       {std::pair<std::string, std::string>{R"({"op":"softmax","dtype":"float32","dims":{"M":24,"N":200}})", "random"},
+        {R"({"op":"layernorm","dtype":"float32","dims":{"M":16,"N":96}})", "model-guided"}}) {
     const CliResult r = run_tool("atvoss-tune", "--target host --workload " + quote(w) + " --trials 6 --strategy " +
                                                     strategy + " --seed 2 --db " + file("rows.db") + " --json --quiet");
     ASSERT_EQ(r.code, 0) << r.err << r.out;
@@ -94,9 +98,14 @@ TEST_F(TuneHostCli, TunesASoftmaxAndALayernorm) {
 // (said in a warning), not left as untuned fallbacks; seen failing before the model's own
 // dtype was fitted (no task had a valid schedule, so the export found no record).
 TEST_F(TuneHostCli, AZooModelInFloat16RunsInFloat32OnTheHost) {
-  const Json spec = {{"name", "mlp-host"},     {"target", "host"},           {"model", "mlp"},
-                     {"trials", 4},            {"strategy", "random"},        {"seed", 1},
-                     {"database", file("mlp.db")}, {"export", file("mlp-table.json")}};
+  const Json spec = {{"name", "mlp-host"},
+                     {"target", "host"},
+                     {"model", "mlp"},
+                     {"trials", 4},
+                     {"strategy", "random"},
+                     {"seed", 1},
+                     {"database", file("mlp.db")},
+                     {"export", file("mlp-table.json")}};
   const CliResult r = run_tool("atvoss-tune", quote(file("mlp.json", spec.dump())) + " --json --quiet");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_THAT(r.err, HasSubstr("float16 is not supported")) << r.err;
@@ -134,7 +143,9 @@ TEST_F(TuneHostCli, AMixedPrecisionPlanOfTheMlpIsTunedLayerByLayer) {
   for (const Json& e : table["entries"]) tuned.insert(e["workload"].dump());
   const auto has = [&](const std::string& dtype, const std::string& last_op) {
     for (const auto& w : tuned) {
-      if (w.find("\"dtype\":\"" + dtype + "\"") != std::string::npos && w.find("\"" + last_op + "\"]") != std::string::npos) return true;
+      if (w.find("\"dtype\":\"" + dtype + "\"") != std::string::npos &&
+          w.find("\"" + last_op + "\"]") != std::string::npos)
+        return true;
     }
     return false;
   };
@@ -146,8 +157,10 @@ TEST_F(TuneHostCli, AMixedPrecisionPlanOfTheMlpIsTunedLayerByLayer) {
 // int8 and bf16 tune end to end with the default (model-guided) strategy, where the CPU has the
 // instructions; elsewhere the tune is bad input naming the flag (host_space.hpp).
 TEST_F(TuneHostCli, TunesInt8AndBf16MatmulsWhereTheCpuHasTheInstructions) {
-  for (const auto& [dtype, flag] : {std::pair<std::string, std::string>{"int8", "avx512_vnni"}, {"bfloat16", "avx512_bf16"}}) {
-    const std::string w = R"({"op":"matmul","dtype":")" + dtype + R"(","dims":{"M":40,"N":96,"K":200},"epilogue":["bias","gelu"]})";
+  for (const auto& [dtype, flag] :
+       {std::pair<std::string, std::string>{"int8", "avx512_vnni"}, {"bfloat16", "avx512_bf16"}}) {
+    const std::string w =
+        R"({"op":"matmul","dtype":")" + dtype + R"(","dims":{"M":40,"N":96,"K":200},"epilogue":["bias","gelu"]})";
     const CliResult r = run_tool("atvoss-tune", "--target host --workload " + quote(w) + " --trials 8 --seed 2 --db " +
                                                     file(dtype + ".db") + " --json --quiet");
     if (r.code == 2 && r.err.find(flag) != std::string::npos) {

@@ -17,9 +17,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/db/pg_test_util.hpp"
-#include "simulator/presets.hpp"
 #include "core/json.hpp"
+#include "simulator/presets.hpp"
+#include "tests/db/pg_test_util.hpp"
 
 namespace {
 
@@ -62,8 +62,8 @@ class TuneCli : public ::testing::Test {
 
   Result run(const std::string& args, const std::string& tool = "atvoss-tune") const {
     const std::string out = path("stdout"), err = path("stderr");
-    const std::string cmd = "cd " + dir_.string() + " && " + std::string(ATVOSS_BIN_DIR) + "/" + tool + " " +
-                            args + " >" + out + " 2>" + err + " </dev/null";
+    const std::string cmd = "cd " + dir_.string() + " && " + std::string(ATVOSS_BIN_DIR) + "/" + tool + " " + args +
+                            " >" + out + " 2>" + err + " </dev/null";
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   }
@@ -122,8 +122,7 @@ class TuneCli : public ::testing::Test {
   fs::path dir_;
 };
 
-const atvoss::Json kMlpJob = {{"model", "mlp"}, {"strategy", "random"}, {"batch_size", 8},
-                              {"trials", 48}, {"seed", 3}};
+const atvoss::Json kMlpJob = {{"model", "mlp"}, {"strategy", "random"}, {"batch_size", 8}, {"trials", 48}, {"seed", 3}};
 
 TEST_F(TuneCli, SingleWorkloadPrintsBestAndCurve) {
   const std::string wl = R"('{"op":"matmul","dims":{"M":256,"N":512,"K":256},"epilogue":["bias","relu"]}')";
@@ -225,12 +224,14 @@ TEST_F(TuneCli, KillNineThenResumeOnPostgresIsExactToo) {
   whole.erase("database");
   ASSERT_EQ(run(job("whole", whole) + " --quiet").code, 0);
   EXPECT_EQ(psql(schema.url(), "SELECT string_agg(schedule_key, ',' ORDER BY id) FROM records"),
-            sql(path("whole.db"), "SELECT group_concat(schedule_key, ',') FROM (SELECT schedule_key FROM records ORDER BY id)"));
+            sql(path("whole.db"),
+                "SELECT group_concat(schedule_key, ',') FROM (SELECT schedule_key FROM records ORDER BY id)"));
   // The layer-by-layer analysis reads the model's tuning from the server as from a file.
   const Result analysis = run("--db '" + schema.url() + "' --model mlp --target ascend910 --json", "atvoss-analyze");
   EXPECT_EQ(analysis.code, 0) << analysis.err;
   const Result from_file = run("--db " + path("whole.db") + " --model mlp --target ascend910 --json", "atvoss-analyze");
-  EXPECT_EQ(atvoss::parse_json(analysis.out, "analysis")["layers"], atvoss::parse_json(from_file.out, "analysis")["layers"]);
+  EXPECT_EQ(atvoss::parse_json(analysis.out, "analysis")["layers"],
+            atvoss::parse_json(from_file.out, "analysis")["layers"]);
 }
 
 // Two atvoss-tune processes tune one host workload at once against one PostgreSQL database:
@@ -317,8 +318,8 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
   // scripts/setup.sh installs python3-onnx: a model that cannot be built is a failure.
   ASSERT_EQ(std::system((python + " " + path("make.py") + " " + path("tiny.onnx")).c_str()), 0);
-  const auto spec = job("tiny", {{"model", path("tiny.onnx")}, {"batch", 2}, {"trials", 16},
-                                 {"strategy", "random"}, {"batch_size", 8}});
+  const auto spec = job(
+      "tiny", {{"model", path("tiny.onnx")}, {"batch", 2}, {"trials", 16}, {"strategy", "random"}, {"batch_size", 8}});
   const Result r = run(spec + " --json --quiet");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = atvoss::parse_json(r.out, "stdout");
@@ -326,8 +327,8 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   EXPECT_EQ(j["tasks"][0]["weight"], 2);
   EXPECT_EQ(j["tasks"][0]["workload"]["dims"]["N"], 2);
   EXPECT_EQ(j["tasks"][0]["workload"]["epilogue"], atvoss::Json::array({"bias", "relu"}));  // BN folded
-  EXPECT_EQ(j["tasks"][0]["nodes"].size(), 2u);  // conv0 and conv1
-  EXPECT_EQ(j["graph"]["nodes"], 2 * 3 + 2);     // every node of the file, folded ones too
+  EXPECT_EQ(j["tasks"][0]["nodes"].size(), 2u);                                             // conv0 and conv1
+  EXPECT_EQ(j["graph"]["nodes"], 2 * 3 + 2);  // every node of the file, folded ones too
   EXPECT_EQ(j["tasks"][0]["provenance"], "measured");
   ASSERT_EQ(j["not_tuned"].size(), 2u);
   // Tasks without a valid schedule first, then the ops without a lowering.
@@ -335,8 +336,7 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys
   EXPECT_EQ(j["not_tuned"][1]["name"], "Neg:y");
   EXPECT_THAT(j["not_tuned"][0]["reason"].get<std::string>(), HasSubstr("no valid schedule on ascend910"));
   const double fallback = j["fallback_us"].get<double>();
-  EXPECT_NEAR(fallback, j["not_tuned"][0]["time_us"].get<double>() + j["not_tuned"][1]["time_us"].get<double>(),
-              1e-9);
+  EXPECT_NEAR(fallback, j["not_tuned"][0]["time_us"].get<double>() + j["not_tuned"][1]["time_us"].get<double>(), 1e-9);
   EXPECT_GT(j["not_tuned"][0]["time_us"].get<double>(), 5.0);  // 16 MB moved at HBM speed
   // One end-to-end figure: the summary's is report variant (d)'s, fallback nodes included.
   EXPECT_DOUBLE_EQ(j["tuned_us"].get<double>(), j["variants"][3]["end_to_end_us"].get<double>());
@@ -401,8 +401,11 @@ TEST_F(TuneCli, ATrainingStepOverTheDeviceMemoryRecomputesActivations) {
     atvoss::Json target = atvoss::simulator::preset("ascend910").to_json();
     target["device_memory_bytes"] = static_cast<std::int64_t>(169869312 + room_bytes);  // bert-base weights + room
     std::ofstream(path(name + "-target.json")) << target.dump();
-    const auto spec = job(name, {{"model", "bert-base-train"}, {"target", path(name + "-target.json")},
-                                 {"trials", 40}, {"strategy", "random"}, {"seed", 1}});
+    const auto spec = job(name, {{"model", "bert-base-train"},
+                                 {"target", path(name + "-target.json")},
+                                 {"trials", 40},
+                                 {"strategy", "random"},
+                                 {"seed", 1}});
     const Result r = run(spec + " --json --quiet");
     EXPECT_EQ(r.code, 0) << r.err;
     return atvoss::parse_json(r.out, "stdout")["execution"];

@@ -70,8 +70,8 @@ TEST_F(FusionRuleScopeTest, ALayeredRuleReplacesOneOfItsNameInTheRegistrysOrder)
 }
 
 TEST_F(FusionRuleScopeTest, ABadLayeredRuleIsRefusedAsARegistrationWouldBe) {
-  for (const FusionRule& bad : {FusionRule{"elementwise", {"matmul", "relu"}, 1, 0, 0},
-                                FusionRule{"test-scoped", {"matmul"}, 1, 0, 0}}) {
+  for (const FusionRule& bad :
+       {FusionRule{"elementwise", {"matmul", "relu"}, 1, 0, 0}, FusionRule{"test-scoped", {"matmul"}, 1, 0, 0}}) {
     try {
       fusion_rule_set_with({bad});
       ADD_FAILURE() << bad.name << " accepted";

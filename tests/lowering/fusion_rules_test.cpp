@@ -34,10 +34,10 @@ TEST_F(FusionRulesTest, BuiltInsFuseElementwiseAtOneAndEverythingAtTwo) {
 TEST_F(FusionRulesTest, PatternStepsMatchNamesAlternativesAndRepeats) {
   const FusionRule rule{"test-rule", {"conv2d|matmul", "batchnorm", "add|relu+"}, 1, 0, 0};
   EXPECT_EQ(fused_prefix(rule, "conv2d", {"batchnorm", "add", "relu", "relu", "gelu"}, 1), 4u);
-  EXPECT_EQ(fused_prefix(rule, "matmul", {"batchnorm", "gelu"}, 1), 1u);  // partial chain
-  EXPECT_EQ(fused_prefix(rule, "matmul", {"relu", "batchnorm"}, 1), 0u);  // wrong first op
+  EXPECT_EQ(fused_prefix(rule, "matmul", {"batchnorm", "gelu"}, 1), 1u);    // partial chain
+  EXPECT_EQ(fused_prefix(rule, "matmul", {"relu", "batchnorm"}, 1), 0u);    // wrong first op
   EXPECT_EQ(fused_prefix(rule, "depthwise_conv2d", {"batchnorm"}, 1), 0u);  // main op differs
-  EXPECT_EQ(fused_prefix(rule, "conv2d", {"batchnorm"}, 0), 0u);  // below its level
+  EXPECT_EQ(fused_prefix(rule, "conv2d", {"batchnorm"}, 0), 0u);            // below its level
   FusionRule capped = rule;
   capped.max_fusion_depth = 2;
   EXPECT_EQ(fused_prefix(capped, "conv2d", {"batchnorm", "add", "relu"}, 1), 2u);
@@ -52,7 +52,7 @@ TEST_F(FusionRulesTest, ARegisteredRuleWinsWhereItFusesMore) {
   EXPECT_EQ(s.rule, "test-rule");
   EXPECT_DOUBLE_EQ(s.memory_budget_bytes, 4096);
   EXPECT_EQ(split_epilogue("conv2d", chain, 1).fused, (Chain{"bias"}));  // pattern[0] is matmul
-  EXPECT_EQ(split_epilogue("matmul", chain, 2).rule, "any-epilogue");     // a tie: built-in first
+  EXPECT_EQ(split_epilogue("matmul", chain, 2).rule, "any-epilogue");    // a tie: built-in first
   EXPECT_TRUE(unregister_fusion_rule("test-rule"));
   EXPECT_EQ(split_epilogue("matmul", chain, 1).fused, (Chain{"bias"}));
 }
@@ -61,8 +61,13 @@ TEST_F(FusionRulesTest, MemoryBudgetInvalidatesSchedulesOverIt) {
   const Target t = testing::small_target();
   const Workload w = Workload::from_json(
       parse_json(R"({"op":"matmul","dims":{"M":256,"N":256,"K":256},"epilogue":["bias","batchnorm"]})", "w"));
-  Schedule s({{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
-              {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 1}});
+  Schedule s({{"tile_m", 64},
+              {"tile_n", 64},
+              {"tile_k", 64},
+              {"k_steps", 1},
+              {"async_copy_depth", 1},
+              {"tile_order", 0},
+              {"fusion_level", 1}});
   ASSERT_TRUE(plan_kernel(w, t, s).verdict.ok) << plan_kernel(w, t, s).verdict.reason;
   // 64 x 64 outputs at fp16 with one buffer: 8 KB of UB for the fused epilogue.
   register_fusion_rule({"test-rule", {"matmul", "bias", "batchnorm"}, 1, 0, 16 * 1024});

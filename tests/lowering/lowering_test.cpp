@@ -6,8 +6,8 @@
 
 #include "core/error.hpp"
 #include "lowering/knob_names.hpp"
-#include "plan_target.hpp"
 #include "lowering/layout.hpp"
+#include "plan_target.hpp"
 
 namespace atvoss::lowering {
 namespace {
@@ -17,8 +17,13 @@ Workload workload(const std::string& text) { return Workload::from_json(parse_js
 using testing::small_target;
 
 Schedule matmul_schedule(int tm, int tn, int tk, int ks, int depth, int order) {
-  return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"tile_k", tk}, {"k_steps", ks},
-                   {"async_copy_depth", depth}, {"tile_order", order}, {"fusion_level", 0}});
+  return Schedule({{"tile_m", tm},
+                   {"tile_n", tn},
+                   {"tile_k", tk},
+                   {"k_steps", ks},
+                   {"async_copy_depth", depth},
+                   {"tile_order", order},
+                   {"fusion_level", 0}});
 }
 
 TEST(LoweringTest, MatmulPlanCountsTilesLoadsAndBytes) {
@@ -27,7 +32,7 @@ TEST(LoweringTest, MatmulPlanCountsTilesLoadsAndBytes) {
   ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
   ASSERT_EQ(p.tiles.size(), 1u);
   const TileWork& t = p.tiles[0];
-  EXPECT_DOUBLE_EQ(t.count, 2 * 4);           // 256/128 x 512/128
+  EXPECT_DOUBLE_EQ(t.count, 2 * 4);            // 256/128 x 512/128
   EXPECT_DOUBLE_EQ(t.loads, 1024.0 / 64 / 4);  // K steps / k_steps
   EXPECT_DOUBLE_EQ(t.steps_per_load, 4);
   EXPECT_DOUBLE_EQ(t.copies[0].bytes, 128 * 64 * 4 * 2);  // A panel of one load, fp16
@@ -111,9 +116,9 @@ TEST(LoweringTest, CpuRegisterBlockPadsTilesAndSetsTheFootprint) {
   const KernelPlan p = plan_kernel(w, cpu, s);
   ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
   EXPECT_EQ(p.cores, 1);
-  EXPECT_DOUBLE_EQ(p.registers.accumulators, 6 * 3);  // 48 columns: three 16-lane vectors
-  EXPECT_DOUBLE_EQ(p.registers.loads, 3 + 6);         // a row of B vectors, a broadcast per row
-  ASSERT_EQ(p.tiles.size(), 2u);                       // M: 48 twice, then an edge of 4
+  EXPECT_DOUBLE_EQ(p.registers.accumulators, 6 * 3);        // 48 columns: three 16-lane vectors
+  EXPECT_DOUBLE_EQ(p.registers.loads, 3 + 6);               // a row of B vectors, a broadcast per row
+  ASSERT_EQ(p.tiles.size(), 2u);                            // M: 48 twice, then an edge of 4
   EXPECT_DOUBLE_EQ(p.tiles[0].cube_macs, 48.0 * 288 * 64);  // 256 columns padded to 6 x 48
   EXPECT_DOUBLE_EQ(p.tiles[1].cube_macs, 6.0 * 288 * 64);   // the edge's 4 rows cost a block of 6
   EXPECT_DOUBLE_EQ(p.footprint.l0c, 6.0 * 48 * 4);
@@ -126,11 +131,19 @@ TEST(LoweringTest, CpuRegisterBlockPadsTilesAndSetsTheFootprint) {
   EXPECT_EQ(npu.cores, small_target().ai_cores);
 
   // conv2d's micro-kernel is the same broadcast-against-vectors block (host/codegen_conv.hpp).
-  const Workload conv = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":14,"W":14,"K":64,"R":3,"S":3,"pad":1},"dtype":"float32"})");
-  const KernelPlan cp = plan_kernel(conv, cpu, Schedule({{"micro_m", 4}, {"micro_n", 32}, {"tile_h", 14}, {"tile_w", 14},
-                                                           {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
-                                                           {"async_copy_depth", 1}, {"tile_order", 0},
-                                                           {"fusion_level", 0}}));
+  const Workload conv =
+      workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":14,"W":14,"K":64,"R":3,"S":3,"pad":1},"dtype":"float32"})");
+  const KernelPlan cp = plan_kernel(conv, cpu,
+                                    Schedule({{"micro_m", 4},
+                                              {"micro_n", 32},
+                                              {"tile_h", 14},
+                                              {"tile_w", 14},
+                                              {"tile_n", 64},
+                                              {"tile_k", 64},
+                                              {"k_steps", 1},
+                                              {"async_copy_depth", 1},
+                                              {"tile_order", 0},
+                                              {"fusion_level", 0}}));
   EXPECT_DOUBLE_EQ(cp.registers.accumulators, 4 * 2);
   EXPECT_DOUBLE_EQ(cp.registers.loads, 2 + 4);
 }
@@ -155,8 +168,8 @@ TEST(LoweringTest, TileListsStartAtTheMatrixUnit) {
 }
 
 TEST(LoweringTest, UnfusedEpilogueOpsBecomeSeparateKernels) {
-  const Workload w = workload(
-      R"({"op":"matmul","dims":{"M":256,"N":256,"K":256},"epilogue":["bias","batchnorm","relu"]})");
+  const Workload w =
+      workload(R"({"op":"matmul","dims":{"M":256,"N":256,"K":256},"epilogue":["bias","batchnorm","relu"]})");
   Schedule s = matmul_schedule(64, 64, 64, 1, 2, 0);
   s.set("fusion_level", 1);
   const KernelPlan p = plan_kernel(w, small_target(), s);
@@ -167,13 +180,10 @@ TEST(LoweringTest, UnfusedEpilogueOpsBecomeSeparateKernels) {
 }
 
 Schedule window_schedule(int th, int tw, int tc) {
-  return Schedule({{"tile_h", th}, {"tile_w", tw}, {"tile_c", tc}, {"async_copy_depth", 1},
-                   {"fusion_level", 0}});
+  return Schedule({{"tile_h", th}, {"tile_w", tw}, {"tile_c", tc}, {"async_copy_depth", 1}, {"fusion_level", 0}});
 }
 
-Schedule rows_schedule(int tm, int tn) {
-  return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"async_copy_depth", 1}});
-}
+Schedule rows_schedule(int tm, int tn) { return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"async_copy_depth", 1}}); }
 
 TEST(LoweringTest, PoolingIsAWindowWithoutWeights) {
   const std::string dims = R"("dims":{"N":1,"C":64,"H":112,"W":112,"R":3,"S":3,"stride":2,"pad":1})";
@@ -198,8 +208,14 @@ TEST(LoweringTest, GroupedConvIsGroupsSmallConvsEachWithItsWeights) {
   const auto knobs = knobs_for(g, small_target());
   EXPECT_EQ(knobs[2].name, "tile_n");
   EXPECT_EQ(knobs[2].values.back(), 32);  // K per group
-  const Schedule s({{"tile_h", 28}, {"tile_w", 28}, {"tile_n", 32}, {"tile_k", 144}, {"k_steps", 1},
-                    {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}});
+  const Schedule s({{"tile_h", 28},
+                    {"tile_w", 28},
+                    {"tile_n", 32},
+                    {"tile_k", 144},
+                    {"k_steps", 1},
+                    {"async_copy_depth", 1},
+                    {"tile_order", 0},
+                    {"fusion_level", 0}});
   const KernelPlan pg = plan_kernel(g, small_target(), s);
   const KernelPlan p1 = plan_kernel(one, small_target(), s);
   ASSERT_TRUE(pg.verdict.ok) << pg.verdict.reason;
@@ -210,8 +226,15 @@ TEST(LoweringTest, GroupedConvIsGroupsSmallConvsEachWithItsWeights) {
 }
 
 Schedule conv_schedule(int layout, int side = 14) {
-  return Schedule({{"tile_h", side}, {"tile_w", side}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
-                   {"async_copy_depth", 2}, {"tile_order", 0}, {"fusion_level", 0}, {"layout", layout}});
+  return Schedule({{"tile_h", side},
+                   {"tile_w", side},
+                   {"tile_n", 64},
+                   {"tile_k", 64},
+                   {"k_steps", 1},
+                   {"async_copy_depth", 2},
+                   {"tile_order", 0},
+                   {"fusion_level", 0},
+                   {"layout", layout}});
 }
 
 TEST(LoweringTest, LayoutKnobSetsTheActivationRowsAndTheReformat) {
@@ -223,10 +246,10 @@ TEST(LoweringTest, LayoutKnobSetsTheActivationRowsAndTheReformat) {
   const KernelPlan nhwc = plan_kernel(w, small_target(), conv_schedule(1));
   const KernelPlan nchw = plan_kernel(w, small_target(), conv_schedule(2));
   ASSERT_TRUE(fractal.verdict.ok && nhwc.verdict.ok && nchw.verdict.ok) << fractal.verdict.reason;
-  const double in_w = 14 + 2;  // the halo of a 14-wide tile of a 3x3 window
-  EXPECT_DOUBLE_EQ(fractal.tiles[0].copies[0].segment_bytes, in_w * 32);        // one C0 block's row
-  EXPECT_DOUBLE_EQ(nhwc.tiles[0].copies[0].segment_bytes, 128.0 / 18 * 2);      // a pixel's channels of one load
-  EXPECT_DOUBLE_EQ(nchw.tiles[0].copies[0].segment_bytes, in_w * 2);            // one channel's row
+  const double in_w = 14 + 2;                                             // the halo of a 14-wide tile of a 3x3 window
+  EXPECT_DOUBLE_EQ(fractal.tiles[0].copies[0].segment_bytes, in_w * 32);  // one C0 block's row
+  EXPECT_DOUBLE_EQ(nhwc.tiles[0].copies[0].segment_bytes, 128.0 / 18 * 2);            // a pixel's channels of one load
+  EXPECT_DOUBLE_EQ(nchw.tiles[0].copies[0].segment_bytes, in_w * 2);                  // one channel's row
   EXPECT_DOUBLE_EQ(fractal.tiles[0].copies[0].bytes, nchw.tiles[0].copies[0].bytes);  // same data
   EXPECT_EQ(fractal.tiles[0].vector_bytes, 0);
   EXPECT_GT(nchw.tiles[0].vector_bytes, 0);  // transposed to the fractal in UB
@@ -287,8 +310,7 @@ TEST(LoweringTest, TransposeStoresRowsOfTileM) {
   EXPECT_DOUBLE_EQ(p.tiles[0].store_segment_bytes, 8 * 2);
   // Heads of 64 elements move together: each store row is tile_m heads' rows long.
   const Workload heads = workload(R"({"op":"transpose","dims":{"M":128,"N":768,"inner":64}})");
-  EXPECT_DOUBLE_EQ(plan_kernel(heads, small_target(), rows_schedule(8, 256)).tiles[0].store_segment_bytes,
-                   8 * 64 * 2);
+  EXPECT_DOUBLE_EQ(plan_kernel(heads, small_target(), rows_schedule(8, 256)).tiles[0].store_segment_bytes, 8 * 64 * 2);
   EXPECT_FALSE(plan_kernel(heads, small_target(), rows_schedule(8, 32)).verdict.ok);  // splits a head
   const Workload copy = workload(R"({"op":"concat","dims":{"M":256,"N":1024}})");
   EXPECT_DOUBLE_EQ(plan_kernel(copy, small_target(), rows_schedule(8, 256)).tiles[0].store_segment_bytes, 0);
@@ -304,8 +326,7 @@ TEST(LoweringTest, UpsampleWritesScaleSquaredTimesItsInput) {
 
 TEST(LoweringTest, RowOpEpilogueRunsInTheSamePass) {
   const Workload plain = workload(R"({"op":"elementwise","dims":{"M":256,"N":1024}})");
-  const Workload fused =
-      workload(R"({"op":"elementwise","dims":{"M":256,"N":1024},"epilogue":["relu"]})");
+  const Workload fused = workload(R"({"op":"elementwise","dims":{"M":256,"N":1024},"epilogue":["relu"]})");
   const Workload silu = workload(R"({"op":"map","dims":{"M":256,"N":1024},"epilogue":["silu"]})");
   const auto s = rows_schedule(8, 1024);
   EXPECT_EQ(space_for(fused, small_target()).knobs().size(), 3u);  // no fusion_level knob
@@ -327,7 +348,7 @@ TEST(LoweringTest, FusedAttentionStreamsKeysInSequenceTiles) {
   EXPECT_DOUBLE_EQ(p.tile_count(), 8 * 512 / 64);
   EXPECT_DOUBLE_EQ(p.tiles[0].loads, 1024 / 128);
   EXPECT_DOUBLE_EQ(p.tiles[0].cube_macs * p.tiles[0].loads, 2.0 * 64 * 1024 * 64);  // QK^T and PV
-  EXPECT_DOUBLE_EQ(p.b.rereads, 512 / 64 - 1);  // K and V again per query tile
+  EXPECT_DOUBLE_EQ(p.b.rereads, 512 / 64 - 1);                                      // K and V again per query tile
   // Only Q, K, V and the output touch GM: no S x L scores.
   EXPECT_DOUBLE_EQ(p.out_bytes, 8.0 * 512 * 64 * 2);
   EXPECT_DOUBLE_EQ(w.flops(), 4.0 * 8 * 512 * 1024 * 64);

@@ -13,9 +13,9 @@
 
 #include <unistd.h>
 
-#include "simulator/presets.hpp"
-#include "report/job_report.hpp"
 #include "frontend/model_zoo.hpp"
+#include "report/job_report.hpp"
+#include "simulator/presets.hpp"
 
 namespace atvoss::report {
 namespace {
@@ -50,11 +50,11 @@ TEST(DeviceMemoryTest, EveryLayerHoldsItsOwnWeights) {
   two.add(fc, "a");
   two.add(fc, "b");  // same shape, merged into one task of weight 2
   EXPECT_DOUBLE_EQ(frontend::memory_fit(two, with_capacity(0)).weight_bytes, 2 * 2.0 * 128 * 256);
-  const Workload scores = Workload::from_json(
-      Json::parse(R"({"op":"batch_matmul","dims":{"B":12,"M":128,"N":128,"K":64}})"));
+  const Workload scores =
+      Workload::from_json(Json::parse(R"({"op":"batch_matmul","dims":{"B":12,"M":128,"N":128,"K":64}})"));
   EXPECT_EQ(frontend::weight_bytes(scores), 0);  // both operands are activations
-  const Workload residual = Workload::from_json(
-      Json::parse(R"({"op":"matmul","dims":{"M":8,"N":128,"K":256},"epilogue":["add"]})"));
+  const Workload residual =
+      Workload::from_json(Json::parse(R"({"op":"matmul","dims":{"M":8,"N":128,"K":256},"epilogue":["add"]})"));
   EXPECT_DOUBLE_EQ(frontend::activation_bytes(residual), frontend::activation_bytes(fc) + 2.0 * 8 * 128);
 }
 
@@ -74,11 +74,18 @@ TEST(DeviceMemoryTest, AJobOnAPartTooSmallWarnsReportsAndStillTunes) {
   const fs::path dir = fs::temp_directory_path() /
                        ("atvoss-devmem-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
-  const JobSpec spec = JobSpec::from_json(
-      Json{{"name", "tiny"}, {"target", Json{{"preset", "ascend910"}, {"device_memory_bytes", 1048576}}},
-           {"model", "mlp"}, {"trials", 24}, {"strategy", "random"}, {"batch_size", 8},
-           {"cost_model", "linear"}, {"seed", 3}, {"database", (dir / "j.db").string()},
-           {"export", (dir / "t.json").string()}, {"report", (dir / "r.html").string()}});
+  const JobSpec spec =
+      JobSpec::from_json(Json{{"name", "tiny"},
+                              {"target", Json{{"preset", "ascend910"}, {"device_memory_bytes", 1048576}}},
+                              {"model", "mlp"},
+                              {"trials", 24},
+                              {"strategy", "random"},
+                              {"batch_size", 8},
+                              {"cost_model", "linear"},
+                              {"seed", 3},
+                              {"database", (dir / "j.db").string()},
+                              {"export", (dir / "t.json").string()},
+                              {"report", (dir / "r.html").string()}});
   std::ostringstream warnings;
   JobRunOptions o;
   o.quiet = true;

@@ -12,10 +12,10 @@ namespace {
 
 TEST(FusionReport, CountsKernelsAndBytesAFusionLevelSaves) {
   frontend::TaskSet model("net", 1);
-  const Workload conv = Workload::from_json(Json{
-      {"op", "conv2d"},
-      {"dims", {{"N", 1}, {"C", 64}, {"H", 28}, {"W", 28}, {"K", 64}, {"R", 3}, {"S", 3}, {"pad", 1}}},
-      {"epilogue", {"bias", "add", "relu"}}});
+  const Workload conv = Workload::from_json(
+      Json{{"op", "conv2d"},
+           {"dims", {{"N", 1}, {"C", 64}, {"H", 28}, {"W", 28}, {"K", 64}, {"R", 3}, {"S", 3}, {"pad", 1}}},
+           {"epilogue", {"bias", "add", "relu"}}});
   model.add(conv, "block1");
   model.add(conv, "block2");
   model.add_fallback({"erf", "Erf", "no lowering for Erf", 1000, 1});

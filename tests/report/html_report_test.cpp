@@ -107,16 +107,17 @@ TEST(Report, ShowsTheGraphRunWithItsTimelineCriticalPathAndMemory) {
   EXPECT_NE(html.find("tuned, scheduled, memory planned"), std::string::npos);
   EXPECT_NE(html.find("class=\"gantt\""), std::string::npos);
   EXPECT_NE(html.find("side &lt;op&gt;"), std::string::npos);  // node names escaped
-  std::size_t outlined = 0;  // the critical path, and only it, outlined
-  for (auto at = html.find("stroke=\"#d00\""); at != std::string::npos; at = html.find("stroke=\"#d00\"", at + 1)) ++outlined;
+  std::size_t outlined = 0;                                    // the critical path, and only it, outlined
+  for (auto at = html.find("stroke=\"#d00\""); at != std::string::npos; at = html.find("stroke=\"#d00\"", at + 1))
+    ++outlined;
   EXPECT_EQ(outlined, 1u);
   EXPECT_NE(html.find("liveness bound 1.0 KB"), std::string::npos);
 }
 
 TEST(Report, ListsTheTransposesEachVariantPaysAndCountsThemEndToEnd) {
   auto d = sample();
-  d.variants[1].layout_changes = {{"layer1.conv", "layer2.conv", "NHWC", "fractal",
-                                   "transpose M=196,N=64,inner=16 float16", 2.5}};
+  d.variants[1].layout_changes = {
+      {"layer1.conv", "layer2.conv", "NHWC", "fractal", "transpose M=196,N=64,inner=16 float16", 2.5}};
   EXPECT_DOUBLE_EQ(d.variants[1].end_to_end_us(), 2 * 20 + 2.5);
   const std::string html = render_report(d);
   EXPECT_NE(html.find("id=\"layout-changes\""), std::string::npos);
@@ -168,10 +169,10 @@ TEST(Report, RendersInHeadlessChromium) {
   fs::create_directories(dir / "profile");
   const fs::path page = dir / "report.html";
   write_report(sample(), page.string());
-  const std::string dom = run(
-      "/usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
-      "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
-      (dir / "profile").string() + " --dump-dom file://" + page.string() + " 2>/dev/null");
+  const std::string dom =
+      run("/usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
+          "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
+          (dir / "profile").string() + " --dump-dom file://" + page.string() + " 2>/dev/null");
   fs::remove_all(dir);
   ASSERT_NE(dom.find("atvoss tuning report"), std::string::npos) << dom.substr(0, 500);
   const std::regex curve(R"re(<svg class="curve"[^>]*>[\s\S]*?<polyline[^>]*points="([^"]+)")re");

@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <algorithm>
 #include <map>
 #include <numeric>
 #include <random>
@@ -14,13 +14,13 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "costmodel/cost_model.hpp"
 #include "db/table/schedule_table.hpp"
 #include "db/tuning_database.hpp"
-#include "simulator/presets.hpp"
-#include "costmodel/cost_model.hpp"
 #include "frontend/model_zoo.hpp"
 #include "lowering/fusion_rule_scope.hpp"
 #include "report/model_analysis.hpp"
+#include "simulator/presets.hpp"
 #include "tuner/zero_shot.hpp"
 
 namespace atvoss::report {
@@ -33,18 +33,24 @@ namespace fs = std::filesystem;
 class JobRunnerTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("atvoss-job-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() /
+           ("atvoss-job-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  JobSpec spec(int trials, const std::string& scheduler = "gradient",
-               const std::string& strategy = "random", const std::string& db = "j.db") const {
-    return JobSpec::from_json(Json{{"name", "mlp"}, {"target", "ascend910"}, {"model", "mlp"},
-                                   {"trials", trials}, {"strategy", strategy}, {"batch_size", 8},
-                                   {"scheduler", scheduler}, {"cost_model", "linear"},
-                                   {"seed", 5}, {"database", (dir_ / db).string()},
+  JobSpec spec(int trials, const std::string& scheduler = "gradient", const std::string& strategy = "random",
+               const std::string& db = "j.db") const {
+    return JobSpec::from_json(Json{{"name", "mlp"},
+                                   {"target", "ascend910"},
+                                   {"model", "mlp"},
+                                   {"trials", trials},
+                                   {"strategy", strategy},
+                                   {"batch_size", 8},
+                                   {"scheduler", scheduler},
+                                   {"cost_model", "linear"},
+                                   {"seed", 5},
+                                   {"database", (dir_ / db).string()},
                                    {"export", (dir_ / "t.json").string()},
                                    {"report", (dir_ / "r.html").string()}});
   }
@@ -92,7 +98,7 @@ TEST_F(JobRunnerTest, AnExceptionFromOnRoundStopsTheJobResumably) {
   auto db = db::TuningDatabase::open((dir_ / "j.db").string());
   const auto job = db.jobs().named("mlp");
   ASSERT_TRUE(job.has_value());
-  EXPECT_EQ(job->state, "stopped");  // not left "running"
+  EXPECT_EQ(job->state, "stopped");   // not left "running"
   EXPECT_EQ(db.stats().records, 16);  // both rounds committed before the hook ran
 
   JobRunOptions one_more;
@@ -165,14 +171,16 @@ TEST_F(JobRunnerTest, ATaskWhoseSpaceRunsOutFinishesTheJob) {
   JobRunOptions quiet;
   quiet.quiet = true;
   quiet.max_rounds = 50;  // a bound, so the bug fails the test instead of hanging it
-  const auto out = run_and_report(
-      JobSpec::from_json(Json{{"name", "tiny"}, {"target", "ascend910"}, {"trials", 100},
-                              {"workloads", Json::array({Json{{"workload", tiny}}})},
-                              {"strategy", "random"}, {"batch_size", 8},
-                              {"database", (dir_ / "tiny.db").string()},
-                              {"export", (dir_ / "t.json").string()},
-                              {"report", (dir_ / "r.html").string()}}),
-      quiet);
+  const auto out = run_and_report(JobSpec::from_json(Json{{"name", "tiny"},
+                                                          {"target", "ascend910"},
+                                                          {"trials", 100},
+                                                          {"workloads", Json::array({Json{{"workload", tiny}}})},
+                                                          {"strategy", "random"},
+                                                          {"batch_size", 8},
+                                                          {"database", (dir_ / "tiny.db").string()},
+                                                          {"export", (dir_ / "t.json").string()},
+                                                          {"report", (dir_ / "r.html").string()}}),
+                                  quiet);
   EXPECT_EQ(out.trials, 20);
   auto db = db::TuningDatabase::open((dir_ / "tiny.db").string());
   EXPECT_EQ(db.jobs().named("tiny")->state, "done");
@@ -240,7 +248,8 @@ TEST_F(JobRunnerTest, EveryTaskReachedMeasuresItsZeroShotPick) {
     if (history.empty()) continue;
     ++reached;
     const Schedule pick = zero_shot_pick(task.workload, t, *model, 256, 5).schedule;
-    const bool measured = std::any_of(history.begin(), history.end(), [&](const auto& r) { return r.schedule == pick; });
+    const bool measured =
+        std::any_of(history.begin(), history.end(), [&](const auto& r) { return r.schedule == pick; });
     EXPECT_TRUE(measured) << task.name;
   }
   EXPECT_EQ(reached, out.tasks_tuned) << out.trials;
@@ -282,10 +291,16 @@ TEST_F(JobRunnerTest, DeclaredFusionRulesStayWithTheJobItsReportAndItsAnalysis) 
 
 TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBetween) {
   // Eight random schedules per task: ResNet-50's 1x1 and 3x3 convs end up in differing layouts.
-  const Json j{{"name", "r50"}, {"target", "ascend910"}, {"model", "resnet50"},
-               {"trials", 8 * int(frontend::zoo_model("resnet50").tasks().size())}, {"strategy", "random"},
-               {"batch_size", 8}, {"cost_model", "linear"}, {"seed", 5},
-               {"database", (dir_ / "j.db").string()}, {"export", (dir_ / "t.json").string()},
+  const Json j{{"name", "r50"},
+               {"target", "ascend910"},
+               {"model", "resnet50"},
+               {"trials", 8 * int(frontend::zoo_model("resnet50").tasks().size())},
+               {"strategy", "random"},
+               {"batch_size", 8},
+               {"cost_model", "linear"},
+               {"seed", 5},
+               {"database", (dir_ / "j.db").string()},
+               {"export", (dir_ / "t.json").string()},
                {"report", (dir_ / "r.html").string()}};
   JobRunOptions quiet;
   quiet.quiet = true;

@@ -11,15 +11,15 @@ namespace atvoss::report {
 namespace {
 
 Workload conv(std::int64_t c, std::int64_t hw) {
-  return Workload::from_json(Json{{"op", "conv2d"},
-                                  {"dims", {{"N", 1}, {"C", c}, {"H", hw}, {"W", hw}, {"K", c},
-                                            {"R", 3}, {"S", 3}, {"pad", 1}}}});
+  return Workload::from_json(
+      Json{{"op", "conv2d"},
+           {"dims", {{"N", 1}, {"C", c}, {"H", hw}, {"W", hw}, {"K", c}, {"R", 3}, {"S", 3}, {"pad", 1}}}});
 }
 
 Workload pool() {
-  return Workload::from_json(Json{{"op", "max_pool2d"},
-                                  {"dims", {{"N", 1}, {"C", 64}, {"H", 28}, {"W", 28}, {"R", 2}, {"S", 2},
-                                            {"stride", 2}, {"pad", 0}}}});
+  return Workload::from_json(
+      Json{{"op", "max_pool2d"},
+           {"dims", {{"N", 1}, {"C", 64}, {"H", 28}, {"W", 28}, {"R", 2}, {"S", 2}, {"stride", 2}, {"pad", 0}}}});
 }
 
 // conv a -> pool -> conv b: the pool passes its input's layout on.
@@ -43,9 +43,9 @@ struct CountingCost {
 
 TEST(LayoutChoiceTest, ACheapTransposeIsPaidWhereTheTunedLayoutsDiffer) {
   int calls = 0;
-  const auto choice = choose_layouts(chain(), {{{Layout::fractal, 10}, {Layout::nhwc, 5}}, {},
-                                               {{Layout::fractal, 10}, {Layout::nhwc, 20}}},
-                                     CountingCost{1, &calls});
+  const auto choice = choose_layouts(
+      chain(), {{{Layout::fractal, 10}, {Layout::nhwc, 5}}, {}, {{Layout::fractal, 10}, {Layout::nhwc, 20}}},
+      CountingCost{1, &calls});
   EXPECT_EQ(choice.layouts[0], Layout::nhwc);
   EXPECT_FALSE(choice.layouts[1]);
   EXPECT_EQ(choice.layouts[2], Layout::fractal);
@@ -63,9 +63,9 @@ TEST(LayoutChoiceTest, ACheapTransposeIsPaidWhereTheTunedLayoutsDiffer) {
 
 TEST(LayoutChoiceTest, AnExpensiveTransposeMakesATaskFallBackToItsNeighboursLayout) {
   int calls = 0;
-  const auto choice = choose_layouts(chain(), {{{Layout::fractal, 10}, {Layout::nhwc, 5}}, {},
-                                               {{Layout::fractal, 10}, {Layout::nhwc, 20}}},
-                                     CountingCost{100, &calls});
+  const auto choice = choose_layouts(
+      chain(), {{{Layout::fractal, 10}, {Layout::nhwc, 5}}, {}, {{Layout::fractal, 10}, {Layout::nhwc, 20}}},
+      CountingCost{100, &calls});
   EXPECT_EQ(choice.layouts[0], Layout::fractal);  // 10 < 5 + 100
   EXPECT_EQ(choice.layouts[2], Layout::fractal);
   EXPECT_TRUE(choice.changes.empty());
@@ -73,8 +73,7 @@ TEST(LayoutChoiceTest, AnExpensiveTransposeMakesATaskFallBackToItsNeighboursLayo
 
 TEST(LayoutChoiceTest, LayersThatAgreePayNothing) {
   int calls = 0;
-  const auto choice = choose_layouts(chain(), {{{Layout::nhwc, 5}}, {}, {{Layout::nhwc, 20}}},
-                                     CountingCost{1, &calls});
+  const auto choice = choose_layouts(chain(), {{{Layout::nhwc, 5}}, {}, {{Layout::nhwc, 20}}}, CountingCost{1, &calls});
   EXPECT_TRUE(choice.changes.empty());
   EXPECT_EQ(calls, 0);
   EXPECT_TRUE(layout_changes(chain(), {Layout::nchw, std::nullopt, Layout::nchw}, CountingCost{1, &calls}).empty());
@@ -85,8 +84,8 @@ TEST(LayoutChoiceTest, AStandaloneWorkloadIsNoLayerOfTheChain) {
   frontend::TaskSet m = chain();
   m.add_standalone(conv(32, 7), "extra");
   int calls = 0;
-  const auto changes = layout_changes(m, {Layout::fractal, std::nullopt, Layout::fractal, Layout::nhwc},
-                                      CountingCost{1, &calls});
+  const auto changes =
+      layout_changes(m, {Layout::fractal, std::nullopt, Layout::fractal, Layout::nhwc}, CountingCost{1, &calls});
   EXPECT_TRUE(changes.empty());
 }
 

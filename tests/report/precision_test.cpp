@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "lowering/epilogue.hpp"
-#include "simulator/presets.hpp"
-#include "report/model_evaluation.hpp"
 #include "frontend/model_zoo.hpp"
+#include "lowering/epilogue.hpp"
+#include "report/model_evaluation.hpp"
+#include "simulator/presets.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -29,7 +29,8 @@ TEST(Precision, WholeModelAndPerLayer) {
   EXPECT_EQ(frontend::parse_precision(Json("int8")).rest, DType::int8);
   const frontend::PrecisionSpec s = frontend::parse_precision(
       parse_json(R"({"conv1": {"weight": 8, "act": 8}, "fc": {"weight": 16, "act": 16, "type": "bfloat16"},
-                     "*": {"weight": 32, "act": 32}})", "test"));
+                     "*": {"weight": 32, "act": 32}})",
+                 "test"));
   EXPECT_EQ(s.layers.at("conv1"), DType::int8);
   EXPECT_EQ(s.layers.at("fc"), DType::bfloat16);
   EXPECT_EQ(s.rest, DType::float32);
@@ -63,7 +64,8 @@ TEST(Precision, ALayerLeavesItsSharedTaskAndConvertsAtItsEdges) {
   // layer1.1 and layer1.2 share their conv1 workload: one task of weight 2. The int8 layer
   // dequantises its output for the float16 layer after it, and the layer before it
   // (layer1.1.conv3, which shares its workload with layer1.2.conv3) quantises its own.
-  const frontend::TaskSet mixed = frontend::apply_precision(model, frontend::parse_precision(parse_json(R"({"layer1.2.conv1": "int8"})", "t")));
+  const frontend::TaskSet mixed =
+      frontend::apply_precision(model, frontend::parse_precision(parse_json(R"({"layer1.2.conv1": "int8"})", "t")));
   EXPECT_EQ(mixed.tasks().size(), model.tasks().size() + 2);
   EXPECT_EQ(mixed.total_occurrences(), model.total_occurrences());
   int int8_tasks = 0, quantizing = 0;
@@ -92,7 +94,8 @@ TEST(Precision, AnInt8RunRequantizesInsideAndConvertsAtItsEnds) {
                                        {"epilogue", {"relu"}}}),
               "conv" + std::to_string(c));
   }
-  const frontend::TaskSet q = frontend::apply_precision(model, frontend::parse_precision(parse_json(R"({"conv32": "int8", "conv48": "int8"})", "t")));
+  const frontend::TaskSet q = frontend::apply_precision(
+      model, frontend::parse_precision(parse_json(R"({"conv32": "int8", "conv48": "int8"})", "t")));
   ASSERT_EQ(q.tasks().size(), 4u);
   EXPECT_EQ(q.tasks()[0].workload.epilogue(), (std::vector<std::string>{"relu", "quantize"}));
   EXPECT_EQ(q.tasks()[1].workload.epilogue(), (std::vector<std::string>{"relu", "requantize"}));
@@ -116,9 +119,10 @@ TEST(Precision, WholeModelInt8KeepsSoftmaxAndPoolsInFloatAndPaysTheConversions) 
                                     {"epilogue", {"relu"}}});
   };
   model.add(conv(8), "conv1");
-  model.add(Workload::from_json(Json{{"op", "max_pool2d"},
-                                     {"dims", {{"N", 1}, {"C", 16}, {"H", 8}, {"W", 8}, {"R", 2}, {"S", 2}, {"stride", 2}}}}),
-            "pool");
+  model.add(
+      Workload::from_json(Json{{"op", "max_pool2d"},
+                               {"dims", {{"N", 1}, {"C", 16}, {"H", 8}, {"W", 8}, {"R", 2}, {"S", 2}, {"stride", 2}}}}),
+      "pool");
   model.add(conv(16), "conv2");
   model.add(Workload::from_json(Json{{"op", "softmax"}, {"dims", {{"M", 64}, {"N", 16}}}}), "softmax");
   model.set_graph(frontend::chain_graph(model));
@@ -143,7 +147,8 @@ TEST(Precision, WholeModelInt8KeepsSoftmaxAndPoolsInFloatAndPaysTheConversions) 
   EXPECT_EQ(tasks[4].workload.dtype(), DType::float16);
   EXPECT_EQ(frontend::int8_error_estimate(tasks[4].workload), 0);  // no softmax error: it is not quantised
   // A layer the spec names is quantised all the same.
-  const frontend::TaskSet forced = frontend::apply_precision(model, frontend::parse_precision(parse_json(R"({"*": "int8", "softmax": "int8"})", "t")));
+  const frontend::TaskSet forced = frontend::apply_precision(
+      model, frontend::parse_precision(parse_json(R"({"*": "int8", "softmax": "int8"})", "t")));
   EXPECT_EQ(forced.tasks().back().workload.dtype(), DType::int8);
 }
 
@@ -177,10 +182,10 @@ TEST(Precision, EachDtypeFollowsTheTargetsRates) {
 }
 
 TEST(Precision, ErrorEstimateGrowsWithFanInAndOnlyForInt8) {
-  const Workload small = Workload::from_json(
-      parse_json(R"({"op":"matmul","dims":{"M":64,"N":64,"K":64},"dtype":"int8"})", "t"));
-  const Workload big = Workload::from_json(
-      parse_json(R"({"op":"matmul","dims":{"M":64,"N":64,"K":4096},"dtype":"int8"})", "t"));
+  const Workload small =
+      Workload::from_json(parse_json(R"({"op":"matmul","dims":{"M":64,"N":64,"K":64},"dtype":"int8"})", "t"));
+  const Workload big =
+      Workload::from_json(parse_json(R"({"op":"matmul","dims":{"M":64,"N":64,"K":4096},"dtype":"int8"})", "t"));
   EXPECT_DOUBLE_EQ(frontend::int8_error_estimate(big), 8 * frontend::int8_error_estimate(small));
   EXPECT_EQ(frontend::int8_error_estimate(frontend::with_dtype(big, DType::float16)), 0);
 }

@@ -5,9 +5,9 @@
 
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
-#include <boost/asio/io_context.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
 
 #include "core/error.hpp"
 #include "rpc/auth.hpp"
@@ -145,7 +145,7 @@ TEST(Auth, ControlCharactersAndShortTokensAreRefused) {
     EXPECT_THAT(e.what(), testing::HasSubstr("control character (byte 0)"));
   }
   EXPECT_NE(hmac_hex(std::string(32, '\0'), "nonce"), hmac_hex("x", "nonce"));  // sanity: hmac itself works
-  EXPECT_EQ(hmac_hex(std::string(32, '\0'), "nonce"), hmac_hex("", "nonce"));  // why NULs are refused
+  EXPECT_EQ(hmac_hex(std::string(32, '\0'), "nonce"), hmac_hex("", "nonce"));   // why NULs are refused
   const auto refused = [](const std::string& token, const std::string& why) {
     try {
       require_usable_token(token, "test");

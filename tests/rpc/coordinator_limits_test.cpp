@@ -9,14 +9,14 @@
 #include <thread>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
-#include <boost/asio.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <boost/asio.hpp>
 
 #include "core/error.hpp"
+#include "eventually.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/coordinator.hpp"
-#include "eventually.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
 

@@ -9,9 +9,9 @@
 
 #include "core/error.hpp"
 #include "core/measurement.hpp"
+#include "eventually.hpp"
 #include "rpc/channel.hpp"
 #include "rpc/coordinator.hpp"
-#include "eventually.hpp"
 #include "rpc/farm_client.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
@@ -72,12 +72,12 @@ class CoordinatorTest : public testing::Test {
     return w;
   }
   static Json item(std::uint64_t id, int n, const std::string& target = "T") {
-    return Json{{"id", id},
-                {"target", target},
-                {"request", encode_body(Json{{"workload", {{"op", "matmul"}, {"M", n}}},
-                                             {"schedule", {{"tile_m", 16}}},
-                                             {"repeat", 1},
-                                             {"seed", 7}})}};
+    return Json{
+        {"id", id},
+        {"target", target},
+        {"request",
+         encode_body(Json{
+             {"workload", {{"op", "matmul"}, {"M", n}}}, {"schedule", {{"tile_m", 16}}}, {"repeat", 1}, {"seed", 7}})}};
   }
   // Waits for the next message of type (skipping heartbeats); fails the test on timeout.
   template <typename Peer>
@@ -259,8 +259,11 @@ TEST_F(CoordinatorTest, TaskLostTooOftenIsAnsweredWorkerLost) {
 TEST_F(CoordinatorTest, WorkerBackendsAreRegisteredAndShown) {
   start();
   auto w = connect(Role::worker);
-  w->send(Json{{"type", "register"}, {"targets", {"T"}}, {"backends", Json::array({"npu-sim", "recorded"})},
-               {"slots", 1}, {"name", "with-backends"}});
+  w->send(Json{{"type", "register"},
+               {"targets", {"T"}},
+               {"backends", Json::array({"npu-sim", "recorded"})},
+               {"slots", 1},
+               {"name", "with-backends"}});
   Json shown;
   for (int i = 0; i < 100 && shown.is_null(); ++i) {
     w->send(Json{{"type", "heartbeat"}});  // a silent worker is dropped after 3 intervals

@@ -22,7 +22,8 @@ class FarmStateTest : public testing::Test {
   void SetUp() override { set_log_enabled(false); }
 
   FarmState& make(FarmRules rules = {100ms, 3, 3}) {
-    state_ = std::make_unique<FarmState>(rules, [this] { return now_; }, metrics_);
+    state_ = std::make_unique<FarmState>(
+        rules, [this] { return now_; }, metrics_);
     return *state_;
   }
   void advance(std::chrono::milliseconds d) { now_ += d; }

@@ -74,10 +74,34 @@ TEST(Frame, BadPayloadsAreProtocolErrors) {
     const char* why;
   } kCases[] = {
       {"not_msgpack", std::string("\xc1\xc1\xc1", 3), "not valid MessagePack"},
-      {"array_not_object", [] { std::string s; Json::to_msgpack(Json::array({1}), s); return s; }(), "not an object"},
-      {"no_type", [] { std::string s; Json::to_msgpack(Json{{"a", 1}}, s); return s; }(), "'type'"},
-      {"type_not_string", [] { std::string s; Json::to_msgpack(Json{{"type", 1}}, s); return s; }(), "'type'"},
-      {"trailing_garbage", [] { std::string s; Json::to_msgpack(Json{{"type", "x"}}, s); return s + "zz"; }(), "MessagePack"},
+      {"array_not_object",
+       [] {
+         std::string s;
+         Json::to_msgpack(Json::array({1}), s);
+         return s;
+       }(),
+       "not an object"},
+      {"no_type",
+       [] {
+         std::string s;
+         Json::to_msgpack(Json{{"a", 1}}, s);
+         return s;
+       }(),
+       "'type'"},
+      {"type_not_string",
+       [] {
+         std::string s;
+         Json::to_msgpack(Json{{"type", 1}}, s);
+         return s;
+       }(),
+       "'type'"},
+      {"trailing_garbage",
+       [] {
+         std::string s;
+         Json::to_msgpack(Json{{"type", "x"}}, s);
+         return s + "zz";
+       }(),
+       "MessagePack"},
   };
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name);

@@ -20,11 +20,14 @@ std::span<const std::uint8_t> bytes_of(const std::string& s) {
 // not encode it without recursing itself.
 std::string deep_message(std::size_t depth) {
   std::string s;
-  s += '\x82';                         // map of 2
-  s += '\xa4'; s += "type";
-  s += '\xa1'; s += "x";
-  s += '\xa1'; s += "a";
-  s.append(depth, '\x91');             // fixarray of 1, nested
+  s += '\x82';  // map of 2
+  s += '\xa4';
+  s += "type";
+  s += '\xa1';
+  s += "x";
+  s += '\xa1';
+  s += "a";
+  s.append(depth, '\x91');  // fixarray of 1, nested
   s += '\x01';
   return s;
 }
@@ -73,8 +76,7 @@ TEST(InputBounds, DepthLimitIsExact) {
 // Found by fuzz_frame_decoder_smoke (corpus: regression-number-overflow): nlohmann's
 // out_of_range for a number beyond double escaped the handler and aborted the process.
 TEST(InputBounds, NumberBeyondDoubleIsBadInput) {
-  EXPECT_THAT(error_of([] { parse_json_bounded("1111111111111110E01110", "body"); }),
-              testing::HasSubstr("body"));
+  EXPECT_THAT(error_of([] { parse_json_bounded("1111111111111110E01110", "body"); }), testing::HasSubstr("body"));
   EXPECT_THAT(error_of([] { parse_json_bounded(R"({"x": 1e400})", "body"); }), testing::HasSubstr("body"));
 }
 
@@ -92,7 +94,8 @@ TEST(InputBounds, DeepJsonIsRefusedWithTheFieldName) {
   const std::string error = error_of([&] { parse_json_bounded(deep, "/v1/best request body"); });
   EXPECT_THAT(error, testing::StartsWith("bad_input"));
   EXPECT_THAT(error, testing::HasSubstr("/v1/best request body: nested deeper than 64"));
-  EXPECT_THAT(error_of([&] { parse_json_bounded("{\"a\":", "body"); }), testing::HasSubstr("body: invalid JSON at byte"));
+  EXPECT_THAT(error_of([&] { parse_json_bounded("{\"a\":", "body"); }),
+              testing::HasSubstr("body: invalid JSON at byte"));
 }
 
 TEST(InputBounds, CountsBeyondTheBytesLeftAreRefused) {
@@ -102,9 +105,15 @@ TEST(InputBounds, CountsBeyondTheBytesLeftAreRefused) {
   } kCases[] = {
       {"array32 of 4G values", std::string("\xdd\xff\xff\xff\xff\x01", 6)},
       {"map32 of 4G entries", std::string("\xdf\xff\xff\xff\xff\xa1x\x01", 8)},
-      {"str32 of 4 GB", std::string("\xdb\xff\xff\xff\xff" "abc", 8)},
-      {"bin32 of 4 GB", std::string("\xc6\xff\xff\xff\xff" "abc", 8)},
-      {"ext32 of 4 GB", std::string("\xc9\xff\xff\xff\xff\x01" "abc", 9)},
+      {"str32 of 4 GB", std::string("\xdb\xff\xff\xff\xff"
+                                    "abc",
+                                    8)},
+      {"bin32 of 4 GB", std::string("\xc6\xff\xff\xff\xff"
+                                    "abc",
+                                    8)},
+      {"ext32 of 4 GB", std::string("\xc9\xff\xff\xff\xff\x01"
+                                    "abc",
+                                    9)},
       {"truncated header", std::string("\xdc\x00", 2)},
       {"truncated float", std::string("\xcb\x00\x00", 3)},
       {"reserved byte", std::string("\xc1", 1)},
@@ -137,15 +146,22 @@ TEST(InputBounds, EveryMessagePackTypeNlohmannWritesIsAccepted) {
   // The scanner must agree with the encoder on every header form, or real traffic breaks.
   Json j = Json::object();
   j["type"] = "submit";
-  j["ints"] = {0, 1, 127, 128, 255, 256, 65535, 65536, 4294967295ull, 4294967296ull, -1, -32, -33, -128, -129,
-               -32768, -32769, -2147483648ll, -2147483649ll};
+  j["ints"] = {0,  1,   127, 128,  255,  256,    65535,  65536,         4294967295ull, 4294967296ull,
+               -1, -32, -33, -128, -129, -32768, -32769, -2147483648ll, -2147483649ll};
   j["floats"] = {0.5, -1e300, 3.25};
   j["literals"] = {nullptr, true, false};
-  j["strings"] = {"", std::string(31, 's'), std::string(32, 's'), std::string(255, 's'), std::string(256, 's'),
+  j["strings"] = {"",
+                  std::string(31, 's'),
+                  std::string(32, 's'),
+                  std::string(255, 's'),
+                  std::string(256, 's'),
                   std::string(70000, 's')};
-  j["bins"] = {Json::binary({}), Json::binary(std::vector<std::uint8_t>(255, 1)),
-               Json::binary(std::vector<std::uint8_t>(256, 1)), Json::binary(std::vector<std::uint8_t>(70000, 1)),
-               Json::binary({1, 2, 3, 4}, 5), Json::binary(std::vector<std::uint8_t>(300, 1), 7)};
+  j["bins"] = {Json::binary({}),
+               Json::binary(std::vector<std::uint8_t>(255, 1)),
+               Json::binary(std::vector<std::uint8_t>(256, 1)),
+               Json::binary(std::vector<std::uint8_t>(70000, 1)),
+               Json::binary({1, 2, 3, 4}, 5),
+               Json::binary(std::vector<std::uint8_t>(300, 1), 7)};
   j["arrays"] = {Json::array(), Json(std::vector<int>(15, 1)), Json(std::vector<int>(16, 1)),
                  Json(std::vector<int>(70000, 1))};
   Json big_map = Json::object();

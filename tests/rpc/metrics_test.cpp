@@ -82,9 +82,12 @@ Sample parse_sample(const std::string& line) {
         if (line[k] == '\\') {
           ++k;
           if (k >= line.size()) throw std::runtime_error("escape at end of line");
-          if (line[k] == 'n') value += '\n';
-          else if (line[k] == '\\' || line[k] == '"') value += line[k];
-          else throw std::runtime_error("bad escape in a label value");
+          if (line[k] == 'n')
+            value += '\n';
+          else if (line[k] == '\\' || line[k] == '"')
+            value += line[k];
+          else
+            throw std::runtime_error("bad escape in a label value");
         } else {
           value += line[k];
         }
@@ -168,7 +171,8 @@ void expect_well_formed(const Exposition& families) {
     if (f.type == "counter") EXPECT_THAT(name, testing::EndsWith("_total"));
     if (f.type == "summary") {
       std::set<std::string> kinds;
-      for (const Sample& s : f.samples) kinds.insert(s.labels.count("quantile") ? "quantile" : s.name.substr(name.size()));
+      for (const Sample& s : f.samples)
+        kinds.insert(s.labels.count("quantile") ? "quantile" : s.name.substr(name.size()));
       EXPECT_EQ(kinds, (std::set<std::string>{"quantile", "_sum", "_count"}));
     }
   }
@@ -206,21 +210,24 @@ TEST(PrometheusParser, RefusesWhatAScraperWouldRefuse) {
 
 TEST(Metrics, ExpositionParsesStrictlyWithSecondsAndHonestErrors) {
   FarmMetrics m;
-  for (const char* status : {"ok", "ok", "exact", "nearest", "not_found", "we\"ird\nstatus\\"}) m.count_measured(status);
+  for (const char* status : {"ok", "ok", "exact", "nearest", "not_found", "we\"ird\nstatus\\"})
+    m.count_measured(status);
   m.count_rejection("busy");
   m.count_submitted();
   for (int i = 0; i < 3; ++i) m.add_latency(1500.0);
   Exposition families;
   ASSERT_NO_THROW(families = parse_exposition(m.prometheus())) << m.prometheus();
   expect_well_formed(families);
-  EXPECT_DOUBLE_EQ(value_of(families, "atvoss_farm_latency_seconds", "atvoss_farm_latency_seconds", {{"quantile", "0.5"}}), 0.0015);
+  EXPECT_DOUBLE_EQ(
+      value_of(families, "atvoss_farm_latency_seconds", "atvoss_farm_latency_seconds", {{"quantile", "0.5"}}), 0.0015);
   EXPECT_DOUBLE_EQ(value_of(families, "atvoss_farm_latency_seconds", "atvoss_farm_latency_seconds_sum"), 0.0045);
   EXPECT_EQ(value_of(families, "atvoss_farm_latency_seconds", "atvoss_farm_latency_seconds_count"), 3);
   // Successful lookups and measurements are not errors; the rest are, and odd labels survive.
   std::set<std::string> error_kinds;
   for (const Sample& s : families.at("atvoss_farm_errors_total").samples) error_kinds.insert(s.labels.at("kind"));
   EXPECT_EQ(error_kinds, (std::set<std::string>{"not_found", "we\"ird\nstatus\\", "rejected_busy"}));
-  EXPECT_EQ(value_of(families, "atvoss_farm_measurements_total", "atvoss_farm_measurements_total", {{"status", "ok"}}), 2);
+  EXPECT_EQ(value_of(families, "atvoss_farm_measurements_total", "atvoss_farm_measurements_total", {{"status", "ok"}}),
+            2);
 }
 
 // What `atvoss-db serve` exposes: the answer families under its own prefix, then database
@@ -230,14 +237,16 @@ TEST(Metrics, QueryServerExpositionIsAnswersAndGaugesOnly) {
   m.count_measured("exact");
   m.count_measured("not_found");
   m.add_latency(2000.0);
-  const std::string text =
-      m.prometheus_answers("atvoss_query", FarmMetrics::kQueryHelp) +
-      prometheus_gauges({{"atvoss_db_records", "Records.", 4092}, {"atvoss_db_last_write_timestamp_seconds", "Last write.", 1.7e9}});
+  const std::string text = m.prometheus_answers("atvoss_query", FarmMetrics::kQueryHelp) +
+                           prometheus_gauges({{"atvoss_db_records", "Records.", 4092},
+                                              {"atvoss_db_last_write_timestamp_seconds", "Last write.", 1.7e9}});
   Exposition families;
   ASSERT_NO_THROW(families = parse_exposition(text)) << text;
   expect_well_formed(families);
   EXPECT_EQ(value_of(families, "atvoss_db_records", "atvoss_db_records"), 4092);
-  EXPECT_EQ(value_of(families, "atvoss_query_measurements_total", "atvoss_query_measurements_total", {{"status", "exact"}}), 1);
+  EXPECT_EQ(
+      value_of(families, "atvoss_query_measurements_total", "atvoss_query_measurements_total", {{"status", "exact"}}),
+      1);
   EXPECT_DOUBLE_EQ(value_of(families, "atvoss_query_latency_seconds", "atvoss_query_latency_seconds_sum"), 0.002);
   for (const auto& [name, family] : families) EXPECT_EQ(name.rfind("atvoss_farm", 0), std::string::npos) << name;
   EXPECT_EQ(families.count("atvoss_query_submitted_total"), 0u);
@@ -252,7 +261,9 @@ TEST(Metrics, StatusLabelsAreBounded) {
   for (int i = 0; i < 1000; ++i) m.count_measured("status_" + std::to_string(i));
   const Exposition families = parse_exposition(m.prometheus());
   EXPECT_LE(families.at("atvoss_farm_measurements_total").samples.size(), 33u);
-  EXPECT_GT(value_of(families, "atvoss_farm_measurements_total", "atvoss_farm_measurements_total", {{"status", "other"}}), 900);
+  EXPECT_GT(
+      value_of(families, "atvoss_farm_measurements_total", "atvoss_farm_measurements_total", {{"status", "other"}}),
+      900);
 }
 
 // A worker's status went into /metrics as raw bytes: invalid UTF-8, and a scrape refused.
@@ -275,7 +286,8 @@ TEST(Metrics, CoordinatorExpositionParsesStrictly) {
   Exposition families;
   ASSERT_NO_THROW(families = parse_exposition(farm.metrics_text())) << farm.metrics_text();
   expect_well_formed(families);
-  for (const char* gauge : {"atvoss_farm_workers", "atvoss_farm_slots", "atvoss_farm_slots_busy", "atvoss_farm_queue_depth"}) {
+  for (const char* gauge :
+       {"atvoss_farm_workers", "atvoss_farm_slots", "atvoss_farm_slots_busy", "atvoss_farm_queue_depth"}) {
     EXPECT_EQ(families.at(gauge).type, "gauge") << gauge;
   }
 }

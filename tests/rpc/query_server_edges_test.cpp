@@ -11,9 +11,9 @@
 #include <thread>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
-#include <boost/asio.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <boost/asio.hpp>
 
 #include "core/error.hpp"
 #include "rpc/log.hpp"
@@ -106,8 +106,8 @@ class QueryServerEdges : public testing::Test {
     return r;
   }
   static std::string post(const std::string& body, const std::string& extra_headers = "") {
-    return "POST /v1/best HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
+    return "POST /v1/best HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n" + extra_headers + "\r\n" + body;
   }
   static std::string get(const std::string& target, const std::string& method = "GET") {
     return method + " " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -144,8 +144,7 @@ TEST_F(QueryServerEdges, PeerTextThatIsNotUtf8CannotBreakAnAnswer) {
 }
 
 TEST_F(QueryServerEdges, OversizedHeadersAndBodiesGet431And413) {
-  const Reply headers =
-      exchange("GET /v1/stats HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(20000, 'a') + "\r\n\r\n");
+  const Reply headers = exchange("GET /v1/stats HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(20000, 'a') + "\r\n\r\n");
   EXPECT_EQ(headers.status, 431);
   // The body is refused from its Content-Length, while the peer is still sending it.
   const std::string big(2u << 20, ' ');
@@ -166,8 +165,10 @@ TEST_F(QueryServerEdges, BadFramingGets400) {
   } kCases[] = {
       {"negative Content-Length", "POST /v1/best HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n{}"},
       {"two Content-Lengths", "POST /v1/best HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}"},
-      {"chunk size not hex", "POST /v1/best HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"},
-      {"chunk longer than its size", "POST /v1/best HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcdef\r\n0\r\n\r\n"},
+      {"chunk size not hex",
+       "POST /v1/best HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"},
+      {"chunk longer than its size",
+       "POST /v1/best HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabcdef\r\n0\r\n\r\n"},
       {"bad request line", "GET\x01 / HTTP/1.1\r\nHost: x\r\n\r\n"},
       {"bad header field", "GET /v1/stats HTTP/1.1\r\nHo st: x\r\n\r\n"},
   };
@@ -181,7 +182,8 @@ TEST_F(QueryServerEdges, BadFramingGets400) {
 }
 
 TEST_F(QueryServerEdges, DeeplyNestedJsonIsA400NamingTheLimit) {
-  const Reply r = exchange(post("{\"target\":\"t\",\"workload\":" + std::string(200000, '[') + std::string(200000, ']') + "}"));
+  const Reply r =
+      exchange(post("{\"target\":\"t\",\"workload\":" + std::string(200000, '[') + std::string(200000, ']') + "}"));
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(error_of(r), testing::HasSubstr("nested deeper than 64"));
 }
@@ -231,8 +233,9 @@ TEST_F(QueryServerEdges, AWrongTokenIsAnsweredBeforeTheBodyAndCloses) {
   EXPECT_EQ(r.status, 401);
   EXPECT_EQ(r.header("Connection"), "close");
   EXPECT_EQ(exchange(get("/v1/stats")).status, 401);
-  const std::string authorised = "GET /v1/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                                 "Authorization: Bearer edge-token-0123456789\r\n\r\n";
+  const std::string authorised =
+      "GET /v1/stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+      "Authorization: Bearer edge-token-0123456789\r\n\r\n";
   EXPECT_EQ(exchange(authorised).status, 200);
 }
 

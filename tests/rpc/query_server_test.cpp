@@ -6,9 +6,9 @@
 #include <thread>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
 
-#include <boost/asio.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <boost/asio.hpp>
 
 #include "core/error.hpp"
 #include "db/tuning_database.hpp"
@@ -83,8 +83,9 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
   EXPECT_EQ(stats.first, 200);
   EXPECT_EQ(Json::parse(stats.second).at("records"), 2);
 
-  const std::string exact = "/v1/best?target=ascend910&workload=" +
-                            std::string("%7B%22op%22%3A%22matmul%22%2C%22dims%22%3A%7B%22M%22%3A512%2C%22N%22%3A512%2C%22K%22%3A512%7D%7D");
+  const std::string exact =
+      "/v1/best?target=ascend910&workload=" +
+      std::string("%7B%22op%22%3A%22matmul%22%2C%22dims%22%3A%7B%22M%22%3A512%2C%22N%22%3A512%2C%22K%22%3A512%7D%7D");
   const auto best = get(o.port, exact, "Bearer qs-token-0123456789");
   ASSERT_EQ(best.first, 200) << best.second;
   const Json answer = Json::parse(best.second);
@@ -92,8 +93,9 @@ TEST(QueryServer, ServesBestAndStatsFromADatabaseWithToken) {
   EXPECT_EQ(answer.at("schedule").at("tile_m"), 64);
   EXPECT_EQ(answer.at("time_us"), 10.0);
 
-  const std::string near = "/v1/best?target=ascend910&workload=" +
-                           std::string("%7B%22op%22%3A%22matmul%22%2C%22dims%22%3A%7B%22M%22%3A500%2C%22N%22%3A512%2C%22K%22%3A512%7D%7D");
+  const std::string near =
+      "/v1/best?target=ascend910&workload=" +
+      std::string("%7B%22op%22%3A%22matmul%22%2C%22dims%22%3A%7B%22M%22%3A500%2C%22N%22%3A512%2C%22K%22%3A512%7D%7D");
   const auto nearest = get(o.port, near, "Bearer qs-token-0123456789");
   ASSERT_EQ(nearest.first, 200) << nearest.second;
   EXPECT_EQ(Json::parse(nearest.second).at("match"), "nearest");

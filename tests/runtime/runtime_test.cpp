@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "../host/host_test_util.hpp"
 #include "core/error.hpp"
 #include "host/builder.hpp"
 #include "host/codegen.hpp"
@@ -16,7 +17,6 @@
 #include "host/kernel_timing.hpp"
 #include "host/operands.hpp"
 #include "runtime_test_util.hpp"
-#include "../host/host_test_util.hpp"
 
 namespace atvoss::runtime {
 namespace {
@@ -108,7 +108,8 @@ TEST_F(RuntimeTest, NearestScheduleIsMovedOntoTheCalledShapesSpace) {
 
 TEST_F(RuntimeTest, EntryScheduleTheSpaceRejectsRunsTheDefaultAndSaysWhy) {
   Runtime rt(options());
-  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":30,"N":64,"K":512},"epilogue":["gelu"]})");
+  const Workload w =
+      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":30,"N":64,"K":512},"epilogue":["gelu"]})");
   const Choice& c = rt.choose(w);
   EXPECT_EQ(c.kind, ChoiceKind::fallback);
   const std::string why = host::space_for(w, machine()).check(testing::rejected_schedule(machine())).reason;
@@ -143,7 +144,8 @@ TEST_F(RuntimeTest, LowPrecisionWrappersComputeTheReference) {
     GTEST_SKIP() << "this CPU (" << machine().model << ") lacks avx512_vnni or avx512_bf16";
   }
   Runtime rt(options());
-  const Workload q = workload(R"({"op":"matmul","dtype":"int8","dims":{"M":37,"N":40,"K":70},"epilogue":["bias","gelu"]})");
+  const Workload q =
+      workload(R"({"op":"matmul","dtype":"int8","dims":{"M":37,"N":40,"K":70},"epilogue":["bias","gelu"]})");
   host::Operands o = host::make_operands(q, 5);
   const auto* b8 = reinterpret_cast<const std::int8_t*>(o.qb.data());
   const EpilogueArgs bias_gelu{{"bias", "gelu"}, o.bias.data(), nullptr, nullptr, nullptr};

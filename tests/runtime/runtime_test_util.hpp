@@ -27,23 +27,44 @@ inline const char* kLargeReluWorkload =
 
 // micro_n is one vector of this machine's lanes.
 inline Schedule tuned_schedule(const host::MachineInfo& m) {
-  return Schedule({{"micro_m", 4}, {"micro_n", m.lanes()}, {"tile_m", 48}, {"tile_n", 256}, {"tile_k", 64},
-                   {"k_steps", 1}, {"async_copy_depth", 2}, {"tile_order", 1}, {"fusion_level", 0},
+  return Schedule({{"micro_m", 4},
+                   {"micro_n", m.lanes()},
+                   {"tile_m", 48},
+                   {"tile_n", 256},
+                   {"tile_k", 64},
+                   {"k_steps", 1},
+                   {"async_copy_depth", 2},
+                   {"tile_order", 1},
+                   {"fusion_level", 0},
                    {"threads", 1}});
 }
 
 // Written before the threads knob existed (no "threads"), as an old table's entry is.
 inline Schedule large_relu_schedule(const host::MachineInfo& m) {
-  return Schedule({{"micro_m", 4}, {"micro_n", m.lanes()}, {"tile_m", 48}, {"tile_n", 256}, {"tile_k", 512},
-                   {"k_steps", 1}, {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 1}});
+  return Schedule({{"micro_m", 4},
+                   {"micro_n", m.lanes()},
+                   {"tile_m", 48},
+                   {"tile_n", 256},
+                   {"tile_k", 512},
+                   {"k_steps", 1},
+                   {"async_copy_depth", 1},
+                   {"tile_order", 0},
+                   {"fusion_level", 1}});
 }
 
 inline const char* kBadGeluWorkload =
     R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":512},"epilogue":["gelu"]})";
 
 inline Schedule rejected_schedule(const host::MachineInfo& m) {
-  return Schedule({{"micro_m", 8}, {"micro_n", 3 * m.lanes()}, {"tile_m", 48}, {"tile_n", 256}, {"tile_k", 512},
-                   {"k_steps", 1}, {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 1},
+  return Schedule({{"micro_m", 8},
+                   {"micro_n", 3 * m.lanes()},
+                   {"tile_m", 48},
+                   {"tile_n", 256},
+                   {"tile_k", 512},
+                   {"k_steps", 1},
+                   {"async_copy_depth", 1},
+                   {"tile_order", 0},
+                   {"fusion_level", 1},
                    {"threads", 1}});
 }
 

@@ -21,8 +21,7 @@ std::vector<SensitivityLayer> small_mlp() {
           {"fc3", matmul_workload(16, 10, 64, {"bias"})}};
 }
 
-SensitivityOptions options(host::CalibrationMethod method = host::CalibrationMethod::min_max,
-                           std::uint64_t seed = 7) {
+SensitivityOptions options(host::CalibrationMethod method = host::CalibrationMethod::min_max, std::uint64_t seed = 7) {
   SensitivityOptions o;
   o.seed = seed;
   o.calibration.method = method;
@@ -202,8 +201,7 @@ LayerSensitivity layer(const std::string& name, double int8, double bf16) {
 }
 
 TEST(SensitivityPlan, EachLayerTakesTheCheapestPrecisionWithinTheThreshold) {
-  const std::vector<LayerSensitivity> s = {layer("a", 0.005, 0.001), layer("b", 0.02, 0.002),
-                                           layer("c", 0.2, 0.05)};
+  const std::vector<LayerSensitivity> s = {layer("a", 0.005, 0.001), layer("b", 0.02, 0.002), layer("c", 0.2, 0.05)};
   const MixedPrecisionPlan p = plan_precision(s, 0.01, true);
   EXPECT_EQ(p.layers[0].dtype, DType::int8);
   EXPECT_EQ(p.layers[1].dtype, DType::bfloat16);
@@ -221,7 +219,8 @@ TEST(SensitivityPlan, PrecisionConfigIsTheJobSpecsPerLayerForm) {
   const std::vector<LayerSensitivity> s = {layer("fc1", 0.005, 0.001), layer("fc2", 0.02, 0.002),
                                            layer("fc3", 0.2, 0.05)};
   const Json expected = parse_json(R"({"fc1": {"weight": 8, "act": 8},
-      "fc2": {"weight": 16, "act": 16, "type": "bfloat16"}, "fc3": {"weight": 32, "act": 32}})", "expected");
+      "fc2": {"weight": 16, "act": 16, "type": "bfloat16"}, "fc3": {"weight": 32, "act": 32}})",
+                                   "expected");
   EXPECT_EQ(precision_config(plan_precision(s, 0.01, true)), expected);
 }
 
@@ -233,8 +232,8 @@ TEST(SensitivityInput, BadInputNamesTheField) {
   expect_bad_input([&] { measure_sensitivity(rt, {{"x", bmm}}, o); }, "'layers[0].workload'");
   const Workload int8 = matmul_workload(16, 16, 16, {}, DType::int8);
   expect_bad_input([&] { measure_sensitivity(rt, {small_mlp()[0], {"y", int8}}, o); }, "'layers[1].workload'");
-  const auto layernorm = Workload::from_json(parse_json(
-      R"({"op":"matmul","dims":{"M":16,"N":16,"K":16},"epilogue":["bias","layernorm"]})", "w"));
+  const auto layernorm = Workload::from_json(
+      parse_json(R"({"op":"matmul","dims":{"M":16,"N":16,"K":16},"epilogue":["bias","layernorm"]})", "w"));
   expect_bad_input([&] { measure_sensitivity(rt, {{"z", layernorm}}, o); }, "'layers[0].workload'");
   expect_bad_input([&] { measure_sensitivity(rt, {small_mlp()[0], small_mlp()[0]}, o); }, "'layers[1].name'");
   SensitivityOptions no_rows = o;

@@ -56,8 +56,7 @@ class FakeModel final : public costmodel::CostModel {
     ++*fits_;
     trained_ = true;
   }
-  std::vector<double> predict(const Workload&, const Target&,
-                              std::span<const Schedule> schedules) const override {
+  std::vector<double> predict(const Workload&, const Target&, std::span<const Schedule> schedules) const override {
     if (!trained_) throw Error(ErrorKind::internal, "fake model: predict before train");
     std::vector<double> out;
     for (const auto& s : schedules) out.push_back(s.has("k0") ? -synthetic_time(s) : 0.0);
@@ -209,8 +208,10 @@ TEST_P(EveryStrategy, CallOrderErrorsNameTheMissingCall) {
   for (const char* call : {"propose()", "observe()"}) {
     SCOPED_TRACE(call);
     try {
-      if (std::string(call) == "propose()") s->propose(4);
-      else s->observe({});
+      if (std::string(call) == "propose()")
+        s->propose(4);
+      else
+        s->observe({});
       ADD_FAILURE() << "must throw while a batch is pending";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::internal);
@@ -247,12 +248,11 @@ TEST_P(EveryStrategy, LoadStateRejectsOtherStrategies) {
   expect_bad_input([&] { fresh->load_state(state); }, "'strategy'");
 }
 
-INSTANTIATE_TEST_SUITE_P(Search, EveryStrategy, testing::ValuesIn(strategy_names()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (auto& c : n) c = c == '-' ? '_' : c;
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Search, EveryStrategy, testing::ValuesIn(strategy_names()), [](const auto& info) {
+  std::string n = info.param;
+  for (auto& c : n) c = c == '-' ? '_' : c;
+  return n;
+});
 
 TEST(SearchStrategyTest, EvolutionaryBeatsRandomOnSyntheticLandscape) {
   const auto space = synthetic_space();
@@ -322,7 +322,8 @@ TEST(SearchStrategyTest, EnsembleDrawsTheArmOfEachSlotOfABatchOfOne) {
 TEST(SearchStrategyTest, ModelGuidedFitsOnThePriorBeforeItsOwnTrials) {
   const auto space = synthetic_space();
   std::vector<Trial> prior;
-  for (std::uint64_t i = 0; i < space.size(); i += 97) prior.push_back(measure(space, space.schedule_at(space.point_at(i))));
+  for (std::uint64_t i = 0; i < space.size(); i += 97)
+    prior.push_back(measure(space, space.schedule_at(space.point_at(i))));
   int fits = 0;
   auto with = options_for(5, &fits);
   with.prior_trials = prior;
@@ -357,8 +358,7 @@ class FlippingModel final : public costmodel::CostModel {
       : fits_(fits), rows_(rows), rows_alone_(rows_alone) {}
   std::string kind() const override { return "flipping"; }
   void train(std::span<const costmodel::WorkloadGroup>) override { ++*fits_; }
-  std::vector<double> predict(const Workload&, const Target&,
-                              std::span<const Schedule> schedules) const override {
+  std::vector<double> predict(const Workload&, const Target&, std::span<const Schedule> schedules) const override {
     rows_->push_back(schedules.size());
     std::vector<double> out;
     for (const auto& s : schedules) out.push_back(-10.0 * *fits_ - std::abs(double(s.at("k0") - best_k0())));
@@ -432,7 +432,8 @@ int expect_far_picks(const StrategyOptions& o, const std::function<bool(int)>& f
     if (b.size() != 1) return checked;
     if (best < HUGE_VAL && r >= 12 && far_wanted(since_best)) {  // fitted by round 12
       int differ = 0;
-      for (int d = 0; d < kDims; ++d) differ += b[0].at("k" + std::to_string(d)) != incumbent.at("k" + std::to_string(d));
+      for (int d = 0; d < kDims; ++d)
+        differ += b[0].at("k" + std::to_string(d)) != incumbent.at("k" + std::to_string(d));
       EXPECT_GE(differ, 2) << "round " << r;
       ++checked;
     }
@@ -525,8 +526,16 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
       {"evolutionary", [](StrategyOptions& o) { o.mutation_doubling = 1.5; }, "'mutation_doubling'"},
       {"model-guided", [](StrategyOptions& o) { o.workload = Workload(); }, "options.workload"},
       {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {}; }, "'ensemble_arms' must be a non-empty"},
-      {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {"model", "grid"}; }, "(got 'grid')"},
-      {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {"tpe", "tpe"}; }, "'tpe' twice"},
+      {"ensemble",
+       [](StrategyOptions& o) {
+         o.ensemble_arms = {"model", "grid"};
+       },
+       "(got 'grid')"},
+      {"ensemble",
+       [](StrategyOptions& o) {
+         o.ensemble_arms = {"tpe", "tpe"};
+       },
+       "'tpe' twice"},
   };
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.error);
@@ -654,27 +663,29 @@ void expect_bad_states_refused(const std::string& strategy, std::initializer_lis
 
 TEST(SearchStrategyTest, LoadStateNamesTheBadField) {
   expect_bad_states_refused(
-      "evolutionary",
-      {
-          {"rng", [](Json& j) { j["rng"] = "not a state"; }, "'rng'"},
-          {"version", [](Json& j) { j["version"] = 99; }, "'version'"},
-          {"trial_knob", [](Json& j) { j["trials"][0]["schedule"]["zz"] = 1; }, "unknown knob 'zz'"},
-          {"trial_status", [](Json& j) { j["trials"][0]["status"] = "fine"; }, "'status'"},
-          {"has_pending", [](Json& j) { j["has_pending"] = 3; }, "'has_pending'"},
-          {"missing", [](Json& j) { j.erase("trials"); }, "'trials'"},
-      });
+      "evolutionary", {
+                          {"rng", [](Json& j) { j["rng"] = "not a state"; }, "'rng'"},
+                          {"version", [](Json& j) { j["version"] = 99; }, "'version'"},
+                          {"trial_knob", [](Json& j) { j["trials"][0]["schedule"]["zz"] = 1; }, "unknown knob 'zz'"},
+                          {"trial_status", [](Json& j) { j["trials"][0]["status"] = "fine"; }, "'status'"},
+                          {"has_pending", [](Json& j) { j["has_pending"] = 3; }, "'has_pending'"},
+                          {"missing", [](Json& j) { j.erase("trials"); }, "'trials'"},
+                      });
 }
 
 // The model's and the ensemble's own state fields are checked too, naming the field (one
 // round leaves the ensemble's last batch in "origin").
 TEST(SearchStrategyTest, LoadStateNamesTheBadFieldOfTheModelState) {
-  expect_bad_states_refused(
-      "ensemble",
-      {
-          {"fitted", [](Json& j) { j["extra"]["fitted"] = "yes"; }, "'fitted' must be a boolean"},
-          {"arm", [](Json& j) { j["extra"]["origin"][0]["arm"] = 7; }, "'arm' must be 0..2"},
-          {"uses", [](Json& j) { j["extra"]["uses"] = Json::array({1, 2}); }, "'uses' must be 3 numbers"},
-      });
+  expect_bad_states_refused("ensemble",
+                            {
+                                {"fitted", [](Json& j) { j["extra"]["fitted"] = "yes"; }, "'fitted' must be a boolean"},
+                                {"arm", [](Json& j) { j["extra"]["origin"][0]["arm"] = 7; }, "'arm' must be 0..2"},
+                                {"uses",
+                                 [](Json& j) {
+                                   j["extra"]["uses"] = Json::array({1, 2});
+                                 },
+                                 "'uses' must be 3 numbers"},
+                            });
 }
 
 // Recorded spaces reject configurations absent from the table through the space's check,
@@ -687,8 +698,7 @@ TEST(SearchStrategyTest, RecordedSpaceProposalsAreAllRecorded) {
         if ((a + b + c) % 3 == 0) continue;  // restriction: absent
         const bool failed = a == 5 && b == 5;
         csv += std::to_string(a) + "," + std::to_string(b) + "," + std::to_string(c) + "," +
-               (failed ? std::string(",runtime_error") : std::to_string(10 + (a - 2) * (a - 2) + b + c) + ",ok") +
-               "\n";
+               (failed ? std::string(",runtime_error") : std::to_string(10 + (a - 2) * (a - 2) + b + c) + ",ok") + "\n";
       }
     }
   }

@@ -20,8 +20,7 @@ using testing::workload;
 constexpr SimOptions kExact{.noise = 0, .repeat = 1, .seed = 0};
 
 void report(const std::string& row, double published, double simulated) {
-  std::printf("calibration| %s | %.4g | %.4g | %.2f |\n", row.c_str(), published, simulated,
-              simulated / published);
+  std::printf("calibration| %s | %.4g | %.4g | %.2f |\n", row.c_str(), published, simulated, simulated / published);
 }
 
 // A fact without a published number: the ratio column stays empty.
@@ -35,8 +34,13 @@ Target a2(int cores) {
 }
 
 Schedule matmul_schedule(int tm, int tn, int tk, int ks, int depth, int order) {
-  return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"tile_k", tk}, {"k_steps", ks},
-                   {"async_copy_depth", depth}, {"tile_order", order}, {"fusion_level", 0}});
+  return Schedule({{"tile_m", tm},
+                   {"tile_n", tn},
+                   {"tile_k", tk},
+                   {"k_steps", ks},
+                   {"async_copy_depth", depth},
+                   {"tile_order", order},
+                   {"fusion_level", 0}});
 }
 
 double time_of(const Target& t, const Workload& w, const Schedule& s) {
@@ -148,17 +152,14 @@ TEST(CalibrationTest, DoubleBufferingGainWhereTransferAndComputeAreComparable) {
 // or batch; we use batch 8, 64 -> 64 channels, where every core has work.
 TEST(CalibrationTest, Conv224SpatialTilingFact) {
   const Target t = preset("ascend910");
-  const Workload w = workload(
-      R"({"op":"conv2d","dims":{"N":8,"C":64,"H":224,"W":224,"K":64,"R":3,"S":3,"pad":1}})");
+  const Workload w = workload(R"({"op":"conv2d","dims":{"N":8,"C":64,"H":224,"W":224,"K":64,"R":3,"S":3,"pad":1}})");
   const Best best = best_where(t, w, [](const Schedule&) { return true; });
-  const Best untiled = best_where(t, w, [](const Schedule& s) {
-    return s.at("tile_h") == 224 && s.at("tile_w") == 224;
-  });
+  const Best untiled =
+      best_where(t, w, [](const Schedule& s) { return s.at("tile_h") == 224 && s.at("tile_w") == 224; });
   Best square;
   for (std::int64_t side : {16, 32, 48, 64, 96, 128, 192}) {
-    const Best b = best_where(t, w, [&](const Schedule& s) {
-      return s.at("tile_h") == side && s.at("tile_w") == side;
-    });
+    const Best b =
+        best_where(t, w, [&](const Schedule& s) { return s.at("tile_h") == side && s.at("tile_w") == side; });
     if (b.time_us < square.time_us) square = b;
   }
   const double side = std::sqrt(double(best.schedule.at("tile_h") * best.schedule.at("tile_w")));
@@ -183,7 +184,7 @@ TEST(CalibrationTest, AsyncCopyDepthUsefulRange) {
     double by_depth[5] = {};
     for (int d = 1; d <= 4; ++d) by_depth[d] = best_where(t, w, knob_is("async_copy_depth", d)).time_us;
     report_fact("3.3 gain of best depth 2-4 over depth 1, " + w.op(), "useful range 2-4",
-           by_depth[1] / std::min({by_depth[2], by_depth[3], by_depth[4]}));
+                by_depth[1] / std::min({by_depth[2], by_depth[3], by_depth[4]}));
     EXPECT_LT(by_depth[2], 0.95 * by_depth[1]);
     EXPECT_GT(by_depth[4], 0.95 * by_depth[2]);  // deeper prefetch stops paying
     const ScheduleSpace space = space_for(w, t);
@@ -217,8 +218,8 @@ TEST(CalibrationTest, FusionLevelFacts) {
   };
   const double level2 = best_where(t, large, level_and_order(2)).time_us;
   const double level3 = best_where(t, large, level_and_order(3)).time_us;
-  report_fact("3.3 large conv+bn+relu: level 3 / level 2 time (inf = no valid level-3 tiling)",
-              "invalid or slower", level3 / level2);
+  report_fact("3.3 large conv+bn+relu: level 3 / level 2 time (inf = no valid level-3 tiling)", "invalid or slower",
+              level3 / level2);
   EXPECT_TRUE(!std::isfinite(level3) || level3 > level2);
 }
 

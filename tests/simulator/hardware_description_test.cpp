@@ -7,11 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bad_input_message.hpp"
 #include "core/error.hpp"
 #include "simulator/hardware_description.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
-#include "bad_input_message.hpp"
 #include "test_workloads.hpp"
 
 namespace atvoss::simulator {
@@ -64,8 +64,8 @@ TEST(HardwareDescriptionTest, EverySectionMapsOntoTheTarget) {
   EXPECT_EQ(t.cube_m, 8);
   EXPECT_EQ(t.cube_k, 8);
   EXPECT_EQ(t.cube_n, 8);
-  EXPECT_DOUBLE_EQ(t.int8_rate, 2.0);    // 8x16x8 over 8x8x8
-  EXPECT_DOUBLE_EQ(t.fp32_rate, 0.25);   // no fp32 intrinsic: the default, noted as an estimate
+  EXPECT_DOUBLE_EQ(t.int8_rate, 2.0);   // 8x16x8 over 8x8x8
+  EXPECT_DOUBLE_EQ(t.fp32_rate, 0.25);  // no fp32 intrinsic: the default, noted as an estimate
   EXPECT_THAT(t.source["fp32_rate"].get<std::string>(), HasSubstr("est."));
   EXPECT_DOUBLE_EQ(t.vector_bytes_per_cycle, 160);  // widest: 40 fp32 elements x 4 B
   EXPECT_EQ(t.device_memory_bytes, 2147483648);
@@ -123,7 +123,10 @@ TEST(HardwareDescriptionTest, UnmappableFieldsAreNamedByTheirPath) {
               HasSubstr("'intrinsics[0].throughput' must be 1"));
   EXPECT_THAT(error_for([](Json& j) { j["intrinsics"].erase(0); }),
               HasSubstr("'intrinsics' has no matrix intrinsic with fp16"));
-  EXPECT_THAT(error_for([](Json& j) { j["intrinsics"].erase(2); j["intrinsics"].erase(2); }),
+  EXPECT_THAT(error_for([](Json& j) {
+                j["intrinsics"].erase(2);
+                j["intrinsics"].erase(2);
+              }),
               HasSubstr("'intrinsics' has no vector intrinsic"));
   EXPECT_THAT(error_for([](Json& j) { j["memory"] = Json::array(); }), HasSubstr("'memory' must be an object"));
 }
@@ -186,8 +189,8 @@ TEST(HardwareDescriptionTest, TheArticlesShortFormLoadsWithItsDefaultsNoted) {
   EXPECT_EQ(t.key(), target_from_json(Json::parse(kArticle)).key());  // the example is the article's text
   // Mapped from the description.
   EXPECT_EQ(t.name.rfind("described-", 0), 0u) << t.name;  // no name: derived from the content
-  EXPECT_EQ(t.organisation, "coupled");  // simd_vector: one vector unit per core, no matrix unit
-  EXPECT_DOUBLE_EQ(t.vector_bytes_per_cycle, 64);  // 2 per cycle x 8 lanes x 4 B
+  EXPECT_EQ(t.organisation, "coupled");                    // simd_vector: one vector unit per core, no matrix unit
+  EXPECT_DOUBLE_EQ(t.vector_bytes_per_cycle, 64);          // 2 per cycle x 8 lanes x 4 B
   EXPECT_EQ(t.cube_m, 1);  // the vector unit's 16 fp32 MACs per cycle run the matrix work
   EXPECT_EQ(t.cube_n, 16);
   EXPECT_EQ(t.cube_k, 1);
@@ -258,7 +261,9 @@ TEST(HardwareDescriptionTest, MissingFiguresAreRefusedAllAtOnce) {
 TEST(HardwareDescriptionTest, TheArticlesFormNamesWhatItCannotMap) {
   EXPECT_THAT(article_error([](Json& j) { j["memory"] = j["architecture"]["memory"]; }),
               HasSubstr("'architecture.memory' repeats the top-level 'memory'"));
-  EXPECT_THAT(article_error([](Json& j) { j["architecture"]["memory"]["latency"] = {1, 8}; }),
+  EXPECT_THAT(article_error([](Json& j) {
+                j["architecture"]["memory"]["latency"] = {1, 8};
+              }),
               HasSubstr("'architecture.memory.latency' must be an array of one latency in cycles per level"));
   EXPECT_THAT(article_error([](Json& j) { j["intrinsics"][0]["operands"][1] = "float32x"; }),
               HasSubstr("'intrinsics[0].operands[1]' must be one of fp16"));
@@ -276,8 +281,8 @@ TEST(HardwareDescriptionTest, TheArticlesFormNamesWhatItCannotMap) {
 TEST(HardwareDescriptionTest, TheArticlesVectorOnlyChipSimulates) {
   const Target t = target_from_json(Json::parse(kArticle));
   constexpr SimOptions kExact{.noise = 0, .repeat = 1, .seed = 0};
-  for (const char* json : {R"({"op":"elementwise","dims":{"M":4096,"N":4096}})",
-                           R"({"op":"layernorm","dims":{"M":512,"N":768}})"}) {
+  for (const char* json :
+       {R"({"op":"elementwise","dims":{"M":4096,"N":4096}})", R"({"op":"layernorm","dims":{"M":512,"N":768}})"}) {
     const Workload w = testing::workload(json);
     const Measurement m = simulate(t, w, default_schedule(w, t), kExact);
     ASSERT_TRUE(m.ok()) << json << ": " << m.message;

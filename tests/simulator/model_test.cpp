@@ -14,8 +14,13 @@ using testing::workload;
 constexpr SimOptions kExact{.noise = 0, .repeat = 1, .seed = 0};
 
 Schedule mm(int tm, int tn, int tk, int ks, int depth, int order, int fusion = 0) {
-  return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"tile_k", tk}, {"k_steps", ks},
-                   {"async_copy_depth", depth}, {"tile_order", order}, {"fusion_level", fusion}});
+  return Schedule({{"tile_m", tm},
+                   {"tile_n", tn},
+                   {"tile_k", tk},
+                   {"k_steps", ks},
+                   {"async_copy_depth", depth},
+                   {"tile_order", order},
+                   {"fusion_level", fusion}});
 }
 
 double time_of(const Target& t, const Workload& w, const Schedule& s) {
@@ -36,8 +41,7 @@ TEST(ModelTest, TileOrderMattersWhenOperandsOverflowL2) {
   EXPECT_LT(column, 0.95 * row);
   EXPECT_LT(swizzled, 0.95 * row);
   const Target big_l2 = target_from_json(Json{{"preset", "ascend910b"}, {"l2_bytes", 1LL << 30}});
-  EXPECT_NEAR(time_of(big_l2, w, mm(128, 256, 64, 4, 2, 0)),
-              time_of(big_l2, w, mm(128, 256, 64, 4, 2, 2)), 1e-6 * row);
+  EXPECT_NEAR(time_of(big_l2, w, mm(128, 256, 64, 4, 2, 0)), time_of(big_l2, w, mm(128, 256, 64, 4, 2, 2)), 1e-6 * row);
 }
 
 TEST(ModelTest, LastWaveLeavesCoresIdle) {
@@ -77,8 +81,14 @@ TEST(ModelTest, UnfusedEpilogueRoundTripsGmAndLaunchesKernels) {
   const Workload w = workload(
       R"({"op":"conv2d","dims":{"N":8,"C":64,"H":112,"W":112,"K":64,"R":3,"S":3,"pad":1},
           "epilogue":["bias","relu"]})");
-  Schedule s({{"tile_h", 16}, {"tile_w", 32}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 2},
-              {"async_copy_depth", 2}, {"tile_order", 0}, {"fusion_level", 0}});
+  Schedule s({{"tile_h", 16},
+              {"tile_w", 32},
+              {"tile_n", 64},
+              {"tile_k", 64},
+              {"k_steps", 2},
+              {"async_copy_depth", 2},
+              {"tile_order", 0},
+              {"fusion_level", 0}});
   const Measurement unfused = simulate(t, w, s, kExact);
   s.set("fusion_level", 1);
   const Measurement fused = simulate(t, w, s, kExact);
@@ -108,8 +118,14 @@ TEST(ModelTest, SmallSpatialTilesRereadTheHalo) {
   const Target t = preset("ascend910");
   const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"pad":1}})");
   auto gm = [&](int side) {
-    Schedule s({{"tile_h", side}, {"tile_w", side}, {"tile_n", 64}, {"tile_k", 64}, {"k_steps", 1},
-                {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 0}});
+    Schedule s({{"tile_h", side},
+                {"tile_w", side},
+                {"tile_n", 64},
+                {"tile_k", 64},
+                {"k_steps", 1},
+                {"async_copy_depth", 1},
+                {"tile_order", 0},
+                {"fusion_level", 0}});
     return simulate(t, w, s, kExact).profile.gm_bytes;
   };
   EXPECT_GT(gm(8), 1.3 * gm(56));
@@ -121,9 +137,16 @@ TEST(ModelTest, LayoutSetsTheConvTime) {
   const Target t = preset("ascend910");
   const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":1,"S":1}})");
   auto time_in = [&](int layout) {
-    return time_of(t, w, Schedule({{"tile_h", 8}, {"tile_w", 56}, {"tile_n", 64}, {"tile_k", 64},
-                                   {"k_steps", 1}, {"async_copy_depth", 2}, {"tile_order", 0},
-                                   {"fusion_level", 0}, {"layout", layout}}));
+    return time_of(t, w,
+                   Schedule({{"tile_h", 8},
+                             {"tile_w", 56},
+                             {"tile_n", 64},
+                             {"tile_k", 64},
+                             {"k_steps", 1},
+                             {"async_copy_depth", 2},
+                             {"tile_order", 0},
+                             {"fusion_level", 0},
+                             {"layout", layout}}));
   };
   const double fractal = time_in(0), nhwc = time_in(1), nchw = time_in(2);
   EXPECT_LT(nhwc, fractal);
@@ -136,9 +159,7 @@ TEST(ModelTest, TransposePaysForShortStoreRows) {
   const Target t = preset("ascend910");
   const Workload tr = workload(R"({"op":"transpose","dims":{"M":1024,"N":4096,"inner":1}})");
   const Workload copy = workload(R"({"op":"concat","dims":{"M":1024,"N":4096}})");
-  auto rows = [](int tm, int tn) {
-    return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"async_copy_depth", 2}});
-  };
+  auto rows = [](int tm, int tn) { return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"async_copy_depth", 2}}); };
   const double tr_short = time_of(t, tr, rows(8, 512)), tr_tall = time_of(t, tr, rows(64, 512));
   const double copy_short = time_of(t, copy, rows(8, 512)), copy_tall = time_of(t, copy, rows(64, 512));
   EXPECT_GT(tr_short, 1.3 * copy_short);

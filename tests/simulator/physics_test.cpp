@@ -61,8 +61,7 @@ TEST(PhysicsTest, ProfileAddsUpToTheNoiselessTime) {
     ASSERT_TRUE(m.ok()) << w.label() << ": " << m.message;
     const Profile& p = m.profile;
     SCOPED_TRACE(w.label() + " " + p.to_json().dump());
-    EXPECT_NEAR(p.compute_us + p.dma_us + p.sync_wait_us + p.launch_us, m.time_us,
-                1e-6 * m.time_us);
+    EXPECT_NEAR(p.compute_us + p.dma_us + p.sync_wait_us + p.launch_us, m.time_us, 1e-6 * m.time_us);
     EXPECT_GE(p.l1_hit_rate, 0);
     EXPECT_LE(p.l1_hit_rate, 1);
     EXPECT_GT(p.dma_utilisation, 0);

@@ -7,9 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bad_input_message.hpp"
 #include "core/error.hpp"
 #include "simulator/presets.hpp"
-#include "bad_input_message.hpp"
 
 namespace atvoss::simulator {
 namespace {
@@ -62,8 +62,8 @@ TEST(PresetsTest, EveryPresetNotesItsSourcesAndMarksEstimates) {
     SCOPED_TRACE(name);
     const Target t = preset(name);
     EXPECT_EQ(Target::from_json(t.to_json()).key(), t.key());  // valid as JSON, round trips
-    for (const char* field : {"ai_cores", "clock_ghz", "l1_bytes", "hbm_bytes_per_cycle",
-                              "mte2_bytes_per_cycle", "launch_us", "max_buffers_per_queue"}) {
+    for (const char* field : {"ai_cores", "clock_ghz", "l1_bytes", "hbm_bytes_per_cycle", "mte2_bytes_per_cycle",
+                              "launch_us", "max_buffers_per_queue"}) {
       EXPECT_TRUE(t.source.contains(field)) << field;
     }
   }
@@ -99,11 +99,13 @@ TEST(PresetsTest, BadDescriptionsNameTheField) {
       {"mistyped override", R"({"preset":"ascend910b","ai_cores":"many"})", "ai_cores"},
       {"negative override", R"({"preset":"ascend910b","l1_bytes":-1})", "l1_bytes"},
       {"preset not a string", R"({"preset":3})", "preset"},
-      {"missing field", [] {
+      {"missing field",
+       [] {
          Json j = preset("ascend910").to_json();
          j.erase("ub_bytes");
          return j.dump();
-       }(), "ub_bytes"},
+       }(),
+       "ub_bytes"},
       {"missing file", "/nonexistent/target.json", "unknown preset"},
   };
   for (const auto& c : cases) {

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "lowering/lowering.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
-#include "lowering/lowering.hpp"
 #include "test_workloads.hpp"
 
 namespace atvoss::simulator {
@@ -14,8 +14,8 @@ using namespace lowering;
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::every_op;
+using ::testing::HasSubstr;
 using testing::workload;
 
 std::vector<std::string> knob_names(const ScheduleSpace& s) {
@@ -27,15 +27,13 @@ std::vector<std::string> knob_names(const ScheduleSpace& s) {
 TEST(SpaceTest, KnobNamesAreTheProjectContract) {
   const Target t = preset("ascend910b");
   EXPECT_THAT(knob_names(space_for(every_op()[0], t)),
-              ElementsAre("tile_m", "tile_n", "tile_k", "k_steps", "async_copy_depth", "tile_order",
-                          "fusion_level"));
+              ElementsAre("tile_m", "tile_n", "tile_k", "k_steps", "async_copy_depth", "tile_order", "fusion_level"));
   EXPECT_THAT(knob_names(space_for(every_op()[4], t)),
-              ElementsAre("tile_h", "tile_w", "tile_n", "tile_k", "k_steps", "async_copy_depth",
-                          "tile_order", "fusion_level", "layout"));
+              ElementsAre("tile_h", "tile_w", "tile_n", "tile_k", "k_steps", "async_copy_depth", "tile_order",
+                          "fusion_level", "layout"));
   EXPECT_THAT(knob_names(space_for(every_op()[7], t)),
               ElementsAre("tile_h", "tile_w", "tile_c", "async_copy_depth", "fusion_level"));
-  EXPECT_THAT(knob_names(space_for(every_op()[9], t)),
-              ElementsAre("tile_m", "tile_n", "async_copy_depth"));
+  EXPECT_THAT(knob_names(space_for(every_op()[9], t)), ElementsAre("tile_m", "tile_n", "async_copy_depth"));
 }
 
 TEST(SpaceTest, ValueListsAreFractalMultiplesOrTheDimCappedAtTheDim) {
@@ -54,13 +52,14 @@ TEST(SpaceTest, ValueListsAreFractalMultiplesOrTheDimCappedAtTheDim) {
 
 TEST(SpaceTest, ResNetAndBertLayersEnumerate) {
   const Target t = preset("ascend910");
-  for (const char* json : {
-           R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"pad":1},"epilogue":["batchnorm","relu"]})",
-           R"({"op":"conv2d","dims":{"N":1,"C":256,"H":56,"W":56,"K":64,"R":1,"S":1}})",
-           R"({"op":"conv2d","dims":{"N":1,"C":512,"H":7,"W":7,"K":512,"R":3,"S":3,"pad":1}})",
-           R"({"op":"matmul","dims":{"M":128,"N":3072,"K":768},"epilogue":["bias","gelu"]})",
-           R"({"op":"matmul","dims":{"M":128,"N":768,"K":768},"epilogue":["bias","add","layernorm"]})",
-       }) {
+  for (
+      const char* json : {
+          R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":3,"S":3,"pad":1},"epilogue":["batchnorm","relu"]})",
+          R"({"op":"conv2d","dims":{"N":1,"C":256,"H":56,"W":56,"K":64,"R":1,"S":1}})",
+          R"({"op":"conv2d","dims":{"N":1,"C":512,"H":7,"W":7,"K":512,"R":3,"S":3,"pad":1}})",
+          R"({"op":"matmul","dims":{"M":128,"N":3072,"K":768},"epilogue":["bias","gelu"]})",
+          R"({"op":"matmul","dims":{"M":128,"N":768,"K":768},"epilogue":["bias","add","layernorm"]})",
+      }) {
     const Workload w = workload(json);
     SCOPED_TRACE(w.label());
     const ScheduleSpace s = space_for(w, t);
@@ -74,8 +73,13 @@ TEST(SpaceTest, RejectionsNameTheBufferAndTheSizes) {
   const Workload mm = workload(R"({"op":"matmul","dims":{"M":1024,"N":1024,"K":1024}})");
   const ScheduleSpace s = space_for(mm, t);
   auto sched = [](int tm, int tn, int tk, int ks, int d) {
-    return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"tile_k", tk}, {"k_steps", ks},
-                     {"async_copy_depth", d}, {"tile_order", 0}, {"fusion_level", 0}});
+    return Schedule({{"tile_m", tm},
+                     {"tile_n", tn},
+                     {"tile_k", tk},
+                     {"k_steps", ks},
+                     {"async_copy_depth", d},
+                     {"tile_order", 0},
+                     {"fusion_level", 0}});
   };
   const struct {
     const char* name;
@@ -106,11 +110,16 @@ TEST(SpaceTest, RejectionsNameTheBufferAndTheSizes) {
 
 TEST(SpaceTest, FusionConstraints) {
   const Target t = preset("ascend910b");
-  const Workload w = workload(
-      R"({"op":"matmul","dims":{"M":512,"N":768,"K":768},"epilogue":["bias","add","layernorm"]})");
+  const Workload w =
+      workload(R"({"op":"matmul","dims":{"M":512,"N":768,"K":768},"epilogue":["bias","add","layernorm"]})");
   const ScheduleSpace s = space_for(w, t);
-  Schedule split_row({{"tile_m", 16}, {"tile_n", 256}, {"tile_k", 64}, {"k_steps", 1},
-                      {"async_copy_depth", 1}, {"tile_order", 0}, {"fusion_level", 2}});
+  Schedule split_row({{"tile_m", 16},
+                      {"tile_n", 256},
+                      {"tile_k", 64},
+                      {"k_steps", 1},
+                      {"async_copy_depth", 1},
+                      {"tile_order", 0},
+                      {"fusion_level", 2}});
   EXPECT_THAT(s.check(split_row).reason, HasSubstr("layernorm epilogue needs the whole row"));
   split_row.set("fusion_level", 1);  // layernorm stays a kernel of its own: fine
   EXPECT_TRUE(s.check(split_row).ok);
@@ -134,12 +143,16 @@ TEST(SpaceTest, SimulateRejectsSchedulesOutsideTheSpaceAsBadInput) {
   const Workload w = every_op()[0];
   Schedule s = default_schedule(w, t);
   Schedule missing = s, extra = s, outside = s;
-  missing = Schedule([&] { auto v = s.values(); v.erase("tile_k"); return v; }());
+  missing = Schedule([&] {
+    auto v = s.values();
+    v.erase("tile_k");
+    return v;
+  }());
   extra.set("unroll", 2);
   outside.set("tile_m", 17);
-  for (const auto& [bad, what] : {std::pair{missing, "missing knob 'tile_k'"},
-                                  std::pair{extra, "unknown knob 'unroll'"},
-                                  std::pair{outside, "'tile_m' = 17 is outside the space"}}) {
+  for (const auto& [bad, what] :
+       {std::pair{missing, "missing knob 'tile_k'"}, std::pair{extra, "unknown knob 'unroll'"},
+        std::pair{outside, "'tile_m' = 17 is outside the space"}}) {
     try {
       simulate(t, w, bad);
       ADD_FAILURE() << "accepted " << bad.to_json().dump();
@@ -153,10 +166,9 @@ TEST(SpaceTest, SimulateRejectsSchedulesOutsideTheSpaceAsBadInput) {
 }
 
 TEST(SpaceTest, BadWorkloadsAreBadInput) {
-  for (const char* json : {R"({"op":"matmul","dims":{"M":0,"N":8,"K":8}})",
-                           R"({"op":"matmul","dims":{"M":-4,"N":8,"K":8}})",
-                           R"({"op":"convolution","dims":{}})",
-                           R"({"op":"matmul","dims":{"M":8,"N":8}})", R"({"op":"matmul",)"}) {
+  for (const char* json :
+       {R"({"op":"matmul","dims":{"M":0,"N":8,"K":8}})", R"({"op":"matmul","dims":{"M":-4,"N":8,"K":8}})",
+        R"({"op":"convolution","dims":{}})", R"({"op":"matmul","dims":{"M":8,"N":8}})", R"({"op":"matmul",)"}) {
     SCOPED_TRACE(json);
     try {
       workload(json);
@@ -175,8 +187,13 @@ TEST(SpaceTest, TimeScalesWithTilesNotWithAccidents) {
   const Target t = preset("ascend910b");
   const Workload small = workload(R"({"op":"matmul","dims":{"M":3072,"N":4096,"K":2048}})");
   const Workload large = workload(R"({"op":"matmul","dims":{"M":24576,"N":32768,"K":2048}})");
-  const Schedule s({{"tile_m", 128}, {"tile_n", 256}, {"tile_k", 64}, {"k_steps", 4},
-                    {"async_copy_depth", 2}, {"tile_order", 2}, {"fusion_level", 0}});
+  const Schedule s({{"tile_m", 128},
+                    {"tile_n", 256},
+                    {"tile_k", 64},
+                    {"k_steps", 4},
+                    {"async_copy_depth", 2},
+                    {"tile_order", 2},
+                    {"fusion_level", 0}});
   const double ts = simulate(t, small, s, {.noise = 0, .repeat = 1, .seed = 0}).time_us;
   const double tl = simulate(t, large, s, {.noise = 0, .repeat = 1, .seed = 0}).time_us;
   EXPECT_NEAR(tl / ts, 64, 64 * 0.1);

@@ -10,9 +10,7 @@
 
 namespace atvoss::simulator::testing {
 
-inline Workload workload(const std::string& json) {
-  return Workload::from_json(parse_json(json, "test workload"));
-}
+inline Workload workload(const std::string& json) { return Workload::from_json(parse_json(json, "test workload")); }
 
 inline std::vector<Workload> every_op() {
   return {

@@ -25,9 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const Json kMatmul = {{"op", "matmul"},
-                      {"dims", {{"M", 256}, {"N", 256}, {"K", 256}}},
-                      {"epilogue", {"bias", "batchnorm", "relu"}}};
+const Json kMatmul = {
+    {"op", "matmul"}, {"dims", {{"M", 256}, {"N", 256}, {"K", 256}}}, {"epilogue", {"bias", "batchnorm", "relu"}}};
 
 // A prefix scan: an op outside the built-in list, lowered by the test's own template.
 class ScanLowering final : public lowering::OpLowering {
@@ -74,8 +73,8 @@ JobRunOptions quiet() {
 class ExtensionTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("atvoss-ext-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() /
+           ("atvoss-ext-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir_);
     search::StrategyEntry e;
     e.name = "test-counted-random";
@@ -94,10 +93,16 @@ class ExtensionTest : public testing::Test {
   }
 
   Json spec_json(const Json& workloads, const Json& fusion_rules) const {
-    return Json{{"name", "ext"}, {"target", "ascend910"}, {"workloads", workloads},
-                {"trials", 48}, {"strategy", "test-counted-random"}, {"batch_size", 8},
-                {"seed", 3}, {"fusion_rules", fusion_rules},
-                {"database", (dir_ / "e.db").string()}, {"export", (dir_ / "t.json").string()},
+    return Json{{"name", "ext"},
+                {"target", "ascend910"},
+                {"workloads", workloads},
+                {"trials", 48},
+                {"strategy", "test-counted-random"},
+                {"batch_size", 8},
+                {"seed", 3},
+                {"fusion_rules", fusion_rules},
+                {"database", (dir_ / "e.db").string()},
+                {"export", (dir_ / "t.json").string()},
                 {"report", (dir_ / "r.html").string()}};
   }
 
@@ -106,8 +111,7 @@ class ExtensionTest : public testing::Test {
     auto db = db::TuningDatabase::open((dir_ / "e.db").string());
     const Target t = backend::load_target("ascend910");
     std::vector<db::Record> out;
-    for (auto& r : db.records().history(Workload::from_json(w).key(),
-                                        db::TargetInfo::from_target(t).key)) {
+    for (auto& r : db.records().history(Workload::from_json(w).key(), db::TargetInfo::from_target(t).key)) {
       if (r.schedule.get_or("fusion_level", -1) == level) out.push_back(std::move(r));
     }
     return out;
@@ -119,8 +123,7 @@ class ExtensionTest : public testing::Test {
 
 TEST_F(ExtensionTest, RegisteredStrategyAndFusionRuleRunThroughAJobSpec) {
   // Built-in rules fuse only bias at fusion_level 1; this rule fuses the whole chain there.
-  lowering::register_fusion_rule(
-      {"test-matmul-bn-relu", {"matmul", "bias", "batchnorm", "relu"}, 1, 3, 0});
+  lowering::register_fusion_rule({"test-matmul-bn-relu", {"matmul", "bias", "batchnorm", "relu"}, 1, 3, 0});
   const Json spec = spec_json(Json::array({{{"workload", kMatmul}}}), Json::array({"test-matmul-bn-relu"}));
   const TunedModel out = run_job(JobSpec::from_json(spec), quiet());
   EXPECT_EQ(made_, 1);  // the registered strategy tuned the task
@@ -138,11 +141,12 @@ TEST_F(ExtensionTest, RegisteredStrategyAndFusionRuleRunThroughAJobSpec) {
 TEST_F(ExtensionTest, FusionRuleDeclaredInTheSpecBindsItsMemoryBudget) {
   // One byte of budget: every schedule this rule fuses at fusion_level 1 is invalid, while
   // at fusion_level 2 the built-in any-epilogue rule fuses the same chain without a budget.
-  const Json rule = {{"name", "test-declared"}, {"pattern", {"matmul", "bias", "batchnorm|relu+"}},
-                     {"max_fusion_depth", 3}, {"memory_budget", 1}};
+  const Json rule = {{"name", "test-declared"},
+                     {"pattern", {"matmul", "bias", "batchnorm|relu+"}},
+                     {"max_fusion_depth", 3},
+                     {"memory_budget", 1}};
   const TunedModel out =
-      run_job(JobSpec::from_json(spec_json(Json::array({{{"workload", kMatmul}}}), Json::array({rule}))),
-              quiet());
+      run_job(JobSpec::from_json(spec_json(Json::array({{{"workload", kMatmul}}}), Json::array({rule}))), quiet());
   EXPECT_EQ(out.tasks_tuned(), 1);
   // Strategies propose valid schedules only, so none at fusion_level 1 was measured.
   EXPECT_TRUE(records_at_level(kMatmul, 1).empty());
@@ -176,9 +180,8 @@ TEST_F(ExtensionTest, DeclaredRulesAreRefusedWithAFarmWhoseWorkersLackThem) {
 TEST_F(ExtensionTest, AnOpRegisteredFromTheTestIsTunedByAJob) {
   register_scan_once();
   const Json scan = {{"op", "test_prefix_scan"}, {"dims", {{"N", 1 << 20}}}};
-  const TunedModel out = run_job(
-      JobSpec::from_json(spec_json(Json::array({{{"workload", scan}}}), Json::array())),
-      quiet());
+  const TunedModel out =
+      run_job(JobSpec::from_json(spec_json(Json::array({{{"workload", scan}}}), Json::array())), quiet());
   EXPECT_EQ(out.tasks_tuned(), 1);
   EXPECT_EQ(out.trials, 4);  // the space has four schedules, all measured
   auto db = db::TuningDatabase::open((dir_ / "e.db").string());

@@ -32,8 +32,8 @@ const Json kMatmul = {{"op", "matmul"}, {"dims", {{"M", 256}, {"N", 256}, {"K", 
 
 // Two rules of one name: "wide" fuses the whole chain at fusion_level 1 (one kernel);
 // "narrow" fuses bias only, as the built-in elementwise rule does (three kernels).
-const Json kWide = {{"name", "test-job-rule"}, {"pattern", {"matmul", "bias", "batchnorm", "relu"}},
-                    {"max_fusion_depth", 3}};
+const Json kWide = {
+    {"name", "test-job-rule"}, {"pattern", {"matmul", "bias", "batchnorm", "relu"}}, {"max_fusion_depth", 3}};
 const Json kNarrow = {{"name", "test-job-rule"}, {"pattern", {"matmul", "bias"}}, {"max_fusion_depth", 1}};
 constexpr int kWideKernels = 1, kNarrowKernels = 3;
 
@@ -59,17 +59,21 @@ class Rendezvous {
 class JobContextTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("atvoss-jobctx-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() /
+           ("atvoss-jobctx-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   // A small random-search job on the simulator, in a database of its own.
   JobSpec spec(const std::string& name, const Json& fusion_rules) const {
-    return JobSpec::from_json(Json{{"name", name}, {"target", "ascend910"},
+    return JobSpec::from_json(Json{{"name", name},
+                                   {"target", "ascend910"},
                                    {"workloads", Json::array({{{"workload", kMatmul}}})},
-                                   {"trials", 48}, {"strategy", "random"}, {"batch_size", 8}, {"seed", 5},
+                                   {"trials", 48},
+                                   {"strategy", "random"},
+                                   {"batch_size", 8},
+                                   {"seed", 5},
                                    {"fusion_rules", fusion_rules},
                                    {"database", (dir_ / (name + ".db")).string()},
                                    {"export", (dir_ / (name + "-table.json")).string()},

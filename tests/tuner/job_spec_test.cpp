@@ -25,8 +25,8 @@ TEST(JobSpec, ReadsWeightedWorkloadsAndInlineTarget) {
   Json j = minimal();
   j.erase("model");
   j["target"] = Json{{"preset", "ascend910b"}};
-  j["workloads"] = Json::array({{{"weight", 3},
-                                 {"workload", {{"op", "matmul"}, {"dims", {{"M", 64}, {"N", 64}, {"K", 64}}}}}}});
+  j["workloads"] =
+      Json::array({{{"weight", 3}, {"workload", {{"op", "matmul"}, {"dims", {{"M", 64}, {"N", 64}, {"K", 64}}}}}}});
   const JobSpec s = JobSpec::from_json(j);
   ASSERT_EQ(s.workloads.size(), 1u);
   EXPECT_EQ(s.workloads[0].weight, 3);
@@ -82,12 +82,12 @@ TEST(JobSpec, CostModelNamesAnyRegisteredModel) {
   Json j = minimal();
   j["cost_model"] = "test-registered-model";
   EXPECT_THROW(JobSpec::from_json(j), Error);
-  costmodel::register_cost_model({"test-registered-model", "the linear model under another name",
-                                  [](const costmodel::ModelOptions& o) {
-                                    costmodel::ModelOptions linear = o;
-                                    linear.kind = "linear";
-                                    return costmodel::make_cost_model(linear);
-                                  }});
+  costmodel::register_cost_model(
+      {"test-registered-model", "the linear model under another name", [](const costmodel::ModelOptions& o) {
+         costmodel::ModelOptions linear = o;
+         linear.kind = "linear";
+         return costmodel::make_cost_model(linear);
+       }});
   EXPECT_EQ(JobSpec::from_json(j).cost_model, "test-registered-model");
   costmodel::unregister_cost_model("test-registered-model");
 }

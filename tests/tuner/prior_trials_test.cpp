@@ -17,12 +17,8 @@
 namespace atvoss::tuner {
 namespace {
 
-std::string table(const char* name) {
-  return std::string(ATVOSS_DATA_DIR) + "/recorded-spaces/" + name + ".json.gz";
-}
-Workload recorded(const std::string& path) {
-  return Workload::from_json(Json{{"op", "recorded"}, {"table", path}});
-}
+std::string table(const char* name) { return std::string(ATVOSS_DATA_DIR) + "/recorded-spaces/" + name + ".json.gz"; }
+Workload recorded(const std::string& path) { return Workload::from_json(Json{{"op", "recorded"}, {"table", path}}); }
 // Loaded once per test binary: parsing a table is the slow part of these tests.
 const RecordedSpace& space(const char* name) {
   static std::map<std::string, std::shared_ptr<const RecordedSpace>> cache;

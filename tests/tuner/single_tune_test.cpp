@@ -29,10 +29,8 @@ std::filesystem::path temp_db(const char* name) {
 TEST(SingleTuneTest, OutOfRangeNumbersAreRefusedBeforeTheDatabaseExists) {
   const auto db = temp_db("atvoss_single_bad_");
   for (auto set : std::vector<void (*)(SingleTuneSpec&)>{
-           [](SingleTuneSpec& s) { s.repeat = 2'000'000'000; },
-           [](SingleTuneSpec& s) { s.early_stopping = -5; },
-           [](SingleTuneSpec& s) { s.batch_size = 0; },
-           [](SingleTuneSpec& s) { s.trials = 0; },
+           [](SingleTuneSpec& s) { s.repeat = 2'000'000'000; }, [](SingleTuneSpec& s) { s.early_stopping = -5; },
+           [](SingleTuneSpec& s) { s.batch_size = 0; }, [](SingleTuneSpec& s) { s.trials = 0; },
            [](SingleTuneSpec& s) { s.target = "no-such-chip"; }}) {
     SingleTuneSpec s = spec_in(db);
     set(s);

@@ -10,13 +10,11 @@
 namespace atvoss::tuner {
 namespace {
 
-std::vector<SchedulerTask> three_tasks() {
-  return {{1, 1e9, "conv2d"}, {10, 1e9, "conv2d"}, {1, 1e8, "matmul"}};
-}
+std::vector<SchedulerTask> three_tasks() { return {{1, 1e9, "conv2d"}, {10, 1e9, "conv2d"}, {1, 1e8, "matmul"}}; }
 
 // Drives a scheduler against fixed per-task curves: task i's best after t trials.
-std::map<int, int> simulate(TaskScheduler& s, int rounds, int per_round,
-                            const std::vector<double>& start, const std::vector<double>& floor) {
+std::map<int, int> simulate(TaskScheduler& s, int rounds, int per_round, const std::vector<double>& start,
+                            const std::vector<double>& floor) {
   std::map<int, int> picks;
   for (int r = 0; r < rounds; ++r) {
     auto i = s.next_task();

@@ -203,8 +203,7 @@ TEST_F(TunerTest, TheConfirmationInterleavesItsRoundsAndPoolsTheirRepeats) {
   EXPECT_EQ(r.confirmed, 3);
   EXPECT_FALSE(r.pick_changed);
   EXPECT_EQ(r.trials, 16);  // the re-measurements are not trials
-  const auto stored = db_.records().find(workload_.key(), db::TargetInfo::from_target(target_).key,
-                                         rounds[0][0].key());
+  const auto stored = db_.records().find(workload_.key(), db::TargetInfo::from_target(target_).key, rounds[0][0].key());
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(stored->measurement.repeats.size(), 2u + 3 * 2u);  // the trial's and three rounds'
 }
