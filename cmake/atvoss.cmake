@@ -68,10 +68,7 @@ function(atvoss_pch_kind kind)
   set(defs ATVOSS_VERSION="${PROJECT_VERSION}")
   if(kind STREQUAL "lib")
     atvoss_pch_source(atvoss_pch_lib HEADERS ${ATVOSS_PCH_COMMON} OPTIONS ${ATVOSS_WARNINGS} DEFINITIONS ${defs})
-    # The libraries are position-independent when the Python module links them (atvoss_library).
-    if(ATVOSS_BUILD_PYTHON)
-      set_target_properties(atvoss_pch_lib PROPERTIES POSITION_INDEPENDENT_CODE ON)
-    endif()
+    set_target_properties(atvoss_pch_lib PROPERTIES POSITION_INDEPENDENT_CODE ON)  # as the libraries
   elseif(kind STREQUAL "test")
     atvoss_pch_source(atvoss_pch_test HEADERS <gtest/gtest.h> <gmock/gmock.h> ${ATVOSS_PCH_COMMON}
                       OPTIONS ${ATVOSS_TEST_WARNINGS} ${ATVOSS_TEST_OPTIMIZE} DEFINITIONS ${defs}
@@ -99,10 +96,9 @@ function(atvoss_library name)
     target_link_libraries(${name} PUBLIC ${ARG_DEPS})
     target_compile_options(${name} PRIVATE ${ATVOSS_WARNINGS})
     target_compile_definitions(${name} PUBLIC ATVOSS_VERSION="${PROJECT_VERSION}")
-    # A shared module holds only position-independent code (python/CMakeLists.txt).
-    if(ATVOSS_BUILD_PYTHON)
-      set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
-    endif()
+    # Position-independent: the Python module and the runtime's and table's shared libraries
+    # link them, and a shared object holds only such code (python/CMakeLists.txt says why).
+    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
     atvoss_reuse_pch(${name} lib)
   else()
     add_library(${name} INTERFACE)

@@ -240,7 +240,8 @@ void PostgresConnection::ensure_prepared(const std::string& name, const std::str
                                          int& prepared_generation) {
   if (!in_transaction()) ensure_connected();
   if (prepared_generation == generation_) return;
-  check(PQprepare(conn_, name.c_str(), sql.c_str(), n_params, nullptr), "preparing '" + sql.substr(0, 60) + "'");
+  PQclear(
+      check(PQprepare(conn_, name.c_str(), sql.c_str(), n_params, nullptr), "preparing '" + sql.substr(0, 60) + "'"));
   prepared_generation = generation_;
 }
 

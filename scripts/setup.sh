@@ -36,6 +36,7 @@ ATVOSS_TEST_PACKAGES=(
   python3-build python3-wheel # the test that builds the wheel (python3 -m build --wheel --no-isolation)
   chromium                    # the report test renders the HTML headless
   clang libclang-rt-14-dev    # the libFuzzer smoke test of the frame decoder (ctest)
+  clang-format-14             # the format check (ctest atvoss_format, .clang-format)
   libopenblas-dev libblis-dev libdnnl-dev  # bench_host_gemm's peers (the host backend itself needs only c++)
   ocl-icd-opencl-dev          # libdnnl-dev's CMake config finds OpenCL; Debian only recommends it
 )
