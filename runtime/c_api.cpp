@@ -1,5 +1,5 @@
-// The C API of the runtime (atvoss_runtime.h): converts every C++ exception to a status and a
-// message exactly once, here, so nothing unwinds into a C caller.
+// The C API of the runtime (atvoss_runtime.h), under the C APIs' one error convention
+// (db/table/c_boundary.hpp): a status and a message, nothing unwinding into a C caller.
 #include "runtime/atvoss_runtime.h"
 
 #include <cstdlib>
@@ -7,8 +7,10 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
+#include "db/table/c_boundary.hpp"
 #include "runtime/runtime.hpp"
 
 struct atvoss_runtime {
@@ -17,52 +19,22 @@ struct atvoss_runtime {
 
 namespace {
 
-using atvoss::ErrorKind;
 using atvoss::runtime::Choice;
 using atvoss::runtime::ChoiceKind;
 
-// malloc'd copy, because the caller frees it with atvoss_runtime_free_string (free()).
-char* c_string(const std::string& s) noexcept {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
+using atvoss::table::c_string;
 
-atvoss_runtime_status status_of(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::bad_input:
-      return ATVOSS_RUNTIME_BAD_INPUT;
-    case ErrorKind::not_found:
-      return ATVOSS_RUNTIME_NOT_FOUND;
-    case ErrorKind::io:
-      return ATVOSS_RUNTIME_IO;
-    case ErrorKind::corrupt:
-      return ATVOSS_RUNTIME_CORRUPT;
-    default:
-      return ATVOSS_RUNTIME_INTERNAL;
-  }
-}
+static_assert(ATVOSS_RUNTIME_OK == int(atvoss::table::CStatus::ok) &&
+              ATVOSS_RUNTIME_BAD_INPUT == int(atvoss::table::CStatus::bad_input) &&
+              ATVOSS_RUNTIME_NOT_FOUND == int(atvoss::table::CStatus::not_found) &&
+              ATVOSS_RUNTIME_IO == int(atvoss::table::CStatus::io) &&
+              ATVOSS_RUNTIME_CORRUPT == int(atvoss::table::CStatus::corrupt) &&
+              ATVOSS_RUNTIME_INTERNAL == int(atvoss::table::CStatus::internal));
 
-// Runs body; maps any exception to its status and message.
+// Runs body under the C APIs' one convention (db/table/c_boundary.hpp).
 template <typename Body>
 atvoss_runtime_status guarded(char** error, Body&& body) noexcept {
-  if (error != nullptr) *error = nullptr;
-  atvoss_runtime_status status = ATVOSS_RUNTIME_INTERNAL;
-  std::string message;
-  try {
-    body();
-    return ATVOSS_RUNTIME_OK;
-  } catch (const atvoss::Error& e) {
-    status = status_of(e.kind());
-    message = e.what();
-  } catch (const std::exception& e) {
-    status = ATVOSS_RUNTIME_BAD_INPUT;  // JSON and argument errors of the standard library
-    message = e.what();
-  } catch (...) {
-    message = "runtime: unknown error";
-  }
-  if (error != nullptr) *error = c_string(message);
-  return status;
+  return static_cast<atvoss_runtime_status>(atvoss::table::c_guarded(error, "runtime", std::forward<Body>(body)));
 }
 
 atvoss::runtime::Runtime& runtime_of(atvoss_runtime* rt) {

@@ -1,13 +1,15 @@
-// The C API of atvoss_table (atvoss_table.h): converts every C++ exception to a JSON or
-// NULL-plus-message result exactly once, here, so nothing unwinds into a C caller.
+// The C API of atvoss_table (atvoss_table.h), under the C APIs' one error convention
+// (c_boundary.hpp): a status and a message, nothing unwinding into a C caller.
 #include "db/table/atvoss_table.h"
 
 #include <cstdlib>
-#include <cstring>
 #include <memory>
+#include <new>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
+#include "db/table/c_boundary.hpp"
 #include "db/table/schedule_table.hpp"
 
 struct atvoss_table {
@@ -16,49 +18,46 @@ struct atvoss_table {
 
 namespace {
 
-// malloc'd copy, because the caller frees it with atvoss_table_free_string (free()).
-char* c_string(const std::string& s) noexcept {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
+using atvoss::table::CStatus;
+
+static_assert(ATVOSS_TABLE_OK == int(CStatus::ok) && ATVOSS_TABLE_BAD_INPUT == int(CStatus::bad_input) &&
+              ATVOSS_TABLE_NOT_FOUND == int(CStatus::not_found) && ATVOSS_TABLE_IO == int(CStatus::io) &&
+              ATVOSS_TABLE_CORRUPT == int(CStatus::corrupt) && ATVOSS_TABLE_INTERNAL == int(CStatus::internal));
+
+template <typename Body>
+atvoss_table_status guarded(char** error, Body&& body) noexcept {
+  return static_cast<atvoss_table_status>(atvoss::table::c_guarded(error, "table", std::forward<Body>(body)));
 }
 
-char* error_json(const std::string& message) noexcept {
-  try {
-    return c_string(atvoss::Json{{"match", "error"}, {"error", message}}.dump());
-  } catch (...) {
-    return nullptr;
-  }
+void need(const void* p, const char* name) {
+  if (p == nullptr) atvoss::throw_bad_input(std::string("table: argument '") + name + "' is NULL");
 }
 
 }  // namespace
 
-extern "C" atvoss_table* atvoss_table_open(const char* path, char** error) {
-  if (error != nullptr) *error = nullptr;
-  try {
-    if (path == nullptr) throw atvoss::Error(atvoss::ErrorKind::bad_input, "table: path is NULL");
+extern "C" atvoss_table_status atvoss_table_open(const char* path, atvoss_table** out, char** error) {
+  if (out != nullptr) *out = nullptr;
+  return guarded(error, [&] {
+    need(out, "out");
+    need(path, "path");
     auto handle = std::make_unique<atvoss_table>();
     handle->table = atvoss::table::ScheduleTable::load(path);
-    return handle.release();  // owned by the caller until atvoss_table_close
-  } catch (const std::exception& e) {
-    if (error != nullptr) *error = c_string(e.what());
-  } catch (...) {
-    if (error != nullptr) *error = c_string("table: unknown error");
-  }
-  return nullptr;
+    *out = handle.release();  // owned by the caller until atvoss_table_close
+  });
 }
 
-extern "C" char* atvoss_table_lookup(const atvoss_table* table, const char* workload_json) {
-  if (table == nullptr) return error_json("table handle is NULL");
-  if (workload_json == nullptr) return error_json("workload JSON is NULL");
-  try {
+extern "C" atvoss_table_status atvoss_table_lookup(const atvoss_table* table, const char* workload_json,
+                                                   char** result_json, char** error) {
+  if (result_json != nullptr) *result_json = nullptr;
+  return guarded(error, [&] {
+    need(result_json, "result_json");
+    need(table, "table");
+    need(workload_json, "workload_json");
     const auto w = atvoss::Workload::from_json(atvoss::parse_json(workload_json, "workload"));
-    return c_string(table->table->lookup(w).to_json(table->table->header().target_name).dump());
-  } catch (const std::exception& e) {
-    return error_json(e.what());
-  } catch (...) {
-    return error_json("unknown error");
-  }
+    const std::string text = table->table->lookup(w).to_json(table->table->header().target_name).dump();
+    *result_json = atvoss::table::c_string(text);
+    if (*result_json == nullptr) throw std::bad_alloc();
+  });
 }
 
 extern "C" long atvoss_table_size(const atvoss_table* table) {

@@ -16,24 +16,39 @@ static void check(int ok, const char* what, const char* detail) {
   }
 }
 
+/* A lookup that succeeds, and whose JSON holds needle. */
 static void expect_lookup(const atvoss_table* t, const char* workload, const char* needle) {
-  char* result = atvoss_table_lookup(t, workload);
-  check(result != NULL, "lookup returns text", workload);
-  if (result != NULL) {
-    check(strstr(result, needle) != NULL, needle, result);
-    atvoss_table_free_string(result);
-  }
+  char* result = NULL;
+  char* error = NULL;
+  atvoss_table_status status = atvoss_table_lookup(t, workload, &result, &error);
+  check(status == ATVOSS_TABLE_OK && result != NULL, "lookup succeeds", error ? error : workload);
+  if (result != NULL) check(strstr(result, needle) != NULL, needle, result);
+  atvoss_table_free_string(result);
+  atvoss_table_free_string(error);
+}
+
+/* A lookup that fails with status, no result, and a message holding needle. */
+static void expect_refused(const atvoss_table* t, const char* workload, atvoss_table_status status,
+                           const char* needle) {
+  char* result = NULL;
+  char* error = NULL;
+  check(atvoss_table_lookup(t, workload, &result, &error) == status, "the status of a refused lookup", needle);
+  check(result == NULL, "no result when refused", result);
+  check(error != NULL && strstr(error, needle) != NULL, needle, error);
+  atvoss_table_free_string(result);
+  atvoss_table_free_string(error);
 }
 
 int main(int argc, char** argv) {
   char* error = NULL;
-  atvoss_table* t;
+  char* result = NULL;
+  atvoss_table* t = NULL;
+  atvoss_table* missing = (atvoss_table*)&failures; /* must be reset to NULL on failure */
   if (argc < 2) {
     fprintf(stderr, "usage: %s table.json\n", argv[0]);
     return 2;
   }
-  t = atvoss_table_open(argv[1], &error);
-  check(t != NULL, "open the fixture", error);
+  check(atvoss_table_open(argv[1], &t, &error) == ATVOSS_TABLE_OK && t != NULL, "open the fixture", error);
   atvoss_table_free_string(error);
   if (t == NULL) return 1;
   check(atvoss_table_size(t) == 2, "two entries", NULL);
@@ -43,16 +58,21 @@ int main(int argc, char** argv) {
   expect_lookup(t, "{\"op\":\"matmul\",\"dims\":{\"M\":900,\"N\":1024,\"K\":1024}}", "\"match\":\"approximate\"");
   expect_lookup(t, "{\"op\":\"matmul\",\"dtype\":\"int8\",\"dims\":{\"M\":64,\"N\":64,\"K\":64}}",
                 "\"match\":\"none\"");
-  expect_lookup(t, "{\"op\":\"matmul\",\"dims\":{\"M\":-4}}", "\"match\":\"error\"");
-  expect_lookup(t, "not json", "\"match\":\"error\"");
-  expect_lookup(NULL, "{}", "\"match\":\"error\"");
-  expect_lookup(t, NULL, "\"match\":\"error\"");
+  expect_refused(t, "{\"op\":\"matmul\",\"dims\":{\"M\":-4}}", ATVOSS_TABLE_BAD_INPUT, "M");
+  expect_refused(t, "not json", ATVOSS_TABLE_BAD_INPUT, "workload");
+  expect_refused(NULL, "{}", ATVOSS_TABLE_BAD_INPUT, "'table'");
+  expect_refused(t, NULL, ATVOSS_TABLE_BAD_INPUT, "'workload_json'");
+  check(atvoss_table_lookup(t, "{}", NULL, NULL) == ATVOSS_TABLE_BAD_INPUT, "NULL result refused", NULL);
+  check(atvoss_table_lookup(t, "not json", &result, NULL) == ATVOSS_TABLE_BAD_INPUT && result == NULL,
+        "a NULL error pointer is allowed", NULL);
 
   error = NULL;
-  check(atvoss_table_open("/nonexistent/table.json", &error) == NULL, "missing file refused", NULL);
+  check(atvoss_table_open("/nonexistent/table.json", &missing, &error) == ATVOSS_TABLE_IO, "missing file: IO", error);
+  check(missing == NULL, "missing file: no handle", NULL);
   check(error != NULL && strstr(error, "cannot open") != NULL, "missing file explained", error);
   atvoss_table_free_string(error);
-  check(atvoss_table_open(NULL, NULL) == NULL, "NULL path refused", NULL);
+  check(atvoss_table_open(NULL, &missing, NULL) == ATVOSS_TABLE_BAD_INPUT, "NULL path refused", NULL);
+  check(atvoss_table_open(argv[1], NULL, NULL) == ATVOSS_TABLE_BAD_INPUT, "NULL out refused", NULL);
   check(atvoss_table_size(NULL) == 0, "size of NULL", NULL);
 
   atvoss_table_close(t);

@@ -7,40 +7,48 @@ import sys
 
 def main(lib_path, table_path):
     lib = ctypes.CDLL(lib_path)
-    lib.atvoss_table_open.restype = ctypes.c_void_p
-    lib.atvoss_table_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.atvoss_table_lookup.restype = ctypes.c_void_p
-    lib.atvoss_table_lookup.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    out = ctypes.POINTER(ctypes.c_void_p)
+    lib.atvoss_table_open.restype = ctypes.c_int  # atvoss_table_status
+    lib.atvoss_table_open.argtypes = [ctypes.c_char_p, out, out]
+    lib.atvoss_table_lookup.restype = ctypes.c_int
+    lib.atvoss_table_lookup.argtypes = [ctypes.c_void_p, ctypes.c_char_p, out, out]
     lib.atvoss_table_size.restype = ctypes.c_long
     lib.atvoss_table_size.argtypes = [ctypes.c_void_p]
     lib.atvoss_table_free_string.argtypes = [ctypes.c_void_p]
     lib.atvoss_table_close.argtypes = [ctypes.c_void_p]
+    ok, bad_input, io = 0, 1, 3
+
+    def taken(pointer):  # the text a malloc'd char* holds, freed
+        try:
+            return ctypes.string_at(pointer).decode() if pointer else None
+        finally:
+            lib.atvoss_table_free_string(pointer)
 
     def lookup(handle, workload):
-        raw = lib.atvoss_table_lookup(handle, json.dumps(workload).encode())
-        try:
-            return json.loads(ctypes.string_at(raw).decode())
-        finally:
-            lib.atvoss_table_free_string(raw)
+        result, error = ctypes.c_void_p(), ctypes.c_void_p()
+        status = lib.atvoss_table_lookup(handle, json.dumps(workload).encode(), ctypes.byref(result),
+                                         ctypes.byref(error))
+        text, message = taken(result), taken(error)
+        return status, json.loads(text) if text else None, message
 
-    error = ctypes.c_void_p()
-    table = lib.atvoss_table_open(table_path.encode(), ctypes.byref(error))
-    assert table, ctypes.string_at(error).decode()
+    table, error = ctypes.c_void_p(), ctypes.c_void_p()
+    status = lib.atvoss_table_open(table_path.encode(), ctypes.byref(table), ctypes.byref(error))
+    assert status == ok and table, taken(error)
     assert lib.atvoss_table_size(table) == 2
 
-    exact = lookup(table, {"op": "matmul", "dims": {"M": 1024, "N": 1024, "K": 1024}})
-    assert exact["match"] == "exact", exact
+    status, exact, _ = lookup(table, {"op": "matmul", "dims": {"M": 1024, "N": 1024, "K": 1024}})
+    assert status == ok and exact["match"] == "exact", exact
     assert exact["schedule"]["tile_m"] == 128, exact
-    near = lookup(table, {"op": "matmul", "dims": {"M": 80, "N": 64, "K": 64}})
+    _, near, _ = lookup(table, {"op": "matmul", "dims": {"M": 80, "N": 64, "K": 64}})
     assert near["match"] == "approximate" and near["distance"] > 0, near
     assert near["workload"]["dims"]["M"] == 64, near
-    assert lookup(table, {"op": "softmax", "dims": {"M": 8, "N": 8}})["match"] == "none"
-    bad = lookup(table, {"op": "matmul", "dims": {"M": 0, "N": 1, "K": 1}})
-    assert bad["match"] == "error" and "M" in bad["error"], bad
+    assert lookup(table, {"op": "softmax", "dims": {"M": 8, "N": 8}})[1]["match"] == "none"
+    status, result, message = lookup(table, {"op": "matmul", "dims": {"M": 0, "N": 1, "K": 1}})
+    assert status == bad_input and result is None and "M" in message, (status, message)
 
-    missing = lib.atvoss_table_open(b"/nonexistent.json", ctypes.byref(error))
-    assert not missing and b"cannot open" in ctypes.string_at(error)
-    lib.atvoss_table_free_string(error)
+    missing = ctypes.c_void_p()
+    status = lib.atvoss_table_open(b"/nonexistent.json", ctypes.byref(missing), ctypes.byref(error))
+    assert status == io and not missing and "cannot open" in taken(error)
     lib.atvoss_table_close(table)
     print("atvoss_table ctypes: all checks passed")
 
