@@ -1,4 +1,4 @@
-// Many-device benchmark (distributed/, issue "Many devices"):
+// Many-device benchmark (distributed/, docs/distributed.md):
 //   1. collectives on a server and on 8 servers: per collective and size, the fastest
 //      algorithm, its time, bus bandwidth and its time over the bandwidth lower bound;
 //   2. data-parallel training (ResNet-50 at batch 32 per device, BERT-base) under the vendor

@@ -1,4 +1,4 @@
-// Graph execution benchmark (execution/, issue "Run the graph"): per model, the graph run on
+// Graph execution benchmark (execution/, docs/execution.md): per model, the graph run on
 // one device under the vendor default schedules (noise-free), scheduled with the critical-path
 // priority and in plain graph order, against the serial sum; the memory plan's peak against
 // the liveness lower bound; and how long one simulation and one plan take on this core.

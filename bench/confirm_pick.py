@@ -1,5 +1,5 @@
-"""How often the end-of-tune confirmation changes the winner on the host (issue "host
-backend at full strength", point 5): tunes host matmuls (square and BERT shapes) with the
+"""How often the end-of-tune confirmation changes the winner on the host:
+tunes host matmuls (square and BERT shapes) with the
 default confirmation (the 5 fastest measured again side by side in 3 interleaved rounds,
 repeats pooled) and counts the tunes where it picked another schedule.
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/roofline.hpp"
 #include "lowering/knob_names.hpp"
 #include "lowering/lowering.hpp"
 
@@ -164,16 +165,6 @@ std::size_t template_slot(const Workload& w) {
       return 4;
   }
   return 4;
-}
-
-// Lower bound of any schedule: max(FLOPs / peak, compulsory bytes / HBM bandwidth) + one
-// launch, the bound simulator::physics_floor states (written out here: costmodel may not link
-// the simulator), so est_roofline_fraction is comparable across workloads: 1 means the
-// estimate sits on the roofline.
-double floor_us(const Workload& w, const Target& t) {
-  const double compute = w.flops() / std::max(1.0, t.peak_flops(w.dtype()));
-  const double bytes = w.compulsory_bytes() / std::max(1.0, t.hbm_bytes_per_second());
-  return std::max(compute, bytes) * 1e6 + t.launch_us;
 }
 
 double safe(double x) { return std::max(x, 1e-9); }
@@ -457,7 +448,7 @@ Featurizer::Featurizer(const Workload& workload, const Target& target)
       target_(target),
       generic_(!lowering::can_lower(workload)),
       context_(context_block(workload, target)),
-      floor_us_(generic_ ? 0.0 : floor_us(workload, target)) {
+      floor_us_(generic_ ? 0.0 : roofline_floor_us(workload, target)) {
   if (generic_) return;
   compulsory_bytes_ = workload.compulsory_bytes();
   knobs_ = lowering::knobs_for(workload, target);

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "core/roofline.hpp"
 #include "lowering/lowering.hpp"
 #include "simulator/internal/noise.hpp"
 #include "simulator/internal/pipeline.hpp"
@@ -193,14 +194,6 @@ Measurement simulate_valid(const Target& t, const Workload& w, const KernelPlan&
   return m;
 }
 
-// Lower bound no schedule may beat (physics_floor in simulator.hpp): max(FLOPs / peak,
-// compulsory bytes / HBM bandwidth) + one launch.
-double physics_floor_us(const Target& t, const Workload& w) {
-  const double flops_s = w.flops() / t.peak_flops(w.dtype());
-  const double bytes_s = w.compulsory_bytes() / t.hbm_bytes_per_second();
-  return std::max(flops_s, bytes_s) * 1e6 + t.launch_us;
-}
-
 // The model itself never beats physics (the chip-level roofline terms of
 // simulate_valid); a downward jitter could, so jittered repeats are clamped to
 // the floor. Noise 0 returns the model's own time, which the tests check.
@@ -219,7 +212,7 @@ void add_noise(Measurement& m, const Workload& w, const Schedule& s, const SimOp
 
 }  // namespace
 
-double physics_floor(const Target& target, const Workload& workload) { return physics_floor_us(target, workload); }
+double physics_floor(const Target& target, const Workload& workload) { return roofline_floor_us(workload, target); }
 
 ScheduleSpace space_for(const Workload& workload, const Target& target) {
   return lowering::space_for(workload, target);
@@ -250,7 +243,7 @@ Measurement simulate(const Target& target, const Workload& workload, const Sched
     return m;
   }
   Measurement m = simulate_valid(target, workload, plan);
-  add_noise(m, workload, schedule, options, physics_floor_us(target, workload));
+  add_noise(m, workload, schedule, options, roofline_floor_us(workload, target));
   return m;
 }
 

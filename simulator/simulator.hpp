@@ -33,9 +33,8 @@ Schedule default_schedule(const Workload& workload, const Target& target);
 Measurement simulate(const Target& target, const Workload& workload, const Schedule& schedule,
                      const SimOptions& options = {});
 
-// The bound no schedule beats (the roofline of the whole op), in microseconds:
-// max(FLOPs / peak, compulsory GM bytes / HBM bandwidth) + one launch. A noisy
-// measurement is clamped to it; costmodel/features.cpp computes the same bound.
+// The bound no schedule beats, in microseconds: core/roofline.hpp's roofline_floor_us. A noisy
+// measurement is clamped to it.
 double physics_floor(const Target& target, const Workload& workload);
 
 }  // namespace atvoss::simulator

@@ -1,6 +1,5 @@
 """Backends written in Python (atvoss.Backend, atvoss.register_backend): tune, measure and a
-job spec go through one; its failures stay its candidates' (issue "Python for the people who
-tune their own kernels", item 1)."""
+job spec go through one; its failures stay its candidates'."""
 import time
 
 import numpy as np

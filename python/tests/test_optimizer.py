@@ -1,6 +1,5 @@
 """atvoss.Optimizer and atvoss.minimize: ask/tell over a space the user defines, with
-constraints, driven by every atvoss strategy (issue "Python for the people who tune their
-own kernels", item 1)."""
+constraints, driven by every atvoss strategy."""
 import time
 
 import numpy as np

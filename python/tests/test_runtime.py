@@ -166,8 +166,8 @@ def test_every_public_name_of_the_module_is_documented_and_stubbed():
 
 
 def test_importing_atvoss_makes_openmp_wait_passively_unless_told_otherwise():
-    # Spinning OpenMP threads stalled the runtime next to numpy (issue "Python for the
-    # people who tune their own kernels", item 5); libgomp reads the policy once, at load.
+    # Spinning OpenMP threads stalled the runtime next to numpy;
+    # libgomp reads the policy once, at load.
     import subprocess
     import sys
 

@@ -90,7 +90,7 @@ def test_host_workloads_default_to_float32(matmul):
 
 
 def test_ctrl_c_on_host_kills_the_kernels_in_flight_and_keeps_every_finished_trial(db_path):
-    # The figure: Ctrl-C takes effect within 1 s on host (it took up to a round, 11 s).
+    # The goal (docs/decisions/python-cancel.md): Ctrl-C takes effect within 1 s on host (it took up to a round, 11 s).
     finished = []
     signalled = []
 

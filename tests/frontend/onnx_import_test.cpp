@@ -501,7 +501,7 @@ TEST_F(OnnxImport, GarbageAndMissingFilesAreBadInput) {
   }
 }
 
-// A mutation fuzzer over the models above (issue "Hardening", item 6: strides=[0,0] killed the
+// A mutation fuzzer over the models above (strides=[0,0] once killed the
 // process with SIGFPE inside libonnx's shape inference): seeded mutations of attributes (zero,
 // negative, huge and lists of odd length), op types, inputs, outputs and input dims, and of the
 // serialised bytes. Every mutant must import or be refused with atvoss::Error; a crash fails

@@ -70,7 +70,7 @@ TEST(BuilderTest, TheCacheReusesABuildOfTheSameSource) {
   EXPECT_NE(build_key(a, o), build_key(a, BuildOptions{}));
 }
 
-// The compile cache is run from (issue "Hardening", item 1): a .so swapped in the cache was
+// The compile cache is run from: a .so swapped in the cache was
 // run; a planted symlink made a compile overwrite the file it pointed to; a cache owned by
 // another user or open to everyone was used; two CPUs could share objects built -march=native.
 TEST(BuilderTest, ATamperedObjectIsBuiltAgainNeverHandedOut) {

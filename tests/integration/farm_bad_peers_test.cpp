@@ -144,7 +144,7 @@ TEST_F(FarmBadPeers, RandomBytesAreRefused) {
 }
 
 TEST_F(FarmBadPeers, DeeplyNestedFramesAreRefusedAndTheFarmLivesOn) {
-  // The attack: a frame nested hundreds of thousands deep used to overflow the
+  // The attack: a frame nested hundreds of thousands deep used to overflow the
   // decoder's stack (SIGSEGV, every session lost). Before login it is now too long for the
   // 4 KiB login bound; after login the nesting bound refuses it.
   std::string deep;

@@ -1,4 +1,4 @@
-// What a worker will open (issue "Hardening", item 2): a farm client names a recorded table's
+// What a worker will open: a farm client names a recorded table's
 // path, and a default worker opened it and returned its first line in the error (/etc/passwd),
 // or blocked its slots for good on a FIFO. A real atvoss-worker, a scripted farm on loopback.
 #include <sys/stat.h>

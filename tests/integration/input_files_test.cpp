@@ -1,4 +1,4 @@
-// Inputs that hung or grew without end (issue "Hardening", item 4): a FIFO given as an input
+// Inputs that hung or grew without end: a FIFO given as an input
 // blocked every tool for good, and /dev/zero as a JSON argument grew RSS to 1.27 GB. Each tool,
 // each input path: a FIFO, a device node and a symlink to a FIFO are bad input (exit 2) at
 // once, naming the flag; the run is bounded by `timeout`, so a hang fails as exit 124.
@@ -57,7 +57,7 @@ TEST_F(InputFiles, EveryToolRefusesAFifoADeviceAndASymlinkToAFifo) {
   }
 }
 
-// Wrong exit codes (issue "Hardening", item 8): negative counts and seeds ran (a sweep with
+// Wrong exit codes: negative counts and seeds ran (a sweep with
 // --limit -1 ran whole; an unsigned seed of -1 became 2^64-1), so did numbers past 2^64,
 // prune and vacuum created the database they were to work on, a host-backend worker
 // started for an NPU target, and the kernel runner called a bad --so a failure (exit 1).

@@ -42,7 +42,7 @@ TEST(Precision, BadInputNamesTheLayerAndField) {
   EXPECT_NE(bad_input_message(parse_json(R"({"conv1": {"weight": 12, "act": 12}})", "t")).find("'weight'"),
             std::string::npos);
   EXPECT_NE(bad_input_message(parse_json(R"({"conv1": {"weight": 8}})", "t")).find("'act'"), std::string::npos);
-  // The job spec's field is named, not a workload's 'dtype' (issue "Hardening", item 8).
+  // The job spec's field is named, not a workload's 'dtype'.
   EXPECT_NE(bad_input_message(Json("float8")).find("job spec: field 'precision' must be one of float16"),
             std::string::npos);
   EXPECT_NE(bad_input_message(parse_json(R"({"fc": "float8"})", "t")).find("job spec: precision.fc must be one of"),

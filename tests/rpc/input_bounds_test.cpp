@@ -50,7 +50,7 @@ std::string error_of(F&& f) {
 }
 
 TEST(InputBounds, DeeplyNestedFrameIsAProtocolErrorNotACrash) {
-  // The attack: one frame a few hundred thousand levels deep (here 1M, 1 MB),
+  // The attack: one frame a few hundred thousand levels deep (here 1M, 1 MB),
   // sent before login. Unbounded, nlohmann's reader overflows the stack (SIGSEGV).
   const std::string frame = framed(deep_message(1'000'000));
   FrameDecoder decoder;  // 16 MiB bound: the length is fine, the nesting is not
