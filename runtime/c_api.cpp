@@ -42,9 +42,7 @@ atvoss::runtime::Runtime& runtime_of(atvoss_runtime* rt) {
   return *rt->rt;
 }
 
-void need(const void* p, const char* name) {
-  if (p == nullptr) atvoss::throw_bad_input(std::string("runtime: argument '") + name + "' is NULL");
-}
+void need(const void* p, const char* name) { atvoss::table::c_need(p, "runtime", name); }
 
 atvoss::runtime::EpilogueArgs epilogue_of(const atvoss_epilogue* e) {
   atvoss::runtime::EpilogueArgs out;

@@ -29,9 +29,7 @@ atvoss_table_status guarded(char** error, Body&& body) noexcept {
   return static_cast<atvoss_table_status>(atvoss::table::c_guarded(error, "table", std::forward<Body>(body)));
 }
 
-void need(const void* p, const char* name) {
-  if (p == nullptr) atvoss::throw_bad_input(std::string("table: argument '") + name + "' is NULL");
-}
+void need(const void* p, const char* name) { atvoss::table::c_need(p, "table", name); }
 
 }  // namespace
 

@@ -38,6 +38,11 @@ inline CStatus c_status_of(ErrorKind kind) noexcept {
   }
 }
 
+// bad_input naming a NULL argument: "<api>: argument '<name>' is NULL".
+inline void c_need(const void* p, const char* api, const char* name) {
+  if (p == nullptr) throw_bad_input(std::string(api) + ": argument '" + name + "' is NULL");
+}
+
 // Runs body; maps any exception to its status and, where error is not NULL, its message.
 // api names the library in the message of an exception that is not a std::exception.
 template <typename Body>
