@@ -2,11 +2,15 @@
 // one device under the vendor default schedules (noise-free), scheduled with the critical-path
 // priority and in plain graph order, against the serial sum; the memory plan's peak against
 // the liveness lower bound; and how long one simulation and one plan take on this core.
-//   bench_execution [--target ascend910] [--onnx FILE]... [--repeat 20]
+//   bench_execution [--target ascend910] [--onnx FILE]... [--repeat 20] [--l2-shared 1]
+// --l2-shared 0 runs as if each kernel kept its standalone L2 hits beside the others (the
+// model before L2 contention, execution/scheduler.hpp), to show what the sharing costs.
 // Models: every zoo model, the ONNX files given, and a seeded random branchy DAG of 1000
 // nodes. Then, for ResNet-50 (batch 32), BERT-base and the ResNet-50 training step, the gain of
 // stage pipelining by stages and micro-batch count (micro-batch kernels re-simulated at the
-// smaller batch where it splits, report::micro_batch_cost). Exit 1 if a goal is missed: scheduled above serial, a plan
+// smaller batch where it splits, report::micro_batch_cost). Last, recompute on the training steps:
+// the plan squeezed to 3/4 and 1/2 of its peak with chains of one op and of up to four
+// (execution/recompute.hpp). Exit 1 if a goal is missed: scheduled above serial, a plan
 // below its bound, a model's plan more than 5 % above it, or a 1000-node simulation over 20 ms.
 #include <algorithm>
 #include <chrono>
@@ -19,6 +23,7 @@
 #include "backend/targets.hpp"
 #include "execution/memory_plan.hpp"
 #include "execution/pipeline.hpp"
+#include "execution/recompute.hpp"
 #include "execution/scheduler.hpp"
 #include "frontend/fallback.hpp"
 #include "frontend/model_zoo.hpp"
@@ -86,18 +91,38 @@ void pipeline_table(const std::string& name, const execution::ExecGraph& g, cons
   }
 }
 
+// Recompute to fit budgets below the plan's peak, one-op chains against longer ones.
+void recompute_table(const std::string& name, const execution::ExecGraph& g, const execution::Device& d) {
+  const execution::Timeline t = execution::simulate(g, d);
+  const std::int64_t peak = execution::plan_memory(g, t).peak_bytes;
+  for (double share : {0.75, 0.5}) {
+    for (int chain : {1, 4}) {
+      execution::RecomputeOptions limits;
+      limits.max_chain = chain;
+      const auto budget = std::int64_t(share * double(peak));
+      const execution::RecomputeResult r = execution::recompute_to_fit(g, d, {}, budget, limits);
+      std::printf("%-20s %5.2f %6d %8zu %6d %10.2f %10.1f %6.3f %5s\n", name.c_str(), share, chain, r.tensors.size(),
+                  r.recomputed_nodes, r.plan.peak_bytes / 1048576.0, r.extra_us, r.timeline.makespan_us / t.makespan_us,
+                  r.fits ? "yes" : "no");
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string target_name = "ascend910";
   std::vector<std::string> onnx;
   int repeat = 20;
+  bool l2_shared = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--target")
       target_name = argv[i + 1];
     else if (flag == "--onnx")
       onnx.push_back(argv[i + 1]);
+    else if (flag == "--l2-shared")
+      l2_shared = std::string(argv[i + 1]) != "0";
     else if (flag == "--repeat")
       repeat = std::max(1, std::atoi(argv[i + 1]));
     else {
@@ -106,7 +131,8 @@ int main(int argc, char** argv) {
     }
   }
   const Target target = backend::load_target(target_name);
-  const execution::Device device = execution::Device::of(target);
+  execution::Device device = execution::Device::of(target);
+  if (!l2_shared) device.l2_bytes = 0;
   std::printf("%-20s %6s %11s %11s %11s %6s %6s %10s %10s %7s %8s %8s\n", "model", "kernel", "serial us", "topo us",
               "cp us", "cp/ser", "cp/top", "bound MiB", "plan MiB", "over", "sim ms", "plan ms");
   bool ok = true;
@@ -126,6 +152,12 @@ int main(int argc, char** argv) {
     const report::ModelVariant v = report::vendor_default_variant(tasks, target);
     const execution::ExecGraph g = report::exec_graph_of(tasks, v, target);
     pipeline_table(name, g, device, report::micro_batch_cost(tasks, v, g, target));
+  }
+  std::printf("\n%-20s %5s %6s %8s %6s %10s %10s %6s %5s\n", "recompute", "share", "chain", "tensors", "nodes",
+              "peak MiB", "extra us", "slower", "fits");
+  for (const char* name : {"resnet50-train", "bert-base-train"}) {
+    const frontend::TaskSet tasks = frontend::zoo_model(name);
+    recompute_table(name, report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target), device);
   }
   return ok ? 0 : 1;
 }

@@ -33,6 +33,10 @@ struct NodeCost {
   Unit unit = Unit::vector;
   int device = 0;        // where it runs, on a graph over many devices (distributed/); >= 0
   double hbm_bytes = 0;  // bytes it moves to and from HBM (its share under contention, scheduler.hpp)
+  // Re-reads the device's L2 serves while the kernel has it to itself, and the reuse distance
+  // they need (core/cache_reuse.hpp): kernels side by side share the L2 (scheduler.hpp).
+  double l2_hit_bytes = 0;
+  double l2_distance_bytes = 0;
   // The time the kernel holds its cores: its time without the launch, which the host pays.
   double device_us() const { return time_us > launch_us ? time_us - launch_us : 0; }
   // The kernel doing `work` of its work (a micro-batch's 1/m, a tensor-parallel rank's 1/t) at
@@ -41,6 +45,7 @@ struct NodeCost {
     NodeCost c = *this;
     c.time_us = launch_us + device_us() * work / speed;
     c.hbm_bytes = hbm_bytes * work;
+    c.l2_hit_bytes = l2_hit_bytes * work;
     return c;
   }
 };

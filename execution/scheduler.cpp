@@ -4,6 +4,7 @@
 #include <limits>
 #include <queue>
 
+#include "core/cache_reuse.hpp"
 #include "core/error.hpp"
 
 namespace atvoss::execution {
@@ -150,11 +151,15 @@ class Simulation {
   // shared in proportion to demand). A node's end moves only when its speed changes.
   void share_bandwidth(double t) {
     if (!(device_.hbm_bytes_per_us > 0)) return;
-    std::vector<double> demand(devices_, 0.0);
-    for (int i : active_) demand[g_.nodes()[i].cost.device] += demand_of(i);
+    const std::vector<double> l2_need = l2_need_per_device();
+    std::vector<double> demand(devices_, 0.0), own(n_, 0.0);
+    for (int i : active_) {
+      own[i] = demand_of(i, l2_need[g_.nodes()[i].cost.device]);
+      demand[g_.nodes()[i].cost.device] += own[i];
+    }
     for (int i : active_) {
       const double d = demand[g_.nodes()[i].cost.device];
-      const double speed = demand_of(i) > 0 && d > device_.hbm_bytes_per_us ? device_.hbm_bytes_per_us / d : 1.0;
+      const double speed = own[i] > 0 && d > device_.hbm_bytes_per_us ? device_.hbm_bytes_per_us / d : 1.0;
       if (speed == speed_[i]) continue;
       NodeRun& r = out_.runs[i];
       r.end_us = t + (r.end_us - t) * speed_[i] / speed;
@@ -162,9 +167,33 @@ class Simulation {
     }
   }
 
-  double demand_of(int i) const {
+  // The L2 bytes a kernel needs for the re-reads it hits alone.
+  double l2_need_of(int i) const {
     const NodeCost& c = g_.nodes()[i].cost;
-    return c.hbm_bytes > 0 && c.device_us() > 0 ? c.hbm_bytes / c.device_us() : 0;
+    return c.l2_hit_bytes > 0 ? std::min(c.l2_distance_bytes, device_.l2_bytes) : 0;
+  }
+
+  std::vector<double> l2_need_per_device() const {
+    std::vector<double> need(devices_, 0.0);
+    for (int i : active_) need[g_.nodes()[i].cost.device] += l2_need_of(i);
+    return need;
+  }
+
+  // Standalone HBM bytes per microsecond, plus the re-reads it misses at its share of an
+  // L2 whose running kernels need l2_need in all.
+  double demand_of(int i, double l2_need) const {
+    const NodeCost& c = g_.nodes()[i].cost;
+    if (!(c.device_us() > 0)) return 0;
+    // Its standalone time already pays for its own bytes, so alone it never asks for more than
+    // the whole bandwidth (a kernel timed above it, its input warm in L2, would otherwise slow
+    // down by itself).
+    double demand = std::min(device_.hbm_bytes_per_us, c.hbm_bytes / c.device_us());
+    const double alone = cache_hit_fraction(device_.l2_bytes, c.l2_distance_bytes);
+    if (l2_need > device_.l2_bytes && l2_need_of(i) > 0 && alone > 0) {
+      const double share = device_.l2_bytes * l2_need_of(i) / l2_need;
+      demand += c.l2_hit_bytes * (1 - cache_hit_fraction(share, c.l2_distance_bytes) / alone) / c.device_us();
+    }
+    return demand;
   }
 
   void start_ready(std::vector<int>& ready, double t) {
@@ -255,6 +284,7 @@ Device Device::of(const Target& target) {
   d.cube_cores = target.ai_cores;
   d.vector_cores = d.split ? target.vector_cores : target.ai_cores;
   d.hbm_bytes_per_us = target.hbm_bytes_per_second() / 1e6;
+  d.l2_bytes = double(target.l2_bytes);
   return d;
 }
 

@@ -19,8 +19,15 @@
 // HBM contention (Device::hbm_bytes_per_us > 0): kernels running at once on a device share its
 // HBM bandwidth; while their standalone demands (NodeCost::hbm_bytes over device time) add up
 // to more than it, each slows to bandwidth / demand of its speed (a fluid model), so two
-// memory-bound kernels side by side take as long as one after the other. L2 is not shared
-// this way, and the bandwidth a copy or a collective's DMA takes is not counted.
+// memory-bound kernels side by side take as long as one after the other. The bandwidth a copy
+// or a collective's DMA takes is not counted.
+// L2 contention (Device::l2_bytes > 0, with HBM contention on): kernels running at once share
+// the L2 too. A kernel needs min(its reuse distance, L2) bytes for the re-reads it hits alone
+// (NodeCost::l2_hit_bytes); while the running kernels need more than the L2 holds, each gets a
+// share in proportion to its need, and the re-reads it now misses (core/cache_reuse.hpp at its
+// share) add to its HBM demand above. Two kernels that each fit the L2 alone may thus slow each
+// other down, where their HBM bytes alone would not. A kernel's share is taken as if it held
+// it for the whole kernel, not re-computed along its loop.
 // Many devices: a node placed on device d (NodeCost::device) takes cores and engines of d's
 // own pools, and d's host issues its launches; otherwise the devices share the one timeline
 // (distributed/ places nodes and adds the transfers between devices).
@@ -45,6 +52,9 @@ struct Device {
   // HBM bandwidth the kernels running at once share (NodeCost::hbm_bytes); 0: not shared,
   // each kernel runs at its standalone time whatever runs beside it.
   double hbm_bytes_per_us = 0;
+  // The L2 the kernels running at once share (NodeCost::l2_hit_bytes); 0: each kernel keeps
+  // its standalone hits.
+  double l2_bytes = 0;
   static Device of(const Target& target);
 };
 

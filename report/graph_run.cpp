@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backend/backend.hpp"
+#include "core/cache_reuse.hpp"
 #include "core/error.hpp"
 #include "execution/memory_plan.hpp"
 #include "execution/scheduler.hpp"
@@ -28,6 +29,17 @@ double compulsory_bytes(const lowering::KernelPlan& p) {
   return bytes;
 }
 
+// The operand re-reads the target's L2 serves while the kernel has it alone, and the largest
+// reuse distance they need (the simulator's L2 model, core/cache_reuse.hpp).
+void set_l2_use(const lowering::KernelPlan& p, const Target& target, execution::NodeCost& c) {
+  for (const lowering::OperandReuse* r : {&p.a, &p.b}) {
+    if (r->rereads <= 0) continue;
+    c.l2_hit_bytes +=
+        p.batch * r->unique_bytes * r->rereads * cache_hit_fraction(double(target.l2_bytes), r->distance_bytes);
+    c.l2_distance_bytes = std::max(c.l2_distance_bytes, r->distance_bytes);
+  }
+}
+
 // The cores and unit a task's kernel holds under schedule s; every core where there is no plan.
 execution::NodeCost kernel_resources(const Workload& w, const Schedule& s, const Target& target) {
   execution::NodeCost c;
@@ -41,6 +53,7 @@ execution::NodeCost kernel_resources(const Workload& w, const Schedule& s, const
     c.unit = plan.uses_cube ? execution::Unit::cube : execution::Unit::vector;
     c.launch_us = plan.kernels() * target.launch_us;
     c.hbm_bytes = compulsory_bytes(plan);
+    set_l2_use(plan, target, c);
   } catch (const Error&) {  // a recorded table: no plan
   }
   return c;
@@ -85,6 +98,7 @@ execution::NodeCost node_cost(const frontend::GraphNode& n, const Target& target
   c.time_us *= n.count;
   c.launch_us *= n.count;
   c.hbm_bytes *= n.count;
+  c.l2_hit_bytes *= n.count;
   return c;
 }
 

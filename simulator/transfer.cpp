@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/cache_reuse.hpp"
+
 namespace atvoss::simulator {
 
 double copy_efficiency(double copy_bytes, double segment_bytes) {
@@ -26,10 +28,7 @@ double load_cycles(const Target& t, std::span<const lowering::Copy> copies, doub
 }
 
 double l2_hit_fraction(const Target& t, double distance_bytes) {
-  const double l2 = static_cast<double>(t.l2_bytes);
-  if (l2 <= 0) return 0;
-  if (distance_bytes <= l2) return 1;
-  return std::clamp(2.0 - distance_bytes / l2, 0.0, 1.0);
+  return cache_hit_fraction(static_cast<double>(t.l2_bytes), distance_bytes);
 }
 
 namespace {

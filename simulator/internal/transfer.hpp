@@ -27,9 +27,8 @@ struct ReuseResult {
   double hbm_read_bytes = 0;  // the part that misses L2
 };
 
-// LRU-style estimate over the plan's operand reuse: a re-read hits L2 when the
-// bytes touched since the last use (its reuse distance) fit; hits fall off
-// linearly to 0 at twice the L2 size, so the landscape has a slope, not a cliff.
+// LRU-style estimate over the plan's operand reuse (core/cache_reuse.hpp): a re-read
+// hits L2 when the bytes touched since the last use (its reuse distance) fit.
 ReuseResult operand_reuse(const Target& t, const lowering::KernelPlan& plan);
 
 // Fraction of re-reads at reuse distance `distance_bytes` served by L2.

@@ -146,6 +146,43 @@ TEST(Execution, MemoryBoundKernelsSideBySideShareTheHbmBandwidth) {
   h.add_node("p", "op", stream, {y}, {p});
   h.add_node("q", "op", compute, {y}, {q});
   EXPECT_DOUBLE_EQ(simulate(h, d).makespan_us, 10);
+  // A kernel timed faster than its bytes over the bandwidth (its input warm in L2) is not
+  // slowed alone: its standalone time is what it costs by itself, and a chain of such kernels
+  // must never run slower scheduled than serial.
+  ExecGraph alone;
+  const int in = alone.add_buffer("in", 1), o1 = alone.add_buffer("o1", 1), o2 = alone.add_buffer("o2", 1, true);
+  NodeCost warm = cost(10, 4);
+  warm.hbm_bytes = 3000;  // 300 B/us at its time, on a 100 B/us HBM
+  alone.add_node("k1", "op", warm, {in}, {o1});
+  alone.add_node("k2", "op", warm, {o1}, {o2});
+  EXPECT_DOUBLE_EQ(simulate(alone, d).makespan_us, 20);
+}
+
+// Two kernels whose re-reads each hit an L2 of 1000 B alone (reuse distance 600 B) need 1200 B
+// side by side: each gets 500 B, where the linear fall-off (core/cache_reuse.hpp) hits
+// 2 - 600/500 = 0.8 of its re-reads, so 2000 of its 10000 B of hits go to HBM: 6000 B in 10 us
+// each, 1200 B/us together on a 1000 B/us HBM, so both run at 5/6 speed and end at 12 us.
+TEST(Execution, KernelsSideBySideShareTheL2AndMissWhatTheirSharesDoNotHold) {
+  const auto pair = [](double distance_a, double distance_b) {
+    ExecGraph g;
+    const int x = g.add_buffer("x", 1), a = g.add_buffer("a", 1, true), b = g.add_buffer("b", 1, true);
+    NodeCost c = cost(10, 4);
+    c.hbm_bytes = 4000;  // 400 B/us: room for both on the HBM while they keep their hits
+    c.l2_hit_bytes = 10000;
+    c.l2_distance_bytes = distance_a;
+    g.add_node("a", "op", c, {x}, {a});
+    c.l2_distance_bytes = distance_b;
+    g.add_node("b", "op", c, {x}, {b});
+    return g;
+  };
+  Device d = cores(8);
+  d.hbm_bytes_per_us = 1000;
+  EXPECT_DOUBLE_EQ(simulate(pair(600, 600), d).makespan_us, 10);  // L2 not modelled: each keeps its hits
+  d.l2_bytes = 1000;
+  const Timeline t = simulate(pair(600, 600), d);
+  EXPECT_DOUBLE_EQ(t.runs[0].end_us, 12);
+  EXPECT_DOUBLE_EQ(t.runs[1].end_us, 12);
+  EXPECT_DOUBLE_EQ(simulate(pair(400, 600), d).makespan_us, 10);  // 1000 B together: both fit
 }
 
 TEST(Execution, LaunchesHideBehindRunningKernels) {
@@ -258,6 +295,77 @@ TEST(Recompute, ADroppedActivationIsRecomputedWhenItsGradientArrivesAndThePlanFi
   ASSERT_GE(again, 0);
   EXPECT_GE(r.timeline.runs[again].start_us, r.timeline.runs[b3].end_us);
   EXPECT_LE(r.timeline.runs[again].end_us, r.timeline.runs[b2].start_us);
+}
+
+// The chain above with a first layer of two ops (f1a -> t0 -> f1b) whose inner tensor t0 dies
+// at once: a1 can be made again only by running both, from the kept input x.
+struct TwoOpFirstLayer {
+  ExecGraph g;
+  TwoOpFirstLayer() {
+    const int x = g.add_buffer("x", 10);
+    const int t0 = g.add_buffer("t0", 500), a1 = g.add_buffer("a1", 1000);
+    const int a2 = g.add_buffer("a2", 1000), a3 = g.add_buffer("a3", 1000);
+    const int g3 = g.add_buffer("g3", 10), g2 = g.add_buffer("g2", 10), gx = g.add_buffer("gx", 10, true);
+    g.add_node("f1a", "conv2d", cost(5), {x}, {t0});
+    g.add_node("f1b", "relu", cost(10), {t0}, {a1});
+    g.add_node("f2", "conv2d", cost(20), {a1}, {a2});
+    g.add_node("f3", "conv2d", cost(30), {a2}, {a3});
+    g.add_node("b3", "conv2d", cost(30), {a3, a2}, {g3});
+    g.add_node("b2", "conv2d", cost(20), {g3, a1}, {g2});
+    g.add_node("b1", "conv2d", cost(10), {g2, x}, {gx});
+  }
+  int node(const ExecGraph& h, const std::string& name) const {
+    for (int i = 0; i < int(h.nodes().size()); ++i) {
+      if (h.nodes()[i].name == name) return i;
+    }
+    return -1;
+  }
+};
+
+TEST(Recompute, AnActivationWhoseInputDiesAtOnceIsRecomputedByItsChain) {
+  const TwoOpFirstLayer c;
+  const Device d = cores(2);
+  RecomputeOptions one_op;
+  one_op.max_chain = 1;  // t0 is dead by b2: a1 alone cannot be made again
+  EXPECT_FALSE(recompute_to_fit(c.g, d, {}, 2200, one_op).fits);
+  const RecomputeResult r = recompute_to_fit(c.g, d, {}, 2200);
+  EXPECT_TRUE(r.fits) << r.plan.peak_bytes;
+  EXPECT_EQ(r.tensors, (std::vector<std::string>{"a1"}));
+  EXPECT_EQ(r.recomputed_nodes, 2);
+  EXPECT_LE(r.plan.peak_bytes, 2200);
+  EXPECT_GE(r.plan.peak_bytes, r.plan.lower_bound_bytes);
+  EXPECT_TRUE(check_plan(r.plan).empty());
+  EXPECT_DOUBLE_EQ(r.extra_us, 15);  // f1a and f1b once more, between b3 and b2
+  const int a = c.node(r.graph, "f1a (recompute)"), b = c.node(r.graph, "f1b (recompute)");
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  const auto& runs = r.timeline.runs;
+  EXPECT_GE(runs[a].start_us, runs[c.node(r.graph, "b3")].end_us);  // waits for the gradient
+  EXPECT_GE(runs[b].start_us, runs[a].end_us);                      // reads f1a's copy of t0
+  EXPECT_LE(runs[b].end_us, runs[c.node(r.graph, "b2")].start_us);
+  // b2 reads the copy; the original a1 dies after f2.
+  const ExecNode& b2 = r.graph.nodes()[c.node(r.graph, "b2")];
+  EXPECT_EQ(r.graph.buffers()[b2.reads[1]].name, "a1 (recomputed)");
+}
+
+// a1's consumer z needs both cores, so it waits for the chain c1 -> c2 -> c3 although a1 is
+// ready at 10 us; a recompute of a1 that ran as soon as its inputs were there would take the
+// free core at once and keep a copy live across c2, the peak it was dropped for.
+TEST(Recompute, TheRecomputeRunsWhenItsConsumerIsDueNotWhenACoreIsFree) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 10), a1 = g.add_buffer("a1", 1000);
+  const int m1 = g.add_buffer("m1", 2000), m2 = g.add_buffer("m2", 2000), m3 = g.add_buffer("m3", 10, true);
+  const int out = g.add_buffer("out", 10, true);
+  g.add_node("f1", "conv2d", cost(10), {x}, {a1});
+  g.add_node("c1", "conv2d", cost(30), {x}, {m1});
+  g.add_node("c2", "conv2d", cost(30), {m1}, {m2});
+  g.add_node("c3", "conv2d", cost(30), {m2}, {m3});
+  g.add_node("z", "conv2d", cost(10, 2), {a1, x}, {out});
+  const RecomputeResult r = recompute_to_fit(g, cores(2), {}, 4500);  // x, m1, m2 and a1 are 5184 B at c2
+  EXPECT_TRUE(r.fits) << r.plan.peak_bytes;
+  EXPECT_EQ(r.tensors, (std::vector<std::string>{"a1"}));
+  EXPECT_DOUBLE_EQ(r.extra_us, 10);  // f1 again after c3, then z
+  EXPECT_TRUE(check_plan(r.plan).empty());
 }
 
 TEST(Recompute, ABudgetNoRecomputeReachesIsReportedAsNotFitting) {
