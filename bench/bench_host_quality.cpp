@@ -48,7 +48,7 @@ struct Config {
   // Meaningful only on the CPU the recordings were made on (data/host-spaces/README.md).
   bool host_features = false;
   // With host_features: rank before the first fit at random instead of with the analytic
-  // heuristic (StrategyOptions::heuristic_before_fit).
+  // heuristic (heuristic_before_fit, search/model_guided_config.hpp).
   bool no_heuristic = false;
 };
 
@@ -96,19 +96,19 @@ int run(const Config& cfg) {
       std::map<int, double> frac;
       std::string per_seed;
       for (int i = 0; i < cfg.seeds; ++i) {
-        search::StrategyOptions o;
-        o.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
-        o.model_threads = 1;  // no OpenMP spinning on a shared machine; the fit is the same
-        o.heuristic_before_fit = !cfg.no_heuristic;
+        SearchSetup o;
+        o.context.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
+        o.context.model_threads = 1;  // no OpenMP spinning on a shared machine; the fit is the same
+        o.settings["heuristic_before_fit"] = !cfg.no_heuristic;
         if (cfg.host_features) {
-          o.workload = Workload::from_json(parse_json(json, name));
-          o.target = host::describe_machine();
+          o.context.workload = Workload::from_json(parse_json(json, name));
+          o.context.target = host::describe_machine();
         }
         const auto r = run_search(*rs, path, label, o, budget, cfg.batch, cfg.host_features);
         const int t = trials_to(r.curve, 0.95);
         t95.push_back(t);
         per_seed += (per_seed.empty() ? "" : " ") + trials_text(t, budget);
-        if (csv) csv << name << ',' << label << ',' << o.seed << ',' << t;
+        if (csv) csv << name << ',' << label << ',' << o.context.seed << ',' << t;
         for (int k : kCheckpoints) {
           frac[k] += frac_at(r.curve, k) / cfg.seeds;
           if (csv) csv << ',' << frac_at(r.curve, k);

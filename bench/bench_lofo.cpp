@@ -12,6 +12,8 @@
 //
 // Usage: bench_lofo [--strategy tpe] [--seeds 5] [--seed-base 1] [--tune-seeds 3]
 //        [--tune-seed-base 1001] [--grid "tpe_gamma=0.1,0.2;tpe_bandwidth=0.1,0.2"] [--csv out.csv]
+// A grid axis is a key of the strategy's own config (search/*_config.hpp), checked by the
+// strategy before any run, or ensemble_tpe / ensemble_evolution (an arm beside the model arm).
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -42,58 +44,52 @@ struct Config {
   std::string data = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces";
 };
 
-void set_arm(search::StrategyOptions& o, const std::string& arm, bool on) {
-  auto& arms = o.ensemble_arms;
-  std::erase(arms, arm);
-  if (on) arms.push_back(arm);
-}
-
-// The option fields a grid may vary.
-const std::map<std::string, std::function<void(search::StrategyOptions&, double)>>& setters() {
-  static const std::map<std::string, std::function<void(search::StrategyOptions&, double)>> s = {
-      {"tpe_gamma", [](auto& o, double v) { o.tpe_gamma = v; }},
-      {"tpe_bandwidth", [](auto& o, double v) { o.tpe_bandwidth = v; }},
-      {"tpe_local_share", [](auto& o, double v) { o.tpe_local_share = v; }},
-      {"tpe_startup", [](auto& o, double v) { o.tpe_startup = static_cast<int>(v); }},
-      {"tpe_good_max", [](auto& o, double v) { o.tpe_good_max = static_cast<int>(v); }},
-      {"tpe_candidates", [](auto& o, double v) { o.tpe_candidates = static_cast<int>(v); }},
-      {"tpe_prior_weight", [](auto& o, double v) { o.tpe_prior_weight = v; }},
-      {"tpe_local_top", [](auto& o, double v) { o.tpe_local_top = static_cast<int>(v); }},
-      {"tpe_univariate_share", [](auto& o, double v) { o.tpe_univariate_share = v; }},
-      {"tpe_categorical_max", [](auto& o, double v) { o.tpe_categorical_max = static_cast<int>(v); }},
-      {"tpe_stall", [](auto& o, double v) { o.tpe_stall = static_cast<int>(v); }},
-      {"tpe_local_wide", [](auto& o, double v) { o.tpe_local_wide = v; }},
-      {"tpe_local_pair", [](auto& o, double v) { o.tpe_local_pair = v; }},
-      {"prior_weight", [](auto& o, double v) { o.prior_weight = v; }},
-      {"epsilon", [](auto& o, double v) { o.epsilon = v; }},
-      {"model_far_share", [](auto& o, double v) { o.model_far_share = v; }},
-      {"mutation_doubling", [](auto& o, double v) { o.mutation_doubling = v; }},
-      {"model_stall", [](auto& o, double v) { o.model_stall = static_cast<int>(v); }},
-      {"min_train_samples", [](auto& o, double v) { o.min_train_samples = static_cast<int>(v); }},
-      {"seed_from_measured", [](auto& o, double v) { o.seed_from_measured = v; }},
-      // Ensemble arms as flags: 1 adds the arm to the model arm (so "ensemble_tpe=0,1"
-      // rotates between the cost model alone and the model+tpe bandit).
-      {"ensemble_tpe", [](auto& o, double v) { set_arm(o, "tpe", v != 0); }},
-      {"ensemble_evolution", [](auto& o, double v) { set_arm(o, "evolution", v != 0); }},
-  };
-  return s;
-}
+// Ensemble arms as grid axes: 1 adds the arm to the model arm (so "ensemble_tpe=0,1" rotates
+// between the cost model alone and the model+tpe bandit). Every other axis is a key of the
+// strategy's own config (search/*_config.hpp).
+bool is_arm_axis(const std::string& field) { return field == "ensemble_tpe" || field == "ensemble_evolution"; }
 
 using Setting = std::vector<std::pair<std::string, double>>;
 
-// "a=1,2;b=3" -> every combination, as (field, value) lists.
-std::vector<Setting> expand_grid(const std::string& text) {
+// The strategy's config for one grid point; a whole value is an integer (integer keys refuse 3.0).
+Json config_of(const Setting& s) {
+  Json config = Json::object();
+  Json arms = Json::array({"model"});  // the grid's arm flags add to it
+  bool any_arm = false;
+  for (const auto& [f, v] : s) {
+    if (is_arm_axis(f)) {
+      any_arm = true;
+      if (v != 0) arms.push_back(f.substr(std::string("ensemble_").size()));
+    } else {
+      config[f] = v == std::floor(v) && std::abs(v) < 1e15 ? Json(static_cast<long long>(v)) : Json(v);
+    }
+  }
+  if (any_arm) config["ensemble_arms"] = arms;
+  return config;
+}
+
+// "a=1,2;b=3" -> every combination, as (field, value) lists; each field checked against the
+// strategy's config (bad_input naming it) before any run.
+std::vector<Setting> expand_grid(const std::string& text, const std::string& strategy) {
   std::vector<Setting> out = {{}};
   std::stringstream axes(text);
   for (std::string axis; std::getline(axes, axis, ';');) {
     const auto eq = axis.find('=');
     const std::string field = axis.substr(0, eq);
-    if (eq == std::string::npos || !setters().count(field)) throw_bad_input("--grid: unknown field '" + field + "'");
+    if (eq == std::string::npos) throw_bad_input("--grid: expected FIELD=V1,V2 in '" + axis + "'");
     std::vector<Setting> next;
     std::stringstream values(axis.substr(eq + 1));
     for (std::string v; std::getline(values, v, ',');) {
+      std::size_t used = 0;
+      double value = 0;
+      try {
+        value = std::stod(v, &used);
+      } catch (const std::exception&) {
+      }
+      if (used == 0 || used != v.size()) throw_bad_input("--grid: field '" + field + "': '" + v + "' is not a number");
+      if (!is_arm_axis(field)) search::check_strategy_config(strategy, config_of({{field, value}}));
       for (auto s : out) {
-        s.emplace_back(field, std::stod(v));
+        s.emplace_back(field, value);
         next.push_back(std::move(s));
       }
     }
@@ -112,13 +108,10 @@ std::string describe(const Setting& s) {
   return out;
 }
 
-search::StrategyOptions apply(const Setting& s) {
-  search::StrategyOptions o;
-  o.model_threads = 1;
-  for (const auto& [f, v] : s) {
-    if (f.starts_with("ensemble_")) o.ensemble_arms = {"model"};  // the grid's arm flags add to it
-  }
-  for (const auto& [f, v] : s) setters().at(f)(o, v);
+SearchSetup apply(const Setting& s) {
+  SearchSetup o;
+  o.context.model_threads = 1;
+  o.settings = config_of(s);
   return o;
 }
 
@@ -133,7 +126,7 @@ SpaceRuns run_space(const Config& cfg, const std::string& space, const Setting& 
   SpaceRuns out;
   for (int i = 0; i < seeds; ++i) {
     auto o = apply(s);
-    o.seed = base + static_cast<std::uint64_t>(i);
+    o.context.seed = base + static_cast<std::uint64_t>(i);
     auto r = run_search(*rs, path, cfg.strategy, o, kReportBudgets.back(), cfg.batch);
     out.curves.push_back(std::move(r.curve));
     out.ms.push_back(r.ms_per_proposal);
@@ -171,7 +164,7 @@ std::size_t choose(const std::vector<std::map<std::string, double>>& scores, con
 }
 
 int run(const Config& cfg) {
-  const auto grid = expand_grid(cfg.grid);
+  const auto grid = expand_grid(cfg.grid, split_label(cfg.strategy).first);
   std::printf("grid: %zu configurations x %zu spaces x %d tuning seeds (from %llu)\n", grid.size(), all_spaces().size(),
               cfg.tune_seeds, static_cast<unsigned long long>(cfg.tune_seed_base));
   std::vector<std::map<std::string, double>> scores(grid.size());

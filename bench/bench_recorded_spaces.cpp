@@ -6,7 +6,7 @@
 // Modes:
 //   default        the table (and --csv one row per run)
 //   --prior-from T warm start: each space X-<GPU> whose X-T exists gets X-T's trials as
-//                  StrategyOptions::prior_trials (the whole table, or with --prior-trials N
+//                  TuneContext::prior_trials (the whole table, or with --prior-trials N
 //                  the N evaluations of a seeded run of the same strategy on X-T, as a
 //                  database would hold them); spaces without one are skipped
 //   --time-at N    proposal time after N observed trials (random recorded configurations)
@@ -15,6 +15,8 @@
 // Usage: bench_recorded_spaces [--seeds 5] [--seed-base 1] [--batch 1] [--budget 200]
 //        [--spaces a,b] [--strategies tpe,model-guided-xgboost,...] [--csv out.csv]
 //        [--prior-from RTX_3090 [--prior-trials 0]] [--time-at 1000] [--data DIR]
+//        [--set KEY=VALUE]... (a strategy-config key, search/*_config.hpp, for every listed
+//        strategy that takes it; VALUE is JSON: --set tpe_gamma=0.25 --set model_stall=0)
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -42,8 +44,21 @@ struct Config {
   std::string prior_from;
   int prior_trials = 0;
   int time_at = 0;
-  search::StrategyOptions defaults;  // tuning knobs exposed as flags (defaults: the library's)
+  SearchSetup defaults;               // --model-threads and --set (defaults: the library's)
+  std::vector<std::string> settings;  // --set KEY=VALUE
 };
+
+// "KEY=VALUE" pairs -> a JSON object (VALUE parsed as JSON, else kept as a string).
+Json parse_settings(const std::vector<std::string>& pairs) {
+  Json out = Json::object();
+  for (const auto& p : pairs) {
+    const auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) throw_bad_input("--set: expected KEY=VALUE, got '" + p + "'");
+    const std::string value = p.substr(eq + 1);
+    out[p.substr(0, eq)] = Json::accept(value) ? Json::parse(value) : Json(value);
+  }
+  return out;
+}
 
 void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--seeds", cfg.seeds, "seeds per strategy and space")->check(CLI::PositiveNumber);
@@ -57,23 +72,11 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--prior-from", cfg.prior_from, "warm start from the same kernel on this GPU");
   app.add_option("--prior-trials", cfg.prior_trials, "prior = a run of this many evaluations (0: whole table)");
   app.add_option("--time-at", cfg.time_at, "time proposals after this many observed trials");
-  auto& d = cfg.defaults;
+  auto& d = cfg.defaults.context;
   app.add_option("--model-threads", d.model_threads, "XGBoost threads")->check(CLI::Range(1, 64));
   d.model_threads = 1;
-  app.add_option("--min-train", d.min_train_samples, "successful trials before the first fit");
-  app.add_option("--epsilon", d.epsilon, "random share of each batch");
-  app.add_option("--model-stall", d.model_stall, "trials without a new best before a restart (0: never)");
-  app.add_option("--tpe-startup", d.tpe_startup, "tpe: random proposals first");
-  app.add_option("--tpe-gamma", d.tpe_gamma, "tpe: good fraction");
-  app.add_option("--tpe-good-max", d.tpe_good_max, "tpe: good set cap");
-  app.add_option("--tpe-bandwidth", d.tpe_bandwidth, "tpe: kernel width");
-  app.add_option("--tpe-candidates", d.tpe_candidates, "tpe: candidates per proposal");
-  app.add_option("--tpe-local", d.tpe_local_share, "tpe: share of neighbour candidates");
-  app.add_option("--tpe-local-top", d.tpe_local_top, "tpe: neighbours of this many best trials");
-  app.add_option("--tpe-univariate", d.tpe_univariate_share, "tpe: share of univariate proposals");
-  app.add_option("--tpe-categorical", d.tpe_categorical_max, "tpe: categorical kernel up to this many values");
-  app.add_option("--tpe-stall", d.tpe_stall, "tpe: global candidates after this many evaluations without gain");
-  app.add_option("--prior-weight", d.prior_weight, "weight of one prior trial");
+  app.add_option("--set", cfg.settings,
+                 "KEY=VALUE: a strategy-config key (search/*_config.hpp) for every listed strategy taking it");
 }
 
 std::string path_of(const Config& cfg, const std::string& space) { return cfg.data + "/" + space + ".json.gz"; }
@@ -93,8 +96,8 @@ std::vector<search::Trial> prior_for(const Config& cfg, const std::string& space
   }
   has_prior = true;
   if (cfg.prior_trials == 0) return table_trials(*rs);
-  search::StrategyOptions o = cfg.defaults;
-  o.seed = seed + 7919;  // a different run from the one being measured
+  SearchSetup o = cfg.defaults;
+  o.context.seed = seed + 7919;  // a different run from the one being measured
   return run_search(*rs, path_of(cfg, other), label, o, cfg.prior_trials, cfg.batch).trials;
 }
 
@@ -131,13 +134,13 @@ int run_table(const Config& cfg) {
       double ms = 0;
       bool has_prior = cfg.prior_from.empty();
       for (int i = 0; i < cfg.seeds; ++i) {
-        search::StrategyOptions o = cfg.defaults;
-        o.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
-        if (!cfg.prior_from.empty()) o.prior_trials = prior_for(cfg, space, label, o.seed, has_prior);
+        SearchSetup o = cfg.defaults;
+        o.context.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
+        if (!cfg.prior_from.empty()) o.context.prior_trials = prior_for(cfg, space, label, o.context.seed, has_prior);
         if (!has_prior) break;
         const auto r = run_search(*rs, path_of(cfg, space), label, o, cfg.budget, cfg.batch);
         ms += r.ms_per_proposal / cfg.seeds;
-        if (csv) csv << space << ',' << label << (cfg.prior_from.empty() ? "" : "+prior") << ',' << o.seed;
+        if (csv) csv << space << ',' << label << (cfg.prior_from.empty() ? "" : "+prior") << ',' << o.context.seed;
         for (int b : budgets(cfg)) {
           sum[b] += frac_at(r.curve, b) / cfg.seeds;
           if (csv) csv << ',' << frac_at(r.curve, b);
@@ -179,8 +182,9 @@ int run_timing(const Config& cfg) {
     std::shuffle(table.begin(), table.end(), rng);
     table.resize(std::min<std::size_t>(table.size(), static_cast<std::size_t>(cfg.time_at)));
     for (const auto& label : cfg.strategies) {
-      auto o = options_for(path_of(cfg, space), label, cfg.defaults, cfg.seed_base);
-      auto strategy = search::make_strategy(split_label(label).first, rs->space(), o);
+      const auto o = context_for(path_of(cfg, space), label, cfg.defaults.context, cfg.seed_base);
+      const std::string name = split_label(label).first;
+      auto strategy = search::make_strategy(name, rs->space(), o, config_for(name, cfg.defaults.settings));
       strategy->observe(table);
       // The first proposal after observing pays the model's first fit on all observed trials;
       // in a run that fit is repeated only when the trials grew by 20% (about every 200
@@ -215,6 +219,8 @@ int main(int argc, char** argv) {
   CLI::App app{"atvoss recorded-spaces benchmark: strategies on nine real Kernel Tuner GPU spaces"};
   atvoss::bench::add_flags(app, cfg);
   return atvoss::tools::run_cli(app, argc, argv, [&] {
+    cfg.defaults.settings = atvoss::bench::parse_settings(cfg.settings);
+    atvoss::bench::require_settings_taken(cfg.defaults.settings, cfg.strategies);
     return cfg.time_at > 0 ? atvoss::bench::run_timing(cfg) : atvoss::bench::run_table(cfg);
   });
 }

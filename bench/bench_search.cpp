@@ -14,7 +14,7 @@ namespace {
 void BM_ModelGuidedRound64(benchmark::State& state) {
   const auto suite = quality_suite();
   const SuiteCase& c = suite.front();  // matmul_1024 on ascend910
-  search::StrategyOptions o;
+  search::TuneContext o;
   o.seed = 1;
   o.workload = c.workload;
   o.target = c.target;

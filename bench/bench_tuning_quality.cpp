@@ -22,6 +22,7 @@
 
 #include "bench/quality_suite.hpp"
 #include "search/search_strategy.hpp"
+#include "search/strategy_registry.hpp"
 #include "simulator/simulator.hpp"
 #include "tools/cli_common.hpp"
 
@@ -87,15 +88,19 @@ Label split_label(std::string label) {
 RunResult run_one(const SuiteCase& c, const GroundTruth& truth, const std::string& label, std::uint64_t seed,
                   const Config& cfg) {
   const auto [name, model, heuristic] = split_label(label);
-  search::StrategyOptions o;
+  search::TuneContext o;
   o.seed = seed;
   o.workload = c.workload;
   o.target = c.target;
   o.cost_model = model;
   o.model_threads = cfg.model_threads;
-  o.heuristic_before_fit = heuristic;
+  Json config = Json::object();
+  const auto entry = search::registered_strategy(name);  // the strategies that rank before a fit take the key
+  if (entry && entry->default_config && entry->default_config().contains("heuristic_before_fit")) {
+    config["heuristic_before_fit"] = heuristic;
+  }
   const auto start = std::chrono::steady_clock::now();
-  auto strategy = search::make_strategy(name, truth.space, o);
+  auto strategy = search::make_strategy(name, truth.space, o, config);
   RunResult r;
   double best_measured = HUGE_VAL, best_true = HUGE_VAL;
   while (static_cast<int>(r.curve.size()) < cfg.budget) {

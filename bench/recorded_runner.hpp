@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/recorded_space.hpp"
 #include "search/search_strategy.hpp"
+#include "search/strategy_registry.hpp"
 #include "simulator/presets.hpp"
 
 namespace atvoss::bench {
@@ -46,8 +48,36 @@ inline std::pair<std::string, std::string> split_label(const std::string& label)
   return {label, "xgboost"};
 }
 
-inline search::StrategyOptions options_for(const std::string& path, const std::string& label, search::StrategyOptions o,
-                                           std::uint64_t seed) {
+// A bench run's search: the context, and settings that apply to every strategy taking them.
+struct SearchSetup {
+  search::TuneContext context;
+  Json settings = Json::object();
+};
+
+// The settings strategy `name` takes (its default_config's keys): one bench run compares
+// strategies under one set of settings. A value out of range fails in make_strategy.
+inline Json config_for(const std::string& name, const Json& settings) {
+  const auto entry = search::registered_strategy(name);
+  const Json keys = entry && entry->default_config ? entry->default_config() : Json::object();
+  Json out = Json::object();
+  for (const auto& [key, value] : settings.items()) {
+    if (keys.contains(key)) out[key] = value;
+  }
+  return out;
+}
+
+// bad_input naming the first setting no strategy of `labels` takes (a typo would otherwise
+// change nothing).
+inline void require_settings_taken(const Json& settings, const std::vector<std::string>& labels) {
+  for (const auto& [key, value] : settings.items()) {
+    bool taken = false;
+    for (const auto& label : labels) taken = taken || config_for(split_label(label).first, {{key, value}}).size() > 0;
+    if (!taken) throw_bad_input("--set: no strategy of this run takes '" + key + "'");
+  }
+}
+
+inline search::TuneContext context_for(const std::string& path, const std::string& label, search::TuneContext o,
+                                       std::uint64_t seed) {
   o.seed = seed;
   o.workload = Workload::from_json(Json{{"op", "recorded"}, {"table", path}});
   o.target = simulator::preset("ascend910b");  // unused by generic features, but required
@@ -55,17 +85,18 @@ inline search::StrategyOptions options_for(const std::string& path, const std::s
   return o;
 }
 
-// features_from_options: the strategy sees o.workload and o.target (features of the kernel
-// the table was measured from, as a live tune would) instead of the recorded-table workload.
+// features_from_context: the strategy sees the setup's workload and target (features of the
+// kernel the table was measured from, as a live tune would) instead of the recorded-table
+// workload.
 inline RunResult run_search(const RecordedSpace& rs, const std::string& path, const std::string& label,
-                            const search::StrategyOptions& o, int budget, int batch,
-                            bool features_from_options = false) {
-  search::StrategyOptions so = options_for(path, label, o, o.seed);
-  if (features_from_options) {
-    so.workload = o.workload;
-    so.target = o.target;
+                            const SearchSetup& o, int budget, int batch, bool features_from_context = false) {
+  search::TuneContext context = context_for(path, label, o.context, o.context.seed);
+  if (features_from_context) {
+    context.workload = o.context.workload;
+    context.target = o.context.target;
   }
-  auto strategy = search::make_strategy(split_label(label).first, rs.space(), so);
+  const std::string name = split_label(label).first;
+  auto strategy = search::make_strategy(name, rs.space(), context, config_for(name, o.settings));
   const double optimum = *rs.optimum_us();
   RunResult out;
   double best = HUGE_VAL, propose_s = 0;

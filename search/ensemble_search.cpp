@@ -1,5 +1,5 @@
 // EnsembleSearch: an OpenTuner-style bandit over proposal arms that share one record of
-// trials. Arms (StrategyOptions::ensemble_arms): "model" (the cost model's picks,
+// trials. Arms (EnsembleConfig::ensemble_arms, ensemble_config.hpp): "model" (the cost model's picks,
 // ModelGuidedSearch::model_points), "tpe" (TpeProposer, the Parzen-estimator proposals) and
 // "evolution" (breed_from_measured). Each arm's share of a batch is the posterior mean of
 // "this arm's proposal became a new best", Beta(wins+1, trials+2): an arm that stops paying
@@ -15,6 +15,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "search/ensemble_config.hpp"
 #include "search/internal/model_guided_search.hpp"
 #include "search/internal/strategies.hpp"
 #include "search/internal/tpe_proposer.hpp"
@@ -26,16 +27,16 @@ enum Arm { kModel = 0, kTpe = 1, kEvolution = 2, kArms = 3 };
 static_assert(kEnsembleArms.size() == kArms && kEnsembleArms[kModel] == "model" && kEnsembleArms[kTpe] == "tpe" &&
               kEnsembleArms[kEvolution] == "evolution");
 
-// REQUIRES: name is one of kEnsembleArms (make_strategy checked the options).
+// REQUIRES: name is one of kEnsembleArms (EnsembleConfig::from_json checked it).
 Arm arm_named(const std::string& name) {
   return static_cast<Arm>(std::find(kEnsembleArms.begin(), kEnsembleArms.end(), name) - kEnsembleArms.begin());
 }
 
 class EnsembleSearch final : public ModelGuidedSearch {
  public:
-  EnsembleSearch(const ScheduleSpace& space, const StrategyOptions& o)
-      : ModelGuidedSearch("ensemble", space, o), tpe_(*this) {
-    for (const auto& name : o.ensemble_arms) arms_.push_back(arm_named(name));
+  EnsembleSearch(const ScheduleSpace& space, const TuneContext& c, const EnsembleConfig& config)
+      : ModelGuidedSearch("ensemble", space, c, config.model), tpe_(*this, config.tpe) {
+    for (const auto& name : config.ensemble_arms) arms_.push_back(arm_named(name));
   }
 
  private:
@@ -161,8 +162,16 @@ class EnsembleSearch final : public ModelGuidedSearch {
 
 }  // namespace
 
-std::unique_ptr<SearchStrategy> make_ensemble_search(const ScheduleSpace& space, const StrategyOptions& o) {
-  return std::make_unique<EnsembleSearch>(space, o);
+StrategyEntry ensemble_strategy() {
+  StrategyEntry e;
+  e.name = "ensemble";
+  e.make = [](const ScheduleSpace& space, const TuneContext& c, const Json& config) {
+    return std::make_unique<EnsembleSearch>(space, c, EnsembleConfig::from_json(config));
+  };
+  takes_config<EnsembleConfig>(e);
+  e.uses_cost_model = true;
+  e.uses_prior = [](const Workload&) { return true; };
+  return e;
 }
 
 }  // namespace atvoss::search

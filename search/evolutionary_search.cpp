@@ -3,6 +3,7 @@
 // tournament; children take each knob from either parent and move knobs to neighbouring
 // values. Invalid or already-measured children are mutated again (repair) and dropped after
 // a few tries; the batch is topped up with random points while too few trials succeeded.
+#include "search/evolution_config.hpp"
 #include "search/internal/strategies.hpp"
 #include "search/internal/strategy_base.hpp"
 
@@ -11,7 +12,8 @@ namespace {
 
 class EvolutionarySearch final : public StrategyBase {
  public:
-  EvolutionarySearch(const ScheduleSpace& space, const StrategyOptions& o) : StrategyBase("evolutionary", space, o) {}
+  EvolutionarySearch(const ScheduleSpace& space, const TuneContext& c, const EvolutionConfig& e)
+      : StrategyBase("evolutionary", space, c, e) {}
 
  private:
   void next_points(std::size_t n) override {
@@ -22,8 +24,14 @@ class EvolutionarySearch final : public StrategyBase {
 
 }  // namespace
 
-std::unique_ptr<SearchStrategy> make_evolutionary_search(const ScheduleSpace& space, const StrategyOptions& o) {
-  return std::make_unique<EvolutionarySearch>(space, o);
+StrategyEntry evolutionary_strategy() {
+  StrategyEntry e;
+  e.name = "evolutionary";
+  e.make = [](const ScheduleSpace& space, const TuneContext& c, const Json& config) {
+    return std::make_unique<EvolutionarySearch>(space, c, EvolutionConfig::from_json(config));
+  };
+  takes_config<EvolutionConfig>(e);
+  return e;
 }
 
 }  // namespace atvoss::search

@@ -10,7 +10,7 @@ namespace {
 
 class GridSearch final : public StrategyBase {
  public:
-  GridSearch(const ScheduleSpace& space, const StrategyOptions& o) : StrategyBase("grid", space, o) {}
+  GridSearch(const ScheduleSpace& space, const TuneContext& c) : StrategyBase("grid", space, c) {}
 
  private:
   void next_points(std::size_t n) override {
@@ -26,8 +26,13 @@ class GridSearch final : public StrategyBase {
 
 }  // namespace
 
-std::unique_ptr<SearchStrategy> make_grid_search(const ScheduleSpace& space, const StrategyOptions& o) {
-  return std::make_unique<GridSearch>(space, o);
+StrategyEntry grid_strategy() {
+  StrategyEntry e;
+  e.name = "grid";
+  e.make = [](const ScheduleSpace& space, const TuneContext& c, const Json&) {
+    return std::make_unique<GridSearch>(space, c);
+  };
+  return e;
 }
 
 }  // namespace atvoss::search

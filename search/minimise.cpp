@@ -15,9 +15,9 @@ Minimum minimise(const ScheduleSpace& space, const Schedule& start,
 
 Minimum minimise(const ScheduleSpace& space, const std::vector<Schedule>& starts,
                  const std::function<std::optional<double>(const Schedule&)>& measure, const MinimiseOptions& options) {
-  StrategyOptions so;
-  so.seed = options.seed;
-  auto strategy = make_strategy(options.strategy, space, so);
+  TuneContext context;
+  context.seed = options.seed;
+  auto strategy = make_strategy(options.strategy, space, context);
   Minimum best{starts.front(), std::numeric_limits<double>::infinity(), 0};
   auto trial = [&](const Schedule& s) {
     const std::optional<double> v = measure(s);

@@ -12,13 +12,16 @@
 
 namespace atvoss::search {
 
-ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& space, const StrategyOptions& o)
-    : StrategyBase(std::move(name), space, o), policy_(costmodel::RetrainOptions{o.retrain_fraction, 0}) {
+ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& space, const TuneContext& o,
+                                     const ModelGuidedConfig& config)
+    : StrategyBase(std::move(name), space, o, config.evolution),
+      config_(config),
+      policy_(costmodel::RetrainOptions{config.retrain_fraction, 0}) {
   if (o.workload.op().empty()) {
-    throw_bad_input(this->name() + " search: options.workload is required (the cost model featurises it)");
+    throw_bad_input(this->name() + " search: context.workload is required (the cost model featurises it)");
   }
   model_ = make_model();
-  if (o.heuristic_before_fit && costmodel::has_plan_features(o.workload)) {
+  if (config.heuristic_before_fit && costmodel::has_plan_features(o.workload)) {
     heuristic_ = costmodel::make_cost_model("heuristic", o.seed);
   }
   // A measured table's features are its knob values, so the same kernel's results on
@@ -41,7 +44,7 @@ ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& spac
 }
 
 std::unique_ptr<costmodel::CostModel> ModelGuidedSearch::make_model() const {
-  const StrategyOptions& o = options();
+  const TuneContext& o = context();
   std::unique_ptr<costmodel::CostModel> m;
   if (o.model_factory) {
     m = o.model_factory();
@@ -52,7 +55,7 @@ std::unique_ptr<costmodel::CostModel> ModelGuidedSearch::make_model() const {
     if (o.model_threads > 0) mo.nthread = o.model_threads;
     m = costmodel::make_cost_model(mo);
   }
-  if (!m) throw_bad_input(name() + " search: options.model_factory returned no model");
+  if (!m) throw_bad_input(name() + " search: context.model_factory returned no model");
   return m;
 }
 
@@ -85,13 +88,13 @@ void ModelGuidedSearch::next_points(std::size_t n) {
 bool ModelGuidedSearch::refresh_model() {
   // The minimum counts successes (a fit needs times to rank); growth counts every trial.
   // A prior is enough for the first fit: the other target's landscape ranks from round one.
-  const bool enough = successes() >= static_cast<std::size_t>(options().min_train_samples) || has_prior_;
+  const bool enough = successes() >= static_cast<std::size_t>(config_.min_train_samples) || has_prior_;
   if (enough && policy_.should_retrain(records().size())) fit(records().size());
   return model_->trained();
 }
 
 void ModelGuidedSearch::fit(std::size_t records_used) {
-  costmodel::WorkloadGroup own{options().workload, options().target, {}};
+  costmodel::WorkloadGroup own{context().workload, context().target, {}};
   for (std::size_t i = 0; i < records_used; ++i) {
     const auto& r = records()[i];
     own.samples.push_back({space().schedule_at(r.point), r.status, r.time_us});
@@ -117,7 +120,7 @@ std::vector<double> ModelGuidedSearch::scores_of(const costmodel::CostModel& mod
   std::vector<Schedule> schedules;
   schedules.reserve(points.size());
   for (const auto& p : points) schedules.push_back(space().schedule_at(p));
-  auto scores = model.predict(options().workload, options().target, schedules);
+  auto scores = model.predict(context().workload, context().target, schedules);
   if (scores.size() != points.size()) {
     throw Error(ErrorKind::internal, "cost model returned " + std::to_string(scores.size()) + " scores for " +
                                          std::to_string(points.size()) + " schedules");
@@ -164,9 +167,9 @@ std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model
 }
 
 std::vector<Point> ModelGuidedSearch::initial_population() {
-  const auto size = static_cast<std::size_t>(options().model_population);
+  const auto size = static_cast<std::size_t>(config_.model_population);
   std::vector<Point> pop;
-  for (const Record* r : best_records(static_cast<std::size_t>(options().seed_from_measured * size))) {
+  for (const Record* r : best_records(static_cast<std::size_t>(config_.seed_from_measured * size))) {
     pop.push_back(r->point);
   }
   for (std::size_t tries = 0; pop.size() < size && tries < 64 * size; ++tries) {
@@ -191,12 +194,12 @@ std::vector<Point> ModelGuidedSearch::next_generation(const std::vector<Point>& 
     if (uniform01() < 0.5) {
       const Point& b = pick();
       for (std::size_t d = 0; d < dims; ++d) {
-        if (uniform01() < options().crossover_rate) child[d] = b[d];
+        if (uniform01() < config_.evolution.crossover_rate) child[d] = b[d];
       }
     }
     mutate_knob(child, rng()() % dims);
     for (std::size_t d = 0; d < dims; ++d) {
-      if (uniform01() < options().mutation_rate / 2) mutate_knob(child, d);
+      if (uniform01() < config_.evolution.mutation_rate / 2) mutate_knob(child, d);
     }
     int repair = 0;
     while (!valid(child) && repair++ < 3) mutate_knob(child, rng()() % dims);
@@ -242,7 +245,7 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
         cand_scores.push_back(scores[i]);
       }
     }
-    if (g >= options().model_generations) break;
+    if (g >= config_.model_generations) break;
     pop = next_generation(pop, scores);
   }
   std::vector<std::size_t> order(cands.size());
@@ -254,10 +257,10 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
   // Trials recorded since the best one, the best included.
   const auto since_best = [&] { return records().size() - static_cast<std::size_t>(incumbent[0] - records().data()); };
   bool stalled =
-      options().model_stall > 0 && !incumbent.empty() && since_best() > static_cast<std::size_t>(options().model_stall);
+      config_.model_stall > 0 && !incumbent.empty() && since_best() > static_cast<std::size_t>(config_.model_stall);
   // The best-scored unused candidate, diverse from the batch, far from the incumbent if asked.
   const auto pick = [&](bool need_far) {
-    for (int min_knobs : {options().diversity_knobs, 1}) {
+    for (int min_knobs : {config_.diversity_knobs, 1}) {
       for (std::size_t i = 0; i < order.size(); ++i) {
         const Point& c = cands[order[i]];
         if (used[i] || !diverse(c, min_knobs)) continue;
@@ -268,14 +271,14 @@ void ModelGuidedSearch::model_points(const costmodel::CostModel& model, std::siz
     return order.size();
   };
   while (claimed() < target) {
-    if (uniform01() < options().epsilon) {
+    if (uniform01() < config_.epsilon) {
       fill_random(claimed() + 1);
       continue;
     }
     // Short-circuits at share 0, so the RNG stream is the same as without the option.
     // A stalled search restarts with one slot per batch (each slot at batch 1).
     const bool far = std::exchange(stalled, false) ||
-                     (options().model_far_share > 0 && !incumbent.empty() && uniform01() < options().model_far_share);
+                     (config_.model_far_share > 0 && !incumbent.empty() && uniform01() < config_.model_far_share);
     std::size_t chosen = pick(far);
     if (chosen == order.size() && far) chosen = pick(false);  // no distant candidate
     if (chosen == order.size()) return;                       // candidates exhausted; the caller tops up randomly
@@ -300,8 +303,17 @@ void ModelGuidedSearch::load_extra(const Json& extra) {
   if (n > 0 || fitted.get<bool>()) fit(static_cast<std::size_t>(n));
 }
 
-std::unique_ptr<SearchStrategy> make_model_guided_search(const ScheduleSpace& space, const StrategyOptions& o) {
-  return std::make_unique<ModelGuidedSearch>("model-guided", space, o);
+StrategyEntry model_guided_strategy() {
+  StrategyEntry e;
+  e.name = "model-guided";
+  e.make = [](const ScheduleSpace& space, const TuneContext& c, const Json& config) {
+    return std::make_unique<ModelGuidedSearch>("model-guided", space, c, ModelGuidedConfig::from_json(config));
+  };
+  takes_config<ModelGuidedConfig>(e);
+  e.uses_cost_model = true;
+  // A measured table's features are its knob values, so the same kernel elsewhere trains it.
+  e.uses_prior = [](const Workload& w) { return w.is_table(); };
+  return e;
 }
 
 }  // namespace atvoss::search

@@ -8,7 +8,7 @@ namespace {
 
 class RandomSearch final : public StrategyBase {
  public:
-  RandomSearch(const ScheduleSpace& space, const StrategyOptions& o) : StrategyBase("random", space, o) {}
+  RandomSearch(const ScheduleSpace& space, const TuneContext& c) : StrategyBase("random", space, c) {}
 
  private:
   void next_points(std::size_t n) override { fill_random(n); }
@@ -16,8 +16,13 @@ class RandomSearch final : public StrategyBase {
 
 }  // namespace
 
-std::unique_ptr<SearchStrategy> make_random_search(const ScheduleSpace& space, const StrategyOptions& o) {
-  return std::make_unique<RandomSearch>(space, o);
+StrategyEntry random_strategy() {
+  StrategyEntry e;
+  e.name = "random";
+  e.make = [](const ScheduleSpace& space, const TuneContext& c, const Json&) {
+    return std::make_unique<RandomSearch>(space, c);
+  };
+  return e;
 }
 
 }  // namespace atvoss::search

@@ -42,11 +42,12 @@ Json trial_json(const Schedule& s, Status st, double time_us) {
 
 }  // namespace
 
-StrategyBase::StrategyBase(std::string name, const ScheduleSpace& space, const StrategyOptions& options)
-    : name_(std::move(name)), space_(space), options_(options), rng_(options.seed) {
+StrategyBase::StrategyBase(std::string name, const ScheduleSpace& space, const TuneContext& context,
+                           const EvolutionConfig& evolution)
+    : name_(std::move(name)), space_(space), context_(context), evolution_(evolution), rng_(context.seed) {
   if (space_.dimensions() == 0) throw_bad_input(name_ + " search: the space has no knobs");
   // Only a strategy that may take a doubling step needs the table.
-  if (options_.mutation_doubling > 0) {
+  if (evolution_.mutation_doubling > 0) {
     for (const auto& k : space_.knobs()) doublings_.push_back(doublings_of(k.values));
   }
 }
@@ -169,7 +170,7 @@ void StrategyBase::mutate_knob(Point& p, std::size_t knob) {
   const int n = static_cast<int>(space_.knobs()[knob].values.size());
   if (n <= 1) return;
   // Short-circuits at 0, so the RNG stream is the same as without the option.
-  if (options_.mutation_doubling > 0 && uniform01() < options_.mutation_doubling) {
+  if (evolution_.mutation_doubling > 0 && uniform01() < evolution_.mutation_doubling) {
     const auto& to = doublings_[knob][static_cast<std::size_t>(p[knob])];
     const std::size_t first = rng_() % 2;
     for (std::size_t i : {first, 1 - first}) {
@@ -252,11 +253,11 @@ void StrategyBase::load_state(const Json& state) {
 namespace atvoss::search {
 
 void StrategyBase::breed_from_measured(std::size_t target) {
-  const auto parents = best_records(static_cast<std::size_t>(options_.population));
+  const auto parents = best_records(static_cast<std::size_t>(evolution_.population));
   if (parents.size() < 2) return;
   const auto tournament = [&]() -> const Point& {
     std::size_t best = parents.size();
-    for (int i = 0; i < options_.tournament; ++i) best = std::min<std::size_t>(best, rng_() % parents.size());
+    for (int i = 0; i < evolution_.tournament; ++i) best = std::min<std::size_t>(best, rng_() % parents.size());
     return parents[best]->point;  // parents are sorted best first
   };
   const std::size_t dims = space_.dimensions();
@@ -265,11 +266,11 @@ void StrategyBase::breed_from_measured(std::size_t target) {
     const Point& b = tournament();
     Point child = a;
     for (std::size_t d = 0; d < dims; ++d) {
-      if (uniform01() < options_.crossover_rate) child[d] = b[d];
+      if (uniform01() < evolution_.crossover_rate) child[d] = b[d];
     }
     bool moved = false;
     for (std::size_t d = 0; d < dims; ++d) {
-      if (uniform01() < options_.mutation_rate) {
+      if (uniform01() < evolution_.mutation_rate) {
         mutate_knob(child, d);
         moved = true;
       }

@@ -16,11 +16,11 @@ constexpr std::size_t kHeuristicPool = 4096;
 
 }  // namespace
 
-TpeProposer::TpeProposer(StrategyBase& host) : host_(host) {
+TpeProposer::TpeProposer(StrategyBase& host, const TpeConfig& config) : host_(host), config_(config) {
   for (const auto& k : host_.space().knobs()) sizes_.push_back(static_cast<int>(k.values.size()));
-  prior_ = split_prior(host_.options().prior_trials);
-  if (host_.options().heuristic_before_fit && costmodel::has_plan_features(host_.options().workload)) {
-    heuristic_ = costmodel::make_cost_model("heuristic", host_.options().seed);
+  prior_ = split_prior(host_.context().prior_trials);
+  if (config_.heuristic_before_fit && costmodel::has_plan_features(host_.context().workload)) {
+    heuristic_ = costmodel::make_cost_model("heuristic", host_.context().seed);
   }
 }
 
@@ -29,8 +29,7 @@ TpeProposer::~TpeProposer() = default;
 void TpeProposer::propose(std::size_t target) {
   const Split own = split_own();
   const bool ready =
-      (host_.successes() >= static_cast<std::size_t>(host_.options().tpe_startup) && !own.good.empty()) ||
-      !prior_.good.empty();
+      (host_.successes() >= static_cast<std::size_t>(config_.tpe_startup) && !own.good.empty()) || !prior_.good.empty();
   if (!ready) {
     if (heuristic_) heuristic_points(target);
     host_.fill_random(target);
@@ -39,7 +38,7 @@ void TpeProposer::propose(std::size_t target) {
   std::vector<Point> liars(host_.batch().begin(), host_.batch().end());  // other arms' claims
   while (host_.claimed() < target) {
     const std::size_t before = host_.claimed();
-    if (host_.uniform01() >= host_.options().epsilon) claim_best(own, liars);
+    if (host_.uniform01() >= config_.epsilon) claim_best(own, liars);
     if (host_.claimed() == before) host_.fill_random(before + 1);
     if (host_.claimed() == before) return;  // nothing new and valid is left
     liars.push_back(host_.batch().back());
@@ -47,7 +46,7 @@ void TpeProposer::propose(std::size_t target) {
 }
 
 std::size_t TpeProposer::good_count(std::size_t ok) const {
-  const auto& o = host_.options();
+  const TpeConfig& o = config_;
   const auto by_gamma = static_cast<std::size_t>(std::ceil(o.tpe_gamma * static_cast<double>(ok)));
   return std::clamp<std::size_t>(by_gamma, 1, static_cast<std::size_t>(o.tpe_good_max));
 }
@@ -89,7 +88,7 @@ TpeProposer::Split TpeProposer::split_prior(const std::vector<Trial>& trials) co
 
 ParzenEstimator TpeProposer::density(const std::vector<Point>& own, const std::vector<Point>& prior,
                                      const std::vector<Point>& extra) const {
-  const auto& o = host_.options();
+  const TpeConfig& o = config_;
   ParzenEstimator e(sizes_, o.tpe_bandwidth, o.tpe_prior_weight, o.tpe_categorical_max);
   for (const auto& p : own) e.add(p, 1.0);
   for (const auto& p : extra) e.add(p, 1.0);
@@ -103,7 +102,7 @@ ParzenEstimator TpeProposer::density(const std::vector<Point>& own, const std::v
 // Candidates: draws from l (a few repair mutations if invalid) and, multivariate, one-knob
 // neighbours of the best trials; only new valid points.
 std::vector<Point> TpeProposer::candidates(const ParzenEstimator& l, const Split& own, bool univariate) {
-  const auto& o = host_.options();
+  const TpeConfig& o = config_;
   auto& rng = host_.rng();
   const bool restart = stalled();
   const auto total = static_cast<std::size_t>(o.tpe_candidates);
@@ -147,19 +146,19 @@ void TpeProposer::jump_knob(Point& p, std::size_t knob) {
 // True if the last tpe_stall evaluations brought no new best.
 bool TpeProposer::stalled() const {
   const auto& recs = host_.records();
-  if (host_.options().tpe_stall == 0) return false;
+  if (config_.tpe_stall == 0) return false;
   double best = HUGE_VAL;
   std::size_t last_gain = 0;
   for (std::size_t i = 0; i < recs.size(); ++i) {
     if (recs[i].ok() && recs[i].time_us < best) best = recs[i].time_us, last_gain = i;
   }
-  return recs.size() - last_gain > static_cast<std::size_t>(host_.options().tpe_stall);
+  return recs.size() - last_gain > static_cast<std::size_t>(config_.tpe_stall);
 }
 
 bool TpeProposer::claim_best(const Split& own, const std::vector<Point>& liars) {
   const ParzenEstimator l = density(own.good, prior_.good, {});
   const ParzenEstimator g = density(own.bad, prior_.bad, liars);
-  const double share = host_.options().tpe_univariate_share;
+  const double share = config_.tpe_univariate_share;
   const bool univariate = share > 0 && host_.uniform01() < share;
   const auto cands = candidates(l, own, univariate);
   if (cands.empty()) return false;
@@ -183,8 +182,7 @@ void TpeProposer::heuristic_points(std::size_t target) {
   }
   std::vector<Schedule> schedules;
   for (const auto& p : pool) schedules.push_back(host_.space().schedule_at(p));
-  const auto& o = host_.options();
-  const auto scores = heuristic_->predict(o.workload, o.target, schedules);
+  const auto scores = heuristic_->predict(host_.context().workload, host_.context().target, schedules);
   if (scores.size() != pool.size()) return;  // a model that cannot rank: random startup
   std::vector<std::size_t> order(pool.size());
   std::iota(order.begin(), order.end(), 0);

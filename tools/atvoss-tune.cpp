@@ -32,7 +32,7 @@ Json curve_json(const std::vector<double>& curve) {
 }
 
 struct SingleArgs {
-  std::string target, workload, strategy = "model-guided", db, export_path, cost_model = "xgboost";
+  std::string target, workload, strategy = "model-guided", strategy_config, db, export_path, cost_model = "xgboost";
   int trials = 0, repeat = 3, batch_size = 16, early_stopping = 0, confirm_top = -1;
   std::uint64_t seed = 0;
   bool json = false;
@@ -44,6 +44,7 @@ int run_single(const SingleArgs& a, const std::string& farm) {
   spec.workload = json_from_arg(a.workload, "--workload");
   spec.trials = a.trials;
   spec.strategy = a.strategy;
+  if (!a.strategy_config.empty()) spec.strategy_config = json_from_arg(a.strategy_config, "--strategy-config");
   spec.cost_model = a.cost_model;
   spec.db = a.db;
   spec.export_path = a.export_path;
@@ -179,6 +180,8 @@ int main(int argc, char** argv) {
   app.add_option("--workload", a.workload, "workload JSON or file (single-workload mode)");
   app.add_option("--trials", a.trials, "total trials for the workload (stored ones count)");
   app.add_option("--strategy", a.strategy, "search strategy")->capture_default_str();
+  app.add_option("--strategy-config", a.strategy_config,
+                 "the strategy's own settings: inline JSON or a file (docs/job-spec.md, strategy_config)");
   app.add_option("--cost-model", a.cost_model, "a registered cost model: " + costmodel::cost_model_list())
       ->capture_default_str();
   app.add_option("--db", a.db, "tuning database file");

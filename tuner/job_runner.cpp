@@ -262,6 +262,7 @@ class JobRun {
     if (r.session) return *r.session;
     StrategyConfig config;
     config.name = spec_.strategy;
+    config.options = spec_.strategy_config;
     config.cost_model = spec_.cost_model;
     config.seed = spec_.seed ^ fnv1a64(r.task.workload.key());
     r.setup = strategy_of(r, config);
@@ -483,6 +484,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     throw_bad_input("job spec: field 'strategy' must be one of " + list + "; got '" + spec.strategy + "'");
   }
+  search::check_strategy_config(spec.strategy, spec.strategy_config);
   // A task with no valid schedule on this target runs as a fallback node, named, instead
   // of failing the job (frontend/fallback.hpp).
   tasks = frontend::without_unschedulable(tasks, target);

@@ -11,10 +11,10 @@ namespace atvoss::tuner {
 namespace {
 
 const std::set<std::string>& known_fields() {
-  static const std::set<std::string> fields = {"name",       "target",   "model",      "batch",        "workloads",
-                                               "trials",     "strategy", "cost_model", "scheduler",    "early_stopping",
-                                               "batch_size", "repeat",   "seed",       "database",     "farm",
-                                               "export",     "report",   "precision",  "fusion_rules", "parallel"};
+  static const std::set<std::string> fields = {
+      "name",       "target",    "model",          "batch",        "workloads", "trials", "strategy", "strategy_config",
+      "cost_model", "scheduler", "early_stopping", "batch_size",   "repeat",    "seed",   "database", "farm",
+      "export",     "report",    "precision",      "fusion_rules", "parallel"};
   return fields;
 }
 
@@ -156,6 +156,12 @@ JobSpec JobSpec::from_json(const Json& j) {
   if (!j.contains("trials")) throw_bad_input("job spec: missing field 'trials'");
   s.trials = static_cast<int>(optional_int(j, "trials", 0, limits::trials.lo, limits::trials.hi));
   s.strategy = optional_string(j, "strategy", s.strategy);
+  if (j.contains("strategy_config")) {
+    s.strategy_config = j["strategy_config"];
+    if (!s.strategy_config.is_object()) {
+      throw_bad_input("job spec: field 'strategy_config' must be a JSON object, got " + s.strategy_config.dump());
+    }
+  }
   s.cost_model = optional_string(j, "cost_model", s.cost_model);
   costmodel::require_cost_model(s.cost_model, "job spec: field 'cost_model'");
   s.scheduler = optional_string(j, "scheduler", s.scheduler);

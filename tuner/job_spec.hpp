@@ -43,6 +43,10 @@ struct JobSpec {
   frontend::PrecisionSpec precision;        // empty: every layer in the model's own dtype
   int trials = 0;                           // required: total trial budget over all tasks
   std::string strategy = "model-guided";
+  // The strategy's own JSON config (search/*_config.hpp: keys, ranges, defaults); checked
+  // against the strategy when the job runs, since a strategy may be registered after the
+  // spec is read (Python).
+  Json strategy_config = Json::object();
   std::string cost_model = "xgboost";
   std::string scheduler = "gradient";  // gradient or round_robin
   // "fusion_rules": rules declared in the spec (objects), in force for this job only

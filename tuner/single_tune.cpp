@@ -11,6 +11,7 @@
 #include "costmodel/model_registry.hpp"
 #include "db/postgres_url.hpp"
 #include "db/table_export.hpp"
+#include "search/search_strategy.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/strategy_setup.hpp"
 #include "tuner/tuning_limits.hpp"
@@ -36,6 +37,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   limits::check("--early-stopping", spec.early_stopping, limits::early_stopping);
   if (spec.confirm_top != -1) limits::check("--confirm-top", spec.confirm_top, limits::confirm_top);
   costmodel::require_cost_model(spec.cost_model, "--cost-model");
+  search::check_strategy_config(spec.strategy, spec.strategy_config);
   if (spec.db.empty()) throw_bad_input("--db must name a database file or a postgresql:// URL");
   db::require_database(spec.db, "--db", false);
   if (!spec.export_path.empty()) require_replaceable_file(spec.export_path, "--export");
@@ -45,6 +47,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   auto db = db::TuningDatabase::open(spec.db);
   StrategyConfig config;
   config.name = spec.strategy;
+  config.options = spec.strategy_config;
   config.cost_model = spec.cost_model;
   config.seed = spec.seed;
   StrategySetup setup(space, out.workload, out.target, db, config);

@@ -18,6 +18,7 @@ struct SingleTuneSpec {
   Json workload;       // the workload's JSON
   int trials = 0;      // total trials, stored ones included; >= 1
   std::string strategy = "model-guided";
+  Json strategy_config = Json::object();  // the strategy's own config (search/*_config.hpp)
   std::string cost_model = "xgboost";
   std::string db;           // database file; created if absent
   std::string export_path;  // lookup table written afterwards; empty: none

@@ -6,6 +6,7 @@
 #include "costmodel/cost_model.hpp"
 #include "costmodel/features.hpp"
 #include "costmodel/workload_groups.hpp"
+#include "search/strategy_registry.hpp"
 
 namespace atvoss::tuner {
 
@@ -72,13 +73,6 @@ std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& 
   return builder.take();
 }
 
-bool uses_model(const std::string& name) { return name == "model-guided" || name == "ensemble"; }
-// tpe and the ensemble's tpe arm take a prior on any workload; model-guided trains on one
-// only for a measured table (search_strategy.hpp), so an operator skips the query.
-bool uses_prior(const std::string& name, const Workload& workload) {
-  return name == "tpe" || name == "ensemble" || (name == "model-guided" && workload.is_table());
-}
-
 // Records of the same op that are not this (workload, target)'s own history (the session
 // observes that) and whose schedules lie in the space, newest first, within the config's
 // cap and up to the watermark; *upto becomes the newest id looked at, as transfer_groups.
@@ -108,20 +102,22 @@ std::vector<search::Trial> prior_trials(const db::TuningDatabase& db, const Sche
 StrategySetup::StrategySetup(const ScheduleSpace& space, const Workload& workload, const Target& target,
                              const db::TuningDatabase& db, const StrategyConfig& config)
     : target_(db::TargetInfo::from_target(target)) {
-  search::StrategyOptions options;
-  options.seed = config.seed;
-  options.workload = workload;
-  options.target = target;
-  options.cost_model = config.cost_model;
-  if (uses_model(config.name)) {
+  search::TuneContext context;
+  context.seed = config.seed;
+  context.workload = workload;
+  context.target = target;
+  context.cost_model = config.cost_model;
+  // What the strategy reads decides what the database is asked for (the registry entry says).
+  const auto entry = search::registered_strategy(config.name);
+  if (entry && entry->uses_cost_model) {
     tap_ = std::make_shared<ModelTap>(costmodel::make_cost_model(config.cost_model, config.seed));
-    options.model_factory = [tap = tap_] { return std::make_unique<TappedModel>(tap); };
-    options.transfer_groups = transfer_groups(db, workload, target, config, &transfer_upto_);
+    context.model_factory = [tap = tap_] { return std::make_unique<TappedModel>(tap); };
+    context.transfer_groups = transfer_groups(db, workload, target, config, &transfer_upto_);
   }
-  if (uses_prior(config.name, workload)) {
-    options.prior_trials = prior_trials(db, space, workload, target, config, &transfer_upto_);
+  if (entry && entry->uses_prior && entry->uses_prior(workload)) {
+    context.prior_trials = prior_trials(db, space, workload, target, config, &transfer_upto_);
   }
-  strategy_ = search::make_strategy(config.name, space, options);
+  strategy_ = search::make_strategy(config.name, space, context, config.options);
 }
 
 StrategySetup::~StrategySetup() = default;

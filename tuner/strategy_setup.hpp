@@ -22,6 +22,8 @@ class ModelTap;  // forwards to the strategy's model, counting refits
 
 struct StrategyConfig {
   std::string name = "model-guided";  // any search::strategy_names() entry
+  // The strategy's own JSON config (its search/*_config.hpp; a job spec's strategy_config).
+  Json options = Json::object();
   std::string cost_model =
       "xgboost";  // a registered cost model (costmodel/model_registry.hpp), for model-guided/ensemble
   std::uint64_t seed = 0;

@@ -115,7 +115,8 @@ def tune(workload: _WorkloadLike, target: _TargetLike, trials: int = ..., strate
          db: _PathLike = ..., seed: int = ..., farm: Optional[str] = ...,
          progress: Optional[Callable[[Dict[str, Any]], None]] = ..., *, cost_model: str = ...,
          repeat: int = ..., batch_size: int = ..., early_stopping: int = ...,
-         export: Optional[_PathLike] = ..., confirm_top: Optional[int] = ...) -> TuneResult: ...
+         export: Optional[_PathLike] = ..., confirm_top: Optional[int] = ...,
+         strategy_config: Optional[Mapping[str, Any]] = ...) -> TuneResult: ...
 def run_job(spec_or_path: Union[Mapping[str, Any], _PathLike], quiet: bool = ...,
             progress: Optional[Callable[[Dict[str, Any]], None]] = ...) -> Dict[str, Any]: ...
 def measure(workload: _WorkloadLike, target: _TargetLike,

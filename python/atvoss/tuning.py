@@ -150,7 +150,8 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
          db: Union[str, os.PathLike] = ":memory:", seed: int = 0, farm: Optional[str] = None,
          progress: Optional[Callable[[Dict[str, Any]], None]] = None, *, cost_model: str = "xgboost",
          repeat: int = 3, batch_size: int = 16, early_stopping: int = 0,
-         export: Optional[Union[str, os.PathLike]] = None, confirm_top: Optional[int] = None) -> TuneResult:
+         export: Optional[Union[str, os.PathLike]] = None, confirm_top: Optional[int] = None,
+         strategy_config: Optional[Mapping[str, Any]] = None) -> TuneResult:
     """Tune one workload on one target and return a TuneResult.
 
     workload: a Workload, dict, JSON text or file. target: a Target, preset name, file, dict
@@ -168,7 +169,9 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
     confirm_top: the fastest schedules measured again at the end, side by side in three
     interleaved rounds, their repeats pooled before the winner is taken (None: 5 on the
     host, 0 on simulators, whose measurements repeat exactly); TuneResult.pick_changed says
-    whether that changed the winner.
+    whether that changed the winner. strategy_config: the strategy's own settings, as a job
+    spec's strategy_config (docs/job-spec.md), e.g. {"tpe_gamma": 0.25} for "tpe"; a key the
+    strategy does not take raises ValueError naming it.
 
     Ctrl-C (KeyboardInterrupt) stops tuning within about 0.1 s plus one poll of the work in
     flight: host kernels and compiles running are killed, and every trial that finished is
@@ -187,7 +190,10 @@ def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy:
         require_parent_dir(db, "db")
     if export:
         require_parent_dir(export, "export")
+    if strategy_config is not None and not isinstance(strategy_config, Mapping):
+        raise TypeError("strategy_config must be a dict of the strategy's settings")
     spec = {"workload": w.to_json(), "target": t._arg(), "trials": trials,
+            "strategy_config": dict(strategy_config or {}),
             "strategy": _strategy_name(strategy, w, t), "cost_model": cost_model, "db": os.fspath(db),
             "farm": farm or "", "repeat": _check_int(repeat, "repeat", 1),
             "batch_size": _check_int(batch_size, "batch_size", 1),

@@ -59,7 +59,7 @@ class Optimizer {
       };
     }
     space_ = ScheduleSpace(std::move(list), std::move(check));
-    search::StrategyOptions o;
+    search::TuneContext o;
     o.seed = seed;
     o.workload = workload_;
     o.target = target_;

@@ -244,7 +244,8 @@ void register_strategy(const std::string& name, int priority, py::object make, p
   entry.name = name;
   entry.priority = priority;
   const SharedObject maker = share(std::move(make));
-  entry.make = [name, maker](const ScheduleSpace& space, const search::StrategyOptions& o) {
+  // A Python policy takes no strategy_config: make_strategy refuses one (no check_config).
+  entry.make = [name, maker](const ScheduleSpace& space, const search::TuneContext& o, const Json&) {
     py::gil_scoped_acquire gil;
     try {
       const bool has_workload = !o.workload.op().empty();
@@ -282,7 +283,7 @@ void register_strategy(const std::string& name, int priority, py::object make, p
 // ran out. Returns (proposed, seconds); the same loop for C++ and Python strategies.
 py::tuple drive_strategy(const std::string& name, const std::string& workload, const std::string& target,
                          std::size_t proposals, std::size_t batch, std::uint64_t seed) {
-  search::StrategyOptions o;
+  search::TuneContext o;
   o.workload = Workload::from_json(parse(workload, "workload"));
   o.target = backend::load_target(target);
   o.seed = seed;
@@ -308,7 +309,9 @@ py::tuple drive_strategy(const std::string& name, const std::string& workload, c
 
 py::list registered() {
   py::list out;
-  for (const auto& e : search::registered_strategies()) out.append(py::make_tuple(e.name, e.priority));
+  for (const auto& e : search::registered_strategies()) {
+    if (!e.built_in) out.append(py::make_tuple(e.name, e.priority));
+  }
   return out;
 }
 
@@ -319,14 +322,16 @@ void bind_strategies(py::module_& m) {
   m.def("register_strategy", &register_strategy, py::arg("name"), py::arg("priority"), py::arg("make"),
         py::arg("can_apply"), "Registers a Python policy factory under name");
   m.def("unregister_strategy", &search::unregister_strategy, py::arg("name"), "Removes a registered strategy");
-  m.def("registered_strategies", &registered, "(name, priority) of registered strategies, best first");
+  m.def("registered_strategies", &registered, "(name, priority) of strategies registered at run time, best first");
   m.def("drive_strategy", &drive_strategy, py::arg("name"), py::arg("workload"), py::arg("target"),
         py::arg("proposals"), py::arg("batch"), py::arg("seed"), "(proposed, seconds) without measuring");
   m.def("strategy_names", &search::strategy_names, "Every strategy name make_strategy accepts");
   m.def("built_in_strategy_names", &search::built_in_strategy_names, "The built-in strategy names");
   // At exit, drop the Python factories while the interpreter still runs.
   m.add_object("_cleanup", py::cpp_function([] {
-                 for (const auto& e : search::registered_strategies()) search::unregister_strategy(e.name);
+                 for (const auto& e : search::registered_strategies()) {
+                   if (!e.built_in) search::unregister_strategy(e.name);
+                 }
                }));
   py::module_::import("atexit").attr("register")(m.attr("_cleanup"));
 }

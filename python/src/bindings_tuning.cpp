@@ -45,6 +45,7 @@ tuner::SingleTuneSpec single_spec(const Json& j) {
   s.target = require_string(j, "target", "tune");
   s.trials = field_or<int>(j, "trials", 0);
   s.strategy = field_or<std::string>(j, "strategy", s.strategy);
+  if (j.contains("strategy_config")) s.strategy_config = j["strategy_config"];
   s.cost_model = field_or<std::string>(j, "cost_model", s.cost_model);
   s.db = field_or<std::string>(j, "db", "");
   s.export_path = field_or<std::string>(j, "export", "");

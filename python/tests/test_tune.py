@@ -1,5 +1,6 @@
 """atvoss.tune and atvoss.run_job: results that agree with the database, resume, progress,
 Ctrl-C (KeyboardInterrupt) leaving a resumable database, bad input, GIL released."""
+import json
 import math
 import os
 import signal
@@ -263,12 +264,28 @@ def test_tune_releases_the_gil():
     ({"trials": 2**32 + 4}, ValueError, "trials must be in 1..2147483647"),
     ({"seed": 2**64}, ValueError, "seed must be in 0..18446744073709551615"),
     ({"batch_size": 2**31}, ValueError, "batch_size"),
+    ({"strategy_config": {"tpe_gamma": 0.3}}, ValueError, "random strategy_config: unknown field 'tpe_gamma'"),
+    ({"strategy": "tpe", "strategy_config": {"tpe_gamma": 2}}, ValueError, r"'tpe_gamma' must be in \(0, 1\]"),
+    ({"strategy_config": ["x"]}, TypeError, "strategy_config"),
 ])
 def test_tune_bad_input(matmul, tmp_path, kwargs, exc, field):
     args = {"trials": 4, "strategy": "random", "db": str(tmp_path / "x.db")}
     args.update(kwargs)
     with pytest.raises(exc, match=field):
         atvoss.tune(matmul, "ascend910b", **args)
+
+
+def test_strategy_config_reaches_the_strategy(matmul):
+    # A longer random start changes which schedules TPE measures; the same config repeats them
+    # (in the order trials finish, which threads decide: compared as sets).
+    def measured(config):
+        seen = []
+        atvoss.tune(matmul, "ascend910b", trials=12, strategy="tpe", seed=2, batch_size=4,
+                    strategy_config=config, progress=lambda p: seen.append(json.dumps(p["schedule"].to_json(),
+                                                                                      sort_keys=True)))
+        return sorted(seen)
+    assert measured({"tpe_startup": 2}) == measured({"tpe_startup": 2})
+    assert measured({"tpe_startup": 2}) != measured({"tpe_startup": 12})
 
 
 def test_a_result_no_faster_than_the_default_warns(matmul):

@@ -1,6 +1,6 @@
 // ModelGuidedSearch: MetaSchedule-style evolutionary search over cost-model predictions.
 // Each round: refit the CostModel when enough new trials arrived (retrain policy below),
-// evolve a population of options().model_population points for model_generations
+// evolve a population of config().model_population points for model_generations
 // generations (seeded from the best measured trials plus random valid points; parents by
 // predicted-score tournament; per-knob crossover and neighbour mutation), collect every
 // unmeasured valid point the evolution visited with its score, and fill the batch best
@@ -19,7 +19,7 @@
 // training group of their own, so the first proposals already follow the other target's
 // landscape (the warm start); operators get transfer_groups instead. Once 8 own
 // trials succeeded, the prior group's weight follows how well a model of the prior alone
-// ranks them (prior_weight), so a misleading prior fades instead of steering the search.
+// ranks them (rho^3, model_guided_config.hpp), so a misleading prior fades instead of steering the search.
 // Resume: the state stores how many trials the last fit used; load_state refits on exactly
 // those, so a deterministic model resumes exactly. Private to search/ (ensemble reuses it).
 #pragma once
@@ -28,12 +28,14 @@
 
 #include "costmodel/retrain_policy.hpp"
 #include "search/internal/strategy_base.hpp"
+#include "search/model_guided_config.hpp"
 
 namespace atvoss::search {
 
 class ModelGuidedSearch : public StrategyBase {
  public:
-  ModelGuidedSearch(std::string name, const ScheduleSpace& space, const StrategyOptions& o);
+  ModelGuidedSearch(std::string name, const ScheduleSpace& space, const TuneContext& context,
+                    const ModelGuidedConfig& config);
 
  protected:
   void next_points(std::size_t n) override;
@@ -46,6 +48,7 @@ class ModelGuidedSearch : public StrategyBase {
   void model_points(const costmodel::CostModel& model, std::size_t target);
   // The fitted model, or the heuristic before the first fit (nullptr: propose randomly).
   const costmodel::CostModel* ranking_model();
+  const ModelGuidedConfig& config() const { return config_; }
 
  private:
   void fit(std::size_t records_used);
@@ -64,6 +67,7 @@ class ModelGuidedSearch : public StrategyBase {
   // p differs from q in at least a third of the knobs (model_far_share).
   bool far_from(const Point& p, const Point& q) const;
 
+  ModelGuidedConfig config_;
   std::unique_ptr<costmodel::CostModel> model_;
   std::unique_ptr<costmodel::CostModel> heuristic_;  // null when not used
   std::size_t trained_on_ = 0;                       // records used by the last fit

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "search/evolution_config.hpp"
 #include "search/search_strategy.hpp"
 
 namespace atvoss::search {
@@ -34,7 +35,10 @@ struct Record {
 
 class StrategyBase : public SearchStrategy {
  public:
-  StrategyBase(std::string name, const ScheduleSpace& space, const StrategyOptions& options);
+  // evolution: the breeding of breed_from_measured and mutate_knob's doubling (only the
+  // strategies that breed or mutate read it).
+  StrategyBase(std::string name, const ScheduleSpace& space, const TuneContext& context,
+               const EvolutionConfig& evolution = {});
 
   std::string name() const final { return name_; }
   void observe(std::span<const Trial> history) final;
@@ -60,7 +64,8 @@ class StrategyBase : public SearchStrategy {
   virtual void load_extra(const Json& extra) { (void)extra; }
 
   const ScheduleSpace& space() const { return space_; }
-  const StrategyOptions& options() const { return options_; }
+  const TuneContext& context() const { return context_; }
+  const EvolutionConfig& evolution() const { return evolution_; }
   std::mt19937_64& rng() { return rng_; }
   const std::vector<Record>& records() const { return records_; }
   std::size_t round() const { return round_; }
@@ -78,14 +83,14 @@ class StrategyBase : public SearchStrategy {
   // space has none left (falls back to enumeration when rejection sampling stalls).
   void fill_random(std::size_t target);
   // Moves one knob of p to a neighbouring value (+-1, sometimes +-2 steps), or with
-  // probability options().mutation_doubling to twice or half its value where the list has it.
+  // probability evolution().mutation_doubling to twice or half its value where the list has it.
   void mutate_knob(Point& p, std::size_t knob);
   // Records whose status is ok.
   std::size_t successes() const;
   // Best successful records, best first (ties by record order), at most k.
   std::vector<const Record*> best_records(std::size_t k) const;
   // Evolutionary step over the measured trials: claims children of tournament-selected
-  // parents among the best options().population records (elitism), by per-knob crossover
+  // parents among the best evolution().population records (elitism), by per-knob crossover
   // and neighbour mutation, repairing invalid or seen children by further mutation and
   // rejecting them after a few tries, until the batch holds target points or tries run out.
   void breed_from_measured(std::size_t target);
@@ -99,7 +104,8 @@ class StrategyBase : public SearchStrategy {
 
   std::string name_;
   ScheduleSpace space_;
-  StrategyOptions options_;
+  TuneContext context_;
+  EvolutionConfig evolution_;
   std::mt19937_64 rng_;
   std::size_t round_ = 0;
   std::vector<Record> records_;
@@ -112,7 +118,7 @@ class StrategyBase : public SearchStrategy {
   // kDenseValidLimit points, which costs no hashing; otherwise by point.
   std::vector<std::int8_t> dense_valid_;
   // Per knob and value index: the indices of half and of twice that value (-1: not listed);
-  // empty when options().mutation_doubling is 0.
+  // empty when evolution().mutation_doubling is 0.
   std::vector<std::vector<std::array<int, 2>>> doublings_;
   std::unordered_map<Point, bool, PointHash> valid_cache_;
 };

@@ -12,7 +12,7 @@
 //   3. claim the best; within a batch each point already claimed (by this arm or another)
 //      joins g (a "liar"), so the batch spreads out instead of repeating one idea.
 // Before tpe_startup successes the proposals are random, or, when the workload has analytic
-// features (NPU operators; not recorded tables) and heuristic_before_fit is set, the best of
+// features (NPU operators; not recorded tables) and heuristic_before_fit is set (tpe_config.hpp), the best of
 // kHeuristicPool random valid points under costmodel's heuristic model. Transfer:
 // prior_trials (the same kernel on another target) are split the same way among themselves,
 // join l and g with weight prior_weight, and skip the random start. Stateless beyond the
@@ -25,13 +25,14 @@
 #include "costmodel/cost_model.hpp"
 #include "search/internal/parzen_estimator.hpp"
 #include "search/internal/strategy_base.hpp"
+#include "search/tpe_config.hpp"
 
 namespace atvoss::search {
 
 class TpeProposer {
  public:
   // host outlives the proposer (it is a member of the host strategy).
-  explicit TpeProposer(StrategyBase& host);
+  TpeProposer(StrategyBase& host, const TpeConfig& config);
   ~TpeProposer();
 
   // Claims points into host's batch until it holds `target` points or nothing new is left.
@@ -55,6 +56,7 @@ class TpeProposer {
   void heuristic_points(std::size_t target);
 
   StrategyBase& host_;
+  TpeConfig config_;
   std::vector<int> sizes_;
   Split prior_;
   std::unique_ptr<costmodel::CostModel> heuristic_;  // null: random startup

@@ -491,6 +491,9 @@ TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
       {"trials_wrong_type", {{"trials", "lots"}}, "trials"},
       {"unreachable_farm", {{"farm", "127.0.0.1:1"}}, "unreachable"},
       {"unknown_strategy", {{"strategy", "psychic"}}, "strategy"},
+      {"strategy_config_key", {{"strategy_config", {{"tpe_gamma", 0.3}}}}, "unknown field 'tpe_gamma'"},
+      {"strategy_config_range", {{"strategy", "tpe"}, {"strategy_config", {{"tpe_gamma", 3}}}}, "'tpe_gamma' must be"},
+      {"strategy_config_type", {{"strategy_config", "fast"}}, "field 'strategy_config' must be a JSON object"},
       {"too_many_devices", {{"parallel", {{"devices", 99}, {"topology", "ascend910b-server8"}}}}, "parallel.devices"},
       {"unknown_topology", {{"parallel", {{"devices", 2}, {"topology", "dgx-a100"}}}}, "unknown preset 'dgx-a100'"},
       {"bad_mode", {{"parallel", {{"devices", 2}, {"mode", "serving"}}}}, "field 'mode' must be training or inference"},
@@ -510,6 +513,12 @@ TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
   EXPECT_EQ(flags.code, 2);
   const Result missing = run(path("absent.json"));
   EXPECT_EQ(missing.code, 2);
+  const std::string wl = R"('{"op":"matmul","dims":{"M":64,"N":64,"K":64}}')";
+  const Result config = run("--target ascend910 --workload " + wl + " --trials 4 --strategy evolutionary --db " +
+                            path("single.db") + R"( --strategy-config '{"population":1}')");
+  EXPECT_EQ(config.code, 2);
+  EXPECT_THAT(config.err, HasSubstr("evolutionary strategy_config: field 'population' must be >= 2"));
+  EXPECT_FALSE(fs::exists(path("single.db")));
 }
 
 }  // namespace

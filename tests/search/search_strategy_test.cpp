@@ -78,12 +78,26 @@ class FakeModel final : public costmodel::CostModel {
   bool trained_ = false;
 };
 
-StrategyOptions options_for(std::uint64_t seed, int* fits) {
-  StrategyOptions o;
-  o.seed = seed;
-  o.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
-  o.model_population = 128;
-  o.model_factory = [fits] { return std::make_unique<FakeModel>(fits); };
+// What a test hands make_for: the run's context and the strategy's config.
+struct StrategySetup {
+  TuneContext context;
+  Json config = Json::object();
+};
+
+// model_population is the model's key, which the other strategies refuse: one setup serves
+// every strategy.
+std::unique_ptr<SearchStrategy> make_for(const std::string& name, const ScheduleSpace& space, const StrategySetup& s) {
+  Json config = s.config;
+  if (name != "model-guided" && name != "ensemble") config.erase("model_population");
+  return make_strategy(name, space, s.context, config);
+}
+
+StrategySetup options_for(std::uint64_t seed, int* fits) {
+  StrategySetup o;
+  o.context.seed = seed;
+  o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
+  o.config["model_population"] = 128;
+  o.context.model_factory = [fits] { return std::make_unique<FakeModel>(fits); };
   return o;
 }
 
@@ -126,7 +140,7 @@ class EveryStrategy : public testing::TestWithParam<std::string> {
   ScheduleSpace space_ = synthetic_space();
   int fits_ = 0;
   std::unique_ptr<SearchStrategy> make(std::uint64_t seed) {
-    return make_strategy(GetParam(), space_, options_for(seed, &fits_));
+    return make_for(GetParam(), space_, options_for(seed, &fits_));
   }
 };
 
@@ -179,7 +193,7 @@ TEST_P(EveryStrategy, ExhaustsSmallSpaceWithoutRepeats) {
   ScheduleSpace tiny({{"a", {1, 2, 3, 4}}, {"b", {1, 2, 3}}}, [](const Schedule& s) {
     return s.at("a") == s.at("b") ? Verdict::invalid("a == b") : Verdict::valid();
   });
-  auto s = make_strategy(GetParam(), tiny, options_for(5, &fits_));
+  auto s = make_for(GetParam(), tiny, options_for(5, &fits_));
   std::set<Schedule> all;
   for (int r = 0; r < 5; ++r) {
     auto b = s->propose(4);
@@ -259,8 +273,8 @@ TEST(SearchStrategyTest, EvolutionaryBeatsRandomOnSyntheticLandscape) {
   int fits = 0;
   double evo = 0, rnd = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {  // fixed seeds: deterministic
-    auto e = make_strategy("evolutionary", space, options_for(seed, &fits));
-    auto r = make_strategy("random", space, options_for(seed, &fits));
+    auto e = make_for("evolutionary", space, options_for(seed, &fits));
+    auto r = make_for("random", space, options_for(seed, &fits));
     evo += best_time(run(*e, space, 12, 16), 192);
     rnd += best_time(run(*r, space, 12, 16), 192);
   }
@@ -270,7 +284,7 @@ TEST(SearchStrategyTest, EvolutionaryBeatsRandomOnSyntheticLandscape) {
 TEST(SearchStrategyTest, ModelGuidedFollowsTheModel) {
   const auto space = synthetic_space();
   int fits = 0;
-  auto s = make_strategy("model-guided", space, options_for(4, &fits));
+  auto s = make_for("model-guided", space, options_for(4, &fits));
   const auto proposals = run(*s, space, 8, 16);
   double optimum = HUGE_VAL;
   for (std::uint64_t i = 0; i < space.size(); ++i) {
@@ -290,9 +304,9 @@ TEST(SearchStrategyTest, EnsembleOfOneArmProposesAsThatStrategy) {
     SCOPED_TRACE(arm);
     int fits_a = 0, fits_b = 0;
     auto oa = options_for(7, &fits_a);
-    oa.ensemble_arms = {arm};
-    auto ens = make_strategy("ensemble", space, oa);
-    auto alone = make_strategy(strategy, space, options_for(7, &fits_b));
+    oa.config["ensemble_arms"] = Json::array({arm});
+    auto ens = make_for("ensemble", space, oa);
+    auto alone = make_for(strategy, space, options_for(7, &fits_b));
     for (std::size_t batch : {1, 4, 16, 16, 16}) {
       const auto a = ens->propose(batch);
       ASSERT_EQ(a, alone->propose(batch));
@@ -308,7 +322,7 @@ TEST(SearchStrategyTest, EnsembleOfOneArmProposesAsThatStrategy) {
 TEST(SearchStrategyTest, EnsembleDrawsTheArmOfEachSlotOfABatchOfOne) {
   const auto space = synthetic_space();
   int fits = 0;
-  auto s = make_strategy("ensemble", space, options_for(3, &fits));
+  auto s = make_for("ensemble", space, options_for(3, &fits));
   run(*s, space, 60, 1);
   const Json uses = s->save_state()["extra"]["uses"];
   ASSERT_EQ(uses.size(), 3u);
@@ -326,13 +340,13 @@ TEST(SearchStrategyTest, ModelGuidedFitsOnThePriorBeforeItsOwnTrials) {
     prior.push_back(measure(space, space.schedule_at(space.point_at(i))));
   int fits = 0;
   auto with = options_for(5, &fits);
-  with.prior_trials = prior;
-  auto s = make_strategy("model-guided", space, with);
+  with.context.prior_trials = prior;
+  auto s = make_for("model-guided", space, with);
   const auto first = s->propose(4);
   EXPECT_EQ(fits, 1);
   EXPECT_EQ(FakeModel::last_total_samples, prior.size());
   int fits_cold = 0;
-  auto cold = make_strategy("model-guided", space, options_for(5, &fits_cold));
+  auto cold = make_for("model-guided", space, options_for(5, &fits_cold));
   const auto cold_first = cold->propose(4);
   EXPECT_EQ(fits_cold, 0);
   // The perfect model, fitted at once, leads the first batch near the optimum (10).
@@ -341,8 +355,8 @@ TEST(SearchStrategyTest, ModelGuidedFitsOnThePriorBeforeItsOwnTrials) {
 
   int fits_resumed = 0;
   auto again = options_for(5, &fits_resumed);
-  again.prior_trials = prior;
-  auto r = make_strategy("model-guided", space, again);
+  again.context.prior_trials = prior;
+  auto r = make_for("model-guided", space, again);
   r->load_state(s->save_state());
   EXPECT_EQ(fits_resumed, 1);
   s->update(measure_all(space, first));
@@ -379,11 +393,11 @@ class FlippingModel final : public costmodel::CostModel {
   bool rows_alone_;
 };
 
-StrategyOptions flipping_options(int* fits, std::vector<std::size_t>* rows, bool rows_alone) {
+StrategySetup flipping_options(int* fits, std::vector<std::size_t>* rows, bool rows_alone) {
   auto o = options_for(6, fits);
-  o.epsilon = 0;
-  o.min_train_samples = 4;
-  o.model_factory = [=] { return std::make_unique<FlippingModel>(fits, rows, rows_alone); };
+  o.config["epsilon"] = 0;
+  o.config["min_train_samples"] = 4;
+  o.context.model_factory = [=] { return std::make_unique<FlippingModel>(fits, rows, rows_alone); };
   return o;
 }
 
@@ -392,7 +406,7 @@ TEST(SearchStrategyTest, ModelGuidedScoresComeFromTheLatestFit) {
   const auto space = synthetic_space();
   int fits = 0;
   std::vector<std::size_t> rows;
-  auto s = make_strategy("model-guided", space, flipping_options(&fits, &rows, true));
+  auto s = make_for("model-guided", space, flipping_options(&fits, &rows, true));
   for (int r = 0; r < 40; ++r) {
     const auto b = s->propose(1);
     ASSERT_EQ(b.size(), 1u);
@@ -411,7 +425,7 @@ TEST(SearchStrategyTest, ModelGuidedKeepsNoScoresOfAModelThatScoresCallsAsAWhole
   const auto space = synthetic_space();
   int fits = 0;
   std::vector<std::size_t> rows;
-  auto s = make_strategy("model-guided", space, flipping_options(&fits, &rows, false));
+  auto s = make_for("model-guided", space, flipping_options(&fits, &rows, false));
   run(*s, space, 20, 1);
   ASSERT_FALSE(rows.empty());
   for (std::size_t n : rows) EXPECT_EQ(n, 128u);
@@ -420,9 +434,9 @@ TEST(SearchStrategyTest, ModelGuidedKeepsNoScoresOfAModelThatScoresCallsAsAWhole
 // Runs 40 proposals of one; expects every model pick made while far_wanted(trials since the
 // best) to differ from the best trial so far in at least a third of the knobs (2 of 5),
 // though the perfect model scores the best's neighbours highest. Returns how many it checked.
-int expect_far_picks(const StrategyOptions& o, const std::function<bool(int)>& far_wanted) {
+int expect_far_picks(const StrategySetup& o, const std::function<bool(int)>& far_wanted) {
   const auto space = synthetic_space();
-  auto s = make_strategy("model-guided", space, o);
+  auto s = make_for("model-guided", space, o);
   double best = HUGE_VAL;
   Schedule incumbent;
   int since_best = 0, checked = 0;
@@ -452,8 +466,8 @@ int expect_far_picks(const StrategyOptions& o, const std::function<bool(int)>& f
 TEST(SearchStrategyTest, ModelGuidedFarShareProposesAwayFromTheIncumbent) {
   int fits = 0;
   auto o = options_for(2, &fits);
-  o.epsilon = 0;
-  o.model_far_share = 1;
+  o.config["epsilon"] = 0;
+  o.config["model_far_share"] = 1;
   EXPECT_GE(expect_far_picks(o, [](int) { return true; }), 15);
 }
 
@@ -461,8 +475,8 @@ TEST(SearchStrategyTest, ModelGuidedFarShareProposesAwayFromTheIncumbent) {
 TEST(SearchStrategyTest, ModelGuidedRestartsAwayFromAStalledIncumbent) {
   int fits = 0;
   auto o = options_for(2, &fits);
-  o.epsilon = 0;
-  o.model_stall = 3;
+  o.config["epsilon"] = 0;
+  o.config["model_stall"] = 3;
   EXPECT_GE(expect_far_picks(o, [](int since_best) { return since_best > 3; }), 5);
 }
 
@@ -474,10 +488,10 @@ TEST(SearchStrategyTest, DoublingMutationStepsToTwiceOrHalfTheValue) {
   const ScheduleSpace space({{"block", sizes}, {"flag", {0, 1}}}, [](const Schedule&) { return Verdict::valid(); });
   const std::set<std::int64_t> powers = {16, 32, 64, 128, 256};
   for (double doubling : {0.0, 1.0}) {
-    StrategyOptions o;
-    o.seed = 3;
-    o.mutation_doubling = doubling;
-    auto s = make_strategy("evolutionary", space, o);
+    StrategySetup o;
+    o.context.seed = 3;
+    o.config["mutation_doubling"] = doubling;
+    auto s = make_for("evolutionary", space, o);
     s->observe(std::vector<Trial>{{Schedule({{"block", 128}, {"flag", 0}}), Status::ok, 1.0},
                                   {Schedule({{"block", 128}, {"flag", 1}}), Status::ok, 2.0}});
     std::set<std::int64_t> proposed;
@@ -492,8 +506,8 @@ TEST(SearchStrategyTest, RetrainPolicyFitsOnTwentyPercentNewData) {
   const auto space = synthetic_space();
   int fits = 0;
   auto opts = options_for(4, &fits);
-  opts.min_train_samples = 16;
-  auto s = make_strategy("model-guided", space, opts);
+  opts.config["min_train_samples"] = 16;
+  auto s = make_for("model-guided", space, opts);
   // Rounds of 8: first fit once 16 succeeded (round 3 sees 16 trials, all valid or not),
   // then refit whenever the new trials reach 20% of the last fit.
   std::vector<int> fits_before_round;
@@ -515,25 +529,26 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
   const auto space = synthetic_space();
   const struct {
     const char* name;
-    std::function<void(StrategyOptions&)> edit;
+    std::function<void(StrategySetup&)> edit;
     const char* error;
   } kCases[] = {
-      {"nope", [](StrategyOptions&) {}, "expected one of random, grid"},
-      {"evolutionary", [](StrategyOptions& o) { o.population = 1; }, "'population'"},
-      {"model-guided", [](StrategyOptions& o) { o.epsilon = 2; }, "'epsilon'"},
-      {"model-guided", [](StrategyOptions& o) { o.model_far_share = -0.1; }, "'model_far_share'"},
-      {"model-guided", [](StrategyOptions& o) { o.model_stall = -1; }, "'model_stall'"},
-      {"evolutionary", [](StrategyOptions& o) { o.mutation_doubling = 1.5; }, "'mutation_doubling'"},
-      {"model-guided", [](StrategyOptions& o) { o.workload = Workload(); }, "options.workload"},
-      {"ensemble", [](StrategyOptions& o) { o.ensemble_arms = {}; }, "'ensemble_arms' must be a non-empty"},
+      {"nope", [](StrategySetup&) {}, "expected one of random, grid"},
+      {"evolutionary", [](StrategySetup& o) { o.config["population"] = 1; }, "'population'"},
+      {"model-guided", [](StrategySetup& o) { o.config["epsilon"] = 2; }, "'epsilon'"},
+      {"model-guided", [](StrategySetup& o) { o.config["model_far_share"] = -0.1; }, "'model_far_share'"},
+      {"model-guided", [](StrategySetup& o) { o.config["model_stall"] = -1; }, "'model_stall'"},
+      {"evolutionary", [](StrategySetup& o) { o.config["mutation_doubling"] = 1.5; }, "'mutation_doubling'"},
+      {"model-guided", [](StrategySetup& o) { o.context.workload = Workload(); }, "context.workload"},
+      {"ensemble", [](StrategySetup& o) { o.config["ensemble_arms"] = Json::array(); },
+       "'ensemble_arms' must be a non-empty"},
       {"ensemble",
-       [](StrategyOptions& o) {
-         o.ensemble_arms = {"model", "grid"};
+       [](StrategySetup& o) {
+         o.config["ensemble_arms"] = Json::array({"model", "grid"});
        },
        "(got 'grid')"},
       {"ensemble",
-       [](StrategyOptions& o) {
-         o.ensemble_arms = {"tpe", "tpe"};
+       [](StrategySetup& o) {
+         o.config["ensemble_arms"] = Json::array({"tpe", "tpe"});
        },
        "'tpe' twice"},
   };
@@ -542,7 +557,7 @@ TEST(SearchStrategyTest, FactoryRejectsBadInput) {
     int fits = 0;
     auto o = options_for(1, &fits);
     c.edit(o);
-    expect_bad_input([&] { make_strategy(c.name, space, o); }, c.error);
+    expect_bad_input([&] { make_for(c.name, space, o); }, c.error);
   }
 }
 
@@ -552,16 +567,16 @@ TEST(SearchStrategyTest, RealModelsResumeExactly) {
   const auto space = synthetic_space();
   for (const char* kind : {"linear", "xgboost"}) {
     SCOPED_TRACE(kind);
-    StrategyOptions o;
-    o.seed = 21;
-    o.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
-    o.cost_model = kind;
-    o.model_threads = 1;
-    o.model_population = 64;
-    o.retrain_fraction = 1.0;  // fits at 8, 16, 32 trials: the save at 40 is between fits
-    auto a = make_strategy("model-guided", space, o);
+    StrategySetup o;
+    o.context.seed = 21;
+    o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
+    o.context.cost_model = kind;
+    o.context.model_threads = 1;
+    o.config["model_population"] = 64;
+    o.config["retrain_fraction"] = 1.0;  // fits at 8, 16, 32 trials: the save at 40 is between fits
+    auto a = make_for("model-guided", space, o);
     run(*a, space, 5, 8);
-    auto b = make_strategy("model-guided", space, o);
+    auto b = make_for("model-guided", space, o);
     b->load_state(a->save_state());
     EXPECT_EQ(run(*a, space, 3, 8), run(*b, space, 3, 8));
   }
@@ -607,13 +622,13 @@ TEST(SearchStrategyTest, ModelGuidedWeighsThePriorByHowWellItRanksTheOwnTrials) 
       prior.push_back(t);
     }
     std::vector<double> weights;
-    StrategyOptions o;
-    o.seed = 8;
-    o.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
-    o.model_population = 64;
-    o.prior_trials = prior;
-    o.model_factory = [&weights] { return std::make_unique<WeightRecordingModel>(&weights); };
-    auto a = make_strategy("model-guided", space, o);
+    StrategySetup o;
+    o.context.seed = 8;
+    o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
+    o.config["model_population"] = 64;
+    o.context.prior_trials = prior;
+    o.context.model_factory = [&weights] { return std::make_unique<WeightRecordingModel>(&weights); };
+    auto a = make_for("model-guided", space, o);
     // Below 8 own successes the prior counts in full.
     int ok = 0;
     while (ok < 8) {
@@ -631,7 +646,7 @@ TEST(SearchStrategyTest, ModelGuidedWeighsThePriorByHowWellItRanksTheOwnTrials) 
       EXPECT_GT(weights.back(), 0.01);  // ten times the floor
     }
     const double saved_weight = weights.back();
-    auto b = make_strategy("model-guided", space, o);
+    auto b = make_for("model-guided", space, o);
     b->load_state(a->save_state());
     EXPECT_EQ(weights.back(), saved_weight);
     EXPECT_EQ(run(*a, space, 3, 4), run(*b, space, 3, 4));
@@ -649,14 +664,14 @@ struct BadState {
 void expect_bad_states_refused(const std::string& strategy, std::initializer_list<BadState> cases) {
   const auto space = synthetic_space();
   int fits = 0;
-  auto a = make_strategy(strategy, space, options_for(1, &fits));
+  auto a = make_for(strategy, space, options_for(1, &fits));
   run(*a, space, 1, 4);
   const Json good = a->save_state();
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     Json bad = good;
     c.edit(bad);
-    auto fresh = make_strategy(strategy, space, options_for(1, &fits));
+    auto fresh = make_for(strategy, space, options_for(1, &fits));
     expect_bad_input([&] { fresh->load_state(bad); }, c.error);
   }
 }
@@ -705,12 +720,12 @@ TEST(SearchStrategyTest, RecordedSpaceProposalsAreAllRecorded) {
   const auto rs = RecordedSpace::parse(csv, "table.csv");
   for (const auto& name : strategy_names()) {
     SCOPED_TRACE(name);
-    StrategyOptions o;
-    o.seed = 3;
-    o.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"table.csv"})", "t"));
-    o.cost_model = "linear";
-    o.model_population = 64;
-    auto s = make_strategy(name, rs->space(), o);
+    StrategySetup o;
+    o.context.seed = 3;
+    o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"table.csv"})", "t"));
+    o.context.cost_model = "linear";
+    o.config["model_population"] = 64;
+    auto s = make_for(name, rs->space(), o);
     std::size_t proposed = 0;
     for (int r = 0; r < 8; ++r) {
       std::vector<Trial> results;

@@ -71,7 +71,7 @@ TEST(TpeSearchTest, TransferPriorSteersTheFirstProposals) {
   const auto space = bowl_space();
   double with = 0, without = 0;
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {  // fixed seeds: deterministic
-    StrategyOptions o;
+    TuneContext o;
     o.seed = seed;
     auto cold = make_strategy("tpe", space, o);
     o.prior_trials = other_target_records(space);
@@ -88,7 +88,7 @@ TEST(TpeSearchTest, TransferPriorSteersTheFirstProposals) {
 
 TEST(TpeSearchTest, ResumeWithPriorIsExact) {
   const auto space = bowl_space();
-  StrategyOptions o;
+  TuneContext o;
   o.seed = 4;
   o.prior_trials = other_target_records(space);
   auto a = make_strategy("tpe", space, o);
@@ -106,7 +106,7 @@ TEST(TpeSearchTest, LearnsTheFailingRegion) {
   const auto fails = [](const Schedule& s) { return s.at("k0") >= 4 ? Status::compile_error : Status::ok; };
   std::size_t tpe_failed = 0, random_failed = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    StrategyOptions o;
+    TuneContext o;
     o.seed = seed;
     for (const char* name : {"tpe", "random"}) {
       auto s = make_strategy(name, space, o);
@@ -121,19 +121,17 @@ TEST(TpeSearchTest, LearnsTheFailingRegion) {
 
 TEST(TpeSearchTest, EveryModeProposesNewValidPointsDeterministically) {
   const auto space = bowl_space();
-  StrategyOptions modes[6];
-  modes[0].tpe_univariate_share = 1;
-  modes[1].tpe_categorical_max = 8;
-  modes[2].tpe_stall = 1;
-  modes[3].tpe_local_share = 1;
-  modes[4].tpe_local_wide = 1;
-  modes[4].tpe_local_share = 1;
-  modes[5].tpe_local_pair = 1;
-  modes[5].tpe_local_share = 1;
-  for (auto& o : modes) {
-    o.seed = 9;
-    auto a = make_strategy("tpe", space, o);
-    auto b = make_strategy("tpe", space, o);
+  const Json modes[] = {{{"tpe_univariate_share", 1}},
+                        {{"tpe_categorical_max", 8}},
+                        {{"tpe_stall", 1}},
+                        {{"tpe_local_share", 1}},
+                        {{"tpe_local_wide", 1}, {"tpe_local_share", 1}},
+                        {{"tpe_local_pair", 1}, {"tpe_local_share", 1}}};
+  TuneContext o;
+  o.seed = 9;
+  for (const Json& config : modes) {
+    auto a = make_strategy("tpe", space, o, config);
+    auto b = make_strategy("tpe", space, o, config);
     const auto pa = run(*a, space, 10, 8);
     EXPECT_EQ(pa, run(*b, space, 10, 8));
     const std::set<Schedule> distinct(pa.begin(), pa.end());

@@ -79,9 +79,16 @@ class ExtensionTest : public testing::Test {
     search::StrategyEntry e;
     e.name = "test-counted-random";
     e.priority = 1;
-    e.make = [this](const ScheduleSpace& space, const search::StrategyOptions& o) {
+    e.make = [this](const ScheduleSpace& space, const search::TuneContext& o, const Json& config) {
       ++made_;
+      last_config_ = config;
       return search::make_strategy("random", space, o);
+    };
+    // Its one setting, checked as a built-in's would be.
+    e.check_config = [](const Json& config) {
+      for (const auto& [key, value] : config.items()) {
+        if (key != "k" || !value.is_number_integer()) throw_bad_input("test strategy_config: field '" + key + "'");
+      }
     };
     search::register_strategy(e);
   }
@@ -118,6 +125,7 @@ class ExtensionTest : public testing::Test {
   }
 
   int made_ = 0;
+  Json last_config_;
   fs::path dir_;
 };
 
@@ -136,6 +144,29 @@ TEST_F(ExtensionTest, RegisteredStrategyAndFusionRuleRunThroughAJobSpec) {
     EXPECT_EQ(r.measurement.profile.kernels, 1) << r.schedule.to_json().dump();
   }
   EXPECT_GT(ok, 0) << "no fusion_level 1 schedule was measured";
+}
+
+// A job spec's strategy_config reaches the strategy, and one it refuses stops the job before
+// the database is opened.
+TEST_F(ExtensionTest, AJobSpecsStrategyConfigReachesTheStrategyOrStopsTheJob) {
+  Json spec = spec_json(Json::array({{{"workload", kMatmul}}}), Json::array());
+  spec["strategy_config"] = {{"k", 3}};
+  run_job(JobSpec::from_json(spec), quiet());
+  EXPECT_EQ(made_, 1);
+  EXPECT_EQ(last_config_, Json({{"k", 3}}));
+  fs::remove(dir_ / "e.db");
+  spec["strategy_config"] = {{"z", 1}};
+  try {
+    run_job(JobSpec::from_json(spec), quiet());
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_NE(std::string(e.what()).find("field 'z'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(made_, 1);
+  EXPECT_FALSE(fs::exists(dir_ / "e.db"));
+  spec["strategy_config"] = Json::array({1});
+  EXPECT_THROW(JobSpec::from_json(spec), Error);
 }
 
 TEST_F(ExtensionTest, FusionRuleDeclaredInTheSpecBindsItsMemoryBudget) {

@@ -31,7 +31,7 @@ class TunerTest : public testing::Test {
   LocalMeasurer measurer_{LocalMeasurerOptions{2}};
 
   std::unique_ptr<search::SearchStrategy> strategy(std::uint64_t seed = 1) {
-    search::StrategyOptions o;
+    search::TuneContext o;
     o.seed = seed;
     return search::make_strategy("random", space_, o);
   }
