@@ -278,6 +278,41 @@ class Simulation {
 
 }  // namespace
 
+double makespan_lower_bound(const ExecGraph& g, const Device& d) {
+  const int n = int(g.nodes().size());
+  int devices = 1;
+  for (const auto& node : g.nodes()) devices = std::max(devices, node.cost.device + 1);
+  // Pools per device as the scheduler has them: cube (with vector on a coupled chip), vector
+  // on a split chip, copy, comm.
+  const auto pool = [&](Unit u) { return u == Unit::vector && !d.split ? int(Unit::cube) : int(u); };
+  const auto size = [&](int p) {
+    const int s = p == int(Unit::cube)     ? d.cube_cores
+                  : p == int(Unit::vector) ? d.vector_cores
+                  : p == int(Unit::copy)   ? d.copy_engines
+                                           : d.comm_engines;
+    return std::max(1, s);
+  };
+  std::vector<double> work(std::size_t(devices) * 4, 0), host(devices, 0), done(n, 0);
+  std::vector<double> shortest(devices, kInf);  // the last launch issued runs at least this long
+  double bound = 0;
+  for (int i = 0; i < n; ++i) {
+    const NodeCost& c = g.nodes()[i].cost;
+    const int p = pool(c.unit);
+    work[std::size_t(c.device) * 4 + p] += std::clamp(c.cores, 1, size(p)) * c.device_us();
+    host[c.device] += c.launch_us;
+    shortest[c.device] = std::min(shortest[c.device], c.device_us());
+    double start = c.launch_us;
+    for (int q : g.nodes()[i].preds) start = std::max(start, done[q]);
+    done[i] = start + c.device_us();
+    bound = std::max(bound, done[i]);
+  }
+  for (std::size_t k = 0; k < work.size(); ++k) bound = std::max(bound, work[k] / size(int(k % 4)));
+  for (int dev = 0; dev < devices; ++dev) {
+    if (shortest[dev] < kInf) bound = std::max(bound, host[dev] + shortest[dev]);
+  }
+  return bound;
+}
+
 Device Device::of(const Target& target) {
   Device d;
   d.split = target.organisation == "split";

@@ -90,6 +90,15 @@ struct Timeline {
 
 Timeline simulate(const ExecGraph& g, const Device& device, const SchedulerOptions& options = {});
 
+// A time no schedule of g on device can beat, whatever its order: the largest of
+//   - the longest chain of device times, each node starting no earlier than its own launch;
+//   - each pool's work (cores x device time, summed) over the pool's size;
+//   - each device's host, issuing every launch one after another, then the kernel launched
+//     last running at least the shortest device time.
+// HBM and L2 contention only slow kernels down, so they are left out. A makespan equal to it
+// is optimal: no priority can do better there.
+double makespan_lower_bound(const ExecGraph& g, const Device& device);
+
 std::string to_string(Unit u);  // "cube", "vector", "copy", "comm"
 
 // "topological" / "critical_path", and back (bad_input naming the field otherwise).

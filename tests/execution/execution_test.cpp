@@ -30,6 +30,38 @@ TEST(Execution, TwoBranchesOnEnoughCoresFinishInTheLongerBranchsTime) {
   EXPECT_DOUBLE_EQ(t.serial_us, 35);
   const Timeline narrow = simulate(g, cores(4));  // one branch at a time
   EXPECT_DOUBLE_EQ(narrow.makespan_us, 35);
+  // No order beats these: the longer branch on 8 cores, all the work on 4 (35 x 4 / 4).
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(g, cores(8)), 20);
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(g, cores(4)), 35);
+}
+
+// The bound takes the largest of the chain (a launch before each start), each pool's work over
+// its size, and the host issuing every launch.
+TEST(Execution, TheMakespanLowerBoundIsTheLargestOfChainPoolsAndHost) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1), a = g.add_buffer("a", 1), b = g.add_buffer("b", 1), c = g.add_buffer("c", 1);
+  g.add_node("a", "op", cost(12, 2, 2), {x}, {a});  // 10 us on the device after a 2 us launch
+  g.add_node("b", "op", cost(5, 2, 0), {a}, {b});
+  NodeCost copy = cost(30, 1);
+  copy.unit = Unit::copy;
+  g.add_node("c", "copy", copy, {x}, {c});
+  Device d = cores(4);
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(g, d), 30);  // the copy alone
+  d.copy_engines = 2;
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(g, d), 30);  // still one copy of 30 us: the chain of one node
+  d = cores(1);                                      // compute: (10 + 5) x 1 core; chain 2 + 10 + 5
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(g, d), 30);
+  ExecGraph h;
+  const int y = h.add_buffer("y", 1);
+  for (int i = 0; i < 4; ++i)
+    h.add_node("k" + std::to_string(i), "op", cost(10, 8, 1), {y}, {h.add_buffer("o" + std::to_string(i), 1)});
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(h, cores(8)), 36);   // 4 x 9 us of all 8 cores
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(h, cores(16)), 18);  // two at a time
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(h, cores(32)), 13);  // side by side: the fourth launch at 4, then 9 us
+  EXPECT_DOUBLE_EQ(simulate(h, cores(32)).makespan_us, 13);
+  for (const auto& graph : {g, h}) {
+    EXPECT_GE(simulate(graph, cores(8)).makespan_us, makespan_lower_bound(graph, cores(8)));
+  }
 }
 
 TEST(Execution, ADiamondRespectsItsDependencies) {
