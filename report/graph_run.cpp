@@ -227,6 +227,7 @@ GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_de
                    {"stages", knobs.stages},
                    {"micro_batches", knobs.micro_batches}}},
                  {"topological_us", topological.makespan_us},
+                 {"lower_bound_us", execution::makespan_lower_bound(run_graph, device)},
                  {"critical_path", path},
                  {"memory", memory_json}};
   return run;

@@ -448,6 +448,11 @@ TEST_F(TuneCli, AnAttentionModelRunsItsBranchesSideBySideAndPlansAtTheBound) {
   const double peak = e["memory"]["peak_bytes"].get<double>(), bound = e["memory"]["lower_bound_bytes"].get<double>();
   EXPECT_GE(peak, bound);
   EXPECT_LE(peak, 1.05 * bound) << "the plan is " << 100 * (peak / bound - 1) << " % above the liveness bound";
+  // The tuned run is no faster than the bound on any order of its graph, and the heads' branches
+  // bring it below the serial sum.
+  const double tuned = e["rows"][3]["end_to_end_us"].get<double>(), floor = e["lower_bound_us"].get<double>();
+  EXPECT_GE(tuned, floor * (1 - 1e-9));
+  EXPECT_LT(floor, e["rows"][2]["end_to_end_us"].get<double>());
 }
 
 // A job over many devices: the tuned model's training step on 4 cards of a server, the plan
