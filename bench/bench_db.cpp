@@ -255,13 +255,13 @@ void BM_TableNearest_10k(benchmark::State& state) {
     absent.push_back(matmul(17 + static_cast<std::int64_t>(rng() % 5000), 17 + static_cast<std::int64_t>(rng() % 5000),
                             17 + static_cast<std::int64_t>(rng() % 5000)));
   }
-  std::size_t i = 0, approximate = 0;
+  std::size_t i = 0, nearest = 0;
   for (auto _ : state) {
     auto r = table->lookup(absent[i++ % absent.size()]);
-    approximate += r.kind == table::MatchKind::approximate;
+    nearest += r.kind == table::MatchKind::nearest;
     benchmark::DoNotOptimize(r);
   }
-  state.counters["approximate_fraction"] = static_cast<double>(approximate) / static_cast<double>(i);
+  state.counters["nearest_fraction"] = static_cast<double>(nearest) / static_cast<double>(i);
 }
 BENCHMARK(BM_TableNearest_10k)->Unit(benchmark::kMicrosecond);
 

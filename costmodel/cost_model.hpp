@@ -28,8 +28,9 @@
 
 namespace atvoss::costmodel {
 
-// One measured schedule. time_us is meaningful only when status is ok.
-struct Sample {
+// One measured schedule (a trial, the one name for it in every module: docs/architecture.md,
+// vocabulary). time_us is meaningful only when status is ok. A training sample of the model.
+struct Trial {
   Schedule schedule;
   Status status = Status::ok;
   double time_us = 0;
@@ -39,7 +40,7 @@ struct Sample {
 struct WorkloadGroup {
   Workload workload;
   Target target;
-  std::vector<Sample> samples;
+  std::vector<Trial> samples;
   // Weight of each of its samples in training relative to a sample of weight 1 (e.g. the
   // same kernel on another target counts less than the target's own trials). > 0.
   double weight = 1.0;

@@ -158,7 +158,7 @@ ModelMetrics evaluate(const CostModel& model, std::span<const WorkloadGroup> gro
   for (const WorkloadGroup& g : groups) {
     std::vector<Schedule> schedules;
     std::vector<double> truth;
-    for (const Sample& s : g.samples) {
+    for (const Trial& s : g.samples) {
       const bool ok = s.status == Status::ok && s.time_us > 0;
       if (!ok && !is_candidate_error(s.status)) continue;
       schedules.push_back(s.schedule);

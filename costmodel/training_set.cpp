@@ -9,11 +9,11 @@
 namespace atvoss::costmodel {
 namespace {
 
-bool usable_ok(const Sample& s) { return s.status == Status::ok && s.time_us > 0; }
+bool usable_ok(const Trial& s) { return s.status == Status::ok && s.time_us > 0; }
 
 double best_time(const WorkloadGroup& g) {
   double best = std::numeric_limits<double>::infinity();
-  for (const Sample& s : g.samples) {
+  for (const Trial& s : g.samples) {
     if (usable_ok(s)) best = std::min(best, s.time_us);
   }
   return best;
@@ -21,7 +21,7 @@ double best_time(const WorkloadGroup& g) {
 
 }  // namespace
 
-double sample_label(const Sample& sample, double best_time_us) {
+double sample_label(const Trial& sample, double best_time_us) {
   if (usable_ok(sample)) return best_time_us / sample.time_us;
   if (is_candidate_error(sample.status)) return 0.0;
   return -1.0;  // infrastructure error or ok without a time: no information
@@ -52,7 +52,7 @@ TrainingSet build_training_set(std::span<const WorkloadGroup> groups) {
     if (!(best < std::numeric_limits<double>::infinity())) continue;
     const Featurizer featurizer(g.workload, g.target);
     unsigned kept = 0;
-    for (const Sample& s : g.samples) {
+    for (const Trial& s : g.samples) {
       const double label = sample_label(s, best);
       if (label < 0) continue;
       set.x.data.resize((set.x.rows + 1) * set.x.cols);

@@ -5,7 +5,7 @@
 
 namespace atvoss::costmodel {
 
-bool GroupBuilder::add(const Workload& w, const Target& t, Sample sample) {
+bool GroupBuilder::add(const Workload& w, const Target& t, Trial sample) {
   auto it = groups_.find(w.key());
   if (it == groups_.end()) it = groups_.emplace(w.key(), WorkloadGroup{w, t, {}}).first;
   auto& samples = it->second.samples;

@@ -21,7 +21,7 @@ class GroupBuilder {
   explicit GroupBuilder(int per_workload = 0) : per_workload_(per_workload) {}
   // Adds one sample of workload w on target t; returns false if the workload's group is
   // full and the sample was dropped.
-  bool add(const Workload& w, const Target& t, Sample sample);
+  bool add(const Workload& w, const Target& t, Trial sample);
   std::size_t samples() const { return samples_; }
   // The groups, in workload-key order. The builder is empty afterwards.
   std::vector<WorkloadGroup> take();

@@ -110,7 +110,7 @@ class EnsembleSearch final : public ModelGuidedSearch {
 
   void on_records(std::size_t first_new) override {
     for (std::size_t i = first_new; i < records().size(); ++i) {
-      const Record& r = records()[i];
+      const PointTrial& r = records()[i];
       auto it = origin_.find(r.point);
       const bool new_best = r.ok() && r.time_us < best_us_;
       if (it != origin_.end()) {

@@ -68,7 +68,7 @@ double ModelGuidedSearch::prior_weight(const costmodel::WorkloadGroup& own) {
   constexpr std::size_t kJudgeFrom = 8;  // own successful trials
   constexpr double kExponent = 3, kFloor = 1e-3;
   const auto ok = std::count_if(own.samples.begin(), own.samples.end(),
-                                [](const costmodel::Sample& s) { return s.status == Status::ok; });
+                                [](const costmodel::Trial& s) { return s.status == Status::ok; });
   if (static_cast<std::size_t>(ok) < kJudgeFrom) return 1.0;
   if (!prior_model_->trained()) prior_model_->train(std::span(&prior_group(), 1));
   const double rho = costmodel::evaluate(*prior_model_, std::span(&own, 1)).spearman;
@@ -169,7 +169,7 @@ std::vector<double> ModelGuidedSearch::predict(const costmodel::CostModel& model
 std::vector<Point> ModelGuidedSearch::initial_population() {
   const auto size = static_cast<std::size_t>(config_.model_population);
   std::vector<Point> pop;
-  for (const Record* r : best_records(static_cast<std::size_t>(config_.seed_from_measured * size))) {
+  for (const PointTrial* r : best_records(static_cast<std::size_t>(config_.seed_from_measured * size))) {
     pop.push_back(r->point);
   }
   for (std::size_t tries = 0; pop.size() < size && tries < 64 * size; ++tries) {

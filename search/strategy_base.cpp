@@ -62,7 +62,7 @@ void StrategyBase::require_idle(const char* call) const {
 
 std::optional<Point> StrategyBase::point_in_space(const Schedule& s) const { return space_.point_of(s); }
 
-void StrategyBase::add_record(Record r) {
+void StrategyBase::add_record(PointTrial r) {
   seen_.insert(r.point);
   records_.push_back(std::move(r));
 }
@@ -101,7 +101,7 @@ void StrategyBase::update(std::span<const Trial> results) {
     throw Error(ErrorKind::internal, "SearchStrategy::update(): no batch is pending; call propose() first");
   }
   PointSet pending(pending_.begin(), pending_.end());
-  std::vector<Record> fresh;
+  std::vector<PointTrial> fresh;
   for (const auto& t : results) {
     auto p = point_in_space(t.schedule);
     if (!p || !pending.count(*p)) {
@@ -189,15 +189,16 @@ void StrategyBase::mutate_knob(Point& p, std::size_t knob) {
 
 std::size_t StrategyBase::successes() const {
   return static_cast<std::size_t>(
-      std::count_if(records_.begin(), records_.end(), [](const Record& r) { return r.ok(); }));
+      std::count_if(records_.begin(), records_.end(), [](const PointTrial& r) { return r.ok(); }));
 }
 
-std::vector<const Record*> StrategyBase::best_records(std::size_t k) const {
-  std::vector<const Record*> ok;
+std::vector<const PointTrial*> StrategyBase::best_records(std::size_t k) const {
+  std::vector<const PointTrial*> ok;
   for (const auto& r : records_) {
     if (r.ok()) ok.push_back(&r);
   }
-  std::stable_sort(ok.begin(), ok.end(), [](const Record* a, const Record* b) { return a->time_us < b->time_us; });
+  std::stable_sort(ok.begin(), ok.end(),
+                   [](const PointTrial* a, const PointTrial* b) { return a->time_us < b->time_us; });
   if (ok.size() > k) ok.resize(k);
   return ok;
 }

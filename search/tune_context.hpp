@@ -18,9 +18,9 @@
 
 namespace atvoss::search {
 
-// One measured schedule as a strategy sees it: the cost model's Sample (schedule, status,
-// time_us meaningful only when ok; lower is better), so trials train the model without a copy.
-using Trial = costmodel::Sample;
+// One measured schedule (schedule, status, time_us meaningful only when ok; lower is better):
+// the cost model's Trial, so trials train the model without a copy.
+using costmodel::Trial;
 
 struct TuneContext {
   // The workload and target the cost model featurises; required by the strategies that use

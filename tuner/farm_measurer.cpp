@@ -20,10 +20,10 @@ rpc::FarmClientOptions client_options(const FarmMeasurerOptions& o) {
 FarmMeasurer::FarmMeasurer(FarmMeasurerOptions options)
     : options_(std::move(options)), client_(client_options(options_)) {}
 
-std::vector<Measurement> FarmMeasurer::measure(const std::vector<MeasureInput>& batch) {
+std::vector<Measurement> FarmMeasurer::measure(const std::vector<MeasureRequest>& batch) {
   std::vector<rpc::FarmRequest> requests;
   requests.reserve(batch.size());
-  for (const MeasureInput& item : batch) {
+  for (const MeasureRequest& item : batch) {
     requests.push_back(rpc::FarmRequest{rpc::farm_target_key(item.target), item.workload.to_json(),
                                         item.schedule.to_json(), item.repeat, item.seed});
   }

@@ -28,7 +28,7 @@ struct FarmMeasurerOptions {
 class FarmMeasurer : public Measurer {
  public:
   explicit FarmMeasurer(FarmMeasurerOptions options);
-  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override;
+  std::vector<Measurement> measure(const std::vector<MeasureRequest>& batch) override;
   std::string name() const override;  // "farm:host:port"
   const rpc::FarmClientCounters& counters() const { return client_.counters(); }
 

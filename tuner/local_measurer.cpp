@@ -5,7 +5,7 @@
 
 namespace atvoss::tuner {
 
-Measurement simulate_item(const MeasureInput& item, double noise) {
+Measurement simulate_item(const MeasureRequest& item, double noise) {
   return backend::measure_one(item, backend::MeasureOptions{noise});
 }
 
@@ -19,15 +19,15 @@ LocalMeasurer::LocalMeasurer(LocalMeasurerOptions options, MeasureFn fn) : optio
 
 std::string LocalMeasurer::name() const { return "local:" + std::to_string(options_.threads); }
 
-std::vector<Measurement> LocalMeasurer::measure(const std::vector<MeasureInput>& batch) {
+std::vector<Measurement> LocalMeasurer::measure(const std::vector<MeasureRequest>& batch) {
   return measure_reporting(batch, {});
 }
 
-std::vector<Measurement> LocalMeasurer::measure_reporting(const std::vector<MeasureInput>& batch,
+std::vector<Measurement> LocalMeasurer::measure_reporting(const std::vector<MeasureRequest>& batch,
                                                           const OnResult& on_result) {
   std::vector<backend::MeasurePool::Job> jobs;
   jobs.reserve(batch.size());
-  for (const MeasureInput& item : batch) {
+  for (const MeasureRequest& item : batch) {
     // The job owns a copy: a timed-out attempt may still run after measure() returned.
     jobs.push_back([fn = fn_, item, noise = options_.noise] {
       if (cancelled(item.cancel)) return Measurement::failed(Status::error, kCancelledMessage);

@@ -36,8 +36,8 @@ struct LocalMeasurerOptions {
 
 // What measuring one item means. The default asks the item's backend; tests inject
 // stalls and failures here.
-using MeasureFn = std::function<Measurement(const MeasureInput&, double noise)>;
-Measurement simulate_item(const MeasureInput& item, double noise);
+using MeasureFn = std::function<Measurement(const MeasureRequest&, double noise)>;
+Measurement simulate_item(const MeasureRequest& item, double noise);
 
 class LocalMeasurer : public Measurer {
  public:
@@ -45,8 +45,8 @@ class LocalMeasurer : public Measurer {
   LocalMeasurer(const LocalMeasurer&) = delete;
   LocalMeasurer& operator=(const LocalMeasurer&) = delete;
 
-  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override;
-  std::vector<Measurement> measure_reporting(const std::vector<MeasureInput>& batch,
+  std::vector<Measurement> measure(const std::vector<MeasureRequest>& batch) override;
+  std::vector<Measurement> measure_reporting(const std::vector<MeasureRequest>& batch,
                                              const OnResult& on_result) override;
   std::string name() const override;
 

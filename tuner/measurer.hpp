@@ -19,19 +19,19 @@
 namespace atvoss::tuner {
 
 // One schedule to measure: the backend's request (workload, target, schedule, repeat, seed).
-using MeasureInput = backend::MeasureRequest;
+using backend::MeasureRequest;
 
 // Not required to be thread-safe: one tuner thread owns an instance.
 class Measurer {
  public:
   virtual ~Measurer() = default;
   // One result per input, in input order. Blocks until every item is answered.
-  virtual std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) = 0;
+  virtual std::vector<Measurement> measure(const std::vector<MeasureRequest>& batch) = 0;
   // measure(), also handing each result to on_result with its index, one call at a time.
   // This default hands them over when the whole batch is back; LocalMeasurer as each
   // item finishes (the tuner's per-trial progress).
   using OnResult = std::function<void(std::size_t index, const Measurement&)>;
-  virtual std::vector<Measurement> measure_reporting(const std::vector<MeasureInput>& batch,
+  virtual std::vector<Measurement> measure_reporting(const std::vector<MeasureRequest>& batch,
                                                      const OnResult& on_result) {
     std::vector<Measurement> out = measure(batch);
     for (std::size_t i = 0; on_result && i < out.size(); ++i) on_result(i, out[i]);

@@ -161,7 +161,7 @@ std::vector<Measurement> TuningSession::measure_claimed(const std::vector<Schedu
 
 std::vector<Measurement> TuningSession::measure_now(const std::vector<Schedule>& schedules, bool report) {
   if (schedules.empty()) return {};
-  std::vector<MeasureInput> inputs;
+  std::vector<MeasureRequest> inputs;
   for (const auto& s : schedules) {
     inputs.push_back(
         {workload_, target_, s, options_.repeat, measurement_seed(options_.seed, workload_, s), options_.cancel});

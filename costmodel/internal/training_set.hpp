@@ -36,7 +36,7 @@ struct TrainingSet {
 std::vector<float> row_weights(const TrainingSet& set);
 
 // Label of one sample given the group's best ok time; negative means "drop the sample".
-double sample_label(const Sample& sample, double best_time_us);
+double sample_label(const Trial& sample, double best_time_us);
 
 // Builds the set; bad_input if no group has an ok sample (nothing to learn from).
 TrainingSet build_training_set(std::span<const WorkloadGroup> groups);

@@ -47,7 +47,7 @@ ATVOSS_TABLE_API atvoss_table_status atvoss_table_open(const char* path, atvoss_
 
 /* Looks up a workload given as JSON text ({"op":"matmul","dtype":"float16",
  * "dims":{"M":..,"N":..,"K":..},"epilogue":[]}) into *result_json (malloc'd; NULL on failure):
- *   {"match":"exact"|"approximate"|"none","distance":d,"workload":{..},"schedule":{..},
+ *   {"match":"exact"|"nearest"|"none","distance":d,"workload":{..},"schedule":{..},
  *    "time_us":t,"target":"<name>"}
  * A shape the table lacks is not a failure: ATVOSS_TABLE_OK with "match":"none". */
 ATVOSS_TABLE_API atvoss_table_status atvoss_table_lookup(const atvoss_table* table, const char* workload_json,

@@ -125,9 +125,9 @@ TableEntry TableEntry::from_json(const Json& j) {
 }
 
 Json LookupResult::to_json(const std::string& target_name) const {
-  Json j{{"match", kind == MatchKind::exact         ? "exact"
-                   : kind == MatchKind::approximate ? "approximate"
-                                                    : "none"},
+  Json j{{"match", kind == MatchKind::exact     ? "exact"
+                   : kind == MatchKind::nearest ? "nearest"
+                                                : "none"},
          {"distance", distance},
          {"target", target_name}};
   if (entry != nullptr) {
@@ -254,7 +254,7 @@ LookupResult ScheduleTable::lookup(const Workload& workload) const {
   // Strictly greater: a member exactly as far as the best is still compared, for the tie rule.
   for (std::size_t i = start; i < group.first.size() && square(group.first[i] - q[0]) <= best; ++i) consider(i);
   for (std::size_t i = start; i-- > 0 && square(q[0] - group.first[i]) <= best;) consider(i);
-  return {MatchKind::approximate, &entries_[group.entry_index[best_i]], std::sqrt(best)};
+  return {MatchKind::nearest, &entries_[group.entry_index[best_i]], std::sqrt(best)};
 }
 
 }  // namespace atvoss::table

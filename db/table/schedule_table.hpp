@@ -59,13 +59,13 @@ struct TableHeader {
   std::string checksum;  // "sha256:<hex>"
 };
 
-enum class MatchKind { exact, approximate, none };
+enum class MatchKind { exact, nearest, none };
 
 struct LookupResult {
   MatchKind kind = MatchKind::none;
   const TableEntry* entry = nullptr;  // null for none; valid while the table lives
   double distance = 0;                // 0 for exact
-  // {"match": "exact"|"approximate"|"none", "distance": d, "workload": ..., "schedule": ...,
+  // {"match": "exact"|"nearest"|"none", "distance": d, "workload": ..., "schedule": ...,
   //  "time_us": t, "target": name}
   Json to_json(const std::string& target_name) const;
 };

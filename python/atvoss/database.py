@@ -171,7 +171,7 @@ class Database:
 
 @dataclass(frozen=True)
 class LookupResult:
-    """A lookup table's answer: match is "exact", "approximate" (the nearest shape of the
+    """A lookup table's answer: match is "exact", "nearest" (the nearest shape of the
     same op, dtype and epilogue, at distance) or "none" (schedule None)."""
 
     match: str

@@ -206,7 +206,7 @@ def test_table_lookup_exact_and_nearest(tuned, tmp_path, matmul):
     hit = table.lookup(matmul)
     assert hit.exact and hit.schedule == r.best_schedule and hit.time_us == r.best_us and hit.distance == 0
     near = table.lookup({"op": "matmul", "dims": {"M": 512, "N": 256, "K": 256}})
-    assert near.match == "approximate" and not near.exact and near.distance > 0
+    assert near.match == "nearest" and not near.exact and near.distance > 0
     assert near.schedule == r.best_schedule
     miss = table.lookup({"op": "conv2d", "dims": {"N": 1, "C": 8, "H": 8, "W": 8, "K": 8, "R": 3, "S": 3}})
     assert miss.match == "none" and miss.schedule is None

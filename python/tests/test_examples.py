@@ -20,7 +20,7 @@ def test_tune_and_lookup(tmp_path):
     out = run("tune_and_lookup.py", tmp_path, 24)
     assert re.search(r"tuned .*: [0-9.]+ us \(default [0-9.]+ us", out)
     assert re.search(r"lookup .*: exact \(distance 0.00\)", out)
-    assert re.search(r"lookup .*: approximate \(distance [1-9]", out)
+    assert re.search(r"lookup .*: nearest \(distance [1-9]", out)
 
 
 def test_custom_policy():

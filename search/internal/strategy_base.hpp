@@ -26,7 +26,7 @@ struct PointHash {
 using PointSet = std::unordered_set<Point, PointHash>;
 
 // One trial in point form (knob-value indices), in the order it was recorded.
-struct Record {
+struct PointTrial {
   Point point;
   Status status = Status::ok;
   double time_us = 0;
@@ -67,7 +67,7 @@ class StrategyBase : public SearchStrategy {
   const TuneContext& context() const { return context_; }
   const EvolutionConfig& evolution() const { return evolution_; }
   std::mt19937_64& rng() { return rng_; }
-  const std::vector<Record>& records() const { return records_; }
+  const std::vector<PointTrial>& records() const { return records_; }
   std::size_t round() const { return round_; }
 
   // True if p may join the batch: not seen, not pending, not claimed yet, and valid.
@@ -88,7 +88,7 @@ class StrategyBase : public SearchStrategy {
   // Records whose status is ok.
   std::size_t successes() const;
   // Best successful records, best first (ties by record order), at most k.
-  std::vector<const Record*> best_records(std::size_t k) const;
+  std::vector<const PointTrial*> best_records(std::size_t k) const;
   // Evolutionary step over the measured trials: claims children of tournament-selected
   // parents among the best evolution().population records (elitism), by per-knob crossover
   // and neighbour mutation, repairing invalid or seen children by further mutation and
@@ -99,7 +99,7 @@ class StrategyBase : public SearchStrategy {
 
  private:
   void require_idle(const char* call) const;
-  void add_record(Record r);
+  void add_record(PointTrial r);
   std::optional<Point> point_in_space(const Schedule& s) const;
 
   std::string name_;
@@ -108,7 +108,7 @@ class StrategyBase : public SearchStrategy {
   EvolutionConfig evolution_;
   std::mt19937_64 rng_;
   std::size_t round_ = 0;
-  std::vector<Record> records_;
+  std::vector<PointTrial> records_;
   PointSet seen_;
   std::vector<Point> pending_;  // proposed, awaiting update()
   bool has_pending_ = false;

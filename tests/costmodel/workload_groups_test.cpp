@@ -10,7 +10,7 @@ namespace {
 using testing::matmul;
 using testing::test_target;
 
-Sample sample(int tile, double us) { return {Schedule({{"tile_m", tile}}), Status::ok, us}; }
+Trial sample(int tile, double us) { return {Schedule({{"tile_m", tile}}), Status::ok, us}; }
 
 TEST(WorkloadGroupsTest, BuilderGroupsByWorkloadAndCapsEach) {
   GroupBuilder b(2);

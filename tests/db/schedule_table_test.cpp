@@ -76,21 +76,21 @@ TEST_F(ScheduleTableTest, ExportWritesBestPerWorkloadOfOneTargetWithHeader) {
 TEST_F(ScheduleTableTest, NearestIsSameClassAndFlaggedApproximateWithDistance) {
   const auto t = ScheduleTable::load(path_);
   const auto near = t->lookup(matmul(1000, 1024, 1024));
-  EXPECT_EQ(near.kind, MatchKind::approximate);
+  EXPECT_EQ(near.kind, MatchKind::nearest);
   ASSERT_NE(near.entry, nullptr);
   EXPECT_EQ(near.entry->workload, matmul(1024, 1024, 1024));
   EXPECT_NEAR(near.distance, std::log2(1025.0) - std::log2(1001.0), 1e-12);
   const auto small = t->lookup(matmul(100, 64, 64));
-  ASSERT_EQ(small.kind, MatchKind::approximate);
+  ASSERT_EQ(small.kind, MatchKind::nearest);
   EXPECT_EQ(small.entry->workload, matmul(64, 64, 64));
   // Epilogue and dtype must match: a bias matmul only matches the bias entry.
   const auto bias = t->lookup(matmul(512, 512, 512, "float16", {"bias"}));
-  ASSERT_EQ(bias.kind, MatchKind::approximate);
+  ASSERT_EQ(bias.kind, MatchKind::nearest);
   EXPECT_EQ(bias.entry->schedule, tiles(32, 32));
   EXPECT_EQ(t->lookup(matmul(1024, 1024, 1024, "int8")).kind, MatchKind::none);
   EXPECT_EQ(t->lookup(matmul(1024, 1024, 1024, "float16", {"relu"})).kind, MatchKind::none);
   const Json j = t->lookup(matmul(1000, 1024, 1024)).to_json("npu-a");
-  EXPECT_EQ(j["match"], "approximate");
+  EXPECT_EQ(j["match"], "nearest");
   EXPECT_GT(j["distance"].get<double>(), 0);
 }
 
@@ -210,7 +210,7 @@ TEST(ScheduleTableNearestTest, PrunedSearchAgreesWithBruteForce) {
       EXPECT_EQ(want_d, 0);
       continue;
     }
-    ASSERT_EQ(got.kind, MatchKind::approximate);
+    ASSERT_EQ(got.kind, MatchKind::nearest);
     EXPECT_EQ(got.entry->workload, want->workload);
     EXPECT_DOUBLE_EQ(got.distance, std::sqrt(want_d));
   }

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
 
   expect_lookup(t, "{\"op\":\"matmul\",\"dims\":{\"M\":1024,\"N\":1024,\"K\":1024}}", "\"match\":\"exact\"");
   expect_lookup(t, "{\"op\":\"matmul\",\"dims\":{\"M\":1024,\"N\":1024,\"K\":1024}}", "\"tile_m\":128");
-  expect_lookup(t, "{\"op\":\"matmul\",\"dims\":{\"M\":900,\"N\":1024,\"K\":1024}}", "\"match\":\"approximate\"");
+  expect_lookup(t, "{\"op\":\"matmul\",\"dims\":{\"M\":900,\"N\":1024,\"K\":1024}}", "\"match\":\"nearest\"");
   expect_lookup(t, "{\"op\":\"matmul\",\"dtype\":\"int8\",\"dims\":{\"M\":64,\"N\":64,\"K\":64}}",
                 "\"match\":\"none\"");
   expect_refused(t, "{\"op\":\"matmul\",\"dims\":{\"M\":-4}}", ATVOSS_TABLE_BAD_INPUT, "M");

@@ -40,7 +40,7 @@ def main(lib_path, table_path):
     assert status == ok and exact["match"] == "exact", exact
     assert exact["schedule"]["tile_m"] == 128, exact
     _, near, _ = lookup(table, {"op": "matmul", "dims": {"M": 80, "N": 64, "K": 64}})
-    assert near["match"] == "approximate" and near["distance"] > 0, near
+    assert near["match"] == "nearest" and near["distance"] > 0, near
     assert near["workload"]["dims"]["M"] == 64, near
     assert lookup(table, {"op": "softmax", "dims": {"M": 8, "N": 8}})[1]["match"] == "none"
     status, result, message = lookup(table, {"op": "matmul", "dims": {"M": 0, "N": 1, "K": 1}})

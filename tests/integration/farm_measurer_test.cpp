@@ -16,10 +16,10 @@ TEST(FarmMeasurerIntegration, BatchSurvivesCoordinatorRestart) {
   auto [farm, workers] = start_cluster(dir, 2, 2, {"--emulate-device-latency", "--compile-ms", "20"});
   const std::uint16_t port = farm.port;
 
-  std::vector<tuner::MeasureInput> batch;
+  std::vector<tuner::MeasureRequest> batch;
   for (const rpc::FarmRequest& r : requests(80, 11)) {
-    batch.push_back(tuner::MeasureInput{Workload::from_json(r.workload), simulator::preset("ascend910"),
-                                        Schedule::from_json(r.schedule), 2, 11});
+    batch.push_back(tuner::MeasureRequest{Workload::from_json(r.workload), simulator::preset("ascend910"),
+                                          Schedule::from_json(r.schedule), 2, 11});
   }
   tuner::FarmMeasurerOptions o;
   o.farm = rpc::Endpoint{"127.0.0.1", port};

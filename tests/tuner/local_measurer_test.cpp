@@ -11,9 +11,9 @@
 namespace atvoss::tuner {
 namespace {
 
-MeasureInput item(std::int64_t tag) {
-  MeasureInput in{Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 256}, {"N", 256}, {"K", 256}}}}),
-                  simulator::preset("ascend910"), Schedule({{"tag", tag}}), 1, 0};
+MeasureRequest item(std::int64_t tag) {
+  MeasureRequest in{Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 256}, {"N", 256}, {"K", 256}}}}),
+                    simulator::preset("ascend910"), Schedule({{"tag", tag}}), 1, 0};
   return in;
 }
 
@@ -27,11 +27,11 @@ Measurement ok_with_time(double t) {
 TEST(LocalMeasurer, AnswersInInputOrder) {
   LocalMeasurerOptions o;
   o.threads = 3;
-  LocalMeasurer m(o, [](const MeasureInput& in, double) {
+  LocalMeasurer m(o, [](const MeasureRequest& in, double) {
     std::this_thread::sleep_for(std::chrono::milliseconds(in.schedule.at("tag") % 3));
     return ok_with_time(double(in.schedule.at("tag")));
   });
-  std::vector<MeasureInput> batch;
+  std::vector<MeasureRequest> batch;
   for (int i = 0; i < 20; ++i) batch.push_back(item(i));
   const auto out = m.measure(batch);
   ASSERT_EQ(out.size(), 20u);
@@ -44,7 +44,7 @@ TEST(LocalMeasurer, StuckItemTimesOutAndPoolKeepsWorking) {
   o.threads = 1;
   o.timeout = std::chrono::milliseconds(50);
   std::atomic<bool> release{false};
-  LocalMeasurer m(o, [&](const MeasureInput& in, double) {
+  LocalMeasurer m(o, [&](const MeasureRequest& in, double) {
     if (in.schedule.at("tag") == 0) {
       while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -62,7 +62,7 @@ TEST(LocalMeasurer, InfrastructureErrorsAreRetried) {
   o.threads = 2;
   o.retries = 2;
   std::atomic<int> calls{0};
-  LocalMeasurer m(o, [&](const MeasureInput&, double) -> Measurement {
+  LocalMeasurer m(o, [&](const MeasureRequest&, double) -> Measurement {
     if (calls++ < 2) throw std::runtime_error("simulated crash");
     return ok_with_time(5);
   });
@@ -75,7 +75,7 @@ TEST(LocalMeasurer, PersistentFailureIsReturnedAsInfrastructureError) {
   LocalMeasurerOptions o;
   o.retries = 1;
   std::atomic<int> calls{0};
-  LocalMeasurer m(o, [&](const MeasureInput&, double) -> Measurement {
+  LocalMeasurer m(o, [&](const MeasureRequest&, double) -> Measurement {
     ++calls;
     throw std::runtime_error("always broken");
   });
@@ -87,7 +87,7 @@ TEST(LocalMeasurer, PersistentFailureIsReturnedAsInfrastructureError) {
 
 TEST(LocalMeasurer, CandidateErrorsAreNotRetried) {
   std::atomic<int> calls{0};
-  LocalMeasurer m({}, [&](const MeasureInput&, double) {
+  LocalMeasurer m({}, [&](const MeasureRequest&, double) {
     ++calls;
     return Measurement::failed(Status::invalid, "L0A overflow");
   });
@@ -99,7 +99,7 @@ TEST(LocalMeasurer, CandidateErrorsAreNotRetried) {
 TEST(LocalMeasurer, DefaultRunsTheSimulatorDeterministically) {
   const Target t = simulator::preset("ascend910");
   const Workload w = Workload::from_json(Json{{"op", "matmul"}, {"dims", {{"M", 512}, {"N", 512}, {"K", 512}}}});
-  MeasureInput in{w, t, simulator::default_schedule(w, t), 3, 7};
+  MeasureRequest in{w, t, simulator::default_schedule(w, t), 3, 7};
   LocalMeasurer m;
   const auto a = m.measure({in, in});
   ASSERT_TRUE(a[0].ok()) << a[0].message;

@@ -112,7 +112,7 @@ TEST_F(TunerTest, ResumeNeverMeasuresAScheduleTwice) {
 class LuckyOnceMeasurer final : public Measurer {
  public:
   LuckyOnceMeasurer(Measurer& inner, Schedule lucky) : inner_(inner), lucky_(std::move(lucky)) {}
-  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override {
+  std::vector<Measurement> measure(const std::vector<MeasureRequest>& batch) override {
     std::vector<Measurement> out = inner_.measure(batch);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (!(batch[i].schedule == lucky_) || !out[i].ok()) continue;
@@ -166,7 +166,7 @@ TEST_F(TunerTest, ConfirmingTheTopKeepsALuckyOnceScheduleFromWinning) {
 class RecordingMeasurer final : public Measurer {
  public:
   explicit RecordingMeasurer(Measurer& inner) : inner_(inner) {}
-  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override {
+  std::vector<Measurement> measure(const std::vector<MeasureRequest>& batch) override {
     std::vector<Schedule> order;
     for (const auto& item : batch) order.push_back(item.schedule);
     batches.push_back(order);
@@ -266,7 +266,7 @@ TEST_F(TunerTest, ARoundCheckpointCommitsWithItsRecordsOrNotAtAll) {
 // A measurer whose odd items always lose their worker.
 class FlakyMeasurer : public Measurer {
  public:
-  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override {
+  std::vector<Measurement> measure(const std::vector<MeasureRequest>& batch) override {
     std::vector<Measurement> out;
     for (const auto& in : batch) {
       if (n_++ % 2) {
@@ -298,7 +298,7 @@ TEST_F(TunerTest, InfrastructureErrorsAreNeverStored) {
 
 class DeadMeasurer : public Measurer {
  public:
-  std::vector<Measurement> measure(const std::vector<MeasureInput>& batch) override {
+  std::vector<Measurement> measure(const std::vector<MeasureRequest>& batch) override {
     return std::vector<Measurement>(batch.size(), Measurement::failed(Status::error, "farm down"));
   }
   std::string name() const override { return "dead"; }
@@ -372,7 +372,7 @@ TEST_F(TunerTest, OnTrialSeesEveryTrialAsItFinishes) {
 TEST_F(TunerTest, CancelKeepsTheFinishedTrialsAndStops) {
   auto flag = std::make_shared<std::atomic<bool>>(false);
   std::atomic<int> calls{0};
-  LocalMeasurer one_thread(LocalMeasurerOptions{1}, [&](const MeasureInput& item, double noise) {
+  LocalMeasurer one_thread(LocalMeasurerOptions{1}, [&](const MeasureRequest& item, double noise) {
     if (++calls == 5) flag->store(true);
     return simulate_item(item, noise);
   });
