@@ -35,18 +35,7 @@ namespace {
 using namespace atvoss;
 using namespace atvoss::bench;
 
-struct Shape {
-  std::string name;
-  std::int64_t m, n, k;
-  std::vector<std::string> epilogue;
-};
-
-Workload workload_of(const Shape& s) {
-  Json eps = Json::array();
-  for (const auto& e : s.epilogue) eps.push_back(e);
-  return Workload::from_json(
-      Json{{"op", "matmul"}, {"dtype", "float32"}, {"dims", {{"M", s.m}, {"N", s.n}, {"K", s.k}}}, {"epilogue", eps}});
-}
+using Shape = MatmulShape;
 
 // The textbook loop nest in i-k-j order (rows of B streamed, so the compiler vectorises it):
 // no blocking, no packing, no register tile.
@@ -132,7 +121,7 @@ std::string ratio_line(const std::string& name, const Timed& tuned, const Timed&
 // The implementations of one shape, timed side by side; returns tuned / OpenBLAS and
 // re-measured / OpenBLAS by wall clock and by CPU time, as one summary line.
 std::string compare(const Shape& s, Libraries& libs, int trials, int rounds, double peak, const std::string& db) {
-  const Workload w = workload_of(s);
+  const Workload w = matmul_workload(s);
   host::Operands o = host::make_operands(w, 1);
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
   const auto at = atvoss_times(w, trials, db);
@@ -162,7 +151,7 @@ std::string compare(const Shape& s, Libraries& libs, int trials, int rounds, dou
 // by a separate bias + GELU pass.
 std::string compare_fused(Libraries& libs, int trials, int rounds, double peak, const std::string& db) {
   const Shape f{"ffn 128x3072x768+b+g", 128, 3072, 768, {"bias", "gelu"}};
-  const Workload w = workload_of(f);
+  const Workload w = matmul_workload(f);
   host::Operands o = host::make_operands(w, 1);
   const double flops = 2.0 * double(f.m) * double(f.n) * double(f.k);
   const auto at = atvoss_times(w, trials, db);

@@ -29,14 +29,7 @@ namespace {
 using namespace atvoss;
 using namespace atvoss::bench;
 
-struct Shape {
-  std::string name;
-  std::int64_t m, n, k;
-};
-
-Workload workload_of(const Shape& s, const std::string& dtype) {
-  return Workload::from_json(Json{{"op", "matmul"}, {"dtype", dtype}, {"dims", {{"M", s.m}, {"N", s.n}, {"K", s.k}}}});
-}
+using Shape = MatmulShape;
 
 const char* missing_flag(const std::string& dtype) {
   const char* flag = dtype == "int8" ? "avx512_vnni" : dtype == "bfloat16" ? "avx512_bf16" : nullptr;
@@ -89,7 +82,7 @@ struct DtypeRun {
 // atvoss (the re-measured pick of the tuned top) and oneDNN for one dtype, timed side by side.
 DtypeRun compare(const Shape& s, const std::string& dtype, OneDnn& dnn, int trials, int rounds, double peak,
                  const std::string& db) {
-  const Workload w = workload_of(s, dtype);
+  const Workload w = matmul_workload(s, dtype);
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
   const auto at = atvoss_times(w, trials, db);
   pin_to_last_core();

@@ -27,15 +27,7 @@ namespace {
 using namespace atvoss;
 using namespace atvoss::bench;
 
-struct Shape {
-  std::string name;
-  std::int64_t m, n, k;
-};
-
-Workload workload_of(const Shape& s) {
-  return Workload::from_json(
-      Json{{"op", "matmul"}, {"dtype", "float32"}, {"dims", {{"M", s.m}, {"N", s.n}, {"K", s.k}}}});
-}
+using Shape = MatmulShape;
 
 // oneDNN's fp32 matmul on o's operands, on `threads` OpenMP threads.
 std::function<void()> onednn(const Shape& s, host::Operands& o, dnnl::engine& engine, dnnl::stream& stream,
@@ -89,7 +81,7 @@ int main(int argc, char** argv) {
       {"1024^3", 1024, 1024, 1024}, {"2048^3", 2048, 2048, 2048}, {"bert 128x3072x768", 128, 3072, 768}};
   std::vector<std::string> summary;
   for (const Shape& s : shapes) {
-    const Workload w = workload_of(s);
+    const Workload w = matmul_workload(s);
     const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
     ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);  // the one-thread schedule
     const Schedule one = tune_on_host(w, trials, db);

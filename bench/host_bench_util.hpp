@@ -1,7 +1,7 @@
-// Host bench util: what the host benchmarks share — timing code that runs in their own
-// process (libraries, scalar loops) by the kernel runner's rule (host/kernel_timing.hpp: a
-// warm-up, inner iterations so that a repeat lasts >= 1 ms, the median of 5 repeats), and
-// tuning one workload on this machine into a database.
+// Host bench util: what the host benchmarks share — a matmul shape and its workload, timing
+// code that runs in their own process (libraries, scalar loops) by the kernel runner's rule
+// (host/kernel_timing.hpp: a warm-up, inner iterations so that a repeat lasts >= 1 ms, the
+// median of 5 repeats), and tuning one workload on this machine into a database.
 #pragma once
 
 #include <algorithm>
@@ -12,11 +12,28 @@
 
 #include <string>
 
+#include "core/json.hpp"
 #include "core/measurement.hpp"
+#include "core/workload.hpp"
 #include "host/host_space.hpp"
 #include "tuner/single_tune.hpp"
 
 namespace atvoss::bench {
+
+// A matmul the host benches measure: C[m, n] = A[m, k] B[k, n], then the epilogue.
+struct MatmulShape {
+  std::string name;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::vector<std::string> epilogue = {};
+  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+};
+
+inline Workload matmul_workload(const MatmulShape& s, const std::string& dtype = "float32") {
+  return Workload::from_json(Json{{"op", "matmul"},
+                                  {"dtype", dtype},
+                                  {"dims", {{"M", s.m}, {"N", s.n}, {"K", s.k}}},
+                                  {"epilogue", Json(s.epilogue)}});
+}
 
 inline double time_us(const std::function<void()>& f) {
   auto once = [&](long inner) {
