@@ -270,8 +270,10 @@ TEST_F(TuneCli, TwoProcessesSharingAServerDatabaseMeasureEachScheduleOnce) {
   waitpid(first, &status, 0);
   waitpid(second, &status, 0);
   int here = 0, elsewhere = 0;
+  std::string both;  // what each run said, for a failure's message
   for (const char* f : {"a", "b"}) {
     const std::string out = slurp(path(std::string(f) + ".json"));
+    both += std::string(f) + ": " + out + slurp(path(std::string(f) + ".err")) + "\n";
     ASSERT_FALSE(out.empty()) << slurp(path(std::string(f) + ".err"));
     const auto j = atvoss::parse_json(out, f);
     EXPECT_EQ(j["trials"], 6) << out;
@@ -279,9 +281,9 @@ TEST_F(TuneCli, TwoProcessesSharingAServerDatabaseMeasureEachScheduleOnce) {
     elsewhere += j["measured_elsewhere"].get<int>();
   }
   // Six distinct schedules, six measurements in all: none measured by both.
-  EXPECT_EQ(here, 6);
-  EXPECT_GE(elsewhere, 1) << "the two runs did not overlap, so the claims went untested";
-  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM records"), "6");
+  EXPECT_EQ(here, 6) << both;
+  EXPECT_GE(elsewhere, 1) << "the two runs did not overlap, so the claims went untested\n" << both;
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM records"), "6") << both;
   EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM claims"), "0");  // released with the rounds
 }
 
