@@ -20,7 +20,8 @@
 //              transpose (stores of tile_m x inner elements, which pay for being short:
 //              the transpose's cost), or upsampled. An epilogue (elementwise, map) always
 //              runs in the same pass.
-// An op outside the built-in families registers its own OpLowering by name.
+// Each family's template is an OpLowering of its own (lowering/<family>_template.cpp),
+// registered by family as an op outside the built-in families registers its own by name.
 // docs/knobs.md describes every knob of these templates (what it sets, its values, the
 // default). Pure functions: thread-safe.
 #pragma once
