@@ -10,7 +10,8 @@
 // (any op); a step ending in "+" matches one or more consecutive ops. A rule fuses the
 // longest prefix of the epilogue its pattern matches (a partial match fuses the ops
 // matched so far), at most max_fusion_depth ops. Its memory budget bounds the on-chip
-// bytes the fused epilogue may hold; a schedule over it is invalid (lowering.cpp).
+// bytes the fused epilogue may hold; a schedule over it is invalid (check_cube_buffers,
+// lowering/internal/templates.hpp).
 // The registry is the process's: built-ins and explicit registrations only. The rules a
 // job declares are layered over it for that job (fusion_rule_set_with) and put in force
 // on its threads by a FusionRuleScope (fusion_rule_scope.hpp), never registered.
