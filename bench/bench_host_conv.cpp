@@ -116,24 +116,11 @@ OneDnnConv onednn(const Layer& l, host::Operands& o, bool blocked, dnnl::engine&
 int main(int argc, char** argv) {
   omp_set_num_threads(1);                       // oneDNN (OpenMP build) on one thread
   ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);  // atvoss too: the threads knob holds only 1
-  int trials = 200, rounds = 15;
-  bool quick = false;
-  std::string db = "bench_host_conv.db";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc)
-      trials = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc)
-      rounds = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--quick")
-      quick = true;
-    else if (a == "--db" && i + 1 < argc)
-      db = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: bench_host_conv [--trials N] [--rounds N] [--quick] [--db FILE]\n");
-      return 2;
-    }
-  }
+  const auto args = host_bench_args(argc, argv, "bench_host_conv");
+  if (!args) return 2;
+  const int trials = args->trials, rounds = args->rounds;
+  const bool quick = args->quick;
+  const std::string& db = args->db;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   const Target& target = host::describe_machine();

@@ -179,24 +179,11 @@ std::string compare_fused(Libraries& libs, int trials, int rounds, double peak, 
 int main(int argc, char** argv) {
   omp_set_num_threads(1);                       // BLIS and oneDNN (OpenMP builds) on one thread
   ::setenv("ATVOSS_HOST_MAX_THREADS", "1", 1);  // atvoss too: the threads knob holds only 1
-  int trials = 200, rounds = 15;
-  bool quick = false;
-  std::string db = "bench_host_gemm.db";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc)
-      trials = std::atoi(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc)
-      rounds = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--quick")
-      quick = true;
-    else if (a == "--db" && i + 1 < argc)
-      db = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: bench_host_gemm [--trials N] [--rounds N] [--quick] [--db FILE]\n");
-      return 2;
-    }
-  }
+  const auto args = host_bench_args(argc, argv, "bench_host_gemm");
+  if (!args) return 2;
+  const int trials = args->trials, rounds = args->rounds;
+  const bool quick = args->quick;
+  const std::string& db = args->db;
   Libraries libs;
   libs.ob.set_threads(1);
   bli_thread_set_num_threads(1);

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <string>
@@ -19,6 +22,38 @@
 #include "tuner/single_tune.hpp"
 
 namespace atvoss::bench {
+
+// The host benches' flags: --trials N (tuning trials), --rounds N (side-by-side rounds),
+// --quick (one shape), --db FILE (where the tuning is stored).
+struct HostBenchArgs {
+  int trials = 200;
+  int rounds = 15;
+  bool quick = false;
+  std::string db;
+};
+
+// The flags of bench `name` (its database defaults to <name>.db); nullopt after printing the
+// usage on anything else.
+inline std::optional<HostBenchArgs> host_bench_args(int argc, char** argv, const std::string& name) {
+  HostBenchArgs a;
+  a.db = name + ".db";
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--trials" && i + 1 < argc) {
+      a.trials = std::atoi(argv[++i]);
+    } else if (flag == "--rounds" && i + 1 < argc) {
+      a.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (flag == "--quick") {
+      a.quick = true;
+    } else if (flag == "--db" && i + 1 < argc) {
+      a.db = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--trials N] [--rounds N] [--quick] [--db FILE]\n", name.c_str());
+      return std::nullopt;
+    }
+  }
+  return a;
+}
 
 // A matmul the host benches measure: C[m, n] = A[m, k] B[k, n], then the epilogue.
 struct MatmulShape {
