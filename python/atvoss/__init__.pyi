@@ -216,7 +216,8 @@ class OptimizerTrial:
 class Optimizer:
     trials: List[OptimizerTrial]
     def __init__(self, space: Mapping[str, Sequence[Any]], *, constraints: Sequence[_Constraint] = ...,
-                 strategy: str = ..., seed: int = ..., name: str = ..., db: Optional[_PathLike] = ...) -> None: ...
+                 strategy: str = ..., seed: int = ..., name: str = ..., db: Optional[_PathLike] = ...,
+                 strategy_config: Optional[Mapping[str, Any]] = ...) -> None: ...
     def ask(self, n: int = ...) -> List[Dict[str, Any]]: ...
     def tell(self, configs: Sequence[Dict[str, Any]], results: Sequence[Any]) -> None: ...
     @property
@@ -226,7 +227,8 @@ class Optimizer:
 
 def minimize(objective: Callable[..., float], space: Mapping[str, Sequence[Any]], trials: int, *,
              constraints: Sequence[_Constraint] = ..., strategy: str = ..., seed: int = ..., batch: int = ...,
-             name: str = ..., db: Optional[_PathLike] = ...) -> Optimizer: ...
+             name: str = ..., db: Optional[_PathLike] = ...,
+             strategy_config: Optional[Mapping[str, Any]] = ...) -> Optimizer: ...
 
 class Client:
     base: str

@@ -19,6 +19,7 @@ of the same name and space starts from the stored results (resume; `atvoss-db ex
 `query` see them). A parameter whose values are all ints is stored by value; any other is
 stored by its index in the list, so keep that list's order between runs.
 """
+import json
 import os
 import itertools
 import math
@@ -81,13 +82,15 @@ class Optimizer:
     constraints: Kernel Tuner-style strings over the parameter names
     (``"block_x * block_y <= 1024"``) or callables taking the config dict; a point is valid
     when all hold. strategy: any name in atvoss.strategy_names() (default model-guided).
-    seed: the same seed, space and told results give the same asks. name: names the
+    strategy_config: the strategy's own settings (docs/job-spec.md, strategy_config), e.g.
+    {"tpe_gamma": 0.25} for "tpe"; a key it does not take raises ValueError naming it. seed: the same seed, space and told results give the same asks. name: names the
     objective for the cost model. Not thread-safe: one thread asks and tells.
     """
 
     def __init__(self, space: Mapping[str, Sequence[Any]], *, constraints: Sequence[Constraint] = (),
                  strategy: str = "model-guided", seed: int = 0, name: str = "objective",
-                 db: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
+                 db: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 strategy_config: Optional[Mapping[str, Any]] = None) -> None:
         if not isinstance(space, Mapping) or not space:
             raise TypeError("space must be a non-empty dict of parameter name -> list of values")
         if isinstance(constraints, (str, bytes)) or callable(constraints):
@@ -97,6 +100,8 @@ class Optimizer:
                 raise TypeError(f"constraints: each must be a string or a callable, not {type(c).__name__}")
         if not isinstance(strategy, str):
             raise TypeError("strategy must be a strategy name (str)")
+        if strategy_config is not None and not isinstance(strategy_config, Mapping):
+            raise TypeError("strategy_config must be a dict of the strategy's settings")
         _check_int(seed, "seed", 0, _UINT64_MAX)
         self._names = [str(k) for k in space]
         self._ints: Dict[str, List[int]] = {}
@@ -107,7 +112,7 @@ class Optimizer:
         if not isinstance(name, str) or not name:
             raise ValueError("name must be a non-empty str")
         self._core = _atvoss.OptimizerCore(name, [(n, self._ints[n]) for n in self._names], valid, strategy, seed,
-                                           "" if db is None else os.fspath(db))
+                                           "" if db is None else os.fspath(db), json.dumps(dict(strategy_config or {})))
         self._asked: Dict[Tuple[int, ...], Config] = {}
         self.trials: List[OptimizerTrial] = [
             OptimizerTrial(self._decode(values), time_us if status == "ok" else None, "" if status == "ok" else status,
@@ -192,7 +197,8 @@ class Optimizer:
 def minimize(objective: Callable[..., float], space: Mapping[str, Sequence[Any]], trials: int, *,
              constraints: Sequence[Constraint] = (), strategy: str = "model-guided", seed: int = 0,
              batch: int = 4, name: str = "objective",
-             db: Optional[Union[str, "os.PathLike[str]"]] = None) -> Optimizer:
+             db: Optional[Union[str, "os.PathLike[str]"]] = None,
+             strategy_config: Optional[Mapping[str, Any]] = None) -> Optimizer:
     """Evaluates objective(**config) on configurations chosen by the strategy until
     `trials` results are known (those stored in db count, so a rerun resumes) and returns
     the Optimizer (``.best``, ``.trials``). An exception raised by the objective marks that
@@ -201,7 +207,8 @@ def minimize(objective: Callable[..., float], space: Mapping[str, Sequence[Any]]
         raise TypeError("objective must be callable")
     _check_int(trials, "trials", 1)
     _check_int(batch, "batch", 1)
-    opt = Optimizer(space, constraints=constraints, strategy=strategy, seed=seed, name=name, db=db)
+    opt = Optimizer(space, constraints=constraints, strategy=strategy, seed=seed, name=name, db=db,
+                    strategy_config=strategy_config)
     while len(opt.trials) < trials:
         configs = opt.ask(min(batch, trials - len(opt.trials)))
         if not configs:

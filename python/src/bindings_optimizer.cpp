@@ -38,7 +38,7 @@ class Optimizer {
 
   Optimizer(const std::string& name, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& knobs,
             std::optional<std::vector<std::uint64_t>> valid, const std::string& strategy, std::uint64_t seed,
-            const std::string& db_path)
+            const std::string& db_path, const std::string& strategy_config)
       : workload_(Workload::from_json(Json{{"op", "objective"}, {"name", name}})),
         target_(backend::load_target("host")) {
     std::vector<Knob> list;
@@ -64,7 +64,7 @@ class Optimizer {
     o.workload = workload_;
     o.target = target_;
     o.model_threads = 1;
-    strategy_ = search::make_strategy(strategy, space_, o);
+    strategy_ = search::make_strategy(strategy, space_, o, parse_json(strategy_config, "strategy_config"));
     if (!db_path.empty()) resume(db_path);
   }
 
@@ -144,8 +144,10 @@ class Optimizer {
 void bind_optimizer(py::module_& m) {
   py::class_<Optimizer>(m, "OptimizerCore")
       .def(py::init<const std::string&, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>&,
-                    std::optional<std::vector<std::uint64_t>>, const std::string&, std::uint64_t, const std::string&>(),
-           py::arg("name"), py::arg("knobs"), py::arg("valid"), py::arg("strategy"), py::arg("seed"), py::arg("db"))
+                    std::optional<std::vector<std::uint64_t>>, const std::string&, std::uint64_t, const std::string&,
+                    const std::string&>(),
+           py::arg("name"), py::arg("knobs"), py::arg("valid"), py::arg("strategy"), py::arg("seed"), py::arg("db"),
+           py::arg("strategy_config"))
       .def("ask", &Optimizer::ask, py::arg("n"), py::call_guard<py::gil_scoped_release>())
       .def("tell", &Optimizer::tell, py::arg("results"), py::arg("messages"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("resumed", &Optimizer::resumed)

@@ -39,6 +39,15 @@ def test_the_same_seed_asks_the_same_points():
     assert configs[0] != configs[2]
 
 
+def test_a_strategy_config_reaches_the_strategy():
+    # A longer random start changes what TPE asks once its startup would have ended.
+    def asked(config):
+        return [t.config for t in atvoss.minimize(bowl, SPACE, trials=16, strategy="tpe", seed=3,
+                                                  strategy_config=config).trials]
+    assert asked({"tpe_startup": 2}) == asked({"tpe_startup": 2})
+    assert asked({"tpe_startup": 2}) != asked({"tpe_startup": 16})
+
+
 def test_failures_are_learnt_and_the_best_is_a_success():
     def fails_when_unrolled(block, unroll, order):
         if unroll > 2:
@@ -103,6 +112,10 @@ def test_misuse_is_a_clear_error():
         atvoss.Optimizer(SPACE, strategy="no-such")
     with pytest.raises(ValueError, match="seed must be in"):
         atvoss.Optimizer(SPACE, seed=2**64)
+    with pytest.raises(ValueError, match="tpe strategy_config: unknown field 'population'"):
+        atvoss.Optimizer(SPACE, strategy="tpe", strategy_config={"population": 8})
+    with pytest.raises(TypeError, match="strategy_config"):
+        atvoss.Optimizer(SPACE, strategy_config=["tpe_gamma"])
 
 
 def test_results_are_stored_and_a_rerun_resumes(tmp_path):
