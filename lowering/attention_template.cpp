@@ -72,9 +72,7 @@ KernelPlan plan_attention(const Common& c) {
 std::shared_ptr<const OpLowering> attention_template() {
   return family_template(
       [](const Workload& w, const Target& t) -> std::vector<Knob> {
-        const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
-        (void)order;
-        (void)fusion;
+        const Values depth = depth_values(t);
         return {knob(knobs::tile_m, tile_values(w.dim("S"), from_unit(kTileSizes, t, t.cube_m))),
                 knob(knobs::tile_n, tile_values(w.dim("L"), kSequenceTiles)), knob(knobs::async_copy_depth, depth)};
       },

@@ -145,8 +145,6 @@ std::shared_ptr<const OpLowering> conv_template() {
   return family_template(
       [](const Workload& w, const Target& t) -> std::vector<Knob> {
         const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
-        (void)order;
-        (void)fusion;
         return {
             knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes, true)),
             knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes, true)),

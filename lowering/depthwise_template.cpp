@@ -62,9 +62,7 @@ KernelPlan plan_depthwise(const Common& c) {
 std::shared_ptr<const OpLowering> depthwise_template() {
   return family_template(
       [](const Workload& w, const Target& t) -> std::vector<Knob> {
-        const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
-        (void)order;
-        (void)fusion;
+        const Values depth = depth_values(t), fusion = fusion_values(w);
         return {knob(knobs::tile_h, tile_values(w.out_h(), kSpatialSizes, true)),
                 knob(knobs::tile_w, tile_values(w.out_w(), kSpatialSizes, true)),
                 knob(knobs::tile_c, tile_values(w.dim("C"), kChannelSizes)), knob(knobs::async_copy_depth, depth),

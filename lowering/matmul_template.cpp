@@ -72,8 +72,6 @@ std::shared_ptr<const OpLowering> matmul_template() {
   return family_template(
       [](const Workload& w, const Target& t) -> std::vector<Knob> {
         const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
-        (void)order;
-        (void)fusion;
         return {knob(knobs::tile_m, tile_values(w.dim("M"), from_unit(kTileSizes, t, t.cube_m))),
                 knob(knobs::tile_n, tile_values(w.dim("N"), from_unit(kTileSizes, t, t.cube_n))),
                 knob(knobs::tile_k, tile_values(w.dim("K"), from_unit(kReductionSizes, t, t.cube_k))),

@@ -82,9 +82,7 @@ KernelPlan plan_rows(const Common& c) {
 std::shared_ptr<const OpLowering> rows_template() {
   return family_template(
       [](const Workload& w, const Target& t) -> std::vector<Knob> {
-        const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
-        (void)order;
-        (void)fusion;
+        const Values depth = depth_values(t);
         return {knob(knobs::tile_m, tile_values(w.dim("M"), kRowSizes, true)),
                 knob(knobs::tile_n, w.info().row_output == RowOutput::transposed
                                         ? inner_multiples(w.dim("N"), w.dim("inner"))
