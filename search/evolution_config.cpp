@@ -4,20 +4,25 @@
 
 namespace atvoss::search {
 
-void EvolutionConfig::read(ConfigReader& r) {
-  r.integer("population", population, 2);
-  r.integer("tournament", tournament, 1);
-  r.fraction("crossover_rate", crossover_rate);
-  r.fraction("mutation_rate", mutation_rate);
-  r.fraction("mutation_doubling", mutation_doubling);
+namespace {
+
+// Every key of the config, with its range: read by ConfigReader, written by ConfigWriter.
+template <class Config, class Io>
+void visit_fields(Config& c, Io& io) {
+  io.integer("population", c.population, 2);
+  io.integer("tournament", c.tournament, 1);
+  io.fraction("crossover_rate", c.crossover_rate);
+  io.fraction("mutation_rate", c.mutation_rate);
+  io.fraction("mutation_doubling", c.mutation_doubling);
 }
 
+}  // namespace
+
+void EvolutionConfig::read(ConfigReader& r) { visit_fields(*this, r); }
+
 void EvolutionConfig::write(Json& out) const {
-  out["population"] = population;
-  out["tournament"] = tournament;
-  out["crossover_rate"] = crossover_rate;
-  out["mutation_rate"] = mutation_rate;
-  out["mutation_doubling"] = mutation_doubling;
+  ConfigWriter w(out);
+  visit_fields(*this, w);
 }
 
 EvolutionConfig EvolutionConfig::from_json(const Json& config) {

@@ -4,32 +4,31 @@
 
 namespace atvoss::search {
 
-void ModelGuidedConfig::read(ConfigReader& r) {
-  evolution.read(r);
-  r.integer("model_population", model_population, 2);
-  r.integer("model_generations", model_generations, 0);
-  r.fraction("seed_from_measured", seed_from_measured);
-  r.fraction("epsilon", epsilon);
-  r.fraction("model_far_share", model_far_share);
-  r.integer("model_stall", model_stall, 0);
-  r.integer("diversity_knobs", diversity_knobs, 1);
-  r.boolean("heuristic_before_fit", heuristic_before_fit);
-  r.integer("min_train_samples", min_train_samples, 1);
-  r.at_least("retrain_fraction", retrain_fraction, 0);
+namespace {
+
+// Every key of the config, with its range: read by ConfigReader, written by ConfigWriter.
+template <class Config, class Io>
+void visit_fields(Config& c, Io& io) {
+  io.embed(c.evolution);
+  io.integer("model_population", c.model_population, 2);
+  io.integer("model_generations", c.model_generations, 0);
+  io.fraction("seed_from_measured", c.seed_from_measured);
+  io.fraction("epsilon", c.epsilon);
+  io.fraction("model_far_share", c.model_far_share);
+  io.integer("model_stall", c.model_stall, 0);
+  io.integer("diversity_knobs", c.diversity_knobs, 1);
+  io.boolean("heuristic_before_fit", c.heuristic_before_fit);
+  io.integer("min_train_samples", c.min_train_samples, 1);
+  io.at_least("retrain_fraction", c.retrain_fraction, 0);
 }
 
+}  // namespace
+
+void ModelGuidedConfig::read(ConfigReader& r) { visit_fields(*this, r); }
+
 void ModelGuidedConfig::write(Json& out) const {
-  evolution.write(out);
-  out["model_population"] = model_population;
-  out["model_generations"] = model_generations;
-  out["seed_from_measured"] = seed_from_measured;
-  out["epsilon"] = epsilon;
-  out["model_far_share"] = model_far_share;
-  out["model_stall"] = model_stall;
-  out["diversity_knobs"] = diversity_knobs;
-  out["heuristic_before_fit"] = heuristic_before_fit;
-  out["min_train_samples"] = min_train_samples;
-  out["retrain_fraction"] = retrain_fraction;
+  ConfigWriter w(out);
+  visit_fields(*this, w);
 }
 
 ModelGuidedConfig ModelGuidedConfig::from_json(const Json& config) {

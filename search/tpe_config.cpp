@@ -4,44 +4,37 @@
 
 namespace atvoss::search {
 
-void TpeConfig::read(ConfigReader& r) {
-  r.integer("tpe_startup", tpe_startup, 1);
-  r.fraction("tpe_gamma", tpe_gamma, 0, 1, true);
-  r.integer("tpe_good_max", tpe_good_max, 1);
-  r.at_least("tpe_bandwidth", tpe_bandwidth, 0, true);
-  r.integer("tpe_categorical_max", tpe_categorical_max, 0);
-  r.at_least("tpe_prior_weight", tpe_prior_weight, 0, true);
-  r.integer("tpe_candidates", tpe_candidates, 1);
-  r.fraction("tpe_local_share", tpe_local_share);
-  r.fraction("tpe_univariate_share", tpe_univariate_share);
-  r.integer("tpe_local_top", tpe_local_top, 1);
-  r.fraction("tpe_local_wide", tpe_local_wide);
-  r.fraction("tpe_local_pair", tpe_local_pair);
-  r.integer("tpe_stall", tpe_stall, 0);
-  r.fraction("epsilon", epsilon);
-  r.boolean("heuristic_before_fit", heuristic_before_fit);
-  r.at_least("prior_weight", prior_weight, 0);
-  r.fraction("mutation_doubling", mutation_doubling);
+namespace {
+
+// Every key of the config, with its range: read by ConfigReader, written by ConfigWriter.
+template <class Config, class Io>
+void visit_fields(Config& c, Io& io) {
+  io.integer("tpe_startup", c.tpe_startup, 1);
+  io.fraction("tpe_gamma", c.tpe_gamma, 0, 1, true);
+  io.integer("tpe_good_max", c.tpe_good_max, 1);
+  io.at_least("tpe_bandwidth", c.tpe_bandwidth, 0, true);
+  io.integer("tpe_categorical_max", c.tpe_categorical_max, 0);
+  io.at_least("tpe_prior_weight", c.tpe_prior_weight, 0, true);
+  io.integer("tpe_candidates", c.tpe_candidates, 1);
+  io.fraction("tpe_local_share", c.tpe_local_share);
+  io.fraction("tpe_univariate_share", c.tpe_univariate_share);
+  io.integer("tpe_local_top", c.tpe_local_top, 1);
+  io.fraction("tpe_local_wide", c.tpe_local_wide);
+  io.fraction("tpe_local_pair", c.tpe_local_pair);
+  io.integer("tpe_stall", c.tpe_stall, 0);
+  io.fraction("epsilon", c.epsilon);
+  io.boolean("heuristic_before_fit", c.heuristic_before_fit);
+  io.at_least("prior_weight", c.prior_weight, 0);
+  io.fraction("mutation_doubling", c.mutation_doubling);
 }
 
+}  // namespace
+
+void TpeConfig::read(ConfigReader& r) { visit_fields(*this, r); }
+
 void TpeConfig::write(Json& out) const {
-  out["tpe_startup"] = tpe_startup;
-  out["tpe_gamma"] = tpe_gamma;
-  out["tpe_good_max"] = tpe_good_max;
-  out["tpe_bandwidth"] = tpe_bandwidth;
-  out["tpe_categorical_max"] = tpe_categorical_max;
-  out["tpe_prior_weight"] = tpe_prior_weight;
-  out["tpe_candidates"] = tpe_candidates;
-  out["tpe_local_share"] = tpe_local_share;
-  out["tpe_univariate_share"] = tpe_univariate_share;
-  out["tpe_local_top"] = tpe_local_top;
-  out["tpe_local_wide"] = tpe_local_wide;
-  out["tpe_local_pair"] = tpe_local_pair;
-  out["tpe_stall"] = tpe_stall;
-  out["epsilon"] = epsilon;
-  out["heuristic_before_fit"] = heuristic_before_fit;
-  out["prior_weight"] = prior_weight;
-  out["mutation_doubling"] = mutation_doubling;
+  ConfigWriter w(out);
+  visit_fields(*this, w);
 }
 
 TpeConfig TpeConfig::from_json(const Json& config) { return read_config<TpeConfig>(config, "tpe strategy_config"); }

@@ -1,7 +1,8 @@
 // ConfigReader: reads a strategy's JSON config (search/*_config.hpp) field by field, each
 // with its range, and refuses a key no field read: every error names the field and what was
 // expected. A key read by two parts of one config (the ensemble's arms share epsilon) counts
-// once. Private to search/.
+// once. ConfigWriter takes the same calls and writes the fields, so a config lists its keys
+// once (its visit_fields) for both. Private to search/.
 #pragma once
 
 #include <set>
@@ -27,6 +28,11 @@ class ConfigReader {
   void boolean(std::string_view key, bool& v);
   // A non-empty list of distinct names from `allowed`.
   void names(std::string_view key, std::vector<std::string>& v, const std::vector<std::string>& allowed);
+  // A config embedded in this one (model-guided embeds the evolution keys).
+  template <class Config>
+  void embed(Config& c) {
+    c.read(*this);
+  }
   // bad_input naming the first key no read asked for, and the keys this config takes.
   void finish() const;
 
@@ -37,6 +43,25 @@ class ConfigReader {
   Json config_;
   std::string context_;
   std::set<std::string, std::less<>> known_;
+};
+
+// Writes each field it is given into a JSON object (the ranges are the reader's).
+class ConfigWriter {
+ public:
+  explicit ConfigWriter(Json& out) : out_(out) {}
+  void integer(std::string_view key, const int& v, int) { out_[std::string(key)] = v; }
+  void fraction(std::string_view key, const double& v, double = 0, double = 1, bool = false) {
+    out_[std::string(key)] = v;
+  }
+  void at_least(std::string_view key, const double& v, double, bool = false) { out_[std::string(key)] = v; }
+  void boolean(std::string_view key, const bool& v) { out_[std::string(key)] = v; }
+  template <class Config>
+  void embed(const Config& c) {
+    c.write(out_);
+  }
+
+ private:
+  Json& out_;
 };
 
 // Config::from_json and to_json for a config with read(ConfigReader&) and write(Json&).

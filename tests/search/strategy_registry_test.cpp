@@ -167,6 +167,8 @@ TEST(StrategyRegistry, ConfigsReadBackTheirOwnJson) {
   tpe.tpe_gamma = 0.3;
   tpe.tpe_local_pair = 0.5;
   EXPECT_EQ(TpeConfig::from_json(tpe.to_json()).to_json(), tpe.to_json());
+  EXPECT_EQ(TpeConfig::from_json(tpe.to_json()).tpe_gamma, 0.3);  // the values, not only their absence
+  EXPECT_EQ(tpe.to_json().size(), 17u);                           // every key the strategy takes
   ModelGuidedConfig model;
   model.model_stall = 7;
   model.evolution.mutation_doubling = 0.25;
