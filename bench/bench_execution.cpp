@@ -124,12 +124,12 @@ int main(int argc, char** argv) {
       target_name = argv[i + 1];
     else if (flag == "--onnx")
       onnx.push_back(argv[i + 1]);
-    else if (flag == "--l2-shared")
-      l2_shared = std::string(argv[i + 1]) != "0";
+    else if (flag == "--l2-shared" && (std::string(argv[i + 1]) == "0" || std::string(argv[i + 1]) == "1"))
+      l2_shared = std::string(argv[i + 1]) == "1";
     else if (flag == "--repeat")
       repeat = std::max(1, std::atoi(argv[i + 1]));
     else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      std::fprintf(stderr, "unknown flag %s (or a bad value: --l2-shared takes 0 or 1)\n", flag.c_str());
       return 2;
     }
   }
