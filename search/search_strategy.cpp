@@ -26,10 +26,7 @@ void check_config(const StrategyEntry& entry, const Json& config) {
 }  // namespace
 
 std::vector<std::string> strategy_names() {
-  std::vector<std::string> names;
-  for (const auto& e : registered_strategies()) {
-    if (e.built_in) names.push_back(e.name);
-  }
+  std::vector<std::string> names = built_in_strategy_names();
   for (const auto& e : registered_strategies()) {
     if (!e.built_in) names.push_back(e.name);
   }
