@@ -145,7 +145,19 @@ std::vector<Measurement> TuningSession::measure_claimed(const std::vector<Schedu
     const std::int64_t now = db::now_ms();
     const std::vector<bool> held =
         records_.claim(workload_, target_info_, keys, options_.claim_owner, now, now + options_.claim_ttl_ms);
-    for (std::size_t k = 0; k < unstored.size(); ++k) (held[k] ? mine : still).push_back(unstored[k]);
+    for (std::size_t k = 0; k < unstored.size(); ++k) {
+      const std::size_t i = unstored[k];
+      if (!held[k]) {
+        still.push_back(i);
+      } else if (auto stored = records_.find(workload_.key(), target_info_.key, keys[k])) {
+        // Stored and released by its claimant between the look-up above and this claim: a
+        // claim is free again once the record is in, so only a look-up after it is sure.
+        out[i] = stored->measurement;
+        ++result_.measured_elsewhere;
+      } else {
+        mine.push_back(i);
+      }
+    }
     std::vector<Schedule> batch;
     for (const std::size_t i : mine) batch.push_back(schedules[i]);
     const std::vector<Measurement> measured = measure_now(batch, true);
