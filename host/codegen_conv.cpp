@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "host/codegen.hpp"
+#include "host/codegen_lowp.hpp"
 #include "host/vector_code.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/knob_names.hpp"
@@ -18,11 +19,31 @@ constexpr long HP = H + 2 * PAD, WP = W + 2 * PAD;
 constexpr long BH = TH < OH ? TH : OH, BW = TW < OW ? TW : OW;
 constexpr long NBW = (OW + TW - 1) / TW, BLOCKS = (OH + TH - 1) / TH * NBW;  // pixel blocks
 
-// One image into the interior of the padded buffer (its border stays zero).
-const float* padded(const float* img, float* buf) {
-  if constexpr (PAD == 0) return img;
+// One image into the interior of the padded buffer, CP channels a pixel. The border and the
+// channels past C hold `fill`: written once (zero, the buffer's first state) unless REFILL
+// (int8's fill is the input's zero point, which may change from call to call).
+const TIN* padded(const TIN* img, TIN* buf, TIN fill) {
+  if constexpr (PAD == 0 && CP == C) return img;
   PARALLEL_FOR
-  for (long h = 0; h < H; ++h) std::memcpy(buf + ((h + PAD) * WP + PAD) * C, img + h * W * C, W * C * 4);
+  for (long hp = 0; hp < HP; ++hp) {
+    TIN* row = buf + hp * WP * CP;
+    const long h = hp - PAD;
+    const bool border = h < 0 || h >= H;
+    if constexpr (REFILL) {
+      for (long x = 0; x < (border ? WP * CP : PAD * CP); ++x) row[x] = fill;
+      if (!border)
+        for (long x = (WP - PAD) * CP; x < WP * CP; ++x) row[x] = fill;
+    }
+    if (border) continue;
+    if constexpr (CP == C) {
+      std::memcpy(row + PAD * CP, img + h * W * C, W * C * sizeof(TIN));
+    } else {
+      for (long x = 0; x < W; ++x) {
+        std::memcpy(row + (PAD + x) * CP, img + (h * W + x) * C, C * sizeof(TIN));
+        for (long c = C; c < CP; ++c) row[(PAD + x) * CP + c] = fill;
+      }
+    }
+  }
   return buf;
 }
 
@@ -34,7 +55,7 @@ long pixel_block(long pb, long* io, long* oo) {
   long p = 0;
   for (long y = 0; y < bh; ++y) {
     for (long x = 0; x < bw; ++x, ++p) {
-      io[p] = ((oh0 + y) * STRIDE * WP + (ow0 + x) * STRIDE) * C;
+      io[p] = ((oh0 + y) * STRIDE * WP + (ow0 + x) * STRIDE) * CP;
       oo[p] = (oh0 + y) * OW + ow0 + x;
     }
   }
@@ -44,12 +65,12 @@ long pixel_block(long pb, long* io, long* oo) {
 // The MR pixels of the micro-tile at pixel ir of a block of np (past the block the last one
 // repeats; mr are valid): input pointers at channel ch, output and residual rows at column col.
 struct Tile {
-  const float* a[MR];
+  const TIN* a[MR];
   float* c[MR];
   const float* r[MR];
   long mr;
 };
-inline Tile tile_at(const float* in, float* out, const float* res, const long* io, const long* oo, long np, long ir,
+inline Tile tile_at(const TIN* in, float* out, const float* res, const long* io, const long* oo, long np, long ir,
                     long ch, long col) {
   Tile t;
   t.mr = np - ir < MR ? np - ir : MR;
@@ -243,6 +264,124 @@ void conv_image(const float* in, const float* w, float* wp, float* out, const fl
 }
 )";
 
+constexpr const char* kConvLowp = R"(
+// int8 / bf16 conv2d: the matmul's k groups (KG channels sharing a 32-bit lane) over each
+// window tap. Packed weights: panels of NR output channels, each channel block's
+// [r][s][group][NR][KG] (zero past C and K), packed with the first image.
+constexpr long NP = (K + NR - 1) / NR;
+constexpr long PANEL = R * S * CP * NR;  // elements of one panel: every channel block
+constexpr long CBG = ((CB < CP ? CB : CP) + KG - 1) / KG * KG;  // a channel block, whole groups
+constexpr long NCB = (CP + CBG - 1) / CBG, WBLOCKS = (K + NC - 1) / NC * NCB;
+constexpr long PACKED = NP * PANEL;
+
+inline TB* panel(TB* wp, long j0, long jr, long c0) { return wp + (j0 + jr) / NR * PANEL + c0 * R * S * NR; }
+
+// Block (output channels [j0, j0 + nc), padded channels [c0, c0 + kc)) of the HWIO weights,
+// read as the (R * S * C) x K matrix it is: a group of KG channels is KG rows LDB apart.
+void pack_block(const TB* w, TB* wp, long j0, long nc, long c0, long kc) {
+  const long groups = kc / KG;
+  PARALLEL_FOR
+  for (long t = 0; t < R * S * groups; ++t) {
+    const long rs = t / groups, q = t % groups, ch = c0 + q * KG;
+    for (long jb = 0; jb < nc; jb += NR) {
+      const long cols = nc - jb < NR ? nc - jb : NR;
+      TB* dst = panel(wp, j0, jb, c0) + t * NR * KG;
+      const TB* src = w + (rs * C + ch) * K + j0 + jb;
+      if (cols == NR && ch + KG <= C) {
+        interleave(src, dst);
+        continue;
+      }
+      for (long c = 0; c < NR; ++c)
+        for (long e = 0; e < KG; ++e) dst[c * KG + e] = c < cols && ch + e < C ? src[e * K + c] : TB(0);
+    }
+  }
+}
+
+// Rows of a micro-tile (write_back's Rows): each pixel's output and residual row.
+struct PixelRows {
+  float* const* cp;
+  const float* const* rp;
+  float* c(long r) const { return cp[r]; }
+  const float* res(long r) const { return rp[r]; }
+};
+
+// MR pixels (input pointers ap at channel c0) x NR output channels from col0 over every tap
+// and the kc channels of a block (b: its packed panel).
+inline void micro(long kc, const TA* const* ap, const TB* __restrict b, const Tile& t, long nr, bool first,
+                  bool last, const AtvossArgs& g, long col0, const int* comp) {
+  ACC acc[MR][NV];
+#pragma GCC unroll 16
+  for (long i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) acc[i][v] = ACC{};
+  const long groups = kc / KG;
+  for (long r = 0; r < R; ++r) {
+    for (long s = 0; s < S; ++s) {
+      const long off = (r * WP + s) * CP;
+      const TB* bb = b + (r * S + s) * groups * NR * KG;
+#pragma GCC unroll UNROLL
+      for (long q = 0; q < groups; ++q) {
+        if constexpr (PF > 0) __builtin_prefetch(bb + (q + PF) * NR * KG);
+        dot_group(acc, [&](long i) { return ap[i] + off + q * KG; }, bb + q * NR * KG);
+      }
+    }
+  }
+  write_block(acc, PixelRows{t.c, t.r}, t.mr, nr, first, last, g, col0, comp);
+}
+
+// One pixel block (np pixels) x output channels [j0, j0 + nc) x padded channels [c0, c0 + kc).
+void block(const TA* in, TB* wp, float* out, const float* res, const long* io, const long* oo, long np, long j0,
+           long nc, long c0, long kc, const AtvossArgs& g, const int* comp) {
+  const bool first = c0 == 0, last = c0 + kc >= CP;
+  for_tiles<ORDER == 2>(np, nc, [&](long ir, long jr) {
+    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
+    const long nr = nc - jr < NR ? nc - jr : NR;
+    micro(kc, t.a, panel(wp, j0, jr, c0), t, nr, first, last, g, j0 + jr, comp);
+  });
+}
+
+struct WeightBlock {
+  long j0, nc, c0, kc;
+};
+inline WeightBlock weight_block(long q) {
+  const long j0 = q / NCB * NC, c0 = q % NCB * CBG;
+  return {j0, K - j0 < NC ? K - j0 : NC, c0, CP - c0 < CBG ? CP - c0 : CBG};
+}
+
+// threads as in the fp32 conv: order 1 splits the pixel blocks, each thread running every
+// weight block; orders 0 and 2 split the pixel blocks of one weight block at a time.
+void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res, bool pack, const AtvossArgs& g,
+                const int* comp) {
+  if (pack) {
+    for (long q = 0; q < WBLOCKS; ++q) {
+      const WeightBlock b = weight_block(q);
+      pack_block(w, wp, b.j0, b.nc, b.c0, b.kc);
+    }
+  }
+  if constexpr (ORDER == 1) {
+    PARALLEL_FOR
+    for (long pb = 0; pb < BLOCKS; ++pb) {
+      long io[BH * BW], oo[BH * BW];
+      const long np = pixel_block(pb, io, oo);
+      for (long q = 0; q < WBLOCKS; ++q) {
+        const WeightBlock b = weight_block(q);
+        block(in, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g, comp);
+      }
+    }
+  } else {
+    for (long q = 0; q < WBLOCKS; ++q) {
+      const WeightBlock b = weight_block(q);
+      PARALLEL_FOR
+      for (long pb = 0; pb < BLOCKS; ++pb) {
+        long io[BH * BW], oo[BH * BW];
+        const long np = pixel_block(pb, io, oo);
+        block(in, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g, comp);
+      }
+    }
+  }
+}
+)";
+
 // depthwise_conv2d: vectors over channels, MR pixels x NR channels per register block.
 constexpr const char* kDepthwise = R"(
 template <bool FULL>
@@ -336,6 +475,7 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 std::string generate_conv_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
   const bool dw = w.op() == "depthwise_conv2d";
+  const bool lowp = w.dtype() != DType::float32;
   const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
   const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
   const long depth = knob(knobs::async_copy_depth);
@@ -343,36 +483,63 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
 
   std::ostringstream o;
   const int threads = int(knob(knobs::threads));
-  o << kernel_preamble(w, s, threads) << "constexpr long N = " << w.dim("N") << ", H = " << w.dim("H")
-    << ", W = " << w.dim("W") << ", C = " << w.dim("C") << ", R = " << w.dim("R") << ", S = " << w.dim("S") << ";\n"
+  o << (lowp ? "#include <immintrin.h>\n" : "") << kernel_preamble(w, s, threads) << "constexpr long N = " << w.dim("N")
+    << ", H = " << w.dim("H") << ", W = " << w.dim("W") << ", C = " << w.dim("C") << ", R = " << w.dim("R")
+    << ", S = " << w.dim("S") << ";\n"
     << "constexpr long STRIDE = " << w.dim("stride") << ", PAD = " << w.dim("pad") << ", OH = " << w.out_h()
     << ", OW = " << w.out_w() << ";\n"
     << "constexpr long ROWS = OH * OW, COLS = " << cols << ";\n";
-  if (!dw) o << "constexpr long K = " << w.dim("K") << ";\n";
+  if (!dw) o << "constexpr long K = " << w.dim("K") << ", LDB = K;\n";
   o << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
     << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n";
   if (dw) {
     o << "constexpr long TC = " << round_to(knob(knobs::tile_c), nr) << ";\n"
       << "constexpr long PF = " << depth - 1 << ";\n";
+  } else if (lowp) {
+    // async_copy_depth: 1 packed, 2 packed and prefetched (int8 and bf16 always pack).
+    o << "constexpr long NC = " << round_to(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k) << ";\n"
+      << "constexpr long PF = " << (depth >= 2 ? 8 : 0) << ";\n";
   } else {
     // async_copy_depth: 1 weights in place, 2 packed, 3 packed and prefetched.
     o << "constexpr long NC = " << round_to(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k) << ";\n"
       << "constexpr bool INPLACE = " << (depth == 1 ? "true" : "false") << ";\n"
       << "constexpr long PF = " << (depth >= 3 ? 8 : 0) << ";\n";
   }
-  o << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n"
-    << vector_helpers() << epilogue_functions(split) << separate_pass_function();
-  std::string kernel = std::string(kCommon) + (dw ? kDepthwise : kConv);
+  o << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n";
+  if (lowp) {
+    o << low_precision_types(w.dtype()) << "using TIN = TA;\nconstexpr long CP = (C + KG - 1) / KG * KG;\n"
+      << "constexpr bool REFILL = true;\n";
+  } else {
+    o << "using TIN = float;\nconstexpr long CP = C;\nconstexpr bool REFILL = false;\n";
+  }
+  o << vector_helpers() << epilogue_functions(split) << separate_pass_function();
+  std::string kernel = std::string(kCommon) +
+                       (lowp ? std::string(low_precision_helpers()) + kConvLowp : std::string(dw ? kDepthwise : kConv));
   replace_all(kernel, "UNROLL", std::to_string(knob(knobs::k_steps)));
   o << kernel << "}  // namespace\n\n"
-    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
-    << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED")
-    << "), pad(PAD > 0 ? HP * WP * C : 0);\n"
-    << "  for (long n = 0; n < N; ++n) {\n"
-    << "    const float* in = padded(g->a + n * H * W * C, pad.p);\n"
-    << "    float* out = g->c + n * ROWS * COLS;\n"
-    << "    const float* res = g->residual ? g->residual + n * ROWS * COLS : nullptr;\n"
-    << "    conv_image(in, g->b, wp.p, out, res, n == 0, *g);\n";
+    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
+  if (lowp) {
+    // Scratch counts 4-byte words.
+    o << "  static thread_local Scratch wp((PACKED * sizeof(TB) + 3) / 4), "
+         "pad(PAD > 0 || CP > C ? (HP * WP * CP * sizeof(TA) + 3) / 4 : 0);\n"
+      << "  const TA* qa = static_cast<const TA*>(g->qa);\n"
+      << "  const TB* qb = static_cast<const TB*>(g->qb);\n"
+      << "  const TA fill = INT8 ? TA(g->qzero) : TA(0);\n"
+      << "  for (long n = 0; n < N; ++n) {\n"
+      << "    const TA* in = padded(qa + n * H * W * C, (TA*)pad.p, fill);\n";
+  } else {
+    o << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED")
+      << "), pad(PAD > 0 ? HP * WP * C : 0);\n"
+      << "  for (long n = 0; n < N; ++n) {\n"
+      << "    const float* in = padded(g->a + n * H * W * C, pad.p, 0.0f);\n";
+  }
+  o << "    float* out = g->c + n * ROWS * COLS;\n"
+    << "    const float* res = g->residual ? g->residual + n * ROWS * COLS : nullptr;\n";
+  if (lowp) {
+    o << "    conv_image(in, qb, (TB*)wp.p, out, res, n == 0, *g, INT8 ? g->qcomp : nullptr);\n";
+  } else {
+    o << "    conv_image(in, g->b, wp.p, out, res, n == 0, *g);\n";
+  }
   o << separate_pass_calls(split, "out") << "  }\n}\n";
   return o.str();
 }

@@ -11,13 +11,120 @@
 namespace atvoss::host {
 namespace {
 
-// Expects TA, TB, ACC, INT8, KG (k elements per 32-bit lane), the shape, the blocking and the
-// vector helpers declared before it, and dot() for the dtype.
-constexpr const char* kLowKernel = R"(
-constexpr long KCG = (KC + KG - 1) / KG * KG;  // a k block, padded to whole groups
+// Expects TA, TB, ACC, INT8, KG (k elements per 32-bit lane), dot() for the dtype, LDB, the
+// register block and the vector helpers declared before it.
+constexpr const char* kLowHelpers = R"(
 inline vi loadi(const void* p, long n) { vi v = {}; std::memcpy(&v, p, n * 4); return v; }
 inline void storei(float* p, vi v, long n) { std::memcpy(p, &v, n * 4); }
 
+// KG rows of B (LDB elements apart), NR columns from src, interleaved so that each 32-bit lane holds one column's
+// KG consecutive k: byte (int8) or 16-bit (bf16) unpacks of row pairs, then (int8) 16-bit
+// unpacks of the pairs, 16 bytes of a row at a time. bf16 takes 32 columns per step in
+// 512-bit registers, whose 128-bit lanes are then put back into column order (4-9 % faster
+// on the BERT shapes than 16 bytes at a time); the same for int8 at 256 bits was 5-13 % slower
+// (docs/host-backend.md).
+inline void interleave(const TB* src, TB* dst) {
+  long c = 0;
+  if constexpr (KG == 2) {
+    // 32 columns per step: per 128-bit lane L, lo holds columns 8L..8L+3 and hi 8L+4..8L+7.
+    for (; c + 32 <= NR; c += 32) {
+      const __m512i r0 = _mm512_loadu_si512(src + c), r1 = _mm512_loadu_si512(src + LDB + c);
+      const __m512i lo = _mm512_unpacklo_epi16(r0, r1), hi = _mm512_unpackhi_epi16(r0, r1);
+      const __m512i a = _mm512_shuffle_i32x4(lo, hi, 0x44), b = _mm512_shuffle_i32x4(lo, hi, 0xee);
+      _mm512_storeu_si512(dst + c * 2, _mm512_shuffle_i32x4(a, a, 0xd8));
+      _mm512_storeu_si512(dst + c * 2 + 32, _mm512_shuffle_i32x4(b, b, 0xd8));
+    }
+  }
+  for (; c < NR; c += 16 / sizeof(TB)) {
+    const __m128i r0 = _mm_loadu_si128((const __m128i*)(src + c)), r1 = _mm_loadu_si128((const __m128i*)(src + LDB + c));
+    __m128i* d = (__m128i*)(dst + c * KG);
+    if constexpr (KG == 4) {
+      const __m128i r2 = _mm_loadu_si128((const __m128i*)(src + 2 * LDB + c)), r3 = _mm_loadu_si128((const __m128i*)(src + 3 * LDB + c));
+      const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+      const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(t0, t2));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(t0, t2));
+      _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(t1, t3));
+      _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(t1, t3));
+    } else {
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(r0, r1));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(r0, r1));
+    }
+  }
+}
+
+// One k group into the register block: NV vectors of a packed B row at b, and a 32-bit
+// broadcast of each row's KG elements at a(r).
+template <class RowOfA>
+inline void dot_group(ACC (&acc)[MR][NV], const RowOfA& a, const TB* __restrict b) {
+  __m512i bv[NV];
+#pragma GCC unroll 8
+  for (long v = 0; v < NV; ++v) bv[v] = _mm512_loadu_si512(b + v * VL * KG);
+#pragma GCC unroll 16
+  for (long r = 0; r < MR; ++r) {
+    int av;
+    std::memcpy(&av, a(r), 4);
+    const __m512i ab = _mm512_set1_epi32(av);
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) acc[r][v] = dot(acc[r][v], ab, bv[v]);
+  }
+}
+
+// Writes an MR x NR register block back: rows.c(r) is row r's output at the block's first
+// column, rows.res(r) its residual row (or null). int8: partial sums stay s32 in C's memory
+// until the last k block, which dequantises and runs the fused epilogue; bf16 sums in fp32.
+template <bool FULL, class Rows>
+inline void write_back(ACC (&acc)[MR][NV], const Rows& rows, long mr, long nr, bool first, bool last,
+                       const AtvossArgs& g, long col0, const int* comp) {
+  (void)comp;
+#pragma GCC unroll 16
+  for (long r = 0; r < (FULL ? MR : mr); ++r) {
+    const float* res_row = rows.res(r);
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) {
+      if (!FULL && v * VL >= nr) break;
+      const long n = FULL ? VL : (nr - v * VL < VL ? nr - v * VL : VL);
+      float* p = rows.c(r) + v * VL;
+      const long col = col0 + v * VL;
+      if constexpr (INT8) {
+        vi x = (vi)acc[r][v];
+        if (!first) x += loadi(p, n);
+        if (!last) {
+          storei(p, x, n);
+          continue;
+        }
+        const vf y = __builtin_convertvector(x - loadi(comp + col, n), vf) * load_n(g.qscale + col, n);
+        store_n(p, fused<FULL>(y, g, res_row, col, n), n);
+      } else {
+        vf x = (vf)acc[r][v];
+        if (!first) x += load_n(p, n);
+        if (last) x = fused<FULL>(x, g, res_row, col, n);
+        store_n(p, x, n);
+      }
+    }
+  }
+}
+
+// write_back of a block whose partial tile (mr x nr) takes the general path on a copy, so that
+// acc stays in registers on the full path.
+template <class Rows>
+inline void write_block(ACC (&acc)[MR][NV], const Rows& rows, long mr, long nr, bool first, bool last,
+                        const AtvossArgs& g, long col0, const int* comp) {
+  if (mr == MR && nr == NR) {
+    write_back<true>(acc, rows, mr, nr, first, last, g, col0, comp);
+    return;
+  }
+  ACC tmp[MR][NV];
+#pragma GCC unroll 16
+  for (long r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) tmp[r][v] = acc[r][v];
+  write_back<false>(tmp, rows, mr, nr, first, last, g, col0, comp);
+}
+)";
+
+// The matmul: expects kLowHelpers and the shape and blocking before it.
+constexpr const char* kLowKernel = R"(
 // Each MR-row micro-panel of A holds, per k group, the MR rows' KG elements side by side, so
 // that one 32-bit broadcast feeds a row's group to the dot instruction.
 void pack_a(const TA* A, long i0, long mc, long p0, long kc, TA* ap) {
@@ -35,42 +142,6 @@ void pack_a(const TA* A, long i0, long mc, long p0, long kc, TA* ap) {
           for (long e = 0; e < KG; ++e) d[e] = src && q * KG + e < kc ? src[q * KG + e] : TA(0);
         }
       }
-    }
-  }
-}
-
-// KG rows of B, NR columns from src, interleaved so that each 32-bit lane holds one column's
-// KG consecutive k: byte (int8) or 16-bit (bf16) unpacks of row pairs, then (int8) 16-bit
-// unpacks of the pairs, 16 bytes of a row at a time. bf16 takes 32 columns per step in
-// 512-bit registers, whose 128-bit lanes are then put back into column order (4-9 % faster
-// on the BERT shapes than 16 bytes at a time); the same for int8 at 256 bits was 5-13 % slower
-// (docs/host-backend.md).
-inline void interleave(const TB* src, TB* dst) {
-  long c = 0;
-  if constexpr (KG == 2) {
-    // 32 columns per step: per 128-bit lane L, lo holds columns 8L..8L+3 and hi 8L+4..8L+7.
-    for (; c + 32 <= NR; c += 32) {
-      const __m512i r0 = _mm512_loadu_si512(src + c), r1 = _mm512_loadu_si512(src + N + c);
-      const __m512i lo = _mm512_unpacklo_epi16(r0, r1), hi = _mm512_unpackhi_epi16(r0, r1);
-      const __m512i a = _mm512_shuffle_i32x4(lo, hi, 0x44), b = _mm512_shuffle_i32x4(lo, hi, 0xee);
-      _mm512_storeu_si512(dst + c * 2, _mm512_shuffle_i32x4(a, a, 0xd8));
-      _mm512_storeu_si512(dst + c * 2 + 32, _mm512_shuffle_i32x4(b, b, 0xd8));
-    }
-  }
-  for (; c < NR; c += 16 / sizeof(TB)) {
-    const __m128i r0 = _mm_loadu_si128((const __m128i*)(src + c)), r1 = _mm_loadu_si128((const __m128i*)(src + N + c));
-    __m128i* d = (__m128i*)(dst + c * KG);
-    if constexpr (KG == 4) {
-      const __m128i r2 = _mm_loadu_si128((const __m128i*)(src + 2 * N + c)), r3 = _mm_loadu_si128((const __m128i*)(src + 3 * N + c));
-      const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
-      const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
-      _mm_storeu_si128(d, _mm_unpacklo_epi16(t0, t2));
-      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(t0, t2));
-      _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(t1, t3));
-      _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(t1, t3));
-    } else {
-      _mm_storeu_si128(d, _mm_unpacklo_epi16(r0, r1));
-      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(r0, r1));
     }
   }
 }
@@ -97,38 +168,14 @@ void pack_b_groups(const TB* B, long j0, long nc, long p0, long q0, long kc, TB*
   }
 }
 
-// int8: partial sums stay s32 in C's memory until the last k block, which dequantises.
-template <bool FULL>
-inline void write_back(ACC (&acc)[MR][NV], float* c, long mr, long nr, bool first, bool last,
-                       const AtvossArgs& g, const float* res, long row0, long col0, const int* comp) {
-  (void)comp;
-#pragma GCC unroll 16
-  for (long r = 0; r < (FULL ? MR : mr); ++r) {
-    const float* res_row = res ? res + (row0 + r) * N : nullptr;
-#pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) {
-      if (!FULL && v * VL >= nr) break;
-      const long n = FULL ? VL : (nr - v * VL < VL ? nr - v * VL : VL);
-      float* p = c + r * N + v * VL;
-      const long col = col0 + v * VL;
-      if constexpr (INT8) {
-        vi x = (vi)acc[r][v];
-        if (!first) x += loadi(p, n);
-        if (!last) {
-          storei(p, x, n);
-          continue;
-        }
-        const vf y = __builtin_convertvector(x - loadi(comp + col, n), vf) * load_n(g.qscale + col, n);
-        store_n(p, fused<FULL>(y, g, res_row, col, n), n);
-      } else {
-        vf x = (vf)acc[r][v];
-        if (!first) x += load_n(p, n);
-        if (last) x = fused<FULL>(x, g, res_row, col, n);
-        store_n(p, x, n);
-      }
-    }
-  }
-}
+// Rows of a micro-tile of C (write_back's Rows): N apart, the residual's likewise.
+struct MatrixRows {
+  float* c0;
+  const float* res0;
+  long row0;
+  float* c(long r) const { return c0 + r * N; }
+  const float* res(long r) const { return res0 ? res0 + (row0 + r) * N : nullptr; }
+};
 
 inline void micro(long kc, const TA* __restrict a, const TB* __restrict b, float* c, long mr, long nr,
                   bool first, bool last, const AtvossArgs& g, const float* res, long row0, long col0,
@@ -148,28 +195,9 @@ inline void micro(long kc, const TA* __restrict a, const TB* __restrict b, float
       __builtin_prefetch(a + (q + PF) * MR * KG);
       __builtin_prefetch(b + (q + PF) * NR * KG);
     }
-    __m512i bv[NV];
-#pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) bv[v] = _mm512_loadu_si512(b + (q * NR + v * VL) * KG);
-#pragma GCC unroll 16
-    for (long r = 0; r < MR; ++r) {
-      int av;
-      std::memcpy(&av, a + (q * MR + r) * KG, 4);
-      const __m512i ab = _mm512_set1_epi32(av);
-#pragma GCC unroll 8
-      for (long v = 0; v < NV; ++v) acc[r][v] = dot(acc[r][v], ab, bv[v]);
-    }
+    dot_group(acc, [&](long r) { return a + (q * MR + r) * KG; }, b + q * NR * KG);
   }
-  if (mr == MR && nr == NR) {
-    write_back<true>(acc, c, mr, nr, first, last, g, res, row0, col0, comp);
-    return;
-  }
-  ACC tmp[MR][NV];  // a copy, so that acc stays in registers on the full path
-#pragma GCC unroll 16
-  for (long r = 0; r < MR; ++r)
-#pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) tmp[r][v] = acc[r][v];
-  write_back<false>(tmp, c, mr, nr, first, last, g, res, row0, col0, comp);
+  write_block(acc, MatrixRows{c, res, row0}, mr, nr, first, last, g, col0, comp);
 }
 
 void macro(long mc, long nc, long kc, const TA* ap, const TB* bp, float* C, long i0, long j0, bool first,
@@ -251,6 +279,9 @@ inline __m512 dot(__m512 acc, __m512i a, __m512i b) { return _mm512_dpbf16_ps(ac
 
 }  // namespace
 
+const char* low_precision_types(DType d) { return d == DType::int8 ? kInt8Types : kBf16Types; }
+const char* low_precision_helpers() { return kLowHelpers; }
+
 std::string generate_low_precision_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
   const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
@@ -261,12 +292,13 @@ std::string generate_low_precision_source(const Workload& w, const Schedule& s, 
 
   std::ostringstream o;
   o << "#include <immintrin.h>\n"
-    << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, kc) << "constexpr long ROWS = M, COLS = N;\n"
-    << (int8 ? kInt8Types : kBf16Types)
+    << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, kc)
+    << "constexpr long ROWS = M, COLS = N, LDB = N;\n"
+    << low_precision_types(w.dtype())
     // Elements per thread's packing buffer, whole cache lines.
     << "constexpr long AP_ELEMS = ((MC + MR) * ((KC + KG - 1) / KG * KG) * " << elem << " + 63) / 64 * 64 / " << elem
     << ", BP_ELEMS = ((NC + NR) * ((KC + KG - 1) / KG * KG) * " << elem << " + 63) / 64 * 64 / " << elem << ";\n"
-    << vector_helpers() << epilogue_functions(split) << separate_pass_function()
+    << vector_helpers() << epilogue_functions(split) << separate_pass_function() << kLowHelpers
     << with_unroll(kLowKernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
     << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
     << "  static thread_local Scratch ap(" << threads << " * AP_ELEMS * sizeof(TA) / 4), bp(" << threads

@@ -20,4 +20,11 @@ namespace atvoss::host {
 // space_for(w, m).check(s).ok.
 std::string generate_low_precision_source(const Workload& w, const Schedule& s, const MachineInfo& m);
 
+// What the int8 and bf16 conv2d (codegen_conv.hpp) shares with the matmul, as source text: the
+// dtype's types and dot product (TA, TB, ACC, INT8, KG, dot), and the helpers that follow the
+// vector helpers (B rows LDB apart interleaved into k groups, one group's dot products into
+// the register block, the write-back).
+const char* low_precision_types(DType d);
+const char* low_precision_helpers();
+
 }  // namespace atvoss::host

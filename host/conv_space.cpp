@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "host/host_space.hpp"
 #include "host/knob_values.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/knob_names.hpp"
@@ -45,21 +46,22 @@ std::int64_t halo_pixels(const Workload& w, const Schedule& s) {
 
 Verdict check_conv(const Workload& w, const Schedule& s, const MachineInfo& m) {
   if (Verdict v = registers(s, m); !v.ok) return v;
+  const std::int64_t eb = kernel_element_bytes(w.dtype());
   const std::int64_t nr = at(s, knobs::micro_n), kc = std::min(at(s, knobs::tile_k), w.dim("C"));
   const std::int64_t rs = w.dim("R") * w.dim("S");
-  const std::int64_t panel = rs * kc * nr * 4;
+  const std::int64_t panel = rs * kc * nr * eb;
   if (panel > m.l1d_bytes && at(s, knobs::tile_k) > kSmallestTileK) {
     return Verdict::invalid("L1d: weight panel " + std::to_string(panel) + " B > " + std::to_string(m.l1d_bytes) +
                             " B");
   }
-  const std::int64_t input = halo_pixels(w, s) * kc * 4;
+  const std::int64_t input = halo_pixels(w, s) * kc * eb;
   if (input > m.l2_bytes) {
     return Verdict::invalid("L2: input block " + std::to_string(input) + " B > " + std::to_string(m.l2_bytes) + " B");
   }
   const std::int64_t nc = std::min(at(s, knobs::tile_n), w.dim("K"));
   const std::int64_t llc = std::max(m.l3_bytes, m.l2_bytes);
-  if (rs * kc * nc * 4 > llc) {
-    return Verdict::invalid("L3: weight block " + std::to_string(rs * kc * nc * 4) + " B > " + std::to_string(llc) +
+  if (rs * kc * nc * eb > llc) {
+    return Verdict::invalid("L3: weight block " + std::to_string(rs * kc * nc * eb) + " B > " + std::to_string(llc) +
                             " B");
   }
   return Verdict::valid();
@@ -80,8 +82,11 @@ bool conv_supports(const Workload& w, std::string* why) {
   std::string reason;
   if (w.op() != "conv2d" && w.op() != "depthwise_conv2d") {
     reason = "op '" + w.op() + "': the host backend generates conv2d and depthwise_conv2d of the conv ops";
-  } else if (w.dtype() != DType::float32) {
-    reason = "field 'dtype': the host backend computes \"float32\" only";
+  } else if (w.dtype() != DType::float32 &&
+             (w.op() != "conv2d" || (w.dtype() != DType::int8 && w.dtype() != DType::bfloat16))) {
+    reason = w.op() == "conv2d"
+                 ? "field 'dtype': the host backend computes conv2d in \"float32\", \"int8\" or \"bfloat16\""
+                 : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
   } else {
     for (const auto& op : w.epilogue()) {
       if (op != "bias" && op != "batchnorm" && op != "relu" && op != "gelu" && op != "add") {
@@ -99,6 +104,7 @@ bool conv_supports(const Workload& w, std::string* why) {
 ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m) {
   std::string why;
   if (!conv_supports(w, &why)) throw_bad_input("host: " + why);
+  require_low_precision_instructions(w, m);
   const std::int64_t lanes = m.lanes();
   const std::int64_t oh = w.out_h(), ow = w.out_w();
   if (w.op() == "depthwise_conv2d") {
@@ -124,7 +130,9 @@ ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m) {
       knob(knobs::tile_n, upto_covering(w.dim("K"), {32, 128, 512})),
       knob(knobs::tile_k, upto_covering(w.dim("C"), {kSmallestTileK, 32, 64, 128, 256})),
       knob(knobs::k_steps, {1, 4}),
-      knob(knobs::async_copy_depth, {1, 2, 3}),
+      // int8 and bf16 weights are always packed (k groups interleaved): 1 and 2 are 2 and 3 of fp32.
+      knob(knobs::async_copy_depth,
+           w.dtype() == DType::float32 ? std::vector<std::int64_t>{1, 2, 3} : std::vector<std::int64_t>{1, 2}),
       knob(knobs::tile_order, {0, 1, 2}),
       knob(knobs::fusion_level, fusion_values(w)),
       knob(knobs::threads, thread_values(m)),
@@ -160,7 +168,7 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
       else if (k.name == knobs::k_steps)
         s.set(k.name, 4);
       else if (k.name == knobs::async_copy_depth)
-        s.set(k.name, dw ? 1 : 2);
+        s.set(k.name, dw || w.dtype() != DType::float32 ? 1 : 2);
       else if (k.name == knobs::tile_order)
         s.set(k.name, 0);
       else if (k.name == knobs::threads)

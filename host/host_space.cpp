@@ -13,9 +13,6 @@
 namespace atvoss::host {
 namespace {
 
-// The bytes of one element of A and B as the kernel reads them.
-std::int64_t element_bytes(DType d) { return d == DType::float32 ? 4 : dtype_bytes(d); }
-
 Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
   const std::int64_t mr = s.at(std::string(knobs::micro_m)), nr = s.at(std::string(knobs::micro_n));
   const std::int64_t kc = s.at(std::string(knobs::tile_k)), mc = s.at(std::string(knobs::tile_m));
@@ -40,22 +37,9 @@ Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
   return Verdict::valid();
 }
 
-// int8 and bf16 kernels are generated for AVX-512 VNNI and AVX-512 BF16 only
-// (codegen_lowp.hpp); another CPU is told which flag it lacks.
-void require_instructions(const Workload& w, const MachineInfo& m) {
-  const char* flag = w.dtype() == DType::int8 ? "avx512_vnni" : w.dtype() == DType::bfloat16 ? "avx512_bf16" : nullptr;
-  if (flag && !(m.has_flag(flag) && m.simd_bytes == 64)) {
-    throw_bad_input("host: field 'dtype': " + std::string(to_string(w.dtype())) + " kernels need a CPU with " + flag +
-                    "; this one (" + m.model + ") has none; use \"float32\"");
-  }
-  // vpdpbusd adds into s32 without saturating: 255 * 128 * K must stay below 2^31.
-  if (w.dtype() == DType::int8 && w.dim("K") > 65536) {
-    throw_bad_input("host: field 'dims.K' = " + std::to_string(w.dim("K")) +
-                    ": int8 kernels accumulate in s32 and take K <= 65536");
-  }
-}
-
 }  // namespace
+
+std::int64_t kernel_element_bytes(DType d) { return d == DType::float32 ? 4 : dtype_bytes(d); }
 
 bool supports(const Workload& w, std::string* why) {
   if (w.is_conv()) return conv_supports(w, why);
@@ -86,7 +70,7 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
   std::string why;
   if (!supports(w, &why)) throw_bad_input("host: " + why);
   if (is_row_op(w)) return rowops_space_for(w, m);
-  require_instructions(w, m);
+  require_low_precision_instructions(w, m);
   const std::int64_t lanes = m.lanes();
   std::vector<Knob> ks = {
       knob(knobs::micro_m, {4, 6, 8}),
@@ -100,7 +84,7 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
       knob(knobs::fusion_level, fusion_values(w)),
       knob(knobs::threads, thread_values(m)),
   };
-  const std::int64_t eb = element_bytes(w.dtype());
+  const std::int64_t eb = kernel_element_bytes(w.dtype());
   return ScheduleSpace(std::move(ks), [m, eb](const Schedule& s) { return check(s, m, eb); });
 }
 
@@ -142,6 +126,24 @@ Schedule default_schedule(const Workload& w, const MachineInfo& m) {
     }
   }
   throw_bad_input("host: no valid default schedule for " + w.label());
+}
+
+// int8 and bf16 kernels are generated for AVX-512 VNNI and AVX-512 BF16 only
+// (codegen_lowp.hpp); another CPU is told which flag it lacks.
+void require_low_precision_instructions(const Workload& w, const MachineInfo& m) {
+  const char* flag = w.dtype() == DType::int8 ? "avx512_vnni" : w.dtype() == DType::bfloat16 ? "avx512_bf16" : nullptr;
+  if (flag && !(m.has_flag(flag) && m.simd_bytes == 64)) {
+    throw_bad_input("host: field 'dtype': " + std::string(to_string(w.dtype())) + " kernels need a CPU with " + flag +
+                    "; this one (" + m.model + ") has none; use \"float32\"");
+  }
+  // vpdpbusd adds into s32 without saturating: 255 * 128 * K must stay below 2^31.
+  // A conv's reduction is R x S x C.
+  const std::int64_t k = w.is_conv() ? w.dim("R") * w.dim("S") * w.dim("C") : w.dim("K");
+  if (w.dtype() == DType::int8 && k > 65536) {
+    const std::string field = w.is_conv() ? "dims.R x dims.S x dims.C" : "dims.K";
+    throw_bad_input("host: field '" + field + "' = " + std::to_string(k) +
+                    ": int8 kernels accumulate in s32 and take a reduction <= 65536");
+  }
 }
 
 }  // namespace atvoss::host

@@ -32,6 +32,12 @@ bool supports(const Workload& w, std::string* why = nullptr);
 
 // REQUIRES: supports(w). bad_input naming the field otherwise.
 ScheduleSpace space_for(const Workload& w, const MachineInfo& m);
+
+// bad_input naming the flag unless this CPU runs w's int8 (AVX-512 VNNI) or bfloat16
+// (AVX-512 BF16) kernels, or naming the dims when an int8 reduction could overflow s32.
+void require_low_precision_instructions(const Workload& w, const MachineInfo& m);
+// The bytes of one element of A and B as a kernel of dtype d reads them (float32: 4).
+std::int64_t kernel_element_bytes(DType d);
 Schedule default_schedule(const Workload& w, const MachineInfo& m);
 
 }  // namespace atvoss::host

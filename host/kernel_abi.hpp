@@ -10,6 +10,9 @@
 //         the epilogue after, where qscale[j] = scale_A * scale_B[j] and qcomp = z * sum_k qb
 //         (the compensation for A's zero point, computed once with the weights);
 //   bf16: qa and qb hold bf16 bit patterns, accumulated in fp32; qscale and qcomp are null.
+// int8 and bf16 conv2d read qa (NHWC) and qb (HWIO, the (R*S*C) x K matrix) the same way;
+// int8 pads the image with qzero, A's zero point, so that padding adds nothing once qcomp
+// (z times every tap's weights) is taken off.
 // The "quantize" and "requantize" epilogue ops (a layer whose output feeds an int8 layer)
 // round the output onto the u8 grid of qout = {scale, zero point} and keep it as the fp32
 // value it represents, q = clamp(floor(x / scale + z + 0.5), 0, 255), x' = (q - z) * scale
@@ -32,7 +35,8 @@
   const void* qb;                 \
   const float* qscale;            \
   const int* qcomp;               \
-  const float* qout;
+  const float* qout;              \
+  int qzero;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 

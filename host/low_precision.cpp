@@ -72,9 +72,13 @@ void round_bf16(std::vector<float>& values, std::vector<std::uint8_t>& bits) {
 
 }  // namespace
 
-void quantize_matmul_operands(const Workload& w, float a_lo, float a_hi, Operands& o) {
+MatmulShape conv_gemm_shape(const Workload& w) {
+  return {1, w.dim("N") * w.out_h() * w.out_w(), w.dim("K"), w.dim("R") * w.dim("S") * w.dim("C")};
+}
+
+void quantize_operands(const Workload& w, float a_lo, float a_hi, Operands& o) {
   if (w.dtype() == DType::int8) {
-    quantize_int8(matmul_shape(w), a_lo, a_hi, o);
+    quantize_int8(w.is_conv() ? conv_gemm_shape(w) : matmul_shape(w), a_lo, a_hi, o);
   } else {
     round_bf16(o.a, o.qa);
     round_bf16(o.b, o.qb);

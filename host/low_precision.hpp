@@ -28,9 +28,13 @@ struct AffineU8 {
 };
 AffineU8 affine_u8(float lo, float hi);
 
-// REQUIRES: w is a matmul or batch_matmul of dtype int8 or bfloat16, o from make_operands
-// with A drawn from [a_lo, a_hi]. Fills qa, qb (and for int8 qscale, qcomp) and rewrites a, b.
-void quantize_matmul_operands(const Workload& w, float a_lo, float a_hi, Operands& o);
+// REQUIRES: w is a matmul, batch_matmul or conv2d of dtype int8 or bfloat16, o from
+// make_operands with A drawn from [a_lo, a_hi]. Fills qa, qb (and for int8 qscale, qcomp,
+// qzero) and rewrites a, b. A conv2d is its implicit GEMM: B is the (R*S*C) x K weights.
+void quantize_operands(const Workload& w, float a_lo, float a_hi, Operands& o);
+
+// The implicit GEMM of a conv2d: pixels x (R*S*C) x K, one batch (the weights are shared).
+MatmulShape conv_gemm_shape(const Workload& w);
 
 // The exact s32 result of an int8 matmul, C[b, i, j] = sum_k qa * qb - qcomp[b, j], for tests
 // that compare a kernel bit for bit: C = qscale[j] * float(that).

@@ -34,7 +34,8 @@ AtvossArgs Operands::args() {
                     bytes(qb),
                     qscale.empty() ? nullptr : qscale.data(),
                     qcomp.empty() ? nullptr : qcomp.data(),
-                    ptr(qout)};
+                    ptr(qout),
+                    qzero};
 }
 
 namespace {
@@ -73,7 +74,7 @@ Operands make_operands(const Workload& w, std::uint64_t seed) {
   if (w.has_epilogue("add")) o.residual = fill(s.c, unit);
   // A grid of 1/16 over [-8, 8): coarse enough that rounding shows in every output.
   if (w.has_epilogue("quantize") || w.has_epilogue("requantize")) o.qout = {1.0f / 16, 128.0f};
-  if (w.dtype() != DType::float32 && w.is_matmul_like()) quantize_matmul_operands(w, s.a_lo, s.a_hi, o);
+  if (w.dtype() != DType::float32 && w.is_matmul_like()) quantize_operands(w, s.a_lo, s.a_hi, o);
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "host/low_precision.hpp"
 
 namespace atvoss::host {
 namespace {
@@ -79,6 +80,7 @@ Operands make_conv_operands(const Workload& w, std::uint64_t seed) {
     o.shift = fill(d.kout(), unit);
   }
   if (w.has_epilogue("add")) o.residual = fill(out, unit);
+  if (w.dtype() != DType::float32) quantize_operands(w, -1.0f, 1.0f, o);
   return o;
 }
 

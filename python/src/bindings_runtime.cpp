@@ -149,8 +149,8 @@ class PyRuntime {
     if (a.size() != n.a || b.size() != n.b) throw internal_error("operand sizes disagree with " + w.label());
     FloatArray c(out_shape);
     const runtime::EpilogueArgs ep = e.args(n, out_shape);
-    const host::AtvossArgs args{a.data(),    b.data(), c.mutable_data(), ep.bias, ep.scale, ep.shift,
-                                ep.residual, nullptr,  nullptr,          nullptr, nullptr,  ep.qout};
+    const host::AtvossArgs args{a.data(), b.data(), c.mutable_data(), ep.bias, ep.scale, ep.shift, ep.residual,
+                                nullptr,  nullptr,  nullptr,          nullptr, ep.qout,  0};
     const runtime::Choice* choice = nullptr;
     {
       py::gil_scoped_release release;

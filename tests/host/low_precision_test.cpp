@@ -1,7 +1,9 @@
-// int8 and bf16 matmul kernels (codegen_lowp.hpp): over a table of schedules (ragged edges,
-// several k blocks, every tile_order, two threads, batches, epilogues) each computes the
-// reference; int8 is exact bit for bit, with s32 partial sums past 2^24; the operands
-// quantise as low_precision.hpp says; a CPU without the instructions is refused by name.
+// int8 and bf16 matmul and conv2d kernels (codegen_lowp.hpp, codegen_conv.hpp): over a table
+// of schedules (ragged edges, several k or channel blocks, channels not a whole k group,
+// padding, strides, every tile_order, two threads, batches, epilogues) each computes the
+// reference; int8 is exact bit for bit, with s32 partial sums past 2^24, and pads with the
+// input's zero point; the operands quantise as low_precision.hpp says; a CPU without the
+// instructions is refused by name.
 // A test whose instructions this CPU lacks is skipped with a message naming the flag.
 #include "host/low_precision.hpp"
 
@@ -72,6 +74,69 @@ std::vector<ScheduleCase> cases_of(const std::string& dtype) {
   std::vector<ScheduleCase> out = kCases;
   for (auto& c : out) c.workload = with_dtype(c.workload, dtype);
   return out;
+}
+
+// conv2d cases: every channel count but one is no whole k group (4 int8, 2 bf16 channels).
+const std::vector<ScheduleCase> kConvCases = {
+    // C = 3 (the first layer), K < micro_n, 3x3 pad 1, blocks larger than the dims.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":5,"W":9,"K":5,"R":3,"S":3,"stride":1,"pad":1}})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 16}, {"tile_order", 0}}},
+    // Stride 2, two images, pixel blocks of 1 x 8, pixel blocks outer, two threads.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":13,"H":10,"W":11,"K":20,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias","relu"]})",
+     {{"micro_m", 4},
+      {"micro_n", 24},
+      {"tile_h", 1},
+      {"tile_w", 8},
+      {"tile_n", 32},
+      {"tile_k", 16},
+      {"tile_order", 1},
+      {"fusion_level", 1},
+      {"k_steps", 1},
+      {"async_copy_depth", 2},
+      {"threads", 2}}},
+    // Three channel blocks (16, 16, 4 of the padded 36), two output-channel blocks, gelu fused.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":35,"H":9,"W":9,"K":33,"R":3,"S":3,"pad":1},"epilogue":["bias","gelu"]})",
+     {{"micro_m", 5},
+      {"micro_n", 16},
+      {"tile_h", 4},
+      {"tile_w", 8},
+      {"tile_n", 32},
+      {"tile_k", 16},
+      {"tile_order", 0},
+      {"fusion_level", 1},
+      {"threads", 2}}},
+    // 1x1 with the whole epilogue as separate passes, micro-tiles walked pixel-major.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":6,"W":6,"K":17,"R":1,"S":1},"epilogue":["batchnorm","relu","add"]})",
+     {{"micro_m", 8},
+      {"micro_n", 16},
+      {"tile_h", 4},
+      {"tile_w", 8},
+      {"tile_k", 16},
+      {"tile_order", 2},
+      {"fusion_level", 0},
+      {"threads", 2}}},
+    // A 5x3 window with pad 2, a residual fused, prefetching.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":6,"H":12,"W":10,"K":16,"R":5,"S":3,"pad":2},"epilogue":["batchnorm","add"]})",
+     {{"micro_m", 4}, {"micro_n", 16}, {"tile_h", 16}, {"tile_w", 16}, {"fusion_level", 2}, {"async_copy_depth", 2}}},
+    // Stride 2 without padding (the image is read in place); micro-tiles wrap across rows.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":8,"H":9,"W":9,"K":8,"R":3,"S":3,"stride":2}})",
+     {{"micro_m", 5}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}, {"threads", 2}}},
+};
+
+std::vector<ScheduleCase> conv_cases_of(const std::string& dtype) {
+  std::vector<ScheduleCase> out = kConvCases;
+  for (auto& c : out) c.workload = with_dtype(c.workload, dtype);
+  return out;
+}
+
+TEST(LowPrecisionTest, Int8ConvKernelsComputeTheReferenceOverTheTable) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  testing::expect_every_case_computes_the_reference(conv_cases_of("int8"), 7);
+}
+
+TEST(LowPrecisionTest, Bf16ConvKernelsComputeTheReferenceOverTheTable) {
+  ATVOSS_REQUIRE_FLAG("avx512_bf16");
+  testing::expect_every_case_computes_the_reference(conv_cases_of("bfloat16"), 7);
 }
 
 TEST(LowPrecisionTest, Int8KernelsComputeTheReferenceOverTheTable) {
@@ -151,6 +216,85 @@ TEST(LowPrecisionTest, Int8IsExactBitForBitPastTwoToTheTwentyFour) {
     EXPECT_EQ(wrong, 0) << "tile_order " << order;
     EXPECT_GT(largest, std::int64_t(1) << 24);
   }
+}
+
+// An int8 conv2d over four channel blocks (32, 32, 32, 4 of C = 99 padded to 100) with
+// padding, with large codes (u8 in [200, 255], s8 in [100, 127]): sums of 891 products pass 2^24, and
+// each output is qscale[j] * (sum over the taps inside the image of (qa - z) * qb), exactly.
+TEST(LowPrecisionTest, Int8ConvIsExactBitForBitWithTheZeroPointAsPadding) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  const Workload w =
+      workload(R"({"op":"conv2d","dtype":"int8","dims":{"N":2,"C":99,"H":7,"W":6,"K":20,"R":3,"S":3,"pad":1}})");
+  const MatmulShape g = conv_gemm_shape(w);
+  for (int order : {0, 1}) {
+    Schedule s = default_schedule(w, this_machine());
+    s.set("tile_k", 32);
+    s.set("tile_order", order);
+    s.set("threads", 2);
+    ASSERT_TRUE(space_for(w, this_machine()).check(s).ok) << space_for(w, this_machine()).check(s).reason;
+    TempDir cache;
+    Loaded k;
+    load(w, s, cache, k);
+    ASSERT_NE(k.fn, nullptr);
+    Operands o = make_operands(w, 3);
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> big_a(200, 255), big_b(100, 127);
+    for (auto& q : o.qa) q = std::uint8_t(big_a(rng));
+    for (auto& q : o.qb) q = std::uint8_t(std::int8_t(big_b(rng)));
+    o.qzero = 31;
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      std::int64_t sum = 0;
+      for (std::int64_t kk = 0; kk < g.k; ++kk) sum += std::int8_t(o.qb[std::size_t(kk * g.n + j)]);
+      o.qcomp[std::size_t(j)] = std::int32_t(o.qzero * sum);
+    }
+    AtvossArgs args = o.args();
+    k.fn(&args);
+    const std::int64_t C = 99, H = 7, W = 6;
+    int wrong = 0;
+    std::int64_t largest = 0;
+    for (std::int64_t p = 0; p < g.m; ++p) {
+      const std::int64_t n = p / (H * W), oh = p / W % H, ow = p % W;
+      for (std::int64_t j = 0; j < g.n; ++j) {
+        std::int64_t acc = 0, raw = 0;
+        for (std::int64_t r = 0; r < 3; ++r)
+          for (std::int64_t q = 0; q < 3; ++q)
+            for (std::int64_t c = 0; c < C; ++c) {
+              const std::int64_t ih = oh - 1 + r, iw = ow - 1 + q;
+              const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+              const std::int64_t a = inside ? o.qa[std::size_t(((n * H + ih) * W + iw) * C + c)] : o.qzero;
+              const std::int64_t b = std::int8_t(o.qb[std::size_t(((r * 3 + q) * C + c) * g.n + j)]);
+              acc += (a - o.qzero) * b;
+              raw += a * b;
+            }
+        largest = std::max(largest, raw);
+        const float want = o.qscale[std::size_t(j)] * float(std::int32_t(acc));
+        const float got = o.c[std::size_t(p * g.n + j)];
+        if (std::memcmp(&want, &got, 4) != 0 && ++wrong <= 3)
+          ADD_FAILURE() << "order " << order << " pixel " << p << " channel " << j << " = " << got << ", want " << want;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << "tile_order " << order;
+    EXPECT_GT(largest, std::int64_t(1) << 24);
+  }
+}
+
+// Padding with a zero code is not padding with zero: the compensation counts every tap.
+TEST(LowPrecisionTest, AnInt8ConvPaddedWithCodeZeroIsAWrongAnswer) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  const Workload w =
+      workload(R"({"op":"conv2d","dtype":"int8","dims":{"N":1,"C":8,"H":6,"W":6,"K":16,"R":3,"S":3,"pad":1}})");
+  std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
+  const std::string sub = "TA(g->qzero)";
+  ASSERT_NE(src.find(sub), std::string::npos);
+  src.replace(src.find(sub), sub.size(), "TA(0)");
+  const Measurement m = testing::measure_source(w, src);
+  EXPECT_EQ(m.status, Status::wrong_answer) << m.message;
+}
+
+TEST(LowPrecisionTest, EveryKnobChangesTheInt8ConvSource) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  testing::expect_every_knob_changes_the_source(workload(
+      R"({"op":"conv2d","dtype":"int8","dims":{"N":1,"C":256,"H":14,"W":14,"K":256,"R":3,"S":3,"pad":1},"epilogue":["bias"]})"));
 }
 
 // quantize (fp32 or bf16 before an int8 layer) and requantize (int8 before int8) leave every
@@ -246,6 +390,7 @@ TEST(LowPrecisionTest, QuantisationRepresentsTheOperands) {
 TEST(LowPrecisionTest, ACpuWithoutTheInstructionsIsRefusedByName) {
   const Workload w = workload(R"({"op":"matmul","dtype":"int8","dims":{"M":64,"N":64,"K":64}})");
   MachineInfo m = testing::avx512_machine();
+  std::string why;
   try {
     space_for(w, m);
     FAIL() << "an AVX-512 core without VNNI got an int8 space";
@@ -263,7 +408,19 @@ TEST(LowPrecisionTest, ACpuWithoutTheInstructionsIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("dims.K"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(space_for(workload(R"({"op":"matmul","dtype":"int8","dims":{"M":4,"N":16,"K":65536}})"), m));
-  std::string why;
+  // A conv's reduction is R x S x C: 3 x 3 x 7282 passes 65536.
+  try {
+    space_for(workload(R"({"op":"conv2d","dtype":"int8","dims":{"N":1,"C":7282,"H":4,"W":4,"K":16,"R":3,"S":3}})"), m);
+    FAIL() << "an int8 conv whose reduction can overflow s32 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dims.R x dims.S x dims.C"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(
+      supports(workload(R"({"op":"conv2d","dtype":"int8","dims":{"N":1,"C":8,"H":4,"W":4,"K":16,"R":3,"S":3}})"), &why))
+      << why;
+  EXPECT_FALSE(supports(
+      workload(R"({"op":"depthwise_conv2d","dtype":"int8","dims":{"N":1,"C":8,"H":4,"W":4,"R":3,"S":3}})"), &why));
+  EXPECT_NE(why.find("dtype"), std::string::npos) << why;
   EXPECT_TRUE(supports(w, &why)) << why;
   EXPECT_FALSE(supports(workload(R"({"op":"softmax","dtype":"int8","dims":{"M":8,"N":8}})"), &why));
   EXPECT_NE(why.find("dtype"), std::string::npos) << why;
