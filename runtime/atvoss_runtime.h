@@ -97,6 +97,20 @@ ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_conv2d(atvoss_runtime* r
                                                                const atvoss_epilogue* epilogue,
                                                                atvoss_choice_kind* kind, char** error);
 
+/* int8 and bf16 conv2d (NHWC input, HWIO filter), the int8 and bf16 matmuls of the implicit GEMM
+ * pixels x (r*s*c) x k: int8 input u8 with zero point z in [0, 255] (padding is z, i.e. 0.0),
+ * filter s8; output[p,k] = scale[k] * (sum a*b - comp[k]), then the epilogue, where
+ * comp[k] = z * sum over r, s, c of filter[r,s,c,k]. bf16: bit patterns, fp32 accumulation. */
+ATVOSS_RUNTIME_API atvoss_runtime_status
+atvoss_runtime_conv2d_int8(atvoss_runtime* rt, const uint8_t* input, int32_t zero_point, const int8_t* filter,
+                           float* output, const float* scale, const int32_t* comp, const atvoss_conv2d_shape* shape,
+                           const atvoss_epilogue* epilogue, atvoss_choice_kind* kind, char** error);
+ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_conv2d_bf16(atvoss_runtime* rt, const uint16_t* input,
+                                                                    const uint16_t* filter, float* output,
+                                                                    const atvoss_conv2d_shape* shape,
+                                                                    const atvoss_epilogue* epilogue,
+                                                                    atvoss_choice_kind* kind, char** error);
+
 /* The choice for a workload given as JSON ({"op":"matmul","dtype":"float32","dims":{...},
  * "epilogue":[...]}), as JSON {"kind":"exact"|"nearest"|"default","schedule":{...},
  * "reason":"...","entry":{...}|null,"distance":d,"table_time_us":t}, into *choice_json

@@ -58,6 +58,11 @@ atvoss::runtime::EpilogueArgs epilogue_of(const atvoss_epilogue* e) {
   return out;
 }
 
+atvoss::runtime::Conv2dShape shape_of(const atvoss_conv2d_shape* shape) {
+  need(shape, "shape");
+  return {shape->n, shape->c, shape->h, shape->w, shape->k, shape->r, shape->s, shape->stride, shape->pad};
+}
+
 void report(const Choice& choice, atvoss_choice_kind* kind) {
   if (kind == nullptr) return;
   *kind = choice.kind == ChoiceKind::exact     ? ATVOSS_CHOICE_EXACT
@@ -118,10 +123,30 @@ extern "C" atvoss_runtime_status atvoss_runtime_conv2d(atvoss_runtime* rt, const
                                                        const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
                                                        char** error) {
   return guarded(error, [&] {
-    need(shape, "shape");
-    const atvoss::runtime::Conv2dShape s{shape->n, shape->c, shape->h,      shape->w,  shape->k,
-                                         shape->r, shape->s, shape->stride, shape->pad};
-    report(runtime_of(rt).conv2d(input, filter, output, s, epilogue_of(epilogue)), kind);
+    report(runtime_of(rt).conv2d(input, filter, output, shape_of(shape), epilogue_of(epilogue)), kind);
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_conv2d_int8(atvoss_runtime* rt, const uint8_t* input,
+                                                            int32_t zero_point, const int8_t* filter, float* output,
+                                                            const float* scale, const int32_t* comp,
+                                                            const atvoss_conv2d_shape* shape,
+                                                            const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
+                                                            char** error) {
+  return guarded(error, [&] {
+    report(runtime_of(rt).conv2d_int8(input, zero_point, filter, output, scale, comp, shape_of(shape),
+                                      epilogue_of(epilogue)),
+           kind);
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_conv2d_bf16(atvoss_runtime* rt, const uint16_t* input,
+                                                            const uint16_t* filter, float* output,
+                                                            const atvoss_conv2d_shape* shape,
+                                                            const atvoss_epilogue* epilogue, atvoss_choice_kind* kind,
+                                                            char** error) {
+  return guarded(error, [&] {
+    report(runtime_of(rt).conv2d_bf16(input, filter, output, shape_of(shape), epilogue_of(epilogue)), kind);
   });
 }
 

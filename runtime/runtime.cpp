@@ -82,7 +82,7 @@ Workload batch_matmul_workload(std::int64_t batch, std::int64_t m, std::int64_t 
   return make_workload("batch_matmul", Json{{"B", batch}, {"M", m}, {"N", n}, {"K", k}}, epilogue);
 }
 
-Workload conv2d_workload(const Conv2dShape& s, const std::vector<std::string>& epilogue) {
+Workload conv2d_workload(const Conv2dShape& s, const std::vector<std::string>& epilogue, DType dtype) {
   return make_workload("conv2d",
                        Json{{"N", s.n},
                             {"C", s.c},
@@ -93,7 +93,7 @@ Workload conv2d_workload(const Conv2dShape& s, const std::vector<std::string>& e
                             {"S", s.s},
                             {"stride", s.stride},
                             {"pad", s.pad}},
-                       epilogue);
+                       epilogue, dtype);
 }
 
 OperandSizes operand_sizes(const Workload& w) {
@@ -194,11 +194,38 @@ const Choice& Runtime::matmul_bf16(const std::uint16_t* a, const std::uint16_t* 
   return run(w, args);
 }
 
+const Workload& Runtime::conv2d_of(const Conv2dShape& s, const EpilogueArgs& e, DType dtype) {
+  const std::string op = "conv2d " + std::string(to_string(dtype));
+  return workload_of(call_key(op.c_str(), {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride, s.pad}, e.ops),
+                     [&] { return conv2d_workload(s, e.ops, dtype); });
+}
+
 const Choice& Runtime::conv2d(const float* input, const float* filter, float* output, const Conv2dShape& s,
                               const EpilogueArgs& e) {
-  const Workload& w = workload_of(call_key("conv2d", {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride, s.pad}, e.ops),
-                                  [&] { return conv2d_workload(s, e.ops); });
-  return run(w, abi_args(input, filter, output, e));
+  return run(conv2d_of(s, e, DType::float32), abi_args(input, filter, output, e));
+}
+
+const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const std::int8_t* filter,
+                                   float* output, const float* scale, const std::int32_t* comp, const Conv2dShape& s,
+                                   const EpilogueArgs& e) {
+  if (zero_point < 0 || zero_point > 255) {
+    throw_bad_input("runtime: argument 'zero_point' must be a u8 code in [0, 255], got " + std::to_string(zero_point));
+  }
+  host::AtvossArgs args = abi_args(nullptr, nullptr, output, e);
+  args.qa = input;
+  args.qb = filter;
+  args.qscale = scale;
+  args.qcomp = comp;
+  args.qzero = zero_point;
+  return run(conv2d_of(s, e, DType::int8), args);
+}
+
+const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const std::uint16_t* filter, float* output,
+                                   const Conv2dShape& s, const EpilogueArgs& e) {
+  host::AtvossArgs args = abi_args(nullptr, nullptr, output, e);
+  args.qa = input;
+  args.qb = filter;
+  return run(conv2d_of(s, e, DType::bfloat16), args);
 }
 
 }  // namespace atvoss::runtime

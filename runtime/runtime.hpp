@@ -67,7 +67,8 @@ Workload matmul_workload(std::int64_t m, std::int64_t n, std::int64_t k, const s
                          DType dtype = DType::float32);
 Workload batch_matmul_workload(std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
                                const std::vector<std::string>& epilogue = {});
-Workload conv2d_workload(const Conv2dShape& shape, const std::vector<std::string>& epilogue = {});
+Workload conv2d_workload(const Conv2dShape& shape, const std::vector<std::string>& epilogue = {},
+                         DType dtype = DType::float32);
 
 // Elements of each operand of w, so that a binding can check the buffers it is given.
 struct OperandSizes {
@@ -110,6 +111,16 @@ class Runtime {
                             std::int64_t k, const EpilogueArgs& epilogue = {});
   const Choice& conv2d(const float* input, const float* filter, float* output, const Conv2dShape& shape,
                        const EpilogueArgs& epilogue = {});
+  // int8 and bf16 conv2d, the int8 and bf16 matmuls of the implicit GEMM (pixels x R*S*C x K):
+  // int8 input u8 NHWC with zero point z in [0, 255] (padding is z, i.e. 0.0), filter s8 HWIO,
+  // output[p, k] = scale[k] * (sum a*b - comp[k]) then the epilogue, comp[k] = z * sum over
+  // r, s, c of filter[r, s, c, k]. bf16: bit patterns. bad_input naming the flag on a CPU
+  // without AVX-512 VNNI (int8) or BF16, or naming zero_point when it is out of range.
+  const Choice& conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const std::int8_t* filter,
+                            float* output, const float* scale, const std::int32_t* comp, const Conv2dShape& shape,
+                            const EpilogueArgs& epilogue = {});
+  const Choice& conv2d_bf16(const std::uint16_t* input, const std::uint16_t* filter, float* output,
+                            const Conv2dShape& shape, const EpilogueArgs& epilogue = {});
 
   // The loaded table, or null (none given, or another CPU's under use_defaults).
   const table::ScheduleTable* table() const { return table_.get(); }
@@ -127,6 +138,7 @@ class Runtime {
   // The typed wrappers' workloads by a key built without JSON (op, dims, epilogue), so that a
   // repeated call costs a map lookup instead of a Workload::from_json.
   const Workload& workload_of(std::string key, const std::function<Workload()>& make);
+  const Workload& conv2d_of(const Conv2dShape& s, const EpilogueArgs& e, DType dtype);
   const LoadedKernel& kernel_of(Resolved& r, const Workload& w);
 
   const host::MachineInfo& machine_;

@@ -118,6 +118,53 @@ static void expect_low_precision(atvoss_runtime* rt) {
   atvoss_runtime_free_string(error);
 }
 
+/* An int8 conv2d (3x3, pad 1, a 4x4 image of 5 channels, 16 filters) from small integers with
+ * zero point 3: exact, the padding counting as 3 (that is, as 0.0). */
+static void expect_int8_conv(atvoss_runtime* rt) {
+  enum { H = 4, W = 4, C = 5, K = 16, Z = 3 };
+  const atvoss_conv2d_shape shape = {1, C, H, W, K, 3, 3, 1, 1};
+  uint8_t in[H * W * C];
+  int8_t f[9 * C * K];
+  float out[H * W * K], scale[K];
+  int32_t comp[K];
+  char* error = NULL;
+  int i, k, y, x, r, s, c, worst = 0;
+  atvoss_runtime_status st;
+  for (i = 0; i < H * W * C; ++i) in[i] = (uint8_t)((i * 7) % 11);
+  for (i = 0; i < 9 * C * K; ++i) f[i] = (int8_t)((i * 5) % 9 - 4);
+  for (k = 0; k < K; ++k) {
+    scale[k] = 0.25f;
+    comp[k] = 0;
+    for (i = 0; i < 9 * C; ++i) comp[k] += Z * f[i * K + k];
+  }
+  st = atvoss_runtime_conv2d_int8(rt, in, Z, f, out, scale, comp, &shape, NULL, NULL, &error);
+  if (st == ATVOSS_RUNTIME_BAD_INPUT && error != NULL && strstr(error, "avx512_vnni") != NULL) {
+    printf("skipped int8 conv2d: %s\n", error);
+  } else {
+    check(st == ATVOSS_RUNTIME_OK, "int8 conv2d runs", error);
+    for (y = 0; y < H; ++y)
+      for (x = 0; x < W; ++x)
+        for (k = 0; k < K; ++k) {
+          int32_t acc = 0;
+          for (r = 0; r < 3; ++r)
+            for (s = 0; s < 3; ++s)
+              for (c = 0; c < C; ++c) {
+                const int iy = y - 1 + r, ix = x - 1 + s;
+                const int a = iy >= 0 && iy < H && ix >= 0 && ix < W ? in[(iy * W + ix) * C + c] : Z;
+                acc += (a - Z) * f[((r * 3 + s) * C + c) * K + k];
+              }
+          if (out[(y * W + x) * K + k] != 0.25f * (float)acc) worst = 1;
+        }
+    check(worst == 0, "int8 conv2d", "result differs from the exact integer result");
+  }
+  atvoss_runtime_free_string(error);
+  error = NULL;
+  st = atvoss_runtime_conv2d_int8(rt, in, Z, f, out, scale, comp, NULL, NULL, NULL, &error);
+  check(st == ATVOSS_RUNTIME_BAD_INPUT && error != NULL && strstr(error, "shape") != NULL,
+        "int8 conv2d without a shape refused", error);
+  atvoss_runtime_free_string(error);
+}
+
 int main(int argc, char** argv) {
   atvoss_runtime* rt = NULL;
   atvoss_runtime* other = NULL;
@@ -138,6 +185,7 @@ int main(int argc, char** argv) {
   expect_matmul(rt, 40, 40, 64, 0, ATVOSS_CHOICE_NEAREST, "nearby shape runs nearest");
   expect_matmul(rt, 13, 21, 30, 1, ATVOSS_CHOICE_DEFAULT, "matmul+bias has no entry: default");
   expect_low_precision(rt);
+  expect_int8_conv(rt);
 
   st = atvoss_runtime_choice(rt, "{\"op\":\"matmul\",\"dtype\":\"float32\",\"dims\":{\"M\":48,\"N\":40,\"K\":64}}",
                              &json, &error);

@@ -170,6 +170,40 @@ TEST_F(RuntimeTest, LowPrecisionWrappersComputeTheReference) {
   }
 }
 
+// int8 and bf16 conv2d through the wrappers compute the reference; an int8 call whose zero
+// point is not the one the compensation was built with pads wrongly (a visible error), and a
+// zero point outside [0, 255] is refused by name.
+TEST_F(RuntimeTest, LowPrecisionConvWrappersComputeTheReference) {
+  if (!machine().has_flag("avx512_vnni") || !machine().has_flag("avx512_bf16")) {
+    GTEST_SKIP() << "this CPU (" << machine().model << ") lacks avx512_vnni or avx512_bf16";
+  }
+  Runtime rt(options());
+  const Conv2dShape shape{1, 13, 9, 8, 20, 3, 3, 2, 1};
+  const Workload q = conv2d_workload(shape, {"bias", "relu"}, DType::int8);
+  host::Operands o = host::make_operands(q, 5);
+  const auto* b8 = reinterpret_cast<const std::int8_t*>(o.qb.data());
+  const EpilogueArgs bias_relu{{"bias", "relu"}, o.bias.data(), nullptr, nullptr, nullptr};
+  ASSERT_GT(o.qzero, 0);
+  rt.conv2d_int8(o.qa.data(), o.qzero, b8, o.c.data(), o.qscale.data(), o.qcomp.data(), shape, bias_relu);
+  const double right = host::max_relative_error(q, o, 5);
+  EXPECT_LE(right, host::kMaxRelativeError);
+  rt.conv2d_int8(o.qa.data(), 0, b8, o.c.data(), o.qscale.data(), o.qcomp.data(), shape, bias_relu);
+  EXPECT_GT(host::max_relative_error(q, o, 5), 100 * std::max(right, 1e-7));
+  try {
+    rt.conv2d_int8(o.qa.data(), 256, b8, o.c.data(), o.qscale.data(), o.qcomp.data(), shape, bias_relu);
+    FAIL() << "a zero point of 256 was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_NE(std::string(e.what()).find("'zero_point'"), std::string::npos) << e.what();
+  }
+
+  const Workload h = conv2d_workload(shape, {}, DType::bfloat16);
+  host::Operands ob = host::make_operands(h, 6);
+  rt.conv2d_bf16(reinterpret_cast<const std::uint16_t*>(ob.qa.data()),
+                 reinterpret_cast<const std::uint16_t*>(ob.qb.data()), ob.c.data(), shape);
+  EXPECT_LE(host::max_relative_error(h, ob, 6), host::kMaxRelativeError);
+}
+
 TEST_F(RuntimeTest, MissingEpilogueOperandIsRefusedNamingIt) {
   Runtime rt(options());
   std::vector<float> a(4 * 8), b(8 * 8), c(4 * 8);
