@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace atvoss::host {
 
@@ -34,6 +37,28 @@ AffineU8 affine_u8(float lo, float hi) {
   return p;
 }
 
+Int8Weights quantize_weights_int8(std::span<const float> b, std::int64_t batches, std::int64_t rows,
+                                  std::int64_t cols) {
+  if (batches < 1 || rows < 1 || cols < 1 || b.size() != std::size_t(batches * rows * cols)) {
+    throw_bad_input("quantize: 'b' holds " + std::to_string(b.size()) + " values, expected " + std::to_string(batches) +
+                    " x " + std::to_string(rows) + " x " + std::to_string(cols));
+  }
+  const std::size_t n = std::size_t(cols), kn = std::size_t(rows * cols);
+  Int8Weights w;
+  w.scale.assign(n, 0.0f);
+  for (std::size_t i = 0; i < b.size(); ++i) w.scale[i % n] = std::max(w.scale[i % n], std::abs(b[i]));
+  for (float& x : w.scale) x = x > 0 ? x / 127.0f : 1.0f;
+  w.q.resize(b.size());
+  w.column_sum.assign(std::size_t(batches) * n, 0);
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const std::size_t j = i % n;
+    const long q = std::clamp(std::lround(b[i] / w.scale[j]), -127L, 127L);
+    w.q[i] = std::int8_t(q);
+    w.column_sum[i / kn * n + j] += std::int32_t(q);
+  }
+  return w;
+}
+
 namespace {
 
 void quantize_int8(const MatmulShape& s, float a_lo, float a_hi, Operands& o) {
@@ -44,21 +69,17 @@ void quantize_int8(const MatmulShape& s, float a_lo, float a_hi, Operands& o) {
     o.qa[i] = pa.quantize(o.a[i]);
     o.a[i] = pa.value(o.qa[i]);
   }
-  const std::size_t n = std::size_t(s.n), kn = std::size_t(s.k * s.n);
-  std::vector<float> b_scale(n, 0.0f);
-  for (std::size_t i = 0; i < o.b.size(); ++i) b_scale[i % n] = std::max(b_scale[i % n], std::abs(o.b[i]));
-  for (float& x : b_scale) x = x > 0 ? x / 127.0f : 1.0f;
+  const Int8Weights wq = quantize_weights_int8(o.b, s.batch, s.k, s.n);
+  const std::size_t n = std::size_t(s.n);
   o.qb.resize(o.b.size());
-  o.qcomp.assign(std::size_t(s.batch) * n, 0);
   for (std::size_t i = 0; i < o.b.size(); ++i) {
-    const std::size_t j = i % n;
-    const long q = std::clamp(std::lround(o.b[i] / b_scale[j]), -127L, 127L);
-    o.qb[i] = std::uint8_t(std::int8_t(q));
-    o.b[i] = b_scale[j] * float(q);
-    o.qcomp[i / kn * n + j] += std::int32_t(pa.zero_point * q);
+    o.qb[i] = std::uint8_t(wq.q[i]);
+    o.b[i] = wq.scale[i % n] * float(wq.q[i]);
   }
+  o.qcomp.resize(wq.column_sum.size());
+  for (std::size_t i = 0; i < o.qcomp.size(); ++i) o.qcomp[i] = pa.zero_point * wq.column_sum[i];
   o.qscale.resize(n);
-  for (std::size_t j = 0; j < n; ++j) o.qscale[j] = pa.scale * b_scale[j];
+  for (std::size_t j = 0; j < n; ++j) o.qscale[j] = pa.scale * wq.scale[j];
 }
 
 void round_bf16(std::vector<float>& values, std::vector<std::uint8_t>& bits) {

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "core/workload.hpp"
 #include "host/operands.hpp"
@@ -27,6 +29,18 @@ struct AffineU8 {
   float value(std::uint8_t q) const { return scale * float(int(q) - zero_point); }
 };
 AffineU8 affine_u8(float lo, float hi);
+
+// Symmetric s8 codes of weights, per output column: b holds `batches` row-major rows x cols
+// matrices (a matmul's B[K, N]; a conv2d's HWIO weights are the (R*S*C) x K one); scale[j] =
+// max |b[., ., j]| / 127 over every batch (1 for an all-zero column), so nothing is clipped;
+// column_sum[batch * cols + j] = the sum of column j's codes in that batch (times A's zero
+// point, the compensation). bad_input naming 'b' when its size is not batches x rows x cols.
+struct Int8Weights {
+  std::vector<std::int8_t> q;
+  std::vector<float> scale;
+  std::vector<std::int32_t> column_sum;
+};
+Int8Weights quantize_weights_int8(std::span<const float> b, std::int64_t batches, std::int64_t rows, std::int64_t cols);
 
 // REQUIRES: w is a matmul, batch_matmul or conv2d of dtype int8 or bfloat16, o from
 // make_operands with A drawn from [a_lo, a_hi]. Fills qa, qb (and for int8 qscale, qcomp,

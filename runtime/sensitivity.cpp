@@ -84,18 +84,10 @@ EpilogueArgs LayerData::epilogue() const {
 
 // Symmetric s8 per output column from max|B[:, j]|: weights are never clipped.
 void quantize_weights(LayerData& l) {
-  host::CalibrationOptions per_column;
-  per_column.symmetric = true;
-  const auto ranges = host::calibrate_per_channel(l.b, l.d.k, l.d.n, per_column);
-  for (const auto& r : ranges) l.b_scale.push_back(host::symmetric_scale(r));
-  l.qb.resize(l.b.size());
-  l.qb_col_sum.assign(std::size_t(l.d.n), 0);
-  for (std::size_t i = 0; i < l.b.size(); ++i) {
-    const std::size_t j = i % std::size_t(l.d.n);
-    const long q = std::clamp(std::lround(l.b[i] / l.b_scale[j]), -127L, 127L);
-    l.qb[i] = std::int8_t(q);
-    l.qb_col_sum[j] += std::int32_t(q);
-  }
+  host::Int8Weights q = host::quantize_weights_int8(l.b, 1, l.d.k, l.d.n);
+  l.qb = std::move(q.q);
+  l.b_scale = std::move(q.scale);
+  l.qb_col_sum = std::move(q.column_sum);
   l.b16.resize(l.b.size());
   std::transform(l.b.begin(), l.b.end(), l.b16.begin(), host::to_bf16);
 }
