@@ -27,7 +27,7 @@ _runner = _os.path.join(_os.path.dirname(__file__), "bin", "atvoss-kernel-runner
 if _os.access(_runner, _os.X_OK):
     _os.environ.setdefault("ATVOSS_KERNEL_RUNNER", _runner)
 
-from . import runtime  # noqa: E402 (after the environment above)
+from . import quantization, runtime  # noqa: E402 (after the environment above)
 from .backend import Backend, backend_names, register_backend
 from .client import Client
 from .database import Database, LookupResult, Table, columns

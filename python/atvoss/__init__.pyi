@@ -3,6 +3,7 @@ import os
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import _atvoss as _atvoss
+from . import quantization as quantization
 from . import runtime as runtime
 
 __version__: str

@@ -12,6 +12,11 @@ compile cache the tuner filled, or are generated and compiled on first use (abou
 
 Arrays must be float32 (TypeError otherwise; strided ones are copied); shapes are checked
 (ValueError naming the argument). The GIL is released while a kernel runs.
+
+int8 and bf16 kernels (CPUs with AVX-512 VNNI / BF16; ValueError naming the flag elsewhere)
+take their inputs already in code: ``matmul_int8``, ``conv2d_int8``, ``matmul_bf16`` and
+``conv2d_bf16``; ``atvoss.quantization`` makes the codes from float32 arrays and measures
+what each layer loses.
 """
 import os
 import threading
@@ -86,6 +91,45 @@ class Runtime:
         generator does not serve conv2d."""
         out, choice = self._rt.conv2d(input, filter, stride, pad,
                                       _epilogue(epilogue, bias, scale, shift, residual), return_choice)
+        return (out, Choice._from_json(choice)) if return_choice else out
+
+    def matmul_int8(self, a: Any, b: Any, scale: Any, comp: Any, epilogue: Sequence[str] = (), *,
+                    bias: Any = None, batchnorm_scale: Any = None, shift: Any = None, residual: Any = None,
+                    return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+        """int8 a @ b, float32 out: a uint8 (M, K) with zero point z, b int8 (K, N);
+        c[i, j] = scale[j] * (sum_k a[i, k] b[k, j] - comp[j]) then the epilogue, where
+        scale[j] = scale_a * scale_b[j] and comp[j] = z * sum_k b[k, j] (float32 and int32, (N,);
+        ``atvoss.quantization.quantize_int8`` computes them)."""
+        c, choice = self._rt.matmul_low("int8", a, b, scale, comp,
+                                        _epilogue(epilogue, bias, batchnorm_scale, shift, residual), return_choice)
+        return (c, Choice._from_json(choice)) if return_choice else c
+
+    def matmul_bf16(self, a: Any, b: Any, epilogue: Sequence[str] = (), *, bias: Any = None,
+                    batchnorm_scale: Any = None, shift: Any = None, residual: Any = None,
+                    return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+        """bf16 a @ b, float32 accumulation and output: a (M, K) and b (K, N) uint16 bf16 bit
+        patterns (``atvoss.quantization.to_bf16``)."""
+        c, choice = self._rt.matmul_low("bfloat16", a, b, None, None,
+                                        _epilogue(epilogue, bias, batchnorm_scale, shift, residual), return_choice)
+        return (c, Choice._from_json(choice)) if return_choice else c
+
+    def conv2d_int8(self, input: Any, zero_point: int, filter: Any, scale: Any, comp: Any, stride: int = 1,
+                    pad: int = 0, epilogue: Sequence[str] = (), *, bias: Any = None, batchnorm_scale: Any = None,
+                    shift: Any = None, residual: Any = None,
+                    return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+        """int8 conv2d, float32 out: input uint8 (N, H, W, C) with zero_point (padding is the
+        zero point, i.e. 0.0), filter int8 (R, S, C, K); the int8 matmul of its implicit GEMM,
+        comp[k] = zero_point * sum over r, s, c of filter[r, s, c, k]."""
+        out, choice = self._rt.conv2d_low("int8", input, zero_point, filter, scale, comp, stride, pad,
+                                          _epilogue(epilogue, bias, batchnorm_scale, shift, residual), return_choice)
+        return (out, Choice._from_json(choice)) if return_choice else out
+
+    def conv2d_bf16(self, input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
+                    bias: Any = None, batchnorm_scale: Any = None, shift: Any = None, residual: Any = None,
+                    return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+        """bf16 conv2d on uint16 bit patterns (NHWC input, HWIO filter), float32 out."""
+        out, choice = self._rt.conv2d_low("bfloat16", input, 0, filter, None, None, stride, pad,
+                                          _epilogue(epilogue, bias, batchnorm_scale, shift, residual), return_choice)
         return (out, Choice._from_json(choice)) if return_choice else out
 
     def __repr__(self) -> str:

@@ -18,6 +18,7 @@ class Choice:
 
 class Runtime:
     table: Optional[str]
+    _rt: Any
     def __init__(self, table: Optional[_PathLike] = ..., *, cache_dir: Optional[_PathLike] = ...,
                  foreign_table: str = ...) -> None: ...
     @property
@@ -39,6 +40,22 @@ class Runtime:
     def conv2d(self, input: _Array, filter: _Array, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
                *, bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
                residual: Optional[_Array] = ..., return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
+    def matmul_int8(self, a: _Array, b: _Array, scale: _Array, comp: _Array, epilogue: Sequence[str] = ..., *,
+                    bias: Optional[_Array] = ..., batchnorm_scale: Optional[_Array] = ...,
+                    shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+                    return_choice: bool = ...) -> Any: ...
+    def matmul_bf16(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
+                    batchnorm_scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
+                    residual: Optional[_Array] = ..., return_choice: bool = ...) -> Any: ...
+    def conv2d_int8(self, input: _Array, zero_point: int, filter: _Array, scale: _Array, comp: _Array,
+                    stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ..., *,
+                    bias: Optional[_Array] = ..., batchnorm_scale: Optional[_Array] = ...,
+                    shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+                    return_choice: bool = ...) -> Any: ...
+    def conv2d_bf16(self, input: _Array, filter: _Array, stride: int = ..., pad: int = ...,
+                    epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
+                    batchnorm_scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
+                    residual: Optional[_Array] = ..., return_choice: bool = ...) -> Any: ...
 
 def runtime(table: Optional[_PathLike] = ..., cache_dir: Optional[_PathLike] = ...) -> Runtime: ...
 @overload

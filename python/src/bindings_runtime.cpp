@@ -1,37 +1,52 @@
-// Runtime bindings: runtime::Runtime over numpy arrays (python/atvoss/runtime.py wraps them).
-// Every buffer is checked here against the workload's operand sizes before a pointer reaches
-// a kernel, so a wrong shape is a ValueError, never a read past an array. The GIL is released
-// while the kernel (and a first-use compile) runs.
+// Runtime bindings: runtime::Runtime over numpy arrays (python/atvoss/runtime.py wraps them),
+// fp32 and the int8 / bf16 kernels, and the quantisation pieces python/atvoss/quantization.py
+// wraps: calibration, the int8 codes, bf16 rounding and the sensitivity analysis with its
+// mixed-precision plans (runtime/sensitivity.hpp). Every buffer is checked here against the
+// workload's operand sizes before a pointer reaches a kernel, so a wrong shape or dtype is a
+// ValueError or TypeError, never a read past an array. The GIL is released while a kernel (and
+// a first-use compile) or a sensitivity measurement runs.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "bindings.hpp"
 #include "core/error.hpp"
+#include "host/calibration.hpp"
+#include "host/low_precision.hpp"
+#include "host/machine.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/sensitivity.hpp"
 
 namespace atvoss::python {
 namespace {
 
-using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+template <typename T>
+using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
+using FloatArray = Array<float>;
 
-// A C-contiguous float32 view of obj (copied only if strided); TypeError for another dtype.
-FloatArray float32_array(const py::object& obj, const char* name) {
+// A C-contiguous view of obj with element type T (copied only if strided); TypeError naming
+// `dtype` for another element type.
+template <typename T>
+Array<T> typed_array(const py::object& obj, const char* name, const char* dtype) {
   if (!py::isinstance<py::array>(obj)) {
-    throw py::type_error(std::string("runtime: '") + name + "' must be a numpy float32 array, got " +
+    throw py::type_error(std::string("runtime: '") + name + "' must be a numpy " + dtype + " array, got " +
                          std::string(py::str(py::type::of(obj).attr("__name__"))));
   }
   const auto array = py::reinterpret_borrow<py::array>(obj);
-  if (!array.dtype().is(py::dtype::of<float>())) {
-    throw py::type_error(std::string("runtime: '") + name + "' must have dtype float32, got " +
+  if (!array.dtype().is(py::dtype::of<T>())) {
+    throw py::type_error(std::string("runtime: '") + name + "' must have dtype " + dtype + ", got " +
                          std::string(py::str(array.dtype())));
   }
-  return FloatArray::ensure(obj);
+  return Array<T>::ensure(obj);
 }
+
+FloatArray float32_array(const py::object& obj, const char* name) { return typed_array<float>(obj, name, "float32"); }
 
 std::string shape_text(const py::array& a) {
   std::string s = "(";
@@ -97,6 +112,117 @@ class PyRuntime {
   // (c, choice JSON or None). a (M, K) @ b (K, N), or batched (B, M, K) @ (B, K, N).
   py::tuple matmul(const py::object& a_obj, const py::object& b_obj, const Epilogue& e, bool with_choice) {
     const FloatArray a = float32_array(a_obj, "a"), b = float32_array(b_obj, "b");
+    const Workload w = matmul_of(a, b, e, DType::float32);
+    return run(w, fp32_args(a, b), out_shape_of(w, a), e, with_choice);
+  }
+
+  // int8: a uint8 (M, K) with A's zero point folded into comp, b int8 (K, N), scale float32
+  // (N,) and comp int32 (N,) (runtime.hpp's matmul_int8). bfloat16: a and b uint16 bit
+  // patterns, no scale or comp.
+  py::tuple matmul_low(const std::string& dtype, const py::object& a_obj, const py::object& b_obj,
+                       const py::object& scale, const py::object& comp, const Epilogue& e, bool with_choice) {
+    const DType d = low_precision_dtype(dtype);
+    if (d == DType::int8) {
+      const auto a = typed_array<std::uint8_t>(a_obj, "a", "uint8");
+      const auto b = typed_array<std::int8_t>(b_obj, "b", "int8");
+      const Workload w = matmul_of(a, b, e, d);
+      const auto sc = per_channel<float>(scale, "scale", "float32", w);
+      const auto co = per_channel<std::int32_t>(comp, "comp", "int32", w);
+      return run(w, int8_args(a, b, sc, co, 0), out_shape_of(w, a), e, with_choice);
+    }
+    const auto a = typed_array<std::uint16_t>(a_obj, "a", "uint16"),
+               b = typed_array<std::uint16_t>(b_obj, "b", "uint16");
+    no_scales(scale, comp);
+    const Workload w = matmul_of(a, b, e, d);
+    return run(w, bf16_args(a, b), out_shape_of(w, a), e, with_choice);
+  }
+
+  // (output, choice JSON or None). input (N, H, W, C), filter (R, S, C, K): the host's NHWC and
+  // HWIO layouts (docs/host-backend.md), so no copy is made.
+  py::tuple conv2d(const py::object& in_obj, const py::object& f_obj, std::int64_t stride, std::int64_t pad,
+                   const Epilogue& e, bool with_choice) {
+    const FloatArray in = float32_array(in_obj, "input"), f = float32_array(f_obj, "filter");
+    const Workload w = conv2d_of(in, f, stride, pad, e, DType::float32);
+    return run(w, fp32_args(in, f), conv_out_shape(w), e, with_choice);
+  }
+
+  // int8: input uint8 with zero point zero_point, filter int8, scale float32 (K,), comp int32
+  // (K,) (runtime.hpp's conv2d_int8). bfloat16: uint16 bit patterns.
+  py::tuple conv2d_low(const std::string& dtype, const py::object& in_obj, std::int32_t zero_point,
+                       const py::object& f_obj, const py::object& scale, const py::object& comp, std::int64_t stride,
+                       std::int64_t pad, const Epilogue& e, bool with_choice) {
+    const DType d = low_precision_dtype(dtype);
+    if (d == DType::int8) {
+      const auto in = typed_array<std::uint8_t>(in_obj, "input", "uint8");
+      const auto f = typed_array<std::int8_t>(f_obj, "filter", "int8");
+      if (zero_point < 0 || zero_point > 255) {
+        throw_bad_input("runtime: 'zero_point' must be a u8 code in [0, 255], got " + std::to_string(zero_point));
+      }
+      const Workload w = conv2d_of(in, f, stride, pad, e, d);
+      const auto sc = per_channel<float>(scale, "scale", "float32", w);
+      const auto co = per_channel<std::int32_t>(comp, "comp", "int32", w);
+      return run(w, int8_args(in, f, sc, co, zero_point), conv_out_shape(w), e, with_choice);
+    }
+    const auto in = typed_array<std::uint16_t>(in_obj, "input", "uint16");
+    const auto f = typed_array<std::uint16_t>(f_obj, "filter", "uint16");
+    no_scales(scale, comp);
+    const Workload w = conv2d_of(in, f, stride, pad, e, d);
+    return run(w, bf16_args(in, f), conv_out_shape(w), e, with_choice);
+  }
+
+  runtime::Runtime& runtime() { return rt_; }
+
+ private:
+  static DType low_precision_dtype(const std::string& dtype) {
+    if (dtype == "int8") return DType::int8;
+    if (dtype == "bfloat16") return DType::bfloat16;
+    throw_bad_input("runtime: 'dtype' must be \"int8\" or \"bfloat16\", got \"" + dtype + "\"");
+  }
+
+  static void no_scales(const py::object& scale, const py::object& comp) {
+    if (!scale.is_none() || !comp.is_none()) throw_bad_input("runtime: bfloat16 takes no 'scale' or 'comp'");
+  }
+
+  static host::AtvossArgs fp32_args(const FloatArray& a, const FloatArray& b) {
+    host::AtvossArgs args{};
+    args.a = a.data();
+    args.b = b.data();
+    return args;
+  }
+
+  static host::AtvossArgs bf16_args(const Array<std::uint16_t>& a, const Array<std::uint16_t>& b) {
+    host::AtvossArgs args{};
+    args.qa = a.data();
+    args.qb = b.data();
+    return args;
+  }
+
+  // A per-output-channel int8 operand (scale, comp) of w: shape (channels,).
+  template <typename T>
+  static Array<T> per_channel(const py::object& obj, const char* name, const char* dtype, const Workload& w) {
+    Array<T> v = typed_array<T>(obj, name, dtype);
+    const std::int64_t n = runtime::operand_sizes(w).channel;
+    if (v.ndim() != 1 || v.shape(0) != n) {
+      throw_bad_input(std::string("runtime: '") + name + "' must have shape (" + std::to_string(n) + ",), got " +
+                      shape_text(v));
+    }
+    return v;
+  }
+
+  static host::AtvossArgs int8_args(const Array<std::uint8_t>& a, const Array<std::int8_t>& b,
+                                    const Array<float>& scale, const Array<std::int32_t>& comp,
+                                    std::int32_t zero_point) {
+    host::AtvossArgs args{};
+    args.qa = a.data();
+    args.qb = b.data();
+    args.qscale = scale.data();
+    args.qcomp = comp.data();
+    args.qzero = zero_point;
+    return args;
+  }
+
+  // The matmul or batch_matmul workload of a @ b in dtype d; ValueError on shapes that do not multiply.
+  static Workload matmul_of(const py::array& a, const py::array& b, const Epilogue& e, DType d) {
     if (a.ndim() != b.ndim() || (a.ndim() != 2 && a.ndim() != 3)) {
       throw_bad_input("runtime: 'a' and 'b' must both be 2-D (matmul) or 3-D (batch_matmul), got " + shape_text(a) +
                       " and " + shape_text(b));
@@ -107,29 +233,33 @@ class PyRuntime {
     if (b.shape(off) != k || (batched && b.shape(0) != batch)) {
       throw_bad_input("runtime: shapes " + shape_text(a) + " and " + shape_text(b) + " do not multiply");
     }
-    const Workload w =
-        batched ? runtime::batch_matmul_workload(batch, m, n, k, e.ops) : runtime::matmul_workload(m, n, k, e.ops);
-    std::vector<py::ssize_t> out_shape = {m, n};
-    if (batched) out_shape.insert(out_shape.begin(), batch);
-    return run(w, a, b, out_shape, e, with_choice);
+    if (batched && d != DType::float32) {
+      throw_bad_input("runtime: int8 and bfloat16 run 2-D matmuls, got " + shape_text(a) + " and " + shape_text(b));
+    }
+    return batched ? runtime::batch_matmul_workload(batch, m, n, k, e.ops)
+                   : runtime::matmul_workload(m, n, k, e.ops, d);
   }
 
-  // (output, choice JSON or None). input (N, H, W, C), filter (R, S, C, K): the host's NHWC and
-  // HWIO layouts (docs/host-backend.md), so no copy is made.
-  py::tuple conv2d(const py::object& in_obj, const py::object& f_obj, std::int64_t stride, std::int64_t pad,
-                   const Epilogue& e, bool with_choice) {
-    const FloatArray in = float32_array(in_obj, "input"), f = float32_array(f_obj, "filter");
+  static std::vector<py::ssize_t> out_shape_of(const Workload& w, const py::array& a) {
+    if (a.ndim() == 3) return {w.dim("B"), w.dim("M"), w.dim("N")};
+    return {w.dim("M"), w.dim("N")};
+  }
+
+  static Workload conv2d_of(const py::array& in, const py::array& f, std::int64_t stride, std::int64_t pad,
+                            const Epilogue& e, DType d) {
     if (in.ndim() != 4 || f.ndim() != 4 || f.shape(2) != in.shape(3)) {
       throw_bad_input("runtime: conv2d takes input (N, H, W, C) and filter (R, S, C, K), got " + shape_text(in) +
                       " and " + shape_text(f));
     }
     const runtime::Conv2dShape s{in.shape(0), in.shape(3), in.shape(1), in.shape(2), f.shape(3),
                                  f.shape(0),  f.shape(1),  stride,      pad};
-    const Workload w = runtime::conv2d_workload(s, e.ops);
-    return run(w, in, f, {s.n, w.out_h(), w.out_w(), s.k}, e, with_choice);
+    return runtime::conv2d_workload(s, e.ops, d);
   }
 
- private:
+  static std::vector<py::ssize_t> conv_out_shape(const Workload& w) {
+    return {w.dim("N"), w.out_h(), w.out_w(), w.dim("K")};
+  }
+
   static runtime::RuntimeOptions options(const std::optional<std::string>& table, const std::string& cache_dir,
                                          const std::string& foreign_table) {
     runtime::RuntimeOptions o;
@@ -143,14 +273,18 @@ class PyRuntime {
   }
 
   // (output, the choice's JSON or None): the JSON only when asked, it costs a dump per call.
-  py::tuple run(const Workload& w, const FloatArray& a, const FloatArray& b, const std::vector<py::ssize_t>& out_shape,
-                const Epilogue& e, bool with_choice) {
+  // args holds the inputs; the output and the epilogue's operands are added here.
+  py::tuple run(const Workload& w, host::AtvossArgs args, const std::vector<py::ssize_t>& out_shape, const Epilogue& e,
+                bool with_choice) {
     const runtime::OperandSizes n = runtime::operand_sizes(w);
-    if (a.size() != n.a || b.size() != n.b) throw internal_error("operand sizes disagree with " + w.label());
     FloatArray c(out_shape);
     const runtime::EpilogueArgs ep = e.args(n, out_shape);
-    const host::AtvossArgs args{a.data(), b.data(), c.mutable_data(), ep.bias, ep.scale, ep.shift, ep.residual,
-                                nullptr,  nullptr,  nullptr,          nullptr, ep.qout,  0};
+    args.c = c.mutable_data();
+    args.bias = ep.bias;
+    args.scale = ep.scale;
+    args.shift = ep.shift;
+    args.residual = ep.residual;
+    args.qout = ep.qout;
     const runtime::Choice* choice = nullptr;
     {
       py::gil_scoped_release release;
@@ -159,9 +293,139 @@ class PyRuntime {
     return py::make_tuple(c, with_choice ? py::object(py::str(dump(choice->to_json()))) : py::none());
   }
 
-  static Error internal_error(const std::string& what) { return Error(ErrorKind::internal, "runtime: " + what); }
-
   runtime::Runtime rt_;
+};
+
+// Calibration options from keyword arguments (host/calibration.hpp).
+host::CalibrationOptions calibration_options(const std::string& method, double percentile, int bins, bool symmetric) {
+  host::CalibrationOptions o;
+  o.method = host::parse_calibration_method(method);
+  o.percentile = percentile;
+  o.bins = bins;
+  o.symmetric = symmetric;
+  return o;
+}
+
+std::span<const float> span_of(const FloatArray& a) { return {a.data(), std::size_t(a.size())}; }
+
+py::tuple calibrate(const py::object& samples, const std::string& method, double percentile, int bins, bool symmetric) {
+  const FloatArray x = float32_array(samples, "samples");
+  const host::QuantRange r = host::calibrate(span_of(x), calibration_options(method, percentile, bins, symmetric));
+  return py::make_tuple(r.lo, r.hi);
+}
+
+// (scale, zero point) of the u8 code of [lo, hi] (host::affine_params).
+py::tuple affine_code(float lo, float hi) {
+  const host::AffineU8 c = host::affine_params({lo, hi});
+  return py::make_tuple(c.scale, c.zero_point);
+}
+
+Array<std::uint8_t> quantize_activations(const py::object& x_obj, float scale, int zero_point) {
+  const FloatArray x = float32_array(x_obj, "x");
+  const host::AffineU8 code{scale, zero_point};
+  if (!(scale > 0) || zero_point < 0 || zero_point > 255) {
+    throw_bad_input("quantize: the code must have 'scale' > 0 and 'zero_point' in [0, 255]");
+  }
+  Array<std::uint8_t> q(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  std::transform(x.data(), x.data() + x.size(), q.mutable_data(), [&](float v) { return code.quantize(v); });
+  return q;
+}
+
+// (codes int8 shaped like b, scale float32 (N,), column sums int32 (N,)) of weights b whose
+// last axis is the output channels: (K, N) or a conv filter (R, S, C, K).
+py::tuple quantize_weights(const py::object& b_obj) {
+  const FloatArray b = float32_array(b_obj, "b");
+  if (b.ndim() < 2) throw_bad_input("quantize: 'b' must have 2 or more dims, the last the output channels");
+  const std::int64_t cols = b.shape(b.ndim() - 1), rows = b.size() / std::max<std::int64_t>(1, cols);
+  const host::Int8Weights w = host::quantize_weights_int8(span_of(b), 1, rows, cols);
+  Array<std::int8_t> q(std::vector<py::ssize_t>(b.shape(), b.shape() + b.ndim()));
+  std::copy(w.q.begin(), w.q.end(), q.mutable_data());
+  return py::make_tuple(q, Array<float>(py::ssize_t(w.scale.size()), w.scale.data()),
+                        Array<std::int32_t>(py::ssize_t(w.column_sum.size()), w.column_sum.data()));
+}
+
+Array<std::uint16_t> to_bf16(const py::object& x_obj) {
+  const FloatArray x = float32_array(x_obj, "x");
+  Array<std::uint16_t> out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  std::transform(x.data(), x.data() + x.size(), out.mutable_data(), host::to_bf16);
+  return out;
+}
+
+Json layer_json(const runtime::LayerSensitivity& l) {
+  return Json{{"name", l.name},
+              {"workload", l.workload.to_json()},
+              {"chained", l.chained},
+              {"act_range", {l.act_range.lo, l.act_range.hi}},
+              {"saturation", l.saturation},
+              {"int8_error", l.int8_error},
+              {"bf16_error", std::isnan(l.bf16_error) ? Json(nullptr) : Json(l.bf16_error)},
+              {"fp32_us", l.fp32_us},
+              {"int8_us", l.int8_us},
+              {"bf16_us", std::isnan(l.bf16_us) ? Json(nullptr) : Json(l.bf16_us)}};
+}
+
+// A model's matmul layers measured once (runtime/sensitivity.hpp), then planned for any
+// number of thresholds.
+class PySensitivity {
+ public:
+  PySensitivity(PyRuntime& rt, const std::vector<std::pair<std::string, std::string>>& layers, std::uint64_t seed,
+                const std::string& method, double percentile, int bins, std::int64_t calibration_rows, int timed_calls,
+                bool chain)
+      : rt_(rt) {
+    for (const auto& [name, workload] : layers) {
+      layers_.push_back({name, Workload::from_json(parse(workload, "workload"))});
+    }
+    options_.seed = seed;
+    options_.calibration = calibration_options(method, percentile, bins, false);
+    options_.calibration_rows = calibration_rows;
+    options_.timed_calls = timed_calls;
+    options_.chain = chain;
+    py::gil_scoped_release release;
+    measured_ = runtime::measure_sensitivity(rt_.runtime(), layers_, options_);
+  }
+
+  std::string layers() const {
+    Json out = Json::array();
+    for (const auto& l : measured_) out.push_back(layer_json(l));
+    return dump(out);
+  }
+
+  // The plan for threshold: chained (measured end to end, layers promoted until within it)
+  // when the layers form a chain, else each layer on its own error.
+  std::string plan(double threshold) {
+    const bool bf16 = host::this_machine().has_flag("avx512_bf16");
+    const bool chained = options_.chain && measured_.size() > 1 &&
+                         std::all_of(measured_.begin() + 1, measured_.end(), [](const auto& l) { return l.chained; });
+    double measured = NAN;
+    runtime::MixedPrecisionPlan p;
+    {
+      py::gil_scoped_release release;
+      p = chained ? runtime::plan_chain(rt_.runtime(), layers_, measured_, threshold, bf16, options_, &measured)
+                  : runtime::plan_precision(measured_, threshold, bf16);
+    }
+    Json layers = Json::array();
+    for (const auto& l : p.layers) {
+      layers.push_back(Json{{"name", l.name},
+                            {"dtype", to_string(l.dtype)},
+                            {"error", l.error},
+                            {"time_us", l.time_us},
+                            {"act_range", {l.act_range.lo, l.act_range.hi}}});
+    }
+    return dump(Json{{"threshold", p.threshold},
+                     {"layers", layers},
+                     {"time_us", p.time_us},
+                     {"fp32_time_us", p.fp32_time_us},
+                     {"speedup", p.speedup()},
+                     {"chained", chained},
+                     {"measured_error", std::isnan(measured) ? Json(nullptr) : Json(measured)},
+                     {"precision", runtime::precision_config(p)}});
+  }
+
+ private:
+  PyRuntime& rt_;
+  std::vector<runtime::SensitivityLayer> layers_;
+  runtime::SensitivityOptions options_;
+  std::vector<runtime::LayerSensitivity> measured_;
 };
 
 }  // namespace
@@ -176,7 +440,23 @@ void bind_runtime(py::module_& m) {
       .def("choose", &PyRuntime::choose)
       .def("no_table_reason", &PyRuntime::no_table_reason)
       .def("matmul", &PyRuntime::matmul)
-      .def("conv2d", &PyRuntime::conv2d);
+      .def("matmul_low", &PyRuntime::matmul_low)
+      .def("conv2d", &PyRuntime::conv2d)
+      .def("conv2d_low", &PyRuntime::conv2d_low);
+  m.def("calibrate", &calibrate, py::arg("samples"), py::arg("method"), py::arg("percentile"), py::arg("bins"),
+        py::arg("symmetric"));
+  m.def("affine_code", &affine_code, py::arg("lo"), py::arg("hi"));
+  m.def("quantize_activations", &quantize_activations, py::arg("x"), py::arg("scale"), py::arg("zero_point"));
+  m.def("quantize_weights", &quantize_weights, py::arg("b"));
+  m.def("to_bf16", &to_bf16, py::arg("x"));
+  py::class_<PySensitivity>(m, "Sensitivity")
+      .def(py::init<PyRuntime&, std::vector<std::pair<std::string, std::string>>, std::uint64_t, std::string, double,
+                    int, std::int64_t, int, bool>(),
+           py::arg("runtime"), py::arg("layers"), py::arg("seed"), py::arg("method"), py::arg("percentile"),
+           py::arg("bins"), py::arg("calibration_rows"), py::arg("timed_calls"), py::arg("chain"),
+           py::keep_alive<1, 2>())
+      .def("layers", &PySensitivity::layers)
+      .def("plan", &PySensitivity::plan, py::arg("threshold"));
 }
 
 }  // namespace atvoss::python
