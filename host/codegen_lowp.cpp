@@ -123,8 +123,11 @@ inline void write_block(ACC (&acc)[MR][NV], const Rows& rows, long mr, long nr, 
 }
 )";
 
-// The matmul: expects kLowHelpers and the shape and blocking before it.
-constexpr const char* kLowKernel = R"(
+// The matmul, in pieces: A's packing and the micro-kernel differ between the AVX-512 dot
+// products and AMX tiles; B's packing (the k-group panels both read), the micro-tile's rows
+// and the BLIS loops are shared. Each expects kLowHelpers, the shape, the blocking and KPAD
+// (k padded to whole groups, or to whole AMX tile rows) before it.
+constexpr const char* kLowPackA = R"(
 // Each MR-row micro-panel of A holds, per k group, the MR rows' KG elements side by side, so
 // that one 32-bit broadcast feeds a row's group to the dot instruction.
 void pack_a(const TA* A, long i0, long mc, long p0, long kc, TA* ap) {
@@ -146,10 +149,16 @@ void pack_a(const TA* A, long i0, long mc, long p0, long kc, TA* ap) {
   }
 }
 
-// Groups q0 .. q0 + QB of every NR-wide panel of the kc x nc block of B at (p0, j0).
+)";
+
+constexpr const char* kLowPackB = R"(
+inline long padded_k(long kc) { return (kc + KPAD - 1) / KPAD * KPAD; }
+
+// Groups q0 .. q0 + QB of every NR-wide panel of the kc x nc block of B at (p0, j0), zero past kc
+// (up to padded_k(kc)).
 constexpr long QB = 8 / KG;
 void pack_b_groups(const TB* B, long j0, long nc, long p0, long q0, long kc, TB* bp) {
-  const long groups = (kc + KG - 1) / KG;
+  const long groups = padded_k(kc) / KG;
   const long q1 = groups - q0 < QB ? groups : q0 + QB;
   for (long jb = 0; jb < nc; jb += NR) {
     const long cols = nc - jb < NR ? nc - jb : NR;
@@ -168,6 +177,9 @@ void pack_b_groups(const TB* B, long j0, long nc, long p0, long q0, long kc, TB*
   }
 }
 
+)";
+
+constexpr const char* kLowRows = R"(
 // Rows of a micro-tile of C (write_back's Rows): N apart, the residual's likewise.
 struct MatrixRows {
   float* c0;
@@ -176,6 +188,12 @@ struct MatrixRows {
   float* c(long r) const { return c0 + r * N; }
   const float* res(long r) const { return res0 ? res0 + (row0 + r) * N : nullptr; }
 };
+
+)";
+
+constexpr const char* kLowMicro = R"(
+inline void begin_tiles() {}
+inline void end_tiles() {}
 
 inline void micro(long kc, const TA* __restrict a, const TB* __restrict b, float* c, long mr, long nr,
                   bool first, bool last, const AtvossArgs& g, const float* res, long row0, long col0,
@@ -200,9 +218,13 @@ inline void micro(long kc, const TA* __restrict a, const TB* __restrict b, float
   write_block(acc, MatrixRows{c, res, row0}, mr, nr, first, last, g, col0, comp);
 }
 
+)";
+
+constexpr const char* kLowDrive = R"(
 void macro(long mc, long nc, long kc, const TA* ap, const TB* bp, float* C, long i0, long j0, bool first,
            bool last, const AtvossArgs& g, const float* res, const int* comp) {
-  const long gk = (kc + KG - 1) / KG * KG;
+  const long gk = padded_k(kc);
+  begin_tiles();
   auto tile = [&](long ir, long jr) {
     const long mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
     micro(kc, ap + ir * gk, bp + jr * gk, C + (i0 + ir) * N + j0 + jr, mr, nr, first, last, g, res, i0 + ir,
@@ -215,6 +237,7 @@ void macro(long mc, long nc, long kc, const TA* ap, const TB* bp, float* C, long
     for (long jr = 0; jr < nc; jr += NR)
       for (long ir = 0; ir < mc; ir += MR) tile(ir, jr);
   }
+  end_tiles();
 }
 
 // threads as in the fp32 kernel (codegen.cpp).
@@ -228,7 +251,7 @@ void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* 
       const long mc = M - ic < MC ? M - ic : MC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
-        const long groups = (kc + KG - 1) / KG;
+        const long groups = padded_k(kc) / KG;
         pack_a(A, ic, mc, pc, kc, ap);
         for (long jc = 0; jc < N; jc += NC) {
           const long nc = N - jc < NC ? N - jc : NC;
@@ -242,7 +265,7 @@ void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* 
       const long nc = N - jc < NC ? N - jc : NC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
-        const long groups = (kc + KG - 1) / KG;
+        const long groups = padded_k(kc) / KG;
         PARALLEL_FOR
         for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp_all);
         PARALLEL_FOR
@@ -257,6 +280,86 @@ void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* 
   }
 }
 
+)";
+
+// AMX tiles (16 rows of 64 bytes): an A tile is 16 rows of TK k-elements, a B tile TK / KG
+// k groups of 16 columns (the packed panel's own rows, NR * KG elements apart), a C tile
+// 16 x 16 accumulators. An MR x NR micro-tile is MT x NT C tiles in tmm0..3 (tile 2i + j),
+// its A tiles in tmm4..5 and B tiles in tmm6..7.
+constexpr const char* kAmx = R"(
+constexpr long TK = 64 / sizeof(TA);
+constexpr long MT = MR / 16, NT = NR / 16;
+using ACC_ELEM = typename std::conditional<INT8, int, float>::type;
+
+struct TileConfig {
+  unsigned char palette = 1, start_row = 0, reserved[14] = {};
+  unsigned short colsb[16] = {};
+  unsigned char rows[16] = {};
+};
+
+inline void configure_tiles() {
+  TileConfig cfg;
+  for (long t = 0; t < 8; ++t) {
+    const bool used = t < 4 ? (t / 2 < MT && t % 2 < NT) : t < 6 ? t - 4 < MT : t - 6 < NT;
+    cfg.rows[t] = used ? 16 : 0;
+    cfg.colsb[t] = used ? 64 : 0;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// Linux hands a process the tile state only when asked (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XTILEDATA); without it the first tile instruction faults.
+inline bool amx_permitted() { return syscall(SYS_arch_prctl, 0x1023, 18) == 0; }
+
+// Each thread loads the configuration for its macro-tile (another kernel on the thread may
+// have changed it) and releases the tile state after.
+inline void begin_tiles() { configure_tiles(); }
+inline void end_tiles() { _tile_release(); }
+
+// The A block as MR-row panels of whole rows, padded_k(kc) elements each, zero past kc and mc.
+void pack_a(const TA* A, long i0, long mc, long p0, long kc, TA* ap) {
+  const long kp = padded_k(kc);
+  for (long r = 0; r < (mc + MR - 1) / MR * MR; ++r) {
+    TA* dst = ap + r * kp;
+    if (r < mc) {
+      std::memcpy(dst, A + (i0 + r) * K + p0, kc * sizeof(TA));
+      std::memset(dst + kc, 0, (kp - kc) * sizeof(TA));
+    } else {
+      std::memset(dst, 0, kp * sizeof(TA));
+    }
+  }
+}
+
+inline void micro(long kc, const TA* __restrict a, const TB* __restrict b, float* c, long mr, long nr,
+                  bool first, bool last, const AtvossArgs& g, const float* res, long row0, long col0,
+                  const int* comp) {
+  const long kp = padded_k(kc);
+  _tile_zero(0);
+  if constexpr (NT > 1) _tile_zero(1);
+  if constexpr (MT > 1) _tile_zero(2);
+  if constexpr (MT > 1 && NT > 1) _tile_zero(3);
+#pragma GCC unroll UNROLL
+  for (long k0 = 0; k0 < kp; k0 += TK) {
+    _tile_loadd(4, a + k0, kp * sizeof(TA));
+    if constexpr (MT > 1) _tile_loadd(5, a + 16 * kp + k0, kp * sizeof(TA));
+    const TB* bk = b + k0 * NR;
+    _tile_loadd(6, bk, NR * KG * sizeof(TB));
+    if constexpr (NT > 1) _tile_loadd(7, bk + 16 * KG, NR * KG * sizeof(TB));
+    TILE_DOT(0, 4, 6);
+    if constexpr (NT > 1) TILE_DOT(1, 4, 7);
+    if constexpr (MT > 1) TILE_DOT(2, 5, 6);
+    if constexpr (MT > 1 && NT > 1) TILE_DOT(3, 5, 7);
+  }
+  alignas(64) ACC_ELEM out[MR][NR];
+  _tile_stored(0, &out[0][0], NR * 4);
+  if constexpr (NT > 1) _tile_stored(1, &out[0][16], NR * 4);
+  if constexpr (MT > 1) _tile_stored(2, &out[16][0], NR * 4);
+  if constexpr (MT > 1 && NT > 1) _tile_stored(3, &out[16][16], NR * 4);
+  ACC acc[MR][NV];
+  for (long r = 0; r < MR; ++r)
+    for (long v = 0; v < NV; ++v) std::memcpy(&acc[r][v], &out[r][v * VL], 64);
+  write_block(acc, MatrixRows{c, res, row0}, mr, nr, first, last, g, col0, comp);
+}
 )";
 
 constexpr const char* kInt8Types = R"(
@@ -287,21 +390,29 @@ std::string generate_low_precision_source(const Workload& w, const Schedule& s, 
   const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
   const int threads = int(knob(knobs::threads));
   const bool int8 = w.dtype() == DType::int8;
+  const bool amx = s.get_or(std::string(knobs::amx_tiles), 0) == 1;
   const long kg = int8 ? 4 : 2, elem = int8 ? 1 : 2;
   const long kc = (knob(knobs::tile_k) + kg - 1) / kg * kg;
 
   std::ostringstream o;
-  o << "#include <immintrin.h>\n"
+  // AMX intrinsics whatever -march says: the space offers AMX only where the CPU has it.
+  if (amx) o << "#pragma GCC target(\"amx-tile,amx-int8,amx-bf16\")\n#include <sys/syscall.h>\n#include <unistd.h>\n";
+  o << "#include <immintrin.h>\n#include <type_traits>\n"
     << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, kc)
     << "constexpr long ROWS = M, COLS = N, LDB = N;\n"
-    << low_precision_types(w.dtype())
+    << low_precision_types(w.dtype()) << "constexpr long KPAD = " << (amx ? "64 / sizeof(TA)" : "KG") << ";\n"
+    << (amx ? std::string("#define TILE_DOT ") + (int8 ? "_tile_dpbusd" : "_tile_dpbf16ps") + "\n" : "")
     // Elements per thread's packing buffer, whole cache lines.
-    << "constexpr long AP_ELEMS = ((MC + MR) * ((KC + KG - 1) / KG * KG) * " << elem << " + 63) / 64 * 64 / " << elem
-    << ", BP_ELEMS = ((NC + NR) * ((KC + KG - 1) / KG * KG) * " << elem << " + 63) / 64 * 64 / " << elem << ";\n"
-    << vector_helpers() << epilogue_functions(split) << separate_pass_function() << kLowHelpers
-    << with_unroll(kLowKernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
-    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
-    << "  static thread_local Scratch ap(" << threads << " * AP_ELEMS * sizeof(TA) / 4), bp(" << threads
+    << "constexpr long AP_ELEMS = ((MC + MR) * ((KC + KPAD - 1) / KPAD * KPAD) * " << elem << " + 63) / 64 * 64 / "
+    << elem << ", BP_ELEMS = ((NC + NR) * ((KC + KPAD - 1) / KPAD * KPAD) * " << elem << " + 63) / 64 * 64 / " << elem
+    << ";\n"
+    << vector_helpers() << epilogue_functions(split) << separate_pass_function() << kLowHelpers;
+  std::string kernel = amx ? std::string(kLowPackB) + kLowRows + kAmx + kLowDrive
+                           : std::string(kLowPackA) + kLowPackB + kLowRows + kLowMicro + kLowDrive;
+  o << with_unroll(kernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
+    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
+  if (amx) o << "  static const bool permitted = amx_permitted();\n  if (!permitted) __builtin_trap();\n";
+  o << "  static thread_local Scratch ap(" << threads << " * AP_ELEMS * sizeof(TA) / 4), bp(" << threads
     << " * BP_ELEMS * sizeof(TB) / 4);\n"
     << "  const TA* qa = static_cast<const TA*>(g->qa);\n"
     << "  const TB* qb = static_cast<const TB*>(g->qb);\n"

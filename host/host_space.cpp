@@ -13,12 +13,32 @@
 namespace atvoss::host {
 namespace {
 
+// AMX tiles (amx_tiles 1): the micro-tile is 1 or 2 tiles of 16 rows by 1 or 2 tiles of 16
+// columns (4 accumulator tiles, 2 of A and 2 of B fill the 8), loaded whole: no prefetch
+// distance. The dot-product micro-kernel's blocks stop at 8 rows.
+Verdict check_amx(const Schedule& s, std::int64_t mr, std::int64_t nr) {
+  if (s.get_or(std::string(knobs::amx_tiles), 0) != 1) {
+    if (mr > 8) return Verdict::invalid("micro_m " + std::to_string(mr) + " is a block of AMX tiles (amx_tiles 1)");
+    return Verdict::valid();
+  }
+  if ((mr != 16 && mr != 32) || (nr != 16 && nr != 32)) {
+    return Verdict::invalid("amx_tiles: the micro-tile " + std::to_string(mr) + "x" + std::to_string(nr) +
+                            " is not 16 or 32 rows by 16 or 32 columns of tiles");
+  }
+  if (s.get_or(std::string(knobs::async_copy_depth), 1) != 1) {
+    return Verdict::invalid("amx_tiles: tiles load whole; async_copy_depth must be 1");
+  }
+  return Verdict::valid();
+}
+
 Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
   const std::int64_t mr = s.at(std::string(knobs::micro_m)), nr = s.at(std::string(knobs::micro_n));
   const std::int64_t kc = s.at(std::string(knobs::tile_k)), mc = s.at(std::string(knobs::tile_m));
   const std::int64_t nc = s.at(std::string(knobs::tile_n));
   const std::int64_t nv = nr / m.lanes();
-  if (mr * nv + nv + 1 > m.vector_registers) {
+  const bool tiles = s.get_or(std::string(knobs::amx_tiles), 0) == 1;
+  if (Verdict v = check_amx(s, mr, nr); !v.ok) return v;
+  if (!tiles && mr * nv + nv + 1 > m.vector_registers) {
     return Verdict::invalid("registers: " + std::to_string(mr) + "x" + std::to_string(nr) + " needs " +
                             std::to_string(mr * nv + nv + 1) + " vectors > " + std::to_string(m.vector_registers));
   }
@@ -38,6 +58,12 @@ Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
 }
 
 }  // namespace
+
+bool has_amx(const Workload& w, const MachineInfo& m) {
+  if (!m.has_flag("amx_tile") || m.simd_bytes != 64) return false;
+  if (w.dtype() == DType::int8) return m.has_flag("amx_int8");
+  return w.dtype() == DType::bfloat16 && m.has_flag("amx_bf16");
+}
 
 std::int64_t kernel_element_bytes(DType d) { return d == DType::float32 ? 4 : dtype_bytes(d); }
 
@@ -72,8 +98,9 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
   if (is_row_op(w)) return rowops_space_for(w, m);
   require_low_precision_instructions(w, m);
   const std::int64_t lanes = m.lanes();
+  const bool amx = has_amx(w, m);
   std::vector<Knob> ks = {
-      knob(knobs::micro_m, {4, 6, 8}),
+      knob(knobs::micro_m, amx ? std::vector<std::int64_t>{4, 6, 8, 16, 32} : std::vector<std::int64_t>{4, 6, 8}),
       knob(knobs::micro_n, {lanes, 2 * lanes, 3 * lanes}),
       knob(knobs::tile_m, upto(w.dim("M"), {48, 96, 192})),
       knob(knobs::tile_n, upto(w.dim("N"), {256, 1024, 4096})),
@@ -84,46 +111,65 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
       knob(knobs::fusion_level, fusion_values(w)),
       knob(knobs::threads, thread_values(m)),
   };
+  if (amx) ks.push_back(knob(knobs::amx_tiles, {0, 1}));
   const std::int64_t eb = kernel_element_bytes(w.dtype());
   return ScheduleSpace(std::move(ks), [m, eb](const Schedule& s) { return check(s, m, eb); });
 }
+
+namespace {
+
+// The default's knob values: a register block of mr x nv vectors (or, with tiles, 32 x 32 of
+// AMX tiles), then the blocking; the caller shrinks kc and nc until the caches hold them.
+Schedule default_of(const ScheduleSpace& space, const MachineInfo& m, std::int64_t mr, std::int64_t nv, bool tiles,
+                    std::int64_t eb) {
+  Schedule s;
+  for (const auto& k : space.knobs()) {
+    const auto closest = [&](std::int64_t want) { return host::closest(k.values, want); };
+    if (k.name == knobs::micro_m)
+      s.set(k.name, tiles ? 32 : mr);
+    else if (k.name == knobs::micro_n)
+      s.set(k.name, tiles ? 32 : nv * m.lanes());
+    else if (k.name == knobs::tile_m)
+      s.set(k.name, closest(tiles ? 192 : 96));
+    else if (k.name == knobs::tile_n)
+      s.set(k.name, closest(tiles ? 1024 : 4096));
+    else if (k.name == knobs::tile_k)
+      s.set(k.name, closest(tiles ? 512 / eb : 256));  // tiles: 512 bytes of an A row
+    else if (k.name == knobs::k_steps)
+      s.set(k.name, 4);
+    else if (k.name == knobs::async_copy_depth)
+      s.set(k.name, 1);
+    else if (k.name == knobs::tile_order)
+      s.set(k.name, 0);
+    else if (k.name == knobs::threads)
+      s.set(k.name, 1);
+    else if (k.name == knobs::amx_tiles)
+      s.set(k.name, tiles ? 1 : 0);
+    else
+      s.set(k.name, k.values.back());
+  }
+  return s;
+}
+
+}  // namespace
 
 Schedule default_schedule(const Workload& w, const MachineInfo& m) {
   if (w.is_conv()) return conv_default_schedule(w, m);
   if (is_row_op(w)) return rowops_default_schedule(w, m);
   // BLIS-like: the widest register block that fits, mc 96, kc 256, nc as large as allowed;
-  // one thread (the benchmark goals compare with one-thread libraries).
+  // one thread (the benchmark goals compare with one-thread libraries). Where the CPU has AMX
+  // for the dtype, 32 x 32 tiles, mc 192, nc 1024, kc of 512 bytes first
+  // (docs/decisions/host-amx-default.md).
   const ScheduleSpace space = space_for(w, m);
-  const std::vector<std::int64_t> preferred_mr = {6, 4, 8};
-  for (std::int64_t mr : preferred_mr) {
-    for (std::int64_t nv : {2, 3, 1}) {
-      Schedule s;
-      for (const auto& k : space.knobs()) {
-        const auto closest = [&](std::int64_t want) { return host::closest(k.values, want); };
-        if (k.name == knobs::micro_m)
-          s.set(k.name, mr);
-        else if (k.name == knobs::micro_n)
-          s.set(k.name, nv * m.lanes());
-        else if (k.name == knobs::tile_m)
-          s.set(k.name, closest(96));
-        else if (k.name == knobs::tile_n)
-          s.set(k.name, closest(4096));
-        else if (k.name == knobs::tile_k)
-          s.set(k.name, closest(256));
-        else if (k.name == knobs::k_steps)
-          s.set(k.name, 4);
-        else if (k.name == knobs::async_copy_depth)
-          s.set(k.name, 1);
-        else if (k.name == knobs::tile_order)
-          s.set(k.name, 0);
-        else if (k.name == knobs::threads)
-          s.set(k.name, 1);
-        else
-          s.set(k.name, k.values.back());
-      }
-      // Caches smaller than the defaults assume: the deepest kc, then the widest nc, that fit.
-      if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k, knobs::tile_n})) return s;
-    }
+  const std::int64_t eb = kernel_element_bytes(w.dtype());
+  std::vector<Schedule> candidates;
+  if (has_amx(w, m)) candidates.push_back(default_of(space, m, 0, 0, true, eb));
+  for (std::int64_t mr : {6, 4, 8}) {
+    for (std::int64_t nv : {2, 3, 1}) candidates.push_back(default_of(space, m, mr, nv, false, eb));
+  }
+  for (Schedule& s : candidates) {
+    // Caches smaller than the defaults assume: the deepest kc, then the widest nc, that fit.
+    if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k, knobs::tile_n})) return s;
   }
   throw_bad_input("host: no valid default schedule for " + w.label());
 }

@@ -14,6 +14,10 @@
 //   fusion_level       epilogue ops fused in the write-back (lowering/epilogue.hpp); the
 //                      rest run as separate passes over C
 //   threads            cores the kernel runs on (OpenMP inside the kernel; default 1)
+//   amx_tiles          int8 and bf16 on a CPU with AMX only: 1 runs the micro-tile on AMX
+//                      tiles (micro_m and micro_n 16 or 32: 1 or 2 tiles each way; A packed
+//                      in whole rows, k padded to a tile row; async_copy_depth 1), 0 on the
+//                      AVX-512 dot products (micro_m up to 8); default 0
 // The row ops (elementwise, map, softmax, layernorm) have their own space: rowops_space.hpp.
 // Pure functions: thread-safe.
 #pragma once
@@ -36,6 +40,9 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m);
 // bad_input naming the flag unless this CPU runs w's int8 (AVX-512 VNNI) or bfloat16
 // (AVX-512 BF16) kernels, or naming the dims when an int8 reduction could overflow s32.
 void require_low_precision_instructions(const Workload& w, const MachineInfo& m);
+// Whether w's int8 or bfloat16 matmul can run on this CPU's AMX tiles (amx_tile with amx_int8
+// or amx_bf16): then its space has the amx_tiles knob (codegen_lowp.hpp).
+bool has_amx(const Workload& w, const MachineInfo& m);
 // The bytes of one element of A and B as a kernel of dtype d reads them (float32: 4).
 std::int64_t kernel_element_bytes(DType d);
 Schedule default_schedule(const Workload& w, const MachineInfo& m);

@@ -26,6 +26,10 @@ inline constexpr std::string_view micro_m = "micro_m";
 inline constexpr std::string_view micro_n = "micro_n";
 // Host (CPU) only: the cores one kernel runs on (host/host_space.hpp).
 inline constexpr std::string_view threads = "threads";
+// Host (CPU) only, int8 and bf16 matmuls on a CPU with AMX: 1 runs the micro-kernel on AMX
+// tiles, 0 on AVX-512 dot products (host/host_space.hpp). Not a feature of its own: micro_m
+// 16 and 32 are AMX's alone.
+inline constexpr std::string_view amx_tiles = "amx_tiles";
 
 // Every named knob of the NPU templates, in the order the cost model's feature layout uses
 // (the host-only micro_m/micro_n/threads are not in it: the layout is versioned data).

@@ -297,6 +297,88 @@ TEST(LowPrecisionTest, EveryKnobChangesTheInt8ConvSource) {
       R"({"op":"conv2d","dtype":"int8","dims":{"N":1,"C":256,"H":14,"W":14,"K":256,"R":3,"S":3,"pad":1},"epilogue":["bias"]})"));
 }
 
+// An AVX-512 CPU with VNNI, BF16 and AMX: the device this file cannot run AMX on describes.
+MachineInfo amx_machine() {
+  MachineInfo m = testing::avx512_machine();
+  m.simd_flags = {"amx_bf16", "amx_int8", "amx_tile", "avx512_bf16", "avx512_vnni", "avx512f"};
+  return m;
+}
+
+// AMX cases: 1 and 2 tiles each way, ragged edges, k padded to a tile row, several k blocks,
+// every tile_order, two threads.
+const std::vector<ScheduleCase> kAmxCases = {
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
+     {{"amx_tiles", 1}, {"micro_m", 16}, {"micro_n", 8}, {"tile_order", 0}, {"threads", 2}}},
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":70,"N":50,"K":1200},"epilogue":["bias","gelu"]})",
+     {{"amx_tiles", 1},
+      {"micro_m", 32},
+      {"micro_n", 8},
+      {"tile_m", 48},
+      {"tile_k", 256},
+      {"tile_order", 1},
+      {"fusion_level", 1},
+      {"threads", 2}}},
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":97,"N":130,"K":200},"epilogue":["add"]})",
+     {{"amx_tiles", 1}, {"micro_m", 32}, {"micro_n", 16}, {"tile_k", 64}, {"tile_order", 2}, {"fusion_level", 2}}},
+};
+
+// micro_n in the table is in 8-lane units (ScheduleCase): 8 -> 16 columns on AVX-512, one tile.
+TEST(LowPrecisionTest, AmxKernelsComputeTheReferenceOverTheTable) {
+  ATVOSS_REQUIRE_FLAG("amx_int8");
+  testing::expect_every_case_computes_the_reference(
+      [] {
+        std::vector<ScheduleCase> out;
+        for (const char* d : {"int8", "bfloat16"})
+          for (auto c : kAmxCases) out.push_back({with_dtype(c.workload, d), c.knobs});
+        return out;
+      }(),
+      7);
+}
+
+// Where the CPU has AMX the space offers tiles (micro_m 16 and 32, amx_tiles), checks their
+// rules, and the tile source compiles here too (its intrinsics are enabled in the source);
+// without AMX the knob is absent and 16 rows are refused.
+TEST(LowPrecisionTest, AmxTilesAreOfferedOnlyWhereTheCpuHasThem) {
+  const Workload w = workload(R"({"op":"matmul","dtype":"int8","dims":{"M":256,"N":256,"K":256}})");
+  const MachineInfo amx = amx_machine();
+  const ScheduleSpace space = space_for(w, amx);
+  Schedule s = default_schedule(w, amx);
+  ASSERT_TRUE(s.has("amx_tiles"));
+  EXPECT_EQ(s.at("amx_tiles"), 1) << "tiles by default where the CPU has them";
+  EXPECT_EQ(s.at("micro_m"), 32);
+  EXPECT_EQ(s.at("tile_k"), 256) << "512 bytes of a row, clamped to K";
+  s.set("micro_m", 6);
+  EXPECT_FALSE(space.check(s).ok) << "a 6-row block is no tile block";
+  s.set("micro_m", 32);
+  s.set("micro_n", 32);
+  EXPECT_TRUE(space.check(s).ok) << space.check(s).reason;
+  s.set("async_copy_depth", 2);
+  EXPECT_FALSE(space.check(s).ok);
+  s.set("async_copy_depth", 1);
+  Schedule vnni = s;
+  vnni.set("amx_tiles", 0);
+  EXPECT_FALSE(space.check(vnni).ok) << "32 rows of dot-product accumulators";
+  const std::string src = generate_source(w, s, amx);
+  EXPECT_NE(src.find("_tile_dpbusd"), std::string::npos);
+  EXPECT_EQ(generate_source(w, vnni, amx).find("_tile_"), std::string::npos);
+  TempDir cache;
+  BuildOptions options;
+  options.cache_dir = cache.str();
+  const auto built = build_all({src}, options);
+  EXPECT_EQ(built[0].status, Status::ok) << built[0].message;
+
+  Workload bf16 = workload(R"({"op":"matmul","dtype":"bfloat16","dims":{"M":64,"N":64,"K":64}})");
+  s.set("tile_k", 64);
+  EXPECT_NE(generate_source(bf16, s, amx).find("_tile_dpbf16ps"), std::string::npos);
+  MachineInfo no_amx = amx;
+  no_amx.simd_flags = {"avx512_bf16", "avx512_vnni", "avx512f"};
+  EXPECT_FALSE(default_schedule(w, no_amx).has("amx_tiles"));
+  EXPECT_EQ(default_schedule(w, no_amx).at("micro_m"), 6) << "the dot-product default is unchanged";
+  MachineInfo int8_only = amx;
+  int8_only.simd_flags = {"amx_int8", "amx_tile", "avx512_bf16", "avx512_vnni", "avx512f"};
+  EXPECT_FALSE(default_schedule(bf16, int8_only).has("amx_tiles")) << "bf16 tiles need amx_bf16";
+}
+
 // quantize (fp32 or bf16 before an int8 layer) and requantize (int8 before int8) leave every
 // output on the u8 grid of qout, fused into the write-back and as a separate pass alike, and
 // still compute the reference. The reference forgives one grid step, so the grid is checked
