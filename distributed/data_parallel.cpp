@@ -69,7 +69,7 @@ ExecGraph with_allreduces(const ExecGraph& g, const std::vector<GradientBucket>&
     const execution::ExecNode& n = g.nodes()[i];
     std::vector<int> reads = n.reads;
     if (const auto w = waits.find(i); w != waits.end()) reads.insert(reads.end(), w->second.begin(), w->second.end());
-    a.node(n.name, n.op, n.cost, reads, n.writes);
+    a.node(n.name, n.op, n.cost, reads, n.writes, n.training);
     if (i == last_grad) a.node("backward:done", "Barrier", {0, 0, 1, execution::Unit::vector}, grads, {done});
     for (int k = 0; k < k_count; ++k) {
       if (overlap ? last[k] == i : i == last_grad) allreduce(k);

@@ -13,7 +13,7 @@ int GraphAssembly::buffer(std::string name, std::int64_t bytes, bool output) {
 }
 
 int GraphAssembly::node(std::string name, std::string op, execution::NodeCost cost, std::vector<int> reads,
-                        std::vector<int> writes) {
+                        std::vector<int> writes, execution::TrainingTag training) {
   const int id = int(nodes_.size());
   for (int b : writes) {
     if (buffers_.at(b).producer >= 0)
@@ -21,7 +21,7 @@ int GraphAssembly::node(std::string name, std::string op, execution::NodeCost co
     buffers_[b].producer = id;
   }
   for (int b : reads) (void)buffers_.at(b);
-  nodes_.push_back({std::move(name), std::move(op), cost, std::move(reads), std::move(writes)});
+  nodes_.push_back({std::move(name), std::move(op), cost, std::move(reads), std::move(writes), training});
   return id;
 }
 
@@ -48,7 +48,7 @@ execution::ExecGraph GraphAssembly::build() const {
     const int i = ready.top();
     ready.pop();
     const Node& x = nodes_[i];
-    out.add_node(x.name, x.op, x.cost, x.reads, x.writes);
+    out.add_node(x.name, x.op, x.cost, x.reads, x.writes, x.training);
     ++emitted;
     for (int s : succs[i]) {
       if (--waiting[s] == 0) ready.push(s);

@@ -17,7 +17,8 @@ namespace atvoss::distributed {
 class GraphAssembly {
  public:
   int buffer(std::string name, std::int64_t bytes, bool output = false);
-  int node(std::string name, std::string op, execution::NodeCost cost, std::vector<int> reads, std::vector<int> writes);
+  int node(std::string name, std::string op, execution::NodeCost cost, std::vector<int> reads, std::vector<int> writes,
+           execution::TrainingTag training = {});
   // bad_input naming a node on a cycle, or a buffer written twice.
   execution::ExecGraph build() const;
 
@@ -32,6 +33,7 @@ class GraphAssembly {
     std::string name, op;
     execution::NodeCost cost;
     std::vector<int> reads, writes;
+    execution::TrainingTag training;
   };
   std::vector<Buffer> buffers_;
   std::vector<Node> nodes_;

@@ -12,7 +12,7 @@ namespace {
 execution::ExecGraph scaled(const execution::ExecGraph& g, double work, double speed) {
   execution::ExecGraph out;
   for (const auto& b : g.buffers()) out.add_buffer(b.name, b.bytes, b.output);
-  for (const auto& n : g.nodes()) out.add_node(n.name, n.op, n.cost.share(work, speed), n.reads, n.writes);
+  for (const auto& n : g.nodes()) out.add_node(n.name, n.op, n.cost.share(work, speed), n.reads, n.writes, n.training);
   return out;
 }
 

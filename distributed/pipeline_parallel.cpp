@@ -129,7 +129,7 @@ class Unroller {
       for (int b : n.writes) writes.push_back(copy(b, 0));
       execution::NodeCost c = n.cost;
       c.device = s;
-      a_.node(n.name, n.op, c, reads, writes);
+      a_.node(n.name, n.op, c, reads, writes, n.training);
     }
   }
 

@@ -9,9 +9,8 @@
 // layers; a layer weighs its forward kernels plus their backward and update kernels. Among
 // the cuts whose slowest stage is within 2 % of the best possible, the one with the fewest
 // bytes crossing stages wins (dynamic programming, exact for consecutive runs).
-// Backward kernels belong to the layer whose name they extend (frontend/training.hpp names
-// them "<layer>.dgrad", ".wgrad", ".bgrad", ".update", "<layer>.backward@<tensor>"; a
-// "grad_sum:<tensor>" belongs to the tensor's producer).
+// Backward kernels belong to the layer their training tag names (training_roles.hpp; a sum
+// of gradients belongs to the layer that produced the tensor).
 // The step is unrolled like execution/pipeline.hpp (a micro-batch's kernel takes 1/m of the
 // batch's device time, its launch in full); a tensor consumed on another stage is sent there
 // by a send on the producer's communication engine, timed on the topology's links

@@ -50,7 +50,7 @@ class Splitter {
       else if (is_split(i) && roles_.role[i] == Role::data_grad)
         kernel_with_collective(i, Collective::all_reduce, "AllReduce");
       else
-        a_.node(n.name, n.op, share(n.cost, is_split(i) ? ways() : 1), reads_of(n), n.writes);
+        a_.node(n.name, n.op, share(n.cost, is_split(i) ? ways() : 1), reads_of(n), n.writes, n.training);
     }
     return a_.build();
   }
@@ -82,8 +82,8 @@ class Splitter {
   }
 
   // Kernel i at 1/t in chunks (one launch), chunk k's collective after chunk k; named
-  // "<kernel>@<collective>" (training_roles.hpp: it belongs to the kernel's layer), "#k" after
-  // it for chunk k > 0.
+  // "<kernel>@<collective>", "#k" after it for chunk k > 0. Chunks and collectives carry the
+  // kernel's training tag: they belong to its layer (training_roles.hpp).
   void kernel_with_collective(int i, Collective c, const std::string& op) {
     const auto& n = g_.nodes()[i];
     const std::vector<int> reads = reads_of(n);
@@ -99,13 +99,14 @@ class Splitter {
                         : b);
       }
       a_.node(k > 0 ? n.name + "@chunk" + std::to_string(k) : n.name, n.op, share(n.cost, ways() * chunks_, k == 0),
-              chunk_reads, writes);
+              chunk_reads, writes, n.training);
       previous = writes.front();
       for (std::size_t w = 0; w < writes.size(); ++w) {
         const std::int64_t bytes = g_.buffers()[n.writes[w]].bytes / chunks_;
         const int out = a_.buffer(g_.buffers()[n.writes[w]].name + "@" + to_string(c) + tag, bytes);
         a_.node(n.name + "@" + to_string(c) + tag, op,
-                {best_collective(t_, c, group_, bytes).us, 0, 1, execution::Unit::comm}, {writes[w]}, {out});
+                {best_collective(t_, c, group_, bytes).us, 0, 1, execution::Unit::comm}, {writes[w]}, {out},
+                n.training);
         whole_[n.writes[w]].push_back(out);
       }
     }

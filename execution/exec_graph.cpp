@@ -29,7 +29,7 @@ class Builder {
         join(i, exec_of_.at(n.fused_into));
       } else {
         exec_of_[i] = int(nodes_.size());
-        nodes_.push_back({n.name, n.op, cost_(i), {}, {}});
+        nodes_.push_back({n.name, n.op, cost_(i), {}, {}, training_tag(i)});
         join(i, exec_of_[i]);
       }
     }
@@ -41,7 +41,18 @@ class Builder {
     std::string name, op;
     NodeCost cost;
     std::vector<int> reads, writes;  // tensor indices of g
+    TrainingTag training;
   };
+
+  // A forward kernel is its own layer; a backward one is its forward node's, which is the
+  // kernel that node runs in (it may be fused into an earlier one); none where that node runs
+  // no kernel of its own (a view).
+  TrainingTag training_tag(int i) const {
+    const frontend::GraphNode& n = g_.nodes()[i];
+    if (!n.backward()) return {n.role, i};
+    const int e = n.forward_node >= 0 ? exec_of_.at(n.forward_node) : -1;
+    return {n.role, e >= 0 ? nodes_[e].training.layer : -1};
+  }
 
   // A tensor's storage: itself, or through views the tensor they alias.
   int storage(int t) const {
@@ -101,7 +112,7 @@ class Builder {
         if (internal_.count(t) && !external_reads.count(t) && !g_.tensors()[t].output) continue;
         writes.push_back(buffer(t));
       }
-      out.add_node(p.name, p.op, p.cost, reads, writes);
+      out.add_node(p.name, p.op, p.cost, reads, writes, p.training);
     }
     return out;
   }
@@ -130,11 +141,11 @@ int ExecGraph::add_buffer(std::string name, std::int64_t bytes, bool output) {
 }
 
 int ExecGraph::add_node(std::string name, std::string op, NodeCost cost, const std::vector<int>& reads,
-                        const std::vector<int>& writes) {
+                        const std::vector<int>& writes, TrainingTag training) {
   if (cost.device < 0)
     throw_bad_input("exec graph: node '" + name + "' is placed on device " + std::to_string(cost.device));
   const int id = int(nodes_.size());
-  ExecNode n{std::move(name), std::move(op), cost, reads, writes, {}, {}};
+  ExecNode n{std::move(name), std::move(op), cost, reads, writes, {}, {}, training};
   for (int b : reads) {
     ExecBuffer& buf = buffers_.at(b);
     add_once(buf.consumers, id);

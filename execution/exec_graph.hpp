@@ -58,12 +58,22 @@ struct ExecBuffer {
   bool output = false;         // a graph output: lives to the end of the run
 };
 
+// Which layer of a training step a kernel belongs to: its role (frontend::TrainingRole), and
+// the frontend graph node of the layer's forward kernel (layer; -1: none, as for a hand-made
+// node, a graph input's gradient or a collective of no layer). A plan that splits a kernel
+// or adds its collectives gives them the kernel's tag.
+struct TrainingTag {
+  frontend::TrainingRole role = frontend::TrainingRole::forward;
+  int layer = -1;
+};
+
 struct ExecNode {
   std::string name;  // the graph node whose kernel it is
   std::string op;
   NodeCost cost;
   std::vector<int> reads, writes;  // buffers
   std::vector<int> preds, succs;   // exec nodes, each once
+  TrainingTag training;
 };
 
 class ExecGraph {
@@ -74,7 +84,7 @@ class ExecGraph {
   // For hand-made graphs (tests, benchmarks): nodes in a topological order.
   int add_buffer(std::string name, std::int64_t bytes, bool output = false);
   int add_node(std::string name, std::string op, NodeCost cost, const std::vector<int>& reads,
-               const std::vector<int>& writes);
+               const std::vector<int>& writes, TrainingTag training = {});
 
   const std::vector<ExecNode>& nodes() const { return nodes_; }
   const std::vector<ExecBuffer>& buffers() const { return buffers_; }

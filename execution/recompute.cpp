@@ -132,7 +132,7 @@ ExecGraph with_recompute(const ExecGraph& g, const Timeline& t, int b, double cu
     std::vector<int> reads = n.reads, writes = n.writes;
     if (std::binary_search(later.begin(), later.end(), i)) std::replace(reads.begin(), reads.end(), b, copy_of.at(b));
     if (i == trigger) writes.push_back(token);
-    out.add_node(n.name, n.op, n.cost, reads, writes);
+    out.add_node(n.name, n.op, n.cost, reads, writes, n.training);
   }
   return out;
 }

@@ -60,7 +60,7 @@ MemoryFit memory_fit(const TaskSet& tasks, const Target& target) {
     // A training step's backward kernels read gradients and activations, not weights of their own.
     for (const auto& [layer, count] : t.layers) {
       const int node = g.node_index(layer);
-      if (node < 0 || !g.nodes()[node].backward) f.weight_bytes += count * weight_bytes(t.workload);
+      if (node < 0 || !g.nodes()[node].backward()) f.weight_bytes += count * weight_bytes(t.workload);
     }
     const double live = activation_bytes(t.workload);
     if (live > f.peak_activation_bytes) {

@@ -31,6 +31,11 @@ struct GraphTensor {
   bool output = false;              // a graph output: read after the model runs, never fused away
 };
 
+// What a node of a training step is (training.hpp): the forward pass, or a part of a layer's
+// backward pass (a data, weight or bias gradient, the weight update, or another backward node:
+// a sum of gradients, the backward of a node not tuned).
+enum class TrainingRole { forward, data_grad, weight_grad, bias_grad, update, backward };
+
 struct GraphNode {
   std::string name;
   std::string op;           // the model's op type, e.g. "Conv"
@@ -45,13 +50,18 @@ struct GraphNode {
   Json attributes = Json::object();  // a node not tuned: the model's attributes, by name
   double bytes = 0;                  // bytes it reads and writes once (0: shapes unknown)
   int count = 1;                     // occurrences it stands for (a zoo layer repeated)
-  bool backward = false;             // a training step's backward pass or weight update (training.hpp)
+  // A training step's backward pass or weight update (training.hpp): its role, and the
+  // forward node (graph index) whose layer it belongs to; -1 for the gradient of a graph input.
+  TrainingRole role = TrainingRole::forward;
+  int forward_node = -1;
   // The epilogue op it can be when it runs inside its producer's kernel (graph_fusion.hpp):
   // an activation's name, "add" (a two-input Add or Sum), "scale" (a two-input Mul or Div),
   // "batchnorm", "layernorm" (along the inner axis); empty: it never fuses.
   std::string step;
   int fused_into = -1;   // after the fusion pass: the node whose kernel runs it
   std::string fused_by;  // and the rule that fused it (graph_fusion.hpp)
+
+  bool backward() const { return role != TrainingRole::forward; }
 };
 
 class Graph {

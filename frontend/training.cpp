@@ -138,21 +138,25 @@ class Builder {
     t_.add_tensor(name, ft.shape, ft.bytes, false, ft.dtype);
     if (parts.empty()) return name;
     GraphNode& sum = t_.node(t_.add_node("grad_sum:" + ft.name, "Sum", parts, {name}));
-    sum.backward = true;
+    sum.role = TrainingRole::backward;
+    sum.forward_node = ft.producer;
     sum.kernel = rows_over("elementwise", ft.bytes / dtype_bytes(dtype), dtype);
     sum.bytes = ft.bytes * double(parts.size() + 1);
     return name;
   }
 
-  // A node of the backward pass writing a new tensor of `bytes`; returns the tensor's name.
-  std::string add(const std::string& name, const std::string& op, std::optional<Workload> kernel,
-                  const std::vector<std::string>& reads, double bytes, int count, const std::string& dtype) {
+  // A node of forward node `layer`'s backward pass, in `role`, writing a new tensor of `bytes`;
+  // returns the tensor's name.
+  std::string add(int layer, TrainingRole role, const std::string& name, const std::string& op,
+                  std::optional<Workload> kernel, const std::vector<std::string>& reads, double bytes, int count,
+                  const std::string& dtype) {
     const std::string out = name + ":out";
     t_.add_tensor(out, {}, bytes, false, dtype);
     GraphNode& n = t_.node(t_.add_node(name, op, reads, {out}));
     n.kernel = std::move(kernel);
     n.count = count;
-    n.backward = true;
+    n.role = role;
+    n.forward_node = layer;
     n.bytes = bytes;
     for (const auto& r : reads) n.bytes += t_.tensors()[t_.tensor_index(r)].bytes;
     if (!n.kernel) n.reason = "the backward of a node not tuned";
@@ -186,33 +190,34 @@ class Builder {
     if (!n.kernel) {  // not tuned: its backward moves as many bytes, by the same rule
       for (int in : ins) {
         if (!needs_grad(in)) continue;
-        contrib_[in].push_back(add(n.name + ".backward@" + tensor(in).name, n.op, std::nullopt, grads, tensor(in).bytes,
-                                   n.count, tensor(in).dtype));
+        contrib_[in].push_back(add(k, TrainingRole::backward, n.name + ".backward@" + tensor(in).name, n.op,
+                                   std::nullopt, grads, tensor(in).bytes, n.count, tensor(in).dtype));
       }
       return;
     }
     const BackwardKernels b = backward_of(*n.kernel);
     const bool batched = n.kernel->is_matmul_like() && !n.kernel->info().batch_dim.empty();
     if (b.data_grad && main >= 0 && needs_grad(main)) {
-      contrib_[main].push_back(
-          add(n.name + ".dgrad", n.op + "Grad", b.data_grad, grads, tensor(main).bytes, n.count, dname));
+      contrib_[main].push_back(add(k, TrainingRole::data_grad, n.name + ".dgrad", n.op + "Grad", b.data_grad, grads,
+                                   tensor(main).bytes, n.count, dname));
     }
     if (b.weight_grad) {
       std::vector<std::string> reads = grads;
       if (main >= 0) reads.push_back(tensor(main).name);  // the activation the backward keeps alive
       if (batched) {
         if (second >= 0 && needs_grad(second)) {
-          contrib_[second].push_back(
-              add(n.name + ".dgrad2", n.op + "Grad", b.weight_grad, reads, tensor(second).bytes, n.count, dname));
+          contrib_[second].push_back(add(k, TrainingRole::data_grad, n.name + ".dgrad2", n.op + "Grad", b.weight_grad,
+                                         reads, tensor(second).bytes, n.count, dname));
         }
       } else {
-        const std::string wgrad =
-            add(n.name + ".wgrad", n.op + "WeightGrad", b.weight_grad, reads, weight_bytes(*n.kernel), n.count, dname);
-        add(n.name + ".update", "OptimizerUpdate", optimizer_update(*n.kernel), {wgrad}, weight_bytes(*n.kernel),
-            n.count, dname);
+        const std::string wgrad = add(k, TrainingRole::weight_grad, n.name + ".wgrad", n.op + "WeightGrad",
+                                      b.weight_grad, reads, weight_bytes(*n.kernel), n.count, dname);
+        add(k, TrainingRole::update, n.name + ".update", "OptimizerUpdate", optimizer_update(*n.kernel), {wgrad},
+            weight_bytes(*n.kernel), n.count, dname);
       }
     }
-    if (b.bias_grad) add(n.name + ".bgrad", "BiasGrad", b.bias_grad, grads, 0, n.count, dname);
+    if (b.bias_grad)
+      add(k, TrainingRole::bias_grad, n.name + ".bgrad", "BiasGrad", b.bias_grad, grads, 0, n.count, dname);
     for (int in : ins) {  // residual inputs: the output gradient flows to them as it is
       if (in != main && in != second && needs_grad(in)) contrib_[in].push_back(grads.front());
     }
@@ -245,7 +250,7 @@ Graph training_graph(const Graph& g) { return Builder(g).build(); }
 
 TaskSet training_tasks(const TaskSet& model) {
   for (const auto& n : model.graph().nodes()) {
-    if (n.backward) return model;
+    if (n.backward()) return model;
   }
   return tasks_from_graph(training_graph(model.graph()), model.model() + "-train", model.batch());
 }

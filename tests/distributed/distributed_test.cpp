@@ -15,12 +15,16 @@
 #include "distributed/pipeline_parallel.hpp"
 #include "distributed/tensor_parallel.hpp"
 #include "distributed/topology.hpp"
+#include "distributed/training_roles.hpp"
 #include "execution/exec_graph.hpp"
 #include "execution/memory_plan.hpp"
 #include "frontend/model_zoo.hpp"
+#include "frontend/training.hpp"
 
 namespace atvoss::distributed {
 namespace {
+
+using Role = frontend::TrainingRole;
 
 ParallelPlan plan(int tp, int pp, int dp, int micro_batches = 1) {
   ParallelPlan p;
@@ -193,13 +197,13 @@ execution::ExecGraph tiny_training_step() {
   const int g1 = g.add_buffer("grad:w1", 4'000'000);
   const int w1 = g.add_buffer("w1'", 1, true), w2 = g.add_buffer("w2'", 1, true);
   const NodeCost k{100, 0, 8, Unit::cube};
-  g.add_node("f1", "Conv", k, {x}, {a1});
-  g.add_node("f2", "Conv", k, {a1}, {y});
-  g.add_node("f2.wgrad", "ConvWeightGrad", k, {y, a1}, {g2});
-  g.add_node("f2.update", "OptimizerUpdate", {10, 0, 8, Unit::vector}, {g2}, {w2});
-  g.add_node("f2.dgrad", "ConvGrad", k, {y}, {da1});
-  g.add_node("f1.wgrad", "ConvWeightGrad", k, {da1, x}, {g1});
-  g.add_node("f1.update", "OptimizerUpdate", {10, 0, 8, Unit::vector}, {g1}, {w1});
+  g.add_node("f1", "Conv", k, {x}, {a1}, {Role::forward, 0});
+  g.add_node("f2", "Conv", k, {a1}, {y}, {Role::forward, 1});
+  g.add_node("f2.wgrad", "ConvWeightGrad", k, {y, a1}, {g2}, {Role::weight_grad, 1});
+  g.add_node("f2.update", "OptimizerUpdate", {10, 0, 8, Unit::vector}, {g2}, {w2}, {Role::update, 1});
+  g.add_node("f2.dgrad", "ConvGrad", k, {y}, {da1}, {Role::data_grad, 1});
+  g.add_node("f1.wgrad", "ConvWeightGrad", k, {da1, x}, {g1}, {Role::weight_grad, 0});
+  g.add_node("f1.update", "OptimizerUpdate", {10, 0, 8, Unit::vector}, {g1}, {w1}, {Role::update, 0});
   return g;
 }
 
@@ -260,7 +264,7 @@ TEST(DataParallel, OverlapNeverMakesAStepSlower) {
 TEST(DataParallel, AGraphWithoutGradientsOrTooManyDevicesIsRefused) {
   execution::ExecGraph g;
   const int x = g.add_buffer("x", 1), y = g.add_buffer("y", 1, true);
-  g.add_node("f", "Conv", {1, 0, 1, execution::Unit::cube}, {x}, {y});
+  g.add_node("f", "Conv", {1, 0, 1, execution::Unit::cube}, {x}, {y}, {Role::forward, 0});
   const Topology t = topology_preset("ascend910b-server8");
   EXPECT_NE(message_of([&] { data_parallel(g, {8, 8, false}, {}, t, {}); }).find("no gradient"), std::string::npos);
   DataParallelOptions o;
@@ -280,17 +284,53 @@ execution::ExecGraph two_layer_step() {
   const int x = g.add_buffer("x", 8000), a1 = g.add_buffer("a1", 8000), y = g.add_buffer("y", 8000);
   const int da1 = g.add_buffer("grad:a1", 8000), g1 = g.add_buffer("grad:w1", 4000), w1 = g.add_buffer("w1'", 1, true);
   const NodeCost k{100, 0, 8, Unit::cube};
-  g.add_node("f1", "Conv", k, {x}, {a1});
-  g.add_node("f2", "Conv", k, {a1}, {y});
-  g.add_node("f2.dgrad", "ConvGrad", k, {y}, {da1});
-  g.add_node("f1.wgrad", "ConvWeightGrad", k, {da1, x}, {g1});
-  g.add_node("f1.update", "OptimizerUpdate", {0, 0, 8, Unit::vector}, {g1}, {w1});
+  g.add_node("f1", "Conv", k, {x}, {a1}, {Role::forward, 0});
+  g.add_node("f2", "Conv", k, {a1}, {y}, {Role::forward, 1});
+  g.add_node("f2.dgrad", "ConvGrad", k, {y}, {da1}, {Role::data_grad, 1});
+  g.add_node("f1.wgrad", "ConvWeightGrad", k, {da1, x}, {g1}, {Role::weight_grad, 0});
+  g.add_node("f1.update", "OptimizerUpdate", {0, 0, 8, Unit::vector}, {g1}, {w1}, {Role::update, 0});
   return g;
 }
 
 Topology instant_links(int devices) {
   return Topology::from_json(
       Json{{"devices_per_server", devices}, {"shape", "full_mesh"}, {"link", {{"gb_per_s", 1e6}, {"latency_us", 0}}}});
+}
+
+// A model's node may be named like a backward kernel: roles come from the tags the training
+// step gives its kernels, never from names. Here a forward matmul is called "fc.update" after
+// a layer "fc" (a name reader took it for fc's weight update), and h is read twice, so its
+// gradients are summed.
+TEST(TrainingRoles, ComeFromTheStepsTagsNotFromNodeNames) {
+  frontend::Graph g;
+  for (const char* t : {"x", "h", "y", "z"}) g.add_tensor(t, {16, 32}, 1024);
+  const Workload mm =
+      Workload::from_json(parse_json(R"({"op":"matmul","dtype":"float16","dims":{"M":16,"N":32,"K":32}})", "w"));
+  g.node(g.add_node("fc", "MatMul", {"x"}, {"h"})).kernel = mm;
+  g.node(g.add_node("fc.update", "MatMul", {"h"}, {"y"})).kernel = mm;
+  g.node(g.add_node("head", "MatMul", {"h"}, {"z"})).kernel = mm;
+  g.mark_output("y");
+  g.mark_output("z");
+  const execution::ExecGraph step = execution::ExecGraph::from_graph(frontend::training_graph(g), [](int) {
+    return execution::NodeCost{1, 0, 1, execution::Unit::cube};
+  });
+  const TrainingRoles r = training_roles(step);
+  auto at = [&](const std::string& name) {
+    for (int i = 0; i < int(step.nodes().size()); ++i)
+      if (step.nodes()[i].name == name) return i;
+    ADD_FAILURE() << "no node " << name;
+    return 0;
+  };
+  EXPECT_EQ(r.role[at("fc.update")], Role::forward);
+  EXPECT_EQ(r.forward[at("fc.update")], at("fc.update"));
+  EXPECT_EQ(r.role[at("fc.update.update")], Role::update);
+  EXPECT_EQ(r.forward[at("fc.update.update")], at("fc.update"));
+  EXPECT_EQ(r.role[at("fc.update.dgrad")], Role::data_grad);
+  EXPECT_EQ(r.role[at("fc.wgrad")], Role::weight_grad);
+  EXPECT_EQ(r.forward[at("fc.wgrad")], at("fc"));
+  EXPECT_EQ(r.role[at("grad_sum:h")], Role::backward);
+  EXPECT_EQ(r.forward[at("grad_sum:h")], at("fc")) << "a sum of gradients belongs to the tensor's producer";
+  EXPECT_EQ(forward_layers(step), 3);
 }
 
 TEST(PipelineParallel, TwoStagesHaveTheBubbleOfGPipe) {
@@ -362,11 +402,11 @@ execution::ExecGraph big_fc_step() {
   const int dx = g.add_buffer("grad:x", 100'000, true), gw = g.add_buffer("grad:w", 400'000'000);
   const int w = g.add_buffer("w'", 1, true);
   const NodeCost k{1000, 0, 8, Unit::cube};
-  g.add_node("fc", "matmul", k, {x}, {y});
-  g.add_node("loss", "elementwise", {10, 0, 8, Unit::vector}, {y}, {dy});
-  g.add_node("fc.dgrad", "matmulGrad", k, {dy}, {dx});
-  g.add_node("fc.wgrad", "matmulWeightGrad", k, {dy, x}, {gw});
-  g.add_node("fc.update", "OptimizerUpdate", {100, 0, 8, Unit::vector}, {gw}, {w});
+  g.add_node("fc", "matmul", k, {x}, {y}, {Role::forward, 0});
+  g.add_node("loss", "elementwise", {10, 0, 8, Unit::vector}, {y}, {dy}, {Role::forward, 1});
+  g.add_node("fc.dgrad", "matmulGrad", k, {dy}, {dx}, {Role::data_grad, 0});
+  g.add_node("fc.wgrad", "matmulWeightGrad", k, {dy, x}, {gw}, {Role::weight_grad, 0});
+  g.add_node("fc.update", "OptimizerUpdate", {100, 0, 8, Unit::vector}, {gw}, {w}, {Role::update, 0});
   return g;
 }
 
@@ -439,15 +479,15 @@ execution::ExecGraph split_one_not_the_other() {
   const int gb = g.add_buffer("grad:wb", 4'000), ga = g.add_buffer("grad:wa", 4'000'000);
   const int wb = g.add_buffer("wb'", 1, true), wa = g.add_buffer("wa'", 1, true);
   const NodeCost heavy{1000, 0, 8, Unit::cube}, light{10, 0, 8, Unit::cube};
-  g.add_node("A", "matmul", heavy, {x}, {ya});
-  g.add_node("B", "matmul", light, {ya}, {yb});
-  g.add_node("loss", "elementwise", light, {yb}, {dyb});
-  g.add_node("B.dgrad", "matmulGrad", light, {dyb}, {dya});
-  g.add_node("B.wgrad", "matmulWeightGrad", light, {dyb, ya}, {gb});
-  g.add_node("B.update", "OptimizerUpdate", light, {gb}, {wb});
-  g.add_node("A.dgrad", "matmulGrad", heavy, {dya}, {dx});
-  g.add_node("A.wgrad", "matmulWeightGrad", heavy, {dya, x}, {ga});
-  g.add_node("A.update", "OptimizerUpdate", light, {ga}, {wa});
+  g.add_node("A", "matmul", heavy, {x}, {ya}, {Role::forward, 0});
+  g.add_node("B", "matmul", light, {ya}, {yb}, {Role::forward, 1});
+  g.add_node("loss", "elementwise", light, {yb}, {dyb}, {Role::forward, 2});
+  g.add_node("B.dgrad", "matmulGrad", light, {dyb}, {dya}, {Role::data_grad, 1});
+  g.add_node("B.wgrad", "matmulWeightGrad", light, {dyb, ya}, {gb}, {Role::weight_grad, 1});
+  g.add_node("B.update", "OptimizerUpdate", light, {gb}, {wb}, {Role::update, 1});
+  g.add_node("A.dgrad", "matmulGrad", heavy, {dya}, {dx}, {Role::data_grad, 0});
+  g.add_node("A.wgrad", "matmulWeightGrad", heavy, {dya, x}, {ga}, {Role::weight_grad, 0});
+  g.add_node("A.update", "OptimizerUpdate", light, {ga}, {wa}, {Role::update, 0});
   return g;
 }
 
