@@ -24,7 +24,7 @@ set(allowed_execution core lowering frontend execution)
 set(allowed_distributed core lowering costmodel search frontend execution distributed)
 set(allowed_tuner core lowering host backend costmodel search db rpc frontend tuner)
 # report/: evaluation, analysis, layout choice and the HTML, built from the tuned model.
-set(allowed_report core lowering host backend costmodel search db rpc frontend execution distributed tuner report)
+set(allowed_report core lowering host backend costmodel search db runtime rpc frontend execution distributed tuner report)
 # python/ (the Python package's bindings) sits on top, like tools/.
 set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner report python)
 set(modules core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner report python)

@@ -18,6 +18,7 @@
 #include "core/schedule.hpp"
 #include "report/fusion_report.hpp"
 #include "report/graph_view.hpp"
+#include "report/measured_precision.hpp"
 
 namespace atvoss::report {
 
@@ -97,6 +98,7 @@ struct ReportData {
   FusionReport fusion;                                     // under the chosen schedules (variant (d))
   std::vector<PrecisionRow> precisions;                    // first row: the reference
   std::vector<std::pair<std::string, double>> int8_error;  // task, estimated relative error
+  MeasuredPrecisions measured_precision;                   // host targets: int8 and bf16 errors and times, measured
   std::string device_memory;  // frontend::MemoryFit::summary() (frontend/device_memory.hpp); empty: not shown
   bool fits_device = true;
   std::optional<GraphView> graph;  // the model's graph run (graph_run.hpp); nullopt: no graph

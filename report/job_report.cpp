@@ -82,6 +82,7 @@ class JobReport {
     for (const auto& t : tasks_.tasks()) {
       if (const double e = frontend::int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
     }
+    data.measured_precision = measure_host_precisions(tasks_, target_, spec_.seed);
     GraphRun run = graph_run(tasks_, data.variants.front(), chosen, target_, tuned_.memory);
     if (!run.summary.is_null()) data.graph = std::move(run.view);
     Json parallel = parallel_section(chosen, data);
@@ -266,6 +267,7 @@ class JobReport {
     return {{"job", spec_.name},
             {"precisions", precisions},
             {"precision_warnings", tuned_.precision_warnings},
+            {"measured_precision", data.measured_precision.to_json()},
             {"model", tasks_.model()},
             {"target", target_.name},
             {"trials", out.trials},

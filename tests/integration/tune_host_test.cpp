@@ -96,7 +96,8 @@ TEST_F(TuneHostCli, TunesASoftmaxAndALayernorm) {
 
 // A zoo model is float16; the host runs float32, int8 and bf16. The model is tuned in float32
 // (said in a warning), not left as untuned fallbacks; seen failing before the model's own
-// dtype was fitted (no task had a valid schedule, so the export found no record).
+// dtype was fitted (no task had a valid schedule, so the export found no record). The report
+// measures each fp32 matmul's int8 and bf16 error and times next to the NPU's estimate.
 TEST_F(TuneHostCli, AZooModelInFloat16RunsInFloat32OnTheHost) {
   const Json spec = {{"name", "mlp-host"},
                      {"target", "host"},
@@ -105,7 +106,8 @@ TEST_F(TuneHostCli, AZooModelInFloat16RunsInFloat32OnTheHost) {
                      {"strategy", "random"},
                      {"seed", 1},
                      {"database", file("mlp.db")},
-                     {"export", file("mlp-table.json")}};
+                     {"export", file("mlp-table.json")},
+                     {"report", file("mlp-report.html")}};
   const CliResult r = run_tool("atvoss-tune", quote(file("mlp.json", spec.dump())) + " --json --quiet");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_THAT(r.err, HasSubstr("float16 is not supported")) << r.err;
@@ -116,6 +118,21 @@ TEST_F(TuneHostCli, AZooModelInFloat16RunsInFloat32OnTheHost) {
     if (w["op"] == "matmul" && w["dtype"] == "float32") ++float32_matmuls;
   }
   EXPECT_EQ(float32_matmuls, 3) << table.dump();  // fc1, fc2, fc3
+  const Json measured = atvoss::parse_json(r.out, "stdout")["measured_precision"];
+  if (slurp("/proc/cpuinfo").find("avx512_vnni") == std::string::npos) {
+    std::printf("[ SKIPPED  ] measured precision: %s\n", measured["reason"].get<std::string>().c_str());
+    return;
+  }
+  ASSERT_EQ(measured["layers"].size(), 3u) << measured.dump();
+  for (const Json& l : measured["layers"]) {
+    EXPECT_GT(l["int8_error"].get<double>(), 1e-4) << l.dump();
+    EXPECT_LT(l["int8_error"].get<double>(), 0.2) << l.dump();
+    EXPECT_GT(l["estimated_int8_error"].get<double>(), 0) << l.dump();
+    EXPECT_GT(l["fp32_us"].get<double>(), 0) << l.dump();
+    EXPECT_GT(l["int8_us"].get<double>(), 0) << l.dump();
+    if (!l["bf16_error"].is_null()) EXPECT_LT(l["bf16_error"].get<double>(), l["int8_error"].get<double>());
+  }
+  EXPECT_THAT(slurp(file("mlp-report.html")), HasSubstr("int8 and bf16, measured on this CPU"));
 }
 
 // A mixed-precision plan (runtime/sensitivity.hpp's precision_config) runs as a job on the host:
