@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "backend/backend.hpp"
 #include "frontend/precision.hpp"
 #include "host/host_space.hpp"
 #include "host/machine.hpp"
@@ -42,8 +43,9 @@ Json MeasuredPrecisions::to_json() const {
 
 MeasuredPrecisions measure_host_precisions(const frontend::TaskSet& tasks, const Target& target, std::uint64_t seed) {
   MeasuredPrecisions out;
-  if (!host::is_host_target(target)) {
-    out.reason = "not a host target: the NPU's errors are estimates";
+  // Only a real machine's kernels run here; a simulated NPU's errors stay estimates.
+  if (!backend::target_traits(target).machine_bound) {
+    out.reason = "a simulated target: its errors are estimates";
     return out;
   }
   if (!host::this_machine().has_flag("avx512_vnni")) {

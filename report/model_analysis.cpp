@@ -12,7 +12,6 @@
 #include "db/postgres_url.hpp"
 #include "db/tuning_database.hpp"
 #include "frontend/fallback.hpp"
-#include "host/machine.hpp"
 #include "lowering/lowering.hpp"
 #include "report/model_evaluation.hpp"
 #include "tuner/job_context.hpp"
@@ -182,9 +181,9 @@ Json ModelAnalysis::to_json() const {
 
 ModelAnalysis analyze_tuned_model(const frontend::TaskSet& tasks, const Target& target, const db::RecordStore& records,
                                   const UtilisationBars& bars, const table::ScheduleTable* table) {
-  if (host::is_host_target(target)) {
+  if (backend::target_traits(target).machine_bound) {
     throw_bad_input("analyze: target '" + target.name +
-                    "' is a CPU; the utilisation profile comes from the NPU simulator");
+                    "' is a real machine (a CPU); the utilisation profile comes from the NPU simulator");
   }
   ModelAnalysis a;
   a.model = tasks.model();

@@ -92,6 +92,11 @@ TEST_F(AnalyzeModelCli, ProfilesEveryLayerOfATunedJobAtItsBestStoredSchedule) {
   EXPECT_THAT(text.out, HasSubstr("bandwidth"));
   EXPECT_THAT(text.out, HasSubstr(std::to_string(flagged) + " of 3 layers flagged, holding"));
   for (const auto& t : tasks) EXPECT_THAT(text.out, HasSubstr(t.at("name").get<std::string>()));
+
+  // A real machine's target has no simulated utilisation profile: bad input, saying why.
+  const CliResult cpu = run_tool("atvoss-analyze", "--db " + quote(file("mlp.db")) + " --model mlp --target host");
+  EXPECT_EQ(cpu.code, 2) << cpu.err;
+  EXPECT_THAT(cpu.err, HasSubstr("is a real machine"));
 }
 
 TEST_F(AnalyzeModelCli, BadInputExitsTwoNamingTheField) {
