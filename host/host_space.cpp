@@ -104,7 +104,9 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
       knob(knobs::micro_n, {lanes, 2 * lanes, 3 * lanes}),
       knob(knobs::tile_m, upto(w.dim("M"), {48, 96, 192})),
       knob(knobs::tile_n, upto(w.dim("N"), {256, 1024, 4096})),
-      knob(knobs::tile_k, upto(w.dim("K"), {64, 128, 256, 512})),
+      // AMX: kc 1024 as well, which halves the accumulators' trips through memory per k.
+      knob(knobs::tile_k, upto(w.dim("K"), amx ? std::vector<std::int64_t>{64, 128, 256, 512, 1024}
+                                               : std::vector<std::int64_t>{64, 128, 256, 512})),
       knob(knobs::k_steps, {1, 4}),
       knob(knobs::async_copy_depth, {1, 2}),
       knob(knobs::tile_order, {0, 1, 2}),

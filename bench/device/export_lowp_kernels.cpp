@@ -3,8 +3,9 @@
 // host code generator's view of an AVX-512 CPU with VNNI, BF16 and AMX (48 KiB L1d, 2 MiB L2).
 //   check  AMX tile blocks of 1 and 2 tiles each way over ragged shapes, several k blocks,
 //          every tile_order, two threads (the exact-arithmetic check)
-//   time   per shape (1024^3, the BERT-base GEMMs at M = 128) and dtype, a grid of 16 AMX and
-//          16 AVX-512 dot-product schedules (same effort each), timed on one core
+//   time   per shape (1024^3, the BERT-base GEMMs at M = 128) and dtype, a grid of AMX
+//          schedules (tile_k 256, 512, 1024 where the L1d check lets it) and 16 AVX-512
+//          dot-product ones, timed on one core
 // Every schedule passes the space's check for that CPU. Usage: export_lowp_kernels DIR
 #include <cstdio>
 #include <fstream>
@@ -95,7 +96,7 @@ void export_timings(Exporter& e) {
   for (const Shape& s : shapes) {
     for (const std::string dtype : {"int8", "bfloat16"}) {
       const Workload w = matmul(s, dtype);
-      for (std::int64_t tk : {256, 512})
+      for (std::int64_t tk : {256, 512, 1024})
         for (std::int64_t tm : {96, 192})
           for (std::int64_t tn : {1024, 4096})
             for (std::int64_t order : {0, 1}) {

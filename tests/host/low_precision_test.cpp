@@ -373,6 +373,15 @@ TEST(LowPrecisionTest, AmxTilesAreOfferedOnlyWhereTheCpuHasThem) {
   MachineInfo no_amx = amx;
   no_amx.simd_flags = {"avx512_bf16", "avx512_vnni", "avx512f"};
   EXPECT_FALSE(default_schedule(w, no_amx).has("amx_tiles"));
+  const Workload deep = workload(R"({"op":"matmul","dtype":"int8","dims":{"M":64,"N":64,"K":4096}})");
+  auto tile_k_values = [&](const MachineInfo& m) {
+    const ScheduleSpace sp = space_for(deep, m);
+    for (const auto& k : sp.knobs())
+      if (k.name == "tile_k") return k.values;
+    return std::vector<std::int64_t>{};
+  };
+  EXPECT_EQ(tile_k_values(amx).back(), 1024) << "AMX takes kc 1024";
+  EXPECT_EQ(tile_k_values(no_amx).back(), 512) << "the dot products' space is unchanged";
   EXPECT_EQ(default_schedule(w, no_amx).at("micro_m"), 6) << "the dot-product default is unchanged";
   MachineInfo int8_only = amx;
   int8_only.simd_flags = {"amx_int8", "amx_tile", "avx512_bf16", "avx512_vnni", "avx512f"};
