@@ -217,50 +217,20 @@ void block(const float* in, const float* w, float* wp, float* out, const float* 
   });
 }
 
-// Weight block q (output-channel blocks outer, input-channel blocks inner).
-constexpr long NCB = (C + CB - 1) / CB, WBLOCKS = (K + NC - 1) / NC * NCB;
-struct WeightBlock {
-  long j0, nc, c0, kc;
-};
-inline WeightBlock weight_block(long q) {
-  const long j0 = q / NCB * NC, c0 = q % NCB * CB;
-  return {j0, K - j0 < NC ? K - j0 : NC, c0, C - c0 < CB ? C - c0 : CB};
-}
+)";
 
-// pack: this image packs the weights (the first one). threads: order 1 (pixel blocks outer)
-// packs every weight block first, then splits the pixel blocks, each thread running all the
-// weight blocks of its own; orders 0 and 2 pack one weight block (its rows split among the
-// threads), then split the pixel blocks for that weight block.
+constexpr const char* kConvImage = R"(
+// pack: this image packs the weights (the first one). Order 1 packs every weight block first;
+// orders 0 and 2 pack each one right before its pixel blocks (its rows split among the threads).
 void conv_image(const float* in, const float* w, float* wp, float* out, const float* res, bool pack,
                 const AtvossArgs& g) {
   if constexpr (ORDER == 1) {
-    if (!INPLACE && pack) {
-      for (long q = 0; q < WBLOCKS; ++q) {
-        const WeightBlock b = weight_block(q);
-        pack_block(w, wp, b.j0, b.nc, b.c0, b.kc);
-      }
-    }
-    PARALLEL_FOR
-    for (long pb = 0; pb < BLOCKS; ++pb) {
-      long io[BH * BW], oo[BH * BW];
-      const long np = pixel_block(pb, io, oo);
-      for (long q = 0; q < WBLOCKS; ++q) {
-        const WeightBlock b = weight_block(q);
-        block(in, w, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g);
-      }
-    }
-  } else {
-    for (long q = 0; q < WBLOCKS; ++q) {
-      const WeightBlock b = weight_block(q);
-      if (!INPLACE && (pack || RING)) pack_block(w, wp, b.j0, b.nc, b.c0, b.kc);
-      PARALLEL_FOR
-      for (long pb = 0; pb < BLOCKS; ++pb) {
-        long io[BH * BW], oo[BH * BW];
-        const long np = pixel_block(pb, io, oo);
-        block(in, w, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g);
-      }
-    }
+    if (!INPLACE && pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
   }
+  for_blocks([&](const WeightBlock& b) { if (!INPLACE && (pack || RING)) pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); },
+             [&](const WeightBlock& b, const long* io, const long* oo, long np) {
+               block(in, w, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g);
+             });
 }
 )";
 
@@ -270,8 +240,7 @@ constexpr const char* kConvLowp = R"(
 // [r][s][group][NR][KG] (zero past C and K), packed with the first image.
 constexpr long NP = (K + NR - 1) / NR;
 constexpr long PANEL = R * S * CP * NR;  // elements of one panel: every channel block
-constexpr long CBG = ((CB < CP ? CB : CP) + KG - 1) / KG * KG;  // a channel block, whole groups
-constexpr long NCB = (CP + CBG - 1) / CBG, WBLOCKS = (K + NC - 1) / NC * NCB;
+constexpr long CBLK = ((CB < CP ? CB : CP) + KG - 1) / KG * KG;  // a channel block, whole groups
 constexpr long PACKED = NP * PANEL;
 
 inline TB* panel(TB* wp, long j0, long jr, long c0) { return wp + (j0 + jr) / NR * PANEL + c0 * R * S * NR; }
@@ -340,42 +309,56 @@ void block(const TA* in, TB* wp, float* out, const float* res, const long* io, c
   });
 }
 
+)";
+
+constexpr const char* kConvLowpImage = R"(
+// The weights are packed with the first image, every block; then the blocks run as in fp32.
+void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res, bool pack, const AtvossArgs& g,
+                const int* comp) {
+  if (pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
+  for_blocks([](const WeightBlock&) {}, [&](const WeightBlock& b, const long* io, const long* oo, long np) {
+    block(in, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g, comp);
+  });
+}
+)";
+
+// conv2d's weight blocks (output channels outer, blocks of CBLK of the CP input channels inner)
+// and the walk over them and the pixel blocks: order 1 splits the pixel blocks among the
+// threads, each running every weight block of its own; orders 0 and 2 take one weight block at
+// a time, before(block) first, then split its pixel blocks.
+constexpr const char* kWeightBlocks = R"(
+constexpr long NCB = (CP + CBLK - 1) / CBLK, WBLOCKS = (K + NC - 1) / NC * NCB;
 struct WeightBlock {
   long j0, nc, c0, kc;
 };
 inline WeightBlock weight_block(long q) {
-  const long j0 = q / NCB * NC, c0 = q % NCB * CBG;
-  return {j0, K - j0 < NC ? K - j0 : NC, c0, CP - c0 < CBG ? CP - c0 : CBG};
+  const long j0 = q / NCB * NC, c0 = q % NCB * CBLK;
+  return {j0, K - j0 < NC ? K - j0 : NC, c0, CP - c0 < CBLK ? CP - c0 : CBLK};
 }
 
-// threads as in the fp32 conv: order 1 splits the pixel blocks, each thread running every
-// weight block; orders 0 and 2 split the pixel blocks of one weight block at a time.
-void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res, bool pack, const AtvossArgs& g,
-                const int* comp) {
-  if (pack) {
-    for (long q = 0; q < WBLOCKS; ++q) {
-      const WeightBlock b = weight_block(q);
-      pack_block(w, wp, b.j0, b.nc, b.c0, b.kc);
-    }
-  }
+template <class F>
+inline void for_weight_blocks(F f) {
+  for (long q = 0; q < WBLOCKS; ++q) f(weight_block(q));
+}
+
+template <class Before, class Run>
+inline void for_blocks(Before before, Run run) {
   if constexpr (ORDER == 1) {
     PARALLEL_FOR
     for (long pb = 0; pb < BLOCKS; ++pb) {
       long io[BH * BW], oo[BH * BW];
       const long np = pixel_block(pb, io, oo);
-      for (long q = 0; q < WBLOCKS; ++q) {
-        const WeightBlock b = weight_block(q);
-        block(in, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g, comp);
-      }
+      for (long q = 0; q < WBLOCKS; ++q) run(weight_block(q), io, oo, np);
     }
   } else {
     for (long q = 0; q < WBLOCKS; ++q) {
       const WeightBlock b = weight_block(q);
+      before(b);
       PARALLEL_FOR
       for (long pb = 0; pb < BLOCKS; ++pb) {
         long io[BH * BW], oo[BH * BW];
         const long np = pixel_block(pb, io, oo);
-        block(in, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g, comp);
+        run(b, io, oo, np);
       }
     }
   }
@@ -501,7 +484,8 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
       << "constexpr long PF = " << (depth >= 2 ? 8 : 0) << ";\n";
   } else {
     // async_copy_depth: 1 weights in place, 2 packed, 3 packed and prefetched.
-    o << "constexpr long NC = " << round_to(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k) << ";\n"
+    o << "constexpr long NC = " << round_to(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k)
+      << ", CBLK = CB;\n"
       << "constexpr bool INPLACE = " << (depth == 1 ? "true" : "false") << ";\n"
       << "constexpr long PF = " << (depth >= 3 ? 8 : 0) << ";\n";
   }
@@ -513,8 +497,11 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     o << "using TIN = float;\nconstexpr long CP = C;\nconstexpr bool REFILL = false;\n";
   }
   o << vector_helpers() << epilogue_functions(split) << separate_pass_function();
-  std::string kernel = std::string(kCommon) +
-                       (lowp ? std::string(low_precision_helpers()) + kConvLowp : std::string(dw ? kDepthwise : kConv));
+  std::string kernel = std::string(kCommon);
+  if (lowp)
+    kernel += std::string(low_precision_helpers()) + kConvLowp + kWeightBlocks + kConvLowpImage;
+  else
+    kernel += dw ? std::string(kDepthwise) : std::string(kConv) + kWeightBlocks + kConvImage;
   replace_all(kernel, "UNROLL", std::to_string(knob(knobs::k_steps)));
   o << kernel << "}  // namespace\n\n"
     << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
