@@ -126,7 +126,9 @@ void macro(long mc, long nc, long kc, const float* ap, const float* bp, float* C
 
 // threads: order 1 splits the mc blocks among the threads, each packing its own A block and
 // B panels; orders 0 and 2 pack each B block once (its rows split among the threads), then
-// split the mc blocks. Each thread packs A into its own buffer.
+// split the mc blocks, and where there are fewer than two per thread (a small M) also each
+// block's micro-panels into THREADS column slices, slice by slice, so that every thread gets
+// its share. Each thread packs A into its own buffer (the same block once per slice).
 void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const float* res,
           float* ap_all, float* bp_all) {
   if constexpr (ORDER == 1) {
@@ -152,12 +154,17 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
         const long kc = K - pc < KC ? K - pc : KC;
         PARALLEL_FOR
         for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp_all);
+        const long panels = (nc + NR - 1) / NR;
         PARALLEL_FOR
-        for (long ic = 0; ic < M; ic += MC) {
+        for (long item = 0; item < MBLOCKS * SLICES; ++item) {
+          const long ic = item % MBLOCKS * MC, p0 = item / MBLOCKS * panels / SLICES;
+          const long p1 = (item / MBLOCKS + 1) * panels / SLICES;
+          if (p0 == p1) continue;
           float* ap = ap_all + THREAD_ID * AP_FLOATS;
-          const long mc = M - ic < MC ? M - ic : MC;
+          const long mc = M - ic < MC ? M - ic : MC, j0 = p0 * NR;
           pack_a(A, ic, mc, pc, kc, ap);
-          macro(mc, nc, kc, ap, bp_all, C, ic, jc, pc == 0, pc + kc >= K, g, res);
+          macro(mc, (p1 * NR < nc ? p1 * NR : nc) - j0, kc, ap, bp_all + j0 * kc, C, ic, jc + j0, pc == 0,
+                pc + kc >= K, g, res);
         }
       }
     }
@@ -181,7 +188,10 @@ std::string matmul_constants(const Workload& w, const Schedule& s, const Machine
     << "constexpr long MC = " << round_to(knob(knobs::tile_m), mr) << ", NC = " << round_to(knob(knobs::tile_n), nr)
     << ", KC = " << kc << ";\n"
     << "constexpr long PF = " << 8 * (knob(knobs::async_copy_depth) - 1) << ";\n"
-    << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n";
+    << "constexpr int ORDER = " << knob(knobs::tile_order)
+    << ";\n"
+    // Column slices per mc block (gemm): THREADS where the mc blocks are fewer than two a thread.
+    << "constexpr long MBLOCKS = (M + MC - 1) / MC, SLICES = MBLOCKS >= 2 * THREADS ? 1 : THREADS;\n";
   return o.str();
 }
 

@@ -240,7 +240,7 @@ void macro(long mc, long nc, long kc, const TA* ap, const TB* bp, float* C, long
   end_tiles();
 }
 
-// threads as in the fp32 kernel (codegen.cpp).
+// threads as in the fp32 kernel (codegen.cpp), column slices included.
 void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* res, TA* ap_all, TB* bp_all,
           const int* comp) {
   if constexpr (ORDER == 1) {
@@ -268,12 +268,17 @@ void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* 
         const long groups = padded_k(kc) / KG;
         PARALLEL_FOR
         for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp_all);
+        const long panels = (nc + NR - 1) / NR;
         PARALLEL_FOR
-        for (long ic = 0; ic < M; ic += MC) {
+        for (long item = 0; item < MBLOCKS * SLICES; ++item) {
+          const long ic = item % MBLOCKS * MC, p0 = item / MBLOCKS * panels / SLICES;
+          const long p1 = (item / MBLOCKS + 1) * panels / SLICES;
+          if (p0 == p1) continue;
           TA* ap = ap_all + THREAD_ID * AP_ELEMS;
-          const long mc = M - ic < MC ? M - ic : MC;
+          const long mc = M - ic < MC ? M - ic : MC, j0 = p0 * NR;
           pack_a(A, ic, mc, pc, kc, ap);
-          macro(mc, nc, kc, ap, bp_all, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
+          macro(mc, (p1 * NR < nc ? p1 * NR : nc) - j0, kc, ap, bp_all + j0 * padded_k(kc), C, ic, jc + j0,
+                pc == 0, pc + kc >= K, g, res, comp);
         }
       }
     }
