@@ -2,7 +2,7 @@
 // runs on a CPU this machine may lack (AMX): their generated sources and a manifest, for the
 // host code generator's view of an AVX-512 CPU with VNNI, BF16 and AMX (48 KiB L1d, 2 MiB L2).
 //   check  AMX tile blocks of 1 and 2 tiles each way over ragged shapes, several k blocks,
-//          every tile_order, two threads (the exact-arithmetic check)
+//          every tile_order, two threads, and a batch_matmul (the exact-arithmetic check)
 //   time   per shape (1024^3, the BERT-base GEMMs at M = 128) and dtype, a grid of AMX
 //          schedules (tile_k 256, 512, 1024 where the L1d check lets it) and 16 AVX-512
 //          dot-product ones, timed on one core
@@ -61,8 +61,9 @@ struct Exporter {
     if (!v.ok) return false;
     const std::string name = "k" + std::to_string(count++);
     std::ofstream(dir + "/" + name + ".cpp") << host::generate_source(w, s, cpu);
-    manifest << group << ' ' << name << ' ' << to_string(w.dtype()) << ' ' << w.dim("M") << ' ' << w.dim("N") << ' '
-             << w.dim("K") << ' ' << label << ' ' << s.to_json().dump() << '\n';
+    const std::int64_t batch = w.op() == "batch_matmul" ? w.dim("B") : 1;
+    manifest << group << ' ' << name << ' ' << to_string(w.dtype()) << ' ' << batch << ' ' << w.dim("M") << ' '
+             << w.dim("N") << ' ' << w.dim("K") << ' ' << label << ' ' << s.to_json().dump() << '\n';
     return true;
   }
 };
@@ -84,6 +85,18 @@ void export_checks(Exporter& e) {
                {knobs::tile_order, order},
                {knobs::threads, threads}});
       }
+    }
+    // batch_matmul: three batches of a ragged shape, its compensation per batch.
+    for (const auto& [mr, order] : std::vector<std::pair<int, int>>{{16, 0}, {32, 2}}) {
+      e.add("check", "amx",
+            Workload::from_json(
+                Json{{"op", "batch_matmul"}, {"dtype", dtype}, {"dims", {{"B", 3}, {"M", 37}, {"N", 45}, {"K", 300}}}}),
+            {{knobs::amx_tiles, 1},
+             {knobs::micro_m, mr},
+             {knobs::micro_n, 32},
+             {knobs::tile_k, 128},
+             {knobs::tile_order, order},
+             {knobs::threads, 2}});
     }
   }
 }

@@ -33,7 +33,7 @@ using atvoss::host::KernelFn;
 
 struct Entry {
   std::string group, name, dtype, label, schedule;
-  long m = 0, n = 0, k = 0;
+  long batch = 1, m = 0, n = 0, k = 0;
 };
 
 bool cpu_has(const std::string& flag) {
@@ -61,22 +61,24 @@ std::uint16_t bf16_of_int(int v) {
 Operands make(const Entry& e) {
   std::mt19937 rng(1);
   Operands o;
-  o.c.assign(std::size_t(e.m * e.n), 0.0f);
+  o.c.assign(std::size_t(e.batch * e.m * e.n), 0.0f);
   if (e.dtype == "int8") {
     std::uniform_int_distribution<int> ua(0, 255), ub(-127, 127);
-    o.a.resize(std::size_t(e.m * e.k));
-    o.b.resize(std::size_t(e.k * e.n));
+    o.a.resize(std::size_t(e.batch * e.m * e.k));
+    o.b.resize(std::size_t(e.batch * e.k * e.n));
     for (auto& x : o.a) x = std::uint8_t(ua(rng));
     for (auto& x : o.b) x = std::uint8_t(std::int8_t(ub(rng)));
     o.scale.assign(std::size_t(e.n), 1.0f / 256);
-    o.comp.assign(std::size_t(e.n), 0);
-    for (long p = 0; p < e.k; ++p)
-      for (long j = 0; j < e.n; ++j) o.comp[std::size_t(j)] += o.zero * std::int8_t(o.b[std::size_t(p * e.n + j)]);
+    o.comp.assign(std::size_t(e.batch * e.n), 0);  // per batch and column
+    for (long b = 0; b < e.batch; ++b)
+      for (long p = 0; p < e.k; ++p)
+        for (long j = 0; j < e.n; ++j)
+          o.comp[std::size_t(b * e.n + j)] += o.zero * std::int8_t(o.b[std::size_t((b * e.k + p) * e.n + j)]);
     return o;
   }
   std::uniform_int_distribution<int> small(-4, 4);
-  o.a.resize(std::size_t(e.m * e.k) * 2);
-  o.b.resize(std::size_t(e.k * e.n) * 2);
+  o.a.resize(std::size_t(e.batch * e.m * e.k) * 2);
+  o.b.resize(std::size_t(e.batch * e.k * e.n) * 2);
   for (std::size_t i = 0; i < o.a.size(); i += 2) {
     const std::uint16_t h = bf16_of_int(small(rng));
     std::memcpy(&o.a[i], &h, 2);
@@ -109,19 +111,24 @@ int value(const Operands& o, const Entry& e, bool is_a, std::size_t i) {
   return int(f);
 }
 
-// Wrong outputs over `rows` (all rows when rows is 0).
+// Wrong outputs over `rows` of each batch (all rows when rows is 0).
 long wrong_outputs(const Operands& o, const Entry& e, long rows) {
   long wrong = 0;
   const long step = rows > 0 ? std::max(1L, e.m / rows) : 1;
-  for (long i = 0; i < e.m; i += step) {
-    for (long j = 0; j < e.n; ++j) {
-      std::int64_t acc = 0;
-      for (long p = 0; p < e.k; ++p)
-        acc += std::int64_t(value(o, e, true, std::size_t(i * e.k + p))) * value(o, e, false, std::size_t(p * e.n + j));
-      const float want =
-          e.dtype == "int8" ? o.scale[std::size_t(j)] * float(std::int32_t(acc - o.comp[std::size_t(j)])) : float(acc);
-      const float got = o.c[std::size_t(i * e.n + j)];
-      if (std::memcmp(&want, &got, 4) != 0) ++wrong;
+  for (long b = 0; b < e.batch; ++b) {
+    const std::size_t a0 = std::size_t(b * e.m * e.k), b0 = std::size_t(b * e.k * e.n), c0 = std::size_t(b * e.m * e.n);
+    for (long i = 0; i < e.m; i += step) {
+      for (long j = 0; j < e.n; ++j) {
+        std::int64_t acc = 0;
+        for (long p = 0; p < e.k; ++p)
+          acc += std::int64_t(value(o, e, true, a0 + std::size_t(i * e.k + p))) *
+                 value(o, e, false, b0 + std::size_t(p * e.n + j));
+        const float want = e.dtype == "int8"
+                               ? o.scale[std::size_t(j)] * float(std::int32_t(acc - o.comp[std::size_t(b * e.n + j)]))
+                               : float(acc);
+        const float got = o.c[c0 + std::size_t(i * e.n + j)];
+        if (std::memcmp(&want, &got, 4) != 0) ++wrong;
+      }
     }
   }
   return wrong;
@@ -148,7 +155,7 @@ std::vector<Entry> read_manifest(const std::string& dir) {
   for (std::string line; std::getline(in, line);) {
     std::istringstream s(line);
     Entry e;
-    s >> e.group >> e.name >> e.dtype >> e.m >> e.n >> e.k >> e.label;
+    s >> e.group >> e.name >> e.dtype >> e.batch >> e.m >> e.n >> e.k >> e.label;
     std::getline(s >> std::ws, e.schedule);
     out.push_back(e);
   }
@@ -191,7 +198,7 @@ int main(int argc, char** argv) {
     const long wrong = wrong_outputs(o, e, e.group == "check" ? 0 : 16);
     if (wrong > 0) ++failed;
     if (e.group == "check") {
-      std::printf("check %s %s %ldx%ldx%ld %s: %s\n", e.name.c_str(), e.dtype.c_str(), e.m, e.n, e.k,
+      std::printf("check %s %s %ldx%ldx%ldx%ld %s: %s\n", e.name.c_str(), e.dtype.c_str(), e.batch, e.m, e.n, e.k,
                   e.schedule.c_str(), wrong ? (std::to_string(wrong) + " wrong outputs").c_str() : "ok");
     } else {
       const double us = median_us(fn, g), gops = 2e-3 * double(e.m) * double(e.n) * double(e.k) / us;
