@@ -16,8 +16,8 @@ namespace {
 // AMX tiles (amx_tiles 1): the micro-tile is 1 or 2 tiles of 16 rows by 1 or 2 tiles of 16
 // columns (4 accumulator tiles, 2 of A and 2 of B fill the 8), loaded whole: no prefetch
 // distance. The dot-product micro-kernel's blocks stop at 8 rows.
-Verdict check_amx(const Schedule& s, std::int64_t mr, std::int64_t nr) {
-  if (s.get_or(std::string(knobs::amx_tiles), 0) != 1) {
+Verdict check_amx(const Schedule& s, bool tiles, std::int64_t mr, std::int64_t nr) {
+  if (!tiles) {
     if (mr > 8) return Verdict::invalid("micro_m " + std::to_string(mr) + " is a block of AMX tiles (amx_tiles 1)");
     return Verdict::valid();
   }
@@ -37,7 +37,7 @@ Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
   const std::int64_t nc = s.at(std::string(knobs::tile_n));
   const std::int64_t nv = nr / m.lanes();
   const bool tiles = s.get_or(std::string(knobs::amx_tiles), 0) == 1;
-  if (Verdict v = check_amx(s, mr, nr); !v.ok) return v;
+  if (Verdict v = check_amx(s, tiles, mr, nr); !v.ok) return v;
   if (!tiles && mr * nv + nv + 1 > m.vector_registers) {
     return Verdict::invalid("registers: " + std::to_string(mr) + "x" + std::to_string(nr) + " needs " +
                             std::to_string(mr * nv + nv + 1) + " vectors > " + std::to_string(m.vector_registers));

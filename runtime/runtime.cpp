@@ -45,6 +45,11 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
   if (w.dtype() == DType::int8) {
     need(args.qscale, "scale", "the per-column dequantisation scales");
     need(args.qcomp, "comp", "the per-column zero-point compensation");
+    // A conv pads with the zero point (host/kernel_abi.hpp): it must be a u8 code.
+    if (w.is_conv() && (args.qzero < 0 || args.qzero > 255)) {
+      throw_bad_input("runtime: argument 'zero_point' must be a u8 code in [0, 255], got " +
+                      std::to_string(args.qzero));
+    }
   }
   need(args.c, "c", "its output");
   if (w.has_epilogue("bias")) need(args.bias, "bias", "a bias for the 'bias' epilogue");
@@ -208,9 +213,6 @@ const Choice& Runtime::conv2d(const float* input, const float* filter, float* ou
 const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const std::int8_t* filter,
                                    float* output, const float* scale, const std::int32_t* comp, const Conv2dShape& s,
                                    const EpilogueArgs& e) {
-  if (zero_point < 0 || zero_point > 255) {
-    throw_bad_input("runtime: argument 'zero_point' must be a u8 code in [0, 255], got " + std::to_string(zero_point));
-  }
   host::AtvossArgs args = abi_args(nullptr, nullptr, output, e);
   args.qa = input;
   args.qb = filter;

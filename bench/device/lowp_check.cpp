@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,12 +37,15 @@ struct Entry {
   long batch = 1, m = 0, n = 0, k = 0;
 };
 
+// The CPU's flags, read once.
 bool cpu_has(const std::string& flag) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string word;
-  while (in >> word)
-    if (word == flag) return true;
-  return false;
+  static const std::set<std::string> flags = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::set<std::string> words;
+    for (std::string word; in >> word;) words.insert(word);
+    return words;
+  }();
+  return flags.count(flag) > 0;
 }
 
 struct Operands {

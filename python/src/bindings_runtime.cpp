@@ -155,9 +155,6 @@ class PyRuntime {
     if (d == DType::int8) {
       const auto in = typed_array<std::uint8_t>(in_obj, "input", "uint8");
       const auto f = typed_array<std::int8_t>(f_obj, "filter", "int8");
-      if (zero_point < 0 || zero_point > 255) {
-        throw_bad_input("runtime: 'zero_point' must be a u8 code in [0, 255], got " + std::to_string(zero_point));
-      }
       const Workload w = conv2d_of(in, f, stride, pad, e, d);
       const auto sc = per_channel<float>(scale, "scale", "float32", w);
       const auto co = per_channel<std::int32_t>(comp, "comp", "int32", w);
