@@ -33,8 +33,8 @@ class HostBackend final : public Backend {
     require_this_machine(t);
     return host::default_schedule(w, host::this_machine());
   }
-  // The NPU-shaped plan of the shared knobs: what the cost model featurises (the host target
-  // maps the machine onto Target's fields, host/machine.hpp).
+  // The shared templates' plan through the CPU's compute unit (host/cpu_unit.hpp): what the
+  // cost model featurises.
   std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t, const Schedule& s) const override {
     return lowering::plan_kernel(w, t, s);
   }

@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "host/cpu_unit.hpp"
 #include "host/digest.hpp"
 
 #if defined(__x86_64__)
@@ -260,6 +261,7 @@ void store_cached(const fs::path& file, const MachineInfo& info, const Calibrati
 }
 
 Target to_target(const MachineInfo& info, const Calibration& c) {
+  register_cpu_unit();  // the lowering plans host targets through it (cpu_unit.hpp)
   Target t;
   t.name = info.target_name();
   t.organisation = "cpu";

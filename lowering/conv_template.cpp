@@ -121,7 +121,7 @@ KernelPlan plan_conv(const Common& c) {
   f.l0c = std::min(max_acc, double(t.l0c_bytes));
   f.l1 = d * (max_l1_input + c.pad_n(tn) * kk * spl * c.b) + kept_bytes(p, c, double(th * tw_ * tn));
   if (!p.fusion.fused.empty()) f.ub = epilogue_ub(c, base_m, c.pad_n(tn), extra_in);
-  p.registers = register_block(c);
+  p.registers = c.unit.registers(t, c.s);
   check_depth(p, c);
   if (p.verdict.ok && base_m_cap < c.frac_m) {
     p.verdict = Verdict::invalid("L0A: " + format_bytes(c.frac_m * tk_p * c.b * d) + " > " +

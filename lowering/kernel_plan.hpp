@@ -6,8 +6,8 @@
 // units do per step, the output path of a tile, and the buffers in flight at every
 // on-chip level. For the whole kernel: operand reuse (how often each operand is
 // fetched again and how many bytes are touched in between, set by tile_order), the
-// fused and unfused epilogue ops, the kernels launched and the FLOPs. On a CPU target, the
-// micro-kernel's register block, which plays the part of the matrix unit's fractal.
+// fused and unfused epilogue ops, the kernels launched and the FLOPs. Where the code has one,
+// the register block of its micro-kernel (a CPU's: compute_unit.hpp).
 // It holds no hardware behaviour: no copy-efficiency curves, no cache-hit models, no
 // calibration constants. simulator/ applies those; costmodel/ featurises the plan.
 #pragma once

@@ -2,7 +2,8 @@
 // value lists, the Common view of one (workload, target, schedule), the fit checks whose
 // messages name the buffer, the sizes and the async_copy_depth, and the pieces several
 // families build their plans from. Each family's template is a file of its own
-// (<family>_template.cpp) and registers like a user op's lowering (lowering.cpp).
+// (<family>_template.cpp) and registers like a user op's lowering (lowering.cpp). What
+// differs between kinds of machine comes from the target's compute unit (compute_unit.hpp).
 // Private to lowering/: header-only so that every template inlines them (the search and
 // the featuriser lower thousands of schedules). Pure functions: thread-safe.
 #pragma once
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "lowering/compute_unit.hpp"
 #include "lowering/knob_names.hpp"
 #include "lowering/layout.hpp"
 #include "lowering/lowering.hpp"
@@ -77,19 +79,11 @@ inline Values inner_multiples(std::int64_t n, std::int64_t inner) {
   return v;
 }
 
-// A CPU target's cube fields describe SIMD lanes (host/machine.hpp), not a fractal.
-inline bool has_matrix_unit(const Target& t) { return t.organisation != "cpu"; }
-
-// The K granule in bytes: cube_k fp16 values of the matrix unit (32 B on a 16x16x16 unit).
-inline double k_granule_bytes(const Target& t) {
-  return has_matrix_unit(t) ? 2.0 * std::max(1, t.cube_k) : kGranuleBytes;
-}
-
-// A matrix unit smaller than the list's first size (an 8x8 unit against 16, 32, ...)
-// also gets tiles of one and two units: on such a part they waste no padding.
+// A unit smaller than the list's first size (an 8x8 fractal against 16, 32, ...) also gets
+// tiles of one and two units where the unit asks for them (compute_unit.hpp).
 inline Values from_unit(const Values& base, const Target& t, int unit) {
   Values v = base;
-  if (!has_matrix_unit(t)) return v;
+  if (!compute_unit(t).adds_unit_tiles()) return v;
   for (std::int64_t u = std::max(1, unit) * 2; u >= 1 && u >= unit; u /= 2) {
     if (u < base.front()) v.insert(v.begin(), u);
   }
@@ -151,11 +145,12 @@ struct Common {
   const Schedule& s;
   double b;       // bytes per element
   double c0;      // the K granule of a fractal in elements: cube_k fp16 values' bytes
-  double frac_m;  // the matrix unit's fractal, from the target
+  double frac_m;  // the block a tile pads to (compute_unit.hpp UnitBlock)
   double frac_n;
   int depth;
   int fusion_level;
-  bool register_block = false;  // frac_m x frac_n is a CPU micro-kernel's register block
+  const ComputeUnit& unit;
+  UnitBlock block;
 
   double pad_m(double x) const { return ceil_to(x, frac_m); }
   double pad_n(double x) const { return ceil_to(x, frac_n); }
@@ -166,12 +161,7 @@ inline KernelPlan start_plan(const Common& c, OpFamily family, bool uses_cube) {
   KernelPlan p;
   p.family = family;
   p.uses_cube = uses_cube;
-  p.cores = uses_cube ? c.t.ai_cores : c.t.vector_cores;
-  // A CPU kernel runs on as many cores as its threads knob asks for.
-  const std::string threads(knobs::threads);
-  if (!has_matrix_unit(c.t) && c.s.has(threads)) {
-    p.cores = int(std::clamp<std::int64_t>(c.s.at(threads), 1, p.cores));
-  }
+  p.cores = c.unit.cores(c.s, uses_cube ? c.t.ai_cores : c.t.vector_cores);
   p.depth = c.depth;
   p.elem_bytes = c.b;
   p.flops = c.w.flops();
@@ -281,33 +271,6 @@ inline void check_cube_buffers(KernelPlan& p, const Common& c) {
   }
 }
 
-// The register block micro_m x micro_n of a CPU GEMM-like micro-kernel (matmul, conv2d):
-// each reduction step loads a row of micro_n / lanes vectors and broadcasts one value per
-// row. None on an NPU or without the knobs. (Depthwise runs on the vector term, which has
-// no issue model.)
-inline RegisterBlock register_block(const Common& c) {
-  const std::string mk(knobs::micro_m), nk(knobs::micro_n);
-  if (has_matrix_unit(c.t) || !c.s.has(mk) || !c.s.has(nk)) return {};
-  const double rows = double(std::max<std::int64_t>(1, c.s.at(mk)));
-  const double cols = double(std::max<std::int64_t>(1, c.s.at(nk)));
-  const double vectors = std::ceil(cols / std::max(1, c.t.cube_m));
-  return {rows, cols, rows * vectors, vectors + rows};
-}
-
-// A CPU micro-kernel (host/host_space.hpp) keeps its register block in vector registers
-// (L0C), streams a micro-panel of A and of B through L1d (L0A, L0B: async_copy_depth is a
-// prefetch distance there, not a buffer count) and packs the mc x kc block of A into L2
-// (L1); the epilogue runs on the register block as it is written back (UB).
-inline void cpu_matmul_footprint(KernelPlan& p, const Common& c, double tm, double tk_p, double extra_in) {
-  Footprint& f = p.footprint;
-  f.l0a = c.frac_m * tk_p * c.b;
-  f.l0b = tk_p * c.frac_n * c.b;
-  f.l0c = c.frac_m * c.frac_n * 4;
-  f.l1 = c.pad_m(tm) * tk_p * c.b;
-  if (!p.fusion.fused.empty()) f.ub = c.frac_m * c.frac_n * (4 + extra_in * c.b);
-  p.registers = register_block(c);
-}
-
 // Input rows (axis 'h') or columns ('w') of a window op's tile halo: the output extent
 // `out` with the (dilated) window over the padded input.
 inline double conv_halo(const Workload& w, double out, char axis) {
@@ -315,27 +278,23 @@ inline double conv_halo(const Workload& w, double out, char axis) {
   return std::min(double(w.padded_w()), (out - 1) * double(w.stride_w()) + double(w.window_w()));
 }
 
-// The Common view of one plan: the element size, the K granule and the unit a tile is padded to.
+// The Common view of one plan: the element size, the K granule and the block a tile is
+// padded to, from the target's compute unit.
 inline Common make_common(const Workload& w, const Target& t, const Schedule& s) {
   const double b = dtype_bytes(w.dtype());
-  // On a CPU the micro-kernel's register block is the unit a tile is padded to: an edge
-  // micro-tile costs a whole one.
-  const bool block = !has_matrix_unit(t) && w.family() == OpFamily::matmul && s.has(std::string(knobs::micro_m)) &&
-                     s.has(std::string(knobs::micro_n));
-  const auto unit = [&](std::string_view knob, int fractal) {
-    return double(std::max<std::int64_t>(1, block ? s.at(std::string(knob)) : fractal));
-  };
-  Common c{w,
-           t,
-           s,
-           b,
-           k_granule_bytes(t) / b,
-           unit(knobs::micro_m, t.cube_m),
-           unit(knobs::micro_n, t.cube_n),
-           int(s.get_or(std::string(knobs::async_copy_depth), 1)),
-           int(s.get_or(std::string(knobs::fusion_level), 0))};
-  c.register_block = block;
-  return c;
+  const ComputeUnit& unit = compute_unit(t);
+  const UnitBlock block = unit.block(w, t, s);
+  return Common{w,
+                t,
+                s,
+                b,
+                unit.k_granule_bytes(t) / b,
+                block.rows,
+                block.cols,
+                int(s.get_or(std::string(knobs::async_copy_depth), 1)),
+                int(s.get_or(std::string(knobs::fusion_level), 0)),
+                unit,
+                block};
 }
 
 // A family template: its knob lists and its plan function.

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "costmodel/cost_model.hpp"
+#include "host/cpu_unit.hpp"
 #include "lowering/lowering.hpp"
 #include "synthetic.hpp"
 
@@ -94,6 +95,7 @@ TEST(FeaturesTest, FixedLengthAndFiniteForEveryTemplate) {
 // included, and for points with a value the completion would clamp.
 TEST(FeaturesTest, CompleteSchedulesGiveTheRowTheCompletingPathGives) {
   std::mt19937_64 rng(3);
+  host::register_cpu_unit();  // a host target's plans go through the CPU's unit
   Target cpu = test_target();
   cpu.organisation = "cpu";
   const struct {
@@ -168,6 +170,7 @@ TEST(FeaturesTest, HostOnlyKnobsAreFeatures) {
 // the heuristic's ranking, follows.
 TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
   const Workload w = matmul(128, 768, 768);
+  host::register_cpu_unit();
   Target cpu = test_target();
   cpu.organisation = "cpu";
   cpu.cube_m = 16;

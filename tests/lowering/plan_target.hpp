@@ -1,7 +1,8 @@
 // A small made-up target for plan tests: buffer sizes round enough that the expected
-// footprints and verdicts can be worked out by hand.
+// footprints and verdicts can be worked out by hand; and a matmul schedule from its knobs.
 #pragma once
 
+#include "core/schedule.hpp"
 #include "core/target.hpp"
 
 namespace atvoss::lowering::testing {
@@ -18,6 +19,16 @@ inline Target small_target() {
   t.l2_bytes = 8 * 1024 * 1024;
   t.fixpipe_bytes_per_cycle = 64;
   return t;
+}
+
+inline Schedule matmul_schedule(int tm, int tn, int tk, int ks, int depth, int order, int fusion = 0) {
+  return Schedule({{"tile_m", tm},
+                   {"tile_n", tn},
+                   {"tile_k", tk},
+                   {"k_steps", ks},
+                   {"async_copy_depth", depth},
+                   {"tile_order", order},
+                   {"fusion_level", fusion}});
 }
 
 }  // namespace atvoss::lowering::testing

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../lowering/plan_target.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "test_workloads.hpp"
@@ -15,6 +16,7 @@
 namespace atvoss::simulator {
 namespace {
 
+using lowering::testing::matmul_schedule;
 using testing::workload;
 
 constexpr SimOptions kExact{.noise = 0, .repeat = 1, .seed = 0};
@@ -31,16 +33,6 @@ void report_fact(const std::string& row, const std::string& published, double si
 // 910B2 as the Ascend C measurements ran it: 1.85 GHz, and 1 core where a row says so.
 Target a2(int cores) {
   return target_from_json(Json{{"preset", "ascend910b"}, {"clock_ghz", 1.85}, {"ai_cores", cores}});
-}
-
-Schedule matmul_schedule(int tm, int tn, int tk, int ks, int depth, int order) {
-  return Schedule({{"tile_m", tm},
-                   {"tile_n", tn},
-                   {"tile_k", tk},
-                   {"k_steps", ks},
-                   {"async_copy_depth", depth},
-                   {"tile_order", order},
-                   {"fusion_level", 0}});
 }
 
 double time_of(const Target& t, const Workload& w, const Schedule& s) {

@@ -2,6 +2,7 @@
 // mechanism of simulator.hpp that a change could silently switch off.
 #include <gtest/gtest.h>
 
+#include "../lowering/plan_target.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 #include "test_workloads.hpp"
@@ -9,19 +10,10 @@
 namespace atvoss::simulator {
 namespace {
 
+using lowering::testing::matmul_schedule;
 using testing::workload;
 
 constexpr SimOptions kExact{.noise = 0, .repeat = 1, .seed = 0};
-
-Schedule mm(int tm, int tn, int tk, int ks, int depth, int order, int fusion = 0) {
-  return Schedule({{"tile_m", tm},
-                   {"tile_n", tn},
-                   {"tile_k", tk},
-                   {"k_steps", ks},
-                   {"async_copy_depth", depth},
-                   {"tile_order", order},
-                   {"fusion_level", fusion}});
-}
 
 double time_of(const Target& t, const Workload& w, const Schedule& s) {
   const Measurement m = simulate(t, w, s, kExact);
@@ -35,18 +27,19 @@ TEST(ModelTest, TileOrderMattersWhenOperandsOverflowL2) {
   // once most reads miss. Column-major re-reads A (128 MB, fits) instead.
   const Target t = preset("ascend910b");
   const Workload w = workload(R"({"op":"matmul","dims":{"M":16384,"N":65536,"K":4096}})");
-  const double row = time_of(t, w, mm(128, 256, 64, 4, 2, 0));
-  const double column = time_of(t, w, mm(128, 256, 64, 4, 2, 1));
-  const double swizzled = time_of(t, w, mm(128, 256, 64, 4, 2, 2));
+  const double row = time_of(t, w, matmul_schedule(128, 256, 64, 4, 2, 0));
+  const double column = time_of(t, w, matmul_schedule(128, 256, 64, 4, 2, 1));
+  const double swizzled = time_of(t, w, matmul_schedule(128, 256, 64, 4, 2, 2));
   EXPECT_LT(column, 0.95 * row);
   EXPECT_LT(swizzled, 0.95 * row);
   const Target big_l2 = target_from_json(Json{{"preset", "ascend910b"}, {"l2_bytes", 1LL << 30}});
-  EXPECT_NEAR(time_of(big_l2, w, mm(128, 256, 64, 4, 2, 0)), time_of(big_l2, w, mm(128, 256, 64, 4, 2, 2)), 1e-6 * row);
+  EXPECT_NEAR(time_of(big_l2, w, matmul_schedule(128, 256, 64, 4, 2, 0)),
+              time_of(big_l2, w, matmul_schedule(128, 256, 64, 4, 2, 2)), 1e-6 * row);
 }
 
 TEST(ModelTest, LastWaveLeavesCoresIdle) {
   const Target t = preset("ascend910b");  // 24 cores
-  const Schedule s = mm(128, 128, 64, 4, 2, 0);
+  const Schedule s = matmul_schedule(128, 128, 64, 4, 2, 0);
   // 24 tiles fill one wave; 25 tiles need a second wave for one tile.
   const double one_wave = time_of(t, workload(R"({"op":"matmul","dims":{"M":768,"N":512,"K":4096}})"), s);
   const double two_waves = time_of(t, workload(R"({"op":"matmul","dims":{"M":3200,"N":128,"K":4096}})"), s);
@@ -68,8 +61,8 @@ TEST(ModelTest, TilesOffTheFractalWasteCubeWork) {
   // One 200-row tile pads to 208 rows of cube work; a 192-row tile pads to none.
   const Workload padded = workload(R"({"op":"matmul","dims":{"M":200,"N":4096,"K":4096}})");
   const Workload aligned = workload(R"({"op":"matmul","dims":{"M":192,"N":4096,"K":4096}})");
-  const Measurement p = simulate(t, padded, mm(200, 128, 64, 4, 2, 0), kExact);
-  const Measurement a = simulate(t, aligned, mm(192, 128, 64, 4, 2, 0), kExact);
+  const Measurement p = simulate(t, padded, matmul_schedule(200, 128, 64, 4, 2, 0), kExact);
+  const Measurement a = simulate(t, aligned, matmul_schedule(192, 128, 64, 4, 2, 0), kExact);
   ASSERT_TRUE(p.ok() && a.ok()) << p.message << a.message;
   const double per_flop_padded = p.profile.compute_us / padded.flops();
   const double per_flop_aligned = a.profile.compute_us / aligned.flops();
@@ -108,7 +101,8 @@ TEST(ModelTest, SmallCopiesPayStartCosts) {
   // k_steps 1 issues 4x the copies of k_steps 4 (with shorter, less aligned
   // rows); the start cost must add to the gain that row alignment alone gives.
   auto k_steps_gain = [&](const Target& target) {
-    return time_of(target, w, mm(128, 256, 64, 1, 2, 0)) / time_of(target, w, mm(128, 256, 64, 4, 2, 0));
+    return time_of(target, w, matmul_schedule(128, 256, 64, 1, 2, 0)) /
+           time_of(target, w, matmul_schedule(128, 256, 64, 4, 2, 0));
   };
   EXPECT_GT(k_steps_gain(t), 1.05 * k_steps_gain(free_start));
   EXPECT_GT(k_steps_gain(free_start), 1.0);

@@ -1,0 +1,80 @@
+// Map: the CPU's ComputeUnit (cpu_unit.hpp) and its registration.
+#include "host/cpu_unit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "lowering/compute_unit.hpp"
+#include "lowering/knob_names.hpp"
+
+namespace atvoss::host {
+namespace {
+
+using lowering::BlockShape;
+using lowering::KernelPlan;
+using lowering::RegisterBlock;
+using lowering::UnitBlock;
+
+// A row of an operand is read in 32-byte granules: an AVX2 vector.
+constexpr double kVectorGranuleBytes = 32;
+
+bool has_register_block(const Schedule& s) {
+  return s.has(std::string(knobs::micro_m)) && s.has(std::string(knobs::micro_n));
+}
+
+class CpuUnit final : public lowering::ComputeUnit {
+ public:
+  double k_granule_bytes(const Target&) const override { return kVectorGranuleBytes; }
+  // The host's tile lists are its own (host_space.hpp); the shared lists need no unit tiles.
+  bool adds_unit_tiles() const override { return false; }
+  // A matmul's tiles pad to its register block; other ops' to the fp32 lanes (cube_m) by one.
+  UnitBlock block(const Workload& w, const Target& t, const Schedule& s) const override {
+    if (w.family() == OpFamily::matmul && has_register_block(s)) {
+      return {double(std::max<std::int64_t>(1, s.at(std::string(knobs::micro_m)))),
+              double(std::max<std::int64_t>(1, s.at(std::string(knobs::micro_n)))), true};
+    }
+    return {double(std::max(1, t.cube_m)), double(std::max(1, t.cube_n)), false};
+  }
+  int cores(const Schedule& s, int available) const override {
+    const std::string threads(knobs::threads);
+    return s.has(threads) ? int(std::clamp<std::int64_t>(s.at(threads), 1, available)) : available;
+  }
+  // Each reduction step loads a row of micro_n / lanes vectors and broadcasts one value per
+  // row (matmul and conv2d alike; depthwise runs on the vector term, which has no issue model).
+  RegisterBlock registers(const Target& t, const Schedule& s) const override {
+    if (!has_register_block(s)) return {};
+    const double rows = double(std::max<std::int64_t>(1, s.at(std::string(knobs::micro_m))));
+    const double cols = double(std::max<std::int64_t>(1, s.at(std::string(knobs::micro_n))));
+    const double vectors = std::ceil(cols / std::max(1, t.cube_m));
+    return {rows, cols, rows * vectors, vectors + rows};
+  }
+  bool place_block(KernelPlan& p, const BlockShape& b, const Target& t, const Schedule& s) const override {
+    if (!b.unit.register_block) return false;
+    const double mr = b.unit.rows, nr = b.unit.cols, e = b.elem_bytes;
+    lowering::Footprint& f = p.footprint;
+    f.l0a = mr * b.tile_k * e;
+    f.l0b = b.tile_k * nr * e;
+    f.l0c = mr * nr * 4;
+    f.l1 = std::ceil(b.tile_m / mr) * mr * b.tile_k * e;
+    if (!p.fusion.fused.empty()) f.ub = mr * nr * (4 + b.extra_in * e);
+    p.registers = registers(t, s);
+    return true;
+  }
+};
+
+}  // namespace
+
+void register_cpu_unit() {
+  static std::once_flag once;
+  std::call_once(once, [] { lowering::register_compute_unit("cpu", std::make_shared<CpuUnit>()); });
+}
+
+// At start-up in every program that links this file: machine.cpp, which makes and checks host
+// targets, calls register_cpu_unit(), so a program that can hold a host target has the unit
+// before it lowers anything, a target read back from a database included.
+const bool kRegisteredAtStart = (register_cpu_unit(), true);
+
+}  // namespace atvoss::host
