@@ -30,6 +30,9 @@ if(ATVOSS_CCACHE)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=pch_defines,time_macros ${ATVOSS_CCACHE})
 endif()
 option(ATVOSS_PCH "Precompiled headers (one per kind of target)" ON)
+# Unity builds of the libraries (docs/decisions/build-time.md): their files are compiled in
+# batches, so the heavy headers are parsed once per batch, not once per file.
+option(ATVOSS_UNITY "Unity builds of the libraries" ON)
 set(ATVOSS_TEST_OPTIMIZE -O1)
 
 # The headers nearly every translation unit parses.
@@ -98,7 +101,12 @@ function(atvoss_library name)
     target_compile_definitions(${name} PUBLIC ATVOSS_VERSION="${PROJECT_VERSION}")
     # Position-independent: the Python module and the runtime's and table's shared libraries
     # link them, and a shared object holds only such code (python/CMakeLists.txt says why).
-    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON UNITY_BUILD ${ATVOSS_UNITY})
+    if(ATVOSS_UNITY)
+      # A file's Impl may hold a type from its own anonymous namespace; batched into a unity
+      # file, GCC sees that file as included and warns. Each file is still compiled once.
+      target_compile_options(${name} PRIVATE -Wno-subobject-linkage)
+    endif()
     atvoss_reuse_pch(${name} lib)
   else()
     add_library(${name} INTERFACE)

@@ -173,9 +173,9 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
 
 )";
 
-long round_to(long v, long step) { return std::max(step, v / step * step); }
-
 }  // namespace
+
+long whole_blocks(long v, long step) { return std::max(step, v / step * step); }
 
 std::string matmul_constants(const Workload& w, const Schedule& s, const MachineInfo& m, long kc) {
   const MatmulShape shape = matmul_shape(w);
@@ -185,8 +185,8 @@ std::string matmul_constants(const Workload& w, const Schedule& s, const Machine
   o << "constexpr long BATCH = " << shape.batch << ", M = " << shape.m << ", N = " << shape.n << ", K = " << shape.k
     << ";\n"
     << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
-    << "constexpr long MC = " << round_to(knob(knobs::tile_m), mr) << ", NC = " << round_to(knob(knobs::tile_n), nr)
-    << ", KC = " << kc << ";\n"
+    << "constexpr long MC = " << whole_blocks(knob(knobs::tile_m), mr)
+    << ", NC = " << whole_blocks(knob(knobs::tile_n), nr) << ", KC = " << kc << ";\n"
     << "constexpr long PF = " << 8 * (knob(knobs::async_copy_depth) - 1) << ";\n"
     << "constexpr int ORDER = " << knob(knobs::tile_order)
     << ";\n"

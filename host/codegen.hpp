@@ -26,4 +26,7 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
 // kc), the prefetch distance PF and the loop ORDER.
 std::string matmul_constants(const Workload& w, const Schedule& s, const MachineInfo& m, long kc);
 
+// A cache block from a tile knob: v rounded down to whole register blocks of `step`, at least one.
+long whole_blocks(long v, long step);
+
 }  // namespace atvoss::host

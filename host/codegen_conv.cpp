@@ -445,8 +445,6 @@ void conv_image(const float* in, const float* wgt, float*, float* out, const flo
 }
 )";
 
-long round_to(long v, long step) { return std::max(step, v / step * step); }
-
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
@@ -476,15 +474,15 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   o << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
     << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n";
   if (dw) {
-    o << "constexpr long TC = " << round_to(knob(knobs::tile_c), nr) << ";\n"
+    o << "constexpr long TC = " << whole_blocks(knob(knobs::tile_c), nr) << ";\n"
       << "constexpr long PF = " << depth - 1 << ";\n";
   } else if (lowp) {
     // async_copy_depth: 1 packed, 2 packed and prefetched (int8 and bf16 always pack).
-    o << "constexpr long NC = " << round_to(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k) << ";\n"
+    o << "constexpr long NC = " << whole_blocks(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k) << ";\n"
       << "constexpr long PF = " << (depth >= 2 ? 8 : 0) << ";\n";
   } else {
     // async_copy_depth: 1 weights in place, 2 packed, 3 packed and prefetched.
-    o << "constexpr long NC = " << round_to(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k)
+    o << "constexpr long NC = " << whole_blocks(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k)
       << ", CBLK = CB;\n"
       << "constexpr bool INPLACE = " << (depth == 1 ? "true" : "false") << ";\n"
       << "constexpr long PF = " << (depth >= 3 ? 8 : 0) << ";\n";

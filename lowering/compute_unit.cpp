@@ -24,13 +24,13 @@ class MatrixUnit final : public ComputeUnit {
   bool place_block(KernelPlan&, const BlockShape&, const Target&, const Schedule&) const override { return false; }
 };
 
-struct Registry {
+struct UnitRegistry {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<const ComputeUnit>, std::less<>> by_organisation;
 };
 
-Registry& registry() {
-  static Registry* r = new Registry;  // never destroyed: see core/op_registry.cpp
+UnitRegistry& unit_registry() {
+  static UnitRegistry* r = new UnitRegistry;  // never destroyed: see core/op_registry.cpp
   return *r;
 }
 
@@ -42,7 +42,7 @@ const ComputeUnit& compute_unit(const Target& t) {
   static const MatrixUnit matrix;
   // The NPU organisations, which every plan of the simulator and the search asks for, take no lock.
   if (built_in(t.organisation)) return matrix;
-  Registry& r = registry();
+  UnitRegistry& r = unit_registry();
   std::lock_guard lock(r.mu);
   const auto it = r.by_organisation.find(t.organisation);
   if (it == r.by_organisation.end()) {
@@ -57,7 +57,7 @@ void register_compute_unit(const std::string& organisation, std::shared_ptr<cons
   if (built_in(organisation)) {
     throw_bad_input("register_compute_unit: organisation '" + organisation + "' has the built-in matrix unit");
   }
-  Registry& r = registry();
+  UnitRegistry& r = unit_registry();
   std::lock_guard lock(r.mu);
   if (!r.by_organisation.emplace(organisation, std::move(unit)).second) {
     throw_bad_input("register_compute_unit: organisation '" + organisation + "' already has a unit");

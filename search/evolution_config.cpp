@@ -8,7 +8,7 @@ namespace {
 
 // Every key of the config, with its range: read by ConfigReader, written by ConfigWriter.
 template <class Config, class Io>
-void visit_fields(Config& c, Io& io) {
+void visit_evolution_fields(Config& c, Io& io) {
   io.integer("population", c.population, 2);
   io.integer("tournament", c.tournament, 1);
   io.fraction("crossover_rate", c.crossover_rate);
@@ -18,11 +18,11 @@ void visit_fields(Config& c, Io& io) {
 
 }  // namespace
 
-void EvolutionConfig::read(ConfigReader& r) { visit_fields(*this, r); }
+void EvolutionConfig::read(ConfigReader& r) { visit_evolution_fields(*this, r); }
 
 void EvolutionConfig::write(Json& out) const {
   ConfigWriter w(out);
-  visit_fields(*this, w);
+  visit_evolution_fields(*this, w);
 }
 
 EvolutionConfig EvolutionConfig::from_json(const Json& config) {

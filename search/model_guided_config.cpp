@@ -8,7 +8,7 @@ namespace {
 
 // Every key of the config, with its range: read by ConfigReader, written by ConfigWriter.
 template <class Config, class Io>
-void visit_fields(Config& c, Io& io) {
+void visit_model_guided_fields(Config& c, Io& io) {
   io.embed(c.evolution);
   io.integer("model_population", c.model_population, 2);
   io.integer("model_generations", c.model_generations, 0);
@@ -24,11 +24,11 @@ void visit_fields(Config& c, Io& io) {
 
 }  // namespace
 
-void ModelGuidedConfig::read(ConfigReader& r) { visit_fields(*this, r); }
+void ModelGuidedConfig::read(ConfigReader& r) { visit_model_guided_fields(*this, r); }
 
 void ModelGuidedConfig::write(Json& out) const {
   ConfigWriter w(out);
-  visit_fields(*this, w);
+  visit_model_guided_fields(*this, w);
 }
 
 ModelGuidedConfig ModelGuidedConfig::from_json(const Json& config) {

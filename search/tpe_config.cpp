@@ -8,7 +8,7 @@ namespace {
 
 // Every key of the config, with its range: read by ConfigReader, written by ConfigWriter.
 template <class Config, class Io>
-void visit_fields(Config& c, Io& io) {
+void visit_tpe_fields(Config& c, Io& io) {
   io.integer("tpe_startup", c.tpe_startup, 1);
   io.fraction("tpe_gamma", c.tpe_gamma, 0, 1, true);
   io.integer("tpe_good_max", c.tpe_good_max, 1);
@@ -30,11 +30,11 @@ void visit_fields(Config& c, Io& io) {
 
 }  // namespace
 
-void TpeConfig::read(ConfigReader& r) { visit_fields(*this, r); }
+void TpeConfig::read(ConfigReader& r) { visit_tpe_fields(*this, r); }
 
 void TpeConfig::write(Json& out) const {
   ConfigWriter w(out);
-  visit_fields(*this, w);
+  visit_tpe_fields(*this, w);
 }
 
 TpeConfig TpeConfig::from_json(const Json& config) { return read_config<TpeConfig>(config, "tpe strategy_config"); }

@@ -14,7 +14,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A task without a valid time yet is scored as if this slow, so it is explored
 // (Ansor uses 1e10 the same way), but the arithmetic stays finite.
 constexpr double kUnknownCost = 1e10;
-constexpr double kMinGain = 0.001;  // 0.1%: smaller gains count as noise
+constexpr double kMinTaskGain = 0.001;  // 0.1%: smaller gains count as noise
 
 double finite_cost(double best) { return std::isfinite(best) ? best : kUnknownCost; }
 }  // namespace
@@ -138,7 +138,7 @@ bool TaskScheduler::plateaued(int i) const {
 void TaskScheduler::record_round(int task, int trials, double best_us) {
   TaskState& s = state_.at(task);
   const bool first = !std::isfinite(s.best);
-  if (std::isfinite(best_us) && (first || best_us < s.best * (1 - kMinGain))) {
+  if (std::isfinite(best_us) && (first || best_us < s.best * (1 - kMinTaskGain))) {
     s.trials_at_last_gain = s.trials + trials;
   }
   if (std::isfinite(best_us)) s.best = std::isfinite(s.best) ? std::min(s.best, best_us) : best_us;
