@@ -30,9 +30,9 @@ if(ATVOSS_CCACHE)
   set(CMAKE_CXX_COMPILER_LAUNCHER ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=pch_defines,time_macros ${ATVOSS_CCACHE})
 endif()
 option(ATVOSS_PCH "Precompiled headers (one per kind of target)" ON)
-# Unity builds of the libraries (docs/decisions/build-time.md): their files are compiled in
-# batches, so the heavy headers are parsed once per batch, not once per file.
-option(ATVOSS_UNITY "Unity builds of the libraries" ON)
+# Unity builds of the libraries and test binaries (docs/decisions/build-time.md): their files
+# are compiled in batches, so the heavy headers are parsed once per batch, not once per file.
+option(ATVOSS_UNITY "Unity builds of the libraries and test binaries" ON)
 set(ATVOSS_TEST_OPTIMIZE -O1)
 
 # The headers nearly every translation unit parses.
@@ -85,6 +85,16 @@ function(atvoss_pch_kind kind)
   endif()
 endfunction()
 
+# atvoss_unity(NAME): a unity build of the target when ATVOSS_UNITY is on. A file's Impl may
+# hold a type from its own anonymous namespace; batched into a unity file, GCC sees that file
+# as included and warns (-Wsubobject-linkage). Each file is still compiled once.
+function(atvoss_unity name)
+  if(ATVOSS_UNITY)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON)
+    target_compile_options(${name} PRIVATE -Wno-subobject-linkage)
+  endif()
+endfunction()
+
 # atvoss_library(NAME DEPS ...): a static library from every .cpp in the current folder.
 # Public headers sit beside the sources and are included as "<module>/<file>.hpp".
 function(atvoss_library name)
@@ -101,12 +111,8 @@ function(atvoss_library name)
     target_compile_definitions(${name} PUBLIC ATVOSS_VERSION="${PROJECT_VERSION}")
     # Position-independent: the Python module and the runtime's and table's shared libraries
     # link them, and a shared object holds only such code (python/CMakeLists.txt says why).
-    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON UNITY_BUILD ${ATVOSS_UNITY})
-    if(ATVOSS_UNITY)
-      # A file's Impl may hold a type from its own anonymous namespace; batched into a unity
-      # file, GCC sees that file as included and warns. Each file is still compiled once.
-      target_compile_options(${name} PRIVATE -Wno-subobject-linkage)
-    endif()
+    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    atvoss_unity(${name})
     atvoss_reuse_pch(${name} lib)
   else()
     add_library(${name} INTERFACE)
@@ -126,6 +132,7 @@ function(atvoss_test name)
   add_executable(${name} ${sources})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   target_compile_options(${name} PRIVATE ${ATVOSS_TEST_WARNINGS} ${ATVOSS_TEST_OPTIMIZE})
+  atvoss_unity(${name})
   atvoss_reuse_pch(${name} test)
   target_compile_definitions(${name} PRIVATE
     ATVOSS_SOURCE_DIR="${PROJECT_SOURCE_DIR}"

@@ -13,7 +13,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const Workload kMatmul = Workload::from_json(parse_json(R"({"op":"matmul","dims":{"M":256,"N":256,"K":256}})", "w"));
+const Workload kCheckedMatmul =
+    Workload::from_json(parse_json(R"({"op":"matmul","dims":{"M":256,"N":256,"K":256}})", "w"));
 
 Measurement ok_us(double t) {
   Measurement m;
@@ -35,36 +36,38 @@ std::string refusal(SpaceCheck& check, const Workload& w, const Json& target, co
 TEST(SpaceCheckTest, ScheduleMustLieInTheWorkloadsSpace) {
   const Target t = load_target("ascend910");
   const Json desc = t.to_json();
-  const Schedule def = *default_schedule(kMatmul, t);
+  const Schedule def = *default_schedule(kCheckedMatmul, t);
   SpaceCheck check;
-  EXPECT_EQ(refusal(check, kMatmul, desc, def, ok_us(5)), "");
+  EXPECT_EQ(refusal(check, kCheckedMatmul, desc, def, ok_us(5)), "");
 
   Json off = def.to_json();
   const std::string knob = off.begin().key();
   off[knob] = 999983;
-  EXPECT_THAT(refusal(check, kMatmul, desc, Schedule::from_json(off), ok_us(5)), HasSubstr(knob));
+  EXPECT_THAT(refusal(check, kCheckedMatmul, desc, Schedule::from_json(off), ok_us(5)), HasSubstr(knob));
   Json extra = def.to_json();
   extra["warp_count"] = 4;
-  EXPECT_THAT(refusal(check, kMatmul, desc, Schedule::from_json(extra), ok_us(5)), HasSubstr("not in the space"));
+  EXPECT_THAT(refusal(check, kCheckedMatmul, desc, Schedule::from_json(extra), ok_us(5)),
+              HasSubstr("not in the space"));
 }
 
 TEST(SpaceCheckTest, OkResultOfAScheduleTheSpaceRefusesIsRefused) {
   const Target t = load_target("ascend910");
-  const ScheduleSpace space = space_for(kMatmul, t);
+  const ScheduleSpace space = space_for(kCheckedMatmul, t);
   // The largest value of every knob overflows an on-chip buffer on this small matmul.
   std::map<std::string, std::int64_t> biggest;
   for (const Knob& k : space.knobs()) biggest[k.name] = k.values.back();
   const Schedule s(biggest);
   ASSERT_FALSE(space.check(s).ok);
   SpaceCheck check;
-  EXPECT_THAT(refusal(check, kMatmul, t.to_json(), s, ok_us(5)), HasSubstr("measures as invalid"));
-  EXPECT_EQ(refusal(check, kMatmul, t.to_json(), s, Measurement::failed(Status::invalid, "too big")), "");
+  EXPECT_THAT(refusal(check, kCheckedMatmul, t.to_json(), s, ok_us(5)), HasSubstr("measures as invalid"));
+  EXPECT_EQ(refusal(check, kCheckedMatmul, t.to_json(), s, Measurement::failed(Status::invalid, "too big")), "");
 }
 
 TEST(SpaceCheckTest, NameOnlyTargetServesTablesOnly) {
   SpaceCheck check;
   const Json gpu{{"name", "NVIDIA GeForce RTX 3090"}};
-  EXPECT_THAT(refusal(check, kMatmul, gpu, Schedule({{"tile_m", 16}}), ok_us(5)), HasSubstr("no hardware description"));
+  EXPECT_THAT(refusal(check, kCheckedMatmul, gpu, Schedule({{"tile_m", 16}}), ok_us(5)),
+              HasSubstr("no hardware description"));
   const Workload table = Workload::from_json(
       Json{{"op", "recorded"}, {"table", std::string(ATVOSS_DATA_DIR) + "/recorded-spaces/pnpoly-RTX_3090.json.gz"}});
   const ScheduleSpace space = space_for(table, load_target("ascend910"));

@@ -21,7 +21,7 @@ namespace {
 using namespace atvoss::db::testing;
 using ::testing::HasSubstr;
 
-std::string slurp(const std::string& path) {
+std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
@@ -40,7 +40,7 @@ void raw_exec(const std::string& path, const std::string& sql) {
 
 // Opening must fail with `kind` and a message containing `needle`, and leave the file as it was.
 void expect_refused(const std::string& path, ErrorKind kind, const std::string& needle) {
-  const std::string before = slurp(path);
+  const std::string before = file_bytes(path);
   try {
     auto db = TuningDatabase::open(path);
     FAIL() << "open succeeded; integrity: " << db.integrity_check();
@@ -49,7 +49,7 @@ void expect_refused(const std::string& path, ErrorKind kind, const std::string& 
     EXPECT_THAT(e.what(), HasSubstr(needle));
     EXPECT_THAT(e.what(), HasSubstr(path));
   }
-  EXPECT_TRUE(slurp(path) == before) << path << " was modified by the refused open";
+  EXPECT_TRUE(file_bytes(path) == before) << path << " was modified by the refused open";
   EXPECT_FALSE(std::filesystem::exists(path + "-wal") && std::filesystem::file_size(path + "-wal") > 0);
 }
 

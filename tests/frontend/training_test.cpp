@@ -16,10 +16,10 @@
 namespace atvoss::frontend {
 namespace {
 
-Workload wl(const Json& j) { return Workload::from_json(j); }
+Workload training_workload(const Json& j) { return Workload::from_json(j); }
 
 TEST(Training, AConvsGradientsAreAConvWithChannelsSwappedAndAnImplicitGemm) {
-  const Workload fwd = wl(
+  const Workload fwd = training_workload(
       {{"op", "conv2d"},
        {"dims", {{"N", 2}, {"C", 16}, {"H", 14}, {"W", 14}, {"K", 32}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}},
        {"epilogue", {"bias", "relu"}}});
@@ -37,7 +37,7 @@ TEST(Training, AConvsGradientsAreAConvWithChannelsSwappedAndAnImplicitGemm) {
   EXPECT_EQ(b.weight_grad->dim("K"), 2 * 14 * 14);
   EXPECT_EQ(b.bias_grad->dim("M"), 32);
   // Strided: the data gradient covers the input, up to the rows the stride's floor dropped.
-  const Workload strided = wl(
+  const Workload strided = training_workload(
       {{"op", "conv2d"},
        {"dims", {{"N", 1}, {"C", 8}, {"H", 15}, {"W", 15}, {"K", 8}, {"R", 3}, {"S", 3}, {"stride", 2}, {"pad", 1}}}});
   const Workload dx = *backward_of(strided).data_grad;
@@ -46,14 +46,16 @@ TEST(Training, AConvsGradientsAreAConvWithChannelsSwappedAndAnImplicitGemm) {
 }
 
 TEST(Training, AMatmulsGradientsAreTheTwoTransposedProducts) {
-  const BackwardKernels b = backward_of(wl({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 3072}}}}));
+  const BackwardKernels b =
+      backward_of(training_workload({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 3072}}}}));
   EXPECT_EQ(b.data_grad->to_json()["dims"], (Json{{"M", 128}, {"N", 3072}, {"K", 768}}));
   EXPECT_EQ(b.weight_grad->to_json()["dims"], (Json{{"M", 3072}, {"N", 768}, {"K", 128}}));
-  const BackwardKernels bb =
-      backward_of(wl({{"op", "batch_matmul"}, {"dims", {{"B", 12}, {"M", 128}, {"N", 64}, {"K", 128}}}}));
+  const BackwardKernels bb = backward_of(
+      training_workload({{"op", "batch_matmul"}, {"dims", {{"B", 12}, {"M", 128}, {"N", 64}, {"K", 128}}}}));
   EXPECT_EQ(bb.data_grad->to_json()["dims"], (Json{{"B", 12}, {"M", 128}, {"N", 128}, {"K", 64}}));
   EXPECT_EQ(bb.weight_grad->to_json()["dims"], (Json{{"B", 12}, {"M", 128}, {"N", 64}, {"K", 128}}));
-  const auto update = optimizer_update(wl({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 3072}}}}));
+  const auto update =
+      optimizer_update(training_workload({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 3072}}}}));
   ASSERT_TRUE(update);
   EXPECT_DOUBLE_EQ(update->out_elements(), 768.0 * 3072);  // one pass over the weight
 }
@@ -63,9 +65,9 @@ Graph two_headed() {
   Graph g;
   g.add_tensor("x", {1, 8, 8, 8}, 1024);
   for (const char* t : {"c1", "r", "y", "z"}) g.add_tensor(t, {1, 8, 8, 8}, 1024);
-  const Workload conv =
-      wl({{"op", "conv2d"},
-          {"dims", {{"N", 1}, {"C", 8}, {"H", 8}, {"W", 8}, {"K", 8}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}}});
+  const Workload conv = training_workload(
+      {{"op", "conv2d"},
+       {"dims", {{"N", 1}, {"C", 8}, {"H", 8}, {"W", 8}, {"K", 8}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}}});
   g.node(g.add_node("conv1", "Conv", {"x"}, {"c1"})).kernel = conv;
   GraphNode& relu = g.node(g.add_node("relu", "Relu", {"c1"}, {"r"}));
   relu.step = "relu";

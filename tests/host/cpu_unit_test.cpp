@@ -6,6 +6,7 @@
 
 #include "../lowering/plan_target.hpp"
 #include "core/error.hpp"
+#include "host_test_util.hpp"
 #include "lowering/lowering.hpp"
 
 namespace atvoss::host {
@@ -17,8 +18,7 @@ using lowering::KernelPlan;
 using lowering::knobs_for;
 using lowering::plan_kernel;
 using lowering::testing::small_target;
-
-Workload workload(const std::string& text) { return Workload::from_json(parse_json(text, "workload")); }
+using testing::workload;
 
 // On a CPU target the micro-kernel's register block (host/host_space.hpp) is the unit tiles
 // are padded to, the footprint is BLIS's (register block, micro-panels, the A block in L2),

@@ -40,7 +40,7 @@ std::string with_dtype(std::string text, const std::string& dtype) {
 }
 
 // fp32 texts; the dtype is substituted per test.
-const std::vector<ScheduleCase> kCases = {
+const std::vector<ScheduleCase> kLowpCases = {
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
@@ -71,13 +71,13 @@ const std::vector<ScheduleCase> kCases = {
 };
 
 std::vector<ScheduleCase> cases_of(const std::string& dtype) {
-  std::vector<ScheduleCase> out = kCases;
+  std::vector<ScheduleCase> out = kLowpCases;
   for (auto& c : out) c.workload = with_dtype(c.workload, dtype);
   return out;
 }
 
 // conv2d cases: every channel count but one is no whole k group (4 int8, 2 bf16 channels).
-const std::vector<ScheduleCase> kConvCases = {
+const std::vector<ScheduleCase> kLowpConvCases = {
     // C = 3 (the first layer), K < micro_n, 3x3 pad 1, blocks larger than the dims.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":5,"W":9,"K":5,"R":3,"S":3,"stride":1,"pad":1}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 16}, {"tile_order", 0}}},
@@ -124,7 +124,7 @@ const std::vector<ScheduleCase> kConvCases = {
 };
 
 std::vector<ScheduleCase> conv_cases_of(const std::string& dtype) {
-  std::vector<ScheduleCase> out = kConvCases;
+  std::vector<ScheduleCase> out = kLowpConvCases;
   for (auto& c : out) c.workload = with_dtype(c.workload, dtype);
   return out;
 }

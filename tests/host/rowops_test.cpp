@@ -23,7 +23,7 @@ using testing::ScheduleCase;
 using testing::TempDir;
 using testing::workload;
 
-const std::vector<ScheduleCase> kCases = {
+const std::vector<ScheduleCase> kRowCases = {
     {R"({"op":"elementwise","dtype":"float32","dims":{"M":13,"N":37},"epilogue":["bias","relu"]})",
      {{"tile_m", 4}, {"chunk", 2}, {"fusion_level", 1}, {"k_steps", 4}}},
     {R"({"op":"elementwise","dtype":"float32","dims":{"M":9,"N":70},"epilogue":["bias","gelu","add"]})",
@@ -46,7 +46,7 @@ const std::vector<ScheduleCase> kCases = {
 };
 
 TEST(RowOpsCodegenTest, EveryScheduleInTheTableComputesTheReference) {
-  expect_every_case_computes_the_reference(kCases, 11);
+  expect_every_case_computes_the_reference(kRowCases, 11);
 }
 
 TEST(RowOpsCodegenTest, EveryKnobChangesTheSource) {

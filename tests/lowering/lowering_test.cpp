@@ -13,6 +13,7 @@
 namespace atvoss::lowering {
 namespace {
 
+using testing::conv_schedule;
 using testing::matmul_schedule;
 
 Workload workload(const std::string& text) { return Workload::from_json(parse_json(text, "workload")); }
@@ -201,18 +202,6 @@ TEST(LoweringTest, GroupedConvIsGroupsSmallConvsEachWithItsWeights) {
   EXPECT_THROW(workload(R"({"op":"group_conv2d","dims":{)" + dims + R"(,"groups":3}})"), Error);
 }
 
-Schedule conv_schedule(int layout, int side = 14) {
-  return Schedule({{"tile_h", side},
-                   {"tile_w", side},
-                   {"tile_n", 64},
-                   {"tile_k", 64},
-                   {"k_steps", 1},
-                   {"async_copy_depth", 2},
-                   {"tile_order", 0},
-                   {"fusion_level", 0},
-                   {"layout", layout}});
-}
-
 TEST(LoweringTest, LayoutKnobSetsTheActivationRowsAndTheReformat) {
   const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":128,"H":28,"W":28,"K":128,"R":3,"S":3,"pad":1}})");
   const auto knobs = knobs_for(w, small_target());
@@ -236,16 +225,16 @@ TEST(LoweringTest, LayoutKnobSetsTheActivationRowsAndTheReformat) {
 
 TEST(LoweringTest, AScheduleStoredBeforeTheLayoutKnobTakesTheFractal) {
   const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":28,"W":28,"K":64,"R":3,"S":3,"pad":1}})");
-  std::map<std::string, std::int64_t> values = conv_schedule(0, 28).values();
+  std::map<std::string, std::int64_t> values = conv_schedule(0, 28, 28).values();
   values.erase("layout");
   const Schedule old(values);
   const ScheduleSpace space = space_for(w, small_target());
   ASSERT_TRUE(space.check(old).ok) << space.check(old).reason;
   ASSERT_TRUE(space.point_of(old));
-  EXPECT_EQ(space.point_of(old), space.point_of(conv_schedule(0, 28)));
+  EXPECT_EQ(space.point_of(old), space.point_of(conv_schedule(0, 28, 28)));
   EXPECT_EQ(layout_of(w, old), Layout::fractal);
   EXPECT_DOUBLE_EQ(plan_kernel(w, small_target(), old).tiles[0].copies[0].segment_bytes,
-                   plan_kernel(w, small_target(), conv_schedule(0, 28)).tiles[0].copies[0].segment_bytes);
+                   plan_kernel(w, small_target(), conv_schedule(0, 28, 28)).tiles[0].copies[0].segment_bytes);
   EXPECT_EQ(default_schedule(w, small_target()).at("layout"), 0);
 }
 

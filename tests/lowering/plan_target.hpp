@@ -1,5 +1,5 @@
 // A small made-up target for plan tests: buffer sizes round enough that the expected
-// footprints and verdicts can be worked out by hand; and a matmul schedule from its knobs.
+// footprints and verdicts can be worked out by hand; and matmul and conv2d schedules.
 #pragma once
 
 #include "core/schedule.hpp"
@@ -29,6 +29,19 @@ inline Schedule matmul_schedule(int tm, int tn, int tk, int ks, int depth, int o
                    {"async_copy_depth", depth},
                    {"tile_order", order},
                    {"fusion_level", fusion}});
+}
+
+// A conv2d schedule with a tile_h x tile_w x 64 output block in `layout` (lowering/layout.hpp).
+inline Schedule conv_schedule(int layout, int tile_h = 14, int tile_w = 14) {
+  return Schedule({{"tile_h", tile_h},
+                   {"tile_w", tile_w},
+                   {"tile_n", 64},
+                   {"tile_k", 64},
+                   {"k_steps", 1},
+                   {"async_copy_depth", 2},
+                   {"tile_order", 0},
+                   {"fusion_level", 0},
+                   {"layout", layout}});
 }
 
 }  // namespace atvoss::lowering::testing

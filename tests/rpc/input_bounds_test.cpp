@@ -12,7 +12,7 @@
 namespace atvoss::rpc {
 namespace {
 
-std::span<const std::uint8_t> bytes_of(const std::string& s) {
+std::span<const std::uint8_t> frame_bytes(const std::string& s) {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
 }
 
@@ -62,8 +62,8 @@ TEST(InputBounds, DeeplyNestedFrameIsAProtocolErrorNotACrash) {
 
 TEST(InputBounds, DepthLimitIsExact) {
   // The message map is level 1, so 63 arrays inside it are 64 levels: the most allowed.
-  EXPECT_NO_THROW(check_msgpack_bounds(bytes_of(deep_message(63)), "frame"));
-  EXPECT_THAT(error_of([&] { check_msgpack_bounds(bytes_of(deep_message(64)), "frame"); }),
+  EXPECT_NO_THROW(check_msgpack_bounds(frame_bytes(deep_message(63)), "frame"));
+  EXPECT_THAT(error_of([&] { check_msgpack_bounds(frame_bytes(deep_message(64)), "frame"); }),
               testing::HasSubstr("frame: nested deeper than 64"));
   std::string json63 = std::string(63, '[') + std::string(63, ']');
   EXPECT_NO_THROW(parse_json_bounded(json63, "body"));
@@ -122,7 +122,7 @@ TEST(InputBounds, CountsBeyondTheBytesLeftAreRefused) {
   };
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name);
-    EXPECT_THAT(error_of([&] { check_msgpack_bounds(bytes_of(c.payload), "frame"); }),
+    EXPECT_THAT(error_of([&] { check_msgpack_bounds(frame_bytes(c.payload), "frame"); }),
                 testing::StartsWith("protocol: frame: "));
   }
 }
@@ -134,9 +134,10 @@ TEST(InputBounds, ElementLimitCountsEveryValue) {
     return std::string(v.begin(), v.end());
   };
   // The array itself and its values: 1 + 9 = 10 values pass, 1 + 10 do not.
-  EXPECT_NO_THROW(check_msgpack_bounds(bytes_of(encode(Json(std::vector<int>(9, 1)))), "frame", limits));
-  EXPECT_THAT(error_of([&] { check_msgpack_bounds(bytes_of(encode(Json(std::vector<int>(10, 1)))), "frame", limits); }),
-              testing::HasSubstr("more than 10 values"));
+  EXPECT_NO_THROW(check_msgpack_bounds(frame_bytes(encode(Json(std::vector<int>(9, 1)))), "frame", limits));
+  EXPECT_THAT(
+      error_of([&] { check_msgpack_bounds(frame_bytes(encode(Json(std::vector<int>(10, 1)))), "frame", limits); }),
+      testing::HasSubstr("more than 10 values"));
   EXPECT_NO_THROW(parse_json_bounded(Json(std::vector<int>(9, 1)).dump(), "body", limits));
   EXPECT_THAT(error_of([&] { parse_json_bounded(Json(std::vector<int>(10, 1)).dump(), "body", limits); }),
               testing::HasSubstr("body: more than 10 values"));

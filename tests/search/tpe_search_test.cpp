@@ -13,13 +13,13 @@
 namespace atvoss::search {
 namespace {
 
-// 5 knobs of 8 values; a smooth bowl around kBest; a band of points is invalid.
-constexpr int kDims = 5;
-constexpr std::int64_t kBest[kDims] = {5, 2, 6, 1, 3};
+// 5 knobs of 8 values; a smooth bowl around kTpeBest; a band of points is invalid.
+constexpr int kTpeDims = 5;
+constexpr std::int64_t kTpeBest[kTpeDims] = {5, 2, 6, 1, 3};
 
 ScheduleSpace bowl_space() {
   std::vector<Knob> knobs;
-  for (int d = 0; d < kDims; ++d) knobs.push_back({"k" + std::to_string(d), {0, 1, 2, 3, 4, 5, 6, 7}});
+  for (int d = 0; d < kTpeDims; ++d) knobs.push_back({"k" + std::to_string(d), {0, 1, 2, 3, 4, 5, 6, 7}});
   return ScheduleSpace(std::move(knobs), [](const Schedule& s) {
     return (s.at("k0") + s.at("k1")) % 5 == 4 ? Verdict::invalid("k0+k1 band") : Verdict::valid();
   });
@@ -27,8 +27,8 @@ ScheduleSpace bowl_space() {
 
 double bowl_time(const Schedule& s) {
   double t = 10;
-  for (int d = 0; d < kDims; ++d) {
-    const double x = static_cast<double>(s.at("k" + std::to_string(d)) - kBest[d]);
+  for (int d = 0; d < kTpeDims; ++d) {
+    const double x = static_cast<double>(s.at("k" + std::to_string(d)) - kTpeBest[d]);
     t += (d + 1) * x * x;
   }
   return t;
@@ -44,8 +44,8 @@ std::vector<Trial> other_target_records(const ScheduleSpace& space) {
   return out;
 }
 
-std::vector<Schedule> run(SearchStrategy& s, const ScheduleSpace& space, int rounds, std::size_t batch,
-                          Status (*status_of)(const Schedule&) = nullptr) {
+std::vector<Schedule> run_rounds(SearchStrategy& s, const ScheduleSpace& space, int rounds, std::size_t batch,
+                                 Status (*status_of)(const Schedule&) = nullptr) {
   std::vector<Schedule> all;
   for (int r = 0; r < rounds; ++r) {
     const auto b = s.propose(batch);
@@ -77,8 +77,8 @@ TEST(TpeSearchTest, TransferPriorSteersTheFirstProposals) {
     o.prior_trials = other_target_records(space);
     auto warm = make_strategy("tpe", space, o);
     EXPECT_EQ(warm->trials(), 0u);  // a prior is not a measurement of this space
-    without += best_of(run(*cold, space, 5, 1), 5);
-    with += best_of(run(*warm, space, 5, 1), 5);
+    without += best_of(run_rounds(*cold, space, 5, 1), 5);
+    with += best_of(run_rounds(*warm, space, 5, 1), 5);
   }
   // The optimum is 10 and a uniformly random point costs ~ 10 + 15 * 10.5 on average: with
   // the other target's records the first five proposals land next to the optimum.
@@ -92,11 +92,11 @@ TEST(TpeSearchTest, ResumeWithPriorIsExact) {
   o.seed = 4;
   o.prior_trials = other_target_records(space);
   auto a = make_strategy("tpe", space, o);
-  run(*a, space, 6, 3);
+  run_rounds(*a, space, 6, 3);
   const Json state = parse_json(a->save_state().dump(), "state");
   auto b = make_strategy("tpe", space, o);
   b->load_state(state);
-  EXPECT_EQ(run(*a, space, 6, 3), run(*b, space, 6, 3));
+  EXPECT_EQ(run_rounds(*a, space, 6, 3), run_rounds(*b, space, 6, 3));
 }
 
 // k0 >= 4 always fails (a compile error the tuner learns only by running): once it has
@@ -110,7 +110,7 @@ TEST(TpeSearchTest, LearnsTheFailingRegion) {
     o.seed = seed;
     for (const char* name : {"tpe", "random"}) {
       auto s = make_strategy(name, space, o);
-      const auto proposals = run(*s, space, 60, 1, fails);
+      const auto proposals = run_rounds(*s, space, 60, 1, fails);
       std::size_t failed = 0;
       for (std::size_t i = 20; i < proposals.size(); ++i) failed += fails(proposals[i]) != Status::ok;
       (std::string(name) == "tpe" ? tpe_failed : random_failed) += failed;
@@ -132,8 +132,8 @@ TEST(TpeSearchTest, EveryModeProposesNewValidPointsDeterministically) {
   for (const Json& config : modes) {
     auto a = make_strategy("tpe", space, o, config);
     auto b = make_strategy("tpe", space, o, config);
-    const auto pa = run(*a, space, 10, 8);
-    EXPECT_EQ(pa, run(*b, space, 10, 8));
+    const auto pa = run_rounds(*a, space, 10, 8);
+    EXPECT_EQ(pa, run_rounds(*b, space, 10, 8));
     const std::set<Schedule> distinct(pa.begin(), pa.end());
     EXPECT_EQ(distinct.size(), pa.size());
   }

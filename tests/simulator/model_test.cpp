@@ -10,13 +10,14 @@
 namespace atvoss::simulator {
 namespace {
 
+using lowering::testing::conv_schedule;
 using lowering::testing::matmul_schedule;
 using testing::workload;
 
-constexpr SimOptions kExact{.noise = 0, .repeat = 1, .seed = 0};
+constexpr SimOptions kNoNoise{.noise = 0, .repeat = 1, .seed = 0};
 
-double time_of(const Target& t, const Workload& w, const Schedule& s) {
-  const Measurement m = simulate(t, w, s, kExact);
+double simulated_us(const Target& t, const Workload& w, const Schedule& s) {
+  const Measurement m = simulate(t, w, s, kNoNoise);
   EXPECT_TRUE(m.ok()) << m.message;
   return m.time_us;
 }
@@ -27,22 +28,22 @@ TEST(ModelTest, TileOrderMattersWhenOperandsOverflowL2) {
   // once most reads miss. Column-major re-reads A (128 MB, fits) instead.
   const Target t = preset("ascend910b");
   const Workload w = workload(R"({"op":"matmul","dims":{"M":16384,"N":65536,"K":4096}})");
-  const double row = time_of(t, w, matmul_schedule(128, 256, 64, 4, 2, 0));
-  const double column = time_of(t, w, matmul_schedule(128, 256, 64, 4, 2, 1));
-  const double swizzled = time_of(t, w, matmul_schedule(128, 256, 64, 4, 2, 2));
+  const double row = simulated_us(t, w, matmul_schedule(128, 256, 64, 4, 2, 0));
+  const double column = simulated_us(t, w, matmul_schedule(128, 256, 64, 4, 2, 1));
+  const double swizzled = simulated_us(t, w, matmul_schedule(128, 256, 64, 4, 2, 2));
   EXPECT_LT(column, 0.95 * row);
   EXPECT_LT(swizzled, 0.95 * row);
   const Target big_l2 = target_from_json(Json{{"preset", "ascend910b"}, {"l2_bytes", 1LL << 30}});
-  EXPECT_NEAR(time_of(big_l2, w, matmul_schedule(128, 256, 64, 4, 2, 0)),
-              time_of(big_l2, w, matmul_schedule(128, 256, 64, 4, 2, 2)), 1e-6 * row);
+  EXPECT_NEAR(simulated_us(big_l2, w, matmul_schedule(128, 256, 64, 4, 2, 0)),
+              simulated_us(big_l2, w, matmul_schedule(128, 256, 64, 4, 2, 2)), 1e-6 * row);
 }
 
 TEST(ModelTest, LastWaveLeavesCoresIdle) {
   const Target t = preset("ascend910b");  // 24 cores
   const Schedule s = matmul_schedule(128, 128, 64, 4, 2, 0);
   // 24 tiles fill one wave; 25 tiles need a second wave for one tile.
-  const double one_wave = time_of(t, workload(R"({"op":"matmul","dims":{"M":768,"N":512,"K":4096}})"), s);
-  const double two_waves = time_of(t, workload(R"({"op":"matmul","dims":{"M":3200,"N":128,"K":4096}})"), s);
+  const double one_wave = simulated_us(t, workload(R"({"op":"matmul","dims":{"M":768,"N":512,"K":4096}})"), s);
+  const double two_waves = simulated_us(t, workload(R"({"op":"matmul","dims":{"M":3200,"N":128,"K":4096}})"), s);
   EXPECT_GT(two_waves, 1.6 * one_wave);
 }
 
@@ -51,7 +52,7 @@ TEST(ModelTest, BandwidthBoundOpRunsAtHbmSpeed) {
   const Workload add = workload(R"({"op":"elementwise","dims":{"M":8192,"N":8192}})");
   const Schedule s({{"tile_m", 8}, {"tile_n", 2048}, {"async_copy_depth", 2}});
   const double hbm_us = add.compulsory_bytes() / t.hbm_bytes_per_second() * 1e6;
-  const double time = time_of(t, add, s);
+  const double time = simulated_us(t, add, s);
   EXPECT_GT(time, hbm_us);
   EXPECT_LT(time, 1.2 * hbm_us + t.launch_us);
 }
@@ -61,8 +62,8 @@ TEST(ModelTest, TilesOffTheFractalWasteCubeWork) {
   // One 200-row tile pads to 208 rows of cube work; a 192-row tile pads to none.
   const Workload padded = workload(R"({"op":"matmul","dims":{"M":200,"N":4096,"K":4096}})");
   const Workload aligned = workload(R"({"op":"matmul","dims":{"M":192,"N":4096,"K":4096}})");
-  const Measurement p = simulate(t, padded, matmul_schedule(200, 128, 64, 4, 2, 0), kExact);
-  const Measurement a = simulate(t, aligned, matmul_schedule(192, 128, 64, 4, 2, 0), kExact);
+  const Measurement p = simulate(t, padded, matmul_schedule(200, 128, 64, 4, 2, 0), kNoNoise);
+  const Measurement a = simulate(t, aligned, matmul_schedule(192, 128, 64, 4, 2, 0), kNoNoise);
   ASSERT_TRUE(p.ok() && a.ok()) << p.message << a.message;
   const double per_flop_padded = p.profile.compute_us / padded.flops();
   const double per_flop_aligned = a.profile.compute_us / aligned.flops();
@@ -82,9 +83,9 @@ TEST(ModelTest, UnfusedEpilogueRoundTripsGmAndLaunchesKernels) {
               {"async_copy_depth", 2},
               {"tile_order", 0},
               {"fusion_level", 0}});
-  const Measurement unfused = simulate(t, w, s, kExact);
+  const Measurement unfused = simulate(t, w, s, kNoNoise);
   s.set("fusion_level", 1);
-  const Measurement fused = simulate(t, w, s, kExact);
+  const Measurement fused = simulate(t, w, s, kNoNoise);
   ASSERT_TRUE(unfused.ok() && fused.ok());
   EXPECT_EQ(unfused.profile.kernels, 3);
   EXPECT_EQ(fused.profile.kernels, 1);
@@ -101,8 +102,8 @@ TEST(ModelTest, SmallCopiesPayStartCosts) {
   // k_steps 1 issues 4x the copies of k_steps 4 (with shorter, less aligned
   // rows); the start cost must add to the gain that row alignment alone gives.
   auto k_steps_gain = [&](const Target& target) {
-    return time_of(target, w, matmul_schedule(128, 256, 64, 1, 2, 0)) /
-           time_of(target, w, matmul_schedule(128, 256, 64, 4, 2, 0));
+    return simulated_us(target, w, matmul_schedule(128, 256, 64, 1, 2, 0)) /
+           simulated_us(target, w, matmul_schedule(128, 256, 64, 4, 2, 0));
   };
   EXPECT_GT(k_steps_gain(t), 1.05 * k_steps_gain(free_start));
   EXPECT_GT(k_steps_gain(free_start), 1.0);
@@ -120,7 +121,7 @@ TEST(ModelTest, SmallSpatialTilesRereadTheHalo) {
                 {"async_copy_depth", 1},
                 {"tile_order", 0},
                 {"fusion_level", 0}});
-    return simulate(t, w, s, kExact).profile.gm_bytes;
+    return simulate(t, w, s, kNoNoise).profile.gm_bytes;
   };
   EXPECT_GT(gm(8), 1.3 * gm(56));
 }
@@ -130,18 +131,7 @@ TEST(ModelTest, LayoutSetsTheConvTime) {
   // rows of one 32 B channel block, NCHW rows of one channel and a transpose in UB.
   const Target t = preset("ascend910");
   const Workload w = workload(R"({"op":"conv2d","dims":{"N":1,"C":64,"H":56,"W":56,"K":64,"R":1,"S":1}})");
-  auto time_in = [&](int layout) {
-    return time_of(t, w,
-                   Schedule({{"tile_h", 8},
-                             {"tile_w", 56},
-                             {"tile_n", 64},
-                             {"tile_k", 64},
-                             {"k_steps", 1},
-                             {"async_copy_depth", 2},
-                             {"tile_order", 0},
-                             {"fusion_level", 0},
-                             {"layout", layout}}));
-  };
+  auto time_in = [&](int layout) { return simulated_us(t, w, conv_schedule(layout, 8, 56)); };
   const double fractal = time_in(0), nhwc = time_in(1), nchw = time_in(2);
   EXPECT_LT(nhwc, fractal);
   EXPECT_GT(nchw, fractal);
@@ -154,8 +144,8 @@ TEST(ModelTest, TransposePaysForShortStoreRows) {
   const Workload tr = workload(R"({"op":"transpose","dims":{"M":1024,"N":4096,"inner":1}})");
   const Workload copy = workload(R"({"op":"concat","dims":{"M":1024,"N":4096}})");
   auto rows = [](int tm, int tn) { return Schedule({{"tile_m", tm}, {"tile_n", tn}, {"async_copy_depth", 2}}); };
-  const double tr_short = time_of(t, tr, rows(8, 512)), tr_tall = time_of(t, tr, rows(64, 512));
-  const double copy_short = time_of(t, copy, rows(8, 512)), copy_tall = time_of(t, copy, rows(64, 512));
+  const double tr_short = simulated_us(t, tr, rows(8, 512)), tr_tall = simulated_us(t, tr, rows(64, 512));
+  const double copy_short = simulated_us(t, copy, rows(8, 512)), copy_tall = simulated_us(t, copy, rows(64, 512));
   EXPECT_GT(tr_short, 1.3 * copy_short);
   EXPECT_GT(tr_short / tr_tall, 1.3 * copy_short / copy_tall);
 }
@@ -169,8 +159,8 @@ TEST(ModelTest, FusedAttentionBeatsItsUnfusedBaseline) {
   const Workload sm = workload(R"({"op":"softmax","dims":{"M":24576,"N":2048}})");
   const Workload pv = workload(R"({"op":"batch_matmul","dims":{"B":12,"M":2048,"N":64,"K":2048}})");
   double unfused = 0;
-  for (const auto* w : {&qk, &sm, &pv}) unfused += time_of(t, *w, default_schedule(*w, t));
-  EXPECT_LT(time_of(t, fused, default_schedule(fused, t)), 0.8 * unfused);
+  for (const auto* w : {&qk, &sm, &pv}) unfused += simulated_us(t, *w, default_schedule(*w, t));
+  EXPECT_LT(simulated_us(t, fused, default_schedule(fused, t)), 0.8 * unfused);
 }
 
 }  // namespace

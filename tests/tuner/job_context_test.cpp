@@ -28,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kChain = {"bias", "batchnorm", "relu"};
-const Json kMatmul = {{"op", "matmul"}, {"dims", {{"M", 256}, {"N", 256}, {"K", 256}}}, {"epilogue", kChain}};
+const Json kChainMatmul = {{"op", "matmul"}, {"dims", {{"M", 256}, {"N", 256}, {"K", 256}}}, {"epilogue", kChain}};
 
 // Two rules of one name: "wide" fuses the whole chain at fusion_level 1 (one kernel);
 // "narrow" fuses bias only, as the built-in elementwise rule does (three kernels).
@@ -69,7 +69,7 @@ class JobContextTest : public testing::Test {
   JobSpec spec(const std::string& name, const Json& fusion_rules) const {
     return JobSpec::from_json(Json{{"name", name},
                                    {"target", "ascend910"},
-                                   {"workloads", Json::array({{{"workload", kMatmul}}})},
+                                   {"workloads", Json::array({{{"workload", kChainMatmul}}})},
                                    {"trials", 48},
                                    {"strategy", "random"},
                                    {"batch_size", 8},
@@ -85,7 +85,8 @@ class JobContextTest : public testing::Test {
     auto db = db::TuningDatabase::open((dir_ / (name + ".db")).string());
     const Target t = backend::load_target("ascend910");
     std::vector<int> out;
-    for (const auto& r : db.records().history(Workload::from_json(kMatmul).key(), db::TargetInfo::from_target(t).key)) {
+    for (const auto& r :
+         db.records().history(Workload::from_json(kChainMatmul).key(), db::TargetInfo::from_target(t).key)) {
       if (r.schedule.get_or("fusion_level", -1) == 1 && r.measurement.ok()) {
         out.push_back(r.measurement.profile.kernels);
       }
