@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "lowering/compute_unit.hpp"
@@ -21,8 +22,11 @@ using lowering::UnitBlock;
 // A row of an operand is read in 32-byte granules: an AVX2 vector.
 constexpr double kVectorGranuleBytes = 32;
 
-bool has_register_block(const Schedule& s) {
-  return s.has(std::string(knobs::micro_m)) && s.has(std::string(knobs::micro_n));
+// The register block micro_m x micro_n of the schedule; none without the knobs (row ops).
+std::optional<UnitBlock> register_block(const Schedule& s) {
+  const std::string mk(knobs::micro_m), nk(knobs::micro_n);
+  if (!s.has(mk) || !s.has(nk)) return std::nullopt;
+  return UnitBlock{double(std::max<std::int64_t>(1, s.at(mk))), double(std::max<std::int64_t>(1, s.at(nk)))};
 }
 
 class CpuUnit final : public lowering::ComputeUnit {
@@ -32,11 +36,8 @@ class CpuUnit final : public lowering::ComputeUnit {
   bool adds_unit_tiles() const override { return false; }
   // A matmul's tiles pad to its register block; other ops' to the fp32 lanes (cube_m) by one.
   UnitBlock block(const Workload& w, const Target& t, const Schedule& s) const override {
-    if (w.family() == OpFamily::matmul && has_register_block(s)) {
-      return {double(std::max<std::int64_t>(1, s.at(std::string(knobs::micro_m)))),
-              double(std::max<std::int64_t>(1, s.at(std::string(knobs::micro_n)))), true};
-    }
-    return {double(std::max(1, t.cube_m)), double(std::max(1, t.cube_n)), false};
+    if (const auto r = register_block(s); r && w.family() == OpFamily::matmul) return *r;
+    return {double(std::max(1, t.cube_m)), double(std::max(1, t.cube_n))};
   }
   int cores(const Schedule& s, int available) const override {
     const std::string threads(knobs::threads);
@@ -45,14 +46,13 @@ class CpuUnit final : public lowering::ComputeUnit {
   // Each reduction step loads a row of micro_n / lanes vectors and broadcasts one value per
   // row (matmul and conv2d alike; depthwise runs on the vector term, which has no issue model).
   RegisterBlock registers(const Target& t, const Schedule& s) const override {
-    if (!has_register_block(s)) return {};
-    const double rows = double(std::max<std::int64_t>(1, s.at(std::string(knobs::micro_m))));
-    const double cols = double(std::max<std::int64_t>(1, s.at(std::string(knobs::micro_n))));
-    const double vectors = std::ceil(cols / std::max(1, t.cube_m));
-    return {rows, cols, rows * vectors, vectors + rows};
+    const auto r = register_block(s);
+    if (!r) return {};
+    const double vectors = std::ceil(r->cols / std::max(1, t.cube_m));
+    return {r->rows, r->cols, r->rows * vectors, vectors + r->rows};
   }
   bool place_block(KernelPlan& p, const BlockShape& b, const Target& t, const Schedule& s) const override {
-    if (!b.unit.register_block) return false;
+    if (!register_block(s)) return false;  // the matmul's block is then the register block
     const double mr = b.unit.rows, nr = b.unit.cols, e = b.elem_bytes;
     lowering::Footprint& f = p.footprint;
     f.l0a = mr * b.tile_k * e;

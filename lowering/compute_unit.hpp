@@ -24,7 +24,6 @@ namespace atvoss::lowering {
 // The block an output tile is padded to: an edge tile costs a whole one.
 struct UnitBlock {
   double rows = 1, cols = 1;
-  bool register_block = false;  // rows x cols is a micro-kernel's register block (knobs micro_m, micro_n)
 };
 
 // A GEMM-like cache block as the matmul template sees it, for a unit that places it itself.
@@ -33,7 +32,7 @@ struct BlockShape {
   double tile_k = 0;    // reduction depth of one step, padded to the granule
   double extra_in = 0;  // extra inputs of the fused epilogue, per output element
   double elem_bytes = 4;
-  UnitBlock unit;
+  UnitBlock unit;  // what block() gave
 };
 
 class ComputeUnit {
@@ -50,8 +49,8 @@ class ComputeUnit {
   virtual int cores(const Schedule& s, int available) const = 0;
   // The register block of the generated code; all 0 where it has none (a matrix unit).
   virtual RegisterBlock registers(const Target& t, const Schedule& s) const = 0;
-  // Sets p.footprint (and p.registers) for a GEMM-like block whose unit is a register block
-  // (block().register_block); false: the template's own buffers apply.
+  // Sets p.footprint (and p.registers) for a GEMM-like block where the unit places it itself
+  // (a CPU's register block and cache blocks); false: the template's own buffers apply.
   virtual bool place_block(KernelPlan& p, const BlockShape& b, const Target& t, const Schedule& s) const = 0;
 };
 

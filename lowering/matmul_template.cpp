@@ -47,7 +47,7 @@ KernelPlan plan_matmul(const Common& c) {
 
   const double d = c.depth;
   Footprint& f = p.footprint;
-  if (!c.unit.place_block(p, {double(tm), tk_p, extra_in, c.b, c.block}, c.t, c.s)) {
+  if (!c.unit.place_block(p, {double(tm), tk_p, extra_in, c.b, {c.frac_m, c.frac_n}}, c.t, c.s)) {
     f.l0a = c.pad_m(tm) * tk_p * c.b * d;
     f.l0b = tk_p * c.pad_n(tn) * c.b * d;
     f.l0c = c.pad_m(tm) * c.pad_n(tn) * 4;

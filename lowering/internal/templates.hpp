@@ -150,7 +150,6 @@ struct Common {
   int depth;
   int fusion_level;
   const ComputeUnit& unit;
-  UnitBlock block;
 
   double pad_m(double x) const { return ceil_to(x, frac_m); }
   double pad_n(double x) const { return ceil_to(x, frac_n); }
@@ -293,8 +292,7 @@ inline Common make_common(const Workload& w, const Target& t, const Schedule& s)
                 block.cols,
                 int(s.get_or(std::string(knobs::async_copy_depth), 1)),
                 int(s.get_or(std::string(knobs::fusion_level), 0)),
-                unit,
-                block};
+                unit};
 }
 
 // A family template: its knob lists and its plan function.

@@ -86,7 +86,7 @@ class QuadUnit final : public ComputeUnit {
  public:
   double k_granule_bytes(const Target&) const override { return 8; }
   bool adds_unit_tiles() const override { return false; }
-  UnitBlock block(const Workload&, const Target&, const Schedule&) const override { return {4, 4, true}; }
+  UnitBlock block(const Workload&, const Target&, const Schedule&) const override { return {4, 4}; }
   int cores(const Schedule&, int) const override { return 3; }
   RegisterBlock registers(const Target&, const Schedule&) const override { return {4, 4, 1, 2}; }
   bool place_block(KernelPlan& p, const BlockShape& b, const Target&, const Schedule&) const override {
@@ -111,6 +111,9 @@ TEST(LoweringTest, ABackendsComputeUnitShapesThePlansOfItsTargets) {
   register_compute_unit("test-quad", std::make_shared<QuadUnit>());
   EXPECT_THROW(register_compute_unit("test-quad", std::make_shared<QuadUnit>()), Error);
   EXPECT_THROW(register_compute_unit("coupled", std::make_shared<QuadUnit>()), Error);
+  Target other = quad;
+  other.organisation = "test-other";  // still has none: the lookup goes by organisation
+  EXPECT_THROW((void)plan_kernel(w, other, s), Error);
 
   const KernelPlan p = plan_kernel(w, quad, s);
   ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
