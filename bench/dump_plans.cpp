@@ -12,6 +12,7 @@
 #include "costmodel/features.hpp"
 #include "host/host_space.hpp"
 #include "host/machine.hpp"
+#include "lowering/compute_unit.hpp"
 #include "lowering/lowering.hpp"
 #include "simulator/presets.hpp"
 
@@ -34,11 +35,18 @@ const char* const kWorkloads[] = {
 
 void print_plan(const Target& t, const Workload& w, const Schedule& s, const costmodel::Featurizer& f) {
   const lowering::KernelPlan p = lowering::plan_kernel(w, t, s);
-  const auto& fp = p.footprint;
   const auto& r = p.registers;
-  std::printf("%s %s %s ok=%d %s cores=%d fp=%.9g,%.9g,%.9g,%.9g,%.9g reg=%g,%g,%g,%g\n", t.name.c_str(),
-              w.label().c_str(), s.to_json().dump().c_str(), int(p.verdict.ok), p.verdict.reason.c_str(), p.cores,
-              fp.l0a, fp.l0b, fp.l0c, fp.l1, fp.ub, r.rows, r.cols, r.accumulators, r.loads);
+  std::string held;
+  const lowering::MemoryLevels levels = lowering::compute_unit(t).levels(t);
+  for (int i = 0; i < levels.count; ++i) {
+    char one[64];
+    std::snprintf(one, sizeof one, "%s%s:%.9g", i ? "," : "", levels.at[std::size_t(i)].name,
+                  p.footprint.bytes[std::size_t(i)]);
+    held += one;
+  }
+  std::printf("%s %s %s ok=%d %s cores=%d fp=%s reg=%g,%g,%g,%g\n", t.name.c_str(), w.label().c_str(),
+              s.to_json().dump().c_str(), int(p.verdict.ok), p.verdict.reason.c_str(), p.cores, held.c_str(), r.rows,
+              r.cols, r.accumulators, r.loads);
   std::vector<float> row(costmodel::feature_count());
   f.write(s, row);
   for (float v : row) std::printf("%.9g ", v);

@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/roofline.hpp"
+#include "lowering/compute_unit.hpp"
 #include "lowering/knob_names.hpp"
 #include "lowering/lowering.hpp"
 
@@ -39,12 +40,13 @@ namespace {
   X(step_macs, "matrix-unit MACs of one step, padded to the fractal", "count(log2)") \
   X(step_vector_bytes, "vector-unit work of one step (ops x bytes)", "bytes(log2)") \
   X(tile_out_elems, "output elements of the interior tile", "count(log2)") \
-  X(l0a_occupancy, "L0A bytes with async_copy_depth buffers / L0A capacity", "fraction") \
-  X(l0b_occupancy, "L0B bytes with async_copy_depth buffers / L0B capacity", "fraction") \
-  X(l0c_occupancy, "L0C accumulator bytes / L0C capacity", "fraction") \
-  X(l1_occupancy, "L1 bytes with async_copy_depth GM loads in flight / L1 capacity", "fraction") \
-  X(ub_occupancy, "UB bytes (fused epilogue or vector tiles, in flight) / UB capacity", "fraction") \
-  X(max_occupancy, "largest of the occupancies; > 1 means the schedule cannot fit", "fraction") \
+  X(level0_occupancy, "bytes held at the compute unit's level 0 (nearest the compute) / its capacity", "fraction") \
+  X(level1_occupancy, "bytes held at the compute unit's level 1 / its capacity", "fraction") \
+  X(level2_occupancy, "bytes held at the compute unit's level 2 / its capacity", "fraction") \
+  X(level3_occupancy, "bytes held at the compute unit's level 3 / its capacity", "fraction") \
+  X(level4_occupancy, "bytes held at the compute unit's level 4 / its capacity", "fraction") \
+  X(level5_occupancy, "bytes held at the compute unit's level 5 / its capacity", "fraction") \
+  X(max_occupancy, "largest level occupancy; > 1 on a buffer cannot fit, on a cache spills", "fraction") \
   X(tile_intensity, "FLOPs per GM byte of one load of the interior tile", "flop/byte(log2)") \
   X(tiles, "output tiles of the whole op", "count(log2)") \
   X(waves, "tiles / cores that run them", "count") \
@@ -62,8 +64,8 @@ namespace {
   X(traffic_ratio, "GM bytes (re-reads included) / compulsory bytes", "ratio(log2)") \
   X(a_rereads, "times operand A is fetched again after its first sweep", "count(log2)") \
   X(b_rereads, "times operand B is fetched again after its first sweep", "count(log2)") \
-  X(a_reuse_distance_l2, "bytes touched between two uses of A / L2 capacity", "ratio(log2)") \
-  X(b_reuse_distance_l2, "bytes touched between two uses of B / L2 capacity", "ratio(log2)") \
+  X(a_reuse_distance_llc, "bytes touched between two uses of A / the last level's capacity", "ratio(log2)") \
+  X(b_reuse_distance_llc, "bytes touched between two uses of B / the last level's capacity", "ratio(log2)") \
   X(kernels, "kernels launched (1 + unfused epilogue ops)", "count") \
   X(fused_ops, "epilogue ops fused into the tile at this fusion_level (chain order)", "count") \
   X(unfused_ops, "epilogue ops left as separate GM round trips", "count") \
@@ -99,11 +101,12 @@ namespace {
   X(tg_cores, "cores with a cube unit", "count") \
   X(tg_vector_cores, "cores with a vector unit", "count") \
   X(tg_clock_ghz, "core clock", "GHz") \
-  X(tg_l0a_bytes, "L0A capacity", "bytes(log2)") \
-  X(tg_l0c_bytes, "L0C capacity", "bytes(log2)") \
-  X(tg_l1_bytes, "L1 capacity", "bytes(log2)") \
-  X(tg_ub_bytes, "UB capacity", "bytes(log2)") \
-  X(tg_l2_bytes, "L2 capacity", "bytes(log2)") \
+  X(tg_level0_bytes, "capacity of the compute unit's level 0 (nearest the compute)", "bytes(log2)") \
+  X(tg_level1_bytes, "capacity of the compute unit's level 1", "bytes(log2)") \
+  X(tg_level2_bytes, "capacity of the compute unit's level 2", "bytes(log2)") \
+  X(tg_level3_bytes, "capacity of the compute unit's level 3", "bytes(log2)") \
+  X(tg_level4_bytes, "capacity of the compute unit's level 4", "bytes(log2)") \
+  X(tg_level5_bytes, "capacity of the compute unit's level 5", "bytes(log2)") \
   X(tg_launch_us, "launch overhead per kernel", "us")
 // clang-format on
 
@@ -229,9 +232,14 @@ Roofline roofline(const lowering::KernelPlan& p, const PlanTotals& sum, const Ta
   return r;
 }
 
-double occupancy(double need, std::int64_t capacity) { return need / std::max(1.0, double(capacity)); }
+// The memory levels that get features of their own: the nearest kLevelSlots of a unit's list
+// (the NPU's L0A, L0B, L0C, L1, UB and L2; a CPU's registers, L1d, L2 and L3). A level past
+// them counts only in max_occupancy.
+constexpr int kLevelSlots = 6;
 
-void write_geometry(const lowering::KernelPlan& p, const Target& t, std::span<float> out) {
+double occupancy(double need, double capacity) { return need / std::max(1.0, capacity); }
+
+void write_geometry(const lowering::KernelPlan& p, const lowering::MemoryLevels& levels, std::span<float> out) {
   auto put = [&](Fixed f, double v) { out[f] = float(v); };
   auto put_lg = [&](Fixed f, double v) { out[f] = float(lg(v)); };
   const lowering::TileWork& tw = p.tiles.front();  // the interior tile
@@ -252,15 +260,13 @@ void write_geometry(const lowering::KernelPlan& p, const Target& t, std::span<fl
   put_lg(f_step_macs, tw.cube_macs);
   put_lg(f_step_vector_bytes, tw.vector_bytes);
   put_lg(f_tile_out_elems, tw.out_elems);
-  const auto& f = p.footprint;
-  const double occ[] = {occupancy(f.l0a, t.l0a_bytes), occupancy(f.l0b, t.l0b_bytes), occupancy(f.l0c, t.l0c_bytes),
-                        occupancy(f.l1, t.l1_bytes), occupancy(f.ub, t.ub_bytes)};
-  put(f_l0a_occupancy, occ[0]);
-  put(f_l0b_occupancy, occ[1]);
-  put(f_l0c_occupancy, occ[2]);
-  put(f_l1_occupancy, occ[3]);
-  put(f_ub_occupancy, occ[4]);
-  put(f_max_occupancy, *std::max_element(std::begin(occ), std::end(occ)));
+  double max_occ = 0;
+  for (int i = 0; i < levels.count; ++i) {
+    const double occ = occupancy(p.footprint.bytes[std::size_t(i)], levels.at[std::size_t(i)].bytes);
+    if (i < kLevelSlots) put(Fixed(f_level0_occupancy + i), occ);
+    max_occ = std::max(max_occ, occ);
+  }
+  put(f_max_occupancy, max_occ);
   const double load_flops = 2 * tw.steps_per_load * (tw.cube_macs + tw.vector_bytes / p.elem_bytes);
   put_lg(f_tile_intensity, load_flops / std::max(1.0, tw.load_bytes()));
   put_lg(f_k_iters, tw.steps());
@@ -268,8 +274,8 @@ void write_geometry(const lowering::KernelPlan& p, const Target& t, std::span<fl
   put_lg(f_steps_per_load, tw.steps_per_load);
 }
 
-void write_traffic(const lowering::KernelPlan& p, const PlanTotals& sum, const Target& t, double compulsory,
-                   std::span<float> out) {
+void write_traffic(const lowering::KernelPlan& p, const PlanTotals& sum, const Target& t,
+                   const lowering::MemoryLevels& levels, double compulsory, std::span<float> out) {
   auto put = [&](Fixed f, double v) { out[f] = float(v); };
   auto put_lg = [&](Fixed f, double v) { out[f] = float(lg(v)); };
   const double cores = std::max(1, p.cores);
@@ -290,9 +296,9 @@ void write_traffic(const lowering::KernelPlan& p, const PlanTotals& sum, const T
   put_lg(f_traffic_ratio, (reads + p.out_bytes + separate) / std::max(1.0, compulsory));
   put_lg(f_a_rereads, p.a.rereads);
   put_lg(f_b_rereads, p.b.rereads);
-  const double l2 = std::max(1.0, double(t.l2_bytes));
-  put(f_a_reuse_distance_l2, p.a.rereads > 0 ? std::log2(safe(p.a.distance_bytes) / l2) : 0);
-  put(f_b_reuse_distance_l2, p.b.rereads > 0 ? std::log2(safe(p.b.distance_bytes) / l2) : 0);
+  const double llc = std::max(1.0, levels.count > 0 ? levels.at[std::size_t(levels.count - 1)].bytes : 0.0);
+  put(f_a_reuse_distance_llc, p.a.rereads > 0 ? std::log2(safe(p.a.distance_bytes) / llc) : 0);
+  put(f_b_reuse_distance_llc, p.b.rereads > 0 ? std::log2(safe(p.b.distance_bytes) / llc) : 0);
   put(f_kernels, p.kernels());
   put(f_fused_ops, double(p.fusion.fused.size()));
   put(f_unfused_ops, double(p.fusion.unfused.size()));
@@ -345,7 +351,7 @@ GemmDims gemm_dims(const Workload& w) {
   return {};
 }
 
-std::vector<float> context_block(const Workload& w, const Target& t) {
+std::vector<float> context_block(const Workload& w, const Target& t, const lowering::MemoryLevels& levels) {
   std::vector<float> c(kTotal, 0.0f);
   c[f_tmpl_matmul + template_slot(w)] = 1.0f;
   const GemmDims g = gemm_dims(w);
@@ -364,11 +370,9 @@ std::vector<float> context_block(const Workload& w, const Target& t) {
   c[f_tg_cores] = float(t.ai_cores);
   c[f_tg_vector_cores] = float(t.vector_cores);
   c[f_tg_clock_ghz] = float(t.clock_ghz);
-  c[f_tg_l0a_bytes] = float(lg(double(t.l0a_bytes)));
-  c[f_tg_l0c_bytes] = float(lg(double(t.l0c_bytes)));
-  c[f_tg_l1_bytes] = float(lg(double(t.l1_bytes)));
-  c[f_tg_ub_bytes] = float(lg(double(t.ub_bytes)));
-  c[f_tg_l2_bytes] = float(lg(double(t.l2_bytes)));
+  for (int i = 0; i < std::min(levels.count, kLevelSlots); ++i) {
+    c[f_tg_level0_bytes + std::size_t(i)] = float(lg(levels.at[std::size_t(i)].bytes));
+  }
   c[f_tg_launch_us] = float(t.launch_us);
   return c;
 }
@@ -447,7 +451,8 @@ Featurizer::Featurizer(const Workload& workload, const Target& target)
     : workload_(workload),
       target_(target),
       generic_(!lowering::can_lower(workload)),
-      context_(context_block(workload, target)),
+      levels_(lowering::compute_unit(target).levels(target)),
+      context_(context_block(workload, target, levels_)),
       floor_us_(generic_ ? 0.0 : roofline_floor_us(workload, target)) {
   if (generic_) return;
   compulsory_bytes_ = workload.compulsory_bytes();
@@ -496,8 +501,8 @@ void Featurizer::write(const Schedule& schedule, std::span<float> out) const {
   const lowering::KernelPlan plan = lowering::plan_kernel(workload_, target_, as_is ? schedule : completed);
   if (plan.tiles.empty()) return;  // a registered op whose plan has no tiles: knobs only
   const PlanTotals sum = totals(plan);
-  write_geometry(plan, target_, out);
-  write_traffic(plan, sum, target_, compulsory_bytes_, out);
+  write_geometry(plan, levels_, out);
+  write_traffic(plan, sum, target_, levels_, compulsory_bytes_, out);
   write_roofline(roofline(plan, sum, target_, workload_.dtype()), floor_us_, out);
   for (float& v : out) {
     if (!std::isfinite(v)) v = 0.0f;  // a degenerate target must not poison training

@@ -8,13 +8,15 @@
 //   1. template flags: which op family produced the row (matmul, conv, depthwise, rows,
 //      measured table);
 //   2. the plan: GM copies of one load (bytes, row length, alignment), L1 -> L0 bytes and
-//      matrix/vector work per step, buffer occupancy per level with async_copy_depth
+//      matrix/vector work per step, the occupancy of each memory level of the target's
+//      compute unit (lowering/compute_unit.hpp; since version 7 by the level's position,
+//      nearest the compute first, not by the NPU's buffer names) with async_copy_depth
 //      buffers in flight, tiles, waves, tail, padding, trip counts, GM bytes read and
-//      written, operand re-reads and their reuse distance against the L2 capacity,
-//      fused and unfused epilogue ops, kernels, conv halo;
+//      written, operand re-reads and their reuse distance against the last level's
+//      capacity, fused and unfused epilogue ops, kernels, conv halo;
 //   3. the roofline prior: each resource's work at its published rate, and the total;
 //   4. workload (log FLOPs, log bytes, implicit-GEMM dims) and target (peak, bandwidths,
-//      capacities) so that one model serves many workloads and targets;
+//      the capacity of each level) so that one model serves many workloads and targets;
 //   5. every named knob (lowering/knob_names.hpp: the NPU templates' ten, then the host's
 //      micro_m, micro_n and threads) as its value and log2, 0 where the op has no such knob;
 //   6. generic slots for workloads without a lowering (measured tables), whose knobs are
@@ -39,10 +41,11 @@
 #include "core/schedule_space.hpp"
 #include "core/target.hpp"
 #include "core/workload.hpp"
+#include "lowering/compute_unit.hpp"
 
 namespace atvoss::costmodel {
 
-inline constexpr int kFeatureVersion = 6;
+inline constexpr int kFeatureVersion = 7;
 inline constexpr std::size_t kGenericKnobSlots = 16;
 
 int feature_version();
@@ -101,9 +104,10 @@ class Featurizer {
   };
   std::vector<KnobRange> ranges_;  // sorted by name, as Schedule keeps its knobs
   bool lowerable_as_is(const Schedule& s) const;
-  std::vector<float> context_;   // workload + target block, copied into every row
-  double floor_us_ = 0;          // physics floor of the workload, for est_roofline_fraction
-  double compulsory_bytes_ = 0;  // the workload's, asked once: each row's traffic features read it
+  lowering::MemoryLevels levels_;  // the target's compute unit's, for the occupancies
+  std::vector<float> context_;     // workload + target block, copied into every row
+  double floor_us_ = 0;            // physics floor of the workload, for est_roofline_fraction
+  double compulsory_bytes_ = 0;    // the workload's, asked once: each row's traffic features read it
 };
 
 FeatureMatrix featurize(const Workload& workload, const Target& target, std::span<const Schedule> schedules);

@@ -2,6 +2,7 @@
 #include "host/cpu_unit.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,9 @@ using lowering::BlockShape;
 using lowering::KernelPlan;
 using lowering::RegisterBlock;
 using lowering::UnitBlock;
+
+// The CPU's levels, nearest the compute first.
+enum CpuLevel { kRegisters, kL1d, kL2, kL3 };
 
 // A row of an operand is read in 32-byte granules: an AVX2 vector.
 constexpr double kVectorGranuleBytes = 32;
@@ -51,17 +55,36 @@ class CpuUnit final : public lowering::ComputeUnit {
     const double vectors = std::ceil(r->cols / std::max(1, t.cube_m));
     return {r->rows, r->cols, r->rows * vectors, vectors + r->rows};
   }
-  bool place_block(KernelPlan& p, const BlockShape& b, const Target& t, const Schedule& s) const override {
+  // BLIS's placement: the register block's accumulators in registers, both micro-panels and
+  // the epilogue's tile in L1d, the A block in L2, the B panel (tile_k x tile_n) in L3.
+  bool place_block(lowering::Buffers& f, KernelPlan& p, const BlockShape& b, const Target& t,
+                   const Schedule& s) const override {
     if (!register_block(s)) return false;  // the matmul's block is then the register block
     const double mr = b.unit.rows, nr = b.unit.cols, e = b.elem_bytes;
-    lowering::Footprint& f = p.footprint;
-    f.l0a = mr * b.tile_k * e;
-    f.l0b = b.tile_k * nr * e;
-    f.l0c = mr * nr * 4;
-    f.l1 = std::ceil(b.tile_m / mr) * mr * b.tile_k * e;
-    if (!p.fusion.fused.empty()) f.ub = mr * nr * (4 + b.extra_in * e);
+    f.operand_a = mr * b.tile_k * e;
+    f.operand_b = b.tile_k * nr * e;
+    f.accumulator = mr * nr * 4;
+    f.staging = std::ceil(b.tile_m / mr) * mr * b.tile_k * e;
+    if (!p.fusion.fused.empty()) f.vector = mr * nr * (4 + b.extra_in * e);
+    p.footprint.bytes[kL3] += b.tile_k * b.tile_n * e;
     p.registers = registers(t, s);
     return true;
+  }
+  // The host target's fields hold the caches (host/machine.hpp): l0c_bytes the vector
+  // registers, l0a_bytes L1d, l1_bytes L2, l2_bytes L3. Registers are fed at two vector
+  // loads a cycle; L3 from DRAM at the measured bandwidth; L1d and L2 are not stated.
+  lowering::MemoryLevels levels(const Target& t) const override {
+    lowering::MemoryLevels l;
+    l.at[kRegisters] = {"registers", double(t.l0c_bytes), t.mte1_a_bytes_per_cycle};
+    l.at[kL1d] = {"L1d", double(t.l0a_bytes), 0};
+    l.at[kL2] = {"L2", double(t.l1_bytes), 0};
+    l.at[kL3] = {"L3", double(t.l2_bytes), t.hbm_bytes_per_cycle};
+    l.count = kL3 + 1;
+    return l;
+  }
+  int level_of(lowering::Buffer role) const override {
+    static constexpr std::array<int, lowering::kBufferRoles> kLevel = {kL1d, kL1d, kRegisters, kL2, kL1d};
+    return kLevel[std::size_t(role)];
   }
 };
 

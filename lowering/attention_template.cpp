@@ -49,20 +49,21 @@ KernelPlan plan_attention(const Common& c) {
   set_reuse(p, q, q, kv, kv, TileOrder::row_major);  // K and V again for every query tile
   p.out_bytes = double(B) * double(S) * double(D) * c.b;
   const double d = c.depth;
-  Footprint& f = p.footprint;
-  f.l0a = d * c.pad_m(tm) * std::max(d_p, ceil_to(double(tn), c.c0)) * c.b;
-  f.l0b = d * std::max(d_p * c.pad_n(double(tn)), ceil_to(double(tn), c.c0) * c.pad_n(double(D))) * c.b;
-  f.l0c = c.pad_m(tm) * (c.pad_n(double(tn)) + c.pad_n(double(D))) * 4;
-  f.l1 = double(tm) * double(D) * c.b + d * 2 * double(tn) * double(D) * c.b;
-  f.ub = d * double(tm) * double(tn) * 4 + double(tm) * double(D) * 4 + 2 * double(tm) * 4;
+  Buffers f;
+  f.operand_a = d * c.pad_m(tm) * std::max(d_p, ceil_to(double(tn), c.c0)) * c.b;
+  f.operand_b = d * std::max(d_p * c.pad_n(double(tn)), ceil_to(double(tn), c.c0) * c.pad_n(double(D))) * c.b;
+  f.accumulator = c.pad_m(tm) * (c.pad_n(double(tn)) + c.pad_n(double(D))) * 4;
+  f.staging = double(tm) * double(D) * c.b + d * 2 * double(tn) * double(D) * c.b;
+  f.vector = d * double(tm) * double(tn) * 4 + double(tm) * double(D) * 4 + 2 * double(tm) * 4;
+  hold(p, c.unit, f);
   check_depth(p, c);
-  check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), [&] { return std::string(with_depth(c.depth)); });
-  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
-  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes),
+  check_fit(p, c, Buffer::operand_a, f.operand_a, [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, c, Buffer::operand_b, f.operand_b, [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, c, Buffer::accumulator, f.accumulator,
             [&] { return std::string("for the fp32 scores and output of tile_m queries"); });
-  check_fit(p, "L1", f.l1, double(c.t.l1_bytes),
+  check_fit(p, c, Buffer::staging, f.staging,
             [&] { return std::string("for Q and the K/V tiles " + with_depth(c.depth)); });
-  check_fit(p, "UB", f.ub, double(c.t.ub_bytes),
+  check_fit(p, c, Buffer::vector, f.vector,
             [&] { return std::string("for the online softmax " + with_depth(c.depth)); });
   return p;
 }

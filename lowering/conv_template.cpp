@@ -63,7 +63,7 @@ KernelPlan plan_conv(const Common& c) {
   p.has_order = true;
   const double extra_in = fused_extra_inputs(p.fusion);
   // The matrix unit walks the spatial block in M sub-blocks that fit L0A.
-  const double base_m_cap = std::floor(double(t.l0a_bytes) / (tk_p * c.b * d) / c.frac_m) * c.frac_m;
+  const double base_m_cap = std::floor(c.level(Buffer::operand_a).bytes / (tk_p * c.b * d) / c.frac_m) * c.frac_m;
   const double base_m = std::min(c.pad_m(double(th * tw_)), base_m_cap);
   double a_sweep = 0, max_acc = 0, max_l1_input = 0;
   for (auto [h, ch] : axis_tiles(Ho, th)) {
@@ -79,7 +79,7 @@ KernelPlan plan_conv(const Common& c) {
         // A block whose accumulator overflows L0C is computed in row groups
         // that fit, each streaming the whole reduction again: the weights are
         // re-read per group and each group re-reads its input halo rows.
-        const double groups = std::ceil(acc / double(t.l0c_bytes));
+        const double groups = std::ceil(acc / c.level(Buffer::accumulator).bytes);
         const double rows = h / groups;
         const double group_input = rows >= 1 ? std::min(in_h, (rows - 1) * double(stride) + double(R)) * in_w
                                              : double(R) * ((wd * rows - 1) * double(stride) + double(S));
@@ -115,19 +115,19 @@ KernelPlan plan_conv(const Common& c) {
   p.other_reads += extra_in * p.out_bytes;
   add_separate_kernels(p);
 
-  Footprint& f = p.footprint;
-  f.l0a = std::max(c.frac_m, base_m) * tk_p * c.b * d;
-  f.l0b = tk_p * c.pad_n(tn) * c.b * d;
-  f.l0c = std::min(max_acc, double(t.l0c_bytes));
-  f.l1 = d * (max_l1_input + c.pad_n(tn) * kk * spl * c.b) + kept_bytes(p, c, double(th * tw_ * tn));
-  if (!p.fusion.fused.empty()) f.ub = epilogue_ub(c, base_m, c.pad_n(tn), extra_in);
+  Buffers f;
+  f.operand_a = std::max(c.frac_m, base_m) * tk_p * c.b * d;
+  f.operand_b = tk_p * c.pad_n(tn) * c.b * d;
+  f.accumulator = std::min(max_acc, c.level(Buffer::accumulator).bytes);
+  f.staging = d * (max_l1_input + c.pad_n(tn) * kk * spl * c.b) + kept_bytes(p, c, double(th * tw_ * tn));
+  if (!p.fusion.fused.empty()) f.vector = epilogue_ub(c, base_m, c.pad_n(tn), extra_in);
+  hold(p, c.unit, f);
   p.registers = c.unit.registers(t, c.s);
   check_depth(p, c);
-  if (p.verdict.ok && base_m_cap < c.frac_m) {
-    p.verdict = Verdict::invalid("L0A: " + format_bytes(c.frac_m * tk_p * c.b * d) + " > " +
-                                 format_bytes(double(t.l0a_bytes)) + " " + with_depth(c.depth));
+  if (base_m_cap < c.frac_m) {
+    check_fit(p, c, Buffer::operand_a, c.frac_m * tk_p * c.b * d, [&] { return std::string(with_depth(c.depth)); });
   }
-  check_cube_buffers(p, c);
+  check_cube_buffers(p, c, f);
   check_row_fusion(p, tn, K, "tile_n");
   return p;
 }

@@ -50,9 +50,11 @@ KernelPlan plan_depthwise(const Common& c) {
   const double in_w = conv_halo(w, double(std::min(tw_, Wo)), 'w');
   const double ct_p = ceil_to(double(std::min(tc, C)), c.c0);
   const double out_tile = double(std::min(th, Ho) * std::min(tw_, Wo)) * ct_p * c.b;
-  p.footprint.ub = d * (in_h * in_w * ct_p * c.b + out_tile * (1 + extra_in)) + weights * ct_p * double(R * S) * c.b;
+  Buffers f;
+  f.vector = d * (in_h * in_w * ct_p * c.b + out_tile * (1 + extra_in)) + weights * ct_p * double(R * S) * c.b;
+  hold(p, c.unit, f);
   check_depth(p, c);
-  check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, c, Buffer::vector, f.vector, [&] { return std::string(with_depth(c.depth)); });
   check_row_fusion(p, tc, C, "tile_c");
   return p;
 }

@@ -3,13 +3,12 @@
 // tile shape (interior and edge tiles) it holds the trip counts (tiles, GM loads per
 // tile, reduction steps per load), the bytes each load copies from GM and the row
 // length of each copy, the bytes moved L1 -> L0 and the work the matrix and vector
-// units do per step, the output path of a tile, and the buffers in flight at every
-// on-chip level. For the whole kernel: operand reuse (how often each operand is
-// fetched again and how many bytes are touched in between, set by tile_order), the
-// fused and unfused epilogue ops, the kernels launched and the FLOPs. Where the code has one,
-// the register block of its micro-kernel (a CPU's: compute_unit.hpp).
-// It holds no hardware behaviour: no copy-efficiency curves, no cache-hit models, no
-// calibration constants. simulator/ applies those; costmodel/ featurises the plan.
+// units do per step, the output path of a tile, and the bytes held at every on-chip
+// memory level, buffers in flight included (the levels are the compute unit's). For the whole kernel: operand reuse
+// (how often each operand is fetched again and how many bytes are touched in between, set by tile_order), the fused and
+// unfused epilogue ops, the kernels launched and the FLOPs. Where the code has one, the register block of its
+// micro-kernel (a CPU's: compute_unit.hpp). It holds no hardware behaviour: no copy-efficiency curves, no cache-hit
+// models, no calibration constants. simulator/ applies those; costmodel/ featurises the plan.
 #pragma once
 
 #include <array>
@@ -31,9 +30,13 @@ struct Copy {
 // Walk order of output tiles over the cores (knob tile_order).
 enum class TileOrder { row_major = 0, column_major = 1, swizzled = 2 };
 
-// On-chip bytes a schedule keeps allocated at each level, buffers in flight included.
+// The most memory levels a compute unit names (compute_unit.hpp).
+inline constexpr int kMaxMemoryLevels = 8;
+
+// On-chip bytes a schedule keeps allocated at each memory level of its target's compute unit
+// (ComputeUnit::levels, nearest the compute first), buffers in flight included.
 struct Footprint {
-  double l0a = 0, l0b = 0, l0c = 0, l1 = 0, ub = 0;
+  std::array<double, kMaxMemoryLevels> bytes{};
   double peak() const;
 };
 

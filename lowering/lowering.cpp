@@ -84,7 +84,7 @@ bool is_size_knob(const std::string& name) { return name.rfind("tile_", 0) == 0 
 
 }  // namespace
 
-double Footprint::peak() const { return std::max({l0a, l0b, l0c, l1, ub}); }
+double Footprint::peak() const { return *std::max_element(bytes.begin(), bytes.end()); }
 
 double KernelPlan::tile_count() const {
   double n = 0;

@@ -46,20 +46,21 @@ KernelPlan plan_matmul(const Common& c) {
   add_separate_kernels(p);
 
   const double d = c.depth;
-  Footprint& f = p.footprint;
-  if (!c.unit.place_block(p, {double(tm), tk_p, extra_in, c.b, {c.frac_m, c.frac_n}}, c.t, c.s)) {
-    f.l0a = c.pad_m(tm) * tk_p * c.b * d;
-    f.l0b = tk_p * c.pad_n(tn) * c.b * d;
-    f.l0c = c.pad_m(tm) * c.pad_n(tn) * 4;
-    f.l1 = d * (c.pad_m(tm) + c.pad_n(tn)) * tk_p * spl * c.b + kept_bytes(p, c, double(tm * tn));
-    if (!p.fusion.fused.empty()) f.ub = epilogue_ub(c, c.pad_m(tm), c.pad_n(tn), extra_in);
+  Buffers f;
+  if (!c.unit.place_block(f, p, {double(tm), tk_p, double(tn), extra_in, c.b, {c.frac_m, c.frac_n}}, c.t, c.s)) {
+    f.operand_a = c.pad_m(tm) * tk_p * c.b * d;
+    f.operand_b = tk_p * c.pad_n(tn) * c.b * d;
+    f.accumulator = c.pad_m(tm) * c.pad_n(tn) * 4;
+    f.staging = d * (c.pad_m(tm) + c.pad_n(tn)) * tk_p * spl * c.b + kept_bytes(p, c, double(tm * tn));
+    if (!p.fusion.fused.empty()) f.vector = epilogue_ub(c, c.pad_m(tm), c.pad_n(tn), extra_in);
   }
+  hold(p, c.unit, f);
   check_depth(p, c);
-  check_fit(p, "L0A", f.l0a, double(c.t.l0a_bytes), [&] { return std::string(with_depth(c.depth)); });
-  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
-  check_fit(p, "L0C", f.l0c, double(c.t.l0c_bytes),
+  check_fit(p, c, Buffer::operand_a, f.operand_a, [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, c, Buffer::operand_b, f.operand_b, [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, c, Buffer::accumulator, f.accumulator,
             [&] { return std::string("for one fp32 accumulator of tile_m x tile_n"); });
-  check_cube_buffers(p, c);
+  check_cube_buffers(p, c, f);
   check_row_fusion(p, tn, N, "tile_n");
   return p;
 }

@@ -66,10 +66,12 @@ KernelPlan plan_rows(const Common& c) {
   p.out_bytes = w.out_elements() * c.b;
   p.other_reads = extra_in * double(M) * double(N) * c.b;
   const double tile_p = double(std::min(tm, M)) * ceil_to(double(std::min(tn, N)) * c.b, kGranuleBytes);
-  p.footprint.ub = double(c.depth) * (tile_p * (inputs + extra_in) + std::max(out_tile_max, tile_p)) +
-                   (op.row_reduction ? tile_p / c.b * 4 : 0);
+  Buffers f;
+  f.vector = double(c.depth) * (tile_p * (inputs + extra_in) + std::max(out_tile_max, tile_p)) +
+             (op.row_reduction ? tile_p / c.b * 4 : 0);
+  hold(p, c.unit, f);
   check_depth(p, c);
-  check_fit(p, "UB", p.footprint.ub, double(c.t.ub_bytes), [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, c, Buffer::vector, f.vector, [&] { return std::string(with_depth(c.depth)); });
   if (op.row_output == RowOutput::transposed && (N % w.dim("inner") != 0 || tn % w.dim("inner") != 0)) {
     p.verdict =
         Verdict::invalid("transpose: N and tile_n must be multiples of inner " + std::to_string(w.dim("inner")));

@@ -150,6 +150,10 @@ struct Common {
   int depth;
   int fusion_level;
   const ComputeUnit& unit;
+  MemoryLevels levels;  // the unit's, for t
+
+  // The level a buffer role lives in: its name and capacity.
+  const MemoryLevel& level(Buffer role) const { return levels.at[std::size_t(unit.level_of(role))]; }
 
   double pad_m(double x) const { return ceil_to(x, frac_m); }
   double pad_n(double x) const { return ceil_to(x, frac_n); }
@@ -254,17 +258,23 @@ inline double epilogue_ub(const Common& c, double rows, double cols, double extr
   return std::min(2, c.depth) * rows * cols * (out_b + extra_in * c.b);
 }
 
-inline void check_cube_buffers(KernelPlan& p, const Common& c) {
-  const Footprint& f = p.footprint;
-  check_fit(p, "L0B", f.l0b, double(c.t.l0b_bytes), [&] { return std::string(with_depth(c.depth)); });
-  check_fit(p, "L1", f.l1, double(c.t.l1_bytes), [&] {
+// A role's buffer against the capacity of the level it lives in, named by that level.
+template <typename What>
+inline void check_fit(KernelPlan& p, const Common& c, Buffer role, double need, const What& what) {
+  const MemoryLevel& level = c.level(role);
+  check_fit(p, level.name, need, level.bytes, what);
+}
+
+inline void check_cube_buffers(KernelPlan& p, const Common& c, const Buffers& f) {
+  check_fit(p, c, Buffer::operand_b, f.operand_b, [&] { return std::string(with_depth(c.depth)); });
+  check_fit(p, c, Buffer::staging, f.staging, [&] {
     return std::string(with_depth(c.depth) + (c.fusion_level >= 3 ? " and fusion_level 3 output kept" : ""));
   });
-  check_fit(p, "UB", f.ub, double(c.t.ub_bytes),
+  check_fit(p, c, Buffer::vector, f.vector,
             [&] { return std::string("for the fused epilogue " + with_depth(c.depth)); });
   // A fusion rule may bound what its fused epilogue holds on chip (fusion_rules.hpp).
   if (p.fusion.memory_budget_bytes > 0 && !p.fusion.fused.empty()) {
-    check_fit(p, "UB", f.ub, p.fusion.memory_budget_bytes, [&] {
+    check_fit(p, c.level(Buffer::vector).name, f.vector, p.fusion.memory_budget_bytes, [&] {
       return std::string("memory budget of fusion rule '" + p.fusion.rule + "' " + with_depth(c.depth));
     });
   }
@@ -292,7 +302,8 @@ inline Common make_common(const Workload& w, const Target& t, const Schedule& s)
                 block.cols,
                 int(s.get_or(std::string(knobs::async_copy_depth), 1)),
                 int(s.get_or(std::string(knobs::fusion_level), 0)),
-                unit};
+                unit,
+                unit.levels(t)};
 }
 
 // A family template: its knob lists and its plan function.

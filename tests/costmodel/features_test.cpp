@@ -164,6 +164,20 @@ TEST(FeaturesTest, HostOnlyKnobsAreFeatures) {
   }
 }
 
+// A host matmul schedule with a micro_m x micro_n register block and 128 x 256 x 128 cache blocks.
+Schedule cpu_block_schedule(int micro_m, int micro_n) {
+  return Schedule({{"micro_m", micro_m},
+                   {"micro_n", micro_n},
+                   {"threads", 1},
+                   {"tile_m", 128},
+                   {"tile_n", 256},
+                   {"tile_k", 128},
+                   {"k_steps", 1},
+                   {"async_copy_depth", 1},
+                   {"tile_order", 0},
+                   {"fusion_level", 0}});
+}
+
 // The register block's issue model: 4 x 16 on 16 lanes keeps 4 FMA chains, half of the 8
 // that two pipes of latency 4 need (the default where the target gives no fma_chains); 8 x 16
 // waits on its 9 loads; 8 x 32 issues at the pipes' rate. The roofline's compute term, and so
@@ -175,19 +189,7 @@ TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
   cpu.organisation = "cpu";
   cpu.cube_m = 16;
   cpu.cube_n = cpu.cube_k = 1;
-  const auto row = [&](int mr, int nr) {
-    return features(w, cpu,
-                    Schedule({{"micro_m", mr},
-                              {"micro_n", nr},
-                              {"threads", 1},
-                              {"tile_m", 128},
-                              {"tile_n", 256},
-                              {"tile_k", 128},
-                              {"k_steps", 1},
-                              {"async_copy_depth", 1},
-                              {"tile_order", 0},
-                              {"fusion_level", 0}}));
-  };
+  const auto row = [&](int mr, int nr) { return features(w, cpu, cpu_block_schedule(mr, nr)); };
   const std::size_t eff = feature_index("reg_issue_efficiency"), est = feature_index("est_compute_us");
   const auto narrow = row(4, 16), tall = row(8, 16), wide = row(8, 32);
   EXPECT_FLOAT_EQ(narrow[eff], 0.5f);
@@ -198,26 +200,7 @@ TEST(FeaturesTest, CpuRegisterBlockSetsTheIssueEfficiency) {
   EXPECT_GT(narrow[est], tall[est]);
   EXPECT_GT(tall[est], wide[est]);
   const auto heuristic = make_cost_model("heuristic", 1);
-  const std::vector<Schedule> pair = {Schedule({{"micro_m", 4},
-                                                {"micro_n", 16},
-                                                {"threads", 1},
-                                                {"tile_m", 128},
-                                                {"tile_n", 256},
-                                                {"tile_k", 128},
-                                                {"k_steps", 1},
-                                                {"async_copy_depth", 1},
-                                                {"tile_order", 0},
-                                                {"fusion_level", 0}}),
-                                      Schedule({{"micro_m", 8},
-                                                {"micro_n", 32},
-                                                {"threads", 1},
-                                                {"tile_m", 128},
-                                                {"tile_n", 256},
-                                                {"tile_k", 128},
-                                                {"k_steps", 1},
-                                                {"async_copy_depth", 1},
-                                                {"tile_order", 0},
-                                                {"fusion_level", 0}})};
+  const std::vector<Schedule> pair = {cpu_block_schedule(4, 16), cpu_block_schedule(8, 32)};
   const auto scores = heuristic->predict(w, cpu, pair);
   EXPECT_GT(scores[1], scores[0]);
   // A core that needs 16 chains (four pipes of latency 4) runs 8 x 16 at half its peak.
@@ -247,7 +230,7 @@ TEST(FeaturesTest, DerivedQuantitiesFollowTheKnobs) {
   EXPECT_GT(f(b, "tile_intensity"), f(a, "tile_intensity"));
   EXPECT_LT(f(b, "tiles"), f(a, "tiles"));
   EXPECT_LT(f(b, "operand_read_bytes"), f(a, "operand_read_bytes"));
-  EXPECT_GT(f(b, "l1_occupancy"), f(a, "l1_occupancy"));
+  EXPECT_GT(f(b, "level3_occupancy"), f(a, "level3_occupancy"));  // the NPU's L1
   EXPECT_GT(f(b, "copy_a_bytes"), f(a, "copy_a_bytes"));
   EXPECT_LT(f(b, "est_time_us"), f(a, "est_time_us"));
   EXPECT_EQ(f(b, "copy_depth_hides"), 1.0f);
@@ -270,12 +253,47 @@ TEST(FeaturesTest, OverflowingBuffersShowOccupancyAboveOne) {
   overflow.set("tile_m", 256);
   overflow.set("tile_k", 256);
   overflow.set("async_copy_depth", 4);  // L0A: 256 x 256 x 2 B x 4 buffers = 512 KB > 64 KB
-  const std::size_t l0a = feature_index("l0a_occupancy"), peak = feature_index("max_occupancy");
+  const std::size_t l0a = feature_index("level0_occupancy"), peak = feature_index("max_occupancy");
   EXPECT_LE(features(w, test_target(), fits)[peak], 1.0f);
   EXPECT_NEAR(features(w, test_target(), overflow)[l0a], 8.0f, 1e-5);
   const std::vector<Schedule> both = {fits, overflow};
   const auto scores = make_cost_model("heuristic")->predict(w, test_target(), both);
   EXPECT_GT(scores[0], scores[1]);
+}
+
+// The occupancy and capacity features follow the target's compute unit's levels, nearest the
+// compute first: on the NPU L0A, L0B, L0C, L1, UB, L2; on a CPU registers, L1d, L2, L3, where
+// L1d holds both micro-panels and L3 the B panel. A slot past the unit's levels stays 0.
+TEST(FeaturesTest, LevelFeaturesFollowTheComputeUnitsLevels) {
+  host::register_cpu_unit();
+  Target cpu = test_target();
+  cpu.organisation = "cpu";
+  cpu.cube_m = 16;
+  cpu.cube_n = cpu.cube_k = 1;
+  cpu.l0c_bytes = 2048;                   // 32 vector registers of 64 bytes
+  cpu.l0a_bytes = cpu.l0b_bytes = 49152;  // L1d
+  cpu.l1_bytes = 1 << 20;                 // L2
+  cpu.l2_bytes = 32 << 20;                // L3
+  const Schedule s = cpu_block_schedule(8, 32);
+  const Workload fp32 = wl({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 768}}}, {"dtype", "float32"}});
+  const auto row = features(fp32, cpu, s);
+  auto f = [&](const char* n) { return row[feature_index(n)]; };
+  const auto lg = [](double x) { return float(std::log2(x + 1)); };
+  EXPECT_FLOAT_EQ(f("tg_level0_bytes"), lg(2048));
+  EXPECT_FLOAT_EQ(f("tg_level1_bytes"), lg(49152));
+  EXPECT_FLOAT_EQ(f("tg_level3_bytes"), lg(32 << 20));
+  EXPECT_FLOAT_EQ(f("tg_level4_bytes"), 0.0f);
+  EXPECT_FLOAT_EQ(f("level0_occupancy"), float(8 * 32 * 4 / 2048.0));               // the accumulators
+  EXPECT_FLOAT_EQ(f("level1_occupancy"), float((8 + 32) * 128 * 4 / 49152.0));      // both micro-panels
+  EXPECT_FLOAT_EQ(f("level2_occupancy"), float(128 * 128 * 4 / double(1 << 20)));   // the A block
+  EXPECT_FLOAT_EQ(f("level3_occupancy"), float(128 * 256 * 4 / double(32 << 20)));  // the B panel
+  EXPECT_FLOAT_EQ(f("level4_occupancy"), 0.0f);
+
+  const Target npu = test_target();
+  const auto npu_row = features(matmul(128, 768, 768), npu, Schedule({{"tile_m", 64}}));
+  EXPECT_FLOAT_EQ(npu_row[feature_index("tg_level1_bytes")], lg(double(npu.l0b_bytes)));
+  EXPECT_FLOAT_EQ(npu_row[feature_index("tg_level5_bytes")], lg(double(npu.l2_bytes)));
+  EXPECT_FLOAT_EQ(npu_row[feature_index("level5_occupancy")], 0.0f);  // L2 is a cache no buffer is placed in
 }
 
 // Fusion follows the chain: an op the level cannot fuse blocks every op after it.

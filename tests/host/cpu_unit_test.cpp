@@ -7,6 +7,7 @@
 #include "../lowering/plan_target.hpp"
 #include "core/error.hpp"
 #include "host_test_util.hpp"
+#include "lowering/compute_unit.hpp"
 #include "lowering/lowering.hpp"
 
 namespace atvoss::host {
@@ -14,6 +15,7 @@ namespace {
 
 using lowering::testing::matmul_schedule;
 
+using lowering::held_at;
 using lowering::KernelPlan;
 using lowering::knobs_for;
 using lowering::plan_kernel;
@@ -21,8 +23,9 @@ using lowering::testing::small_target;
 using testing::workload;
 
 // On a CPU target the micro-kernel's register block (host/host_space.hpp) is the unit tiles
-// are padded to, the footprint is BLIS's (register block, micro-panels, the A block in L2),
-// and threads bound the cores; an NPU target ignores the host knobs.
+// are padded to, the footprint is BLIS's at the CPU's levels (the register block in
+// registers, both micro-panels in L1d, the A block in L2, the B panel in L3), and threads
+// bound the cores; an NPU target ignores the host knobs.
 TEST(CpuUnitTest, RegisterBlockPadsTilesAndSetsTheFootprint) {
   const Workload w = workload(R"({"op":"matmul","dims":{"M":100,"N":768,"K":256},"dtype":"float32"})");
   Target cpu = small_target();
@@ -41,10 +44,10 @@ TEST(CpuUnitTest, RegisterBlockPadsTilesAndSetsTheFootprint) {
   ASSERT_EQ(p.tiles.size(), 2u);                            // M: 48 twice, then an edge of 4
   EXPECT_DOUBLE_EQ(p.tiles[0].cube_macs, 48.0 * 288 * 64);  // 256 columns padded to 6 x 48
   EXPECT_DOUBLE_EQ(p.tiles[1].cube_macs, 6.0 * 288 * 64);   // the edge's 4 rows cost a block of 6
-  EXPECT_DOUBLE_EQ(p.footprint.l0c, 6.0 * 48 * 4);
-  EXPECT_DOUBLE_EQ(p.footprint.l0a, 6.0 * 64 * 4);
-  EXPECT_DOUBLE_EQ(p.footprint.l0b, 64.0 * 48 * 4);
-  EXPECT_DOUBLE_EQ(p.footprint.l1, 48.0 * 64 * 4);
+  EXPECT_DOUBLE_EQ(held_at(p, cpu, "registers"), 6.0 * 48 * 4);
+  EXPECT_DOUBLE_EQ(held_at(p, cpu, "L1d"), 6.0 * 64 * 4 + 64.0 * 48 * 4);
+  EXPECT_DOUBLE_EQ(held_at(p, cpu, "L2"), 48.0 * 64 * 4);
+  EXPECT_DOUBLE_EQ(held_at(p, cpu, "L3"), 64.0 * 256 * 4);
 
   const KernelPlan npu = plan_kernel(w, small_target(), s);
   EXPECT_DOUBLE_EQ(npu.registers.accumulators, 0);

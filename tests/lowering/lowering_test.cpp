@@ -31,7 +31,7 @@ TEST(LoweringTest, MatmulPlanCountsTilesLoadsAndBytes) {
   EXPECT_DOUBLE_EQ(t.steps_per_load, 4);
   EXPECT_DOUBLE_EQ(t.copies[0].bytes, 128 * 64 * 4 * 2);  // A panel of one load, fp16
   EXPECT_DOUBLE_EQ(t.cube_macs, 128 * 128 * 64);
-  EXPECT_DOUBLE_EQ(p.footprint.l0a, 128 * 64 * 2 * 2);  // two buffers in flight
+  EXPECT_DOUBLE_EQ(held_at(p, small_target(), "L0A"), 128 * 64 * 2 * 2);  // two buffers in flight
   // Row-major walk: B is fetched again for every tile row after the first.
   EXPECT_DOUBLE_EQ(p.b.rereads, 1);
   EXPECT_DOUBLE_EQ(p.a.rereads, 0);
@@ -76,8 +76,8 @@ TEST(LoweringTest, KPaddingComesFromTheMatrixUnit) {
   const KernelPlan p16 = plan_kernel(w, t16, s), p8 = plan_kernel(w, t8, s);
   EXPECT_DOUBLE_EQ(p16.tiles[0].cube_macs, 48.0 * 48 * 48);
   EXPECT_DOUBLE_EQ(p8.tiles[0].cube_macs, 40.0 * 40 * 40);
-  EXPECT_DOUBLE_EQ(p16.footprint.l0a, 48.0 * 48 * 2);
-  EXPECT_DOUBLE_EQ(p8.footprint.l0a, 40.0 * 40 * 2);
+  EXPECT_DOUBLE_EQ(held_at(p16, t16, "L0A"), 48.0 * 48 * 2);
+  EXPECT_DOUBLE_EQ(held_at(p8, t8, "L0A"), 40.0 * 40 * 2);
 }
 
 // A kind of target the built-in unit does not serve plugs in its own ComputeUnit; until it
@@ -89,11 +89,20 @@ class QuadUnit final : public ComputeUnit {
   UnitBlock block(const Workload&, const Target&, const Schedule&) const override { return {4, 4}; }
   int cores(const Schedule&, int) const override { return 3; }
   RegisterBlock registers(const Target&, const Schedule&) const override { return {4, 4, 1, 2}; }
-  bool place_block(KernelPlan& p, const BlockShape& b, const Target&, const Schedule&) const override {
-    p.footprint.l0c = b.unit.rows * b.unit.cols * 4;
-    p.footprint.l1 = b.tile_m * b.tile_k * b.elem_bytes;
+  bool place_block(Buffers& f, KernelPlan&, const BlockShape& b, const Target&, const Schedule&) const override {
+    f.accumulator = b.unit.rows * b.unit.cols * 4;
+    f.staging = b.tile_m * b.tile_k * b.elem_bytes;
     return true;
   }
+  // Accumulators in a register file; every other buffer in one 8 KiB SRAM.
+  MemoryLevels levels(const Target&) const override {
+    MemoryLevels l;
+    l.at[0] = {"quad-regs", 256, 0};
+    l.at[1] = {"quad-sram", 8192, 64};
+    l.count = 2;
+    return l;
+  }
+  int level_of(Buffer role) const override { return role == Buffer::accumulator ? 0 : 1; }
 };
 
 TEST(LoweringTest, ABackendsComputeUnitShapesThePlansOfItsTargets) {
@@ -118,14 +127,19 @@ TEST(LoweringTest, ABackendsComputeUnitShapesThePlansOfItsTargets) {
   const KernelPlan p = plan_kernel(w, quad, s);
   ASSERT_TRUE(p.verdict.ok) << p.verdict.reason;
   EXPECT_EQ(p.cores, 3);
-  EXPECT_DOUBLE_EQ(p.footprint.l0c, 4.0 * 4 * 4);
-  EXPECT_DOUBLE_EQ(p.footprint.l1, 16.0 * 64 * 4);  // tile_k 64 is whole 8-byte granules
-  ASSERT_EQ(p.tiles.size(), 2u);                    // M: 16, then an edge of 14 padded to 16
+  EXPECT_DOUBLE_EQ(held_at(p, quad, "quad-regs"), 4.0 * 4 * 4);
+  EXPECT_DOUBLE_EQ(held_at(p, quad, "quad-sram"), 16.0 * 64 * 4);  // tile_k 64 is whole 8-byte granules
+  EXPECT_THROW((void)held_at(p, quad, "L0A"), Error);              // the NPU's names are not its
+  // Its levels bound the plan, and a refusal names the level.
+  const KernelPlan big = plan_kernel(w, quad, matmul_schedule(48, 64, 64, 1, 1, 0));
+  EXPECT_FALSE(big.verdict.ok);
+  EXPECT_EQ(big.verdict.reason.rfind("quad-sram: ", 0), 0u) << big.verdict.reason;
+  ASSERT_EQ(p.tiles.size(), 2u);  // M: 16, then an edge of 14 padded to 16
   EXPECT_DOUBLE_EQ(p.tiles[1].cube_macs, 16.0 * 64 * 64);
   // The NPU's plan of the same schedule is the matrix unit's.
   const KernelPlan npu = plan_kernel(w, small_target(), s);
   EXPECT_EQ(npu.cores, small_target().ai_cores);
-  EXPECT_DOUBLE_EQ(npu.footprint.l0a, 16.0 * 64 * 4);
+  EXPECT_DOUBLE_EQ(held_at(npu, small_target(), "L0A"), 16.0 * 64 * 4);
 }
 
 // A unit smaller than 16 gets tiles of its own size; the 16x16x16 space is unchanged.

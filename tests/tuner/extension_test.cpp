@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/op_registry.hpp"
 #include "db/tuning_database.hpp"
+#include "lowering/compute_unit.hpp"
 #include "lowering/fusion_rules.hpp"
 #include "lowering/knob_names.hpp"
 #include "lowering/lowering.hpp"
@@ -49,7 +50,9 @@ class ScanLowering final : public lowering::OpLowering {
     p.tiles.push_back(tw);
     p.operand_read_bytes = n * 2;
     p.out_bytes = n * 2;
-    p.footprint.ub = 2 * tile * 2;
+    lowering::Buffers held;
+    held.vector = 2 * tile * 2;
+    lowering::hold(p, lowering::compute_unit(t), held);
     return p;
   }
 };
