@@ -2,7 +2,8 @@
 // against oneDNN's f32, u8 x s8 -> f32 and bf16 x bf16 -> f32 matmuls and convolutions, side
 // by side on one thread. For each shape (1024^3 and the BERT-base GEMMs at M = 128; the
 // ResNet-50 3x3 convs at batch 1, NHWC, oneDNN's weights in its own blocked format, reordered
-// once outside the timed loop, atvoss's packed inside every call) and each dtype: atvoss tuned
+// once outside the timed loop, atvoss's int8 and bf16 conv weights packed once outside it too,
+// host/packed_weights.hpp; its matmuls and fp32 convs pack inside every call) and each dtype: atvoss tuned
 // (--trials, default 200, the tuner's default search on the real runner), the top stored
 // schedules and the default re-measured (the fastest by CPU time is reported), and oneDNN on
 // the same operands (oneDNN: per-column output scales and the u8 zero point as attributes,

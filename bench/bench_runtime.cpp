@@ -82,7 +82,7 @@ void BM_TinyMatmulKernelDirect(benchmark::State& state) {
   runtime::Runtime& rt = without_table();
   const runtime::LoadedKernel& k = rt.kernel(runtime::matmul_workload(8, 8, 8));
   const host::AtvossArgs args{a.data(), b.data(), c.data(), nullptr, nullptr, nullptr, nullptr,
-                              nullptr,  nullptr,  nullptr,  nullptr, nullptr, 0};
+                              nullptr,  nullptr,  nullptr,  nullptr, nullptr, 0,       nullptr};
   for (auto _ : state) k.call(args);
 }
 

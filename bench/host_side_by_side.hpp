@@ -34,6 +34,7 @@
 #include "host/host_space.hpp"
 #include "host/measure.hpp"
 #include "host/operands.hpp"
+#include "host/packed_weights.hpp"
 
 namespace atvoss::bench {
 
@@ -133,10 +134,12 @@ inline AtvossTimes atvoss_times(const Workload& w, int trials, const std::string
 }
 
 // The compiled kernel of (w, s) from the compile cache (built already by the runs above),
-// loaded into this process, with its own operands; checked against the reference once.
+// loaded into this process, with its own operands and, where the kernel packs its weights,
+// those packed once (as the runner times it); checked against the reference once.
 struct Loaded {
   host::KernelFn fn = nullptr;
   std::shared_ptr<host::Operands> ops;
+  std::shared_ptr<host::PackedWeights> packed;
   host::AtvossArgs args{};
   double max_rel_error = NAN;
   void operator()() { fn(&args); }
@@ -157,6 +160,8 @@ inline Loaded load(const Workload& w, const Schedule& s) {
   l.fn = reinterpret_cast<host::KernelFn>(::dlsym(h, host::kKernelSymbol));
   l.ops = std::make_shared<host::Operands>(host::make_operands(w, 1));
   l.args = l.ops->args();
+  l.packed = std::make_shared<host::PackedWeights>(host::PackedWeights::pack(h, l.args));
+  if (*l.packed) l.args.qb_packed = l.packed->data();
   l.fn(&l.args);
   l.max_rel_error = host::max_relative_error(w, *l.ops, 1);
   return l;

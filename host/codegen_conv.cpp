@@ -322,6 +322,15 @@ void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res,
 }
 )";
 
+// The weights packed once, outside the call (kernel_abi.hpp): every block, as the first image
+// of a call packs them.
+constexpr const char* kPackWeightsText = R"(extern "C" { extern const long atvoss_packed_weight_bytes; }
+const long atvoss_packed_weight_bytes = PACKED * sizeof(TB);
+extern "C" void atvoss_pack_weights(const AtvossArgs* g, void* out) {
+  for_weight_blocks([&](const WeightBlock& b) { pack_block(static_cast<const TB*>(g->qb), (TB*)out, b.j0, b.nc, b.c0, b.kc); });
+}
+)";
+
 // conv2d's weight blocks (output channels outer, blocks of CBLK of the CP input channels inner)
 // and the walk over them and the pixel blocks: order 1 splits the pixel blocks among the
 // threads, each running every weight block of its own; orders 0 and 2 take one weight block at
@@ -501,14 +510,16 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   else
     kernel += dw ? std::string(kDepthwise) : std::string(kConv) + kWeightBlocks + kConvImage;
   replace_all(kernel, "UNROLL", std::to_string(knob(knobs::k_steps)));
-  o << kernel << "}  // namespace\n\n"
-    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
+  o << kernel << "}  // namespace\n\n" << threads_symbol_text(threads);
+  if (lowp) o << kPackWeightsText;
+  o << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
   if (lowp) {
     // Scratch counts 4-byte words.
     o << "  static thread_local Scratch wp((PACKED * sizeof(TB) + 3) / 4), "
          "pad(PAD > 0 || CP > C ? (HP * WP * CP * sizeof(TA) + 3) / 4 : 0);\n"
       << "  const TA* qa = static_cast<const TA*>(g->qa);\n"
       << "  const TB* qb = static_cast<const TB*>(g->qb);\n"
+      << "  TB* packed = g->qb_packed ? (TB*)g->qb_packed : (TB*)wp.p;\n"
       << "  const TA fill = INT8 ? TA(g->qzero) : TA(0);\n"
       << "  for (long n = 0; n < N; ++n) {\n"
       << "    const TA* in = padded(qa + n * H * W * C, (TA*)pad.p, fill);\n";
@@ -521,7 +532,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   o << "    float* out = g->c + n * ROWS * COLS;\n"
     << "    const float* res = g->residual ? g->residual + n * ROWS * COLS : nullptr;\n";
   if (lowp) {
-    o << "    conv_image(in, qb, (TB*)wp.p, out, res, n == 0, *g, INT8 ? g->qcomp : nullptr);\n";
+    o << "    conv_image(in, qb, packed, out, res, n == 0 && !g->qb_packed, *g, INT8 ? g->qcomp : nullptr);\n";
   } else {
     o << "    conv_image(in, g->b, wp.p, out, res, n == 0, *g);\n";
   }

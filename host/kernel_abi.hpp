@@ -19,6 +19,13 @@
 // (quantise-dequantise, as ONNX QuantizeLinear + DequantizeLinear), so the next layer's
 // input holds only what its u8 code can; "dequantize" (an int8 layer before a float one) is
 // what every int8 kernel's write-back does already.
+// Prepacked weights: an int8 or bf16 conv2d also exports
+//   extern "C" const long atvoss_packed_weight_bytes;
+//   extern "C" void atvoss_pack_weights(const AtvossArgs*, void* out);
+// which packs qb into out (atvoss_packed_weight_bytes bytes, 64-byte aligned) as the kernel
+// lays its weights out. A call with qb_packed set reads its weights from there and packs
+// nothing (qb is not read): an inference runtime packs constant weights once, at load, as
+// oneDNN reorders them and TVM alters their layout. qb_packed null: packed in every call.
 // Row ops (reference_rowops.hpp): b only for elementwise; layernorm's gamma and beta come in
 // scale and shift.
 #pragma once
@@ -36,7 +43,8 @@
   const float* qscale;            \
   const int* qcomp;               \
   const float* qout;              \
-  int qzero;
+  int qzero;                      \
+  const void* qb_packed;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 
@@ -51,6 +59,9 @@ inline constexpr const char* kKernelSymbol = "atvoss_kernel";
 // `extern "C" const int`: the threads the kernel runs on (its `threads` knob), so the runner
 // pins it to that many cores; a kernel without the symbol runs on one.
 inline constexpr const char* kThreadsSymbol = "atvoss_kernel_threads";
+using PackWeightsFn = void (*)(const AtvossArgs*, void*);
+inline constexpr const char* kPackWeightsSymbol = "atvoss_pack_weights";
+inline constexpr const char* kPackedWeightBytesSymbol = "atvoss_packed_weight_bytes";
 inline constexpr const char* kKernelAbiText =
     "struct AtvossArgs { " ATVOSS_STRINGIFY(ATVOSS_KERNEL_ARGS_FIELDS) " };\n";
 

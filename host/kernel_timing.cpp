@@ -14,6 +14,7 @@
 #include "core/user_paths.hpp"
 #include "host/kernel_abi.hpp"
 #include "host/operands.hpp"
+#include "host/packed_weights.hpp"
 #include "host/pinning.hpp"
 
 namespace atvoss::host {
@@ -84,6 +85,21 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
                 {"max_rel_error", std::isfinite(err) ? err : -1.0},
                 {"message", "max relative error " + std::to_string(err) + " > 1e-4 against the reference"}};
   }
+  // Constant weights are packed once, outside the timed calls (packed_weights.hpp); the
+  // packed path is checked as the per-call one was.
+  const PackedWeights packed = PackedWeights::pack(handle, args);
+  if (packed) {
+    args.qb_packed = packed.data();
+    std::fill(ops.c.begin(), ops.c.end(), 0.0f);
+    fn(&args);
+    const double packed_err = max_relative_error(w, ops, o.seed);
+    if (!(packed_err <= kMaxRelativeError)) {
+      return Json{{"status", "wrong_answer"},
+                  {"max_rel_error", std::isfinite(packed_err) ? packed_err : -1.0},
+                  {"message", "with prepacked weights: max relative error " + std::to_string(packed_err) +
+                                  " > 1e-4 against the reference"}};
+    }
+  }
   const double one = run_us(fn, args, 1);  // also the warm-up
   const long inner = std::max(1L, long(std::ceil(o.min_repeat_us / std::max(one, 0.01))));
   run_us(fn, args, inner);  // warm caches and clocks at the timed size
@@ -101,9 +117,17 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     if (cv <= o.max_cv) break;
     ++remeasured;
   }
-  return Json{{"status", "ok"}, {"time_us", median(best)},  {"repeats", best},      {"cv", best_cv},
-              {"inner", inner}, {"remeasured", remeasured}, {"max_rel_error", err}, {"threads", threads},
-              {"cpus", cpus},   {"process_threads", team}};
+  return Json{{"status", "ok"},
+              {"time_us", median(best)},
+              {"repeats", best},
+              {"cv", best_cv},
+              {"inner", inner},
+              {"remeasured", remeasured},
+              {"max_rel_error", err},
+              {"threads", threads},
+              {"cpus", cpus},
+              {"process_threads", team},
+              {"prepacked_weights", bool(packed)}};
 }
 
 }  // namespace atvoss::host

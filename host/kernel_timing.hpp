@@ -30,7 +30,9 @@ struct TimingOptions {
 };
 
 // {"status": "ok"|"wrong_answer", "time_us", "repeats", "cv", "inner", "remeasured",
-//  "max_rel_error", "threads", "cpus", "process_threads" (after the first call), "message"}.
+//  "max_rel_error", "threads", "cpus", "process_threads" (after the first call),
+//  "prepacked_weights" (the kernel's weights were packed once, before the timed calls, and
+//  that path checked too: packed_weights.hpp), "message"}.
 // bad_input (naming --so) if so_path is not a regular file or not a loadable atvoss kernel.
 Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& options);
 

@@ -35,7 +35,8 @@ AtvossArgs Operands::args() {
                     qscale.empty() ? nullptr : qscale.data(),
                     qcomp.empty() ? nullptr : qcomp.data(),
                     ptr(qout),
-                    qzero};
+                    qzero,
+                    nullptr};
 }
 
 namespace {

@@ -72,7 +72,7 @@ std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, c
 
 host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
   // fp32 kernels read no quantised operands (qa, qb, qscale, qcomp).
-  return host::AtvossArgs{a, b, c, e.bias, e.scale, e.shift, e.residual, nullptr, nullptr, nullptr, nullptr, e.qout, 0};
+  return host::AtvossArgs{a, b, c, e.bias, e.scale, e.shift, e.residual, nullptr, nullptr, nullptr, nullptr, e.qout, 0, nullptr};
 }
 
 }  // namespace

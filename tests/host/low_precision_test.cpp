@@ -21,6 +21,7 @@
 #include "host/kernel_abi.hpp"
 #include "host/kernel_timing.hpp"
 #include "host/measure.hpp"
+#include "host/packed_weights.hpp"
 #include "host_test_util.hpp"
 
 namespace atvoss::host {
@@ -276,6 +277,64 @@ TEST(LowPrecisionTest, Int8ConvIsExactBitForBitWithTheZeroPointAsPadding) {
     EXPECT_EQ(wrong, 0) << "tile_order " << order;
     EXPECT_GT(largest, std::int64_t(1) << 24);
   }
+}
+
+// Weights packed once outside the call (packed_weights.hpp) give the output the per-call
+// packing gives, bit for bit, without the kernel reading qb: here qb holds other weights.
+void expect_prepacked_weights_give_the_same_output(const std::string& dtype) {
+  const Workload w = workload(with_dtype(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":35,"H":9,"W":7,"K":40,"R":3,"S":3,"pad":1},"epilogue":["bias","relu"]})",
+      dtype));
+  for (int order : {0, 1}) {
+    Schedule s = default_schedule(w, this_machine());
+    s.set("tile_order", order);
+    s.set("threads", 2);
+    TempDir cache;
+    Loaded k;
+    load(w, s, cache, k);
+    Operands o = make_operands(w, 3);
+    AtvossArgs args = o.args();
+    k.fn(&args);
+    const std::vector<float> per_call = o.c;
+    const PackedWeights packed = PackedWeights::pack(k.handle, args);
+    ASSERT_TRUE(packed) << dtype << ": the kernel exports no weight packing";
+    std::vector<std::uint8_t> other(o.qb.size(), 0x11);
+    args.qb = other.data();
+    args.qb_packed = packed.data();
+    std::fill(o.c.begin(), o.c.end(), 0.0f);
+    k.fn(&args);
+    EXPECT_EQ(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0) << dtype << " order " << order;
+    args.qb_packed = nullptr;  // the other weights do change the output when packed per call
+    k.fn(&args);
+    EXPECT_NE(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0) << dtype << " order " << order;
+  }
+}
+
+TEST(LowPrecisionTest, Int8ConvWeightsPackedOnceGiveTheSameOutput) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  expect_prepacked_weights_give_the_same_output("int8");
+}
+
+TEST(LowPrecisionTest, Bf16ConvWeightsPackedOnceGiveTheSameOutput) {
+  ATVOSS_REQUIRE_FLAG("avx512_bf16");
+  expect_prepacked_weights_give_the_same_output("bfloat16");
+}
+
+// The runner times an int8 conv with its weights packed once, and checks that path too: a
+// packing function that leaves the buffer unpacked is a wrong answer.
+TEST(LowPrecisionTest, TheRunnerChecksThePrepackedPath) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  const Workload w =
+      workload(R"({"op":"conv2d","dtype":"int8","dims":{"N":1,"C":16,"H":6,"W":6,"K":32,"R":3,"S":3,"pad":1}})");
+  std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
+  EXPECT_EQ(testing::measure_source(w, src).status, Status::ok);
+  const std::string pack = "for_weight_blocks([&](const WeightBlock& b) { pack_block(static_cast";
+  ASSERT_NE(src.find(pack), std::string::npos);
+  src.replace(src.find(pack), pack.size(),
+              "if (false) for_weight_blocks([&](const WeightBlock& b) { pack_block(static_cast");
+  const Measurement m = testing::measure_source(w, src);
+  EXPECT_EQ(m.status, Status::wrong_answer) << m.message;
+  EXPECT_NE(m.message.find("prepacked"), std::string::npos) << m.message;
 }
 
 // Padding with a zero code is not padding with zero: the compensation counts every tap.
