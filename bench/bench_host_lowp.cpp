@@ -12,8 +12,9 @@
 // of the same dtype; then the int8 and bf16 speed-ups over atvoss's own fp32. Timing as
 // bench/host_side_by_side.hpp says. A CPU without AVX-512 VNNI or BF16 gets a line saying so
 // and no figures for that dtype.
-// Usage: bench_host_lowp [--trials N] [--rounds N] [--quick] [--db FILE]
-// (--quick: one matmul and one conv.)
+// Usage: bench_host_lowp [--trials N] [--rounds N] [--quick] [--db FILE] [--only NAME]
+// (--quick: one matmul and one conv; --only: the shapes whose name contains NAME. Where atvoss's
+// weights are packed once, a third row times the same kernel packing them in every call.)
 #include <omp.h>
 
 #include <dnnl.hpp>
@@ -151,10 +152,15 @@ DtypeRun compare(const std::string& label, const Workload& w, const Library& lib
   lib();
   const double agree = max_difference(picked.kernel.ops->c, o.c);
   std::vector<Timed> impls = {{"atvoss " + dtype, [&] { picked.kernel(); }}, {"oneDNN " + dtype, lib}};
+  // A kernel whose weights were packed once also runs packing them in every call, for the A/B.
+  Loaded per_call = picked.kernel;
+  per_call.args.qb_packed = nullptr;
+  if (picked.kernel.args.qb_packed) impls.push_back({"atvoss " + dtype + ", packed per call", [&] { per_call(); }});
   interleave(impls, rounds);
   side_by_side_row(label, impls[0].name + " (" + std::to_string(at.trials) + " trials)", flops, at.tuned_us, impls[0],
                    peak, impls[1]);
   side_by_side_row(label, impls[1].name, flops, NAN, impls[1], peak, impls[1]);
+  if (impls.size() > 2) side_by_side_row(label, impls[2].name, flops, NAN, impls[2], peak, impls[1]);
   std::printf("%-22s %s pick %s; max |atvoss - oneDNN| %.2g, atvoss vs reference %.2g\n", label.c_str(), dtype.c_str(),
               picked.schedule.to_json().dump().c_str(), agree, picked.kernel.max_rel_error);
   return {dtype, impls[0], impls[1]};
@@ -195,6 +201,8 @@ int main(int argc, char** argv) {
     shapes = {shapes[1]};
     layers = {layers[3]};
   }
+  std::erase_if(shapes, [&](const Shape& s) { return s.name.find(args->only) == std::string::npos; });
+  std::erase_if(layers, [&](const Layer& l) { return l.name.find(args->only) == std::string::npos; });
   // Each problem: its name, its workload of a dtype, and oneDNN's primitive for it.
   struct Problem {
     std::string name;

@@ -30,6 +30,7 @@ struct HostBenchArgs {
   int rounds = 15;
   bool quick = false;
   std::string db;
+  std::string only;  // only the shapes whose name contains this (all when empty)
 };
 
 // The flags of bench `name` (its database defaults to <name>.db); nullopt after printing the
@@ -47,8 +48,10 @@ inline std::optional<HostBenchArgs> host_bench_args(int argc, char** argv, const
       a.quick = true;
     } else if (flag == "--db" && i + 1 < argc) {
       a.db = argv[++i];
+    } else if (flag == "--only" && i + 1 < argc) {
+      a.only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--trials N] [--rounds N] [--quick] [--db FILE]\n", name.c_str());
+      std::fprintf(stderr, "usage: %s [--trials N] [--rounds N] [--quick] [--db FILE] [--only NAME]\n", name.c_str());
       return std::nullopt;
     }
   }

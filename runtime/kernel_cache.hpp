@@ -20,6 +20,7 @@
 #include "host/builder.hpp"
 #include "host/kernel_abi.hpp"
 #include "host/machine.hpp"
+#include "host/packed_weights.hpp"
 
 namespace atvoss::runtime {
 
@@ -33,6 +34,10 @@ class LoadedKernel {
   // Runs the kernel. Concurrent calls of one kernel run in parallel: a generated kernel keeps
   // its packing buffers per calling thread (host/vector_code.hpp's Scratch).
   void call(const host::AtvossArgs& args) const { fn_(&args); }
+  // args' weights packed by this kernel (host/packed_weights.hpp); empty when it packs none.
+  host::PackedWeights pack_weights(const host::AtvossArgs& args) const {
+    return host::PackedWeights::pack(handle_, args);
+  }
   const std::string& so_path() const { return so_path_; }
   double compile_us() const { return compile_us_; }  // 0 when the compile cache had it
 

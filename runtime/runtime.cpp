@@ -40,7 +40,7 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
     need(args.b, "b", "its second input (weights)");
   } else {
     need(args.qa, "a", "its first input");
-    need(args.qb, "b", "its second input (weights)");
+    if (!args.qb_packed) need(args.qb, "b", "its second input (weights)");
   }
   if (w.dtype() == DType::int8) {
     need(args.qscale, "scale", "the per-column dequantisation scales");
@@ -72,7 +72,20 @@ std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, c
 
 host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
   // fp32 kernels read no quantised operands (qa, qb, qscale, qcomp).
-  return host::AtvossArgs{a, b, c, e.bias, e.scale, e.shift, e.residual, nullptr, nullptr, nullptr, nullptr, e.qout, 0, nullptr};
+  return host::AtvossArgs{a,       b,       c,       e.bias,  e.scale, e.shift, e.residual,
+                          nullptr, nullptr, nullptr, nullptr, e.qout,  0,       nullptr};
+}
+
+// The arguments of a low-precision kernel: quantised inputs (int8 also its dequantisation
+// scales and zero-point compensation), fp32 output.
+host::AtvossArgs lowp_args(const void* a, const void* b, float* c, const float* scale, const std::int32_t* comp,
+                           const EpilogueArgs& e) {
+  host::AtvossArgs args = abi_args(nullptr, nullptr, c, e);
+  args.qa = a;
+  args.qb = b;
+  args.qscale = scale;
+  args.qcomp = comp;
+  return args;
 }
 
 }  // namespace
@@ -181,22 +194,14 @@ const Choice& Runtime::matmul_int8(const std::uint8_t* a, const std::int8_t* b, 
                                    const EpilogueArgs& e) {
   const Workload& w = workload_of(call_key("matmul int8", {m, n, k}, e.ops),
                                   [&] { return matmul_workload(m, n, k, e.ops, DType::int8); });
-  host::AtvossArgs args = abi_args(nullptr, nullptr, c, e);
-  args.qa = a;
-  args.qb = b;
-  args.qscale = scale;
-  args.qcomp = comp;
-  return run(w, args);
+  return run(w, lowp_args(a, b, c, scale, comp, e));
 }
 
 const Choice& Runtime::matmul_bf16(const std::uint16_t* a, const std::uint16_t* b, float* c, std::int64_t m,
                                    std::int64_t n, std::int64_t k, const EpilogueArgs& e) {
   const Workload& w = workload_of(call_key("matmul bfloat16", {m, n, k}, e.ops),
                                   [&] { return matmul_workload(m, n, k, e.ops, DType::bfloat16); });
-  host::AtvossArgs args = abi_args(nullptr, nullptr, c, e);
-  args.qa = a;
-  args.qb = b;
-  return run(w, args);
+  return run(w, lowp_args(a, b, c, nullptr, nullptr, e));
 }
 
 const Workload& Runtime::conv2d_of(const Conv2dShape& s, const EpilogueArgs& e, DType dtype) {
@@ -213,21 +218,61 @@ const Choice& Runtime::conv2d(const float* input, const float* filter, float* ou
 const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const std::int8_t* filter,
                                    float* output, const float* scale, const std::int32_t* comp, const Conv2dShape& s,
                                    const EpilogueArgs& e) {
-  host::AtvossArgs args = abi_args(nullptr, nullptr, output, e);
-  args.qa = input;
-  args.qb = filter;
-  args.qscale = scale;
-  args.qcomp = comp;
+  host::AtvossArgs args = lowp_args(input, filter, output, scale, comp, e);
   args.qzero = zero_point;
   return run(conv2d_of(s, e, DType::int8), args);
 }
 
 const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const std::uint16_t* filter, float* output,
                                    const Conv2dShape& s, const EpilogueArgs& e) {
-  host::AtvossArgs args = abi_args(nullptr, nullptr, output, e);
-  args.qa = input;
-  args.qb = filter;
-  return run(conv2d_of(s, e, DType::bfloat16), args);
+  return run(conv2d_of(s, e, DType::bfloat16), lowp_args(input, filter, output, nullptr, nullptr, e));
+}
+
+PackedConv2dWeights Runtime::pack_weights(const Workload& w, const void* filter) {
+  if (!filter) throw_bad_input("runtime: argument 'filter' is null; " + w.label() + " needs its weights to pack");
+  const host::AtvossArgs args = lowp_args(nullptr, filter, nullptr, nullptr, nullptr, {});
+  PackedConv2dWeights out;
+  out.workload_key_ = w.key();
+  out.packed_ = std::make_shared<const host::PackedWeights>(kernel_of(resolve(w), w).pack_weights(args));
+  if (!*out.packed_) throw Error(ErrorKind::internal, "runtime: the kernel of " + w.label() + " packs no weights");
+  return out;
+}
+
+void Runtime::use_packed(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args) {
+  if (filter.workload_key_ != w.key() || !filter.packed_) {
+    throw_bad_input("runtime: argument 'filter' holds weights packed for another conv2d than " + w.label() +
+                    " (pack them for this shape, epilogue and dtype)");
+  }
+  args.qb = nullptr;
+  args.qb_packed = filter.packed_->data();
+}
+
+PackedConv2dWeights Runtime::pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& s,
+                                                      const EpilogueArgs& e) {
+  return pack_weights(conv2d_of(s, e, DType::int8), filter);
+}
+
+PackedConv2dWeights Runtime::pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& s,
+                                                      const EpilogueArgs& e) {
+  return pack_weights(conv2d_of(s, e, DType::bfloat16), filter);
+}
+
+const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_point,
+                                   const PackedConv2dWeights& filter, float* output, const float* scale,
+                                   const std::int32_t* comp, const Conv2dShape& s, const EpilogueArgs& e) {
+  const Workload& w = conv2d_of(s, e, DType::int8);
+  host::AtvossArgs args = lowp_args(input, nullptr, output, scale, comp, e);
+  args.qzero = zero_point;
+  use_packed(w, filter, args);
+  return run(w, args);
+}
+
+const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const PackedConv2dWeights& filter, float* output,
+                                   const Conv2dShape& s, const EpilogueArgs& e) {
+  const Workload& w = conv2d_of(s, e, DType::bfloat16);
+  host::AtvossArgs args = lowp_args(input, nullptr, output, nullptr, nullptr, e);
+  use_packed(w, filter, args);
+  return run(w, args);
 }
 
 }  // namespace atvoss::runtime

@@ -78,6 +78,20 @@ struct OperandSizes {
 // bad_input naming the op when the runtime knows no operand layout for it.
 OperandSizes operand_sizes(const Workload& w);
 
+// Constant conv2d weights packed once, by the kernel a Runtime runs for one int8 or bf16 conv2d
+// (its shape, epilogue and dtype; host/packed_weights.hpp), so that its calls pack nothing, as
+// an inference runtime packs weights at load. Immutable; shared by copies.
+class PackedConv2dWeights {
+ public:
+  const std::string& workload_key() const { return workload_key_; }
+  std::size_t bytes() const { return packed_ ? packed_->bytes() : 0; }
+
+ private:
+  friend class Runtime;
+  std::string workload_key_;
+  std::shared_ptr<const host::PackedWeights> packed_;
+};
+
 class Runtime {
  public:
   // io/corrupt/bad_input from the table loader (schedule_table.hpp); bad_input naming both
@@ -121,6 +135,18 @@ class Runtime {
                             const EpilogueArgs& epilogue = {});
   const Choice& conv2d_bf16(const std::uint16_t* input, const std::uint16_t* filter, float* output,
                             const Conv2dShape& shape, const EpilogueArgs& epilogue = {});
+  // The filter packed once for the int8 / bf16 conv2d of shape and epilogue, then the calls that
+  // take it instead of the filter. bad_input naming 'filter' when a call's conv is not the one
+  // the weights were packed for (shape, epilogue and dtype), or when the filter is null.
+  PackedConv2dWeights pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& shape,
+                                               const EpilogueArgs& epilogue = {});
+  PackedConv2dWeights pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& shape,
+                                               const EpilogueArgs& epilogue = {});
+  const Choice& conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const PackedConv2dWeights& filter,
+                            float* output, const float* scale, const std::int32_t* comp, const Conv2dShape& shape,
+                            const EpilogueArgs& epilogue = {});
+  const Choice& conv2d_bf16(const std::uint16_t* input, const PackedConv2dWeights& filter, float* output,
+                            const Conv2dShape& shape, const EpilogueArgs& epilogue = {});
 
   // The loaded table, or null (none given, or another CPU's under use_defaults).
   const table::ScheduleTable* table() const { return table_.get(); }
@@ -140,6 +166,8 @@ class Runtime {
   const Workload& workload_of(std::string key, const std::function<Workload()>& make);
   const Workload& conv2d_of(const Conv2dShape& s, const EpilogueArgs& e, DType dtype);
   const LoadedKernel& kernel_of(Resolved& r, const Workload& w);
+  PackedConv2dWeights pack_weights(const Workload& w, const void* filter);
+  static void use_packed(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args);
 
   const host::MachineInfo& machine_;
   std::string no_table_reason_;  // before table_: load_table() fills it

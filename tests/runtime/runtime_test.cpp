@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <thread>
 
@@ -202,6 +204,55 @@ TEST_F(RuntimeTest, LowPrecisionConvWrappersComputeTheReference) {
   rt.conv2d_bf16(reinterpret_cast<const std::uint16_t*>(ob.qa.data()),
                  reinterpret_cast<const std::uint16_t*>(ob.qb.data()), ob.c.data(), shape);
   EXPECT_LE(host::max_relative_error(h, ob, 6), host::kMaxRelativeError);
+}
+
+// Weights packed once give the output of the per-call conv bit for bit, and the calls do not
+// read the filter (here overwritten after packing); weights packed for another conv (another
+// shape, or the bf16 one) and a null filter are refused naming 'filter'.
+TEST_F(RuntimeTest, ConvWeightsPackedOnceGiveThePerCallOutput) {
+  if (!machine().has_flag("avx512_vnni") || !machine().has_flag("avx512_bf16")) {
+    GTEST_SKIP() << "this CPU (" << machine().model << ") lacks avx512_vnni or avx512_bf16";
+  }
+  Runtime rt(options());
+  const Conv2dShape shape{2, 19, 9, 8, 24, 3, 3, 1, 1};
+  const Workload q = conv2d_workload(shape, {"bias"}, DType::int8);
+  host::Operands o = host::make_operands(q, 7);
+  auto* b8 = reinterpret_cast<std::int8_t*>(o.qb.data());
+  const EpilogueArgs bias{{"bias"}, o.bias.data(), nullptr, nullptr, nullptr};
+  rt.conv2d_int8(o.qa.data(), o.qzero, b8, o.c.data(), o.qscale.data(), o.qcomp.data(), shape, bias);
+  const std::vector<float> per_call = o.c;
+  const PackedConv2dWeights packed = rt.pack_conv2d_int8_weights(b8, shape, bias);
+  EXPECT_GE(packed.bytes(), o.qb.size());
+  std::fill(o.qb.begin(), o.qb.end(), std::uint8_t(0x7f));
+  std::fill(o.c.begin(), o.c.end(), 0.0f);
+  rt.conv2d_int8(o.qa.data(), o.qzero, packed, o.c.data(), o.qscale.data(), o.qcomp.data(), shape, bias);
+  EXPECT_EQ(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0);
+
+  const Workload h = conv2d_workload(shape, {}, DType::bfloat16);
+  host::Operands ob = host::make_operands(h, 8);
+  const auto* a16 = reinterpret_cast<const std::uint16_t*>(ob.qa.data());
+  const auto* b16 = reinterpret_cast<const std::uint16_t*>(ob.qb.data());
+  rt.conv2d_bf16(a16, b16, ob.c.data(), shape);
+  const std::vector<float> bf16_per_call = ob.c;
+  const PackedConv2dWeights packed16 = rt.pack_conv2d_bf16_weights(b16, shape);
+  std::fill(ob.c.begin(), ob.c.end(), 0.0f);
+  rt.conv2d_bf16(a16, packed16, ob.c.data(), shape);
+  EXPECT_EQ(std::memcmp(ob.c.data(), bf16_per_call.data(), bf16_per_call.size() * 4), 0);
+
+  const Conv2dShape other{2, 19, 9, 8, 24, 3, 3, 2, 1};
+  auto expect_filter_refused = [](const std::function<void()>& call) {
+    try {
+      call();
+      ADD_FAILURE() << "weights packed for another conv were accepted";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_NE(std::string(e.what()).find("'filter'"), std::string::npos) << e.what();
+    }
+  };
+  expect_filter_refused(
+      [&] { rt.conv2d_int8(o.qa.data(), o.qzero, packed, o.c.data(), o.qscale.data(), o.qcomp.data(), other, bias); });
+  expect_filter_refused([&] { rt.conv2d_bf16(a16, packed, ob.c.data(), shape); });
+  expect_filter_refused([&] { (void)rt.pack_conv2d_int8_weights(nullptr, shape, bias); });
 }
 
 TEST_F(RuntimeTest, MissingEpilogueOperandIsRefusedNamingIt) {
