@@ -106,11 +106,14 @@ constexpr long PANEL = R * S * C * NR;  // one panel: every channel block, [r][s
 // else the whole packed weights are kept, packed during the first image.
 constexpr bool RING = N == 1 && ORDER != 1;
 constexpr long NCP = (NC < K ? NC : (K + NR - 1) / NR * NR);  // columns of a packed block
-constexpr long PACKED = RING ? R * S * CB * NCP : NP * PANEL;  // floats of the packed buffer
+constexpr long FULL = NP * PANEL;                // floats of the whole packed weights
+constexpr long PACKED = RING ? R * S * CB * NCP : FULL;  // floats of the packed buffer
 
-// The packed panel of columns [j0 + jr, j0 + jr + NR) in the block of channels [c0, c0 + kc).
-inline float* panel(float* wp, long j0, long jr, long c0, long kc) {
-  if constexpr (RING) return wp + jr / NR * (R * S * kc * NR);
+// The packed panel of columns [j0 + jr, j0 + jr + NR) in the block of channels [c0, c0 + kc):
+// in the ring buffer, or (ring false: whole weights, packed in a call or once outside it) in
+// the whole packed weights.
+inline float* panel(float* wp, long j0, long jr, long c0, long kc, bool ring) {
+  if (RING && ring) return wp + jr / NR * (R * S * kc * NR);
   return wp + (j0 + jr) / NR * PANEL + c0 * R * S * NR;
 }
 constexpr long BSTRIDE = INPLACE ? K : NR;  // floats from one weight row to the next
@@ -119,16 +122,16 @@ constexpr long BSTRIDE = INPLACE ? K : NR;  // floats from one weight row to the
 // (zero past K); where they sit is panel()'s. One block (output channels [j0, j0 + nc),
 // channels [c0, c0 + kc)) is packed right before its first use, reading each HWIO row of nc
 // weights once, front to back, and scattering it over the panels.
-void pack_block(const float* w, float* wp, long j0, long nc, long c0, long kc) {
+void pack_block(const float* w, float* wp, long j0, long nc, long c0, long kc, bool ring = RING) {
   PARALLEL_FOR
   for (long q = 0; q < R * S * kc; ++q) {
     const long rs = q / kc, c = q % kc;
     const float* src = w + (rs * C + c0 + c) * K + j0;
     const long at = q * NR;
     long j = 0;
-    for (; j + NR <= nc; j += NR) std::memcpy(panel(wp, j0, j, c0, kc) + at, src + j, NR * 4);
+    for (; j + NR <= nc; j += NR) std::memcpy(panel(wp, j0, j, c0, kc, ring) + at, src + j, NR * 4);
     if (j < nc) {
-      float* dst = panel(wp, j0, j, c0, kc) + at;
+      float* dst = panel(wp, j0, j, c0, kc, ring) + at;
       for (long x = 0; x < NR; ++x) dst[x] = j + x < nc ? src[j + x] : 0.0f;
     }
   }
@@ -206,12 +209,12 @@ inline void micro(long kc, const float* const* ap, const float* __restrict b, fl
 
 // One pixel block (np pixels) x output channels [j0, j0 + nc) x input channels [c0, c0 + kc).
 void block(const float* in, const float* w, float* wp, float* out, const float* res, const long* io,
-           const long* oo, long np, long j0, long nc, long c0, long kc, const AtvossArgs& g) {
+           const long* oo, long np, long j0, long nc, long c0, long kc, const AtvossArgs& g, bool ring) {
   const bool first = c0 == 0, last = c0 + kc >= C;
   for_tiles<ORDER == 2>(np, nc, [&](long ir, long jr) {
     const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
     const long nr = nc - jr < NR ? nc - jr : NR;
-    const float* b = INPLACE ? w + c0 * K + j0 + jr : panel(wp, j0, jr, c0, kc);
+    const float* b = INPLACE ? w + c0 * K + j0 + jr : panel(wp, j0, jr, c0, kc, ring);
     if (INPLACE && nr < NR) micro<false>(kc, t.a, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
     else micro<true>(kc, t.a, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
   });
@@ -222,14 +225,16 @@ void block(const float* in, const float* w, float* wp, float* out, const float* 
 constexpr const char* kConvImage = R"(
 // pack: this image packs the weights (the first one). Order 1 packs every weight block first;
 // orders 0 and 2 pack each one right before its pixel blocks (its rows split among the threads).
+// prepacked: wp holds the whole weights, packed once outside the call; nothing is packed.
 void conv_image(const float* in, const float* w, float* wp, float* out, const float* res, bool pack,
-                const AtvossArgs& g) {
+                bool prepacked, const AtvossArgs& g) {
+  const bool ring = RING && !prepacked;
   if constexpr (ORDER == 1) {
     if (!INPLACE && pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
   }
-  for_blocks([&](const WeightBlock& b) { if (!INPLACE && (pack || RING)) pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); },
+  for_blocks([&](const WeightBlock& b) { if (!INPLACE && (pack || ring)) pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); },
              [&](const WeightBlock& b, const long* io, const long* oo, long np) {
-               block(in, w, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g);
+               block(in, w, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g, ring);
              });
 }
 )";
@@ -325,11 +330,28 @@ void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res,
 // The weights packed once, outside the call (kernel_abi.hpp): every block, as the first image
 // of a call packs them.
 constexpr const char* kPackWeightsText = R"(extern "C" { extern const long atvoss_packed_weight_bytes; }
-const long atvoss_packed_weight_bytes = PACKED * sizeof(TB);
+const long atvoss_packed_weight_bytes = WEIGHT_BYTES;
 extern "C" void atvoss_pack_weights(const AtvossArgs* g, void* out) {
-  for_weight_blocks([&](const WeightBlock& b) { pack_block(static_cast<const TB*>(g->qb), (TB*)out, b.j0, b.nc, b.c0, b.kc); });
+  for_weight_blocks([&](const WeightBlock& b) { pack_block(static_cast<const TW*>(g->WEIGHTS), (TW*)out, b.j0, b.nc, b.c0, b.kc FULL_LAYOUT); });
 }
 )";
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+// The pack text for a conv of weight type tw in g's field `weights`, `bytes` its size (0: the
+// kernel keeps its weights in place and packs none), `full` the extra pack_block argument.
+std::string pack_weights_text(const char* tw, const char* weights, const char* bytes, const char* full) {
+  std::string t = kPackWeightsText;
+  replace_all(t, "WEIGHT_BYTES", bytes);
+  replace_all(t, "TW", tw);
+  replace_all(t, "WEIGHTS", weights);
+  replace_all(t, " FULL_LAYOUT", full);
+  return t;
+}
 
 // conv2d's weight blocks (output channels outer, blocks of CBLK of the CP input channels inner)
 // and the walk over them and the pixel blocks: order 1 splits the pixel blocks among the
@@ -454,12 +476,6 @@ void conv_image(const float* in, const float* wgt, float*, float* out, const flo
 }
 )";
 
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-}
-
 }  // namespace
 
 std::string generate_conv_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
@@ -511,7 +527,8 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     kernel += dw ? std::string(kDepthwise) : std::string(kConv) + kWeightBlocks + kConvImage;
   replace_all(kernel, "UNROLL", std::to_string(knob(knobs::k_steps)));
   o << kernel << "}  // namespace\n\n" << threads_symbol_text(threads);
-  if (lowp) o << kPackWeightsText;
+  if (lowp) o << pack_weights_text("TB", "qb", "PACKED * sizeof(TB)", "");
+  if (!lowp && !dw) o << pack_weights_text("float", "b", "INPLACE ? 0 : FULL * 4", ", false");
   o << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
   if (lowp) {
     // Scratch counts 4-byte words.
@@ -525,8 +542,12 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
       << "    const TA* in = padded(qa + n * H * W * C, (TA*)pad.p, fill);\n";
   } else {
     o << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED")
-      << "), pad(PAD > 0 ? HP * WP * C : 0);\n"
-      << "  for (long n = 0; n < N; ++n) {\n"
+      << "), pad(PAD > 0 ? HP * WP * C : 0);\n";
+    if (!dw) {
+      o << "  const bool prepacked = !INPLACE && g->qb_packed;\n"
+        << "  float* packed = prepacked ? (float*)g->qb_packed : wp.p;\n";
+    }
+    o << "  for (long n = 0; n < N; ++n) {\n"
       << "    const float* in = padded(g->a + n * H * W * C, pad.p, 0.0f);\n";
   }
   o << "    float* out = g->c + n * ROWS * COLS;\n"
@@ -534,7 +555,8 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   if (lowp) {
     o << "    conv_image(in, qb, packed, out, res, n == 0 && !g->qb_packed, *g, INT8 ? g->qcomp : nullptr);\n";
   } else {
-    o << "    conv_image(in, g->b, wp.p, out, res, n == 0, *g);\n";
+    o << (dw ? "    conv_image(in, g->b, wp.p, out, res, n == 0, *g);\n"
+             : "    conv_image(in, g->b, packed, out, res, n == 0 && !prepacked, prepacked, *g);\n");
   }
   o << separate_pass_calls(split, "out") << "  }\n}\n";
   return o.str();

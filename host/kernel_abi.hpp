@@ -19,12 +19,13 @@
 // (quantise-dequantise, as ONNX QuantizeLinear + DequantizeLinear), so the next layer's
 // input holds only what its u8 code can; "dequantize" (an int8 layer before a float one) is
 // what every int8 kernel's write-back does already.
-// Prepacked weights: an int8 or bf16 conv2d also exports
+// Prepacked weights: a conv2d (fp32, int8, bf16; not depthwise) also exports
 //   extern "C" const long atvoss_packed_weight_bytes;
 //   extern "C" void atvoss_pack_weights(const AtvossArgs*, void* out);
-// which packs qb into out (atvoss_packed_weight_bytes bytes, 64-byte aligned) as the kernel
-// lays its weights out. A call with qb_packed set reads its weights from there and packs
-// nothing (qb is not read): an inference runtime packs constant weights once, at load, as
+// which packs its weights (qb; fp32: b) into out (atvoss_packed_weight_bytes bytes, 64-byte
+// aligned; 0 where the schedule reads its weights in place and packs none) as the kernel lays
+// them out. A call with qb_packed set reads its weights from there and packs nothing (the
+// weights argument is not read): an inference runtime packs constant weights once, at load, as
 // oneDNN reorders them and TVM alters their layout. qb_packed null: packed in every call.
 // Row ops (reference_rowops.hpp): b only for elementwise; layernorm's gamma and beta come in
 // scale and shift.

@@ -15,8 +15,8 @@ PackedWeights PackedWeights::pack(void* handle, const AtvossArgs& args) {
   PackedWeights out;
   const auto pack_fn = reinterpret_cast<PackWeightsFn>(::dlsym(handle, kPackWeightsSymbol));
   const auto* bytes = static_cast<const long*>(::dlsym(handle, kPackedWeightBytesSymbol));
-  if (!pack_fn || !bytes) return out;
-  if (*bytes <= 0)
+  if (!pack_fn || !bytes || *bytes == 0) return out;  // 0: this schedule reads its weights in place
+  if (*bytes < 0)
     throw Error(ErrorKind::internal, "kernel packs its weights into " + std::to_string(*bytes) + " bytes");
   constexpr std::size_t kAlign = 64;  // a cache line and a zmm load
   const std::size_t size = (std::size_t(*bytes) + kAlign - 1) / kAlign * kAlign;

@@ -280,34 +280,58 @@ TEST(LowPrecisionTest, Int8ConvIsExactBitForBitWithTheZeroPointAsPadding) {
 }
 
 // Weights packed once outside the call (packed_weights.hpp) give the output the per-call
-// packing gives, bit for bit, without the kernel reading qb: here qb holds other weights.
+// packing gives, bit for bit, without the kernel reading its weights argument: here it points
+// at other weights. One image and two (fp32 packs one block at a time into a ring for one).
 void expect_prepacked_weights_give_the_same_output(const std::string& dtype) {
-  const Workload w = workload(with_dtype(
-      R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":35,"H":9,"W":7,"K":40,"R":3,"S":3,"pad":1},"epilogue":["bias","relu"]})",
-      dtype));
-  for (int order : {0, 1}) {
-    Schedule s = default_schedule(w, this_machine());
-    s.set("tile_order", order);
-    s.set("threads", 2);
-    TempDir cache;
-    Loaded k;
-    load(w, s, cache, k);
-    Operands o = make_operands(w, 3);
-    AtvossArgs args = o.args();
-    k.fn(&args);
-    const std::vector<float> per_call = o.c;
-    const PackedWeights packed = PackedWeights::pack(k.handle, args);
-    ASSERT_TRUE(packed) << dtype << ": the kernel exports no weight packing";
-    std::vector<std::uint8_t> other(o.qb.size(), 0x11);
-    args.qb = other.data();
-    args.qb_packed = packed.data();
-    std::fill(o.c.begin(), o.c.end(), 0.0f);
-    k.fn(&args);
-    EXPECT_EQ(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0) << dtype << " order " << order;
-    args.qb_packed = nullptr;  // the other weights do change the output when packed per call
-    k.fn(&args);
-    EXPECT_NE(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0) << dtype << " order " << order;
+  for (const char* images : {"1", "2"}) {
+    std::string text =
+        R"({"op":"conv2d","dtype":"float32","dims":{"N":IMAGES,"C":35,"H":9,"W":7,"K":40,"R":3,"S":3,"pad":1},"epilogue":["bias","relu"]})";
+    text.replace(text.find("IMAGES"), 6, images);
+    const Workload w = workload(with_dtype(text, dtype));
+    for (int order : {0, 1, 2}) {
+      SCOPED_TRACE(dtype + " N=" + images + " order " + std::to_string(order));
+      Schedule s = default_schedule(w, this_machine());
+      s.set("tile_order", order);
+      s.set("threads", 2);
+      s.set("async_copy_depth", 2);  // fp32: packed (1 reads the weights in place)
+      TempDir cache;
+      Loaded k;
+      load(w, s, cache, k);
+      Operands o = make_operands(w, 3);
+      AtvossArgs args = o.args();
+      k.fn(&args);
+      const std::vector<float> per_call = o.c;
+      const PackedWeights packed = PackedWeights::pack(k.handle, args);
+      ASSERT_TRUE(packed) << "the kernel exports no weight packing";
+      std::vector<std::uint8_t> other(o.qb.size(), 0x11);
+      std::vector<float> other_fp32(o.b.size(), 0.5f);
+      if (dtype == "float32")
+        args.b = other_fp32.data();
+      else
+        args.qb = other.data();
+      args.qb_packed = packed.data();
+      std::fill(o.c.begin(), o.c.end(), 0.0f);
+      k.fn(&args);
+      EXPECT_EQ(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0);
+      args.qb_packed = nullptr;  // the other weights do change the output when packed per call
+      k.fn(&args);
+      EXPECT_NE(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0);
+    }
   }
+}
+
+TEST(LowPrecisionTest, Fp32ConvWeightsPackedOnceGiveTheSameOutput) {
+  expect_prepacked_weights_give_the_same_output("float32");
+  // A schedule that reads its weights in place packs none.
+  const Workload w =
+      workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":6,"W":6,"K":16,"R":3,"S":3,"pad":1}})");
+  Schedule s = default_schedule(w, this_machine());
+  s.set("async_copy_depth", 1);
+  TempDir cache;
+  Loaded k;
+  load(w, s, cache, k);
+  Operands o = make_operands(w, 3);
+  EXPECT_FALSE(PackedWeights::pack(k.handle, o.args()));
 }
 
 TEST(LowPrecisionTest, Int8ConvWeightsPackedOnceGiveTheSameOutput) {
