@@ -153,9 +153,8 @@ DtypeRun compare(const std::string& label, const Workload& w, const Library& lib
   const double agree = max_difference(picked.kernel.ops->c, o.c);
   std::vector<Timed> impls = {{"atvoss " + dtype, [&] { picked.kernel(); }}, {"oneDNN " + dtype, lib}};
   // A kernel whose weights were packed once also runs packing them in every call, for the A/B.
-  Loaded per_call = picked.kernel;
-  per_call.args.qb_packed = nullptr;
-  if (picked.kernel.args.qb_packed) impls.push_back({"atvoss " + dtype + ", packed per call", [&] { per_call(); }});
+  std::optional<Loaded> per_call = packing_per_call(picked.kernel);
+  if (per_call) impls.push_back({"atvoss " + dtype + ", packed per call", [&] { (*per_call)(); }});
   interleave(impls, rounds);
   side_by_side_row(label, impls[0].name + " (" + std::to_string(at.trials) + " trials)", flops, at.tuned_us, impls[0],
                    peak, impls[1]);

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -164,6 +165,15 @@ inline Loaded load(const Workload& w, const Schedule& s) {
   if (*l.packed) l.args.qb_packed = l.packed->data();
   l.fn(&l.args);
   l.max_rel_error = host::max_relative_error(w, *l.ops, 1);
+  return l;
+}
+
+// The same kernel packing its weights in every call (null when it has none packed once): the
+// A/B of prepacking, in the same run.
+inline std::optional<Loaded> packing_per_call(const Loaded& k) {
+  if (!k.args.qb_packed) return std::nullopt;
+  Loaded l = k;
+  l.args.qb_packed = nullptr;
   return l;
 }
 
