@@ -37,7 +37,7 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
   };
   if (w.dtype() == DType::float32) {
     need(args.a, "a", "its first input");
-    need(args.b, "b", "its second input (weights)");
+    if (!args.qb_packed) need(args.b, "b", "its second input (weights)");
   } else {
     need(args.qa, "a", "its first input");
     if (!args.qb_packed) need(args.qb, "b", "its second input (weights)");
@@ -230,21 +230,47 @@ const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const std::uint16
 
 PackedConv2dWeights Runtime::pack_weights(const Workload& w, const void* filter) {
   if (!filter) throw_bad_input("runtime: argument 'filter' is null; " + w.label() + " needs its weights to pack");
-  const host::AtvossArgs args = lowp_args(nullptr, filter, nullptr, nullptr, nullptr, {});
+  host::AtvossArgs args = lowp_args(nullptr, filter, nullptr, nullptr, nullptr, {});
+  args.b = static_cast<const float*>(filter);  // fp32 kernels read b, the others qb
   PackedConv2dWeights out;
   out.workload_key_ = w.key();
-  out.packed_ = std::make_shared<const host::PackedWeights>(kernel_of(resolve(w), w).pack_weights(args));
-  if (!*out.packed_) throw Error(ErrorKind::internal, "runtime: the kernel of " + w.label() + " packs no weights");
+  host::PackedWeights packed = kernel_of(resolve(w), w).pack_weights(args);
+  if (packed) {
+    out.packed_ = std::make_shared<const host::PackedWeights>(std::move(packed));
+  } else {  // the schedule reads its weights in place
+    const auto* bytes = static_cast<const std::uint8_t*>(filter);
+    out.copy_ = std::make_shared<const std::vector<std::uint8_t>>(
+        bytes, bytes + operand_sizes(w).b * std::int64_t(dtype_bytes(w.dtype())));
+  }
   return out;
 }
 
 void Runtime::use_packed(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args) {
-  if (filter.workload_key_ != w.key() || !filter.packed_) {
-    throw_bad_input("runtime: argument 'filter' holds weights packed for another conv2d than " + w.label() +
-                    " (pack them for this shape, epilogue and dtype)");
+  if (filter.workload_key_ != w.key() || (!filter.packed_ && !filter.copy_)) {
+    throw_bad_input("runtime: argument 'filter' holds weights prepared for another conv2d than " + w.label() +
+                    " (prepare them for this shape, epilogue and dtype)");
   }
-  args.qb = nullptr;
-  args.qb_packed = filter.packed_->data();
+  if (filter.packed_) {
+    args.b = nullptr;
+    args.qb = nullptr;
+    args.qb_packed = filter.packed_->data();
+  } else if (w.dtype() == DType::float32) {
+    args.b = reinterpret_cast<const float*>(filter.copy_->data());
+  } else {
+    args.qb = filter.copy_->data();
+  }
+}
+
+PackedConv2dWeights Runtime::pack_conv2d_weights(const float* filter, const Conv2dShape& s, const EpilogueArgs& e) {
+  return pack_weights(conv2d_of(s, e, DType::float32), filter);
+}
+
+const Choice& Runtime::conv2d(const float* input, const PackedConv2dWeights& filter, float* output,
+                              const Conv2dShape& s, const EpilogueArgs& e) {
+  const Workload& w = conv2d_of(s, e, DType::float32);
+  host::AtvossArgs args = abi_args(input, nullptr, output, e);
+  use_packed(w, filter, args);
+  return run(w, args);
 }
 
 PackedConv2dWeights Runtime::pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& s,

@@ -78,18 +78,21 @@ struct OperandSizes {
 // bad_input naming the op when the runtime knows no operand layout for it.
 OperandSizes operand_sizes(const Workload& w);
 
-// Constant conv2d weights packed once, by the kernel a Runtime runs for one int8 or bf16 conv2d
-// (its shape, epilogue and dtype; host/packed_weights.hpp), so that its calls pack nothing, as
-// an inference runtime packs weights at load. Immutable; shared by copies.
+// Constant conv2d weights prepared once for the kernel a Runtime runs for one conv2d (its
+// shape, epilogue and dtype): packed by that kernel (host/packed_weights.hpp), so that its calls
+// pack nothing, as an inference runtime packs weights at load; or, where the chosen schedule
+// reads its weights in place and packs none, a copy of them. Immutable; shared by copies.
 class PackedConv2dWeights {
  public:
   const std::string& workload_key() const { return workload_key_; }
-  std::size_t bytes() const { return packed_ ? packed_->bytes() : 0; }
+  bool packed() const { return packed_ != nullptr; }  // false: the copy of an in-place schedule
+  std::size_t bytes() const { return packed_ ? packed_->bytes() : copy_ ? copy_->size() : 0; }
 
  private:
   friend class Runtime;
   std::string workload_key_;
   std::shared_ptr<const host::PackedWeights> packed_;
+  std::shared_ptr<const std::vector<std::uint8_t>> copy_;
 };
 
 class Runtime {
@@ -135,13 +138,17 @@ class Runtime {
                             const EpilogueArgs& epilogue = {});
   const Choice& conv2d_bf16(const std::uint16_t* input, const std::uint16_t* filter, float* output,
                             const Conv2dShape& shape, const EpilogueArgs& epilogue = {});
-  // The filter packed once for the int8 / bf16 conv2d of shape and epilogue, then the calls that
-  // take it instead of the filter. bad_input naming 'filter' when a call's conv is not the one
-  // the weights were packed for (shape, epilogue and dtype), or when the filter is null.
+  // The filter prepared once for the conv2d of shape and epilogue (fp32, int8, bf16), then the
+  // calls that take it instead of the filter. bad_input naming 'filter' when a call's conv is
+  // not the one the weights were prepared for (shape, epilogue and dtype), or when it is null.
+  PackedConv2dWeights pack_conv2d_weights(const float* filter, const Conv2dShape& shape,
+                                          const EpilogueArgs& epilogue = {});
   PackedConv2dWeights pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& shape,
                                                const EpilogueArgs& epilogue = {});
   PackedConv2dWeights pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& shape,
                                                const EpilogueArgs& epilogue = {});
+  const Choice& conv2d(const float* input, const PackedConv2dWeights& filter, float* output, const Conv2dShape& shape,
+                       const EpilogueArgs& epilogue = {});
   const Choice& conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const PackedConv2dWeights& filter,
                             float* output, const float* scale, const std::int32_t* comp, const Conv2dShape& shape,
                             const EpilogueArgs& epilogue = {});

@@ -7,8 +7,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "../host/host_test_util.hpp"
@@ -253,6 +253,33 @@ TEST_F(RuntimeTest, ConvWeightsPackedOnceGiveThePerCallOutput) {
       [&] { rt.conv2d_int8(o.qa.data(), o.qzero, packed, o.c.data(), o.qscale.data(), o.qcomp.data(), other, bias); });
   expect_filter_refused([&] { rt.conv2d_bf16(a16, packed, ob.c.data(), shape); });
   expect_filter_refused([&] { (void)rt.pack_conv2d_int8_weights(nullptr, shape, bias); });
+}
+
+// fp32: weights prepared once give the per-call output bit for bit whether the schedule packs
+// them (a table entry with async_copy_depth 2: packed once) or reads them in place (1: then
+// they are a copy, and the caller's filter is not read either).
+TEST_F(RuntimeTest, Fp32ConvWeightsPreparedOnceGiveThePerCallOutput) {
+  const Conv2dShape packs{1, 16, 8, 8, 32, 3, 3, 1, 1}, in_place{1, 16, 8, 8, 48, 3, 3, 1, 1};
+  auto with_depth = [](const Conv2dShape& shape, int depth) {
+    Schedule s = host::default_schedule(conv2d_workload(shape), machine());
+    s.set("async_copy_depth", depth);
+    return table::TableEntry{conv2d_workload(shape), s, 10.0};
+  };
+  testing::write_table(table_, machine().target_name(), {with_depth(packs, 2), with_depth(in_place, 1)});
+  Runtime rt(options());
+  for (const Conv2dShape& shape : {packs, in_place}) {
+    const Workload w = conv2d_workload(shape);
+    host::Operands o = host::make_operands(w, 4);
+    rt.conv2d(o.a.data(), o.b.data(), o.c.data(), shape);
+    const std::vector<float> per_call = o.c;
+    const PackedConv2dWeights prepared = rt.pack_conv2d_weights(o.b.data(), shape);
+    EXPECT_EQ(prepared.packed(), shape.k == packs.k);
+    EXPECT_GE(prepared.bytes(), o.b.size() * 4);
+    std::fill(o.b.begin(), o.b.end(), 0.25f);
+    std::fill(o.c.begin(), o.c.end(), 0.0f);
+    rt.conv2d(o.a.data(), prepared, o.c.data(), shape);
+    EXPECT_EQ(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0) << "K " << shape.k;
+  }
 }
 
 TEST_F(RuntimeTest, MissingEpilogueOperandIsRefusedNamingIt) {

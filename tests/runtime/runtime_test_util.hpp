@@ -68,16 +68,18 @@ inline Schedule rejected_schedule(const host::MachineInfo& m) {
                    {"threads", 1}});
 }
 
-inline void write_table(const std::string& path, const std::string& target_name) {
+inline void write_table(const std::string& path, const std::string& target_name,
+                        const std::vector<table::TableEntry>& more = {}) {
   const host::MachineInfo& m = host::this_machine();
   table::TableHeader h;
   h.target_key = "0123456789abcdef";
   h.target_name = target_name;
   h.created_at = "2026-11-30T00:00:00Z";
   h.tool_version = "test";
-  const std::vector<table::TableEntry> entries = {{workload(kTunedWorkload), tuned_schedule(m), 12.5},
-                                                  {workload(kLargeReluWorkload), large_relu_schedule(m), 900.0},
-                                                  {workload(kBadGeluWorkload), rejected_schedule(m), 40.0}};
+  std::vector<table::TableEntry> entries = {{workload(kTunedWorkload), tuned_schedule(m), 12.5},
+                                            {workload(kLargeReluWorkload), large_relu_schedule(m), 900.0},
+                                            {workload(kBadGeluWorkload), rejected_schedule(m), 40.0}};
+  entries.insert(entries.end(), more.begin(), more.end());
   std::ofstream f(path);
   f << table::make_table_json(h, entries).dump();
   if (!f) throw Error(ErrorKind::io, "cannot write " + path);
