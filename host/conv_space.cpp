@@ -50,9 +50,11 @@ Verdict check_conv(const Workload& w, const Schedule& s, const MachineInfo& m) {
   const std::int64_t nr = at(s, knobs::micro_n), kc = std::min(at(s, knobs::tile_k), w.dim("C"));
   const std::int64_t rs = w.dim("R") * w.dim("S");
   const std::int64_t panel = rs * kc * nr * eb;
-  if (panel > m.l1d_bytes && at(s, knobs::tile_k) > kSmallestTileK) {
-    return Verdict::invalid("L1d: weight panel " + std::to_string(panel) + " B > " + std::to_string(m.l1d_bytes) +
-                            " B");
+  // The panel streams from L2 beside the input block (docs/decisions/host-conv-panel-l2.md):
+  // a deeper channel block loads and stores each output micro-tile fewer times.
+  if (panel > m.l2_bytes / 2 && at(s, knobs::tile_k) > kSmallestTileK) {
+    return Verdict::invalid("L2: weight panel " + std::to_string(panel) + " B > half of L2, " +
+                            std::to_string(m.l2_bytes / 2) + " B");
   }
   const std::int64_t input = halo_pixels(w, s) * kc * eb;
   if (input > m.l2_bytes) {
@@ -143,7 +145,7 @@ ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m) {
 Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
   // Conv: 6 pixels x 2 vectors (as the matmul default), blocks of 16 output rows of up to 64
   // pixels, every output channel in one block, the deepest channel block whose weight panel
-  // fits L1d, weights packed without prefetch. Depthwise: 4 pixels x 2 vectors, blocks of 4
+  // fits half of L2, weights packed without prefetch. Depthwise: 4 pixels x 2 vectors, blocks of 4
   // rows of up to 64 pixels, 128 channels, no prefetch. One thread, as for matmul.
   const ScheduleSpace space = conv_space_for(w, m);
   const bool dw = w.op() == "depthwise_conv2d";
