@@ -111,6 +111,39 @@ ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_conv2d_bf16(atvoss_runti
                                                                     const atvoss_epilogue* epilogue,
                                                                     atvoss_choice_kind* kind, char** error);
 
+/* A conv2d's filter prepared once for the kernel this runtime runs for that conv (its shape,
+ * epilogue and dtype): packed as the kernel lays its weights out (or copied, where its schedule
+ * reads them in place), as an inference runtime packs constant weights at load. The *_prepared
+ * calls take it instead of a filter, pack nothing and never read the filter again; a conv other
+ * than the one it was prepared for is ATVOSS_RUNTIME_BAD_INPUT naming 'filter'. Free it with
+ * atvoss_runtime_free_conv2d_weights (after its last call; it does not outlive rt). */
+typedef struct atvoss_conv2d_weights atvoss_conv2d_weights;
+ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_prepare_conv2d_weights(atvoss_runtime* rt, const float* filter,
+                                                                               const atvoss_conv2d_shape* shape,
+                                                                               const atvoss_epilogue* epilogue,
+                                                                               atvoss_conv2d_weights** out,
+                                                                               char** error);
+ATVOSS_RUNTIME_API atvoss_runtime_status
+atvoss_runtime_prepare_conv2d_int8_weights(atvoss_runtime* rt, const int8_t* filter, const atvoss_conv2d_shape* shape,
+                                           const atvoss_epilogue* epilogue, atvoss_conv2d_weights** out, char** error);
+ATVOSS_RUNTIME_API atvoss_runtime_status
+atvoss_runtime_prepare_conv2d_bf16_weights(atvoss_runtime* rt, const uint16_t* filter, const atvoss_conv2d_shape* shape,
+                                           const atvoss_epilogue* epilogue, atvoss_conv2d_weights** out, char** error);
+ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_conv2d_prepared(atvoss_runtime* rt, const float* input,
+                                                                        const atvoss_conv2d_weights* filter,
+                                                                        float* output, const atvoss_conv2d_shape* shape,
+                                                                        const atvoss_epilogue* epilogue,
+                                                                        atvoss_choice_kind* kind, char** error);
+ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_conv2d_int8_prepared(
+    atvoss_runtime* rt, const uint8_t* input, int32_t zero_point, const atvoss_conv2d_weights* filter, float* output,
+    const float* scale, const int32_t* comp, const atvoss_conv2d_shape* shape, const atvoss_epilogue* epilogue,
+    atvoss_choice_kind* kind, char** error);
+ATVOSS_RUNTIME_API atvoss_runtime_status atvoss_runtime_conv2d_bf16_prepared(
+    atvoss_runtime* rt, const uint16_t* input, const atvoss_conv2d_weights* filter, float* output,
+    const atvoss_conv2d_shape* shape, const atvoss_epilogue* epilogue, atvoss_choice_kind* kind, char** error);
+/* NULL is ignored. */
+ATVOSS_RUNTIME_API void atvoss_runtime_free_conv2d_weights(atvoss_conv2d_weights* weights);
+
 /* The choice for a workload given as JSON ({"op":"matmul","dtype":"float32","dims":{...},
  * "epilogue":[...]}), as JSON {"kind":"exact"|"nearest"|"default","schedule":{...},
  * "reason":"...","entry":{...}|null,"distance":d,"table_time_us":t}, into *choice_json

@@ -17,6 +17,10 @@ struct atvoss_runtime {
   std::unique_ptr<atvoss::runtime::Runtime> rt;
 };
 
+struct atvoss_conv2d_weights {
+  atvoss::runtime::PackedConv2dWeights prepared;
+};
+
 namespace {
 
 using atvoss::runtime::Choice;
@@ -61,6 +65,21 @@ atvoss::runtime::EpilogueArgs epilogue_of(const atvoss_epilogue* e) {
 atvoss::runtime::Conv2dShape shape_of(const atvoss_conv2d_shape* shape) {
   need(shape, "shape");
   return {shape->n, shape->c, shape->h, shape->w, shape->k, shape->r, shape->s, shape->stride, shape->pad};
+}
+
+// Prepares the filter with `prepare` into *out (set to NULL first, so a failure leaves no handle).
+template <typename Prepare>
+atvoss_runtime_status prepared_weights(atvoss_conv2d_weights** out, char** error, Prepare&& prepare) noexcept {
+  if (out != nullptr) *out = nullptr;
+  return guarded(error, [&] {
+    need(out, "out");
+    *out = new atvoss_conv2d_weights{prepare()};
+  });
+}
+
+const atvoss::runtime::PackedConv2dWeights& weights_of(const atvoss_conv2d_weights* w) {
+  need(w, "filter");
+  return w->prepared;
 }
 
 void report(const Choice& choice, atvoss_choice_kind* kind) {
@@ -149,6 +168,65 @@ extern "C" atvoss_runtime_status atvoss_runtime_conv2d_bf16(atvoss_runtime* rt, 
     report(runtime_of(rt).conv2d_bf16(input, filter, output, shape_of(shape), epilogue_of(epilogue)), kind);
   });
 }
+
+extern "C" atvoss_runtime_status atvoss_runtime_prepare_conv2d_weights(atvoss_runtime* rt, const float* filter,
+                                                                       const atvoss_conv2d_shape* shape,
+                                                                       const atvoss_epilogue* epilogue,
+                                                                       atvoss_conv2d_weights** out, char** error) {
+  return prepared_weights(
+      out, error, [&] { return runtime_of(rt).pack_conv2d_weights(filter, shape_of(shape), epilogue_of(epilogue)); });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_prepare_conv2d_int8_weights(atvoss_runtime* rt, const int8_t* filter,
+                                                                            const atvoss_conv2d_shape* shape,
+                                                                            const atvoss_epilogue* epilogue,
+                                                                            atvoss_conv2d_weights** out, char** error) {
+  return prepared_weights(out, error, [&] {
+    return runtime_of(rt).pack_conv2d_int8_weights(filter, shape_of(shape), epilogue_of(epilogue));
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_prepare_conv2d_bf16_weights(atvoss_runtime* rt, const uint16_t* filter,
+                                                                            const atvoss_conv2d_shape* shape,
+                                                                            const atvoss_epilogue* epilogue,
+                                                                            atvoss_conv2d_weights** out, char** error) {
+  return prepared_weights(out, error, [&] {
+    return runtime_of(rt).pack_conv2d_bf16_weights(filter, shape_of(shape), epilogue_of(epilogue));
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_conv2d_prepared(atvoss_runtime* rt, const float* input,
+                                                                const atvoss_conv2d_weights* filter, float* output,
+                                                                const atvoss_conv2d_shape* shape,
+                                                                const atvoss_epilogue* epilogue,
+                                                                atvoss_choice_kind* kind, char** error) {
+  return guarded(error, [&] {
+    report(runtime_of(rt).conv2d(input, weights_of(filter), output, shape_of(shape), epilogue_of(epilogue)), kind);
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_conv2d_int8_prepared(
+    atvoss_runtime* rt, const uint8_t* input, int32_t zero_point, const atvoss_conv2d_weights* filter, float* output,
+    const float* scale, const int32_t* comp, const atvoss_conv2d_shape* shape, const atvoss_epilogue* epilogue,
+    atvoss_choice_kind* kind, char** error) {
+  return guarded(error, [&] {
+    report(runtime_of(rt).conv2d_int8(input, zero_point, weights_of(filter), output, scale, comp, shape_of(shape),
+                                      epilogue_of(epilogue)),
+           kind);
+  });
+}
+
+extern "C" atvoss_runtime_status atvoss_runtime_conv2d_bf16_prepared(atvoss_runtime* rt, const uint16_t* input,
+                                                                     const atvoss_conv2d_weights* filter, float* output,
+                                                                     const atvoss_conv2d_shape* shape,
+                                                                     const atvoss_epilogue* epilogue,
+                                                                     atvoss_choice_kind* kind, char** error) {
+  return guarded(error, [&] {
+    report(runtime_of(rt).conv2d_bf16(input, weights_of(filter), output, shape_of(shape), epilogue_of(epilogue)), kind);
+  });
+}
+
+extern "C" void atvoss_runtime_free_conv2d_weights(atvoss_conv2d_weights* weights) { delete weights; }
 
 extern "C" atvoss_runtime_status atvoss_runtime_choice(atvoss_runtime* rt, const char* workload_json,
                                                        char** choice_json, char** error) {

@@ -118,6 +118,35 @@ static void expect_low_precision(atvoss_runtime* rt) {
   atvoss_runtime_free_string(error);
 }
 
+/* The filter prepared once gives the per-call output `want` exactly, with the caller's filter
+ * overwritten after preparing; another conv (stride 2) refuses it naming 'filter'. */
+static void expect_prepared_int8_conv(atvoss_runtime* rt, const atvoss_conv2d_shape* shape, const uint8_t* in,
+                                      int32_t z, int8_t* f, size_t f_bytes, const float* scale, const int32_t* comp,
+                                      const float* want) {
+  enum { OUT = 4 * 4 * 16 };
+  atvoss_conv2d_weights* w = NULL;
+  atvoss_conv2d_shape strided = *shape;
+  float out[OUT];
+  char* error = NULL;
+  atvoss_runtime_status st = atvoss_runtime_prepare_conv2d_int8_weights(rt, f, shape, NULL, &w, &error);
+  check(st == ATVOSS_RUNTIME_OK && w != NULL, "int8 conv2d weights prepared", error);
+  atvoss_runtime_free_string(error);
+  error = NULL;
+  memset(f, 0x7f, f_bytes);
+  memset(out, 0, sizeof out);
+  st = atvoss_runtime_conv2d_int8_prepared(rt, in, z, w, out, scale, comp, shape, NULL, NULL, &error);
+  check(st == ATVOSS_RUNTIME_OK && memcmp(out, want, sizeof out) == 0, "prepared int8 conv2d gives the per-call output",
+        error);
+  atvoss_runtime_free_string(error);
+  error = NULL;
+  strided.stride = 2;
+  st = atvoss_runtime_conv2d_int8_prepared(rt, in, z, w, out, scale, comp, &strided, NULL, NULL, &error);
+  check(st == ATVOSS_RUNTIME_BAD_INPUT && error != NULL && strstr(error, "'filter'") != NULL,
+        "weights prepared for another conv refused", error);
+  atvoss_runtime_free_string(error);
+  atvoss_runtime_free_conv2d_weights(w);
+}
+
 /* An int8 conv2d (3x3, pad 1, a 4x4 image of 5 channels, 16 filters) from small integers with
  * zero point 3: exact, the padding counting as 3 (that is, as 0.0). */
 static void expect_int8_conv(atvoss_runtime* rt) {
@@ -156,6 +185,7 @@ static void expect_int8_conv(atvoss_runtime* rt) {
           if (out[(y * W + x) * K + k] != 0.25f * (float)acc) worst = 1;
         }
     check(worst == 0, "int8 conv2d", "result differs from the exact integer result");
+    expect_prepared_int8_conv(rt, &shape, in, Z, f, sizeof f, scale, comp, out);
   }
   atvoss_runtime_free_string(error);
   error = NULL;
