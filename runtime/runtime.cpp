@@ -228,7 +228,7 @@ const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const std::uint16
   return run(conv2d_of(s, e, DType::bfloat16), lowp_args(input, filter, output, nullptr, nullptr, e));
 }
 
-PackedConv2dWeights Runtime::pack_weights(const Workload& w, const void* filter) {
+PackedConv2dWeights Runtime::prepare_weights(const Workload& w, const void* filter) {
   if (!filter) throw_bad_input("runtime: argument 'filter' is null; " + w.label() + " needs its weights to pack");
   host::AtvossArgs args = lowp_args(nullptr, filter, nullptr, nullptr, nullptr, {});
   args.b = static_cast<const float*>(filter);  // fp32 kernels read b, the others qb
@@ -245,7 +245,7 @@ PackedConv2dWeights Runtime::pack_weights(const Workload& w, const void* filter)
   return out;
 }
 
-void Runtime::use_packed(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args) {
+void Runtime::use_prepared(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args) {
   if (filter.workload_key_ != w.key() || (!filter.packed_ && !filter.copy_)) {
     throw_bad_input("runtime: argument 'filter' holds weights prepared for another conv2d than " + w.label() +
                     " (prepare them for this shape, epilogue and dtype)");
@@ -262,25 +262,25 @@ void Runtime::use_packed(const Workload& w, const PackedConv2dWeights& filter, h
 }
 
 PackedConv2dWeights Runtime::pack_conv2d_weights(const float* filter, const Conv2dShape& s, const EpilogueArgs& e) {
-  return pack_weights(conv2d_of(s, e, DType::float32), filter);
+  return prepare_weights(conv2d_of(s, e, DType::float32), filter);
 }
 
 const Choice& Runtime::conv2d(const float* input, const PackedConv2dWeights& filter, float* output,
                               const Conv2dShape& s, const EpilogueArgs& e) {
   const Workload& w = conv2d_of(s, e, DType::float32);
   host::AtvossArgs args = abi_args(input, nullptr, output, e);
-  use_packed(w, filter, args);
+  use_prepared(w, filter, args);
   return run(w, args);
 }
 
 PackedConv2dWeights Runtime::pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& s,
                                                       const EpilogueArgs& e) {
-  return pack_weights(conv2d_of(s, e, DType::int8), filter);
+  return prepare_weights(conv2d_of(s, e, DType::int8), filter);
 }
 
 PackedConv2dWeights Runtime::pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& s,
                                                       const EpilogueArgs& e) {
-  return pack_weights(conv2d_of(s, e, DType::bfloat16), filter);
+  return prepare_weights(conv2d_of(s, e, DType::bfloat16), filter);
 }
 
 const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_point,
@@ -289,7 +289,7 @@ const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_
   const Workload& w = conv2d_of(s, e, DType::int8);
   host::AtvossArgs args = lowp_args(input, nullptr, output, scale, comp, e);
   args.qzero = zero_point;
-  use_packed(w, filter, args);
+  use_prepared(w, filter, args);
   return run(w, args);
 }
 
@@ -297,7 +297,7 @@ const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const PackedConv2
                                    const Conv2dShape& s, const EpilogueArgs& e) {
   const Workload& w = conv2d_of(s, e, DType::bfloat16);
   host::AtvossArgs args = lowp_args(input, nullptr, output, nullptr, nullptr, e);
-  use_packed(w, filter, args);
+  use_prepared(w, filter, args);
   return run(w, args);
 }
 

@@ -155,6 +155,12 @@ class Runtime {
   const Choice& conv2d_bf16(const std::uint16_t* input, const PackedConv2dWeights& filter, float* output,
                             const Conv2dShape& shape, const EpilogueArgs& epilogue = {});
 
+  // The typed calls above, for a caller that builds w and args itself (a binding): the filter
+  // of conv2d w prepared once, and args pointed at it (bad_input naming 'filter' when it was
+  // prepared for another conv).
+  PackedConv2dWeights prepare_weights(const Workload& w, const void* filter);
+  static void use_prepared(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args);
+
   // The loaded table, or null (none given, or another CPU's under use_defaults).
   const table::ScheduleTable* table() const { return table_.get(); }
   // Why no table is used ("" when one is).
@@ -173,8 +179,6 @@ class Runtime {
   const Workload& workload_of(std::string key, const std::function<Workload()>& make);
   const Workload& conv2d_of(const Conv2dShape& s, const EpilogueArgs& e, DType dtype);
   const LoadedKernel& kernel_of(Resolved& r, const Workload& w);
-  PackedConv2dWeights pack_weights(const Workload& w, const void* filter);
-  static void use_packed(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args);
 
   const host::MachineInfo& machine_;
   std::string no_table_reason_;  // before table_: load_table() fills it

@@ -27,6 +27,9 @@ from . import _atvoss
 from ._json import dumps, loads
 from .vocabulary import Schedule, Workload, as_workload
 
+# A conv2d filter prepared once by Runtime.prepare_conv2d (runtime/runtime.hpp's PackedConv2dWeights).
+PreparedConv2d = _atvoss.PreparedConv2d
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 
@@ -89,9 +92,23 @@ class Runtime:
         """conv2d of input (N, H, W, C) with filter (R, S, C, K) -> (N, OH, OW, K) (NHWC, HWIO), then the
         epilogue (bias/scale/shift: (K,)). ValueError naming the op where the host code
         generator does not serve conv2d."""
-        out, choice = self._rt.conv2d(input, filter, stride, pad,
-                                      _epilogue(epilogue, bias, scale, shift, residual), return_choice)
+        e = _epilogue(epilogue, bias, scale, shift, residual)
+        if isinstance(filter, _atvoss.PreparedConv2d):
+            out, choice = self._prepared(filter, "float32", input, 0, None, None, stride, pad, e, return_choice)
+        else:
+            out, choice = self._rt.conv2d(input, filter, stride, pad, e, return_choice)
         return (out, Choice._from_json(choice)) if return_choice else out
+
+    def prepare_conv2d(self, filter: Any, input_shape: Sequence[int], stride: int = 1, pad: int = 0,
+                       epilogue: Sequence[str] = (), dtype: str = "float32") -> Any:
+        """The filter (R, S, C, K) of a conv2d prepared once for the kernel this runtime runs for
+        inputs of input_shape (N, H, W, C), stride, pad, epilogue and dtype ("float32", "int8"
+        or "bfloat16"): packed as that kernel lays its weights out, as an inference runtime
+        packs constant weights at load. Pass it as the filter of ``conv2d`` / ``conv2d_int8`` /
+        ``conv2d_bf16``: those calls then pack nothing and never read the array again. A call
+        of another shape, epilogue or dtype raises ValueError naming 'filter'."""
+        return self._rt.prepare_conv2d(dtype, filter, list(input_shape), stride, pad,
+                                       _epilogue(epilogue, None, None, None, None))
 
     def matmul_int8(self, a: Any, b: Any, scale: Any, comp: Any, epilogue: Sequence[str] = (), *,
                     bias: Any = None, batchnorm_scale: Any = None, shift: Any = None, residual: Any = None,
@@ -120,17 +137,30 @@ class Runtime:
         """int8 conv2d, float32 out: input uint8 (N, H, W, C) with zero_point (padding is the
         zero point, i.e. 0.0), filter int8 (R, S, C, K); the int8 matmul of its implicit GEMM,
         comp[k] = zero_point * sum over r, s, c of filter[r, s, c, k]."""
-        out, choice = self._rt.conv2d_low("int8", input, zero_point, filter, scale, comp, stride, pad,
-                                          _epilogue(epilogue, bias, batchnorm_scale, shift, residual), return_choice)
+        e = _epilogue(epilogue, bias, batchnorm_scale, shift, residual)
+        if isinstance(filter, _atvoss.PreparedConv2d):
+            out, choice = self._prepared(filter, "int8", input, zero_point, scale, comp, stride, pad, e, return_choice)
+        else:
+            out, choice = self._rt.conv2d_low("int8", input, zero_point, filter, scale, comp, stride, pad, e,
+                                              return_choice)
         return (out, Choice._from_json(choice)) if return_choice else out
 
     def conv2d_bf16(self, input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
                     bias: Any = None, batchnorm_scale: Any = None, shift: Any = None, residual: Any = None,
                     return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
         """bf16 conv2d on uint16 bit patterns (NHWC input, HWIO filter), float32 out."""
-        out, choice = self._rt.conv2d_low("bfloat16", input, 0, filter, None, None, stride, pad,
-                                          _epilogue(epilogue, bias, batchnorm_scale, shift, residual), return_choice)
+        e = _epilogue(epilogue, bias, batchnorm_scale, shift, residual)
+        if isinstance(filter, _atvoss.PreparedConv2d):
+            out, choice = self._prepared(filter, "bfloat16", input, 0, None, None, stride, pad, e, return_choice)
+        else:
+            out, choice = self._rt.conv2d_low("bfloat16", input, 0, filter, None, None, stride, pad, e, return_choice)
         return (out, Choice._from_json(choice)) if return_choice else out
+
+    def _prepared(self, filter: Any, dtype: str, input: Any, zero_point: int, scale: Any, comp: Any, stride: int,
+                  pad: int, e: Any, return_choice: bool) -> Any:
+        if filter.dtype != dtype:
+            raise ValueError(f"runtime: argument 'filter' was prepared for {filter.dtype}, not {dtype}")
+        return self._rt.conv2d_prepared(input, zero_point, filter, scale, comp, stride, pad, e, return_choice)
 
     def __repr__(self) -> str:
         return f"Runtime(table={self.table!r})"

@@ -16,6 +16,19 @@ class Choice:
     distance: float
     table_time_us: float
 
+class PreparedConv2d:
+    """A conv2d filter prepared once (Runtime.prepare_conv2d)."""
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def packed(self) -> bool: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def filter_shape(self) -> Tuple[int, int, int, int]: ...
+
+_Filter = Union[_Array, PreparedConv2d]
+
 class Runtime:
     table: Optional[str]
     _rt: Any
@@ -24,6 +37,8 @@ class Runtime:
     @property
     def no_table_reason(self) -> str: ...
     def choose(self, workload: Any) -> Choice: ...
+    def prepare_conv2d(self, filter: _Array, input_shape: Sequence[int], stride: int = ..., pad: int = ...,
+                       epilogue: Sequence[str] = ..., dtype: str = ...) -> PreparedConv2d: ...
     @overload
     def matmul(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
                scale: Optional[_Array] = ..., shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
@@ -33,11 +48,11 @@ class Runtime:
                scale: Optional[_Array] = ..., shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
                return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
     @overload
-    def conv2d(self, input: _Array, filter: _Array, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
+    def conv2d(self, input: _Array, filter: _Filter, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
                *, bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
                residual: Optional[_Array] = ..., return_choice: Literal[False] = ...) -> _Array: ...
     @overload
-    def conv2d(self, input: _Array, filter: _Array, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
+    def conv2d(self, input: _Array, filter: _Filter, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
                *, bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
                residual: Optional[_Array] = ..., return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
     def matmul_int8(self, a: _Array, b: _Array, scale: _Array, comp: _Array, epilogue: Sequence[str] = ..., *,
@@ -47,12 +62,12 @@ class Runtime:
     def matmul_bf16(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
                     batchnorm_scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
                     residual: Optional[_Array] = ..., return_choice: bool = ...) -> Any: ...
-    def conv2d_int8(self, input: _Array, zero_point: int, filter: _Array, scale: _Array, comp: _Array,
+    def conv2d_int8(self, input: _Array, zero_point: int, filter: _Filter, scale: _Array, comp: _Array,
                     stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ..., *,
                     bias: Optional[_Array] = ..., batchnorm_scale: Optional[_Array] = ...,
                     shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
                     return_choice: bool = ...) -> Any: ...
-    def conv2d_bf16(self, input: _Array, filter: _Array, stride: int = ..., pad: int = ...,
+    def conv2d_bf16(self, input: _Array, filter: _Filter, stride: int = ..., pad: int = ...,
                     epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
                     batchnorm_scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
                     residual: Optional[_Array] = ..., return_choice: bool = ...) -> Any: ...

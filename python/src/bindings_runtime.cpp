@@ -48,11 +48,13 @@ Array<T> typed_array(const py::object& obj, const char* name, const char* dtype)
 
 FloatArray float32_array(const py::object& obj, const char* name) { return typed_array<float>(obj, name, "float32"); }
 
-std::string shape_text(const py::array& a) {
+std::string dims_text(const std::vector<py::ssize_t>& dims) {
   std::string s = "(";
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
-  return s + (a.ndim() == 1 ? ",)" : ")");
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + (dims.size() == 1 ? ",)" : ")");
 }
+
+std::string shape_text(const py::array& a) { return dims_text({a.shape(), a.shape() + a.ndim()}); }
 
 // The epilogue operands as arrays checked against the workload; a given operand that no op
 // reads is refused too (it would be silently ignored otherwise).
@@ -95,6 +97,14 @@ struct Epilogue {
     }
     return e;
   }
+};
+
+// A conv2d's filter prepared once for the kernel the runtime runs for it (runtime.hpp's
+// PackedConv2dWeights), with the filter shape (R, S, C, K) and dtype it was prepared as.
+struct PreparedConv2d {
+  runtime::PackedConv2dWeights weights;
+  std::vector<py::ssize_t> filter_shape;
+  DType dtype = DType::float32;
 };
 
 class PyRuntime {
@@ -165,6 +175,56 @@ class PyRuntime {
     no_scales(scale, comp);
     const Workload w = conv2d_of(in, f, stride, pad, e, d);
     return run(w, bf16_args(in, f), conv_out_shape(w), e, with_choice);
+  }
+
+  // The filter prepared once for a conv of inputs shaped input_shape (N, H, W, C): float32,
+  // int8 or bfloat16 (uint16 bit patterns), as conv2d / conv2d_low take it.
+  PreparedConv2d prepare_conv2d(const std::string& dtype, const py::object& f_obj,
+                                const std::vector<py::ssize_t>& input_shape, std::int64_t stride, std::int64_t pad,
+                                const Epilogue& e) {
+    const DType d = dtype == "float32" ? DType::float32 : low_precision_dtype(dtype);
+    const py::array f = d == DType::float32 ? py::array(float32_array(f_obj, "filter"))
+                        : d == DType::int8  ? py::array(typed_array<std::int8_t>(f_obj, "filter", "int8"))
+                                            : py::array(typed_array<std::uint16_t>(f_obj, "filter", "uint16"));
+    const std::vector<py::ssize_t> fs(f.shape(), f.shape() + f.ndim());
+    const Workload w = conv2d_of(input_shape, fs, stride, pad, e, d);
+    PreparedConv2d out{{}, fs, d};
+    {
+      py::gil_scoped_release release;
+      out.weights = rt_.prepare_weights(w, f.data());
+    }
+    return out;
+  }
+
+  // conv2d / conv2d_low with a prepared filter: its kernel packs nothing.
+  py::tuple conv2d_prepared(const py::object& in_obj, std::int32_t zero_point, const PreparedConv2d& f,
+                            const py::object& scale, const py::object& comp, std::int64_t stride, std::int64_t pad,
+                            const Epilogue& e, bool with_choice) {
+    host::AtvossArgs args{};
+    std::vector<py::ssize_t> in_shape;
+    py::array in;
+    if (f.dtype == DType::float32) {
+      in = float32_array(in_obj, "input");
+      args.a = static_cast<const float*>(in.data());
+    } else {
+      in = f.dtype == DType::int8 ? py::array(typed_array<std::uint8_t>(in_obj, "input", "uint8"))
+                                  : py::array(typed_array<std::uint16_t>(in_obj, "input", "uint16"));
+      args.qa = in.data();
+    }
+    const Workload w = conv2d_of({in.shape(), in.shape() + in.ndim()}, f.filter_shape, stride, pad, e, f.dtype);
+    Array<float> sc;
+    Array<std::int32_t> co;
+    if (f.dtype == DType::int8) {
+      sc = per_channel<float>(scale, "scale", "float32", w);
+      co = per_channel<std::int32_t>(comp, "comp", "int32", w);
+      args.qscale = sc.data();
+      args.qcomp = co.data();
+      args.qzero = zero_point;
+    } else if (!scale.is_none() || !comp.is_none()) {
+      throw_bad_input("runtime: only int8 takes 'scale' and 'comp'");
+    }
+    runtime::Runtime::use_prepared(w, f.weights, args);
+    return run(w, args, conv_out_shape(w), e, with_choice);
   }
 
   runtime::Runtime& runtime() { return rt_; }
@@ -244,12 +304,16 @@ class PyRuntime {
 
   static Workload conv2d_of(const py::array& in, const py::array& f, std::int64_t stride, std::int64_t pad,
                             const Epilogue& e, DType d) {
-    if (in.ndim() != 4 || f.ndim() != 4 || f.shape(2) != in.shape(3)) {
-      throw_bad_input("runtime: conv2d takes input (N, H, W, C) and filter (R, S, C, K), got " + shape_text(in) +
-                      " and " + shape_text(f));
+    return conv2d_of({in.shape(), in.shape() + in.ndim()}, {f.shape(), f.shape() + f.ndim()}, stride, pad, e, d);
+  }
+
+  static Workload conv2d_of(const std::vector<py::ssize_t>& in, const std::vector<py::ssize_t>& f, std::int64_t stride,
+                            std::int64_t pad, const Epilogue& e, DType d) {
+    if (in.size() != 4 || f.size() != 4 || f[2] != in[3]) {
+      throw_bad_input("runtime: conv2d takes input (N, H, W, C) and filter (R, S, C, K), got " + dims_text(in) +
+                      " and " + dims_text(f));
     }
-    const runtime::Conv2dShape s{in.shape(0), in.shape(3), in.shape(1), in.shape(2), f.shape(3),
-                                 f.shape(0),  f.shape(1),  stride,      pad};
+    const runtime::Conv2dShape s{in[0], in[3], in[1], in[2], f[3], f[0], f[1], stride, pad};
     return runtime::conv2d_workload(s, e.ops, d);
   }
 
@@ -439,7 +503,15 @@ void bind_runtime(py::module_& m) {
       .def("matmul", &PyRuntime::matmul)
       .def("matmul_low", &PyRuntime::matmul_low)
       .def("conv2d", &PyRuntime::conv2d)
-      .def("conv2d_low", &PyRuntime::conv2d_low);
+      .def("conv2d_low", &PyRuntime::conv2d_low)
+      .def("prepare_conv2d", &PyRuntime::prepare_conv2d)
+      .def("conv2d_prepared", &PyRuntime::conv2d_prepared);
+  py::class_<PreparedConv2d>(m, "PreparedConv2d")
+      .def_property_readonly("nbytes", [](const PreparedConv2d& p) { return p.weights.bytes(); })
+      .def_property_readonly("packed", [](const PreparedConv2d& p) { return p.weights.packed(); })
+      .def_property_readonly("dtype", [](const PreparedConv2d& p) { return std::string(to_string(p.dtype)); })
+      .def_property_readonly("filter_shape",
+                             [](const PreparedConv2d& p) { return py::tuple(py::cast(p.filter_shape)); });
   m.def("calibrate", &calibrate, py::arg("samples"), py::arg("method"), py::arg("percentile"), py::arg("bins"),
         py::arg("symmetric"));
   m.def("affine_code", &affine_code, py::arg("lo"), py::arg("hi"));

@@ -312,3 +312,20 @@ def test_the_runtime_delivers_the_time_the_tuner_reported(case, tmp_path):
     assert mean <= 20 * t, f"calls stall: mean {mean:.0f} us, the tuner's {t:.1f} us: {rounds}"
     assert fastest <= 3 * t, f"never as fast as tuned ({t:.1f} us): {rounds}"
     assert all(g["median_us"] >= 0.2 * t for g in rounds), f"faster than the tuner said ({t:.1f} us): {rounds}"
+
+
+def test_a_prepared_conv2d_filter_gives_the_per_call_output():
+    """Prepared once (packed by the kernel the runtime runs), the filter gives the per-call
+    output bit for bit and is not read again; another conv, or another dtype, refuses it
+    naming 'filter'."""
+    r = rt.Runtime()
+    x, f, b = random((1, 9, 8, 19), 11), random((3, 3, 19, 24), 12), random((24,), 13)
+    want = r.conv2d(x, f, 1, 1, ["bias"], bias=b)
+    prepared = r.prepare_conv2d(f, x.shape, 1, 1, ["bias"])
+    assert prepared.filter_shape == (3, 3, 19, 24) and prepared.dtype == "float32" and prepared.nbytes > 0
+    f[...] = 0.5
+    np.testing.assert_array_equal(r.conv2d(x, prepared, 1, 1, ["bias"], bias=b), want)
+    with pytest.raises(ValueError, match="'filter'"):
+        r.conv2d(x, prepared, 2, 1, ["bias"], bias=b)
+    with pytest.raises(ValueError, match="'filter'"):
+        r.conv2d_bf16(x.view(np.uint16)[..., :19], prepared, 1, 1)
