@@ -125,7 +125,7 @@ ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m) {
     return ScheduleSpace(std::move(ks), [w, m](const Schedule& s) { return check_depthwise(w, s, m); });
   }
   std::vector<Knob> ks = {
-      knob(knobs::micro_m, {4, 5, 6, 8}),
+      knob(knobs::micro_m, {4, 5, 6, 7, 8}),
       knob(knobs::micro_n, {lanes, 2 * lanes, 3 * lanes}),
       knob(knobs::tile_h, upto_covering(oh, {1, 4, 16, 64})),
       knob(knobs::tile_w, upto_covering(ow, {8, 16, 64})),
