@@ -66,7 +66,7 @@ class CpuUnit final : public lowering::ComputeUnit {
     f.accumulator = mr * nr * 4;
     f.staging = std::ceil(b.tile_m / mr) * mr * b.tile_k * e;
     if (!p.fusion.fused.empty()) f.vector = mr * nr * (4 + b.extra_in * e);
-    p.footprint.bytes[kL3] += b.tile_k * b.tile_n * e;
+    f.reused_block = b.tile_k * b.tile_n * e;
     p.registers = registers(t, s);
     return true;
   }
@@ -83,7 +83,7 @@ class CpuUnit final : public lowering::ComputeUnit {
     return l;
   }
   int level_of(lowering::Buffer role) const override {
-    static constexpr std::array<int, lowering::kBufferRoles> kLevel = {kL1d, kL1d, kRegisters, kL2, kL1d};
+    static constexpr std::array<int, lowering::kBufferRoles> kLevel = {kL1d, kL1d, kRegisters, kL2, kL1d, kL3};
     return kLevel[std::size_t(role)];
   }
 };

@@ -44,6 +44,13 @@ double run_us(KernelFn fn, AtvossArgs& args, long inner) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / double(inner);
 }
 
+// The runner's answer for an output `err` off the reference; `path` says which call path made it.
+Json wrong_answer(double err, const std::string& path) {
+  return Json{{"status", "wrong_answer"},
+              {"max_rel_error", std::isfinite(err) ? err : -1.0},
+              {"message", path + "max relative error " + std::to_string(err) + " > 1e-4 against the reference"}};
+}
+
 double coefficient_of_variation(const std::vector<double>& v) {
   double mean = 0;
   for (double x : v) mean += x;
@@ -80,11 +87,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   fn(&args);
   const int team = process_threads();
   const double err = max_relative_error(w, ops, o.seed);
-  if (!(err <= kMaxRelativeError)) {
-    return Json{{"status", "wrong_answer"},
-                {"max_rel_error", std::isfinite(err) ? err : -1.0},
-                {"message", "max relative error " + std::to_string(err) + " > 1e-4 against the reference"}};
-  }
+  if (!(err <= kMaxRelativeError)) return wrong_answer(err, "");
   // Constant weights are packed once, outside the timed calls (packed_weights.hpp); the
   // packed path is checked as the per-call one was.
   const PackedWeights packed = PackedWeights::pack(handle, args);
@@ -93,12 +96,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     std::fill(ops.c.begin(), ops.c.end(), 0.0f);
     fn(&args);
     const double packed_err = max_relative_error(w, ops, o.seed);
-    if (!(packed_err <= kMaxRelativeError)) {
-      return Json{{"status", "wrong_answer"},
-                  {"max_rel_error", std::isfinite(packed_err) ? packed_err : -1.0},
-                  {"message", "with prepacked weights: max relative error " + std::to_string(packed_err) +
-                                  " > 1e-4 against the reference"}};
-    }
+    if (!(packed_err <= kMaxRelativeError)) return wrong_answer(packed_err, "with prepacked weights: ");
   }
   const double one = run_us(fn, args, 1);  // also the warm-up
   const long inner = std::max(1L, long(std::ceil(o.min_repeat_us / std::max(one, 0.01))));

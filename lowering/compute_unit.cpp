@@ -41,7 +41,7 @@ class MatrixUnit final : public ComputeUnit {
     return l;
   }
   int level_of(Buffer role) const override {
-    static constexpr std::array<int, kBufferRoles> kLevel = {kL0A, kL0B, kL0C, kL1, kUB};
+    static constexpr std::array<int, kBufferRoles> kLevel = {kL0A, kL0B, kL0C, kL1, kUB, kL2};
     return kLevel[std::size_t(role)];
   }
 };
@@ -85,6 +85,8 @@ double Buffers::of(Buffer r) const {
       return staging;
     case Buffer::vector:
       return vector;
+    case Buffer::reused_block:
+      return reused_block;
   }
   return 0;
 }

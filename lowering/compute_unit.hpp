@@ -45,16 +45,17 @@ struct MemoryLevels {
 // The buffers a lowering template allocates, by role. The unit maps each role to a level
 // (ComputeUnit::level_of): on the NPU each role is a buffer of its own; on a CPU both
 // micro-panels and the epilogue's tile share L1d.
-enum class Buffer { operand_a, operand_b, accumulator, staging, vector };
-inline constexpr int kBufferRoles = 5;
+enum class Buffer { operand_a, operand_b, accumulator, staging, vector, reused_block };
+inline constexpr int kBufferRoles = 6;
 
 // Bytes a template keeps allocated per role, buffers in flight included.
 struct Buffers {
-  double operand_a = 0;    // A (input) tile next to the compute
-  double operand_b = 0;    // B (weight) tile next to the compute
-  double accumulator = 0;  // the output tile being accumulated
-  double staging = 0;      // GM loads in flight (and kept output) before they reach the operands
-  double vector = 0;       // the vector unit's tiles (epilogue, row ops)
+  double operand_a = 0;     // A (input) tile next to the compute
+  double operand_b = 0;     // B (weight) tile next to the compute
+  double accumulator = 0;   // the output tile being accumulated
+  double staging = 0;       // GM loads in flight (and kept output) before they reach the operands
+  double vector = 0;        // the vector unit's tiles (epilogue, row ops)
+  double reused_block = 0;  // a block every tile of a sweep reads again (a CPU's B panel)
   double of(Buffer r) const;
 };
 

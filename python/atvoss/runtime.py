@@ -94,7 +94,8 @@ class Runtime:
         generator does not serve conv2d."""
         e = _epilogue(epilogue, bias, scale, shift, residual)
         if isinstance(filter, _atvoss.PreparedConv2d):
-            out, choice = self._prepared(filter, "float32", input, 0, None, None, stride, pad, e, return_choice)
+            out, choice = self._rt.conv2d_prepared("float32", input, 0, filter, None, None, stride, pad, e,
+                                                   return_choice)
         else:
             out, choice = self._rt.conv2d(input, filter, stride, pad, e, return_choice)
         return (out, Choice._from_json(choice)) if return_choice else out
@@ -139,7 +140,8 @@ class Runtime:
         comp[k] = zero_point * sum over r, s, c of filter[r, s, c, k]."""
         e = _epilogue(epilogue, bias, batchnorm_scale, shift, residual)
         if isinstance(filter, _atvoss.PreparedConv2d):
-            out, choice = self._prepared(filter, "int8", input, zero_point, scale, comp, stride, pad, e, return_choice)
+            out, choice = self._rt.conv2d_prepared("int8", input, zero_point, filter, scale, comp, stride, pad, e,
+                                                   return_choice)
         else:
             out, choice = self._rt.conv2d_low("int8", input, zero_point, filter, scale, comp, stride, pad, e,
                                               return_choice)
@@ -151,16 +153,11 @@ class Runtime:
         """bf16 conv2d on uint16 bit patterns (NHWC input, HWIO filter), float32 out."""
         e = _epilogue(epilogue, bias, batchnorm_scale, shift, residual)
         if isinstance(filter, _atvoss.PreparedConv2d):
-            out, choice = self._prepared(filter, "bfloat16", input, 0, None, None, stride, pad, e, return_choice)
+            out, choice = self._rt.conv2d_prepared("bfloat16", input, 0, filter, None, None, stride, pad, e,
+                                                   return_choice)
         else:
             out, choice = self._rt.conv2d_low("bfloat16", input, 0, filter, None, None, stride, pad, e, return_choice)
         return (out, Choice._from_json(choice)) if return_choice else out
-
-    def _prepared(self, filter: Any, dtype: str, input: Any, zero_point: int, scale: Any, comp: Any, stride: int,
-                  pad: int, e: Any, return_choice: bool) -> Any:
-        if filter.dtype != dtype:
-            raise ValueError(f"runtime: argument 'filter' was prepared for {filter.dtype}, not {dtype}")
-        return self._rt.conv2d_prepared(input, zero_point, filter, scale, comp, stride, pad, e, return_choice)
 
     def __repr__(self) -> str:
         return f"Runtime(table={self.table!r})"

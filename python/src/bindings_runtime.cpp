@@ -182,10 +182,8 @@ class PyRuntime {
   PreparedConv2d prepare_conv2d(const std::string& dtype, const py::object& f_obj,
                                 const std::vector<py::ssize_t>& input_shape, std::int64_t stride, std::int64_t pad,
                                 const Epilogue& e) {
-    const DType d = dtype == "float32" ? DType::float32 : low_precision_dtype(dtype);
-    const py::array f = d == DType::float32 ? py::array(float32_array(f_obj, "filter"))
-                        : d == DType::int8  ? py::array(typed_array<std::int8_t>(f_obj, "filter", "int8"))
-                                            : py::array(typed_array<std::uint16_t>(f_obj, "filter", "uint16"));
+    const DType d = conv_dtype(dtype);
+    const py::array f = conv_operand(d, f_obj, "filter");
     const std::vector<py::ssize_t> fs(f.shape(), f.shape() + f.ndim());
     const Workload w = conv2d_of(input_shape, fs, stride, pad, e, d);
     PreparedConv2d out{{}, fs, d};
@@ -196,32 +194,29 @@ class PyRuntime {
     return out;
   }
 
-  // conv2d / conv2d_low with a prepared filter: its kernel packs nothing.
-  py::tuple conv2d_prepared(const py::object& in_obj, std::int32_t zero_point, const PreparedConv2d& f,
-                            const py::object& scale, const py::object& comp, std::int64_t stride, std::int64_t pad,
-                            const Epilogue& e, bool with_choice) {
+  // conv2d / conv2d_low in dtype with a prepared filter: its kernel packs nothing. A filter
+  // prepared for another conv (dtype included) is refused by the runtime, naming 'filter'.
+  py::tuple conv2d_prepared(const std::string& dtype, const py::object& in_obj, std::int32_t zero_point,
+                            const PreparedConv2d& f, const py::object& scale, const py::object& comp,
+                            std::int64_t stride, std::int64_t pad, const Epilogue& e, bool with_choice) {
+    const DType d = conv_dtype(dtype);
+    const py::array in = conv_operand(d, in_obj, "input");
+    const Workload w = conv2d_of({in.shape(), in.shape() + in.ndim()}, f.filter_shape, stride, pad, e, d);
     host::AtvossArgs args{};
-    std::vector<py::ssize_t> in_shape;
-    py::array in;
-    if (f.dtype == DType::float32) {
-      in = float32_array(in_obj, "input");
+    if (d == DType::float32)
       args.a = static_cast<const float*>(in.data());
-    } else {
-      in = f.dtype == DType::int8 ? py::array(typed_array<std::uint8_t>(in_obj, "input", "uint8"))
-                                  : py::array(typed_array<std::uint16_t>(in_obj, "input", "uint16"));
+    else
       args.qa = in.data();
-    }
-    const Workload w = conv2d_of({in.shape(), in.shape() + in.ndim()}, f.filter_shape, stride, pad, e, f.dtype);
     Array<float> sc;
     Array<std::int32_t> co;
-    if (f.dtype == DType::int8) {
+    if (d == DType::int8) {
       sc = per_channel<float>(scale, "scale", "float32", w);
       co = per_channel<std::int32_t>(comp, "comp", "int32", w);
       args.qscale = sc.data();
       args.qcomp = co.data();
       args.qzero = zero_point;
-    } else if (!scale.is_none() || !comp.is_none()) {
-      throw_bad_input("runtime: only int8 takes 'scale' and 'comp'");
+    } else {
+      no_scales(scale, comp);
     }
     runtime::Runtime::use_prepared(w, f.weights, args);
     return run(w, args, conv_out_shape(w), e, with_choice);
@@ -234,6 +229,18 @@ class PyRuntime {
     if (dtype == "int8") return DType::int8;
     if (dtype == "bfloat16") return DType::bfloat16;
     throw_bad_input("runtime: 'dtype' must be \"int8\" or \"bfloat16\", got \"" + dtype + "\"");
+  }
+
+  static DType conv_dtype(const std::string& dtype) {
+    return dtype == "float32" ? DType::float32 : low_precision_dtype(dtype);
+  }
+
+  // A conv operand of dtype d: float32; int8's input uint8 and filter int8; bfloat16's uint16.
+  static py::array conv_operand(DType d, const py::object& obj, const char* name) {
+    if (d == DType::float32) return float32_array(obj, name);
+    if (d == DType::bfloat16) return typed_array<std::uint16_t>(obj, name, "uint16");
+    if (std::string(name) == "filter") return typed_array<std::int8_t>(obj, name, "int8");
+    return typed_array<std::uint8_t>(obj, name, "uint8");
   }
 
   static void no_scales(const py::object& scale, const py::object& comp) {
