@@ -124,47 +124,34 @@ void macro(long mc, long nc, long kc, const float* ap, const float* bp, float* C
   }
 }
 
-// threads: order 1 splits the mc blocks among the threads, each packing its own A block and
-// B panels; orders 0 and 2 pack each B block once (its rows split among the threads), then
-// split the mc blocks, and where there are fewer than two per thread (a small M) also each
-// block's micro-panels into THREADS column slices, slice by slice, so that every thread gets
-// its share. Each thread packs A into its own buffer (the same block once per slice).
-void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const float* res,
-          float* ap_all, float* bp_all) {
+// One thread's share of C, rows [p.i0, p.i1) and columns [p.j0, p.j1) (part_of): the whole
+// BLIS loop nest of the schedule's order on it, with the thread's own packing buffers, so the
+// threads never wait for each other inside a call (docs/decisions/host-thread-parts.md).
+void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const float* res, float* ap,
+          float* bp, const Part& p) {
   if constexpr (ORDER == 1) {
-    PARALLEL_FOR
-    for (long ic = 0; ic < M; ic += MC) {
-      float* ap = ap_all + THREAD_ID * AP_FLOATS;
-      float* bp = bp_all + THREAD_ID * BP_FLOATS;
-      const long mc = M - ic < MC ? M - ic : MC;
+    for (long ic = p.i0; ic < p.i1; ic += MC) {
+      const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
         pack_a(A, ic, mc, pc, kc, ap);
-        for (long jc = 0; jc < N; jc += NC) {
-          const long nc = N - jc < NC ? N - jc : NC;
+        for (long jc = p.j0; jc < p.j1; jc += NC) {
+          const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
           for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
           macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
         }
       }
     }
   } else {
-    for (long jc = 0; jc < N; jc += NC) {
-      const long nc = N - jc < NC ? N - jc : NC;
+    for (long jc = p.j0; jc < p.j1; jc += NC) {
+      const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
-        PARALLEL_FOR
-        for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp_all);
-        const long panels = (nc + NR - 1) / NR;
-        PARALLEL_FOR
-        for (long item = 0; item < MBLOCKS * SLICES; ++item) {
-          const long ic = item % MBLOCKS * MC, p0 = item / MBLOCKS * panels / SLICES;
-          const long p1 = (item / MBLOCKS + 1) * panels / SLICES;
-          if (p0 == p1) continue;
-          float* ap = ap_all + THREAD_ID * AP_FLOATS;
-          const long mc = M - ic < MC ? M - ic : MC, j0 = p0 * NR;
+        for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
+        for (long ic = p.i0; ic < p.i1; ic += MC) {
+          const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
           pack_a(A, ic, mc, pc, kc, ap);
-          macro(mc, (p1 * NR < nc ? p1 * NR : nc) - j0, kc, ap, bp_all + j0 * kc, C, ic, jc + j0, pc == 0,
-                pc + kc >= K, g, res);
+          macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
         }
       }
     }
@@ -173,7 +160,39 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
 
 )";
 
+// Thread t's share of the M x N output, cell (t / TN, t % TN) of a TM x TN grid cut at whole
+// micro-tiles (the last row or column of the grid takes the ragged edge).
+constexpr const char* kPart = R"(struct Part {
+  long i0, i1, j0, j1;
+};
+inline long cut(long units, long parts, long i, long unit, long dim) {
+  const long v = units * i / parts * unit;
+  return v < dim ? v : dim;
+}
+inline Part part_of(long t) {
+  constexpr long Q = (M + MR - 1) / MR, P = (N + NR - 1) / NR;
+  const long r = t / TN, c = t % TN;
+  return {cut(Q, TM, r, MR, M), cut(Q, TM, r + 1, MR, M), cut(P, TN, c, NR, N), cut(P, TN, c + 1, NR, N)};
+}
+)";
+
 }  // namespace
+
+ThreadGrid thread_grid(long m, long n, long mr, long nr, long threads) {
+  threads = std::max(1L, threads);
+  const long q = (m + mr - 1) / mr, p = (n + nr - 1) / nr;
+  ThreadGrid best{threads, 1};
+  long best_tiles = -1;
+  // Columns first among equals: a column cut shares no B panel, and B is the larger operand
+  // to pack wherever M is small.
+  for (long cols = threads; cols >= 1; --cols) {
+    if (threads % cols != 0) continue;
+    const long rows = threads / cols;
+    const long tiles = (q + rows - 1) / rows * ((p + cols - 1) / cols);
+    if (best_tiles < 0 || tiles < best_tiles) best = {rows, cols}, best_tiles = tiles;
+  }
+  return best;
+}
 
 long whole_blocks(long v, long step) { return std::max(step, v / step * step); }
 
@@ -188,10 +207,9 @@ std::string matmul_constants(const Workload& w, const Schedule& s, const Machine
     << "constexpr long MC = " << whole_blocks(knob(knobs::tile_m), mr)
     << ", NC = " << whole_blocks(knob(knobs::tile_n), nr) << ", KC = " << kc << ";\n"
     << "constexpr long PF = " << 8 * (knob(knobs::async_copy_depth) - 1) << ";\n"
-    << "constexpr int ORDER = " << knob(knobs::tile_order)
-    << ";\n"
-    // Column slices per mc block (gemm): THREADS where the mc blocks are fewer than two a thread.
-    << "constexpr long MBLOCKS = (M + MC - 1) / MC, SLICES = MBLOCKS >= 2 * THREADS ? 1 : THREADS;\n";
+    << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n";
+  const ThreadGrid grid = thread_grid(shape.m, shape.n, mr, nr, knob(knobs::threads));
+  o << "constexpr long TM = " << grid.rows << ", TN = " << grid.cols << ";\n" << kPart;
   return o.str();
 }
 
@@ -210,11 +228,17 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     << vector_helpers() << epilogue_functions(split) << separate_pass_function()
     << with_unroll(kKernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
     << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
-    << "  static thread_local Scratch ap(" << threads << " * AP_FLOATS), bp(" << threads << " * BP_FLOATS);\n"
+    << "  static thread_local Scratch ap(" << threads << " * AP_FLOATS), bp(" << threads
+    << " * BP_FLOATS);\n"
+    // The caller's buffers, named outside the parallel loop: a worker's own thread_local is another one.
+    << "  float* const ap_all = ap.p;\n  float* const bp_all = bp.p;\n"
     << "  for (long b = 0; b < BATCH; ++b) {\n"
     << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
     << "    float* C = g->c + b * M * N;\n"
-    << "    gemm(g->a + b * M * K, g->b + b * K * N, C, *g, res, ap.p, bp.p);\n";
+    << "    PARALLEL_FOR\n"
+    << "    for (long t = 0; t < THREADS; ++t)\n"
+    << "      gemm(g->a + b * M * K, g->b + b * K * N, C, *g, res, ap_all + t * AP_FLOATS, bp_all + t * BP_FLOATS, "
+       "part_of(t));\n";
   o << separate_pass_calls(split, "C") << "  }\n}\n";
   return o.str();
 }

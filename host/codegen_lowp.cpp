@@ -240,45 +240,34 @@ void macro(long mc, long nc, long kc, const TA* ap, const TB* bp, float* C, long
   end_tiles();
 }
 
-// threads as in the fp32 kernel (codegen.cpp), column slices included.
-void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* res, TA* ap_all, TB* bp_all,
-          const int* comp) {
+// One thread's part of C, as in the fp32 kernel (codegen.cpp).
+void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* res, TA* ap, TB* bp,
+          const int* comp, const Part& p) {
   if constexpr (ORDER == 1) {
-    PARALLEL_FOR
-    for (long ic = 0; ic < M; ic += MC) {
-      TA* ap = ap_all + THREAD_ID * AP_ELEMS;
-      TB* bp = bp_all + THREAD_ID * BP_ELEMS;
-      const long mc = M - ic < MC ? M - ic : MC;
+    for (long ic = p.i0; ic < p.i1; ic += MC) {
+      const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
         const long groups = padded_k(kc) / KG;
         pack_a(A, ic, mc, pc, kc, ap);
-        for (long jc = 0; jc < N; jc += NC) {
-          const long nc = N - jc < NC ? N - jc : NC;
+        for (long jc = p.j0; jc < p.j1; jc += NC) {
+          const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
           for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
           macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
         }
       }
     }
   } else {
-    for (long jc = 0; jc < N; jc += NC) {
-      const long nc = N - jc < NC ? N - jc : NC;
+    for (long jc = p.j0; jc < p.j1; jc += NC) {
+      const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
         const long groups = padded_k(kc) / KG;
-        PARALLEL_FOR
-        for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp_all);
-        const long panels = (nc + NR - 1) / NR;
-        PARALLEL_FOR
-        for (long item = 0; item < MBLOCKS * SLICES; ++item) {
-          const long ic = item % MBLOCKS * MC, p0 = item / MBLOCKS * panels / SLICES;
-          const long p1 = (item / MBLOCKS + 1) * panels / SLICES;
-          if (p0 == p1) continue;
-          TA* ap = ap_all + THREAD_ID * AP_ELEMS;
-          const long mc = M - ic < MC ? M - ic : MC, j0 = p0 * NR;
+        for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
+        for (long ic = p.i0; ic < p.i1; ic += MC) {
+          const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
           pack_a(A, ic, mc, pc, kc, ap);
-          macro(mc, (p1 * NR < nc ? p1 * NR : nc) - j0, kc, ap, bp_all + j0 * padded_k(kc), C, ic, jc + j0,
-                pc == 0, pc + kc >= K, g, res, comp);
+          macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
         }
       }
     }
@@ -419,13 +408,16 @@ std::string generate_low_precision_source(const Workload& w, const Schedule& s, 
   if (amx) o << "  static const bool permitted = amx_permitted();\n  if (!permitted) __builtin_trap();\n";
   o << "  static thread_local Scratch ap(" << threads << " * AP_ELEMS * sizeof(TA) / 4), bp(" << threads
     << " * BP_ELEMS * sizeof(TB) / 4);\n"
+    << "  TA* const ap_all = (TA*)ap.p;\n  TB* const bp_all = (TB*)bp.p;\n"
     << "  const TA* qa = static_cast<const TA*>(g->qa);\n"
     << "  const TB* qb = static_cast<const TB*>(g->qb);\n"
     << "  for (long b = 0; b < BATCH; ++b) {\n"
     << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
     << "    float* C = g->c + b * M * N;\n"
-    << "    gemm(qa + b * M * K, qb + b * K * N, C, *g, res, (TA*)ap.p, (TB*)bp.p, INT8 ? g->qcomp + b * N : "
-       "nullptr);\n";
+    << "    PARALLEL_FOR\n"
+    << "    for (long t = 0; t < THREADS; ++t)\n"
+    << "      gemm(qa + b * M * K, qb + b * K * N, C, *g, res, ap_all + t * AP_ELEMS, bp_all + t * BP_ELEMS,\n"
+    << "           INT8 ? g->qcomp + b * N : nullptr, part_of(t));\n";
   o << separate_pass_calls(split, "C") << "  }\n}\n";
   return o.str();
 }

@@ -113,10 +113,9 @@ std::string epilogue_function(const std::string& name, const std::vector<std::st
 namespace {
 
 std::string parallel_text(int threads) {
-  if (threads <= 1) return "#define PARALLEL_FOR\n#define THREAD_ID 0\nconstexpr long THREADS = 1;\n";
+  if (threads <= 1) return "#define PARALLEL_FOR\nconstexpr long THREADS = 1;\n";
   return "#include <omp.h>\n#define PARALLEL_FOR _Pragma(\"omp parallel for num_threads(" + std::to_string(threads) +
-         ") schedule(static)\")\n#define THREAD_ID omp_get_thread_num()\nconstexpr long THREADS = " +
-         std::to_string(threads) + ";\n";
+         ") schedule(static)\")\nconstexpr long THREADS = " + std::to_string(threads) + ";\n";
 }
 
 // A calling thread's buffer: kernels keep their packing buffers and padded images in

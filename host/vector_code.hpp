@@ -30,7 +30,7 @@ std::string vector_helpers();
 std::string epilogue_function(const std::string& name, const std::vector<std::string>& ops);
 
 // The top of every kernel source: a comment naming the workload and schedule, the includes,
-// PARALLEL_FOR (an OpenMP parallel for over `threads` threads; nothing for 1) and THREAD_ID,
+// PARALLEL_FOR (an OpenMP parallel for over `threads` threads; nothing for 1) and THREADS,
 // the ABI struct, the opening of the anonymous namespace and `Scratch`, a per-calling-thread
 // buffer (`static thread_local Scratch buf(floats);`, zeroed once).
 std::string kernel_preamble(const Workload& w, const Schedule& s, int threads);

@@ -54,9 +54,31 @@ const std::vector<ScheduleCase> kCases = {
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_m", 48}, {"tile_k", 256}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"batch_matmul","dtype":"float32","dims":{"B":3,"M":17,"N":24,"K":40},"epilogue":["add"]})",
      {{"micro_m", 6}, {"micro_n", 8}, {"fusion_level", 2}, {"async_copy_depth", 2}, {"k_steps", 1}, {"threads", 2}}},
+    // One column panel: two threads cut the rows, the cut inside an mc block, in both loop orders.
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":197,"N":16,"K":70},"epilogue":["bias","add"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 0}, {"threads", 2}}},
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":197,"N":16,"K":70},"epilogue":["bias","add"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 1}, {"threads", 2}}},
 };
 
 TEST(CodegenTest, EveryScheduleInTheTableComputesTheReference) { expect_every_case_computes_the_reference(kCases, 7); }
+
+// Threads cut C into whole micro-tiles: the grid whose largest part has the fewest, columns
+// first among equals, and rows where there are too few columns to share.
+TEST(CodegenTest, ThreadsCutTheOutputIntoTheEvenestGrid) {
+  auto grid = [](long m, long n, long mr, long nr, long threads) {
+    const ThreadGrid g = thread_grid(m, n, mr, nr, threads);
+    return std::pair{g.rows, g.cols};
+  };
+  EXPECT_EQ(grid(1024, 1024, 6, 32, 2), std::pair(1L, 2L));  // 171 x 16 tiles each against 86 x 32
+  EXPECT_EQ(grid(128, 3072, 6, 32, 2), std::pair(1L, 2L));   // 22 x 48 either way: columns
+  EXPECT_EQ(grid(197, 16, 6, 16, 2), std::pair(2L, 1L));     // one column panel
+  EXPECT_EQ(grid(1024, 96, 6, 32, 2), std::pair(2L, 1L));    // 3 panels: 171 x 2 against 86 x 3
+  EXPECT_EQ(grid(1024, 1024, 6, 32, 4), std::pair(1L, 4L));  // 171 x 8 each
+  EXPECT_EQ(grid(60, 320, 6, 32, 4), std::pair(2L, 2L));     // 5 x 5 against 10 x 3 and 3 x 10
+  EXPECT_EQ(grid(64, 64, 6, 16, 1), std::pair(1L, 1L));
+  EXPECT_EQ(grid(64, 64, 6, 16, 0), std::pair(1L, 1L));  // no threads is one
+}
 
 TEST(CodegenTest, EveryKnobChangesTheSource) {
   testing::expect_every_knob_changes_the_source(
