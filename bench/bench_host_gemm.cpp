@@ -1,5 +1,6 @@
 // bench_host_gemm: the host backend's sgemm against the libraries, one run side by side.
-// For each shape (square 256/1024/2048, the BERT-base GEMMs at M = 128): a naive loop, the
+// For each shape (square 256 to 4096, the BERT-base GEMMs at M = 128): a naive loop (up to 2048^3:
+// past it one call takes tens of seconds), the
 // atvoss default schedule, atvoss tuned (--trials, default 200, the tuner's default search on the
 // real runner; $ATVOSS_HOST_MAX_THREADS=1), the fastest of the default and the 5 best stored
 // schedules re-measured, OpenBLAS sgemm, BLIS sgemm and oneDNN matmul, all on one thread, in
@@ -9,7 +10,9 @@
 // tuner's own measurement; the others come from interleaved rounds (--rounds, default 15) in
 // this process, pinned to one core, median window by wall clock and by thread CPU time.
 // A database that already holds the trials is resumed, not tuned again.
-// Usage: bench_host_gemm [--trials N] [--rounds N] [--quick] [--db FILE]
+// The last lines give issue 36's goals per shape: the better atvoss pick as a fraction of the
+// peak and as a ratio to oneDNN.
+// Usage: bench_host_gemm [--trials N] [--rounds N] [--quick] [--db FILE] [--only NAME]
 #include <dlfcn.h>
 #include <omp.h>
 
@@ -109,6 +112,17 @@ struct Libraries {
 
 }  // namespace
 
+// The better of the tuned and the re-measured pick, by wall clock: its fraction of the peak and
+// its ratio to oneDNN.
+std::string peak_line(const std::string& name, double flops, double peak, const Timed& tuned, const Timed& picked,
+                      const Timed& onednn) {
+  const double best = std::min(median_of(tuned.wall_us), median_of(picked.wall_us));
+  char line[160];
+  std::snprintf(line, sizeof line, "%s: %.2f of peak, %.2fx oneDNN", name.c_str(), flops / best * 1e-3 / peak,
+                median_of(onednn.wall_us) / best);
+  return line;
+}
+
 std::string ratio_line(const std::string& name, const Timed& tuned, const Timed& picked, const Timed& ref) {
   char line[200];
   std::snprintf(line, sizeof line, "%s: tuned %.2f (wall) %.2f (cpu); top re-measured %.2f (wall) %.2f (cpu)",
@@ -118,9 +132,13 @@ std::string ratio_line(const std::string& name, const Timed& tuned, const Timed&
   return line;
 }
 
+struct Summary {
+  std::string vs_openblas, vs_peak;
+};
+
 // The implementations of one shape, timed side by side; returns tuned / OpenBLAS and
-// re-measured / OpenBLAS by wall clock and by CPU time, as one summary line.
-std::string compare(const Shape& s, Libraries& libs, int trials, int rounds, double peak, const std::string& db) {
+// re-measured / OpenBLAS by wall clock and by CPU time, and peak_line.
+Summary compare(const Shape& s, Libraries& libs, int trials, int rounds, double peak, const std::string& db) {
   const Workload w = matmul_workload(s);
   host::Operands o = host::make_operands(w, 1);
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
@@ -137,14 +155,18 @@ std::string compare(const Shape& s, Libraries& libs, int trials, int rounds, dou
       {"OpenBLAS", [&] { libs.openblas(s, o); }},
       {"BLIS", [&] { libs.blis(s, o); }},
       {"oneDNN", onednn}};
+  std::vector<double> runner = {NAN, at.default_us, at.tuned_us, NAN, NAN, NAN, NAN};
+  if (flops > 2.0 * 2048 * 2048 * 2048) impls.erase(impls.begin()), runner.erase(runner.begin());
+  const std::size_t first = impls.size() - 6;  // the default, past the naive loop where it runs
   interleave(impls, rounds);
-  const double runner[] = {NAN, at.default_us, at.tuned_us, NAN, NAN, NAN, NAN};
   for (std::size_t i = 0; i < impls.size(); ++i)
-    side_by_side_row(s.name, impls[i].name, flops, runner[i], impls[i], peak, impls[4]);
+    side_by_side_row(s.name, impls[i].name, flops, runner[i], impls[i], peak, impls[first + 3]);
   std::printf("%-22s tuned schedule %s\n", s.name.c_str(), at.tuned.to_json().dump().c_str());
   std::printf("%-22s re-measured pick %s%s\n", s.name.c_str(), picked.schedule.to_json().dump().c_str(),
               picked.is_default ? " (the default)" : "");
-  return ratio_line(s.name, impls[2], impls[3], impls[4]);
+  const Timed &tuned_t = impls[first + 1], &picked_t = impls[first + 2];
+  return {ratio_line(s.name, tuned_t, picked_t, impls[first + 3]),
+          peak_line(s.name, flops, peak, tuned_t, picked_t, impls[first + 5])};
 }
 
 // GEMM + bias + GELU: the tuned fused kernel, the same schedule unfused, and OpenBLAS followed
@@ -197,17 +219,24 @@ int main(int argc, char** argv) {
       db.c_str(), rounds);
   side_by_side_header("shape (MxNxK)", "/OpenBLAS");
   std::vector<Shape> shapes = {{"256^3", 256, 256, 256, {}},
+                               {"512^3", 512, 512, 512, {}},
                                {"1024^3", 1024, 1024, 1024, {}},
                                {"2048^3", 2048, 2048, 2048, {}},
+                               {"4096^3", 4096, 4096, 4096, {}},
                                {"bert 128x768x768", 128, 768, 768, {}},
                                {"bert 128x3072x768", 128, 3072, 768, {}},
                                {"bert 128x768x3072", 128, 768, 3072, {}}};
-  if (quick) shapes = {shapes[0], shapes[3]};
-  std::vector<std::string> summary;
+  if (quick) shapes = {shapes[0], shapes[5]};
+  std::erase_if(shapes, [&](const Shape& s) { return s.name.find(args->only) == std::string::npos; });
+  std::vector<Summary> summary;
   for (const Shape& s : shapes) summary.push_back(compare(s, libs, trials, rounds, peak, db));
-  summary.push_back(compare_fused(libs, trials, rounds, peak, db));
+  const bool fused = std::string("ffn 128x3072x768+b+g").find(args->only) != std::string::npos;
+  if (fused) summary.push_back({compare_fused(libs, trials, rounds, peak, db), ""});
   std::printf(
       "tuned / OpenBLAS (goals: 1024^3 >= 0.80, BERT >= 1.0 on two of three, fused >= 1.1 of OpenBLAS + pass):\n");
-  for (const auto& line : summary) std::printf("  %s\n", line.c_str());
+  for (const auto& line : summary) std::printf("  %s\n", line.vs_openblas.c_str());
+  std::printf("the better atvoss pick (goals: >= 0.85 of peak and >= 1.0x oneDNN on every square and BERT shape):\n");
+  for (const auto& line : summary)
+    if (!line.vs_peak.empty()) std::printf("  %s\n", line.vs_peak.c_str());
   return 0;
 }

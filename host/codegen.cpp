@@ -84,8 +84,10 @@ inline void micro(long kc, const float* __restrict a, const float* __restrict b,
         float* p = c + r * N + v * VL;
         vf x = acc[r][v];
         if (!first) x += loadu(p);
-        if (last) x = fused<true>(x, g, res_row, col0 + v * VL, VL);
-        storeu(p, x);
+        if (last)
+          store_out(g, p, fused<true>(x, g, res_row, col0 + v * VL, VL), VL);
+        else
+          storeu(p, x);
       }
     }
     return;
@@ -102,8 +104,10 @@ inline void micro(long kc, const float* __restrict a, const float* __restrict b,
       float* p = c + r * N + v * VL;
       vf x = tmp[r][v];
       if (!first) x += load_n(p, n);
-      if (last) x = fused<false>(x, g, res_row, col0 + v * VL, n);
-      store_n(p, x, n);
+      if (last)
+        store_out(g, p, fused<false>(x, g, res_row, col0 + v * VL, n), n);
+      else
+        store_n(p, x, n);
     }
   }
 }
@@ -239,7 +243,7 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     << "    for (long t = 0; t < THREADS; ++t)\n"
     << "      gemm(g->a + b * M * K, g->b + b * K * N, C, *g, res, ap_all + t * AP_FLOATS, bp_all + t * BP_FLOATS, "
        "part_of(t));\n";
-  o << separate_pass_calls(split, "C") << "  }\n}\n";
+  o << separate_pass_calls(w, split, "C") << "  }\n}\n";
   return o.str();
 }
 

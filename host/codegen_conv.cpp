@@ -189,8 +189,10 @@ inline void micro(long kc, const float* const* ap, const float* __restrict b, fl
         float* p = cp[i] + v * VL;
         vf x = acc[i][v];
         if (!first) x += loadu(p);
-        if (last) x = fused<true>(x, g, rp[i], col0 + v * VL, VL);
-        storeu(p, x);
+        if (last)
+          store_out(g, p, fused<true>(x, g, rp[i], col0 + v * VL, VL), VL);
+        else
+          storeu(p, x);
       }
     }
     return;
@@ -201,8 +203,10 @@ inline void micro(long kc, const float* const* ap, const float* __restrict b, fl
       float* p = cp[i] + v * VL;
       vf x = acc[i][v];
       if (!first) x += load_n(p, n);
-      if (last) x = fused<false>(x, g, rp[i], col0 + v * VL, n);
-      store_n(p, x, n);
+      if (last)
+        store_out(g, p, fused<false>(x, g, rp[i], col0 + v * VL, n), n);
+      else
+        store_n(p, x, n);
     }
   }
 }
@@ -435,9 +439,9 @@ inline void micro(const float* const* ap, const float* wgt, float* const* cp, co
 #pragma GCC unroll 8
     for (long v = 0; v < NV; ++v) {
       if constexpr (FULL) {
-        storeu(cp[i] + v * VL, fused<true>(acc[i][v], g, rp[i], col0 + v * VL, VL));
+        store_out(g, cp[i] + v * VL, fused<true>(acc[i][v], g, rp[i], col0 + v * VL, VL), VL);
       } else if (cnt[v] > 0) {
-        store_n(cp[i] + v * VL, fused<false>(acc[i][v], g, rp[i], col0 + v * VL, cnt[v]), cnt[v]);
+        store_out(g, cp[i] + v * VL, fused<false>(acc[i][v], g, rp[i], col0 + v * VL, cnt[v]), cnt[v]);
       }
     }
   }
@@ -558,7 +562,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     o << (dw ? "    conv_image(in, g->b, wp.p, out, res, n == 0, *g);\n"
              : "    conv_image(in, g->b, packed, out, res, n == 0 && !prepacked, prepacked, *g);\n");
   }
-  o << separate_pass_calls(split, "out") << "  }\n}\n";
+  o << separate_pass_calls(w, split, "out") << "  }\n}\n";
   return o.str();
 }
 

@@ -94,12 +94,14 @@ inline void write_back(ACC (&acc)[MR][NV], const Rows& rows, long mr, long nr, b
           continue;
         }
         const vf y = __builtin_convertvector(x - loadi(comp + col, n), vf) * load_n(g.qscale + col, n);
-        store_n(p, fused<FULL>(y, g, res_row, col, n), n);
+        store_out(g, p, fused<FULL>(y, g, res_row, col, n), n);
       } else {
         vf x = (vf)acc[r][v];
         if (!first) x += load_n(p, n);
-        if (last) x = fused<FULL>(x, g, res_row, col, n);
-        store_n(p, x, n);
+        if (last)
+          store_out(g, p, fused<FULL>(x, g, res_row, col, n), n);
+        else
+          store_n(p, x, n);
       }
     }
   }
@@ -418,7 +420,7 @@ std::string generate_low_precision_source(const Workload& w, const Schedule& s, 
     << "    for (long t = 0; t < THREADS; ++t)\n"
     << "      gemm(qa + b * M * K, qb + b * K * N, C, *g, res, ap_all + t * AP_ELEMS, bp_all + t * BP_ELEMS,\n"
     << "           INT8 ? g->qcomp + b * N : nullptr, part_of(t));\n";
-  o << separate_pass_calls(split, "C") << "  }\n}\n";
+  o << separate_pass_calls(w, split, "C") << "  }\n}\n";
   return o.str();
 }
 

@@ -91,10 +91,11 @@ bool conv_supports(const Workload& w, std::string* why) {
                  : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
   } else {
     for (const auto& op : w.epilogue()) {
-      if (op != "bias" && op != "batchnorm" && op != "relu" && op != "gelu" && op != "add") {
+      if (op != "bias" && op != "batchnorm" && op != "relu" && op != "gelu" && op != "add" && op != "quantize" &&
+          op != "requantize") {
         reason = "field 'epilogue': " + op +
                  " is not generated on the host for convolutions "
-                 "(bias, batchnorm, relu, gelu, add are)";
+                 "(bias, batchnorm, relu, gelu, add, quantize, requantize are)";
         break;
       }
     }

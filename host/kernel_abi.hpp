@@ -19,6 +19,12 @@
 // (quantise-dequantise, as ONNX QuantizeLinear + DequantizeLinear), so the next layer's
 // input holds only what its u8 code can; "dequantize" (an int8 layer before a float one) is
 // what every int8 kernel's write-back does already.
+// u8 output: a matmul, batch_matmul, conv2d or depthwise_conv2d whose epilogue ends in
+// "quantize" or "requantize" writes the u8 codes q of its output to qc when qc is set (one
+// byte per element, laid out as c), and not the values to c; c is then the kernel's scratch
+// for partial sums over k blocks (its contents afterwards are unspecified), so the caller
+// still passes it. qc null: c as above. The next int8 layer reads qc as its u8 input with
+// zero point qout[1].
 // Prepacked weights: a conv2d (fp32, int8, bf16; not depthwise) also exports
 //   extern "C" const long atvoss_packed_weight_bytes;
 //   extern "C" void atvoss_pack_weights(const AtvossArgs*, void* out);
@@ -45,7 +51,8 @@
   const int* qcomp;               \
   const float* qout;              \
   int qzero;                      \
-  const void* qb_packed;
+  const void* qb_packed;          \
+  unsigned char* qc;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 

@@ -16,6 +16,7 @@
 #include "host/operands.hpp"
 #include "host/packed_weights.hpp"
 #include "host/pinning.hpp"
+#include "host/vector_code.hpp"
 
 namespace atvoss::host {
 namespace {
@@ -49,6 +50,18 @@ Json wrong_answer(double err, const std::string& path) {
   return Json{{"status", "wrong_answer"},
               {"max_rel_error", std::isfinite(err) ? err : -1.0},
               {"message", path + "max relative error " + std::to_string(err) + " > 1e-4 against the reference"}};
+}
+
+// Where the kernel can write u8 codes (kernel_abi.hpp), the same call with qc set: how many of
+// them differ from the codes of the values in ops.c, which the reference has just checked.
+std::size_t check_codes(KernelFn fn, AtvossArgs& args, const Operands& ops, const Workload& w) {
+  if (!writes_codes(w)) return 0;
+  const std::vector<float> values = ops.c;
+  std::vector<std::uint8_t> codes(values.size());
+  args.qc = codes.data();
+  fn(&args);
+  args.qc = nullptr;
+  return wrong_codes(values, codes.data(), ops.qout);
 }
 
 double coefficient_of_variation(const std::vector<double>& v) {
@@ -88,6 +101,11 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   const int team = process_threads();
   const double err = max_relative_error(w, ops, o.seed);
   if (!(err <= kMaxRelativeError)) return wrong_answer(err, "");
+  if (const std::size_t wrong = check_codes(fn, args, ops, w)) {
+    return Json{{"status", "wrong_answer"},
+                {"message", "u8 output: " + std::to_string(wrong) + " of " + std::to_string(ops.c.size()) +
+                                " codes differ from the codes of the fp32 output"}};
+  }
   // Constant weights are packed once, outside the timed calls (packed_weights.hpp); the
   // packed path is checked as the per-call one was.
   const PackedWeights packed = PackedWeights::pack(handle, args);

@@ -36,6 +36,7 @@ AtvossArgs Operands::args() {
                     qcomp.empty() ? nullptr : qcomp.data(),
                     ptr(qout),
                     qzero,
+                    nullptr,
                     nullptr};
 }
 
@@ -74,7 +75,7 @@ Operands make_operands(const Workload& w, std::uint64_t seed) {
   }
   if (w.has_epilogue("add")) o.residual = fill(s.c, unit);
   // A grid of 1/16 over [-8, 8): coarse enough that rounding shows in every output.
-  if (w.has_epilogue("quantize") || w.has_epilogue("requantize")) o.qout = {1.0f / 16, 128.0f};
+  o.qout = output_grid(w);
   if (w.dtype() != DType::float32 && w.is_matmul_like()) quantize_operands(w, s.a_lo, s.a_hi, o);
   return o;
 }
@@ -114,12 +115,24 @@ double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_
     if (op == "sigmoid") v = 1.0 / (1.0 + std::exp(-v));
     if (op == "silu") v = v / (1.0 + std::exp(-v));
     if (op == "add") v += o.residual[at];
-    if (op == "quantize" || op == "requantize") {
-      const double level = std::floor(std::clamp(v / o.qout[0] + o.qout[1], 0.0, 255.0) + 0.5);
-      v = (level - o.qout[1]) * o.qout[0];
-    }
+    if (op == "quantize" || op == "requantize") v = (double(u8_code(v, o.qout)) - o.qout[1]) * o.qout[0];
   }
   return v;
+}
+
+std::vector<float> output_grid(const Workload& w) {
+  if (w.has_epilogue("quantize") || w.has_epilogue("requantize")) return {1.0f / 16, 128.0f};
+  return {};
+}
+
+std::uint8_t u8_code(double value, const std::vector<float>& qout) {
+  return std::uint8_t(std::floor(std::clamp(value / qout[0] + qout[1], 0.0, 255.0) + 0.5));
+}
+
+std::size_t wrong_codes(const std::vector<float>& values, const std::uint8_t* codes, const std::vector<float>& qout) {
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) wrong += codes[i] != u8_code(values[i], qout);
+  return wrong;
 }
 
 double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed) {

@@ -53,6 +53,15 @@ Operands make_operands(const Workload& w, std::uint64_t seed);
 // small problems (and row ops); above 2^26 MACs, 48 rows (the first and last 8 and 32 drawn from seed).
 double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed);
 
+// The qout of w's test operands: {1/16, 128} where w's epilogue has a quantize or requantize
+// (so outputs in [-8, 8] span the u8 range), else empty.
+std::vector<float> output_grid(const Workload& w);
+
+// The u8 code of a value on the grid qout = {scale, zero point} (kernel_abi.hpp's u8 output),
+// and how many of `codes` differ from the codes of `values`, element for element.
+std::uint8_t u8_code(double value, const std::vector<float>& qout);
+std::size_t wrong_codes(const std::vector<float>& values, const std::uint8_t* codes, const std::vector<float>& qout);
+
 // The scalar epilogue (the definition the generated vector code must match).
 double gelu_reference(double x);
 // w's epilogue on v at column col of element `at` of the output.

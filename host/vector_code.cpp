@@ -17,6 +17,22 @@ inline vf loadu(const float* p) { vf v; std::memcpy(&v, p, sizeof v); return v; 
 inline void storeu(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 inline vf load_n(const float* p, long n) { vf v = {}; std::memcpy(&v, p, n * 4); return v; }
 inline void store_n(float* p, vf v, long n) { std::memcpy(p, &v, n * 4); }
+// kernel_abi.hpp's u8 output: v is on the qout grid (quantize_dequantize ran last), so its
+// code is v / scale + zero point, exactly; written to qc at p's offset in c.
+typedef unsigned char vb __attribute__((vector_size(VL)));
+inline void store_codes(const AtvossArgs& g, const float* p, vf v, long n) {
+  const vb q = __builtin_convertvector(__builtin_convertvector(v * (1.0f / g.qout[0]) + (g.qout[1] + 0.5f), vi), vb);
+  std::memcpy(g.qc + (p - g.c), &q, n);
+}
+// The last write of n lanes of an output: their values to c or, where MAY_CODE (the write-back's
+// default: CODES, the epilogue's quantize is fused) and qc is set, their u8 codes to qc.
+template <bool MAY_CODE = CODES>
+inline void store_out(const AtvossArgs& g, float* p, vf v, long n) {
+  if constexpr (MAY_CODE) {
+    if (g.qc) return store_codes(g, p, v, n);
+  }
+  store_n(p, v, n);
+}
 // The first n lanes from p, the others `fill` (the neutral element of a reduction).
 inline vf load_fill(const float* p, long n, float fill) { vf v = vf{} + fill; std::memcpy(&v, p, n * 4); return v; }
 inline vi lane_index() { vi l; for (int i = 0; i < VL; ++i) l[i] = i; return l; }
@@ -139,26 +155,36 @@ struct Scratch {
 
 // One pass over the ROWS x COLS output of one call (or batch entry) per unfused epilogue op,
 // its rows split among the threads.
+// WRITE_CODES: the pass of the epilogue's last op, a quantize, may write u8 codes (store_out).
 constexpr const char* kSeparatePass = R"(
-template <typename F>
+template <bool WRITE_CODES, typename F>
 void separate_pass(float* out, const AtvossArgs& g, const float* res, F full, F part) {
   PARALLEL_FOR
   for (long i = 0; i < ROWS; ++i) {
     float* row = out + i * COLS;
     const float* res_row = res ? res + i * COLS : nullptr;
     long j = 0;
-    for (; j + VL <= COLS; j += VL) storeu(row + j, full(loadu(row + j), g, res_row, j, VL));
-    if (j < COLS) store_n(row + j, part(load_n(row + j, COLS - j), g, res_row, j, COLS - j), COLS - j);
+    for (; j + VL <= COLS; j += VL) store_out<WRITE_CODES>(g, row + j, full(loadu(row + j), g, res_row, j, VL), VL);
+    if (j < COLS)
+      store_out<WRITE_CODES>(g, row + j, part(load_n(row + j, COLS - j), g, res_row, j, COLS - j), COLS - j);
   }
 }
 )";
 
 }  // namespace
 
+bool writes_codes(const Workload& w) {
+  const auto& ep = w.epilogue();
+  const bool op = w.is_matmul_like() || w.op() == "conv2d" || w.op() == "depthwise_conv2d";
+  return op && !ep.empty() && (ep.back() == "quantize" || ep.back() == "requantize");
+}
+
 std::string kernel_preamble(const Workload& w, const Schedule& s, int threads) {
+  const auto split = lowering::split_epilogue(w.op(), w.epilogue(), int(s.get_or("fusion_level", 0)));
+  const bool codes = writes_codes(w) && split.unfused.empty();
   return "// atvoss host kernel: " + w.label() + "\n// schedule " + s.to_json().dump() +
-         "\n#include <cstdlib>\n#include <cstring>\n" + parallel_text(threads) + kKernelAbiText + "namespace {\n" +
-         kScratch;
+         "\n#include <cstdlib>\n#include <cstring>\n" + parallel_text(threads) + kKernelAbiText +
+         "constexpr bool CODES = " + (codes ? "true" : "false") + ";\n" + "namespace {\n" + kScratch;
 }
 
 std::string separate_pass_function() { return kSeparatePass; }
@@ -171,11 +197,13 @@ std::string epilogue_functions(const lowering::FusionSplit& split) {
   return out;
 }
 
-std::string separate_pass_calls(const lowering::FusionSplit& split, const std::string& out) {
+std::string separate_pass_calls(const Workload& w, const lowering::FusionSplit& split, const std::string& out) {
   std::string text;
   for (std::size_t i = 0; i < split.unfused.size(); ++i) {
     const std::string f = "unfused" + std::to_string(i);
-    text += "    separate_pass(" + out + ", *g, res, " + f + "<true>, " + f + "<false>);\n";
+    const bool codes = writes_codes(w) && i + 1 == split.unfused.size();
+    text += "    separate_pass<" + std::string(codes ? "true" : "false") + ">(" + out + ", *g, res, " + f + "<true>, " +
+            f + "<false>);\n";
   }
   return text;
 }

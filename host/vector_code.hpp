@@ -31,20 +31,26 @@ std::string epilogue_function(const std::string& name, const std::vector<std::st
 
 // The top of every kernel source: a comment naming the workload and schedule, the includes,
 // PARALLEL_FOR (an OpenMP parallel for over `threads` threads; nothing for 1) and THREADS,
-// the ABI struct, the opening of the anonymous namespace and `Scratch`, a per-calling-thread
+// the ABI struct, CODES (whether the write-back may write u8 codes: writes_codes(w) with the
+// quantize fused), the opening of the anonymous namespace and `Scratch`, a per-calling-thread
 // buffer (`static thread_local Scratch buf(floats);`, zeroed once).
 std::string kernel_preamble(const Workload& w, const Schedule& s, int threads);
 
-// separate_pass(out, g, res, full, part): one epilogue op over the ROWS x COLS output, rows
+// Whether w's kernel can write its output as u8 codes (kernel_abi.hpp's qc): a matmul,
+// batch_matmul, conv2d or depthwise_conv2d whose epilogue ends in quantize or requantize.
+bool writes_codes(const Workload& w);
+
+// separate_pass<WRITE_CODES>(out, g, res, full, part): one epilogue op over the ROWS x COLS output, rows
 // split among the threads; expects ROWS, COLS and the vector helpers declared before it.
 std::string separate_pass_function();
 
 // `fused` with the fused ops and `unfused<i>` with the i-th unfused op each.
 std::string epilogue_functions(const lowering::FusionSplit& split);
 
-// One call per unfused op, `separate_pass(<out>, *g, res, unfused<i><true>, unfused<i><false>);`,
-// each on its own line at the indent of a kernel's batch loop.
-std::string separate_pass_calls(const lowering::FusionSplit& split, const std::string& out);
+// One call per unfused op, `separate_pass<C>(<out>, *g, res, unfused<i><true>, unfused<i><false>);`,
+// each on its own line at the indent of a kernel's batch loop; C true for the last op of a
+// kernel that writes_codes(w).
+std::string separate_pass_calls(const Workload& w, const lowering::FusionSplit& split, const std::string& out);
 
 // text with its one "UNROLL" replaced by the number.
 std::string with_unroll(std::string text, long unroll);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "core/error.hpp"
 #include "host/builder.hpp"
@@ -511,6 +512,80 @@ TEST(LowPrecisionTest, AQuantizeEpilogueLeavesEveryOutputOnItsGrid) {
       EXPECT_GT(levels_used, 20) << text;  // the data spans many levels, not one saturated end
     }
   }
+}
+
+// u8 output (kernel_abi.hpp): with qc set, a kernel whose epilogue ends in quantize or
+// requantize writes the codes of exactly the values it writes without it, in every dtype and
+// op, with the quantize fused into the write-back and as a separate pass, over several k blocks
+// (c holds the partial sums) and on two threads; with the quantize fused and one k block it
+// does not write c at all.
+TEST(LowPrecisionTest, KernelsWriteTheU8CodesOfTheirOutput) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  ATVOSS_REQUIRE_FLAG("avx512_bf16");
+  const std::vector<ScheduleCase> cases = {
+      {R"({"op":"matmul","dtype":"float32","dims":{"M":19,"N":40,"K":300},"epilogue":["bias","quantize"]})",
+       {{"tile_k", 64}, {"threads", 2}}},
+      {R"({"op":"matmul","dtype":"float32","dims":{"M":19,"N":40,"K":60},"epilogue":["quantize"]})", {}},
+      {R"({"op":"matmul","dtype":"int8","dims":{"M":19,"N":40,"K":300},"epilogue":["bias","relu","requantize"]})",
+       {{"tile_k", 64}}},
+      {R"({"op":"batch_matmul","dtype":"int8","dims":{"B":2,"M":9,"N":24,"K":70},"epilogue":["requantize"]})", {}},
+      {R"({"op":"matmul","dtype":"bfloat16","dims":{"M":19,"N":40,"K":70},"epilogue":["quantize"]})", {}},
+      {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":9,"W":9,"K":24,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["bias","quantize"]})",
+       {{"tile_k", 16}, {"threads", 2}}},
+      {R"({"op":"conv2d","dtype":"int8","dims":{"N":2,"C":40,"H":9,"W":9,"K":24,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["requantize"]})",
+       {{"tile_k", 16}}},
+      {R"({"op":"conv2d","dtype":"bfloat16","dims":{"N":1,"C":16,"H":8,"W":8,"K":24,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["quantize"]})",
+       {}},
+      {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":9,"W":9,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["quantize"]})",
+       {}},
+  };
+  for (const auto& c : cases) {
+    const Workload w = workload(c.workload);
+    const ScheduleSpace space = space_for(w, this_machine());
+    std::int64_t full = 0;
+    for (const auto& k : space.knobs())
+      if (k.name == "fusion_level") full = k.values.back();
+    ASSERT_GT(full, 0) << c.workload << ": the quantize op can be fused";
+    for (std::int64_t level : {std::int64_t(0), full}) {
+      Schedule s = testing::case_schedule(w, c);
+      s.set("fusion_level", level);
+      ASSERT_TRUE(space.check(s).ok) << c.workload << ": " << space.check(s).reason;
+      TempDir cache;
+      Loaded k;
+      load(w, s, cache, k);
+      ASSERT_NE(k.fn, nullptr);
+      Operands o = make_operands(w, 5);
+      AtvossArgs args = o.args();
+      k.fn(&args);
+      ASSERT_LE(max_relative_error(w, o, 5), kMaxRelativeError) << c.workload;
+      const std::vector<float> values = o.c;
+      std::vector<std::uint8_t> codes(values.size(), 0);
+      std::fill(o.c.begin(), o.c.end(), 7.0f);
+      args.qc = codes.data();
+      k.fn(&args);
+      const std::string what = std::string(c.workload) + " fusion_level " + std::to_string(level);
+      EXPECT_EQ(wrong_codes(values, codes.data(), o.qout), 0u) << what;
+      EXPECT_GT(std::set<std::uint8_t>(codes.begin(), codes.end()).size(), 20u) << what;
+      if (level == full && c.knobs.empty()) {  // one k block: no partial sums
+        EXPECT_EQ(std::count(o.c.begin(), o.c.end(), 7.0f), std::ptrdiff_t(o.c.size())) << what << ": c written";
+      }
+    }
+  }
+}
+
+// The runner checks the u8 output too: codes one step off are a wrong answer naming it.
+TEST(LowPrecisionTest, TheRunnerChecksTheU8Output) {
+  ATVOSS_REQUIRE_FLAG("avx512_vnni");
+  const Workload w =
+      workload(R"({"op":"matmul","dtype":"int8","dims":{"M":20,"N":40,"K":20},"epilogue":["requantize"]})");
+  std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
+  const std::string sub = "(g.qout[1] + 0.5f)";
+  ASSERT_NE(src.find(sub), std::string::npos);
+  EXPECT_EQ(testing::measure_source(w, src).status, Status::ok);
+  src.replace(src.find(sub), sub.size(), "(g.qout[1] + 1.5f)");
+  const Measurement m = testing::measure_source(w, src);
+  EXPECT_EQ(m.status, Status::wrong_answer) << m.message;
+  EXPECT_NE(m.message.find("u8 output"), std::string::npos) << m.message;
 }
 
 TEST(LowPrecisionTest, AnInt8KernelWithoutTheCompensationIsAWrongAnswer) {
