@@ -81,8 +81,10 @@ void BM_TinyMatmulKernelDirect(benchmark::State& state) {
   std::vector<float> a(64, 1.0f), b(64, 1.0f), c(64);
   runtime::Runtime& rt = without_table();
   const runtime::LoadedKernel& k = rt.kernel(runtime::matmul_workload(8, 8, 8));
-  const host::AtvossArgs args{a.data(), b.data(), c.data(), nullptr, nullptr, nullptr, nullptr,
-                              nullptr,  nullptr,  nullptr,  nullptr, nullptr, 0,       nullptr};
+  host::AtvossArgs args{};
+  args.a = a.data();
+  args.b = b.data();
+  args.c = c.data();
   for (auto _ : state) k.call(args);
 }
 

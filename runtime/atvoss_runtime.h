@@ -47,13 +47,19 @@ typedef enum { ATVOSS_CHOICE_EXACT = 0, ATVOSS_CHOICE_NEAREST = 1, ATVOSS_CHOICE
  * run, and the choice's reason says why) instead of refused with ATVOSS_RUNTIME_BAD_INPUT. */
 #define ATVOSS_RUNTIME_FOREIGN_TABLE_DEFAULTS 1u
 
-/* The ops applied after the main op, and their operands (NULL where no op needs one). */
+/* The ops applied after the main op, and their operands (NULL where no op needs one).
+ * Zero-initialise it: fields may be added at the end. */
 typedef struct {
   const char* ops; /* comma-separated, in order, e.g. "bias,gelu"; NULL or "" for none */
   const float* bias;
   const float* scale; /* batchnorm folded to scale + shift */
   const float* shift;
   const float* residual; /* "add" */
+  const float* qout;     /* "quantize" / "requantize": {scale, zero point} of the output's u8 grid */
+  /* With "quantize" / "requantize" last, if not NULL: the output's u8 codes go here (laid out
+   * as the output, one byte each), for the next int8 layer, and not the values to c, which
+   * may then be NULL. */
+  uint8_t* codes;
 } atvoss_epilogue;
 
 typedef struct {

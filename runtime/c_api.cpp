@@ -59,6 +59,8 @@ atvoss::runtime::EpilogueArgs epilogue_of(const atvoss_epilogue* e) {
   out.scale = e->scale;
   out.shift = e->shift;
   out.residual = e->residual;
+  out.qout = e->qout;
+  out.codes = e->codes;
   return out;
 }
 

@@ -1,8 +1,10 @@
 #include "runtime/runtime.hpp"
 
 #include <mutex>
+#include <vector>
 
 #include "core/error.hpp"
+#include "host/vector_code.hpp"
 
 namespace atvoss::runtime {
 namespace {
@@ -51,7 +53,11 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
                       std::to_string(args.qzero));
     }
   }
-  need(args.c, "c", "its output");
+  if (args.qc && !host::writes_codes(w)) {
+    throw_bad_input("runtime: argument 'codes' is set; " + w.label() +
+                    " writes u8 codes only with an epilogue ending in quantize or requantize");
+  }
+  if (!args.qc) need(args.c, "c", "its output");
   if (w.has_epilogue("bias")) need(args.bias, "bias", "a bias for the 'bias' epilogue");
   if (w.has_epilogue("batchnorm")) {
     need(args.scale, "scale", "a scale for the 'batchnorm' epilogue");
@@ -72,8 +78,8 @@ std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, c
 
 host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
   // fp32 kernels read no quantised operands (qa, qb, qscale, qcomp).
-  return host::AtvossArgs{a,       b,       c,       e.bias,  e.scale, e.shift, e.residual,
-                          nullptr, nullptr, nullptr, nullptr, e.qout,  0,       nullptr};
+  return host::AtvossArgs{a,       b,       c,       e.bias, e.scale, e.shift, e.residual, nullptr,
+                          nullptr, nullptr, nullptr, e.qout, 0,       nullptr, e.codes};
 }
 
 // The arguments of a low-precision kernel: quantised inputs (int8 also its dequantisation
@@ -161,6 +167,14 @@ const LoadedKernel& Runtime::kernel(const Workload& w) { return kernel_of(resolv
 const Choice& Runtime::run(const Workload& w, const host::AtvossArgs& args) {
   Resolved& r = resolve(w);
   check_args(w, args);
+  if (args.qc && !args.c) {  // codes out: the partial sums need somewhere to go
+    thread_local std::vector<float> partial_sums;
+    partial_sums.resize(std::size_t(operand_sizes(w).c));
+    host::AtvossArgs with_sums = args;
+    with_sums.c = partial_sums.data();
+    kernel_of(r, w).call(with_sums);
+    return r.choice;
+  }
   kernel_of(r, w).call(args);
   return r.choice;
 }

@@ -56,6 +56,10 @@ struct EpilogueArgs {
   const float* shift = nullptr;
   const float* residual = nullptr;  // "add"
   const float* qout = nullptr;      // "quantize" / "requantize": {scale, zero point} (host/kernel_abi.hpp)
+  // With "quantize" / "requantize" last: the output's u8 codes on the qout grid go here (laid
+  // out as the output, one byte each), as the next int8 layer reads them, and not the values
+  // to c, which may then be null (host/kernel_abi.hpp's qc).
+  std::uint8_t* codes = nullptr;
 };
 
 struct Conv2dShape {
@@ -110,7 +114,9 @@ class Runtime {
   const LoadedKernel& kernel(const Workload& w);
 
   // Runs w's chosen kernel on args (compiling it on first use); returns the choice it used.
-  // bad_input naming the argument when a pointer w needs is null.
+  // bad_input naming the argument when a pointer w needs is null, or 'codes' when args.qc is
+  // set and w's epilogue does not end in quantize or requantize. With qc set, c may be null:
+  // the kernel's partial sums then go to a buffer of the calling thread's.
   const Choice& run(const Workload& w, const host::AtvossArgs& args);
 
   const Choice& matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,

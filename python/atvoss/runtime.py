@@ -75,24 +75,28 @@ class Runtime:
         return Choice._from_json(self._rt.choose(dumps(as_workload(workload).to_json())))
 
     def matmul(self, a: Any, b: Any, epilogue: Sequence[str] = (), *, bias: Any = None, scale: Any = None,
-               shift: Any = None, residual: Any = None,
-               return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
-        """a @ b then the epilogue ops in order (bias, batchnorm, relu, gelu, add).
+               shift: Any = None, residual: Any = None, qout: Optional[Tuple[float, int]] = None,
+               codes: bool = False, return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+        """a @ b then the epilogue ops in order (bias, batchnorm, relu, gelu, add, quantize).
 
         a (M, K) and b (K, N), or batched (B, M, K) and (B, K, N); float32, row-major.
         bias/scale/shift: (N,); residual: the output's shape ("add"). batchnorm reads scale and
-        shift. Returns the float32 result, and the Choice if return_choice.
+        shift; quantize reads qout, the (scale, zero point) of the output's u8 grid. Returns the
+        float32 result, or with ``codes`` (the epilogue ending in quantize) its uint8 codes, the
+        next int8 layer's input; and the Choice if return_choice.
         """
-        c, choice = self._rt.matmul(a, b, _epilogue(epilogue, bias, scale, shift, residual), return_choice)
+        c, choice = self._rt.matmul(a, b, _epilogue(epilogue, bias, scale, shift, residual, qout, codes),
+                                    return_choice)
         return (c, Choice._from_json(choice)) if return_choice else c
 
     def conv2d(self, input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
                bias: Any = None, scale: Any = None, shift: Any = None, residual: Any = None,
+               qout: Optional[Tuple[float, int]] = None, codes: bool = False,
                return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
         """conv2d of input (N, H, W, C) with filter (R, S, C, K) -> (N, OH, OW, K) (NHWC, HWIO), then the
-        epilogue (bias/scale/shift: (K,)). ValueError naming the op where the host code
-        generator does not serve conv2d."""
-        e = _epilogue(epilogue, bias, scale, shift, residual)
+        epilogue (bias/scale/shift: (K,); qout and codes as in ``matmul``). ValueError naming the
+        op where the host code generator does not serve conv2d."""
+        e = _epilogue(epilogue, bias, scale, shift, residual, qout, codes)
         if isinstance(filter, _atvoss.PreparedConv2d):
             out, choice = self._rt.conv2d_prepared("float32", input, 0, filter, None, None, stride, pad, e,
                                                    return_choice)
@@ -113,13 +117,17 @@ class Runtime:
 
     def matmul_int8(self, a: Any, b: Any, scale: Any, comp: Any, epilogue: Sequence[str] = (), *,
                     bias: Any = None, batchnorm_scale: Any = None, shift: Any = None, residual: Any = None,
+                    qout: Optional[Tuple[float, int]] = None, codes: bool = False,
                     return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
         """int8 a @ b, float32 out: a uint8 (M, K) with zero point z, b int8 (K, N);
         c[i, j] = scale[j] * (sum_k a[i, k] b[k, j] - comp[j]) then the epilogue, where
         scale[j] = scale_a * scale_b[j] and comp[j] = z * sum_k b[k, j] (float32 and int32, (N,);
-        ``atvoss.quantization.quantize_int8`` computes them)."""
+        ``atvoss.quantization.quantize_int8`` computes them). With a ``requantize`` last and
+        ``codes``, the uint8 codes of c on the grid qout = (scale, zero point) instead: the
+        next int8 layer's input, with zero point qout[1]."""
         c, choice = self._rt.matmul_low("int8", a, b, scale, comp,
-                                        _epilogue(epilogue, bias, batchnorm_scale, shift, residual), return_choice)
+                                        _epilogue(epilogue, bias, batchnorm_scale, shift, residual, qout, codes),
+                                        return_choice)
         return (c, Choice._from_json(choice)) if return_choice else c
 
     def matmul_bf16(self, a: Any, b: Any, epilogue: Sequence[str] = (), *, bias: Any = None,
@@ -133,12 +141,13 @@ class Runtime:
 
     def conv2d_int8(self, input: Any, zero_point: int, filter: Any, scale: Any, comp: Any, stride: int = 1,
                     pad: int = 0, epilogue: Sequence[str] = (), *, bias: Any = None, batchnorm_scale: Any = None,
-                    shift: Any = None, residual: Any = None,
-                    return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+                    shift: Any = None, residual: Any = None, qout: Optional[Tuple[float, int]] = None,
+                    codes: bool = False, return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
         """int8 conv2d, float32 out: input uint8 (N, H, W, C) with zero_point (padding is the
         zero point, i.e. 0.0), filter int8 (R, S, C, K); the int8 matmul of its implicit GEMM,
-        comp[k] = zero_point * sum over r, s, c of filter[r, s, c, k]."""
-        e = _epilogue(epilogue, bias, batchnorm_scale, shift, residual)
+        comp[k] = zero_point * sum over r, s, c of filter[r, s, c, k]. qout and codes as in
+        ``matmul_int8``."""
+        e = _epilogue(epilogue, bias, batchnorm_scale, shift, residual, qout, codes)
         if isinstance(filter, _atvoss.PreparedConv2d):
             out, choice = self._rt.conv2d_prepared("int8", input, zero_point, filter, scale, comp, stride, pad, e,
                                                    return_choice)
@@ -163,10 +172,11 @@ class Runtime:
         return f"Runtime(table={self.table!r})"
 
 
-def _epilogue(ops: Sequence[str], bias: Any, scale: Any, shift: Any, residual: Any) -> Any:
+def _epilogue(ops: Sequence[str], bias: Any, scale: Any, shift: Any, residual: Any,
+              qout: Optional[Tuple[float, int]] = None, codes: bool = False) -> Any:
     if isinstance(ops, str):
         raise TypeError("epilogue must be a sequence of op names, e.g. ['bias', 'relu'], not a string")
-    return _atvoss.RuntimeEpilogue(list(ops), bias, scale, shift, residual)
+    return _atvoss.RuntimeEpilogue(list(ops), bias, scale, shift, residual, qout, codes)
 
 
 _runtimes: Dict[Tuple[Optional[str], Optional[str]], Runtime] = {}

@@ -42,22 +42,27 @@ class Runtime:
     @overload
     def matmul(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
                scale: Optional[_Array] = ..., shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+               qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
                return_choice: Literal[False] = ...) -> _Array: ...
     @overload
     def matmul(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
                scale: Optional[_Array] = ..., shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+               qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
                return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
     @overload
     def conv2d(self, input: _Array, filter: _Filter, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
                *, bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
-               residual: Optional[_Array] = ..., return_choice: Literal[False] = ...) -> _Array: ...
+               residual: Optional[_Array] = ..., qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
+               return_choice: Literal[False] = ...) -> _Array: ...
     @overload
     def conv2d(self, input: _Array, filter: _Filter, stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ...,
                *, bias: Optional[_Array] = ..., scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
-               residual: Optional[_Array] = ..., return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
+               residual: Optional[_Array] = ..., qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
+               return_choice: Literal[True]) -> Tuple[_Array, Choice]: ...
     def matmul_int8(self, a: _Array, b: _Array, scale: _Array, comp: _Array, epilogue: Sequence[str] = ..., *,
                     bias: Optional[_Array] = ..., batchnorm_scale: Optional[_Array] = ...,
                     shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+                    qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
                     return_choice: bool = ...) -> Any: ...
     def matmul_bf16(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
                     batchnorm_scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
@@ -66,6 +71,7 @@ class Runtime:
                     stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ..., *,
                     bias: Optional[_Array] = ..., batchnorm_scale: Optional[_Array] = ...,
                     shift: Optional[_Array] = ..., residual: Optional[_Array] = ...,
+                    qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
                     return_choice: bool = ...) -> Any: ...
     def conv2d_bf16(self, input: _Array, filter: _Filter, stride: int = ..., pad: int = ...,
                     epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,

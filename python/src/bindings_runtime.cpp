@@ -61,10 +61,12 @@ std::string shape_text(const py::array& a) { return dims_text({a.shape(), a.shap
 struct Epilogue {
   std::vector<std::string> ops;
   std::optional<FloatArray> bias, scale, shift, residual;
+  std::vector<float> qout;  // {scale, zero point} of a quantize / requantize; empty when not given
+  bool codes = false;       // the call returns the u8 codes of its output (host/kernel_abi.hpp)
 
   Epilogue(std::vector<std::string> names, const py::object& b, const py::object& sc, const py::object& sh,
-           const py::object& res)
-      : ops(std::move(names)) {
+           const py::object& res, const std::optional<std::pair<float, float>>& grid, bool u8_codes)
+      : ops(std::move(names)), codes(u8_codes) {
     auto take = [&](const py::object& o, const char* name, const char* op, std::optional<FloatArray>& out) {
       const bool used = std::find(ops.begin(), ops.end(), op) != ops.end();
       if (o.is_none()) return;
@@ -75,6 +77,13 @@ struct Epilogue {
     take(sc, "scale", "batchnorm", scale);
     take(sh, "shift", "batchnorm", shift);
     take(res, "residual", "add", residual);
+    const bool quantizes = std::find(ops.begin(), ops.end(), "quantize") != ops.end() ||
+                           std::find(ops.begin(), ops.end(), "requantize") != ops.end();
+    if (grid && !quantizes) throw_bad_input("runtime: 'qout' given but the epilogue has no 'quantize' or 'requantize'");
+    if (grid && (!(grid->first > 0) || grid->second < 0 || grid->second > 255)) {
+      throw_bad_input("runtime: 'qout' must be (scale > 0, zero point in [0, 255])");
+    }
+    if (grid) qout = {grid->first, grid->second};
   }
 
   // REQUIRES: w built from ops. Checks every operand's size; the ABI's epilogue pointers.
@@ -88,6 +97,7 @@ struct Epilogue {
       return a->data();
     };
     runtime::EpilogueArgs e{ops, channel(bias, "bias"), channel(scale, "scale"), channel(shift, "shift"), nullptr};
+    e.qout = qout.empty() ? nullptr : qout.data();
     if (residual) {
       const std::vector<py::ssize_t> shape(residual->shape(), residual->shape() + residual->ndim());
       if (shape != out_shape) {
@@ -345,9 +355,16 @@ class PyRuntime {
   py::tuple run(const Workload& w, host::AtvossArgs args, const std::vector<py::ssize_t>& out_shape, const Epilogue& e,
                 bool with_choice) {
     const runtime::OperandSizes n = runtime::operand_sizes(w);
-    FloatArray c(out_shape);
     const runtime::EpilogueArgs ep = e.args(n, out_shape);
-    args.c = c.mutable_data();
+    std::optional<FloatArray> c;
+    std::optional<Array<std::uint8_t>> codes;
+    if (e.codes) {  // the runtime keeps the partial sums (Runtime::run)
+      codes.emplace(out_shape);
+      args.qc = codes->mutable_data();
+    } else {
+      c.emplace(out_shape);
+      args.c = c->mutable_data();
+    }
     args.bias = ep.bias;
     args.scale = ep.scale;
     args.shift = ep.shift;
@@ -358,7 +375,8 @@ class PyRuntime {
       py::gil_scoped_release release;
       choice = &rt_.run(w, args);
     }
-    return py::make_tuple(c, with_choice ? py::object(py::str(dump(choice->to_json()))) : py::none());
+    const py::object out = codes ? py::object(*codes) : py::object(*c);
+    return py::make_tuple(out, with_choice ? py::object(py::str(dump(choice->to_json()))) : py::none());
   }
 
   runtime::Runtime rt_;
@@ -500,8 +518,10 @@ class PySensitivity {
 
 void bind_runtime(py::module_& m) {
   py::class_<Epilogue>(m, "RuntimeEpilogue")
-      .def(py::init<std::vector<std::string>, py::object, py::object, py::object, py::object>(), py::arg("ops"),
-           py::arg("bias"), py::arg("scale"), py::arg("shift"), py::arg("residual"));
+      .def(py::init<std::vector<std::string>, py::object, py::object, py::object, py::object,
+                    std::optional<std::pair<float, float>>, bool>(),
+           py::arg("ops"), py::arg("bias"), py::arg("scale"), py::arg("shift"), py::arg("residual"),
+           py::arg("qout") = py::none(), py::arg("codes") = false);
   py::class_<PyRuntime>(m, "Runtime")
       .def(py::init<std::optional<std::string>, std::string, std::string>(), py::arg("table"), py::arg("cache_dir"),
            py::arg("foreign_table"))

@@ -74,6 +74,31 @@ def test_int8_matmul_is_the_integer_arithmetic():
 
 
 @needs_vnni
+def test_two_int8_layers_chain_through_u8_codes():
+    """The first layer requantizes onto the second's input code and hands it u8 codes, which
+    the second reads as its input: no float32 tensor between them."""
+    a, w1, w2 = normal((37, 70), 11), normal((70, 40), 12, 0.1), normal((40, 24), 13, 0.1)
+    ops1 = q.quantize_int8(w1, q.calibrate(a))
+    qa = q.quantize_activations(a, ops1.code)
+    hidden = RT.matmul_int8(qa, ops1.weights, ops1.scale, ops1.comp)
+    ops2 = q.quantize_int8(w2, q.calibrate(hidden))
+    grid = (ops2.code.scale, ops2.code.zero_point)
+    values = RT.matmul_int8(qa, ops1.weights, ops1.scale, ops1.comp, ["requantize"], qout=grid)
+    codes = RT.matmul_int8(qa, ops1.weights, ops1.scale, ops1.comp, ["requantize"], qout=grid, codes=True)
+    assert codes.dtype == np.uint8 and codes.shape == (37, 40)
+    np.testing.assert_array_equal(codes, np.rint(values / grid[0] + grid[1]).astype(np.uint8))
+    assert len(np.unique(codes)) > 20
+    out = RT.matmul_int8(codes, ops2.weights, ops2.scale, ops2.comp)
+    np.testing.assert_array_equal(out, int8_reference(codes, ops2.weights, ops2))
+    want = a @ w1 @ w2
+    assert np.abs(out - want).max() < 0.1 * np.abs(want).max()
+    with pytest.raises(ValueError, match="'qout' given but the epilogue has no 'quantize' or 'requantize'"):
+        RT.matmul_int8(qa, ops1.weights, ops1.scale, ops1.comp, ["relu"], qout=grid)
+    with pytest.raises(ValueError, match="'codes'"):
+        RT.matmul_int8(qa, ops1.weights, ops1.scale, ops1.comp, codes=True)
+
+
+@needs_vnni
 def test_int8_conv2d_pads_with_the_zero_point():
     x, f = normal((1, 6, 7, 9), 5), normal((3, 3, 9, 16), 6, 0.2)
     ops = q.quantize_int8(f, q.calibrate(x))

@@ -43,7 +43,7 @@ static void expect_matmul(atvoss_runtime* rt, int m, int n, int k, int with_bias
                           const char* what) {
   float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
   float *c = calloc((size_t)m * n, sizeof(float)), *bias = malloc(sizeof(float) * n);
-  atvoss_epilogue epilogue = {"bias", NULL, NULL, NULL, NULL};
+  atvoss_epilogue epilogue = {.ops = "bias"};
   atvoss_choice_kind kind = ATVOSS_CHOICE_EXACT;
   char* error = NULL;
   atvoss_runtime_status st;
@@ -60,6 +60,32 @@ static void expect_matmul(atvoss_runtime* rt, int m, int n, int k, int with_bias
   free(b);
   free(c);
   free(bias);
+}
+
+/* The int8 matmul ending in requantize writes the u8 codes of the exact result `exact` on the
+ * grid {1024, 128} (a power-of-two scale: the codes are exact too), with c NULL. */
+static void expect_u8_codes(atvoss_runtime* rt, const uint8_t* a8, const int8_t* b8, const float* scale,
+                            const int32_t* comp, const float* exact, int m, int n, int k) {
+  const float qout[2] = {1024.0f, 128.0f};
+  uint8_t codes[256];
+  atvoss_epilogue e;
+  char* error = NULL;
+  int i, wrong = 0;
+  atvoss_runtime_status st;
+  memset(&e, 0, sizeof e);
+  e.ops = "requantize";
+  e.qout = qout;
+  e.codes = codes;
+  check(m * n <= 256, "u8 codes", "the test's buffer is too small");
+  st = atvoss_runtime_matmul_int8(rt, a8, b8, NULL, scale, comp, m, n, k, &e, NULL, &error);
+  check(st == ATVOSS_RUNTIME_OK, "int8 matmul with u8 codes runs", error);
+  atvoss_runtime_free_string(error);
+  for (i = 0; i < m * n; ++i) {
+    double q = exact[i] / 1024.0 + 128.0;
+    q = q < 0.0 ? 0.0 : q > 255.0 ? 255.0 : q;
+    if (codes[i] != (uint8_t)(q + 0.5)) wrong = 1;
+  }
+  check(wrong == 0, "int8 matmul's u8 codes", "a code differs from the exact result's");
 }
 
 /* int8 and bf16 from small integers, so that the result is exact; a CPU without the
@@ -101,6 +127,7 @@ static void expect_low_precision(atvoss_runtime* rt) {
         if (c[i * N + j] != 0.5f * (float)acc) worst = 1;
       }
     check(worst == 0, "int8 matmul", "result differs from the exact integer result");
+    expect_u8_codes(rt, a8, b8, scale, comp, c, M, N, K);
   }
   atvoss_runtime_free_string(error);
   error = NULL;

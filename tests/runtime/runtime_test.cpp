@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "../host/host_test_util.hpp"
@@ -169,6 +170,49 @@ TEST_F(RuntimeTest, LowPrecisionWrappersComputeTheReference) {
     FAIL() << "a null compensation was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'comp'"), std::string::npos) << e.what();
+  }
+}
+
+// u8 outputs (EpilogueArgs::codes): an int8 matmul and conv2d ending in requantize give the u8
+// codes of the values the same call gives without codes, with c null (the runtime keeps the
+// partial sums: K spans several k blocks), and a call whose epilogue does not quantize is refused
+// naming 'codes'.
+TEST_F(RuntimeTest, Int8LayersWriteU8CodesForTheNextLayer) {
+  if (!machine().has_flag("avx512_vnni")) GTEST_SKIP() << "this CPU (" << machine().model << ") lacks avx512_vnni";
+  Runtime rt(options());
+  const Workload q =
+      workload(R"({"op":"matmul","dtype":"int8","dims":{"M":37,"N":40,"K":1100},"epilogue":["bias","requantize"]})");
+  host::Operands o = host::make_operands(q, 5);
+  const auto* b8 = reinterpret_cast<const std::int8_t*>(o.qb.data());
+  EpilogueArgs e{{"bias", "requantize"}, o.bias.data(), nullptr, nullptr, nullptr, o.qout.data()};
+  rt.matmul_int8(o.qa.data(), b8, o.c.data(), o.qscale.data(), o.qcomp.data(), 37, 40, 1100, e);
+  ASSERT_LE(host::max_relative_error(q, o, 5), host::kMaxRelativeError);
+  std::vector<std::uint8_t> codes(o.c.size());
+  e.codes = codes.data();
+  rt.matmul_int8(o.qa.data(), b8, nullptr, o.qscale.data(), o.qcomp.data(), 37, 40, 1100, e);
+  EXPECT_EQ(host::wrong_codes(o.c, codes.data(), o.qout), 0u);
+  EXPECT_GT(std::set<std::uint8_t>(codes.begin(), codes.end()).size(), 20u);
+
+  const Conv2dShape shape{1, 13, 9, 8, 20, 3, 3, 1, 1};
+  const Workload cq = conv2d_workload(shape, {"requantize"}, DType::int8);
+  host::Operands oc = host::make_operands(cq, 6);
+  const auto* f8 = reinterpret_cast<const std::int8_t*>(oc.qb.data());
+  EpilogueArgs ce{{"requantize"}, nullptr, nullptr, nullptr, nullptr, oc.qout.data()};
+  rt.conv2d_int8(oc.qa.data(), oc.qzero, f8, oc.c.data(), oc.qscale.data(), oc.qcomp.data(), shape, ce);
+  ASSERT_LE(host::max_relative_error(cq, oc, 6), host::kMaxRelativeError);
+  std::vector<std::uint8_t> conv_codes(oc.c.size());
+  ce.codes = conv_codes.data();
+  rt.conv2d_int8(oc.qa.data(), oc.qzero, f8, nullptr, oc.qscale.data(), oc.qcomp.data(), shape, ce);
+  EXPECT_EQ(host::wrong_codes(oc.c, conv_codes.data(), oc.qout), 0u);
+
+  EpilogueArgs no_quantize{{"bias"}, o.bias.data(), nullptr, nullptr, nullptr};
+  no_quantize.codes = codes.data();
+  try {
+    rt.matmul_int8(o.qa.data(), b8, nullptr, o.qscale.data(), o.qcomp.data(), 37, 40, 1100, no_quantize);
+    FAIL() << "codes without a quantize epilogue were accepted";
+  } catch (const Error& err) {
+    EXPECT_TRUE(err.is_bad_input());
+    EXPECT_NE(std::string(err.what()).find("'codes'"), std::string::npos) << err.what();
   }
 }
 
