@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "bench/host_side_by_side.hpp"
+#include "bench/resnet_conv.hpp"
 #include "host/operands.hpp"
 
 namespace {
@@ -39,18 +40,7 @@ namespace {
 using namespace atvoss;
 using namespace atvoss::bench;
 
-struct Layer {
-  std::string name;
-  std::int64_t hw, c, k;
-};
-
-Workload workload_of(const Layer& l) {
-  return Workload::from_json(Json{
-      {"op", "conv2d"},
-      {"dtype", "float32"},
-      {"dims",
-       {{"N", 1}, {"C", l.c}, {"H", l.hw}, {"W", l.hw}, {"K", l.k}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}}});
-}
+using Layer = ConvLayer;
 
 // The textbook loop nest over NHWC / HWIO, output channels innermost (so the compiler
 // vectorises it): no blocking, no packing, no register tile.
@@ -77,41 +67,6 @@ void naive(const Layer& l, const float* in, const float* wt, float* out) {
   }
 }
 
-// oneDNN forward-inference convolution on NHWC src/dst. blocked: weights in the format the
-// primitive prefers (reordered once here, outside the timed call); else HWIO as given.
-struct OneDnnConv {
-  std::function<void()> run;
-  std::string impl;
-};
-
-OneDnnConv onednn(const Layer& l, host::Operands& o, bool blocked, dnnl::engine& engine, dnnl::stream& stream) {
-  using tag = dnnl::memory::format_tag;
-  using dt = dnnl::memory::data_type;
-  const dnnl::memory::dims src{1, l.c, l.hw, l.hw}, wei{l.k, l.c, 3, 3}, dst{1, l.k, l.hw, l.hw};
-  const dnnl::memory::desc src_md(src, dt::f32, tag::nhwc), dst_md(dst, dt::f32, tag::nhwc);
-  const dnnl::memory::desc user_wei(wei, dt::f32, tag::hwio);
-  const dnnl::memory::desc wei_md = blocked ? dnnl::memory::desc(wei, dt::f32, tag::any) : user_wei;
-  // oneDNN 2.x (Debian 12): an op descriptor, then the primitive descriptor.
-  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                             src_md, wei_md, dst_md, {1, 1}, {1, 1}, {1, 1});
-  const dnnl::convolution_forward::primitive_desc pd(desc, engine);
-  auto prim = std::make_shared<dnnl::convolution_forward>(pd);
-  auto sm = std::make_shared<dnnl::memory>(src_md, engine, o.a.data());
-  auto dm = std::make_shared<dnnl::memory>(dst_md, engine, o.c.data());
-  dnnl::memory user(user_wei, engine, o.b.data());
-  auto wm = std::make_shared<dnnl::memory>(user);
-  if (pd.weights_desc() != user_wei) {
-    wm = std::make_shared<dnnl::memory>(pd.weights_desc(), engine);
-    dnnl::reorder(user, *wm).execute(stream, user, *wm);
-    stream.wait();
-  }
-  return {[prim, sm, wm, dm, &stream] {
-            prim->execute(stream, {{DNNL_ARG_SRC, *sm}, {DNNL_ARG_WEIGHTS, *wm}, {DNNL_ARG_DST, *dm}});
-            stream.wait();
-          },
-          pd.impl_info_str()};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,15 +84,12 @@ int main(int argc, char** argv) {
   std::printf("machine %s (%s), measured single-core peak %.1f GFLOP/s, tuning trials %d (db %s), %d rounds\n",
               target.name.c_str(), host::this_machine().model.c_str(), peak, trials, db.c_str(), rounds);
   side_by_side_header("layer", "/oneDNN");
-  std::vector<Layer> layers = {{"56x56 64->64", 56, 64, 64},
-                               {"28x28 128->128", 28, 128, 128},
-                               {"14x14 256->256", 14, 256, 256},
-                               {"7x7 512->512", 7, 512, 512}};
+  std::vector<Layer> layers = resnet50_3x3_layers();
   if (quick) layers = {layers[1], layers[3]};
   std::erase_if(layers, [&](const Layer& l) { return l.name.find(args->only) == std::string::npos; });
   std::vector<std::string> summary;
   for (const Layer& l : layers) {
-    const Workload w = workload_of(l);
+    const Workload w = conv_workload(l);
     const double flops = w.flops();
     const auto at = atvoss_times(w, trials, db);
     pin_to_last_core();  // after tuning, which builds on every core
@@ -145,8 +97,8 @@ int main(int argc, char** argv) {
     // The fastest of 200 noisy measurements is partly luck (host_side_by_side.hpp).
     Finalist picked = remeasure_top(w, at);
     host::Operands o = host::make_operands(w, 1);
-    const OneDnnConv best = onednn(l, o, true, engine, stream);
-    const OneDnnConv hwio = onednn(l, o, false, engine, stream);
+    const OneDnnConv best = onednn_conv(l, o, true, engine, stream);
+    const OneDnnConv hwio = onednn_conv(l, o, false, engine, stream);
     std::vector<Timed> impls = {
         {"naive", [&] { naive(l, o.a.data(), o.b.data(), o.c.data()); }},
         {"atvoss default", [&] { def(); }},
