@@ -9,6 +9,7 @@
 // Thread-safety: backends are immutable; every method may be called from many threads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -59,6 +60,10 @@ struct BackendTraits {
   // Measurements it takes at once on one machine; 0: no limit (a simulator). The host: its
   // physical cores, one timed kernel each.
   int max_concurrent = 0;
+  // The longest one measurement takes under the backend's own limits, which it enforces
+  // itself (the host kills a compile or a kernel run past its timeouts); a measurer gives it
+  // at least this long. 0: it sets none (a simulator): the measurer's deadline stops a runaway.
+  std::chrono::milliseconds own_limit{0};
 };
 
 class Backend {

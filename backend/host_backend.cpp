@@ -14,9 +14,14 @@ namespace {
 class HostBackend final : public Backend {
  public:
   std::string name() const override { return "host"; }
-  // A real machine: noisy, and its single-core peak.
+  // A real machine: noisy, and its single-core peak. A measurement is a compile and a kernel
+  // run, each killed past its own timeout (host/builder.hpp, host/runner.hpp): a large GEMM's
+  // checked and repeated calls take tens of seconds, far past a simulator's deadline.
   BackendTraits traits(const Target& t) const override {
-    return {true, host::core_peak_gflops(t), true, host::this_machine().physical_cores};
+    const host::HostConfig config;
+    const auto limit = std::chrono::duration<double>(config.build.timeout_s + config.run.timeout_s + 10);
+    return {true, host::core_peak_gflops(t), true, host::this_machine().physical_cores,
+            std::chrono::duration_cast<std::chrono::milliseconds>(limit)};
   }
   bool serves_target(const Target& t) const override { return host::is_host_target(t); }
   std::string targets_served() const override { return "this CPU's target (--target host)"; }

@@ -17,7 +17,8 @@ struct MeasurePool::Task {
   Done done;
   lowering::FusionRuleSet fusion_rules;  // the submitter's scope; null: the registry's
   int attempts = 0;
-  bool abandoned = false;  // its deadline passed: answered timeout, the result is ignored
+  bool abandoned = false;              // its deadline passed: answered timeout, the result is ignored
+  std::chrono::milliseconds limit{0};  // per attempt: the pool's timeout or the job's longer one
   Clock::time_point deadline;
 };
 
@@ -44,10 +45,11 @@ MeasurePool::~MeasurePool() {
   for (std::thread& t : threads) t.join();
 }
 
-void MeasurePool::submit(Job job, Done done) {
+void MeasurePool::submit(Job job, Done done, std::chrono::milliseconds limit) {
   auto task = std::make_shared<Task>();
   task->job = std::move(job);
   task->done = std::move(done);
+  task->limit = std::max(options_.timeout, limit);
   task->fusion_rules = lowering::scoped_fusion_rule_set();
   {
     const std::lock_guard lock(mu_);
@@ -56,7 +58,8 @@ void MeasurePool::submit(Job job, Done done) {
   work_ready_.notify_one();
 }
 
-std::vector<Measurement> MeasurePool::run(std::vector<Job> jobs, const OnDone& on_done) {
+std::vector<Measurement> MeasurePool::run(std::vector<Job> jobs, const OnDone& on_done,
+                                          const std::vector<std::chrono::milliseconds>& limits) {
   struct Batch {
     std::mutex mu;
     std::condition_variable all_done;
@@ -68,12 +71,15 @@ std::vector<Measurement> MeasurePool::run(std::vector<Job> jobs, const OnDone& o
   batch->left = jobs.size();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     // on_done outlives every call: run() returns only after the last done.
-    submit(std::move(jobs[i]), [batch, i, &on_done](Measurement m) {
-      const std::lock_guard lock(batch->mu);
-      if (on_done) on_done(i, m);
-      batch->out[i] = std::move(m);
-      if (--batch->left == 0) batch->all_done.notify_all();
-    });
+    submit(
+        std::move(jobs[i]),
+        [batch, i, &on_done](Measurement m) {
+          const std::lock_guard lock(batch->mu);
+          if (on_done) on_done(i, m);
+          batch->out[i] = std::move(m);
+          if (--batch->left == 0) batch->all_done.notify_all();
+        },
+        i < limits.size() ? limits[i] : std::chrono::milliseconds{0});
   }
   std::unique_lock lock(batch->mu);
   batch->all_done.wait(lock, [&] { return batch->left == 0; });
@@ -109,7 +115,7 @@ void MeasurePool::thread_loop() {
     queue_.pop_front();
     ++task->attempts;
     if (options_.timeout.count() > 0) {
-      task->deadline = Clock::now() + options_.timeout;
+      task->deadline = Clock::now() + task->limit;
       running_.insert(task);
       running_changed_.notify_one();
     }
@@ -153,8 +159,7 @@ void MeasurePool::watch_deadlines() {
     for (const TaskPtr& t : expired) {
       Done done = std::move(t->done);
       lock.unlock();
-      done(Measurement::failed(Status::timeout,
-                               "measurement exceeded " + std::to_string(options_.timeout.count()) + " ms"));
+      done(Measurement::failed(Status::timeout, "measurement exceeded " + std::to_string(t->limit.count()) + " ms"));
       lock.lock();
     }
   }

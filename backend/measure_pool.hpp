@@ -2,9 +2,10 @@
 // measures in parallel: the in-process measurer (tuner/local_measurer.hpp) and the slots
 // of a farm worker (rpc/worker.hpp). A job is one measurement (a closure returning a
 // Measurement); the pool gives it:
-//   - a per-attempt deadline (timeout): a job still running at its deadline is answered
-//     `timeout` (a candidate error, stored as the schedule's result) and its thread is
-//     retired and replaced, so one stuck measurement never stalls the others;
+//   - a per-attempt deadline (timeout, or the job's own limit where it is longer): a job
+//     still running at its deadline is answered `timeout` (a candidate error, stored as the
+//     schedule's result) and its thread is retired and replaced, so one stuck measurement
+//     never stalls the others;
 //   - retries: a job that ends with an infrastructure error (or throws) is run again, up to
 //     `retries` extra attempts, and then answered with that error (never stored).
 // Timed host kernels lease their cores inside the job (host/core_pool.hpp), so jobs on
@@ -49,13 +50,16 @@ class MeasurePool {
   MeasurePool(const MeasurePool&) = delete;
   MeasurePool& operator=(const MeasurePool&) = delete;
 
-  // Queues job; done is called exactly once with its final measurement.
-  void submit(Job job, Done done);
+  // Queues job; done is called exactly once with its final measurement. limit: the job's
+  // deadline per attempt where it is longer than the pool's timeout (a pool without one has
+  // no deadlines at all).
+  void submit(Job job, Done done, std::chrono::milliseconds limit = {});
   // Runs every job and returns their measurements in job order. Blocks until all are done.
   // on_done, if given, sees each final measurement with its job's index as it comes, one
-  // call at a time (progress per trial).
+  // call at a time (progress per trial). limits: each job's, as submit's (empty: none).
   using OnDone = std::function<void(std::size_t index, const Measurement&)>;
-  std::vector<Measurement> run(std::vector<Job> jobs, const OnDone& on_done = {});
+  std::vector<Measurement> run(std::vector<Job> jobs, const OnDone& on_done = {},
+                               const std::vector<std::chrono::milliseconds>& limits = {});
   // Jobs waiting for a thread (not started).
   std::size_t queued() const;
   const MeasurePoolOptions& options() const { return options_; }

@@ -17,6 +17,16 @@ LocalMeasurer::LocalMeasurer(LocalMeasurerOptions options, MeasureFn fn) : optio
       backend::MeasurePoolOptions{options_.threads, options_.timeout, options_.retries});
 }
 
+// The item's backend's own limit (backend.hpp): a backend that stops its own runaways gets
+// that long; one the registry does not know is measured (and refused) under the timeout.
+std::chrono::milliseconds LocalMeasurer::own_limit(const MeasureRequest& item) {
+  try {
+    return backend::traits_for(item.workload, item.target).own_limit;
+  } catch (const std::exception&) {
+    return std::chrono::milliseconds{0};
+  }
+}
+
 std::string LocalMeasurer::name() const { return "local:" + std::to_string(options_.threads); }
 
 std::vector<Measurement> LocalMeasurer::measure(const std::vector<MeasureRequest>& batch) {
@@ -26,15 +36,17 @@ std::vector<Measurement> LocalMeasurer::measure(const std::vector<MeasureRequest
 std::vector<Measurement> LocalMeasurer::measure_reporting(const std::vector<MeasureRequest>& batch,
                                                           const OnResult& on_result) {
   std::vector<backend::MeasurePool::Job> jobs;
+  std::vector<std::chrono::milliseconds> limits;
   jobs.reserve(batch.size());
   for (const MeasureRequest& item : batch) {
+    limits.push_back(own_limit(item));
     // The job owns a copy: a timed-out attempt may still run after measure() returned.
     jobs.push_back([fn = fn_, item, noise = options_.noise] {
       if (cancelled(item.cancel)) return Measurement::failed(Status::error, kCancelledMessage);
       return fn(item, noise);
     });
   }
-  return pool_->run(std::move(jobs), on_result);
+  return pool_->run(std::move(jobs), on_result, limits);
 }
 
 }  // namespace atvoss::tuner

@@ -25,7 +25,8 @@ struct LocalMeasurerOptions {
   // Worker threads. Default 0 = std::thread::hardware_concurrency() (at least 1).
   int threads = 0;
   // Per-item limit on one measurement (all its repeats). Default 10 s: a simulation
-  // takes well under a millisecond, so only a runaway one gets near it.
+  // takes well under a millisecond, so only a runaway one gets near it. An item whose backend
+  // enforces a longer limit of its own (BackendTraits::own_limit: the host) gets that.
   std::chrono::milliseconds timeout{10000};
   // Extra attempts after an infrastructure error. Default 2.
   int retries = 2;
@@ -51,6 +52,7 @@ class LocalMeasurer : public Measurer {
   std::string name() const override;
 
  private:
+  static std::chrono::milliseconds own_limit(const MeasureRequest& item);
   LocalMeasurerOptions options_;
   MeasureFn fn_;
   std::unique_ptr<backend::MeasurePool> pool_;

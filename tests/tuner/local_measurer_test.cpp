@@ -5,6 +5,8 @@
 #include <atomic>
 #include <thread>
 
+#include "backend/backend.hpp"
+#include "host/machine.hpp"
 #include "simulator/presets.hpp"
 #include "simulator/simulator.hpp"
 
@@ -55,6 +57,26 @@ TEST(LocalMeasurer, StuckItemTimesOutAndPoolKeepsWorking) {
   EXPECT_EQ(out[0].status, Status::timeout);
   EXPECT_TRUE(out[1].ok());  // served by the replacement thread
   EXPECT_TRUE(out[2].ok());
+}
+
+// A backend that enforces its own limits (the host's compile and run timeouts) gets them: a
+// host item taking longer than the measurer's timeout is measured, the same wait on the
+// simulator is a timeout naming the limit.
+TEST(LocalMeasurer, AnItemGetsItsBackendsOwnLimit) {
+  LocalMeasurerOptions o;
+  o.threads = 2;
+  o.timeout = std::chrono::milliseconds(50);
+  LocalMeasurer m(o, [](const MeasureRequest&, double) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return ok_with_time(1);
+  });
+  MeasureRequest on_host = item(0);
+  on_host.target = host::describe_machine();
+  const auto out = m.measure({on_host, item(1)});
+  EXPECT_TRUE(out[0].ok()) << out[0].message;
+  EXPECT_EQ(out[1].status, Status::timeout);
+  EXPECT_NE(out[1].message.find("50 ms"), std::string::npos) << out[1].message;
+  EXPECT_GE(backend::traits_for(on_host.workload, on_host.target).own_limit, std::chrono::seconds(60));
 }
 
 TEST(LocalMeasurer, InfrastructureErrorsAreRetried) {
