@@ -132,11 +132,13 @@ class Runtime:
 
     def matmul_bf16(self, a: Any, b: Any, epilogue: Sequence[str] = (), *, bias: Any = None,
                     batchnorm_scale: Any = None, shift: Any = None, residual: Any = None,
+                    qout: Optional[Tuple[float, int]] = None, codes: bool = False,
                     return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
         """bf16 a @ b, float32 accumulation and output: a (M, K) and b (K, N) uint16 bf16 bit
-        patterns (``atvoss.quantization.to_bf16``)."""
+        patterns (``atvoss.quantization.to_bf16``). qout and codes as in ``matmul``."""
         c, choice = self._rt.matmul_low("bfloat16", a, b, None, None,
-                                        _epilogue(epilogue, bias, batchnorm_scale, shift, residual), return_choice)
+                                        _epilogue(epilogue, bias, batchnorm_scale, shift, residual, qout, codes),
+                                        return_choice)
         return (c, Choice._from_json(choice)) if return_choice else c
 
     def conv2d_int8(self, input: Any, zero_point: int, filter: Any, scale: Any, comp: Any, stride: int = 1,
@@ -158,9 +160,11 @@ class Runtime:
 
     def conv2d_bf16(self, input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
                     bias: Any = None, batchnorm_scale: Any = None, shift: Any = None, residual: Any = None,
+                    qout: Optional[Tuple[float, int]] = None, codes: bool = False,
                     return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
-        """bf16 conv2d on uint16 bit patterns (NHWC input, HWIO filter), float32 out."""
-        e = _epilogue(epilogue, bias, batchnorm_scale, shift, residual)
+        """bf16 conv2d on uint16 bit patterns (NHWC input, HWIO filter), float32 out; qout and
+        codes as in ``matmul``."""
+        e = _epilogue(epilogue, bias, batchnorm_scale, shift, residual, qout, codes)
         if isinstance(filter, _atvoss.PreparedConv2d):
             out, choice = self._rt.conv2d_prepared("bfloat16", input, 0, filter, None, None, stride, pad, e,
                                                    return_choice)

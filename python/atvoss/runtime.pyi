@@ -66,7 +66,8 @@ class Runtime:
                     return_choice: bool = ...) -> Any: ...
     def matmul_bf16(self, a: _Array, b: _Array, epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
                     batchnorm_scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
-                    residual: Optional[_Array] = ..., return_choice: bool = ...) -> Any: ...
+                    residual: Optional[_Array] = ..., qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
+                    return_choice: bool = ...) -> Any: ...
     def conv2d_int8(self, input: _Array, zero_point: int, filter: _Filter, scale: _Array, comp: _Array,
                     stride: int = ..., pad: int = ..., epilogue: Sequence[str] = ..., *,
                     bias: Optional[_Array] = ..., batchnorm_scale: Optional[_Array] = ...,
@@ -76,7 +77,8 @@ class Runtime:
     def conv2d_bf16(self, input: _Array, filter: _Filter, stride: int = ..., pad: int = ...,
                     epilogue: Sequence[str] = ..., *, bias: Optional[_Array] = ...,
                     batchnorm_scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
-                    residual: Optional[_Array] = ..., return_choice: bool = ...) -> Any: ...
+                    residual: Optional[_Array] = ..., qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
+                    return_choice: bool = ...) -> Any: ...
 
 def runtime(table: Optional[_PathLike] = ..., cache_dir: Optional[_PathLike] = ...) -> Runtime: ...
 @overload

@@ -98,6 +98,17 @@ def test_two_int8_layers_chain_through_u8_codes():
         RT.matmul_int8(qa, ops1.weights, ops1.scale, ops1.comp, codes=True)
 
 
+@needs_bf16
+def test_a_bf16_conv2d_hands_u8_codes_to_an_int8_layer():
+    x, f = normal((1, 6, 7, 9), 14), normal((3, 3, 9, 16), 15, 0.2)
+    grid = (1 / 16, 128)
+    values = RT.conv2d_bf16(q.to_bf16(x), q.to_bf16(f), pad=1, epilogue=["quantize"], qout=grid)
+    codes = RT.conv2d_bf16(q.to_bf16(x), q.to_bf16(f), pad=1, epilogue=["quantize"], qout=grid, codes=True)
+    assert codes.dtype == np.uint8 and codes.shape == (1, 6, 7, 16)
+    np.testing.assert_array_equal(codes, np.rint(values / grid[0] + grid[1]).astype(np.uint8))
+    assert len(np.unique(codes)) > 20
+
+
 @needs_vnni
 def test_int8_conv2d_pads_with_the_zero_point():
     x, f = normal((1, 6, 7, 9), 5), normal((3, 3, 9, 16), 6, 0.2)
