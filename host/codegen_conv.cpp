@@ -84,17 +84,24 @@ inline Tile tile_at(const TIN* in, float* out, const float* res, const long* io,
   return t;
 }
 
-// tile(ir, jr) over the micro-tiles of np pixels x nc columns, pixel tiles or column panels outer.
+// tile(ir, jr) over the micro-tiles of np pixels x columns [j_lo, j_hi) (j_lo a whole number of
+// panels), pixel tiles or column panels outer.
 template <bool PIXELS_OUTER, typename F>
-inline void for_tiles(long np, long nc, F tile) {
+inline void for_tiles(long np, long j_lo, long j_hi, F tile) {
   if constexpr (PIXELS_OUTER) {
     for (long ir = 0; ir < np; ir += MR)
-      for (long jr = 0; jr < nc; jr += NR) tile(ir, jr);
+      for (long jr = j_lo; jr < j_hi; jr += NR) tile(ir, jr);
   } else {
-    for (long jr = 0; jr < nc; jr += NR)
+    for (long jr = j_lo; jr < j_hi; jr += NR)
       for (long ir = 0; ir < np; ir += MR) tile(ir, jr);
   }
 }
+
+// A conv2d weight block (kWeightBlocks): output channels [j0, j0 + nc) x input channels
+// [c0, c0 + kc); its tiles run over columns [s0, s1) of it (the whole block, or one slice).
+struct WeightBlock {
+  long j0, nc, c0, kc, s0, s1;
+};
 )";
 
 // conv2d: packed weights, register block of MR pixels x NR output channels.
@@ -213,9 +220,10 @@ inline void micro(long kc, const float* const* ap, const float* __restrict b, fl
 
 // One pixel block (np pixels) x output channels [j0, j0 + nc) x input channels [c0, c0 + kc).
 void block(const float* in, const float* w, float* wp, float* out, const float* res, const long* io,
-           const long* oo, long np, long j0, long nc, long c0, long kc, const AtvossArgs& g, bool ring) {
+           const long* oo, long np, const WeightBlock& wb, const AtvossArgs& g, bool ring) {
+  const long j0 = wb.j0, nc = wb.nc, c0 = wb.c0, kc = wb.kc;
   const bool first = c0 == 0, last = c0 + kc >= C;
-  for_tiles<ORDER == 2>(np, nc, [&](long ir, long jr) {
+  for_tiles<ORDER == 2>(np, wb.s0, wb.s1, [&](long ir, long jr) {
     const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
     const long nr = nc - jr < NR ? nc - jr : NR;
     const float* b = INPLACE ? w + c0 * K + j0 + jr : panel(wp, j0, jr, c0, kc, ring);
@@ -238,7 +246,7 @@ void conv_image(const float* in, const float* w, float* wp, float* out, const fl
   }
   for_blocks([&](const WeightBlock& b) { if (!INPLACE && (pack || ring)) pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); },
              [&](const WeightBlock& b, const long* io, const long* oo, long np) {
-               block(in, w, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g, ring);
+               block(in, w, wp, out, res, io, oo, np, b, g, ring);
              });
 }
 )";
@@ -308,10 +316,11 @@ inline void micro(long kc, const TA* const* ap, const TB* __restrict b, const Ti
 }
 
 // One pixel block (np pixels) x output channels [j0, j0 + nc) x padded channels [c0, c0 + kc).
-void block(const TA* in, TB* wp, float* out, const float* res, const long* io, const long* oo, long np, long j0,
-           long nc, long c0, long kc, const AtvossArgs& g, const int* comp) {
+void block(const TA* in, TB* wp, float* out, const float* res, const long* io, const long* oo, long np,
+           const WeightBlock& wb, const AtvossArgs& g, const int* comp) {
+  const long j0 = wb.j0, nc = wb.nc, c0 = wb.c0, kc = wb.kc;
   const bool first = c0 == 0, last = c0 + kc >= CP;
-  for_tiles<ORDER == 2>(np, nc, [&](long ir, long jr) {
+  for_tiles<ORDER == 2>(np, wb.s0, wb.s1, [&](long ir, long jr) {
     const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
     const long nr = nc - jr < NR ? nc - jr : NR;
     micro(kc, t.a, panel(wp, j0, jr, c0), t, nr, first, last, g, j0 + jr, comp);
@@ -326,7 +335,7 @@ void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res,
                 const int* comp) {
   if (pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
   for_blocks([](const WeightBlock&) {}, [&](const WeightBlock& b, const long* io, const long* oo, long np) {
-    block(in, wp, out, res, io, oo, np, b.j0, b.nc, b.c0, b.kc, g, comp);
+    block(in, wp, out, res, io, oo, np, b, g, comp);
   });
 }
 )";
@@ -360,15 +369,23 @@ std::string pack_weights_text(const char* tw, const char* weights, const char* b
 // conv2d's weight blocks (output channels outer, blocks of CBLK of the CP input channels inner)
 // and the walk over them and the pixel blocks: order 1 splits the pixel blocks among the
 // threads, each running every weight block of its own; orders 0 and 2 take one weight block at
-// a time, before(block) first, then split its pixel blocks.
+// a time, before(block) first, then split its pixel blocks. Where the pixel blocks do not
+// share out evenly (fewer than the threads, or a remainder), each block's output channels are
+// cut into THREADS slices of whole panels too, so every thread gets an equal share of every
+// pixel block (docs/host-backend.md "The threads knob").
 constexpr const char* kWeightBlocks = R"(
 constexpr long NCB = (CP + CBLK - 1) / CBLK, WBLOCKS = (K + NC - 1) / NC * NCB;
-struct WeightBlock {
-  long j0, nc, c0, kc;
-};
+constexpr long SLICES = BLOCKS % THREADS == 0 ? 1 : THREADS;
 inline WeightBlock weight_block(long q) {
-  const long j0 = q / NCB * NC, c0 = q % NCB * CBLK;
-  return {j0, K - j0 < NC ? K - j0 : NC, c0, CP - c0 < CBLK ? CP - c0 : CBLK};
+  const long j0 = q / NCB * NC, c0 = q % NCB * CBLK, nc = K - j0 < NC ? K - j0 : NC;
+  return {j0, nc, c0, CP - c0 < CBLK ? CP - c0 : CBLK, 0, nc};
+}
+// Slice s of SLICES of b's panels.
+inline WeightBlock slice_of(WeightBlock b, long s) {
+  const long panels = (b.nc + NR - 1) / NR, p0 = s * panels / SLICES, p1 = (s + 1) * panels / SLICES;
+  b.s0 = p0 * NR;
+  b.s1 = p1 * NR < b.nc ? p1 * NR : b.nc;
+  return b;
 }
 
 template <class F>
@@ -380,20 +397,20 @@ template <class Before, class Run>
 inline void for_blocks(Before before, Run run) {
   if constexpr (ORDER == 1) {
     PARALLEL_FOR
-    for (long pb = 0; pb < BLOCKS; ++pb) {
+    for (long item = 0; item < BLOCKS * SLICES; ++item) {
       long io[BH * BW], oo[BH * BW];
-      const long np = pixel_block(pb, io, oo);
-      for (long q = 0; q < WBLOCKS; ++q) run(weight_block(q), io, oo, np);
+      const long np = pixel_block(item % BLOCKS, io, oo);
+      for (long q = 0; q < WBLOCKS; ++q) run(slice_of(weight_block(q), item / BLOCKS), io, oo, np);
     }
   } else {
     for (long q = 0; q < WBLOCKS; ++q) {
       const WeightBlock b = weight_block(q);
       before(b);
       PARALLEL_FOR
-      for (long pb = 0; pb < BLOCKS; ++pb) {
+      for (long item = 0; item < BLOCKS * SLICES; ++item) {
         long io[BH * BW], oo[BH * BW];
-        const long np = pixel_block(pb, io, oo);
-        run(b, io, oo, np);
+        const long np = pixel_block(item % BLOCKS, io, oo);
+        run(slice_of(b, item / BLOCKS), io, oo, np);
       }
     }
   }
@@ -450,7 +467,7 @@ inline void micro(const float* const* ap, const float* wgt, float* const* cp, co
 // One pixel block (np pixels) x channels [c0, c0 + nc).
 void block(const float* in, const float* wgt, float* out, const float* res, const long* io,
            const long* oo, long np, long c0, long nc, const AtvossArgs& g) {
-  for_tiles<ORDER != 2>(np, nc, [&](long ir, long jr) {
+  for_tiles<ORDER != 2>(np, 0, nc, [&](long ir, long jr) {
     const Tile t = tile_at(in, out, res, io, oo, np, ir, c0 + jr, c0 + jr);
     const long nr = nc - jr < NR ? nc - jr : NR;
     if (t.mr == MR && nr == NR) micro<true>(t.a, wgt + c0 + jr, t.c, t.r, t.mr, nr, g, c0 + jr);

@@ -22,6 +22,14 @@ using testing::TempDir;
 using testing::workload;
 
 const std::vector<ScheduleCase> kConvCases = {
+    // One pixel block and two threads: its three output-channel panels cut into slices of one
+    // and two, packed (ring) and in place, every tile_order.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":7,"W":7,"K":40,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["bias"]})",
+     {{"micro_m", 7}, {"micro_n", 16}, {"tile_k", 16}, {"tile_order", 0}, {"async_copy_depth", 2}, {"threads", 2}}},
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":7,"W":7,"K":40,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["bias"]})",
+     {{"micro_m", 7}, {"micro_n", 16}, {"tile_k", 16}, {"tile_order", 1}, {"async_copy_depth", 1}, {"threads", 2}}},
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":24,"H":7,"W":7,"K":40,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["bias"]})",
+     {{"micro_m", 7}, {"micro_n", 16}, {"tile_k", 16}, {"tile_order", 2}, {"async_copy_depth", 3}, {"threads", 2}}},
     // C < lanes, K < micro_n, 3x3 pad 1, every block larger than the dims.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":3,"W":9,"K":5,"R":3,"S":3,"stride":1,"pad":1}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 16}, {"tile_order", 0}, {"async_copy_depth", 1}}},

@@ -80,6 +80,11 @@ std::vector<ScheduleCase> cases_of(const std::string& dtype) {
 
 // conv2d cases: every channel count but one is no whole k group (4 int8, 2 bf16 channels).
 const std::vector<ScheduleCase> kLowpConvCases = {
+    // One pixel block and two threads: three output-channel panels cut into slices of one and two.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":7,"W":7,"K":40,"R":3,"S":3,"stride":1,"pad":1}})",
+     {{"micro_m", 7}, {"micro_n", 16}, {"tile_k", 16}, {"tile_order", 0}, {"threads", 2}}},
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":24,"H":7,"W":7,"K":40,"R":3,"S":3,"stride":1,"pad":1}})",
+     {{"micro_m", 7}, {"micro_n", 16}, {"tile_k", 16}, {"tile_order", 1}, {"threads", 2}}},
     // C = 3 (the first layer), K < micro_n, 3x3 pad 1, blocks larger than the dims.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":5,"W":9,"K":5,"R":3,"S":3,"stride":1,"pad":1}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 16}, {"tile_order", 0}}},
