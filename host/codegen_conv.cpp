@@ -349,6 +349,26 @@ extern "C" void atvoss_pack_weights(const AtvossArgs* g, void* out) {
 }
 )";
 
+}  // namespace
+
+long conv_slices(long oh, long ow, long th, long tw, long threads) {
+  if (threads <= 1) return 1;
+  const long rows = (oh + th - 1) / th, cols = (ow + tw - 1) / tw, blocks = rows * cols;
+  const long chunk = (blocks + threads - 1) / threads;  // OpenMP's static schedule
+  long most = 0;
+  for (long t = 0; t < threads; ++t) {
+    long pixels = 0;
+    for (long b = t * chunk; b < std::min(blocks, (t + 1) * chunk); ++b) {
+      pixels += std::min(th, oh - b / cols * th) * std::min(tw, ow - b % cols * tw);
+    }
+    most = std::max(most, pixels);
+  }
+  // Slices where the busiest thread would have over a tenth more pixels than an even share.
+  return double(most) * double(threads) > 1.1 * double(oh * ow) ? threads : 1;
+}
+
+namespace {
+
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
@@ -370,12 +390,11 @@ std::string pack_weights_text(const char* tw, const char* weights, const char* b
 // and the walk over them and the pixel blocks: order 1 splits the pixel blocks among the
 // threads, each running every weight block of its own; orders 0 and 2 take one weight block at
 // a time, before(block) first, then split its pixel blocks. Where the pixel blocks do not
-// share out evenly (fewer than the threads, or a remainder), each block's output channels are
-// cut into THREADS slices of whole panels too, so every thread gets an equal share of every
-// pixel block (docs/host-backend.md "The threads knob").
+// share out evenly (SLICES, conv_slices), each block's output channels are cut into THREADS
+// slices of whole panels too, so every thread gets an equal share of every pixel block
+// (docs/host-backend.md "The threads knob").
 constexpr const char* kWeightBlocks = R"(
 constexpr long NCB = (CP + CBLK - 1) / CBLK, WBLOCKS = (K + NC - 1) / NC * NCB;
-constexpr long SLICES = BLOCKS % THREADS == 0 ? 1 : THREADS;
 inline WeightBlock weight_block(long q) {
   const long j0 = q / NCB * NC, c0 = q % NCB * CBLK, nc = K - j0 < NC ? K - j0 : NC;
   return {j0, nc, c0, CP - c0 < CBLK ? CP - c0 : CBLK, 0, nc};
@@ -518,7 +537,9 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     << "constexpr long ROWS = OH * OW, COLS = " << cols << ";\n";
   if (!dw) o << "constexpr long K = " << w.dim("K") << ", LDB = K;\n";
   o << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
-    << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n";
+    << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n"
+    << "constexpr long SLICES = "
+    << conv_slices(w.out_h(), w.out_w(), knob(knobs::tile_h), knob(knobs::tile_w), knob(knobs::threads)) << ";\n";
   if (dw) {
     o << "constexpr long TC = " << whole_blocks(knob(knobs::tile_c), nr) << ";\n"
       << "constexpr long PF = " << depth - 1 << ";\n";

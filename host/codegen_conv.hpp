@@ -27,4 +27,10 @@ namespace atvoss::host {
 // REQUIRES: conv_space_for(w, m).check(s).ok.
 std::string generate_conv_source(const Workload& w, const Schedule& s, const MachineInfo& m);
 
+// How many slices a conv2d kernel of `threads` threads cuts each pixel block's output channels
+// into: 1 where OpenMP's static share of the th x tw pixel blocks of the oh x ow output gives no
+// thread over a tenth more pixels than an even share, else `threads` (each thread a slice of
+// every block).
+long conv_slices(long oh, long ow, long th, long tw, long threads);
+
 }  // namespace atvoss::host

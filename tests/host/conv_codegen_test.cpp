@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "host/codegen.hpp"
+#include "host/codegen_conv.hpp"
 #include "host/host_space.hpp"
 #include "host/measure.hpp"
 #include "host/operands.hpp"
@@ -125,6 +126,18 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":5,"H":6,"W":5,"R":3,"S":3}})",
      {{"micro_m", 1}, {"micro_n", 8}, {"tile_order", 0}}},
 };
+
+// A conv's threads cut each pixel block's output channels into slices where OpenMP's static
+// share of the blocks would leave one thread over a tenth more pixels than the others.
+TEST(ConvCodegenTest, ThreadsSliceTheChannelsWhereThePixelBlocksShareUnevenly) {
+  EXPECT_EQ(conv_slices(7, 7, 16, 8, 2), 2);     // one block
+  EXPECT_EQ(conv_slices(56, 56, 16, 64, 2), 2);  // rows of 16, 16 | 16, 8
+  EXPECT_EQ(conv_slices(56, 56, 8, 64, 2), 2);   // seven blocks: 4 | 3
+  EXPECT_EQ(conv_slices(32, 32, 8, 64, 2), 1);   // 2 | 2
+  EXPECT_EQ(conv_slices(56, 56, 1, 64, 2), 1);   // 28 | 28 rows
+  EXPECT_EQ(conv_slices(56, 56, 4, 64, 4), 4);   // 14 blocks in chunks of 4: rows 16, 16, 16, 8
+  EXPECT_EQ(conv_slices(7, 7, 16, 8, 1), 1);
+}
 
 TEST(ConvCodegenTest, EveryConvScheduleInTheTableComputesTheReference) {
   expect_every_case_computes_the_reference(kConvCases, 7);
