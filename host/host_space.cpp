@@ -142,7 +142,7 @@ Schedule default_of(const ScheduleSpace& space, const MachineInfo& m, std::int64
     else if (k.name == knobs::async_copy_depth)
       s.set(k.name, 1);
     else if (k.name == knobs::tile_order)
-      s.set(k.name, eb == 4 ? 2 : 0);  // fp32: micro-tiles along C's rows (docs/decisions/host-default-order.md)
+      s.set(k.name, tiles ? 0 : 2);  // micro-tiles along C's rows (docs/decisions/host-default-order.md)
     else if (k.name == knobs::threads)
       s.set(k.name, 1);
     else if (k.name == knobs::amx_tiles)
@@ -159,8 +159,8 @@ Schedule default_schedule(const Workload& w, const MachineInfo& m) {
   if (w.is_conv()) return conv_default_schedule(w, m);
   if (is_row_op(w)) return rowops_default_schedule(w, m);
   // BLIS-like: the widest register block that fits, mc 96, kc 256, nc as large as allowed;
-  // fp32 walks each block's micro-tiles row by row (tile_order 2); one thread (the benchmark
-  // goals compare with one-thread libraries). Where the CPU has AMX
+  // each block's micro-tiles walked row by row (tile_order 2); one thread (the benchmark goals
+  // compare with one-thread libraries). Where the CPU has AMX
   // for the dtype, 32 x 32 tiles, mc 192, nc 1024, kc of 512 bytes first
   // (docs/decisions/host-amx-default.md).
   const ScheduleSpace space = space_for(w, m);
