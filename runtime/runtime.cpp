@@ -66,6 +66,10 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
   if (w.has_epilogue("add")) need(args.residual, "residual", "a residual for the 'add' epilogue");
   if (w.has_epilogue("quantize") || w.has_epilogue("requantize")) {
     need(args.qout, "qout", "the output's {scale, zero point} for its quantize epilogue");
+    if (!(args.qout[0] > 0) || !(args.qout[1] >= 0 && args.qout[1] <= 255)) {
+      throw_bad_input("runtime: argument 'qout' must be {scale > 0, zero point in [0, 255]}, got {" +
+                      std::to_string(args.qout[0]) + ", " + std::to_string(args.qout[1]) + "}");
+    }
   }
 }
 

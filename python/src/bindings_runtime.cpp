@@ -80,9 +80,6 @@ struct Epilogue {
     const bool quantizes = std::find(ops.begin(), ops.end(), "quantize") != ops.end() ||
                            std::find(ops.begin(), ops.end(), "requantize") != ops.end();
     if (grid && !quantizes) throw_bad_input("runtime: 'qout' given but the epilogue has no 'quantize' or 'requantize'");
-    if (grid && (!(grid->first > 0) || grid->second < 0 || grid->second > 255)) {
-      throw_bad_input("runtime: 'qout' must be (scale > 0, zero point in [0, 255])");
-    }
     if (grid) qout = {grid->first, grid->second};
   }
 

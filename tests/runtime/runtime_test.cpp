@@ -205,6 +205,17 @@ TEST_F(RuntimeTest, Int8LayersWriteU8CodesForTheNextLayer) {
   rt.conv2d_int8(oc.qa.data(), oc.qzero, f8, nullptr, oc.qscale.data(), oc.qcomp.data(), shape, ce);
   EXPECT_EQ(host::wrong_codes(oc.c, conv_codes.data(), oc.qout), 0u);
 
+  const float bad_grid[2] = {0.0f, 128.0f};  // a zero scale: refused naming 'qout', for every caller
+  EpilogueArgs bad = e;
+  bad.qout = bad_grid;
+  try {
+    rt.matmul_int8(o.qa.data(), b8, nullptr, o.qscale.data(), o.qcomp.data(), 37, 40, 1100, bad);
+    FAIL() << "a zero output scale was accepted";
+  } catch (const Error& err) {
+    EXPECT_TRUE(err.is_bad_input());
+    EXPECT_NE(std::string(err.what()).find("'qout'"), std::string::npos) << err.what();
+  }
+
   EpilogueArgs no_quantize{{"bias"}, o.bias.data(), nullptr, nullptr, nullptr};
   no_quantize.codes = codes.data();
   try {
