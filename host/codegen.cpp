@@ -84,10 +84,7 @@ inline void micro(long kc, const float* __restrict a, const float* __restrict b,
         float* p = c + r * N + v * VL;
         vf x = acc[r][v];
         if (!first) x += loadu(p);
-        if (last)
-          store_out(g, p, fused<true>(x, g, res_row, col0 + v * VL, VL), VL);
-        else
-          storeu(p, x);
+        write_out<true>(g, p, x, last, res_row, col0 + v * VL, VL);
       }
     }
     return;
@@ -104,10 +101,7 @@ inline void micro(long kc, const float* __restrict a, const float* __restrict b,
       float* p = c + r * N + v * VL;
       vf x = tmp[r][v];
       if (!first) x += load_n(p, n);
-      if (last)
-        store_out(g, p, fused<false>(x, g, res_row, col0 + v * VL, n), n);
-      else
-        store_n(p, x, n);
+      write_out<false>(g, p, x, last, res_row, col0 + v * VL, n);
     }
   }
 }

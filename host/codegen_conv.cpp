@@ -196,10 +196,7 @@ inline void micro(long kc, const float* const* ap, const float* __restrict b, fl
         float* p = cp[i] + v * VL;
         vf x = acc[i][v];
         if (!first) x += loadu(p);
-        if (last)
-          store_out(g, p, fused<true>(x, g, rp[i], col0 + v * VL, VL), VL);
-        else
-          storeu(p, x);
+        write_out<true>(g, p, x, last, rp[i], col0 + v * VL, VL);
       }
     }
     return;
@@ -210,10 +207,7 @@ inline void micro(long kc, const float* const* ap, const float* __restrict b, fl
       float* p = cp[i] + v * VL;
       vf x = acc[i][v];
       if (!first) x += load_n(p, n);
-      if (last)
-        store_out(g, p, fused<false>(x, g, rp[i], col0 + v * VL, n), n);
-      else
-        store_n(p, x, n);
+      write_out<false>(g, p, x, last, rp[i], col0 + v * VL, n);
     }
   }
 }

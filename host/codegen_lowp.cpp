@@ -98,10 +98,7 @@ inline void write_back(ACC (&acc)[MR][NV], const Rows& rows, long mr, long nr, b
       } else {
         vf x = (vf)acc[r][v];
         if (!first) x += load_n(p, n);
-        if (last)
-          store_out(g, p, fused<FULL>(x, g, res_row, col, n), n);
-        else
-          store_n(p, x, n);
+        write_out<FULL>(g, p, x, last, res_row, col, n);
       }
     }
   }

@@ -189,8 +189,19 @@ std::string kernel_preamble(const Workload& w, const Schedule& s, int threads) {
 
 std::string separate_pass_function() { return kSeparatePass; }
 
+// The write of an output vector at the end of a k block: the last block's values go through the
+// fused epilogue to store_out; an earlier block's partial sums are stored as they are.
+constexpr const char* kWriteOut = R"(template <bool FULL>
+inline void write_out(const AtvossArgs& g, float* p, vf x, bool last, const float* res_row, long col, long n) {
+  if (last)
+    store_out(g, p, fused<FULL>(x, g, res_row, col, n), n);
+  else
+    store_n(p, x, n);
+}
+)";
+
 std::string epilogue_functions(const lowering::FusionSplit& split) {
-  std::string out = epilogue_function("fused", split.fused);
+  std::string out = epilogue_function("fused", split.fused) + kWriteOut;
   for (std::size_t i = 0; i < split.unfused.size(); ++i) {
     out += epilogue_function("unfused" + std::to_string(i), {split.unfused[i]});
   }

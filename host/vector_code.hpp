@@ -44,7 +44,9 @@ bool writes_codes(const Workload& w);
 // split among the threads; expects ROWS, COLS and the vector helpers declared before it.
 std::string separate_pass_function();
 
-// `fused` with the fused ops and `unfused<i>` with the i-th unfused op each.
+// `fused` with the fused ops and `unfused<i>` with the i-th unfused op each, and
+// write_out<FULL>(g, p, x, last, res_row, col, n): a k block's output write (the last through
+// `fused` to store_out).
 std::string epilogue_functions(const lowering::FusionSplit& split);
 
 // One call per unfused op, `separate_pass<C>(<out>, *g, res, unfused<i><true>, unfused<i><false>);`,
