@@ -84,6 +84,49 @@ inline Tile tile_at(const TIN* in, float* out, const float* res, const long* io,
   return t;
 }
 
+// A micro-tile's input pixels at its channel: any MR pixels (a pointer each), or MR pixels in
+// a row of the image (one pointer and a fixed step, which the micro-kernel's loads take as
+// displacements: the MR pointers of the general case do not fit the general registers beside
+// the loop's own and spill to the stack; docs/host-backend.md "Conv micro-tiles in a row").
+struct AnyPixels {
+  const TIN* const* p;
+  const TIN* operator()(long i) const { return p[i]; }
+};
+struct PixelRun {
+  const TIN* p;
+  const TIN* operator()(long i) const { return p + i * (STRIDE * CP); }
+};
+// The window taps a micro-tile computes: rows [r0, r1) of the window, and per column s of it
+// whether the tile's first (bit 0) or last (bit 1) pixel reads the zero border there, so the
+// micro-kernel skips those FMAs (docs/host-backend.md "Conv taps in the border"). Only a tile
+// of MR pixels in one output row knows its taps; any other computes them all, the border's
+// zeros included, which adds nothing.
+struct Taps {
+  long r0 = 0, r1 = R;
+  unsigned char edge[S] = {};
+};
+inline bool in_border(long x, long limit) { return x < 0 || x >= limit; }
+inline Taps taps_of(long oh, long ow0) {
+  Taps t;
+  if constexpr (PAD > 0) {
+    const long y = oh * STRIDE - PAD, x0 = ow0 * STRIDE - PAD, x1 = (ow0 + MR - 1) * STRIDE - PAD;
+    t.r0 = y < 0 ? -y : 0;
+    t.r1 = H - y < R ? H - y : R;
+    for (long s = 0; s < S; ++s) t.edge[s] = (in_border(x0 + s, W) ? 1 : 0) | (in_border(x1 + s, W) ? 2 : 0);
+  }
+  return t;
+}
+
+// f(pixels, taps) with the accessor that fits the micro-tile at pixel ir of the block (io, oo:
+// its input and output offsets).
+template <class F>
+inline void with_pixels(const Tile& t, const long* io, const long* oo, long ir, F f) {
+  const bool run = t.mr == MR && io[ir + MR - 1] - io[ir] == (MR - 1) * STRIDE * CP;
+  if (run && oo[ir] / OW == oo[ir + MR - 1] / OW) f(PixelRun{t.a[0]}, taps_of(oo[ir] / OW, oo[ir] % OW));
+  else if (run) f(PixelRun{t.a[0]}, Taps{});
+  else f(AnyPixels{t.a}, Taps{});
+}
+
 // tile(ir, jr) over the micro-tiles of np pixels x columns [j_lo, j_hi) (j_lo a whole number of
 // panels), pixel tiles or column panels outer.
 template <bool PIXELS_OUTER, typename F>
@@ -144,11 +187,35 @@ void pack_block(const float* w, float* wp, long j0, long nc, long c0, long kc, b
   }
 }
 
-// MR pixels (input pointers ap, output rows cp, residual rows rp) x NR channels from col0,
-// reduced over R x S x kc channels of the weights b (packed, or HWIO in place: INPLACE);
-// mr/nr of them valid; FULLN: nr == NR (in place, a partial panel loads only nr columns).
-template <bool FULLN>
-inline void micro(long kc, const float* const* ap, const float* __restrict b, float* const* cp,
+// One window tap's FMAs over kc channels for pixels [LO, MR - HI) of the micro-tile.
+template <int LO, int HI, bool FULLN>
+__attribute__((always_inline)) inline void tap(vf (&acc)[MR][NV], const float* const (&a)[MR],
+                                               const float* __restrict bb, long kc, const long (&cnt)[NV]) {
+#pragma GCC unroll UNROLL
+  for (long c = 0; c < kc; ++c) {
+    if constexpr (PF > 0) __builtin_prefetch(bb + (c + PF) * BSTRIDE);
+    vf bv[NV];
+#pragma GCC unroll 8
+    for (long v = 0; v < NV; ++v) {
+      if constexpr (!INPLACE) bv[v] = *(const vf*)(bb + c * NR + v * VL);
+      else if constexpr (FULLN) bv[v] = loadu(bb + c * K + v * VL);
+      else bv[v] = load_n(bb + c * K + v * VL, cnt[v]);
+    }
+#pragma GCC unroll 16
+    for (long i = LO; i < MR - HI; ++i) {
+      const float av = a[i][c];
+#pragma GCC unroll 8
+      for (long v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
+    }
+  }
+}
+
+// MR pixels (input rows ap, output rows cp, residual rows rp) x NR channels from col0,
+// reduced over the taps tp of R x S x kc channels of the weights b (packed, or HWIO in place:
+// INPLACE); mr/nr of them valid; FULLN: nr == NR (in place, a partial panel loads only nr
+// columns).
+template <bool FULLN, class Pixels>
+inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __restrict b, float* const* cp,
                   const float* const* rp, long mr, long nr, bool first, bool last, const AtvossArgs& g,
                   long col0) {
   vf acc[MR][NV];
@@ -162,29 +229,18 @@ inline void micro(long kc, const float* const* ap, const float* __restrict b, fl
   if constexpr (PF > 0) {
     for (long i = 0; i < mr; ++i) __builtin_prefetch(cp[i], 1);
   }
-  for (long r = 0; r < R; ++r) {
+  for (long r = tp.r0; r < tp.r1; ++r) {
     for (long s = 0; s < S; ++s) {
       const long off = (r * WP + s) * C;
       const float* bb = b + (r * S + s) * (INPLACE ? C * K : kc * NR);
       const float* a[MR];
 #pragma GCC unroll 16
-      for (long i = 0; i < MR; ++i) a[i] = ap[i] + off;
-#pragma GCC unroll UNROLL
-      for (long c = 0; c < kc; ++c) {
-        if constexpr (PF > 0) __builtin_prefetch(bb + (c + PF) * BSTRIDE);
-        vf bv[NV];
-#pragma GCC unroll 8
-        for (long v = 0; v < NV; ++v) {
-          if constexpr (!INPLACE) bv[v] = *(const vf*)(bb + c * NR + v * VL);
-          else if constexpr (FULLN) bv[v] = loadu(bb + c * K + v * VL);
-          else bv[v] = load_n(bb + c * K + v * VL, cnt[v]);
-        }
-#pragma GCC unroll 16
-        for (long i = 0; i < MR; ++i) {
-          const float av = a[i][c];
-#pragma GCC unroll 8
-          for (long v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
-        }
+      for (long i = 0; i < MR; ++i) a[i] = ap(i) + off;
+      switch (tp.edge[s]) {
+        case 0: tap<0, 0, FULLN>(acc, a, bb, kc, cnt); break;
+        case 1: tap<1, 0, FULLN>(acc, a, bb, kc, cnt); break;
+        case 2: tap<0, 1, FULLN>(acc, a, bb, kc, cnt); break;
+        default: tap<1, 1, FULLN>(acc, a, bb, kc, cnt); break;
       }
     }
   }
@@ -221,8 +277,10 @@ void block(const float* in, const float* w, float* wp, float* out, const float* 
     const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
     const long nr = nc - jr < NR ? nc - jr : NR;
     const float* b = INPLACE ? w + c0 * K + j0 + jr : panel(wp, j0, jr, c0, kc, ring);
-    if (INPLACE && nr < NR) micro<false>(kc, t.a, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
-    else micro<true>(kc, t.a, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
+    with_pixels(t, io, oo, ir, [&](const auto& pixels, const Taps& taps) {
+      if (INPLACE && nr < NR) micro<false>(kc, pixels, taps, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
+      else micro<true>(kc, pixels, taps, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
+    });
   });
 }
 
@@ -287,7 +345,8 @@ struct PixelRows {
 
 // MR pixels (input pointers ap at channel c0) x NR output channels from col0 over every tap
 // and the kc channels of a block (b: its packed panel).
-inline void micro(long kc, const TA* const* ap, const TB* __restrict b, const Tile& t, long nr, bool first,
+template <class Pixels>
+inline void micro(long kc, const Pixels& ap, const TB* __restrict b, const Tile& t, long nr, bool first,
                   bool last, const AtvossArgs& g, long col0, const int* comp) {
   ACC acc[MR][NV];
 #pragma GCC unroll 16
@@ -302,7 +361,7 @@ inline void micro(long kc, const TA* const* ap, const TB* __restrict b, const Ti
 #pragma GCC unroll UNROLL
       for (long q = 0; q < groups; ++q) {
         if constexpr (PF > 0) __builtin_prefetch(bb + (q + PF) * NR * KG);
-        dot_group(acc, [&](long i) { return ap[i] + off + q * KG; }, bb + q * NR * KG);
+        dot_group(acc, [&](long i) { return ap(i) + off + q * KG; }, bb + q * NR * KG);
       }
     }
   }
@@ -317,7 +376,9 @@ void block(const TA* in, TB* wp, float* out, const float* res, const long* io, c
   for_tiles<ORDER == 2>(np, wb.s0, wb.s1, [&](long ir, long jr) {
     const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
     const long nr = nc - jr < NR ? nc - jr : NR;
-    micro(kc, t.a, panel(wp, j0, jr, c0), t, nr, first, last, g, j0 + jr, comp);
+    with_pixels(t, io, oo, ir, [&](const auto& pixels, const Taps&) {
+      micro(kc, pixels, panel(wp, j0, jr, c0), t, nr, first, last, g, j0 + jr, comp);
+    });
   });
 }
 

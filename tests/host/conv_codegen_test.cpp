@@ -4,6 +4,8 @@
 // prefetch, every tile_order and fusion level, two threads in every tile_order: several pixel
 // blocks and one, packing split and not), each checked by the real runner against the double
 // reference (capped at the machine's cores); a wrong conv kernel is caught as wrong_answer.
+// Micro-tiles of one output row skip the window taps that read the zero border: the stem-like
+// and one-row cases reach every such skip (first and last window rows, pixels at both edges).
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -95,6 +97,13 @@ const std::vector<ScheduleCase> kConvCases = {
     // Stride 2 without padding; micro-tiles wrap across output rows.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":9,"H":9,"W":9,"K":8,"R":3,"S":3,"stride":2}})",
      {{"micro_m", 5}, {"micro_n", 8}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 0}, {"threads", 2}}},
+    // ResNet's stem (7x7, stride 2, pad 3): micro-tiles of one output row skip the border's taps,
+    // two and three pixels deep at the left and right edges, three window rows at the top.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":3,"H":20,"W":20,"K":16,"R":7,"S":7,"stride":2,"pad":3},"epilogue":["bias"]})",
+     {{"micro_m", 5}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 16}, {"tile_k", 16}, {"tile_order", 0}}},
+    // One input row: every micro-tile skips the window's first and last rows.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":20,"H":1,"W":6,"K":16,"R":3,"S":3,"pad":1}})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 1}, {"tile_w", 8}, {"tile_order", 2}, {"async_copy_depth", 1}}},
 };
 
 const std::vector<ScheduleCase> kDepthwiseCases = {
