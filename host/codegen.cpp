@@ -48,7 +48,28 @@ void pack_b_rows(const float* B, long j0, long nc, long p0, long k0, long kc, fl
   }
 }
 
-inline void micro(long kc, const float* __restrict a, const float* __restrict b, float* c,
+// A micro-tile's MR rows of A at its k block: packed (MR values per k step, pack_a), or read
+// in place (INPLACE: rows K apart, addressed from one pointer; a partial tile repeats its last
+// row, whose results are not stored, so no row past M is read).
+struct PackedA {
+  const float* p;
+  float at(long r, long k) const { return p[k * MR + r]; }
+};
+struct RowsOfA {
+  const float* p;
+  float at(long r, long k) const { return p[r * K + k]; }
+};
+struct ClampedRowsOfA {
+  const float* p;
+  long mr;
+  float at(long r, long k) const { return p[(r < mr ? r : mr - 1) * K + k]; }
+};
+
+// The MR x NR register block at c over kc steps of k: rows a (an A accessor above) times the
+// panel b (packed: NR values per k step; in place, INPLACE: B's rows, N apart, the first nr
+// columns read where !FULLN).
+template <bool FULLN, class RowsA>
+inline void micro(long kc, const RowsA& a, const float* __restrict b, float* c,
                   long mr, long nr, bool first, bool last, const AtvossArgs& g,
                   const float* res, long row0, long col0) {
   vf acc[MR][NV];
@@ -56,21 +77,28 @@ inline void micro(long kc, const float* __restrict a, const float* __restrict b,
   for (long r = 0; r < MR; ++r)
 #pragma GCC unroll 8
     for (long v = 0; v < NV; ++v) acc[r][v] = vf{};
+  long cnt[NV];
+#pragma GCC unroll 8
+  for (long v = 0; v < NV; ++v) cnt[v] = nr - v * VL < 0 ? 0 : (nr - v * VL < VL ? nr - v * VL : VL);
   if constexpr (PF > 0) {
     for (long r = 0; r < mr; ++r) __builtin_prefetch(c + r * N, 1);
   }
 #pragma GCC unroll UNROLL
   for (long k = 0; k < kc; ++k) {
     if constexpr (PF > 0) {
-      __builtin_prefetch(a + (k + PF) * MR);
+      __builtin_prefetch(a.p + (k + PF) * MR);
       __builtin_prefetch(b + (k + PF) * NR);
     }
     vf bv[NV];
 #pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) bv[v] = *(const vf*)(b + k * NR + v * VL);
+    for (long v = 0; v < NV; ++v) {
+      if constexpr (!INPLACE) bv[v] = *(const vf*)(b + k * NR + v * VL);
+      else if constexpr (FULLN) bv[v] = loadu(b + k * N + v * VL);
+      else bv[v] = load_n(b + k * N + v * VL, cnt[v]);
+    }
 #pragma GCC unroll 16
     for (long r = 0; r < MR; ++r) {
-      const float av = a[k * MR + r];
+      const float av = a.at(r, k);
 #pragma GCC unroll 8
       for (long v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
     }
@@ -97,7 +125,7 @@ inline void micro(long kc, const float* __restrict a, const float* __restrict b,
   for (long r = 0; r < mr; ++r) {
     const float* res_row = res ? res + (row0 + r) * N : nullptr;
     for (long v = 0; v * VL < nr; ++v) {
-      const long n = nr - v * VL < VL ? nr - v * VL : VL;
+      const long n = cnt[v];
       float* p = c + r * N + v * VL;
       vf x = tmp[r][v];
       if (!first) x += load_n(p, n);
@@ -106,12 +134,25 @@ inline void micro(long kc, const float* __restrict a, const float* __restrict b,
   }
 }
 
-void macro(long mc, long nc, long kc, const float* ap, const float* bp, float* C, long i0,
-           long j0, bool first, bool last, const AtvossArgs& g, const float* res) {
+// The mc x nc block of C at (i0, j0) over the kc steps of k from pc: A and B packed into ap and
+// bp, or (INPLACE) read where they are.
+void macro(long mc, long nc, long kc, const float* A, const float* B, long pc, const float* ap, const float* bp,
+           float* C, long i0, long j0, bool first, bool last, const AtvossArgs& g, const float* res) {
   auto tile = [&](long ir, long jr) {
     const long mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
-    micro(kc, ap + ir * kc, bp + jr * kc, C + (i0 + ir) * N + j0 + jr, mr, nr, first, last, g,
-          res, i0 + ir, j0 + jr);
+    float* c = C + (i0 + ir) * N + j0 + jr;
+    if constexpr (INPLACE) {
+      const float* a = A + (i0 + ir) * K + pc;
+      const float* b = B + pc * N + j0 + jr;
+      auto run = [&](const auto& rows) {
+        if (nr == NR) micro<true>(kc, rows, b, c, mr, nr, first, last, g, res, i0 + ir, j0 + jr);
+        else micro<false>(kc, rows, b, c, mr, nr, first, last, g, res, i0 + ir, j0 + jr);
+      };
+      if (mr == MR) run(RowsOfA{a});
+      else run(ClampedRowsOfA{a, mr});
+    } else {
+      micro<true>(kc, PackedA{ap + ir * kc}, bp + jr * kc, c, mr, nr, first, last, g, res, i0 + ir, j0 + jr);
+    }
   };
   if constexpr (ORDER == 2) {
     for (long ir = 0; ir < mc; ir += MR)
@@ -132,11 +173,12 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
       const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
-        pack_a(A, ic, mc, pc, kc, ap);
+        if (!INPLACE) pack_a(A, ic, mc, pc, kc, ap);
         for (long jc = p.j0; jc < p.j1; jc += NC) {
           const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
-          for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
-          macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
+          if (!INPLACE)
+            for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
+          macro(mc, nc, kc, A, B, pc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
         }
       }
     }
@@ -145,11 +187,12 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
       const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
-        for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
+        if (!INPLACE)
+          for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
         for (long ic = p.i0; ic < p.i1; ic += MC) {
           const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
-          pack_a(A, ic, mc, pc, kc, ap);
-          macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
+          if (!INPLACE) pack_a(A, ic, mc, pc, kc, ap);
+          macro(mc, nc, kc, A, B, pc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
         }
       }
     }
@@ -203,8 +246,11 @@ std::string matmul_constants(const Workload& w, const Schedule& s, const Machine
     << ";\n"
     << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
     << "constexpr long MC = " << whole_blocks(knob(knobs::tile_m), mr)
-    << ", NC = " << whole_blocks(knob(knobs::tile_n), nr) << ", KC = " << kc << ";\n"
-    << "constexpr long PF = " << 8 * (knob(knobs::async_copy_depth) - 1) << ";\n"
+    << ", NC = " << whole_blocks(knob(knobs::tile_n), nr) << ", KC = " << kc
+    << ";\n"
+    // async_copy_depth: 0 A and B read in place (fp32), 1 packed, d > 1 packed and prefetched.
+    << "constexpr bool INPLACE = " << (knob(knobs::async_copy_depth) == 0 ? "true" : "false") << ";\n"
+    << "constexpr long PF = " << 8 * std::max(0L, knob(knobs::async_copy_depth) - 1) << ";\n"
     << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n";
   const ThreadGrid grid = thread_grid(shape.m, shape.n, mr, nr, knob(knobs::threads));
   o << "constexpr long TM = " << grid.rows << ", TN = " << grid.cols << ";\n" << kPart;
@@ -221,7 +267,8 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
 
   std::ostringstream o;
   o << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, knob(knobs::tile_k))
-    << "constexpr long AP_FLOATS = ((MC + MR) * KC + 15) / 16 * 16, BP_FLOATS = ((NC + NR) * KC + 15) / 16 * 16;\n"
+    << "constexpr long AP_FLOATS = INPLACE ? 0 : ((MC + MR) * KC + 15) / 16 * 16,\n"
+    << "               BP_FLOATS = INPLACE ? 0 : ((NC + NR) * KC + 15) / 16 * 16;\n"
     << "constexpr long ROWS = M, COLS = N;\n"
     << vector_helpers() << epilogue_functions(split) << separate_pass_function()
     << with_unroll(kKernel, knob(knobs::k_steps)) << "}  // namespace\n\n"

@@ -108,7 +108,9 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
       knob(knobs::tile_k, upto(w.dim("K"), amx ? std::vector<std::int64_t>{64, 128, 256, 512, 1024}
                                                : std::vector<std::int64_t>{64, 128, 256, 512})),
       knob(knobs::k_steps, {1, 4}),
-      knob(knobs::async_copy_depth, {1, 2}),
+      // 0: A and B read in place, no packing copy (fp32; docs/decisions/host-matmul-in-place.md).
+      knob(knobs::async_copy_depth,
+           w.dtype() == DType::float32 ? std::vector<std::int64_t>{0, 1, 2} : std::vector<std::int64_t>{1, 2}),
       knob(knobs::tile_order, {0, 1, 2}),
       knob(knobs::fusion_level, fusion_values(w)),
       knob(knobs::threads, thread_values(m)),

@@ -7,8 +7,9 @@
 //   tile_m/n/k         cache blocking mc/nc/kc (BLIS); the kc x micro_n panel of B must
 //                      fit L1d, the mc x kc block of A L2, the kc x nc block of B the L3
 //   k_steps            unroll of the micro-kernel's k loop
-//   async_copy_depth   software prefetch: 1 none, d > 1 prefetches packed panels 8(d-1)
-//                      k-steps ahead and the C tile before its write-back
+//   async_copy_depth   0 (fp32 only) A and B read in place, no packing; 1 packed, no
+//                      prefetch; d > 1 packed and the packed panels prefetched 8(d-1)
+//                      k-steps ahead, the C tile before its write-back
 //   tile_order         0 nc outer, mc inner (B block reused); 1 mc outer (A block reused);
 //                      2 like 0 with the micro-tiles walked column-wise
 //   fusion_level       epilogue ops fused in the write-back (lowering/epilogue.hpp); the

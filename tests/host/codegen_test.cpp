@@ -21,8 +21,9 @@ using testing::TempDir;
 using testing::workload;
 
 // Shapes that are not multiples of any block, blocks larger than the dims, every tile_order,
-// every fusion level, every micro shape, both unroll and prefetch settings, and two threads
-// in every tile_order (one mc block and several; capped at the machine's cores).
+// every fusion level, every micro shape, both unroll and prefetch settings, operands packed and
+// read in place, and two threads in every tile_order (one mc block and several; capped at the
+// machine's cores).
 const std::vector<ScheduleCase> kCases = {
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"threads", 2}}},
@@ -59,6 +60,27 @@ const std::vector<ScheduleCase> kCases = {
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 0}, {"threads", 2}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":197,"N":16,"K":70},"epilogue":["bias","add"]})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 1}, {"threads", 2}}},
+    // A and B read in place (async_copy_depth 0): partial row tiles (their missing rows repeat the
+    // last) and partial column panels (B's rows read only nr wide), several k blocks, every order.
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
+     {{"micro_m", 6},
+      {"micro_n", 16},
+      {"tile_k", 64},
+      {"tile_order", 0},
+      {"fusion_level", 1},
+      {"async_copy_depth", 0},
+      {"threads", 2}}},
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
+     {{"micro_m", 8}, {"micro_n", 24}, {"tile_m", 48}, {"tile_k", 64}, {"tile_order", 1}, {"async_copy_depth", 0}}},
+    {R"({"op":"batch_matmul","dtype":"float32","dims":{"B":3,"M":17,"N":24,"K":40},"epilogue":["add"]})",
+     {{"micro_m", 4},
+      {"micro_n", 16},
+      {"fusion_level", 2},
+      {"tile_order", 2},
+      {"async_copy_depth", 0},
+      {"threads", 2}}},
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":197,"N":80,"K":256},"epilogue":["bias"]})",
+     {{"micro_m", 8}, {"micro_n", 16}, {"tile_m", 48}, {"tile_k", 128}, {"tile_order", 2}, {"async_copy_depth", 0}}},
 };
 
 TEST(CodegenTest, EveryScheduleInTheTableComputesTheReference) { expect_every_case_computes_the_reference(kCases, 7); }
