@@ -87,7 +87,7 @@ inline Tile tile_at(const TIN* in, float* out, const float* res, const long* io,
 // A micro-tile's input pixels at its channel: any MR pixels (a pointer each), or MR pixels in
 // a row of the image (one pointer and a fixed step, which the micro-kernel's loads take as
 // displacements: the MR pointers of the general case do not fit the general registers beside
-// the loop's own and spill to the stack; docs/host-backend.md "Conv micro-tiles in a row").
+// the loop's own and spill to the stack; docs/host-backend.md "Conv taps in the border").
 struct AnyPixels {
   const TIN* const* p;
   const TIN* operator()(long i) const { return p[i]; }
@@ -99,8 +99,9 @@ struct PixelRun {
 // The window taps a micro-tile computes: rows [r0, r1) of the window, and per column s of it
 // whether the tile's first (bit 0) or last (bit 1) pixel reads the zero border there, so the
 // micro-kernel skips those FMAs (docs/host-backend.md "Conv taps in the border"). Only a tile
-// of MR pixels in one output row knows its taps; any other computes them all, the border's
-// zeros included, which adds nothing.
+// of MR pixels in one output row of a kernel whose border is zero knows its taps; any other
+// computes them all (int8's border holds the zero point, which its compensation counts on
+// every tap; elsewhere the border's zeros add nothing).
 struct Taps {
   long r0 = 0, r1 = R;
   unsigned char edge[S] = {};
@@ -122,7 +123,7 @@ inline Taps taps_of(long oh, long ow0) {
 template <class F>
 inline void with_pixels(const Tile& t, const long* io, const long* oo, long ir, F f) {
   const bool run = t.mr == MR && io[ir + MR - 1] - io[ir] == (MR - 1) * STRIDE * CP;
-  if (run && oo[ir] / OW == oo[ir + MR - 1] / OW) f(PixelRun{t.a[0]}, taps_of(oo[ir] / OW, oo[ir] % OW));
+  if (ZERO_BORDER && run && oo[ir] / OW == oo[ir + MR - 1] / OW) f(PixelRun{t.a[0]}, taps_of(oo[ir] / OW, oo[ir] % OW));
   else if (run) f(PixelRun{t.a[0]}, Taps{});
   else f(AnyPixels{t.a}, Taps{});
 }
@@ -343,10 +344,21 @@ struct PixelRows {
   const float* res(long r) const { return rp[r]; }
 };
 
-// MR pixels (input pointers ap at channel c0) x NR output channels from col0 over every tap
-// and the kc channels of a block (b: its packed panel).
+// One window tap's k groups for pixels [LO, MR - HI) of the micro-tile (ap at offset off).
+template <int LO, int HI, class Pixels>
+__attribute__((always_inline)) inline void tap(ACC (&acc)[MR][NV], const Pixels& ap, long off,
+                                               const TB* __restrict bb, long groups) {
+#pragma GCC unroll UNROLL
+  for (long q = 0; q < groups; ++q) {
+    if constexpr (PF > 0) __builtin_prefetch(bb + (q + PF) * NR * KG);
+    dot_group<LO, HI>(acc, [&](long i) { return ap(i) + off + q * KG; }, bb + q * NR * KG);
+  }
+}
+
+// MR pixels (inputs ap at channel c0) x NR output channels from col0 over the taps tp and the
+// kc channels of a block (b: its packed panel).
 template <class Pixels>
-inline void micro(long kc, const Pixels& ap, const TB* __restrict b, const Tile& t, long nr, bool first,
+inline void micro(long kc, const Pixels& ap, const Taps& tp, const TB* __restrict b, const Tile& t, long nr, bool first,
                   bool last, const AtvossArgs& g, long col0, const int* comp) {
   ACC acc[MR][NV];
 #pragma GCC unroll 16
@@ -354,14 +366,15 @@ inline void micro(long kc, const Pixels& ap, const TB* __restrict b, const Tile&
 #pragma GCC unroll 8
     for (long v = 0; v < NV; ++v) acc[i][v] = ACC{};
   const long groups = kc / KG;
-  for (long r = 0; r < R; ++r) {
+  for (long r = tp.r0; r < tp.r1; ++r) {
     for (long s = 0; s < S; ++s) {
       const long off = (r * WP + s) * CP;
       const TB* bb = b + (r * S + s) * groups * NR * KG;
-#pragma GCC unroll UNROLL
-      for (long q = 0; q < groups; ++q) {
-        if constexpr (PF > 0) __builtin_prefetch(bb + (q + PF) * NR * KG);
-        dot_group(acc, [&](long i) { return ap(i) + off + q * KG; }, bb + q * NR * KG);
+      switch (tp.edge[s]) {
+        case 0: tap<0, 0>(acc, ap, off, bb, groups); break;
+        case 1: tap<1, 0>(acc, ap, off, bb, groups); break;
+        case 2: tap<0, 1>(acc, ap, off, bb, groups); break;
+        default: tap<1, 1>(acc, ap, off, bb, groups); break;
       }
     }
   }
@@ -376,8 +389,8 @@ void block(const TA* in, TB* wp, float* out, const float* res, const long* io, c
   for_tiles<ORDER == 2>(np, wb.s0, wb.s1, [&](long ir, long jr) {
     const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
     const long nr = nc - jr < NR ? nc - jr : NR;
-    with_pixels(t, io, oo, ir, [&](const auto& pixels, const Taps&) {
-      micro(kc, pixels, panel(wp, j0, jr, c0), t, nr, first, last, g, j0 + jr, comp);
+    with_pixels(t, io, oo, ir, [&](const auto& pixels, const Taps& taps) {
+      micro(kc, pixels, taps, panel(wp, j0, jr, c0), t, nr, first, last, g, j0 + jr, comp);
     });
   });
 }
@@ -612,9 +625,9 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   o << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n";
   if (lowp) {
     o << low_precision_types(w.dtype()) << "using TIN = TA;\nconstexpr long CP = (C + KG - 1) / KG * KG;\n"
-      << "constexpr bool REFILL = true;\n";
+      << "constexpr bool REFILL = true, ZERO_BORDER = !INT8;\n";
   } else {
-    o << "using TIN = float;\nconstexpr long CP = C;\nconstexpr bool REFILL = false;\n";
+    o << "using TIN = float;\nconstexpr long CP = C;\nconstexpr bool REFILL = false, ZERO_BORDER = true;\n";
   }
   o << vector_helpers() << epilogue_functions(split) << separate_pass_function();
   std::string kernel = std::string(kCommon);

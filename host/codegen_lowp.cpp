@@ -53,15 +53,15 @@ inline void interleave(const TB* src, TB* dst) {
   }
 }
 
-// One k group into the register block: NV vectors of a packed B row at b, and a 32-bit
-// broadcast of each row's KG elements at a(r).
-template <class RowOfA>
+// One k group into rows [LO, MR - HI) of the register block: NV vectors of a packed B row at
+// b, and a 32-bit broadcast of each row's KG elements at a(r).
+template <int LO = 0, int HI = 0, class RowOfA>
 inline void dot_group(ACC (&acc)[MR][NV], const RowOfA& a, const TB* __restrict b) {
   __m512i bv[NV];
 #pragma GCC unroll 8
   for (long v = 0; v < NV; ++v) bv[v] = _mm512_loadu_si512(b + v * VL * KG);
 #pragma GCC unroll 16
-  for (long r = 0; r < MR; ++r) {
+  for (long r = LO; r < MR - HI; ++r) {
     int av;
     std::memcpy(&av, a(r), 4);
     const __m512i ab = _mm512_set1_epi32(av);
