@@ -163,22 +163,56 @@ void macro(long mc, long nc, long kc, const float* A, const float* B, long pc, c
   }
 }
 
-// One thread's share of C, rows [p.i0, p.i1) and columns [p.j0, p.j1) (part_of): the whole
-// BLIS loop nest of the schedule's order on it, with the thread's own packing buffers, so the
-// threads never wait for each other inside a call (docs/decisions/host-thread-parts.md).
+// One thread's share of C (part_of): the BLIS loop nest of the schedule's order on it (nest()),
+// A and B packed into the thread's own buffers, or read in place (INPLACE).
 void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const float* res, float* ap,
           float* bp, const Part& p) {
+  nest(
+      p, [&](long ic, long mc, long pc, long kc) { if (!INPLACE) pack_a(A, ic, mc, pc, kc, ap); },
+      [&](long jc, long nc, long pc, long kc) {
+        if (!INPLACE)
+          for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
+      },
+      [&](long ic, long mc, long jc, long nc, long pc, long kc) {
+        macro(mc, nc, kc, A, B, pc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
+      });
+}
+
+)";
+
+// Thread t's share of the M x N output, cell (t / TN, t % TN) of a TM x TN grid cut at whole
+// micro-tiles (the last row or column of the grid takes the ragged edge).
+constexpr const char* kCut = R"(inline long cut(long units, long parts, long i, long unit, long dim) {
+  const long v = units * i / parts * unit;
+  return v < dim ? v : dim;
+}
+)";
+constexpr const char* kPart = R"(struct Part {
+  long i0, i1, j0, j1;
+};
+inline Part part_of(long t) {
+  constexpr long Q = (M + MR - 1) / MR, P = (N + NR - 1) / NR;
+  const long r = t / TN, c = t % TN;
+  return {cut(Q, TM, r, MR, M), cut(Q, TM, r + 1, MR, M), cut(P, TN, c, NR, N), cut(P, TN, c + 1, NR, N)};
+}
+
+// The cache-blocked loops over part p, each thread with its own packing buffers, so the
+// threads never wait for each other inside a call (docs/decisions/host-thread-parts.md):
+// order 1 mc -> kc -> nc (an A block reused), else nc -> kc -> mc (a B block reused).
+// pack_a(ic, mc, pc, kc) runs before an A block's first use, pack_b(jc, nc, pc, kc) before a B
+// block's, then block(ic, mc, jc, nc, pc, kc).
+template <class PackA, class PackB, class Block>
+inline void nest(const Part& p, PackA pack_a, PackB pack_b, Block block) {
   if constexpr (ORDER == 1) {
     for (long ic = p.i0; ic < p.i1; ic += MC) {
       const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
-        if (!INPLACE) pack_a(A, ic, mc, pc, kc, ap);
+        pack_a(ic, mc, pc, kc);
         for (long jc = p.j0; jc < p.j1; jc += NC) {
           const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
-          if (!INPLACE)
-            for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
-          macro(mc, nc, kc, A, B, pc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
+          pack_b(jc, nc, pc, kc);
+          block(ic, mc, jc, nc, pc, kc);
         }
       }
     }
@@ -187,33 +221,15 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
       const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
       for (long pc = 0; pc < K; pc += KC) {
         const long kc = K - pc < KC ? K - pc : KC;
-        if (!INPLACE)
-          for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
+        pack_b(jc, nc, pc, kc);
         for (long ic = p.i0; ic < p.i1; ic += MC) {
           const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
-          if (!INPLACE) pack_a(A, ic, mc, pc, kc, ap);
-          macro(mc, nc, kc, A, B, pc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
+          pack_a(ic, mc, pc, kc);
+          block(ic, mc, jc, nc, pc, kc);
         }
       }
     }
   }
-}
-
-)";
-
-// Thread t's share of the M x N output, cell (t / TN, t % TN) of a TM x TN grid cut at whole
-// micro-tiles (the last row or column of the grid takes the ragged edge).
-constexpr const char* kPart = R"(struct Part {
-  long i0, i1, j0, j1;
-};
-inline long cut(long units, long parts, long i, long unit, long dim) {
-  const long v = units * i / parts * unit;
-  return v < dim ? v : dim;
-}
-inline Part part_of(long t) {
-  constexpr long Q = (M + MR - 1) / MR, P = (N + NR - 1) / NR;
-  const long r = t / TN, c = t % TN;
-  return {cut(Q, TM, r, MR, M), cut(Q, TM, r + 1, MR, M), cut(P, TN, c, NR, N), cut(P, TN, c + 1, NR, N)};
 }
 )";
 
@@ -235,6 +251,8 @@ ThreadGrid thread_grid(long m, long n, long mr, long nr, long threads) {
   return best;
 }
 
+const char* cut_text() { return kCut; }
+
 long whole_blocks(long v, long step) { return std::max(step, v / step * step); }
 
 std::string matmul_constants(const Workload& w, const Schedule& s, const MachineInfo& m, long kc) {
@@ -253,7 +271,7 @@ std::string matmul_constants(const Workload& w, const Schedule& s, const Machine
     << "constexpr long PF = " << 8 * std::max(0L, knob(knobs::async_copy_depth) - 1) << ";\n"
     << "constexpr int ORDER = " << knob(knobs::tile_order) << ";\n";
   const ThreadGrid grid = thread_grid(shape.m, shape.n, mr, nr, knob(knobs::threads));
-  o << "constexpr long TM = " << grid.rows << ", TN = " << grid.cols << ";\n" << kPart;
+  o << "constexpr long TM = " << grid.rows << ", TN = " << grid.cols << ";\n" << kCut << kPart;
   return o.str();
 }
 

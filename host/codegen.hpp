@@ -23,8 +23,8 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
 
 // The constants every matmul kernel (fp32 and codegen_lowp.hpp's) opens with: the shape
 // (BATCH, M, N, K), the register block (VL, MR, NR, NV), the cache blocks (MC, NC, and KC =
-// kc), the prefetch distance PF, the loop ORDER, and each thread's part of C (TM x TN,
-// part_of(t); thread_grid).
+// kc), INPLACE and the prefetch distance PF, the loop ORDER, each thread's part of C (TM x TN,
+// part_of(t); thread_grid) and the loop nest over a part (nest()).
 std::string matmul_constants(const Workload& w, const Schedule& s, const MachineInfo& m, long kc);
 
 // How a matmul kernel of `threads` threads shares its M x N output: a rows x cols grid of
@@ -34,6 +34,11 @@ struct ThreadGrid {
   long rows = 1, cols = 1;
 };
 ThreadGrid thread_grid(long m, long n, long mr, long nr, long threads);
+
+// The generated helper cut(units, parts, i, unit, dim): where part i of `parts` begins when
+// `units` units of `unit` elements are shared out evenly (never past dim). The matmul's thread
+// parts and the conv's channel slices are both cut by it.
+const char* cut_text();
 
 // A cache block from a tile knob: v rounded down to whole register blocks of `step`, at least one.
 long whole_blocks(long v, long step);

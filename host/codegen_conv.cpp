@@ -469,9 +469,9 @@ inline WeightBlock weight_block(long q) {
 }
 // Slice s of SLICES of b's panels.
 inline WeightBlock slice_of(WeightBlock b, long s) {
-  const long panels = (b.nc + NR - 1) / NR, p0 = s * panels / SLICES, p1 = (s + 1) * panels / SLICES;
-  b.s0 = p0 * NR;
-  b.s1 = p1 * NR < b.nc ? p1 * NR : b.nc;
+  const long panels = (b.nc + NR - 1) / NR;
+  b.s0 = cut(panels, SLICES, s, NR, b.nc);
+  b.s1 = cut(panels, SLICES, s + 1, NR, b.nc);
   return b;
 }
 
@@ -605,9 +605,12 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     << "constexpr long ROWS = OH * OW, COLS = " << cols << ";\n";
   if (!dw) o << "constexpr long K = " << w.dim("K") << ", LDB = K;\n";
   o << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
-    << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n"
-    << "constexpr long SLICES = "
-    << conv_slices(w.out_h(), w.out_w(), knob(knobs::tile_h), knob(knobs::tile_w), knob(knobs::threads)) << ";\n";
+    << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n";
+  if (!dw) {
+    o << "constexpr long SLICES = "
+      << conv_slices(w.out_h(), w.out_w(), knob(knobs::tile_h), knob(knobs::tile_w), knob(knobs::threads)) << ";\n"
+      << cut_text();
+  }
   if (dw) {
     o << "constexpr long TC = " << whole_blocks(knob(knobs::tile_c), nr) << ";\n"
       << "constexpr long PF = " << depth - 1 << ";\n";

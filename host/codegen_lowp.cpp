@@ -239,38 +239,18 @@ void macro(long mc, long nc, long kc, const TA* ap, const TB* bp, float* C, long
   end_tiles();
 }
 
-// One thread's part of C, as in the fp32 kernel (codegen.cpp).
+// One thread's share of C (part_of) in the loop nest (nest()), A and B packed into its buffers.
 void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* res, TA* ap, TB* bp,
           const int* comp, const Part& p) {
-  if constexpr (ORDER == 1) {
-    for (long ic = p.i0; ic < p.i1; ic += MC) {
-      const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
-      for (long pc = 0; pc < K; pc += KC) {
-        const long kc = K - pc < KC ? K - pc : KC;
-        const long groups = padded_k(kc) / KG;
-        pack_a(A, ic, mc, pc, kc, ap);
-        for (long jc = p.j0; jc < p.j1; jc += NC) {
-          const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
-          for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
-          macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
-        }
-      }
-    }
-  } else {
-    for (long jc = p.j0; jc < p.j1; jc += NC) {
-      const long nc = p.j1 - jc < NC ? p.j1 - jc : NC;
-      for (long pc = 0; pc < K; pc += KC) {
-        const long kc = K - pc < KC ? K - pc : KC;
+  nest(
+      p, [&](long ic, long mc, long pc, long kc) { pack_a(A, ic, mc, pc, kc, ap); },
+      [&](long jc, long nc, long pc, long kc) {
         const long groups = padded_k(kc) / KG;
         for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
-        for (long ic = p.i0; ic < p.i1; ic += MC) {
-          const long mc = p.i1 - ic < MC ? p.i1 - ic : MC;
-          pack_a(A, ic, mc, pc, kc, ap);
-          macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
-        }
-      }
-    }
-  }
+      },
+      [&](long ic, long mc, long jc, long nc, long pc, long kc) {
+        macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
+      });
 }
 
 )";

@@ -31,9 +31,20 @@ Verdict check_amx(const Schedule& s, bool tiles, std::int64_t mr, std::int64_t n
   return Verdict::valid();
 }
 
-Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
+// In place (async_copy_depth 0) nothing is packed: B's kc x micro_n panel, rows N apart, is
+// read again by every row tile and streams from L2 (half of it, beside A's rows), and no A
+// block is kept (docs/decisions/host-matmul-in-place.md).
+Verdict check_in_place(std::int64_t kc, std::int64_t nr, std::int64_t eb, const MachineInfo& m) {
+  if (kc * nr * eb > m.l2_bytes / 2) {
+    return Verdict::invalid("L2: B panel in place " + std::to_string(kc * nr * eb) + " B > half of L2, " +
+                            std::to_string(m.l2_bytes / 2) + " B");
+  }
+  return Verdict::valid();
+}
+
+Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb, std::int64_t k_dim) {
   const std::int64_t mr = s.at(std::string(knobs::micro_m)), nr = s.at(std::string(knobs::micro_n));
-  const std::int64_t kc = s.at(std::string(knobs::tile_k)), mc = s.at(std::string(knobs::tile_m));
+  const std::int64_t kc = std::min(s.at(std::string(knobs::tile_k)), k_dim), mc = s.at(std::string(knobs::tile_m));
   const std::int64_t nc = s.at(std::string(knobs::tile_n));
   const std::int64_t nv = nr / m.lanes();
   const bool tiles = s.get_or(std::string(knobs::amx_tiles), 0) == 1;
@@ -42,19 +53,32 @@ Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb) {
     return Verdict::invalid("registers: " + std::to_string(mr) + "x" + std::to_string(nr) + " needs " +
                             std::to_string(mr * nv + nv + 1) + " vectors > " + std::to_string(m.vector_registers));
   }
-  if (kc * nr * eb > m.l1d_bytes) {
-    return Verdict::invalid("L1d: B panel " + std::to_string(kc * nr * eb) + " B > " + std::to_string(m.l1d_bytes) +
-                            " B");
-  }
-  if (mc * kc * eb > m.l2_bytes) {
-    return Verdict::invalid("L2: A block " + std::to_string(mc * kc * eb) + " B > " + std::to_string(m.l2_bytes) +
-                            " B");
+  if (s.get_or(std::string(knobs::async_copy_depth), 1) == 0) {
+    if (Verdict v = check_in_place(kc, nr, eb, m); !v.ok) return v;
+  } else {
+    if (kc * nr * eb > m.l1d_bytes) {
+      return Verdict::invalid("L1d: B panel " + std::to_string(kc * nr * eb) + " B > " + std::to_string(m.l1d_bytes) +
+                              " B");
+    }
+    if (mc * kc * eb > m.l2_bytes) {
+      return Verdict::invalid("L2: A block " + std::to_string(mc * kc * eb) + " B > " + std::to_string(m.l2_bytes) +
+                              " B");
+    }
   }
   const std::int64_t llc = std::max(m.l3_bytes, m.l2_bytes);
   if (kc * nc * eb > llc) {
     return Verdict::invalid("L3: B block " + std::to_string(kc * nc * eb) + " B > " + std::to_string(llc) + " B");
   }
   return Verdict::valid();
+}
+
+// kc values. AMX: 1024 as well, which halves the accumulators' trips through memory per k.
+// fp32: 1024 and 4096 as well, which only operands in place can take (their B panel is bound by
+// L2, not L1d): the accumulators stay in registers over all of a K up to 4096.
+std::vector<std::int64_t> k_blocks(const Workload& w, bool amx) {
+  if (amx) return {64, 128, 256, 512, 1024};
+  if (w.dtype() == DType::float32) return {64, 128, 256, 512, 1024, 4096};
+  return {64, 128, 256, 512};
 }
 
 }  // namespace
@@ -104,9 +128,7 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
       knob(knobs::micro_n, {lanes, 2 * lanes, 3 * lanes}),
       knob(knobs::tile_m, upto(w.dim("M"), {48, 96, 192})),
       knob(knobs::tile_n, upto(w.dim("N"), {256, 1024, 4096})),
-      // AMX: kc 1024 as well, which halves the accumulators' trips through memory per k.
-      knob(knobs::tile_k, upto(w.dim("K"), amx ? std::vector<std::int64_t>{64, 128, 256, 512, 1024}
-                                               : std::vector<std::int64_t>{64, 128, 256, 512})),
+      knob(knobs::tile_k, upto(w.dim("K"), k_blocks(w, amx))),
       knob(knobs::k_steps, {1, 4}),
       // 0: A and B read in place, no packing copy (fp32; docs/decisions/host-matmul-in-place.md).
       knob(knobs::async_copy_depth,
@@ -117,7 +139,7 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m) {
   };
   if (amx) ks.push_back(knob(knobs::amx_tiles, {0, 1}));
   const std::int64_t eb = kernel_element_bytes(w.dtype());
-  return ScheduleSpace(std::move(ks), [m, eb](const Schedule& s) { return check(s, m, eb); });
+  return ScheduleSpace(std::move(ks), [m, eb, k = w.dim("K")](const Schedule& s) { return check(s, m, eb, k); });
 }
 
 namespace {

@@ -134,6 +134,32 @@ TEST(HostSpaceTest, RegisterAndCacheLimitsRejectWithReasons) {
   s.set("micro_m", 4);
   s.set("micro_n", 3 * m.lanes());
   EXPECT_NE(space.check(s).reason.find("L1d"), std::string::npos) << space.check(s).reason;
+  s.set("async_copy_depth", 0);  // in place: B's panel streams from L2, and no A block is kept
+  EXPECT_TRUE(space.check(s).ok) << space.check(s).reason;
+}
+
+// Operands in place take a kc as deep as K (4096): their B panel is bound by half of L2, not L1d.
+TEST(HostSpaceTest, OperandsInPlaceTakeADeepKBlockThatHalfOfL2Holds) {
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":768,"K":4096}})");
+  const MachineInfo m = testing::avx2_machine();  // L1d 32 KiB, L2 512 KiB
+  const ScheduleSpace space = space_for(w, m);
+  Schedule s = default_schedule(w, m);
+  s.set("tile_k", 4096);
+  s.set("micro_m", 4);
+  s.set("micro_n", m.lanes());  // a panel of 4096 x 8 floats: 128 KiB
+  EXPECT_NE(space.check(s).reason.find("L1d"), std::string::npos) << space.check(s).reason;
+  s.set("async_copy_depth", 0);
+  EXPECT_TRUE(space.check(s).ok) << space.check(s).reason;
+  s.set("micro_n", 3 * m.lanes());  // 384 KiB > 256 KiB
+  EXPECT_NE(space.check(s).reason.find("L2: B panel in place"), std::string::npos) << space.check(s).reason;
+  // A kc past K is K: 4096 on a K of 2100 is one block of 2100 rows.
+  const Workload shallow = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":768,"K":2100}})");
+  Schedule t = default_schedule(shallow, m);
+  t.set("tile_k", 4096);
+  t.set("async_copy_depth", 0);
+  t.set("micro_m", 4);
+  t.set("micro_n", 3 * m.lanes());  // 2100 x 24 floats: 197 KiB (4096 rows would be 384 KiB)
+  EXPECT_TRUE(space_for(shallow, m).check(t).ok) << space_for(shallow, m).check(t).reason;
 }
 
 // 32 registers hold the 8 x 3-vector block that spills on AVX2.
