@@ -32,12 +32,12 @@ Verdict check_amx(const Schedule& s, bool tiles, std::int64_t mr, std::int64_t n
 }
 
 // In place (async_copy_depth 0) nothing is packed: B's kc x micro_n panel, rows N apart, is
-// read again by every row tile and streams from L2 (half of it, beside A's rows), and no A
-// block is kept (docs/decisions/host-matmul-in-place.md).
-Verdict check_in_place(std::int64_t kc, std::int64_t nr, std::int64_t eb, const MachineInfo& m) {
-  if (kc * nr * eb > m.l2_bytes / 2) {
-    return Verdict::invalid("L2: B panel in place " + std::to_string(kc * nr * eb) + " B > half of L2, " +
-                            std::to_string(m.l2_bytes / 2) + " B");
+// read again by every row tile and A's micro_m rows of kc by every panel, so both stay in L2
+// together; there is no A block (docs/decisions/host-matmul-in-place.md).
+Verdict check_in_place(std::int64_t kc, std::int64_t mr, std::int64_t nr, std::int64_t eb, const MachineInfo& m) {
+  if (kc * (nr + mr) * eb > m.l2_bytes) {
+    return Verdict::invalid("L2: B panel and A rows in place " + std::to_string(kc * (nr + mr) * eb) + " B > " +
+                            std::to_string(m.l2_bytes) + " B");
   }
   return Verdict::valid();
 }
@@ -54,7 +54,7 @@ Verdict check(const Schedule& s, const MachineInfo& m, std::int64_t eb, std::int
                             std::to_string(mr * nv + nv + 1) + " vectors > " + std::to_string(m.vector_registers));
   }
   if (s.get_or(std::string(knobs::async_copy_depth), 1) == 0) {
-    if (Verdict v = check_in_place(kc, nr, eb, m); !v.ok) return v;
+    if (Verdict v = check_in_place(kc, mr, nr, eb, m); !v.ok) return v;
   } else {
     if (kc * nr * eb > m.l1d_bytes) {
       return Verdict::invalid("L1d: B panel " + std::to_string(kc * nr * eb) + " B > " + std::to_string(m.l1d_bytes) +

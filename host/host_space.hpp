@@ -5,7 +5,9 @@
 //                      SIMD lanes); valid when accumulators + one row of B vectors + one
 //                      broadcast fit the vector registers (6x16 on AVX2, as BLIS uses)
 //   tile_m/n/k         cache blocking mc/nc/kc (BLIS); the kc x micro_n panel of B must
-//                      fit L1d, the mc x kc block of A L2, the kc x nc block of B the L3
+//                      fit L1d (in place: it and micro_m rows of A fit L2), the mc x kc
+//                      block of A L2 (packed only), the kc x nc block of B the L3; kc
+//                      counts at most K
 //   k_steps            unroll of the micro-kernel's k loop
 //   async_copy_depth   0 (fp32 only) A and B read in place, no packing; 1 packed, no
 //                      prefetch; d > 1 packed and the packed panels prefetched 8(d-1)

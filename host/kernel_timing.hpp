@@ -32,7 +32,9 @@ struct TimingOptions {
 // {"status": "ok"|"wrong_answer", "time_us", "repeats", "cv", "inner", "remeasured",
 //  "max_rel_error", "threads", "cpus", "process_threads" (after the first call),
 //  "prepacked_weights" (the kernel's weights were packed once, before the timed calls, and
-//  that path checked too: packed_weights.hpp), "message"}.
+//  that path checked too: packed_weights.hpp), "u8_output" (the kernel writes u8 codes,
+//  kernel_abi.hpp, and was timed writing them, after its fp32 output and its codes were both
+//  checked), "message"}.
 // bad_input (naming --so) if so_path is not a regular file or not a loadable atvoss kernel.
 Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& options);
 
