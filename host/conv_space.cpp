@@ -143,16 +143,38 @@ ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m) {
   return ScheduleSpace(std::move(ks), [w, m](const Schedule& s) { return check_conv(w, s, m); });
 }
 
+namespace {
+
+// The largest of 8, 7, 6, 5 pixels that divides the width of every pixel block of tile_w
+// columns (OW's blocks and the last, narrower one), so that every micro-tile is a run of one
+// output row and skips the border's taps (docs/decisions/host-conv-default-rows.md); 0 if none.
+std::int64_t row_run_pixels(std::int64_t ow, std::int64_t tw) {
+  const std::int64_t width = std::min(tw, ow), rest = ow > tw ? ow % tw : 0;
+  for (std::int64_t mr : {8, 7, 6, 5}) {
+    if (width % mr == 0 && rest % mr == 0) return mr;
+  }
+  return 0;
+}
+
+}  // namespace
+
 Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
-  // Conv: 6 pixels x 2 vectors (as the matmul default), blocks of 16 output rows of up to 64
-  // pixels, every output channel in one block, the deepest channel block whose weight panel
-  // fits half of L2, weights packed without prefetch. Depthwise: 4 pixels x 2 vectors, blocks of 4
-  // rows of up to 64 pixels, 128 channels, no prefetch. One thread, as for matmul.
+  // Conv: pixel runs of whole output rows x 2 vectors where a register block of them fits
+  // (row_run_pixels), else 6 pixels x 2 vectors (as the matmul default); blocks of 16 output
+  // rows of up to 64 pixels, every output channel in one block, the deepest channel block whose
+  // weight panel fits half of L2, weights packed without prefetch. Depthwise: 4 pixels x 2
+  // vectors, blocks of 4 rows of up to 64 pixels, 128 channels, no prefetch. One thread, as for
+  // matmul.
   const ScheduleSpace space = conv_space_for(w, m);
   const bool dw = w.op() == "depthwise_conv2d";
-  const std::vector<std::pair<std::int64_t, std::int64_t>> micro =
+  std::vector<std::pair<std::int64_t, std::int64_t>> micro =
       dw ? std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 2}, {2, 2}, {1, 1}}
          : std::vector<std::pair<std::int64_t, std::int64_t>>{{6, 2}, {4, 3}, {4, 2}, {8, 1}, {4, 1}};
+  for (const auto& k : space.knobs()) {
+    if (k.name != knobs::tile_w || dw) continue;
+    if (const std::int64_t run = row_run_pixels(w.out_w(), closest(k.values, 64)))
+      micro.insert(micro.begin(), {run, 2});
+  }
   for (const auto& [mr, nv] : micro) {
     Schedule s;
     for (const auto& k : space.knobs()) {

@@ -237,6 +237,29 @@ TEST(ConvSpaceTest, LimitsRejectWithReasons) {
   EXPECT_TRUE(space.check(s).ok) << space.check(s).reason;
 }
 
+// The default's micro-tiles are runs of whole output rows where 8, 7, 6 or 5 pixels divide
+// every pixel block's width and fit the registers with 2 vectors; else 6 pixels.
+TEST(ConvSpaceTest, TheDefaultTakesPixelRunsOfWholeOutputRows) {
+  auto micro_m = [](int hw, int stride, const MachineInfo& m) {
+    const Workload w =
+        workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":64,"H":)" + std::to_string(hw) + R"(,"W":)" +
+                 std::to_string(hw) + R"(,"K":64,"R":3,"S":3,"pad":1,"stride":)" + std::to_string(stride) + "}}");
+    const Schedule s = default_schedule(w, m);
+    EXPECT_EQ(s.at("micro_n"), 2 * m.lanes());
+    return s.at("micro_m");
+  };
+  const MachineInfo wide = testing::avx512_machine(), avx2 = testing::avx2_machine();
+  EXPECT_EQ(micro_m(7, 1, wide), 7);
+  EXPECT_EQ(micro_m(56, 1, wide), 8);
+  EXPECT_EQ(micro_m(10, 1, wide), 5);
+  EXPECT_EQ(micro_m(56, 2, wide), 7);   // 28 output columns
+  EXPECT_EQ(micro_m(112, 1, wide), 8);  // blocks of 64 and 48 columns
+  EXPECT_EQ(micro_m(100, 1, wide), 6);  // 64 and 36
+  EXPECT_EQ(micro_m(13, 1, wide), 6);   // no run: the old default
+  EXPECT_EQ(micro_m(56, 1, avx2), 6);   // 8 x 2 and 7 x 2 vectors overflow 16 registers
+  EXPECT_EQ(micro_m(14, 1, avx2), 6);   // 7 x 2 overflows: not a run, the old default
+}
+
 // The reference agrees with a hand-written loop over NHWC input and HWIO weights (stride 2,
 // pad 1) and flags a single wrong output.
 TEST(ConvOperandsTest, TheReferenceMatchesAHandWrittenLoop) {
