@@ -90,12 +90,7 @@ inline void micro(long kc, const RowsA& a, const float* __restrict b, float* c,
       __builtin_prefetch(b + (k + PF) * NR);
     }
     vf bv[NV];
-#pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) {
-      if constexpr (!INPLACE) bv[v] = *(const vf*)(b + k * NR + v * VL);
-      else if constexpr (FULLN) bv[v] = loadu(b + k * N + v * VL);
-      else bv[v] = load_n(b + k * N + v * VL, cnt[v]);
-    }
+    b_row<INPLACE, FULLN, N>(bv, b, k, cnt);
 #pragma GCC unroll 16
     for (long r = 0; r < MR; ++r) {
       const float av = a.at(r, k);
@@ -182,6 +177,21 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
 
 // Thread t's share of the M x N output, cell (t / TN, t % TN) of a TM x TN grid cut at whole
 // micro-tiles (the last row or column of the grid takes the ragged edge).
+// One k step's NV vectors of B for a register block: from a packed panel (NR floats a row,
+// aligned) or in place (LD floats a row; only the first cnt[v] of each vector where !FULL, a
+// partial panel at B's right edge). The fp32 matmul's and conv's micro-kernels share it.
+constexpr const char* kBRow = R"(template <bool IN_PLACE, bool FULL, long LD>
+__attribute__((always_inline)) inline void b_row(vf (&bv)[NV], const float* __restrict b, long k,
+                                                 const long (&cnt)[NV]) {
+#pragma GCC unroll 8
+  for (long v = 0; v < NV; ++v) {
+    if constexpr (!IN_PLACE) bv[v] = *(const vf*)(b + k * NR + v * VL);
+    else if constexpr (FULL) bv[v] = loadu(b + k * LD + v * VL);
+    else bv[v] = load_n(b + k * LD + v * VL, cnt[v]);
+  }
+}
+)";
+
 constexpr const char* kCut = R"(inline long cut(long units, long parts, long i, long unit, long dim) {
   const long v = units * i / parts * unit;
   return v < dim ? v : dim;
@@ -252,6 +262,7 @@ ThreadGrid thread_grid(long m, long n, long mr, long nr, long threads) {
 }
 
 const char* cut_text() { return kCut; }
+const char* b_row_text() { return kBRow; }
 
 long whole_blocks(long v, long step) { return std::max(step, v / step * step); }
 
@@ -288,7 +299,7 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     << "constexpr long AP_FLOATS = INPLACE ? 0 : ((MC + MR) * KC + 15) / 16 * 16,\n"
     << "               BP_FLOATS = INPLACE ? 0 : ((NC + NR) * KC + 15) / 16 * 16;\n"
     << "constexpr long ROWS = M, COLS = N;\n"
-    << vector_helpers() << epilogue_functions(split) << separate_pass_function()
+    << vector_helpers() << kBRow << epilogue_functions(split) << separate_pass_function()
     << with_unroll(kKernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
     << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
     << "  static thread_local Scratch ap(" << threads << " * AP_FLOATS), bp(" << threads

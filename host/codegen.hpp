@@ -40,6 +40,10 @@ ThreadGrid thread_grid(long m, long n, long mr, long nr, long threads);
 // parts and the conv's channel slices are both cut by it.
 const char* cut_text();
 
+// The generated helper b_row<IN_PLACE, FULL, LD>(bv, b, k, cnt): one k step's vectors of B for
+// an fp32 register block, from a packed panel or from rows LD floats apart.
+const char* b_row_text();
+
 // A cache block from a tile knob: v rounded down to whole register blocks of `step`, at least one.
 long whole_blocks(long v, long step);
 

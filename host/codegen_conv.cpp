@@ -196,12 +196,7 @@ __attribute__((always_inline)) inline void tap(vf (&acc)[MR][NV], const float* c
   for (long c = 0; c < kc; ++c) {
     if constexpr (PF > 0) __builtin_prefetch(bb + (c + PF) * BSTRIDE);
     vf bv[NV];
-#pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) {
-      if constexpr (!INPLACE) bv[v] = *(const vf*)(bb + c * NR + v * VL);
-      else if constexpr (FULLN) bv[v] = loadu(bb + c * K + v * VL);
-      else bv[v] = load_n(bb + c * K + v * VL, cnt[v]);
-    }
+    b_row<INPLACE, FULLN, K>(bv, bb, c, cnt);
 #pragma GCC unroll 16
     for (long i = LO; i < MR - HI; ++i) {
       const float av = a[i][c];
@@ -632,7 +627,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   } else {
     o << "using TIN = float;\nconstexpr long CP = C;\nconstexpr bool REFILL = false, ZERO_BORDER = true;\n";
   }
-  o << vector_helpers() << epilogue_functions(split) << separate_pass_function();
+  o << vector_helpers() << (lowp || dw ? "" : b_row_text()) << epilogue_functions(split) << separate_pass_function();
   std::string kernel = std::string(kCommon);
   if (lowp)
     kernel += std::string(low_precision_helpers()) + kConvLowp + kWeightBlocks + kConvLowpImage;
