@@ -175,8 +175,6 @@ void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const f
 
 )";
 
-// Thread t's share of the M x N output, cell (t / TN, t % TN) of a TM x TN grid cut at whole
-// micro-tiles (the last row or column of the grid takes the ragged edge).
 // One k step's NV vectors of B for a register block: from a packed panel (NR floats a row,
 // aligned) or in place (LD floats a row; only the first cnt[v] of each vector where !FULL, a
 // partial panel at B's right edge). The fp32 matmul's and conv's micro-kernels share it.
@@ -197,6 +195,9 @@ constexpr const char* kCut = R"(inline long cut(long units, long parts, long i, 
   return v < dim ? v : dim;
 }
 )";
+// Thread t's share of the M x N output, cell (t / TN, t % TN) of a TM x TN grid cut at whole
+// micro-tiles (the last row or column of the grid takes the ragged edge), and the loop nest
+// over it.
 constexpr const char* kPart = R"(struct Part {
   long i0, i1, j0, j1;
 };

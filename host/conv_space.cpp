@@ -170,11 +170,11 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
   std::vector<std::pair<std::int64_t, std::int64_t>> micro =
       dw ? std::vector<std::pair<std::int64_t, std::int64_t>>{{4, 2}, {2, 2}, {1, 1}}
          : std::vector<std::pair<std::int64_t, std::int64_t>>{{6, 2}, {4, 3}, {4, 2}, {8, 1}, {4, 1}};
-  for (const auto& k : space.knobs()) {
-    if (k.name != knobs::tile_w || dw) continue;
-    if (const std::int64_t run = row_run_pixels(w.out_w(), closest(k.values, 64)))
-      micro.insert(micro.begin(), {run, 2});
-  }
+  const auto& knobs_of = space.knobs();
+  const auto tile_w =
+      std::find_if(knobs_of.begin(), knobs_of.end(), [](const Knob& k) { return k.name == knobs::tile_w; });
+  const std::int64_t block_columns = closest(tile_w->values, 64);  // the default's pixel blocks
+  if (const std::int64_t run = dw ? 0 : row_run_pixels(w.out_w(), block_columns)) micro.insert(micro.begin(), {run, 2});
   for (const auto& [mr, nv] : micro) {
     Schedule s;
     for (const auto& k : space.knobs()) {
@@ -185,7 +185,7 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
       else if (k.name == knobs::tile_h)
         s.set(k.name, closest(k.values, dw ? 4 : 16));
       else if (k.name == knobs::tile_w)
-        s.set(k.name, closest(k.values, 64));
+        s.set(k.name, block_columns);
       else if (k.name == knobs::tile_n)
         s.set(k.name, k.values.back());
       else if (k.name == knobs::tile_c)
