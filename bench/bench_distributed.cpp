@@ -26,7 +26,7 @@
 #include "frontend/model_zoo.hpp"
 #include "frontend/training.hpp"
 #include "graph_bench_util.hpp"
-#include "report/graph_run.hpp"
+#include "plan/graph_run.hpp"
 
 namespace {
 
@@ -75,7 +75,7 @@ Row run(const execution::ExecGraph& g, const execution::Device& d, const distrib
 double scaling_table(const std::string& model, const Target& target, const std::string& server, std::int64_t bucket,
                      bool& ok) {
   const frontend::TaskSet tasks = frontend::zoo_model(model);
-  const auto g = report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target);
+  const auto g = plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target);
   const execution::Device d = execution::Device::of(target);
   const distributed::Topology t = distributed::topology_preset(server + "-x8");
   const double weights_mib = frontend::memory_fit(tasks, target).weight_bytes / 1048576.0;
@@ -107,7 +107,7 @@ double scaling_table(const std::string& model, const Target& target, const std::
 // stage imbalance (slowest stage over the mean).
 double pipeline_table(const std::string& model, const Target& target, const std::string& server) {
   const frontend::TaskSet tasks = frontend::zoo_model(model);
-  const auto g = report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target);
+  const auto g = plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target);
   const execution::Device d = execution::Device::of(target);
   const distributed::Topology t = distributed::topology_preset(server);
   const distributed::StagePlacement p = distributed::place_stages(g, 4);
@@ -141,7 +141,7 @@ frontend::TaskSet training_step(const std::string& model) {
 double plan_row(const std::string& model, const Target& target, const distributed::Topology& t, int devices,
                 int trials) {
   const frontend::TaskSet tasks = training_step(model);
-  const auto g = report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target);
+  const auto g = plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target);
   const auto s = distributed::search_plan(g, execution::Device::of(target), t, {devices, "evolutionary", trials, 1});
   const double speedup = s.data_parallel.us_per_batch() / s.best.us_per_batch();
   const auto& p = s.best.plan;
@@ -157,7 +157,7 @@ double plan_row(const std::string& model, const Target& target, const distribute
 // step over the same step with instant links, less one) with and without.
 void fusion_row(const std::string& model, const Target& target, const distributed::Topology& t, int tp) {
   const frontend::TaskSet tasks = training_step(model);
-  const auto g = report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target);
+  const auto g = plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target);
   const execution::Device d = execution::Device::of(target);
   distributed::Topology instant = t;
   instant.link = {1e6, 0};
@@ -176,7 +176,7 @@ void fusion_row(const std::string& model, const Target& target, const distribute
 // appears at step 5: total time with and without moving work.
 void balance_rows(const Target& target, const distributed::Topology& t) {
   const frontend::TaskSet tasks = frontend::zoo_model("resnet50-train");
-  const auto g = report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target);
+  const auto g = plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target);
   distributed::DataParallelOptions o;
   o.devices = 8;
   const struct {
@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
     ok &= eff >= 0.90 && imbalance <= 1.10;
 
     const frontend::TaskSet tasks = frontend::zoo_model("resnet50-train");
-    const auto g = report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target);
+    const auto g = plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target);
     const distributed::Topology big = distributed::topology_preset(server + "-x128");
     distributed::DataParallelOptions o;
     o.devices = big.devices();

@@ -10,7 +10,7 @@
 // Models: every zoo model, the ONNX files given, and a seeded random branchy DAG of 1000
 // nodes. Then, for ResNet-50 (batch 32), BERT-base and the ResNet-50 training step, the gain of
 // stage pipelining by stages and micro-batch count (micro-batch kernels re-simulated at the
-// smaller batch where it splits, report::micro_batch_cost). Last, recompute on the training steps:
+// smaller batch where it splits, plan::micro_batch_cost). Last, recompute on the training steps:
 // the plan squeezed to 3/4 and 1/2 of its peak with chains of one op and of up to four
 // (execution/recompute.hpp). Exit 1 if a goal is missed: scheduled above serial, a plan
 // below its bound, a model's plan more than 5 % above it, or a 1000-node simulation over 20 ms.
@@ -31,7 +31,7 @@
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
 #include "graph_bench_util.hpp"
-#include "report/graph_run.hpp"
+#include "plan/graph_run.hpp"
 
 namespace {
 
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   bool ok = true;
   auto model = [&](const std::string& name, const frontend::TaskSet& tasks) {
     ok &=
-        row(name, report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target), device, repeat);
+        row(name, plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target), device, repeat);
   };
   for (const auto& name : frontend::zoo_names()) model(name, frontend::zoo_model(name));
   for (const auto& path : onnx) {
@@ -153,15 +153,15 @@ int main(int argc, char** argv) {
   std::printf("\n");
   for (const char* name : {"resnet50-b32", "bert-base", "resnet50-train"}) {
     const frontend::TaskSet tasks = frontend::zoo_model(name);
-    const report::ModelVariant v = report::vendor_default_variant(tasks, target);
-    const execution::ExecGraph g = report::exec_graph_of(tasks, v, target);
-    pipeline_table(name, g, device, report::micro_batch_cost(tasks, v, g, target));
+    const plan::ModelVariant v = plan::vendor_default_variant(tasks, target);
+    const execution::ExecGraph g = plan::exec_graph_of(tasks, v, target);
+    pipeline_table(name, g, device, plan::micro_batch_cost(tasks, v, g, target));
   }
   std::printf("\n%-20s %5s %6s %8s %6s %10s %10s %6s %5s\n", "recompute", "share", "chain", "tensors", "nodes",
               "peak MiB", "extra us", "slower", "fits");
   for (const char* name : {"resnet50-train", "bert-base-train"}) {
     const frontend::TaskSet tasks = frontend::zoo_model(name);
-    recompute_table(name, report::exec_graph_of(tasks, report::vendor_default_variant(tasks, target), target), device);
+    recompute_table(name, plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target), device);
   }
   return ok ? 0 : 1;
 }

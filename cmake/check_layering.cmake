@@ -23,11 +23,13 @@ set(allowed_execution core lowering frontend execution)
 # distributed/: many devices (topology, collectives, parallel plans) over the one-device graph run.
 set(allowed_distributed core lowering costmodel search frontend execution distributed)
 set(allowed_tuner core lowering host backend costmodel search db rpc frontend tuner)
-# report/: evaluation, analysis, layout choice and the HTML, built from the tuned model.
-set(allowed_report core lowering host backend costmodel search db runtime rpc frontend execution distributed tuner report)
+# plan/: what a tuned model runs, decided once (schedules checked, layouts, graph run, memory).
+set(allowed_plan core lowering host backend costmodel search db rpc frontend execution tuner plan)
+# report/: renders the plan beside the variants that explain it, and the HTML.
+set(allowed_report core lowering host backend costmodel search db runtime rpc frontend execution distributed tuner plan report)
 # python/ (the Python package's bindings) sits on top, like tools/.
-set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner report python)
-set(modules core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner report python)
+set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner plan report python)
+set(modules core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner plan report python)
 
 set(violations "")
 foreach(module IN LISTS modules)

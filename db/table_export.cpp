@@ -23,6 +23,18 @@ TableExportReport export_table(const TuningDatabase& db, const TargetInfo& targe
     throw Error(ErrorKind::not_found,
                 "export-table: no valid record for target '" + target.name + "' (" + target.key + ") in " + db.path());
   }
+  return write_table(target, path, entries);
+}
+
+TableExportReport write_table(const TargetInfo& target, const std::string& path,
+                              const std::vector<table::TableEntry>& entries) {
+  if (entries.empty()) throw Error(ErrorKind::not_found, "export-table: no entry to write for '" + target.name + "'");
+  std::set<std::string> keys;
+  for (const auto& e : entries) {
+    if (!keys.insert(e.workload.key()).second) {
+      throw Error(ErrorKind::bad_input, "export-table: two entries for workload " + e.workload.label());
+    }
+  }
   table::TableHeader header;
   header.target_key = target.key;
   header.target_name = target.name;

@@ -1,6 +1,7 @@
 // Export of the runtime lookup table: the best valid schedule per workload measured on one
 // target, written as the JSON table file that db/table/schedule_table.hpp loads (format
-// documented there). Used by `atvoss-db export-table` and the tuner at the end of a job.
+// documented there). Used by `atvoss-db export-table`, single-workload tuning and the model
+// plan's export (plan/export.hpp).
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,10 @@ struct TableExportReport {
 // not_found if the table would be empty.
 TableExportReport export_table(const TuningDatabase& db, const TargetInfo& target, const std::string& path,
                                const std::vector<table::TableEntry>& unmeasured = {});
+
+// Writes exactly these entries as target's table (a model plan's schedules, plan/export.hpp),
+// atomically. bad_input naming the workload when two entries share one; not_found if empty.
+TableExportReport write_table(const TargetInfo& target, const std::string& path,
+                              const std::vector<table::TableEntry>& entries);
 
 }  // namespace atvoss::db

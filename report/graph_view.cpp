@@ -18,6 +18,27 @@ std::string colour_of(const std::string& op) {
 
 }  // namespace
 
+GraphView graph_view(const plan::GraphRun& run, const frontend::MemoryFit& memory) {
+  GraphView v;
+  const execution::ExecGraph& g = run.graph;
+  std::vector<bool> critical(g.nodes().size(), false);
+  for (int i : run.timeline.critical_path) critical[i] = true;
+  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
+    const auto& r = run.timeline.runs[i];
+    v.bars.push_back(
+        {g.nodes()[i].name, g.nodes()[i].op, r.start_us, r.end_us, r.stream, int(r.cores.size()), critical[i]});
+  }
+  const execution::MemoryPlan& plan = run.memory_plan;
+  for (const auto& [time, live] : execution::live_bytes(plan.allocations)) v.memory.emplace_back(time, double(live));
+  v.peak_bytes = double(plan.peak_bytes);
+  v.lower_bound_bytes = double(plan.lower_bound_bytes);
+  v.weight_bytes = memory.weight_bytes;
+  v.capacity_bytes = memory.capacity_bytes;
+  for (const auto& r : run.rows) v.rows.push_back({r.name, r.end_to_end_us, r.throughput, r.utilisation});
+  v.topological_us = run.topological_us;
+  return v;
+}
+
 std::string render_timeline_svg(const GraphView& v) {
   constexpr double W = 1000, lane = 14, L = 40;
   int streams = 1;

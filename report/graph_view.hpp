@@ -1,4 +1,4 @@
-// Graph view: the report's section on the model's graph run (graph_run.hpp) — the four-row
+// Graph view: the report's section on the model's graph run (plan/graph_run.hpp) — the four-row
 // table (throughput, utilisation, peak memory), a timeline (Gantt) SVG of the tuned,
 // scheduled run with nodes on their streams coloured by op and the critical path outlined,
 // and the live memory over time against the liveness bound and the device's capacity.
@@ -7,6 +7,9 @@
 
 #include <string>
 #include <vector>
+
+#include "frontend/device_memory.hpp"
+#include "plan/graph_run.hpp"
 
 namespace atvoss::report {
 
@@ -28,6 +31,9 @@ struct GraphView {
   std::vector<std::pair<double, double>> memory;  // (time us, live bytes), a step each
   double peak_bytes = 0, lower_bound_bytes = 0, weight_bytes = 0, capacity_bytes = 0;
 };
+
+// The view of a plan's graph run: its rows, bars (the critical path marked) and live bytes.
+GraphView graph_view(const plan::GraphRun& run, const frontend::MemoryFit& memory);
 
 // The timeline (Gantt) SVG of v's bars, one lane per stream.
 std::string render_timeline_svg(const GraphView& v);

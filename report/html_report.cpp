@@ -30,20 +30,6 @@ svg{background:#fafafa;border:1px solid #ddd} .wide{overflow-x:auto}
 
 }  // namespace
 
-double ModelVariant::end_to_end_us() const {
-  double total = 0;
-  for (const auto& op : ops) {
-    if (op.measurement && op.measurement->ok()) total += op.weight * op.measurement->time_us;
-  }
-  for (const auto& c : layout_changes) total += c.time_us;
-  return total + fallback_us;
-}
-
-double ModelVariant::throughput(int batch) const {
-  const double t = end_to_end_us();
-  return t > 0 ? batch * 1e6 / t : 0;
-}
-
 std::string svg_curve(const std::vector<double>& curve, double reference) {
   constexpr double W = 420, H = 180, L = 55, R = 10, T = 10, B = 30;
   std::vector<std::pair<double, double>> pts;  // (trial, best)

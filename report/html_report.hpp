@@ -16,6 +16,7 @@
 
 #include "core/measurement.hpp"
 #include "core/schedule.hpp"
+#include "plan/variant.hpp"
 #include "report/fusion_report.hpp"
 #include "report/graph_view.hpp"
 #include "report/measured_precision.hpp"
@@ -35,38 +36,9 @@ struct TaskReport {
   std::optional<Measurement> best_measurement;
 };
 
-// One op under one variant.
-struct VariantOp {
-  std::string task;
-  int weight = 1;
-  std::optional<Measurement> measurement;           // nullopt: no schedule for this variant
-  std::string note;                                 // e.g. "no fusion-free record; default used"
-  std::optional<Schedule> schedule = std::nullopt;  // the schedule timed
-  // Where the schedule comes from: "measured", "zero-shot" or "default" (TableEntry).
-  std::string provenance = "";
-};
-
-// A transpose the model pays between two layers whose layouts differ (layout_choice.hpp).
-struct LayoutChangeRow {
-  std::string from_layer, to_layer;
-  std::string from, to;  // layout names
-  std::string tensor;    // the transpose workload's label
-  double time_us = 0;
-  Json transpose = nullptr;  // the transpose workload, for --json
-};
-
-struct ModelVariant {
-  std::string name;         // "(a) vendor default", ...
-  std::string description;  // how its schedules were chosen
-  std::vector<VariantOp> ops;
-  // The transposes between layers of differing layouts these schedules pay.
-  std::vector<LayoutChangeRow> layout_changes = {};
-  // The nodes that are not tuned, timed by the fallback rule (frontend/fallback.hpp).
-  double fallback_us = 0;
-  // sum(weight * time) over ops with a time, plus the transposes and the fallback nodes.
-  double end_to_end_us() const;
-  double throughput(int batch) const;  // samples per second
-};
+using plan::LayoutChangeRow;
+using plan::ModelVariant;
+using plan::VariantOp;
 
 // The whole model in one precision, at the vendor default schedules.
 struct PrecisionRow {

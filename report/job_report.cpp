@@ -1,5 +1,5 @@
-// Map: report_job() = open the database -> layout times -> layout choice -> variants
-// (with transposes and fallbacks) -> per-task detail -> HTML -> summary JSON -> bar.
+// Map: run_and_report() = run_job -> plan_model -> export_plan -> report_job; report_job() =
+// the plan's variants beside (b) and (c) -> per-task detail -> HTML -> summary JSON -> bar.
 #include "report/job_report.hpp"
 
 #include <algorithm>
@@ -14,10 +14,9 @@
 #include "frontend/fallback.hpp"
 #include "frontend/training.hpp"
 #include "lowering/knob_names.hpp"
+#include "plan/export.hpp"
 #include "report/fusion_report.hpp"
-#include "report/graph_run.hpp"
 #include "report/html_report.hpp"
-#include "report/layout_choice.hpp"
 #include "report/model_evaluation.hpp"
 #include "report/parallel_report.hpp"
 #include "tuner/job_context.hpp"
@@ -26,47 +25,39 @@ namespace atvoss::report {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr const char* kEndToEndMeaning =
-    "variant (d): every task's chosen schedule (measured best, else zero-shot pick) re-simulated without "
-    "noise (measured again on the host), plus layout transposes and the nodes not tuned";
-
 Json optional_us(double us) { return std::isfinite(us) ? Json(us) : Json(nullptr); }
 Json optional_us(const std::optional<Measurement>& m) { return m && m->ok() ? Json(m->time_us) : Json(nullptr); }
 
 class JobReport {
  public:
-  explicit JobReport(const tuner::TunedModel& tuned)
+  JobReport(const tuner::TunedModel& tuned, const plan::PlannedModel& planned,
+            const std::vector<std::vector<db::Record>>& histories)
       : tuned_(tuned),
+        planned_(planned),
         spec_(tuned.spec),
         target_(tuned.target),
         tasks_(tuned.tasks),
-        db_(db::TuningDatabase::open(spec_.database)),
-        target_key_(db::TargetInfo::from_target(target_).key) {
-    for (const auto& t : tasks_.tasks()) histories_.push_back(db_.records().history(t.workload.key(), target_key_));
-  }
+        histories_(histories) {}
 
   JobOutcome build() {
+    const plan::ModelPlan& plan = planned_.plan;
     JobOutcome out;
     out.tasks = static_cast<int>(tasks_.tasks().size());
     out.tasks_tuned = tuned_.tasks_tuned();
     out.trials = tuned_.trials;
     out.resumed_trials = tuned_.resumed_trials;
     out.measured = tuned_.measured;
-    const TransposeCost transpose_cost = swept_transpose_cost(target_);
-    const auto times = layout_times();
-    const LayoutChoice layouts = choose_layouts(tasks_, times, transpose_cost);
     ReportData data;
-    data.variants = variants(layouts, transpose_cost);
-    // One end-to-end figure: (d), the chosen schedules re-simulated without noise (on the
-    // host, measured again), with transposes and fallback nodes; (a) is its baseline.
-    const ModelVariant& chosen = data.variants.back();
-    out.default_us = data.variants.front().end_to_end_us();
-    out.tuned_us = chosen.end_to_end_us();
+    data.variants = variants();
+    const ModelVariant& chosen = planned_.chosen;
+    out.default_us = plan.default_us;
+    out.tuned_us = plan.end_to_end_us;
     out.layout_changes = int(chosen.layout_changes.size());
     for (const auto& c : chosen.layout_changes) out.layout_changes_us += c.time_us;
     out.fallback_us = chosen.fallback_us;
     out.database = spec_.database;
     out.table = spec_.export_path;
+    out.model_plan = spec_.model_plan_path;
     out.report = spec_.report_path;
     out.memory = tuned_.memory;
     describe_job(data, out);
@@ -76,21 +67,20 @@ class JobReport {
     Json tasks = Json::array();
     for (std::size_t i = 0; i < tasks_.tasks().size(); ++i) {
       data.tasks.push_back(task_report(i));
-      tasks.push_back(task_json(i, data.tasks.back(), chosen.ops[i], data.variants[1].ops[i], layouts, times));
+      tasks.push_back(task_json(i, data.tasks.back(), chosen.ops[i], data.variants[1].ops[i]));
     }
     data.precisions = evaluate_precisions(tuned_.model, tuned_.precision, target_);
     for (const auto& t : tasks_.tasks()) {
       if (const double e = frontend::int8_error_estimate(t.workload); e > 0) data.int8_error.emplace_back(t.name, e);
     }
     data.measured_precision = measure_host_precisions(tasks_, target_, spec_.seed);
-    GraphRun run = graph_run(tasks_, data.variants.front(), chosen, target_, tuned_.memory);
-    if (!run.summary.is_null()) data.graph = std::move(run.view);
+    if (planned_.run) data.graph = graph_view(*planned_.run, tuned_.memory);
     Json parallel = parallel_section(chosen, data);
     write_report(data, spec_.report_path);
     out.summary = summary_json(out, data, tasks);
-    out.summary["execution"] = std::move(run.summary);
+    out.summary["execution"] = planned_.run ? planned_.run->summary() : Json(nullptr);
     if (!parallel.is_null()) out.summary["parallel"] = std::move(parallel);
-    out.memory_plan = std::move(run.plan);
+    if (planned_.run) out.memory_plan = planned_.run->memory_plan;
     if (tuned_.progress) tuned_.progress->finish(tuned_.task_lines(), out.trials, out.tuned_us, out.default_us);
     return out;
   }
@@ -157,68 +147,24 @@ class JobReport {
     return t;
   }
 
-  // Whether w's space on this target has the layout knob (the host's conv space has not).
-  bool tunes_layout(const Workload& w) const {
-    if (!lowering::has_layout_knob(w)) return false;
-    const auto space_knobs = backend::space_for(w, target_).knobs();
-    return std::any_of(space_knobs.begin(), space_knobs.end(), [](const Knob& k) { return k.name == knobs::layout; });
-  }
-
-  // Each conv task's best stored time in every layout it was measured in; a task with
-  // nothing measured is held at the layout and time of the schedule it runs.
-  std::vector<std::map<Layout, double>> layout_times() const {
-    std::vector<std::map<Layout, double>> times;
-    for (std::size_t i = 0; i < tasks_.tasks().size(); ++i) {
-      auto& m = times.emplace_back();
-      const Workload& w = tasks_.tasks()[i].workload;
-      if (!tunes_layout(w)) continue;
-      for (const auto& rec : histories_[i]) {
-        if (!rec.measurement.ok()) continue;
-        const Layout l = *lowering::layout_of(w, rec.schedule);
-        if (!m.count(l) || rec.measurement.time_us < m[l]) m[l] = rec.measurement.time_us;
-      }
-      if (m.empty() && tuned_.results[i].pick) {
-        const Schedule& s = *tuned_.results[i].pick;
-        m[*lowering::layout_of(w, s)] = backend::measure_noise_free(target_, w, s).time_us;
-      }
-    }
-    return times;
-  }
-
-  // The transposes a variant's schedules pay, as report rows.
-  std::vector<LayoutChangeRow> variant_changes(const ModelVariant& v, const TransposeCost& cost) const {
-    std::vector<std::optional<Layout>> layouts;
-    for (std::size_t i = 0; i < tasks_.tasks().size(); ++i) {
-      const Workload& w = tasks_.tasks()[i].workload;
-      const bool timed = i < v.ops.size() && v.ops[i].schedule;
-      layouts.push_back(timed ? lowering::layout_of(w, *v.ops[i].schedule) : std::nullopt);
-    }
-    std::vector<LayoutChangeRow> rows;
-    for (const auto& c : layout_changes(tasks_, layouts, cost)) {
-      rows.push_back({c.from_layer, c.to_layer, lowering::layout_name(c.from), lowering::layout_name(c.to),
-                      c.transpose.label(), c.time_us, c.transpose.to_json()});
-    }
-    return rows;
-  }
-
-  // The report's variants; (d) is the job's chosen schedule set (model_evaluation.hpp).
-  std::vector<ModelVariant> variants(const LayoutChoice& layouts, const TransposeCost& transpose_cost) const {
+  // The plan's variants, (a) and (d), around the two that explain it, (b) and (c)
+  // (model_evaluation.hpp), each with its transposes and the nodes not tuned.
+  std::vector<ModelVariant> variants() const {
     EvaluationOptions eval;
     eval.cost_model = spec_.cost_model;
     eval.seed = spec_.seed;
-    eval.layouts = layouts.layouts;
-    for (const auto& r : tuned_.results) eval.picks.push_back(r.pick);
-    auto v = evaluate_variants(tasks_.tasks(), target_, histories_, eval);
-    const double fallback = frontend::fallbacks_us(tasks_, target_);
-    for (auto& variant : v) {
-      variant.layout_changes = variant_changes(variant, transpose_cost);
-      variant.fallback_us = fallback;
+    std::vector<ModelVariant> v{planned_.vendor_default};
+    const plan::TransposeCost transpose_cost = plan::swept_transpose_cost(target_);
+    for (auto& variant : evaluate_variants(tasks_.tasks(), target_, histories_, eval)) {
+      variant.layout_changes = plan::variant_transposes(tasks_, variant, transpose_cost);
+      variant.fallback_us = planned_.chosen.fallback_us;
+      v.push_back(std::move(variant));
     }
+    v.push_back(planned_.chosen);
     return v;
   }
 
-  Json task_json(std::size_t i, const TaskReport& t, const VariantOp& chosen, const VariantOp& zero_shot,
-                 const LayoutChoice& layouts, const std::vector<std::map<Layout, double>>& times) const {
+  Json task_json(std::size_t i, const TaskReport& t, const VariantOp& chosen, const VariantOp& zero_shot) const {
     const frontend::TuneTask& task = tasks_.tasks()[i];
     const tuner::TunedTask& r = tuned_.results[i];
     Json layers = Json::array();
@@ -234,10 +180,11 @@ class JobReport {
            {"chosen_schedule", chosen.schedule ? chosen.schedule->to_json() : Json(nullptr)},
            {"chosen_us", optional_us(chosen.measurement)},
            {"provenance", chosen.provenance},
+           {"check", chosen.note},
            {"zero_shot_us", optional_us(zero_shot.measurement)}};
-    if (const auto l = layouts.layouts[i]) {  // the chosen layout and its best time
-      j["layout"] = lowering::layout_name(*l);
-      j["layout_us"] = times[i].at(*l);
+    if (const auto& l = planned_.plan.tasks[i].layout) {  // the chosen layout and its time
+      j["layout"] = *l;
+      j["layout_us"] = chosen.measurement->time_us;
     }
     return j;
   }
@@ -275,7 +222,9 @@ class JobReport {
             {"tasks_tuned", out.tasks_tuned},
             {"default_us", out.default_us},
             {"tuned_us", out.tuned_us},
-            {"end_to_end", kEndToEndMeaning},
+            {"end_to_end", planned_.plan.meaning},
+            {"model_check", planned_.plan.model_check},
+            {"model_plan", out.model_plan},
             {"layout_changes", changes},
             {"layout_changes_us", out.layout_changes_us},
             {"fallback_us", out.fallback_us},
@@ -300,25 +249,31 @@ class JobReport {
   }
 
   const tuner::TunedModel& tuned_;
+  const plan::PlannedModel& planned_;
   const tuner::JobSpec& spec_;
   const Target& target_;
   const frontend::TaskSet& tasks_;
-  db::TuningDatabase db_;
-  std::string target_key_;
-  std::vector<std::vector<db::Record>> histories_;  // per task, read once
+  const std::vector<std::vector<db::Record>>& histories_;  // per task, read once
 };
 
 }  // namespace
 
-JobOutcome report_job(const tuner::TunedModel& tuned) {
+JobOutcome report_job(const tuner::TunedModel& tuned, const plan::PlannedModel& planned,
+                      const std::vector<std::vector<db::Record>>& histories) {
   // The variants re-lower what the job tuned: under its fusion rules, as it measured them.
   const tuner::JobScope in_job(tuned.context);
-  return JobReport(tuned).build();
+  return JobReport(tuned, planned, histories).build();
 }
 
 JobOutcome run_and_report(const tuner::JobSpec& spec, const tuner::JobRunOptions& options) {
   if (spec.parallel) check_parallel(spec.parallel->topology, spec.parallel->devices);  // before hours of tuning
-  return report_job(tuner::run_job(spec, options));
+  const tuner::TunedModel tuned = tuner::run_job(spec, options);
+  const auto histories = plan::task_histories(tuned);
+  const plan::PlannedModel planned = plan::plan_model(tuned, histories);
+  plan::export_plan(planned.plan, spec.export_path, spec.model_plan_path);
+  JobOutcome out = report_job(tuned, planned, histories);
+  out.plan = planned.plan;
+  return out;
 }
 
 }  // namespace atvoss::report

@@ -1,7 +1,7 @@
-// Job report: what a tuned model (tuner/tuned_model.hpp) comes to. Evaluates it
-// (model_evaluation.hpp: the four variants, the precisions), chooses the conv layouts
-// (layout_choice.hpp), counts what fusion removed (fusion_report.hpp), writes the HTML
-// report (html_report.hpp) and states the job's one end-to-end figure, the same in the
+// Job report: what a tuned model (tuner/tuned_model.hpp) and its plan (plan/plan_model.hpp)
+// come to. Shows the plan beside the variants that explain it (model_evaluation.hpp) and the
+// precisions, counts what fusion removed (fusion_report.hpp), writes the HTML report
+// (html_report.hpp) and states the job's one end-to-end figure, the plan's, the same in the
 // summary, --json, the report and the progress bar's last line.
 // Threading: the caller's thread; reads the job's database.
 #pragma once
@@ -11,6 +11,7 @@
 #include "core/json.hpp"
 #include "execution/memory_plan.hpp"
 #include "frontend/device_memory.hpp"
+#include "plan/plan_model.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/tuned_model.hpp"
 
@@ -22,28 +23,30 @@ struct JobOutcome {
   int trials = 0;          // stored trials over all tasks after the run
   int resumed_trials = 0;  // found in the database at the start
   int measured = 0;        // stored by this run
-  // The job's one end-to-end figure, the same in the summary, --json and the report:
-  // report variant (d), every task's chosen schedule (measured best, else its zero-shot
-  // pick) re-simulated without noise, conv tasks in their chosen layouts, with the
-  // transposes and the nodes not tuned (fallback_us). default_us is variant (a), the
-  // vendor default schedules, with the same transposes rule and fallbacks.
+  // The job's one end-to-end figure, the same in the summary, --json and the report: the
+  // plan's (plan/model_plan.hpp end_to_end_us: its graph run, or without a graph the serial
+  // sum), and the vendor default's same figure. tuned_us <= default_us always.
   double default_us = 0;
   double tuned_us = 0;
   double fallback_us = 0;  // the nodes not tuned (frontend/fallback.hpp), in both figures
   int layout_changes = 0;  // transposes between layers of differing layouts (layout_choice.hpp)
   double layout_changes_us = 0;
-  std::string database, table, report;
+  std::string database, table, model_plan, report;
   frontend::MemoryFit memory;  // the model's weights and peak activations against the device memory
   Json summary;                // per-task detail for --json
   // The model's graph run under the chosen schedules (report/graph_run.hpp): its memory plan.
   execution::MemoryPlan memory_plan;
+  plan::ModelPlan plan;  // what was exported (run_and_report)
 };
 
 // Evaluates the tuned model under its job's fusion rules (TunedModel::context), writes its
-// HTML report (spec.report_path) and ends its progress bar on the end-to-end figure.
-JobOutcome report_job(const tuner::TunedModel& tuned);
+// HTML report (spec.report_path) and ends its progress bar on the plan's figure.
+// histories: plan::task_histories(tuned).
+JobOutcome report_job(const tuner::TunedModel& tuned, const plan::PlannedModel& planned,
+                      const std::vector<std::vector<db::Record>>& histories);
 
-// tuner::run_job, then report_job: what atvoss-tune and the Python binding run.
+// tuner::run_job, plan::plan_model, plan::export_plan (the table and the model plan), then
+// report_job: what atvoss-tune and the Python binding run.
 JobOutcome run_and_report(const tuner::JobSpec& spec, const tuner::JobRunOptions& options = {});
 
 }  // namespace atvoss::report

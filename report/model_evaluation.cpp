@@ -95,15 +95,12 @@ VariantOp zero_shot(const frontend::TuneTask& task, std::size_t index, const Zer
   return op;
 }
 
-// Fastest stored schedule, optionally only among those at one fusion level or in one layout.
-std::optional<Schedule> best_stored(const Workload& w, const std::vector<db::Record>& history,
-                                    std::optional<std::int64_t> fusion_level,
-                                    std::optional<lowering::Layout> layout = std::nullopt) {
+// Fastest stored schedule, optionally only among those at one fusion level.
+std::optional<Schedule> best_stored(const std::vector<db::Record>& history, std::optional<std::int64_t> fusion_level) {
   const db::Record* best = nullptr;
   for (const auto& r : history) {
     if (!r.measurement.ok()) continue;
     if (fusion_level && r.schedule.get_or("fusion_level", 0) != *fusion_level) continue;
-    if (layout && lowering::layout_of(w, r.schedule) != layout) continue;
     if (!best || r.measurement.time_us < best->measurement.time_us) best = &r;
   }
   if (!best) return std::nullopt;
@@ -118,8 +115,8 @@ VariantOp tuned_at_fusion(const frontend::TuneTask& t, const Target& target, con
   VariantOp op{t.name, t.weight, std::nullopt, ""};
   const std::int64_t level = def.get_or("fusion_level", 0);
   std::vector<Schedule> candidates;
-  if (auto s = best_stored(t.workload, history, level)) candidates.push_back(*s);
-  if (auto s = best_stored(t.workload, history, std::nullopt); s && s->has("fusion_level")) {
+  if (auto s = best_stored(history, level)) candidates.push_back(*s);
+  if (auto s = best_stored(history, std::nullopt); s && s->has("fusion_level")) {
     s->set("fusion_level", level);
     candidates.push_back(*s);
   }
@@ -134,30 +131,6 @@ VariantOp tuned_at_fusion(const frontend::TuneTask& t, const Target& target, con
     op.measurement = exact(target, t.workload, def);
     op.note = "nothing valid at the default fusion level; default used";
     op.schedule = def;
-  }
-  return op;
-}
-
-// What (d) runs for a task with nothing measured: the job's pick when it gives one, else
-// (b)'s pick when (b) had a model, else the vendor default.
-VariantOp unmeasured_pick(const frontend::TuneTask& t, const VariantOp& b, const std::optional<Schedule>& pick,
-                          const Target& target, const Schedule& def) {
-  VariantOp op{t.name, t.weight, std::nullopt, "nothing measured"};
-  if (pick) {
-    op.schedule = pick;
-    op.measurement = exact(target, t.workload, *pick);
-    op.note += "; the job's zero-shot pick";
-    op.provenance = "zero-shot";
-  } else if (b.note.empty() && b.schedule) {
-    op.schedule = b.schedule;
-    op.measurement = b.measurement;
-    op.note += "; zero-shot pick of a model trained on the measured tasks";
-    op.provenance = "zero-shot";
-  } else {
-    op.schedule = def;
-    op.measurement = exact(target, t.workload, def);
-    op.note += "; default used";
-    op.provenance = "default";
   }
   return op;
 }
@@ -196,42 +169,19 @@ std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask
     groups.push_back(tuner::training_group(tasks[i].workload, target, histories.at(i), options.train_per_task));
   }
   const ZeroShotModels zero_models(groups, options);
-  ModelVariant def{"(a) vendor default", "the backend's default schedule for every op", {}};
   ModelVariant zero{"(b) cost model, zero-shot",
                     options.cost_model + " model trained on other tasks only (" + std::to_string(kZeroShotFolds) +
                         " folds); top pick of " + std::to_string(options.zero_shot_candidates) +
                         " sampled schedules, unmeasured",
                     {}};
   ModelVariant tuned{"(c) tuned", "tiling tuned, fusion_level held at the vendor default's", {}};
-  ModelVariant fused{"(d) tuned + fusion",
-                     "fastest measured schedule, any fusion level; a task never measured runs (b)'s pick "
-                     "(or the job's analytic zero-shot pick)",
-                     {}};
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const frontend::TuneTask& t = tasks[i];
     const Schedule d = backend::required_default(t.workload, target);
-    def.ops.push_back({t.name, t.weight, exact(target, t.workload, d), "", d});
     zero.ops.push_back(zero_shot(t, i, zero_models, target, options));
     tuned.ops.push_back(tuned_at_fusion(t, target, histories[i], d));
-    VariantOp op{t.name, t.weight, std::nullopt, ""};
-    const auto layout = i < options.layouts.size() ? options.layouts[i] : std::nullopt;
-    if (auto s = best_stored(t.workload, histories[i], std::nullopt, layout)) {
-      op.measurement = exact(target, t.workload, *s);
-      op.schedule = *s;
-      op.provenance = "measured";
-      const auto& c = tuned.ops.back();
-      const bool same_layout = !layout || lowering::layout_of(t.workload, *c.schedule) == layout;
-      if (c.measurement && c.measurement->ok() && same_layout &&
-          (!op.measurement->ok() || c.measurement->time_us < op.measurement->time_us)) {
-        op.measurement = c.measurement;
-        op.schedule = c.schedule;
-      }
-    } else {
-      op = unmeasured_pick(t, zero.ops.back(), i < options.picks.size() ? options.picks[i] : std::nullopt, target, d);
-    }
-    fused.ops.push_back(std::move(op));
   }
-  return {def, zero, tuned, fused};
+  return {zero, tuned};
 }
 
 }  // namespace atvoss::report

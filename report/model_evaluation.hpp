@@ -1,6 +1,6 @@
-// Model evaluation: the before/after comparison of a tuned model. Every task is
-// re-simulated noise-free (so the variants differ only by schedule) under:
-//   (a) vendor default — the backend's default schedule for every op;
+// Model evaluation: the variants that explain a model plan (plan/plan_model.hpp) beside its
+// own (d) and the vendor default (a). Every task is re-simulated noise-free (so the variants
+// differ only by schedule) under:
 //   (b) cost-model zero-shot — a model that has never seen a measurement of this
 //       task scores sampled valid schedules and its top pick is taken, without
 //       measuring: the measured tasks are split into 5 folds and each fold's picks come
@@ -8,15 +8,9 @@
 //       leave-one-out); a task with nothing measured uses the model of every measured task;
 //   (c) tuned — the tiling tuned with fusion_level held at the vendor default's
 //       level (the fastest stored schedule at that level, or the overall winner
-//       moved to it, whichever is faster);
-//   (d) tuned with fusion — the fastest stored schedule of any fusion level (or
-//       (c)'s pick, should that be faster noise-free), in the layout the job chose.
-//       A task with nothing measured runs (b)'s pick, from a model trained on
-//       everything the job measured, or without one the job's own zero-shot pick.
-//       (d) is the job's chosen schedule set: its time is the job's end-to-end figure,
-//       and each op says where its schedule comes from (VariantOp::provenance).
+//       moved to it, whichever is faster).
 // Each VariantOp carries the schedule it timed, so that the caller can add the
-// transposes between layers of differing layouts (layout_choice.hpp).
+// transposes between layers of differing layouts (plan/layout_choice.hpp).
 // Threading: the caller's thread; reads only what it is given.
 #pragma once
 
@@ -43,12 +37,6 @@ struct EvaluationOptions {
   // Records per other task used to train the zero-shot model (the best first).
   int train_per_task = 128;
   std::uint64_t seed = 0;
-  // Per task, the layout (d) keeps it in (the job's layout choice, layout_choice.hpp);
-  // empty or nullopt: any layout.
-  std::vector<std::optional<lowering::Layout>> layouts;
-  // Per task, the job's pick for a task with nothing measured (tuner::trained_picks): what (d)
-  // runs for it. Empty or nullopt: (b)'s pick, or without a model the default.
-  std::vector<std::optional<Schedule>> picks;
 };
 
 // The model (as given, before any precision) at the vendor default schedules in
@@ -56,7 +44,8 @@ struct EvaluationOptions {
 std::vector<PrecisionRow> evaluate_precisions(const frontend::TaskSet& model, const frontend::PrecisionSpec& job,
                                               const Target& target);
 
-// histories: per task, its records on target (db::RecordStore::history), read once by the caller.
+// (b) and (c). histories: per task, its records on target (db::RecordStore::history), read once
+// by the caller.
 std::vector<ModelVariant> evaluate_variants(const std::vector<frontend::TuneTask>& tasks, const Target& target,
                                             const std::vector<std::vector<db::Record>>& histories,
                                             const EvaluationOptions& options = {});

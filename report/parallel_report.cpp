@@ -17,7 +17,7 @@
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
 #include "frontend/training.hpp"
-#include "report/graph_run.hpp"
+#include "plan/graph_run.hpp"
 #include "report/html_text.hpp"
 
 namespace atvoss::report {
@@ -123,13 +123,13 @@ ParallelReport parallel_report(const ParallelReportOptions& o) {
   const Target target = backend::load_target(o.target);
   const distributed::Topology topology = distributed::load_topology(o.topology);
   const frontend::TaskSet tasks = load_training_step(o.model, target);
-  return parallel_report(tasks, tasks, vendor_default_variant(tasks, target), target, topology, o);
+  return parallel_report(tasks, tasks, plan::vendor_default_variant(tasks, target), target, topology, o);
 }
 
 ParallelReport parallel_report(const frontend::TaskSet& tasks, const frontend::TaskSet& tuned_tasks,
                                const ModelVariant& tuned, const Target& target, const distributed::Topology& topology,
                                const ParallelReportOptions& o) {
-  const execution::ExecGraph step = exec_graph_of(tasks, costed(tasks, tuned_tasks, tuned, target), target);
+  const execution::ExecGraph step = plan::exec_graph_of(tasks, costed(tasks, tuned_tasks, tuned, target), target);
   const execution::Device device = execution::Device::of(target);
   const bool training = !distributed::gradient_buffers(step).empty();
   ParallelReport out;

@@ -16,6 +16,10 @@
 //       schedule's bandwidth utilisation, compute-unit activity and sync share, with
 //       the layers that break the usual bars flagged. --job reads the job's model,
 //       precision, target and database; --db/--model name them (M: zoo name or .onnx).
+//   atvoss-analyze --plan model-plan.json [--json]
+//       a job's model plan (plan/model_plan.hpp): its end-to-end figure recomputed from the
+//       file alone (plan/recompute.hpp), against the figure it states. Exit 1 when the two
+//       differ by more than 0.1 %, or a kernel simulated again differs from its stated time.
 //   atvoss-analyze --check-plan plan.json
 //       checks a memory plan (atvoss-tune job.json --memory-plan plan.json): no two
 //       tensors live at the same time share bytes (execution/memory_plan.hpp); prints each
@@ -23,11 +27,13 @@
 // W and S: inline JSON or a file; T: a preset name, a file, or inline JSON.
 // Exit codes: 0 ok, 2 bad input, 1 any other failure (tools/cli_common.hpp).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "core/error.hpp"
 #include "execution/memory_plan.hpp"
+#include "plan/recompute.hpp"
 #include "report/model_analysis.hpp"
 #include "simulator/analysis.hpp"
 #include "simulator/presets.hpp"
@@ -38,6 +44,9 @@ namespace {
 
 using namespace atvoss;
 using namespace atvoss::simulator;
+
+// The recomputed figure agrees with the plan's within this (the goal: 0.1 %).
+constexpr double kPlanTolerance = 1e-3;
 
 struct Item {
   Workload workload;
@@ -180,11 +189,38 @@ int run_workloads(const std::string& target, const std::vector<std::string>& wor
   return 0;
 }
 
+// The model plan's figure recomputed from the file alone; exit 1 when it does not reproduce.
+int run_plan(const std::string& path, bool json) {
+  const plan::ModelPlan p = plan::ModelPlan::load(path);
+  const plan::Recomputed r = plan::recompute(p);
+  const double error = r.relative_error(p);
+  const bool agrees = std::abs(error) <= kPlanTolerance && r.mismatches.empty();
+  if (json) {
+    std::cout << Json{{"plan_us", p.end_to_end_us},
+                      {"recomputed_us", r.end_to_end_us},
+                      {"default_us", p.default_us},
+                      {"relative_error", error},
+                      {"kernels_simulated_again", r.retimed},
+                      {"mismatches", r.mismatches},
+                      {"agrees", agrees}}
+                     .dump(2)
+              << "\n";
+    return agrees ? 0 : 1;
+  }
+  for (const auto& m : r.mismatches) std::cout << "mismatch: " << m << "\n";
+  std::cout << "model plan " << p.job << " (" << p.model << " on " << p.target.name << ", " << p.tasks.size()
+            << " tasks): plan " << fmt("%.3f us", p.end_to_end_us) << ", recomputed " << fmt("%.3f us", r.end_to_end_us)
+            << fmt(" (%+.4f %%)", 100 * error) << "; vendor default " << fmt("%.3f us", p.default_us) << "\n"
+            << (r.retimed ? "kernels simulated again" : "kernel times as measured on the machine") << "\n"
+            << (agrees ? "agrees" : "does not agree") << "\n";
+  return agrees ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"atvoss-analyze: profile, bottleneck and hint of simulated schedules"};
-  std::string target = "ascend910b", job, db, model, check_plan;
+  std::string target = "ascend910b", job, db, model, check_plan, plan_file;
   std::vector<std::string> workloads, schedules;
   bool json = false;
   app.add_option("--target,-t", target, "preset name, target JSON file, or inline JSON")->capture_default_str();
@@ -198,7 +234,10 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print JSON");
   app.add_option("--check-plan", check_plan, "a memory plan (JSON) to check for tensors sharing bytes while live")
       ->excludes(w, j, d);
+  app.add_option("--plan", plan_file, "a model plan (a job's model_plan file): recompute its end-to-end figure")
+      ->excludes(w, j, d);
   return atvoss::tools::run_cli(app, argc, argv, [&] {
+    if (!plan_file.empty()) return run_plan(plan_file, json);
     if (!check_plan.empty()) return run_check_plan(check_plan);
     if (!job.empty() || !db.empty()) return run_model(job, db, model, target, json);
     return run_workloads(target, workloads, schedules, json);

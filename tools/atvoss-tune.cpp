@@ -110,11 +110,10 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
   std::printf("job %s: %d tasks, %d trials (%d resumed, %d measured now)\n", spec.name.c_str(), out.tasks, out.trials,
               out.resumed_trials, out.measured);
   if (out.tuned_us > 0 && std::isfinite(out.default_us)) {
-    std::printf(
-        "end-to-end (noise-free re-simulation of the chosen schedules): default %.1f us -> tuned %.1f us "
-        "(%.2fx)\n",
-        out.default_us, out.tuned_us, out.default_us / out.tuned_us);
+    std::printf("end-to-end (the model plan: %s): default %.1f us -> tuned %.1f us (%.2fx)\n",
+                out.plan.run ? "graph run" : "serial", out.default_us, out.tuned_us, out.default_us / out.tuned_us);
   }
+  if (!out.plan.model_check.empty()) std::printf("model check: %s\n", out.plan.model_check.c_str());
   const Json& not_tuned = out.summary.at("not_tuned");
   if (!not_tuned.empty()) {
     std::printf("%zu nodes not tuned, %.1f us in both figures (%s):\n", not_tuned.size(), out.fallback_us,
@@ -132,12 +131,9 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
   std::printf("device memory: %s%s\n", out.memory.summary().c_str(), out.memory.fits() ? "" : " - does not fit");
   if (const Json& e = out.summary.at("execution"); !e.is_null()) {
     const Json& m = e.at("memory");
-    std::printf(
-        "graph run (docs/execution.md): tuned %.1f us serial -> %.1f us scheduled; memory plan peak %.1f MB "
-        "(liveness bound %.1f MB)%s\n",
-        e.at("rows")[2].at("end_to_end_us").get<double>(), e.at("rows")[3].at("end_to_end_us").get<double>(),
-        m.at("peak_bytes").get<double>() / 1e6, m.at("lower_bound_bytes").get<double>() / 1e6,
-        m.at("fits").get<bool>() ? "" : " - with the weights, over the device memory");
+    std::printf("graph run (docs/execution.md): memory plan peak %.1f MB (liveness bound %.1f MB)%s\n",
+                m.at("peak_bytes").get<double>() / 1e6, m.at("lower_bound_bytes").get<double>() / 1e6,
+                m.at("fits").get<bool>() ? "" : " - with the weights, over the device memory");
     if (m.contains("recompute")) {
       const Json& r = m.at("recompute");
       char outcome[64] = "fits";
@@ -153,7 +149,8 @@ int run_batch(const std::string& job_file, bool quiet, const std::string& farm, 
     std::printf("%d of %d tasks measured; the budget did not reach the rest, which run their zero-shot pick\n",
                 out.tasks_tuned, out.tasks);
   }
-  std::printf("database: %s\ntable: %s\nreport: %s\n", out.database.c_str(), out.table.c_str(), out.report.c_str());
+  std::printf("database: %s\ntable: %s\nmodel plan: %s\nreport: %s\n", out.database.c_str(), out.table.c_str(),
+              out.model_plan.c_str(), out.report.c_str());
   return 0;
 }
 

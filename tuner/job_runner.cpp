@@ -1,7 +1,7 @@
 // Batch job execution. Map: run_job() = prepare (validate, tasks, measurer) ->
 // open db + job row -> loop { scheduler picks a task -> its session runs a round ->
-// save scheduler state } -> final picks -> export table -> TunedModel (the report is
-// built from it: report/job_report.hpp).
+// save scheduler state } -> final picks -> TunedModel (the plan is decided from it and exported:
+// plan/plan_model.hpp, plan/export.hpp; the report renders both: report/job_report.hpp).
 #include "tuner/job_runner.hpp"
 
 #include <utility>  // before Boost.Asio 1.74: its awaitable.hpp uses std::exchange unincluded
@@ -20,7 +20,6 @@
 #include "core/user_paths.hpp"
 #include "costmodel/cost_model.hpp"
 #include "db/postgres_url.hpp"
-#include "db/table_export.hpp"
 #include "frontend/fallback.hpp"
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
@@ -362,18 +361,7 @@ class JobRun {
     return picks;
   }
 
-  // Table entries for the tasks with nothing measured: the schedule they run, timed noise-free.
-  std::vector<table::TableEntry> unmeasured_entries(const std::vector<std::optional<Schedule>>& picks) const {
-    std::vector<table::TableEntry> entries;
-    for (std::size_t i = 0; i < runs_.size(); ++i) {
-      if (!picks[i]) continue;
-      const Measurement m = backend::measure_noise_free(target_, runs_[i].task.workload, *picks[i]);
-      if (m.ok()) entries.push_back({runs_[i].task.workload, *picks[i], m.time_us, "zero-shot"});
-    }
-    return entries;
-  }
-
-  // The tuned model: every task's results and what it runs; the table is exported here.
+  // The tuned model: every task's results and what a task never measured would run.
   TunedModel finish(int resumed) {
     TunedModel out;
     out.spec = spec_;
@@ -391,7 +379,6 @@ class JobRun {
       out.results.push_back(
           {r.stored, r.best_us, r.default_us, picks_[i], picks[i], scheduler_.finished(static_cast<int>(i))});
     }
-    db::export_table(db_, target_info_, spec_.export_path, unmeasured_entries(picks));
     out.progress = progress_;
     return out;
   }
@@ -492,6 +479,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   db::require_database(spec.database, "job spec: field 'database'", false);
   require_replaceable_file(spec.export_path, "job spec: field 'export'");
   require_replaceable_file(spec.report_path, "job spec: field 'report'");
+  require_replaceable_file(spec.model_plan_path, "job spec: field 'model_plan'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   if (!spec.fusion_rules.empty() && !farm.empty()) {
     throw_bad_input(

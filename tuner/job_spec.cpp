@@ -14,7 +14,7 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {
       "name",       "target",    "model",          "batch",        "workloads", "trials", "strategy", "strategy_config",
       "cost_model", "scheduler", "early_stopping", "batch_size",   "repeat",    "seed",   "database", "farm",
-      "export",     "report",    "precision",      "fusion_rules", "parallel"};
+      "export",     "report",    "precision",      "fusion_rules", "parallel", "model_plan"};
   return fields;
 }
 
@@ -181,8 +181,9 @@ JobSpec JobSpec::from_json(const Json& j) {
   }
   s.export_path = optional_string(j, "export", s.name + "-table.json");
   s.report_path = optional_string(j, "report", s.name + "-report.html");
-  for (const auto* p : {&s.database, &s.export_path, &s.report_path}) {
-    if (p->empty()) throw_bad_input("job spec: paths (database, export, report) must not be empty");
+  s.model_plan_path = optional_string(j, "model_plan", s.name + "-model-plan.json");
+  for (const auto* p : {&s.database, &s.export_path, &s.report_path, &s.model_plan_path}) {
+    if (p->empty()) throw_bad_input("job spec: paths (database, export, report, model_plan) must not be empty");
   }
   if (j.contains("parallel")) s.parallel = read_parallel(j["parallel"], s.name);
   return s;

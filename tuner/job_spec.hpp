@@ -62,6 +62,8 @@ struct JobSpec {
   std::string farm;         // "host:port"; empty = local measurer
   std::string export_path;  // default "<name>-table.json"
   std::string report_path;  // default "<name>-report.html"
+  // The model plan (plan/model_plan.hpp) beside the table. Default "<name>-model-plan.json".
+  std::string model_plan_path;
   std::optional<ParallelSpec> parallel;
   Json source;  // the JSON it was read from
 

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "execution/scheduler.hpp"
 #include "frontend/graph_json.hpp"
-#include "report/graph_run.hpp"
+#include "plan/graph_run.hpp"
 
 namespace atvoss::python {
 namespace {
@@ -42,7 +42,7 @@ std::string simulate_graph(const std::string& graph, const std::string& target, 
   const execution::ExecGraph exec = execution::ExecGraph::from_graph(g, [&](int i) {
     const frontend::GraphNode& n = g.nodes()[i];
     const auto it = chosen.find(n.name);
-    return report::node_cost(n, t, it != chosen.end() ? &it->second.schedule : nullptr,
+    return plan::node_cost(n, t, it != chosen.end() ? &it->second.schedule : nullptr,
                              it != chosen.end() ? it->second.time_us : 0);
   });
   const execution::Device device = execution::Device::of(t);

@@ -1,4 +1,4 @@
-#include "report/graph_run.hpp"
+#include "plan/graph_run.hpp"
 
 #include "execution/recompute.hpp"
 
@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "backend/backend.hpp"
 #include "core/cache_reuse.hpp"
@@ -15,9 +16,9 @@
 #include "frontend/fallback.hpp"
 #include "frontend/micro_batch.hpp"
 #include "lowering/lowering.hpp"
-#include "report/graph_tuning.hpp"
+#include "plan/graph_tuning.hpp"
 
-namespace atvoss::report {
+namespace atvoss::plan {
 namespace {
 
 // The HBM bytes a kernel cannot avoid: each operand once per batch (re-reads may hit L2),
@@ -67,25 +68,6 @@ execution::NodeCost fallback_cost(const frontend::GraphNode& n, const Target& ta
   return c;
 }
 
-// The timeline's bars (the critical path marked) and the live bytes over time.
-GraphView view_of(const execution::ExecGraph& g, const execution::Timeline& t, const execution::MemoryPlan& plan,
-                  const frontend::MemoryFit& memory) {
-  GraphView v;
-  std::vector<bool> critical(g.nodes().size(), false);
-  for (int i : t.critical_path) critical[i] = true;
-  for (std::size_t i = 0; i < g.nodes().size(); ++i) {
-    const auto& r = t.runs[i];
-    v.bars.push_back(
-        {g.nodes()[i].name, g.nodes()[i].op, r.start_us, r.end_us, r.stream, int(r.cores.size()), critical[i]});
-  }
-  for (const auto& [time, live] : execution::live_bytes(plan.allocations)) v.memory.emplace_back(time, double(live));
-  v.peak_bytes = double(plan.peak_bytes);
-  v.lower_bound_bytes = double(plan.lower_bound_bytes);
-  v.weight_bytes = memory.weight_bytes;
-  v.capacity_bytes = memory.capacity_bytes;
-  return v;
-}
-
 }  // namespace
 
 execution::NodeCost node_cost(const frontend::GraphNode& n, const Target& target, const Schedule* schedule,
@@ -111,9 +93,33 @@ ModelVariant vendor_default_variant(const frontend::TaskSet& tasks, const Target
   return v;
 }
 
+namespace {
+
+// Each transpose's time by the graph node of its consumer layer.
+std::map<std::string, double> transposes_by_node(const frontend::TaskSet& tasks, const ModelVariant& v) {
+  std::map<std::string, double> by_node;
+  std::set<std::string> nodes;
+  for (const auto& n : tasks.graph().nodes()) nodes.insert(n.name);
+  for (const auto& c : v.layout_changes) {
+    if (nodes.count(c.to_layer)) by_node[c.to_layer] += c.time_us;
+  }
+  return by_node;
+}
+
+}  // namespace
+
+double unplaced_transposes_us(const frontend::TaskSet& tasks, const ModelVariant& v) {
+  std::set<std::string> nodes;
+  for (const auto& n : tasks.graph().nodes()) nodes.insert(n.name);
+  double us = 0;
+  for (const auto& c : v.layout_changes) us += nodes.count(c.to_layer) ? 0 : c.time_us;
+  return us;
+}
+
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target) {
   std::map<std::string, std::size_t> task_of;
   for (std::size_t i = 0; i < tasks.tasks().size(); ++i) task_of.emplace(tasks.tasks()[i].workload.key(), i);
+  const std::map<std::string, double> transposes = transposes_by_node(tasks, v);
   const frontend::Graph& g = tasks.graph();
   return execution::ExecGraph::from_graph(g, [&](int i) {
     const frontend::GraphNode& n = g.nodes()[i];
@@ -123,7 +129,9 @@ execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVa
       op = it != task_of.end() && it->second < v.ops.size() ? &v.ops[it->second] : nullptr;
     }
     const bool chosen = op && op->schedule && op->measurement && op->measurement->ok();
-    return node_cost(n, target, chosen ? &*op->schedule : nullptr, chosen ? op->measurement->time_us : 0);
+    execution::NodeCost c = node_cost(n, target, chosen ? &*op->schedule : nullptr, chosen ? op->measurement->time_us : 0);
+    if (const auto t = transposes.find(n.name); t != transposes.end()) c.time_us += t->second;
+    return c;
   });
 }
 
@@ -159,78 +167,95 @@ execution::MicroBatchCost micro_batch_cost(const frontend::TaskSet& tasks, const
   };
 }
 
-GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default, const ModelVariant& chosen,
-                   const Target& target, const frontend::MemoryFit& memory) {
-  if (tasks.graph().empty()) return {nullptr, {}, {}};
+namespace {
+
+RunRow run_row(const char* name, double us, double utilisation, int batch) {
+  return {name, us, us > 0 ? batch / us * 1e6 : 0, utilisation};
+}
+
+// The memory section of the run's summary; over the device's memory, with the activations
+// recomputed until the plan fits (or the word that it cannot), and that run as a fifth row.
+Json memory_section(GraphRun& run, const execution::Device& device, const frontend::MemoryFit& memory, int batch) {
+  const execution::MemoryPlan& plan = run.memory_plan;
+  const double need = double(plan.peak_bytes) + memory.weight_bytes;
+  Json m = {{"peak_bytes", plan.peak_bytes},
+            {"lower_bound_bytes", plan.lower_bound_bytes},
+            {"weight_bytes", memory.weight_bytes},
+            {"capacity_bytes", memory.capacity_bytes},
+            {"fits", memory.capacity_bytes <= 0 || need <= memory.capacity_bytes},
+            {"over_bytes", memory.capacity_bytes > 0 ? std::max(0.0, need - memory.capacity_bytes) : 0.0}};
+  if (memory.capacity_bytes <= 0 || need <= memory.capacity_bytes) return m;
+  const auto budget = static_cast<std::int64_t>(std::max(0.0, memory.capacity_bytes - memory.weight_bytes));
+  const execution::RecomputeResult r = execution::recompute_to_fit(run.graph, device, run.knobs.scheduler, budget);
+  const double left = std::max(0.0, double(r.plan.peak_bytes) + memory.weight_bytes - memory.capacity_bytes);
+  const double us = r.timeline.makespan_us + run.unplaced_us;
+  m["recompute"] = {{"tensors", r.tensors.size()}, {"extra_us", r.extra_us}, {"peak_bytes", r.plan.peak_bytes},
+                    {"fits", r.fits},          {"over_bytes", left},        {"end_to_end_us", us}};
+  if (r.fits && !r.tensors.empty()) {
+    run.rows.push_back(
+        run_row("tuned, scheduled, recomputing activations to fit", us, r.timeline.utilisation(device), batch));
+  }
+  return m;
+}
+
+}  // namespace
+
+Json GraphRun::summary() const {
+  Json rows_json = Json::array();
+  for (const auto& r : rows) {
+    rows_json.push_back({{"name", r.name},
+                         {"end_to_end_us", r.end_to_end_us},
+                         {"throughput", r.throughput},
+                         {"utilisation", r.utilisation}});
+  }
+  Json path = Json::array();
+  for (int i : timeline.critical_path) path.push_back(graph.nodes()[i].name);
+  return {{"rows", rows_json},
+          {"graph_knobs",
+           {{"point", knobs.point.to_json()},
+            {"evaluations", knobs.evaluations},
+            {"stages", knobs.stages},
+            {"micro_batches", knobs.micro_batches}}},
+          {"topological_us", topological_us},
+          {"lower_bound_us", lower_bound_us},
+          {"unplaced_transposes_us", unplaced_us},
+          {"critical_path", path},
+          {"memory", memory}};
+}
+
+std::optional<GraphRun> graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default,
+                                  const ModelVariant& chosen, const Target& target,
+                                  const frontend::MemoryFit& memory) {
+  if (tasks.graph().empty()) return std::nullopt;
   const execution::Device device = execution::Device::of(target);
   const execution::ExecGraph def = exec_graph_of(tasks, vendor_default, target);
   const execution::ExecGraph tuned = exec_graph_of(tasks, chosen, target);
+  const double def_extra = unplaced_transposes_us(tasks, vendor_default);
+  GraphRun run;
+  run.unplaced_us = unplaced_transposes_us(tasks, chosen);
   const execution::Timeline def_run = execution::simulate(def, device);
-  const execution::Timeline topological = execution::simulate(tuned, device, {execution::Policy::topological});
   const execution::Timeline tuned_plain = execution::simulate(tuned, device);
+  run.topological_us =
+      execution::simulate(tuned, device, {execution::Policy::topological}).makespan_us + run.unplaced_us;
   // The tuned schedules under the graph run's own tuned knobs (priority weights, pipelining).
   const execution::MicroBatchCost micro = micro_batch_cost(tasks, chosen, tuned, target);
-  const GraphKnobs knobs = tune_graph_run(tuned, device, tasks.batch(), {}, micro);
-  const execution::ExecGraph run_graph = graph_under(tuned, knobs, micro);
-  const execution::Timeline tuned_run = execution::simulate(run_graph, device, knobs.scheduler);
-  const execution::MemoryPlan plan = execution::plan_memory(run_graph, tuned_run);
-  const double batch = tasks.batch();
-  auto row = [&](const char* name, double us, double utilisation) {
-    return Json{{"name", name},
-                {"end_to_end_us", us},
-                {"throughput", us > 0 ? batch / us * 1e6 : 0},
-                {"utilisation", utilisation}};
-  };
-  Json rows = Json::array();
-  rows.push_back(row("vendor default, serial", def_run.serial_us, def_run.utilisation(device, def_run.serial_us)));
-  rows.push_back(row("vendor default, scheduled", def_run.makespan_us, def_run.utilisation(device)));
-  rows.push_back(row("tuned, serial", tuned_plain.serial_us, tuned_plain.utilisation(device, tuned_plain.serial_us)));
-  rows.push_back(row("tuned, scheduled with tuned graph knobs, memory planned", tuned_run.makespan_us,
-                     tuned_run.utilisation(device)));
-  Json path = Json::array();
-  for (int i : tuned_run.critical_path) path.push_back(run_graph.nodes()[i].name);
-  const double need = double(plan.peak_bytes) + memory.weight_bytes;
-  Json memory_json = {{"peak_bytes", plan.peak_bytes},
-                      {"lower_bound_bytes", plan.lower_bound_bytes},
-                      {"weight_bytes", memory.weight_bytes},
-                      {"capacity_bytes", memory.capacity_bytes},
-                      {"fits", memory.capacity_bytes <= 0 || need <= memory.capacity_bytes},
-                      {"over_bytes", memory.capacity_bytes > 0 ? std::max(0.0, need - memory.capacity_bytes) : 0.0}};
-  // Over the device's memory: recompute activations until the plan fits (or say it cannot).
-  if (memory.capacity_bytes > 0 && need > memory.capacity_bytes) {
-    const auto budget = static_cast<std::int64_t>(std::max(0.0, memory.capacity_bytes - memory.weight_bytes));
-    const execution::RecomputeResult r = execution::recompute_to_fit(run_graph, device, knobs.scheduler, budget);
-    const double left = std::max(0.0, double(r.plan.peak_bytes) + memory.weight_bytes - memory.capacity_bytes);
-    memory_json["recompute"] = {{"tensors", r.tensors.size()},
-                                {"extra_us", r.extra_us},
-                                {"peak_bytes", r.plan.peak_bytes},
-                                {"fits", r.fits},
-                                {"over_bytes", left},
-                                {"end_to_end_us", r.timeline.makespan_us}};
-    if (r.fits && !r.tensors.empty()) {
-      rows.push_back(row("tuned, scheduled, recomputing activations to fit", r.timeline.makespan_us,
-                         r.timeline.utilisation(device)));
-    }
-  }
-  GraphRun run;
-  run.plan = plan;
-  run.view = view_of(run_graph, tuned_run, plan, memory);
-  for (const auto& r : rows) {
-    run.view.rows.push_back({r["name"].get<std::string>(), r["end_to_end_us"].get<double>(),
-                             r["throughput"].get<double>(), r["utilisation"].get<double>()});
-  }
-  run.view.topological_us = topological.makespan_us;
-  run.summary = {{"rows", rows},
-                 {"graph_knobs",
-                  {{"point", knobs.point.to_json()},
-                   {"evaluations", knobs.evaluations},
-                   {"stages", knobs.stages},
-                   {"micro_batches", knobs.micro_batches}}},
-                 {"topological_us", topological.makespan_us},
-                 {"lower_bound_us", execution::makespan_lower_bound(run_graph, device)},
-                 {"critical_path", path},
-                 {"memory", memory_json}};
+  run.knobs = tune_graph_run(tuned, device, tasks.batch(), {}, micro);
+  run.graph = graph_under(tuned, run.knobs, micro);
+  run.timeline = execution::simulate(run.graph, device, run.knobs.scheduler);
+  run.memory_plan = execution::plan_memory(run.graph, run.timeline);
+  run.lower_bound_us = execution::makespan_lower_bound(run.graph, device) + run.unplaced_us;
+  run.default_scheduled_us = def_run.makespan_us + def_extra;
+  run.scheduled_us = run.timeline.makespan_us + run.unplaced_us;
+  const int batch = tasks.batch();
+  run.rows = {run_row("vendor default, serial", def_run.serial_us + def_extra,
+                      def_run.utilisation(device, def_run.serial_us), batch),
+              run_row("vendor default, scheduled", run.default_scheduled_us, def_run.utilisation(device), batch),
+              run_row("tuned, serial", tuned_plain.serial_us + run.unplaced_us,
+                      tuned_plain.utilisation(device, tuned_plain.serial_us), batch),
+              run_row("tuned, scheduled with tuned graph knobs, memory planned", run.scheduled_us,
+                      run.timeline.utilisation(device), batch)};
+  run.memory = memory_section(run, device, memory, batch);
   return run;
 }
 
-}  // namespace atvoss::report
+}  // namespace atvoss::plan

@@ -1,9 +1,9 @@
-#include "report/graph_tuning.hpp"
+#include "plan/graph_tuning.hpp"
 
 #include "execution/pipeline.hpp"
 #include "search/minimise.hpp"
 
-namespace atvoss::report {
+namespace atvoss::plan {
 namespace {
 
 ScheduleSpace graph_space(int batch) {
@@ -19,6 +19,8 @@ ScheduleSpace graph_space(int batch) {
                        {});
 }
 
+}  // namespace
+
 GraphKnobs knobs_of(const Schedule& s) {
   GraphKnobs k;
   k.scheduler.rank_weight = double(s.at("rank_weight"));
@@ -29,8 +31,6 @@ GraphKnobs knobs_of(const Schedule& s) {
   k.point = s;
   return k;
 }
-
-}  // namespace
 
 execution::ExecGraph graph_under(const execution::ExecGraph& g, const GraphKnobs& knobs,
                                  const execution::MicroBatchCost& micro_cost) {
@@ -55,4 +55,4 @@ GraphKnobs tune_graph_run(const execution::ExecGraph& g, const execution::Device
   return best;
 }
 
-}  // namespace atvoss::report
+}  // namespace atvoss::plan

@@ -1,11 +1,11 @@
-#include "report/layout_choice.hpp"
+#include "plan/layout_choice.hpp"
 
 #include <memory>
 #include <sstream>
 
 #include "backend/sweep.hpp"
 
-namespace atvoss::report {
+namespace atvoss::plan {
 namespace {
 
 // A producer -> consumer pair of conv-family layers: the consumer's input crosses it.
@@ -129,4 +129,4 @@ LayoutChoice choose_layouts(const frontend::TaskSet& model, const std::vector<st
   return choice;
 }
 
-}  // namespace atvoss::report
+}  // namespace atvoss::plan

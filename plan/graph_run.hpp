@@ -9,8 +9,10 @@
 // has tiles, up to the unit's); a node not tuned costs its fallback time on every vector core.
 // Each node also carries the HBM bytes its kernel cannot avoid, so that kernels running side
 // by side share the HBM bandwidth (execution/scheduler.hpp); L2 is not shared that way. A zoo
-// layer standing for n occurrences costs n times its kernel. Not in the graph run: layout transposes and the
-// quantize/dequantize kernels precision adds (they are no nodes of the model's graph). Threading: the caller's thread.
+// layer standing for n occurrences costs n times its kernel. A layout transpose (the variant's
+// layout_changes) runs in its consumer's node, before the kernel: its time is added to that
+// node's; one whose consumer names no graph node is added to the run's figures serially. Not in
+// the graph run: the quantize/dequantize kernels precision adds. Threading: the caller's thread.
 #pragma once
 
 #include "core/json.hpp"
@@ -18,11 +20,13 @@
 #include "execution/exec_graph.hpp"
 #include "execution/memory_plan.hpp"
 #include "execution/pipeline.hpp"
+#include "execution/scheduler.hpp"
 #include "frontend/device_memory.hpp"
 #include "frontend/task_set.hpp"
-#include "report/html_report.hpp"
+#include "plan/graph_tuning.hpp"
+#include "plan/variant.hpp"
 
-namespace atvoss::report {
+namespace atvoss::plan {
 
 // What graph node n costs on target: with a kernel and a schedule, that kernel's cores and
 // unit under it with time_us measured; otherwise its fallback time on every vector core.
@@ -41,22 +45,42 @@ ModelVariant vendor_default_variant(const frontend::TaskSet& tasks, const Target
 execution::MicroBatchCost micro_batch_cost(const frontend::TaskSet& tasks, const ModelVariant& v,
                                            const execution::ExecGraph& g, const Target& target);
 
-// The exec graph of tasks' graph with each node costed under variant v.
+// The exec graph of tasks' graph with each node costed under variant v, its layout transposes
+// in their consumers' nodes.
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target);
 
-struct GraphRun {
-  // {"rows": [{name, end_to_end_us, throughput, utilisation}], "graph_knobs": {point,
-  //  evaluations, stages, micro_batches}, "topological_us",
-  //  "critical_path" (node names), "memory": {peak_bytes, lower_bound_bytes, weight_bytes,
-  //  capacity_bytes, fits, over_bytes, and when it does not fit "recompute": {tensors,
-  //  extra_us, peak_bytes, fits, over_bytes, end_to_end_us} (execution/recompute.hpp)}};
-  //  a fifth row when recompute makes it fit. Null when the model has no graph.
-  Json summary;
-  execution::MemoryPlan plan;  // of the chosen schedules, scheduled
-  GraphView view;              // for the HTML report
+// The transposes of v whose consumer is no node of tasks' graph: the graph run adds them serially.
+double unplaced_transposes_us(const frontend::TaskSet& tasks, const ModelVariant& v);
+
+// One row of the graph run: a run of the model and what it comes to.
+struct RunRow {
+  std::string name;
+  double end_to_end_us = 0, throughput = 0, utilisation = 0;
 };
 
-GraphRun graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default, const ModelVariant& chosen,
-                   const Target& target, const frontend::MemoryFit& memory);
+struct GraphRun {
+  // vendor default serial, vendor default scheduled, chosen serial, chosen scheduled with the
+  // tuned graph knobs and memory plan (the plan's figure), and when recompute makes the model
+  // fit its device, a fifth: the chosen recomputing activations.
+  std::vector<RunRow> rows;
+  double default_scheduled_us = 0;  // rows[1]
+  double scheduled_us = 0;          // rows[3]: the chosen schedules' run, the plan's headline
+  double unplaced_us = 0;           // transposes added serially (unplaced_transposes_us)
+  double topological_us = 0;        // the chosen schedules in graph order, no priority
+  double lower_bound_us = 0;        // execution::makespan_lower_bound of the run
+  GraphKnobs knobs;
+  execution::ExecGraph graph;  // the run's graph (pipelined when the knobs say so)
+  execution::Timeline timeline;
+  execution::MemoryPlan memory_plan;
+  // {peak_bytes, lower_bound_bytes, weight_bytes, capacity_bytes, fits, over_bytes, and when it
+  //  does not fit "recompute": {tensors, extra_us, peak_bytes, fits, over_bytes, end_to_end_us}}
+  Json memory = nullptr;
+  Json summary() const;  // rows, graph_knobs, topological_us, lower_bound_us, critical_path, memory
+};
 
-}  // namespace atvoss::report
+// nullopt when the model has no graph.
+std::optional<GraphRun> graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default,
+                                  const ModelVariant& chosen, const Target& target,
+                                  const frontend::MemoryFit& memory);
+
+}  // namespace atvoss::plan

@@ -1,15 +1,15 @@
-// The graph run's knobs searched (report/graph_tuning.hpp): never worse than the default point,
+// The graph run's knobs searched (plan/graph_tuning.hpp): never worse than the default point,
 // finds the pipelining a two-stage chain on half the cores each gains from, respects the batch,
 // and the same seed gives the same point.
-#include "report/graph_tuning.hpp"
+#include "plan/graph_tuning.hpp"
 
 #include <gtest/gtest.h>
 
 #include "backend/targets.hpp"
 #include "frontend/model_zoo.hpp"
-#include "report/graph_run.hpp"
+#include "plan/graph_run.hpp"
 
-namespace atvoss::report {
+namespace atvoss::plan {
 namespace {
 
 execution::ExecGraph half_chip_chain() {
@@ -64,4 +64,4 @@ TEST(GraphTuning, MicroBatchKernelsAreResimulatedAtTheSmallerBatch) {
 }
 
 }  // namespace
-}  // namespace atvoss::report
+}  // namespace atvoss::plan

@@ -22,7 +22,7 @@
 #include "frontend/task_set.hpp"
 #include "lowering/layout.hpp"
 
-namespace atvoss::report {
+namespace atvoss::plan {
 
 using lowering::Layout;
 
@@ -58,4 +58,4 @@ struct LayoutChoice {
 LayoutChoice choose_layouts(const frontend::TaskSet& model, const std::vector<std::map<Layout, double>>& times,
                             const TransposeCost& cost);
 
-}  // namespace atvoss::report
+}  // namespace atvoss::plan

@@ -16,7 +16,7 @@
 #include "execution/pipeline.hpp"
 #include "execution/scheduler.hpp"
 
-namespace atvoss::report {
+namespace atvoss::plan {
 
 struct GraphKnobs {
   execution::SchedulerOptions scheduler;
@@ -34,6 +34,10 @@ struct GraphTuningOptions {
   std::uint64_t seed = 0;
 };
 
+// The knobs a point of the graph space names (rank_weight, time_weight, affinity_weight,
+// stages, micro_batches). bad_input naming a knob it lacks.
+GraphKnobs knobs_of(const Schedule& point);
+
 // The run of g under knobs (pipelined when stages or micro_batches > 1; micro-batch kernels
 // cost what micro_cost says, execution/pipeline.hpp).
 execution::ExecGraph graph_under(const execution::ExecGraph& g, const GraphKnobs& knobs,
@@ -42,4 +46,4 @@ execution::ExecGraph graph_under(const execution::ExecGraph& g, const GraphKnobs
 GraphKnobs tune_graph_run(const execution::ExecGraph& g, const execution::Device& device, int batch,
                           const GraphTuningOptions& options = {}, const execution::MicroBatchCost& micro_cost = {});
 
-}  // namespace atvoss::report
+}  // namespace atvoss::plan

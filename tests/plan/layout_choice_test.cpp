@@ -1,13 +1,13 @@
 // Layout choice: a transpose is inserted and costed between conv layers whose layouts
 // differ, never between ones that agree, and a task falls back to its neighbour's
 // layout when the transpose costs more than its own layout saves.
-#include "report/layout_choice.hpp"
+#include "plan/layout_choice.hpp"
 
 #include <gtest/gtest.h>
 
 #include "frontend/precision.hpp"
 
-namespace atvoss::report {
+namespace atvoss::plan {
 namespace {
 
 Workload conv(std::int64_t c, std::int64_t hw) {
@@ -106,4 +106,4 @@ TEST(LayoutChoiceTest, PrecisionKeepsTheLayerOrder) {
 }
 
 }  // namespace
-}  // namespace atvoss::report
+}  // namespace atvoss::plan
