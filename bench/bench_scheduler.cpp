@@ -2,7 +2,7 @@
 // trial budget better than an even spread? Each run is a full batch job
 // (report::run_and_report, the same code atvoss-tune runs) on a fresh database; the
 // figure of merit is the weighted end-to-end time of the tuned model, re-simulated
-// noise-free (the report's variant (d)). Same seeds for both policies.
+// noise-free (the model plan's figure, plan/model_plan.hpp). Same seeds for both policies.
 //   bench_scheduler [--model resnet50] [--target ascend910] [--trials 2000]
 //                   [--strategy evolutionary] [--seeds 3] [--seed-base 1]
 //                   [--early-stopping 0] [--regret]

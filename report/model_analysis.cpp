@@ -74,19 +74,20 @@ void rank_and_flag(std::vector<LayerAnalysis>& layers, const UtilisationBars& ba
   }
 }
 
-// The schedule a task runs: its best record, else its entry in the job's table, else its default.
+// The schedule a task runs: its entry in the job's table (the model plan's, plan/export.hpp),
+// else its best record, else its default.
 Schedule schedule_of(const frontend::TuneTask& task, const Target& t, const db::RecordStore& records,
                      const std::string& target_key, const table::ScheduleTable* table, std::string& source) {
-  if (const auto best = records.best(task.workload.key(), target_key, 1); !best.empty()) {
-    source = "measured";
-    return best.front().schedule;
-  }
   if (table) {
     const auto hit = table->lookup(task.workload);
-    if (hit.kind == table::MatchKind::exact && hit.entry->provenance != "measured") {
+    if (hit.kind == table::MatchKind::exact) {
       source = hit.entry->provenance;
       return hit.entry->schedule;
     }
+  }
+  if (const auto best = records.best(task.workload.key(), target_key, 1); !best.empty()) {
+    source = "measured";
+    return best.front().schedule;
   }
   source = "default";
   return backend::required_default(task.workload, t);

@@ -123,6 +123,17 @@ ParallelSpec read_parallel(const Json& j, const std::string& job) {
   return p;
 }
 
+// The model plan's default path, beside the table: "x-table.json" -> "x-model-plan.json",
+// "x.json" -> "x-model-plan.json", else "x.model-plan.json".
+std::string model_plan_beside(const std::string& table) {
+  for (const std::string suffix : {"-table.json", ".json"}) {
+    if (table.size() > suffix.size() && table.compare(table.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return table.substr(0, table.size() - suffix.size()) + "-model-plan.json";
+    }
+  }
+  return table + ".model-plan.json";
+}
+
 }  // namespace
 
 JobSpec JobSpec::from_json(const Json& j) {
@@ -181,7 +192,7 @@ JobSpec JobSpec::from_json(const Json& j) {
   }
   s.export_path = optional_string(j, "export", s.name + "-table.json");
   s.report_path = optional_string(j, "report", s.name + "-report.html");
-  s.model_plan_path = optional_string(j, "model_plan", s.name + "-model-plan.json");
+  s.model_plan_path = optional_string(j, "model_plan", model_plan_beside(s.export_path));
   for (const auto* p : {&s.database, &s.export_path, &s.report_path, &s.model_plan_path}) {
     if (p->empty()) throw_bad_input("job spec: paths (database, export, report, model_plan) must not be empty");
   }

@@ -62,7 +62,8 @@ struct JobSpec {
   std::string farm;         // "host:port"; empty = local measurer
   std::string export_path;  // default "<name>-table.json"
   std::string report_path;  // default "<name>-report.html"
-  // The model plan (plan/model_plan.hpp) beside the table. Default "<name>-model-plan.json".
+  // The model plan (plan/model_plan.hpp). Default beside the table: "x-table.json" ->
+  // "x-model-plan.json" (so "<name>-model-plan.json" when export is defaulted too).
   std::string model_plan_path;
   std::optional<ParallelSpec> parallel;
   Json source;  // the JSON it was read from

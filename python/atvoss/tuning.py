@@ -267,9 +267,11 @@ def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: boo
     """Run a batch tuning job (docs/job-spec.md) from a dict or a job file and return its
     summary: job, model, target, trials, resumed, measured, tasks (each with its nodes,
     chosen_schedule, chosen_us and provenance), variants, not_tuned (nodes timed by the
-    fallback rule, by name), folded, fusion, database, table, report, default_us and
-    tuned_us. tuned_us is the job's one end-to-end figure: the chosen schedules re-simulated
-    without noise, with transposes and the nodes not tuned. Strategies registered from Python may be named
+    fallback rule, by name), folded, fusion, database, table, model_plan, report, default_us
+    and tuned_us. tuned_us is the job's one end-to-end figure, the model plan's
+    (docs/model-plan.md): its graph run (or, without a graph, the serial sum) under the plan's
+    schedules re-simulated without noise, with transposes and the nodes not tuned; never
+    above default_us, the vendor default's same figure. Strategies registered from Python may be named
     in the spec. Rerunning resumes where the last run stopped. Ctrl-C stops the job with
     KeyboardInterrupt within about 0.1 s plus one poll of the work in flight (host kernels
     running are killed); the trials that finished are stored and the job is marked

@@ -200,9 +200,9 @@ TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
 }
 
 // 8 trials warm up only the heaviest of mlp's three tasks (a first round of 4, half the
-// budget): the job still gives its end-to-end time, the others run their zero-shot pick,
-// the exported table has an entry for every task with its provenance, and the report
-// says how many were measured.
+// budget): the job still gives its end-to-end time, the others run their zero-shot pick
+// unless the vendor default is faster, the exported table holds exactly the plan's schedule
+// for every task with its provenance, and the report says how many were measured.
 TEST_F(JobRunnerTest, ABudgetShortOfEveryTaskStillReportsEndToEnd) {
   JobRunOptions quiet;
   quiet.quiet = true;
@@ -217,12 +217,13 @@ TEST_F(JobRunnerTest, ABudgetShortOfEveryTaskStillReportsEndToEnd) {
   EXPECT_GT(out.tuned_us, 0);
   const auto table = table::ScheduleTable::load((dir_ / "t.json").string());
   for (const auto& t : out.summary["tasks"]) {
-    const std::string want = t["trials"] == 0 ? "zero-shot" : "measured";
-    EXPECT_EQ(t["provenance"], want);
+    const std::string tuned = t["trials"] == 0 ? "zero-shot" : "measured";
+    EXPECT_TRUE(t["provenance"] == tuned || t["provenance"] == "default") << t["provenance"];
     const auto hit = table->lookup(Workload::from_json(t["workload"]));
     ASSERT_EQ(hit.kind, table::MatchKind::exact) << t["name"];
-    EXPECT_EQ(hit.entry->provenance, want);
-    EXPECT_EQ(hit.entry->schedule.to_json(), t[want == "measured" ? "best_schedule" : "chosen_schedule"]);
+    EXPECT_EQ(hit.entry->provenance, t["provenance"]);
+    EXPECT_EQ(hit.entry->schedule.to_json(), t["chosen_schedule"]);
+    EXPECT_EQ(hit.entry->time_us, t["chosen_us"].get<double>());
   }
   std::ifstream report(dir_ / "r.html");
   const std::string html((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
@@ -256,8 +257,7 @@ TEST_F(JobRunnerTest, EveryTaskReachedMeasuresItsZeroShotPick) {
   EXPECT_GT(reached, 0);
 }
 
-// atvoss-analyze profiles a task the budget never reached at the pick the job runs (its
-// exported table entry), not at the vendor default.
+// atvoss-analyze profiles every task at the schedule the plan runs (its exported table entry).
 TEST_F(JobRunnerTest, AnalysisProfilesUnmeasuredTasksAtTheirExportedPick) {
   JobRunOptions quiet;
   quiet.quiet = true;
@@ -271,8 +271,8 @@ TEST_F(JobRunnerTest, AnalysisProfilesUnmeasuredTasksAtTheirExportedPick) {
     SCOPED_TRACE(l.name);
     const Json& t = chosen.at(l.name);
     EXPECT_EQ(l.source, t["provenance"].get<std::string>());
-    EXPECT_EQ(l.schedule.to_json(), t[l.tuned ? "best_schedule" : "chosen_schedule"]);
-    picks += l.source == "zero-shot" ? 1 : 0;
+    EXPECT_EQ(l.schedule.to_json(), t["chosen_schedule"]);
+    picks += t["trials"] == 0 ? 1 : 0;
   }
   EXPECT_EQ(picks, 3 - out.tasks_tuned);
 }
@@ -326,7 +326,12 @@ TEST_F(JobRunnerTest, TheTunedTimeHasEachConvInItsChosenLayoutAndTheTransposesBe
   }
   EXPECT_EQ(out.layout_changes, int(s["layout_changes"].size()));
   EXPECT_NEAR(out.layout_changes_us, changes_us, 1e-6 * changes_us);
-  EXPECT_NEAR(out.tuned_us, tasks_us + changes_us + out.fallback_us, 1e-6 * out.tuned_us);
+  // The plan's serial sum is its tasks, transposes and fallbacks; its figure is its graph run.
+  const Json& plan_variant = s["variants"].back();
+  EXPECT_NEAR(plan_variant["end_to_end_us"].get<double>(), tasks_us + changes_us + out.fallback_us,
+              1e-6 * out.tuned_us);
+  EXPECT_EQ(out.tuned_us, s["execution"]["rows"][3]["end_to_end_us"].get<double>());
+  EXPECT_EQ(out.tuned_us, out.plan.end_to_end_us);
   std::ifstream report(dir_ / "r.html");
   const std::string html((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
   EXPECT_NE(html.find("id=\"layout-changes\""), std::string::npos);
