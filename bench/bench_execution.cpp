@@ -141,8 +141,7 @@ int main(int argc, char** argv) {
               "plan ms");
   bool ok = true;
   auto model = [&](const std::string& name, const frontend::TaskSet& tasks) {
-    ok &=
-        row(name, plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target), device, repeat);
+    ok &= row(name, plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target), device, repeat);
   };
   for (const auto& name : frontend::zoo_names()) model(name, frontend::zoo_model(name));
   for (const auto& path : onnx) {

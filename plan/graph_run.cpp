@@ -129,7 +129,8 @@ execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVa
       op = it != task_of.end() && it->second < v.ops.size() ? &v.ops[it->second] : nullptr;
     }
     const bool chosen = op && op->schedule && op->measurement && op->measurement->ok();
-    execution::NodeCost c = node_cost(n, target, chosen ? &*op->schedule : nullptr, chosen ? op->measurement->time_us : 0);
+    execution::NodeCost c =
+        node_cost(n, target, chosen ? &*op->schedule : nullptr, chosen ? op->measurement->time_us : 0);
     if (const auto t = transposes.find(n.name); t != transposes.end()) c.time_us += t->second;
     return c;
   });
@@ -189,8 +190,9 @@ Json memory_section(GraphRun& run, const execution::Device& device, const fronte
   const execution::RecomputeResult r = execution::recompute_to_fit(run.graph, device, run.knobs.scheduler, budget);
   const double left = std::max(0.0, double(r.plan.peak_bytes) + memory.weight_bytes - memory.capacity_bytes);
   const double us = r.timeline.makespan_us + run.unplaced_us;
-  m["recompute"] = {{"tensors", r.tensors.size()}, {"extra_us", r.extra_us}, {"peak_bytes", r.plan.peak_bytes},
-                    {"fits", r.fits},          {"over_bytes", left},        {"end_to_end_us", us}};
+  m["recompute"] = {
+      {"tensors", r.tensors.size()}, {"extra_us", r.extra_us}, {"peak_bytes", r.plan.peak_bytes}, {"fits", r.fits},
+      {"over_bytes", left},          {"end_to_end_us", us}};
   if (r.fits && !r.tensors.empty()) {
     run.rows.push_back(
         run_row("tuned, scheduled, recomputing activations to fit", us, r.timeline.utilisation(device), batch));
@@ -224,8 +226,7 @@ Json GraphRun::summary() const {
 }
 
 std::optional<GraphRun> graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default,
-                                  const ModelVariant& chosen, const Target& target,
-                                  const frontend::MemoryFit& memory) {
+                                  const ModelVariant& chosen, const Target& target, const frontend::MemoryFit& memory) {
   if (tasks.graph().empty()) return std::nullopt;
   const execution::Device device = execution::Device::of(target);
   const execution::ExecGraph def = exec_graph_of(tasks, vendor_default, target);

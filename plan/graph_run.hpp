@@ -80,7 +80,6 @@ struct GraphRun {
 
 // nullopt when the model has no graph.
 std::optional<GraphRun> graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default,
-                                  const ModelVariant& chosen, const Target& target,
-                                  const frontend::MemoryFit& memory);
+                                  const ModelVariant& chosen, const Target& target, const frontend::MemoryFit& memory);
 
 }  // namespace atvoss::plan

@@ -60,15 +60,18 @@ PlannedTask task_of(const Json& j, const std::string& context) {
 }
 
 Json transpose_json(const PlannedTranspose& t) {
-  return {{"from_layer", t.from_layer}, {"to_layer", t.to_layer}, {"from", t.from},
-          {"to", t.to},                 {"workload", t.workload.to_json()}, {"time_us", t.time_us}};
+  return {{"from_layer", t.from_layer},       {"to_layer", t.to_layer}, {"from", t.from}, {"to", t.to},
+          {"workload", t.workload.to_json()}, {"time_us", t.time_us}};
 }
 
 PlannedTranspose transpose_of(const Json& j, const std::string& context) {
   require_object(j, context);
-  return {require_string(j, "from_layer", context), require_string(j, "to_layer", context),
-          require_string(j, "from", context),       require_string(j, "to", context),
-          Workload::from_json(require_field(j, "workload", context)), require_time(j, "time_us", context)};
+  return {require_string(j, "from_layer", context),
+          require_string(j, "to_layer", context),
+          require_string(j, "from", context),
+          require_string(j, "to", context),
+          Workload::from_json(require_field(j, "workload", context)),
+          require_time(j, "time_us", context)};
 }
 
 Json run_json(const PlannedRun& r) {
@@ -116,8 +119,8 @@ void check_knobs(const Schedule& k, int batch) {
   if (k.at("stages") < 1 || k.at("stages") > 4) throw Error(ErrorKind::bad_input, ctx + ": 'stages' must be in 1..4");
   const std::int64_t m = k.at("micro_batches");
   if (m < 1 || m > 8 || batch % m != 0) {
-    throw Error(ErrorKind::bad_input, ctx + ": 'micro_batches' must be in 1..8 and divide the batch " +
-                                          std::to_string(batch));
+    throw Error(ErrorKind::bad_input,
+                ctx + ": 'micro_batches' must be in 1..8 and divide the batch " + std::to_string(batch));
   }
 }
 
@@ -170,7 +173,8 @@ ModelPlan ModelPlan::from_json(const Json& j) {
   p.meaning = require_string(j, "meaning", ctx);
   p.model_check = require_string(j, "model_check", ctx);
   const Json& tasks = require_array(j, "tasks", ctx);
-  for (std::size_t i = 0; i < tasks.size(); ++i) p.tasks.push_back(task_of(tasks[i], ctx + ": task " + std::to_string(i)));
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    p.tasks.push_back(task_of(tasks[i], ctx + ": task " + std::to_string(i)));
   const Json& transposes = require_array(j, "transposes", ctx);
   for (std::size_t i = 0; i < transposes.size(); ++i) {
     p.transposes.push_back(transpose_of(transposes[i], ctx + ": transpose " + std::to_string(i)));

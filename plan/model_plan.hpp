@@ -23,9 +23,9 @@
 namespace atvoss::plan {
 
 // Where a task's schedule comes from.
-inline constexpr const char* kMeasured = "measured";    // the job measured it
-inline constexpr const char* kZeroShot = "zero-shot";   // a model's pick, never measured
-inline constexpr const char* kDefault = "default";      // the backend's vendor default
+inline constexpr const char* kMeasured = "measured";   // the job measured it
+inline constexpr const char* kZeroShot = "zero-shot";  // a model's pick, never measured
+inline constexpr const char* kDefault = "default";     // the backend's vendor default
 
 struct PlannedTask {
   std::string name;  // first layer it stands for
@@ -34,8 +34,8 @@ struct PlannedTask {
   Schedule schedule;
   double time_us = 0;  // schedule, noise-free (measured again on a real machine)
   std::string provenance = kDefault;
-  double default_us = 0;               // the vendor default, timed the same way
-  std::optional<std::string> layout;   // the conv's layout, where its space has the knob
+  double default_us = 0;              // the vendor default, timed the same way
+  std::optional<std::string> layout;  // the conv's layout, where its space has the knob
   // What the check against the default found, in words: the candidate kept, or the default
   // kept over a slower candidate (with both times).
   std::string check;
@@ -57,8 +57,8 @@ struct PlannedNode {
 // The graph run the figure is: knobs, order, streams and memory offsets.
 struct PlannedRun {
   Schedule knobs;  // rank_weight, time_weight, affinity_weight, stages, micro_batches (graph_tuning.hpp)
-  std::vector<PlannedNode> nodes;  // in start order
-  execution::MemoryPlan memory;    // every tensor's offset in the one activation arena
+  std::vector<PlannedNode> nodes;   // in start order
+  execution::MemoryPlan memory;     // every tensor's offset in the one activation arena
   double default_scheduled_us = 0;  // the vendor default's run under the default knobs
   double unplaced_us = 0;           // transposes whose consumer is no graph node, added serially
 };
@@ -70,8 +70,8 @@ struct ModelPlan {
   Target target;
   std::vector<PlannedTask> tasks;  // in the TaskSet's order
   std::vector<PlannedTranspose> transposes;
-  double fallback_us = 0;  // the nodes not tuned (frontend/fallback.hpp)
-  frontend::Graph graph;   // the model's dataflow; empty for a job of explicit workloads
+  double fallback_us = 0;         // the nodes not tuned (frontend/fallback.hpp)
+  frontend::Graph graph;          // the model's dataflow; empty for a job of explicit workloads
   std::optional<PlannedRun> run;  // nullopt without a graph
   // The one end-to-end figure: the graph run's makespan with the plan's knobs, or without a
   // graph the serial sum (weight x time, transposes, nodes not tuned). default_us: the vendor

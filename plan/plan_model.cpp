@@ -52,8 +52,7 @@ class Planner {
     out.chosen = chosen_variant(candidates, layouts, transpose_cost);
     out.run = graph_run(tasks_, out.vendor_default, out.chosen, target_, tuned_.memory);
     double figure = figure_of(out.chosen, out.run);
-    const double default_figure =
-        out.run ? out.run->default_scheduled_us : out.vendor_default.end_to_end_us();
+    const double default_figure = out.run ? out.run->default_scheduled_us : out.vendor_default.end_to_end_us();
     std::string model_check;
     if (figure > default_figure) {  // side by side, the tasks' winners lose: keep the defaults
       model_check = "the tuned schedules came to " + us_text(figure) + ", above the vendor default's " +
@@ -102,8 +101,8 @@ class Planner {
       out.push_back({s, *us, provenance, layouts ? lowering::layout_of(w, s) : std::nullopt});
     }
     if (out.empty() || out.front().provenance != kDefault) {
-      throw Error(ErrorKind::internal, "plan: the vendor default of task '" + tasks_.tasks()[i].name +
-                                           "' is not valid on " + target_.name);
+      throw Error(ErrorKind::internal,
+                  "plan: the vendor default of task '" + tasks_.tasks()[i].name + "' is not valid on " + target_.name);
     }
     return out;
   }

@@ -53,8 +53,8 @@ ModelVariant variant_of(const ModelPlan& p, bool retime, std::vector<std::string
     v.ops.push_back({t.name, t.weight, timed(us), "", t.schedule, t.provenance});
   }
   for (const auto& c : p.transposes) {
-    v.layout_changes.push_back({c.from_layer, c.to_layer, c.from, c.to, c.workload.label(), c.time_us,
-                                c.workload.to_json()});
+    v.layout_changes.push_back(
+        {c.from_layer, c.to_layer, c.from, c.to, c.workload.label(), c.time_us, c.workload.to_json()});
   }
   v.fallback_us = p.fallback_us;
   return v;
@@ -65,7 +65,8 @@ ModelVariant variant_of(const ModelPlan& p, bool retime, std::vector<std::string
 Recomputed recompute(const ModelPlan& plan) {
   Recomputed out;
   bool machine_bound = false;
-  for (const auto& t : plan.tasks) machine_bound = machine_bound || backend::traits_for(t.workload, plan.target).machine_bound;
+  for (const auto& t : plan.tasks)
+    machine_bound = machine_bound || backend::traits_for(t.workload, plan.target).machine_bound;
   out.retimed = !machine_bound;
   const frontend::TaskSet tasks = task_set_of(plan);
   const ModelVariant v = variant_of(plan, out.retimed, out.mismatches);

@@ -1,4 +1,4 @@
-// Model analysis (model_analysis.hpp): every task's best stored schedule is simulated
+// Model analysis (model_analysis.hpp): every task's planned (else best stored) schedule is simulated
 // again without noise, its profile read as utilisations, and the usual bars applied.
 #include "report/model_analysis.hpp"
 
@@ -257,7 +257,7 @@ ModelAnalysis analyze_stored_model(const std::string& db_path, const std::string
 
 std::string format_model_analysis(const ModelAnalysis& a, const UtilisationBars& bars) {
   std::string out = "model " + a.model + " on " + a.target + ": " + std::to_string(a.layers.size()) +
-                    " layers, best stored schedules profiled on the simulator\n";
+                    " layers, planned (else best stored) schedules profiled on the simulator\n";
   char line[512];
   std::snprintf(line, sizeof line, "  %-28s %6s %10s %6s %-7s %9s %8s %6s  %s\n", "layer (by share)", "weight",
                 "time us", "share", "bound", "bandwidth", "compute", "sync", "flags");

@@ -1,5 +1,5 @@
 // Model analysis: how well each layer of a tuned model uses the chip, read from the
-// simulator's profile of the best stored schedule of every task (atvoss-analyze --job,
+// simulator's profile of the schedule every task runs (atvoss-analyze --job,
 // --db/--model). Per layer: bandwidth utilisation, compute-unit activity and sync share,
 // whether its roofline bound is memory or compute, and which of the usual bars it breaks:
 //   bandwidth < 85% while memory-bound, compute < 70% while compute-bound, sync > 5%.
@@ -9,8 +9,9 @@
 //   compute    matrix ops: achieved / peak MAC rate; vector ops: vector-unit busy share
 //   sync       time stalled on pipeline flags / that time
 //   bound      FLOPs / peak vs compulsory bytes / HBM bandwidth, whichever is longer
-// A task without a stored valid schedule is profiled at the schedule the job's exported
-// table gives it (its zero-shot pick), else at its default, and marked untuned.
+// That schedule is the job's exported table entry, the model plan's (plan/export.hpp); without
+// a table (--db/--model, or a job stopped before its end), the best stored schedule, else the
+// default. A task whose schedule is not a measured one is marked untuned.
 // Where to look: layers are ranked by their share of the model's time (weight x time
 // over the sum), and only the heaviest layers that together hold top_share of it are
 // flagged, each bar with its hint; a lighter layer that breaks a bar is listed, not

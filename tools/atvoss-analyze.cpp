@@ -12,7 +12,7 @@
 //       with its share of the total, its bottleneck and a hint.
 //   atvoss-analyze --job job.json [--json]
 //   atvoss-analyze --db F --model M [--target T] [--json]
-//       a whole tuned model (report/model_analysis.hpp): per layer, the best stored
+//       a whole tuned model (report/model_analysis.hpp): per layer, the planned
 //       schedule's bandwidth utilisation, compute-unit activity and sync share, with
 //       the layers that break the usual bars flagged. --job reads the job's model,
 //       precision, target and database; --db/--model name them (M: zoo name or .onnx).

@@ -11,10 +11,12 @@ namespace atvoss::tuner {
 namespace {
 
 const std::set<std::string>& known_fields() {
-  static const std::set<std::string> fields = {
-      "name",       "target",    "model",          "batch",        "workloads", "trials", "strategy", "strategy_config",
-      "cost_model", "scheduler", "early_stopping", "batch_size",   "repeat",    "seed",   "database", "farm",
-      "export",     "report",    "precision",      "fusion_rules", "parallel", "model_plan"};
+  static const std::set<std::string> fields = {"name",       "target",    "model",          "batch",
+                                               "workloads",  "trials",    "strategy",       "strategy_config",
+                                               "cost_model", "scheduler", "early_stopping", "batch_size",
+                                               "repeat",     "seed",      "database",       "farm",
+                                               "export",     "report",    "precision",      "fusion_rules",
+                                               "parallel",   "model_plan"};
   return fields;
 }
 

@@ -43,7 +43,7 @@ std::string simulate_graph(const std::string& graph, const std::string& target, 
     const frontend::GraphNode& n = g.nodes()[i];
     const auto it = chosen.find(n.name);
     return plan::node_cost(n, t, it != chosen.end() ? &it->second.schedule : nullptr,
-                             it != chosen.end() ? it->second.time_us : 0);
+                           it != chosen.end() ? it->second.time_us : 0);
   });
   const execution::Device device = execution::Device::of(t);
   const execution::Timeline timeline = execution::simulate(exec, device, options);

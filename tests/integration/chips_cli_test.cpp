@@ -54,7 +54,7 @@ TEST_F(ChipsCliTest, Mlu370AndThe8x8CustomNpuTuneAJob) {
     SCOPED_TRACE(name);
     const Result r = tune_mlp(name, target);
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_THAT(r.out, HasSubstr("end-to-end (noise-free re-simulation of the chosen schedules): default"));
+    EXPECT_THAT(r.out, HasSubstr("end-to-end (the model plan: graph run): default"));
     EXPECT_THAT(r.out, HasSubstr("device memory: weights 1.0 MB"));
     EXPECT_THAT(r.err, Not(HasSubstr("warning")));
   }

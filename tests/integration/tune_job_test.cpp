@@ -162,6 +162,33 @@ TEST_F(TuneCli, BatchJobWritesOutputsAndARerunMeasuresNothing) {
   EXPECT_TRUE(again.err.empty()) << again.err;
 }
 
+// The model plan the job wrote beside its table gives back the job's figure from the file
+// alone; an edited kernel time is a mismatch (exit 1), a damaged file bad input (exit 2).
+TEST_F(TuneCli, TheModelPlanRecomputesTheJobsFigure) {
+  const Result tuned = run(job("mlp", kMlpJob) + " --json --quiet");
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  const auto summary = atvoss::parse_json(tuned.out, "stdout");
+  EXPECT_EQ(summary["model_plan"], path("mlp-model-plan.json"));
+  const Result check = run("--plan mlp-model-plan.json --json", "atvoss-analyze");
+  ASSERT_EQ(check.code, 0) << check.out << check.err;
+  const auto r = atvoss::parse_json(check.out, "stdout");
+  EXPECT_EQ(r["plan_us"], summary["tuned_us"]);
+  EXPECT_NEAR(r["recomputed_us"].get<double>(), summary["tuned_us"].get<double>(),
+              1e-3 * summary["tuned_us"].get<double>());
+  EXPECT_TRUE(r["kernels_simulated_again"].get<bool>());
+  auto plan = atvoss::parse_json(slurp(path("mlp-model-plan.json")), "plan");
+  plan["tasks"][1]["time_us"] = plan["tasks"][1]["time_us"].get<double>() + 1;
+  std::ofstream(path("edited.json")) << plan.dump();
+  const Result edited = run("--plan edited.json", "atvoss-analyze");
+  EXPECT_EQ(edited.code, 1);
+  EXPECT_THAT(edited.out, HasSubstr("mismatch: " + plan["tasks"][1]["name"].get<std::string>()));
+  const std::string text = slurp(path("mlp-model-plan.json"));
+  std::ofstream(path("cut.json")) << text.substr(0, text.size() / 3);
+  const Result cut = run("--plan cut.json", "atvoss-analyze");
+  EXPECT_EQ(cut.code, 2);
+  EXPECT_THAT(cut.err, HasSubstr("cut.json"));
+}
+
 TEST_F(TuneCli, KillNineThenResumeMeasuresNoScheduleTwice) {
   atvoss::Json spec = kMlpJob;
   spec["trials"] = 1500;

@@ -142,8 +142,8 @@ TEST_F(PlanTest, AJobOfExplicitWorkloadsHasASerialPlan) {
   const PlannedModel p = plan_job(s);
   EXPECT_FALSE(p.run);
   EXPECT_NEAR(p.plan.end_to_end_us, p.plan.tasks[0].time_us * p.plan.tasks[0].weight, 1e-9);
-  EXPECT_NEAR(recompute(ModelPlan::load((dir_ / "j-model-plan.json").string())).end_to_end_us,
-              p.plan.end_to_end_us, 1e-9);
+  EXPECT_NEAR(recompute(ModelPlan::load((dir_ / "j-model-plan.json").string())).end_to_end_us, p.plan.end_to_end_us,
+              1e-9);
 }
 
 // Each damage names the field it broke; none is taken for a plan.
