@@ -32,9 +32,10 @@ class PlanTest : public testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  tuner::JobSpec spec(const std::string& model, int trials, int seed = 1) const {
+  tuner::JobSpec spec(const std::string& model, int trials, int seed = 1,
+                      const std::string& target = "ascend910") const {
     return tuner::JobSpec::from_json(Json{{"name", model},
-                                          {"target", "ascend910"},
+                                          {"target", target},
                                           {"model", model},
                                           {"trials", trials},
                                           {"seed", seed},
@@ -92,6 +93,18 @@ TEST_F(PlanTest, EveryBudgetOfAGraphModelKeepsThePlanAtOrBelowTheDefault) {
     EXPECT_LE(p.plan.end_to_end_us, p.plan.default_us);
     EXPECT_LE(p.plan.end_to_end_us, p.run->rows[1].end_to_end_us);
   }
+}
+
+// On ascend910b the 100-trial training step's checked kernels each win alone and lose side by
+// side (more cores each, fewer at once): the plan keeps the defaults, under its own knobs.
+TEST_F(PlanTest, WinnersThatLoseSideBySideFallBackToTheDefaults) {
+  const PlannedModel p = plan_job(spec("resnet50-train", 100, 1, "ascend910b"));
+  ASSERT_FALSE(p.plan.model_check.empty());
+  EXPECT_NE(p.plan.model_check.find("the plan runs the vendor defaults"), std::string::npos);
+  EXPECT_LE(p.plan.end_to_end_us, p.plan.default_us);
+  for (const auto& t : p.plan.tasks) EXPECT_EQ(t.provenance, kDefault) << t.name;
+  const auto table = table::ScheduleTable::load((dir_ / "j-table.json").string());
+  for (const auto& e : table->entries()) EXPECT_EQ(e.provenance, kDefault);
 }
 
 TEST_F(PlanTest, TheTableHoldsExactlyThePlansSchedules) {
