@@ -25,11 +25,13 @@ set(allowed_distributed core lowering costmodel search frontend execution distri
 set(allowed_tuner core lowering host backend costmodel search db rpc frontend tuner)
 # plan/: what a tuned model runs, decided once (schedules checked, layouts, graph run, memory).
 set(allowed_plan core lowering host backend costmodel search db rpc frontend execution tuner plan)
+# engine/: runs a model plan's ONNX model on this CPU (the runtime's kernels, plain ops, one arena).
+set(allowed_engine core lowering host backend db runtime rpc frontend execution tuner plan engine)
 # report/: renders the plan beside the variants that explain it, and the HTML.
 set(allowed_report core lowering host backend costmodel search db runtime rpc frontend execution distributed tuner plan report)
 # python/ (the Python package's bindings) sits on top, like tools/.
-set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner plan report python)
-set(modules core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner plan report python)
+set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner plan engine report python)
+set(modules core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner plan engine report python)
 
 set(violations "")
 foreach(module IN LISTS modules)

@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "host/host_space.hpp"
 #include "host/vector_code.hpp"
+#include "lowering/knob_names.hpp"
 
 namespace atvoss::runtime {
 namespace {
@@ -17,15 +19,16 @@ Workload make_workload(const std::string& op, Json dims, const std::vector<std::
 
 std::shared_ptr<const table::ScheduleTable> load_table(const RuntimeOptions& o, const host::MachineInfo& machine,
                                                        std::string& no_table_reason) {
-  if (o.table.empty()) {
+  if (o.table.empty() && !o.loaded_table) {
     no_table_reason = "no table loaded";
     return nullptr;
   }
-  auto table = table::ScheduleTable::load(o.table);
+  auto table = o.loaded_table ? o.loaded_table : table::ScheduleTable::load(o.table);
   const std::string& tuned_on = table->header().target_name;
   if (tuned_on == machine.target_name()) return table;
-  const std::string why = "table " + o.table + " was tuned on target '" + tuned_on + "', not on this CPU '" +
-                          machine.target_name() + "' (fingerprint of CPU model, SIMD flags and cores)";
+  const std::string why = "table " + (o.loaded_table ? std::string("given") : o.table) + " was tuned on target '" +
+                          tuned_on + "', not on this CPU '" + machine.target_name() +
+                          "' (fingerprint of CPU model, SIMD flags and cores)";
   if (o.foreign_table == ForeignTable::refuse) throw_bad_input("runtime: " + why);
   no_table_reason = why + "; running default schedules";
   return nullptr;
@@ -140,8 +143,19 @@ OperandSizes operand_sizes(const Workload& w) {
 
 Runtime::Runtime(RuntimeOptions options)
     : machine_(host::this_machine()),
+      default_threads_(options.default_threads),
       table_(load_table(options, machine_, no_table_reason_)),
       kernels_(std::move(options.build)) {}
+
+void Runtime::with_threads(const Workload& w, Choice& c) const {
+  const std::string threads(knobs::threads);
+  Schedule s = c.schedule;
+  if (!s.has(threads) || s.at(threads) == default_threads_) return;
+  s.set(threads, default_threads_);
+  if (!host::space_for(w, machine_).check(s).ok) return;  // that many threads not offered: keep one
+  c.schedule = s;
+  c.reason += "; on " + std::to_string(default_threads_) + " threads";
+}
 
 Runtime::Resolved& Runtime::resolve(const Workload& w) {
   const std::string& key = w.key();
@@ -151,6 +165,7 @@ Runtime::Resolved& Runtime::resolve(const Workload& w) {
   }
   auto made = std::make_unique<Resolved>();
   made->choice = choose_schedule(table_.get(), no_table_reason_, w, machine_);
+  if (made->choice.kind == ChoiceKind::fallback && default_threads_ > 0) with_threads(w, made->choice);
   std::unique_lock lock(resolved_mu_);
   return *resolved_.emplace(key, std::move(made)).first->second;  // a racing thread's equal choice wins
 }

@@ -44,6 +44,12 @@ enum class ForeignTable {
 
 struct RuntimeOptions {
   std::string table;  // exported table file; empty: the default schedule everywhere
+  // A table already in memory (a model plan's schedules, engine/model.hpp), used instead of
+  // the file; the same check of the CPU it was tuned on applies.
+  std::shared_ptr<const table::ScheduleTable> loaded_table;
+  // > 0: a workload that runs its default schedule runs it on this many threads (where its
+  // space offers that many), as a model run on every core does; 0: the default's own (one).
+  int default_threads = 0;
   ForeignTable foreign_table = ForeignTable::refuse;
   host::BuildOptions build;  // compile cache and compiler; the defaults share the tuner's cache
 };
@@ -180,6 +186,8 @@ class Runtime {
     std::atomic<const LoadedKernel*> kernel{nullptr};
   };
   Resolved& resolve(const Workload& w);
+  // The default schedule c holds on default_threads_ threads, where w's space takes that.
+  void with_threads(const Workload& w, Choice& c) const;
   // The typed wrappers' workloads by a key built without JSON (op, dims, epilogue), so that a
   // repeated call costs a map lookup instead of a Workload::from_json.
   const Workload& workload_of(std::string key, const std::function<Workload()>& make);
@@ -187,6 +195,7 @@ class Runtime {
   const LoadedKernel& kernel_of(Resolved& r, const Workload& w);
 
   const host::MachineInfo& machine_;
+  int default_threads_ = 0;
   std::string no_table_reason_;  // before table_: load_table() fills it
   std::shared_ptr<const table::ScheduleTable> table_;
   KernelCache kernels_;

@@ -1,0 +1,937 @@
+// Map: Model() = read the file and the graph (the plan's, checked against the file, or a fresh
+// import) -> one Builder pass over the nodes in order (kernel, plain, view or layout steps; the
+// epilogue of a kernel node grown through its fused nodes while the host computes them exactly)
+// -> lifetimes of every buffer -> the memory plan -> one arena. run() = inputs in, each step,
+// outputs out.
+#include "engine/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "engine/onnx_file.hpp"
+#include "execution/memory_plan.hpp"
+#include "frontend/onnx_import.hpp"
+#include "host/host_space.hpp"
+#include "host/machine.hpp"
+#include "plan/model_plan.hpp"
+#include "runtime/runtime.hpp"
+
+namespace atvoss::engine {
+namespace {
+
+constexpr std::int64_t kAlign = 64;
+
+const std::set<std::string>& view_ops() {
+  static const std::set<std::string> ops = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+  return ops;
+}
+
+// A tensor's data when a step runs: a buffer of the arena, or a constant of the file.
+struct Ref {
+  int slot = -1;
+  const float* constant = nullptr;
+};
+
+struct Value {
+  Shape shape;
+  int plain = -1, nhwc = -1;  // slots holding it in ONNX order, in NHWC order
+  bool nhwc_first = false;    // its producer writes NHWC (a conv kernel)
+  const float* constant = nullptr;
+};
+
+struct Slot {
+  std::int64_t bytes = 0;
+  int first = std::numeric_limits<int>::max(), last = -1;  // steps that write it first and read it last
+};
+
+struct Step {
+  std::string node, kind;
+  Json info = Json::object();
+  std::function<void()> run;
+};
+
+// The host kernels' epilogue ops a fused ONNX node is exactly, else "".
+std::string exact_step(const onnx::NodeProto& n, const OnnxFile& file) {
+  const std::string& op = n.op_type();
+  if (op == "Relu") return "relu";
+  if (op == "Sigmoid") return "sigmoid";
+  if (op == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "";
+  if (op == "Clip") {  // a ReLU only: min 0 and no max
+    float lo = float_attr(n, "min", -INFINITY), hi = float_attr(n, "max", INFINITY);
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      const auto* v = file.floats(n.input(1));
+      if (!v || v->size() != 1) return "";
+      lo = (*v)[0];
+    }
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const auto* v = file.floats(n.input(2));
+      if (!v || v->size() != 1) return "";
+      hi = (*v)[0];
+    }
+    return lo == 0 && std::isinf(hi) && hi > 0 ? "relu" : "";
+  }
+  return "";
+}
+
+}  // namespace
+
+struct Model::Impl {
+  ModelOptions options;
+  std::unique_ptr<OnnxFile> file;
+  frontend::Graph graph;
+  std::unique_ptr<runtime::Runtime> rt;
+  std::vector<Value> values;  // by graph tensor index
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<float*> ptr;  // per slot, into the arena
+  std::unique_ptr<float[]> arena_storage;
+  std::int64_t arena_bytes = 0;
+  std::vector<int> input_tensors, output_tensors;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
+  std::vector<runtime::PackedConv2dWeights> packed;
+  std::map<std::string, Schedule> planned;  // workload key -> the plan's schedule
+  int kernels = 0, kernels_from_plan = 0;
+
+  // --- building ---------------------------------------------------------------------------
+
+  int new_slot(const Shape& s) {
+    slots.push_back({elements(s) * std::int64_t(sizeof(float))});
+    return int(slots.size()) - 1;
+  }
+  void reads(int slot) {
+    if (slot >= 0) slots[slot].last = std::max(slots[slot].last, int(steps.size()));
+  }
+  void writes(int slot) {
+    if (slot >= 0) slots[slot].first = std::min(slots[slot].first, int(steps.size()));
+  }
+  const float* at(const Ref& r) const { return r.constant ? r.constant : ptr[r.slot]; }
+  const float* owned_data(std::vector<float> v) {
+    owned.push_back(std::make_unique<std::vector<float>>(std::move(v)));
+    return owned.back()->data();
+  }
+
+  int tensor(const std::string& name) const { return graph.tensor_index(name); }
+
+  // Tensor t in ONNX order (a layout step first if only NHWC holds it); read by the next step.
+  Ref plain(int t, const std::string& who) {
+    Value& v = values[t];
+    if (v.constant) return {-1, v.constant};
+    if (v.plain < 0 && v.nhwc < 0) {
+      throw_bad_input("model: node '" + who + "' reads '" + graph.tensors()[t].name +
+                      "', which no step computes (a constant subgraph the engine does not evaluate)");
+    }
+    if (v.plain < 0) {
+      v.plain = new_slot(v.shape);
+      add_to_nchw_step(t);
+    }
+    reads(v.plain);
+    return {v.plain, nullptr};
+  }
+
+  // Tensor t in NHWC order (a layout step first if only ONNX order holds it).
+  int nhwc(int t, const std::string& who) {
+    Value& v = values[t];
+    if (v.nhwc < 0) {
+      const Ref src = plain(t, who);
+      v.nhwc = new_slot(v.shape);
+      const int dst = v.nhwc;
+      const Shape shape = v.shape;
+      writes(dst);
+      steps.push_back({graph.tensors()[t].name, "layout", {{"to", "nhwc"}}, [this, src, dst, shape] {
+                         nchw_to_nhwc(at(src), ptr[dst], shape);
+                       }});
+    }
+    reads(v.nhwc);
+    return v.nhwc;
+  }
+
+  void add_to_nchw_step(int t) {
+    const Value& v = values[t];
+    const int src = v.nhwc, dst = v.plain;
+    const Shape shape = v.shape;
+    reads(src);
+    writes(dst);
+    steps.push_back({graph.tensors()[t].name, "layout", {{"to", "nchw"}}, [this, src, dst, shape] {
+                       nhwc_to_nchw(ptr[src], ptr[dst], shape);
+                     }});
+  }
+
+  // The output slot of tensor t, in ONNX order or NHWC.
+  int output(int t, bool in_nhwc) {
+    Value& v = values[t];
+    if (v.shape.empty()) {
+      throw_bad_input("model: tensor '" + graph.tensors()[t].name + "' has no known shape (shape inference)");
+    }
+    int& slot = in_nhwc ? v.nhwc : v.plain;
+    slot = new_slot(v.shape);
+    v.nhwc_first = in_nhwc;
+    writes(slot);
+    return slot;
+  }
+
+  void build() {
+    values.resize(graph.tensors().size());
+    for (std::size_t t = 0; t < graph.tensors().size(); ++t) {
+      const auto& gt = graph.tensors()[t];
+      values[t].shape = gt.shape;
+      if (const auto* c = file->floats(gt.name)) values[t].constant = c->data();
+    }
+    add_inputs();
+    add_nodes();
+    add_outputs();
+  }
+
+  bool available(int t) const {
+    const Value& v = values[t];
+    return v.constant || v.plain >= 0 || v.nhwc >= 0 || graph.tensors()[t].constant;
+  }
+
+  // Whether node i and the nodes fused into it have every input they read from outside.
+  bool ready(int i) const {
+    std::vector<int> group = fused_nodes(i);
+    group.push_back(i);
+    std::set<int> inside;
+    for (int g : group) inside.insert(graph.nodes()[g].outputs.begin(), graph.nodes()[g].outputs.end());
+    for (int g : group) {
+      for (int t : graph.nodes()[g].inputs) {
+        if (!inside.count(t) && !available(t)) return false;
+      }
+    }
+    return true;
+  }
+
+  // Nodes in an order where each runs after its inputs: the file's, except that a kernel waits
+  // for the residual its fused Add reads, which the file may list after it.
+  void add_nodes() {
+    const int count = int(graph.nodes().size());
+    std::vector<char> done(std::size_t(count), 0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int i = 0; i < count; ++i) {
+        if (done[i] || graph.nodes()[i].fused_into >= 0 || !ready(i)) continue;
+        add_node(i);
+        done[i] = 1;
+        progress = true;
+      }
+    }
+    for (int i = 0; i < count; ++i) {
+      if (!done[i] && graph.nodes()[i].fused_into < 0) {
+        throw_bad_input("model: node '" + graph.nodes()[i].name + "' never has all its inputs (a cycle?)");
+      }
+    }
+  }
+
+  void add_inputs() {
+    for (std::size_t t = 0; t < graph.tensors().size(); ++t) {
+      const auto& gt = graph.tensors()[t];
+      if (gt.producer >= 0 || values[t].constant || gt.consumers.empty()) continue;
+      const std::string type = file->input_type(gt.name);
+      if (!type.empty() && type != "float") {
+        throw_bad_input("model: input '" + gt.name + "' is " + type + "; the engine takes float inputs only");
+      }
+      if (gt.shape.empty()) throw_bad_input("model: input '" + gt.name + "' has no known shape");
+      values[t].plain = new_slot(gt.shape);
+      slots[values[t].plain].first = -1;  // written before the first step
+      input_tensors.push_back(int(t));
+      inputs.push_back({gt.name, gt.shape});
+    }
+  }
+
+  void add_outputs() {
+    for (std::size_t t = 0; t < graph.tensors().size(); ++t) {
+      if (!graph.tensors()[t].output) continue;
+      const Ref r = plain(int(t), "the graph's outputs");
+      if (r.slot >= 0) slots[r.slot].last = std::numeric_limits<int>::max();  // read after the last step
+      output_tensors.push_back(int(t));
+      outputs.push_back({graph.tensors()[t].name, values[t].shape});
+    }
+  }
+
+  void add_node(int i) {
+    const frontend::GraphNode& n = graph.nodes()[i];
+    if (n.fused_into >= 0) return;  // its kernel node runs it, or adds it as a plain step
+    if (n.outputs.empty()) return;
+    bool all_constant = true;
+    for (int o : n.outputs) all_constant = all_constant && graph.tensors()[o].constant;
+    if (all_constant) return;  // a constant subgraph: its values are the file's, if any step reads them
+    const onnx::NodeProto* proto = file->node(n.name);
+    if (!proto) throw_bad_input("model: the plan's node '" + n.name + "' is not in the ONNX file");
+    if (view_ops().count(n.op)) return add_view(n);
+    if (n.kernel && add_kernel(i, *proto)) return;
+    add_plain(n, *proto);
+  }
+
+  void add_view(const frontend::GraphNode& n) {
+    const int in = n.inputs.at(0), out = n.outputs.at(0);
+    Value& v = values[out];
+    if (values[in].constant) {
+      v.constant = values[in].constant;
+      return;
+    }
+    if (elements(v.shape) != elements(values[in].shape)) {
+      throw_bad_input("model: node '" + n.name + "' changes the element count (" +
+                      std::to_string(elements(values[in].shape)) + " -> " + std::to_string(elements(v.shape)) + ")");
+    }
+    v.plain = plain(in, n.name).slot;  // the same bytes, read under another shape
+    slots[v.plain].last = std::max(slots[v.plain].last, int(steps.size()));
+  }
+
+  // --- kernel steps -----------------------------------------------------------------------
+
+  struct Chain {
+    std::vector<std::string> epilogue;
+    int out = -1;           // the tensor the kernel writes: the last fused node's output
+    int residual = -1;      // the tensor "add" reads
+    std::vector<int> rest;  // fused nodes run as plain steps after the kernel
+  };
+
+  // The fused nodes of kernel node i, in chain order.
+  std::vector<int> fused_nodes(int i) const {
+    std::vector<int> f;
+    for (int j = i + 1; j < int(graph.nodes().size()); ++j) {
+      if (graph.nodes()[j].fused_into == i) f.push_back(j);
+    }
+    return f;
+  }
+
+  static bool has(const std::vector<std::string>& v, const char* e) {
+    return std::find(v.begin(), v.end(), e) != v.end();
+  }
+
+  // The constant c as one value per output channel (k of them), or nullopt.
+  std::optional<std::vector<float>> per_channel(const std::string& tensor, std::int64_t k) const {
+    const auto* c = file->floats(tensor);
+    if (!c) return std::nullopt;
+    if (c->size() == 1) return std::vector<float>(std::size_t(k), (*c)[0]);
+    if (std::int64_t(c->size()) == k) return *c;
+    return std::nullopt;
+  }
+
+  static int other_input(const frontend::GraphNode& n, int t) {
+    if (n.inputs.size() != 2) return -1;
+    return n.inputs[0] == t ? n.inputs[1] : n.inputs[0];
+  }
+
+  // Grows the epilogue of a kernel writing tensor `out` with k output channels (or columns)
+  // through its fused nodes while the host kernel computes each exactly; folds BN and
+  // constant scales into weights (fold: scale per channel of weights and bias) when allowed.
+  Chain chain_of(int i, std::int64_t k, std::vector<float>& bias, bool has_bias, bool conv,
+                 const std::function<void(const std::vector<float>&)>& scale_weights) {
+    Chain c;
+    if (has_bias) c.epilogue.push_back("bias");
+    c.out = graph.nodes()[i].outputs[0];
+    const std::vector<int> fused = fused_nodes(i);
+    std::size_t f = 0;
+    for (; f < fused.size(); ++f) {
+      const frontend::GraphNode& n = graph.nodes()[fused[f]];
+      const onnx::NodeProto& p = *file->node(n.name);
+      if (n.fused_by == "fold-into-weights") {
+        if (!conv || !fold(n, p, c, k, bias, scale_weights)) break;
+      } else if (n.fused_by == "silu") {
+        if (conv || f + 1 >= fused.size() || has(c.epilogue, "silu")) break;
+        c.epilogue.push_back("silu");
+        c.out = graph.nodes()[fused[++f]].outputs[0];
+        continue;
+      } else if (!add_step(n, p, c, k, bias, conv)) {
+        break;
+      }
+      c.out = n.outputs[0];
+    }
+    for (; f < fused.size(); ++f) c.rest.push_back(fused[f]);
+    return c;
+  }
+
+  bool fold(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k, std::vector<float>& bias,
+            const std::function<void(const std::vector<float>&)>& scale_weights) {
+    std::vector<float> scale(std::size_t(k), 1.0f), shift(std::size_t(k), 0.0f);
+    if (n.op == "BatchNormalization") {
+      const auto g = per_channel(p.input(1), k), b = per_channel(p.input(2), k);
+      const auto m = per_channel(p.input(3), k), v = per_channel(p.input(4), k);
+      if (!g || !b || !m || !v) return false;
+      const double eps = float_attr(p, "epsilon", 1e-5f);
+      for (std::int64_t o = 0; o < k; ++o) {
+        scale[o] = float((*g)[o] / std::sqrt(double((*v)[o]) + eps));
+        shift[o] = float((*b)[o] - double((*m)[o]) * scale[o]);
+      }
+    } else {  // Mul by a constant, or Div of the chain by one
+      const int t = n.inputs[0] == c.out ? n.inputs[1] : n.inputs[0];
+      const auto s = per_channel(graph.tensors()[t].name, k);
+      if (!s) return false;
+      for (std::int64_t o = 0; o < k; ++o) scale[o] = n.op == "Div" ? 1.0f / (*s)[o] : (*s)[o];
+    }
+    scale_weights(scale);
+    for (std::int64_t o = 0; o < k; ++o) bias[o] = bias[o] * scale[o] + shift[o];
+    if (!has(c.epilogue, "bias")) c.epilogue.insert(c.epilogue.begin(), "bias");
+    return true;
+  }
+
+  bool add_step(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
+                std::vector<float>& bias, bool conv) {
+    if (n.step == "add") {
+      const int other = other_input(n, c.out);
+      if (other < 0) return false;
+      if (values[other].constant) {  // a constant added: the bias, before anything else runs
+        const auto b = per_channel(graph.tensors()[other].name, k);
+        if (!b || c.epilogue.size() > (has(c.epilogue, "bias") ? 1u : 0u)) return false;
+        for (std::int64_t o = 0; o < k; ++o) bias[o] += (*b)[o];
+        if (!has(c.epilogue, "bias")) c.epilogue.push_back("bias");
+        return true;
+      }
+      if (has(c.epilogue, "add") || values[other].shape != values[n.outputs[0]].shape) return false;
+      c.epilogue.push_back("add");
+      c.residual = other;
+      return true;
+    }
+    const std::string step = exact_step(p, *file);
+    if (step.empty() || has(c.epilogue, step.c_str()) || (conv && step == "sigmoid")) return false;
+    c.epilogue.push_back(step);
+    return true;
+  }
+
+  Workload kernel_workload(const Workload& w, const std::vector<std::string>& epilogue) const {
+    Json j = w.to_json();
+    j["epilogue"] = epilogue;
+    j["dtype"] = "float32";
+    return Workload::from_json(j);
+  }
+
+  // Compiles w's kernel now (or takes it from the compile cache) and counts where its schedule
+  // comes from.
+  void prepare_kernel(const Workload& w, Json& info) {
+    const runtime::Choice& choice = rt->choose(w);
+    rt->kernel(w);
+    ++kernels;
+    kernels_from_plan += choice.kind == runtime::ChoiceKind::exact ? 1 : 0;
+    info["workload"] = w.to_json();
+    info["schedule"] = choice.schedule.to_json();
+    info["choice"] = std::string(runtime::to_string(choice.kind));
+  }
+
+  bool add_kernel(int i, const onnx::NodeProto& p) {
+    const frontend::GraphNode& n = graph.nodes()[i];
+    const std::string& op = n.kernel->op();
+    if (op == "conv2d" || op == "depthwise_conv2d") return add_conv(i, p);
+    if (op == "matmul" || op == "batch_matmul") return add_matmul(i, p);
+    return false;
+  }
+
+  bool add_conv(int i, const onnx::NodeProto& p) {
+    const frontend::GraphNode& n = graph.nodes()[i];
+    const Workload& w0 = *n.kernel;
+    const bool depthwise = w0.op() == "depthwise_conv2d";
+    const auto* weights = file->floats(p.input(1));
+    if (!weights) return false;
+    const std::int64_t c = w0.dim("C"), r = w0.dim("R"), s = w0.dim("S");
+    const std::int64_t k = depthwise ? c : w0.dim("K"), cin = depthwise ? 1 : c;
+    std::vector<float> oihw = *weights, bias(std::size_t(k), 0.0f);
+    const bool has_bias = p.input_size() > 2 && !p.input(2).empty();
+    if (has_bias) {
+      const auto* b = file->floats(p.input(2));
+      if (!b || std::int64_t(b->size()) != k) return false;
+      bias = *b;
+    }
+    const std::int64_t per_out = cin * r * s;
+    Chain ch = chain_of(i, k, bias, has_bias, true, [&](const std::vector<float>& sc) {
+      for (std::int64_t o = 0; o < k; ++o) {
+        for (std::int64_t e = 0; e < per_out; ++e) oihw[o * per_out + e] *= sc[o];
+      }
+    });
+    const Workload w = kernel_workload(w0, ch.epilogue);
+    if (!host::supports(w)) return false;
+    // OIHW -> HWIO (conv2d: R x S x C x K) or R x S x C (depthwise).
+    std::vector<float> hwio(oihw.size());
+    for (std::int64_t o = 0; o < k; ++o) {
+      for (std::int64_t ci = 0; ci < cin; ++ci) {
+        for (std::int64_t u = 0; u < r * s; ++u) {
+          const float v = oihw[(o * cin + ci) * r * s + u];
+          if (depthwise) {
+            hwio[u * c + o] = v;
+          } else {
+            hwio[(u * c + ci) * k + o] = v;
+          }
+        }
+      }
+    }
+    const float* filter = owned_data(std::move(hwio));
+    const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
+    const int in = nhwc(n.inputs[0], n.name);
+    const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
+    const int out = output(ch.out, true);
+    Step step{n.name, "kernel", Json::object(), nullptr};
+    prepare_kernel(w, step.info);
+    const std::size_t packed_at = packed.size();
+    if (!depthwise) packed.push_back(rt->prepare_weights(w, filter));
+    step.run = [this, w, filter, bias_data, in, res, out, depthwise, packed_at] {
+      host::AtvossArgs args{};
+      args.a = ptr[in];
+      args.b = filter;
+      args.c = ptr[out];
+      args.bias = bias_data;
+      args.residual = res >= 0 ? ptr[res] : nullptr;
+      if (!depthwise) runtime::Runtime::use_prepared(w, packed[packed_at], args);
+      rt->run(w, args);
+    };
+    steps.push_back(std::move(step));
+    for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+    return true;
+  }
+
+  bool add_matmul(int i, const onnx::NodeProto& p) {
+    const frontend::GraphNode& n = graph.nodes()[i];
+    const Workload& w0 = *n.kernel;
+    const bool gemm = n.op == "Gemm";
+    const std::int64_t k = w0.dim("K"), cols = w0.dim("N");
+    if (gemm && int_attr(p, "transA", 0) != 0) return false;
+    const int b_tensor = n.inputs.at(1);
+    const float* b_data = nullptr;
+    std::vector<float> bias(std::size_t(cols), 0.0f);
+    bool has_bias = false;
+    if (gemm) {
+      const auto* b = file->floats(graph.tensors()[b_tensor].name);
+      if (!b) return false;
+      const float alpha = float_attr(p, "alpha", 1.0f), beta = float_attr(p, "beta", 1.0f);
+      std::vector<float> kn(std::size_t(k * cols));
+      const bool tb = int_attr(p, "transB", 0) != 0;
+      for (std::int64_t a = 0; a < k; ++a) {
+        for (std::int64_t j = 0; j < cols; ++j) kn[a * cols + j] = alpha * (tb ? (*b)[j * k + a] : (*b)[a * cols + j]);
+      }
+      b_data = owned_data(std::move(kn));
+      if (p.input_size() > 2 && !p.input(2).empty()) {
+        const auto c = per_channel(p.input(2), cols);
+        if (!c) return false;
+        for (std::int64_t j = 0; j < cols; ++j) bias[j] = beta * (*c)[j];
+        has_bias = true;
+      }
+    }
+    Chain ch = chain_of(i, cols, bias, has_bias, false, nullptr);
+    const Workload w = kernel_workload(w0, ch.epilogue);
+    if (!host::supports(w)) return false;
+    const Ref a = plain(n.inputs[0], n.name);
+    const Ref b = b_data ? Ref{-1, b_data} : plain(b_tensor, n.name);
+    const int res = ch.residual >= 0 ? plain(ch.residual, n.name).slot : -1;
+    const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
+    const int out = output(ch.out, false);
+    Step step{n.name, "kernel", Json::object(), nullptr};
+    prepare_kernel(w, step.info);
+    step.run = [this, w, a, b, bias_data, res, out] {
+      host::AtvossArgs args{};
+      args.a = at(a);
+      args.b = at(b);
+      args.c = ptr[out];
+      args.bias = bias_data;
+      args.residual = res >= 0 ? ptr[res] : nullptr;
+      rt->run(w, args);
+    };
+    steps.push_back(std::move(step));
+    for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+    return true;
+  }
+
+  // --- plain steps ------------------------------------------------------------------------
+
+  [[noreturn]] void unsupported(const frontend::GraphNode& n, const std::string& why) const {
+    throw_bad_input("model: node '" + n.name + "' (" + n.op + "): " + why);
+  }
+
+  std::int64_t axis_of(const frontend::GraphNode& n, std::int64_t axis, std::size_t rank) const {
+    const std::int64_t a = axis < 0 ? axis + std::int64_t(rank) : axis;
+    if (a < 0 || a >= std::int64_t(rank)) unsupported(n, "axis " + std::to_string(axis) + " out of range");
+    return a;
+  }
+
+  void push(const frontend::GraphNode& n, std::function<void()> run, Json info = Json::object()) {
+    info["op"] = n.op;
+    steps.push_back({n.name, "plain", std::move(info), std::move(run)});
+  }
+
+  float scalar_input(const onnx::NodeProto& p, int index, float fallback) const {
+    if (p.input_size() <= index || p.input(index).empty()) return fallback;
+    const auto* v = file->floats(p.input(index));
+    if (!v || v->size() != 1) throw_bad_input("model: node input '" + p.input(index) + "' must be a constant scalar");
+    return (*v)[0];
+  }
+
+  void add_plain(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const std::string& op = n.op;
+    if (n.inputs.empty()) unsupported(n, "no input");
+    if (op == "Clip" || op == "LeakyRelu" || op == "Elu" || op == "HardSigmoid" || op == "Gelu" ||
+        unary(op, nullptr, nullptr, 0)) {
+      return add_unary(n, p);
+    }
+    if (op == "Sum" && n.inputs.size() == 2) return add_binary(n, "Add");
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min" ||
+        op == "PRelu") {
+      return add_binary(n, op);
+    }
+    if (op == "MaxPool" || op == "AveragePool") return add_pool(n, p);
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return add_global_pool(n);
+    if (op == "Concat") return add_concat(n, p);
+    if (op == "Transpose") return add_transpose(n, p);
+    if (op == "Softmax" || op == "LogSoftmax") return add_softmax(n, p);
+    if (op == "LayerNormalization") return add_layer_norm(n, p);
+    if (op == "BatchNormalization") return add_batch_norm(n, p);
+    if (op == "LRN") return add_lrn(n, p);
+    if (op == "Gather") return add_gather(n, p);
+    if (op == "Conv") return add_plain_conv(n, p);
+    if (op == "Gemm" || op == "MatMul") return add_plain_gemm(n, p);
+    unsupported(n, "the engine has no step for this op");
+  }
+
+  void add_unary(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    std::string op = n.op;
+    float alpha = 0, beta = 0;
+    if (op == "LeakyRelu") alpha = float_attr(p, "alpha", 0.01f);
+    if (op == "Elu") alpha = float_attr(p, "alpha", 1.0f);
+    if (op == "HardSigmoid") alpha = float_attr(p, "alpha", 0.2f), beta = float_attr(p, "beta", 0.5f);
+    if (op == "Gelu" && string_attr(p, "approximate", "none") == "tanh") op = "GeluTanh";
+    if (op == "Clip") {
+      alpha = scalar_input(p, 1, float_attr(p, "min", -INFINITY));
+      beta = scalar_input(p, 2, float_attr(p, "max", INFINITY));
+    }
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    const std::int64_t count = elements(values[n.outputs[0]].shape);
+    push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta); });
+  }
+
+  void add_binary(const frontend::GraphNode& n, const std::string& op) {
+    if (n.inputs.size() != 2) unsupported(n, "two inputs expected");
+    const Shape sa = values[n.inputs[0]].shape, sb = values[n.inputs[1]].shape, so = values[n.outputs[0]].shape;
+    const Ref a = plain(n.inputs[0], n.name), b = plain(n.inputs[1], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [this, op, a, b, y, sa, sb, so] { binary(op, at(a), sa, at(b), sb, ptr[y], so); });
+  }
+
+  void add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+    if (xs.size() != 4 || ys.size() != 4) unsupported(n, "2-D pools only");
+    const auto kernel = ints_attr(p, "kernel_shape");
+    if (kernel.size() != 2) unsupported(n, "kernel_shape must have 2 dims");
+    Window w;
+    w.kh = kernel[0];
+    w.kw = kernel[1];
+    const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
+    if (strides.size() == 2) w.sh = strides[0], w.sw = strides[1];
+    if (dil.size() == 2) w.dh = dil[0], w.dw = dil[1];
+    if (pads.size() == 4) w.pad_top = pads[0], w.pad_left = pads[1], w.pad_bottom = pads[2], w.pad_right = pads[3];
+    const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const std::int64_t ph = std::max<std::int64_t>(0, (ys[2] - 1) * w.sh + (w.kh - 1) * w.dh + 1 - xs[2]);
+      const std::int64_t pw = std::max<std::int64_t>(0, (ys[3] - 1) * w.sw + (w.kw - 1) * w.dw + 1 - xs[3]);
+      const bool lower = auto_pad == "SAME_LOWER";
+      w.pad_top = lower ? (ph + 1) / 2 : ph / 2;
+      w.pad_left = lower ? (pw + 1) / 2 : pw / 2;
+      w.pad_bottom = ph - w.pad_top;
+      w.pad_right = pw - w.pad_left;
+    }
+    w.count_include_pad = int_attr(p, "count_include_pad", 0) != 0;
+    const bool max = n.op == "MaxPool";
+    if (n.outputs.size() > 1 && !graph.tensors()[n.outputs[1]].consumers.empty()) unsupported(n, "Indices output");
+    // Pools run in whichever order holds their input: a conv's NHWC output stays NHWC.
+    if (values[n.inputs[0]].nhwc_first) {
+      const int x = nhwc(n.inputs[0], n.name);
+      const int y = output(n.outputs[0], true);
+      push(n, [this, x, y, xs, ys, w, max] { pool(max, ptr[x], xs, ptr[y], ys, w, true); });
+      return;
+    }
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [this, x, y, xs, ys, w, max] { pool(max, at(x), xs, ptr[y], ys, w, false); });
+  }
+
+  void add_global_pool(const frontend::GraphNode& n) {
+    const Shape xs = values[n.inputs[0]].shape;
+    if (xs.size() < 3) unsupported(n, "input of rank >= 3 expected");
+    const bool max = n.op == "GlobalMaxPool";
+    const bool in_nhwc = values[n.inputs[0]].nhwc_first && xs.size() == 4;
+    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);  // [N, C, 1, 1]: the same bytes in either order
+    push(n, [this, x, y, xs, max, in_nhwc] { global_pool(max, at(x), xs, ptr[y], in_nhwc); });
+  }
+
+  void add_concat(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape ys = values[n.outputs[0]].shape;
+    const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), ys.size());
+    bool all_nhwc = ys.size() == 4 && axis == 1;
+    for (int t : n.inputs) all_nhwc = all_nhwc && values[t].nhwc_first;
+    std::vector<Ref> in;
+    std::vector<Shape> shapes;
+    for (int t : n.inputs) {
+      in.push_back(all_nhwc ? Ref{nhwc(t, n.name), nullptr} : plain(t, n.name));
+      shapes.push_back(values[t].shape);
+    }
+    const int y = output(n.outputs[0], all_nhwc);
+    push(n, [this, in, shapes, axis, y, all_nhwc] {
+      std::vector<const float*> data;
+      for (const auto& r : in) data.push_back(at(r));
+      concat(data, shapes, axis, ptr[y], all_nhwc);
+    });
+  }
+
+  void add_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    std::vector<std::int64_t> perm = ints_attr(p, "perm");
+    if (perm.empty()) {
+      for (std::size_t d = xs.size(); d-- > 0;) perm.push_back(std::int64_t(d));
+    }
+    if (perm.size() != xs.size()) unsupported(n, "perm does not match the input's rank");
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [this, x, xs, perm, y] { transpose(at(x), xs, perm, ptr[y]); });
+  }
+
+  void add_softmax(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    Shape xs = values[n.inputs[0]].shape;
+    const bool old = file->opset() < 13;  // before opset 13: over every dim from axis on
+    std::int64_t axis = axis_of(n, int_attr(p, "axis", old ? 1 : -1), xs.size());
+    if (old) {
+      xs = {elements(Shape(xs.begin(), xs.begin() + axis)), elements(Shape(xs.begin() + axis, xs.end()))};
+      axis = 1;
+    }
+    const bool log = n.op == "LogSoftmax";
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [this, x, xs, axis, y, log] { softmax(at(x), xs, axis, ptr[y], log); });
+  }
+
+  const float* constant_of(const frontend::GraphNode& n, const onnx::NodeProto& p, int index, std::int64_t count) {
+    if (p.input_size() <= index || p.input(index).empty()) return nullptr;
+    const auto* v = file->floats(p.input(index));
+    if (!v || std::int64_t(v->size()) != count) {
+      unsupported(n, "input '" + p.input(index) + "' must be a constant of " + std::to_string(count) + " values");
+    }
+    return v->data();
+  }
+
+  void add_layer_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    const std::int64_t axis = axis_of(n, int_attr(p, "axis", -1), xs.size());
+    const std::int64_t len = elements(Shape(xs.begin() + axis, xs.end()));
+    const float* gamma = constant_of(n, p, 1, len);
+    const float* beta = constant_of(n, p, 2, len);
+    const float eps = float_attr(p, "epsilon", 1e-5f);
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [this, x, xs, axis, eps, gamma, beta, y] { layer_norm(at(x), xs, axis, eps, gamma, beta, ptr[y]); });
+  }
+
+  void add_batch_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    if (xs.size() < 2) unsupported(n, "input of rank >= 2 expected");
+    const std::int64_t c = xs[1];
+    const float *scale = constant_of(n, p, 1, c), *bias = constant_of(n, p, 2, c);
+    const float *mean = constant_of(n, p, 3, c), *var = constant_of(n, p, 4, c);
+    const float eps = float_attr(p, "epsilon", 1e-5f);
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y]); });
+  }
+
+  void add_lrn(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    if (xs.size() != 4) unsupported(n, "4-D input expected");
+    const std::int64_t size = int_attr(p, "size", 1);
+    const float alpha = float_attr(p, "alpha", 1e-4f), beta = float_attr(p, "beta", 0.75f);
+    const float bias = float_attr(p, "bias", 1.0f);
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { lrn(at(x), xs, size, alpha, beta, bias, ptr[y]); });
+  }
+
+  void add_gather(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    const auto* idx = p.input_size() > 1 ? file->ints(p.input(1)) : nullptr;
+    if (!idx) unsupported(n, "indices must be a constant");
+    const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), xs.size());
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    const std::int64_t* indices = idx->data();
+    const std::int64_t count = std::int64_t(idx->size());
+    push(n, [=, this] { gather(at(x), xs, indices, count, axis, ptr[y]); });
+  }
+
+  void add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+    if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "2-D convolutions only");
+    ConvAttrs a;
+    a.groups = int_attr(p, "group", 1);
+    const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
+    if (strides.size() == 2) a.sh = strides[0], a.sw = strides[1];
+    if (dil.size() == 2) a.dh = dil[0], a.dw = dil[1];
+    if (pads.size() == 4) a.pad_top = pads[0], a.pad_left = pads[1];
+    const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const std::int64_t ph = std::max<std::int64_t>(0, (ys[2] - 1) * a.sh + (ws[2] - 1) * a.dh + 1 - xs[2]);
+      const std::int64_t pw = std::max<std::int64_t>(0, (ys[3] - 1) * a.sw + (ws[3] - 1) * a.dw + 1 - xs[3]);
+      a.pad_top = auto_pad == "SAME_LOWER" ? (ph + 1) / 2 : ph / 2;
+      a.pad_left = auto_pad == "SAME_LOWER" ? (pw + 1) / 2 : pw / 2;
+    }
+    const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
+    const float* bias = constant_of(n, p, 2, ys[1]);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { conv_nchw(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
+  }
+
+  void add_plain_gemm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape as = values[n.inputs[0]].shape, bs = values[n.inputs.at(1)].shape;
+    const bool gemm = n.op == "Gemm";
+    if (bs.size() != 2 || (gemm && as.size() != 2) || as.size() < 2) unsupported(n, "2-D weights expected");
+    const bool ta = gemm && int_attr(p, "transA", 0) != 0, tb = gemm && int_attr(p, "transB", 0) != 0;
+    const std::int64_t m = ta ? as[1] : elements(as) / as.back(), k = ta ? as[0] : as.back();
+    const std::int64_t cols = tb ? bs[0] : bs[1];
+    const float alpha = gemm ? float_attr(p, "alpha", 1.0f) : 1.0f, beta = gemm ? float_attr(p, "beta", 1.0f) : 0.0f;
+    const Ref a = plain(n.inputs[0], n.name), b = plain(n.inputs[1], n.name);
+    Ref c{};
+    Shape cs;
+    if (gemm && p.input_size() > 2 && !p.input(2).empty()) {
+      c = plain(n.inputs[2], n.name);
+      cs = values[n.inputs[2]].shape;
+    }
+    const bool has_c = c.slot >= 0 || c.constant;
+    const int y = output(n.outputs[0], false);
+    push(n,
+         [=, this] { gemm_plain(at(a), at(b), has_c ? at(c) : nullptr, cs, ptr[y], m, cols, k, ta, tb, alpha, beta); });
+  }
+
+  static void gemm_plain(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m,
+                         std::int64_t n, std::int64_t k, bool ta, bool tb, float alpha, float beta) {
+    gemm(a, b, c, cs, y, m, n, k, ta, tb, alpha, beta);
+  }
+
+  // --- memory -----------------------------------------------------------------------------
+
+  void plan_arena() {
+    std::vector<execution::Allocation> lifetimes;
+    const double end = double(steps.size()) + 1;
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      const Slot& slot = slots[s];
+      const double first = slot.first == std::numeric_limits<int>::max() ? 0 : double(slot.first);
+      const double last = slot.last == std::numeric_limits<int>::max() ? end : double(std::max(slot.last, slot.first));
+      lifetimes.push_back({std::to_string(s), 0, std::max<std::int64_t>(slot.bytes, 1), first, last + 1});
+    }
+    const execution::MemoryPlan plan = execution::plan_allocations(lifetimes, kAlign);
+    arena_bytes = plan.peak_bytes;
+    arena_storage.reset(new float[std::size_t(arena_bytes / std::int64_t(sizeof(float))) + kAlign]);
+    auto base = reinterpret_cast<std::uintptr_t>(arena_storage.get());
+    base = (base + kAlign - 1) / kAlign * kAlign;
+    ptr.assign(slots.size(), nullptr);
+    for (const auto& a : plan.allocations) {
+      ptr[std::stoul(a.tensor)] = reinterpret_cast<float*>(base + std::uintptr_t(a.offset));
+    }
+  }
+};
+
+namespace {
+
+// The plan's graph must be the file's: the same nodes, ops and tensor shapes.
+void check_plan_matches(const frontend::Graph& planned, const frontend::Graph& file_graph, const std::string& path) {
+  auto refuse = [&](const std::string& what) {
+    throw_bad_input("engine: the model plan is not of '" + path + "': " + what);
+  };
+  if (planned.nodes().size() != file_graph.nodes().size()) {
+    refuse(std::to_string(planned.nodes().size()) + " nodes in the plan, " + std::to_string(file_graph.nodes().size()) +
+           " in the file");
+  }
+  for (std::size_t i = 0; i < planned.nodes().size(); ++i) {
+    const auto &a = planned.nodes()[i], &b = file_graph.nodes()[i];
+    if (a.name != b.name || a.op != b.op) refuse("node " + std::to_string(i) + " is '" + a.name + "' in the plan");
+  }
+  for (const auto& t : file_graph.tensors()) {
+    const int i = planned.tensor_index(t.name);
+    if (i < 0 || planned.tensors()[i].shape != t.shape) refuse("tensor '" + t.name + "' has another shape");
+  }
+}
+
+std::shared_ptr<const table::ScheduleTable> plan_table(const plan::ModelPlan& p) {
+  table::TableHeader header;
+  header.target_name = p.target.name;
+  header.target_key = p.target.key();
+  std::vector<table::TableEntry> entries;
+  for (const auto& t : p.tasks) entries.push_back({t.workload, t.schedule, t.time_us, t.provenance});
+  return std::make_shared<const table::ScheduleTable>(header, entries);
+}
+
+}  // namespace
+
+Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.options = options;
+  m.file = std::make_unique<OnnxFile>(onnx_path);
+  frontend::OnnxImportOptions io;
+  io.batch = options.batch;
+  io.float_dtype = DType::float32;
+  m.graph = frontend::import_onnx(onnx_path, io).graph();
+  runtime::RuntimeOptions ro;
+  ro.build = options.build;
+  ro.default_threads = options.threads > 0 ? options.threads : host::this_machine().physical_cores;
+  if (!options.plan.empty()) {
+    const plan::ModelPlan p = plan::ModelPlan::load(options.plan);
+    if (p.graph.empty()) throw_bad_input("engine: the model plan '" + options.plan + "' has no graph");
+    check_plan_matches(p.graph, m.graph, onnx_path);
+    m.graph = p.graph;
+    ro.loaded_table = plan_table(p);
+  }
+  m.rt = std::make_unique<runtime::Runtime>(std::move(ro));
+  m.build();
+  m.plan_arena();
+}
+
+Model::~Model() = default;
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+
+const std::vector<TensorInfo>& Model::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& Model::outputs() const { return impl_->outputs; }
+std::int64_t Model::arena_bytes() const { return impl_->arena_bytes; }
+
+void Model::run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs) {
+  Impl& m = *impl_;
+  if (inputs.size() != m.inputs.size() || outputs.size() != m.outputs.size()) {
+    throw_bad_input("engine: " + std::to_string(m.inputs.size()) + " inputs and " + std::to_string(m.outputs.size()) +
+                    " outputs expected, got " + std::to_string(inputs.size()) + " and " +
+                    std::to_string(outputs.size()));
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) throw_bad_input("engine: input '" + m.inputs[i].name + "' is null");
+    const Value& v = m.values[m.input_tensors[i]];
+    std::memcpy(m.ptr[v.plain], inputs[i], std::size_t(elements(v.shape)) * sizeof(float));
+  }
+  for (const auto& s : m.steps) s.run();
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i]) throw_bad_input("engine: output '" + m.outputs[i].name + "' is null");
+    const Value& v = m.values[m.output_tensors[i]];
+    const float* src = v.constant ? v.constant : m.ptr[v.plain];
+    std::memcpy(outputs[i], src, std::size_t(elements(v.shape)) * sizeof(float));
+  }
+}
+
+std::vector<std::vector<float>> Model::run(const std::vector<const float*>& inputs) {
+  std::vector<std::vector<float>> out;
+  std::vector<float*> ptrs;
+  for (const auto& o : impl_->outputs) out.emplace_back(std::size_t(elements(o.shape)));
+  for (auto& o : out) ptrs.push_back(o.data());
+  run(inputs, ptrs);
+  return out;
+}
+
+Json Model::describe() const {
+  Json steps = Json::array();
+  for (const auto& s : impl_->steps) {
+    Json j = s.info;
+    j["node"] = s.node;
+    j["kind"] = s.kind;
+    steps.push_back(j);
+  }
+  return {{"steps", steps},
+          {"arena_bytes", impl_->arena_bytes},
+          {"kernels", impl_->kernels},
+          {"kernels_from_plan", impl_->kernels_from_plan}};
+}
+
+}  // namespace atvoss::engine

@@ -1,0 +1,99 @@
+#include "engine/npy.hpp"
+
+#include <cstring>
+#include <regex>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/user_paths.hpp"
+
+namespace atvoss::engine {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr std::size_t kMagicBytes = 6;
+// A header longer than this is no array header: refused before anything is read from it.
+constexpr std::size_t kMaxHeader = 1 << 16;
+
+[[noreturn]] void refuse(const std::string& path, const std::string& why) {
+  throw_bad_input("npy '" + path + "': " + why);
+}
+
+std::vector<std::int64_t> shape_of(const std::string& header, const std::string& path) {
+  static const std::regex shape_re(R"('shape'\s*:\s*\(([^)]*)\))");
+  std::smatch m;
+  if (!std::regex_search(header, m, shape_re)) refuse(path, "header has no 'shape'");
+  std::vector<std::int64_t> shape;
+  static const std::regex dim_re(R"(\d+)");
+  const std::string dims = m[1];
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), dim_re); it != std::sregex_iterator(); ++it) {
+    if (it->str().size() > 12) refuse(path, "a dim of the shape is too large");
+    shape.push_back(std::stoll(it->str()));
+  }
+  return shape;
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) {
+  require_input_file(path, "npy");
+  const std::string bytes = read_input_file(path, "npy");
+  if (bytes.size() < kMagicBytes + 4 || bytes.compare(0, kMagicBytes, kMagic) != 0) refuse(path, "not an NPY file");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  std::size_t header_len = 0, at = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(bytes[8]) | (std::size_t(static_cast<unsigned char>(bytes[9])) << 8);
+    at = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) refuse(path, "truncated header");
+    for (int i = 0; i < 4; ++i) header_len |= std::size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    at = 12;
+  } else {
+    refuse(path, "NPY version " + std::to_string(major) + " (1 to 3 read)");
+  }
+  if (header_len > kMaxHeader || at + header_len > bytes.size()) refuse(path, "truncated or oversized header");
+  const std::string header = bytes.substr(at, header_len);
+  if (header.find("'descr': '<f4'") == std::string::npos) refuse(path, "dtype must be float32 ('<f4')");
+  if (header.find("'fortran_order': False") == std::string::npos) refuse(path, "must be in C order");
+  NpyArray a;
+  a.shape = shape_of(header, path);
+  std::int64_t n = 1;
+  for (auto d : a.shape) {
+    if (d > 0 && n > (std::int64_t(1) << 40) / d) refuse(path, "shape too large");
+    n *= d;
+  }
+  const std::size_t data_at = at + header_len;
+  if (bytes.size() - data_at != std::size_t(n) * sizeof(float)) {
+    refuse(path, "holds " + std::to_string(bytes.size() - data_at) + " data bytes, its shape " +
+                     std::to_string(n * std::int64_t(sizeof(float))));
+  }
+  a.data.resize(std::size_t(n));
+  if (n) std::memcpy(a.data.data(), bytes.data() + data_at, std::size_t(n) * sizeof(float));
+  return a;
+}
+
+void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data) {
+  std::string dims;
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    dims += std::to_string(d) + ", ";
+    n *= d;
+  }
+  dims.resize(dims.size() - (shape.size() > 1 ? 2 : shape.size()));  // "(1, 3)", but "(5,)" and "()"
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // Magic, version, length, header: padded with spaces to a multiple of 64, ending in '\n'.
+  const std::size_t total = (kMagicBytes + 4 + header.size() + 1 + 63) / 64 * 64;
+  header.append(total - kMagicBytes - 4 - header.size() - 1, ' ');
+  header += '\n';
+  write_file_atomically(path, "npy", [&](std::ostream& out) {
+    out.write(kMagic, kMagicBytes);
+    const char version[2] = {1, 0};
+    out.write(version, 2);
+    const char len[2] = {char(header.size() & 0xff), char(header.size() >> 8)};
+    out.write(len, 2);
+    out << header;
+    out.write(reinterpret_cast<const char*>(data), std::streamsize(n * std::int64_t(sizeof(float))));
+  });
+}
+
+}  // namespace atvoss::engine

@@ -1,0 +1,23 @@
+// NPY files of fp32 arrays (NumPy's format, version 1.0 to 3.0, little-endian '<f4', C order):
+// how atvoss-run takes a model's inputs and writes its outputs, so that numpy and ONNX Runtime
+// read and write the same files. Pure functions of their files: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace atvoss::engine {
+
+struct NpyArray {
+  std::vector<std::int64_t> shape;
+  std::vector<float> data;
+};
+
+// bad_input naming the file: unreadable, not NPY, another dtype ('<f8', ...), Fortran order, a
+// header or data size that does not match its shape.
+NpyArray read_npy(const std::string& path);
+// Atomically (temporary file + rename).
+void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data);
+
+}  // namespace atvoss::engine

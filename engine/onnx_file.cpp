@@ -1,0 +1,156 @@
+#include "engine/onnx_file.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/user_paths.hpp"
+
+namespace atvoss::engine {
+namespace {
+
+template <typename T>
+std::vector<T> raw_as(const std::string& raw, std::int64_t count, const std::string& name) {
+  if (std::int64_t(raw.size()) != count * std::int64_t(sizeof(T))) {
+    throw_bad_input("model: constant '" + name + "' holds " + std::to_string(raw.size()) + " bytes, its shape " +
+                    std::to_string(count * sizeof(T)));
+  }
+  std::vector<T> v(static_cast<std::size_t>(count));
+  if (count) std::memcpy(v.data(), raw.data(), raw.size());
+  return v;
+}
+
+std::int64_t count_of(const onnx::TensorProto& t) {
+  std::int64_t n = 1;
+  for (auto d : t.dims()) n *= d;
+  return n;
+}
+
+template <typename To, typename From>
+std::vector<To> converted(const std::vector<From>& v) {
+  return std::vector<To>(v.begin(), v.end());
+}
+
+}  // namespace
+
+OnnxFile::OnnxFile(const std::string& path) : model_(std::make_shared<onnx::ModelProto>()) {
+  require_input_file(path, "model");
+  const std::string bytes = read_input_file(path, "model");
+  if (bytes.empty() || !model_->ParseFromString(bytes) || !model_->has_graph()) {
+    throw_bad_input("model: '" + path + "' is not an ONNX model (protobuf parse failed or no graph)");
+  }
+  for (const auto& o : model_->opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  }
+  const auto& g = model_->graph();
+  for (const auto& t : g.initializer()) add_constant(t);
+  for (const auto& n : g.node()) {
+    const std::string name = n.name().empty() ? n.op_type() + ":" + (n.output_size() ? n.output(0) : "") : n.name();
+    nodes_.emplace(name, &n);
+    if (n.op_type() == "Constant" && n.output_size() == 1) {
+      for (const auto& a : n.attribute()) {
+        if (a.name() == "value" && a.has_t()) {
+          onnx::TensorProto t = a.t();
+          t.set_name(n.output(0));
+          add_constant(t);
+        } else if (a.name() == "value_float") {
+          floats_[n.output(0)] = {a.f()};
+        } else if (a.name() == "value_int") {
+          ints_[n.output(0)] = {a.i()};
+          floats_[n.output(0)] = {float(a.i())};
+        }
+      }
+    }
+  }
+}
+
+void OnnxFile::add_constant(const onnx::TensorProto& t) {
+  const std::string& name = t.name();
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    throw_bad_input("model: constant '" + name + "' is stored outside the file (external data is not read)");
+  }
+  const std::int64_t n = count_of(t);
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      floats_[name] = t.has_raw_data() ? raw_as<float>(t.raw_data(), n, name)
+                                       : std::vector<float>(t.float_data().begin(), t.float_data().end());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      floats_[name] =
+          converted<float>(t.has_raw_data() ? raw_as<double>(t.raw_data(), n, name)
+                                            : std::vector<double>(t.double_data().begin(), t.double_data().end()));
+      break;
+    case onnx::TensorProto::INT64:
+      ints_[name] = t.has_raw_data() ? raw_as<std::int64_t>(t.raw_data(), n, name)
+                                     : std::vector<std::int64_t>(t.int64_data().begin(), t.int64_data().end());
+      floats_[name] = converted<float>(ints_[name]);
+      break;
+    case onnx::TensorProto::INT32:
+      ints_[name] = converted<std::int64_t>(
+          t.has_raw_data() ? raw_as<std::int32_t>(t.raw_data(), n, name)
+                           : std::vector<std::int32_t>(t.int32_data().begin(), t.int32_data().end()));
+      floats_[name] = converted<float>(ints_[name]);
+      break;
+    default:
+      return;  // read only if a step needs it: the step then names it
+  }
+  if (std::int64_t(floats_[name].size()) != n) {
+    throw_bad_input("model: constant '" + name + "' holds " + std::to_string(floats_[name].size()) +
+                    " values, its shape " + std::to_string(n));
+  }
+}
+
+const onnx::NodeProto* OnnxFile::node(const std::string& name) const {
+  const auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+const std::vector<float>* OnnxFile::floats(const std::string& tensor) const {
+  const auto it = floats_.find(tensor);
+  return it == floats_.end() ? nullptr : &it->second;
+}
+
+const std::vector<std::int64_t>* OnnxFile::ints(const std::string& tensor) const {
+  const auto it = ints_.find(tensor);
+  return it == ints_.end() ? nullptr : &it->second;
+}
+
+std::string OnnxFile::input_type(const std::string& tensor) const {
+  for (const auto& v : model_->graph().input()) {
+    if (v.name() != tensor || !v.type().has_tensor_type()) continue;
+    std::string name =
+        onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(v.type().tensor_type().elem_type()));
+    for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return name;
+  }
+  return "";
+}
+
+std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return a.i();
+  }
+  return fallback;
+}
+
+float float_attr(const onnx::NodeProto& n, const std::string& name, float fallback) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return a.f();
+  }
+  return fallback;
+}
+
+std::string string_attr(const onnx::NodeProto& n, const std::string& name, const std::string& fallback) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return a.s();
+  }
+  return fallback;
+}
+
+std::vector<std::int64_t> ints_attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  }
+  return {};
+}
+
+}  // namespace atvoss::engine

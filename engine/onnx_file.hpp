@@ -1,0 +1,50 @@
+// OnnxFile: what the model engine reads from an ONNX file besides the graph atvoss imports from
+// it (frontend/onnx_import.hpp): its constants (initializers and Constant nodes) as fp32 or int64
+// data, each node's proto by the importer's node name, the default domain's opset, and a digest
+// of the constants, so that a model plan can be matched with the weights it was tuned for.
+// Immutable after load: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+namespace atvoss::engine {
+
+class OnnxFile {
+ public:
+  // bad_input naming the file when unreadable or not an ONNX model; naming the tensor when a
+  // constant is stored outside the file or in a type the engine does not read.
+  explicit OnnxFile(const std::string& path);
+
+  // The node the importer names name (its name, or "<op>:<first output>"); null if none.
+  const onnx::NodeProto* node(const std::string& name) const;
+  // A constant's data as fp32 (from float, double, int64 or int32 storage); null if tensor is no constant.
+  const std::vector<float>* floats(const std::string& tensor) const;
+  // A constant's data as int64 (from int64 or int32 storage); null if none.
+  const std::vector<std::int64_t>* ints(const std::string& tensor) const;
+  std::int64_t opset() const { return opset_; }
+  // The ONNX element type of a graph input ("float", "int64", ...), empty if unknown.
+  std::string input_type(const std::string& tensor) const;
+
+ private:
+  void add_constant(const onnx::TensorProto& t);
+
+  std::shared_ptr<onnx::ModelProto> model_;
+  std::map<std::string, const onnx::NodeProto*> nodes_;
+  std::map<std::string, std::vector<float>> floats_;
+  std::map<std::string, std::vector<std::int64_t>> ints_;
+  std::int64_t opset_ = 0;
+};
+
+// Attribute helpers over a node proto: the value, or fallback where the node has none.
+std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback);
+float float_attr(const onnx::NodeProto& n, const std::string& name, float fallback);
+std::string string_attr(const onnx::NodeProto& n, const std::string& name, const std::string& fallback = "");
+std::vector<std::int64_t> ints_attr(const onnx::NodeProto& n, const std::string& name);
+
+}  // namespace atvoss::engine

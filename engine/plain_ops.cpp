@@ -1,0 +1,384 @@
+#include "engine/plain_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+
+namespace atvoss::engine {
+namespace {
+
+// Strides of shape s aligned right to rank r, 0 along the dims s broadcasts (size 1 or absent).
+std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t r) {
+  std::vector<std::int64_t> st(r, 0);
+  std::int64_t step = 1;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const std::size_t d = s.size() - 1 - i, o = r - 1 - i;
+    st[o] = s[d] == 1 ? 0 : step;
+    step *= s[d];
+  }
+  return st;
+}
+
+bool broadcasts_to(const Shape& s, const Shape& out) {
+  if (s.size() > out.size()) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const std::int64_t d = s[s.size() - 1 - i], o = out[out.size() - 1 - i];
+    if (d != o && d != 1) return false;
+  }
+  return true;
+}
+
+using BinaryFn = float (*)(float, float);
+
+const std::map<std::string, BinaryFn>& binary_ops() {
+  static const std::map<std::string, BinaryFn> ops = {
+      {"Add", [](float x, float y) { return x + y; }},
+      {"Sub", [](float x, float y) { return x - y; }},
+      {"Mul", [](float x, float y) { return x * y; }},
+      {"Div", [](float x, float y) { return x / y; }},
+      {"Pow", [](float x, float y) { return std::pow(x, y); }},
+      {"Max", [](float x, float y) { return std::max(x, y); }},
+      {"Min", [](float x, float y) { return std::min(x, y); }},
+      {"PRelu", [](float x, float slope) { return x < 0 ? x * slope : x; }},
+  };
+  return ops;
+}
+
+float erf_gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+float tanh_gelu(float x) { return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))); }
+
+}  // namespace
+
+std::int64_t elements(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+void nchw_to_nhwc(const float* in, float* out, const Shape& s) {
+  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+  for (std::int64_t b = 0; b < n; ++b) {
+    const float* src = in + b * c * hw;
+    float* dst = out + b * c * hw;
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      for (std::int64_t p = 0; p < hw; ++p) dst[p * c + ch] = src[ch * hw + p];
+    }
+  }
+}
+
+void nhwc_to_nchw(const float* in, float* out, const Shape& s) {
+  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+  for (std::int64_t b = 0; b < n; ++b) {
+    const float* src = in + b * c * hw;
+    float* dst = out + b * c * hw;
+    for (std::int64_t p = 0; p < hw; ++p) {
+      for (std::int64_t ch = 0; ch < c; ++ch) dst[ch * hw + p] = src[p * c + ch];
+    }
+  }
+}
+
+bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha, float beta) {
+  static const std::map<std::string, std::function<float(float, float, float)>> ops = {
+      {"Relu", [](float x, float, float) { return x > 0 ? x : 0.0f; }},
+      {"Sigmoid", [](float x, float, float) { return 1.0f / (1.0f + std::exp(-x)); }},
+      {"Tanh", [](float x, float, float) { return std::tanh(x); }},
+      {"Exp", [](float x, float, float) { return std::exp(x); }},
+      {"Log", [](float x, float, float) { return std::log(x); }},
+      {"Sqrt", [](float x, float, float) { return std::sqrt(x); }},
+      {"Neg", [](float x, float, float) { return -x; }},
+      {"Abs", [](float x, float, float) { return std::abs(x); }},
+      {"Erf", [](float x, float, float) { return std::erf(x); }},
+      {"Reciprocal", [](float x, float, float) { return 1.0f / x; }},
+      {"Floor", [](float x, float, float) { return std::floor(x); }},
+      {"Ceil", [](float x, float, float) { return std::ceil(x); }},
+      {"Identity", [](float x, float, float) { return x; }},
+      {"Softplus", [](float x, float, float) { return std::log1p(std::exp(x)); }},
+      {"Softsign", [](float x, float, float) { return x / (1.0f + std::abs(x)); }},
+      {"HardSwish", [](float x, float, float) { return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f); }},
+      {"Gelu", [](float x, float, float) { return erf_gelu(x); }},
+      {"GeluTanh", [](float x, float, float) { return tanh_gelu(x); }},
+      {"LeakyRelu", [](float x, float a, float) { return x < 0 ? a * x : x; }},
+      {"Elu", [](float x, float a, float) { return x < 0 ? a * (std::exp(x) - 1.0f) : x; }},
+      {"HardSigmoid", [](float x, float a, float b) { return std::clamp(a * x + b, 0.0f, 1.0f); }},
+      {"Clip", [](float x, float lo, float hi) { return std::min(std::max(x, lo), hi); }},
+  };
+  const auto it = ops.find(op);
+  if (it == ops.end()) return false;
+  const auto& f = it->second;
+  for (std::int64_t i = 0; i < n; ++i) out[i] = f(in[i], alpha, beta);
+  return true;
+}
+
+bool binary(const std::string& op, const float* a, const Shape& sa, const float* b, const Shape& sb, float* out,
+            const Shape& so) {
+  const auto it = binary_ops().find(op);
+  if (it == binary_ops().end() || !broadcasts_to(sa, so) || !broadcasts_to(sb, so)) return false;
+  const BinaryFn f = it->second;
+  const std::int64_t n = elements(so);
+  if (sa == so && sb == so) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+    return true;
+  }
+  if (sa == so && elements(sb) == 1) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[0]);
+    return true;
+  }
+  const std::size_t r = so.size();
+  const auto ta = broadcast_strides(sa, r), tb = broadcast_strides(sb, r);
+  // The innermost dim runs as a loop of its own; the outer ones count like an odometer.
+  const std::int64_t inner = r ? so[r - 1] : 1;
+  const std::int64_t ia = r ? ta[r - 1] : 0, ib = r ? tb[r - 1] : 0;
+  std::vector<std::int64_t> index(r, 0);
+  std::int64_t oa = 0, ob = 0;
+  for (std::int64_t start = 0; start < n; start += inner) {
+    for (std::int64_t j = 0; j < inner; ++j) out[start + j] = f(a[oa + j * ia], b[ob + j * ib]);
+    for (int d = int(r) - 2; d >= 0; --d) {
+      ++index[d];
+      oa += ta[d];
+      ob += tb[d];
+      if (index[d] < so[d]) break;
+      oa -= ta[d] * so[d];
+      ob -= tb[d] * so[d];
+      index[d] = 0;
+    }
+  }
+  return true;
+}
+
+void pool(bool max, const float* in, const Shape& x, float* out, const Shape& y, const Window& w, bool nhwc) {
+  const std::int64_t n = x[0], c = x[1], h = x[2], wd = x[3], oh = y[2], ow = y[3];
+  const std::int64_t cs = nhwc ? 1 : h * wd, ps = nhwc ? c : 1;  // strides of a channel, of a pixel
+  const std::int64_t ocs = nhwc ? 1 : oh * ow, ops = nhwc ? c : 1;
+  for (std::int64_t b = 0; b < n; ++b) {
+    const float* src = in + b * c * h * wd;
+    float* dst = out + b * c * oh * ow;
+    for (std::int64_t i = 0; i < oh; ++i) {
+      for (std::int64_t j = 0; j < ow; ++j) {
+        const std::int64_t h0 = i * w.sh - w.pad_top, w0 = j * w.sw - w.pad_left;
+        // Window taps inside the image, and inside the padded image (a ceil_mode window may
+        // reach past the end pads: those taps count in neither).
+        std::int64_t inside = 0, padded = 0;
+        for (std::int64_t r = 0; r < w.kh; ++r) {
+          const std::int64_t hh = h0 + r * w.dh;
+          for (std::int64_t s = 0; s < w.kw; ++s) {
+            const std::int64_t ww = w0 + s * w.dw;
+            padded += hh < h + w.pad_bottom && ww < wd + w.pad_right ? 1 : 0;
+            inside += hh >= 0 && hh < h && ww >= 0 && ww < wd ? 1 : 0;
+          }
+        }
+        for (std::int64_t ch = 0; ch < c; ++ch) {
+          float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+          for (std::int64_t r = 0; r < w.kh; ++r) {
+            const std::int64_t hh = h0 + r * w.dh;
+            if (hh < 0 || hh >= h) continue;
+            for (std::int64_t s = 0; s < w.kw; ++s) {
+              const std::int64_t ww = w0 + s * w.dw;
+              if (ww < 0 || ww >= wd) continue;
+              const float v = src[ch * cs + (hh * wd + ww) * ps];
+              acc = max ? std::max(acc, v) : acc + v;
+            }
+          }
+          if (!max) acc /= float(w.count_include_pad ? padded : std::max<std::int64_t>(inside, 1));
+          dst[ch * ocs + (i * ow + j) * ops] = acc;
+        }
+      }
+    }
+  }
+}
+
+void global_pool(bool max, const float* in, const Shape& x, float* out, bool nhwc) {
+  const std::int64_t n = x[0], c = x[1], hw = elements(x) / (n * c);
+  for (std::int64_t b = 0; b < n; ++b) {
+    const float* src = in + b * c * hw;
+    float* dst = out + b * c;
+    for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+    for (std::int64_t p = 0; p < hw; ++p) {
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        const float v = nhwc ? src[p * c + ch] : src[ch * hw + p];
+        dst[ch] = max ? std::max(dst[ch], v) : dst[ch] + v;
+      }
+    }
+    if (!max) {
+      for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] /= float(hw);
+    }
+  }
+}
+
+void concat(const std::vector<const float*>& in, const std::vector<Shape>& shapes, std::int64_t axis, float* out,
+            bool nhwc) {
+  // As [outer, dim_axis x inner] blocks: NHWC with axis 1 is [N x H x W, C] along the last.
+  const Shape& s0 = shapes.front();
+  std::int64_t outer = 1, inner = 1;
+  if (nhwc) {
+    outer = s0[0] * s0[2] * s0[3];
+  } else {
+    for (std::int64_t d = 0; d < axis; ++d) outer *= s0[d];
+    for (std::size_t d = axis + 1; d < s0.size(); ++d) inner *= s0[d];
+  }
+  std::int64_t total = 0;
+  for (const auto& s : shapes) total += s[axis] * inner;
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const std::int64_t block = shapes[i][axis] * inner;
+    for (std::int64_t o = 0; o < outer; ++o) std::copy_n(in[i] + o * block, block, out + o * total + offset);
+    offset += block;
+  }
+}
+
+void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>& perm, float* out) {
+  const std::size_t r = x.size();
+  std::vector<std::int64_t> in_strides(r, 1), out_shape(r), step(r);
+  for (int d = int(r) - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * x[d + 1];
+  for (std::size_t d = 0; d < r; ++d) {
+    out_shape[d] = x[perm[d]];
+    step[d] = in_strides[perm[d]];
+  }
+  const std::int64_t n = elements(x);
+  std::vector<std::int64_t> index(r, 0);
+  std::int64_t src = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    out[i] = in[src];
+    for (int d = int(r) - 1; d >= 0; --d) {
+      ++index[d];
+      src += step[d];
+      if (index[d] < out_shape[d]) break;
+      src -= step[d] * out_shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, bool log) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= x[d];
+  for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
+  const std::int64_t len = x[axis];
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const float* src = in + o * len * inner + i;
+      float* dst = out + o * len * inner + i;
+      float m = -std::numeric_limits<float>::infinity();
+      for (std::int64_t k = 0; k < len; ++k) m = std::max(m, src[k * inner]);
+      double sum = 0;
+      for (std::int64_t k = 0; k < len; ++k) sum += std::exp(double(src[k * inner] - m));
+      for (std::int64_t k = 0; k < len; ++k) {
+        const double v = double(src[k * inner] - m);
+        dst[k * inner] = log ? float(v - std::log(sum)) : float(std::exp(v) / sum);
+      }
+    }
+  }
+}
+
+void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilon, const float* gamma,
+                const float* beta, float* out) {
+  std::int64_t outer = 1, len = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= x[d];
+  for (std::size_t d = axis; d < x.size(); ++d) len *= x[d];
+  for (std::int64_t o = 0; o < outer; ++o) {
+    const float* src = in + o * len;
+    float* dst = out + o * len;
+    double mean = 0, var = 0;
+    for (std::int64_t k = 0; k < len; ++k) mean += src[k];
+    mean /= double(len);
+    for (std::int64_t k = 0; k < len; ++k) var += (src[k] - mean) * (src[k] - mean);
+    const double inv = 1.0 / std::sqrt(var / double(len) + epsilon);
+    for (std::int64_t k = 0; k < len; ++k) {
+      const double v = (src[k] - mean) * inv;
+      dst[k] = float(v * (gamma ? gamma[k] : 1.0f) + (beta ? beta[k] : 0.0f));
+    }
+  }
+}
+
+void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,
+                const float* var, float epsilon, float* out) {
+  const std::int64_t n = x[0], c = x[1], inner = elements(x) / (n * c);
+  for (std::int64_t b = 0; b < n; ++b) {
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const double k = scale[ch] / std::sqrt(double(var[ch]) + epsilon);
+      const double s = bias[ch] - mean[ch] * k;
+      const float* src = in + (b * c + ch) * inner;
+      float* dst = out + (b * c + ch) * inner;
+      for (std::int64_t i = 0; i < inner; ++i) dst[i] = float(src[i] * k + s);
+    }
+  }
+}
+
+void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out) {
+  const std::int64_t n = x[0], c = x[1], hw = elements(x) / (n * c);
+  const std::int64_t before = (size - 1) / 2, after = size - 1 - before;  // floor and ceil of (size-1)/2
+  for (std::int64_t b = 0; b < n; ++b) {
+    const float* src = in + b * c * hw;
+    float* dst = out + b * c * hw;
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const std::int64_t lo = std::max<std::int64_t>(0, ch - before), hi = std::min(c - 1, ch + after);
+      for (std::int64_t p = 0; p < hw; ++p) {
+        double sq = 0;
+        for (std::int64_t k = lo; k <= hi; ++k) sq += double(src[k * hw + p]) * src[k * hw + p];
+        dst[ch * hw + p] = float(src[ch * hw + p] / std::pow(bias + alpha / double(size) * sq, double(beta)));
+      }
+    }
+  }
+}
+
+void gather(const float* data, const Shape& x, const std::int64_t* indices, std::int64_t count, std::int64_t axis,
+            float* out) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= x[d];
+  for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
+  const std::int64_t len = x[axis];
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::int64_t at = indices[i] < 0 ? indices[i] + len : indices[i];
+      std::copy_n(data + (o * len + at) * inner, inner, out + (o * count + i) * inner);
+    }
+  }
+}
+
+void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
+               const Shape& ys, const ConvAttrs& a) {
+  const std::int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];
+  const std::int64_t k = ws[0], cg = ws[1], r = ws[2], s = ws[3], oh = ys[2], ow = ys[3];
+  const std::int64_t kg = k / a.groups;
+  for (std::int64_t b = 0; b < n; ++b) {
+    for (std::int64_t o = 0; o < k; ++o) {
+      const std::int64_t g = o / kg;
+      float* dst = y + (b * k + o) * oh * ow;
+      for (std::int64_t i = 0; i < oh; ++i) {
+        for (std::int64_t j = 0; j < ow; ++j) {
+          double acc = bias ? bias[o] : 0.0;
+          for (std::int64_t ci = 0; ci < cg; ++ci) {
+            const float* src = x + (b * c + g * cg + ci) * h * wd;
+            const float* filt = w + ((o * cg + ci) * r) * s;
+            for (std::int64_t u = 0; u < r; ++u) {
+              const std::int64_t hh = i * a.sh - a.pad_top + u * a.dh;
+              if (hh < 0 || hh >= h) continue;
+              for (std::int64_t v = 0; v < s; ++v) {
+                const std::int64_t ww = j * a.sw - a.pad_left + v * a.dw;
+                if (ww >= 0 && ww < wd) acc += double(src[hh * wd + ww]) * filt[u * s + v];
+              }
+            }
+          }
+          dst[i * ow + j] = float(acc);
+        }
+      }
+    }
+  }
+}
+
+void gemm(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m, std::int64_t n,
+          std::int64_t k, bool trans_a, bool trans_b, float alpha, float beta) {
+  const auto cst = broadcast_strides(cs, 2);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        acc += double(trans_a ? a[p * m + i] : a[i * k + p]) * (trans_b ? b[j * k + p] : b[p * n + j]);
+      }
+      y[i * n + j] = float(alpha * acc + (c ? beta * c[i * cst[0] + j * cst[1]] : 0.0));
+    }
+  }
+}
+
+}  // namespace atvoss::engine

@@ -1,0 +1,78 @@
+// Plain ops: the model engine's kernels for the ONNX operators that have no tuned kernel (pools,
+// elementwise ops with broadcasting, concat, transpose, softmax, layer norm, LRN, gather, a
+// general conv), and the layout conversions between ONNX's NCHW and the tuned convs' NHWC.
+// fp32, dense, row-major in the layout named. Shapes are ONNX's (NCHW order for 4-D) even
+// where the data is NHWC. Each function writes every element of its output and allocates
+// nothing. Pure functions of their arguments: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace atvoss::engine {
+
+using Shape = std::vector<std::int64_t>;
+
+std::int64_t elements(const Shape& s);
+
+// [N, C, H, W] data between NCHW and NHWC order.
+void nchw_to_nhwc(const float* in, float* out, const Shape& nchw);
+void nhwc_to_nchw(const float* in, float* out, const Shape& nchw);
+
+// Unary elementwise ops by ONNX name (Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Neg, Abs, Erf,
+// Reciprocal, Floor, Ceil, Identity, Softplus, Softsign, HardSwish, Gelu (erf),
+// GeluTanh, LeakyRelu (alpha), Elu (alpha), HardSigmoid (alpha, beta), Clip (lo, hi)).
+// alpha and beta carry the op's attributes. false when the op is not one of these.
+bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha = 0, float beta = 0);
+
+// Binary elementwise ops with numpy broadcasting (Add, Sub, Mul, Div, Pow, Max, Min, PRelu).
+// false when the op is not one of these or the shapes do not broadcast.
+bool binary(const std::string& op, const float* a, const Shape& sa, const float* b, const Shape& sb, float* out,
+            const Shape& so);
+
+struct Window {
+  std::int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  std::int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  // Average pool: divide by the taps inside the padded image (true) or inside the image.
+  bool count_include_pad = false;
+};
+// Max or average pool over [N, C, H, W] -> [N, C, OH, OW], in NCHW or NHWC order (nhwc).
+void pool(bool max, const float* in, const Shape& x, float* out, const Shape& y, const Window& w, bool nhwc);
+// Global average or max pool [N, C, H, W] -> [N, C, 1, 1]; in NHWC order when nhwc.
+void global_pool(bool max, const float* in, const Shape& x, float* out, bool nhwc);
+
+// Concat of inputs along axis; in NHWC order (axis 1 of a 4-D shape, the channels) when nhwc.
+void concat(const std::vector<const float*>& in, const std::vector<Shape>& shapes, std::int64_t axis, float* out,
+            bool nhwc);
+// out = in transposed by perm (ONNX Transpose).
+void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>& perm, float* out);
+
+// Softmax (or LogSoftmax) along axis.
+void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, bool log);
+// LayerNormalization over the dims from axis on; gamma and beta (may be null) over those dims.
+void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilon, const float* gamma,
+                const float* beta, float* out);
+// BatchNormalization (inference) of [N, C, ...] in NCHW order.
+void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,
+                const float* var, float epsilon, float* out);
+// LRN across channels of [N, C, H, W] in NCHW order.
+void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out);
+// Gather of data along axis at int64 indices (negative ones count from the end).
+void gather(const float* data, const Shape& x, const std::int64_t* indices, std::int64_t count, std::int64_t axis,
+            float* out);
+
+// A 2-D convolution of every kind ONNX allows (groups, dilations, per-side pads, strides) in
+// NCHW order: x [N, C, H, W], weights [K, C / groups, R, S], bias [K] or null, y [N, K, OH, OW].
+struct ConvAttrs {
+  std::int64_t groups = 1, sh = 1, sw = 1, dh = 1, dw = 1, pad_top = 0, pad_left = 0;
+};
+void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
+               const Shape& ys, const ConvAttrs& a);
+
+// y [M, N] = a [M, K] (row-major, or [K, M] when trans_a) x b [K, N] (or [N, K] when trans_b),
+// alpha times, plus beta times c broadcast to [M, N] (c null: none).
+void gemm(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m, std::int64_t n,
+          std::int64_t k, bool trans_a, bool trans_b, float alpha, float beta);
+
+}  // namespace atvoss::engine

@@ -1,0 +1,122 @@
+// atvoss-run: runs a whole ONNX model on this CPU (engine/model.hpp), with the schedules of a
+// model plan tuned for it on this machine, or the default schedules.
+//   atvoss-run MODEL.onnx [--plan PLAN.json] [--batch N] [--threads N]
+//              [--input NAME=FILE.npy ...] [--seed N] [--out DIR] [--repeat N] [--json]
+// Inputs not given are filled from --seed (uniform in [-1, 1)). Outputs go to DIR/<name>.npy.
+// --repeat N times N runs after one warm-up and prints their median and minimum.
+// Exit codes: 0 ok, 2 bad input (flags, model, plan, inputs), 1 any other failure.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include "engine/model.hpp"
+#include "engine/npy.hpp"
+#include "tools/cli_common.hpp"
+
+namespace {
+
+using namespace atvoss;
+
+std::map<std::string, std::string> input_files(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> files;
+  for (const auto& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) throw_bad_input("--input: expected NAME=FILE.npy, got '" + a + "'");
+    files[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  return files;
+}
+
+std::vector<std::vector<float>> model_inputs(const engine::Model& m, const std::vector<std::string>& args,
+                                             std::uint64_t seed) {
+  auto files = input_files(args);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<std::vector<float>> data;
+  for (const auto& in : m.inputs()) {
+    const auto it = files.find(in.name);
+    if (it == files.end()) {
+      auto& d = data.emplace_back(std::size_t(engine::elements(in.shape)));
+      for (auto& v : d) v = uniform(rng);
+      continue;
+    }
+    engine::NpyArray a = engine::read_npy(it->second);
+    if (a.shape != in.shape) {
+      std::string want, got;
+      for (auto d : in.shape) want += std::to_string(d) + " ";
+      for (auto d : a.shape) got += std::to_string(d) + " ";
+      throw_bad_input("--input " + in.name + ": shape [" + got + "] where the model takes [" + want + "]");
+    }
+    data.push_back(std::move(a.data));
+    files.erase(it);
+  }
+  if (!files.empty()) throw_bad_input("--input: the model has no input '" + files.begin()->first + "'");
+  return data;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"atvoss-run: run a whole ONNX model on this CPU with a model plan's schedules"};
+  std::string model, plan, out;
+  std::vector<std::string> inputs;
+  int batch = 1, threads = 0, repeat = 0;
+  std::uint64_t seed = 0;
+  bool json = false;
+  app.add_option("model", model, "the ONNX file")->required();
+  app.add_option("--plan", plan, "a model plan tuned for this model on this CPU (atvoss-tune's model_plan)");
+  app.add_option("--batch", batch, "bound to the inputs' symbolic dims")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--threads", threads, "cores the kernels run on (0: every physical core)")->check(CLI::Range(0, 1024));
+  app.add_option("--input", inputs, "NAME=FILE.npy (fp32); inputs not given are random");
+  app.add_option("--seed", seed, "seed of the random inputs")->check(tools::non_negative(seed));
+  app.add_option("--out", out, "folder for the outputs (<name>.npy)");
+  app.add_option("--repeat", repeat, "time this many runs after one warm-up")->check(CLI::Range(0, 100000));
+  app.add_flag("--json", json, "print JSON");
+  return tools::run_cli(app, argc, argv, [&] {
+    engine::ModelOptions o;
+    o.batch = batch;
+    o.threads = threads;
+    o.plan = plan;
+    engine::Model m(model, o);
+    const auto data = model_inputs(m, inputs, seed);
+    std::vector<const float*> in;
+    for (const auto& d : data) in.push_back(d.data());
+    auto outputs = m.run(in);
+    std::vector<double> times;
+    for (int r = 0; r < repeat; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      m.run(in);
+      times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(times.begin(), times.end());
+    if (!out.empty()) {
+      std::filesystem::create_directories(out);
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        engine::write_npy((std::filesystem::path(out) / (m.outputs()[i].name + ".npy")).string(), m.outputs()[i].shape,
+                          outputs[i].data());
+      }
+    }
+    Json summary = m.describe();
+    summary["outputs"] = Json::array();
+    for (const auto& o : m.outputs()) summary["outputs"].push_back({{"name", o.name}, {"shape", o.shape}});
+    if (!times.empty()) {
+      summary["median_us"] = times[times.size() / 2];
+      summary["min_us"] = times.front();
+    }
+    if (json) {
+      std::cout << summary.dump(2) << "\n";
+      return 0;
+    }
+    std::cout << "model " << model << ": " << summary["steps"].size() << " steps, " << summary["kernels"]
+              << " tuned-kernel steps (" << summary["kernels_from_plan"] << " with the plan's schedule), arena "
+              << m.arena_bytes() / 1e6 << " MB\n";
+    if (!times.empty()) {
+      std::cout << "run: median " << times[times.size() / 2] << " us, min " << times.front() << " us over " << repeat
+                << " runs\n";
+    }
+    return 0;
+  });
+}
