@@ -6,6 +6,7 @@
 #include "engine/model.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -97,6 +98,7 @@ struct Model::Impl {
   std::vector<runtime::PackedConv2dWeights> packed;
   std::map<std::string, Schedule> planned;  // workload key -> the plan's schedule
   int kernels = 0, kernels_from_plan = 0;
+  int threads = 1;  // the cores the kernels and the larger plain ops run on
 
   // --- building ---------------------------------------------------------------------------
 
@@ -265,6 +267,7 @@ struct Model::Impl {
     if (view_ops().count(n.op)) return add_view(n);
     if (n.kernel && add_kernel(i, *proto)) return;
     add_plain(n, *proto);
+    for (int f : fused_nodes(i)) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));  // in its order
   }
 
   void add_view(const frontend::GraphNode& n) {
@@ -637,12 +640,12 @@ struct Model::Impl {
     if (values[n.inputs[0]].nhwc_first) {
       const int x = nhwc(n.inputs[0], n.name);
       const int y = output(n.outputs[0], true);
-      push(n, [this, x, y, xs, ys, w, max] { pool(max, ptr[x], xs, ptr[y], ys, w, true); });
+      push(n, [this, x, y, xs, ys, w, max] { pool(max, ptr[x], xs, ptr[y], ys, w, true, threads); });
       return;
     }
     const Ref x = plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], false);
-    push(n, [this, x, y, xs, ys, w, max] { pool(max, at(x), xs, ptr[y], ys, w, false); });
+    push(n, [this, x, y, xs, ys, w, max] { pool(max, at(x), xs, ptr[y], ys, w, false, threads); });
   }
 
   void add_global_pool(const frontend::GraphNode& n) {
@@ -670,7 +673,7 @@ struct Model::Impl {
     push(n, [this, in, shapes, axis, y, all_nhwc] {
       std::vector<const float*> data;
       for (const auto& r : in) data.push_back(at(r));
-      concat(data, shapes, axis, ptr[y], all_nhwc);
+      concat(data, shapes, axis, ptr[y], all_nhwc, threads);
     });
   }
 
@@ -870,6 +873,7 @@ Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(
   runtime::RuntimeOptions ro;
   ro.build = options.build;
   ro.default_threads = options.threads > 0 ? options.threads : host::this_machine().physical_cores;
+  m.threads = ro.default_threads;
   if (!options.plan.empty()) {
     const plan::ModelPlan p = plan::ModelPlan::load(options.plan);
     if (p.graph.empty()) throw_bad_input("engine: the model plan '" + options.plan + "' has no graph");
@@ -918,6 +922,35 @@ std::vector<std::vector<float>> Model::run(const std::vector<const float*>& inpu
   for (auto& o : out) ptrs.push_back(o.data());
   run(inputs, ptrs);
   return out;
+}
+
+Json Model::profile(const std::vector<const float*>& inputs, int runs) {
+  Impl& m = *impl_;
+  std::vector<float*> ptrs;
+  std::vector<std::vector<float>> out;
+  for (const auto& o : m.outputs) ptrs.push_back(out.emplace_back(std::size_t(elements(o.shape))).data());
+  run(inputs, ptrs);  // inputs in, checked
+  std::vector<std::vector<double>> times(m.steps.size());
+  for (int r = 0; r < std::max(runs, 1); ++r) {
+    for (std::size_t i = 0; i < m.steps.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      m.steps[i].run();
+      times[i].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+  Json steps = Json::array();
+  double total = 0;
+  for (std::size_t i = 0; i < m.steps.size(); ++i) {
+    std::sort(times[i].begin(), times[i].end());
+    const double us = times[i][times[i].size() / 2];
+    total += us;
+    Json j = m.steps[i].info;
+    j["node"] = m.steps[i].node;
+    j["kind"] = m.steps[i].kind;
+    j["us"] = us;
+    steps.push_back(j);
+  }
+  return {{"steps", steps}, {"total_us", total}};
 }
 
 Json Model::describe() const {

@@ -61,6 +61,9 @@ class Model {
   // How each step runs: {"steps": [{"node", "kind": "kernel"|"plain"|"layout", "workload",
   // "schedule", "choice"}], "arena_bytes", "kernels", "kernels_from_plan"}.
   Json describe() const;
+  // Each step's time: runs of the model with every step timed, the median per step in
+  // microseconds: {"steps": [{"node", "kind", "op" or "workload", "us"}], "total_us"}.
+  Json profile(const std::vector<const float*>& inputs, int runs);
   std::int64_t arena_bytes() const;
 
  private:

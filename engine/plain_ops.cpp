@@ -57,24 +57,26 @@ std::int64_t elements(const Shape& s) {
   return n;
 }
 
-void nchw_to_nhwc(const float* in, float* out, const Shape& s) {
+void nchw_to_nhwc(const float* in, float* out, const Shape& s, int threads) {
   const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
-  for (std::int64_t b = 0; b < n; ++b) {
-    const float* src = in + b * c * hw;
-    float* dst = out + b * c * hw;
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      for (std::int64_t p = 0; p < hw; ++p) dst[p * c + ch] = src[ch * hw + p];
-    }
-  }
-}
-
-void nhwc_to_nchw(const float* in, float* out, const Shape& s) {
-  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t b = 0; b < n; ++b) {
     const float* src = in + b * c * hw;
     float* dst = out + b * c * hw;
     for (std::int64_t p = 0; p < hw; ++p) {
-      for (std::int64_t ch = 0; ch < c; ++ch) dst[ch * hw + p] = src[p * c + ch];
+      for (std::int64_t ch = 0; ch < c; ++ch) dst[p * c + ch] = src[ch * hw + p];
+    }
+  }
+}
+
+void nhwc_to_nchw(const float* in, float* out, const Shape& s, int threads) {
+  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+#pragma omp parallel for num_threads(threads) collapse(2) schedule(static)
+  for (std::int64_t b = 0; b < n; ++b) {
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const float* src = in + b * c * hw + ch;
+      float* dst = out + (b * c + ch) * hw;
+      for (std::int64_t p = 0; p < hw; ++p) dst[p] = src[p * c];
     }
   }
 }
@@ -147,43 +149,94 @@ bool binary(const std::string& op, const float* a, const Shape& sa, const float*
   return true;
 }
 
-void pool(bool max, const float* in, const Shape& x, float* out, const Shape& y, const Window& w, bool nhwc) {
+namespace {
+
+// The taps of an output pixel's window inside the image, and inside the padded image (a
+// ceil_mode window may reach past the end pads: those taps count in neither).
+struct Taps {
+  std::int64_t inside = 0, padded = 0;
+};
+Taps taps_of(const Window& w, std::int64_t h0, std::int64_t w0, std::int64_t h, std::int64_t wd) {
+  Taps t;
+  for (std::int64_t r = 0; r < w.kh; ++r) {
+    const std::int64_t hh = h0 + r * w.dh;
+    for (std::int64_t s = 0; s < w.kw; ++s) {
+      const std::int64_t ww = w0 + s * w.dw;
+      t.padded += hh < h + w.pad_bottom && ww < wd + w.pad_right ? 1 : 0;
+      t.inside += hh >= 0 && hh < h && ww >= 0 && ww < wd ? 1 : 0;
+    }
+  }
+  return t;
+}
+
+float divisor(const Window& w, const Taps& t) {
+  return float(w.count_include_pad ? t.padded : std::max<std::int64_t>(t.inside, 1));
+}
+
+// One output pixel of every channel, NHWC: the channels are the inner, contiguous loop.
+void pool_pixel_nhwc(bool max, const float* src, std::int64_t c, std::int64_t h, std::int64_t wd, float* dst,
+                     const Window& w, std::int64_t h0, std::int64_t w0) {
+  std::fill_n(dst, c, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  for (std::int64_t r = 0; r < w.kh; ++r) {
+    const std::int64_t hh = h0 + r * w.dh;
+    if (hh < 0 || hh >= h) continue;
+    for (std::int64_t s = 0; s < w.kw; ++s) {
+      const std::int64_t ww = w0 + s * w.dw;
+      if (ww < 0 || ww >= wd) continue;
+      const float* p = src + (hh * wd + ww) * c;
+      if (max) {
+        for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] = std::max(dst[ch], p[ch]);
+      } else {
+        for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] += p[ch];
+      }
+    }
+  }
+  if (!max) {
+    const float d = divisor(w, taps_of(w, h0, w0, h, wd));
+    for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] /= d;
+  }
+}
+
+// One output row of one channel, NCHW.
+void pool_row_nchw(bool max, const float* src, std::int64_t h, std::int64_t wd, float* dst, std::int64_t ow,
+                   const Window& w, std::int64_t h0) {
+  for (std::int64_t j = 0; j < ow; ++j) {
+    const std::int64_t w0 = j * w.sw - w.pad_left;
+    float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+    for (std::int64_t r = 0; r < w.kh; ++r) {
+      const std::int64_t hh = h0 + r * w.dh;
+      if (hh < 0 || hh >= h) continue;
+      for (std::int64_t s = 0; s < w.kw; ++s) {
+        const std::int64_t ww = w0 + s * w.dw;
+        if (ww < 0 || ww >= wd) continue;
+        acc = max ? std::max(acc, src[hh * wd + ww]) : acc + src[hh * wd + ww];
+      }
+    }
+    dst[j] = max ? acc : acc / divisor(w, taps_of(w, h0, w0, h, wd));
+  }
+}
+
+}  // namespace
+
+void pool(bool max, const float* in, const Shape& x, float* out, const Shape& y, const Window& w, bool nhwc,
+          int threads) {
   const std::int64_t n = x[0], c = x[1], h = x[2], wd = x[3], oh = y[2], ow = y[3];
-  const std::int64_t cs = nhwc ? 1 : h * wd, ps = nhwc ? c : 1;  // strides of a channel, of a pixel
-  const std::int64_t ocs = nhwc ? 1 : oh * ow, ops = nhwc ? c : 1;
-  for (std::int64_t b = 0; b < n; ++b) {
-    const float* src = in + b * c * h * wd;
-    float* dst = out + b * c * oh * ow;
-    for (std::int64_t i = 0; i < oh; ++i) {
-      for (std::int64_t j = 0; j < ow; ++j) {
-        const std::int64_t h0 = i * w.sh - w.pad_top, w0 = j * w.sw - w.pad_left;
-        // Window taps inside the image, and inside the padded image (a ceil_mode window may
-        // reach past the end pads: those taps count in neither).
-        std::int64_t inside = 0, padded = 0;
-        for (std::int64_t r = 0; r < w.kh; ++r) {
-          const std::int64_t hh = h0 + r * w.dh;
-          for (std::int64_t s = 0; s < w.kw; ++s) {
-            const std::int64_t ww = w0 + s * w.dw;
-            padded += hh < h + w.pad_bottom && ww < wd + w.pad_right ? 1 : 0;
-            inside += hh >= 0 && hh < h && ww >= 0 && ww < wd ? 1 : 0;
-          }
-        }
-        for (std::int64_t ch = 0; ch < c; ++ch) {
-          float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
-          for (std::int64_t r = 0; r < w.kh; ++r) {
-            const std::int64_t hh = h0 + r * w.dh;
-            if (hh < 0 || hh >= h) continue;
-            for (std::int64_t s = 0; s < w.kw; ++s) {
-              const std::int64_t ww = w0 + s * w.dw;
-              if (ww < 0 || ww >= wd) continue;
-              const float v = src[ch * cs + (hh * wd + ww) * ps];
-              acc = max ? std::max(acc, v) : acc + v;
-            }
-          }
-          if (!max) acc /= float(w.count_include_pad ? padded : std::max<std::int64_t>(inside, 1));
-          dst[ch * ocs + (i * ow + j) * ops] = acc;
+  if (nhwc) {
+#pragma omp parallel for num_threads(threads) collapse(2) schedule(static)
+    for (std::int64_t b = 0; b < n; ++b) {
+      for (std::int64_t i = 0; i < oh; ++i) {
+        for (std::int64_t j = 0; j < ow; ++j) {
+          pool_pixel_nhwc(max, in + b * h * wd * c, c, h, wd, out + ((b * oh + i) * ow + j) * c, w,
+                          i * w.sh - w.pad_top, j * w.sw - w.pad_left);
         }
       }
+    }
+    return;
+  }
+#pragma omp parallel for num_threads(threads) collapse(2) schedule(static)
+  for (std::int64_t plane = 0; plane < n * c; ++plane) {
+    for (std::int64_t i = 0; i < oh; ++i) {
+      pool_row_nchw(max, in + plane * h * wd, h, wd, out + (plane * oh + i) * ow, ow, w, i * w.sh - w.pad_top);
     }
   }
 }
@@ -207,7 +260,7 @@ void global_pool(bool max, const float* in, const Shape& x, float* out, bool nhw
 }
 
 void concat(const std::vector<const float*>& in, const std::vector<Shape>& shapes, std::int64_t axis, float* out,
-            bool nhwc) {
+            bool nhwc, int threads) {
   // As [outer, dim_axis x inner] blocks: NHWC with axis 1 is [N x H x W, C] along the last.
   const Shape& s0 = shapes.front();
   std::int64_t outer = 1, inner = 1;
@@ -222,6 +275,7 @@ void concat(const std::vector<const float*>& in, const std::vector<Shape>& shape
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < in.size(); ++i) {
     const std::int64_t block = shapes[i][axis] * inner;
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (std::int64_t o = 0; o < outer; ++o) std::copy_n(in[i] + o * block, block, out + o * total + offset);
     offset += block;
   }

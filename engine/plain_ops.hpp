@@ -17,8 +17,9 @@ using Shape = std::vector<std::int64_t>;
 std::int64_t elements(const Shape& s);
 
 // [N, C, H, W] data between NCHW and NHWC order.
-void nchw_to_nhwc(const float* in, float* out, const Shape& nchw);
-void nhwc_to_nchw(const float* in, float* out, const Shape& nchw);
+// threads: the cores the larger plain ops run on (OpenMP).
+void nchw_to_nhwc(const float* in, float* out, const Shape& nchw, int threads = 1);
+void nhwc_to_nchw(const float* in, float* out, const Shape& nchw, int threads = 1);
 
 // Unary elementwise ops by ONNX name (Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Neg, Abs, Erf,
 // Reciprocal, Floor, Ceil, Identity, Softplus, Softsign, HardSwish, Gelu (erf),
@@ -38,13 +39,14 @@ struct Window {
   bool count_include_pad = false;
 };
 // Max or average pool over [N, C, H, W] -> [N, C, OH, OW], in NCHW or NHWC order (nhwc).
-void pool(bool max, const float* in, const Shape& x, float* out, const Shape& y, const Window& w, bool nhwc);
+void pool(bool max, const float* in, const Shape& x, float* out, const Shape& y, const Window& w, bool nhwc,
+          int threads = 1);
 // Global average or max pool [N, C, H, W] -> [N, C, 1, 1]; in NHWC order when nhwc.
 void global_pool(bool max, const float* in, const Shape& x, float* out, bool nhwc);
 
 // Concat of inputs along axis; in NHWC order (axis 1 of a 4-D shape, the channels) when nhwc.
 void concat(const std::vector<const float*>& in, const std::vector<Shape>& shapes, std::int64_t axis, float* out,
-            bool nhwc);
+            bool nhwc, int threads = 1);
 // out = in transposed by perm (ONNX Transpose).
 void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>& perm, float* out);
 

@@ -375,7 +375,15 @@ class Extractor {
     const std::int64_t r = (*w)[2], s = (*w)[3];
     std::int64_t pad = pads.empty() ? 0 : pads[0];
     const std::string auto_pad = str_attr(node, "auto_pad");
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") pad = (r - 1) / 2;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // SAME pads total (out - 1) x stride + kernel - in per axis: even on both axes, or uneven.
+      const Shape* y = shape_of(node.output(0));
+      if (!y || y->size() != 4) return "Conv (unknown output shape)";
+      const std::int64_t ph = std::max<std::int64_t>(0, ((*y)[2] - 1) * stride + r - (*x)[2]);
+      const std::int64_t pw = std::max<std::int64_t>(0, ((*y)[3] - 1) * stride + s - (*x)[3]);
+      if (ph != pw || ph % 2 != 0) return "Conv (uneven padding)";
+      pad = ph / 2;
+    }
     if (!all_equal(pads, pad)) return "Conv (uneven padding)";
     const std::int64_t c = (*x)[1], k = (*w)[0];
     std::string op = "conv2d";

@@ -6,6 +6,8 @@
 # ATVOSS_WITH_TESTS=0 (demo.sh) installs and builds only the programs: no test or benchmark
 # packages (GoogleTest, Google Benchmark, Chromium, the ONNX Python modules, clang).
 # ATVOSS_WERROR=1 (CI, .ci/run) makes warnings in atvoss's own code errors.
+# With the tests, the peers (scripts/peers-requirements.txt: ONNX Runtime, onnx, numpy, pytest)
+# go into a virtual environment, $BUILD_DIR/peers, pinned; the product never needs them.
 set -euo pipefail
 
 ATVOSS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -77,5 +79,18 @@ configure_and_build() {
   cmake --build "$BUILD_DIR" -j "$(nproc)" "${targets[@]}" >&2
 }
 
+# The peers' virtual environment, made once and refreshed when the pins change.
+install_peers() {
+  local venv="$BUILD_DIR/peers" pins="$ATVOSS_ROOT/scripts/peers-requirements.txt"
+  if [ -f "$venv/pins.txt" ] && cmp -s "$pins" "$venv/pins.txt"; then return 0; fi
+  echo "atvoss: installing the peers into $venv" >&2
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv" >&2
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$pins" >&2
+  cp "$pins" "$venv/pins.txt"
+}
+
 install_missing_packages
+mkdir -p "$BUILD_DIR"
+if [ "$ATVOSS_WITH_TESTS" = 1 ]; then install_peers; fi
 configure_and_build

@@ -7,11 +7,13 @@
 // Exit codes: 0 ok, 2 bad input (flags, model, plan, inputs), 1 any other failure.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <random>
 
+#include "core/workload.hpp"
 #include "engine/model.hpp"
 #include "engine/npy.hpp"
 #include "tools/cli_common.hpp"
@@ -57,6 +59,22 @@ std::vector<std::vector<float>> model_inputs(const engine::Model& m, const std::
   return data;
 }
 
+// The slowest steps first, with their share of the profiled total.
+void print_profile(const Json& p) {
+  std::vector<Json> steps(p["steps"].begin(), p["steps"].end());
+  std::stable_sort(steps.begin(), steps.end(), [](const Json& a, const Json& b) { return a["us"] > b["us"]; });
+  const double total = p["total_us"].get<double>();
+  std::printf("profile: %.1f us over %zu steps; the slowest:\n", total, steps.size());
+  for (std::size_t i = 0; i < steps.size() && i < 15; ++i) {
+    const Json& s = steps[i];
+    const std::string what = s.contains("workload") ? Workload::from_json(s["workload"]).label()
+                             : s.contains("op")     ? s["op"].get<std::string>()
+                                                    : "layout to " + s["to"].get<std::string>();
+    std::printf("  %9.1f us %5.1f %%  %-7s %-32s %s\n", s["us"].get<double>(), 100 * s["us"].get<double>() / total,
+                s["kind"].get<std::string>().c_str(), s["node"].get<std::string>().c_str(), what.c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,6 +84,7 @@ int main(int argc, char** argv) {
   int batch = 1, threads = 0, repeat = 0;
   std::uint64_t seed = 0;
   bool json = false;
+  int profile = 0;
   app.add_option("model", model, "the ONNX file")->required();
   app.add_option("--plan", plan, "a model plan tuned for this model on this CPU (atvoss-tune's model_plan)");
   app.add_option("--batch", batch, "bound to the inputs' symbolic dims")->check(CLI::Range(1, 1 << 16));
@@ -74,6 +93,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the random inputs")->check(tools::non_negative(seed));
   app.add_option("--out", out, "folder for the outputs (<name>.npy)");
   app.add_option("--repeat", repeat, "time this many runs after one warm-up")->check(CLI::Range(0, 100000));
+  app.add_option("--profile", profile, "time each step over this many runs; print the slowest")
+      ->check(CLI::Range(0, 100000));
   app.add_flag("--json", json, "print JSON");
   return tools::run_cli(app, argc, argv, [&] {
     engine::ModelOptions o;
@@ -100,6 +121,7 @@ int main(int argc, char** argv) {
       }
     }
     Json summary = m.describe();
+    if (profile > 0) summary["profile"] = m.profile(in, profile);
     summary["outputs"] = Json::array();
     for (const auto& o : m.outputs()) summary["outputs"].push_back({{"name", o.name}, {"shape", o.shape}});
     if (!times.empty()) {
@@ -113,6 +135,7 @@ int main(int argc, char** argv) {
     std::cout << "model " << model << ": " << summary["steps"].size() << " steps, " << summary["kernels"]
               << " tuned-kernel steps (" << summary["kernels_from_plan"] << " with the plan's schedule), arena "
               << m.arena_bytes() / 1e6 << " MB\n";
+    if (profile > 0) print_profile(summary["profile"]);
     if (!times.empty()) {
       std::cout << "run: median " << times[times.size() / 2] << " us, min " << times.front() << " us over " << repeat
                 << " runs\n";

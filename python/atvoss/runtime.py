@@ -17,6 +17,12 @@ int8 and bf16 kernels (CPUs with AVX-512 VNNI / BF16; ValueError naming the flag
 take their inputs already in code: ``matmul_int8``, ``conv2d_int8``, ``matmul_bf16`` and
 ``conv2d_bf16``; ``atvoss.quantization`` makes the codes from float32 arrays and measures
 what each layer loses.
+
+``Model`` runs a whole ONNX model on this CPU (docs/engine.md), with the schedules of a model
+plan tuned for it on this machine (a host job's ``"model_plan"``), or the defaults:
+
+    m = rt.Model("resnet50.onnx", plan="out/r50-host-model-plan.json")
+    (logits,) = m.run([image])                                    # float32, the model's shapes
 """
 import os
 import threading
@@ -185,6 +191,43 @@ def _epilogue(ops: Sequence[str], bias: Any, scale: Any, shift: Any, residual: A
 
 _runtimes: Dict[Tuple[Optional[str], Optional[str]], Runtime] = {}
 _runtimes_lock = threading.Lock()
+
+
+class Model:
+    """A whole ONNX model loaded for this CPU: weights packed and kernels compiled once, one
+    activation arena. plan: a model plan tuned for this model on this CPU (ValueError naming the
+    fingerprints for another CPU's, or what differs for another model's); None: the default
+    schedules. batch: bound to the inputs' symbolic dims. threads: the cores the kernels run on
+    (0: every physical core). One run at a time per Model (it holds the arena)."""
+
+    def __init__(self, path: PathLike, *, plan: Optional[PathLike] = None, batch: int = 1, threads: int = 0,
+                 cache_dir: Optional[PathLike] = None) -> None:
+        self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._m = _atvoss.Model(self.path, os.fspath(plan) if plan is not None else "", batch, threads,
+                                os.fspath(cache_dir) if cache_dir else "")
+
+    @property
+    def inputs(self) -> Sequence[Tuple[str, Tuple[int, ...]]]:
+        """(name, shape) of each input, in the order run takes them."""
+        return [(n, tuple(s)) for n, s in self._m.inputs()]
+
+    @property
+    def outputs(self) -> Sequence[Tuple[str, Tuple[int, ...]]]:
+        """(name, shape) of each output, in the order run returns them."""
+        return [(n, tuple(s)) for n, s in self._m.outputs()]
+
+    def run(self, inputs: Sequence[Any]) -> Sequence[Any]:
+        """The outputs for inputs (float32 arrays of the inputs' shapes), as new arrays."""
+        with self._lock:
+            return list(self._m.run(list(inputs)))
+
+    def describe(self) -> Dict[str, Any]:
+        """How each step runs (kernel, plain, layout), the arena's bytes, the kernels from the plan."""
+        return loads(self._m.describe())
+
+    def __repr__(self) -> str:
+        return "Model(%r)" % self.path
 
 
 def runtime(table: Optional[PathLike] = None, cache_dir: Optional[PathLike] = None) -> Runtime:

@@ -1,5 +1,5 @@
 import os
-from typing import Any, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Dict, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 
@@ -79,6 +79,17 @@ class Runtime:
                     batchnorm_scale: Optional[_Array] = ..., shift: Optional[_Array] = ...,
                     residual: Optional[_Array] = ..., qout: Optional[Tuple[float, int]] = ..., codes: bool = ...,
                     return_choice: bool = ...) -> Any: ...
+
+class Model:
+    path: str
+    def __init__(self, path: _PathLike, *, plan: Optional[_PathLike] = ..., batch: int = ..., threads: int = ...,
+                 cache_dir: Optional[_PathLike] = ...) -> None: ...
+    @property
+    def inputs(self) -> Sequence[Tuple[str, Tuple[int, ...]]]: ...
+    @property
+    def outputs(self) -> Sequence[Tuple[str, Tuple[int, ...]]]: ...
+    def run(self, inputs: Sequence[_Array]) -> Sequence[_Array]: ...
+    def describe(self) -> Dict[str, Any]: ...
 
 def runtime(table: Optional[_PathLike] = ..., cache_dir: Optional[_PathLike] = ...) -> Runtime: ...
 @overload

@@ -58,5 +58,6 @@ void bind_backends(py::module_& m);
 void bind_worker(py::module_& m);
 void bind_graph(py::module_& m);
 void bind_execution(py::module_& m);
+void bind_engine(py::module_& m);
 
 }  // namespace atvoss::python

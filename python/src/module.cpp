@@ -62,5 +62,6 @@ PYBIND11_MODULE(_atvoss, m) {
   python::bind_worker(m);
   python::bind_graph(m);
   python::bind_execution(m);
+  python::bind_engine(m);
   m.attr("MAX_INPUT_FILE_BYTES") = kMaxInputFileBytes;  // one bound for C++ and Python reads
 }

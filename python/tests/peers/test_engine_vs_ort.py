@@ -1,0 +1,212 @@
+"""Whole ONNX models run by atvoss (atvoss.runtime.Model, docs/engine.md) against ONNX Runtime,
+the peers' environment's (scripts/setup.sh): every output within 1e-4 relative
+(|a - r| / max(|r|, 1)). The models are built here with the constructs exporters write: every
+attribute the ops allow (per-side pads, auto_pad, strides and dilations per axis, groups,
+ceil_mode, count_include_pad, transA/transB/alpha/beta, axis), symbolic batch dims, opset 11
+and 13 semantics, and the fusion patterns (Conv-BN-ReLU-Add, MatMul-bias-GELU, x*sigmoid(x))."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T, helper, numpy_helper
+
+import atvoss.runtime as rt
+
+RNG = np.random.default_rng(7)
+
+
+class Builder:
+    def __init__(self):
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def const(self, array, name=None):
+        self.count += 1
+        name = name or "c%d" % self.count
+        self.inits.append(numpy_helper.from_array(np.asarray(array, dtype=np.float32), name))
+        return name
+
+    def ints(self, values):
+        self.count += 1
+        name = "i%d" % self.count
+        self.inits.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
+        return name
+
+    def node(self, op, inputs, **attrs):
+        self.count += 1
+        out = "%s_%d" % (op.lower(), self.count)
+        self.nodes.append(helper.make_node(op, inputs, [out], name="n%d_%s" % (self.count, op), **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k, bias=True, group=1, **attrs):
+        kh, kw = (k, k) if isinstance(k, int) else k
+        w = self.const(RNG.standard_normal((cout, cin // group, kh, kw)) * np.sqrt(2.0 / (cin // group * kh * kw)))
+        ins = [x, w] + ([self.const(RNG.uniform(-0.1, 0.1, cout))] if bias else [])
+        return self.node("Conv", ins, group=group, kernel_shape=[kh, kw], **attrs)
+
+    def bn(self, x, c):
+        return self.node("BatchNormalization", [x, self.const(RNG.uniform(0.5, 1.5, c)),
+                                                self.const(RNG.uniform(-0.1, 0.1, c)),
+                                                self.const(RNG.uniform(-0.1, 0.1, c)),
+                                                self.const(RNG.uniform(0.5, 1.5, c))], epsilon=1e-3)
+
+    def save(self, path, inputs, outputs, opset=13):
+        graph = helper.make_graph(self.nodes, "test", [helper.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
+                                  [helper.make_tensor_value_info(o, T.FLOAT, None) for o in outputs], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        model.ir_version = 8  # what ONNX Runtime and Debian's libonnx both read
+        onnx.save(model, path)
+        return path
+
+
+def compare(path, batch=1, threads=2):
+    model = rt.Model(path, batch=batch, threads=threads)
+    inputs = [RNG.uniform(-1, 1, shape).astype(np.float32) for _, shape in model.inputs]
+    ours = model.run(inputs)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    theirs = session.run([n for n, _ in model.outputs], {n: x for (n, _), x in zip(model.inputs, inputs)})
+    assert len(ours) == len(theirs)
+    for (name, _), a, r in zip(model.outputs, ours, theirs):
+        assert a.shape == r.shape, name
+        error = float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1)))
+        assert error <= 1e-4, "%s: max relative error %.3g" % (name, error)
+    return model
+
+
+def test_conv_bn_relu_residual_blocks_at_a_symbolic_batch(tmp_path):
+    b = Builder()
+    x = b.conv("x", 8, 16, 3, bias=False, pads=[1, 1, 1, 1], strides=[1, 1], dilations=[1, 1])
+    x = b.node("Relu", [b.bn(x, 16)])
+    y = b.bn(b.conv(x, 16, 16, 3, bias=False, pads=[1, 1, 1, 1]), 16)
+    skip = b.bn(b.conv(x, 16, 16, 1, bias=False), 16)  # listed after the branch the Add fuses into
+    out = b.node("Relu", [b.node("Add", [y, skip])])
+    out = b.node("Mul", [out, b.const(RNG.uniform(0.5, 1.5, (1, 16, 1, 1)))])
+    path = b.save(str(tmp_path / "res.onnx"), [("x", ["N", 8, 12, 10])], [out])
+    m = compare(path, batch=2)
+    kinds = [s["kind"] for s in m.describe()["steps"]]
+    assert kinds.count("kernel") == 3  # the BNs folded, the ReLUs and the Add fused
+
+
+def test_every_conv_attribute(tmp_path):
+    b = Builder()
+    x = "x"
+    outs = [
+        b.conv(x, 8, 8, 3, pads=[0, 1, 1, 0]),                         # per-side pads
+        b.conv(x, 8, 6, (3, 5), pads=[1, 2, 1, 2], strides=[2, 1]),   # a stride per axis
+        b.conv(x, 8, 8, 3, pads=[2, 2, 2, 2], dilations=[2, 2]),      # dilated
+        b.conv(x, 8, 8, 3, group=2, pads=[1, 1, 1, 1]),                # grouped
+        b.conv(x, 8, 8, 3, group=8, pads=[1, 1, 1, 1]),                # depthwise
+        b.conv(x, 8, 8, 3, group=8, strides=[2, 2], pads=[1, 1, 1, 1]),
+        b.conv(x, 8, 4, 4, auto_pad="SAME_UPPER", strides=[2, 2]),
+        b.conv(x, 8, 4, 3, auto_pad="SAME_LOWER"),
+        b.conv(x, 8, 4, 3, auto_pad="VALID"),
+        b.conv(x, 8, 16, 1, bias=False, strides=[2, 2]),
+    ]
+    path = b.save(str(tmp_path / "convs.onnx"), [("x", [1, 8, 11, 13])], outs)
+    compare(path)
+
+
+def test_every_pool_attribute(tmp_path):
+    b = Builder()
+    c = b.node("Relu", [b.conv("x", 4, 8, 3, pads=[1, 1, 1, 1])])  # pools of a conv's NHWC output too
+    outs = []
+    for src in ["x", c]:
+        outs += [
+            b.node("MaxPool", [src], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+            b.node("MaxPool", [src], kernel_shape=[2, 3], strides=[1, 2], pads=[0, 1, 1, 0]),
+            b.node("MaxPool", [src], kernel_shape=[3, 3], dilations=[2, 2], pads=[1, 1, 1, 1]),
+            b.node("MaxPool", [src], kernel_shape=[3, 3], auto_pad="SAME_UPPER", strides=[2, 2]),
+            b.node("AveragePool", [src], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                   count_include_pad=1),
+            b.node("AveragePool", [src], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0],
+                   count_include_pad=0, ceil_mode=1),
+            b.node("GlobalAveragePool", [src]),
+            b.node("GlobalMaxPool", [src]),
+        ]
+    path = b.save(str(tmp_path / "pools.onnx"), [("x", [2, 4, 13, 11])], outs, opset=17)
+    compare(path)
+
+
+def test_concat_views_channel_shuffle_and_a_classifier(tmp_path):
+    b = Builder()
+    left = b.node("Relu", [b.conv("x", 8, 8, 1)])
+    right = b.node("Relu", [b.conv("x", 8, 8, 3, pads=[1, 1, 1, 1])])
+    cat = b.node("Concat", [left, right], axis=1)
+    shuffled = b.node("Reshape", [cat, b.ints([1, 2, 8, 6, 6])])
+    shuffled = b.node("Transpose", [shuffled], perm=[0, 2, 1, 3, 4])
+    shuffled = b.node("Reshape", [shuffled, b.ints([1, 16, 6, 6])])
+    plain_cat = b.node("Concat", [shuffled, "x"], axis=-3)
+    pooled = b.node("GlobalAveragePool", [plain_cat])
+    flat = b.node("Flatten", [pooled], axis=1)
+    logits = b.node("Gemm", [flat, b.const(RNG.standard_normal((10, 24))), b.const(RNG.standard_normal(10))],
+                    transB=1, alpha=0.5, beta=2.0)
+    logits2 = b.node("Gemm", [flat, b.const(RNG.standard_normal((24, 10))), b.const(RNG.standard_normal((1, 10)))])
+    probs = b.node("Softmax", [b.node("Add", [logits, logits2])], axis=-1)
+    squeezed = b.node("Squeeze", [b.node("Unsqueeze", [probs, b.ints([0])]), b.ints([0])])
+    path = b.save(str(tmp_path / "classic.onnx"), [("x", [1, 8, 6, 6])], [squeezed, plain_cat])
+    compare(path)
+
+
+def test_transformer_layer_ops(tmp_path):
+    b = Builder()
+    d, h = 32, 4
+    x = "x"
+    q = b.node("Add", [b.node("MatMul", [x, b.const(RNG.standard_normal((d, d)) * 0.2)]), b.const(RNG.standard_normal(d))])
+    k = b.node("MatMul", [x, b.const(RNG.standard_normal((d, d)) * 0.2)])
+    qh = b.node("Transpose", [b.node("Reshape", [q, b.ints([1, 8, h, d // h])])], perm=[0, 2, 1, 3])
+    kh = b.node("Transpose", [b.node("Reshape", [k, b.ints([1, 8, h, d // h])])], perm=[0, 2, 3, 1])
+    scores = b.node("Div", [b.node("MatMul", [qh, kh]), b.const(np.sqrt(d // h))])
+    attn = b.node("Softmax", [scores], axis=-1)
+    ctx = b.node("MatMul", [attn, b.node("Transpose", [b.node("Reshape", [x, b.ints([1, 8, h, d // h])])],
+                                         perm=[0, 2, 1, 3])])
+    ctx = b.node("Reshape", [b.node("Transpose", [ctx], perm=[0, 2, 1, 3]), b.ints([1, 8, d])])
+    y = b.node("LayerNormalization", [b.node("Add", [ctx, x]), b.const(RNG.uniform(0.5, 1.5, d)),
+                                      b.const(RNG.uniform(-0.1, 0.1, d))], axis=-1, epsilon=1e-5)
+    ff = b.node("Relu", [b.node("Add", [b.node("MatMul", [y, b.const(RNG.standard_normal((d, 64)) * 0.2)]),
+                                        b.const(RNG.standard_normal(64))])])
+    h1 = b.node("MatMul", [y, b.const(RNG.standard_normal((d, 64)) * 0.2)])  # GELU as exporters write it
+    ff_erf = b.node("Mul", [b.node("Mul", [h1, b.node("Add", [b.node("Erf", [b.node("Div", [h1, b.const(1.4142135)])]),
+                                                              b.const(1.0)])]), b.const(0.5)])
+    silu_in = b.node("MatMul", [y, b.const(RNG.standard_normal((d, 64)) * 0.2)])
+    silu = b.node("Mul", [silu_in, b.node("Sigmoid", [silu_in])])
+    mixed = b.node("Sub", [b.node("Add", [ff, ff_erf]), silu])
+    acts = [b.node("Clip", [mixed, b.const(0.0), b.const(6.0)]), b.node("LeakyRelu", [mixed], alpha=0.2),
+            b.node("HardSigmoid", [mixed]), b.node("Tanh", [mixed]), b.node("Max", [mixed, b.const(0.1)]),
+            b.node("Pow", [b.node("Abs", [mixed]), b.const(0.5)]), b.node("Erf", [mixed]),
+            b.node("LogSoftmax", [mixed], axis=1)]
+    path = b.save(str(tmp_path / "layer.onnx"), [("x", [1, 8, d])], acts, opset=17)
+    m = compare(path)
+    kernels = [s["workload"]["epilogue"] for s in m.describe()["steps"] if s["kind"] == "kernel"]
+    assert ["bias", "relu", "add"] in kernels and ["silu"] in kernels  # the exact epilogues fused
+
+
+def test_opset_11_softmax_lrn_gather_and_a_silu_conv(tmp_path):
+    b = Builder()
+    c = b.conv("x", 6, 12, 3, pads=[1, 1, 1, 1])
+    silu = b.node("Mul", [c, b.node("Sigmoid", [c])])       # the host conv has no silu: run after it
+    norm = b.node("LRN", [silu], size=5, alpha=1e-3, beta=0.75, bias=2.0)
+    soft = b.node("Softmax", [norm], axis=1)                  # opset 11: over C x H x W
+    picked = b.node("Gather", [norm, b.ints([2, 0, -1])], axis=1)
+    clipped = b.node("Clip", [picked, b.const(-0.5)])         # min only
+    path = b.save(str(tmp_path / "old.onnx"), [("x", [1, 6, 5, 7])], [soft, clipped], opset=11)
+    compare(path)
+
+
+def test_bad_inputs_are_refused_by_name(tmp_path):
+    b = Builder()
+    y = b.node("Relu", [b.conv("x", 2, 2, 1)])
+    path = b.save(str(tmp_path / "tiny.onnx"), [("x", [1, 2, 3, 3])], [y])
+    m = rt.Model(path)
+    with pytest.raises(ValueError, match="'x' has another shape"):
+        m.run([np.zeros((1, 2, 3, 4), np.float32)])
+    with pytest.raises(TypeError, match="'x' must be a float32"):
+        m.run([np.zeros((1, 2, 3, 3), np.float64)])
+    with pytest.raises(ValueError, match="1 inputs expected"):
+        m.run([])
+    b2 = Builder()
+    b2.node("Hardmax", ["x"], axis=1)
+    path2 = b2.save(str(tmp_path / "hardmax.onnx"), [("x", [1, 4])], [b2.nodes[-1].output[0]])
+    with pytest.raises(ValueError, match="Hardmax"):
+        rt.Model(path2)
+    (tmp_path / "cut.onnx").write_bytes(open(path, "rb").read()[:40])
+    with pytest.raises(ValueError, match="cut.onnx"):
+        rt.Model(str(tmp_path / "cut.onnx"))
