@@ -14,9 +14,11 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "engine/onnx_file.hpp"
 #include "execution/memory_plan.hpp"
 #include "frontend/onnx_import.hpp"
+#include "host/digest.hpp"
 #include "host/host_space.hpp"
 #include "host/machine.hpp"
 #include "plan/model_plan.hpp"
@@ -851,6 +853,7 @@ void check_plan_matches(const frontend::Graph& planned, const frontend::Graph& f
   }
 }
 
+// The plan's schedules as the runtime's table.
 std::shared_ptr<const table::ScheduleTable> plan_table(const plan::ModelPlan& p) {
   table::TableHeader header;
   header.target_name = p.target.name;
@@ -878,6 +881,10 @@ Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(
     const plan::ModelPlan p = plan::ModelPlan::load(options.plan);
     if (p.graph.empty()) throw_bad_input("engine: the model plan '" + options.plan + "' has no graph");
     check_plan_matches(p.graph, m.graph, onnx_path);
+    if (!p.model_sha256.empty() && p.model_sha256 != host::sha256_hex(read_input_file(onnx_path, "model"))) {
+      throw_bad_input("engine: the model plan '" + options.plan + "' was tuned for another file than '" + onnx_path +
+                      "' (its sha256 differs: other weights)");
+    }
     m.graph = p.graph;
     ro.loaded_table = plan_table(p);
   }

@@ -135,6 +135,7 @@ Json ModelPlan::to_json() const {
           {"version", kVersion},
           {"job", job},
           {"model", model},
+          {"model_sha256", model_sha256.empty() ? Json(nullptr) : Json(model_sha256)},
           {"batch", batch},
           {"target", target.to_json()},
           {"target_key", target.key()},
@@ -162,6 +163,7 @@ ModelPlan ModelPlan::from_json(const Json& j) {
   ModelPlan p;
   p.job = require_string(j, "job", ctx);
   p.model = require_string(j, "model", ctx);
+  if (!require_field(j, "model_sha256", ctx).is_null()) p.model_sha256 = require_string(j, "model_sha256", ctx);
   p.batch = integer_as<int>(require_field(j, "batch", ctx), "batch", ctx);
   if (p.batch < 1) throw Error(ErrorKind::bad_input, ctx + ": field 'batch' must be >= 1");
   p.target = Target::from_json(require_field(j, "target", ctx));

@@ -66,6 +66,9 @@ struct PlannedRun {
 struct ModelPlan {
   static constexpr int kVersion = 1;
   std::string job, model;
+  // sha256 of the ONNX file the job tuned (weights included), so that a runtime can refuse the
+  // plan for another file; empty for a zoo model or a job of explicit workloads.
+  std::string model_sha256;
   int batch = 1;
   Target target;
   std::vector<PlannedTask> tasks;  // in the TaskSet's order

@@ -10,8 +10,10 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/user_paths.hpp"
 #include "db/tuning_database.hpp"
 #include "frontend/fallback.hpp"
+#include "host/digest.hpp"
 #include "lowering/knob_names.hpp"
 #include "plan/layout_choice.hpp"
 #include "tuner/job_context.hpp"
@@ -90,6 +92,7 @@ class Planner {
     std::vector<std::pair<Schedule, std::string>> proposed;
     const Schedule def = backend::required_default(w, target_);
     proposed.emplace_back(def, kDefault);
+    for (const Schedule& s : default_on_more_threads(w, def)) proposed.emplace_back(s, kDefault);
     for (const Schedule& s : stored_candidates(w, histories_[i], def, layouts)) proposed.emplace_back(s, kMeasured);
     if (tuned_.results[i].pick) proposed.emplace_back(*tuned_.results[i].pick, kZeroShot);
     std::vector<Candidate> out;
@@ -103,6 +106,24 @@ class Planner {
     if (out.empty() || out.front().provenance != kDefault) {
       throw Error(ErrorKind::internal,
                   "plan: the vendor default of task '" + tasks_.tasks()[i].name + "' is not valid on " + target_.name);
+    }
+    return out;
+  }
+
+  // The default on each other thread count its space offers (a CPU's default runs one thread,
+  // as a kernel measured alone; a model runs on every core): still the vendor default.
+  std::vector<Schedule> default_on_more_threads(const Workload& w, const Schedule& def) const {
+    const std::string threads(knobs::threads);
+    std::vector<Schedule> out;
+    if (!def.has(threads)) return out;
+    const ScheduleSpace space = backend::space_for(w, target_);
+    for (const auto& k : space.knobs()) {
+      if (k.name != threads) continue;
+      for (std::int64_t v : k.values) {
+        Schedule s = def;
+        s.set(threads, v);
+        if (v != def.at(threads) && space.check(s).ok) out.push_back(s);
+      }
     }
     return out;
   }
@@ -207,8 +228,10 @@ class Planner {
     for (const auto& c : cs) {
       if (c.provenance != kDefault && (!other || c.time_us < other->time_us)) other = &c;
     }
-    if (!other) return "default kept: nothing else valid to run";
-    return "default kept: the best " + other->provenance + " schedule takes " + us_text(other->time_us) +
+    const std::string kept_text =
+        &kept == &def ? "default kept" : "default kept, on another thread count (" + us_text(kept.time_us) + ")";
+    if (!other) return kept_text + ": nothing else valid to run";
+    return kept_text + ": the best " + other->provenance + " schedule takes " + us_text(other->time_us) +
            " (in its layout, with its transposes), the default " + us_text(def.time_us);
   }
 
@@ -226,6 +249,10 @@ class Planner {
     ModelPlan p;
     p.job = tuned_.spec.name;
     p.model = tasks_.model();
+    const std::string& file = tuned_.spec.model;
+    if (file.size() > 5 && file.compare(file.size() - 5, 5, ".onnx") == 0) {
+      p.model_sha256 = host::sha256_hex(read_input_file(file, "model"));
+    }
     p.batch = tasks_.batch();
     p.target = target_;
     for (std::size_t i = 0; i < m.chosen.ops.size(); ++i) {

@@ -1,0 +1,166 @@
+// The model engine with a model plan (engine/model.hpp): a plan tuned on this CPU for this file
+// runs its schedules and gives the default's outputs; a plan of another CPU, of another model
+// (other shapes) or of other weights, a damaged plan and wrong inputs are refused by name.
+// Outputs against ONNX Runtime: python/tests/peers/test_engine_vs_ort.py.
+#include "engine/model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "plan/export.hpp"
+#include "plan/plan_model.hpp"
+#include "tuner/job_runner.hpp"
+
+namespace atvoss::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// conv 3x3 -> BN -> ReLU -> max pool -> flatten -> Gemm; the image side and the weights' seed vary.
+constexpr const char* kMakeModel = R"py(
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto as T, helper, numpy_helper
+side, seed = int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(seed)
+def c(name, *shape, lo=-0.5, hi=0.5):
+    return numpy_helper.from_array(rng.uniform(lo, hi, shape).astype(np.float32), name)
+half = (side + 1) // 2
+nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv"),
+         helper.make_node("BatchNormalization", ["c", "g", "beta", "m", "v"], ["n"], name="bn"),
+         helper.make_node("Relu", ["n"], ["r"], name="relu"),
+         helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, name="pool"),
+         helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+         helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1, name="fc")]
+inits = [c("w", 16, 8, 3, 3), c("b", 16), c("g", 16, lo=0.5, hi=1.5), c("beta", 16), c("m", 16),
+         c("v", 16, lo=0.5, hi=1.5), c("fc", 10, 16 * half * half), c("fcb", 10)]
+g = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 8, side, side])],
+                      [helper.make_tensor_value_info("y", T.FLOAT, ["N", 10])], inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1])
+)py";
+
+class ModelTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("atvoss-engine-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "make.py") << kMakeModel;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string model(const std::string& name, int side, int seed) const {
+    const std::string path = (dir_ / name).string();
+    const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    const std::string cmd = python + " " + (dir_ / "make.py").string() + " " + path + " " + std::to_string(side) + " " +
+                            std::to_string(seed);
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << "scripts/setup.sh installs python3-onnx";
+    return path;
+  }
+
+  // A host job on the file, planned and exported as atvoss-tune does: the plan's path.
+  std::string host_plan(const std::string& onnx) const {
+    const tuner::JobSpec spec = tuner::JobSpec::from_json(Json{{"name", "tiny"},
+                                                               {"target", "host"},
+                                                               {"model", onnx},
+                                                               {"trials", 6},
+                                                               {"batch_size", 3},
+                                                               {"seed", 2},
+                                                               {"database", (dir_ / "j.db").string()},
+                                                               {"export", (dir_ / "j-table.json").string()},
+                                                               {"report", (dir_ / "j.html").string()}});
+    tuner::JobRunOptions quiet;
+    quiet.quiet = true;
+    const tuner::TunedModel tuned = tuner::run_job(spec, quiet);
+    const plan::PlannedModel planned = plan::plan_model(tuned, plan::task_histories(tuned));
+    plan::export_plan(planned.plan, spec.export_path, spec.model_plan_path);
+    return spec.model_plan_path;
+  }
+
+  static void expect_refused(const std::function<void()>& f, const std::string& says) {
+    try {
+      f();
+      ADD_FAILURE() << "accepted; expected: " << says;
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input()) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ModelTest, APlanOfThisCpuRunsItsSchedulesAndTheDefaultsOutputs) {
+  const std::string onnx = model("tiny.onnx", 12, 1);
+  ModelOptions o;
+  o.plan = host_plan(onnx);
+  Model planned(onnx, o);
+  Model plain(onnx);
+  const Json d = planned.describe();
+  EXPECT_GT(d["kernels"].get<int>(), 0);
+  EXPECT_EQ(d["kernels_from_plan"], d["kernels"]);  // every kernel step runs the plan's schedule
+  EXPECT_EQ(plain.describe()["kernels_from_plan"], 0);
+  std::vector<float> x(std::size_t(elements(plain.inputs()[0].shape)));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& v : x) v = u(rng);
+  const auto a = planned.run({x.data()}), b = plain.run({x.data()});
+  ASSERT_EQ(a[0].size(), 10u);
+  for (std::size_t i = 0; i < a[0].size(); ++i) {
+    EXPECT_NEAR(a[0][i], b[0][i], 1e-4f * std::max(1.0f, std::abs(b[0][i])));
+  }
+  EXPECT_GT(planned.arena_bytes(), 0);
+}
+
+TEST_F(ModelTest, PlansOfAnotherCpuModelOrWeightsAreRefused) {
+  const std::string onnx = model("tiny.onnx", 12, 1);
+  ModelOptions o;
+  o.plan = host_plan(onnx);
+  // Another CPU: the plan's target renamed as another machine's fingerprint would name it.
+  plan::ModelPlan p = plan::ModelPlan::load(o.plan);
+  p.target.name = "host-000000000000";
+  std::ofstream((dir_ / "other-cpu.json").string()) << p.to_json().dump();
+  ModelOptions other_cpu = o;
+  other_cpu.plan = (dir_ / "other-cpu.json").string();
+  expect_refused([&] { Model(onnx, other_cpu); }, "not on this CPU");
+  // Another model: other shapes.
+  expect_refused([&] { Model(model("wide.onnx", 14, 1), o); }, "is not of");
+  // The same shapes, other weights.
+  expect_refused([&] { Model(model("reseeded.onnx", 12, 9), o); }, "other weights");
+  // A truncated plan.
+  const std::string text = p.to_json().dump();
+  std::ofstream((dir_ / "cut.json").string()) << text.substr(0, text.size() / 2);
+  ModelOptions cut = o;
+  cut.plan = (dir_ / "cut.json").string();
+  expect_refused([&] { Model(onnx, cut); }, "cut.json");
+}
+
+TEST_F(ModelTest, WrongInputsAreRefused) {
+  Model m(model("tiny.onnx", 12, 1));
+  std::vector<float> x(std::size_t(elements(m.inputs()[0].shape)));
+  std::vector<float> y(10);
+  expect_refused([&] { m.run({}, {y.data()}); }, "1 inputs and 1 outputs expected");
+  expect_refused([&] { m.run({nullptr}, {y.data()}); }, "input 'x' is null");
+  expect_refused([&] { m.run({x.data()}, {nullptr}); }, "output 'y' is null");
+}
+
+TEST_F(ModelTest, TheBatchBindsTheSymbolicDims) {
+  ModelOptions o;
+  o.batch = 3;
+  Model m(model("tiny.onnx", 12, 1), o);
+  EXPECT_EQ(m.inputs()[0].shape, (Shape{3, 8, 12, 12}));
+  EXPECT_EQ(m.outputs()[0].shape, (Shape{3, 10}));
+}
+
+}  // namespace
+}  // namespace atvoss::engine
