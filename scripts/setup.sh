@@ -8,6 +8,7 @@
 # ATVOSS_WERROR=1 (CI, .ci/run) makes warnings in atvoss's own code errors.
 # With the tests, the peers (scripts/peers-requirements.txt: ONNX Runtime, onnx, numpy, pytest)
 # go into a virtual environment, $BUILD_DIR/peers, pinned; the product never needs them.
+# ATVOSS_WITH_PEERS=1 installs them without the tests (scripts/demo_cpu.sh).
 set -euo pipefail
 
 ATVOSS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -92,5 +93,5 @@ install_peers() {
 
 install_missing_packages
 mkdir -p "$BUILD_DIR"
-if [ "$ATVOSS_WITH_TESTS" = 1 ]; then install_peers; fi
+if [ "$ATVOSS_WITH_TESTS" = 1 ] || [ "${ATVOSS_WITH_PEERS:-0}" = 1 ]; then install_peers; fi
 configure_and_build
