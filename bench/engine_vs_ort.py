@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Whole ONNX models through atvoss (atvoss.runtime.Model, docs/engine.md) and through ONNX
 Runtime in one process, on the same inputs: threads set alike (intra-op = --threads, inter-op 1,
-sequential execution; neither side's idle threads spin, since interleaved runs would each find
-the other's threads spinning on the cores), both warmed up, runs interleaved, medians of --runs
-runs each. Prints per
+sequential execution), each side's threads waiting as it does by default (both spin a while
+before they sleep: --passive makes both sleep at once, which costs each a wake-up per parallel
+region), both warmed up, interleaved in blocks (each block one untimed run, which waits out the
+other side's spinning threads, then --block timed runs), medians of --runs timed runs each. Prints per
 model the largest relative error against ONNX Runtime (|a - r| / max(|r|, 1)), both medians and
 the speed ratio (ONNX Runtime's median over atvoss's: above 1, atvoss is faster).
 
@@ -17,7 +18,16 @@ import os
 import statistics
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # read when libgomp loads, before the import below
+import sys  # noqa: E402
+
+# Read when libgomp loads, before the imports below. libgomp spins an idle thread 300000 times
+# before it sleeps, but inside a Python process it throttles that to 30000 (a ResNet-50 run took
+# 25 % longer: every kernel's parallel region then paid a wake-up); ONNX Runtime's threads spin
+# by default too, so both sides get the spin libgomp documents as its default.
+if "--passive" in sys.argv:
+    os.environ["OMP_WAIT_POLICY"] = "passive"
+else:
+    os.environ.setdefault("GOMP_SPINCOUNT", "300000")
 
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
@@ -25,12 +35,12 @@ import onnxruntime as ort  # noqa: E402
 import atvoss.runtime as rt  # noqa: E402
 
 
-def ort_session(path, threads):
+def ort_session(path, threads, passive):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0" if passive else "1")
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
@@ -42,7 +52,7 @@ def timed(f):
 
 def bench(path, plan, args):
     model = rt.Model(path, plan=plan, batch=args.batch, threads=args.threads)
-    session = ort_session(path, args.threads)
+    session = ort_session(path, args.threads, args.passive)
     rng = np.random.default_rng(0)
     inputs = [rng.uniform(-1, 1, shape).astype(np.float32) for _, shape in model.inputs]
     feed = {name: x for (name, _), x in zip(model.inputs, inputs)}
@@ -53,9 +63,11 @@ def bench(path, plan, args):
         model.run(inputs)
         session.run(None, feed)
     a, o = [], []
-    for _ in range(args.runs):
-        a.append(timed(lambda: model.run(inputs)))
-        o.append(timed(lambda: session.run(None, feed)))
+    while len(a) < args.runs:
+        model.run(inputs)
+        a += [timed(lambda: model.run(inputs)) for _ in range(args.block)]
+        session.run(None, feed)
+        o += [timed(lambda: session.run(None, feed)) for _ in range(args.block)]
     kernels = model.describe()
     return error, statistics.median(a), statistics.median(o), kernels
 
@@ -66,9 +78,12 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--block", type=int, default=5, help="timed runs per block")
+    parser.add_argument("--passive", action="store_true", help="no thread spins while idle (both sides)")
     args = parser.parse_args()
-    print("onnxruntime %s, %d threads, batch %d, medians of %d interleaved runs" %
-          (ort.__version__, args.threads, args.batch, args.runs))
+    print("onnxruntime %s, %d threads, batch %d, medians of %d runs interleaved in blocks of %d%s" %
+          (ort.__version__, args.threads, args.batch, args.runs, args.block,
+           ", idle threads passive" if args.passive else ""))
     print("%-28s %10s %12s %12s %8s %s" % ("model", "max error", "atvoss us", "ort us", "ratio", "kernels (plan)"))
     for spec in args.models:
         path, _, plan = spec.partition(":")

@@ -36,25 +36,8 @@ class PyModel {
   }
 
   std::vector<FloatArray> run(const std::vector<py::object>& inputs) {
-    const auto& infos = model_->inputs();
-    if (inputs.size() != infos.size()) {
-      throw py::value_error("Model.run: " + std::to_string(infos.size()) + " inputs expected, got " +
-                            std::to_string(inputs.size()));
-    }
     std::vector<FloatArray> held;
-    std::vector<const float*> in;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const auto array = py::reinterpret_borrow<py::array>(inputs[i]);
-      if (!py::isinstance<py::array>(inputs[i]) || !array.dtype().is(py::dtype::of<float>())) {
-        throw py::type_error("Model.run: input '" + infos[i].name + "' must be a float32 numpy array");
-      }
-      held.push_back(FloatArray::ensure(inputs[i]));
-      const auto& a = held.back();
-      if (std::vector<std::int64_t>(a.shape(), a.shape() + a.ndim()) != infos[i].shape) {
-        throw py::value_error("Model.run: input '" + infos[i].name + "' has another shape than the model's");
-      }
-      in.push_back(a.data());
-    }
+    const auto in = checked(inputs, held);
     std::vector<FloatArray> out;
     std::vector<float*> ptrs;
     for (const auto& o : model_->outputs()) {
@@ -68,7 +51,39 @@ class PyModel {
     return out;
   }
 
+ private:
+  // Pointers to inputs, each checked against the model's dtype and shape (held keeps copies).
+  std::vector<const float*> checked(const std::vector<py::object>& inputs, std::vector<FloatArray>& held) const {
+    const auto& infos = model_->inputs();
+    if (inputs.size() != infos.size()) {
+      throw py::value_error("Model.run: " + std::to_string(infos.size()) + " inputs expected, got " +
+                            std::to_string(inputs.size()));
+    }
+    std::vector<const float*> in;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto array = py::reinterpret_borrow<py::array>(inputs[i]);
+      if (!py::isinstance<py::array>(inputs[i]) || !array.dtype().is(py::dtype::of<float>())) {
+        throw py::type_error("Model.run: input '" + infos[i].name + "' must be a float32 numpy array");
+      }
+      held.push_back(FloatArray::ensure(inputs[i]));
+      const auto& a = held.back();
+      if (std::vector<std::int64_t>(a.shape(), a.shape() + a.ndim()) != infos[i].shape) {
+        throw py::value_error("Model.run: input '" + infos[i].name + "' has another shape than the model's");
+      }
+      in.push_back(a.data());
+    }
+    return in;
+  }
+
+ public:
   std::string describe() const { return model_->describe().dump(); }
+
+  std::string profile(const std::vector<py::object>& inputs, int runs) {
+    std::vector<FloatArray> held;
+    const auto in = checked(inputs, held);
+    py::gil_scoped_release release;
+    return model_->profile(in, runs).dump();
+  }
 
  private:
   std::unique_ptr<engine::Model> model_;
@@ -83,7 +98,8 @@ void bind_engine(py::module_& m) {
       .def("inputs", [](const PyModel& p) { return p.infos(true); })
       .def("outputs", [](const PyModel& p) { return p.infos(false); })
       .def("run", &PyModel::run)
-      .def("describe", &PyModel::describe);
+      .def("describe", &PyModel::describe)
+      .def("profile", &PyModel::profile, py::arg("inputs"), py::arg("runs"));
 }
 
 }  // namespace atvoss::python
