@@ -49,7 +49,7 @@ m.ir_version = 8
 onnx.save(m, sys.argv[1])
 )py";
 
-class ModelTest : public testing::Test {
+class EngineModelTest : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
@@ -100,7 +100,7 @@ class ModelTest : public testing::Test {
   fs::path dir_;
 };
 
-TEST_F(ModelTest, APlanOfThisCpuRunsItsSchedulesAndTheDefaultsOutputs) {
+TEST_F(EngineModelTest, APlanOfThisCpuRunsItsSchedulesAndTheDefaultsOutputs) {
   const std::string onnx = model("tiny.onnx", 12, 1);
   ModelOptions o;
   o.plan = host_plan(onnx);
@@ -122,7 +122,7 @@ TEST_F(ModelTest, APlanOfThisCpuRunsItsSchedulesAndTheDefaultsOutputs) {
   EXPECT_GT(planned.arena_bytes(), 0);
 }
 
-TEST_F(ModelTest, PlansOfAnotherCpuModelOrWeightsAreRefused) {
+TEST_F(EngineModelTest, PlansOfAnotherCpuModelOrWeightsAreRefused) {
   const std::string onnx = model("tiny.onnx", 12, 1);
   ModelOptions o;
   o.plan = host_plan(onnx);
@@ -145,7 +145,7 @@ TEST_F(ModelTest, PlansOfAnotherCpuModelOrWeightsAreRefused) {
   expect_refused([&] { Model(onnx, cut); }, "cut.json");
 }
 
-TEST_F(ModelTest, WrongInputsAreRefused) {
+TEST_F(EngineModelTest, WrongInputsAreRefused) {
   Model m(model("tiny.onnx", 12, 1));
   std::vector<float> x(std::size_t(elements(m.inputs()[0].shape)));
   std::vector<float> y(10);
@@ -154,7 +154,7 @@ TEST_F(ModelTest, WrongInputsAreRefused) {
   expect_refused([&] { m.run({x.data()}, {nullptr}); }, "output 'y' is null");
 }
 
-TEST_F(ModelTest, TheBatchBindsTheSymbolicDims) {
+TEST_F(EngineModelTest, TheBatchBindsTheSymbolicDims) {
   ModelOptions o;
   o.batch = 3;
   Model m(model("tiny.onnx", 12, 1), o);
