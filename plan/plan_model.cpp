@@ -24,6 +24,8 @@ namespace {
 // Stored schedules re-timed per task: the fastest few, since one measured a little fast by
 // noise may not be the fastest noise-free.
 constexpr std::size_t kTopStored = 3;
+// Measurements per candidate on real hardware (the host), their median taken.
+constexpr int kRealRepeats = 5;
 
 struct Candidate {
   Schedule schedule;
@@ -72,9 +74,14 @@ class Planner {
   }
 
  private:
-  // A candidate's noise-free time; nullopt when it is not valid here.
+  // A candidate's noise-free time (on real hardware, the median of kRealRepeats measurements:
+  // one is as far as 10 % from the next, as far as many candidates are from the default);
+  // nullopt when it is not valid here.
   std::optional<double> time_of(const Workload& w, const Schedule& s) const {
-    const Measurement m = backend::measure_noise_free(target_, w, s);
+    const bool real = backend::traits_for(w, target_).noisy;
+    const Measurement m =
+        real ? backend::measure_one(backend::MeasureRequest{w, target_, s, kRealRepeats, 0}, backend::MeasureOptions{0})
+             : backend::measure_noise_free(target_, w, s);
     return m.ok() ? std::optional<double>(m.time_us) : std::nullopt;
   }
 

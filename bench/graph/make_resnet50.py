@@ -1,10 +1,13 @@
-#!/usr/bin/env python3
-"""Writes a ResNet-50-shaped ONNX model as torchvision exports it (He et al., "Deep Residual
-Learning for Image Recognition", CVPR 2016, table 1; v1.5: the stride on each bottleneck's 3x3
-conv): a 7x7 stride-2 stem conv without bias, BatchNormalization, ReLU, a 3x3 stride-2 max pool,
-bottlenecks of [3, 4, 6, 3] blocks (1x1, 3x3, 1x1 convs, each with BatchNormalization; a 1x1
-downsample conv on the first block of a stage), the residual Add and ReLU, a global average pool,
-Flatten and a Gemm with transB=1. Seeded random weights scaled to keep activations bounded;
+#!/ usr / bin / env python3
+""
+    "Writes a ResNet-50-shaped ONNX model as torchvision exports it (He et al., " Deep Residual
+        Learning for Image Recognition ", CVPR 2016, table 1; v1.5: the stride on each bottleneck's 3x3
+    conv) : a 7x7 stride -
+    2 stem conv without bias, BatchNormalization, ReLU, a 3x3 stride - 2 max pool,
+    bottlenecks of[3, 4, 6, 3] blocks(1x1, 3x3, 1x1 convs, each with BatchNormalization;
+                                      a 1x1 downsample conv on the first block of a stage),
+    the residual Add and ReLU, a global average pool, Flatten and a Gemm with transB =
+                                                          1. Seeded random weights scaled to keep activations bounded;
 opset 13, the batch a symbolic dim. Usage: make_resnet50.py OUT.onnx [--classes N] [--size S]"""
 import argparse
 
@@ -71,6 +74,7 @@ graph = helper.make_graph(nodes, "resnet50",
                           [helper.make_tensor_value_info("input", T.FLOAT, ["batch", 3, args.size, args.size])],
                           [helper.make_tensor_value_info("logits", T.FLOAT, ["batch", args.classes])], inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="atvoss-bench")
+model.ir_version = 8  # what ONNX Runtime and Debian's libonnx both read
 onnx.checker.check_model(model)
 onnx.save(model, args.out)
 print("%s: %d nodes" % (args.out, len(nodes)))
