@@ -125,32 +125,4 @@ std::string OnnxFile::input_type(const std::string& tensor) const {
   return "";
 }
 
-std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return a.i();
-  }
-  return fallback;
-}
-
-float float_attr(const onnx::NodeProto& n, const std::string& name, float fallback) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return a.f();
-  }
-  return fallback;
-}
-
-std::string string_attr(const onnx::NodeProto& n, const std::string& name, const std::string& fallback) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return a.s();
-  }
-  return fallback;
-}
-
-std::vector<std::int64_t> ints_attr(const onnx::NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
-  }
-  return {};
-}
-
 }  // namespace atvoss::engine

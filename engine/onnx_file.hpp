@@ -13,6 +13,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "frontend/onnx_attributes.hpp"
+
 namespace atvoss::engine {
 
 class OnnxFile {
@@ -41,10 +43,10 @@ class OnnxFile {
   std::int64_t opset_ = 0;
 };
 
-// Attribute helpers over a node proto: the value, or fallback where the node has none.
-std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback);
-float float_attr(const onnx::NodeProto& n, const std::string& name, float fallback);
-std::string string_attr(const onnx::NodeProto& n, const std::string& name, const std::string& fallback = "");
-std::vector<std::int64_t> ints_attr(const onnx::NodeProto& n, const std::string& name);
+// Node attributes, read as the importer reads them.
+using frontend::float_attr;
+using frontend::int_attr;
+using frontend::ints_attr;
+using frontend::string_attr;
 
 }  // namespace atvoss::engine

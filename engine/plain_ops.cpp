@@ -173,24 +173,31 @@ float divisor(const Window& w, const Taps& t) {
   return float(w.count_include_pad ? t.padded : std::max<std::int64_t>(t.inside, 1));
 }
 
-// One output pixel of every channel, NHWC: the channels are the inner, contiguous loop.
-void pool_pixel_nhwc(bool max, const float* src, std::int64_t c, std::int64_t h, std::int64_t wd, float* dst,
-                     const Window& w, std::int64_t h0, std::int64_t w0) {
-  std::fill_n(dst, c, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+// f(pixel index hh * wd + ww) for each tap of the window at (h0, w0) inside the image.
+template <typename F>
+void for_each_tap(const Window& w, std::int64_t h0, std::int64_t w0, std::int64_t h, std::int64_t wd, F f) {
   for (std::int64_t r = 0; r < w.kh; ++r) {
     const std::int64_t hh = h0 + r * w.dh;
     if (hh < 0 || hh >= h) continue;
     for (std::int64_t s = 0; s < w.kw; ++s) {
       const std::int64_t ww = w0 + s * w.dw;
-      if (ww < 0 || ww >= wd) continue;
-      const float* p = src + (hh * wd + ww) * c;
-      if (max) {
-        for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] = std::max(dst[ch], p[ch]);
-      } else {
-        for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] += p[ch];
-      }
+      if (ww >= 0 && ww < wd) f(hh * wd + ww);
     }
   }
+}
+
+// One output pixel of every channel, NHWC: the channels are the inner, contiguous loop.
+void pool_pixel_nhwc(bool max, const float* src, std::int64_t c, std::int64_t h, std::int64_t wd, float* dst,
+                     const Window& w, std::int64_t h0, std::int64_t w0) {
+  std::fill_n(dst, c, max ? -std::numeric_limits<float>::infinity() : 0.0f);
+  for_each_tap(w, h0, w0, h, wd, [&](std::int64_t pixel) {
+    const float* p = src + pixel * c;
+    if (max) {
+      for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] = std::max(dst[ch], p[ch]);
+    } else {
+      for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] += p[ch];
+    }
+  });
   if (!max) {
     const float d = divisor(w, taps_of(w, h0, w0, h, wd));
     for (std::int64_t ch = 0; ch < c; ++ch) dst[ch] /= d;
@@ -203,15 +210,8 @@ void pool_row_nchw(bool max, const float* src, std::int64_t h, std::int64_t wd, 
   for (std::int64_t j = 0; j < ow; ++j) {
     const std::int64_t w0 = j * w.sw - w.pad_left;
     float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
-    for (std::int64_t r = 0; r < w.kh; ++r) {
-      const std::int64_t hh = h0 + r * w.dh;
-      if (hh < 0 || hh >= h) continue;
-      for (std::int64_t s = 0; s < w.kw; ++s) {
-        const std::int64_t ww = w0 + s * w.dw;
-        if (ww < 0 || ww >= wd) continue;
-        acc = max ? std::max(acc, src[hh * wd + ww]) : acc + src[hh * wd + ww];
-      }
-    }
+    for_each_tap(w, h0, w0, h, wd,
+                 [&](std::int64_t pixel) { acc = max ? std::max(acc, src[pixel]) : acc + src[pixel]; });
     dst[j] = max ? acc : acc / divisor(w, taps_of(w, h0, w0, h, wd));
   }
 }

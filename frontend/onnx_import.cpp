@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
 #include "frontend/graph_fusion.hpp"
+#include "frontend/onnx_attributes.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -85,27 +86,6 @@ GraphIndex index_graph(const onnx::GraphProto& graph) {
     }
   }
   return g;
-}
-
-std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return a.i();
-  }
-  return fallback;
-}
-
-std::vector<std::int64_t> ints_attr(const onnx::NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
-  }
-  return {};
-}
-
-std::string str_attr(const onnx::NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return a.s();
-  }
-  return {};
 }
 
 // ONNX's name of an element type ("float", "int64", ...), as TensorProto spells it in lower case.
@@ -374,7 +354,7 @@ class Extractor {
     }
     const std::int64_t r = (*w)[2], s = (*w)[3];
     std::int64_t pad = pads.empty() ? 0 : pads[0];
-    const std::string auto_pad = str_attr(node, "auto_pad");
+    const std::string auto_pad = string_attr(node, "auto_pad");
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       // SAME pads total (out - 1) x stride + kernel - in per axis: even on both axes, or uneven.
       const Shape* y = shape_of(node.output(0));
@@ -474,7 +454,7 @@ class Extractor {
     if (dilations.empty()) dilations = {1, 1};
     if (strides.size() != 2 || dilations.size() != 2) return what + " (strides or dilations not 2-D)";
     if (dilations[0] != dilations[1]) return what + " (different dilation per axis)";
-    const std::string auto_pad = str_attr(node, "auto_pad");
+    const std::string auto_pad = string_attr(node, "auto_pad");
     auto pads = ints_attr(node, "pads");
     if (pads.empty()) pads = {0, 0, 0, 0};
     if (pads.size() != 4) return what + " (pads not 2-D)";
