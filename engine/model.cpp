@@ -583,6 +583,10 @@ struct Model::Impl {
     if (op == "BatchNormalization") return add_batch_norm(n, p);
     if (op == "LRN") return add_lrn(n, p);
     if (op == "Gather") return add_gather(n, p);
+    if (op == "Slice") return add_slice(n, p);
+    if (op == "Split") return add_split(n, p);
+    if (op == "Pad") return add_pad(n, p);
+    if (op.rfind("Reduce", 0) == 0) return add_reduce(n, p);
     if (op == "Conv") return add_plain_conv(n, p);
     if (op == "Gemm" || op == "MatMul") return add_plain_gemm(n, p);
     unsupported(n, "the engine has no step for this op");
@@ -759,6 +763,85 @@ struct Model::Impl {
     const std::int64_t* indices = idx->data();
     const std::int64_t count = std::int64_t(idx->size());
     push(n, [=, this] { gather(at(x), xs, indices, count, axis, ptr[y]); });
+  }
+
+  // An int64 list from constant input `index`, else attribute `attr`; nullopt where neither.
+  std::optional<std::vector<std::int64_t>> ints_of(const frontend::GraphNode& n, const onnx::NodeProto& p, int index,
+                                                   const std::string& attr) const {
+    if (p.input_size() > index && !p.input(index).empty()) {
+      const auto* v = file->ints(p.input(index));
+      if (!v) unsupported(n, "input '" + p.input(index) + "' must be a constant");
+      return *v;
+    }
+    for (const auto& a : p.attribute()) {
+      if (a.name() == attr) return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+    }
+    return std::nullopt;
+  }
+
+  void add_slice(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+    const auto starts = ints_of(n, p, 1, "starts"), ends = ints_of(n, p, 2, "ends");
+    if (!starts || !ends || ys.size() != xs.size()) unsupported(n, "starts and ends must be constants");
+    std::vector<std::int64_t> axes = ints_of(n, p, 3, "axes").value_or(std::vector<std::int64_t>{});
+    const std::vector<std::int64_t> steps = ints_of(n, p, 4, "steps").value_or(std::vector<std::int64_t>{});
+    if (axes.empty()) {
+      for (std::size_t d = 0; d < starts->size(); ++d) axes.push_back(std::int64_t(d));
+    }
+    std::vector<std::int64_t> from(xs.size(), 0), step(xs.size(), 1);
+    for (std::size_t i = 0; i < axes.size() && i < starts->size(); ++i) {
+      const std::int64_t d = axis_of(n, axes[i], xs.size()), dim = xs[d];
+      step[d] = i < steps.size() ? steps[i] : 1;
+      if (step[d] == 0) unsupported(n, "a step of 0");
+      std::int64_t b = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
+      from[d] = step[d] > 0 ? std::clamp<std::int64_t>(b, 0, dim) : std::clamp<std::int64_t>(b, 0, dim - 1);
+    }
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { strided_slice(at(x), xs, from, step, ptr[y], ys); });
+  }
+
+  void add_split(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), xs.size());
+    const Ref x = plain(n.inputs[0], n.name);
+    std::int64_t offset = 0;
+    for (int out : n.outputs) {
+      const Shape ys = values[out].shape;
+      if (ys.size() != xs.size()) unsupported(n, "output shape unknown");
+      std::vector<std::int64_t> from(xs.size(), 0), step(xs.size(), 1);
+      from[axis] = offset;
+      offset += ys[axis];
+      const int y = output(out, false);
+      push(n, [=, this] { strided_slice(at(x), xs, from, step, ptr[y], ys); });
+    }
+  }
+
+  void add_pad(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+    if (string_attr(p, "mode", "constant") != "constant") unsupported(n, "only mode 'constant'");
+    if (p.input_size() > 3 && !p.input(3).empty()) unsupported(n, "the axes input");
+    const auto pads = ints_of(n, p, 1, "pads");
+    if (!pads || pads->size() != 2 * xs.size() || ys.size() != xs.size()) unsupported(n, "pads must be a constant");
+    const std::vector<std::int64_t> before(pads->begin(), pads->begin() + std::ptrdiff_t(xs.size()));
+    const float value = scalar_input(p, 2, float_attr(p, "value", 0.0f));
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { pad_constant(at(x), xs, before, value, ptr[y], ys); });
+  }
+
+  void add_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    const std::vector<std::int64_t> axes = ints_of(n, p, 1, "axes").value_or(std::vector<std::int64_t>{});
+    if (axes.empty() && int_attr(p, "noop_with_empty_axes", 0) != 0) unsupported(n, "noop_with_empty_axes");
+    std::vector<bool> reduced(xs.size(), axes.empty());
+    for (auto a : axes) reduced[axis_of(n, a, xs.size())] = true;
+    const std::string op = n.op;
+    static const std::set<std::string> reductions = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"};
+    if (!reductions.count(op)) unsupported(n, "the engine has no step for this reduction");
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);  // keepdims or not: the same values in the same order
+    push(n, [=, this] { reduce(op, at(x), xs, reduced, ptr[y]); });
   }
 
   void add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -390,6 +390,82 @@ void gather(const float* data, const Shape& x, const std::int64_t* indices, std:
   }
 }
 
+void strided_slice(const float* in, const Shape& x, const std::vector<std::int64_t>& starts,
+                   const std::vector<std::int64_t>& steps, float* out, const Shape& y) {
+  const std::size_t r = x.size();
+  std::vector<std::int64_t> stride(r, 1), index(r, 0);
+  for (int d = int(r) - 2; d >= 0; --d) stride[d] = stride[d + 1] * x[d + 1];
+  std::int64_t src = 0;
+  for (std::size_t d = 0; d < r; ++d) src += starts[d] * stride[d];
+  const std::int64_t n = elements(y);
+  for (std::int64_t i = 0; i < n; ++i) {
+    out[i] = in[src];
+    for (int d = int(r) - 1; d >= 0; --d) {
+      ++index[d];
+      src += steps[d] * stride[d];
+      if (index[d] < y[d]) break;
+      src -= steps[d] * stride[d] * y[d];
+      index[d] = 0;
+    }
+  }
+}
+
+bool reduce(const std::string& op, const float* in, const Shape& x, const std::vector<bool>& reduced, float* out) {
+  const bool mean = op == "ReduceMean", sum = op == "ReduceSum", mx = op == "ReduceMax", mn = op == "ReduceMin";
+  const bool prod = op == "ReduceProd";
+  if (!mean && !sum && !mx && !mn && !prod) return false;
+  const std::size_t r = x.size();
+  Shape y = x;
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d < r; ++d) {
+    if (reduced[d]) count *= x[d], y[d] = 1;
+  }
+  const auto ys = broadcast_strides(y, r);  // the output offset of each input index
+  const std::int64_t ny = elements(y);
+  std::vector<double> acc(std::size_t(ny), mx     ? -std::numeric_limits<double>::infinity()
+                                           : mn   ? std::numeric_limits<double>::infinity()
+                                           : prod ? 1.0
+                                                  : 0.0);
+  std::vector<std::int64_t> index(r, 0);
+  std::int64_t o = 0;
+  for (std::int64_t i = 0; i < elements(x); ++i) {
+    const double v = in[i];
+    double& a = acc[std::size_t(o)];
+    a = mx ? std::max(a, v) : mn ? std::min(a, v) : prod ? a * v : a + v;
+    for (int d = int(r) - 1; d >= 0; --d) {
+      ++index[d];
+      o += ys[d];
+      if (index[d] < x[d]) break;
+      o -= ys[d] * x[d];
+      index[d] = 0;
+    }
+  }
+  for (std::int64_t k = 0; k < ny; ++k) out[k] = float(mean ? acc[k] / double(count) : acc[k]);
+  return true;
+}
+
+void pad_constant(const float* in, const Shape& x, const std::vector<std::int64_t>& before, float value, float* out,
+                  const Shape& y) {
+  const std::size_t r = y.size();
+  std::vector<std::int64_t> in_stride(r, 1), index(r, 0);
+  for (int d = int(r) - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * x[d + 1];
+  const std::int64_t n = elements(y);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t src = 0;
+    bool inside = true;
+    for (std::size_t d = 0; d < r && inside; ++d) {
+      const std::int64_t at = index[d] - before[d];
+      inside = at >= 0 && at < x[d];
+      src += at * in_stride[d];
+    }
+    out[i] = inside ? in[src] : value;
+    for (int d = int(r) - 1; d >= 0; --d) {
+      if (++index[d] < y[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
 void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
                const Shape& ys, const ConvAttrs& a) {
   const std::int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];

@@ -64,6 +64,18 @@ void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float 
 void gather(const float* data, const Shape& x, const std::int64_t* indices, std::int64_t count, std::int64_t axis,
             float* out);
 
+// out = in[starts[d] + i * steps[d]] along each dim d, out's shape y (ONNX Slice, and each
+// output of Split).
+void strided_slice(const float* in, const Shape& x, const std::vector<std::int64_t>& starts,
+                   const std::vector<std::int64_t>& steps, float* out, const Shape& y);
+// Reduction (ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd) over the dims where
+// reduced[d], into y (x's shape with those dims 1). false for another op.
+bool reduce(const std::string& op, const float* in, const Shape& x, const std::vector<bool>& reduced, float* out);
+// Constant padding: y = x with `before[d]` values before each dim's data (negative crops),
+// `value` elsewhere.
+void pad_constant(const float* in, const Shape& x, const std::vector<std::int64_t>& before, float value, float* out,
+                  const Shape& y);
+
 // A 2-D convolution of every kind ONNX allows (groups, dilations, per-side pads, strides) in
 // NCHW order: x [N, C, H, W], weights [K, C / groups, R, S], bias [K] or null, y [N, K, OH, OW].
 struct ConvAttrs {

@@ -210,3 +210,21 @@ def test_bad_inputs_are_refused_by_name(tmp_path):
     (tmp_path / "cut.onnx").write_bytes(open(path, "rb").read()[:40])
     with pytest.raises(ValueError, match="cut.onnx"):
         rt.Model(str(tmp_path / "cut.onnx"))
+
+
+def test_slice_split_pad_and_reductions(tmp_path):
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 4, 12, 3, pads=[1, 1, 1, 1])])
+    b.count += 1
+    parts = ["split_a", "split_b", "split_c"]
+    b.nodes.append(helper.make_node("Split", [x, b.ints([2, 4, 6])], parts, axis=1, name="split"))
+    sliced = b.node("Slice", [parts[2], b.ints([1, -1]), b.ints([5, -7]), b.ints([1, 3]), b.ints([2, -1])])
+    padded = b.node("Pad", [parts[0], b.ints([0, 1, 2, 0, 0, 0, 1, 3]), b.const(0.5)], mode="constant")
+    cropped = b.node("Pad", [parts[1], b.ints([0, 0, -1, 0, 0, 0, 0, -2])])
+    means = [b.node("ReduceMean", [parts[1]], axes=[2, 3], keepdims=1),
+             b.node("ReduceMean", [parts[1]], axes=[-1], keepdims=0),
+             b.node("ReduceSum", [parts[2], b.ints([1])], keepdims=1),
+             b.node("ReduceMax", [x], axes=[1], keepdims=0),
+             b.node("ReduceMin", [x], keepdims=1)]
+    path = b.save(str(tmp_path / "slices.onnx"), [("x", [1, 4, 9, 10])], [sliced, padded, cropped] + means)
+    compare(path)
