@@ -1,0 +1,83 @@
+// atvoss-run as a user runs it (docs/engine.md): a model run from .npy inputs writes .npy outputs
+// that numpy reads back equal to a reference computed by numpy itself; a wrong input file (dtype,
+// shape, name), a damaged model and a plan that is not one exit 2 with the field named.
+#include <gmock/gmock.h>
+
+#include "tests/integration/cli_harness.hpp"
+
+namespace atvoss::cli_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A Gemm model (y = relu(x W^T + b)) and its inputs; the reference output next to them.
+constexpr const char* kMake = R"py(
+import sys, os
+import numpy as np
+import onnx
+from onnx import TensorProto as T, helper, numpy_helper
+d = sys.argv[1]
+rng = np.random.default_rng(4)
+w = rng.uniform(-1, 1, (6, 5)).astype(np.float32)
+b = rng.uniform(-1, 1, 6).astype(np.float32)
+nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1, name="fc"),
+         helper.make_node("Relu", ["g"], ["y"], name="relu")]
+g = helper.make_graph(nodes, "fc", [helper.make_tensor_value_info("x", T.FLOAT, [3, 5])],
+                      [helper.make_tensor_value_info("y", T.FLOAT, [3, 6])],
+                      [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, os.path.join(d, "fc.onnx"))
+x = rng.uniform(-1, 1, (3, 5)).astype(np.float32)
+np.save(os.path.join(d, "x.npy"), x)
+np.save(os.path.join(d, "ref.npy"), np.maximum(x @ w.T + b, 0))
+np.save(os.path.join(d, "x64.npy"), x.astype(np.float64))
+np.save(os.path.join(d, "x_wide.npy"), np.zeros((3, 6), np.float32))
+)py";
+
+constexpr const char* kCompare = R"py(
+import sys
+import numpy as np
+a, r = np.load(sys.argv[1]), np.load(sys.argv[2])
+sys.exit(0 if a.shape == r.shape and np.max(np.abs(a - r) / np.maximum(np.abs(r), 1)) <= 1e-5 else 1)
+)py";
+
+class RunCli : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    ASSERT_EQ(std::system((python() + " " + file("make.py", kMake) + " " + quote(dir()) + " ").c_str()), 0)
+        << "scripts/setup.sh installs python3-onnx and python3-numpy";
+  }
+  static std::string python() { return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
+  std::string dir() const { return file("x.npy").substr(0, file("x.npy").size() - 6); }
+};
+
+TEST_F(RunCli, NpyInWritesNpyOutEqualToTheReference) {
+  const CliResult r = run_tool("atvoss-run", quote(file("fc.onnx")) + " --input x=" + quote(file("x.npy")) + " --out " +
+                                                 quote(file("outs")) + " --repeat 3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"median_us\""));
+  const std::string cmp =
+      python() + " " + file("cmp.py", kCompare) + " " + quote(file("outs/y.npy")) + " " + quote(file("ref.npy"));
+  EXPECT_EQ(std::system(cmp.c_str()), 0);
+}
+
+TEST_F(RunCli, BadInputsExitTwoNamingWhatIsWrong) {
+  const std::string model = quote(file("fc.onnx"));
+  auto refused = [&](const std::string& args, const std::string& says) {
+    SCOPED_TRACE(args);
+    const CliResult r = run_tool("atvoss-run", args);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_THAT(r.err, HasSubstr(says));
+  };
+  refused(model + " --input x=" + quote(file("x64.npy")), "dtype must be float32");
+  refused(model + " --input x=" + quote(file("x_wide.npy")), "--input x: shape [3 6 ]");
+  refused(model + " --input z=" + quote(file("x.npy")), "the model has no input 'z'");
+  refused(model + " --input x", "expected NAME=FILE.npy");
+  refused(quote(file("cut.onnx", slurp(file("fc.onnx")).substr(0, 30))), "is not an ONNX model");
+  refused(model + " --plan " + quote(file("notaplan.json", "{\"format\": \"something\"}")), "field 'format'");
+}
+
+}  // namespace
+}  // namespace atvoss::cli_test
