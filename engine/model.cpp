@@ -883,13 +883,9 @@ struct Model::Impl {
     }
     const bool has_c = c.slot >= 0 || c.constant;
     const int y = output(n.outputs[0], false);
-    push(n,
-         [=, this] { gemm_plain(at(a), at(b), has_c ? at(c) : nullptr, cs, ptr[y], m, cols, k, ta, tb, alpha, beta); });
-  }
-
-  static void gemm_plain(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m,
-                         std::int64_t n, std::int64_t k, bool ta, bool tb, float alpha, float beta) {
-    gemm(a, b, c, cs, y, m, n, k, ta, tb, alpha, beta);
+    push(n, [=, this] {
+      engine::gemm(at(a), at(b), has_c ? at(c) : nullptr, cs, ptr[y], m, cols, k, ta, tb, alpha, beta);
+    });
   }
 
   // --- memory -----------------------------------------------------------------------------
