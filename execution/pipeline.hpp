@@ -8,7 +8,7 @@
 //     after stage s+1 of micro-batch n has read its input; the boundary tensors of the
 //     micro-batches are buffers of the memory plan, so the two buffers count there.
 // A micro-batch's kernel costs what the caller's MicroBatchCost says (the kernel simulated at
-// the smaller batch, report/graph_run.cpp); without one, or where it has no answer, 1/m of the
+// the smaller batch, plan/graph_run.cpp); without one, or where it has no answer, 1/m of the
 // whole batch's device time (its launch paid in full), which is optimistic where a
 // micro-batch leaves cores idle. Pure functions.
 #pragma once

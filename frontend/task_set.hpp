@@ -27,7 +27,7 @@ struct TuneTask {
 };
 
 // One layer in the order the model lists it. Consecutive layers of a model are taken
-// to feed each other (report/layout_choice.hpp); a standalone one (a job's explicit
+// to feed each other (plan/layout_choice.hpp); a standalone one (a job's explicit
 // workload) belongs to no chain.
 struct LayerStep {
   std::size_t task = 0;  // index into tasks()

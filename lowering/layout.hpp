@@ -3,7 +3,7 @@
 // A conv reads its input and writes its output in its layout; the KernelPlan shows
 // what that costs (copy row lengths, the on-chip reformat to the matrix unit's
 // fractal). Between two ops whose layouts differ, the model pays a transpose
-// (report/layout_choice.hpp decides where). Pure functions: thread-safe.
+// (plan/layout_choice.hpp decides where). Pure functions: thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -34,7 +34,7 @@ struct JobOutcome {
   std::string database, table, model_plan, report;
   frontend::MemoryFit memory;  // the model's weights and peak activations against the device memory
   Json summary;                // per-task detail for --json
-  // The model's graph run under the chosen schedules (report/graph_run.hpp): its memory plan.
+  // The model's graph run under the chosen schedules (plan/graph_run.hpp): its memory plan.
   execution::MemoryPlan memory_plan;
   plan::ModelPlan plan;  // what was exported (run_and_report)
 };

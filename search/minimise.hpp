@@ -1,5 +1,5 @@
 // Minimise: one of the search strategies run over a space against a measure that is cheap and
-// exact (a simulation, not a noisy kernel run): the graph run's knobs (report/graph_tuning.hpp)
+// exact (a simulation, not a noisy kernel run): the graph run's knobs (plan/graph_tuning.hpp)
 // and the parallel plan (distributed/parallel_plan.hpp) are searched this way, so that a
 // plan or a graph setting reuses the schedule-space machinery instead of a search of its own.
 // The start points are measured first: the result is never worse than them. A measure returns

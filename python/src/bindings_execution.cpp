@@ -1,7 +1,7 @@
 // Execution binding: a graph built or tuned in Python (atvoss.Graph, atvoss.tune_graph) run on
 // its device by the execution simulator (execution/scheduler.hpp), for its timeline: per node
 // its start, end, cores and stream, the makespan and the serial sum. Node costs as a job's
-// graph run takes them (report/graph_run.hpp node_cost).
+// graph run takes them (plan/graph_run.hpp node_cost).
 #include <map>
 
 #include "backend/targets.hpp"
