@@ -17,4 +17,5 @@ echo "== atvoss-tune $JOB (rerun it to resume; delete out/ to start over)" >&2
 echo >&2
 echo "report: $ATVOSS_ROOT/out/resnet50-ascend910-report.html" >&2
 echo "table:  $ATVOSS_ROOT/out/resnet50-ascend910-table.json" >&2
+echo "model plan: $ATVOSS_ROOT/out/resnet50-ascend910-model-plan.json (atvoss-analyze --plan recomputes its figure)" >&2
 echo "database: $ATVOSS_ROOT/out/resnet50-ascend910.db" >&2
