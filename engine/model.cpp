@@ -267,6 +267,7 @@ struct Model::Impl {
     const onnx::NodeProto* proto = file->node(n.name);
     if (!proto) throw_bad_input("model: the plan's node '" + n.name + "' is not in the ONNX file");
     if (view_ops().count(n.op)) return add_view(n);
+    if (n.op == "Cast") return add_cast(n, *proto);
     if (n.kernel && add_kernel(i, *proto)) return;
     add_plain(n, *proto);
     for (int f : fused_nodes(i)) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));  // in its order
@@ -285,6 +286,17 @@ struct Model::Impl {
     }
     v.plain = plain(in, n.name).slot;  // the same bytes, read under another shape
     slots[v.plain].last = std::max(slots[v.plain].last, int(steps.size()));
+  }
+
+  // A Cast to float of a float tensor (exporters write them) moves nothing: a view. Any other
+  // cast needs a tensor type the engine does not hold yet.
+  void add_cast(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const std::int64_t to = int_attr(p, "to", 0);
+    const std::string from = graph.tensors()[n.inputs.at(0)].dtype;
+    if (to != onnx::TensorProto::FLOAT || (!from.empty() && from != "float")) {
+      unsupported(n, "a cast to " + std::to_string(to) + " from '" + from + "' (fp32 to fp32 only)");
+    }
+    add_view(n);
   }
 
   // --- kernel steps -----------------------------------------------------------------------

@@ -140,7 +140,7 @@ def test_concat_views_channel_shuffle_and_a_classifier(tmp_path):
     logits = b.node("Gemm", [flat, b.const(RNG.standard_normal((10, 24))), b.const(RNG.standard_normal(10))],
                     transB=1, alpha=0.5, beta=2.0)
     logits2 = b.node("Gemm", [flat, b.const(RNG.standard_normal((24, 10))), b.const(RNG.standard_normal((1, 10)))])
-    probs = b.node("Softmax", [b.node("Add", [logits, logits2])], axis=-1)
+    probs = b.node("Softmax", [b.node("Cast", [b.node("Add", [logits, logits2])], to=T.FLOAT)], axis=-1)
     squeezed = b.node("Squeeze", [b.node("Unsqueeze", [probs, b.ints([0])]), b.ints([0])])
     path = b.save(str(tmp_path / "classic.onnx"), [("x", [1, 8, 6, 6])], [squeezed, plain_cat])
     compare(path)
@@ -207,6 +207,11 @@ def test_bad_inputs_are_refused_by_name(tmp_path):
     path2 = b2.save(str(tmp_path / "hardmax.onnx"), [("x", [1, 4])], [b2.nodes[-1].output[0]])
     with pytest.raises(ValueError, match="Hardmax"):
         rt.Model(path2)
+    b3 = Builder()
+    b3.node("Cast", [b3.node("Cast", ["x"], to=T.INT64)], to=T.FLOAT)
+    path3 = b3.save(str(tmp_path / "cast.onnx"), [("x", [1, 4])], [b3.nodes[-1].output[0]])
+    with pytest.raises(ValueError, match="a cast to 7 from 'float'"):
+        rt.Model(path3)
     (tmp_path / "cut.onnx").write_bytes(open(path, "rb").read()[:40])
     with pytest.raises(ValueError, match="cut.onnx"):
         rt.Model(str(tmp_path / "cut.onnx"))
