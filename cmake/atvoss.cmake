@@ -167,3 +167,21 @@ function(atvoss_bench name source)
     ATVOSS_DATA_DIR="${PROJECT_SOURCE_DIR}/data")
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 endfunction()
+
+# atvoss_c_library(TARGET SOURCE LIB OUTPUT): build/lib/lib<OUTPUT>.so from SOURCE (a C API's
+# definitions) over the static library LIB, exporting only the symbols the version script
+# <current dir>/exports.map names: --exclude-libs keeps the static libraries' symbols private,
+# and the script hides the standard library's template instances too.
+function(atvoss_c_library target source lib output)
+  add_library(${target} SHARED ${source})
+  target_link_libraries(${target} PRIVATE ${lib})
+  target_compile_options(${target} PRIVATE ${ATVOSS_WARNINGS})
+  target_link_options(${target} PRIVATE -Wl,--exclude-libs,ALL
+                      -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/exports.map)
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/exports.map)
+  set_target_properties(${target} PROPERTIES
+    OUTPUT_NAME ${output}
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
+endfunction()
