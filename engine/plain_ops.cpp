@@ -30,6 +30,19 @@ bool broadcasts_to(const Shape& s, const Shape& out) {
   return true;
 }
 
+// Steps a row-major index over `shape` by one element, moving `offset` by `step[d]` per unit
+// of dim d (an odometer: the last dim fastest, a dim that wraps carries into the one before).
+void advance(std::vector<std::int64_t>& index, const Shape& shape, const std::vector<std::int64_t>& step,
+             std::int64_t& offset) {
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    ++index[d];
+    offset += step[d];
+    if (index[d] < shape[d]) return;
+    offset -= step[d] * shape[d];
+    index[d] = 0;
+  }
+}
+
 using BinaryFn = float (*)(float, float);
 
 const std::map<std::string, BinaryFn>& binary_ops() {
@@ -294,13 +307,7 @@ void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>&
   std::int64_t src = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     out[i] = in[src];
-    for (int d = int(r) - 1; d >= 0; --d) {
-      ++index[d];
-      src += step[d];
-      if (index[d] < out_shape[d]) break;
-      src -= step[d] * out_shape[d];
-      index[d] = 0;
-    }
+    advance(index, out_shape, step, src);
   }
 }
 
@@ -393,20 +400,17 @@ void gather(const float* data, const Shape& x, const std::int64_t* indices, std:
 void strided_slice(const float* in, const Shape& x, const std::vector<std::int64_t>& starts,
                    const std::vector<std::int64_t>& steps, float* out, const Shape& y) {
   const std::size_t r = x.size();
-  std::vector<std::int64_t> stride(r, 1), index(r, 0);
+  std::vector<std::int64_t> stride(r, 1), index(r, 0), step(r);
   for (int d = int(r) - 2; d >= 0; --d) stride[d] = stride[d + 1] * x[d + 1];
   std::int64_t src = 0;
-  for (std::size_t d = 0; d < r; ++d) src += starts[d] * stride[d];
+  for (std::size_t d = 0; d < r; ++d) {
+    src += starts[d] * stride[d];
+    step[d] = steps[d] * stride[d];
+  }
   const std::int64_t n = elements(y);
   for (std::int64_t i = 0; i < n; ++i) {
     out[i] = in[src];
-    for (int d = int(r) - 1; d >= 0; --d) {
-      ++index[d];
-      src += steps[d] * stride[d];
-      if (index[d] < y[d]) break;
-      src -= steps[d] * stride[d] * y[d];
-      index[d] = 0;
-    }
+    advance(index, y, step, src);
   }
 }
 
@@ -432,13 +436,7 @@ bool reduce(const std::string& op, const float* in, const Shape& x, const std::v
     const double v = in[i];
     double& a = acc[std::size_t(o)];
     a = mx ? std::max(a, v) : mn ? std::min(a, v) : prod ? a * v : a + v;
-    for (int d = int(r) - 1; d >= 0; --d) {
-      ++index[d];
-      o += ys[d];
-      if (index[d] < x[d]) break;
-      o -= ys[d] * x[d];
-      index[d] = 0;
-    }
+    advance(index, x, ys, o);
   }
   for (std::int64_t k = 0; k < ny; ++k) out[k] = float(mean ? acc[k] / double(count) : acc[k]);
   return true;
