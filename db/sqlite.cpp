@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 namespace atvoss::db {
 
 void throw_sqlite(int rc, sqlite3* db, std::string_view context) {
@@ -118,6 +120,21 @@ SqliteConnection::SqliteConnection(const std::string& path, int flags, int lock_
   if (rc != SQLITE_OK) throw_sqlite(rc, raw, "opening database " + path);
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, lock_wait_ms);
+}
+
+std::size_t SqliteConnection::read_file_prefix(std::span<unsigned char> out, std::int64_t& size) const {
+  sqlite3_file* file = nullptr;
+  size = 0;
+  if (sqlite3_file_control(db_.get(), "main", SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK || file == nullptr ||
+      file->pMethods == nullptr) {
+    return 0;  // not opened yet (a new file): nothing to read
+  }
+  sqlite3_int64 bytes = 0;
+  if (file->pMethods->xFileSize(file, &bytes) != SQLITE_OK) return 0;
+  size = bytes;
+  const auto n = static_cast<std::size_t>(std::min<sqlite3_int64>(bytes, static_cast<sqlite3_int64>(out.size())));
+  if (n == 0 || file->pMethods->xRead(file, out.data(), static_cast<int>(n), 0) != SQLITE_OK) return 0;
+  return n;
 }
 
 SqliteConnection::~SqliteConnection() {

@@ -22,22 +22,20 @@ std::uint32_t be32(const unsigned char* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
 }
 
-// Cheap checks on the 100-byte SQLite header before SQLite touches the file: a file that
+// Cheap checks on the 100-byte SQLite header before SQLite reads the file: a file that
 // is not SQLite at all, or one cut short (fewer bytes than the page count its header
 // vouches for), is refused with a clear message instead of failing later, mid-query.
 // Skipped while a non-empty WAL exists: then the header may legitimately run ahead of a
-// checkpoint that recovery will finish.
-void check_file_header(const std::string& path) {
+// checkpoint that recovery will finish. Read through the connection's own file handle
+// (SqliteConnection::read_file_prefix says why).
+void check_file_header(const SqliteConnection& c, const std::string& path) {
   std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size == 0) return;  // absent or empty: SQLite creates a fresh database
+  unsigned char h[100] = {};
+  std::int64_t size = 0;
+  const std::size_t got = c.read_file_prefix(h, size);
+  if (size == 0) return;  // absent or empty: SQLite creates a fresh database
   const auto wal = std::filesystem::file_size(path + "-wal", ec);
   const bool wal_pending = !ec && wal > 0;
-  unsigned char h[100] = {};
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return;  // let SQLite report the permission problem
-  const std::size_t got = std::fread(h, 1, sizeof h, f);
-  std::fclose(f);
   if (got < sizeof h || std::memcmp(h, "SQLite format 3", 16) != 0) {
     throw Error(ErrorKind::corrupt, path +
                                         " is not an atvoss tuning database: it is not an SQLite "
@@ -47,7 +45,7 @@ void check_file_header(const std::string& path) {
   const std::uint64_t page_size = raw_page == 1 ? 65536 : raw_page;
   const std::uint32_t pages = be32(h + 28);
   const bool count_valid = be32(h + 24) == be32(h + 92) && pages > 0;
-  if (!wal_pending && count_valid && size < page_size * pages) {
+  if (!wal_pending && count_valid && static_cast<std::uint64_t>(size) < page_size * pages) {
     throw Error(ErrorKind::corrupt, path + " is truncated: its header records " + std::to_string(pages) + " pages of " +
                                         std::to_string(page_size) + " bytes but the file has " + std::to_string(size) +
                                         " bytes; restore it from a copy");
@@ -99,8 +97,9 @@ TuningDatabase TuningDatabase::open_sqlite(const std::string& path, const OpenOp
   if (!memory && std::filesystem::exists(path)) require_input_file(path, "database");
   int flags = SQLITE_OPEN_NOMUTEX;  // one connection per thread: SQLite's own mutex is not needed
   flags |= options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  if (!memory) check_file_header(path);
-  TuningDatabase db(path, std::make_unique<SqliteConnection>(path, flags, options.lock_wait_ms));
+  auto conn = std::make_unique<SqliteConnection>(path, flags, options.lock_wait_ms);
+  if (!memory) check_file_header(*conn, path);
+  TuningDatabase db(path, std::move(conn));
   Connection& c = *db.conn_;
   // Every refusal happens before configure(), whose journal_mode switch writes the header.
   check_identity(c, db.path_);  // the first read: a garbage file fails here, as corrupt

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,13 @@ class SqliteConnection final : public Connection {
   bool in_transaction() const override;
   std::int64_t changes() const override;
   std::int64_t last_insert_rowid() override;
+
+  // Reads up to out.size() bytes from the start of the main database file through SQLite's
+  // own file handle, and returns how many were read; size gets the file's size. Opening the
+  // file a second time and closing it would drop every POSIX lock this process holds on it
+  // (they are per process), and another process would then delete the WAL this connection
+  // still uses: the two would stop seeing each other's writes.
+  std::size_t read_file_prefix(std::span<unsigned char> out, std::int64_t& size) const;
 
  protected:
   std::unique_ptr<Statement> make_statement(std::string_view sql) override;

@@ -6,6 +6,8 @@
 //   and nothing is lost;
 // - four writers insert overlapping batches with different times while a reader reads: one
 //   row per key, none lost, none duplicated, and every writer's repeat kept (no lost update).
+// - a file opened twice in one process (the second handle closed again) still sees what
+//   another process writes: the second open must not drop this process's locks on it.
 // Seeded: ATVOSS_TEST_SEED=<n> reproduces a run; the seed is printed.
 #include <fcntl.h>
 #include <signal.h>
@@ -235,6 +237,23 @@ TEST_P(ReliabilityTest, FourWritersOfOverlappingBatchesKeepOneRowPerKeyAndLoseNo
     for (const Record& r : rows) EXPECT_EQ(r.measurement.repeats.size(), 4u) << "batch " << b;
   }
   EXPECT_EQ(db.integrity_check(), "ok");
+}
+
+TEST(SqliteSharingTest, AFileOpenedAgainInOneProcessStillSeesAnotherProcessesWrites) {
+  TempDir dir;
+  const std::string path = dir.file("shared.db");
+  auto db = TuningDatabase::open(path);
+  const std::string target_key = TargetInfo::named("npu-rel").key;
+  db.records().insert(record(batch_workload(0), TargetInfo::named("npu-rel"), tiles(16, 16), ok_us(3)));
+  for (int i = 0; i < 2; ++i) TuningDatabase::open(path).stats();  // opened and closed beside db
+  for (long b = 1; b <= 3; ++b) {
+    Child writer({"insert", path, std::to_string(b), "1", "4"}, dir.file("w.err"));
+    const int status = writer.wait();
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir.file("w.err"));
+    EXPECT_EQ(db.records().history(batch_workload(b).key(), target_key).size(), 4u) << "batch " << b;
+    db.records().insert(record(batch_workload(10 + b), TargetInfo::named("npu-rel"), tiles(16, 16), ok_us(3)));
+  }
+  EXPECT_EQ(TuningDatabase::open(path).stats().records, 1 + 3 * 4 + 3);
 }
 
 }  // namespace
