@@ -2,6 +2,7 @@
 registered by name and compared with the built-in random search on the same budget.
 Usage: custom_policy.py [TRIALS]"""
 import sys
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import atvoss
 
@@ -10,21 +11,21 @@ import atvoss
 class CoordinateDescent(atvoss.SearchStrategy):
     """Moves one knob at a time to a neighbouring value of the best schedule found so far."""
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.best = None  # (time_us, schedule)
-        self.seen = set()
+        self.best: Optional[Tuple[float, atvoss.Schedule]] = None  # (time_us, schedule)
+        self.seen: Set[Tuple[Tuple[str, int], ...]] = set()
 
-    def _new(self, s):
+    def _new(self, s: Dict[str, int]) -> bool:
         key = tuple(sorted(s.items()))
         if key in self.seen or not self.space.check(s)[0]:
             return False
         self.seen.add(key)
         return True
 
-    def propose(self, n):
+    def propose(self, n: int) -> List[Dict[str, int]]:
         knobs = self.space.knobs
-        out = []
+        out: List[Dict[str, int]] = []
         for attempt in range(100 * n):
             if len(out) == n:
                 break
@@ -42,7 +43,7 @@ class CoordinateDescent(atvoss.SearchStrategy):
                 out.append(s)
         return out
 
-    def update(self, trials):
+    def update(self, trials: List[atvoss.Trial]) -> None:
         for t in trials:
             self.seen.add(tuple(sorted(t.schedule.items())))
             if t.ok and (self.best is None or t.time_us < self.best[0]):

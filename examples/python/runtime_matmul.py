@@ -6,6 +6,7 @@ import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ r = atvoss.tune(w, "host", trials=trials, strategy="random", seed=1, db=os.path.
 print(f"tuned {w.label}: {r.best_us:.1f} us (default {r.default_us:.1f} us) after {r.trials} trials")
 
 
-def gelu(x):
+def gelu(x: Any) -> Any:
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
 

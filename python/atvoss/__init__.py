@@ -27,13 +27,13 @@ _runner = _os.path.join(_os.path.dirname(__file__), "bin", "atvoss-kernel-runner
 if _os.access(_runner, _os.X_OK):
     _os.environ.setdefault("ATVOSS_KERNEL_RUNNER", _runner)
 
-from . import quantization, runtime  # noqa: E402 (after the environment above)
+from . import constraints, quantization, runtime  # noqa: E402 (after the environment above)
 from .backend import Backend, backend_names, register_backend
 from .client import Client
 from .database import Database, LookupResult, Table, columns
 from .farm import serve_worker
 from .graph import FusionResult, FusionRule, FusionScheduler, Graph, Timeline, TimelineNode
-from .optimizer import Optimizer, OptimizerTrial, minimize
+from .optimizer import Optimizer, OptimizerTrial, maximize, minimize, optimize
 from .policy import GraphTuneResult, NodeResult, policy_names, register_policy, tune_graph, unregister_policy
 from .profiler import ProfiledOp, Profiler
 from .strategy import SearchStrategy, StrategyError, Trial, register_strategy, strategy_names, unregister_strategy
@@ -44,7 +44,7 @@ from .vocabulary import Schedule, ScheduleSpace, Target, Workload
 __all__ = [
     "Backend", "Client", "Database", "FusionResult", "FusionRule", "FusionScheduler", "Graph", "GraphTuneResult",
     "NodeResult", "Timeline", "TimelineNode", "policy_names", "register_policy", "tune_graph", "unregister_policy", "LookupResult", "Measurement", "Optimizer", "OptimizerTrial", "Profile",
-    "ProfiledOp", "Profiler", "backend_names", "minimize", "register_backend",
+    "ProfiledOp", "Profiler", "backend_names", "maximize", "minimize", "optimize", "register_backend",
     "Schedule", "ScheduleSpace", "SearchStrategy", "StrategyError", "Table", "Target", "Trial",
     "TuneResult", "Workload", "columns", "measure", "register_strategy", "run_job", "serve_worker",
     "strategy_names", "tune", "tune_kernel_cache", "unregister_strategy", "zoo_model",

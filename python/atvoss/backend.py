@@ -18,7 +18,7 @@ A backend stays registered for the life of the process. An exception raised by m
 that schedule's runtime_error (the tuner goes on); one raised by serves, space, check or
 default is a ValueError naming the backend.
 """
-from typing import List, Mapping, Optional, Sequence, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _atvoss
 from ._json import loads
@@ -62,7 +62,7 @@ class Backend:
     def _atvoss_serves(self, workload_json: str, target_json: str) -> bool:
         return bool(self.serves(Workload(loads(workload_json)), Target(loads(target_json))))
 
-    def _atvoss_space(self, workload_json: str, target_json: str) -> list:
+    def _atvoss_space(self, workload_json: str, target_json: str) -> List[Tuple[str, List[int]]]:
         knobs = self.space(Workload(loads(workload_json)), Target(loads(target_json)))
         return [(str(k), [int(v) for v in values]) for k, values in knobs.items()]
 
@@ -70,12 +70,12 @@ class Backend:
         reason = self.check(Workload(loads(workload_json)), Target(loads(target_json)), Schedule(dict(schedule)))
         return "" if reason is None else str(reason) or "invalid"
 
-    def _atvoss_default(self, workload_json: str, target_json: str) -> Optional[dict]:
+    def _atvoss_default(self, workload_json: str, target_json: str) -> Optional[Dict[str, int]]:
         d = self.default(Workload(loads(workload_json)), Target(loads(target_json)))
         return None if d is None else {str(k): int(v) for k, v in dict(d).items()}
 
     def _atvoss_measure(self, workload_json: str, target_json: str, schedule: Mapping[str, int],
-                        repeat: int) -> list:
+                        repeat: int) -> List[float]:
         t = self.measure(Workload(loads(workload_json)), Target(loads(target_json)), Schedule(dict(schedule)), repeat)
         return [float(x) for x in t] if isinstance(t, Sequence) else [float(t)]
 

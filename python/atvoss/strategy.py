@@ -7,7 +7,7 @@ nor the database.
 """
 import random
 from dataclasses import dataclass
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import _atvoss
 from ._json import loads
@@ -33,7 +33,7 @@ class Trial:
         return self.status == "ok"
 
 
-def _trials(items: Sequence[tuple]) -> List[Trial]:
+def _trials(items: Sequence[Tuple[Mapping[str, int], str, float]]) -> List[Trial]:
     return [Trial(Schedule(values), status, time_us) for values, status, time_us in items]
 
 
@@ -82,13 +82,13 @@ class SearchStrategy:
         self.update(trials)
 
     # Called by the C++ adapter; converts between its plain values and Trial / Schedule.
-    def _atvoss_propose(self, n: int) -> List[dict]:
+    def _atvoss_propose(self, n: int) -> List[Any]:  # the C++ adapter checks that each is a dict
         return [s.to_json() if isinstance(s, Schedule) else s for s in self.propose(n)]
 
-    def _atvoss_update(self, items: Sequence[tuple]) -> None:
+    def _atvoss_update(self, items: Sequence[Tuple[Mapping[str, int], str, float]]) -> None:
         self.update(_trials(items))
 
-    def _atvoss_observe(self, items: Sequence[tuple]) -> None:
+    def _atvoss_observe(self, items: Sequence[Tuple[Mapping[str, int], str, float]]) -> None:
         if items:
             self.observe(_trials(items))
 
@@ -96,7 +96,7 @@ class SearchStrategy:
 S = TypeVar("S", bound=Type[SearchStrategy])
 
 # name -> registered class, for strategy="auto" (the C++ registry holds the factories).
-_classes: dict = {}
+_classes: Dict[str, Type[SearchStrategy]] = {}
 
 
 def register_strategy(name: Optional[str] = None, priority: Optional[int] = None) -> Callable[[S], S]:

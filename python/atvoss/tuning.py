@@ -147,10 +147,10 @@ def _strategy_name(strategy: Any, workload: Workload, target: Target) -> str:
 
 
 def tune(workload: WorkloadLike, target: TargetLike, trials: int = 64, strategy: Any = "model-guided",
-         db: Union[str, os.PathLike] = ":memory:", seed: int = 0, farm: Optional[str] = None,
+         db: Union[str, "os.PathLike[str]"] = ":memory:", seed: int = 0, farm: Optional[str] = None,
          progress: Optional[Callable[[Dict[str, Any]], None]] = None, *, cost_model: str = "xgboost",
          repeat: int = 3, batch_size: int = 16, early_stopping: int = 0,
-         export: Optional[Union[str, os.PathLike]] = None, confirm_top: Optional[int] = None,
+         export: Optional[Union[str, "os.PathLike[str]"]] = None, confirm_top: Optional[int] = None,
          strategy_config: Optional[Mapping[str, Any]] = None) -> TuneResult:
     """Tune one workload on one target and return a TuneResult.
 
@@ -262,7 +262,7 @@ def _warn_about(r: TuneResult, trials: int, strategy: str) -> None:
                       RuntimeWarning, stacklevel=3)
 
 
-def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: bool = True,
+def run_job(spec_or_path: Union[Mapping[str, Any], str, "os.PathLike[str]"], quiet: bool = True,
             progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Any]:
     """Run a batch tuning job (docs/job-spec.md) from a dict or a job file and return its
     summary: job, model, target, trials, resumed, measured, tasks (each with its nodes,
@@ -291,11 +291,12 @@ def run_job(spec_or_path: Union[Mapping[str, Any], str, os.PathLike], quiet: boo
 
 
 def measure(workload: WorkloadLike, target: TargetLike,
-            schedules: Union[Schedule, Mapping[str, int], Iterable[Union[Schedule, Mapping[str, int]]], None] = None,
+            schedules: Union[Schedule, Mapping[str, int], Iterable[Union[Schedule, Mapping[str, int], None]], None] = None,
             repeat: int = 3, seed: int = 0, noise: float = 0.02) -> List[Measurement]:
     """Measure schedules of workload on target through the backend that serves them and
     return one Measurement (with its Profile) per schedule, in order. schedules: one
-    schedule, a list, or None for the vendor default. noise: the simulated measurement
+    schedule, a list, or None for the vendor default (a None in the list stands for it too, so
+    ``[r.best_schedule]`` measures the default when tuning found nothing). noise: the simulated measurement
     noise (npu-sim; 0 is exact). Measurements inside a ``with atvoss.Profiler()`` block
     are collected by it.
 
@@ -306,15 +307,15 @@ def measure(workload: WorkloadLike, target: TargetLike,
     w = as_workload(workload, t)
     _check_int(repeat, "repeat", 1)
     _check_int(seed, "seed", 0, _UINT64_MAX)
-    if schedules is None:
+    def default() -> Schedule:
         text = _atvoss.default_schedule(dumps(w.to_json()), t._arg())
         if text is None:
             raise ValueError("measure: field 'schedules' is required: this backend has no default schedule")
-        batch = [Schedule(loads(text))]
-    elif isinstance(schedules, (Schedule, Mapping)):
-        batch = [as_schedule(schedules)]
-    else:
-        batch = [as_schedule(s) for s in schedules]
+        return Schedule(loads(text))
+
+    if schedules is None or isinstance(schedules, (Schedule, Mapping)):
+        schedules = [schedules]
+    batch = [default() if s is None else as_schedule(s) for s in schedules]
     r = loads(_atvoss.measure(dumps(w.to_json()), t._arg(), dumps([s.to_json() for s in batch]),
                               repeat, seed, float(noise)))
     out = [Measurement.from_json(s, j) for s, j in zip(batch, r["measurements"])]
@@ -326,8 +327,8 @@ def measure(workload: WorkloadLike, target: TargetLike,
     return out
 
 
-def tune_kernel_cache(path: Union[str, os.PathLike], strategies: Union[str, Sequence[str]] = ("random", "tpe"),
-                      trials: int = 50, seed: int = 0, db: Union[str, os.PathLike] = ":memory:",
+def tune_kernel_cache(path: Union[str, "os.PathLike[str]"], strategies: Union[str, Sequence[str]] = ("random", "tpe"),
+                      trials: int = 50, seed: int = 0, db: Union[str, "os.PathLike[str]"] = ":memory:",
                       target: TargetLike = "ascend910b") -> Dict[str, TuneResult]:
     """Tune a recorded Kernel Tuner cache file (.json or .json.gz; data/recorded-spaces)
     with each strategy and return {strategy: TuneResult}: a Kernel Tuner user compares

@@ -153,14 +153,11 @@ def test_the_gil_is_released_while_kernels_run():
     assert inside >= 3 * len(windows), (inside, [hi - lo for lo, hi in windows])
 
 
-def test_every_public_name_of_the_module_is_documented_and_stubbed():
+def test_every_public_name_of_the_module_is_documented():
     import inspect
-    import os
 
-    stub = open(os.path.join(os.path.dirname(rt.__file__), "runtime.pyi"), encoding="utf-8").read()
     names = [n for n in ("Choice", "Runtime", "runtime", "matmul", "conv2d")]
     assert all((getattr(rt, n).__doc__ or "").strip() for n in names)
-    assert all(f"class {n}" in stub or f"def {n}(" in stub for n in names)
     methods = [m for n, m in inspect.getmembers(rt.Runtime) if not n.startswith("_")]
     assert methods and all((m.__doc__ or "").strip() for m in methods)
 
