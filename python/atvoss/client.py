@@ -10,6 +10,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, Optional, Union
 
+from .database import _resolved_target
 from .vocabulary import Target, as_workload
 
 
@@ -48,7 +49,7 @@ class Client:
         name = target.name if isinstance(target, Target) else target
         if not isinstance(name, str):
             raise TypeError("target must be a Target or a target name")
-        w = json.dumps(as_workload(workload).to_json(), separators=(",", ":"))
+        w = json.dumps(as_workload(workload, _resolved_target(target)).to_json(), separators=(",", ":"))
         query = urllib.parse.urlencode({"target": name, "workload": w})
         return self._get("/v1/best?" + query)
 

@@ -50,11 +50,24 @@ def _target_arg(target: TargetArg) -> str:
     raise TypeError(f"target must be a Target, a name, a dict or JSON text, not {type(target).__name__}")
 
 
-def _workload_key(workload: Any) -> str:
-    """A workload key (16 hex digits) as it is, anything else through Workload."""
+def _resolved_target(target: Optional[TargetArg]) -> Optional[Target]:
+    """The Target a query names, when it names one atvoss knows (a recorded GPU space's name
+    stored in a database is not one: None)."""
+    if target is None or isinstance(target, Target):
+        return target
+    try:
+        return Target(dict(target) if isinstance(target, Mapping) else target)
+    except (ValueError, TypeError):
+        return None
+
+
+def _workload_key(workload: Any, target: Optional[TargetArg] = None) -> str:
+    """A workload key (16 hex digits) as it is, anything else through Workload, with the
+    defaults tuning applies on that target (float32 on a CPU when no dtype is given), so a
+    query finds what tune stored for the same dict."""
     if isinstance(workload, str) and re.fullmatch("[0-9a-f]{16}", workload):
         return workload
-    return as_workload(workload).key
+    return as_workload(workload, _resolved_target(target)).key
 
 
 def columns(records: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -97,17 +110,18 @@ class Database:
 
     def best(self, workload: Any, target: TargetArg, k: int = 1) -> List[Dict[str, Any]]:
         """Up to k valid records of (workload, target), fastest first."""
-        return loads(self._db.best(_workload_key(workload), _target_arg(target), k))
+        return loads(self._db.best(_workload_key(workload, target), _target_arg(target), k))
 
     def history(self, workload: Any, target: Optional[TargetArg] = None) -> List[Dict[str, Any]]:
         """Every record of workload (on target if given), oldest first."""
-        return loads(self._db.history(_workload_key(workload), None if target is None else _target_arg(target)))
+        return loads(self._db.history(_workload_key(workload, target),
+                                      None if target is None else _target_arg(target)))
 
     def query(self, target: Optional[TargetArg] = None, workload: Any = None, op: Optional[str] = None,
               status: Optional[str] = None, since: Optional[str] = None, limit: int = 0) -> List[Dict[str, Any]]:
         """Records matching every filter given, newest first. since: ISO 8601 UTC or unix seconds."""
         f = {"target": None if target is None else _target_arg(target),
-             "workload_key": None if workload is None else _workload_key(workload),
+             "workload_key": None if workload is None else _workload_key(workload, target),
              "op": op, "status": status, "since": since, "limit": limit}
         return loads(self._db.query(dumps(f)))
 
@@ -144,7 +158,7 @@ class Database:
         if kernel_name is not None and not isinstance(kernel_name, str):
             raise TypeError("export_kernel_tuner_cache: field 'kernel_name' must be a str, "
                             f"not {type(kernel_name).__name__}")
-        return loads(self._db.export_kernel_tuner_cache(os.fspath(path), _workload_key(workload), _target_arg(target),
+        return loads(self._db.export_kernel_tuner_cache(os.fspath(path), _workload_key(workload, target), _target_arg(target),
                                                         kernel_name or ""))
 
     def import_(self, path: PathLike) -> Dict[str, int]:
@@ -195,10 +209,12 @@ class Table:
         require_file(path, "table")
         self._table = _atvoss.Table(os.fspath(path))
         self.header: Dict[str, Any] = loads(self._table.header())
+        description = self.header.get("target_description")
+        self._target = _resolved_target(description) if isinstance(description, Mapping) else None
 
     def lookup(self, workload: Any) -> LookupResult:
         """The entry for workload: exact, else the nearest same-class shape, else none."""
-        j = loads(self._table.lookup(dumps(as_workload(workload).to_json())))
+        j = loads(self._table.lookup(dumps(as_workload(workload, self._target).to_json())))
         found = j.get("match") != "none"
         return LookupResult(j.get("match", "none"), Schedule(j["schedule"]) if found else None,
                             float(j.get("time_us", 0.0)) if found else float("inf"),

@@ -205,6 +205,7 @@ class Table {
     return dump({{"format_version", h.format_version},
                  {"target_key", h.target_key},
                  {"target_name", h.target_name},
+                 {"target_description", h.target_description},
                  {"created_at", h.created_at},
                  {"tool_version", h.tool_version},
                  {"record_count", h.record_count},

@@ -350,3 +350,16 @@ def test_the_winner_is_confirmed_side_by_side(matmul, db_path):
     assert host.confirmed == 5 and isinstance(host.pick_changed, bool)
     with pytest.raises(ValueError, match="confirm_top"):
         atvoss.tune(matmul, "ascend910b", trials=2, confirm_top=-1)
+
+
+def test_queries_with_the_dict_tuned_on_host_find_its_records(tmp_path):
+    # tune stores a host workload given without a dtype as float32; the queries apply the
+    # same default for the same target, so the dict the user tuned with finds its records.
+    db, table = str(tmp_path / "host.db"), str(tmp_path / "host-table.json")
+    w = {"op": "matmul", "dims": {"M": 16, "N": 16, "K": 16}}
+    atvoss.tune(w, "host", trials=2, strategy="random", db=db, seed=1, export=table)
+    d = atvoss.Database(db)
+    assert len(d.history(w, "host")) >= 1
+    assert d.best(w, "host")[0]["workload"]["dtype"] == "float32"
+    assert d.query(target="host", workload=w)
+    assert atvoss.Table(table).lookup(w).match == "exact"
