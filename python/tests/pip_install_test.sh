@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The package installs whole, offline, with Debian's setuptools, from the existing build dir
-# (nothing is compiled again):
-#   1. `pip install --no-build-isolation .` into a fresh venv (made with
-#      --system-site-packages, so Debian's numpy serves the numpy dependency);
-#   2. `python3 -m build --wheel --no-isolation` makes a wheel, installed into a second venv.
+# The package installs whole from the existing build dir (nothing is compiled again):
+#   1. `pip install .` into a plain venv, as Python packages install: build isolation fetches
+#      setuptools and numpy from PyPI (README "Python");
+#   2. offline, with Debian's setuptools: `pip install --no-build-isolation .` into a venv
+#      made with --system-site-packages (Debian's numpy serves the numpy dependency);
+#   3. `python3 -m build --wheel --no-isolation` makes a wheel, installed into a third venv.
+# None of them writes setuptools' folders into the CMake build dir.
 # Each time atvoss is imported from outside the source tree, its host backend uses the kernel
 # runner the package carries (no ATVOSS_KERNEL_RUNNER set), and one tiny tune runs on the
 # NPU simulator and one on the host.
@@ -23,7 +25,7 @@ cp -r "$src/python/atvoss" "$tmp/src/python/"
 rm -rf "$tmp/src/python/atvoss/__pycache__"
 
 make_venv() {
-  "$python" -m venv --system-site-packages "$1" || {
+  "$python" -m venv ${2:---system-site-packages} "$1" || {
     echo "FAIL: '$python -m venv' does not work: install python3-venv (scripts/setup.sh does)" >&2
     exit 1
   }
@@ -59,9 +61,30 @@ print(f"installed atvoss in {where}; runner {runner}; tune: {r.best_us:.2f} us o
 PY
 }
 
-# Offline: no index, nothing fetched; setuptools and numpy come from Debian's site-packages.
-export ATVOSS_BUILD_DIR="$build" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+export ATVOSS_BUILD_DIR="$build" PIP_DISABLE_PIP_VERSION_CHECK=1
 cd "$tmp"
+
+# setuptools' scratch folders (build_base) that once landed in the CMake build dir.
+no_setuptools_folders() {
+  if compgen -G "$build/bdist.*" >/dev/null || compgen -G "$build/temp.*" >/dev/null ||
+     compgen -G "$build/lib.linux*" >/dev/null; then
+    echo "FAIL: pip wrote setuptools folders into the CMake build dir $build" >&2
+    exit 1
+  fi
+}
+
+make_venv "$tmp/plain-venv" --clear  # no --system-site-packages: a plain venv
+env -u PYTHONPATH "$tmp/plain-venv/bin/python" -c "import numpy" 2>/dev/null && {
+  echo "FAIL: the plain venv sees numpy before the install: it is not plain" >&2
+  exit 1
+}
+env -u PYTHONPATH "$tmp/plain-venv/bin/python" -m pip install -q "$tmp/src"
+check_installed "$tmp/plain-venv"
+no_setuptools_folders
+rm -rf "$tmp/src/.setuptools"
+
+# Offline: no index, nothing fetched; setuptools and numpy come from Debian's site-packages.
+export PIP_NO_INDEX=1
 
 make_venv "$tmp/venv"
 env -u PYTHONPATH "$tmp/venv/bin/python" -m pip install -q --no-build-isolation "$tmp/src"
@@ -71,7 +94,8 @@ check_installed "$tmp/venv"
   echo "FAIL: no python3 -m build: install python3-build (scripts/setup.sh does)" >&2
   exit 1
 }
-rm -rf "$tmp/src/build" "$tmp/src/"*.egg-info "$tmp/src/python/"*.egg-info
+no_setuptools_folders
+rm -rf "$tmp/src/.setuptools"
 env -u PYTHONPATH "$python" -m build --wheel --no-isolation --outdir "$tmp/dist" "$tmp/src" >/dev/null
 wheel=("$tmp"/dist/atvoss-*.whl)
 # The listing first: `zipfile -l | grep -q` fails under pipefail when grep stops reading early.
