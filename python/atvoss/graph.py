@@ -145,6 +145,7 @@ class Graph:
             if n not in self.nodes:
                 raise ValueError(f"Graph.connect: field '{what}': no op named '{n}'")
         t = tensor or f"{src}:out"
+        self._rename_placeholder(src, t)
         if t not in self.tensors or shape:
             self.tensor(t, shape, dtype, location=location)
         else:
@@ -155,6 +156,21 @@ class Graph:
             self._attach(dst, t, as_output=False)
         self.nodes[dst].fusible_inputs[t] = bool(fusible)
         return t
+
+    def _rename_placeholder(self, src: str, t: str) -> None:
+        """Naming the edge of an op whose only output is still the "<src>:out" that op()
+        made up (read by nobody): that output becomes t, so src keeps one output and stays
+        fusible, as the articles' connect(op, inputs, out) expects."""
+        placeholder = f"{src}:out"
+        node = self.nodes[src]
+        if t == placeholder or node.outputs != [placeholder] or self.consumers(placeholder):
+            return
+        if t in self.tensors and self.producer(t) not in (None, src):
+            return  # written by another op: _attach names the conflict
+        old = self.tensors.pop(placeholder)
+        node.outputs = [t]
+        if t not in self.tensors:
+            self.tensors[t] = Tensor(t, old.shape, old.dtype, old.bytes, old.constant, old.location, old.output)
 
     def _attach(self, node: str, t: str, as_output: bool) -> None:
         if not isinstance(t, str) or not t:
@@ -236,9 +252,11 @@ class Graph:
                  policy: str = "critical_path") -> "Timeline":
         """Runs the graph on target's device with the execution simulator (docs/execution.md):
         a kernel in choices ({node: (schedule, time_us)}) costs that time on the cores and
-        unit its schedule's plan holds; any other op its fallback time from its bytes on
-        every vector core. policy: "critical_path" (the ready queue by upward rank) or
-        "topological" (graph order). Open Profilers collect the timeline (source "graph")."""
+        unit its schedule's plan holds; a kernel not in choices runs its backend's default
+        schedule, measured noise-free (once per distinct workload); any other op its
+        fallback time from its bytes on every vector core. policy: "critical_path" (the
+        ready queue by upward rank) or "topological" (graph order). Open Profilers collect
+        the timeline (source "graph")."""
         from .vocabulary import as_target
         from . import profiler as _profiling
 
@@ -247,12 +265,35 @@ class Graph:
         if unknown:
             raise ValueError(f"simulate: field 'choices' names no kernel of this graph: {unknown}")
         chosen = {n: {"schedule": dict(s), "time_us": float(us)} for n, (s, us) in (choices or {}).items()}
+        chosen.update(self._defaults(t, [n for n in self.kernels() if n not in chosen]))
         j = loads(_atvoss.simulate_graph(dumps(self.to_json()), t._arg(), dumps(chosen), policy))
         timeline = Timeline(self.name, t.name, policy, [TimelineNode(**n) for n in j["nodes"]],
                             float(j["makespan_us"]), float(j["serial_us"]), list(j["critical_path"]),
                             float(j["utilisation"]))
         _profiling.collect_timeline(timeline)
         return timeline
+
+    def _defaults(self, target: "Target", names: List[str]) -> Dict[str, Dict[str, Any]]:
+        """{node: {"schedule", "time_us"}} for kernels run at their backend's default
+        schedule, each distinct workload measured once, noise-free (none for a workload
+        whose backend has no default, or whose default fails: those keep the fallback)."""
+        out: Dict[str, Dict[str, Any]] = {}
+        timed: Dict[str, Optional[Dict[str, Any]]] = {}
+        for name in names:
+            w = self.nodes[name].kernel
+            assert w is not None
+            w = w.for_target(target)
+            if w.key not in timed:
+                timed[w.key] = None
+                text = _atvoss.default_schedule(dumps(w.to_json()), target._arg())
+                if text is not None:
+                    r = loads(_atvoss.measure(dumps(w.to_json()), target._arg(), "[" + text + "]", 1, 0, 0.0))
+                    m = r["measurements"][0]
+                    if m["status"] == "ok":
+                        timed[w.key] = {"schedule": loads(text), "time_us": float(m["time_us"])}
+            if timed[w.key] is not None:
+                out[name] = timed[w.key]  # type: ignore[assignment]
+        return out
 
     def __repr__(self) -> str:
         return f"Graph({self.name!r}, {len(self.nodes)} ops, {len(self.tensors)} tensors)"

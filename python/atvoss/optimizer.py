@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from . import _atvoss
+from . import profiler as _profiling
 from .constraints import Constraint, valid_points
-from .tuning import _check_int, _UINT64_MAX
+from .tuning import Measurement, _check_int, _UINT64_MAX
+from .vocabulary import Schedule, Workload
 
 Config = Dict[str, Any]
 Space = Mapping[str, Any]  # parameter name -> a list, tuple or numpy array of its values
@@ -208,6 +210,7 @@ class Optimizer:
             self._adopt(stored or {}, space, name)
         valid = valid_points(list(constraints), [p.name for p in self._params], [p.values for p in self._params])
         owner = f"python:{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._workload = Workload({"op": "objective", "name": name})
         self._core = _atvoss.OptimizerCore(name, [(p.name, p.ids) for p in self._params], valid, strategy, seed,
                                            "" if db is None else os.fspath(db),
                                            json.dumps(dict(strategy_config or {})), owner)
@@ -285,6 +288,7 @@ class Optimizer:
         if len(configs) != len(results):
             raise ValueError(f"tell: {len(configs)} configs but {len(results)} results")
         told, trials, messages, seen = [], [], [], set()  # checked whole before anything is kept
+        seen_order: List[Tuple[int, ...]] = []
         with self._lock:
             for config, result in zip(configs, results):
                 key = self._key(config)
@@ -293,6 +297,7 @@ class Optimizer:
                 if key in seen:
                     raise ValueError(f"tell: {config} is given twice")
                 seen.add(key)
+                seen_order.append(key)
                 ints = {p.name: k for p, k in zip(self._params, key)}
                 value, error = self._result_value(config, result)
                 told.append((ints, "ok" if value is not None else "runtime_error",
@@ -303,6 +308,18 @@ class Optimizer:
             for key in seen:
                 del self._outstanding[key]
             self.trials.extend(trials)
+        if _profiling.any_open():
+            _profiling.collect(self._workload, "host", [self._measurement(key, t) for key, t in zip(seen_order, trials)],
+                               source="objective")
+
+    def _measurement(self, key: Tuple[int, ...], t: OptimizerTrial) -> Measurement:
+        """A told result as the Profiler collects measurements: a value minimised and positive
+        is a time on its clock; any other value is kept in repeats, at no time."""
+        schedule = Schedule({p.name: k for p, k in zip(self._params, key)})
+        if t.value is None:
+            return Measurement(schedule, "runtime_error", 0.0, [], None, t.error)
+        as_time = t.value if self.direction == "minimize" and t.value > 0 else 0.0
+        return Measurement(schedule, "ok", as_time, [t.value], None, f"config {t.config}")
 
     @staticmethod
     def _result_value(config: Config, result: Any) -> Tuple[Optional[float], str]:

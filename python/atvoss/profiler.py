@@ -416,7 +416,7 @@ def _timeline_events(t: Any, pid: int) -> List[Dict[str, Any]]:
     for stream in sorted({n.stream for n in t.nodes}):
         events.append({"ph": "M", "pid": pid, "tid": stream + 1, "name": "thread_name",
                        "args": {"name": f"stream {stream}"}})
-    for n in t.nodes:
+    for n in sorted(t.nodes, key=lambda n: (n.start_us, n.stream)):  # trace viewers read tracks in time order
         events.append({"name": n.name, "cat": "graph", "ph": "X", "pid": pid, "tid": n.stream + 1,
                        "ts": n.start_us, "dur": n.end_us - n.start_us,
                        "args": {"op": n.op, "cores": len(n.cores), "launched_us": n.launched_us,

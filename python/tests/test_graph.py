@@ -215,3 +215,41 @@ def test_a_tuned_graph_runs_on_its_device_and_the_profiler_keeps_the_run(tmp_pat
         runs[e["name"]].end_us - runs[e["name"]].start_us) for e in simulated)
     summary = json.loads((tmp_path / "prof" / "summary.json").read_text())
     assert summary["graphs"][0]["makespan_us"] == t.makespan_us
+
+
+def test_naming_the_edge_in_connect_keeps_one_output_and_the_chain_fuses():
+    g = atvoss.Graph("named")
+    g.tensor("x", OUT)
+    g.op("conv", CONV, inputs=["x"])
+    g.op("relu", "relu", outputs=["y"])
+    g.tensor("y", OUT, output=True)
+    assert g.connect("conv", "relu", "h", shape=OUT) == "h"  # the edge named, as the articles do
+    assert g.nodes["conv"].outputs == ["h"] and "conv:out" not in g.tensors
+    f = atvoss.FusionScheduler()
+    f.add_rule(["conv2d", "relu"])
+    assert f.schedule(g).groups == [["conv", "relu"]]
+
+
+def test_simulate_without_choices_runs_each_kernel_at_its_default_schedule():
+    g = atvoss.Graph("defaults")
+    g.tensor("x", (1024, 1024))
+    g.op("fc", {"op": "matmul", "dims": {"M": 1024, "N": 1024, "K": 1024}}, inputs=["x"], outputs=["y"])
+    g.tensor("y", (1024, 1024), output=True)
+    t = g.simulate("ascend910b")
+    default = atvoss.measure({"op": "matmul", "dims": {"M": 1024, "N": 1024, "K": 1024}}, "ascend910b", noise=0)[0]
+    # Not the bytes-only fallback: the default's time, its launch issued by the host apart.
+    assert t.nodes[0].end_us - t.nodes[0].start_us == pytest.approx(default.time_us - default.profile.launch_us)
+
+
+def test_the_graph_track_of_the_trace_is_in_time_order(tmp_path):
+    # The critical path goes first: "side", listed first, starts after "big".
+    g = atvoss.Graph("order")
+    g.tensor("x", (1024, 1024))
+    g.op("side", {"op": "elementwise", "dims": {"M": 64, "N": 64}}, inputs=["x"], outputs=["s"])
+    g.op("big", {"op": "matmul", "dims": {"M": 1024, "N": 1024, "K": 1024}}, inputs=["x"], outputs=["b"])
+    g.op("after", {"op": "elementwise", "dims": {"M": 1024, "N": 1024}}, inputs=["b"], outputs=["y"])
+    with atvoss.Profiler() as p:
+        t = g.simulate("ascend910b")
+    assert [n.name for n in t.nodes][0] == "side" and min(t.nodes, key=lambda n: n.start_us).name == "big"
+    ts = [e["ts"] for e in p.trace_events()["traceEvents"] if e.get("cat") == "graph"]
+    assert len(ts) == 3 and ts == sorted(ts)

@@ -229,3 +229,19 @@ def test_tune_kernel_cache_compares_strategies(small_cache):
     assert short.trials == 3 and short.stop_reason == "budget"
     with pytest.raises(ValueError, match="path"):
         atvoss.tune_kernel_cache("/no/such/cache.json.gz")
+
+
+def test_the_profiler_collects_an_optimizers_results():
+    def objective(x, layout):
+        if x == 3:
+            raise RuntimeError("no such kernel")
+        return 10.0 * x + (1 if layout == "b" else 0)
+
+    with atvoss.Profiler() as p:
+        atvoss.minimize(objective, {"x": [1, 2, 3], "layout": ["a", "b"]}, trials=6, seed=1)
+    kept = [r for r in p.records if r.source == "objective"]
+    assert len(kept) == 6
+    assert sum(not r.measurement.ok for r in kept) == 2
+    assert {r.measurement.time_us for r in kept if r.measurement.ok} == {10.0, 11.0, 20.0, 21.0}
+    assert all(str(r.workload.to_json()["name"]) == "objective" for r in kept)
+    assert "no such kernel" in p.summary()
