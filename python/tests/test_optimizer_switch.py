@@ -170,6 +170,12 @@ WORKER = r"""
 import json, os, sys, time
 import atvoss
 db, log, space = sys.argv[1], sys.argv[2], {"a": list(range(8)), "b": list(range(6))}
+# A barrier: all four start together, so one process cannot take every point before the
+# others have imported atvoss.
+open(f"{log}.ready{sys.argv[3]}", "w").close()
+deadline = time.monotonic() + 120
+while sum(os.path.exists(f"{log}.ready{i}") for i in range(4)) < 4 and time.monotonic() < deadline:
+    time.sleep(0.01)
 def objective(a, b):
     with open(log, "a") as f:
         f.write(json.dumps([a, b, os.getpid()]) + "\n")
