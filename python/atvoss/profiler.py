@@ -431,8 +431,15 @@ def _graph_stats(t: Any) -> Dict[str, Any]:
 
 
 def _write_json(path: str, doc: Dict[str, Any], indent: Optional[int] = 1) -> None:
-    """doc as JSON at path, replaced whole (a reader never sees half a file)."""
+    """doc as JSON at path, replaced whole (a reader never sees half a file). What is at path
+    must be a regular file or nothing: a symlink, a device or a FIFO there is refused, never
+    replaced (as every atvoss output, core/user_paths.hpp)."""
+    if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+        kind = "a symlink" if os.path.islink(path) else "a directory" if os.path.isdir(path) else "not a regular file"
+        raise ValueError(f"Profiler: output '{path}' is {kind}; refusing to replace it")
     tmp = path + ".tmp"
+    if os.path.lexists(tmp) and (os.path.islink(tmp) or not os.path.isfile(tmp)):
+        raise ValueError(f"Profiler: '{tmp}' (the file written first) is not a regular file; refusing to write")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=indent, separators=None if indent else (",", ":"))
     os.replace(tmp, path)

@@ -245,3 +245,21 @@ def test_the_profiler_collects_an_optimizers_results():
     assert {r.measurement.time_us for r in kept if r.measurement.ok} == {10.0, 11.0, 20.0, 21.0}
     assert all(str(r.workload.to_json()["name"]) == "objective" for r in kept)
     assert "no such kernel" in p.summary()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory"])
+def test_the_profiler_refuses_to_replace_what_is_not_a_regular_file(tmp_path, kind):
+    import os
+
+    out = tmp_path / "prof"
+    out.mkdir()
+    victim = tmp_path / "victim.json"
+    victim.write_text("keep")
+    where = out / "summary.json"
+    {"symlink": lambda: where.symlink_to(victim), "fifo": lambda: os.mkfifo(where),
+     "directory": lambda: where.mkdir()}[kind]()
+    p = atvoss.Profiler()
+    with pytest.raises(ValueError, match="summary.json' is"):
+        p.write(out)
+    assert victim.read_text() == "keep"
+    assert os.path.islink(where) if kind == "symlink" else not os.path.isfile(where)
