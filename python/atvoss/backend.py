@@ -36,6 +36,11 @@ class Backend:
     # tune confirms the winner, measuring the fastest again side by side (tune's
     # confirm_top), as for the host backend.
     noisy: bool = False
+    # The longest one measure() call may take, in seconds (None: no bound): past it the
+    # schedule is a "timeout" and tuning goes on. Ctrl-C stops a measure() in flight too.
+    # Either takes effect at its next Python bytecode (a call blocked in C, such as a long
+    # time.sleep, sees it when it returns).
+    call_timeout_s: Optional[float] = 60.0
 
     def serves(self, workload: Workload, target: Target) -> bool:
         """Whether this backend measures workload on target."""

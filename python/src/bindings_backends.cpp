@@ -4,6 +4,8 @@
 // takes the GIL; values cross as JSON text and plain dicts, which the Python base class turns
 // into Workload and Target objects. A Python error in measure() is that candidate's
 // runtime_error, never the tuner's; one in serves/space/default is the caller's error.
+// measure() runs under the backend's call_timeout_s (CallDeadline): past it the schedule is
+// a timeout, and a caller's cancel (Ctrl-C) stops it as it stops a host kernel.
 #include <pybind11/stl.h>
 
 #include <cmath>
@@ -11,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <sstream>
 #include "backend/backend.hpp"
+
 #include "bindings.hpp"
+#include "call_deadline.hpp"
 #include "core/error.hpp"
 
 namespace atvoss::python {
@@ -92,9 +97,20 @@ class PyBackend final : public backend::Backend {
     }
     if (const Verdict v = sp.check(r.schedule); !v.ok) return Measurement::failed(Status::invalid, v.reason);
     py::gil_scoped_acquire gil;
+    const auto limit = call_timeout(*instance_);
+    CallDeadline::Fired fired = CallDeadline::Fired::no;
     try {
-      const py::object times = instance_->attr("_atvoss_measure")(dump(r.workload.to_json()), dump(r.target.to_json()),
-                                                                  r.schedule.values(), r.repeat);
+      py::object times;
+      {
+        CallDeadline deadline(limit, r.cancel);
+        try {
+          times = instance_->attr("_atvoss_measure")(dump(r.workload.to_json()), dump(r.target.to_json()),
+                                                     r.schedule.values(), r.repeat);
+        } catch (py::error_already_set& e) {
+          fired = e.matches(PyExc_TimeoutError) ? deadline.fired() : CallDeadline::Fired::no;
+          throw;
+        }
+      }
       Measurement m;
       m.repeats = times.cast<std::vector<double>>();
       for (const double us : m.repeats) {
@@ -107,6 +123,13 @@ class PyBackend final : public backend::Backend {
       m.time_us = median(m.repeats);
       return m;
     } catch (py::error_already_set& e) {
+      if (fired == CallDeadline::Fired::cancel) return Measurement::failed(Status::error, kCancelledMessage);
+      if (fired == CallDeadline::Fired::limit) {
+        std::ostringstream seconds;
+        seconds << limit->count();
+        return Measurement::failed(
+            Status::timeout, "measure() did not return within " + seconds.str() + " s (the backend's call_timeout_s)");
+      }
       return Measurement::failed(Status::runtime_error, python_error_text(e));
     } catch (const py::cast_error&) {
       return Measurement::failed(Status::runtime_error, "measure() must return a time in us or a list of them");

@@ -21,6 +21,7 @@
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "bindings.hpp"
+#include "call_deadline.hpp"
 #include "core/error.hpp"
 #include "search/strategy_registry.hpp"
 
@@ -47,64 +48,6 @@ class StrategyFailure : public std::runtime_error {
     text = e.what();
   }
   fail(name, "raised\n" + text);
-}
-
-// A bound on one call into the policy (its `call_timeout_s`): a propose() that never returns
-// would block tune for good. Past the limit a watchdog raises TimeoutError in the calling
-// thread (PyThreadState_SetAsyncExc), which Python delivers at its next bytecode; a call
-// blocked inside C (a sleep, a lock) sees it only when it comes back.
-// REQUIRES: constructed and destroyed under the GIL, on the thread making the call.
-class CallDeadline {
- public:
-  explicit CallDeadline(std::optional<std::chrono::duration<double>> limit) : thread_(PyThread_get_thread_ident()) {
-    if (!limit) return;
-    watchdog_ = std::thread([this, limit] {
-      {
-        std::unique_lock lock(mu_);
-        if (cv_.wait_for(lock, *limit, [this] { return done_; })) return;
-      }
-      py::gil_scoped_acquire gil;  // the caller holds the GIL only while it runs Python
-      const std::lock_guard lock(mu_);
-      if (done_) return;
-      PyThreadState_SetAsyncExc(thread_, PyExc_TimeoutError);
-      fired_ = true;
-    });
-  }
-  ~CallDeadline() {
-    if (!watchdog_.joinable()) return;
-    {
-      const std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    {
-      py::gil_scoped_release release;  // the watchdog may be waiting for the GIL
-      watchdog_.join();
-    }
-    // An exception raised as the call returned may not have been delivered: drop it.
-    if (fired_) PyThreadState_SetAsyncExc(thread_, nullptr);
-  }
-  bool fired() {
-    const std::lock_guard lock(mu_);
-    return fired_;
-  }
-  CallDeadline(const CallDeadline&) = delete;
-  CallDeadline& operator=(const CallDeadline&) = delete;
-
- private:
-  unsigned long thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool fired_ = false;
-  std::thread watchdog_;
-};
-
-// The policy's call_timeout_s (seconds; None: no bound). REQUIRES: the GIL.
-std::optional<std::chrono::duration<double>> call_timeout(const py::object& instance) {
-  const py::object t = py::getattr(instance, "call_timeout_s", py::none());
-  if (t.is_none()) return std::nullopt;
-  return std::chrono::duration<double>(t.cast<double>());
 }
 
 class PyStrategy final : public search::SearchStrategy {
@@ -216,7 +159,7 @@ class PyStrategy final : public search::SearchStrategy {
       try {
         return instance_->attr(method)(arg);
       } catch (py::error_already_set&) {
-        timed_out = deadline.fired();
+        timed_out = deadline.fired() != CallDeadline::Fired::no;
         throw;
       }
     } catch (py::error_already_set& e) {

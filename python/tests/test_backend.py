@@ -154,3 +154,57 @@ def test_a_noisy_backend_gets_its_winner_confirmed(numpy_backend, tmp_path):
 
     with pytest.raises(TypeError, match="noisy"):
         atvoss.register_backend(Unsure())
+
+
+class Hangs(atvoss.Backend):
+    """measure() never returns for rows 8 (a Python loop, as a hung kernel wrapper would spin)."""
+
+    name = "test-hangs"
+    call_timeout_s = 0.3
+
+    def serves(self, workload, target):
+        return workload.op == "softmax" and target.name == "hangs-cpu"
+
+    def space(self, workload, target):
+        return {"rows": [1, 8]}
+
+    def default(self, workload, target):
+        return {"rows": 1}
+
+    def measure(self, workload, target, schedule, repeat):
+        while schedule["rows"] == 8:
+            pass
+        return 5.0
+
+
+@pytest.fixture(scope="module")
+def hanging_backend():
+    if Hangs.name not in atvoss.backend_names():
+        atvoss.register_backend(Hangs())
+    return Hangs
+
+
+HANGS = {"preset": "ascend910", "name": "hangs-cpu"}
+
+
+def test_a_measure_past_the_backends_call_timeout_is_a_timeout(hanging_backend):
+    started = time.monotonic()
+    fine, hung = atvoss.measure(ROWS, HANGS, [{"rows": 1}, {"rows": 8}])
+    assert fine.ok and fine.time_us == 5.0
+    assert hung.status == "timeout" and "did not return within 0.3 s" in hung.message
+    assert time.monotonic() - started < 5
+
+
+def test_ctrl_c_stops_a_hung_python_measure(hanging_backend, monkeypatch):
+    import os
+    import signal
+    import threading
+
+    monkeypatch.setattr(Hangs, "call_timeout_s", None)  # only Ctrl-C can stop it now
+    timer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        atvoss.tune(ROWS, HANGS, trials=4, strategy="grid")
+    timer.join()
+    assert time.monotonic() - started < 2.0, "Ctrl-C did not stop the hung measure within about 0.1 s"
