@@ -114,7 +114,7 @@ class Farm {
       : options_(options),
         io_(io),
         state_(
-            FarmRules{options.heartbeat_interval, options.missed_heartbeats, options.max_retries},
+            FarmRules{options.heartbeat_interval, options.missed_heartbeats, options.max_retries, options.task_lease},
             [] { return Clock::now(); }, metrics_) {}
 
   const CoordinatorOptions& options() const { return options_; }

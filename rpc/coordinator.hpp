@@ -41,6 +41,7 @@ struct CoordinatorOptions {
   std::chrono::milliseconds heartbeat_interval{1000};  // also the liveness sweep period
   int missed_heartbeats = 3;                           // worker removed after this many intervals of silence
   int max_retries = 3;                                 // requeues of one task before worker_lost
+  std::chrono::milliseconds task_lease{600000};        // a task unanswered this long is given to another worker
   std::chrono::milliseconds grace{10000};              // shutdown: time left to tasks in flight
   std::chrono::milliseconds login_timeout{5000};       // unauthenticated connections are dropped after it
   std::string db_path;                                 // non-empty: log every relayed result in this database

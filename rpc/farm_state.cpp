@@ -109,6 +109,7 @@ FarmActions FarmState::on_tick() {
     remove_worker(id, out);  // its lease ends now; anything it sends later is late
     out.closes.push_back(id);
   }
+  take_back_expired_leases(now, out);
   flush_outbox(out);
   for (const auto& [id, role] : peers_) {
     if (role == Role::client) out.sends.push_back({id, Json{{"type", "heartbeat"}}});
@@ -216,7 +217,7 @@ void FarmState::dispatch(const std::string& target, FarmActions& out) {
   std::vector<Assigned> assigned;
   for (auto& [id, w] : workers_) {
     if (!w.registered || std::find(w.targets.begin(), w.targets.end(), target) == w.targets.end()) continue;
-    if (static_cast<int>(w.in_flight.size()) < w.slots) assigned.push_back({id, &w});
+    if (busy_slots(w) < w.slots) assigned.push_back({id, &w});
   }
   // Round robin, one task per worker per turn: spreads a batch over the free slots
   // instead of filling the first worker, and never past a worker's slot count.
@@ -225,13 +226,14 @@ void FarmState::dispatch(const std::string& target, FarmActions& out) {
     progress = false;
     for (Assigned& a : assigned) {
       if (queue.empty()) break;
-      if (static_cast<int>(a.info->in_flight.size()) >= a.info->slots) continue;
+      if (busy_slots(*a.info) >= a.info->slots) continue;
       const std::uint64_t id = queue.front();
       queue.pop_front();
       progress = true;
       const auto t = tasks_.find(id);
       if (t == tasks_.end() || t->second.worker != 0) continue;  // cancelled or stale entry
       t->second.worker = a.worker;
+      t->second.leased_at = clock_();
       a.info->in_flight.insert(id);
       a.tasks.push_back(Json{{"id", id}, {"target", target}, {"request", t->second.request}});
     }
@@ -256,6 +258,7 @@ void FarmState::on_results(SessionId worker_id, WorkerInfo& w, const Json& messa
                   "'status' and a 'measurement' body (bin)");
     }
     const std::uint64_t id = r["id"].get<std::uint64_t>();
+    w.taken_back.erase(id);  // a late answer frees the slot its stuck item held
     const auto t = tasks_.find(id);
     if (t == tasks_.end() || t->second.worker != worker_id) {
       metrics_.count_late_result();  // the lease moved on: another worker owns this task now
@@ -317,19 +320,43 @@ void FarmState::remove_worker(SessionId id, FarmActions& out) {
   std::unordered_set<std::string> touched;
   for (const std::uint64_t task_id : w.in_flight) {
     const auto t = tasks_.find(task_id);
-    if (t == tasks_.end()) continue;
-    Task& task = t->second;
-    task.worker = 0;
-    if (++task.retries > rules_.max_retries) {
-      relay(task_id, "worker_lost",
-            failure_body(Status::worker_lost, "lost with " + std::to_string(task.retries) +
-                                                  " workers in turn; not a property of the schedule"),
-            out);
-      continue;
+    if (t != tasks_.end() && requeue(task_id, "lost with", out)) touched.insert(t->second.target);
+  }
+  for (const std::string& t : touched) dispatch(t, out);
+}
+
+bool FarmState::requeue(std::uint64_t task_id, const std::string& why, FarmActions& out) {
+  Task& task = tasks_.at(task_id);
+  task.worker = 0;
+  if (++task.retries > rules_.max_retries) {
+    relay(task_id, "worker_lost",
+          failure_body(Status::worker_lost,
+                       why + " " + std::to_string(task.retries) + " workers in turn; not a property of the schedule"),
+          out);
+    return false;
+  }
+  metrics_.count_retry();
+  queues_[task.target].push_front(task_id);  // first in line: it has waited longest
+  return true;
+}
+
+void FarmState::take_back_expired_leases(FarmTime now, FarmActions& out) {
+  if (rules_.task_lease.count() <= 0) return;
+  std::unordered_set<std::string> touched;
+  for (auto& [worker_id, w] : workers_) {
+    std::vector<std::uint64_t> expired;
+    for (const std::uint64_t id : w.in_flight) {
+      const auto t = tasks_.find(id);
+      if (t != tasks_.end() && now - t->second.leased_at > rules_.task_lease) expired.push_back(id);
     }
-    metrics_.count_retry();
-    queues_[task.target].push_front(task_id);  // first in line: it has waited longest
-    touched.insert(task.target);
+    for (const std::uint64_t id : expired) {
+      log_line("farm", "worker " + w.name + " gave no answer for task " + std::to_string(id) + " within its " +
+                           std::to_string(rules_.task_lease.count()) + " ms lease; taking it back");
+      w.in_flight.erase(id);
+      w.taken_back.insert(id);
+      const std::string target = tasks_.at(id).target;
+      if (requeue(id, "no answer within the lease from", out)) touched.insert(target);
+    }
   }
   for (const std::string& t : touched) dispatch(t, out);
 }

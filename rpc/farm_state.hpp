@@ -9,6 +9,9 @@
 //   - a worker never holds more tasks than its slots (backpressure lives in the queue);
 //   - a worker silent for missed_heartbeats intervals, or gone, is removed and its tasks
 //     are requeued at the front; after max_retries losses a task is answered worker_lost;
+//   - a task leased longer than task_lease (a worker alive but silent on that item) is taken
+//     back and requeued the same way; until that worker answers the item late, its slot
+//     stays counted as busy, so nothing more queues behind the stuck item;
 //   - a result from a worker that no longer holds the task's lease is ignored (late);
 //   - identical requests in flight from different clients are measured once;
 //   - a client that goes away gives up its waiters; tasks nobody waits for any more and
@@ -44,6 +47,7 @@ struct FarmRules {
   std::chrono::milliseconds heartbeat_interval{1000};  // clients get a heartbeat per on_tick
   int missed_heartbeats = 3;                           // a worker silent this many intervals is removed
   int max_retries = 3;                                 // requeues of one task before worker_lost
+  std::chrono::milliseconds task_lease{600000};        // one task's longest run on a worker (0: no limit)
 };
 
 // What the shell must do after an event, in this order: sends, closes, log writes.
@@ -109,6 +113,7 @@ class FarmState {
     Json request;  // the request body (bin): opaque here
     int retries = 0;
     SessionId worker = 0;  // holder of the lease; 0 while queued
+    FarmTime leased_at;
     std::vector<Waiter> waiters;
   };
   struct WorkerInfo {
@@ -118,6 +123,7 @@ class FarmState {
     std::string peer;
     int slots = 1;
     std::unordered_set<std::uint64_t> in_flight;
+    std::unordered_set<std::uint64_t> taken_back;  // leases that ran out here, not answered yet
     FarmTime last_seen;
     bool registered = false;
   };
@@ -128,6 +134,11 @@ class FarmState {
   void on_results(SessionId worker_id, WorkerInfo& w, const Json& message, FarmActions& out);
   void dispatch(const std::string& target, FarmActions& out);
   void remove_worker(SessionId id, FarmActions& out);
+  void take_back_expired_leases(FarmTime now, FarmActions& out);
+  // Requeues a task whose lease ended (worker lost, or lease run out) at the front, or
+  // answers it worker_lost past max_retries. Returns whether it was requeued.
+  bool requeue(std::uint64_t task_id, const std::string& why, FarmActions& out);
+  int busy_slots(const WorkerInfo& w) const { return static_cast<int>(w.in_flight.size() + w.taken_back.size()); }
   void drop_client(SessionId id);
   // Answers every waiter of the task into the outbox and forgets the task.
   void relay(std::uint64_t task_id, const std::string& status, const Json& measurement, FarmActions& out);

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   atvoss::rpc::CoordinatorOptions options;
   std::string token_file, port_file;
   int http_port = -1;
-  int grace_ms = 10000, heartbeat_ms = 1000, login_timeout_ms = 5000;
+  int grace_ms = 10000, heartbeat_ms = 1000, login_timeout_ms = 5000, task_lease_ms = 600000;
   app.add_option("--host", options.host, "bind address (non-loopback needs a token)")
       ->capture_default_str()
       ->check(atvoss::tools::ip_address());
@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period; workers silent for 3 periods are removed")
       ->capture_default_str()
       ->check(CLI::Range(10, 60000));
+  app.add_option("--task-lease-ms", task_lease_ms,
+                 "a task a worker has not answered in this long goes to another worker; 0: no limit")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400000));
   app.add_option("--login-timeout-ms", login_timeout_ms, "connections that have not logged in by then are dropped")
       ->capture_default_str()
       ->check(CLI::Range(10, 600000));
@@ -51,6 +55,7 @@ int main(int argc, char** argv) {
     options.grace = std::chrono::milliseconds(grace_ms);
     options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
     options.login_timeout = std::chrono::milliseconds(login_timeout_ms);
+    options.task_lease = std::chrono::milliseconds(task_lease_ms);
     if (http_port >= 0) options.http_port = static_cast<std::uint16_t>(http_port);
     atvoss::rpc::Coordinator farm(options);
     farm.start();

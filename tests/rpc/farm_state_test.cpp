@@ -109,6 +109,38 @@ TEST_F(FarmStateTest, SilentWorkerIsRemovedAtTheHeartbeatLimitAndItsTaskMovesOn)
   ASSERT_EQ(answers_to(answered, kClient).size(), 1u);
 }
 
+TEST_F(FarmStateTest, ATaskUnansweredPastItsLeaseMovesOnAndTheStuckSlotStaysBusy) {
+  make({100ms, 3, 3, 1000ms});
+  worker(kWorkerA, 1);
+  state_->on_connected(kClient, Role::client, "c");
+  ASSERT_EQ(tasks_to(submit(kClient, {item(1, 64)}), kWorkerA).size(), 1u);
+  worker(kWorkerB, 1);
+  Json beat{{"type", "heartbeat"}};
+  const auto alive_for = [&](std::chrono::milliseconds d) {  // both workers keep their heartbeats
+    FarmActions last;
+    for (auto t = 0ms; t < d; t += 50ms) {
+      advance(50ms);
+      state_->on_message(kWorkerA, beat);
+      state_->on_message(kWorkerB, beat);
+      last = state_->on_tick();
+      if (!tasks_to(last, kWorkerB).empty()) return last;
+    }
+    return last;
+  };
+  FarmActions tick = alive_for(1000ms);  // exactly the lease: not yet taken back
+  EXPECT_TRUE(tasks_to(tick, kWorkerB).empty());
+  tick = alive_for(50ms);
+  const auto moved = tasks_to(tick, kWorkerB);
+  ASSERT_EQ(moved.size(), 1u) << "the task A sits on goes to B";
+  EXPECT_TRUE(tick.closes.empty()) << "A is alive: only its task moves";
+  EXPECT_EQ(state_->stats().at("retries"), 1);
+  EXPECT_TRUE(tasks_to(submit(kClient, {item(2, 65)}), kWorkerA).empty()) << "A's slot still holds the stuck item";
+  const FarmActions late = results(kWorkerA, {ok_result(moved[0], 1.0)});
+  EXPECT_TRUE(answers_to(late, kClient).empty()) << "A no longer holds the lease";
+  EXPECT_EQ(tasks_to(late, kWorkerA).size(), 1u) << "A's answer frees its slot for the queued task";
+  ASSERT_EQ(answers_to(results(kWorkerB, {ok_result(moved[0], 2.0)}), kClient).size(), 1u);
+}
+
 TEST_F(FarmStateTest, HeartbeatsKeepAWorkerAndClientsGetOnePerTick) {
   make({100ms, 3, 3});
   worker(kWorkerA, 1);
