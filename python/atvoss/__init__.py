@@ -32,9 +32,9 @@ from .backend import Backend, backend_names, register_backend
 from .client import Client
 from .database import Database, LookupResult, Table, columns
 from .farm import serve_worker
-from .graph import FusionResult, FusionRule, FusionScheduler, Graph, Timeline, TimelineNode
+from .graph import FusionResult, FusionRule, FusionScheduler, Graph, Tensor, Timeline, TimelineNode
 from .optimizer import Optimizer, OptimizerTrial, maximize, minimize, optimize
-from .policy import GraphTuneResult, NodeResult, policy_names, register_policy, tune_graph, unregister_policy
+from .policy import AbstractSchedulePolicy, GraphTuneResult, NodeResult, policy_names, register_policy, tune_graph, unregister_policy
 from .profiler import ProfiledOp, Profiler
 from .strategy import SearchStrategy, StrategyError, Trial, register_strategy, strategy_names, unregister_strategy
 from .tuning import (Measurement, Profile, TuneResult, measure, run_job, tune, tune_kernel_cache,
@@ -42,10 +42,10 @@ from .tuning import (Measurement, Profile, TuneResult, measure, run_job, tune, t
 from .vocabulary import Schedule, ScheduleSpace, Target, Workload
 
 __all__ = [
-    "Backend", "Client", "Database", "FusionResult", "FusionRule", "FusionScheduler", "Graph", "GraphTuneResult",
+    "AbstractSchedulePolicy", "Backend", "Client", "Database", "FusionResult", "FusionRule", "FusionScheduler", "Graph", "GraphTuneResult",
     "NodeResult", "Timeline", "TimelineNode", "policy_names", "register_policy", "tune_graph", "unregister_policy", "LookupResult", "Measurement", "Optimizer", "OptimizerTrial", "Profile",
     "ProfiledOp", "Profiler", "backend_names", "maximize", "minimize", "optimize", "register_backend",
-    "Schedule", "ScheduleSpace", "SearchStrategy", "StrategyError", "Table", "Target", "Trial",
+    "Schedule", "ScheduleSpace", "SearchStrategy", "StrategyError", "Table", "Target", "Tensor", "Trial",
     "TuneResult", "Workload", "columns", "measure", "register_strategy", "run_job", "serve_worker",
     "strategy_names", "tune", "tune_kernel_cache", "unregister_strategy", "zoo_model",
 ]

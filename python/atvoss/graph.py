@@ -48,6 +48,11 @@ class Tensor:
     location: str = GLOBAL
     output: bool = False
 
+    def __post_init__(self) -> None:
+        self.shape = tuple(self.shape)
+        if not self.bytes and self.shape:
+            self.bytes = _shape_bytes(self.shape, self.dtype)
+
 
 @dataclass
 class Node:
@@ -105,6 +110,24 @@ class Graph:
         self.tensors[name] = Tensor(name, tuple(shape), dtype, _shape_bytes(shape, dtype), constant, location, output)
         return name
 
+    def add_tensor(self, tensor: Tensor) -> str:
+        """Adds a Tensor object (the articles' ``Tensor(name, shape, location=...)``) and
+        returns its name; the same as tensor() with its fields."""
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"Graph.add_tensor: expected an atvoss.Tensor, not {type(tensor).__name__}")
+        self.tensor(tensor.name, tensor.shape, tensor.dtype, constant=tensor.constant, location=tensor.location,
+                    output=tensor.output)
+        return tensor.name
+
+    def create_op(self, name: str, kind: Union[str, Workload, Mapping[str, Any]], inputs: Iterable[Any] = (),
+                  outputs: Iterable[Any] = (), **attributes: Any) -> str:
+        """The articles' name for op(); inputs and outputs may be Tensor objects too."""
+        return self.op(name, kind, [self._tensor_name(t) for t in inputs], [self._tensor_name(t) for t in outputs],
+                       **attributes)
+
+    def _tensor_name(self, t: Any) -> str:
+        return self.add_tensor(t) if isinstance(t, Tensor) else t
+
     def op(self, name: str, kind: Union[str, Workload, Mapping[str, Any]], inputs: Iterable[str] = (),
            outputs: Iterable[str] = (), *, count: int = 1, **attributes: Any) -> str:
         """Adds an op and returns its name. kind: a Workload (or its dict) for an op with a
@@ -135,12 +158,23 @@ class Graph:
             self._attach(name, t, as_output=True)
         return name
 
-    def connect(self, src: str, dst: str, tensor: Optional[str] = None, *, shape: Sequence[int] = (),
-                dtype: str = "float16", location: str = GLOBAL, fusible: bool = True) -> str:
+    def connect(self, src: str, dst: Union[str, Sequence[Any]], tensor: Any = None, *, shape: Sequence[int] = (),
+                dtype: str = "float16", location: str = GLOBAL, fusible: bool = True,
+                constraints: Optional[Mapping[str, Any]] = None) -> str:
         """Joins op src to op dst through a tensor (named tensor, else "src:out") that src
         writes and dst reads, and returns its name. Constraints: location, the memory the
         tensor lives in (on chip, it costs no global traffic; a fusion then saves none);
-        fusible=False, src and dst never run in one kernel."""
+        fusible=False, src and dst never run in one kernel.
+
+        The articles' form ``connect(op, inputs, out, constraints={...})`` (inputs a list)
+        gives op its input tensors and its output tensor instead (names or Tensor objects);
+        constraints may hold "location" (of out) and "fusible" (False: op never fuses with
+        the producers of its inputs). Returns out's name."""
+        if not isinstance(dst, str) and isinstance(dst, Sequence):
+            return self._connect_op(src, dst, tensor, dict(constraints or {}))
+        if constraints is not None:
+            location = constraints.get("location", location)
+            fusible = constraints.get("fusible", fusible)
         for n, what in ((src, "src"), (dst, "dst")):
             if n not in self.nodes:
                 raise ValueError(f"Graph.connect: field '{what}': no op named '{n}'")
@@ -156,6 +190,30 @@ class Graph:
             self._attach(dst, t, as_output=False)
         self.nodes[dst].fusible_inputs[t] = bool(fusible)
         return t
+
+    def _connect_op(self, op: str, inputs: Sequence[Any], out: Any, constraints: Dict[str, Any]) -> str:
+        if op not in self.nodes:
+            raise ValueError(f"Graph.connect: field 'op': no op named '{op}'")
+        unknown = sorted(set(constraints) - {"location", "fusible"})
+        if unknown:
+            raise ValueError(f"Graph.connect: field 'constraints': unknown key(s) {unknown}; allowed: location, fusible")
+        if out is None:
+            raise ValueError("Graph.connect: field 'out': name the tensor the op writes")
+        node = self.nodes[op]
+        for t in inputs:
+            name = self._tensor_name(t)
+            if name not in node.inputs:
+                self._attach(op, name, as_output=False)
+            node.fusible_inputs[name] = bool(constraints.get("fusible", True))
+        name = self._tensor_name(out)
+        self._rename_placeholder(op, name)
+        if name not in self.tensors:
+            self.tensor(name)
+        if "location" in constraints:
+            self.tensors[name].location = str(constraints["location"])
+        if name not in node.outputs:
+            self._attach(op, name, as_output=True)
+        return name
 
     def _rename_placeholder(self, src: str, t: str) -> None:
         """Naming the edge of an op whose only output is still the "<src>:out" that op()
@@ -342,6 +400,13 @@ class FusionRule:
     max_fusion_depth: int
     memory_budget: float
     name: str
+    tile_size: Optional[int] = None  # elements of an intermediate kept on chip at a time (None: all of it)
+
+    def footprint(self, t: "Tensor") -> float:
+        """The on-chip bytes an intermediate takes inside the fused kernel."""
+        if self.tile_size is None or not t.shape:
+            return t.bytes
+        return min(t.bytes, self.tile_size * t.bytes / max(1, math.prod(t.shape)))
 
 
 @dataclass
@@ -403,13 +468,23 @@ def _result(original: Graph, fused: Graph, groups: List[List[str]], rules: List[
                         fused)
 
 
-class FusionScheduler:
-    """Fuses chains of ops by the rules added, in the order added (see add_rule)."""
+# The articles' add_rule(pattern, config): on-chip capacities an l1_preference picks as the
+# memory budget when the config gives none (Ascend 910's L1 and unified buffer).
+L1_BYTES = 1 << 20
+UB_BYTES = 256 << 10
 
-    def __init__(self) -> None:
+
+class FusionScheduler:
+    """Fuses chains of ops by the rules added, in the order added (see add_rule). graph: the
+    graph schedule() fuses when it is given none (the articles' FusionScheduler(graph))."""
+
+    def __init__(self, graph: Optional[Graph] = None) -> None:
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError(f"FusionScheduler: graph must be an atvoss.Graph, not {type(graph).__name__}")
+        self.graph = graph
         self.rules: List[FusionRule] = []
 
-    def add_rule(self, pattern: Sequence[str], max_fusion_depth: Optional[int] = None,
+    def add_rule(self, pattern: Sequence[str], max_fusion_depth: Union[int, Mapping[str, Any], None] = None,
                  memory_budget: Optional[float] = None, name: Optional[str] = None) -> FusionRule:
         """Adds a rule. pattern: the op kinds of a chain, first the kernel's ("conv2d",
         "matmul", or "*" for any kernel), then the ops fused after it, in order ("batchnorm",
@@ -417,7 +492,26 @@ class FusionScheduler:
         least). max_fusion_depth: most ops in one fused group (default: the pattern's
         length). memory_budget: bytes an intermediate tensor may take, since the fused kernel
         keeps it on chip (default: no limit). A chain also stops at a tensor read by more
-        than one op, a graph output, or an edge connected with fusible=False."""
+        than one op, a graph output, or an edge connected with fusible=False.
+
+        The articles' form ``add_rule(pattern, config)`` (a dict second) takes
+        "max_fusion_depth", "memory_budget", "name", "tile_size" (elements of an
+        intermediate the fused kernel keeps on chip at a time: its footprint is that many
+        elements, not the whole tensor) and "l1_preference" (True: the budget is L1_BYTES,
+        False: UB_BYTES, unless memory_budget is given)."""
+        tile_size: Optional[int] = None
+        if isinstance(max_fusion_depth, Mapping):
+            config = dict(max_fusion_depth)
+            unknown = sorted(set(config) - {"max_fusion_depth", "memory_budget", "name", "tile_size", "l1_preference"})
+            if unknown:
+                raise ValueError(f"add_rule: field 'config': unknown key(s) {unknown}")
+            max_fusion_depth, name = config.get("max_fusion_depth"), config.get("name", name)
+            memory_budget = config.get("memory_budget")
+            if memory_budget is None and "l1_preference" in config:
+                memory_budget = L1_BYTES if config["l1_preference"] else UB_BYTES
+            tile_size = config.get("tile_size")
+            if tile_size is not None and (isinstance(tile_size, bool) or not isinstance(tile_size, int) or tile_size < 1):
+                raise ValueError(f"add_rule: field 'tile_size' must be an int >= 1 (elements), got {tile_size!r}")
         if isinstance(pattern, str) or len(pattern) < 2 or not all(isinstance(p, str) and p for p in pattern):
             raise ValueError("add_rule: field 'pattern' must list at least two op kinds, e.g. ['conv2d', 'relu']")
         depth = len(pattern) if max_fusion_depth is None else max_fusion_depth
@@ -426,12 +520,16 @@ class FusionScheduler:
         budget = math.inf if memory_budget is None else memory_budget
         if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0:
             raise ValueError(f"add_rule: field 'memory_budget' must be a number of bytes > 0, got {memory_budget!r}")
-        rule = FusionRule(tuple(pattern), depth, float(budget), name or "+".join(pattern))
+        rule = FusionRule(tuple(pattern), depth, float(budget), name or "+".join(pattern), tile_size)
         self.rules.append(rule)
         return rule
 
-    def schedule(self, graph: Graph) -> FusionResult:
-        """Fuses graph (left untouched) by the rules and returns the FusionResult."""
+    def schedule(self, graph: Optional[Graph] = None) -> FusionResult:
+        """Fuses graph (default: the one given to the constructor; left untouched) by the
+        rules and returns the FusionResult."""
+        graph = graph if graph is not None else self.graph
+        if graph is None:
+            raise ValueError("schedule: field 'graph' is required: the FusionScheduler was given none")
         if not self.rules:
             raise ValueError("schedule: no rule: call add_rule first (or FusionScheduler.builtin)")
         fused = graph.copy()
@@ -462,7 +560,7 @@ class FusionScheduler:
                 break
             t = g.tensors[outputs[0]]
             readers = g.consumers(t.name)
-            if t.output or len(readers) != 1 or t.bytes > rule.memory_budget:
+            if t.output or len(readers) != 1 or rule.footprint(t) > rule.memory_budget:
                 break
             nxt = g.nodes[readers[0]]
             if (nxt.fused_into is not None or not _joins(nxt) or not _is_kind(nxt, rule.pattern[len(chain)])

@@ -18,6 +18,7 @@ space, a fusion group a chain (each op the only reader of the one before, no ker
 own after the first). A class missing a method is refused at registration (TypeError); a
 decision that fails its check raises ValueError naming the policy and the node.
 """
+import abc
 import os
 import tempfile
 import threading
@@ -32,6 +33,20 @@ _lock = threading.Lock()
 _policies: Dict[str, "_Entry"] = {}
 
 P = TypeVar("P", bound=type)
+
+
+class AbstractSchedulePolicy(abc.ABC):
+    """The articles' base class of a graph policy: implement can_apply and evaluate (see the
+    module doc) and register the class with @atvoss.register_policy. Subclassing it is
+    optional: register_policy takes any class with the two methods."""
+
+    @abc.abstractmethod
+    def can_apply(self, subgraph: Graph) -> bool:
+        """Whether this policy takes part of subgraph."""
+
+    @abc.abstractmethod
+    def evaluate(self, subgraph: Graph) -> Mapping[str, Any]:
+        """{"schedules": {node: schedule}, "fuse": [[node, ...], ...]} for the nodes it takes."""
 
 
 @dataclass(frozen=True)

@@ -253,3 +253,52 @@ def test_the_graph_track_of_the_trace_is_in_time_order(tmp_path):
     assert [n.name for n in t.nodes][0] == "side" and min(t.nodes, key=lambda n: n.start_us).name == "big"
     ts = [e["ts"] for e in p.trace_events()["traceEvents"] if e.get("cat") == "graph"]
     assert len(ts) == 3 and ts == sorted(ts)
+
+
+def test_the_articles_forms_build_and_fuse_the_same_graph_as_the_native_api():
+    # The forms the ATVOSS articles show, as thin aliases of the native calls.
+    g = atvoss.Graph("article")
+    x = atvoss.Tensor("x", OUT, location="global")
+    mid = atvoss.Tensor("mid", OUT, location="global")
+    y = atvoss.Tensor("y", OUT, output=True)
+    conv = g.create_op("conv", CONV)
+    relu = g.create_op("relu", "relu")
+    g.connect(conv, [x], mid, constraints={"location": "global"})
+    g.connect(relu, [mid], y)
+    assert g.nodes["conv"].outputs == ["mid"] and g.tensors["mid"].bytes == 401408
+    f = atvoss.FusionScheduler(g)
+    f.add_rule(["conv2d", "relu"], {"l1_preference": True, "tile_size": 16 * 1024})
+    r = f.schedule()
+    assert r.groups == [["conv", "relu"]] and r.bandwidth_saved_bytes == 2 * 401408
+    # The unified buffer (256 KiB) cannot hold the whole 392 KiB intermediate; a tile of it fits.
+    ub_whole = atvoss.FusionScheduler(g)
+    ub_whole.add_rule(["conv2d", "relu"], {"l1_preference": False})
+    assert ub_whole.schedule().groups == []
+    ub_tiled = atvoss.FusionScheduler(g)
+    ub_tiled.add_rule(["conv2d", "relu"], {"l1_preference": False, "tile_size": 16 * 1024})
+    assert ub_tiled.schedule().groups == [["conv", "relu"]]
+    with pytest.raises(ValueError, match="unknown key"):
+        atvoss.FusionScheduler(g).add_rule(["conv2d", "relu"], {"tile": 4})
+    no_fuse = atvoss.Graph("article")
+    no_fuse.create_op("conv", CONV)
+    no_fuse.create_op("relu", "relu")
+    no_fuse.connect("conv", [x], mid)
+    no_fuse.connect("relu", [mid], y, constraints={"fusible": False})
+    only = atvoss.FusionScheduler(no_fuse)
+    only.add_rule(["conv2d", "relu"], {})
+    assert only.schedule().groups == []
+
+
+def test_an_abstract_schedule_policy_must_implement_both_methods():
+    class Half(atvoss.AbstractSchedulePolicy):
+        def can_apply(self, subgraph):
+            return False
+
+    with pytest.raises(TypeError):
+        Half()
+
+    class Whole(Half):
+        def evaluate(self, subgraph):
+            return {}
+
+    assert Whole().evaluate(atvoss.Graph("g")) == {}
