@@ -89,7 +89,14 @@ class Optimizer {
     o.target = target_;
     o.model_threads = 1;
     strategy_ = search::make_strategy(strategy, space_, o, parse(strategy_config, "strategy_config"));
-    if (!db_path.empty()) db_ = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(db_path));
+    if (!db_path.empty()) {
+      db_ = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(db_path));
+      // Claims lapse on their own, so losing the last ones to a power cut costs nothing:
+      // their own connection skips the fsync a result's commit makes (one per ask).
+      db::OpenOptions no_sync;
+      no_sync.sync_every_commit = false;
+      claims_ = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(db_path, no_sync));
+    }
   }
 
   ~Optimizer() {
@@ -101,7 +108,7 @@ class Optimizer {
 
   // Drops this optimizer's claims: what it still has outstanding is free for others.
   void release() {
-    if (db_) db_->records().release(owner_);
+    if (claims_) claims_->records().release(owner_);
   }
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
@@ -225,7 +232,7 @@ class Optimizer {
     for (const Schedule& s : batch) keys.push_back(s.key());
     const std::int64_t now = db::now_ms();
     std::vector<bool> held =
-        db_->records().claim(workload_, db::TargetInfo::from_target(target_), keys, owner_, now, now + kClaimTtlMs);
+        claims_->records().claim(workload_, db::TargetInfo::from_target(target_), keys, owner_, now, now + kClaimTtlMs);
     // A claim is free again once its record is in: only a look-up after the claim is sure.
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (held[i] && db_->records().contains(workload_.key(), target_key_, keys[i])) held[i] = false;
@@ -256,6 +263,7 @@ class Optimizer {
   std::string target_key_;
   std::string owner_;
   std::unique_ptr<db::TuningDatabase> db_;
+  std::unique_ptr<db::TuningDatabase> claims_;  // the same database: claims only
   ScheduleSpace space_;
   std::unique_ptr<search::SearchStrategy> strategy_;
   bool batch_pending_ = false;
