@@ -1,8 +1,10 @@
 """atvoss.Database and atvoss.Table against a database filled by atvoss.tune: answers agree
 with the tuning result, plain Python data and numpy columns, export/import/merge, models,
 lookup exact vs nearest, bad input."""
+import json
 import os
 import subprocess
+import sys
 import uuid
 
 import numpy as np
@@ -232,3 +234,37 @@ def test_database_and_table_errors(tmp_path):
         atvoss.Table(tmp_path / "nothing.json")
     with pytest.raises(RuntimeError):
         atvoss.Database(tmp_path / "empty.db").export_table("ascend910b", tmp_path / "t.json")
+
+
+WORKER = r"""
+import json, os, sys, time
+import atvoss
+db, log, space = sys.argv[1], sys.argv[2], {"a": list(range(8)), "b": list(range(6))}
+# A barrier: all four start together, so one process cannot take every point before the
+# others have imported atvoss.
+open(f"{log}.ready{sys.argv[3]}", "w").close()
+deadline = time.monotonic() + 120
+while sum(os.path.exists(f"{log}.ready{i}") for i in range(4)) < 4 and time.monotonic() < deadline:
+    time.sleep(0.01)
+def objective(a, b):
+    with open(log, "a") as f:
+        f.write(json.dumps([a, b, os.getpid()]) + "\n")
+    time.sleep(0.01)
+    return 1.0 + (a - 5) ** 2 + (b - 2) ** 2
+atvoss.minimize(objective, space, trials=48, db=db, name="shared", seed=int(sys.argv[3]), batch=2)
+"""
+
+
+def test_four_optimizer_processes_sharing_a_database_evaluate_each_point_once(db_path, tmp_path):
+    # atvoss.minimize in 4 processes on one database (docs/python-objective.md).
+    db, log = db_path, tmp_path / "calls.jsonl"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(db), str(log), str(seed)], env=env)
+               for seed in range(4)]
+    assert [w.wait(timeout=300) for w in workers] == [0, 0, 0, 0]
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    points = [(a, b) for a, b, _ in calls]
+    assert len(points) == len(set(points)), "a point was evaluated twice"
+    assert set(points) == {(a, b) for a in range(8) for b in range(6)}
+    assert len({pid for _, _, pid in calls}) > 1, "one process did all the work"
+    assert len(atvoss.Database(db).query(op="objective")) == 48

@@ -3,9 +3,6 @@ numpy scalars, maximize, failures kept while a run of only failures raises, resu
 the space, several pending asks, threads and processes sharing one database, and constraints
 parsed by a closed grammar (issue 55; the constraint escape of issue 59)."""
 import json
-import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -164,39 +161,6 @@ def test_maximized_values_come_back_from_the_database_unchanged(tmp_path):
     back = atvoss.Optimizer({"x": [1, 2, 3, 4]}, db=db, name="m", direction="maximize")
     assert sorted(t.value for t in back.trials) == [-1.5, -0.5, 0.5, 1.5]
     assert back.best.config == {"x": 4}
-
-
-WORKER = r"""
-import json, os, sys, time
-import atvoss
-db, log, space = sys.argv[1], sys.argv[2], {"a": list(range(8)), "b": list(range(6))}
-# A barrier: all four start together, so one process cannot take every point before the
-# others have imported atvoss.
-open(f"{log}.ready{sys.argv[3]}", "w").close()
-deadline = time.monotonic() + 120
-while sum(os.path.exists(f"{log}.ready{i}") for i in range(4)) < 4 and time.monotonic() < deadline:
-    time.sleep(0.01)
-def objective(a, b):
-    with open(log, "a") as f:
-        f.write(json.dumps([a, b, os.getpid()]) + "\n")
-    time.sleep(0.01)
-    return 1.0 + (a - 5) ** 2 + (b - 2) ** 2
-atvoss.minimize(objective, space, trials=48, db=db, name="shared", seed=int(sys.argv[3]), batch=2)
-"""
-
-
-def test_four_processes_sharing_a_database_evaluate_each_point_once(tmp_path):
-    db, log = tmp_path / "shared.db", tmp_path / "calls.jsonl"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(db), str(log), str(seed)], env=env)
-               for seed in range(4)]
-    assert [w.wait(timeout=300) for w in workers] == [0, 0, 0, 0]
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
-    points = [(a, b) for a, b, _ in calls]
-    assert len(points) == len(set(points)), "a point was evaluated twice"
-    assert set(points) == {(a, b) for a in range(8) for b in range(6)}
-    assert len({pid for _, _, pid in calls}) > 1, "one process did all the work"
-    assert len(atvoss.Database(db).query(op="objective")) == 48
 
 
 def test_constraints_are_parsed_not_evaluated_by_python():
