@@ -33,6 +33,9 @@ inline constexpr char kTuneParams[] = "tune_params";
 inline constexpr char kObjective[] = "objective";
 inline constexpr char kObjectiveHigherIsBetter[] = "objective_higher_is_better";
 inline constexpr char kCache[] = "cache";
+// Optional: tune_kernel's restrictions as strings; a cache entry that breaks one is not a
+// configuration of the space (core/constraint.hpp parses them).
+inline constexpr char kRestrictions[] = "restrictions";
 
 // Fields of one cache entry (besides its parameters). Every time is in milliseconds.
 inline constexpr char kTime[] = "time";    // the objective: ms, or a failure tag

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/constraint.hpp"
 #include "core/error.hpp"
 #include "core/gzip_file.hpp"
 #include "core/json.hpp"
@@ -255,6 +256,44 @@ Entry kernel_tuner_entry(const Json& rec, const std::vector<ParamMap>& params, c
   return e;
 }
 
+// The cache's restrictions (kernel_tuner::kRestrictions), parsed over its parameter names.
+std::vector<Constraint> restrictions_of(const Json& doc, const std::vector<ParamMap>& params, const std::string& file) {
+  std::vector<Constraint> out;
+  const auto it = doc.find(kt::kRestrictions);
+  if (it == doc.end()) return out;
+  const std::string bad = file + ": field '" + kt::kRestrictions + "' must be a list of expressions (strings)";
+  if (!it->is_array()) throw_bad_input(bad);
+  std::vector<std::string> names;
+  for (const auto& p : params) names.push_back(p.name);
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_string()) throw_bad_input(bad);
+    try {
+      out.push_back(Constraint::parse((*it)[i].get<std::string>(), names));
+    } catch (const Error& e) {
+      throw_bad_input(file + ": " + kt::kRestrictions + "[" + std::to_string(i) + "]: " + e.what());
+    }
+  }
+  return out;
+}
+
+// Whether a cache entry satisfies every restriction, on its recorded values.
+bool satisfies(const Json& rec, const std::vector<ParamMap>& params, const std::vector<Constraint>& restrictions,
+               const std::string& where) {
+  if (restrictions.empty()) return true;
+  std::vector<ConstraintValue> values;
+  for (const auto& p : params) {
+    const Json& v = require_field(rec, p.name, where);
+    if (v.is_string()) {
+      values.emplace_back(v.get<std::string>());
+    } else if (v.is_number() || v.is_boolean()) {
+      values.emplace_back(v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>());
+    } else {
+      values.emplace_back(v.dump());
+    }
+  }
+  return std::all_of(restrictions.begin(), restrictions.end(), [&](const Constraint& c) { return c.holds(values); });
+}
+
 Table parse_kernel_tuner(const std::string& text, const std::string& name) {
   const Json doc = parse_json(text, name);
   require_object(doc, name);
@@ -269,10 +308,13 @@ Table parse_kernel_tuner(const std::string& text, const std::string& name) {
     params.push_back(map_param(doc, k.get<std::string>(), name));
     t.knobs.push_back(knob_of(params.back()));
   }
+  const std::vector<Constraint> restrictions = restrictions_of(doc, params, name);
   const Json& cache = require_field(doc, kt::kCache, name);
   if (!cache.is_object()) throw_bad_input(name + ": field '" + kt::kCache + "' must be an object");
   for (const auto& [key, rec] : cache.items()) {
     const std::string where = name + ": " + kt::kCache + "['" + key + "']";
+    if (!rec.is_object()) throw_bad_input(where + ": must be an object");
+    if (!satisfies(rec, params, restrictions, where)) continue;  // never a configuration of the space
     t.add(kernel_tuner_entry(rec, params, t.objective, where), where);
   }
   return t;

@@ -145,6 +145,33 @@ TEST(RecordedSpaceTest, KernelTunerMapsValuesAndConvertsMs) {
   EXPECT_EQ(rs->failed_count(), 2u);
 }
 
+// A cache's restrictions (Kernel Tuner's, as strings) are parsed by core/constraint.hpp: an
+// entry that breaks one is not a configuration of the space.
+TEST(RecordedSpaceTest, KernelTunerRestrictionsLeaveOutTheEntriesThatBreakThem) {
+  std::string text = kKernelTuner;
+  text.replace(text.find("\"cache\""), 0,
+               R"("restrictions": ["block * scale <= 48", "method != 'slow' or block > 32"], )");
+  auto rs = RecordedSpace::parse(text, "k.json");
+  EXPECT_TRUE(rs->space().check(sched({{"block", 32}, {"method", 0}, {"scale", 0}})).ok);
+  EXPECT_TRUE(rs->space().check(sched({{"block", 32}, {"method", 0}, {"scale", 1}})).ok);   // 32 * 1.5 = 48
+  EXPECT_FALSE(rs->space().check(sched({{"block", 64}, {"method", 1}, {"scale", 1}})).ok);  // 64 * 1.5 = 96
+  EXPECT_FALSE(rs->space().check(sched({{"block", 32}, {"method", 1}, {"scale", 0}})).ok);  // slow at 32
+  EXPECT_EQ(rs->measure(sched({{"block", 64}, {"method", 1}, {"scale", 1}})).status, Status::invalid);
+  EXPECT_DOUBLE_EQ(*rs->optimum_us(), 2000.0);  // the 0.5 ms entry breaks the first restriction
+  for (const char* bad : {R"x("restrictions": ["__import__('os')"], )x", R"x("restrictions": ["blok > 1"], )x",
+                          R"x("restrictions": "block > 1", )x"}) {
+    std::string broken = kKernelTuner;
+    broken.replace(broken.find("\"cache\""), 0, bad);
+    try {
+      RecordedSpace::parse(broken, "k.json");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_NE(std::string(e.what()).find("restrictions"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(RecordedSpaceTest, MalformedKernelTunerNamesKey) {
   const struct {
     const char* name;
