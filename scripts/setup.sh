@@ -58,7 +58,21 @@ install_missing_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 }
 
+# Runs a command with its output in the log $1 (appended), not on the screen; on failure the
+# log's end is shown and the command's status returned.
+logged() {
+  local log="$1"
+  shift
+  if ! "$@" >>"$log" 2>&1; then
+    tail -n 80 "$log" >&2
+    echo "atvoss: '$*' failed; the whole log is $log" >&2
+    return 1
+  fi
+}
+
 configure_and_build() {
+  local log="$BUILD_DIR/build.log"
+  : >"$log"
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
   local with=OFF
@@ -66,18 +80,21 @@ configure_and_build() {
   # A configure that failed half-way leaves a cache but no build files: configure again.
   if [ ! -f "$BUILD_DIR/CMakeCache.txt" ] ||
      { [ ! -f "$BUILD_DIR/build.ninja" ] && [ ! -f "$BUILD_DIR/Makefile" ]; }; then
-    cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+    logged "$log" cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" "${gen[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
       -DATVOSS_BUILD_TESTS="$with" -DATVOSS_BUILD_BENCH="$with" \
-      -DATVOSS_WERROR="$([ "${ATVOSS_WERROR:-0}" = 1 ] && echo ON || echo OFF)" >&2
+      -DATVOSS_WERROR="$([ "${ATVOSS_WERROR:-0}" = 1 ] && echo ON || echo OFF)"
   elif ! grep -q "^ATVOSS_BUILD_TESTS:BOOL=$with\$" "$BUILD_DIR/CMakeCache.txt"; then
     # A build dir set up by the demo gains its tests here (and keeps them afterwards).
     if [ "$with" = ON ]; then
-      cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" -DATVOSS_BUILD_TESTS=ON -DATVOSS_BUILD_BENCH=ON >&2
+      logged "$log" cmake -S "$ATVOSS_ROOT" -B "$BUILD_DIR" -DATVOSS_BUILD_TESTS=ON -DATVOSS_BUILD_BENCH=ON
     fi
   fi
   local targets=()
   for t in ${ATVOSS_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
-  cmake --build "$BUILD_DIR" -j "$(nproc)" "${targets[@]}" >&2
+  # CMake's and the compiler's output go to the log, not the screen: a fresh build prints
+  # screens of standard-library warnings that say nothing about atvoss.
+  echo "atvoss: building in $BUILD_DIR (log: $log)" >&2
+  logged "$log" cmake --build "$BUILD_DIR" -j "$(nproc)" "${targets[@]}"
 }
 
 # The peers' virtual environment, made once and refreshed when the pins change.
