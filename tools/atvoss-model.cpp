@@ -49,9 +49,9 @@ struct Args {
   bool json = false;
 };
 
-// The hardware description for featurisation. Targets that are not NPU descriptions
+// The hardware description for featurisation. Targets whose description is not a Target
 // (recorded GPU spaces) featurise through the generic knob slots only, which ignore it.
-Target npu_target(const db::TargetInfo& info) {
+Target featurisation_target(const db::TargetInfo& info) {
   try {
     return Target::from_json(info.description);
   } catch (const Error&) {
@@ -62,7 +62,7 @@ Target npu_target(const db::TargetInfo& info) {
 }
 
 std::vector<WorkloadGroup> load_groups(const db::TuningDatabase& db, const db::TargetInfo& info) {
-  const Target target = npu_target(info);
+  const Target target = featurisation_target(info);
   costmodel::GroupBuilder builder;
   db.records().for_each_record(info.key, [&](const db::Record& r) {
     builder.add(r.workload, target, {r.schedule, r.measurement.status, r.measurement.time_us});
