@@ -275,6 +275,7 @@ class JobRun {
     // A server database may be shared with other jobs: claim before measuring. The job's
     // name is the owner, so the job resumed after kill -9 takes its claims back at once.
     if (db::is_postgres_url(spec_.database)) o.claim_owner = "job:" + spec_.name;
+    o.claim_notes = options_.warnings ? options_.warnings : &std::cerr;
     o.anchors = {picks_[i].schedule};
     StrategySetup* setup = r.setup.get();
     o.after_round = [setup, this] { setup->save_if_retrained(db_); };
@@ -480,6 +481,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   require_replaceable_file(spec.export_path, "job spec: field 'export'");
   require_replaceable_file(spec.report_path, "job spec: field 'report'");
   require_replaceable_file(spec.model_plan_path, "job spec: field 'model_plan'");
+  if (spec.parallel) require_replaceable_file(spec.parallel->plan_path, "job spec: field 'parallel.plan'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   if (!spec.fusion_rules.empty() && !farm.empty()) {
     throw_bad_input(

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <iostream>
 #include <string>
 
 #include "backend/backend.hpp"
@@ -59,6 +60,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   options.cancel = cancel;
   // A server database may be shared with other processes: claim before measuring.
   if (db::is_postgres_url(spec.db)) options.claim_owner = process_owner();
+  options.claim_notes = &std::cerr;  // not progress: a run waiting on another one must say so
   options.after_round = [&] { setup.save_if_retrained(db); };
   options.confirm_top = spec.confirm_top >= 0                                 ? spec.confirm_top
                         : backend::traits_for(out.workload, out.target).noisy ? kConfirmTop  // tuner.hpp
