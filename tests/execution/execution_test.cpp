@@ -1,7 +1,10 @@
 // The execution simulator on tiny hand-made graphs with known answers: branches side by side,
 // dependencies of a diamond, the critical-path priority against graph order, hidden launches,
 // buffer reuse along a chain, the memory-plan checker, and the exec graph of a fused model graph.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <limits>
 
 #include "core/error.hpp"
 #include "execution/exec_graph.hpp"
@@ -281,6 +284,42 @@ TEST(Execution, TheCheckerRejectsAnOverlappingPlan) {
   const MemoryPlan back = MemoryPlan::from_json(plan.to_json());
   EXPECT_EQ(back.allocations.size(), 3u);
   EXPECT_EQ(check_plan(back).size(), 1u);
+}
+
+// Ends past int64 wrapped to negative numbers and the checker called such a plan sound; a
+// buffer live over [5, 5) was said to overlap one live over [0, 20). Both were seen failing.
+TEST(Execution, TheCheckerRefusesOverflowingPlansAndIgnoresEmptyLifetimes) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const auto plan_of = [](std::vector<Json> allocations) { return Json{{"allocations", allocations}}; };
+  const auto a = [](std::int64_t offset, std::int64_t bytes, double start, double end) {
+    return Json{{"tensor", "t"}, {"offset", offset}, {"bytes", bytes}, {"start_us", start}, {"end_us", end}};
+  };
+  const std::int64_t half = std::int64_t{1} << 62;
+  for (const Json& bad :
+       {plan_of({a(0, kMax, 0, 10), a(half, half, 0, 10)}), plan_of({a(kMax, 1, 0, 10)}),
+        plan_of({a(0, half, 0, 10), a(half, half - 1, 0, 10), a(half - 1, 2, 20, 30)}), plan_of({a(-1, 8, 0, 10)})}) {
+    try {
+      MemoryPlan::from_json(bad);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("allocations["));
+    }
+  }
+  // The same built in memory: reported, not wrapped.
+  MemoryPlan wrapped;
+  wrapped.allocations = {{"a", 0, kMax, 0, 10}, {"b", half, half, 0, 10}};
+  ASSERT_EQ(check_plan(wrapped).size(), 1u);
+  EXPECT_THAT(check_plan(wrapped)[0], ::testing::HasSubstr("'b': offset + bytes overflows"));
+  // Huge but representable buffers that do share bytes are still caught.
+  MemoryPlan near_top;
+  near_top.allocations = {{"a", 0, kMax, 0, 10}, {"b", kMax - 1, 1, 0, 10}};
+  EXPECT_EQ(check_plan(near_top).size(), 1u);
+  // An empty lifetime, and an empty buffer, overlap nothing.
+  MemoryPlan empty;
+  empty.allocations = {{"a", 0, 100, 0, 20}, {"b", 0, 100, 5, 5}, {"c", 10, 0, 0, 20}};
+  EXPECT_TRUE(check_plan(empty).empty());
+  EXPECT_TRUE(check_plan(MemoryPlan::from_json(empty.to_json())).empty());
 }
 
 // A training step in miniature: three forward layers keep their activations for the three
