@@ -483,6 +483,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   require_replaceable_file(spec.model_plan_path, "job spec: field 'model_plan'");
   if (spec.parallel) require_replaceable_file(spec.parallel->plan_path, "job spec: field 'parallel.plan'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
+  if (farm.empty()) backend::check_target(target);  // measured here: the backend's own checks first
   if (!spec.fusion_rules.empty() && !farm.empty()) {
     throw_bad_input(
         "job spec: field 'fusion_rules' declares rules in this process only; a farm's "

@@ -43,6 +43,8 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   db::require_database(spec.db, "--db", false);
   if (!spec.export_path.empty()) require_replaceable_file(spec.export_path, "--export");
   SingleTuneOutcome out{Workload::from_json(spec.workload), backend::load_target(spec.target), {}};
+  // Measured here: the backend's own checks (the host's compile cache) before any work.
+  if (spec.farm.empty()) backend::check_target(out.target);
   const ScheduleSpace space = backend::space_for(out.workload, out.target);
   auto measurer = make_job_measurer(spec.farm);
   auto db = db::TuningDatabase::open(spec.db);
