@@ -88,6 +88,11 @@ class JobRun {
         picks_(zero_shot_picks()),
         scheduler_(scheduler_tasks(), scheduler_options()),
         progress_(std::make_shared<Progress>(Progress::detect(options.quiet), spec.trials)) {
+    if (!db_.jobs().try_run(spec_.name)) {
+      throw Error(ErrorKind::io, "job '" + spec_.name + "' is being run by another process on " +
+                                     db::display_database_name(spec_.database) +
+                                     "; run it again once that one ends (it resumes where they stopped)");
+    }
     for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t});
     load_stored();
     open_job_row();

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json.hpp"
+#include "db/job_store.hpp"
 #include "simulator/presets.hpp"
 #include "tests/db/pg_test_util.hpp"
 
@@ -546,6 +547,30 @@ open(sys.argv[1], "wb").write(data.replace(b"QQ", b"\xff\xfe"))
   const Result analyze = run("--job " + spec + " --json", "atvoss-analyze");
   ASSERT_EQ(analyze.code, 0) << analyze.err;
   EXPECT_NO_THROW((void)atvoss::parse_json(analyze.out, "stdout"));
+}
+
+// Two runs of one job at once on a server database each counted their own budget under the
+// job's one claim owner (a 40-trial job stored 67 trials). A run is now refused while another
+// holds the job; the test holds it here as a first run would (its advisory lock), so the
+// second run's refusal is certain, and once it lets go the job runs.
+TEST_F(TuneCli, AJobAnotherProcessIsRunningOnAServerDatabaseIsRefused) {
+  atvoss::db::testing::PgSchema schema;
+  atvoss::Json spec = kMlpJob;
+  spec["database"] = schema.url();
+  const std::string file = job("twice", spec);
+  PGconn* holder = PQconnectdb(schema.url().c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
+  const std::string lock = "SELECT pg_advisory_lock(" + std::to_string(atvoss::db::job_lock_key("twice")) + ")";
+  PQclear(PQexec(holder, lock.c_str()));
+  const Result refused = run(file + " --quiet");
+  EXPECT_EQ(refused.code, 1) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("job 'twice' is being run by another process"));
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM records"), "0");
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM jobs"), "0");
+  PQfinish(holder);
+  const Result alone = run(file + " --quiet");
+  EXPECT_EQ(alone.code, 0) << alone.err;
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM records"), "48");
 }
 
 TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
