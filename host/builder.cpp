@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "host/digest.hpp"
 #include "host/kernel_object.hpp"
 #include "host/machine.hpp"
@@ -32,12 +33,14 @@ std::string compiler_of(const BuildOptions& o) {
   return "c++";
 }
 
+// The first lines of a compiler's output, as a compile_error's message: valid UTF-8 (the
+// compiler echoes source bytes and paths as they are; core/utf8.hpp escapes the rest).
 std::string first_lines(const std::string& text, int lines) {
   std::size_t pos = 0;
   for (int i = 0; i < lines && pos != std::string::npos; ++i) {
     pos = text.find('\n', pos == 0 ? 0 : pos + 1);
   }
-  return pos == std::string::npos ? text : text.substr(0, pos);
+  return escape_invalid_utf8(pos == std::string::npos ? text : text.substr(0, pos));
 }
 
 // The content of a regular file, or nullopt (missing, unreadable, or not a regular file); a

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "host/codegen.hpp"
 #include "host/digest.hpp"
 #include "host/host_space.hpp"
@@ -178,6 +179,19 @@ TEST(BuilderTest, ACompilerErrorIsThatCandidatesCompileError) {
   EXPECT_EQ(r[0].status, Status::compile_error);
   EXPECT_NE(r[0].message.find("error"), std::string::npos) << r[0].message;
   EXPECT_EQ(r[1].status, Status::ok);  // the batch goes on
+}
+
+// A compiler echoes the source's bytes as they are: a compile_error whose message held
+// \xff\xfe made the record unfit for JSON. The message is escaped where it is made.
+TEST(BuilderTest, ACompilerMessageThatIsNotUtf8IsEscaped) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  const auto r = build_all({kernel_body("\n#error bad\xff\xfe\n")}, o);
+  ASSERT_EQ(r[0].status, Status::compile_error) << r[0].message;
+  EXPECT_TRUE(is_valid_utf8(r[0].message)) << r[0].message;
+  EXPECT_NE(r[0].message.find("bad\\xFF\\xFE"), std::string::npos) << r[0].message;
+  EXPECT_NO_THROW((void)Json(r[0].message).dump());
 }
 
 TEST(RunnerTest, CrashesAndHangsAreTheCandidatesErrorAndTheCallerLivesOn) {
