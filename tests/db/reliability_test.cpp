@@ -169,10 +169,11 @@ TEST_P(ReliabilityTest, SigkillDuringBatchInsertsNeverLosesOrTearsACommittedBatc
 }
 
 // Four processes open one empty store at once, eight times over: each finds it empty or
-// atvoss's, never tables it takes for another application's. On PostgreSQL one of four once
-// exited "already holds tables of another application" when the first writer committed
-// between its two identity queries; that interleaving is rare here (not seen in 3 runs with
-// the old code), so PostgresOpenLock below pins its cause deterministically.
+// atvoss's, never tables it takes for another application's. On an SQLite file one of four
+// was refused "without atvoss tables" (2 of 15 runs) when another's first open committed
+// between the three statements that read the file's identity, and, rarer, "not an SQLite
+// file" when its header was read while being written. On PostgreSQL the same interleaving
+// was not seen here; PostgresOpenLock below pins its cause deterministically.
 TEST_P(ReliabilityTest, ProcessesOpeningAnEmptyStoreAtOnceAllOpenIt) {
   for (int round = 0; round < 8; ++round) {
     std::unique_ptr<PgSchema> schema = GetParam() ? std::make_unique<PgSchema>() : nullptr;
