@@ -3,6 +3,7 @@
 // different CPUs never mix.
 #include "backend/internal/builtin_backends.hpp"
 #include "core/error.hpp"
+#include "host/builder.hpp"
 #include "host/host_space.hpp"
 #include "host/measure.hpp"
 #include "host/rowops_space.hpp"
@@ -25,7 +26,10 @@ class HostBackend final : public Backend {
   }
   bool serves_target(const Target& t) const override { return host::is_host_target(t); }
   std::string targets_served() const override { return "this CPU's target (--target host)"; }
-  void check_target(const Target& t) const override { require_this_machine(t); }
+  void check_target(const Target& t) const override {
+    require_this_machine(t);
+    host::require_private_cache(host::HostConfig().build);
+  }
   bool serves(const Workload& w, const Target& t) const override {
     return host::is_host_target(t) &&
            (w.is_matmul_like() || host::is_row_op(w) || w.op() == "conv2d" || w.op() == "depthwise_conv2d");

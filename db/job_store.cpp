@@ -23,6 +23,17 @@ std::int64_t JobStore::create(const std::string& name, const Json& spec) {
   });
 }
 
+std::int64_t job_lock_key(std::string_view name) {
+  return static_cast<std::int64_t>(fnv1a64("atvoss job " + std::string(name)));
+}
+
+bool JobStore::try_run(const std::string& name) {
+  if (conn_.dialect() != Dialect::postgres) return true;
+  return conn_.read([&] {
+    return conn_.query_int("SELECT pg_try_advisory_lock(" + std::to_string(job_lock_key(name)) + ")::int") == 1;
+  });
+}
+
 std::optional<JobRow> JobStore::get(std::int64_t id) const {
   return conn_.read([&]() -> std::optional<JobRow> {
     auto s = conn_.prepare(std::string(kJobSelect) + "WHERE id = ?1");

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "db/record.hpp"
@@ -13,6 +14,9 @@
 namespace atvoss::db {
 
 class Connection;  // db/internal/sql.hpp
+
+// The advisory lock key of a job's name (JobStore::try_run): 64 bits of fnv1a64.
+std::int64_t job_lock_key(std::string_view name);
 
 class JobStore {
  public:
@@ -33,6 +37,14 @@ class JobStore {
   // A merge does not copy task states: they refer to this file's record ids.
   void save_task(std::int64_t job_id, const std::string& task, const Json& state);
   std::map<std::string, Json> tasks(std::int64_t job_id) const;
+
+  // Takes, for the life of this connection, the right to run the job of that name: false
+  // while another process holds it. Two processes running one job at once on a server
+  // database each counted their own budget under the job's one claim owner (a 40-trial job
+  // stored 67 trials). PostgreSQL: a session advisory lock (job_lock_key), so a process
+  // killed holding it lets go with its connection. SQLite: always true (one machine; its
+  // processes do not share claims).
+  bool try_run(const std::string& name);
 
  private:
   Connection& conn_;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/utf8.hpp"
+
 namespace atvoss::db {
 namespace {
 
@@ -18,18 +20,7 @@ bool retryable(std::string_view state) {
 
 // PostgreSQL text columns hold UTF-8 without NUL bytes; a compiler's message may hold
 // either. Such bytes become U+FFFD instead of failing the whole batch.
-bool valid_utf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || c == 0 || i + n > s.size()) return false;
-    for (int k = 1; k < n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-    }
-    i += n;
-  }
-  return true;
-}
+bool valid_utf8(std::string_view s) { return s.find('\0') == std::string_view::npos && is_valid_utf8(s); }
 
 std::string to_utf8_text(std::string_view s) {
   if (valid_utf8(s)) return std::string(s);

@@ -23,6 +23,9 @@
 
 namespace atvoss::db {
 
+// The longest a claim lasts (RecordStore::claim): ten minutes, five times the tuner's 120 s.
+inline constexpr std::int64_t kMaxClaimTtlMs = 600000;
+
 class RecordStore {
  public:
   virtual ~RecordStore() = default;
@@ -52,12 +55,16 @@ class RecordStore {
                                       const std::optional<std::string>& target_key = std::nullopt) const = 0;
 
   // Claims on schedules being measured, for processes that share one store: claim() takes
-  // each (workload, target, schedule key) for owner until until_ms, unless another owner's
-  // claim on it is still live at now_ms, and says per key whether owner holds it now.
-  // Claiming again what one holds renews it. release() drops every claim of owner. A store
-  // no other process can see (the in-memory one) grants every claim.
+  // each (workload, target, schedule key) for owner for ttl_ms (at most kMaxClaimTtlMs),
+  // unless another owner's claim on it is still live, and says per key whether owner holds
+  // it now. Time is the store's clock (a PostgreSQL server's), never the claimant's: a
+  // claimant whose clock runs ahead would otherwise block the others for as long as it is
+  // ahead. A claim expiring more than kMaxClaimTtlMs from now (written by hand, or by a
+  // clock that has since been set back) counts as lapsed. Claiming again what one holds
+  // renews it. release() drops every claim of owner. A store no other process can see (the
+  // in-memory one) grants every claim.
   virtual std::vector<bool> claim(const Workload&, const TargetInfo&, std::span<const std::string> schedule_keys,
-                                  const std::string& /*owner*/, std::int64_t /*now_ms*/, std::int64_t /*until_ms*/) {
+                                  const std::string& /*owner*/, std::int64_t /*ttl_ms*/) {
     return std::vector<bool>(schedule_keys.size(), true);
   }
   virtual void release(const std::string& /*owner*/) {}

@@ -126,12 +126,22 @@ std::string postgres_ddl(std::string_view sqlite_ddl) {
   return out;
 }
 
+std::int64_t postgres_relation_count(Connection& conn, std::string_view name) {
+  // name is one of this file's constants, never user text.
+  return conn.query_int(
+      "SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+      "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')" +
+      (name.empty() ? std::string() : " AND c.relname = '" + std::string(name) + "'"));
+}
+
+void lock_schema(Connection& conn, bool exclusive) {
+  conn.query_int(std::string("SELECT 1 FROM (SELECT pg_advisory_xact_lock") + (exclusive ? "" : "_shared") + "(" +
+                 std::to_string(kApplicationId) + ")) AS l");
+}
+
 std::int64_t stored_schema_version(Connection& conn) {
   if (conn.dialect() == Dialect::sqlite) return conn.query_int("PRAGMA user_version");
-  if (conn.query_int("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
-                     "current_schema() AND table_name = 'atvoss_schema'") == 0) {
-    return 0;
-  }
+  if (postgres_relation_count(conn, "atvoss_schema") == 0) return 0;
   return conn.query_int("SELECT version FROM atvoss_schema");
 }
 
@@ -173,9 +183,7 @@ void upgrade_schema(Connection& c, const std::string& name, bool read_only, int 
     // PostgreSQL: two processes creating the schema at once would race on CREATE TABLE;
     // the advisory lock makes the second wait and then find the schema made. (SQLite's
     // write transaction already excludes every other writer.)
-    if (c.dialect() == Dialect::postgres) {
-      c.query_int("SELECT 1 FROM (SELECT pg_advisory_xact_lock(" + std::to_string(kApplicationId) + ")) AS l");
-    }
+    if (c.dialect() == Dialect::postgres) lock_schema(c, true);
     // Re-read inside the write lock: another process may have migrated meanwhile.
     const auto now = stored_schema_version(c);
     refuse_newer(name, now, to);

@@ -1,5 +1,7 @@
 #include "db/sql_record_store.hpp"
 
+#include <algorithm>
+
 #include "db/internal/rows.hpp"
 #include "db/internal/sql.hpp"
 
@@ -22,23 +24,39 @@ std::vector<std::int64_t> SqlRecordStore::insert(std::span<const Record> batch) 
   });
 }
 
+namespace {
+
+// The store's clock in ms since the epoch, as SQL: the server's for PostgreSQL, which every
+// claimant shares whatever its own clock says; the machine's for an SQLite file, which only
+// processes on that machine share.
+std::string store_now_sql(Dialect d) {
+  return d == Dialect::postgres ? "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+                                : "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+}
+
+}  // namespace
+
 std::vector<bool> SqlRecordStore::claim(const Workload& workload, const TargetInfo& target,
                                         std::span<const std::string> schedule_keys, const std::string& owner,
-                                        std::int64_t now_ms, std::int64_t until_ms) {
+                                        std::int64_t ttl_ms) {
   if (schedule_keys.empty()) return {};
+  const std::int64_t ttl = std::clamp<std::int64_t>(ttl_ms, 0, kMaxClaimTtlMs);
+  const std::string now = store_now_sql(conn_.dialect());
   return conn_.write([&] {
     Writer w(conn_);
     const std::int64_t wid = w.workload_id(workload), tid = w.target_id(target);
     std::vector<bool> held;
     held.reserve(schedule_keys.size());
     for (const std::string& key : schedule_keys) {
-      // Inserted, or taken over from a lapsed claim, or renewed: a row comes back. Another
-      // owner's live claim: the update's WHERE fails and nothing comes back.
+      // Inserted, or taken over from a lapsed claim (or one that expires further ahead than
+      // any claim may), or renewed: a row comes back. Another owner's live claim: the
+      // update's WHERE fails and nothing comes back.
       auto s = conn_.prepare(
-          "INSERT INTO claims(workload_id, target_id, schedule_key, owner, expires_at) VALUES(?1, ?2, ?3, ?4, ?5) "
-          "ON CONFLICT(workload_id, target_id, schedule_key) DO UPDATE SET owner = ?4, expires_at = ?5 "
-          "WHERE claims.owner = ?4 OR claims.expires_at < ?6 RETURNING owner");
-      s->bind(1, wid).bind(2, tid).bind(3, key).bind(4, owner).bind(5, until_ms).bind(6, now_ms);
+          "INSERT INTO claims(workload_id, target_id, schedule_key, owner, expires_at) VALUES(?1, ?2, ?3, ?4, " + now +
+          " + ?5) ON CONFLICT(workload_id, target_id, schedule_key) DO UPDATE SET owner = ?4, expires_at = " + now +
+          " + ?5 WHERE claims.owner = ?4 OR claims.expires_at < " + now + " OR claims.expires_at > " + now +
+          " + ?6 RETURNING owner");
+      s->bind(1, wid).bind(2, tid).bind(3, key).bind(4, owner).bind(5, ttl).bind(6, kMaxClaimTtlMs);
       held.push_back(s->step());
     }
     return held;

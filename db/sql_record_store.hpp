@@ -41,8 +41,8 @@ class SqlRecordStore final : public RecordStore {
                              const std::string& schedule_key) const override;
   // One transaction for the batch.
   std::vector<bool> claim(const Workload& workload, const TargetInfo& target,
-                          std::span<const std::string> schedule_keys, const std::string& owner, std::int64_t now_ms,
-                          std::int64_t until_ms) override;
+                          std::span<const std::string> schedule_keys, const std::string& owner,
+                          std::int64_t ttl_ms) override;
   void release(const std::string& owner) override;
   bool contains(const std::string& workload_key, const std::string& target_key,
                 const std::string& schedule_key) const override;

@@ -3,7 +3,7 @@
 // open database are in db/tuning_database.cpp.
 #include <sqlite3.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -36,6 +36,10 @@ void check_file_header(const SqliteConnection& c, const std::string& path) {
   if (size == 0) return;  // absent or empty: SQLite creates a fresh database
   const auto wal = std::filesystem::file_size(path + "-wal", ec);
   const bool wal_pending = !ec && wal > 0;
+  // Read without SQLite's locks: a file another process is creating this moment may show
+  // fewer bytes, or zeros, where its header is being written. SQLite's own first read,
+  // under its locks, judges such a file (garbage is refused there too, as corrupt).
+  if (std::all_of(h, h + got, [](unsigned char b) { return b == 0; })) return;
   if (got < sizeof h || std::memcmp(h, "SQLite format 3", 16) != 0) {
     throw Error(ErrorKind::corrupt, path +
                                         " is not an atvoss tuning database: it is not an SQLite "
@@ -74,13 +78,27 @@ void configure(Connection& c, const std::string& path, bool read_only, bool sync
 }
 
 // Refuses SQLite files that belong to another application, before anything is written.
+// The application id, the version and the table count are read by one statement, so from one
+// snapshot: another process's first open commits all three together, and read by three
+// statements a commit between them made that process's fresh tables look like another
+// application's (one of four processes opening a new file at once was refused).
 void check_identity(Connection& c, const std::string& path) {
-  const auto app = c.read([&] { return c.query_int("PRAGMA application_id"); });
+  std::int64_t app = 0, version = 0, objects = 0;
+  c.read([&] {
+    auto s = c.prepare(
+        "SELECT (SELECT application_id FROM pragma_application_id()), (SELECT user_version FROM "
+        "pragma_user_version()), (SELECT count(*) FROM sqlite_schema)");
+    if (s->step()) {
+      app = s->column_int64(0);
+      version = s->column_int64(1);
+      objects = s->column_int64(2);
+    }
+  });
   if (app != 0 && app != kApplicationId) {
     throw_bad_input(path + " is an SQLite database of another application (application_id " + std::to_string(app) +
                     "), not an atvoss tuning database");
   }
-  if (app == 0 && c.query_int("PRAGMA user_version") == 0 && c.query_int("SELECT count(*) FROM sqlite_schema") > 0) {
+  if (app == 0 && version == 0 && objects > 0) {
     throw_bad_input(path + " is an SQLite database without atvoss tables; refusing to add them to it");
   }
 }

@@ -198,6 +198,33 @@ void check_group(const Topology& t, Collective c, const std::vector<int>& group)
   }
 }
 
+// The transfers in the largest step of algorithm a on this group: a mesh sends from every
+// member to every other, n(n-1); a hierarchical one inside full-mesh servers, n(m-1) for m
+// members per server; the others one or two per member. Known before any step is built.
+std::int64_t largest_step(const Topology& t, Algorithm a, const std::vector<int>& group) {
+  const auto n = static_cast<std::int64_t>(group.size());
+  if (a == Algorithm::mesh) return n * (n - 1);
+  if (a == Algorithm::hierarchical && t.shape == ServerShape::full_mesh) {
+    std::map<int, std::int64_t> per;
+    for (int d : group) ++per[t.server_of(d)];
+    std::int64_t m = 0;
+    for (const auto& kv : per) m = std::max(m, kv.second);
+    return std::max(n, n * (m - 1));
+  }
+  return n;
+}
+
+// Refuses, before anything is allocated, a collective whose steps would hold more transfers
+// than kMaxStepTransfers: a mesh among 65536 devices once ran out of memory at 2 GB.
+void check_work(const Topology& t, Algorithm a, const std::vector<int>& group) {
+  const std::int64_t transfers = largest_step(t, a, group);
+  if (transfers <= kMaxStepTransfers) return;
+  throw_bad_input("collective: algorithm '" + to_string(a) + "' among " + std::to_string(group.size()) +
+                  " devices sends " + std::to_string(transfers) + " transfers in one step; at most " +
+                  std::to_string(kMaxStepTransfers) +
+                  " are simulated (a smaller group, or ring, tree or hierarchical, which grow linearly)");
+}
+
 }  // namespace
 
 double bandwidth_lower_bound_us(const Topology& t, Collective c, const std::vector<int>& group, std::int64_t bytes) {
@@ -215,6 +242,7 @@ CollectiveTime time_collective(const Topology& t, Collective c, Algorithm a, con
                                std::int64_t bytes) {
   check_group(t, c, group);
   if (bytes < 0) throw_bad_input("collective: bytes must be >= 0");
+  check_work(t, a, group);
   Timing tm{t, {}};
   tm.out.algorithm = a;
   tm.out.lower_bound_us = bandwidth_lower_bound_us(t, c, group, bytes);
@@ -233,6 +261,7 @@ CollectiveTime best_collective(const Topology& t, Collective c, const std::vecto
   for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::mesh, Algorithm::hierarchical}) {
     if (a == Algorithm::tree && c != Collective::all_reduce && c != Collective::broadcast) continue;
     if (a == Algorithm::mesh && group.size() > 64) continue;
+    if (largest_step(t, a, group) > kMaxStepTransfers) continue;
     if (a == Algorithm::hierarchical && [&] {
           std::map<int, int> per;
           for (int d : group) ++per[t.server_of(d)];
@@ -243,6 +272,8 @@ CollectiveTime best_collective(const Topology& t, Collective c, const std::vecto
     const CollectiveTime r = time_collective(t, c, a, group, bytes);
     if (!best || r.us < best->us) best = r;
   }
+  if (!best) check_work(t, Algorithm::ring, group);  // throws: even a ring is too large
+  if (!best) throw_bad_input("collective: no algorithm runs " + to_string(c) + " on this group");
   return *best;
 }
 

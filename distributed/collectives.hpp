@@ -44,6 +44,13 @@ struct CollectiveTime {
   int chunks = 1;  // pipelined algorithms: the chunk count chosen
 };
 
+// The most transfers one step may hold: a step is built whole before it is timed (8 bytes a
+// transfer, plus up to two resource loads each), so this bounds a collective's memory to a
+// few hundred MB.
+// A mesh among up to 2048 devices fits; time_collective refuses a larger step (bad_input,
+// before allocating) and best_collective skips the algorithms that would exceed it.
+inline constexpr std::int64_t kMaxStepTransfers = std::int64_t{1} << 22;
+
 // group: distinct devices of t (the first is the root of a Broadcast and the sender of a
 // send; a send's group has two). bytes: the buffer each device holds (AllReduce, Broadcast,
 // send), the gathered result (AllGather) or each device's input (ReduceScatter).

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "core/user_paths.hpp"
+#include "frontend/onnx_model_file.hpp"
 
 namespace atvoss::engine {
 namespace {
@@ -32,12 +32,8 @@ std::vector<To> converted(const std::vector<From>& v) {
 
 }  // namespace
 
-OnnxFile::OnnxFile(const std::string& path) : model_(std::make_shared<onnx::ModelProto>()) {
-  require_input_file(path, "model");
-  const std::string bytes = read_input_file(path, "model");
-  if (bytes.empty() || !model_->ParseFromString(bytes) || !model_->has_graph()) {
-    throw_bad_input("model: '" + path + "' is not an ONNX model (protobuf parse failed or no graph)");
-  }
+OnnxFile::OnnxFile(const std::string& path)
+    : model_(std::make_shared<onnx::ModelProto>(frontend::read_onnx_model(path))) {
   for (const auto& o : model_->opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
   }

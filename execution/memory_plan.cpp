@@ -1,6 +1,7 @@
 #include "execution/memory_plan.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -9,11 +10,19 @@
 namespace atvoss::execution {
 namespace {
 
-bool live_together(const Allocation& a, const Allocation& b) { return a.start_us < b.end_us && b.start_us < a.end_us; }
-
-bool share_bytes(const Allocation& a, const Allocation& b) {
-  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+// An empty lifetime [t, t) is never live, so it overlaps nothing.
+bool live_together(const Allocation& a, const Allocation& b) {
+  return a.start_us < a.end_us && b.start_us < b.end_us && a.start_us < b.end_us && b.start_us < a.end_us;
 }
+
+// Written with differences, not ends: offset + bytes may overflow for a plan read from a
+// file. REQUIRES: both offsets and sizes non-negative (check_plan reports the others).
+bool share_bytes(const Allocation& a, const Allocation& b) {
+  return a.bytes > 0 && b.bytes > 0 && a.offset - b.offset < b.bytes && b.offset - a.offset < a.bytes;
+}
+
+// offset + bytes fits an int64 (both non-negative).
+bool end_fits(const Allocation& a) { return a.bytes <= std::numeric_limits<std::int64_t>::max() - a.offset; }
 
 constexpr std::size_t kClimbTries = 400;
 constexpr std::size_t kClimbWork = 40'000'000;  // tries x n^2 placements at most
@@ -172,11 +181,17 @@ MemoryPlan plan_allocations(std::vector<Allocation> lifetimes, std::int64_t alig
 std::vector<std::string> check_plan(const MemoryPlan& plan) {
   std::vector<std::string> problems;
   const auto& all = plan.allocations;
-  for (const auto& a : all) {
-    if (a.offset < 0 || a.bytes < 0) problems.push_back("'" + a.tensor + "': negative offset or size");
+  std::vector<std::size_t> by_start;  // the allocations whose bytes can be compared
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Allocation& a = all[i];
+    if (a.offset < 0 || a.bytes < 0) {
+      problems.push_back("'" + a.tensor + "': negative offset or size");
+    } else if (!end_fits(a)) {
+      problems.push_back("'" + a.tensor + "': offset + bytes overflows a 64-bit integer");
+    } else {
+      by_start.push_back(i);
+    }
   }
-  std::vector<std::size_t> by_start(all.size());
-  for (std::size_t i = 0; i < all.size(); ++i) by_start[i] = i;
   std::sort(by_start.begin(), by_start.end(),
             [&](std::size_t a, std::size_t b) { return all[a].start_us < all[b].start_us; });
   for (std::size_t x = 0; x < by_start.size(); ++x) {
@@ -212,6 +227,7 @@ MemoryPlan MemoryPlan::from_json(const Json& j) {
     fail("expected an object with an array 'allocations'");
   }
   MemoryPlan plan;
+  std::int64_t total = 0;
   for (std::size_t i = 0; i < j["allocations"].size(); ++i) {
     const Json& a = j["allocations"][i];
     const std::string where = "allocations[" + std::to_string(i) + "]";
@@ -227,6 +243,16 @@ MemoryPlan MemoryPlan::from_json(const Json& j) {
                                 integer_as<std::int64_t>(a["bytes"], "bytes", where), a["start_us"].get<double>(),
                                 a["end_us"].get<double>()});
     const Allocation& last = plan.allocations.back();
+    // The arena and the live sums are int64: a plan whose ends or total overflow one
+    // describes no memory, and checking it would compute with wrapped numbers.
+    if (last.offset < 0 || last.bytes < 0) fail(where + ": fields 'offset' and 'bytes' must be >= 0");
+    if (!end_fits(last)) {
+      fail(where + ": offset + bytes must fit a 64-bit integer (at most 9223372036854775807)");
+    }
+    if (total > std::numeric_limits<std::int64_t>::max() - last.bytes) {
+      fail(where + ": the bytes of all allocations together must fit a 64-bit integer");
+    }
+    total += last.bytes;
     plan.peak_bytes = std::max(plan.peak_bytes, last.offset + last.bytes);
   }
   plan.lower_bound_bytes = liveness_bound(plan.allocations);

@@ -17,9 +17,9 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "core/error.hpp"
-#include "core/user_paths.hpp"
 #include "frontend/graph_fusion.hpp"
 #include "frontend/onnx_attributes.hpp"
+#include "frontend/onnx_model_file.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -584,16 +584,6 @@ class Extractor {
   GraphNode* kernel_ = nullptr;  // the node being described
 };
 
-onnx::ModelProto read_model(const std::string& path) {
-  require_input_file(path, "model");  // absent, a directory, a FIFO or a device: bad input
-  const std::string bytes = read_input_file(path, "model");
-  onnx::ModelProto model;
-  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph()) {
-    throw_bad_input("model: '" + path + "' is not an ONNX model (protobuf parse failed or no graph)");
-  }
-  return model;
-}
-
 void bind_symbolic_dims(onnx::ModelProto& model, int batch) {
   for (auto& input : *model.mutable_graph()->mutable_input()) {
     if (!input.type().has_tensor_type()) continue;
@@ -674,7 +664,7 @@ void check_window_shapes(const onnx::GraphProto& graph) {
 
 TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
   if (options.batch < 1) throw_bad_input("onnx import: batch must be >= 1");
-  onnx::ModelProto model = read_model(path);
+  onnx::ModelProto model = read_onnx_model(path);
   check_window_attributes(model.graph());
   check_window_shapes(model.graph());
   bind_symbolic_dims(model, options.batch);

@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "host/digest.hpp"
+#include "host/kernel_object.hpp"
 #include "host/machine.hpp"
 #include "host/process.hpp"
 
@@ -31,18 +33,27 @@ std::string compiler_of(const BuildOptions& o) {
   return "c++";
 }
 
+// The first lines of a compiler's output, as a compile_error's message: valid UTF-8 (the
+// compiler echoes source bytes and paths as they are; core/utf8.hpp escapes the rest).
 std::string first_lines(const std::string& text, int lines) {
   std::size_t pos = 0;
   for (int i = 0; i < lines && pos != std::string::npos; ++i) {
     pos = text.find('\n', pos == 0 ? 0 : pos + 1);
   }
-  return pos == std::string::npos ? text : text.substr(0, pos);
+  return escape_invalid_utf8(pos == std::string::npos ? text : text.substr(0, pos));
 }
 
-// The content of a file, or nullopt (missing or unreadable); a symlink is not followed.
+// The content of a regular file, or nullopt (missing, unreadable, or not a regular file); a
+// symlink is not followed, and a FIFO planted in the cache neither blocks the open
+// (O_NONBLOCK) nor is read.
 std::optional<std::string> read_nofollow(const fs::path& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::nullopt;
+  }
   std::string out;
   char buf[1 << 16];
   for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, std::size_t(n));
@@ -76,11 +87,12 @@ fs::path write_source(const fs::path& dir, const std::string& key, const std::st
   throw Error(ErrorKind::io, "host builder: cannot create a source file in " + dir.string());
 }
 
-// Whether the cached object at so matches the digest stored beside it.
+// Whether the cached object at so matches the digest stored beside it and is a whole ELF
+// object: a truncated one with its digest rewritten would be mapped past its end by dlopen.
 bool verified(const fs::path& so) {
   const auto object = read_nofollow(so);
   const auto digest = read_nofollow(fs::path(so.string() + ".sha256"));
-  return object && digest && *digest == sha256_hex(*object);
+  return object && digest && *digest == sha256_hex(*object) && elf_incompleteness(so.string()).empty();
 }
 
 BuildResult build_one(const std::string& source, const BuildOptions& o, const fs::path& dir) {
@@ -166,11 +178,16 @@ void require_private_dir(const std::string& dir) {
   }
 }
 
-std::vector<BuildResult> build_all(const std::vector<std::string>& sources, const BuildOptions& options) {
+std::filesystem::path require_private_cache(const BuildOptions& options) {
   const fs::path root = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   require_private_dir(root.string());
   const fs::path dir = root / "kernels";
   require_private_dir(dir.string());
+  return dir;
+}
+
+std::vector<BuildResult> build_all(const std::vector<std::string>& sources, const BuildOptions& options) {
+  const fs::path dir = require_private_cache(options);
   std::vector<BuildResult> results(sources.size());
   const int jobs =
       std::max(1, std::min<int>(options.jobs > 0 ? options.jobs : this_machine().physical_cores, int(sources.size())));

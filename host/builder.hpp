@@ -8,11 +8,14 @@
 //   user or writable by group or others;
 // - files are created with O_EXCL|O_NOFOLLOW (a planted symlink is never written through)
 //   and renamed into place;
-// - each object's SHA-256 is stored beside it and checked on every cache hit: an object that
-//   does not match is rebuilt, never handed out to be loaded or run.
+// - each object's SHA-256 is stored beside it and checked on every cache hit, with the object
+//   being a whole ELF file (kernel_object.hpp): an object that fails either is rebuilt, never
+//   handed out to be loaded or run; a FIFO planted at either name is skipped, never opened
+//   blocking.
 // Thread-safe: concurrent builds of one source race only on an atomic rename.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -52,5 +55,10 @@ std::string build_key(const std::string& source, const BuildOptions& options);
 // Creates dir (and missing parents) private to this user, then bad_input unless dir is a
 // directory owned by this user and not writable by group or others.
 void require_private_dir(const std::string& dir);
+
+// require_private_dir on the compile cache of options and its kernels directory, which it
+// returns. build_all calls it first; the host backend's check_target too, so that a cache
+// open to others is bad input before a tuning run starts, not a failure of every measurement.
+std::filesystem::path require_private_cache(const BuildOptions& options);
 
 }  // namespace atvoss::host

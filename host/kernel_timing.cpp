@@ -13,6 +13,7 @@
 #include "core/measurement.hpp"
 #include "core/user_paths.hpp"
 #include "host/kernel_abi.hpp"
+#include "host/kernel_object.hpp"
 #include "host/operands.hpp"
 #include "host/packed_weights.hpp"
 #include "host/pinning.hpp"
@@ -88,10 +89,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   ::setenv("OMP_WAIT_POLICY", "passive", 0);
   // The object is the caller's input: one that is no kernel is bad input, not a failure here.
   require_input_file(so_path, "--so");
-  void* handle = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw_bad_input(std::string("--so: not a loadable kernel object: ") + ::dlerror());
-  auto fn = reinterpret_cast<KernelFn>(::dlsym(handle, kKernelSymbol));
-  if (!fn) throw_bad_input("--so: " + so_path + " has no symbol " + kKernelSymbol + "; expected an atvoss kernel");
+  const auto [handle, fn] = open_kernel_object(so_path, w, "--so");
   const int threads = kernel_threads(handle);
   const std::vector<int> cpus =
       o.cpus.empty() ? choose_cpus(allowed_cpus(), threads, o.cpu) : choose_cpus(o.cpus, threads, -1);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "host/process.hpp"
 
 #ifndef ATVOSS_KERNEL_RUNNER_PATH
@@ -19,8 +20,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The last n bytes of a child's output, as a measurement's message: valid UTF-8 (a cut
+// character, or bytes a kernel printed, escaped: core/utf8.hpp), so that the records and
+// every JSON answer that carries it stay valid.
 std::string tail(const std::string& text, std::size_t n) {
-  return text.size() <= n ? text : "..." + text.substr(text.size() - n);
+  return escape_invalid_utf8(text.size() <= n ? text : "..." + text.substr(text.size() - n));
 }
 
 }  // namespace

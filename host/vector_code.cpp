@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "host/kernel_abi.hpp"
+#include "host/kernel_object.hpp"
 
 namespace atvoss::host {
 namespace {
@@ -184,7 +185,8 @@ std::string kernel_preamble(const Workload& w, const Schedule& s, int threads) {
   const bool codes = writes_codes(w) && split.unfused.empty();
   return "// atvoss host kernel: " + w.label() + "\n// schedule " + s.to_json().dump() +
          "\n#include <cstdlib>\n#include <cstring>\n" + parallel_text(threads) + kKernelAbiText +
-         "constexpr bool CODES = " + (codes ? "true" : "false") + ";\n" + "namespace {\n" + kScratch;
+         workload_symbol_text(w) + "constexpr bool CODES = " + (codes ? "true" : "false") + ";\n" + "namespace {\n" +
+         kScratch;
 }
 
 std::string separate_pass_function() { return kSeparatePass; }

@@ -136,7 +136,8 @@ db::TuningDatabase open_existing(const std::string& path, const std::string& fie
   } catch (const Error& e) {
     // A server that cannot be reached is a failure (exit 1), not bad input.
     if (db::is_postgres_url(path) && e.kind() == ErrorKind::io) throw;
-    throw_bad_input(field + ": cannot read '" + path + "' as a tuning database: " + e.what());
+    throw_bad_input(field + ": cannot read '" + db::display_database_name(path) +
+                    "' as a tuning database: " + e.what());
   }
 }
 

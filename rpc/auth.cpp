@@ -1,5 +1,7 @@
 #include "rpc/auth.hpp"
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cstdlib>
 #include <fstream>
@@ -82,9 +84,29 @@ void require_usable_token(std::string_view token, std::string_view source) {
   }
 }
 
+namespace {
+
+// A token file others can read gives the farm's key away, and one they can write lets them
+// replace it: refused, as ssh refuses a private key with such a mode, naming who has access.
+void require_private_token_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(ErrorKind::io, "--token-file " + path + ": cannot read");
+  const bool group = (st.st_mode & (S_IRGRP | S_IWGRP)) != 0, others = (st.st_mode & (S_IROTH | S_IWOTH)) != 0;
+  if (!group && !others) return;
+  std::ostringstream mode;
+  mode << std::oct << (st.st_mode & 07777);
+  const std::string who = group && others ? "group and others" : group ? "group" : "others";
+  throw_bad_input("--token-file " + path + ": the token file is open to " + who + " (mode " + mode.str() +
+                  "); a token file must be readable by its owner only, as ssh requires of keys (chmod 600 " + path +
+                  ")");
+}
+
+}  // namespace
+
 std::optional<std::string> load_token(const std::string& token_file) {
   if (!token_file.empty()) {
     require_input_file(token_file, "--token-file");
+    require_private_token_file(token_file);
     std::ifstream in(token_file, std::ios::binary);
     if (!in) throw Error(ErrorKind::io, "--token-file " + token_file + ": cannot read");
     std::ostringstream text;

@@ -17,7 +17,8 @@ enum class Role { worker, client, query };
 std::string_view to_string(Role role) noexcept;
 Role parse_role(std::string_view s);  // Error(protocol) naming the field on unknown roles
 
-// The token from token_file if non-empty (io error if unreadable), else from ATVOSS_TOKEN if
+// The token from token_file if non-empty (io error if unreadable; bad_input, naming the file
+// and who has access, if group or others may read or write it), else from ATVOSS_TOKEN if
 // set, else nullopt (loopback-only mode). Trailing whitespace is trimmed; a token that is
 // then empty (an empty file, ATVOSS_TOKEN="" or "  ") is bad_input naming its source.
 std::optional<std::string> load_token(const std::string& token_file);

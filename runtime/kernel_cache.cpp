@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "host/codegen.hpp"
+#include "host/kernel_object.hpp"
 
 namespace atvoss::runtime {
 
@@ -22,14 +23,16 @@ std::shared_ptr<const LoadedKernel> KernelCache::load(const Workload& w, const S
     throw Error(ErrorKind::internal, "runtime: the kernel of " + w.label() + " with schedule " + s.to_json().dump() +
                                          " did not compile: " + built.message);
   }
-  void* handle = ::dlopen(built.so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) throw Error(ErrorKind::io, std::string("runtime: cannot load kernel: ") + ::dlerror());
-  auto fn = reinterpret_cast<host::KernelFn>(::dlsym(handle, host::kKernelSymbol));
-  if (fn == nullptr) {
-    ::dlclose(handle);
-    throw Error(ErrorKind::io, "runtime: " + built.so_path + " has no symbol " + host::kKernelSymbol);
+  // The builder hands out only an object whose digest matches, and whole (host/builder.hpp);
+  // open_kernel_object checks again what the call depends on, so a damaged object is an
+  // error here, never a SIGBUS or a kernel of another shape.
+  host::KernelObject k;
+  try {
+    k = host::open_kernel_object(built.so_path, w, "runtime: kernel " + built.so_path);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::io, e.what());
   }
-  return std::make_shared<const LoadedKernel>(handle, fn, built.so_path, built.cached ? 0.0 : built.compile_us);
+  return std::make_shared<const LoadedKernel>(k.handle, k.fn, built.so_path, built.cached ? 0.0 : built.compile_us);
 }
 
 const LoadedKernel& KernelCache::get(const Workload& w, const Schedule& s, const host::MachineInfo& machine) {

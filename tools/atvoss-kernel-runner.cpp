@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.add_option("--cpus", o.cpus, "the cores leased for this kernel, comma-separated (overrides --cpu)")
       ->delimiter(',')
       ->check(CLI::Range(0, 65535));
-  app.add_option("--min-repeat-us", o.min_repeat_us, "minimum length of one timed repeat")->check(CLI::Range(1.0, 1e7));
+  app.add_option("--min-repeat-us", o.min_repeat_us, "minimum length of one timed repeat")
+      ->check(atvoss::tools::real_range(1.0, 1e7));
   return atvoss::tools::run_cli(app, argc, argv, [&] {
     const auto w = atvoss::Workload::from_json(atvoss::parse_json(workload, "--workload"));
     std::cout << atvoss::host::time_kernel(so, w, o).dump() << "\n";

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   app.add_option("--trials", o.trials, "plans simulated by the search")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  app.add_option("--seed", o.seed, "the search's seed")->capture_default_str();
+  app.add_option("--seed", o.seed, "the search's seed")->capture_default_str()->check(tools::non_negative(o.seed));
   app.add_option("--strategy", o.strategy, "search strategy")->capture_default_str();
   app.add_option("--bucket-mib", bucket_mib, "gradient bucket of the scaling table, MiB")
       ->capture_default_str()

@@ -25,6 +25,7 @@
 #include "backend/backend.hpp"
 #include "backend/sweep.hpp"
 #include "backend/targets.hpp"
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
 #include "tools/cli_common.hpp"
@@ -59,7 +60,7 @@ void add_common(CLI::App* cmd, Inputs& in) {
 void add_measure_options(CLI::App* cmd, Inputs& in) {
   cmd->add_option("--noise", in.noise, "sigma of the multiplicative jitter; 0 = exact")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(tools::real_range(0.0, 1.0));
   cmd->add_option("--repeat", in.repeat, "measurements per schedule (median reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
@@ -132,17 +133,22 @@ int cmd_sweep(const Inputs& in) {
   const Target t = load_target(in.target);
   const Workload w = load_workload(in.workload);
   const backend::SweepOptions options{in.limit, in.seed, in.repeat, backend::MeasureOptions{in.noise}};
-  std::ofstream file;
-  if (!in.csv.empty()) {
-    require_output_file(in.csv, "--csv");
-    file.open(in.csv);
-    if (!file) throw Error(ErrorKind::io, "sweep: cannot write '" + in.csv + "'");
-  }
-  const auto r = backend::sweep(w, t, options, in.csv.empty() ? std::cout : file, [&](const backend::SweepProgress& p) {
+  // The CSV goes through write_file_atomically, as every other output: a symlink, a device
+  // node or a FIFO at --csv is refused before the sweep runs, and a reader never sees half a
+  // file. Without --csv the rows stream to stdout.
+  if (!in.csv.empty()) require_replaceable_file(in.csv, "--csv");
+  const auto progress = [&](const backend::SweepProgress& p) {
     std::cerr << "sweep: " << p.measured << " valid points measured"
               << (in.limit > 0 ? " of " + std::to_string(p.wanted) : std::string()) << ", best so far " << p.best_us
               << " us\n";
-  });
+  };
+  backend::SweepResult r;
+  if (in.csv.empty()) {
+    r = backend::sweep(w, t, options, std::cout, progress);
+  } else {
+    write_file_atomically(in.csv, "--csv",
+                          [&](std::ostream& out) { r = backend::sweep(w, t, options, out, progress); });
+  }
   std::cerr << "sweep: " << r.measured << " valid points measured";
   if (r.best_us > 0) std::cerr << "; best " << r.best_us << " us at " << r.best_schedule.to_json().dump();
   std::cerr << "\n";

@@ -36,12 +36,12 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--noise", options.noise, "simulator jitter sigma")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(atvoss::tools::real_range(0.0, 1.0));
   app.add_flag("--emulate-device-latency", options.emulate_device_latency,
                "take as long as a device run: compile + repeat x simulated time");
   app.add_option("--compile-ms", options.compile_ms, "emulated compile cost per task")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 600000.0));
+      ->check(atvoss::tools::real_range(0.0, 600000.0));
   app.add_flag("--quiet", quiet, "no log lines on stderr");
 
   // Block the stop signals before any thread starts, so only the waiter below sees them.

@@ -7,9 +7,11 @@
 #include <arpa/inet.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -37,9 +39,27 @@ CLI::Validator non_negative(const T&) {
         if (ec == std::errc::result_out_of_range) {
           return "must be at most " + std::to_string(std::numeric_limits<T>::max()) + ", got " + s;
         }
+        // CLI11 reads "1e23" as a double and then as a saturated whole number.
+        if (ec == std::errc() && end != s.data() + last) return "must be a whole number in digits, got " + s;
         return std::string();  // other text: CLI11's own conversion refuses it
       },
       "NON-NEGATIVE");
+}
+
+// A real number in [lo, hi]. CLI::Range lets NaN through (every comparison with NaN is
+// false): a worker started with --noise nan, then failed every task.
+inline CLI::Validator real_range(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (end == s.c_str()) return std::string();  // not a number: CLI11's own conversion names it
+        if (v >= lo && v <= hi) return std::string();
+        std::ostringstream range;
+        range << "must be a number in [" << lo << ", " << hi << "], got " << s;
+        return range.str();
+      },
+      "REAL");
 }
 
 // An IP address for a --host flag (v4 or v6, no name lookup): "nothost" is refused while the

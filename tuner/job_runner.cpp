@@ -88,6 +88,11 @@ class JobRun {
         picks_(zero_shot_picks()),
         scheduler_(scheduler_tasks(), scheduler_options()),
         progress_(std::make_shared<Progress>(Progress::detect(options.quiet), spec.trials)) {
+    if (!db_.jobs().try_run(spec_.name)) {
+      throw Error(ErrorKind::io, "job '" + spec_.name + "' is being run by another process on " +
+                                     db::display_database_name(spec_.database) +
+                                     "; run it again once that one ends (it resumes where they stopped)");
+    }
     for (const auto& t : tasks_.tasks()) runs_.push_back(TaskRun{t});
     load_stored();
     open_job_row();
@@ -275,6 +280,7 @@ class JobRun {
     // A server database may be shared with other jobs: claim before measuring. The job's
     // name is the owner, so the job resumed after kill -9 takes its claims back at once.
     if (db::is_postgres_url(spec_.database)) o.claim_owner = "job:" + spec_.name;
+    o.claim_notes = options_.warnings ? options_.warnings : &std::cerr;
     o.anchors = {picks_[i].schedule};
     StrategySetup* setup = r.setup.get();
     o.after_round = [setup, this] { setup->save_if_retrained(db_); };
@@ -480,7 +486,9 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   require_replaceable_file(spec.export_path, "job spec: field 'export'");
   require_replaceable_file(spec.report_path, "job spec: field 'report'");
   require_replaceable_file(spec.model_plan_path, "job spec: field 'model_plan'");
+  if (spec.parallel) require_replaceable_file(spec.parallel->plan_path, "job spec: field 'parallel.plan'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
+  if (farm.empty()) backend::check_target(target);  // measured here: the backend's own checks first
   if (!spec.fusion_rules.empty() && !farm.empty()) {
     throw_bad_input(
         "job spec: field 'fusion_rules' declares rules in this process only; a farm's "

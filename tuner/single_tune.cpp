@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <iostream>
 #include <string>
 
 #include "backend/backend.hpp"
@@ -42,6 +43,8 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   db::require_database(spec.db, "--db", false);
   if (!spec.export_path.empty()) require_replaceable_file(spec.export_path, "--export");
   SingleTuneOutcome out{Workload::from_json(spec.workload), backend::load_target(spec.target), {}};
+  // Measured here: the backend's own checks (the host's compile cache) before any work.
+  if (spec.farm.empty()) backend::check_target(out.target);
   const ScheduleSpace space = backend::space_for(out.workload, out.target);
   auto measurer = make_job_measurer(spec.farm);
   auto db = db::TuningDatabase::open(spec.db);
@@ -59,6 +62,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   options.cancel = cancel;
   // A server database may be shared with other processes: claim before measuring.
   if (db::is_postgres_url(spec.db)) options.claim_owner = process_owner();
+  options.claim_notes = &std::cerr;  // not progress: a run waiting on another one must say so
   options.after_round = [&] { setup.save_if_retrained(db); };
   options.confirm_top = spec.confirm_top >= 0                                 ? spec.confirm_top
                         : backend::traits_for(out.workload, out.target).noisy ? kConfirmTop  // tuner.hpp

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <ostream>
 #include <thread>
 
 #include "backend/backend.hpp"
@@ -123,10 +125,23 @@ std::vector<Measurement> TuningSession::measure(const std::vector<Schedule>& sch
   return measure_now(schedules, report);
 }
 
+void TuningSession::note_claim_wait(std::size_t waiting,
+                                    std::optional<std::chrono::steady_clock::time_point>& noted) const {
+  const auto now = std::chrono::steady_clock::now();
+  if (waiting == 0 || options_.claim_notes == nullptr || (noted && now - *noted < std::chrono::seconds(10))) return;
+  noted = now;
+  *options_.claim_notes << "note: " << workload_.label() << ": waiting for " << waiting
+                        << (waiting == 1 ? " schedule" : " schedules")
+                        << " that another process sharing the database has claimed and is measuring; each claim "
+                           "lapses at most "
+                        << db::kMaxClaimTtlMs / 1000 << " s after it was taken, by the database's clock" << std::endl;
+}
+
 std::vector<Measurement> TuningSession::measure_claimed(const std::vector<Schedule>& schedules) {
   std::vector<Measurement> out(schedules.size());
   std::vector<std::size_t> waiting(schedules.size());
   std::iota(waiting.begin(), waiting.end(), std::size_t{0});
+  std::optional<std::chrono::steady_clock::time_point> noted;  // the last note on claim_notes
   for (int pass = 0; !waiting.empty(); ++pass) {
     // Polled, not signalled: the other owner may be a process on another machine.
     if (pass > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -142,9 +157,8 @@ std::vector<Measurement> TuningSession::measure_claimed(const std::vector<Schedu
         keys.push_back(key);
       }
     }
-    const std::int64_t now = db::now_ms();
     const std::vector<bool> held =
-        records_.claim(workload_, target_info_, keys, options_.claim_owner, now, now + options_.claim_ttl_ms);
+        records_.claim(workload_, target_info_, keys, options_.claim_owner, options_.claim_ttl_ms);
     for (std::size_t k = 0; k < unstored.size(); ++k) {
       const std::size_t i = unstored[k];
       if (!held[k]) {
@@ -163,6 +177,7 @@ std::vector<Measurement> TuningSession::measure_claimed(const std::vector<Schedu
     const std::vector<Measurement> measured = measure_now(batch, true);
     for (std::size_t k = 0; k < mine.size(); ++k) out[mine[k]] = measured[k];
     waiting = std::move(still);
+    note_claim_wait(waiting.size(), noted);
     if (cancelled(options_.cancel)) {
       for (const std::size_t i : waiting) out[i] = Measurement::failed(Status::error, "cancelled by the caller");
       break;

@@ -14,8 +14,10 @@
 // Threading: one thread drives a session; the database handle is that thread's.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -73,6 +75,10 @@ struct TuneOptions {
   // A job's owner is its name, so a job resumed after kill -9 takes its own claims back.
   std::string claim_owner;
   int claim_ttl_ms = 120000;
+  // Where the session says what it waits for while other owners hold claims on schedules it
+  // needs: once when it starts waiting, then every 10 s while it still waits (a run that
+  // waited on another process once printed nothing for minutes). Null: nowhere.
+  std::ostream* claim_notes = nullptr;
   // Raised by the caller (Ctrl-C in Python): the items not finished are answered `error`
   // and not stored, the host's children are killed (core/cancel.hpp), the finished ones
   // of the round are stored, and tune() returns with stop_reason "cancelled".
@@ -161,6 +167,8 @@ class TuningSession {
   std::vector<Measurement> measure_now(const std::vector<Schedule>& schedules, bool report);
   // measure() under TuneOpt::claim_owner: each schedule measured here or by its claimant.
   std::vector<Measurement> measure_claimed(const std::vector<Schedule>& schedules);
+  // Writes the claim_notes line while `waiting` schedules are held by others (see there).
+  void note_claim_wait(std::size_t waiting, std::optional<std::chrono::steady_clock::time_point>& noted) const;
   // The vendor default and the anchors that are not stored yet, at most max_trials of
   // them, measured now (shown to the strategy, stored with the round).
   std::vector<std::pair<Schedule, Measurement>> measure_first(int max_trials);

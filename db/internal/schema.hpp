@@ -26,6 +26,17 @@ const std::vector<std::string_view>& migrations();
 // A migration's text in PostgreSQL's spelling: identity ids, BIGINT, DOUBLE PRECISION, BYTEA.
 std::string postgres_ddl(std::string_view sqlite_ddl);
 
+// PostgreSQL: the relations (tables, views, sequences; named `name` if given) in the
+// connection's current schema, counted in pg_class, which lists them whatever their owner
+// and grants (information_schema lists only those the role may use, so another
+// application's private tables would look like an empty schema).
+std::int64_t postgres_relation_count(Connection& conn, std::string_view name = {});
+
+// PostgreSQL: takes the advisory lock that orders opening against creating the schema, held
+// until the transaction ends: exclusive by the writer that creates or migrates the schema,
+// shared by an open reading the schema's identity and version. REQUIRES: inside a transaction.
+void lock_schema(Connection& conn, bool exclusive);
+
 // The schema version stored in the database; 0 for one without atvoss tables.
 std::int64_t stored_schema_version(Connection& conn);
 

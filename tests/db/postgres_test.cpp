@@ -7,12 +7,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <random>
 #include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
 #include "db/postgres_url.hpp"
+#include "db/record_store.hpp"
 #include "db/tuning_database.hpp"
 #include "db_test_util.hpp"
 #include "pg_test_util.hpp"
@@ -48,6 +52,117 @@ TEST(PostgresTest, AUrlCarryingAPasswordIsRefusedWithoutRepeatingIt) {
   EXPECT_EQ(e.kind(), ErrorKind::bad_input);
   EXPECT_THAT(e.what(), HasSubstr("PGPASSFILE"));
   EXPECT_THAT(e.what(), Not(HasSubstr("hunter2secret")));
+}
+
+// libpq quotes the whole URL, or the token it stopped at, when it cannot parse one: each
+// of these malformed URLs once came back with the password in the message.
+TEST(PostgresTest, AMalformedUrlCarryingAPasswordNeverEchoesIt) {
+  for (const std::string url :
+       {"postgresql://atv:Sup3rSecretPw@[::1/atv", "postgresql://atv:Sup3rSecretPw@[]/atv",
+        "postgresql://atv:Sup3rSecretPw%zz@127.0.0.1/atv", "postgresql://atv@127.0.0.1/atv?password=Sup3rSecretPw%00",
+        "postgresql://atv@127.0.0.1/atv?port=1&password=Sup3rSecretPw",
+        "postgresql://x@atv:Sup3rSecretPw@127.0.0.1/atv"}) {
+    const Error e = open_error(url);
+    EXPECT_EQ(e.kind(), ErrorKind::bad_input) << url;
+    EXPECT_THAT(e.what(), Not(HasSubstr("Sup3rSecretPw"))) << url;
+    EXPECT_THAT(e.what(), Not(HasSubstr("Sup3rSecret"))) << url;
+  }
+}
+
+// A message that quotes a database's name goes through display_database_name.
+TEST(PostgresTest, TheDisplayedNameHidesThePasswordAndIsShortAndPrintable) {
+  EXPECT_EQ(display_database_name("postgresql://atv:Sup3rSecretPw@h:5/atv"), "postgresql://atv:***@h:5/atv");
+  EXPECT_EQ(display_database_name("postgres://h/atv?port=5&password=Sup3rSecretPw&user=u"),
+            "postgres://h/atv?port=5&password=***&user=u");
+  EXPECT_EQ(display_database_name(std::string("postgresql://h/a\0b\n", 19)), "postgresql://h/a?b?");
+  EXPECT_EQ(display_database_name("tune.db"), "tune.db");
+  EXPECT_LE(display_database_name("postgresql://h/" + std::string(10 << 20, 'a')).size(), 203u);
+}
+
+TEST(PostgresTest, AUrlIsParsedStrictlyBeforeAnyConnection) {
+  struct Case {
+    std::string url, says;
+  };
+  const std::vector<Case> cases = {
+      // A NUL would cut the URL short where libpq reads it: "atv", host dropped without a word.
+      {std::string("postgresql://atvoss@/atv\0?host=evil", 35), "NUL byte"},
+      {"postgresql://atvoss@/atv?host=%00evil", "NUL byte"},
+      {"postgresql://h/atv?options=-cdefault_transaction_read_only%3Doff",
+       "parameter 'options' may only pick the schema"},
+      {"postgresql://h/atv?options=-csearch_path%3Da%20-cwork_mem%3D1", "parameter 'options' may only pick the schema"},
+      {"postgresql://h/atv?sslmode=sometimes", "parameter 'sslmode' must be disable"},
+      {"postgresql://h/atv?krbsrvname=x", "query parameter 'krbsrvname' is not accepted"},
+      {"postgresql://h/atv?port=%zz", "not followed by two hex digits"},
+  };
+  for (const Case& c : cases) {
+    const Error e = open_error(c.url);
+    EXPECT_EQ(e.kind(), ErrorKind::bad_input) << c.url;
+    EXPECT_THAT(e.what(), HasSubstr(c.says)) << c.url;
+  }
+  // A 10 MB URL: refused by its length, and the message does not repeat it.
+  const Error huge = open_error("postgresql://h/" + std::string(10 << 20, 'a'));
+  EXPECT_EQ(huge.kind(), ErrorKind::bad_input);
+  EXPECT_THAT(huge.what(), HasSubstr("at most 4096 are accepted"));
+  EXPECT_LT(std::string_view(huge.what()).size(), 300u);
+  // What the documents show is accepted: host, port, sslmode and the schema through options.
+  EXPECT_NO_THROW(
+      check_postgres_url("postgresql://atvoss@db:5432/atvoss?sslmode=require&options=-csearch_path%3Dteam_a"));
+  PgSchema s;
+  EXPECT_EQ(TuningDatabase::open(s.url()).stats().records, 0);
+}
+
+// Seeded mutations (insert, delete, replace a byte; the bytes URLs are made of, NUL and '%')
+// of URLs carrying a password: every mutant passes or is refused as bad input, never
+// crashes, and while the password is still a password no message repeats it. The messages
+// and the displayed name stay short and printable.
+TEST(PostgresTest, MutatedUrlsAreRefusedOrAcceptedNeverEchoingThePassword) {
+  const std::vector<std::string> seeds = {
+      "postgresql://atv:Sup3rSecretPw@[::1]:5432/atv?host=/tmp&options=-csearch_path%3Dt1",
+      "postgres://atv@127.0.0.1/atv?sslmode=require&password=Sup3rSecretPw&port=1",
+      "postgresql://atv:Sup3rSecretPw@h1:1,h2:2/atv?connect_timeout=2"};
+  const std::string alphabet = std::string("@:/?&=%[],.-0azZ", 16) + std::string(1, '\0') + "\xff";
+  std::mt19937_64 rng(20261205);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % std::max<std::size_t>(n, 1)); };
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string url = seeds[pick(seeds.size())];
+    for (int k = 0, edits = 1 + static_cast<int>(pick(3)); k < edits; ++k) {
+      const std::size_t at = pick(url.size());
+      const char c = alphabet[pick(alphabet.size())];
+      switch (pick(3)) {
+        case 0:
+          url.insert(url.begin() + static_cast<std::ptrdiff_t>(at), c);
+          break;
+        case 1:
+          url.erase(at, 1);
+          break;
+        default:
+          url[at] = c;
+      }
+    }
+    if (!is_postgres_url(url)) continue;  // a path then, never parsed as a URL
+    const std::size_t path = url.find('/', url.find("://") + 3);
+    const bool still_a_password =
+        url.find(":Sup3rSecretPw@") < path || url.find("password=Sup3rSecretPw") != std::string::npos;
+    const std::string shown = display_database_name(url);
+    EXPECT_LE(shown.size(), 203u) << url;
+    if (still_a_password) EXPECT_THAT(shown, Not(HasSubstr("Sup3rSecretPw"))) << url;
+    try {
+      check_postgres_url(url);
+      ++accepted;
+    } catch (const Error& e) {
+      ++refused;
+      ASSERT_EQ(e.kind(), ErrorKind::bad_input) << url;
+      const std::string_view what = e.what();
+      EXPECT_LT(what.size(), 1000u) << url;
+      EXPECT_TRUE(std::all_of(what.begin(), what.end(), [](char ch) {
+        return std::isprint(static_cast<unsigned char>(ch)) != 0;
+      })) << url;
+      if (still_a_password) ASSERT_THAT(e.what(), Not(HasSubstr("Sup3rSecretPw"))) << url;
+    }
+  }
+  EXPECT_GT(accepted, 100);
+  EXPECT_GT(refused, 100);
 }
 
 TEST(PostgresTest, AWrongPasswordIsAClearIoErrorAndCreatesNothing) {
@@ -91,6 +206,47 @@ TEST(PostgresTest, ASchemaHoldingAnotherApplicationsTablesIsRefusedAndNotWritten
   EXPECT_EQ(e.kind(), ErrorKind::bad_input);
   EXPECT_THAT(e.what(), HasSubstr("tables of another application"));
   EXPECT_THROW(pg_exec(s.url(), "SELECT 1 FROM records"), std::runtime_error);  // no atvoss table was made
+}
+
+// Tables of another role, with no grant to atvoss's role, are missing from
+// information_schema.tables; the check reads pg_class, which lists every relation.
+TEST(PostgresTest, TablesAtvossCannotReadStillMakeTheSchemaAnotherApplications) {
+  PgSchema s;
+  std::string admin = s.base();
+  admin.replace(admin.find("atvoss@"), 7, "atvoss_admin@");  // the cluster's superuser (tests/db/pg_cluster.sh)
+  pg_exec(admin,
+          "DO $$BEGIN CREATE ROLE atvoss_payroll; EXCEPTION WHEN duplicate_object THEN NULL; END$$; "
+          "CREATE TABLE " +
+              s.name() + ".payroll(id BIGINT); ALTER TABLE " + s.name() +
+              ".payroll OWNER TO atvoss_payroll; REVOKE ALL ON " + s.name() + ".payroll FROM PUBLIC");
+  const Error e = open_error(s.url());
+  EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+  EXPECT_THAT(e.what(), HasSubstr("tables of another application"));
+  EXPECT_THROW(pg_exec(s.url(), "SELECT 1 FROM records"), std::runtime_error);  // no atvoss table was made
+}
+
+// A claim expired at the claimant's clock + 120 s: a claimant a day fast blocked every
+// other process on its schedules for a day, and a row expiring far ahead blocked them for
+// good (the far-future row was held before the fix). Now: the server's clock, capped.
+TEST(PostgresTest, ClaimsLastByTheServersClockAndNeverPastTheCap) {
+  PgSchema s;
+  auto db = TuningDatabase::open(s.url());
+  const Workload w = matmul(8, 8, 8);
+  const TargetInfo t = TargetInfo::named("npu-a");
+  const std::vector<std::string> keys = {"k1"};
+  RecordStore& records = db.records();
+  EXPECT_EQ(records.claim(w, t, keys, "a", 120000), std::vector<bool>{true});
+  EXPECT_EQ(records.claim(w, t, keys, "b", 120000), std::vector<bool>{false});  // a's claim is live
+  // Asked for a day: held for at most the cap, counted from the server's now().
+  EXPECT_EQ(records.claim(w, t, keys, "a", 86400000), std::vector<bool>{true});
+  EXPECT_NO_THROW(pg_exec(s.url(),
+                          "DO $$BEGIN IF (SELECT max(expires_at) FROM claims) > "
+                          "(extract(epoch from now()) * 1000)::bigint + " +
+                              std::to_string(kMaxClaimTtlMs) + " THEN RAISE EXCEPTION 'past the cap'; END IF; END$$"));
+  // A row expiring a day ahead (written by a claimant whose clock ran a day fast) has lapsed.
+  pg_exec(s.url(), "UPDATE claims SET expires_at = expires_at + 86400000");
+  EXPECT_EQ(records.claim(w, t, keys, "b", 120000), std::vector<bool>{true});
+  EXPECT_EQ(records.claim(w, t, keys, "a", 120000), std::vector<bool>{false});  // and b's is live
 }
 
 TEST(PostgresTest, MustExistOnAnEmptyDatabaseIsNotFound) {

@@ -3,8 +3,11 @@
 // size; data parallelism whose gradient AllReduces overlap the backward pass.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <limits>
+#include <random>
 
 #include "core/error.hpp"
 #include "distributed/collectives.hpp"
@@ -91,6 +94,77 @@ TEST(Topology, ABadDescriptionIsRefusedNamingTheField) {
   EXPECT_NE(message_of([&] { Topology::from_json(j); }).find("unknown field 'links'"), std::string::npos);
   EXPECT_NE(message_of([] { topology_preset("ring8-xmany"); }).find("-x<servers>"), std::string::npos);
   EXPECT_NE(message_of([] { topology_preset("dgx"); }).find("ascend910b-server8"), std::string::npos);
+}
+
+// Seeded mutations of topology JSON (counts, shapes, links: zero, negative, huge, the wrong
+// type, fields dropped) as a job spec or --topology may carry them: each loads or is refused
+// as bad input, and every one that loads times an all-reduce on up to 4096 of its devices
+// with a finite result or a bad-input refusal (a mesh among 65536 devices once ran out of
+// memory). Bounded by count and time.
+TEST(Topology, MutatedDescriptionsLoadOrAreRefusedAndTheirCollectivesStayBounded) {
+  const Json seed = {{"servers", 2},
+                     {"devices_per_server", 8},
+                     {"shape", "mesh_groups"},
+                     {"group_size", 4},
+                     {"link", {{"gb_per_s", 30}, {"latency_us", 1}}},
+                     {"group_port", {{"gb_per_s", 24}, {"latency_us", 2}}},
+                     {"nic", {{"gb_per_s", 25}, {"latency_us", 3}}}};
+  const std::vector<Json> values = {0,
+                                    -1,
+                                    1,
+                                    2,
+                                    3,
+                                    7,
+                                    1024,
+                                    1025,
+                                    65536,
+                                    65537,
+                                    1e300,
+                                    -1e9,
+                                    0.5,
+                                    "x",
+                                    nullptr,
+                                    Json::array(),
+                                    "full_mesh",
+                                    "ring",
+                                    "mesh_groups",
+                                    std::numeric_limits<std::int64_t>::max()};
+  const std::vector<std::vector<std::string>> fields = {{"servers"},
+                                                        {"devices_per_server"},
+                                                        {"shape"},
+                                                        {"group_size"},
+                                                        {"link", "gb_per_s"},
+                                                        {"link", "latency_us"},
+                                                        {"group_port", "gb_per_s"},
+                                                        {"nic", "gb_per_s"},
+                                                        {"nic", "latency_us"}};
+  std::mt19937_64 rng(20261205);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int loaded = 0, refused = 0;
+  for (int i = 0; i < 3000 && std::chrono::steady_clock::now() < deadline; ++i) {
+    Json j = seed;
+    for (int k = 0, edits = 1 + static_cast<int>(rng() % 3); k < edits; ++k) {
+      const auto& f = fields[rng() % fields.size()];
+      Json& at = f.size() == 1 ? j[f[0]] : j[f[0]][f[1]];
+      if (rng() % 8 == 0 && f.size() == 1) {
+        j.erase(f[0]);
+      } else {
+        at = values[rng() % values.size()];
+      }
+    }
+    try {
+      const Topology t = Topology::from_json(j);
+      ++loaded;
+      const int n = std::min(t.devices(), 4096);
+      const CollectiveTime r = best_collective(t, Collective::all_reduce, first_devices(n), 1 << 20);
+      EXPECT_TRUE(std::isfinite(r.us)) << j.dump();
+    } catch (const Error& e) {
+      ++refused;
+      ASSERT_EQ(e.kind(), ErrorKind::bad_input) << j.dump() << ": " << e.what();
+    }
+  }
+  EXPECT_GT(loaded, 50);
+  EXPECT_GT(refused, 50);
 }
 
 TEST(Topology, ATargetFileCarriesItsTopology) {

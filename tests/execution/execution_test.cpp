@@ -1,7 +1,12 @@
 // The execution simulator on tiny hand-made graphs with known answers: branches side by side,
 // dependencies of a diamond, the critical-path priority against graph order, hidden launches,
 // buffer reuse along a chain, the memory-plan checker, and the exec graph of a fused model graph.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <limits>
+#include <random>
 
 #include "core/error.hpp"
 #include "execution/exec_graph.hpp"
@@ -281,6 +286,102 @@ TEST(Execution, TheCheckerRejectsAnOverlappingPlan) {
   const MemoryPlan back = MemoryPlan::from_json(plan.to_json());
   EXPECT_EQ(back.allocations.size(), 3u);
   EXPECT_EQ(check_plan(back).size(), 1u);
+}
+
+// Ends past int64 wrapped to negative numbers and the checker called such a plan sound; a
+// buffer live over [5, 5) was said to overlap one live over [0, 20). Both were seen failing.
+TEST(Execution, TheCheckerRefusesOverflowingPlansAndIgnoresEmptyLifetimes) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const auto plan_of = [](std::vector<Json> allocations) { return Json{{"allocations", allocations}}; };
+  const auto a = [](std::int64_t offset, std::int64_t bytes, double start, double end) {
+    return Json{{"tensor", "t"}, {"offset", offset}, {"bytes", bytes}, {"start_us", start}, {"end_us", end}};
+  };
+  const std::int64_t half = std::int64_t{1} << 62;
+  for (const Json& bad :
+       {plan_of({a(0, kMax, 0, 10), a(half, half, 0, 10)}), plan_of({a(kMax, 1, 0, 10)}),
+        plan_of({a(0, half, 0, 10), a(half, half - 1, 0, 10), a(half - 1, 2, 20, 30)}), plan_of({a(-1, 8, 0, 10)})}) {
+    try {
+      MemoryPlan::from_json(bad);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::bad_input);
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("allocations["));
+    }
+  }
+  // The same built in memory: reported, not wrapped.
+  MemoryPlan wrapped;
+  wrapped.allocations = {{"a", 0, kMax, 0, 10}, {"b", half, half, 0, 10}};
+  ASSERT_EQ(check_plan(wrapped).size(), 1u);
+  EXPECT_THAT(check_plan(wrapped)[0], ::testing::HasSubstr("'b': offset + bytes overflows"));
+  // Huge but representable buffers that do share bytes are still caught.
+  MemoryPlan near_top;
+  near_top.allocations = {{"a", 0, kMax, 0, 10}, {"b", kMax - 1, 1, 0, 10}};
+  EXPECT_EQ(check_plan(near_top).size(), 1u);
+  // An empty lifetime, and an empty buffer, overlap nothing.
+  MemoryPlan empty;
+  empty.allocations = {{"a", 0, 100, 0, 20}, {"b", 0, 100, 5, 5}, {"c", 10, 0, 0, 20}};
+  EXPECT_TRUE(check_plan(empty).empty());
+  EXPECT_TRUE(check_plan(MemoryPlan::from_json(empty.to_json())).empty());
+}
+
+// Seeded mutations of a memory plan file (offsets, sizes and times: zero, negative, near and
+// at the int64 limits, huge doubles, the wrong type; allocations dropped or duplicated), as
+// --check-plan reads one: each is refused as bad input or checked, never wrapped (the
+// sanitizer builds run this too) and never a crash. Bounded by count and time.
+TEST(Execution, MutatedPlanFilesAreRefusedOrCheckedNeverWrapped) {
+  MemoryPlan seed_plan;
+  seed_plan.allocations = {{"a", 0, 100, 0, 10}, {"b", 100, 50, 5, 15}, {"c", 0, 50, 10, 20}, {"d", 64, 64, 12, 30}};
+  const Json seed = seed_plan.to_json();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::vector<Json> values = {0,
+                                    -1,
+                                    1,
+                                    64,
+                                    kMax,
+                                    kMax - 1,
+                                    std::int64_t{1} << 62,
+                                    -kMax,
+                                    1e300,
+                                    -1e300,
+                                    0.5,
+                                    "x",
+                                    nullptr,
+                                    Json::array(),
+                                    5,
+                                    std::numeric_limits<std::uint64_t>::max()};
+  const std::vector<std::string> fields = {"offset", "bytes", "start_us", "end_us", "tensor"};
+  std::mt19937_64 rng(20261205);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int checked = 0, refused = 0;
+  for (int i = 0; i < 20000 && std::chrono::steady_clock::now() < deadline; ++i) {
+    Json j = seed;
+    Json& list = j["allocations"];
+    for (int k = 0, edits = 1 + static_cast<int>(rng() % 3); k < edits; ++k) {
+      const std::size_t at = rng() % list.size();
+      switch (rng() % 6) {
+        case 0:
+          if (list.size() > 1) list.erase(at);
+          break;
+        case 1:
+          list.push_back(list[at]);
+          break;
+        default:
+          list[at][fields[rng() % fields.size()]] = values[rng() % values.size()];
+      }
+    }
+    try {
+      const MemoryPlan plan = MemoryPlan::from_json(j);
+      ++checked;
+      (void)check_plan(plan);
+      EXPECT_GE(plan.peak_bytes, 0) << j.dump();
+      EXPECT_GE(plan.lower_bound_bytes, 0) << j.dump();
+    } catch (const Error& e) {
+      ++refused;
+      ASSERT_EQ(e.kind(), ErrorKind::bad_input) << j.dump() << ": " << e.what();
+    }
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(refused, 100);
 }
 
 // A training step in miniature: three forward layers keep their activations for the three

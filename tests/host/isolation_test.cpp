@@ -8,17 +8,24 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
+#include <utility>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "host/codegen.hpp"
+#include "host/digest.hpp"
 #include "host/host_space.hpp"
 #include "host/kernel_abi.hpp"
+#include "host/kernel_object.hpp"
 #include "host/machine.hpp"
 #include "host/measure.hpp"
+#include "host/runner.hpp"
 #include "host_test_util.hpp"
 
 namespace atvoss::host {
@@ -30,7 +37,8 @@ using testing::workload;
 const Workload kSmall = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":8,"N":8,"K":8}})");
 
 std::string kernel_body(const std::string& body) {
-  return std::string(kKernelAbiText) + "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {" + body + "}\n";
+  return std::string(kKernelAbiText) + workload_symbol_text(kSmall) +
+         "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {" + body + "}\n";
 }
 
 // A compiler wrapper that logs every invocation, so the test sees whether it was called.
@@ -173,6 +181,19 @@ TEST(BuilderTest, ACompilerErrorIsThatCandidatesCompileError) {
   EXPECT_EQ(r[1].status, Status::ok);  // the batch goes on
 }
 
+// A compiler echoes the source's bytes as they are: a compile_error whose message held
+// \xff\xfe made the record unfit for JSON. The message is escaped where it is made.
+TEST(BuilderTest, ACompilerMessageThatIsNotUtf8IsEscaped) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  const auto r = build_all({kernel_body("\n#error bad\xff\xfe\n")}, o);
+  ASSERT_EQ(r[0].status, Status::compile_error) << r[0].message;
+  EXPECT_TRUE(is_valid_utf8(r[0].message)) << r[0].message;
+  EXPECT_NE(r[0].message.find("bad\\xFF\\xFE"), std::string::npos) << r[0].message;
+  EXPECT_NO_THROW((void)Json(r[0].message).dump());
+}
+
 TEST(RunnerTest, CrashesAndHangsAreTheCandidatesErrorAndTheCallerLivesOn) {
   TempDir dir;
   HostConfig config;
@@ -227,6 +248,83 @@ TEST(BuilderTest, ACancelledBuildStartsNoCompiler) {
   const auto r = build_all({kernel_body("g->c[0] = 1;"), kernel_body("g->c[0] = 2;")}, o);
   for (const auto& b : r) EXPECT_EQ(b.status, Status::error);
   EXPECT_EQ(calls(dir), 0);
+}
+
+// The real runner on a kernel that does not fit: exit status and stderr.
+std::pair<int, std::string> run_runner(const TempDir& dir, const std::string& so, const std::string& workload_json) {
+  const std::string err = (dir.path() / "runner.err").string();
+  const std::string cmd = "timeout 60 " + find_runner() + " --so '" + so + "' --workload '" + workload_json +
+                          "' --repeat 1 --min-repeat-us 1 >/dev/null 2>" + err;
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text.str()};
+}
+
+// A kernel's shapes are compiled in: one built for a 32x64x32 matmul run with a 1x1x1 one
+// aborted in malloc (SIGABRT), with a conv's workload too, and with a softmax's crashed
+// (SIGSEGV); a truncated object was mapped past its end (SIGBUS). The runner now refuses each
+// before any call, exit 2 naming why (seen failing with those signals before the checks).
+TEST(RunnerTest, AKernelOfAnotherWorkloadOrATruncatedOneIsRefusedBeforeAnyCall) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  const std::string mm = R"({"op":"matmul","dtype":"float32","dims":{"M":32,"N":64,"K":32}})";
+  const Workload w = workload(mm);
+  const auto built = build_all({generate_source(w, default_schedule(w, this_machine()), this_machine())}, o);
+  ASSERT_EQ(built[0].status, Status::ok) << built[0].message;
+  for (const std::string other :
+       {R"({"op":"matmul","dtype":"float32","dims":{"M":1,"N":1,"K":1}})",
+        R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":7,"W":7,"K":40,"R":3,"S":3,"stride":1,"pad":1}})",
+        R"({"op":"softmax","dtype":"float32","dims":{"M":1,"N":1}})"}) {
+    const auto [code, err] = run_runner(dir, built[0].so_path, other);
+    EXPECT_EQ(code, 2) << other << ": " << err;
+    EXPECT_NE(err.find("--so: the kernel was built for workload '" + w.key() + "', not for " + workload(other).label()),
+              std::string::npos)
+        << err;
+  }
+  EXPECT_EQ(run_runner(dir, built[0].so_path, mm).first, 0);  // its own workload still runs
+  const std::string cut = (dir.path() / "cut.so").string();
+  std::filesystem::copy_file(built[0].so_path, cut);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) / 2);
+  const auto [code, err] = run_runner(dir, cut, mm);
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_NE(err.find("--so: not a loadable kernel object:"), std::string::npos) << err;
+  EXPECT_NE(err.find("(a truncated file?)"), std::string::npos) << err;
+}
+
+// The compile cache: a truncated object beside a digest rewritten to match it was loaded
+// into the runtime's own process (SIGBUS), and a FIFO at the digest's name hung it. Both are
+// rebuilt instead, at once.
+TEST(BuilderTest, ATruncatedObjectWithAMatchingDigestOrAFifoDigestIsBuiltAgain) {
+  TempDir dir;
+  BuildOptions o;
+  o.cache_dir = dir.str();
+  o.compiler = counting_compiler(dir);
+  const std::string source = generate_source(kSmall, default_schedule(kSmall, this_machine()), this_machine());
+  const auto first = build_all({source}, o);
+  ASSERT_EQ(first[0].status, Status::ok) << first[0].message;
+  const std::string so = first[0].so_path;
+  std::filesystem::resize_file(so, std::filesystem::file_size(so) / 2);
+  std::string cut;
+  {
+    std::ifstream in(so, std::ios::binary);
+    cut.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::filesystem::remove(so + ".sha256");
+  std::ofstream(so + ".sha256") << sha256_hex(cut);
+  const auto second = build_all({source}, o);
+  EXPECT_FALSE(second[0].cached);
+  EXPECT_EQ(calls(dir), 2);
+  EXPECT_TRUE(elf_incompleteness(second[0].so_path).empty());
+  std::filesystem::remove(so + ".sha256");
+  ASSERT_EQ(::mkfifo((so + ".sha256").c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const auto third = build_all({source}, o);  // once blocked for good opening the FIFO
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  EXPECT_FALSE(third[0].cached);
+  EXPECT_EQ(third[0].status, Status::ok) << third[0].message;
 }
 
 TEST(RunnerTest, AMissingRunnerIsAnInfrastructureErrorNotACandidateError) {

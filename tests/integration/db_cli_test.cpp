@@ -1,5 +1,6 @@
 // atvoss-db as a user runs it: real processes on real files, checking output, exit codes
 // (0 ok, 2 bad input, 1 failure) and that a refused command leaves the data as it was.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -302,7 +303,11 @@ TEST_F(DbCliTest, MissingPathsAndDirectoriesExitTwoAndCreateNothing) {
        "does not exist"},
       {"serve a missing database", db("absent.db") + " serve --port 0", "does not exist"},
       {"token file is a directory", db() + " serve --port 0 --token-file " + quote(file("adir")), "is a directory"},
+      {"token file others can read", db() + " serve --port 0 --token-file " + quote(file("open.token")),
+       "the token file is open to group and others (mode 644)"},
   };
+  std::ofstream(file("open.token")) << "0123456789abcdef0123\n";
+  ::chmod(file("open.token").c_str(), 0644);
   const std::string before = slurp(file("tune.db"));
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -1,5 +1,7 @@
 // Bad peers against a token-protected atvoss-farm process: each is rejected with an error
 // (or dropped), and a good client and worker keep being served throughout.
+#include <sys/stat.h>
+
 #include <array>
 #include <fstream>
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without it
@@ -185,6 +187,7 @@ TEST(FarmTokens, BlankTokenFromEnvironmentOrFileExitsTwo) {
   TempDir dir;
   const std::string blank_file = dir.file("blank.token");
   std::ofstream(blank_file) << "  \t\n";
+  ::chmod(blank_file.c_str(), 0600);  // private, so that blankness is what is refused
   const std::map<std::string, std::string> blank_env{{"ATVOSS_TOKEN", " \n"}};
   std::vector<std::pair<std::string, Child>> runs;
   runs.emplace_back("farm, env", Child({bin("atvoss-farm"), "--port", "0", "--host", "0.0.0.0", "--quiet"}, blank_env));

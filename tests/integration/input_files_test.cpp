@@ -4,6 +4,7 @@
 // once, naming the flag; the run is bounded by `timeout`, so a hang fails as exit 124.
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include <gmock/gmock.h>
@@ -94,6 +95,15 @@ TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInpu
        "--seed: must be at most"},
       {"atvoss-tune", "--target ascend910 --workload " + workload + " --trials 99999999999999 --db " + file("t.db"),
        "--trials"},
+      // Once unchecked: atvoss-plan ran with these seeds (exit 0), and a worker
+      // started with --noise nan and then failed every task (CLI::Range lets NaN through).
+      {"atvoss-plan", "--model mlp --seed -1", "--seed: must be >= 0, got -1"},
+      {"atvoss-plan", "--model mlp --seed 1e23", "--seed: must be a whole number in digits, got 1e23"},
+      {"atvoss-plan", "--model mlp --seed 18446744073709551616", "--seed: must be at most 18446744073709551615"},
+      {"atvoss-worker", "--farm 127.0.0.1:1 --target ascend910 --quiet --noise nan",
+       "--noise: must be a number in [0, 1], got nan"},
+      {"atvoss-sim", "eval --target ascend910 --workload " + workload + " --noise nan", "--noise: must be a number in"},
+      {"atvoss-sim", "eval --target ascend910 --workload " + workload + " --seed 1e3", "whole number in digits"},
       // Messages that named the wrong thing.
       {"atvoss-model", "frobnicate", "unknown subcommand 'frobnicate'; expected one of: train, eval, inspect"},
       {"atvoss-db", "--db " + db + " frobnicate", "unknown subcommand 'frobnicate'; expected one of: stats,"},
@@ -117,6 +127,51 @@ TEST_F(InputFiles, NegativeNumbersMissingDatabasesAndAMismatchedWorkerAreBadInpu
     EXPECT_THAT(r.err, HasSubstr(c.says));
   }
   EXPECT_FALSE(std::filesystem::exists(db));
+}
+
+// A compile cache open to group or others: every measurement failed on it, and the run
+// ended "3 rounds in a row measured nothing" (exit 1) after opening its database. Now the
+// host backend's own check refuses it first: exit 2, naming the directory, no database.
+TEST_F(InputFiles, ACompileCacheOpenToOthersIsBadInputBeforeTuning) {
+  const std::string cache = file("open-cache");
+  std::filesystem::create_directories(cache + "/atvoss");
+  ASSERT_EQ(::chmod((cache + "/atvoss").c_str(), 0775), 0);
+  const char* before = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = before ? before : "";
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);  // inherited by the tool
+  const CliResult r = bounded("atvoss-tune", R"(--target host --workload '{"op":"matmul","dtype":"float32",)"
+                                             R"("dims":{"M":32,"N":32,"K":32}}' --trials 2 --quiet --db )" +
+                                                 file("open-cache.db"));
+  if (before) {
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  } else {
+    ::unsetenv("XDG_CACHE_HOME");
+  }
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("compile cache '" + cache + "/atvoss' is writable by group or others (mode 775)"));
+  EXPECT_FALSE(std::filesystem::exists(file("open-cache.db")));
+}
+
+// A token file others could read was accepted by the farm, the worker and serve (atvoss-db
+// serve: db_cli_test.cpp). Refused as ssh refuses a key, naming who has access; the token
+// itself is never printed.
+TEST_F(InputFiles, TokenFilesGroupOrOthersMayReadAreRefusedSayingWho) {
+  const std::string token = file("farm.token");
+  std::ofstream(token) << "0123456789abcdef-secret\n";
+  for (const auto& [mode, who] : {std::pair{0644, "group and others (mode 644)"}, std::pair{0640, "group (mode 640)"},
+                                  std::pair{0604, "others (mode 604)"}, std::pair{0620, "group (mode 620)"}}) {
+    ASSERT_EQ(::chmod(token.c_str(), static_cast<mode_t>(mode)), 0);
+    for (const std::string& cmd : {std::string("atvoss-farm --port 0 --quiet"),
+                                   std::string("atvoss-worker --farm 127.0.0.1:1 --target ascend910 --quiet")}) {
+      SCOPED_TRACE(cmd + " " + who);
+      const std::string tool = cmd.substr(0, cmd.find(' '));
+      const CliResult r = bounded(tool, cmd.substr(cmd.find(' ') + 1) + " --token-file " + quote(token));
+      EXPECT_EQ(r.code, 2) << r.err;
+      EXPECT_THAT(r.err, HasSubstr("--token-file " + token + ": the token file is open to " + who));
+      EXPECT_THAT(r.err, HasSubstr("chmod 600"));
+      EXPECT_THAT(r.err, ::testing::Not(HasSubstr("secret")));
+    }
+  }
 }
 
 }  // namespace

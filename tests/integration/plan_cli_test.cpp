@@ -1,6 +1,8 @@
 // atvoss-plan as a user runs it: a real process timing a collective on a hand-made topology,
 // planning a zoo model's training step over devices (the plan file and the HTML page), and
 // refusing bad input with exit 2 and the field named.
+#include <sys/resource.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -67,6 +69,36 @@ TEST_F(PlanCliTest, BadInputExitsTwoNamingTheField) {
   r = run_tool("atvoss-plan", "--model nope --plan-out " + kept);
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(slurp(kept), "{\"old\": true}\n");  // a failed run loses nothing
+}
+
+// Inside the documented ranges, a mesh among 65536 devices built 4.3e9 transfers for one step
+// and ended in std::bad_alloc at 2.1 GB (exit 1), as did a hierarchical all-reduce inside
+// 1024-card full-mesh servers. The work is bounded before anything is allocated: such an
+// algorithm is refused naming why (exit 2), and the fastest one is picked among those that
+// fit. The runs are under a 3 GB address-space limit, so a regression fails, not the machine.
+TEST_F(PlanCliTest, ACollectiveTooLargeToSimulateIsRefusedBeforeAllocating) {
+  const std::string big = R"({"name":"big","servers":65536,"devices_per_server":1024,"shape":"full_mesh",)"
+                          R"("link":{"gb_per_s":50,"latency_us":1},"nic":{"gb_per_s":25,"latency_us":2}})";
+  const auto bounded = [&](const std::string& args) {
+    rlimit before{};
+    ::getrlimit(RLIMIT_AS, &before);
+    rlimit limited = before;
+    limited.rlim_cur = rlim_t{3} << 30;  // inherited by the tool; this process allocates nothing meanwhile
+    ::setrlimit(RLIMIT_AS, &limited);
+    const auto result = run_tool("atvoss-plan", "--collective all_reduce --bytes 100000000 " + args, "", 60);
+    ::setrlimit(RLIMIT_AS, &before);
+    return result;
+  };
+  auto r = bounded("--devices 65536 --topology ascend910b-server8-x8192 --algorithm mesh");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("collective: algorithm 'mesh' among 65536 devices sends 4294901760 transfers in one step"));
+  r = bounded("--devices 1048576 --algorithm hierarchical --topology " + quote(big));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("algorithm 'hierarchical' among 1048576 devices"));
+  r = bounded("--devices 1048576 --json --topology " + quote(big));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(atvoss::Json::parse(r.out)["algorithm"], "mesh");
 }
 
 }  // namespace

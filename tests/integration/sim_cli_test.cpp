@@ -1,5 +1,6 @@
 // atvoss-sim and atvoss-analyze as a user runs them: real processes, checking
 // output and exit codes (0 ok, 2 bad input, 1 failure) for good and bad input.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,6 +129,28 @@ TEST_F(SimCliTest, SweepWritesCsvOfValidPoints) {
     EXPECT_THAT(row, ::testing::EndsWith(",ok"));
   }
   EXPECT_EQ(rows, 50);
+}
+
+// --csv wrote through a symlink, into a device node, and blocked on a FIFO; it is checked
+// as every other output is (core/atomic_file.hpp): refused before the sweep, nothing touched.
+TEST_F(SimCliTest, SweepCsvRefusesASymlinkADeviceAndAFifo) {
+  const std::string victim = (dir_ / "victim.txt").string();
+  std::ofstream(victim) << "keep me\n";
+  const std::string link = (dir_ / "link.csv").string(), fifo = (dir_ / "out.fifo").string();
+  std::filesystem::create_symlink(victim, link);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [csv, is] :
+       {std::pair{link, "is a symbolic link"}, std::pair{std::string("/dev/null"), "is a device node"},
+        std::pair{fifo, "is a FIFO"}}) {
+    SCOPED_TRACE(csv);
+    const Result r = run_tool("atvoss-sim", "sweep --limit 2 --workload " + quote(kMatmul) + " --csv " + quote(csv), "",
+                              20);  // under timeout: a FIFO once blocked it for good (124)
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("--csv: '" + csv + "' " + is));
+    EXPECT_THAT(r.err, HasSubstr("only a regular file is replaced"));
+  }
+  EXPECT_EQ(slurp(victim), "keep me\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
 }
 
 TEST_F(SimCliTest, AnalyzeNamesBottleneckAndHint) {

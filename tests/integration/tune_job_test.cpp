@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "core/json.hpp"
+#include "db/job_store.hpp"
 #include "simulator/presets.hpp"
 #include "tests/db/pg_test_util.hpp"
 
@@ -511,6 +512,67 @@ TEST_F(TuneCli, AJobWithDevicesWritesThePlanItChose) {
   EXPECT_TRUE(q["scaling"].empty());
 }
 
+// Node and tensor names holding bytes that are not UTF-8 (\xff\xfe, written into the file
+// after python3-onnx serialised it): the raw bytes went into the HTML report declared UTF-8,
+// and `atvoss-tune --json` and `atvoss-analyze --json` exited 1 ("invalid UTF-8 byte") after
+// the work was done. The names are escaped where the model is read, so every output is
+// valid and the names stay apart.
+TEST_F(TuneCli, ModelNamesThatAreNotUtf8AreEscapedInEveryOutput) {
+  const std::string script = R"py(
+import sys
+from onnx import helper, TensorProto as T
+import onnx
+w = helper.make_tensor("wQQ", T.FLOAT, [16, 16], [0.5] * 256)
+nodes = [helper.make_node("MatMul", ["x", "wQQ"], ["yQQ"], name="mmQQ"),
+         helper.make_node("Neg", ["yQQ"], ["z"], name="negQQ")]
+g = helper.make_graph(nodes, "gQQ", [helper.make_tensor_value_info("x", T.FLOAT, [16, 16])],
+                      [helper.make_tensor_value_info("z", T.FLOAT, None)], [w])
+data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+open(sys.argv[1], "wb").write(data.replace(b"QQ", b"\xff\xfe"))
+)py";
+  std::ofstream(path("make.py")) << script;
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  ASSERT_EQ(std::system((python + " " + path("make.py") + " " + path("bytes.onnx")).c_str()), 0);
+  ASSERT_NE(slurp(path("bytes.onnx")).find("mm\xff\xfe"), std::string::npos);
+  const auto spec = job("bytes", {{"model", path("bytes.onnx")}, {"trials", 4}, {"strategy", "random"}});
+  const Result r = run(spec + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = atvoss::parse_json(r.out, "stdout");
+  bool named = false;
+  for (const auto& n : j["not_tuned"]) named = named || n["name"] == "neg\\xFF\\xFE";
+  EXPECT_TRUE(named) << j["not_tuned"].dump();
+  const std::string html = slurp(path("bytes-report.html"));
+  EXPECT_THAT(html, HasSubstr("neg\\xFF\\xFE"));
+  EXPECT_EQ(html.find("\xff\xfe"), std::string::npos);
+  const Result analyze = run("--job " + spec + " --json", "atvoss-analyze");
+  ASSERT_EQ(analyze.code, 0) << analyze.err;
+  EXPECT_NO_THROW((void)atvoss::parse_json(analyze.out, "stdout"));
+}
+
+// Two runs of one job at once on a server database each counted their own budget under the
+// job's one claim owner (a 40-trial job stored 67 trials). A run is now refused while another
+// holds the job; the test holds it here as a first run would (its advisory lock), so the
+// second run's refusal is certain, and once it lets go the job runs.
+TEST_F(TuneCli, AJobAnotherProcessIsRunningOnAServerDatabaseIsRefused) {
+  atvoss::db::testing::PgSchema schema;
+  atvoss::Json spec = kMlpJob;
+  spec["database"] = schema.url();
+  const std::string file = job("twice", spec);
+  PGconn* holder = PQconnectdb(schema.url().c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
+  const std::string lock = "SELECT pg_advisory_lock(" + std::to_string(atvoss::db::job_lock_key("twice")) + ")";
+  PQclear(PQexec(holder, lock.c_str()));
+  const Result refused = run(file + " --quiet");
+  EXPECT_EQ(refused.code, 1) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("job 'twice' is being run by another process"));
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM records"), "0");
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM jobs"), "0");
+  PQfinish(holder);
+  const Result alone = run(file + " --quiet");
+  EXPECT_EQ(alone.code, 0) << alone.err;
+  EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM records"), "48");
+}
+
 TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
   // A good run first, so there is a database whose bytes must not change.
   const auto good = job("shared", kMlpJob);
@@ -534,6 +596,14 @@ TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
       {"too_many_devices", {{"parallel", {{"devices", 99}, {"topology", "ascend910b-server8"}}}}, "parallel.devices"},
       {"unknown_topology", {{"parallel", {{"devices", 2}, {"topology", "dgx-a100"}}}}, "unknown preset 'dgx-a100'"},
       {"bad_mode", {{"parallel", {{"devices", 2}, {"mode", "serving"}}}}, "field 'mode' must be training or inference"},
+      // The plan's path was checked only when the plan was written, after tuning had
+      // written the database.
+      {"plan_in_missing_dir",
+       {{"parallel", {{"devices", 2}, {"topology", "ascend910b-server8"}, {"plan", "/nonexistent/dir/p.json"}}}},
+       "job spec: field 'parallel.plan': '/nonexistent/dir/p.json'"},
+      {"plan_on_a_device",
+       {{"parallel", {{"devices", 2}, {"topology", "ascend910b-server8"}, {"plan", "/dev/null"}}}},
+       "job spec: field 'parallel.plan': '/dev/null' is a device node"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

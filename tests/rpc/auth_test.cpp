@@ -1,4 +1,6 @@
 // Login primitives: HMAC against RFC 4231, constant-time checks, token sources, loopback.
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -64,6 +66,7 @@ TEST(Auth, TokenComesFromFileThenEnvironment) {
   std::filesystem::create_directories(dir);
   const std::string file = (dir / "token").string();
   std::ofstream(file) << "from-file-0123456789\n";
+  ::chmod(file.c_str(), 0600);  // load_token refuses a token file others may read
   ::setenv("ATVOSS_TOKEN", "from-env-0123456789", 1);
   EXPECT_EQ(load_token(file).value(), "from-file-0123456789");  // trailing newline trimmed
   EXPECT_EQ(load_token("").value(), "from-env-0123456789");
@@ -78,6 +81,32 @@ TEST(Auth, TokenComesFromFileThenEnvironment) {
     EXPECT_EQ(std::string(e.what()).find("from-file"), std::string::npos);
   }
   EXPECT_THROW(load_token((dir / "missing").string()), Error);
+  std::filesystem::remove_all(dir);
+}
+
+// A token file group or others may read (or write) was accepted: refused as ssh refuses a
+// key, naming who has access, never the token.
+TEST(Auth, ATokenFileOthersMayOpenIsRefusedSayingWho) {
+  const auto dir = std::filesystem::temp_directory_path() / ("atvoss_auth_mode_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "token").string();
+  std::ofstream(file) << "from-file-0123456789\n";
+  for (const auto& [mode, who] : {std::pair{0644, "group and others (mode 644)"}, std::pair{0640, "group (mode 640)"},
+                                  std::pair{0602, "others (mode 602)"}}) {
+    ::chmod(file.c_str(), static_cast<mode_t>(mode));
+    try {
+      load_token(file);
+      ADD_FAILURE() << "accepted mode " << who;
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_THAT(e.what(), testing::HasSubstr("--token-file " + file + ": the token file is open to " + who));
+      EXPECT_EQ(std::string(e.what()).find("from-file"), std::string::npos);
+    }
+  }
+  for (const mode_t mode : {0600, 0400}) {
+    ::chmod(file.c_str(), mode);
+    EXPECT_EQ(load_token(file).value(), "from-file-0123456789");
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -102,6 +131,7 @@ TEST(Auth, EmptyOrWhitespaceTokensAreRefusedFromEverySource) {
     refused([] { load_token(""); }, "ATVOSS_TOKEN");
     ::unsetenv("ATVOSS_TOKEN");
     std::ofstream(file) << blank;
+    ::chmod(file.c_str(), 0600);
     refused([&] { load_token(file); }, "--token-file " + file);
     // Options built in code get the same check where the token is used.
     CoordinatorOptions o;
@@ -137,6 +167,7 @@ TEST(Auth, ControlCharactersAndShortTokensAreRefused) {
     std::ofstream out(file, std::ios::binary);
     out << std::string(32, '\0');
   }
+  ::chmod(file.c_str(), 0600);
   try {
     load_token(file);
     ADD_FAILURE() << "a NUL-only token was accepted";

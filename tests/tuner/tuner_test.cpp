@@ -9,6 +9,8 @@
 #include <random>
 
 #include <set>
+#include <span>
+#include <sstream>
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
@@ -206,6 +208,31 @@ TEST_F(TunerTest, TheConfirmationInterleavesItsRoundsAndPoolsTheirRepeats) {
   const auto stored = db_.records().find(workload_.key(), db::TargetInfo::from_target(target_).key, rounds[0][0].key());
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(stored->measurement.repeats.size(), 2u + 3 * 2u);  // the trial's and three rounds'
+}
+
+// Another owner holds the claim on the schedule the run needs first: the run says what it
+// waits for (a run once waited minutes printing nothing), then measures the schedule itself
+// once the claim lapses by the store's clock. The claim is taken for 300 ms, so the wait is
+// the lapse, not a sleep of the test's.
+TEST_F(TunerTest, ARunWaitingOnAnotherOwnersClaimSaysSoAndMeasuresItOnceItLapses) {
+  auto s = strategy();
+  const Schedule def = *backend::default_schedule(workload_, target_);
+  const std::string key = def.key();
+  const db::TargetInfo info = db::TargetInfo::from_target(target_);
+  ASSERT_EQ(db_.records().claim(workload_, info, std::span<const std::string>(&key, 1), "other-process", 300),
+            std::vector<bool>{true});
+  std::ostringstream notes;
+  TuneOptions o;
+  o.batch_size = 1;
+  o.claim_owner = "this-process";
+  o.claim_notes = &notes;
+  const auto r = tune(workload_, target_, 2, *s, measurer_, db_.records(), o);
+  EXPECT_EQ(r.trials, 2);
+  EXPECT_EQ(r.measured_elsewhere, 0);  // lapsed unstored: measured here
+  EXPECT_NE(notes.str().find(": waiting for 1 schedule that another process sharing the database has claimed"),
+            std::string::npos)
+      << notes.str();
+  EXPECT_TRUE(db_.records().contains(workload_.key(), info.key, key));
 }
 
 // The tuner needs only the RecordStore interface: over the in-memory store a run and its

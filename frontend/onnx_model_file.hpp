@@ -1,0 +1,19 @@
+// Reading an ONNX model file: the one place a model's bytes become an onnx::ModelProto, for
+// the importer (onnx_import.hpp) and the engine that runs the model (engine/onnx_file.hpp),
+// so both see the same names. Names come from whoever wrote the file and may hold bytes
+// that are not UTF-8; every name (graph, node, tensor, value, attribute and its strings) is
+// made valid here, once (core/utf8.hpp escapes such bytes as \xHH), so the reports, the
+// JSON and Python that quote them never fail on them. Thread-safe.
+#pragma once
+
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+namespace atvoss::frontend {
+
+// The model at path, its names valid UTF-8. bad_input for a path that is no regular file
+// (core/user_paths.hpp) or bytes that are no ONNX model with a graph.
+onnx::ModelProto read_onnx_model(const std::string& path);
+
+}  // namespace atvoss::frontend
