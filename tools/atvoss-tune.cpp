@@ -168,7 +168,9 @@ void ensure_passive_openmp(char** argv) {
 
 int main(int argc, char** argv) {
   ensure_passive_openmp(argv);
-  CLI::App app{"atvoss-tune: tune operator schedules on an NPU target, this CPU or a recorded space (one workload, or a whole model job)"};
+  CLI::App app{
+      "atvoss-tune: tune operator schedules on an NPU target, this CPU or a recorded space (one workload, or a whole "
+      "model job)"};
   std::string job_file, farm, memory_plan;
   bool quiet = false;
   SingleArgs a;

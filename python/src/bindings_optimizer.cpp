@@ -230,9 +230,8 @@ class Optimizer {
     if (!db_ || batch.empty()) return std::vector<bool>(batch.size(), true);
     std::vector<std::string> keys;
     for (const Schedule& s : batch) keys.push_back(s.key());
-    const std::int64_t now = db::now_ms();
     std::vector<bool> held =
-        claims_->records().claim(workload_, db::TargetInfo::from_target(target_), keys, owner_, now, now + kClaimTtlMs);
+        claims_->records().claim(workload_, db::TargetInfo::from_target(target_), keys, owner_, kClaimTtlMs);
     // A claim is free again once its record is in: only a look-up after the claim is sure.
     for (std::size_t i = 0; i < keys.size(); ++i) {
       if (held[i] && db_->records().contains(workload_.key(), target_key_, keys[i])) held[i] = false;
