@@ -415,7 +415,7 @@ def _serial(run: _Run, trials: int, batch: int) -> None:
         configs = opt.ask(min(batch, trials - len(opt.trials)))
         if not configs:
             if opt._waiting_on_others():
-                time.sleep(0.05)  # polled: the other worker may be another machine
+                time.sleep(0.02)  # polled: the other worker may be another machine
                 continue
             break  # every valid point was evaluated
         for c in configs:

@@ -42,6 +42,8 @@ using Values = std::map<std::string, std::int64_t>;
 // How long a handed-out schedule stays claimed for this owner; every ask renews the claims
 // on what is still outstanding.
 constexpr std::int64_t kClaimTtlMs = 120000;
+// Proposals one ask makes at most while other workers hold what the strategy proposes.
+constexpr int kProposalRounds = 4;
 
 ScheduleSpace make_space(const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& knobs,
                          const std::optional<std::vector<std::uint64_t>>& valid) {
@@ -144,31 +146,22 @@ class Optimizer {
   // another owner; fewer (or none) when the space has no more free points.
   std::vector<Values> ask(std::size_t n) {
     if (n == 0) throw_bad_input("ask: n must be at least 1");
-    close_batch();
     renew_claims();
     std::vector<Values> out;
-    std::vector<Schedule> batch = strategy_->propose(n + outstanding_.size() + held_elsewhere_.size());
-    batch_pending_ = true;
     held_elsewhere_.clear();
-    std::erase_if(batch, [&](const Schedule& s) { return outstanding_.count(s.key()) || known_.count(s.key()); });
-    // Claimed a few at a time, only as many as still wanted: a claim taken and not handed
-    // out would keep every other worker off that schedule until it lapses.
-    for (std::size_t next = 0; out.size() < n && next < batch.size();) {
-      const std::size_t take = std::min(n - out.size(), batch.size() - next);
-      const std::vector<Schedule> chunk(batch.begin() + static_cast<std::ptrdiff_t>(next),
-                                        batch.begin() + static_cast<std::ptrdiff_t>(next + take));
-      next += take;
-      const std::vector<bool> mine = claim(chunk);
-      for (std::size_t i = 0; i < chunk.size(); ++i) {
-        const std::string key = chunk[i].key();
-        if (!mine[i]) {
-          held_elsewhere_.insert(key);
-          continue;
-        }
-        outstanding_.emplace(key, chunk[i]);
-        batch_keys_.insert(key);
-        out.push_back(chunk[i].values());
-      }
+    // Workers sharing a database read the same results, so their strategies tend to propose
+    // the same points: those another worker holds are skipped and the strategy asked for
+    // more, a few rounds at most, rather than leaving this worker idle.
+    for (int round = 0; round < kProposalRounds && out.size() < n; ++round) {
+      close_batch();
+      std::vector<Schedule> batch = strategy_->propose(n - out.size() + outstanding_.size() + held_elsewhere_.size());
+      batch_pending_ = true;
+      std::erase_if(batch, [&](const Schedule& s) {
+        const std::string key = s.key();
+        return outstanding_.count(key) || known_.count(key) || held_elsewhere_.count(key);
+      });
+      if (batch.empty()) break;  // the space has no free point left
+      take_claimed(batch, n, out);
     }
     return out;
   }
@@ -216,6 +209,29 @@ class Optimizer {
   std::uint64_t size() const { return space_.size(); }
 
  private:
+  // Claims schedules of batch, a few at a time and only as many as still wanted (a claim
+  // taken and not handed out would keep every other worker off that schedule until it
+  // lapses), and hands out those it holds; the others are held elsewhere.
+  void take_claimed(const std::vector<Schedule>& batch, std::size_t n, std::vector<Values>& out) {
+    for (std::size_t next = 0; out.size() < n && next < batch.size();) {
+      const std::size_t take = std::min(n - out.size(), batch.size() - next);
+      const std::vector<Schedule> chunk(batch.begin() + static_cast<std::ptrdiff_t>(next),
+                                        batch.begin() + static_cast<std::ptrdiff_t>(next + take));
+      next += take;
+      const std::vector<bool> mine = claim(chunk);
+      for (std::size_t i = 0; i < chunk.size(); ++i) {
+        const std::string key = chunk[i].key();
+        if (!mine[i]) {
+          held_elsewhere_.insert(key);
+          continue;
+        }
+        outstanding_.emplace(key, chunk[i]);
+        batch_keys_.insert(key);
+        out.push_back(chunk[i].values());
+      }
+    }
+  }
+
   // Ends the strategy's pending batch; a schedule of it still outstanding is told later
   // through observe() (search_strategy.hpp: a schedule left out may be proposed again, and
   // ask() skips outstanding ones).
