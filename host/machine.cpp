@@ -12,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/error.hpp"
@@ -409,14 +411,44 @@ std::string default_cache_dir() {
   return (fs::temp_directory_path() / ("atvoss-cache-" + std::to_string(::geteuid()))).string();
 }
 
+// An exclusive flock on <cache file>.lock while the calibration is measured and stored. The
+// measured figures are part of the host target's key, so processes that measured at once on
+// a cold cache (each a little differently, on a busy machine) got different targets: their
+// records and claims did not meet. With the lock, one measures and the others read its file.
+// Best effort: without a lock (the directory cannot be made), each process measures.
+class CalibrationLock {
+ public:
+  explicit CalibrationLock(const fs::path& file) {
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    fd_ = ::open((file.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~CalibrationLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing drops the flock
+  }
+  CalibrationLock(const CalibrationLock&) = delete;
+  CalibrationLock& operator=(const CalibrationLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 Target describe_machine(const DescribeOptions& options) {
   const MachineInfo info = probe_machine(options.roots);
   const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   const fs::path file = cache_file(dir, info);
   std::optional<Calibration> c = load_cached(file, info);
   if (!c) {
-    c = options.measure(info);
-    store_cached(file, info, *c);
+    const CalibrationLock lock(file);
+    c = load_cached(file, info);  // another process may have measured while this one waited
+    if (!c) {
+      c = options.measure(info);
+      store_cached(file, info, *c);
+    }
   }
   return to_target(info, *c);
 }

@@ -2,9 +2,14 @@
 // calibration cache, and "host" resolving to this machine's target.
 #include "host/machine.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "backend/targets.hpp"
 #include "core/error.hpp"
@@ -134,6 +139,49 @@ TEST(MachineTest, CalibrationIsMeasuredOncePerFingerprintAndCached) {
   EXPECT_EQ(measured, 2);  // another CPU is measured for itself
   EXPECT_NE(other.key(), first.key());
   EXPECT_NE(other.name, first.name);
+}
+
+// Processes starting at once on a cold cache: one measures, the others wait and read its
+// figures, so they all describe the same target. Each child here would measure something
+// else (its pid), as a busy machine does; without the lock their keys differed, and
+// processes sharing a database stored under different targets.
+TEST(MachineTest, ProcessesOnAColdCacheAgreeOnOneCalibration) {
+  FakeMachine a("Model A");
+  TempDir cache;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  constexpr int kChildren = 4;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kChildren; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      DescribeOptions o{a.roots, cache.str(), [](const MachineInfo&) {
+                          ::usleep(100000);  // a measurement takes a while: the others arrive
+                          return Calibration{double(::getpid() % 1000 + 10), 20, 4};
+                        }};
+      const std::string key = describe_machine(o).key() + "\n";
+      const ssize_t wrote = ::write(fds[1], key.data(), key.size());
+      ::_exit(wrote == ssize_t(key.size()) ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  ::close(fds[1]);
+  for (const pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  std::string keys;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) keys.append(buf, std::size_t(n));
+  ::close(fds[0]);
+  std::set<std::string> distinct;
+  std::istringstream lines(keys);
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) distinct.insert(line);
+  EXPECT_EQ(count, kChildren);
+  EXPECT_EQ(distinct.size(), 1u) << keys;
 }
 
 TEST(MachineTest, ADamagedCacheFileIsMeasuredAgain) {
