@@ -1,5 +1,14 @@
 #include "db/job_store.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include "core/error.hpp"
 #include "db/internal/rows.hpp"
 #include "db/internal/sql.hpp"
@@ -27,11 +36,39 @@ std::int64_t job_lock_key(std::string_view name) {
   return static_cast<std::int64_t>(fnv1a64("atvoss job " + std::string(name)));
 }
 
+std::string job_lock_file(const std::string& db_path, std::string_view name) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(job_lock_key(name)));
+  return db_path + ".job-" + hex + ".lock";
+}
+
+JobStore::~JobStore() {
+  for (const int fd : lock_fds_) ::close(fd);  // closing drops the flock
+}
+
 bool JobStore::try_run(const std::string& name) {
-  if (conn_.dialect() != Dialect::postgres) return true;
-  return conn_.read([&] {
-    return conn_.query_int("SELECT pg_try_advisory_lock(" + std::to_string(job_lock_key(name)) + ")::int") == 1;
-  });
+  if (conn_.dialect() == Dialect::postgres) {
+    return conn_.read([&] {
+      return conn_.query_int("SELECT pg_try_advisory_lock(" + std::to_string(job_lock_key(name)) + ")::int") == 1;
+    });
+  }
+  if (rows::is_memory(conn_.path())) return true;
+  const std::string path = job_lock_file(conn_.path(), name);
+  // O_NOFOLLOW: a symlink planted at the lock's name must not make atvoss create or lock
+  // another file; the lock file holds nothing, so an existing one is only opened.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (fd < 0) throw Error(ErrorKind::io, "job lock " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw_bad_input("job lock " + path + " is not a regular file");
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return false;
+  }
+  lock_fds_.push_back(fd);
+  return true;
 }
 
 std::optional<JobRow> JobStore::get(std::int64_t id) const {

@@ -17,10 +17,14 @@ class Connection;  // db/internal/sql.hpp
 
 // The advisory lock key of a job's name (JobStore::try_run): 64 bits of fnv1a64.
 std::int64_t job_lock_key(std::string_view name);
+// The file an SQLite database's job lock lives in: beside the database,
+// "<db>.job-<job_lock_key in hex>.lock".
+std::string job_lock_file(const std::string& db_path, std::string_view name);
 
 class JobStore {
  public:
   explicit JobStore(Connection& conn) : conn_(conn) {}
+  ~JobStore();  // lets go of the job locks try_run took
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
@@ -38,16 +42,17 @@ class JobStore {
   void save_task(std::int64_t job_id, const std::string& task, const Json& state);
   std::map<std::string, Json> tasks(std::int64_t job_id) const;
 
-  // Takes, for the life of this connection, the right to run the job of that name: false
-  // while another process holds it. Two processes running one job at once on a server
-  // database each counted their own budget under the job's one claim owner (a 40-trial job
-  // stored 67 trials). PostgreSQL: a session advisory lock (job_lock_key), so a process
-  // killed holding it lets go with its connection. SQLite: always true (one machine; its
-  // processes do not share claims).
+  // Takes, for the life of this store, the right to run the job of that name: false while
+  // another process holds it. Two processes running one job at once each counted their own
+  // budget under the job's one claim owner (a 40-trial job stored 67 trials). PostgreSQL: a
+  // session advisory lock (job_lock_key); SQLite: an flock on job_lock_file. Either lets go
+  // when the process dies, so a killed run's job resumes at once. An in-memory database:
+  // always true.
   bool try_run(const std::string& name);
 
  private:
   Connection& conn_;
+  std::vector<int> lock_fds_;  // SQLite: the job lock files held open (flock)
 };
 
 }  // namespace atvoss::db

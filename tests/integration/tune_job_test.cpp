@@ -1,7 +1,9 @@
 // atvoss-tune as a user runs it: real processes in a scratch directory, checking
 // exit codes, outputs, the database (through the sqlite3 CLI) and resumption —
 // including a kill -9 in the middle of a job.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -571,6 +573,23 @@ TEST_F(TuneCli, AJobAnotherProcessIsRunningOnAServerDatabaseIsRefused) {
   const Result alone = run(file + " --quiet");
   EXPECT_EQ(alone.code, 0) << alone.err;
   EXPECT_EQ(psql(schema.url(), "SELECT COUNT(*) FROM records"), "48");
+}
+
+// The same on an SQLite file: the lock is an flock on a file beside the database, which the
+// test holds here as a first run would.
+TEST_F(TuneCli, AJobAnotherProcessIsRunningOnAnSqliteFileIsRefused) {
+  const std::string file = job("twice", kMlpJob);
+  const std::string db = path("twice.db");
+  const int holder = ::open(atvoss::db::job_lock_file(db, "twice").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(holder, 0);
+  ASSERT_EQ(::flock(holder, LOCK_EX | LOCK_NB), 0);
+  const Result refused = run(file + " --quiet");
+  EXPECT_EQ(refused.code, 1) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("job 'twice' is being run by another process"));
+  ::close(holder);
+  const Result alone = run(file + " --quiet");
+  EXPECT_EQ(alone.code, 0) << alone.err;
+  EXPECT_EQ(sql(db, "SELECT COUNT(*) FROM records"), "48");
 }
 
 TEST_F(TuneCli, BadInputExitsTwoAndLeavesTheDatabaseAlone) {
