@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstring>
 #include <optional>
 
 #include "core/error.hpp"
@@ -99,6 +100,55 @@ bool is_search_path_option(std::string_view v) {
   });
 }
 
+// Each element of a comma-separated list passes ok (libpq takes lists of hosts and ports).
+template <typename Ok>
+bool each_element(std::string_view list, Ok ok) {
+  if (list.empty()) return false;
+  for (;;) {
+    const std::size_t comma = list.find(',');
+    if (!ok(list.substr(0, comma))) return false;
+    if (comma == std::string_view::npos) return true;
+    list.remove_prefix(comma + 1);
+  }
+}
+
+bool all_of_chars(std::string_view s, const char* extra) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [extra](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || std::strchr(extra, c) != nullptr;
+  });
+}
+
+// Where a server is: a host name, an IPv4 or IPv6 address (bracketed or not), or the
+// absolute path of a Unix-socket directory. Nothing else: a value with blanks, quotes or '='
+// would read to libpq as more settings than the one it names.
+bool is_host(std::string_view h) {
+  if (h.starts_with('/')) return all_of_chars(h, "/._-");
+  if (h.starts_with('[') && h.ends_with(']')) h = h.substr(1, h.size() - 2);
+  return h.size() <= 253 && all_of_chars(h, ".-:%");
+}
+
+bool is_number(std::string_view v) { return all_of_chars(v, "") && std::all_of(v.begin(), v.end(), ::isdigit); }
+
+// A parameter's value where its form is known; "" when it is fine, else what is expected.
+std::string_view value_problem(std::string_view key, std::string_view value) {
+  if (key == "host" && !each_element(value, is_host)) {
+    return "parameter 'host' must list host names, addresses or socket directories (an absolute path)";
+  }
+  if (key == "hostaddr" && !each_element(value, [](std::string_view a) {
+        return !a.empty() && std::all_of(a.begin(), a.end(), [](char c) {
+          return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == '.' || c == ':';
+        });
+      })) {
+    return "parameter 'hostaddr' must list IP addresses";
+  }
+  if (key == "port" && !each_element(value, is_number)) return "parameter 'port' must list port numbers";
+  if (key == "connect_timeout" && !is_number(value)) return "parameter 'connect_timeout' must be a number of seconds";
+  if (key == "sslmode" && std::find(kSslModes.begin(), kSslModes.end(), value) == kSslModes.end()) {
+    return "parameter 'sslmode' must be disable, allow, prefer, require, verify-ca or verify-full";
+  }
+  return {};
+}
+
 void check_parameter(std::string_view what, std::string_view pair) {
   const std::size_t eq = pair.find('=');
   const auto key = percent_decoded(pair.substr(0, eq));
@@ -116,8 +166,8 @@ void check_parameter(std::string_view what, std::string_view pair) {
     refuse(what, "is malformed: query parameter '" + printable(*key, 40) + "' is not accepted (accepted: " + list +
                      "; " + std::string(kExpectedForm) + ")");
   }
-  if (*key == "sslmode" && std::find(kSslModes.begin(), kSslModes.end(), *value) == kSslModes.end()) {
-    refuse(what, "is malformed: parameter 'sslmode' must be disable, allow, prefer, require, verify-ca or verify-full");
+  if (const std::string_view problem = value_problem(*key, *value); !problem.empty()) {
+    refuse(what, "is malformed: " + std::string(problem));
   }
   if (*key == "options" && !is_search_path_option(*value)) {
     refuse(what,

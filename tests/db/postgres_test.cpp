@@ -93,6 +93,14 @@ TEST(PostgresTest, AUrlIsParsedStrictlyBeforeAnyConnection) {
       {"postgresql://h/atv?sslmode=sometimes", "parameter 'sslmode' must be disable"},
       {"postgresql://h/atv?krbsrvname=x", "query parameter 'krbsrvname' is not accepted"},
       {"postgresql://h/atv?port=%zz", "not followed by two hex digits"},
+      // host= and friends are examined, not passed through: a blank or a quote would read to
+      // libpq as another setting.
+      {"postgresql://h/atv?host=evil%20sslmode%3Ddisable", "parameter 'host' must list host names"},
+      {"postgresql://h/atv?host=%27evil%27", "parameter 'host' must list host names"},
+      {"postgresql://h/atv?host=tmp/socket", "parameter 'host' must list host names"},
+      {"postgresql://h/atv?hostaddr=example.com", "parameter 'hostaddr' must list IP addresses"},
+      {"postgresql://h/atv?port=5432x", "parameter 'port' must list port numbers"},
+      {"postgresql://h/atv?connect_timeout=-1", "parameter 'connect_timeout' must be a number"},
   };
   for (const Case& c : cases) {
     const Error e = open_error(c.url);
@@ -107,6 +115,9 @@ TEST(PostgresTest, AUrlIsParsedStrictlyBeforeAnyConnection) {
   // What the documents show is accepted: host, port, sslmode and the schema through options.
   EXPECT_NO_THROW(
       check_postgres_url("postgresql://atvoss@db:5432/atvoss?sslmode=require&options=-csearch_path%3Dteam_a"));
+  EXPECT_NO_THROW(check_postgres_url(
+      "postgresql:///atvoss?host=/var/run/postgresql,db-1.example.com,10.0.0.2,[::1]&port=5432,5433,5434,5435"
+      "&hostaddr=127.0.0.1&connect_timeout=5"));
   PgSchema s;
   EXPECT_EQ(TuningDatabase::open(s.url()).stats().records, 0);
 }
