@@ -343,8 +343,6 @@ class Evaluator {
     return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
   }
 
-  bool equal(const Value& a, const Value& b) const { return a == b; }
-
   bool compare(const Node& n) const {
     Value left = eval(*n.kids[0]);
     for (std::size_t i = 0; i < n.ops.size(); ++i) {
@@ -352,16 +350,16 @@ class Evaluator {
       const Node& right_node = *n.kids[i + 1];
       if (op == "in" || op == "not in") {
         bool found = false;
-        for (const auto& item : right_node.kids) found = found || equal(left, eval(*item));
+        for (const auto& item : right_node.kids) found = found || left == eval(*item);
         if (found != (op == "in")) return false;
         continue;  // a list is not an operand of the next comparison
       }
       const Value right = eval(right_node);
       bool ok = false;
       if (op == "==") {
-        ok = equal(left, right);
+        ok = left == right;
       } else if (op == "!=") {
-        ok = !equal(left, right);
+        ok = left != right;
       } else if (left.index() != right.index()) {
         fail("'" + op + "' between a number and a string");
       } else {

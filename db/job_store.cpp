@@ -1,13 +1,6 @@
 #include "db/job_store.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include "core/error.hpp"
 #include "db/internal/rows.hpp"
@@ -42,10 +35,6 @@ std::string job_lock_file(const std::string& db_path, std::string_view name) {
   return db_path + ".job-" + hex + ".lock";
 }
 
-JobStore::~JobStore() {
-  for (const int fd : lock_fds_) ::close(fd);  // closing drops the flock
-}
-
 bool JobStore::try_run(const std::string& name) {
   if (conn_.dialect() == Dialect::postgres) {
     return conn_.read([&] {
@@ -53,21 +42,9 @@ bool JobStore::try_run(const std::string& name) {
     });
   }
   if (rows::is_memory(conn_.path())) return true;
-  const std::string path = job_lock_file(conn_.path(), name);
-  // O_NOFOLLOW: a symlink planted at the lock's name must not make atvoss create or lock
-  // another file; the lock file holds nothing, so an existing one is only opened.
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-  if (fd < 0) throw Error(ErrorKind::io, "job lock " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw_bad_input("job lock " + path + " is not a regular file");
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    return false;
-  }
-  lock_fds_.push_back(fd);
+  auto lock = FileLock::take(job_lock_file(conn_.path(), name), false);
+  if (!lock) return false;
+  locks_.push_back(std::move(*lock));
   return true;
 }
 

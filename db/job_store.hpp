@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file_lock.hpp"
 #include "db/record.hpp"
 
 namespace atvoss::db {
@@ -24,7 +25,6 @@ std::string job_lock_file(const std::string& db_path, std::string_view name);
 class JobStore {
  public:
   explicit JobStore(Connection& conn) : conn_(conn) {}
-  ~JobStore();  // lets go of the job locks try_run took
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
@@ -52,7 +52,7 @@ class JobStore {
 
  private:
   Connection& conn_;
-  std::vector<int> lock_fds_;  // SQLite: the job lock files held open (flock)
+  std::vector<FileLock> locks_;  // SQLite: the job locks try_run took, held for the store's life
 };
 
 }  // namespace atvoss::db

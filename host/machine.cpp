@@ -12,11 +12,10 @@
 #include <set>
 #include <sstream>
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/file_lock.hpp"
 #include "core/json.hpp"
 #include "host/cpu_unit.hpp"
 #include "host/digest.hpp"
@@ -416,26 +415,15 @@ std::string default_cache_dir() {
 // a cold cache (each a little differently, on a busy machine) got different targets: their
 // records and claims did not meet. With the lock, one measures and the others read its file.
 // Best effort: without a lock (the directory cannot be made), each process measures.
-class CalibrationLock {
- public:
-  explicit CalibrationLock(const fs::path& file) {
-    std::error_code ec;
-    fs::create_directories(file.parent_path(), ec);
-    fd_ = ::open((file.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
+std::optional<FileLock> calibration_lock(const fs::path& file) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  try {
+    return FileLock::take(file.string() + ".lock", true);
+  } catch (const Error&) {
+    return std::nullopt;
   }
-  ~CalibrationLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing drops the flock
-  }
-  CalibrationLock(const CalibrationLock&) = delete;
-  CalibrationLock& operator=(const CalibrationLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
+}
 
 Target describe_machine(const DescribeOptions& options) {
   const MachineInfo info = probe_machine(options.roots);
@@ -443,7 +431,7 @@ Target describe_machine(const DescribeOptions& options) {
   const fs::path file = cache_file(dir, info);
   std::optional<Calibration> c = load_cached(file, info);
   if (!c) {
-    const CalibrationLock lock(file);
+    const auto lock = calibration_lock(file);
     c = load_cached(file, info);  // another process may have measured while this one waited
     if (!c) {
       c = options.measure(info);

@@ -117,6 +117,11 @@ class _Param:
     ints: bool
     ids: List[int]  # the integer searched for each value, in the user's order
 
+    def __post_init__(self) -> None:
+        # Both directions looked up on every ask and tell: built once.
+        self.by_repr = {repr(v): i for v, i in zip(self.values, self.ids)}
+        self.by_id = dict(zip(self.ids, self.values))
+
     @classmethod
     def of(cls, name: str, values: Any, stored_ids: Optional[Mapping[str, int]] = None) -> "_Param":
         vals = _value_list(name, values)
@@ -130,7 +135,7 @@ class _Param:
         return cls(name, vals, False, [table[repr(v)] for v in vals])
 
     def value(self, searched: int) -> Any:
-        return self.values[self.ids.index(searched)]
+        return self.by_id[searched]
 
 
 def _study_spec(params: List[_Param], direction: str, previous: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
@@ -139,8 +144,7 @@ def _study_spec(params: List[_Param], direction: str, previous: Optional[Mapping
     old = (previous or {}).get("params", {})
     spec: Dict[str, Any] = {"kind": "atvoss.Optimizer", "direction": direction, "params": {}}
     for p in params:
-        ids = dict(old.get(p.name, {}).get("ids", {})) if not p.ints else {}
-        ids.update({repr(v): i for v, i in zip(p.values, p.ids)} if not p.ints else {})
+        ids = {} if p.ints else {**old.get(p.name, {}).get("ids", {}), **p.by_repr}
         spec["params"][p.name] = {"ints": p.ints, "ids": ids, "space": [repr(v) for v in p.values]}
     return spec
 
@@ -255,8 +259,8 @@ class Optimizer:
         if not isinstance(config, Mapping) or len(config) != len(self._params):
             return None
         try:
-            return tuple(p.ids[[repr(v) for v in p.values].index(repr(config[p.name]))] for p in self._params)
-        except (KeyError, ValueError):
+            return tuple(p.by_repr[repr(config[p.name])] for p in self._params)
+        except KeyError:
             return None
 
     def _sync(self) -> None:
@@ -435,11 +439,10 @@ def _threaded(run: _Run, trials: int, n_jobs: int) -> None:
                         return
                     configs = opt.ask(1)
                 if not configs:
-                    if opt._waiting_on_others() or opt.pending:
-                        time.sleep(0.02)
-                        if len(opt.trials) < trials and (opt.pending or opt._waiting_on_others()):
-                            continue
-                    return
+                    if not (opt._waiting_on_others() or opt.pending):
+                        return  # every valid point was evaluated
+                    time.sleep(0.02)  # another thread or worker may give a point back
+                    continue
                 run.evaluate(configs[0])
         except BaseException as e:
             errors.append(e)

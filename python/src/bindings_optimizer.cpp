@@ -82,7 +82,7 @@ class Optimizer {
             const std::string& db_path, const std::string& strategy_config, std::string owner)
       : workload_(Workload::from_json(Json{{"op", "objective"}, {"name", name}})),
         target_(backend::load_target("host")),
-        target_key_(db::TargetInfo::from_target(target_).key),
+        target_info_(db::TargetInfo::from_target(target_)),
         owner_(std::move(owner)),
         space_(make_space(knobs, valid)) {
     search::TuneContext o;
@@ -122,7 +122,7 @@ class Optimizer {
     if (!db_) return out;
     std::vector<search::Trial> known;
     std::size_t outside = 0;
-    for (const db::Record& r : db_->records().history(workload_.key(), target_key_)) {
+    for (const db::Record& r : db_->records().history(workload_.key(), target_info_.key)) {
       if (!space_.point_of(r.schedule)) {
         ++outside;
         continue;
@@ -246,11 +246,10 @@ class Optimizer {
     if (!db_ || batch.empty()) return std::vector<bool>(batch.size(), true);
     std::vector<std::string> keys;
     for (const Schedule& s : batch) keys.push_back(s.key());
-    std::vector<bool> held =
-        claims_->records().claim(workload_, db::TargetInfo::from_target(target_), keys, owner_, kClaimTtlMs);
+    std::vector<bool> held = claims_->records().claim(workload_, target_info_, keys, owner_, kClaimTtlMs);
     // A claim is free again once its record is in: only a look-up after the claim is sure.
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (held[i] && db_->records().contains(workload_.key(), target_key_, keys[i])) held[i] = false;
+      if (held[i] && db_->records().contains(workload_.key(), target_info_.key, keys[i])) held[i] = false;
     }
     return held;
   }
@@ -275,7 +274,7 @@ class Optimizer {
 
   Workload workload_;
   Target target_;
-  std::string target_key_;
+  db::TargetInfo target_info_;
   std::string owner_;
   std::unique_ptr<db::TuningDatabase> db_;
   std::unique_ptr<db::TuningDatabase> claims_;  // the same database: claims only
