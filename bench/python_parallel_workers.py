@@ -12,6 +12,7 @@ span from the first objective call to the last.
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -49,8 +50,10 @@ def run(workers: int, n_jobs: int, trials: int, ms: float) -> dict:
             time.sleep(0.01)
         start = time.perf_counter()
         open(f"{log}.go", "w").close()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         codes = [p.wait() for p in procs]
         wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         calls = [json.loads(line) for line in open(log)]
     points = [(a, b) for a, b, _, _ in calls]
     # From the first objective call's start to the last one's end: the run without its
@@ -58,7 +61,9 @@ def run(workers: int, n_jobs: int, trials: int, ms: float) -> dict:
     span = max(c[3] for c in calls) - min(c[2] for c in calls)
     return {"workers": workers, "threads": n_jobs, "exit": codes, "trials": len(points),
             "twice": len(points) - len(set(points)), "wall_s": wall, "per_s": len(points) / wall,
-            "span_s": span, "span_per_s": len(points) / span}
+            "span_s": span, "span_per_s": len(points) / span,
+            # CPU of the worker processes over their whole life (imports included)
+            "cpu_s": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
 
 
 def main() -> int:
@@ -74,11 +79,11 @@ def main() -> int:
     base, span_base = rows[0]["per_s"], rows[0]["span_per_s"]
     print(f"{args.trials} trials, objective {args.objective_ms:g} ms, batch {BATCH}, one SQLite database")
     print(f"{'processes':>9} {'threads':>7} {'trials':>6} {'twice':>5} {'wall s':>7} {'trials/s':>8} {'vs 1':>5}"
-          f" {'span s':>7} {'vs 1':>5}")
+          f" {'span s':>7} {'vs 1':>5} {'cpu s':>6}")
     for r in rows:
         print(f"{r['workers']:>9} {r['threads']:>7} {r['trials']:>6} {r['twice']:>5} {r['wall_s']:>7.2f} "
               f"{r['per_s']:>8.1f} {r['per_s'] / base:>4.2f}x {r['span_s']:>7.2f} "
-              f"{r['span_per_s'] / span_base:>4.2f}x")
+              f"{r['span_per_s'] / span_base:>4.2f}x {r['cpu_s']:>6.2f}")
     # A worker checks the budget before it asks, so each may run one batch past it.
     bad = [r for r in rows
            if r["twice"] or not args.trials <= r["trials"] < args.trials + r["workers"] * BATCH or any(r["exit"])]
