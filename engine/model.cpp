@@ -97,7 +97,7 @@ struct Model::Impl {
   std::vector<int> input_tensors, output_tensors;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
-  std::vector<runtime::PackedConv2dWeights> packed;
+  std::vector<runtime::PreparedWeights> packed;
   std::map<std::string, Schedule> planned;  // workload key -> the plan's schedule
   int kernels = 0, kernels_from_plan = 0;
   int threads = 1;  // the cores the kernels and the larger plain ops run on
@@ -499,6 +499,16 @@ struct Model::Impl {
     return true;
   }
 
+  // A constant B packed once by w's kernel, as the conv filters are: the index of its packing,
+  // or -1 where the kernel reads B in place (nothing to pack; the copy prepare_weights makes
+  // for that case is dropped, B itself stays constant).
+  long prepare_constant_b(const Workload& w, const float* b) {
+    runtime::PreparedWeights prepared = rt->prepare_weights(w, b);
+    if (!prepared.packed()) return -1;
+    packed.push_back(std::move(prepared));
+    return long(packed.size()) - 1;
+  }
+
   bool add_matmul(int i, const onnx::NodeProto& p) {
     const frontend::GraphNode& n = graph.nodes()[i];
     const Workload& w0 = *n.kernel;
@@ -536,13 +546,15 @@ struct Model::Impl {
     const int out = output(ch.out, false);
     Step step{n.name, "kernel", Json::object(), nullptr};
     prepare_kernel(w, step.info);
-    step.run = [this, w, a, b, bias_data, res, out] {
+    const long packed_at = b.constant ? prepare_constant_b(w, b.constant) : -1;
+    step.run = [this, w, a, b, bias_data, res, out, packed_at] {
       host::AtvossArgs args{};
       args.a = at(a);
       args.b = at(b);
       args.c = ptr[out];
       args.bias = bias_data;
       args.residual = res >= 0 ? ptr[res] : nullptr;
+      if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
       rt->run(w, args);
     };
     steps.push_back(std::move(step));

@@ -159,17 +159,19 @@ void macro(long mc, long nc, long kc, const float* A, const float* B, long pc, c
 }
 
 // One thread's share of C (part_of): the BLIS loop nest of the schedule's order on it (nest()),
-// A and B packed into the thread's own buffers, or read in place (INPLACE).
-void gemm(const float* A, const float* B, float* C, const AtvossArgs& g, const float* res, float* ap,
-          float* bp, const Part& p) {
+// A and B packed into the thread's own buffers, or read in place (INPLACE). With B prepacked
+// (atvoss_pack_weights), its kc x nc blocks are read from there and nothing of B is packed.
+void gemm(const float* A, const float* B, const float* b_packed, float* C, const AtvossArgs& g, const float* res,
+          float* ap, float* bp, const Part& p) {
   nest(
       p, [&](long ic, long mc, long pc, long kc) { if (!INPLACE) pack_a(A, ic, mc, pc, kc, ap); },
       [&](long jc, long nc, long pc, long kc) {
-        if (!INPLACE)
+        if (!INPLACE && !b_packed)
           for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(B, jc, nc, pc, k0, kc, bp);
       },
       [&](long ic, long mc, long jc, long nc, long pc, long kc) {
-        macro(mc, nc, kc, A, B, pc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res);
+        const float* b_block = b_packed ? b_packed + pc * NP + jc * kc : bp;
+        macro(mc, nc, kc, A, B, pc, ap, b_block, C, ic, jc, pc == 0, pc + kc >= K, g, res);
       });
 }
 
@@ -188,6 +190,22 @@ __attribute__((always_inline)) inline void b_row(vf (&bv)[NV], const float* __re
     else bv[v] = load_n(b + k * LD + v * VL, cnt[v]);
   }
 }
+)";
+
+constexpr const char* kPackB = R"(// B packed whole, once (kernel_abi.hpp): the KC-row blocks one after another, each NP wide, in
+// the panels pack_b_rows writes, so a kc x nc block at (pc, jc) starts at pc * NP + jc * kc.
+extern "C" { extern const long atvoss_packed_weight_bytes; }
+const long atvoss_packed_weight_bytes = INPLACE ? 0 : BATCH * K * NP * 4;
+extern "C" void atvoss_pack_weights(const AtvossArgs* g, void* out) {
+  for (long b = 0; b < BATCH && !INPLACE; ++b) {
+    for (long pc = 0; pc < K; pc += KC) {
+      const long kc = K - pc < KC ? K - pc : KC;
+      float* block = (float*)out + b * K * NP + pc * NP;
+      for (long k0 = 0; k0 < kc; k0 += KB) pack_b_rows(g->b + b * K * N, 0, N, pc, k0, kc, block);
+    }
+  }
+}
+
 )";
 
 constexpr const char* kCut = R"(inline long cut(long units, long parts, long i, long unit, long dim) {
@@ -299,21 +317,23 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
   o << kernel_preamble(w, s, threads) << matmul_constants(w, s, m, knob(knobs::tile_k))
     << "constexpr long AP_FLOATS = INPLACE ? 0 : ((MC + MR) * KC + 15) / 16 * 16,\n"
     << "               BP_FLOATS = INPLACE ? 0 : ((NC + NR) * KC + 15) / 16 * 16;\n"
+    << "constexpr long NP = (N + NR - 1) / NR * NR;  // B's width in whole panels\n"
     << "constexpr long ROWS = M, COLS = N;\n"
     << vector_helpers() << kBRow << epilogue_functions(split) << separate_pass_function()
     << with_unroll(kKernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
-    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
+    << threads_symbol_text(threads) << kPackB << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n"
     << "  static thread_local Scratch ap(" << threads << " * AP_FLOATS), bp(" << threads
     << " * BP_FLOATS);\n"
     // The caller's buffers, named outside the parallel loop: a worker's own thread_local is another one.
     << "  float* const ap_all = ap.p;\n  float* const bp_all = bp.p;\n"
+    << "  const float* const b_packed = INPLACE ? nullptr : (const float*)g->qb_packed;\n"
     << "  for (long b = 0; b < BATCH; ++b) {\n"
     << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
     << "    float* C = g->c + b * M * N;\n"
     << "    PARALLEL_FOR\n"
     << "    for (long t = 0; t < THREADS; ++t)\n"
-    << "      gemm(g->a + b * M * K, g->b + b * K * N, C, *g, res, ap_all + t * AP_FLOATS, bp_all + t * BP_FLOATS, "
-       "part_of(t));\n";
+    << "      gemm(g->a + b * M * K, g->b ? g->b + b * K * N : nullptr, b_packed ? b_packed + b * K * NP : nullptr, C, *g, res,\n"
+    << "           ap_all + t * AP_FLOATS, bp_all + t * BP_FLOATS, part_of(t));\n";
   o << separate_pass_calls(w, split, "C") << "  }\n}\n";
   return o.str();
 }

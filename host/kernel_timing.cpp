@@ -108,7 +108,9 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
                                 " codes differ from the codes of the fp32 output"}};
   }
   // Constant weights are packed once, outside the timed calls (packed_weights.hpp); the
-  // packed path is checked as the per-call one was.
+  // packed path is checked as the per-call one was. A matmul's B is packed and checked but
+  // timed per call: it is as often an activation (attention) as a weight, and the peers'
+  // matmuls it is compared with take plain operands (docs/decisions/host-prepacked-weights.md).
   const PackedWeights packed = PackedWeights::pack(handle, args);
   if (packed) {
     args.qb_packed = packed.data();
@@ -116,6 +118,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     fn(&args);
     const double packed_err = max_relative_error(w, ops, o.seed);
     if (!(packed_err <= kMaxRelativeError)) return wrong_answer(packed_err, "with prepacked weights: ");
+    if (!w.is_conv()) args.qb_packed = nullptr;
   }
   // A kernel that can write u8 codes is timed writing them: the call an int8 chain makes
   // (its fp32 store, four bytes an element, is checked above but not what a chain runs).

@@ -18,7 +18,7 @@ struct atvoss_runtime {
 };
 
 struct atvoss_conv2d_weights {
-  atvoss::runtime::PackedConv2dWeights prepared;
+  atvoss::runtime::PreparedWeights prepared;
 };
 
 namespace {
@@ -79,7 +79,7 @@ atvoss_runtime_status prepared_weights(atvoss_conv2d_weights** out, char** error
   });
 }
 
-const atvoss::runtime::PackedConv2dWeights& weights_of(const atvoss_conv2d_weights* w) {
+const atvoss::runtime::PreparedWeights& weights_of(const atvoss_conv2d_weights* w) {
   need(w, "filter");
   return w->prepared;
 }

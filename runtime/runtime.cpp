@@ -261,11 +261,11 @@ const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const std::uint16
   return run(conv2d_of(s, e, DType::bfloat16), lowp_args(input, filter, output, nullptr, nullptr, e));
 }
 
-PackedConv2dWeights Runtime::prepare_weights(const Workload& w, const void* filter) {
+PreparedWeights Runtime::prepare_weights(const Workload& w, const void* filter) {
   if (!filter) throw_bad_input("runtime: argument 'filter' is null; " + w.label() + " needs its weights to pack");
   host::AtvossArgs args = lowp_args(nullptr, filter, nullptr, nullptr, nullptr, {});
   args.b = static_cast<const float*>(filter);  // fp32 kernels read b, the others qb
-  PackedConv2dWeights out;
+  PreparedWeights out;
   out.workload_key_ = w.key();
   host::PackedWeights packed = kernel_of(resolve(w), w).pack_weights(args);
   if (packed) {
@@ -278,9 +278,9 @@ PackedConv2dWeights Runtime::prepare_weights(const Workload& w, const void* filt
   return out;
 }
 
-void Runtime::use_prepared(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args) {
+void Runtime::use_prepared(const Workload& w, const PreparedWeights& filter, host::AtvossArgs& args) {
   if (filter.workload_key_ != w.key() || (!filter.packed_ && !filter.copy_)) {
-    throw_bad_input("runtime: argument 'filter' holds weights prepared for another conv2d than " + w.label() +
+    throw_bad_input("runtime: argument 'filter' holds weights prepared for another workload than " + w.label() +
                     " (prepare them for this shape, epilogue and dtype)");
   }
   if (filter.packed_) {
@@ -294,11 +294,11 @@ void Runtime::use_prepared(const Workload& w, const PackedConv2dWeights& filter,
   }
 }
 
-PackedConv2dWeights Runtime::pack_conv2d_weights(const float* filter, const Conv2dShape& s, const EpilogueArgs& e) {
+PreparedWeights Runtime::pack_conv2d_weights(const float* filter, const Conv2dShape& s, const EpilogueArgs& e) {
   return prepare_weights(conv2d_of(s, e, DType::float32), filter);
 }
 
-const Choice& Runtime::conv2d(const float* input, const PackedConv2dWeights& filter, float* output,
+const Choice& Runtime::conv2d(const float* input, const PreparedWeights& filter, float* output,
                               const Conv2dShape& s, const EpilogueArgs& e) {
   const Workload& w = conv2d_of(s, e, DType::float32);
   host::AtvossArgs args = abi_args(input, nullptr, output, e);
@@ -306,18 +306,18 @@ const Choice& Runtime::conv2d(const float* input, const PackedConv2dWeights& fil
   return run(w, args);
 }
 
-PackedConv2dWeights Runtime::pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& s,
+PreparedWeights Runtime::pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& s,
                                                       const EpilogueArgs& e) {
   return prepare_weights(conv2d_of(s, e, DType::int8), filter);
 }
 
-PackedConv2dWeights Runtime::pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& s,
+PreparedWeights Runtime::pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& s,
                                                       const EpilogueArgs& e) {
   return prepare_weights(conv2d_of(s, e, DType::bfloat16), filter);
 }
 
 const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_point,
-                                   const PackedConv2dWeights& filter, float* output, const float* scale,
+                                   const PreparedWeights& filter, float* output, const float* scale,
                                    const std::int32_t* comp, const Conv2dShape& s, const EpilogueArgs& e) {
   const Workload& w = conv2d_of(s, e, DType::int8);
   host::AtvossArgs args = lowp_args(input, nullptr, output, scale, comp, e);
@@ -326,7 +326,7 @@ const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_
   return run(w, args);
 }
 
-const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const PackedConv2dWeights& filter, float* output,
+const Choice& Runtime::conv2d_bf16(const std::uint16_t* input, const PreparedWeights& filter, float* output,
                                    const Conv2dShape& s, const EpilogueArgs& e) {
   const Workload& w = conv2d_of(s, e, DType::bfloat16);
   host::AtvossArgs args = lowp_args(input, nullptr, output, nullptr, nullptr, e);

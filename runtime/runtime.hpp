@@ -88,11 +88,12 @@ struct OperandSizes {
 // bad_input naming the op when the runtime knows no operand layout for it.
 OperandSizes operand_sizes(const Workload& w);
 
-// Constant conv2d weights prepared once for the kernel a Runtime runs for one conv2d (its
-// shape, epilogue and dtype): packed by that kernel (host/packed_weights.hpp), so that its calls
+// Constant weights (a conv2d's filter, an fp32 matmul's B) prepared once for the kernel a
+// Runtime runs for one workload (its shape, epilogue and dtype): packed by that kernel
+// (host/packed_weights.hpp), so that its calls
 // pack nothing, as an inference runtime packs weights at load; or, where the chosen schedule
 // reads its weights in place and packs none, a copy of them. Immutable; shared by copies.
-class PackedConv2dWeights {
+class PreparedWeights {
  public:
   const std::string& workload_key() const { return workload_key_; }
   bool packed() const { return packed_ != nullptr; }  // false: the copy of an in-place schedule
@@ -153,25 +154,25 @@ class Runtime {
   // The filter prepared once for the conv2d of shape and epilogue (fp32, int8, bf16), then the
   // calls that take it instead of the filter. bad_input naming 'filter' when a call's conv is
   // not the one the weights were prepared for (shape, epilogue and dtype), or when it is null.
-  PackedConv2dWeights pack_conv2d_weights(const float* filter, const Conv2dShape& shape,
+  PreparedWeights pack_conv2d_weights(const float* filter, const Conv2dShape& shape,
                                           const EpilogueArgs& epilogue = {});
-  PackedConv2dWeights pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& shape,
+  PreparedWeights pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& shape,
                                                const EpilogueArgs& epilogue = {});
-  PackedConv2dWeights pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& shape,
+  PreparedWeights pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& shape,
                                                const EpilogueArgs& epilogue = {});
-  const Choice& conv2d(const float* input, const PackedConv2dWeights& filter, float* output, const Conv2dShape& shape,
+  const Choice& conv2d(const float* input, const PreparedWeights& filter, float* output, const Conv2dShape& shape,
                        const EpilogueArgs& epilogue = {});
-  const Choice& conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const PackedConv2dWeights& filter,
+  const Choice& conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const PreparedWeights& filter,
                             float* output, const float* scale, const std::int32_t* comp, const Conv2dShape& shape,
                             const EpilogueArgs& epilogue = {});
-  const Choice& conv2d_bf16(const std::uint16_t* input, const PackedConv2dWeights& filter, float* output,
+  const Choice& conv2d_bf16(const std::uint16_t* input, const PreparedWeights& filter, float* output,
                             const Conv2dShape& shape, const EpilogueArgs& epilogue = {});
 
-  // The typed calls above, for a caller that builds w and args itself (a binding): the filter
-  // of conv2d w prepared once, and args pointed at it (bad_input naming 'filter' when it was
-  // prepared for another conv).
-  PackedConv2dWeights prepare_weights(const Workload& w, const void* filter);
-  static void use_prepared(const Workload& w, const PackedConv2dWeights& filter, host::AtvossArgs& args);
+  // The typed calls above, for a caller that builds w and args itself (a binding, the model
+  // engine): the weights of w (a conv2d's filter, a matmul's B) prepared once, and args pointed
+  // at them (bad_input naming 'filter' when they were prepared for another workload).
+  PreparedWeights prepare_weights(const Workload& w, const void* filter);
+  static void use_prepared(const Workload& w, const PreparedWeights& filter, host::AtvossArgs& args);
 
   // The loaded table, or null (none given, or another CPU's under use_defaults).
   const table::ScheduleTable* table() const { return table_.get(); }

@@ -107,9 +107,9 @@ struct Epilogue {
 };
 
 // A conv2d's filter prepared once for the kernel the runtime runs for it (runtime.hpp's
-// PackedConv2dWeights), with the filter shape (R, S, C, K) and dtype it was prepared as.
+// PreparedWeights), with the filter shape (R, S, C, K) and dtype it was prepared as.
 struct PreparedConv2d {
-  runtime::PackedConv2dWeights weights;
+  runtime::PreparedWeights weights;
   std::vector<py::ssize_t> filter_shape;
   DType dtype = DType::float32;
 };

@@ -271,7 +271,7 @@ TEST_F(RuntimeTest, ConvWeightsPackedOnceGiveThePerCallOutput) {
   const EpilogueArgs bias{{"bias"}, o.bias.data(), nullptr, nullptr, nullptr};
   rt.conv2d_int8(o.qa.data(), o.qzero, b8, o.c.data(), o.qscale.data(), o.qcomp.data(), shape, bias);
   const std::vector<float> per_call = o.c;
-  const PackedConv2dWeights packed = rt.pack_conv2d_int8_weights(b8, shape, bias);
+  const PreparedWeights packed = rt.pack_conv2d_int8_weights(b8, shape, bias);
   EXPECT_GE(packed.bytes(), o.qb.size());
   std::fill(o.qb.begin(), o.qb.end(), std::uint8_t(0x7f));
   std::fill(o.c.begin(), o.c.end(), 0.0f);
@@ -284,7 +284,7 @@ TEST_F(RuntimeTest, ConvWeightsPackedOnceGiveThePerCallOutput) {
   const auto* b16 = reinterpret_cast<const std::uint16_t*>(ob.qb.data());
   rt.conv2d_bf16(a16, b16, ob.c.data(), shape);
   const std::vector<float> bf16_per_call = ob.c;
-  const PackedConv2dWeights packed16 = rt.pack_conv2d_bf16_weights(b16, shape);
+  const PreparedWeights packed16 = rt.pack_conv2d_bf16_weights(b16, shape);
   std::fill(ob.c.begin(), ob.c.end(), 0.0f);
   rt.conv2d_bf16(a16, packed16, ob.c.data(), shape);
   EXPECT_EQ(std::memcmp(ob.c.data(), bf16_per_call.data(), bf16_per_call.size() * 4), 0);
@@ -322,13 +322,51 @@ TEST_F(RuntimeTest, Fp32ConvWeightsPreparedOnceGiveThePerCallOutput) {
     host::Operands o = host::make_operands(w, 4);
     rt.conv2d(o.a.data(), o.b.data(), o.c.data(), shape);
     const std::vector<float> per_call = o.c;
-    const PackedConv2dWeights prepared = rt.pack_conv2d_weights(o.b.data(), shape);
+    const PreparedWeights prepared = rt.pack_conv2d_weights(o.b.data(), shape);
     EXPECT_EQ(prepared.packed(), shape.k == packs.k);
     EXPECT_GE(prepared.bytes(), o.b.size() * 4);
     std::fill(o.b.begin(), o.b.end(), 0.25f);
     std::fill(o.c.begin(), o.c.end(), 0.0f);
     rt.conv2d(o.a.data(), prepared, o.c.data(), shape);
     EXPECT_EQ(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0) << "K " << shape.k;
+  }
+}
+
+// fp32 matmul and batch_matmul: B prepared once (the model engine's constant weights) gives
+// the per-call output bit for bit, on shapes whose k blocks and panels are ragged (K 200 in
+// blocks of 64, N 300 in two column blocks of 256), in both loop orders, on one and two
+// threads; the caller's B is not read again; an in-place schedule packs nothing.
+TEST_F(RuntimeTest, MatmulWeightsPreparedOnceGiveThePerCallOutput) {
+  const Workload mm = Workload::from_json(
+      parse_json(R"({"op":"matmul","dtype":"float32","dims":{"M":10,"N":300,"K":200},"epilogue":["bias","relu"]})", "workload"));
+  const Workload bmm =
+      Workload::from_json(parse_json(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":9,"N":40,"K":70}})", "workload"));
+  struct Case {
+    Workload w;
+    int order, threads, depth;
+  };
+  for (const Case& c : {Case{mm, 1, 1, 1}, Case{mm, 2, 2, 2}, Case{bmm, 0, 1, 1}, Case{mm, 1, 1, 0}}) {
+    Schedule s = host::default_schedule(c.w, machine());
+    s.set("tile_k", 64);
+    s.set("tile_n", 256);
+    s.set("tile_order", c.order);
+    s.set("threads", c.threads);
+    s.set("async_copy_depth", c.depth);
+    ASSERT_TRUE(host::space_for(c.w, machine()).check(s).ok) << s.to_json().dump();
+    testing::write_table(table_, machine().target_name(), {table::TableEntry{c.w, s, 10.0}});
+    Runtime rt(options());
+    host::Operands o = host::make_operands(c.w, 5);
+    host::AtvossArgs args = o.args();
+    rt.run(c.w, args);
+    const std::vector<float> per_call = o.c;
+    const PreparedWeights prepared = rt.prepare_weights(c.w, o.b.data());
+    ASSERT_EQ(prepared.packed(), c.depth > 0) << s.to_json().dump();
+    if (!prepared.packed()) continue;
+    std::fill(o.b.begin(), o.b.end(), 0.25f);
+    std::fill(o.c.begin(), o.c.end(), 0.0f);
+    Runtime::use_prepared(c.w, prepared, args);
+    rt.run(c.w, args);
+    EXPECT_EQ(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0) << s.to_json().dump();
   }
 }
 
