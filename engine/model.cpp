@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -235,15 +236,17 @@ struct Model::Impl {
     for (std::size_t t = 0; t < graph.tensors().size(); ++t) {
       const auto& gt = graph.tensors()[t];
       if (gt.producer >= 0 || values[t].constant || gt.consumers.empty()) continue;
-      const std::string type = file->input_type(gt.name);
-      if (!type.empty() && type != "float") {
-        throw_bad_input("model: input '" + gt.name + "' is " + type + "; the engine takes float inputs only");
+      std::string type = file->input_type(gt.name);
+      if (type.empty()) type = "float";
+      if (type != "float" && type != "int64" && type != "int32" && type != "bool") {
+        throw_bad_input("model: input '" + gt.name + "' is " + type +
+                        "; the engine takes float, int64, int32 and bool inputs");
       }
       if (gt.shape.empty()) throw_bad_input("model: input '" + gt.name + "' has no known shape");
       values[t].plain = new_slot(gt.shape);
       slots[values[t].plain].first = -1;  // written before the first step
       input_tensors.push_back(int(t));
-      inputs.push_back({gt.name, gt.shape});
+      inputs.push_back({gt.name, gt.shape, type});
     }
   }
 
@@ -288,15 +291,24 @@ struct Model::Impl {
     slots[v.plain].last = std::max(slots[v.plain].last, int(steps.size()));
   }
 
-  // A Cast to float of a float tensor (exporters write them) moves nothing: a view. Any other
-  // cast needs a tensor type the engine does not hold yet.
+  // Casts between the types the engine holds as floats (float, double, int64, int32, bool):
+  // one that keeps the values (to float; integer or bool to integer; bool to bool) is a view;
+  // float to an integer truncates toward zero and anything to bool tests against zero, as ONNX
+  // Runtime does. Other types are refused naming both.
   void add_cast(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    using TP = onnx::TensorProto;
     const std::int64_t to = int_attr(p, "to", 0);
-    const std::string from = graph.tensors()[n.inputs.at(0)].dtype;
-    if (to != onnx::TensorProto::FLOAT || (!from.empty() && from != "float")) {
-      unsupported(n, "a cast to " + std::to_string(to) + " from '" + from + "' (fp32 to fp32 only)");
+    std::string from = graph.tensors()[n.inputs.at(0)].dtype;
+    if (from.empty()) from = "float";
+    const bool from_float = from == "float" || from == "double";
+    const bool from_int = from == "int64" || from == "int32";
+    const bool to_float = to == TP::FLOAT || to == TP::DOUBLE, to_int = to == TP::INT64 || to == TP::INT32;
+    if ((!from_float && !from_int && from != "bool") || (!to_float && !to_int && to != TP::BOOL)) {
+      unsupported(n, "a cast to " + TP::DataType_Name(static_cast<TP::DataType>(to)) + " from '" + from +
+                         "' (float, double, int64, int32 and bool only)");
     }
-    add_view(n);
+    if (to_float || (to_int && !from_float) || (to == TP::BOOL && from == "bool")) return add_view(n);
+    add_unary_op(n, to_int ? "Trunc" : "NotZero", 0, 0);
   }
 
   // --- kernel steps -----------------------------------------------------------------------
@@ -594,10 +606,10 @@ struct Model::Impl {
       return add_unary(n, p);
     }
     if (op == "Sum" && n.inputs.size() == 2) return add_binary(n, "Add");
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min" ||
-        op == "PRelu") {
-      return add_binary(n, op);
-    }
+    if (op == "Div" && is_integer(n.outputs[0])) return add_binary(n, "IntDiv");
+    if (binary_op(op)) return add_binary(n, op);
+    if (op == "Where") return add_where(n);
+    if (op == "Expand") return add_expand(n);
     if (op == "MaxPool" || op == "AveragePool") return add_pool(n, p);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return add_global_pool(n);
     if (op == "Concat") return add_concat(n, p);
@@ -627,10 +639,37 @@ struct Model::Impl {
       alpha = scalar_input(p, 1, float_attr(p, "min", -INFINITY));
       beta = scalar_input(p, 2, float_attr(p, "max", INFINITY));
     }
+    add_unary_op(n, op, alpha, beta);
+  }
+
+  void add_unary_op(const frontend::GraphNode& n, const std::string& op, float alpha, float beta) {
     const Ref x = plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], false);
     const std::int64_t count = elements(values[n.outputs[0]].shape);
     push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta); });
+  }
+
+  bool is_integer(int t) const {
+    const std::string& d = graph.tensors()[t].dtype;
+    return d == "int64" || d == "int32";
+  }
+
+  void add_where(const frontend::GraphNode& n) {
+    if (n.inputs.size() != 3) unsupported(n, "three inputs expected");
+    std::array<Ref, 3> in;
+    std::array<Shape, 3> shapes;
+    for (int k = 0; k < 3; ++k) in[k] = plain(n.inputs[k], n.name), shapes[k] = values[n.inputs[k]].shape;
+    const Shape so = values[n.outputs[0]].shape;
+    const int y = output(n.outputs[0], false);
+    push(n, [this, in, shapes, so, y] { where(at(in[0]), shapes[0], at(in[1]), shapes[1], at(in[2]), shapes[2], ptr[y], so); });
+  }
+
+  // Expand(x, shape): x broadcast to the output's shape (known once the shape is folded).
+  void add_expand(const frontend::GraphNode& n) {
+    const Shape xs = values[n.inputs[0]].shape, so = values[n.outputs[0]].shape;
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [this, x, xs, so, y] { where(nullptr, {}, at(x), xs, at(x), xs, ptr[y], so); });
   }
 
   void add_binary(const frontend::GraphNode& n, const std::string& op) {
@@ -780,9 +819,21 @@ struct Model::Impl {
   void add_gather(const frontend::GraphNode& n, const onnx::NodeProto& p) {
     const Shape xs = values[n.inputs[0]].shape;
     const auto* idx = p.input_size() > 1 ? file->ints(p.input(1)) : nullptr;
-    if (!idx) unsupported(n, "indices must be a constant");
     const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), xs.size());
     const Ref x = plain(n.inputs[0], n.name);
+    if (!idx) {  // indices computed by the model (token ids): read and checked in every run
+      const Ref ids = plain(n.inputs.at(1), n.name);
+      const std::int64_t count = elements(values[n.inputs[1]].shape);
+      const int y = output(n.outputs[0], false);
+      const std::string name = n.name;
+      push(n, [=, this] {
+        if (!gather_by(at(x), xs, at(ids), count, axis, ptr[y])) {
+          throw_bad_input("engine: node '" + name + "' (Gather): an index is outside [-" + std::to_string(xs[axis]) +
+                          ", " + std::to_string(xs[axis]) + ")");
+        }
+      });
+      return;
+    }
     const int y = output(n.outputs[0], false);
     const std::int64_t* indices = idx->data();
     const std::int64_t count = std::int64_t(idx->size());
@@ -971,9 +1022,10 @@ std::shared_ptr<const table::ScheduleTable> plan_table(const plan::ModelPlan& p)
 Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.options = options;
-  m.file = std::make_unique<OnnxFile>(onnx_path);
+  m.file = std::make_unique<OnnxFile>(onnx_path, frontend::BoundDims{options.batch, options.dims});
   frontend::OnnxImportOptions io;
   io.batch = options.batch;
+  io.dims = options.dims;
   io.float_dtype = DType::float32;
   m.graph = frontend::import_onnx(onnx_path, io).graph();
   runtime::RuntimeOptions ro;
@@ -996,6 +1048,22 @@ Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(
   m.plan_arena();
 }
 
+namespace {
+
+// An integer input's values are held as floats: each must be an integer a float holds exactly.
+void require_exact_integers(const TensorInfo& input, const float* values) {
+  constexpr float kExact = 16777216.0f;  // 2^24
+  const std::int64_t n = elements(input.shape);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = values[i];
+    if (std::trunc(v) == v && std::fabs(v) < kExact) continue;
+    throw_bad_input("engine: input '" + input.name + "' (" + input.dtype + ") holds " + std::to_string(v) +
+                    " at element " + std::to_string(i) + "; expected integers below 2^24 in magnitude");
+  }
+}
+
+}  // namespace
+
 Model::~Model() = default;
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
@@ -1014,6 +1082,7 @@ void Model::run(const std::vector<const float*>& inputs, const std::vector<float
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i]) throw_bad_input("engine: input '" + m.inputs[i].name + "' is null");
     const Value& v = m.values[m.input_tensors[i]];
+    if (m.inputs[i].dtype != "float") require_exact_integers(m.inputs[i], inputs[i]);
     std::memcpy(m.ptr[v.plain], inputs[i], std::size_t(elements(v.shape)) * sizeof(float));
   }
   for (const auto& s : m.steps) s.run();

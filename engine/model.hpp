@@ -12,11 +12,13 @@
 //     shares its input's bytes.
 // Every activation lives in one arena, laid out once by the memory planner over the steps'
 // order (execution/memory_plan.hpp): a run allocates nothing. Inputs and outputs are fp32 in
-// ONNX's layout. Not thread-safe: one run at a time per Model (the arena is the Model's).
+// ONNX's layout; integer and bool tensors are held as floats (exact below 2^24), so every
+// step reads and writes one type. Not thread-safe: one run at a time per Model (the arena is the Model's).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,15 +30,20 @@
 namespace atvoss::engine {
 
 struct ModelOptions {
-  int batch = 1;             // bound to every symbolic dim of the inputs
+  int batch = 1;             // bound to every symbolic dim of the inputs not named in dims
+  std::map<std::string, std::int64_t> dims;  // named symbolic dims ("sequence_length") and their values
   int threads = 0;           // cores the kernels run on; 0: this machine's physical cores
   std::string plan;          // a model plan file (docs/model-plan.md) of this model on this CPU; empty: defaults
   host::BuildOptions build;  // the compile cache the kernels come from
 };
 
+// An input or output. dtype is its ONNX element type ("float", "int64", "int32", "bool"): an
+// integer or bool input (token ids, masks) is passed as floats holding its values, exact as
+// long as they are integers below 2^24 in magnitude, which run checks.
 struct TensorInfo {
   std::string name;
   Shape shape;
+  std::string dtype = "float";
 };
 
 class Model {
@@ -52,8 +59,9 @@ class Model {
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
 
-  // inputs: one pointer per inputs() entry, elements(shape) floats each; outputs: one per
-  // outputs() entry, written whole.
+  // inputs: one pointer per inputs() entry, elements(shape) floats each (an integer input's
+  // values as floats: bad_input naming it for a value that is no integer or is 2^24 or more in
+  // magnitude); outputs: one per outputs() entry, written whole.
   void run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs);
   // The same, allocating the outputs.
   std::vector<std::vector<float>> run(const std::vector<const float*>& inputs);

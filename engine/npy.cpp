@@ -1,6 +1,8 @@
 #include "engine/npy.hpp"
 
+#include <cstdint>
 #include <cstring>
+#include <map>
 #include <regex>
 
 #include "core/atomic_file.hpp"
@@ -33,6 +35,20 @@ std::vector<std::int64_t> shape_of(const std::string& header, const std::string&
   return shape;
 }
 
+template <typename T>
+T load(const char* data, std::size_t i) {
+  T v;
+  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+float element_at(const char* data, std::size_t i, const std::string& dtype) {
+  if (dtype == "float32") return load<float>(data, i);
+  if (dtype == "int64") return float(load<std::int64_t>(data, i));
+  if (dtype == "int32") return float(load<std::int32_t>(data, i));
+  return data[i] != 0 ? 1.0f : 0.0f;
+}
+
 }  // namespace
 
 NpyArray read_npy(const std::string& path) {
@@ -53,9 +69,16 @@ NpyArray read_npy(const std::string& path) {
   }
   if (header_len > kMaxHeader || at + header_len > bytes.size()) refuse(path, "truncated or oversized header");
   const std::string header = bytes.substr(at, header_len);
-  if (header.find("'descr': '<f4'") == std::string::npos) refuse(path, "dtype must be float32 ('<f4')");
-  if (header.find("'fortran_order': False") == std::string::npos) refuse(path, "must be in C order");
+  // Integer and bool arrays (token ids, masks) are read into floats, as the engine holds them.
+  static const std::map<std::string, std::pair<std::string, std::size_t>> kTypes = {
+      {"'<f4'", {"float32", 4}}, {"'<i8'", {"int64", 8}}, {"'<i4'", {"int32", 4}}, {"'|b1'", {"bool", 1}}};
   NpyArray a;
+  std::size_t item = 0;
+  for (const auto& [descr, type] : kTypes) {
+    if (header.find("'descr': " + descr) != std::string::npos) a.dtype = type.first, item = type.second;
+  }
+  if (!item) refuse(path, "dtype must be float32 ('<f4'), int64 ('<i8'), int32 ('<i4') or bool ('|b1')");
+  if (header.find("'fortran_order': False") == std::string::npos) refuse(path, "must be in C order");
   a.shape = shape_of(header, path);
   std::int64_t n = 1;
   for (auto d : a.shape) {
@@ -63,12 +86,13 @@ NpyArray read_npy(const std::string& path) {
     n *= d;
   }
   const std::size_t data_at = at + header_len;
-  if (bytes.size() - data_at != std::size_t(n) * sizeof(float)) {
+  if (bytes.size() - data_at != std::size_t(n) * item) {
     refuse(path, "holds " + std::to_string(bytes.size() - data_at) + " data bytes, its shape " +
-                     std::to_string(n * std::int64_t(sizeof(float))));
+                     std::to_string(n * std::int64_t(item)));
   }
   a.data.resize(std::size_t(n));
-  if (n) std::memcpy(a.data.data(), bytes.data() + data_at, std::size_t(n) * sizeof(float));
+  const char* src = bytes.data() + data_at;
+  for (std::size_t i = 0; i < std::size_t(n); ++i) a.data[i] = element_at(src, i, a.dtype);
   return a;
 }
 

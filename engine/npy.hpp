@@ -1,4 +1,5 @@
-// NPY files of fp32 arrays (NumPy's format, version 1.0 to 3.0, little-endian '<f4', C order):
+// NPY files (NumPy's format, version 1.0 to 3.0, little-endian, C order) of fp32 arrays, and
+// of int64, int32 and bool arrays read into floats (an integer input's values, engine/model.hpp):
 // how atvoss-run takes a model's inputs and writes its outputs, so that numpy and ONNX Runtime
 // read and write the same files. Pure functions of their files: thread-safe.
 #pragma once
@@ -12,9 +13,10 @@ namespace atvoss::engine {
 struct NpyArray {
   std::vector<std::int64_t> shape;
   std::vector<float> data;
+  std::string dtype = "float32";  // the file's: "float32", "int64", "int32" or "bool"
 };
 
-// bad_input naming the file: unreadable, not NPY, another dtype ('<f8', ...), Fortran order, a
+// bad_input naming the file: unreadable, not NPY, another dtype ('<f8', '<f2', ...), Fortran order, a
 // header or data size that does not match its shape.
 NpyArray read_npy(const std::string& path);
 // Atomically (temporary file + rename).

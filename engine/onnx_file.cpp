@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "frontend/onnx_model_file.hpp"
+#include "frontend/onnx_import.hpp"
 
 namespace atvoss::engine {
 namespace {
@@ -32,8 +32,8 @@ std::vector<To> converted(const std::vector<From>& v) {
 
 }  // namespace
 
-OnnxFile::OnnxFile(const std::string& path)
-    : model_(std::make_shared<onnx::ModelProto>(frontend::read_onnx_model(path))) {
+OnnxFile::OnnxFile(const std::string& path, const frontend::BoundDims& bound)
+    : model_(std::make_shared<onnx::ModelProto>(frontend::read_bound_onnx_model(path, bound))) {
   for (const auto& o : model_->opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
   }

@@ -14,14 +14,17 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx_attributes.hpp"
+#include "frontend/onnx_import.hpp"
 
 namespace atvoss::engine {
 
 class OnnxFile {
  public:
-  // bad_input naming the file when unreadable or not an ONNX model; naming the tensor when a
-  // constant is stored outside the file or in a type the engine does not read.
-  explicit OnnxFile(const std::string& path);
+  // The model as the importer reads it at these dims (frontend::read_bound_onnx_model: shape
+  // computations folded into constants). bad_input naming the file when unreadable or not an
+  // ONNX model; naming the tensor when a constant is stored outside the file or in a type the
+  // engine does not read.
+  OnnxFile(const std::string& path, const frontend::BoundDims& bound);
 
   // The node the importer names name (its name, or "<op>:<first output>"); null if none.
   const onnx::NodeProto* node(const std::string& name) const;

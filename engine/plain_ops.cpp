@@ -55,6 +55,17 @@ const std::map<std::string, BinaryFn>& binary_ops() {
       {"Max", [](float x, float y) { return std::max(x, y); }},
       {"Min", [](float x, float y) { return std::min(x, y); }},
       {"PRelu", [](float x, float slope) { return x < 0 ? x * slope : x; }},
+      // Comparisons and logic give bool, held as 0 or 1 (engine/model.hpp).
+      {"Equal", [](float x, float y) { return x == y ? 1.0f : 0.0f; }},
+      {"Less", [](float x, float y) { return x < y ? 1.0f : 0.0f; }},
+      {"LessOrEqual", [](float x, float y) { return x <= y ? 1.0f : 0.0f; }},
+      {"Greater", [](float x, float y) { return x > y ? 1.0f : 0.0f; }},
+      {"GreaterOrEqual", [](float x, float y) { return x >= y ? 1.0f : 0.0f; }},
+      {"And", [](float x, float y) { return x != 0.0f && y != 0.0f ? 1.0f : 0.0f; }},
+      {"Or", [](float x, float y) { return x != 0.0f || y != 0.0f ? 1.0f : 0.0f; }},
+      {"Xor", [](float x, float y) { return (x != 0.0f) != (y != 0.0f) ? 1.0f : 0.0f; }},
+      // An integer tensor's Div truncates toward zero (ONNX).
+      {"IntDiv", [](float x, float y) { return std::trunc(x / y); }},
   };
   return ops;
 }
@@ -112,6 +123,10 @@ bool unary(const std::string& op, const float* in, float* out, std::int64_t n, f
       {"Softplus", [](float x, float, float) { return std::log1p(std::exp(x)); }},
       {"Softsign", [](float x, float, float) { return x / (1.0f + std::abs(x)); }},
       {"HardSwish", [](float x, float, float) { return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f); }},
+      // Casts of the values the engine holds as floats (engine/model.hpp).
+      {"Trunc", [](float x, float, float) { return std::trunc(x); }},
+      {"NotZero", [](float x, float, float) { return x != 0.0f ? 1.0f : 0.0f; }},
+      {"Not", [](float x, float, float) { return x != 0.0f ? 0.0f : 1.0f; }},
       {"Gelu", [](float x, float, float) { return erf_gelu(x); }},
       {"GeluTanh", [](float x, float, float) { return tanh_gelu(x); }},
       {"LeakyRelu", [](float x, float a, float) { return x < 0 ? a * x : x; }},
@@ -124,6 +139,27 @@ bool unary(const std::string& op, const float* in, float* out, std::int64_t n, f
   const auto& f = it->second;
   for (std::int64_t i = 0; i < n; ++i) out[i] = f(in[i], alpha, beta);
   return true;
+}
+
+bool binary_op(const std::string& op) { return binary_ops().count(op) > 0; }
+
+void where(const float* cond, const Shape& sc, const float* a, const Shape& sa, const float* b, const Shape& sb,
+           float* out, const Shape& so) {
+  const std::size_t r = so.size();
+  const auto tc = broadcast_strides(sc, r), ta = broadcast_strides(sa, r), tb = broadcast_strides(sb, r);
+  std::vector<std::int64_t> index(r, 0);
+  std::int64_t oc = 0, oa = 0, ob = 0;
+  const std::int64_t n = elements(so);
+  for (std::int64_t i = 0; i < n; ++i) {
+    out[i] = !cond || cond[oc] != 0.0f ? a[oa] : b[ob];
+    for (int d = int(r) - 1; d >= 0; --d) {  // an odometer over the output's index
+      ++index[d];
+      oc += tc[d], oa += ta[d], ob += tb[d];
+      if (index[d] < so[d]) break;
+      oc -= tc[d] * so[d], oa -= ta[d] * so[d], ob -= tb[d] * so[d];
+      index[d] = 0;
+    }
+  }
 }
 
 bool binary(const std::string& op, const float* a, const Shape& sa, const float* b, const Shape& sb, float* out,
@@ -395,6 +431,20 @@ void gather(const float* data, const Shape& x, const std::int64_t* indices, std:
       std::copy_n(data + (o * len + at) * inner, inner, out + (o * count + i) * inner);
     }
   }
+}
+
+bool gather_by(const float* data, const Shape& x, const float* indices, std::int64_t count, std::int64_t axis,
+               float* out) {
+  thread_local std::vector<std::int64_t> ids;
+  ids.resize(std::size_t(count));
+  const float len = float(x[axis]);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const float v = indices[i];
+    if (!(v >= -len && v < len) || std::trunc(v) != v) return false;
+    ids[std::size_t(i)] = std::int64_t(v);
+  }
+  gather(data, x, ids.data(), count, axis, out);
+  return true;
 }
 
 void strided_slice(const float* in, const Shape& x, const std::vector<std::int64_t>& starts,

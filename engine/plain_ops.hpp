@@ -22,13 +22,20 @@ void nchw_to_nhwc(const float* in, float* out, const Shape& nchw, int threads = 
 void nhwc_to_nchw(const float* in, float* out, const Shape& nchw, int threads = 1);
 
 // Unary elementwise ops by ONNX name (Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Neg, Abs, Erf,
-// Reciprocal, Floor, Ceil, Identity, Softplus, Softsign, HardSwish, Gelu (erf),
+// Reciprocal, Floor, Ceil, Identity, Softplus, Softsign, HardSwish, Not, Gelu (erf),
 // GeluTanh, LeakyRelu (alpha), Elu (alpha), HardSigmoid (alpha, beta), Clip (lo, hi)).
 // alpha and beta carry the op's attributes. false when the op is not one of these.
 bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha = 0, float beta = 0);
 
-// Binary elementwise ops with numpy broadcasting (Add, Sub, Mul, Div, Pow, Max, Min, PRelu).
-// false when the op is not one of these or the shapes do not broadcast.
+// out = cond ? a : b elementwise, the three broadcast to so (numpy rules); cond null: a.
+void where(const float* cond, const Shape& sc, const float* a, const Shape& sa, const float* b, const Shape& sb,
+           float* out, const Shape& so);
+
+// Binary elementwise ops with numpy broadcasting (Add, Sub, Mul, Div, Pow, Max, Min, PRelu; the
+// comparisons Equal, Less, LessOrEqual, Greater, GreaterOrEqual and the logic And, Or, Xor,
+// giving 0 or 1; IntDiv, an integer tensor's Div). false when the op is not one of these or
+// the shapes do not broadcast. binary_op: whether binary() knows op.
+bool binary_op(const std::string& op);
 bool binary(const std::string& op, const float* a, const Shape& sa, const float* b, const Shape& sb, float* out,
             const Shape& so);
 
@@ -61,6 +68,10 @@ void batch_norm(const float* in, const Shape& x, const float* scale, const float
 // LRN across channels of [N, C, H, W] in NCHW order.
 void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out);
 // Gather of data along axis at int64 indices (negative ones count from the end).
+// gather() with indices held as floats (computed by the model, engine/model.hpp); false, and
+// nothing written, when one is no integer in [-x[axis], x[axis]).
+bool gather_by(const float* data, const Shape& x, const float* indices, std::int64_t count, std::int64_t axis,
+               float* out);
 void gather(const float* data, const Shape& x, const std::int64_t* indices, std::int64_t count, std::int64_t axis,
             float* out);
 

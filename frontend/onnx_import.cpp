@@ -14,12 +14,12 @@
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include "core/error.hpp"
 #include "frontend/graph_fusion.hpp"
 #include "frontend/onnx_attributes.hpp"
 #include "frontend/onnx_model_file.hpp"
+#include "frontend/shape_folding.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -584,13 +584,23 @@ class Extractor {
   GraphNode* kernel_ = nullptr;  // the node being described
 };
 
-void bind_symbolic_dims(onnx::ModelProto& model, int batch) {
+void bind_symbolic_dims(onnx::ModelProto& model, const BoundDims& bound) {
+  std::set<std::string> used;
   for (auto& input : *model.mutable_graph()->mutable_input()) {
     if (!input.type().has_tensor_type()) continue;
     auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
     for (auto& d : *shape->mutable_dim()) {
-      if (!d.has_dim_value()) d.set_dim_value(batch);
+      if (d.has_dim_value()) continue;
+      const auto named = d.has_dim_param() ? bound.dims.find(d.dim_param()) : bound.dims.end();
+      if (named != bound.dims.end()) used.insert(named->first);
+      d.set_dim_value(named != bound.dims.end() ? named->second : bound.batch);
     }
+  }
+  for (const auto& [name, value] : bound.dims) {
+    if (value < 1 || value > (std::int64_t{1} << 31)) {
+      throw_bad_input("model: dim '" + name + "' must be from 1 to 2^31, got " + std::to_string(value));
+    }
+    if (!used.count(name)) throw_bad_input("model: no input of the model has a symbolic dim named '" + name + "'");
   }
 }
 
@@ -662,17 +672,22 @@ void check_window_shapes(const onnx::GraphProto& graph) {
 
 }  // namespace
 
-TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
-  if (options.batch < 1) throw_bad_input("onnx import: batch must be >= 1");
+onnx::ModelProto read_bound_onnx_model(const std::string& path, const BoundDims& bound) {
+  if (bound.batch < 1) throw_bad_input("onnx import: batch must be >= 1");
   onnx::ModelProto model = read_onnx_model(path);
   check_window_attributes(model.graph());
   check_window_shapes(model.graph());
-  bind_symbolic_dims(model, options.batch);
+  bind_symbolic_dims(model, bound);
   try {
-    onnx::shape_inference::InferShapes(model);
+    infer_shapes_folding_shape_computations(model);
   } catch (const std::exception& e) {
     throw_bad_input("model: shape inference failed on '" + path + "': " + e.what());
   }
+  return model;
+}
+
+TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  const onnx::ModelProto model = read_bound_onnx_model(path, {options.batch, options.dims});
   std::string name = model.graph().name();
   if (name.empty()) name = path;
   Graph graph = Extractor(model.graph(), options).build();

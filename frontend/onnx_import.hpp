@@ -11,16 +11,29 @@
 // Pure function of the file: thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+
+#include <onnx/onnx_pb.h>
 
 #include "core/workload.hpp"
 #include "frontend/task_set.hpp"
 
 namespace atvoss::frontend {
 
-struct OnnxImportOptions {
-  // Value bound to every symbolic dim (dim_param) of the graph inputs. Default 1.
+// Values for the graph inputs' symbolic dims (dim_param): a dim named in `dims` takes its
+// value there (a transformer's "sequence_length"), every other one the batch.
+struct BoundDims {
   int batch = 1;
+  std::map<std::string, std::int64_t> dims;
+};
+
+struct OnnxImportOptions {
+  // Value bound to every symbolic dim (dim_param) of the graph inputs not named in dims. Default 1.
+  int batch = 1;
+  // Named symbolic dims and their values (BoundDims).
+  std::map<std::string, std::int64_t> dims;
   // dtype tuned for float32/float64 tensors: NPUs run them in float16 by default
   // (ATC's default precision mode). Narrow types keep their own dtype.
   DType float_dtype = DType::float16;
@@ -28,6 +41,13 @@ struct OnnxImportOptions {
   // that fuses with rules of its own wants the graph (the Python package's FusionScheduler).
   bool fuse = true;
 };
+
+// The model at path as import_onnx reads it: window attributes checked, symbolic dims bound
+// (BoundDims), shape computations folded (shape_folding.hpp) and every tensor's shape inferred.
+// The engine reads the same ModelProto, so that names, constants and shapes agree with the
+// import. bad_input as import_onnx, and naming a dim of `dims` that no input has, or a value
+// below 1.
+onnx::ModelProto read_bound_onnx_model(const std::string& path, const BoundDims& bound);
 
 // bad_input naming the file when it is unreadable, not an ONNX model, or fails
 // shape inference.

@@ -1,8 +1,9 @@
 // atvoss-run: runs a whole ONNX model on this CPU (engine/model.hpp), with the schedules of a
 // model plan tuned for it on this machine, or the default schedules.
-//   atvoss-run MODEL.onnx [--plan PLAN.json] [--batch N] [--threads N]
+//   atvoss-run MODEL.onnx [--plan PLAN.json] [--batch N] [--dim NAME=N ...] [--threads N]
 //              [--input NAME=FILE.npy ...] [--seed N] [--out DIR] [--repeat N] [--json]
-// Inputs not given are filled from --seed (uniform in [-1, 1)). Outputs go to DIR/<name>.npy.
+// Inputs not given are filled from --seed (uniform in [-1, 1); integer inputs with zeros).
+// Outputs go to DIR/<name>.npy.
 // --repeat N times N runs after one warm-up and prints their median and minimum.
 // Exit codes: 0 ok, 2 bad input (flags, model, plan, inputs), 1 any other failure.
 #include <algorithm>
@@ -32,6 +33,25 @@ std::map<std::string, std::string> input_files(const std::vector<std::string>& a
   return files;
 }
 
+std::map<std::string, std::int64_t> named_dims(const std::vector<std::string>& args) {
+  std::map<std::string, std::int64_t> dims;
+  for (const auto& a : args) {
+    const auto eq = a.find('=');
+    std::int64_t v = 0;
+    std::size_t used = 0;
+    try {
+      if (eq != std::string::npos) v = std::stoll(a.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (eq == std::string::npos || eq == 0 || used == 0 || used != a.size() - eq - 1 || v < 1) {
+      throw_bad_input("--dim: expected NAME=N with N >= 1, got '" + a + "'");
+    }
+    dims[a.substr(0, eq)] = v;
+  }
+  return dims;
+}
+
 std::vector<std::vector<float>> model_inputs(const engine::Model& m, const std::vector<std::string>& args,
                                              std::uint64_t seed) {
   auto files = input_files(args);
@@ -40,12 +60,15 @@ std::vector<std::vector<float>> model_inputs(const engine::Model& m, const std::
   std::vector<std::vector<float>> data;
   for (const auto& in : m.inputs()) {
     const auto it = files.find(in.name);
-    if (it == files.end()) {
+    if (it == files.end()) {  // an integer input (ids, a mask) gets zeros, a valid id of any table
       auto& d = data.emplace_back(std::size_t(engine::elements(in.shape)));
-      for (auto& v : d) v = uniform(rng);
+      for (auto& v : d) v = in.dtype == "float" ? uniform(rng) : 0.0f;
       continue;
     }
     engine::NpyArray a = engine::read_npy(it->second);
+    if (in.dtype == "float" && a.dtype != "float32") {
+      throw_bad_input("--input " + in.name + ": the file holds " + a.dtype + " where the model takes float32");
+    }
     if (a.shape != in.shape) {
       std::string want, got;
       for (auto d : in.shape) want += std::to_string(d) + " ";
@@ -80,16 +103,17 @@ void print_profile(const Json& p) {
 int main(int argc, char** argv) {
   CLI::App app{"atvoss-run: run a whole ONNX model on this CPU with a model plan's schedules"};
   std::string model, plan, out;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, dims;
   int batch = 1, threads = 0, repeat = 0;
   std::uint64_t seed = 0;
   bool json = false;
   int profile = 0;
   app.add_option("model", model, "the ONNX file")->required();
   app.add_option("--plan", plan, "a model plan tuned for this model on this CPU (atvoss-tune's model_plan)");
-  app.add_option("--batch", batch, "bound to the inputs' symbolic dims")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--batch", batch, "bound to the inputs' symbolic dims not named by --dim")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--dim", dims, "NAME=N: a named symbolic dim's value (sequence_length=128)");
   app.add_option("--threads", threads, "cores the kernels run on (0: every physical core)")->check(CLI::Range(0, 1024));
-  app.add_option("--input", inputs, "NAME=FILE.npy (fp32); inputs not given are random");
+  app.add_option("--input", inputs, "NAME=FILE.npy (fp32; int64, int32 or bool for integer inputs); inputs not given are random");
   app.add_option("--seed", seed, "seed of the random inputs")->check(tools::non_negative(seed));
   app.add_option("--out", out, "folder for the outputs (<name>.npy)");
   app.add_option("--repeat", repeat, "time this many runs after one warm-up")->check(CLI::Range(0, 100000));
@@ -99,6 +123,7 @@ int main(int argc, char** argv) {
   return tools::run_cli(app, argc, argv, [&] {
     engine::ModelOptions o;
     o.batch = batch;
+    o.dims = named_dims(dims);
     o.threads = threads;
     o.plan = plan;
     engine::Model m(model, o);

@@ -27,7 +27,7 @@ plan tuned for it on this machine (a host job's ``"model_plan"``), or the defaul
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _atvoss
 from ._json import dumps, loads
@@ -197,15 +197,17 @@ class Model:
     """A whole ONNX model loaded for this CPU: weights packed and kernels compiled once, one
     activation arena. plan: a model plan tuned for this model on this CPU (ValueError naming the
     fingerprints for another CPU's, or what differs for another model's); None: the default
-    schedules. batch: bound to the inputs' symbolic dims. threads: the cores the kernels run on
-    (0: every physical core). One run at a time per Model (it holds the arena)."""
+    schedules. batch: bound to the inputs' symbolic dims; dims: values for named ones (a
+    transformer's {"sequence_length": 128}), ValueError naming a dim no input has. threads: the
+    cores the kernels run on (0: every physical core). One run at a time per Model (it holds
+    the arena)."""
 
     def __init__(self, path: PathLike, *, plan: Optional[PathLike] = None, batch: int = 1, threads: int = 0,
-                 cache_dir: Optional[PathLike] = None) -> None:
+                 cache_dir: Optional[PathLike] = None, dims: Optional[Mapping[str, int]] = None) -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
         self._m = _atvoss.Model(self.path, os.fspath(plan) if plan is not None else "", batch, threads,
-                                os.fspath(cache_dir) if cache_dir else "")
+                                os.fspath(cache_dir) if cache_dir else "", dict(dims or {}))
 
     @property
     def inputs(self) -> Sequence[Tuple[str, Tuple[int, ...]]]:
@@ -213,12 +215,19 @@ class Model:
         return [(n, tuple(s)) for n, s in self._m.inputs()]
 
     @property
+    def input_dtypes(self) -> Sequence[Tuple[str, str]]:
+        """(name, ONNX element type) of each input: "float", or "int64", "int32", "bool" (token ids,
+        masks), which run takes as integer arrays."""
+        return list(self._m.input_dtypes())
+
+    @property
     def outputs(self) -> Sequence[Tuple[str, Tuple[int, ...]]]:
         """(name, shape) of each output, in the order run returns them."""
         return [(n, tuple(s)) for n, s in self._m.outputs()]
 
     def run(self, inputs: Sequence[Any]) -> Sequence[Any]:
-        """The outputs for inputs (float32 arrays of the inputs' shapes), as new arrays."""
+        """The outputs for inputs (arrays of the inputs' shapes: float32, or integers for an integer
+        input), as new float32 arrays."""
         with self._lock:
             return list(self._m.run(list(inputs)))
 

@@ -5,6 +5,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,10 +21,12 @@ using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>
 
 class PyModel {
  public:
-  PyModel(const std::string& path, const std::string& plan, int batch, int threads, const std::string& cache_dir) {
+  PyModel(const std::string& path, const std::string& plan, int batch, int threads, const std::string& cache_dir,
+          const std::map<std::string, std::int64_t>& dims) {
     engine::ModelOptions o;
     o.plan = plan;
     o.batch = batch;
+    o.dims = dims;
     o.threads = threads;
     o.build.cache_dir = cache_dir;
     py::gil_scoped_release release;
@@ -32,6 +36,12 @@ class PyModel {
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> infos(bool inputs) const {
     std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
     for (const auto& t : inputs ? model_->inputs() : model_->outputs()) out.emplace_back(t.name, t.shape);
+    return out;
+  }
+
+  std::vector<std::pair<std::string, std::string>> input_dtypes() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& t : model_->inputs()) out.emplace_back(t.name, t.dtype);
     return out;
   }
 
@@ -62,8 +72,13 @@ class PyModel {
     std::vector<const float*> in;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const auto array = py::reinterpret_borrow<py::array>(inputs[i]);
-      if (!py::isinstance<py::array>(inputs[i]) || !array.dtype().is(py::dtype::of<float>())) {
-        throw py::type_error("Model.run: input '" + infos[i].name + "' must be a float32 numpy array");
+      // An integer or bool input takes integer, bool or float32 arrays: the engine holds its
+      // values as floats and checks each one (engine/model.hpp).
+      const char kind = py::isinstance<py::array>(inputs[i]) ? array.dtype().kind() : '?';
+      const bool integer = infos[i].dtype != "float";
+      if (!array.dtype().is(py::dtype::of<float>()) && !(integer && (kind == 'i' || kind == 'u' || kind == 'b'))) {
+        throw py::type_error("Model.run: input '" + infos[i].name + "' must be a " +
+                             (integer ? "numpy array of integers (" + infos[i].dtype + ")" : "float32 numpy array"));
       }
       held.push_back(FloatArray::ensure(inputs[i]));
       const auto& a = held.back();
@@ -93,9 +108,11 @@ class PyModel {
 
 void bind_engine(py::module_& m) {
   py::class_<PyModel>(m, "Model")
-      .def(py::init<std::string, std::string, int, int, std::string>(), py::arg("path"), py::arg("plan"),
-           py::arg("batch"), py::arg("threads"), py::arg("cache_dir"))
+      .def(py::init<std::string, std::string, int, int, std::string, std::map<std::string, std::int64_t>>(),
+           py::arg("path"), py::arg("plan"), py::arg("batch"), py::arg("threads"), py::arg("cache_dir"),
+           py::arg("dims"))
       .def("inputs", [](const PyModel& p) { return p.infos(true); })
+      .def("input_dtypes", &PyModel::input_dtypes)
       .def("outputs", [](const PyModel& p) { return p.infos(false); })
       .def("run", &PyModel::run)
       .def("describe", &PyModel::describe)

@@ -1,0 +1,166 @@
+#include "frontend/shape_folding.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <onnx/shape_inference/implementation.h>
+
+namespace atvoss::frontend {
+namespace {
+
+using ShapeData = std::unordered_map<std::string, onnx::TensorShapeProto>;
+
+// Data propagation's values (and the shapes inferred for every tensor).
+ShapeData infer_with_data(onnx::ModelProto& model) {
+  ShapeData data;
+  const onnx::ShapeInferenceOptions options(false, 0, true);
+  onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options, &data);
+  return data;
+}
+
+// An integer initializer of rank 0 or 1 as a value; false otherwise.
+bool initializer_value(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
+  if (t.dims_size() > 1 || t.has_raw_data()) return false;
+  if (t.data_type() == onnx::TensorProto::INT64) out.assign(t.int64_data().begin(), t.int64_data().end());
+  else if (t.data_type() == onnx::TensorProto::INT32) out.assign(t.int32_data().begin(), t.int32_data().end());
+  else return false;
+  return true;
+}
+
+bool raw_initializer_value(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
+  if (t.dims_size() > 1 || !t.has_raw_data() || t.data_type() != onnx::TensorProto::INT64) return false;
+  if (t.raw_data().size() % sizeof(std::int64_t) != 0) return false;
+  out.resize(t.raw_data().size() / sizeof(std::int64_t));
+  std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
+  return true;
+}
+
+// Integer arithmetic that libonnx's data propagation leaves out (Div, the integer division of
+// sizes exporters write for a head's width), evaluated where both operands are known: their
+// values added to data, in the nodes' order, so a chain of them is known in one pass.
+void propagate_integer_arithmetic(const onnx::GraphProto& g, ShapeData& data) {
+  std::map<std::string, std::vector<std::int64_t>> known;
+  for (const auto& t : g.initializer()) {
+    std::vector<std::int64_t> v;
+    if (initializer_value(t, v) || raw_initializer_value(t, v)) known[t.name()] = v;
+  }
+  auto value = [&](const std::string& name, std::vector<std::int64_t>& v) {
+    if (const auto it = known.find(name); it != known.end()) return v = it->second, true;
+    const auto it = data.find(name);
+    if (it == data.end()) return false;
+    v.clear();
+    for (const auto& d : it->second.dim()) {
+      if (!d.has_dim_value()) return false;
+      v.push_back(d.dim_value());
+    }
+    return true;
+  };
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div"};
+  for (const auto& n : g.node()) {
+    if (!ops.count(n.op_type()) || n.input_size() != 2 || n.output_size() != 1 || data.count(n.output(0))) continue;
+    std::vector<std::int64_t> a, b;
+    if (!value(n.input(0), a) || !value(n.input(1), b) || a.empty() || b.empty()) continue;
+    if (a.size() != b.size() && a.size() != 1 && b.size() != 1) continue;
+    onnx::TensorShapeProto out;
+    bool ok = true;
+    for (std::size_t i = 0; i < std::max(a.size(), b.size()) && ok; ++i) {
+      const std::int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+      const std::string& op = n.op_type();
+      ok = op != "Div" || y != 0;
+      // ONNX's integer Div truncates toward zero, as C++'s does.
+      if (ok) out.add_dim()->set_dim_value(op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y);
+    }
+    if (ok) data[n.output(0)] = out;
+  }
+}
+
+// The int64 or int32 constant holding `value` for tensor `info` (its rank 0 or 1), or false
+// where the value is not wholly known or the tensor is of another type.
+bool constant_of(const onnx::ValueInfoProto& info, const onnx::TensorShapeProto& value, onnx::TensorProto& out) {
+  const auto& type = info.type().tensor_type();
+  const int elem = type.elem_type();
+  if (elem != onnx::TensorProto::INT64 && elem != onnx::TensorProto::INT32) return false;
+  if (!type.has_shape() || type.shape().dim_size() > 1) return false;
+  for (const auto& d : value.dim()) {
+    if (!d.has_dim_value()) return false;
+  }
+  if (type.shape().dim_size() == 0 && value.dim_size() != 1) return false;
+  out.set_data_type(elem);
+  if (type.shape().dim_size() == 1) out.add_dims(value.dim_size());
+  for (const auto& d : value.dim()) {
+    if (elem == onnx::TensorProto::INT64) out.add_int64_data(d.dim_value());
+    else out.add_int32_data(static_cast<std::int32_t>(d.dim_value()));
+  }
+  return true;
+}
+
+// Each node input whose value data propagation knows, and that no initializer or graph input
+// holds already, rewired to a new initializer of that value; the number rewired.
+int fold_known_values(onnx::GraphProto& g, const ShapeData& data) {
+  std::set<std::string> constant;
+  for (const auto& t : g.initializer()) constant.insert(t.name());
+  for (const auto& i : g.input()) constant.insert(i.name());
+  std::map<std::string, const onnx::ValueInfoProto*> info;
+  for (const auto& v : g.value_info()) info[v.name()] = &v;
+  std::map<std::string, std::string> folded;  // tensor -> its initializer
+  int rewired = 0;
+  for (auto& node : *g.mutable_node()) {
+    if (node.op_type() == "Constant") continue;
+    for (auto& input : *node.mutable_input()) {
+      if (input.empty() || constant.count(input)) continue;
+      auto name = folded.find(input);
+      if (name == folded.end()) {
+        const auto value = data.find(input);
+        const auto it = info.find(input);
+        onnx::TensorProto t;
+        if (value == data.end() || it == info.end() || !constant_of(*it->second, value->second, t)) continue;
+        t.set_name(input + "/folded");
+        *g.add_initializer() = t;
+        name = folded.emplace(input, t.name()).first;
+      }
+      input = name->second;
+      ++rewired;
+    }
+  }
+  return rewired;
+}
+
+// Drops the nodes none of whose outputs any node or the graph reads, until none is left.
+void drop_unused_nodes(onnx::GraphProto& g) {
+  for (bool dropped = true; dropped;) {
+    std::set<std::string> read;
+    for (const auto& o : g.output()) read.insert(o.name());
+    for (const auto& n : g.node()) read.insert(n.input().begin(), n.input().end());
+    dropped = false;
+    auto* nodes = g.mutable_node();
+    for (int i = nodes->size() - 1; i >= 0; --i) {
+      bool used = false;
+      for (const auto& o : nodes->Get(i).output()) used = used || read.count(o);
+      if (used) continue;
+      nodes->DeleteSubrange(i, 1);
+      dropped = true;
+    }
+  }
+}
+
+}  // namespace
+
+void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
+  // Each round folds what the last one's inference made known; a chain of shape arithmetic
+  // is known whole in one round, so a few rounds reach the fixed point.
+  for (int round = 0; round < 8; ++round) {
+    ShapeData data = infer_with_data(model);
+    propagate_integer_arithmetic(model.graph(), data);
+    if (fold_known_values(*model.mutable_graph(), data) == 0) return;
+    drop_unused_nodes(*model.mutable_graph());
+  }
+  infer_with_data(model);
+}
+
+}  // namespace atvoss::frontend
