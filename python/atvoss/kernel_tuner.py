@@ -27,7 +27,11 @@ Kernel Tuner is imported here only (``import atvoss`` never needs it).
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from kernel_tuner.strategies.common import CostFunc
+try:
+    from kernel_tuner.strategies.common import CostFunc
+except ImportError as e:  # said plainly: atvoss itself never needs the peer
+    raise ImportError("atvoss.kernel_tuner needs Kernel Tuner (pip install kernel-tuner; the tested "
+                      "version is pinned in scripts/peers-requirements.txt)") from e
 from kernel_tuner.util import StopCriterionReached
 
 from .optimizer import Optimizer

@@ -24,7 +24,11 @@ import random
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-import optuna
+try:
+    import optuna
+except ImportError as e:  # said plainly: atvoss itself never needs the peer
+    raise ImportError("atvoss.optuna needs Optuna (pip install optuna; the tested version is "
+                      "pinned in scripts/peers-requirements.txt)") from e
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
