@@ -103,6 +103,7 @@ class Sampler(optuna.samplers.BaseSampler):
         self._space = optuna.search_space.IntersectionSearchSpace()
         self._params: List[_Param] = []
         self._opt: Optional[Optimizer] = None
+        self._study = ""  # the study the Optimizer serves: trial numbers are per study
         self._known: Set[int] = set()  # trial numbers the current Optimizer was told or observed
         self._asked: Dict[int, Config] = {}  # trial number -> the Optimizer's pending config
         self._spare: List[Config] = []  # asked configs a trial did not use (its params were fixed)
@@ -176,9 +177,11 @@ class Sampler(optuna.samplers.BaseSampler):
 
     def _optimizer(self, study: Study, search_space: Mapping[str, BaseDistribution]) -> Optimizer:
         """The Optimizer over search_space: rebuilt (observing every finished trial) when the
-        space changed or after reseed_rng."""
-        if self._opt is not None and [(p.name, p.distribution) for p in self._params] == list(search_space.items()):
+        space or the study changed, or after reseed_rng."""
+        same_space = [(p.name, p.distribution) for p in self._params] == list(search_space.items())
+        if self._opt is not None and same_space and self._study == study.study_name:
             return self._opt
+        self._study = study.study_name
         self._params = [_Param(n, d) for n, d in search_space.items()]
         direction = "maximize" if study.direction == StudyDirection.MAXIMIZE else "minimize"
         # Pending configs of the old Optimizer are dropped; their trials are observed when done.

@@ -100,3 +100,11 @@ def test_values_of_maps_the_distributions_optuna_users_use():
     assert atvoss.optuna.values_of("i", d.IntDistribution(2, 10, step=4)) == [2, 6, 10]
     assert atvoss.optuna.values_of("l", d.IntDistribution(1, 4, log=True)) == [1, 2, 3, 4]
     assert atvoss.optuna.values_of("f", d.FloatDistribution(0.0, 1.0, step=0.25)) == [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+def test_one_sampler_serves_two_studies_one_after_the_other():
+    sampler = atvoss.optuna.Sampler(seed=9)
+    for _ in range(2):
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(objective, n_trials=40)
+        assert study.best_value == 0.0 and len(set(points(study))) == 40
