@@ -49,7 +49,7 @@ def load_cache(path):
 
 def write_plain_cache(doc, directory):
     """The cache as the plain .json Kernel Tuner's simulation mode reads; returns its path."""
-    path = os.path.join(directory, doc["kernel_name"] + "-" + str(abs(hash(json.dumps(doc["tune_params"], sort_keys=True)))) + ".json")
+    path = os.path.join(directory, doc["kernel_name"] + ".json")  # directory: one cache per caller
     with open(path, "w") as f:
         json.dump(doc, f)
     return path
