@@ -1,5 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Optuna on the recorded Kernel Tuner spaces, with the accounting of bench_recorded_spaces.
+
+Kept for the proposal time of search/README.md (--time-at). The quality comparison with
+Optuna (and Kernel Tuner) is bench/peers_recorded_spaces.py, which runs Optuna through Kernel
+Tuner's own accounting; this script's quality mode is the protocol of the earlier hand-run
+table (git show fc23036:search/README.md).
 
 Same spaces (data/recorded-spaces/*.json.gz), seeds and budgets as the C++ benchmark, and
 Kernel Tuner's accounting: a configuration absent from the table broke the kernel's
@@ -21,7 +26,7 @@ after each budget, and the mean wall time per proposal (ask) in ms.
 With --time-at N it instead times proposals after N observed trials (random history).
 
 Usage: optuna_peer.py --spaces a,b --seeds 5 --seed-base 1 --samplers tpe,random --csv out.csv
-Install Optuna first with bench/peer/setup.sh (Debian python3-optuna).
+Run it with the peers' environment (build/peers/bin/python; scripts/setup.sh install_peers).
 """
 import argparse
 import gzip

@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Type, Union
 
 from . import _atvoss
 from . import profiler as _profiling
@@ -219,6 +219,7 @@ class Optimizer:
                                            "" if db is None else os.fspath(db),
                                            json.dumps(dict(strategy_config or {})), owner)
         self._outstanding: Dict[Tuple[int, ...], Config] = {}
+        self._known: Set[Tuple[int, ...]] = set()  # keys of every result told, observed or read back
         self.trials: List[OptimizerTrial] = []
         self._sync()
         self.resume_summary = "" if stored is None or db is None else self._check_resume(stored, db, name,
@@ -266,6 +267,7 @@ class Optimizer:
     def _sync(self) -> None:
         for values, status, cost, message in self._core.sync():
             ok = status == "ok"
+            self._known.add(tuple(values[p.name] for p in self._params))
             self.trials.append(OptimizerTrial(self._decode(values), value_of(cost, self.direction) if ok else None,
                                               "" if ok else (message or status), resumed=True))
 
@@ -311,10 +313,41 @@ class Optimizer:
             self._core.tell(told, messages)
             for key in seen:
                 del self._outstanding[key]
+            self._known.update(seen)
             self.trials.extend(trials)
         if _profiling.any_open():
             _profiling.collect(self._workload, "host", [self._measurement(key, t) for key, t in zip(seen_order, trials)],
                                source="objective")
+
+    def observe(self, configs: Union[Config, Sequence[Config]], results: Any) -> int:
+        """Results measured elsewhere, never asked of this Optimizer (trials another sampler
+        chose, a configuration known to be good): the strategy learns from them as from told
+        results and never proposes them. Results as for tell. Each config must be a point of
+        the space; those already told, observed or pending are skipped (their result is, or
+        will be, told). Returns how many were new."""
+        if isinstance(configs, Mapping):
+            configs, results = [configs], [results]
+        if len(configs) != len(results):
+            raise ValueError(f"observe: {len(configs)} configs but {len(results)} results")
+        told, trials, messages, keys = [], [], [], set()
+        with self._lock:
+            for config, result in zip(configs, results):
+                key = self._key(config)
+                if key is None:
+                    raise ValueError(f"observe: {config} is not a point of the space (a value of each parameter)")
+                value, error = self._result_value(config, result)
+                if key in self._known or key in self._outstanding or key in keys:
+                    continue
+                keys.add(key)
+                told.append(({p.name: k for p, k in zip(self._params, key)}, "ok" if value is not None else "runtime_error",
+                             cost_of(value, self.direction) if value is not None else 0.0))
+                trials.append(OptimizerTrial(self._decode(told[-1][0]), value, error))
+                messages.append(error)
+            if told:
+                self._core.observe(told, messages)
+            self._known.update(keys)
+            self.trials.extend(trials)
+        return len(trials)
 
     def _measurement(self, key: Tuple[int, ...], t: OptimizerTrial) -> Measurement:
         """A told result as the Profiler collects measurements: a value minimised and positive

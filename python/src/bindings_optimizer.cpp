@@ -201,6 +201,35 @@ class Optimizer {
     }
   }
 
+  // Results measured elsewhere (another sampler's trials in an Optuna study, say): each new
+  // one becomes known and reaches the strategy through observe(), so it is never proposed
+  // and informs the search. Those already known or outstanding are skipped (their result
+  // is, or will be, told). Returns how many were new.
+  std::size_t observe(const std::vector<Told>& results, const std::vector<std::string>& messages) {
+    std::vector<search::Trial> fresh;
+    std::vector<db::Record> records;
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& [values, status, cost] = results[i];
+      search::Trial t{Schedule(values), parse_status(status), cost};
+      const std::string key = t.schedule.key();
+      if (!space_.point_of(t.schedule)) throw_bad_input("observe: " + key + " is not a point of the space");
+      if (t.status == Status::ok && !(cost > 0 && std::isfinite(cost))) {
+        throw_bad_input("observe: a cost must be a positive finite number, got " + std::to_string(cost));
+      }
+      if (known_.count(key) || outstanding_.count(key) || !seen.insert(key).second) continue;
+      if (db_) records.push_back(record_of(t, i < messages.size() ? messages[i] : ""));
+      fresh.push_back(std::move(t));
+    }
+    if (db_) db_->records().insert(records);
+    known_.insert(seen.begin(), seen.end());
+    if (!fresh.empty()) {
+      close_batch();
+      strategy_->observe(fresh);
+    }
+    return fresh.size();
+  }
+
   std::size_t outstanding() const { return outstanding_.size(); }
   // Schedules the last ask skipped because another owner holds their claim.
   std::size_t held_elsewhere() const { return held_elsewhere_.size(); }
@@ -324,6 +353,8 @@ void bind_optimizer(py::module_& m) {
       .def("sync", &Optimizer::sync, py::call_guard<py::gil_scoped_release>())
       .def("ask", &Optimizer::ask, py::arg("n"), py::call_guard<py::gil_scoped_release>())
       .def("tell", &Optimizer::tell, py::arg("results"), py::arg("messages"), py::call_guard<py::gil_scoped_release>())
+      .def("observe", &Optimizer::observe, py::arg("results"), py::arg("messages"),
+           py::call_guard<py::gil_scoped_release>())
       .def("release", &Optimizer::release, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("outstanding", &Optimizer::outstanding)
       .def_property_readonly("held_elsewhere", &Optimizer::held_elsewhere)

@@ -149,3 +149,21 @@ def test_results_are_stored_and_a_rerun_resumes(tmp_path):
     # Exported records import into another database (atvoss cannot check a user's space).
     assert atvoss.Database(db).export(tmp_path / "all.jsonl") == 20
     assert atvoss.Database(tmp_path / "copy.db").import_(tmp_path / "all.jsonl")["added"] == 20
+
+
+def test_observed_results_inform_the_search_and_are_never_asked():
+    space = {"a": list(range(6)), "b": ["x", "y"]}
+    opt = atvoss.Optimizer(space, seed=1)
+    pending = opt.ask(1)[0]
+    elsewhere = [{"a": a, "b": "x"} for a in range(6)]
+    assert opt.observe(elsewhere + [pending], [float(a + 1) for a in range(6)] + [9.0]) == 6 - (pending in elsewhere)
+    assert opt.observe(elsewhere[0], 1.0) == 0  # known already: skipped
+    opt.tell(pending, 5.0)
+    asked = []
+    while batch := opt.ask(4):
+        asked += batch
+        opt.tell(batch, [1.0] * len(batch))
+    assert all(c not in elsewhere for c in asked) and len(asked) == 12 - 6 - (pending not in elsewhere)
+    assert {t.config["a"] for t in opt.trials if t.config["b"] == "x"} == set(range(6))
+    with pytest.raises(ValueError, match="not a point of the space"):
+        opt.observe({"a": 7, "b": "x"}, 1.0)
