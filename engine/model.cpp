@@ -6,8 +6,8 @@
 #include "engine/model.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -661,7 +661,9 @@ struct Model::Impl {
     for (int k = 0; k < 3; ++k) in[k] = plain(n.inputs[k], n.name), shapes[k] = values[n.inputs[k]].shape;
     const Shape so = values[n.outputs[0]].shape;
     const int y = output(n.outputs[0], false);
-    push(n, [this, in, shapes, so, y] { where(at(in[0]), shapes[0], at(in[1]), shapes[1], at(in[2]), shapes[2], ptr[y], so); });
+    push(n, [this, in, shapes, so, y] {
+      where(at(in[0]), shapes[0], at(in[1]), shapes[1], at(in[2]), shapes[2], ptr[y], so);
+    });
   }
 
   // Expand(x, shape): x broadcast to the output's shape (known once the shape is folded).

@@ -30,9 +30,9 @@
 namespace atvoss::engine {
 
 struct ModelOptions {
-  int batch = 1;             // bound to every symbolic dim of the inputs not named in dims
+  int batch = 1;                             // bound to every symbolic dim of the inputs not named in dims
   std::map<std::string, std::int64_t> dims;  // named symbolic dims ("sequence_length") and their values
-  int threads = 0;           // cores the kernels run on; 0: this machine's physical cores
+  int threads = 0;                           // cores the kernels run on; 0: this machine's physical cores
   std::string plan;          // a model plan file (docs/model-plan.md) of this model on this CPU; empty: defaults
   host::BuildOptions build;  // the compile cache the kernels come from
 };

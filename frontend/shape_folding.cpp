@@ -27,9 +27,12 @@ ShapeData infer_with_data(onnx::ModelProto& model) {
 // An integer initializer of rank 0 or 1 as a value; false otherwise.
 bool initializer_value(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
   if (t.dims_size() > 1 || t.has_raw_data()) return false;
-  if (t.data_type() == onnx::TensorProto::INT64) out.assign(t.int64_data().begin(), t.int64_data().end());
-  else if (t.data_type() == onnx::TensorProto::INT32) out.assign(t.int32_data().begin(), t.int32_data().end());
-  else return false;
+  if (t.data_type() == onnx::TensorProto::INT64)
+    out.assign(t.int64_data().begin(), t.int64_data().end());
+  else if (t.data_type() == onnx::TensorProto::INT32)
+    out.assign(t.int32_data().begin(), t.int32_data().end());
+  else
+    return false;
   return true;
 }
 
@@ -94,8 +97,10 @@ bool constant_of(const onnx::ValueInfoProto& info, const onnx::TensorShapeProto&
   out.set_data_type(elem);
   if (type.shape().dim_size() == 1) out.add_dims(value.dim_size());
   for (const auto& d : value.dim()) {
-    if (elem == onnx::TensorProto::INT64) out.add_int64_data(d.dim_value());
-    else out.add_int32_data(static_cast<std::int32_t>(d.dim_value()));
+    if (elem == onnx::TensorProto::INT64)
+      out.add_int64_data(d.dim_value());
+    else
+      out.add_int32_data(static_cast<std::int32_t>(d.dim_value()));
   }
   return true;
 }

@@ -192,7 +192,8 @@ __attribute__((always_inline)) inline void b_row(vf (&bv)[NV], const float* __re
 }
 )";
 
-constexpr const char* kPackB = R"(// B packed whole, once (kernel_abi.hpp): the KC-row blocks one after another, each NP wide, in
+constexpr const char* kPackB =
+    R"(// B packed whole, once (kernel_abi.hpp): the KC-row blocks one after another, each NP wide, in
 // the panels pack_b_rows writes, so a kc x nc block at (pc, jc) starts at pc * NP + jc * kc.
 extern "C" { extern const long atvoss_packed_weight_bytes; }
 const long atvoss_packed_weight_bytes = INPLACE ? 0 : BATCH * K * NP * 4;
@@ -332,7 +333,8 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     << "    float* C = g->c + b * M * N;\n"
     << "    PARALLEL_FOR\n"
     << "    for (long t = 0; t < THREADS; ++t)\n"
-    << "      gemm(g->a + b * M * K, g->b ? g->b + b * K * N : nullptr, b_packed ? b_packed + b * K * NP : nullptr, C, *g, res,\n"
+    << "      gemm(g->a + b * M * K, g->b ? g->b + b * K * N : nullptr, b_packed ? b_packed + b * K * NP : nullptr, C, "
+       "*g, res,\n"
     << "           ap_all + t * AP_FLOATS, bp_all + t * BP_FLOATS, part_of(t));\n";
   o << separate_pass_calls(w, split, "C") << "  }\n}\n";
   return o.str();

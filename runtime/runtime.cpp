@@ -298,8 +298,8 @@ PreparedWeights Runtime::pack_conv2d_weights(const float* filter, const Conv2dSh
   return prepare_weights(conv2d_of(s, e, DType::float32), filter);
 }
 
-const Choice& Runtime::conv2d(const float* input, const PreparedWeights& filter, float* output,
-                              const Conv2dShape& s, const EpilogueArgs& e) {
+const Choice& Runtime::conv2d(const float* input, const PreparedWeights& filter, float* output, const Conv2dShape& s,
+                              const EpilogueArgs& e) {
   const Workload& w = conv2d_of(s, e, DType::float32);
   host::AtvossArgs args = abi_args(input, nullptr, output, e);
   use_prepared(w, filter, args);
@@ -307,18 +307,18 @@ const Choice& Runtime::conv2d(const float* input, const PreparedWeights& filter,
 }
 
 PreparedWeights Runtime::pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& s,
-                                                      const EpilogueArgs& e) {
+                                                  const EpilogueArgs& e) {
   return prepare_weights(conv2d_of(s, e, DType::int8), filter);
 }
 
 PreparedWeights Runtime::pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& s,
-                                                      const EpilogueArgs& e) {
+                                                  const EpilogueArgs& e) {
   return prepare_weights(conv2d_of(s, e, DType::bfloat16), filter);
 }
 
-const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_point,
-                                   const PreparedWeights& filter, float* output, const float* scale,
-                                   const std::int32_t* comp, const Conv2dShape& s, const EpilogueArgs& e) {
+const Choice& Runtime::conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const PreparedWeights& filter,
+                                   float* output, const float* scale, const std::int32_t* comp, const Conv2dShape& s,
+                                   const EpilogueArgs& e) {
   const Workload& w = conv2d_of(s, e, DType::int8);
   host::AtvossArgs args = lowp_args(input, nullptr, output, scale, comp, e);
   args.qzero = zero_point;

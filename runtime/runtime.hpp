@@ -154,12 +154,11 @@ class Runtime {
   // The filter prepared once for the conv2d of shape and epilogue (fp32, int8, bf16), then the
   // calls that take it instead of the filter. bad_input naming 'filter' when a call's conv is
   // not the one the weights were prepared for (shape, epilogue and dtype), or when it is null.
-  PreparedWeights pack_conv2d_weights(const float* filter, const Conv2dShape& shape,
-                                          const EpilogueArgs& epilogue = {});
+  PreparedWeights pack_conv2d_weights(const float* filter, const Conv2dShape& shape, const EpilogueArgs& epilogue = {});
   PreparedWeights pack_conv2d_int8_weights(const std::int8_t* filter, const Conv2dShape& shape,
-                                               const EpilogueArgs& epilogue = {});
+                                           const EpilogueArgs& epilogue = {});
   PreparedWeights pack_conv2d_bf16_weights(const std::uint16_t* filter, const Conv2dShape& shape,
-                                               const EpilogueArgs& epilogue = {});
+                                           const EpilogueArgs& epilogue = {});
   const Choice& conv2d(const float* input, const PreparedWeights& filter, float* output, const Conv2dShape& shape,
                        const EpilogueArgs& epilogue = {});
   const Choice& conv2d_int8(const std::uint8_t* input, std::int32_t zero_point, const PreparedWeights& filter,

@@ -110,10 +110,12 @@ int main(int argc, char** argv) {
   int profile = 0;
   app.add_option("model", model, "the ONNX file")->required();
   app.add_option("--plan", plan, "a model plan tuned for this model on this CPU (atvoss-tune's model_plan)");
-  app.add_option("--batch", batch, "bound to the inputs' symbolic dims not named by --dim")->check(CLI::Range(1, 1 << 16));
+  app.add_option("--batch", batch, "bound to the inputs' symbolic dims not named by --dim")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--dim", dims, "NAME=N: a named symbolic dim's value (sequence_length=128)");
   app.add_option("--threads", threads, "cores the kernels run on (0: every physical core)")->check(CLI::Range(0, 1024));
-  app.add_option("--input", inputs, "NAME=FILE.npy (fp32; int64, int32 or bool for integer inputs); inputs not given are random");
+  app.add_option("--input", inputs,
+                 "NAME=FILE.npy (fp32; int64, int32 or bool for integer inputs); inputs not given are random");
   app.add_option("--seed", seed, "seed of the random inputs")->check(tools::non_negative(seed));
   app.add_option("--out", out, "folder for the outputs (<name>.npy)");
   app.add_option("--repeat", repeat, "time this many runs after one warm-up")->check(CLI::Range(0, 100000));

@@ -337,10 +337,10 @@ TEST_F(RuntimeTest, Fp32ConvWeightsPreparedOnceGiveThePerCallOutput) {
 // blocks of 64, N 300 in two column blocks of 256), in both loop orders, on one and two
 // threads; the caller's B is not read again; an in-place schedule packs nothing.
 TEST_F(RuntimeTest, MatmulWeightsPreparedOnceGiveThePerCallOutput) {
-  const Workload mm = Workload::from_json(
-      parse_json(R"({"op":"matmul","dtype":"float32","dims":{"M":10,"N":300,"K":200},"epilogue":["bias","relu"]})", "workload"));
-  const Workload bmm =
-      Workload::from_json(parse_json(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":9,"N":40,"K":70}})", "workload"));
+  const Workload mm = Workload::from_json(parse_json(
+      R"({"op":"matmul","dtype":"float32","dims":{"M":10,"N":300,"K":200},"epilogue":["bias","relu"]})", "workload"));
+  const Workload bmm = Workload::from_json(
+      parse_json(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":9,"N":40,"K":70}})", "workload"));
   struct Case {
     Workload w;
     int order, threads, depth;
