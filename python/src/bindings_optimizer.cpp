@@ -166,6 +166,17 @@ class Optimizer {
     return out;
   }
 
+  // A told or observed result as a trial; bad_input (naming `who`) for a success whose cost is
+  // no positive finite number.
+  static search::Trial trial_of(const Told& result, const char* who) {
+    const auto& [values, status, cost] = result;
+    search::Trial t{Schedule(values), parse_status(status), cost};
+    if (t.status == Status::ok && !(cost > 0 && std::isfinite(cost))) {
+      throw_bad_input(std::string(who) + ": a cost must be a positive finite number, got " + std::to_string(cost));
+    }
+    return t;
+  }
+
   // Results of outstanding schedules (any subset, any order, each once); messages: the
   // error text of each failed result ("" for a success). Stored first, so a failed write
   // leaves every one of them outstanding.
@@ -174,14 +185,10 @@ class Optimizer {
     std::vector<db::Record> records;
     std::set<std::string> seen;
     for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto& [values, status, cost] = results[i];
-      search::Trial t{Schedule(values), parse_status(status), cost};
+      search::Trial t = trial_of(results[i], "tell");
       const std::string key = t.schedule.key();
       if (!outstanding_.count(key)) throw_bad_input("tell: " + key + " is not an outstanding ask");
       if (!seen.insert(key).second) throw_bad_input("tell: " + key + " is told twice");
-      if (t.status == Status::ok && !(cost > 0 && std::isfinite(cost))) {
-        throw_bad_input("tell: a cost must be a positive finite number, got " + std::to_string(cost));
-      }
       if (db_) records.push_back(record_of(t, i < messages.size() ? messages[i] : ""));
       (batch_keys_.count(key) ? in_batch : elsewhere).push_back(std::move(t));
     }
@@ -210,13 +217,9 @@ class Optimizer {
     std::vector<db::Record> records;
     std::set<std::string> seen;
     for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto& [values, status, cost] = results[i];
-      search::Trial t{Schedule(values), parse_status(status), cost};
+      search::Trial t = trial_of(results[i], "observe");
       const std::string key = t.schedule.key();
       if (!space_.point_of(t.schedule)) throw_bad_input("observe: " + key + " is not a point of the space");
-      if (t.status == Status::ok && !(cost > 0 && std::isfinite(cost))) {
-        throw_bad_input("observe: a cost must be a positive finite number, got " + std::to_string(cost));
-      }
       if (known_.count(key) || outstanding_.count(key) || !seen.insert(key).second) continue;
       if (db_) records.push_back(record_of(t, i < messages.size() ? messages[i] : ""));
       fresh.push_back(std::move(t));
