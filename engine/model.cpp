@@ -216,6 +216,13 @@ struct Model::Impl {
   void add_nodes() {
     const int count = int(graph.nodes().size());
     std::vector<char> done(std::size_t(count), 0);
+    // Constant subgraphs first (they read only constants, in the file's order): a step fused
+    // into a kernel's group may read one before the file lists its producer.
+    for (int i = 0; i < count; ++i) {
+      if (!constant_outputs(graph.nodes()[i])) continue;
+      add_node(i);
+      done[i] = 1;
+    }
     for (bool progress = true; progress;) {
       progress = false;
       for (int i = 0; i < count; ++i) {
@@ -232,10 +239,19 @@ struct Model::Impl {
     }
   }
 
+  // The graph inputs a step reads, in the graph's order (ONNX Runtime's; an input only shape
+  // computations read, folded at load, is none).
   void add_inputs() {
+    std::vector<int> read;
     for (std::size_t t = 0; t < graph.tensors().size(); ++t) {
       const auto& gt = graph.tensors()[t];
-      if (gt.producer >= 0 || values[t].constant || gt.consumers.empty()) continue;
+      if (gt.producer < 0 && !values[t].constant && !gt.consumers.empty()) read.push_back(int(t));
+    }
+    std::stable_sort(read.begin(), read.end(), [&](int a, int b) {
+      return file->input_position(graph.tensors()[a].name) < file->input_position(graph.tensors()[b].name);
+    });
+    for (int t : read) {
+      const auto& gt = graph.tensors()[t];
       std::string type = file->input_type(gt.name);
       if (type.empty()) type = "float";
       if (type != "float" && type != "int64" && type != "int32" && type != "bool") {
@@ -245,7 +261,7 @@ struct Model::Impl {
       if (gt.shape.empty()) throw_bad_input("model: input '" + gt.name + "' has no known shape");
       values[t].plain = new_slot(gt.shape);
       slots[values[t].plain].first = -1;  // written before the first step
-      input_tensors.push_back(int(t));
+      input_tensors.push_back(t);
       inputs.push_back({gt.name, gt.shape, type});
     }
   }
@@ -264,16 +280,61 @@ struct Model::Impl {
     const frontend::GraphNode& n = graph.nodes()[i];
     if (n.fused_into >= 0) return;  // its kernel node runs it, or adds it as a plain step
     if (n.outputs.empty()) return;
-    bool all_constant = true;
-    for (int o : n.outputs) all_constant = all_constant && graph.tensors()[o].constant;
-    if (all_constant) return;  // a constant subgraph: its values are the file's, if any step reads them
     const onnx::NodeProto* proto = file->node(n.name);
+    if (constant_outputs(n)) {  // a constant subgraph: its values are the file's, or computed now
+      if (proto && computable_now(n)) fold_constant_node(n, *proto);
+      return;
+    }
     if (!proto) throw_bad_input("model: the plan's node '" + n.name + "' is not in the ONNX file");
     if (view_ops().count(n.op)) return add_view(n);
     if (n.op == "Cast") return add_cast(n, *proto);
     if (n.kernel && add_kernel(i, *proto)) return;
     add_plain(n, *proto);
     for (int f : fused_nodes(i)) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));  // in its order
+  }
+
+  bool constant_outputs(const frontend::GraphNode& n) const {
+    if (n.outputs.empty()) return false;
+    for (int o : n.outputs) {
+      if (!graph.tensors()[o].constant) return false;
+    }
+    return true;
+  }
+
+  // Whether n's outputs are missing from the file while all its inputs are known constants.
+  bool computable_now(const frontend::GraphNode& n) const {
+    bool missing = false;
+    for (int o : n.outputs) missing = missing || !values[o].constant;
+    for (int t : n.inputs) {
+      if (!values[t].constant) return false;
+    }
+    return missing;
+  }
+
+  // A node of constants only whose values the file does not hold (a Slice of a position-id
+  // buffer, arithmetic on weights): built as its step would be, run once now over buffers of
+  // its own, and its outputs kept as constants; the step leaves the model.
+  void fold_constant_node(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const std::size_t first_step = steps.size(), first_slot = slots.size();
+    if (view_ops().count(n.op))
+      add_view(n);
+    else if (n.op == "Cast")
+      add_cast(n, p);
+    else
+      add_plain(n, p);
+    ptr.resize(slots.size(), nullptr);
+    for (std::size_t slot = first_slot; slot < slots.size(); ++slot) {
+      owned.push_back(std::make_unique<std::vector<float>>(std::size_t(slots[slot].bytes) / sizeof(float)));
+      ptr[slot] = owned.back()->data();
+    }
+    for (std::size_t i = first_step; i < steps.size(); ++i) steps[i].run();
+    for (int o : n.outputs) {
+      Value& v = values[o];
+      if (v.plain >= 0) v.constant = ptr[v.plain];
+      v.plain = -1;
+    }
+    steps.resize(first_step);
+    for (std::size_t slot = first_slot; slot < slots.size(); ++slot) slots[slot] = Slot{};
   }
 
   void add_view(const frontend::GraphNode& n) {

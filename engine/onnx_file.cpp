@@ -110,6 +110,14 @@ const std::vector<std::int64_t>* OnnxFile::ints(const std::string& tensor) const
   return it == ints_.end() ? nullptr : &it->second;
 }
 
+int OnnxFile::input_position(const std::string& tensor) const {
+  const auto& in = model_->graph().input();
+  for (int i = 0; i < in.size(); ++i) {
+    if (in.Get(i).name() == tensor) return i;
+  }
+  return -1;
+}
+
 std::string OnnxFile::input_type(const std::string& tensor) const {
   for (const auto& v : model_->graph().input()) {
     if (v.name() != tensor || !v.type().has_tensor_type()) continue;

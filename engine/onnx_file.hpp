@@ -35,6 +35,9 @@ class OnnxFile {
   std::int64_t opset() const { return opset_; }
   // The ONNX element type of a graph input ("float", "int64", ...), empty if unknown.
   std::string input_type(const std::string& tensor) const;
+  // A graph input's position among the graph's inputs (the order ONNX Runtime takes them in);
+  // -1 for a tensor that is no graph input.
+  int input_position(const std::string& tensor) const;
 
  private:
   void add_constant(const onnx::TensorProto& t);

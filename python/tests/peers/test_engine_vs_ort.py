@@ -4,6 +4,9 @@ the peers' environment's (scripts/setup.sh): every output within 1e-4 relative
 attribute the ops allow (per-side pads, auto_pad, strides and dilations per axis, groups,
 ceil_mode, count_include_pad, transA/transB/alpha/beta, axis), symbolic batch dims, opset 11
 and 13 semantics, and the fusion patterns (Conv-BN-ReLU-Add, MatMul-bias-GELU, x*sigmoid(x))."""
+import pathlib
+import sys
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -219,6 +222,29 @@ def test_named_symbolic_dims(tmp_path):
         rt.Model(path, dims={"seq_len": 5})
     with pytest.raises(ValueError, match="'sequence_length' must be from 1"):
         rt.Model(path, dims={"sequence_length": 0})
+
+
+def test_bert_as_torch_onnx_exports_it(tmp_path):
+    # bench/graph/make_bert_export.py: int64 ids, mask and token types of [batch_size,
+    # sequence_length], position ids sliced from a buffer (a constant subgraph computed at load),
+    # decomposed LayerNorm, the extended mask, heads split by Shape-derived Reshapes, erf GELU,
+    # the pooler; inputs taken in the graph's order.
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "bench" / "graph"))
+    import make_bert_export
+
+    path = str(tmp_path / "bert.onnx")
+    onnx.save(make_bert_export.bert(layers=2, hidden=64, heads=4, vocab=100), path)
+    model = rt.Model(path, batch=2, dims={"sequence_length": 8}, threads=2)
+    assert [n for n, _ in model.inputs] == ["input_ids", "attention_mask", "token_type_ids"]
+    feeds = {"input_ids": RNG.integers(0, 100, (2, 8)), "attention_mask": np.ones((2, 8), np.int64),
+             "token_type_ids": np.repeat([[0] * 4 + [1] * 4], 2, axis=0)}
+    feeds["attention_mask"][0, -3:] = 0
+    ours = model.run([feeds[n] for n, _ in model.inputs])
+    theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+        None, {k: v.astype(np.int64) for k, v in feeds.items()})
+    for a, r in zip(ours, theirs):
+        assert a.shape == r.shape
+        assert float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1))) <= 1e-4
 
 
 def test_transformer_layer_ops(tmp_path):
