@@ -10,9 +10,10 @@ the speed ratio (ONNX Runtime's median over atvoss's: above 1, atvoss is faster)
 
 Usage (the peers' environment, scripts/setup.sh; PYTHONPATH the build's python folder):
   PYTHONPATH=build/python build/peers/bin/python bench/engine_vs_ort.py MODEL.onnx[:PLAN.json] ...
-      [--threads 2] [--runs 20] [--batch 1]
+      [--threads 2] [--runs 20] [--batch 1] [--dim sequence_length=128 ...]
 A MODEL:PLAN pair runs atvoss with that model plan's schedules (a host job's "model_plan");
-a MODEL alone, with the default schedules."""
+a MODEL alone, with the default schedules. Float inputs are uniform in [-1, 1); integer inputs
+(token ids, masks, token types) are 0 or 1, valid for any of them."""
 import argparse
 import os
 import statistics
@@ -51,10 +52,12 @@ def timed(f):
 
 
 def bench(path, plan, args):
-    model = rt.Model(path, plan=plan, batch=args.batch, threads=args.threads)
+    model = rt.Model(path, plan=plan, batch=args.batch, threads=args.threads, dims=args.dims)
     session = ort_session(path, args.threads, args.passive)
     rng = np.random.default_rng(0)
-    inputs = [rng.uniform(-1, 1, shape).astype(np.float32) for _, shape in model.inputs]
+    inputs = [rng.uniform(-1, 1, shape).astype(np.float32) if dtype == "float" else
+              rng.integers(0, 2, shape).astype(np.int64 if dtype == "int64" else np.int32)
+              for (_, shape), (_, dtype) in zip(model.inputs, model.input_dtypes)]
     feed = {name: x for (name, _), x in zip(model.inputs, inputs)}
     ours = model.run(inputs)
     theirs = session.run([name for name, _ in model.outputs], feed)
@@ -80,7 +83,9 @@ def main():
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--block", type=int, default=5, help="timed runs per block")
     parser.add_argument("--passive", action="store_true", help="no thread spins while idle (both sides)")
+    parser.add_argument("--dim", action="append", default=[], help="NAME=N, a named symbolic dim's value")
     args = parser.parse_args()
+    args.dims = {k: int(v) for k, _, v in (d.partition("=") for d in args.dim)}
     print("onnxruntime %s, %d threads, batch %d, medians of %d runs interleaved in blocks of %d%s" %
           (ort.__version__, args.threads, args.batch, args.runs, args.block,
            ", idle threads passive" if args.passive else ""))

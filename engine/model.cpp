@@ -59,6 +59,18 @@ struct Step {
   std::function<void()> run;
 };
 
+// An integer input's values are held as floats: each must be an integer a float holds exactly.
+void require_exact_integers(const TensorInfo& input, const float* values) {
+  constexpr float kExact = 16777216.0f;  // 2^24
+  const std::int64_t n = elements(input.shape);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = values[i];
+    if (std::trunc(v) == v && std::fabs(v) < kExact) continue;
+    throw_bad_input("engine: input '" + input.name + "' (" + input.dtype + ") holds " + std::to_string(v) +
+                    " at element " + std::to_string(i) + "; expected integers below 2^24 in magnitude");
+  }
+}
+
 // The host kernels' epilogue ops a fused ONNX node is exactly, else "".
 std::string exact_step(const onnx::NodeProto& n, const OnnxFile& file) {
   const std::string& op = n.op_type();
@@ -1028,6 +1040,16 @@ struct Model::Impl {
 
   // --- memory -----------------------------------------------------------------------------
 
+  // Each input copied into its slot (an integer input checked first).
+  void load_inputs(const std::vector<const float*>& in) {
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (!in[i]) throw_bad_input("engine: input '" + inputs[i].name + "' is null");
+      const Value& v = values[input_tensors[i]];
+      if (inputs[i].dtype != "float") require_exact_integers(inputs[i], in[i]);
+      std::memcpy(ptr[v.plain], in[i], std::size_t(elements(v.shape)) * sizeof(float));
+    }
+  }
+
   void plan_arena() {
     std::vector<execution::Allocation> lifetimes;
     const double end = double(steps.size()) + 1;
@@ -1111,22 +1133,6 @@ Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(
   m.plan_arena();
 }
 
-namespace {
-
-// An integer input's values are held as floats: each must be an integer a float holds exactly.
-void require_exact_integers(const TensorInfo& input, const float* values) {
-  constexpr float kExact = 16777216.0f;  // 2^24
-  const std::int64_t n = elements(input.shape);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = values[i];
-    if (std::trunc(v) == v && std::fabs(v) < kExact) continue;
-    throw_bad_input("engine: input '" + input.name + "' (" + input.dtype + ") holds " + std::to_string(v) +
-                    " at element " + std::to_string(i) + "; expected integers below 2^24 in magnitude");
-  }
-}
-
-}  // namespace
-
 Model::~Model() = default;
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
@@ -1142,12 +1148,7 @@ void Model::run(const std::vector<const float*>& inputs, const std::vector<float
                     " outputs expected, got " + std::to_string(inputs.size()) + " and " +
                     std::to_string(outputs.size()));
   }
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i]) throw_bad_input("engine: input '" + m.inputs[i].name + "' is null");
-    const Value& v = m.values[m.input_tensors[i]];
-    if (m.inputs[i].dtype != "float") require_exact_integers(m.inputs[i], inputs[i]);
-    std::memcpy(m.ptr[v.plain], inputs[i], std::size_t(elements(v.shape)) * sizeof(float));
-  }
+  m.load_inputs(inputs);
   for (const auto& s : m.steps) s.run();
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i]) throw_bad_input("engine: output '" + m.outputs[i].name + "' is null");
@@ -1171,9 +1172,10 @@ Json Model::profile(const std::vector<const float*>& inputs, int runs) {
   std::vector<float*> ptrs;
   std::vector<std::vector<float>> out;
   for (const auto& o : m.outputs) ptrs.push_back(out.emplace_back(std::size_t(elements(o.shape))).data());
-  run(inputs, ptrs);  // inputs in, checked
+  run(inputs, ptrs);  // inputs checked
   std::vector<std::vector<double>> times(m.steps.size());
   for (int r = 0; r < std::max(runs, 1); ++r) {
+    m.load_inputs(inputs);  // a step may have reused an input's bytes once its readers ran
     for (std::size_t i = 0; i < m.steps.size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
       m.steps[i].run();

@@ -328,15 +328,24 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
     // The caller's buffers, named outside the parallel loop: a worker's own thread_local is another one.
     << "  float* const ap_all = ap.p;\n  float* const bp_all = bp.p;\n"
     << "  const float* const b_packed = INPLACE ? nullptr : (const float*)g->qb_packed;\n"
-    << "  for (long b = 0; b < BATCH; ++b) {\n"
-    << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
-    << "    float* C = g->c + b * M * N;\n"
-    << "    PARALLEL_FOR\n"
-    << "    for (long t = 0; t < THREADS; ++t)\n"
-    << "      gemm(g->a + b * M * K, g->b ? g->b + b * K * N : nullptr, b_packed ? b_packed + b * K * NP : nullptr, C, "
-       "*g, res,\n"
-    << "           ap_all + t * AP_FLOATS, bp_all + t * BP_FLOATS, part_of(t));\n";
-  o << separate_pass_calls(w, split, "C") << "  }\n}\n";
+    // One parallel region over every batch: each thread runs its part of each, so a batched
+    // call waits at one barrier, not one per batch (on a core shared with other work, every
+    // barrier can wait out a time slice).
+    << "  PARALLEL_FOR\n"
+    << "  for (long t = 0; t < THREADS; ++t) {\n"
+    << "    for (long b = 0; b < BATCH; ++b) {\n"
+    << "      const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
+    << "      gemm(g->a + b * M * K, g->b ? g->b + b * K * N : nullptr, b_packed ? b_packed + b * K * NP : nullptr,\n"
+    << "           g->c + b * M * N, *g, res, ap_all + t * AP_FLOATS, bp_all + t * BP_FLOATS, part_of(t));\n"
+    << "    }\n  }\n";
+  const std::string passes = separate_pass_calls(w, split, "C");
+  if (!passes.empty()) {
+    o << "  for (long b = 0; b < BATCH; ++b) {\n"
+      << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
+      << "    float* C = g->c + b * M * N;\n"
+      << passes << "  }\n";
+  }
+  o << "}\n";
   return o.str();
 }
 
