@@ -749,6 +749,10 @@ struct Model::Impl {
 
   void add_binary(const frontend::GraphNode& n, const std::string& op) {
     if (n.inputs.size() != 2) unsupported(n, "two inputs expected");
+    const float* exponent = op == "Pow" ? values[n.inputs[1]].constant : nullptr;
+    if (exponent && elements(values[n.inputs[1]].shape) == 1 && *exponent == 2.0f) {
+      return add_unary_op(n, "Square", 0, 0);
+    }
     const Shape sa = values[n.inputs[0]].shape, sb = values[n.inputs[1]].shape, so = values[n.outputs[0]].shape;
     const Ref a = plain(n.inputs[0], n.name), b = plain(n.inputs[1], n.name);
     const int y = output(n.outputs[0], false);
