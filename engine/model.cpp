@@ -697,6 +697,10 @@ struct Model::Impl {
     if (op == "Pad") return add_pad(n, p);
     if (op.rfind("Reduce", 0) == 0) return add_reduce(n, p);
     if (op == "Conv") return add_plain_conv(n, p);
+    if (op == "ConvTranspose") return add_conv_transpose(n, p);
+    if (op == "Tile") return add_tile(n);
+    if (op == "InstanceNormalization") return add_instance_norm(n, p);
+    if (op == "Resize" || op == "Upsample") return add_resize(n, p);
     if (op == "Gemm" || op == "MatMul") return add_plain_gemm(n, p);
     unsupported(n, "the engine has no step for this op");
   }
@@ -1018,6 +1022,82 @@ struct Model::Impl {
     const float* bias = constant_of(n, p, 2, ys[1]);
     const int y = output(n.outputs[0], false);
     push(n, [=, this] { conv_nchw(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
+  }
+
+  void add_conv_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+    if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "2-D transposed convolutions only");
+    ConvAttrs a;
+    a.groups = int_attr(p, "group", 1);
+    const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
+    if (strides.size() == 2) a.sh = strides[0], a.sw = strides[1];
+    if (dil.size() == 2) a.dh = dil[0], a.dw = dil[1];
+    if (pads.size() == 4) a.pad_top = pads[0], a.pad_left = pads[1];
+    const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      // The padding that makes the full output (stride * (in - 1) + the dilated kernel) the
+      // output's size, split as ONNX Runtime splits it: SAME_UPPER trims the odd one at the end.
+      const std::int64_t th = std::max<std::int64_t>(0, a.sh * (xs[2] - 1) + (ws[2] - 1) * a.dh + 1 - ys[2]);
+      const std::int64_t tw = std::max<std::int64_t>(0, a.sw * (xs[3] - 1) + (ws[3] - 1) * a.dw + 1 - ys[3]);
+      a.pad_top = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
+      a.pad_left = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
+    }
+    if (xs[1] != ws[0] || ys[1] != ws[1] * a.groups) unsupported(n, "weight shape does not match the channels");
+    const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
+    const float* bias = constant_of(n, p, 2, ys[1]);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { conv_transpose_nchw(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
+  }
+
+  void add_tile(const frontend::GraphNode& n) {
+    const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+    if (xs.size() != ys.size()) unsupported(n, "repeats must match the input's rank");
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { tile(at(x), xs, ptr[y], ys); });
+  }
+
+  void add_instance_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    if (xs.size() < 3) unsupported(n, "input of rank >= 3 expected");
+    const float *scale = constant_of(n, p, 1, xs[1]), *bias = constant_of(n, p, 2, xs[1]);
+    if (!scale || !bias) unsupported(n, "scale and B must be constants");
+    const float eps = float_attr(p, "epsilon", 1e-5f);
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { instance_norm(at(x), xs, scale, bias, eps, ptr[y]); });
+  }
+
+  // Resize (opset 10: scales; 11+: roi, scales, sizes) and Upsample (7: scales attribute; 9:
+  // scales input, asymmetric coordinates) of the last two dims of a 4-D tensor.
+  void add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+    if (xs.size() != 4 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1]) {
+      unsupported(n, "4-D input resized along its last two dims only");
+    }
+    ResizeAttrs a;
+    const std::string mode = string_attr(p, "mode", "nearest");
+    if (mode != "nearest" && mode != "linear" && mode != "bilinear") unsupported(n, "mode '" + mode + "'");
+    a.linear = mode != "nearest";
+    const bool legacy = n.op == "Upsample" || file->opset() < 11;  // asymmetric, as opset 10 defined
+    a.coordinates = legacy ? "asymmetric" : string_attr(p, "coordinate_transformation_mode", "half_pixel");
+    a.nearest = legacy ? "floor" : string_attr(p, "nearest_mode", "round_prefer_floor");
+    static const std::set<std::string> modes = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
+    if (!modes.count(a.coordinates)) unsupported(n, "coordinate_transformation_mode '" + a.coordinates + "'");
+    std::vector<float> scales;  // Upsample-7's attribute, else the input
+    for (const auto& attr : p.attribute()) {
+      if (attr.name() == "scales") scales.assign(attr.floats().begin(), attr.floats().end());
+    }
+    const int scales_at = n.op == "Upsample" || file->opset() < 11 ? 1 : 2;
+    if (p.input_size() > scales_at && !p.input(scales_at).empty()) {
+      const auto* s = file->floats(p.input(scales_at));
+      if (s && !s->empty()) scales = *s;
+    }
+    a.scale_h = scales.size() == 4 ? scales[2] : float(ys[2]) / float(xs[2]);
+    a.scale_w = scales.size() == 4 ? scales[3] : float(ys[3]) / float(xs[3]);
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { resize(at(x), xs, ptr[y], ys, a); });
   }
 
   void add_plain_gemm(const frontend::GraphNode& n, const onnx::NodeProto& p) {

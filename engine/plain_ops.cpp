@@ -627,6 +627,122 @@ void pad_constant(const float* in, const Shape& x, const std::vector<std::int64_
   }
 }
 
+void conv_transpose_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
+                         const Shape& ys, const ConvAttrs& a) {
+  const std::int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];
+  const std::int64_t kg = ws[1], r = ws[2], s = ws[3], k = ys[1], oh = ys[2], ow = ys[3];
+  const std::int64_t cg = c / a.groups;
+  for (std::int64_t b = 0; b < n; ++b) {
+    for (std::int64_t o = 0; o < k; ++o) {
+      float* dst = y + (b * k + o) * oh * ow;
+      std::fill(dst, dst + oh * ow, bias ? bias[o] : 0.0f);
+    }
+    for (std::int64_t ci = 0; ci < c; ++ci) {
+      const std::int64_t g = ci / cg;
+      const float* src = x + (b * c + ci) * h * wd;
+      for (std::int64_t oo = 0; oo < kg; ++oo) {
+        const std::int64_t o = g * kg + oo;
+        const float* filt = w + ((ci * kg + oo) * r) * s;
+        float* dst = y + (b * k + o) * oh * ow;
+        for (std::int64_t i = 0; i < h; ++i) {
+          for (std::int64_t u = 0; u < r; ++u) {
+            const std::int64_t hh = i * a.sh - a.pad_top + u * a.dh;
+            if (hh < 0 || hh >= oh) continue;
+            for (std::int64_t j = 0; j < wd; ++j) {
+              const float v = src[i * wd + j];
+              for (std::int64_t t = 0; t < s; ++t) {
+                const std::int64_t ww = j * a.sw - a.pad_left + t * a.dw;
+                if (ww >= 0 && ww < ow) dst[hh * ow + ww] += v * filt[u * s + t];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void tile(const float* x, const Shape& xs, float* y, const Shape& ys) {
+  const std::size_t r = ys.size();
+  std::vector<std::int64_t> stride(r, 1), index(r, 0);
+  for (int d = int(r) - 2; d >= 0; --d) stride[d] = stride[d + 1] * xs[d + 1];
+  const std::int64_t n = elements(ys);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t src = 0;
+    for (std::size_t d = 0; d < r; ++d) src += index[d] % xs[d] * stride[d];
+    y[i] = x[src];
+    for (int d = int(r) - 1; d >= 0; --d) {
+      if (++index[d] < ys[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y) {
+  const std::int64_t planes = xs[0] * xs[1], c = xs[1], len = elements(xs) / std::max<std::int64_t>(planes, 1);
+  for (std::int64_t p = 0; p < planes; ++p) {
+    const float* src = x + p * len;
+    float* dst = y + p * len;
+    double mean = 0, var = 0;
+    for (std::int64_t k = 0; k < len; ++k) mean += src[k];
+    mean /= double(len);
+    for (std::int64_t k = 0; k < len; ++k) var += (src[k] - mean) * (src[k] - mean);
+    const double inv = 1.0 / std::sqrt(var / double(len) + epsilon);
+    for (std::int64_t k = 0; k < len; ++k) dst[k] = float((src[k] - mean) * inv * scale[p % c] + bias[p % c]);
+  }
+}
+
+namespace {
+
+// The input coordinate of output coordinate o along a dim of in -> out with scale s (ONNX's
+// coordinate_transformation_mode).
+double source_coordinate(const std::string& mode, std::int64_t o, std::int64_t in, std::int64_t out, double s) {
+  if (mode == "align_corners") return out > 1 ? double(o) * double(in - 1) / double(out - 1) : 0.0;
+  if (mode == "asymmetric") return double(o) / s;
+  if (mode == "pytorch_half_pixel") return out > 1 ? (double(o) + 0.5) / s - 0.5 : 0.0;
+  return (double(o) + 0.5) / s - 0.5;  // half_pixel
+}
+
+std::int64_t nearest_index(const std::string& mode, double v, std::int64_t in) {
+  double i = 0;
+  if (mode == "floor")
+    i = std::floor(v);
+  else if (mode == "ceil")
+    i = std::ceil(v);
+  else if (mode == "round_prefer_ceil")
+    i = std::floor(v + 0.5);
+  else
+    i = v == std::floor(v) + 0.5 ? std::floor(v) : std::round(v);  // round_prefer_floor
+  return std::clamp<std::int64_t>(std::int64_t(i), 0, in - 1);
+}
+
+}  // namespace
+
+void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const ResizeAttrs& a) {
+  const std::int64_t planes = xs[0] * xs[1], h = xs[2], w = xs[3], oh = ys[2], ow = ys[3];
+  for (std::int64_t p = 0; p < planes; ++p) {
+    const float* src = x + p * h * w;
+    float* dst = y + p * oh * ow;
+    for (std::int64_t i = 0; i < oh; ++i) {
+      const double sy = source_coordinate(a.coordinates, i, h, oh, a.scale_h);
+      for (std::int64_t j = 0; j < ow; ++j) {
+        const double sx = source_coordinate(a.coordinates, j, w, ow, a.scale_w);
+        if (!a.linear) {
+          dst[i * ow + j] = src[nearest_index(a.nearest, sy, h) * w + nearest_index(a.nearest, sx, w)];
+          continue;
+        }
+        const double cy = std::clamp(sy, 0.0, double(h - 1)), cx = std::clamp(sx, 0.0, double(w - 1));
+        const std::int64_t y0 = std::int64_t(cy), x0 = std::int64_t(cx);
+        const std::int64_t y1 = std::min(y0 + 1, h - 1), x1 = std::min(x0 + 1, w - 1);
+        const double fy = cy - double(y0), fx = cx - double(x0);
+        const double top = src[y0 * w + x0] * (1 - fx) + src[y0 * w + x1] * fx;
+        const double bottom = src[y1 * w + x0] * (1 - fx) + src[y1 * w + x1] * fx;
+        dst[i * ow + j] = float(top * (1 - fy) + bottom * fy);
+      }
+    }
+  }
+}
+
 void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
                const Shape& ys, const ConvAttrs& a) {
   const std::int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];

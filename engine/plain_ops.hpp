@@ -95,6 +95,27 @@ struct ConvAttrs {
 void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
                const Shape& ys, const ConvAttrs& a);
 
+// ConvTranspose of x [N, C, H, W] with w [C, K / groups, R, S] (ONNX's layout) into y
+// [N, K, OH, OW]: every input pixel scattered through the filter (pads trimmed from the top
+// left; the output shape carries output_padding and output_shape).
+void conv_transpose_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
+                         const Shape& ys, const ConvAttrs& a);
+
+// Tile: y's every index reads x at that index modulo x's dims.
+void tile(const float* x, const Shape& xs, float* y, const Shape& ys);
+// InstanceNormalization of [N, C, ...]: each (n, c) plane normalized, then scale[c], bias[c].
+void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y);
+
+// Resize and Upsample of the last two dims of [N, C, H, W] (NCHW) to ys: nearest or linear
+// (bilinear), the output coordinate mapped back by ONNX's coordinate_transformation_mode.
+struct ResizeAttrs {
+  bool linear = false;
+  std::string coordinates = "half_pixel";      // half_pixel, pytorch_half_pixel, align_corners, asymmetric
+  std::string nearest = "round_prefer_floor";  // round_prefer_floor, round_prefer_ceil, floor, ceil
+  float scale_h = 1, scale_w = 1;              // the scales given, or out / in where sizes were
+};
+void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const ResizeAttrs& a);
+
 // y [M, N] = a [M, K] (row-major, or [K, M] when trans_a) x b [K, N] (or [N, K] when trans_b),
 // alpha times, plus beta times c broadcast to [M, N] (c null: none).
 void gemm(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m, std::int64_t n,

@@ -247,6 +247,37 @@ def test_bert_as_torch_onnx_exports_it(tmp_path):
         assert float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1))) <= 1e-4
 
 
+def test_resize_upsample_conv_transpose_instance_norm_and_tile(tmp_path):
+    # The decoder side of segmentation and style-transfer models: every coordinate mode and
+    # nearest mode of Resize, opset 9's Upsample, transposed convs with groups, strides,
+    # dilations, pads, output_padding and auto_pad, InstanceNormalization, Tile.
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 4, 4, 3, pads=[1, 1, 1, 1])])
+    outs = []
+    for coords in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
+        outs.append(b.node("Resize", [x, "", b.const([1, 1, 2, 1.5])], mode="linear",
+                           coordinate_transformation_mode=coords))
+    for nearest in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
+        outs.append(b.node("Resize", [x, "", "", b.ints([1, 4, 11, 13])], mode="nearest", nearest_mode=nearest,
+                           coordinate_transformation_mode="asymmetric"))
+    outs.append(b.node("Resize", [x, "", b.const([1, 1, 3, 3])], mode="nearest"))
+    w = b.const(RNG.standard_normal((4, 3, 3, 3)) * 0.2)
+    outs.append(b.node("ConvTranspose", [x, w, b.const(RNG.standard_normal(6))], strides=[2, 2], pads=[1, 0, 1, 2],
+                       output_padding=[1, 0], group=2))
+    for pad in ("SAME_UPPER", "SAME_LOWER"):  # odd total padding both ways
+        outs.append(b.node("ConvTranspose", [x, b.const(RNG.standard_normal((4, 2, 3, 2)) * 0.2)], strides=[2, 1],
+                           auto_pad=pad))
+    outs.append(b.node("ConvTranspose", [x, b.const(RNG.standard_normal((4, 2, 2, 2)) * 0.2)], dilations=[2, 2]))
+    outs.append(b.node("InstanceNormalization", [x, b.const(RNG.uniform(0.5, 1.5, 4)),
+                                                 b.const(RNG.uniform(-0.1, 0.1, 4))], epsilon=1e-5))
+    outs.append(b.node("Tile", [x, b.ints([1, 2, 1, 3])]))
+    compare(b.save(str(tmp_path / "decoder.onnx"), [("x", [1, 4, 5, 7])], outs))
+    b9 = Builder()
+    up = b9.node("Upsample", [b9.node("Relu", ["x"]), b9.const([1, 1, 2, 3])], mode="nearest")
+    lin = b9.node("Upsample", ["x", b9.const([1, 1, 2, 2])], mode="linear")
+    compare(b9.save(str(tmp_path / "upsample.onnx"), [("x", [1, 2, 4, 5])], [up, lin], opset=9))
+
+
 def test_transformer_layer_ops(tmp_path):
     b = Builder()
     d, h = 32, 4
