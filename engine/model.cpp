@@ -77,7 +77,7 @@ std::string exact_step(const onnx::NodeProto& n, const OnnxFile& file) {
   if (op == "Relu") return "relu";
   if (op == "Sigmoid") return "sigmoid";
   if (op == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "";
-  if (op == "Clip") {  // a ReLU only: min 0 and no max
+  if (op == "Clip") {  // a ReLU (min 0, no max) or a ReLU6 (min 0, max 6)
     float lo = float_attr(n, "min", -INFINITY), hi = float_attr(n, "max", INFINITY);
     if (n.input_size() > 1 && !n.input(1).empty()) {
       const auto* v = file.floats(n.input(1));
@@ -89,6 +89,7 @@ std::string exact_step(const onnx::NodeProto& n, const OnnxFile& file) {
       if (!v || v->size() != 1) return "";
       hi = (*v)[0];
     }
+    if (lo == 0 && hi == 6) return "relu6";
     return lo == 0 && std::isinf(hi) && hi > 0 ? "relu" : "";
   }
   return "";
@@ -719,11 +720,29 @@ struct Model::Impl {
     add_unary_op(n, op, alpha, beta);
   }
 
+  // Elementwise ops run in whichever order holds their input: a conv's NHWC output stays NHWC
+  // through a Clip (ReLU6), an activation or a residual Add, with no layout step either side
+  // (MobileNetV2 spent 40 % of its run transposing around its ReLU6s).
+  bool held_nhwc(int t) const { return values[t].nhwc_first && values[t].shape.size() == 4; }
+
   void add_unary_op(const frontend::GraphNode& n, const std::string& op, float alpha, float beta) {
-    const Ref x = plain(n.inputs[0], n.name);
-    const int y = output(n.outputs[0], false);
+    const bool in_nhwc = held_nhwc(n.inputs[0]);
+    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], in_nhwc);
     const std::int64_t count = elements(values[n.outputs[0]].shape);
     push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta); });
+  }
+
+  // The shape input t reads as in NHWC order for an NHWC output of shape so, or nullopt when it
+  // cannot be read so: a tensor held in NHWC of the output's shape, one whose H and W are 1 (the
+  // same bytes in either order: a squeeze-excitation's scale), or a scalar.
+  std::optional<Shape> nhwc_operand(int t, const Shape& so) const {
+    const Shape& s = values[t].shape;
+    const Shape so_nhwc = {so[0], so[2], so[3], so[1]};
+    if (held_nhwc(t) && s == so) return so_nhwc;
+    if (s.size() == 4 && s[2] == 1 && s[3] == 1) return Shape{s[0], 1, 1, s[1]};
+    if (elements(s) == 1) return s;
+    return std::nullopt;
   }
 
   bool is_integer(int t) const {
@@ -757,8 +776,20 @@ struct Model::Impl {
     if (exponent && elements(values[n.inputs[1]].shape) == 1 && *exponent == 2.0f) {
       return add_unary_op(n, "Square", 0, 0);
     }
-    const Shape sa = values[n.inputs[0]].shape, sb = values[n.inputs[1]].shape, so = values[n.outputs[0]].shape;
-    const Ref a = plain(n.inputs[0], n.name), b = plain(n.inputs[1], n.name);
+    Shape sa = values[n.inputs[0]].shape, sb = values[n.inputs[1]].shape, so = values[n.outputs[0]].shape;
+    const int ta = n.inputs[0], tb = n.inputs[1];
+    if (so.size() == 4 && (held_nhwc(ta) || held_nhwc(tb))) {
+      const auto na = nhwc_operand(ta, so), nb = nhwc_operand(tb, so);
+      if (na && nb) {
+        const Ref a = held_nhwc(ta) ? Ref{nhwc(ta, n.name), nullptr} : plain(ta, n.name);
+        const Ref b = held_nhwc(tb) ? Ref{nhwc(tb, n.name), nullptr} : plain(tb, n.name);
+        const int y = output(n.outputs[0], true);
+        const Shape sy = {so[0], so[2], so[3], so[1]}, ha = *na, hb = *nb;
+        push(n, [this, op, a, b, y, ha, hb, sy] { binary(op, at(a), ha, at(b), hb, ptr[y], sy); });
+        return;
+      }
+    }
+    const Ref a = plain(ta, n.name), b = plain(tb, n.name);
     const int y = output(n.outputs[0], false);
     push(n, [this, op, a, b, y, sa, sb, so] { binary(op, at(a), sa, at(b), sb, ptr[y], so); });
   }

@@ -91,11 +91,11 @@ bool conv_supports(const Workload& w, std::string* why) {
                  : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
   } else {
     for (const auto& op : w.epilogue()) {
-      if (op != "bias" && op != "batchnorm" && op != "relu" && op != "gelu" && op != "add" && op != "quantize" &&
-          op != "requantize") {
+      if (op != "bias" && op != "batchnorm" && op != "relu" && op != "relu6" && op != "gelu" && op != "add" &&
+          op != "quantize" && op != "requantize") {
         reason = "field 'epilogue': " + op +
                  " is not generated on the host for convolutions "
-                 "(bias, batchnorm, relu, gelu, add, quantize, requantize are)";
+                 "(bias, batchnorm, relu, relu6, gelu, add, quantize, requantize are)";
         break;
       }
     }

@@ -111,6 +111,7 @@ double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_
     if (op == "bias") v += o.bias[col];
     if (op == "batchnorm") v = v * o.scale[col] + o.shift[col];
     if (op == "relu") v = std::max(v, 0.0);
+    if (op == "relu6") v = std::clamp(v, 0.0, 6.0);
     if (op == "gelu") v = gelu_reference(v);
     if (op == "sigmoid") v = 1.0 / (1.0 + std::exp(-v));
     if (op == "silu") v = v / (1.0 + std::exp(-v));

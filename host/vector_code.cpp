@@ -85,6 +85,7 @@ constexpr EpilogueOp kEpilogueOps[] = {
     {"bias", "v += L(g.bias + col);"},
     {"batchnorm", "v = v * L(g.scale + col) + L(g.shift + col);"},
     {"relu", "v = v > vf{} ? v : vf{};"},
+    {"relu6", "v = v > vf{} ? v : vf{}; v = v < vf{} + 6.0f ? v : vf{} + 6.0f;"},
     {"gelu", "v = gelu(v);"},
     {"sigmoid", "v = 1.0f / (1.0f + vexp(-v));"},
     {"silu", "v = v / (1.0f + vexp(-v));"},

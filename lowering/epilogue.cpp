@@ -32,6 +32,7 @@ double epilogue_ops_per_element(const std::string& op) {
   if (op == "sigmoid") return 4;                         // exp, add, reciprocal, and the negation
   if (op == "silu") return 5;                            // x * sigmoid(x)
   if (op == "leaky_relu") return 2;                      // compare-select and a multiply
+  if (op == "relu6") return 2;                           // two compare-selects
   if (op == "requantize" || op == "quantize") return 3;  // -> int8: scale, round, saturate
   if (op == "dequantize") return 2;                      // int32 -> float: convert, scale
   if (op == "batchnorm") return 2;

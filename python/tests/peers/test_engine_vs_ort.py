@@ -278,6 +278,21 @@ def test_resize_upsample_conv_transpose_instance_norm_and_tile(tmp_path):
     compare(b9.save(str(tmp_path / "upsample.onnx"), [("x", [1, 2, 4, 5])], [up, lin], opset=9))
 
 
+def test_mobilenet_v2_blocks_relu6_fused(tmp_path):
+    # Clip(0, 6) after a conv and a depthwise conv (min and max as inputs, opset 11+, and as
+    # attributes, opset 6) runs as the kernels' relu6 epilogue; a Clip of other bounds stays a step.
+    b = Builder()
+    x = b.node("Clip", [b.bn(b.conv("x", 8, 48, 1, bias=False), 48), b.const(0.0), b.const(6.0)])
+    x = b.node("Clip", [b.bn(b.conv(x, 48, 48, 3, bias=False, group=48, pads=[1, 1, 1, 1], strides=[2, 2]), 48),
+                        b.const(0.0), b.const(6.0)])
+    y = b.bn(b.conv(x, 48, 16, 1, bias=False), 16)
+    z = b.node("Clip", [b.conv(y, 16, 16, 3, pads=[1, 1, 1, 1]), b.const(-1.0), b.const(1.0)])
+    model = compare(b.save(str(tmp_path / "mbv2.onnx"), [("x", ["N", 8, 16, 16])], [b.node("Add", [y, z])]), batch=2)
+    epilogues = [s["workload"].get("epilogue", []) for s in model.describe()["steps"] if s["kind"] == "kernel"]
+    assert epilogues[0][-1] == "relu6" and epilogues[1][-1] == "relu6", epilogues
+    assert all("relu6" not in e for e in epilogues[2:]), epilogues
+
+
 def test_transformer_layer_ops(tmp_path):
     b = Builder()
     d, h = 32, 4
