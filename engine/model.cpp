@@ -914,9 +914,10 @@ struct Model::Impl {
     const float *scale = constant_of(n, p, 1, c), *bias = constant_of(n, p, 2, c);
     const float *mean = constant_of(n, p, 3, c), *var = constant_of(n, p, 4, c);
     const float eps = float_attr(p, "epsilon", 1e-5f);
-    const Ref x = plain(n.inputs[0], n.name);
-    const int y = output(n.outputs[0], false);
-    push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y]); });
+    const bool in_nhwc = held_nhwc(n.inputs[0]);  // DenseNet's BN after a concat of convs
+    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], in_nhwc);
+    push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y], in_nhwc); });
   }
 
   void add_lrn(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -189,7 +189,7 @@ void nhwc_to_nchw(const float* in, float* out, const Shape& s, int threads) {
 
 bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha, float beta) {
   static const std::map<std::string, UnaryLoop> ops = {
-      {"Relu", &unary_loop<decltype([](float x, float, float) { return x > 0 ? x : 0.0f; })>},
+      {"Relu", &unary_loop<decltype([](float x, float, float) { return x < 0 ? 0.0f : x; })>},  // NaN stays
       {"Sigmoid", &unary_loop<decltype([](float x, float, float) { return 1.0f / (1.0f + fast_exp(-x)); })>},
       {"Tanh", &unary_loop<decltype([](float x, float, float) { return std::tanh(x); })>},
       {"Exp", &unary_loop<decltype([](float x, float, float) { return std::exp(x); })>},  // exact: a model's own
@@ -464,8 +464,21 @@ void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilo
 }
 
 void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,
-                const float* var, float epsilon, float* out) {
+                const float* var, float epsilon, float* out, bool nhwc) {
   const std::int64_t n = x[0], c = x[1], inner = elements(x) / (n * c);
+  if (nhwc) {  // channels innermost: one pass over the pixels with the per-channel k and s
+    std::vector<float> k(static_cast<std::size_t>(c)), s(static_cast<std::size_t>(c));
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      const double kk = scale[ch] / std::sqrt(double(var[ch]) + epsilon);
+      k[std::size_t(ch)] = float(kk);
+      s[std::size_t(ch)] = float(bias[ch] - mean[ch] * kk);
+    }
+    for (std::int64_t p = 0; p < n * inner; ++p) {
+      for (std::int64_t ch = 0; ch < c; ++ch)
+        out[p * c + ch] = in[p * c + ch] * k[std::size_t(ch)] + s[std::size_t(ch)];
+    }
+    return;
+  }
   for (std::int64_t b = 0; b < n; ++b) {
     for (std::int64_t ch = 0; ch < c; ++ch) {
       const double k = scale[ch] / std::sqrt(double(var[ch]) + epsilon);

@@ -157,9 +157,11 @@ void drop_unused_nodes(onnx::GraphProto& g) {
 }  // namespace
 
 void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
-  // Each round folds what the last one's inference made known; a chain of shape arithmetic
-  // is known whole in one round, so a few rounds reach the fixed point.
-  for (int round = 0; round < 8; ++round) {
+  // Each round folds what the last one's inference made known: a chain of shape arithmetic is
+  // known whole in one round, but a Reshape's output shape only in the next, so a 12-layer
+  // encoder takes a round per layer. Every round but the last folds something, so the node
+  // count bounds them.
+  for (int round = 0; round <= model.graph().node_size(); ++round) {
     ShapeData data = infer_with_data(model);
     propagate_integer_arithmetic(model.graph(), data);
     if (fold_known_values(*model.mutable_graph(), data) == 0) return;

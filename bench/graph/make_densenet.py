@@ -21,8 +21,10 @@ def weight(name, *shape):
 
 def bn_relu(x, c, name):
     p = name + "."
+    # A variance is positive (a negative one made every output NaN in ONNX Runtime).
+    inits.append(numpy_helper.from_array(rng.uniform(0.5, 1.5, c).astype(np.float32), p + "v"))
     nodes.append(helper.make_node("BatchNormalization", [x, weight(p + "s", c), weight(p + "b", c),
-                                                         weight(p + "m", c), weight(p + "v", c)],
+                                                         weight(p + "m", c), p + "v"],
                                   [p + "bn"], name=name + ".norm"))
     nodes.append(helper.make_node("Relu", [p + "bn"], [p + "relu"], name=name + ".relu"))
     return p + "relu"
@@ -64,5 +66,7 @@ nodes.append(helper.make_node("Gemm", ["flat", weight("fc.w", 1000, c), weight("
 graph = helper.make_graph(nodes, "densenet121-like",
                           [helper.make_tensor_value_info("input", T.FLOAT, [1, 3, 224, 224])],
                           [helper.make_tensor_value_info("logits", T.FLOAT, [1, 1000])], inits)
-onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8  # what ONNX Runtime 1.23 (up to 11) and Debian's libonnx read; onnx 1.19 writes 12
+onnx.save(model, sys.argv[1])
 print("%s: %d nodes" % (sys.argv[1], len(nodes)))

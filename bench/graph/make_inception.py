@@ -63,5 +63,7 @@ nodes.append(helper.make_node("Gemm", ["flat", weight("fc.w", 1000, c), weight("
                               transB=1, name="fc"))
 g = helper.make_graph(nodes, "inception-v1", [helper.make_tensor_value_info("input", T.FLOAT, [1, 3, 224, 224])],
                       [helper.make_tensor_value_info("logits", T.FLOAT, [1, 1000])], inits)
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8  # what ONNX Runtime 1.23 (up to 11) and Debian's libonnx read; onnx 1.19 writes 12
+onnx.save(model, sys.argv[1])
 print(f"{len(nodes)} nodes")

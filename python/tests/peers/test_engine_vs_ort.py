@@ -293,6 +293,20 @@ def test_mobilenet_v2_blocks_relu6_fused(tmp_path):
     assert all("relu6" not in e for e in epilogues[2:]), epilogues
 
 
+def test_densenet_layers_normalise_concats_in_nhwc(tmp_path):
+    # DenseNet's layer: BatchNormalization and ReLU of a channel concat of conv outputs (held
+    # NHWC), then a 1x1 and a 3x3 conv, concatenated again.
+    b = Builder()
+    features = b.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])
+    for i in range(3):
+        c = 8 + 4 * i
+        y = b.conv(b.node("Relu", [b.bn(features, c)]), c, 16, 1, bias=False)
+        y = b.conv(b.node("Relu", [b.bn(y, 16)]), 16, 4, 3, bias=False, pads=[1, 1, 1, 1])
+        features = b.node("Concat", [features, y], axis=1)
+    model = compare(b.save(str(tmp_path / "dense.onnx"), [("x", ["N", 3, 12, 12])], [features]), batch=2)
+    assert sum(s["kind"] == "layout" for s in model.describe()["steps"]) <= 2
+
+
 def test_transformer_layer_ops(tmp_path):
     b = Builder()
     d, h = 32, 4
