@@ -1034,15 +1034,21 @@ struct Model::Impl {
     push(n, [=, this] { reduce(op, at(x), xs, reduced, ptr[y]); });
   }
 
-  void add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p) {
-    const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
-    if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "2-D convolutions only");
+  // A Conv's or ConvTranspose's groups, strides, dilations and explicit top and left pads.
+  static ConvAttrs conv_attrs(const onnx::NodeProto& p) {
     ConvAttrs a;
     a.groups = int_attr(p, "group", 1);
     const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
     if (strides.size() == 2) a.sh = strides[0], a.sw = strides[1];
     if (dil.size() == 2) a.dh = dil[0], a.dw = dil[1];
     if (pads.size() == 4) a.pad_top = pads[0], a.pad_left = pads[1];
+    return a;
+  }
+
+  void add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+    if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "2-D convolutions only");
+    ConvAttrs a = conv_attrs(p);
     const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       const std::int64_t ph = std::max<std::int64_t>(0, (ys[2] - 1) * a.sh + (ws[2] - 1) * a.dh + 1 - xs[2]);
@@ -1059,12 +1065,7 @@ struct Model::Impl {
   void add_conv_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p) {
     const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
     if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "2-D transposed convolutions only");
-    ConvAttrs a;
-    a.groups = int_attr(p, "group", 1);
-    const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
-    if (strides.size() == 2) a.sh = strides[0], a.sw = strides[1];
-    if (dil.size() == 2) a.dh = dil[0], a.dw = dil[1];
-    if (pads.size() == 4) a.pad_top = pads[0], a.pad_left = pads[1];
+    ConvAttrs a = conv_attrs(p);
     const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       // The padding that makes the full output (stride * (in - 1) + the dilated kernel) the

@@ -443,6 +443,21 @@ void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, boo
   }
 }
 
+namespace {
+
+struct Moments {
+  double mean, inv;  // the mean and 1 / sqrt(variance + epsilon) of a row
+};
+Moments moments(const float* src, std::int64_t len, float epsilon) {
+  double mean = 0, var = 0;
+  for (std::int64_t k = 0; k < len; ++k) mean += src[k];
+  mean /= double(len);
+  for (std::int64_t k = 0; k < len; ++k) var += (src[k] - mean) * (src[k] - mean);
+  return {mean, 1.0 / std::sqrt(var / double(len) + epsilon)};
+}
+
+}  // namespace
+
 void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilon, const float* gamma,
                 const float* beta, float* out) {
   std::int64_t outer = 1, len = 1;
@@ -451,11 +466,7 @@ void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilo
   for (std::int64_t o = 0; o < outer; ++o) {
     const float* src = in + o * len;
     float* dst = out + o * len;
-    double mean = 0, var = 0;
-    for (std::int64_t k = 0; k < len; ++k) mean += src[k];
-    mean /= double(len);
-    for (std::int64_t k = 0; k < len; ++k) var += (src[k] - mean) * (src[k] - mean);
-    const double inv = 1.0 / std::sqrt(var / double(len) + epsilon);
+    const auto [mean, inv] = moments(src, len, epsilon);
     for (std::int64_t k = 0; k < len; ++k) {
       const double v = (src[k] - mean) * inv;
       dst[k] = float(v * (gamma ? gamma[k] : 1.0f) + (beta ? beta[k] : 0.0f));
@@ -696,11 +707,7 @@ void instance_norm(const float* x, const Shape& xs, const float* scale, const fl
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* src = x + p * len;
     float* dst = y + p * len;
-    double mean = 0, var = 0;
-    for (std::int64_t k = 0; k < len; ++k) mean += src[k];
-    mean /= double(len);
-    for (std::int64_t k = 0; k < len; ++k) var += (src[k] - mean) * (src[k] - mean);
-    const double inv = 1.0 / std::sqrt(var / double(len) + epsilon);
+    const auto [mean, inv] = moments(src, len, epsilon);
     for (std::int64_t k = 0; k < len; ++k) dst[k] = float((src[k] - mean) * inv * scale[p % c] + bias[p % c]);
   }
 }
