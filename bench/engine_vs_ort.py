@@ -31,6 +31,7 @@ else:
     os.environ.setdefault("GOMP_SPINCOUNT", "300000")
 
 import numpy as np  # noqa: E402
+import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 import atvoss.runtime as rt  # noqa: E402
@@ -52,7 +53,10 @@ def timed(f):
 
 
 def bench(path, plan, args):
-    model = rt.Model(path, plan=plan, batch=args.batch, threads=args.threads, dims=args.dims)
+    named = {d.dim_param for i in onnx.load(path, load_external_data=False).graph.input
+             for d in i.type.tensor_type.shape.dim if d.dim_param}
+    dims = {k: v for k, v in args.dims.items() if k in named}  # each model's own named dims
+    model = rt.Model(path, plan=plan, batch=args.batch, threads=args.threads, dims=dims)
     session = ort_session(path, args.threads, args.passive)
     rng = np.random.default_rng(0)
     inputs = [rng.uniform(-1, 1, shape).astype(np.float32) if dtype == "float" else
@@ -83,7 +87,8 @@ def main():
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--block", type=int, default=5, help="timed runs per block")
     parser.add_argument("--passive", action="store_true", help="no thread spins while idle (both sides)")
-    parser.add_argument("--dim", action="append", default=[], help="NAME=N, a named symbolic dim's value")
+    parser.add_argument("--dim", action="append", default=[],
+                        help="NAME=N, a named symbolic dim's value (for the models whose inputs have it)")
     args = parser.parse_args()
     args.dims = {k: int(v) for k, _, v in (d.partition("=") for d in args.dim)}
     print("onnxruntime %s, %d threads, batch %d, medians of %d runs interleaved in blocks of %d%s" %
