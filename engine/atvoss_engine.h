@@ -3,7 +3,8 @@
  * Link build/lib/libatvoss_engine.so (cc prog.c -I<atvoss> -Lbuild/lib -latvoss_engine); it
  * exports only these functions.
  *
- * Inputs and outputs are fp32, dense, in ONNX's layout and the shapes atvoss_model_tensor gives.
+ * Inputs and outputs are fp32 (an integer input's values as floats), dense, in ONNX's layout and
+ * the shapes atvoss_model_tensor gives.
  * Errors: every function that can fail returns a status; on failure, if error is not NULL,
  * *error receives a malloc'd message naming the argument, file or node (free it with
  * atvoss_model_free_string). Nothing throws or aborts on bad input.
@@ -43,6 +44,13 @@ ATVOSS_ENGINE_API atvoss_model_status atvoss_model_open(const char* onnx_path, c
                                                         int threads, const char* cache_dir, atvoss_model** out,
                                                         char** error);
 
+/* atvoss_model_open with named symbolic dims: dim_names[i] (e.g. "sequence_length") takes
+ * dim_values[i] for i < n_dims; batch binds every other symbolic dim. A name no input has, or a
+ * value below 1, is BAD_INPUT naming it. */
+ATVOSS_ENGINE_API atvoss_model_status atvoss_model_open_dims(const char* onnx_path, const char* plan_path, int batch,
+                                                             size_t n_dims, const char* const* dim_names,
+                                                             const int64_t* dim_values, int threads,
+                                                             const char* cache_dir, atvoss_model** out, char** error);
 /* How many inputs (is_output 0) or outputs (is_output 1) the model has; 0 for a NULL handle. */
 ATVOSS_ENGINE_API size_t atvoss_model_count(const atvoss_model* model, int is_output);
 
@@ -51,6 +59,11 @@ ATVOSS_ENGINE_API atvoss_model_status atvoss_model_tensor(const atvoss_model* mo
                                                           const char** name, size_t* rank, const int64_t** dims,
                                                           char** error);
 
+/* The ONNX element type of input `index` ("float", "int64", "int32" or "bool"), valid while the
+ * handle is open; NULL for a NULL handle or an index out of range. An integer or bool input (token
+ * ids, a mask) is passed to atvoss_model_run as floats holding its values (integers below 2^24
+ * in magnitude; anything else is BAD_INPUT naming the input). */
+ATVOSS_ENGINE_API const char* atvoss_model_input_type(const atvoss_model* model, size_t index);
 /* inputs: atvoss_model_count(model, 0) pointers; outputs: atvoss_model_count(model, 1)
  * pointers, each written whole. */
 ATVOSS_ENGINE_API atvoss_model_status atvoss_model_run(atvoss_model* model, const float* const* inputs,

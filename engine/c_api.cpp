@@ -37,6 +37,13 @@ const atvoss::engine::Model& model_of(const atvoss_model* m) {
 
 extern "C" atvoss_model_status atvoss_model_open(const char* onnx_path, const char* plan_path, int batch, int threads,
                                                  const char* cache_dir, atvoss_model** out, char** error) {
+  return atvoss_model_open_dims(onnx_path, plan_path, batch, 0, nullptr, nullptr, threads, cache_dir, out, error);
+}
+
+extern "C" atvoss_model_status atvoss_model_open_dims(const char* onnx_path, const char* plan_path, int batch,
+                                                      size_t n_dims, const char* const* dim_names,
+                                                      const int64_t* dim_values, int threads, const char* cache_dir,
+                                                      atvoss_model** out, char** error) {
   if (out != nullptr) *out = nullptr;
   return guarded(error, [&] {
     atvoss::table::c_need(out, "engine", "out");
@@ -44,6 +51,14 @@ extern "C" atvoss_model_status atvoss_model_open(const char* onnx_path, const ch
     if (batch < 1) atvoss::throw_bad_input("engine: 'batch' must be >= 1, got " + std::to_string(batch));
     if (threads < 0) atvoss::throw_bad_input("engine: 'threads' must be >= 0, got " + std::to_string(threads));
     atvoss::engine::ModelOptions o;
+    if (n_dims > 0) {
+      atvoss::table::c_need(dim_names, "engine", "dim_names");
+      atvoss::table::c_need(dim_values, "engine", "dim_values");
+    }
+    for (size_t i = 0; i < n_dims; ++i) {
+      if (dim_names[i] == nullptr) atvoss::throw_bad_input("engine: 'dim_names[" + std::to_string(i) + "]' is NULL");
+      o.dims[dim_names[i]] = dim_values[i];
+    }
     o.plan = plan_path != nullptr ? plan_path : "";
     o.batch = batch;
     o.threads = threads;
@@ -52,6 +67,11 @@ extern "C" atvoss_model_status atvoss_model_open(const char* onnx_path, const ch
     handle->model = std::make_unique<atvoss::engine::Model>(onnx_path, o);
     *out = handle.release();
   });
+}
+
+extern "C" const char* atvoss_model_input_type(const atvoss_model* m, size_t index) {
+  if (m == nullptr || !m->model || index >= m->model->inputs().size()) return nullptr;
+  return m->model->inputs()[index].dtype.c_str();
 }
 
 extern "C" size_t atvoss_model_count(const atvoss_model* m, int is_output) {

@@ -83,6 +83,28 @@ int main(int argc, char** argv) {
   error = NULL;
   s = atvoss_model_open(NULL, NULL, 1, 0, NULL, &other, &error);
   refused(s, error, "'onnx_path'", "NULL path");
+
+  /* Named dims: "N" by name over the batch; a name no input has is refused naming it. */
+  const char* names[1] = {"N"};
+  const int64_t values[1] = {4};
+  error = NULL;
+  s = atvoss_model_open_dims(argv[1], NULL, 1, 1, names, values, 0, NULL, &other, &error);
+  check(s == ATVOSS_MODEL_OK && other != NULL, "open with a named dim");
+  atvoss_model_free_string(error);
+  error = NULL;
+  s = atvoss_model_tensor(other, 0, 0, &name, &rank, &dims, &error);
+  check(s == ATVOSS_MODEL_OK && dims[0] == 4, "N bound by name to 4");
+  check(atvoss_model_input_type(other, 0) != NULL && strcmp(atvoss_model_input_type(other, 0), "float") == 0,
+        "input type float");
+  check(atvoss_model_input_type(other, 3) == NULL && atvoss_model_input_type(NULL, 0) == NULL, "no type out of range");
+  atvoss_model_close(other);
+  other = NULL;
+  const char* unknown[1] = {"sequence_length"};
+  s = atvoss_model_open_dims(argv[1], NULL, 1, 1, unknown, values, 0, NULL, &other, &error);
+  refused(s, error, "'sequence_length'", "a dim no input has");
+  error = NULL;
+  s = atvoss_model_open_dims(argv[1], NULL, 1, 1, NULL, values, 0, NULL, &other, &error);
+  refused(s, error, "'dim_names'", "NULL dim names");
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
