@@ -22,6 +22,7 @@
 #include "host/digest.hpp"
 #include "host/host_space.hpp"
 #include "host/machine.hpp"
+#include "lowering/knob_names.hpp"
 #include "plan/model_plan.hpp"
 #include "runtime/runtime.hpp"
 
@@ -1210,12 +1211,22 @@ void check_plan_matches(const frontend::Graph& planned, const frontend::Graph& f
 }
 
 // The plan's schedules as the runtime's table.
-std::shared_ptr<const table::ScheduleTable> plan_table(const plan::ModelPlan& p) {
+// The plan's schedules as the runtime's table. threads > 0 (the caller's "cores the kernels run
+// on") caps each schedule's threads knob: a plan tuned on two cores, run on one, must not start
+// a second thread on a core the caller kept for other work (a 2-thread ResNet-50 plan run on
+// one free core took 12x its time, its kernels' threads waiting for each other).
+std::shared_ptr<const table::ScheduleTable> plan_table(const plan::ModelPlan& p, int threads) {
   table::TableHeader header;
   header.target_name = p.target.name;
   header.target_key = p.target.key();
   std::vector<table::TableEntry> entries;
-  for (const auto& t : p.tasks) entries.push_back({t.workload, t.schedule, t.time_us, t.provenance});
+  for (const auto& t : p.tasks) {
+    Schedule s = t.schedule;
+    if (threads > 0 && s.has(std::string(knobs::threads)) && s.at(std::string(knobs::threads)) > threads) {
+      s.set(std::string(knobs::threads), threads);
+    }
+    entries.push_back({t.workload, s, t.time_us, t.provenance});
+  }
   return std::make_shared<const table::ScheduleTable>(header, entries);
 }
 
@@ -1243,7 +1254,7 @@ Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(
                       "' (its sha256 differs: other weights)");
     }
     m.graph = p.graph;
-    ro.loaded_table = plan_table(p);
+    ro.loaded_table = plan_table(p, options.threads);
   }
   m.rt = std::make_unique<runtime::Runtime>(std::move(ro));
   m.build();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include <unistd.h>
 
@@ -120,6 +121,29 @@ TEST_F(EngineModelTest, APlanOfThisCpuRunsItsSchedulesAndTheDefaultsOutputs) {
     EXPECT_NEAR(a[0][i], b[0][i], 1e-4f * std::max(1.0f, std::abs(b[0][i])));
   }
   EXPECT_GT(planned.arena_bytes(), 0);
+}
+
+// A plan whose kernels run on two threads, opened to run on one core, runs them on one: the
+// caller's thread count caps the plan's (a second thread on a busy core waits out time slices).
+TEST_F(EngineModelTest, TheCallersThreadsCapThePlansThreads) {
+  const std::string onnx = model("tiny.onnx", 12, 1);
+  plan::ModelPlan p = plan::ModelPlan::load(host_plan(onnx));
+  for (auto& t : p.tasks) t.schedule.set("threads", 2);
+  const std::string two = (dir_ / "two-threads.json").string();
+  plan::export_plan(p, (dir_ / "two-threads-table.json").string(), two);
+  auto threads_run = [&](int cap) {
+    ModelOptions o;
+    o.plan = two;
+    o.threads = cap;
+    std::set<std::int64_t> seen;
+    const Json d = Model(onnx, o).describe();
+    for (const auto& step : d["steps"]) {
+      if (step["kind"] == "kernel") seen.insert(step["schedule"]["threads"].get<std::int64_t>());
+    }
+    return seen;
+  };
+  EXPECT_EQ(threads_run(1), std::set<std::int64_t>{1});
+  EXPECT_EQ(threads_run(0), std::set<std::int64_t>{2});  // 0: every core, the plan's own
 }
 
 TEST_F(EngineModelTest, PlansOfAnotherCpuModelOrWeightsAreRefused) {
