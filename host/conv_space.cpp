@@ -162,7 +162,8 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
   // Conv: pixel runs of whole output rows x 2 vectors where a register block of them fits
   // (row_run_pixels), else 6 pixels x 2 vectors (as the matmul default); blocks of 16 output
   // rows of up to 64 pixels, every output channel in one block, the deepest channel block whose
-  // weight panel fits half of L2, weights packed without prefetch. Depthwise: 4 pixels x 2
+  // weight panel fits half of L2, weights packed without prefetch; the register block no wider
+  // than K. Depthwise: 4 pixels x 2
   // vectors, blocks of 4 rows of up to 64 pixels, 128 channels, no prefetch. One thread, as for
   // matmul.
   const ScheduleSpace space = conv_space_for(w, m);
@@ -175,13 +176,16 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
       std::find_if(knobs_of.begin(), knobs_of.end(), [](const Knob& k) { return k.name == knobs::tile_w; });
   const std::int64_t block_columns = closest(tile_w->values, 64);  // the default's pixel blocks
   if (const std::int64_t run = dw ? 0 : row_run_pixels(w.out_w(), block_columns)) micro.insert(micro.begin(), {run, 2});
+  // No wider a register block than the output channels: a 16-channel conv's block of two vectors
+  // computed and stored a vector of padding per pixel (docs/decisions/host-conv-default-narrow.md).
+  const std::int64_t output_vectors = dw ? 0 : (w.dim("K") + m.lanes() - 1) / m.lanes();
   for (const auto& [mr, nv] : micro) {
     Schedule s;
     for (const auto& k : space.knobs()) {
       if (k.name == knobs::micro_m)
         s.set(k.name, mr);
       else if (k.name == knobs::micro_n)
-        s.set(k.name, nv * m.lanes());
+        s.set(k.name, std::min(nv, dw ? nv : output_vectors) * m.lanes());
       else if (k.name == knobs::tile_h)
         s.set(k.name, closest(k.values, dw ? 4 : 16));
       else if (k.name == knobs::tile_w)
