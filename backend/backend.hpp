@@ -76,6 +76,9 @@ class Backend {
   // targets); what it serves, in words, for that check's message. Default: any target.
   virtual bool serves_target(const Target&) const { return true; }
   virtual std::string targets_served() const { return "any target"; }
+  // The target a worker measures for this backend when it names none (the host: this
+  // machine's CPU, "host"); empty where no target is implied.
+  virtual std::string implied_target() const { return ""; }
   // bad_input when this process cannot measure t for it (another CPU's host target).
   virtual void check_target(const Target&) const {}
   // Whether this backend measures workload w on target t.

@@ -26,6 +26,7 @@ class HostBackend final : public Backend {
   }
   bool serves_target(const Target& t) const override { return host::is_host_target(t); }
   std::string targets_served() const override { return "this CPU's target (--target host)"; }
+  std::string implied_target() const override { return "host"; }
   void check_target(const Target& t) const override {
     require_this_machine(t);
     host::require_private_cache(host::HostConfig().build);

@@ -5,11 +5,11 @@
 //   atvoss-worker --farm host:port --backend host      (target: this machine, slots: its cores)
 // Reconnects with backoff when the coordinator goes away; SIGINT/SIGTERM stop it.
 // The token comes from --token-file or ATVOSS_TOKEN, never from the command line.
-#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <thread>
 
+#include "backend/backend.hpp"
 #include "backend/targets.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/log.hpp"
@@ -55,8 +55,10 @@ int main(int argc, char** argv) {
     atvoss::rpc::set_log_enabled(!quiet);
     options.farm = atvoss::rpc::parse_endpoint(farm);
     options.token = atvoss::rpc::load_token(token_file);
-    const auto& b = options.backends;
-    if (targets.empty() && std::find(b.begin(), b.end(), "host") != b.end()) targets.push_back("host");
+    for (const std::string& b : targets.empty() ? options.backends : std::vector<std::string>{}) {
+      const std::string implied = atvoss::backend::backend_named(b).implied_target();
+      if (!implied.empty()) targets.push_back(implied);
+    }
     if (targets.empty()) atvoss::throw_bad_input("--target: at least one is needed (or --backend host)");
     for (const std::string& t : targets) options.targets.push_back(atvoss::backend::load_target(t));
     atvoss::rpc::Worker worker(options);
