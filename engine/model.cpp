@@ -701,6 +701,8 @@ struct Model::Impl {
     if (op == "Conv") return add_plain_conv(n, p);
     if (op == "ConvTranspose") return add_conv_transpose(n, p);
     if (op == "Tile") return add_tile(n);
+    if (op == "ConstantOfShape") return add_constant_of_shape(n, p);
+    if (op == "Range") return add_range(n, p);
     if (op == "InstanceNormalization") return add_instance_norm(n, p);
     if (op == "Resize" || op == "Upsample") return add_resize(n, p);
     if (op == "Gemm" || op == "MatMul") return add_plain_gemm(n, p);
@@ -1081,6 +1083,32 @@ struct Model::Impl {
     const float* bias = constant_of(n, p, 2, ys[1]);
     const int y = output(n.outputs[0], false);
     push(n, [=, this] { conv_transpose_nchw(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
+  }
+
+  // ConstantOfShape: its `value` (one element; default 0) everywhere in the output's shape.
+  void add_constant_of_shape(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    float value = 0;
+    for (const auto& a : p.attribute()) {
+      if (a.name() != "value" || !a.has_t()) continue;
+      onnx::TensorProto t = a.t();
+      t.set_name(n.name + "/value");
+      const auto v = single_value(t);
+      if (!v) unsupported(n, "attribute 'value' must hold one float or integer");
+      value = *v;
+    }
+    const std::int64_t count = elements(values[n.outputs[0]].shape);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { std::fill_n(ptr[y], count, value); });
+  }
+
+  // Range(start, limit, delta): start, start + delta, ... as many as the output holds.
+  void add_range(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const float start = scalar_input(p, 0, 0), delta = scalar_input(p, 2, 1);
+    const std::int64_t count = elements(values[n.outputs[0]].shape);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] {
+      for (std::int64_t i = 0; i < count; ++i) ptr[y][i] = start + float(i) * delta;
+    });
   }
 
   void add_tile(const frontend::GraphNode& n) {

@@ -95,6 +95,26 @@ void OnnxFile::add_constant(const onnx::TensorProto& t) {
   }
 }
 
+std::optional<float> single_value(const onnx::TensorProto& t) {
+  if (count_of(t) != 1) return std::nullopt;
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (t.has_raw_data()) return raw_as<float>(t.raw_data(), 1, t.name())[0];
+      return t.float_data_size() == 1 ? std::optional<float>(t.float_data(0)) : std::nullopt;
+    case onnx::TensorProto::DOUBLE:
+      if (t.has_raw_data()) return float(raw_as<double>(t.raw_data(), 1, t.name())[0]);
+      return t.double_data_size() == 1 ? std::optional<float>(float(t.double_data(0))) : std::nullopt;
+    case onnx::TensorProto::INT64:
+      if (t.has_raw_data()) return float(raw_as<std::int64_t>(t.raw_data(), 1, t.name())[0]);
+      return t.int64_data_size() == 1 ? std::optional<float>(float(t.int64_data(0))) : std::nullopt;
+    case onnx::TensorProto::INT32:
+      if (t.has_raw_data()) return float(raw_as<std::int32_t>(t.raw_data(), 1, t.name())[0]);
+      return t.int32_data_size() == 1 ? std::optional<float>(float(t.int32_data(0))) : std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
 const onnx::NodeProto* OnnxFile::node(const std::string& name) const {
   const auto it = nodes_.find(name);
   return it == nodes_.end() ? nullptr : it->second;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ class OnnxFile {
   std::map<std::string, std::vector<std::int64_t>> ints_;
   std::int64_t opset_ = 0;
 };
+
+// A one-element tensor (an attribute's, as ConstantOfShape's `value`) as a float, from float,
+// double, int64 or int32 storage; nullopt for more elements or another type.
+std::optional<float> single_value(const onnx::TensorProto& t);
 
 // Node attributes, read as the importer reads them.
 using frontend::float_attr;

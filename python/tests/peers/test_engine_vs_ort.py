@@ -307,6 +307,20 @@ def test_densenet_layers_normalise_concats_in_nhwc(tmp_path):
     assert sum(s["kind"] == "layout" for s in model.describe()["steps"]) <= 2
 
 
+def test_constant_of_shape_and_range_as_exporters_write_them(tmp_path):
+    # A default attention mask (ConstantOfShape of the ids' shape, value 1 as int64) and position
+    # ids (Range to the sequence length read from Shape): constant once the dims are bound,
+    # computed at load (the steps each node would run, run once).
+    b = Builder()
+    seq = b.node("Gather", [b.node("Shape", ["x"]), b.ints(1)], axis=0)
+    positions = b.node("Cast", [b.node("Range", [b.ints(0), seq, b.ints(1)])], to=T.FLOAT)
+    ones = b.node("Cast", [b.node("ConstantOfShape", [b.node("Shape", ["x"])],
+                                  value=helper.make_tensor("v", T.INT64, [1], [1]))], to=T.FLOAT)
+    y = b.node("Add", [b.node("Mul", ["x", ones]), positions])
+    z = b.node("Add", [b.node("Range", [b.const(0.5), b.const(4.0), b.const(0.75)]), b.const(1.0)])
+    compare(b.save(str(tmp_path / "range.onnx"), [("x", ["N", "S"])], [y, z]), batch=3)
+
+
 def test_transformer_layer_ops(tmp_path):
     b = Builder()
     d, h = 32, 4
