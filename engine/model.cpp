@@ -1012,7 +1012,11 @@ struct Model::Impl {
 
   void add_pad(const frontend::GraphNode& n, const onnx::NodeProto& p) {
     const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
-    if (string_attr(p, "mode", "constant") != "constant") unsupported(n, "only mode 'constant'");
+    const std::string mode_name = string_attr(p, "mode", "constant");
+    static const std::map<std::string, PadMode> modes = {
+        {"constant", PadMode::constant}, {"reflect", PadMode::reflect}, {"edge", PadMode::edge}};
+    if (!modes.count(mode_name)) unsupported(n, "mode '" + mode_name + "' (constant, reflect and edge are)");
+    const PadMode mode = modes.at(mode_name);
     if (p.input_size() > 3 && !p.input(3).empty()) unsupported(n, "the axes input");
     const auto pads = ints_of(n, p, 1, "pads");
     if (!pads || pads->size() != 2 * xs.size() || ys.size() != xs.size()) unsupported(n, "pads must be a constant");
@@ -1020,7 +1024,7 @@ struct Model::Impl {
     const float value = scalar_input(p, 2, float_attr(p, "value", 0.0f));
     const Ref x = plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], false);
-    push(n, [=, this] { pad_constant(at(x), xs, before, value, ptr[y], ys); });
+    push(n, [=, this] { pad(at(x), xs, before, mode, value, ptr[y], ys); });
   }
 
   void add_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -629,8 +629,8 @@ bool reduce(const std::string& op, const float* in, const Shape& x, const std::v
   return true;
 }
 
-void pad_constant(const float* in, const Shape& x, const std::vector<std::int64_t>& before, float value, float* out,
-                  const Shape& y) {
+void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& before, PadMode mode, float value,
+         float* out, const Shape& y) {
   const std::size_t r = y.size();
   std::vector<std::int64_t> in_stride(r, 1), index(r, 0);
   for (int d = int(r) - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * x[d + 1];
@@ -639,7 +639,13 @@ void pad_constant(const float* in, const Shape& x, const std::vector<std::int64_
     std::int64_t src = 0;
     bool inside = true;
     for (std::size_t d = 0; d < r && inside; ++d) {
-      const std::int64_t at = index[d] - before[d];
+      std::int64_t at = index[d] - before[d];
+      if (mode == PadMode::edge) at = std::clamp<std::int64_t>(at, 0, x[d] - 1);
+      if (mode == PadMode::reflect && x[d] > 1) {  // mirrored about the edge, the edge once
+        const std::int64_t period = 2 * (x[d] - 1);
+        at = ((at % period) + period) % period;
+        if (at >= x[d]) at = period - at;
+      }
       inside = at >= 0 && at < x[d];
       src += at * in_stride[d];
     }

@@ -83,10 +83,12 @@ void strided_slice(const float* in, const Shape& x, const std::vector<std::int64
 // Reduction (ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd) over the dims where
 // reduced[d], into y (x's shape with those dims 1). false for another op.
 bool reduce(const std::string& op, const float* in, const Shape& x, const std::vector<bool>& reduced, float* out);
-// Constant padding: y = x with `before[d]` values before each dim's data (negative crops),
-// `value` elsewhere.
-void pad_constant(const float* in, const Shape& x, const std::vector<std::int64_t>& before, float value, float* out,
-                  const Shape& y);
+// Pad: y = x with `before[d]` values before each dim's data (negative crops); outside x,
+// `value` (constant), x mirrored about its edge without repeating it (reflect) or x's edge
+// repeated (edge), as ONNX's Pad modes.
+enum class PadMode { constant, reflect, edge };
+void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& before, PadMode mode, float value,
+         float* out, const Shape& y);
 
 // A 2-D convolution of every kind ONNX allows (groups, dilations, per-side pads, strides) in
 // NCHW order: x [N, C, H, W], weights [K, C / groups, R, S], bias [K] or null, y [N, K, OH, OW].

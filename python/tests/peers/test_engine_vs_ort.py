@@ -321,6 +321,15 @@ def test_constant_of_shape_and_range_as_exporters_write_them(tmp_path):
     compare(b.save(str(tmp_path / "range.onnx"), [("x", ["N", "S"])], [y, z]), batch=3)
 
 
+def test_pad_modes(tmp_path):
+    # Style transfer and super-resolution exports pad by reflection before their convs.
+    b = Builder()
+    outs = [b.node("Pad", ["x", b.ints([0, 0, 2, 1, 0, 0, 1, 2])], mode=mode) for mode in ("reflect", "edge")]
+    outs.append(b.node("Pad", ["x", b.ints([0, 0, -1, 2, 0, 0, 1, -2]), b.const(0.5)], mode="constant"))
+    outs.append(b.conv(b.node("Pad", ["x", b.ints([0, 0, 1, 1, 0, 0, 1, 1])], mode="reflect"), 3, 4, 3))
+    compare(b.save(str(tmp_path / "pads.onnx"), [("x", [1, 3, 5, 6])], outs))
+
+
 def test_transformer_layer_ops(tmp_path):
     b = Builder()
     d, h = 32, 4
