@@ -702,6 +702,8 @@ struct Model::Impl {
     if (op == "ConvTranspose") return add_conv_transpose(n, p);
     if (op == "Tile") return add_tile(n);
     if (op == "ConstantOfShape") return add_constant_of_shape(n, p);
+    if (op == "DepthToSpace" || op == "SpaceToDepth") return add_depth_space(n, p);
+    if (op == "ArgMax" || op == "ArgMin") return add_arg_reduce(n, p);
     if (op == "Range") return add_range(n, p);
     if (op == "InstanceNormalization") return add_instance_norm(n, p);
     if (op == "Resize" || op == "Upsample") return add_resize(n, p);
@@ -1103,6 +1105,58 @@ struct Model::Impl {
     const std::int64_t count = elements(values[n.outputs[0]].shape);
     const int y = output(n.outputs[0], false);
     push(n, [=, this] { std::fill_n(ptr[y], count, value); });
+  }
+
+  // DepthToSpace (DCR or CRD) and SpaceToDepth of [N, C, H, W]: a reshape to 6 dims and a
+  // transpose, as ONNX defines them.
+  void add_depth_space(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    const std::int64_t b = int_attr(p, "blocksize", 0);
+    if (xs.size() != 4 || b < 1) unsupported(n, "a 4-D input and a blocksize >= 1 expected");
+    const std::int64_t c = xs[1], h = xs[2], w = xs[3];
+    Shape six;
+    std::vector<std::int64_t> perm;
+    if (n.op == "SpaceToDepth") {
+      six = {xs[0], c, h / b, b, w / b, b};
+      perm = {0, 3, 5, 1, 2, 4};
+    } else if (string_attr(p, "mode", "DCR") == "CRD") {
+      six = {xs[0], c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    } else {
+      six = {xs[0], b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    }
+    if (elements(six) != elements(xs)) unsupported(n, "the blocksize does not divide the input");
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { transpose(at(x), six, perm, ptr[y]); });
+  }
+
+  // ArgMax / ArgMin along axis: the index (as a float, as the engine holds integers) of the
+  // first extreme, or the last with select_last_index.
+  void add_arg_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+    const Shape xs = values[n.inputs[0]].shape;
+    const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), xs.size());
+    const bool max = n.op == "ArgMax", last = int_attr(p, "select_last_index", 0) != 0;
+    std::int64_t outer = 1, inner = 1;
+    for (std::int64_t d = 0; d < axis; ++d) outer *= xs[d];
+    for (std::size_t d = std::size_t(axis) + 1; d < xs.size(); ++d) inner *= xs[d];
+    const std::int64_t len = xs[std::size_t(axis)];
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] {
+      const float* in = at(x);
+      for (std::int64_t o = 0; o < outer; ++o) {
+        for (std::int64_t i = 0; i < inner; ++i) {
+          std::int64_t best = 0;
+          for (std::int64_t k = 1; k < len; ++k) {
+            const float v = in[(o * len + k) * inner + i], b = in[(o * len + best) * inner + i];
+            if (max ? (v > b || (last && v == b)) : (v < b || (last && v == b))) best = k;
+          }
+          ptr[y][o * inner + i] = float(best);
+        }
+      }
+    });
   }
 
   // Range(start, limit, delta): start, start + delta, ... as many as the output holds.

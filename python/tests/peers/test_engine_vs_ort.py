@@ -330,6 +330,19 @@ def test_pad_modes(tmp_path):
     compare(b.save(str(tmp_path / "pads.onnx"), [("x", [1, 3, 5, 6])], outs))
 
 
+def test_depth_to_space_space_to_depth_and_arg_reductions(tmp_path):
+    # Sub-pixel convolution (super-resolution) and a segmentation head's ArgMax, with ties.
+    b = Builder()
+    x = b.conv("x", 4, 8, 3, pads=[1, 1, 1, 1])
+    outs = [b.node("DepthToSpace", [x], blocksize=2, mode=m) for m in ("DCR", "CRD")]
+    outs.append(b.node("SpaceToDepth", [x], blocksize=2))
+    ties = b.node("Floor", [b.node("Mul", ["x", b.const(2.0)])])
+    for op in ("ArgMax", "ArgMin"):  # int64 indices, cast so the graph's outputs are float
+        outs.append(b.node("Cast", [b.node(op, [ties], axis=1, keepdims=1)], to=T.FLOAT))
+        outs.append(b.node("Cast", [b.node(op, [ties], axis=-1, keepdims=0, select_last_index=1)], to=T.FLOAT))
+    compare(b.save(str(tmp_path / "d2s.onnx"), [("x", [1, 4, 6, 4])], outs))
+
+
 def test_transformer_layer_ops(tmp_path):
     b = Builder()
     d, h = 32, 4
