@@ -216,12 +216,15 @@ class Tvm:
         if w["op"] == "layernorm":
             G = te.placeholder((N,), f32, name="G")
             Bt = te.placeholder((N,), f32, name="Bt")
-            mean = te.compute((M,), lambda i: te.sum(X[i, j], axis=j) / N, name="mean")
+            # Two passes (mean, then the squared deviations), as the reference: inputs in [2, 4]
+            # would lose digits to E[x^2] - mean^2. TE allows a reduction only at the top of a
+            # compute, so the sums are divided by N where they are read.
+            total = te.compute((M,), lambda i: te.sum(X[i, j], axis=j), name="total")
             j2 = te.reduce_axis((0, N), name="j2")
-            var = te.compute((M,), lambda i: te.sum((X[i, j2] - mean[i]) * (X[i, j2] - mean[i]), axis=j2) / N,
-                             name="var")
-            Y = te.compute((M, N), lambda i, jj: (X[i, jj] - mean[i]) * te.rsqrt(var[i] + LAYERNORM_EPS) * G[jj]
-                           + Bt[jj], name="Y")
+            sq = te.compute((M,), lambda i: te.sum((X[i, j2] - total[i] / N) * (X[i, j2] - total[i] / N), axis=j2),
+                            name="sq")
+            Y = te.compute((M, N), lambda i, jj: (X[i, jj] - total[i] / N) * te.rsqrt(sq[i] / N + LAYERNORM_EPS)
+                           * G[jj] + Bt[jj], name="Y")
             return te.create_prim_func([X, G, Bt, Y])
         raise ValueError(f"TE: unknown op {w['op']}")
 
