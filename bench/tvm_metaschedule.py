@@ -228,7 +228,7 @@ class Tvm:
             return te.create_prim_func([X, G, Bt, Y])
         raise ValueError(f"TE: unknown op {w['op']}")
 
-    def tune(self, w, trials, seed, work_dir):
+    def tune(self, w, trials, seed, work_dir, per_iter=64):
         """MetaSchedule with its defaults, except the builder's timeout (see below); returns
         (runnable module, per-trial times in seconds in measurement order, wall seconds)."""
         ms = self.ms
@@ -251,8 +251,8 @@ class Tvm:
         builder = ms.builder.LocalBuilder(max_workers=_physical_cores(), timeout_sec=600.0)
         callbacks = ms.measure_callback.MeasureCallback.create("default") + [Record()]
         t0 = time.perf_counter()
-        db = ms.tune_tir(f, self.target, work_dir, max_trials_global=trials, seed=seed,
-                         builder=builder, measure_callbacks=callbacks)
+        db = ms.tune_tir(f, self.target, work_dir, max_trials_global=trials, num_trials_per_iter=per_iter,
+                         seed=seed, builder=builder, measure_callbacks=callbacks)
         wall = time.perf_counter() - t0
         sch = ms.tir_integration.compile_tir(db, f, self.target)
         if sch is None:
@@ -339,7 +339,7 @@ def trial_to(times, target_s):
 
 
 def run_one(name, w, trials, seed, args_ns, tvm_side, tvm_error):
-    row = {"workload": name, "json": w, "trials": trials}
+    row = {"workload": name, "json": w, "trials": trials, "ms_per_iter": getattr(args_ns, "ms_per_iter", 64)}
     data = inputs(w, seed)
     ref = reference(w, data)
     scratch = tempfile.mkdtemp(prefix=f"tvm-ms-{name}-{trials}-")
@@ -371,7 +371,8 @@ def run_one(name, w, trials, seed, args_ns, tvm_side, tvm_error):
             row["tvm_error"] = tvm_error
         else:
             try:
-                mod, t_times, t_wall = tvm_side.tune(w, trials, seed, os.path.join(scratch, "ms"))
+                mod, t_times, t_wall = tvm_side.tune(w, trials, seed, os.path.join(scratch, "ms"),
+                                                     getattr(args_ns, "ms_per_iter", 64))
                 row.update(tvm_wall_s=t_wall, tvm_trials=len(t_times),
                            tvm_failed=sum(1 for t in t_times if not math.isfinite(t)))
                 tensors = tvm_side.tensors(w, data)
@@ -409,6 +410,8 @@ def run_one(name, w, trials, seed, args_ns, tvm_side, tvm_error):
             row["speed_ratio"] = row["tvm_s"] / row["atvoss_s"]
             best = min(min(a_times), min(t_times))
             row["best_recorded_s"] = best
+            row["atvoss_recorded_s"], row["tvm_recorded_s"] = min(a_times), min(t_times)
+            row["atvoss_times_s"], row["tvm_times_s"] = a_times, t_times  # each tool's trials in order
             row["atvoss_trial_95"] = trial_to(a_times, best / 0.95)
             row["tvm_trial_95"] = trial_to(t_times, best / 0.95)
         ok_err = [row.get(k) for k in ("atvoss_rel_err", "tvm_rel_err") if row.get(k) is not None]
@@ -437,7 +440,8 @@ def fmt_row(r):
     wall = lambda k: f"{r[k]:7.0f}" if k in r else f"{'-':>7}"  # noqa: E731
     err = max([r[k] for k in ("atvoss_rel_err", "tvm_rel_err") if k in r] or [float("nan")])
     line = (f"{r['workload']:<10} {r['trials']:>4} {us('atvoss_s')} {gf('atvoss_s')} {us('tvm_s')} {gf('tvm_s')} "
-            f"{ratio} {tr('atvoss_trial_95')} {tr('tvm_trial_95')} {wall('atvoss_wall_s')} {wall('tvm_wall_s')} "
+            f"{ratio} {us('atvoss_recorded_s')} {us('tvm_recorded_s')} {tr('atvoss_trial_95')} {tr('tvm_trial_95')} "
+            f"{wall('atvoss_wall_s')} {wall('tvm_wall_s')} "
             f"{err:8.1e} {'ok' if r['numerics_ok'] else 'FAIL'}")
     if "tvm_error" in r:
         line += f"  TVM: {r['tvm_error']}"
@@ -445,7 +449,7 @@ def fmt_row(r):
 
 
 HEADER = (f"{'workload':<10} {'tr':>4} {'atvoss us':>10} {'GF/s':>6} {'TVM us':>10} {'GF/s':>6} {'ratio':>6} "
-          f"{'a95':>5} {'t95':>5} {'a wall':>7} {'t wall':>7} {'max err':>8} num")
+          f"{'a rec us':>10} {'t rec us':>10} {'a95':>5} {'t95':>5} {'a wall':>7} {'t wall':>7} {'max err':>8} num")
 
 
 def main():
@@ -455,6 +459,9 @@ def main():
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds of the two winners")
     p.add_argument("--repeat", type=int, default=5, help="timed windows per round and kernel")
     p.add_argument("--seed", type=int, default=1, help="seeds both tuners and the operands")
+    p.add_argument("--ms-per-iter", type=int, default=64,
+                   help="MetaSchedule's num_trials_per_iter (64, its default: a budget of 64 or less is one "
+                        "batch chosen before its cost model has seen a measurement)")
     p.add_argument("--json", help="append each result row to this JSON-lines file")
     a = p.parse_args()
     names = MAIN if a.workloads == "all" else a.workloads.split(",")
@@ -471,9 +478,11 @@ def main():
         tvm_error = f"TVM unusable: {type(e).__name__}: {e}"
         print(tvm_error)
     print(f"atvoss {getattr(atvoss, '__version__', '?')}, target host; one thread each; seed {a.seed}; "
-          f"final timing: {a.rounds} interleaved rounds x {a.repeat} windows, median")
-    print("ratio = TVM time / atvoss time (above 1: atvoss faster); a95/t95 = trial at which atvoss/TVM "
-          "first recorded a time within 95 % of the best either recorded; wall = tuning seconds")
+          f"final timing: {a.rounds} interleaved rounds x {a.repeat} windows, median; "
+          f"MetaSchedule num_trials_per_iter {a.ms_per_iter}")
+    print("ratio = TVM time / atvoss time (above 1: atvoss faster); a rec/t rec = the best time each tool "
+          "recorded while tuning; a95/t95 = trial at which atvoss/TVM first recorded a time within 95 % of the "
+          "best either recorded; wall = tuning seconds")
     print(HEADER, flush=True)
     rows = []
     for n in names:
