@@ -3,7 +3,8 @@
 
 Each workload is tuned twice with the same budget of measured trials: by atvoss (atvoss.tune on
 target "host", its default strategy) and by MetaSchedule (ms.tune_tir with its default
-evolutionary search and XGBoost cost model, target llvm with this CPU's -mcpu). Both kernels
+evolutionary search and XGBoost cost model, target llvm with this CPU's -mcpu; its builder's
+timeout raised, see Tvm.tune; --ms-per-iter sets its batch size, default 64, its own). Both kernels
 compute the same thing in the same layouts (row-major matmul, conv2d NHWC/HWIO, depthwise
 NHWC with R x S x C weights, softmax and layer norm along rows): the TVM side is written in TE
 here from atvoss's workload JSON.
@@ -277,13 +278,16 @@ def reference_shape(w):
 
 
 def host_mcpu():
-    flags = set()
+    """LLVM's -mcpu for this x86-64 CPU from /proc/cpuinfo: the vendor and the widest vector
+    extension are what change MetaSchedule's code (Zen 4 is the first AMD core with AVX-512)."""
+    flags, vendor_amd = set(), False
     with open("/proc/cpuinfo") as f:
         for line in f:
-            if line.startswith("flags"):
+            if line.startswith("vendor_id"):
+                vendor_amd = "AuthenticAMD" in line
+            elif line.startswith("flags"):
                 flags = set(line.split(":", 1)[1].split())
                 break
-    vendor_amd = "AuthenticAMD" in open("/proc/cpuinfo").read(4096)
     if "avx512f" in flags:
         return "znver4" if vendor_amd else "skylake-avx512"
     if "avx2" in flags:
