@@ -478,7 +478,10 @@ void batch_norm(const float* in, const Shape& x, const float* scale, const float
                 const float* var, float epsilon, float* out, bool nhwc) {
   const std::int64_t n = x[0], c = x[1], inner = elements(x) / (n * c);
   if (nhwc) {  // channels innermost: one pass over the pixels with the per-channel k and s
-    std::vector<float> k(static_cast<std::size_t>(c)), s(static_cast<std::size_t>(c));
+    // Kept between runs (a model's run allocates nothing once warm).
+    thread_local std::vector<float> k, s;
+    k.resize(static_cast<std::size_t>(c));
+    s.resize(static_cast<std::size_t>(c));
     for (std::int64_t ch = 0; ch < c; ++ch) {
       const double kk = scale[ch] / std::sqrt(double(var[ch]) + epsilon);
       k[std::size_t(ch)] = float(kk);
