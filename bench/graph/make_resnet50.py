@@ -1,13 +1,10 @@
-#!/ usr / bin / env python3
-""
-    "Writes a ResNet-50-shaped ONNX model as torchvision exports it (He et al., " Deep Residual
-        Learning for Image Recognition ", CVPR 2016, table 1; v1.5: the stride on each bottleneck's 3x3
-    conv) : a 7x7 stride -
-    2 stem conv without bias, BatchNormalization, ReLU, a 3x3 stride - 2 max pool,
-    bottlenecks of[3, 4, 6, 3] blocks(1x1, 3x3, 1x1 convs, each with BatchNormalization;
-                                      a 1x1 downsample conv on the first block of a stage),
-    the residual Add and ReLU, a global average pool, Flatten and a Gemm with transB =
-                                                          1. Seeded random weights scaled to keep activations bounded;
+#!/usr/bin/env python3
+"""Writes a ResNet-50-shaped ONNX model as torchvision exports it (He et al., "Deep Residual
+Learning for Image Recognition", CVPR 2016, table 1; v1.5: the stride on each bottleneck's 3x3
+conv): a 7x7 stride-2 stem conv without bias, BatchNormalization, ReLU, a 3x3 stride-2 max pool,
+bottlenecks of [3, 4, 6, 3] blocks (1x1, 3x3, 1x1 convs, each with BatchNormalization; a 1x1
+downsample conv on the first block of a stage), the residual Add and ReLU, a global average pool,
+Flatten and a Gemm with transB=1. Seeded random weights scaled to keep activations bounded;
 opset 13, the batch a symbolic dim. Usage: make_resnet50.py OUT.onnx [--classes N] [--size S]"""
 import argparse
 
