@@ -6,7 +6,8 @@ the same thread count. Prints both totals and the nodes where atvoss loses most.
 
 Usage (the peers' environment, scripts/setup.sh):
   PYTHONPATH=build/python build/peers/bin/python bench/engine_profile_vs_ort.py MODEL.onnx
-      [--plan PLAN.json] [--threads 1] [--runs 10] [--top 15]"""
+      [--plan PLAN.json] [--threads 1] [--runs 10] [--top 15] [--dim sequence_length=128 ...]
+Named dims the model's inputs do not have are ignored; those not given are 1."""
 import argparse
 import collections
 import json
@@ -22,7 +23,7 @@ import onnxruntime as ort
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def ort_node_us(path, threads, runs):
+def ort_node_us(path, threads, runs, dims):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
@@ -32,7 +33,7 @@ def ort_node_us(path, threads, runs):
     rng = np.random.default_rng(0)
     feed = {}
     for i in session.get_inputs():
-        shape = [d if isinstance(d, int) else 1 for d in i.shape]
+        shape = [d if isinstance(d, int) else dims.get(d, 1) for d in i.shape]
         feed[i.name] = (rng.uniform(-1, 1, shape).astype(np.float32) if i.type == "tensor(float)"
                         else np.zeros(shape, np.int64))
     for _ in range(runs + 3):
@@ -47,9 +48,11 @@ def ort_node_us(path, threads, runs):
     return us
 
 
-def atvoss_steps(path, plan, threads, runs):
+def atvoss_steps(path, plan, threads, runs, dims):
     cmd = [os.path.join(ROOT, "build", "bin", "atvoss-run"), path, "--threads", str(threads),
            "--profile", str(runs), "--json"] + (["--plan", plan] if plan else [])
+    for name, value in dims.items():
+        cmd += ["--dim", "%s=%d" % (name, value)]
     return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)["profile"]["steps"]
 
 
@@ -74,9 +77,13 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--dim", action="append", default=[], help="NAME=VALUE, a named input dim")
     args = parser.parse_args()
-    theirs = ort_node_us(args.model, args.threads, args.runs)
-    ours = atvoss_steps(args.model, args.plan, args.threads, args.runs)
+    named = {d.dim_param for i in onnx.load(args.model, load_external_data=False).graph.input
+             for d in i.type.tensor_type.shape.dim if d.dim_param}
+    dims = {k: int(v) for k, v in (d.split("=", 1) for d in args.dim) if k in named}
+    theirs = ort_node_us(args.model, args.threads, args.runs, dims)
+    ours = atvoss_steps(args.model, args.plan, args.threads, args.runs, dims)
     theirs = mapped_to_steps(theirs, args.model, {s["node"] for s in ours})
     print("onnxruntime %s, %d thread(s): ort %.0f us in %d nodes, atvoss %.0f us in %d steps" % (
         ort.__version__, args.threads, sum(theirs.values()), len(theirs), sum(s["us"] for s in ours), len(ours)))

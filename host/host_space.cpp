@@ -177,6 +177,23 @@ Schedule default_of(const ScheduleSpace& space, const MachineInfo& m, std::int64
   return s;
 }
 
+// Walked along C's rows (tile_order 2), every micro_m rows of A read the whole kc x nc block of
+// B again: it has to stay in L2, or each row of micro-tiles streams it from L3 (half the speed
+// on a Sapphire Rapids core, docs/decisions/host-default-b-block-in-l2.md). The widest nc whose
+// block L2 holds; the narrowest where none does.
+void keep_b_block_in_l2(const ScheduleSpace& space, Schedule& s, const MachineInfo& m, std::int64_t eb,
+                        std::int64_t k_dim) {
+  const std::int64_t kc = std::min(s.at(std::string(knobs::tile_k)), k_dim);
+  for (const auto& k : space.knobs()) {
+    if (k.name != knobs::tile_n) continue;
+    std::int64_t nc = k.values.front();
+    for (std::int64_t v : k.values) {
+      if (v <= s.at(k.name) && kc * v * eb <= m.l2_bytes) nc = std::max(nc, v);
+    }
+    s.set(k.name, nc);
+  }
+}
+
 }  // namespace
 
 Schedule default_schedule(const Workload& w, const MachineInfo& m) {
@@ -196,7 +213,10 @@ Schedule default_schedule(const Workload& w, const MachineInfo& m) {
   }
   for (Schedule& s : candidates) {
     // Caches smaller than the defaults assume: the deepest kc, then the widest nc, that fit.
-    if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k, knobs::tile_n})) return s;
+    if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k, knobs::tile_n})) {
+      if (s.get_or(std::string(knobs::amx_tiles), 0) == 0) keep_b_block_in_l2(space, s, m, eb, w.dim("K"));
+      return s;
+    }
   }
   throw_bad_input("host: no valid default schedule for " + w.label());
 }

@@ -176,7 +176,8 @@ TEST(HostSpaceTest, RegisterLimitFollowsTheMachine) {
 // Defaults walk a block's micro-tiles along C's rows (docs/decisions/host-default-order.md), in
 // every dtype of the dot-product kernels.
 TEST(HostSpaceTest, TheDefaultWalksMicroTilesAlongTheRows) {
-  MachineInfo m = this_machine();
+  // AMX tiles keep order 0 (host-amx-default.md): the dot-product kernels are the ones here.
+  MachineInfo m = testing::without_amx(this_machine());
   m.simd_flags.push_back("avx512_vnni");
   m.simd_flags.push_back("avx512_bf16");
   const char* dims = R"("dims":{"M":1024,"N":1024,"K":1024}})";
@@ -210,4 +211,19 @@ TEST(HostSpaceTest, RefusesWhatItCannotGenerate) {
 }
 
 }  // namespace
+// Walked along the rows, the default re-reads its kc x nc block of B for every row of
+// micro-tiles: the block stays in L2 (docs/decisions/host-default-b-block-in-l2.md), however
+// large L3 is.
+TEST(HostSpaceTest, TheDefaultKeepsItsBBlockInL2) {
+  MachineInfo m = testing::avx512_machine();
+  m.l2_bytes = 2 << 20;
+  m.l3_bytes = std::int64_t(480) << 20;
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":128,"N":3072,"K":768}})");
+  const Schedule s = default_schedule(w, m);
+  EXPECT_TRUE(space_for(w, m).check(s).ok) << space_for(w, m).check(s).reason;
+  EXPECT_LE(std::min<std::int64_t>(s.at("tile_k"), 768) * s.at("tile_n") * 4, m.l2_bytes) << s.to_json().dump();
+  EXPECT_EQ(s.at("tile_n"), 1024);
+  EXPECT_EQ(s.at("tile_k"), 256);  // kc stays: only nc narrows
+}
+
 }  // namespace atvoss::host
