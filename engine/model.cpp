@@ -735,7 +735,7 @@ struct Model::Impl {
     const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], in_nhwc);
     const std::int64_t count = elements(values[n.outputs[0]].shape);
-    push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta); });
+    push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta, threads); });
   }
 
   // The shape input t reads as in NHWC order for an NHWC output of shape so, or nullopt when it
@@ -790,13 +790,13 @@ struct Model::Impl {
         const Ref b = held_nhwc(tb) ? Ref{nhwc(tb, n.name), nullptr} : plain(tb, n.name);
         const int y = output(n.outputs[0], true);
         const Shape sy = {so[0], so[2], so[3], so[1]}, ha = *na, hb = *nb;
-        push(n, [this, op, a, b, y, ha, hb, sy] { binary(op, at(a), ha, at(b), hb, ptr[y], sy); });
+        push(n, [this, op, a, b, y, ha, hb, sy] { binary(op, at(a), ha, at(b), hb, ptr[y], sy, threads); });
         return;
       }
     }
     const Ref a = plain(ta, n.name), b = plain(tb, n.name);
     const int y = output(n.outputs[0], false);
-    push(n, [this, op, a, b, y, sa, sb, so] { binary(op, at(a), sa, at(b), sb, ptr[y], so); });
+    push(n, [this, op, a, b, y, sa, sb, so] { binary(op, at(a), sa, at(b), sb, ptr[y], so, threads); });
   }
 
   void add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {
@@ -874,7 +874,7 @@ struct Model::Impl {
     if (perm.size() != xs.size()) unsupported(n, "perm does not match the input's rank");
     const Ref x = plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], false);
-    push(n, [this, x, xs, perm, y] { transpose(at(x), xs, perm, ptr[y]); });
+    push(n, [this, x, xs, perm, y] { transpose(at(x), xs, perm, ptr[y], threads); });
   }
 
   void add_softmax(const frontend::GraphNode& n, const onnx::NodeProto& p) {
@@ -888,7 +888,7 @@ struct Model::Impl {
     const bool log = n.op == "LogSoftmax";
     const Ref x = plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], false);
-    push(n, [this, x, xs, axis, y, log] { softmax(at(x), xs, axis, ptr[y], log); });
+    push(n, [this, x, xs, axis, y, log] { softmax(at(x), xs, axis, ptr[y], log, threads); });
   }
 
   const float* constant_of(const frontend::GraphNode& n, const onnx::NodeProto& p, int index, std::int64_t count) {
@@ -909,7 +909,7 @@ struct Model::Impl {
     const float eps = float_attr(p, "epsilon", 1e-5f);
     const Ref x = plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], false);
-    push(n, [this, x, xs, axis, eps, gamma, beta, y] { layer_norm(at(x), xs, axis, eps, gamma, beta, ptr[y]); });
+    push(n, [this, x, xs, axis, eps, gamma, beta, y] { layer_norm(at(x), xs, axis, eps, gamma, beta, ptr[y], threads); });
   }
 
   void add_batch_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {

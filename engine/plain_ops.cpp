@@ -10,6 +10,40 @@
 namespace atvoss::engine {
 namespace {
 
+// The library is built for the x86-64 baseline (SSE2). The hot loops below are compiled a second
+// time for AVX-512 (x86-64-v4) and chosen at run time, as ONNX Runtime's kernels are: each is
+// a body inlined into two functions of internal linkage, so no out-of-line copy built for
+// AVX-512 can stand in for a baseline one. docs/decisions/engine-plain-ops-avx512.md.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ATVOSS_V4 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,bmi,bmi2,f16c")))
+bool has_v4() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("bmi2");
+  return yes;
+}
+#else
+#define ATVOSS_V4
+bool has_v4() { return false; }
+#endif
+#define ATVOSS_INLINE inline __attribute__((always_inline))
+
+// [0, n) split into one range per thread, f(begin, end) on each, where each thread gets at least
+// `grain` items (a parallel region costs about as much as a few thousand elements' work).
+template <class F>
+void split(std::int64_t n, std::int64_t grain, int threads, F f) {
+  const std::int64_t parts = std::min<std::int64_t>(threads, n / std::max<std::int64_t>(grain, 1));
+  if (parts <= 1) {
+    f(std::int64_t(0), n);
+    return;
+  }
+#pragma omp parallel for num_threads(int(parts)) schedule(static)
+  for (std::int64_t t = 0; t < parts; ++t) f(n * t / parts, n * (t + 1) / parts);
+}
+
+constexpr std::int64_t kGrain = 16384;  // elements per thread at least
+
 // Strides of shape s aligned right to rank r, 0 along the dims s broadcasts (size 1 or absent).
 std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t r) {
   std::vector<std::int64_t> st(r, 0);
@@ -57,25 +91,41 @@ struct Broadcast {
 };
 
 template <class F, std::int64_t IA, std::int64_t IB>
-void inner_run(const float* a, const float* b, float* out, std::int64_t n) {
+ATVOSS_INLINE void inner_body(const float* a, const float* b, float* out, std::int64_t n) {
   const F f{};
   for (std::int64_t j = 0; j < n; ++j) out[j] = f(a[j * IA], b[j * IB]);
 }
+template <class F, std::int64_t IA, std::int64_t IB>
+void inner_base(const float* a, const float* b, float* out, std::int64_t n) {
+  inner_body<F, IA, IB>(a, b, out, n);
+}
+template <class F, std::int64_t IA, std::int64_t IB>
+ATVOSS_V4 void inner_v4(const float* a, const float* b, float* out, std::int64_t n) {
+  inner_body<F, IA, IB>(a, b, out, n);
+}
 
+using Run = void (*)(const float*, const float*, float*, std::int64_t);
+template <class F, std::int64_t IA, std::int64_t IB>
+Run inner_run() {
+  return has_v4() ? Run(&inner_v4<F, IA, IB>) : Run(&inner_base<F, IA, IB>);
+}
+
+// The output's rows [r0, r1) (rows: every dim but the last), the operands' offsets found for
+// r0 and then counted like an odometer.
 template <class F>
-void binary_loop(const Broadcast& x) {
+void binary_rows(const Broadcast& x, Run run, std::int64_t r0, std::int64_t r1) {
   const std::size_t r = x.so.size();
-  const std::int64_t n = elements(x.so), inner = r ? x.so[r - 1] : 1;
-  const std::int64_t ia = r ? x.ta[r - 1] : 0, ib = r ? x.tb[r - 1] : 0;
-  using Run = void (*)(const float*, const float*, float*, std::int64_t);
-  const Run run = ia && ib ? Run(&inner_run<F, 1, 1>)
-                  : ia     ? Run(&inner_run<F, 1, 0>)
-                  : ib     ? Run(&inner_run<F, 0, 1>)
-                           : Run(&inner_run<F, 0, 0>);
+  const std::int64_t inner = r ? x.so[r - 1] : 1;
   std::vector<std::int64_t> index(r, 0);
   std::int64_t oa = 0, ob = 0;
-  for (std::int64_t start = 0; start < n; start += inner) {
-    run(x.a + oa, x.b + ob, x.out + start, inner);
+  for (std::int64_t d = std::int64_t(r) - 2, rest = r0; d >= 0; --d) {
+    index[d] = rest % x.so[d];
+    rest /= x.so[d];
+    oa += index[d] * x.ta[d];
+    ob += index[d] * x.tb[d];
+  }
+  for (std::int64_t row = r0; row < r1; ++row) {
+    run(x.a + oa, x.b + ob, x.out + row * inner, inner);
     for (int d = int(r) - 2; d >= 0; --d) {
       ++index[d];
       oa += x.ta[d];
@@ -88,7 +138,27 @@ void binary_loop(const Broadcast& x) {
   }
 }
 
-using BinaryLoop = void (*)(const Broadcast&);
+template <class F>
+void binary_loop(const Broadcast& x, int threads) {
+  const std::size_t r = x.so.size();
+  const std::int64_t n = elements(x.so), inner = r ? x.so[r - 1] : 1;
+  const std::int64_t ia = r ? x.ta[r - 1] : 0, ib = r ? x.tb[r - 1] : 0;
+  const Run run = ia && ib ? inner_run<F, 1, 1>()
+                  : ia     ? inner_run<F, 1, 0>()
+                  : ib     ? inner_run<F, 0, 1>()
+                           : inner_run<F, 0, 0>();
+  if (n == 0) return;
+  const std::int64_t rows = n / inner;
+  if (rows == 1) {  // one long row: split along it
+    split(inner, kGrain, threads,
+          [&](std::int64_t j0, std::int64_t j1) { run(x.a + j0 * ia, x.b + j0 * ib, x.out + j0, j1 - j0); });
+    return;
+  }
+  split(rows, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(inner, 1)), threads,
+        [&](std::int64_t r0, std::int64_t r1) { binary_rows<F>(x, run, r0, r1); });
+}
+
+using BinaryLoop = void (*)(const Broadcast&, int);
 
 const std::map<std::string, BinaryLoop>& binary_ops() {
   static const std::map<std::string, BinaryLoop> ops = {
@@ -117,19 +187,35 @@ const std::map<std::string, BinaryLoop>& binary_ops() {
 
 // A unary op's whole loop, F inlined (as binary_loop).
 template <class F>
-void unary_loop(const float* in, float* out, std::int64_t n, float alpha, float beta) {
+ATVOSS_INLINE void unary_body(const float* in, float* out, std::int64_t n, float alpha, float beta) {
   const F f{};
   for (std::int64_t i = 0; i < n; ++i) out[i] = f(in[i], alpha, beta);
 }
-using UnaryLoop = void (*)(const float*, float*, std::int64_t, float, float);
+template <class F>
+void unary_base(const float* in, float* out, std::int64_t n, float alpha, float beta) {
+  unary_body<F>(in, out, n, alpha, beta);
+}
+template <class F>
+ATVOSS_V4 void unary_v4(const float* in, float* out, std::int64_t n, float alpha, float beta) {
+  unary_body<F>(in, out, n, alpha, beta);
+}
+template <class F>
+void unary_loop(const float* in, float* out, std::int64_t n, float alpha, float beta, int threads) {
+  const auto run = has_v4() ? &unary_v4<F> : &unary_base<F>;
+  split(n, kGrain, threads, [&](std::int64_t i0, std::int64_t i1) { run(in + i0, out + i0, i1 - i0, alpha, beta); });
+}
+using UnaryLoop = void (*)(const float*, float*, std::int64_t, float, float, int);
 
 // e^x in a form the compiler vectorizes (std::exp is a call per element): Cody and Waite's
 // range reduction x = n ln 2 + r, |r| <= ln 2 / 2, then Cephes' degree-7 polynomial for e^r
-// (relative error about 2e-7), scaled by 2^n built in the exponent bits. x is clamped to where
-// 2^n stays a normal float; e^x below e^-87 is then 2^-126, not 0 (a softmax's weight of it
-// against any other term is nil either way).
+// (relative error about 2e-7), scaled by 2^n built in the exponent bits. Above 88, e^88.
+// Below -70 the result is 0: anything smaller turns subnormal once a softmax scales it (a
+// masked attention score of -10000 gave 2^-126 / 64), and every FMA of the next matmul that
+// reads a subnormal takes a microcode assist (BERT's attention with a padding mask ran 2x
+// slower); e^-70 is 4e-31, nothing beside a softmax's largest term of 1.
 inline float fast_exp(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
+  const float keep = x < -70.0f ? 0.0f : 1.0f;
+  x = std::min(std::max(x, -70.0f), 88.0f);
   const float t = x * 1.44269504088896341f;
   const int n = int(t + (t >= 0.0f ? 0.5f : -0.5f));
   const float fn = float(n);
@@ -140,7 +226,8 @@ inline float fast_exp(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  return (p * r * r + r + 1.0f) * std::bit_cast<float>((n + 127) << 23);
+  const float e = (p * r * r + r + 1.0f) * std::bit_cast<float>((n + 127) << 23);
+  return e * keep;
 }
 
 // erf(x) by Abramowitz and Stegun's 7.1.26 (absolute error below 1.5e-7), vectorizable as
@@ -187,7 +274,7 @@ void nhwc_to_nchw(const float* in, float* out, const Shape& s, int threads) {
   }
 }
 
-bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha, float beta) {
+bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha, float beta, int threads) {
   static const std::map<std::string, UnaryLoop> ops = {
       {"Relu", &unary_loop<decltype([](float x, float, float) { return x < 0 ? 0.0f : x; })>},  // NaN stays
       {"Sigmoid", &unary_loop<decltype([](float x, float, float) { return 1.0f / (1.0f + fast_exp(-x)); })>},
@@ -222,7 +309,7 @@ bool unary(const std::string& op, const float* in, float* out, std::int64_t n, f
   };
   const auto it = ops.find(op);
   if (it == ops.end()) return false;
-  if (in) it->second(in, out, n, alpha, beta);
+  if (in) it->second(in, out, n, alpha, beta, threads);
   return true;
 }
 
@@ -248,10 +335,10 @@ void where(const float* cond, const Shape& sc, const float* a, const Shape& sa, 
 }
 
 bool binary(const std::string& op, const float* a, const Shape& sa, const float* b, const Shape& sb, float* out,
-            const Shape& so) {
+            const Shape& so, int threads) {
   const auto it = binary_ops().find(op);
   if (it == binary_ops().end() || !broadcasts_to(sa, so) || !broadcasts_to(sb, so)) return false;
-  it->second({a, b, out, so, broadcast_strides(sa, so.size()), broadcast_strides(sb, so.size())});
+  it->second({a, b, out, so, broadcast_strides(sa, so.size()), broadcast_strides(sb, so.size())}, threads);
   return true;
 }
 
@@ -387,50 +474,168 @@ void concat(const std::vector<const float*>& in, const std::vector<Shape>& shape
   }
 }
 
-void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>& perm, float* out) {
+namespace {
+
+// Counts over the extents `size` in row-major order, offsets `a` and `b` moving by their
+// strides per unit of each dim (an odometer; seek starts it at any count).
+struct Odometer {
+  std::vector<std::int64_t> size, sa, sb, index;
+  std::int64_t a = 0, b = 0;
+  void seek(std::int64_t i) {
+    index.assign(size.size(), 0);
+    a = b = 0;
+    for (std::size_t k = size.size(); k-- > 0;) {
+      index[k] = i % size[k];
+      i /= size[k];
+      a += index[k] * sa[k];
+      b += index[k] * sb[k];
+    }
+  }
+  void next() {
+    for (std::size_t k = size.size(); k-- > 0;) {
+      ++index[k];
+      a += sa[k];
+      b += sb[k];
+      if (index[k] < size[k]) return;
+      a -= sa[k] * size[k];
+      b -= sb[k] * size[k];
+      index[k] = 0;
+    }
+  }
+};
+
+// A p x q block of out (rows `ld_out` apart) from in read at strides (1, q_step): the input's
+// contiguous dim becomes the output's rows, walked in 16 x 16 tiles that stay in L1.
+ATVOSS_INLINE void transpose_block_body(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out,
+                                        std::int64_t p, std::int64_t q) {
+  constexpr std::int64_t kTile = 16;
+  for (std::int64_t i0 = 0; i0 < p; i0 += kTile) {
+    const std::int64_t i1 = std::min(p, i0 + kTile);
+    for (std::int64_t j0 = 0; j0 < q; j0 += kTile) {
+      const std::int64_t j1 = std::min(q, j0 + kTile);
+      for (std::int64_t i = i0; i < i1; ++i) {
+        for (std::int64_t j = j0; j < j1; ++j) out[i * ld_out + j] = in[i + j * q_step];
+      }
+    }
+  }
+}
+void transpose_block_base(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out, std::int64_t p,
+                          std::int64_t q) {
+  transpose_block_body(in, q_step, out, ld_out, p, q);
+}
+ATVOSS_V4 void transpose_block_v4(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out,
+                                  std::int64_t p, std::int64_t q) {
+  transpose_block_body(in, q_step, out, ld_out, p, q);
+}
+
+}  // namespace
+
+void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>& perm, float* out, int threads) {
   const std::size_t r = x.size();
-  std::vector<std::int64_t> in_strides(r, 1), out_shape(r), step(r);
+  const std::int64_t n = elements(x);
+  if (n == 0) return;
+  if (r == 0) {
+    out[0] = in[0];
+    return;
+  }
+  std::vector<std::int64_t> in_strides(r, 1), out_shape(r), step(r), out_strides(r, 1);
   for (int d = int(r) - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * x[d + 1];
   for (std::size_t d = 0; d < r; ++d) {
     out_shape[d] = x[perm[d]];
     step[d] = in_strides[perm[d]];
   }
-  const std::int64_t n = elements(x);
-  std::vector<std::int64_t> index(r, 0);
-  std::int64_t src = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    out[i] = in[src];
-    advance(index, out_shape, step, src);
+  for (int d = int(r) - 2; d >= 0; --d) out_strides[d] = out_strides[d + 1] * out_shape[d + 1];
+  const std::int64_t inner = out_shape[r - 1], inner_step = step[r - 1];
+  // The output dim that reads the input's contiguous last dim (none when that dim is the output's last too).
+  std::size_t rows_dim = r;
+  for (std::size_t d = 0; d + 1 < r; ++d) {
+    if (perm[d] == std::int64_t(r) - 1 && x[r - 1] > 1) rows_dim = d;
   }
+  Odometer outer;
+  for (std::size_t d = 0; d + 1 < r; ++d) {
+    if (d == rows_dim) continue;
+    outer.size.push_back(out_shape[d]);
+    outer.sa.push_back(step[d]);
+    outer.sb.push_back(out_strides[d]);
+  }
+  std::int64_t count = 1;
+  for (auto e : outer.size) count *= e;
+  const std::int64_t per = n / count;  // elements per outer index
+  const bool blocked = inner_step != 1 && rows_dim < r;
+  const auto block = has_v4() ? &transpose_block_v4 : &transpose_block_base;
+  split(count, std::max<std::int64_t>(1, kGrain / per), threads, [&](std::int64_t c0, std::int64_t c1) {
+    Odometer o = outer;
+    o.seek(c0);
+    for (std::int64_t c = c0; c < c1; ++c, o.next()) {
+      if (blocked) {
+        block(in + o.a, inner_step, out + o.b, out_strides[rows_dim], out_shape[rows_dim], inner);
+      } else {
+        const float* src = in + o.a;
+        float* dst = out + o.b;
+        for (std::int64_t j = 0; j < inner; ++j) dst[j] = src[j * inner_step];
+      }
+    }
+  });
 }
 
 namespace {
 
-void softmax_row(const float* src, float* dst, std::int64_t len) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (std::int64_t k = 0; k < len; ++k) m = std::max(m, src[k]);
-  for (std::int64_t k = 0; k < len; ++k) dst[k] = fast_exp(src[k] - m);
+// The sum of a row in 16 float lanes (vectorized), added up in double.
+ATVOSS_INLINE double lane_sum(const float* v, std::int64_t len) {
+  constexpr int kLanes = 16;
+  float lane[kLanes] = {};
+  std::int64_t k = 0;
+  for (; k + kLanes <= len; k += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] += v[k + j];
+  }
   double sum = 0;
-  for (std::int64_t k = 0; k < len; ++k) sum += dst[k];
-  const float scale = float(1.0 / sum);
-  for (std::int64_t k = 0; k < len; ++k) dst[k] *= scale;
+  for (int j = 0; j < kLanes; ++j) sum += lane[j];
+  for (; k < len; ++k) sum += v[k];
+  return sum;
+}
+
+// One row's softmax: the max and the sum in 16 float lanes (vectorized), e^(x - max) by
+// fast_exp. The sum's rounding (about 1e-7 relative over a few thousand terms) is far inside
+// the 1e-4 the engine is held to.
+ATVOSS_INLINE void softmax_row_body(const float* src, float* dst, std::int64_t len) {
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  std::fill(lane, lane + kLanes, -std::numeric_limits<float>::infinity());
+  std::int64_t k = 0;
+  for (; k + kLanes <= len; k += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] = lane[j] < src[k + j] ? src[k + j] : lane[j];
+  }
+  float m = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < kLanes; ++j) m = std::max(m, lane[j]);
+  for (; k < len; ++k) m = std::max(m, src[k]);
+  for (k = 0; k < len; ++k) dst[k] = fast_exp(src[k] - m);
+  const float scale = float(1.0 / lane_sum(dst, len));
+  for (k = 0; k < len; ++k) dst[k] *= scale;
+}
+void softmax_rows_base(const float* src, float* dst, std::int64_t len, std::int64_t rows) {
+  for (std::int64_t i = 0; i < rows; ++i) softmax_row_body(src + i * len, dst + i * len, len);
+}
+ATVOSS_V4 void softmax_rows_v4(const float* src, float* dst, std::int64_t len, std::int64_t rows) {
+  for (std::int64_t i = 0; i < rows; ++i) softmax_row_body(src + i * len, dst + i * len, len);
 }
 
 }  // namespace
 
-void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, bool log) {
+void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, bool log, int threads) {
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t d = 0; d < axis; ++d) outer *= x[d];
   for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
   const std::int64_t len = x[axis];
+  if (inner == 1 && !log) {  // rows along the last axis (attention): vectorized
+    const auto rows = has_v4() ? &softmax_rows_v4 : &softmax_rows_base;
+    split(outer, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(len, 1)), threads,
+          [&](std::int64_t r0, std::int64_t r1) { rows(in + r0 * len, out + r0 * len, len, r1 - r0); });
+    return;
+  }
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t i = 0; i < inner; ++i) {
       const float* src = in + o * len * inner + i;
       float* dst = out + o * len * inner + i;
-      if (inner == 1 && !log) {  // rows along the last axis (attention): vectorized
-        softmax_row(src, dst, len);
-        continue;
-      }
       float m = -std::numeric_limits<float>::infinity();
       for (std::int64_t k = 0; k < len; ++k) m = std::max(m, src[k * inner]);
       double sum = 0;
@@ -456,22 +661,45 @@ Moments moments(const float* src, std::int64_t len, float epsilon) {
   return {mean, 1.0 / std::sqrt(var / double(len) + epsilon)};
 }
 
+// One row normalized: the mean, then the variance about it (two passes: no cancellation).
+ATVOSS_INLINE void layer_norm_row_body(const float* src, float* dst, std::int64_t len, float epsilon,
+                                       const float* gamma, const float* beta) {
+  const float mean = float(lane_sum(src, len) / double(len));
+  constexpr int kLanes = 16;
+  float lane[kLanes] = {};
+  std::int64_t k = 0;
+  for (; k + kLanes <= len; k += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] += (src[k + j] - mean) * (src[k + j] - mean);
+  }
+  double var = 0;
+  for (int j = 0; j < kLanes; ++j) var += lane[j];
+  for (; k < len; ++k) var += (src[k] - mean) * (src[k] - mean);
+  const float inv = float(1.0 / std::sqrt(var / double(len) + epsilon));
+  for (k = 0; k < len; ++k) {
+    dst[k] = (src[k] - mean) * inv * (gamma ? gamma[k] : 1.0f) + (beta ? beta[k] : 0.0f);
+  }
+}
+void layer_norm_rows_base(const float* src, float* dst, std::int64_t len, std::int64_t rows, float epsilon,
+                          const float* gamma, const float* beta) {
+  for (std::int64_t i = 0; i < rows; ++i) layer_norm_row_body(src + i * len, dst + i * len, len, epsilon, gamma, beta);
+}
+ATVOSS_V4 void layer_norm_rows_v4(const float* src, float* dst, std::int64_t len, std::int64_t rows, float epsilon,
+                                  const float* gamma, const float* beta) {
+  for (std::int64_t i = 0; i < rows; ++i) layer_norm_row_body(src + i * len, dst + i * len, len, epsilon, gamma, beta);
+}
+
 }  // namespace
 
 void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilon, const float* gamma,
-                const float* beta, float* out) {
+                const float* beta, float* out, int threads) {
   std::int64_t outer = 1, len = 1;
   for (std::int64_t d = 0; d < axis; ++d) outer *= x[d];
   for (std::size_t d = axis; d < x.size(); ++d) len *= x[d];
-  for (std::int64_t o = 0; o < outer; ++o) {
-    const float* src = in + o * len;
-    float* dst = out + o * len;
-    const auto [mean, inv] = moments(src, len, epsilon);
-    for (std::int64_t k = 0; k < len; ++k) {
-      const double v = (src[k] - mean) * inv;
-      dst[k] = float(v * (gamma ? gamma[k] : 1.0f) + (beta ? beta[k] : 0.0f));
-    }
-  }
+  const auto rows = has_v4() ? &layer_norm_rows_v4 : &layer_norm_rows_base;
+  split(outer, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(len, 1)), threads,
+        [&](std::int64_t r0, std::int64_t r1) {
+          rows(in + r0 * len, out + r0 * len, len, r1 - r0, epsilon, gamma, beta);
+        });
 }
 
 void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,

@@ -17,7 +17,8 @@ using Shape = std::vector<std::int64_t>;
 std::int64_t elements(const Shape& s);
 
 // [N, C, H, W] data between NCHW and NHWC order.
-// threads: the cores the larger plain ops run on (OpenMP).
+// threads: the cores the larger plain ops run on (OpenMP): the elementwise ops, transpose,
+// softmax and layer norm too, each thread given at least 16384 elements.
 void nchw_to_nhwc(const float* in, float* out, const Shape& nchw, int threads = 1);
 void nhwc_to_nchw(const float* in, float* out, const Shape& nchw, int threads = 1);
 
@@ -25,7 +26,8 @@ void nhwc_to_nchw(const float* in, float* out, const Shape& nchw, int threads = 
 // Reciprocal, Floor, Ceil, Identity, Softplus, Softsign, HardSwish, Not, Gelu (erf),
 // GeluTanh, LeakyRelu (alpha), Elu (alpha), HardSigmoid (alpha, beta), Clip (lo, hi)).
 // alpha and beta carry the op's attributes. false when the op is not one of these.
-bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha = 0, float beta = 0);
+bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha = 0, float beta = 0,
+           int threads = 1);
 
 // out = cond ? a : b elementwise, the three broadcast to so (numpy rules); cond null: a.
 void where(const float* cond, const Shape& sc, const float* a, const Shape& sa, const float* b, const Shape& sb,
@@ -37,7 +39,7 @@ void where(const float* cond, const Shape& sc, const float* a, const Shape& sa, 
 // the shapes do not broadcast. binary_op: whether binary() knows op.
 bool binary_op(const std::string& op);
 bool binary(const std::string& op, const float* a, const Shape& sa, const float* b, const Shape& sb, float* out,
-            const Shape& so);
+            const Shape& so, int threads = 1);
 
 struct Window {
   std::int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
@@ -55,13 +57,13 @@ void global_pool(bool max, const float* in, const Shape& x, float* out, bool nhw
 void concat(const std::vector<const float*>& in, const std::vector<Shape>& shapes, std::int64_t axis, float* out,
             bool nhwc, int threads = 1);
 // out = in transposed by perm (ONNX Transpose).
-void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>& perm, float* out);
+void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>& perm, float* out, int threads = 1);
 
 // Softmax (or LogSoftmax) along axis.
-void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, bool log);
+void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, bool log, int threads = 1);
 // LayerNormalization over the dims from axis on; gamma and beta (may be null) over those dims.
 void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilon, const float* gamma,
-                const float* beta, float* out);
+                const float* beta, float* out, int threads = 1);
 // BatchNormalization (inference) of [N, C, ...] in NCHW order, or with the channels innermost
 // (nhwc: a conv's output or a concat of them).
 void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,

@@ -430,3 +430,25 @@ def test_slice_split_pad_and_reductions(tmp_path):
              b.node("ReduceMin", [x], keepdims=1)]
     path = b.save(str(tmp_path / "slices.onnx"), [("x", [1, 4, 9, 10])], [sliced, padded, cropped] + means)
     compare(path)
+
+
+def test_large_plain_ops_split_over_threads(tmp_path):
+    """Tensors large enough that the elementwise ops, transposes (every kind of perm: the last
+    dim kept, moved, and the 2-D case), softmax and layer norm split over two threads, each
+    thread starting mid-tensor; broadcasts along inner and outer dims and one long row."""
+    b = Builder()
+    x = "x"  # [2, 12, 64, 48]
+    outs = [b.node("Transpose", [x], perm=p) for p in ([0, 2, 1, 3], [0, 2, 3, 1], [3, 1, 2, 0], [0, 1, 3, 2],
+                                                       [1, 0, 2, 3], [3, 2, 1, 0])]
+    outs.append(b.node("Softmax", [x], axis=-1))
+    outs.append(b.node("LayerNormalization", [x, b.const(RNG.uniform(0.5, 1.5, 48)), b.const(RNG.uniform(-0.1, 0.1, 48))],
+                       axis=-1, epsilon=1e-5))
+    outs.append(b.node("Add", [x, b.const(RNG.standard_normal(48))]))
+    outs.append(b.node("Mul", [x, b.const(RNG.standard_normal((2, 1, 64, 1)))]))
+    outs.append(b.node("Erf", [x]))
+    flat = b.node("Reshape", [x, b.ints([-1])])
+    outs.append(b.node("Sub", [flat, b.node("Sigmoid", [flat])]))
+    outs.append(b.node("Transpose", [b.node("Reshape", [x, b.ints([24 * 64, 48])])], perm=[1, 0]))
+    path = b.save(str(tmp_path / "large.onnx"), [("x", [2, 12, 64, 48])], outs, opset=17)
+    for threads in (1, 2):
+        compare(path, threads=threads)
