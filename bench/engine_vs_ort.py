@@ -3,8 +3,8 @@
 Runtime in one process, on the same inputs: threads set alike (intra-op = --threads, inter-op 1,
 sequential execution), each side's threads waiting as it does by default (both spin a while
 before they sleep: --passive makes both sleep at once, which costs each a wake-up per parallel
-region), both warmed up, interleaved in blocks (each block one untimed run, which waits out the
-other side's spinning threads, then --block timed runs), medians of --runs timed runs each. Prints per
+region), both warmed up, interleaved in blocks (each block 50 ms idle, so that the other side's
+spinning threads sleep, one untimed run, then --block timed runs), medians of --runs timed runs each. Prints per
 model the largest relative error against ONNX Runtime (|a - r| / max(|r|, 1)), both medians and
 the speed ratio (ONNX Runtime's median over atvoss's: above 1, atvoss is faster).
 
@@ -35,6 +35,12 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 import atvoss.runtime as rt  # noqa: E402
+
+
+# Idle before each block: the other side's threads, spinning after its last run, go to sleep
+# first (ONNX Runtime's spin outlasted one untimed run of a 4 ms model: atvoss's threads then
+# shared the two cores with it, 5.8 ms against 4.1 ms run alone).
+IDLE_S = 0.05
 
 
 def ort_session(path, threads, passive):
@@ -71,8 +77,10 @@ def bench(path, plan, args):
         session.run(None, feed)
     a, o = [], []
     while len(a) < args.runs:
+        time.sleep(IDLE_S)
         model.run(inputs)
         a += [timed(lambda: model.run(inputs)) for _ in range(args.block)]
+        time.sleep(IDLE_S)
         session.run(None, feed)
         o += [timed(lambda: session.run(None, feed)) for _ in range(args.block)]
     kernels = model.describe()

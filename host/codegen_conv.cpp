@@ -414,8 +414,10 @@ extern "C" void atvoss_pack_weights(const AtvossArgs* g, void* out) {
 
 }  // namespace
 
-long conv_slices(long oh, long ow, long th, long tw, long threads) {
-  if (threads <= 1) return 1;
+long conv_slices(long oh, long ow, long th, long tw, long threads, long panels) {
+  // Fewer panels than threads: a slice of none leaves its thread idle while another takes the
+  // whole block (a 32-channel conv on two threads ran at one thread's speed).
+  if (threads <= 1 || panels < threads) return 1;
   const long rows = (oh + th - 1) / th, cols = (ow + tw - 1) / tw, blocks = rows * cols;
   const long chunk = (blocks + threads - 1) / threads;  // OpenMP's static schedule
   long most = 0;
@@ -603,7 +605,9 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n";
   if (!dw) {
     o << "constexpr long SLICES = "
-      << conv_slices(w.out_h(), w.out_w(), knob(knobs::tile_h), knob(knobs::tile_w), knob(knobs::threads)) << ";\n"
+      << conv_slices(w.out_h(), w.out_w(), knob(knobs::tile_h), knob(knobs::tile_w), knob(knobs::threads),
+                     (std::min(whole_blocks(knob(knobs::tile_n), nr), w.dim("K")) + nr - 1) / nr)
+      << ";\n"
       << cut_text();
   }
   if (dw) {

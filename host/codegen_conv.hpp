@@ -30,7 +30,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
 // How many slices a conv2d kernel of `threads` threads cuts each pixel block's output channels
 // into: 1 where OpenMP's static share of the th x tw pixel blocks of the oh x ow output gives no
 // thread over a tenth more pixels than an even share, else `threads` (each thread a slice of
-// every block).
-long conv_slices(long oh, long ow, long th, long tw, long threads);
+// every block). 1 also where a weight block has fewer `panels` (micro_n wide) than threads.
+long conv_slices(long oh, long ow, long th, long tw, long threads, long panels);
 
 }  // namespace atvoss::host

@@ -139,13 +139,16 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
 // A conv's threads cut each pixel block's output channels into slices where OpenMP's static
 // share of the blocks would leave one thread over a tenth more pixels than the others.
 TEST(ConvCodegenTest, ThreadsSliceTheChannelsWhereThePixelBlocksShareUnevenly) {
-  EXPECT_EQ(conv_slices(7, 7, 16, 8, 2), 2);     // one block
-  EXPECT_EQ(conv_slices(56, 56, 16, 64, 2), 2);  // rows of 16, 16 | 16, 8
-  EXPECT_EQ(conv_slices(56, 56, 8, 64, 2), 2);   // seven blocks: 4 | 3
-  EXPECT_EQ(conv_slices(32, 32, 8, 64, 2), 1);   // 2 | 2
-  EXPECT_EQ(conv_slices(56, 56, 1, 64, 2), 1);   // 28 | 28 rows
-  EXPECT_EQ(conv_slices(56, 56, 4, 64, 4), 4);   // 14 blocks in chunks of 4: rows 16, 16, 16, 8
-  EXPECT_EQ(conv_slices(7, 7, 16, 8, 1), 1);
+  EXPECT_EQ(conv_slices(7, 7, 16, 8, 2, 4), 2);     // one block
+  EXPECT_EQ(conv_slices(56, 56, 16, 64, 2, 4), 2);  // rows of 16, 16 | 16, 8
+  EXPECT_EQ(conv_slices(56, 56, 8, 64, 2, 4), 2);   // seven blocks: 4 | 3
+  EXPECT_EQ(conv_slices(32, 32, 8, 64, 2, 4), 1);   // 2 | 2
+  EXPECT_EQ(conv_slices(56, 56, 1, 64, 2, 4), 1);   // 28 | 28 rows
+  EXPECT_EQ(conv_slices(56, 56, 4, 64, 4, 4), 4);   // 14 blocks in chunks of 4: rows 16, 16, 16, 8
+  EXPECT_EQ(conv_slices(7, 7, 16, 8, 1, 4), 1);
+  // One panel (32 output channels at micro_n 32) cannot be shared: the blocks are.
+  EXPECT_EQ(conv_slices(56, 56, 16, 64, 2, 1), 1);
+  EXPECT_EQ(conv_slices(7, 7, 16, 8, 4, 3), 1);
 }
 
 TEST(ConvCodegenTest, EveryConvScheduleInTheTableComputesTheReference) {
