@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "host/codegen.hpp"
+#include "host/codegen_conv.hpp"
 #include "host/host_space.hpp"
 #include "host/knob_values.hpp"
 #include "lowering/epilogue.hpp"
@@ -208,6 +210,28 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
     if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k})) return s;
   }
   throw_bad_input("host: no valid default schedule for " + w.label());
+}
+
+Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads) {
+  const std::string th(knobs::tile_h), tw(knobs::tile_w), nr(knobs::micro_n);
+  s.set(std::string(knobs::threads), threads);
+  if (w.op() != "conv2d" || threads <= 1) return s;
+  const long panels = (std::min(whole_blocks(s.at(std::string(knobs::tile_n)), s.at(nr)), w.dim("K")) + s.at(nr) - 1) /
+                      s.at(nr);
+  const auto even = [&](const Schedule& c) {
+    return conv_slices(w.out_h(), w.out_w(), c.at(th), c.at(tw), threads, threads) == 1;
+  };
+  if (panels >= threads || even(s)) return s;  // the channel slices or the blocks share out evenly
+  const ScheduleSpace space = conv_space_for(w, m);
+  for (const auto& k : space.knobs()) {
+    if (k.name != th) continue;
+    for (auto v = k.values.rbegin(); v != k.values.rend(); ++v) {
+      Schedule c = s;
+      c.set(th, *v);
+      if (*v < s.at(th) && even(c) && space.check(c).ok) return c;
+    }
+  }
+  return s;
 }
 
 }  // namespace atvoss::host

@@ -58,5 +58,11 @@ bool conv_supports(const Workload& w, std::string* why = nullptr);
 // REQUIRES: conv_supports(w). bad_input naming the field otherwise.
 ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m);
 Schedule conv_default_schedule(const Workload& w, const MachineInfo& m);
+// s (a point of w's space) on `threads` threads (a value of its threads knob). A conv2d whose
+// output channels cannot be cut into a slice per thread (fewer micro_n panels than threads) and
+// whose pixel blocks would share out unevenly among them (codegen_conv.hpp, conv_slices) takes
+// the tallest lower tile_h whose blocks share out evenly: 16-row blocks of a 56-row map gave
+// one thread 32 rows and the other 24.
+Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads);
 
 }  // namespace atvoss::host

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "host/codegen.hpp"
 #include "host/codegen_conv.hpp"
+#include "host/conv_space.hpp"
 #include "host/host_space.hpp"
 #include "host/measure.hpp"
 #include "host/operands.hpp"
@@ -135,6 +136,30 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":5,"H":6,"W":5,"R":3,"S":3}})",
      {{"micro_m", 1}, {"micro_n", 8}, {"tile_order", 0}}},
 };
+
+// On two threads a conv of one panel of output channels takes pixel blocks that share out
+// evenly (56 rows: 4-row blocks, 7 each, where 16-row ones gave 32 | 24 rows); one of many
+// panels keeps its blocks (the channel slices balance it), a depthwise conv only its threads.
+TEST(ConvCodegenTest, OnSeveralThreadsANarrowConvTakesBlocksThatShareOutEvenly) {
+  MachineInfo m = testing::avx512_machine();
+  m.physical_cores = 2;
+  const Workload narrow = workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":56,"W":56,"K":32,"R":3,"S":3,"pad":1,"stride":1}})");
+  const Schedule one = conv_default_schedule(narrow, m);
+  ASSERT_EQ(one.at("tile_h"), 16);
+  const Schedule two = conv_on_threads(narrow, one, m, 2);
+  EXPECT_EQ(two.at("threads"), 2);
+  EXPECT_EQ(two.at("tile_h"), 4);
+  EXPECT_TRUE(conv_space_for(narrow, m).check(two).ok);
+  const Workload wide = workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":56,"W":56,"K":256,"R":3,"S":3,"pad":1,"stride":1}})");
+  EXPECT_EQ(conv_on_threads(wide, conv_default_schedule(wide, m), m, 2).at("tile_h"), 16);
+  const Workload dw = workload(
+      R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":56,"W":56,"R":3,"S":3,"pad":1,"stride":1}})");
+  Schedule dw_two = conv_default_schedule(dw, m);
+  dw_two.set("threads", 2);
+  EXPECT_EQ(conv_on_threads(dw, conv_default_schedule(dw, m), m, 2), dw_two);
+}
 
 // A conv's threads cut each pixel block's output channels into slices where OpenMP's static
 // share of the blocks would leave one thread over a tenth more pixels than the others.
