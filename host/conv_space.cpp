@@ -213,15 +213,13 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
 }
 
 Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads) {
-  const std::string th(knobs::tile_h), tw(knobs::tile_w), nr(knobs::micro_n);
+  const std::string th(knobs::tile_h), tw(knobs::tile_w);
   s.set(std::string(knobs::threads), threads);
   if (w.op() != "conv2d" || threads <= 1) return s;
-  const long panels = (std::min(whole_blocks(s.at(std::string(knobs::tile_n)), s.at(nr)), w.dim("K")) + s.at(nr) - 1) /
-                      s.at(nr);
   const auto even = [&](const Schedule& c) {
     return conv_slices(w.out_h(), w.out_w(), c.at(th), c.at(tw), threads, threads) == 1;
   };
-  if (panels >= threads || even(s)) return s;  // the channel slices or the blocks share out evenly
+  if (even(s)) return s;
   const ScheduleSpace space = conv_space_for(w, m);
   for (const auto& k : space.knobs()) {
     if (k.name != th) continue;

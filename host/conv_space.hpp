@@ -59,10 +59,11 @@ bool conv_supports(const Workload& w, std::string* why = nullptr);
 ScheduleSpace conv_space_for(const Workload& w, const MachineInfo& m);
 Schedule conv_default_schedule(const Workload& w, const MachineInfo& m);
 // s (a point of w's space) on `threads` threads (a value of its threads knob). A conv2d whose
-// output channels cannot be cut into a slice per thread (fewer micro_n panels than threads) and
-// whose pixel blocks would share out unevenly among them (codegen_conv.hpp, conv_slices) takes
-// the tallest lower tile_h whose blocks share out evenly: 16-row blocks of a 56-row map gave
-// one thread 32 rows and the other 24.
+// pixel blocks would share out unevenly among them (codegen_conv.hpp, conv_slices) takes the
+// tallest lower tile_h whose blocks share out evenly, where one does: 16-row blocks of a 56-row
+// map gave one thread 32 rows and the other 24, and the channel slices that even it out make
+// each thread read the whole input (ResNet-50's 56x56 1x1 convs ran no faster on two threads
+// than on one). Where none does (a 7x7 map), the slices remain.
 Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads);
 
 }  // namespace atvoss::host

@@ -137,10 +137,10 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
      {{"micro_m", 1}, {"micro_n", 8}, {"tile_order", 0}}},
 };
 
-// On two threads a conv of one panel of output channels takes pixel blocks that share out
-// evenly (56 rows: 4-row blocks, 7 each, where 16-row ones gave 32 | 24 rows); one of many
-// panels keeps its blocks (the channel slices balance it), a depthwise conv only its threads.
-TEST(ConvCodegenTest, OnSeveralThreadsANarrowConvTakesBlocksThatShareOutEvenly) {
+// On two threads a conv takes pixel blocks that share out evenly (56 rows: 4-row blocks, 7
+// each, where 16-row ones gave 32 | 24 rows); one whose blocks already do, or where none can
+// (7 rows), keeps them; a depthwise conv changes only its threads.
+TEST(ConvCodegenTest, OnSeveralThreadsAConvTakesPixelBlocksThatShareOutEvenly) {
   MachineInfo m = testing::avx512_machine();
   m.physical_cores = 2;
   const Workload narrow = workload(
@@ -152,8 +152,15 @@ TEST(ConvCodegenTest, OnSeveralThreadsANarrowConvTakesBlocksThatShareOutEvenly) 
   EXPECT_EQ(two.at("tile_h"), 4);
   EXPECT_TRUE(conv_space_for(narrow, m).check(two).ok);
   const Workload wide = workload(
-      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":56,"W":56,"K":256,"R":3,"S":3,"pad":1,"stride":1}})");
-  EXPECT_EQ(conv_on_threads(wide, conv_default_schedule(wide, m), m, 2).at("tile_h"), 16);
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":256,"H":56,"W":56,"K":64,"R":1,"S":1,"pad":0,"stride":1}})");
+  EXPECT_EQ(conv_on_threads(wide, conv_default_schedule(wide, m), m, 2).at("tile_h"), 4);
+  const Workload even = workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":32,"W":32,"K":32,"R":3,"S":3,"pad":1,"stride":1}})");
+  EXPECT_EQ(conv_on_threads(even, conv_default_schedule(even, m), m, 2).at("tile_h"), 16);
+  const Workload small = workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":512,"H":7,"W":7,"K":512,"R":3,"S":3,"pad":1,"stride":1}})");
+  EXPECT_EQ(conv_on_threads(small, conv_default_schedule(small, m), m, 2).at("tile_h"),
+            conv_default_schedule(small, m).at("tile_h"));
   const Workload dw = workload(
       R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":56,"W":56,"R":3,"S":3,"pad":1,"stride":1}})");
   Schedule dw_two = conv_default_schedule(dw, m);
