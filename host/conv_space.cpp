@@ -213,20 +213,25 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
 }
 
 Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads) {
-  const std::string th(knobs::tile_h), tw(knobs::tile_w);
+  const std::string th(knobs::tile_h), tw(knobs::tile_w), nr(knobs::micro_n);
   s.set(std::string(knobs::threads), threads);
   if (w.op() != "conv2d" || threads <= 1) return s;
   const auto even = [&](const Schedule& c) {
     return conv_slices(w.out_h(), w.out_w(), c.at(th), c.at(tw), threads, threads) == 1;
   };
   if (even(s)) return s;
+  // Lower blocks read more of the input again (R - 1 halo rows each): no more than half their
+  // rows again, unless the channels cannot be sliced either.
+  const long panels = (std::min(whole_blocks(s.at(std::string(knobs::tile_n)), s.at(nr)), w.dim("K")) + s.at(nr) - 1) /
+                      s.at(nr);
+  const std::int64_t lowest = panels < threads ? 1 : 2 * (w.dim("R") - 1);
   const ScheduleSpace space = conv_space_for(w, m);
   for (const auto& k : space.knobs()) {
     if (k.name != th) continue;
     for (auto v = k.values.rbegin(); v != k.values.rend(); ++v) {
       Schedule c = s;
       c.set(th, *v);
-      if (*v < s.at(th) && even(c) && space.check(c).ok) return c;
+      if (*v < s.at(th) && *v >= lowest && even(c) && space.check(c).ok) return c;
     }
   }
   return s;

@@ -63,7 +63,9 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m);
 // tallest lower tile_h whose blocks share out evenly, where one does: 16-row blocks of a 56-row
 // map gave one thread 32 rows and the other 24, and the channel slices that even it out make
 // each thread read the whole input (ResNet-50's 56x56 1x1 convs ran no faster on two threads
-// than on one). Where none does (a 7x7 map), the slices remain.
+// than on one). Where none does (a 7x7 map), the slices remain; so they do where the only
+// even blocks would read over half their rows again as halo (3x3 windows on blocks of 1 row:
+// a 14x14 map ran 30 % slower so), unless fewer micro_n panels than threads leave no slices.
 Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads);
 
 }  // namespace atvoss::host
