@@ -6,6 +6,7 @@
 
 #include "backend/internal/builtin_backends.hpp"
 #include "core/error.hpp"
+#include "lowering/knob_names.hpp"
 
 namespace atvoss::backend {
 namespace {
@@ -91,6 +92,16 @@ ScheduleSpace space_for(const Workload& w, const Target& t) { return backend_for
 
 std::optional<Schedule> default_schedule(const Workload& w, const Target& t) {
   return backend_for(w, t).default_schedule(w, t);
+}
+
+Schedule Backend::default_on_threads(const Workload&, const Target&, const Schedule& def, std::int64_t threads) const {
+  Schedule s = def;
+  s.set(std::string(knobs::threads), threads);
+  return s;
+}
+
+Schedule default_on_threads(const Workload& w, const Target& t, const Schedule& def, std::int64_t threads) {
+  return backend_for(w, t).default_on_threads(w, t, def, threads);
 }
 
 Schedule required_default(const Workload& w, const Target& t) {

@@ -88,6 +88,11 @@ class Backend {
   // A valid vendor-style default: the baseline tuning is compared against. nullopt where
   // the backend has none (a measured table knows no vendor default).
   virtual std::optional<Schedule> default_schedule(const Workload& w, const Target& t) const = 0;
+  // The default def (of w's space, with a threads knob) on `threads` cores, as the vendor would
+  // run it there: the knob set, and whatever else the backend re-blocks for that many (the
+  // host's conv2d: pixel blocks that share out evenly, host/conv_space.hpp).
+  virtual Schedule default_on_threads(const Workload& w, const Target& t, const Schedule& def,
+                                      std::int64_t threads) const;
   // The kernel plan of s; nullopt where the backend has no lowering (measured tables).
   virtual std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t, const Schedule& s) const = 0;
   // One measurement per request, in order. A schedule outside the space is bad_input;
@@ -114,6 +119,8 @@ ScheduleSpace space_for(const Workload& w, const Target& t);
 std::optional<Schedule> default_schedule(const Workload& w, const Target& t);
 // The default where a whole-model job needs one; bad_input naming the backend if it has none.
 Schedule required_default(const Workload& w, const Target& t);
+// backend_for(w, t).default_on_threads(w, t, def, threads).
+Schedule default_on_threads(const Workload& w, const Target& t, const Schedule& def, std::int64_t threads);
 Measurement measure_one(const MeasureRequest& request, const MeasureOptions& options = {});
 
 // w under s on target once, without simulated noise: how a job times the schedules it

@@ -4,6 +4,7 @@
 #include "backend/internal/builtin_backends.hpp"
 #include "core/error.hpp"
 #include "host/builder.hpp"
+#include "host/conv_space.hpp"
 #include "host/host_space.hpp"
 #include "host/measure.hpp"
 #include "host/rowops_space.hpp"
@@ -42,6 +43,12 @@ class HostBackend final : public Backend {
   std::optional<Schedule> default_schedule(const Workload& w, const Target& t) const override {
     require_this_machine(t);
     return host::default_schedule(w, host::this_machine());
+  }
+  Schedule default_on_threads(const Workload& w, const Target& t, const Schedule& def,
+                              std::int64_t threads) const override {
+    if (!w.is_conv()) return Backend::default_on_threads(w, t, def, threads);
+    require_this_machine(t);
+    return host::conv_on_threads(w, def, host::this_machine(), int(threads));
   }
   // The shared templates' plan through the CPU's compute unit (host/cpu_unit.hpp): what the
   // cost model featurises.

@@ -1326,7 +1326,7 @@ Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(
   io.batch = options.batch;
   io.dims = options.dims;
   io.float_dtype = DType::float32;
-  m.graph = frontend::import_onnx(onnx_path, io).graph();
+  m.graph = frontend::import_bound_onnx(m.file->model(), onnx_path, io).graph();
   runtime::RuntimeOptions ro;
   ro.build = options.build;
   ro.default_threads = options.threads > 0 ? options.threads : host::this_machine().physical_cores;

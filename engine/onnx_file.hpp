@@ -34,6 +34,8 @@ class OnnxFile {
   // A constant's data as int64 (from int64 or int32 storage); null if none.
   const std::vector<std::int64_t>* ints(const std::string& tensor) const;
   std::int64_t opset() const { return opset_; }
+  // The bound model itself (what frontend::import_bound_onnx imports).
+  const onnx::ModelProto& model() const { return *model_; }
   // The ONNX element type of a graph input ("float", "int64", ...), empty if unknown.
   std::string input_type(const std::string& tensor) const;
   // A graph input's position among the graph's inputs (the order ONNX Runtime takes them in);

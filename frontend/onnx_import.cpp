@@ -687,12 +687,13 @@ onnx::ModelProto read_bound_onnx_model(const std::string& path, const BoundDims&
 }
 
 TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
-  const onnx::ModelProto model = read_bound_onnx_model(path, {options.batch, options.dims});
-  std::string name = model.graph().name();
-  if (name.empty()) name = path;
-  Graph graph = Extractor(model.graph(), options).build();
+  return import_bound_onnx(read_bound_onnx_model(path, {options.batch, options.dims}), path, options);
+}
+
+TaskSet import_bound_onnx(const onnx::ModelProto& bound, const std::string& name, const OnnxImportOptions& options) {
+  Graph graph = Extractor(bound.graph(), options).build();
   if (options.fuse) fuse_graph(graph);
-  return tasks_from_graph(std::move(graph), name, options.batch);
+  return tasks_from_graph(std::move(graph), bound.graph().name().empty() ? name : bound.graph().name(), options.batch);
 }
 
 }  // namespace atvoss::frontend

@@ -52,5 +52,9 @@ onnx::ModelProto read_bound_onnx_model(const std::string& path, const BoundDims&
 // bad_input naming the file when it is unreadable, not an ONNX model, or fails
 // shape inference.
 TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options = {});
+// The import of a model read_bound_onnx_model already read at options' dims (the engine keeps
+// that ModelProto for the weights: one read, one folding). name: the model's, where its graph
+// has none.
+TaskSet import_bound_onnx(const onnx::ModelProto& bound, const std::string& name, const OnnxImportOptions& options);
 
 }  // namespace atvoss::frontend

@@ -128,9 +128,9 @@ class Planner {
     for (const auto& k : space.knobs()) {
       if (k.name != threads) continue;
       for (std::int64_t v : k.values) {
-        Schedule s = def;
-        s.set(threads, v);
-        if (v != def.at(threads) && space.check(s).ok) out.push_back(s);
+        if (v == def.at(threads)) continue;
+        const Schedule s = backend::default_on_threads(w, target_, def, v);
+        if (space.check(s).ok) out.push_back(s);
       }
     }
     return out;

@@ -122,5 +122,23 @@ TEST(BackendTest, TraitsSayHowABackendMeasures) {
   EXPECT_THROW(check_target(other), Error);
 }
 
+// The vendor default on more cores is what the runtime runs there: on the host, a conv2d's
+// pixel blocks re-blocked to share out evenly (56 rows in blocks of 4, not 16); a matmul's
+// threads knob alone.
+TEST(BackendTest, TheHostDefaultOnTwoThreadsIsTheOneTheRuntimeRuns) {
+  const Target host = load_target("host");
+  const Workload conv = workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":256,"H":56,"W":56,"K":64,"R":1,"S":1,"pad":0,"stride":1}})");
+  const Schedule def = required_default(conv, host);
+  const Schedule two = default_on_threads(conv, host, def, 2);
+  EXPECT_EQ(two.at("threads"), 2);
+  EXPECT_EQ(def.at("tile_h"), 16);
+  EXPECT_EQ(two.at("tile_h"), 4);
+  const Workload mm = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}})");
+  Schedule expected = required_default(mm, host);
+  expected.set("threads", 2);
+  EXPECT_EQ(default_on_threads(mm, host, required_default(mm, host), 2), expected);
+}
+
 }  // namespace
 }  // namespace atvoss::backend
