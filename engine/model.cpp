@@ -909,7 +909,8 @@ struct Model::Impl {
     const float eps = float_attr(p, "epsilon", 1e-5f);
     const Ref x = plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], false);
-    push(n, [this, x, xs, axis, eps, gamma, beta, y] { layer_norm(at(x), xs, axis, eps, gamma, beta, ptr[y], threads); });
+    push(n,
+         [this, x, xs, axis, eps, gamma, beta, y] { layer_norm(at(x), xs, axis, eps, gamma, beta, ptr[y], threads); });
   }
 
   void add_batch_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -523,8 +523,8 @@ void transpose_block_base(const float* in, std::int64_t q_step, float* out, std:
                           std::int64_t q) {
   transpose_block_body(in, q_step, out, ld_out, p, q);
 }
-ATVOSS_V4 void transpose_block_v4(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out,
-                                  std::int64_t p, std::int64_t q) {
+ATVOSS_V4 void transpose_block_v4(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out, std::int64_t p,
+                                  std::int64_t q) {
   transpose_block_body(in, q_step, out, ld_out, p, q);
 }
 

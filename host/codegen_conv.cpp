@@ -686,8 +686,8 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
       << "  for (long n = 0; n < N; ++n) {\n"
       << "    const TA* in = padded(qa + n * H * W * C, (TA*)pad.p, fill);\n";
   } else {
-    o << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED")
-      << "), pad(" << (dw ? "0" : "PAD > 0 ? HP * WP * C : 0") << ");\n";
+    o << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED") << "), pad("
+      << (dw ? "0" : "PAD > 0 ? HP * WP * C : 0") << ");\n";
     if (!dw) {
       o << "  const bool prepacked = !INPLACE && g->qb_packed;\n"
         << "  float* packed = prepacked ? (float*)g->qb_packed : wp.p;\n";

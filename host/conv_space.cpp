@@ -222,8 +222,8 @@ Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, in
   if (even(s)) return s;
   // Lower blocks read more of the input again (R - 1 halo rows each): no more than half their
   // rows again, unless the channels cannot be sliced either.
-  const long panels = (std::min(whole_blocks(s.at(std::string(knobs::tile_n)), s.at(nr)), w.dim("K")) + s.at(nr) - 1) /
-                      s.at(nr);
+  const long panels =
+      (std::min(whole_blocks(s.at(std::string(knobs::tile_n)), s.at(nr)), w.dim("K")) + s.at(nr) - 1) / s.at(nr);
   const std::int64_t lowest = panels < threads ? 1 : 2 * (w.dim("R") - 1);
   const ScheduleSpace space = conv_space_for(w, m);
   for (const auto& k : space.knobs()) {
