@@ -83,13 +83,10 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   // place them outside it.
   ::setenv("OMP_PROC_BIND", "false", 1);
   ::unsetenv("OMP_PLACES");
-  // Waiting threads spin a while, then sleep, as libgomp's default has them do in atvoss-run
-  // and the runtime (unless the caller chose a spin count): timed with passive waiting, every
-  // parallel region paid a wake-up the model never pays, and a two-thread 7x7 conv measured
-  // slower than one thread (655-907 us against 562; 299 us spinning), so plans kept one thread
-  // where the model runs twice as fast on two (docs/host-backend.md "Waiting").
+  // Waiting threads sleep rather than spin (unless the caller chose): on a core shared with
+  // other processes a spinning thread takes the time slice its partner needs
+  // (docs/host-backend.md has the figures).
   ::setenv("OMP_WAIT_POLICY", "passive", 0);
-  ::setenv("GOMP_SPINCOUNT", "300000", 0);
   // The object is the caller's input: one that is no kernel is bad input, not a failure here.
   require_input_file(so_path, "--so");
   const auto [handle, fn] = open_kernel_object(so_path, w, "--so");

@@ -12,10 +12,8 @@ __version__ = "0.1.0"  # pyproject.toml's version; test_docs checks the two agre
 
 # Before the C++ core loads libgomp (which reads this once): OpenMP threads that wait by
 # spinning stalled the runtime's kernels in multiples of 4 ms next to numpy's own threads.
-# Passive waiting costs each parallel region a wake-up that the tuner's kernel runner, which
-# times kernels spinning a while as atvoss-run runs them (host/kernel_timing.cpp), does not
-# pay: GOMP_SPINCOUNT=300000 in the environment spins so here too (bench/engine_vs_ort.py).
-# A value the user set is kept.
+# Passive waiting is what the tuner's kernel runner measures with (host/kernel_timing.cpp),
+# so the runtime delivers the times the tuner reported. A value the user set is kept.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # The same trap from numpy's side: after each call OpenBLAS's idle threads poll for 2^28
 # cycles (about 0.1 s) and took a core from a 2-thread tuned kernel run between numpy calls
