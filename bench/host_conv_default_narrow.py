@@ -7,22 +7,18 @@ and EfficientNet-B0's narrow 1x1 convs), in fp32, bf16 and int8; each pair measu
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/host_conv_default_narrow.py [--set dev|heldout]
        [--dtypes float32,bfloat16,int8]"""
-import argparse
 import json
-import statistics
 
-import atvoss
 from atvoss import _atvoss
+
+from default_pairs import paired_medians, parse_set_and_dtypes, print_summary
 
 DEV = [(32, 112, 16), (144, 56, 24), (96, 56, 24), (16, 112, 96)]
 HELDOUT = [(96, 55, 16), (128, 55, 16), (256, 27, 32), (116, 28, 24), (240, 28, 40), (144, 56, 24)]
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--set", choices=["dev", "heldout"], default="heldout")
-    parser.add_argument("--dtypes", default="float32")
-    args = parser.parse_args()
+    args = parse_set_and_dtypes()
     ratios = []
     for dtype in args.dtypes.split(","):
         for c, h, k in DEV if args.set == "dev" else HELDOUT:
@@ -34,17 +30,11 @@ def main():
             if old == new:
                 print("%-8s C=%4d H=%3d K=%3d  unchanged by the rule" % (dtype, c, h, k))
                 continue
-            t_old, t_new = [], []
-            for _ in range(3):
-                a, b = atvoss.measure(w, "host", [old, new], repeat=5)
-                t_old.append(a.time_us)
-                t_new.append(b.time_us)
-            o, n = statistics.median(t_old), statistics.median(t_new)
+            o, n = paired_medians(w, old, new, repeat=5)
             ratios.append(o / n)
             print("%-8s C=%4d H=%3d K=%3d  two vectors %8.1f us  default %8.1f us  %.2fx" % (dtype, c, h, k, o, n, o / n),
                   flush=True)
-    if ratios:
-        print("geomean %.2fx, worst %.2fx" % (statistics.geometric_mean(ratios), min(ratios)))
+    print_summary(ratios)
 
 
 if __name__ == "__main__":

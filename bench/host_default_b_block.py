@@ -7,12 +7,11 @@ and held-out ones (square, tall, thin-M, wide-N); each pair measured 3 times (at
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/host_default_b_block.py [--set dev|heldout]
        [--dtypes float32]"""
-import argparse
 import json
-import statistics
 
-import atvoss
 from atvoss import _atvoss
+
+from default_pairs import paired_medians, parse_set_and_dtypes, print_summary
 
 DEV = [(128, 768, 3072)]
 HELDOUT = [(4096, 4096, 4096), (64, 1024, 4096), (512, 1024, 4096), (1024, 512, 3072), (49, 2048, 8192),
@@ -20,10 +19,7 @@ HELDOUT = [(4096, 4096, 4096), (64, 1024, 4096), (512, 1024, 4096), (1024, 512, 
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--set", choices=["dev", "heldout"], default="heldout")
-    parser.add_argument("--dtypes", default="float32")
-    args = parser.parse_args()
+    args = parse_set_and_dtypes()
     ratios = []
     for dtype in args.dtypes.split(","):
         for m, k, n in DEV if args.set == "dev" else HELDOUT:
@@ -36,18 +32,12 @@ def main():
             if old == new:
                 print("%-8s %5dx%5dx%5d  unchanged by the rule" % (dtype, m, k, n))
                 continue
-            t_old, t_new = [], []
-            for _ in range(3):
-                a, b = atvoss.measure(w, "host", [old, new], repeat=3)
-                t_old.append(a.time_us)
-                t_new.append(b.time_us)
-            o, nw = statistics.median(t_old), statistics.median(t_new)
+            o, nw = paired_medians(w, old, new, repeat=3)
             flop = 2.0 * m * k * n / 1e3
             ratios.append(o / nw)
             print("%-8s %5dx%5dx%5d  nc 4096 %6.1f GFLOP/s  default (nc %d) %6.1f GFLOP/s  %.2fx" % (
                 dtype, m, k, n, flop / o, new["tile_n"], flop / nw, o / nw), flush=True)
-    if ratios:
-        print("geomean %.2fx, worst %.2fx" % (statistics.geometric_mean(ratios), min(ratios)))
+    print_summary(ratios)
 
 
 if __name__ == "__main__":
