@@ -923,7 +923,7 @@ struct Model::Impl {
     const bool in_nhwc = held_nhwc(n.inputs[0]);  // DenseNet's BN after a concat of convs
     const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], in_nhwc);
-    push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y], in_nhwc); });
+    push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y], in_nhwc, threads); });
   }
 
   void add_lrn(const frontend::GraphNode& n, const onnx::NodeProto& p) {

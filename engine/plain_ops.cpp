@@ -702,34 +702,54 @@ void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilo
         });
 }
 
+namespace {
+
+// Pixels of channels-innermost data times k[ch] plus s[ch].
+ATVOSS_INLINE void scale_shift_body(const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k,
+                                    const float* s) {
+  for (std::int64_t p = 0; p < pixels; ++p) {
+    for (std::int64_t ch = 0; ch < c; ++ch) out[p * c + ch] = in[p * c + ch] * k[ch] + s[ch];
+  }
+}
+void scale_shift_base(const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k,
+                      const float* s) {
+  scale_shift_body(in, out, pixels, c, k, s);
+}
+ATVOSS_V4 void scale_shift_v4(const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k,
+                              const float* s) {
+  scale_shift_body(in, out, pixels, c, k, s);
+}
+
+}  // namespace
+
 void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,
-                const float* var, float epsilon, float* out, bool nhwc) {
+                const float* var, float epsilon, float* out, bool nhwc, int threads) {
   const std::int64_t n = x[0], c = x[1], inner = elements(x) / (n * c);
+  // The per-channel factor and shift, kept between runs (a model's run allocates nothing once warm).
+  thread_local std::vector<float> k, s;
+  k.resize(static_cast<std::size_t>(c));
+  s.resize(static_cast<std::size_t>(c));
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    const double kk = scale[ch] / std::sqrt(double(var[ch]) + epsilon);
+    k[std::size_t(ch)] = float(kk);
+    s[std::size_t(ch)] = float(bias[ch] - mean[ch] * kk);
+  }
+  const auto run = has_v4() ? &scale_shift_v4 : &scale_shift_base;
+  const float* kp = k.data();
+  const float* sp = s.data();
   if (nhwc) {  // channels innermost: one pass over the pixels with the per-channel k and s
-    // Kept between runs (a model's run allocates nothing once warm).
-    thread_local std::vector<float> k, s;
-    k.resize(static_cast<std::size_t>(c));
-    s.resize(static_cast<std::size_t>(c));
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      const double kk = scale[ch] / std::sqrt(double(var[ch]) + epsilon);
-      k[std::size_t(ch)] = float(kk);
-      s[std::size_t(ch)] = float(bias[ch] - mean[ch] * kk);
-    }
-    for (std::int64_t p = 0; p < n * inner; ++p) {
-      for (std::int64_t ch = 0; ch < c; ++ch)
-        out[p * c + ch] = in[p * c + ch] * k[std::size_t(ch)] + s[std::size_t(ch)];
-    }
+    split(n * inner, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(c, 1)), threads,
+          [&](std::int64_t p0, std::int64_t p1) { run(in + p0 * c, out + p0 * c, p1 - p0, c, kp, sp); });
     return;
   }
-  for (std::int64_t b = 0; b < n; ++b) {
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      const double k = scale[ch] / std::sqrt(double(var[ch]) + epsilon);
-      const double s = bias[ch] - mean[ch] * k;
-      const float* src = in + (b * c + ch) * inner;
-      float* dst = out + (b * c + ch) * inner;
-      for (std::int64_t i = 0; i < inner; ++i) dst[i] = float(src[i] * k + s);
-    }
-  }
+  // NCHW: each plane one channel's, a "pixel" of one channel repeated inner times.
+  split(n * c, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(inner, 1)), threads,
+        [&](std::int64_t q0, std::int64_t q1) {
+          for (std::int64_t q = q0; q < q1; ++q) {
+            const std::int64_t ch = q % c;
+            for (std::int64_t i = 0; i < inner; ++i) out[q * inner + i] = in[q * inner + i] * kp[ch] + sp[ch];
+          }
+        });
 }
 
 void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out) {

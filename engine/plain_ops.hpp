@@ -67,7 +67,7 @@ void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilo
 // BatchNormalization (inference) of [N, C, ...] in NCHW order, or with the channels innermost
 // (nhwc: a conv's output or a concat of them).
 void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,
-                const float* var, float epsilon, float* out, bool nhwc = false);
+                const float* var, float epsilon, float* out, bool nhwc = false, int threads = 1);
 // LRN across channels of [N, C, H, W] in NCHW order.
 void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out);
 // Gather of data along axis at int64 indices (negative ones count from the end).

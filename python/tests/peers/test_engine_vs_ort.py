@@ -449,6 +449,19 @@ def test_large_plain_ops_split_over_threads(tmp_path):
     flat = b.node("Reshape", [x, b.ints([-1])])
     outs.append(b.node("Sub", [flat, b.node("Sigmoid", [flat])]))
     outs.append(b.node("Transpose", [b.node("Reshape", [x, b.ints([24 * 64, 48])])], perm=[1, 0]))
+    outs.append(b.bn(x, 12))  # NCHW
     path = b.save(str(tmp_path / "large.onnx"), [("x", [2, 12, 64, 48])], outs, opset=17)
     for threads in (1, 2):
         compare(path, threads=threads)
+
+
+def test_a_large_batch_norm_of_a_concat_in_nhwc_splits_over_threads(tmp_path):
+    """DenseNet's pattern at a size that splits: two convs' NHWC outputs concatenated, then a
+    BatchNormalization and a ReLU over the concat, both in NHWC."""
+    b = Builder()
+    cat = b.node("Concat", [b.conv("x", 8, 32, 3, pads=[1, 1, 1, 1]), b.conv("x", 8, 24, 1)], axis=1)
+    y = b.node("Relu", [b.bn(cat, 56)])
+    path = b.save(str(tmp_path / "bn.onnx"), [("x", [1, 8, 48, 64])], [y])
+    for threads in (1, 2):
+        m = compare(path, threads=threads)
+    assert any(s.get("op") == "BatchNormalization" for s in m.describe()["steps"])
