@@ -46,9 +46,8 @@ class HostBackend final : public Backend {
   }
   Schedule default_on_threads(const Workload& w, const Target& t, const Schedule& def,
                               std::int64_t threads) const override {
-    if (!w.is_conv()) return Backend::default_on_threads(w, t, def, threads);
     require_this_machine(t);
-    return host::conv_on_threads(w, def, host::this_machine(), int(threads));
+    return host::on_threads(w, def, host::this_machine(), int(threads));
   }
   // The shared templates' plan through the CPU's compute unit (host/cpu_unit.hpp): what the
   // cost model featurises.

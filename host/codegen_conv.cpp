@@ -414,6 +414,11 @@ extern "C" void atvoss_pack_weights(const AtvossArgs* g, void* out) {
 
 }  // namespace
 
+long conv_panels(const Workload& w, const Schedule& s) {
+  const long nr = s.at(std::string(knobs::micro_n));
+  return (std::min(whole_blocks(s.at(std::string(knobs::tile_n)), nr), long(w.dim("K"))) + nr - 1) / nr;
+}
+
 long conv_slices(long oh, long ow, long th, long tw, long threads, long panels) {
   // Fewer panels than threads: a slice of none leaves its thread idle while another takes the
   // whole block (a 32-channel conv on two threads ran at one thread's speed).
@@ -639,7 +644,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   if (!dw) {
     o << "constexpr long SLICES = "
       << conv_slices(w.out_h(), w.out_w(), knob(knobs::tile_h), knob(knobs::tile_w), knob(knobs::threads),
-                     (std::min(whole_blocks(knob(knobs::tile_n), nr), w.dim("K")) + nr - 1) / nr)
+                     conv_panels(w, s))
       << ";\n"
       << cut_text();
   }

@@ -32,5 +32,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
 // thread over a tenth more pixels than an even share, else `threads` (each thread a slice of
 // every block). 1 also where a weight block has fewer `panels` (micro_n wide) than threads.
 long conv_slices(long oh, long ow, long th, long tw, long threads, long panels);
+// The micro_n-wide panels of a conv2d schedule's weight block (its tile_n, at most K channels).
+long conv_panels(const Workload& w, const Schedule& s);
 
 }  // namespace atvoss::host

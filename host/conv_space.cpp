@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "host/codegen.hpp"
 #include "host/codegen_conv.hpp"
 #include "host/host_space.hpp"
 #include "host/knob_values.hpp"
@@ -213,7 +212,7 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
 }
 
 Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads) {
-  const std::string th(knobs::tile_h), tw(knobs::tile_w), nr(knobs::micro_n);
+  const std::string th(knobs::tile_h), tw(knobs::tile_w);
   s.set(std::string(knobs::threads), threads);
   if (w.op() != "conv2d" || threads <= 1) return s;
   const auto even = [&](const Schedule& c) {
@@ -222,8 +221,7 @@ Schedule conv_on_threads(const Workload& w, Schedule s, const MachineInfo& m, in
   if (even(s)) return s;
   // Lower blocks read more of the input again (R - 1 halo rows each): no more than half their
   // rows again, unless the channels cannot be sliced either.
-  const long panels =
-      (std::min(whole_blocks(s.at(std::string(knobs::tile_n)), s.at(nr)), w.dim("K")) + s.at(nr) - 1) / s.at(nr);
+  const long panels = conv_panels(w, s);
   const std::int64_t lowest = panels < threads ? 1 : 2 * (w.dim("R") - 1);
   const ScheduleSpace space = conv_space_for(w, m);
   for (const auto& k : space.knobs()) {

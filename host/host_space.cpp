@@ -221,6 +221,12 @@ Schedule default_schedule(const Workload& w, const MachineInfo& m) {
   throw_bad_input("host: no valid default schedule for " + w.label());
 }
 
+Schedule on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads) {
+  if (w.is_conv()) return conv_on_threads(w, std::move(s), m, threads);
+  s.set(std::string(knobs::threads), threads);
+  return s;
+}
+
 // int8 and bf16 kernels are generated for AVX-512 VNNI and AVX-512 BF16 only
 // (codegen_lowp.hpp); another CPU is told which flag it lacks.
 void require_low_precision_instructions(const Workload& w, const MachineInfo& m) {

@@ -49,5 +49,8 @@ bool has_amx(const Workload& w, const MachineInfo& m);
 // The bytes of one element of A and B as a kernel of dtype d reads them (float32: 4).
 std::int64_t kernel_element_bytes(DType d);
 Schedule default_schedule(const Workload& w, const MachineInfo& m);
+// s (a point of w's space) on `threads` threads: the threads knob set, a conv re-blocked as
+// conv_on_threads does (conv_space.hpp). What the runtime runs a default on and the plan times.
+Schedule on_threads(const Workload& w, Schedule s, const MachineInfo& m, int threads);
 
 }  // namespace atvoss::host

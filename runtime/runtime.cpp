@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "host/conv_space.hpp"
 #include "host/host_space.hpp"
 #include "host/vector_code.hpp"
 #include "lowering/knob_names.hpp"
@@ -151,10 +150,8 @@ Runtime::Runtime(RuntimeOptions options)
 void Runtime::with_threads(const Workload& w, Choice& c) const {
   const std::string threads(knobs::threads);
   if (!c.schedule.has(threads) || c.schedule.at(threads) == default_threads_) return;
-  Schedule s = c.schedule;
-  s.set(threads, default_threads_);
+  const Schedule s = host::on_threads(w, c.schedule, machine_, default_threads_);
   if (!host::space_for(w, machine_).check(s).ok) return;  // that many threads not offered: keep one
-  if (w.is_conv()) s = host::conv_on_threads(w, c.schedule, machine_, default_threads_);
   c.schedule = s;
   c.reason += "; on " + std::to_string(default_threads_) + " threads";
 }
