@@ -13,7 +13,7 @@ namespace {
 // The library is built for the x86-64 baseline (SSE2). The hot loops below are compiled a second
 // time for AVX-512 (x86-64-v4) and chosen at run time, as ONNX Runtime's kernels are: each is
 // a body inlined into two functions of internal linkage, so no out-of-line copy built for
-// AVX-512 can stand in for a baseline one. docs/decisions/engine-plain-ops-avx512.md.
+// AVX-512 can stand in for a baseline one (docs/decisions/engine-third-cut.md).
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ATVOSS_V4 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,bmi,bmi2,f16c")))
 bool has_v4() {
@@ -43,6 +43,63 @@ void split(std::int64_t n, std::int64_t grain, int threads, F f) {
 }
 
 constexpr std::int64_t kGrain = 16384;  // elements per thread at least
+// The grain of a split over rows of len elements: kGrain elements a thread.
+std::int64_t rows_grain(std::int64_t len) { return std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(len, 1)); }
+
+// name##_body(args) built for the baseline (name##_base) and for AVX-512 (name##_v4);
+// name##_here() is the one this CPU runs.
+#define ATVOSS_BUILT_TWICE(name, params, args)          \
+  void name##_base params { name##_body args; }         \
+  ATVOSS_V4 void name##_v4 params { name##_body args; } \
+  auto name##_here() { return has_v4() ? &name##_v4 : &name##_base; }
+
+// Counts over the extents `size` in row-major order, offsets `a` and `b` moving by their
+// strides per unit of each dim (an odometer; seek starts it at any count).
+struct Odometer {
+  std::vector<std::int64_t> size, sa, sb, index;
+  std::int64_t a = 0, b = 0;
+  void seek(std::int64_t i) {
+    index.assign(size.size(), 0);
+    a = b = 0;
+    for (std::size_t k = size.size(); k-- > 0;) {
+      index[k] = i % size[k];
+      i /= size[k];
+      a += index[k] * sa[k];
+      b += index[k] * sb[k];
+    }
+  }
+  void next() {
+    for (std::size_t k = size.size(); k-- > 0;) {
+      ++index[k];
+      a += sa[k];
+      b += sb[k];
+      if (index[k] < size[k]) return;
+      a -= sa[k] * size[k];
+      b -= sb[k] * size[k];
+      index[k] = 0;
+    }
+  }
+};
+
+// One row's sum (or mean), max or min, in 8 float lanes the compiler vectorizes.
+ATVOSS_INLINE float reduce_row(const float* row, std::int64_t n, bool mean, bool mx, bool mn) {
+  constexpr int kLanes = 8;
+  float lane[kLanes];
+  const float start = mx ? -std::numeric_limits<float>::infinity() : mn ? std::numeric_limits<float>::infinity() : 0.0f;
+  std::fill(lane, lane + kLanes, start);
+  std::int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float v = row[k + j];
+      lane[j] = mx ? std::max(lane[j], v) : mn ? std::min(lane[j], v) : lane[j] + v;
+    }
+  }
+  double acc = mx || mn ? double(start) : 0.0;
+  for (int j = 0; j < kLanes; ++j)
+    acc = mx ? std::max(acc, double(lane[j])) : mn ? std::min(acc, double(lane[j])) : acc + lane[j];
+  for (; k < n; ++k) acc = mx ? std::max(acc, double(row[k])) : mn ? std::min(acc, double(row[k])) : acc + row[k];
+  return float(mean ? acc / double(n) : acc);
+}
 
 // Strides of shape s aligned right to rank r, 0 along the dims s broadcasts (size 1 or absent).
 std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t r) {
@@ -110,32 +167,17 @@ Run inner_run() {
   return has_v4() ? Run(&inner_v4<F, IA, IB>) : Run(&inner_base<F, IA, IB>);
 }
 
-// The output's rows [r0, r1) (rows: every dim but the last), the operands' offsets found for
-// r0 and then counted like an odometer.
-template <class F>
+// The output's rows [r0, r1) (rows: every dim but the last), each operand's offset counted by
+// an odometer over the outer dims.
 void binary_rows(const Broadcast& x, Run run, std::int64_t r0, std::int64_t r1) {
-  const std::size_t r = x.so.size();
-  const std::int64_t inner = r ? x.so[r - 1] : 1;
-  std::vector<std::int64_t> index(r, 0);
-  std::int64_t oa = 0, ob = 0;
-  for (std::int64_t d = std::int64_t(r) - 2, rest = r0; d >= 0; --d) {
-    index[d] = rest % x.so[d];
-    rest /= x.so[d];
-    oa += index[d] * x.ta[d];
-    ob += index[d] * x.tb[d];
-  }
-  for (std::int64_t row = r0; row < r1; ++row) {
-    run(x.a + oa, x.b + ob, x.out + row * inner, inner);
-    for (int d = int(r) - 2; d >= 0; --d) {
-      ++index[d];
-      oa += x.ta[d];
-      ob += x.tb[d];
-      if (index[d] < x.so[d]) break;
-      oa -= x.ta[d] * x.so[d];
-      ob -= x.tb[d] * x.so[d];
-      index[d] = 0;
-    }
-  }
+  const std::size_t outer = x.so.size() - 1;  // REQUIRES: rank >= 1
+  const std::int64_t inner = x.so[outer];
+  Odometer o;
+  o.size.assign(x.so.begin(), x.so.begin() + outer);
+  o.sa.assign(x.ta.begin(), x.ta.begin() + outer);
+  o.sb.assign(x.tb.begin(), x.tb.begin() + outer);
+  o.seek(r0);
+  for (std::int64_t row = r0; row < r1; ++row, o.next()) run(x.a + o.a, x.b + o.b, x.out + row * inner, inner);
 }
 
 template <class F>
@@ -154,8 +196,7 @@ void binary_loop(const Broadcast& x, int threads) {
           [&](std::int64_t j0, std::int64_t j1) { run(x.a + j0 * ia, x.b + j0 * ib, x.out + j0, j1 - j0); });
     return;
   }
-  split(rows, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(inner, 1)), threads,
-        [&](std::int64_t r0, std::int64_t r1) { binary_rows<F>(x, run, r0, r1); });
+  split(rows, rows_grain(inner), threads, [&](std::int64_t r0, std::int64_t r1) { binary_rows(x, run, r0, r1); });
 }
 
 using BinaryLoop = void (*)(const Broadcast&, int);
@@ -476,34 +517,6 @@ void concat(const std::vector<const float*>& in, const std::vector<Shape>& shape
 
 namespace {
 
-// Counts over the extents `size` in row-major order, offsets `a` and `b` moving by their
-// strides per unit of each dim (an odometer; seek starts it at any count).
-struct Odometer {
-  std::vector<std::int64_t> size, sa, sb, index;
-  std::int64_t a = 0, b = 0;
-  void seek(std::int64_t i) {
-    index.assign(size.size(), 0);
-    a = b = 0;
-    for (std::size_t k = size.size(); k-- > 0;) {
-      index[k] = i % size[k];
-      i /= size[k];
-      a += index[k] * sa[k];
-      b += index[k] * sb[k];
-    }
-  }
-  void next() {
-    for (std::size_t k = size.size(); k-- > 0;) {
-      ++index[k];
-      a += sa[k];
-      b += sb[k];
-      if (index[k] < size[k]) return;
-      a -= sa[k] * size[k];
-      b -= sb[k] * size[k];
-      index[k] = 0;
-    }
-  }
-};
-
 // A p x q block of out (rows `ld_out` apart) from in read at strides (1, q_step): the input's
 // contiguous dim becomes the output's rows, walked in 16 x 16 tiles that stay in L1.
 ATVOSS_INLINE void transpose_block_body(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out,
@@ -519,14 +532,10 @@ ATVOSS_INLINE void transpose_block_body(const float* in, std::int64_t q_step, fl
     }
   }
 }
-void transpose_block_base(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out, std::int64_t p,
-                          std::int64_t q) {
-  transpose_block_body(in, q_step, out, ld_out, p, q);
-}
-ATVOSS_V4 void transpose_block_v4(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out, std::int64_t p,
-                                  std::int64_t q) {
-  transpose_block_body(in, q_step, out, ld_out, p, q);
-}
+ATVOSS_BUILT_TWICE(transpose_block,
+                   (const float* in, std::int64_t q_step, float* out, std::int64_t ld_out, std::int64_t p,
+                    std::int64_t q),
+                   (in, q_step, out, ld_out, p, q))
 
 }  // namespace
 
@@ -562,8 +571,8 @@ void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>&
   for (auto e : outer.size) count *= e;
   const std::int64_t per = n / count;  // elements per outer index
   const bool blocked = inner_step != 1 && rows_dim < r;
-  const auto block = has_v4() ? &transpose_block_v4 : &transpose_block_base;
-  split(count, std::max<std::int64_t>(1, kGrain / per), threads, [&](std::int64_t c0, std::int64_t c1) {
+  const auto block = transpose_block_here();
+  split(count, rows_grain(per), threads, [&](std::int64_t c0, std::int64_t c1) {
     Odometer o = outer;
     o.seek(c0);
     for (std::int64_t c = c0; c < c1; ++c, o.next()) {
@@ -580,44 +589,20 @@ void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>&
 
 namespace {
 
-// The sum of a row in 16 float lanes (vectorized), added up in double.
-ATVOSS_INLINE double lane_sum(const float* v, std::int64_t len) {
-  constexpr int kLanes = 16;
-  float lane[kLanes] = {};
-  std::int64_t k = 0;
-  for (; k + kLanes <= len; k += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lane[j] += v[k + j];
-  }
-  double sum = 0;
-  for (int j = 0; j < kLanes; ++j) sum += lane[j];
-  for (; k < len; ++k) sum += v[k];
-  return sum;
+// One row's softmax: the max and the sum in float lanes (reduce_row), e^(x - max) by fast_exp.
+// The sum's rounding (about 1e-7 relative over a few thousand terms) is far inside the 1e-4
+// the engine is held to.
+ATVOSS_INLINE void softmax_row(const float* src, float* dst, std::int64_t len) {
+  const float m = reduce_row(src, len, false, true, false);
+  for (std::int64_t k = 0; k < len; ++k) dst[k] = fast_exp(src[k] - m);
+  const float scale = 1.0f / reduce_row(dst, len, false, false, false);
+  for (std::int64_t k = 0; k < len; ++k) dst[k] *= scale;
 }
-
-// One row's softmax: the max and the sum in 16 float lanes (vectorized), e^(x - max) by
-// fast_exp. The sum's rounding (about 1e-7 relative over a few thousand terms) is far inside
-// the 1e-4 the engine is held to.
-ATVOSS_INLINE void softmax_row_body(const float* src, float* dst, std::int64_t len) {
-  constexpr int kLanes = 16;
-  float lane[kLanes];
-  std::fill(lane, lane + kLanes, -std::numeric_limits<float>::infinity());
-  std::int64_t k = 0;
-  for (; k + kLanes <= len; k += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lane[j] = lane[j] < src[k + j] ? src[k + j] : lane[j];
-  }
-  float m = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < kLanes; ++j) m = std::max(m, lane[j]);
-  for (; k < len; ++k) m = std::max(m, src[k]);
-  for (k = 0; k < len; ++k) dst[k] = fast_exp(src[k] - m);
-  const float scale = float(1.0 / lane_sum(dst, len));
-  for (k = 0; k < len; ++k) dst[k] *= scale;
+ATVOSS_INLINE void softmax_rows_body(const float* src, float* dst, std::int64_t len, std::int64_t rows) {
+  for (std::int64_t i = 0; i < rows; ++i) softmax_row(src + i * len, dst + i * len, len);
 }
-void softmax_rows_base(const float* src, float* dst, std::int64_t len, std::int64_t rows) {
-  for (std::int64_t i = 0; i < rows; ++i) softmax_row_body(src + i * len, dst + i * len, len);
-}
-ATVOSS_V4 void softmax_rows_v4(const float* src, float* dst, std::int64_t len, std::int64_t rows) {
-  for (std::int64_t i = 0; i < rows; ++i) softmax_row_body(src + i * len, dst + i * len, len);
-}
+ATVOSS_BUILT_TWICE(softmax_rows, (const float* src, float* dst, std::int64_t len, std::int64_t rows),
+                   (src, dst, len, rows))
 
 }  // namespace
 
@@ -627,8 +612,8 @@ void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, boo
   for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
   const std::int64_t len = x[axis];
   if (inner == 1 && !log) {  // rows along the last axis (attention): vectorized
-    const auto rows = has_v4() ? &softmax_rows_v4 : &softmax_rows_base;
-    split(outer, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(len, 1)), threads,
+    const auto rows = softmax_rows_here();
+    split(outer, rows_grain(len), threads,
           [&](std::int64_t r0, std::int64_t r1) { rows(in + r0 * len, out + r0 * len, len, r1 - r0); });
     return;
   }
@@ -651,20 +636,11 @@ void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, boo
 namespace {
 
 struct Moments {
-  double mean, inv;  // the mean and 1 / sqrt(variance + epsilon) of a row
+  float mean, inv;  // the mean and 1 / sqrt(variance + epsilon) of a row
 };
-Moments moments(const float* src, std::int64_t len, float epsilon) {
-  double mean = 0, var = 0;
-  for (std::int64_t k = 0; k < len; ++k) mean += src[k];
-  mean /= double(len);
-  for (std::int64_t k = 0; k < len; ++k) var += (src[k] - mean) * (src[k] - mean);
-  return {mean, 1.0 / std::sqrt(var / double(len) + epsilon)};
-}
-
-// One row normalized: the mean, then the variance about it (two passes: no cancellation).
-ATVOSS_INLINE void layer_norm_row_body(const float* src, float* dst, std::int64_t len, float epsilon,
-                                       const float* gamma, const float* beta) {
-  const float mean = float(lane_sum(src, len) / double(len));
+// Two passes, the mean, then the variance about it (no cancellation), each in float lanes.
+ATVOSS_INLINE Moments moments(const float* src, std::int64_t len, float epsilon) {
+  const float mean = reduce_row(src, len, true, false, false);
   constexpr int kLanes = 16;
   float lane[kLanes] = {};
   std::int64_t k = 0;
@@ -674,19 +650,23 @@ ATVOSS_INLINE void layer_norm_row_body(const float* src, float* dst, std::int64_
   double var = 0;
   for (int j = 0; j < kLanes; ++j) var += lane[j];
   for (; k < len; ++k) var += (src[k] - mean) * (src[k] - mean);
-  const float inv = float(1.0 / std::sqrt(var / double(len) + epsilon));
-  for (k = 0; k < len; ++k) {
-    dst[k] = (src[k] - mean) * inv * (gamma ? gamma[k] : 1.0f) + (beta ? beta[k] : 0.0f);
+  return {mean, float(1.0 / std::sqrt(var / double(len) + epsilon))};
+}
+
+ATVOSS_INLINE void layer_norm_rows_body(const float* src, float* dst, std::int64_t len, std::int64_t rows,
+                                        float epsilon, const float* gamma, const float* beta) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* x = src + i * len;
+    float* y = dst + i * len;
+    const auto [mean, inv] = moments(x, len, epsilon);
+    for (std::int64_t k = 0; k < len; ++k)
+      y[k] = (x[k] - mean) * inv * (gamma ? gamma[k] : 1.0f) + (beta ? beta[k] : 0.0f);
   }
 }
-void layer_norm_rows_base(const float* src, float* dst, std::int64_t len, std::int64_t rows, float epsilon,
-                          const float* gamma, const float* beta) {
-  for (std::int64_t i = 0; i < rows; ++i) layer_norm_row_body(src + i * len, dst + i * len, len, epsilon, gamma, beta);
-}
-ATVOSS_V4 void layer_norm_rows_v4(const float* src, float* dst, std::int64_t len, std::int64_t rows, float epsilon,
-                                  const float* gamma, const float* beta) {
-  for (std::int64_t i = 0; i < rows; ++i) layer_norm_row_body(src + i * len, dst + i * len, len, epsilon, gamma, beta);
-}
+ATVOSS_BUILT_TWICE(layer_norm_rows,
+                   (const float* src, float* dst, std::int64_t len, std::int64_t rows, float epsilon,
+                    const float* gamma, const float* beta),
+                   (src, dst, len, rows, epsilon, gamma, beta))
 
 }  // namespace
 
@@ -695,11 +675,10 @@ void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilo
   std::int64_t outer = 1, len = 1;
   for (std::int64_t d = 0; d < axis; ++d) outer *= x[d];
   for (std::size_t d = axis; d < x.size(); ++d) len *= x[d];
-  const auto rows = has_v4() ? &layer_norm_rows_v4 : &layer_norm_rows_base;
-  split(outer, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(len, 1)), threads,
-        [&](std::int64_t r0, std::int64_t r1) {
-          rows(in + r0 * len, out + r0 * len, len, r1 - r0, epsilon, gamma, beta);
-        });
+  const auto rows = layer_norm_rows_here();
+  split(outer, rows_grain(len), threads, [&](std::int64_t r0, std::int64_t r1) {
+    rows(in + r0 * len, out + r0 * len, len, r1 - r0, epsilon, gamma, beta);
+  });
 }
 
 namespace {
@@ -711,14 +690,9 @@ ATVOSS_INLINE void scale_shift_body(const float* in, float* out, std::int64_t pi
     for (std::int64_t ch = 0; ch < c; ++ch) out[p * c + ch] = in[p * c + ch] * k[ch] + s[ch];
   }
 }
-void scale_shift_base(const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k,
-                      const float* s) {
-  scale_shift_body(in, out, pixels, c, k, s);
-}
-ATVOSS_V4 void scale_shift_v4(const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k,
-                              const float* s) {
-  scale_shift_body(in, out, pixels, c, k, s);
-}
+ATVOSS_BUILT_TWICE(scale_shift,
+                   (const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k, const float* s),
+                   (in, out, pixels, c, k, s))
 
 }  // namespace
 
@@ -734,22 +708,21 @@ void batch_norm(const float* in, const Shape& x, const float* scale, const float
     k[std::size_t(ch)] = float(kk);
     s[std::size_t(ch)] = float(bias[ch] - mean[ch] * kk);
   }
-  const auto run = has_v4() ? &scale_shift_v4 : &scale_shift_base;
+  const auto run = scale_shift_here();
   const float* kp = k.data();
   const float* sp = s.data();
   if (nhwc) {  // channels innermost: one pass over the pixels with the per-channel k and s
-    split(n * inner, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(c, 1)), threads,
+    split(n * inner, rows_grain(c), threads,
           [&](std::int64_t p0, std::int64_t p1) { run(in + p0 * c, out + p0 * c, p1 - p0, c, kp, sp); });
     return;
   }
   // NCHW: each plane one channel's, a "pixel" of one channel repeated inner times.
-  split(n * c, std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(inner, 1)), threads,
-        [&](std::int64_t q0, std::int64_t q1) {
-          for (std::int64_t q = q0; q < q1; ++q) {
-            const std::int64_t ch = q % c;
-            for (std::int64_t i = 0; i < inner; ++i) out[q * inner + i] = in[q * inner + i] * kp[ch] + sp[ch];
-          }
-        });
+  split(n * c, rows_grain(inner), threads, [&](std::int64_t q0, std::int64_t q1) {
+    for (std::int64_t q = q0; q < q1; ++q) {
+      const std::int64_t ch = q % c;
+      for (std::int64_t i = 0; i < inner; ++i) out[q * inner + i] = in[q * inner + i] * kp[ch] + sp[ch];
+    }
+  });
 }
 
 void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out) {
@@ -824,26 +797,6 @@ bool reduces_trailing_axes(const std::vector<bool>& reduced) {
     if (reduced[i]) return false;
   }
   return d < reduced.size();
-}
-
-// One row's sum (or mean), max or min, in 8 float lanes the compiler vectorizes.
-float reduce_row(const float* row, std::int64_t n, bool mean, bool mx, bool mn) {
-  constexpr int kLanes = 8;
-  float lane[kLanes];
-  const float start = mx ? -std::numeric_limits<float>::infinity() : mn ? std::numeric_limits<float>::infinity() : 0.0f;
-  std::fill(lane, lane + kLanes, start);
-  std::int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes) {
-    for (int j = 0; j < kLanes; ++j) {
-      const float v = row[k + j];
-      lane[j] = mx ? std::max(lane[j], v) : mn ? std::min(lane[j], v) : lane[j] + v;
-    }
-  }
-  double acc = mx || mn ? double(start) : 0.0;
-  for (int j = 0; j < kLanes; ++j)
-    acc = mx ? std::max(acc, double(lane[j])) : mn ? std::min(acc, double(lane[j])) : acc + lane[j];
-  for (; k < n; ++k) acc = mx ? std::max(acc, double(row[k])) : mn ? std::min(acc, double(row[k])) : acc + row[k];
-  return float(mean ? acc / double(n) : acc);
 }
 
 }  // namespace
