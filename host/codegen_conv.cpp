@@ -506,11 +506,17 @@ inline void for_blocks(Before before, Run run) {
 }
 )";
 
-// depthwise_conv2d: vectors over channels, MR pixels x NR channels per register block.
+// depthwise_conv2d: vectors over channels, MR pixels of one output row x NR channels per
+// register block, read straight from the unpadded image. A tap in the zero border adds nothing,
+// so it is skipped: EDGE tiles (a tap in the border, or fewer than MR pixels) test each window
+// row and tap; the others, nearly all, run without a branch. A padded copy of the input cost a third of the
+// kernel's time (docs/decisions/host-depthwise-rows.md). An interior tile's loads are fixed
+// offsets from one pointer, so with stride 1 the compiler loads each of a window row's
+// MR + S - 1 input columns once for every pixel that reads it.
 constexpr const char* kDepthwise = R"(
-template <bool FULL>
-inline void micro(const float* const* ap, const float* wgt, float* const* cp, const float* const* rp,
-                  long mr, long nr, const AtvossArgs& g, long col0) {
+template <bool FULL, bool EDGE>
+inline void micro(const float* img, const float* wgt, float* out, const float* res, long oh, long ow0, long mr,
+                  long nr, const AtvossArgs& g, long c0) {
   long cnt[NV];
 #pragma GCC unroll 8
   for (long v = 0; v < NV; ++v) cnt[v] = nr - v * VL < 0 ? 0 : (nr - v * VL < VL ? nr - v * VL : VL);
@@ -520,100 +526,100 @@ inline void micro(const float* const* ap, const float* wgt, float* const* cp, co
   for (long i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (long v = 0; v < NV; ++v) acc[i][v] = vf{};
+  const long y0 = oh * STRIDE - PAD, x0 = ow0 * STRIDE - PAD;
+  float* cp = out + (oh * OW + ow0) * C + c0;
   if constexpr (PF > 0) {
-    for (long i = 0; i < mr; ++i) __builtin_prefetch(cp[i], 1);
+    for (long i = 0; i < mr; ++i) __builtin_prefetch(cp + i * C, 1);
   }
 #pragma GCC unroll UNROLL
   for (long r = 0; r < R; ++r) {
+    const long y = y0 + r;
+    if constexpr (EDGE) {
+      if (y < 0 || y >= H) continue;
+    }
+    const float* row = img + y * W * C + c0;
     if constexpr (PF > 0) {
-      for (long i = 0; i < MR; ++i) __builtin_prefetch(ap[i] + (r + 1) * WP * C);
+      if (y + 1 < H)
+        for (long i = 0; i < MR; ++i) __builtin_prefetch(row + W * C + (x0 + i * STRIDE > 0 ? x0 + i * STRIDE : 0) * C);
     }
 #pragma GCC unroll UNROLL
     for (long s = 0; s < S; ++s) {
-      const long off = (r * WP + s) * C;
-      const float* wr = wgt + (r * S + s) * C;
+      const float* wr = wgt + (r * S + s) * C + c0;
       vf wv[NV];
 #pragma GCC unroll 8
       for (long v = 0; v < NV; ++v) wv[v] = L(wr + v * VL, v);
 #pragma GCC unroll 16
-      for (long i = 0; i < MR; ++i)
+      for (long i = 0; i < MR; ++i) {
+        const long x = x0 + i * STRIDE + s;
+        if constexpr (EDGE) {
+          if (i >= mr || x < 0 || x >= W) continue;
+        }
 #pragma GCC unroll 8
-        for (long v = 0; v < NV; ++v) acc[i][v] += L(ap[i] + off + v * VL, v) * wv[v];
+        for (long v = 0; v < NV; ++v) acc[i][v] += L(row + x * C + v * VL, v) * wv[v];
+      }
     }
   }
-  for (long i = 0; i < (FULL ? MR : mr); ++i) {
+  for (long i = 0; i < (EDGE ? mr : MR); ++i) {
+    const float* rp = res ? res + (oh * OW + ow0 + i) * C : nullptr;
 #pragma GCC unroll 8
     for (long v = 0; v < NV; ++v) {
       if constexpr (FULL) {
-        store_out(g, cp[i] + v * VL, fused<true>(acc[i][v], g, rp[i], col0 + v * VL, VL), VL);
+        store_out(g, cp + i * C + v * VL, fused<true>(acc[i][v], g, rp, c0 + v * VL, VL), VL);
       } else if (cnt[v] > 0) {
-        store_out(g, cp[i] + v * VL, fused<false>(acc[i][v], g, rp[i], col0 + v * VL, cnt[v]), cnt[v]);
+        store_out(g, cp + i * C + v * VL, fused<false>(acc[i][v], g, rp, c0 + v * VL, cnt[v]), cnt[v]);
       }
     }
   }
 }
 
-// One pixel block (np pixels) x channels [c0, c0 + nc).
-void block(const float* in, const float* wgt, float* out, const float* res, const long* io,
-           const long* oo, long np, long c0, long nc, const AtvossArgs& g) {
-  for_tiles<ORDER != 2>(np, 0, nc, [&](long ir, long jr) {
-    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0 + jr, c0 + jr);
-    const long nr = nc - jr < NR ? nc - jr : NR;
-    if (t.mr == MR && nr == NR) micro<true>(t.a, wgt + c0 + jr, t.c, t.r, t.mr, nr, g, c0 + jr);
-    else micro<false>(t.a, wgt + c0 + jr, t.c, t.r, t.mr, nr, g, c0 + jr);
-  });
-}
-
-// The padded rows pixel block pb reads, channels [c0, c0 + nc) only, into buf (the padded
-// image's strides, BROWS rows), its np input offsets moved there. Copied just before the block
-// reads them, they stay in cache, where a padded copy of the whole image went out to memory and
-// back (MobileNetV2's 112x112x96 stride-2 conv spent half its time so). Without pads: img.
-constexpr long BROWS = PAD > 0 ? (BH - 1) * STRIDE + R : 0;
-inline const float* padded_block(const float* img, float* buf, long pb, long c0, long nc, long* io, long np) {
-  if constexpr (PAD == 0) return img;
-  const long hp0 = pb / NBW * TH * STRIDE, rows = HP - hp0 < BROWS ? HP - hp0 : BROWS;
-  for (long y = 0; y < rows; ++y) {
-    float* row = buf + y * WP * C;
-    const long h = hp0 + y - PAD;
-    if (h < 0 || h >= H) {
-      for (long x = 0; x < WP; ++x) std::memset(row + x * C + c0, 0, nc * 4);
-      continue;
-    }
-    for (long x = 0; x < PAD; ++x) {
-      std::memset(row + x * C + c0, 0, nc * 4);
-      std::memset(row + (PAD + W + x) * C + c0, 0, nc * 4);
-    }
-    if (nc == C) {
-      std::memcpy(row + PAD * C, img + h * W * C, W * C * 4);
-    } else {
-      for (long x = 0; x < W; ++x) std::memcpy(row + (PAD + x) * C + c0, img + (h * W + x) * C + c0, nc * 4);
-    }
-  }
-  for (long p = 0; p < np; ++p) io[p] -= hp0 * WP * C;
-  return buf;
-}
-
-// threads: order 1 splits the pixel blocks (each thread all channel blocks of its own); orders
-// 0 and 2 split the (channel block, pixel block) pairs, channel blocks outer. img: the image,
-// unpadded; each thread pads the rows of its blocks (padded_block).
-void conv_image(const float* img, const float* wgt, float*, float* out, const float* res, bool, const AtvossArgs& g) {
-  constexpr long NCB = (C + TC - 1) / TC;
-  if constexpr (ORDER == 1) {
-    PARALLEL_FOR
-    for (long pb = 0; pb < BLOCKS; ++pb) {
-      static thread_local Scratch buf(BROWS * WP * C);
-      long io[BH * BW], oo[BH * BW];
-      const long np = pixel_block(pb, io, oo);
-      const float* in = padded_block(img, buf.p, pb, 0, C, io, np);
-      for (long c0 = 0; c0 < C; c0 += TC) block(in, wgt, out, res, io, oo, np, c0, C - c0 < TC ? C - c0 : TC, g);
-    }
+// The register block at row oh, columns [ow, ow + MR) of a block whose columns end at ow_end,
+// channels [c, c + nr): the interior kernel unless a tap of it falls outside the image or its
+// pixels run past the block.
+inline void tile(const float* img, const float* wgt, float* out, const float* res, long oh, long ow, long ow_end,
+                 long c, long nr, const AtvossArgs& g) {
+  const long mr = ow_end - ow < MR ? ow_end - ow : MR;
+  const long first = ow * STRIDE - PAD, last = (ow + MR - 1) * STRIDE - PAD + S - 1, top = oh * STRIDE - PAD;
+  const bool edge = mr < MR || first < 0 || last >= W || top < 0 || top + R > H;
+  if (nr == NR) {
+    if (edge) micro<true, true>(img, wgt, out, res, oh, ow, mr, nr, g, c);
+    else micro<true, false>(img, wgt, out, res, oh, ow, mr, nr, g, c);
   } else {
-    PARALLEL_FOR
-    for (long q = 0; q < NCB * BLOCKS; ++q) {
-      static thread_local Scratch buf(BROWS * WP * C);
-      long io[BH * BW], oo[BH * BW];
-      const long np = pixel_block(q % BLOCKS, io, oo), c0 = q / BLOCKS * TC, nc = C - c0 < TC ? C - c0 : TC;
-      block(padded_block(img, buf.p, q % BLOCKS, c0, nc, io, np), wgt, out, res, io, oo, np, c0, nc, g);
+    if (edge) micro<false, true>(img, wgt, out, res, oh, ow, mr, nr, g, c);
+    else micro<false, false>(img, wgt, out, res, oh, ow, mr, nr, g, c);
+  }
+}
+
+// Pixel block pb x channels [c0, c0 + nc): register blocks pixel-major (orders 0 and 1) or
+// channel-major (order 2).
+void block(const float* img, const float* wgt, float* out, const float* res, long pb, long c0, long nc,
+           const AtvossArgs& g) {
+  const long oh0 = pb / NBW * TH, ow0 = pb % NBW * TW;
+  const long oh1 = OH - oh0 < TH ? OH : oh0 + TH, ow1 = OW - ow0 < TW ? OW : ow0 + TW;
+  auto nr_at = [&](long c) { return c0 + nc - c < NR ? c0 + nc - c : NR; };
+  if constexpr (ORDER != 2) {
+    for (long oh = oh0; oh < oh1; ++oh)
+      for (long ow = ow0; ow < ow1; ow += MR)
+        for (long c = c0; c < c0 + nc; c += NR) tile(img, wgt, out, res, oh, ow, ow1, c, nr_at(c), g);
+  } else {
+    for (long c = c0; c < c0 + nc; c += NR)
+      for (long oh = oh0; oh < oh1; ++oh)
+        for (long ow = ow0; ow < ow1; ow += MR) tile(img, wgt, out, res, oh, ow, ow1, c, nr_at(c), g);
+  }
+}
+
+// Each thread takes an even, contiguous share of the pixel blocks and walks it pixel blocks
+// outer (order 1) or channel blocks outer (orders 0 and 2): every thread has a share of every
+// channel block, and its rows of the image stay in its cache across them.
+void conv_image(const float* img, const float* wgt, float* out, const float* res, const AtvossArgs& g) {
+  PARALLEL_FOR
+  for (long t = 0; t < THREADS; ++t) {
+    const long pb0 = BLOCKS * t / THREADS, pb1 = BLOCKS * (t + 1) / THREADS;
+    if constexpr (ORDER == 1) {
+      for (long pb = pb0; pb < pb1; ++pb)
+        for (long c0 = 0; c0 < C; c0 += TC) block(img, wgt, out, res, pb, c0, C - c0 < TC ? C - c0 : TC, g);
+    } else {
+      for (long c0 = 0; c0 < C; c0 += TC)
+        for (long pb = pb0; pb < pb1; ++pb) block(img, wgt, out, res, pb, c0, C - c0 < TC ? C - c0 : TC, g);
     }
   }
 }
@@ -698,7 +704,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
         << "  float* packed = prepacked ? (float*)g->qb_packed : wp.p;\n";
     }
     o << "  for (long n = 0; n < N; ++n) {\n"
-      << (dw ? "    const float* in = g->a + n * H * W * C;  // padded block by block (conv_image)\n"
+      << (dw ? "    const float* in = g->a + n * H * W * C;  // unpadded: the kernel skips the border's taps\n"
              : "    const float* in = padded(g->a + n * H * W * C, pad.p, 0.0f);\n");
   }
   o << "    float* out = g->c + n * ROWS * COLS;\n"
@@ -706,7 +712,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   if (lowp) {
     o << "    conv_image(in, qb, packed, out, res, n == 0 && !g->qb_packed, *g, INT8 ? g->qcomp : nullptr);\n";
   } else {
-    o << (dw ? "    conv_image(in, g->b, wp.p, out, res, n == 0, *g);\n"
+    o << (dw ? "    conv_image(in, g->b, out, res, *g);\n"
              : "    conv_image(in, g->b, packed, out, res, n == 0 && !prepacked, prepacked, *g);\n");
   }
   o << separate_pass_calls(w, split, "out") << "  }\n}\n";

@@ -31,15 +31,16 @@
 //   threads            OpenMP threads sharing the output-pixel blocks (and the packing of
 //                      each weight block); default 1, values as for matmul (knob_values.hpp)
 // depthwise_conv2d (vector lanes over channels, one R x S window per channel):
-//   micro_m x micro_n  pixels x channels (multiple of the lanes) per register block
+//   micro_m x micro_n  pixels of one output row x channels (multiple of the lanes) per
+//                      register block
 //   tile_h x tile_w    output-pixel block; tile_c channel block (rounded to micro_n)
 //   k_steps            unroll of the R and S window loops
 //   async_copy_depth   1 none; 2 prefetches the next window row's inputs and the output tile
 //   tile_order         0 channel blocks outer; 1 pixel blocks outer; 2 as 0 with the
 //                      micro-tiles walked channel-major
 //   fusion_level       as for conv2d
-//   threads            OpenMP threads sharing the output-pixel blocks (order 1) or the
-//                      (channel block, pixel block) pairs (orders 0 and 2)
+//   threads            OpenMP threads, each an even contiguous share of the output-pixel
+//                      blocks (and every channel block of them)
 // Pure functions: thread-safe.
 #pragma once
 

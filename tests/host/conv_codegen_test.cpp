@@ -135,6 +135,20 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
     // 1 pixel x 1 vector, C < lanes.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":5,"H":6,"W":5,"R":3,"S":3}})",
      {{"micro_m", 1}, {"micro_n", 8}, {"tile_order", 0}}},
+    // Wide enough for interior register blocks (every tap inside the image, no branch) beside
+    // the edge ones; 48 channels end mid-block; blocks of 16 columns end mid-register-block.
+    {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":48,"H":20,"W":22,"R":3,"S":3,"pad":1},"epilogue":["bias","relu6"]})",
+     {{"micro_m", 6},
+      {"micro_n", 32},
+      {"tile_h", 4},
+      {"tile_w", 16},
+      {"tile_c", 32},
+      {"tile_order", 2},
+      {"async_copy_depth", 2},
+      {"threads", 2}}},
+    // 5x5, pad 2, stride 2 (EfficientNet's downsampling depthwise convs) with interior blocks.
+    {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":32,"H":23,"W":23,"R":5,"S":5,"stride":2,"pad":2}})",
+     {{"micro_m", 4}, {"micro_n", 16}, {"tile_h", 16}, {"tile_order", 1}}},
 };
 
 // On two threads a conv takes pixel blocks that share out evenly (56 rows: 4-row blocks, 7
