@@ -455,6 +455,26 @@ def test_large_plain_ops_split_over_threads(tmp_path):
         compare(path, threads=threads)
 
 
+def test_wide_nhwc_pools_split_over_threads(tmp_path):
+    """Pools of a conv's NHWC output with more channels than one 64-channel register block (72:
+    one block and 8 left over), large enough that they split over two threads, each starting
+    mid-image; every window kind of test_every_pool_attribute again, and a batch of two."""
+    b = Builder()
+    c = b.node("Relu", [b.conv("x", 8, 72, 3, pads=[1, 1, 1, 1])])
+    outs = [
+        b.node("MaxPool", [c], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        b.node("MaxPool", [c], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
+        b.node("MaxPool", [c], kernel_shape=[2, 3], strides=[1, 2], pads=[0, 1, 1, 0]),
+        b.node("MaxPool", [c], kernel_shape=[3, 3], dilations=[2, 2], pads=[1, 1, 1, 1]),
+        b.node("AveragePool", [c], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1),
+        b.node("AveragePool", [c], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0], count_include_pad=0,
+               ceil_mode=1),
+    ]
+    path = b.save(str(tmp_path / "wide_pools.onnx"), [("x", [1, 8, 37, 41])], outs, opset=17)
+    for threads in (1, 2):
+        compare(path, batch=2, threads=threads)
+
+
 def test_a_large_batch_norm_of_a_concat_in_nhwc_splits_over_threads(tmp_path):
     """DenseNet's pattern at a size that splits: two convs' NHWC outputs concatenated, then a
     BatchNormalization and a ReLU over the concat, both in NHWC."""
