@@ -163,7 +163,7 @@ struct Model::Impl {
       const Shape shape = v.shape;
       writes(dst);
       steps.push_back({graph.tensors()[t].name, "layout", {{"to", "nhwc"}}, [this, src, dst, shape] {
-                         nchw_to_nhwc(at(src), ptr[dst], shape);
+                         nchw_to_nhwc(at(src), ptr[dst], shape, threads);
                        }});
     }
     reads(v.nhwc);
@@ -177,7 +177,7 @@ struct Model::Impl {
     reads(src);
     writes(dst);
     steps.push_back({graph.tensors()[t].name, "layout", {{"to", "nchw"}}, [this, src, dst, shape] {
-                       nhwc_to_nchw(ptr[src], ptr[dst], shape);
+                       nhwc_to_nchw(ptr[src], ptr[dst], shape, threads);
                      }});
   }
 

@@ -475,6 +475,17 @@ def test_wide_nhwc_pools_split_over_threads(tmp_path):
         compare(path, batch=2, threads=threads)
 
 
+def test_layout_changes_split_over_threads(tmp_path):
+    """The layout steps around the convs (ONNX order to NHWC and back) at sizes that split over
+    two threads mid-image: three images of an RGB input (its own loop) and of a 5-channel one."""
+    for c, hw in ((3, [60, 70]), (5, [50, 50])):
+        b = Builder()
+        y = b.conv("x", c, 8, 3, pads=[1, 1, 1, 1])
+        path = b.save(str(tmp_path / ("layout%d.onnx" % c)), [("x", [3, c] + hw)], [y])
+        for threads in (1, 2):
+            compare(path, threads=threads)
+
+
 def test_a_large_batch_norm_of_a_concat_in_nhwc_splits_over_threads(tmp_path):
     """DenseNet's pattern at a size that splits: two convs' NHWC outputs concatenated, then a
     BatchNormalization and a ReLU over the concat, both in NHWC."""
