@@ -169,6 +169,18 @@ inline float* panel(float* wp, long j0, long jr, long c0, long kc, bool ring) {
 }
 constexpr long BSTRIDE = INPLACE ? K : NR;  // floats from one weight row to the next
 
+// Streamed weights: in a model the weights come from memory (ResNet-50's 7x7 layers ran at
+// 1.6x their time with warm weights). Where a thread first reads a block's panels (orders 0
+// and 1: panels outer), the micro-tiles of a panel prefetch the next panel into L2, each its
+// share of the lines, one line a k step, so that it arrives while this one computes (the
+// hardware's prefetcher stops at every 4 KiB page); the last pixel block of a thread prefetches
+// the next block's first panel (docs/decisions/host-conv-weight-stream.md).
+constexpr bool STREAM = !INPLACE && ORDER != 2;
+struct Ahead {
+  const char* p = nullptr;  // the next lines to prefetch
+  long lines = 0;           // how many
+};
+
 // Packed weights: panels of NR output channels, each [r][s][c][NR] over a block's channels
 // (zero past K); where they sit is panel()'s. One block (output channels [j0, j0 + nc),
 // channels [c0, c0 + kc)) is packed right before its first use, reading each HWIO row of nc
@@ -191,10 +203,14 @@ void pack_block(const float* w, float* wp, long j0, long nc, long c0, long kc, b
 // One window tap's FMAs over kc channels for pixels [LO, MR - HI) of the micro-tile.
 template <int LO, int HI, bool FULLN>
 __attribute__((always_inline)) inline void tap(vf (&acc)[MR][NV], const float* const (&a)[MR],
-                                               const float* __restrict bb, long kc, const long (&cnt)[NV]) {
+                                               const float* __restrict bb, long kc, const long (&cnt)[NV],
+                                               const Ahead& ahead) {
 #pragma GCC unroll UNROLL
   for (long c = 0; c < kc; ++c) {
     if constexpr (PF > 0) __builtin_prefetch(bb + (c + PF) * BSTRIDE);
+    if constexpr (STREAM) {
+      if (c < ahead.lines) __builtin_prefetch(ahead.p + c * 64, 0, 2);
+    }
     vf bv[NV];
     b_row<INPLACE, FULLN, K>(bv, bb, c, cnt);
 #pragma GCC unroll 16
@@ -209,11 +225,11 @@ __attribute__((always_inline)) inline void tap(vf (&acc)[MR][NV], const float* c
 // MR pixels (input rows ap, output rows cp, residual rows rp) x NR channels from col0,
 // reduced over the taps tp of R x S x kc channels of the weights b (packed, or HWIO in place:
 // INPLACE); mr/nr of them valid; FULLN: nr == NR (in place, a partial panel loads only nr
-// columns).
+// columns). ahead: the lines of the next panel this tile prefetches (STREAM).
 template <bool FULLN, class Pixels>
 inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __restrict b, float* const* cp,
                   const float* const* rp, long mr, long nr, bool first, bool last, const AtvossArgs& g,
-                  long col0) {
+                  long col0, const Ahead& ahead) {
   vf acc[MR][NV];
 #pragma GCC unroll 16
   for (long i = 0; i < MR; ++i)
@@ -232,11 +248,13 @@ inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __rest
       const float* a[MR];
 #pragma GCC unroll 16
       for (long i = 0; i < MR; ++i) a[i] = ap(i) + off;
+      const long done = ((r - tp.r0) * S + s) * kc;  // lines prefetched by the taps before
+      const Ahead rest{ahead.p + done * 64, ahead.lines - done};
       switch (tp.edge[s]) {
-        case 0: tap<0, 0, FULLN>(acc, a, bb, kc, cnt); break;
-        case 1: tap<1, 0, FULLN>(acc, a, bb, kc, cnt); break;
-        case 2: tap<0, 1, FULLN>(acc, a, bb, kc, cnt); break;
-        default: tap<1, 1, FULLN>(acc, a, bb, kc, cnt); break;
+        case 0: tap<0, 0, FULLN>(acc, a, bb, kc, cnt, rest); break;
+        case 1: tap<1, 0, FULLN>(acc, a, bb, kc, cnt, rest); break;
+        case 2: tap<0, 1, FULLN>(acc, a, bb, kc, cnt, rest); break;
+        default: tap<1, 1, FULLN>(acc, a, bb, kc, cnt, rest); break;
       }
     }
   }
@@ -264,18 +282,36 @@ inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __rest
   }
 }
 
+// The share of the panel `next` (a panel of kc channels) that micro-tile ir of a block of np
+// pixels prefetches (STREAM).
+inline Ahead share_of(const float* next, long kc, long np, long ir) {
+  if (!next) return {};
+  const long tiles = (np + MR - 1) / MR, lines = R * S * kc * NR * 4 / 64, l0 = lines * (ir / MR) / tiles;
+  return {reinterpret_cast<const char*>(next) + l0 * 64, lines * (ir / MR + 1) / tiles - l0};
+}
+
 // One pixel block (np pixels) x output channels [j0, j0 + nc) x input channels [c0, c0 + kc).
+// first_read: the thread reads the block's panels here first (STREAM prefetches each next one);
+// next: the panel the thread reads after this block (prefetched; null if none or unpacked).
 void block(const float* in, const float* w, float* wp, float* out, const float* res, const long* io,
-           const long* oo, long np, const WeightBlock& wb, const AtvossArgs& g, bool ring) {
+           const long* oo, long np, const WeightBlock& wb, bool first_read, const float* next, const AtvossArgs& g,
+           bool ring) {
   const long j0 = wb.j0, nc = wb.nc, c0 = wb.c0, kc = wb.kc;
   const bool first = c0 == 0, last = c0 + kc >= C;
   for_tiles<ORDER == 2>(np, wb.s0, wb.s1, [&](long ir, long jr) {
     const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
     const long nr = nc - jr < NR ? nc - jr : NR;
     const float* b = INPLACE ? w + c0 * K + j0 + jr : panel(wp, j0, jr, c0, kc, ring);
+    Ahead ahead;
+    if constexpr (STREAM) {
+      const bool inside = jr + NR < wb.s1;
+      ahead = share_of(inside ? (first_read ? panel(wp, j0, jr + NR, c0, kc, ring) : nullptr) : next, kc, np, ir);
+    }
     with_pixels(t, io, oo, ir, [&](const auto& pixels, const Taps& taps) {
-      if (INPLACE && nr < NR) micro<false>(kc, pixels, taps, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
-      else micro<true>(kc, pixels, taps, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr);
+      if (INPLACE && nr < NR)
+        micro<false>(kc, pixels, taps, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr, ahead);
+      else
+        micro<true>(kc, pixels, taps, b, t.c, t.r, t.mr, nr, first, last, g, j0 + jr, ahead);
     });
   });
 }
@@ -293,8 +329,13 @@ void conv_image(const float* in, const float* w, float* wp, float* out, const fl
     if (!INPLACE && pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
   }
   for_blocks([&](const WeightBlock& b) { if (!INPLACE && (pack || ring)) pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); },
-             [&](const WeightBlock& b, const long* io, const long* oo, long np) {
-               block(in, w, wp, out, res, io, oo, np, b, g, ring);
+             [&](const WeightBlock& b, bool first_read, const WeightBlock* after, const long* io, const long* oo,
+                 long np) {
+               // The next block's panels are there to prefetch once packed: outside the call,
+               // by order 1 before any block, or by an earlier image (never in the ring).
+               const bool packed = !ring && (prepacked || ORDER == 1 || !pack);
+               const float* next = packed && after ? panel(wp, after->j0, after->s0, after->c0, after->kc, false) : nullptr;
+               block(in, w, wp, out, res, io, oo, np, b, first_read, next, g, ring);
              });
 }
 )";
@@ -397,9 +438,10 @@ constexpr const char* kConvLowpImage = R"(
 void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res, bool pack, const AtvossArgs& g,
                 const int* comp) {
   if (pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
-  for_blocks([](const WeightBlock&) {}, [&](const WeightBlock& b, const long* io, const long* oo, long np) {
-    block(in, wp, out, res, io, oo, np, b, g, comp);
-  });
+  for_blocks([](const WeightBlock&) {},
+             [&](const WeightBlock& b, bool, const WeightBlock*, const long* io, const long* oo, long np) {
+               block(in, wp, out, res, io, oo, np, b, g, comp);
+             });
 }
 )";
 
@@ -459,7 +501,10 @@ std::string pack_weights_text(const char* tw, const char* weights, const char* b
 // conv2d's weight blocks (output channels outer, blocks of CBLK of the CP input channels inner)
 // and the walk over them and the pixel blocks: order 1 splits the pixel blocks among the
 // threads, each running every weight block of its own; orders 0 and 2 take one weight block at
-// a time, before(block) first, then split its pixel blocks. Where the pixel blocks do not
+// a time, before(block) first, then give each thread an even, contiguous share of its pixel
+// blocks; run(block, whether the thread reads its panels first, the block the thread runs
+// right after this pixel block (null: none, or the same one), the pixel block's offsets and
+// size). Where the pixel blocks do not
 // share out evenly (SLICES, conv_slices), each block's output channels are cut into THREADS
 // slices of whole panels too, so every thread gets an equal share of every pixel block
 // (docs/host-backend.md "The threads knob").
@@ -489,17 +534,27 @@ inline void for_blocks(Before before, Run run) {
     for (long item = 0; item < BLOCKS * SLICES; ++item) {
       long io[BH * BW], oo[BH * BW];
       const long np = pixel_block(item % BLOCKS, io, oo);
-      for (long q = 0; q < WBLOCKS; ++q) run(slice_of(weight_block(q), item / BLOCKS), io, oo, np);
+      for (long q = 0; q < WBLOCKS; ++q) {
+        const WeightBlock after = q + 1 < WBLOCKS ? slice_of(weight_block(q + 1), item / BLOCKS) : WeightBlock{};
+        run(slice_of(weight_block(q), item / BLOCKS), true, after.nc > 0 ? &after : nullptr, io, oo, np);
+      }
     }
   } else {
     for (long q = 0; q < WBLOCKS; ++q) {
       const WeightBlock b = weight_block(q);
       before(b);
       PARALLEL_FOR
-      for (long item = 0; item < BLOCKS * SLICES; ++item) {
-        long io[BH * BW], oo[BH * BW];
-        const long np = pixel_block(item % BLOCKS, io, oo);
-        run(slice_of(b, item / BLOCKS), io, oo, np);
+      for (long t = 0; t < THREADS; ++t) {
+        const long i0 = BLOCKS * SLICES * t / THREADS, i1 = BLOCKS * SLICES * (t + 1) / THREADS;
+        for (long item = i0; item < i1; ++item) {
+          long io[BH * BW], oo[BH * BW];
+          const long np = pixel_block(item % BLOCKS, io, oo);
+          // A thread's first pixel block reads the block's panels first (from memory, in a
+          // model); its last is followed by the next block's first panel of its first one.
+          const WeightBlock after =
+              item + 1 == i1 && q + 1 < WBLOCKS ? slice_of(weight_block(q + 1), i0 / BLOCKS) : WeightBlock{};
+          run(slice_of(b, item / BLOCKS), item == i0, after.nc > 0 ? &after : nullptr, io, oo, np);
+        }
       }
     }
   }
