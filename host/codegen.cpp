@@ -65,13 +65,16 @@ struct ClampedRowsOfA {
   float at(long r, long k) const { return p[(r < mr ? r : mr - 1) * K + k]; }
 };
 
+// Streamed weights (b_row's Ahead): B prepacked.
+constexpr bool STREAM = !INPLACE;
+
 // The MR x NR register block at c over kc steps of k: rows a (an A accessor above) times the
 // panel b (packed: NR values per k step; in place, INPLACE: B's rows, N apart, the first nr
-// columns read where !FULLN).
+// columns read where !FULLN); ahead: the lines of the next panel it prefetches (STREAM).
 template <bool FULLN, class RowsA>
 inline void micro(long kc, const RowsA& a, const float* __restrict b, float* c,
                   long mr, long nr, bool first, bool last, const AtvossArgs& g,
-                  const float* res, long row0, long col0) {
+                  const float* res, long row0, long col0, const Ahead& ahead = {}) {
   vf acc[MR][NV];
 #pragma GCC unroll 16
   for (long r = 0; r < MR; ++r)
@@ -89,6 +92,7 @@ inline void micro(long kc, const RowsA& a, const float* __restrict b, float* c,
       __builtin_prefetch(a.p + (k + PF) * MR);
       __builtin_prefetch(b + (k + PF) * NR);
     }
+    if constexpr (STREAM) prefetch_ahead(ahead, k, kc);
     vf bv[NV];
     b_row<INPLACE, FULLN, N>(bv, b, k, cnt);
 #pragma GCC unroll 16
@@ -130,9 +134,12 @@ inline void micro(long kc, const RowsA& a, const float* __restrict b, float* c,
 }
 
 // The mc x nc block of C at (i0, j0) over the kc steps of k from pc: A and B packed into ap and
-// bp, or (INPLACE) read where they are.
+// bp, or (INPLACE) read where they are. first_read: the thread reads bp's panels here first
+// (B prepacked: STREAM prefetches each next one); next: the panel it reads after this block
+// (prefetched; null: none).
 void macro(long mc, long nc, long kc, const float* A, const float* B, long pc, const float* ap, const float* bp,
-           float* C, long i0, long j0, bool first, bool last, const AtvossArgs& g, const float* res) {
+           float* C, long i0, long j0, bool first, bool last, const AtvossArgs& g, const float* res,
+           bool first_read = false, const float* next = nullptr) {
   auto tile = [&](long ir, long jr) {
     const long mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
     float* c = C + (i0 + ir) * N + j0 + jr;
@@ -146,7 +153,17 @@ void macro(long mc, long nc, long kc, const float* A, const float* B, long pc, c
       if (mr == MR) run(RowsOfA{a});
       else run(ClampedRowsOfA{a, mr});
     } else {
-      micro<true>(kc, PackedA{ap + ir * kc}, bp + jr * kc, c, mr, nr, first, last, g, res, i0 + ir, j0 + jr);
+      Ahead ahead;
+      if constexpr (STREAM) {
+        // Panels outer: the register blocks of a panel share the next one. Rows outer (order
+        // 2): the first row's block of a panel prefetches the next, the last row's last the
+        // next block's first.
+        const long bytes = kc * NR * 4;
+        const float* p = jr + NR < nc ? (first_read ? bp + (jr + NR) * kc : nullptr) : next;
+        if constexpr (ORDER != 2) ahead = share_of(p, bytes, (mc + MR - 1) / MR, ir / MR);
+        else if (jr + NR < nc ? ir == 0 : ir + MR >= mc) ahead = share_of(p, bytes, 1, 0);
+      }
+      micro<true>(kc, PackedA{ap + ir * kc}, bp + jr * kc, c, mr, nr, first, last, g, res, i0 + ir, j0 + jr, ahead);
     }
   };
   if constexpr (ORDER == 2) {
@@ -171,7 +188,22 @@ void gemm(const float* A, const float* B, const float* b_packed, float* C, const
       },
       [&](long ic, long mc, long jc, long nc, long pc, long kc) {
         const float* b_block = b_packed ? b_packed + pc * NP + jc * kc : bp;
-        macro(mc, nc, kc, A, B, pc, ap, b_block, C, ic, jc, pc == 0, pc + kc >= K, g, res);
+        // Prepacked B streams from memory: order 0 reads a block's panels first with the first A
+        // block and goes on to the next k block (or the next column block) after the last;
+        // order 1 reads every block's panels afresh, and goes on to the next column block (or
+        // back to the first, one k block down).
+        const bool last_a = ic + mc >= p.i1;
+        const bool first_read = b_packed && (ORDER == 1 || ic == p.i0);
+        const float* next = nullptr;
+        if (b_packed && (ORDER == 1 || last_a)) {
+          auto block_at = [&](long pc2, long jc2) {
+            return b_packed + pc2 * NP + jc2 * (K - pc2 < KC ? K - pc2 : KC);
+          };
+          if (ORDER == 1 && jc + NC < p.j1) next = block_at(pc, jc + NC);
+          else if (pc + kc < K) next = block_at(pc + kc, ORDER == 1 ? p.j0 : jc);
+          else if (ORDER != 1 && jc + NC < p.j1) next = block_at(0, jc + NC);
+        }
+        macro(mc, nc, kc, A, B, pc, ap, b_block, C, ic, jc, pc == 0, pc + kc >= K, g, res, first_read, next);
       });
 }
 
@@ -179,8 +211,27 @@ void gemm(const float* A, const float* B, const float* b_packed, float* C, const
 
 // One k step's NV vectors of B for a register block: from a packed panel (NR floats a row,
 // aligned) or in place (LD floats a row; only the first cnt[v] of each vector where !FULL, a
-// partial panel at B's right edge). The fp32 matmul's and conv's micro-kernels share it.
-constexpr const char* kBRow = R"(template <bool IN_PLACE, bool FULL, long LD>
+// partial panel at B's right edge). And the streaming of packed weights: in a model they come
+// from memory, where the hardware's prefetcher stops at every 4 KiB page, so the register
+// blocks that first read a panel prefetch the next one into L2, each its share of the lines,
+// up to two a k step, while they compute (docs/decisions/host-conv-weight-stream.md). The fp32
+// matmul's and conv's micro-kernels share both.
+constexpr const char* kBRow = R"(struct Ahead {
+  const char* p = nullptr;  // the next lines to prefetch
+  long lines = 0;           // how many
+};
+// Register block `tile` of `tiles` on a panel: its share of the next panel (`bytes` long).
+inline Ahead share_of(const float* next, long bytes, long tiles, long tile) {
+  if (!next) return {};
+  const long lines = bytes / 64, l0 = lines * tile / tiles;
+  return {reinterpret_cast<const char*>(next) + l0 * 64, lines * (tile + 1) / tiles - l0};
+}
+// At k step k of `steps`: line k of the share, and line k + steps.
+__attribute__((always_inline)) inline void prefetch_ahead(const Ahead& a, long k, long steps) {
+  if (k < a.lines) __builtin_prefetch(a.p + k * 64, 0, 2);
+  if (k + steps < a.lines) __builtin_prefetch(a.p + (k + steps) * 64, 0, 2);
+}
+template <bool IN_PLACE, bool FULL, long LD>
 __attribute__((always_inline)) inline void b_row(vf (&bv)[NV], const float* __restrict b, long k,
                                                  const long (&cnt)[NV]) {
 #pragma GCC unroll 8

@@ -169,17 +169,11 @@ inline float* panel(float* wp, long j0, long jr, long c0, long kc, bool ring) {
 }
 constexpr long BSTRIDE = INPLACE ? K : NR;  // floats from one weight row to the next
 
-// Streamed weights: in a model the weights come from memory (ResNet-50's 7x7 layers ran at
-// 1.6x their time with warm weights). Where a thread first reads a block's panels (orders 0
-// and 1: panels outer), the micro-tiles of a panel prefetch the next panel into L2, each its
-// share of the lines, one line a k step, so that it arrives while this one computes (the
-// hardware's prefetcher stops at every 4 KiB page); the last pixel block of a thread prefetches
-// the next block's first panel (docs/decisions/host-conv-weight-stream.md).
+// Streamed weights (b_row's Ahead): where a thread first reads a block's panels (orders 0 and
+// 1: panels outer), its micro-tiles of a panel prefetch the next one; the last pixel block of a
+// thread prefetches the next block's first panel. ResNet-50's 7x7 layers ran at 1.6x their
+// time with warm weights.
 constexpr bool STREAM = !INPLACE && ORDER != 2;
-struct Ahead {
-  const char* p = nullptr;  // the next lines to prefetch
-  long lines = 0;           // how many
-};
 
 // Packed weights: panels of NR output channels, each [r][s][c][NR] over a block's channels
 // (zero past K); where they sit is panel()'s. One block (output channels [j0, j0 + nc),
@@ -204,13 +198,11 @@ void pack_block(const float* w, float* wp, long j0, long nc, long c0, long kc, b
 template <int LO, int HI, bool FULLN>
 __attribute__((always_inline)) inline void tap(vf (&acc)[MR][NV], const float* const (&a)[MR],
                                                const float* __restrict bb, long kc, const long (&cnt)[NV],
-                                               const Ahead& ahead) {
+                                               const Ahead& ahead, long steps) {
 #pragma GCC unroll UNROLL
   for (long c = 0; c < kc; ++c) {
     if constexpr (PF > 0) __builtin_prefetch(bb + (c + PF) * BSTRIDE);
-    if constexpr (STREAM) {
-      if (c < ahead.lines) __builtin_prefetch(ahead.p + c * 64, 0, 2);
-    }
+    if constexpr (STREAM) prefetch_ahead(ahead, c, steps);
     vf bv[NV];
     b_row<INPLACE, FULLN, K>(bv, bb, c, cnt);
 #pragma GCC unroll 16
@@ -248,13 +240,14 @@ inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __rest
       const float* a[MR];
 #pragma GCC unroll 16
       for (long i = 0; i < MR; ++i) a[i] = ap(i) + off;
-      const long done = ((r - tp.r0) * S + s) * kc;  // lines prefetched by the taps before
-      const Ahead rest{ahead.p + done * 64, ahead.lines - done};
+      // The k steps of the taps before and of all taps: this tap's lines of the share.
+      const long done = ((r - tp.r0) * S + s) * kc, steps = (tp.r1 - tp.r0) * S * kc;
+      const Ahead rest{ahead.p ? ahead.p + done * 64 : nullptr, ahead.lines - done};
       switch (tp.edge[s]) {
-        case 0: tap<0, 0, FULLN>(acc, a, bb, kc, cnt, rest); break;
-        case 1: tap<1, 0, FULLN>(acc, a, bb, kc, cnt, rest); break;
-        case 2: tap<0, 1, FULLN>(acc, a, bb, kc, cnt, rest); break;
-        default: tap<1, 1, FULLN>(acc, a, bb, kc, cnt, rest); break;
+        case 0: tap<0, 0, FULLN>(acc, a, bb, kc, cnt, rest, steps); break;
+        case 1: tap<1, 0, FULLN>(acc, a, bb, kc, cnt, rest, steps); break;
+        case 2: tap<0, 1, FULLN>(acc, a, bb, kc, cnt, rest, steps); break;
+        default: tap<1, 1, FULLN>(acc, a, bb, kc, cnt, rest, steps); break;
       }
     }
   }
@@ -282,14 +275,6 @@ inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __rest
   }
 }
 
-// The share of the panel `next` (a panel of kc channels) that micro-tile ir of a block of np
-// pixels prefetches (STREAM).
-inline Ahead share_of(const float* next, long kc, long np, long ir) {
-  if (!next) return {};
-  const long tiles = (np + MR - 1) / MR, lines = R * S * kc * NR * 4 / 64, l0 = lines * (ir / MR) / tiles;
-  return {reinterpret_cast<const char*>(next) + l0 * 64, lines * (ir / MR + 1) / tiles - l0};
-}
-
 // One pixel block (np pixels) x output channels [j0, j0 + nc) x input channels [c0, c0 + kc).
 // first_read: the thread reads the block's panels here first (STREAM prefetches each next one);
 // next: the panel the thread reads after this block (prefetched; null if none or unpacked).
@@ -305,7 +290,8 @@ void block(const float* in, const float* w, float* wp, float* out, const float* 
     Ahead ahead;
     if constexpr (STREAM) {
       const bool inside = jr + NR < wb.s1;
-      ahead = share_of(inside ? (first_read ? panel(wp, j0, jr + NR, c0, kc, ring) : nullptr) : next, kc, np, ir);
+      const float* p = inside ? (first_read ? panel(wp, j0, jr + NR, c0, kc, ring) : nullptr) : next;
+      ahead = share_of(p, R * S * kc * NR * 4, (np + MR - 1) / MR, ir / MR);
     }
     with_pixels(t, io, oo, ir, [&](const auto& pixels, const Taps& taps) {
       if (INPLACE && nr < NR)
