@@ -18,16 +18,30 @@ inline vf loadu(const float* p) { vf v; std::memcpy(&v, p, sizeof v); return v; 
 inline void storeu(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 // n lanes of a vector at a ragged edge: a whole vector where n is one (a partial tile's full
 // vectors: a memcpy of a variable length is a library call, and made a depthwise conv whose
-// channels end mid-panel 3.5x slower), else lane by lane.
-inline vf load_n(const float* p, long n) {
-  if (n >= VL) return loadu(p);
-  vf v = {};
+// channels end mid-panel 3.5x slower), else one masked load or store with AVX-512 (GCC's
+// builtins: immintrin.h adds a fifth to every kernel's compile time), else lane by lane (a
+// 24-channel depthwise conv spent most of its time so: docs/decisions/host-depthwise-rows.md).
+// Templates, so that a discarded branch for another vector width is never compiled.
+template <class V>
+inline V masked_load(const float* p, V fill, long n) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64) return __builtin_ia32_loadups512_mask(p, fill, (unsigned short)((1u << n) - 1));
+#endif
+  V v = fill;
   for (long i = 0; i < n; ++i) v[i] = p[i];
   return v;
 }
+template <class V>
+inline void masked_store(float* p, V v, long n) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64) return __builtin_ia32_storeups512_mask(p, v, (unsigned short)((1u << n) - 1));
+#endif
+  for (long i = 0; i < n; ++i) p[i] = v[i];
+}
+inline vf load_n(const float* p, long n) { return n >= VL ? loadu(p) : masked_load(p, vf{}, n > 0 ? n : 0); }
 inline void store_n(float* p, vf v, long n) {
   if (n >= VL) return storeu(p, v);
-  for (long i = 0; i < n; ++i) p[i] = v[i];
+  masked_store(p, v, n > 0 ? n : 0);
 }
 // kernel_abi.hpp's u8 output: v is on the qout grid (quantize_dequantize ran last), so its
 // code is v / scale + zero point, exactly; written to qc at p's offset in c.
@@ -46,7 +60,7 @@ inline void store_out(const AtvossArgs& g, float* p, vf v, long n) {
   store_n(p, v, n);
 }
 // The first n lanes from p, the others `fill` (the neutral element of a reduction).
-inline vf load_fill(const float* p, long n, float fill) { vf v = vf{} + fill; std::memcpy(&v, p, n * 4); return v; }
+inline vf load_fill(const float* p, long n, float fill) { return masked_load(p, vf{} + fill, n < VL ? n : VL); }
 inline vi lane_index() { vi l; for (int i = 0; i < VL; ++i) l[i] = i; return l; }
 inline vi first_lanes(long n) { return lane_index() < (vi{} + int(n)); }
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
