@@ -108,9 +108,10 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
                                 " codes differ from the codes of the fp32 output"}};
   }
   // Constant weights are packed once, outside the timed calls (packed_weights.hpp); the
-  // packed path is checked as the per-call one was. A matmul's B is packed and checked but
-  // timed per call: it is as often an activation (attention) as a weight, and the peers'
-  // matmuls it is compared with take plain operands (docs/decisions/host-prepacked-weights.md).
+  // packed path is checked as the per-call one was. A conv's filters and a matmul's B are a
+  // layer's weights (the importer makes a matmul of a MatMul or Gemm with a 2-D B), which a
+  // model run packs once, at load; a batch_matmul's B is an activation (attention's keys and
+  // values), packed and checked but timed per call (docs/decisions/host-prepacked-weights.md).
   const PackedWeights packed = PackedWeights::pack(handle, args);
   if (packed) {
     args.qb_packed = packed.data();
@@ -118,7 +119,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     fn(&args);
     const double packed_err = max_relative_error(w, ops, o.seed);
     if (!(packed_err <= kMaxRelativeError)) return wrong_answer(packed_err, "with prepacked weights: ");
-    if (!w.is_conv()) args.qb_packed = nullptr;
+    if (w.op() == "batch_matmul") args.qb_packed = nullptr;
   }
   // A kernel that can write u8 codes is timed writing them: the call an int8 chain makes
   // (its fp32 store, four bytes an element, is checked above but not what a chain runs).
@@ -150,7 +151,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
               {"threads", threads},
               {"cpus", cpus},
               {"process_threads", team},
-              {"prepacked_weights", bool(packed)},
+              {"prepacked_weights", args.qb_packed != nullptr},
               {"u8_output", args.qc != nullptr}};
 }
 

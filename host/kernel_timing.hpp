@@ -31,8 +31,9 @@ struct TimingOptions {
 
 // {"status": "ok"|"wrong_answer", "time_us", "repeats", "cv", "inner", "remeasured",
 //  "max_rel_error", "threads", "cpus", "process_threads" (after the first call),
-//  "prepacked_weights" (the kernel's weights were packed once, before the timed calls, and
-//  that path checked too: packed_weights.hpp), "u8_output" (the kernel writes u8 codes,
+//  "prepacked_weights" (the timed calls read weights packed once, before them, and that path
+//  was checked too: packed_weights.hpp; a conv's filters and a matmul's B, not a
+//  batch_matmul's), "u8_output" (the kernel writes u8 codes,
 //  kernel_abi.hpp, and was timed writing them, after its fp32 output and its codes were both
 //  checked), "message"}.
 // bad_input (naming --so) if so_path is not a regular file or not a loadable atvoss kernel.
