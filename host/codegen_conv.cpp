@@ -314,7 +314,7 @@ void conv_image(const float* in, const float* w, float* wp, float* out, const fl
   if constexpr (ORDER == 1) {
     if (!INPLACE && pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
   }
-  for_blocks([&](const WeightBlock& b) { if (!INPLACE && (pack || ring)) pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); },
+  for_blocks(!INPLACE && (pack || ring), [&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); },
              [&](const WeightBlock& b, bool first_read, const WeightBlock* after, const long* io, const long* oo,
                  long np) {
                // The next block's panels are there to prefetch once packed: outside the call,
@@ -424,7 +424,7 @@ constexpr const char* kConvLowpImage = R"(
 void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res, bool pack, const AtvossArgs& g,
                 const int* comp) {
   if (pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
-  for_blocks([](const WeightBlock&) {},
+  for_blocks(false, [](const WeightBlock&) {},
              [&](const WeightBlock& b, bool, const WeightBlock*, const long* io, const long* oo, long np) {
                block(in, wp, out, res, io, oo, np, b, g, comp);
              });
@@ -487,13 +487,13 @@ std::string pack_weights_text(const char* tw, const char* weights, const char* b
 // conv2d's weight blocks (output channels outer, blocks of CBLK of the CP input channels inner)
 // and the walk over them and the pixel blocks: order 1 splits the pixel blocks among the
 // threads, each running every weight block of its own; orders 0 and 2 take one weight block at
-// a time, before(block) first, then give each thread an even, contiguous share of its pixel
-// blocks; run(block, whether the thread reads its panels first, the block the thread runs
-// right after this pixel block (null: none, or the same one), the pixel block's offsets and
-// size). Where the pixel blocks do not
-// share out evenly (SLICES, conv_slices), each block's output channels are cut into THREADS
-// slices of whole panels too, so every thread gets an equal share of every pixel block
-// (docs/host-backend.md "The threads knob").
+// a time (packing it first where the call packs), each thread an even, contiguous share of its
+// pixel blocks, the same share of every block; run(block, whether the thread reads its panels
+// first, the block the thread runs right after this pixel block (null: none, or the same
+// one), the pixel block's offsets and size). Where the pixel blocks do not share out evenly
+// (SLICES, conv_slices), each block's output channels are cut into THREADS slices of whole
+// panels too, so every thread gets an equal share of every pixel block (docs/host-backend.md
+// "The threads knob").
 constexpr const char* kWeightBlocks = R"(
 constexpr long NCB = (CP + CBLK - 1) / CBLK, WBLOCKS = (K + NC - 1) / NC * NCB;
 inline WeightBlock weight_block(long q) {
@@ -513,8 +513,27 @@ inline void for_weight_blocks(F f) {
   for (long q = 0; q < WBLOCKS; ++q) f(weight_block(q));
 }
 
+// Thread t's share of the (pixel block, slice) items of weight block q: run on each.
+template <class Run>
+inline void run_share(long t, long q, Run& run) {
+  const WeightBlock b = weight_block(q);
+  const long i0 = BLOCKS * SLICES * t / THREADS, i1 = BLOCKS * SLICES * (t + 1) / THREADS;
+  for (long item = i0; item < i1; ++item) {
+    long io[BH * BW], oo[BH * BW];
+    const long np = pixel_block(item % BLOCKS, io, oo);
+    // A thread's first pixel block reads the block's panels first (from memory, in a model);
+    // its last is followed by the next block's first panel of its first one.
+    const WeightBlock after =
+        item + 1 == i1 && q + 1 < WBLOCKS ? slice_of(weight_block(q + 1), i0 / BLOCKS) : WeightBlock{};
+    run(slice_of(b, item / BLOCKS), item == i0, after.nc > 0 ? &after : nullptr, io, oo, np);
+  }
+}
+
+// packing: before(block) packs it (orders 0 and 2), so each block waits for its packing;
+// else one parallel region walks every block, each thread its share of each (a region per
+// block cost ResNet-50's 7x7 convs a wake-up of their threads eight times a call).
 template <class Before, class Run>
-inline void for_blocks(Before before, Run run) {
+inline void for_blocks(bool packing, Before before, Run run) {
   if constexpr (ORDER == 1) {
     PARALLEL_FOR
     for (long item = 0; item < BLOCKS * SLICES; ++item) {
@@ -525,23 +544,15 @@ inline void for_blocks(Before before, Run run) {
         run(slice_of(weight_block(q), item / BLOCKS), true, after.nc > 0 ? &after : nullptr, io, oo, np);
       }
     }
+  } else if (!packing) {
+    PARALLEL_FOR
+    for (long t = 0; t < THREADS; ++t)
+      for (long q = 0; q < WBLOCKS; ++q) run_share(t, q, run);
   } else {
     for (long q = 0; q < WBLOCKS; ++q) {
-      const WeightBlock b = weight_block(q);
-      before(b);
+      before(weight_block(q));
       PARALLEL_FOR
-      for (long t = 0; t < THREADS; ++t) {
-        const long i0 = BLOCKS * SLICES * t / THREADS, i1 = BLOCKS * SLICES * (t + 1) / THREADS;
-        for (long item = i0; item < i1; ++item) {
-          long io[BH * BW], oo[BH * BW];
-          const long np = pixel_block(item % BLOCKS, io, oo);
-          // A thread's first pixel block reads the block's panels first (from memory, in a
-          // model); its last is followed by the next block's first panel of its first one.
-          const WeightBlock after =
-              item + 1 == i1 && q + 1 < WBLOCKS ? slice_of(weight_block(q + 1), i0 / BLOCKS) : WeightBlock{};
-          run(slice_of(b, item / BLOCKS), item == i0, after.nc > 0 ? &after : nullptr, io, oo, np);
-        }
-      }
+      for (long t = 0; t < THREADS; ++t) run_share(t, q, run);
     }
   }
 }
