@@ -157,6 +157,14 @@ std::int64_t row_run_pixels(std::int64_t ow, std::int64_t tw) {
   return 0;
 }
 
+// An fp32 conv2d whose output has at least 28 x 28 pixels takes order 2: it writes each
+// pixel's output channels in a row, and its weight blocks stay in cache across the many pixel
+// tiles; on fewer pixels each micro-tile re-reads a large weight block for a few pixels, and
+// order 0 keeps panels outer (docs/decisions/host-conv-default-order-two.md).
+bool walks_pixels_first(const Workload& w) {
+  return w.op() == "conv2d" && w.dtype() == DType::float32 && w.out_h() * w.out_w() >= 28 * 28;
+}
+
 }  // namespace
 
 Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
@@ -164,9 +172,9 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
   // (row_run_pixels), else 6 pixels x 2 vectors (as the matmul default); blocks of 16 output
   // rows of up to 64 pixels, every output channel in one block, the deepest channel block whose
   // weight panel fits half of L2, weights packed without prefetch; the register block no wider
-  // than K. Depthwise: 4 pixels x 2
-  // vectors, blocks of 4 rows of up to 64 pixels, 128 channels, no prefetch. One thread, as for
-  // matmul.
+  // than K; order 2 on large outputs (walks_pixels_first), else 0. Depthwise: 4 pixels x 2
+  // vectors, blocks of 4 rows of up to 64 pixels, 128 channels, no prefetch, order 0. One
+  // thread, as for matmul.
   const ScheduleSpace space = conv_space_for(w, m);
   const bool dw = w.op() == "depthwise_conv2d";
   std::vector<std::pair<std::int64_t, std::int64_t>> micro =
@@ -200,7 +208,7 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
       else if (k.name == knobs::async_copy_depth)
         s.set(k.name, dw || w.dtype() != DType::float32 ? 1 : 2);
       else if (k.name == knobs::tile_order)
-        s.set(k.name, 0);
+        s.set(k.name, walks_pixels_first(w) ? 2 : 0);
       else if (k.name == knobs::threads)
         s.set(k.name, 1);
       else

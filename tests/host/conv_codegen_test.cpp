@@ -309,6 +309,26 @@ TEST(ConvSpaceTest, TheDefaultTakesPixelRunsOfWholeOutputRows) {
   EXPECT_EQ(micro_m(14, 1, avx2), 6);   // 7 x 2 overflows: not a run, the old default
 }
 
+// An fp32 conv2d's default walks its micro-tiles pixel-major (order 2) from a 28 x 28 output up,
+// panels outer (order 0) below; depthwise and low-precision convs keep order 0.
+TEST(ConvSpaceTest, TheDefaultWalksPixelsFirstOnLargeOutputs) {
+  auto order = [](const std::string& op, const std::string& dtype, int hw, int stride) {
+    const std::string k = op == "conv2d" ? R"(,"K":64)" : "";
+    const Workload w = workload(R"({"op":")" + op + R"(","dtype":")" + dtype + R"(","dims":{"N":1,"C":64,"H":)" +
+                                std::to_string(hw) + R"(,"W":)" + std::to_string(hw) + k +
+                                R"(,"R":3,"S":3,"pad":1,"stride":)" + std::to_string(stride) + "}}");
+    return default_schedule(w, dtype == "float32" ? testing::avx512_machine() : this_machine()).at("tile_order");
+  };
+  EXPECT_EQ(order("conv2d", "float32", 56, 1), 2);
+  EXPECT_EQ(order("conv2d", "float32", 28, 1), 2);
+  EXPECT_EQ(order("conv2d", "float32", 56, 2), 2);  // 28 x 28 out
+  EXPECT_EQ(order("conv2d", "float32", 27, 1), 0);
+  EXPECT_EQ(order("conv2d", "float32", 28, 2), 0);  // 14 x 14 out
+  EXPECT_EQ(order("conv2d", "float32", 7, 1), 0);
+  EXPECT_EQ(order("depthwise_conv2d", "float32", 56, 1), 0);
+  if (this_machine().has_flag("avx512_vnni")) EXPECT_EQ(order("conv2d", "int8", 56, 1), 0);
+}
+
 // The reference agrees with a hand-written loop over NHWC input and HWIO weights (stride 2,
 // pad 1) and flags a single wrong output.
 TEST(ConvOperandsTest, TheReferenceMatchesAHandWrittenLoop) {
