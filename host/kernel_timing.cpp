@@ -40,10 +40,28 @@ int process_threads() {
   return n;
 }
 
-double run_us(KernelFn fn, AtvossArgs& args, long inner) {
+// Mean microseconds of `inner` calls; where `weights` holds copies of the packed weights, each
+// call reads the next one.
+double run_us(KernelFn fn, AtvossArgs& args, long inner, const std::vector<PackedWeights>& weights = {}) {
   const auto t0 = std::chrono::steady_clock::now();
-  for (long i = 0; i < inner; ++i) fn(&args);
+  for (long i = 0; i < inner; ++i) {
+    if (!weights.empty()) args.qb_packed = weights[std::size_t(i) % weights.size()].data();
+    fn(&args);
+  }
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / double(inner);
+}
+
+// In a model each weight is read once per inference, from memory, while the same weights
+// called again and again stay in cache: the timed calls rotate over copies of the packed
+// weights, kColdBytes of them in all (at most kMaxCopies), as a model's run reads them
+// (docs/decisions/host-conv-weight-stream.md).
+constexpr std::size_t kColdBytes = std::size_t(64) << 20, kMaxCopies = 64;
+std::vector<PackedWeights> cold_copies(void* handle, const AtvossArgs& args, std::size_t bytes) {
+  const std::size_t n =
+      std::clamp<std::size_t>((kColdBytes + bytes - 1) / std::max<std::size_t>(bytes, 1), 1, kMaxCopies);
+  std::vector<PackedWeights> copies;
+  for (std::size_t i = 0; i < n; ++i) copies.push_back(PackedWeights::pack(handle, args));
+  return copies;
 }
 
 // The runner's answer for an output `err` off the reference; `path` says which call path made it.
@@ -121,18 +139,20 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     if (!(packed_err <= kMaxRelativeError)) return wrong_answer(packed_err, "with prepacked weights: ");
     if (w.op() == "batch_matmul") args.qb_packed = nullptr;
   }
+  const std::vector<PackedWeights> weights =
+      args.qb_packed ? cold_copies(handle, args, packed.bytes()) : std::vector<PackedWeights>{};
   // A kernel that can write u8 codes is timed writing them: the call an int8 chain makes
   // (its fp32 store, four bytes an element, is checked above but not what a chain runs).
   args.qc = codes.empty() ? nullptr : codes.data();
-  const double one = run_us(fn, args, 1);  // also the warm-up
+  const double one = run_us(fn, args, 1, weights);  // also the warm-up
   const long inner = std::max(1L, long(std::ceil(o.min_repeat_us / std::max(one, 0.01))));
-  run_us(fn, args, inner);  // warm caches and clocks at the timed size
+  run_us(fn, args, inner, weights);  // warm caches and clocks at the timed size
   std::vector<double> best;
   double best_cv = INFINITY;
   int remeasured = 0;
   for (int attempt = 0; attempt <= o.max_remeasures; ++attempt) {
     std::vector<double> repeats;
-    for (int r = 0; r < std::max(1, o.repeat); ++r) repeats.push_back(run_us(fn, args, inner));
+    for (int r = 0; r < std::max(1, o.repeat); ++r) repeats.push_back(run_us(fn, args, inner, weights));
     const double cv = coefficient_of_variation(repeats);
     if (cv < best_cv) {
       best_cv = cv;
@@ -152,6 +172,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
               {"cpus", cpus},
               {"process_threads", team},
               {"prepacked_weights", args.qb_packed != nullptr},
+              {"weight_copies", weights.size()},
               {"u8_output", args.qc != nullptr}};
 }
 

@@ -33,7 +33,8 @@ struct TimingOptions {
 //  "max_rel_error", "threads", "cpus", "process_threads" (after the first call),
 //  "prepacked_weights" (the timed calls read weights packed once, before them, and that path
 //  was checked too: packed_weights.hpp; a conv's filters and a matmul's B, not a
-//  batch_matmul's), "u8_output" (the kernel writes u8 codes,
+//  batch_matmul's), "weight_copies" (how many copies of them the timed calls rotate over, so
+//  that each reads its weights from memory as in a model; 0: none prepacked), "u8_output" (the kernel writes u8 codes,
 //  kernel_abi.hpp, and was timed writing them, after its fp32 output and its codes were both
 //  checked), "message"}.
 // bad_input (naming --so) if so_path is not a regular file or not a loadable atvoss kernel.
