@@ -1,11 +1,13 @@
-// The runner's timing protocol (host/kernel_timing.hpp): what the timed calls read.
+// The runner's timing protocol (host/kernel_timing.hpp): what the timed calls read and write.
 #include "host/kernel_timing.hpp"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "host/builder.hpp"
 #include "host/codegen.hpp"
@@ -18,23 +20,17 @@ namespace {
 using testing::TempDir;
 using testing::workload;
 
-struct Counts {
-  long prepacked_calls = 0;  // calls with qb_packed set
-  long changes = 0;          // calls whose qb_packed differs from the call before
-};
-
-// w's default kernel built with counters of the calls that read prepacked weights and of the
-// changes of those weights' address, timed by time_kernel; returns the runner's result and them.
-std::pair<Json, Counts> time_counting_prepacked_calls(const Workload& w) {
+// w's default kernel with the counters `names` (extern "C" longs, 0 at load) and `count`, C++
+// statements at the top of its entry point that bump them, timed by time_kernel (the kernel
+// reads its arguments as g); returns the runner's result and the counters after it.
+std::pair<Json, std::map<std::string, long>> time_counting(const Workload& w, const std::vector<std::string>& names,
+                                                           const std::string& count) {
   std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
   const std::string entry = "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
   EXPECT_NE(src.find(entry), std::string::npos);
-  src.replace(src.find(entry), entry.size(),
-              "extern \"C\" { long atvoss_test_prepacked_calls = 0, atvoss_test_changes = 0; }\n"
-              "static const void* atvoss_test_last = nullptr;\n" +
-                  entry +
-                  "  if (g->qb_packed) ++atvoss_test_prepacked_calls;\n"
-                  "  if (g->qb_packed != atvoss_test_last) ++atvoss_test_changes, atvoss_test_last = g->qb_packed;\n");
+  std::string globals = "static const void* atvoss_test_last = nullptr;\n";
+  for (const auto& n : names) globals += "extern \"C\" { long " + n + " = 0; }\n";
+  src.replace(src.find(entry), entry.size(), globals + entry + count);
   TempDir cache;
   BuildOptions options;
   options.cache_dir = cache.str();
@@ -43,15 +39,21 @@ std::pair<Json, Counts> time_counting_prepacked_calls(const Workload& w) {
   TimingOptions timing;
   timing.min_repeat_us = 50;
   const Json r = time_kernel(built[0].so_path, w, timing);
+  std::map<std::string, long> counters;
   void* handle = ::dlopen(built[0].so_path.c_str(), RTLD_NOW | RTLD_LOCAL);  // the runner's, still loaded
   EXPECT_NE(handle, nullptr);
-  Counts counts;
   if (handle) {
-    counts.prepacked_calls = *static_cast<const long*>(::dlsym(handle, "atvoss_test_prepacked_calls"));
-    counts.changes = *static_cast<const long*>(::dlsym(handle, "atvoss_test_changes"));
+    for (const auto& n : names) counters[n] = *static_cast<const long*>(::dlsym(handle, n.c_str()));
     ::dlclose(handle);
   }
-  return {r, counts};
+  return {r, counters};
+}
+
+// Counts the calls that read prepacked weights and the changes of their address.
+std::pair<Json, std::map<std::string, long>> time_counting_prepacked_calls(const Workload& w) {
+  return time_counting(w, {"prepacked_calls", "changes"},
+                       "  if (g->qb_packed) ++prepacked_calls;\n"
+                       "  if (g->qb_packed != atvoss_test_last) ++changes, atvoss_test_last = g->qb_packed;\n");
 }
 
 // A matmul's B is a layer's weights, which a model packs once at load: its timed calls read
@@ -59,26 +61,38 @@ std::pair<Json, Counts> time_counting_prepacked_calls(const Workload& w) {
 // one that reads it in place, and the model then ran them slower: ResNet-50's classifier).
 // And, as in a model, from memory: the calls rotate over copies of them.
 TEST(KernelTimingTest, AMatmulIsTimedWithItsWeightsPrepackedAndCold) {
-  const auto [r, counts] =
+  auto [r, counts] =
       time_counting_prepacked_calls(workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":96,"K":64}})"));
   ASSERT_EQ(r.at("status"), "ok") << r.dump();
   EXPECT_TRUE(r.at("prepacked_weights").get<bool>()) << r.dump();
   // The prepacked path's check and every timed repeat.
   const long timed = 5 * r.at("inner").get<long>();
-  EXPECT_GE(counts.prepacked_calls, 1 + timed) << r.dump();
+  EXPECT_GE(counts["prepacked_calls"], 1 + timed) << r.dump();
   const long copies = r.at("weight_copies").get<long>();
   EXPECT_GT(copies, 1) << r.dump();
-  EXPECT_GE(counts.changes, std::min(timed, copies)) << r.dump();
+  EXPECT_GE(counts["changes"], std::min(timed, copies)) << r.dump();
 }
 
 // A batch_matmul's B is an activation (attention's keys and values): packed in every call.
 TEST(KernelTimingTest, ABatchMatmulPacksItsActivationsInEveryCall) {
-  const auto [r, counts] = time_counting_prepacked_calls(
+  auto [r, counts] = time_counting_prepacked_calls(
       workload(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":24,"N":96,"K":64}})"));
   ASSERT_EQ(r.at("status"), "ok") << r.dump();
   EXPECT_FALSE(r.at("prepacked_weights").get<bool>()) << r.dump();
-  EXPECT_EQ(counts.prepacked_calls, 1) << r.dump();  // the prepacked path's check only
+  EXPECT_EQ(counts["prepacked_calls"], 1) << r.dump();  // the prepacked path's check only
   EXPECT_EQ(r.at("weight_copies").get<long>(), 0) << r.dump();
+}
+
+// The runner times a u8-output kernel writing its codes (the call an int8 chain makes): a
+// counter the kernel bumps on every call with qc set sees the timed calls, not only the check.
+TEST(KernelTimingTest, AU8OutputKernelIsTimedWritingItsCodes) {
+  auto [r, counts] = time_counting(
+      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":32,"K":16},"epilogue":["bias","quantize"]})"),
+      {"code_calls"}, "  if (g->qc) ++code_calls;\n");
+  ASSERT_EQ(r.at("status"), "ok") << r.dump();
+  EXPECT_TRUE(r.at("u8_output").get<bool>());
+  // The check's one call, the warm-ups and every timed repeat.
+  EXPECT_GE(counts["code_calls"], 1 + 5 * r.at("inner").get<long>()) << r.dump();
 }
 
 }  // namespace
