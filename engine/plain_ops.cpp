@@ -448,12 +448,8 @@ void for_each_tap(const Window& w, std::int64_t h0, std::int64_t w0, std::int64_
 // in floats): the channels are the inner, contiguous loop, taken 64 at a time in four vectors
 // of 16 (one AVX-512 register each, four SSE registers each in the baseline build) that hold
 // the running max or sum across the taps. Written as vectors: GCC left the plain loop scalar.
-typedef float Vec16 __attribute__((vector_size(64)));
-ATVOSS_INLINE Vec16 load16(const float* p) {
-  Vec16 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+typedef float Vec16 __attribute__((vector_size(64)));  // locals only: as a parameter or
+                                                       // result its ABI depends on AVX-512
 template <bool MAX>
 ATVOSS_INLINE void pool_pixel_nhwc(const float* src, const std::int64_t* tap, std::int64_t taps, std::int64_t c,
                                    float divisor, float* dst) {
@@ -466,7 +462,8 @@ ATVOSS_INLINE void pool_pixel_nhwc(const float* src, const std::int64_t* tap, st
     for (std::int64_t t = 0; t < taps; ++t) {
       const float* p = src + tap[t] + ch;
       for (int v = 0; v < kVecs; ++v) {
-        const Vec16 x = load16(p + 16 * v);
+        Vec16 x;
+        std::memcpy(&x, p + 16 * v, sizeof x);
         acc[v] = MAX ? (acc[v] < x ? x : acc[v]) : acc[v] + x;  // std::max's order: NaN keeps acc
       }
     }
