@@ -113,6 +113,7 @@ struct Model::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
   std::vector<runtime::PreparedWeights> packed;
+  std::set<int> absorbed;                   // nodes an earlier step computes (sole_relu_reader)
   std::map<std::string, Schedule> planned;  // workload key -> the plan's schedule
   int kernels = 0, kernels_from_plan = 0;
   int threads = 1;  // the cores the kernels and the larger plain ops run on
@@ -240,14 +241,14 @@ struct Model::Impl {
     for (bool progress = true; progress;) {
       progress = false;
       for (int i = 0; i < count; ++i) {
-        if (done[i] || graph.nodes()[i].fused_into >= 0 || !ready(i)) continue;
+        if (done[i] || absorbed.count(i) || graph.nodes()[i].fused_into >= 0 || !ready(i)) continue;
         add_node(i);
         done[i] = 1;
         progress = true;
       }
     }
     for (int i = 0; i < count; ++i) {
-      if (!done[i] && graph.nodes()[i].fused_into < 0) {
+      if (!done[i] && !absorbed.count(i) && graph.nodes()[i].fused_into < 0) {
         throw_bad_input("model: node '" + graph.nodes()[i].name + "' never has all its inputs (a cycle?)");
       }
     }
@@ -293,6 +294,7 @@ struct Model::Impl {
   void add_node(int i) {
     const frontend::GraphNode& n = graph.nodes()[i];
     if (n.fused_into >= 0) return;  // its kernel node runs it, or adds it as a plain step
+    if (absorbed.count(i)) return;  // a step before it computes it (sole_relu_reader)
     if (n.outputs.empty()) return;
     const onnx::NodeProto* proto = file->node(n.name);
     if (constant_outputs(n)) {  // a constant subgraph: its values are the file's, or computed now
@@ -304,7 +306,9 @@ struct Model::Impl {
     if (n.op == "Cast") return add_cast(n, *proto);
     if (n.kernel && add_kernel(i, *proto)) return;
     add_plain(n, *proto);
-    for (int f : fused_nodes(i)) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));  // in its order
+    for (int f : fused_nodes(i)) {  // in its order
+      if (!absorbed.count(f)) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+    }
   }
 
   bool constant_outputs(const frontend::GraphNode& n) const {
@@ -922,8 +926,22 @@ struct Model::Impl {
     const float eps = float_attr(p, "epsilon", 1e-5f);
     const bool in_nhwc = held_nhwc(n.inputs[0]);  // DenseNet's BN after a concat of convs
     const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
-    const int y = output(n.outputs[0], in_nhwc);
-    push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y], in_nhwc, threads); });
+    // A Relu that alone reads the result runs in the same pass, writing its own output (one
+    // pass over each of DenseNet's concats where there were two); its node adds no step.
+    const int relu = sole_relu_reader(n.outputs[0]);
+    if (relu >= 0) absorbed.insert(relu);
+    const int y = output(relu >= 0 ? graph.nodes()[relu].outputs[0] : n.outputs[0], in_nhwc);
+    push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y], in_nhwc, threads, relu >= 0); });
+  }
+
+  // The Relu node that is tensor t's one reader (t not a graph output), or -1.
+  int sole_relu_reader(int t) const {
+    const auto& tensor = graph.tensors()[t];
+    if (tensor.output || tensor.consumers.size() != 1) return -1;
+    const int c = tensor.consumers[0];
+    const frontend::GraphNode& r = graph.nodes()[c];
+    const bool alone = r.fused_into < 0 || r.fused_into == tensor.producer;  // or in the BN's fusion group
+    return r.op == "Relu" && alone && r.inputs.size() == 1 && r.outputs.size() == 1 ? c : -1;
   }
 
   void add_lrn(const frontend::GraphNode& n, const onnx::NodeProto& p) {

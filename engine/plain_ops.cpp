@@ -757,20 +757,27 @@ void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilo
 namespace {
 
 // Pixels of channels-innermost data times k[ch] plus s[ch].
+// relu: max(0, x) of each result, in the same pass (a BatchNormalization whose one reader is
+// a Relu: DenseNet's pre-activations).
 ATVOSS_INLINE void scale_shift_body(const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k,
-                                    const float* s) {
+                                    const float* s, bool relu) {
   for (std::int64_t p = 0; p < pixels; ++p) {
-    for (std::int64_t ch = 0; ch < c; ++ch) out[p * c + ch] = in[p * c + ch] * k[ch] + s[ch];
+    if (relu) {
+      for (std::int64_t ch = 0; ch < c; ++ch) out[p * c + ch] = std::max(in[p * c + ch] * k[ch] + s[ch], 0.0f);
+    } else {
+      for (std::int64_t ch = 0; ch < c; ++ch) out[p * c + ch] = in[p * c + ch] * k[ch] + s[ch];
+    }
   }
 }
 ATVOSS_BUILT_TWICE(scale_shift,
-                   (const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k, const float* s),
-                   (in, out, pixels, c, k, s))
+                   (const float* in, float* out, std::int64_t pixels, std::int64_t c, const float* k, const float* s,
+                    bool relu),
+                   (in, out, pixels, c, k, s, relu))
 
 }  // namespace
 
 void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,
-                const float* var, float epsilon, float* out, bool nhwc, int threads) {
+                const float* var, float epsilon, float* out, bool nhwc, int threads, bool relu) {
   const std::int64_t n = x[0], c = x[1], inner = elements(x) / (n * c);
   // The per-channel factor and shift, kept between runs (a model's run allocates nothing once warm).
   thread_local std::vector<float> k, s;
@@ -786,14 +793,17 @@ void batch_norm(const float* in, const Shape& x, const float* scale, const float
   const float* sp = s.data();
   if (nhwc) {  // channels innermost: one pass over the pixels with the per-channel k and s
     split(n * inner, rows_grain(c), threads,
-          [&](std::int64_t p0, std::int64_t p1) { run(in + p0 * c, out + p0 * c, p1 - p0, c, kp, sp); });
+          [&](std::int64_t p0, std::int64_t p1) { run(in + p0 * c, out + p0 * c, p1 - p0, c, kp, sp, relu); });
     return;
   }
   // NCHW: each plane one channel's, a "pixel" of one channel repeated inner times.
   split(n * c, rows_grain(inner), threads, [&](std::int64_t q0, std::int64_t q1) {
     for (std::int64_t q = q0; q < q1; ++q) {
       const std::int64_t ch = q % c;
-      for (std::int64_t i = 0; i < inner; ++i) out[q * inner + i] = in[q * inner + i] * kp[ch] + sp[ch];
+      for (std::int64_t i = 0; i < inner; ++i) {
+        const float y = in[q * inner + i] * kp[ch] + sp[ch];
+        out[q * inner + i] = relu ? std::max(y, 0.0f) : y;
+      }
     }
   });
 }

@@ -65,9 +65,9 @@ void softmax(const float* in, const Shape& x, std::int64_t axis, float* out, boo
 void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilon, const float* gamma,
                 const float* beta, float* out, int threads = 1);
 // BatchNormalization (inference) of [N, C, ...] in NCHW order, or with the channels innermost
-// (nhwc: a conv's output or a concat of them).
+// (nhwc: a conv's output or a concat of them); relu: followed by max(0, x) in the same pass.
 void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,
-                const float* var, float epsilon, float* out, bool nhwc = false, int threads = 1);
+                const float* var, float epsilon, float* out, bool nhwc = false, int threads = 1, bool relu = false);
 // LRN across channels of [N, C, H, W] in NCHW order.
 void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out);
 // Gather of data along axis at int64 indices (negative ones count from the end).

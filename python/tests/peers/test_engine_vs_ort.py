@@ -495,4 +495,25 @@ def test_a_large_batch_norm_of_a_concat_in_nhwc_splits_over_threads(tmp_path):
     path = b.save(str(tmp_path / "bn.onnx"), [("x", [1, 8, 48, 64])], [y])
     for threads in (1, 2):
         m = compare(path, threads=threads)
-    assert any(s.get("op") == "BatchNormalization" for s in m.describe()["steps"])
+    ops = [s.get("op") for s in m.describe()["steps"]]
+    assert "BatchNormalization" in ops
+    assert "Relu" not in ops  # the BN's one reader runs in its pass
+
+
+def test_a_batch_norm_runs_its_sole_relu_in_its_pass_and_only_then(tmp_path):
+    """BatchNormalization then Relu in ONNX order (a graph input) and in NHWC (a conv's output):
+    the Relu runs in the BN's pass; a BN result that something else reads too, or that is a
+    graph output, keeps its own Relu step."""
+    b = Builder()
+    alone = b.node("Relu", [b.bn("x", 8)])                                   # NCHW, absorbed
+    conv = b.conv("x", 8, 16, 3, pads=[1, 1, 1, 1])
+    shared = b.bn(conv, 16)
+    both = [b.node("Relu", [shared]), b.node("Add", [shared, conv])]     # two readers: kept
+    out_bn = b.bn(conv, 16)
+    outs = [alone] + both + [out_bn, b.node("Relu", [out_bn])]           # a graph output: kept
+    path = b.save(str(tmp_path / "bn_relu.onnx"), [("x", [1, 8, 40, 48])], outs)
+    for threads in (1, 2):
+        m = compare(path, threads=threads)
+    ops = [s.get("op") for s in m.describe()["steps"]]
+    assert ops.count("BatchNormalization") == 3
+    assert ops.count("Relu") == 2
