@@ -513,6 +513,11 @@ inline void for_weight_blocks(F f) {
   for (long q = 0; q < WBLOCKS; ++q) f(weight_block(q));
 }
 
+// Slice `slice` of the weight block after q, or an empty block (nc 0) after the last.
+inline WeightBlock block_after(long q, long slice) {
+  return q + 1 < WBLOCKS ? slice_of(weight_block(q + 1), slice) : WeightBlock{};
+}
+
 // Thread t's share of the (pixel block, slice) items of weight block q: run on each.
 template <class Run>
 inline void run_share(long t, long q, Run& run) {
@@ -523,8 +528,7 @@ inline void run_share(long t, long q, Run& run) {
     const long np = pixel_block(item % BLOCKS, io, oo);
     // A thread's first pixel block reads the block's panels first (from memory, in a model);
     // its last is followed by the next block's first panel of its first one.
-    const WeightBlock after =
-        item + 1 == i1 && q + 1 < WBLOCKS ? slice_of(weight_block(q + 1), i0 / BLOCKS) : WeightBlock{};
+    const WeightBlock after = item + 1 == i1 ? block_after(q, i0 / BLOCKS) : WeightBlock{};
     run(slice_of(b, item / BLOCKS), item == i0, after.nc > 0 ? &after : nullptr, io, oo, np);
   }
 }
@@ -540,7 +544,7 @@ inline void for_blocks(bool packing, Before before, Run run) {
       long io[BH * BW], oo[BH * BW];
       const long np = pixel_block(item % BLOCKS, io, oo);
       for (long q = 0; q < WBLOCKS; ++q) {
-        const WeightBlock after = q + 1 < WBLOCKS ? slice_of(weight_block(q + 1), item / BLOCKS) : WeightBlock{};
+        const WeightBlock after = block_after(q, item / BLOCKS);
         run(slice_of(weight_block(q), item / BLOCKS), true, after.nc > 0 ? &after : nullptr, io, oo, np);
       }
     }
@@ -749,10 +753,9 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
       << "  for (long n = 0; n < N; ++n) {\n"
       << "    const TA* in = padded(qa + n * H * W * C, (TA*)pad.p, fill);\n";
   } else {
-    o << "  static thread_local Scratch wp(" << (dw ? "0" : "INPLACE ? 0 : PACKED") << "), pad("
-      << (dw ? "0" : "PAD > 0 ? HP * WP * C : 0") << ");\n";
-    if (!dw) {
-      o << "  const bool prepacked = !INPLACE && g->qb_packed;\n"
+    if (!dw) {  // the depthwise kernel reads its weights and image as they are: no scratch
+      o << "  static thread_local Scratch wp(INPLACE ? 0 : PACKED), pad(PAD > 0 ? HP * WP * C : 0);\n"
+        << "  const bool prepacked = !INPLACE && g->qb_packed;\n"
         << "  float* packed = prepacked ? (float*)g->qb_packed : wp.p;\n";
     }
     o << "  for (long n = 0; n < N; ++n) {\n"

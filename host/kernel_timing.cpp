@@ -54,13 +54,14 @@ double run_us(KernelFn fn, AtvossArgs& args, long inner, const std::vector<Packe
 // In a model each weight is read once per inference, from memory, while the same weights
 // called again and again stay in cache: the timed calls rotate over copies of the packed
 // weights, kColdBytes of them in all (at most kMaxCopies), as a model's run reads them
-// (docs/decisions/host-conv-weight-stream.md).
+// (docs/decisions/host-conv-weight-stream.md). first: the packing already checked, the first copy.
 constexpr std::size_t kColdBytes = std::size_t(64) << 20, kMaxCopies = 64;
-std::vector<PackedWeights> cold_copies(void* handle, const AtvossArgs& args, std::size_t bytes) {
-  const std::size_t n =
-      std::clamp<std::size_t>((kColdBytes + bytes - 1) / std::max<std::size_t>(bytes, 1), 1, kMaxCopies);
+std::vector<PackedWeights> cold_copies(void* handle, const AtvossArgs& args, PackedWeights first) {
+  const std::size_t bytes = std::max<std::size_t>(first.bytes(), 1);
+  const std::size_t n = std::clamp<std::size_t>((kColdBytes + bytes - 1) / bytes, 1, kMaxCopies);
   std::vector<PackedWeights> copies;
-  for (std::size_t i = 0; i < n; ++i) copies.push_back(PackedWeights::pack(handle, args));
+  copies.push_back(std::move(first));
+  while (copies.size() < n) copies.push_back(PackedWeights::pack(handle, args));
   return copies;
 }
 
@@ -130,7 +131,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   // layer's weights (the importer makes a matmul of a MatMul or Gemm with a 2-D B), which a
   // model run packs once, at load; a batch_matmul's B is an activation (attention's keys and
   // values), packed and checked but timed per call (docs/decisions/host-prepacked-weights.md).
-  const PackedWeights packed = PackedWeights::pack(handle, args);
+  PackedWeights packed = PackedWeights::pack(handle, args);
   if (packed) {
     args.qb_packed = packed.data();
     std::fill(ops.c.begin(), ops.c.end(), 0.0f);
@@ -140,7 +141,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     if (w.op() == "batch_matmul") args.qb_packed = nullptr;
   }
   const std::vector<PackedWeights> weights =
-      args.qb_packed ? cold_copies(handle, args, packed.bytes()) : std::vector<PackedWeights>{};
+      args.qb_packed ? cold_copies(handle, args, std::move(packed)) : std::vector<PackedWeights>{};
   // A kernel that can write u8 codes is timed writing them: the call an int8 chain makes
   // (its fp32 store, four bytes an element, is checked above but not what a chain runs).
   args.qc = codes.empty() ? nullptr : codes.data();
