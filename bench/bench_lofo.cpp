@@ -10,8 +10,13 @@
 // bench/peer/report.py. Also printed: the configuration all five families choose, which
 // is what the library ships as its default.
 //
+// With --prior-spaces every run learns from the tables of the other families that share
+// enough knobs with its space (TuneContext::prior_spaces), and while choosing for a family
+// F no run learns from F's tables either: F stays unseen until it is reported.
+//
 // Usage: bench_lofo [--strategy tpe] [--seeds 5] [--seed-base 1] [--tune-seeds 3]
 //        [--tune-seed-base 1001] [--grid "tpe_gamma=0.1,0.2;tpe_bandwidth=0.1,0.2"] [--csv out.csv]
+//        [--prior-spaces]
 // A grid axis is a key of the strategy's own config (search/*_config.hpp), checked by the
 // strategy before any run, or ensemble_tpe / ensemble_evolution (an arm beside the model arm).
 #include <cstdio>
@@ -42,6 +47,7 @@ struct Config {
   std::string grid = "tpe_gamma=0.1,0.15,0.25;tpe_bandwidth=0.1,0.2,0.35;tpe_local_share=0,0.25,0.5";
   std::string csv;
   std::string data = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces";
+  bool prior_spaces = false;  // --prior-spaces: learn from the tables of other families
 };
 
 // Ensemble arms as grid axes: 1 adds the arm to the model arm (so "ensemble_tpe=0,1" rotates
@@ -120,13 +126,28 @@ struct SpaceRuns {
   std::vector<double> ms;
 };
 
-SpaceRuns run_space(const Config& cfg, const std::string& space, const Setting& s, std::uint64_t base, int seeds) {
+// With --prior-spaces, the tables a run on `space` learns from: those of other families that
+// share enough knobs with it, never of `held_out` (the fold's family, unseen while choosing).
+std::vector<search::PriorSpace> priors_for(const Config& cfg, const std::string& space, const std::string& held_out) {
+  if (!cfg.prior_spaces) return {};
+  const auto rs = RecordedSpace::load(cfg.data + "/" + space + ".json.gz");
+  const auto& knobs = rs->space().knobs();
+  auto out = prior_spaces_for(cfg.data, space, PriorSpaces::other_families);
+  std::erase_if(out, [&](const search::PriorSpace& p) {
+    return family_of(p.name) == held_out || !search::shares_enough(p.knobs, knobs);
+  });
+  return out;
+}
+
+SpaceRuns run_space(const Config& cfg, const std::string& space, const Setting& s, std::uint64_t base, int seeds,
+                    const std::vector<search::PriorSpace>& priors = {}) {
   const std::string path = cfg.data + "/" + space + ".json.gz";
   const auto rs = RecordedSpace::load(path);
   SpaceRuns out;
   for (int i = 0; i < seeds; ++i) {
     auto o = apply(s);
     o.context.seed = base + static_cast<std::uint64_t>(i);
+    o.context.prior_spaces = priors;
     auto r = run_search(*rs, path, cfg.strategy, o, kReportBudgets.back(), cfg.batch);
     out.curves.push_back(std::move(r.curve));
     out.ms.push_back(r.ms_per_proposal);
@@ -163,18 +184,38 @@ std::size_t choose(const std::vector<std::map<std::string, double>>& scores, con
   return best;
 }
 
-int run(const Config& cfg) {
-  const auto grid = expand_grid(cfg.grid, split_label(cfg.strategy).first);
-  std::printf("grid: %zu configurations x %zu spaces x %d tuning seeds (from %llu)\n", grid.size(), all_spaces().size(),
-              cfg.tune_seeds, static_cast<unsigned long long>(cfg.tune_seed_base));
+// Tuning scores of every grid point on every space, its runs learning from no table of
+// `held_out` (with --prior-spaces); runs whose prior tables are the same are shared between folds.
+std::vector<std::map<std::string, double>> tuning_scores(const Config& cfg, const std::vector<Setting>& grid,
+                                                         const std::string& held_out) {
+  static std::map<std::string, double> memo;  // by grid point, space and prior tables
   std::vector<std::map<std::string, double>> scores(grid.size());
   for (std::size_t c = 0; c < grid.size(); ++c) {
     for (const auto& space : all_spaces()) {
-      scores[c][space] = score(run_space(cfg, space, grid[c], cfg.tune_seed_base, cfg.tune_seeds));
+      if (family_of(space) == held_out) continue;
+      const auto priors = priors_for(cfg, space, held_out);
+      std::string key = std::to_string(c) + "/" + space;
+      for (const auto& p : priors) key += "/" + p.name;
+      auto it = memo.find(key);
+      if (it == memo.end()) {
+        it = memo.emplace(key, score(run_space(cfg, space, grid[c], cfg.tune_seed_base, cfg.tune_seeds, priors))).first;
+      }
+      scores[c][space] = it->second;
     }
-    std::printf("  [%zu] %-60s all-family score %.4f\n", c, describe(grid[c]).c_str(), training_score(scores[c], ""));
-    std::fflush(stdout);
+    if (held_out.empty()) {
+      std::printf("  [%zu] %-60s all-family score %.4f\n", c, describe(grid[c]).c_str(), training_score(scores[c], ""));
+      std::fflush(stdout);
+    }
   }
+  return scores;
+}
+
+int run(const Config& cfg) {
+  const auto grid = expand_grid(cfg.grid, split_label(cfg.strategy).first);
+  std::printf("grid: %zu configurations x %zu spaces x %d tuning seeds (from %llu)%s\n", grid.size(),
+              all_spaces().size(), cfg.tune_seeds, static_cast<unsigned long long>(cfg.tune_seed_base),
+              cfg.prior_spaces ? ", learning from the tables of other families" : "");
+  const auto scores = tuning_scores(cfg, grid, "");
   std::set<std::string> families;
   for (const auto& s : all_spaces()) families.insert(family_of(s));
   std::ofstream csv;
@@ -192,10 +233,10 @@ int run(const Config& cfg) {
   std::printf("\n");
   std::map<int, double> mean;
   for (const auto& fam : families) {
-    const std::size_t c = choose(scores, fam);
+    const std::size_t c = choose(cfg.prior_spaces ? tuning_scores(cfg, grid, fam) : scores, fam);
     for (const auto& space : all_spaces()) {
       if (family_of(space) != fam) continue;
-      const auto runs = run_space(cfg, space, grid[c], cfg.seed_base, cfg.seeds);
+      const auto runs = run_space(cfg, space, grid[c], cfg.seed_base, cfg.seeds, priors_for(cfg, space, fam));
       std::printf("%-26s %-45s", space.c_str(), describe(grid[c]).c_str());
       for (int b : kReportBudgets) {
         double sum = 0;
@@ -234,5 +275,7 @@ int main(int argc, char** argv) {
   app.add_option("--grid", cfg.grid, "field=v1,v2;field=... (fields: tpe_gamma, tpe_bandwidth, ...)");
   app.add_option("--csv", cfg.csv, "write the rotated report rows to this CSV file");
   app.add_option("--data", cfg.data, "directory holding the .json.gz spaces");
+  app.add_flag("--prior-spaces", cfg.prior_spaces,
+               "every run learns from the tables of other families (never the fold's)");
   return atvoss::tools::run_cli(app, argc, argv, [&] { return atvoss::bench::run(cfg); });
 }

@@ -9,12 +9,15 @@
 //                  TuneContext::prior_trials (the whole table, or with --prior-trials N
 //                  the N evaluations of a seeded run of the same strategy on X-T, as a
 //                  database would hold them); spaces without one are skipped
+//   --prior-spaces others|other-families
+//                  the other tables of --data as TuneContext::prior_spaces (every other
+//                  table, or only those of other kernel families: leave-one-family-out)
 //   --time-at N    proposal time after N observed trials (random recorded configurations)
 // Tuning of defaults is done by bench_lofo on seeds 1001+; reports use --seed-base 1.
 //
 // Usage: bench_recorded_spaces [--seeds 5] [--seed-base 1] [--batch 1] [--budget 200]
 //        [--spaces a,b] [--strategies tpe,model-guided-xgboost,...] [--csv out.csv]
-//        [--prior-from RTX_3090 [--prior-trials 0]] [--time-at 1000] [--data DIR]
+//        [--prior-from RTX_3090 [--prior-trials 0]] [--prior-spaces others] [--time-at 1000] [--data DIR]
 //        [--set KEY=VALUE]... (a strategy-config key, search/*_config.hpp, for every listed
 //        strategy that takes it; VALUE is JSON: --set tpe_gamma=0.25 --set model_stall=0)
 #include <cstdio>
@@ -43,6 +46,7 @@ struct Config {
   std::string data = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces";
   std::string prior_from;
   int prior_trials = 0;
+  PriorSpaces prior_spaces = PriorSpaces::none;
   int time_at = 0;
   SearchSetup defaults;               // --model-threads and --set (defaults: the library's)
   std::vector<std::string> settings;  // --set KEY=VALUE
@@ -71,6 +75,10 @@ void add_flags(CLI::App& app, Config& cfg) {
   app.add_option("--data", cfg.data, "directory holding the .json.gz spaces");
   app.add_option("--prior-from", cfg.prior_from, "warm start from the same kernel on this GPU");
   app.add_option("--prior-trials", cfg.prior_trials, "prior = a run of this many evaluations (0: whole table)");
+  app.add_option_function<std::string>(
+         "--prior-spaces", [&cfg](const std::string& v) { cfg.prior_spaces = parse_prior_spaces(v); },
+         "learn from the other tables of --data: none (default), others, other-families")
+      ->type_name("MODE");
   app.add_option("--time-at", cfg.time_at, "time proposals after this many observed trials");
   auto& d = cfg.defaults.context;
   app.add_option("--model-threads", d.model_threads, "XGBoost threads")->check(CLI::Range(1, 64));
@@ -138,6 +146,7 @@ int run_table(const Config& cfg) {
         o.context.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
         if (!cfg.prior_from.empty()) o.context.prior_trials = prior_for(cfg, space, label, o.context.seed, has_prior);
         if (!has_prior) break;
+        o.context.prior_spaces = prior_spaces_for(cfg.data, space, cfg.prior_spaces);
         const auto r = run_search(*rs, path_of(cfg, space), label, o, cfg.budget, cfg.batch);
         ms += r.ms_per_proposal / cfg.seeds;
         if (csv) csv << space << ',' << label << (cfg.prior_from.empty() ? "" : "+prior") << ',' << o.context.seed;

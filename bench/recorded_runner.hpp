@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -142,6 +143,51 @@ inline std::vector<search::Trial> table_trials(const RecordedSpace& rs) {
   for (const auto& s : rs.configurations()) {
     const auto m = rs.measure(s);
     out.push_back({s, m.status, m.time_us});
+  }
+  return out;
+}
+
+}  // namespace atvoss::bench
+
+namespace atvoss::bench {
+
+// Which other tables of the data folder a run learns from (TuneContext::prior_spaces):
+// none; every other table (other kernels, and this kernel on other devices: what a database
+// of earlier tunings holds); or only other kernel families (the leave-one-family-out report).
+enum class PriorSpaces { none, others, other_families };
+
+inline PriorSpaces parse_prior_spaces(const std::string& s) {
+  if (s == "none") return PriorSpaces::none;
+  if (s == "others") return PriorSpaces::others;
+  if (s == "other-families") return PriorSpaces::other_families;
+  throw_bad_input("--prior-spaces: expected none, others or other-families, got '" + s + "'");
+}
+
+// Every table of `dir` (*.json.gz, by name) as a prior space, loaded once per folder.
+inline const std::map<std::string, search::PriorSpace>& tables_in(const std::string& dir) {
+  static std::map<std::string, std::map<std::string, search::PriorSpace>> loaded;
+  auto [it, fresh] = loaded.try_emplace(dir);
+  if (!fresh) return it->second;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string file = e.path().filename().string();
+    const std::string suffix = ".json.gz";
+    if (file.size() <= suffix.size() || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const std::string name = file.substr(0, file.size() - suffix.size());
+    const auto rs = RecordedSpace::load(e.path().string());
+    it->second[name] = search::PriorSpace{name, rs->space().knobs(), table_trials(*rs)};
+  }
+  return it->second;
+}
+
+// The prior spaces of a run on `space` (a table name of `dir`) under `mode`; never the space itself.
+inline std::vector<search::PriorSpace> prior_spaces_for(const std::string& dir, const std::string& space,
+                                                        PriorSpaces mode) {
+  std::vector<search::PriorSpace> out;
+  if (mode == PriorSpaces::none) return out;
+  for (const auto& [name, prior] : tables_in(dir)) {
+    if (name == space) continue;
+    if (mode == PriorSpaces::other_families && family_of(name) == family_of(space)) continue;
+    out.push_back(prior);
   }
   return out;
 }

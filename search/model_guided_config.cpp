@@ -20,6 +20,7 @@ void visit_model_guided_fields(Config& c, Io& io) {
   io.boolean("heuristic_before_fit", c.heuristic_before_fit);
   io.integer("min_train_samples", c.min_train_samples, 1);
   io.at_least("retrain_fraction", c.retrain_fraction, 0);
+  io.at_least("prior_space_cap", c.prior_space_cap, 0);
 }
 
 }  // namespace

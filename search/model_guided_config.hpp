@@ -6,6 +6,8 @@
 // values, the model trains on them with its own trials and fits before its first trial; from 8
 // own successes on, the prior's weight is rho^3, rho being how well a model of the prior alone
 // ranks the own trials. On an operator they are ignored (transfer groups serve there).
+// Prior spaces (TuneContext::prior_spaces, other tables carried over by knob name) join the
+// fits once 8 own trials succeeded, each weighed the same way, together capped by prior_space_cap.
 #pragma once
 
 #include "core/json.hpp"
@@ -40,6 +42,10 @@ struct ModelGuidedConfig {
   int min_train_samples = 8;
   // Refit when the trials added since the last fit are at least this fraction (>= 0) of it.
   double retrain_fraction = 0.2;
+  // Once the own trials judge the prior spaces (TuneContext::prior_spaces), their groups
+  // together weigh at most this multiple (>= 0) of the own trials in a fit, so another
+  // table's landscape guides the search and then yields to this one's; 0 leaves them out.
+  double prior_space_cap = 1.0;
 
   // bad_input naming the field (context "model-guided strategy_config").
   static ModelGuidedConfig from_json(const Json& config);

@@ -30,16 +30,35 @@ ModelGuidedSearch::ModelGuidedSearch(std::string name, const ScheduleSpace& spac
   // The groups every fit trains on besides the own trials, built once: a fit then copies
   // none of them.
   fixed_groups_ = o.transfer_groups;
-  if (!costmodel::has_plan_features(o.workload)) {
-    costmodel::WorkloadGroup prior{o.workload, o.target, {}};
-    for (const auto& t : o.prior_trials) {
-      if (!is_infrastructure_error(t.status)) prior.samples.push_back(t);
-    }
-    has_prior_ = !prior.samples.empty();
-    if (has_prior_) {
-      fixed_groups_.push_back(std::move(prior));
-      prior_model_ = make_model();
-    }
+  first_prior_ = space_groups_from_ = fixed_groups_.size();
+  if (!costmodel::has_plan_features(o.workload)) add_priors(o);
+}
+
+void ModelGuidedSearch::add_priors(const TuneContext& o) {
+  const auto usable = [](std::vector<costmodel::Trial> samples) {
+    std::erase_if(samples, [](const costmodel::Trial& t) { return is_infrastructure_error(t.status); });
+    return samples;
+  };
+  auto same_kernel = usable(o.prior_trials);
+  if (!same_kernel.empty()) {
+    fixed_groups_.push_back({o.workload, o.target, std::move(same_kernel)});
+    prior_models_.push_back(nullptr);
+    has_prior_ = true;
+  }
+  // The prior spaces follow, from space_groups_from_ on; a fit includes them only once judged.
+  space_groups_from_ = fixed_groups_.size();
+  // Every fit trains on the carried rows: kPriorRows in all, shared by the related tables.
+  constexpr std::size_t kPriorRows = 1024, kLeastPerTable = 256;
+  const auto related =
+      static_cast<std::size_t>(std::count_if(o.prior_spaces.begin(), o.prior_spaces.end(), [&](const PriorSpace& p) {
+        return shares_enough(p.knobs, space().knobs());
+      }));
+  const std::size_t per_table = std::max(kLeastPerTable, kPriorRows / std::max<std::size_t>(related, 1));
+  for (std::size_t i = 0; config_.prior_space_cap > 0 && i < o.prior_spaces.size(); ++i) {
+    auto samples = usable(map_prior(o.prior_spaces[i], space(), o.seed + 0x9e3779b97f4a7c15ULL * (i + 1), per_table));
+    if (samples.empty()) continue;
+    fixed_groups_.push_back({o.workload, o.target, std::move(samples)});
+    prior_models_.push_back(nullptr);
   }
 }
 
@@ -59,20 +78,43 @@ std::unique_ptr<costmodel::CostModel> ModelGuidedSearch::make_model() const {
   return m;
 }
 
-double ModelGuidedSearch::prior_weight(const costmodel::WorkloadGroup& own) {
-  // The prior counts in full until the own trials can judge it; then by how well a model of
-  // the prior alone ranks them (Spearman rho, failures as the slowest), since another
-  // target's landscape may rank this one well (a whole table) or poorly (a short run's
-  // biased sample). Weight rho^3, floored; the constants were chosen on the reverse
-  // transfer (docs/decisions/search-defaults.md).
-  constexpr std::size_t kJudgeFrom = 8;  // own successful trials
-  constexpr double kExponent = 3, kFloor = 1e-3;
+bool ModelGuidedSearch::can_judge(const costmodel::WorkloadGroup& own) {
   const auto ok = std::count_if(own.samples.begin(), own.samples.end(),
                                 [](const costmodel::Trial& s) { return s.status == Status::ok; });
-  if (static_cast<std::size_t>(ok) < kJudgeFrom) return 1.0;
-  if (!prior_model_->trained()) prior_model_->train(std::span(&prior_group(), 1));
-  const double rho = costmodel::evaluate(*prior_model_, std::span(&own, 1)).spearman;
+  return static_cast<std::size_t>(ok) >= kJudgeFrom;
+}
+
+double ModelGuidedSearch::prior_weight(std::size_t group, const costmodel::WorkloadGroup& own) {
+  // A prior counts in full until the own trials can judge it; then by how well a model of
+  // the prior alone ranks them (Spearman rho, failures as the slowest), since another
+  // target's landscape may rank this one well (a whole table) or poorly (a short run's
+  // biased sample, another kernel). Weight rho^3, floored; the constants were chosen on the
+  // reverse transfer (docs/decisions/search-defaults.md).
+  constexpr double kExponent = 3, kFloor = 1e-3;
+  if (!can_judge(own)) return 1.0;
+  auto& model = prior_models_[group - first_prior_];
+  if (!model) {
+    model = make_model();
+    model->train(std::span(&fixed_groups_[group], 1));
+  }
+  const double rho = costmodel::evaluate(*model, std::span(&own, 1)).spearman;
   return std::max(std::pow(std::max(rho, 0.0), kExponent), kFloor);
+}
+
+std::size_t ModelGuidedSearch::weigh_priors(const costmodel::WorkloadGroup& own) {
+  for (std::size_t g = first_prior_; g < space_groups_from_; ++g) fixed_groups_[g].weight = prior_weight(g, own);
+  // Other tables join only once judged, and together weigh at most prior_space_cap times the
+  // own trials: their landscape guides the search, then yields to this one's.
+  if (!can_judge(own)) return space_groups_from_;
+  double mass = 0;
+  for (std::size_t g = space_groups_from_; g < fixed_groups_.size(); ++g) {
+    fixed_groups_[g].weight = prior_weight(g, own);
+    mass += fixed_groups_[g].weight * static_cast<double>(fixed_groups_[g].samples.size());
+  }
+  const double cap = config_.prior_space_cap * static_cast<double>(own.samples.size());
+  for (std::size_t g = space_groups_from_; mass > cap && g < fixed_groups_.size(); ++g)
+    fixed_groups_[g].weight *= cap / mass;
+  return fixed_groups_.size();
 }
 
 const costmodel::CostModel* ModelGuidedSearch::ranking_model() {
@@ -87,7 +129,8 @@ void ModelGuidedSearch::next_points(std::size_t n) {
 
 bool ModelGuidedSearch::refresh_model() {
   // The minimum counts successes (a fit needs times to rank); growth counts every trial.
-  // A prior is enough for the first fit: the other target's landscape ranks from round one.
+  // The same kernel's prior is enough for the first fit: the other target's landscape ranks
+  // from round one.
   const bool enough = successes() >= static_cast<std::size_t>(config_.min_train_samples) || has_prior_;
   if (enough && policy_.should_retrain(records().size())) fit(records().size());
   return model_->trained();
@@ -99,16 +142,17 @@ void ModelGuidedSearch::fit(std::size_t records_used) {
     const auto& r = records()[i];
     own.samples.push_back({space().schedule_at(r.point), r.status, r.time_us});
   }
-  if (has_prior_) prior_group().weight = prior_weight(own);
-  // The own trials join the fixed groups for this fit only.
-  fixed_groups_.push_back(std::move(own));
+  const std::size_t used = weigh_priors(own);
+  // The own trials join the groups in use, after them, for this fit only.
+  const auto at = fixed_groups_.begin() + static_cast<std::ptrdiff_t>(used);
+  fixed_groups_.insert(at, std::move(own));
   try {
-    model_->train(fixed_groups_);
+    model_->train(std::span(fixed_groups_.data(), used + 1));
   } catch (...) {
-    fixed_groups_.pop_back();
+    fixed_groups_.erase(fixed_groups_.begin() + static_cast<std::ptrdiff_t>(used));
     throw;
   }
-  fixed_groups_.pop_back();
+  fixed_groups_.erase(fixed_groups_.begin() + static_cast<std::ptrdiff_t>(used));
   fitted_ = true;
   score_cache_.clear();
   trained_on_ = records_used;

@@ -1,7 +1,7 @@
 // TuneContext: what a search strategy is given about the tuning it serves, in the manner of
 // MetaSchedule's TuneContext — the workload and target its cost model featurises, the seed of
 // every random choice, how to build the cost model, and what is known beforehand (transfer
-// groups of other workloads, prior trials of the same kernel elsewhere). How the strategy
+// groups of other workloads, prior trials of the same kernel elsewhere, other tables' results). How the strategy
 // searches is its own JSON config (each strategy's *_config.hpp), not part of the context.
 // Plain value type.
 #pragma once
@@ -15,6 +15,7 @@
 #include "core/target.hpp"
 #include "core/workload.hpp"
 #include "costmodel/cost_model.hpp"
+#include "search/prior_space.hpp"
 
 namespace atvoss::search {
 
@@ -43,6 +44,10 @@ struct TuneContext {
   // this space are ignored. How a strategy uses them: its config header (tpe_config.hpp,
   // model_guided_config.hpp).
   std::vector<Trial> prior_trials;
+  // Results of other tables (other kernels, or this kernel's table on other devices), carried
+  // over by knob name (prior_space.hpp); a table sharing too little with this space is left out.
+  // Used on measured tables by model-guided; see model_guided_config.hpp.
+  std::vector<PriorSpace> prior_spaces;
 };
 
 }  // namespace atvoss::search

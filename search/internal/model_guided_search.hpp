@@ -16,10 +16,14 @@
 // min_train_samples of them succeeded, then whenever the trials added since the last fit are
 // >= retrain_fraction of that fit's size.
 // Transfer: on a measured table, prior_trials (the same kernel on another target) are a
-// training group of their own, so the first proposals already follow the other target's
-// landscape (the warm start); operators get transfer_groups instead. Once 8 own
-// trials succeeded, the prior group's weight follows how well a model of the prior alone
-// ranks them (rho^3, model_guided_config.hpp), so a misleading prior fades instead of steering the search.
+// training group of their own, and so is each related prior space (another table carried
+// over by knob name, prior_space.hpp); operators get transfer_groups instead. The same
+// kernel's prior trains the first fit, so the first proposals follow it (the warm start).
+// Once 8 own trials succeeded, each prior group's weight follows how well a model of that
+// prior alone ranks them (rho^3, model_guided_config.hpp), so a misleading prior fades
+// instead of steering the search; another table's results join the fits only from then on
+// (unjudged, they led the first proposals of a different kernel astray:
+// docs/decisions/search-space-priors.md), capped by prior_space_cap.
 // Resume: the state stores how many trials the last fit used; load_state refits on exactly
 // those, so a deterministic model resumes exactly. Private to search/ (ensemble reuses it).
 #pragma once
@@ -53,10 +57,16 @@ class ModelGuidedSearch : public StrategyBase {
  private:
   void fit(std::size_t records_used);
   std::unique_ptr<costmodel::CostModel> make_model() const;
-  // The prior's group: the last of fixed_groups_ between fits. REQUIRES: has_prior_.
-  costmodel::WorkloadGroup& prior_group() { return fixed_groups_.back(); }
-  // Weight of the prior's group in a fit with the own trials `own`.
-  double prior_weight(const costmodel::WorkloadGroup& own);
+  // The prior groups of a measured table: prior_trials, then each related prior space.
+  void add_priors(const TuneContext& context);
+  // Own successful trials from which the priors are judged by them.
+  static constexpr std::size_t kJudgeFrom = 8;
+  static bool can_judge(const costmodel::WorkloadGroup& own);
+  // Weight of prior group `group` (an index of fixed_groups_) in a fit with the own trials `own`.
+  double prior_weight(std::size_t group, const costmodel::WorkloadGroup& own);
+  // Sets the weight of every prior group a fit with `own` uses; returns how many of
+  // fixed_groups_ it uses (the prior spaces only once judged).
+  std::size_t weigh_priors(const costmodel::WorkloadGroup& own);
   // Scores of `points` by `model`; a model that scores rows alone predicts each point once
   // until the next fit.
   std::vector<double> predict(const costmodel::CostModel& model, const std::vector<Point>& points);
@@ -73,11 +83,15 @@ class ModelGuidedSearch : public StrategyBase {
   std::size_t trained_on_ = 0;                       // records used by the last fit
   bool fitted_ = false;                              // a fit happened (on the prior alone it used no records)
   costmodel::RetrainPolicy policy_;
-  // transfer_groups, then the prior_trials of a measured table (the same kernel on another
-  // target) as a group of their own; every fit adds the own trials for its duration.
+  // transfer_groups, then the prior groups of a measured table from first_prior_ on: the
+  // prior_trials (the same kernel on another target), then each related prior space, each a
+  // group of its own; every fit adds the own trials for its duration.
   std::vector<costmodel::WorkloadGroup> fixed_groups_;
-  std::unique_ptr<costmodel::CostModel> prior_model_;  // fitted on the prior alone, when there is one
-  bool has_prior_ = false;  // the prior group is there: enough for a first fit before any own trial
+  std::size_t first_prior_ = 0;
+  std::size_t space_groups_from_ = 0;  // the prior spaces' groups, to the end
+  bool has_prior_ = false;             // prior_trials' group is there: enough for a first fit before any own trial
+  // Per prior group (from first_prior_), fitted on it alone when first needed.
+  std::vector<std::unique_ptr<costmodel::CostModel>> prior_models_;
   // Scores by the model at scored_by_ since its last fit; bounded like the validity cache.
   static constexpr std::size_t kScoreCacheLimit = 1u << 20;
   std::unordered_map<std::uint64_t, double> score_cache_;  // by ScheduleSpace::flat_index

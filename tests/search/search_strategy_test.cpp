@@ -653,6 +653,112 @@ TEST(SearchStrategyTest, ModelGuidedWeighsThePriorByHowWellItRanksTheOwnTrials) 
   }
 }
 
+// A real XGBoost model that notes, for each fit, every group's size and weight.
+class GroupRecordingModel final : public costmodel::CostModel {
+ public:
+  using Fit = std::vector<std::pair<std::size_t, double>>;
+  explicit GroupRecordingModel(std::vector<Fit>* fits) : fits_(fits) {
+    costmodel::ModelOptions mo;
+    mo.nthread = 1;
+    inner_ = costmodel::make_cost_model(mo);
+  }
+  std::string kind() const override { return inner_->kind(); }
+  void train(std::span<const costmodel::WorkloadGroup> groups) override {
+    Fit fit;
+    for (const auto& g : groups) fit.emplace_back(g.samples.size(), g.weight);
+    fits_->push_back(std::move(fit));
+    inner_->train(groups);
+  }
+  std::vector<double> predict_features(const costmodel::FeatureMatrix& rows) const override {
+    return inner_->predict_features(rows);
+  }
+  bool trained() const override { return inner_->trained(); }
+  std::vector<std::uint8_t> save() const override { return inner_->save(); }
+  void load(std::span<const std::uint8_t> bytes) override { inner_->load(bytes); }
+
+ private:
+  std::vector<Fit>* fits_;
+  std::unique_ptr<costmodel::CostModel> inner_;
+};
+
+// Another table's results (TuneContext::prior_spaces, here this landscape under the same knob
+// names, or ranked backwards) stay out of the fits until 8 own trials succeeded; then each
+// counts by how well it ranks the own trials, and together they weigh at most
+// prior_space_cap times the own trials. A cap of 0 leaves them out.
+TEST(SearchStrategyTest, ModelGuidedLetsOtherTablesJoinOnceJudgedAndCapsThem) {
+  const auto space = synthetic_space();
+  for (const bool backwards : {false, true}) {
+    for (const double cap : {0.0, 0.5}) {
+      SCOPED_TRACE(std::string(backwards ? "backwards" : "faithful") + " table, cap " + std::to_string(cap));
+      PriorSpace table{"other", space.knobs(), {}};
+      for (std::uint64_t i = 0; i < space.size(); i += 37) {
+        Trial t = measure(space, space.schedule_at(space.point_at(i)));
+        if (backwards && t.status == Status::ok) t.time_us = 1000.0 / t.time_us;
+        table.trials.push_back(t);
+      }
+      std::vector<GroupRecordingModel::Fit> fits;
+      StrategySetup o;
+      o.context.seed = 8;
+      o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
+      o.config["model_population"] = 64;
+      o.config["prior_space_cap"] = cap;
+      o.context.prior_spaces = {table};
+      o.context.model_factory = [&fits] { return std::make_unique<GroupRecordingModel>(&fits); };
+      auto a = make_for("model-guided", space, o);
+      int ok = 0;
+      while (ok < 8) {
+        const auto results = measure_all(space, a->propose(1));
+        ok += results[0].status == Status::ok;
+        a->update(results);
+      }
+      run(*a, space, 40, 1);
+      ASSERT_GE(fits.size(), 3u);
+      for (const auto& fit : fits) {
+        const std::size_t own = fit.back().first;
+        if (own > 200) continue;  // the fit of a model of the table alone, which judges it
+        if (cap == 0 || own < 8) {
+          EXPECT_EQ(fit.size(), 1u) << own << " own trials";
+          continue;
+        }
+        ASSERT_EQ(fit.size(), 2u) << own << " own trials";
+        EXPECT_GT(fit[0].first, 500u);  // the table's rows
+        EXPECT_LE(fit[0].first * fit[0].second, cap * static_cast<double>(own) * (1 + 1e-9));
+        if (backwards) {
+          EXPECT_LE(fit[0].second, 1e-3);
+        } else {
+          EXPECT_GT(fit[0].first * fit[0].second, 0.4 * static_cast<double>(own));  // held at the cap, not faded
+        }
+      }
+    }
+  }
+}
+
+// With the same kernel's prior the model fits before any own trial; another table's results
+// wait for the own trials to judge them.
+TEST(SearchStrategyTest, ModelGuidedFitsOnTheSameKernelsPriorBeforeOtherTablesJoin) {
+  const auto space = synthetic_space();
+  PriorSpace table{"other", space.knobs(), {}};
+  std::vector<Trial> same_kernel;
+  for (std::uint64_t i = 0; i < space.size(); i += 37)
+    table.trials.push_back(measure(space, space.schedule_at(space.point_at(i))));
+  for (std::uint64_t i = 5; i < space.size(); i += 401)
+    same_kernel.push_back(measure(space, space.schedule_at(space.point_at(i))));
+  std::vector<GroupRecordingModel::Fit> fits;
+  StrategySetup o;
+  o.context.seed = 3;
+  o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
+  o.config["model_population"] = 64;
+  o.context.prior_trials = same_kernel;
+  o.context.prior_spaces = {table};
+  o.context.model_factory = [&fits] { return std::make_unique<GroupRecordingModel>(&fits); };
+  auto a = make_for("model-guided", space, o);
+  a->propose(4);
+  ASSERT_EQ(fits.size(), 1u);
+  ASSERT_EQ(fits[0].size(), 2u);  // the same kernel's prior and the (empty) own trials
+  EXPECT_EQ(fits[0][0].first, same_kernel.size());
+  EXPECT_EQ(fits[0][1].first, 0u);
+}
+
 // One corruption of a saved state and the words the refusal must contain.
 struct BadState {
   const char* name;
