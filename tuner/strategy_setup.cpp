@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "costmodel/cost_model.hpp"
 #include "costmodel/features.hpp"
@@ -73,26 +74,53 @@ std::vector<costmodel::WorkloadGroup> transfer_groups(const db::TuningDatabase& 
   return builder.take();
 }
 
+// What the database knows of related results: the same kernel elsewhere (prior trials) and,
+// for a measured table, other tables (prior spaces).
+struct Priors {
+  std::vector<search::Trial> trials;
+  std::vector<search::PriorSpace> spaces;
+};
+
+// Each table's knobs: the values its records hold, in order.
+void add_knobs_from_trials(search::PriorSpace& table) {
+  std::map<std::string, std::set<std::int64_t>> values;
+  for (const auto& t : table.trials) {
+    for (const auto& [name, v] : t.schedule.values()) values[name].insert(v);
+  }
+  for (auto& [name, vs] : values) table.knobs.push_back({name, std::vector<std::int64_t>(vs.begin(), vs.end())});
+}
+
 // Records of the same op that are not this (workload, target)'s own history (the session
-// observes that) and whose schedules lie in the space, newest first, within the config's
-// cap and up to the watermark; *upto becomes the newest id looked at, as transfer_groups.
-std::vector<search::Trial> prior_trials(const db::TuningDatabase& db, const ScheduleSpace& space,
-                                        const Workload& workload, const Target& target, const StrategyConfig& config,
-                                        std::int64_t* upto) {
+// observes that), newest first, within the config's cap and up to the watermark; *upto becomes
+// the newest id looked at, as transfer_groups. Those whose schedules lie in the space are the
+// prior trials; on a measured table, the others are other tables' results, one prior space
+// per (table, target), each within the same cap.
+Priors priors(const db::TuningDatabase& db, const ScheduleSpace& space, const Workload& workload, const Target& target,
+              const StrategyConfig& config, std::int64_t* upto) {
   const auto own_target = db::TargetInfo::from_target(target).key;
   db::RecordFilter filter;
   filter.op = workload.op();
   filter.limit = 20 * static_cast<std::int64_t>(config.max_prior);  // bounds the decode on a big database
   *upto = config.transfer_upto.value_or(0);
-  std::vector<search::Trial> out;
+  Priors out;
+  std::map<std::string, search::PriorSpace> tables;  // by workload and target key
   for (const auto& r : db.records().query(filter)) {
     if (config.transfer_upto && r.id > *config.transfer_upto) continue;
     if (!config.transfer_upto) *upto = std::max(*upto, r.id);
     const bool own = r.workload.key() == workload.key() && r.target.key == own_target;
-    if (own || is_infrastructure_error(r.measurement.status) || !space.point_of(r.schedule)) continue;
-    if (static_cast<int>(out.size()) < config.max_prior) {
-      out.push_back({r.schedule, r.measurement.status, r.measurement.time_us});
+    if (own || is_infrastructure_error(r.measurement.status)) continue;
+    const search::Trial trial{r.schedule, r.measurement.status, r.measurement.time_us};
+    if (space.point_of(r.schedule)) {
+      if (static_cast<int>(out.trials.size()) < config.max_prior) out.trials.push_back(trial);
+    } else if (workload.is_table()) {
+      auto& table = tables[r.workload.key() + "@" + r.target.key];
+      if (table.name.empty()) table.name = r.workload.label() + " on " + r.target.name;
+      if (static_cast<int>(table.trials.size()) < config.max_prior) table.trials.push_back(trial);
     }
+  }
+  for (auto& [key, table] : tables) {
+    add_knobs_from_trials(table);
+    out.spaces.push_back(std::move(table));
   }
   return out;
 }
@@ -115,7 +143,10 @@ StrategySetup::StrategySetup(const ScheduleSpace& space, const Workload& workloa
     context.transfer_groups = transfer_groups(db, workload, target, config, &transfer_upto_);
   }
   if (entry && entry->uses_prior && entry->uses_prior(workload)) {
-    context.prior_trials = prior_trials(db, space, workload, target, config, &transfer_upto_);
+    auto found = priors(db, space, workload, target, config, &transfer_upto_);
+    context.prior_trials = std::move(found.trials);
+    context.prior_spaces = std::move(found.spaces);
+    for (const auto& p : context.prior_spaces) prior_tables_.push_back(p.name);
   }
   strategy_ = search::make_strategy(config.name, space, context, config.options);
 }

@@ -3,7 +3,9 @@
 // search starts informed from its first round), or for strategies that take a prior (tpe
 // and the ensemble; model-guided on a measured table) the results of related workloads:
 // the same op measured as another workload or on another target, whose schedules lie in
-// this space (the same kernel on another GPU, a related shape) — and taps the strategy's
+// this space (the same kernel on another GPU, a related shape), and on a measured table the
+// results of other tables (another kernel, carried over by knob name: search/prior_space.hpp)
+// — and taps the strategy's
 // cost model so every refit is saved to the models table with its training-set size.
 // Threading: the tuner thread that owns the strategy.
 #pragma once
@@ -12,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "db/tuning_database.hpp"
 #include "search/search_strategy.hpp"
@@ -50,6 +53,9 @@ class StrategySetup {
   // The id of the newest record the transfer data or the prior may include (StrategyConfig::transfer_upto
   // of a resumed setup; 0 for a database that had no records).
   std::int64_t transfer_upto() const { return transfer_upto_; }
+  // The other tables whose results the strategy was given (TuneContext::prior_spaces), by
+  // name ("<workload label> on <target>"); the strategy decides which of them are related.
+  const std::vector<std::string>& prior_tables() const { return prior_tables_; }
   // Saves the cost model to db if it was refit since the last call. Returns true if saved.
   bool save_if_retrained(db::TuningDatabase& db);
 
@@ -58,6 +64,7 @@ class StrategySetup {
   std::unique_ptr<search::SearchStrategy> strategy_;
   db::TargetInfo target_;
   std::int64_t transfer_upto_ = 0;
+  std::vector<std::string> prior_tables_;
 };
 
 }  // namespace atvoss::tuner
