@@ -132,7 +132,7 @@ std::vector<search::PriorSpace> priors_for(const Config& cfg, const std::string&
   if (!cfg.prior_spaces) return {};
   const auto rs = RecordedSpace::load(cfg.data + "/" + space + ".json.gz");
   const auto& knobs = rs->space().knobs();
-  auto out = prior_spaces_for(cfg.data, space, PriorSpaces::other_families);
+  auto out = prior_spaces_for({cfg.data}, space, PriorSpaces::other_families);
   std::erase_if(out, [&](const search::PriorSpace& p) {
     return family_of(p.name) == held_out || !search::shares_enough(p.knobs, knobs);
   });

@@ -10,8 +10,9 @@
 //                  the N evaluations of a seeded run of the same strategy on X-T, as a
 //                  database would hold them); spaces without one are skipped
 //   --prior-spaces others|other-families
-//                  the other tables of --data as TuneContext::prior_spaces (every other
-//                  table, or only those of other kernel families: leave-one-family-out)
+//                  the other tables of --data and of data/recorded-spaces as
+//                  TuneContext::prior_spaces (every other table, or only those of other
+//                  kernel families: leave-one-family-out)
 //   --time-at N    proposal time after N observed trials (random recorded configurations)
 // Tuning of defaults is done by bench_lofo on seeds 1001+; reports use --seed-base 1.
 //
@@ -146,7 +147,7 @@ int run_table(const Config& cfg) {
         o.context.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
         if (!cfg.prior_from.empty()) o.context.prior_trials = prior_for(cfg, space, label, o.context.seed, has_prior);
         if (!has_prior) break;
-        o.context.prior_spaces = prior_spaces_for(cfg.data, space, cfg.prior_spaces);
+        o.context.prior_spaces = prior_spaces_for(prior_dirs(cfg.data), space, cfg.prior_spaces);
         const auto r = run_search(*rs, path_of(cfg, space), label, o, cfg.budget, cfg.batch);
         ms += r.ms_per_proposal / cfg.seeds;
         if (csv) csv << space << ',' << label << (cfg.prior_from.empty() ? "" : "+prior") << ',' << o.context.seed;

@@ -179,17 +179,30 @@ inline const std::map<std::string, search::PriorSpace>& tables_in(const std::str
   return it->second;
 }
 
-// The prior spaces of a run on `space` (a table name of `dir`) under `mode`; never the space itself.
-inline std::vector<search::PriorSpace> prior_spaces_for(const std::string& dir, const std::string& space,
+// The prior spaces of a run on `space` under `mode`: the tables of `dirs` (a name found in
+// two folders is taken from the first), never the space itself.
+inline std::vector<search::PriorSpace> prior_spaces_for(const std::vector<std::string>& dirs, const std::string& space,
                                                         PriorSpaces mode) {
   std::vector<search::PriorSpace> out;
   if (mode == PriorSpaces::none) return out;
-  for (const auto& [name, prior] : tables_in(dir)) {
+  std::map<std::string, const search::PriorSpace*> by_name;
+  for (const auto& dir : dirs) {
+    for (const auto& [name, prior] : tables_in(dir)) by_name.emplace(name, &prior);
+  }
+  for (const auto& [name, prior] : by_name) {
     if (name == space) continue;
     if (mode == PriorSpaces::other_families && family_of(name) == family_of(space)) continue;
-    out.push_back(prior);
+    out.push_back(*prior);
   }
   return out;
+}
+
+// The folders a bench learns from: its data folder, then the shipped recorded spaces (the
+// library atvoss knows), so a folder of other tables is tuned with both.
+inline std::vector<std::string> prior_dirs(const std::string& data) {
+  const std::string shipped = std::string(ATVOSS_DATA_DIR) + "/recorded-spaces";
+  if (std::filesystem::equivalent(data, shipped)) return {data};
+  return {data, shipped};
 }
 
 }  // namespace atvoss::bench

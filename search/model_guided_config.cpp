@@ -21,6 +21,7 @@ void visit_model_guided_fields(Config& c, Io& io) {
   io.integer("min_train_samples", c.min_train_samples, 1);
   io.at_least("retrain_fraction", c.retrain_fraction, 0);
   io.at_least("prior_space_cap", c.prior_space_cap, 0);
+  io.integer("prior_space_rows", c.prior_space_rows, 1);
 }
 
 }  // namespace

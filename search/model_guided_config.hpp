@@ -46,6 +46,9 @@ struct ModelGuidedConfig {
   // together weigh at most this multiple (>= 0) of the own trials in a fit, so another
   // table's landscape guides the search and then yields to this one's; 0 leaves them out.
   double prior_space_cap = 1.0;
+  // Rows carried over from the prior spaces in all (>= 1), shared by the related tables (at
+  // least 256 each): every fit trains on them, so they cost fit time.
+  int prior_space_rows = 1024;
 
   // bad_input naming the field (context "model-guided strategy_config").
   static ModelGuidedConfig from_json(const Json& config);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/json.hpp"
 #include "costmodel/metrics.hpp"
 #include "search/internal/strategies.hpp"
 
@@ -47,15 +48,18 @@ void ModelGuidedSearch::add_priors(const TuneContext& o) {
   }
   // The prior spaces follow, from space_groups_from_ on; a fit includes them only once judged.
   space_groups_from_ = fixed_groups_.size();
-  // Every fit trains on the carried rows: kPriorRows in all, shared by the related tables.
-  constexpr std::size_t kPriorRows = 1024, kLeastPerTable = 256;
+  // Every fit trains on the carried rows: prior_space_rows in all, shared by the related tables.
+  constexpr std::size_t kLeastPerTable = 256;
+  const auto rows = static_cast<std::size_t>(config_.prior_space_rows);
   const auto related =
       static_cast<std::size_t>(std::count_if(o.prior_spaces.begin(), o.prior_spaces.end(), [&](const PriorSpace& p) {
         return shares_enough(p.knobs, space().knobs());
       }));
-  const std::size_t per_table = std::max(kLeastPerTable, kPriorRows / std::max<std::size_t>(related, 1));
+  const std::size_t per_table = std::max(kLeastPerTable, rows / std::max<std::size_t>(related, 1));
   for (std::size_t i = 0; config_.prior_space_cap > 0 && i < o.prior_spaces.size(); ++i) {
-    auto samples = usable(map_prior(o.prior_spaces[i], space(), o.seed + 0x9e3779b97f4a7c15ULL * (i + 1), per_table));
+    // Seeded by the table's name, so that which other tables are listed changes no table's rows.
+    const auto& table = o.prior_spaces[i];
+    auto samples = usable(map_prior(table, space(), o.seed ^ fnv1a64(table.name), per_table));
     if (samples.empty()) continue;
     fixed_groups_.push_back({o.workload, o.target, std::move(samples)});
     prior_models_.push_back(nullptr);
