@@ -60,7 +60,11 @@ BENCHMARK(BM_ModelGuidedRound64)->Args({0, 1})->Args({0, 2})->Args({1, 1})->Unit
 // `shift` (another table's optimum lies elsewhere).
 ScheduleSpace table_space(int knobs) {
   std::vector<Knob> k;
-  for (int d = 0; d < knobs; ++d) k.push_back({"k" + std::to_string(d), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}});
+  for (int d = 0; d < knobs; ++d) {
+    std::string name = "k";  // GCC 12 warns (stringop-overflow) on "k" + std::to_string(d) here
+    name += std::to_string(d);
+    k.push_back({std::move(name), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}});
+  }
   return ScheduleSpace(std::move(k), {});
 }
 
