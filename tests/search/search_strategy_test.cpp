@@ -582,77 +582,6 @@ TEST(SearchStrategyTest, RealModelsResumeExactly) {
   }
 }
 
-// A real XGBoost model that notes the weight of the last group but one of each fit (the
-// prior's, when the own trials are last) in *weights.
-class WeightRecordingModel final : public costmodel::CostModel {
- public:
-  explicit WeightRecordingModel(std::vector<double>* weights) : weights_(weights) {
-    costmodel::ModelOptions mo;
-    mo.nthread = 1;
-    inner_ = costmodel::make_cost_model(mo);
-  }
-  std::string kind() const override { return inner_->kind(); }
-  void train(std::span<const costmodel::WorkloadGroup> groups) override {
-    if (groups.size() >= 2) weights_->push_back(groups[groups.size() - 2].weight);
-    inner_->train(groups);
-  }
-  std::vector<double> predict_features(const costmodel::FeatureMatrix& rows) const override {
-    return inner_->predict_features(rows);
-  }
-  bool trained() const override { return inner_->trained(); }
-  std::vector<std::uint8_t> save() const override { return inner_->save(); }
-  void load(std::span<const std::uint8_t> bytes) override { inner_->load(bytes); }
-
- private:
-  std::vector<double>* weights_;
-  std::unique_ptr<costmodel::CostModel> inner_;
-};
-
-// A prior that ranks this landscape keeps weight once the own trials can judge it; one
-// that ranks it backwards falls to the floor, so the search follows its own trials. Either
-// way the weight comes back exactly on resume.
-TEST(SearchStrategyTest, ModelGuidedWeighsThePriorByHowWellItRanksTheOwnTrials) {
-  const auto space = synthetic_space();
-  for (const bool backwards : {false, true}) {
-    SCOPED_TRACE(backwards ? "backwards prior" : "faithful prior");
-    std::vector<Trial> prior;
-    for (std::uint64_t i = 0; i < space.size(); i += 37) {
-      Trial t = measure(space, space.schedule_at(space.point_at(i)));
-      if (backwards && t.status == Status::ok) t.time_us = 1000.0 / t.time_us;
-      prior.push_back(t);
-    }
-    std::vector<double> weights;
-    StrategySetup o;
-    o.context.seed = 8;
-    o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
-    o.config["model_population"] = 64;
-    o.context.prior_trials = prior;
-    o.context.model_factory = [&weights] { return std::make_unique<WeightRecordingModel>(&weights); };
-    auto a = make_for("model-guided", space, o);
-    // Below 8 own successes the prior counts in full.
-    int ok = 0;
-    while (ok < 8) {
-      const auto results = measure_all(space, a->propose(1));
-      ok += results[0].status == Status::ok;
-      a->update(results);
-    }
-    ASSERT_FALSE(weights.empty());
-    EXPECT_EQ(weights.back(), 1.0);
-    // The next fit judges the prior.
-    for (const std::size_t fits = weights.size(); weights.size() == fits;) run(*a, space, 1, 1);
-    if (backwards) {
-      EXPECT_EQ(weights.back(), 1e-3);
-    } else {
-      EXPECT_GT(weights.back(), 0.01);  // ten times the floor
-    }
-    const double saved_weight = weights.back();
-    auto b = make_for("model-guided", space, o);
-    b->load_state(a->save_state());
-    EXPECT_EQ(weights.back(), saved_weight);
-    EXPECT_EQ(run(*a, space, 3, 4), run(*b, space, 3, 4));
-  }
-}
-
 // A real XGBoost model that notes, for each fit, every group's size and weight.
 class GroupRecordingModel final : public costmodel::CostModel {
  public:
@@ -681,6 +610,69 @@ class GroupRecordingModel final : public costmodel::CostModel {
   std::unique_ptr<costmodel::CostModel> inner_;
 };
 
+// The weight of the last group but one (the prior's, the own trials being last) in each fit
+// of two groups or more.
+std::vector<double> prior_weights(const std::vector<GroupRecordingModel::Fit>& fits) {
+  std::vector<double> out;
+  for (const auto& fit : fits) {
+    if (fit.size() >= 2) out.push_back(fit[fit.size() - 2].second);
+  }
+  return out;
+}
+
+// A model-guided setup on the synthetic table whose fits `fits` records.
+StrategySetup recorded_fits_setup(std::vector<GroupRecordingModel::Fit>* fits, std::uint64_t seed) {
+  StrategySetup o = options_for(seed, nullptr);
+  o.config["model_population"] = 64;
+  o.context.model_factory = [fits] { return std::make_unique<GroupRecordingModel>(fits); };
+  return o;
+}
+
+// Proposes and measures one schedule at a time until `n` of them succeeded.
+void run_until_successes(SearchStrategy& s, const ScheduleSpace& space, int n) {
+  for (int ok = 0; ok < n;) {
+    const auto results = measure_all(space, s.propose(1));
+    ok += results[0].status == Status::ok;
+    s.update(results);
+  }
+}
+
+// A prior that ranks this landscape keeps weight once the own trials can judge it; one
+// that ranks it backwards falls to the floor, so the search follows its own trials. Either
+// way the weight comes back exactly on resume.
+TEST(SearchStrategyTest, ModelGuidedWeighsThePriorByHowWellItRanksTheOwnTrials) {
+  const auto space = synthetic_space();
+  for (const bool backwards : {false, true}) {
+    SCOPED_TRACE(backwards ? "backwards prior" : "faithful prior");
+    std::vector<Trial> prior;
+    for (std::uint64_t i = 0; i < space.size(); i += 37) {
+      Trial t = measure(space, space.schedule_at(space.point_at(i)));
+      if (backwards && t.status == Status::ok) t.time_us = 1000.0 / t.time_us;
+      prior.push_back(t);
+    }
+    std::vector<GroupRecordingModel::Fit> fits;
+    StrategySetup o = recorded_fits_setup(&fits, 8);
+    o.context.prior_trials = prior;
+    auto a = make_for("model-guided", space, o);
+    // Below 8 own successes the prior counts in full.
+    run_until_successes(*a, space, 8);
+    ASSERT_FALSE(prior_weights(fits).empty());
+    EXPECT_EQ(prior_weights(fits).back(), 1.0);
+    // The next fit judges the prior.
+    for (const std::size_t n = prior_weights(fits).size(); prior_weights(fits).size() == n;) run(*a, space, 1, 1);
+    if (backwards) {
+      EXPECT_EQ(prior_weights(fits).back(), 1e-3);
+    } else {
+      EXPECT_GT(prior_weights(fits).back(), 0.01);  // ten times the floor
+    }
+    const double saved_weight = prior_weights(fits).back();
+    auto b = make_for("model-guided", space, o);
+    b->load_state(a->save_state());
+    EXPECT_EQ(prior_weights(fits).back(), saved_weight);
+    EXPECT_EQ(run(*a, space, 3, 4), run(*b, space, 3, 4));
+  }
+}
+
 // Another table's results (TuneContext::prior_spaces, here this landscape under the same knob
 // names, or ranked backwards) stay out of the fits until 8 own trials succeeded; then each
 // counts by how well it ranks the own trials, and together they weigh at most
@@ -697,20 +689,11 @@ TEST(SearchStrategyTest, ModelGuidedLetsOtherTablesJoinOnceJudgedAndCapsThem) {
         table.trials.push_back(t);
       }
       std::vector<GroupRecordingModel::Fit> fits;
-      StrategySetup o;
-      o.context.seed = 8;
-      o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
-      o.config["model_population"] = 64;
+      StrategySetup o = recorded_fits_setup(&fits, 8);
       o.config["prior_space_cap"] = cap;
       o.context.prior_spaces = {table};
-      o.context.model_factory = [&fits] { return std::make_unique<GroupRecordingModel>(&fits); };
       auto a = make_for("model-guided", space, o);
-      int ok = 0;
-      while (ok < 8) {
-        const auto results = measure_all(space, a->propose(1));
-        ok += results[0].status == Status::ok;
-        a->update(results);
-      }
+      run_until_successes(*a, space, 8);
       run(*a, space, 40, 1);
       ASSERT_GE(fits.size(), 3u);
       for (const auto& fit : fits) {
@@ -744,13 +727,9 @@ TEST(SearchStrategyTest, ModelGuidedFitsOnTheSameKernelsPriorBeforeOtherTablesJo
   for (std::uint64_t i = 5; i < space.size(); i += 401)
     same_kernel.push_back(measure(space, space.schedule_at(space.point_at(i))));
   std::vector<GroupRecordingModel::Fit> fits;
-  StrategySetup o;
-  o.context.seed = 3;
-  o.context.workload = Workload::from_json(parse_json(R"({"op":"recorded","table":"synthetic"})", "t"));
-  o.config["model_population"] = 64;
+  StrategySetup o = recorded_fits_setup(&fits, 3);
   o.context.prior_trials = same_kernel;
   o.context.prior_spaces = {table};
-  o.context.model_factory = [&fits] { return std::make_unique<GroupRecordingModel>(&fits); };
   auto a = make_for("model-guided", space, o);
   a->propose(4);
   ASSERT_EQ(fits.size(), 1u);
