@@ -47,7 +47,7 @@ struct ModelGuidedConfig {
   // table's landscape guides the search and then yields to this one's; 0 leaves them out.
   double prior_space_cap = 1.0;
   // Rows carried over from the prior spaces in all (>= 1), shared by the related tables (at
-  // least 256 each): every fit trains on them, so they cost fit time.
+  // most 4, those sharing the most knobs): every fit trains on them, so they cost fit time.
   int prior_space_rows = 1024;
 
   // bad_input naming the field (context "model-guided strategy_config").

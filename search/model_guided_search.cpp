@@ -48,15 +48,14 @@ void ModelGuidedSearch::add_priors(const TuneContext& o) {
   }
   // The prior spaces follow, from space_groups_from_ on; a fit includes them only once judged.
   space_groups_from_ = fixed_groups_.size();
-  // Every fit trains on the carried rows: prior_space_rows in all, shared by the related tables.
-  constexpr std::size_t kLeastPerTable = 256;
+  // Every fit trains on the carried rows: prior_space_rows in all, shared by the related
+  // tables, of which at most kMaxPriorTables (a database may hold hundreds), the closest first.
+  if (config_.prior_space_cap == 0) return;
+  constexpr std::size_t kMaxPriorTables = 4;
+  const auto chosen = related_tables(o.prior_spaces, space().knobs(), kMaxPriorTables);
   const auto rows = static_cast<std::size_t>(config_.prior_space_rows);
-  const auto related =
-      static_cast<std::size_t>(std::count_if(o.prior_spaces.begin(), o.prior_spaces.end(), [&](const PriorSpace& p) {
-        return shares_enough(p.knobs, space().knobs());
-      }));
-  const std::size_t per_table = std::max(kLeastPerTable, rows / std::max<std::size_t>(related, 1));
-  for (std::size_t i = 0; config_.prior_space_cap > 0 && i < o.prior_spaces.size(); ++i) {
+  const std::size_t per_table = std::max<std::size_t>(1, rows / std::max<std::size_t>(chosen.size(), 1));
+  for (const std::size_t i : chosen) {
     // Seeded by the table's name, so that which other tables are listed changes no table's rows.
     const auto& table = o.prior_spaces[i];
     auto samples = usable(map_prior(table, space(), o.seed ^ fnv1a64(table.name), per_table));

@@ -63,6 +63,20 @@ bool shares_enough(const std::vector<Knob>& from, const std::vector<Knob>& to) {
   return shared >= 2 && 2 * shared >= varying;
 }
 
+std::vector<std::size_t> related_tables(const std::vector<PriorSpace>& tables, const std::vector<Knob>& to,
+                                        std::size_t max_tables) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    if (shares_enough(tables[i].knobs, to)) out.push_back(i);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
+    return shared_varying_knobs(tables[a].knobs, to) > shared_varying_knobs(tables[b].knobs, to);
+  });
+  if (out.size() > max_tables) out.resize(max_tables);
+  std::sort(out.begin(), out.end());  // the order given: a fit's groups keep it
+  return out;
+}
+
 std::int64_t nearest_value(const std::vector<std::int64_t>& values, std::int64_t v) {
   std::int64_t best = values.front();
   for (auto x : values) {

@@ -33,6 +33,11 @@ std::size_t shared_varying_knobs(const std::vector<Knob>& from, const std::vecto
 // the rest of it).
 bool shares_enough(const std::vector<Knob>& from, const std::vector<Knob>& to);
 
+// Indices, in the order given, of the tables of `tables` that share enough with `to`: at most
+// max_tables of them, those sharing the most varying knobs (ties: the first given).
+std::vector<std::size_t> related_tables(const std::vector<PriorSpace>& tables, const std::vector<Knob>& to,
+                                        std::size_t max_tables);
+
 // The value of `values` (ordered) nearest to v: by log distance when both are positive,
 // else by difference; ties take the smaller.
 std::int64_t nearest_value(const std::vector<std::int64_t>& values, std::int64_t v);

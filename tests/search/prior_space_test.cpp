@@ -41,6 +41,22 @@ TEST(PriorSpaceTest, ATableCountsWhenItVariesEnoughOfTheseKnobs) {
           .empty());
 }
 
+TEST(PriorSpaceTest, AtMostTheLimitOfRelatedTablesAreTakenTheClosestFirst) {
+  const std::vector<Knob> to = {knob("a", {1, 2}), knob("b", {1, 2}), knob("c", {1, 2}), knob("d", {1, 2})};
+  const auto table = [](std::vector<Knob> knobs) { return PriorSpace{"t", std::move(knobs), {}}; };
+  const std::vector<PriorSpace> tables = {
+      table({knob("a", {1, 2}), knob("b", {1, 2})}),                                        // 2 of 4
+      table({knob("a", {1, 2})}),                                                           // 1: unrelated
+      table({knob("a", {1, 2}), knob("b", {1, 2}), knob("c", {1, 2}), knob("d", {1, 2})}),  // 4
+      table({knob("b", {1, 2}), knob("c", {1, 2}), knob("d", {1, 2})}),                     // 3
+      table({knob("c", {1, 2}), knob("d", {1, 2})}),                                        // 2
+  };
+  EXPECT_EQ(related_tables(tables, to, 8), (std::vector<std::size_t>{0, 2, 3, 4}));
+  EXPECT_EQ(related_tables(tables, to, 3), (std::vector<std::size_t>{0, 2, 3}));  // 4 ties with 0 and comes later
+  EXPECT_EQ(related_tables(tables, to, 2), (std::vector<std::size_t>{2, 3}));
+  EXPECT_TRUE(related_tables({tables[1]}, to, 8).empty());
+}
+
 TEST(PriorSpaceTest, SharedKnobsMapByNameAndTheOthersTakeSeededValues) {
   const std::vector<Knob> from = {knob("bx", {16, 48, 128}), knob("ty", {1, 8}), knob("theirs", {0, 1})};
   const ScheduleSpace to({knob("bx", {32, 64, 256}), knob("ty", {1, 2, 3, 4}), knob("flag", {0, 1})}, {});
