@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 namespace atvoss::search {
@@ -47,6 +48,16 @@ std::vector<std::size_t> chosen_rows(const std::vector<costmodel::Trial>& trials
 }
 
 }  // namespace
+
+PriorSpace prior_space_from_trials(std::string name, std::vector<costmodel::Trial> trials) {
+  std::map<std::string, std::set<std::int64_t>> values;
+  for (const auto& t : trials) {
+    for (const auto& [knob, v] : t.schedule.values()) values[knob].insert(v);
+  }
+  PriorSpace out{std::move(name), {}, std::move(trials)};
+  for (auto& [knob, vs] : values) out.knobs.push_back({knob, std::vector<std::int64_t>(vs.begin(), vs.end())});
+  return out;
+}
 
 std::size_t shared_varying_knobs(const std::vector<Knob>& from, const std::vector<Knob>& to) {
   std::size_t n = 0;

@@ -25,6 +25,9 @@ struct PriorSpace {
   std::vector<costmodel::Trial> trials;  // its results, failures included
 };
 
+// A table known only by its results: each knob's values are those the results hold.
+PriorSpace prior_space_from_trials(std::string name, std::vector<costmodel::Trial> trials);
+
 // The knobs of `to` with more than one value that `from` also varies, by name.
 std::size_t shared_varying_knobs(const std::vector<Knob>& from, const std::vector<Knob>& to);
 

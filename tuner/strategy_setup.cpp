@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "costmodel/cost_model.hpp"
 #include "costmodel/features.hpp"
@@ -81,15 +80,6 @@ struct Priors {
   std::vector<search::PriorSpace> spaces;
 };
 
-// Each table's knobs: the values its records hold, in order.
-void add_knobs_from_trials(search::PriorSpace& table) {
-  std::map<std::string, std::set<std::int64_t>> values;
-  for (const auto& t : table.trials) {
-    for (const auto& [name, v] : t.schedule.values()) values[name].insert(v);
-  }
-  for (auto& [name, vs] : values) table.knobs.push_back({name, std::vector<std::int64_t>(vs.begin(), vs.end())});
-}
-
 // Records of the same op that are not this (workload, target)'s own history (the session
 // observes that), newest first, within the config's cap and up to the watermark; *upto becomes
 // the newest id looked at, as transfer_groups. Those whose schedules lie in the space are the
@@ -103,7 +93,11 @@ Priors priors(const db::TuningDatabase& db, const ScheduleSpace& space, const Wo
   filter.limit = 20 * static_cast<std::int64_t>(config.max_prior);  // bounds the decode on a big database
   *upto = config.transfer_upto.value_or(0);
   Priors out;
-  std::map<std::string, search::PriorSpace> tables;  // by workload and target key
+  struct Table {
+    std::string name;
+    std::vector<search::Trial> trials;
+  };
+  std::map<std::string, Table> tables;  // by workload and target key
   for (const auto& r : db.records().query(filter)) {
     if (config.transfer_upto && r.id > *config.transfer_upto) continue;
     if (!config.transfer_upto) *upto = std::max(*upto, r.id);
@@ -119,8 +113,7 @@ Priors priors(const db::TuningDatabase& db, const ScheduleSpace& space, const Wo
     }
   }
   for (auto& [key, table] : tables) {
-    add_knobs_from_trials(table);
-    out.spaces.push_back(std::move(table));
+    out.spaces.push_back(search::prior_space_from_trials(std::move(table.name), std::move(table.trials)));
   }
   return out;
 }

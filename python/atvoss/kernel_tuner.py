@@ -20,10 +20,16 @@ strategy_options, besides Kernel Tuner's ``max_fevals``, ``time_limit`` and
 - ``seed``: the atvoss strategy's seed (default: tune_kernel's ``seed``, else 0);
 - ``strategy``: an atvoss strategy name (default ``model-guided``, atvoss's default);
 - ``strategy_config``: that strategy's settings (docs/job-spec.md);
-- ``batch``: configurations asked at once (default 1: every result informs the next ask).
+- ``batch``: configurations asked at once (default 1: every result informs the next ask);
+- ``prior_caches``: Kernel Tuner cache files (.json or .json.gz) of other kernels or devices,
+  whose results the search learns from by parameter name once its own can judge them
+  (``Optimizer``'s ``priors``; docs/decisions/search-space-priors.md).
 
 Kernel Tuner is imported here only (``import atvoss`` never needs it).
 """
+import gzip
+import json
+import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -39,7 +45,7 @@ from .tuning import _check_int
 
 # Options Kernel Tuner itself reads from strategy_options (interface.py, strategies/common.py).
 _KERNEL_TUNER_OPTIONS = ("max_fevals", "time_limit", "searchspace_construction_options")
-_OWN_OPTIONS = ("seed", "strategy", "strategy_config", "batch")
+_OWN_OPTIONS = ("seed", "strategy", "strategy_config", "batch", "prior_caches")
 
 
 def _options(tuning_options: Mapping[str, Any]) -> Dict[str, Any]:
@@ -51,7 +57,8 @@ def _options(tuning_options: Mapping[str, Any]) -> Dict[str, Any]:
                          f"(it takes {', '.join(_KERNEL_TUNER_OPTIONS + _OWN_OPTIONS)})")
     seed = given.get("seed", tuning_options.get("seed"))
     opts = {"seed": 0 if seed is None else seed, "strategy": given.get("strategy", "model-guided"),
-            "strategy_config": given.get("strategy_config"), "batch": given.get("batch", 1)}
+            "strategy_config": given.get("strategy_config"), "batch": given.get("batch", 1),
+            "prior_caches": given.get("prior_caches", ())}
     _check_int(opts["seed"], "strategy_options['seed']", 0)
     _check_int(opts["batch"], "strategy_options['batch']", 1)
     return opts
@@ -77,17 +84,43 @@ def _value(cost: float, direction: str) -> Optional[float]:
     return -cost if direction == "maximize" else cost
 
 
+def _prior_from_cache(path: Any, objective: str, where: str) -> Dict[str, Any]:
+    """A Kernel Tuner cache file as an Optimizer prior: every configuration with its
+    `objective` value (None where it failed)."""
+    try:
+        name = os.fspath(path)
+        if name.endswith(".gz"):
+            with gzip.open(name, "rt") as z:
+                doc = json.load(z)
+        else:
+            with open(name) as f:
+                doc = json.load(f)
+        keys, cache = doc["tune_params_keys"], doc["cache"]
+        results = []
+        for entry in cache.values():
+            value = entry.get(objective)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            results.append(({k: entry[k] for k in keys}, value if ok else None))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"atvoss.kernel_tuner: {where}: not a readable Kernel Tuner cache ({e})") from e
+    return {"name": os.path.basename(os.fspath(path)), "results": results}
+
+
 def make_optimizer(searchspace: Any, tuning_options: Mapping[str, Any]) -> Optimizer:
     """The atvoss.Optimizer over Kernel Tuner's search space: its parameters and values, and
     exactly its points (restrictions applied) as the valid ones."""
     opts = _options(tuning_options)
-    _, direction = _objective(tuning_options)
+    objective, direction = _objective(tuning_options)
     names = list(searchspace.tune_params)
     valid = set(searchspace.list)
+    caches = opts["prior_caches"]
+    if isinstance(caches, (str, bytes)) or not isinstance(caches, (list, tuple)):
+        raise ValueError("atvoss.kernel_tuner: strategy_options['prior_caches'] must be a list of cache files")
+    priors = [_prior_from_cache(p, objective, f"strategy_options['prior_caches'][{i}]") for i, p in enumerate(caches)]
     return Optimizer({n: list(searchspace.tune_params[n]) for n in names},
                      constraints=[lambda c: tuple(c[n] for n in names) in valid], direction=direction,
                      strategy=opts["strategy"], seed=opts["seed"], name="kernel_tuner",
-                     strategy_config=opts["strategy_config"])
+                     strategy_config=opts["strategy_config"], priors=priors)
 
 
 def tune(searchspace: Any, runner: Any, tuning_options: Any) -> List[Dict[str, Any]]:

@@ -170,6 +170,27 @@ def _describe_change(stored: Mapping[str, Any], params: List[_Param]) -> str:
     return "; ".join(notes) or "the same values"
 
 
+def _prior_tables(priors: Sequence[Mapping[str, Any]], direction: str) -> List[Tuple[str, List[Any]]]:
+    """Optimizer's priors as the core takes them: (name, [({param: int}, status, cost)]), the
+    integer parameters of each config only (the others cannot be matched by value)."""
+    if isinstance(priors, Mapping) or not isinstance(priors, Sequence):
+        raise TypeError("priors must be a list of {'name': str, 'results': [(config, value), ...]}")
+    out = []
+    for i, prior in enumerate(priors):
+        if not isinstance(prior, Mapping) or not isinstance(prior.get("name"), str) or "results" not in prior:
+            raise ValueError(f"priors[{i}] must be a dict with fields 'name' (str) and 'results'")
+        rows = []
+        for j, row in enumerate(prior["results"]):
+            if not isinstance(row, Sequence) or len(row) != 2 or not isinstance(row[0], Mapping):
+                raise ValueError(f"priors[{i}].results[{j}] must be a (config dict, value) pair")
+            config, value = row
+            ints = {str(k): int(v) for k, v in config.items() if _is_int(v)}
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+            rows.append((ints, "ok" if ok else "runtime_error", cost_of(float(value), direction) if ok else 0.0))
+        out.append((prior["name"], rows))
+    return out
+
+
 class Optimizer:
     """Ask/tell search over ``space`` (parameter name -> list of values, in your order).
 
@@ -181,7 +202,11 @@ class Optimizer:
     seed: the same seed, space and told results give the same asks. name: names the
     objective (its stored results and its cost model). db: resume from and store into a
     tuning database; on_space_change: "error" (default) refuses a space that leaves stored
-    results out, "keep" resumes those still inside it.
+    results out, "keep" resumes those still inside it. priors: results of other spaces
+    (another kernel, or this one on another device), each {"name": str, "results": [(config,
+    value), ...]} with value None for a failure; model-guided learns from those whose integer
+    parameters match enough of this space's by name, once its own results can judge them
+    (docs/decisions/search-space-priors.md).
 
     Several asks may be pending; ask and tell may be called from several threads.
     """
@@ -189,7 +214,7 @@ class Optimizer:
     def __init__(self, space: Space, *, constraints: Sequence[Constraint] = (), direction: str = "minimize",
                  strategy: str = "model-guided", seed: int = 0, name: str = "objective",
                  db: Optional[PathLike] = None, strategy_config: Optional[Mapping[str, Any]] = None,
-                 on_space_change: str = "error") -> None:
+                 on_space_change: str = "error", priors: Sequence[Mapping[str, Any]] = ()) -> None:
         if not isinstance(space, Mapping) or not space:
             raise TypeError("space must be a non-empty dict of parameter name -> list of values")
         if isinstance(constraints, (str, bytes)) or callable(constraints):
@@ -217,7 +242,8 @@ class Optimizer:
         self._workload = Workload({"op": "objective", "name": name})
         self._core = _atvoss.OptimizerCore(name, [(p.name, p.ids) for p in self._params], valid, strategy, seed,
                                            "" if db is None else os.fspath(db),
-                                           json.dumps(dict(strategy_config or {})), owner)
+                                           json.dumps(dict(strategy_config or {})), owner,
+                                           _prior_tables(priors, direction))
         self._outstanding: Dict[Tuple[int, ...], Config] = {}
         self._known: Set[Tuple[int, ...]] = set()  # keys of every result told, observed or read back
         self.trials: List[OptimizerTrial] = []

@@ -77,9 +77,11 @@ class Optimizer {
   // knobs: [(name, [int values])] in the user's order; valid: flat indices of the points
   // the constraints allow, or none when every point is valid. owner names this optimizer's
   // claims in the database (unique per process and object).
+  // priors: other tables' results as (name, [(schedule, status, cost)]), TuneContext::prior_spaces.
   Optimizer(const std::string& name, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& knobs,
             const std::optional<std::vector<std::uint64_t>>& valid, const std::string& strategy, std::uint64_t seed,
-            const std::string& db_path, const std::string& strategy_config, std::string owner)
+            const std::string& db_path, const std::string& strategy_config, std::string owner,
+            const std::vector<std::pair<std::string, std::vector<Told>>>& priors)
       : workload_(Workload::from_json(Json{{"op", "objective"}, {"name", name}})),
         target_(backend::load_target("host")),
         target_info_(db::TargetInfo::from_target(target_)),
@@ -90,6 +92,11 @@ class Optimizer {
     o.workload = workload_;
     o.target = target_;
     o.model_threads = 1;
+    for (const auto& [table, results] : priors) {
+      std::vector<search::Trial> trials;
+      for (const auto& r : results) trials.push_back(trial_of(r, "priors"));
+      o.prior_spaces.push_back(search::prior_space_from_trials(table, std::move(trials)));
+    }
     strategy_ = search::make_strategy(strategy, space_, o, parse(strategy_config, "strategy_config"));
     if (!db_path.empty()) {
       db_ = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(db_path));
@@ -350,9 +357,10 @@ void bind_optimizer(py::module_& m) {
   py::class_<Optimizer>(m, "OptimizerCore")
       .def(py::init<const std::string&, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>&,
                     const std::optional<std::vector<std::uint64_t>>&, const std::string&, std::uint64_t,
-                    const std::string&, const std::string&, std::string>(),
+                    const std::string&, const std::string&, std::string,
+                    const std::vector<std::pair<std::string, std::vector<Optimizer::Told>>>&>(),
            py::arg("name"), py::arg("knobs"), py::arg("valid"), py::arg("strategy"), py::arg("seed"), py::arg("db"),
-           py::arg("strategy_config"), py::arg("owner"))
+           py::arg("strategy_config"), py::arg("owner"), py::arg("priors"))
       .def("sync", &Optimizer::sync, py::call_guard<py::gil_scoped_release>())
       .def("ask", &Optimizer::ask, py::arg("n"), py::call_guard<py::gil_scoped_release>())
       .def("tell", &Optimizer::tell, py::arg("results"), py::arg("messages"), py::call_guard<py::gil_scoped_release>())
