@@ -142,12 +142,13 @@ int run_table(const Config& cfg) {
       std::map<int, double> sum;
       double ms = 0;
       bool has_prior = cfg.prior_from.empty();
+      const auto priors = prior_spaces_for(prior_dirs(cfg.data), space, cfg.prior_spaces);
       for (int i = 0; i < cfg.seeds; ++i) {
         SearchSetup o = cfg.defaults;
         o.context.seed = cfg.seed_base + static_cast<std::uint64_t>(i);
         if (!cfg.prior_from.empty()) o.context.prior_trials = prior_for(cfg, space, label, o.context.seed, has_prior);
         if (!has_prior) break;
-        o.context.prior_spaces = prior_spaces_for(prior_dirs(cfg.data), space, cfg.prior_spaces);
+        o.context.prior_spaces = priors;
         const auto r = run_search(*rs, path_of(cfg, space), label, o, cfg.budget, cfg.batch);
         ms += r.ms_per_proposal / cfg.seeds;
         if (csv) csv << space << ',' << label << (cfg.prior_from.empty() ? "" : "+prior") << ',' << o.context.seed;

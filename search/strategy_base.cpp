@@ -46,6 +46,9 @@ StrategyBase::StrategyBase(std::string name, const ScheduleSpace& space, const T
                            const EvolutionConfig& evolution)
     : name_(std::move(name)), space_(space), context_(context), evolution_(evolution), rng_(context.seed) {
   if (space_.dimensions() == 0) throw_bad_input(name_ + " search: the space has no knobs");
+  // Other tables are read once, by the strategy's constructor (model-guided carries a sample of
+  // them over): the context kept for the strategy's life does not hold them.
+  context_.prior_spaces = {};
   // Only a strategy that may take a doubling step needs the table.
   if (evolution_.mutation_doubling > 0) {
     for (const auto& k : space_.knobs()) doublings_.push_back(doublings_of(k.values));

@@ -64,6 +64,7 @@ class StrategyBase : public SearchStrategy {
   virtual void load_extra(const Json& extra) { (void)extra; }
 
   const ScheduleSpace& space() const { return space_; }
+  // The context the strategy was made with, less its prior_spaces (read at construction only).
   const TuneContext& context() const { return context_; }
   const EvolutionConfig& evolution() const { return evolution_; }
   std::mt19937_64& rng() { return rng_; }
