@@ -1315,7 +1315,6 @@ void check_plan_matches(const frontend::Graph& planned, const frontend::Graph& f
   }
 }
 
-// The plan's schedules as the runtime's table.
 // The plan's schedules as the runtime's table. threads > 0 (the caller's "cores the kernels run
 // on") caps each schedule's threads knob: a plan tuned on two cores, run on one, must not start
 // a second thread on a core the caller kept for other work (a 2-thread ResNet-50 plan run on

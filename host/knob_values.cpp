@@ -1,6 +1,7 @@
 #include "host/knob_values.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <span>
 
@@ -44,8 +45,13 @@ std::vector<std::int64_t> thread_values(const MachineInfo& m) {
 }
 
 std::int64_t closest(const std::vector<std::int64_t>& values, std::int64_t want) {
+  // Unsigned distances: want may be any int64 (a hand-edited table's), and a - want overflows.
+  const auto distance = [want](std::int64_t a) {
+    const auto ua = static_cast<std::uint64_t>(a), uw = static_cast<std::uint64_t>(want);
+    return a > want ? ua - uw : uw - ua;
+  };
   return *std::min_element(values.begin(), values.end(),
-                           [&](auto a, auto b) { return std::abs(a - want) < std::abs(b - want); });
+                           [&](std::int64_t a, std::int64_t b) { return distance(a) < distance(b); });
 }
 
 namespace {

@@ -1,10 +1,11 @@
 #include "runtime/choice.hpp"
 
 #include <algorithm>
-#include <cstdlib>
+#include <cstdint>
 
 #include "core/error.hpp"
 #include "host/host_space.hpp"
+#include "host/knob_values.hpp"
 
 namespace atvoss::runtime {
 namespace {
@@ -26,9 +27,7 @@ Schedule onto_space(const ScheduleSpace& space, const Schedule& s, const Schedul
     }
     const std::int64_t v = s.at(k.name);
     if (std::find(k.values.begin(), k.values.end(), v) != k.values.end()) continue;
-    const std::int64_t to = *std::min_element(k.values.begin(), k.values.end(), [v](std::int64_t a, std::int64_t b) {
-      return std::abs(a - v) < std::abs(b - v);
-    });
+    const std::int64_t to = host::closest(k.values, v);
     out.set(k.name, to);
     moved += (moved.empty() ? "" : ", ") + k.name + " " + std::to_string(v) + " -> " + std::to_string(to);
   }

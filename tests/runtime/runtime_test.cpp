@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -20,6 +22,7 @@
 #include "host/host_space.hpp"
 #include "host/kernel_timing.hpp"
 #include "host/operands.hpp"
+#include "runtime/choice.hpp"
 #include "runtime_test_util.hpp"
 
 namespace atvoss::runtime {
@@ -108,6 +111,28 @@ TEST_F(RuntimeTest, NearestScheduleIsMovedOntoTheCalledShapesSpace) {
   EXPECT_NE(c.reason.find("tile_k 512 -> 64"), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("threads absent -> 1"), std::string::npos) << c.reason;
   EXPECT_LE(run_error(rt, w), host::kMaxRelativeError);
+}
+
+// A hand-edited table or model plan may hold any int64: the extremes move to the space's ends
+// (their distance to a listed value overflowed int64 once, and INT64_MIN landed on the largest).
+TEST_F(RuntimeTest, ExtremeKnobValuesMoveToTheNearestEndOfTheSpace) {
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":256,"N":256,"K":512}})");
+  const ScheduleSpace space = host::space_for(w, machine());
+  const auto values = [&](const std::string& name) {
+    for (const Knob& k : space.knobs())
+      if (k.name == name) return k.values;
+    ADD_FAILURE() << "no knob " << name;
+    return std::vector<std::int64_t>{0};
+  };
+  Schedule edited = testing::tuned_schedule(machine());
+  edited.set("tile_k", std::numeric_limits<std::int64_t>::min());
+  edited.set("tile_n", std::numeric_limits<std::int64_t>::max());
+  const table::ScheduleTable t(table::TableHeader{}, {{w, edited, 1.0}});
+  const Choice c = choose_schedule(&t, "", w, machine());
+  EXPECT_EQ(c.kind, ChoiceKind::exact) << c.reason;
+  ASSERT_GT(values("tile_k").size(), 1u);
+  EXPECT_EQ(c.schedule.at("tile_k"), std::ranges::min(values("tile_k"))) << c.reason;
+  EXPECT_EQ(c.schedule.at("tile_n"), std::ranges::max(values("tile_n"))) << c.reason;
 }
 
 TEST_F(RuntimeTest, EntryScheduleTheSpaceRejectsRunsTheDefaultAndSaysWhy) {
