@@ -28,6 +28,17 @@ double require_time(const Json& obj, std::string_view name, const std::string& c
   return v;
 }
 
+// A nested reader's refusal (a workload's, a schedule's, a target's...) names where in the plan
+// it was: "model plan: task 3 'fc': field 'workload': dim 'K' must be an integer".
+template <typename Read>
+auto nested(const std::string& context, std::string_view field, Read read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    throw Error(e.kind(), context + ": field '" + std::string(field) + "': " + e.what());
+  }
+}
+
 Json task_json(const PlannedTask& t) {
   return {{"name", t.name},
           {"workload", t.workload.to_json()},
@@ -45,9 +56,9 @@ PlannedTask task_of(const Json& j, const std::string& context) {
   PlannedTask t;
   t.name = require_string(j, "name", context);
   const std::string ctx = context + " '" + t.name + "'";
-  t.workload = Workload::from_json(require_field(j, "workload", ctx));
+  t.workload = nested(ctx, "workload", [&] { return Workload::from_json(require_field(j, "workload", ctx)); });
   t.weight = integer_as<int>(require_field(j, "weight", ctx), "weight", ctx);
-  t.schedule = Schedule::from_json(require_field(j, "schedule", ctx));
+  t.schedule = nested(ctx, "schedule", [&] { return Schedule::from_json(require_field(j, "schedule", ctx)); });
   t.time_us = require_time(j, "time_us", ctx);
   t.provenance = require_string(j, "provenance", ctx);
   if (t.provenance != kMeasured && t.provenance != kZeroShot && t.provenance != kDefault) {
@@ -70,7 +81,7 @@ PlannedTranspose transpose_of(const Json& j, const std::string& context) {
           require_string(j, "to_layer", context),
           require_string(j, "from", context),
           require_string(j, "to", context),
-          Workload::from_json(require_field(j, "workload", context)),
+          nested(context, "workload", [&] { return Workload::from_json(require_field(j, "workload", context)); }),
           require_time(j, "time_us", context)};
 }
 
@@ -91,7 +102,7 @@ PlannedRun run_of(const Json& j) {
   const std::string ctx = "model plan: graph_run";
   require_object(j, ctx);
   PlannedRun r;
-  r.knobs = Schedule::from_json(require_field(j, "knobs", ctx));
+  r.knobs = nested(ctx, "knobs", [&] { return Schedule::from_json(require_field(j, "knobs", ctx)); });
   for (const char* k : {"rank_weight", "time_weight", "affinity_weight", "stages", "micro_batches"}) {
     if (!r.knobs.has(k)) throw Error(ErrorKind::bad_input, ctx + ": field 'knobs' lacks '" + k + "'");
   }
@@ -103,7 +114,7 @@ PlannedRun run_of(const Json& j) {
                        require_time(nodes[i], "start_us", c), require_time(nodes[i], "end_us", c),
                        integer_as<int>(require_field(nodes[i], "stream", c), "stream", c)});
   }
-  r.memory = execution::MemoryPlan::from_json(require_field(j, "memory", ctx));
+  r.memory = nested(ctx, "memory", [&] { return execution::MemoryPlan::from_json(require_field(j, "memory", ctx)); });
   r.default_scheduled_us = require_time(j, "default_scheduled_us", ctx);
   r.unplaced_us = require_time(j, "unplaced_us", ctx);
   return r;
@@ -166,7 +177,7 @@ ModelPlan ModelPlan::from_json(const Json& j) {
   if (!require_field(j, "model_sha256", ctx).is_null()) p.model_sha256 = require_string(j, "model_sha256", ctx);
   p.batch = integer_as<int>(require_field(j, "batch", ctx), "batch", ctx);
   if (p.batch < 1) throw Error(ErrorKind::bad_input, ctx + ": field 'batch' must be >= 1");
-  p.target = Target::from_json(require_field(j, "target", ctx));
+  p.target = nested(ctx, "target", [&] { return Target::from_json(require_field(j, "target", ctx)); });
   if (p.target.key() != require_string(j, "target_key", ctx)) {
     throw Error(ErrorKind::bad_input, ctx + ": field 'target_key' does not match field 'target' (edited?)");
   }
@@ -182,7 +193,9 @@ ModelPlan ModelPlan::from_json(const Json& j) {
     p.transposes.push_back(transpose_of(transposes[i], ctx + ": transpose " + std::to_string(i)));
   }
   p.fallback_us = require_time(j, "fallback_us", ctx);
-  if (const Json& g = require_field(j, "graph", ctx); !g.is_null()) p.graph = frontend::graph_from_json(g);
+  if (const Json& g = require_field(j, "graph", ctx); !g.is_null()) {
+    p.graph = nested(ctx, "graph", [&] { return frontend::graph_from_json(g); });
+  }
   if (const Json& r = require_field(j, "graph_run", ctx); !r.is_null()) p.run = run_of(r);
   if (p.run.has_value() == p.graph.empty()) {
     throw Error(ErrorKind::bad_input, ctx + ": fields 'graph' and 'graph_run' must be both null or both given");

@@ -6,8 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <random>
 
 #include <unistd.h>
@@ -205,6 +209,75 @@ TEST_F(PlanTest, ADamagedPlanFileIsRefusedByField) {
     EXPECT_TRUE(e.is_bad_input());
     EXPECT_NE(std::string(e.what()).find("cut.json"), std::string::npos) << e.what();
   }
+}
+
+// Seeded mutations anywhere in a plan file (numbers at zero, negative, the int64 limits and
+// huge doubles; strings, nulls, arrays and objects where a number was; fields dropped), as
+// atvoss-run and recompute read one: each loads or is refused as bad input naming the plan,
+// an accepted one writes back what it read and recomputes to a finite figure or a bad-input
+// refusal, and nothing crashes (the sanitizer builds run this too). Bounded by count and time.
+TEST_F(PlanTest, MutatedPlanFilesLoadOrAreRefusedNeverCrash) {
+  plan_job(spec("mlp", 16));
+  const Json good = plan_json();
+  std::vector<Json::json_pointer> leaves;
+  const std::function<void(const Json&, const Json::json_pointer&)> walk = [&](const Json& j,
+                                                                               const Json::json_pointer& at) {
+    if (j.is_object()) {
+      for (const auto& [k, v] : j.items()) walk(v, at / k);
+    } else if (j.is_array()) {
+      for (std::size_t i = 0; i < j.size(); ++i) walk(j[i], at / i);
+    }
+    if (!at.empty()) leaves.push_back(at);
+  };
+  walk(good, Json::json_pointer{});
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::vector<Json> values = {0,
+                                    -1,
+                                    1,
+                                    3,
+                                    kMax,
+                                    -kMax - 1,
+                                    std::int64_t{1} << 40,
+                                    1e300,
+                                    -1e300,
+                                    0.5,
+                                    "x",
+                                    nullptr,
+                                    Json::array(),
+                                    Json::object(),
+                                    true,
+                                    std::numeric_limits<std::uint64_t>::max()};
+  std::mt19937_64 rng(20261206);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int loaded = 0, refused = 0;
+  for (int i = 0; i < 5000 && std::chrono::steady_clock::now() < deadline; ++i) {
+    Json j = good;
+    for (int k = 0, edits = 1 + static_cast<int>(rng() % 3); k < edits; ++k) {
+      const Json::json_pointer& at = leaves[rng() % leaves.size()];
+      if (!j.contains(at)) continue;  // under a field an earlier edit replaced
+      if (rng() % 8 == 0 && j[at.parent_pointer()].is_object()) {
+        j[at.parent_pointer()].erase(at.back());
+      } else {
+        j[at] = values[rng() % values.size()];
+      }
+    }
+    try {
+      const ModelPlan p = ModelPlan::from_json(j);
+      ++loaded;
+      EXPECT_EQ(ModelPlan::from_json(p.to_json()).to_json(), p.to_json()) << j.dump();
+      try {
+        EXPECT_TRUE(std::isfinite(recompute(p).end_to_end_us)) << j.dump();
+      } catch (const Error& e) {
+        ASSERT_TRUE(e.is_bad_input()) << e.what();
+      }
+    } catch (const Error& e) {
+      ++refused;
+      ASSERT_TRUE(e.is_bad_input()) << j.dump() << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("model plan"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(loaded, 0);
+  EXPECT_GT(refused, 0);
 }
 
 }  // namespace
