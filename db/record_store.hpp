@@ -12,6 +12,7 @@
 // Threading: one store per thread, as TuningDatabase.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -53,6 +54,23 @@ class RecordStore {
   // Every record of one workload, oldest first; restricted to one target if given.
   virtual std::vector<Record> history(const std::string& workload_key,
                                       const std::optional<std::string>& target_key = std::nullopt) const = 0;
+
+  // The records of (workload, target) whose id is above after_id, in id order: what a reader
+  // that has seen up to after_id has not seen yet. Exact only where commits_in_id_order();
+  // elsewhere a record committed late under a lower id than one already read is missed, and a
+  // reader should read history() now and then.
+  virtual std::vector<Record> history_after(const std::string& workload_key, const std::string& target_key,
+                                            std::int64_t after_id) const {
+    std::vector<Record> out;
+    for (Record& r : history(workload_key, target_key))
+      if (r.id > after_id) out.push_back(std::move(r));
+    std::stable_sort(out.begin(), out.end(), [](const Record& a, const Record& b) { return a.id < b.id; });
+    return out;
+  }
+  // Whether records become visible in the order of their ids: true where one writer commits
+  // at a time (an SQLite file, memory), false on a server where transactions that took ids
+  // in one order may commit in another (PostgreSQL).
+  virtual bool commits_in_id_order() const { return true; }
 
   // Claims on schedules being measured, for processes that share one store: claim() takes
   // each (workload, target, schedule key) for owner for ttl_ms (at most kMaxClaimTtlMs),

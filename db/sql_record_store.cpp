@@ -151,6 +151,21 @@ std::vector<Record> SqlRecordStore::history(const std::string& workload_key,
   });
 }
 
+std::vector<Record> SqlRecordStore::history_after(const std::string& workload_key, const std::string& target_key,
+                                                  std::int64_t after_id) const {
+  return conn_.read([&] {
+    auto s = conn_.prepare(record_sql("WHERE w.key = ?1 AND t.key = ?2 AND r.id > ?3 ORDER BY r.id"));
+    s->bind(1, workload_key).bind(2, target_key).bind(3, after_id);
+    RowDecoder dec(cache_);
+    std::vector<Record> out;
+    while (s->step()) out.push_back(dec.decode(*s));
+    return out;
+  });
+}
+
+// SQLite lets one writer at a time hold the file, so rows commit in rowid order.
+bool SqlRecordStore::commits_in_id_order() const { return conn_.dialect() == Dialect::sqlite; }
+
 void SqlRecordStore::for_each_record(const std::string& target_key,
                                      const std::function<bool(const Record&)>& fn) const {
   // Pages by id rather than holding one statement open across fn, so fn may read this

@@ -50,6 +50,9 @@ class SqlRecordStore final : public RecordStore {
   std::vector<Record> best(const std::string& workload_key, const std::string& target_key, int k) const override;
   std::vector<Record> history(const std::string& workload_key,
                               const std::optional<std::string>& target_key = std::nullopt) const override;
+  std::vector<Record> history_after(const std::string& workload_key, const std::string& target_key,
+                                    std::int64_t after_id) const override;
+  bool commits_in_id_order() const override;
   // Pages by id, so fn may read this database and a busy retry resumes where it stopped.
   void for_each_record(const std::string& target_key, const std::function<bool(const Record&)>& fn) const override;
 

@@ -31,6 +31,7 @@
 #include "core/constraint.hpp"
 #include "core/error.hpp"
 #include "core/measurement.hpp"
+#include "db/record_follower.hpp"
 #include "db/tuning_database.hpp"
 #include "search/search_strategy.hpp"
 
@@ -105,6 +106,7 @@ class Optimizer {
       db::OpenOptions no_sync;
       no_sync.sync_every_commit = false;
       claims_ = std::make_unique<db::TuningDatabase>(db::TuningDatabase::open(db_path, no_sync));
+      follower_ = std::make_unique<db::RecordFollower>(db_->records(), workload_.key(), target_info_.key);
     }
   }
 
@@ -124,14 +126,15 @@ class Optimizer {
 
   // The database's results this optimizer does not know yet, in id order, each in the space
   // observed by the strategy. Those outside the space are counted (outside()), not returned.
+  // Reads only what is new since the last sync (db/record_follower.hpp).
   std::vector<Stored> sync() {
     std::vector<Stored> out;
     if (!db_) return out;
+    const std::vector<db::Record> records = follower_->next();
     std::vector<search::Trial> known;
-    std::size_t outside = 0;
-    for (const db::Record& r : db_->records().history(workload_.key(), target_info_.key)) {
+    for (const db::Record& r : records) {
       if (!space_.point_of(r.schedule)) {
-        ++outside;
+        outside_.insert(r.schedule.key());
         continue;
       }
       const std::string key = r.schedule.key();
@@ -141,7 +144,6 @@ class Optimizer {
       out.emplace_back(r.schedule.values(), std::string(to_string(r.measurement.status)), r.measurement.time_us,
                        r.measurement.message);
     }
-    outside_ = outside;
     if (!known.empty()) {
       close_batch();
       strategy_->observe(known);
@@ -244,7 +246,7 @@ class Optimizer {
   // Schedules the last ask skipped because another owner holds their claim.
   std::size_t held_elsewhere() const { return held_elsewhere_.size(); }
   // Stored results of this objective outside the space, at the last sync().
-  std::size_t outside() const { return outside_; }
+  std::size_t outside() const { return outside_.size(); }
   std::uint64_t size() const { return space_.size(); }
 
  private:
@@ -324,7 +326,8 @@ class Optimizer {
   std::map<std::string, Schedule> outstanding_;     // asked, not yet told
   std::unordered_set<std::string> known_;           // told, or read back from the database
   std::unordered_set<std::string> held_elsewhere_;  // claimed by another owner at the last ask
-  std::size_t outside_ = 0;
+  std::unordered_set<std::string> outside_;         // stored schedules outside the space
+  std::unique_ptr<db::RecordFollower> follower_;    // db_'s records of this objective, for sync()
 };
 
 // The study record of an objective in a database: job "objective:<name>", whose spec holds

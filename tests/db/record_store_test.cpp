@@ -6,6 +6,9 @@
 #include <memory>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/error.hpp"
 #include "db/memory_record_store.hpp"
@@ -154,6 +157,32 @@ TYPED_TEST(RecordStoreContract, WriteTogetherIsAllOrNothing) {
     s.insert(record(this->w_, this->t_, tiles(32, 16), ok_us(4)));
   });
   EXPECT_EQ(s.history(this->w_.key()).size(), 2u);
+}
+
+// What a reader that has seen up to an id has not seen: that workload's records on that target
+// above the id, in id order (not by creation time); nothing else. Only a server store may
+// commit out of id order.
+TYPED_TEST(RecordStoreContract, HistoryAfterAnIdHoldsOnlyTheNewerRecordsInIdOrder) {
+  RecordStore& s = this->store();
+  const auto first = s.insert(std::vector<Record>{record(this->w_, this->t_, tiles(64, 64), ok_us(30)),
+                                                  record(this->w_, this->other_, tiles(64, 64), ok_us(3)),
+                                                  record(matmul(8, 8, 8), this->t_, tiles(64, 64), ok_us(2))});
+  Record late = record(this->w_, this->t_, tiles(32, 32), ok_us(20));
+  late.created_at_ms = 1;  // earlier than the first by the clock: the id order still rules
+  const auto second = s.insert(std::vector<Record>{late, record(this->w_, this->t_, tiles(16, 16), ok_us(9))});
+  const auto keys = [](const std::vector<Record>& rs) {
+    std::vector<std::string> out;
+    for (const Record& r : rs) out.push_back(r.schedule.key());
+    return out;
+  };
+  const std::string w = this->w_.key(), t = this->t_.key;
+  EXPECT_EQ(keys(s.history_after(w, t, 0)),
+            (std::vector<std::string>{tiles(64, 64).key(), tiles(32, 32).key(), tiles(16, 16).key()}));
+  EXPECT_EQ(keys(s.history_after(w, t, first[0])),
+            (std::vector<std::string>{tiles(32, 32).key(), tiles(16, 16).key()}));
+  EXPECT_EQ(keys(s.history_after(w, t, second[0])), (std::vector<std::string>{tiles(16, 16).key()}));
+  EXPECT_TRUE(s.history_after(w, t, second[1]).empty());
+  EXPECT_EQ(s.commits_in_id_order(), !(std::is_same_v<TypeParam, PostgresHolder>));
 }
 
 TYPED_TEST(RecordStoreContract, ForEachRecordWalksOneTargetInIdOrderAndStops) {
