@@ -167,6 +167,10 @@ FusionRule fusion_rule_from_json(const Json& j, const std::string& where) {
   FusionRule rule;
   if (!j["name"].is_string()) throw_bad_input(where + ": field 'name' must be a string");
   rule.name = j["name"].get<std::string>();
+  if (is_built_in_fusion_rule(rule.name)) {
+    throw_bad_input(where + ": field 'name': '" + rule.name +
+                    "' is a built-in rule; name it by its name alone, or give it another name");
+  }
   const Json& pattern = j["pattern"];
   if (!pattern.is_array()) throw_bad_input(where + ": field 'pattern' must be an array of op names");
   for (std::size_t i = 0; i < pattern.size(); ++i) {
@@ -183,6 +187,23 @@ FusionRule fusion_rule_from_json(const Json& j, const std::string& where) {
   }
   check_rule(rule, where);
   return rule;
+}
+
+Json fusion_rule_to_json(const FusionRule& rule) {
+  Json j = {{"name", rule.name},
+            {"pattern", rule.pattern},
+            {"max_fusion_depth", rule.max_fusion_depth == 0 ? 64 : rule.max_fusion_depth},
+            {"fusion_level", rule.fusion_level}};
+  if (rule.memory_budget_bytes > 0) j["memory_budget"] = static_cast<std::int64_t>(rule.memory_budget_bytes);
+  return j;
+}
+
+Json declared_fusion_rules_in_force() {
+  Json out = Json::array();
+  for (const FusionRule& rule : *fusion_rule_set()) {
+    if (!is_built_in_fusion_rule(rule.name)) out.push_back(fusion_rule_to_json(rule));
+  }
+  return out;
 }
 
 }  // namespace atvoss::lowering

@@ -63,8 +63,16 @@ std::size_t fused_prefix(const FusionRule& rule, const std::string& op, const st
                          int fusion_level);
 
 // A rule declared in JSON: {"name", "pattern", "max_fusion_depth", "memory_budget",
-// "fusion_level"} (name, pattern and max_fusion_depth required). bad_input naming
-// `where` and the field on any problem.
+// "fusion_level"} (name, pattern and max_fusion_depth required; the name not a built-in's).
+// bad_input naming `where` and the field on any problem.
 FusionRule fusion_rule_from_json(const Json& j, const std::string& where);
+// The same declaration: fusion_rule_from_json(fusion_rule_to_json(r), ...) gives r back,
+// except that no limit (max_fusion_depth 0, which only C++ registrations use) is written as
+// 64, the most a declaration allows.
+Json fusion_rule_to_json(const FusionRule& rule);
+// The rules in force on this thread that are not built in, as declarations: what a process
+// sends along with work that another process lowers (a farm's workers, rpc/protocol.hpp),
+// whose built-ins are the same. An empty array when only built-ins are in force.
+Json declared_fusion_rules_in_force();
 
 }  // namespace atvoss::lowering

@@ -14,10 +14,10 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 Json batch_item(const FarmRequest& r) {
-  return Json{
-      {"target", r.target_key},
-      {"request",
-       encode_body(Json{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", r.repeat}, {"seed", r.seed}})}};
+  Json request{{"workload", r.workload}, {"schedule", r.schedule}, {"repeat", r.repeat}, {"seed", r.seed}};
+  // Only when there are any: a request under the built-ins alone keeps the bytes it always had.
+  if (!r.fusion_rules.empty()) request["fusion_rules"] = r.fusion_rules;
+  return Json{{"target", r.target_key}, {"request", encode_body(request)}};
 }
 
 }  // namespace

@@ -28,6 +28,10 @@ struct FarmRequest {
   Json schedule;           // Schedule::to_json()
   int repeat = 1;
   std::uint64_t seed = 0;
+  // Fusion rules beyond the built-ins to lower it under (lowering::declared_fusion_rules_in_force):
+  // an array of declarations, or empty. Part of the request, so requests that differ only
+  // in their rules are measured apart.
+  Json fusion_rules = Json::array();
 };
 
 struct FarmClientOptions {

@@ -44,7 +44,9 @@ std::string farm_target_key(const Target& t);
 // Request and measurement bodies travel as MessagePack "bin" values inside a message:
 // the coordinator routes, de-duplicates and relays them as opaque bytes and never
 // rebuilds their JSON trees, which is most of its per-item cost otherwise.
-//   request body:     msgpack of {"workload": {...}, "schedule": {...}, "repeat": n, "seed": s}
+//   request body:     msgpack of {"workload": {...}, "schedule": {...}, "repeat": n, "seed": s,
+//                     "fusion_rules": [declarations] (only when the client has rules beyond
+//                     the built-ins; the worker lowers the item under them)}
 //   measurement body: msgpack of Measurement::to_json()
 // Both are encoded from sorted-key objects, so equal requests have equal bytes.
 Json encode_body(const Json& object);

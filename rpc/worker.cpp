@@ -9,6 +9,8 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "lowering/fusion_rule_scope.hpp"
+#include "lowering/fusion_rules.hpp"
 #include "rpc/log.hpp"
 #include "rpc/protocol.hpp"
 
@@ -32,6 +34,24 @@ const Workload& parse_workload(const Json& j) {
     last_json = j;
   }
   return *last;
+}
+
+// The rules a request asks its item to be lowered under, over this process's own (which hold
+// the same built-ins): null when it sends none. bad_input naming the field on a bad declaration
+// or a built-in's name; at most kMaxRequestRules, checked before any is read.
+constexpr std::size_t kMaxRequestRules = 64;
+lowering::FusionRuleSet request_fusion_rules(const Json& request) {
+  const auto it = request.find("fusion_rules");
+  if (it == request.end() || (it->is_array() && it->empty())) return nullptr;
+  if (!it->is_array() || it->size() > kMaxRequestRules) {
+    throw_bad_input("request: field 'fusion_rules' must be an array of at most " + std::to_string(kMaxRequestRules) +
+                    " rule declarations");
+  }
+  std::vector<lowering::FusionRule> rules;
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    rules.push_back(lowering::fusion_rule_from_json((*it)[i], "request: fusion_rules[" + std::to_string(i) + "]"));
+  }
+  return lowering::fusion_rule_set_with(std::move(rules));
 }
 
 // The slots a worker registers: as asked (0: 1), except that a target whose backend limits
@@ -214,6 +234,8 @@ Measurement Worker::measure_task(const Json& task) {
                                  "worker has no target with key " + target_key + " (it serves " + served + ")");
     }
     const Json request = decode_body(task.at("request"), "task 'request'");
+    // In force while this item is lowered and measured, on this slot's thread only.
+    const lowering::FusionRuleScope rules(request_fusion_rules(request));
     const Workload& workload = parse_workload(request.at("workload"));
     const Schedule schedule = Schedule::from_json(request.at("schedule"));
     const int repeat = request.value("repeat", 1);

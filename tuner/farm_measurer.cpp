@@ -1,5 +1,6 @@
 #include "tuner/farm_measurer.hpp"
 
+#include "lowering/fusion_rules.hpp"
 #include "rpc/auth.hpp"
 #include "rpc/protocol.hpp"
 
@@ -23,9 +24,12 @@ FarmMeasurer::FarmMeasurer(FarmMeasurerOptions options)
 std::vector<Measurement> FarmMeasurer::measure(const std::vector<MeasureRequest>& batch) {
   std::vector<rpc::FarmRequest> requests;
   requests.reserve(batch.size());
+  // The job's own rules are in force on this thread (tuner/job_context.hpp); the workers
+  // lower each item under them.
+  const Json rules = lowering::declared_fusion_rules_in_force();
   for (const MeasureRequest& item : batch) {
     requests.push_back(rpc::FarmRequest{rpc::farm_target_key(item.target), item.workload.to_json(),
-                                        item.schedule.to_json(), item.repeat, item.seed});
+                                        item.schedule.to_json(), item.repeat, item.seed, rules});
   }
   return client_.measure(requests);
 }

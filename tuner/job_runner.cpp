@@ -489,11 +489,6 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   if (spec.parallel) require_replaceable_file(spec.parallel->plan_path, "job spec: field 'parallel.plan'");
   const std::string farm = options.farm.empty() ? spec.farm : options.farm;
   if (farm.empty()) backend::check_target(target);  // measured here: the backend's own checks first
-  if (!spec.fusion_rules.empty() && !farm.empty()) {
-    throw_bad_input(
-        "job spec: field 'fusion_rules' declares rules in this process only; a farm's "
-        "workers would measure without them (drop 'farm' or register the rules there)");
-  }
   std::unique_ptr<Measurer> measurer = options.make_measurer ? options.make_measurer(farm) : make_job_measurer(farm);
   std::ostream& warnings = options.warnings ? *options.warnings : std::cerr;
   // A seed-format description lists what the simulator did not use (docs/hardware-facts.md section 4).

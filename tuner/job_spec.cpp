@@ -84,10 +84,6 @@ void read_fusion_rules(const Json& j, JobSpec& s) {
     const std::string where = "job spec: fusion_rules[" + std::to_string(i) + "]";
     if (!j[i].is_string()) {
       s.fusion_rules.push_back(lowering::fusion_rule_from_json(j[i], where));
-      if (lowering::is_built_in_fusion_rule(s.fusion_rules.back().name)) {
-        throw_bad_input(where + ": field 'name': '" + s.fusion_rules.back().name +
-                        "' is a built-in rule; name it by its name alone, or give it another name");
-      }
       continue;
     }
     const std::string name = j[i].get<std::string>();

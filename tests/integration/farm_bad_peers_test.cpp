@@ -175,6 +175,39 @@ TEST_F(FarmBadPeers, DeeplyNestedFramesAreRefusedAndTheFarmLivesOn) {
   EXPECT_EQ(farm_stats(farm_.port, kToken).at("workers").size(), 1u);  // the worker's session survived
 }
 
+// A request's fusion rules (rpc/protocol.hpp) that the worker cannot take: a built-in's name,
+// a malformed declaration, more than 64 rules. Each item is answered error naming the field
+// (an infrastructure status, never stored), and the worker serves on.
+TEST_F(FarmBadPeers, BadFusionRulesInARequestAreAnsweredErrorNamingThem) {
+  const Json good_rule = {{"name", "test-r"}, {"pattern", {"matmul", "bias"}}, {"max_fusion_depth", 1}};
+  Json too_many = Json::array();
+  for (int i = 0; i < 65; ++i) too_many.push_back(good_rule);
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {Json::array({{{"name", "elementwise"}, {"pattern", {"matmul", "bias"}}, {"max_fusion_depth", 1}}}),
+       "fusion_rules[0]"},
+      {Json::array({{{"name", "test-r"}, {"pattern", "matmul"}, {"max_fusion_depth", 1}}}), "fusion_rules[0]"},
+      {too_many, "at most 64"},
+      {Json("matmul"), "field 'fusion_rules'"}};
+  rpc::FarmClientOptions o;
+  o.farm = rpc::Endpoint{"127.0.0.1", farm_.port};
+  o.token = kToken;
+  o.reconnect_for = 10s;
+  rpc::FarmClient client(o);
+  for (const auto& [rules, says] : cases) {
+    SCOPED_TRACE(rules.dump().substr(0, 200));
+    std::vector<rpc::FarmRequest> reqs = requests(1, 7);
+    reqs[0].fusion_rules = rules;
+    const std::vector<Measurement> got = client.measure(reqs);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].status, Status::error);
+    EXPECT_THAT(got[0].message, testing::HasSubstr(says));
+  }
+  std::vector<rpc::FarmRequest> ruled = requests(1, 7);
+  ruled[0].fusion_rules = Json::array({good_rule});
+  EXPECT_EQ(client.measure(ruled)[0].status, Status::ok);
+  expect_served(91);
+}
+
 TEST_F(FarmBadPeers, SilentPeerIsDroppedAfterTheLoginTimeout) {
   // Connects, says nothing: the farm must not keep the slot forever (login timeout 0.5 s here).
   const std::string reply = raw_exchange("");

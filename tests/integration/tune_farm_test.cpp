@@ -48,51 +48,91 @@ void stop(pid_t pid) {
   waitpid(pid, &status, 0);
 }
 
-TEST(TuneFarm, JobMeasuredOnAFarm) {
-  const fs::path dir = fs::temp_directory_path() / ("atvoss-tune-farm-" + std::to_string(::getpid()) + "-" +
-                                                    std::to_string(std::random_device{}()));
-  fs::create_directories(dir);
-  const std::string bin = ATVOSS_BIN_DIR;
-  const auto port_file = dir / "port.json";
-  const pid_t farm = spawn({bin + "/atvoss-farm", "--port", "0", "--port-file", port_file.string(), "--quiet"});
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!fs::exists(port_file) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+// A loopback farm (atvoss-farm and one atvoss-worker for ascend910, as processes) for a test.
+class TuneFarm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("atvoss-tune-farm-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir_);
+    const auto port_file = dir_ / "port.json";
+    farm_ = spawn({bin_ + "/atvoss-farm", "--port", "0", "--port-file", port_file.string(), "--quiet"});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!fs::exists(port_file) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(fs::exists(port_file)) << "atvoss-farm did not start";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // port file fully written
+    const int port = atvoss::parse_json(slurp(port_file), "port file")["port"].get<int>();
+    address_ = "127.0.0.1:" + std::to_string(port);
+    worker_ = spawn({bin_ + "/atvoss-worker", "--farm", address_, "--target", "ascend910", "--slots", "2", "--quiet"});
   }
-  if (!fs::exists(port_file)) {
-    stop(farm);
-    fs::remove_all(dir);
-    FAIL() << "atvoss-farm did not start";
+  void TearDown() override {
+    stop(worker_);
+    stop(farm_);
+    fs::remove_all(dir_);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // port file fully written
-  const int port = atvoss::parse_json(slurp(port_file), "port file")["port"].get<int>();
-  const std::string address = "127.0.0.1:" + std::to_string(port);
-  const pid_t worker =
-      spawn({bin + "/atvoss-worker", "--farm", address, "--target", "ascend910", "--slots", "2", "--quiet"});
-  const atvoss::Json spec{{"name", "farmjob"},
-                          {"target", "ascend910"},
-                          {"model", "mlp"},
-                          {"trials", 24},
-                          {"strategy", "random"},
-                          {"batch_size", 8},
-                          {"database", (dir / "farm.db").string()},
-                          {"export", (dir / "table.json").string()},
-                          {"report", (dir / "report.html").string()}};
-  std::ofstream(dir / "job.json") << spec.dump();
-  const std::string cmd = bin + "/atvoss-tune " + (dir / "job.json").string() + " --quiet --json --farm " + address +
-                          " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
-  const int status = std::system(cmd.c_str());
-  const std::string sql = "sqlite3 " + (dir / "farm.db").string() +
-                          " \"SELECT COUNT(*) FROM records WHERE worker LIKE 'farm:%'\" > " + (dir / "sql").string() +
-                          " 2>/dev/null";
-  const bool have_sqlite = std::system(sql.c_str()) == 0;
-  stop(worker);
-  stop(farm);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "err");
-  const auto out = atvoss::parse_json(slurp(dir / "out"), "stdout");
+
+  // atvoss-tune on spec through the farm: its exit status; stdout in dir_/out, stderr in dir_/err.
+  int tune(atvoss::Json spec) const {
+    spec["database"] = (dir_ / "farm.db").string();
+    spec["export"] = (dir_ / "table.json").string();
+    spec["report"] = (dir_ / "report.html").string();
+    std::ofstream(dir_ / "job.json") << spec.dump();
+    const std::string cmd = bin_ + "/atvoss-tune " + (dir_ / "job.json").string() + " --quiet --json --farm " +
+                            address_ + " >" + (dir_ / "out").string() + " 2>" + (dir_ / "err").string();
+    return std::system(cmd.c_str());
+  }
+  // One column of the records the farm measured, a line per record (read with sqlite3).
+  std::string farm_records(const std::string& column) const {
+    const std::string sql = "sqlite3 " + (dir_ / "farm.db").string() + " \"SELECT " + column +
+                            " FROM records WHERE worker LIKE 'farm:%'\" > " + (dir_ / "sql").string() + " 2>/dev/null";
+    EXPECT_EQ(std::system(sql.c_str()), 0) << "sqlite3 (scripts/setup.sh installs it)";
+    return slurp(dir_ / "sql");
+  }
+
+  const std::string bin_ = ATVOSS_BIN_DIR;
+  fs::path dir_;
+  std::string address_;
+  pid_t farm_ = 0, worker_ = 0;
+};
+
+TEST_F(TuneFarm, JobMeasuredOnAFarm) {
+  const int status = tune({{"name", "farmjob"},
+                           {"target", "ascend910"},
+                           {"model", "mlp"},
+                           {"trials", 24},
+                           {"strategy", "random"},
+                           {"batch_size", 8}});
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir_ / "err");
+  const auto out = atvoss::parse_json(slurp(dir_ / "out"), "stdout");
   EXPECT_EQ(out["measured"], 24);
-  if (have_sqlite) EXPECT_EQ(slurp(dir / "sql"), "24\n");
-  fs::remove_all(dir);
+  EXPECT_EQ(farm_records("COUNT(*)"), "24\n");
+}
+
+// The job's declared rule fuses the whole chain at fusion_level 1, where the built-ins fuse
+// bias only: the worker lowers each item under the rule the job sent with it, so every
+// fusion_level 1 schedule the farm measured ran as one kernel (without the rule, three).
+TEST_F(TuneFarm, AJobsDeclaredFusionRulesAreInForceOnTheFarmsWorkers) {
+  const atvoss::Json matmul = {
+      {"op", "matmul"}, {"dims", {{"M", 256}, {"N", 256}, {"K", 256}}}, {"epilogue", {"bias", "batchnorm", "relu"}}};
+  const atvoss::Json rule = {
+      {"name", "test-whole-chain"}, {"pattern", {"matmul", "bias", "batchnorm", "relu"}}, {"max_fusion_depth", 3}};
+  const int status = tune({{"name", "rulejob"},
+                           {"target", "ascend910"},
+                           {"workloads", atvoss::Json::array({{{"workload", matmul}}})},
+                           {"trials", 32},
+                           {"strategy", "random"},
+                           {"batch_size", 8},
+                           {"seed", 3},
+                           {"fusion_rules", atvoss::Json::array({rule})}});
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir_ / "err");
+  const std::string kernels = farm_records(
+      "DISTINCT json_extract(profile, '$.kernels') || ' at level ' || "
+      "json_extract(schedule, '$.fusion_level')");
+  ASSERT_FALSE(kernels.empty()) << "sqlite3 (scripts/setup.sh installs it) read nothing";
+  EXPECT_THAT(kernels, ::testing::HasSubstr("1 at level 1"));
+  EXPECT_THAT(kernels, ::testing::Not(::testing::HasSubstr("3 at level 1")));
 }
 
 }  // namespace

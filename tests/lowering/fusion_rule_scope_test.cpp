@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "core/error.hpp"
@@ -79,6 +80,31 @@ TEST_F(FusionRuleScopeTest, ABadLayeredRuleIsRefusedAsARegistrationWouldBe) {
       EXPECT_TRUE(e.is_bad_input()) << e.what();
     }
   }
+}
+
+// What a farm client sends with its work: the rules in force beyond the built-ins, as
+// declarations that read back as the same rules (no limit written as 64).
+TEST_F(FusionRuleScopeTest, TheDeclaredRulesInForceTravelAsDeclarationsThatReadBackTheSame) {
+  EXPECT_EQ(declared_fusion_rules_in_force(), Json::array());  // built-ins only
+  const FusionRule budgeted{"test-a", {"conv2d|matmul", "bias", "relu+"}, 2, 3, 4096};
+  const FusionRuleScope scope(fusion_rule_set_with({kWhole, budgeted}));
+  const Json sent = declared_fusion_rules_in_force();
+  ASSERT_EQ(sent.size(), 2u) << sent.dump();
+  std::vector<FusionRule> back;
+  for (const Json& j : sent) back.push_back(fusion_rule_from_json(j, "sent"));
+  std::sort(back.begin(), back.end(), [](const FusionRule& a, const FusionRule& b) { return a.name < b.name; });
+  EXPECT_EQ(back[0].name, "test-a");
+  EXPECT_EQ(back[0].pattern, budgeted.pattern);
+  EXPECT_EQ(back[0].fusion_level, 2);
+  EXPECT_EQ(back[0].max_fusion_depth, 3);
+  EXPECT_EQ(back[0].memory_budget_bytes, 4096);
+  EXPECT_EQ(back[1].name, "test-scoped");
+  EXPECT_EQ(back[1].pattern, kWhole.pattern);
+  EXPECT_EQ(back[1].max_fusion_depth, 64);
+  EXPECT_EQ(back[1].memory_budget_bytes, 0);
+  // Under the rules read back, the chain fuses as under the originals.
+  const FusionRuleScope again(fusion_rule_set_with(back));
+  EXPECT_EQ(split_epilogue("matmul", kChain, 1).fused.size(), 3u);
 }
 
 }  // namespace

@@ -197,20 +197,6 @@ TEST_F(ExtensionTest, FusionRuleDeclaredInTheSpecBindsItsMemoryBudget) {
   EXPECT_NE(v.reason.find("memory budget of fusion rule 'test-declared'"), std::string::npos) << v.reason;
 }
 
-TEST_F(ExtensionTest, DeclaredRulesAreRefusedWithAFarmWhoseWorkersLackThem) {
-  const Json rule = {{"name", "test-declared"}, {"pattern", {"matmul", "bias"}}, {"max_fusion_depth", 1}};
-  Json spec = spec_json(Json::array({{{"workload", kMatmul}}}), Json::array({rule}));
-  spec["farm"] = "127.0.0.1:1";
-  try {
-    run_job(JobSpec::from_json(spec), quiet());
-    FAIL() << "accepted";
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.is_bad_input());
-    EXPECT_NE(std::string(e.what()).find("field 'fusion_rules'"), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(fs::exists(dir_ / "e.db"));  // refused before the database was opened
-}
-
 TEST_F(ExtensionTest, AnOpRegisteredFromTheTestIsTunedByAJob) {
   register_scan_once();
   const Json scan = {{"op", "test_prefix_scan"}, {"dims", {{"N", 1 << 20}}}};
