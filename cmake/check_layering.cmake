@@ -14,7 +14,7 @@ set(allowed_search core lowering costmodel search)
 set(allowed_db core db)
 # runtime/ uses db/table (the lookup table; atvoss_table, no SQLite) and host/ (codegen, builder).
 set(allowed_runtime core lowering host db runtime)
-set(allowed_rpc core lowering host backend db rpc)
+set(allowed_rpc core lowering backend db rpc)
 # frontend/: the model as the user brings it (ONNX import, zoo, precision, device memory, the
 # nodes not tuned); it asks the backends only whether a task has a valid schedule.
 set(allowed_frontend core lowering backend frontend)
@@ -22,7 +22,7 @@ set(allowed_frontend core lowering backend frontend)
 set(allowed_execution core lowering frontend execution)
 # distributed/: many devices (topology, collectives, parallel plans) over the one-device graph run.
 set(allowed_distributed core lowering costmodel search frontend execution distributed)
-set(allowed_tuner core lowering host backend costmodel search db rpc frontend tuner)
+set(allowed_tuner core lowering backend costmodel search db rpc frontend tuner)
 # plan/: what a tuned model runs, decided once (schedules checked, layouts, graph run, memory).
 set(allowed_plan core lowering host backend costmodel search db rpc frontend execution tuner plan)
 # engine/: runs a model plan's ONNX model on this CPU (the runtime's kernels, plain ops, one arena).
