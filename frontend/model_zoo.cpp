@@ -72,7 +72,7 @@ Workload transpose(std::int64_t m, std::int64_t n, std::int64_t inner) {
 }
 
 TaskSet resnet50(int batch) {
-  TaskSet set(batch == 1 ? "resnet50" : "resnet50-b" + std::to_string(batch), batch);
+  TaskSet set("resnet50", batch);
   const Epilogue bn_relu{"batchnorm", "relu"};
   set.add(conv(batch, 3, 224, 64, 7, 2, bn_relu), "conv1");
   set.add(pool("max_pool2d", batch, 64, 112, 3, 2, 1), "maxpool");
@@ -97,34 +97,43 @@ TaskSet resnet50(int batch) {
   return set;
 }
 
-TaskSet bert_base() {
-  constexpr std::int64_t seq = 128, hidden = 768, heads = 12, ffn = 3072, layers = 12;
-  TaskSet set("bert-base", 1);
+// A BERT encoder: `layers` blocks of hidden size `hidden` with `heads` heads and an FFN of
+// `ffn`, over `batch` sequences of `seq` tokens (the rows of every matmul are the batch's tokens).
+struct BertShape {
+  std::int64_t layers, hidden, heads, ffn, seq;
+};
+constexpr BertShape kBertBase{12, 768, 12, 3072, 128};
+constexpr BertShape kBertLarge{24, 1024, 16, 4096, 128};
+
+TaskSet bert(const std::string& name, const BertShape& b, int batch) {
+  const std::int64_t rows = batch * b.seq, head_dim = b.hidden / b.heads, hidden = b.hidden;
+  TaskSet set(name, batch);
   // Word, position and token-type embeddings: three row gathers, summed.
-  set.add(row_op("gather", seq, hidden), "embeddings.gather", 3);
-  set.add(row_op("elementwise", seq, hidden), "embeddings.add", 2);
-  set.add(row_op("layernorm", seq, hidden), "embeddings.layernorm");
-  for (int l = 0; l < layers; ++l) {
+  set.add(row_op("gather", rows, hidden), "embeddings.gather", 3);
+  set.add(row_op("elementwise", rows, hidden), "embeddings.add", 2);
+  set.add(row_op("layernorm", rows, hidden), "embeddings.layernorm");
+  for (int l = 0; l < b.layers; ++l) {
     const std::string p = "encoder." + std::to_string(l) + ".";
     for (const char* proj : {"query", "key", "value"}) {
-      set.add(matmul(seq, hidden, hidden, {"bias"}), p + "attention." + proj);
+      set.add(matmul(rows, hidden, hidden, {"bias"}), p + "attention." + proj);
     }
-    // Q, K, V split into heads and the context merged back: [seq, heads, 64] <-> [heads, seq, 64].
-    set.add(transpose(seq, hidden, hidden / heads), p + "attention.heads", 4);
-    set.add(batch_matmul(heads, seq, seq, hidden / heads), p + "attention.scores");
-    set.add(row_op("softmax", heads * seq, seq), p + "attention.softmax");
-    set.add(batch_matmul(heads, seq, hidden / heads, seq), p + "attention.context");
-    set.add(matmul(seq, hidden, hidden, {"bias", "add", "layernorm"}), p + "attention.output");
-    set.add(matmul(seq, ffn, hidden, {"bias", "gelu"}), p + "intermediate");
-    set.add(matmul(seq, hidden, ffn, {"bias", "add", "layernorm"}), p + "output");
+    // Q, K, V split into heads and the context merged back: [seq, heads, d] <-> [heads, seq, d]
+    // per sequence; the batch's sequences side by side move the same bytes.
+    set.add(transpose(rows, hidden, head_dim), p + "attention.heads", 4);
+    set.add(batch_matmul(batch * b.heads, b.seq, b.seq, head_dim), p + "attention.scores");
+    set.add(row_op("softmax", batch * b.heads * b.seq, b.seq), p + "attention.softmax");
+    set.add(batch_matmul(batch * b.heads, b.seq, head_dim, b.seq), p + "attention.context");
+    set.add(matmul(rows, hidden, hidden, {"bias", "add", "layernorm"}), p + "attention.output");
+    set.add(matmul(rows, b.ffn, hidden, {"bias", "gelu"}), p + "intermediate");
+    set.add(matmul(rows, hidden, b.ffn, {"bias", "add", "layernorm"}), p + "output");
   }
   return set;
 }
 
-TaskSet mobilenet_v2() {
-  TaskSet set("mobilenet-v2", 1);
+TaskSet mobilenet_v2(int batch) {
+  TaskSet set("mobilenet-v2", batch);
   const Epilogue bn_relu{"batchnorm", "relu"};  // ReLU6 clamps like ReLU on the vector unit
-  set.add(conv(1, 3, 224, 32, 3, 2, bn_relu), "features.0");
+  set.add(conv(batch, 3, 224, 32, 3, 2, bn_relu), "features.0");
   struct Row {
     int t, c, n, s;
   };
@@ -137,18 +146,18 @@ TaskSet mobilenet_v2() {
       const std::string layer = "features." + std::to_string(index);
       const std::int64_t stride = i == 0 ? r.s : 1;
       const std::int64_t hidden = in_ch * r.t;
-      if (r.t != 1) set.add(conv(1, in_ch, hw, hidden, 1, 1, bn_relu), layer + ".expand");
-      set.add(depthwise(1, hidden, hw, stride, bn_relu), layer + ".depthwise");
+      if (r.t != 1) set.add(conv(batch, in_ch, hw, hidden, 1, 1, bn_relu), layer + ".expand");
+      set.add(depthwise(batch, hidden, hw, stride, bn_relu), layer + ".depthwise");
       hw /= stride;
       const bool residual = stride == 1 && in_ch == r.c;
-      set.add(conv(1, hidden, hw, r.c, 1, 1, residual ? Epilogue{"batchnorm", "add"} : Epilogue{"batchnorm"}),
+      set.add(conv(batch, hidden, hw, r.c, 1, 1, residual ? Epilogue{"batchnorm", "add"} : Epilogue{"batchnorm"}),
               layer + ".project");
       in_ch = r.c;
     }
   }
-  set.add(conv(1, 320, 7, 1280, 1, 1, bn_relu), "features.18");
-  set.add(global_avg_pool(1, 1280, 7), "pool");
-  set.add(matmul(1, 1000, 1280, {"bias"}), "classifier");
+  set.add(conv(batch, 320, 7, 1280, 1, 1, bn_relu), "features.18");
+  set.add(global_avg_pool(batch, 1280, 7), "pool");
+  set.add(matmul(batch, 1000, 1280, {"bias"}), "classifier");
   return set;
 }
 
@@ -156,17 +165,18 @@ TaskSet mobilenet_v2() {
 // with LeakyReLU(0.1), ELAN blocks (two 1x1 branches, two 3x3 in a row, concat of four,
 // 1x1 merge), 2x2 max pools, the SPP-CSP neck (5/9/13 max pools), two nearest 2x
 // upsamplings, and three 1x1 detect convs to 3 x (80 + 5) = 255 channels.
-TaskSet yolov7_tiny() {
-  TaskSet set("yolov7-tiny", 1);
+TaskSet yolov7_tiny(int batch) {
+  TaskSet set("yolov7-tiny", batch);
   const Epilogue bn_leaky{"batchnorm", "leaky_relu"};
   auto cbl = [&](std::int64_t c, std::int64_t hw, std::int64_t k, std::int64_t rs, std::int64_t stride,
-                 const std::string& name) { set.add(conv(1, c, hw, k, rs, stride, bn_leaky), name); };
+                 const std::string& name) { set.add(conv(batch, c, hw, k, rs, stride, bn_leaky), name); };
   auto concat = [&](std::int64_t channels, std::int64_t hw, const std::string& name) {
-    set.add(row_op("concat", channels, hw * hw), name);
+    set.add(row_op("concat", batch * channels, hw * hw), name);
   };
   // Nearest-neighbour 2x upsample of channels x hw x hw (rows of hw pixels).
   auto upsample2x = [&](std::int64_t channels, std::int64_t hw, const std::string& name) {
-    set.add(Workload::from_json(Json{{"op", "upsample"}, {"dims", {{"M", channels * hw}, {"N", hw}, {"scale", 2}}}}),
+    set.add(Workload::from_json(
+                Json{{"op", "upsample"}, {"dims", {{"M", batch * channels * hw}, {"N", hw}, {"scale", 2}}}}),
             name);
   };
   // ELAN: c_in -> four branches of c -> concat 4c -> 1x1 to out.
@@ -179,7 +189,7 @@ TaskSet yolov7_tiny() {
     cbl(4 * c, hw, out, 1, 1, name + ".merge");
   };
   auto maxpool = [&](std::int64_t c, std::int64_t hw, const std::string& name) {
-    set.add(pool("max_pool2d", 1, c, hw, 2, 2, 0), name);
+    set.add(pool("max_pool2d", batch, c, hw, 2, 2, 0), name);
   };
   cbl(3, 640, 32, 3, 2, "backbone.0");
   cbl(32, 320, 64, 3, 2, "backbone.1");
@@ -194,7 +204,7 @@ TaskSet yolov7_tiny() {
   cbl(512, 20, 256, 1, 1, "neck.sppcsp.cv1");
   cbl(512, 20, 256, 1, 1, "neck.sppcsp.cv2");
   for (std::int64_t k : {5, 9, 13}) {
-    set.add(pool("max_pool2d", 1, 256, 20, k, 1, k / 2), "neck.sppcsp.pool" + std::to_string(k));
+    set.add(pool("max_pool2d", batch, 256, 20, k, 1, k / 2), "neck.sppcsp.pool" + std::to_string(k));
   }
   concat(1024, 20, "neck.sppcsp.concat1");
   cbl(1024, 20, 256, 1, 1, "neck.sppcsp.cv3");
@@ -223,7 +233,7 @@ TaskSet yolov7_tiny() {
   for (int i = 0; i < 3; ++i) {
     const auto [c, hw, k] = std::tuple(heads[i][0], heads[i][1], heads[i][2]);
     cbl(c, hw, k, 3, 1, "head." + std::to_string(i) + ".cv");
-    set.add(conv(1, k, hw, 255, 1, 1, {"bias"}), "head." + std::to_string(i) + ".detect");
+    set.add(conv(batch, k, hw, 255, 1, 1, {"bias"}), "head." + std::to_string(i) + ".detect");
   }
   return set;
 }
@@ -233,25 +243,25 @@ TaskSet yolov7_tiny() {
 // five 3x3 convs (LeakyReLU(0.2) on the first four, whose inputs are the concatenation
 // of all earlier outputs), residual scaling by 0.2 at both levels, the trunk conv and
 // the long skip.
-TaskSet esrgan_rrdb() {
+TaskSet esrgan_rrdb(int batch) {
   constexpr std::int64_t nf = 64, gc = 32, hw = 128, blocks = 23;
-  TaskSet set("esrgan-rrdb", 1);
-  set.add(conv(1, 3, hw, nf, 3, 1, {"bias"}), "conv_first");
+  TaskSet set("esrgan-rrdb", batch);
+  set.add(conv(batch, 3, hw, nf, 3, 1, {"bias"}), "conv_first");
   for (int b = 0; b < blocks; ++b) {
     for (int r = 0; r < 3; ++r) {
       const std::string p = "body." + std::to_string(b) + ".rdb" + std::to_string(r + 1) + ".";
       for (int i = 0; i < 4; ++i) {
         const std::int64_t in = nf + i * gc;
-        if (i > 0) set.add(row_op("concat", in, hw * hw), p + "cat" + std::to_string(i + 1));
-        set.add(conv(1, in, hw, gc, 3, 1, {"bias", "leaky_relu"}), p + "conv" + std::to_string(i + 1));
+        if (i > 0) set.add(row_op("concat", batch * in, hw * hw), p + "cat" + std::to_string(i + 1));
+        set.add(conv(batch, in, hw, gc, 3, 1, {"bias", "leaky_relu"}), p + "conv" + std::to_string(i + 1));
       }
-      set.add(row_op("concat", nf + 4 * gc, hw * hw), p + "cat5");
+      set.add(row_op("concat", batch * (nf + 4 * gc), hw * hw), p + "cat5");
       // x + 0.2 * conv5(x): the scaled residual rides on the conv as its epilogue.
-      set.add(conv(1, nf + 4 * gc, hw, nf, 3, 1, {"bias", "add"}), p + "conv5");
+      set.add(conv(batch, nf + 4 * gc, hw, nf, 3, 1, {"bias", "add"}), p + "conv5");
     }
-    set.add(row_op("elementwise", nf, hw * hw), "body." + std::to_string(b) + ".residual");
+    set.add(row_op("elementwise", batch * nf, hw * hw), "body." + std::to_string(b) + ".residual");
   }
-  set.add(conv(1, nf, hw, nf, 3, 1, {"bias", "add"}), "trunk_conv");
+  set.add(conv(batch, nf, hw, nf, 3, 1, {"bias", "add"}), "trunk_conv");
   return set;
 }
 
@@ -260,11 +270,12 @@ TaskSet esrgan_rrdb() {
 // tokens. Attention is the fused op. The router's top-2 choice per token is drawn
 // from a fixed seed (kRoutingSeed): each expert's GEMMs get the token count the
 // routing gives it, so the experts' tasks differ as they would in a real batch.
-TaskSet moe_block() {
-  constexpr std::int64_t tokens = 512, hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128;
+TaskSet moe_block(int batch) {
+  const std::int64_t tokens = 512 * std::int64_t{batch};
+  constexpr std::int64_t hidden = 4096, heads = 32, kv_heads = 8, head_dim = 128;
   constexpr std::int64_t ffn = 14336, experts = 8;
   constexpr std::uint64_t kRoutingSeed = 20240108;
-  TaskSet set("moe-block", 1);
+  TaskSet set("moe-block", batch);
   set.add(row_op("layernorm", tokens, hidden), "attention_norm");  // RMSNorm: same template
   set.add(matmul(tokens, heads * head_dim, hidden, {}), "attention.wq");
   set.add(matmul(tokens, kv_heads * head_dim, hidden, {}), "attention.wk", 2);  // wk, wv
@@ -303,20 +314,54 @@ TaskSet moe_block() {
   return set;
 }
 
-TaskSet mlp() {
-  TaskSet set("mlp", 64);
-  set.add(matmul(64, 512, 784, {"bias", "relu"}), "fc1");
-  set.add(matmul(64, 256, 512, {"bias", "relu"}), "fc2");
-  set.add(matmul(64, 10, 256, {"bias"}), "fc3");
+TaskSet mlp(int batch) {
+  TaskSet set("mlp", batch);
+  set.add(matmul(batch, 512, 784, {"bias", "relu"}), "fc1");
+  set.add(matmul(batch, 256, 512, {"bias", "relu"}), "fc2");
+  set.add(matmul(batch, 10, 256, {"bias"}), "fc3");
   return set;
+}
+
+// Each zoo name: the builder of its model at a batch, the batch it has unless told, and
+// whether the name is the model's training step (frontend/training.hpp).
+struct ZooEntry {
+  const char* name;
+  TaskSet (*build)(int batch);
+  int batch;
+  bool training;
+};
+
+const std::vector<ZooEntry>& zoo() {
+  static const std::vector<ZooEntry> entries = {
+      {"resnet50", resnet50, 1, false},
+      {"resnet50-b32", resnet50, 32, false},
+      {"bert-base", [](int b) { return bert("bert-base", kBertBase, b); }, 1, false},
+      {"bert-large", [](int b) { return bert("bert-large", kBertLarge, b); }, 1, false},
+      {"bert-large-s512",
+       [](int b) {
+         BertShape s = kBertLarge;
+         s.seq = 512;
+         return bert("bert-large-s512", s, b);
+       },
+       1, false},
+      {"mobilenet-v2", mobilenet_v2, 1, false},
+      {"mlp", mlp, 64, false},
+      {"yolov7-tiny", yolov7_tiny, 1, false},
+      {"esrgan-rrdb", esrgan_rrdb, 1, false},
+      {"moe-block", moe_block, 1, false},
+      {"resnet50-train", resnet50, 32, true},
+      {"bert-base-train", [](int b) { return bert("bert-base", kBertBase, b); }, 1, true}};
+  return entries;
 }
 
 }  // namespace
 
 const std::vector<std::string>& zoo_names() {
-  static const std::vector<std::string> names = {
-      "resnet50",    "resnet50-b32", "bert-base", "mobilenet-v2",   "mlp",
-      "yolov7-tiny", "esrgan-rrdb",  "moe-block", "resnet50-train", "bert-base-train"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const ZooEntry& e : zoo()) out.push_back(e.name);
+    return out;
+  }();
   return names;
 }
 
@@ -324,33 +369,31 @@ bool is_zoo_model(const std::string& name) {
   return std::find(zoo_names().begin(), zoo_names().end(), name) != zoo_names().end();
 }
 
-namespace {
-
-TaskSet expand(const std::string& name) {
-  if (name == "resnet50") return resnet50(1);
-  if (name == "resnet50-b32") return resnet50(32);
-  if (name == "bert-base") return bert_base();
-  if (name == "mobilenet-v2") return mobilenet_v2();
-  if (name == "mlp") return mlp();
-  if (name == "yolov7-tiny") return yolov7_tiny();
-  if (name == "esrgan-rrdb") return esrgan_rrdb();
-  if (name == "moe-block") return moe_block();
-  return {};
+int zoo_batch(const std::string& name) {
+  for (const ZooEntry& e : zoo())
+    if (name == e.name) return e.batch;
+  return 0;
 }
 
-}  // namespace
-
-TaskSet zoo_model(const std::string& name) {
-  // Training steps (frontend/training.hpp) of two zoo models: ResNet-50 at batch 32, BERT-base.
-  if (name == "resnet50-train" || name == "bert-base-train") {
-    const TaskSet layers = expand(name == "resnet50-train" ? "resnet50-b32" : "bert-base");
-    return tasks_from_graph(training_graph(chain_graph(layers)), name, layers.batch());
+TaskSet zoo_model(const std::string& name, int batch, bool training) {
+  const auto e = std::find_if(zoo().begin(), zoo().end(), [&](const ZooEntry& z) { return name == z.name; });
+  if (e == zoo().end()) {
+    std::string list;
+    for (const auto& n : zoo_names()) list += (list.empty() ? "" : ", ") + n;
+    throw_bad_input("model: unknown model '" + name + "'; expected an .onnx file or one of: " + list);
   }
-  const TaskSet layers = expand(name);
-  if (!layers.tasks().empty()) return tasks_from_graph(chain_graph(layers), layers.model(), layers.batch());
-  std::string list;
-  for (const auto& n : zoo_names()) list += (list.empty() ? "" : ", ") + n;
-  throw_bad_input("model: unknown model '" + name + "'; expected an .onnx file or one of: " + list);
+  if (batch < 0 || batch > 4096) throw_bad_input("batch: must be in 1..4096, got " + std::to_string(batch));
+  const int b = batch == 0 ? e->batch : batch;
+  const TaskSet layers = e->build(b);
+  // The name says what differs from the zoo's own: "resnet50-b32" at 32 keeps its name,
+  // "mlp" at 8 is "mlp-b8"; a training step ends in "-train".
+  std::string model = b == e->batch ? std::string(e->name) : layers.model() + "-b" + std::to_string(b);
+  if (e->training || training) {
+    if (!e->training) model += "-train";
+    if (e->training && b != e->batch) model = layers.model() + "-b" + std::to_string(b) + "-train";
+    return tasks_from_graph(training_graph(chain_graph(layers)), model, b);
+  }
+  return tasks_from_graph(chain_graph(layers), model, b);
 }
 
 }  // namespace atvoss::frontend

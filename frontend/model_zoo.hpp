@@ -18,11 +18,19 @@
 namespace atvoss::frontend {
 
 // resnet50 (batch 1), resnet50-b32 (batch 32), bert-base (sequence 128, batch 1),
-// mobilenet-v2 (batch 1), mlp (784-512-256-10, batch 64), yolov7-tiny (640 x 640),
-// esrgan-rrdb (the RRDB body on 128 x 128), moe-block (a Mixtral-style block, 512 tokens).
+// bert-large (24 layers, hidden 1024, 16 heads, FFN 4096; sequence 128) and bert-large-s512
+// (sequence 512), mobilenet-v2 (batch 1), mlp (784-512-256-10, batch 64), yolov7-tiny
+// (640 x 640), esrgan-rrdb (the RRDB body on 128 x 128), moe-block (a Mixtral-style block,
+// 512 tokens per batch item); the training steps resnet50-train (batch 32) and
+// bert-base-train.
 const std::vector<std::string>& zoo_names();
 bool is_zoo_model(const std::string& name);
-// bad_input listing zoo_names() if name is unknown.
-TaskSet zoo_model(const std::string& name);
+// The batch a zoo model has unless told (0 for a name not in the zoo).
+int zoo_batch(const std::string& name);
+// The model at batch (0: its own), as its training step when training (or when the name is
+// one). A batch or mode other than the zoo's own shows in the model's name ("mlp-b8",
+// "bert-large-train"). bad_input listing zoo_names() if name is unknown, naming batch when it
+// is outside 0..4096.
+TaskSet zoo_model(const std::string& name, int batch = 0, bool training = false);
 
 }  // namespace atvoss::frontend

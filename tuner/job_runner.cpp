@@ -23,6 +23,7 @@
 #include "frontend/fallback.hpp"
 #include "frontend/model_zoo.hpp"
 #include "frontend/onnx_import.hpp"
+#include "frontend/training.hpp"
 #include "lowering/knob_names.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
@@ -436,12 +437,14 @@ std::unique_ptr<Measurer> make_job_measurer(const std::string& farm) {
 frontend::TaskSet model_tasks(const JobSpec& spec) {
   frontend::TaskSet set;
   if (!spec.model.empty()) {
+    const bool training = spec.mode == "training";
     if (ends_with(spec.model, ".onnx")) {
       frontend::OnnxImportOptions o;
-      o.batch = spec.batch;
+      o.batch = spec.batch > 0 ? spec.batch : 1;
       set = frontend::import_onnx(spec.model, o);
+      if (training) set = frontend::training_tasks(set);
     } else {
-      set = frontend::zoo_model(spec.model);
+      set = frontend::zoo_model(spec.model, spec.batch, training);
     }
   } else {
     set = frontend::TaskSet(spec.name, 1);

@@ -11,12 +11,29 @@ namespace atvoss::tuner {
 namespace {
 
 const std::set<std::string>& known_fields() {
-  static const std::set<std::string> fields = {"name",       "target",    "model",          "batch",
-                                               "workloads",  "trials",    "strategy",       "strategy_config",
-                                               "cost_model", "scheduler", "early_stopping", "batch_size",
-                                               "repeat",     "seed",      "database",       "farm",
-                                               "export",     "report",    "precision",      "fusion_rules",
-                                               "parallel",   "model_plan"};
+  static const std::set<std::string> fields = {"name",
+                                               "target",
+                                               "model",
+                                               "batch",
+                                               "workloads",
+                                               "trials",
+                                               "strategy",
+                                               "strategy_config",
+                                               "cost_model",
+                                               "scheduler",
+                                               "early_stopping",
+                                               "batch_size",
+                                               "repeat",
+                                               "seed",
+                                               "database",
+                                               "farm",
+                                               "export",
+                                               "report",
+                                               "precision",
+                                               "fusion_rules",
+                                               "parallel",
+                                               "model_plan",
+                                               "mode"};
   return fields;
 }
 
@@ -156,7 +173,14 @@ JobSpec JobSpec::from_json(const Json& j) {
     if (s.target.empty()) throw_bad_input("job spec: field 'target' must name a preset or file");
   }
   s.model = optional_string(j, "model", "");
-  s.batch = static_cast<int>(optional_int(j, "batch", 1, 1, 4096));
+  s.batch = static_cast<int>(optional_int(j, "batch", 0, 1, 4096));
+  s.mode = optional_string(j, "mode", s.mode);
+  if (s.mode != "inference" && s.mode != "training") {
+    throw_bad_input("job spec: field 'mode' must be inference or training, got '" + s.mode + "'");
+  }
+  if (s.model.empty() && s.mode == "training") {
+    throw_bad_input("job spec: field 'mode' training needs a 'model'; this job has workloads only");
+  }
   if (j.contains("workloads")) s.workloads = read_workloads(j["workloads"]);
   if (j.contains("precision")) s.precision = frontend::parse_precision(j["precision"]);
   if (s.model.empty() && s.workloads.empty()) {
@@ -195,6 +219,9 @@ JobSpec JobSpec::from_json(const Json& j) {
     if (p->empty()) throw_bad_input("job spec: paths (database, export, report, model_plan) must not be empty");
   }
   if (j.contains("parallel")) s.parallel = read_parallel(j["parallel"], s.name);
+  if (s.parallel && s.mode == "training" && s.parallel->mode == "inference") {
+    throw_bad_input("job spec: field 'parallel.mode' is inference, but field 'mode' tunes the training step");
+  }
   return s;
 }
 

@@ -35,10 +35,12 @@ struct ParallelSpec {
 };
 
 struct JobSpec {
-  std::string name;                         // required; identifies the job in the database
-  std::string target;                       // required: a preset name, a file, or inline JSON text
-  std::string model;                        // zoo name or .onnx path; empty if only workloads
-  int batch = 1;                            // ONNX only: value of symbolic batch dims
+  std::string name;    // required; identifies the job in the database
+  std::string target;  // required: a preset name, a file, or inline JSON text
+  std::string model;   // zoo name or .onnx path; empty if only workloads
+  int batch = 0;       // the model's batch: 0 is the zoo model's own, or 1 for an ONNX file's symbolic dims
+  // "inference": the model as it is; "training": its training step (frontend/training.hpp)
+  std::string mode = "inference";
   std::vector<WeightedWorkload> workloads;  // explicit tasks (added to the model's)
   frontend::PrecisionSpec precision;        // empty: every layer in the model's own dtype
   int trials = 0;                           // required: total trial budget over all tasks

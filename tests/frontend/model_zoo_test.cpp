@@ -135,6 +135,75 @@ TEST(ModelZoo, AZooModelIsAChainGraphOfItsLayers) {
   EXPECT_DOUBLE_EQ(g.tensors()[g.nodes()[0].outputs[0]].bytes, fc1.out_elements() * 2);
 }
 
+// BERT-Large (24 layers, hidden 1024, 16 heads, FFN 4096) at sequence 128 and 512.
+TEST(ModelZoo, BertLargeHasTwentyFourLayersOfItsShape) {
+  const TaskSet s = zoo_model("bert-large");
+  const TuneTask* q = find(s, "encoder.0.attention.query");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->weight, 72);  // Q, K, V in 24 layers
+  EXPECT_EQ(q->workload.dim("M"), 128);
+  EXPECT_EQ(q->workload.dim("K"), 1024);
+  const TuneTask* ffn = find(s, "encoder.0.intermediate");
+  ASSERT_NE(ffn, nullptr);
+  EXPECT_EQ(ffn->workload.dim("N"), 4096);
+  EXPECT_EQ(occurrences(s, "softmax"), 24);
+  const TuneTask* scores = find(s, "encoder.0.attention.scores");
+  ASSERT_NE(scores, nullptr);
+  EXPECT_EQ(scores->workload.dim("B"), 16);
+  EXPECT_EQ(scores->workload.dim("K"), 64);
+  const TuneTask* long_scores = find(zoo_model("bert-large-s512"), "encoder.0.attention.scores");
+  ASSERT_NE(long_scores, nullptr);
+  EXPECT_EQ(long_scores->workload.dim("M"), 512);
+  EXPECT_EQ(long_scores->workload.dim("N"), 512);
+}
+
+// A batch scales every layer's batch dimension (N, the rows of a token matmul, the heads of a
+// batched one) and shows in the name; the zoo's own batch keeps the zoo's name and shapes.
+TEST(ModelZoo, ABatchScalesEveryModelAndShowsInItsName) {
+  const TaskSet mlp8 = zoo_model("mlp", 8);
+  EXPECT_EQ(mlp8.model(), "mlp-b8");
+  EXPECT_EQ(mlp8.batch(), 8);
+  EXPECT_EQ(find(mlp8, "fc1")->workload.dim("M"), 8);
+  EXPECT_EQ(zoo_model("mlp", 64).model(), "mlp");
+  EXPECT_EQ(zoo_model("resnet50-b32", 0).model(), "resnet50-b32");
+  const TaskSet r4 = zoo_model("resnet50", 4);
+  EXPECT_EQ(r4.model(), "resnet50-b4");
+  for (const auto& t : r4.tasks()) {
+    if (t.workload.op() == "conv2d") EXPECT_EQ(t.workload.dim("N"), 4) << t.name;
+  }
+  const TaskSet bert = zoo_model("bert-base", 4);
+  EXPECT_EQ(find(bert, "encoder.0.attention.query")->workload.dim("M"), 4 * 128);
+  EXPECT_EQ(find(bert, "encoder.0.attention.scores")->workload.dim("B"), 4 * 12);
+  EXPECT_EQ(find(bert, "encoder.0.attention.softmax")->workload.dim("M"), 4 * 12 * 128);
+  EXPECT_EQ(find(zoo_model("mobilenet-v2", 2), "features.0")->workload.dim("N"), 2);
+  EXPECT_EQ(find(zoo_model("yolov7-tiny", 2), "backbone.0")->workload.dim("N"), 2);
+  EXPECT_EQ(find(zoo_model("yolov7-tiny", 2), "backbone.elan1.concat")->workload.dim("M"),
+            2 * find(zoo_model("yolov7-tiny"), "backbone.elan1.concat")->workload.dim("M"));
+  EXPECT_EQ(find(zoo_model("esrgan-rrdb", 3), "conv_first")->workload.dim("N"), 3);
+  EXPECT_EQ(find(zoo_model("moe-block", 2), "moe.gate")->workload.dim("M"), 1024);
+  try {
+    zoo_model("mlp", 5000);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_NE(std::string(e.what()).find("batch"), std::string::npos) << e.what();
+  }
+}
+
+// Any zoo model's training step, at any batch; the named steps at another batch say so.
+TEST(ModelZoo, AnyModelsTrainingStepAtAnyBatch) {
+  const TaskSet step = zoo_model("mlp", 16, true);
+  EXPECT_EQ(step.model(), "mlp-b16-train");
+  EXPECT_EQ(step.batch(), 16);
+  int wgrads = 0;
+  for (const auto& n : step.graph().nodes()) wgrads += n.name.ends_with(".wgrad") ? n.count : 0;
+  EXPECT_EQ(wgrads, 3);
+  EXPECT_EQ(zoo_model("bert-large", 0, true).model(), "bert-large-train");
+  EXPECT_EQ(zoo_model("resnet50-train", 8).model(), "resnet50-b8-train");
+  EXPECT_EQ(zoo_model("resnet50-train", 0, true).model(), "resnet50-train");  // a step already
+  EXPECT_EQ(zoo_model("resnet50-train", 8).batch(), 8);
+}
+
 TEST(ModelZoo, EveryNameExpandsAndUnknownIsBadInput) {
   for (const auto& n : zoo_names()) {
     SCOPED_TRACE(n);

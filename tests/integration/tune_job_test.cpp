@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -464,6 +465,26 @@ TEST_F(TuneCli, ATrainingStepOverTheDeviceMemoryRecomputesActivations) {
   EXPECT_GT(tr["over_bytes"].get<double>(), 0);
   EXPECT_LT(tr["over_bytes"].get<double>(), tight["memory"]["over_bytes"].get<double>());
   EXPECT_EQ(tight["rows"].size(), 4u);
+}
+
+// Any model's training step at any batch, from the job spec alone: the zoo's mlp at batch 16
+// tunes its backward and update kernels, at 16 rows.
+TEST_F(TuneCli, ATrainingJobAtABatchTunesTheStepsBackwardKernels) {
+  atvoss::Json spec = kMlpJob;
+  spec["mode"] = "training";
+  spec["batch"] = 16;
+  const Result r = run(job("step", spec) + " --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const atvoss::Json out = atvoss::parse_json(r.out, "stdout");
+  EXPECT_EQ(out["model"], "mlp-b16-train");
+  std::set<std::string> names;
+  for (const auto& t : out["tasks"]) names.insert(t["name"].get<std::string>());
+  for (const char* n : {"fc1", "fc1.wgrad", "fc1.update", "fc3.dgrad"}) EXPECT_TRUE(names.count(n)) << n;
+  // Stored at the step's batch: the forward fc1 at 16 rows of 784.
+  EXPECT_NE(sql(path("step.db"),
+                "SELECT COUNT(*) FROM records r JOIN workloads w ON w.id = r.workload_id WHERE "
+                "json_extract(w.description, '$.dims.M') = 16 AND json_extract(w.description, '$.dims.K') = 784"),
+            "0");
 }
 
 // Two BERT-base encoder layers with multi-head attention as exporters write it

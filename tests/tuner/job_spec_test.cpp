@@ -33,6 +33,22 @@ TEST(JobSpec, ReadsWeightedWorkloadsAndInlineTarget) {
   EXPECT_NE(s.target.find("ascend910b"), std::string::npos);
 }
 
+// mode and batch: the model as it is at its own batch unless told; a training step needs a model.
+TEST(JobSpec, ReadsModeAndBatch) {
+  const JobSpec plain = JobSpec::from_json(minimal());
+  EXPECT_EQ(plain.mode, "inference");
+  EXPECT_EQ(plain.batch, 0);
+  Json j = minimal();
+  j["mode"] = "training";
+  j["batch"] = 32;
+  const JobSpec step = JobSpec::from_json(j);
+  EXPECT_EQ(step.mode, "training");
+  EXPECT_EQ(step.batch, 32);
+  j.erase("model");
+  j["workloads"] = Json::array({{{"workload", {{"op", "matmul"}, {"dims", {{"M", 64}, {"N", 64}, {"K", 64}}}}}}});
+  EXPECT_THROW(JobSpec::from_json(j), Error);
+}
+
 TEST(JobSpec, ReadsPrecision) {
   Json j = minimal();
   j["precision"] = {{"fc1", {{"weight", 8}, {"act", 8}}}};
@@ -63,6 +79,11 @@ TEST(JobSpec, EveryBadFieldIsNamed) {
       {"early_stopping", {{"early_stopping", true}}, "early_stopping"},
       {"precision_number", {{"precision", 8}}, "precision"},
       {"precision_bits", {{"precision", {{"conv1", {{"weight", 8}, {"act", 16}}}}}}, "precision.conv1"},
+      {"mode", {{"mode", "train"}}, "field 'mode'"},
+      {"batch_zero", {{"batch", 0}}, "field 'batch'"},
+      {"training_inference_parallel",
+       {{"mode", "training"}, {"parallel", {{"devices", 8}, {"mode", "inference"}}}},
+       "parallel.mode"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
