@@ -346,10 +346,16 @@ def tune_kernel_cache(path: Union[str, "os.PathLike[str]"], strategies: Union[st
     return {s: tune(workload, target, trials=trials, strategy=s, db=db, seed=seed) for s in names}
 
 
-def zoo_model(name: str) -> List[Dict[str, Any]]:
-    """The tasks of a zoo model ("resnet50", "bert-base", "mobilenet-v2", "mlp", ...):
-    [{"workload": Workload, "weight": occurrences, "name": first layer}]."""
+def zoo_model(name: str, batch: int = 0, training: bool = False) -> List[Dict[str, Any]]:
+    """The tasks of a zoo model ("resnet50", "bert-base", "bert-large", "mobilenet-v2", "mlp",
+    ...) at batch (0: the model's own), or of its training step (forward, backward, updates):
+    [{"workload": Workload, "weight": occurrences, "name": first layer}]. A job spec's "batch"
+    and "mode" (docs/job-spec.md) give the same tasks."""
     if not isinstance(name, str):
         raise TypeError("zoo_model: name must be a str")
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch <= 4096:
+        raise ValueError(f"zoo_model: batch must be an int in 0..4096, got {batch!r}")
+    if not isinstance(training, bool):
+        raise TypeError("zoo_model: training must be a bool")
     return [{"workload": Workload(t["workload"]), "weight": t["weight"], "name": t["name"]}
-            for t in loads(_atvoss.zoo_model(name))]
+            for t in loads(_atvoss.zoo_model(name, batch, training))]

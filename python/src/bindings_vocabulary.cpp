@@ -67,9 +67,9 @@ py::object default_schedule(const std::string& workload, const std::string& targ
   return py::str(dump(s->to_json()));
 }
 
-std::string zoo_model_json(const std::string& name) {
+std::string zoo_model_json(const std::string& name, int batch, bool training) {
   Json tasks = Json::array();
-  const frontend::TaskSet model = frontend::zoo_model(name);  // tasks() refers into it
+  const frontend::TaskSet model = frontend::zoo_model(name, batch, training);  // tasks() refers into it
   for (const auto& t : model.tasks()) {
     tasks.push_back({{"workload", t.workload.to_json()}, {"weight", t.weight}, {"name", t.name}});
   }
@@ -106,7 +106,8 @@ void bind_vocabulary(py::module_& m) {
       .def_property_readonly("backend", &Space::backend);
   m.def("default_schedule", &default_schedule, "The vendor default's JSON, or None");
   m.def("zoo_names", &frontend::zoo_names, "Names of the zoo models");
-  m.def("zoo_model", &zoo_model_json, "Tasks of a zoo model as JSON");
+  m.def("zoo_model", &zoo_model_json, "Tasks of a zoo model (at a batch, or its training step) as JSON",
+        py::arg("name"), py::arg("batch") = 0, py::arg("training") = false);
   m.def("analyze", &analyze, "atvoss-analyze's reading of one measurement as JSON");
 }
 

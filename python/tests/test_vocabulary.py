@@ -95,3 +95,17 @@ def test_space_check_default_and_json(matmul):
         space.check({**dict(default), "no_such_knob": 1})
     assert atvoss.ScheduleSpace.from_json(space.to_json()) == space
     assert "size=" in repr(space)
+
+
+def test_zoo_model_at_a_batch_and_as_its_training_step():
+    plain = atvoss.zoo_model("mlp")
+    assert plain[0]["name"] == "fc1" and plain[0]["workload"].dims["M"] == 64
+    assert atvoss.zoo_model("mlp", 8)[0]["workload"].dims["M"] == 8
+    names = [t["name"] for t in atvoss.zoo_model("mlp", 8, training=True)]
+    assert "fc1.wgrad" in names and "fc1.update" in names and "fc1.wgrad" not in [t["name"] for t in plain]
+    large = {t["name"]: t for t in atvoss.zoo_model("bert-large")}
+    assert large["encoder.0.attention.query"]["weight"] == 72
+    with pytest.raises(ValueError, match="batch"):
+        atvoss.zoo_model("mlp", -1)
+    with pytest.raises(TypeError, match="training"):
+        atvoss.zoo_model("mlp", 8, training="yes")  # type: ignore[arg-type]
