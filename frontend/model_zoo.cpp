@@ -375,7 +375,7 @@ int zoo_batch(const std::string& name) {
   return 0;
 }
 
-TaskSet zoo_model(const std::string& name, int batch, bool training) {
+TaskSet zoo_model(const std::string& name, int batch, bool training, const TrainingSetup& setup) {
   const auto e = std::find_if(zoo().begin(), zoo().end(), [&](const ZooEntry& z) { return name == z.name; });
   if (e == zoo().end()) {
     std::string list;
@@ -391,7 +391,7 @@ TaskSet zoo_model(const std::string& name, int batch, bool training) {
   if (e->training || training) {
     if (!e->training) model += "-train";
     if (e->training && b != e->batch) model = layers.model() + "-b" + std::to_string(b) + "-train";
-    return tasks_from_graph(training_graph(chain_graph(layers)), model, b);
+    return tasks_from_graph(training_graph(chain_graph(layers), setup), model, b);
   }
   return tasks_from_graph(chain_graph(layers), model, b);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "frontend/task_set.hpp"
+#include "frontend/training.hpp"
 
 namespace atvoss::frontend {
 
@@ -31,6 +32,7 @@ int zoo_batch(const std::string& name);
 // one). A batch or mode other than the zoo's own shows in the model's name ("mlp-b8",
 // "bert-large-train"). bad_input listing zoo_names() if name is unknown, naming batch when it
 // is outside 0..4096.
-TaskSet zoo_model(const std::string& name, int batch = 0, bool training = false);
+// setup: how a training step updates its weights (frontend/training.hpp).
+TaskSet zoo_model(const std::string& name, int batch = 0, bool training = false, const TrainingSetup& setup = {});
 
 }  // namespace atvoss::frontend

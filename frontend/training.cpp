@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "frontend/device_memory.hpp"
 
 namespace atvoss::frontend {
@@ -78,7 +79,7 @@ BackwardKernels matmul_backward(const Workload& w) {
 // Builds the backward pass into a copy of the forward graph.
 class Builder {
  public:
-  explicit Builder(const Graph& g) : g_(g), t_(g) {}
+  Builder(const Graph& g, const TrainingSetup& setup) : g_(g), t_(g), setup_(setup) {}
 
   Graph build() {
     for (int i = int(g_.nodes().size()) - 1; i >= 0; --i) {
@@ -212,8 +213,8 @@ class Builder {
       } else {
         const std::string wgrad = add(k, TrainingRole::weight_grad, n.name + ".wgrad", n.op + "WeightGrad",
                                       b.weight_grad, reads, weight_bytes(*n.kernel), n.count, dname);
-        add(k, TrainingRole::update, n.name + ".update", "OptimizerUpdate", optimizer_update(*n.kernel), {wgrad},
-            weight_bytes(*n.kernel), n.count, dname);
+        add(k, TrainingRole::update, n.name + ".update", "OptimizerUpdate", optimizer_update(*n.kernel, setup_),
+            {wgrad}, weight_bytes(*n.kernel), n.count, dname);
       }
     }
     if (b.bias_grad)
@@ -225,6 +226,7 @@ class Builder {
 
   const Graph& g_;
   Graph t_;
+  TrainingSetup setup_;
   std::map<int, std::vector<std::string>> contrib_;  // forward tensor -> its gradient's parts
 };
 
@@ -242,17 +244,49 @@ BackwardKernels backward_of(const Workload& forward) {
   return b;
 }
 
-std::optional<Workload> optimizer_update(const Workload& forward) {
-  return rows_over("elementwise", weight_bytes(forward) / dtype_bytes(forward.dtype()), forward.dtype());
+TrainingSetup::Optimizer TrainingSetup::optimizer_named(const std::string& name, const std::string& field) {
+  if (name == "sgd") return Optimizer::sgd;
+  if (name == "momentum") return Optimizer::momentum;
+  if (name == "adam") return Optimizer::adam;
+  throw_bad_input(field + " must be sgd, momentum or adam, got '" + name + "'");
 }
 
-Graph training_graph(const Graph& g) { return Builder(g).build(); }
+std::string to_string(TrainingSetup::Optimizer optimizer) {
+  switch (optimizer) {
+    case TrainingSetup::Optimizer::momentum:
+      return "momentum";
+    case TrainingSetup::Optimizer::adam:
+      return "adam";
+    case TrainingSetup::Optimizer::sgd:
+      break;
+  }
+  return "sgd";
+}
 
-TaskSet training_tasks(const TaskSet& model) {
+double update_bytes_per_weight(const TrainingSetup& setup, int dtype_bytes) {
+  const int state = setup.optimizer == TrainingSetup::Optimizer::adam       ? 2
+                    : setup.optimizer == TrainingSetup::Optimizer::momentum ? 1
+                                                                            : 0;
+  if (!setup.mixed_precision) return double(3 + 2 * state) * dtype_bytes;
+  // fp32 master read and written, the gradient read, the compute copy written; each fp32 state
+  // tensor read and written; loss scaling's overflow check reads the gradient once more.
+  return 8.0 + 2.0 * dtype_bytes + 8.0 * state + dtype_bytes;
+}
+
+std::optional<Workload> optimizer_update(const Workload& forward, const TrainingSetup& setup) {
+  // An fp32 elementwise pass reads and writes 4 bytes per element: 8 bytes moved each.
+  const double elements = weight_bytes(forward) / dtype_bytes(forward.dtype());
+  return rows_over("elementwise", elements * update_bytes_per_weight(setup, dtype_bytes(forward.dtype())) / 8.0,
+                   DType::float32);
+}
+
+Graph training_graph(const Graph& g, const TrainingSetup& setup) { return Builder(g, setup).build(); }
+
+TaskSet training_tasks(const TaskSet& model, const TrainingSetup& setup) {
   for (const auto& n : model.graph().nodes()) {
     if (n.backward()) return model;
   }
-  return tasks_from_graph(training_graph(model.graph()), model.model() + "-train", model.batch());
+  return tasks_from_graph(training_graph(model.graph(), setup), model.model() + "-train", model.batch());
 }
 
 }  // namespace atvoss::frontend

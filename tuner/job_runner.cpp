@@ -442,9 +442,9 @@ frontend::TaskSet model_tasks(const JobSpec& spec) {
       frontend::OnnxImportOptions o;
       o.batch = spec.batch > 0 ? spec.batch : 1;
       set = frontend::import_onnx(spec.model, o);
-      if (training) set = frontend::training_tasks(set);
+      if (training) set = frontend::training_tasks(set, spec.training);
     } else {
-      set = frontend::zoo_model(spec.model, spec.batch, training);
+      set = frontend::zoo_model(spec.model, spec.batch, training, spec.training);
     }
   } else {
     set = frontend::TaskSet(spec.name, 1);

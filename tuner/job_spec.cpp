@@ -11,29 +11,13 @@ namespace atvoss::tuner {
 namespace {
 
 const std::set<std::string>& known_fields() {
-  static const std::set<std::string> fields = {"name",
-                                               "target",
-                                               "model",
-                                               "batch",
-                                               "workloads",
-                                               "trials",
-                                               "strategy",
-                                               "strategy_config",
-                                               "cost_model",
-                                               "scheduler",
-                                               "early_stopping",
-                                               "batch_size",
-                                               "repeat",
-                                               "seed",
-                                               "database",
-                                               "farm",
-                                               "export",
-                                               "report",
-                                               "precision",
-                                               "fusion_rules",
-                                               "parallel",
-                                               "model_plan",
-                                               "mode"};
+  static const std::set<std::string> fields = {"name",           "target",     "model",          "batch",
+                                               "workloads",      "trials",     "strategy",       "strategy_config",
+                                               "cost_model",     "scheduler",  "early_stopping", "batch_size",
+                                               "repeat",         "seed",       "database",       "farm",
+                                               "export",         "report",     "precision",      "fusion_rules",
+                                               "parallel",       "model_plan", "mode",           "optimizer",
+                                               "mixed_precision"};
   return fields;
 }
 
@@ -177,6 +161,20 @@ JobSpec JobSpec::from_json(const Json& j) {
   s.mode = optional_string(j, "mode", s.mode);
   if (s.mode != "inference" && s.mode != "training") {
     throw_bad_input("job spec: field 'mode' must be inference or training, got '" + s.mode + "'");
+  }
+  if (j.contains("optimizer")) {
+    s.training.optimizer =
+        frontend::TrainingSetup::optimizer_named(optional_string(j, "optimizer", ""), "job spec: field 'optimizer'");
+  }
+  if (j.contains("mixed_precision")) {
+    if (!j["mixed_precision"].is_boolean()) {
+      throw_bad_input("job spec: field 'mixed_precision' must be true or false, got " + j["mixed_precision"].dump());
+    }
+    s.training.mixed_precision = j["mixed_precision"].get<bool>();
+  }
+  if ((j.contains("optimizer") || j.contains("mixed_precision")) && s.mode != "training" &&
+      !s.model.ends_with("-train")) {
+    throw_bad_input("job spec: fields 'optimizer' and 'mixed_precision' apply to a training step ('mode': training)");
   }
   if (s.model.empty() && s.mode == "training") {
     throw_bad_input("job spec: field 'mode' training needs a 'model'; this job has workloads only");

@@ -14,6 +14,7 @@
 #include "core/json.hpp"
 #include "core/workload.hpp"
 #include "frontend/precision.hpp"
+#include "frontend/training.hpp"
 #include "lowering/fusion_rules.hpp"
 
 namespace atvoss::tuner {
@@ -41,6 +42,7 @@ struct JobSpec {
   int batch = 0;       // the model's batch: 0 is the zoo model's own, or 1 for an ONNX file's symbolic dims
   // "inference": the model as it is; "training": its training step (frontend/training.hpp)
   std::string mode = "inference";
+  frontend::TrainingSetup training;         // "optimizer" and "mixed_precision": how a training step updates
   std::vector<WeightedWorkload> workloads;  // explicit tasks (added to the model's)
   frontend::PrecisionSpec precision;        // empty: every layer in the model's own dtype
   int trials = 0;                           // required: total trial budget over all tasks

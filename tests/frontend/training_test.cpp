@@ -57,7 +57,42 @@ TEST(Training, AMatmulsGradientsAreTheTwoTransposedProducts) {
   const auto update =
       optimizer_update(training_workload({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 3072}}}}));
   ASSERT_TRUE(update);
-  EXPECT_DOUBLE_EQ(update->out_elements(), 768.0 * 3072);  // one pass over the weight
+  // SGD on fp16 weights: the weight and its gradient read, the weight written, 6 bytes each,
+  // as an fp32 pass moving 8 bytes per element.
+  EXPECT_EQ(update->dtype(), DType::float32);
+  EXPECT_DOUBLE_EQ(update->out_elements() * 8, 768.0 * 3072 * 6);
+}
+
+// What each optimizer's update moves per weight: passes of the weight's dtype, or with mixed
+// precision fp32 master weights and state, the compute copy and the overflow check.
+TEST(Training, EachOptimizersUpdateMovesItsStateAndMixedPrecisionItsMasterWeights) {
+  using O = TrainingSetup::Optimizer;
+  EXPECT_DOUBLE_EQ(update_bytes_per_weight({O::sgd, false}, 2), 6);
+  EXPECT_DOUBLE_EQ(update_bytes_per_weight({O::momentum, false}, 2), 10);
+  EXPECT_DOUBLE_EQ(update_bytes_per_weight({O::adam, false}, 4), 28);
+  EXPECT_DOUBLE_EQ(update_bytes_per_weight({O::sgd, true}, 2), 14);  // 4+4 master, 2 grad, 2 copy, 2 check
+  EXPECT_DOUBLE_EQ(update_bytes_per_weight({O::adam, true}, 2), 30);
+  const Workload fc = training_workload({{"op", "matmul"}, {"dims", {{"M", 128}, {"N", 768}, {"K", 3072}}}});
+  EXPECT_DOUBLE_EQ(optimizer_update(fc, {O::adam, true})->out_elements() * 8, 768.0 * 3072 * 30);
+  EXPECT_EQ(TrainingSetup::optimizer_named("adam", "optimizer"), O::adam);
+  EXPECT_EQ(to_string(O::momentum), "momentum");
+  try {
+    TrainingSetup::optimizer_named("lamb", "job spec: field 'optimizer'");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_NE(std::string(e.what()).find("field 'optimizer'"), std::string::npos) << e.what();
+  }
+  // The step built with Adam updates with Adam's pass.
+  const TaskSet adam = zoo_model("mlp", 0, true, {O::adam, false});
+  const TaskSet sgd = zoo_model("mlp", 0, true);
+  const auto update_of = [](const TaskSet& s) {
+    for (const auto& t : s.tasks())
+      if (t.name == "fc1.update") return t.workload.out_elements();
+    return 0.0;
+  };
+  EXPECT_GT(update_of(sgd), 0);
+  EXPECT_DOUBLE_EQ(update_of(adam), update_of(sgd) * 14 / 6);
 }
 
 // x -> conv1 (+relu fused) -> r -> conv2 -> y, and r -> conv3 -> z: r is read twice.

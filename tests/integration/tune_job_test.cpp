@@ -448,7 +448,7 @@ TEST_F(TuneCli, ATrainingStepOverTheDeviceMemoryRecomputesActivations) {
     EXPECT_EQ(r.code, 0) << r.err;
     return atvoss::parse_json(r.out, "stdout")["execution"];
   };
-  const auto fits = run_with_room("roomy", 30e6);
+  const auto fits = run_with_room("roomy", 32e6);
   const auto& m = fits["memory"];
   ASSERT_FALSE(m["fits"].get<bool>()) << m.dump();
   const auto& r = m["recompute"];

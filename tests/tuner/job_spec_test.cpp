@@ -44,6 +44,13 @@ TEST(JobSpec, ReadsModeAndBatch) {
   const JobSpec step = JobSpec::from_json(j);
   EXPECT_EQ(step.mode, "training");
   EXPECT_EQ(step.batch, 32);
+  EXPECT_EQ(step.training.optimizer, frontend::TrainingSetup::Optimizer::sgd);
+  EXPECT_FALSE(step.training.mixed_precision);
+  j["optimizer"] = "adam";
+  j["mixed_precision"] = true;
+  const JobSpec adam = JobSpec::from_json(j);
+  EXPECT_EQ(adam.training.optimizer, frontend::TrainingSetup::Optimizer::adam);
+  EXPECT_TRUE(adam.training.mixed_precision);
   j.erase("model");
   j["workloads"] = Json::array({{{"workload", {{"op", "matmul"}, {"dims", {{"M", 64}, {"N", 64}, {"K", 64}}}}}}});
   EXPECT_THROW(JobSpec::from_json(j), Error);
@@ -80,6 +87,9 @@ TEST(JobSpec, EveryBadFieldIsNamed) {
       {"precision_number", {{"precision", 8}}, "precision"},
       {"precision_bits", {{"precision", {{"conv1", {{"weight", 8}, {"act", 16}}}}}}, "precision.conv1"},
       {"mode", {{"mode", "train"}}, "field 'mode'"},
+      {"optimizer", {{"mode", "training"}, {"optimizer", "lamb"}}, "field 'optimizer'"},
+      {"mixed_precision", {{"mode", "training"}, {"mixed_precision", "yes"}}, "field 'mixed_precision'"},
+      {"optimizer_inference", {{"optimizer", "adam"}}, "training step"},
       {"batch_zero", {{"batch", 0}}, "field 'batch'"},
       {"training_inference_parallel",
        {{"mode", "training"}, {"parallel", {{"devices", 8}, {"mode", "inference"}}}},
