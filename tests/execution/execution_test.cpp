@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "../core/hostile_json.hpp"
 #include "core/error.hpp"
 #include "execution/exec_graph.hpp"
 #include "execution/memory_plan.hpp"
@@ -332,23 +333,7 @@ TEST(Execution, MutatedPlanFilesAreRefusedOrCheckedNeverWrapped) {
   MemoryPlan seed_plan;
   seed_plan.allocations = {{"a", 0, 100, 0, 10}, {"b", 100, 50, 5, 15}, {"c", 0, 50, 10, 20}, {"d", 64, 64, 12, 30}};
   const Json seed = seed_plan.to_json();
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  const std::vector<Json> values = {0,
-                                    -1,
-                                    1,
-                                    64,
-                                    kMax,
-                                    kMax - 1,
-                                    std::int64_t{1} << 62,
-                                    -kMax,
-                                    1e300,
-                                    -1e300,
-                                    0.5,
-                                    "x",
-                                    nullptr,
-                                    Json::array(),
-                                    5,
-                                    std::numeric_limits<std::uint64_t>::max()};
+  const std::vector<Json>& values = hostile_json_values();
   const std::vector<std::string> fields = {"offset", "bytes", "start_us", "end_us", "tensor"};
   std::mt19937_64 rng(20261205);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "../core/hostile_json.hpp"
 #include "core/error.hpp"
 #include "db/table/schedule_table.hpp"
 #include "plan/export.hpp"
@@ -230,23 +231,7 @@ TEST_F(PlanTest, MutatedPlanFilesLoadOrAreRefusedNeverCrash) {
     if (!at.empty()) leaves.push_back(at);
   };
   walk(good, Json::json_pointer{});
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  const std::vector<Json> values = {0,
-                                    -1,
-                                    1,
-                                    3,
-                                    kMax,
-                                    -kMax - 1,
-                                    std::int64_t{1} << 40,
-                                    1e300,
-                                    -1e300,
-                                    0.5,
-                                    "x",
-                                    nullptr,
-                                    Json::array(),
-                                    Json::object(),
-                                    true,
-                                    std::numeric_limits<std::uint64_t>::max()};
+  const std::vector<Json>& values = hostile_json_values();
   std::mt19937_64 rng(20261206);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int loaded = 0, refused = 0;
