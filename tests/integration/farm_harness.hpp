@@ -196,9 +196,14 @@ inline Json wait_for_stats(std::uint16_t port, Pred pred, const std::string& wha
 // Waits (bounded) until the farm lists n workers.
 inline void wait_for_workers(std::uint16_t port, std::size_t n, std::chrono::milliseconds timeout = 15s,
                              std::optional<std::string> token = std::nullopt) {
-  wait_for_stats(
-      port, [n](const Json& s) { return s.at("workers").size() >= n; }, std::to_string(n) + " workers registered",
-      timeout, token);
+  // A worker is listed from its login, with no targets until its register message arrives
+  // (a host worker calibrates the machine in between): count only the registered ones.
+  const auto registered = [n](const Json& s) {
+    std::size_t k = 0;
+    for (const Json& w : s.at("workers")) k += w.at("targets").empty() ? 0 : 1;
+    return k >= n;
+  };
+  wait_for_stats(port, registered, std::to_string(n) + " workers registered", timeout, token);
 }
 
 // Tasks the worker named name holds now (0 when it is not listed).
