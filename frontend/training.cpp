@@ -282,10 +282,13 @@ std::optional<Workload> optimizer_update(const Workload& forward, const Training
 
 Graph training_graph(const Graph& g, const TrainingSetup& setup) { return Builder(g, setup).build(); }
 
+bool is_training_step(const TaskSet& tasks) {
+  const auto& nodes = tasks.graph().nodes();
+  return std::any_of(nodes.begin(), nodes.end(), [](const GraphNode& n) { return n.backward(); });
+}
+
 TaskSet training_tasks(const TaskSet& model, const TrainingSetup& setup) {
-  for (const auto& n : model.graph().nodes()) {
-    if (n.backward()) return model;
-  }
+  if (is_training_step(model)) return model;
   return tasks_from_graph(training_graph(model.graph(), setup), model.model() + "-train", model.batch());
 }
 

@@ -64,6 +64,9 @@ std::optional<Workload> optimizer_update(const Workload& forward, const Training
 // Forward (as given, fused), backward and updates. REQUIRES: g went through the fusion pass.
 Graph training_graph(const Graph& g, const TrainingSetup& setup = {});
 
+// Whether the tasks are a training step (their graph has backward nodes).
+bool is_training_step(const TaskSet& tasks);
+
 // The training step of a model's tasks: its graph grown by training_graph, named
 // "<model>-train", at the model's batch. A step already (it has backward nodes): unchanged.
 TaskSet training_tasks(const TaskSet& model, const TrainingSetup& setup = {});

@@ -54,6 +54,7 @@ struct ReportData {
   double peak_gflops = 0;
   std::string model;
   int batch = 1;
+  std::string training;  // a training step's update ("sgd", "adam, mixed precision"); empty at inference
   std::string strategy;
   int trials = 0;  // stored trials over all tasks
   int budget = 0;

@@ -105,6 +105,12 @@ class JobReport {
     return out;
   }
 
+  // A training step's update as the report names it ("adam, mixed precision"); "" at inference.
+  std::string training_label() const {
+    if (!frontend::is_training_step(tasks_)) return "";
+    return to_string(spec_.training.optimizer) + (spec_.training.mixed_precision ? ", mixed precision" : "");
+  }
+
   void describe_job(ReportData& data, const JobOutcome& out) const {
     data.job = spec_.name;
     data.target = target_.name;
@@ -113,6 +119,7 @@ class JobReport {
     }
     data.model = tasks_.model();
     data.batch = tasks_.batch();
+    data.training = training_label();
     data.strategy = spec_.strategy;
     data.trials = out.trials;
     data.budget = spec_.trials;
@@ -216,6 +223,10 @@ class JobReport {
             {"precision_warnings", tuned_.precision_warnings},
             {"measured_precision", data.measured_precision.to_json()},
             {"model", tasks_.model()},
+            {"batch", tasks_.batch()},
+            {"training", frontend::is_training_step(tasks_) ? Json{{"optimizer", to_string(spec_.training.optimizer)},
+                                                                   {"mixed_precision", spec_.training.mixed_precision}}
+                                                            : Json(nullptr)},
             {"target", target_.name},
             {"trials", out.trials},
             {"resumed", out.resumed_trials},

@@ -473,10 +473,14 @@ TEST_F(TuneCli, ATrainingJobAtABatchTunesTheStepsBackwardKernels) {
   atvoss::Json spec = kMlpJob;
   spec["mode"] = "training";
   spec["batch"] = 16;
+  spec["optimizer"] = "adam";
   const Result r = run(job("step", spec) + " --json --quiet");
   ASSERT_EQ(r.code, 0) << r.err;
   const atvoss::Json out = atvoss::parse_json(r.out, "stdout");
   EXPECT_EQ(out["model"], "mlp-b16-train");
+  EXPECT_EQ(out["batch"], 16);
+  EXPECT_EQ(out["training"], (atvoss::Json{{"optimizer", "adam"}, {"mixed_precision", false}}));
+  EXPECT_THAT(slurp(path("step-report.html")), HasSubstr("training step, adam"));
   std::set<std::string> names;
   for (const auto& t : out["tasks"]) names.insert(t["name"].get<std::string>());
   for (const char* n : {"fc1", "fc1.wgrad", "fc1.update", "fc3.dgrad"}) EXPECT_TRUE(names.count(n)) << n;
