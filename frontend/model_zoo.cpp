@@ -375,7 +375,7 @@ int zoo_batch(const std::string& name) {
   return 0;
 }
 
-TaskSet zoo_model(const std::string& name, int batch, bool training, const TrainingSetup& setup) {
+TaskSet zoo_model(const std::string& name, int batch, const TrainingSetup& setup) {
   const auto e = std::find_if(zoo().begin(), zoo().end(), [&](const ZooEntry& z) { return name == z.name; });
   if (e == zoo().end()) {
     std::string list;
@@ -385,14 +385,10 @@ TaskSet zoo_model(const std::string& name, int batch, bool training, const Train
   if (batch < 0 || batch > 4096) throw_bad_input("batch: must be in 1..4096, got " + std::to_string(batch));
   const int b = batch == 0 ? e->batch : batch;
   const TaskSet layers = e->build(b);
-  // The name says what differs from the zoo's own: "resnet50-b32" at 32 keeps its name,
-  // "mlp" at 8 is "mlp-b8"; a training step ends in "-train".
-  std::string model = b == e->batch ? std::string(e->name) : layers.model() + "-b" + std::to_string(b);
-  if (e->training || training) {
-    if (!e->training) model += "-train";
-    if (e->training && b != e->batch) model = layers.model() + "-b" + std::to_string(b) + "-train";
-    return tasks_from_graph(training_graph(chain_graph(layers), setup), model, b);
-  }
+  // The zoo's own batch keeps the zoo's name; another shows in it ("mlp-b8", "resnet50-b8-train").
+  const std::string model =
+      b == e->batch ? std::string(e->name) : layers.model() + "-b" + std::to_string(b) + (e->training ? "-train" : "");
+  if (e->training) return tasks_from_graph(training_graph(chain_graph(layers), setup), model, b);
   return tasks_from_graph(chain_graph(layers), model, b);
 }
 

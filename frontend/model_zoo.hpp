@@ -28,11 +28,10 @@ const std::vector<std::string>& zoo_names();
 bool is_zoo_model(const std::string& name);
 // The batch a zoo model has unless told (0 for a name not in the zoo).
 int zoo_batch(const std::string& name);
-// The model at batch (0: its own), as its training step when training (or when the name is
-// one). A batch or mode other than the zoo's own shows in the model's name ("mlp-b8",
-// "bert-large-train"). bad_input listing zoo_names() if name is unknown, naming batch when it
-// is outside 0..4096.
-// setup: how a training step updates its weights (frontend/training.hpp).
-TaskSet zoo_model(const std::string& name, int batch = 0, bool training = false, const TrainingSetup& setup = {});
+// The model at batch (0: its own); a batch other than the zoo's own shows in the model's name
+// ("mlp-b8"). setup: how a training step (the "-train" names) updates its weights; any other
+// model's step is training_tasks(zoo_model(...), setup) (frontend/training.hpp). bad_input
+// listing zoo_names() if name is unknown, naming batch when it is outside 0..4096.
+TaskSet zoo_model(const std::string& name, int batch = 0, const TrainingSetup& setup = {});
 
 }  // namespace atvoss::frontend

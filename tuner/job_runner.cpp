@@ -437,15 +437,14 @@ std::unique_ptr<Measurer> make_job_measurer(const std::string& farm) {
 frontend::TaskSet model_tasks(const JobSpec& spec) {
   frontend::TaskSet set;
   if (!spec.model.empty()) {
-    const bool training = spec.mode == "training";
     if (ends_with(spec.model, ".onnx")) {
       frontend::OnnxImportOptions o;
       o.batch = spec.batch > 0 ? spec.batch : 1;
       set = frontend::import_onnx(spec.model, o);
-      if (training) set = frontend::training_tasks(set, spec.training);
     } else {
-      set = frontend::zoo_model(spec.model, spec.batch, training, spec.training);
+      set = frontend::zoo_model(spec.model, spec.batch, spec.training);
     }
+    if (spec.mode == "training") set = frontend::training_tasks(set, spec.training);
   } else {
     set = frontend::TaskSet(spec.name, 1);
   }

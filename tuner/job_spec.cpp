@@ -133,6 +133,31 @@ std::string model_plan_beside(const std::string& table) {
   return table + ".model-plan.json";
 }
 
+// "mode", and a training step's "optimizer" and "mixed_precision". REQUIRES: s.model read.
+void read_mode(const Json& j, JobSpec& s) {
+  s.mode = optional_string(j, "mode", s.mode);
+  if (s.mode != "inference" && s.mode != "training") {
+    throw_bad_input("job spec: field 'mode' must be inference or training, got '" + s.mode + "'");
+  }
+  if (s.model.empty() && s.mode == "training") {
+    throw_bad_input("job spec: field 'mode' training needs a 'model'; this job has workloads only");
+  }
+  if (!j.contains("optimizer") && !j.contains("mixed_precision")) return;
+  if (s.mode != "training" && !s.model.ends_with("-train")) {
+    throw_bad_input("job spec: fields 'optimizer' and 'mixed_precision' apply to a training step ('mode': training)");
+  }
+  if (j.contains("optimizer")) {
+    s.training.optimizer =
+        frontend::TrainingSetup::optimizer_named(optional_string(j, "optimizer", ""), "job spec: field 'optimizer'");
+  }
+  if (j.contains("mixed_precision")) {
+    if (!j["mixed_precision"].is_boolean()) {
+      throw_bad_input("job spec: field 'mixed_precision' must be true or false, got " + j["mixed_precision"].dump());
+    }
+    s.training.mixed_precision = j["mixed_precision"].get<bool>();
+  }
+}
+
 }  // namespace
 
 JobSpec JobSpec::from_json(const Json& j) {
@@ -158,27 +183,7 @@ JobSpec JobSpec::from_json(const Json& j) {
   }
   s.model = optional_string(j, "model", "");
   s.batch = static_cast<int>(optional_int(j, "batch", 0, 1, 4096));
-  s.mode = optional_string(j, "mode", s.mode);
-  if (s.mode != "inference" && s.mode != "training") {
-    throw_bad_input("job spec: field 'mode' must be inference or training, got '" + s.mode + "'");
-  }
-  if (j.contains("optimizer")) {
-    s.training.optimizer =
-        frontend::TrainingSetup::optimizer_named(optional_string(j, "optimizer", ""), "job spec: field 'optimizer'");
-  }
-  if (j.contains("mixed_precision")) {
-    if (!j["mixed_precision"].is_boolean()) {
-      throw_bad_input("job spec: field 'mixed_precision' must be true or false, got " + j["mixed_precision"].dump());
-    }
-    s.training.mixed_precision = j["mixed_precision"].get<bool>();
-  }
-  if ((j.contains("optimizer") || j.contains("mixed_precision")) && s.mode != "training" &&
-      !s.model.ends_with("-train")) {
-    throw_bad_input("job spec: fields 'optimizer' and 'mixed_precision' apply to a training step ('mode': training)");
-  }
-  if (s.model.empty() && s.mode == "training") {
-    throw_bad_input("job spec: field 'mode' training needs a 'model'; this job has workloads only");
-  }
+  read_mode(j, s);
   if (j.contains("workloads")) s.workloads = read_workloads(j["workloads"]);
   if (j.contains("precision")) s.precision = frontend::parse_precision(j["precision"]);
   if (s.model.empty() && s.workloads.empty()) {

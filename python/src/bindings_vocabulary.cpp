@@ -12,6 +12,7 @@
 #include "core/schedule.hpp"
 #include "core/workload.hpp"
 #include "frontend/model_zoo.hpp"
+#include "frontend/training.hpp"
 #include "simulator/analysis.hpp"
 
 namespace atvoss::python {
@@ -69,7 +70,8 @@ py::object default_schedule(const std::string& workload, const std::string& targ
 
 std::string zoo_model_json(const std::string& name, int batch, bool training) {
   Json tasks = Json::array();
-  const frontend::TaskSet model = frontend::zoo_model(name, batch, training);  // tasks() refers into it
+  frontend::TaskSet model = frontend::zoo_model(name, batch);  // tasks() refers into it
+  if (training) model = frontend::training_tasks(model);
   for (const auto& t : model.tasks()) {
     tasks.push_back({{"workload", t.workload.to_json()}, {"weight", t.weight}, {"name", t.name}});
   }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "frontend/training.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -192,15 +193,15 @@ TEST(ModelZoo, ABatchScalesEveryModelAndShowsInItsName) {
 
 // Any zoo model's training step, at any batch; the named steps at another batch say so.
 TEST(ModelZoo, AnyModelsTrainingStepAtAnyBatch) {
-  const TaskSet step = zoo_model("mlp", 16, true);
+  const TaskSet step = training_tasks(zoo_model("mlp", 16));
   EXPECT_EQ(step.model(), "mlp-b16-train");
   EXPECT_EQ(step.batch(), 16);
   int wgrads = 0;
   for (const auto& n : step.graph().nodes()) wgrads += n.name.ends_with(".wgrad") ? n.count : 0;
   EXPECT_EQ(wgrads, 3);
-  EXPECT_EQ(zoo_model("bert-large", 0, true).model(), "bert-large-train");
+  EXPECT_EQ(training_tasks(zoo_model("bert-large")).model(), "bert-large-train");
   EXPECT_EQ(zoo_model("resnet50-train", 8).model(), "resnet50-b8-train");
-  EXPECT_EQ(zoo_model("resnet50-train", 0, true).model(), "resnet50-train");  // a step already
+  EXPECT_EQ(training_tasks(zoo_model("resnet50-train")).model(), "resnet50-train");  // a step already
   EXPECT_EQ(zoo_model("resnet50-train", 8).batch(), 8);
 }
 

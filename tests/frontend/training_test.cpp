@@ -84,8 +84,8 @@ TEST(Training, EachOptimizersUpdateMovesItsStateAndMixedPrecisionItsMasterWeight
     EXPECT_NE(std::string(e.what()).find("field 'optimizer'"), std::string::npos) << e.what();
   }
   // The step built with Adam updates with Adam's pass.
-  const TaskSet adam = zoo_model("mlp", 0, true, {O::adam, false});
-  const TaskSet sgd = zoo_model("mlp", 0, true);
+  const TaskSet adam = training_tasks(zoo_model("mlp"), {O::adam, false});
+  const TaskSet sgd = training_tasks(zoo_model("mlp"));
   const auto update_of = [](const TaskSet& s) {
     for (const auto& t : s.tasks())
       if (t.name == "fc1.update") return t.workload.out_elements();
