@@ -30,6 +30,7 @@ void for_each_number(Target& t, F&& f) {
   f("hbm_latency_cycles", t.hbm_latency_cycles);
   f("l2_latency_cycles", t.l2_latency_cycles);
   f("launch_us", t.launch_us);
+  f("sunk_launch_us", t.sunk_launch_us);
 }
 
 template <typename F>
@@ -56,7 +57,9 @@ void for_each_integer(Target& t, F&& f) {
 }
 
 // Fields a description may leave out: they keep the default above.
-bool is_optional(std::string_view n) { return n == "device_memory_bytes" || n == "fma_chains"; }
+bool is_optional(std::string_view n) {
+  return n == "device_memory_bytes" || n == "fma_chains" || n == "sunk_launch_us";
+}
 
 // The documented range of every numeric field (the table in examples/targets/README.md):
 // wide enough for any part an NPU could be, narrow enough that nothing the simulator
@@ -81,6 +84,7 @@ Range range_of(std::string_view n) {
   if (n == "clock_ghz") return {0, 100, false};
   if (n == "int8_rate" || n == "fp32_rate") return {0, 64, false};
   if (n == "launch_us") return {0, 1e6, false};
+  if (n == "sunk_launch_us") return {0, 1e6, true};
   if (n.ends_with("_bytes_per_cycle")) {
     return {0, kBytesPerCycle, n == "l2_bytes_per_cycle" || n == "fixpipe_bytes_per_cycle"};
   }
@@ -110,6 +114,18 @@ bool is_integer_field(std::string_view n) {
   return found;
 }
 
+// "launch": optional; a sunk target's launch_us is its sunk_launch_us (core/launch_mode.hpp).
+void read_launch(const Json& j, Target& t) {
+  if (!j.contains("launch")) return;
+  if (!j["launch"].is_string() || (j["launch"] != "host" && j["launch"] != "sunk")) {
+    throw_bad_input("target: field 'launch' must be \"host\" or \"sunk\", got " + j["launch"].dump());
+  }
+  t.launch = j["launch"].get<std::string>();
+  if (t.launch == "sunk" && (t.sunk_launch_us <= 0 || t.launch_us != t.sunk_launch_us)) {
+    throw_bad_input("target: field 'launch' \"sunk\" needs sunk_launch_us > 0 and launch_us equal to it");
+  }
+}
+
 }  // namespace
 
 Target Target::from_json(const Json& j) {
@@ -126,6 +142,7 @@ Target Target::from_json(const Json& j) {
                     "\"");
   }
   for_each_number(t, [&](const char* n, double& v) {
+    if (is_optional(n) && !j.contains(n)) return;
     v = require_number(j, n, "target");
     check_range(n, v, j[n], false, field_label(n));
   });
@@ -148,6 +165,7 @@ Target Target::from_json(const Json& j) {
       }
     }
   }
+  read_launch(j, t);
   if (j.contains("source")) {
     if (!j["source"].is_object()) throw_bad_input("target: field 'source' must be an object");
     t.source = j["source"];
@@ -161,7 +179,7 @@ void Target::check_bounds(std::string_view field, double v, const Json& given, c
 
 Json Target::to_json() const {
   Target t = *this;
-  Json j{{"name", name}, {"organisation", organisation}, {"source", source}};
+  Json j{{"name", name}, {"organisation", organisation}, {"launch", launch}, {"source", source}};
   for_each_number(t, [&](const char* n, double& v) { j[n] = v; });
   for_each_integer(t, [&](const char* n, std::int64_t& v) { j[n] = v; });
   j["matrix_dtypes"] = Json::array();
@@ -174,6 +192,8 @@ std::string Target::key() const {
   j.erase("source");
   j.erase("device_memory_bytes");  // capacity does not change a kernel's time
   j.erase("matrix_dtypes");        // neither does the list of what else the unit could run
+  j.erase("sunk_launch_us");       // a job in sunk mode runs with launch_us set to it
+  if (launch == "host") j.erase("launch");
   if (fma_chains == 0) j.erase("fma_chains");
   return stable_key(j);
 }

@@ -41,12 +41,20 @@ struct Target {
   double mte3_bytes_per_cycle = 0;     // per core, UB -> GM
   double hbm_latency_cycles = 0;
   double l2_latency_cycles = 0;
-  double launch_us = 0;           // per kernel launch
+  double launch_us = 0;           // per kernel launch, issued by the host
   int max_buffers_per_queue = 4;  // async_copy_depth limit per queue
   // CPU only, optional (0 = not given): independent FMA chains one core needs to reach its
   // peak (FMA pipes x latency), measured on the host (host/machine.hpp). Part of key() only
   // when given, so the keys of targets that leave it out are as before it existed.
   int fma_chains = 0;
+  // Per kernel of a graph sunk to the device (core/launch_mode.hpp): the device issues each
+  // kernel itself. Optional, 0 = not given: the part runs no sunk graph. A job in that mode
+  // runs with launch_us set to it, so it is not part of key() itself.
+  double sunk_launch_us = 0;
+  // Who issues the kernels: "host" (default) or "sunk", in which case launch_us is
+  // sunk_launch_us (launched() makes such a target; from_json checks it). Part of key() only
+  // when "sunk", so the keys of host targets are as before it existed.
+  std::string launch = "host";
   // Device DRAM (HBM, LPDDR) capacity. Optional, 0 = not given; only the job's fit
   // check reads it (frontend/device_memory.hpp), so it is not part of key().
   std::int64_t device_memory_bytes = 0;
@@ -57,7 +65,8 @@ struct Target {
   std::vector<DType> matrix_dtypes;
   Json source = Json::object();  // field -> note on where the figure comes from (or "est.")
 
-  // Every field above except source, fma_chains and device_memory_bytes is required; bad_input
+  // Every field above except source, fma_chains, sunk_launch_us, device_memory_bytes and
+  // matrix_dtypes is required; bad_input
   // names the missing or mistyped field and the expected type/range. Unknown fields
   // are rejected too.
   static Target from_json(const Json& j);

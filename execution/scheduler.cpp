@@ -6,6 +6,7 @@
 
 #include "core/cache_reuse.hpp"
 #include "core/error.hpp"
+#include "core/launch_mode.hpp"
 
 namespace atvoss::execution {
 namespace {
@@ -52,13 +53,15 @@ class Simulation {
   }
 
   Timeline run() {
-    issue_launches();
+    if (!device_.sunk) issue_launches();
     std::vector<int> waiting(n_);
     std::vector<int> ready;
     for (int i = 0; i < n_; ++i) {
       waiting[i] = int(g_.nodes()[i].preds.size());
       if (waiting[i] == 0) ready.push_back(i);
     }
+    issued_by_device_.assign(devices_, 0);
+    if (device_.sunk) issue_on_device(ready, 0);
     speed_.assign(n_, 1.0);
     double t = 0;
     int done = 0;
@@ -72,13 +75,16 @@ class Simulation {
       }
       if (next == kInf) throw_bad_input("exec graph: a node can never start (more cores needed than the device has?)");
       t = next;
+      std::vector<int> fresh;
       for (int i : finished_by(t)) {
         release(i);
         ++done;
         for (int s : g_.nodes()[i].succs) {
-          if (--waiting[s] == 0) ready.push_back(s);
+          if (--waiting[s] == 0) fresh.push_back(s);
         }
       }
+      if (device_.sunk) issue_on_device(fresh, t);
+      ready.insert(ready.end(), fresh.begin(), fresh.end());
     }
     finish();
     return std::move(out_);
@@ -129,6 +135,18 @@ class Simulation {
       for (int s : g_.nodes()[i].succs) {
         if (--unissued[s] == 0) issuable.push(s);
       }
+    }
+  }
+
+  // A sunk graph: the device issues the nodes ready at t, in priority order, one at a time.
+  void issue_on_device(std::vector<int> nodes, double t) {
+    std::sort(nodes.begin(), nodes.end(), [&](int a, int b) {
+      return static_priority_[a] != static_priority_[b] ? static_priority_[a] > static_priority_[b] : a < b;
+    });
+    for (int i : nodes) {
+      double& clock = issued_by_device_[g_.nodes()[i].cost.device];
+      clock = std::max(clock, t) + g_.nodes()[i].cost.launch_us;
+      out_.runs[i].launched_us = clock;
     }
   }
 
@@ -263,8 +281,9 @@ class Simulation {
   const ExecGraph& g_;
   const Device& device_;
   const SchedulerOptions& o_;
-  std::vector<int> active_;    // running nodes
-  std::vector<double> speed_;  // of each running node: 1 unless HBM is oversubscribed
+  std::vector<int> active_;               // running nodes
+  std::vector<double> speed_;             // of each running node: 1 unless HBM is oversubscribed
+  std::vector<double> issued_by_device_;  // a sunk graph: when each device's issuer is next free
   int n_;
   std::vector<double> rank_, static_priority_;
   double max_rank_ = 1e-12, max_time_ = 1e-12;
@@ -301,9 +320,9 @@ double makespan_lower_bound(const ExecGraph& g, const Device& d) {
     work[std::size_t(c.device) * 4 + p] += std::clamp(c.cores, 1, size(p)) * c.device_us();
     host[c.device] += c.launch_us;
     shortest[c.device] = std::min(shortest[c.device], c.device_us());
-    double start = c.launch_us;
+    double start = d.sunk ? 0 : c.launch_us;  // sunk: issued once its predecessors are done
     for (int q : g.nodes()[i].preds) start = std::max(start, done[q]);
-    done[i] = start + c.device_us();
+    done[i] = start + (d.sunk ? c.launch_us : 0) + c.device_us();
     bound = std::max(bound, done[i]);
   }
   for (std::size_t k = 0; k < work.size(); ++k) bound = std::max(bound, work[k] / size(int(k % 4)));
@@ -316,6 +335,7 @@ double makespan_lower_bound(const ExecGraph& g, const Device& d) {
 Device Device::of(const Target& target) {
   Device d;
   d.split = target.organisation == "split";
+  d.sunk = launch_mode_of(target) == LaunchMode::sunk;
   d.cube_cores = target.ai_cores;
   d.vector_cores = d.split ? target.vector_cores : target.ai_cores;
   d.hbm_bytes_per_us = target.hbm_bytes_per_second() / 1e6;

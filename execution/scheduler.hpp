@@ -55,6 +55,11 @@ struct Device {
   // The L2 the kernels running at once share (NodeCost::l2_hit_bytes); 0: each kernel keeps
   // its standalone hits.
   double l2_bytes = 0;
+  // Who issues the kernels (core/launch_mode.hpp). The host (false) issues every launch in
+  // priority order, each once its predecessors' are issued, ahead of the device. A sunk graph's
+  // kernels are issued by the device itself, each once its predecessors are done, one at a time:
+  // its launch cost lies on the path of every kernel and on the issuer's queue.
+  bool sunk = false;
   static Device of(const Target& target);
 };
 

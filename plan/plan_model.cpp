@@ -13,9 +13,11 @@
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
 #include "db/tuning_database.hpp"
+#include "execution/scheduler.hpp"
 #include "frontend/fallback.hpp"
 #include "host/digest.hpp"
 #include "lowering/knob_names.hpp"
+#include "plan/graph_run.hpp"
 #include "plan/layout_choice.hpp"
 #include "tuner/job_context.hpp"
 
@@ -55,6 +57,7 @@ class Planner {
     const LayoutChoice layouts = choose_layouts(tasks_, out.layout_times, transpose_cost);
     out.vendor_default = default_variant(candidates, transpose_cost);
     out.chosen = chosen_variant(candidates, layouts, transpose_cost);
+    if (!tasks_.graph().empty()) out.chosen = mixed_variant(out.vendor_default, out.chosen, transpose_cost);
     out.run = graph_run(tasks_, out.vendor_default, out.chosen, target_, tuned_.memory);
     double figure = figure_of(out.chosen, out.run);
     const double default_figure = out.run ? out.run->default_scheduled_us : out.vendor_default.end_to_end_us();
@@ -207,6 +210,54 @@ class Planner {
     }
     finish_variant(v, cost);
     return v;
+  }
+
+  // v's graph run under the default graph knobs (graph_run tunes them for the variant kept),
+  // plus the transposes no node runs: what mixed_variant compares.
+  double quick_figure(const ModelVariant& v) const {
+    return execution::simulate(exec_graph_of(tasks_, v, target_), execution::Device::of(target_)).makespan_us +
+           unplaced_transposes_us(tasks_, v);
+  }
+
+  // Side by side, a task's fastest kernel alone can slow the run: it may hold cores that a
+  // branch beside it needs, or sit off the critical path. From the faster of the two variants,
+  // each task where they differ takes the other one's schedule if the run is faster so (one
+  // pass in task order). Inception v1 on a sunk graph: every task's winner together ran 7 %
+  // slower than the defaults (docs/decisions/launch-mode.md).
+  ModelVariant mixed_variant(const ModelVariant& def, const ModelVariant& chosen, const TransposeCost& cost) const {
+    const std::size_t n = chosen.ops.size();
+    std::vector<bool> differs(n), at_default(n, false);
+    for (std::size_t i = 0; i < n; ++i) differs[i] = def.ops[i].schedule->key() != chosen.ops[i].schedule->key();
+    // The chosen variant with the tasks of at_default on their default schedule.
+    const auto mix = [&](const std::vector<bool>& at) {
+      ModelVariant v = chosen;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!at[i]) continue;
+        v.ops[i] = def.ops[i];
+        v.ops[i].note = "the model-level check kept the default: the graph run is faster with it";
+      }
+      finish_variant(v, cost);
+      return v;
+    };
+    ModelVariant best = mix(at_default);
+    double best_us = quick_figure(best);
+    if (ModelVariant d = mix(differs); quick_figure(d) < best_us) {
+      best_us = quick_figure(d);
+      best = std::move(d);
+      at_default = differs;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!differs[i]) continue;
+      at_default[i] = !at_default[i];
+      ModelVariant trial = mix(at_default);
+      if (const double us = quick_figure(trial); us < best_us) {
+        best = std::move(trial);
+        best_us = us;
+      } else {
+        at_default[i] = !at_default[i];
+      }
+    }
+    return best;
   }
 
   static Measurement timed(double us) {

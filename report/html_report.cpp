@@ -348,9 +348,10 @@ std::string render_report(const ReportData& d) {
   out << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atvoss report: " << esc(d.job)
       << "</title><style>" << kStyle << "</style></head><body>";
   out << "<h1>atvoss tuning report: " << esc(d.job) << "</h1><p>model <b>" << esc(d.model) << "</b> (batch " << d.batch
-      << (d.training.empty() ? "" : "; training step, " + esc(d.training)) << ") on <b>" << esc(d.target)
-      << "</b> &middot; strategy " << esc(d.strategy) << " &middot; " << d.trials << " trials stored (budget "
-      << d.budget << ") &middot; " << d.tasks.size() << " tasks";
+      << (d.training.empty() ? "" : "; training step, " + esc(d.training)) << ") on <b>" << esc(d.target) << "</b>"
+      << (d.launch.empty() ? "" : " (" + esc(d.launch) + ")") << " &middot; strategy " << esc(d.strategy)
+      << " &middot; " << d.trials << " trials stored (budget " << d.budget << ") &middot; " << d.tasks.size()
+      << " tasks";
   if (d.tasks_tuned >= 0 && d.tasks_tuned < int(d.tasks.size())) {
     out << " &middot; <b>" << d.tasks_tuned << " of " << d.tasks.size()
         << " tasks measured</b>: the budget did not reach the rest, which run their zero-shot pick"

@@ -55,6 +55,7 @@ struct ReportData {
   std::string model;
   int batch = 1;
   std::string training;  // a training step's update ("sgd", "adam, mixed precision"); empty at inference
+  std::string launch;    // who issues the kernels, at what cost each (core/launch_mode.hpp)
   std::string strategy;
   int trials = 0;  // stored trials over all tasks
   int budget = 0;

@@ -111,9 +111,18 @@ class JobReport {
     return to_string(spec_.training.optimizer) + (spec_.training.mixed_precision ? ", mixed precision" : "");
   }
 
+  // Who issues the kernels, and what each launch costs, in words.
+  std::string launch_label() const {
+    std::ostringstream s;
+    s << (launch_mode_of(target_) == LaunchMode::sunk ? "graph sunk to the device, " : "kernels launched by the host, ")
+      << target_.launch_us << " us per kernel";
+    return s.str();
+  }
+
   void describe_job(ReportData& data, const JobOutcome& out) const {
     data.job = spec_.name;
     data.target = target_.name;
+    data.launch = launch_label();
     for (const auto& task : tasks_.tasks()) {  // the backends' own word (BackendTraits)
       data.peak_gflops = std::max(data.peak_gflops, backend::traits_for(task.workload, target_).peak_gflops);
     }
@@ -228,6 +237,7 @@ class JobReport {
                                                                    {"mixed_precision", spec_.training.mixed_precision}}
                                                             : Json(nullptr)},
             {"target", target_.name},
+            {"launch", {{"mode", target_.launch}, {"us_per_kernel", target_.launch_us}}},
             {"trials", out.trials},
             {"resumed", out.resumed_trials},
             {"tasks_tuned", out.tasks_tuned},

@@ -205,7 +205,7 @@ ModelAnalysis analyze_job(const tuner::JobSpec& spec, const UtilisationBars& bar
   // The job's declared fusion rules shape its plans, so the profiles need them too: in
   // force here for the analysis, as for the job (tuner/job_context.hpp), never registered.
   const tuner::JobScope in_job(tuner::JobContext::of(spec));
-  const Target target = backend::load_target(spec.target);
+  const Target target = tuner::job_target(spec);
   const frontend::TaskSet tasks = tuner::tasks_of(spec);
   const db::TuningDatabase db = open_existing(spec.database, "job spec: field 'database'");
   // The table the job exported gives each unmeasured task the pick it runs; a job stopped

@@ -229,6 +229,10 @@ void map_architecture(Node& a, Mapping& m) {
   } else {
     m.assume("launch_us", 5.0, "5 us default (not in the description)");
   }
+  // Optional and not assumed: a part whose description does not say it runs sunk graphs runs
+  // none (core/launch_mode.hpp).
+  if (a.has("sunk_launch_us"))
+    m.set("sunk_launch_us", *a.number("sunk_launch_us", "sunk_launch_us"), from("sunk_launch_us"));
   if (a.has("max_buffers_per_queue")) {
     m.set("max_buffers_per_queue", *a.integer("max_buffers_per_queue", "max_buffers_per_queue"),
           from("max_buffers_per_queue"));

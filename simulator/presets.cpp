@@ -42,6 +42,7 @@ Target ascend910() {
   t.hbm_latency_cycles = 350;
   t.l2_latency_cycles = 240;
   t.launch_us = 5;
+  t.sunk_launch_us = 1;
   t.max_buffers_per_queue = 4;
   t.device_memory_bytes = 32 * kGiB;
   t.matrix_dtypes = {DType::float16, DType::int8};
@@ -69,6 +70,7 @@ Target ascend910() {
       {"mte3_bytes_per_cycle", "est.: same as MTE2"},
       {"latency", "est.: 910B figures (L2 236, HBM 347 cycles)"},
       {"launch_us", "hardware-facts 1: ~5 us (est.)"},
+      {"sunk_launch_us", "hardware-facts 1: ~1 us per kernel the device issues from a sunk graph (est.)"},
       {"max_buffers_per_queue", "hardware-facts 1: 4 buffers per queue on 910"},
       {"device_memory_bytes", "hardware-facts 1: 32 GB HBM2"},
       {"matrix_dtypes", "hardware-facts 1: the 910 cube runs fp16 and int8, no bf16"},
@@ -102,6 +104,7 @@ Target ascend910b() {
   t.hbm_latency_cycles = 347;
   t.l2_latency_cycles = 236;
   t.launch_us = 5;
+  t.sunk_launch_us = 1;
   t.max_buffers_per_queue = 8;
   t.device_memory_bytes = 64 * kGiB;
   t.matrix_dtypes = {DType::float16, DType::bfloat16, DType::int8};
@@ -127,6 +130,7 @@ Target ascend910b() {
       {"mte3_bytes_per_cycle", "est.: same as MTE2"},
       {"latency", "hardware-facts 1: L2 read 236 / HBM read 347 cycles"},
       {"launch_us", "hardware-facts 1: 3-10 us measured range; 5 us chosen (est.)"},
+      {"sunk_launch_us", "hardware-facts 1: ~1 us per kernel the device issues from a sunk graph (est.)"},
       {"max_buffers_per_queue", "hardware-facts 1: Ascend C allows 8 buffers per queue"},
       {"device_memory_bytes", "hardware-facts 1: 64 GB HBM2e (910B2)"},
       {"matrix_dtypes", "hardware-facts 1: the 910B cube adds bf16"},
@@ -160,6 +164,7 @@ Target ascend310() {
   t.hbm_latency_cycles = 350;
   t.l2_latency_cycles = 240;
   t.launch_us = 5;
+  t.sunk_launch_us = 1;
   t.max_buffers_per_queue = 4;
   t.source = {
       {"organisation", "hardware-facts 1: coupled"},
@@ -185,6 +190,7 @@ Target ascend310() {
       {"mte3_bytes_per_cycle", "est.: same as MTE2"},
       {"latency", "est.: 910B figures"},
       {"launch_us", "est.: 5 us as on 910"},
+      {"sunk_launch_us", "est.: 1 us as on 910"},
       {"max_buffers_per_queue", "est.: 4 as on 910"},
       {"device_memory_bytes",
        "hardware-facts 1: Atlas 300I card, 32 GB LPDDR4X for 4 chips: 8 GB "

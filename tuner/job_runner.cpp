@@ -456,8 +456,13 @@ frontend::TaskSet model_tasks(const JobSpec& spec) {
 frontend::TaskSet tasks_of(const JobSpec& spec) {
   std::vector<std::string> ignored;
   const frontend::TaskSet model = model_tasks(spec);
-  return frontend::apply_precision(model, frontend::fit_precision(spec.precision, backend::load_target(spec.target),
-                                                                  ignored, frontend::model_dtype(model)));
+  return frontend::apply_precision(
+      model, frontend::fit_precision(spec.precision, job_target(spec), ignored, frontend::model_dtype(model)));
+}
+
+Target job_target(const JobSpec& spec) {
+  const Target t = backend::load_target(spec.target);
+  return launched(t, spec.launch.value_or(launch_mode_of(t)), "job spec: field 'launch'");
 }
 
 TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
@@ -467,7 +472,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
   // registered nowhere (job_context.hpp).
   const JobContext context = JobContext::of(spec);
   const JobScope in_job(context);
-  Target target = backend::load_target(spec.target);
+  Target target = job_target(spec);
   frontend::TaskSet model = model_tasks(spec);
   std::vector<std::string> precision_warnings;
   const frontend::PrecisionSpec precision =

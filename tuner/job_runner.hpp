@@ -71,6 +71,9 @@ std::unique_ptr<Measurer> make_job_measurer(const std::string& farm);
 // as the model gives them (model_tasks) and with the spec's precision applied (tasks_of).
 frontend::TaskSet model_tasks(const JobSpec& spec);
 frontend::TaskSet tasks_of(const JobSpec& spec);
+// The spec's target as the job runs it: launched in its launch mode (core/launch_mode.hpp).
+// bad_input naming the field.
+Target job_target(const JobSpec& spec);
 
 TunedModel run_job(const JobSpec& spec, const JobRunOptions& options = {});
 

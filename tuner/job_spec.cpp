@@ -11,13 +11,32 @@ namespace atvoss::tuner {
 namespace {
 
 const std::set<std::string>& known_fields() {
-  static const std::set<std::string> fields = {"name",           "target",     "model",          "batch",
-                                               "workloads",      "trials",     "strategy",       "strategy_config",
-                                               "cost_model",     "scheduler",  "early_stopping", "batch_size",
-                                               "repeat",         "seed",       "database",       "farm",
-                                               "export",         "report",     "precision",      "fusion_rules",
-                                               "parallel",       "model_plan", "mode",           "optimizer",
-                                               "mixed_precision"};
+  static const std::set<std::string> fields = {"name",
+                                               "target",
+                                               "model",
+                                               "batch",
+                                               "workloads",
+                                               "trials",
+                                               "strategy",
+                                               "strategy_config",
+                                               "cost_model",
+                                               "scheduler",
+                                               "early_stopping",
+                                               "batch_size",
+                                               "repeat",
+                                               "seed",
+                                               "database",
+                                               "farm",
+                                               "export",
+                                               "report",
+                                               "precision",
+                                               "fusion_rules",
+                                               "parallel",
+                                               "model_plan",
+                                               "mode",
+                                               "optimizer",
+                                               "mixed_precision",
+                                               "launch"};
   return fields;
 }
 
@@ -184,6 +203,7 @@ JobSpec JobSpec::from_json(const Json& j) {
   s.model = optional_string(j, "model", "");
   s.batch = static_cast<int>(optional_int(j, "batch", 0, 1, 4096));
   read_mode(j, s);
+  if (j.contains("launch")) s.launch = launch_mode_named(optional_string(j, "launch", ""), "job spec: field 'launch'");
   if (j.contains("workloads")) s.workloads = read_workloads(j["workloads"]);
   if (j.contains("precision")) s.precision = frontend::parse_precision(j["precision"]);
   if (s.model.empty() && s.workloads.empty()) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/json.hpp"
+#include "core/launch_mode.hpp"
 #include "core/workload.hpp"
 #include "frontend/precision.hpp"
 #include "frontend/training.hpp"
@@ -42,7 +43,10 @@ struct JobSpec {
   int batch = 0;       // the model's batch: 0 is the zoo model's own, or 1 for an ONNX file's symbolic dims
   // "inference": the model as it is; "training": its training step (frontend/training.hpp)
   std::string mode = "inference";
-  frontend::TrainingSetup training;         // "optimizer" and "mixed_precision": how a training step updates
+  frontend::TrainingSetup training;  // "optimizer" and "mixed_precision": how a training step updates
+  // Who issues the kernels (core/launch_mode.hpp): every figure of the job counts its cost.
+  // Not given: the target's own (Target::launch).
+  std::optional<LaunchMode> launch;
   std::vector<WeightedWorkload> workloads;  // explicit tasks (added to the model's)
   frontend::PrecisionSpec precision;        // empty: every layer in the model's own dtype
   int trials = 0;                           // required: total trial budget over all tasks

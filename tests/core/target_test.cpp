@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/launch_mode.hpp"
 
 namespace atvoss {
 namespace {
@@ -100,7 +101,7 @@ TEST(TargetTest, EveryNumericFieldHasBounds) {
       EXPECT_THAT(e.what(), testing::HasSubstr("'" + name + "'"));
     }
   }
-  EXPECT_EQ(fields, 30);  // device_memory_bytes and fma_chains included
+  EXPECT_EQ(fields, 31);  // device_memory_bytes, fma_chains and sunk_launch_us included
 }
 
 // fma_chains (a CPU's measured FMA chains) may be left out; given, it changes the key, left at
@@ -119,6 +120,50 @@ TEST(TargetTest, FmaChainsIsOptionalAndKeysOnlyWhenGiven) {
   EXPECT_EQ(cpu.fma_chains, 8);
   EXPECT_NE(cpu.key(), plain.key());
   EXPECT_EQ(Target::from_json(cpu.to_json()).key(), cpu.key());
+}
+
+// A sunk graph (core/launch_mode.hpp): sunk_launch_us is optional and unkeyed, a host
+// target's key is as before it existed; launched() gives the sunk target its own key and
+// launch cost, and refuses a part that gives none. A target described sunk reads back only
+// with launch_us equal to sunk_launch_us.
+TEST(TargetTest, ASunkGraphHasItsOwnLaunchCostAndKey) {
+  Json without = full_target();
+  without.erase("sunk_launch_us");
+  without.erase("launch");
+  const Target plain = Target::from_json(without);
+  Json given = full_target();
+  given["sunk_launch_us"] = 1.0;
+  const Target t = Target::from_json(given);
+  EXPECT_EQ(t.key(), plain.key());
+  EXPECT_EQ(launch_mode_of(t), LaunchMode::host);
+  EXPECT_EQ(launched(t, LaunchMode::host, "f").key(), t.key());
+  const Target sunk = launched(t, LaunchMode::sunk, "f");
+  EXPECT_EQ(sunk.launch_us, 1.0);
+  EXPECT_EQ(launch_mode_of(sunk), LaunchMode::sunk);
+  EXPECT_NE(sunk.key(), t.key());
+  Json other = given;
+  other["launch_us"] = 1.0;  // a host part that happens to launch in 1 us is not a sunk graph
+  EXPECT_NE(Target::from_json(other).key(), sunk.key());
+  EXPECT_EQ(Target::from_json(sunk.to_json()).key(), sunk.key());
+  EXPECT_THROW(launched(sunk, LaunchMode::host, "f"), Error);
+  try {
+    launched(plain, LaunchMode::sunk, "job spec: field 'launch'");
+    ADD_FAILURE() << "a part without sunk_launch_us ran sunk";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_THAT(e.what(), testing::HasSubstr("job spec: field 'launch'"));
+    EXPECT_THAT(e.what(), testing::HasSubstr("sunk_launch_us"));
+  }
+  for (const Json& bad : {Json("graph"), Json(1)}) {
+    Json j = given;
+    j["launch"] = bad;
+    EXPECT_THROW(Target::from_json(j), Error);
+  }
+  Json inconsistent = given;
+  inconsistent["launch"] = "sunk";  // launch_us still the host's
+  EXPECT_THROW(Target::from_json(inconsistent), Error);
+  EXPECT_EQ(launch_mode_named("sunk", "f"), LaunchMode::sunk);
+  EXPECT_THROW(launch_mode_named("device", "f"), Error);
 }
 
 // matrix_dtypes (what the matrix unit runs) is optional, round-trips, is checked by name and

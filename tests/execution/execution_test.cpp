@@ -70,6 +70,35 @@ TEST(Execution, TheMakespanLowerBoundIsTheLargestOfChainPoolsAndHost) {
   }
 }
 
+// Two branches of two kernels, 10 us on the device after a 1 us launch each. The host issues
+// all four launches ahead (at 1..4 us): each branch runs back to back, 1 + 10 + 10 and
+// 2 + 10 + 10. A sunk graph's device issues a kernel only once its predecessor is done, one
+// at a time: a at 1, c at 2, then b at 12 and d at 13, which ends at 23.
+TEST(Execution, ASunkGraphIssuesEachKernelOnceItsPredecessorsAreDone) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1);
+  int in[2] = {x, x};
+  for (int step = 0; step < 2; ++step) {
+    for (int branch = 0; branch < 2; ++branch) {
+      const std::string name = std::string(1, char('a' + 2 * step + branch));
+      const int out = g.add_buffer(name, 1);
+      g.add_node(name, "op", cost(11, 1, 1), {in[branch]}, {out});
+      in[branch] = out;
+    }
+  }
+  Device host = cores(4), sunk = cores(4);
+  sunk.sunk = true;
+  EXPECT_DOUBLE_EQ(simulate(g, host).makespan_us, 22);
+  const Timeline t = simulate(g, sunk);
+  EXPECT_DOUBLE_EQ(t.makespan_us, 23);
+  EXPECT_DOUBLE_EQ(t.runs[2].launched_us, 12);
+  EXPECT_DOUBLE_EQ(t.runs[3].launched_us, 13);
+  // The bound counts a launch on every kernel of the chain: 2 x (1 + 10).
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(g, host), 21);
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(g, sunk), 22);
+  EXPECT_GE(t.makespan_us, makespan_lower_bound(g, sunk));
+}
+
 TEST(Execution, ADiamondRespectsItsDependencies) {
   ExecGraph g;
   const int x = g.add_buffer("x", 1), l = g.add_buffer("l", 1), r = g.add_buffer("r", 1),

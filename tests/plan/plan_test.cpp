@@ -100,16 +100,22 @@ TEST_F(PlanTest, EveryBudgetOfAGraphModelKeepsThePlanAtOrBelowTheDefault) {
   }
 }
 
-// On ascend910b the 100-trial training step's checked kernels each win alone and lose side by
-// side (more cores each, fewer at once): the plan keeps the defaults, under its own knobs.
-TEST_F(PlanTest, WinnersThatLoseSideBySideFallBackToTheDefaults) {
+// On ascend910b the 100-trial training step's checked kernels each win alone, and together
+// lose side by side (more cores each, fewer at once): 12 % slower than the defaults. The plan
+// keeps the default where the run is faster with it, and so is faster than both.
+TEST_F(PlanTest, WinnersThatLoseSideBySideKeepTheirDefaults) {
   const PlannedModel p = plan_job(spec("resnet50-train", 100, 1, "ascend910b"));
-  ASSERT_FALSE(p.plan.model_check.empty());
-  EXPECT_NE(p.plan.model_check.find("the plan runs the vendor defaults"), std::string::npos);
-  EXPECT_LE(p.plan.end_to_end_us, p.plan.default_us);
-  for (const auto& t : p.plan.tasks) EXPECT_EQ(t.provenance, kDefault) << t.name;
+  EXPECT_TRUE(p.plan.model_check.empty()) << p.plan.model_check;
+  EXPECT_LT(p.plan.end_to_end_us, 0.95 * p.plan.default_us);
+  int kept = 0, tuned = 0;
+  for (const auto& t : p.plan.tasks) {
+    kept += t.check.find("the model-level check kept the default") != std::string::npos ? 1 : 0;
+    tuned += t.provenance != kDefault ? 1 : 0;
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(tuned, 0);
   const auto table = table::ScheduleTable::load((dir_ / "j-table.json").string());
-  for (const auto& e : table->entries()) EXPECT_EQ(e.provenance, kDefault);
+  for (const auto& t : p.plan.tasks) EXPECT_EQ(table->lookup(t.workload).entry->schedule, t.schedule) << t.name;
 }
 
 TEST_F(PlanTest, TheTableHoldsExactlyThePlansSchedules) {
