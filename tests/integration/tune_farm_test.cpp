@@ -110,6 +110,23 @@ TEST_F(TuneFarm, JobMeasuredOnAFarm) {
   EXPECT_EQ(farm_records("COUNT(*)"), "24\n");
 }
 
+// A worker started for ascend910 serves its sunk graph too: a sunk job's tasks, under their
+// own target key, are measured there with the sunk launch cost (1 us a kernel, not 5).
+TEST_F(TuneFarm, ASunkJobIsMeasuredOnTheSameWorkers) {
+  const int status = tune({{"name", "sunkjob"},
+                           {"target", "ascend910"},
+                           {"launch", "sunk"},
+                           {"model", "mlp"},
+                           {"trials", 16},
+                           {"strategy", "random"},
+                           {"batch_size", 8}});
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir_ / "err");
+  const auto out = atvoss::parse_json(slurp(dir_ / "out"), "stdout");
+  EXPECT_EQ(out["measured"], 16);
+  EXPECT_EQ(out["launch"]["mode"], "sunk");
+  EXPECT_EQ(farm_records("DISTINCT json_extract(profile, '$.launch_us') / json_extract(profile, '$.kernels')"), "1\n");
+}
+
 // The job's declared rule fuses the whole chain at fusion_level 1, where the built-ins fuse
 // bias only: the worker lowers each item under the rule the job sent with it, so every
 // fusion_level 1 schedule the farm measured ran as one kernel (without the rule, three).
