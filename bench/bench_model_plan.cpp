@@ -7,7 +7,7 @@
 //   recomp    the plan file's figure recomputed from the file alone (plan/recompute.hpp),
 //             relative error against the figure the job printed; the goal is <= 0.1 %;
 //   tuned <= default, scheduled: the plan's figure against the vendor default's graph run.
-// Usage: bench_model_plan [--target T] [--trials 100,400,2000] [--seed N] [MODEL ...]
+// Usage: bench_model_plan [--target T] [--launch host|sunk] [--trials 100,400,2000] [--seed N] [MODEL ...]
 //   MODEL: a zoo name or an .onnx file; default: every zoo model.
 // Exit 1 when any promise is broken, so that a script can run it as a check.
 #include <chrono>
@@ -32,6 +32,7 @@ namespace fs = std::filesystem;
 
 struct Args {
   std::string target = "ascend910";
+  std::string launch;  // empty: the target's own (docs/job-spec.md, launch)
   std::vector<int> trials = {100, 400, 2000};
   int seed = 1;
   std::vector<std::string> models;
@@ -50,6 +51,8 @@ Args parse(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--target" && i + 1 < argc) {
       a.target = argv[++i];
+    } else if (arg == "--launch" && i + 1 < argc) {
+      a.launch = argv[++i];
     } else if (arg == "--trials" && i + 1 < argc) {
       a.trials = int_list(argv[++i]);
     } else if (arg == "--seed" && i + 1 < argc) {
@@ -79,14 +82,15 @@ int mismatches(const report::JobOutcome& out, const plan::ModelPlan& file) {
 
 bool run_one(const Args& a, const std::string& model, int trials, const fs::path& dir) {
   const std::string name = fs::path(model).stem().string();
-  const Json spec{{"name", name},
-                  {"target", a.target},
-                  {"model", model},
-                  {"trials", trials},
-                  {"seed", a.seed},
-                  {"database", (dir / "j.db").string()},
-                  {"export", (dir / "j-table.json").string()},
-                  {"report", (dir / "j.html").string()}};
+  Json spec{{"name", name},
+            {"target", a.target},
+            {"model", model},
+            {"trials", trials},
+            {"seed", a.seed},
+            {"database", (dir / "j.db").string()},
+            {"export", (dir / "j-table.json").string()},
+            {"report", (dir / "j.html").string()}};
+  if (!a.launch.empty()) spec["launch"] = a.launch;
   tuner::JobRunOptions quiet;
   quiet.quiet = true;
   const auto start = std::chrono::steady_clock::now();
@@ -112,8 +116,8 @@ bool run_one(const Args& a, const std::string& model, int trials, const fs::path
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   const fs::path root = fs::temp_directory_path() / ("atvoss-bench-plan-" + std::to_string(::getpid()));
-  std::printf("target %s, seed %d; figures: the plan's graph run (serial where a model has no graph)\n",
-              a.target.c_str(), a.seed);
+  std::printf("target %s, launch %s, seed %d; figures: the plan's graph run (serial where a model has no graph)\n",
+              a.target.c_str(), a.launch.empty() ? "the target's own" : a.launch.c_str(), a.seed);
   std::printf("%-16s %6s %6s %6s %8s %12s %12s %8s %9s %8s  %s\n", "model", "trials", "tasks", "meas", "dflt",
               "default us", "tuned us", "speedup", "recomp", "wall s", "promises");
   bool all = true;
