@@ -295,6 +295,10 @@ Target preset_with_overrides(const Json& j) {
       merged["source"][k] = "user override";
     }
   }
+  // A preset made to run sunk graphs by default launches at its sunk cost (core/launch_mode.hpp).
+  if (j.value("launch", Json("host")) == "sunk" && !j.contains("launch_us")) {
+    merged["launch_us"] = merged["sunk_launch_us"];
+  }
   // A changed description must not pass for the stock preset in reports.
   if (!renamed && j.size() > 1) merged["name"] = name.get<std::string>() + "+custom";
   return Target::from_json(merged);

@@ -9,6 +9,7 @@
 
 #include "bad_input_message.hpp"
 #include "core/error.hpp"
+#include "core/launch_mode.hpp"
 #include "simulator/presets.hpp"
 
 namespace atvoss::simulator {
@@ -85,6 +86,23 @@ TEST(PresetsTest, LoadsNameInlineFileAndOverrides) {
   std::ofstream(path) << preset("ascend310").to_json().dump();
   EXPECT_EQ(load_target(path.string()).key(), preset("ascend310").key());
   std::filesystem::remove(path);
+}
+
+// The Ascend presets run sunk graphs at 1 us a kernel (est.), mlu370 gives no such cost; a
+// preset overridden to launch sunk by default takes that cost as its launch.
+TEST(PresetsTest, AscendPresetsRunSunkGraphsAndAnOverrideMakesItTheirDefault) {
+  for (const char* name : {"ascend910", "ascend910b", "ascend310"}) {
+    const Target t = load_target(name);
+    EXPECT_EQ(t.sunk_launch_us, 1.0) << name;
+    EXPECT_EQ(t.launch, "host") << name;
+    EXPECT_TRUE(t.source.contains("sunk_launch_us")) << name;
+  }
+  EXPECT_EQ(load_target("mlu370").sunk_launch_us, 0.0);
+  const Target sunk = load_target(R"({"preset":"ascend910b","launch":"sunk"})");
+  EXPECT_EQ(sunk.launch, "sunk");
+  EXPECT_EQ(sunk.launch_us, 1.0);
+  EXPECT_EQ(sunk.name, "ascend910b+custom");  // not the stock preset, so its own key
+  EXPECT_EQ(launched(sunk, LaunchMode::sunk, "f").key(), sunk.key());
 }
 
 TEST(PresetsTest, BadDescriptionsNameTheField) {
