@@ -28,7 +28,7 @@ set(allowed_plan core lowering host backend costmodel search db rpc frontend exe
 # engine/: runs a model plan's ONNX model on this CPU (the runtime's kernels, plain ops, one arena).
 set(allowed_engine core lowering host backend db runtime rpc frontend execution tuner plan engine)
 # report/: renders the plan beside the variants that explain it, and the HTML.
-set(allowed_report core lowering host backend costmodel search db runtime rpc frontend execution distributed tuner plan report)
+set(allowed_report core lowering backend costmodel search db runtime rpc frontend execution distributed tuner plan report)
 # python/ (the Python package's bindings) sits on top, like tools/.
 set(allowed_python core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner plan engine report python)
 set(modules core lowering simulator host backend costmodel search db runtime rpc frontend execution distributed tuner plan engine report python)

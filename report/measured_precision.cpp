@@ -4,17 +4,10 @@
 
 #include "backend/backend.hpp"
 #include "frontend/precision.hpp"
-#include "host/host_space.hpp"
-#include "host/machine.hpp"
 #include "runtime/sensitivity.hpp"
 
 namespace atvoss::report {
 namespace {
-
-bool measurable(const Workload& w) {
-  return w.op() == "matmul" && w.dtype() == DType::float32 && host::supports(w) && !w.has_epilogue("quantize") &&
-         !w.has_epilogue("requantize") && !w.has_epilogue("dequantize");
-}
 
 Json number_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
@@ -48,13 +41,13 @@ MeasuredPrecisions measure_host_precisions(const frontend::TaskSet& tasks, const
     out.reason = "a simulated target: its errors are estimates";
     return out;
   }
-  if (!host::this_machine().has_flag("avx512_vnni")) {
-    out.reason = "this CPU has no avx512_vnni: int8 kernels cannot run";
+  if (const std::string why = runtime::int8_unavailable(); !why.empty()) {
+    out.reason = why;
     return out;
   }
   std::vector<runtime::SensitivityLayer> layers;
   for (const auto& t : tasks.tasks()) {
-    if (measurable(t.workload)) layers.push_back({t.name, t.workload});
+    if (runtime::sensitivity_layer_supported(t.workload)) layers.push_back({t.name, t.workload});
   }
   if (layers.empty()) {
     out.reason = "no fp32 matmul task";

@@ -197,9 +197,7 @@ bool bf16_available() {
 }
 
 void require_int8() {
-  const host::MachineInfo& m = host::this_machine();
-  if (!(m.has_flag("avx512_vnni") && m.simd_bytes == 64))
-    throw_bad_input("sensitivity: int8 kernels need a CPU with avx512_vnni; this one (" + m.model + ") has none");
+  if (const std::string why = int8_unavailable(); !why.empty()) throw_bad_input("sensitivity: " + why);
 }
 
 std::string field(std::size_t i, const char* name) { return "field 'layers[" + std::to_string(i) + "]." + name + "'"; }
@@ -215,11 +213,7 @@ void validate_layers(const std::vector<SensitivityLayer>& layers) {
       throw_bad_input("sensitivity: " + field(i, "name") + " must be non-empty, not '*' and unique; got '" + name +
                       "'");
     std::string why;
-    if (w.op() != "matmul" || w.dtype() != DType::float32)
-      why = "must be a float32 matmul, got " + w.label();
-    else if (!host::supports(w, &why))
-      why = "is not generated on the host: " + why;
-    if (!why.empty()) throw_bad_input("sensitivity: " + field(i, "workload") + " " + why);
+    if (!sensitivity_layer_supported(w, &why)) throw_bad_input("sensitivity: " + field(i, "workload") + " " + why);
   }
 }
 
@@ -290,6 +284,23 @@ void require_chain(const std::vector<SensitivityLayer>& layers, const MixedPreci
 }
 
 }  // namespace
+
+bool sensitivity_layer_supported(const Workload& w, std::string* why) {
+  std::string reason;
+  if (w.op() != "matmul" || w.dtype() != DType::float32) {
+    reason = "must be a float32 matmul, got " + w.label();
+  } else if (std::string host_why; !host::supports(w, &host_why)) {
+    reason = "is not generated on the host: " + host_why;
+  }
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+std::string int8_unavailable() {
+  const host::MachineInfo& m = host::this_machine();
+  if (m.has_flag("avx512_vnni") && m.simd_bytes == 64) return "";
+  return "int8 kernels need a CPU with avx512_vnni; this one (" + m.model + ") has none";
+}
 
 std::vector<LayerSensitivity> measure_sensitivity(Runtime& rt, const std::vector<SensitivityLayer>& layers,
                                                   const SensitivityOptions& options) {

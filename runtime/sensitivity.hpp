@@ -67,6 +67,12 @@ struct LayerSensitivity {
   double time_us(DType d) const;
 };
 
+// Whether w is a layer measure_sensitivity takes: an fp32 matmul the host generates (no
+// (re)quantize epilogue). why (if given) says what is missing.
+bool sensitivity_layer_supported(const Workload& w, std::string* why = nullptr);
+// Why this CPU cannot run the int8 kernels ("" when it can): they need avx512_vnni.
+std::string int8_unavailable();
+
 // Throws bad_input naming the field: 'layers' empty, 'layers[i].workload' not an fp32 matmul
 // the host generates, an option out of range; naming avx512_vnni on a CPU without it.
 std::vector<LayerSensitivity> measure_sensitivity(Runtime& rt, const std::vector<SensitivityLayer>& layers,

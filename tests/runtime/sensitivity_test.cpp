@@ -4,6 +4,7 @@
 // and the same seed gives the same numbers. Plan selection and bad input need no kernels.
 #include "runtime/sensitivity.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -235,6 +236,14 @@ TEST(SensitivityInput, BadInputNamesTheField) {
   const auto layernorm = Workload::from_json(
       parse_json(R"({"op":"matmul","dims":{"M":16,"N":16,"K":16},"epilogue":["bias","layernorm"]})", "w"));
   expect_bad_input([&] { measure_sensitivity(rt, {{"z", layernorm}}, o); }, "'layers[0].workload'");
+  // A matmul that quantizes its own output is no fp32 layer (a job's report measures none).
+  const auto quantized = Workload::from_json(
+      parse_json(R"({"op":"matmul","dims":{"M":16,"N":16,"K":16},"epilogue":["bias","quantize"]})", "w"));
+  std::string why;
+  EXPECT_FALSE(sensitivity_layer_supported(quantized, &why));
+  EXPECT_THAT(why, ::testing::HasSubstr("quantize"));
+  EXPECT_TRUE(sensitivity_layer_supported(small_mlp()[0].workload));
+  expect_bad_input([&] { measure_sensitivity(rt, {{"q", quantized}}, o); }, "'layers[0].workload'");
   expect_bad_input([&] { measure_sensitivity(rt, {small_mlp()[0], small_mlp()[0]}, o); }, "'layers[1].name'");
   SensitivityOptions no_rows = o;
   no_rows.calibration_rows = 0;
