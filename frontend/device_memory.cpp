@@ -36,9 +36,12 @@ double activation_bytes(const Workload& w) {
 }
 
 std::string MemoryFit::summary() const {
-  std::string s = "weights " + lowering::format_bytes(weight_bytes) + " + peak activations " +
-                  lowering::format_bytes(peak_activation_bytes) + (peak_layer.empty() ? "" : " (" + peak_layer + ")") +
-                  " = " + lowering::format_bytes(need_bytes());
+  std::string s =
+      "weights " + lowering::format_bytes(weight_bytes) +
+      (training_state_bytes > 0 ? " + gradients and optimizer state " + lowering::format_bytes(training_state_bytes)
+                                : "") +
+      " + peak activations " + lowering::format_bytes(peak_activation_bytes) +
+      (peak_layer.empty() ? "" : " (" + peak_layer + ")") + " = " + lowering::format_bytes(need_bytes());
   if (capacity_bytes <= 0) return s + " (the target gives no device memory capacity)";
   char share[32];
   const double pct = 100.0 * need_bytes() / capacity_bytes;
@@ -52,15 +55,30 @@ std::string MemoryFit::warning(const std::string& target_name) const {
          "; tuning goes on, but the model could not run on this part as a whole";
 }
 
-MemoryFit memory_fit(const TaskSet& tasks, const Target& target) {
+double training_state_bytes_per_weight(const TrainingSetup& setup, int dtype_bytes) {
+  const int states = setup.optimizer == TrainingSetup::Optimizer::adam       ? 2
+                     : setup.optimizer == TrainingSetup::Optimizer::momentum ? 1
+                                                                             : 0;
+  if (!setup.mixed_precision) return double(1 + states) * dtype_bytes;
+  return double(dtype_bytes) + 4.0 * states + 4.0;
+}
+
+MemoryFit memory_fit(const TaskSet& tasks, const Target& target, const TrainingSetup& setup) {
   MemoryFit f;
   f.capacity_bytes = double(target.device_memory_bytes);
   const Graph& g = tasks.graph();
+  const bool training = is_training_step(tasks);
   for (const auto& t : tasks.tasks()) {
     // A training step's backward kernels read gradients and activations, not weights of their own.
     for (const auto& [layer, count] : t.layers) {
       const int node = g.node_index(layer);
-      if (node < 0 || !g.nodes()[node].backward()) f.weight_bytes += count * weight_bytes(t.workload);
+      if (node >= 0 && g.nodes()[node].backward()) continue;
+      const double bytes = count * weight_bytes(t.workload);
+      f.weight_bytes += bytes;
+      if (training) {
+        const int size = dtype_bytes(t.workload.dtype());
+        f.training_state_bytes += bytes / size * training_state_bytes_per_weight(setup, size);
+      }
     }
     const double live = activation_bytes(t.workload);
     if (live > f.peak_activation_bytes) {

@@ -16,9 +16,9 @@
 // whose traffic is the optimizer's (TrainingSetup): SGD reads the weight and its gradient and
 // writes the weight; momentum also reads and writes its velocity, Adam its two moments; mixed
 // precision keeps fp32 master weights and state, writes the compute-dtype copy the next step
-// reads, and pays loss scaling as one more read of the gradient (the overflow check). Not
-// modelled: training-mode BatchNormalization (the graph keeps it folded, as inference does),
-// and the optimizer state's device memory (the memory plan holds weights and activations).
+// reads, and pays loss scaling as one more read of the gradient (the overflow check). The
+// gradients and the optimizer's state count in the device-memory fit (device_memory.hpp). Not
+// modelled: training-mode BatchNormalization (the graph keeps it folded, as inference does).
 // Pure functions.
 #pragma once
 

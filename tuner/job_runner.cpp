@@ -508,7 +508,7 @@ TunedModel run_job(const JobSpec& spec, const JobRunOptions& options) {
     warnings << "note: " << target.name
              << " does not give these figures; the simulator takes: " << taken.get<std::string>() << "\n";
   }
-  frontend::MemoryFit memory = frontend::memory_fit(tasks, target);
+  frontend::MemoryFit memory = frontend::memory_fit(tasks, target, spec.training);
   if (const std::string w = memory.warning(target.name); !w.empty()) warnings << w << "\n";
   JobRun job(spec, options, std::move(target), std::move(tasks), std::move(measurer), std::move(memory));
   for (const auto& w : precision_warnings) warnings << "warning: " << w << "\n";

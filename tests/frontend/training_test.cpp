@@ -3,6 +3,7 @@
 // weight, gradients of a tensor read twice are summed, and the zoo's training steps tune.
 #include "frontend/training.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -161,6 +162,30 @@ TEST(Training, TheZoosTrainingStepsHaveEveryLayersBackward) {
   // The step's weights are the model's: its backward kernels hold none of their own.
   const Target t = backend::load_target("ascend910");
   EXPECT_DOUBLE_EQ(memory_fit(step, t).weight_bytes, memory_fit(inference, t).weight_bytes);
+}
+
+// A training step keeps, per fp16 weight element, its gradient (2 bytes) and its optimizer's
+// state: SGD nothing more, Adam two fp16 moments; in mixed precision the two moments and a
+// master copy in fp32 (2 + 8 + 4: with the weight, the 16 bytes of the parallel plan). None at
+// inference. The summary names it.
+TEST(Training, TheStepKeepsGradientsAndOptimizerStateInDeviceMemory) {
+  const Target t = backend::load_target("ascend910");
+  const TaskSet inference = zoo_model("resnet50", 32);
+  const TaskSet step = zoo_model("resnet50-train");
+  const double weights = memory_fit(inference, t).weight_bytes;
+  EXPECT_EQ(memory_fit(inference, t).training_state_bytes, 0);
+  TrainingSetup adam;
+  adam.optimizer = TrainingSetup::Optimizer::adam;
+  TrainingSetup mixed = adam;
+  mixed.mixed_precision = true;
+  EXPECT_DOUBLE_EQ(memory_fit(step, t).training_state_bytes, weights);
+  EXPECT_DOUBLE_EQ(memory_fit(step, t, adam).training_state_bytes, 3 * weights);
+  EXPECT_DOUBLE_EQ(memory_fit(step, t, mixed).training_state_bytes, 7 * weights);
+  EXPECT_DOUBLE_EQ(
+      memory_fit(step, t, mixed).need_bytes() - memory_fit(inference, t).need_bytes(),
+      7 * weights + memory_fit(step, t).peak_activation_bytes - memory_fit(inference, t).peak_activation_bytes);
+  EXPECT_THAT(memory_fit(step, t, adam).summary(), ::testing::HasSubstr("gradients and optimizer state"));
+  EXPECT_THAT(memory_fit(inference, t).summary(), ::testing::Not(::testing::HasSubstr("optimizer")));
 }
 
 }  // namespace
