@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "backend/backend.hpp"
@@ -48,17 +49,22 @@ Json device_memory(const distributed::PlanRun& run, double weight_bytes, const T
           {"fits", capacity <= 0 || need <= capacity}};
 }
 
-Json scaling_row(const execution::ExecGraph& step, const execution::Device& d, const distributed::Topology& t,
-                 int devices, std::int64_t bucket, bool overlap, int batch) {
+// One row of the scaling table: the tuned step (and the vendor default's, beside it) on
+// `devices` replicas.
+Json scaling_row(const execution::ExecGraph& step, const execution::ExecGraph& default_step, const execution::Device& d,
+                 const distributed::Topology& t, int devices, std::int64_t bucket, bool overlap, int batch) {
   distributed::DataParallelOptions o;
   o.devices = devices;
   o.bucket_bytes = bucket;
   o.overlap = overlap;
   const auto s = distributed::data_parallel(step, d, {}, t, o);
+  const double default_us = distributed::data_parallel(default_step, d, {}, t, o).step_us;
   return {{"devices", devices},
           {"overlap", overlap},
           {"step_us", s.step_us},
           {"samples_per_s", devices * batch / (s.step_us / 1e6)},
+          {"default_step_us", default_us},
+          {"default_samples_per_s", devices * batch / (default_us / 1e6)},
           {"efficiency", s.efficiency()},
           {"comm_share", s.step_us > 0 ? s.comm_us / s.step_us : 0.0},
           {"exposed_comm_us", s.exposed_comm_us()},
@@ -134,10 +140,15 @@ ParallelReport parallel_report(const frontend::TaskSet& tasks, const frontend::T
   const bool training = !distributed::gradient_buffers(step).empty();
   ParallelReport out;
   Json scaling = Json::array();
-  for (int n : o.scaling) {
+  const execution::ExecGraph default_step =
+      plan::exec_graph_of(tasks, plan::vendor_default_variant(tasks, target), target);
+  std::set<int> counts(o.scaling.begin(), o.scaling.end());
+  counts.insert(o.devices);  // the plan's own device count is a row too
+  for (int n : counts) {
     if (!training || n < 1 || n > topology.devices()) continue;
-    for (bool overlap : {true, false})
-      scaling.push_back(scaling_row(step, device, topology, n, o.bucket_bytes, overlap, tasks.batch()));
+    for (bool overlap : {true, false}) {
+      scaling.push_back(scaling_row(step, default_step, device, topology, n, o.bucket_bytes, overlap, tasks.batch()));
+    }
   }
   const double weights = frontend::memory_fit(tasks, target).weight_bytes;
   const distributed::PlanSearch search = distributed::search_plan(
@@ -173,14 +184,16 @@ std::string format_parallel_report(const Json& s) {
       << s["topology"]["name"].get<std::string>() << ", batch " << s["batch"] << " per replica, "
       << s["mode"].get<std::string>() << "\n";
   if (!s["scaling"].empty()) {
-    out << "\ndata parallelism (gradient AllReduce overlapping the backward pass, and not):\n"
-        << "  devices overlap   step ms  samples/s    eff  comm %  exposed ms  peak MiB/device\n";
+    out << "\ndata parallelism (gradient AllReduce overlapping the backward pass, and not), the tuned step "
+           "beside the vendor default's:\n"
+        << "  devices overlap  default/s  samples/s  tuned x   step ms    eff  comm %  exposed ms  peak MiB/device\n";
   }
   for (const auto& r : s["scaling"]) {
+    const double tuned = r["samples_per_s"].get<double>(), def = r["default_samples_per_s"].get<double>();
     out << fmt("  %7.0f", r["devices"].get<double>()) << (r["overlap"].get<bool>() ? " yes    " : " no     ")
-        << fmt("%9.3f", r["step_us"].get<double>() / 1e3) << fmt("%11.1f", r["samples_per_s"].get<double>())
-        << fmt("%7.3f", r["efficiency"].get<double>()) << fmt("%8.1f", 100 * r["comm_share"].get<double>())
-        << fmt("%12.3f", r["exposed_comm_us"].get<double>() / 1e3)
+        << fmt("%10.1f", def) << fmt("%11.1f", tuned) << fmt("%8.3f", def > 0 ? tuned / def : 0.0)
+        << fmt("%10.3f", r["step_us"].get<double>() / 1e3) << fmt("%7.3f", r["efficiency"].get<double>())
+        << fmt("%8.1f", 100 * r["comm_share"].get<double>()) << fmt("%12.3f", r["exposed_comm_us"].get<double>() / 1e3)
         << fmt("%17.1f", r["device_peak_bytes"].get<double>() / 1048576.0) << "\n";
   }
   const Json& f = s["search"];

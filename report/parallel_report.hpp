@@ -1,11 +1,10 @@
 // Parallel report: a model's training step over many devices (distributed/), as `atvoss-plan`
-// shows it — the scaling table of data parallelism (step time, throughput, scaling efficiency,
-// communication share, exposed communication and memory per device, for each device count the
-// topology holds), the plan searched over tensor, pipeline and data parallelism against pure
-// data parallelism, the chosen plan as JSON, and its timeline with each device's lanes.
-// Costs: every task at the backend's default schedule, noise-free (graph_run.hpp); a model
-// that is not a training step is grown into one (frontend/training.hpp).
-// Threading: the caller's thread.
+// shows it — the scaling table of data parallelism (step time, throughput beside the vendor
+// default's, scaling efficiency, communication share, exposed communication and memory per
+// device, for each device count of `scaling` and the plan's that the topology holds), the plan searched over tensor,
+// pipeline and data parallelism against pure data parallelism, the chosen plan as JSON, and its timeline with each
+// device's lanes. Costs: every task at the backend's default schedule, noise-free (graph_run.hpp); a model that is not
+// a training step is grown into one (frontend/training.hpp). Threading: the caller's thread.
 #pragma once
 
 #include <cstdint>
@@ -35,13 +34,12 @@ struct ParallelReportOptions {
 
 struct ParallelReport {
   // {"model", "target", "topology", "batch", "scaling": [{devices, step_us, samples_per_s,
-  //  efficiency, comm_share, exposed_comm_us, device_peak_bytes, overlap}], "plan": the
-  //  chosen plan (distributed/parallel_plan.hpp), "search": {us_per_batch,
-  //  data_parallel_us_per_batch, speedup_over_data_parallel, evaluations, search_ms,
-  //  device_peak_bytes, memory, data_parallel_memory}}; memory: {plan_peak_bytes,
-  //  weights_and_optimizer_bytes (the device's share of the weights with mixed-precision Adam's
-  //  state, PlanRun::device_need_bytes), need_bytes, capacity_bytes, fits}. The search skips
-  //  plans that do not fit the target's device memory.
+  //  default_step_us, default_samples_per_s (every task at the vendor default), efficiency, comm_share,
+  //  exposed_comm_us, device_peak_bytes, overlap}], "plan": the chosen plan (distributed/parallel_plan.hpp), "search":
+  //  {us_per_batch, data_parallel_us_per_batch, speedup_over_data_parallel, evaluations, search_ms, device_peak_bytes,
+  //  memory, data_parallel_memory}}; memory: {plan_peak_bytes, weights_and_optimizer_bytes (the device's share of the
+  //  weights with mixed-precision Adam's state, PlanRun::device_need_bytes), need_bytes, capacity_bytes, fits}. The
+  //  search skips plans that do not fit the target's device memory.
   Json summary;
   GraphView timeline;  // the chosen plan's step, one lane group per device
 };

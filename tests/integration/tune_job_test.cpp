@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -558,11 +558,11 @@ TEST_F(TuneCli, ASunkGraphShowsTuningOnABranchyModel) {
   EXPECT_THAT(bad.err, HasSubstr("field 'launch' must be \"host\" or \"sunk\""));
 }
 
-// A job over many devices: the tuned model's training step on 4 cards of a server, the plan
+// A job over many devices: the tuned model's training step on 6 cards of a server, the plan
 // searched and written, its section in the report, its figures in --json.
 TEST_F(TuneCli, AJobWithDevicesWritesThePlanItChose) {
   atvoss::Json extra = kMlpJob;
-  extra["parallel"] = {{"devices", 4}, {"topology", "ascend910b-server8"}, {"trials", 12}, {"plan", path("plan.json")}};
+  extra["parallel"] = {{"devices", 6}, {"topology", "ascend910b-server8"}, {"trials", 12}, {"plan", path("plan.json")}};
   const Result r = run(job("par", extra) + " --json --quiet");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto p = atvoss::parse_json(r.out, "stdout")["parallel"];
@@ -570,9 +570,19 @@ TEST_F(TuneCli, AJobWithDevicesWritesThePlanItChose) {
   EXPECT_EQ(p["model"], "mlp-train");
   const auto plan = atvoss::parse_json(slurp(path("plan.json")), "plan");
   EXPECT_EQ(plan, p["plan"]);
-  EXPECT_EQ(plan["tp"].get<int>() * plan["pp"].get<int>() * plan["dp"].get<int>(), 4);
+  EXPECT_EQ(plan["tp"].get<int>() * plan["pp"].get<int>() * plan["dp"].get<int>(), 6);
   EXPECT_LE(p["search"]["us_per_batch"].get<double>(), p["search"]["data_parallel_us_per_batch"].get<double>());
   EXPECT_THAT(slurp(path("par-report.html")), HasSubstr("<section id=\"parallel\">"));
+  // The scaling table, per device count (the plan's 6 among them): the tuned step's throughput
+  // beside the vendor default's (the MLP's kernels are shorter than their launches: level).
+  std::set<int> counts;
+  for (const auto& row : p["scaling"]) {
+    counts.insert(row["devices"].get<int>());
+    EXPECT_GT(row["default_samples_per_s"].get<double>(), 0) << row.dump();
+    EXPECT_GE(row["samples_per_s"].get<double>(), row["default_samples_per_s"].get<double>()) << row.dump();
+  }
+  EXPECT_TRUE(counts.count(6));
+  EXPECT_THAT(slurp(path("par-report.html")), HasSubstr("default/s"));
   // Inference: the replicas never synchronise, so no data-parallel table.
   extra["parallel"]["mode"] = "inference";
   const Result inf = run(job("inf", extra) + " --json --quiet");
