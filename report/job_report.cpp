@@ -37,7 +37,8 @@ class JobReport {
         spec_(tuned.spec),
         target_(tuned.target),
         tasks_(tuned.tasks),
-        histories_(histories) {}
+        histories_(histories),
+        training_(frontend::is_training_step(tuned.tasks)) {}
 
   JobOutcome build() {
     const plan::ModelPlan& plan = planned_.plan;
@@ -107,7 +108,7 @@ class JobReport {
 
   // A training step's update as the report names it ("adam, mixed precision"); "" at inference.
   std::string training_label() const {
-    if (!frontend::is_training_step(tasks_)) return "";
+    if (!training_) return "";
     return to_string(spec_.training.optimizer) + (spec_.training.mixed_precision ? ", mixed precision" : "");
   }
 
@@ -233,9 +234,9 @@ class JobReport {
             {"measured_precision", data.measured_precision.to_json()},
             {"model", tasks_.model()},
             {"batch", tasks_.batch()},
-            {"training", frontend::is_training_step(tasks_) ? Json{{"optimizer", to_string(spec_.training.optimizer)},
-                                                                   {"mixed_precision", spec_.training.mixed_precision}}
-                                                            : Json(nullptr)},
+            {"training", training_ ? Json{{"optimizer", to_string(spec_.training.optimizer)},
+                                          {"mixed_precision", spec_.training.mixed_precision}}
+                                   : Json(nullptr)},
             {"target", target_.name},
             {"launch", {{"mode", target_.launch}, {"us_per_kernel", target_.launch_us}}},
             {"trials", out.trials},
@@ -275,6 +276,7 @@ class JobReport {
   const Target& target_;
   const frontend::TaskSet& tasks_;
   const std::vector<std::vector<db::Record>>& histories_;  // per task, read once
+  const bool training_;                                    // the tasks are a training step
 };
 
 }  // namespace
