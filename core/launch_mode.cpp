@@ -25,6 +25,7 @@ Target launched(const Target& t, LaunchMode m, const std::string& field) {
                     "target's description, or launch \"host\"");
   }
   Target s = t;
+  s.name = t.name + "-sunk";  // listed beside the part's own target (a farm, a database)
   s.launch = to_string(m);
   s.launch_us = t.sunk_launch_us;
   const Json note = t.source.value("sunk_launch_us", Json("not noted"));

@@ -24,8 +24,8 @@ const char* to_string(LaunchMode m);
 
 // The mode t's description gives (Target::launch).
 LaunchMode launch_mode_of(const Target& t);
-// t as a job in mode m runs it: unchanged in its own mode; for sunk, launch "sunk" and
-// launch_us the device's sunk_launch_us (so its key differs: the records of the two modes never
+// t as a job in mode m runs it: unchanged in its own mode; for sunk, named "<name>-sunk",
+// launch "sunk" and launch_us the device's sunk_launch_us (so its key differs: the records of the two modes never
 // mix). bad_input naming `field` when t gives no sunk_launch_us, or for host when t is
 // described sunk (its host cost is not known).
 Target launched(const Target& t, LaunchMode m, const std::string& field);

@@ -108,17 +108,8 @@ Worker::Worker(WorkerOptions options, MeasureFunction measure)
   if (options_.targets.empty()) throw_bad_input("worker: at least one --target is needed");
   if (options_.slots < 0 || options_.slots > 4096) throw_bad_input("--slots must be 1..4096");
   options_.slots = worker_slots(options_.slots, options_.targets);
-  // A part that runs sunk graphs serves jobs of either launch mode: a sunk job's target is
-  // another key (core/launch_mode.hpp).
-  for (std::size_t i = 0, given = options_.targets.size(); i < given; ++i) {
-    const Target t = options_.targets[i];
-    if (t.sunk_launch_us > 0 && launch_mode_of(t) == LaunchMode::host) {
-      options_.targets.push_back(launched(t, LaunchMode::sunk, "--target"));
-    }
-  }
   for (const auto& dir : options_.recorded_dirs) require_closed_dir(dir);
   if (options_.name.empty()) options_.name = default_name();
-  for (const Target& t : options_.targets) target_keys_.push_back(farm_target_key(t));
   if (options_.backends.empty()) {
     options_.backends = backend::backend_names();
   } else {
@@ -136,6 +127,16 @@ Worker::Worker(WorkerOptions options, MeasureFunction measure)
       }
     }
   }
+  // A part that runs sunk graphs serves jobs of either launch mode: a sunk job's target is
+  // another key (core/launch_mode.hpp). Added after the checks above, which name the targets
+  // as given.
+  for (std::size_t i = 0, given = options_.targets.size(); i < given; ++i) {
+    const Target t = options_.targets[i];
+    if (t.sunk_launch_us > 0 && launch_mode_of(t) == LaunchMode::host) {
+      options_.targets.push_back(launched(t, LaunchMode::sunk, "--target"));
+    }
+  }
+  for (const Target& t : options_.targets) target_keys_.push_back(farm_target_key(t));
   // No deadline or retries here: the coordinator owns both (leases, max_retries).
   slots_ = std::make_unique<backend::MeasurePool>(backend::MeasurePoolOptions{options_.slots, {}, 0});
   writer_ = std::thread([this] { writer_loop(); });

@@ -139,6 +139,7 @@ TEST(TargetTest, ASunkGraphHasItsOwnLaunchCostAndKey) {
   EXPECT_EQ(launched(t, LaunchMode::host, "f").key(), t.key());
   const Target sunk = launched(t, LaunchMode::sunk, "f");
   EXPECT_EQ(sunk.launch_us, 1.0);
+  EXPECT_EQ(sunk.name, t.name + "-sunk");
   EXPECT_EQ(launch_mode_of(sunk), LaunchMode::sunk);
   EXPECT_NE(sunk.key(), t.key());
   Json other = given;
