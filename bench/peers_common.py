@@ -1,4 +1,5 @@
-"""What the Kernel Tuner / Optuna peer benchmarks share (bench/peers_recorded_spaces.py,
+"""What the peer benchmarks share. This CPU's LLVM -mcpu for TVM (bench/tvm_metaschedule.py,
+bench/tvm_model.py). For Kernel Tuner and Optuna (bench/peers_recorded_spaces.py,
 bench/peers_host_matmul.py): every strategy searches through ``kernel_tuner.tune_kernel`` on
 the same cache file in simulation mode, so one runner, one cost function and one accounting
 serve all of them (Kernel Tuner's: a configuration outside the restrictions is not an
@@ -25,6 +26,24 @@ import numpy as np
 BUDGETS = (25, 50, 100)
 KT_STRATEGIES = ("random_sample", "genetic_algorithm", "dual_annealing", "basinhopping", "bayes_opt")
 ALL_STRATEGIES = ("atvoss",) + KT_STRATEGIES + ("optuna-tpe", "optuna-cmaes")
+
+
+def host_mcpu():
+    """LLVM's -mcpu for this x86-64 CPU from /proc/cpuinfo: the vendor and the widest vector
+    extension are what change MetaSchedule's code (Zen 4 is the first AMD core with AVX-512)."""
+    flags, vendor_amd = set(), False
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("vendor_id"):
+                vendor_amd = "AuthenticAMD" in line
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    if "avx512f" in flags:
+        return "znver4" if vendor_amd else "skylake-avx512"
+    if "avx2" in flags:
+        return "znver3" if vendor_amd else "haswell"
+    return "x86-64"
 
 
 def peer_versions():

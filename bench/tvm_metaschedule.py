@@ -52,6 +52,7 @@ os.environ["ATVOSS_HOST_MAX_THREADS"] = "1"
 import numpy as np  # noqa: E402
 
 import atvoss  # noqa: E402
+from peers_common import host_mcpu  # noqa: E402
 
 TOLERANCE = 1e-4
 
@@ -275,24 +276,6 @@ def reference_shape(w):
     return {"matmul": lambda: (d["M"], d["N"]), "conv2d": lambda: (1, d["H"], d["W"], d["K"]),
             "depthwise_conv2d": lambda: (1, d["H"], d["W"], d["C"]),
             "softmax": lambda: (d["M"], d["N"]), "layernorm": lambda: (d["M"], d["N"])}[w["op"]]()
-
-
-def host_mcpu():
-    """LLVM's -mcpu for this x86-64 CPU from /proc/cpuinfo: the vendor and the widest vector
-    extension are what change MetaSchedule's code (Zen 4 is the first AMD core with AVX-512)."""
-    flags, vendor_amd = set(), False
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("vendor_id"):
-                vendor_amd = "AuthenticAMD" in line
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
-    if "avx512f" in flags:
-        return "znver4" if vendor_amd else "skylake-avx512"
-    if "avx2" in flags:
-        return "znver3" if vendor_amd else "haswell"
-    return "x86-64"
 
 
 def _physical_cores():
