@@ -52,6 +52,7 @@ os.environ["ATVOSS_HOST_MAX_THREADS"] = "1"
 import numpy as np  # noqa: E402
 
 import atvoss  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # beside it, however it is loaded
 from peers_common import host_mcpu  # noqa: E402
 
 TOLERANCE = 1e-4
