@@ -56,9 +56,7 @@ std::string MemoryFit::warning(const std::string& target_name) const {
 }
 
 double training_state_bytes_per_weight(const TrainingSetup& setup, int dtype_bytes) {
-  const int states = setup.optimizer == TrainingSetup::Optimizer::adam       ? 2
-                     : setup.optimizer == TrainingSetup::Optimizer::momentum ? 1
-                                                                             : 0;
+  const int states = state_tensors(setup.optimizer);
   if (!setup.mixed_precision) return double(1 + states) * dtype_bytes;
   return double(dtype_bytes) + 4.0 * states + 4.0;
 }

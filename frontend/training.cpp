@@ -263,10 +263,12 @@ std::string to_string(TrainingSetup::Optimizer optimizer) {
   return "sgd";
 }
 
+int state_tensors(TrainingSetup::Optimizer optimizer) {
+  return optimizer == TrainingSetup::Optimizer::adam ? 2 : optimizer == TrainingSetup::Optimizer::momentum ? 1 : 0;
+}
+
 double update_bytes_per_weight(const TrainingSetup& setup, int dtype_bytes) {
-  const int state = setup.optimizer == TrainingSetup::Optimizer::adam       ? 2
-                    : setup.optimizer == TrainingSetup::Optimizer::momentum ? 1
-                                                                            : 0;
+  const int state = state_tensors(setup.optimizer);
   if (!setup.mixed_precision) return double(3 + 2 * state) * dtype_bytes;
   // fp32 master read and written, the gradient read, the compute copy written; each fp32 state
   // tensor read and written; loss scaling's overflow check reads the gradient once more.

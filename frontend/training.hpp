@@ -56,6 +56,8 @@ std::string to_string(TrainingSetup::Optimizer optimizer);
 // and written, the gradient read, the copy written), + 8 per fp32 state tensor, + the
 // gradient's overflow check.
 double update_bytes_per_weight(const TrainingSetup& setup, int dtype_bytes);
+// The optimizer's state tensors per weight: SGD 0, momentum 1 (velocity), Adam 2 (moments).
+int state_tensors(TrainingSetup::Optimizer optimizer);
 
 // The update of the weight of forward after its gradient: an fp32 elementwise pass moving what
 // the setup's update moves; nullopt for a kernel without weights.

@@ -222,8 +222,8 @@ class Planner {
   // Side by side, a task's fastest kernel alone can slow the run: it may hold cores that a
   // branch beside it needs, or sit off the critical path. From the faster of the two variants,
   // each task where they differ takes the other one's schedule if the run is faster so (one
-  // pass in task order). Inception v1 on a sunk graph: every task's winner together ran 7 %
-  // slower than the defaults (docs/decisions/launch-mode.md).
+  // pass in task order). Inception v1 on a sunk graph: every task's winner together ran 199-223
+  // us against the defaults' 174-180 us (docs/decisions/launch-mode.md).
   ModelVariant mixed_variant(const ModelVariant& def, const ModelVariant& chosen, const TransposeCost& cost) const {
     const std::size_t n = chosen.ops.size();
     std::vector<bool> differs(n), at_default(n, false);
@@ -241,9 +241,10 @@ class Planner {
     };
     ModelVariant best = mix(at_default);
     double best_us = quick_figure(best);
-    if (ModelVariant d = mix(differs); quick_figure(d) < best_us) {
-      best_us = quick_figure(d);
-      best = std::move(d);
+    ModelVariant defaults = mix(differs);
+    if (const double us = quick_figure(defaults); us < best_us) {
+      best_us = us;
+      best = std::move(defaults);
       at_default = differs;
     }
     for (std::size_t i = 0; i < n; ++i) {
