@@ -21,6 +21,11 @@ inline constexpr std::string_view fusion_level = "fusion_level";
 // Conv only: the activations' data layout (lowering/layout.hpp). Not in `all` below: the
 // cost model sees it through the plan (copy row lengths, the reformat work).
 inline constexpr std::string_view layout = "layout";
+// NPU matmul with a reduction far longer than its output (a conv's weight gradient): the K
+// loop in this many parts on as many cores, each adding its fp32 partial sums to the output
+// (docs/knobs.md). Not in `all` below: the cost model sees it through the plan (the tile
+// count, each tile's K and its fp32 store).
+inline constexpr std::string_view split_k = "split_k";
 // Host (CPU) only: the register micro-kernel's rows and columns (host/host_space.hpp).
 inline constexpr std::string_view micro_m = "micro_m";
 inline constexpr std::string_view micro_n = "micro_n";

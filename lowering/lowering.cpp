@@ -64,8 +64,16 @@ std::shared_ptr<const OpLowering> lowering_of(const Workload& w) {
 }
 
 // Preferred value of a knob in a vendor-style default tiling.
-std::int64_t preferred(const std::string& knob, const Workload& w) {
+std::int64_t preferred(const std::string& knob, const Workload& w, const Target& t) {
   const bool cube = w.is_matmul_like() || w.family() == OpFamily::attention;
+  // Enough parts for the preferred 128 x 128 output tiles to fill the cores, as a vendor's
+  // weight-gradient kernel splits its reduction.
+  if (knob == knobs::split_k) {
+    const std::int64_t tiles = ((w.dim("M") + 127) / 128) * ((w.dim("N") + 127) / 128);
+    std::int64_t parts = 1;
+    while (tiles * parts < t.ai_cores) parts *= 2;
+    return parts;
+  }
   if (knob == knobs::tile_m) return cube ? 128 : 8;
   if (knob == knobs::tile_n) return cube || w.is_conv() ? 128 : 1024;
   if (knob == knobs::tile_k) return 64;
@@ -144,7 +152,7 @@ Schedule default_schedule(const Workload& w, const Target& t) {
     std::vector<int> idx(k.values.size());
     std::iota(idx.begin(), idx.end(), 0);
     const bool size_knob = is_size_knob(k.name);
-    const double want = double(preferred(k.name, w));
+    const double want = double(preferred(k.name, w, t));
     auto dist = [&](int i) {
       const double v = double(k.values[i]);
       return size_knob ? std::abs(std::log2(v) - std::log2(want)) : std::abs(v - want);

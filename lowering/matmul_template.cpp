@@ -4,6 +4,27 @@
 namespace atvoss::lowering::templates {
 namespace {
 
+// A reduction this many times longer than the output's longer side gets split_k: a conv's
+// weight gradient (K = batch x pixels, M x N = a filter) has too few output tiles to fill
+// the cores, and vendor kernels split its K across them (docs/knobs.md "split_k").
+constexpr std::int64_t kSplitReductionRatio = 8;
+// Each part keeps at least the longest tile_k.
+constexpr std::int64_t kMinPartK = 256;
+
+bool offers_split_k(const Workload& w) {
+  if (!w.epilogue().empty() || w.batch() != 1) return false;
+  const std::int64_t K = w.dim("K");
+  return K >= kSplitReductionRatio * std::max(w.dim("M"), w.dim("N")) && K >= 2 * kMinPartK;
+}
+
+Values split_k_values(const Workload& w) {
+  Values v;
+  for (std::int64_t parts : {1, 2, 4, 8, 16, 32, 64}) {
+    if (parts == 1 || w.dim("K") / parts >= kMinPartK) v.push_back(parts);
+  }
+  return v;
+}
+
 KernelPlan plan_matmul(const Common& c) {
   KernelPlan p = start_plan(c, OpFamily::matmul, true);
   const auto& w = c.w;
@@ -11,17 +32,23 @@ KernelPlan plan_matmul(const Common& c) {
   const std::int64_t M = w.dim("M"), N = w.dim("N"), K = w.dim("K");
   const std::int64_t tm = c.knob(knobs::tile_m), tn = c.knob(knobs::tile_n);
   const std::int64_t tk = c.knob(knobs::tile_k);
-  const double nk = std::ceil(double(K) / double(tk));
+  // split_k parts each reduce their own slice of K on a core of their own.
+  const std::int64_t parts = c.s.get_or(std::string(knobs::split_k), 1);
+  const std::int64_t Kp = ceil_div(K, parts);
+  const double nk = std::ceil(double(Kp) / double(tk));
   const double spl = std::min(double(c.knob(knobs::k_steps)), nk);
   const double loads = std::ceil(nk / spl);
   const double tk_p = ceil_to(double(tk), c.c0);
-  const double kk = ceil_to(double(K), c.c0) / (loads * spl);  // K per step, padded
+  const double kk = ceil_to(double(Kp), c.c0) / (loads * spl);  // K per step, padded
+  // A part's partial sums leave in fp32 and are added into the output (the fixpipe's atomic
+  // add), which is zeroed first.
+  const double out_b = parts > 1 ? 4.0 : c.b;
   p.has_order = true;
   const double extra_in = fused_extra_inputs(p.fusion);
   for (auto [m, cm] : axis_tiles(M, tm)) {
     for (auto [n, cn] : axis_tiles(N, tn)) {
       TileWork tw;
-      tw.count = cm * cn * batch;
+      tw.count = cm * cn * batch * double(parts);
       tw.loads = loads;
       tw.steps_per_load = spl;
       tw.copies[0] = {m * kk * spl * c.b, kk * spl * c.b};       // A rows of the K panel
@@ -32,6 +59,8 @@ KernelPlan plan_matmul(const Common& c) {
       tw.l0_transfers = 2;
       tw.cube_macs = c.pad_m(m) * c.pad_n(n) * kk;
       cube_output(tw, c, m * n, p.fusion);
+      tw.store_bytes *= out_b / c.b;
+      tw.fix_store_bytes *= out_b / c.b;
       tw.consumed_bytes = loads * spl * kk * c.b * (c.pad_m(m) * c.pad_n(n) / 8);
       p.tiles.push_back(tw);
     }
@@ -41,7 +70,7 @@ KernelPlan plan_matmul(const Common& c) {
   p.batch = batch;
   const double a = double(M) * double(K) * c.b, b = double(K) * double(N) * c.b;
   set_reuse(p, a, a, b, b, TileOrder(c.knob(knobs::tile_order)));
-  p.out_bytes = batch * double(M) * double(N) * c.b;
+  p.out_bytes = batch * double(M) * double(N) * out_b * double(parts > 1 ? parts + 1 : 1);
   p.other_reads = extra_in * p.out_bytes;
   add_separate_kernels(p);
 
@@ -71,13 +100,16 @@ std::shared_ptr<const OpLowering> matmul_template() {
   return family_template(
       [](const Workload& w, const Target& t) -> std::vector<Knob> {
         const Values depth = depth_values(t), order = {0, 1, 2}, fusion = fusion_values(w);
-        return {knob(knobs::tile_m, tile_values(w.dim("M"), from_unit(kTileSizes, t, t.cube_m))),
-                knob(knobs::tile_n, tile_values(w.dim("N"), from_unit(kTileSizes, t, t.cube_n))),
-                knob(knobs::tile_k, tile_values(w.dim("K"), from_unit(kReductionSizes, t, t.cube_k))),
-                knob(knobs::k_steps, kKSteps),
-                knob(knobs::async_copy_depth, depth),
-                knob(knobs::tile_order, order),
-                knob(knobs::fusion_level, fusion)};
+        std::vector<Knob> k = {knob(knobs::tile_m, tile_values(w.dim("M"), from_unit(kTileSizes, t, t.cube_m))),
+                               knob(knobs::tile_n, tile_values(w.dim("N"), from_unit(kTileSizes, t, t.cube_n))),
+                               knob(knobs::tile_k, tile_values(w.dim("K"), from_unit(kReductionSizes, t, t.cube_k))),
+                               knob(knobs::k_steps, kKSteps),
+                               knob(knobs::async_copy_depth, depth),
+                               knob(knobs::tile_order, order),
+                               knob(knobs::fusion_level, fusion)};
+        // Records stored before the knob ran unsplit.
+        if (offers_split_k(w)) k.push_back({std::string(knobs::split_k), split_k_values(w), 1});
+        return k;
       },
       plan_matmul);
 }

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "core/error.hpp"
 #include "lowering/compute_unit.hpp"
 #include "lowering/knob_names.hpp"
@@ -253,6 +256,39 @@ TEST(LoweringTest, AScheduleStoredBeforeTheLayoutKnobTakesTheFractal) {
   EXPECT_DOUBLE_EQ(plan_kernel(w, small_target(), old).tiles[0].copies[0].segment_bytes,
                    plan_kernel(w, small_target(), conv_schedule(0, 28, 28)).tiles[0].copies[0].segment_bytes);
   EXPECT_EQ(default_schedule(w, small_target()).at("layout"), 0);
+}
+
+// A conv's weight gradient: K (batch x pixels) far longer than the filter it produces.
+TEST(LoweringTest, AWeightGradientSplitsItsReductionOverCores) {
+  const Workload wgrad = workload(R"({"op":"matmul","dims":{"M":256,"N":64,"K":802816}})");
+  const ScheduleSpace space = space_for(wgrad, small_target());
+  const auto& knobs = space.knobs();
+  const auto split = std::find_if(knobs.begin(), knobs.end(), [](const Knob& k) { return k.name == knobs::split_k; });
+  ASSERT_NE(split, knobs.end());
+  EXPECT_EQ(split->values.front(), 1);
+  EXPECT_EQ(split->values.back(), 64);
+  std::map<std::string, std::int64_t> values = matmul_schedule(128, 64, 64, 4, 2, 0).values();
+  const Schedule whole(values);
+  values["split_k"] = 8;
+  const KernelPlan one = plan_kernel(wgrad, small_target(), whole);
+  const KernelPlan eight = plan_kernel(wgrad, small_target(), Schedule(values));
+  ASSERT_TRUE(eight.verdict.ok) << eight.verdict.reason;
+  EXPECT_DOUBLE_EQ(eight.tile_count(), 8 * one.tile_count());
+  EXPECT_DOUBLE_EQ(eight.tiles[0].loads * 8, one.tiles[0].loads);
+  // Each part adds fp32 partial sums into the output, which is zeroed first.
+  EXPECT_DOUBLE_EQ(one.out_bytes, 256.0 * 64 * 2);
+  EXPECT_DOUBLE_EQ(eight.out_bytes, 256.0 * 64 * 4 * 9);
+  // A schedule stored before the knob ran unsplit.
+  values["split_k"] = 1;
+  ASSERT_TRUE(space.point_of(whole));
+  EXPECT_EQ(space.point_of(whole), space.point_of(Schedule(values)));
+  // The vendor default fills the cores: 2 output tiles x 2 parts on the 4-core target.
+  EXPECT_EQ(default_schedule(wgrad, small_target()).at("split_k"), small_target().ai_cores / 2);
+  // Matmuls whose output fills the cores, or that fuse an epilogue, keep their space.
+  for (const char* text : {R"({"op":"matmul","dims":{"M":128,"N":768,"K":3072}})",
+                           R"({"op":"matmul","dims":{"M":256,"N":64,"K":802816},"epilogue":["bias"]})"}) {
+    for (const Knob& k : space_for(workload(text), small_target()).knobs()) EXPECT_NE(k.name, knobs::split_k) << text;
+  }
 }
 
 TEST(LoweringTest, LayoutChangeIsATransposeOfTheConvInput) {

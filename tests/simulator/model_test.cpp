@@ -47,6 +47,21 @@ TEST(ModelTest, LastWaveLeavesCoresIdle) {
   EXPECT_GT(two_waves, 1.6 * one_wave);
 }
 
+TEST(ModelTest, ASplitReductionFillsTheCoresAWeightGradientLeavesIdle) {
+  // A ResNet-50 1x1 conv's weight gradient at batch 256: a 256 x 64 filter from 802816 pixels.
+  const Target t = preset("ascend910");  // 32 cores
+  const Workload wgrad = workload(R"({"op":"matmul","dims":{"M":256,"N":64,"K":802816},"dtype":"float16"})");
+  std::map<std::string, std::int64_t> values = matmul_schedule(128, 64, 64, 4, 2, 0).values();
+  values["split_k"] = 1;
+  const double whole = simulated_us(t, wgrad, Schedule(values));
+  values["split_k"] = 16;  // 2 output tiles x 16 parts: every core busy
+  const double split = simulated_us(t, wgrad, Schedule(values));
+  EXPECT_LT(split, whole / 10);
+  values["split_k"] = 32;  // twice the parts on the same cores: two waves of half the work
+  EXPECT_GT(simulated_us(t, wgrad, Schedule(values)), 0.8 * split);
+  EXPECT_GE(default_schedule(wgrad, t).at("split_k"), 16);
+}
+
 TEST(ModelTest, BandwidthBoundOpRunsAtHbmSpeed) {
   const Target t = preset("ascend910b");
   const Workload add = workload(R"({"op":"elementwise","dims":{"M":8192,"N":8192}})");
