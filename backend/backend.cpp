@@ -111,6 +111,15 @@ Schedule required_default(const Workload& w, const Target& t) {
                   " (measured tables are tuned one at a time, not in batch jobs)");
 }
 
+Analysis Backend::analyze(const Measurement&, const Schedule&) const {
+  return {.bottleneck = "unknown", .hint = "the " + name() + " backend reads no profile"};
+}
+
+Analysis analyze(const Workload& w, const Target& t, const Measurement& m, const Schedule& s) {
+  if (!m.ok()) throw_bad_input("analyze: field 'status' must be ok, got " + std::string(to_string(m.status)));
+  return backend_for(w, t).analyze(m, s);
+}
+
 Measurement measure_one(const MeasureRequest& request, const MeasureOptions& options) {
   return backend_for(request.workload, request.target)
       .measure(std::span<const MeasureRequest>(&request, 1), options)

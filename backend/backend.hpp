@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/analysis.hpp"
 #include "core/cancel.hpp"
 #include "core/measurement.hpp"
 #include "core/schedule_space.hpp"
@@ -99,6 +100,9 @@ class Backend {
   // candidate failures (invalid, compile errors, ...) come back as statuses.
   virtual std::vector<Measurement> measure(std::span<const MeasureRequest> batch,
                                            const MeasureOptions& options) const = 0;
+  // Its reading of one ok measurement of s (core/analysis.hpp): the bottleneck and what to try.
+  // The default reads no profile: bottleneck "unknown".
+  virtual Analysis analyze(const Measurement& m, const Schedule& s) const;
 };
 
 // The backend that serves w on t; bad_input naming the op and target if none does.
@@ -122,6 +126,8 @@ Schedule required_default(const Workload& w, const Target& t);
 // backend_for(w, t).default_on_threads(w, t, def, threads).
 Schedule default_on_threads(const Workload& w, const Target& t, const Schedule& def, std::int64_t threads);
 Measurement measure_one(const MeasureRequest& request, const MeasureOptions& options = {});
+// backend_for(w, t).analyze(m, s); bad_input unless m is ok.
+Analysis analyze(const Workload& w, const Target& t, const Measurement& m, const Schedule& s);
 
 // w under s on target once, without simulated noise: how a job times the schedules it
 // chose (its end-to-end figure, its table's unmeasured entries) and how reports compare them.

@@ -3,6 +3,7 @@
 // different CPUs never mix.
 #include "backend/internal/builtin_backends.hpp"
 #include "core/error.hpp"
+#include "host/analysis.hpp"
 #include "host/builder.hpp"
 #include "host/conv_space.hpp"
 #include "host/host_space.hpp"
@@ -67,6 +68,7 @@ class HostBackend final : public Backend {
     config.peak_gflops = host::core_peak_gflops(host::describe_machine());
     return host::measure_candidates(candidates, host::this_machine(), config);
   }
+  Analysis analyze(const Measurement& m, const Schedule& s) const override { return host::analyze_cpu(m, s); }
 
  private:
   static void require_this_machine(const Target& t) { host::require_this_machine(t); }

@@ -1,6 +1,7 @@
 // npu-sim: lowering's spaces and plans, measured by the NPU simulator.
 #include "backend/internal/builtin_backends.hpp"
 #include "lowering/lowering.hpp"
+#include "simulator/analysis.hpp"
 #include "simulator/simulator.hpp"
 
 namespace atvoss::backend {
@@ -29,6 +30,7 @@ class NpuSimBackend final : public Backend {
     }
     return out;
   }
+  Analysis analyze(const Measurement& m, const Schedule& s) const override { return simulator::analyze(m, s); }
 };
 
 }  // namespace

@@ -21,24 +21,18 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _atvoss
 from ._json import dumps, loads
-from .vocabulary import Target, as_target
+from .vocabulary import Target, as_target, as_workload
 
 # The metrics a Profiler can keep: the Profile's fields, and the measurement's time.
 METRICS: Tuple[str, ...] = ("compute_us", "dma_us", "sync_wait_us", "launch_us", "l1_hit_rate",
                             "dma_utilisation", "cube_utilisation", "gm_bytes", "kernels", "time_us")
 # Where an NPU measurement's time went (Profile fields), as ProfiledOp reports it.
 _PARTS = ("compute_us", "dma_us", "sync_wait_us", "launch_us")
-# Host target: from this fraction of its threads' peak FLOP/s on, a kernel is compute-bound.
-CPU_COMPUTE_BOUND = 0.5
-# Host target: repeats varying more than this (coefficient of variation) earn a noise warning;
-# the kernel runner itself re-measures above 5 % (docs/host-backend.md).
-CPU_NOISY_CV = 0.05
 # Ops listed under "top_bottleneck_ops" in summary.json.
 SUMMARY_TOP = 5
 
 _active: List["Profiler"] = []
 _lock = threading.Lock()
-_cpu_targets: Dict[str, bool] = {}  # target key -> whether its organisation is "cpu"
 
 PathArg = Union[str, "os.PathLike[str]"]
 
@@ -213,7 +207,7 @@ class Profiler:
     def _analysis(self, index: int, record: ProfileRecord) -> Tuple[str, str]:
         """(bottleneck, hint) of an ok record, computed once."""
         if index not in self._analyses:
-            self._analyses[index] = _analyse(record.target, record.measurement)
+            self._analyses[index] = _analyse(record.workload, record.target, record.measurement)
         return self._analyses[index]
 
     def report(self, top: int = 5) -> Dict[str, Any]:
@@ -330,55 +324,15 @@ class Profiler:
         _write_json(os.path.join(path, "summary.json"), self.stats())
 
 
-def _analyse(target: Any, m: Any) -> Tuple[str, str]:
-    """(bottleneck, hint) of an ok measurement on target: a CPU's own (_cpu_analysis) when
-    the target's organisation is "cpu", else atvoss-analyze's (the NPU breakdown)."""
+def _analyse(workload: Any, target: Any, m: Any) -> Tuple[str, str]:
+    """(bottleneck, hint) of an ok measurement: its backend's reading (backend::analyze: the
+    simulator's breakdown on an NPU, the share of the peak FLOP/s on a CPU)."""
     if m.profile is None:
         return "unknown", "no profile was measured"
-    if _is_cpu(target):
-        return _cpu_analysis(m)
-    a = loads(_atvoss.analyze(dumps(m.to_json()), dumps(dict(m.schedule))))
-    return a["bottleneck"], a["hint"]
-
-
-def _cpu_analysis(m: Any) -> Tuple[str, str]:
-    """Host target: "compute" when the kernel reaches CPU_COMPUTE_BOUND of the peak FLOP/s of
-    its threads (Profile.cube_utilisation), else "memory" (the FMA units mostly wait); the
-    hint says what to try, and warns when the repeats vary more than CPU_NOISY_CV."""
-    util = m.profile.cube_utilisation
-    threads = dict(m.schedule).get("threads", 1)
-    of_peak = f"{util:.0%} of the peak FLOP/s of its {threads} thread{'' if threads == 1 else 's'}"
-    if util >= CPU_COMPUTE_BOUND:
-        kind, hint = "compute", (f"{of_peak}: the FMA units are the limit; what is left is more threads "
-                                 "(knob 'threads'), less work (fuse it with its neighbours) or a faster machine")
-    else:
-        kind, hint = "memory", (f"{of_peak}: the FMA units mostly wait on operands; block for the caches "
-                                "(tile_m/tile_n/tile_k so the panels stay in L1/L2) and widen the register block "
-                                "(micro_m x micro_n) so each load feeds several vector FMAs; an op with little "
-                                "arithmetic per byte (element-wise, softmax) is bound by memory bandwidth: fuse it "
-                                "into its producer")
-    cv = _repeat_cv(m)
-    if cv > CPU_NOISY_CV:
-        hint += (f"; its repeats vary by {cv:.0%} (coefficient of variation): the machine was busy, measure "
-                 "again (more repeats, a quiet machine) before trusting this time")
-    return kind, hint
-
-
-def _repeat_cv(m: Any) -> float:
-    """The coefficient of variation of m's repeats: Profile.time_cv when the profile carries
-    it, else computed from m.repeats as the host runner does (population sd / mean)."""
-    cv = getattr(m.profile, "time_cv", 0.0) or 0.0
-    if cv or len(m.repeats) < 2:
-        return float(cv)
-    mean = statistics.fmean(m.repeats)
-    return float(statistics.pstdev(m.repeats) / mean) if mean > 0 else 0.0
-
-
-def _is_cpu(target: Any) -> bool:
     t = target if isinstance(target, Target) else as_target(target)
-    if t.key not in _cpu_targets:
-        _cpu_targets[t.key] = t.to_json().get("organisation") == "cpu"
-    return _cpu_targets[t.key]
+    a = loads(_atvoss.analyze(dumps(m.to_json()), dumps(dict(m.schedule)), dumps(as_workload(workload).to_json()),
+                              dumps(t.to_json())))
+    return a["bottleneck"], a["hint"]
 
 
 def _duration(m: Any) -> float:

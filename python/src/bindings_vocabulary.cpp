@@ -1,7 +1,8 @@
 // Vocabulary bindings: canonical Workload, Target and Schedule JSON, schedule spaces and
-// their validity check, the vendor default, zoo models, and atvoss-analyze's reading of a
-// profile (simulator::analyze). Targets cross as text that backend::load_target reads
-// (a preset name, a file or JSON), so every form the CLIs accept works here too.
+// their validity check, the vendor default, zoo models, and the backends' reading of a
+// measurement (backend::analyze; without a workload and target, simulator::analyze).
+// Targets cross as text that backend::load_target reads (a preset name, a file or JSON),
+// so every form the CLIs accept works here too.
 #include <pybind11/stl.h>
 
 #include "backend/backend.hpp"
@@ -78,11 +79,16 @@ std::string zoo_model_json(const std::string& name, int batch, bool training) {
   return dump(tasks);
 }
 
-// atvoss-analyze's shares, bottleneck and hint for one ok measurement.
-std::string analyze(const std::string& measurement, const std::string& schedule) {
+// The shares, bottleneck and hint of one ok measurement: its backend's reading where the
+// workload and target are given, else atvoss-analyze's (the simulator's).
+std::string analyze(const std::string& measurement, const std::string& schedule, const std::string& workload,
+                    const std::string& target) {
   const Measurement m = Measurement::from_json(parse(measurement, "measurement"));
   if (!m.ok()) throw_bad_input("analyze: field 'status' must be ok, got " + std::string(to_string(m.status)));
-  const simulator::Analysis a = simulator::analyze(m, Schedule::from_json(parse(schedule, "schedule")));
+  const Schedule s = Schedule::from_json(parse(schedule, "schedule"));
+  const Analysis a = workload.empty() || target.empty()
+                         ? simulator::analyze(m, s)
+                         : backend::analyze(workload_of(workload), backend::load_target(target), m, s);
   return dump({{"compute_share", a.compute_share},
                {"dma_share", a.dma_share},
                {"sync_share", a.sync_share},
@@ -110,7 +116,8 @@ void bind_vocabulary(py::module_& m) {
   m.def("zoo_names", &frontend::zoo_names, "Names of the zoo models");
   m.def("zoo_model", &zoo_model_json, "Tasks of a zoo model (at a batch, or its training step) as JSON",
         py::arg("name"), py::arg("batch") = 0, py::arg("training") = false);
-  m.def("analyze", &analyze, "atvoss-analyze's reading of one measurement as JSON");
+  m.def("analyze", &analyze, "The backend's reading of one measurement as JSON (atvoss-analyze's without one)",
+        py::arg("measurement"), py::arg("schedule"), py::arg("workload") = "", py::arg("target") = "");
 }
 
 }  // namespace atvoss::python

@@ -10,6 +10,7 @@
 #include "backend/targets.hpp"
 #include "core/error.hpp"
 #include "lowering/lowering.hpp"
+#include "simulator/analysis.hpp"
 
 namespace atvoss::backend {
 namespace {
@@ -120,6 +121,32 @@ TEST(BackendTest, TraitsSayHowABackendMeasures) {
   other.name = "host-000000000000";  // another CPU's fingerprint
   EXPECT_NO_THROW(check_target(host));
   EXPECT_THROW(check_target(other), Error);
+}
+
+// Each backend reads its own measurements: the simulator its breakdown, the host the share of
+// the CPU's peak (no cubes or DMA queues), a table nothing; a failed measurement is refused.
+TEST(BackendTest, EachBackendAnalysesItsOwnMeasurements) {
+  const Target npu = load_target("ascend910b");
+  const Schedule def = *default_schedule(kMatmul, npu);
+  const Measurement simulated = measure_one(MeasureRequest{kMatmul, npu, def, 1, 0}, MeasureOptions{0});
+  EXPECT_EQ(analyze(kMatmul, npu, simulated, def).hint, simulator::analyze(simulated, def).hint);
+
+  const Target host = load_target("host");
+  const Workload cpu_matmul = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}})");
+  Measurement m = Measurement::from_json(simulated.to_json());
+  m.profile.cube_utilisation = 0.9;
+  m.repeats = {30, 40, 50};  // a coefficient of variation of 20 %
+  const Schedule two_threads({{"threads", 2}});
+  const Analysis cpu = analyze(cpu_matmul, host, m, two_threads);
+  EXPECT_EQ(cpu.bottleneck, "compute");
+  EXPECT_NE(cpu.hint.find("90% of the peak FLOP/s of its 2 threads"), std::string::npos) << cpu.hint;
+  EXPECT_NE(cpu.hint.find("vary by 20%"), std::string::npos) << cpu.hint;
+  EXPECT_EQ(cpu.hint.find("cube"), std::string::npos) << cpu.hint;
+  m.profile.cube_utilisation = 0.1;
+  EXPECT_EQ(analyze(cpu_matmul, host, m, two_threads).bottleneck, "memory");
+
+  EXPECT_EQ(backend_named("recorded").analyze(m, two_threads).bottleneck, "unknown");
+  EXPECT_THROW(analyze(kMatmul, npu, Measurement::failed(Status::invalid, "too big"), def), Error);
 }
 
 // The vendor default on more cores is what the runtime runs there: on the host, a conv2d's
