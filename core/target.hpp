@@ -83,6 +83,10 @@ struct Target {
   bool supports(DType d) const;
   double peak_flops(DType d) const;
   double hbm_bytes_per_second() const { return hbm_bytes_per_cycle * clock_ghz * 1e9; }
+  // Whether vector work runs on cores of its own beside the cube cores (the split parts' AIV),
+  // not on each cube core's own vector unit: the graph run's engines and a fused epilogue's
+  // path (through a GM workspace) follow from it.
+  bool separate_vector_cores() const { return organisation == "split"; }
   double cycles_to_us(double cycles) const { return cycles / (clock_ghz * 1e3); }
 };
 

@@ -334,7 +334,7 @@ double makespan_lower_bound(const ExecGraph& g, const Device& d) {
 
 Device Device::of(const Target& target) {
   Device d;
-  d.split = target.organisation == "split";
+  d.split = target.separate_vector_cores();
   d.sunk = launch_mode_of(target) == LaunchMode::sunk;
   d.cube_cores = target.ai_cores;
   d.vector_cores = d.split ? target.vector_cores : target.ai_cores;

@@ -179,7 +179,7 @@ inline void cube_output(TileWork& tw, const Common& c, double out_elems, const F
   tw.epilogue_bytes = out_elems * c.b * fused_ops(f);
   // On split parts the cube core has no UB: the tile is parked in a GM workspace
   // (L2-resident) and the vector cores read it back before the epilogue.
-  if (c.t.organisation == "split" && !f.fused.empty()) tw.workspace_bytes = out_elems * c.b;
+  if (c.t.separate_vector_cores() && !f.fused.empty()) tw.workspace_bytes = out_elems * c.b;
   tw.handover = c.fusion_level >= 3;
   // Without a fixpipe, or with an epilogue to run, the tile goes through UB.
   if (c.t.fixpipe_bytes_per_cycle <= 0 || !f.fused.empty()) {

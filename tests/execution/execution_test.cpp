@@ -41,6 +41,29 @@ TEST(Execution, TwoBranchesOnEnoughCoresFinishInTheLongerBranchsTime) {
   EXPECT_DOUBLE_EQ(makespan_lower_bound(g, cores(4)), 35);
 }
 
+// A split chip (the AIV beside the AIC) runs a vector kernel on vector cores of its own beside a
+// cube kernel; a coupled chip's vector work takes the cube cores' turn.
+TEST(Execution, ASplitChipRunsVectorKernelsBesideCubeKernels) {
+  ExecGraph g;
+  const int x = g.add_buffer("x", 1), a = g.add_buffer("a", 1), b = g.add_buffer("b", 1);
+  NodeCost matmul = cost(10, 4);
+  matmul.unit = Unit::cube;
+  g.add_node("matmul", "op", matmul, {x}, {a});
+  g.add_node("softmax", "op", cost(10, 4), {x}, {b});
+  Target t;
+  t.ai_cores = 4;
+  t.vector_cores = 8;
+  t.organisation = "split";
+  const Device split = Device::of(t);
+  EXPECT_EQ(split.vector_cores, 8);
+  EXPECT_DOUBLE_EQ(simulate(g, split).makespan_us, 10);
+  t.organisation = "coupled";
+  const Device coupled = Device::of(t);
+  EXPECT_EQ(coupled.vector_cores, 4);
+  EXPECT_DOUBLE_EQ(simulate(g, coupled).makespan_us, 20);
+  EXPECT_DOUBLE_EQ(makespan_lower_bound(g, coupled), 20);
+}
+
 // The bound takes the largest of the chain (a launch before each start), each pool's work over
 // its size, and the host issuing every launch.
 TEST(Execution, TheMakespanLowerBoundIsTheLargestOfChainPoolsAndHost) {

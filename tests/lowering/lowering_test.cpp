@@ -258,6 +258,17 @@ TEST(LoweringTest, AScheduleStoredBeforeTheLayoutKnobTakesTheFractal) {
   EXPECT_EQ(default_schedule(w, small_target()).at("layout"), 0);
 }
 
+// On a split part the cube core has no UB: a fused epilogue's input tile is parked in a GM
+// workspace that the vector cores read back; a coupled core keeps it on chip.
+TEST(LoweringTest, ASplitPartsFusedEpilogueGoesThroughAWorkspace) {
+  const Workload w = workload(R"({"op":"matmul","dims":{"M":256,"N":256,"K":256},"epilogue":["bias","relu"]})");
+  const Schedule s = matmul_schedule(128, 128, 64, 2, 2, 0, 2);
+  Target split = small_target();
+  split.organisation = "split";
+  EXPECT_DOUBLE_EQ(plan_kernel(w, split, s).tiles[0].workspace_bytes, 128 * 128 * 2);
+  EXPECT_DOUBLE_EQ(plan_kernel(w, small_target(), s).tiles[0].workspace_bytes, 0);
+}
+
 // A conv's weight gradient: K (batch x pixels) far longer than the filter it produces.
 TEST(LoweringTest, AWeightGradientSplitsItsReductionOverCores) {
   const Workload wgrad = workload(R"({"op":"matmul","dims":{"M":256,"N":64,"K":802816}})");
