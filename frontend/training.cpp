@@ -32,6 +32,14 @@ Workload plain(const Workload& w) {
   return Workload::from_json(j);
 }
 
+// An elementwise kernel that moves `bytes` in all: each of its elements moves three values (two
+// read, one written). Rounded up to whole rows of 1024: a count with few factors of two would
+// make rows of one or two values.
+std::optional<Workload> elementwise_moving(double bytes, DType dtype) {
+  const double elements = bytes / (3.0 * dtype_bytes(dtype));
+  return rows_over("elementwise", elements > 1024 ? std::ceil(elements / 1024) * 1024 : std::ceil(elements), dtype);
+}
+
 BackwardKernels conv_backward(const Workload& w) {
   auto d = [&](const char* n) { return w.dim(n); };
   const std::int64_t oh = w.out_h(), ow = w.out_w(), stride = d("stride");
@@ -59,6 +67,20 @@ BackwardKernels conv_backward(const Workload& w) {
   }
   if (w.has_epilogue("bias")) b.bias_grad = make("reduce", w.dtype(), {{"M", d("K")}, {"N", d("N") * oh * ow}});
   return b;
+}
+
+// Passes over a kernel's output that the backward of its fused epilogue makes: the output
+// gradient read and the input gradient written, each op's saved input read, and a
+// normalisation's reductions (its scale and shift gradients, the mean terms) read twice more.
+// bias has its own reduce (bgrad), add passes the gradient on as it is, and the quantize ops
+// are inference only. 0: nothing to do.
+double epilogue_backward_passes(const Workload& w) {
+  double passes = 0;
+  for (const auto& op : w.epilogue()) {
+    if (op == "bias" || op == "add" || op.find("quantize") != std::string::npos) continue;
+    passes += (op == "batchnorm" || op == "layernorm") ? 3 : 1;
+  }
+  return passes > 0 ? passes + 2 : 0;
 }
 
 BackwardKernels matmul_backward(const Workload& w) {
@@ -196,6 +218,13 @@ class Builder {
       }
       return;
     }
+    if (const double passes = epilogue_backward_passes(*n.kernel); passes > 0) {
+      // The epilogue's gradient first: the kernel's own backward and its residual inputs read it.
+      double out_bytes = 0;
+      for (int o : chain_outputs(k)) out_bytes += tensor(o).bytes;
+      grads = {add(k, TrainingRole::backward, n.name + ".epilogue_grad", "EpilogueGrad",
+                   elementwise_moving(out_bytes * passes, dtype), grads, out_bytes, n.count, dname)};
+    }
     const BackwardKernels b = backward_of(*n.kernel);
     const bool batched = n.kernel->is_matmul_like() && !n.kernel->info().batch_dim.empty();
     if (b.data_grad && main >= 0 && needs_grad(main)) {
@@ -276,10 +305,8 @@ double update_bytes_per_weight(const TrainingSetup& setup, int dtype_bytes) {
 }
 
 std::optional<Workload> optimizer_update(const Workload& forward, const TrainingSetup& setup) {
-  // An fp32 elementwise pass reads and writes 4 bytes per element: 8 bytes moved each.
-  const double elements = weight_bytes(forward) / dtype_bytes(forward.dtype());
-  return rows_over("elementwise", elements * update_bytes_per_weight(setup, dtype_bytes(forward.dtype())) / 8.0,
-                   DType::float32);
+  const double weights = weight_bytes(forward) / dtype_bytes(forward.dtype());
+  return elementwise_moving(weights * update_bytes_per_weight(setup, dtype_bytes(forward.dtype())), DType::float32);
 }
 
 Graph training_graph(const Graph& g, const TrainingSetup& setup) { return Builder(g, setup).build(); }
