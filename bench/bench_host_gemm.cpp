@@ -10,7 +10,7 @@
 // tuner's own measurement; the others come from interleaved rounds (--rounds, default 15) in
 // this process, pinned to one core, median window by wall clock and by thread CPU time.
 // A database that already holds the trials is resumed, not tuned again.
-// The last lines give issue 36's goals per shape: the better atvoss pick as a fraction of the
+// The last lines give the goals per shape: the better atvoss pick as a fraction of the
 // peak and as a ratio to oneDNN.
 // Usage: bench_host_gemm [--trials N] [--rounds N] [--quick] [--db FILE] [--only NAME]
 #include <dlfcn.h>

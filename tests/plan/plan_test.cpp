@@ -67,7 +67,7 @@ class PlanTest : public testing::Test {
   fs::path dir_;
 };
 
-// The 100-trial training step of the issue: 87 of 99 tasks never measured. Their zero-shot
+// A 100-trial training step: 87 of 99 tasks never measured. Their zero-shot
 // picks made the tuned graph run 32201 us against the default's 26430 us.
 TEST_F(PlanTest, AtASmallBudgetThePlanIsNeverSlowerThanTheDefault) {
   const PlannedModel p = plan_job(spec("resnet50-train", 100));
