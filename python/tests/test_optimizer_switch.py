@@ -1,7 +1,7 @@
 """atvoss.Optimizer as an Optuna or Kernel Tuner user expects it: values of any sign and
 numpy scalars, maximize, failures kept while a run of only failures raises, resume that checks
 the space, several pending asks, threads and processes sharing one database, and constraints
-parsed by a closed grammar, and the constraint escape."""
+parsed by a closed grammar that refuses an escape into Python."""
 import json
 import threading
 
