@@ -88,6 +88,15 @@ void check_target(const Target& t) {
   }
 }
 
+std::vector<Target> former_targets(const Target& t) {
+  std::vector<Target> out;
+  for (const auto& b : snapshot()) {
+    if (!b->serves_target(t)) continue;
+    for (Target& f : b->former_targets(t)) out.push_back(std::move(f));
+  }
+  return out;
+}
+
 ScheduleSpace space_for(const Workload& w, const Target& t) { return backend_for(w, t).space(w, t); }
 
 std::optional<Schedule> default_schedule(const Workload& w, const Target& t) {

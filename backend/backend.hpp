@@ -82,6 +82,9 @@ class Backend {
   virtual std::string implied_target() const { return ""; }
   // bad_input when this process cannot measure t for it (another CPU's host target).
   virtual void check_target(const Target&) const {}
+  // The targets t was known as before its key changed, whose stored records are t's (a host
+  // CPU under its legacy fingerprint); none by default.
+  virtual std::vector<Target> former_targets(const Target&) const { return {}; }
   // Whether this backend measures workload w on target t.
   virtual bool serves(const Workload& w, const Target& t) const = 0;
   // REQUIRES for the rest: serves(w, t).
@@ -119,6 +122,8 @@ BackendTraits traits_for(const Workload& w, const Target& t);
 // tightest max_concurrent. check_target asks each of them (bad_input from the first that refuses).
 BackendTraits target_traits(const Target& t);
 void check_target(const Target& t);
+// The former targets of t over every backend that serves it (Backend::former_targets).
+std::vector<Target> former_targets(const Target& t);
 ScheduleSpace space_for(const Workload& w, const Target& t);
 std::optional<Schedule> default_schedule(const Workload& w, const Target& t);
 // The default where a whole-model job needs one; bad_input naming the backend if it has none.

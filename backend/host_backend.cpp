@@ -69,6 +69,13 @@ class HostBackend final : public Backend {
     return host::measure_candidates(candidates, host::this_machine(), config);
   }
   Analysis analyze(const Measurement& m, const Schedule& s) const override { return host::analyze_cpu(m, s); }
+  // This machine's target under its legacy fingerprint (host/machine.hpp former_host_target).
+  std::vector<Target> former_targets(const Target& t) const override {
+    if (t.name != host::this_machine().target_name()) return {};
+    host::DescribeOptions options;
+    options.roots = host::process_roots();
+    return {host::former_host_target(options)};
+  }
 
  private:
   static void require_this_machine(const Target& t) { host::require_this_machine(t); }

@@ -224,16 +224,29 @@ double two_digits(double v) {
   return std::round(v / scale) * scale;
 }
 
-fs::path cache_file(const std::string& dir, const MachineInfo& info) {
-  return fs::path(dir) / (info.target_name() + ".json");
+// The /proc/cpuinfo flags the fingerprint names: the ISA extensions -march=native turns into
+// code for these kernels (and the ones codegen tests itself). kLegacyFlags: the fingerprint's
+// flags before version 2.
+const std::set<std::string> kLegacyFlags = {"sse2",     "avx",      "avx2",        "fma",         "avx512f",
+                                            "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile",
+                                            "amx_int8", "amx_bf16", "asimd",       "sve"};
+const std::set<std::string> kIsaFlags = [] {
+  std::set<std::string> s = kLegacyFlags;
+  s.insert({"avx_vnni", "avx512dq", "avx512cd", "avx512_fp16", "avx512ifma", "avx512vbmi", "avx512_vbmi2", "f16c",
+            "bmi2", "sve2"});
+  return s;
+}();
+
+fs::path cache_file(const std::string& dir, const std::string& target_name) {
+  return fs::path(dir) / (target_name + ".json");
 }
 
-std::optional<Calibration> load_cached(const fs::path& file, const MachineInfo& info) {
+std::optional<Calibration> load_cached(const fs::path& file, const std::string& fingerprint) {
   std::ifstream f(file);
   if (!f) return std::nullopt;
   try {
     const Json j = Json::parse(f);
-    if (j.value("fingerprint", "") != info.fingerprint()) return std::nullopt;
+    if (j.value("fingerprint", "") != fingerprint) return std::nullopt;
     // A file from before fma_chains was measured lacks it: measured again.
     Calibration c{j.at("peak_gflops").get<double>(), j.at("bandwidth_gbs").get<double>(),
                   j.at("fma_chains").get<int>()};
@@ -312,11 +325,24 @@ Target to_target(const MachineInfo& info, const Calibration& c) {
 }  // namespace
 
 std::string MachineInfo::fingerprint() const {
-  std::string text = "model=" + model + "\narch=" + arch + "\nflags=";
+  std::string text = "v2\nmodel=" + model + "\nfamily=" + family + "\nmodel_number=" + model_number +
+                     "\nstepping=" + stepping + "\narch=" + arch + "\nflags=";
   for (const auto& f : simd_flags) text += f + " ";
+  text += "\ncores=" + std::to_string(physical_cores) + "\nl1d=" + std::to_string(l1d_bytes) +
+          "\nl2=" + std::to_string(l2_bytes) + "\nl3=" + std::to_string(l3_bytes);
+  return sha256_hex(text);
+}
+
+std::string MachineInfo::legacy_fingerprint() const {
+  std::string text = "model=" + model + "\narch=" + arch + "\nflags=";
+  for (const auto& f : simd_flags) {
+    if (kLegacyFlags.count(f)) text += f + " ";
+  }
   text += "\ncores=" + std::to_string(physical_cores);
   return sha256_hex(text);
 }
+
+std::string MachineInfo::legacy_target_name() const { return "host-" + legacy_fingerprint().substr(0, 12); }
 
 bool MachineInfo::has_flag(std::string_view flag) const {
   return std::find(simd_flags.begin(), simd_flags.end(), flag) != simd_flags.end();
@@ -334,9 +360,6 @@ MachineInfo probe_machine(const MachineRoots& roots) {
 #else
   info.arch = "x86_64";
 #endif
-  static const std::set<std::string> relevant = {"sse2",     "avx",      "avx2",        "fma",         "avx512f",
-                                                 "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile",
-                                                 "amx_int8", "amx_bf16", "asimd",       "sve"};
   std::set<std::string> flags;
   std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
   std::string physical;
@@ -348,12 +371,18 @@ MachineInfo probe_machine(const MachineRoots& roots) {
     const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
     if (key == "processor") ++processors;
     if ((key == "model name" || key == "CPU part") && info.model == "unknown") info.model = value;
+    const auto first = [&](std::string& field) {
+      if (field.empty()) field = value;
+    };
+    if (key == "cpu family" || key == "CPU implementer") first(info.family);
+    if (key == "model" || key == "CPU variant") first(info.model_number);
+    if (key == "stepping" || key == "CPU revision") first(info.stepping);
     if (key == "physical id") physical = value;
     if (key == "core id") cores.emplace(physical, value);
     if (key == "flags" || key == "Features") {
       std::istringstream words(value);
       for (std::string w; words >> w;) {
-        if (relevant.count(w)) flags.insert(w);
+        if (kIsaFlags.count(w)) flags.insert(w);
       }
     }
   }
@@ -425,20 +454,44 @@ std::optional<FileLock> calibration_lock(const fs::path& file) {
   }
 }
 
+namespace {
+
+std::string cache_dir_of(const DescribeOptions& options) {
+  return options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+}
+
+// The figures measured under the legacy name, if its cache file still holds them.
+std::optional<Calibration> legacy_calibration(const std::string& dir, const MachineInfo& info) {
+  return load_cached(cache_file(dir, info.legacy_target_name()), info.legacy_fingerprint());
+}
+
+}  // namespace
+
 Target describe_machine(const DescribeOptions& options) {
   const MachineInfo info = probe_machine(options.roots);
-  const std::string dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  const fs::path file = cache_file(dir, info);
-  std::optional<Calibration> c = load_cached(file, info);
+  const std::string dir = cache_dir_of(options);
+  const fs::path file = cache_file(dir, info.target_name());
+  std::optional<Calibration> c = load_cached(file, info.fingerprint());
   if (!c) {
     const auto lock = calibration_lock(file);
-    c = load_cached(file, info);  // another process may have measured while this one waited
+    c = load_cached(file, info.fingerprint());  // another process may have measured while this one waited
     if (!c) {
-      c = options.measure(info);
+      // The same CPU measured under its legacy name: its figures carry over, so the target
+      // keeps the figures its adopted records were measured with.
+      c = legacy_calibration(dir, info);
+      if (!c) c = options.measure(info);
       store_cached(file, info, *c);
     }
   }
   return to_target(info, *c);
+}
+
+Target former_host_target(const DescribeOptions& options) {
+  const MachineInfo info = probe_machine(options.roots);
+  const std::optional<Calibration> legacy = legacy_calibration(cache_dir_of(options), info);
+  Target t = legacy ? to_target(info, *legacy) : describe_machine(options);
+  t.name = info.legacy_target_name();
+  return t;
 }
 
 MachineRoots process_roots() {

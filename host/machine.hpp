@@ -2,10 +2,10 @@
 // cores, cache sizes (read from /proc/cpuinfo and sysfs), a measured single-core FMA peak and
 // a measured memory bandwidth — and the Target the host backend tunes for.
 //
-// The fingerprint (CPU model, the SIMD flags that change generated code, physical cores) is
-// the machine's identity: it goes into the Target's name ("host-<12 hex of sha256>"), so
-// Target::key() differs across CPUs, results from different CPUs never mix in the database,
-// and a lookup from another CPU is simply an unknown target.
+// The fingerprint (CPU model, family, model number, stepping, the ISA flags the kernels are
+// compiled for, physical cores, cache sizes) is the machine's identity: it goes into the Target's name ("host-<12 hex
+// of sha256>"), so Target::key() differs across CPUs, results from different CPUs never mix in the database, and a
+// lookup from another CPU is simply an unknown target.
 //
 // The measured figures (peak, bandwidth, and the FMA chains the peak needs) are taken once
 // per fingerprint and cached in
@@ -51,6 +51,10 @@ MachineRoots process_roots();
 
 struct MachineInfo {
   std::string model = "unknown";
+  // The CPU's identity below its marketing name (which a virtual machine may blur: every AMD
+  // part an "AMD EPYC"): x86 "cpu family", "model", "stepping"; Arm "CPU implementer",
+  // "CPU variant", "CPU revision". Empty where /proc/cpuinfo gives none.
+  std::string family, model_number, stepping;
   std::string arch;                     // "x86_64" or "aarch64"
   std::vector<std::string> simd_flags;  // sorted: the flags that change generated code
   int physical_cores = 1;
@@ -61,10 +65,17 @@ struct MachineInfo {
 
   int lanes() const { return simd_bytes / 4; }
   bool has_flag(std::string_view flag) const;  // one of simd_flags, e.g. "avx512_vnni"
-  // 64 hex digits of sha256 over model, simd_flags and physical_cores.
+  // 64 hex digits of sha256 over model, family, model number, stepping, simd_flags, physical
+  // cores and the L1d, L2 and L3 sizes: the kernels are compiled with -march=native and
+  // blocked for the caches, so a CPU that differs in any of these is another target.
   std::string fingerprint() const;
   // "host-" + the first 12 hex digits of the fingerprint.
   std::string target_name() const;
+  // The fingerprint and name of versions before the family and caches were in it (model,
+  // the flags of that time, cores): records stored under it on this machine are adopted
+  // (former_host_target below).
+  std::string legacy_fingerprint() const;
+  std::string legacy_target_name() const;
 };
 
 // Reads /proc/cpuinfo and the cache sizes under roots; io error naming the file if cpuinfo
@@ -95,6 +106,13 @@ std::string default_cache_dir();
 Target describe_machine(const DescribeOptions& options);
 const Target& describe_machine();
 const MachineInfo& this_machine();
+
+// This machine's target under its legacy name (MachineInfo::legacy_target_name), with the
+// figures measured under that name where its cache file still holds them: the key its records
+// were stored under before the fingerprint named the family and the caches. A CPU that shared
+// the legacy name but differs in its caches or figures had another key, so its records are
+// never taken for this machine's.
+Target former_host_target(const DescribeOptions& options);
 
 // Whether t is a host target (organisation "cpu"): identified by its fingerprint name.
 bool is_host_target(const Target& t);

@@ -27,6 +27,7 @@
 #include "lowering/knob_names.hpp"
 #include "rpc/channel.hpp"
 #include "tuner/farm_measurer.hpp"
+#include "tuner/former_records.hpp"
 #include "tuner/job_context.hpp"
 #include "tuner/local_measurer.hpp"
 #include "tuner/strategy_setup.hpp"
@@ -58,6 +59,13 @@ std::string group_of(const Workload& w) {
   return g;
 }
 
+// The job's database, holding the target's records stored under its former keys too.
+db::TuningDatabase open_adopting(const std::string& path, const Target& target, std::ostream& notes) {
+  db::TuningDatabase db = db::TuningDatabase::open(path);
+  adopt_former_records(db, target, &notes);
+  return db;
+}
+
 // One task's live state: its session exists once the scheduler first picks it, so
 // that its transfer data includes what earlier tasks measured.
 struct TaskRun {
@@ -84,7 +92,7 @@ class JobRun {
         tasks_(std::move(tasks)),
         memory_(std::move(memory)),
         measurer_(std::move(measurer)),
-        db_(db::TuningDatabase::open(spec.database)),
+        db_(open_adopting(spec.database, target_, options.warnings ? *options.warnings : std::cerr)),
         target_info_(db::TargetInfo::from_target(target_)),
         picks_(zero_shot_picks()),
         scheduler_(scheduler_tasks(), scheduler_options()),

@@ -13,6 +13,7 @@
 #include "db/postgres_url.hpp"
 #include "db/table_export.hpp"
 #include "search/search_strategy.hpp"
+#include "tuner/former_records.hpp"
 #include "tuner/job_runner.hpp"
 #include "tuner/strategy_setup.hpp"
 #include "tuner/tuning_limits.hpp"
@@ -48,6 +49,7 @@ SingleTuneOutcome tune_single(const SingleTuneSpec& spec, const TuneCallbacks& c
   const ScheduleSpace space = backend::space_for(out.workload, out.target);
   auto measurer = make_job_measurer(spec.farm);
   auto db = db::TuningDatabase::open(spec.db);
+  adopt_former_records(db, out.target, &std::cerr);
   StrategyConfig config;
   config.name = spec.strategy;
   config.options = spec.strategy_config;

@@ -26,13 +26,15 @@ void write(const std::filesystem::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
-// Two processors on two cores, or more hyper-threads on the same cores.
-std::string cpuinfo(const std::string& model, const std::string& flags, int cores, int threads_per_core = 1) {
+// Two processors on two cores, or more hyper-threads on the same cores; `identity` adds lines
+// to each processor (cpu family, model, stepping).
+std::string cpuinfo(const std::string& model, const std::string& flags, int cores, int threads_per_core = 1,
+                    const std::string& identity = "") {
   std::string s;
   int n = 0;
   for (int c = 0; c < cores; ++c) {
     for (int t = 0; t < threads_per_core; ++t) {
-      s += "processor\t: " + std::to_string(n++) + "\nmodel name\t: " + model +
+      s += "processor\t: " + std::to_string(n++) + "\n" + identity + "model name\t: " + model +
            "\nphysical id\t: 0\ncore id\t\t: " + std::to_string(c) + "\nflags\t\t: " + flags + "\n\n";
     }
   }
@@ -51,10 +53,10 @@ struct FakeMachine {
   TempDir dir;
   MachineRoots roots{(dir.path() / "proc").string(), (dir.path() / "sys").string()};
   explicit FakeMachine(const std::string& model, const std::string& flags = "fpu sse2 avx avx2 fma", int cores = 2,
-                       int threads = 1) {
-    write(dir.path() / "proc" / "cpuinfo", cpuinfo(model, flags, cores, threads));
+                       int threads = 1, const std::string& identity = "", const std::string& l1d = "48K") {
+    write(dir.path() / "proc" / "cpuinfo", cpuinfo(model, flags, cores, threads, identity));
     const auto sys = dir.path() / "sys";
-    write_cache(sys, 0, "1", "Data", "48K");
+    write_cache(sys, 0, "1", "Data", l1d);
     write_cache(sys, 1, "1", "Instruction", "32K");
     write_cache(sys, 2, "2", "Unified", "1024K");
     write_cache(sys, 3, "3", "Unified", "32768K");
@@ -104,6 +106,54 @@ TEST(MachineTest, FingerprintIsStableAndNamesTheCpu) {
   EXPECT_NE(fa, probe_machine(wide.roots).fingerprint());
   EXPECT_NE(fa, probe_machine(more_cores.roots).fingerprint());
   EXPECT_EQ(probe_machine(a.roots).target_name(), "host-" + fa.substr(0, 12));
+}
+
+// A virtual machine names every AMD part "AMD EPYC": a Zen 4 (family 25, 32 KiB L1d) and a
+// Zen 5 (family 26, 48 KiB L1d, AVX-VNNI) shared one legacy name. The fingerprint tells them
+// apart by family, model, stepping, caches and the flags -march=native compiles for.
+TEST(MachineTest, TheFingerprintNamesTheFamilyTheCachesAndTheIsa) {
+  const std::string flags = "fpu sse2 avx avx2 fma avx512f avx512_vnni";
+  FakeMachine zen4("AMD EPYC", flags, 2, 1, "cpu family\t: 25\nmodel\t\t: 17\nstepping\t: 1\n", "32K"),
+      zen5("AMD EPYC", flags + " avx_vnni", 2, 1, "cpu family\t: 26\nmodel\t\t: 2\nstepping\t: 1\n", "48K"),
+      zen4_stepping("AMD EPYC", flags, 2, 1, "cpu family\t: 25\nmodel\t\t: 17\nstepping\t: 2\n", "32K"),
+      zen4_l1("AMD EPYC", flags, 2, 1, "cpu family\t: 25\nmodel\t\t: 17\nstepping\t: 1\n", "48K"),
+      zen4_vnni("AMD EPYC", flags + " avx_vnni", 2, 1, "cpu family\t: 25\nmodel\t\t: 17\nstepping\t: 1\n", "32K");
+  const MachineInfo a = probe_machine(zen4.roots), b = probe_machine(zen5.roots);
+  EXPECT_EQ(a.family, "25");
+  EXPECT_EQ(a.model_number, "17");  // "model", not "model name"
+  EXPECT_EQ(a.stepping, "1");
+  EXPECT_EQ(a.model, "AMD EPYC");
+  EXPECT_EQ(a.legacy_target_name(), b.legacy_target_name());  // what the old fingerprint saw
+  std::set<std::string> names;
+  for (const FakeMachine* m : {&zen4, &zen5, &zen4_stepping, &zen4_l1, &zen4_vnni}) {
+    names.insert(probe_machine(m->roots).target_name());
+  }
+  EXPECT_EQ(names.size(), 5u);
+  EXPECT_EQ(a.target_name(), "host-" + a.fingerprint().substr(0, 12));
+}
+
+// Before the fingerprint named the family and the caches, this machine's target had its legacy
+// name: the figures measured under it carry over (no measurement), and the former target is
+// the same description under that name, so the records stored under its key are this CPU's.
+TEST(MachineTest, TheLegacyCalibrationCarriesOverAndNamesTheFormerTarget) {
+  FakeMachine fake("Model A");
+  TempDir cache;
+  const MachineInfo info = probe_machine(fake.roots);
+  write(cache.path() / (info.legacy_target_name() + ".json"),
+        Json{{"fingerprint", info.legacy_fingerprint()}, {"peak_gflops", 64}, {"bandwidth_gbs", 20}, {"fma_chains", 10}}
+            .dump());
+  int measured = 0;
+  const DescribeOptions o = counting(fake.roots, cache, Calibration{99, 99, 1}, measured);
+  const Target now = describe_machine(o);
+  EXPECT_EQ(measured, 0);
+  EXPECT_EQ(now.name, info.target_name());
+  EXPECT_DOUBLE_EQ(now.hbm_bytes_per_second(), 20e9);
+  Target former = former_host_target(o);
+  EXPECT_EQ(former.name, info.legacy_target_name());
+  EXPECT_NE(former.key(), now.key());
+  former.name = now.name;
+  EXPECT_EQ(former.key(), now.key());  // only the name differs
+  EXPECT_EQ(measured, 0);
 }
 
 TEST(MachineTest, UnreadableCpuinfoIsAnIoErrorNamingTheFile) {
