@@ -10,9 +10,12 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 #include <unistd.h>
 
+#include "backend/backend.hpp"
+#include "backend/targets.hpp"
 #include "core/error.hpp"
 #include "costmodel/cost_model.hpp"
 #include "db/table/schedule_table.hpp"
@@ -197,6 +200,47 @@ TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
   const auto b = run_and_report(spec(40), quiet);
   EXPECT_EQ(b.measured, 0);
   EXPECT_EQ(b.tuned_us, a.tuned_us);
+}
+
+// A host job on a database from before the fingerprint named the CPU's family and caches: the
+// records stored under this machine's former name are adopted before the job starts, so it
+// resumes them (nothing measured for them) and says so.
+TEST_F(JobRunnerTest, AHostJobAdoptsTheRecordsOfThisMachinesFormerName) {
+  const Target host = backend::load_target("host");
+  const std::vector<Target> former = backend::former_targets(host);
+  ASSERT_EQ(former.size(), 1u);
+  const Workload w =
+      Workload::from_json(parse_json(R"({"op":"matmul","dtype":"float32","dims":{"M":48,"N":48,"K":48}})", "w"));
+  {
+    auto db = db::TuningDatabase::open((dir_ / "h.db").string());
+    const ScheduleSpace space = backend::space_for(w, host);
+    std::vector<db::Record> stored;
+    for (std::uint64_t i = 0; stored.size() < 2 && i < space.size(); ++i) {
+      const Schedule s = space.schedule_at(space.point_at(i));
+      if (!space.check(s).ok) continue;
+      Measurement m;
+      m.status = Status::ok;
+      m.time_us = m.repeats.emplace_back(5.0 + double(stored.size()));
+      stored.emplace_back(w, db::TargetInfo::from_target(former[0]), s, m);
+    }
+    db.records().insert(stored);
+  }
+  const JobSpec job = JobSpec::from_json(Json{{"name", "adopt"},
+                                              {"target", "host"},
+                                              {"workloads", Json::array({Json{{"workload", w.to_json()}}})},
+                                              {"trials", 2},
+                                              {"strategy", "random"},
+                                              {"seed", 1},
+                                              {"database", (dir_ / "h.db").string()}});
+  std::ostringstream warnings;
+  JobRunOptions options;
+  options.quiet = true;
+  options.warnings = &warnings;
+  const auto out = run_and_report(job, options);
+  EXPECT_EQ(out.trials, 2);
+  EXPECT_EQ(out.measured, 0);
+  EXPECT_NE(warnings.str().find("adopted 2 records stored under " + former[0].name), std::string::npos)
+      << warnings.str();
 }
 
 // 8 trials warm up only the heaviest of mlp's three tasks (a first round of 4, half the
