@@ -2,21 +2,17 @@
 #include "host/analysis.hpp"
 
 #include <cmath>
-#include <numeric>
 #include <string>
+
+#include "host/kernel_timing.hpp"
 
 namespace atvoss::host {
 namespace {
 
-// Profile::time_cv where the runner measured it, else the repeats' population sd over mean.
+// Profile::time_cv where the runner measured it, else the repeats' own.
 double repeat_cv(const Measurement& m) {
   if (m.profile.time_cv > 0 || m.repeats.size() < 2) return m.profile.time_cv;
-  const double n = double(m.repeats.size());
-  const double mean = std::accumulate(m.repeats.begin(), m.repeats.end(), 0.0) / n;
-  if (mean <= 0) return 0;
-  double var = 0;
-  for (double r : m.repeats) var += (r - mean) * (r - mean);
-  return std::sqrt(var / n) / mean;
+  return coefficient_of_variation(m.repeats);
 }
 
 std::string percent(double share) { return std::to_string(int(std::lround(share * 100))) + "%"; }

@@ -86,6 +86,8 @@ std::size_t check_codes(KernelFn fn, AtvossArgs& args, const Operands& ops, cons
   return wrong_codes(values, codes.data(), ops.qout);
 }
 
+}  // namespace
+
 double coefficient_of_variation(const std::vector<double>& v) {
   double mean = 0;
   for (double x : v) mean += x;
@@ -94,8 +96,6 @@ double coefficient_of_variation(const std::vector<double>& v) {
   for (double x : v) var += (x - mean) * (x - mean);
   return mean > 0 ? std::sqrt(var / double(v.size())) / mean : 0;
 }
-
-}  // namespace
 
 Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& o) {
   // OpenMP threads inherit the pin below; a binding from the caller's environment could

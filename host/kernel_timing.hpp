@@ -40,4 +40,8 @@ struct TimingOptions {
 // bad_input (naming --so) if so_path is not a regular file or not a loadable atvoss kernel.
 Json time_kernel(const std::string& so_path, const Workload& w, const TimingOptions& options);
 
+// The repeats' population standard deviation over their mean (time_kernel's "cv"); 0 for a
+// mean of 0. REQUIRES: v is not empty.
+double coefficient_of_variation(const std::vector<double>& v);
+
 }  // namespace atvoss::host

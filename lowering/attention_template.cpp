@@ -37,7 +37,7 @@ KernelPlan plan_attention(const Common& c) {
     tw.cube_macs = c.pad_m(m) * (c.pad_n(kn) * d_p + c.pad_n(double(D)) * kn_p);
     // Scores and the P V block leave L0C in fp32 for the vector unit.
     tw.vector_bytes = m * kn * (kOnlineSoftmaxOps * c.b + 4) + m * double(D) * 4 * 2;
-    cube_output(tw, c, m * double(D), p.fusion);
+    cube_output(tw, c, m * double(D), p.fusion, c.b);
     tw.store_bytes = m * double(D) * c.b;  // normalised by the running sum in UB, then stored
     tw.fix_store_bytes = 0;
     tw.consumed_bytes = loads * tw.cube_macs / 8 * c.b;

@@ -96,7 +96,7 @@ KernelPlan plan_conv(const Common& c) {
         tile.l0b_bytes = kk * c.pad_n(n) * c.b / msub;  // weights stay in L0B across sub-blocks
         tile.l0_transfers = 1 + 1 / msub;
         tile.cube_macs = bm * c.pad_n(n) * kk;
-        cube_output(tile, c, h * wd * n, p.fusion);
+        cube_output(tile, c, h * wd * n, p.fusion, c.b);
         tile.store_segment_bytes = output_row_bytes(layout, h, wd, double(Wo), n, double(K), c.b);
         // Only the fractal reaches the matrix unit as stored: NCHW is transposed to it in UB.
         if (layout == Layout::nchw) tile.vector_bytes = tile.copies[0].bytes / tile.steps_per_load;

@@ -66,10 +66,12 @@ std::shared_ptr<const OpLowering> lowering_of(const Workload& w) {
 // Preferred value of a knob in a vendor-style default tiling.
 std::int64_t preferred(const std::string& knob, const Workload& w, const Target& t) {
   const bool cube = w.is_matmul_like() || w.family() == OpFamily::attention;
-  // Enough parts for the preferred 128 x 128 output tiles to fill the cores, as a vendor's
+  // Enough parts for the preferred output tiles to fill the cores, as a vendor's
   // weight-gradient kernel splits its reduction.
   if (knob == knobs::split_k) {
-    const std::int64_t tiles = ((w.dim("M") + 127) / 128) * ((w.dim("N") + 127) / 128);
+    const std::int64_t tm = preferred(std::string(knobs::tile_m), w, t),
+                       tn = preferred(std::string(knobs::tile_n), w, t);
+    const std::int64_t tiles = ((w.dim("M") + tm - 1) / tm) * ((w.dim("N") + tn - 1) / tn);
     std::int64_t parts = 1;
     while (tiles * parts < t.ai_cores) parts *= 2;
     return parts;

@@ -58,9 +58,7 @@ KernelPlan plan_matmul(const Common& c) {
       tw.l0b_bytes = kk * c.pad_n(n) * c.b;
       tw.l0_transfers = 2;
       tw.cube_macs = c.pad_m(m) * c.pad_n(n) * kk;
-      cube_output(tw, c, m * n, p.fusion);
-      tw.store_bytes *= out_b / c.b;
-      tw.fix_store_bytes *= out_b / c.b;
+      cube_output(tw, c, m * n, p.fusion, out_b);
       tw.consumed_bytes = loads * spl * kk * c.b * (c.pad_m(m) * c.pad_n(n) / 8);
       p.tiles.push_back(tw);
     }

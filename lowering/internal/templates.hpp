@@ -173,8 +173,9 @@ inline KernelPlan start_plan(const Common& c, OpFamily family, bool uses_cube) {
 }
 
 // Output path of a cube tile: the accumulator leaves L0C, the fused epilogue runs
-// on the vector unit, the tile is stored.
-inline void cube_output(TileWork& tw, const Common& c, double out_elems, const FusionSplit& f) {
+// on the vector unit, the tile is stored, stored_bytes per element (the dtype's; fp32 for
+// split_k's partial sums).
+inline void cube_output(TileWork& tw, const Common& c, double out_elems, const FusionSplit& f, double stored_bytes) {
   tw.out_elems = out_elems;
   tw.epilogue_bytes = out_elems * c.b * fused_ops(f);
   // On split parts the cube core has no UB: the tile is parked in a GM workspace
@@ -183,9 +184,9 @@ inline void cube_output(TileWork& tw, const Common& c, double out_elems, const F
   tw.handover = c.fusion_level >= 3;
   // Without a fixpipe, or with an epilogue to run, the tile goes through UB.
   if (c.t.fixpipe_bytes_per_cycle <= 0 || !f.fused.empty()) {
-    tw.store_bytes = out_elems * c.b;
+    tw.store_bytes = out_elems * stored_bytes;
   } else {
-    tw.fix_store_bytes = out_elems * c.b;
+    tw.fix_store_bytes = out_elems * stored_bytes;
   }
 }
 

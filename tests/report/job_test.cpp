@@ -14,8 +14,7 @@
 
 #include <unistd.h>
 
-#include "backend/backend.hpp"
-#include "backend/targets.hpp"
+#include "../tuner/former_host_records.hpp"
 #include "core/error.hpp"
 #include "costmodel/cost_model.hpp"
 #include "db/table/schedule_table.hpp"
@@ -206,25 +205,9 @@ TEST_F(JobRunnerTest, FinishedJobMeasuresNothingAndWritesOutputs) {
 // records stored under this machine's former name are adopted before the job starts, so it
 // resumes them (nothing measured for them) and says so.
 TEST_F(JobRunnerTest, AHostJobAdoptsTheRecordsOfThisMachinesFormerName) {
-  const Target host = backend::load_target("host");
-  const std::vector<Target> former = backend::former_targets(host);
-  ASSERT_EQ(former.size(), 1u);
   const Workload w =
       Workload::from_json(parse_json(R"({"op":"matmul","dtype":"float32","dims":{"M":48,"N":48,"K":48}})", "w"));
-  {
-    auto db = db::TuningDatabase::open((dir_ / "h.db").string());
-    const ScheduleSpace space = backend::space_for(w, host);
-    std::vector<db::Record> stored;
-    for (std::uint64_t i = 0; stored.size() < 2 && i < space.size(); ++i) {
-      const Schedule s = space.schedule_at(space.point_at(i));
-      if (!space.check(s).ok) continue;
-      Measurement m;
-      m.status = Status::ok;
-      m.time_us = m.repeats.emplace_back(5.0 + double(stored.size()));
-      stored.emplace_back(w, db::TargetInfo::from_target(former[0]), s, m);
-    }
-    db.records().insert(stored);
-  }
+  const Target former = tuner::fixtures::store_under_former_host_target((dir_ / "h.db").string(), w, {5.0, 6.0});
   const JobSpec job = JobSpec::from_json(Json{{"name", "adopt"},
                                               {"target", "host"},
                                               {"workloads", Json::array({Json{{"workload", w.to_json()}}})},
@@ -239,8 +222,7 @@ TEST_F(JobRunnerTest, AHostJobAdoptsTheRecordsOfThisMachinesFormerName) {
   const auto out = run_and_report(job, options);
   EXPECT_EQ(out.trials, 2);
   EXPECT_EQ(out.measured, 0);
-  EXPECT_NE(warnings.str().find("adopted 2 records stored under " + former[0].name), std::string::npos)
-      << warnings.str();
+  EXPECT_NE(warnings.str().find("adopted 2 records stored under " + former.name), std::string::npos) << warnings.str();
 }
 
 // 8 trials warm up only the heaviest of mlp's three tasks (a first round of 4, half the

@@ -6,10 +6,8 @@
 
 #include <filesystem>
 
-#include "backend/backend.hpp"
-#include "backend/targets.hpp"
 #include "core/error.hpp"
-#include "db/tuning_database.hpp"
+#include "former_host_records.hpp"
 
 namespace atvoss::tuner {
 namespace {
@@ -61,34 +59,12 @@ TEST(SingleTuneTest, TunesAndStoresTheTrials) {
 // compiling and measuring again.
 TEST(SingleTuneTest, AHostTuneResumesTheRecordsOfThisMachinesFormerName) {
   const auto path = temp_db("atvoss_single_former_");
-  const Target host = backend::load_target("host");
-  const std::vector<Target> former = backend::former_targets(host);
-  ASSERT_EQ(former.size(), 1u);
-  ASSERT_NE(former[0].key(), host.key());
   SingleTuneSpec s = spec_in(path);
   s.target = "host";
   s.workload = parse_json(R"({"op":"matmul","dtype":"float32","dims":{"M":64,"N":64,"K":64}})", "w");
   s.trials = 2;
   s.confirm_top = 0;
-  const Workload w = Workload::from_json(s.workload);
-  {
-    auto db = db::TuningDatabase::open(path.string());
-    const ScheduleSpace space = backend::space_for(w, host);
-    const Schedule def = *backend::default_schedule(w, host);
-    Schedule other = def;
-    for (std::uint64_t i = 0; other == def && i < space.size(); ++i) {
-      if (space.check(space.schedule_at(space.point_at(i))).ok) other = space.schedule_at(space.point_at(i));
-    }
-    std::vector<db::Record> stored;
-    for (const auto& [schedule, us] : {std::pair{def, 5.0}, std::pair{other, 9.0}}) {
-      Measurement m;
-      m.status = Status::ok;
-      m.time_us = us;
-      m.repeats = {us};
-      stored.emplace_back(w, db::TargetInfo::from_target(former[0]), schedule, m);
-    }
-    db.records().insert(stored);
-  }
+  fixtures::store_under_former_host_target(path.string(), Workload::from_json(s.workload), {5.0, 9.0});
   const SingleTuneOutcome out = tune_single(s);
   EXPECT_EQ(out.result.resumed, 2);
   EXPECT_EQ(out.result.measured, 0);
