@@ -302,6 +302,7 @@ struct Model::Impl {
       return;
     }
     if (!proto) throw_bad_input("model: the plan's node '" + n.name + "' is not in the ONNX file");
+    if (n.op == "Reshape" && add_channel_shuffle(n)) return;
     if (view_ops().count(n.op)) return add_view(n);
     if (n.op == "Cast") return add_cast(n, *proto);
     if (n.kernel && add_kernel(i, *proto)) return;
@@ -936,12 +937,44 @@ struct Model::Impl {
 
   // The Relu node that is tensor t's one reader (t not a graph output), or -1.
   int sole_relu_reader(int t) const {
+    const int c = sole_reader(t, "Relu");
+    return c >= 0 && graph.nodes()[c].inputs.size() == 1 ? c : -1;
+  }
+
+  // The node of type op, of one output, that is tensor t's one reader (t not a graph output),
+  // or -1.
+  int sole_reader(int t, const std::string& op) const {
     const auto& tensor = graph.tensors()[t];
     if (tensor.output || tensor.consumers.size() != 1) return -1;
     const int c = tensor.consumers[0];
     const frontend::GraphNode& r = graph.nodes()[c];
     const bool alone = r.fused_into < 0 || r.fused_into == tensor.producer;  // or in the BN's fusion group
-    return r.op == "Relu" && alone && r.inputs.size() == 1 && r.outputs.size() == 1 ? c : -1;
+    return r.op == op && alone && r.outputs.size() == 1 ? c : -1;
+  }
+
+  // ShuffleNet's channel shuffle as exporters write it, Reshape to [N, g, C / g, H, W], Transpose
+  // by [0, 2, 1, 3, 4] and Reshape back to [N, C, H, W], of a tensor held in NHWC: one step that
+  // transposes each pixel's channels as [g, C / g] in NHWC, for the three nodes (in ONNX order
+  // each took a layout change before and after it).
+  bool add_channel_shuffle(const frontend::GraphNode& n) {
+    const int xt = n.inputs.at(0), grouped = n.outputs.at(0);
+    if (!held_nhwc(xt)) return false;
+    const Shape xs = values[xt].shape, gs = values[grouped].shape;
+    if (gs.size() != 5 || gs[0] != xs[0] || gs[1] * gs[2] != xs[1] || gs[3] != xs[2] || gs[4] != xs[3]) return false;
+    const int swap = sole_reader(grouped, "Transpose");
+    if (swap < 0 ||
+        ints_attr(*file->node(graph.nodes()[swap].name), "perm") != std::vector<std::int64_t>{0, 2, 1, 3, 4})
+      return false;
+    const int back = sole_reader(graph.nodes()[swap].outputs[0], "Reshape");
+    if (back < 0 || values[graph.nodes()[back].outputs[0]].shape != xs) return false;
+    absorbed.insert(swap);
+    absorbed.insert(back);
+    const int x = nhwc(xt, n.name), y = output(graph.nodes()[back].outputs[0], true);
+    const std::int64_t pixels = xs[0] * xs[2] * xs[3], groups = gs[1], per_group = gs[2];
+    push(
+        n, [=, this] { shuffle_channels(ptr[x], pixels, groups, per_group, ptr[y], threads); },
+        Json{{"as", "channel shuffle"}});
+    return true;
   }
 
   void add_lrn(const frontend::GraphNode& n, const onnx::NodeProto& p) {
@@ -1010,15 +1043,27 @@ struct Model::Impl {
       std::int64_t b = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
       from[d] = step[d] > 0 ? std::clamp<std::int64_t>(b, 0, dim) : std::clamp<std::int64_t>(b, 0, dim - 1);
     }
-    const Ref x = plain(n.inputs[0], n.name);
-    const int y = output(n.outputs[0], false);
-    push(n, [=, this] { strided_slice(at(x), xs, from, step, ptr[y], ys); });
+    add_strided_slice(n, n.inputs[0], n.outputs[0], from, step);
+  }
+
+  // Output y of x from `from` at `step` along each dim (ONNX order), in whichever order holds
+  // x: a conv's NHWC output is sliced in NHWC (ShuffleNet splits its channels between convs),
+  // each pixel's channels one run of a copy.
+  void add_strided_slice(const frontend::GraphNode& n, int xt, int yt, std::vector<std::int64_t> from,
+                         std::vector<std::int64_t> step) {
+    Shape xs = values[xt].shape, ys = values[yt].shape;
+    const bool in_nhwc = held_nhwc(xt);
+    const Ref x = in_nhwc ? Ref{nhwc(xt, n.name), nullptr} : plain(xt, n.name);
+    const int y = output(yt, in_nhwc);
+    if (in_nhwc) {
+      for (auto* v : {&xs, &ys, &from, &step}) *v = {(*v)[0], (*v)[2], (*v)[3], (*v)[1]};
+    }
+    push(n, [=, this] { strided_slice(at(x), xs, from, step, ptr[y], ys, threads); });
   }
 
   void add_split(const frontend::GraphNode& n, const onnx::NodeProto& p) {
     const Shape xs = values[n.inputs[0]].shape;
     const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), xs.size());
-    const Ref x = plain(n.inputs[0], n.name);
     std::int64_t offset = 0;
     for (int out : n.outputs) {
       const Shape ys = values[out].shape;
@@ -1026,8 +1071,7 @@ struct Model::Impl {
       std::vector<std::int64_t> from(xs.size(), 0), step(xs.size(), 1);
       from[axis] = offset;
       offset += ys[axis];
-      const int y = output(out, false);
-      push(n, [=, this] { strided_slice(at(x), xs, from, step, ptr[y], ys); });
+      add_strided_slice(n, n.inputs[0], out, from, step);
     }
   }
 

@@ -294,6 +294,26 @@ std::int64_t elements(const Shape& s) {
 
 namespace {
 
+// A p x q block of out (rows `ld_out` apart) from in read at strides (1, q_step): the input's
+// contiguous dim becomes the output's rows, walked in 16 x 16 tiles that stay in L1.
+ATVOSS_INLINE void transpose_block_body(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out,
+                                        std::int64_t p, std::int64_t q) {
+  constexpr std::int64_t kTile = 16;
+  for (std::int64_t i0 = 0; i0 < p; i0 += kTile) {
+    const std::int64_t i1 = std::min(p, i0 + kTile);
+    for (std::int64_t j0 = 0; j0 < q; j0 += kTile) {
+      const std::int64_t j1 = std::min(q, j0 + kTile);
+      for (std::int64_t i = i0; i < i1; ++i) {
+        for (std::int64_t j = j0; j < j1; ++j) out[i * ld_out + j] = in[i + j * q_step];
+      }
+    }
+  }
+}
+ATVOSS_BUILT_TWICE(transpose_block,
+                   (const float* in, std::int64_t q_step, float* out, std::int64_t ld_out, std::int64_t p,
+                    std::int64_t q),
+                   (in, q_step, out, ld_out, p, q))
+
 // Pixels [p0, p1) of one image from c planes of hw floats to c-float pixels. Three channels
 // (every RGB input of a vision model) a loop of its own, which the compiler vectorizes.
 ATVOSS_INLINE void planes_to_pixels_body(const float* src, std::int64_t hw, std::int64_t c, float* dst, std::int64_t p0,
@@ -316,25 +336,65 @@ ATVOSS_BUILT_TWICE(planes_to_pixels,
 
 }  // namespace
 
-// Split over the pixels of every image (a model's input is one image at batch 1).
+// Split over the pixels of every image (a model's input is one image at batch 1); more than
+// three channels go through transpose's 16 x 16 tiles (a pixel's channels one plane apart each:
+// read or written a float a plane, they took 4.8 ms for a 56 x 56 x 256 output).
 void nchw_to_nhwc(const float* in, float* out, const Shape& s, int threads) {
   const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
   const auto run = planes_to_pixels_here();
+  const auto block = transpose_block_here();
   split(n * hw, rows_grain(c), threads, [&](std::int64_t q0, std::int64_t q1) {
     for (std::int64_t b = q0 / hw; b < n && b * hw < q1; ++b) {
       const std::int64_t p0 = std::max(q0 - b * hw, std::int64_t(0)), p1 = std::min(q1 - b * hw, hw);
-      run(in + b * c * hw, hw, c, out + b * c * hw, p0, p1);
+      if (c == 3) {
+        run(in + b * c * hw, hw, c, out + b * c * hw, p0, p1);
+      } else {  // out[p][ch] = in[ch][p]: the block's rows are pixels
+        block(in + b * c * hw + p0, hw, out + (b * hw + p0) * c, c, p1 - p0, c);
+      }
     }
   });
 }
 
+namespace {
+
+// rows of g x cg floats each, transposed to cg x g; two groups (ShuffleNet's) a loop of their
+// own, which the compiler vectorizes with permutes.
+ATVOSS_INLINE void shuffle_rows_body(const float* in, std::int64_t rows, std::int64_t g, std::int64_t cg, float* out) {
+  const std::int64_t c = g * cg;
+  for (std::int64_t p = 0; p < rows; ++p) {
+    const float* src = in + p * c;
+    float* dst = out + p * c;
+    if (g == 2) {
+      for (std::int64_t i = 0; i < cg; ++i) {
+        dst[2 * i] = src[i];
+        dst[2 * i + 1] = src[cg + i];
+      }
+      continue;
+    }
+    for (std::int64_t i = 0; i < cg; ++i) {
+      for (std::int64_t j = 0; j < g; ++j) dst[i * g + j] = src[j * cg + i];
+    }
+  }
+}
+ATVOSS_BUILT_TWICE(shuffle_rows, (const float* in, std::int64_t rows, std::int64_t g, std::int64_t cg, float* out),
+                   (in, rows, g, cg, out))
+
+}  // namespace
+
+void shuffle_channels(const float* in, std::int64_t pixels, std::int64_t g, std::int64_t cg, float* out, int threads) {
+  const auto run = shuffle_rows_here();
+  split(pixels, rows_grain(g * cg), threads,
+        [&](std::int64_t p0, std::int64_t p1) { run(in + p0 * g * cg, p1 - p0, g, cg, out + p0 * g * cg); });
+}
+
 void nhwc_to_nchw(const float* in, float* out, const Shape& s, int threads) {
-  const std::int64_t c = s[1], hw = s[2] * s[3];
-  split(s[0] * c, rows_grain(hw), threads, [&](std::int64_t q0, std::int64_t q1) {
-    for (std::int64_t q = q0; q < q1; ++q) {  // plane q: image q / c, channel q % c
-      const float* src = in + q / c * c * hw + q % c;
-      float* dst = out + q * hw;
-      for (std::int64_t p = 0; p < hw; ++p) dst[p] = src[p * c];
+  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+  const auto block = transpose_block_here();
+  split(n * hw, rows_grain(c), threads, [&](std::int64_t q0, std::int64_t q1) {
+    for (std::int64_t b = q0 / hw; b < n && b * hw < q1; ++b) {
+      const std::int64_t p0 = std::max(q0 - b * hw, std::int64_t(0)), p1 = std::min(q1 - b * hw, hw);
+      // out[ch][p] = in[p][ch]: the block's rows are channels
+      block(in + (b * hw + p0) * c, c, out + b * c * hw + p0, hw, c, p1 - p0);
     }
   });
 }
@@ -450,28 +510,38 @@ void for_each_tap(const Window& w, std::int64_t h0, std::int64_t w0, std::int64_
 // the running max or sum across the taps. Written as vectors: GCC left the plain loop scalar.
 typedef float Vec16 __attribute__((vector_size(64)));  // locals only: as a parameter or
                                                        // result its ABI depends on AVX-512
+template <bool MAX, int kVecs>
+ATVOSS_INLINE void pool_vectors_nhwc(const float* src, const std::int64_t* tap, std::int64_t taps, std::int64_t ch,
+                                     float divisor, float* dst) {
+  constexpr float kEmpty = MAX ? -std::numeric_limits<float>::infinity() : 0.0f;
+  Vec16 acc[kVecs];
+  for (int v = 0; v < kVecs; ++v) acc[v] = Vec16{} + kEmpty;
+  for (std::int64_t t = 0; t < taps; ++t) {
+    const float* p = src + tap[t] + ch;
+    for (int v = 0; v < kVecs; ++v) {
+      Vec16 x;
+      std::memcpy(&x, p + 16 * v, sizeof x);
+      acc[v] = MAX ? (acc[v] < x ? x : acc[v]) : acc[v] + x;  // std::max's order: NaN keeps acc
+    }
+  }
+  for (int v = 0; v < kVecs; ++v) {
+    const Vec16 out = MAX ? acc[v] : acc[v] / divisor;
+    std::memcpy(dst + ch + 16 * v, &out, sizeof out);
+  }
+}
+// The channels 64 at a time, then 16; a rest of a vector, where there are 16 channels or more,
+// as the last 16 again (ShuffleNet's 24 channels ran scalar and took 3x ONNX Runtime's time).
 template <bool MAX>
 ATVOSS_INLINE void pool_pixel_nhwc(const float* src, const std::int64_t* tap, std::int64_t taps, std::int64_t c,
                                    float divisor, float* dst) {
-  constexpr int kVecs = 4, kLanes = 16 * kVecs;
-  constexpr float kEmpty = MAX ? -std::numeric_limits<float>::infinity() : 0.0f;
   std::int64_t ch = 0;
-  for (; ch + kLanes <= c; ch += kLanes) {
-    Vec16 acc[kVecs];
-    for (int v = 0; v < kVecs; ++v) acc[v] = Vec16{} + kEmpty;
-    for (std::int64_t t = 0; t < taps; ++t) {
-      const float* p = src + tap[t] + ch;
-      for (int v = 0; v < kVecs; ++v) {
-        Vec16 x;
-        std::memcpy(&x, p + 16 * v, sizeof x);
-        acc[v] = MAX ? (acc[v] < x ? x : acc[v]) : acc[v] + x;  // std::max's order: NaN keeps acc
-      }
-    }
-    for (int v = 0; v < kVecs; ++v) {
-      const Vec16 out = MAX ? acc[v] : acc[v] / divisor;
-      std::memcpy(dst + ch + 16 * v, &out, sizeof out);
-    }
+  for (; ch + 64 <= c; ch += 64) pool_vectors_nhwc<MAX, 4>(src, tap, taps, ch, divisor, dst);
+  for (; ch + 16 <= c; ch += 16) pool_vectors_nhwc<MAX, 1>(src, tap, taps, ch, divisor, dst);
+  if (ch < c && c >= 16) {
+    pool_vectors_nhwc<MAX, 1>(src, tap, taps, c - 16, divisor, dst);
+    return;
   }
+  constexpr float kEmpty = MAX ? -std::numeric_limits<float>::infinity() : 0.0f;
   for (; ch < c; ++ch) {
     float acc = kEmpty;
     for (std::int64_t t = 0; t < taps; ++t) acc = MAX ? std::max(acc, src[tap[t] + ch]) : acc + src[tap[t] + ch];
@@ -587,30 +657,6 @@ void concat(const std::vector<const float*>& in, const std::vector<Shape>& shape
     offset += block;
   }
 }
-
-namespace {
-
-// A p x q block of out (rows `ld_out` apart) from in read at strides (1, q_step): the input's
-// contiguous dim becomes the output's rows, walked in 16 x 16 tiles that stay in L1.
-ATVOSS_INLINE void transpose_block_body(const float* in, std::int64_t q_step, float* out, std::int64_t ld_out,
-                                        std::int64_t p, std::int64_t q) {
-  constexpr std::int64_t kTile = 16;
-  for (std::int64_t i0 = 0; i0 < p; i0 += kTile) {
-    const std::int64_t i1 = std::min(p, i0 + kTile);
-    for (std::int64_t j0 = 0; j0 < q; j0 += kTile) {
-      const std::int64_t j1 = std::min(q, j0 + kTile);
-      for (std::int64_t i = i0; i < i1; ++i) {
-        for (std::int64_t j = j0; j < j1; ++j) out[i * ld_out + j] = in[i + j * q_step];
-      }
-    }
-  }
-}
-ATVOSS_BUILT_TWICE(transpose_block,
-                   (const float* in, std::int64_t q_step, float* out, std::int64_t ld_out, std::int64_t p,
-                    std::int64_t q),
-                   (in, q_step, out, ld_out, p, q))
-
-}  // namespace
 
 void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>& perm, float* out, int threads) {
   const std::size_t r = x.size();
@@ -853,21 +899,52 @@ bool gather_by(const float* data, const Shape& x, const float* indices, std::int
   return true;
 }
 
+// The trailing dims taken whole at step 1, and the one before them at step 1, are one
+// contiguous run of input a copy each; with none, the last dim is walked at its step. The runs
+// count like an odometer, split over the threads (a Split of ShuffleNet's channels took 95 us
+// an output read element by element).
 void strided_slice(const float* in, const Shape& x, const std::vector<std::int64_t>& starts,
-                   const std::vector<std::int64_t>& steps, float* out, const Shape& y) {
+                   const std::vector<std::int64_t>& steps, float* out, const Shape& y, int threads) {
   const std::size_t r = x.size();
-  std::vector<std::int64_t> stride(r, 1), index(r, 0), step(r);
-  for (int d = int(r) - 2; d >= 0; --d) stride[d] = stride[d + 1] * x[d + 1];
+  if (elements(y) == 0) return;
+  if (r == 0) {
+    out[0] = in[0];
+    return;
+  }
+  std::vector<std::int64_t> stride(r, 1), out_stride(r, 1);
+  for (int d = int(r) - 2; d >= 0; --d) {
+    stride[d] = stride[d + 1] * x[d + 1];
+    out_stride[d] = out_stride[d + 1] * y[d + 1];
+  }
   std::int64_t src = 0;
-  for (std::size_t d = 0; d < r; ++d) {
-    src += starts[d] * stride[d];
-    step[d] = steps[d] * stride[d];
+  for (std::size_t d = 0; d < r; ++d) src += starts[d] * stride[d];
+  std::size_t d = r;
+  std::int64_t run = 1;
+  while (d > 0 && steps[d - 1] == 1 && y[d - 1] == x[d - 1]) run *= y[--d];
+  if (d > 0 && steps[d - 1] == 1) run *= y[--d];
+  const bool contiguous = d < r;
+  const std::int64_t len = contiguous ? run : y[r - 1], step = contiguous ? 1 : steps[r - 1];
+  if (!contiguous) d = r - 1;
+  Odometer outer;
+  for (std::size_t k = 0; k < d; ++k) {
+    outer.size.push_back(y[k]);
+    outer.sa.push_back(steps[k] * stride[k]);
+    outer.sb.push_back(out_stride[k]);
   }
-  const std::int64_t n = elements(y);
-  for (std::int64_t i = 0; i < n; ++i) {
-    out[i] = in[src];
-    advance(index, y, step, src);
-  }
+  const std::int64_t count = elements(y) / len;
+  split(count, rows_grain(len), threads, [&](std::int64_t c0, std::int64_t c1) {
+    Odometer o = outer;
+    o.seek(c0);
+    for (std::int64_t c = c0; c < c1; ++c, o.next()) {
+      const float* from = in + src + o.a;
+      float* to = out + o.b;
+      if (contiguous) {
+        std::copy_n(from, len, to);
+      } else {
+        for (std::int64_t j = 0; j < len; ++j) to[j] = from[j * step];
+      }
+    }
+  });
 }
 
 namespace {

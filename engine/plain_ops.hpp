@@ -21,6 +21,10 @@ std::int64_t elements(const Shape& s);
 // softmax and layer norm too, each thread given at least 16384 elements.
 void nchw_to_nhwc(const float* in, float* out, const Shape& nchw, int threads = 1);
 void nhwc_to_nchw(const float* in, float* out, const Shape& nchw, int threads = 1);
+// Each of `pixels` rows of g groups of cg channels, as [cg][g] (ShuffleNet's channel shuffle,
+// Reshape to [N, g, C / g, H, W] and Transpose by [0, 2, 1, 3, 4], on NHWC data).
+void shuffle_channels(const float* in, std::int64_t pixels, std::int64_t g, std::int64_t cg, float* out,
+                      int threads = 1);
 
 // Unary elementwise ops by ONNX name (Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Neg, Abs, Erf,
 // Reciprocal, Floor, Ceil, Identity, Softplus, Softsign, HardSwish, Not, Gelu (erf),
@@ -81,7 +85,7 @@ void gather(const float* data, const Shape& x, const std::int64_t* indices, std:
 // out = in[starts[d] + i * steps[d]] along each dim d, out's shape y (ONNX Slice, and each
 // output of Split).
 void strided_slice(const float* in, const Shape& x, const std::vector<std::int64_t>& starts,
-                   const std::vector<std::int64_t>& steps, float* out, const Shape& y);
+                   const std::vector<std::int64_t>& steps, float* out, const Shape& y, int threads = 1);
 // Reduction (ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd) over the dims where
 // reduced[d], into y (x's shape with those dims 1). false for another op.
 bool reduce(const std::string& op, const float* in, const Shape& x, const std::vector<bool>& reduced, float* out);

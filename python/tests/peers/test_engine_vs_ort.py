@@ -477,10 +477,11 @@ def test_wide_nhwc_pools_split_over_threads(tmp_path):
 
 def test_layout_changes_split_over_threads(tmp_path):
     """The layout steps around the convs (ONNX order to NHWC and back) at sizes that split over
-    two threads mid-image: three images of an RGB input (its own loop) and of a 5-channel one."""
-    for c, hw in ((3, [60, 70]), (5, [50, 50])):
+    two threads mid-image: three images of an RGB input (its own loop), of a 5-channel one, and
+    of 20 channels to a 40-channel output (tiles of 16 channels and 16 pixels, part-filled)."""
+    for c, hw, k in ((3, [60, 70], 8), (5, [50, 50], 8), (20, [33, 45], 40)):
         b = Builder()
-        y = b.conv("x", c, 8, 3, pads=[1, 1, 1, 1])
+        y = b.conv("x", c, k, 3, pads=[1, 1, 1, 1])
         path = b.save(str(tmp_path / ("layout%d.onnx" % c)), [("x", [3, c] + hw)], [y])
         for threads in (1, 2):
             compare(path, threads=threads)
@@ -517,3 +518,36 @@ def test_a_batch_norm_runs_its_sole_relu_in_its_pass_and_only_then(tmp_path):
     ops = [s.get("op") for s in m.describe()["steps"]]
     assert ops.count("BatchNormalization") == 3
     assert ops.count("Relu") == 2
+
+
+def test_shufflenet_units_stay_in_nhwc(tmp_path):
+    """ShuffleNet v2 as torchvision exports it: a 24-channel max pool (one vector and a part of
+    one), units that Split their channels, Concat, and shuffle them by Reshape, Transpose and
+    Reshape; and Slices of a conv's output along every axis (a step of 2, a negative one). All
+    of it runs in the convs' NHWC order: no layout step after the input's."""
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 3, 24, 3, pads=[1, 1, 1, 1], strides=[2, 2])])
+    x = b.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+
+    def shuffle(t, c):
+        t = b.node("Reshape", [t, b.ints([-1, 2, c // 2, 9, 9])])
+        return b.node("Reshape", [b.node("Transpose", [t], perm=[0, 2, 1, 3, 4]), b.ints([-1, c, 9, 9])])
+
+    left = b.node("Relu", [b.conv(b.conv(x, 24, 24, 3, pads=[1, 1, 1, 1], group=24), 24, 24, 1)])
+    right = b.node("Relu", [b.conv(x, 24, 24, 1)])
+    x = shuffle(b.node("Concat", [left, right], axis=1), 48)
+    b.count += 1
+    keep, branch = "half_a", "half_b"
+    b.nodes.append(helper.make_node("Split", [x, b.ints([24, 24])], [keep, branch], axis=1, name="split"))
+    branch = b.node("Relu", [b.conv(b.conv(branch, 24, 24, 3, pads=[1, 1, 1, 1], group=24), 24, 24, 1)])
+    x = shuffle(b.node("Concat", [keep, branch], axis=1), 48)
+    pooled = b.node("MaxPool", [b.node("Relu", [b.conv(x, 48, 20, 1)])], kernel_shape=[2, 2], strides=[1, 1])
+    slices = [b.node("Slice", [x, b.ints([1, 0, 8]), b.ints([40, 9, -10]), b.ints([1, 2, 3]), b.ints([2, 1, -1])]),
+              b.node("Slice", [x, b.ints([-3]), b.ints([100]), b.ints([1])])]
+    path = b.save(str(tmp_path / "shufflenet.onnx"), [("x", [1, 3, 35, 35])], [x, pooled] + slices)
+    for threads in (1, 2):
+        m = compare(path, batch=2, threads=threads)
+    steps = m.describe()["steps"]
+    layouts = sorted((s["to"], s["node"]) for s in steps if s["kind"] == "layout")
+    assert layouts == sorted([("nhwc", "x")] + [("nchw", t) for t in [x, pooled] + slices])
+    assert sum(1 for s in steps if s.get("as") == "channel shuffle") == 2
