@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/error.hpp"
@@ -113,7 +114,16 @@ struct Model::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
   std::vector<runtime::PreparedWeights> packed;
+  // Five nodes computing x * 0.5 * (1 + erf(x / sqrt 2)) (torch's nn.GELU below opset 20, and
+  // Hugging Face's gelu): the tensor x, the GELU's output and its nodes.
+  struct ErfGelu {
+    int x = -1, out = -1;
+    std::vector<int> nodes;
+  };
+
   std::set<int> absorbed;                   // nodes an earlier step computes (sole_relu_reader)
+  std::vector<ErfGelu> erf_gelus;           // find_erf_gelus
+  std::map<int, std::size_t> erf_gelu_of;   // a node of one: its index there
   std::map<std::string, Schedule> planned;  // workload key -> the plan's schedule
   int kernels = 0, kernels_from_plan = 0;
   int threads = 1;  // the cores the kernels and the larger plain ops run on
@@ -203,6 +213,7 @@ struct Model::Impl {
       if (const auto* c = file->floats(gt.name)) values[t].constant = c->data();
     }
     add_inputs();
+    find_erf_gelus();
     add_nodes();
     add_outputs();
   }
@@ -680,6 +691,8 @@ struct Model::Impl {
 
   void add_plain(const frontend::GraphNode& n, const onnx::NodeProto& p) {
     const std::string& op = n.op;
+    const int index = int(&n - graph.nodes().data());
+    if (absorbed.count(index) || add_erf_gelu(index)) return;
     if (n.inputs.empty()) unsupported(n, "no input");
     if (op == "Clip" || op == "LeakyRelu" || op == "Elu" || op == "HardSigmoid" || op == "Gelu" ||
         unary(op, nullptr, nullptr, 0)) {
@@ -736,11 +749,86 @@ struct Model::Impl {
   bool held_nhwc(int t) const { return values[t].nhwc_first && values[t].shape.size() == 4; }
 
   void add_unary_op(const frontend::GraphNode& n, const std::string& op, float alpha, float beta) {
-    const bool in_nhwc = held_nhwc(n.inputs[0]);
-    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
-    const int y = output(n.outputs[0], in_nhwc);
-    const std::int64_t count = elements(values[n.outputs[0]].shape);
+    add_unary_op(n, n.inputs[0], n.outputs[0], op, alpha, beta);
+  }
+  void add_unary_op(const frontend::GraphNode& n, int xt, int yt, const std::string& op, float alpha, float beta) {
+    const bool in_nhwc = held_nhwc(xt);
+    const Ref x = in_nhwc ? Ref{nhwc(xt, n.name), nullptr} : plain(xt, n.name);
+    const int y = output(yt, in_nhwc);
+    const std::int64_t count = elements(values[yt].shape);
     push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta, threads); });
+  }
+
+  // --- the erf GELU as exporters write it ----------------------------------------------------
+
+  // Whether tensor t is a constant scalar within 1e-6 of v.
+  bool scalar_is(int t, double v) const {
+    const auto* c = file->floats(graph.tensors()[t].name);
+    return c && c->size() == 1 && std::abs((*c)[0] - v) <= 1e-6 * std::abs(v);
+  }
+  // Whether node i is op(t, v) or op(v, t) (op commutative), v a constant scalar within 1e-6.
+  bool takes_scalar(int i, const std::string& op, int t, double v) const {
+    const frontend::GraphNode& n = graph.nodes()[i];
+    if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    return (n.inputs[0] == t && scalar_is(n.inputs[1], v)) || (n.inputs[1] == t && scalar_is(n.inputs[0], v));
+  }
+
+  // x where node d computes x / sqrt 2 (Div by sqrt 2, or Mul by 1 / sqrt 2 either way round), else -1.
+  int over_root_two(int d) const {
+    const frontend::GraphNode& n = graph.nodes()[d];
+    if (n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
+    if (n.op == "Div") return scalar_is(n.inputs[1], std::sqrt(2.0)) ? n.inputs[0] : -1;
+    if (n.op != "Mul") return -1;
+    if (scalar_is(n.inputs[1], std::sqrt(0.5))) return n.inputs[0];
+    return scalar_is(n.inputs[0], std::sqrt(0.5)) ? n.inputs[1] : -1;
+  }
+
+  // The erf GELU whose Erf node is e: x / sqrt 2 (over_root_two) into Erf, plus 1, then times x
+  // and times 0.5 in either order. Each inner tensor has its one reader.
+  std::optional<ErfGelu> erf_gelu_at(int e) const {
+    const frontend::GraphNode& erf = graph.nodes()[e];
+    if (erf.inputs.size() != 1 || erf.outputs.size() != 1) return std::nullopt;
+    const int d = graph.tensors()[erf.inputs[0]].producer;
+    if (d < 0 || graph.tensors()[erf.inputs[0]].consumers.size() != 1) return std::nullopt;
+    const int xt = over_root_two(d);
+    const int a = sole_reader(erf.outputs[0], "Add");
+    if (xt < 0 || a < 0 || !takes_scalar(a, "Add", erf.outputs[0], 1.0)) return std::nullopt;
+    const int m = sole_reader(graph.nodes()[a].outputs[0], "Mul");
+    if (m < 0) return std::nullopt;
+    const frontend::GraphNode& mul = graph.nodes()[m];
+    const int other = other_input(mul, graph.nodes()[a].outputs[0]);
+    if (other == xt) {  // (x * (1 + erf)) * 0.5
+      const int half = sole_reader(mul.outputs[0], "Mul");
+      if (half < 0 || !takes_scalar(half, "Mul", mul.outputs[0], 0.5)) return std::nullopt;
+      return ErfGelu{xt, graph.nodes()[half].outputs[0], {d, e, a, m, half}};
+    }
+    const int h = other >= 0 ? graph.tensors()[other].producer : -1;  // (x * 0.5) * (1 + erf)
+    if (h < 0 || graph.tensors()[other].consumers.size() != 1 || !takes_scalar(h, "Mul", xt, 0.5)) return std::nullopt;
+    return ErfGelu{xt, mul.outputs[0], {h, d, e, a, m}};
+  }
+
+  // Every erf GELU of the graph, by its nodes (found before any step is added).
+  void find_erf_gelus() {
+    for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+      if (graph.nodes()[i].op != "Erf") continue;
+      if (const auto g = erf_gelu_at(int(i))) {
+        for (int node : g->nodes) erf_gelu_of[node] = erf_gelus.size();
+        erf_gelus.push_back(*g);
+      }
+    }
+  }
+
+  // At the first of an erf GELU's nodes the steps reach: one step for all five (the fused
+  // node "Gelu" ONNX Runtime runs; five passes over the tensor where there was one), and the
+  // other four absorbed.
+  bool add_erf_gelu(int i) {
+    const auto at = erf_gelu_of.find(i);
+    if (at == erf_gelu_of.end()) return false;
+    const ErfGelu& g = erf_gelus[at->second];
+    for (int node : g.nodes) absorbed.insert(node);
+    add_unary_op(graph.nodes()[i], g.x, g.out, "Gelu", 0, 0);
+    steps.back().info["as"] = "erf gelu";
+    return true;
   }
 
   // The shape input t reads as in NHWC order for an NHWC output of shape so, or nullopt when it

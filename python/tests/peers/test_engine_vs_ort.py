@@ -551,3 +551,30 @@ def test_shufflenet_units_stay_in_nhwc(tmp_path):
     layouts = sorted((s["to"], s["node"]) for s in steps if s["kind"] == "layout")
     assert layouts == sorted([("nhwc", "x")] + [("nchw", t) for t in [x, pooled] + slices])
     assert sum(1 for s in steps if s.get("as") == "channel shuffle") == 2
+
+
+def test_erf_gelus_as_exporters_write_them_run_as_one_step(tmp_path):
+    """The erf GELU x * 0.5 * (1 + erf(x / sqrt 2)) in the orders exporters write it (torch's
+    nn.GELU: Div, Erf, Add, Mul by x, Mul by 0.5; Hugging Face's: Mul by 0.5 first; a Mul by
+    1 / sqrt 2 with the constant first), after a MatMul and on an input, runs as one step each;
+    near misses (plus 2 instead of 1; an inner tensor that a second node reads) stay as written."""
+    b = Builder()
+    h = b.node("MatMul", ["x", b.const(RNG.standard_normal((32, 48)) * 0.2)])
+
+    def gelu(x, half_first=False, scale_first=False, one=1.0):
+        s = (b.node("Mul", [b.const(np.float32(0.7071067690849304)), x]) if scale_first
+             else b.node("Div", [x, b.const(np.float32(1.4142135381698608))]))
+        e = b.node("Add", [b.node("Erf", [s]), b.const(np.float32(one))])
+        if half_first:
+            return b.node("Mul", [b.node("Mul", [x, b.const(np.float32(0.5))]), e])
+        return b.node("Mul", [b.node("Mul", [x, e]), b.const(np.float32(0.5))])
+
+    outs = [gelu(h), gelu(h, half_first=True), gelu("x", scale_first=True), gelu(h, one=2.0)]
+    shared = b.node("Erf", [b.node("Div", ["x", b.const(np.float32(1.4142135381698608))])])
+    outs += [b.node("Mul", [b.node("Mul", ["x", b.node("Add", [shared, b.const(np.float32(1.0))])]),
+                            b.const(np.float32(0.5))]), shared]
+    path = b.save(str(tmp_path / "gelu.onnx"), [("x", [2, 7, 32])], outs)
+    m = compare(path)
+    steps = m.describe()["steps"]
+    assert sum(1 for s in steps if s.get("as") == "erf gelu") == 3
+    assert sum(1 for s in steps if s.get("op") == "Erf") == 2
