@@ -7,10 +7,11 @@ import statistics
 import atvoss
 
 
-def parse_set_and_dtypes():
-    """--set dev|heldout (the shapes a rule was chosen on, or those held out) and --dtypes."""
+def parse_set_and_dtypes(sets=("dev", "heldout")):
+    """--set (the shapes a rule was chosen on, or those held out: dev and heldout, or the
+    script's own sets) and --dtypes."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--set", choices=["dev", "heldout"], default="heldout")
+    parser.add_argument("--set", choices=list(sets), default="heldout")
     parser.add_argument("--dtypes", default="float32")
     return parser.parse_args()
 

@@ -165,6 +165,16 @@ bool walks_pixels_first(const Workload& w) {
   return w.op() == "conv2d" && w.dtype() == DType::float32 && w.out_h() * w.out_w() >= 28 * 28;
 }
 
+// Order 2 reads a weight block (the filter taps of tile_k input channels for the block's
+// output channels) again for every row of pixels: from L2 where it fits, else from L3, where
+// order 2 took 1.4-2x order 0's time on VGG-16's convs of 256 and 512 channels
+// (docs/decisions/host-conv-default-order-two.md).
+bool weight_block_fits_l2(const Workload& w, const Schedule& s, const MachineInfo& m) {
+  const std::int64_t channels = std::min<std::int64_t>(at(s, knobs::tile_k), w.dim("C"));
+  const std::int64_t outputs = std::min<std::int64_t>(at(s, knobs::tile_n), w.dim("K"));
+  return w.dim("R") * w.dim("S") * channels * outputs * std::int64_t(sizeof(float)) <= m.l2_bytes;
+}
+
 }  // namespace
 
 Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
@@ -172,9 +182,9 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
   // (row_run_pixels), else 6 pixels x 2 vectors (as the matmul default); blocks of 16 output
   // rows of up to 64 pixels, every output channel in one block, the deepest channel block whose
   // weight panel fits half of L2, weights packed without prefetch; the register block no wider
-  // than K; order 2 on large outputs (walks_pixels_first), else 0. Depthwise: 4 pixels x 2
-  // vectors, blocks of 4 rows of up to 64 pixels, 128 channels, no prefetch, order 0. One
-  // thread, as for matmul.
+  // than K; order 2 on large outputs (walks_pixels_first) whose weight block fits L2
+  // (weight_block_fits_l2), else 0. Depthwise: 4 pixels x 2 vectors, blocks of 4 rows of up to
+  // 64 pixels, 128 channels, no prefetch, order 0. One thread, as for matmul.
   const ScheduleSpace space = conv_space_for(w, m);
   const bool dw = w.op() == "depthwise_conv2d";
   std::vector<std::pair<std::int64_t, std::int64_t>> micro =
@@ -214,7 +224,13 @@ Schedule conv_default_schedule(const Workload& w, const MachineInfo& m) {
       else
         s.set(k.name, k.values.back());  // tile_k: the deepest, lowered below until it fits
     }
-    if (space.check(s).ok || shrink_until_valid(space, s, {knobs::tile_k})) return s;
+    if (!space.check(s).ok && !shrink_until_valid(space, s, {knobs::tile_k})) continue;
+    if (s.at(std::string(knobs::tile_order)) == 2 && !weight_block_fits_l2(w, s, m)) {
+      Schedule panels_outer = s;
+      panels_outer.set(std::string(knobs::tile_order), 0);
+      if (space.check(panels_outer).ok) return panels_outer;
+    }
+    return s;
   }
   throw_bad_input("host: no valid default schedule for " + w.label());
 }

@@ -329,6 +329,30 @@ TEST(ConvSpaceTest, TheDefaultWalksPixelsFirstOnLargeOutputs) {
   if (this_machine().has_flag("avx512_vnni")) EXPECT_EQ(order("conv2d", "int8", 56, 1), 0);
 }
 
+// ... unless its weight block (3 x 3 taps x tile_k channels x the block's outputs) is larger
+// than L2 (1 MiB on this machine), which order 2 would read from L3 for every row of pixels.
+TEST(ConvSpaceTest, TheDefaultWalksPanelsFirstWhereTheWeightBlockOverflowsL2) {
+  const MachineInfo m = testing::avx512_machine();
+  auto conv = [&](int c, int k) {
+    const Workload w = workload(R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":)" + std::to_string(c) +
+                                R"(,"H":28,"W":28,"K":)" + std::to_string(k) + R"(,"R":3,"S":3,"pad":1,"stride":1}})");
+    const Schedule s = default_schedule(w, m);
+    const std::int64_t block =
+        9 * std::min<std::int64_t>(s.at("tile_k"), c) * std::min<std::int64_t>(s.at("tile_n"), k) * 4;
+    return std::make_pair(s.at("tile_order"), block);
+  };
+  for (const auto& [c, k] : {std::pair{128, 128}, {64, 256}}) {
+    const auto [order, block] = conv(c, k);
+    EXPECT_LE(block, m.l2_bytes) << c << " -> " << k;
+    EXPECT_EQ(order, 2) << c << " -> " << k;
+  }
+  for (const auto& [c, k] : {std::pair{128, 256}, {512, 512}}) {
+    const auto [order, block] = conv(c, k);
+    EXPECT_GT(block, m.l2_bytes) << c << " -> " << k;
+    EXPECT_EQ(order, 0) << c << " -> " << k;
+  }
+}
+
 // The reference agrees with a hand-written loop over NHWC input and HWIO weights (stride 2,
 // pad 1) and flags a single wrong output.
 TEST(ConvOperandsTest, TheReferenceMatchesAHandWrittenLoop) {
