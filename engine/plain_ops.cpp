@@ -1077,6 +1077,48 @@ void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& befor
   }
 }
 
+namespace {
+
+// dst += src, k floats.
+ATVOSS_INLINE void add_row_body(const float* src, std::int64_t k, float* dst) {
+  for (std::int64_t c = 0; c < k; ++c) dst[c] += src[c];
+}
+ATVOSS_BUILT_TWICE(add_row, (const float* src, std::int64_t k, float* dst), (src, k, dst))
+
+// The input index whose tap `tap` covers output index o along one axis, or -1.
+inline std::int64_t covering(std::int64_t o, std::int64_t tap, std::int64_t in, std::int64_t stride, std::int64_t pad,
+                             std::int64_t dilation) {
+  const std::int64_t t = o + pad - tap * dilation;
+  if (t < 0 || t % stride != 0 || t / stride >= in) return -1;
+  return t / stride;
+}
+
+}  // namespace
+
+// Gathered per output pixel (no two threads write one), each covering window's row added.
+void col2im_nhwc(const float* cols, const Shape& x, std::int64_t kh, std::int64_t kw, const ConvAttrs& a,
+                 const float* bias, float* y, const Shape& ys, int threads) {
+  const std::int64_t h = x[2], w = x[3], k = ys[1], oh = ys[2], ow = ys[3];
+  const auto add = add_row_here();
+  split(x[0] * oh, rows_grain(ow * k), threads, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t b = r / oh, i = r % oh;
+      for (std::int64_t j = 0; j < ow; ++j) {
+        float* dst = y + (r * ow + j) * k;
+        for (std::int64_t c = 0; c < k; ++c) dst[c] = bias ? bias[c] : 0.0f;
+        for (std::int64_t u = 0; u < kh; ++u) {
+          const std::int64_t ih = covering(i, u, h, a.sh, a.pad_top, a.dh);
+          if (ih < 0) continue;
+          for (std::int64_t v = 0; v < kw; ++v) {
+            const std::int64_t iw = covering(j, v, w, a.sw, a.pad_left, a.dw);
+            if (iw >= 0) add(cols + ((b * h + ih) * w + iw) * kh * kw * k + (u * kw + v) * k, k, dst);
+          }
+        }
+      }
+    }
+  });
+}
+
 void conv_transpose_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
                          const Shape& ys, const ConvAttrs& a) {
   const std::int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];
@@ -1164,29 +1206,64 @@ std::int64_t nearest_index(const std::string& mode, double v, std::int64_t in) {
 
 }  // namespace
 
-void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const ResizeAttrs& a) {
-  const std::int64_t planes = xs[0] * xs[1], h = xs[2], w = xs[3], oh = ys[2], ow = ys[3];
-  for (std::int64_t p = 0; p < planes; ++p) {
-    const float* src = x + p * h * w;
-    float* dst = y + p * oh * ow;
-    for (std::int64_t i = 0; i < oh; ++i) {
-      const double sy = source_coordinate(a.coordinates, i, h, oh, a.scale_h);
+namespace {
+
+// Where output index o of an axis reads: two input indices and the second's weight (linear),
+// or one index twice (nearest).
+struct AxisTap {
+  std::int64_t i0 = 0, i1 = 0;
+  float f = 0;
+};
+AxisTap axis_tap(const ResizeAttrs& a, std::int64_t o, std::int64_t in, std::int64_t out, float scale) {
+  const double v = source_coordinate(a.coordinates, o, in, out, scale);
+  if (!a.linear) {
+    const std::int64_t i = nearest_index(a.nearest, v, in);
+    return {i, i, 0.0f};
+  }
+  const double c = std::clamp(v, 0.0, double(in - 1));
+  const std::int64_t i0 = std::int64_t(c);
+  return {i0, std::min(i0 + 1, in - 1), float(c - double(i0))};
+}
+
+// One output pixel of c channels from its four input pixels (rows r0, r1, columns c0, c1).
+ATVOSS_INLINE void blend_pixel_body(const float* p00, const float* p01, const float* p10, const float* p11, float fx,
+                                    float fy, std::int64_t c, float* dst) {
+  for (std::int64_t k = 0; k < c; ++k) {
+    const float top = p00[k] + (p01[k] - p00[k]) * fx, bottom = p10[k] + (p11[k] - p10[k]) * fx;
+    dst[k] = top + (bottom - top) * fy;
+  }
+}
+ATVOSS_BUILT_TWICE(blend_pixel,
+                   (const float* p00, const float* p01, const float* p10, const float* p11, float fx, float fy,
+                    std::int64_t c, float* dst),
+                   (p00, p01, p10, p11, fx, fy, c, dst))
+
+}  // namespace
+
+// Output rows split over the threads; in NHWC each output pixel is its input pixels' c
+// channels copied or blended in one contiguous run (YOLO's 2x nearest upsample took 4.3 ms in
+// ONNX order with its two layout changes).
+void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const ResizeAttrs& a, bool nhwc, int threads) {
+  const std::int64_t c = nhwc ? xs[1] : 1, images = nhwc ? xs[0] : xs[0] * xs[1];
+  const std::int64_t h = xs[2], w = xs[3], oh = ys[2], ow = ys[3];
+  const auto blend = blend_pixel_here();
+  split(images * oh, rows_grain(ow * c), threads, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const AxisTap ty = axis_tap(a, r % oh, h, oh, a.scale_h);
+      const float* src = x + r / oh * h * w * c;
+      float* dst = y + r * ow * c;
       for (std::int64_t j = 0; j < ow; ++j) {
-        const double sx = source_coordinate(a.coordinates, j, w, ow, a.scale_w);
+        const AxisTap tx = axis_tap(a, j, w, ow, a.scale_w);
+        const float* p00 = src + (ty.i0 * w + tx.i0) * c;
         if (!a.linear) {
-          dst[i * ow + j] = src[nearest_index(a.nearest, sy, h) * w + nearest_index(a.nearest, sx, w)];
+          std::copy_n(p00, c, dst + j * c);
           continue;
         }
-        const double cy = std::clamp(sy, 0.0, double(h - 1)), cx = std::clamp(sx, 0.0, double(w - 1));
-        const std::int64_t y0 = std::int64_t(cy), x0 = std::int64_t(cx);
-        const std::int64_t y1 = std::min(y0 + 1, h - 1), x1 = std::min(x0 + 1, w - 1);
-        const double fy = cy - double(y0), fx = cx - double(x0);
-        const double top = src[y0 * w + x0] * (1 - fx) + src[y0 * w + x1] * fx;
-        const double bottom = src[y1 * w + x0] * (1 - fx) + src[y1 * w + x1] * fx;
-        dst[i * ow + j] = float(top * (1 - fy) + bottom * fy);
+        blend(p00, src + (ty.i0 * w + tx.i1) * c, src + (ty.i1 * w + tx.i0) * c, src + (ty.i1 * w + tx.i1) * c, tx.f,
+              ty.f, c, dst + j * c);
       }
     }
-  }
+  });
 }
 
 void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,

@@ -107,6 +107,12 @@ void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws,
 // ConvTranspose of x [N, C, H, W] with w [C, K / groups, R, S] (ONNX's layout) into y
 // [N, K, OH, OW]: every input pixel scattered through the filter (pads trimmed from the top
 // left; the output shape carries output_padding and output_shape).
+// A transposed conv's scatter-add in NHWC (its matmul done): y[n, oh, ow, :] = bias (or 0)
+// plus cols[(n, ih, iw), (u, v, :)] over every input pixel (ih, iw) and tap (u, v) whose window
+// covers (oh, ow): oh = ih * sh - pad_top + u * dh, ow = iw * sw - pad_left + v * dw. x: the
+// input's shape [N, C, H, W]; cols: N x H x W rows of kh x kw x K floats; y's shape [N, K, OH, OW].
+void col2im_nhwc(const float* cols, const Shape& x, std::int64_t kh, std::int64_t kw, const ConvAttrs& a,
+                 const float* bias, float* y, const Shape& ys, int threads = 1);
 void conv_transpose_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
                          const Shape& ys, const ConvAttrs& a);
 
@@ -123,7 +129,9 @@ struct ResizeAttrs {
   std::string nearest = "round_prefer_floor";  // round_prefer_floor, round_prefer_ceil, floor, ceil
   float scale_h = 1, scale_w = 1;              // the scales given, or out / in where sizes were
 };
-void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const ResizeAttrs& a);
+// Resize of [N, C, H, W] along H and W, in NCHW or NHWC order (nhwc).
+void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const ResizeAttrs& a, bool nhwc = false,
+            int threads = 1);
 
 // y [M, N] = a [M, K] (row-major, or [K, M] when trans_a) x b [K, N] (or [N, K] when trans_b),
 // alpha times, plus beta times c broadcast to [M, N] (c null: none).

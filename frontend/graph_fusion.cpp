@@ -47,7 +47,9 @@ class Fuser {
   void run() {
     for (int i = 0; i < int(g_.nodes().size()); ++i) {
       const GraphNode& n = g_.nodes()[i];
-      if (n.fused_into >= 0 || !n.kernel || n.outputs.empty()) continue;
+      // A ConvTranspose's matmul writes the windows before their scatter-add: nothing after
+      // the transposed conv can run in its epilogue.
+      if (n.fused_into >= 0 || !n.kernel || n.outputs.empty() || n.op == "ConvTranspose") continue;
       if (const ChainRule* rule = rule_for(*n.kernel)) fuse_after(i, *rule);
     }
   }

@@ -14,10 +14,10 @@
 //   matmul-epilogue    matmul, then activations, Add ("add" or "bias") and LayerNormalization
 //                      along the inner axis (MatMul + Add + LayerNorm + GELU is one chain)
 //   rows-activations   elementwise or map, then activations
-// Each epilogue op joins a chain at most once. The pass fixes what may be fused; the fusion-rule
-// registry (lowering/fusion_rules.hpp) then decides, per schedule and its fusion_level, how
-// much of each chain is fused (lowering/epilogue.hpp); the rest run as kernels of their own
-// and are paid for as such.
+// A ConvTranspose's matmul (onnx_import.cpp) starts no chain: it writes each input pixel's
+// window before the windows' scatter-add. Each epilogue op joins a chain at most once. The pass fixes what may be
+// fused; the fusion-rule registry (lowering/fusion_rules.hpp) then decides, per schedule and its fusion_level, how much
+// of each chain is fused (lowering/epilogue.hpp); the rest run as kernels of their own and are paid for as such.
 // Thread-safety: mutates g only.
 #pragma once
 

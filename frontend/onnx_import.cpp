@@ -214,6 +214,7 @@ class Extractor {
       return op + " (no input or no output)";
     }
     if (op == "Conv") return conv_task(node);
+    if (op == "ConvTranspose") return conv_transpose_task(node);
     if (op == "MatMul") return matmul_task(node);
     if (op == "Gemm") return gemm_task(node);
     if (op == "Softmax" || op == "LayerNormalization" || op == "LRN") return row_task(node);
@@ -375,6 +376,23 @@ class Extractor {
     std::vector<std::string> start;
     if (node.input_size() >= 3 && !node.input(2).empty()) start.push_back("bias");
     add_task(Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims}, {"epilogue", start}},
+             node);
+    return std::nullopt;
+  }
+
+  // A 2-D transposed conv of one group as the matmul it is: [N x H x W, C] x [C, kh x kw x K],
+  // each input pixel's contribution to a kh x kw window of outputs; the windows' scatter-add
+  // into the output (col2im, with the bias) follows it outside the kernel, as ONNX Runtime
+  // computes it (engine/model.cpp).
+  std::optional<std::string> conv_transpose_task(const onnx::NodeProto& node) {
+    const Shape* x = node.input_size() >= 2 ? shape_of(node.input(0)) : nullptr;
+    const Shape* w = x ? shape_of(node.input(1)) : nullptr;
+    if (!x || !w || x->size() != 4 || w->size() != 4) return "ConvTranspose (unknown or non-2D shape)";
+    if (int_attr(node, "group", 1) != 1) return "ConvTranspose (groups)";
+    if ((*w)[0] != (*x)[1]) return "ConvTranspose (mismatched channels)";
+    add_task(Json{{"op", "matmul"},
+                  {"dtype", to_string(dtype_of(node.input(0)))},
+                  {"dims", {{"M", (*x)[0] * (*x)[2] * (*x)[3]}, {"N", (*w)[1] * (*w)[2] * (*w)[3]}, {"K", (*x)[1]}}}},
              node);
     return std::nullopt;
   }
@@ -627,6 +645,38 @@ void check_window_attributes(const onnx::GraphProto& graph) {
   }
 }
 
+// Sizes no tensor has: a graph input's dim, or a value of a constant a Reshape, Expand, Tile or
+// ConstantOfShape takes as its shape, beyond 2^31. libonnx's shape inference of a pool below
+// a Reshape to [1, 8, 7e16, 56] ran for minutes (found by the mutation fuzzer). bad_input
+// naming the tensor, where it was read and the value.
+void check_shape_values(const onnx::GraphProto& graph) {
+  constexpr std::int64_t kMost = std::int64_t{1} << 31;
+  for (const auto& in : graph.input()) {
+    for (const auto& d : in.type().tensor_type().shape().dim()) {
+      if (d.has_dim_value() && d.dim_value() > kMost)
+        throw_bad_input("model: input '" + in.name() + "' has a dim of " + std::to_string(d.dim_value()) +
+                        ", expected at most 2^31");
+    }
+  }
+  static const std::map<std::string, int> shape_inputs = {
+      {"Reshape", 1}, {"Expand", 1}, {"Tile", 1}, {"ConstantOfShape", 0}};
+  std::map<std::string, const onnx::TensorProto*> constants;
+  for (const auto& init : graph.initializer()) constants[init.name()] = &init;
+  for (const auto& node : graph.node()) {
+    const auto at = shape_inputs.find(node.op_type());
+    if (at == shape_inputs.end() || node.input_size() <= at->second) continue;
+    const auto c = constants.find(node.input(at->second));
+    if (c == constants.end()) continue;
+    std::vector<std::int64_t> values;
+    if (!integer_initializer_values(*c->second, values)) continue;
+    for (const auto v : values) {
+      if (v <= kMost) continue;
+      throw_bad_input("model: node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" + node.op_type() +
+                      "): shape '" + c->first + "' holds " + std::to_string(v) + ", expected sizes of at most 2^31");
+    }
+  }
+}
+
 // A window op's inputs and attribute lengths as ONNX defines them: libonnx's shape inference
 // reads past a weight of too low a rank or a pads list of the wrong length (a Conv fed a
 // BatchNormalization's 1-D scale crashed it, found by the mutation fuzzer). bad_input naming
@@ -677,6 +727,7 @@ onnx::ModelProto read_bound_onnx_model(const std::string& path, const BoundDims&
   onnx::ModelProto model = read_onnx_model(path);
   check_window_attributes(model.graph());
   check_window_shapes(model.graph());
+  check_shape_values(model.graph());
   bind_symbolic_dims(model, bound);
   try {
     infer_shapes_folding_shape_computations(model);

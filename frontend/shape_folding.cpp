@@ -24,26 +24,6 @@ ShapeData infer_with_data(onnx::ModelProto& model) {
   return data;
 }
 
-// An integer initializer of rank 0 or 1 as a value; false otherwise.
-bool initializer_value(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
-  if (t.dims_size() > 1 || t.has_raw_data()) return false;
-  if (t.data_type() == onnx::TensorProto::INT64)
-    out.assign(t.int64_data().begin(), t.int64_data().end());
-  else if (t.data_type() == onnx::TensorProto::INT32)
-    out.assign(t.int32_data().begin(), t.int32_data().end());
-  else
-    return false;
-  return true;
-}
-
-bool raw_initializer_value(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
-  if (t.dims_size() > 1 || !t.has_raw_data() || t.data_type() != onnx::TensorProto::INT64) return false;
-  if (t.raw_data().size() % sizeof(std::int64_t) != 0) return false;
-  out.resize(t.raw_data().size() / sizeof(std::int64_t));
-  std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
-  return true;
-}
-
 // Integer arithmetic that libonnx's data propagation leaves out (Div, the integer division of
 // sizes exporters write for a head's width), evaluated where both operands are known: their
 // values added to data, in the nodes' order, so a chain of them is known in one pass.
@@ -51,7 +31,7 @@ void propagate_integer_arithmetic(const onnx::GraphProto& g, ShapeData& data) {
   std::map<std::string, std::vector<std::int64_t>> known;
   for (const auto& t : g.initializer()) {
     std::vector<std::int64_t> v;
-    if (initializer_value(t, v) || raw_initializer_value(t, v)) known[t.name()] = v;
+    if (integer_initializer_values(t, v)) known[t.name()] = v;
   }
   auto value = [&](const std::string& name, std::vector<std::int64_t>& v) {
     if (const auto it = known.find(name); it != known.end()) return v = it->second, true;
@@ -155,6 +135,23 @@ void drop_unused_nodes(onnx::GraphProto& g) {
 }
 
 }  // namespace
+
+bool integer_initializer_values(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
+  if (t.dims_size() > 1) return false;
+  if (t.has_raw_data()) {
+    if (t.data_type() != onnx::TensorProto::INT64 || t.raw_data().size() % sizeof(std::int64_t) != 0) return false;
+    out.resize(t.raw_data().size() / sizeof(std::int64_t));
+    std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
+    return true;
+  }
+  if (t.data_type() == onnx::TensorProto::INT64)
+    out.assign(t.int64_data().begin(), t.int64_data().end());
+  else if (t.data_type() == onnx::TensorProto::INT32)
+    out.assign(t.int32_data().begin(), t.int32_data().end());
+  else
+    return false;
+  return true;
+}
 
 void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
   // Each round folds what the last one's inference made known: a chain of shape arithmetic is

@@ -9,10 +9,17 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace atvoss::frontend {
 
 // Infers shapes with data propagation and folds, until nothing more folds. Throws what
 // libonnx's shape inference throws.
 void infer_shapes_folding_shape_computations(onnx::ModelProto& model);
+
+// An integer initializer of rank 0 or 1 (int64 or int32 values, or int64 raw data) as its
+// values; false, out untouched, for any other.
+bool integer_initializer_values(const onnx::TensorProto& t, std::vector<std::int64_t>& out);
 
 }  // namespace atvoss::frontend

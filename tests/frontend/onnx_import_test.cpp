@@ -194,6 +194,22 @@ inits += [init("w1", 8, 8, 3, 3), init("w2", 16, 8, 3, 3), init("w3", 8, 16, 3, 
 g = helper.make_graph(nodes, "acts", [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 16, 16])],
                       [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), out + "/acts.onnx")
+# A U-Net's upsampling: a 2x2 stride-2 ConvTranspose with its bias, then a Relu; and one of
+# two groups.
+nodes = [helper.make_node("ConvTranspose", ["x", "wt", "bt"], ["up"], strides=[2, 2], name="up"),
+         helper.make_node("Relu", ["up"], ["upr"], name="up_relu"),
+         helper.make_node("ConvTranspose", ["x", "wg"], ["gup"], strides=[2, 2], group=2, name="grouped_up")]
+g = helper.make_graph(nodes, "upsampling", [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 56, 56])],
+                      [helper.make_tensor_value_info(o, T.FLOAT, None) for o in ("upr", "gup")],
+                      [init("wt", 8, 4, 2, 2), init("bt", 4), init("wg", 8, 2, 2, 2)])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/upsampling.onnx")
+# A Reshape to a size no tensor has, then a pool: libonnx's inference of the pool ran for minutes.
+g = helper.make_graph([helper.make_node("Reshape", ["x", "huge"], ["r"], name="huge_reshape"),
+                       helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[3, 3], name="pool")], "huge",
+                      [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 56, 56])],
+                      [helper.make_tensor_value_info("p", T.FLOAT, None)],
+                      [numpy_helper.from_array(np.array([1, 8, 70650219154374712, 56], dtype=np.int64), "huge")])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/huge_reshape.onnx")
 )py";
 
 class OnnxImport : public testing::Test {
@@ -475,6 +491,38 @@ TEST_F(OnnxImport, OpsWithoutALoweringAreNamedFallbacksWithTheirBytes) {
   EXPECT_NEAR(fallback_us(erf, t), erf.bytes / t.hbm_bytes_per_second() * 1e6 + t.launch_us, 1e-9);
 }
 
+// A ConvTranspose of one group is the matmul of its input pixels and its weights as
+// [C, kh x kw x K], with nothing fused after it (its windows are summed after the kernel).
+TEST_F(OnnxImport, AConvTransposeIsItsMatmulWithNoEpilogue) {
+  const TaskSet s = import_onnx((dir_ / "upsampling.onnx").string());
+  const TuneTask* up = find_layer(s, "up");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->workload.op(), "matmul");
+  EXPECT_EQ(up->workload.dim("M"), 56 * 56);
+  EXPECT_EQ(up->workload.dim("N"), 4 * 2 * 2);
+  EXPECT_EQ(up->workload.dim("K"), 8);
+  EXPECT_TRUE(up->workload.epilogue().empty());
+  EXPECT_NE(find_layer(s, "up_relu"), nullptr);  // a task of its own, not up's epilogue
+  EXPECT_NE(find_layer(s, "up_relu"), up);
+  ASSERT_EQ(s.fallbacks().size(), 1u);  // one of two groups is not a matmul
+  EXPECT_EQ(s.fallbacks()[0].name, "grouped_up");
+  EXPECT_NE(s.fallbacks()[0].reason.find("groups"), std::string::npos);
+}
+
+// A shape no tensor has is refused before libonnx's inference, naming the node and the value.
+TEST_F(OnnxImport, AReshapeToAnImpossibleSizeIsRefusedAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    import_onnx((dir_ / "huge_reshape.onnx").string());
+    FAIL() << "imported";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_bad_input());
+    EXPECT_NE(std::string(e.what()).find("'huge_reshape' (Reshape)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("70650219154374712"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
 TEST_F(OnnxImport, AZeroStrideIsBadInputNamingTheNodeNotACrash) {
   try {
     import_onnx((dir_ / "zero_stride.onnx").string());
@@ -508,7 +556,8 @@ TEST_F(OnnxImport, GarbageAndMissingFilesAreBadInput) {
 // the whole test binary, another exception fails here. Bounded by count and by time.
 TEST_F(OnnxImport, MutatedModelsImportOrAreRefusedNeverCrash) {
   std::vector<onnx::ModelProto> seeds;
-  for (const char* name : {"convnet.onnx", "classic.onnx", "wild.onnx", "acts.onnx", "encoder.onnx"}) {
+  for (const char* name :
+       {"convnet.onnx", "classic.onnx", "wild.onnx", "acts.onnx", "encoder.onnx", "upsampling.onnx"}) {
     std::ifstream in(dir_ / name, std::ios::binary);
     onnx::ModelProto m;
     ASSERT_TRUE(m.ParseFromIstream(&in)) << name;

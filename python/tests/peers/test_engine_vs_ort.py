@@ -578,3 +578,56 @@ def test_erf_gelus_as_exporters_write_them_run_as_one_step(tmp_path):
     steps = m.describe()["steps"]
     assert sum(1 for s in steps if s.get("as") == "erf gelu") == 3
     assert sum(1 for s in steps if s.get("op") == "Erf") == 2
+
+
+def test_transposed_convs_run_as_a_matmul_and_a_scatter_add(tmp_path):
+    """A U-Net's decoder step (a 2x2 stride-2 ConvTranspose with its bias, a ReLU, a Concat with
+    the skip, a conv), transposed convs whose windows overlap (3x3 stride 2 with pads and
+    output_padding, a dilation of 2, SAME_UPPER), one of the graph's input: each of one group
+    and constant weights runs as the importer's matmul task and the windows' scatter-add; one of
+    two groups, and one whose weights are an input, as written. Batch 2, one and two threads."""
+    b = Builder()
+    skip = b.node("Relu", [b.conv("x", 6, 16, 3, pads=[1, 1, 1, 1])])
+    low = b.node("MaxPool", [skip], kernel_shape=[2, 2], strides=[2, 2])
+    deep = b.node("Relu", [b.conv(low, 16, 32, 3, pads=[1, 1, 1, 1])])
+    up = b.node("Relu", [b.node("ConvTranspose", [deep, b.const(RNG.standard_normal((32, 16, 2, 2)) * 0.2),
+                                                  b.const(RNG.standard_normal(16))], kernel_shape=[2, 2],
+                                strides=[2, 2])])
+    decoded = b.conv(b.node("Concat", [skip, up], axis=1), 32, 8, 3, pads=[1, 1, 1, 1])
+    outs = [decoded,
+            b.node("ConvTranspose", [deep, b.const(RNG.standard_normal((32, 24, 3, 3)) * 0.2)], strides=[2, 2],
+                   pads=[1, 0, 1, 2], output_padding=[1, 0]),
+            b.node("ConvTranspose", [deep, b.const(RNG.standard_normal((32, 20, 2, 3)) * 0.2),
+                                     b.const(RNG.standard_normal(20))], dilations=[2, 2], strides=[1, 2]),
+            b.node("ConvTranspose", ["x", b.const(RNG.standard_normal((6, 18, 3, 3)) * 0.2)], strides=[2, 2],
+                   auto_pad="SAME_UPPER"),
+            b.node("ConvTranspose", [deep, b.const(RNG.standard_normal((32, 5, 3, 3)) * 0.2)], group=2,
+                   strides=[2, 2]),
+            b.node("ConvTranspose", [deep, "w"], strides=[2, 2])]
+    path = b.save(str(tmp_path / "unet.onnx"), [("x", [2, 6, 14, 18]), ("w", [32, 8, 2, 2])], outs)
+    for threads in (1, 2):
+        m = compare(path, batch=2, threads=threads)
+    steps = m.describe()["steps"]
+    assert sum(1 for s in steps if s.get("as") == "scatter-add of the windows") == 4
+    assert sum(1 for s in steps if s.get("op") == "ConvTranspose" and "as" not in s) == 2
+
+
+def test_a_yolo_neck_upsamples_in_nhwc(tmp_path):
+    """A YOLOv5 neck's top-down step: a conv's output upsampled 2x by Resize (nearest, as
+    torch exports nn.Upsample; and linear, as an FPN's), concatenated with the finer map and
+    convolved again, at a size that splits over two threads. It stays in NHWC: no layout step
+    but the input's and the outputs'."""
+    b = Builder()
+    fine = b.node("Relu", [b.conv("x", 8, 24, 3, pads=[1, 1, 1, 1])])
+    coarse = b.node("Relu", [b.conv(fine, 24, 40, 3, pads=[1, 1, 1, 1], strides=[2, 2])])
+    near = b.node("Resize", [coarse, "", b.const([1, 1, 2, 2])], mode="nearest",
+                  coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    lin = b.node("Resize", [coarse, "", b.const([1, 1, 2, 2])], mode="linear",
+                 coordinate_transformation_mode="half_pixel")
+    outs = [b.conv(b.node("Concat", [near, fine], axis=1), 64, 16, 3, pads=[1, 1, 1, 1]),
+            b.conv(b.node("Concat", [lin, fine], axis=1), 64, 16, 1)]
+    path = b.save(str(tmp_path / "neck.onnx"), [("x", [1, 8, 40, 48])], outs)
+    for threads in (1, 2):
+        m = compare(path, threads=threads)
+    layouts = sorted((s["to"], s["node"]) for s in m.describe()["steps"] if s["kind"] == "layout")
+    assert layouts == sorted([("nhwc", "x")] + [("nchw", t) for t in outs])

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Writes more model shapes for the engine's comparison with ONNX Runtime, each as its usual
+export writes it (BatchNormalization folded into the convs' biases, as torch exports in eval
+mode), with seeded random weights and a symbolic batch:
+  vgg11            VGG-11 at 224: 3x3 convs with ReLU, 2x2 max pools, Flatten and the
+                   25088 -> 4096 -> 4096 -> 1000 classifier Gemms (Simonyan and Zisserman, 2014)
+  efficientnet_b0  EfficientNet-B0 at 224: SiLU as x * Sigmoid(x), MBConv blocks with 3x3 and
+                   5x5 depthwise convs, squeeze-excitation (GlobalAveragePool, two 1x1 convs,
+                   Sigmoid, Mul), residual Adds, torchvision's block settings (Tan and Le, 2019)
+  vit_s16          ViT-S/16 at 224 (DeiT-small's shape: 384 wide, 6 heads, 12 layers): a 16x16
+                   stride-16 patch conv, Reshape and Transpose to tokens, a class token by Expand
+                   and Concat, position embeddings, pre-LayerNormalization blocks (opset 17) with
+                   one QKV MatMul split by Reshape, Transpose and Gather, erf GELU, the class
+                   token's Gather and the head Gemm (Dosovitskiy et al., 2020)
+  yolo_neck        a YOLOv5-style backbone and neck at 320: a 6x6 stride-2 stem, SiLU, C3-like
+                   blocks, SPPF (three 5x5 max pools), nearest 2x Resize up the top-down path,
+                   Concat, and detection heads reshaped and transposed to [1, 3, cells, 85]
+  unet             a U-Net at 256 (Ronneberger et al., 2015): two 3x3 conv + ReLU per level, 2x2
+                   max pools down, 2x2 stride-2 ConvTranspose up, Concat with the skip, a 1x1
+                   conv and Sigmoid
+Usage: make_more_models.py NAME OUT.onnx"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_bert_export import Writer as TokenWriter  # noqa: E402
+from make_mobilenet_v2 import Writer  # noqa: E402
+
+
+class ConvWriter(Writer):
+    def ints(self, values):
+        self.count += 1
+        name = "i%d" % self.count
+        self.inits.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
+        return name
+
+    def conv(self, x, cin, cout, k, stride=1, group=1, act="relu", pad=None):
+        w = self.const(self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / (cin // group * k * k)))
+        y = self.node("Conv", [x, w, self.const(self.rng.uniform(-0.1, 0.1, cout))], kernel_shape=[k, k],
+                      strides=[stride, stride], pads=[(k - 1) // 2 if pad is None else pad] * 4, group=group)
+        if act == "relu":
+            return self.node("Relu", [y])
+        if act == "silu":
+            return self.node("Mul", [y, self.node("Sigmoid", [y])])
+        return y
+
+    def gemm(self, x, n_in, n_out):
+        return self.node("Gemm", [x, self.const(self.rng.standard_normal((n_out, n_in)) * np.sqrt(1.0 / n_in)),
+                                  self.const(np.zeros(n_out))], transB=1)
+
+
+def model(w, name, outputs, hw=224, opset=13):
+    graph = helper.make_graph(w.nodes, name, [helper.make_tensor_value_info("input", T.FLOAT, ["N", 3, hw, hw])],
+                              [helper.make_tensor_value_info(o, T.FLOAT, None) for o in outputs], w.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
+    return m
+
+
+def vgg11():
+    w = ConvWriter(6)
+    x, c = "input", 3
+    for cout, convs in [(64, 1), (128, 1), (256, 2), (512, 2), (512, 2)]:
+        for _ in range(convs):
+            x, c = w.conv(x, c, cout, 3), cout
+        x = w.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = w.node("Relu", [w.gemm(w.node("Flatten", [x], axis=1), 512 * 7 * 7, 4096)])
+    x = w.node("Relu", [w.gemm(x, 4096, 4096)])
+    return model(w, "vgg11", [w.gemm(x, 4096, 1000)])
+
+
+# (expansion, kernel, first stride, input channels, output channels, blocks), torchvision's B0.
+EFFICIENTNET_B0 = [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
+                   (6, 5, 1, 80, 112, 3), (6, 5, 2, 112, 192, 4), (6, 3, 1, 192, 320, 1)]
+
+
+def efficientnet_b0():
+    w = ConvWriter(4)
+
+    def mbconv(x, expand, k, stride, cin, cout):
+        c = cin * expand
+        y = w.conv(x, cin, c, 1, act="silu") if expand != 1 else x
+        y = w.conv(y, c, c, k, stride, group=c, act="silu")
+        squeeze = w.conv(w.node("GlobalAveragePool", [y]), c, max(1, cin // 4), 1, act="silu")
+        y = w.node("Mul", [w.node("Sigmoid", [w.conv(squeeze, max(1, cin // 4), c, 1, act=None)]), y])
+        y = w.conv(y, c, cout, 1, act=None)
+        return w.node("Add", [y, x]) if stride == 1 and cin == cout else y
+
+    x = w.conv("input", 3, 32, 3, 2, act="silu")
+    for expand, k, stride, cin, cout, blocks in EFFICIENTNET_B0:
+        for i in range(blocks):
+            x = mbconv(x, expand, k, stride if i == 0 else 1, cin if i == 0 else cout, cout)
+    x = w.node("Flatten", [w.node("GlobalAveragePool", [w.conv(x, 320, 1280, 1, act="silu")])], axis=1)
+    return model(w, "efficientnet_b0", [w.gemm(x, 1280, 1000)])
+
+
+def vit_s16(layers=12, width=384, heads=6, patch=16):
+    w = TokenWriter(5)
+
+    def layer_norm(x):
+        return w.node("LayerNormalization", [x, w.const(1 + w.rng.uniform(-0.1, 0.1, width)),
+                                             w.const(w.rng.uniform(-0.1, 0.1, width))], axis=-1, epsilon=1e-6)
+
+    def attention(x):
+        head = width // heads
+        shape = w.node("Concat", [w.dim(x, 0), w.dim(x, 1), w.ints([3]), w.ints([heads]), w.ints([head])], axis=0)
+        qkv = w.node("Transpose", [w.node("Reshape", [w.linear(x, width, 3 * width), shape])], perm=[2, 0, 3, 1, 4])
+        q, k, v = (w.node("Gather", [qkv, w.ints(i)], axis=0) for i in range(3))
+        scores = w.node("Mul", [w.node("MatMul", [q, w.node("Transpose", [k], perm=[0, 1, 3, 2])]),
+                                w.const(head ** -0.5)])
+        ctx = w.node("Transpose", [w.node("MatMul", [w.node("Softmax", [scores], axis=-1), v])], perm=[0, 2, 1, 3])
+        joined = w.node("Concat", [w.dim(x, 0), w.dim(x, 1), w.ints([width])], axis=0)
+        return w.linear(w.node("Reshape", [ctx, joined]), width, width)
+
+    x = w.node("Conv", ["input", w.weight(width, 3, patch, patch), w.const(np.zeros(width))],
+               kernel_shape=[patch, patch], strides=[patch, patch])
+    tokens = w.node("Concat", [w.dim(x, 0), w.ints([width]), w.ints([-1])], axis=0)
+    x = w.node("Transpose", [w.node("Reshape", [x, tokens])], perm=[0, 2, 1])
+    cls = w.node("Expand", [w.weight(1, 1, width), w.node("Concat", [w.dim(x, 0), w.ints([1, 1])], axis=0)])
+    x = w.node("Add", [w.node("Concat", [cls, x], axis=1), w.weight(1, (224 // patch) ** 2 + 1, width)])
+    for _ in range(layers):
+        x = w.node("Add", [x, attention(layer_norm(x))])
+        x = w.node("Add", [x, w.linear(w.gelu(w.linear(layer_norm(x), width, 4 * width)), 4 * width, width)])
+    x = w.node("Gather", [layer_norm(x), w.ints(0)], axis=1)
+    logits = w.node("Gemm", [x, w.weight(1000, width), w.const(np.zeros(1000))], transB=1)
+    return model(w, "vit_s16", [logits], opset=17)
+
+
+def yolo_neck():
+    w = ConvWriter(6)
+
+    def c3(x, c):
+        a = w.conv(x, c, c // 2, 1, act="silu")
+        b = w.conv(x, c, c // 2, 1, act="silu")
+        b = w.node("Add", [b, w.conv(w.conv(b, c // 2, c // 2, 1, act="silu"), c // 2, c // 2, 3, act="silu")])
+        return w.conv(w.node("Concat", [b, a], axis=1), c, c, 1, act="silu")
+
+    x, c, levels = w.conv("input", 3, 16, 6, 2, act="silu", pad=2), 16, []
+    for cout in [32, 64, 128, 256]:
+        x, c = c3(w.conv(x, c, cout, 3, 2, act="silu"), cout), cout
+        levels.append((x, c))
+    pool = lambda t: w.node("MaxPool", [t], kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2])  # noqa: E731
+    p1 = pool(x)
+    p2 = pool(p1)
+    x = w.conv(w.node("Concat", [x, p1, p2, pool(p2)], axis=1), 4 * c, c, 1, act="silu")
+    heads = []
+    for finer, fc in reversed(levels[:-1]):
+        x = w.conv(x, c, fc, 1, act="silu")
+        up = w.node("Resize", [x, "", w.const(np.array([1, 1, 2, 2]))], mode="nearest")
+        x, c = c3(w.conv(w.node("Concat", [up, finer], axis=1), 2 * fc, fc, 1, act="silu"), fc), fc
+        head = w.conv(x, c, 3 * 85, 1, act=None)
+        heads.append(w.node("Transpose", [w.node("Reshape", [head, w.ints([1, 3, 85, -1])])], perm=[0, 1, 3, 2]))
+    return model(w, "yolo_neck", heads, hw=320)
+
+
+def unet():
+    w = ConvWriter(6)
+    x, c, skips = "input", 3, []
+    for cout in [32, 64, 128, 256]:
+        x, c = w.conv(w.conv(x, c, cout, 3), cout, cout, 3), cout
+        skips.append((x, c))
+        x = w.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x, c = w.conv(w.conv(x, c, 512, 3), 512, 512, 3), 512
+    for skip, sc in reversed(skips):
+        up = w.node("ConvTranspose", [x, w.const(w.rng.standard_normal((c, sc, 2, 2)) * np.sqrt(1.0 / c)),
+                                      w.const(np.zeros(sc))], kernel_shape=[2, 2], strides=[2, 2])
+        x, c = w.conv(w.conv(w.node("Concat", [skip, up], axis=1), 2 * sc, sc, 3), sc, sc, 3), sc
+    return model(w, "unet", [w.node("Sigmoid", [w.conv(x, c, 1, 1, act=None)])], hw=256)
+
+
+MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
+          "unet": unet}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
+        sys.exit("usage: make_more_models.py {%s} OUT.onnx" % ",".join(MODELS))
+    onnx.save(MODELS[sys.argv[1]](), sys.argv[2])
