@@ -454,11 +454,11 @@ struct Model::Impl {
       if (n.fused_by == "fold-into-weights") {
         if (!conv || !fold(n, p, c, k, bias, scale_weights)) break;
       } else if (n.fused_by == "silu") {
-        if (conv || f + 1 >= fused.size() || has(c.epilogue, "silu")) break;
+        if (f + 1 >= fused.size() || has(c.epilogue, "silu")) break;
         c.epilogue.push_back("silu");
         c.out = graph.nodes()[fused[++f]].outputs[0];
         continue;
-      } else if (!add_step(n, p, c, k, bias, conv)) {
+      } else if (!add_step(n, p, c, k, bias)) {
         break;
       }
       c.out = n.outputs[0];
@@ -492,7 +492,7 @@ struct Model::Impl {
   }
 
   bool add_step(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
-                std::vector<float>& bias, bool conv) {
+                std::vector<float>& bias) {
     if (n.step == "add") {
       const int other = other_input(n, c.out);
       if (other < 0) return false;
@@ -509,7 +509,7 @@ struct Model::Impl {
       return true;
     }
     const std::string step = exact_step(p, *file);
-    if (step.empty() || has(c.epilogue, step.c_str()) || (conv && step == "sigmoid")) return false;
+    if (step.empty() || has(c.epilogue, step.c_str())) return false;
     c.epilogue.push_back(step);
     return true;
   }

@@ -105,6 +105,9 @@ const std::vector<ScheduleCase> kConvCases = {
     // One input row: every micro-tile skips the window's first and last rows.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":20,"H":1,"W":6,"K":16,"R":3,"S":3,"pad":1}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 1}, {"tile_w", 8}, {"tile_order", 2}, {"async_copy_depth", 1}}},
+    // SiLU fused (EfficientNet's and YOLO's convs).
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias","silu"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}, {"threads", 2}}},
 };
 
 const std::vector<ScheduleCase> kDepthwiseCases = {
@@ -146,6 +149,9 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
       {"tile_order", 2},
       {"async_copy_depth", 2},
       {"threads", 2}}},
+    // A Sigmoid on a depthwise conv (a squeeze-excitation's gate).
+    {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":9,"W":9,"R":5,"S":5,"pad":2},"epilogue":["bias","sigmoid"]})",
+     {{"micro_m", 4}, {"micro_n", 16}, {"tile_h", 4}, {"tile_order", 0}}},
     // 5x5, pad 2, stride 2 (EfficientNet's downsampling depthwise convs) with interior blocks.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":32,"H":23,"W":23,"R":5,"S":5,"stride":2,"pad":2}})",
      {{"micro_m", 4}, {"micro_n", 16}, {"tile_h", 16}, {"tile_order", 1}}},
@@ -243,11 +249,21 @@ TEST(ConvSpaceTest, RefusesWhatItCannotGenerate) {
       << why;
   EXPECT_FALSE(supports(workload(R"({"op":"conv2d","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3}})"), &why));
   EXPECT_NE(why.find("dtype"), std::string::npos);
-  EXPECT_FALSE(supports(
+  EXPECT_TRUE(supports(
       workload(
           R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["silu"]})"),
+      &why))
+      << why;
+  EXPECT_FALSE(supports(
+      workload(
+          R"({"op":"conv2d","dtype":"int8","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["silu"]})"),
       &why));
   EXPECT_NE(why.find("silu"), std::string::npos);
+  EXPECT_FALSE(supports(
+      workload(
+          R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["leaky_relu"]})"),
+      &why));
+  EXPECT_NE(why.find("leaky_relu"), std::string::npos);
   EXPECT_FALSE(supports(
       workload(
           R"({"op":"group_conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3,"groups":2}})"),

@@ -379,13 +379,18 @@ def test_transformer_layer_ops(tmp_path):
 def test_opset_11_softmax_lrn_gather_and_a_silu_conv(tmp_path):
     b = Builder()
     c = b.conv("x", 6, 12, 3, pads=[1, 1, 1, 1])
-    silu = b.node("Mul", [c, b.node("Sigmoid", [c])])       # the host conv has no silu: run after it
+    silu = b.node("Mul", [c, b.node("Sigmoid", [c])])       # the conv's epilogue
     norm = b.node("LRN", [silu], size=5, alpha=1e-3, beta=0.75, bias=2.0)
     soft = b.node("Softmax", [norm], axis=1)                  # opset 11: over C x H x W
     picked = b.node("Gather", [norm, b.ints([2, 0, -1])], axis=1)
     clipped = b.node("Clip", [picked, b.const(-0.5)])         # min only
-    path = b.save(str(tmp_path / "old.onnx"), [("x", [1, 6, 5, 7])], [soft, clipped], opset=11)
-    compare(path)
+    gate = b.node("Sigmoid", [b.conv("x", 6, 6, 3, group=6, pads=[1, 1, 1, 1])])  # a depthwise conv's
+    path = b.save(str(tmp_path / "old.onnx"), [("x", [1, 6, 5, 7])], [soft, clipped, gate], opset=11)
+    m = compare(path)
+    steps = m.describe()["steps"]
+    assert not [s for s in steps if s.get("op") in ("Sigmoid", "Mul")]
+    assert sorted(s["workload"]["epilogue"] for s in steps if s["kind"] == "kernel") == [["bias", "sigmoid"],
+                                                                                         ["bias", "silu"]]
 
 
 def test_bad_inputs_are_refused_by_name(tmp_path):
