@@ -26,6 +26,20 @@ class Writer:
         self.inits.append(numpy_helper.from_array(np.asarray(array, dtype=np.float32), name))
         return name
 
+    def ints(self, values):
+        self.count += 1
+        name = "i%d" % self.count
+        self.inits.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
+        return name
+
+    def model(self, name, inputs, outputs, opset=13):
+        """The model of the nodes written: inputs and outputs as (name, shape or None), floats."""
+        graph = helper.make_graph(self.nodes, name, [helper.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
+                                  [helper.make_tensor_value_info(n, T.FLOAT, s) for n, s in outputs], self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
+        return m
+
     def node(self, op, inputs, **attrs):
         self.count += 1
         out = "%s_%d" % (op.lower(), self.count)
@@ -58,11 +72,7 @@ def mobilenet_v2(seed=1):
     x = w.node("Flatten", [w.node("GlobalAveragePool", [x])], axis=1)
     logits = w.node("Gemm", [x, w.const(w.rng.standard_normal((1000, 1280)) * 0.03), w.const(np.zeros(1000))],
                     transB=1)
-    graph = helper.make_graph(w.nodes, "mobilenet_v2", [helper.make_tensor_value_info("input", T.FLOAT, ["N", 3, 224, 224])],
-                              [helper.make_tensor_value_info(logits, T.FLOAT, ["N", 1000])], w.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
-    return model
+    return w.model("mobilenet_v2", [("input", ["N", 3, 224, 224])], [(logits, ["N", 1000])])
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto as T, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_bert_export import Writer as TokenWriter  # noqa: E402
@@ -32,12 +31,6 @@ from make_mobilenet_v2 import Writer  # noqa: E402
 
 
 class ConvWriter(Writer):
-    def ints(self, values):
-        self.count += 1
-        name = "i%d" % self.count
-        self.inits.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
-        return name
-
     def conv(self, x, cin, cout, k, stride=1, group=1, act="relu", pad=None):
         w = self.const(self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / (cin // group * k * k)))
         y = self.node("Conv", [x, w, self.const(self.rng.uniform(-0.1, 0.1, cout))], kernel_shape=[k, k],
@@ -54,11 +47,7 @@ class ConvWriter(Writer):
 
 
 def model(w, name, outputs, hw=224, opset=13):
-    graph = helper.make_graph(w.nodes, name, [helper.make_tensor_value_info("input", T.FLOAT, ["N", 3, hw, hw])],
-                              [helper.make_tensor_value_info(o, T.FLOAT, None) for o in outputs], w.inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
-    return m
+    return Writer.model(w, name, [("input", ["N", 3, hw, hw])], [(o, None) for o in outputs], opset)
 
 
 def vgg11():

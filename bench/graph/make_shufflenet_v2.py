@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto as T, helper, numpy_helper
+from onnx import helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_mobilenet_v2 import Writer  # noqa: E402
@@ -23,12 +23,6 @@ STAGES = [(116, 4), (232, 8), (464, 4)]  # (output channels, units), torchvision
 
 
 class ShuffleWriter(Writer):
-    def ints(self, values):
-        self.count += 1
-        name = "i%d" % self.count
-        self.inits.append(numpy_helper.from_array(np.asarray(values, dtype=np.int64), name))
-        return name
-
     def conv(self, x, cin, cout, k, stride=1, group=1, relu=True):
         w = self.const(self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / (cin // group * k * k)))
         y = self.node("Conv", [x, w, self.const(self.rng.uniform(-0.1, 0.1, cout))], kernel_shape=[k, k],
@@ -70,11 +64,7 @@ def shufflenet_v2(seed=1):
     x = w.node("ReduceMean", [w.conv(x, c, 1024, 1)], axes=[2, 3], keepdims=0)
     logits = w.node("Gemm", [x, w.const(w.rng.standard_normal((1000, 1024)) * 0.03), w.const(np.zeros(1000))],
                     transB=1)
-    graph = helper.make_graph(w.nodes, "shufflenet_v2", [helper.make_tensor_value_info("input", T.FLOAT, ["N", 3, 224, 224])],
-                              [helper.make_tensor_value_info(logits, T.FLOAT, ["N", 1000])], w.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
-    return model
+    return w.model("shufflenet_v2", [("input", ["N", 3, 224, 224])], [(logits, ["N", 1000])])
 
 
 if __name__ == "__main__":

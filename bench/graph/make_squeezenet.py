@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto as T, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_mobilenet_v2 import Writer  # noqa: E402
@@ -45,11 +44,7 @@ def squeezenet(seed=1):
             x = w.max_pool(x)
     x = w.conv_relu(x, c, 1000, 1)
     x = w.node("Flatten", [w.node("GlobalAveragePool", [x])], axis=1)
-    graph = helper.make_graph(w.nodes, "squeezenet", [helper.make_tensor_value_info("input", T.FLOAT, ["N", 3, 224, 224])],
-                              [helper.make_tensor_value_info(x, T.FLOAT, ["N", 1000])], w.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
-    return model
+    return w.model("squeezenet", [("input", ["N", 3, 224, 224])], [(x, ["N", 1000])])
 
 
 if __name__ == "__main__":
