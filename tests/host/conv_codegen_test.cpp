@@ -159,7 +159,8 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
 
 // On two threads a conv takes pixel blocks that share out evenly (56 rows: 4-row blocks, 7
 // each, where 16-row ones gave 32 | 24 rows); one whose blocks already do, or where none can
-// (7 rows), keeps them; a depthwise conv changes only its threads.
+// (7 rows), or where its blocks sliced by channels leave a tenth less work, keeps them; a
+// depthwise conv changes only its threads.
 TEST(ConvCodegenTest, OnSeveralThreadsAConvTakesPixelBlocksThatShareOutEvenly) {
   MachineInfo m = testing::avx512_machine();
   m.physical_cores = 2;
@@ -177,6 +178,13 @@ TEST(ConvCodegenTest, OnSeveralThreadsAConvTakesPixelBlocksThatShareOutEvenly) {
   const Workload even = workload(
       R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":128,"H":32,"W":32,"K":32,"R":3,"S":3,"pad":1,"stride":1}})");
   EXPECT_EQ(conv_on_threads(even, conv_default_schedule(even, m), m, 2).at("tile_h"), 16);
+  // SqueezeNet's last conv: rows of 13 pixels would share out evenly but leave a third of the
+  // 6-pixel tiles empty; the one block of 169, its 1000 channels sliced, is a tenth less work.
+  const Workload rows13 = workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":512,"H":13,"W":13,"K":1000,"R":1,"S":1,"pad":0,"stride":1}})");
+  ASSERT_EQ(conv_default_schedule(rows13, m).at("micro_m"), 6);
+  EXPECT_EQ(conv_on_threads(rows13, conv_default_schedule(rows13, m), m, 2).at("tile_h"),
+            conv_default_schedule(rows13, m).at("tile_h"));
   const Workload small = workload(
       R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":512,"H":7,"W":7,"K":512,"R":3,"S":3,"pad":1,"stride":1}})");
   EXPECT_EQ(conv_on_threads(small, conv_default_schedule(small, m), m, 2).at("tile_h"),
