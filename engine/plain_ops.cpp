@@ -1095,6 +1095,42 @@ inline std::int64_t covering(std::int64_t o, std::int64_t tap, std::int64_t in, 
 
 }  // namespace
 
+namespace {
+
+// One input pixel's c channels (null: zeros) to g rows `stride` apart, cg channels each.
+ATVOSS_INLINE void scatter_groups_body(const float* src, std::int64_t groups, std::int64_t cg, float* dst,
+                                       std::int64_t stride) {
+  for (std::int64_t g = 0; g < groups; ++g) {
+    for (std::int64_t ci = 0; ci < cg; ++ci) dst[g * stride + ci] = src ? src[g * cg + ci] : 0.0f;
+  }
+}
+ATVOSS_BUILT_TWICE(scatter_groups,
+                   (const float* src, std::int64_t groups, std::int64_t cg, float* dst, std::int64_t stride),
+                   (src, groups, cg, dst, stride))
+
+}  // namespace
+
+void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s, const ConvAttrs& a, float* cols,
+                 const Shape& ys, int threads) {
+  const std::int64_t c = xs[1], h = xs[2], w = xs[3], oh = ys[2], ow = ys[3], cg = c / a.groups;
+  const std::int64_t pixels = xs[0] * oh * ow, row = r * s * cg;
+  const auto scatter = scatter_groups_here();
+  split(pixels, rows_grain(row * a.groups), threads, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t b = p / (oh * ow), i = p / ow % oh, j = p % ow;
+      for (std::int64_t u = 0; u < r; ++u) {
+        const std::int64_t hh = i * a.sh - a.pad_top + u * a.dh;
+        for (std::int64_t v = 0; v < s; ++v) {
+          const std::int64_t ww = j * a.sw - a.pad_left + v * a.dw;
+          const bool inside = hh >= 0 && hh < h && ww >= 0 && ww < w;
+          scatter(inside ? x + ((b * h + hh) * w + ww) * c : nullptr, a.groups, cg, cols + p * row + (u * s + v) * cg,
+                  pixels * row);
+        }
+      }
+    }
+  });
+}
+
 // Gathered per output pixel (no two threads write one), each covering window's row added.
 void col2im_nhwc(const float* cols, const Shape& x, std::int64_t kh, std::int64_t kw, const ConvAttrs& a,
                  const float* bias, float* y, const Shape& ys, int threads) {

@@ -107,6 +107,12 @@ void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws,
 // ConvTranspose of x [N, C, H, W] with w [C, K / groups, R, S] (ONNX's layout) into y
 // [N, K, OH, OW]: every input pixel scattered through the filter (pads trimmed from the top
 // left; the output shape carries output_padding and output_shape).
+// A conv's input windows as matrix rows, NHWC (im2col): for each group g, a [N x OH x OW,
+// R x S x Cg] matrix at cols + g * N * OH * OW * R * S * Cg whose row (n, oh, ow) holds, tap by
+// tap (u, v), the Cg channels of group g of input pixel (oh * sh - pad_top + u * dh,
+// ow * sw - pad_left + v * dw), zeros outside the image. x: [N, C, H, W]; y: [N, K, OH, OW].
+void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s, const ConvAttrs& a, float* cols,
+                 const Shape& ys, int threads = 1);
 // A transposed conv's scatter-add in NHWC (its matmul done): y[n, oh, ow, :] = bias (or 0)
 // plus cols[(n, ih, iw), (u, v, :)] over every input pixel (ih, iw) and tap (u, v) whose window
 // covers (oh, ow): oh = ih * sh - pad_top + u * dh, ow = iw * sw - pad_left + v * dw. x: the

@@ -18,6 +18,11 @@ mode), with seeded random weights and a symbolic batch:
   unet             a U-Net at 256 (Ronneberger et al., 2015): two 3x3 conv + ReLU per level, 2x2
                    max pools down, 2x2 stride-2 ConvTranspose up, Concat with the skip, a 1x1
                    conv and Sigmoid
+  resnext_stages   ResNeXt-50 32x4d's stem and first two stages (Xie et al., 2017): grouped 3x3
+                   convs of 32 groups between 1x1 convs, residual Adds
+  inception_v3_blocks  Inception v3's 17 x 17 blocks, four of them on a 26 x 26 map (Szegedy et
+                   al., 2016): 1x7 and 7x1 convs (pads [0, 3, 0, 3] and [3, 0, 3, 0]), an average
+                   pool counting its pads, Concat
 Usage: make_more_models.py NAME OUT.onnx"""
 import os
 import sys
@@ -161,8 +166,46 @@ def unet():
     return model(w, "unet", [w.node("Sigmoid", [w.conv(x, c, 1, 1, act=None)])], hw=256)
 
 
+def resnext_stages():
+    w = ConvWriter(9)
+    x = w.node("MaxPool", [w.conv("input", 3, 64, 7, 2, pad=3)], kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1])
+    c = 64
+    for width, out, blocks, stride in [(128, 256, 3, 1), (256, 512, 4, 2)]:
+        for i in range(blocks):
+            s = stride if i == 0 else 1
+            y = w.conv(w.conv(w.conv(x, c, width, 1), width, width, 3, s, group=32), width, out, 1, act=None)
+            shortcut = w.conv(x, c, out, 1, s, act=None) if i == 0 else x
+            x, c = w.node("Relu", [w.node("Add", [y, shortcut])]), out
+    return model(w, "resnext_stages", [x])
+
+
+def inception_v3_blocks():
+    w = ConvWriter(9)
+
+    def asymmetric(x, cin, cout, kh, kw):
+        weights = w.const(w.rng.standard_normal((cout, cin, kh, kw)) * np.sqrt(2.0 / (cin * kh * kw)))
+        y = w.node("Conv", [x, weights, w.const(np.zeros(cout))], kernel_shape=[kh, kw],
+                   pads=[(kh - 1) // 2, (kw - 1) // 2, (kh - 1) // 2, (kw - 1) // 2])
+        return w.node("Relu", [y])
+
+    x = w.conv("input", 3, 192, 3, 2)
+    for _ in range(3):
+        x = w.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2])
+    c = 192
+    for _ in range(4):
+        a = w.conv(x, c, 192, 1)
+        b = asymmetric(asymmetric(w.conv(x, c, 160, 1), 160, 160, 1, 7), 160, 192, 7, 1)
+        d = w.conv(x, c, 160, 1)
+        for kh, kw, cout in [(7, 1, 160), (1, 7, 160), (7, 1, 160), (1, 7, 192)]:
+            d = asymmetric(d, 160, cout, kh, kw)
+        pool = w.node("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1)
+        x, c = w.node("Concat", [a, b, d, w.conv(pool, c, 192, 1)], axis=1), 768
+    return model(w, "inception_v3_blocks", [x])
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
-          "unet": unet}
+          "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:

@@ -636,3 +636,27 @@ def test_a_yolo_neck_upsamples_in_nhwc(tmp_path):
         m = compare(path, threads=threads)
     layouts = sorted((s["to"], s["node"]) for s in m.describe()["steps"] if s["kind"] == "layout")
     assert layouts == sorted([("nhwc", "x")] + [("nchw", t) for t in outs])
+
+
+def test_convs_no_conv_kernel_takes_run_as_im2col_and_matmuls(tmp_path):
+    """Inception v3's 1x7 and 7x1 convs (pads [0, 3, 0, 3] and [3, 0, 3, 0]), a ResNeXt block's
+    grouped 3x3 conv (32 groups of 4, stride 2), a dilated one, uneven strides and pads, with
+    their ReLUs, at a batch of 2 and a size that splits over two threads: each runs as its input
+    windows (im2col) times each group's weights on the matmul kernel; one whose weights are an
+    input keeps the plain loop."""
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 16, 128, 1)])
+    wide = b.node("Relu", [b.conv(x, 128, 48, (1, 7), pads=[0, 3, 0, 3])])
+    tall = b.node("Relu", [b.conv(wide, 48, 40, (7, 1), pads=[3, 0, 3, 0])])
+    grouped = b.node("Relu", [b.conv(x, 128, 128, 3, group=32, strides=[2, 2], pads=[1, 1, 1, 1])])
+    outs = [tall, grouped,
+            b.conv(x, 128, 24, 3, group=4, dilations=[2, 2], pads=[2, 2, 2, 2]),
+            b.conv(x, 128, 20, (3, 2), strides=[2, 1], pads=[1, 0, 0, 1], bias=False),
+            b.node("Conv", [x, "w"], group=2, kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    path = b.save(str(tmp_path / "im2col.onnx"), [("x", [2, 16, 21, 23]), ("w", [8, 64, 3, 3])], outs)
+    for threads in (1, 2):
+        m = compare(path, batch=2, threads=threads)
+    steps = m.describe()["steps"]
+    assert sum(1 for s in steps if s.get("as") == "im2col") == 5
+    assert sum(1 for s in steps if s.get("as") == "groups joined") == 2
+    assert sum(1 for s in steps if s.get("op") == "Conv" and "as" not in s) == 1
