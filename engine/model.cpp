@@ -1281,24 +1281,28 @@ struct Model::Impl {
     if (!weights || groups < 1 || xs[1] != cg * groups || k % groups != 0) return false;
     const std::int64_t pixels = ys[0] * ys[2] * ys[3], depth = r * s * cg;
     const float* bias = constant_of(n, p, 2, k);
-    const Workload w = Workload::from_json(Json{{"op", "matmul"},
-                                                {"dtype", "float32"},
-                                                {"dims", {{"M", pixels}, {"N", kg}, {"K", depth}}},
-                                                {"epilogue", bias ? Json::array({"bias"}) : Json::array()}});
-    std::vector<long> packings;
-    std::vector<const float*> b_data;
-    for (std::int64_t g = 0; g < groups; ++g) {  // [(u, v, ci)][ko] from ONNX's [k][ci][u][v]
-      std::vector<float> b(std::size_t(depth * kg));
+    // One group: a matmul with the bias; several: one batch_matmul over the groups (a kernel
+    // call per group of ResNeXt's 32 cost a parallel region each), the bias added as the
+    // groups are joined.
+    Json dims{{"M", pixels}, {"N", kg}, {"K", depth}};
+    if (groups > 1) dims["B"] = groups;
+    const Workload w =
+        Workload::from_json(Json{{"op", groups > 1 ? "batch_matmul" : "matmul"},
+                                 {"dtype", "float32"},
+                                 {"dims", dims},
+                                 {"epilogue", bias && groups == 1 ? Json::array({"bias"}) : Json::array()}});
+    std::vector<float> b(std::size_t(groups * depth * kg));  // [g][(u, v, ci)][ko] from ONNX's [k][ci][u][v]
+    for (std::int64_t g = 0; g < groups; ++g) {
       for (std::int64_t ko = 0; ko < kg; ++ko) {
         for (std::int64_t ci = 0; ci < cg; ++ci) {
           for (std::int64_t uv = 0; uv < r * s; ++uv) {
-            b[(uv * cg + ci) * kg + ko] = (*weights)[((g * kg + ko) * cg + ci) * r * s + uv];
+            b[((g * r * s + uv) * cg + ci) * kg + ko] = (*weights)[((g * kg + ko) * cg + ci) * r * s + uv];
           }
         }
       }
-      b_data.push_back(owned_data(std::move(b)));
-      packings.push_back(prepare_constant_b(w, b_data.back()));
     }
+    const float* b_data = owned_data(std::move(b));
+    const long packed_at = prepare_constant_b(w, b_data);
     const int in = nhwc(n.inputs[0], n.name);
     const int rows = new_slot({groups, pixels, depth});
     writes(rows);
@@ -1309,26 +1313,21 @@ struct Model::Impl {
     writes(parts);
     Step step{n.name, "kernel", Json::object(), nullptr};
     prepare_kernel(w, step.info);
-    step.run = [this, w, rows, parts, b_data, packings, bias, pixels, depth, kg] {
-      for (std::size_t g = 0; g < b_data.size(); ++g) {
-        host::AtvossArgs args{};
-        args.a = ptr[rows] + std::int64_t(g) * pixels * depth;
-        args.b = b_data[g];
-        args.c = ptr[parts] + std::int64_t(g) * pixels * kg;
-        args.bias = bias ? bias + std::int64_t(g) * kg : nullptr;
-        if (packings[g] >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packings[g])], args);
-        rt->run(w, args);
-      }
+    step.run = [this, w, rows, parts, b_data, packed_at, bias, groups] {
+      host::AtvossArgs args{};
+      args.a = ptr[rows];
+      args.b = b_data;
+      args.c = ptr[parts];
+      args.bias = groups == 1 ? bias : nullptr;
+      if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
+      rt->run(w, args);
     };
     steps.push_back(std::move(step));
     if (groups == 1) return true;
     reads(parts);
     const int y = output(n.outputs[0], true);
     push(
-        n,
-        [=, this] {
-          transpose(ptr[parts], {groups, pixels, kg}, {1, 0, 2}, ptr[y], threads);
-        },
+        n, [=, this] { join_groups(ptr[parts], groups, pixels, kg, bias, ptr[y], threads); },
         Json{{"as", "groups joined"}});
     return true;
   }

@@ -1131,6 +1131,29 @@ void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s
   });
 }
 
+namespace {
+
+ATVOSS_INLINE void join_row_body(const float* src, std::int64_t groups, std::int64_t stride, std::int64_t kg,
+                                 const float* bias, float* dst) {
+  for (std::int64_t g = 0; g < groups; ++g) {
+    for (std::int64_t j = 0; j < kg; ++j) dst[g * kg + j] = src[g * stride + j] + (bias ? bias[g * kg + j] : 0.0f);
+  }
+}
+ATVOSS_BUILT_TWICE(join_row,
+                   (const float* src, std::int64_t groups, std::int64_t stride, std::int64_t kg, const float* bias,
+                    float* dst),
+                   (src, groups, stride, kg, bias, dst))
+
+}  // namespace
+
+void join_groups(const float* parts, std::int64_t groups, std::int64_t pixels, std::int64_t kg, const float* bias,
+                 float* out, int threads) {
+  const auto run = join_row_here();
+  split(pixels, rows_grain(groups * kg), threads, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) run(parts + p * kg, groups, pixels * kg, kg, bias, out + p * groups * kg);
+  });
+}
+
 // Gathered per output pixel (no two threads write one), each covering window's row added.
 void col2im_nhwc(const float* cols, const Shape& x, std::int64_t kh, std::int64_t kw, const ConvAttrs& a,
                  const float* bias, float* y, const Shape& ys, int threads) {

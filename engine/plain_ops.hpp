@@ -113,6 +113,10 @@ void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws,
 // ow * sw - pad_left + v * dw), zeros outside the image. x: [N, C, H, W]; y: [N, K, OH, OW].
 void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s, const ConvAttrs& a, float* cols,
                  const Shape& ys, int threads = 1);
+// A grouped conv's outputs [groups, pixels, kg] joined as NHWC rows [pixels, groups x kg],
+// plus the bias (groups x kg values; null: none).
+void join_groups(const float* parts, std::int64_t groups, std::int64_t pixels, std::int64_t kg, const float* bias,
+                 float* out, int threads = 1);
 // A transposed conv's scatter-add in NHWC (its matmul done): y[n, oh, ow, :] = bias (or 0)
 // plus cols[(n, ih, iw), (u, v, :)] over every input pixel (ih, iw) and tap (u, v) whose window
 // covers (oh, ow): oh = ih * sh - pad_top + u * dh, ow = iw * sw - pad_left + v * dw. x: the
