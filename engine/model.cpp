@@ -1116,9 +1116,10 @@ struct Model::Impl {
     const std::int64_t size = int_attr(p, "size", 1);
     const float alpha = float_attr(p, "alpha", 1e-4f), beta = float_attr(p, "beta", 0.75f);
     const float bias = float_attr(p, "bias", 1.0f);
-    const Ref x = plain(n.inputs[0], n.name);
-    const int y = output(n.outputs[0], false);
-    push(n, [=, this] { lrn(at(x), xs, size, alpha, beta, bias, ptr[y]); });
+    const bool in_nhwc = held_nhwc(n.inputs[0]);  // GoogLeNet's and AlexNet's, after a conv
+    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], in_nhwc);
+    push(n, [=, this] { lrn(at(x), xs, size, alpha, beta, bias, ptr[y], in_nhwc, threads); });
   }
 
   void add_gather(const frontend::GraphNode& n, const onnx::NodeProto& p) {

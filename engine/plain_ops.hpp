@@ -72,8 +72,9 @@ void layer_norm(const float* in, const Shape& x, std::int64_t axis, float epsilo
 // (nhwc: a conv's output or a concat of them); relu: followed by max(0, x) in the same pass.
 void batch_norm(const float* in, const Shape& x, const float* scale, const float* bias, const float* mean,
                 const float* var, float epsilon, float* out, bool nhwc = false, int threads = 1, bool relu = false);
-// LRN across channels of [N, C, H, W] in NCHW order.
-void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out);
+// LRN across channels of [N, C, H, W] in NCHW order, or NHWC (nhwc: a conv's output).
+void lrn(const float* in, const Shape& x, std::int64_t size, float alpha, float beta, float bias, float* out,
+         bool nhwc = false, int threads = 1);
 // Gather of data along axis at int64 indices (negative ones count from the end).
 // gather() with indices held as floats (computed by the model, engine/model.hpp); false, and
 // nothing written, when one is no integer in [-x[axis], x[axis]).

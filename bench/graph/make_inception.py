@@ -2,8 +2,10 @@
 """Writes an Inception-v1-shaped ONNX model (Szegedy et al., "Going deeper with convolutions",
 CVPR 2015, table 1: the stem, nine inception modules of four branches - 1x1; 1x1 -> 3x3;
 1x1 -> 5x5; 3x3 max pool -> 1x1 - joined by a Concat, max pools between stages, global
-average pool and the classifier) with seeded random weights, batch 1, 224x224.
-Usage: make_inception.py OUT.onnx"""
+average pool and the classifier) with seeded random weights, batch 1, 224x224. --lrn adds
+GoogLeNet's two LRNs (size 5, alpha 1e-4, beta 0.75, after pool1 and after conv2b), as the
+ONNX model zoo's googlenet has them.
+Usage: make_inception.py OUT.onnx [--lrn]"""
 import sys
 
 import numpy as np
@@ -42,10 +44,17 @@ def inception(x, cin, c1, c3r, c3, c5r, c5, pp, name):
     return name + ".cat", c1 + c3 + c5 + pp
 
 
+def lrn(x, name):
+    if "--lrn" not in sys.argv:
+        return x
+    nodes.append(helper.make_node("LRN", [x], [name], size=5, alpha=1e-4, beta=0.75, bias=1.0, name=name))
+    return name
+
+
 x = conv_relu("input", 3, 64, 7, "conv1", 2)
-x = max_pool(x, "pool1")
+x = lrn(max_pool(x, "pool1"), "norm1")
 x = conv_relu(x, 64, 64, 1, "conv2a")
-x = conv_relu(x, 64, 192, 3, "conv2b")
+x = lrn(conv_relu(x, 64, 192, 3, "conv2b"), "norm2")
 x = max_pool(x, "pool2")
 c = 192
 for name, cfg in [("3a", (64, 96, 128, 16, 32, 32)), ("3b", (128, 128, 192, 32, 96, 64)), ("pool3", None),

@@ -660,3 +660,19 @@ def test_convs_no_conv_kernel_takes_run_as_im2col_and_matmuls(tmp_path):
     assert sum(1 for s in steps if s.get("as") == "im2col") == 5
     assert sum(1 for s in steps if s.get("as") == "groups joined") == 2
     assert sum(1 for s in steps if s.get("op") == "Conv" and "as" not in s) == 1
+
+
+def test_lrn_in_both_orders_splits_over_threads(tmp_path):
+    """GoogLeNet's LRN after a conv and its ReLU (size 5, beta 0.75) runs on the conv's NHWC
+    output; a wider window (size 7) with another beta and bias too; an LRN of the graph's
+    input runs in ONNX order. Large enough to split over two threads."""
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 12, 40, 3, pads=[1, 1, 1, 1])])
+    outs = [b.node("LRN", [x], size=5, alpha=1e-4, beta=0.75, bias=1.0),
+            b.node("LRN", [x], size=7, alpha=2e-3, beta=0.6, bias=2.0),
+            b.node("LRN", ["x"], size=3, alpha=1e-2, beta=0.75, bias=1.5)]
+    path = b.save(str(tmp_path / "lrn.onnx"), [("x", [1, 12, 33, 37])], outs)
+    for threads in (1, 2):
+        m = compare(path, threads=threads)
+    layouts = sorted((s["to"], s["node"]) for s in m.describe()["steps"] if s["kind"] == "layout")
+    assert layouts == sorted([("nhwc", "x"), ("nchw", outs[0]), ("nchw", outs[1])])
