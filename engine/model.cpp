@@ -164,6 +164,11 @@ struct Model::Impl {
     return {v.plain, nullptr};
   }
 
+  // Tensor t in NHWC order where in_nhwc, else in ONNX order.
+  Ref in_order(int t, bool in_nhwc, const std::string& who) {
+    return in_nhwc ? Ref{nhwc(t, who), nullptr} : plain(t, who);
+  }
+
   // Tensor t in NHWC order (a layout step first if only ONNX order holds it).
   int nhwc(int t, const std::string& who) {
     Value& v = values[t];
@@ -614,37 +619,39 @@ struct Model::Impl {
     if (!weights || xs.size() != 4 || ws.size() != 4 || ys.size() != 4 || int_attr(p, "group", 1) != 1) return false;
     const ConvAttrs a = conv_transpose_attrs(n, p, xs, ws, ys);
     const std::int64_t c = ws[0], k = ws[1], kh = ws[2], kw = ws[3];
-    std::vector<float> b(std::size_t(c * kh * kw * k));  // [c][u][v][k] from ONNX's [c][k][u][v]
-    for (std::int64_t ci = 0; ci < c; ++ci) {
-      for (std::int64_t o = 0; o < k; ++o) {
-        for (std::int64_t uv = 0; uv < kh * kw; ++uv)
-          b[(ci * kh * kw + uv) * k + o] = (*weights)[(ci * k + o) * kh * kw + uv];
-      }
-    }
+    std::vector<float> b(weights->size());  // [c][u][v][k] from ONNX's [c][k][u][v]
+    transpose(weights->data(), {c, k, kh * kw}, {0, 2, 1}, b.data());
     const float* b_data = owned_data(std::move(b));
     const float* bias = constant_of(n, p, 2, k);
     const Workload w = kernel_workload(*n.kernel, {});
     const int in = nhwc(n.inputs[0], n.name);
     const int windows = new_slot({w.dim("M"), w.dim("N")});
     writes(windows);
-    Step step{n.name, "kernel", Json::object(), nullptr};
-    prepare_kernel(w, step.info);
-    const long packed_at = prepare_constant_b(w, b_data);
-    step.run = [this, w, in, b_data, windows, packed_at] {
-      host::AtvossArgs args{};
-      args.a = ptr[in];
-      args.b = b_data;
-      args.c = ptr[windows];
-      if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
-      rt->run(w, args);
-    };
-    steps.push_back(std::move(step));
+    push_matmul_kernel(n.name, w, in, b_data, nullptr, windows);
     reads(windows);
     const int y = output(n.outputs[0], true);
     push(
         n, [=, this] { col2im_nhwc(ptr[windows], xs, kh, kw, a, bias, ptr[y], ys, threads); },
         Json{{"as", "scatter-add of the windows"}});
     return true;
+  }
+
+  // A kernel step of matmul w: A in slot a, the constant B (packed once, where w's kernel packs
+  // it), the bias (or null), C into slot c.
+  void push_matmul_kernel(const std::string& name, const Workload& w, int a, const float* b, const float* bias, int c) {
+    Step step{name, "kernel", Json::object(), nullptr};
+    prepare_kernel(w, step.info);
+    const long packed_at = prepare_constant_b(w, b);
+    step.run = [this, w, a, b, bias, c, packed_at] {
+      host::AtvossArgs args{};
+      args.a = ptr[a];
+      args.b = b;
+      args.c = ptr[c];
+      args.bias = bias;
+      if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
+      rt->run(w, args);
+    };
+    steps.push_back(std::move(step));
   }
 
   // A constant B packed once by w's kernel, as the conv filters are: the index of its packing,
@@ -798,7 +805,7 @@ struct Model::Impl {
   }
   void add_unary_op(const frontend::GraphNode& n, int xt, int yt, const std::string& op, float alpha, float beta) {
     const bool in_nhwc = held_nhwc(xt);
-    const Ref x = in_nhwc ? Ref{nhwc(xt, n.name), nullptr} : plain(xt, n.name);
+    const Ref x = in_order(xt, in_nhwc, n.name);
     const int y = output(yt, in_nhwc);
     const std::int64_t count = elements(values[yt].shape);
     push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta, threads); });
@@ -924,8 +931,8 @@ struct Model::Impl {
     if (so.size() == 4 && (held_nhwc(ta) || held_nhwc(tb))) {
       const auto na = nhwc_operand(ta, so), nb = nhwc_operand(tb, so);
       if (na && nb) {
-        const Ref a = held_nhwc(ta) ? Ref{nhwc(ta, n.name), nullptr} : plain(ta, n.name);
-        const Ref b = held_nhwc(tb) ? Ref{nhwc(tb, n.name), nullptr} : plain(tb, n.name);
+        const Ref a = in_order(ta, held_nhwc(ta), n.name);
+        const Ref b = in_order(tb, held_nhwc(tb), n.name);
         const int y = output(n.outputs[0], true);
         const Shape sy = {so[0], so[2], so[3], so[1]}, ha = *na, hb = *nb;
         push(n, [this, op, a, b, y, ha, hb, sy] { binary(op, at(a), ha, at(b), hb, ptr[y], sy, threads); });
@@ -979,7 +986,7 @@ struct Model::Impl {
     if (xs.size() < 3) unsupported(n, "input of rank >= 3 expected");
     const bool max = n.op == "GlobalMaxPool";
     const bool in_nhwc = values[n.inputs[0]].nhwc_first && xs.size() == 4;
-    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
+    const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
     const int y = output(n.outputs[0], false);  // [N, C, 1, 1]: the same bytes in either order
     push(n, [this, x, y, xs, max, in_nhwc] { global_pool(max, at(x), xs, ptr[y], in_nhwc); });
   }
@@ -992,7 +999,7 @@ struct Model::Impl {
     std::vector<Ref> in;
     std::vector<Shape> shapes;
     for (int t : n.inputs) {
-      in.push_back(all_nhwc ? Ref{nhwc(t, n.name), nullptr} : plain(t, n.name));
+      in.push_back(in_order(t, all_nhwc, n.name));
       shapes.push_back(values[t].shape);
     }
     const int y = output(n.outputs[0], all_nhwc);
@@ -1059,7 +1066,7 @@ struct Model::Impl {
     const float *mean = constant_of(n, p, 3, c), *var = constant_of(n, p, 4, c);
     const float eps = float_attr(p, "epsilon", 1e-5f);
     const bool in_nhwc = held_nhwc(n.inputs[0]);  // DenseNet's BN after a concat of convs
-    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
+    const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
     // A Relu that alone reads the result runs in the same pass, writing its own output (one
     // pass over each of DenseNet's concats where there were two); its node adds no step.
     const int relu = sole_relu_reader(n.outputs[0]);
@@ -1117,7 +1124,7 @@ struct Model::Impl {
     const float alpha = float_attr(p, "alpha", 1e-4f), beta = float_attr(p, "beta", 0.75f);
     const float bias = float_attr(p, "bias", 1.0f);
     const bool in_nhwc = held_nhwc(n.inputs[0]);  // GoogLeNet's and AlexNet's, after a conv
-    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
+    const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
     const int y = output(n.outputs[0], in_nhwc);
     push(n, [=, this] { lrn(at(x), xs, size, alpha, beta, bias, ptr[y], in_nhwc, threads); });
   }
@@ -1187,7 +1194,7 @@ struct Model::Impl {
                          std::vector<std::int64_t> step) {
     Shape xs = values[xt].shape, ys = values[yt].shape;
     const bool in_nhwc = held_nhwc(xt);
-    const Ref x = in_nhwc ? Ref{nhwc(xt, n.name), nullptr} : plain(xt, n.name);
+    const Ref x = in_order(xt, in_nhwc, n.name);
     const int y = output(yt, in_nhwc);
     if (in_nhwc) {
       for (auto* v : {&xs, &ys, &from, &step}) *v = {(*v)[0], (*v)[2], (*v)[3], (*v)[1]};
@@ -1271,10 +1278,10 @@ struct Model::Impl {
 
   // A conv no tuned conv kernel takes (groups, uneven pads or strides, dilations, a 1 x 7
   // kernel's pads) with constant weights: its input windows as rows (im2col_nhwc) times each
-  // group's weights on the tuned matmul kernel, [N x OH x OW, R x S x Cg] x [R x S x Cg, Kg]
-  // with the bias, the groups' columns then joined into the NHWC output ([G, P, Kg] to [P, G, Kg]). The plain NCHW loop
-  // it replaces ran Inception v3's 1x7 and 7x1 convs at 0.01x ONNX Runtime and ResNeXt's
-  // grouped ones at 0.14x.
+  // group's weights, [N x OH x OW, R x S x Cg] x [R x S x Cg, Kg], on the tuned matmul kernel
+  // (batch_matmul over several groups), the groups' columns then joined into the NHWC output
+  // with the bias (join_groups). The plain NCHW loop it replaces ran Inception v3's 1x7 and 7x1
+  // convs at 0.01x ONNX Runtime and ResNeXt's grouped ones at 0.14x.
   bool add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
                            const Shape& ys, const ConvAttrs& a) {
     const auto* weights = file->floats(p.input(1));
@@ -1292,18 +1299,9 @@ struct Model::Impl {
                                  {"dtype", "float32"},
                                  {"dims", dims},
                                  {"epilogue", bias && groups == 1 ? Json::array({"bias"}) : Json::array()}});
-    std::vector<float> b(std::size_t(groups * depth * kg));  // [g][(u, v, ci)][ko] from ONNX's [k][ci][u][v]
-    for (std::int64_t g = 0; g < groups; ++g) {
-      for (std::int64_t ko = 0; ko < kg; ++ko) {
-        for (std::int64_t ci = 0; ci < cg; ++ci) {
-          for (std::int64_t uv = 0; uv < r * s; ++uv) {
-            b[((g * r * s + uv) * cg + ci) * kg + ko] = (*weights)[((g * kg + ko) * cg + ci) * r * s + uv];
-          }
-        }
-      }
-    }
+    std::vector<float> b(weights->size());  // [g][(u, v, ci)][ko] from ONNX's [g][ko][ci][(u, v)]
+    transpose(weights->data(), {groups, kg, cg, r * s}, {0, 3, 2, 1}, b.data());
     const float* b_data = owned_data(std::move(b));
-    const long packed_at = prepare_constant_b(w, b_data);
     const int in = nhwc(n.inputs[0], n.name);
     const int rows = new_slot({groups, pixels, depth});
     writes(rows);
@@ -1312,18 +1310,7 @@ struct Model::Impl {
     reads(rows);
     const int parts = groups == 1 ? output(n.outputs[0], true) : new_slot({groups, pixels, kg});
     writes(parts);
-    Step step{n.name, "kernel", Json::object(), nullptr};
-    prepare_kernel(w, step.info);
-    step.run = [this, w, rows, parts, b_data, packed_at, bias, groups] {
-      host::AtvossArgs args{};
-      args.a = ptr[rows];
-      args.b = b_data;
-      args.c = ptr[parts];
-      args.bias = groups == 1 ? bias : nullptr;
-      if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
-      rt->run(w, args);
-    };
-    steps.push_back(std::move(step));
+    push_matmul_kernel(n.name, w, rows, b_data, groups == 1 ? bias : nullptr, parts);
     if (groups == 1) return true;
     reads(parts);
     const int y = output(n.outputs[0], true);
@@ -1485,7 +1472,7 @@ struct Model::Impl {
     a.scale_h = scales.size() == 4 ? scales[2] : float(ys[2]) / float(xs[2]);
     a.scale_w = scales.size() == 4 ? scales[3] : float(ys[3]) / float(xs[3]);
     const bool in_nhwc = held_nhwc(n.inputs[0]);  // a conv's output upsampled (YOLO's neck, FPNs)
-    const Ref x = in_nhwc ? Ref{nhwc(n.inputs[0], n.name), nullptr} : plain(n.inputs[0], n.name);
+    const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
     const int y = output(n.outputs[0], in_nhwc);
     push(n, [=, this] { resize(at(x), xs, ptr[y], ys, a, in_nhwc, threads); });
   }

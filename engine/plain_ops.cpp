@@ -711,26 +711,25 @@ namespace {
 // fast_exp over 16 lanes at once, in GCC's vector types: written as a loop of fast_exp calls
 // the softmax row below ran at 3.6x ONNX Runtime's time (its 197-float rows of ViT's attention:
 // 12 vectors and 5 left, and the max and sum in scalar code).
-typedef float Vec16f __attribute__((vector_size(64)));  // locals only, as Vec16 (below)
 typedef int Vec16i __attribute__((vector_size(64)));
-ATVOSS_INLINE void exp16(Vec16f& x) {  // x = e^x, in place: a vector argument's ABI depends on AVX-512
+ATVOSS_INLINE void exp16(Vec16& x) {  // x = e^x, in place: a vector argument's ABI depends on AVX-512
   const Vec16i zero = x < -70.0f;
-  x = x < -70.0f ? Vec16f{} - 70.0f : x;
-  x = x > 88.0f ? Vec16f{} + 88.0f : x;
-  const Vec16f t = x * 1.44269504088896341f;
-  const Vec16i n = __builtin_convertvector(t + (t >= 0.0f ? Vec16f{} + 0.5f : Vec16f{} - 0.5f), Vec16i);
-  const Vec16f fn = __builtin_convertvector(n, Vec16f);
-  const Vec16f r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;
-  Vec16f p = Vec16f{} + 1.9875691500e-4f;
+  x = x < -70.0f ? Vec16{} - 70.0f : x;
+  x = x > 88.0f ? Vec16{} + 88.0f : x;
+  const Vec16 t = x * 1.44269504088896341f;
+  const Vec16i n = __builtin_convertvector(t + (t >= 0.0f ? Vec16{} + 0.5f : Vec16{} - 0.5f), Vec16i);
+  const Vec16 fn = __builtin_convertvector(n, Vec16);
+  const Vec16 r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;
+  Vec16 p = Vec16{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  Vec16f scale;
+  Vec16 scale;
   const Vec16i bits = (n + 127) << 23;
   std::memcpy(&scale, &bits, sizeof scale);
-  x = zero ? Vec16f{} : (p * r * r + r + 1.0f) * scale;
+  x = zero ? Vec16{} : (p * r * r + r + 1.0f) * scale;
 }
 
 // One row's softmax: the max, then e^(x - max) and its sum, then the scale, 16 lanes at a
@@ -739,19 +738,19 @@ ATVOSS_INLINE void exp16(Vec16f& x) {  // x = e^x, in place: a vector argument's
 // the engine is held to.
 ATVOSS_INLINE void softmax_row(const float* src, float* dst, std::int64_t len) {
   const std::int64_t whole = len / 16 * 16, rest = len - whole;
-  Vec16f tail = Vec16f{} - std::numeric_limits<float>::infinity();
+  Vec16 tail = Vec16{} - std::numeric_limits<float>::infinity();
   std::memcpy(&tail, src + whole, std::size_t(rest) * sizeof(float));
-  Vec16f mv = tail;
+  Vec16 mv = tail;
   for (std::int64_t k = 0; k < whole; k += 16) {
-    Vec16f x;
+    Vec16 x;
     std::memcpy(&x, src + k, sizeof x);
     mv = mv < x ? x : mv;
   }
   float m = mv[0];
   for (int j = 1; j < 16; ++j) m = std::max(m, mv[j]);
-  Vec16f sv{};
+  Vec16 sv{};
   for (std::int64_t k = 0; k < whole; k += 16) {
-    Vec16f e;
+    Vec16 e;
     std::memcpy(&e, src + k, sizeof e);
     e -= m;
     exp16(e);
@@ -765,7 +764,7 @@ ATVOSS_INLINE void softmax_row(const float* src, float* dst, std::int64_t len) {
   for (int j = 0; j < 16; ++j) sum += sv[j];
   const float scale = 1.0f / sum;
   for (std::int64_t k = 0; k < whole; k += 16) {
-    Vec16f x;
+    Vec16 x;
     std::memcpy(&x, dst + k, sizeof x);
     x *= scale;
     std::memcpy(dst + k, &x, sizeof x);
