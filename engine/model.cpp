@@ -1289,6 +1289,11 @@ struct Model::Impl {
     if (!weights || groups < 1 || xs[1] != cg * groups || k % groups != 0) return false;
     const std::int64_t pixels = ys[0] * ys[2] * ys[3], depth = r * s * cg;
     const float* bias = constant_of(n, p, 2, k);
+    if (groups > 1 && grouped_conv_fits(k, cg, kg)) {
+      add_grouped_conv(n, xs, ys, GroupedConv{r, s, cg, a, false}, pack_grouped_weights(weights->data(), k, cg, r, s),
+                       bias);
+      return true;
+    }
     // One group: a matmul with the bias; several: one batch_matmul over the groups (a kernel
     // call per group of ResNeXt's 32 cost a parallel region each), the bias added as the
     // groups are joined.
@@ -1318,6 +1323,20 @@ struct Model::Impl {
         n, [=, this] { join_groups(ptr[parts], groups, pixels, kg, bias, ptr[y], threads); },
         Json{{"as", "groups joined"}});
     return true;
+  }
+
+  // A grouped conv of 2, 4 or 8 channels a group, in NHWC, with the Relu that alone reads it.
+  void add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,
+                        std::vector<float> packed, const float* bias) {
+    const int relu = sole_relu_reader(n.outputs[0]);
+    if (relu >= 0) absorbed.insert(relu);
+    g.relu = relu >= 0;
+    const float* w = owned_data(std::move(packed));
+    const int in = nhwc(n.inputs[0], n.name);
+    const int y = output(relu >= 0 ? graph.nodes()[relu].outputs[0] : n.outputs[0], true);
+    push(
+        n, [=, this] { grouped_conv_nhwc(ptr[in], xs, w, bias, g, ptr[y], ys, threads); },
+        Json{{"as", g.relu ? "grouped conv, relu" : "grouped conv"}});
   }
 
   // A ConvTranspose's groups, strides, dilations and top and left pads (auto_pad's included).

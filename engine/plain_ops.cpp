@@ -1210,6 +1210,108 @@ void join_groups(const float* parts, std::int64_t groups, std::int64_t pixels, s
   });
 }
 
+bool grouped_conv_fits(std::int64_t k, std::int64_t cg, std::int64_t kg) {
+  return cg == kg && (cg == 2 || cg == 4 || cg == 8) && k % 16 == 0;
+}
+
+std::vector<float> pack_grouped_weights(const float* w, std::int64_t k, std::int64_t cg, std::int64_t r,
+                                        std::int64_t s) {
+  std::vector<float> packed(std::size_t(k * cg * r * s));
+  for (std::int64_t o = 0; o < k; ++o) {
+    for (std::int64_t ci = 0; ci < cg; ++ci) {
+      for (std::int64_t t = 0; t < r * s; ++t)
+        packed[(((o / 16) * r * s + t) * cg + ci) * 16 + o % 16] = w[(o * cg + ci) * r * s + t];
+    }
+  }
+  return packed;
+}
+
+namespace {
+
+// Output pixels [j0, j0 + kGroupedPix) of output row (b, i) for the 16 channels of block kb: each tap's
+// 16 input channels loaded once per pixel, permuted CG times so that lane o reads channel
+// (o / CG) * CG + ci, its group's ci-th. Pixels past the row or taps outside the image read
+// zeros.
+constexpr int kGroupedPix = 8;
+template <int CG>
+ATVOSS_INLINE void grouped_pixels(const float* x, const Shape& xs, const float* wb, const float* bias,
+                                  const GroupedConv& g, std::int64_t b, std::int64_t i, std::int64_t j0,
+                                  std::int64_t kb, float* y, const Shape& ys) {
+  alignas(64) static const float zeros[16] = {};
+  const std::int64_t c = xs[1], h = xs[2], wd = xs[3], ow = ys[3];
+  const std::int64_t pixels = std::min<std::int64_t>(kGroupedPix, ow - j0);
+  Vec16i lanes[CG];
+  for (int ci = 0; ci < CG; ++ci) {
+    for (int o = 0; o < 16; ++o) lanes[ci][o] = (o / CG) * CG + ci;
+  }
+  Vec16 start{};
+  if (bias) std::memcpy(&start, bias + kb * 16, sizeof start);
+  Vec16 acc[kGroupedPix];
+  for (int p = 0; p < kGroupedPix; ++p) acc[p] = start;
+  for (std::int64_t u = 0; u < g.r; ++u) {
+    const std::int64_t hh = i * g.a.sh - g.a.pad_top + u * g.a.dh;
+    if (hh < 0 || hh >= h) continue;
+    const float* line = x + (b * h + hh) * wd * c + kb * 16;
+    for (std::int64_t v = 0; v < g.s; ++v) {
+      Vec16 in[kGroupedPix];
+      for (int p = 0; p < kGroupedPix; ++p) {
+        const std::int64_t ww = (j0 + p) * g.a.sw - g.a.pad_left + v * g.a.dw;
+        std::memcpy(&in[p], p < pixels && ww >= 0 && ww < wd ? line + ww * c : zeros, sizeof in[p]);
+      }
+      const float* tap = wb + (u * g.s + v) * CG * 16;
+#pragma GCC unroll 8
+      for (int ci = 0; ci < CG; ++ci) {
+        Vec16 wv;
+        std::memcpy(&wv, tap + ci * 16, sizeof wv);
+        for (int p = 0; p < kGroupedPix; ++p) acc[p] += wv * __builtin_shuffle(in[p], lanes[ci]);
+      }
+    }
+  }
+  for (std::int64_t p = 0; p < pixels; ++p) {
+    const Vec16 out = g.relu ? (acc[p] > 0.0f ? acc[p] : Vec16{}) : acc[p];
+    std::memcpy(y + ((b * ys[2] + i) * ow + j0 + p) * ys[1] + kb * 16, &out, sizeof out);
+  }
+}
+
+template <int CG>
+ATVOSS_INLINE void grouped_rows_body(const float* x, const Shape& xs, const float* w, const float* bias,
+                                     const GroupedConv& g, float* y, const Shape& ys, std::int64_t r0,
+                                     std::int64_t r1) {
+  const std::int64_t oh = ys[2], ow = ys[3], blocks = ys[1] / 16;
+  for (std::int64_t row = r0; row < r1; ++row) {
+    for (std::int64_t kb = 0; kb < blocks; ++kb) {
+      const float* wb = w + kb * g.r * g.s * CG * 16;
+      for (std::int64_t j0 = 0; j0 < ow; j0 += kGroupedPix)
+        grouped_pixels<CG>(x, xs, wb, bias, g, row / oh, row % oh, j0, kb, y, ys);
+    }
+  }
+}
+// Built twice, as ATVOSS_BUILT_TWICE's bodies are, once per group size.
+template <int CG>
+void grouped_rows_base(const float* x, const Shape& xs, const float* w, const float* bias, const GroupedConv& g,
+                       float* y, const Shape& ys, std::int64_t r0, std::int64_t r1) {
+  grouped_rows_body<CG>(x, xs, w, bias, g, y, ys, r0, r1);
+}
+template <int CG>
+ATVOSS_V4 void grouped_rows_v4(const float* x, const Shape& xs, const float* w, const float* bias, const GroupedConv& g,
+                               float* y, const Shape& ys, std::int64_t r0, std::int64_t r1) {
+  grouped_rows_body<CG>(x, xs, w, bias, g, y, ys, r0, r1);
+}
+template <int CG>
+auto grouped_rows_here() {
+  return has_v4() ? &grouped_rows_v4<CG> : &grouped_rows_base<CG>;
+}
+
+}  // namespace
+
+void grouped_conv_nhwc(const float* x, const Shape& xs, const float* packed, const float* bias, const GroupedConv& g,
+                       float* y, const Shape& ys, int threads) {
+  const auto run = g.cg == 2 ? grouped_rows_here<2>() : g.cg == 4 ? grouped_rows_here<4>() : grouped_rows_here<8>();
+  const std::int64_t macs_per_row = ys[3] * ys[1] * g.r * g.s * g.cg;
+  split(ys[0] * ys[2], rows_grain(macs_per_row / 16), threads,
+        [&](std::int64_t r0, std::int64_t r1) { run(x, xs, packed, bias, g, y, ys, r0, r1); });
+}
+
 // Gathered per output pixel (no two threads write one), each covering window's row added.
 void col2im_nhwc(const float* cols, const Shape& x, std::int64_t kh, std::int64_t kw, const ConvAttrs& a,
                  const float* bias, float* y, const Shape& ys, int threads) {

@@ -639,16 +639,16 @@ def test_a_yolo_neck_upsamples_in_nhwc(tmp_path):
 
 
 def test_convs_no_conv_kernel_takes_run_as_im2col_and_matmuls(tmp_path):
-    """Inception v3's 1x7 and 7x1 convs (pads [0, 3, 0, 3] and [3, 0, 3, 0]), a ResNeXt block's
-    grouped 3x3 conv (32 groups of 4, stride 2), a dilated one, uneven strides and pads, with
-    their ReLUs, at a batch of 2 and a size that splits over two threads: each runs as its input
-    windows (im2col) times each group's weights on the matmul kernel; one whose weights are an
-    input keeps the plain loop."""
+    """Inception v3's 1x7 and 7x1 convs (pads [0, 3, 0, 3] and [3, 0, 3, 0]), grouped 3x3 convs
+    of more channels a group than grouped_conv_nhwc takes (16 groups of 8 in and 2 out; 4 of 32
+    and 6, dilated), uneven strides and pads, with their ReLUs, at a batch of 2 and a size that
+    splits over two threads: each runs as its input windows (im2col) times each group's weights
+    on the matmul kernel; one whose weights are an input keeps the plain loop."""
     b = Builder()
     x = b.node("Relu", [b.conv("x", 16, 128, 1)])
     wide = b.node("Relu", [b.conv(x, 128, 48, (1, 7), pads=[0, 3, 0, 3])])
     tall = b.node("Relu", [b.conv(wide, 48, 40, (7, 1), pads=[3, 0, 3, 0])])
-    grouped = b.node("Relu", [b.conv(x, 128, 128, 3, group=32, strides=[2, 2], pads=[1, 1, 1, 1])])
+    grouped = b.node("Relu", [b.conv(x, 128, 32, 3, group=16, strides=[2, 2], pads=[1, 1, 1, 1])])
     outs = [tall, grouped,
             b.conv(x, 128, 24, 3, group=4, dilations=[2, 2], pads=[2, 2, 2, 2]),
             b.conv(x, 128, 20, (3, 2), strides=[2, 1], pads=[1, 0, 0, 1], bias=False),
@@ -660,6 +660,35 @@ def test_convs_no_conv_kernel_takes_run_as_im2col_and_matmuls(tmp_path):
     assert sum(1 for s in steps if s.get("as") == "im2col") == 5
     assert sum(1 for s in steps if s.get("as") == "groups joined") == 2
     assert sum(1 for s in steps if s.get("op") == "Conv" and "as" not in s) == 1
+
+
+def test_grouped_convs_of_few_channels_a_group_run_directly_in_nhwc(tmp_path):
+    """ResNeXt's and RegNet's grouped 3x3 convs, 2, 4 and 8 channels a group in and out, with
+    the attributes exporters write (stride 2, dilation, per-axis strides and per-side pads, no
+    bias), at a batch of 2 and widths that leave a part of a block of pixels: each runs as one
+    NHWC step, its ReLU in the same pass where the ReLU alone reads it. A grouped conv of 24
+    outputs (not a multiple of 16 lanes) and one of 8 channels in and 4 out keep im2col."""
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 16, 128, 1)])
+    fused = [
+        b.node("Relu", [b.conv(x, 128, 128, 3, group=32, strides=[2, 2], pads=[1, 1, 1, 1])]),
+        b.node("Relu", [b.conv(b.conv(x, 128, 64, 1), 64, 64, 3, group=32, pads=[1, 1, 1, 1])]),
+    ]
+    shared = b.conv(x, 128, 128, 3, group=16, dilations=[2, 2], pads=[2, 2, 2, 2], bias=False)
+    outs = fused + [
+        b.node("Add", [b.node("Relu", [shared]), shared]),
+        b.conv(x, 128, 128, (3, 2), group=16, strides=[2, 1], pads=[1, 0, 0, 1]),
+        b.conv(b.conv(x, 128, 48, 1), 48, 48, 3, group=12, auto_pad="SAME_UPPER", strides=[2, 2]),
+        b.conv(b.conv(x, 128, 24, 1), 24, 24, 3, group=6, pads=[1, 1, 1, 1]),
+        b.conv(x, 128, 64, 3, group=16, pads=[1, 1, 1, 1]),
+    ]
+    path = b.save(str(tmp_path / "grouped.onnx"), [("x", [2, 16, 21, 23])], outs)
+    for threads in (1, 2):
+        m = compare(path, batch=2, threads=threads)
+    steps = [s.get("as") for s in m.describe()["steps"]]
+    assert steps.count("grouped conv, relu") == 2
+    assert steps.count("grouped conv") == 3
+    assert steps.count("im2col") == 2
 
 
 def test_lrn_in_both_orders_splits_over_threads(tmp_path):
