@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
+#include "engine/conv_ops.hpp"
 #include "engine/onnx_file.hpp"
 #include "execution/memory_plan.hpp"
 #include "frontend/onnx_import.hpp"

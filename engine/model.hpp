@@ -5,8 +5,8 @@
 //     matmul, batch_matmul) with the epilogue fused into it, BatchNormalization and constant
 //     scales folded into its weights, weights prepared once (packed where the schedule packs);
 //     kernels are compiled (or taken from the compile cache) at load, not on the first run;
-//   - a plain step for every other node (engine/plain_ops.hpp), and for a fused op the host
-//     kernel does not compute exactly (e.g. an erf Gelu, a Clip that is not a ReLU);
+//   - a plain step for every other node (engine/plain_ops.hpp, conv_ops.hpp), and for a fused
+//     op the host kernel does not compute exactly (e.g. an erf Gelu, a Clip that is not a ReLU);
 //   - a layout step where a tensor crosses between the convs' NHWC and ONNX's NCHW;
 //   - nothing for a view (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout): its output
 //     shares its input's bytes.

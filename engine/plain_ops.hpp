@@ -1,6 +1,7 @@
 // Plain ops: the model engine's kernels for the ONNX operators that have no tuned kernel (pools,
-// elementwise ops with broadcasting, concat, transpose, softmax, layer norm, LRN, gather, a
-// general conv), and the layout conversions between ONNX's NCHW and the tuned convs' NHWC.
+// elementwise ops with broadcasting, concat, transpose, softmax, layer norm, LRN, gather; the
+// convolutions are conv_ops.hpp's), and the layout conversions between ONNX's NCHW and the tuned
+// convs' NHWC.
 // fp32, dense, row-major in the layout named. Shapes are ONNX's (NCHW order for 4-D) even
 // where the data is NHWC. Each function writes every element of its output and allocates
 // nothing. Pure functions of their arguments: thread-safe.
@@ -96,55 +97,6 @@ bool reduce(const std::string& op, const float* in, const Shape& x, const std::v
 enum class PadMode { constant, reflect, edge };
 void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& before, PadMode mode, float value,
          float* out, const Shape& y);
-
-// A 2-D convolution of every kind ONNX allows (groups, dilations, per-side pads, strides) in
-// NCHW order: x [N, C, H, W], weights [K, C / groups, R, S], bias [K] or null, y [N, K, OH, OW].
-struct ConvAttrs {
-  std::int64_t groups = 1, sh = 1, sw = 1, dh = 1, dw = 1, pad_top = 0, pad_left = 0;
-};
-void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
-               const Shape& ys, const ConvAttrs& a);
-
-// A conv's input windows as matrix rows, NHWC (im2col): for each group g, a [N x OH x OW,
-// R x S x Cg] matrix at cols + g * N * OH * OW * R * S * Cg whose row (n, oh, ow) holds, tap by
-// tap (u, v), the Cg channels of group g of input pixel (oh * sh - pad_top + u * dh,
-// ow * sw - pad_left + v * dw), zeros outside the image. x: [N, C, H, W]; y: [N, K, OH, OW].
-void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s, const ConvAttrs& a, float* cols,
-                 const Shape& ys, int threads = 1);
-// A grouped conv's outputs [groups, pixels, kg] joined as NHWC rows [pixels, groups x kg],
-// plus the bias (groups x kg values; null: none).
-void join_groups(const float* parts, std::int64_t groups, std::int64_t pixels, std::int64_t kg, const float* bias,
-                 float* out, int threads = 1);
-// A grouped conv of few channels a group, run directly in NHWC: groups of cg input and cg output
-// channels (cg 2, 4 or 8, K a multiple of 16), as ResNeXt's and RegNet's are. Each 16-lane
-// vector of output channels spans 16 / cg groups whose inputs are the same 16 channels, so one
-// load of them, permuted per input channel of a group, feeds every lane: no lane computes a
-// zero, where im2col and a matmul of cg columns left most of each register block empty and
-// wrote nine input copies (ResNeXt's 3x3 convs).
-bool grouped_conv_fits(std::int64_t k, std::int64_t cg, std::int64_t kg);
-// ONNX's weights [K, cg, R, S] as grouped_conv_nhwc reads them: [K / 16][R][S][cg][16].
-std::vector<float> pack_grouped_weights(const float* w, std::int64_t k, std::int64_t cg, std::int64_t r,
-                                        std::int64_t s);
-// y (NHWC, ys its ONNX shape [N, K, OH, OW]) = the conv of x (NHWC, xs [N, C, H, W]) with the
-// packed R x S weights, plus the bias (K values or null), then a ReLU where relu.
-struct GroupedConv {
-  std::int64_t r = 1, s = 1, cg = 1;
-  ConvAttrs a;
-  bool relu = false;
-};
-void grouped_conv_nhwc(const float* x, const Shape& xs, const float* packed, const float* bias, const GroupedConv& g,
-                       float* y, const Shape& ys, int threads = 1);
-// A transposed conv's scatter-add in NHWC (its matmul done): y[n, oh, ow, :] = bias (or 0)
-// plus cols[(n, ih, iw), (u, v, :)] over every input pixel (ih, iw) and tap (u, v) whose window
-// covers (oh, ow): oh = ih * sh - pad_top + u * dh, ow = iw * sw - pad_left + v * dw. x: the
-// input's shape [N, C, H, W]; cols: N x H x W rows of kh x kw x K floats; y's shape [N, K, OH, OW].
-void col2im_nhwc(const float* cols, const Shape& x, std::int64_t kh, std::int64_t kw, const ConvAttrs& a,
-                 const float* bias, float* y, const Shape& ys, int threads = 1);
-// ConvTranspose of x [N, C, H, W] with w [C, K / groups, R, S] (ONNX's layout) into y
-// [N, K, OH, OW]: every input pixel scattered through the filter (pads trimmed from the top
-// left; the output shape carries output_padding and output_shape).
-void conv_transpose_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
-                         const Shape& ys, const ConvAttrs& a);
 
 // Tile: y's every index reads x at that index modulo x's dims.
 void tile(const float* x, const Shape& xs, float* y, const Shape& ys);

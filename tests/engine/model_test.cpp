@@ -69,8 +69,8 @@ class EngineModelTest : public testing::Test {
     return path;
   }
 
-  // A host job on the file, planned and exported as atvoss-tune does: the plan's path.
-  std::string host_plan(const std::string& onnx) const {
+  // A host job on the file, run as atvoss-tune runs it.
+  tuner::TunedModel tuned_on_host(const std::string& onnx) const {
     const tuner::JobSpec spec = tuner::JobSpec::from_json(Json{{"name", "tiny"},
                                                                {"target", "host"},
                                                                {"model", onnx},
@@ -82,10 +82,15 @@ class EngineModelTest : public testing::Test {
                                                                {"report", (dir_ / "j.html").string()}});
     tuner::JobRunOptions quiet;
     quiet.quiet = true;
-    const tuner::TunedModel tuned = tuner::run_job(spec, quiet);
+    return tuner::run_job(spec, quiet);
+  }
+
+  // A host job on the file, planned and exported as atvoss-tune does: the plan's path.
+  std::string host_plan(const std::string& onnx) const {
+    const tuner::TunedModel tuned = tuned_on_host(onnx);
     const plan::PlannedModel planned = plan::plan_model(tuned, plan::task_histories(tuned));
-    plan::export_plan(planned.plan, spec.export_path, spec.model_plan_path);
-    return spec.model_plan_path;
+    plan::export_plan(planned.plan, tuned.spec.export_path, tuned.spec.model_plan_path);
+    return tuned.spec.model_plan_path;
   }
 
   static void expect_refused(const std::function<void()>& f, const std::string& says) {
@@ -121,6 +126,15 @@ TEST_F(EngineModelTest, APlanOfThisCpuRunsItsSchedulesAndTheDefaultsOutputs) {
     EXPECT_NEAR(a[0][i], b[0][i], 1e-4f * std::max(1.0f, std::abs(b[0][i])));
   }
   EXPECT_GT(planned.arena_bytes(), 0);
+}
+
+// A float32 model is tuned in float32 on a CPU, with no word of float16: the importer had read
+// it as float16 (an NPU's default), and the job then warned that float16 "is not supported".
+TEST_F(EngineModelTest, AHostJobTunesAFloat32ModelInFloat32WithoutAPrecisionWarning) {
+  const tuner::TunedModel tuned = tuned_on_host(model("tiny.onnx", 12, 1));
+  EXPECT_TRUE(tuned.precision_warnings.empty()) << tuned.precision_warnings.front();
+  ASSERT_FALSE(tuned.model.tasks().empty());
+  for (const auto& t : tuned.model.tasks()) EXPECT_EQ(t.workload.dtype(), DType::float32) << t.name;
 }
 
 // A plan whose kernels run on two threads, opened to run on one core, runs them on one: the
