@@ -119,16 +119,29 @@ void join_groups(const float* parts, std::int64_t groups, std::int64_t pixels, s
 }
 
 bool grouped_conv_fits(std::int64_t k, std::int64_t cg, std::int64_t kg) {
-  return cg == kg && (cg == 2 || cg == 4 || cg == 8) && k % 16 == 0;
+  return cg == kg && (cg == 2 || cg == 4 || cg == 8 || cg == 16) && k >= 16;
 }
+
+namespace {
+
+// The 16-channel blocks of K outputs: every 16th channel, the last block moved back to end at K
+// (it then overlaps the one before and writes some channels twice, the same values). Each
+// starts at a group's first channel, as 16 and K are multiples of the group size.
+std::int64_t grouped_blocks(std::int64_t k) { return (k + 15) / 16; }
+std::int64_t block_start(std::int64_t kb, std::int64_t k) { return std::min(kb * 16, k - 16); }
+
+}  // namespace
 
 std::vector<float> pack_grouped_weights(const float* w, std::int64_t k, std::int64_t cg, std::int64_t r,
                                         std::int64_t s) {
-  std::vector<float> packed(std::size_t(k * cg * r * s));
-  for (std::int64_t o = 0; o < k; ++o) {
-    for (std::int64_t ci = 0; ci < cg; ++ci) {
-      for (std::int64_t t = 0; t < r * s; ++t)
-        packed[(((o / 16) * r * s + t) * cg + ci) * 16 + o % 16] = w[(o * cg + ci) * r * s + t];
+  std::vector<float> packed(std::size_t(grouped_blocks(k) * 16 * cg * r * s));
+  for (std::int64_t kb = 0; kb < grouped_blocks(k); ++kb) {
+    for (std::int64_t lane = 0; lane < 16; ++lane) {
+      const std::int64_t o = block_start(kb, k) + lane;
+      for (std::int64_t ci = 0; ci < cg; ++ci) {
+        for (std::int64_t t = 0; t < r * s; ++t)
+          packed[((kb * r * s + t) * cg + ci) * 16 + lane] = w[(o * cg + ci) * r * s + t];
+      }
     }
   }
   return packed;
@@ -136,7 +149,7 @@ std::vector<float> pack_grouped_weights(const float* w, std::int64_t k, std::int
 
 namespace {
 
-// Output pixels [j0, j0 + kGroupedPix) of output row (b, i) for the 16 channels of block kb: each tap's
+// Output pixels [j0, j0 + kGroupedPix) of output row (b, i) for the 16 channels from k0: each tap's
 // 16 input channels loaded once per pixel, permuted CG times so that lane o reads channel
 // (o / CG) * CG + ci, its group's ci-th. Pixels past the row or taps outside the image read
 // zeros.
@@ -144,7 +157,7 @@ constexpr int kGroupedPix = 8;
 template <int CG>
 ATVOSS_INLINE void grouped_pixels(const float* x, const Shape& xs, const float* wb, const float* bias,
                                   const GroupedConv& g, std::int64_t b, std::int64_t i, std::int64_t j0,
-                                  std::int64_t kb, float* y, const Shape& ys) {
+                                  std::int64_t k0, float* y, const Shape& ys) {
   alignas(64) static const float zeros[16] = {};
   const std::int64_t c = xs[1], h = xs[2], wd = xs[3], ow = ys[3];
   const std::int64_t pixels = std::min<std::int64_t>(kGroupedPix, ow - j0);
@@ -153,31 +166,41 @@ ATVOSS_INLINE void grouped_pixels(const float* x, const Shape& xs, const float* 
     for (int o = 0; o < 16; ++o) lanes[ci][o] = (o / CG) * CG + ci;
   }
   Vec16 start{};
-  if (bias) std::memcpy(&start, bias + kb * 16, sizeof start);
+  if (bias) std::memcpy(&start, bias + k0, sizeof start);
   Vec16 acc[kGroupedPix];
   for (int p = 0; p < kGroupedPix; ++p) acc[p] = start;
   for (std::int64_t u = 0; u < g.r; ++u) {
     const std::int64_t hh = i * g.a.sh - g.a.pad_top + u * g.a.dh;
     if (hh < 0 || hh >= h) continue;
-    const float* line = x + (b * h + hh) * wd * c + kb * 16;
+    const float* line = x + (b * h + hh) * wd * c + k0;
     for (std::int64_t v = 0; v < g.s; ++v) {
-      Vec16 in[kGroupedPix];
+      const float* src[kGroupedPix];
       for (int p = 0; p < kGroupedPix; ++p) {
         const std::int64_t ww = (j0 + p) * g.a.sw - g.a.pad_left + v * g.a.dw;
-        std::memcpy(&in[p], p < pixels && ww >= 0 && ww < wd ? line + ww * c : zeros, sizeof in[p]);
+        src[p] = p < pixels && ww >= 0 && ww < wd ? line + ww * c : zeros;
       }
       const float* tap = wb + (u * g.s + v) * CG * 16;
+      if constexpr (CG == 16) {  // one group: each input channel broadcast, a load, not a permute
+        for (int ci = 0; ci < CG; ++ci) {
+          Vec16 wv;
+          std::memcpy(&wv, tap + ci * 16, sizeof wv);
+          for (int p = 0; p < kGroupedPix; ++p) acc[p] += wv * src[p][ci];
+        }
+      } else {
+        Vec16 in[kGroupedPix];
+        for (int p = 0; p < kGroupedPix; ++p) std::memcpy(&in[p], src[p], sizeof in[p]);
 #pragma GCC unroll 8
-      for (int ci = 0; ci < CG; ++ci) {
-        Vec16 wv;
-        std::memcpy(&wv, tap + ci * 16, sizeof wv);
-        for (int p = 0; p < kGroupedPix; ++p) acc[p] += wv * __builtin_shuffle(in[p], lanes[ci]);
+        for (int ci = 0; ci < CG; ++ci) {
+          Vec16 wv;
+          std::memcpy(&wv, tap + ci * 16, sizeof wv);
+          for (int p = 0; p < kGroupedPix; ++p) acc[p] += wv * __builtin_shuffle(in[p], lanes[ci]);
+        }
       }
     }
   }
   for (std::int64_t p = 0; p < pixels; ++p) {
     const Vec16 out = g.relu ? (acc[p] > 0.0f ? acc[p] : Vec16{}) : acc[p];
-    std::memcpy(y + ((b * ys[2] + i) * ow + j0 + p) * ys[1] + kb * 16, &out, sizeof out);
+    std::memcpy(y + ((b * ys[2] + i) * ow + j0 + p) * ys[1] + k0, &out, sizeof out);
   }
 }
 
@@ -185,12 +208,12 @@ template <int CG>
 ATVOSS_INLINE void grouped_rows_body(const float* x, const Shape& xs, const float* w, const float* bias,
                                      const GroupedConv& g, float* y, const Shape& ys, std::int64_t r0,
                                      std::int64_t r1) {
-  const std::int64_t oh = ys[2], ow = ys[3], blocks = ys[1] / 16;
+  const std::int64_t oh = ys[2], ow = ys[3], k = ys[1];
   for (std::int64_t row = r0; row < r1; ++row) {
-    for (std::int64_t kb = 0; kb < blocks; ++kb) {
+    for (std::int64_t kb = 0; kb < grouped_blocks(k); ++kb) {
       const float* wb = w + kb * g.r * g.s * CG * 16;
       for (std::int64_t j0 = 0; j0 < ow; j0 += kGroupedPix)
-        grouped_pixels<CG>(x, xs, wb, bias, g, row / oh, row % oh, j0, kb, y, ys);
+        grouped_pixels<CG>(x, xs, wb, bias, g, row / oh, row % oh, j0, block_start(kb, k), y, ys);
     }
   }
 }
@@ -214,7 +237,10 @@ auto grouped_rows_here() {
 
 void grouped_conv_nhwc(const float* x, const Shape& xs, const float* packed, const float* bias, const GroupedConv& g,
                        float* y, const Shape& ys, int threads) {
-  const auto run = g.cg == 2 ? grouped_rows_here<2>() : g.cg == 4 ? grouped_rows_here<4>() : grouped_rows_here<8>();
+  const auto run = g.cg == 2   ? grouped_rows_here<2>()
+                   : g.cg == 4 ? grouped_rows_here<4>()
+                   : g.cg == 8 ? grouped_rows_here<8>()
+                               : grouped_rows_here<16>();
   const std::int64_t macs_per_row = ys[3] * ys[1] * g.r * g.s * g.cg;
   split(ys[0] * ys[2], rows_grain(macs_per_row / 16), threads,
         [&](std::int64_t r0, std::int64_t r1) { run(x, xs, packed, bias, g, y, ys, r0, r1); });

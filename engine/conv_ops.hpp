@@ -32,13 +32,15 @@ void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s
 void join_groups(const float* parts, std::int64_t groups, std::int64_t pixels, std::int64_t kg, const float* bias,
                  float* out, int threads = 1);
 // A grouped conv of few channels a group, run directly in NHWC: groups of cg input and cg output
-// channels (cg 2, 4 or 8, K a multiple of 16), as ResNeXt's and RegNet's are. Each 16-lane
+// channels (cg 2, 4, 8 or 16; K at least 16), as ResNeXt's and RegNet's are. Each 16-lane
 // vector of output channels spans 16 / cg groups whose inputs are the same 16 channels, so one
-// load of them, permuted per input channel of a group, feeds every lane: no lane computes a
-// zero, where im2col and a matmul of cg columns left most of each register block empty and
-// wrote nine input copies (ResNeXt's 3x3 convs).
+// load of them, permuted per input channel of a group (broadcast, for 16), feeds every lane: no
+// lane computes a zero, where im2col and a matmul of cg columns left most of each register
+// block empty and wrote nine input copies (ResNeXt's 3x3 convs). Where K is no multiple of 16
+// (RegNetX-200MF's 24, 56 and 152), the last block ends at K and overlaps the one before.
 bool grouped_conv_fits(std::int64_t k, std::int64_t cg, std::int64_t kg);
-// ONNX's weights [K, cg, R, S] as grouped_conv_nhwc reads them: [K / 16][R][S][cg][16].
+// ONNX's weights [K, cg, R, S] as grouped_conv_nhwc reads them: per 16-channel block (the last
+// one ending at K), [R][S][cg][16].
 std::vector<float> pack_grouped_weights(const float* w, std::int64_t k, std::int64_t cg, std::int64_t r,
                                         std::int64_t s);
 // y (NHWC, ys its ONNX shape [N, K, OH, OW]) = the conv of x (NHWC, xs [N, C, H, W]) with the

@@ -20,6 +20,10 @@ mode), with seeded random weights and a symbolic batch:
                    conv and Sigmoid
   resnext_stages   ResNeXt-50 32x4d's stem and first two stages (Xie et al., 2017): grouped 3x3
                    convs of 32 groups between 1x1 convs, residual Adds
+  regnetx_200mf, regnetx_400mf  RegNetX at 224 (Radosavovic et al., 2020; torchvision's widths,
+                   depths and group widths 8 and 16): a 3x3 stride-2 stem, X blocks of a 1x1 conv,
+                   a grouped 3x3 conv (stride 2 first in each stage), a 1x1 conv, a projected or
+                   identity shortcut Add and ReLU, global average pool and the classifier Gemm
   inception_v3_blocks  Inception v3's 17 x 17 blocks, four of them on a 26 x 26 map (Szegedy et
                    al., 2016): 1x7 and 7x1 convs (pads [0, 3, 0, 3] and [3, 0, 3, 0]), an average
                    pool counting its pads, Concat
@@ -204,8 +208,31 @@ def inception_v3_blocks():
     return model(w, "inception_v3_blocks", [x])
 
 
+def regnet_x(widths, depths, group_width, seed):
+    w = ConvWriter(seed)
+    x, c = w.conv("input", 3, 32, 3, 2), 32
+    for width, depth in zip(widths, depths):
+        for i in range(depth):
+            s = 2 if i == 0 else 1
+            y = w.conv(w.conv(x, c, width, 1), width, width, 3, s, group=width // group_width)
+            y = w.conv(y, width, width, 1, act=None)
+            shortcut = w.conv(x, c, width, 1, s, act=None) if s != 1 or c != width else x
+            x, c = w.node("Relu", [w.node("Add", [y, shortcut])]), width
+    x = w.node("Flatten", [w.node("GlobalAveragePool", [x])], axis=1)
+    return model(w, "regnet_x", [w.gemm(x, c, 1000)])
+
+
+def regnetx_200mf():
+    return regnet_x([24, 56, 152, 368], [1, 1, 4, 7], 8, 11)
+
+
+def regnetx_400mf():
+    return regnet_x([32, 64, 160, 384], [1, 2, 7, 12], 16, 12)
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
-          "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks}
+          "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
+          "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:

@@ -663,11 +663,12 @@ def test_convs_no_conv_kernel_takes_run_as_im2col_and_matmuls(tmp_path):
 
 
 def test_grouped_convs_of_few_channels_a_group_run_directly_in_nhwc(tmp_path):
-    """ResNeXt's and RegNet's grouped 3x3 convs, 2, 4 and 8 channels a group in and out, with
-    the attributes exporters write (stride 2, dilation, per-axis strides and per-side pads, no
-    bias), at a batch of 2 and widths that leave a part of a block of pixels: each runs as one
-    NHWC step, its ReLU in the same pass where the ReLU alone reads it. A grouped conv of 24
-    outputs (not a multiple of 16 lanes) and one of 8 channels in and 4 out keep im2col."""
+    """ResNeXt's and RegNet's grouped 3x3 convs, 2, 4, 8 and 16 channels a group in and out,
+    with the attributes exporters write (stride 2, dilation, per-axis strides and per-side pads,
+    no bias), at a batch of 2 and widths that leave a part of a block of pixels and of a block of
+    16 channels (24 and 56 outputs, RegNetX-200MF's): each runs as one NHWC step, its ReLU in the
+    same pass where the ReLU alone reads it. Grouped convs of 8 outputs (under 16 lanes) and of
+    8 channels in and 4 out keep im2col."""
     b = Builder()
     x = b.node("Relu", [b.conv("x", 16, 128, 1)])
     fused = [
@@ -680,14 +681,17 @@ def test_grouped_convs_of_few_channels_a_group_run_directly_in_nhwc(tmp_path):
         b.conv(x, 128, 128, (3, 2), group=16, strides=[2, 1], pads=[1, 0, 0, 1]),
         b.conv(b.conv(x, 128, 48, 1), 48, 48, 3, group=12, auto_pad="SAME_UPPER", strides=[2, 2]),
         b.conv(b.conv(x, 128, 24, 1), 24, 24, 3, group=6, pads=[1, 1, 1, 1]),
+        b.node("Relu", [b.conv(b.conv(x, 128, 56, 1), 56, 56, 3, group=7, strides=[2, 2], pads=[1, 1, 1, 1])]),
+        b.conv(x, 128, 128, 3, group=8, pads=[1, 1, 1, 1]),
+        b.conv(b.conv(x, 128, 8, 1), 8, 8, 3, group=2, pads=[1, 1, 1, 1]),
         b.conv(x, 128, 64, 3, group=16, pads=[1, 1, 1, 1]),
     ]
     path = b.save(str(tmp_path / "grouped.onnx"), [("x", [2, 16, 21, 23])], outs)
     for threads in (1, 2):
         m = compare(path, batch=2, threads=threads)
     steps = [s.get("as") for s in m.describe()["steps"]]
-    assert steps.count("grouped conv, relu") == 2
-    assert steps.count("grouped conv") == 3
+    assert steps.count("grouped conv, relu") == 3
+    assert steps.count("grouped conv") == 5
     assert steps.count("im2col") == 2
 
 
