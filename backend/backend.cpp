@@ -75,6 +75,7 @@ BackendTraits target_traits(const Target& t) {
     if (!b->serves_target(t)) continue;
     const BackendTraits tr = b->traits(t);
     out.machine_bound = out.machine_bound || tr.machine_bound;
+    out.runs_models_serially = out.runs_models_serially || tr.runs_models_serially;
     if (tr.max_concurrent > 0) {
       out.max_concurrent = out.max_concurrent > 0 ? std::min(out.max_concurrent, tr.max_concurrent) : tr.max_concurrent;
     }

@@ -44,6 +44,10 @@ struct MeasureOptions {
   // Multiplicative noise sigma where the backend simulates (npu-sim). Default 0.02, as on
   // real hardware; 0 makes every simulated measurement exact. Real backends ignore it.
   double noise = 0.02;
+  // Time each kernel as a model's run calls it, back to back with the model's other kernels,
+  // not as a kernel alone (a real CPU: its threads kept awake between calls). The model plan
+  // checks its picks this way (plan/plan_model.cpp). Simulators ignore it.
+  bool as_in_a_model = false;
 };
 
 // What callers must know of how a backend measures, so that they ask this and never which
@@ -65,6 +69,10 @@ struct BackendTraits {
   // itself (the host kills a compile or a kernel run past its timeouts); a measurer gives it
   // at least this long. 0: it sets none (a simulator): the measurer's deadline stops a runaway.
   std::chrono::milliseconds own_limit{0};
+  // The runtime that runs its models runs one kernel after another, each on the cores its
+  // schedule takes (a CPU's engine, docs/engine.md): a model's graph run puts no two kernels
+  // side by side (plan/graph_run.hpp model_device).
+  bool runs_models_serially = false;
 };
 
 class Backend {

@@ -23,8 +23,12 @@ class HostBackend final : public Backend {
   BackendTraits traits(const Target& t) const override {
     const host::HostConfig config;
     const auto limit = std::chrono::duration<double>(config.build.timeout_s + config.run.timeout_s + 10);
-    return {true, host::core_peak_gflops(t), true, host::this_machine().physical_cores,
-            std::chrono::duration_cast<std::chrono::milliseconds>(limit)};
+    return {true,
+            host::core_peak_gflops(t),
+            true,
+            host::this_machine().physical_cores,
+            std::chrono::duration_cast<std::chrono::milliseconds>(limit),
+            true};
   }
   bool serves_target(const Target& t) const override { return host::is_host_target(t); }
   std::string targets_served() const override { return "this CPU's target (--target host)"; }
@@ -55,7 +59,8 @@ class HostBackend final : public Backend {
   std::optional<lowering::KernelPlan> lower(const Workload& w, const Target& t, const Schedule& s) const override {
     return lowering::plan_kernel(w, t, s);
   }
-  std::vector<Measurement> measure(std::span<const MeasureRequest> batch, const MeasureOptions&) const override {
+  std::vector<Measurement> measure(std::span<const MeasureRequest> batch,
+                                   const MeasureOptions& options) const override {
     std::vector<host::Candidate> candidates;
     for (const auto& r : batch) {
       require_this_machine(r.target);
@@ -65,6 +70,7 @@ class HostBackend final : public Backend {
     for (const auto& r : batch) {
       if (r.cancel) config.run.cancel = config.build.cancel = r.cancel;
     }
+    config.run.timing.threads_awake = options.as_in_a_model;
     config.peak_gflops = host::core_peak_gflops(host::describe_machine());
     return host::measure_candidates(candidates, host::this_machine(), config);
   }

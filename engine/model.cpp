@@ -543,6 +543,10 @@ struct Model::Impl {
     const frontend::GraphNode& n = graph.nodes()[i];
     if (n.op == "ConvTranspose") return add_conv_transpose_kernel(i, p);
     const std::string& op = n.kernel->op();
+    if (n.op == "Conv" && op == "matmul") {  // the importer's im2col task (add_conv_as_matmuls)
+      add_plain_conv(n, p);
+      return true;
+    }
     if (op == "conv2d" || op == "depthwise_conv2d") return add_conv(i, p);
     if (op == "matmul" || op == "batch_matmul") return add_matmul(i, p);
     return false;
@@ -1281,8 +1285,9 @@ struct Model::Impl {
   // kernel's pads) with constant weights: its input windows as rows (im2col_nhwc) times each
   // group's weights, [N x OH x OW, R x S x Cg] x [R x S x Cg, Kg], on the tuned matmul kernel
   // (batch_matmul over several groups), the groups' columns then joined into the NHWC output
-  // with the bias (join_groups). The plain NCHW loop it replaces ran Inception v3's 1x7 and 7x1
-  // convs at 0.01x ONNX Runtime and ResNeXt's grouped ones at 0.14x.
+  // with the bias (join_groups). One group's matmul is the importer's task for the node (its
+  // im2col_task, the same workload), so a plan's schedule runs it. The plain NCHW loop it
+  // replaces ran Inception v3's 1x7 and 7x1 convs at 0.01x ONNX Runtime.
   bool add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
                            const Shape& ys, const ConvAttrs& a) {
     const auto* weights = file->floats(p.input(1));

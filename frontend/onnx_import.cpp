@@ -351,7 +351,7 @@ class Extractor {
     const auto dilations = ints_attr(node, "dilations");
     const std::int64_t stride = strides.empty() ? 1 : strides[0];
     if (!all_equal(strides, stride) || !all_equal(dilations, 1)) {
-      return "Conv (dilated or uneven stride)";
+      return im2col_task(node, "Conv (dilated or uneven stride)");
     }
     const std::int64_t r = (*w)[2], s = (*w)[3];
     std::int64_t pad = pads.empty() ? 0 : pads[0];
@@ -362,10 +362,10 @@ class Extractor {
       if (!y || y->size() != 4) return "Conv (unknown output shape)";
       const std::int64_t ph = std::max<std::int64_t>(0, ((*y)[2] - 1) * stride + r - (*x)[2]);
       const std::int64_t pw = std::max<std::int64_t>(0, ((*y)[3] - 1) * stride + s - (*x)[3]);
-      if (ph != pw || ph % 2 != 0) return "Conv (uneven padding)";
+      if (ph != pw || ph % 2 != 0) return im2col_task(node, "Conv (uneven padding)");
       pad = ph / 2;
     }
-    if (!all_equal(pads, pad)) return "Conv (uneven padding)";
+    if (!all_equal(pads, pad)) return im2col_task(node, "Conv (uneven padding)");
     const std::int64_t c = (*x)[1], k = (*w)[0];
     std::string op = "conv2d";
     if (group != 1) op = group == c && k == c && (*w)[1] == 1 ? "depthwise_conv2d" : "group_conv2d";
@@ -376,6 +376,27 @@ class Extractor {
     std::vector<std::string> start;
     if (node.input_size() >= 3 && !node.input(2).empty()) start.push_back("bias");
     add_task(Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims}, {"epilogue", start}},
+             node);
+    return std::nullopt;
+  }
+
+  // A conv of one group with constant weights that no conv template takes (dilations, strides
+  // or pads that differ by axis or side: Inception v3's 1x7 and 7x1) as the engine runs it: its
+  // input windows as rows (im2col) times the weights, [N x OH x OW, R x S x C] x [R x S x C, K],
+  // with the bias; nothing after it is fused (graph_fusion.cpp). Otherwise `why`, the reason the
+  // node stays untuned.
+  std::optional<std::string> im2col_task(const onnx::NodeProto& node, const std::string& why) {
+    const Shape* w = shape_of(node.input(1));
+    const Shape* y = shape_of(node.output(0));
+    if (int_attr(node, "group", 1) != 1 || !index_.constants.count(node.input(1)) || !w || !y || y->size() != 4) {
+      return why;
+    }
+    std::vector<std::string> epilogue;
+    if (node.input_size() >= 3 && !node.input(2).empty()) epilogue.push_back("bias");
+    add_task(Json{{"op", "matmul"},
+                  {"dtype", to_string(dtype_of(node.input(0)))},
+                  {"dims", {{"M", (*y)[0] * (*y)[2] * (*y)[3]}, {"N", (*w)[0]}, {"K", (*w)[1] * (*w)[2] * (*w)[3]}}},
+                  {"epilogue", epilogue}},
              node);
     return std::nullopt;
   }

@@ -27,6 +27,11 @@ struct TimingOptions {
   double min_repeat_us = 1000;
   double max_cv = 0.05;
   int max_remeasures = 2;
+  // Time the kernel as a model's run calls it: its threads kept awake between calls (a brief
+  // spin, GOMP_SPINCOUNT, unless the caller set one), where a kernel timed alone waits
+  // passively and pays a wake-up per parallel region that a model's back-to-back kernels do
+  // not (docs/host-backend.md, "Waiting").
+  bool threads_awake = false;
 };
 
 // {"status": "ok"|"wrong_answer", "time_us", "repeats", "cv", "inner", "remeasured",

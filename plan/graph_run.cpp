@@ -220,10 +220,16 @@ Json GraphRun::summary() const {
           {"memory", memory}};
 }
 
+execution::Device model_device(const Target& target) {
+  execution::Device d = execution::Device::of(target);
+  if (backend::target_traits(target).runs_models_serially) d.cube_cores = d.vector_cores = 1;
+  return d;
+}
+
 std::optional<GraphRun> graph_run(const frontend::TaskSet& tasks, const ModelVariant& vendor_default,
                                   const ModelVariant& chosen, const Target& target, const frontend::MemoryFit& memory) {
   if (tasks.graph().empty()) return std::nullopt;
-  const execution::Device device = execution::Device::of(target);
+  const execution::Device device = model_device(target);
   const execution::ExecGraph def = exec_graph_of(tasks, vendor_default, target);
   const execution::ExecGraph tuned = exec_graph_of(tasks, chosen, target);
   const double def_extra = unplaced_transposes_us(tasks, vendor_default);

@@ -49,6 +49,12 @@ execution::MicroBatchCost micro_batch_cost(const frontend::TaskSet& tasks, const
 // in their consumers' nodes.
 execution::ExecGraph exec_graph_of(const frontend::TaskSet& tasks, const ModelVariant& v, const Target& target);
 
+// The device a model's graph run simulates: the target's, but one core where its models'
+// runtime runs one kernel at a time (BackendTraits::runs_models_serially: this CPU's engine).
+// Two cores there had let the plan's check keep a one-thread default beside a branch that
+// never runs beside it: Inception v3's 1x7 matmuls then ran at half speed in the engine.
+execution::Device model_device(const Target& target);
+
 // The transposes of v whose consumer is no node of tasks' graph: the graph run adds them serially.
 double unplaced_transposes_us(const frontend::TaskSet& tasks, const ModelVariant& v);
 

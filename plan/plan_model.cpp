@@ -79,13 +79,18 @@ class Planner {
 
  private:
   // A candidate's noise-free time (on real hardware, the median of kRealRepeats measurements:
-  // one is as far as 10 % from the next, as far as many candidates are from the default);
-  // nullopt when it is not valid here.
+  // one is as far as 10 % from the next, as far as many candidates are from the default),
+  // timed as the model runs it (a CPU kernel's threads awake between calls, as the engine's
+  // are: timed alone, a two-thread default paid a wake-up per call and lost to its one-thread
+  // copy, which then ran at half its speed in Inception v3's blocks); nullopt when it is not
+  // valid here.
   std::optional<double> time_of(const Workload& w, const Schedule& s) const {
     const bool real = backend::traits_for(w, target_).noisy;
-    const Measurement m =
-        real ? backend::measure_one(backend::MeasureRequest{w, target_, s, kRealRepeats, 0}, backend::MeasureOptions{0})
-             : backend::measure_noise_free(target_, w, s);
+    backend::MeasureOptions in_model;
+    in_model.noise = 0;
+    in_model.as_in_a_model = true;
+    const Measurement m = real ? backend::measure_one(backend::MeasureRequest{w, target_, s, kRealRepeats, 0}, in_model)
+                               : backend::measure_noise_free(target_, w, s);
     return m.ok() ? std::optional<double>(m.time_us) : std::nullopt;
   }
 
@@ -215,7 +220,7 @@ class Planner {
   // v's graph run under the default graph knobs (graph_run tunes them for the variant kept),
   // plus the transposes no node runs: what mixed_variant compares.
   double quick_figure(const ModelVariant& v) const {
-    return execution::simulate(exec_graph_of(tasks_, v, target_), execution::Device::of(target_)).makespan_us +
+    return execution::simulate(exec_graph_of(tasks_, v, target_), model_device(target_)).makespan_us +
            unplaced_transposes_us(tasks_, v);
   }
 

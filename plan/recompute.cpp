@@ -74,7 +74,7 @@ Recomputed recompute(const ModelPlan& plan) {
     out.end_to_end_us = v.end_to_end_us();
     return out;
   }
-  const execution::Device device = execution::Device::of(plan.target);
+  const execution::Device device = model_device(plan.target);
   const execution::ExecGraph g = exec_graph_of(tasks, v, plan.target);
   const GraphKnobs knobs = knobs_of(plan.run->knobs);
   const execution::MicroBatchCost micro = micro_batch_cost(tasks, v, g, plan.target);

@@ -24,18 +24,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// conv 3x3 -> BN -> ReLU -> max pool -> flatten -> Gemm; the image side and the weights' seed vary.
+// conv 3x3 -> BN -> ReLU -> max pool -> flatten -> Gemm; the image side, the weights' seed and
+// the conv's pads (same output size: top + bottom and left + right 2) vary.
 constexpr const char* kMakeModel = R"py(
 import sys
 import numpy as np
 import onnx
 from onnx import TensorProto as T, helper, numpy_helper
-side, seed = int(sys.argv[2]), int(sys.argv[3])
+side, seed, pads = int(sys.argv[2]), int(sys.argv[3]), [int(p) for p in sys.argv[4].split(",")]
 rng = np.random.default_rng(seed)
 def c(name, *shape, lo=-0.5, hi=0.5):
     return numpy_helper.from_array(rng.uniform(lo, hi, shape).astype(np.float32), name)
 half = (side + 1) // 2
-nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv"),
+nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=pads, name="conv"),
          helper.make_node("BatchNormalization", ["c", "g", "beta", "m", "v"], ["n"], name="bn"),
          helper.make_node("Relu", ["n"], ["r"], name="relu"),
          helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, name="pool"),
@@ -60,11 +61,11 @@ class EngineModelTest : public testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::string model(const std::string& name, int side, int seed) const {
+  std::string model(const std::string& name, int side, int seed, const std::string& pads = "1,1,1,1") const {
     const std::string path = (dir_ / name).string();
     const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
     const std::string cmd = python + " " + (dir_ / "make.py").string() + " " + path + " " + std::to_string(side) + " " +
-                            std::to_string(seed);
+                            std::to_string(seed) + " " + pads;
     EXPECT_EQ(std::system(cmd.c_str()), 0) << "scripts/setup.sh installs python3-onnx";
     return path;
   }
@@ -126,6 +127,21 @@ TEST_F(EngineModelTest, APlanOfThisCpuRunsItsSchedulesAndTheDefaultsOutputs) {
     EXPECT_NEAR(a[0][i], b[0][i], 1e-4f * std::max(1.0f, std::abs(b[0][i])));
   }
   EXPECT_GT(planned.arena_bytes(), 0);
+}
+
+// A conv with pads that differ by side is the importer's im2col matmul task, and the engine runs
+// that task's tuned kernel: every kernel step takes the plan's schedule. Seen failing while the
+// importer left the conv untuned (its matmul then ran the default schedule).
+TEST_F(EngineModelTest, AConvOfUnevenPadsRunsThePlansIm2colMatmul) {
+  const std::string onnx = model("uneven.onnx", 12, 1, "0,1,2,1");
+  ModelOptions o;
+  o.plan = host_plan(onnx);
+  const Json d = Model(onnx, o).describe();
+  int im2col = 0;
+  for (const Json& s : d["steps"]) im2col += s.value("as", "") == "im2col" ? 1 : 0;
+  EXPECT_EQ(im2col, 1) << d.dump();
+  EXPECT_EQ(d["kernels"], 2) << d.dump();  // the conv's matmul and the Gemm
+  EXPECT_EQ(d["kernels_from_plan"], d["kernels"]) << d.dump();
 }
 
 // A float32 model is tuned in float32 on a CPU, with no word of float16: the importer had read

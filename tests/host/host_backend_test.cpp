@@ -1,6 +1,10 @@
 // The backend "host": dispatch by target organisation, a schedule measured end to end, an
 // invalid schedule is the candidate's error, and another CPU's fingerprint is refused.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <fstream>
 
 #include "backend/backend.hpp"
 #include "backend/targets.hpp"
@@ -38,6 +42,33 @@ TEST(HostBackendTest, MeasuresTheDefaultAndRejectsAnInvalidSchedule) {
   const Measurement b = backend::measure_one({deep, host, bad, 3, 1});
   EXPECT_EQ(b.status, Status::invalid);
   EXPECT_NE(b.message.find(v.reason), std::string::npos) << b.message;
+}
+
+// A measurement asked for as in a model (MeasureOptions::as_in_a_model, the model plan's
+// check) reaches the runner as --threads-awake, and only then: a stand-in runner answers 1 us
+// with the flag and 2 us without it.
+TEST(HostBackendTest, AMeasurementAsInAModelKeepsTheKernelsThreadsAwake) {
+  testing::TempDir dir;
+  const auto runner = dir.path() / "runner.sh";
+  std::ofstream(runner) << R"(#!/bin/sh
+case " $* " in
+  *' --threads-awake '*) echo '{"status":"ok","time_us":1,"repeats":[1]}' ;;
+  *) echo '{"status":"ok","time_us":2,"repeats":[2]}' ;;
+esac
+)";
+  ::chmod(runner.c_str(), 0755);
+  ::setenv("ATVOSS_KERNEL_RUNNER", runner.c_str(), 1);
+  const Target host = backend::load_target("host");
+  const Schedule def = backend::required_default(kMatmul, host);
+  backend::MeasureOptions in_model;
+  in_model.as_in_a_model = true;
+  const Measurement awake = backend::measure_one({kMatmul, host, def, 3, 1}, in_model);
+  const Measurement alone = backend::measure_one({kMatmul, host, def, 3, 1});
+  ::unsetenv("ATVOSS_KERNEL_RUNNER");
+  ASSERT_TRUE(awake.ok()) << awake.message;
+  ASSERT_TRUE(alone.ok()) << alone.message;
+  EXPECT_EQ(awake.time_us, 1);
+  EXPECT_EQ(alone.time_us, 2);
 }
 
 TEST(HostBackendTest, AnotherCpusFingerprintIsRefused) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,7 +25,7 @@ using testing::workload;
 // statements at the top of its entry point that bump them, timed by time_kernel (the kernel
 // reads its arguments as g); returns the runner's result and the counters after it.
 std::pair<Json, std::map<std::string, long>> time_counting(const Workload& w, const std::vector<std::string>& names,
-                                                           const std::string& count) {
+                                                           const std::string& count, TimingOptions timing = {}) {
   std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
   const std::string entry = "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
   EXPECT_NE(src.find(entry), std::string::npos);
@@ -36,7 +37,6 @@ std::pair<Json, std::map<std::string, long>> time_counting(const Workload& w, co
   options.cache_dir = cache.str();
   const auto built = build_all({src}, options);
   EXPECT_EQ(built[0].status, Status::ok) << built[0].message;
-  TimingOptions timing;
   timing.min_repeat_us = 50;
   const Json r = time_kernel(built[0].so_path, w, timing);
   std::map<std::string, long> counters;
@@ -93,6 +93,25 @@ TEST(KernelTimingTest, AU8OutputKernelIsTimedWritingItsCodes) {
   EXPECT_TRUE(r.at("u8_output").get<bool>());
   // The check's one call, the warm-ups and every timed repeat.
   EXPECT_GE(counts["code_calls"], 1 + 5 * r.at("inner").get<long>()) << r.dump();
+}
+
+// A kernel timed with its threads awake (TimingOptions::threads_awake, as a model calls it)
+// runs under a libgomp spin (GOMP_SPINCOUNT, read when the kernel loads libgomp); timed
+// alone, under none: the kernel itself sees the environment.
+TEST(KernelTimingTest, AKernelTimedAsInAModelRunsWithItsThreadsSpinning) {
+  ASSERT_EQ(std::getenv("GOMP_SPINCOUNT"), nullptr) << "the test's environment sets GOMP_SPINCOUNT";
+  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":32,"K":16}})");
+  const std::string count = "  if (std::getenv(\"GOMP_SPINCOUNT\")) spin_calls = 1;\n";
+  auto [alone, alone_counts] = time_counting(w, {"spin_calls"}, count);
+  ASSERT_EQ(alone.at("status"), "ok") << alone.dump();
+  EXPECT_EQ(alone_counts["spin_calls"], 0);
+  EXPECT_FALSE(alone.at("threads_awake").get<bool>());
+  TimingOptions awake;
+  awake.threads_awake = true;
+  auto [in_model, model_counts] = time_counting(w, {"spin_calls"}, count, awake);
+  ASSERT_EQ(in_model.at("status"), "ok") << in_model.dump();
+  EXPECT_EQ(model_counts["spin_calls"], 1);
+  EXPECT_TRUE(in_model.at("threads_awake").get<bool>());
 }
 
 }  // namespace
