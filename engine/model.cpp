@@ -1331,7 +1331,7 @@ struct Model::Impl {
     return true;
   }
 
-  // A grouped conv of 2, 4 or 8 channels a group, in NHWC, with the Relu that alone reads it.
+  // A grouped conv of 2, 4, 8 or 16 channels a group, in NHWC, with the Relu that alone reads it.
   void add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,
                         std::vector<float> packed, const float* bias) {
     const int relu = sole_relu_reader(n.outputs[0]);
