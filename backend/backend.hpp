@@ -45,7 +45,8 @@ struct MeasureOptions {
   // real hardware; 0 makes every simulated measurement exact. Real backends ignore it.
   double noise = 0.02;
   // Time each kernel as a model's run calls it, back to back with the model's other kernels,
-  // not as a kernel alone (a real CPU: its threads kept awake between calls). The model plan
+  // not as a kernel alone (a real CPU: its threads kept awake between calls, its output and
+  // residual cold). The model plan
   // checks its picks this way (plan/plan_model.cpp). Simulators ignore it.
   bool as_in_a_model = false;
 };

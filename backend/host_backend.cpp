@@ -70,7 +70,7 @@ class HostBackend final : public Backend {
     for (const auto& r : batch) {
       if (r.cancel) config.run.cancel = config.build.cancel = r.cancel;
     }
-    config.run.timing.threads_awake = options.as_in_a_model;
+    config.run.timing.as_in_a_model = options.as_in_a_model;
     config.peak_gflops = host::core_peak_gflops(host::describe_machine());
     return host::measure_candidates(candidates, host::this_machine(), config);
   }

@@ -40,12 +40,23 @@ int process_threads() {
   return n;
 }
 
+// Copies of a kernel's output and residual that timed calls rotate over (cold_activations).
+struct ColdActivations {
+  std::vector<std::vector<float>> outputs, residuals;
+};
+
 // Mean microseconds of `inner` calls; where `weights` holds copies of the packed weights, each
-// call reads the next one.
-double run_us(KernelFn fn, AtvossArgs& args, long inner, const std::vector<PackedWeights>& weights = {}) {
+// call reads the next one, and so for the output and residual copies in `cold`.
+double run_us(KernelFn fn, AtvossArgs& args, long inner, const std::vector<PackedWeights>& weights = {},
+              ColdActivations* cold = nullptr) {
   const auto t0 = std::chrono::steady_clock::now();
   for (long i = 0; i < inner; ++i) {
     if (!weights.empty()) args.qb_packed = weights[std::size_t(i) % weights.size()].data();
+    if (cold && !cold->outputs.empty()) {
+      const std::size_t k = std::size_t(i) % cold->outputs.size();
+      args.c = cold->outputs[k].data();
+      if (!cold->residuals.empty()) args.residual = cold->residuals[k].data();
+    }
     fn(&args);
   }
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / double(inner);
@@ -63,6 +74,21 @@ std::vector<PackedWeights> cold_copies(void* handle, const AtvossArgs& args, Pac
   copies.push_back(std::move(first));
   while (copies.size() < n) copies.push_back(PackedWeights::pack(handle, args));
   return copies;
+}
+
+// In a model a layer writes its output to memory it has not touched since, and reads a residual
+// written layers before: timed as in a model (TimingOptions::as_in_a_model), the calls rotate
+// over copies of both, kColdBytes in all, as over the weights'. The input stays warm: the
+// layer before has just written it.
+ColdActivations cold_activations(const Operands& ops) {
+  ColdActivations out;
+  const std::size_t bytes = std::max<std::size_t>((ops.c.size() + ops.residual.size()) * sizeof(float), 1);
+  const std::size_t n = std::clamp<std::size_t>((kColdBytes + bytes - 1) / bytes, 1, kMaxCopies);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.outputs.push_back(ops.c);
+    if (!ops.residual.empty()) out.residuals.push_back(ops.residual);
+  }
+  return out;
 }
 
 // The runner's answer for an output `err` off the reference; `path` says which call path made it.
@@ -110,7 +136,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   // other processes a spinning thread takes the time slice its partner needs
   // (docs/host-backend.md has the figures).
   ::setenv("OMP_WAIT_POLICY", "passive", 0);
-  if (o.threads_awake) ::setenv("GOMP_SPINCOUNT", kAwakeSpins, 0);
+  if (o.as_in_a_model) ::setenv("GOMP_SPINCOUNT", kAwakeSpins, 0);
   // The object is the caller's input: one that is no kernel is bad input, not a failure here.
   require_input_file(so_path, "--so");
   const auto [handle, fn] = open_kernel_object(so_path, w, "--so");
@@ -150,15 +176,16 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
   // A kernel that can write u8 codes is timed writing them: the call an int8 chain makes
   // (its fp32 store, four bytes an element, is checked above but not what a chain runs).
   args.qc = codes.empty() ? nullptr : codes.data();
-  const double one = run_us(fn, args, 1, weights);  // also the warm-up
+  ColdActivations cold = o.as_in_a_model ? cold_activations(ops) : ColdActivations{};
+  const double one = run_us(fn, args, 1, weights, &cold);  // also the warm-up
   const long inner = std::max(1L, long(std::ceil(o.min_repeat_us / std::max(one, 0.01))));
-  run_us(fn, args, inner, weights);  // warm caches and clocks at the timed size
+  run_us(fn, args, inner, weights, &cold);  // warm caches and clocks at the timed size
   std::vector<double> best;
   double best_cv = INFINITY;
   int remeasured = 0;
   for (int attempt = 0; attempt <= o.max_remeasures; ++attempt) {
     std::vector<double> repeats;
-    for (int r = 0; r < std::max(1, o.repeat); ++r) repeats.push_back(run_us(fn, args, inner, weights));
+    for (int r = 0; r < std::max(1, o.repeat); ++r) repeats.push_back(run_us(fn, args, inner, weights, &cold));
     const double cv = coefficient_of_variation(repeats);
     if (cv < best_cv) {
       best_cv = cv;
@@ -180,7 +207,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
               {"prepacked_weights", args.qb_packed != nullptr},
               {"weight_copies", weights.size()},
               {"u8_output", args.qc != nullptr},
-              {"threads_awake", o.threads_awake}};
+              {"as_in_a_model", o.as_in_a_model}};
 }
 
 }  // namespace atvoss::host

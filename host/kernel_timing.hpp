@@ -30,8 +30,9 @@ struct TimingOptions {
   // Time the kernel as a model's run calls it: its threads kept awake between calls (a brief
   // spin, GOMP_SPINCOUNT, unless the caller set one), where a kernel timed alone waits
   // passively and pays a wake-up per parallel region that a model's back-to-back kernels do
-  // not (docs/host-backend.md, "Waiting").
-  bool threads_awake = false;
+  // not (docs/host-backend.md, "Waiting"); and its output and residual cold, each call's in
+  // another copy, as a layer finds them, where a kernel timed alone keeps both in cache.
+  bool as_in_a_model = false;
 };
 
 // {"status": "ok"|"wrong_answer", "time_us", "repeats", "cv", "inner", "remeasured",

@@ -64,7 +64,7 @@ Measurement run_kernel(const std::string& so_path, const Workload& w, const RunO
                                    "--cpu=" + std::to_string(t.cpu),
                                    "--min-repeat-us",
                                    std::to_string(t.min_repeat_us)};
-  if (t.threads_awake) argv.push_back("--threads-awake");
+  if (t.as_in_a_model) argv.push_back("--as-in-a-model");
   if (!t.cpus.empty()) {
     std::string list;
     for (int c : t.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);

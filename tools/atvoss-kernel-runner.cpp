@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   app.add_option("--min-repeat-us", o.min_repeat_us, "minimum length of one timed repeat")
       ->check(atvoss::tools::real_range(1.0, 1e7));
-  app.add_flag("--threads-awake", o.threads_awake, "keep the kernel's threads awake between calls, as a model does");
+  app.add_flag("--as-in-a-model", o.as_in_a_model,
+               "time it as a model runs it: threads awake between calls, output and residual cold");
   return atvoss::tools::run_cli(app, argc, argv, [&] {
     const auto w = atvoss::Workload::from_json(atvoss::parse_json(workload, "--workload"));
     std::cout << atvoss::host::time_kernel(so, w, o).dump() << "\n";

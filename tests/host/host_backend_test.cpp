@@ -45,14 +45,14 @@ TEST(HostBackendTest, MeasuresTheDefaultAndRejectsAnInvalidSchedule) {
 }
 
 // A measurement asked for as in a model (MeasureOptions::as_in_a_model, the model plan's
-// check) reaches the runner as --threads-awake, and only then: a stand-in runner answers 1 us
+// check) reaches the runner as --as-in-a-model, and only then: a stand-in runner answers 1 us
 // with the flag and 2 us without it.
-TEST(HostBackendTest, AMeasurementAsInAModelKeepsTheKernelsThreadsAwake) {
+TEST(HostBackendTest, AMeasurementAsInAModelReachesTheRunner) {
   testing::TempDir dir;
   const auto runner = dir.path() / "runner.sh";
   std::ofstream(runner) << R"(#!/bin/sh
 case " $* " in
-  *' --threads-awake '*) echo '{"status":"ok","time_us":1,"repeats":[1]}' ;;
+  *' --as-in-a-model '*) echo '{"status":"ok","time_us":1,"repeats":[1]}' ;;
   *) echo '{"status":"ok","time_us":2,"repeats":[2]}' ;;
 esac
 )";

@@ -95,23 +95,33 @@ TEST(KernelTimingTest, AU8OutputKernelIsTimedWritingItsCodes) {
   EXPECT_GE(counts["code_calls"], 1 + 5 * r.at("inner").get<long>()) << r.dump();
 }
 
-// A kernel timed with its threads awake (TimingOptions::threads_awake, as a model calls it)
-// runs under a libgomp spin (GOMP_SPINCOUNT, read when the kernel loads libgomp); timed
-// alone, under none: the kernel itself sees the environment.
-TEST(KernelTimingTest, AKernelTimedAsInAModelRunsWithItsThreadsSpinning) {
+// A kernel timed as in a model (TimingOptions::as_in_a_model) runs under a libgomp spin
+// (GOMP_SPINCOUNT, read when the kernel loads libgomp) and writes its output to, and reads its
+// residual from, a different copy call after call, as a model's layer finds them cold; timed
+// alone, under no spin, into one output from one residual. The kernel itself sees both.
+TEST(KernelTimingTest, AKernelTimedAsInAModelSpinsAndFindsItsOutputAndResidualCold) {
   ASSERT_EQ(std::getenv("GOMP_SPINCOUNT"), nullptr) << "the test's environment sets GOMP_SPINCOUNT";
-  const Workload w = workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":32,"K":16}})");
-  const std::string count = "  if (std::getenv(\"GOMP_SPINCOUNT\")) spin_calls = 1;\n";
-  auto [alone, alone_counts] = time_counting(w, {"spin_calls"}, count);
+  const Workload w =
+      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":32,"K":16},"epilogue":["bias","add"]})");
+  const std::vector<std::string> names = {"spin_calls", "outputs", "residuals", "last_output", "last_residual"};
+  const std::string count =
+      "  if (std::getenv(\"GOMP_SPINCOUNT\")) spin_calls = 1;\n"
+      "  if (long(g->c) != last_output) ++outputs, last_output = long(g->c);\n"
+      "  if (long(g->residual) != last_residual) ++residuals, last_residual = long(g->residual);\n";
+  auto [alone, alone_counts] = time_counting(w, names, count);
   ASSERT_EQ(alone.at("status"), "ok") << alone.dump();
   EXPECT_EQ(alone_counts["spin_calls"], 0);
-  EXPECT_FALSE(alone.at("threads_awake").get<bool>());
+  EXPECT_EQ(alone_counts["outputs"], 1);
+  EXPECT_EQ(alone_counts["residuals"], 1);
+  EXPECT_FALSE(alone.at("as_in_a_model").get<bool>());
   TimingOptions awake;
-  awake.threads_awake = true;
-  auto [in_model, model_counts] = time_counting(w, {"spin_calls"}, count, awake);
+  awake.as_in_a_model = true;
+  auto [in_model, model_counts] = time_counting(w, names, count, awake);
   ASSERT_EQ(in_model.at("status"), "ok") << in_model.dump();
   EXPECT_EQ(model_counts["spin_calls"], 1);
-  EXPECT_TRUE(in_model.at("threads_awake").get<bool>());
+  EXPECT_GT(model_counts["outputs"], 2);
+  EXPECT_GT(model_counts["residuals"], 2);
+  EXPECT_TRUE(in_model.at("as_in_a_model").get<bool>());
 }
 
 }  // namespace
