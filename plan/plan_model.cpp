@@ -46,7 +46,11 @@ std::string us_text(double us) {
 class Planner {
  public:
   Planner(const tuner::TunedModel& tuned, const std::vector<std::vector<db::Record>>& histories)
-      : tuned_(tuned), target_(tuned.target), tasks_(tuned.tasks), histories_(histories) {}
+      : tuned_(tuned),
+        target_(tuned.target),
+        tasks_(tuned.tasks),
+        histories_(histories),
+        device_(model_device(tuned.target)) {}
 
   PlannedModel plan() {
     PlannedModel out;
@@ -220,7 +224,7 @@ class Planner {
   // v's graph run under the default graph knobs (graph_run tunes them for the variant kept),
   // plus the transposes no node runs: what mixed_variant compares.
   double quick_figure(const ModelVariant& v) const {
-    return execution::simulate(exec_graph_of(tasks_, v, target_), model_device(target_)).makespan_us +
+    return execution::simulate(exec_graph_of(tasks_, v, target_), device_).makespan_us +
            unplaced_transposes_us(tasks_, v);
   }
 
@@ -363,6 +367,7 @@ class Planner {
   const Target& target_;
   const frontend::TaskSet& tasks_;
   const std::vector<std::vector<db::Record>>& histories_;
+  const execution::Device device_;  // model_device: what quick_figure simulates, once per plan
 };
 
 }  // namespace
