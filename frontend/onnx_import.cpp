@@ -741,6 +741,31 @@ void check_window_shapes(const onnx::GraphProto& graph) {
   }
 }
 
+// A conv's channels as ONNX defines them, once shapes are inferred: the data's C is the weight's
+// dims[1] x group and group divides its dims[0] (ConvTranspose: C is its dims[0], which group
+// divides). libonnx's shape inference checks neither, and the engine read past a weight of too
+// few channels (a [8, 6, 3, 3] weight on 8 channels crashed atvoss-run). bad_input naming the node.
+void check_conv_channels(const onnx::GraphProto& graph) {
+  const GraphIndex g = index_graph(graph);
+  for (const auto& node : graph.node()) {
+    const bool transpose = node.op_type() == "ConvTranspose";
+    if ((node.op_type() != "Conv" && !transpose) || node.input_size() < 2) continue;
+    const auto x = g.shapes.find(node.input(0)), w = g.shapes.find(node.input(1));
+    if (x == g.shapes.end() || w == g.shapes.end() || x->second.size() < 2 || w->second.size() < 2) continue;
+    const std::string where =
+        "model: node '" + (node.name().empty() ? node.op_type() : node.name()) + "' (" + node.op_type() + ")";
+    const std::int64_t group = int_attr(node, "group", 1), c = x->second[1], w0 = w->second[0], w1 = w->second[1];
+    if (group < 1) throw_bad_input(where + ": attribute 'group' is " + std::to_string(group) + ", expected 1 or more");
+    const bool fits = transpose ? c == w0 && c % group == 0 : c == w1 * group && w0 % group == 0;
+    if (!fits) {
+      throw_bad_input(where + ": the data's " + std::to_string(c) + " channels do not match weight '" + node.input(1) +
+                      "' of dims [" + std::to_string(w0) + ", " + std::to_string(w1) + ", ...] in " +
+                      std::to_string(group) + " group(s)" +
+                      (transpose ? ": expected dims[0] = channels" : ": expected dims[1] x group = channels"));
+    }
+  }
+}
+
 }  // namespace
 
 onnx::ModelProto read_bound_onnx_model(const std::string& path, const BoundDims& bound) {
@@ -755,6 +780,7 @@ onnx::ModelProto read_bound_onnx_model(const std::string& path, const BoundDims&
   } catch (const std::exception& e) {
     throw_bad_input("model: shape inference failed on '" + path + "': " + e.what());
   }
+  check_conv_channels(model.graph());
   return model;
 }
 

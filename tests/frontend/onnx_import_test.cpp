@@ -172,6 +172,13 @@ g = helper.make_graph([helper.make_node("Conv", ["x", "w0"], ["y"], strides=[0, 
     [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 8, 8])], [helper.make_tensor_value_info("y", T.FLOAT, None)],
     [init("w0", 8, 8, 3, 3)])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/zero_stride.onnx")
+# Weights whose channels do not match the data's: too few, too many in groups, a ConvTranspose's.
+for name, op, w_dims, group in [("few_channels", "Conv", (8, 6, 3, 3), 1), ("grouped_over", "Conv", (8, 5, 3, 3), 2),
+                                ("transposed_over", "ConvTranspose", (6, 4, 3, 3), 1)]:
+    g = helper.make_graph([helper.make_node(op, ["x", "wc"], ["y"], group=group, kernel_shape=[3, 3], name=name)],
+        "bad", [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 8, 8])],
+        [helper.make_tensor_value_info("y", T.FLOAT, None)], [init("wc", *w_dims)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/" + name + ".onnx")
 with open(out + "/wild.nodes", "w") as f:
     for n in nodes:
         f.write(name_of(n) + "\n")
@@ -536,6 +543,23 @@ TEST_F(OnnxImport, AZeroStrideIsBadInputNamingTheNodeNotACrash) {
     EXPECT_TRUE(e.is_bad_input());
     EXPECT_NE(std::string(e.what()).find("node 'zero_stride' (Conv): attribute 'strides'"), std::string::npos)
         << e.what();
+  }
+}
+
+// A conv whose weight's channels do not match its data's is refused naming the node and the
+// weight: libonnx infers its output shape all the same, and the engine read past the weight.
+TEST_F(OnnxImport, AConvWhoseWeightChannelsDoNotMatchItsDataIsBadInput) {
+  for (const std::string name : {"few_channels", "grouped_over", "transposed_over"}) {
+    SCOPED_TRACE(name);
+    try {
+      import_onnx((dir_ / (name + ".onnx")).string());
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_NE(std::string(e.what()).find("node '" + name + "'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the data's 8 channels do not match weight 'wc'"), std::string::npos)
+          << e.what();
+    }
   }
 }
 
