@@ -105,6 +105,7 @@ struct PixelRun {
 struct Taps {
   long r0 = 0, r1 = R;
   unsigned char edge[S] = {};
+  bool edges = false;  // some column's bits are set
 };
 inline bool in_border(long x, long limit) { return x < 0 || x >= limit; }
 inline Taps taps_of(long oh, long ow0) {
@@ -113,7 +114,10 @@ inline Taps taps_of(long oh, long ow0) {
     const long y = oh * STRIDE - PAD, x0 = ow0 * STRIDE - PAD, x1 = (ow0 + MR - 1) * STRIDE - PAD;
     t.r0 = y < 0 ? -y : 0;
     t.r1 = H - y < R ? H - y : R;
-    for (long s = 0; s < S; ++s) t.edge[s] = (in_border(x0 + s, W) ? 1 : 0) | (in_border(x1 + s, W) ? 2 : 0);
+    for (long s = 0; s < S; ++s) {
+      t.edge[s] = (in_border(x0 + s, W) ? 1 : 0) | (in_border(x1 + s, W) ? 2 : 0);
+      t.edges = t.edges || t.edge[s] != 0;
+    }
   }
   return t;
 }
@@ -234,7 +238,11 @@ inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __rest
     for (long i = 0; i < mr; ++i) __builtin_prefetch(cp[i], 1);
   }
   for (long r = tp.r0; r < tp.r1; ++r) {
-    for (long s = 0; s < S; ++s) {
+    // A block of all C channels and no tap in the border: the window row's S taps are one run
+    // of S x C floats in the input (NHWC) and in the weights, reduced in one loop. A stem's
+    // C of 3 never filled the unrolled body of a loop per tap.
+    const bool row_run = kc == C && !tp.edges;
+    for (long s = 0; s < (row_run ? 1 : S); ++s) {
       const long off = (r * WP + s) * C;
       const float* bb = b + (r * S + s) * (INPLACE ? C * K : kc * NR);
       const float* a[MR];
@@ -243,6 +251,10 @@ inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __rest
       // The k steps of the taps before and of all taps: this tap's lines of the share.
       const long done = ((r - tp.r0) * S + s) * kc, steps = (tp.r1 - tp.r0) * S * kc;
       const Ahead rest{ahead.p ? ahead.p + done * 64 : nullptr, ahead.lines - done};
+      if (row_run) {
+        tap<0, 0, FULLN>(acc, a, bb, S * kc, cnt, rest, steps);
+        continue;
+      }
       switch (tp.edge[s]) {
         case 0: tap<0, 0, FULLN>(acc, a, bb, kc, cnt, rest, steps); break;
         case 1: tap<1, 0, FULLN>(acc, a, bb, kc, cnt, rest, steps); break;
