@@ -404,7 +404,7 @@ class Extractor {
   // A 2-D transposed conv of one group as the matmul it is: [N x H x W, C] x [C, kh x kw x K],
   // each input pixel's contribution to a kh x kw window of outputs; the windows' scatter-add
   // into the output (col2im, with the bias) follows it outside the kernel, as ONNX Runtime
-  // computes it (engine/model.cpp).
+  // computes it (engine/model_kernels.cpp).
   std::optional<std::string> conv_transpose_task(const onnx::NodeProto& node) {
     const Shape* x = node.input_size() >= 2 ? shape_of(node.input(0)) : nullptr;
     const Shape* w = x ? shape_of(node.input(1)) : nullptr;

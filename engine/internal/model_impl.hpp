@@ -1,0 +1,411 @@
+// Model::Impl (model.hpp): a loaded model's state and the builder that fills it, one class over
+// three sources: model.cpp builds the step list in node order, lays out the memory and runs it;
+// model_kernels.cpp adds the tuned-kernel steps (convs and matmuls with their fused epilogues)
+// and the convs and Gemms no kernel takes; model_plain.cpp adds every other operator's step.
+// Private to engine/.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/json.hpp"
+#include "engine/conv_ops.hpp"
+#include "engine/model.hpp"
+#include "engine/onnx_file.hpp"
+#include "frontend/graph.hpp"
+#include "runtime/runtime.hpp"
+
+namespace atvoss::engine {
+
+// A tensor's data when a step runs: a buffer of the arena, or a constant of the file.
+struct Ref {
+  int slot = -1;
+  const float* constant = nullptr;
+};
+
+struct Value {
+  Shape shape;
+  int plain = -1, nhwc = -1;  // slots holding it in ONNX order, in NHWC order
+  bool nhwc_first = false;    // its producer writes NHWC (a conv kernel)
+  const float* constant = nullptr;
+};
+
+struct Slot {
+  std::int64_t bytes = 0;
+  int first = std::numeric_limits<int>::max(), last = -1;  // steps that write it first and read it last
+};
+
+struct Step {
+  std::string node, kind;
+  Json info = Json::object();
+  std::function<void()> run;
+};
+
+struct Model::Impl {
+  ModelOptions options;
+  std::unique_ptr<OnnxFile> file;
+  frontend::Graph graph;
+  std::unique_ptr<runtime::Runtime> rt;
+  std::vector<Value> values;  // by graph tensor index
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<float*> ptr;  // per slot, into the arena
+  std::unique_ptr<float[]> arena_storage;
+  std::int64_t arena_bytes = 0;
+  std::vector<int> input_tensors, output_tensors;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
+  std::vector<runtime::PreparedWeights> packed;
+  // Five nodes computing x * 0.5 * (1 + erf(x / sqrt 2)) (torch's nn.GELU below opset 20, and
+  // Hugging Face's gelu): the tensor x, the GELU's output and its nodes.
+  struct ErfGelu {
+    int x = -1, out = -1;
+    std::vector<int> nodes;
+  };
+
+  std::set<int> absorbed;                   // nodes an earlier step computes (sole_relu_reader)
+  std::vector<ErfGelu> erf_gelus;           // find_erf_gelus
+  std::map<int, std::size_t> erf_gelu_of;   // a node of one: its index there
+  std::map<std::string, Schedule> planned;  // workload key -> the plan's schedule
+  int kernels = 0, kernels_from_plan = 0;
+  int threads = 1;  // the cores the kernels and the larger plain ops run on
+
+  // --- building ---------------------------------------------------------------------------
+
+  int new_slot(const Shape& s) {
+    slots.push_back({elements(s) * std::int64_t(sizeof(float))});
+    return int(slots.size()) - 1;
+  }
+  void reads(int slot) {
+    if (slot >= 0) slots[slot].last = std::max(slots[slot].last, int(steps.size()));
+  }
+  void writes(int slot) {
+    if (slot >= 0) slots[slot].first = std::min(slots[slot].first, int(steps.size()));
+  }
+  const float* at(const Ref& r) const { return r.constant ? r.constant : ptr[r.slot]; }
+  const float* owned_data(std::vector<float> v) {
+    owned.push_back(std::make_unique<std::vector<float>>(std::move(v)));
+    return owned.back()->data();
+  }
+
+  int tensor(const std::string& name) const { return graph.tensor_index(name); }
+
+  // Tensor t in ONNX order (a layout step first if only NHWC holds it); read by the next step.
+  Ref plain(int t, const std::string& who);
+
+  // Tensor t in NHWC order where in_nhwc, else in ONNX order.
+  Ref in_order(int t, bool in_nhwc, const std::string& who) {
+    return in_nhwc ? Ref{nhwc(t, who), nullptr} : plain(t, who);
+  }
+
+  // Tensor t in NHWC order (a layout step first if only ONNX order holds it).
+  int nhwc(int t, const std::string& who);
+
+  void add_to_nchw_step(int t);
+
+  // The output slot of tensor t, in ONNX order or NHWC.
+  int output(int t, bool in_nhwc);
+
+  void build();
+
+  bool available(int t) const {
+    const Value& v = values[t];
+    return v.constant || v.plain >= 0 || v.nhwc >= 0 || graph.tensors()[t].constant;
+  }
+
+  // Whether node i and the nodes fused into it have every input they read from outside.
+  bool ready(int i) const;
+
+  // Nodes in an order where each runs after its inputs: the file's, except that a kernel waits
+  // for the residual its fused Add reads, which the file may list after it.
+  void add_nodes();
+
+  // The graph inputs a step reads, in the graph's order (ONNX Runtime's; an input only shape
+  // computations read, folded at load, is none).
+  void add_inputs();
+
+  void add_outputs();
+
+  void add_node(int i);
+
+  bool constant_outputs(const frontend::GraphNode& n) const;
+
+  // Whether n's outputs are missing from the file while all its inputs are known constants.
+  bool computable_now(const frontend::GraphNode& n) const;
+
+  // A node of constants only whose values the file does not hold (a Slice of a position-id
+  // buffer, arithmetic on weights): built as its step would be, run once now over buffers of
+  // its own, and its outputs kept as constants; the step leaves the model.
+  void fold_constant_node(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_view(const frontend::GraphNode& n);
+
+  // Casts between the types the engine holds as floats (float, double, int64, int32, bool):
+  // one that keeps the values (to float; integer or bool to integer; bool to bool) is a view;
+  // float to an integer truncates toward zero and anything to bool tests against zero, as ONNX
+  // Runtime does. Other types are refused naming both.
+  void add_cast(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // --- kernel steps -----------------------------------------------------------------------
+
+  struct Chain {
+    std::vector<std::string> epilogue;
+    int out = -1;           // the tensor the kernel writes: the last fused node's output
+    int residual = -1;      // the tensor "add" reads
+    std::vector<int> rest;  // fused nodes run as plain steps after the kernel
+  };
+
+  // The fused nodes of kernel node i, in chain order.
+  std::vector<int> fused_nodes(int i) const;
+
+  static bool has(const std::vector<std::string>& v, const char* e) {
+    return std::find(v.begin(), v.end(), e) != v.end();
+  }
+
+  // The constant c as one value per output channel (k of them), or nullopt.
+  std::optional<std::vector<float>> per_channel(const std::string& tensor, std::int64_t k) const;
+
+  static int other_input(const frontend::GraphNode& n, int t) {
+    if (n.inputs.size() != 2) return -1;
+    return n.inputs[0] == t ? n.inputs[1] : n.inputs[0];
+  }
+
+  // Grows the epilogue of a kernel writing tensor `out` with k output channels (or columns)
+  // through its fused nodes while the host kernel computes each exactly; folds BN and
+  // constant scales into weights (fold: scale per channel of weights and bias) when allowed.
+  Chain chain_of(int i, std::int64_t k, std::vector<float>& bias, bool has_bias, bool conv,
+                 const std::function<void(const std::vector<float>&)>& scale_weights);
+
+  bool fold(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k, std::vector<float>& bias,
+            const std::function<void(const std::vector<float>&)>& scale_weights);
+
+  bool add_step(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
+                std::vector<float>& bias);
+
+  Workload kernel_workload(const Workload& w, const std::vector<std::string>& epilogue) const;
+
+  // Compiles w's kernel now (or takes it from the compile cache) and counts where its schedule
+  // comes from.
+  void prepare_kernel(const Workload& w, Json& info);
+
+  bool add_kernel(int i, const onnx::NodeProto& p);
+
+  bool add_conv(int i, const onnx::NodeProto& p);
+
+  // A ConvTranspose of one group with constant weights, as the importer's task says: its
+  // matmul ([N x H x W, C] NHWC input x the weights as [C, kh x kw x K]) into a buffer of
+  // windows, then their scatter-add with the bias into the NHWC output (col2im_nhwc). The
+  // plain NCHW loop it replaces took 373 ms of a U-Net's 448.
+  bool add_conv_transpose_kernel(int i, const onnx::NodeProto& p);
+
+  // A kernel step of matmul w: A in slot a, the constant B (packed once, where w's kernel packs
+  // it), the bias (or null), C into slot c.
+  void push_matmul_kernel(const std::string& name, const Workload& w, int a, const float* b, const float* bias, int c);
+
+  // A constant B packed once by w's kernel, as the conv filters are: the index of its packing,
+  // or -1 where the kernel reads B in place (nothing to pack; the copy prepare_weights makes
+  // for that case is dropped, B itself stays constant).
+  long prepare_constant_b(const Workload& w, const float* b);
+
+  bool add_matmul(int i, const onnx::NodeProto& p);
+
+  // --- plain steps ------------------------------------------------------------------------
+
+  [[noreturn]] void unsupported(const frontend::GraphNode& n, const std::string& why) const {
+    throw_bad_input("model: node '" + n.name + "' (" + n.op + "): " + why);
+  }
+
+  std::int64_t axis_of(const frontend::GraphNode& n, std::int64_t axis, std::size_t rank) const {
+    const std::int64_t a = axis < 0 ? axis + std::int64_t(rank) : axis;
+    if (a < 0 || a >= std::int64_t(rank)) unsupported(n, "axis " + std::to_string(axis) + " out of range");
+    return a;
+  }
+
+  void push(const frontend::GraphNode& n, std::function<void()> run, Json info = Json::object()) {
+    info["op"] = n.op;
+    steps.push_back({n.name, "plain", std::move(info), std::move(run)});
+  }
+
+  float scalar_input(const onnx::NodeProto& p, int index, float fallback) const;
+
+  void add_plain(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_unary(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // Elementwise ops run in whichever order holds their input: a conv's NHWC output stays NHWC
+  // through a Clip (ReLU6), an activation or a residual Add, with no layout step either side
+  // (MobileNetV2 spent 40 % of its run transposing around its ReLU6s).
+  bool held_nhwc(int t) const { return values[t].nhwc_first && values[t].shape.size() == 4; }
+
+  void add_unary_op(const frontend::GraphNode& n, const std::string& op, float alpha, float beta) {
+    add_unary_op(n, n.inputs[0], n.outputs[0], op, alpha, beta);
+  }
+  void add_unary_op(const frontend::GraphNode& n, int xt, int yt, const std::string& op, float alpha, float beta);
+
+  // --- the erf GELU as exporters write it ----------------------------------------------------
+
+  // Whether tensor t is a constant scalar within 1e-6 of v.
+  bool scalar_is(int t, double v) const {
+    const auto* c = file->floats(graph.tensors()[t].name);
+    return c && c->size() == 1 && std::abs((*c)[0] - v) <= 1e-6 * std::abs(v);
+  }
+  // Whether node i is op(t, v) or op(v, t) (op commutative), v a constant scalar within 1e-6.
+  bool takes_scalar(int i, const std::string& op, int t, double v) const {
+    const frontend::GraphNode& n = graph.nodes()[i];
+    if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    return (n.inputs[0] == t && scalar_is(n.inputs[1], v)) || (n.inputs[1] == t && scalar_is(n.inputs[0], v));
+  }
+
+  // x where node d computes x / sqrt 2 (Div by sqrt 2, or Mul by 1 / sqrt 2 either way round), else -1.
+  int over_root_two(int d) const;
+
+  // The erf GELU whose Erf node is e: x / sqrt 2 (over_root_two) into Erf, plus 1, then times x
+  // and times 0.5 in either order. Each inner tensor has its one reader.
+  std::optional<ErfGelu> erf_gelu_at(int e) const;
+
+  // Every erf GELU of the graph, by its nodes (found before any step is added).
+  void find_erf_gelus();
+
+  // At the first of an erf GELU's nodes the steps reach: one step for all five (the fused
+  // node "Gelu" ONNX Runtime runs; five passes over the tensor where there was one), and the
+  // other four absorbed.
+  bool add_erf_gelu(int i);
+
+  // The shape input t reads as in NHWC order for an NHWC output of shape so, or nullopt when it
+  // cannot be read so: a tensor held in NHWC of the output's shape, one whose H and W are 1 (the
+  // same bytes in either order: a squeeze-excitation's scale), or a scalar.
+  std::optional<Shape> nhwc_operand(int t, const Shape& so) const;
+
+  bool is_integer(int t) const {
+    const std::string& d = graph.tensors()[t].dtype;
+    return d == "int64" || d == "int32";
+  }
+
+  void add_where(const frontend::GraphNode& n);
+
+  // Expand(x, shape): x broadcast to the output's shape (known once the shape is folded).
+  void add_expand(const frontend::GraphNode& n);
+
+  void add_binary(const frontend::GraphNode& n, const std::string& op);
+
+  void add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_global_pool(const frontend::GraphNode& n);
+
+  void add_concat(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_softmax(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  const float* constant_of(const frontend::GraphNode& n, const onnx::NodeProto& p, int index, std::int64_t count);
+
+  void add_layer_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_batch_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // The Relu node that is tensor t's one reader (t not a graph output), or -1.
+  int sole_relu_reader(int t) const {
+    const int c = sole_reader(t, "Relu");
+    return c >= 0 && graph.nodes()[c].inputs.size() == 1 ? c : -1;
+  }
+
+  // The node of type op, of one output, that is tensor t's one reader (t not a graph output),
+  // or -1.
+  int sole_reader(int t, const std::string& op) const;
+
+  // ShuffleNet's channel shuffle as exporters write it, Reshape to [N, g, C / g, H, W], Transpose
+  // by [0, 2, 1, 3, 4] and Reshape back to [N, C, H, W], of a tensor held in NHWC: one step that
+  // transposes each pixel's channels as [g, C / g] in NHWC, for the three nodes (in ONNX order
+  // each took a layout change before and after it).
+  bool add_channel_shuffle(const frontend::GraphNode& n);
+
+  void add_lrn(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_gather(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // An int64 list from constant input `index`, else attribute `attr`; nullopt where neither.
+  std::optional<std::vector<std::int64_t>> ints_of(const frontend::GraphNode& n, const onnx::NodeProto& p, int index,
+                                                   const std::string& attr) const;
+
+  void add_slice(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // Output y of x from `from` at `step` along each dim (ONNX order), in whichever order holds
+  // x: a conv's NHWC output is sliced in NHWC (ShuffleNet splits its channels between convs),
+  // each pixel's channels one run of a copy.
+  void add_strided_slice(const frontend::GraphNode& n, int xt, int yt, std::vector<std::int64_t> from,
+                         std::vector<std::int64_t> step);
+
+  void add_split(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_pad(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // A Conv's or ConvTranspose's groups, strides, dilations and explicit top and left pads.
+  static ConvAttrs conv_attrs(const onnx::NodeProto& p);
+
+  void add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // A conv no tuned conv kernel takes (groups, uneven pads or strides, dilations, a 1 x 7
+  // kernel's pads) with constant weights: its input windows as rows (im2col_nhwc) times each
+  // group's weights, [N x OH x OW, R x S x Cg] x [R x S x Cg, Kg], on the tuned matmul kernel
+  // (batch_matmul over several groups), the groups' columns then joined into the NHWC output
+  // with the bias (join_groups). One group's matmul is the importer's task for the node (its
+  // im2col_task, the same workload), so a plan's schedule runs it. The plain NCHW loop it
+  // replaces ran Inception v3's 1x7 and 7x1 convs at 0.01x ONNX Runtime.
+  bool add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
+                           const Shape& ys, const ConvAttrs& a);
+
+  // A grouped conv of 2, 4, 8 or 16 channels a group, in NHWC, with the Relu that alone reads it.
+  void add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,
+                        std::vector<float> packed, const float* bias);
+
+  // A ConvTranspose's groups, strides, dilations and top and left pads (auto_pad's included).
+  ConvAttrs conv_transpose_attrs(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                                 const Shape& ws, const Shape& ys) const;
+
+  void add_conv_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // ConstantOfShape: its `value` (one element; default 0) everywhere in the output's shape.
+  void add_constant_of_shape(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // DepthToSpace (DCR or CRD) and SpaceToDepth of [N, C, H, W]: a reshape to 6 dims and a
+  // transpose, as ONNX defines them.
+  void add_depth_space(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // ArgMax / ArgMin along axis: the index (as a float, as the engine holds integers) of the
+  // first extreme, or the last with select_last_index.
+  void add_arg_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // Range(start, limit, delta): start, start + delta, ... as many as the output holds.
+  void add_range(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_tile(const frontend::GraphNode& n);
+
+  void add_instance_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // Resize (opset 10: scales; 11+: roi, scales, sizes) and Upsample (7: scales attribute; 9:
+  // scales input, asymmetric coordinates) of the last two dims of a 4-D tensor.
+  void add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  void add_plain_gemm(const frontend::GraphNode& n, const onnx::NodeProto& p);
+
+  // --- memory -----------------------------------------------------------------------------
+
+  // Each input copied into its slot (an integer input checked first).
+  void load_inputs(const std::vector<const float*>& in);
+
+  void plan_arena();
+};
+
+}  // namespace atvoss::engine

@@ -1,0 +1,450 @@
+// Model::Impl's kernel steps (internal/model_impl.hpp): a conv or matmul node with the nodes fused
+// into it run as one tuned host kernel, its epilogue grown while the kernel computes each fused
+// node exactly; and the convs and Gemms no kernel takes, as plain steps.
+#include <cmath>
+
+#include "engine/internal/model_impl.hpp"
+#include "host/host_space.hpp"
+
+namespace atvoss::engine {
+namespace {
+
+// The host kernels' epilogue ops a fused ONNX node is exactly, else "".
+std::string exact_step(const onnx::NodeProto& n, const OnnxFile& file) {
+  const std::string& op = n.op_type();
+  if (op == "Relu") return "relu";
+  if (op == "Sigmoid") return "sigmoid";
+  if (op == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "";
+  if (op == "Clip") {  // a ReLU (min 0, no max) or a ReLU6 (min 0, max 6)
+    float lo = float_attr(n, "min", -INFINITY), hi = float_attr(n, "max", INFINITY);
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      const auto* v = file.floats(n.input(1));
+      if (!v || v->size() != 1) return "";
+      lo = (*v)[0];
+    }
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const auto* v = file.floats(n.input(2));
+      if (!v || v->size() != 1) return "";
+      hi = (*v)[0];
+    }
+    if (lo == 0 && hi == 6) return "relu6";
+    return lo == 0 && std::isinf(hi) && hi > 0 ? "relu" : "";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<int> Model::Impl::fused_nodes(int i) const {
+  std::vector<int> f;
+  for (int j = i + 1; j < int(graph.nodes().size()); ++j) {
+    if (graph.nodes()[j].fused_into == i) f.push_back(j);
+  }
+  return f;
+}
+
+std::optional<std::vector<float>> Model::Impl::per_channel(const std::string& tensor, std::int64_t k) const {
+  const auto* c = file->floats(tensor);
+  if (!c) return std::nullopt;
+  if (c->size() == 1) return std::vector<float>(std::size_t(k), (*c)[0]);
+  if (std::int64_t(c->size()) == k) return *c;
+  return std::nullopt;
+}
+
+Model::Impl::Chain Model::Impl::chain_of(int i, std::int64_t k, std::vector<float>& bias, bool has_bias, bool conv,
+                                         const std::function<void(const std::vector<float>&)>& scale_weights) {
+  Chain c;
+  if (has_bias) c.epilogue.push_back("bias");
+  c.out = graph.nodes()[i].outputs[0];
+  const std::vector<int> fused = fused_nodes(i);
+  std::size_t f = 0;
+  for (; f < fused.size(); ++f) {
+    const frontend::GraphNode& n = graph.nodes()[fused[f]];
+    const onnx::NodeProto& p = *file->node(n.name);
+    if (n.fused_by == "fold-into-weights") {
+      if (!conv || !fold(n, p, c, k, bias, scale_weights)) break;
+    } else if (n.fused_by == "silu") {
+      if (f + 1 >= fused.size() || has(c.epilogue, "silu")) break;
+      c.epilogue.push_back("silu");
+      c.out = graph.nodes()[fused[++f]].outputs[0];
+      continue;
+    } else if (!add_step(n, p, c, k, bias)) {
+      break;
+    }
+    c.out = n.outputs[0];
+  }
+  for (; f < fused.size(); ++f) c.rest.push_back(fused[f]);
+  return c;
+}
+
+bool Model::Impl::fold(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
+                       std::vector<float>& bias, const std::function<void(const std::vector<float>&)>& scale_weights) {
+  std::vector<float> scale(std::size_t(k), 1.0f), shift(std::size_t(k), 0.0f);
+  if (n.op == "BatchNormalization") {
+    const auto g = per_channel(p.input(1), k), b = per_channel(p.input(2), k);
+    const auto m = per_channel(p.input(3), k), v = per_channel(p.input(4), k);
+    if (!g || !b || !m || !v) return false;
+    const double eps = float_attr(p, "epsilon", 1e-5f);
+    for (std::int64_t o = 0; o < k; ++o) {
+      scale[o] = float((*g)[o] / std::sqrt(double((*v)[o]) + eps));
+      shift[o] = float((*b)[o] - double((*m)[o]) * scale[o]);
+    }
+  } else {  // Mul by a constant, or Div of the chain by one
+    const int t = n.inputs[0] == c.out ? n.inputs[1] : n.inputs[0];
+    const auto s = per_channel(graph.tensors()[t].name, k);
+    if (!s) return false;
+    for (std::int64_t o = 0; o < k; ++o) scale[o] = n.op == "Div" ? 1.0f / (*s)[o] : (*s)[o];
+  }
+  scale_weights(scale);
+  for (std::int64_t o = 0; o < k; ++o) bias[o] = bias[o] * scale[o] + shift[o];
+  if (!has(c.epilogue, "bias")) c.epilogue.insert(c.epilogue.begin(), "bias");
+  return true;
+}
+
+bool Model::Impl::add_step(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
+                           std::vector<float>& bias) {
+  if (n.step == "add") {
+    const int other = other_input(n, c.out);
+    if (other < 0) return false;
+    if (values[other].constant) {  // a constant added: the bias, before anything else runs
+      const auto b = per_channel(graph.tensors()[other].name, k);
+      if (!b || c.epilogue.size() > (has(c.epilogue, "bias") ? 1u : 0u)) return false;
+      for (std::int64_t o = 0; o < k; ++o) bias[o] += (*b)[o];
+      if (!has(c.epilogue, "bias")) c.epilogue.push_back("bias");
+      return true;
+    }
+    if (has(c.epilogue, "add") || values[other].shape != values[n.outputs[0]].shape) return false;
+    c.epilogue.push_back("add");
+    c.residual = other;
+    return true;
+  }
+  const std::string step = exact_step(p, *file);
+  if (step.empty() || has(c.epilogue, step.c_str())) return false;
+  c.epilogue.push_back(step);
+  return true;
+}
+
+Workload Model::Impl::kernel_workload(const Workload& w, const std::vector<std::string>& epilogue) const {
+  Json j = w.to_json();
+  j["epilogue"] = epilogue;
+  j["dtype"] = "float32";
+  return Workload::from_json(j);
+}
+
+void Model::Impl::prepare_kernel(const Workload& w, Json& info) {
+  const runtime::Choice& choice = rt->choose(w);
+  rt->kernel(w);
+  ++kernels;
+  kernels_from_plan += choice.kind == runtime::ChoiceKind::exact ? 1 : 0;
+  info["workload"] = w.to_json();
+  info["schedule"] = choice.schedule.to_json();
+  info["choice"] = std::string(runtime::to_string(choice.kind));
+}
+
+bool Model::Impl::add_kernel(int i, const onnx::NodeProto& p) {
+  const frontend::GraphNode& n = graph.nodes()[i];
+  if (n.op == "ConvTranspose") return add_conv_transpose_kernel(i, p);
+  const std::string& op = n.kernel->op();
+  if (n.op == "Conv" && op == "matmul") {  // the importer's im2col task (add_conv_as_matmuls)
+    add_plain_conv(n, p);
+    return true;
+  }
+  if (op == "conv2d" || op == "depthwise_conv2d") return add_conv(i, p);
+  if (op == "matmul" || op == "batch_matmul") return add_matmul(i, p);
+  return false;
+}
+
+void Model::Impl::push_matmul_kernel(const std::string& name, const Workload& w, int a, const float* b,
+                                     const float* bias, int c) {
+  Step step{name, "kernel", Json::object(), nullptr};
+  prepare_kernel(w, step.info);
+  const long packed_at = prepare_constant_b(w, b);
+  step.run = [this, w, a, b, bias, c, packed_at] {
+    host::AtvossArgs args{};
+    args.a = ptr[a];
+    args.b = b;
+    args.c = ptr[c];
+    args.bias = bias;
+    if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
+    rt->run(w, args);
+  };
+  steps.push_back(std::move(step));
+}
+
+long Model::Impl::prepare_constant_b(const Workload& w, const float* b) {
+  runtime::PreparedWeights prepared = rt->prepare_weights(w, b);
+  if (!prepared.packed()) return -1;
+  packed.push_back(std::move(prepared));
+  return long(packed.size()) - 1;
+}
+
+bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
+  const frontend::GraphNode& n = graph.nodes()[i];
+  const Workload& w0 = *n.kernel;
+  const bool gemm = n.op == "Gemm";
+  const std::int64_t k = w0.dim("K"), cols = w0.dim("N");
+  if (gemm && int_attr(p, "transA", 0) != 0) return false;
+  const int b_tensor = n.inputs.at(1);
+  const float* b_data = nullptr;
+  std::vector<float> bias(std::size_t(cols), 0.0f);
+  bool has_bias = false;
+  if (gemm) {
+    const auto* b = file->floats(graph.tensors()[b_tensor].name);
+    if (!b) return false;
+    const float alpha = float_attr(p, "alpha", 1.0f), beta = float_attr(p, "beta", 1.0f);
+    std::vector<float> kn(std::size_t(k * cols));
+    const bool tb = int_attr(p, "transB", 0) != 0;
+    for (std::int64_t a = 0; a < k; ++a) {
+      for (std::int64_t j = 0; j < cols; ++j) kn[a * cols + j] = alpha * (tb ? (*b)[j * k + a] : (*b)[a * cols + j]);
+    }
+    b_data = owned_data(std::move(kn));
+    if (p.input_size() > 2 && !p.input(2).empty()) {
+      const auto c = per_channel(p.input(2), cols);
+      if (!c) return false;
+      for (std::int64_t j = 0; j < cols; ++j) bias[j] = beta * (*c)[j];
+      has_bias = true;
+    }
+  }
+  Chain ch = chain_of(i, cols, bias, has_bias, false, nullptr);
+  const Workload w = kernel_workload(w0, ch.epilogue);
+  if (!host::supports(w)) return false;
+  const Ref a = plain(n.inputs[0], n.name);
+  const Ref b = b_data ? Ref{-1, b_data} : plain(b_tensor, n.name);
+  const int res = ch.residual >= 0 ? plain(ch.residual, n.name).slot : -1;
+  const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
+  const int out = output(ch.out, false);
+  Step step{n.name, "kernel", Json::object(), nullptr};
+  prepare_kernel(w, step.info);
+  const long packed_at = b.constant ? prepare_constant_b(w, b.constant) : -1;
+  step.run = [this, w, a, b, bias_data, res, out, packed_at] {
+    host::AtvossArgs args{};
+    args.a = at(a);
+    args.b = at(b);
+    args.c = ptr[out];
+    args.bias = bias_data;
+    args.residual = res >= 0 ? ptr[res] : nullptr;
+    if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
+    rt->run(w, args);
+  };
+  steps.push_back(std::move(step));
+  for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+  return true;
+}
+
+bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
+  const frontend::GraphNode& n = graph.nodes()[i];
+  const Workload& w0 = *n.kernel;
+  const bool depthwise = w0.op() == "depthwise_conv2d";
+  const auto* weights = file->floats(p.input(1));
+  if (!weights) return false;
+  const std::int64_t c = w0.dim("C"), r = w0.dim("R"), s = w0.dim("S");
+  const std::int64_t k = depthwise ? c : w0.dim("K"), cin = depthwise ? 1 : c;
+  std::vector<float> oihw = *weights, bias(std::size_t(k), 0.0f);
+  const bool has_bias = p.input_size() > 2 && !p.input(2).empty();
+  if (has_bias) {
+    const auto* b = file->floats(p.input(2));
+    if (!b || std::int64_t(b->size()) != k) return false;
+    bias = *b;
+  }
+  const std::int64_t per_out = cin * r * s;
+  Chain ch = chain_of(i, k, bias, has_bias, true, [&](const std::vector<float>& sc) {
+    for (std::int64_t o = 0; o < k; ++o) {
+      for (std::int64_t e = 0; e < per_out; ++e) oihw[o * per_out + e] *= sc[o];
+    }
+  });
+  const Workload w = kernel_workload(w0, ch.epilogue);
+  if (!host::supports(w)) return false;
+  // OIHW -> HWIO (conv2d: R x S x C x K) or R x S x C (depthwise).
+  std::vector<float> hwio(oihw.size());
+  for (std::int64_t o = 0; o < k; ++o) {
+    for (std::int64_t ci = 0; ci < cin; ++ci) {
+      for (std::int64_t u = 0; u < r * s; ++u) {
+        const float v = oihw[(o * cin + ci) * r * s + u];
+        if (depthwise) {
+          hwio[u * c + o] = v;
+        } else {
+          hwio[(u * c + ci) * k + o] = v;
+        }
+      }
+    }
+  }
+  const float* filter = owned_data(std::move(hwio));
+  const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
+  const int in = nhwc(n.inputs[0], n.name);
+  const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
+  const int out = output(ch.out, true);
+  Step step{n.name, "kernel", Json::object(), nullptr};
+  prepare_kernel(w, step.info);
+  const std::size_t packed_at = packed.size();
+  if (!depthwise) packed.push_back(rt->prepare_weights(w, filter));
+  step.run = [this, w, filter, bias_data, in, res, out, depthwise, packed_at] {
+    host::AtvossArgs args{};
+    args.a = ptr[in];
+    args.b = filter;
+    args.c = ptr[out];
+    args.bias = bias_data;
+    args.residual = res >= 0 ? ptr[res] : nullptr;
+    if (!depthwise) runtime::Runtime::use_prepared(w, packed[packed_at], args);
+    rt->run(w, args);
+  };
+  steps.push_back(std::move(step));
+  for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+  return true;
+}
+
+bool Model::Impl::add_conv_transpose_kernel(int i, const onnx::NodeProto& p) {
+  const frontend::GraphNode& n = graph.nodes()[i];
+  const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+  const auto* weights = file->floats(p.input(1));
+  if (!weights || xs.size() != 4 || ws.size() != 4 || ys.size() != 4 || int_attr(p, "group", 1) != 1) return false;
+  const ConvAttrs a = conv_transpose_attrs(n, p, xs, ws, ys);
+  const std::int64_t c = ws[0], k = ws[1], kh = ws[2], kw = ws[3];
+  std::vector<float> b(weights->size());  // [c][u][v][k] from ONNX's [c][k][u][v]
+  transpose(weights->data(), {c, k, kh * kw}, {0, 2, 1}, b.data());
+  const float* b_data = owned_data(std::move(b));
+  const float* bias = constant_of(n, p, 2, k);
+  const Workload w = kernel_workload(*n.kernel, {});
+  const int in = nhwc(n.inputs[0], n.name);
+  const int windows = new_slot({w.dim("M"), w.dim("N")});
+  writes(windows);
+  push_matmul_kernel(n.name, w, in, b_data, nullptr, windows);
+  reads(windows);
+  const int y = output(n.outputs[0], true);
+  push(
+      n, [=, this] { col2im_nhwc(ptr[windows], xs, kh, kw, a, bias, ptr[y], ys, threads); },
+      Json{{"as", "scatter-add of the windows"}});
+  return true;
+}
+
+ConvAttrs Model::Impl::conv_attrs(const onnx::NodeProto& p) {
+  ConvAttrs a;
+  a.groups = int_attr(p, "group", 1);
+  const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
+  if (strides.size() == 2) a.sh = strides[0], a.sw = strides[1];
+  if (dil.size() == 2) a.dh = dil[0], a.dw = dil[1];
+  if (pads.size() == 4) a.pad_top = pads[0], a.pad_left = pads[1];
+  return a;
+}
+
+void Model::Impl::add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+  if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "2-D convolutions only");
+  ConvAttrs a = conv_attrs(p);
+  const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const std::int64_t ph = std::max<std::int64_t>(0, (ys[2] - 1) * a.sh + (ws[2] - 1) * a.dh + 1 - xs[2]);
+    const std::int64_t pw = std::max<std::int64_t>(0, (ys[3] - 1) * a.sw + (ws[3] - 1) * a.dw + 1 - xs[3]);
+    a.pad_top = auto_pad == "SAME_LOWER" ? (ph + 1) / 2 : ph / 2;
+    a.pad_left = auto_pad == "SAME_LOWER" ? (pw + 1) / 2 : pw / 2;
+  }
+  if (add_conv_as_matmuls(n, p, xs, ws, ys, a)) return;
+  const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
+  const float* bias = constant_of(n, p, 2, ys[1]);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { conv_nchw(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
+}
+
+bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                                      const Shape& ws, const Shape& ys, const ConvAttrs& a) {
+  const auto* weights = file->floats(p.input(1));
+  const std::int64_t groups = a.groups, k = ws[0], cg = ws[1], r = ws[2], s = ws[3], kg = k / groups;
+  if (!weights || groups < 1 || xs[1] != cg * groups || k % groups != 0) return false;
+  const std::int64_t pixels = ys[0] * ys[2] * ys[3], depth = r * s * cg;
+  const float* bias = constant_of(n, p, 2, k);
+  if (groups > 1 && grouped_conv_fits(k, cg, kg)) {
+    add_grouped_conv(n, xs, ys, GroupedConv{r, s, cg, a, false}, pack_grouped_weights(weights->data(), k, cg, r, s),
+                     bias);
+    return true;
+  }
+  // One group: a matmul with the bias; several: one batch_matmul over the groups (a kernel
+  // call per group of ResNeXt's 32 cost a parallel region each), the bias added as the
+  // groups are joined.
+  Json dims{{"M", pixels}, {"N", kg}, {"K", depth}};
+  if (groups > 1) dims["B"] = groups;
+  const Workload w =
+      Workload::from_json(Json{{"op", groups > 1 ? "batch_matmul" : "matmul"},
+                               {"dtype", "float32"},
+                               {"dims", dims},
+                               {"epilogue", bias && groups == 1 ? Json::array({"bias"}) : Json::array()}});
+  std::vector<float> b(weights->size());  // [g][(u, v, ci)][ko] from ONNX's [g][ko][ci][(u, v)]
+  transpose(weights->data(), {groups, kg, cg, r * s}, {0, 3, 2, 1}, b.data());
+  const float* b_data = owned_data(std::move(b));
+  const int in = nhwc(n.inputs[0], n.name);
+  const int rows = new_slot({groups, pixels, depth});
+  writes(rows);
+  push(
+      n, [=, this] { im2col_nhwc(ptr[in], xs, r, s, a, ptr[rows], ys, threads); }, Json{{"as", "im2col"}});
+  reads(rows);
+  const int parts = groups == 1 ? output(n.outputs[0], true) : new_slot({groups, pixels, kg});
+  writes(parts);
+  push_matmul_kernel(n.name, w, rows, b_data, groups == 1 ? bias : nullptr, parts);
+  if (groups == 1) return true;
+  reads(parts);
+  const int y = output(n.outputs[0], true);
+  push(
+      n, [=, this] { join_groups(ptr[parts], groups, pixels, kg, bias, ptr[y], threads); },
+      Json{{"as", "groups joined"}});
+  return true;
+}
+
+void Model::Impl::add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,
+                                   std::vector<float> packed, const float* bias) {
+  const int relu = sole_relu_reader(n.outputs[0]);
+  if (relu >= 0) absorbed.insert(relu);
+  g.relu = relu >= 0;
+  const float* w = owned_data(std::move(packed));
+  const int in = nhwc(n.inputs[0], n.name);
+  const int y = output(relu >= 0 ? graph.nodes()[relu].outputs[0] : n.outputs[0], true);
+  push(
+      n, [=, this] { grouped_conv_nhwc(ptr[in], xs, w, bias, g, ptr[y], ys, threads); },
+      Json{{"as", g.relu ? "grouped conv, relu" : "grouped conv"}});
+}
+
+ConvAttrs Model::Impl::conv_transpose_attrs(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                                            const Shape& ws, const Shape& ys) const {
+  if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "2-D transposed convolutions only");
+  ConvAttrs a = conv_attrs(p);
+  const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // The padding that makes the full output (stride * (in - 1) + the dilated kernel) the
+    // output's size, split as ONNX Runtime splits it: SAME_UPPER trims the odd one at the end.
+    const std::int64_t th = std::max<std::int64_t>(0, a.sh * (xs[2] - 1) + (ws[2] - 1) * a.dh + 1 - ys[2]);
+    const std::int64_t tw = std::max<std::int64_t>(0, a.sw * (xs[3] - 1) + (ws[3] - 1) * a.dw + 1 - ys[3]);
+    a.pad_top = auto_pad == "SAME_UPPER" ? th / 2 : th - th / 2;
+    a.pad_left = auto_pad == "SAME_UPPER" ? tw / 2 : tw - tw / 2;
+  }
+  if (xs[1] != ws[0] || ys[1] != ws[1] * a.groups) unsupported(n, "weight shape does not match the channels");
+  return a;
+}
+
+void Model::Impl::add_conv_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+  const ConvAttrs a = conv_transpose_attrs(n, p, xs, ws, ys);
+  const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
+  const float* bias = constant_of(n, p, 2, ys[1]);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { conv_transpose_nchw(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
+}
+
+void Model::Impl::add_plain_gemm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape as = values[n.inputs[0]].shape, bs = values[n.inputs.at(1)].shape;
+  const bool gemm = n.op == "Gemm";
+  if (bs.size() != 2 || (gemm && as.size() != 2) || as.size() < 2) unsupported(n, "2-D weights expected");
+  const bool ta = gemm && int_attr(p, "transA", 0) != 0, tb = gemm && int_attr(p, "transB", 0) != 0;
+  const std::int64_t m = ta ? as[1] : elements(as) / as.back(), k = ta ? as[0] : as.back();
+  const std::int64_t cols = tb ? bs[0] : bs[1];
+  const float alpha = gemm ? float_attr(p, "alpha", 1.0f) : 1.0f, beta = gemm ? float_attr(p, "beta", 1.0f) : 0.0f;
+  const Ref a = plain(n.inputs[0], n.name), b = plain(n.inputs[1], n.name);
+  Ref c{};
+  Shape cs;
+  if (gemm && p.input_size() > 2 && !p.input(2).empty()) {
+    c = plain(n.inputs[2], n.name);
+    cs = values[n.inputs[2]].shape;
+  }
+  const bool has_c = c.slot >= 0 || c.constant;
+  const int y = output(n.outputs[0], false);
+  push(n,
+       [=, this] { engine::gemm(at(a), at(b), has_c ? at(c) : nullptr, cs, ptr[y], m, cols, k, ta, tb, alpha, beta); });
+}
+
+}  // namespace atvoss::engine

@@ -1,0 +1,591 @@
+// Model::Impl's plain steps (internal/model_impl.hpp): every operator no tuned kernel runs, over
+// the plain loops of plain_ops.hpp and conv_ops.hpp, and the erf GELU as exporters write it.
+#include <array>
+#include <cmath>
+
+#include "engine/internal/model_impl.hpp"
+
+namespace atvoss::engine {
+
+float Model::Impl::scalar_input(const onnx::NodeProto& p, int index, float fallback) const {
+  if (p.input_size() <= index || p.input(index).empty()) return fallback;
+  const auto* v = file->floats(p.input(index));
+  if (!v || v->size() != 1) throw_bad_input("model: node input '" + p.input(index) + "' must be a constant scalar");
+  return (*v)[0];
+}
+
+void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const std::string& op = n.op;
+  const int index = int(&n - graph.nodes().data());
+  if (absorbed.count(index) || add_erf_gelu(index)) return;
+  if (n.inputs.empty()) unsupported(n, "no input");
+  if (op == "Clip" || op == "LeakyRelu" || op == "Elu" || op == "HardSigmoid" || op == "Gelu" ||
+      unary(op, nullptr, nullptr, 0)) {
+    return add_unary(n, p);
+  }
+  if (op == "Sum" && n.inputs.size() == 2) return add_binary(n, "Add");
+  if (op == "Div" && is_integer(n.outputs[0])) return add_binary(n, "IntDiv");
+  if (binary_op(op)) return add_binary(n, op);
+  if (op == "Where") return add_where(n);
+  if (op == "Expand") return add_expand(n);
+  if (op == "MaxPool" || op == "AveragePool") return add_pool(n, p);
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return add_global_pool(n);
+  if (op == "Concat") return add_concat(n, p);
+  if (op == "Transpose") return add_transpose(n, p);
+  if (op == "Softmax" || op == "LogSoftmax") return add_softmax(n, p);
+  if (op == "LayerNormalization") return add_layer_norm(n, p);
+  if (op == "BatchNormalization") return add_batch_norm(n, p);
+  if (op == "LRN") return add_lrn(n, p);
+  if (op == "Gather") return add_gather(n, p);
+  if (op == "Slice") return add_slice(n, p);
+  if (op == "Split") return add_split(n, p);
+  if (op == "Pad") return add_pad(n, p);
+  if (op.rfind("Reduce", 0) == 0) return add_reduce(n, p);
+  if (op == "Conv") return add_plain_conv(n, p);
+  if (op == "ConvTranspose") return add_conv_transpose(n, p);
+  if (op == "Tile") return add_tile(n);
+  if (op == "ConstantOfShape") return add_constant_of_shape(n, p);
+  if (op == "DepthToSpace" || op == "SpaceToDepth") return add_depth_space(n, p);
+  if (op == "ArgMax" || op == "ArgMin") return add_arg_reduce(n, p);
+  if (op == "Range") return add_range(n, p);
+  if (op == "InstanceNormalization") return add_instance_norm(n, p);
+  if (op == "Resize" || op == "Upsample") return add_resize(n, p);
+  if (op == "Gemm" || op == "MatMul") return add_plain_gemm(n, p);
+  unsupported(n, "the engine has no step for this op");
+}
+
+void Model::Impl::add_unary(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  std::string op = n.op;
+  float alpha = 0, beta = 0;
+  if (op == "LeakyRelu") alpha = float_attr(p, "alpha", 0.01f);
+  if (op == "Elu") alpha = float_attr(p, "alpha", 1.0f);
+  if (op == "HardSigmoid") alpha = float_attr(p, "alpha", 0.2f), beta = float_attr(p, "beta", 0.5f);
+  if (op == "Gelu" && string_attr(p, "approximate", "none") == "tanh") op = "GeluTanh";
+  if (op == "Clip") {
+    alpha = scalar_input(p, 1, float_attr(p, "min", -INFINITY));
+    beta = scalar_input(p, 2, float_attr(p, "max", INFINITY));
+  }
+  add_unary_op(n, op, alpha, beta);
+}
+
+void Model::Impl::add_unary_op(const frontend::GraphNode& n, int xt, int yt, const std::string& op, float alpha,
+                               float beta) {
+  const bool in_nhwc = held_nhwc(xt);
+  const Ref x = in_order(xt, in_nhwc, n.name);
+  const int y = output(yt, in_nhwc);
+  const std::int64_t count = elements(values[yt].shape);
+  push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta, threads); });
+}
+
+int Model::Impl::over_root_two(int d) const {
+  const frontend::GraphNode& n = graph.nodes()[d];
+  if (n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
+  if (n.op == "Div") return scalar_is(n.inputs[1], std::sqrt(2.0)) ? n.inputs[0] : -1;
+  if (n.op != "Mul") return -1;
+  if (scalar_is(n.inputs[1], std::sqrt(0.5))) return n.inputs[0];
+  return scalar_is(n.inputs[0], std::sqrt(0.5)) ? n.inputs[1] : -1;
+}
+
+std::optional<Model::Impl::ErfGelu> Model::Impl::erf_gelu_at(int e) const {
+  const frontend::GraphNode& erf = graph.nodes()[e];
+  if (erf.inputs.size() != 1 || erf.outputs.size() != 1) return std::nullopt;
+  const int d = graph.tensors()[erf.inputs[0]].producer;
+  if (d < 0 || graph.tensors()[erf.inputs[0]].consumers.size() != 1) return std::nullopt;
+  const int xt = over_root_two(d);
+  const int a = sole_reader(erf.outputs[0], "Add");
+  if (xt < 0 || a < 0 || !takes_scalar(a, "Add", erf.outputs[0], 1.0)) return std::nullopt;
+  const int m = sole_reader(graph.nodes()[a].outputs[0], "Mul");
+  if (m < 0) return std::nullopt;
+  const frontend::GraphNode& mul = graph.nodes()[m];
+  const int other = other_input(mul, graph.nodes()[a].outputs[0]);
+  if (other == xt) {  // (x * (1 + erf)) * 0.5
+    const int half = sole_reader(mul.outputs[0], "Mul");
+    if (half < 0 || !takes_scalar(half, "Mul", mul.outputs[0], 0.5)) return std::nullopt;
+    return ErfGelu{xt, graph.nodes()[half].outputs[0], {d, e, a, m, half}};
+  }
+  const int h = other >= 0 ? graph.tensors()[other].producer : -1;  // (x * 0.5) * (1 + erf)
+  if (h < 0 || graph.tensors()[other].consumers.size() != 1 || !takes_scalar(h, "Mul", xt, 0.5)) return std::nullopt;
+  return ErfGelu{xt, mul.outputs[0], {h, d, e, a, m}};
+}
+
+void Model::Impl::find_erf_gelus() {
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+    if (graph.nodes()[i].op != "Erf") continue;
+    if (const auto g = erf_gelu_at(int(i))) {
+      for (int node : g->nodes) erf_gelu_of[node] = erf_gelus.size();
+      erf_gelus.push_back(*g);
+    }
+  }
+}
+
+bool Model::Impl::add_erf_gelu(int i) {
+  const auto at = erf_gelu_of.find(i);
+  if (at == erf_gelu_of.end()) return false;
+  const ErfGelu& g = erf_gelus[at->second];
+  for (int node : g.nodes) absorbed.insert(node);
+  add_unary_op(graph.nodes()[i], g.x, g.out, "Gelu", 0, 0);
+  steps.back().info["as"] = "erf gelu";
+  return true;
+}
+
+std::optional<Shape> Model::Impl::nhwc_operand(int t, const Shape& so) const {
+  const Shape& s = values[t].shape;
+  const Shape so_nhwc = {so[0], so[2], so[3], so[1]};
+  if (held_nhwc(t) && s == so) return so_nhwc;
+  if (s.size() == 4 && s[2] == 1 && s[3] == 1) return Shape{s[0], 1, 1, s[1]};
+  if (elements(s) == 1) return s;
+  return std::nullopt;
+}
+
+void Model::Impl::add_where(const frontend::GraphNode& n) {
+  if (n.inputs.size() != 3) unsupported(n, "three inputs expected");
+  std::array<Ref, 3> in;
+  std::array<Shape, 3> shapes;
+  for (int k = 0; k < 3; ++k) in[k] = plain(n.inputs[k], n.name), shapes[k] = values[n.inputs[k]].shape;
+  const Shape so = values[n.outputs[0]].shape;
+  const int y = output(n.outputs[0], false);
+  push(n, [this, in, shapes, so, y] {
+    where(at(in[0]), shapes[0], at(in[1]), shapes[1], at(in[2]), shapes[2], ptr[y], so);
+  });
+}
+
+void Model::Impl::add_expand(const frontend::GraphNode& n) {
+  const Shape xs = values[n.inputs[0]].shape, so = values[n.outputs[0]].shape;
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [this, x, xs, so, y] { where(nullptr, {}, at(x), xs, at(x), xs, ptr[y], so); });
+}
+
+void Model::Impl::add_binary(const frontend::GraphNode& n, const std::string& op) {
+  if (n.inputs.size() != 2) unsupported(n, "two inputs expected");
+  const float* exponent = op == "Pow" ? values[n.inputs[1]].constant : nullptr;
+  if (exponent && elements(values[n.inputs[1]].shape) == 1 && *exponent == 2.0f) {
+    return add_unary_op(n, "Square", 0, 0);
+  }
+  Shape sa = values[n.inputs[0]].shape, sb = values[n.inputs[1]].shape, so = values[n.outputs[0]].shape;
+  const int ta = n.inputs[0], tb = n.inputs[1];
+  if (so.size() == 4 && (held_nhwc(ta) || held_nhwc(tb))) {
+    const auto na = nhwc_operand(ta, so), nb = nhwc_operand(tb, so);
+    if (na && nb) {
+      const Ref a = in_order(ta, held_nhwc(ta), n.name);
+      const Ref b = in_order(tb, held_nhwc(tb), n.name);
+      const int y = output(n.outputs[0], true);
+      const Shape sy = {so[0], so[2], so[3], so[1]}, ha = *na, hb = *nb;
+      push(n, [this, op, a, b, y, ha, hb, sy] { binary(op, at(a), ha, at(b), hb, ptr[y], sy, threads); });
+      return;
+    }
+  }
+  const Ref a = plain(ta, n.name), b = plain(tb, n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [this, op, a, b, y, sa, sb, so] { binary(op, at(a), sa, at(b), sb, ptr[y], so, threads); });
+}
+
+void Model::Impl::add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  if (xs.size() != 4 || ys.size() != 4) unsupported(n, "2-D pools only");
+  const auto kernel = ints_attr(p, "kernel_shape");
+  if (kernel.size() != 2) unsupported(n, "kernel_shape must have 2 dims");
+  Window w;
+  w.kh = kernel[0];
+  w.kw = kernel[1];
+  const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
+  if (strides.size() == 2) w.sh = strides[0], w.sw = strides[1];
+  if (dil.size() == 2) w.dh = dil[0], w.dw = dil[1];
+  if (pads.size() == 4) w.pad_top = pads[0], w.pad_left = pads[1], w.pad_bottom = pads[2], w.pad_right = pads[3];
+  const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    const std::int64_t ph = std::max<std::int64_t>(0, (ys[2] - 1) * w.sh + (w.kh - 1) * w.dh + 1 - xs[2]);
+    const std::int64_t pw = std::max<std::int64_t>(0, (ys[3] - 1) * w.sw + (w.kw - 1) * w.dw + 1 - xs[3]);
+    const bool lower = auto_pad == "SAME_LOWER";
+    w.pad_top = lower ? (ph + 1) / 2 : ph / 2;
+    w.pad_left = lower ? (pw + 1) / 2 : pw / 2;
+    w.pad_bottom = ph - w.pad_top;
+    w.pad_right = pw - w.pad_left;
+  }
+  w.count_include_pad = int_attr(p, "count_include_pad", 0) != 0;
+  const bool max = n.op == "MaxPool";
+  if (n.outputs.size() > 1 && !graph.tensors()[n.outputs[1]].consumers.empty()) unsupported(n, "Indices output");
+  // Pools run in whichever order holds their input: a conv's NHWC output stays NHWC.
+  if (values[n.inputs[0]].nhwc_first) {
+    const int x = nhwc(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], true);
+    push(n, [this, x, y, xs, ys, w, max] { pool(max, ptr[x], xs, ptr[y], ys, w, true, threads); });
+    return;
+  }
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [this, x, y, xs, ys, w, max] { pool(max, at(x), xs, ptr[y], ys, w, false, threads); });
+}
+
+void Model::Impl::add_global_pool(const frontend::GraphNode& n) {
+  const Shape xs = values[n.inputs[0]].shape;
+  if (xs.size() < 3) unsupported(n, "input of rank >= 3 expected");
+  const bool max = n.op == "GlobalMaxPool";
+  const bool in_nhwc = values[n.inputs[0]].nhwc_first && xs.size() == 4;
+  const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
+  const int y = output(n.outputs[0], false);  // [N, C, 1, 1]: the same bytes in either order
+  push(n, [this, x, y, xs, max, in_nhwc] { global_pool(max, at(x), xs, ptr[y], in_nhwc); });
+}
+
+void Model::Impl::add_concat(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape ys = values[n.outputs[0]].shape;
+  const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), ys.size());
+  bool all_nhwc = ys.size() == 4 && axis == 1;
+  for (int t : n.inputs) all_nhwc = all_nhwc && values[t].nhwc_first;
+  std::vector<Ref> in;
+  std::vector<Shape> shapes;
+  for (int t : n.inputs) {
+    in.push_back(in_order(t, all_nhwc, n.name));
+    shapes.push_back(values[t].shape);
+  }
+  const int y = output(n.outputs[0], all_nhwc);
+  push(n, [this, in, shapes, axis, y, all_nhwc] {
+    std::vector<const float*> data;
+    for (const auto& r : in) data.push_back(at(r));
+    concat(data, shapes, axis, ptr[y], all_nhwc, threads);
+  });
+}
+
+void Model::Impl::add_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  std::vector<std::int64_t> perm = ints_attr(p, "perm");
+  if (perm.empty()) {
+    for (std::size_t d = xs.size(); d-- > 0;) perm.push_back(std::int64_t(d));
+  }
+  if (perm.size() != xs.size()) unsupported(n, "perm does not match the input's rank");
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [this, x, xs, perm, y] { transpose(at(x), xs, perm, ptr[y], threads); });
+}
+
+void Model::Impl::add_softmax(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  Shape xs = values[n.inputs[0]].shape;
+  const bool old = file->opset() < 13;  // before opset 13: over every dim from axis on
+  std::int64_t axis = axis_of(n, int_attr(p, "axis", old ? 1 : -1), xs.size());
+  if (old) {
+    xs = {elements(Shape(xs.begin(), xs.begin() + axis)), elements(Shape(xs.begin() + axis, xs.end()))};
+    axis = 1;
+  }
+  const bool log = n.op == "LogSoftmax";
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [this, x, xs, axis, y, log] { softmax(at(x), xs, axis, ptr[y], log, threads); });
+}
+
+const float* Model::Impl::constant_of(const frontend::GraphNode& n, const onnx::NodeProto& p, int index,
+                                      std::int64_t count) {
+  if (p.input_size() <= index || p.input(index).empty()) return nullptr;
+  const auto* v = file->floats(p.input(index));
+  if (!v || std::int64_t(v->size()) != count) {
+    unsupported(n, "input '" + p.input(index) + "' must be a constant of " + std::to_string(count) + " values");
+  }
+  return v->data();
+}
+
+void Model::Impl::add_layer_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::int64_t axis = axis_of(n, int_attr(p, "axis", -1), xs.size());
+  const std::int64_t len = elements(Shape(xs.begin() + axis, xs.end()));
+  const float* gamma = constant_of(n, p, 1, len);
+  const float* beta = constant_of(n, p, 2, len);
+  const float eps = float_attr(p, "epsilon", 1e-5f);
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [this, x, xs, axis, eps, gamma, beta, y] { layer_norm(at(x), xs, axis, eps, gamma, beta, ptr[y], threads); });
+}
+
+void Model::Impl::add_batch_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  if (xs.size() < 2) unsupported(n, "input of rank >= 2 expected");
+  const std::int64_t c = xs[1];
+  const float *scale = constant_of(n, p, 1, c), *bias = constant_of(n, p, 2, c);
+  const float *mean = constant_of(n, p, 3, c), *var = constant_of(n, p, 4, c);
+  const float eps = float_attr(p, "epsilon", 1e-5f);
+  const bool in_nhwc = held_nhwc(n.inputs[0]);  // DenseNet's BN after a concat of convs
+  const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
+  // A Relu that alone reads the result runs in the same pass, writing its own output (one
+  // pass over each of DenseNet's concats where there were two); its node adds no step.
+  const int relu = sole_relu_reader(n.outputs[0]);
+  if (relu >= 0) absorbed.insert(relu);
+  const int y = output(relu >= 0 ? graph.nodes()[relu].outputs[0] : n.outputs[0], in_nhwc);
+  push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y], in_nhwc, threads, relu >= 0); });
+}
+
+int Model::Impl::sole_reader(int t, const std::string& op) const {
+  const auto& tensor = graph.tensors()[t];
+  if (tensor.output || tensor.consumers.size() != 1) return -1;
+  const int c = tensor.consumers[0];
+  const frontend::GraphNode& r = graph.nodes()[c];
+  const bool alone = r.fused_into < 0 || r.fused_into == tensor.producer;  // or in the BN's fusion group
+  return r.op == op && alone && r.outputs.size() == 1 ? c : -1;
+}
+
+bool Model::Impl::add_channel_shuffle(const frontend::GraphNode& n) {
+  const int xt = n.inputs.at(0), grouped = n.outputs.at(0);
+  if (!held_nhwc(xt)) return false;
+  const Shape xs = values[xt].shape, gs = values[grouped].shape;
+  if (gs.size() != 5 || gs[0] != xs[0] || gs[1] * gs[2] != xs[1] || gs[3] != xs[2] || gs[4] != xs[3]) return false;
+  const int swap = sole_reader(grouped, "Transpose");
+  if (swap < 0 || ints_attr(*file->node(graph.nodes()[swap].name), "perm") != std::vector<std::int64_t>{0, 2, 1, 3, 4})
+    return false;
+  const int back = sole_reader(graph.nodes()[swap].outputs[0], "Reshape");
+  if (back < 0 || values[graph.nodes()[back].outputs[0]].shape != xs) return false;
+  absorbed.insert(swap);
+  absorbed.insert(back);
+  const int x = nhwc(xt, n.name), y = output(graph.nodes()[back].outputs[0], true);
+  const std::int64_t pixels = xs[0] * xs[2] * xs[3], groups = gs[1], per_group = gs[2];
+  push(
+      n, [=, this] { shuffle_channels(ptr[x], pixels, groups, per_group, ptr[y], threads); },
+      Json{{"as", "channel shuffle"}});
+  return true;
+}
+
+void Model::Impl::add_lrn(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  if (xs.size() != 4) unsupported(n, "4-D input expected");
+  const std::int64_t size = int_attr(p, "size", 1);
+  const float alpha = float_attr(p, "alpha", 1e-4f), beta = float_attr(p, "beta", 0.75f);
+  const float bias = float_attr(p, "bias", 1.0f);
+  const bool in_nhwc = held_nhwc(n.inputs[0]);  // GoogLeNet's and AlexNet's, after a conv
+  const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
+  const int y = output(n.outputs[0], in_nhwc);
+  push(n, [=, this] { lrn(at(x), xs, size, alpha, beta, bias, ptr[y], in_nhwc, threads); });
+}
+
+void Model::Impl::add_gather(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const auto* idx = p.input_size() > 1 ? file->ints(p.input(1)) : nullptr;
+  const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), xs.size());
+  const Ref x = plain(n.inputs[0], n.name);
+  if (!idx) {  // indices computed by the model (token ids): read and checked in every run
+    const Ref ids = plain(n.inputs.at(1), n.name);
+    const std::int64_t count = elements(values[n.inputs[1]].shape);
+    const int y = output(n.outputs[0], false);
+    const std::string name = n.name;
+    push(n, [=, this] {
+      if (!gather_by(at(x), xs, at(ids), count, axis, ptr[y])) {
+        throw_bad_input("engine: node '" + name + "' (Gather): an index is outside [-" + std::to_string(xs[axis]) +
+                        ", " + std::to_string(xs[axis]) + ")");
+      }
+    });
+    return;
+  }
+  const int y = output(n.outputs[0], false);
+  const std::int64_t* indices = idx->data();
+  const std::int64_t count = std::int64_t(idx->size());
+  push(n, [=, this] { gather(at(x), xs, indices, count, axis, ptr[y]); });
+}
+
+std::optional<std::vector<std::int64_t>> Model::Impl::ints_of(const frontend::GraphNode& n, const onnx::NodeProto& p,
+                                                              int index, const std::string& attr) const {
+  if (p.input_size() > index && !p.input(index).empty()) {
+    const auto* v = file->ints(p.input(index));
+    if (!v) unsupported(n, "input '" + p.input(index) + "' must be a constant");
+    return *v;
+  }
+  for (const auto& a : p.attribute()) {
+    if (a.name() == attr) return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+  }
+  return std::nullopt;
+}
+
+void Model::Impl::add_slice(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  const auto starts = ints_of(n, p, 1, "starts"), ends = ints_of(n, p, 2, "ends");
+  if (!starts || !ends || ys.size() != xs.size()) unsupported(n, "starts and ends must be constants");
+  std::vector<std::int64_t> axes = ints_of(n, p, 3, "axes").value_or(std::vector<std::int64_t>{});
+  const std::vector<std::int64_t> steps = ints_of(n, p, 4, "steps").value_or(std::vector<std::int64_t>{});
+  if (axes.empty()) {
+    for (std::size_t d = 0; d < starts->size(); ++d) axes.push_back(std::int64_t(d));
+  }
+  std::vector<std::int64_t> from(xs.size(), 0), step(xs.size(), 1);
+  for (std::size_t i = 0; i < axes.size() && i < starts->size(); ++i) {
+    const std::int64_t d = axis_of(n, axes[i], xs.size()), dim = xs[d];
+    step[d] = i < steps.size() ? steps[i] : 1;
+    if (step[d] == 0) unsupported(n, "a step of 0");
+    std::int64_t b = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
+    from[d] = step[d] > 0 ? std::clamp<std::int64_t>(b, 0, dim) : std::clamp<std::int64_t>(b, 0, dim - 1);
+  }
+  add_strided_slice(n, n.inputs[0], n.outputs[0], from, step);
+}
+
+void Model::Impl::add_strided_slice(const frontend::GraphNode& n, int xt, int yt, std::vector<std::int64_t> from,
+                                    std::vector<std::int64_t> step) {
+  Shape xs = values[xt].shape, ys = values[yt].shape;
+  const bool in_nhwc = held_nhwc(xt);
+  const Ref x = in_order(xt, in_nhwc, n.name);
+  const int y = output(yt, in_nhwc);
+  if (in_nhwc) {
+    for (auto* v : {&xs, &ys, &from, &step}) *v = {(*v)[0], (*v)[2], (*v)[3], (*v)[1]};
+  }
+  push(n, [=, this] { strided_slice(at(x), xs, from, step, ptr[y], ys, threads); });
+}
+
+void Model::Impl::add_split(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), xs.size());
+  std::int64_t offset = 0;
+  for (int out : n.outputs) {
+    const Shape ys = values[out].shape;
+    if (ys.size() != xs.size()) unsupported(n, "output shape unknown");
+    std::vector<std::int64_t> from(xs.size(), 0), step(xs.size(), 1);
+    from[axis] = offset;
+    offset += ys[axis];
+    add_strided_slice(n, n.inputs[0], out, from, step);
+  }
+}
+
+void Model::Impl::add_pad(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  const std::string mode_name = string_attr(p, "mode", "constant");
+  static const std::map<std::string, PadMode> modes = {
+      {"constant", PadMode::constant}, {"reflect", PadMode::reflect}, {"edge", PadMode::edge}};
+  if (!modes.count(mode_name)) unsupported(n, "mode '" + mode_name + "' (constant, reflect and edge are)");
+  const PadMode mode = modes.at(mode_name);
+  if (p.input_size() > 3 && !p.input(3).empty()) unsupported(n, "the axes input");
+  const auto pads = ints_of(n, p, 1, "pads");
+  if (!pads || pads->size() != 2 * xs.size() || ys.size() != xs.size()) unsupported(n, "pads must be a constant");
+  const std::vector<std::int64_t> before(pads->begin(), pads->begin() + std::ptrdiff_t(xs.size()));
+  const float value = scalar_input(p, 2, float_attr(p, "value", 0.0f));
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { pad(at(x), xs, before, mode, value, ptr[y], ys); });
+}
+
+void Model::Impl::add_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::vector<std::int64_t> axes = ints_of(n, p, 1, "axes").value_or(std::vector<std::int64_t>{});
+  if (axes.empty() && int_attr(p, "noop_with_empty_axes", 0) != 0) unsupported(n, "noop_with_empty_axes");
+  std::vector<bool> reduced(xs.size(), axes.empty());
+  for (auto a : axes) reduced[axis_of(n, a, xs.size())] = true;
+  const std::string op = n.op;
+  static const std::set<std::string> reductions = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"};
+  if (!reductions.count(op)) unsupported(n, "the engine has no step for this reduction");
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);  // keepdims or not: the same values in the same order
+  push(n, [=, this] { reduce(op, at(x), xs, reduced, ptr[y]); });
+}
+
+void Model::Impl::add_constant_of_shape(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  float value = 0;
+  for (const auto& a : p.attribute()) {
+    if (a.name() != "value" || !a.has_t()) continue;
+    onnx::TensorProto t = a.t();
+    t.set_name(n.name + "/value");
+    const auto v = single_value(t);
+    if (!v) unsupported(n, "attribute 'value' must hold one float or integer");
+    value = *v;
+  }
+  const std::int64_t count = elements(values[n.outputs[0]].shape);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { std::fill_n(ptr[y], count, value); });
+}
+
+void Model::Impl::add_depth_space(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::int64_t b = int_attr(p, "blocksize", 0);
+  if (xs.size() != 4 || b < 1) unsupported(n, "a 4-D input and a blocksize >= 1 expected");
+  const std::int64_t c = xs[1], h = xs[2], w = xs[3];
+  Shape six;
+  std::vector<std::int64_t> perm;
+  if (n.op == "SpaceToDepth") {
+    six = {xs[0], c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+  } else if (string_attr(p, "mode", "DCR") == "CRD") {
+    six = {xs[0], c / (b * b), b, b, h, w};
+    perm = {0, 1, 4, 2, 5, 3};
+  } else {
+    six = {xs[0], b, b, c / (b * b), h, w};
+    perm = {0, 3, 4, 1, 5, 2};
+  }
+  if (elements(six) != elements(xs)) unsupported(n, "the blocksize does not divide the input");
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { transpose(at(x), six, perm, ptr[y]); });
+}
+
+void Model::Impl::add_arg_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), xs.size());
+  const bool max = n.op == "ArgMax", last = int_attr(p, "select_last_index", 0) != 0;
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= xs[d];
+  for (std::size_t d = std::size_t(axis) + 1; d < xs.size(); ++d) inner *= xs[d];
+  const std::int64_t len = xs[std::size_t(axis)];
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] {
+    const float* in = at(x);
+    for (std::int64_t o = 0; o < outer; ++o) {
+      for (std::int64_t i = 0; i < inner; ++i) {
+        std::int64_t best = 0;
+        for (std::int64_t k = 1; k < len; ++k) {
+          const float v = in[(o * len + k) * inner + i], b = in[(o * len + best) * inner + i];
+          if (max ? (v > b || (last && v == b)) : (v < b || (last && v == b))) best = k;
+        }
+        ptr[y][o * inner + i] = float(best);
+      }
+    }
+  });
+}
+
+void Model::Impl::add_range(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const float start = scalar_input(p, 0, 0), delta = scalar_input(p, 2, 1);
+  const std::int64_t count = elements(values[n.outputs[0]].shape);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] {
+    for (std::int64_t i = 0; i < count; ++i) ptr[y][i] = start + float(i) * delta;
+  });
+}
+
+void Model::Impl::add_tile(const frontend::GraphNode& n) {
+  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  if (xs.size() != ys.size()) unsupported(n, "repeats must match the input's rank");
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { tile(at(x), xs, ptr[y], ys); });
+}
+
+void Model::Impl::add_instance_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  if (xs.size() < 3) unsupported(n, "input of rank >= 3 expected");
+  const float *scale = constant_of(n, p, 1, xs[1]), *bias = constant_of(n, p, 2, xs[1]);
+  if (!scale || !bias) unsupported(n, "scale and B must be constants");
+  const float eps = float_attr(p, "epsilon", 1e-5f);
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { instance_norm(at(x), xs, scale, bias, eps, ptr[y]); });
+}
+
+void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  if (xs.size() != 4 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1]) {
+    unsupported(n, "4-D input resized along its last two dims only");
+  }
+  ResizeAttrs a;
+  const std::string mode = string_attr(p, "mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && mode != "bilinear") unsupported(n, "mode '" + mode + "'");
+  a.linear = mode != "nearest";
+  const bool legacy = n.op == "Upsample" || file->opset() < 11;  // asymmetric, as opset 10 defined
+  a.coordinates = legacy ? "asymmetric" : string_attr(p, "coordinate_transformation_mode", "half_pixel");
+  a.nearest = legacy ? "floor" : string_attr(p, "nearest_mode", "round_prefer_floor");
+  static const std::set<std::string> modes = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
+  if (!modes.count(a.coordinates)) unsupported(n, "coordinate_transformation_mode '" + a.coordinates + "'");
+  std::vector<float> scales;  // Upsample-7's attribute, else the input
+  for (const auto& attr : p.attribute()) {
+    if (attr.name() == "scales") scales.assign(attr.floats().begin(), attr.floats().end());
+  }
+  const int scales_at = n.op == "Upsample" || file->opset() < 11 ? 1 : 2;
+  if (p.input_size() > scales_at && !p.input(scales_at).empty()) {
+    const auto* s = file->floats(p.input(scales_at));
+    if (s && !s->empty()) scales = *s;
+  }
+  a.scale_h = scales.size() == 4 ? scales[2] : float(ys[2]) / float(xs[2]);
+  a.scale_w = scales.size() == 4 ? scales[3] : float(ys[3]) / float(xs[3]);
+  const bool in_nhwc = held_nhwc(n.inputs[0]);  // a conv's output upsampled (YOLO's neck, FPNs)
+  const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
+  const int y = output(n.outputs[0], in_nhwc);
+  push(n, [=, this] { resize(at(x), xs, ptr[y], ys, a, in_nhwc, threads); });
+}
+
+}  // namespace atvoss::engine
