@@ -1,5 +1,7 @@
 #include "host/codegen_conv.hpp"
 
+#include "host/internal/conv_codegen.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -338,111 +340,6 @@ void conv_image(const float* in, const float* w, float* wp, float* out, const fl
 }
 )";
 
-constexpr const char* kConvLowp = R"(
-// int8 / bf16 conv2d: the matmul's k groups (KG channels sharing a 32-bit lane) over each
-// window tap. Packed weights: panels of NR output channels, each channel block's
-// [r][s][group][NR][KG] (zero past C and K), packed with the first image.
-constexpr long NP = (K + NR - 1) / NR;
-constexpr long PANEL = R * S * CP * NR;  // elements of one panel: every channel block
-constexpr long CBLK = ((CB < CP ? CB : CP) + KG - 1) / KG * KG;  // a channel block, whole groups
-constexpr long PACKED = NP * PANEL;
-
-inline TB* panel(TB* wp, long j0, long jr, long c0) { return wp + (j0 + jr) / NR * PANEL + c0 * R * S * NR; }
-
-// Block (output channels [j0, j0 + nc), padded channels [c0, c0 + kc)) of the HWIO weights,
-// read as the (R * S * C) x K matrix it is: a group of KG channels is KG rows LDB apart.
-void pack_block(const TB* w, TB* wp, long j0, long nc, long c0, long kc) {
-  const long groups = kc / KG;
-  PARALLEL_FOR
-  for (long t = 0; t < R * S * groups; ++t) {
-    const long rs = t / groups, q = t % groups, ch = c0 + q * KG;
-    for (long jb = 0; jb < nc; jb += NR) {
-      const long cols = nc - jb < NR ? nc - jb : NR;
-      TB* dst = panel(wp, j0, jb, c0) + t * NR * KG;
-      const TB* src = w + (rs * C + ch) * K + j0 + jb;
-      if (cols == NR && ch + KG <= C) {
-        interleave(src, dst);
-        continue;
-      }
-      for (long c = 0; c < NR; ++c)
-        for (long e = 0; e < KG; ++e) dst[c * KG + e] = c < cols && ch + e < C ? src[e * K + c] : TB(0);
-    }
-  }
-}
-
-// Rows of a micro-tile (write_back's Rows): each pixel's output and residual row.
-struct PixelRows {
-  float* const* cp;
-  const float* const* rp;
-  float* c(long r) const { return cp[r]; }
-  const float* res(long r) const { return rp[r]; }
-};
-
-// One window tap's k groups for pixels [LO, MR - HI) of the micro-tile (ap at offset off).
-template <int LO, int HI, class Pixels>
-__attribute__((always_inline)) inline void tap(ACC (&acc)[MR][NV], const Pixels& ap, long off,
-                                               const TB* __restrict bb, long groups) {
-#pragma GCC unroll UNROLL
-  for (long q = 0; q < groups; ++q) {
-    if constexpr (PF > 0) __builtin_prefetch(bb + (q + PF) * NR * KG);
-    dot_group<LO, HI>(acc, [&](long i) { return ap(i) + off + q * KG; }, bb + q * NR * KG);
-  }
-}
-
-// MR pixels (inputs ap at channel c0) x NR output channels from col0 over the taps tp and the
-// kc channels of a block (b: its packed panel).
-template <class Pixels>
-inline void micro(long kc, const Pixels& ap, const Taps& tp, const TB* __restrict b, const Tile& t, long nr, bool first,
-                  bool last, const AtvossArgs& g, long col0, const int* comp) {
-  ACC acc[MR][NV];
-#pragma GCC unroll 16
-  for (long i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) acc[i][v] = ACC{};
-  const long groups = kc / KG;
-  for (long r = tp.r0; r < tp.r1; ++r) {
-    for (long s = 0; s < S; ++s) {
-      const long off = (r * WP + s) * CP;
-      const TB* bb = b + (r * S + s) * groups * NR * KG;
-      switch (tp.edge[s]) {
-        case 0: tap<0, 0>(acc, ap, off, bb, groups); break;
-        case 1: tap<1, 0>(acc, ap, off, bb, groups); break;
-        case 2: tap<0, 1>(acc, ap, off, bb, groups); break;
-        default: tap<1, 1>(acc, ap, off, bb, groups); break;
-      }
-    }
-  }
-  write_block(acc, PixelRows{t.c, t.r}, t.mr, nr, first, last, g, col0, comp);
-}
-
-// One pixel block (np pixels) x output channels [j0, j0 + nc) x padded channels [c0, c0 + kc).
-void block(const TA* in, TB* wp, float* out, const float* res, const long* io, const long* oo, long np,
-           const WeightBlock& wb, const AtvossArgs& g, const int* comp) {
-  const long j0 = wb.j0, nc = wb.nc, c0 = wb.c0, kc = wb.kc;
-  const bool first = c0 == 0, last = c0 + kc >= CP;
-  for_tiles<ORDER == 2>(np, wb.s0, wb.s1, [&](long ir, long jr) {
-    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
-    const long nr = nc - jr < NR ? nc - jr : NR;
-    with_pixels(t, io, oo, ir, [&](const auto& pixels, const Taps& taps) {
-      micro(kc, pixels, taps, panel(wp, j0, jr, c0), t, nr, first, last, g, j0 + jr, comp);
-    });
-  });
-}
-
-)";
-
-constexpr const char* kConvLowpImage = R"(
-// The weights are packed with the first image, every block; then the blocks run as in fp32.
-void conv_image(const TA* in, const TB* w, TB* wp, float* out, const float* res, bool pack, const AtvossArgs& g,
-                const int* comp) {
-  if (pack) for_weight_blocks([&](const WeightBlock& b) { pack_block(w, wp, b.j0, b.nc, b.c0, b.kc); });
-  for_blocks(false, [](const WeightBlock&) {},
-             [&](const WeightBlock& b, bool, const WeightBlock*, const long* io, const long* oo, long np) {
-               block(in, wp, out, res, io, oo, np, b, g, comp);
-             });
-}
-)";
-
 // The weights packed once, outside the call (kernel_abi.hpp): every block, as the first image
 // of a call packs them.
 constexpr const char* kPackWeightsText = R"(extern "C" { extern const long atvoss_packed_weight_bytes; }
@@ -453,6 +350,12 @@ extern "C" void atvoss_pack_weights(const AtvossArgs* g, void* out) {
 )";
 
 }  // namespace
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
 
 long conv_panels(const Workload& w, const Schedule& s) {
   const long nr = s.at(std::string(knobs::micro_n));
@@ -478,12 +381,6 @@ long conv_slices(long oh, long ow, long th, long tw, long threads, long panels) 
 }
 
 namespace {
-
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-}
 
 // The pack text for a conv of weight type tw in g's field `weights`, `bytes` its size (0: the
 // kernel keeps its weights in place and packs none), `full` the extra pack_block argument.
@@ -574,158 +471,42 @@ inline void for_blocks(bool packing, Before before, Run run) {
 }
 )";
 
-// depthwise_conv2d: vectors over channels, MR pixels of one output row x NR channels per
-// register block, read straight from the unpadded image. A tap in the zero border adds nothing,
-// so it is skipped: EDGE tiles (a tap in the border, or fewer than MR pixels) test each window
-// row and tap; the others, nearly all, run without a branch. A padded copy of the input cost a third of the
-// kernel's time (docs/decisions/host-depthwise-rows.md). An interior tile's loads are fixed
-// offsets from one pointer, so with stride 1 the compiler loads each of a window row's
-// MR + S - 1 input columns once for every pixel that reads it.
-constexpr const char* kDepthwise = R"(
-template <bool FULL, bool EDGE>
-inline void micro(const float* img, const float* wgt, float* out, const float* res, long oh, long ow0, long mr,
-                  long nr, const AtvossArgs& g, long c0) {
-  long cnt[NV];
-#pragma GCC unroll 8
-  for (long v = 0; v < NV; ++v) cnt[v] = nr - v * VL < 0 ? 0 : (nr - v * VL < VL ? nr - v * VL : VL);
-  auto L = [&](const float* p, long v) { if constexpr (FULL) return loadu(p); else return load_n(p, cnt[v]); };
-  vf acc[MR][NV];
-#pragma GCC unroll 16
-  for (long i = 0; i < MR; ++i)
-#pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) acc[i][v] = vf{};
-  const long y0 = oh * STRIDE - PAD, x0 = ow0 * STRIDE - PAD;
-  float* cp = out + (oh * OW + ow0) * C + c0;
-  if constexpr (PF > 0) {
-    for (long i = 0; i < mr; ++i) __builtin_prefetch(cp + i * C, 1);
-  }
-#pragma GCC unroll UNROLL
-  for (long r = 0; r < R; ++r) {
-    const long y = y0 + r;
-    if constexpr (EDGE) {
-      if (y < 0 || y >= H) continue;
-    }
-    const float* row = img + y * W * C + c0;
-    if constexpr (PF > 0) {
-      if (y + 1 < H)
-        for (long i = 0; i < MR; ++i) __builtin_prefetch(row + W * C + (x0 + i * STRIDE > 0 ? x0 + i * STRIDE : 0) * C);
-    }
-#pragma GCC unroll UNROLL
-    for (long s = 0; s < S; ++s) {
-      const float* wr = wgt + (r * S + s) * C + c0;
-      vf wv[NV];
-#pragma GCC unroll 8
-      for (long v = 0; v < NV; ++v) wv[v] = L(wr + v * VL, v);
-#pragma GCC unroll 16
-      for (long i = 0; i < MR; ++i) {
-        const long x = x0 + i * STRIDE + s;
-        if constexpr (EDGE) {
-          if (i >= mr || x < 0 || x >= W) continue;
-        }
-#pragma GCC unroll 8
-        for (long v = 0; v < NV; ++v) acc[i][v] += L(row + x * C + v * VL, v) * wv[v];
-      }
-    }
-  }
-  for (long i = 0; i < (EDGE ? mr : MR); ++i) {
-    const float* rp = res ? res + (oh * OW + ow0 + i) * C : nullptr;
-#pragma GCC unroll 8
-    for (long v = 0; v < NV; ++v) {
-      if constexpr (FULL) {
-        store_out(g, cp + i * C + v * VL, fused<true>(acc[i][v], g, rp, c0 + v * VL, VL), VL);
-      } else if (cnt[v] > 0) {
-        store_out(g, cp + i * C + v * VL, fused<false>(acc[i][v], g, rp, c0 + v * VL, cnt[v]), cnt[v]);
-      }
-    }
-  }
-}
-
-// The register block at row oh, columns [ow, ow + MR) of a block whose columns end at ow_end,
-// channels [c, c + nr): the interior kernel unless a tap of it falls outside the image or its
-// pixels run past the block.
-inline void tile(const float* img, const float* wgt, float* out, const float* res, long oh, long ow, long ow_end,
-                 long c, long nr, const AtvossArgs& g) {
-  const long mr = ow_end - ow < MR ? ow_end - ow : MR;
-  const long first = ow * STRIDE - PAD, last = (ow + MR - 1) * STRIDE - PAD + S - 1, top = oh * STRIDE - PAD;
-  const bool edge = mr < MR || first < 0 || last >= W || top < 0 || top + R > H;
-  if (nr == NR) {
-    if (edge) micro<true, true>(img, wgt, out, res, oh, ow, mr, nr, g, c);
-    else micro<true, false>(img, wgt, out, res, oh, ow, mr, nr, g, c);
-  } else {
-    if (edge) micro<false, true>(img, wgt, out, res, oh, ow, mr, nr, g, c);
-    else micro<false, false>(img, wgt, out, res, oh, ow, mr, nr, g, c);
-  }
-}
-
-// Pixel block pb x channels [c0, c0 + nc): register blocks pixel-major (orders 0 and 1) or
-// channel-major (order 2).
-void block(const float* img, const float* wgt, float* out, const float* res, long pb, long c0, long nc,
-           const AtvossArgs& g) {
-  const long oh0 = pb / NBW * TH, ow0 = pb % NBW * TW;
-  const long oh1 = OH - oh0 < TH ? OH : oh0 + TH, ow1 = OW - ow0 < TW ? OW : ow0 + TW;
-  auto nr_at = [&](long c) { return c0 + nc - c < NR ? c0 + nc - c : NR; };
-  if constexpr (ORDER != 2) {
-    for (long oh = oh0; oh < oh1; ++oh)
-      for (long ow = ow0; ow < ow1; ow += MR)
-        for (long c = c0; c < c0 + nc; c += NR) tile(img, wgt, out, res, oh, ow, ow1, c, nr_at(c), g);
-  } else {
-    for (long c = c0; c < c0 + nc; c += NR)
-      for (long oh = oh0; oh < oh1; ++oh)
-        for (long ow = ow0; ow < ow1; ow += MR) tile(img, wgt, out, res, oh, ow, ow1, c, nr_at(c), g);
-  }
-}
-
-// Each thread takes an even, contiguous share of the pixel blocks and walks it pixel blocks
-// outer (order 1) or channel blocks outer (orders 0 and 2): every thread has a share of every
-// channel block, and its rows of the image stay in its cache across them.
-void conv_image(const float* img, const float* wgt, float* out, const float* res, const AtvossArgs& g) {
-  PARALLEL_FOR
-  for (long t = 0; t < THREADS; ++t) {
-    const long pb0 = BLOCKS * t / THREADS, pb1 = BLOCKS * (t + 1) / THREADS;
-    if constexpr (ORDER == 1) {
-      for (long pb = pb0; pb < pb1; ++pb)
-        for (long c0 = 0; c0 < C; c0 += TC) block(img, wgt, out, res, pb, c0, C - c0 < TC ? C - c0 : TC, g);
-    } else {
-      for (long c0 = 0; c0 < C; c0 += TC)
-        for (long pb = pb0; pb < pb1; ++pb) block(img, wgt, out, res, pb, c0, C - c0 < TC ? C - c0 : TC, g);
-    }
-  }
-}
-)";
-
 }  // namespace
 
-std::string generate_conv_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
+std::string conv_shape_text(const Workload& w, const Schedule& s, const MachineInfo& m, long cols) {
   auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
-  const bool dw = w.op() == "depthwise_conv2d";
-  const bool lowp = w.dtype() != DType::float32;
-  const long mr = knob(knobs::micro_m), nr = knob(knobs::micro_n);
-  const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
-  const long depth = knob(knobs::async_copy_depth);
-  const long cols = dw ? w.dim("C") : w.dim("K");
-
   std::ostringstream o;
-  const int threads = int(knob(knobs::threads));
-  o << (lowp ? "#include <immintrin.h>\n" : "") << kernel_preamble(w, s, threads) << "constexpr long N = " << w.dim("N")
-    << ", H = " << w.dim("H") << ", W = " << w.dim("W") << ", C = " << w.dim("C") << ", R = " << w.dim("R")
-    << ", S = " << w.dim("S") << ";\n"
+  o << kernel_preamble(w, s, int(knob(knobs::threads))) << "constexpr long N = " << w.dim("N") << ", H = " << w.dim("H")
+    << ", W = " << w.dim("W") << ", C = " << w.dim("C") << ", R = " << w.dim("R") << ", S = " << w.dim("S") << ";\n"
     << "constexpr long STRIDE = " << w.dim("stride") << ", PAD = " << w.dim("pad") << ", OH = " << w.out_h()
     << ", OW = " << w.out_w() << ";\n"
     << "constexpr long ROWS = OH * OW, COLS = " << cols << ";\n";
-  if (!dw) o << "constexpr long K = " << w.dim("K") << ", LDB = K;\n";
-  o << "constexpr long VL = " << m.lanes() << ", MR = " << mr << ", NR = " << nr << ", NV = NR / VL;\n"
+  if (w.op() == "conv2d") o << "constexpr long K = " << w.dim("K") << ", LDB = K;\n";
+  o << "constexpr long VL = " << m.lanes() << ", MR = " << knob(knobs::micro_m) << ", NR = " << knob(knobs::micro_n)
+    << ", NV = NR / VL;\n"
     << "constexpr long TH = " << knob(knobs::tile_h) << ", TW = " << knob(knobs::tile_w) << ";\n";
-  if (!dw) {
-    o << "constexpr long SLICES = "
-      << conv_slices(w.out_h(), w.out_w(), knob(knobs::tile_h), knob(knobs::tile_w), knob(knobs::threads),
-                     conv_panels(w, s))
-      << ";\n"
-      << cut_text();
-  }
-  if (dw) {
-    o << "constexpr long TC = " << whole_blocks(knob(knobs::tile_c), nr) << ";\n"
-      << "constexpr long PF = " << depth - 1 << ";\n";
-  } else if (lowp) {
+  return o.str();
+}
+
+const char* conv_common_text() { return kCommon; }
+
+std::string generate_conv_source(const Workload& w, const Schedule& s, const MachineInfo& m) {
+  if (w.op() == "depthwise_conv2d") return generate_depthwise_source(w, s, m);
+  auto knob = [&](std::string_view k) { return long(s.at(std::string(k))); };
+  const bool lowp = w.dtype() != DType::float32;
+  const long nr = knob(knobs::micro_n);
+  const lowering::FusionSplit split = lowering::split_epilogue(w.op(), w.epilogue(), int(knob(knobs::fusion_level)));
+  const long depth = knob(knobs::async_copy_depth);
+
+  std::ostringstream o;
+  const int threads = int(knob(knobs::threads));
+  o << (lowp ? "#include <immintrin.h>\n" : "") << conv_shape_text(w, s, m, w.dim("K"));
+  o << "constexpr long SLICES = "
+    << conv_slices(w.out_h(), w.out_w(), knob(knobs::tile_h), knob(knobs::tile_w), knob(knobs::threads),
+                   conv_panels(w, s))
+    << ";\n"
+    << cut_text();
+  if (lowp) {
     // async_copy_depth: 1 packed, 2 packed and prefetched (int8 and bf16 always pack).
     o << "constexpr long NC = " << whole_blocks(knob(knobs::tile_n), nr) << ", CB = " << knob(knobs::tile_k) << ";\n"
       << "constexpr long PF = " << (depth >= 2 ? 8 : 0) << ";\n";
@@ -741,18 +522,18 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
     o << low_precision_types(w.dtype()) << "using TIN = TA;\nconstexpr long CP = (C + KG - 1) / KG * KG;\n"
       << "constexpr bool REFILL = true, ZERO_BORDER = !INT8;\n";
   } else {
-    o << "using TIN = float;\nconstexpr long CP = C;\nconstexpr bool REFILL = false, ZERO_BORDER = true;\n";
+    o << float_input_text();
   }
-  o << vector_helpers() << (lowp || dw ? "" : b_row_text()) << epilogue_functions(split) << separate_pass_function();
+  o << vector_helpers() << (lowp ? "" : b_row_text()) << epilogue_functions(split) << separate_pass_function();
   std::string kernel = std::string(kCommon);
   if (lowp)
-    kernel += std::string(low_precision_helpers()) + kConvLowp + kWeightBlocks + kConvLowpImage;
+    kernel += std::string(low_precision_helpers()) + conv_lowp_text() + kWeightBlocks + conv_lowp_image_text();
   else
-    kernel += dw ? std::string(kDepthwise) : std::string(kConv) + kWeightBlocks + kConvImage;
+    kernel += std::string(kConv) + kWeightBlocks + kConvImage;
   replace_all(kernel, "UNROLL", std::to_string(knob(knobs::k_steps)));
   o << kernel << "}  // namespace\n\n" << threads_symbol_text(threads);
-  if (lowp) o << pack_weights_text("TB", "qb", "PACKED * sizeof(TB)", "");
-  if (!lowp && !dw) o << pack_weights_text("float", "b", "INPLACE ? 0 : FULL * 4", ", false");
+  o << (lowp ? pack_weights_text("TB", "qb", "PACKED * sizeof(TB)", "")
+             : pack_weights_text("float", "b", "INPLACE ? 0 : FULL * 4", ", false"));
   o << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
   if (lowp) {
     // Scratch counts 4-byte words.
@@ -765,25 +546,26 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
       << "  for (long n = 0; n < N; ++n) {\n"
       << "    const TA* in = padded(qa + n * H * W * C, (TA*)pad.p, fill);\n";
   } else {
-    if (!dw) {  // the depthwise kernel reads its weights and image as they are: no scratch
-      o << "  static thread_local Scratch wp(INPLACE ? 0 : PACKED), pad(PAD > 0 ? HP * WP * C : 0);\n"
-        << "  const bool prepacked = !INPLACE && g->qb_packed;\n"
-        << "  float* packed = prepacked ? (float*)g->qb_packed : wp.p;\n";
-    }
-    o << "  for (long n = 0; n < N; ++n) {\n"
-      << (dw ? "    const float* in = g->a + n * H * W * C;  // unpadded: the kernel skips the border's taps\n"
-             : "    const float* in = padded(g->a + n * H * W * C, pad.p, 0.0f);\n");
+    o << "  static thread_local Scratch wp(INPLACE ? 0 : PACKED), pad(PAD > 0 ? HP * WP * C : 0);\n"
+      << "  const bool prepacked = !INPLACE && g->qb_packed;\n"
+      << "  float* packed = prepacked ? (float*)g->qb_packed : wp.p;\n"
+      << "  for (long n = 0; n < N; ++n) {\n"
+      << "    const float* in = padded(g->a + n * H * W * C, pad.p, 0.0f);\n";
   }
-  o << "    float* out = g->c + n * ROWS * COLS;\n"
-    << "    const float* res = g->residual ? g->residual + n * ROWS * COLS : nullptr;\n";
-  if (lowp) {
-    o << "    conv_image(in, qb, packed, out, res, n == 0 && !g->qb_packed, *g, INT8 ? g->qcomp : nullptr);\n";
-  } else {
-    o << (dw ? "    conv_image(in, g->b, out, res, *g);\n"
+  o << image_pointers_text();
+  o << (lowp ? "    conv_image(in, qb, packed, out, res, n == 0 && !g->qb_packed, *g, INT8 ? g->qcomp : nullptr);\n"
              : "    conv_image(in, g->b, packed, out, res, n == 0 && !prepacked, prepacked, *g);\n");
-  }
   o << separate_pass_calls(w, split, "out") << "  }\n}\n";
   return o.str();
+}
+
+const char* float_input_text() {
+  return "using TIN = float;\nconstexpr long CP = C;\nconstexpr bool REFILL = false, ZERO_BORDER = true;\n";
+}
+
+const char* image_pointers_text() {
+  return "    float* out = g->c + n * ROWS * COLS;\n"
+         "    const float* res = g->residual ? g->residual + n * ROWS * COLS : nullptr;\n";
 }
 
 }  // namespace atvoss::host

@@ -3,7 +3,7 @@
 // horizontal helpers, a vector exp and gelu, the epilogue functions, and the `threads`
 // scaffolding (an OpenMP parallel-for and the symbol that tells the runner how many cores
 // the kernel uses, kernel_abi.hpp), the per-thread scratch buffer and the separate epilogue
-// pass. codegen.cpp (matmul), codegen_conv.cpp and codegen_rowops.cpp use them.
+// pass. codegen.cpp (matmul), codegen_conv.cpp, codegen_depthwise.cpp and codegen_rowops.cpp use them.
 // Pure functions of their arguments: the same inputs give the same text.
 #pragma once
 
