@@ -1,6 +1,6 @@
 // FarmState: every rule of the tuning farm (leases, retries, de-duplication, heartbeats,
 // queue bookkeeping) as a state machine with no sockets, threads or clock of its own.
-// The coordinator (rpc/coordinator.cpp) is a shell around it: it turns what happens on its
+// The coordinator (its Farm, rpc/internal/farm_session.hpp) is a shell around it: it turns what happens on its
 // connections into events (a peer logged in, a message arrived, a peer went away, time
 // passed), feeds them in, and carries out the FarmActions each event returns (messages to
 // send, connections to close, results to log). Time is read only from the injected clock,
