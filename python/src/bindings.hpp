@@ -15,6 +15,10 @@
 #include "core/json.hpp"
 #include "core/schedule_space.hpp"
 
+namespace atvoss::runtime {
+class Runtime;
+}  // namespace atvoss::runtime
+
 namespace atvoss::python {
 
 namespace py = pybind11;
@@ -53,6 +57,10 @@ void bind_tuning(py::module_& m);
 void bind_database(py::module_& m);
 void bind_strategies(py::module_& m);
 void bind_runtime(py::module_& m);
+// After bind_runtime: a Sensitivity takes a Runtime.
+void bind_quantization(py::module_& m);
+// The runtime::Runtime a Python Runtime (bind_runtime's) holds; TypeError for another object.
+runtime::Runtime& runtime_of(const py::object& rt);
 void bind_optimizer(py::module_& m);
 void bind_backends(py::module_& m);
 void bind_worker(py::module_& m);

@@ -1,10 +1,8 @@
 // Runtime bindings: runtime::Runtime over numpy arrays (python/atvoss/runtime.py wraps them),
-// fp32 and the int8 / bf16 kernels, and the quantisation pieces python/atvoss/quantization.py
-// wraps: calibration, the int8 codes, bf16 rounding and the sensitivity analysis with its
-// mixed-precision plans (runtime/sensitivity.hpp). Every buffer is checked here against the
-// workload's operand sizes before a pointer reaches a kernel, so a wrong shape or dtype is a
-// ValueError or TypeError, never a read past an array. The GIL is released while a kernel (and
-// a first-use compile) or a sensitivity measurement runs.
+// fp32 and the int8 / bf16 kernels (the quantisation pieces are bindings_quantization.cpp's).
+// Every buffer is checked here against the workload's operand sizes before a pointer reaches a
+// kernel, so a wrong shape or dtype is a ValueError or TypeError, never a read past an array.
+// The GIL is released while a kernel (and a first-use compile) runs.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -20,33 +18,12 @@
 #include "host/calibration.hpp"
 #include "host/low_precision.hpp"
 #include "host/machine.hpp"
+#include "numpy_arrays.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/sensitivity.hpp"
 
 namespace atvoss::python {
 namespace {
-
-template <typename T>
-using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
-using FloatArray = Array<float>;
-
-// A C-contiguous view of obj with element type T (copied only if strided); TypeError naming
-// `dtype` for another element type.
-template <typename T>
-Array<T> typed_array(const py::object& obj, const char* name, const char* dtype) {
-  if (!py::isinstance<py::array>(obj)) {
-    throw py::type_error(std::string("runtime: '") + name + "' must be a numpy " + dtype + " array, got " +
-                         std::string(py::str(py::type::of(obj).attr("__name__"))));
-  }
-  const auto array = py::reinterpret_borrow<py::array>(obj);
-  if (!array.dtype().is(py::dtype::of<T>())) {
-    throw py::type_error(std::string("runtime: '") + name + "' must have dtype " + dtype + ", got " +
-                         std::string(py::str(array.dtype())));
-  }
-  return Array<T>::ensure(obj);
-}
-
-FloatArray float32_array(const py::object& obj, const char* name) { return typed_array<float>(obj, name, "float32"); }
 
 std::string dims_text(const std::vector<py::ssize_t>& dims) {
   std::string s = "(";
@@ -379,139 +356,15 @@ class PyRuntime {
   runtime::Runtime rt_;
 };
 
-// Calibration options from keyword arguments (host/calibration.hpp).
-host::CalibrationOptions calibration_options(const std::string& method, double percentile, int bins, bool symmetric) {
-  host::CalibrationOptions o;
-  o.method = host::parse_calibration_method(method);
-  o.percentile = percentile;
-  o.bins = bins;
-  o.symmetric = symmetric;
-  return o;
-}
-
-std::span<const float> span_of(const FloatArray& a) { return {a.data(), std::size_t(a.size())}; }
-
-py::tuple calibrate(const py::object& samples, const std::string& method, double percentile, int bins, bool symmetric) {
-  const FloatArray x = float32_array(samples, "samples");
-  const host::QuantRange r = host::calibrate(span_of(x), calibration_options(method, percentile, bins, symmetric));
-  return py::make_tuple(r.lo, r.hi);
-}
-
-// (scale, zero point) of the u8 code of [lo, hi] (host::affine_params).
-py::tuple affine_code(float lo, float hi) {
-  const host::AffineU8 c = host::affine_params({lo, hi});
-  return py::make_tuple(c.scale, c.zero_point);
-}
-
-Array<std::uint8_t> quantize_activations(const py::object& x_obj, float scale, int zero_point) {
-  const FloatArray x = float32_array(x_obj, "x");
-  const host::AffineU8 code{scale, zero_point};
-  if (!(scale > 0) || zero_point < 0 || zero_point > 255) {
-    throw_bad_input("quantize: the code must have 'scale' > 0 and 'zero_point' in [0, 255]");
-  }
-  Array<std::uint8_t> q(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
-  std::transform(x.data(), x.data() + x.size(), q.mutable_data(), [&](float v) { return code.quantize(v); });
-  return q;
-}
-
-// (codes int8 shaped like b, scale float32 (N,), column sums int32 (N,)) of weights b whose
-// last axis is the output channels: (K, N) or a conv filter (R, S, C, K).
-py::tuple quantize_weights(const py::object& b_obj) {
-  const FloatArray b = float32_array(b_obj, "b");
-  if (b.ndim() < 2) throw_bad_input("quantize: 'b' must have 2 or more dims, the last the output channels");
-  const std::int64_t cols = b.shape(b.ndim() - 1), rows = b.size() / std::max<std::int64_t>(1, cols);
-  const host::Int8Weights w = host::quantize_weights_int8(span_of(b), 1, rows, cols);
-  Array<std::int8_t> q(std::vector<py::ssize_t>(b.shape(), b.shape() + b.ndim()));
-  std::copy(w.q.begin(), w.q.end(), q.mutable_data());
-  return py::make_tuple(q, Array<float>(py::ssize_t(w.scale.size()), w.scale.data()),
-                        Array<std::int32_t>(py::ssize_t(w.column_sum.size()), w.column_sum.data()));
-}
-
-Array<std::uint16_t> to_bf16(const py::object& x_obj) {
-  const FloatArray x = float32_array(x_obj, "x");
-  Array<std::uint16_t> out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
-  std::transform(x.data(), x.data() + x.size(), out.mutable_data(), host::to_bf16);
-  return out;
-}
-
-Json layer_json(const runtime::LayerSensitivity& l) {
-  return Json{{"name", l.name},
-              {"workload", l.workload.to_json()},
-              {"chained", l.chained},
-              {"act_range", {l.act_range.lo, l.act_range.hi}},
-              {"saturation", l.saturation},
-              {"int8_error", l.int8_error},
-              {"bf16_error", std::isnan(l.bf16_error) ? Json(nullptr) : Json(l.bf16_error)},
-              {"fp32_us", l.fp32_us},
-              {"int8_us", l.int8_us},
-              {"bf16_us", std::isnan(l.bf16_us) ? Json(nullptr) : Json(l.bf16_us)}};
-}
-
-// A model's matmul layers measured once (runtime/sensitivity.hpp), then planned for any
-// number of thresholds.
-class PySensitivity {
- public:
-  PySensitivity(PyRuntime& rt, const std::vector<std::pair<std::string, std::string>>& layers, std::uint64_t seed,
-                const std::string& method, double percentile, int bins, std::int64_t calibration_rows, int timed_calls,
-                bool chain)
-      : rt_(rt) {
-    for (const auto& [name, workload] : layers) {
-      layers_.push_back({name, Workload::from_json(parse(workload, "workload"))});
-    }
-    options_.seed = seed;
-    options_.calibration = calibration_options(method, percentile, bins, false);
-    options_.calibration_rows = calibration_rows;
-    options_.timed_calls = timed_calls;
-    options_.chain = chain;
-    py::gil_scoped_release release;
-    measured_ = runtime::measure_sensitivity(rt_.runtime(), layers_, options_);
-  }
-
-  std::string layers() const {
-    Json out = Json::array();
-    for (const auto& l : measured_) out.push_back(layer_json(l));
-    return dump(out);
-  }
-
-  // The plan for threshold: chained (measured end to end, layers promoted until within it)
-  // when the layers form a chain, else each layer on its own error.
-  std::string plan(double threshold) {
-    const bool bf16 = host::this_machine().has_flag("avx512_bf16");
-    const bool chained = options_.chain && measured_.size() > 1 &&
-                         std::all_of(measured_.begin() + 1, measured_.end(), [](const auto& l) { return l.chained; });
-    double measured = NAN;
-    runtime::MixedPrecisionPlan p;
-    {
-      py::gil_scoped_release release;
-      p = chained ? runtime::plan_chain(rt_.runtime(), layers_, measured_, threshold, bf16, options_, &measured)
-                  : runtime::plan_precision(measured_, threshold, bf16);
-    }
-    Json layers = Json::array();
-    for (const auto& l : p.layers) {
-      layers.push_back(Json{{"name", l.name},
-                            {"dtype", to_string(l.dtype)},
-                            {"error", l.error},
-                            {"time_us", l.time_us},
-                            {"act_range", {l.act_range.lo, l.act_range.hi}}});
-    }
-    return dump(Json{{"threshold", p.threshold},
-                     {"layers", layers},
-                     {"time_us", p.time_us},
-                     {"fp32_time_us", p.fp32_time_us},
-                     {"speedup", p.speedup()},
-                     {"chained", chained},
-                     {"measured_error", std::isnan(measured) ? Json(nullptr) : Json(measured)},
-                     {"precision", runtime::precision_config(p)}});
-  }
-
- private:
-  PyRuntime& rt_;
-  std::vector<runtime::SensitivityLayer> layers_;
-  runtime::SensitivityOptions options_;
-  std::vector<runtime::LayerSensitivity> measured_;
-};
-
 }  // namespace
+
+runtime::Runtime& runtime_of(const py::object& rt) {
+  if (!py::isinstance<PyRuntime>(rt)) {
+    throw py::type_error("runtime: expected an atvoss Runtime, got " +
+                         std::string(py::str(py::type::of(rt).attr("__name__"))));
+  }
+  return rt.cast<PyRuntime&>().runtime();
+}
 
 void bind_runtime(py::module_& m) {
   py::class_<Epilogue>(m, "RuntimeEpilogue")
@@ -536,20 +389,6 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("dtype", [](const PreparedConv2d& p) { return std::string(to_string(p.dtype)); })
       .def_property_readonly("filter_shape",
                              [](const PreparedConv2d& p) { return py::tuple(py::cast(p.filter_shape)); });
-  m.def("calibrate", &calibrate, py::arg("samples"), py::arg("method"), py::arg("percentile"), py::arg("bins"),
-        py::arg("symmetric"));
-  m.def("affine_code", &affine_code, py::arg("lo"), py::arg("hi"));
-  m.def("quantize_activations", &quantize_activations, py::arg("x"), py::arg("scale"), py::arg("zero_point"));
-  m.def("quantize_weights", &quantize_weights, py::arg("b"));
-  m.def("to_bf16", &to_bf16, py::arg("x"));
-  py::class_<PySensitivity>(m, "Sensitivity")
-      .def(py::init<PyRuntime&, std::vector<std::pair<std::string, std::string>>, std::uint64_t, std::string, double,
-                    int, std::int64_t, int, bool>(),
-           py::arg("runtime"), py::arg("layers"), py::arg("seed"), py::arg("method"), py::arg("percentile"),
-           py::arg("bins"), py::arg("calibration_rows"), py::arg("timed_calls"), py::arg("chain"),
-           py::keep_alive<1, 2>())
-      .def("layers", &PySensitivity::layers)
-      .def("plan", &PySensitivity::plan, py::arg("threshold"));
 }
 
 }  // namespace atvoss::python

@@ -57,6 +57,7 @@ PYBIND11_MODULE(_atvoss, m) {
   python::bind_database(m);
   python::bind_strategies(m);
   python::bind_runtime(m);
+  python::bind_quantization(m);
   python::bind_optimizer(m);
   python::bind_backends(m);
   python::bind_worker(m);
