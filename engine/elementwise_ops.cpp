@@ -153,16 +153,9 @@ inline float fast_exp(float x) {
   x = std::min(std::max(x, -70.0f), 88.0f);
   const float t = x * 1.44269504088896341f;
   const int n = int(t + (t >= 0.0f ? 0.5f : -0.5f));
-  const float fn = float(n);
-  const float r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = (p * r * r + r + 1.0f) * std::bit_cast<float>((n + 127) << 23);
-  return e * keep;
+  float e;
+  plain::exp_of_reduced(x, float(n), e);
+  return e * std::bit_cast<float>((n + 127) << 23) * keep;
 }
 
 // erf(x) by Abramowitz and Stegun's 7.1.26 (absolute error below 1.5e-7), vectorizable as

@@ -66,18 +66,12 @@ ATVOSS_INLINE void exp16(Vec16& x) {  // x = e^x, in place: a vector argument's 
   x = x > 88.0f ? Vec16{} + 88.0f : x;
   const Vec16 t = x * 1.44269504088896341f;
   const Vec16i n = __builtin_convertvector(t + (t >= 0.0f ? Vec16{} + 0.5f : Vec16{} - 0.5f), Vec16i);
-  const Vec16 fn = __builtin_convertvector(n, Vec16);
-  const Vec16 r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;
-  Vec16 p = Vec16{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
   Vec16 scale;
   const Vec16i bits = (n + 127) << 23;
   std::memcpy(&scale, &bits, sizeof scale);
-  x = zero ? Vec16{} : (p * r * r + r + 1.0f) * scale;
+  Vec16 e;
+  plain::exp_of_reduced(x, __builtin_convertvector(n, Vec16), e);
+  x = zero ? Vec16{} : e * scale;
 }
 
 // One row's softmax: the max, then e^(x - max) and its sum, then the scale, 16 lanes at a

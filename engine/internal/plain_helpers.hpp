@@ -1,11 +1,12 @@
-// What the plain ops' sources share (plain_ops.hpp): an odometer over broadcast shapes and the
-// strides of a shape broadcast to a rank. Private to engine/.
+// What the plain ops' sources share (plain_ops.hpp): an odometer over broadcast shapes, the
+// strides of a shape broadcast to a rank, and e^x's polynomial. Private to engine/.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "engine/plain_ops.hpp"
+#include "engine/vector_build.hpp"
 
 namespace atvoss::engine::plain {
 
@@ -47,6 +48,22 @@ inline std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t r
     step *= s[d];
   }
   return st;
+}
+
+// e = e^x / 2^n over x = n ln 2 + r (Cody and Waite's reduction; fn: n as a T, n rounded from
+// x log2 e) by Cephes' degree-7 polynomial for e^r, |r| <= ln 2 / 2 (relative error about
+// 2e-7). T: float, or a GCC vector of floats (loops::Vec16), by reference: a vector
+// argument's ABI depends on AVX-512.
+template <class T>
+ATVOSS_INLINE void exp_of_reduced(const T& x, const T& fn, T& e) {
+  const T r = (x - fn * 0.693359375f) + fn * 2.12194440e-4f;
+  T p = T{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  e = p * r * r + r + 1.0f;
 }
 
 }  // namespace atvoss::engine::plain
