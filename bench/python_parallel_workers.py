@@ -5,6 +5,7 @@ measurement that waits on something else (a GPU, a board, a remote runner), whic
 parallel workers are for; a CPU-bound objective on this 2-core machine tops out at 2x.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_parallel_workers.py [--trials 96] [--objective-ms 20] [--batch 1]
+        [--strategy-config '{"retrain_fraction": 1000}']
 
 "vs 1" is against one worker over the whole run (start-up and exit included), then over the
 span from the first objective call to the last.
@@ -32,11 +33,12 @@ def objective(a, b):
         f.write(json.dumps([a, b, start, time.time()]) + "\n")
     return 1.0 + (a - 11) ** 2 + (b - 5) ** 2
 atvoss.minimize(objective, {"a": list(range(16)), "b": list(range(16))}, trials=trials, db=db, name="bench",
-                seed=seed, batch=int(sys.argv[7]), n_jobs=n_jobs)
+                seed=seed, batch=int(sys.argv[7]), n_jobs=n_jobs, strategy_config=json.loads(sys.argv[8]))
 """
 
 
 BATCH = 1
+STRATEGY_CONFIG = "{}"  # every worker's model-guided strategy_config
 
 
 def run(workers: int, n_jobs: int, trials: int, ms: float) -> dict:
@@ -44,7 +46,7 @@ def run(workers: int, n_jobs: int, trials: int, ms: float) -> dict:
         db, log = os.path.join(tmp, "w.db"), os.path.join(tmp, "calls.jsonl")
         env = dict(os.environ, OMP_NUM_THREADS="1")
         procs = [subprocess.Popen([sys.executable, "-c", WORKER, db, log, str(trials), str(ms), str(i), str(n_jobs),
-                                   str(BATCH)],
+                                   str(BATCH), STRATEGY_CONFIG],
                                   env=env) for i in range(workers)]
         while sum(os.path.exists(f"{log}.ready{i}") for i in range(workers)) < workers:
             time.sleep(0.01)
@@ -71,13 +73,17 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=96)
     ap.add_argument("--objective-ms", type=float, default=20.0)
     ap.add_argument("--batch", type=int, default=1, help="configurations per ask (minimize's batch)")
+    ap.add_argument("--strategy-config", default="{}",
+                    help="JSON strategy_config of every worker (e.g. a retrain_fraction that stops refits)")
     args = ap.parse_args()
-    global BATCH
+    global BATCH, STRATEGY_CONFIG
     BATCH = args.batch
+    STRATEGY_CONFIG = args.strategy_config
     rows = [run(1, 1, args.trials, args.objective_ms), run(4, 1, args.trials, args.objective_ms),
             run(1, 4, args.trials, args.objective_ms)]
     base, span_base = rows[0]["per_s"], rows[0]["span_per_s"]
-    print(f"{args.trials} trials, objective {args.objective_ms:g} ms, batch {BATCH}, one SQLite database")
+    print(f"{args.trials} trials, objective {args.objective_ms:g} ms, batch {BATCH}, one SQLite database, "
+          f"strategy_config {STRATEGY_CONFIG}")
     print(f"{'processes':>9} {'threads':>7} {'trials':>6} {'twice':>5} {'wall s':>7} {'trials/s':>8} {'vs 1':>5}"
           f" {'span s':>7} {'vs 1':>5} {'cpu s':>6}")
     for r in rows:
