@@ -323,11 +323,14 @@ namespace {
 
 // The input coordinate of output coordinate o along a dim of in -> out with scale s (ONNX's
 // coordinate_transformation_mode).
-double source_coordinate(const std::string& mode, std::int64_t o, std::int64_t in, std::int64_t out, double s) {
-  if (mode == "align_corners") return out > 1 ? double(o) * double(in - 1) / double(out - 1) : 0.0;
-  if (mode == "asymmetric") return double(o) / s;
-  if (mode == "pytorch_half_pixel") return out > 1 ? (double(o) + 0.5) / s - 0.5 : 0.0;
-  return (double(o) + 0.5) / s - 0.5;  // half_pixel
+double source_coordinate(const std::string& mode, std::int64_t o, std::int64_t in, std::int64_t out, float s) {
+  // In float, as ONNX Runtime computes it: nearest mode rounds a coordinate at an exact half
+  // (3.5 / 0.7f - 0.5 = 4.5 in float) the other way when double puts it a hair above.
+  const float x = float(o);
+  if (mode == "align_corners") return out > 1 ? double(x * float(in - 1) / float(out - 1)) : 0.0;
+  if (mode == "asymmetric") return double(x / s);
+  if (mode == "pytorch_half_pixel") return out > 1 ? double((x + 0.5f) / s - 0.5f) : 0.0;
+  return double((x + 0.5f) / s - 0.5f);  // half_pixel
 }
 
 std::int64_t nearest_index(const std::string& mode, double v, std::int64_t in) {

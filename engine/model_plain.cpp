@@ -2,6 +2,7 @@
 // the plain loops of plain_ops.hpp and conv_ops.hpp, and the erf GELU as exporters write it.
 #include <array>
 #include <cmath>
+#include <tuple>
 
 #include "engine/internal/model_impl.hpp"
 
@@ -571,6 +572,17 @@ void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto
   a.nearest = legacy ? "floor" : string_attr(p, "nearest_mode", "round_prefer_floor");
   static const std::set<std::string> modes = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
   if (!modes.count(a.coordinates)) unsupported(n, "coordinate_transformation_mode '" + a.coordinates + "'");
+  // Antialiasing widens the filter only where the image shrinks.
+  if (int_attr(p, "antialias", 0) != 0 && (ys[2] < xs[2] || ys[3] < xs[3])) unsupported(n, "antialias=1 downsampling");
+  std::tie(a.scale_h, a.scale_w) = resize_scales(n, p, xs, ys);
+  const bool in_nhwc = held_nhwc(n.inputs[0]);  // a conv's output upsampled (YOLO's neck, FPNs)
+  const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
+  const int y = output(n.outputs[0], in_nhwc);
+  push(n, [=, this] { resize(at(x), xs, ptr[y], ys, a, in_nhwc, threads); });
+}
+
+std::pair<float, float> Model::Impl::resize_scales(const frontend::GraphNode& n, const onnx::NodeProto& p,
+                                                   const Shape& xs, const Shape& ys) const {
   std::vector<float> scales;  // Upsample-7's attribute, else the input
   for (const auto& attr : p.attribute()) {
     if (attr.name() == "scales") scales.assign(attr.floats().begin(), attr.floats().end());
@@ -578,14 +590,40 @@ void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto
   const int scales_at = n.op == "Upsample" || file->opset() < 11 ? 1 : 2;
   if (p.input_size() > scales_at && !p.input(scales_at).empty()) {
     const auto* s = file->floats(p.input(scales_at));
-    if (s && !s->empty()) scales = *s;
+    // The coordinates map back by the scale, which out / in matches only where in x scale is whole.
+    if (!s) unsupported(n, "input 'scales' ('" + p.input(scales_at) + "') must be a constant");
+    if (!s->empty()) scales = *s;
   }
-  a.scale_h = scales.size() == 4 ? scales[2] : float(ys[2]) / float(xs[2]);
-  a.scale_w = scales.size() == 4 ? scales[3] : float(ys[3]) / float(xs[3]);
-  const bool in_nhwc = held_nhwc(n.inputs[0]);  // a conv's output upsampled (YOLO's neck, FPNs)
-  const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
-  const int y = output(n.outputs[0], in_nhwc);
-  push(n, [=, this] { resize(at(x), xs, ptr[y], ys, a, in_nhwc, threads); });
+  // Opset 18's axes: the scales (or sizes) list only those axes, in that order.
+  std::vector<std::int64_t> axes = ints_attr(p, "axes");
+  if (axes.empty()) axes = {0, 1, 2, 3};
+  for (auto& ax : axes) {
+    if (ax < -4 || ax > 3) unsupported(n, "axis " + std::to_string(ax) + " of a 4-D input");
+    ax = (ax + 4) % 4;
+  }
+  if (!scales.empty()) {
+    if (scales.size() != axes.size()) {
+      unsupported(n, std::to_string(scales.size()) + " scales for " + std::to_string(axes.size()) + " axes");
+    }
+    float full[4] = {1, 1, 1, 1};
+    for (std::size_t i = 0; i < axes.size(); ++i) full[axes[i]] = scales[i];
+    return {full[2], full[3]};
+  }
+  // Sizes given: "stretch" scales each axis by out / in; the other policies keep the aspect
+  // ratio by one scale, from the sizes, for every axis listed.
+  const std::string policy = string_attr(p, "keep_aspect_ratio_policy", "stretch");
+  if (policy == "stretch") return {float(ys[2]) / float(xs[2]), float(ys[3]) / float(xs[3])};
+  if (policy != "not_larger" && policy != "not_smaller") unsupported(n, "keep_aspect_ratio_policy '" + policy + "'");
+  const int sizes_at = 3;
+  const auto* sizes = p.input_size() > sizes_at ? file->floats(p.input(sizes_at)) : nullptr;
+  if (!sizes || sizes->size() != axes.size()) unsupported(n, "input 'sizes' must be a constant, one per axis");
+  float scale = policy == "not_larger" ? INFINITY : 0;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const float r = (*sizes)[i] / float(xs[std::size_t(axes[i])]);
+    scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
+  }
+  const auto listed = [&](std::int64_t d) { return std::find(axes.begin(), axes.end(), d) != axes.end(); };
+  return {listed(2) ? scale : 1.0f, listed(3) ? scale : 1.0f};
 }
 
 }  // namespace atvoss::engine

@@ -393,6 +393,54 @@ def test_opset_11_softmax_lrn_gather_and_a_silu_conv(tmp_path):
                                                                                          ["bias", "silu"]]
 
 
+def test_resize_scales_of_some_axes_aspect_policies_and_downsampling(tmp_path):
+    # Downsampling by a scale whose output is not a whole multiple: the coordinates map back by
+    # the scale, not by out / in. Then opset 18's Resize: scales or sizes of the axes listed (in
+    # either order), sizes under each keep_aspect_ratio_policy, antialias on an upsampling (no
+    # change there); its outputs' shapes declared, as exporters write them (Debian's libonnx
+    # 1.12 infers no opset 18 Resize).
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 3, 3, 3, pads=[1, 1, 1, 1])])
+    outs = [b.node("Resize", [x, "", b.const([1, 1, 0.6, 0.7])], mode=mode, coordinate_transformation_mode=coords)
+            for mode in ("linear", "nearest") for coords in ("half_pixel", "align_corners", "asymmetric")]
+    compare(b.save(str(tmp_path / "downsample.onnx"), [("x", [1, 3, 9, 11])], outs))
+    b18 = Builder()
+    x = b18.node("Relu", [b18.conv("x", 3, 3, 3, pads=[1, 1, 1, 1])])
+    outs = [(b18.node("Resize", [x, "", b18.const([0.6, 1.5])], mode="linear", axes=[3, 2]), [1, 3, 13, 6]),
+            (b18.node("Resize", [x, "", b18.const([1.7, 2])], mode="linear", axes=[2, 3], antialias=1),
+             [1, 3, 15, 22])]
+    for policy, shape in (("not_larger", [1, 3, 4, 5]), ("not_smaller", [1, 3, 7, 9])):
+        for mode in ("nearest", "linear"):
+            outs.append((b18.node("Resize", [x, "", "", b18.ints([7, 5])], mode=mode, axes=[2, 3],
+                                  keep_aspect_ratio_policy=policy), shape))
+    graph = helper.make_graph(b18.nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, [1, 3, 9, 11])],
+                              [helper.make_tensor_value_info(o, T.FLOAT, s) for o, s in outs], b18.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "resize18.onnx"))
+    compare(str(tmp_path / "resize18.onnx"))
+
+
+def test_a_resize_the_engine_cannot_plan_is_refused_by_name(tmp_path):
+    # Scales fed at run time fix no output shape and no coordinates; antialiased downsampling
+    # widens the filter, which the engine does not implement.
+    b = Builder()
+    y = b.node("Resize", ["x", "", "s"], mode="linear")
+    graph = helper.make_graph(b.nodes, "g", [helper.make_tensor_value_info("x", T.FLOAT, [1, 1, 4, 4]),
+                                             helper.make_tensor_value_info("s", T.FLOAT, [4])],
+                              [helper.make_tensor_value_info(y, T.FLOAT, [1, 1, 2, 2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "runtime_scales.onnx"))
+    with pytest.raises(ValueError, match="input 'scales' \\('s'\\) must be a constant"):
+        rt.Model(str(tmp_path / "runtime_scales.onnx"))
+    b2 = Builder()
+    b2.node("Resize", ["x", "", b2.const([1, 1, 0.5, 0.5])], mode="linear", antialias=1)
+    path = b2.save(str(tmp_path / "antialias.onnx"), [("x", [1, 1, 4, 4])], [b2.nodes[-1].output[0]], opset=18)
+    with pytest.raises(ValueError, match="antialias=1 downsampling"):
+        rt.Model(path)
+
+
 def test_bad_inputs_are_refused_by_name(tmp_path):
     b = Builder()
     y = b.node("Relu", [b.conv("x", 2, 2, 1)])
