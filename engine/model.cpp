@@ -195,6 +195,13 @@ void Model::Impl::add_node(int i) {
   }
   if (!proto) throw_bad_input("model: the plan's node '" + n.name + "' is not in the ONNX file");
   if (n.op == "Reshape" && add_channel_shuffle(n)) return;
+  // Inference only: a Dropout is the identity unless it trains (opset 12's training_mode, true
+  // or fed at run time), which draws a random mask.
+  if (n.op == "Dropout" && proto->input_size() > 2 && !proto->input(2).empty()) {
+    const auto* training = file->floats(proto->input(2));
+    if (!training || (!training->empty() && (*training)[0] != 0))
+      unsupported(n, "training_mode: a Dropout that trains");
+  }
   if (view_ops().count(n.op)) return add_view(n);
   if (n.op == "Cast") return add_cast(n, *proto);
   if (n.kernel && add_kernel(i, *proto)) return;
@@ -265,11 +272,11 @@ void Model::Impl::add_cast(const frontend::GraphNode& n, const onnx::NodeProto& 
   std::string from = graph.tensors()[n.inputs.at(0)].dtype;
   if (from.empty()) from = "float";
   const bool from_float = from == "float" || from == "double";
-  const bool from_int = from == "int64" || from == "int32";
+  const bool from_int = from == "int64" || from == "int32" || from == "uint8";  // uint8: a constant buffer
   const bool to_float = to == TP::FLOAT || to == TP::DOUBLE, to_int = to == TP::INT64 || to == TP::INT32;
   if ((!from_float && !from_int && from != "bool") || (!to_float && !to_int && to != TP::BOOL)) {
     unsupported(n, "a cast to " + TP::DataType_Name(static_cast<TP::DataType>(to)) + " from '" + from +
-                       "' (float, double, int64, int32 and bool only)");
+                       "' (from float, double, int64, int32, uint8 or bool; to float, double, int64, int32 or bool)");
   }
   if (to_float || (to_int && !from_float) || (to == TP::BOOL && from == "bool")) return add_view(n);
   add_unary_op(n, to_int ? "Trunc" : "NotZero", 0, 0);

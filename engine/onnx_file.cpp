@@ -86,6 +86,18 @@ void OnnxFile::add_constant(const onnx::TensorProto& t) {
                            : std::vector<std::int32_t>(t.int32_data().begin(), t.int32_data().end()));
       floats_[name] = converted<float>(ints_[name]);
       break;
+    case onnx::TensorProto::BOOL:  // a causal mask kept as a buffer (GPT-2's attention), as 0 or 1
+    case onnx::TensorProto::UINT8:
+      // One byte each in raw data; else one a value of int32_data, as ONNX stores narrow types.
+      ints_[name] =
+          t.has_raw_data()
+              ? converted<std::int64_t>(raw_as<std::uint8_t>(t.raw_data(), n, name))
+              : converted<std::int64_t>(std::vector<std::int32_t>(t.int32_data().begin(), t.int32_data().end()));
+      if (t.data_type() == onnx::TensorProto::BOOL) {
+        for (auto& v : ints_[name]) v = v != 0;
+      }
+      floats_[name] = converted<float>(ints_[name]);
+      break;
     default:
       return;  // read only if a step needs it: the step then names it
   }

@@ -149,7 +149,7 @@ struct Model::Impl {
 
   void add_view(const frontend::GraphNode& n);
 
-  // Casts between the types the engine holds as floats (float, double, int64, int32, bool):
+  // Casts between the types the engine holds as floats (float, double, int64, int32, bool; uint8 from constants):
   // one that keeps the values (to float; integer or bool to integer; bool to bool) is a view;
   // float to an integer truncates toward zero and anything to bool tests against zero, as ONNX
   // Runtime does. Other types are refused naming both.

@@ -441,6 +441,32 @@ def test_a_resize_the_engine_cannot_plan_is_refused_by_name(tmp_path):
         rt.Model(path)
 
 
+def test_a_causal_mask_kept_as_a_bool_or_uint8_buffer(tmp_path):
+    # GPT-2's attention keeps its causal mask as a buffer, which exporters write as a bool (or,
+    # in older exports, a uint8 one cast to bool) initializer read by Where.
+    b = Builder()
+    tri = np.tril(np.ones((1, 1, 6, 6), dtype=bool))
+    b.inits.append(numpy_helper.from_array(tri, "mask_bool"))
+    b.inits.append(numpy_helper.from_array(tri.astype(np.uint8), "mask_u8"))
+    scores = b.node("MatMul", ["x", b.node("Transpose", ["x"], perm=[0, 1, 3, 2])])
+    outs = []
+    for mask in ("mask_bool", b.node("Cast", ["mask_u8"], to=T.BOOL)):
+        outs.append(b.node("Softmax", [b.node("Where", [mask, scores, b.const(-1e4)])], axis=-1))
+    compare(b.save(str(tmp_path / "causal.onnx"), [("x", [1, 2, 6, 8])], outs))
+
+
+def test_a_dropout_runs_as_the_identity_unless_it_trains(tmp_path):
+    b = Builder()
+    b.inits.append(numpy_helper.from_array(np.array(False), "eval"))
+    y = b.node("Dropout", [b.node("Relu", ["x"]), b.const(0.5), "eval"])
+    compare(b.save(str(tmp_path / "eval.onnx"), [("x", [2, 8])], [y]))
+    b2 = Builder()
+    b2.inits.append(numpy_helper.from_array(np.array(True), "train"))
+    y2 = b2.node("Dropout", ["x", b2.const(0.5), "train"])
+    with pytest.raises(ValueError, match="training_mode: a Dropout that trains"):
+        rt.Model(b2.save(str(tmp_path / "train.onnx"), [("x", [2, 8])], [y2]))
+
+
 def test_bad_inputs_are_refused_by_name(tmp_path):
     b = Builder()
     y = b.node("Relu", [b.conv("x", 2, 2, 1)])
