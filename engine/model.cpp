@@ -197,11 +197,7 @@ void Model::Impl::add_node(int i) {
   if (n.op == "Reshape" && add_channel_shuffle(n)) return;
   // Inference only: a Dropout is the identity unless it trains (opset 12's training_mode, true
   // or fed at run time), which draws a random mask.
-  if (n.op == "Dropout" && proto->input_size() > 2 && !proto->input(2).empty()) {
-    const auto* training = file->floats(proto->input(2));
-    if (!training || (!training->empty() && (*training)[0] != 0))
-      unsupported(n, "training_mode: a Dropout that trains");
-  }
+  if (n.op == "Dropout" && scalar_input(*proto, 2, 0) != 0) unsupported(n, "training_mode: a Dropout that trains");
   if (view_ops().count(n.op)) return add_view(n);
   if (n.op == "Cast") return add_cast(n, *proto);
   if (n.kernel && add_kernel(i, *proto)) return;

@@ -597,10 +597,7 @@ std::pair<float, float> Model::Impl::resize_scales(const frontend::GraphNode& n,
   // Opset 18's axes: the scales (or sizes) list only those axes, in that order.
   std::vector<std::int64_t> axes = ints_attr(p, "axes");
   if (axes.empty()) axes = {0, 1, 2, 3};
-  for (auto& ax : axes) {
-    if (ax < -4 || ax > 3) unsupported(n, "axis " + std::to_string(ax) + " of a 4-D input");
-    ax = (ax + 4) % 4;
-  }
+  for (auto& ax : axes) ax = axis_of(n, ax, 4);
   if (!scales.empty()) {
     if (scales.size() != axes.size()) {
       unsupported(n, std::to_string(scales.size()) + " scales for " + std::to_string(axes.size()) + " axes");
@@ -614,12 +611,11 @@ std::pair<float, float> Model::Impl::resize_scales(const frontend::GraphNode& n,
   const std::string policy = string_attr(p, "keep_aspect_ratio_policy", "stretch");
   if (policy == "stretch") return {float(ys[2]) / float(xs[2]), float(ys[3]) / float(xs[3])};
   if (policy != "not_larger" && policy != "not_smaller") unsupported(n, "keep_aspect_ratio_policy '" + policy + "'");
-  const int sizes_at = 3;
-  const auto* sizes = p.input_size() > sizes_at ? file->floats(p.input(sizes_at)) : nullptr;
-  if (!sizes || sizes->size() != axes.size()) unsupported(n, "input 'sizes' must be a constant, one per axis");
+  const auto sizes = ints_of(n, p, 3, "");
+  if (!sizes || sizes->size() != axes.size()) unsupported(n, "input 'sizes' must give one size per axis");
   float scale = policy == "not_larger" ? INFINITY : 0;
   for (std::size_t i = 0; i < axes.size(); ++i) {
-    const float r = (*sizes)[i] / float(xs[std::size_t(axes[i])]);
+    const float r = float((*sizes)[i]) / float(xs[std::size_t(axes[i])]);
     scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
   }
   const auto listed = [&](std::int64_t d) { return std::find(axes.begin(), axes.end(), d) != axes.end(); };

@@ -239,11 +239,11 @@ inline void micro(long kc, const Pixels& ap, const Taps& tp, const float* __rest
   if constexpr (PF > 0) {
     for (long i = 0; i < mr; ++i) __builtin_prefetch(cp[i], 1);
   }
+  // A block of all C channels and no tap in the border: each window row's S taps are one run
+  // of S x C floats in the input (NHWC) and in the weights, reduced in one loop. A stem's C of
+  // 3 never filled the unrolled body of a loop per tap.
+  const bool row_run = kc == C && !tp.edges;
   for (long r = tp.r0; r < tp.r1; ++r) {
-    // A block of all C channels and no tap in the border: the window row's S taps are one run
-    // of S x C floats in the input (NHWC) and in the weights, reduced in one loop. A stem's
-    // C of 3 never filled the unrolled body of a loop per tap.
-    const bool row_run = kc == C && !tp.edges;
     for (long s = 0; s < (row_run ? 1 : S); ++s) {
       const long off = (r * WP + s) * C;
       const float* bb = b + (r * S + s) * (INPLACE ? C * K : kc * NR);
