@@ -101,7 +101,9 @@ void Model::Impl::build() {
   for (std::size_t t = 0; t < graph.tensors().size(); ++t) {
     const auto& gt = graph.tensors()[t];
     values[t].shape = gt.shape;
-    if (const auto* c = file->floats(gt.name)) values[t].constant = c->data();
+    // An empty constant (a Reduce's axes = []) is a constant too: its data() may be null.
+    static const float kEmpty = 0;
+    if (const auto* c = file->floats(gt.name)) values[t].constant = c->empty() ? &kEmpty : c->data();
   }
   add_inputs();
   find_erf_gelus();
@@ -159,6 +161,10 @@ void Model::Impl::add_inputs() {
   });
   for (int t : read) {
     const auto& gt = graph.tensors()[t];
+    if (const std::string unread = file->unread_constant_type(gt.name); !unread.empty()) {
+      throw_bad_input("model: constant '" + gt.name + "' is " + unread +
+                      "; the engine reads float, double, integer and bool constants");
+    }
     std::string type = file->input_type(gt.name);
     if (type.empty()) type = "float";
     if (type != "float" && type != "int64" && type != "int32" && type != "bool") {
@@ -268,11 +274,13 @@ void Model::Impl::add_cast(const frontend::GraphNode& n, const onnx::NodeProto& 
   std::string from = graph.tensors()[n.inputs.at(0)].dtype;
   if (from.empty()) from = "float";
   const bool from_float = from == "float" || from == "double";
-  const bool from_int = from == "int64" || from == "int32" || from == "uint8";  // uint8: a constant buffer
+  // The narrower and unsigned types come from constants (onnx_file.hpp reads every integer type).
+  const bool from_int = from == "int64" || from == "int32" || from == "int16" || from == "int8" || from == "uint64" ||
+                        from == "uint32" || from == "uint16" || from == "uint8";
   const bool to_float = to == TP::FLOAT || to == TP::DOUBLE, to_int = to == TP::INT64 || to == TP::INT32;
   if ((!from_float && !from_int && from != "bool") || (!to_float && !to_int && to != TP::BOOL)) {
     unsupported(n, "a cast to " + TP::DataType_Name(static_cast<TP::DataType>(to)) + " from '" + from +
-                       "' (from float, double, int64, int32, uint8 or bool; to float, double, int64, int32 or bool)");
+                       "' (from float, double, an integer type or bool; to float, double, int64, int32 or bool)");
   }
   if (to_float || (to_int && !from_float) || (to == TP::BOOL && from == "bool")) return add_view(n);
   add_unary_op(n, to_int ? "Trunc" : "NotZero", 0, 0);

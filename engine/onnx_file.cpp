@@ -30,7 +30,25 @@ std::vector<To> converted(const std::vector<From>& v) {
   return std::vector<To>(v.begin(), v.end());
 }
 
+// An integer constant of storage type T as int64: T's bytes in raw data, else the typed field
+// ONNX stores it in (int32_data for the narrow types and bool, uint64_data for uint32 and uint64).
+template <typename T, typename Field>
+std::vector<std::int64_t> integers(const onnx::TensorProto& t, const Field& field, std::int64_t n) {
+  if (t.has_raw_data()) return converted<std::int64_t>(raw_as<T>(t.raw_data(), n, t.name()));
+  return std::vector<std::int64_t>(field.begin(), field.end());
+}
+
 }  // namespace
+
+std::string data_type_name(int type) {
+  // This protobuf's enum may predate the type (Debian's ONNX 1.12 has no float8 or int4).
+  std::string name = onnx::TensorProto::DataType_IsValid(type)
+                         ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(type))
+                         : "";
+  if (name.empty()) return "ONNX data type " + std::to_string(type);
+  for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
 
 OnnxFile::OnnxFile(const std::string& path, const frontend::BoundDims& bound)
     : model_(std::make_shared<onnx::ModelProto>(frontend::read_bound_onnx_model(path, bound))) {
@@ -76,31 +94,39 @@ void OnnxFile::add_constant(const onnx::TensorProto& t) {
                                             : std::vector<double>(t.double_data().begin(), t.double_data().end()));
       break;
     case onnx::TensorProto::INT64:
-      ints_[name] = t.has_raw_data() ? raw_as<std::int64_t>(t.raw_data(), n, name)
-                                     : std::vector<std::int64_t>(t.int64_data().begin(), t.int64_data().end());
-      floats_[name] = converted<float>(ints_[name]);
+      ints_[name] = integers<std::int64_t>(t, t.int64_data(), n);
       break;
     case onnx::TensorProto::INT32:
-      ints_[name] = converted<std::int64_t>(
-          t.has_raw_data() ? raw_as<std::int32_t>(t.raw_data(), n, name)
-                           : std::vector<std::int32_t>(t.int32_data().begin(), t.int32_data().end()));
-      floats_[name] = converted<float>(ints_[name]);
+      ints_[name] = integers<std::int32_t>(t, t.int32_data(), n);
+      break;
+    case onnx::TensorProto::INT16:
+      ints_[name] = integers<std::int16_t>(t, t.int32_data(), n);
+      break;
+    case onnx::TensorProto::INT8:
+      ints_[name] = integers<std::int8_t>(t, t.int32_data(), n);
+      break;
+    case onnx::TensorProto::UINT16:
+      ints_[name] = integers<std::uint16_t>(t, t.int32_data(), n);
+      break;
+    case onnx::TensorProto::UINT32:
+      ints_[name] = integers<std::uint32_t>(t, t.uint64_data(), n);
+      break;
+    case onnx::TensorProto::UINT64:
+      ints_[name] = integers<std::uint64_t>(t, t.uint64_data(), n);
       break;
     case onnx::TensorProto::BOOL:  // a causal mask kept as a buffer (GPT-2's attention), as 0 or 1
     case onnx::TensorProto::UINT8:
-      // One byte each in raw data; else one a value of int32_data, as ONNX stores narrow types.
-      ints_[name] =
-          t.has_raw_data()
-              ? converted<std::int64_t>(raw_as<std::uint8_t>(t.raw_data(), n, name))
-              : converted<std::int64_t>(std::vector<std::int32_t>(t.int32_data().begin(), t.int32_data().end()));
+      ints_[name] = integers<std::uint8_t>(t, t.int32_data(), n);
       if (t.data_type() == onnx::TensorProto::BOOL) {
         for (auto& v : ints_[name]) v = v != 0;
       }
-      floats_[name] = converted<float>(ints_[name]);
       break;
     default:
-      return;  // read only if a step needs it: the step then names it
+      unread_[name] = data_type_name(t.data_type());  // refused only if a step reads it
+      return;
   }
+  const bool integral = t.data_type() != onnx::TensorProto::FLOAT && t.data_type() != onnx::TensorProto::DOUBLE;
+  if (integral) floats_[name] = converted<float>(ints_[name]);
   if (std::int64_t(floats_[name].size()) != n) {
     throw_bad_input("model: constant '" + name + "' holds " + std::to_string(floats_[name].size()) +
                     " values, its shape " + std::to_string(n));
@@ -137,6 +163,11 @@ const std::vector<float>* OnnxFile::floats(const std::string& tensor) const {
   return it == floats_.end() ? nullptr : &it->second;
 }
 
+std::string OnnxFile::unread_constant_type(const std::string& tensor) const {
+  const auto it = unread_.find(tensor);
+  return it == unread_.end() ? "" : it->second;
+}
+
 const std::vector<std::int64_t>* OnnxFile::ints(const std::string& tensor) const {
   const auto it = ints_.find(tensor);
   return it == ints_.end() ? nullptr : &it->second;
@@ -153,10 +184,7 @@ int OnnxFile::input_position(const std::string& tensor) const {
 std::string OnnxFile::input_type(const std::string& tensor) const {
   for (const auto& v : model_->graph().input()) {
     if (v.name() != tensor || !v.type().has_tensor_type()) continue;
-    std::string name =
-        onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(v.type().tensor_type().elem_type()));
-    for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return name;
+    return data_type_name(v.type().tensor_type().elem_type());
   }
   return "";
 }

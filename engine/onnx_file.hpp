@@ -1,7 +1,8 @@
 // OnnxFile: what the model engine reads from an ONNX file besides the graph atvoss imports from
 // it (frontend/onnx_import.hpp): its constants (initializers and Constant nodes) as fp32 or int64
-// data, each node's proto by the importer's node name, the default domain's opset, and a digest
-// of the constants, so that a model plan can be matched with the weights it was tuned for.
+// data (from float, double and every integer and bool type), each node's proto by the
+// importer's node name, the default domain's opset, and a digest of the constants, so that a
+// model plan can be matched with the weights it was tuned for.
 // Immutable after load: thread-safe.
 #pragma once
 
@@ -23,16 +24,19 @@ class OnnxFile {
  public:
   // The model as the importer reads it at these dims (frontend::read_bound_onnx_model: shape
   // computations folded into constants). bad_input naming the file when unreadable or not an
-  // ONNX model; naming the tensor when a constant is stored outside the file or in a type the
-  // engine does not read.
+  // ONNX model; naming the tensor when a constant is stored outside the file. A constant of a
+  // type the engine does not read (float16, string, ...) is kept unread: unread_constant_type.
   OnnxFile(const std::string& path, const frontend::BoundDims& bound);
 
   // The node the importer names name (its name, or "<op>:<first output>"); null if none.
   const onnx::NodeProto* node(const std::string& name) const;
-  // A constant's data as fp32 (from float, double, int64 or int32 storage); null if tensor is no constant.
+  // A constant's data as fp32 (from float, double, integer or bool storage); null if tensor is
+  // no constant the engine reads.
   const std::vector<float>* floats(const std::string& tensor) const;
-  // A constant's data as int64 (from int64 or int32 storage); null if none.
+  // A constant's data as int64 (from integer or bool storage); null if none.
   const std::vector<std::int64_t>* ints(const std::string& tensor) const;
+  // The type of a constant the engine does not read ("float16", ...); empty if none such.
+  std::string unread_constant_type(const std::string& tensor) const;
   std::int64_t opset() const { return opset_; }
   // The bound model itself (what frontend::import_bound_onnx imports).
   const onnx::ModelProto& model() const { return *model_; }
@@ -49,8 +53,13 @@ class OnnxFile {
   std::map<std::string, const onnx::NodeProto*> nodes_;
   std::map<std::string, std::vector<float>> floats_;
   std::map<std::string, std::vector<std::int64_t>> ints_;
+  std::map<std::string, std::string> unread_;  // constant -> its type
   std::int64_t opset_ = 0;
 };
+
+// An ONNX element type's name in lower case ("float", "uint32"), or "ONNX data type N" for a
+// type this protobuf does not know.
+std::string data_type_name(int type);
 
 // A one-element tensor (an attribute's, as ConstantOfShape's `value`) as a float, from float,
 // double, int64 or int32 storage; nullopt for more elements or another type.

@@ -467,6 +467,39 @@ def test_a_dropout_runs_as_the_identity_unless_it_trains(tmp_path):
         rt.Model(b2.save(str(tmp_path / "train.onnx"), [("x", [2, 8])], [y2]))
 
 
+def test_integer_constants_of_every_width_and_empty_axes_are_read(tmp_path):
+    # Exporters write constants in the integer type the framework held (uint32, int8, ...; ONNX
+    # Runtime casts them, it takes no Pow exponent of those types), and a ReduceSum over every axis
+    # with an empty axes constant (opset 13).
+    b = Builder()
+    widths = [np.int8, np.int16, np.uint16, np.uint32, np.uint64, np.int32]
+    y = b.node("Abs", ["x"])
+    for k, t in enumerate(widths):
+        b.inits.append(numpy_helper.from_array(np.array([1, 2, 3, 2], dtype=t), "e%d" % k))
+        y = b.node("Add", [y, b.node("Cast", ["e%d" % k], to=T.FLOAT)])
+    b.inits.append(numpy_helper.from_array(np.array([], dtype=np.int64), "none"))
+    total = b.node("ReduceSum", [y, "none"], keepdims=1)
+    compare(b.save(str(tmp_path / "widths.onnx"), [("x", [3, 4])], [y, total]))
+
+
+def test_a_constant_or_input_of_a_type_the_engine_does_not_read_is_refused_by_name(tmp_path):
+    b = Builder()
+    b.inits.append(numpy_helper.from_array(np.array([1, 2, 3, 4], dtype=np.float16), "half"))
+    y = b.node("Add", ["x", b.node("Cast", ["half"], to=T.FLOAT)])
+    with pytest.raises(ValueError, match="constant 'half' is float16; the engine reads"):
+        rt.Model(b.save(str(tmp_path / "half.onnx"), [("x", [3, 4])], [y]))
+    # A float8 input, a type Debian's ONNX library predates: named by its number, not taken as float.
+    b2 = Builder()
+    y2 = b2.node("Cast", ["x"], to=T.FLOAT)
+    graph = helper.make_graph(b2.nodes, "f8", [helper.make_tensor_value_info("x", T.FLOAT8E4M3FN, [4])],
+                              [helper.make_tensor_value_info(y2, T.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    onnx.save(model, str(tmp_path / "f8.onnx"))
+    with pytest.raises(ValueError, match="input 'x' is (float8e4m3fn|ONNX data type 17); the engine takes"):
+        rt.Model(str(tmp_path / "f8.onnx"))
+
+
 def test_bad_inputs_are_refused_by_name(tmp_path):
     b = Builder()
     y = b.node("Relu", [b.conv("x", 2, 2, 1)])
