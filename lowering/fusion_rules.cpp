@@ -56,28 +56,21 @@ bool step_matches(const std::string& step, const std::string& op) {
   }
 }
 
-// The longest run of ops from `at` that the steps from `step` match; a "+" step may
-// take more ops or hand over to the next step after each one.
-std::size_t longest_match(const std::vector<std::string>& steps, std::size_t step, const std::vector<std::string>& ops,
-                          std::size_t at) {
-  if (step == steps.size() || at == ops.size() || !step_matches(steps[step], ops[at])) return at;
-  std::size_t best = longest_match(steps, step + 1, ops, at + 1);
-  if (repeats(steps[step])) best = std::max(best, longest_match(steps, step, ops, at + 1));
+// The longest run of the chain's ops from `at` (of size) that the steps from `step` match
+// (matches(step, op index)); a "+" step may take more ops or hand over to the next step
+// after each one.
+template <class Matches>
+std::size_t longest_match(const std::vector<std::string>& steps, std::size_t step, std::size_t size, std::size_t at,
+                          const Matches& matches) {
+  if (step == steps.size() || at == size || !matches(steps[step], at)) return at;
+  std::size_t best = longest_match(steps, step + 1, size, at + 1, matches);
+  if (repeats(steps[step])) best = std::max(best, longest_match(steps, step, size, at + 1, matches));
   return best;
 }
 
 void check_rule(const FusionRule& r, const std::string& where) {
   if (r.name.empty()) throw_bad_input(where + ": field 'name' must not be empty");
-  if (r.pattern.size() < 2) {
-    throw_bad_input(where + ": field 'pattern' must list the main op and at least one epilogue op");
-  }
-  for (std::size_t i = 0; i < r.pattern.size(); ++i) {
-    const std::string field = where + ": field 'pattern[" + std::to_string(i) + "]'";
-    if (i == 0 && repeats(r.pattern[i])) throw_bad_input(field + ": the main op cannot repeat ('+')");
-    for (const auto& alt : alternatives(r.pattern[i])) {
-      if (alt.empty()) throw_bad_input(field + ": '" + r.pattern[i] + "' has an empty op name");
-    }
-  }
+  check_fusion_pattern(r.pattern, where);
   if (r.fusion_level < 1 || r.fusion_level > 3) {
     throw_bad_input(where + ": field 'fusion_level' must be in [1, 3], got " + std::to_string(r.fusion_level));
   }
@@ -146,10 +139,33 @@ FusionRuleSet fusion_rule_set_with(std::vector<FusionRule> rules) {
   return layered;
 }
 
+void check_fusion_pattern(const std::vector<std::string>& pattern, const std::string& where) {
+  if (pattern.size() < 2) {
+    throw_bad_input(where + ": field 'pattern' must list the main op and at least one epilogue op");
+  }
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const std::string field = where + ": field 'pattern[" + std::to_string(i) + "]'";
+    if (i == 0 && repeats(pattern[i])) throw_bad_input(field + ": the main op cannot repeat ('+')");
+    for (const auto& alt : alternatives(pattern[i])) {
+      if (alt.empty()) throw_bad_input(field + ": '" + pattern[i] + "' has an empty op name");
+    }
+  }
+}
+
+std::size_t pattern_prefix(const std::vector<std::string>& pattern,
+                           const std::vector<std::vector<std::string>>& chain) {
+  const auto matches = [&](const std::string& step, std::size_t at) {
+    return std::any_of(chain[at].begin(), chain[at].end(), [&](const std::string& n) { return step_matches(step, n); });
+  };
+  if (pattern.empty() || chain.empty() || !matches(pattern.front(), 0)) return 0;
+  return longest_match(pattern, 1, chain.size(), 1, matches);
+}
+
 std::size_t fused_prefix(const FusionRule& rule, const std::string& op, const std::vector<std::string>& epilogue,
                          int fusion_level) {
   if (fusion_level < rule.fusion_level || !step_matches(rule.pattern.front(), op)) return 0;
-  const std::size_t n = longest_match(rule.pattern, 1, epilogue, 0);
+  const auto matches = [&](const std::string& step, std::size_t at) { return step_matches(step, epilogue[at]); };
+  const std::size_t n = longest_match(rule.pattern, 1, epilogue.size(), 0, matches);
   return rule.max_fusion_depth > 0 ? std::min<std::size_t>(n, rule.max_fusion_depth) : n;
 }
 

@@ -57,6 +57,14 @@ std::vector<FusionRule> fusion_rules();
 // register_fusion_rule. What a job's declared rules become (tuner/job_context.hpp).
 FusionRuleSet fusion_rule_set_with(std::vector<FusionRule> rules);
 
+// bad_input naming `where` and the field unless pattern is well formed: the main op, then at
+// least one step; no empty op name; the main op not repeating.
+void check_fusion_pattern(const std::vector<std::string>& pattern, const std::string& where);
+// How many leading ops of a chain a pattern matches: chain[0] against pattern[0], then the
+// rest step by step as above; 0 if chain[0] does not match. Each op goes by any of its names
+// (an ONNX node's "Relu", its epilogue step "relu", its kernel's "conv2d"): the one grammar
+// that fused_prefix and Python's FusionScheduler (python/atvoss/graph.py) both match with.
+std::size_t pattern_prefix(const std::vector<std::string>& pattern, const std::vector<std::vector<std::string>>& chain);
 // How many leading ops of epilogue the rule fuses into op at fusion_level (0 if the
 // level is below the rule's or the main op does not match).
 std::size_t fused_prefix(const FusionRule& rule, const std::string& op, const std::vector<std::string>& epilogue,

@@ -393,8 +393,10 @@ class Timeline:
 @dataclass(frozen=True)
 class FusionRule:
     """A chain a FusionScheduler fuses: pattern[0] is the first op's kind (a kernel's op,
-    such as "conv2d", or "*" for any kernel), the rest are the ops after it in order; at
-    most max_fusion_depth ops in all; no intermediate tensor over memory_budget bytes."""
+    such as "conv2d", or "*" for any kernel), the rest are the ops after it in order, in the
+    grammar of the C++ fusion rules (lowering/fusion_rules.hpp: "a|b" either, "*" any op,
+    "a+" one or more); at most max_fusion_depth ops in all; no intermediate tensor over
+    memory_budget bytes."""
 
     pattern: Tuple[str, ...]
     max_fusion_depth: int
@@ -444,10 +446,11 @@ def _joins(node: Node) -> bool:
     return bool(node.step) or node.kernel is None
 
 
-def _is_kind(node: Node, kind: str) -> bool:
-    """Whether node is an op of this kind: its own name for it ("Relu" in an ONNX graph), its
-    epilogue step ("relu") or its kernel's op ("conv2d")."""
-    return kind in (node.op, node.step) or (node.kernel is not None and node.kernel.op == kind)
+def _names(node: Node) -> List[str]:
+    """The kinds a node goes by in a pattern: its own name for it ("Relu" in an ONNX graph),
+    its epilogue step ("relu") and its kernel's op ("conv2d")."""
+    names = [n for n in (node.op, node.step) if n]
+    return names + ([node.kernel.op] if node.kernel is not None else [])
 
 
 def _saved_bytes(g: Graph, groups: List[List[str]]) -> float:
@@ -467,6 +470,9 @@ def _result(original: Graph, fused: Graph, groups: List[List[str]], rules: List[
     return FusionResult(ops, ops - sum(len(g) - 1 for g in groups), groups, rules, _saved_bytes(original, groups),
                         fused)
 
+
+# A rule with a repeating step ("relu|gelu+") and no max_fusion_depth: no limit but the graph's.
+_NO_DEPTH_LIMIT = 1 << 30
 
 # The articles' add_rule(pattern, config): on-chip capacities an l1_preference picks as the
 # memory budget when the config gives none (Ascend 910's L1 and unified buffer).
@@ -488,9 +494,11 @@ class FusionScheduler:
                  memory_budget: Optional[float] = None, name: Optional[str] = None) -> FusionRule:
         """Adds a rule. pattern: the op kinds of a chain, first the kernel's ("conv2d",
         "matmul", or "*" for any kernel), then the ops fused after it, in order ("batchnorm",
-        "relu", ...); a chain fuses the longest prefix of the pattern it follows (two ops at
-        least). max_fusion_depth: most ops in one fused group (default: the pattern's
-        length). memory_budget: bytes an intermediate tensor may take, since the fused kernel
+        "relu", ...); a step may be "a|b" (either), "*" (any op) or end in "+" (one or more
+        such ops in a row), the grammar of the fusion rules a job declares
+        (docs/job-spec.md); a chain fuses the longest prefix of the pattern it follows (two
+        ops at least). max_fusion_depth: most ops in one fused group (default: the pattern's
+        length, or no limit when a step repeats). memory_budget: bytes an intermediate tensor may take, since the fused kernel
         keeps it on chip (default: no limit). A chain also stops at a tensor read by more
         than one op, a graph output, or an edge connected with fusible=False.
 
@@ -514,7 +522,9 @@ class FusionScheduler:
                 raise ValueError(f"add_rule: field 'tile_size' must be an int >= 1 (elements), got {tile_size!r}")
         if isinstance(pattern, str) or len(pattern) < 2 or not all(isinstance(p, str) and p for p in pattern):
             raise ValueError("add_rule: field 'pattern' must list at least two op kinds, e.g. ['conv2d', 'relu']")
-        depth = len(pattern) if max_fusion_depth is None else max_fusion_depth
+        _atvoss.check_fusion_pattern(list(pattern), "add_rule")
+        repeating = any(p.endswith("+") for p in pattern)
+        depth = (_NO_DEPTH_LIMIT if repeating else len(pattern)) if max_fusion_depth is None else max_fusion_depth
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 2:
             raise ValueError(f"add_rule: field 'max_fusion_depth' must be an int >= 2, got {max_fusion_depth!r}")
         budget = math.inf if memory_budget is None else memory_budget
@@ -550,11 +560,12 @@ class FusionScheduler:
 
     @staticmethod
     def _chain(g: Graph, start: str, rule: FusionRule) -> List[str]:
-        first = g.nodes[start]
-        if rule.pattern[0] != "*" and not _is_kind(first, rule.pattern[0]):
-            return []
+        """The ops from start that the rule fuses: the run of ops that could join start's
+        kernel (each the sole reader of the last one's sole output, within the memory budget,
+        not yet fused, on a fusible edge), cut to the prefix the rule's pattern matches (the
+        fusion rules' own grammar, lowering/fusion_rules.hpp: "a|b", "*", "a+")."""
         chain = [start]
-        while len(chain) < min(rule.max_fusion_depth, len(rule.pattern)):
+        while len(chain) < rule.max_fusion_depth:
             outputs = g.nodes[chain[-1]].outputs
             if len(outputs) != 1:
                 break
@@ -563,11 +574,11 @@ class FusionScheduler:
             if t.output or len(readers) != 1 or rule.footprint(t) > rule.memory_budget:
                 break
             nxt = g.nodes[readers[0]]
-            if (nxt.fused_into is not None or not _joins(nxt) or not _is_kind(nxt, rule.pattern[len(chain)])
-                    or not nxt.fusible_inputs.get(t.name, True)):
+            if nxt.fused_into is not None or not _joins(nxt) or not nxt.fusible_inputs.get(t.name, True):
                 break
             chain.append(nxt.name)
-        return chain
+        names = [_names(g.nodes[n]) for n in chain]
+        return chain[:_atvoss.fusion_pattern_prefix(list(rule.pattern), names)]
 
     @staticmethod
     def builtin(graph: Graph) -> FusionResult:

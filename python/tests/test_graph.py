@@ -59,6 +59,23 @@ def test_depth_budget_location_and_constraints_stop_a_chain():
         conv_bn_relu().op("again", "relu", count=0)
 
 
+def test_a_rule_takes_the_grammar_of_the_fusion_rules_a_job_declares():
+    # One grammar for Python's rules and C++'s (lowering/fusion_rules.hpp): "a|b", "*", "a+".
+    def fused(pattern, **rule):
+        f = atvoss.FusionScheduler()
+        f.add_rule(pattern, **rule)
+        return f.schedule(conv_bn_relu()).groups
+
+    assert fused(["conv2d", "layernorm|batchnorm", "gelu|relu"]) == [["conv", "bn", "relu"]]
+    assert fused(["*", "*+"]) == [["conv", "bn", "relu"]]  # a repeating step: no depth limit by default
+    assert fused(["conv2d", "batchnorm|relu+"], max_fusion_depth=2) == [["conv", "bn"]]
+    assert fused(["conv2d", "gelu|layernorm+"]) == []
+    with pytest.raises(ValueError, match=r"add_rule: field 'pattern\[1\]': 'relu\|\|gelu' has an empty op name"):
+        atvoss.FusionScheduler().add_rule(["conv2d", "relu||gelu"])
+    with pytest.raises(ValueError, match=r"field 'pattern\[0\]': the main op cannot repeat"):
+        atvoss.FusionScheduler().add_rule(["conv2d+", "relu"])
+
+
 def test_the_builtin_pass_on_an_onnx_graph(tmp_path):
     onnx = pytest.importorskip("onnx")  # python3-onnx, installed by scripts/setup.sh for the tests
     from onnx import TensorProto, helper
@@ -84,6 +101,9 @@ def test_the_builtin_pass_on_an_onnx_graph(tmp_path):
     f = atvoss.FusionScheduler()
     f.add_rule(["Conv", "BatchNormalization", "relu"])
     assert f.schedule(g).groups == [["conv", "bn", "relu"]]
+    by_kernel = atvoss.FusionScheduler()  # the Conv node by its kernel's op, the Relu by its step
+    by_kernel.add_rule(["conv2d", "BatchNormalization", "relu|gelu"])
+    assert by_kernel.schedule(g).groups == [["conv", "bn", "relu"]]
     with pytest.raises(FileNotFoundError):
         atvoss.Graph.from_onnx(tmp_path / "missing.onnx")
 
