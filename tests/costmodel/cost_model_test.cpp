@@ -6,6 +6,8 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "costmodel/features.hpp"
+#include "costmodel/internal/model_envelope.hpp"
 #include "costmodel/metrics.hpp"
 #include "synthetic.hpp"
 
@@ -232,6 +234,59 @@ TEST(CostModelFactoryTest, ModelOfAnotherKindIsCorrupt) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::corrupt);
     EXPECT_NE(std::string(e.what()).find("linear"), std::string::npos);
+  }
+}
+
+// A measured table of knobs a, b, c (1..8) whose time depends on b alone: the booster reads
+// only the columns that vary (six of the layout's), and still names the features by the layout.
+WorkloadGroup table_timed_by_b() {
+  WorkloadGroup g{Workload::from_json(Json{{"op", "recorded"}, {"table", "by_b"}}), testing::test_target(), {}};
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> v(1, 8);
+  for (int i = 0; i < 200; ++i) {
+    Schedule s;
+    s.set("a", v(rng));
+    s.set("b", v(rng));
+    s.set("c", v(rng));
+    g.samples.push_back({s, Status::ok, 100.0 + 10.0 * double(s.at("b"))});
+  }
+  return g;
+}
+
+TEST(XGBoostColumnsTest, ImportanceNamesTheFeatureTheTimeDependsOn) {
+  auto model = make_cost_model("xgboost", 1);
+  const WorkloadGroup g = table_timed_by_b();
+  model->train(std::span(&g, 1));
+  const auto scores = model->feature_importance();
+  ASSERT_FALSE(scores.empty());
+  // b is the second knob in name order: generic slot 1, as its value or its log.
+  EXPECT_TRUE(scores.front().feature == "gen_knob_1" || scores.front().feature == "gen_log2_1")
+      << scores.front().feature;
+}
+
+TEST(XGBoostColumnsTest, ASavedModelKeepsItsColumnsAndRefusesBadOnes) {
+  auto model = make_cost_model("xgboost", 1);
+  const WorkloadGroup g = table_timed_by_b();
+  model->train(std::span(&g, 1));
+  std::vector<Schedule> rows;
+  for (const auto& t : g.samples) rows.push_back(t.schedule);
+  const std::vector<std::uint8_t> saved = model->save();
+  ModelEnvelope env = unwrap_model(saved, "xgboost");
+  ASSERT_TRUE(env.header.contains("columns"));
+  EXPECT_EQ(env.header["columns"].size(), 6u) << env.header.dump();  // a, b, c: value and log each
+  auto loaded = make_cost_model("xgboost");
+  loaded->load(saved);
+  EXPECT_EQ(loaded->predict(g.workload, g.target, rows), model->predict(g.workload, g.target, rows));
+  for (const Json& bad : {Json::array({5, 3}), Json::array({feature_count()}), Json("all")}) {
+    Json header = env.header;
+    header["columns"] = bad;
+    try {
+      make_cost_model("xgboost")->load(wrap_model("xgboost", header, env.payload));
+      FAIL() << "expected corrupt for " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::corrupt);
+      EXPECT_NE(std::string(e.what()).find("field 'columns'"), std::string::npos) << e.what();
+    }
   }
 }
 
