@@ -116,6 +116,12 @@ const std::map<std::string, BinaryLoop>& binary_ops() {
       {"Xor", &binary_loop<decltype([](float x, float y) { return (x != 0.0f) != (y != 0.0f) ? 1.0f : 0.0f; })>},
       // An integer tensor's Div truncates toward zero (ONNX).
       {"IntDiv", &binary_loop<decltype([](float x, float y) { return std::trunc(x / y); })>},
+      // Mod: fmod 0 (integers) takes the divisor's sign, as Python's %; fmod 1 the dividend's, as C's.
+      {"Mod", &binary_loop<decltype([](float x, float y) {
+         const float r = std::fmod(x, y);
+         return r != 0.0f && (r < 0.0f) != (y < 0.0f) ? r + y : r;
+       })>},
+      {"FMod", &binary_loop<decltype([](float x, float y) { return std::fmod(x, y); })>},
   };
   return ops;
 }

@@ -5,6 +5,7 @@
 // outputs out. The steps of each kind are model_kernels.cpp's and model_plain.cpp's.
 #include "engine/model.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -41,6 +42,11 @@ void require_exact_integers(const TensorInfo& input, const float* values) {
 }
 
 }  // namespace
+
+bool is_integer_type(const std::string& type) {
+  static const std::set<std::string> types = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"};
+  return types.count(type) > 0;
+}
 
 Ref Model::Impl::plain(int t, const std::string& who) {
   Value& v = values[t];
@@ -167,9 +173,9 @@ void Model::Impl::add_inputs() {
     }
     std::string type = file->input_type(gt.name);
     if (type.empty()) type = "float";
-    if (type != "float" && type != "int64" && type != "int32" && type != "bool") {
+    if (type != "float" && type != "bool" && !is_integer_type(type)) {
       throw_bad_input("model: input '" + gt.name + "' is " + type +
-                      "; the engine takes float, int64, int32 and bool inputs");
+                      "; the engine takes float, integer and bool inputs (it computes in float32)");
     }
     if (gt.shape.empty()) throw_bad_input("model: input '" + gt.name + "' has no known shape");
     values[t].plain = new_slot(gt.shape);
@@ -205,7 +211,7 @@ void Model::Impl::add_node(int i) {
   // or fed at run time), which draws a random mask.
   if (n.op == "Dropout" && scalar_input(*proto, 2, 0) != 0) unsupported(n, "training_mode: a Dropout that trains");
   if (view_ops().count(n.op)) return add_view(n);
-  if (n.op == "Cast") return add_cast(n, *proto);
+  if (n.op == "Cast" || n.op == "CastLike") return add_cast(n, *proto);
   if (n.kernel && add_kernel(i, *proto)) return;
   add_plain(n, *proto);
   for (int f : fused_nodes(i)) {  // in its order
@@ -234,7 +240,7 @@ void Model::Impl::fold_constant_node(const frontend::GraphNode& n, const onnx::N
   const std::size_t first_step = steps.size(), first_slot = slots.size();
   if (view_ops().count(n.op))
     add_view(n);
-  else if (n.op == "Cast")
+  else if (n.op == "Cast" || n.op == "CastLike")
     add_cast(n, p);
   else
     add_plain(n, p);
@@ -270,13 +276,18 @@ void Model::Impl::add_view(const frontend::GraphNode& n) {
 
 void Model::Impl::add_cast(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   using TP = onnx::TensorProto;
-  const std::int64_t to = int_attr(p, "to", 0);
+  std::int64_t to = int_attr(p, "to", 0);
+  if (n.op == "CastLike") {  // to the type of its second input (opset 15)
+    std::string like = n.inputs.size() == 2 ? graph.tensors()[n.inputs[1]].dtype : "";
+    for (auto& c : like) c = char(std::toupper(static_cast<unsigned char>(c)));
+    TP::DataType type{};
+    if (!TP::DataType_Parse(like, &type)) unsupported(n, "input 'target_type' has no known element type");
+    to = type;
+  }
   std::string from = graph.tensors()[n.inputs.at(0)].dtype;
   if (from.empty()) from = "float";
   const bool from_float = from == "float" || from == "double";
-  // The narrower and unsigned types come from constants (onnx_file.hpp reads every integer type).
-  const bool from_int = from == "int64" || from == "int32" || from == "int16" || from == "int8" || from == "uint64" ||
-                        from == "uint32" || from == "uint16" || from == "uint8";
+  const bool from_int = is_integer_type(from);
   const bool to_float = to == TP::FLOAT || to == TP::DOUBLE, to_int = to == TP::INT64 || to == TP::INT32;
   if ((!from_float && !from_int && from != "bool") || (!to_float && !to_int && to != TP::BOOL)) {
     unsupported(n, "a cast to " + TP::DataType_Name(static_cast<TP::DataType>(to)) + " from '" + from +

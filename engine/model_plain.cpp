@@ -25,6 +25,10 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
     return add_unary(n, p);
   }
   if (op == "Sum" && n.inputs.size() == 2) return add_binary(n, "Add");
+  const bool variadic = op == "Sum" || op == "Mean" || op == "Max" || op == "Min";
+  if (variadic && (n.inputs.size() != 2 || op == "Mean")) return add_variadic(n);
+  if (op == "Mod") return add_binary(n, int_attr(p, "fmod", 0) != 0 ? "FMod" : "Mod");
+  if (op == "CumSum") return add_cumsum(n, p);
   if (op == "Div" && is_integer(n.outputs[0])) return add_binary(n, "IntDiv");
   if (binary_op(op)) return add_binary(n, op);
   if (op == "Where") return add_where(n);
@@ -179,6 +183,37 @@ void Model::Impl::add_binary(const frontend::GraphNode& n, const std::string& op
   const Ref a = plain(ta, n.name), b = plain(tb, n.name);
   const int y = output(n.outputs[0], false);
   push(n, [this, op, a, b, y, sa, sb, so] { binary(op, at(a), sa, at(b), sb, ptr[y], so, threads); });
+}
+
+void Model::Impl::add_variadic(const frontend::GraphNode& n) {
+  if (n.inputs.size() == 1) return add_view(n);  // the sum, mean, max or min of one tensor
+  const std::string op = n.op == "Sum" || n.op == "Mean" ? "Add" : n.op;
+  const float scale = n.op == "Mean" ? 1.0f / float(n.inputs.size()) : 1.0f;
+  std::vector<Ref> in;
+  std::vector<Shape> shapes;
+  for (int t : n.inputs) in.push_back(plain(t, n.name)), shapes.push_back(values[t].shape);
+  const Shape so = values[n.outputs[0]].shape;
+  const int y = output(n.outputs[0], false);
+  // The first two into the output, then each other one into it (the output is no input's slot).
+  push(n, [this, op, in, shapes, so, y, scale] {
+    float* out = ptr[y];
+    binary(op, at(in[0]), shapes[0], at(in[1]), shapes[1], out, so, threads);
+    for (std::size_t k = 2; k < in.size(); ++k) binary(op, out, so, at(in[k]), shapes[k], out, so, threads);
+    if (scale != 1.0f) {
+      for (std::int64_t i = 0; i < elements(so); ++i) out[i] *= scale;
+    }
+  });
+}
+
+void Model::Impl::add_cumsum(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const auto axis = ints_of(n, p, 1, "axis");
+  if (!axis || axis->size() != 1) unsupported(n, "input 'axis' must be a constant scalar");
+  const std::size_t a = std::size_t(axis_of(n, (*axis)[0], xs.size()));
+  const bool exclusive = int_attr(p, "exclusive", 0) != 0, reverse = int_attr(p, "reverse", 0) != 0;
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { cumulative_sum(at(x), xs, a, exclusive, reverse, ptr[y]); });
 }
 
 void Model::Impl::add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {
@@ -456,12 +491,12 @@ void Model::Impl::add_pad(const frontend::GraphNode& n, const onnx::NodeProto& p
 void Model::Impl::add_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   const Shape xs = values[n.inputs[0]].shape;
   const std::vector<std::int64_t> axes = ints_of(n, p, 1, "axes").value_or(std::vector<std::int64_t>{});
-  if (axes.empty() && int_attr(p, "noop_with_empty_axes", 0) != 0) unsupported(n, "noop_with_empty_axes");
+  const std::string op = n.op;
+  if (!reduce_op(op)) unsupported(n, "the engine has no step for this reduction");
+  // No axes and noop_with_empty_axes: the input as it is (opset 18's form of "reduce nothing").
+  if (axes.empty() && int_attr(p, "noop_with_empty_axes", 0) != 0) return add_view(n);
   std::vector<bool> reduced(xs.size(), axes.empty());
   for (auto a : axes) reduced[axis_of(n, a, xs.size())] = true;
-  const std::string op = n.op;
-  static const std::set<std::string> reductions = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"};
-  if (!reductions.count(op)) unsupported(n, "the engine has no step for this reduction");
   const Ref x = plain(n.inputs[0], n.name);
   const int y = output(n.outputs[0], false);  // keepdims or not: the same values in the same order
   push(n, [=, this] { reduce(op, at(x), xs, reduced, ptr[y]); });

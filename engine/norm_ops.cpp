@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "engine/internal/plain_helpers.hpp"
 #include "engine/plain_ops.hpp"
@@ -339,10 +340,59 @@ bool reduces_trailing_axes(const std::vector<bool>& reduced) {
 
 }  // namespace
 
+namespace {
+
+// What a reduction adds up per element, and what it makes of the total (ONNX's Reduce ops).
+enum class Gather { sum, max, min, prod, abs, square, exp };
+struct Reduction {
+  Gather gather;
+  bool mean = false, sqrt = false, log = false;
+};
+
+std::optional<Reduction> reduction_of(const std::string& op) {
+  static const std::map<std::string, Reduction> ops = {
+      {"ReduceSum", {Gather::sum}},
+      {"ReduceMean", {Gather::sum, true}},
+      {"ReduceMax", {Gather::max}},
+      {"ReduceMin", {Gather::min}},
+      {"ReduceProd", {Gather::prod}},
+      {"ReduceL1", {Gather::abs}},
+      {"ReduceL2", {Gather::square, false, true}},
+      {"ReduceSumSquare", {Gather::square}},
+      {"ReduceLogSum", {Gather::sum, false, false, true}},
+      // Summed as exp(v - the output's max) and the max added back after the log, as ONNX
+      // Runtime does, so that a large v does not overflow.
+      {"ReduceLogSumExp", {Gather::exp, false, false, true}},
+  };
+  const auto it = ops.find(op);
+  return it == ops.end() ? std::nullopt : std::optional<Reduction>(it->second);
+}
+
+double gathered(Gather g, double a, double v) {
+  switch (g) {
+    case Gather::max:
+      return std::max(a, v);
+    case Gather::min:
+      return std::min(a, v);
+    case Gather::prod:
+      return a * v;
+    case Gather::abs:
+      return a + std::abs(v);
+    case Gather::square:
+      return a + v * v;
+    default:
+      return a + v;  // sum; exp adds exp(v - max), taken by the caller
+  }
+}
+
+}  // namespace
+
+bool reduce_op(const std::string& op) { return reduction_of(op).has_value(); }
+
 bool reduce(const std::string& op, const float* in, const Shape& x, const std::vector<bool>& reduced, float* out) {
-  const bool mean = op == "ReduceMean", sum = op == "ReduceSum", mx = op == "ReduceMax", mn = op == "ReduceMin";
-  const bool prod = op == "ReduceProd";
-  if (!mean && !sum && !mx && !mn && !prod) return false;
+  const std::optional<Reduction> how = reduction_of(op);
+  if (!how) return false;
+  const Gather g = how->gather;
   const std::size_t r = x.size();
   Shape y = x;
   std::int64_t count = 1;
@@ -350,25 +400,66 @@ bool reduce(const std::string& op, const float* in, const Shape& x, const std::v
     if (reduced[d]) count *= x[d], y[d] = 1;
   }
   const std::int64_t ny = elements(y);
-  if (count > 1 && reduces_trailing_axes(reduced) && !prod) {  // rows (a LayerNorm's mean): vectorized
-    for (std::int64_t k = 0; k < ny; ++k) out[k] = reduce_row(in + k * count, count, mean, mx, mn);
+  const bool row_op = g == Gather::sum || g == Gather::max || g == Gather::min;
+  if (count > 1 && reduces_trailing_axes(reduced) && row_op && !how->log) {  // rows (a LayerNorm's mean): vectorized
+    for (std::int64_t k = 0; k < ny; ++k) {
+      out[k] = reduce_row(in + k * count, count, how->mean, g == Gather::max, g == Gather::min);
+    }
     return true;
   }
   const auto ys = broadcast_strides(y, r);  // the output offset of each input index
-  std::vector<double> acc(std::size_t(ny), mx     ? -std::numeric_limits<double>::infinity()
-                                           : mn   ? std::numeric_limits<double>::infinity()
-                                           : prod ? 1.0
-                                                  : 0.0);
-  std::vector<std::int64_t> index(r, 0);
-  std::int64_t o = 0;
-  for (std::int64_t i = 0; i < elements(x); ++i) {
-    const double v = in[i];
-    double& a = acc[std::size_t(o)];
-    a = mx ? std::max(a, v) : mn ? std::min(a, v) : prod ? a * v : a + v;
-    advance(index, x, ys, o);
+  const auto each = [&](const auto& f) {
+    std::vector<std::int64_t> index(r, 0);
+    std::int64_t o = 0;
+    for (std::int64_t i = 0; i < elements(x); ++i) {
+      f(o, double(in[i]));
+      advance(index, x, ys, o);
+    }
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> shift(std::size_t(ny), 0.0);
+  if (g == Gather::exp) {
+    std::fill(shift.begin(), shift.end(), -inf);
+    each([&](std::int64_t o, double v) { shift[std::size_t(o)] = std::max(shift[std::size_t(o)], v); });
+    for (double& m : shift) m = std::isfinite(m) ? m : 0.0;
   }
-  for (std::int64_t k = 0; k < ny; ++k) out[k] = float(mean ? acc[k] / double(count) : acc[k]);
+  std::vector<double> acc(std::size_t(ny), g == Gather::max    ? -inf
+                                           : g == Gather::min  ? inf
+                                           : g == Gather::prod ? 1.0
+                                                               : 0.0);
+  each([&](std::int64_t o, double v) {
+    double& a = acc[std::size_t(o)];
+    a = g == Gather::exp ? a + std::exp(v - shift[std::size_t(o)]) : gathered(g, a, v);
+  });
+  for (std::int64_t k = 0; k < ny; ++k) {
+    double v = how->mean ? acc[std::size_t(k)] / double(count) : acc[std::size_t(k)];
+    if (how->sqrt) v = std::sqrt(v);
+    if (how->log) v = std::log(v) + shift[std::size_t(k)];
+    out[k] = float(v);
+  }
   return true;
+}
+
+void cumulative_sum(const float* in, const Shape& x, std::size_t axis, bool exclusive, bool reverse, float* out) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d) outer *= x[d];
+  for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
+  const std::int64_t len = x[axis];
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      float sum = 0;
+      for (std::int64_t k = 0; k < len; ++k) {
+        const std::int64_t at = (o * len + (reverse ? len - 1 - k : k)) * inner + i;
+        if (exclusive) {
+          out[at] = sum;
+          sum += in[at];
+        } else {
+          sum += in[at];
+          out[at] = sum;
+        }
+      }
+    }
+  }
 }
 
 void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y) {

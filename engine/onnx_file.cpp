@@ -40,16 +40,6 @@ std::vector<std::int64_t> integers(const onnx::TensorProto& t, const Field& fiel
 
 }  // namespace
 
-std::string data_type_name(int type) {
-  // This protobuf's enum may predate the type (Debian's ONNX 1.12 has no float8 or int4).
-  std::string name = onnx::TensorProto::DataType_IsValid(type)
-                         ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(type))
-                         : "";
-  if (name.empty()) return "ONNX data type " + std::to_string(type);
-  for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
-
 OnnxFile::OnnxFile(const std::string& path, const frontend::BoundDims& bound)
     : model_(std::make_shared<onnx::ModelProto>(frontend::read_bound_onnx_model(path, bound))) {
   for (const auto& o : model_->opset_import()) {
@@ -122,7 +112,7 @@ void OnnxFile::add_constant(const onnx::TensorProto& t) {
       }
       break;
     default:
-      unread_[name] = data_type_name(t.data_type());  // refused only if a step reads it
+      unread_[name] = elem_type_name(t.data_type());  // refused only if a step reads it
       return;
   }
   const bool integral = t.data_type() != onnx::TensorProto::FLOAT && t.data_type() != onnx::TensorProto::DOUBLE;
@@ -184,7 +174,7 @@ int OnnxFile::input_position(const std::string& tensor) const {
 std::string OnnxFile::input_type(const std::string& tensor) const {
   for (const auto& v : model_->graph().input()) {
     if (v.name() != tensor || !v.type().has_tensor_type()) continue;
-    return data_type_name(v.type().tensor_type().elem_type());
+    return elem_type_name(v.type().tensor_type().elem_type());
   }
   return "";
 }

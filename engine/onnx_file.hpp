@@ -57,15 +57,12 @@ class OnnxFile {
   std::int64_t opset_ = 0;
 };
 
-// An ONNX element type's name in lower case ("float", "uint32"), or "ONNX data type N" for a
-// type this protobuf does not know.
-std::string data_type_name(int type);
-
 // A one-element tensor (an attribute's, as ConstantOfShape's `value`) as a float, from float,
 // double, int64 or int32 storage; nullopt for more elements or another type.
 std::optional<float> single_value(const onnx::TensorProto& t);
 
-// Node attributes, read as the importer reads them.
+// Node attributes and element types, read as the importer reads them.
+using frontend::elem_type_name;
 using frontend::float_attr;
 using frontend::int_attr;
 using frontend::ints_attr;

@@ -40,8 +40,8 @@ void where(const float* cond, const Shape& sc, const float* a, const Shape& sa, 
 
 // Binary elementwise ops with numpy broadcasting (Add, Sub, Mul, Div, Pow, Max, Min, PRelu; the
 // comparisons Equal, Less, LessOrEqual, Greater, GreaterOrEqual and the logic And, Or, Xor,
-// giving 0 or 1; IntDiv, an integer tensor's Div). false when the op is not one of these or
-// the shapes do not broadcast. binary_op: whether binary() knows op.
+// giving 0 or 1; IntDiv, an integer tensor's Div; Mod and FMod, ONNX's Mod with fmod 0 and 1). false when the op is not
+// one of these or the shapes do not broadcast. binary_op: whether binary() knows op.
 bool binary_op(const std::string& op);
 bool binary(const std::string& op, const float* a, const Shape& sa, const float* b, const Shape& sb, float* out,
             const Shape& so, int threads = 1);
@@ -88,9 +88,15 @@ void gather(const float* data, const Shape& x, const std::int64_t* indices, std:
 // output of Split).
 void strided_slice(const float* in, const Shape& x, const std::vector<std::int64_t>& starts,
                    const std::vector<std::int64_t>& steps, float* out, const Shape& y, int threads = 1);
-// Reduction (ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd) over the dims where
-// reduced[d], into y (x's shape with those dims 1). false for another op.
+// Reduction (ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+// ReduceSumSquare, ReduceLogSum, ReduceLogSumExp) over the dims where reduced[d], into y (x's
+// shape with those dims 1), accumulated in double. false for another op; reduce_op: whether
+// reduce() knows op.
+bool reduce_op(const std::string& op);
 bool reduce(const std::string& op, const float* in, const Shape& x, const std::vector<bool>& reduced, float* out);
+// ONNX CumSum: out = the running sums of in along axis (summed in float, as ONNX Runtime sums);
+// exclusive: each leaves out its own element; reverse: from the axis's end.
+void cumulative_sum(const float* in, const Shape& x, std::size_t axis, bool exclusive, bool reverse, float* out);
 // Pad: y = x with `before[d]` values before each dim's data (negative crops); outside x,
 // `value` (constant), x mirrored about its edge without repeating it (reflect) or x's edge
 // repeated (edge), as ONNX's Pad modes.

@@ -1,8 +1,10 @@
-// ONNX node attributes by name, with the value a node without one takes: what the importer
-// (onnx_import.cpp) and the model engine (engine/) read of a node, read one way.
+// ONNX node attributes by name, with the value a node without one takes, and element types by
+// name: what the importer (onnx_import.cpp) and the model engine (engine/) read of a node,
+// read one way.
 // Pure functions of the node: thread-safe.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +12,17 @@
 #include <onnx/onnx_pb.h>
 
 namespace atvoss::frontend {
+
+// ONNX's name of an element type in lower case ("float", "int64", ...), or "ONNX data type N"
+// for a type this protobuf predates (Debian's ONNX 1.12 has no float8 or int4).
+inline std::string elem_type_name(int type) {
+  std::string name = onnx::TensorProto::DataType_IsValid(type)
+                         ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(type))
+                         : "";
+  if (name.empty()) return "ONNX data type " + std::to_string(type);
+  for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
 
 inline std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback) {
   for (const auto& a : n.attribute()) {

@@ -23,13 +23,6 @@ namespace {
 
 using Shape = std::vector<std::int64_t>;
 
-// ONNX's name of an element type ("float", "int64", ...), as TensorProto spells it in lower case.
-std::string elem_type_name(int type) {
-  std::string name = onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(type));
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  return name;
-}
-
 // A node's attributes by name: ints, floats and strings as values, their lists as arrays;
 // tensors and graphs by their kind only (a node not tuned keeps what it was given).
 Json attributes_of(const onnx::NodeProto& n) {

@@ -26,6 +26,10 @@
 
 namespace atvoss::engine {
 
+// Whether an element type is one of ONNX's integer types (int8 to int64, uint8 to uint64),
+// which the engine holds as exact floats (an integer Div truncates; inputs are checked).
+bool is_integer_type(const std::string& type);
+
 // A tensor's data when a step runs: a buffer of the arena, or a constant of the file.
 struct Ref {
   int slot = -1;
@@ -285,10 +289,7 @@ struct Model::Impl {
   // same bytes in either order: a squeeze-excitation's scale), or a scalar.
   std::optional<Shape> nhwc_operand(int t, const Shape& so) const;
 
-  bool is_integer(int t) const {
-    const std::string& d = graph.tensors()[t].dtype;
-    return d == "int64" || d == "int32";
-  }
+  bool is_integer(int t) const { return is_integer_type(graph.tensors()[t].dtype); }
 
   void add_where(const frontend::GraphNode& n);
 
@@ -296,6 +297,10 @@ struct Model::Impl {
   void add_expand(const frontend::GraphNode& n);
 
   void add_binary(const frontend::GraphNode& n, const std::string& op);
+  // Sum, Mean, Max or Min of one input or more than two (two of Max, Min or Sum: add_binary).
+  void add_variadic(const frontend::GraphNode& n);
+  // CumSum along a constant axis, exclusive and reverse as the attributes say.
+  void add_cumsum(const frontend::GraphNode& n, const onnx::NodeProto& p);
 
   void add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p);
 

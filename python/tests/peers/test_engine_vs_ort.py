@@ -211,6 +211,96 @@ def test_integer_inputs_masks_and_comparisons(tmp_path):
         m.run([np.full((2, 6), 0.5, dtype=np.float32), mask])
 
 
+def run_both(path, feeds):
+    """The engine's outputs and ONNX Runtime's on the same named inputs, compared as compare() does."""
+    m = rt.Model(path)
+    ours = m.run([feeds[n] for n, _ in m.inputs])
+    theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run([n for n, _ in m.outputs], feeds)
+    for (name, _), a, r in zip(m.outputs, ours, theirs):
+        assert a.shape == r.shape, name
+        error = float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1)))
+        assert error <= 1e-4, "%s: max relative error %.3g" % (name, error)
+
+
+def save_typed(b, path, inputs, outputs, opset=13):
+    """b's graph with inputs of the given (name, element type, shape)."""
+    graph = helper.make_graph(b.nodes, "typed", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                              [helper.make_tensor_value_info(o, T.FLOAT, None) for o in outputs], b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_every_reduction_at_opset_13_and_18(tmp_path):
+    # F.normalize exports ReduceL2; logsumexp ReduceLogSumExp (on large values: summed shifted by
+    # the max); opset 18 moves axes to an input and adds noop_with_empty_axes.
+    for opset in (13, 18):
+        b = Builder()
+        outs = []
+        for k, op in enumerate(["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
+                                "ReduceMean", "ReduceProd"]):
+            x = b.node("Mul", [b.node("Abs", ["x"]), b.const(1000.0)]) if op == "ReduceLogSumExp" else "x"
+            if op == "ReduceLogSum":
+                x = b.node("Add", [b.node("Abs", ["x"]), b.const(0.5)])
+            axes = [[1], [0, 2], [-1]][k % 3]
+            keep = k % 2
+            if opset >= 18:
+                outs.append(b.node(op, [x, b.ints(axes)], keepdims=keep))
+            else:
+                outs.append(b.node(op, [x], axes=axes, keepdims=keep))
+        if opset >= 18:  # empty axes and noop_with_empty_axes: none reduced
+            outs.append(b.node("ReduceL1", ["x", b.ints(np.zeros(0, np.int64))], noop_with_empty_axes=1))
+        else:  # no axes: every axis
+            outs.append(b.node("ReduceL2", ["x"], keepdims=1))
+        compare(b.save(str(tmp_path / ("reduce%d.onnx" % opset)), [("x", [3, 4, 5])], outs, opset=opset))
+
+
+def test_sum_mean_max_min_of_any_number_of_inputs(tmp_path):
+    b = Builder()
+    y = b.node("Relu", ["y"])
+    outs = [b.node("Sum", ["x", "y", b.const(RNG.uniform(-1, 1, (1, 5)))]),  # broadcast
+            b.node("Mean", ["x", "y"]), b.node("Mean", ["x", y, "y"]), b.node("Max", ["x"]),
+            b.node("Max", ["x", "y", y, b.const(0.25)]), b.node("Min", ["x", y, "y"])]
+    compare(b.save(str(tmp_path / "variadic.onnx"), [("x", [4, 5]), ("y", [4, 5])], outs))
+
+
+def test_cumsum_as_roberta_exports_its_position_ids(tmp_path):
+    # RoBERTa's position ids: the running count of non-padding tokens, times the mask, plus
+    # the padding index (int64 throughout); then CumSum's exclusive and reverse forms on floats.
+    b = Builder()
+    mask = b.node("Cast", [b.node("Not", [b.node("Equal", ["ids", b.ints(1)])])], to=T.INT64)
+    running = b.node("CumSum", [mask, b.ints(1)])
+    positions = b.node("Add", [b.node("Mul", [running, mask]), b.ints(1)])
+    table = b.node("Gather", [b.const(RNG.standard_normal((16, 8))), positions], axis=0)
+    x = b.node("Cast", ["ids"], to=T.FLOAT)
+    forms = [b.node("CumSum", [x, b.ints(0)], exclusive=1), b.node("CumSum", [x, b.ints(-1)], reverse=1),
+             b.node("CumSum", [x, b.ints(1)], exclusive=1, reverse=1)]
+    path = save_typed(b, str(tmp_path / "positions.onnx"), [("ids", T.INT64, [2, 7])], [table, *forms])
+    ids = np.array([[0, 5, 9, 4, 2, 1, 1], [0, 3, 3, 8, 6, 7, 2]], dtype=np.int64)  # 1 pads
+    run_both(path, {"ids": ids})
+
+
+def test_mod_castlike_and_integer_inputs_of_every_width(tmp_path):
+    # An image fed as uint8 (exporters that keep the preprocessing), scaled to float by a CastLike;
+    # Mod of both signs (fmod 0 takes the divisor's sign, fmod 1 the dividend's); an int8
+    # input's Div truncates.
+    b = Builder()
+    image = b.node("Div", [b.node("CastLike", ["image", b.const(0.0)]), b.const(255.0)])
+    whole = b.node("Cast", [b.node("CastLike", [b.node("Mul", [image, b.const(7.0)]), b.ints(0)])], to=T.FLOAT)
+    mods = [b.node("Cast", [b.node("Mod", ["a", b.ints([3, -3, 5])])], to=T.FLOAT),
+            b.node("Mod", [b.node("Cast", ["a"], to=T.FLOAT), b.const([2.5, -2.5, 4.0])], fmod=1)]
+    b.inits.append(numpy_helper.from_array(np.array([3, -2, 4], dtype=np.int8), "divisor"))
+    div = b.node("Cast", [b.node("Div", ["small", "divisor"])], to=T.FLOAT)
+    path = save_typed(b, str(tmp_path / "typed.onnx"),
+                      [("image", T.UINT8, [1, 3, 4, 4]), ("a", T.INT64, [2, 3]), ("small", T.INT8, [2, 3])],
+                      [image, whole, *mods, div], opset=15)
+    assert [d for _, d in rt.Model(path).input_dtypes] == ["uint8", "int64", "int8"]
+    run_both(path, {"image": RNG.integers(0, 256, (1, 3, 4, 4)).astype(np.uint8),
+                    "a": RNG.integers(-20, 20, (2, 3)).astype(np.int64),
+                    "small": RNG.integers(-100, 100, (2, 3)).astype(np.int8)})
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
