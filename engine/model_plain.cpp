@@ -20,6 +20,10 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   const int index = int(&n - graph.nodes().data());
   if (absorbed.count(index) || add_erf_gelu(index)) return;
   if (n.inputs.empty()) unsupported(n, "no input");
+  if (wraps_around(n)) {
+    unsupported(n, "arithmetic on " + graph.tensors()[n.outputs[0]].dtype +
+                       " wraps around there, and the engine computes in float32");
+  }
   if (op == "Clip" || op == "LeakyRelu" || op == "Elu" || op == "HardSigmoid" || op == "Gelu" ||
       unary(op, nullptr, nullptr, 0)) {
     return add_unary(n, p);
@@ -57,6 +61,13 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "Resize" || op == "Upsample") return add_resize(n, p);
   if (op == "Gemm" || op == "MatMul") return add_plain_gemm(n, p);
   unsupported(n, "the engine has no step for this op");
+}
+
+bool Model::Impl::wraps_around(const frontend::GraphNode& n) const {
+  static const std::set<std::string> narrow = {"int8", "int16", "uint8", "uint16", "uint32"};
+  static const std::set<std::string> arithmetic = {
+      "Add", "Sub", "Mul", "Pow", "Sum", "Neg", "CumSum", "ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceL1"};
+  return arithmetic.count(n.op) && n.outputs.size() == 1 && narrow.count(graph.tensors()[n.outputs[0]].dtype);
 }
 
 void Model::Impl::add_unary(const frontend::GraphNode& n, const onnx::NodeProto& p) {

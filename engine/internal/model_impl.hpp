@@ -242,6 +242,9 @@ struct Model::Impl {
   float scalar_input(const onnx::NodeProto& p, int index, float fallback) const;
 
   void add_plain(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // Whether n is arithmetic whose narrow integer result (int8, uint8, ...) would wrap around in
+  // ONNX, which the engine's floats do not: refused rather than computed otherwise.
+  bool wraps_around(const frontend::GraphNode& n) const;
 
   void add_unary(const frontend::GraphNode& n, const onnx::NodeProto& p);
 

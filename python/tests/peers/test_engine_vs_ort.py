@@ -299,6 +299,12 @@ def test_mod_castlike_and_integer_inputs_of_every_width(tmp_path):
     run_both(path, {"image": RNG.integers(0, 256, (1, 3, 4, 4)).astype(np.uint8),
                     "a": RNG.integers(-20, 20, (2, 3)).astype(np.int64),
                     "small": RNG.integers(-100, 100, (2, 3)).astype(np.int8)})
+    # uint8 + uint8 wraps around in ONNX (200 + 100 is 44): refused, not computed in float.
+    b2 = Builder()
+    y = b2.node("Cast", [b2.node("Add", ["image", "image"])], to=T.FLOAT)
+    wrap = save_typed(b2, str(tmp_path / "wrap.onnx"), [("image", T.UINT8, [4])], [y])
+    with pytest.raises(ValueError, match="Add.*arithmetic on uint8 wraps around"):
+        rt.Model(wrap)
 
 
 def test_named_symbolic_dims(tmp_path):
