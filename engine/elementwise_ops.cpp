@@ -197,6 +197,36 @@ bool unary(const std::string& op, const float* in, float* out, std::int64_t n, f
       {"Softsign", &unary_loop<decltype([](float x, float, float) { return x / (1.0f + std::abs(x)); })>},
       {"HardSwish",
        &unary_loop<decltype([](float x, float, float) { return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f); })>},
+      // Mish (YOLOv4's): x tanh(softplus(x)), softplus taken as x where exp(x) would overflow.
+      {"Mish", &unary_loop<decltype(
+                   [](float x, float, float) { return x * std::tanh(x > 20.0f ? x : std::log1p(std::exp(x))); })>},
+      // alpha and gamma (beta here) as ONNX's Selu; alpha the threshold of ThresholdedRelu and Celu's.
+      {"Selu",
+       &unary_loop<decltype([](float x, float a, float g) { return g * (x > 0 ? x : a * (std::exp(x) - 1.0f)); })>},
+      {"ThresholdedRelu", &unary_loop<decltype([](float x, float a, float) { return x > a ? x : 0.0f; })>},
+      {"Celu", &unary_loop<decltype([](float x, float a, float) {
+         return std::max(0.0f, x) + std::min(0.0f, a * (std::exp(x / a) - 1.0f));
+       })>},
+      // Position encodings computed in the graph (sinusoids), and their kin.
+      {"Sin", &unary_loop<decltype([](float x, float, float) { return std::sin(x); })>},
+      {"Cos", &unary_loop<decltype([](float x, float, float) { return std::cos(x); })>},
+      {"Tan", &unary_loop<decltype([](float x, float, float) { return std::tan(x); })>},
+      {"Asin", &unary_loop<decltype([](float x, float, float) { return std::asin(x); })>},
+      {"Acos", &unary_loop<decltype([](float x, float, float) { return std::acos(x); })>},
+      {"Atan", &unary_loop<decltype([](float x, float, float) { return std::atan(x); })>},
+      {"Sinh", &unary_loop<decltype([](float x, float, float) { return std::sinh(x); })>},
+      {"Cosh", &unary_loop<decltype([](float x, float, float) { return std::cosh(x); })>},
+      {"Asinh", &unary_loop<decltype([](float x, float, float) { return std::asinh(x); })>},
+      {"Acosh", &unary_loop<decltype([](float x, float, float) { return std::acosh(x); })>},
+      {"Atanh", &unary_loop<decltype([](float x, float, float) { return std::atanh(x); })>},
+      {"Sign", &unary_loop<decltype([](float x, float, float) { return float((x > 0) - (x < 0)); })>},
+      // ONNX rounds halves to even: the default rounding mode's nearbyint.
+      {"Round", &unary_loop<decltype([](float x, float, float) { return std::nearbyint(x); })>},
+      {"IsNaN", &unary_loop<decltype([](float x, float, float) { return std::isnan(x) ? 1.0f : 0.0f; })>},
+      // alpha: detect_negative, beta: detect_positive (0 or 1).
+      {"IsInf", &unary_loop<decltype([](float x, float neg, float pos) {
+         return std::isinf(x) && (x < 0 ? neg != 0.0f : pos != 0.0f) ? 1.0f : 0.0f;
+       })>},
       // Casts of the values the engine holds as floats (engine/model.hpp).
       {"Trunc", &unary_loop<decltype([](float x, float, float) { return std::trunc(x); })>},
       {"NotZero", &unary_loop<decltype([](float x, float, float) { return x != 0.0f ? 1.0f : 0.0f; })>},

@@ -213,6 +213,39 @@ void gather(const float* data, const Shape& x, const std::int64_t* indices, std:
   }
 }
 
+void trilu(const float* in, const Shape& x, std::int64_t k, bool upper, float* out) {
+  const std::size_t r = x.size();
+  const std::int64_t rows = x[r - 2], cols = x[r - 1], matrices = elements(x) / std::max<std::int64_t>(rows * cols, 1);
+  for (std::int64_t m = 0; m < matrices; ++m) {
+    for (std::int64_t i = 0; i < rows; ++i) {
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const std::int64_t at = (m * rows + i) * cols + j;
+        out[at] = (upper ? j - i >= k : j - i <= k) ? in[at] : 0.0f;
+      }
+    }
+  }
+}
+
+bool gather_elements(const float* in, const Shape& x, const float* indices, const Shape& is, std::size_t axis,
+                     float* out) {
+  const std::size_t r = x.size();
+  std::vector<std::int64_t> stride(r, 1), index(r, 0);
+  for (std::size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * x[d];
+  const float len = float(x[axis]);
+  for (std::int64_t i = 0; i < elements(is); ++i) {
+    const float v = indices[i];
+    if (!(v >= -len && v < len) || std::trunc(v) != v) return false;
+    std::int64_t at = 0;
+    for (std::size_t d = 0; d < r; ++d) at += (d == axis ? std::int64_t(v < 0 ? v + len : v) : index[d]) * stride[d];
+    out[i] = in[at];
+    for (std::size_t d = r; d-- > 0;) {  // the next index of indices' shape
+      if (++index[d] < is[d]) break;
+      index[d] = 0;
+    }
+  }
+  return true;
+}
+
 bool gather_by(const float* data, const Shape& x, const float* indices, std::int64_t count, std::int64_t axis,
                float* out) {
   thread_local std::vector<std::int64_t> ids;

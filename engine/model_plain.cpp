@@ -33,6 +33,8 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (variadic && (n.inputs.size() != 2 || op == "Mean")) return add_variadic(n);
   if (op == "Mod") return add_binary(n, int_attr(p, "fmod", 0) != 0 ? "FMod" : "Mod");
   if (op == "CumSum") return add_cumsum(n, p);
+  if (op == "Trilu") return add_trilu(n, p);
+  if (op == "GatherElements") return add_gather_elements(n, p);
   if (op == "Div" && is_integer(n.outputs[0])) return add_binary(n, "IntDiv");
   if (binary_op(op)) return add_binary(n, op);
   if (op == "Where") return add_where(n);
@@ -77,6 +79,11 @@ void Model::Impl::add_unary(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "Elu") alpha = float_attr(p, "alpha", 1.0f);
   if (op == "HardSigmoid") alpha = float_attr(p, "alpha", 0.2f), beta = float_attr(p, "beta", 0.5f);
   if (op == "Gelu" && string_attr(p, "approximate", "none") == "tanh") op = "GeluTanh";
+  if (op == "Selu")
+    alpha = float_attr(p, "alpha", 1.67326319217681884765625f),
+    beta = float_attr(p, "gamma", 1.05070102214813232421875f);
+  if (op == "ThresholdedRelu" || op == "Celu") alpha = float_attr(p, "alpha", 1.0f);
+  if (op == "IsInf") alpha = float(int_attr(p, "detect_negative", 1)), beta = float(int_attr(p, "detect_positive", 1));
   if (op == "Clip") {
     alpha = scalar_input(p, 1, float_attr(p, "min", -INFINITY));
     beta = scalar_input(p, 2, float_attr(p, "max", INFINITY));
@@ -225,6 +232,37 @@ void Model::Impl::add_cumsum(const frontend::GraphNode& n, const onnx::NodeProto
   const Ref x = plain(n.inputs[0], n.name);
   const int y = output(n.outputs[0], false);
   push(n, [=, this] { cumulative_sum(at(x), xs, a, exclusive, reverse, ptr[y]); });
+}
+
+void Model::Impl::add_trilu(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  if (xs.size() < 2) unsupported(n, "an input of at least 2 dims expected");
+  std::int64_t k = 0;
+  if (p.input_size() > 1 && !p.input(1).empty()) {
+    const auto v = ints_of(n, p, 1, "k");
+    if (!v || v->size() != 1) unsupported(n, "input 'k' must be a constant scalar");
+    k = (*v)[0];
+  }
+  const bool upper = int_attr(p, "upper", 1) != 0;
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { trilu(at(x), xs, k, upper, ptr[y]); });
+}
+
+void Model::Impl::add_gather_elements(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  if (n.inputs.size() != 2) unsupported(n, "two inputs expected");
+  const Shape xs = values[n.inputs[0]].shape, is = values[n.inputs[1]].shape;
+  if (xs.size() != is.size()) unsupported(n, "data and indices of one rank expected");
+  const std::size_t axis = std::size_t(axis_of(n, int_attr(p, "axis", 0), xs.size()));
+  const Ref x = plain(n.inputs[0], n.name), ids = plain(n.inputs[1], n.name);
+  const int y = output(n.outputs[0], false);
+  const std::string name = n.name;
+  push(n, [=, this] {
+    if (!gather_elements(at(x), xs, at(ids), is, axis, ptr[y])) {
+      throw_bad_input("engine: node '" + name + "' (GatherElements): an index is outside [-" +
+                      std::to_string(xs[axis]) + ", " + std::to_string(xs[axis]) + ")");
+    }
+  });
 }
 
 void Model::Impl::add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {

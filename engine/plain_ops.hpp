@@ -94,6 +94,14 @@ void strided_slice(const float* in, const Shape& x, const std::vector<std::int64
 // reduce() knows op.
 bool reduce_op(const std::string& op);
 bool reduce(const std::string& op, const float* in, const Shape& x, const std::vector<bool>& reduced, float* out);
+// ONNX Trilu: each matrix of x's last two dims with the elements below (upper) or above
+// (lower) its k-th diagonal zeroed.
+void trilu(const float* in, const Shape& x, std::int64_t k, bool upper, float* out);
+// ONNX GatherElements: out (indices' shape) takes in at each index with its axis coordinate
+// replaced by the index there (negative from the end). false if an index is outside the axis
+// or not whole.
+bool gather_elements(const float* in, const Shape& x, const float* indices, const Shape& is, std::size_t axis,
+                     float* out);
 // ONNX CumSum: out = the running sums of in along axis (summed in float, as ONNX Runtime sums);
 // exclusive: each leaves out its own element; reverse: from the axis's end.
 void cumulative_sum(const float* in, const Shape& x, std::size_t axis, bool exclusive, bool reverse, float* out);

@@ -134,6 +134,43 @@ void drop_unused_nodes(onnx::GraphProto& g) {
   }
 }
 
+// Each output of an elementwise op that keeps its input's shape and type (Mish, opset 18's, and
+// Gelu, opset 20's, among them) that inference left without a shape, given its input's: where
+// libonnx predates the op (Debian's ONNX 1.12 knows opsets up to 17), nothing else would infer
+// it or anything after it. The number given.
+int infer_unknown_elementwise(onnx::GraphProto& g) {
+  static const std::set<std::string> ops = {
+      "Mish",      "Gelu",      "Celu",        "Selu",       "Elu",      "Relu",
+      "LeakyRelu", "HardSwish", "HardSigmoid", "Softplus",   "Softsign", "ThresholdedRelu",
+      "Sigmoid",   "Tanh",      "Sin",         "Cos",        "Tan",      "Asin",
+      "Acos",      "Atan",      "Sinh",        "Cosh",       "Asinh",    "Acosh",
+      "Atanh",     "Abs",       "Neg",         "Exp",        "Log",      "Sqrt",
+      "Erf",       "Round",     "Sign",        "Reciprocal", "Floor",    "Ceil",
+      "Identity"};
+  std::map<std::string, const onnx::TypeProto*> typed;
+  const auto note = [&](const onnx::ValueInfoProto& v) {
+    if (v.type().tensor_type().has_shape()) typed[v.name()] = &v.type();
+  };
+  for (const auto& v : g.input()) note(v);
+  for (const auto& v : g.value_info()) note(v);
+  for (const auto& v : g.output()) note(v);
+  std::vector<std::pair<std::string, onnx::TypeProto>> added;
+  added.reserve(std::size_t(g.node_size()));
+  for (const auto& n : g.node()) {
+    if (!ops.count(n.op_type()) || n.input_size() < 1 || n.output_size() != 1 || typed.count(n.output(0))) continue;
+    const auto in = typed.find(n.input(0));
+    if (in == typed.end()) continue;
+    added.emplace_back(n.output(0), *in->second);
+    typed[n.output(0)] = &added.back().second;  // a chain of them in one pass (the vector is reserved below)
+  }
+  for (const auto& [name, type] : added) {
+    auto* v = g.add_value_info();
+    v->set_name(name);
+    *v->mutable_type() = type;
+  }
+  return int(added.size());
+}
+
 }  // namespace
 
 bool integer_initializer_values(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
@@ -161,7 +198,8 @@ void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
   for (int round = 0; round <= model.graph().node_size(); ++round) {
     ShapeData data = infer_with_data(model);
     propagate_integer_arithmetic(model.graph(), data);
-    if (fold_known_values(*model.mutable_graph(), data) == 0) return;
+    const int folded = fold_known_values(*model.mutable_graph(), data);
+    if (folded + infer_unknown_elementwise(*model.mutable_graph()) == 0) return;
     drop_unused_nodes(*model.mutable_graph());
   }
   infer_with_data(model);

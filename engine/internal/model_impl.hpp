@@ -302,6 +302,10 @@ struct Model::Impl {
   void add_binary(const frontend::GraphNode& n, const std::string& op);
   // Sum, Mean, Max or Min of one input or more than two (two of Max, Min or Sum: add_binary).
   void add_variadic(const frontend::GraphNode& n);
+  // Trilu (a causal mask's triangle) with a constant k.
+  void add_trilu(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // GatherElements (torch.gather) with indices read in every run and checked.
+  void add_gather_elements(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // CumSum along a constant axis, exclusive and reverse as the attributes say.
   void add_cumsum(const frontend::GraphNode& n, const onnx::NodeProto& p);
 

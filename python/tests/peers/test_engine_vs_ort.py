@@ -307,6 +307,42 @@ def test_mod_castlike_and_integer_inputs_of_every_width(tmp_path):
         rt.Model(wrap)
 
 
+def test_causal_masks_with_trilu_and_torch_gather(tmp_path):
+    # GPT-style exports build the causal mask with Trilu (torch.triu / tril, opset 14); torch.gather
+    # exports as GatherElements, its indices computed by the model.
+    b = Builder()
+    tri = [b.node("Trilu", ["x"]), b.node("Trilu", ["x", b.ints(1)], upper=1),
+           b.node("Trilu", ["x", b.ints(-1)], upper=0), b.node("Trilu", [b.const(np.ones((6, 6)))], upper=0)]
+    gathers = [b.node("GatherElements", ["x", "idx"], axis=2), b.node("GatherElements", ["x", "idx"], axis=-2)]
+    path = save_typed(b, str(tmp_path / "tri.onnx"), [("x", T.FLOAT, [2, 5, 6]), ("idx", T.INT64, [2, 5, 6])],
+                      tri + gathers, opset=14)
+    idx = RNG.integers(-5, 5, (2, 5, 6)).astype(np.int64)  # negative ones count from the end
+    run_both(path, {"x": RNG.uniform(-1, 1, (2, 5, 6)).astype(np.float32), "idx": idx})
+    with pytest.raises(ValueError, match="GatherElements.*outside"):
+        rt.Model(path).run([np.zeros((2, 5, 6), np.float32), np.full((2, 5, 6), 6, np.int64)])
+
+
+def test_unary_ops_exporters_write(tmp_path):
+    b = Builder()
+    pos = b.node("Add", [b.node("Abs", ["x"]), b.const(1.0)])
+    outs = [b.node(op, ["x"]) for op in ("Mish", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+                                         "Asinh", "Atanh", "Sign", "Selu", "ThresholdedRelu", "Celu")]
+    outs += [b.node("Acosh", [pos]), b.node("Selu", ["x"], alpha=2.0, gamma=0.5),
+             b.node("ThresholdedRelu", ["x"], alpha=0.25), b.node("Celu", ["x"], alpha=0.5),
+             b.node("Mish", [b.node("Mul", ["x", b.const(40.0)])]),  # softplus past exp's range
+             b.node("Round", [b.node("Mul", ["x", b.const(4.0)])]),
+             b.node("Round", [b.const([0.5, 1.5, 2.5, -0.5, -2.5])])]  # halves to even
+    inf = b.node("Reciprocal", [b.node("Relu", ["x"])])  # +inf where x <= 0
+    minus = b.node("Neg", [inf])
+    outs += [b.node("Cast", [b.node("IsInf", [minus])], to=T.FLOAT),
+             b.node("Cast", [b.node("IsInf", [minus], detect_negative=0)], to=T.FLOAT),
+             b.node("Cast", [b.node("IsInf", [inf], detect_positive=0)], to=T.FLOAT),
+             b.node("Cast", [b.node("IsNaN", [b.node("Mul", [inf, b.const(0.0)])])], to=T.FLOAT)]
+    # Mish (opset 18) and Gelu (opset 20) are newer than Debian's ONNX library: their shape is the input's.
+    outs += [b.node("Gelu", [b.node("Mish", ["x"])]), b.node("Gelu", ["x"], approximate="tanh")]
+    compare(b.save(str(tmp_path / "unary.onnx"), [("x", [3, 8])], outs, opset=20))
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
