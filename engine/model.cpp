@@ -92,7 +92,7 @@ void Model::Impl::add_to_nchw_step(int t) {
 
 int Model::Impl::output(int t, bool in_nhwc) {
   Value& v = values[t];
-  if (v.shape.empty()) {
+  if (!shape_known(t)) {
     throw_bad_input("model: tensor '" + graph.tensors()[t].name + "' has no known shape (shape inference)");
   }
   int& slot = in_nhwc ? v.nhwc : v.plain;
@@ -177,7 +177,7 @@ void Model::Impl::add_inputs() {
       throw_bad_input("model: input '" + gt.name + "' is " + type +
                       "; the engine takes float, integer and bool inputs (it computes in float32)");
     }
-    if (gt.shape.empty()) throw_bad_input("model: input '" + gt.name + "' has no known shape");
+    if (!shape_known(t)) throw_bad_input("model: input '" + gt.name + "' has no known shape");
     values[t].plain = new_slot(gt.shape);
     slots[values[t].plain].first = -1;  // written before the first step
     input_tensors.push_back(t);

@@ -293,6 +293,9 @@ struct Model::Impl {
   std::optional<Shape> nhwc_operand(int t, const Shape& so) const;
 
   bool is_integer(int t) const { return is_integer_type(graph.tensors()[t].dtype); }
+  // Whether t's shape is known: a scalar's is known and empty (the importer gives it the bytes
+  // of one element; an unknown shape has none).
+  bool shape_known(int t) const { return !values[t].shape.empty() || graph.tensors()[t].bytes > 0; }
 
   void add_where(const frontend::GraphNode& n);
 

@@ -343,6 +343,17 @@ def test_unary_ops_exporters_write(tmp_path):
     compare(b.save(str(tmp_path / "unary.onnx"), [("x", [3, 8])], outs, opset=20))
 
 
+def test_scalar_inputs_and_outputs(tmp_path):
+    # Rank-0 tensors: a scale fed as a scalar, and a sum over every axis (keepdims 0), a loss's form.
+    b = Builder()
+    total = b.node("ReduceSum", ["x"], keepdims=0)
+    root = b.node("Sqrt", [b.node("Abs", [total])])
+    outs = [b.node("Mul", ["x", "s"]), total, root, b.node("Add", ["x", root])]
+    path = b.save(str(tmp_path / "scalar.onnx"), [("x", [3, 4]), ("s", [])], outs, opset=11)
+    m = compare(path)
+    assert dict(m.inputs)["s"] == () and dict(m.outputs)[total] == ()
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
