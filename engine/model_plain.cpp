@@ -266,14 +266,23 @@ void Model::Impl::add_gather_elements(const frontend::GraphNode& n, const onnx::
 }
 
 void Model::Impl::add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {
-  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
-  if (xs.size() != 4 || ys.size() != 4) unsupported(n, "2-D pools only");
+  Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  // A 1-D pool runs as the 2-D pool of its [N, C, 1, L] view (the same bytes), in ONNX's order.
+  const bool one_d = xs.size() == 3 && ys.size() == 3;
+  if (one_d) xs.insert(xs.begin() + 2, 1), ys.insert(ys.begin() + 2, 1);
+  if (xs.size() != 4 || ys.size() != 4) unsupported(n, "1-D and 2-D pools only");
+  const std::size_t dims = one_d ? 1 : 2;
   const auto kernel = ints_attr(p, "kernel_shape");
-  if (kernel.size() != 2) unsupported(n, "kernel_shape must have 2 dims");
+  if (kernel.size() != dims) unsupported(n, "kernel_shape must have " + std::to_string(dims) + " dims");
   Window w;
-  w.kh = kernel[0];
-  w.kw = kernel[1];
+  w.kh = one_d ? 1 : kernel[0];
+  w.kw = kernel[dims - 1];
   const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
+  if (one_d) {
+    if (strides.size() == 1) w.sw = strides[0];
+    if (dil.size() == 1) w.dw = dil[0];
+    if (pads.size() == 2) w.pad_left = pads[0], w.pad_right = pads[1];
+  }
   if (strides.size() == 2) w.sh = strides[0], w.sw = strides[1];
   if (dil.size() == 2) w.dh = dil[0], w.dw = dil[1];
   if (pads.size() == 4) w.pad_top = pads[0], w.pad_left = pads[1], w.pad_bottom = pads[2], w.pad_right = pads[3];
@@ -291,7 +300,7 @@ void Model::Impl::add_pool(const frontend::GraphNode& n, const onnx::NodeProto& 
   const bool max = n.op == "MaxPool";
   if (n.outputs.size() > 1 && !graph.tensors()[n.outputs[1]].consumers.empty()) unsupported(n, "Indices output");
   // Pools run in whichever order holds their input: a conv's NHWC output stays NHWC.
-  if (values[n.inputs[0]].nhwc_first) {
+  if (!one_d && values[n.inputs[0]].nhwc_first) {
     const int x = nhwc(n.inputs[0], n.name);
     const int y = output(n.outputs[0], true);
     push(n, [this, x, y, xs, ys, w, max] { pool(max, ptr[x], xs, ptr[y], ys, w, true, threads); });

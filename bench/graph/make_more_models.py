@@ -27,6 +27,13 @@ mode), with seeded random weights and a symbolic batch:
   inception_v3_blocks  Inception v3's 17 x 17 blocks, four of them on a 26 x 26 map (Szegedy et
                    al., 2016): 1x7 and 7x1 convs (pads [0, 3, 0, 3] and [3, 0, 3, 0]), an average
                    pool counting its pads, Concat
+  whisper_front    Whisper-tiny's encoder front on 30 s of audio (Radford et al., 2022): 80 mel
+                   bins x 3000 frames through two 1-D convs (kernel 3; the second stride 2) with
+                   erf GELU, Transpose to [N, 1500, 384], positional embeddings, LayerNormalization
+                   (opset 17)
+  wav2vec2_features  wav2vec2-base's feature encoder on 1 s of 16 kHz audio (Baevski et al., 2020):
+                   seven 1-D convs of 512 channels (kernel 10 stride 5, then 3 stride 2 four
+                   times, then 2 stride 2 twice), no bias, erf GELU
 Usage: make_more_models.py NAME OUT.onnx"""
 import os
 import sys
@@ -230,9 +237,36 @@ def regnetx_400mf():
     return regnet_x([32, 64, 160, 384], [1, 2, 7, 12], 16, 12)
 
 
+class AudioWriter(ConvWriter):
+    def conv1d_gelu(self, x, cin, cout, k, stride, pad, bias=True):
+        w = self.const(self.rng.standard_normal((cout, cin, k)) * np.sqrt(2.0 / (cin * k)))
+        ins = [x, w] + ([self.const(self.rng.uniform(-0.1, 0.1, cout))] if bias else [])
+        y = self.node("Conv", ins, kernel_shape=[k], strides=[stride], pads=[pad, pad])
+        erf = self.node("Erf", [self.node("Div", [y, self.const(np.sqrt(2.0))])])
+        return self.node("Mul", [self.node("Mul", [y, self.node("Add", [erf, self.const(1.0)])]), self.const(0.5)])
+
+
+def whisper_front(mels=80, frames=3000, width=384):
+    w = AudioWriter(13)
+    x = w.conv1d_gelu(w.conv1d_gelu("input", mels, width, 3, 1, 1), width, width, 3, 2, 1)
+    x = w.node("Add", [w.node("Transpose", [x], perm=[0, 2, 1]),
+                       w.const(w.rng.standard_normal((frames // 2, width)) * 0.02)])
+    x = w.node("LayerNormalization", [x, w.const(np.ones(width)), w.const(np.zeros(width))], axis=-1, epsilon=1e-5)
+    return Writer.model(w, "whisper_front", [("input", ["N", mels, frames])], [(x, None)], 17)
+
+
+def wav2vec2_features(samples=16000, width=512):
+    w = AudioWriter(14)
+    x, c = "input", 1
+    for k, stride in [(10, 5), (3, 2), (3, 2), (3, 2), (3, 2), (2, 2), (2, 2)]:
+        x, c = w.conv1d_gelu(x, c, width, k, stride, 0, bias=False), width
+    return Writer.model(w, "wav2vec2_features", [("input", ["N", 1, samples])], [(x, None)], 13)
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
           "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
-          "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf}
+          "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf, "whisper_front": whisper_front,
+          "wav2vec2_features": wav2vec2_features}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:

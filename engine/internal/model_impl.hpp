@@ -26,6 +26,11 @@
 
 namespace atvoss::engine {
 
+// Arena slots a step reads and writes in NHWC order; -1: the node's own tensors.
+struct NhwcSlots {
+  int in = -1, out = -1;
+};
+
 // Whether an element type is one of ONNX's integer types (int8 to int64, uint8 to uint64),
 // which the engine holds as exact floats (an integer Div truncates; inputs are checked).
 bool is_integer_type(const std::string& type);
@@ -368,6 +373,8 @@ struct Model::Impl {
 
   // A Conv's or ConvTranspose's groups, strides, dilations and explicit top and left pads.
   static ConvAttrs conv_attrs(const onnx::NodeProto& p);
+  void add_conv1d(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
+                  const Shape& ys);
 
   void add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p);
 
@@ -378,8 +385,10 @@ struct Model::Impl {
   // with the bias (join_groups). One group's matmul is the importer's task for the node (its
   // im2col_task, the same workload), so a plan's schedule runs it. The plain NCHW loop it
   // replaces ran Inception v3's 1x7 and 7x1 convs at 0.01x ONNX Runtime.
+  // io: the NHWC slots to read and write instead of the node's tensors (a 1-D conv's [N, L, C]
+  // views); those take the matmul route, never the direct grouped one.
   bool add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
-                           const Shape& ys, const ConvAttrs& a);
+                           const Shape& ys, const ConvAttrs& a, const NhwcSlots& io = {});
 
   // A grouped conv of 2, 4, 8 or 16 channels a group, in NHWC, with the Relu that alone reads it.
   void add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,

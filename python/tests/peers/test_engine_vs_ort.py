@@ -354,6 +354,34 @@ def test_scalar_inputs_and_outputs(tmp_path):
     assert dict(m.inputs)["s"] == () and dict(m.outputs)[total] == ()
 
 
+def test_one_d_convs_and_pools_as_audio_and_text_models_write_them(tmp_path):
+    # Whisper's and wav2vec2's front ends and text CNNs: Conv over [N, C, L] with every attribute
+    # (constant weights: the matmul route; weights fed at run time: the direct loop), 1-D pools.
+    b = Builder()
+
+    def conv1d(x, cin, cout, k, group=1, bias=True, **attrs):
+        w = b.const(RNG.standard_normal((cout, cin // group, k)) * np.sqrt(2.0 / (cin // group * k)))
+        ins = [x, w] + ([b.const(RNG.uniform(-0.1, 0.1, cout))] if bias else [])
+        return b.node("Conv", ins, group=group, kernel_shape=[k], **attrs)
+
+    y = b.node("Relu", [conv1d("x", 8, 16, 3, pads=[1, 1])])
+    y = conv1d(y, 16, 16, 5, strides=[2], pads=[2, 1], dilations=[1])
+    y = conv1d(y, 16, 16, 3, group=4, dilations=[2], pads=[2, 2], bias=False)
+    y = conv1d(y, 16, 16, 3, group=16, auto_pad="SAME_UPPER", strides=[2])
+    y = conv1d(y, 16, 8, 4, auto_pad="SAME_LOWER")
+    pools = [b.node("MaxPool", [y], kernel_shape=[3], strides=[2], pads=[1, 0], ceil_mode=1),
+             b.node("AveragePool", [y], kernel_shape=[3], pads=[1, 1], count_include_pad=1),
+             b.node("AveragePool", [y], kernel_shape=[2], strides=[2], pads=[0, 1]),
+             b.node("MaxPool", [y], kernel_shape=[2], dilations=[2])]
+    live = b.node("Conv", ["x", "w"], kernel_shape=[3], pads=[0, 2])  # weights fed at run time
+    path = save_typed(b, str(tmp_path / "conv1d.onnx"), [("x", T.FLOAT, [2, 8, 37]), ("w", T.FLOAT, [4, 8, 3])],
+                      [y, *pools, live])
+    run_both(path, {"x": RNG.uniform(-1, 1, (2, 8, 37)).astype(np.float32),
+                    "w": RNG.uniform(-1, 1, (4, 8, 3)).astype(np.float32)})
+    # The five with constant weights on the matmul kernel (the direct loop ran Whisper's at 0.01x).
+    assert rt.Model(path).describe()["kernels"] == 5
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
