@@ -226,6 +226,29 @@ void trilu(const float* in, const Shape& x, std::int64_t k, bool upper, float* o
   }
 }
 
+bool gather_nd(const float* in, const Shape& x, const float* indices, const Shape& is, std::int64_t batch_dims,
+               float* out) {
+  const std::size_t b = std::size_t(batch_dims), k = std::size_t(is.back());
+  std::int64_t batches = 1, tuples = 1, slice = 1, batch_stride = 1;
+  for (std::size_t d = 0; d < b; ++d) batches *= x[d];
+  for (std::size_t d = b; d + 1 < is.size(); ++d) tuples *= is[d];
+  for (std::size_t d = b + k; d < x.size(); ++d) slice *= x[d];
+  for (std::size_t d = b; d < x.size(); ++d) batch_stride *= x[d];
+  for (std::int64_t bi = 0; bi < batches; ++bi) {
+    for (std::int64_t t = 0; t < tuples; ++t) {
+      const float* tuple = indices + (bi * tuples + t) * std::int64_t(k);
+      std::int64_t at = 0;
+      for (std::size_t j = 0; j < k; ++j) {
+        const float len = float(x[b + j]), v = tuple[j];
+        if (!(v >= -len && v < len) || std::trunc(v) != v) return false;
+        at = at * x[b + j] + std::int64_t(v < 0 ? v + len : v);
+      }
+      std::copy_n(in + bi * batch_stride + at * slice, slice, out + (bi * tuples + t) * slice);
+    }
+  }
+  return true;
+}
+
 bool gather_elements(const float* in, const Shape& x, const float* indices, const Shape& is, std::size_t axis,
                      float* out) {
   const std::size_t r = x.size();

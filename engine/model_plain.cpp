@@ -35,6 +35,9 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "CumSum") return add_cumsum(n, p);
   if (op == "Trilu") return add_trilu(n, p);
   if (op == "GatherElements") return add_gather_elements(n, p);
+  if (op == "GatherND") return add_gather_nd(n, p);
+  if (op == "GroupNormalization") return add_group_norm(n, p);
+  if (op == "RMSNormalization") return add_rms_norm(n, p);
   if (op == "Div" && is_integer(n.outputs[0])) return add_binary(n, "IntDiv");
   if (binary_op(op)) return add_binary(n, op);
   if (op == "Where") return add_where(n);
@@ -263,6 +266,50 @@ void Model::Impl::add_gather_elements(const frontend::GraphNode& n, const onnx::
                       std::to_string(xs[axis]) + ", " + std::to_string(xs[axis]) + ")");
     }
   });
+}
+
+void Model::Impl::add_gather_nd(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  if (n.inputs.size() != 2) unsupported(n, "two inputs expected");
+  const Shape xs = values[n.inputs[0]].shape, is = values[n.inputs[1]].shape;
+  const std::int64_t b = int_attr(p, "batch_dims", 0);
+  if (is.empty() || b < 0 || std::size_t(b) >= is.size() || std::size_t(b + is.back()) > xs.size()) {
+    unsupported(n, "indices' last dim plus batch_dims must not exceed data's rank");
+  }
+  const Ref x = plain(n.inputs[0], n.name), ids = plain(n.inputs[1], n.name);
+  const int y = output(n.outputs[0], false);
+  const std::string name = n.name;
+  push(n, [=, this] {
+    if (!gather_nd(at(x), xs, at(ids), is, b, ptr[y])) {
+      throw_bad_input("engine: node '" + name + "' (GatherND): an index is outside its dim");
+    }
+  });
+}
+
+void Model::Impl::add_group_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::int64_t groups = int_attr(p, "num_groups", 0);
+  if (xs.size() < 3 || groups < 1 || xs[1] % groups != 0) unsupported(n, "num_groups must divide the channels");
+  // Opset 21 scales each channel; opset 18 each group (its scale and bias hold num_groups values).
+  const bool per_group = elements(values[n.inputs.at(1)].shape) == groups && groups != xs[1];
+  const std::int64_t count = per_group ? groups : xs[1];
+  const float *scale = constant_of(n, p, 1, count), *bias = constant_of(n, p, 2, count);
+  if (!scale || !bias) unsupported(n, "scale and bias must be constants");
+  const float eps = float_attr(p, "epsilon", 1e-5f);
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { group_norm(at(x), xs, groups, scale, bias, per_group, eps, ptr[y]); });
+}
+
+void Model::Impl::add_rms_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::int64_t axis = axis_of(n, int_attr(p, "axis", -1), xs.size());
+  const std::int64_t len = elements(Shape(xs.begin() + axis, xs.end()));
+  const float* scale = constant_of(n, p, 1, len);
+  if (!scale) unsupported(n, "scale must be a constant of one value per normalized element");
+  const float eps = float_attr(p, "epsilon", 1e-5f);
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { rms_norm(at(x), xs, axis, eps, scale, ptr[y]); });
 }
 
 void Model::Impl::add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {
@@ -536,8 +583,16 @@ void Model::Impl::add_pad(const frontend::GraphNode& n, const onnx::NodeProto& p
       {"constant", PadMode::constant}, {"reflect", PadMode::reflect}, {"edge", PadMode::edge}};
   if (!modes.count(mode_name)) unsupported(n, "mode '" + mode_name + "' (constant, reflect and edge are)");
   const PadMode mode = modes.at(mode_name);
-  if (p.input_size() > 3 && !p.input(3).empty()) unsupported(n, "the axes input");
-  const auto pads = ints_of(n, p, 1, "pads");
+  auto pads = ints_of(n, p, 1, "pads");
+  // Opset 18's axes: the pads of those axes only (the others unpadded).
+  if (const auto axes = ints_of(n, p, 3, "axes"); axes && pads && pads->size() == 2 * axes->size()) {
+    std::vector<std::int64_t> full(2 * xs.size(), 0);
+    for (std::size_t i = 0; i < axes->size(); ++i) {
+      const std::size_t a = std::size_t(axis_of(n, (*axes)[i], xs.size()));
+      full[a] = (*pads)[i], full[a + xs.size()] = (*pads)[i + axes->size()];
+    }
+    pads = full;
+  }
   if (!pads || pads->size() != 2 * xs.size() || ys.size() != xs.size()) unsupported(n, "pads must be a constant");
   const std::vector<std::int64_t> before(pads->begin(), pads->begin() + std::ptrdiff_t(xs.size()));
   const float value = scalar_input(p, 2, float_attr(p, "value", 0.0f));

@@ -462,13 +462,35 @@ void cumulative_sum(const float* in, const Shape& x, std::size_t axis, bool excl
   }
 }
 
-void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y) {
-  const std::int64_t planes = xs[0] * xs[1], c = xs[1], len = elements(xs) / std::max<std::int64_t>(planes, 1);
-  for (std::int64_t p = 0; p < planes; ++p) {
-    const float* src = x + p * len;
-    float* dst = y + p * len;
+void group_norm(const float* x, const Shape& xs, std::int64_t groups, const float* scale, const float* bias,
+                bool per_group, float epsilon, float* y) {
+  const std::int64_t c = xs[1], blocks = xs[0] * groups, len = elements(xs) / std::max<std::int64_t>(blocks, 1);
+  const std::int64_t per = c / groups, plane = len / std::max<std::int64_t>(per, 1);
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const float* src = x + b * len;
+    float* dst = y + b * len;
     const auto [mean, inv] = moments(src, len, epsilon);
-    for (std::int64_t k = 0; k < len; ++k) dst[k] = float((src[k] - mean) * inv * scale[p % c] + bias[p % c]);
+    const std::int64_t g = b % groups;
+    for (std::int64_t k = 0; k < len; ++k) {
+      const std::int64_t at = per_group ? g : g * per + k / plane;  // the affine's index
+      dst[k] = float((src[k] - mean) * inv * scale[at] + bias[at]);
+    }
+  }
+}
+
+void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y) {
+  group_norm(x, xs, xs[1], scale, bias, false, epsilon, y);
+}
+
+void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon, const float* scale, float* y) {
+  const std::int64_t len = elements(Shape(xs.begin() + axis, xs.end())),
+                     rows = elements(xs) / std::max<std::int64_t>(len, 1);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* src = x + r * len;
+    double squares = 0;
+    for (std::int64_t k = 0; k < len; ++k) squares += double(src[k]) * src[k];
+    const float inv = float(1.0 / std::sqrt(squares / double(len) + epsilon));
+    for (std::int64_t k = 0; k < len; ++k) y[r * len + k] = src[k] * inv * scale[k];
   }
 }
 

@@ -97,6 +97,10 @@ bool reduce(const std::string& op, const float* in, const Shape& x, const std::v
 // ONNX Trilu: each matrix of x's last two dims with the elements below (upper) or above
 // (lower) its k-th diagonal zeroed.
 void trilu(const float* in, const Shape& x, std::int64_t k, bool upper, float* out);
+// ONNX GatherND: for each index tuple of indices ([..., k], after batch_dims batch dims
+// shared with x), the slice of x it addresses. false if an index is outside its dim or not whole.
+bool gather_nd(const float* in, const Shape& x, const float* indices, const Shape& is, std::int64_t batch_dims,
+               float* out);
 // ONNX GatherElements: out (indices' shape) takes in at each index with its axis coordinate
 // replaced by the index there (negative from the end). false if an index is outside the axis
 // or not whole.
@@ -116,6 +120,14 @@ void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& befor
 void tile(const float* x, const Shape& xs, float* y, const Shape& ys);
 // InstanceNormalization of [N, C, ...]: each (n, c) plane normalized, then scale[c], bias[c].
 void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y);
+// ONNX GroupNormalization of [N, C, ...]: each of `groups` blocks of C / groups channels
+// normalized over its channels and pixels, then scale and bias per channel (opset 21) or, with
+// per_group, per group (opset 18). Instance norm is the case of C groups.
+void group_norm(const float* x, const Shape& xs, std::int64_t groups, const float* scale, const float* bias,
+                bool per_group, float epsilon, float* y);
+// ONNX RMSNormalization: each row of x's dims from axis on divided by its root mean square
+// (epsilon added to the mean square), times scale (one value per element of a row).
+void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon, const float* scale, float* y);
 
 // Resize and Upsample of the last two dims of [N, C, H, W] (NCHW) to ys: nearest or linear
 // (bilinear), the output coordinate mapped back by ONNX's coordinate_transformation_mode.

@@ -134,19 +134,53 @@ void drop_unused_nodes(onnx::GraphProto& g) {
   }
 }
 
-// Each output of an elementwise op that keeps its input's shape and type (Mish, opset 18's, and
-// Gelu, opset 20's, among them) that inference left without a shape, given its input's: where
+// Each output of an op that keeps its input's shape and type (Mish and GroupNormalization,
+// opset 18's, Gelu, opset 20's, RMSNormalization, opset 23's, among them) that inference left
+// without a shape, given its input's: where
 // libonnx predates the op (Debian's ONNX 1.12 knows opsets up to 17), nothing else would infer
 // it or anything after it. The number given.
-int infer_unknown_elementwise(onnx::GraphProto& g) {
-  static const std::set<std::string> ops = {
-      "Mish",      "Gelu",      "Celu",        "Selu",       "Elu",      "Relu",
-      "LeakyRelu", "HardSwish", "HardSigmoid", "Softplus",   "Softsign", "ThresholdedRelu",
-      "Sigmoid",   "Tanh",      "Sin",         "Cos",        "Tan",      "Asin",
-      "Acos",      "Atan",      "Sinh",        "Cosh",       "Asinh",    "Acosh",
-      "Atanh",     "Abs",       "Neg",         "Exp",        "Log",      "Sqrt",
-      "Erf",       "Round",     "Sign",        "Reciprocal", "Floor",    "Ceil",
-      "Identity"};
+int infer_unknown_shape_keeping(onnx::GraphProto& g) {
+  static const std::set<std::string> ops = {"Mish",
+                                            "Gelu",
+                                            "Celu",
+                                            "Selu",
+                                            "Elu",
+                                            "Relu",
+                                            "LeakyRelu",
+                                            "HardSwish",
+                                            "HardSigmoid",
+                                            "Softplus",
+                                            "Softsign",
+                                            "ThresholdedRelu",
+                                            "Sigmoid",
+                                            "Tanh",
+                                            "Sin",
+                                            "Cos",
+                                            "Tan",
+                                            "Asin",
+                                            "Acos",
+                                            "Atan",
+                                            "Sinh",
+                                            "Cosh",
+                                            "Asinh",
+                                            "Acosh",
+                                            "Atanh",
+                                            "Abs",
+                                            "Neg",
+                                            "Exp",
+                                            "Log",
+                                            "Sqrt",
+                                            "Erf",
+                                            "Round",
+                                            "Sign",
+                                            "Reciprocal",
+                                            "Floor",
+                                            "Ceil",
+                                            "Identity",
+                                            "GroupNormalization",
+                                            "RMSNormalization",
+                                            "LayerNormalization",
+                                            "InstanceNormalization"};
   std::map<std::string, const onnx::TypeProto*> typed;
   const auto note = [&](const onnx::ValueInfoProto& v) {
     if (v.type().tensor_type().has_shape()) typed[v.name()] = &v.type();
@@ -199,7 +233,7 @@ void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
     ShapeData data = infer_with_data(model);
     propagate_integer_arithmetic(model.graph(), data);
     const int folded = fold_known_values(*model.mutable_graph(), data);
-    if (folded + infer_unknown_elementwise(*model.mutable_graph()) == 0) return;
+    if (folded + infer_unknown_shape_keeping(*model.mutable_graph()) == 0) return;
     drop_unused_nodes(*model.mutable_graph());
   }
   infer_with_data(model);

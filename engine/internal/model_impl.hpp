@@ -314,6 +314,12 @@ struct Model::Impl {
   void add_trilu(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // GatherElements (torch.gather) with indices read in every run and checked.
   void add_gather_elements(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // GatherND with indices read in every run and checked; batch_dims as the attribute says.
+  void add_gather_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // GroupNormalization (opset 18's per-group affine and opset 21's per-channel one).
+  void add_group_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // RMSNormalization (opset 23) over the dims from axis on.
+  void add_rms_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // CumSum along a constant axis, exclusive and reverse as the attributes say.
   void add_cumsum(const frontend::GraphNode& n, const onnx::NodeProto& p);
 

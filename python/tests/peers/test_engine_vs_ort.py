@@ -382,6 +382,38 @@ def test_one_d_convs_and_pools_as_audio_and_text_models_write_them(tmp_path):
     assert rt.Model(path).describe()["kernels"] == 5
 
 
+def test_group_and_rms_normalization_gather_nd_and_pad_axes(tmp_path):
+    # Diffusion U-Nets' GroupNorm (opset 18 scales each group, opset 21 each channel), an LLM's
+    # RMSNorm (opset 23), GatherND (a pooler's token pick, with batch_dims), opset 18's Pad axes.
+    for opset, per_channel in ((18, False), (21, True)):
+        b = Builder()
+        n = 12 if per_channel else 4
+        y = b.node("GroupNormalization", ["x", b.const(RNG.uniform(0.5, 1.5, n)), b.const(RNG.uniform(-1, 1, n))],
+                   num_groups=4, epsilon=1e-3)
+        compare(b.save(str(tmp_path / ("group%d.onnx" % opset)), [("x", [2, 12, 5, 3])], [y], opset=opset))
+    # Pad's axes: the output's shape declared, as exporters declare a graph's outputs (Debian's ONNX
+    # library predates opset 18's Pad and cannot infer it).
+    b = Builder()
+    pad = b.node("Pad", ["x", b.ints([1, 2, 0, 3]), b.const(0.5), b.ints([-1, 1])])
+    graph = helper.make_graph(b.nodes, "pad", [helper.make_tensor_value_info("x", T.FLOAT, [2, 12, 5, 3])],
+                              [helper.make_tensor_value_info(pad, T.FLOAT, [2, 17, 5, 4])], b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "pad_axes.onnx"))
+    compare(str(tmp_path / "pad_axes.onnx"))
+    b = Builder()
+    rms = [b.node("RMSNormalization", ["x", b.const(RNG.uniform(0.5, 1.5, (6,)))], epsilon=1e-4),
+           b.node("RMSNormalization", ["x", b.const(RNG.uniform(0.5, 1.5, (4, 6)))], axis=1)]
+    compare(b.save(str(tmp_path / "rms.onnx"), [("x", [3, 4, 6])], rms, opset=23))
+    b = Builder()
+    picks = [b.node("GatherND", ["x", "idx"], batch_dims=1), b.node("GatherND", ["x", "pairs"])]
+    path = save_typed(b, str(tmp_path / "gathernd.onnx"),
+                      [("x", T.FLOAT, [2, 5, 4]), ("idx", T.INT64, [2, 3, 1]), ("pairs", T.INT64, [3, 2])], picks)
+    run_both(path, {"x": RNG.uniform(-1, 1, (2, 5, 4)).astype(np.float32),
+                    "idx": RNG.integers(-5, 5, (2, 3, 1)).astype(np.int64),
+                    "pairs": np.array([[0, 4], [1, -1], [1, 2]], np.int64)})
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
