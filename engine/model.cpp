@@ -290,7 +290,7 @@ void Model::Impl::add_cast(const frontend::GraphNode& n, const onnx::NodeProto& 
   const bool from_int = is_integer_type(from);
   const bool to_float = to == TP::FLOAT || to == TP::DOUBLE, to_int = to == TP::INT64 || to == TP::INT32;
   if ((!from_float && !from_int && from != "bool") || (!to_float && !to_int && to != TP::BOOL)) {
-    unsupported(n, "a cast to " + TP::DataType_Name(static_cast<TP::DataType>(to)) + " from '" + from +
+    unsupported(n, "a cast to " + elem_type_name(int(to)) + " from '" + from +
                        "' (from float, double, an integer type or bool; to float, double, int64, int32 or bool)");
   }
   if (to_float || (to_int && !from_float) || (to == TP::BOOL && from == "bool")) return add_view(n);
