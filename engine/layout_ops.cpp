@@ -226,6 +226,69 @@ void trilu(const float* in, const Shape& x, std::int64_t k, bool upper, float* o
   }
 }
 
+namespace {
+
+float scattered(ScatterReduce r, float old, float update) {
+  switch (r) {
+    case ScatterReduce::add:
+      return old + update;
+    case ScatterReduce::mul:
+      return old * update;
+    case ScatterReduce::max:
+      return std::max(old, update);
+    case ScatterReduce::min:
+      return std::min(old, update);
+    default:
+      return update;
+  }
+}
+
+// An index into a dim of len, negative from the end; -1 if outside it or not whole.
+std::int64_t index_in(float v, std::int64_t len) {
+  if (!(v >= -float(len) && v < float(len)) || std::trunc(v) != v) return -1;
+  return std::int64_t(v < 0 ? v + float(len) : v);
+}
+
+}  // namespace
+
+bool scatter_nd(float* out, const Shape& x, const float* indices, const Shape& is, const float* updates,
+                ScatterReduce reduce) {
+  const std::size_t k = std::size_t(is.back());
+  std::int64_t tuples = 1, slice = 1;
+  for (std::size_t d = 0; d + 1 < is.size(); ++d) tuples *= is[d];
+  for (std::size_t d = k; d < x.size(); ++d) slice *= x[d];
+  for (std::int64_t t = 0; t < tuples; ++t) {
+    std::int64_t at = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::int64_t i = index_in(indices[t * std::int64_t(k) + std::int64_t(j)], x[j]);
+      if (i < 0) return false;
+      at = at * x[j] + i;
+    }
+    for (std::int64_t e = 0; e < slice; ++e)
+      out[at * slice + e] = scattered(reduce, out[at * slice + e], updates[t * slice + e]);
+  }
+  return true;
+}
+
+bool scatter_elements(float* out, const Shape& x, const float* indices, const Shape& is, const float* updates,
+                      std::size_t axis, ScatterReduce reduce) {
+  const std::size_t r = x.size();
+  std::vector<std::int64_t> stride(r, 1), index(r, 0);
+  for (std::size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * x[d];
+  for (std::int64_t e = 0; e < elements(is); ++e) {
+    const std::int64_t i = index_in(indices[e], x[axis]);
+    if (i < 0) return false;
+    std::int64_t at = 0;
+    for (std::size_t d = 0; d < r; ++d) at += (d == axis ? i : index[d]) * stride[d];
+    out[at] = scattered(reduce, out[at], updates[e]);
+    for (std::size_t d = r; d-- > 0;) {  // the next index of indices' shape
+      if (++index[d] < is[d]) break;
+      index[d] = 0;
+    }
+  }
+  return true;
+}
+
 bool gather_nd(const float* in, const Shape& x, const float* indices, const Shape& is, std::int64_t batch_dims,
                float* out) {
   const std::size_t b = std::size_t(batch_dims), k = std::size_t(is.back());

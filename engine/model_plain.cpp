@@ -36,6 +36,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "Trilu") return add_trilu(n, p);
   if (op == "GatherElements") return add_gather_elements(n, p);
   if (op == "GatherND") return add_gather_nd(n, p);
+  if (op == "ScatterND" || op == "ScatterElements" || op == "Scatter") return add_scatter(n, p);
   if (op == "GroupNormalization") return add_group_norm(n, p);
   if (op == "RMSNormalization") return add_rms_norm(n, p);
   if (op == "Div" && is_integer(n.outputs[0])) return add_binary(n, "IntDiv");
@@ -282,6 +283,32 @@ void Model::Impl::add_gather_nd(const frontend::GraphNode& n, const onnx::NodePr
     if (!gather_nd(at(x), xs, at(ids), is, b, ptr[y])) {
       throw_bad_input("engine: node '" + name + "' (GatherND): an index is outside its dim");
     }
+  });
+}
+
+void Model::Impl::add_scatter(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  if (n.inputs.size() != 3) unsupported(n, "three inputs expected");
+  const Shape xs = values[n.inputs[0]].shape, is = values[n.inputs[1]].shape;
+  static const std::map<std::string, ScatterReduce> reductions = {{"none", ScatterReduce::none},
+                                                                  {"add", ScatterReduce::add},
+                                                                  {"mul", ScatterReduce::mul},
+                                                                  {"max", ScatterReduce::max},
+                                                                  {"min", ScatterReduce::min}};
+  const std::string how = string_attr(p, "reduction", "none");
+  if (!reductions.count(how)) unsupported(n, "reduction '" + how + "' (none, add, mul, max and min are)");
+  const ScatterReduce reduce = reductions.at(how);
+  const bool nd = n.op == "ScatterND";
+  if (nd && (is.empty() || std::size_t(is.back()) > xs.size())) unsupported(n, "indices' last dim exceeds data's rank");
+  if (!nd && is.size() != xs.size()) unsupported(n, "data and indices of one rank expected");
+  const std::size_t axis = nd ? 0 : std::size_t(axis_of(n, int_attr(p, "axis", 0), xs.size()));
+  const Ref x = plain(n.inputs[0], n.name), ids = plain(n.inputs[1], n.name), up = plain(n.inputs[2], n.name);
+  const int y = output(n.outputs[0], false);
+  const std::string name = n.name, op = n.op;
+  push(n, [=, this] {
+    std::copy_n(at(x), elements(xs), ptr[y]);
+    const bool ok = nd ? scatter_nd(ptr[y], xs, at(ids), is, at(up), reduce)
+                       : scatter_elements(ptr[y], xs, at(ids), is, at(up), axis, reduce);
+    if (!ok) throw_bad_input("engine: node '" + name + "' (" + op + "): an index is outside its dim");
   });
 }
 

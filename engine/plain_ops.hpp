@@ -97,6 +97,17 @@ bool reduce(const std::string& op, const float* in, const Shape& x, const std::v
 // ONNX Trilu: each matrix of x's last two dims with the elements below (upper) or above
 // (lower) its k-th diagonal zeroed.
 void trilu(const float* in, const Shape& x, std::int64_t k, bool upper, float* out);
+// How a scatter combines an update with the value it lands on (ONNX's reduction attribute).
+enum class ScatterReduce { none, add, mul, max, min };
+// ONNX ScatterND into out (data's copy, shape x): each index tuple of indices ([..., k])
+// addresses a slice of out that takes the matching slice of updates. ScatterElements: each
+// element of updates (indices' shape) lands at its own index with its axis coordinate replaced
+// by the index there. Negative indices count from the end. false if an index is outside its
+// dim or not whole (out then partly written).
+bool scatter_nd(float* out, const Shape& x, const float* indices, const Shape& is, const float* updates,
+                ScatterReduce reduce);
+bool scatter_elements(float* out, const Shape& x, const float* indices, const Shape& is, const float* updates,
+                      std::size_t axis, ScatterReduce reduce);
 // ONNX GatherND: for each index tuple of indices ([..., k], after batch_dims batch dims
 // shared with x), the slice of x it addresses. false if an index is outside its dim or not whole.
 bool gather_nd(const float* in, const Shape& x, const float* indices, const Shape& is, std::int64_t batch_dims,

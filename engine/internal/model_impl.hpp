@@ -316,6 +316,9 @@ struct Model::Impl {
   void add_gather_elements(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // GatherND with indices read in every run and checked; batch_dims as the attribute says.
   void add_gather_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // ScatterND, ScatterElements (and opset 9's Scatter, the same) with every reduction; indices
+  // read and checked in every run.
+  void add_scatter(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // GroupNormalization (opset 18's per-group affine and opset 21's per-channel one).
   void add_group_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // RMSNormalization (opset 23) over the dims from axis on.

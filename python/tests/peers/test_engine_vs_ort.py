@@ -414,6 +414,31 @@ def test_group_and_rms_normalization_gather_nd_and_pad_axes(tmp_path):
                     "pairs": np.array([[0, 4], [1, -1], [1, 2]], np.int64)})
 
 
+def test_scatters_as_in_place_assignments_export(tmp_path):
+    # YOLOv5's Detect head exported with inplace=True writes y[..., 0:2] = ... as ScatterND with
+    # constant indices; index_put_ / scatter_ / scatter_add_ export as ScatterND and ScatterElements.
+    b = Builder()
+    # [3, 4, 2, 2, 4]: element (i, j, k, c) for c in 0, 1
+    xy = np.stack(np.meshgrid(np.arange(3), np.arange(4), np.arange(2), np.arange(2), indexing="ij"), -1)
+    b.inits.append(numpy_helper.from_array(xy.astype(np.int64), "where_xy"))
+    boxes = b.node("ScatterND", ["x", "where_xy", b.node("Mul", [b.node("Slice", ["x", b.ints([0]), b.ints([2]),
+                                                                                      b.ints([3])]),
+                                                                      b.const(2.0)])])
+    outs = [boxes, b.node("ScatterND", ["x", "rows", "upd"], reduction="add"),
+            b.node("ScatterElements", ["x", "cols", "upd2"], axis=-1),
+            b.node("ScatterElements", ["x", "cols", "upd2"], axis=3, reduction="max")]
+    path = save_typed(b, str(tmp_path / "scatter.onnx"),
+                      [("x", T.FLOAT, [3, 4, 2, 5]), ("rows", T.INT64, [2, 1]), ("upd", T.FLOAT, [2, 4, 2, 5]),
+                       ("cols", T.INT64, [3, 4, 2, 2]), ("upd2", T.FLOAT, [3, 4, 2, 2])], outs, opset=16)
+    cols = np.stack([RNG.permutation(5)[:2] for _ in range(24)]).reshape(3, 4, 2, 2) - 2  # some negative
+    feeds = {"x": RNG.uniform(-1, 1, (3, 4, 2, 5)).astype(np.float32), "rows": np.array([[2], [-3]], np.int64),
+             "upd": RNG.uniform(-1, 1, (2, 4, 2, 5)).astype(np.float32), "cols": cols.astype(np.int64),
+             "upd2": RNG.uniform(-1, 1, (3, 4, 2, 2)).astype(np.float32)}
+    run_both(path, feeds)
+    with pytest.raises(ValueError, match="ScatterND.*outside"):
+        rt.Model(path).run([feeds["x"], np.array([[3], [0]], np.int64), feeds["upd"], feeds["cols"], feeds["upd2"]])
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
