@@ -289,6 +289,44 @@ bool scatter_elements(float* out, const Shape& x, const float* indices, const Sh
   return true;
 }
 
+void top_k(const float* in, const Shape& x, std::size_t axis, std::int64_t k, bool largest, float* values,
+           float* indices) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d) outer *= x[d];
+  for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
+  const std::int64_t len = x[axis];
+  std::vector<std::int64_t> order(static_cast<std::size_t>(len));
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const auto value = [&](std::int64_t j) { return in[(o * len + j) * inner + i]; };
+      for (std::int64_t j = 0; j < len; ++j) order[std::size_t(j)] = j;
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](std::int64_t a, std::int64_t b) {
+        const float va = value(a), vb = value(b);
+        return va != vb ? (largest ? va > vb : va < vb) : a < b;
+      });
+      for (std::int64_t j = 0; j < k; ++j) {
+        values[(o * k + j) * inner + i] = value(order[std::size_t(j)]);
+        indices[(o * k + j) * inner + i] = float(order[std::size_t(j)]);
+      }
+    }
+  }
+}
+
+void one_hot(const float* indices, const Shape& is, std::int64_t depth, std::size_t axis, float off, float on,
+             float* out) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < axis; ++d) outer *= is[d];
+  for (std::size_t d = axis; d < is.size(); ++d) inner *= is[d];
+  std::fill_n(out, outer * depth * inner, off);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const float v = indices[o * inner + i];
+      const std::int64_t at = v < 0 ? std::int64_t(v) + depth : std::int64_t(v);
+      if (at >= 0 && at < depth) out[(o * depth + at) * inner + i] = on;
+    }
+  }
+}
+
 bool gather_nd(const float* in, const Shape& x, const float* indices, const Shape& is, std::int64_t batch_dims,
                float* out) {
   const std::size_t b = std::size_t(batch_dims), k = std::size_t(is.back());

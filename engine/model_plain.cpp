@@ -36,6 +36,8 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "Trilu") return add_trilu(n, p);
   if (op == "GatherElements") return add_gather_elements(n, p);
   if (op == "GatherND") return add_gather_nd(n, p);
+  if (op == "TopK") return add_top_k(n, p);
+  if (op == "OneHot") return add_one_hot(n, p);
   if (op == "ScatterND" || op == "ScatterElements" || op == "Scatter") return add_scatter(n, p);
   if (op == "GroupNormalization") return add_group_norm(n, p);
   if (op == "RMSNormalization") return add_rms_norm(n, p);
@@ -284,6 +286,36 @@ void Model::Impl::add_gather_nd(const frontend::GraphNode& n, const onnx::NodePr
       throw_bad_input("engine: node '" + name + "' (GatherND): an index is outside its dim");
     }
   });
+}
+
+void Model::Impl::add_top_k(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::size_t axis = std::size_t(axis_of(n, int_attr(p, "axis", -1), xs.size()));
+  const auto k = ints_of(n, p, 1, "k");
+  if (!k || k->size() != 1 || (*k)[0] < 0 || (*k)[0] > xs[axis])
+    unsupported(n, "input 'K' must be a constant in [0, the axis]");
+  if (n.outputs.size() != 2) unsupported(n, "two outputs expected");
+  const bool largest = int_attr(p, "largest", 1) != 0;
+  const Ref x = plain(n.inputs[0], n.name);
+  const int values_out = output(n.outputs[0], false), indices_out = output(n.outputs[1], false);
+  const std::int64_t count = (*k)[0];
+  push(n, [=, this] { top_k(at(x), xs, axis, count, largest, ptr[values_out], ptr[indices_out]); });
+}
+
+void Model::Impl::add_one_hot(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  if (n.inputs.size() != 3) unsupported(n, "three inputs expected");
+  const Shape is = values[n.inputs[0]].shape;
+  const float depth = scalar_input(p, 1, 0.0f);  // of any numeric type
+  const float* pair = constant_of(n, p, 2, 2);
+  if (!(depth >= 1) || std::trunc(depth) != depth) unsupported(n, "input 'depth' must be a whole constant >= 1");
+  if (!pair) unsupported(n, "input 'values' must be a constant [off, on]");
+  const std::int64_t axis = int_attr(p, "axis", -1);
+  const std::size_t at_axis = std::size_t(axis_of(n, axis, is.size() + 1));
+  const float off = pair[0], on = pair[1];
+  const Ref ids = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  const std::int64_t d = std::int64_t(depth);
+  push(n, [=, this] { one_hot(at(ids), is, d, at_axis, off, on, ptr[y]); });
 }
 
 void Model::Impl::add_scatter(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -97,6 +97,16 @@ bool reduce(const std::string& op, const float* in, const Shape& x, const std::v
 // ONNX Trilu: each matrix of x's last two dims with the elements below (upper) or above
 // (lower) its k-th diagonal zeroed.
 void trilu(const float* in, const Shape& x, std::int64_t k, bool upper, float* out);
+// ONNX TopK along axis of x: the k largest (or smallest) values of each line and their indices
+// (as floats), in order when sorted (else, too: ONNX leaves the order open); ties go to the
+// lower index, as ONNX Runtime's do.
+void top_k(const float* in, const Shape& x, std::size_t axis, std::int64_t k, bool largest, float* values,
+           float* indices);
+// ONNX OneHot: out (indices' shape with depth inserted at axis) holds on where the index (negative
+// from depth's end) is the position along axis, off elsewhere; an index outside [-depth, depth)
+// gives a line of off.
+void one_hot(const float* indices, const Shape& is, std::int64_t depth, std::size_t axis, float off, float on,
+             float* out);
 // How a scatter combines an update with the value it lands on (ONNX's reduction attribute).
 enum class ScatterReduce { none, add, mul, max, min };
 // ONNX ScatterND into out (data's copy, shape x): each index tuple of indices ([..., k])

@@ -205,6 +205,72 @@ int infer_unknown_shape_keeping(onnx::GraphProto& g) {
   return int(added.size());
 }
 
+// Each OneHot output whose shape inference left the new axis open (libonnx does not read the
+// depth) where the depth is a constant and the indices' shape known: that shape with the depth
+// inserted at the axis. The number given.
+int infer_one_hot_depths(onnx::GraphProto& g) {
+  std::map<std::string, const onnx::TensorProto*> constants;
+  for (const auto& t : g.initializer()) constants[t.name()] = &t;
+  std::map<std::string, onnx::ValueInfoProto*> infos;
+  for (auto& v : *g.mutable_value_info()) infos[v.name()] = &v;
+  std::map<std::string, const onnx::TypeProto*> typed;
+  for (const auto& v : g.input()) typed[v.name()] = &v.type();
+  for (const auto& v : g.value_info()) typed[v.name()] = &v.type();
+  int given = 0;
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "OneHot" || n.input_size() != 3 || n.output_size() != 1) continue;
+    const auto depth = constants.find(n.input(1));
+    const auto indices = typed.find(n.input(0));
+    const auto values = constants.find(n.input(2));
+    if (depth == constants.end() || indices == typed.end() || values == constants.end()) continue;
+    const auto& is = indices->second->tensor_type();
+    if (!is.has_shape()) continue;
+    std::vector<std::int64_t> d;
+    const onnx::TensorProto& t = *depth->second;
+    if (!integer_initializer_values(t, d)) {  // a float depth, as ONNX allows
+      float f = 0;
+      if (t.data_type() != onnx::TensorProto::FLOAT) continue;
+      if (t.float_data_size() == 1) {
+        f = t.float_data(0);
+      } else if (t.raw_data().size() == sizeof(float)) {
+        std::memcpy(&f, t.raw_data().data(), sizeof(float));
+      } else {
+        continue;
+      }
+      d = {std::int64_t(f)};
+    }
+    if (d.size() != 1 || d[0] < 1) continue;
+    const auto out = infos.find(n.output(0));
+    if (out != infos.end() && out->second->type().tensor_type().has_shape()) {
+      bool whole = true;
+      for (const auto& dim : out->second->type().tensor_type().shape().dim()) whole = whole && dim.has_dim_value();
+      if (whole) continue;
+    }
+    std::int64_t axis = -1;  // OneHot's default: the last
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "axis") axis = a.i();
+    }
+    const int rank = is.shape().dim_size() + 1;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) continue;
+    onnx::ValueInfoProto v;
+    v.set_name(n.output(0));
+    auto* type = v.mutable_type()->mutable_tensor_type();
+    type->set_elem_type(values->second->data_type());
+    for (int k = 0, in = 0; k < rank; ++k) {
+      *type->mutable_shape()->add_dim() = k == axis ? onnx::TensorShapeProto::Dimension() : is.shape().dim(in++);
+      if (k == axis) type->mutable_shape()->mutable_dim(k)->set_dim_value(d[0]);
+    }
+    if (out != infos.end()) {
+      *out->second = v;
+    } else {
+      *g.add_value_info() = v;
+    }
+    ++given;
+  }
+  return given;
+}
+
 }  // namespace
 
 bool integer_initializer_values(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
@@ -233,7 +299,9 @@ void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
     ShapeData data = infer_with_data(model);
     propagate_integer_arithmetic(model.graph(), data);
     const int folded = fold_known_values(*model.mutable_graph(), data);
-    if (folded + infer_unknown_shape_keeping(*model.mutable_graph()) == 0) return;
+    const int given =
+        infer_unknown_shape_keeping(*model.mutable_graph()) + infer_one_hot_depths(*model.mutable_graph());
+    if (folded + given == 0) return;
     drop_unused_nodes(*model.mutable_graph());
   }
   infer_with_data(model);

@@ -316,6 +316,10 @@ struct Model::Impl {
   void add_gather_elements(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // GatherND with indices read in every run and checked; batch_dims as the attribute says.
   void add_gather_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // TopK with a constant k: values and their indices (as floats).
+  void add_top_k(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // OneHot with a constant depth and [off, on] values.
+  void add_one_hot(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // ScatterND, ScatterElements (and opset 9's Scatter, the same) with every reduction; indices
   // read and checked in every run.
   void add_scatter(const frontend::GraphNode& n, const onnx::NodeProto& p);

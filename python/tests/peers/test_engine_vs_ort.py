@@ -439,6 +439,23 @@ def test_scatters_as_in_place_assignments_export(tmp_path):
         rt.Model(path).run([feeds["x"], np.array([[3], [0]], np.int64), feeds["upd"], feeds["cols"], feeds["upd2"]])
 
 
+def test_top_k_and_one_hot(tmp_path):
+    # A detection head's candidate pick (TopK, values and indices) and a label's one-hot.
+    b = Builder()
+    tops = [b.node("TopK", ["x", b.ints([3])], axis=1), b.node("TopK", ["x", b.ints([2])], largest=0)]
+    b.nodes[-2].output.append("top_idx")
+    b.nodes[-1].output.append("low_idx")
+    ties = b.node("TopK", [b.node("Floor", [b.node("Mul", ["x", b.const(2.0)])]), b.ints([4])], axis=-1)
+    b.nodes[-1].output.append("tie_idx")
+    hot = [b.node("OneHot", ["labels", b.ints(5), b.const([0.25, 2.0])]),
+           b.node("OneHot", ["labels", b.const(6.0), b.const([0.0, 1.0])], axis=1)]
+    idx = [b.node("Cast", [t], to=T.FLOAT) for t in ("top_idx", "low_idx", "tie_idx")]
+    path = save_typed(b, str(tmp_path / "topk.onnx"), [("x", T.FLOAT, [2, 6, 5]), ("labels", T.INT64, [2, 3])],
+                      tops + [ties] + hot + idx, opset=11)
+    run_both(path, {"x": RNG.uniform(-1, 1, (2, 6, 5)).astype(np.float32),
+                    "labels": np.array([[0, 4, -1], [2, 7, -5]], np.int64)})  # 7: a line of off values
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
