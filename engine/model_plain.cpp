@@ -4,6 +4,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "engine/einsum.hpp"
 #include "engine/internal/model_impl.hpp"
 
 namespace atvoss::engine {
@@ -37,6 +38,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "GatherElements") return add_gather_elements(n, p);
   if (op == "GatherND") return add_gather_nd(n, p);
   if (op == "TopK") return add_top_k(n, p);
+  if (op == "Einsum") return add_einsum(n, p);
   if (op == "OneHot") return add_one_hot(n, p);
   if (op == "ScatterND" || op == "ScatterElements" || op == "Scatter") return add_scatter(n, p);
   if (op == "GroupNormalization") return add_group_norm(n, p);
@@ -285,6 +287,25 @@ void Model::Impl::add_gather_nd(const frontend::GraphNode& n, const onnx::NodePr
     if (!gather_nd(at(x), xs, at(ids), is, b, ptr[y])) {
       throw_bad_input("engine: node '" + name + "' (GatherND): an index is outside its dim");
     }
+  });
+}
+
+void Model::Impl::add_einsum(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  std::vector<Shape> shapes;
+  std::vector<Ref> in;
+  for (int t : n.inputs) shapes.push_back(values[t].shape), in.push_back(plain(t, n.name));
+  EinsumPlan plan;
+  try {
+    plan = plan_einsum(string_attr(p, "equation"), shapes);
+  } catch (const Error& e) {
+    unsupported(n, e.what());
+  }
+  if (plan.output != values[n.outputs[0]].shape) unsupported(n, "the equation's output is not the inferred shape");
+  const int y = output(n.outputs[0], false);
+  push(n, [this, plan, in, y] {
+    std::vector<const float*> operands;
+    for (const Ref& r : in) operands.push_back(at(r));
+    einsum(plan, operands, ptr[y]);
   });
 }
 

@@ -11,6 +11,9 @@
 
 #include <onnx/shape_inference/implementation.h>
 
+#include "core/error.hpp"
+#include "frontend/einsum_equation.hpp"
+
 namespace atvoss::frontend {
 namespace {
 
@@ -134,6 +137,15 @@ void drop_unused_nodes(onnx::GraphProto& g) {
   }
 }
 
+// Whether a type has a shape with every dim known.
+bool whole_shape(const onnx::TypeProto& t) {
+  if (!t.tensor_type().has_shape()) return false;
+  for (const auto& d : t.tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return false;
+  }
+  return true;
+}
+
 // Each output of an op that keeps its input's shape and type (Mish and GroupNormalization,
 // opset 18's, Gelu, opset 20's, RMSNormalization, opset 23's, among them) that inference left
 // without a shape, given its input's: where
@@ -205,6 +217,54 @@ int infer_unknown_shape_keeping(onnx::GraphProto& g) {
   return int(added.size());
 }
 
+// Each Einsum output whose shape inference left open (libonnx infers its rank only) where every
+// input's shape is known: the labels' sizes (einsum_equation.hpp). An equation refused there is
+// left for the engine to refuse by name. The number given.
+int infer_einsum_outputs(onnx::GraphProto& g) {
+  std::map<std::string, const onnx::TypeProto*> typed;
+  for (const auto& v : g.input()) typed[v.name()] = &v.type();
+  for (const auto& v : g.value_info()) typed[v.name()] = &v.type();
+  std::vector<onnx::ValueInfoProto> given;
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "Einsum" || n.output_size() != 1) continue;
+    if (const auto out = typed.find(n.output(0)); out != typed.end() && whole_shape(*out->second)) continue;
+    std::vector<std::vector<std::int64_t>> shapes;
+    int elem = 0;
+    for (const auto& in : n.input()) {
+      const auto t = typed.find(in);
+      if (t == typed.end() || !whole_shape(*t->second)) break;
+      elem = t->second->tensor_type().elem_type();
+      shapes.emplace_back();
+      for (const auto& d : t->second->tensor_type().shape().dim()) shapes.back().push_back(d.dim_value());
+    }
+    std::string equation;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "equation") equation = a.s();
+    }
+    if (shapes.size() != std::size_t(n.input_size())) continue;
+    std::vector<std::int64_t> shape;
+    try {
+      shape = einsum_output_shape(einsum_labels(equation, shapes));
+    } catch (const Error&) {
+      continue;
+    }
+    onnx::ValueInfoProto v;
+    v.set_name(n.output(0));
+    v.mutable_type()->mutable_tensor_type()->set_elem_type(elem);
+    auto* dims = v.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (std::int64_t d : shape) dims->add_dim()->set_dim_value(d);
+    given.push_back(v);
+  }
+  for (auto& v : given) {
+    bool replaced = false;
+    for (auto& old : *g.mutable_value_info()) {
+      if (old.name() == v.name()) old = v, replaced = true;
+    }
+    if (!replaced) *g.add_value_info() = v;
+  }
+  return int(given.size());
+}
+
 // Each OneHot output whose shape inference left the new axis open (libonnx does not read the
 // depth) where the depth is a constant and the indices' shape known: that shape with the depth
 // inserted at the axis. The number given.
@@ -241,11 +301,7 @@ int infer_one_hot_depths(onnx::GraphProto& g) {
     }
     if (d.size() != 1 || d[0] < 1) continue;
     const auto out = infos.find(n.output(0));
-    if (out != infos.end() && out->second->type().tensor_type().has_shape()) {
-      bool whole = true;
-      for (const auto& dim : out->second->type().tensor_type().shape().dim()) whole = whole && dim.has_dim_value();
-      if (whole) continue;
-    }
+    if (out != infos.end() && whole_shape(out->second->type())) continue;
     std::int64_t axis = -1;  // OneHot's default: the last
     for (const auto& a : n.attribute()) {
       if (a.name() == "axis") axis = a.i();
@@ -299,8 +355,8 @@ void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
     ShapeData data = infer_with_data(model);
     propagate_integer_arithmetic(model.graph(), data);
     const int folded = fold_known_values(*model.mutable_graph(), data);
-    const int given =
-        infer_unknown_shape_keeping(*model.mutable_graph()) + infer_one_hot_depths(*model.mutable_graph());
+    onnx::GraphProto& g = *model.mutable_graph();
+    const int given = infer_unknown_shape_keeping(g) + infer_one_hot_depths(g) + infer_einsum_outputs(g);
     if (folded + given == 0) return;
     drop_unused_nodes(*model.mutable_graph());
   }

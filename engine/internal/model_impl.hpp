@@ -316,6 +316,8 @@ struct Model::Impl {
   void add_gather_elements(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // GatherND with indices read in every run and checked; batch_dims as the attribute says.
   void add_gather_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // Einsum of one or two operands (engine/einsum.hpp), refused naming the node where planning it fails.
+  void add_einsum(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // TopK with a constant k: values and their indices (as floats).
   void add_top_k(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // OneHot with a constant depth and [off, on] values.

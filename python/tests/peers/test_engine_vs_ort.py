@@ -456,6 +456,31 @@ def test_top_k_and_one_hot(tmp_path):
                     "labels": np.array([[0, 4, -1], [2, 7, -5]], np.int64)})  # 7: a line of off values
 
 
+def test_einsum_as_torch_exports_it(tmp_path):
+    # torch.einsum exports as Einsum (opset 12): attention scores, batched products, a projection
+    # with a batch on one side only, "..." batches, transposes, sums, an implicit output.
+    b = Builder()
+    eqs = [("bhid,bhjd->bhij", ["q", "k"]), ("bhij,bhjd->bhid", ["p", "k"]), ("bnd,dh->bnh", ["x", "w"]),
+           ("...id,...jd->...ij", ["q", "k"]), ("ij->ji", ["w"]), ("abc->c", ["x"]), ("bnd,dh", ["x", "w"]),
+           ("bhid->", ["q"]), ("bnd,bnd->bn", ["x", "x"]), ("...ij,jk->...ik", ["q", "r"])]
+    outs = [b.node("Einsum", ins, equation=eq) for eq, ins in eqs]
+    path = save_typed(b, str(tmp_path / "einsum.onnx"),
+                      [("q", T.FLOAT, [2, 3, 4, 5]), ("k", T.FLOAT, [2, 3, 4, 5]), ("p", T.FLOAT, [2, 3, 4, 4]),
+                       ("x", T.FLOAT, [2, 6, 5]), ("w", T.FLOAT, [5, 7]), ("r", T.FLOAT, [5, 6])], outs, opset=12)
+    shapes = {"q": (2, 3, 4, 5), "k": (2, 3, 4, 5), "p": (2, 3, 4, 4), "x": (2, 6, 5), "w": (5, 7), "r": (5, 6)}
+    run_both(path, {n: RNG.uniform(-1, 1, s).astype(np.float32) for n, s in shapes.items()})
+    # A sum then a transpose of one operand, which ONNX Runtime 1.23 fails on: against numpy.
+    b3 = Builder()
+    y3 = b3.node("Einsum", ["x"], equation="abc->cb")
+    x = RNG.uniform(-1, 1, (2, 6, 5)).astype(np.float32)
+    (ours,) = rt.Model(b3.save(str(tmp_path / "sum_t.onnx"), [("x", [2, 6, 5])], [y3], opset=12)).run([x])
+    assert np.allclose(ours, np.einsum("abc->cb", x), atol=1e-5)
+    b2 = Builder()
+    y = b2.node("Einsum", ["x"], equation="ii->i")
+    with pytest.raises(ValueError, match="Einsum.*label 'i' repeats in one term"):
+        rt.Model(b2.save(str(tmp_path / "diag.onnx"), [("x", [4, 4])], [y], opset=12))
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
