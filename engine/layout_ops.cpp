@@ -201,10 +201,7 @@ void transpose(const float* in, const Shape& x, const std::vector<std::int64_t>&
 
 void gather(const float* data, const Shape& x, const std::int64_t* indices, std::int64_t count, std::int64_t axis,
             float* out) {
-  std::int64_t outer = 1, inner = 1;
-  for (std::int64_t d = 0; d < axis; ++d) outer *= x[d];
-  for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
-  const std::int64_t len = x[axis];
+  const auto [outer, len, inner] = plain::around_axis(x, std::size_t(axis));
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t i = 0; i < count; ++i) {
       const std::int64_t at = indices[i] < 0 ? indices[i] + len : indices[i];
@@ -291,10 +288,7 @@ bool scatter_elements(float* out, const Shape& x, const float* indices, const Sh
 
 void top_k(const float* in, const Shape& x, std::size_t axis, std::int64_t k, bool largest, float* values,
            float* indices) {
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < axis; ++d) outer *= x[d];
-  for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
-  const std::int64_t len = x[axis];
+  const auto [outer, len, inner] = plain::around_axis(x, axis);
   std::vector<std::int64_t> order(static_cast<std::size_t>(len));
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t i = 0; i < inner; ++i) {

@@ -441,10 +441,7 @@ bool reduce(const std::string& op, const float* in, const Shape& x, const std::v
 }
 
 void cumulative_sum(const float* in, const Shape& x, std::size_t axis, bool exclusive, bool reverse, float* out) {
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < axis; ++d) outer *= x[d];
-  for (std::size_t d = axis + 1; d < x.size(); ++d) inner *= x[d];
-  const std::int64_t len = x[axis];
+  const auto [outer, len, inner] = plain::around_axis(x, axis);
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t i = 0; i < inner; ++i) {
       float sum = 0;

@@ -1,5 +1,6 @@
 // What the plain ops' sources share (plain_ops.hpp): an odometer over broadcast shapes, the
-// strides of a shape broadcast to a rank, and e^x's polynomial. Private to engine/.
+// strides of a shape broadcast to a rank, a shape seen around one axis, and e^x's polynomial.
+// Private to engine/.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,18 @@
 #include "engine/vector_build.hpp"
 
 namespace atvoss::engine::plain {
+
+// A shape seen as [outer, len, inner] around one axis: the dims before it, it, the dims after.
+struct AroundAxis {
+  std::int64_t outer = 1, len = 1, inner = 1;
+};
+inline AroundAxis around_axis(const Shape& x, std::size_t axis) {
+  AroundAxis a;
+  for (std::size_t d = 0; d < axis; ++d) a.outer *= x[d];
+  a.len = x[axis];
+  for (std::size_t d = axis + 1; d < x.size(); ++d) a.inner *= x[d];
+  return a;
+}
 
 // Counts over the extents `size` in row-major order, offsets `a` and `b` moving by their
 // strides per unit of each dim (an odometer; seek starts it at any count).
