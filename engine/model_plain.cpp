@@ -211,6 +211,13 @@ void Model::Impl::add_binary(const frontend::GraphNode& n, const std::string& op
   push(n, [this, op, a, b, y, sa, sb, so] { binary(op, at(a), sa, at(b), sb, ptr[y], so, threads); });
 }
 
+void Model::Impl::require_within(const frontend::GraphNode& n, const Shape& is, const Shape& xs,
+                                 std::size_t axis) const {
+  for (std::size_t d = 0; d < is.size(); ++d) {
+    if (d != axis && is[d] > xs[d]) unsupported(n, "indices larger than data along dim " + std::to_string(d));
+  }
+}
+
 void Model::Impl::add_variadic(const frontend::GraphNode& n) {
   if (n.inputs.size() == 1) return add_view(n);  // the sum, mean, max or min of one tensor
   const std::string op = n.op == "Sum" || n.op == "Mean" ? "Add" : n.op;
@@ -262,6 +269,7 @@ void Model::Impl::add_gather_elements(const frontend::GraphNode& n, const onnx::
   const Shape xs = values[n.inputs[0]].shape, is = values[n.inputs[1]].shape;
   if (xs.size() != is.size()) unsupported(n, "data and indices of one rank expected");
   const std::size_t axis = std::size_t(axis_of(n, int_attr(p, "axis", 0), xs.size()));
+  require_within(n, is, xs, axis);
   const Ref x = plain(n.inputs[0], n.name), ids = plain(n.inputs[1], n.name);
   const int y = output(n.outputs[0], false);
   const std::string name = n.name;
@@ -277,8 +285,9 @@ void Model::Impl::add_gather_nd(const frontend::GraphNode& n, const onnx::NodePr
   if (n.inputs.size() != 2) unsupported(n, "two inputs expected");
   const Shape xs = values[n.inputs[0]].shape, is = values[n.inputs[1]].shape;
   const std::int64_t b = int_attr(p, "batch_dims", 0);
-  if (is.empty() || b < 0 || std::size_t(b) >= is.size() || std::size_t(b + is.back()) > xs.size()) {
-    unsupported(n, "indices' last dim plus batch_dims must not exceed data's rank");
+  if (is.empty() || b < 0 || std::size_t(b) >= is.size() || std::size_t(b + is.back()) > xs.size() ||
+      !std::equal(is.begin(), is.begin() + b, xs.begin())) {
+    unsupported(n, "indices' last dim plus batch_dims must not exceed data's rank, and the batch dims must match");
   }
   const Ref x = plain(n.inputs[0], n.name), ids = plain(n.inputs[1], n.name);
   const int y = output(n.outputs[0], false);
@@ -351,9 +360,16 @@ void Model::Impl::add_scatter(const frontend::GraphNode& n, const onnx::NodeProt
   if (!reductions.count(how)) unsupported(n, "reduction '" + how + "' (none, add, mul, max and min are)");
   const ScatterReduce reduce = reductions.at(how);
   const bool nd = n.op == "ScatterND";
-  if (nd && (is.empty() || std::size_t(is.back()) > xs.size())) unsupported(n, "indices' last dim exceeds data's rank");
+  if (nd && (is.empty() || is.back() < 0 || std::size_t(is.back()) > xs.size())) {
+    unsupported(n, "indices' last dim exceeds data's rank");
+  }
   if (!nd && is.size() != xs.size()) unsupported(n, "data and indices of one rank expected");
   const std::size_t axis = nd ? 0 : std::size_t(axis_of(n, int_attr(p, "axis", 0), xs.size()));
+  // Where the updates are read from: indices' shape (elements), or its tuples' and data's slices (ND).
+  Shape updates = is;
+  if (nd) updates.pop_back(), updates.insert(updates.end(), xs.begin() + is.back(), xs.end());
+  if (values[n.inputs[2]].shape != updates) unsupported(n, "updates of another shape than indices and data give");
+  if (!nd) require_within(n, is, xs, axis);
   const Ref x = plain(n.inputs[0], n.name), ids = plain(n.inputs[1], n.name), up = plain(n.inputs[2], n.name);
   const int y = output(n.outputs[0], false);
   const std::string name = n.name, op = n.op;

@@ -314,6 +314,9 @@ struct Model::Impl {
   void add_trilu(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // GatherElements (torch.gather) with indices read in every run and checked.
   void add_gather_elements(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // Refuses indices (GatherElements', ScatterElements') longer than data along a dim but axis:
+  // every index there is read as the position in data.
+  void require_within(const frontend::GraphNode& n, const Shape& is, const Shape& xs, std::size_t axis) const;
   // GatherND with indices read in every run and checked; batch_dims as the attribute says.
   void add_gather_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // Einsum of one or two operands (engine/einsum.hpp), refused naming the node where planning it fails.

@@ -437,6 +437,24 @@ def test_scatters_as_in_place_assignments_export(tmp_path):
     run_both(path, feeds)
     with pytest.raises(ValueError, match="ScatterND.*outside"):
         rt.Model(path).run([feeds["x"], np.array([[3], [0]], np.int64), feeds["upd"], feeds["cols"], feeds["upd2"]])
+    # Shapes that would read or write past data or updates are refused at load, naming the node.
+    for name, (op, ins, shapes, attrs, why) in {
+            "wide": ("ScatterElements", ["x", "i", "u"], [[2, 3], [4, 1], [4, 1]], {"axis": 1},
+                     "indices larger than data along dim 0"),
+            "nd": ("ScatterND", ["x", "i", "u"], [[2, 3], [2, 1], [2, 2]], {}, "updates of another shape"),
+            "gather": ("GatherElements", ["x", "i"], [[2, 3], [2, 5]], {"axis": 0},
+                       "indices larger than data along dim 1")}.items():
+        bad = Builder()
+        bad.node(op, ins, **attrs)
+        types = [T.FLOAT if n != "i" else T.INT64 for n in ins]
+        graph = helper.make_graph(bad.nodes, name, [helper.make_tensor_value_info(n, t, sh)
+                                                    for n, t, sh in zip(ins, types, shapes)],
+                                  [helper.make_tensor_value_info(bad.nodes[-1].output[0], T.FLOAT, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+        model.ir_version = 8
+        onnx.save(model, str(tmp_path / (name + ".onnx")))
+        with pytest.raises(ValueError, match=op + ".*" + why):
+            rt.Model(str(tmp_path / (name + ".onnx")))
 
 
 def test_top_k_and_one_hot(tmp_path):
