@@ -518,6 +518,49 @@ AxisTap axis_tap(const ResizeAttrs& a, std::int64_t o, std::int64_t in, std::int
   return {i0, std::min(i0 + 1, in - 1), float(c - double(i0))};
 }
 
+// Cubic mode's four taps along one axis (input indices clamped to the image, as ONNX Runtime
+// replicates the edge) and their weights for the fraction t past floor(v) (Keys' kernel with
+// coefficient a); with exclude_outside, a tap outside the image weighs 0 and the others are
+// scaled to sum to 1.
+struct CubicTaps {
+  std::int64_t i[4];
+  float w[4];
+};
+CubicTaps cubic_taps(const ResizeAttrs& a, std::int64_t o, std::int64_t in, std::int64_t out, float scale) {
+  const double v = source_coordinate(a.coordinates, o, in, out, scale);
+  const double base = std::floor(v);
+  const float t = float(v - base), A = a.cubic_a;
+  const float d[4] = {1 + t, t, 1 - t, 2 - t};  // each tap's distance from v
+  CubicTaps c;
+  float total = 0;
+  for (int k = 0; k < 4; ++k) {
+    const float x = d[k];
+    c.w[k] = x <= 1 ? ((A + 2) * x - (A + 3)) * x * x + 1 : ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    const std::int64_t at = std::int64_t(base) - 1 + k;
+    if (a.exclude_outside && (at < 0 || at >= in)) c.w[k] = 0;
+    c.i[k] = std::clamp<std::int64_t>(at, 0, in - 1);
+    total += c.w[k];
+  }
+  if (a.exclude_outside && total != 0) {
+    for (float& w : c.w) w /= total;
+  }
+  return c;
+}
+
+// One output pixel of c channels from its sixteen input pixels (cubic mode).
+void cubic_pixel(const float* src, std::int64_t w, std::int64_t c, const CubicTaps& ty, const CubicTaps& tx,
+                 float* dst) {
+  for (std::int64_t k = 0; k < c; ++k) {
+    float sum = 0;
+    for (int r = 0; r < 4; ++r) {
+      float row = 0;
+      for (int q = 0; q < 4; ++q) row += tx.w[q] * src[(ty.i[r] * w + tx.i[q]) * c + k];
+      sum += ty.w[r] * row;
+    }
+    dst[k] = sum;
+  }
+}
+
 // One output pixel of c channels from its four input pixels (rows r0, r1, columns c0, c1).
 ATVOSS_INLINE void blend_pixel_body(const float* p00, const float* p01, const float* p10, const float* p11, float fx,
                                     float fy, std::int64_t c, float* dst) {
@@ -542,9 +585,15 @@ void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const Re
   const auto blend = blend_pixel_here();
   split(images * oh, rows_grain(ow * c), threads, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      const AxisTap ty = axis_tap(a, r % oh, h, oh, a.scale_h);
       const float* src = x + r / oh * h * w * c;
       float* dst = y + r * ow * c;
+      if (a.cubic) {
+        const CubicTaps ty = cubic_taps(a, r % oh, h, oh, a.scale_h);
+        for (std::int64_t j = 0; j < ow; ++j)
+          cubic_pixel(src, w, c, ty, cubic_taps(a, j, w, ow, a.scale_w), dst + j * c);
+        continue;
+      }
+      const AxisTap ty = axis_tap(a, r % oh, h, oh, a.scale_h);
       for (std::int64_t j = 0; j < ow; ++j) {
         const AxisTap tx = axis_tap(a, j, w, ow, a.scale_w);
         const float* p00 = src + (ty.i0 * w + tx.i0) * c;

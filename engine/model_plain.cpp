@@ -809,8 +809,13 @@ void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto
   }
   ResizeAttrs a;
   const std::string mode = string_attr(p, "mode", "nearest");
-  if (mode != "nearest" && mode != "linear" && mode != "bilinear") unsupported(n, "mode '" + mode + "'");
-  a.linear = mode != "nearest";
+  if (mode != "nearest" && mode != "linear" && mode != "bilinear" && mode != "cubic" && mode != "bicubic") {
+    unsupported(n, "mode '" + mode + "'");
+  }
+  a.cubic = mode == "cubic" || mode == "bicubic";
+  a.linear = !a.cubic && mode != "nearest";
+  a.cubic_a = float_attr(p, "cubic_coeff_a", -0.75f);
+  a.exclude_outside = int_attr(p, "exclude_outside", 0) != 0;
   const bool legacy = n.op == "Upsample" || file->opset() < 11;  // asymmetric, as opset 10 defined
   a.coordinates = legacy ? "asymmetric" : string_attr(p, "coordinate_transformation_mode", "half_pixel");
   a.nearest = legacy ? "floor" : string_attr(p, "nearest_mode", "round_prefer_floor");

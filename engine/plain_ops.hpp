@@ -154,6 +154,9 @@ void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon,
 // (bilinear), the output coordinate mapped back by ONNX's coordinate_transformation_mode.
 struct ResizeAttrs {
   bool linear = false;
+  bool cubic = false;  // 4 taps per axis (ONNX's cubic mode), cubic_a their coefficient
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;                // cubic: taps outside the image weigh 0 and the rest are renormalized
   std::string coordinates = "half_pixel";      // half_pixel, pytorch_half_pixel, align_corners, asymmetric
   std::string nearest = "round_prefer_floor";  // round_prefer_floor, round_prefer_ceil, floor, ceil
   float scale_h = 1, scale_w = 1;              // the scales given, or out / in where sizes were

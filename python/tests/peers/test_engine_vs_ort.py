@@ -499,6 +499,20 @@ def test_einsum_as_torch_exports_it(tmp_path):
         rt.Model(b2.save(str(tmp_path / "diag.onnx"), [("x", [4, 4])], [y], opset=12))
 
 
+def test_bicubic_resize_in_both_orders(tmp_path):
+    # Super-resolution and segmentation heads upsample bicubically (cubic mode): every coordinate
+    # mode, cubic_coeff_a and exclude_outside, on a conv's NHWC output and on ONNX's order.
+    b = Builder()
+    conv = b.node("Relu", [b.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])])
+    outs = []
+    for src, coords, attrs, scale in ((conv, "half_pixel", {}, 2.0), ("x", "asymmetric", {}, 1.5),
+                                      (conv, "align_corners", {}, 3.0), ("x", "pytorch_half_pixel", {}, 0.6),
+                                      (conv, "half_pixel", {"cubic_coeff_a": -0.5, "exclude_outside": 1}, 1.75)):
+        outs.append(b.node("Resize", [src, "", b.const([1.0, 1.0, scale, scale])], mode="cubic",
+                           coordinate_transformation_mode=coords, **attrs))
+    compare(b.save(str(tmp_path / "cubic.onnx"), [("x", [1, 3, 9, 7])], outs))
+
+
 def test_named_symbolic_dims(tmp_path):
     # Exporters name a transformer's dims: batch_size and sequence_length are bound apart.
     b = Builder()
