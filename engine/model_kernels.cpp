@@ -323,12 +323,21 @@ ConvAttrs Model::Impl::conv_attrs(const onnx::NodeProto& p) {
   if (strides.size() == 2) a.sh = strides[0], a.sw = strides[1];
   if (dil.size() == 2) a.dh = dil[0], a.dw = dil[1];
   if (pads.size() == 4) a.pad_top = pads[0], a.pad_left = pads[1];
+  // A 1-D conv's, along the width of its [N, C, 1, L] view.
+  if (strides.size() == 1) a.sw = strides[0];
+  if (dil.size() == 1) a.dw = dil[0];
+  if (pads.size() == 2) a.pad_left = pads[0];
   return a;
 }
 
 void Model::Impl::add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p) {
-  const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
-  if (xs.size() == 3 && ws.size() == 3 && ys.size() == 3) return add_conv1d(n, p, xs, ws, ys);
+  Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+  // A 1-D conv ([N, C, L]: the audio front ends of Whisper and wav2vec2, text CNNs) runs as the
+  // 2-D conv of its [N, C, 1, L] view, which has the same bytes.
+  const bool one_d = xs.size() == 3 && ws.size() == 3 && ys.size() == 3;
+  if (one_d) {
+    for (Shape* s : {&xs, &ws, &ys}) s->insert(s->begin() + 2, 1);
+  }
   if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "1-D and 2-D convolutions only");
   ConvAttrs a = conv_attrs(p);
   const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
@@ -338,56 +347,42 @@ void Model::Impl::add_plain_conv(const frontend::GraphNode& n, const onnx::NodeP
     a.pad_top = auto_pad == "SAME_LOWER" ? (ph + 1) / 2 : ph / 2;
     a.pad_left = auto_pad == "SAME_LOWER" ? (pw + 1) / 2 : pw / 2;
   }
-  if (add_conv_as_matmuls(n, p, xs, ws, ys, a)) return;
+  if (one_d ? add_conv1d_as_matmuls(n, p, xs, ws, ys, a) : add_conv_as_matmuls(n, p, xs, ws, ys, a)) return;
   const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
   const float* bias = constant_of(n, p, 2, ys[1]);
   const int y = output(n.outputs[0], false);
   push(n, [=, this] { conv_nchw(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
 }
 
-// A 1-D conv ([N, C, L]: the audio front ends of Whisper and wav2vec2, text CNNs) as the 2-D
-// conv of its [N, C, 1, L] view, which has the same bytes.
-void Model::Impl::add_conv1d(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
-                             const Shape& ys) {
-  ConvAttrs a;
-  a.groups = int_attr(p, "group", 1);
-  const auto strides = ints_attr(p, "strides"), dil = ints_attr(p, "dilations"), pads = ints_attr(p, "pads");
-  if (strides.size() == 1) a.sw = strides[0];
-  if (dil.size() == 1) a.dw = dil[0];
-  if (pads.size() == 2) a.pad_left = pads[0];
-  const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    const std::int64_t pw = std::max<std::int64_t>(0, (ys[2] - 1) * a.sw + (ws[2] - 1) * a.dw + 1 - xs[2]);
-    a.pad_left = auto_pad == "SAME_LOWER" ? (pw + 1) / 2 : pw / 2;
-  }
-  const Shape x4 = {xs[0], xs[1], 1, xs[2]}, w4 = {ws[0], ws[1], 1, ws[2]}, y4 = {ys[0], ys[1], 1, ys[2]};
-  if (file->floats(p.input(1))) {  // constant weights: [N, L, C] is the view's NHWC
-    const Ref x = plain(n.inputs[0], n.name);
-    const int in = new_slot({xs[0], xs[2], xs[1]}), out = new_slot({ys[0], ys[2], ys[1]});
-    writes(in);
-    push(
-        n, [=, this] { nchw_to_nhwc(at(x), ptr[in], x4, threads); }, Json{{"as", "to NLC"}});
-    reads(in);
-    writes(out);
-    if (add_conv_as_matmuls(n, p, x4, w4, y4, a, {in, out})) {
-      reads(out);
-      const int y = output(n.outputs[0], false);
-      push(
-          n, [=, this] { nhwc_to_nchw(ptr[out], ptr[y], y4, threads); }, Json{{"as", "to NCL"}});
-      return;
-    }
-  }
-  const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
-  const float* bias = constant_of(n, p, 2, ys[1]);
+bool Model::Impl::conv_as_matmuls_fits(const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
+                                       const ConvAttrs& a) const {
+  return file->floats(p.input(1)) && a.groups >= 1 && xs[1] == ws[1] * a.groups && ws[0] % a.groups == 0;
+}
+
+// The view's NHWC is [N, L, C]: the input transposed to it, the 2-D route, the result back.
+bool Model::Impl::add_conv1d_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                                        const Shape& ws, const Shape& ys, const ConvAttrs& a) {
+  if (!conv_as_matmuls_fits(p, xs, ws, a)) return false;
+  const Ref x = plain(n.inputs[0], n.name);
+  const int in = new_slot({xs[0], xs[3], xs[1]}), out = new_slot({ys[0], ys[3], ys[1]});
+  writes(in);
+  push(
+      n, [=, this] { nchw_to_nhwc(at(x), ptr[in], xs, threads); }, Json{{"as", "to NLC"}});
+  reads(in);
+  writes(out);
+  add_conv_as_matmuls(n, p, xs, ws, ys, a, {in, out});
+  reads(out);
   const int y = output(n.outputs[0], false);
-  push(n, [=, this] { conv_nchw(at(x), x4, at(w), w4, bias, ptr[y], y4, a); });
+  push(
+      n, [=, this] { nhwc_to_nchw(ptr[out], ptr[y], ys, threads); }, Json{{"as", "to NCL"}});
+  return true;
 }
 
 bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
                                       const Shape& ws, const Shape& ys, const ConvAttrs& a, const NhwcSlots& io) {
+  if (!conv_as_matmuls_fits(p, xs, ws, a)) return false;
   const auto* weights = file->floats(p.input(1));
   const std::int64_t groups = a.groups, k = ws[0], cg = ws[1], r = ws[2], s = ws[3], kg = k / groups;
-  if (!weights || groups < 1 || xs[1] != cg * groups || k % groups != 0) return false;
   const std::int64_t pixels = ys[0] * ys[2] * ys[3], depth = r * s * cg;
   const float* bias = constant_of(n, p, 2, k);
   const bool own_slots = io.in < 0;

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "frontend/einsum_equation.hpp"
+#include "frontend/onnx_attributes.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -146,185 +147,170 @@ bool whole_shape(const onnx::TypeProto& t) {
   return true;
 }
 
-// Each output of an op that keeps its input's shape and type (Mish and GroupNormalization,
-// opset 18's, Gelu, opset 20's, RMSNormalization, opset 23's, among them) that inference left
-// without a shape, given its input's: where
-// libonnx predates the op (Debian's ONNX 1.12 knows opsets up to 17), nothing else would infer
-// it or anything after it. The number given.
-int infer_unknown_shape_keeping(onnx::GraphProto& g) {
-  static const std::set<std::string> ops = {"Mish",
-                                            "Gelu",
-                                            "Celu",
-                                            "Selu",
-                                            "Elu",
-                                            "Relu",
-                                            "LeakyRelu",
-                                            "HardSwish",
-                                            "HardSigmoid",
-                                            "Softplus",
-                                            "Softsign",
-                                            "ThresholdedRelu",
-                                            "Sigmoid",
-                                            "Tanh",
-                                            "Sin",
-                                            "Cos",
-                                            "Tan",
-                                            "Asin",
-                                            "Acos",
-                                            "Atan",
-                                            "Sinh",
-                                            "Cosh",
-                                            "Asinh",
-                                            "Acosh",
-                                            "Atanh",
-                                            "Abs",
-                                            "Neg",
-                                            "Exp",
-                                            "Log",
-                                            "Sqrt",
-                                            "Erf",
-                                            "Round",
-                                            "Sign",
-                                            "Reciprocal",
-                                            "Floor",
-                                            "Ceil",
-                                            "Identity",
-                                            "GroupNormalization",
-                                            "RMSNormalization",
-                                            "LayerNormalization",
-                                            "InstanceNormalization"};
-  std::map<std::string, const onnx::TypeProto*> typed;
-  const auto note = [&](const onnx::ValueInfoProto& v) {
-    if (v.type().tensor_type().has_shape()) typed[v.name()] = &v.type();
-  };
-  for (const auto& v : g.input()) note(v);
-  for (const auto& v : g.value_info()) note(v);
-  for (const auto& v : g.output()) note(v);
-  std::vector<std::pair<std::string, onnx::TypeProto>> added;
-  added.reserve(std::size_t(g.node_size()));
-  for (const auto& n : g.node()) {
-    if (!ops.count(n.op_type()) || n.input_size() < 1 || n.output_size() != 1 || typed.count(n.output(0))) continue;
-    const auto in = typed.find(n.input(0));
-    if (in == typed.end()) continue;
-    added.emplace_back(n.output(0), *in->second);
-    typed[n.output(0)] = &added.back().second;  // a chain of them in one pass (the vector is reserved below)
+// The types inference knows, by tensor: the graph's inputs and its value_info.
+std::map<std::string, onnx::TypeProto> known_types(const onnx::GraphProto& g) {
+  std::map<std::string, onnx::TypeProto> typed;
+  for (const auto& v : g.input()) typed[v.name()] = v.type();
+  for (const auto& v : g.value_info()) typed[v.name()] = v.type();
+  return typed;
+}
+
+// The shapes given where libonnx left them open, written to the graph's value_info (replacing
+// an entry with an open dim), for the next round of inference to go on from.
+void give_types(onnx::GraphProto& g, const std::map<std::string, onnx::TypeProto>& given) {
+  std::set<std::string> replaced;
+  for (auto& v : *g.mutable_value_info()) {
+    if (const auto it = given.find(v.name()); it != given.end())
+      *v.mutable_type() = it->second, replaced.insert(v.name());
   }
-  for (const auto& [name, type] : added) {
+  for (const auto& [name, type] : given) {
+    if (replaced.count(name)) continue;
     auto* v = g.add_value_info();
     v->set_name(name);
     *v->mutable_type() = type;
   }
-  return int(added.size());
 }
 
-// Each Einsum output whose shape inference left open (libonnx infers its rank only) where every
-// input's shape is known: the labels' sizes (einsum_equation.hpp). An equation refused there is
-// left for the engine to refuse by name. The number given.
-int infer_einsum_outputs(onnx::GraphProto& g) {
-  std::map<std::string, const onnx::TypeProto*> typed;
-  for (const auto& v : g.input()) typed[v.name()] = &v.type();
-  for (const auto& v : g.value_info()) typed[v.name()] = &v.type();
-  std::vector<onnx::ValueInfoProto> given;
-  for (const auto& n : g.node()) {
-    if (n.op_type() != "Einsum" || n.output_size() != 1) continue;
-    if (const auto out = typed.find(n.output(0)); out != typed.end() && whole_shape(*out->second)) continue;
+// A tensor type of an element type and dims.
+onnx::TypeProto tensor_type(int elem, const std::vector<std::int64_t>& dims) {
+  onnx::TypeProto t;
+  t.mutable_tensor_type()->set_elem_type(elem);
+  auto* shape = t.mutable_tensor_type()->mutable_shape();
+  for (std::int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  return t;
+}
+
+std::vector<std::int64_t> dims_of(const onnx::TypeProto& t) {
+  std::vector<std::int64_t> dims;
+  for (const auto& d : t.tensor_type().shape().dim()) dims.push_back(d.dim_value());
+  return dims;
+}
+
+// A one-value constant of any numeric type (OneHot's depth) as an integer; false otherwise.
+bool whole_constant(const onnx::TensorProto& t, std::int64_t& out) {
+  std::vector<std::int64_t> v;
+  if (integer_initializer_values(t, v)) return v.size() == 1 ? (out = v[0], true) : false;
+  if (t.data_type() != onnx::TensorProto::FLOAT) return false;
+  float f = 0;
+  if (t.float_data_size() == 1) {
+    f = t.float_data(0);
+  } else if (t.raw_data().size() == sizeof(float)) {
+    std::memcpy(&f, t.raw_data().data(), sizeof(float));
+  } else {
+    return false;
+  }
+  out = std::int64_t(f);
+  return true;
+}
+
+// The output type of a node that inference left open, where this node's kind is one libonnx
+// cannot see through and its inputs are known; false where it gives none:
+//  - an op that keeps its input's shape and type (Mish and GroupNormalization, opset 18's;
+//    Gelu, opset 20's; RMSNormalization, opset 23's; Debian's ONNX 1.12 knows opsets up to 17);
+//  - Einsum (libonnx infers its rank only): its labels' sizes (einsum_equation.hpp); an
+//    equation refused there is left for the engine to refuse by name;
+//  - OneHot (libonnx does not read the depth): the indices' shape with a constant depth
+//    inserted at the axis.
+bool open_type(const onnx::NodeProto& n, const std::map<std::string, onnx::TypeProto>& typed,
+               const std::map<std::string, const onnx::TensorProto*>& constants, onnx::TypeProto& out) {
+  static const std::set<std::string> keeping = {"Mish",
+                                                "Gelu",
+                                                "Celu",
+                                                "Selu",
+                                                "Elu",
+                                                "Relu",
+                                                "LeakyRelu",
+                                                "HardSwish",
+                                                "HardSigmoid",
+                                                "Softplus",
+                                                "Softsign",
+                                                "ThresholdedRelu",
+                                                "Sigmoid",
+                                                "Tanh",
+                                                "Sin",
+                                                "Cos",
+                                                "Tan",
+                                                "Asin",
+                                                "Acos",
+                                                "Atan",
+                                                "Sinh",
+                                                "Cosh",
+                                                "Asinh",
+                                                "Acosh",
+                                                "Atanh",
+                                                "Abs",
+                                                "Neg",
+                                                "Exp",
+                                                "Log",
+                                                "Sqrt",
+                                                "Erf",
+                                                "Round",
+                                                "Sign",
+                                                "Reciprocal",
+                                                "Floor",
+                                                "Ceil",
+                                                "Identity",
+                                                "GroupNormalization",
+                                                "RMSNormalization",
+                                                "LayerNormalization",
+                                                "InstanceNormalization"};
+  std::vector<const onnx::TypeProto*> in;
+  for (const auto& name : n.input()) {
+    const auto t = typed.find(name);
+    in.push_back(t != typed.end() && whole_shape(t->second) ? &t->second : nullptr);
+  }
+  if (keeping.count(n.op_type())) {
+    if (in.empty() || !in[0]) return false;
+    out = *in[0];
+    return true;
+  }
+  if (n.op_type() == "Einsum") {
     std::vector<std::vector<std::int64_t>> shapes;
-    int elem = 0;
-    for (const auto& in : n.input()) {
-      const auto t = typed.find(in);
-      if (t == typed.end() || !whole_shape(*t->second)) break;
-      elem = t->second->tensor_type().elem_type();
-      shapes.emplace_back();
-      for (const auto& d : t->second->tensor_type().shape().dim()) shapes.back().push_back(d.dim_value());
+    for (const auto* t : in) {
+      if (!t) return false;
+      shapes.push_back(dims_of(*t));
     }
-    std::string equation;
-    for (const auto& a : n.attribute()) {
-      if (a.name() == "equation") equation = a.s();
-    }
-    if (shapes.size() != std::size_t(n.input_size())) continue;
-    std::vector<std::int64_t> shape;
     try {
-      shape = einsum_output_shape(einsum_labels(equation, shapes));
+      out = tensor_type(in.front()->tensor_type().elem_type(),
+                        einsum_output_shape(einsum_labels(string_attr(n, "equation"), shapes)));
     } catch (const Error&) {
-      continue;
+      return false;
     }
-    onnx::ValueInfoProto v;
-    v.set_name(n.output(0));
-    v.mutable_type()->mutable_tensor_type()->set_elem_type(elem);
-    auto* dims = v.mutable_type()->mutable_tensor_type()->mutable_shape();
-    for (std::int64_t d : shape) dims->add_dim()->set_dim_value(d);
-    given.push_back(v);
+    return true;
   }
-  for (auto& v : given) {
-    bool replaced = false;
-    for (auto& old : *g.mutable_value_info()) {
-      if (old.name() == v.name()) old = v, replaced = true;
+  if (n.op_type() == "OneHot" && in.size() == 3 && in[0]) {
+    const auto depth = constants.find(n.input(1)), values = constants.find(n.input(2));
+    std::int64_t d = 0;
+    if (depth == constants.end() || values == constants.end() || !whole_constant(*depth->second, d) || d < 1) {
+      return false;
     }
-    if (!replaced) *g.add_value_info() = v;
+    std::vector<std::int64_t> dims = dims_of(*in[0]);
+    const std::int64_t rank = std::int64_t(dims.size()) + 1;
+    std::int64_t axis = int_attr(n, "axis", -1);  // OneHot's default: the last
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return false;
+    dims.insert(dims.begin() + axis, d);
+    out = tensor_type(values->second->data_type(), dims);
+    return true;
   }
-  return int(given.size());
+  return false;
 }
 
-// Each OneHot output whose shape inference left the new axis open (libonnx does not read the
-// depth) where the depth is a constant and the indices' shape known: that shape with the depth
-// inserted at the axis. The number given.
-int infer_one_hot_depths(onnx::GraphProto& g) {
+// Gives the types open_type finds, a chain of them in one pass; the number given.
+int give_open_types(onnx::GraphProto& g) {
+  std::map<std::string, onnx::TypeProto> typed = known_types(g), given;
   std::map<std::string, const onnx::TensorProto*> constants;
   for (const auto& t : g.initializer()) constants[t.name()] = &t;
-  std::map<std::string, onnx::ValueInfoProto*> infos;
-  for (auto& v : *g.mutable_value_info()) infos[v.name()] = &v;
-  std::map<std::string, const onnx::TypeProto*> typed;
-  for (const auto& v : g.input()) typed[v.name()] = &v.type();
-  for (const auto& v : g.value_info()) typed[v.name()] = &v.type();
-  int given = 0;
   for (const auto& n : g.node()) {
-    if (n.op_type() != "OneHot" || n.input_size() != 3 || n.output_size() != 1) continue;
-    const auto depth = constants.find(n.input(1));
-    const auto indices = typed.find(n.input(0));
-    const auto values = constants.find(n.input(2));
-    if (depth == constants.end() || indices == typed.end() || values == constants.end()) continue;
-    const auto& is = indices->second->tensor_type();
-    if (!is.has_shape()) continue;
-    std::vector<std::int64_t> d;
-    const onnx::TensorProto& t = *depth->second;
-    if (!integer_initializer_values(t, d)) {  // a float depth, as ONNX allows
-      float f = 0;
-      if (t.data_type() != onnx::TensorProto::FLOAT) continue;
-      if (t.float_data_size() == 1) {
-        f = t.float_data(0);
-      } else if (t.raw_data().size() == sizeof(float)) {
-        std::memcpy(&f, t.raw_data().data(), sizeof(float));
-      } else {
-        continue;
-      }
-      d = {std::int64_t(f)};
-    }
-    if (d.size() != 1 || d[0] < 1) continue;
-    const auto out = infos.find(n.output(0));
-    if (out != infos.end() && whole_shape(out->second->type())) continue;
-    std::int64_t axis = -1;  // OneHot's default: the last
-    for (const auto& a : n.attribute()) {
-      if (a.name() == "axis") axis = a.i();
-    }
-    const int rank = is.shape().dim_size() + 1;
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) continue;
-    onnx::ValueInfoProto v;
-    v.set_name(n.output(0));
-    auto* type = v.mutable_type()->mutable_tensor_type();
-    type->set_elem_type(values->second->data_type());
-    for (int k = 0, in = 0; k < rank; ++k) {
-      *type->mutable_shape()->add_dim() = k == axis ? onnx::TensorShapeProto::Dimension() : is.shape().dim(in++);
-      if (k == axis) type->mutable_shape()->mutable_dim(k)->set_dim_value(d[0]);
-    }
-    if (out != infos.end()) {
-      *out->second = v;
-    } else {
-      *g.add_value_info() = v;
-    }
-    ++given;
+    if (n.output_size() != 1) continue;
+    if (const auto out = typed.find(n.output(0)); out != typed.end() && whole_shape(out->second)) continue;
+    onnx::TypeProto t;
+    if (!open_type(n, typed, constants, t)) continue;
+    typed[n.output(0)] = t;
+    given[n.output(0)] = t;
   }
-  return given;
+  give_types(g, given);
+  return int(given.size());
 }
 
 }  // namespace
@@ -355,8 +341,7 @@ void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
     ShapeData data = infer_with_data(model);
     propagate_integer_arithmetic(model.graph(), data);
     const int folded = fold_known_values(*model.mutable_graph(), data);
-    onnx::GraphProto& g = *model.mutable_graph();
-    const int given = infer_unknown_shape_keeping(g) + infer_one_hot_depths(g) + infer_einsum_outputs(g);
+    const int given = give_open_types(*model.mutable_graph());
     if (folded + given == 0) return;
     drop_unused_nodes(*model.mutable_graph());
   }

@@ -391,8 +391,13 @@ struct Model::Impl {
 
   // A Conv's or ConvTranspose's groups, strides, dilations and explicit top and left pads.
   static ConvAttrs conv_attrs(const onnx::NodeProto& p);
-  void add_conv1d(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
-                  const Shape& ys);
+  // Whether a conv (shapes of its 2-D view) runs as im2col and matmuls: constant weights and
+  // groups that divide its channels.
+  bool conv_as_matmuls_fits(const onnx::NodeProto& p, const Shape& xs, const Shape& ws, const ConvAttrs& a) const;
+  // A 1-D conv given as its [N, C, 1, L] view, the matmul route between two layout steps; false
+  // (nothing added) where conv_as_matmuls_fits says no.
+  bool add_conv1d_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
+                             const Shape& ys, const ConvAttrs& a);
 
   void add_plain_conv(const frontend::GraphNode& n, const onnx::NodeProto& p);
 
