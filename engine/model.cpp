@@ -112,7 +112,7 @@ void Model::Impl::build() {
     if (const auto* c = file->floats(gt.name)) values[t].constant = c->empty() ? &kEmpty : c->data();
   }
   add_inputs();
-  find_erf_gelus();
+  find_gelus();
   add_nodes();
   add_outputs();
 }

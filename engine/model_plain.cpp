@@ -1,5 +1,5 @@
 // Model::Impl's plain steps (internal/model_impl.hpp): every operator no tuned kernel runs, over
-// the plain loops of plain_ops.hpp and conv_ops.hpp, and the erf GELU as exporters write it.
+// the plain loops of plain_ops.hpp and conv_ops.hpp, and the GELU as exporters write it.
 #include <array>
 #include <cmath>
 #include <tuple>
@@ -19,7 +19,7 @@ float Model::Impl::scalar_input(const onnx::NodeProto& p, int index, float fallb
 void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   const std::string& op = n.op;
   const int index = int(&n - graph.nodes().data());
-  if (absorbed.count(index) || add_erf_gelu(index)) return;
+  if (absorbed.count(index) || add_gelu(index)) return;
   if (n.inputs.empty()) unsupported(n, "no input");
   if (wraps_around(n)) {
     unsupported(n, "arithmetic on " + graph.tensors()[n.outputs[0]].dtype +
@@ -108,54 +108,130 @@ void Model::Impl::add_unary_op(const frontend::GraphNode& n, int xt, int yt, con
   push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta, threads); });
 }
 
+int Model::Impl::times_scalar(int i, double v) const {
+  const frontend::GraphNode& n = graph.nodes()[i];
+  if (n.op != "Mul" || n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
+  if (scalar_is(n.inputs[1], v)) return n.inputs[0];
+  return scalar_is(n.inputs[0], v) ? n.inputs[1] : -1;
+}
+
 int Model::Impl::over_root_two(int d) const {
   const frontend::GraphNode& n = graph.nodes()[d];
-  if (n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
-  if (n.op == "Div") return scalar_is(n.inputs[1], std::sqrt(2.0)) ? n.inputs[0] : -1;
-  if (n.op != "Mul") return -1;
-  if (scalar_is(n.inputs[1], std::sqrt(0.5))) return n.inputs[0];
-  return scalar_is(n.inputs[0], std::sqrt(0.5)) ? n.inputs[1] : -1;
-}
-
-std::optional<Model::Impl::ErfGelu> Model::Impl::erf_gelu_at(int e) const {
-  const frontend::GraphNode& erf = graph.nodes()[e];
-  if (erf.inputs.size() != 1 || erf.outputs.size() != 1) return std::nullopt;
-  const int d = graph.tensors()[erf.inputs[0]].producer;
-  if (d < 0 || graph.tensors()[erf.inputs[0]].consumers.size() != 1) return std::nullopt;
-  const int xt = over_root_two(d);
-  const int a = sole_reader(erf.outputs[0], "Add");
-  if (xt < 0 || a < 0 || !takes_scalar(a, "Add", erf.outputs[0], 1.0)) return std::nullopt;
-  const int m = sole_reader(graph.nodes()[a].outputs[0], "Mul");
-  if (m < 0) return std::nullopt;
-  const frontend::GraphNode& mul = graph.nodes()[m];
-  const int other = other_input(mul, graph.nodes()[a].outputs[0]);
-  if (other == xt) {  // (x * (1 + erf)) * 0.5
-    const int half = sole_reader(mul.outputs[0], "Mul");
-    if (half < 0 || !takes_scalar(half, "Mul", mul.outputs[0], 0.5)) return std::nullopt;
-    return ErfGelu{xt, graph.nodes()[half].outputs[0], {d, e, a, m, half}};
+  if (n.op == "Div" && n.inputs.size() == 2 && n.outputs.size() == 1) {
+    return scalar_is(n.inputs[1], std::sqrt(2.0)) ? n.inputs[0] : -1;
   }
-  const int h = other >= 0 ? graph.tensors()[other].producer : -1;  // (x * 0.5) * (1 + erf)
-  if (h < 0 || graph.tensors()[other].consumers.size() != 1 || !takes_scalar(h, "Mul", xt, 0.5)) return std::nullopt;
-  return ErfGelu{xt, mul.outputs[0], {h, d, e, a, m}};
+  return times_scalar(d, std::sqrt(0.5));
 }
 
-void Model::Impl::find_erf_gelus() {
-  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
-    if (graph.nodes()[i].op != "Erf") continue;
-    if (const auto g = erf_gelu_at(int(i))) {
-      for (int node : g->nodes) erf_gelu_of[node] = erf_gelus.size();
-      erf_gelus.push_back(*g);
+int Model::Impl::inner_producer(int t) const {
+  const frontend::GraphTensor& tensor = graph.tensors()[t];
+  if (tensor.output || tensor.consumers.size() != 1 || tensor.producer < 0) return -1;
+  return graph.nodes()[tensor.producer].outputs.size() == 1 ? tensor.producer : -1;
+}
+
+int Model::Impl::inner_reader(int t, const std::string& op) const {
+  const frontend::GraphTensor& tensor = graph.tensors()[t];
+  if (tensor.output || tensor.consumers.size() != 1) return -1;
+  const frontend::GraphNode& r = graph.nodes()[tensor.consumers[0]];
+  return r.op == op && r.outputs.size() == 1 ? tensor.consumers[0] : -1;
+}
+
+int Model::Impl::cube_of(int t, std::vector<int>& nodes) const {
+  const int p = inner_producer(t);
+  if (p < 0 || graph.nodes()[p].inputs.size() != 2) return -1;
+  const frontend::GraphNode& n = graph.nodes()[p];
+  const int a = n.inputs[0], b = n.inputs[1];
+  if (n.op == "Pow") {
+    if (!scalar_is(b, 3.0)) return -1;
+    nodes.push_back(p);
+    return a;
+  }
+  if (n.op != "Mul") return -1;
+  for (const auto& [square, x] : {std::pair{a, b}, std::pair{b, a}}) {  // (x * x) * x or x * (x * x)
+    const int q = inner_producer(square);
+    if (q >= 0 && graph.nodes()[q].op == "Mul" && graph.nodes()[q].inputs == std::vector<int>{x, x}) {
+      nodes.insert(nodes.end(), {p, q});
+      return x;
     }
   }
+  return -1;
 }
 
-bool Model::Impl::add_erf_gelu(int i) {
-  const auto at = erf_gelu_of.find(i);
-  if (at == erf_gelu_of.end()) return false;
-  const ErfGelu& g = erf_gelus[at->second];
+std::optional<Model::Impl::Gelu> Model::Impl::gelu_end(int xt, int f, std::vector<int> nodes) const {
+  const int a = inner_reader(graph.nodes()[f].outputs[0], "Add");
+  if (xt < 0 || a < 0 || !takes_scalar(a, "Add", graph.nodes()[f].outputs[0], 1.0)) return std::nullopt;
+  const int m = inner_reader(graph.nodes()[a].outputs[0], "Mul");
+  if (m < 0) return std::nullopt;
+  nodes.insert(nodes.end(), {a, m});
+  const frontend::GraphNode& mul = graph.nodes()[m];
+  const int other = other_input(mul, graph.nodes()[a].outputs[0]);
+  if (other == xt) {  // (x * (1 + f)) * 0.5
+    const int half = inner_reader(mul.outputs[0], "Mul");
+    if (half < 0 || !takes_scalar(half, "Mul", mul.outputs[0], 0.5)) return std::nullopt;
+    nodes.push_back(half);
+    return Gelu{xt, graph.nodes()[half].outputs[0], nodes};
+  }
+  const int h = other >= 0 ? inner_producer(other) : -1;  // (x * 0.5) * (1 + f)
+  if (h < 0 || !takes_scalar(h, "Mul", xt, 0.5)) return std::nullopt;
+  nodes.push_back(h);
+  return Gelu{xt, mul.outputs[0], nodes};
+}
+
+std::optional<Model::Impl::Gelu> Model::Impl::erf_gelu_at(int e) const {
+  const frontend::GraphNode& erf = graph.nodes()[e];
+  if (erf.inputs.size() != 1 || erf.outputs.size() != 1) return std::nullopt;
+  const int d = inner_producer(erf.inputs[0]);
+  if (d < 0) return std::nullopt;
+  return gelu_end(over_root_two(d), e, {d, e});
+}
+
+std::optional<Model::Impl::Gelu> Model::Impl::tanh_gelu_at(int t) const {
+  const frontend::GraphNode& tanh = graph.nodes()[t];
+  if (tanh.inputs.size() != 1 || tanh.outputs.size() != 1) return std::nullopt;
+  const int s = inner_producer(tanh.inputs[0]);
+  const int inner = s >= 0 ? times_scalar(s, std::sqrt(2.0 / std::acos(-1.0))) : -1;
+  const int sum = inner >= 0 ? inner_producer(inner) : -1;  // x + 0.044715 x^3
+  if (sum < 0 || graph.nodes()[sum].op != "Add" || graph.nodes()[sum].inputs.size() != 2) return std::nullopt;
+  const std::vector<int>& terms = graph.nodes()[sum].inputs;
+  for (int k = 0; k < 2; ++k) {
+    std::vector<int> nodes = {t, s, sum};
+    const int c = inner_producer(terms[1 - k]);
+    const int cube = c >= 0 ? times_scalar(c, 0.044715) : -1;
+    if (cube < 0) continue;
+    nodes.push_back(c);
+    if (cube_of(cube, nodes) != terms[k]) continue;
+    auto g = gelu_end(terms[k], t, nodes);
+    if (g) g->tanh = true;
+    return g;
+  }
+  return std::nullopt;
+}
+
+void Model::Impl::find_gelus() {
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+    const std::string& op = graph.nodes()[i].op;
+    const auto g = op == "Erf" ? erf_gelu_at(int(i)) : op == "Tanh" ? tanh_gelu_at(int(i)) : std::nullopt;
+    if (!g) continue;
+    for (int node : g->nodes) gelu_of[node] = gelus.size();
+    gelus.push_back(*g);
+  }
+}
+
+bool Model::Impl::add_gelu(int i) {
+  const auto at = gelu_of.find(i);
+  if (at == gelu_of.end()) return false;
+  const Gelu& g = gelus[at->second];
   for (int node : g.nodes) absorbed.insert(node);
-  add_unary_op(graph.nodes()[i], g.x, g.out, "Gelu", 0, 0);
-  steps.back().info["as"] = "erf gelu";
+  add_unary_op(graph.nodes()[i], g.x, g.out, g.tanh ? "GeluTanh" : "Gelu", 0, 0);
+  steps.back().info["as"] = g.tanh ? "tanh gelu" : "erf gelu";
+  // The importer's fusion groups (graph_fusion.hpp) may go on past the GELU's end (an
+  // activation of its output in its last node's group): those nodes run after it, in order.
+  for (int node : g.nodes) {
+    for (int f : fused_nodes(node)) {
+      if (std::find(g.nodes.begin(), g.nodes.end(), f) == g.nodes.end())
+        add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+    }
+  }
   return true;
 }
 
@@ -176,7 +252,7 @@ void Model::Impl::add_where(const frontend::GraphNode& n) {
   const Shape so = values[n.outputs[0]].shape;
   const int y = output(n.outputs[0], false);
   push(n, [this, in, shapes, so, y] {
-    where(at(in[0]), shapes[0], at(in[1]), shapes[1], at(in[2]), shapes[2], ptr[y], so);
+    where(at(in[0]), shapes[0], at(in[1]), shapes[1], at(in[2]), shapes[2], ptr[y], so, threads);
   });
 }
 
@@ -184,14 +260,14 @@ void Model::Impl::add_expand(const frontend::GraphNode& n) {
   const Shape xs = values[n.inputs[0]].shape, so = values[n.outputs[0]].shape;
   const Ref x = plain(n.inputs[0], n.name);
   const int y = output(n.outputs[0], false);
-  push(n, [this, x, xs, so, y] { where(nullptr, {}, at(x), xs, at(x), xs, ptr[y], so); });
+  push(n, [this, x, xs, so, y] { where(nullptr, {}, at(x), xs, at(x), xs, ptr[y], so, threads); });
 }
 
 void Model::Impl::add_binary(const frontend::GraphNode& n, const std::string& op) {
   if (n.inputs.size() != 2) unsupported(n, "two inputs expected");
   const float* exponent = op == "Pow" ? values[n.inputs[1]].constant : nullptr;
-  if (exponent && elements(values[n.inputs[1]].shape) == 1 && *exponent == 2.0f) {
-    return add_unary_op(n, "Square", 0, 0);
+  if (exponent && elements(values[n.inputs[1]].shape) == 1 && (*exponent == 2.0f || *exponent == 3.0f)) {
+    return add_unary_op(n, *exponent == 2.0f ? "Square" : "Cube", 0, 0);
   }
   Shape sa = values[n.inputs[0]].shape, sb = values[n.inputs[1]].shape, so = values[n.outputs[0]].shape;
   const int ta = n.inputs[0], tb = n.inputs[1];

@@ -29,14 +29,14 @@ void shuffle_channels(const float* in, std::int64_t pixels, std::int64_t g, std:
 
 // Unary elementwise ops by ONNX name (Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Neg, Abs, Erf,
 // Reciprocal, Floor, Ceil, Identity, Softplus, Softsign, HardSwish, Not, Gelu (erf),
-// GeluTanh, LeakyRelu (alpha), Elu (alpha), HardSigmoid (alpha, beta), Clip (lo, hi)).
+// GeluTanh, Square, Cube, LeakyRelu (alpha), Elu (alpha), HardSigmoid (alpha, beta), Clip (lo, hi)).
 // alpha and beta carry the op's attributes. false when the op is not one of these.
 bool unary(const std::string& op, const float* in, float* out, std::int64_t n, float alpha = 0, float beta = 0,
            int threads = 1);
 
 // out = cond ? a : b elementwise, the three broadcast to so (numpy rules); cond null: a.
 void where(const float* cond, const Shape& sc, const float* a, const Shape& sa, const float* b, const Shape& sb,
-           float* out, const Shape& so);
+           float* out, const Shape& so, int threads = 1);
 
 // Binary elementwise ops with numpy broadcasting (Add, Sub, Mul, Div, Pow, Max, Min, PRelu; the
 // comparisons Equal, Less, LessOrEqual, Greater, GreaterOrEqual and the logic And, Or, Xor,

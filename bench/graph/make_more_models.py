@@ -34,12 +34,24 @@ mode), with seeded random weights and a symbolic batch:
   wav2vec2_features  wav2vec2-base's feature encoder on 1 s of 16 kHz audio (Baevski et al., 2020):
                    seven 1-D convs of 512 channels (kernel 10 stride 5, then 3 stride 2 four
                    times, then 2 stride 2 twice), no bias, erf GELU
+  convnext_tiny    ConvNeXt-T at 224 (Liu et al., 2022; torchvision's export at opset 17): a 4x4
+                   stride-4 stem, blocks of a 7x7 depthwise conv, Transpose to channels-last,
+                   LayerNormalization, two MatMul + Add linears around erf GELU, the layer scale
+                   Mul and Transpose back before the residual Add; downsamples as LayerNormalization
+                   between Transposes and a 2x2 stride-2 conv; global average pool, LayerNorm, Gemm
+  gpt2             GPT-2 small's decoder (2 of its 12 layers, a 1000-word vocabulary) as torch
+                   exports Hugging Face's GPT2LMHeadModel at opset 14 with dynamic axes: int64
+                   input_ids [batch_size, sequence_length], position ids by Range over the length
+                   read from Shape, LayerNorm decomposed, Conv1D as MatMul + Add, QKV Split, the
+                   causal mask sliced from a bool buffer at offsets computed from shapes and
+                   applied by Where, tanh GELU written with Pow, the tied head's MatMul
 Usage: make_more_models.py NAME OUT.onnx"""
 import os
 import sys
 
 import numpy as np
 import onnx
+from onnx import TensorProto as T, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_bert_export import Writer as TokenWriter  # noqa: E402
@@ -263,10 +275,95 @@ def wav2vec2_features(samples=16000, width=512):
     return Writer.model(w, "wav2vec2_features", [("input", ["N", 1, samples])], [(x, None)], 13)
 
 
+def convnext_tiny(depths=(3, 3, 9, 3), dims=(96, 192, 384, 768)):
+    w = TokenWriter(15)
+
+    def channels_last_norm(x, c, eps=1e-6):
+        return w.node("LayerNormalization", [x, w.const(1 + w.rng.uniform(-0.1, 0.1, c)),
+                                             w.const(w.rng.uniform(-0.1, 0.1, c))], axis=-1, epsilon=eps)
+
+    def conv(x, cin, cout, k, stride, group=1):
+        return w.node("Conv", [x, w.const(w.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / (cin // group * k * k))),
+                               w.const(w.rng.uniform(-0.1, 0.1, cout))], kernel_shape=[k, k], strides=[stride, stride],
+                      pads=[(k - 1) // 2 if stride == 1 else 0] * 4, group=group)
+
+    def block(x, c):
+        y = w.node("Transpose", [conv(x, c, c, 7, 1, group=c)], perm=[0, 2, 3, 1])
+        y = w.linear(w.gelu(w.linear(channels_last_norm(y, c), c, 4 * c)), 4 * c, c)
+        y = w.node("Mul", [y, w.const(w.rng.uniform(0.1, 0.5, c))])
+        return w.node("Add", [w.node("Transpose", [y], perm=[0, 3, 1, 2]), x])
+
+    def norm2d(x, c):
+        y = channels_last_norm(w.node("Transpose", [x], perm=[0, 2, 3, 1]), c)
+        return w.node("Transpose", [y], perm=[0, 3, 1, 2])
+
+    x = norm2d(conv("input", 3, dims[0], 4, 4), dims[0])
+    for stage, (depth, c) in enumerate(zip(depths, dims)):
+        if stage > 0:
+            x = conv(norm2d(x, dims[stage - 1]), dims[stage - 1], c, 2, 2)
+        for _ in range(depth):
+            x = block(x, c)
+    x = norm2d(w.node("GlobalAveragePool", [x]), dims[-1])
+    x = w.node("Flatten", [x], axis=1)
+    logits = w.node("Gemm", [x, w.weight(1000, dims[-1]), w.const(np.zeros(1000))], transB=1)
+    return Writer.model(w, "convnext_tiny", [("input", ["N", 3, 224, 224])], [(logits, None)], 17)
+
+
+def gpt2(layers=2, hidden=768, heads=12, vocab=1000, positions=1024):
+    w = TokenWriter(16)
+    width = hidden // heads
+    seq = w.node("Gather", [w.node("Shape", ["input_ids"]), w.ints(1)], axis=0)
+    position_ids = w.node("Unsqueeze", [w.node("Range", [w.ints(0), seq, w.ints(1)]), w.ints([0])])
+    wte = w.weight(vocab, hidden)
+    x = w.node("Add", [w.node("Gather", [wte, "input_ids"], axis=0),
+                       w.node("Gather", [w.weight(positions, hidden), position_ids], axis=0)])
+    causal = w.const(np.tril(np.ones((positions, positions), dtype=bool)).reshape(1, 1, positions, positions), bool)
+    lowest = w.const(np.finfo(np.float32).min)
+
+    def split_heads(t):
+        shape = w.node("Concat", [w.dim(t, 0), w.dim(t, 1), w.ints([heads]), w.ints([width])], axis=0)
+        return w.node("Transpose", [w.node("Reshape", [t, shape])], perm=[0, 2, 1, 3])
+
+    def attention(h):
+        qkv = w.linear(h, hidden, 3 * hidden)
+        out = [w.name("split") for _ in range(3)]
+        w.nodes.append(helper.make_node("Split", [qkv, w.ints([hidden] * 3)], out, name=out[0] + "_node", axis=2))
+        q, k, v = (split_heads(t) for t in out)
+        scores = w.node("Div", [w.node("MatMul", [q, w.node("Transpose", [k], perm=[0, 1, 3, 2])]),
+                                w.const(np.sqrt(width))])
+        q_len = w.node("Gather", [w.node("Shape", [q]), w.ints(-2)], axis=0)
+        k_len = w.node("Gather", [w.node("Shape", [k]), w.ints(-2)], axis=0)
+        start = w.node("Unsqueeze", [w.node("Sub", [k_len, q_len]), w.ints([0])])
+        end = w.node("Unsqueeze", [k_len, w.ints([0])])
+        rows = w.node("Slice", [causal, start, end, w.ints([2]), w.ints([1])])
+        mask = w.node("Slice", [rows, w.ints([0]), end, w.ints([3]), w.ints([1])])
+        probs = w.node("Softmax", [w.node("Where", [mask, scores, lowest])], axis=-1)
+        ctx = w.node("Transpose", [w.node("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+        joined = w.node("Concat", [w.dim(h, 0), w.dim(h, 1), w.ints([hidden])], axis=0)
+        return w.linear(w.node("Reshape", [ctx, joined]), hidden, hidden)
+
+    def gelu_new(t):
+        inner = w.node("Add", [t, w.node("Mul", [w.node("Pow", [t, w.const(3.0)]), w.const(0.044715)])])
+        th = w.node("Tanh", [w.node("Mul", [inner, w.const(np.sqrt(2.0 / np.pi))])])
+        return w.node("Mul", [w.node("Mul", [t, w.const(0.5)]), w.node("Add", [th, w.const(1.0)])])
+
+    for _ in range(layers):
+        x = w.node("Add", [x, attention(w.layer_norm(x, hidden))])
+        x = w.node("Add", [x, w.linear(gelu_new(w.linear(w.layer_norm(x, hidden), hidden, 4 * hidden)),
+                                       4 * hidden, hidden)])
+    logits = w.node("MatMul", [w.layer_norm(x, hidden), w.node("Transpose", [wte], perm=[1, 0])])
+    dims = ["batch_size", "sequence_length"]
+    graph = helper.make_graph(w.nodes, "gpt2", [helper.make_tensor_value_info("input_ids", T.INT64, dims)],
+                              [helper.make_tensor_value_info(logits, T.FLOAT, dims + [vocab])], w.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
+    return m
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
           "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
           "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf, "whisper_front": whisper_front,
-          "wav2vec2_features": wav2vec2_features}
+          "wav2vec2_features": wav2vec2_features, "convnext_tiny": convnext_tiny, "gpt2": gpt2}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:

@@ -74,16 +74,19 @@ struct Model::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
   std::vector<runtime::PreparedWeights> packed;
-  // Five nodes computing x * 0.5 * (1 + erf(x / sqrt 2)) (torch's nn.GELU below opset 20, and
-  // Hugging Face's gelu): the tensor x, the GELU's output and its nodes.
-  struct ErfGelu {
+  // The nodes of a GELU as exporters write it below opset 20: x * 0.5 * (1 + erf(x / sqrt 2))
+  // (torch's nn.GELU, Hugging Face's gelu), or with tanh(sqrt(2 / pi) (x + 0.044715 x^3)) for
+  // the erf (GPT-2's gelu_new, torch's approximate="tanh"): the tensor x, the GELU's output,
+  // its nodes, and which of the two.
+  struct Gelu {
     int x = -1, out = -1;
     std::vector<int> nodes;
+    bool tanh = false;
   };
 
   std::set<int> absorbed;                   // nodes an earlier step computes (sole_relu_reader)
-  std::vector<ErfGelu> erf_gelus;           // find_erf_gelus
-  std::map<int, std::size_t> erf_gelu_of;   // a node of one: its index there
+  std::vector<Gelu> gelus;                  // find_gelus
+  std::map<int, std::size_t> gelu_of;       // a node of one: its index there
   std::map<std::string, Schedule> planned;  // workload key -> the plan's schedule
   int kernels = 0, kernels_from_plan = 0;
   int threads = 1;  // the cores the kernels and the larger plain ops run on
@@ -263,7 +266,7 @@ struct Model::Impl {
   }
   void add_unary_op(const frontend::GraphNode& n, int xt, int yt, const std::string& op, float alpha, float beta);
 
-  // --- the erf GELU as exporters write it ----------------------------------------------------
+  // --- the GELU as exporters write it --------------------------------------------------------
 
   // Whether tensor t is a constant scalar within 1e-6 of v.
   bool scalar_is(int t, double v) const {
@@ -276,21 +279,38 @@ struct Model::Impl {
     if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
     return (n.inputs[0] == t && scalar_is(n.inputs[1], v)) || (n.inputs[1] == t && scalar_is(n.inputs[0], v));
   }
+  // The tensor node i multiplies by the constant scalar v (Mul either way round), else -1.
+  int times_scalar(int i, double v) const;
 
   // x where node d computes x / sqrt 2 (Div by sqrt 2, or Mul by 1 / sqrt 2 either way round), else -1.
   int over_root_two(int d) const;
 
-  // The erf GELU whose Erf node is e: x / sqrt 2 (over_root_two) into Erf, plus 1, then times x
-  // and times 0.5 in either order. Each inner tensor has its one reader.
-  std::optional<ErfGelu> erf_gelu_at(int e) const;
+  // The node computing tensor t, and the node reading it when it is an op node, when t has that
+  // one reader and is no graph output; else -1.
+  int inner_producer(int t) const;
+  int inner_reader(int t, const std::string& op) const;
 
-  // Every erf GELU of the graph, by its nodes (found before any step is added).
-  void find_erf_gelus();
+  // x where tensor t is x^3 (Pow(x, 3), or x * x * x in either grouping), its nodes added to
+  // nodes; else -1.
+  int cube_of(int t, std::vector<int>& nodes) const;
 
-  // At the first of an erf GELU's nodes the steps reach: one step for all five (the fused
-  // node "Gelu" ONNX Runtime runs; five passes over the tensor where there was one), and the
-  // other four absorbed.
-  bool add_erf_gelu(int i);
+  // A GELU's common end from f, its erf or tanh: plus 1, then times x and times 0.5 in either
+  // order; nodes (those before, f's included) completed, or nullopt.
+  std::optional<Gelu> gelu_end(int xt, int f, std::vector<int> nodes) const;
+
+  // The erf GELU whose Erf node is e: x / sqrt 2 (over_root_two) into Erf, then gelu_end; the
+  // tanh GELU whose Tanh node is t: x + 0.044715 x^3, times sqrt(2 / pi), into Tanh, then
+  // gelu_end. Each inner tensor has its one reader.
+  std::optional<Gelu> erf_gelu_at(int e) const;
+  std::optional<Gelu> tanh_gelu_at(int t) const;
+
+  // Every GELU of the graph, by its nodes (found before any step is added).
+  void find_gelus();
+
+  // At the first of a GELU's nodes the steps reach: one step for all of them (the fused node
+  // "Gelu" ONNX Runtime runs; five to nine passes over the tensor where there was one), and the
+  // others absorbed.
+  bool add_gelu(int i);
 
   // The shape input t reads as in NHWC order for an NHWC output of shape so, or nullopt when it
   // cannot be read so: a tensor held in NHWC of the output's shape, one whose H and W are 1 (the

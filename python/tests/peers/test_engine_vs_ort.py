@@ -994,6 +994,50 @@ def test_erf_gelus_as_exporters_write_them_run_as_one_step(tmp_path):
     assert sum(1 for s in steps if s.get("op") == "Erf") == 2
 
 
+def test_tanh_gelus_as_gpt2_and_torch_export_them_run_as_one_step(tmp_path):
+    """The tanh GELU 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) as exporters write it
+    (GPT-2's gelu_new: Pow(x, 3) and Mul by 0.5 first; torch's approximate="tanh" below opset 20:
+    (x * x) * x, or x * (x * x), and the 0.5 last), after a MatMul and on an input, one with an
+    activation the importer groups with its last node; near misses (a cube by Pow 2; an inner tensor a graph output) stay as
+    written. Tanh itself over tiny to huge values, NaN and infinities; Where with GPT-2's causal
+    mask broadcast over the heads."""
+    b = Builder()
+    h = b.node("Add", [b.node("MatMul", ["x", b.const(RNG.standard_normal((32, 48)) * 0.6)]),
+                       b.const(RNG.uniform(-0.1, 0.1, 48))])
+
+    def gelu(x, cube="pow", half_first=True, power=3.0):
+        if cube == "pow":
+            c = b.node("Pow", [x, b.const(np.float32(power))])
+        elif cube == "square_first":
+            c = b.node("Mul", [b.node("Mul", [x, x]), x])
+        else:
+            c = b.node("Mul", [x, b.node("Mul", [x, x])])
+        inner = b.node("Add", [x, b.node("Mul", [b.const(np.float32(0.044715)), c])])
+        t = b.node("Add", [b.node("Tanh", [b.node("Mul", [inner, b.const(np.float32(np.sqrt(2 / np.pi)))])]),
+                           b.const(np.float32(1.0))])
+        if half_first:
+            return b.node("Mul", [b.node("Mul", [x, b.const(np.float32(0.5))]), t]), inner
+        return b.node("Mul", [b.node("Mul", [x, t]), b.const(np.float32(0.5))]), inner
+
+    outs = [gelu(h)[0], gelu(h, "square_first", False)[0], gelu("x", "square_last")[0], gelu(h, power=2.0)[0]]
+    outs.append(b.node("Sigmoid", [gelu("x", "square_first")[0]]))
+    exposed, inner = gelu("x", "square_last", False)
+    outs += [exposed, inner]
+    wide = b.node("Mul", ["x", b.const(np.float32(30.0))])
+    tiny = b.node("Mul", ["x", b.const(np.float32(1e-6))])
+    inf = b.node("Reciprocal", [b.node("Relu", ["x"])])  # +inf where x <= 0
+    outs += [b.node("Tanh", [wide]), b.node("Div", [b.node("Tanh", [tiny]), tiny]),
+             b.node("Tanh", [b.node("Neg", [inf])]), b.node("Cast", [b.node("IsNaN", [b.node("Tanh", [b.node("Mul", [inf, b.const(0.0)])])])], to=T.FLOAT)]
+    b.inits.append(numpy_helper.from_array(np.tril(np.ones((7, 7), bool)).reshape(1, 1, 7, 7), "causal"))
+    scores = b.node("MatMul", [b.node("Reshape", ["x", b.ints([2, 4, 7, 8])]), b.const(RNG.standard_normal((8, 7)))])
+    outs.append(b.node("Where", ["causal", scores, b.const(np.float32(-3.4e38))]))
+    path = b.save(str(tmp_path / "tanh_gelu.onnx"), [("x", [2, 7, 32])], outs)
+    m = compare(path)
+    steps = m.describe()["steps"]
+    assert sum(1 for s in steps if s.get("as") == "tanh gelu") == 4
+    assert sum(1 for s in steps if s.get("op") == "Tanh") == 6
+
+
 def test_transposed_convs_run_as_a_matmul_and_a_scatter_add(tmp_path):
     """A U-Net's decoder step (a 2x2 stride-2 ConvTranspose with its bias, a ReLU, a Concat with
     the skip, a conv), transposed convs whose windows overlap (3x3 stride 2 with pads and
