@@ -45,6 +45,25 @@ mode), with seeded random weights and a symbolic batch:
                    read from Shape, LayerNorm decomposed, Conv1D as MatMul + Add, QKV Split, the
                    causal mask sliced from a bool buffer at offsets computed from shapes and
                    applied by Where, tanh GELU written with Pow, the tied head's MatMul
+  t5_encoder       T5-small's encoder (2 of its 6 layers, a 1000-word vocabulary) as torch exports
+                   Hugging Face's T5EncoderModel at opset 13 with dynamic axes: int64 input_ids
+                   and attention_mask, T5's RMS layer norm (Pow, ReduceMean, Add, Sqrt,
+                   Reciprocal, Mul), unscaled attention with the relative position bias computed
+                   in the graph from Range over the lengths (Sub, Greater, Cast, Abs, Less, Log,
+                   Div, Min, Where, a Gather from the bucket table, Transpose, Unsqueeze), the
+                   extended mask, ReLU feed-forward
+  swin_stages      Swin-T's first two stages at 224 (Liu et al., 2021) as torch exports them at
+                   opset 13, batch 1: a 4x4 patch conv, 7x7 windows by 6-D Reshape and Transpose,
+                   shifted windows by Slice and Concat (torch.roll) with the shift mask added
+                   through 5-D views, the relative position bias gathered from its table by a
+                   constant index, erf GELU MLPs, patch merging by strided Slices, Concat,
+                   LayerNorm and a bias-free MatMul
+  yolov8n          YOLOv8n at 640 (Ultralytics' export at opset 17): C2f blocks (a 1x1
+                   conv Split in two, bottlenecks on one half, Concat of every part), SPPF, the
+                   FPN/PAN neck with nearest Resize, and the decoded head: per level box and class
+                   branches Concat'ed and Reshape'd, the levels Concat'ed, Split into the DFL's 64
+                   and the 80 classes, the DFL (Reshape, Transpose, Softmax, a fixed 1x1 conv),
+                   boxes from anchors (Slice, Sub, Add, Div, Concat, Mul by strides), Sigmoid
 Usage: make_more_models.py NAME OUT.onnx"""
 import os
 import sys
@@ -360,10 +379,202 @@ def gpt2(layers=2, hidden=768, heads=12, vocab=1000, positions=1024):
     return m
 
 
+def t5_encoder(layers=2, d_model=512, heads=8, d_kv=64, d_ff=2048, vocab=1000, buckets=32, max_distance=128):
+    w = TokenWriter(17)
+    inner = heads * d_kv
+
+    def rms_norm(x):
+        var = w.node("ReduceMean", [w.node("Pow", [x, w.const(2.0)])], axes=[-1], keepdims=1)
+        scale = w.node("Reciprocal", [w.node("Sqrt", [w.node("Add", [var, w.const(1e-6)])])])
+        return w.node("Mul", [w.const(1 + w.rng.uniform(-0.1, 0.1, d_model)), w.node("Mul", [x, scale])])
+
+    def heads_of(x):
+        shape = w.node("Concat", [w.dim(x, 0), w.ints([-1]), w.ints([heads]), w.ints([d_kv])], axis=0)
+        return w.node("Transpose", [w.node("Reshape", [x, shape])], perm=[0, 2, 1, 3])
+
+    def position_bias(q_len, k_len):  # T5Attention.compute_bias, bidirectional
+        context = w.node("Unsqueeze", [w.node("Range", [w.ints(0), q_len, w.ints(1)]), w.ints([1])])
+        memory = w.node("Unsqueeze", [w.node("Range", [w.ints(0), k_len, w.ints(1)]), w.ints([0])])
+        rel = w.node("Sub", [memory, context])
+        half = buckets // 2
+        bucket = w.node("Mul", [w.node("Cast", [w.node("Greater", [rel, w.ints(0)])], to=T.INT64), w.ints(half)])
+        rel = w.node("Abs", [rel])
+        exact = half // 2
+        small = w.node("Less", [rel, w.ints(exact)])
+        log = w.node("Log", [w.node("Div", [w.node("Cast", [rel], to=T.FLOAT), w.const(float(exact))])])
+        large = w.node("Mul", [w.node("Div", [log, w.const(np.log(max_distance / exact))]), w.const(float(half - exact))])
+        large = w.node("Add", [w.ints(exact), w.node("Cast", [large], to=T.INT64)])
+        large = w.node("Min", [large, w.node("ConstantOfShape", [w.node("Shape", [large])],
+                                              value=helper.make_tensor("v", T.INT64, [1], [half - 1]))])
+        bucket = w.node("Add", [bucket, w.node("Where", [small, rel, large])])
+        values = w.node("Gather", [w.weight(buckets, heads), bucket], axis=0)  # [q, k, heads]
+        return w.node("Unsqueeze", [w.node("Transpose", [values], perm=[2, 0, 1]), w.ints([0])])
+
+    x = w.node("Gather", [w.weight(vocab, d_model), "input_ids"], axis=0)
+    seq = w.node("Gather", [w.node("Shape", ["input_ids"]), w.ints(1)], axis=0)
+    mask = w.node("Cast", [w.node("Unsqueeze", ["attention_mask", w.ints([1, 2])])], to=T.FLOAT)
+    mask = w.node("Mul", [w.node("Sub", [w.const(1.0), mask]), w.const(np.finfo(np.float32).min)])
+    bias = w.node("Add", [position_bias(seq, seq), mask])
+    for _ in range(layers):
+        h = rms_norm(x)
+        q, k, v = (heads_of(w.node("MatMul", [h, w.weight(d_model, inner)])) for _ in range(3))
+        scores = w.node("Add", [w.node("MatMul", [q, w.node("Transpose", [k], perm=[0, 1, 3, 2])]), bias])
+        ctx = w.node("Transpose", [w.node("MatMul", [w.node("Softmax", [scores], axis=-1), v])], perm=[0, 2, 1, 3])
+        joined = w.node("Reshape", [ctx, w.node("Concat", [w.dim(h, 0), w.ints([-1]), w.ints([inner])], axis=0)])
+        x = w.node("Add", [x, w.node("MatMul", [joined, w.weight(inner, d_model)])])
+        ff = w.node("Relu", [w.node("MatMul", [rms_norm(x), w.weight(d_model, d_ff)])])
+        x = w.node("Add", [x, w.node("MatMul", [ff, w.weight(d_ff, d_model)])])
+    out = rms_norm(x)
+    dims = ["batch_size", "sequence_length"]
+    inputs = [helper.make_tensor_value_info(n, T.INT64, dims) for n in ("input_ids", "attention_mask")]
+    graph = helper.make_graph(w.nodes, "t5_encoder", inputs,
+                              [helper.make_tensor_value_info(out, T.FLOAT, dims + [d_model])], w.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
+    return m
+
+
+def swin_stages(dims=(96, 192), depths=(2, 2), heads=(3, 6), window=7, size=56):
+    w = TokenWriter(18)
+    n = window * window
+
+    def norm(x, c):
+        return w.node("LayerNormalization", [x, w.const(1 + w.rng.uniform(-0.1, 0.1, c)),
+                                             w.const(w.rng.uniform(-0.1, 0.1, c))], axis=-1, epsilon=1e-5)
+
+    def roll(x, shift, hw):  # torch.roll over H and W (dims 1 and 2) as Slice + Concat
+        for axis in (1, 2):
+            tail = w.node("Slice", [x, w.ints([hw - shift]), w.ints([hw]), w.ints([axis])])
+            head = w.node("Slice", [x, w.ints([0]), w.ints([hw - shift]), w.ints([axis])])
+            x = w.node("Concat", [tail, head], axis=axis)
+        return x
+
+    def relative_index():
+        coords = np.stack(np.meshgrid(np.arange(window), np.arange(window), indexing="ij")).reshape(2, -1)
+        rel = (coords[:, :, None] - coords[:, None, :]).transpose(1, 2, 0) + window - 1
+        return (rel[:, :, 0] * (2 * window - 1) + rel[:, :, 1]).reshape(-1)
+
+    def shift_mask(hw, shift):
+        img = np.zeros((hw, hw))
+        cuts = (slice(0, -window), slice(-window, -shift), slice(-shift, None))
+        for i, hs in enumerate(cuts):
+            for j, ws in enumerate(cuts):
+                img[hs, ws] = i * 3 + j
+        win = img.reshape(hw // window, window, hw // window, window).transpose(0, 2, 1, 3).reshape(-1, n)
+        return np.where(win[:, None, :] != win[:, :, None], -100.0, 0.0)  # [windows, n, n]
+
+    def block(x, c, h, hw, shift):
+        wins = (hw // window) ** 2
+        y = norm(x, c)
+        if shift:
+            y = roll(y, hw - shift, hw)  # torch.roll(x, -shift)
+        y = w.node("Reshape", [y, w.ints([1, hw // window, window, hw // window, window, c])])
+        y = w.node("Reshape", [w.node("Transpose", [y], perm=[0, 1, 3, 2, 4, 5]), w.ints([-1, n, c])])
+        qkv = w.node("Reshape", [w.linear(y, c, 3 * c), w.ints([-1, n, 3, h, c // h])])
+        qkv = w.node("Transpose", [qkv], perm=[2, 0, 3, 1, 4])
+        q, k, v = (w.node("Gather", [qkv, w.ints(i)], axis=0) for i in range(3))
+        attn = w.node("MatMul", [w.node("Mul", [q, w.const((c // h) ** -0.5)]),
+                                 w.node("Transpose", [k], perm=[0, 1, 3, 2])])
+        table = w.weight((2 * window - 1) ** 2, h)
+        bias = w.node("Gather", [table, w.ints(relative_index())], axis=0)
+        bias = w.node("Transpose", [w.node("Reshape", [bias, w.ints([n, n, -1])])], perm=[2, 0, 1])
+        attn = w.node("Add", [attn, w.node("Unsqueeze", [bias, w.ints([0])])])
+        if shift:
+            attn = w.node("Reshape", [attn, w.ints([-1, wins, h, n, n])])
+            attn = w.node("Add", [attn, w.const(shift_mask(hw, shift).reshape(1, wins, 1, n, n))])
+            attn = w.node("Reshape", [attn, w.ints([-1, h, n, n])])
+        ctx = w.node("MatMul", [w.node("Softmax", [attn], axis=-1), v])
+        ctx = w.node("Reshape", [w.node("Transpose", [ctx], perm=[0, 2, 1, 3]), w.ints([-1, n, c])])
+        y = w.linear(ctx, c, c)
+        y = w.node("Reshape", [y, w.ints([1, hw // window, hw // window, window, window, c])])
+        y = w.node("Reshape", [w.node("Transpose", [y], perm=[0, 1, 3, 2, 4, 5]), w.ints([1, hw, hw, c])])
+        if shift:
+            y = roll(y, shift, hw)
+        x = w.node("Add", [x, y])
+        return w.node("Add", [x, w.linear(w.gelu(w.linear(norm(x, c), c, 4 * c)), 4 * c, c)])
+
+    def merge(x, c):  # PatchMerging: the four 2x2 phases by strided Slices, Concat, LayerNorm, Linear
+        parts = [w.node("Slice", [x, w.ints([i, j]), w.ints([size * 4, size * 4]), w.ints([1, 2]), w.ints([2, 2])])
+                 for i, j in ((0, 0), (1, 0), (0, 1), (1, 1))]
+        y = norm(w.node("Concat", parts, axis=-1), 4 * c)
+        return w.node("MatMul", [y, w.weight(4 * c, 2 * c)])
+
+    x = w.node("Conv", ["input", w.weight(dims[0], 3, 4, 4), w.const(np.zeros(dims[0]))], kernel_shape=[4, 4],
+               strides=[4, 4])
+    x = norm(w.node("Transpose", [x], perm=[0, 2, 3, 1]), dims[0])  # [1, 56, 56, 96]
+    hw = size
+    for stage, (c, depth, h) in enumerate(zip(dims, depths, heads)):
+        if stage > 0:
+            x, hw = merge(x, dims[stage - 1]), hw // 2
+        for i in range(depth):
+            x = block(x, c, h, hw, window // 2 if i % 2 else 0)
+    return Writer.model(w, "swin_stages", [("input", [1, 3, 224, 224])], [(norm(x, dims[-1]), None)], 13)
+
+
+def yolov8n(size=640, classes=80, reg_max=16):
+    w = ConvWriter(19)
+
+    def split(x, sizes, axis=1):
+        outs = ["%s_part%d" % (x, i) for i in range(len(sizes))]
+        w.nodes.append(helper.make_node("Split", [x, w.ints(sizes)], outs, name=x + "_split", axis=axis))
+        return outs
+
+    def c2f(x, c1, c2, n, shortcut):
+        c = c2 // 2
+        parts = split(w.conv(x, c1, 2 * c, 1, act="silu"), [c, c])
+        y = parts[-1]
+        for _ in range(n):
+            b = w.conv(w.conv(y, c, c, 3, act="silu"), c, c, 3, act="silu")
+            y = w.node("Add", [y, b]) if shortcut else b
+            parts.append(y)
+        return w.conv(w.node("Concat", parts, axis=1), (2 + n) * c, c2, 1, act="silu")
+
+    def up(x):
+        return w.node("Resize", [x, "", w.const(np.array([1, 1, 2, 2]))], mode="nearest")
+
+    x = w.conv(w.conv("input", 3, 16, 3, 2, act="silu"), 16, 32, 3, 2, act="silu")
+    p3 = c2f(w.conv(c2f(x, 32, 32, 1, True), 32, 64, 3, 2, act="silu"), 64, 64, 2, True)
+    p4 = c2f(w.conv(p3, 64, 128, 3, 2, act="silu"), 128, 128, 2, True)
+    x = c2f(w.conv(p4, 128, 256, 3, 2, act="silu"), 256, 256, 1, True)
+    x = w.conv(x, 256, 128, 1, act="silu")
+    pools = [x]
+    for _ in range(3):
+        pools.append(w.node("MaxPool", [pools[-1]], kernel_shape=[5, 5], strides=[1, 1], pads=[2, 2, 2, 2]))
+    p5 = w.conv(w.node("Concat", pools, axis=1), 512, 256, 1, act="silu")
+    n4 = c2f(w.node("Concat", [up(p5), p4], axis=1), 384, 128, 1, False)
+    n3 = c2f(w.node("Concat", [up(n4), p3], axis=1), 192, 64, 1, False)
+    m4 = c2f(w.node("Concat", [w.conv(n3, 64, 64, 3, 2, act="silu"), n4], axis=1), 192, 128, 1, False)
+    m5 = c2f(w.node("Concat", [w.conv(m4, 128, 128, 3, 2, act="silu"), p5], axis=1), 384, 256, 1, False)
+    levels, anchors, strides = [], [], []
+    for feat, c, stride in ((n3, 64, 8), (m4, 128, 16), (m5, 256, 32)):
+        box = w.conv(w.conv(w.conv(feat, c, 64, 3, act="silu"), 64, 64, 3, act="silu"), 64, 4 * reg_max, 1, act=None)
+        cls = w.conv(w.conv(w.conv(feat, c, 80, 3, act="silu"), 80, 80, 3, act="silu"), 80, classes, 1, act=None)
+        levels.append(w.node("Reshape", [w.node("Concat", [box, cls], axis=1), w.ints([1, 4 * reg_max + classes, -1])]))
+        g = size // stride
+        ys, xs = np.meshgrid(np.arange(g) + 0.5, np.arange(g) + 0.5, indexing="ij")
+        anchors.append(np.stack([xs.reshape(-1), ys.reshape(-1)]))
+        strides.append(np.full(g * g, float(stride)))
+    box, cls = split(w.node("Concat", levels, axis=2), [4 * reg_max, classes])
+    dist = w.node("Reshape", [box, w.ints([1, 4, reg_max, -1])])
+    dist = w.node("Softmax", [w.node("Transpose", [dist], perm=[0, 2, 1, 3])], axis=1)
+    dfl = w.const(np.arange(reg_max).reshape(1, reg_max, 1, 1))
+    dist = w.node("Reshape", [w.node("Conv", [dist, dfl], kernel_shape=[1, 1]), w.ints([1, 4, -1])])
+    lt, rb = split(dist, [2, 2])
+    anchor = w.const(np.concatenate(anchors, axis=1)[None])
+    x1y1, x2y2 = w.node("Sub", [anchor, lt]), w.node("Add", [anchor, rb])
+    centre = w.node("Div", [w.node("Add", [x1y1, x2y2]), w.const(2.0)])
+    wh = w.node("Sub", [x2y2, x1y1])
+    boxes = w.node("Mul", [w.node("Concat", [centre, wh], axis=1), w.const(np.concatenate(strides)[None, None])])
+    out = w.node("Concat", [boxes, w.node("Sigmoid", [cls])], axis=1)
+    return model(w, "yolov8n", [out], hw=size, opset=17)
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
           "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
           "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf, "whisper_front": whisper_front,
-          "wav2vec2_features": wav2vec2_features, "convnext_tiny": convnext_tiny, "gpt2": gpt2}
+          "wav2vec2_features": wav2vec2_features, "convnext_tiny": convnext_tiny, "gpt2": gpt2,
+          "t5_encoder": t5_encoder, "swin_stages": swin_stages,
+          "yolov8n": yolov8n}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
