@@ -38,6 +38,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "GatherElements") return add_gather_elements(n, p);
   if (op == "GatherND") return add_gather_nd(n, p);
   if (op == "TopK") return add_top_k(n, p);
+  if (op == "RNN" || op == "GRU" || op == "LSTM") return add_rnn(n, p);
   if (op == "Einsum") return add_einsum(n, p);
   if (op == "OneHot") return add_one_hot(n, p);
   if (op == "ScatterND" || op == "ScatterElements" || op == "Scatter") return add_scatter(n, p);

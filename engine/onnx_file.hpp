@@ -64,8 +64,10 @@ std::optional<float> single_value(const onnx::TensorProto& t);
 // Node attributes and element types, read as the importer reads them.
 using frontend::elem_type_name;
 using frontend::float_attr;
+using frontend::floats_attr;
 using frontend::int_attr;
 using frontend::ints_attr;
 using frontend::string_attr;
+using frontend::strings_attr;
 
 }  // namespace atvoss::engine

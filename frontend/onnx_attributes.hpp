@@ -53,4 +53,20 @@ inline std::vector<std::int64_t> ints_attr(const onnx::NodeProto& n, const std::
   return {};
 }
 
+// Empty where the node has none.
+inline std::vector<float> floats_attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return {a.floats().begin(), a.floats().end()};
+  }
+  return {};
+}
+
+// Empty where the node has none.
+inline std::vector<std::string> strings_attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return {a.strings().begin(), a.strings().end()};
+  }
+  return {};
+}
+
 }  // namespace atvoss::frontend

@@ -64,6 +64,11 @@ mode), with seeded random weights and a symbolic batch:
                    branches Concat'ed and Reshape'd, the levels Concat'ed, Split into the DFL's 64
                    and the 80 classes, the DFL (Reshape, Transpose, Softmax, a fixed 1x1 conv),
                    boxes from anchors (Slice, Sub, Add, Div, Concat, Mul by strides), Sigmoid
+  lstm_tagger      a BiLSTM sequence tagger (Huang et al., 2015) as torch exports nn.LSTM(batch_first=True,
+                   bidirectional=True, num_layers=2) at opset 14: int64 token ids [batch_size,
+                   sequence_length], a 128-wide embedding Gather, Transpose to seq-first, two LSTM
+                   layers of 256 a direction joined by Transpose and Reshape, and a per-token MatMul
+                   + Add to 20 tags
 Usage: make_more_models.py NAME OUT.onnx"""
 import os
 import sys
@@ -569,12 +574,32 @@ def yolov8n(size=640, classes=80, reg_max=16):
     return model(w, "yolov8n", [out], hw=size, opset=17)
 
 
+def lstm_tagger(vocab=1000, embed=128, hidden=256, tags=20):
+    w = TokenWriter(20)
+    x = w.node("Transpose", [w.node("Gather", [w.weight(vocab, embed), "input_ids"], axis=0)], perm=[1, 0, 2])
+    n_in = embed
+    for _ in range(2):
+        ins = [x, w.const(w.rng.uniform(-0.06, 0.06, (2, 4 * hidden, n_in))),
+               w.const(w.rng.uniform(-0.06, 0.06, (2, 4 * hidden, hidden))), w.const(w.rng.uniform(-0.06, 0.06, (2, 8 * hidden)))]
+        y = w.name("lstm")
+        w.nodes.append(helper.make_node("LSTM", ins, [y], name=y + "_node", hidden_size=hidden, direction="bidirectional"))
+        shape = w.node("Concat", [w.dim(x, 0), w.dim(x, 1), w.ints([2 * hidden])], axis=0)
+        x, n_in = w.node("Reshape", [w.node("Transpose", [y], perm=[0, 2, 1, 3]), shape]), 2 * hidden
+    logits = w.linear(w.node("Transpose", [x], perm=[1, 0, 2]), 2 * hidden, tags)
+    dims = ["batch_size", "sequence_length"]
+    graph = helper.make_graph(w.nodes, "lstm_tagger", [helper.make_tensor_value_info("input_ids", T.INT64, dims)],
+                              [helper.make_tensor_value_info(logits, T.FLOAT, dims + [tags])], w.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
+    return m
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
           "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
           "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf, "whisper_front": whisper_front,
           "wav2vec2_features": wav2vec2_features, "convnext_tiny": convnext_tiny, "gpt2": gpt2,
           "t5_encoder": t5_encoder, "swin_stages": swin_stages,
-          "yolov8n": yolov8n}
+          "yolov8n": yolov8n, "lstm_tagger": lstm_tagger}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:

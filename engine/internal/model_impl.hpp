@@ -341,6 +341,9 @@ struct Model::Impl {
   void add_gather_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // Einsum of one or two operands (engine/einsum.hpp), refused naming the node where planning it fails.
   void add_einsum(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // RNN, GRU and LSTM (engine/rnn.hpp) with constant weights; sequence_lens and the initial
+  // states as the graph gives them (constants or tensors); each output the graph names.
+  void add_rnn(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // TopK with a constant k: values and their indices (as floats).
   void add_top_k(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // OneHot with a constant depth and [off, on] values.

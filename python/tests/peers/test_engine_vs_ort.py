@@ -457,6 +457,73 @@ def test_scatters_as_in_place_assignments_export(tmp_path):
             rt.Model(str(tmp_path / (name + ".onnx")))
 
 
+def test_recurrent_layers_as_torch_exports_them(tmp_path):
+    """nn.LSTM(batch_first=True, bidirectional=True) as torch.onnx writes it (Transpose to
+    seq-first, LSTM with B and initial states fed as inputs, Y's directions joined by Transpose
+    and Reshape), stacked on GRUs (linear_before_reset 0 and 1, forward and reverse) and an
+    RNN; and every other attribute: per-sequence lengths, clip, peepholes, input_forget, the
+    activations ONNX names with alpha and beta given and left to their defaults, and Y_h, Y_c
+    as outputs."""
+    b = Builder()
+    hid, feat = 8, 6
+
+    def weights(op, dirs, n_in, bias=True, peep=False):
+        g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+        ins = [b.const(RNG.uniform(-0.5, 0.5, (dirs, g * hid, n_in))), b.const(RNG.uniform(-0.5, 0.5, (dirs, g * hid, hid)))]
+        ins.append(b.const(RNG.uniform(-0.3, 0.3, (dirs, 2 * g * hid))) if bias or peep else "")
+        return ins + (["", "", "", b.const(RNG.uniform(-0.3, 0.3, (dirs, 3 * hid)))] if peep else [])
+
+    def layer(op, ins, outputs=1, **attrs):
+        b.count += 1
+        outs = ["%s_%d_%d" % (op.lower(), b.count, k) for k in range(outputs)]
+        b.nodes.append(helper.make_node(op, ins, outs, name="n%d_%s" % (b.count, op), hidden_size=hid, **attrs))
+        return outs
+
+    seq_first = b.node("Transpose", ["x"], perm=[1, 0, 2])  # [7, N, 6]
+    y, yh, yc = layer("LSTM", [seq_first] + weights("LSTM", 2, feat) + ["", "h0", "c0"], 3, direction="bidirectional")
+    joined = b.node("Reshape", [b.node("Transpose", [y], perm=[0, 2, 1, 3]), b.ints([7, -1, 2 * hid])])
+    g1 = layer("GRU", [joined] + weights("GRU", 1, 2 * hid), linear_before_reset=1)[0]
+    g2 = layer("GRU", [b.node("Squeeze", [g1, b.ints([1])])] + weights("GRU", 1, hid, bias=False),
+               direction="reverse")[0]
+    r = layer("RNN", [b.node("Squeeze", [g2, b.ints([1])])] + weights("RNN", 1, hid), activations=["Relu"], clip=0.7)[0]
+    outs = [b.node("Transpose", [b.node("Squeeze", [r, b.ints([1])])], perm=[1, 0, 2]), yh, yc]
+    b.inits.append(numpy_helper.from_array(np.array([7, 4], np.int32), "lens"))
+    outs += layer("LSTM", [seq_first] + weights("LSTM", 1, feat, peep=True)[:3] + ["lens", "", ""] +
+                  weights("LSTM", 1, feat, peep=True)[-1:], 3, input_forget=1, clip=1.5,
+                  activations=["HardSigmoid", "LeakyRelu", "Softsign"], activation_alpha=[0.3, 0.2],
+                  activation_beta=[0.4])
+    outs += layer("GRU", [seq_first] + weights("GRU", 2, feat) + ["lens"], 2, direction="bidirectional",
+                  activations=["Sigmoid", "Tanh", "HardSigmoid", "Elu"])
+    # activation_alpha read as ONNX Runtime does: in order for the activations that take one
+    # (LSTM's LeakyRelu 0.2 here, GRU's), by position for RNN's (its ThresholdedRelu's 0.1).
+    c0_once = b.node("Slice", ["c0", b.ints([0]), b.ints([1]), b.ints([0])])  # a cell state past the clip, not its
+    outs += layer("LSTM", [seq_first] + weights("LSTM", 1, feat)[:3] + ["", "", c0_once],
+                  activations=["Sigmoid", "LeakyRelu", "Tanh"], activation_alpha=[0.2], clip=0.5)
+    outs += layer("RNN", [seq_first] + weights("RNN", 2, feat) + ["lens"], 2, direction="bidirectional",
+                  activations=["Tanh", "ThresholdedRelu"], activation_alpha=[0.5, 0.1])
+    graph = helper.make_graph(b.nodes, "rnn", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 7, feat]),
+                                               helper.make_tensor_value_info("h0", T.FLOAT, [2, "N", hid]),
+                                               helper.make_tensor_value_info("c0", T.FLOAT, [2, "N", hid])],
+                              [helper.make_tensor_value_info(o, T.FLOAT, None) for o in outs], b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    path = str(tmp_path / "rnn.onnx")
+    onnx.save(model, path)
+    compare(path, batch=2)
+    b = Builder()  # lengths fed at run time, checked in every run
+    b.nodes = [helper.make_node("GRU", ["x", b.const(RNG.uniform(-0.5, 0.5, (1, 3 * hid, feat))),
+                                        b.const(RNG.uniform(-0.5, 0.5, (1, 3 * hid, hid))), "", "n"], ["y"],
+                                hidden_size=hid)]
+    path = save_typed(b, str(tmp_path / "lens.onnx"), [("x", T.FLOAT, [7, 2, feat]), ("n", T.INT32, [2])], ["y"])
+    run_both(path, {"x": RNG.uniform(-1, 1, (7, 2, feat)).astype(np.float32), "n": np.array([3, 7], np.int32)})
+    with pytest.raises(ValueError, match=r"GRU\): sequence_lens\[1\] is outside \[0, 7\]"):
+        rt.Model(path).run([np.zeros((7, 2, feat), np.float32), np.array([3, 8], np.int32)])
+    with pytest.raises(ValueError, match="LSTM.*'activations'.*'Affine'"):
+        model.graph.node[1].attribute.append(helper.make_attribute("activations", ["Sigmoid", "Affine", "Tanh"] * 2))
+        onnx.save(model, path)
+        rt.Model(path, batch=2)
+
+
 def test_top_k_and_one_hot(tmp_path):
     # A detection head's candidate pick (TopK, values and indices) and a label's one-hot.
     b = Builder()
