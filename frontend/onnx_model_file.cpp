@@ -1,5 +1,10 @@
 #include "frontend/onnx_model_file.hpp"
 
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
 #include "core/utf8.hpp"
@@ -47,6 +52,103 @@ void make_valid_names(onnx::GraphProto& g) {
   }
 }
 
+// Bytes an element of ONNX type `type` takes; 0 for a type of no fixed size.
+std::uint64_t element_bytes(int type) {
+  switch (type) {
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::UINT64:
+      return 8;
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::UINT32:
+      return 4;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      return 2;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// Where an initializer's bytes lie outside the model file: ONNX's external_data entries.
+struct ExternalData {
+  std::string location;
+  std::uint64_t offset = 0;
+  std::optional<std::uint64_t> length;
+};
+
+ExternalData external_data_of(const onnx::TensorProto& t) {
+  const std::string who = "model: constant '" + t.name() + "': external data's ";
+  ExternalData e;
+  for (const auto& entry : t.external_data()) {
+    if (entry.key() == "location") e.location = entry.value();
+    if (entry.key() != "offset" && entry.key() != "length") continue;
+    std::uint64_t v = 0;
+    const std::string& text = entry.value();
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      throw_bad_input(who + "'" + entry.key() + "': expected a whole number of bytes, got '" + text + "'");
+    }
+    if (entry.key() == "offset")
+      e.offset = v;
+    else
+      e.length = v;
+  }
+  const std::filesystem::path rel(e.location);
+  bool inside = !e.location.empty() && rel.is_relative();
+  for (const auto& part : rel) inside = inside && part != "..";
+  if (!inside) {
+    throw_bad_input(who + "'location': expected a file in the model's folder or below it, got '" + e.location + "'");
+  }
+  return e;
+}
+
+// Every initializer stored outside the model (onnx.save's save_as_external_data: a file beside
+// the model, named by its "location", "length" bytes from "offset") read into its raw_data, as
+// if the file held it: the importer and the engine then read one kind of constant. dir: the
+// model's folder. bad_input naming the constant and the field for a location outside dir, a
+// length that is not the tensor's, or bytes past the file's end.
+void read_external_data(onnx::GraphProto& g, const std::filesystem::path& dir) {
+  for (auto& t : *g.mutable_initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    const ExternalData e = external_data_of(t);
+    const std::string file = (dir / e.location).string(), who = "model: constant '" + t.name() + "': ";
+    require_input_file(file, "model: external data of constant '" + t.name() + "'");
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(file, ec);
+    std::uint64_t count = 1;
+    for (auto d : t.dims()) count *= std::uint64_t(d < 0 ? 0 : d);
+    const std::uint64_t bytes = e.length.value_or(element_bytes(t.data_type()) * count);
+    if (element_bytes(t.data_type()) && bytes != element_bytes(t.data_type()) * count) {
+      throw_bad_input(who + "external data's 'length' is " + std::to_string(bytes) + " bytes, its shape " +
+                      std::to_string(element_bytes(t.data_type()) * count));
+    }
+    if (ec || e.offset > size || bytes > size - e.offset) {
+      throw_bad_input(who + "external data's 'offset' " + std::to_string(e.offset) + " + 'length' " +
+                      std::to_string(bytes) + " runs past the end of '" + file + "' (" + std::to_string(size) +
+                      " bytes)");
+    }
+    if (bytes > kMaxInputFileBytes) {
+      throw_bad_input(who + "external data of " + std::to_string(bytes) + " bytes; the limit is " +
+                      std::to_string(kMaxInputFileBytes));
+    }
+    std::string raw(bytes, '\0');
+    std::ifstream in(file, std::ios::binary);
+    in.seekg(std::streamoff(e.offset));
+    if (!in.read(raw.data(), std::streamsize(bytes))) throw Error(ErrorKind::io, "'" + file + "': cannot read");
+    t.set_raw_data(std::move(raw));
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+  }
+}
+
 }  // namespace
 
 onnx::ModelProto read_onnx_model(const std::string& path) {
@@ -57,6 +159,7 @@ onnx::ModelProto read_onnx_model(const std::string& path) {
     throw_bad_input("model: '" + path + "' is not an ONNX model (protobuf parse failed or no graph)");
   }
   make_valid_names(*model.mutable_graph());
+  read_external_data(*model.mutable_graph(), std::filesystem::path(path).parent_path());
   return model;
 }
 

@@ -524,6 +524,45 @@ def test_recurrent_layers_as_torch_exports_them(tmp_path):
         rt.Model(path, batch=2)
 
 
+def test_weights_stored_as_external_data(tmp_path):
+    """A model saved as torch.onnx.export and onnx.save write models past 2 GB: initializers in
+    a file beside the model, each at an offset ("location", "offset", "length"), here every one
+    of them in one file, and the same weights one file each in a subfolder; runs as ONNX Runtime
+    runs it. A location outside the model's folder, a truncated data file and a length unlike
+    the tensor's are refused naming the constant."""
+    b = Builder()
+    x = b.conv("x", 3, 8, 3, pads=[1, 1, 1, 1])
+    y = b.node("Gemm", [b.node("Flatten", [b.node("GlobalAveragePool", [b.node("Relu", [x])])]),
+                        b.const(RNG.standard_normal((5, 8))), b.const(RNG.standard_normal(5))], transB=1)
+    path = b.save(str(tmp_path / "plain.onnx"), [("x", [1, 3, 6, 6])], [y])
+    model = onnx.load(path)
+    onnx.save(model, str(tmp_path / "one.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="one.onnx.data", size_threshold=0)
+    (tmp_path / "sub").mkdir()
+    onnx.save(onnx.load(path), str(tmp_path / "sub" / "each.onnx"), save_as_external_data=True,
+              all_tensors_to_one_file=False, size_threshold=0)
+    assert (tmp_path / "one.onnx").stat().st_size < 1000 < (tmp_path / "one.onnx.data").stat().st_size
+    compare(str(tmp_path / "one.onnx"))
+    compare(str(tmp_path / "sub" / "each.onnx"))
+
+    def external(entries):
+        m = onnx.load(str(tmp_path / "one.onnx"), load_external_data=False)
+        for e in m.graph.initializer[0].external_data:
+            if e.key in entries:
+                e.value = entries[e.key]
+        onnx.save(m, str(tmp_path / "edited.onnx"))
+        return str(tmp_path / "edited.onnx")
+
+    with pytest.raises(ValueError, match="constant 'c1'.*'location'.*'../one.onnx.data'"):
+        rt.Model(external({"location": "../one.onnx.data"}))
+    with pytest.raises(ValueError, match="constant 'c1'.*'length' is 4 bytes, its shape 864"):
+        rt.Model(external({"length": "4"}))
+    with pytest.raises(ValueError, match="constant 'c1'.*'offset'.*runs past the end"):
+        rt.Model(external({"offset": str((tmp_path / "one.onnx.data").stat().st_size)}))
+    with pytest.raises(ValueError, match="constant 'c1'.*'offset': expected a whole number"):
+        rt.Model(external({"offset": "-8"}))
+
+
 def test_top_k_and_one_hot(tmp_path):
     # A detection head's candidate pick (TopK, values and indices) and a label's one-hot.
     b = Builder()
