@@ -201,6 +201,7 @@ void Model::Impl::add_node(int i) {
   if (absorbed.count(i)) return;  // a step before it computes it (sole_relu_reader)
   if (n.outputs.empty()) return;
   const onnx::NodeProto* proto = file->node(n.name);
+  if (proto && (n.op == "Shape" || n.op == "Size")) return fold_shape_of(n, *proto);
   if (constant_outputs(n)) {  // a constant subgraph: its values are the file's, or computed now
     if (proto && computable_now(n)) fold_constant_node(n, *proto);
     return;
@@ -225,6 +226,26 @@ bool Model::Impl::constant_outputs(const frontend::GraphNode& n) const {
     if (!graph.tensors()[o].constant) return false;
   }
   return true;
+}
+
+void Model::Impl::fold_shape_of(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  if (n.inputs.size() != 1 || n.outputs.size() != 1) unsupported(n, "one input and one output expected");
+  const int x = n.inputs[0];
+  if (!shape_known(x)) unsupported(n, "the input's shape is not known at load");
+  const Shape& xs = values[x].shape;
+  std::vector<float> v;
+  if (n.op == "Size") {
+    v.push_back(float(elements(xs)));
+  } else {  // opset 15's start and end: negative from the end, clamped to the rank
+    const auto rank = std::int64_t(xs.size());
+    const auto clamped = [rank](std::int64_t i) { return std::clamp(i < 0 ? i + rank : i, std::int64_t(0), rank); };
+    const std::int64_t start = clamped(int_attr(p, "start", 0)), end = clamped(int_attr(p, "end", rank));
+    for (std::int64_t d = start; d < end; ++d) v.push_back(float(xs[std::size_t(d)]));
+  }
+  Value& out = values[n.outputs[0]];
+  if (!shape_known(n.outputs[0])) out.shape = n.op == "Size" ? Shape{} : Shape{std::int64_t(v.size())};
+  if (std::int64_t(v.size()) != elements(out.shape)) unsupported(n, "not the inferred shape");
+  out.constant = owned_data(std::move(v));
 }
 
 bool Model::Impl::computable_now(const frontend::GraphNode& n) const {

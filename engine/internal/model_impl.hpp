@@ -104,7 +104,9 @@ struct Model::Impl {
     if (slot >= 0) slots[slot].first = std::min(slots[slot].first, int(steps.size()));
   }
   const float* at(const Ref& r) const { return r.constant ? r.constant : ptr[r.slot]; }
+  // v kept for the model's life; never null, even for no values (a null constant is none).
   const float* owned_data(std::vector<float> v) {
+    if (v.empty()) v.push_back(0.0f);
     owned.push_back(std::make_unique<std::vector<float>>(std::move(v)));
     return owned.back()->data();
   }
@@ -153,6 +155,9 @@ struct Model::Impl {
 
   // Whether n's outputs are missing from the file while all its inputs are known constants.
   bool computable_now(const frontend::GraphNode& n) const;
+  // Shape (opset 15's start and end) and Size of a tensor whose shape is known at load: a
+  // constant, whatever the importer made of the node (a graph output, or what a step reads).
+  void fold_shape_of(const frontend::GraphNode& n, const onnx::NodeProto& p);
 
   // A node of constants only whose values the file does not hold (a Slice of a position-id
   // buffer, arithmetic on weights): built as its step would be, run once now over buffers of

@@ -70,7 +70,7 @@ def compare(path, batch=1, threads=2, dims=None):
     assert len(ours) == len(theirs)
     for (name, _), a, r in zip(model.outputs, ours, theirs):
         assert a.shape == r.shape, name
-        error = float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1)))
+        error = float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1), initial=0.0))
         assert error <= 1e-4, "%s: max relative error %.3g" % (name, error)
     return model
 
@@ -165,6 +165,26 @@ def test_shapes_computed_in_the_graph_at_every_batch(tmp_path):
     for batch in (1, 3):
         model = compare(path, batch=batch)
         assert model.outputs[0][1] == (batch, 2, 144)
+
+
+def test_shape_and_size_as_outputs_and_operands(tmp_path):
+    # Shape (opset 15's start and end, negative and past the rank) and Size read from the
+    # bound shapes, as graph outputs (a detector's counts) and as what a step reads.
+    b = Builder()
+    y = b.node("Relu", ["x"])
+    outs = [b.node("Shape", [y]), b.node("Shape", [y], start=1), b.node("Shape", [y], start=-2, end=9),
+            b.node("Shape", [y], start=-9, end=-1), b.node("Shape", [y], start=3, end=1), b.node("Size", [y])]
+    outs.append(b.node("Mul", [y, b.node("Cast", [b.node("Size", ["x"])], to=T.FLOAT)]))
+    graph = helper.make_graph(b.nodes, "shapes", [helper.make_tensor_value_info("x", T.FLOAT, ["N", 3, 4])],
+                              [helper.make_tensor_value_info(o, T.INT64, None) for o in outs[:-1]] +
+                              [helper.make_tensor_value_info(outs[-1], T.FLOAT, None)], b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    model.ir_version = 8
+    path = str(tmp_path / "shapes.onnx")
+    onnx.save(model, path)
+    for batch in (1, 2):
+        m = compare(path, batch=batch)
+        assert [tuple(s) for _, s in m.outputs[:6]] == [(3,), (2,), (2,), (2,), (0,), ()]
 
 
 def test_mobilenet_v3_squeeze_excitation_block(tmp_path):
