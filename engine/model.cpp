@@ -392,7 +392,8 @@ std::shared_ptr<const table::ScheduleTable> plan_table(const plan::ModelPlan& p,
 Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.options = options;
-  m.file = std::make_unique<OnnxFile>(onnx_path, frontend::BoundDims{options.batch, options.dims});
+  m.file =
+      std::make_unique<OnnxFile>(onnx_path, frontend::BoundDims{options.batch, options.dims, options.input_shapes});
   frontend::OnnxImportOptions io;
   io.batch = options.batch;
   io.dims = options.dims;

@@ -32,7 +32,10 @@ namespace atvoss::engine {
 struct ModelOptions {
   int batch = 1;                             // bound to every symbolic dim of the inputs not named in dims
   std::map<std::string, std::int64_t> dims;  // named symbolic dims ("sequence_length") and their values
-  int threads = 0;                           // cores the kernels run on; 0: this machine's physical cores
+  // The shapes inputs will be fed at, by name: their symbolic dims take these sizes (as ONNX
+  // Runtime binds them from the arrays it is given); a dim in dims must agree.
+  std::map<std::string, Shape> input_shapes;
+  int threads = 0;           // cores the kernels run on; 0: this machine's physical cores
   std::string plan;          // a model plan file (docs/model-plan.md) of this model on this CPU; empty: defaults
   host::BuildOptions build;  // the compile cache the kernels come from
 };

@@ -19,7 +19,47 @@
 namespace atvoss::frontend {
 namespace {
 
+// The sizes the inputs' symbolic dims take from the shapes the inputs will be fed at (an
+// unnamed one set in place). bad_input naming the input for a shape of another rank, and the
+// dim when two inputs, or an input and `dims`, give it two sizes.
+std::map<std::string, std::int64_t> dims_of_input_shapes(onnx::ModelProto& model, const BoundDims& bound) {
+  std::map<std::string, std::int64_t> sizes;
+  std::set<std::string> seen;
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    const auto given = bound.input_shapes.find(input.name());
+    if (given == bound.input_shapes.end() || !input.type().has_tensor_type()) continue;
+    seen.insert(input.name());
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (std::size_t(shape->dim_size()) != given->second.size()) {
+      throw_bad_input("model: input '" + input.name() + "' has " + std::to_string(shape->dim_size()) +
+                      " dims; the shape given for it has " + std::to_string(given->second.size()));
+    }
+    for (int i = 0; i < shape->dim_size(); ++i) {
+      auto& d = *shape->mutable_dim(i);
+      const std::int64_t size = given->second[std::size_t(i)];
+      if (d.has_dim_value()) continue;  // a fixed size: a shape unlike it is refused when the input is fed
+      if (!d.has_dim_param()) {
+        d.set_dim_value(size);
+        continue;
+      }
+      const std::string& name = d.dim_param();
+      const auto named = bound.dims.find(name);
+      const auto [at, added] = sizes.emplace(name, size);
+      if ((named != bound.dims.end() && named->second != size) || (!added && at->second != size)) {
+        throw_bad_input("model: dim '" + name + "' is " + std::to_string(size) + " in input '" + input.name() +
+                        "' and " + std::to_string(named != bound.dims.end() ? named->second : at->second) +
+                        " elsewhere");
+      }
+    }
+  }
+  for (const auto& [name, shape] : bound.input_shapes) {
+    if (!seen.count(name)) throw_bad_input("model: the model has no input '" + name + "' (a shape is given for it)");
+  }
+  return sizes;
+}
+
 void bind_symbolic_dims(onnx::ModelProto& model, const BoundDims& bound) {
+  const std::map<std::string, std::int64_t> fed = dims_of_input_shapes(model, bound);
   std::set<std::string> used;
   for (auto& input : *model.mutable_graph()->mutable_input()) {
     if (!input.type().has_tensor_type()) continue;
@@ -27,8 +67,11 @@ void bind_symbolic_dims(onnx::ModelProto& model, const BoundDims& bound) {
     for (auto& d : *shape->mutable_dim()) {
       if (d.has_dim_value()) continue;
       const auto named = d.has_dim_param() ? bound.dims.find(d.dim_param()) : bound.dims.end();
+      const auto from_input = d.has_dim_param() ? fed.find(d.dim_param()) : fed.end();
       if (named != bound.dims.end()) used.insert(named->first);
-      d.set_dim_value(named != bound.dims.end() ? named->second : bound.batch);
+      d.set_dim_value(named != bound.dims.end() ? named->second
+                      : from_input != fed.end() ? from_input->second
+                                                : bound.batch);
     }
   }
   for (const auto& [name, value] : bound.dims) {

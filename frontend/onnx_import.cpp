@@ -554,7 +554,7 @@ class Extractor {
 }  // namespace
 
 TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
-  return import_bound_onnx(read_bound_onnx_model(path, {options.batch, options.dims}), path, options);
+  return import_bound_onnx(read_bound_onnx_model(path, {options.batch, options.dims, {}}), path, options);
 }
 
 TaskSet import_bound_onnx(const onnx::ModelProto& bound, const std::string& name, const OnnxImportOptions& options) {

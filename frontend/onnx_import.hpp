@@ -23,10 +23,12 @@
 namespace atvoss::frontend {
 
 // Values for the graph inputs' symbolic dims (dim_param): a dim named in `dims` takes its
-// value there (a transformer's "sequence_length"), every other one the batch.
+// value there (a transformer's "sequence_length"); one of an input in `input_shapes` (the
+// shape it will be fed at) takes the size given there; every other one the batch.
 struct BoundDims {
   int batch = 1;
   std::map<std::string, std::int64_t> dims;
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;
 };
 
 struct OnnxImportOptions {

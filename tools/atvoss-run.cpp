@@ -2,7 +2,9 @@
 // model plan tuned for it on this machine, or the default schedules.
 //   atvoss-run MODEL.onnx [--plan PLAN.json] [--batch N] [--dim NAME=N ...] [--threads N]
 //              [--input NAME=FILE.npy ...] [--seed N] [--out DIR] [--repeat N] [--json]
-// Inputs not given are filled from --seed (uniform in [-1, 1); integer inputs with zeros).
+// Inputs not given are filled from --seed (uniform in [-1, 1); integer inputs with zeros). The
+// symbolic dims of the inputs given take their sizes (as ONNX Runtime binds them), unless --dim
+// names them otherwise (bad input); the rest take --batch.
 // Outputs go to DIR/<name>.npy.
 // --repeat N times N runs after one warm-up and prints their median and minimum.
 // Exit codes: 0 ok, 2 bad input (flags, model, plan, inputs), 1 any other failure.
@@ -52,9 +54,15 @@ std::map<std::string, std::int64_t> named_dims(const std::vector<std::string>& a
   return dims;
 }
 
-std::vector<std::vector<float>> model_inputs(const engine::Model& m, const std::vector<std::string>& args,
+// The arrays of --input, by input name.
+std::map<std::string, engine::NpyArray> read_inputs(const std::vector<std::string>& args) {
+  std::map<std::string, engine::NpyArray> arrays;
+  for (const auto& [name, file] : input_files(args)) arrays[name] = engine::read_npy(file);
+  return arrays;
+}
+
+std::vector<std::vector<float>> model_inputs(const engine::Model& m, std::map<std::string, engine::NpyArray> files,
                                              std::uint64_t seed) {
-  auto files = input_files(args);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<std::vector<float>> data;
@@ -65,7 +73,7 @@ std::vector<std::vector<float>> model_inputs(const engine::Model& m, const std::
       for (auto& v : d) v = in.dtype == "float" ? uniform(rng) : 0.0f;
       continue;
     }
-    engine::NpyArray a = engine::read_npy(it->second);
+    engine::NpyArray& a = it->second;
     if (in.dtype == "float" && a.dtype != "float32") {
       throw_bad_input("--input " + in.name + ": the file holds " + a.dtype + " where the model takes float32");
     }
@@ -128,8 +136,10 @@ int main(int argc, char** argv) {
     o.dims = named_dims(dims);
     o.threads = threads;
     o.plan = plan;
+    auto arrays = read_inputs(inputs);
+    for (const auto& [name, a] : arrays) o.input_shapes[name] = a.shape;
     engine::Model m(model, o);
-    const auto data = model_inputs(m, inputs, seed);
+    const auto data = model_inputs(m, std::move(arrays), seed);
     std::vector<const float*> in;
     for (const auto& d : data) in.push_back(d.data());
     auto outputs = m.run(in);

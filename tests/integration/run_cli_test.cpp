@@ -33,6 +33,20 @@ np.save(os.path.join(d, "x.npy"), x)
 np.save(os.path.join(d, "ref.npy"), np.maximum(x @ w.T + b, 0))
 np.save(os.path.join(d, "x64.npy"), x.astype(np.float64))
 np.save(os.path.join(d, "x_wide.npy"), np.zeros((3, 6), np.float32))
+# The same with a symbolic batch shared by two inputs, y = relu(x W^T + b) + z, fed at batch 4.
+nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1, name="fc"),
+         helper.make_node("Relu", ["g"], ["r"], name="relu"), helper.make_node("Add", ["r", "z"], ["y"], name="add")]
+g = helper.make_graph(nodes, "fc", [helper.make_tensor_value_info("x", T.FLOAT, ["batch", 5]),
+                                    helper.make_tensor_value_info("z", T.FLOAT, ["batch", 6])],
+                      [helper.make_tensor_value_info("y", T.FLOAT, ["batch", 6])],
+                      [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, os.path.join(d, "fc_batch.onnx"))
+x4, z4 = rng.uniform(-1, 1, (4, 5)).astype(np.float32), rng.uniform(-1, 1, (4, 6)).astype(np.float32)
+for name, a in (("x4", x4), ("z4", z4), ("z3", z4[:3]), ("x4_3d", x4[:, :, None])):
+    np.save(os.path.join(d, name + ".npy"), a)
+np.save(os.path.join(d, "ref4.npy"), np.maximum(x4 @ w.T + b, 0) + z4)
 )py";
 
 constexpr const char* kCompare = R"py(
@@ -61,6 +75,27 @@ TEST_F(RunCli, NpyInWritesNpyOutEqualToTheReference) {
   const std::string cmp =
       python() + " " + file("cmp.py", kCompare) + " " + quote(file("outs/y.npy")) + " " + quote(file("ref.npy"));
   EXPECT_EQ(std::system(cmp.c_str()), 0);
+}
+
+TEST_F(RunCli, SymbolicDimsTakeTheSizesOfTheInputsGiven) {
+  const std::string model = quote(file("fc_batch.onnx"));
+  const CliResult r =
+      run_tool("atvoss-run", model + " --input x=" + quote(file("x4.npy")) + " --input z=" + quote(file("z4.npy")) +
+                                 " --out " + quote(file("outs4")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string cmp =
+      python() + " " + file("cmp.py", kCompare) + " " + quote(file("outs4/y.npy")) + " " + quote(file("ref4.npy"));
+  EXPECT_EQ(std::system(cmp.c_str()), 0);
+  auto refused = [&](const std::string& args, const std::string& says) {
+    SCOPED_TRACE(args);
+    const CliResult bad = run_tool("atvoss-run", model + args);
+    EXPECT_EQ(bad.code, 2) << bad.out << bad.err;
+    EXPECT_THAT(bad.err, HasSubstr(says));
+  };
+  refused(" --input x=" + quote(file("x4.npy")) + " --input z=" + quote(file("z3.npy")),
+          "dim 'batch' is 3 in input 'z' and 4 elsewhere");
+  refused(" --input x=" + quote(file("x4.npy")) + " --dim batch=2", "dim 'batch' is 4 in input 'x' and 2 elsewhere");
+  refused(" --input x=" + quote(file("x4_3d.npy")), "input 'x' has 2 dims; the shape given for it has 3");
 }
 
 TEST_F(RunCli, BadInputsExitTwoNamingWhatIsWrong) {
