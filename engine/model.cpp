@@ -157,15 +157,26 @@ void Model::Impl::add_nodes() {
 }
 
 void Model::Impl::add_inputs() {
+  // The graph's inputs in its order: those a node reads (by tensor), and those none reads (by
+  // position, -1 - the position): exporters keep an argument the traced code ignored, and ONNX
+  // Runtime takes it, so it is fed and left unread.
   std::vector<int> read;
   for (std::size_t t = 0; t < graph.tensors().size(); ++t) {
     const auto& gt = graph.tensors()[t];
     if (gt.producer < 0 && !values[t].constant && !gt.consumers.empty()) read.push_back(int(t));
   }
-  std::stable_sort(read.begin(), read.end(), [&](int a, int b) {
-    return file->input_position(graph.tensors()[a].name) < file->input_position(graph.tensors()[b].name);
-  });
+  const auto& declared = file->model().graph().input();
+  for (int i = 0; i < declared.size(); ++i) {
+    const int t = tensor(declared[i].name());
+    if ((t < 0 || graph.tensors()[t].consumers.empty()) && !file->floats(declared[i].name())) read.push_back(-1 - i);
+  }
+  const auto position = [&](int r) { return r < 0 ? -1 - r : file->input_position(graph.tensors()[r].name); };
+  std::stable_sort(read.begin(), read.end(), [&](int a, int b) { return position(a) < position(b); });
   for (int t : read) {
+    if (t < 0) {
+      add_unread_input(declared[-1 - t]);
+      continue;
+    }
     const auto& gt = graph.tensors()[t];
     if (const std::string unread = file->unread_constant_type(gt.name); !unread.empty()) {
       throw_bad_input("model: constant '" + gt.name + "' is " + unread +
@@ -183,6 +194,18 @@ void Model::Impl::add_inputs() {
     input_tensors.push_back(t);
     inputs.push_back({gt.name, gt.shape, type});
   }
+}
+
+void Model::Impl::add_unread_input(const onnx::ValueInfoProto& v) {
+  const std::string type = file->input_type(v.name());
+  if (type != "float" && type != "bool" && !is_integer_type(type)) return;  // no array the engine takes
+  Shape shape;
+  for (const auto& d : v.type().tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return;
+    shape.push_back(d.dim_value());
+  }
+  input_tensors.push_back(-1);
+  inputs.push_back({v.name(), shape, type});
 }
 
 void Model::Impl::add_outputs() {
@@ -321,6 +344,7 @@ void Model::Impl::add_cast(const frontend::GraphNode& n, const onnx::NodeProto& 
 void Model::Impl::load_inputs(const std::vector<const float*>& in) {
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (!in[i]) throw_bad_input("engine: input '" + inputs[i].name + "' is null");
+    if (input_tensors[i] < 0) continue;  // a graph input no node reads (add_inputs)
     const Value& v = values[input_tensors[i]];
     if (inputs[i].dtype != "float") require_exact_integers(inputs[i], in[i]);
     std::memcpy(ptr[v.plain], in[i], std::size_t(elements(v.shape)) * sizeof(float));

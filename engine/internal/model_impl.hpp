@@ -70,7 +70,7 @@ struct Model::Impl {
   std::vector<float*> ptr;  // per slot, into the arena
   std::unique_ptr<float[]> arena_storage;
   std::int64_t arena_bytes = 0;
-  std::vector<int> input_tensors, output_tensors;
+  std::vector<int> input_tensors, output_tensors;  // an input's tensor; -1: one no node reads
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
   std::vector<runtime::PreparedWeights> packed;
@@ -143,9 +143,13 @@ struct Model::Impl {
   // for the residual its fused Add reads, which the file may list after it.
   void add_nodes();
 
-  // The graph inputs a step reads, in the graph's order (ONNX Runtime's; an input only shape
-  // computations read, folded at load, is none).
+  // The graph's inputs, in its order (ONNX Runtime's): those a step reads, and those no step
+  // reads (an argument the traced code ignored, or one only shape computations read, folded
+  // at load), which are fed and left unread, as ONNX Runtime takes them.
   void add_inputs();
+  // A graph input no node reads, listed (its tensor -1 in input_tensors) when its type and
+  // shape are ones the engine takes; skipped otherwise.
+  void add_unread_input(const onnx::ValueInfoProto& v);
 
   void add_outputs();
 

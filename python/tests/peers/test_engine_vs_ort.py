@@ -187,6 +187,16 @@ def test_shape_and_size_as_outputs_and_operands(tmp_path):
         assert [tuple(s) for _, s in m.outputs[:6]] == [(3,), (2,), (2,), (2,), (0,), ()]
 
 
+def test_an_input_no_node_reads_is_still_an_input(tmp_path):
+    # Exporters keep an argument the traced code ignored (a mask, token types) as a graph input:
+    # ONNX Runtime takes it, so the engine lists it in the graph's order and leaves it unread.
+    b = Builder()
+    y = b.node("Relu", ["x"])
+    path = b.save(str(tmp_path / "unused.onnx"), [("x", ["N", 3]), ("mask", ["N", 3]), ("z", [2])], [y])
+    m = compare(path, batch=2)
+    assert [(n, tuple(s)) for n, s in m.inputs] == [("x", (2, 3)), ("mask", (2, 3)), ("z", (2,))]
+
+
 def test_mobilenet_v3_squeeze_excitation_block(tmp_path):
     b = Builder()
     x = b.node("HardSwish", [b.bn(b.conv("x", 16, 16, 3, bias=False, group=16, pads=[1, 1, 1, 1]), 16)])
