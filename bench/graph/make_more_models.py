@@ -299,6 +299,17 @@ def wav2vec2_features(samples=16000, width=512):
     return Writer.model(w, "wav2vec2_features", [("input", ["N", 1, samples])], [(x, None)], 13)
 
 
+def token_model(w, name, inputs, output, width, opset):
+    """The model of w's nodes: int64 inputs of [batch_size, sequence_length] and one float output
+    of [batch_size, sequence_length, width], as exporters declare a text model's."""
+    dims = ["batch_size", "sequence_length"]
+    graph = helper.make_graph(w.nodes, name, [helper.make_tensor_value_info(n, T.INT64, dims) for n in inputs],
+                              [helper.make_tensor_value_info(output, T.FLOAT, dims + [width])], w.inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
+    return m
+
+
 def convnext_tiny(depths=(3, 3, 9, 3), dims=(96, 192, 384, 768)):
     w = TokenWriter(15)
 
@@ -307,7 +318,8 @@ def convnext_tiny(depths=(3, 3, 9, 3), dims=(96, 192, 384, 768)):
                                              w.const(w.rng.uniform(-0.1, 0.1, c))], axis=-1, epsilon=eps)
 
     def conv(x, cin, cout, k, stride, group=1):
-        return w.node("Conv", [x, w.const(w.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / (cin // group * k * k))),
+        fan_in = cin // group * k * k
+        return w.node("Conv", [x, w.const(w.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / fan_in)),
                                w.const(w.rng.uniform(-0.1, 0.1, cout))], kernel_shape=[k, k], strides=[stride, stride],
                       pads=[(k - 1) // 2 if stride == 1 else 0] * 4, group=group)
 
@@ -376,12 +388,7 @@ def gpt2(layers=2, hidden=768, heads=12, vocab=1000, positions=1024):
         x = w.node("Add", [x, w.linear(gelu_new(w.linear(w.layer_norm(x, hidden), hidden, 4 * hidden)),
                                        4 * hidden, hidden)])
     logits = w.node("MatMul", [w.layer_norm(x, hidden), w.node("Transpose", [wte], perm=[1, 0])])
-    dims = ["batch_size", "sequence_length"]
-    graph = helper.make_graph(w.nodes, "gpt2", [helper.make_tensor_value_info("input_ids", T.INT64, dims)],
-                              [helper.make_tensor_value_info(logits, T.FLOAT, dims + [vocab])], w.inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
-    return m
+    return token_model(w, "gpt2", ["input_ids"], logits, vocab, 14)
 
 
 def t5_encoder(layers=2, d_model=512, heads=8, d_kv=64, d_ff=2048, vocab=1000, buckets=32, max_distance=128):
@@ -407,7 +414,8 @@ def t5_encoder(layers=2, d_model=512, heads=8, d_kv=64, d_ff=2048, vocab=1000, b
         exact = half // 2
         small = w.node("Less", [rel, w.ints(exact)])
         log = w.node("Log", [w.node("Div", [w.node("Cast", [rel], to=T.FLOAT), w.const(float(exact))])])
-        large = w.node("Mul", [w.node("Div", [log, w.const(np.log(max_distance / exact))]), w.const(float(half - exact))])
+        large = w.node("Div", [log, w.const(np.log(max_distance / exact))])
+        large = w.node("Mul", [large, w.const(float(half - exact))])
         large = w.node("Add", [w.ints(exact), w.node("Cast", [large], to=T.INT64)])
         large = w.node("Min", [large, w.node("ConstantOfShape", [w.node("Shape", [large])],
                                               value=helper.make_tensor("v", T.INT64, [1], [half - 1]))])
@@ -429,14 +437,7 @@ def t5_encoder(layers=2, d_model=512, heads=8, d_kv=64, d_ff=2048, vocab=1000, b
         x = w.node("Add", [x, w.node("MatMul", [joined, w.weight(inner, d_model)])])
         ff = w.node("Relu", [w.node("MatMul", [rms_norm(x), w.weight(d_model, d_ff)])])
         x = w.node("Add", [x, w.node("MatMul", [ff, w.weight(d_ff, d_model)])])
-    out = rms_norm(x)
-    dims = ["batch_size", "sequence_length"]
-    inputs = [helper.make_tensor_value_info(n, T.INT64, dims) for n in ("input_ids", "attention_mask")]
-    graph = helper.make_graph(w.nodes, "t5_encoder", inputs,
-                              [helper.make_tensor_value_info(out, T.FLOAT, dims + [d_model])], w.inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
-    return m
+    return token_model(w, "t5_encoder", ["input_ids", "attention_mask"], rms_norm(x), d_model, 13)
 
 
 def swin_stages(dims=(96, 192), depths=(2, 2), heads=(3, 6), window=7, size=56):
@@ -580,18 +581,15 @@ def lstm_tagger(vocab=1000, embed=128, hidden=256, tags=20):
     n_in = embed
     for _ in range(2):
         ins = [x, w.const(w.rng.uniform(-0.06, 0.06, (2, 4 * hidden, n_in))),
-               w.const(w.rng.uniform(-0.06, 0.06, (2, 4 * hidden, hidden))), w.const(w.rng.uniform(-0.06, 0.06, (2, 8 * hidden)))]
+               w.const(w.rng.uniform(-0.06, 0.06, (2, 4 * hidden, hidden))),
+               w.const(w.rng.uniform(-0.06, 0.06, (2, 8 * hidden)))]
         y = w.name("lstm")
-        w.nodes.append(helper.make_node("LSTM", ins, [y], name=y + "_node", hidden_size=hidden, direction="bidirectional"))
+        w.nodes.append(helper.make_node("LSTM", ins, [y], name=y + "_node", hidden_size=hidden,
+                                        direction="bidirectional"))
         shape = w.node("Concat", [w.dim(x, 0), w.dim(x, 1), w.ints([2 * hidden])], axis=0)
         x, n_in = w.node("Reshape", [w.node("Transpose", [y], perm=[0, 2, 1, 3]), shape]), 2 * hidden
     logits = w.linear(w.node("Transpose", [x], perm=[1, 0, 2]), 2 * hidden, tags)
-    dims = ["batch_size", "sequence_length"]
-    graph = helper.make_graph(w.nodes, "lstm_tagger", [helper.make_tensor_value_info("input_ids", T.INT64, dims)],
-                              [helper.make_tensor_value_info(logits, T.FLOAT, dims + [tags])], w.inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    m.ir_version = 8  # what ONNX Runtime 1.23 and Debian's libonnx read
-    return m
+    return token_model(w, "lstm_tagger", ["input_ids"], logits, tags, 14)
 
 
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,

@@ -499,7 +499,8 @@ def test_recurrent_layers_as_torch_exports_them(tmp_path):
 
     def weights(op, dirs, n_in, bias=True, peep=False):
         g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
-        ins = [b.const(RNG.uniform(-0.5, 0.5, (dirs, g * hid, n_in))), b.const(RNG.uniform(-0.5, 0.5, (dirs, g * hid, hid)))]
+        ins = [b.const(RNG.uniform(-0.5, 0.5, (dirs, g * hid, n_in))),
+               b.const(RNG.uniform(-0.5, 0.5, (dirs, g * hid, hid)))]
         ins.append(b.const(RNG.uniform(-0.3, 0.3, (dirs, 2 * g * hid))) if bias or peep else "")
         return ins + (["", "", "", b.const(RNG.uniform(-0.3, 0.3, (dirs, 3 * hid)))] if peep else [])
 
