@@ -41,6 +41,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "RNN" || op == "GRU" || op == "LSTM") return add_rnn(n, p);
   if (op == "Einsum") return add_einsum(n, p);
   if (op == "OneHot") return add_one_hot(n, p);
+  if (op == "GridSample") return add_grid_sample(n, p);
   if (op == "ScatterND" || op == "ScatterElements" || op == "Scatter") return add_scatter(n, p);
   if (op == "GroupNormalization") return add_group_norm(n, p);
   if (op == "RMSNormalization") return add_rms_norm(n, p);
@@ -407,6 +408,29 @@ void Model::Impl::add_top_k(const frontend::GraphNode& n, const onnx::NodeProto&
   const int values_out = output(n.outputs[0], false), indices_out = output(n.outputs[1], false);
   const std::int64_t count = (*k)[0];
   push(n, [=, this] { top_k(at(x), xs, axis, count, largest, ptr[values_out], ptr[indices_out]); });
+}
+
+void Model::Impl::add_grid_sample(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  if (n.inputs.size() != 2) unsupported(n, "two inputs expected");
+  const Shape xs = values[n.inputs[0]].shape, gs = values[n.inputs[1]].shape, ys = values[n.outputs[0]].shape;
+  if (xs.size() != 4 || gs.size() != 4 || gs[3] != 2 || gs[0] != xs[0]) {
+    unsupported(n, "X [N, C, H, W] and grid [N, H_out, W_out, 2] expected (2-D sampling only)");
+  }
+  GridSampleAttrs a;
+  // Opset 16 names the modes bilinear and bicubic, opset 20 linear and cubic.
+  a.mode = string_attr(p, "mode", "linear");
+  if (a.mode == "bilinear") a.mode = "linear";
+  if (a.mode == "bicubic") a.mode = "cubic";
+  a.padding = string_attr(p, "padding_mode", "zeros");
+  a.align_corners = int_attr(p, "align_corners", 0) != 0;
+  if (a.mode != "linear" && a.mode != "nearest" && a.mode != "cubic") unsupported(n, "mode '" + a.mode + "'");
+  if (a.padding != "zeros" && a.padding != "border" && a.padding != "reflection") {
+    unsupported(n, "padding_mode '" + a.padding + "'");
+  }
+  if (ys != Shape{xs[0], xs[1], gs[1], gs[2]}) unsupported(n, "not the inferred shape");
+  const Ref x = plain(n.inputs[0], n.name), grid = plain(n.inputs[1], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { grid_sample(at(x), xs, at(grid), gs, ptr[y], a, threads); });
 }
 
 void Model::Impl::add_one_hot(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -150,6 +150,18 @@ void group_norm(const float* x, const Shape& xs, std::int64_t groups, const floa
 // (epsilon added to the mean square), times scale (one value per element of a row).
 void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon, const float* scale, float* y);
 
+// GridSample of x [N, C, H, W] at grid [N, H_out, W_out, 2] (x, y in [-1, 1]) into y [N, C, H_out,
+// W_out]: mode "nearest" (halves to even), "linear" or "cubic" (Keys, a = -0.75); padding
+// "zeros", "border" or "reflection", applied to the coordinate (but a cubic one's, as ONNX
+// Runtime and torch do) and to each tap; align_corners
+// maps -1 and 1 to the corner pixels' centres, else to the image's edges.
+struct GridSampleAttrs {
+  std::string mode = "linear", padding = "zeros";
+  bool align_corners = false;
+};
+void grid_sample(const float* x, const Shape& xs, const float* grid, const Shape& gs, float* y,
+                 const GridSampleAttrs& a, int threads = 1);
+
 // Resize and Upsample of the last two dims of [N, C, H, W] (NCHW) to ys: nearest or linear
 // (bilinear), the output coordinate mapped back by ONNX's coordinate_transformation_mode.
 struct ResizeAttrs {

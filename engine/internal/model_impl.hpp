@@ -355,6 +355,8 @@ struct Model::Impl {
   void add_rnn(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // TopK with a constant k: values and their indices (as floats).
   void add_top_k(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // GridSample of 4-D inputs, every mode, padding mode and align_corners (plain_ops.hpp).
+  void add_grid_sample(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // OneHot with a constant depth and [off, on] values.
   void add_one_hot(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // ScatterND, ScatterElements (and opset 9's Scatter, the same) with every reduction; indices

@@ -594,6 +594,26 @@ def test_weights_stored_as_external_data(tmp_path):
         rt.Model(external({"offset": "-8"}))
 
 
+def test_grid_sample_every_mode_padding_and_corner_rule(tmp_path):
+    """GridSample (opset 16, torch's F.grid_sample: spatial transformers, optical flow, deformable
+    attention) in each of its modes (bilinear, nearest, bicubic), padding modes (zeros, border,
+    reflection) and align_corners, on a grid reaching past [-1, 1] and landing on pixel centres
+    and halves, fed at run time and as a constant."""
+    b = Builder()
+    rng = np.random.default_rng(3)
+    fixed = b.const(np.concatenate([rng.uniform(-1.7, 1.7, (2, 4, 5, 2)),
+                                    np.stack(np.meshgrid(np.linspace(-1.5, 1.5, 7), np.linspace(-1.25, 0.75, 5)),
+                                             -1)[None, :4].repeat(2, 0)], axis=2))
+    outs = []
+    for grid in ("grid", fixed):
+        for mode in ("bilinear", "nearest", "bicubic"):
+            for padding in ("zeros", "border", "reflection"):
+                for corners in (0, 1):
+                    outs.append(b.node("GridSample", ["x", grid], mode=mode, padding_mode=padding,
+                                       align_corners=corners))
+    compare(b.save(str(tmp_path / "grid.onnx"), [("x", [2, 3, 5, 7]), ("grid", [2, 4, 12, 2])], outs, opset=16))
+
+
 def test_top_k_and_one_hot(tmp_path):
     # A detection head's candidate pick (TopK, values and indices) and a label's one-hot.
     b = Builder()
