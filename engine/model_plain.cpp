@@ -42,6 +42,10 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "Einsum") return add_einsum(n, p);
   if (op == "OneHot") return add_one_hot(n, p);
   if (op == "GridSample") return add_grid_sample(n, p);
+  if (op == "LpNormalization" || op == "Hardmax" || op == "MeanVarianceNormalization") {
+    return add_axis_normalization(n, p);
+  }
+  if (op == "EyeLike") return add_eye_like(n, p);
   if (op == "ScatterND" || op == "ScatterElements" || op == "Scatter") return add_scatter(n, p);
   if (op == "GroupNormalization") return add_group_norm(n, p);
   if (op == "RMSNormalization") return add_rms_norm(n, p);
@@ -431,6 +435,42 @@ void Model::Impl::add_grid_sample(const frontend::GraphNode& n, const onnx::Node
   const Ref x = plain(n.inputs[0], n.name), grid = plain(n.inputs[1], n.name);
   const int y = output(n.outputs[0], false);
   push(n, [=, this] { grid_sample(at(x), xs, at(grid), gs, ptr[y], a, threads); });
+}
+
+void Model::Impl::add_eye_like(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  if (xs.size() != 2) unsupported(n, "a 2-D input expected");
+  const std::int64_t k = int_attr(p, "k", 0);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { eye_like(xs[0], xs[1], k, ptr[y]); });
+}
+
+void Model::Impl::add_axis_normalization(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  Shape xs = values[n.inputs[0]].shape;
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  if (n.op == "MeanVarianceNormalization") {
+    std::vector<std::int64_t> axes = ints_attr(p, "axes");
+    if (axes.empty()) axes = {0, 2, 3};
+    std::vector<bool> reduced(xs.size(), false);
+    for (auto a : axes) reduced[std::size_t(axis_of(n, a, xs.size()))] = true;
+    return push(n, [=, this] { mean_variance_normalize(at(x), xs, reduced, ptr[y]); });
+  }
+  const bool hard = n.op == "Hardmax";
+  std::int64_t axis = axis_of(n, int_attr(p, "axis", -1), xs.size());
+  if (hard && file->opset() < 13) {  // before opset 13: over every dim from axis on, as one
+    xs = {elements(Shape(xs.begin(), xs.begin() + axis)), elements(Shape(xs.begin() + axis, xs.end()))};
+    axis = 1;
+  }
+  const auto order = int_attr(p, "p", 2);
+  if (!hard && order != 1 && order != 2) unsupported(n, "attribute 'p' must be 1 or 2");
+  push(n, [=, this] {
+    if (hard) {
+      hardmax(at(x), xs, std::size_t(axis), ptr[y]);
+    } else {
+      lp_normalize(at(x), xs, std::size_t(axis), int(order), ptr[y]);
+    }
+  });
 }
 
 void Model::Impl::add_one_hot(const frontend::GraphNode& n, const onnx::NodeProto& p) {

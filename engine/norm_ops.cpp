@@ -479,6 +479,79 @@ void instance_norm(const float* x, const Shape& xs, const float* scale, const fl
   group_norm(x, xs, xs[1], scale, bias, false, epsilon, y);
 }
 
+void lp_normalize(const float* x, const Shape& xs, std::size_t axis, int p, float* y) {
+  const plain::AroundAxis s = plain::around_axis(xs, axis);
+  for (std::int64_t o = 0; o < s.outer; ++o) {
+    for (std::int64_t i = 0; i < s.inner; ++i) {
+      const std::int64_t base = o * s.len * s.inner + i;
+      double norm = 0;
+      for (std::int64_t k = 0; k < s.len; ++k) {
+        const double v = x[base + k * s.inner];
+        norm += p == 1 ? std::abs(v) : v * v;
+      }
+      if (p == 2) norm = std::sqrt(norm);
+      for (std::int64_t k = 0; k < s.len; ++k) {
+        y[base + k * s.inner] = norm == 0 ? 0.0f : float(x[base + k * s.inner] / norm);
+      }
+    }
+  }
+}
+
+void hardmax(const float* x, const Shape& xs, std::size_t axis, float* y) {
+  const plain::AroundAxis s = plain::around_axis(xs, axis);
+  for (std::int64_t o = 0; o < s.outer; ++o) {
+    for (std::int64_t i = 0; i < s.inner; ++i) {
+      const std::int64_t base = o * s.len * s.inner + i;
+      std::int64_t best = 0;
+      for (std::int64_t k = 1; k < s.len; ++k) {
+        if (x[base + k * s.inner] > x[base + best * s.inner]) best = k;
+      }
+      for (std::int64_t k = 0; k < s.len; ++k) y[base + k * s.inner] = k == best ? 1.0f : 0.0f;
+    }
+  }
+}
+
+void mean_variance_normalize(const float* x, const Shape& xs, const std::vector<bool>& reduced, float* y) {
+  // Each element's group: its index with the reduced dims dropped.
+  std::vector<std::int64_t> stride(xs.size(), 0), index(xs.size(), 0);
+  std::int64_t groups = 1;
+  for (std::size_t d = xs.size(); d-- > 0;) {
+    if (reduced[d]) continue;
+    stride[d] = groups;
+    groups *= xs[d];
+  }
+  const std::int64_t n = elements(xs), per = n / std::max<std::int64_t>(groups, 1);
+  std::vector<std::int64_t> group(static_cast<std::size_t>(n));
+  for (std::int64_t e = 0; e < n; ++e) {
+    std::int64_t g = 0;
+    for (std::size_t d = 0; d < xs.size(); ++d) g += index[d] * stride[d];
+    group[std::size_t(e)] = g;
+    for (std::size_t d = xs.size(); d-- > 0;) {  // the next element's index
+      if (++index[d] < xs[d]) break;
+      index[d] = 0;
+    }
+  }
+  std::vector<double> mean(static_cast<std::size_t>(groups), 0.0), var(static_cast<std::size_t>(groups), 0.0);
+  for (std::int64_t e = 0; e < n; ++e) mean[std::size_t(group[std::size_t(e)])] += x[e];
+  for (auto& m : mean) m /= double(per);
+  for (std::int64_t e = 0; e < n; ++e) {
+    const double d = x[e] - mean[std::size_t(group[std::size_t(e)])];
+    var[std::size_t(group[std::size_t(e)])] += d * d;
+  }
+  // (x - mean) / sqrt(variance), as ONNX Runtime computes it: no epsilon, so a constant group
+  // gives NaN there too.
+  for (std::int64_t e = 0; e < n; ++e) {
+    const std::size_t g = std::size_t(group[std::size_t(e)]);
+    y[e] = float((x[e] - mean[g]) / std::sqrt(var[g] / double(per)));
+  }
+}
+
+void eye_like(std::int64_t rows, std::int64_t cols, std::int64_t k, float* y) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = c - r == k ? 1.0f : 0.0f;
+  }
+}
+
 void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon, const float* scale, float* y) {
   const std::int64_t len = elements(Shape(xs.begin() + axis, xs.end())),
                      rows = elements(xs) / std::max<std::int64_t>(len, 1);

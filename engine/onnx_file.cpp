@@ -61,6 +61,11 @@ OnnxFile::OnnxFile(const std::string& path, const frontend::BoundDims& bound)
         } else if (a.name() == "value_int") {
           ints_[n.output(0)] = {a.i()};
           floats_[n.output(0)] = {float(a.i())};
+        } else if (a.name() == "value_floats") {
+          floats_[n.output(0)] = {a.floats().begin(), a.floats().end()};
+        } else if (a.name() == "value_ints") {
+          ints_[n.output(0)] = {a.ints().begin(), a.ints().end()};
+          floats_[n.output(0)] = {a.ints().begin(), a.ints().end()};
         }
       }
     }

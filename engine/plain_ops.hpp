@@ -150,6 +150,16 @@ void group_norm(const float* x, const Shape& xs, std::int64_t groups, const floa
 // (epsilon added to the mean square), times scale (one value per element of a row).
 void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon, const float* scale, float* y);
 
+// LpNormalization: x over its p-norm (p 1 or 2) along axis; a norm of 0 gives 0, as ONNX
+// Runtime gives.
+void lp_normalize(const float* x, const Shape& xs, std::size_t axis, int p, float* y);
+// Hardmax: 1 at the first largest value along axis, 0 elsewhere.
+void hardmax(const float* x, const Shape& xs, std::size_t axis, float* y);
+// MeanVarianceNormalization over the dims where reduced[d]: (x - mean) / sqrt(variance).
+void mean_variance_normalize(const float* x, const Shape& xs, const std::vector<bool>& reduced, float* y);
+// EyeLike: y of shape [rows, cols] with ones on the diagonal k above the main one (below: k < 0).
+void eye_like(std::int64_t rows, std::int64_t cols, std::int64_t k, float* y);
+
 // GridSample of x [N, C, H, W] at grid [N, H_out, W_out, 2] (x, y in [-1, 1]) into y [N, C, H_out,
 // W_out]: mode "nearest" (halves to even), "linear" or "cubic" (Keys, a = -0.75); padding
 // "zeros", "border" or "reflection", applied to the coordinate (but a cubic one's, as ONNX

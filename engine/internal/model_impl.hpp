@@ -357,6 +357,11 @@ struct Model::Impl {
   void add_top_k(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // GridSample of 4-D inputs, every mode, padding mode and align_corners (plain_ops.hpp).
   void add_grid_sample(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // LpNormalization, Hardmax (opset 13's axis; before it, the dims from axis on as one) and
+  // MeanVarianceNormalization (axes, [0, 2, 3] by default).
+  void add_axis_normalization(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // EyeLike of a 2-D input (k; the ones and zeros in whatever dtype it names).
+  void add_eye_like(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // OneHot with a constant depth and [off, on] values.
   void add_one_hot(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // ScatterND, ScatterElements (and opset 9's Scatter, the same) with every reduction; indices

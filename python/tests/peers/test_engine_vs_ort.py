@@ -614,6 +614,33 @@ def test_grid_sample_every_mode_padding_and_corner_rule(tmp_path):
     compare(b.save(str(tmp_path / "grid.onnx"), [("x", [2, 3, 5, 7]), ("grid", [2, 4, 12, 2])], outs, opset=16))
 
 
+def test_lp_normalization_hardmax_mvn_eye_like_and_list_constants(tmp_path):
+    """LpNormalization (p 1 and 2, an all-zero row), Hardmax (ties to the first; opset 13's axis
+    and opset 11's flattening from axis), MeanVarianceNormalization (default and given axes),
+    EyeLike (k above, below, non-square), and Constant nodes of value_floats and value_ints."""
+    def model(opset, nodes_of):
+        b = Builder()
+        zeroed = b.node("Mul", ["x", b.const(np.array([0, 1, 1], np.float32).reshape(1, 1, 3))])  # zero norms
+        tied = b.node("Floor", [b.node("Mul", ["x", b.const(2.0)])])  # ties for Hardmax
+        outs = nodes_of(b, zeroed, tied)
+        if opset >= 12:  # Constant's value_floats and value_ints
+            b.nodes.append(helper.make_node("Constant", [], ["floats"], value_floats=[0.5, -1.5, 2.0]))
+            b.nodes.append(helper.make_node("Constant", [], ["ints"], value_ints=[3, 1, 4]))
+            outs += [b.node("Mul", ["x", "floats"]), b.node("Add", ["x", b.node("Cast", ["ints"], to=T.FLOAT)])]
+        return compare(b.save(str(tmp_path / ("norms%d.onnx" % opset)), [("x", [2, 4, 3])], outs, opset=opset))
+
+    model(13, lambda b, zeroed, tied: [
+        b.node("LpNormalization", [zeroed], axis=1, p=1), b.node("LpNormalization", [zeroed], axis=1),
+        b.node("LpNormalization", ["x"]), b.node("Hardmax", [tied]), b.node("Hardmax", [tied], axis=1),
+        b.node("MeanVarianceNormalization", [b.node("Unsqueeze", ["x", b.ints([3])])]),
+        b.node("MeanVarianceNormalization", ["x"], axes=[1, 2]),
+        b.node("EyeLike", [b.node("Squeeze", [b.node("Slice", ["x", b.ints([0]), b.ints([1]), b.ints([0])]),
+                                             b.ints([0])])], k=1),
+        b.node("EyeLike", [b.node("Squeeze", [b.node("Slice", ["x", b.ints([0]), b.ints([1]), b.ints([0])]),
+                                             b.ints([0])])], k=-2)])
+    model(11, lambda b, zeroed, tied: [b.node("Hardmax", [tied], axis=1), b.node("Hardmax", [tied], axis=0)])
+
+
 def test_top_k_and_one_hot(tmp_path):
     # A detection head's candidate pick (TopK, values and indices) and a label's one-hot.
     b = Builder()
