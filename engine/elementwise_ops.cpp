@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <map>
 
@@ -27,6 +28,37 @@ bool broadcasts_to(const Shape& s, const Shape& out) {
     if (d != o && d != 1) return false;
   }
   return true;
+}
+
+// so and each operand's strides along it with the dims of size 1 dropped and each pair of
+// neighbours that every operand reads contiguously (or not at all) merged into one: a
+// broadcast over a middle dim (Swin's shift mask over the heads) then runs in rows as long as
+// all its inner dims together, not as long as the last one.
+void coalesce(Shape& so, std::initializer_list<std::vector<std::int64_t>*> strides) {
+  Shape shape;
+  std::vector<std::vector<std::int64_t>> kept(strides.size());
+  for (std::size_t d = 0; d < so.size(); ++d) {
+    if (so[d] == 1) continue;
+    bool merges = !shape.empty();
+    std::size_t k = 0;
+    for (const auto* t : strides) merges = merges && kept[k++].back() == (*t)[d] * so[d];
+    k = 0;
+    for (const auto* t : strides) {
+      if (merges) {
+        kept[k++].back() = (*t)[d];
+      } else {
+        kept[k++].push_back((*t)[d]);
+      }
+    }
+    if (merges) {
+      shape.back() *= so[d];
+    } else {
+      shape.push_back(so[d]);
+    }
+  }
+  so = std::move(shape);
+  std::size_t k = 0;
+  for (auto* t : strides) *t = std::move(kept[k++]);
 }
 
 // A binary op's whole loop, one instantiation per op (F a lambda's type) so that it inlines and the loop vectorizes
@@ -269,11 +301,14 @@ bool unary(const std::string& op, const float* in, float* out, std::int64_t n, f
 bool binary_op(const std::string& op) { return binary_ops().count(op) > 0; }
 
 void where(const float* cond, const Shape& sc, const float* a, const Shape& sa, const float* b, const Shape& sb,
-           float* out, const Shape& so, int threads) {
+           float* out, const Shape& shape, int threads) {
+  if (elements(shape) == 0) return;
+  Shape so = shape;
+  auto tc = broadcast_strides(sc, so.size()), ta = broadcast_strides(sa, so.size()),
+       tb = broadcast_strides(sb, so.size());
+  coalesce(so, {&tc, &ta, &tb});
   const std::size_t r = so.size();
   const std::int64_t n = elements(so), inner = r ? so[r - 1] : 1;
-  if (n == 0) return;
-  const auto tc = broadcast_strides(sc, r), ta = broadcast_strides(sa, r), tb = broadcast_strides(sb, r);
   const std::int64_t ic = r ? tc[r - 1] : 0, ia = r ? ta[r - 1] : 0, ib = r ? tb[r - 1] : 0;
   // Rows (every dim but the last) split among the threads, each operand's row offset counted by
   // an odometer (cond and a on one, b on another), and each row one loop along the last dim.
@@ -299,7 +334,9 @@ bool binary(const std::string& op, const float* a, const Shape& sa, const float*
             const Shape& so, int threads) {
   const auto it = binary_ops().find(op);
   if (it == binary_ops().end() || !broadcasts_to(sa, so) || !broadcasts_to(sb, so)) return false;
-  it->second({a, b, out, so, broadcast_strides(sa, so.size()), broadcast_strides(sb, so.size())}, threads);
+  Broadcast x{a, b, out, so, broadcast_strides(sa, so.size()), broadcast_strides(sb, so.size())};
+  coalesce(x.so, {&x.ta, &x.tb});
+  it->second(x, threads);
   return true;
 }
 
