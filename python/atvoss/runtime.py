@@ -198,16 +198,20 @@ class Model:
     activation arena. plan: a model plan tuned for this model on this CPU (ValueError naming the
     fingerprints for another CPU's, or what differs for another model's); None: the default
     schedules. batch: bound to the inputs' symbolic dims; dims: values for named ones (a
-    transformer's {"sequence_length": 128}), ValueError naming a dim no input has. threads: the
+    transformer's {"sequence_length": 128}), ValueError naming a dim no input has; input_shapes:
+    the shapes inputs will be fed at, by name, whose symbolic dims take those sizes (as ONNX
+    Runtime binds them from the arrays; ValueError naming a dim given two sizes). threads: the
     cores the kernels run on (0: every physical core). One run at a time per Model (it holds
     the arena)."""
 
     def __init__(self, path: PathLike, *, plan: Optional[PathLike] = None, batch: int = 1, threads: int = 0,
-                 cache_dir: Optional[PathLike] = None, dims: Optional[Mapping[str, int]] = None) -> None:
+                 cache_dir: Optional[PathLike] = None, dims: Optional[Mapping[str, int]] = None,
+                 input_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
+        shapes = {name: [int(d) for d in shape] for name, shape in (input_shapes or {}).items()}
         self._m = _atvoss.Model(self.path, os.fspath(plan) if plan is not None else "", batch, threads,
-                                os.fspath(cache_dir) if cache_dir else "", dict(dims or {}))
+                                os.fspath(cache_dir) if cache_dir else "", dict(dims or {}), shapes)
 
     @property
     def inputs(self) -> Sequence[Tuple[str, Tuple[int, ...]]]:

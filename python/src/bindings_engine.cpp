@@ -22,11 +22,13 @@ using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>
 class PyModel {
  public:
   PyModel(const std::string& path, const std::string& plan, int batch, int threads, const std::string& cache_dir,
-          const std::map<std::string, std::int64_t>& dims) {
+          const std::map<std::string, std::int64_t>& dims,
+          const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {
     engine::ModelOptions o;
     o.plan = plan;
     o.batch = batch;
     o.dims = dims;
+    o.input_shapes = input_shapes;
     o.threads = threads;
     o.build.cache_dir = cache_dir;
     py::gil_scoped_release release;
@@ -108,9 +110,10 @@ class PyModel {
 
 void bind_engine(py::module_& m) {
   py::class_<PyModel>(m, "Model")
-      .def(py::init<std::string, std::string, int, int, std::string, std::map<std::string, std::int64_t>>(),
+      .def(py::init<std::string, std::string, int, int, std::string, std::map<std::string, std::int64_t>,
+                    std::map<std::string, std::vector<std::int64_t>>>(),
            py::arg("path"), py::arg("plan"), py::arg("batch"), py::arg("threads"), py::arg("cache_dir"),
-           py::arg("dims"))
+           py::arg("dims"), py::arg("input_shapes"))
       .def("inputs", [](const PyModel& p) { return p.infos(true); })
       .def("input_dtypes", &PyModel::input_dtypes)
       .def("outputs", [](const PyModel& p) { return p.infos(false); })

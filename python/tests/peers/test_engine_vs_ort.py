@@ -61,8 +61,8 @@ class Builder:
         return path
 
 
-def compare(path, batch=1, threads=2, dims=None):
-    model = rt.Model(path, batch=batch, threads=threads, dims=dims)
+def compare(path, batch=1, threads=2, dims=None, input_shapes=None):
+    model = rt.Model(path, batch=batch, threads=threads, dims=dims, input_shapes=input_shapes)
     inputs = [RNG.uniform(-1, 1, shape).astype(np.float32) for _, shape in model.inputs]
     ours = model.run(inputs)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -195,6 +195,18 @@ def test_an_input_no_node_reads_is_still_an_input(tmp_path):
     path = b.save(str(tmp_path / "unused.onnx"), [("x", ["N", 3]), ("mask", ["N", 3]), ("z", [2])], [y])
     m = compare(path, batch=2)
     assert [(n, tuple(s)) for n, s in m.inputs] == [("x", (2, 3)), ("mask", (2, 3)), ("z", (2,))]
+
+
+def test_symbolic_dims_bound_from_the_shapes_inputs_are_fed_at(tmp_path):
+    # A fully convolutional model of [N, 3, H, W], bound as ONNX Runtime binds it from the array.
+    b = Builder()
+    y = b.node("Relu", [b.conv("x", 3, 4, 3, pads=[1, 1, 1, 1])])
+    path = b.save(str(tmp_path / "fcn.onnx"), [("x", ["N", 3, "H", "W"])], [b.node("MaxPool", [y], kernel_shape=[2, 2],
+                                                                                      strides=[2, 2])])
+    m = compare(path, input_shapes={"x": (2, 3, 10, 14)})
+    assert m.inputs == [("x", (2, 3, 10, 14))] and m.outputs[0][1] == (2, 4, 5, 7)
+    with pytest.raises(ValueError, match="dim 'H' is 10 in input 'x' and 8 elsewhere"):
+        rt.Model(path, dims={"H": 8}, input_shapes={"x": (2, 3, 10, 14)})
 
 
 def test_mobilenet_v3_squeeze_excitation_block(tmp_path):
