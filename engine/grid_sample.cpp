@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "engine/internal/plain_helpers.hpp"
 #include "engine/plain_ops.hpp"
 #include "engine/vector_build.hpp"
 
@@ -20,17 +21,6 @@ float reflect(float v, float lo, float hi) {
   const auto folds = std::int64_t(d / range);
   const float r = d - float(folds) * range;
   return (folds % 2 == 0) == below ? lo + r : hi - r;
-}
-
-// Keys' cubic convolution weights (a = -0.75) of the taps at -1, 0, 1, 2 from t in [0, 1).
-void cubic_weights(float t, float w[4]) {
-  constexpr float a = -0.75f;
-  const auto outer = [](float x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 <= |x| < 2
-  const auto inner = [](float x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };        // |x| < 1
-  w[0] = outer(t + 1);
-  w[1] = inner(t);
-  w[2] = inner(1 - t);
-  w[3] = outer(2 - t);
 }
 
 struct Sampler {
@@ -75,8 +65,8 @@ struct Sampler {
       return (1 - ty) * top + ty * bottom;
     }
     float wx[4], wy[4], sum = 0;
-    cubic_weights(tx, wx);
-    cubic_weights(ty, wy);
+    plain::keys_weights(tx, -0.75f, wx);
+    plain::keys_weights(ty, -0.75f, wy);
     for (int i = 0; i < 4; ++i) {
       float row = 0;
       for (int j = 0; j < 4; ++j) row += wx[j] * at(y0 - 1 + i, x0 - 1 + j);

@@ -529,13 +529,10 @@ struct CubicTaps {
 CubicTaps cubic_taps(const ResizeAttrs& a, std::int64_t o, std::int64_t in, std::int64_t out, float scale) {
   const double v = source_coordinate(a.coordinates, o, in, out, scale);
   const double base = std::floor(v);
-  const float t = float(v - base), A = a.cubic_a;
-  const float d[4] = {1 + t, t, 1 - t, 2 - t};  // each tap's distance from v
   CubicTaps c;
+  plain::keys_weights(float(v - base), a.cubic_a, c.w);
   float total = 0;
   for (int k = 0; k < 4; ++k) {
-    const float x = d[k];
-    c.w[k] = x <= 1 ? ((A + 2) * x - (A + 3)) * x * x + 1 : ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
     const std::int64_t at = std::int64_t(base) - 1 + k;
     if (a.exclude_outside && (at < 0 || at >= in)) c.w[k] = 0;
     c.i[k] = std::clamp<std::int64_t>(at, 0, in - 1);

@@ -24,6 +24,32 @@ inline std::string elem_type_name(int type) {
   return name;
 }
 
+// Bytes an element of ONNX type `type` takes in a file; 0 for a type of no fixed size (string,
+// or one this protobuf predates).
+inline int element_bytes(int type) {
+  switch (type) {
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::UINT64:
+      return 8;
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::UINT32:
+      return 4;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      return 2;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 inline std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback) {
   for (const auto& a : n.attribute()) {
     if (a.name() == name) return a.i();

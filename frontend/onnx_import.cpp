@@ -164,25 +164,9 @@ class Extractor {
   double element_bytes(const std::string& tensor) const {
     const auto it = index_.elem_types.find(tensor);
     const int type = it == index_.elem_types.end() ? onnx::TensorProto::FLOAT : it->second;
-    switch (type) {
-      case onnx::TensorProto::INT8:
-      case onnx::TensorProto::UINT8:
-      case onnx::TensorProto::BOOL:
-        return 1;
-      case onnx::TensorProto::FLOAT16:
-      case onnx::TensorProto::BFLOAT16:
-      case onnx::TensorProto::INT16:
-      case onnx::TensorProto::UINT16:
-        return 2;
-      case onnx::TensorProto::INT32:
-      case onnx::TensorProto::UINT32:
-        return 4;
-      case onnx::TensorProto::INT64:
-      case onnx::TensorProto::UINT64:
-        return 8;
-      default:
-        return dtype_bytes(options_.float_dtype);
-    }
+    const int stored = frontend::element_bytes(type);
+    const bool tuned = type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE || stored == 0;
+    return tuned ? dtype_bytes(options_.float_dtype) : stored;
   }
 
   // Bytes a node reads and writes once: every input and output whose shape is known.

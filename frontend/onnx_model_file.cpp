@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
 #include "core/utf8.hpp"
+#include "frontend/onnx_attributes.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -49,31 +50,6 @@ void make_valid_names(onnx::GraphProto& g) {
   for (auto& t : *g.mutable_initializer()) make_valid_names(t);
   for (auto* list : {g.mutable_input(), g.mutable_output(), g.mutable_value_info()}) {
     for (auto& v : *list) make_valid_names(v);
-  }
-}
-
-// Bytes an element of ONNX type `type` takes; 0 for a type of no fixed size.
-std::uint64_t element_bytes(int type) {
-  switch (type) {
-    case onnx::TensorProto::DOUBLE:
-    case onnx::TensorProto::INT64:
-    case onnx::TensorProto::UINT64:
-      return 8;
-    case onnx::TensorProto::FLOAT:
-    case onnx::TensorProto::INT32:
-    case onnx::TensorProto::UINT32:
-      return 4;
-    case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::BFLOAT16:
-    case onnx::TensorProto::INT16:
-    case onnx::TensorProto::UINT16:
-      return 2;
-    case onnx::TensorProto::INT8:
-    case onnx::TensorProto::UINT8:
-    case onnx::TensorProto::BOOL:
-      return 1;
-    default:
-      return 0;
   }
 }
 
@@ -123,12 +99,12 @@ void read_external_data(onnx::GraphProto& g, const std::filesystem::path& dir) {
     require_input_file(file, "model: external data of constant '" + t.name() + "'");
     std::error_code ec;
     const std::uint64_t size = std::filesystem::file_size(file, ec);
-    std::uint64_t count = 1;
-    for (auto d : t.dims()) count *= std::uint64_t(d < 0 ? 0 : d);
-    const std::uint64_t bytes = e.length.value_or(element_bytes(t.data_type()) * count);
-    if (element_bytes(t.data_type()) && bytes != element_bytes(t.data_type()) * count) {
+    std::uint64_t shaped = std::uint64_t(element_bytes(t.data_type()));  // 0: a type of no fixed size
+    for (auto d : t.dims()) shaped *= std::uint64_t(d < 0 ? 0 : d);
+    const std::uint64_t bytes = e.length.value_or(shaped);
+    if (element_bytes(t.data_type()) && bytes != shaped) {
       throw_bad_input(who + "external data's 'length' is " + std::to_string(bytes) + " bytes, its shape " +
-                      std::to_string(element_bytes(t.data_type()) * count));
+                      std::to_string(shaped));
     }
     if (ec || e.offset > size || bytes > size - e.offset) {
       throw_bad_input(who + "external data's 'offset' " + std::to_string(e.offset) + " + 'length' " +

@@ -1,5 +1,6 @@
 // What the plain ops' sources share (plain_ops.hpp): an odometer over broadcast shapes, the
-// strides of a shape broadcast to a rank, a shape seen around one axis, and e^x's polynomial.
+// strides of a shape broadcast to a rank, a shape seen around one axis, e^x's polynomial and
+// Keys' cubic weights.
 // Private to engine/.
 #pragma once
 
@@ -61,6 +62,18 @@ inline std::vector<std::int64_t> broadcast_strides(const Shape& s, std::size_t r
     step *= s[d];
   }
   return st;
+}
+
+// Keys' cubic convolution weights of the four taps at floor(v) - 1 ... floor(v) + 2 for the
+// fraction t = v - floor(v) in [0, 1), with coefficient a (Resize's cubic_coeff_a; GridSample's
+// -0.75).
+inline void keys_weights(float t, float a, float w[4]) {
+  const auto inner = [a](float x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };        // |x| <= 1
+  const auto outer = [a](float x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 < |x| < 2
+  w[0] = outer(1 + t);
+  w[1] = inner(t);
+  w[2] = inner(1 - t);
+  w[3] = outer(2 - t);
 }
 
 // e = e^x / 2^n over x = n ln 2 + r (Cody and Waite's reduction; fn: n as a T, n rounded from
