@@ -37,6 +37,10 @@ std::map<std::string, std::int64_t> dims_of_input_shapes(onnx::ModelProto& model
     for (int i = 0; i < shape->dim_size(); ++i) {
       auto& d = *shape->mutable_dim(i);
       const std::int64_t size = given->second[std::size_t(i)];
+      if (size < 1 || size > (std::int64_t{1} << 31)) {
+        throw_bad_input("model: input '" + input.name() + "': dim " + std::to_string(i) +
+                        " of the shape given for it is " + std::to_string(size) + "; expected 1 to 2^31");
+      }
       if (d.has_dim_value()) continue;  // a fixed size: a shape unlike it is refused when the input is fed
       if (!d.has_dim_param()) {
         d.set_dim_value(size);

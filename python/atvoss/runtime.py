@@ -24,6 +24,7 @@ plan tuned for it on this machine (a host job's ``"model_plan"``), or the defaul
     m = rt.Model("resnet50.onnx", plan="out/r50-host-model-plan.json")
     (logits,) = m.run([image])                                    # float32, the model's shapes
 """
+import numbers
 import os
 import threading
 from dataclasses import dataclass
@@ -209,7 +210,11 @@ class Model:
                  input_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
-        shapes = {name: [int(d) for d in shape] for name, shape in (input_shapes or {}).items()}
+        shapes = {}
+        for name, shape in (input_shapes or {}).items():
+            if isinstance(shape, (str, bytes)) or not all(isinstance(d, numbers.Integral) for d in shape):
+                raise ValueError("input_shapes[%r]: expected a sequence of whole numbers, got %r" % (name, shape))
+            shapes[name] = [int(d) for d in shape]
         self._m = _atvoss.Model(self.path, os.fspath(plan) if plan is not None else "", batch, threads,
                                 os.fspath(cache_dir) if cache_dir else "", dict(dims or {}), shapes)
 

@@ -44,7 +44,7 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 m.ir_version = 8
 onnx.save(m, os.path.join(d, "fc_batch.onnx"))
 x4, z4 = rng.uniform(-1, 1, (4, 5)).astype(np.float32), rng.uniform(-1, 1, (4, 6)).astype(np.float32)
-for name, a in (("x4", x4), ("z4", z4), ("z3", z4[:3]), ("x4_3d", x4[:, :, None])):
+for name, a in (("x4", x4), ("z4", z4), ("z3", z4[:3]), ("x4_3d", x4[:, :, None]), ("x0", x4[:0])):
     np.save(os.path.join(d, name + ".npy"), a)
 np.save(os.path.join(d, "ref4.npy"), np.maximum(x4 @ w.T + b, 0) + z4)
 )py";
@@ -96,6 +96,7 @@ TEST_F(RunCli, SymbolicDimsTakeTheSizesOfTheInputsGiven) {
           "dim 'batch' is 3 in input 'z' and 4 elsewhere");
   refused(" --input x=" + quote(file("x4.npy")) + " --dim batch=2", "dim 'batch' is 4 in input 'x' and 2 elsewhere");
   refused(" --input x=" + quote(file("x4_3d.npy")), "input 'x' has 2 dims; the shape given for it has 3");
+  refused(" --input x=" + quote(file("x0.npy")), "input 'x': dim 0 of the shape given for it is 0; expected 1 to 2^31");
 }
 
 TEST_F(RunCli, BadInputsExitTwoNamingWhatIsWrong) {

@@ -207,6 +207,10 @@ def test_symbolic_dims_bound_from_the_shapes_inputs_are_fed_at(tmp_path):
     assert m.inputs == [("x", (2, 3, 10, 14))] and m.outputs[0][1] == (2, 4, 5, 7)
     with pytest.raises(ValueError, match="dim 'H' is 10 in input 'x' and 8 elsewhere"):
         rt.Model(path, dims={"H": 8}, input_shapes={"x": (2, 3, 10, 14)})
+    with pytest.raises(ValueError, match="input 'x': dim 2 of the shape given for it is 0"):
+        rt.Model(path, input_shapes={"x": (2, 3, 0, 14)})
+    with pytest.raises(ValueError, match=r"input_shapes\['x'\]: expected a sequence of whole numbers"):
+        rt.Model(path, input_shapes={"x": (2, 3, "10", 14)})
 
 
 def test_mobilenet_v3_squeeze_excitation_block(tmp_path):
