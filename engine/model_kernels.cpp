@@ -465,6 +465,13 @@ void Model::Impl::add_conv_transpose(const frontend::GraphNode& n, const onnx::N
 void Model::Impl::add_plain_gemm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   const Shape as = values[n.inputs[0]].shape, bs = values[n.inputs.at(1)].shape;
   const bool gemm = n.op == "Gemm";
+  if (!gemm && (bs.size() != 2 || as.size() < 2)) {
+    const Ref a = plain(n.inputs[0], n.name), b = plain(n.inputs[1], n.name);
+    if (as.empty() || bs.empty()) unsupported(n, "scalar operands");
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { engine::matmul(at(a), as, at(b), bs, ptr[y]); });
+    return;
+  }
   if (bs.size() != 2 || (gemm && as.size() != 2) || as.size() < 2) unsupported(n, "2-D weights expected");
   const bool ta = gemm && int_attr(p, "transA", 0) != 0, tb = gemm && int_attr(p, "transB", 0) != 0;
   const std::int64_t m = ta ? as[1] : elements(as) / as.back(), k = ta ? as[0] : as.back();

@@ -403,7 +403,8 @@ void Model::Impl::add_einsum(const frontend::GraphNode& n, const onnx::NodeProto
 void Model::Impl::add_top_k(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   const Shape xs = values[n.inputs[0]].shape;
   const std::size_t axis = std::size_t(axis_of(n, int_attr(p, "axis", -1), xs.size()));
-  const auto k = ints_of(n, p, 1, "k");
+  // Before opset 10, k is an attribute.
+  const auto k = n.inputs.size() > 1 ? ints_of(n, p, 1, "k") : std::optional(std::vector{int_attr(p, "k", -1)});
   if (!k || k->size() != 1 || (*k)[0] < 0 || (*k)[0] > xs[axis])
     unsupported(n, "input 'K' must be a constant in [0, the axis]");
   if (n.outputs.size() != 2) unsupported(n, "two outputs expected");

@@ -26,4 +26,27 @@ void gemm(const float* a, const float* b, const float* c, const Shape& cs, float
   }
 }
 
+void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, float* y) {
+  const Shape a2 = as.size() == 1 ? Shape{1, as[0]} : as, b2 = bs.size() == 1 ? Shape{bs[0], 1} : bs;
+  const std::int64_t m = a2[a2.size() - 2], k = a2.back(), n = b2.back();
+  const Shape a_batch(a2.begin(), a2.end() - 2), b_batch(b2.begin(), b2.end() - 2);
+  const std::size_t rank = std::max(a_batch.size(), b_batch.size());
+  Shape batch(rank, 1);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t x = i + a_batch.size() >= rank ? a_batch[i + a_batch.size() - rank] : 1;
+    const std::int64_t z = i + b_batch.size() >= rank ? b_batch[i + b_batch.size() - rank] : 1;
+    batch[i] = std::max(x, z);
+  }
+  // Strides in whole matrices, 0 along a broadcast dim.
+  const auto sa = plain::broadcast_strides(a_batch, rank), sb = plain::broadcast_strides(b_batch, rank);
+  for (std::int64_t i = 0, count = elements(batch); i < count; ++i) {
+    std::int64_t at_a = 0, at_b = 0;
+    for (std::size_t d = rank, rest = std::size_t(i); d-- > 0; rest /= std::size_t(batch[d])) {
+      const auto index = std::int64_t(rest % std::size_t(batch[d]));
+      at_a += index * sa[d], at_b += index * sb[d];
+    }
+    gemm(a + at_a * m * k, b + at_b * k * n, nullptr, {}, y + i * m * n, m, n, k, false, false, 1.0f, 0.0f);
+  }
+}
+
 }  // namespace atvoss::engine

@@ -192,4 +192,8 @@ void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const Re
 void gemm(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m, std::int64_t n,
           std::int64_t k, bool trans_a, bool trans_b, float alpha, float beta);
 
+// ONNX MatMul (numpy's matmul) of any ranks: a 1-D operand a row (a) or a column (b) dropped
+// from the result, and the batch dims broadcast.
+void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, float* y);
+
 }  // namespace atvoss::engine

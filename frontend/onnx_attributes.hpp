@@ -50,6 +50,13 @@ inline int element_bytes(int type) {
   }
 }
 
+inline bool has_attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return true;
+  }
+  return false;
+}
+
 inline std::int64_t int_attr(const onnx::NodeProto& n, const std::string& name, std::int64_t fallback) {
   for (const auto& a : n.attribute()) {
     if (a.name() == name) return a.i();

@@ -278,6 +278,34 @@ bool open_type(const onnx::NodeProto& n, const std::map<std::string, onnx::TypeP
     }
     return true;
   }
+  if (n.op_type() == "Squeeze" && in.size() == 1 && in[0] && !has_attr(n, "axes")) {
+    // No axes: every dim of size 1 goes (libonnx 1.12 leaves the shape open).
+    std::vector<std::int64_t> dims = dims_of(*in[0]);
+    std::erase(dims, 1);
+    out = tensor_type(in[0]->tensor_type().elem_type(), dims);
+    return true;
+  }
+  if (n.op_type() == "Reshape" && in.size() == 1 && in[0] && has_attr(n, "shape")) {
+    // Opset 1's Reshape, its shape an attribute (libonnx infers none): 0 keeps the input's
+    // dim, -1 takes what remains.
+    const std::vector<std::int64_t> from = dims_of(*in[0]);
+    std::vector<std::int64_t> dims = ints_attr(n, "shape");
+    std::int64_t known = 1, total = 1, open = -1;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] == 0 && i < from.size()) dims[i] = from[i];
+      if (dims[i] == -1 && open < 0)
+        open = std::int64_t(i);
+      else if (dims[i] > 0)
+        known *= dims[i];
+      else
+        return false;
+    }
+    for (std::int64_t d : from) total *= d;
+    if (open >= 0 && (known == 0 || total % known != 0)) return false;
+    if (open >= 0) dims[std::size_t(open)] = total / known;
+    out = tensor_type(in[0]->tensor_type().elem_type(), dims);
+    return true;
+  }
   if (n.op_type() == "OneHot" && in.size() == 3 && in[0]) {
     const auto depth = constants.find(n.input(1)), values = constants.find(n.input(2));
     std::int64_t d = 0;
@@ -296,18 +324,48 @@ bool open_type(const onnx::NodeProto& n, const std::map<std::string, onnx::TypeP
   return false;
 }
 
-// Gives the types open_type finds, a chain of them in one pass; the number given.
+// The output types of a Split that inference left open (opset 18's num_outputs, which
+// Debian's ONNX 1.12 does not read): with no sizes given, the input's axis cut into as many
+// parts as num_outputs says (or as there are outputs), each ceil(size / parts) and the last
+// what remains, as opset 18 defines it. False where the sizes are given or the input unknown.
+bool open_split_types(const onnx::NodeProto& n, const std::map<std::string, onnx::TypeProto>& typed,
+                      std::vector<onnx::TypeProto>& out) {
+  if (n.op_type() != "Split" || n.input_size() < 1 || (n.input_size() > 1 && !n.input(1).empty())) return false;
+  if (has_attr(n, "split")) return false;
+  const auto in = typed.find(n.input(0));
+  if (in == typed.end() || !whole_shape(in->second)) return false;
+  std::vector<std::int64_t> dims = dims_of(in->second);
+  const auto rank = std::int64_t(dims.size());
+  std::int64_t axis = int_attr(n, "axis", 0);
+  if (axis < 0) axis += rank;
+  const std::int64_t parts = int_attr(n, "num_outputs", n.output_size());
+  if (axis < 0 || axis >= rank || parts != n.output_size() || parts < 1) return false;
+  const std::int64_t size = dims[std::size_t(axis)], chunk = (size + parts - 1) / parts;
+  for (std::int64_t i = 0; i < parts; ++i) {
+    dims[std::size_t(axis)] = std::clamp<std::int64_t>(size - i * chunk, 0, chunk);
+    out.push_back(tensor_type(in->second.tensor_type().elem_type(), dims));
+  }
+  return true;
+}
+
+// Gives the types open_type and open_split_types find, a chain of them in one pass; the
+// number given.
 int give_open_types(onnx::GraphProto& g) {
   std::map<std::string, onnx::TypeProto> typed = known_types(g), given;
   std::map<std::string, const onnx::TensorProto*> constants;
   for (const auto& t : g.initializer()) constants[t.name()] = &t;
+  auto known = [&](const std::string& name) {
+    const auto t = typed.find(name);
+    return t != typed.end() && whole_shape(t->second);
+  };
   for (const auto& n : g.node()) {
-    if (n.output_size() != 1) continue;
-    if (const auto out = typed.find(n.output(0)); out != typed.end() && whole_shape(out->second)) continue;
-    onnx::TypeProto t;
-    if (!open_type(n, typed, constants, t)) continue;
-    typed[n.output(0)] = t;
-    given[n.output(0)] = t;
+    if (std::all_of(n.output().begin(), n.output().end(), known)) continue;
+    std::vector<onnx::TypeProto> types(1);
+    if (!(n.output_size() == 1 && open_type(n, typed, constants, types[0]))) {
+      types.clear();
+      if (!open_split_types(n, typed, types)) continue;
+    }
+    for (int i = 0; i < n.output_size(); ++i) typed[n.output(i)] = given[n.output(i)] = types[std::size_t(i)];
   }
   give_types(g, given);
   return int(given.size());
@@ -333,6 +391,9 @@ bool integer_initializer_values(const onnx::TensorProto& t, std::vector<std::int
 }
 
 void infer_shapes_folding_shape_computations(onnx::ModelProto& model) {
+  // Before IR 4 libonnx types only the initializers a graph also lists as inputs; ONNX Runtime
+  // reads the others too, and so does the engine.
+  if (model.ir_version() < 4) model.set_ir_version(4);
   // Each round folds what the last one's inference made known: a chain of shape arithmetic is
   // known whole in one round, but a Reshape's output shape only in the next, so a 12-layer
   // encoder takes a round per layer. Every round but the last folds something, so the node

@@ -1362,3 +1362,41 @@ def test_lrn_in_both_orders_splits_over_threads(tmp_path):
         m = compare(path, threads=threads)
     layouts = sorted((s["to"], s["node"]) for s in m.describe()["steps"] if s["kind"] == "layout")
     assert layouts == sorted([("nhwc", "x"), ("nchw", outs[0]), ("nchw", outs[1])])
+
+
+def test_forms_of_the_oldest_and_newest_opsets(tmp_path):
+    # What libonnx 1.12's inference leaves open, the frontend gives: opset 1's Reshape with its
+    # shape an attribute, a Squeeze with no axes, opset 18's Split into num_outputs parts (the
+    # last one shorter); and before IR 4, initializers a graph does not list as inputs.
+    def model(name, opset, nodes, inputs, outputs, inits=(), ir=8):
+        b = Builder()
+        b.nodes, b.inits = nodes, list(inits)
+        path = b.save(str(tmp_path / (name + ".onnx")), inputs, outputs, opset=opset)
+        m = onnx.load(path)
+        m.ir_version = ir
+        onnx.save(m, path)
+        return path
+
+    n = helper.make_node
+    x = [("x", [2, 3, 5, 7])]
+    w = numpy_helper.from_array(RNG.standard_normal((4, 7)).astype(np.float32), "w")
+    c = numpy_helper.from_array(RNG.standard_normal(4).astype(np.float32), "c")
+    compare(model("reshape1", 1, [n("Reshape", ["x"], ["y"], shape=[0, -1, 7])], x, ["y"]))
+    compare(model("squeeze", 11, [n("Unsqueeze", ["x"], ["u"], axes=[1, 5]), n("Squeeze", ["u"], ["y"])], x, ["y"]))
+    compare(model("split18", 18, [n("Split", ["x"], ["a", "b", "c"], axis=3, num_outputs=3)], x, ["a", "b", "c"]))
+    compare(model("topk1", 1, [n("TopK", ["x"], ["v", "i"], k=3)], x, ["v"]))
+    compare(model("gemm7_ir3", 7, [n("Gemm", ["x2", "w", "c"], ["y"], transB=1, alpha=0.5)], [("x2", [3, 7])], ["y"],
+                  [w, c],
+                  ir=3))
+
+
+def test_matmuls_of_vectors_and_broadcast_batches(tmp_path):
+    # numpy's matmul: a 1-D operand is a row or a column, dropped from the result; batch dims
+    # broadcast, and a rank-3 weight may come first.
+    b = Builder()
+    v = b.node("ReduceMean", ["x"], axes=[0, 1, 2], keepdims=0)  # [7]
+    outs = [b.node("MatMul", [v, b.const(RNG.standard_normal((7, 4)))]),
+            b.node("MatMul", ["x", v]),
+            b.node("MatMul", [b.const(RNG.standard_normal((3, 4, 5))), "x"]),
+            b.node("MatMul", ["x", b.const(RNG.standard_normal((2, 1, 7, 6)))])]
+    compare(b.save(str(tmp_path / "matmuls.onnx"), [("x", [1, 3, 5, 7])], outs))
