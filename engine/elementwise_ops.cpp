@@ -253,6 +253,16 @@ bool unary(const std::string& op, const float* in, float* out, std::int64_t n, f
       // alpha and gamma (beta here) as ONNX's Selu; alpha the threshold of ThresholdedRelu and Celu's.
       {"Selu",
        &unary_loop<decltype([](float x, float a, float g) { return g * (x > 0 ? x : a * (std::exp(x) - 1.0f)); })>},
+      // Shrink's lambd and bias.
+      {"Shrink",
+       &unary_loop<decltype([](float x, float l, float b) { return x < -l  ? x + b
+                                                                   : x > l ? x - b
+                                                                           : 0.0f; })>},
+      // The experimental ops of opsets 1 to 9 (ONNX Runtime still runs them), alpha and beta theirs.
+      {"ScaledTanh", &unary_loop<decltype([](float x, float a, float b) { return a * std::tanh(b * x); })>},
+      {"Affine", &unary_loop<decltype([](float x, float a, float b) { return a * x + b; })>},
+      {"ParametricSoftplus",
+       &unary_loop<decltype([](float x, float a, float b) { return a * std::log1p(std::exp(b * x)); })>},
       {"ThresholdedRelu", &unary_loop<decltype([](float x, float a, float) { return x > a ? x : 0.0f; })>},
       {"Celu", &unary_loop<decltype([](float x, float a, float) {
          return std::max(0.0f, x) + std::min(0.0f, a * (std::exp(x / a) - 1.0f));

@@ -60,6 +60,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "Softmax" || op == "LogSoftmax") return add_softmax(n, p);
   if (op == "LayerNormalization") return add_layer_norm(n, p);
   if (op == "BatchNormalization") return add_batch_norm(n, p);
+  if (op == "ImageScaler") return add_image_scaler(n, p);
   if (op == "LRN") return add_lrn(n, p);
   if (op == "Gather") return add_gather(n, p);
   if (op == "Slice") return add_slice(n, p);
@@ -97,6 +98,10 @@ void Model::Impl::add_unary(const frontend::GraphNode& n, const onnx::NodeProto&
     alpha = float_attr(p, "alpha", 1.67326319217681884765625f),
     beta = float_attr(p, "gamma", 1.05070102214813232421875f);
   if (op == "ThresholdedRelu" || op == "Celu") alpha = float_attr(p, "alpha", 1.0f);
+  if (op == "Shrink") alpha = float_attr(p, "lambd", 0.5f), beta = float_attr(p, "bias", 0.0f);
+  if (op == "ScaledTanh" || op == "ParametricSoftplus" || op == "Affine") {
+    alpha = float_attr(p, "alpha", 1.0f), beta = float_attr(p, "beta", op == "Affine" ? 0.0f : 1.0f);
+  }
   if (op == "IsInf") alpha = float(int_attr(p, "detect_negative", 1)), beta = float(int_attr(p, "detect_positive", 1));
   if (op == "Clip") {
     alpha = scalar_input(p, 1, float_attr(p, "min", -INFINITY));
@@ -688,6 +693,23 @@ void Model::Impl::add_batch_norm(const frontend::GraphNode& n, const onnx::NodeP
   if (relu >= 0) absorbed.insert(relu);
   const int y = output(relu >= 0 ? graph.nodes()[relu].outputs[0] : n.outputs[0], in_nhwc);
   push(n, [=, this] { batch_norm(at(x), xs, scale, bias, mean, var, eps, ptr[y], in_nhwc, threads, relu >= 0); });
+}
+
+// Opset 1's experimental ImageScaler (Tiny YOLOv2's first op): x scale + bias[c], as a batch
+// norm of mean 0 and variance 1.
+void Model::Impl::add_image_scaler(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape;
+  const std::vector<float> bias = floats_attr(p, "bias");
+  if (xs.size() != 4 || std::int64_t(bias.size()) != xs[1])
+    unsupported(n, "[N, C, H, W] and C values of bias expected");
+  const auto c = std::size_t(xs[1]);
+  const float* scale = owned_data(std::vector<float>(c, float_attr(p, "scale", 1.0f)));
+  const float *shift = owned_data(bias), *mean = owned_data(std::vector<float>(c, 0.0f));
+  const float* var = owned_data(std::vector<float>(c, 1.0f));
+  const bool in_nhwc = held_nhwc(n.inputs[0]);
+  const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
+  const int y = output(n.outputs[0], in_nhwc);
+  push(n, [=, this] { batch_norm(at(x), xs, scale, shift, mean, var, 0.0f, ptr[y], in_nhwc, threads, false); });
 }
 
 int Model::Impl::sole_reader(int t, const std::string& op) const {

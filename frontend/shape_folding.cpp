@@ -152,13 +152,20 @@ std::map<std::string, onnx::TypeProto> known_types(const onnx::GraphProto& g) {
   std::map<std::string, onnx::TypeProto> typed;
   for (const auto& v : g.input()) typed[v.name()] = v.type();
   for (const auto& v : g.value_info()) typed[v.name()] = v.type();
+  for (const auto& v : g.output()) {
+    if (!typed.count(v.name()) || whole_shape(v.type())) typed[v.name()] = v.type();
+  }
   return typed;
 }
 
-// The shapes given where libonnx left them open, written to the graph's value_info (replacing
-// an entry with an open dim), for the next round of inference to go on from.
+// The shapes given where libonnx left them open, written to the graph's outputs and value_info
+// (replacing an entry with an open dim), for the next round of inference to go on from.
 void give_types(onnx::GraphProto& g, const std::map<std::string, onnx::TypeProto>& given) {
   std::set<std::string> replaced;
+  for (auto& v : *g.mutable_output()) {
+    if (const auto it = given.find(v.name()); it != given.end())
+      *v.mutable_type() = it->second, replaced.insert(v.name());
+  }
   for (auto& v : *g.mutable_value_info()) {
     if (const auto it = given.find(v.name()); it != given.end())
       *v.mutable_type() = it->second, replaced.insert(v.name());
@@ -253,7 +260,12 @@ bool open_type(const onnx::NodeProto& n, const std::map<std::string, onnx::TypeP
                                                 "GroupNormalization",
                                                 "RMSNormalization",
                                                 "LayerNormalization",
-                                                "InstanceNormalization"};
+                                                "InstanceNormalization",
+                                                "Shrink",
+                                                "ImageScaler",
+                                                "ScaledTanh",
+                                                "Affine",
+                                                "ParametricSoftplus"};
   std::vector<const onnx::TypeProto*> in;
   for (const auto& name : n.input()) {
     const auto t = typed.find(name);

@@ -389,6 +389,7 @@ struct Model::Impl {
   void add_layer_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
 
   void add_batch_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  void add_image_scaler(const frontend::GraphNode& n, const onnx::NodeProto& p);
 
   // The Relu node that is tensor t's one reader (t not a graph output), or -1.
   int sole_relu_reader(int t) const {

@@ -1400,3 +1400,17 @@ def test_matmuls_of_vectors_and_broadcast_batches(tmp_path):
             b.node("MatMul", [b.const(RNG.standard_normal((3, 4, 5))), "x"]),
             b.node("MatMul", ["x", b.const(RNG.standard_normal((2, 1, 7, 6)))])]
     compare(b.save(str(tmp_path / "matmuls.onnx"), [("x", [1, 3, 5, 7])], outs))
+
+
+def test_experimental_ops_of_opset_8_as_tiny_yolo_v2_holds_them(tmp_path):
+    # Tiny YOLOv2 (opset 8) starts with an ImageScaler, its output read by a conv and here also
+    # a graph output; Shrink is opset 9's.
+    b = Builder()
+    s = b.node("ImageScaler", ["x"], scale=0.5, bias=[1.0, -2.0, 3.0])
+    y = b.node("LeakyRelu", [b.conv(s, 3, 4, 3, pads=[1, 1, 1, 1])], alpha=0.1)
+    outs = [s, y, b.node("ScaledTanh", ["x"], alpha=1.5, beta=0.7), b.node("Affine", ["x"], alpha=2.0, beta=0.25), b.node("Affine", ["x"], alpha=2.0),
+            b.node("ParametricSoftplus", ["x"], alpha=1.5, beta=2.0)]
+    compare(b.save(str(tmp_path / "opset8.onnx"), [("x", [2, 3, 6, 8])], outs, opset=8))
+    b = Builder()
+    compare(b.save(str(tmp_path / "shrink.onnx"), [("x", [2, 3, 6, 8])],
+                   [b.node("Shrink", ["x"], lambd=0.3, bias=0.1), b.node("Shrink", ["x"])], opset=9))
