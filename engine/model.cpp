@@ -214,7 +214,8 @@ void Model::Impl::add_outputs() {
     const Ref r = plain(int(t), "the graph's outputs");
     if (r.slot >= 0) slots[r.slot].last = std::numeric_limits<int>::max();  // read after the last step
     output_tensors.push_back(int(t));
-    outputs.push_back({graph.tensors()[t].name, values[t].shape});
+    const std::string& dtype = graph.tensors()[t].dtype;
+    outputs.push_back({graph.tensors()[t].name, values[t].shape, dtype.empty() ? "float" : dtype});
   }
 }
 

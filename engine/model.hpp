@@ -40,9 +40,10 @@ struct ModelOptions {
   host::BuildOptions build;  // the compile cache the kernels come from
 };
 
-// An input or output. dtype is its ONNX element type ("float", "int64", "int32", "bool"): an
+// An input or output. dtype is its ONNX element type ("float", "int64", "int32", "bool", ...): an
 // integer or bool input (token ids, masks) is passed as floats holding its values, exact as
-// long as they are integers below 2^24 in magnitude, which run checks.
+// long as they are integers below 2^24 in magnitude, which run checks; an integer or bool
+// output comes back as floats holding its values.
 struct TensorInfo {
   std::string name;
   Shape shape;

@@ -96,7 +96,42 @@ NpyArray read_npy(const std::string& path) {
   return a;
 }
 
-void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data) {
+namespace {
+
+template <typename T>
+void convert(const float* data, std::int64_t n, char* out) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto v = static_cast<T>(data[i]);
+    std::memcpy(out + std::size_t(i) * sizeof(T), &v, sizeof(T));
+  }
+}
+
+struct Written {
+  const char* descr;
+  std::size_t bytes;
+  void (*convert)(const float*, std::int64_t, char*);
+};
+
+// The NPY descr of an ONNX element type as TensorInfo names it, and its conversion from floats;
+// float32 for "float" and any type not listed.
+Written written_as(const std::string& dtype) {
+  static const std::map<std::string, Written> types = {{"int64", {"<i8", 8, &convert<std::int64_t>}},
+                                                       {"int32", {"<i4", 4, &convert<std::int32_t>}},
+                                                       {"int16", {"<i2", 2, &convert<std::int16_t>}},
+                                                       {"int8", {"|i1", 1, &convert<std::int8_t>}},
+                                                       {"uint64", {"<u8", 8, &convert<std::uint64_t>}},
+                                                       {"uint32", {"<u4", 4, &convert<std::uint32_t>}},
+                                                       {"uint16", {"<u2", 2, &convert<std::uint16_t>}},
+                                                       {"uint8", {"|u1", 1, &convert<std::uint8_t>}},
+                                                       {"bool", {"|b1", 1, &convert<bool>}}};
+  const auto it = types.find(dtype);
+  return it != types.end() ? it->second : Written{"<f4", 4, &convert<float>};
+}
+
+}  // namespace
+
+void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data,
+               const std::string& dtype) {
   std::string dims;
   std::int64_t n = 1;
   for (auto d : shape) {
@@ -104,7 +139,10 @@ void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, 
     n *= d;
   }
   dims.resize(dims.size() - (shape.size() > 1 ? 2 : shape.size()));  // "(1, 3)", but "(5,)" and "()"
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const Written as = written_as(dtype);
+  std::string bytes(std::size_t(n) * as.bytes, '\0');
+  as.convert(data, n, bytes.data());
+  std::string header = "{'descr': '" + std::string(as.descr) + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   // Magic, version, length, header: padded with spaces to a multiple of 64, ending in '\n'.
   const std::size_t total = (kMagicBytes + 4 + header.size() + 1 + 63) / 64 * 64;
   header.append(total - kMagicBytes - 4 - header.size() - 1, ' ');
@@ -116,7 +154,7 @@ void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, 
     const char len[2] = {char(header.size() & 0xff), char(header.size() >> 8)};
     out.write(len, 2);
     out << header;
-    out.write(reinterpret_cast<const char*>(data), std::streamsize(n * std::int64_t(sizeof(float))));
+    out.write(bytes.data(), std::streamsize(bytes.size()));
   });
 }
 

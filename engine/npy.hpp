@@ -1,7 +1,7 @@
 // NPY files (NumPy's format, version 1.0 to 3.0, little-endian, C order) of fp32 arrays, and
-// of int64, int32 and bool arrays read into floats (an integer input's values, engine/model.hpp):
-// how atvoss-run takes a model's inputs and writes its outputs, so that numpy and ONNX Runtime
-// read and write the same files. Pure functions of their files: thread-safe.
+// of int64, int32 and bool arrays read into floats (and written from them) (an integer input's values,
+// engine/model.hpp): how atvoss-run takes a model's inputs and writes its outputs, so that numpy and ONNX Runtime read
+// and write the same files. Pure functions of their files: thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,10 @@ struct NpyArray {
 // bad_input naming the file: unreadable, not NPY, another dtype ('<f8', '<f2', ...), Fortran order, a
 // header or data size that does not match its shape.
 NpyArray read_npy(const std::string& path);
-// Atomically (temporary file + rename).
-void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data);
+// Atomically (temporary file + rename). The values converted to dtype, an ONNX element type as
+// TensorInfo names it ("float", "int64", "int32", "int16", "int8", "uint8" ... "uint64", "bool";
+// float32 for any other), as ONNX Runtime would give that output.
+void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data,
+               const std::string& dtype = "float");
 
 }  // namespace atvoss::engine

@@ -153,8 +153,9 @@ int main(int argc, char** argv) {
     if (!out.empty()) {
       std::filesystem::create_directories(out);
       for (std::size_t i = 0; i < outputs.size(); ++i) {
-        engine::write_npy((std::filesystem::path(out) / (m.outputs()[i].name + ".npy")).string(), m.outputs()[i].shape,
-                          outputs[i].data());
+        const engine::TensorInfo& o = m.outputs()[i];
+        engine::write_npy((std::filesystem::path(out) / (o.name + ".npy")).string(), o.shape, outputs[i].data(),
+                          o.dtype);
       }
     }
     Json summary = m.describe();

@@ -34,6 +34,9 @@ from . import _atvoss
 from ._json import dumps, loads
 from .vocabulary import Schedule, Workload, as_workload
 
+# The ONNX element types whose outputs run converts from the engine's floats (numpy's names).
+_INTEGER_TYPES = {"int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8", "bool"}
+
 # A conv2d filter prepared once by Runtime.prepare_conv2d (runtime/runtime.hpp's PackedConv2dWeights).
 PreparedConv2d = _atvoss.PreparedConv2d
 
@@ -234,11 +237,18 @@ class Model:
         """(name, shape) of each output, in the order run returns them."""
         return [(n, tuple(s)) for n, s in self._m.outputs()]
 
+    @property
+    def output_dtypes(self) -> Sequence[Tuple[str, str]]:
+        """(name, ONNX element type) of each output: "float", or an integer type or "bool"."""
+        return list(self._m.output_dtypes())
+
     def run(self, inputs: Sequence[Any]) -> Sequence[Any]:
         """The outputs for inputs (arrays of the inputs' shapes: float32, or integers for an integer
-        input), as new float32 arrays."""
+        input), as new arrays: float32, or of the output's integer or bool type, as ONNX Runtime
+        gives them."""
         with self._lock:
-            return list(self._m.run(list(inputs)))
+            outputs = list(self._m.run(list(inputs)))
+        return [o if t not in _INTEGER_TYPES else o.astype(t) for o, (_, t) in zip(outputs, self.output_dtypes)]
 
     def describe(self) -> Dict[str, Any]:
         """How each step runs (kernel, plain, layout), the arena's bytes, the kernels from the plan."""

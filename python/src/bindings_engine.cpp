@@ -41,9 +41,9 @@ class PyModel {
     return out;
   }
 
-  std::vector<std::pair<std::string, std::string>> input_dtypes() const {
+  std::vector<std::pair<std::string, std::string>> dtypes(bool inputs) const {
     std::vector<std::pair<std::string, std::string>> out;
-    for (const auto& t : model_->inputs()) out.emplace_back(t.name, t.dtype);
+    for (const auto& t : inputs ? model_->inputs() : model_->outputs()) out.emplace_back(t.name, t.dtype);
     return out;
   }
 
@@ -115,8 +115,9 @@ void bind_engine(py::module_& m) {
            py::arg("path"), py::arg("plan"), py::arg("batch"), py::arg("threads"), py::arg("cache_dir"),
            py::arg("dims"), py::arg("input_shapes"))
       .def("inputs", [](const PyModel& p) { return p.infos(true); })
-      .def("input_dtypes", &PyModel::input_dtypes)
+      .def("input_dtypes", [](const PyModel& p) { return p.dtypes(true); })
       .def("outputs", [](const PyModel& p) { return p.infos(false); })
+      .def("output_dtypes", [](const PyModel& p) { return p.dtypes(false); })
       .def("run", &PyModel::run)
       .def("describe", &PyModel::describe)
       .def("profile", &PyModel::profile, py::arg("inputs"), py::arg("runs"));

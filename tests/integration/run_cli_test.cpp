@@ -47,13 +47,30 @@ x4, z4 = rng.uniform(-1, 1, (4, 5)).astype(np.float32), rng.uniform(-1, 1, (4, 6
 for name, a in (("x4", x4), ("z4", z4), ("z3", z4[:3]), ("x4_3d", x4[:, :, None]), ("x0", x4[:0])):
     np.save(os.path.join(d, name + ".npy"), a)
 np.save(os.path.join(d, "ref4.npy"), np.maximum(x4 @ w.T + b, 0) + z4)
+# Outputs of integer and bool types: a label (ArgMax, int64), a mask (Greater, bool), an int32.
+nodes = [helper.make_node("ArgMax", ["x"], ["label"], axis=1, keepdims=0, name="argmax"),
+         helper.make_node("Greater", ["x", "zero"], ["positive"], name="greater"),
+         helper.make_node("Cast", ["label"], ["label32"], to=T.INT32, name="cast")]
+g = helper.make_graph(nodes, "labels", [helper.make_tensor_value_info("x", T.FLOAT, [3, 5])],
+                      [helper.make_tensor_value_info("label", T.INT64, [3]),
+                       helper.make_tensor_value_info("positive", T.BOOL, [3, 5]),
+                       helper.make_tensor_value_info("label32", T.INT32, [3])],
+                      [numpy_helper.from_array(np.zeros(1, np.float32), "zero")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, os.path.join(d, "labels.onnx"))
+np.save(os.path.join(d, "ref_label.npy"), np.argmax(x, axis=1))
+np.save(os.path.join(d, "ref_positive.npy"), x > 0)
+np.save(os.path.join(d, "ref_label32.npy"), np.argmax(x, axis=1).astype(np.int32))
 )py";
 
 constexpr const char* kCompare = R"py(
 import sys
 import numpy as np
 a, r = np.load(sys.argv[1]), np.load(sys.argv[2])
-sys.exit(0 if a.shape == r.shape and np.max(np.abs(a - r) / np.maximum(np.abs(r), 1)) <= 1e-5 else 1)
+same_type = a.shape == r.shape and a.dtype == r.dtype
+a, r = a.astype(np.float64), r.astype(np.float64)
+sys.exit(0 if same_type and np.max(np.abs(a - r) / np.maximum(np.abs(r), 1)) <= 1e-5 else 1)
 )py";
 
 class RunCli : public CliTest {
@@ -75,6 +92,18 @@ TEST_F(RunCli, NpyInWritesNpyOutEqualToTheReference) {
   const std::string cmp =
       python() + " " + file("cmp.py", kCompare) + " " + quote(file("outs/y.npy")) + " " + quote(file("ref.npy"));
   EXPECT_EQ(std::system(cmp.c_str()), 0);
+}
+
+TEST_F(RunCli, IntegerAndBoolOutputsAreWrittenInTheirTypes) {
+  const CliResult r = run_tool("atvoss-run", quote(file("labels.onnx")) + " --input x=" + quote(file("x.npy")) +
+                                                 " --out " + quote(file("outs_labels")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string name : {"label", "positive", "label32"}) {
+    SCOPED_TRACE(name);
+    const std::string cmp = python() + " " + file("cmp.py", kCompare) + " " +
+                            quote(file("outs_labels/" + name + ".npy")) + " " + quote(file("ref_" + name + ".npy"));
+    EXPECT_EQ(std::system(cmp.c_str()), 0);
+  }
 }
 
 TEST_F(RunCli, SymbolicDimsTakeTheSizesOfTheInputsGiven) {

@@ -69,7 +69,7 @@ def compare(path, batch=1, threads=2, dims=None, input_shapes=None):
     theirs = session.run([n for n, _ in model.outputs], {n: x for (n, _), x in zip(model.inputs, inputs)})
     assert len(ours) == len(theirs)
     for (name, _), a, r in zip(model.outputs, ours, theirs):
-        assert a.shape == r.shape, name
+        assert a.shape == r.shape and a.dtype == r.dtype, name
         error = float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1), initial=0.0))
         assert error <= 1e-4, "%s: max relative error %.3g" % (name, error)
     return model
@@ -263,7 +263,7 @@ def run_both(path, feeds):
     ours = m.run([feeds[n] for n, _ in m.inputs])
     theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run([n for n, _ in m.outputs], feeds)
     for (name, _), a, r in zip(m.outputs, ours, theirs):
-        assert a.shape == r.shape, name
+        assert a.shape == r.shape and a.dtype == r.dtype, name
         error = float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1)))
         assert error <= 1e-4, "%s: max relative error %.3g" % (name, error)
 
