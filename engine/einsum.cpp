@@ -75,7 +75,7 @@ EinsumPlan plan_einsum(const std::string& equation, const std::vector<Shape>& sh
   return p;
 }
 
-void einsum(const EinsumPlan& p, const std::vector<const float*>& in, float* out) {
+void einsum(const EinsumPlan& p, const std::vector<const float*>& in, float* out, int threads) {
   thread_local std::vector<float> summed[2], moved[2], product;
   std::vector<const float*> operand(in.begin(), in.end());
   for (std::size_t i = 0; i < in.size(); ++i) {
@@ -95,7 +95,7 @@ void einsum(const EinsumPlan& p, const std::vector<const float*>& in, float* out
   product.resize(std::size_t(p.batch * p.m * p.n));
   for (std::int64_t b = 0; b < p.batch; ++b) {
     gemm(moved[0].data() + b * p.m * p.k, moved[1].data() + b * p.k * p.n, nullptr, {}, product.data() + b * p.m * p.n,
-         p.m, p.n, p.k, false, false, 1.0f, 0.0f);
+         p.m, p.n, p.k, false, false, 1.0f, 0.0f, threads);
   }
   transpose(product.data(), p.product, p.to_output, out);
 }

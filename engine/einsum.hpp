@@ -29,7 +29,8 @@ struct EinsumPlan {
 // bad_input naming the field 'equation' when it is malformed, refused (see above) or does not
 // fit the shapes.
 EinsumPlan plan_einsum(const std::string& equation, const std::vector<Shape>& shapes);
-// out = the equation over in (one pointer per operand), as planned.
-void einsum(const EinsumPlan& p, const std::vector<const float*>& in, float* out);
+// out = the equation over in (one pointer per operand), as planned; each product's rows shared
+// among the threads.
+void einsum(const EinsumPlan& p, const std::vector<const float*>& in, float* out, int threads = 1);
 
 }  // namespace atvoss::engine

@@ -469,7 +469,7 @@ void Model::Impl::add_plain_gemm(const frontend::GraphNode& n, const onnx::NodeP
     const Ref a = plain(n.inputs[0], n.name), b = plain(n.inputs[1], n.name);
     if (as.empty() || bs.empty()) unsupported(n, "scalar operands");
     const int y = output(n.outputs[0], false);
-    push(n, [=, this] { engine::matmul(at(a), as, at(b), bs, ptr[y]); });
+    push(n, [=, this] { engine::matmul(at(a), as, at(b), bs, ptr[y], threads); });
     return;
   }
   if (bs.size() != 2 || (gemm && as.size() != 2) || as.size() < 2) unsupported(n, "2-D weights expected");
@@ -486,8 +486,9 @@ void Model::Impl::add_plain_gemm(const frontend::GraphNode& n, const onnx::NodeP
   }
   const bool has_c = c.slot >= 0 || c.constant;
   const int y = output(n.outputs[0], false);
-  push(n,
-       [=, this] { engine::gemm(at(a), at(b), has_c ? at(c) : nullptr, cs, ptr[y], m, cols, k, ta, tb, alpha, beta); });
+  push(n, [=, this] {
+    engine::gemm(at(a), at(b), has_c ? at(c) : nullptr, cs, ptr[y], m, cols, k, ta, tb, alpha, beta, threads);
+  });
 }
 
 }  // namespace atvoss::engine

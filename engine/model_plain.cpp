@@ -401,7 +401,7 @@ void Model::Impl::add_einsum(const frontend::GraphNode& n, const onnx::NodeProto
   push(n, [this, plan, in, y] {
     std::vector<const float*> operands;
     for (const Ref& r : in) operands.push_back(at(r));
-    einsum(plan, operands, ptr[y]);
+    einsum(plan, operands, ptr[y], threads);
   });
 }
 

@@ -3,6 +3,8 @@
 #include "engine/plain_ops.hpp"
 
 #include "engine/internal/plain_helpers.hpp"
+#include "engine/packed_product.hpp"
+#include "engine/vector_build.hpp"
 
 namespace atvoss::engine {
 
@@ -13,20 +15,35 @@ std::int64_t elements(const Shape& s) {
 }
 
 void gemm(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m, std::int64_t n,
-          std::int64_t k, bool trans_a, bool trans_b, float alpha, float beta) {
-  const auto cst = plain::broadcast_strides(cs, 2);
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      double acc = 0;
-      for (std::int64_t p = 0; p < k; ++p) {
-        acc += double(trans_a ? a[p * m + i] : a[i * k + p]) * (trans_b ? b[j * k + p] : b[p * n + j]);
-      }
-      y[i * n + j] = float(alpha * acc + (c ? beta * c[i * cst[0] + j * cst[1]] : 0.0));
+          std::int64_t k, bool trans_a, bool trans_b, float alpha, float beta, int threads) {
+  // Kept between calls: a run allocates nothing once warm.
+  thread_local std::vector<float> packed, rows, zeros;
+  packed.resize(std::size_t(k * n));
+  pack_panels(
+      k, n, [&](std::int64_t p, std::int64_t j) { return trans_b ? b[j * k + p] : b[p * n + j]; }, packed.data());
+  const float* x = a;
+  if (trans_a) {
+    rows.resize(std::size_t(m * k));
+    for (std::int64_t p = 0; p < k; ++p) {
+      for (std::int64_t i = 0; i < m; ++i) rows[std::size_t(i * k + p)] = a[p * m + i];
     }
+    x = rows.data();
   }
+  zeros.assign(std::size_t(n), 0.0f);
+  const float *bp = packed.data(), *zp = zeros.data();
+  const auto cst = plain::broadcast_strides(cs, 2);
+  loops::split(m, loops::rows_grain(n * k / 16), threads, [&](std::int64_t r0, std::int64_t r1) {
+    packed_product(x + r0 * k, r1 - r0, k, k, bp, n, zp, y + r0 * n, n);
+    if (alpha == 1.0f && !c) return;
+    for (std::int64_t i = r0; i < r1; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        y[i * n + j] = alpha * y[i * n + j] + (c ? beta * c[i * cst[0] + j * cst[1]] : 0.0f);
+      }
+    }
+  });
 }
 
-void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, float* y) {
+void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, float* y, int threads) {
   const Shape a2 = as.size() == 1 ? Shape{1, as[0]} : as, b2 = bs.size() == 1 ? Shape{bs[0], 1} : bs;
   const std::int64_t m = a2[a2.size() - 2], k = a2.back(), n = b2.back();
   const Shape a_batch(a2.begin(), a2.end() - 2), b_batch(b2.begin(), b2.end() - 2);
@@ -45,7 +62,7 @@ void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, fl
       const auto index = std::int64_t(rest % std::size_t(batch[d]));
       at_a += index * sa[d], at_b += index * sb[d];
     }
-    gemm(a + at_a * m * k, b + at_b * k * n, nullptr, {}, y + i * m * n, m, n, k, false, false, 1.0f, 0.0f);
+    gemm(a + at_a * m * k, b + at_b * k * n, nullptr, {}, y + i * m * n, m, n, k, false, false, 1.0f, 0.0f, threads);
   }
 }
 

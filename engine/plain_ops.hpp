@@ -188,12 +188,13 @@ void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const Re
             int threads = 1);
 
 // y [M, N] = a [M, K] (row-major, or [K, M] when trans_a) x b [K, N] (or [N, K] when trans_b),
-// alpha times, plus beta times c broadcast to [M, N] (c null: none).
+// alpha times, plus beta times c broadcast to [M, N] (c null: none); b packed on each call
+// (packed_product.hpp), the rows shared among the threads.
 void gemm(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m, std::int64_t n,
-          std::int64_t k, bool trans_a, bool trans_b, float alpha, float beta);
+          std::int64_t k, bool trans_a, bool trans_b, float alpha, float beta, int threads = 1);
 
 // ONNX MatMul (numpy's matmul) of any ranks: a 1-D operand a row (a) or a column (b) dropped
 // from the result, and the batch dims broadcast.
-void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, float* y);
+void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, float* y, int threads = 1);
 
 }  // namespace atvoss::engine

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "engine/packed_product.hpp"
 #include "engine/plain_ops.hpp"
 #include "engine/vector_build.hpp"
 
@@ -37,76 +38,6 @@ const std::map<std::string, Activation>& activations() {
   return a;
 }
 
-constexpr std::int64_t kPanel = 64;  // columns of a packed panel (pack_panels)
-
-// out[r * ldo + j] = bias[j] + sum over p < k of x[r * ldx + p] * B[p][j], for r < rows and j < n,
-// B packed by pack_panels: tiles of MR rows x a panel's 64 columns held in registers while p runs
-// down the panel's contiguous rows (every step's input product at once; one step's state
-// product as tiles of one row); the last, narrower panel's columns one at a time.
-template <int MR>
-ATVOSS_INLINE void product_tile(const float* x, std::int64_t ldx, std::int64_t k, const float* panel, const float* bias,
-                                float* out, std::int64_t ldo) {
-  constexpr int NV = int(kPanel / 16);
-  Vec16 acc[MR][NV];  // every loop over them unrolled, so that they stay in registers
-#pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) {
-    Vec16 b;
-    std::memcpy(&b, bias + 16 * v, sizeof b);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) acc[i][v] = b;
-  }
-  for (std::int64_t p = 0; p < k; ++p) {
-    Vec16 wv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) std::memcpy(&wv[v], panel + p * kPanel + 16 * v, sizeof wv[v]);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const float a = x[i * ldx + p];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] += a * wv[v];
-    }
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) std::memcpy(out + i * ldo, acc[i], sizeof acc[i]);
-}
-
-ATVOSS_INLINE void product_body(const float* x, std::int64_t rows, std::int64_t ldx, std::int64_t k, const float* b,
-                                std::int64_t n, const float* bias, float* out, std::int64_t ldo) {
-  constexpr std::int64_t MR = 4;
-  std::int64_t j0 = 0;
-  for (; j0 + kPanel <= n; j0 += kPanel) {
-    const float* panel = b + j0 * k;
-    std::int64_t r = 0;
-    for (; r + MR <= rows; r += MR) product_tile<MR>(x + r * ldx, ldx, k, panel, bias + j0, out + r * ldo + j0, ldo);
-    for (; r < rows; ++r) product_tile<1>(x + r * ldx, ldx, k, panel, bias + j0, out + r * ldo + j0, ldo);
-  }
-  const std::int64_t rest = n - j0;
-  const float* panel = b + j0 * k;
-  for (std::int64_t r = 0; rest > 0 && r < rows; ++r) {
-    for (std::int64_t j = 0; j < rest; ++j) {
-      float acc = bias[j0 + j];
-      for (std::int64_t p = 0; p < k; ++p) acc += x[r * ldx + p] * panel[p * rest + j];
-      out[r * ldo + j0 + j] = acc;
-    }
-  }
-}
-ATVOSS_BUILT_TWICE(product,
-                   (const float* x, std::int64_t rows, std::int64_t ldx, std::int64_t k, const float* b, std::int64_t n,
-                    const float* bias, float* out, std::int64_t ldo),
-                   (x, rows, ldx, k, b, n, bias, out, ldo))
-
-// B [k][n] with B[p][j] = at(p, j), packed into out as product_body reads it: panels of 64
-// columns, each its k rows one after another, and the last panel as wide as what is left.
-template <class At>
-void pack_panels(std::int64_t k, std::int64_t n, At at, float* out) {
-  for (std::int64_t j0 = 0; j0 < n; j0 += kPanel) {
-    const std::int64_t width = std::min(kPanel, n - j0);
-    for (std::int64_t p = 0; p < k; ++p) {
-      for (std::int64_t j = 0; j < width; ++j) *out++ = at(p, j0 + j);
-    }
-  }
-}
-
 // One direction's run over one sequence: its weights, activations and state.
 class Cell {
  public:
@@ -133,14 +64,14 @@ class Cell {
   void project(const float* x, std::int64_t rows, float* out, int threads) const {
     split(rows, std::max<std::int64_t>(4, kGrain / std::max<std::int64_t>(gh_, 1)), threads,
           [&](std::int64_t r0, std::int64_t r1) {
-            product_here()(x + r0 * s_.input, r1 - r0, s_.input, s_.input, wt_, gh_, wb_, out + r0 * gh_, gh_);
+            packed_product(x + r0 * s_.input, r1 - r0, s_.input, s_.input, wt_, gh_, wb_, out + r0 * gh_, gh_);
           });
   }
 
   // One step: xw its input's product (project); h (and c, LSTM) the state, updated.
   void step(const float* xw, float* h, float* c) {
     xw_ = xw;
-    product_here()(h, 1, h_, h_, rt_, gh_, rb_, hr_.data(), gh_);
+    packed_product(h, 1, h_, h_, rt_, gh_, rb_, hr_.data(), gh_);
     if (s_.op == "LSTM") return lstm(h, c);
     if (s_.op == "GRU") return gru(h);
     gate_sum(0, tmp_.data());
@@ -199,7 +130,7 @@ class Cell {
       for (std::int64_t j = 0; j < h_; ++j) tmp_[j] = xw_[2 * h_ + j] + r[j] * hr_[2 * h_ + j];
     } else {  // (r h) R_h + Rb_h
       for (std::int64_t j = 0; j < h_; ++j) tmp2_[j] = r[j] * h[j];
-      product_here()(tmp2_.data(), 1, h_, h_, rh_, h_, rb_ + 2 * h_, tmp_.data(), h_);
+      packed_product(tmp2_.data(), 1, h_, h_, rh_, h_, rb_ + 2 * h_, tmp_.data(), h_);
       for (std::int64_t j = 0; j < h_; ++j) tmp_[j] += xw_[2 * h_ + j];
     }
     apply(1, tmp_.data(), tmp2_.data());
