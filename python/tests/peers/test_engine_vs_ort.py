@@ -1414,3 +1414,18 @@ def test_experimental_ops_of_opset_8_as_tiny_yolo_v2_holds_them(tmp_path):
     b = Builder()
     compare(b.save(str(tmp_path / "shrink.onnx"), [("x", [2, 3, 6, 8])],
                    [b.node("Shrink", ["x"], lambd=0.3, bias=0.1), b.node("Shrink", ["x"])], opset=9))
+
+
+def test_gemms_no_kernel_takes_every_transpose_and_c(tmp_path):
+    # Gemm and MatMul of two runtime operands run the plain packed product (packed_product.hpp):
+    # every transA and transB, alpha and beta, C of each broadcast shape, sizes past one panel
+    # of 64 columns and not a multiple of it, the rows split over the threads.
+    b = Builder()
+    outs = []
+    for k, (ta, tb) in enumerate([(0, 0), (1, 0), (0, 1), (1, 1)]):
+        a = b.node("Transpose", ["a"]) if ta else "a"  # [70, 33] read as [33, 70] when transposed
+        w = b.node("Transpose", ["w"]) if not tb else "w"  # [150, 70] or [70, 150]
+        c = [b.const(RNG.standard_normal(s)) for s in [(150,), (70, 1), (), (70, 150)]][k]
+        outs.append(b.node("Gemm", [a, w, c], transA=ta, transB=tb, alpha=0.5 + k, beta=2.0 - k))
+    outs.append(b.node("MatMul", ["a", b.node("Transpose", ["w"])]))
+    compare(b.save(str(tmp_path / "gemms.onnx"), [("a", [70, 33]), ("w", [150, 33])], outs, opset=13))
