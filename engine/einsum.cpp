@@ -93,10 +93,12 @@ void einsum(const EinsumPlan& p, const std::vector<const float*>& in, float* out
     transpose(operand[i], p.kept[i], p.perm[i], moved[i].data());
   }
   product.resize(std::size_t(p.batch * p.m * p.n));
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    gemm(moved[0].data() + b * p.m * p.k, moved[1].data() + b * p.k * p.n, nullptr, {}, product.data() + b * p.m * p.n,
-         p.m, p.n, p.k, false, false, 1.0f, 0.0f, threads);
-  }
+  // Pointers taken here: the products may run on other threads, which have their own buffers.
+  const float *x = moved[0].data(), *w = moved[1].data();
+  float* y = product.data();
+  batched_gemm(p.batch, p.m, p.n, p.k, threads, [=, &p](std::int64_t b) {
+    return std::tuple<const float*, const float*, float*>(x + b * p.m * p.k, w + b * p.k * p.n, y + b * p.m * p.n);
+  });
   transpose(product.data(), p.product, p.to_output, out);
 }
 

@@ -19,8 +19,14 @@ void gemm(const float* a, const float* b, const float* c, const Shape& cs, float
   // Kept between calls: a run allocates nothing once warm.
   thread_local std::vector<float> packed, rows, zeros;
   packed.resize(std::size_t(k * n));
-  pack_panels(
-      k, n, [&](std::int64_t p, std::int64_t j) { return trans_b ? b[j * k + p] : b[p * n + j]; }, packed.data());
+  float* to = packed.data();
+  loops::split(
+      (n + kPanel - 1) / kPanel, 1, k * n >= loops::kGrain ? threads : 1, [&](std::int64_t q0, std::int64_t q1) {
+        for (std::int64_t j0 = q0 * kPanel; j0 < std::min(n, q1 * kPanel); j0 += kPanel) {
+          auto at = [&](std::int64_t p, std::int64_t j) { return trans_b ? b[(j0 + j) * k + p] : b[p * n + j0 + j]; };
+          pack_panels(k, std::min(kPanel, n - j0), at, to + j0 * k);  // one panel
+        }
+      });
   const float* x = a;
   if (trans_a) {
     rows.resize(std::size_t(m * k));
@@ -43,6 +49,19 @@ void gemm(const float* a, const float* b, const float* c, const Shape& cs, float
   });
 }
 
+void batched_gemm(std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k, int threads,
+                  const GemmOperands& operands) {
+  const bool share = count >= threads;
+  auto some = [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const auto [a, b, y] = operands(i);
+      gemm(a, b, nullptr, {}, y, m, n, k, false, false, 1.0f, 0.0f, share ? 1 : threads);
+    }
+  };
+  if (share) return loops::split(count, 1, threads, some);
+  some(0, count);
+}
+
 void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, float* y, int threads) {
   const Shape a2 = as.size() == 1 ? Shape{1, as[0]} : as, b2 = bs.size() == 1 ? Shape{bs[0], 1} : bs;
   const std::int64_t m = a2[a2.size() - 2], k = a2.back(), n = b2.back();
@@ -56,14 +75,14 @@ void matmul(const float* a, const Shape& as, const float* b, const Shape& bs, fl
   }
   // Strides in whole matrices, 0 along a broadcast dim.
   const auto sa = plain::broadcast_strides(a_batch, rank), sb = plain::broadcast_strides(b_batch, rank);
-  for (std::int64_t i = 0, count = elements(batch); i < count; ++i) {
+  batched_gemm(elements(batch), m, n, k, threads, [&](std::int64_t i) {
     std::int64_t at_a = 0, at_b = 0;
     for (std::size_t d = rank, rest = std::size_t(i); d-- > 0; rest /= std::size_t(batch[d])) {
       const auto index = std::int64_t(rest % std::size_t(batch[d]));
       at_a += index * sa[d], at_b += index * sb[d];
     }
-    gemm(a + at_a * m * k, b + at_b * k * n, nullptr, {}, y + i * m * n, m, n, k, false, false, 1.0f, 0.0f, threads);
-  }
+    return std::tuple<const float*, const float*, float*>(a + at_a * m * k, b + at_b * k * n, y + i * m * n);
+  });
 }
 
 }  // namespace atvoss::engine

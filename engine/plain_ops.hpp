@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace atvoss::engine {
@@ -192,6 +194,13 @@ void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const Re
 // (packed_product.hpp), the rows shared among the threads.
 void gemm(const float* a, const float* b, const float* c, const Shape& cs, float* y, std::int64_t m, std::int64_t n,
           std::int64_t k, bool trans_a, bool trans_b, float alpha, float beta, int threads = 1);
+
+// count products of [m, k] x [k, n], the i-th's a, b and y given by operands(i): with at least
+// as many as threads, each product on one thread, the products shared out; with fewer, one
+// after another, each on every thread.
+using GemmOperands = std::function<std::tuple<const float*, const float*, float*>(std::int64_t)>;
+void batched_gemm(std::int64_t count, std::int64_t m, std::int64_t n, std::int64_t k, int threads,
+                  const GemmOperands& operands);
 
 // ONNX MatMul (numpy's matmul) of any ranks: a 1-D operand a row (a) or a column (b) dropped
 // from the result, and the batch dims broadcast.
