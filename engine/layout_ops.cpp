@@ -429,22 +429,36 @@ void strided_slice(const float* in, const Shape& x, const std::vector<std::int64
 void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& before, PadMode mode, float value,
          float* out, const Shape& y) {
   const std::size_t r = y.size();
-  std::vector<std::int64_t> in_stride(r, 1), index(r, 0);
+  std::vector<std::int64_t> in_stride(r, 1), index(r, 0), from(r), extent(r), pad_before(r);
   for (int d = int(r) - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * x[d + 1];
+  // Negative pads crop first, and the modes then read the cropped extent, as ONNX Runtime does
+  // (a wrap or a reflection of what remains).
+  for (std::size_t d = 0; d < r; ++d) {
+    const std::int64_t after = y[d] - x[d] - before[d];
+    from[d] = std::max<std::int64_t>(0, -before[d]);
+    extent[d] = x[d] - from[d] - std::max<std::int64_t>(0, -after);
+    pad_before[d] = std::max<std::int64_t>(0, before[d]);
+  }
   const std::int64_t n = elements(y);
   for (std::int64_t i = 0; i < n; ++i) {
     std::int64_t src = 0;
     bool inside = true;
     for (std::size_t d = 0; d < r && inside; ++d) {
-      std::int64_t at = index[d] - before[d];
-      if (mode == PadMode::edge) at = std::clamp<std::int64_t>(at, 0, x[d] - 1);
-      if (mode == PadMode::reflect && x[d] > 1) {  // mirrored about the edge, the edge once
-        const std::int64_t period = 2 * (x[d] - 1);
-        at = ((at % period) + period) % period;
-        if (at >= x[d]) at = period - at;
+      const std::int64_t e = extent[d];
+      if (e <= 0) {  // cropped away: nothing to read
+        inside = false;
+        continue;
       }
-      inside = at >= 0 && at < x[d];
-      src += at * in_stride[d];
+      std::int64_t at = index[d] - pad_before[d];
+      if (mode == PadMode::edge) at = std::clamp<std::int64_t>(at, 0, e - 1);
+      if (mode == PadMode::wrap) at = ((at % e) + e) % e;
+      if (mode == PadMode::reflect && e > 1) {  // mirrored about the edge, the edge once
+        const std::int64_t period = 2 * (e - 1);
+        at = ((at % period) + period) % period;
+        if (at >= e) at = period - at;
+      }
+      inside = at >= 0 && at < e;
+      src += (from[d] + at) * in_stride[d];
     }
     out[i] = inside ? in[src] : value;
     for (int d = int(r) - 1; d >= 0; --d) {

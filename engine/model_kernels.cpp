@@ -438,7 +438,7 @@ void Model::Impl::add_grouped_conv(const frontend::GraphNode& n, const Shape& xs
 
 ConvAttrs Model::Impl::conv_transpose_attrs(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
                                             const Shape& ws, const Shape& ys) const {
-  if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "2-D transposed convolutions only");
+  if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4) unsupported(n, "1-D and 2-D transposed convolutions only");
   ConvAttrs a = conv_attrs(p);
   const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -454,7 +454,11 @@ ConvAttrs Model::Impl::conv_transpose_attrs(const frontend::GraphNode& n, const 
 }
 
 void Model::Impl::add_conv_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p) {
-  const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+  Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;
+  // A 1-D one (a vocoder's upsampling) as the 2-D one of its [N, C, 1, L] view, as add_plain_conv.
+  if (xs.size() == 3 && ws.size() == 3 && ys.size() == 3) {
+    for (Shape* s : {&xs, &ws, &ys}) s->insert(s->begin() + 2, 1);
+  }
   const ConvAttrs a = conv_transpose_attrs(n, p, xs, ws, ys);
   const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
   const float* bias = constant_of(n, p, 2, ys[1]);

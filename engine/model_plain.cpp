@@ -840,8 +840,8 @@ void Model::Impl::add_pad(const frontend::GraphNode& n, const onnx::NodeProto& p
   const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
   const std::string mode_name = string_attr(p, "mode", "constant");
   static const std::map<std::string, PadMode> modes = {
-      {"constant", PadMode::constant}, {"reflect", PadMode::reflect}, {"edge", PadMode::edge}};
-  if (!modes.count(mode_name)) unsupported(n, "mode '" + mode_name + "' (constant, reflect and edge are)");
+      {"constant", PadMode::constant}, {"reflect", PadMode::reflect}, {"edge", PadMode::edge}, {"wrap", PadMode::wrap}};
+  if (!modes.count(mode_name)) unsupported(n, "mode '" + mode_name + "' (constant, reflect, edge and wrap are)");
   const PadMode mode = modes.at(mode_name);
   auto pads = ints_of(n, p, 1, "pads");
   // Opset 18's axes: the pads of those axes only (the others unpadded).
@@ -967,9 +967,9 @@ void Model::Impl::add_instance_norm(const frontend::GraphNode& n, const onnx::No
 }
 
 void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p) {
-  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
-  if (xs.size() != 4 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1]) {
-    unsupported(n, "4-D input resized along its last two dims only");
+  Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  if (xs.size() != ys.size() || xs.size() < 3 || xs.size() > 4 || xs[0] != ys[0] || xs[1] != ys[1]) {
+    unsupported(n, "3-D or 4-D input resized along the dims after the second only");
   }
   ResizeAttrs a;
   const std::string mode = string_attr(p, "mode", "nearest");
@@ -988,6 +988,9 @@ void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto
   // Antialiasing widens the filter only where the image shrinks.
   if (int_attr(p, "antialias", 0) != 0 && (ys[2] < xs[2] || ys[3] < xs[3])) unsupported(n, "antialias=1 downsampling");
   std::tie(a.scale_h, a.scale_w) = resize_scales(n, p, xs, ys);
+  if (xs.size() == 3) {  // [N, C, L] (audio) as its [N, C, 1, L] view
+    for (Shape* shape : {&xs, &ys}) shape->insert(shape->begin() + 2, 1);
+  }
   const bool in_nhwc = held_nhwc(n.inputs[0]);  // a conv's output upsampled (YOLO's neck, FPNs)
   const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
   const int y = output(n.outputs[0], in_nhwc);
@@ -1008,21 +1011,25 @@ std::pair<float, float> Model::Impl::resize_scales(const frontend::GraphNode& n,
     if (!s->empty()) scales = *s;
   }
   // Opset 18's axes: the scales (or sizes) list only those axes, in that order.
+  // A 3-D input's one resized dim is a 4-D view's width: its scale the second one returned.
+  const std::size_t rank = xs.size(), h = rank - 2, w = rank - 1;
   std::vector<std::int64_t> axes = ints_attr(p, "axes");
-  if (axes.empty()) axes = {0, 1, 2, 3};
-  for (auto& ax : axes) ax = axis_of(n, ax, 4);
+  if (axes.empty()) {
+    for (std::size_t d = 0; d < rank; ++d) axes.push_back(std::int64_t(d));
+  }
+  for (auto& ax : axes) ax = axis_of(n, ax, rank);
   if (!scales.empty()) {
     if (scales.size() != axes.size()) {
       unsupported(n, std::to_string(scales.size()) + " scales for " + std::to_string(axes.size()) + " axes");
     }
-    float full[4] = {1, 1, 1, 1};
-    for (std::size_t i = 0; i < axes.size(); ++i) full[axes[i]] = scales[i];
-    return {full[2], full[3]};
+    std::vector<float> full(rank, 1.0f);
+    for (std::size_t i = 0; i < axes.size(); ++i) full[std::size_t(axes[i])] = scales[i];
+    return {rank == 4 ? full[h] : 1.0f, full[w]};
   }
   // Sizes given: "stretch" scales each axis by out / in; the other policies keep the aspect
   // ratio by one scale, from the sizes, for every axis listed.
   const std::string policy = string_attr(p, "keep_aspect_ratio_policy", "stretch");
-  if (policy == "stretch") return {float(ys[2]) / float(xs[2]), float(ys[3]) / float(xs[3])};
+  if (policy == "stretch") return {rank == 4 ? float(ys[h]) / float(xs[h]) : 1.0f, float(ys[w]) / float(xs[w])};
   if (policy != "not_larger" && policy != "not_smaller") unsupported(n, "keep_aspect_ratio_policy '" + policy + "'");
   const auto sizes = ints_of(n, p, 3, "");
   if (!sizes || sizes->size() != axes.size()) unsupported(n, "input 'sizes' must give one size per axis");
@@ -1031,8 +1038,8 @@ std::pair<float, float> Model::Impl::resize_scales(const frontend::GraphNode& n,
     const float r = float((*sizes)[i]) / float(xs[std::size_t(axes[i])]);
     scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
   }
-  const auto listed = [&](std::int64_t d) { return std::find(axes.begin(), axes.end(), d) != axes.end(); };
-  return {listed(2) ? scale : 1.0f, listed(3) ? scale : 1.0f};
+  const auto listed = [&](std::size_t d) { return std::find(axes.begin(), axes.end(), d) != axes.end(); };
+  return {rank == 4 && listed(h) ? scale : 1.0f, listed(w) ? scale : 1.0f};
 }
 
 }  // namespace atvoss::engine

@@ -133,9 +133,10 @@ bool gather_elements(const float* in, const Shape& x, const float* indices, cons
 // exclusive: each leaves out its own element; reverse: from the axis's end.
 void cumulative_sum(const float* in, const Shape& x, std::size_t axis, bool exclusive, bool reverse, float* out);
 // Pad: y = x with `before[d]` values before each dim's data (negative crops); outside x,
-// `value` (constant), x mirrored about its edge without repeating it (reflect) or x's edge
-// repeated (edge), as ONNX's Pad modes.
-enum class PadMode { constant, reflect, edge };
+// `value` (constant), x mirrored about its edge without repeating it (reflect), x's edge
+// repeated (edge) or x repeated from its other end (wrap, opset 19's: a circular padding), as
+// ONNX's Pad modes.
+enum class PadMode { constant, reflect, edge, wrap };
 void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& before, PadMode mode, float value,
          float* out, const Shape& y);
 

@@ -1,6 +1,7 @@
 #include "frontend/shape_folding.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -210,6 +211,62 @@ bool whole_constant(const onnx::TensorProto& t, std::int64_t& out) {
   return true;
 }
 
+// A float constant's values; false for another type.
+bool float_values(const onnx::TensorProto& t, std::vector<float>& out) {
+  if (t.data_type() != onnx::TensorProto::FLOAT) return false;
+  if (t.has_raw_data()) {
+    out.resize(t.raw_data().size() / sizeof(float));
+    std::memcpy(out.data(), t.raw_data().data(), out.size() * sizeof(float));
+  } else {
+    out.assign(t.float_data().begin(), t.float_data().end());
+  }
+  return true;
+}
+
+// The output type of a Resize of opset 11 on (opset 18's axes and keep_aspect_ratio_policy,
+// which libonnx 1.12 does not read) with constant scales or sizes: each listed axis's size
+// floor(in x scale), a size given, or under an aspect policy round(in x the one scale).
+bool resize_type(const onnx::NodeProto& n, const onnx::TypeProto& x,
+                 const std::map<std::string, const onnx::TensorProto*>& constants, onnx::TypeProto& out) {
+  std::vector<std::int64_t> dims = dims_of(x), axes = ints_attr(n, "axes");
+  const auto rank = std::int64_t(dims.size());
+  if (axes.empty()) {
+    for (std::int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  for (auto& a : axes) {
+    if (a < -rank || a >= rank) return false;
+    if (a < 0) a += rank;
+  }
+  auto constant = [&](int i) {
+    const auto it = n.input_size() > i ? constants.find(n.input(i)) : constants.end();
+    return it == constants.end() ? nullptr : it->second;
+  };
+  std::vector<float> scales;
+  std::vector<std::int64_t> sizes;
+  if (const auto* t = constant(2); t && float_values(*t, scales) && !scales.empty()) {
+    if (scales.size() != axes.size()) return false;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      auto& d = dims[std::size_t(axes[i])];
+      d = std::int64_t(std::floor(double(d) * double(scales[i])));
+    }
+  } else if (const auto* z = constant(3); z && integer_initializer_values(*z, sizes) && sizes.size() == axes.size()) {
+    const std::string policy = string_attr(n, "keep_aspect_ratio_policy", "stretch");
+    double scale = policy == "not_larger" ? INFINITY : 0;
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const double r = double(sizes[i]) / double(dims[std::size_t(axes[i])]);
+      scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
+    }
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      auto& d = dims[std::size_t(axes[i])];
+      d = policy == "stretch" ? sizes[i] : std::int64_t(std::round(double(d) * scale));
+    }
+  } else {
+    return false;
+  }
+  out = tensor_type(x.tensor_type().elem_type(), dims);
+  return true;
+}
+
 // The output type of a node that inference left open, where this node's kind is one libonnx
 // cannot see through and its inputs are known; false where it gives none:
 //  - an op that keeps its input's shape and type (Mish and GroupNormalization, opset 18's;
@@ -318,6 +375,7 @@ bool open_type(const onnx::NodeProto& n, const std::map<std::string, onnx::TypeP
     out = tensor_type(in[0]->tensor_type().elem_type(), dims);
     return true;
   }
+  if (n.op_type() == "Resize" && !in.empty() && in[0]) return resize_type(n, *in[0], constants, out);
   if (n.op_type() == "OneHot" && in.size() == 3 && in[0]) {
     const auto depth = constants.find(n.input(1)), values = constants.find(n.input(2));
     std::int64_t d = 0;

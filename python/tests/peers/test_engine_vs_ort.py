@@ -1429,3 +1429,26 @@ def test_gemms_no_kernel_takes_every_transpose_and_c(tmp_path):
         outs.append(b.node("Gemm", [a, w, c], transA=ta, transB=tb, alpha=0.5 + k, beta=2.0 - k))
     outs.append(b.node("MatMul", ["a", b.node("Transpose", ["w"])]))
     compare(b.save(str(tmp_path / "gemms.onnx"), [("a", [70, 33]), ("w", [150, 33])], outs, opset=13))
+
+
+def test_one_d_upsampling_as_vocoders_write_it_and_circular_pads(tmp_path):
+    # A vocoder's 1-D transposed convs (stride, pads, output_padding, groups) and 1-D Resizes
+    # (by scales, by sizes, opset 18's axes), one of a conv's output; opset 19's Pad "wrap"
+    # (a circular padding, negative pads crop).
+    b = Builder()
+    w = lambda *s: b.const(RNG.standard_normal(s) * 0.3)
+    up = b.node("ConvTranspose", ["a", w(6, 4, 16), w(4)], kernel_shape=[16], strides=[8], pads=[4, 4])
+    up2 = b.node("ConvTranspose", ["a", w(6, 2, 3)], kernel_shape=[3], strides=[2], pads=[1, 1], output_padding=[1],
+                 group=3)
+    conv = b.node("Conv", ["a", w(8, 6, 3)], kernel_shape=[3], pads=[1, 1])
+    near = b.node("Resize", [conv, "", b.const([1.0, 1.0, 2.0])], mode="nearest")
+    lin = b.node("Resize", ["a", "", "", b.ints([2, 6, 45])], mode="linear", coordinate_transformation_mode="align_corners")
+    axes = b.node("Resize", ["a", "", b.const([3.0])], mode="linear", axes=[2])
+    after = b.node("Conv", [near, w(4, 8, 5)], kernel_shape=[5], pads=[2, 2])
+    wrap3 = b.node("Pad", ["a", b.ints([0, 0, 3, 0, 0, -2])], mode="wrap")
+    wrap4 = b.node("Pad", [b.node("Unsqueeze", ["a", b.ints([2])]), b.ints([0, 0, 0, 2, 0, 0, 1, 5])], mode="wrap")
+    # Where one side crops and the other pads, the modes read what remains (ONNX Runtime's way).
+    crops = [b.node("Pad", ["a", b.ints([0, 0, 2, 0, 0, -3])], mode="reflect"),
+             b.node("Pad", ["a", b.ints([0, 0, -2, 0, 0, 3])], mode="edge")]
+    compare(b.save(str(tmp_path / "audio.onnx"), [("a", [2, 6, 20])],
+                   [up, up2, lin, axes, after, wrap3, wrap4] + crops, opset=19))
