@@ -53,6 +53,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (binary_op(op)) return add_binary(n, op);
   if (op == "Where") return add_where(n);
   if (op == "Expand") return add_expand(n);
+  if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") && add_window_nd(n, p)) return;
   if (op == "MaxPool" || op == "AveragePool") return add_pool(n, p);
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return add_global_pool(n);
   if (op == "Concat") return add_concat(n, p);
@@ -553,6 +554,74 @@ void Model::Impl::add_rms_norm(const frontend::GraphNode& n, const onnx::NodePro
   const Ref x = plain(n.inputs[0], n.name);
   const int y = output(n.outputs[0], false);
   push(n, [=, this] { rms_norm(at(x), xs, axis, eps, scale, ptr[y]); });
+}
+
+WindowNd Model::Impl::window_nd(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                                const std::vector<std::int64_t>& kernel, const Shape& ys, bool transposed) const {
+  const std::size_t rank = xs.size() - 2;
+  WindowNd a;
+  a.kernel = kernel;
+  a.strides = ints_attr(p, "strides");
+  a.dilations = ints_attr(p, "dilations");
+  const auto pads = ints_attr(p, "pads");
+  if (a.strides.empty()) a.strides.assign(rank, 1);
+  if (a.dilations.empty()) a.dilations.assign(rank, 1);
+  a.pad_begin.assign(rank, 0);
+  a.pad_end.assign(rank, 0);
+  if (!pads.empty() && pads.size() != 2 * rank)
+    unsupported(n, "pads must have " + std::to_string(2 * rank) + " values");
+  for (std::size_t d = 0; d < pads.size() / 2; ++d) a.pad_begin[d] = pads[d], a.pad_end[d] = pads[d + rank];
+  if (kernel.size() != rank || a.strides.size() != rank || a.dilations.size() != rank) {
+    unsupported(n, "kernel_shape, strides and dilations must have " + std::to_string(rank) + " values");
+  }
+  const std::string auto_pad = string_attr(p, "auto_pad", "NOTSET");
+  for (std::size_t d = 0; d < rank && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"); ++d) {
+    // The padding that makes the output ys's: a transposed conv's full output trimmed to it.
+    const std::int64_t in = transposed ? ys[d + 2] : xs[d + 2], out = transposed ? xs[d + 2] : ys[d + 2];
+    const std::int64_t total =
+        std::max<std::int64_t>(0, (out - 1) * a.strides[d] + (kernel[d] - 1) * a.dilations[d] + 1 - in);
+    // SAME_UPPER puts the odd one at the end, SAME_LOWER at the start (add_plain_conv's and
+    // conv_transpose_attrs's rules).
+    a.pad_begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    a.pad_end[d] = total - a.pad_begin[d];
+  }
+  a.groups = int_attr(p, "group", 1);
+  a.count_include_pad = int_attr(p, "count_include_pad", 0) != 0;
+  return a;
+}
+
+bool Model::Impl::add_window_nd(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  if (xs.size() < 5) return false;
+  if (ys.size() != xs.size()) unsupported(n, "output shape unknown");
+  const bool pool = n.op == "MaxPool" || n.op == "AveragePool";
+  if (pool) {
+    if (n.outputs.size() > 1 && !graph.tensors()[n.outputs[1]].consumers.empty()) unsupported(n, "Indices output");
+    const WindowNd a = window_nd(n, p, xs, ints_attr(p, "kernel_shape"), ys, false);
+    const bool max = n.op == "MaxPool";
+    const Ref x = plain(n.inputs[0], n.name);
+    const int y = output(n.outputs[0], false);
+    push(n, [=, this] { pool_nd(max, at(x), xs, ptr[y], ys, a, threads); });
+    return true;
+  }
+  const Shape ws = values[n.inputs.at(1)].shape;
+  if (ws.size() != xs.size()) unsupported(n, "weights of the input's rank expected");
+  const bool transposed = n.op == "ConvTranspose";
+  const WindowNd a = window_nd(n, p, xs, Shape(ws.begin() + 2, ws.end()), ys, transposed);
+  const std::int64_t cin = transposed ? ws[0] : ws[1] * a.groups, cout = transposed ? ws[1] * a.groups : ws[0];
+  if (a.groups < 1 || xs[1] != cin || ys[1] != cout || xs[1] % a.groups != 0) {
+    unsupported(n, "weight shape does not match the channels");
+  }
+  const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
+  const float* bias = constant_of(n, p, 2, ys[1]);
+  const int y = output(n.outputs[0], false);
+  if (transposed) {
+    push(n, [=, this] { conv_transpose_nd(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
+  } else {
+    const auto offsets = std::make_shared<const std::vector<std::int32_t>>(tap_offsets(xs, ys, a));
+    push(n, [=, this] { conv_nd(at(x), xs, at(w), bias, ptr[y], ys, a, *offsets, threads); });
+  }
+  return true;
 }
 
 void Model::Impl::add_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -21,6 +21,7 @@
 #include "engine/conv_ops.hpp"
 #include "engine/model.hpp"
 #include "engine/onnx_file.hpp"
+#include "engine/volume_ops.hpp"
 #include "frontend/graph.hpp"
 #include "runtime/runtime.hpp"
 
@@ -462,6 +463,11 @@ struct Model::Impl {
                                  const Shape& ws, const Shape& ys) const;
 
   void add_conv_transpose(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // Conv, ConvTranspose, MaxPool and AveragePool of 3 and more spatial dims (volume_ops.hpp);
+  // false where the input has fewer.
+  bool add_window_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  WindowNd window_nd(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                     const std::vector<std::int64_t>& kernel, const Shape& ys, bool transposed) const;
 
   // ConstantOfShape: its `value` (one element; default 0) everywhere in the output's shape.
   void add_constant_of_shape(const frontend::GraphNode& n, const onnx::NodeProto& p);

@@ -1452,3 +1452,35 @@ def test_one_d_upsampling_as_vocoders_write_it_and_circular_pads(tmp_path):
              b.node("Pad", ["a", b.ints([0, 0, -2, 0, 0, 3])], mode="edge")]
     compare(b.save(str(tmp_path / "audio.onnx"), [("a", [2, 6, 20])],
                    [up, up2, lin, axes, after, wrap3, wrap4] + crops, opset=19))
+
+
+def test_three_d_convs_and_pools_as_video_and_medical_models_write_them(tmp_path):
+    # r3d/x3d-style video blocks and a 3-D UNet's: Conv3d with per-side pads, strides and
+    # dilations per axis, groups (depthwise), auto_pad, folded BN and ReLU; ConvTranspose3d with
+    # output_padding and groups; MaxPool3d and AveragePool3d with ceil_mode, dilations and
+    # count_include_pad; over a symbolic batch.
+    b = Builder()
+
+    def conv3d(x, cin, cout, k, group=1, bias=True, **attrs):
+        w = b.const(RNG.standard_normal((cout, cin // group) + tuple(k)) * np.sqrt(2.0 / (cin // group * np.prod(k))))
+        return b.node("Conv", [x, w] + ([b.const(RNG.uniform(-0.1, 0.1, cout))] if bias else []), group=group,
+                      kernel_shape=list(k), **attrs)
+
+    x = b.node("Relu", [b.bn(conv3d("x", 3, 8, (3, 7, 7), bias=False, strides=[1, 2, 2], pads=[1, 3, 3, 1, 3, 3]), 8)])
+    outs = [conv3d(x, 8, 8, (3, 3, 3), pads=[1, 0, 1, 0, 1, 2], dilations=[1, 2, 1]),
+            conv3d(x, 8, 8, (3, 3, 3), group=8, pads=[1, 1, 1, 1, 1, 1]),
+            conv3d(x, 8, 4, (1, 3, 3), group=2, auto_pad="SAME_UPPER", strides=[1, 2, 2]),
+            conv3d(x, 8, 70, (1, 1, 1)),  # 70 channels over the threads, 720 pixels in 12 panels
+            b.node("ConvTranspose", [x, b.const(RNG.standard_normal((8, 2, 2, 3, 3)) * 0.2), b.const([0.5] * 4)],
+                   kernel_shape=[2, 3, 3],
+                   strides=[2, 2, 2], pads=[0, 1, 1, 0, 1, 1], output_padding=[1, 1, 0], group=2),
+            b.node("MaxPool", [x], kernel_shape=[1, 3, 3], strides=[1, 2, 2], pads=[0, 1, 1, 0, 1, 1]),
+            b.node("MaxPool", [x], kernel_shape=[2, 2, 2], strides=[2, 2, 2], ceil_mode=1, dilations=[1, 1, 2]),
+            b.node("AveragePool", [x], kernel_shape=[3, 3, 3], strides=[2, 2, 2], pads=[1, 0, 1, 0, 1, 2],
+                   count_include_pad=1),
+            b.node("AveragePool", [x], kernel_shape=[2, 3, 3], strides=[2, 2, 2], pads=[0, 1, 1, 1, 1, 0], ceil_mode=1),
+            b.node("GlobalAveragePool", [x])]
+    compare(b.save(str(tmp_path / "video.onnx"), [("x", ["N", 3, 5, 16, 18])], outs, opset=13), batch=2)
+    b = Builder()  # 12800 output pixels x 432 deep: packed in three blocks of pixels
+    compare(b.save(str(tmp_path / "blocks.onnx"), [("x", [1, 16, 8, 40, 40])],
+                   [conv3d("x", 16, 6, (3, 3, 3), pads=[1, 1, 1, 1, 1, 1])], opset=13))

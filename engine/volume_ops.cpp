@@ -1,0 +1,184 @@
+#include "engine/volume_ops.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/packed_product.hpp"
+#include "engine/vector_build.hpp"
+
+namespace atvoss::engine {
+namespace {
+
+// The spatial offsets of every kernel tap, tap-major: taps x rank values, the last dim fastest.
+std::vector<std::int64_t> taps_of(const std::vector<std::int64_t>& kernel) {
+  std::vector<std::int64_t> taps, at(kernel.size(), 0);
+  const std::int64_t count = elements(kernel);
+  for (std::int64_t t = 0; t < count; ++t) {
+    taps.insert(taps.end(), at.begin(), at.end());
+    for (std::size_t d = kernel.size(); d-- > 0;) {
+      if (++at[d] < kernel[d]) break;
+      at[d] = 0;
+    }
+  }
+  return taps;
+}
+
+// Each pixel's window origin (its index x stride - pad) over the spatial dims of shape s,
+// pixel-major: pixels x rank values.
+std::vector<std::int64_t> origins_of(const Shape& s, const WindowNd& a) {
+  const std::size_t rank = s.size() - 2;
+  const Shape out(s.begin() + 2, s.end());
+  std::vector<std::int64_t> origins, at(rank, 0);
+  const std::int64_t count = elements(out);
+  for (std::int64_t p = 0; p < count; ++p) {
+    for (std::size_t d = 0; d < rank; ++d) origins.push_back(at[d] * a.strides[d] - a.pad_begin[d]);
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++at[d] < out[d]) break;
+      at[d] = 0;
+    }
+  }
+  return origins;
+}
+
+// The flat offset in one plane of shape xs (its spatial dims) of a tap at a window origin, or -1
+// where it falls outside.
+std::int64_t tap_offset(const std::int64_t* origin, const std::int64_t* tap, const Shape& xs, const WindowNd& a) {
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d + 2 < xs.size(); ++d) {
+    const std::int64_t c = origin[d] + tap[d] * a.dilations[d];
+    if (c < 0 || c >= xs[d + 2]) return -1;
+    offset = offset * xs[d + 2] + c;
+  }
+  return offset;
+}
+
+}  // namespace
+
+std::vector<std::int32_t> tap_offsets(const Shape& xs, const Shape& ys, const WindowNd& a) {
+  const std::size_t rank = xs.size() - 2;
+  const std::vector<std::int64_t> taps = taps_of(a.kernel), origins = origins_of(ys, a);
+  const auto ntaps = std::int64_t(taps.size() / rank), pixels = std::int64_t(origins.size() / rank);
+  std::vector<std::int32_t> out(std::size_t(ntaps * pixels));
+  for (std::int64_t t = 0; t < ntaps; ++t) {
+    for (std::int64_t p = 0; p < pixels; ++p) {
+      out[std::size_t(t * pixels + p)] = std::int32_t(
+          tap_offset(&origins[std::size_t(p * std::int64_t(rank))], &taps[std::size_t(t * std::int64_t(rank))], xs, a));
+    }
+  }
+  return out;
+}
+
+void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
+             const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads) {
+  const std::int64_t c = xs[1], k = ys[1], cg = c / a.groups, kg = k / a.groups;
+  const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
+  const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
+  const std::int64_t ntaps = elements(a.kernel), depth = cg * ntaps;  // the reduction: channels x taps
+  // Blocks of output pixels whose packed columns stay near 8 MB, whole panels each.
+  const std::int64_t block =
+      std::max(kPanel, (std::int64_t(2) << 20) / std::max<std::int64_t>(depth, 1) / kPanel * kPanel);
+  thread_local std::vector<float> packed, zeros;
+  packed.resize(std::size_t(depth * std::min(block, pixels)));
+  zeros.assign(std::size_t(std::min(block, pixels)), 0.0f);
+  float* to = packed.data();
+  const float* zp = zeros.data();
+  const std::int32_t* offs = offsets.data();
+  for (std::int64_t b = 0; b < xs[0]; ++b) {
+    for (std::int64_t g = 0; g < a.groups; ++g) {
+      const float* src = x + (b * c + g * cg) * plane;
+      float* dst = y + (b * k + g * kg) * pixels;
+      for (std::int64_t j0 = 0; j0 < pixels; j0 += block) {
+        const std::int64_t width = std::min(block, pixels - j0);
+        // The im2col columns of pixels j0.. packed as packed_product reads them: panel by panel,
+        // row (channel, tap) by row, each the input under that tap at the panel's pixels.
+        loops::split((width + kPanel - 1) / kPanel, 1, threads, [&](std::int64_t q0, std::int64_t q1) {
+          for (std::int64_t p0 = q0 * kPanel; p0 < std::min(width, q1 * kPanel); p0 += kPanel) {
+            const std::int64_t wide = std::min(kPanel, width - p0);
+            float* out = to + p0 * depth;
+            for (std::int64_t ch = 0; ch < cg; ++ch) {
+              const float* in = src + ch * plane;
+              for (std::int64_t t = 0; t < ntaps; ++t) {
+                const std::int32_t* at = offs + t * pixels + j0 + p0;
+                for (std::int64_t j = 0; j < wide; ++j) *out++ = at[j] >= 0 ? in[at[j]] : 0.0f;
+              }
+            }
+          }
+        });
+        loops::split(kg, 1, threads, [&](std::int64_t r0, std::int64_t r1) {
+          packed_product(w + (g * kg + r0) * depth, r1 - r0, depth, depth, to, width, zp, dst + r0 * pixels + j0,
+                         pixels);
+        });
+      }
+      for (std::int64_t o = 0; bias && o < kg; ++o) {
+        for (std::int64_t p = 0; p < pixels; ++p) dst[o * pixels + p] += bias[g * kg + o];
+      }
+    }
+  }
+}
+
+void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
+                       const Shape& ys, const WindowNd& a) {
+  const std::size_t rank = xs.size() - 2;
+  const std::int64_t c = xs[1], k = ys[1], cg = c / a.groups, kg = ws[1];
+  const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
+  const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
+  const std::vector<std::int64_t> taps = taps_of(a.kernel);
+  const auto ntaps = std::int64_t(taps.size() / rank);
+  // The input pixels' origins in the output: in x stride - pad, as a conv's windows are placed.
+  const std::vector<std::int64_t> origins = origins_of(xs, a);
+  for (std::int64_t b = 0; b < xs[0]; ++b) {
+    for (std::int64_t o = 0; o < k; ++o) std::fill_n(y + (b * k + o) * pixels, pixels, bias ? bias[o] : 0.0f);
+    for (std::int64_t ci = 0; ci < c; ++ci) {
+      const std::int64_t g = ci / cg;
+      const float* src = x + (b * c + ci) * plane;
+      for (std::int64_t oo = 0; oo < kg; ++oo) {
+        const float* filt = w + (ci * kg + oo) * ntaps;
+        float* dst = y + (b * k + g * kg + oo) * pixels;
+        for (std::int64_t p = 0; p < plane; ++p) {
+          for (std::int64_t t = 0; t < ntaps; ++t) {
+            const std::int64_t off = tap_offset(&origins[std::size_t(p * std::int64_t(rank))],
+                                                &taps[std::size_t(t * std::int64_t(rank))], ys, a);
+            if (off >= 0) dst[off] += src[p] * filt[t];
+          }
+        }
+      }
+    }
+  }
+}
+
+void pool_nd(bool max, const float* x, const Shape& xs, float* y, const Shape& ys, const WindowNd& a, int threads) {
+  const std::size_t rank = xs.size() - 2;
+  const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
+  const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
+  const std::vector<std::int64_t> taps = taps_of(a.kernel), origins = origins_of(ys, a);
+  const auto ntaps = std::int64_t(taps.size() / rank);
+  loops::split(xs[0] * xs[1], 1, threads, [&](std::int64_t q0, std::int64_t q1) {
+    for (std::int64_t q = q0; q < q1; ++q) {
+      const float* src = x + q * plane;
+      for (std::int64_t p = 0; p < pixels; ++p) {
+        float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+        std::int64_t count = 0;
+        for (std::int64_t t = 0; t < ntaps; ++t) {
+          const std::int64_t* origin = &origins[std::size_t(p * std::int64_t(rank))];
+          const std::int64_t* tap = &taps[std::size_t(t * std::int64_t(rank))];
+          const std::int64_t off = tap_offset(origin, tap, xs, a);
+          if (off >= 0) {
+            acc = max ? std::max(acc, src[off]) : acc + src[off];
+            ++count;
+          } else if (!max && a.count_include_pad) {
+            // Padding counts only inside the padded extent (ONNX: not past the last pad).
+            bool in_padded = true;
+            for (std::size_t d = 0; d < rank; ++d) {
+              const std::int64_t cd = origin[d] + tap[d] * a.dilations[d];
+              in_padded = in_padded && cd >= -a.pad_begin[d] && cd < xs[d + 2] + a.pad_end[d];
+            }
+            count += in_padded;
+          }
+        }
+        y[q * pixels + p] = max ? acc : (count > 0 ? acc / float(count) : 0.0f);
+      }
+    }
+  });
+}
+
+}  // namespace atvoss::engine

@@ -1,0 +1,37 @@
+// The window ops of three and more spatial dims (video and medical models' Conv, ConvTranspose,
+// MaxPool and AveragePool of [N, C, D, H, W]), which the 1-D and 2-D paths (conv_ops.hpp,
+// pool_ops.cpp) do not take. The conv packs its im2col columns straight from the input into
+// packed_product's panels, a block of output pixels at a time, and multiplies the weights by
+// them; the others are direct loops. Layout NC followed by the spatial dims. Pure functions:
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/plain_ops.hpp"
+
+namespace atvoss::engine {
+
+struct WindowNd {
+  std::vector<std::int64_t> kernel, strides, dilations, pad_begin, pad_end;  // one per spatial dim
+  std::int64_t groups = 1;                                                   // conv only
+  bool count_include_pad = false;                                            // AveragePool only
+};
+
+// Where each kernel tap reads in an input plane for each output pixel: taps x pixels offsets,
+// -1 in the padding. Computed once per node (at load), for conv_nd.
+std::vector<std::int32_t> tap_offsets(const Shape& xs, const Shape& ys, const WindowNd& a);
+
+// y [N, K, out...] = x [N, C, in...] convolved with w [K, C / groups, kernel...], plus bias
+// (K values, or null); the output's spatial dims are ys's; offsets tap_offsets(xs, ys, a).
+void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
+             const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads);
+// y [N, K, out...] = x [N, C, in...] transposed-convolved with w [C, K / groups, kernel...], plus bias.
+void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
+                       const Shape& ys, const WindowNd& a);
+// MaxPool (max) or AveragePool of x [N, C, in...] into y [N, C, out...]: padding never wins a
+// max, and an average counts the padding only with count_include_pad.
+void pool_nd(bool max, const float* x, const Shape& xs, float* y, const Shape& ys, const WindowNd& a, int threads);
+
+}  // namespace atvoss::engine
