@@ -1,6 +1,7 @@
 #include "engine/volume_ops.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "engine/packed_product.hpp"
@@ -52,6 +53,26 @@ std::int64_t tap_offset(const std::int64_t* origin, const std::int64_t* tap, con
   return offset;
 }
 
+// out[j] = in[at[j]] (0 where at[j] < 0) for j < n; the runs of consecutive offsets (a tap
+// along an output row at stride 1) copied whole. The end of what was written.
+float* gather_row(const float* in, const std::int32_t* at, std::int64_t n, float* out) {
+  for (std::int64_t j = 0; j < n;) {
+    if (at[j] < 0) {
+      *out++ = 0.0f, ++j;
+      continue;
+    }
+    std::int64_t run = 1;
+    while (j + run < n && at[j + run] == at[j] + run) ++run;
+    if (run < 8) {  // strided taps: element by element
+      for (std::int64_t i = 0; i < run; ++i) out[i] = in[at[j] + i];
+    } else {
+      std::memcpy(out, in + at[j], std::size_t(run) * sizeof(float));
+    }
+    out += run, j += run;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::int32_t> tap_offsets(const Shape& xs, const Shape& ys, const WindowNd& a) {
@@ -74,41 +95,28 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
   const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
   const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
   const std::int64_t ntaps = elements(a.kernel), depth = cg * ntaps;  // the reduction: channels x taps
-  // Blocks of output pixels whose packed columns stay near 8 MB, whole panels each.
-  const std::int64_t block =
-      std::max(kPanel, (std::int64_t(2) << 20) / std::max<std::int64_t>(depth, 1) / kPanel * kPanel);
-  thread_local std::vector<float> packed, zeros;
-  packed.resize(std::size_t(depth * std::min(block, pixels)));
-  zeros.assign(std::size_t(std::min(block, pixels)), 0.0f);
-  float* to = packed.data();
-  const float* zp = zeros.data();
+  const std::vector<float> zeros(std::size_t(kPanel), 0.0f);
   const std::int32_t* offs = offsets.data();
   for (std::int64_t b = 0; b < xs[0]; ++b) {
     for (std::int64_t g = 0; g < a.groups; ++g) {
       const float* src = x + (b * c + g * cg) * plane;
       float* dst = y + (b * k + g * kg) * pixels;
-      for (std::int64_t j0 = 0; j0 < pixels; j0 += block) {
-        const std::int64_t width = std::min(block, pixels - j0);
-        // The im2col columns of pixels j0.. packed as packed_product reads them: panel by panel,
-        // row (channel, tap) by row, each the input under that tap at the panel's pixels.
-        loops::split((width + kPanel - 1) / kPanel, 1, threads, [&](std::int64_t q0, std::int64_t q1) {
-          for (std::int64_t p0 = q0 * kPanel; p0 < std::min(width, q1 * kPanel); p0 += kPanel) {
-            const std::int64_t wide = std::min(kPanel, width - p0);
-            float* out = to + p0 * depth;
-            for (std::int64_t ch = 0; ch < cg; ++ch) {
-              const float* in = src + ch * plane;
-              for (std::int64_t t = 0; t < ntaps; ++t) {
-                const std::int32_t* at = offs + t * pixels + j0 + p0;
-                for (std::int64_t j = 0; j < wide; ++j) *out++ = at[j] >= 0 ? in[at[j]] : 0.0f;
-              }
-            }
+      // Panel by panel of 64 output pixels, each thread its own: the panel's im2col columns
+      // gathered row (channel, tap) by row, then every output channel's product with them,
+      // while the panel is still in cache.
+      loops::split((pixels + kPanel - 1) / kPanel, 1, threads, [&](std::int64_t q0, std::int64_t q1) {
+        thread_local std::vector<float> panel;
+        panel.resize(std::size_t(depth * kPanel));
+        for (std::int64_t p0 = q0 * kPanel; p0 < std::min(pixels, q1 * kPanel); p0 += kPanel) {
+          const std::int64_t wide = std::min(kPanel, pixels - p0);
+          float* out = panel.data();
+          for (std::int64_t ch = 0; ch < cg; ++ch) {
+            for (std::int64_t t = 0; t < ntaps; ++t)
+              out = gather_row(src + ch * plane, offs + t * pixels + p0, wide, out);
           }
-        });
-        loops::split(kg, 1, threads, [&](std::int64_t r0, std::int64_t r1) {
-          packed_product(w + (g * kg + r0) * depth, r1 - r0, depth, depth, to, width, zp, dst + r0 * pixels + j0,
-                         pixels);
-        });
-      }
+          packed_product(w + g * kg * depth, kg, depth, depth, panel.data(), wide, zeros.data(), dst + p0, pixels);
+        }
+      });
       for (std::int64_t o = 0; bias && o < kg; ++o) {
         for (std::int64_t p = 0; p < pixels; ++p) dst[o * pixels + p] += bias[g * kg + o];
       }

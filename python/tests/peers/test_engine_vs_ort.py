@@ -1481,6 +1481,6 @@ def test_three_d_convs_and_pools_as_video_and_medical_models_write_them(tmp_path
             b.node("AveragePool", [x], kernel_shape=[2, 3, 3], strides=[2, 2, 2], pads=[0, 1, 1, 1, 1, 0], ceil_mode=1),
             b.node("GlobalAveragePool", [x])]
     compare(b.save(str(tmp_path / "video.onnx"), [("x", ["N", 3, 5, 16, 18])], outs, opset=13), batch=2)
-    b = Builder()  # 12800 output pixels x 432 deep: packed in three blocks of pixels
+    b = Builder()  # 12800 output pixels, 432 deep: 200 panels shared by the threads
     compare(b.save(str(tmp_path / "blocks.onnx"), [("x", [1, 16, 8, 40, 40])],
                    [conv3d("x", 16, 6, (3, 3, 3), pads=[1, 1, 1, 1, 1, 1])], opset=13))
