@@ -1,6 +1,8 @@
 #include "engine/packed_product.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/vector_build.hpp"
 
@@ -19,9 +21,12 @@ ATVOSS_INLINE void product_tile(const float* x, std::int64_t ldx, std::int64_t k
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) {
     Vec16 b;
-    std::memcpy(&b, bias + 16 * v, sizeof b);
+    if (bias) std::memcpy(&b, bias + 16 * v, sizeof b);
 #pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) acc[i][v] = b;
+    for (int i = 0; i < MR; ++i) {
+      if (!bias) std::memcpy(&b, out + i * ldo + 16 * v, sizeof b);
+      acc[i][v] = b;
+    }
   }
   for (std::int64_t p = 0; p < k; ++p) {
     Vec16 wv[NV];
@@ -45,18 +50,31 @@ ATVOSS_INLINE void product_body(const float* x, std::int64_t rows, std::int64_t 
   for (; j0 + kPanel <= n; j0 += kPanel) {
     const float* panel = b + j0 * k;
     std::int64_t r = 0;
-    for (; r + MR <= rows; r += MR) product_tile<MR>(x + r * ldx, ldx, k, panel, bias + j0, out + r * ldo + j0, ldo);
-    for (; r < rows; ++r) product_tile<1>(x + r * ldx, ldx, k, panel, bias + j0, out + r * ldo + j0, ldo);
+    const float* from = bias ? bias + j0 : nullptr;
+    for (; r + MR <= rows; r += MR) product_tile<MR>(x + r * ldx, ldx, k, panel, from, out + r * ldo + j0, ldo);
+    for (; r < rows; ++r) product_tile<1>(x + r * ldx, ldx, k, panel, from, out + r * ldo + j0, ldo);
   }
   const std::int64_t rest = n - j0;
-  const float* panel = b + j0 * k;
-  for (std::int64_t r = 0; rest > 0 && r < rows; ++r) {
-    for (std::int64_t j = 0; j < rest; ++j) {
-      float acc = bias[j0 + j];
-      for (std::int64_t p = 0; p < k; ++p) acc += x[r * ldx + p] * panel[p * rest + j];
-      out[r * ldo + j0 + j] = acc;
-    }
+  if (rest == 0) return;
+  // The last, narrower panel widened to 64 columns with zeros, its tiles computed into a
+  // 64-wide scratch and the columns that exist copied out: vector tiles, not one column at a time.
+  thread_local std::vector<float> wide_panel, wide_out, wide_bias;
+  wide_panel.assign(std::size_t(k * kPanel), 0.0f);
+  for (std::int64_t p = 0; p < k; ++p) std::copy_n(b + j0 * k + p * rest, rest, wide_panel.data() + p * kPanel);
+  wide_out.assign(std::size_t(rows * kPanel), 0.0f);
+  if (bias) {
+    wide_bias.assign(std::size_t(kPanel), 0.0f);
+    std::copy_n(bias + j0, rest, wide_bias.data());
+  } else {
+    for (std::int64_t r = 0; r < rows; ++r) std::copy_n(out + r * ldo + j0, rest, wide_out.data() + r * kPanel);
   }
+  const float* from = bias ? wide_bias.data() : nullptr;
+  std::int64_t r = 0;
+  for (; r + MR <= rows; r += MR)
+    product_tile<MR>(x + r * ldx, ldx, k, wide_panel.data(), from, &wide_out[std::size_t(r * kPanel)], kPanel);
+  for (; r < rows; ++r)
+    product_tile<1>(x + r * ldx, ldx, k, wide_panel.data(), from, &wide_out[std::size_t(r * kPanel)], kPanel);
+  for (r = 0; r < rows; ++r) std::copy_n(wide_out.data() + r * kPanel, rest, out + r * ldo + j0);
 }
 ATVOSS_BUILT_TWICE(product,
                    (const float* x, std::int64_t rows, std::int64_t ldx, std::int64_t k, const float* b, std::int64_t n,

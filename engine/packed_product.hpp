@@ -26,7 +26,8 @@ void pack_panels(std::int64_t k, std::int64_t n, At at, float* out) {
 }
 
 // out[r * ldo + j] = bias[j] + sum over p < k of x[r * ldx + p] * B[p][j], for r < rows and
-// j < n, B packed by pack_panels into b; accumulated in float, in p's order.
+// j < n, B packed by pack_panels into b; accumulated in float, in p's order. bias null: the sum
+// is added to what out holds (a reduction run in blocks of p).
 void packed_product(const float* x, std::int64_t rows, std::int64_t ldx, std::int64_t k, const float* b, std::int64_t n,
                     const float* bias, float* out, std::int64_t ldo);
 

@@ -53,6 +53,10 @@ std::int64_t tap_offset(const std::int64_t* origin, const std::int64_t* tap, con
   return offset;
 }
 
+// The rows of a conv's reduction (channel, tap) gathered into one panel at a time: 128 x 64
+// floats, 32 KB, an L1's worth.
+constexpr std::int64_t kDepthBlock = 128;
+
 // out[j] = in[at[j]] (0 where at[j] < 0) for j < n; the runs of consecutive offsets (a tap
 // along an output row at stride 1) copied whole. The end of what was written.
 float* gather_row(const float* in, const std::int32_t* at, std::int64_t n, float* out) {
@@ -106,15 +110,19 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
       // while the panel is still in cache.
       loops::split((pixels + kPanel - 1) / kPanel, 1, threads, [&](std::int64_t q0, std::int64_t q1) {
         thread_local std::vector<float> panel;
-        panel.resize(std::size_t(depth * kPanel));
+        panel.resize(std::size_t(std::min(depth, kDepthBlock) * kPanel));
         for (std::int64_t p0 = q0 * kPanel; p0 < std::min(pixels, q1 * kPanel); p0 += kPanel) {
           const std::int64_t wide = std::min(kPanel, pixels - p0);
-          float* out = panel.data();
-          for (std::int64_t ch = 0; ch < cg; ++ch) {
-            for (std::int64_t t = 0; t < ntaps; ++t)
-              out = gather_row(src + ch * plane, offs + t * pixels + p0, wide, out);
+          // The reduction in blocks of kDepthBlock rows (channel, tap), each block's panel in L1.
+          for (std::int64_t r0 = 0; r0 < depth; r0 += kDepthBlock) {
+            const std::int64_t rows = std::min(kDepthBlock, depth - r0);
+            float* out = panel.data();
+            for (std::int64_t r = r0; r < r0 + rows; ++r) {
+              out = gather_row(src + r / ntaps * plane, offs + r % ntaps * pixels + p0, wide, out);
+            }
+            packed_product(w + g * kg * depth + r0, kg, depth, rows, panel.data(), wide,
+                           r0 == 0 ? zeros.data() : nullptr, dst + p0, pixels);
           }
-          packed_product(w + g * kg * depth, kg, depth, depth, panel.data(), wide, zeros.data(), dst + p0, pixels);
         }
       });
       for (std::int64_t o = 0; bias && o < kg; ++o) {

@@ -69,6 +69,10 @@ mode), with seeded random weights and a symbolic batch:
                    sequence_length], a 128-wide embedding Gather, Transpose to seq-first, two LSTM
                    layers of 256 a direction joined by Transpose and Reshape, and a per-token MatMul
                    + Add to 20 tags
+  r3d_18           torchvision's r3d_18 video classifier (Tran et al., 2018) on an 8-frame 112 x 112
+                   clip: a 3x7x7 stride (1, 2, 2) stem, four stages of two basic blocks of 3x3x3
+                   convs (64 to 512 channels; stride 2 and a 1x1x1 projection opening stages 2-4),
+                   ReLU, residual Adds, global average pool, Flatten and the 400-class Gemm
 Usage: make_more_models.py NAME OUT.onnx"""
 import os
 import sys
@@ -592,12 +596,33 @@ def lstm_tagger(vocab=1000, embed=128, hidden=256, tags=20):
     return token_model(w, "lstm_tagger", ["input_ids"], logits, tags, 14)
 
 
+def r3d_18(frames=8, size=112, classes=400):
+    w = ConvWriter(21)
+
+    def conv3d(x, cin, cout, k, stride=(1, 1, 1), relu=True):
+        weight = w.const(w.rng.standard_normal((cout, cin) + k) * np.sqrt(2.0 / (cin * np.prod(k))))
+        y = w.node("Conv", [x, weight, w.const(w.rng.uniform(-0.1, 0.1, cout))], kernel_shape=list(k),
+                   strides=list(stride), pads=[d // 2 for d in k] * 2)
+        return w.node("Relu", [y]) if relu else y
+
+    x = conv3d("input", 3, 64, (3, 7, 7), (1, 2, 2))
+    cin = 64
+    for stage, cout in enumerate([64, 128, 256, 512]):
+        for block in range(2):
+            stride = (2, 2, 2) if stage > 0 and block == 0 else (1, 1, 1)
+            y = conv3d(conv3d(x, cin, cout, (3, 3, 3), stride), cout, cout, (3, 3, 3), relu=False)
+            skip = conv3d(x, cin, cout, (1, 1, 1), stride, relu=False) if stride != (1, 1, 1) else x
+            x, cin = w.node("Relu", [w.node("Add", [y, skip])]), cout
+    logits = w.gemm(w.node("Flatten", [w.node("GlobalAveragePool", [x])]), 512, classes)
+    return Writer.model(w, "r3d_18", [("input", ["N", 3, frames, size, size])], [(logits, None)], 13)
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
           "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
           "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf, "whisper_front": whisper_front,
           "wav2vec2_features": wav2vec2_features, "convnext_tiny": convnext_tiny, "gpt2": gpt2,
           "t5_encoder": t5_encoder, "swin_stages": swin_stages,
-          "yolov8n": yolov8n, "lstm_tagger": lstm_tagger}
+          "yolov8n": yolov8n, "lstm_tagger": lstm_tagger, "r3d_18": r3d_18}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
