@@ -1037,8 +1037,8 @@ void Model::Impl::add_instance_norm(const frontend::GraphNode& n, const onnx::No
 
 void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
-  if (xs.size() != ys.size() || xs.size() < 3 || xs.size() > 4 || xs[0] != ys[0] || xs[1] != ys[1]) {
-    unsupported(n, "3-D or 4-D input resized along the dims after the second only");
+  if (xs.size() != ys.size() || xs.size() < 3 || xs.size() > 5 || xs[0] != ys[0] || xs[1] != ys[1]) {
+    unsupported(n, "3-D to 5-D input resized along the dims after the second only");
   }
   ResizeAttrs a;
   const std::string mode = string_attr(p, "mode", "nearest");
@@ -1055,8 +1055,19 @@ void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto
   static const std::set<std::string> modes = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
   if (!modes.count(a.coordinates)) unsupported(n, "coordinate_transformation_mode '" + a.coordinates + "'");
   // Antialiasing widens the filter only where the image shrinks.
-  if (int_attr(p, "antialias", 0) != 0 && (ys[2] < xs[2] || ys[3] < xs[3])) unsupported(n, "antialias=1 downsampling");
-  std::tie(a.scale_h, a.scale_w) = resize_scales(n, p, xs, ys);
+  bool shrinks = false;
+  for (std::size_t d = 2; d < xs.size(); ++d) shrinks = shrinks || ys[d] < xs[d];
+  if (int_attr(p, "antialias", 0) != 0 && shrinks) unsupported(n, "antialias=1 downsampling");
+  const std::vector<float> scales = resize_scales(n, p, xs, ys);
+  if (xs.size() == 5) {
+    if (a.cubic) unsupported(n, "cubic mode of a 5-D input");
+    push(n, [=, this, x = plain(n.inputs[0], n.name), y = output(n.outputs[0], false)] {
+      resize_nd(at(x), xs, ptr[y], ys, a, scales, threads);
+    });
+    return;
+  }
+  a.scale_h = xs.size() == 4 ? scales[2] : 1.0f;
+  a.scale_w = scales.back();
   if (xs.size() == 3) {  // [N, C, L] (audio) as its [N, C, 1, L] view
     for (Shape* shape : {&xs, &ys}) shape->insert(shape->begin() + 2, 1);
   }
@@ -1066,8 +1077,8 @@ void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto
   push(n, [=, this] { resize(at(x), xs, ptr[y], ys, a, in_nhwc, threads); });
 }
 
-std::pair<float, float> Model::Impl::resize_scales(const frontend::GraphNode& n, const onnx::NodeProto& p,
-                                                   const Shape& xs, const Shape& ys) const {
+std::vector<float> Model::Impl::resize_scales(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                                              const Shape& ys) const {
   std::vector<float> scales;  // Upsample-7's attribute, else the input
   for (const auto& attr : p.attribute()) {
     if (attr.name() == "scales") scales.assign(attr.floats().begin(), attr.floats().end());
@@ -1080,25 +1091,27 @@ std::pair<float, float> Model::Impl::resize_scales(const frontend::GraphNode& n,
     if (!s->empty()) scales = *s;
   }
   // Opset 18's axes: the scales (or sizes) list only those axes, in that order.
-  // A 3-D input's one resized dim is a 4-D view's width: its scale the second one returned.
-  const std::size_t rank = xs.size(), h = rank - 2, w = rank - 1;
+  const std::size_t rank = xs.size();
   std::vector<std::int64_t> axes = ints_attr(p, "axes");
   if (axes.empty()) {
     for (std::size_t d = 0; d < rank; ++d) axes.push_back(std::int64_t(d));
   }
   for (auto& ax : axes) ax = axis_of(n, ax, rank);
+  std::vector<float> full(rank, 1.0f);
   if (!scales.empty()) {
     if (scales.size() != axes.size()) {
       unsupported(n, std::to_string(scales.size()) + " scales for " + std::to_string(axes.size()) + " axes");
     }
-    std::vector<float> full(rank, 1.0f);
     for (std::size_t i = 0; i < axes.size(); ++i) full[std::size_t(axes[i])] = scales[i];
-    return {rank == 4 ? full[h] : 1.0f, full[w]};
+    return full;
   }
   // Sizes given: "stretch" scales each axis by out / in; the other policies keep the aspect
   // ratio by one scale, from the sizes, for every axis listed.
   const std::string policy = string_attr(p, "keep_aspect_ratio_policy", "stretch");
-  if (policy == "stretch") return {rank == 4 ? float(ys[h]) / float(xs[h]) : 1.0f, float(ys[w]) / float(xs[w])};
+  if (policy == "stretch") {
+    for (std::size_t d = 0; d < rank; ++d) full[d] = float(ys[d]) / float(xs[d]);
+    return full;
+  }
   if (policy != "not_larger" && policy != "not_smaller") unsupported(n, "keep_aspect_ratio_policy '" + policy + "'");
   const auto sizes = ints_of(n, p, 3, "");
   if (!sizes || sizes->size() != axes.size()) unsupported(n, "input 'sizes' must give one size per axis");
@@ -1107,8 +1120,8 @@ std::pair<float, float> Model::Impl::resize_scales(const frontend::GraphNode& n,
     const float r = float((*sizes)[i]) / float(xs[std::size_t(axes[i])]);
     scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
   }
-  const auto listed = [&](std::size_t d) { return std::find(axes.begin(), axes.end(), d) != axes.end(); };
-  return {rank == 4 && listed(h) ? scale : 1.0f, listed(w) ? scale : 1.0f};
+  for (const auto d : axes) full[std::size_t(d)] = scale;
+  return full;
 }
 
 }  // namespace atvoss::engine

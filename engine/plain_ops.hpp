@@ -189,6 +189,10 @@ struct ResizeAttrs {
 // Resize of [N, C, H, W] along H and W, in NCHW or NHWC order (nhwc).
 void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const ResizeAttrs& a, bool nhwc = false,
             int threads = 1);
+// Resize (nearest or linear: a.cubic unread) of [N, C, spatial...] along every spatial dim, by
+// scales (one per dim of x; a's scale_h and scale_w unread): a 3-D UNet's trilinear upsampling.
+void resize_nd(const float* x, const Shape& xs, float* y, const Shape& ys, const ResizeAttrs& a,
+               const std::vector<float>& scales, int threads = 1);
 
 // y [M, N] = a [M, K] (row-major, or [K, M] when trans_a) x b [K, N] (or [N, K] when trans_b),
 // alpha times, plus beta times c broadcast to [M, N] (c null: none); b packed on each call

@@ -488,13 +488,13 @@ struct Model::Impl {
   void add_instance_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
 
   // Resize (opset 10: scales; 11+: roi, scales, sizes) and Upsample (7: scales attribute; 9:
-  // scales input, asymmetric coordinates) of the last two dims of a 4-D tensor.
+  // scales input, asymmetric coordinates) of the dims after the second of a 3-D to 5-D tensor.
   void add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p);
-  // The scales a Resize or Upsample maps output coordinates back by, along H and W: those
-  // given (an attribute or a constant input, per opset 18's axes), else out / in for sizes, or
-  // the one scale keep_aspect_ratio_policy takes from constant sizes.
-  std::pair<float, float> resize_scales(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
-                                        const Shape& ys) const;
+  // The scales a Resize or Upsample maps output coordinates back by, one per dim: those given
+  // (an attribute or a constant input, per opset 18's axes), else out / in for sizes, or the one
+  // scale keep_aspect_ratio_policy takes from constant sizes.
+  std::vector<float> resize_scales(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                                   const Shape& ys) const;
 
   void add_plain_gemm(const frontend::GraphNode& n, const onnx::NodeProto& p);
 

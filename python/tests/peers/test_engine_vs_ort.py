@@ -1484,3 +1484,18 @@ def test_three_d_convs_and_pools_as_video_and_medical_models_write_them(tmp_path
     b = Builder()  # 12800 output pixels, 432 deep: 200 panels shared by the threads
     compare(b.save(str(tmp_path / "blocks.onnx"), [("x", [1, 16, 8, 40, 40])],
                    [conv3d("x", 16, 6, (3, 3, 3), pads=[1, 1, 1, 1, 1, 1])], opset=13))
+
+
+def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
+    # A 3-D UNet's decoder: trilinear and nearest upsampling of [N, C, D, H, W] by scales or
+    # sizes, in each coordinate mode, and a downsampling.
+    b = Builder()
+    outs = [b.node("Resize", ["x", "", b.const([1, 1, 2, 2, 2])], mode="linear"),
+            b.node("Resize", ["x", "", b.const([1, 1, 2, 1.5, 3])], mode="nearest"),
+            b.node("Resize", ["x", "", "", b.ints([2, 3, 7, 9, 4])], mode="linear",
+                   coordinate_transformation_mode="align_corners"),
+            b.node("Resize", ["x", "", "", b.ints([2, 3, 6, 11, 13])], mode="nearest",
+                   coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+            b.node("Resize", ["x", "", b.const([1, 1, 0.5, 0.6, 0.5])], mode="linear",
+                   coordinate_transformation_mode="pytorch_half_pixel")]
+    compare(b.save(str(tmp_path / "resize3d.onnx"), [("x", [2, 3, 4, 5, 6])], outs, opset=13))
