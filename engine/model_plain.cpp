@@ -616,7 +616,8 @@ bool Model::Impl::add_window_nd(const frontend::GraphNode& n, const onnx::NodePr
   const float* bias = constant_of(n, p, 2, ys[1]);
   const int y = output(n.outputs[0], false);
   if (transposed) {
-    push(n, [=, this] { conv_transpose_nd(at(x), xs, at(w), ws, bias, ptr[y], ys, a); });
+    const auto offsets = std::make_shared<const std::vector<std::int32_t>>(tap_offsets(ys, xs, a));
+    push(n, [=, this] { conv_transpose_nd(at(x), xs, at(w), bias, ptr[y], ys, a, *offsets, threads); });
   } else {
     const auto offsets = std::make_shared<const std::vector<std::int32_t>>(tap_offsets(xs, ys, a));
     push(n, [=, this] { conv_nd(at(x), xs, at(w), bias, ptr[y], ys, a, *offsets, threads); });

@@ -132,32 +132,37 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
   }
 }
 
-void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
-                       const Shape& ys, const WindowNd& a) {
-  const std::size_t rank = xs.size() - 2;
-  const std::int64_t c = xs[1], k = ys[1], cg = c / a.groups, kg = ws[1];
+void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
+                       const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads) {
+  const std::int64_t c = xs[1], k = ys[1], cg = c / a.groups, kg = k / a.groups;
   const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
   const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
-  const std::vector<std::int64_t> taps = taps_of(a.kernel);
-  const auto ntaps = std::int64_t(taps.size() / rank);
-  // The input pixels' origins in the output: in x stride - pad, as a conv's windows are placed.
-  const std::vector<std::int64_t> origins = origins_of(xs, a);
+  const std::int64_t ntaps = elements(a.kernel), rows = kg * ntaps;
+  thread_local std::vector<float> cols;
+  cols.resize(std::size_t(rows * plane));
+  float* cp = cols.data();
+  const std::int32_t* offs = offsets.data();
   for (std::int64_t b = 0; b < xs[0]; ++b) {
-    for (std::int64_t o = 0; o < k; ++o) std::fill_n(y + (b * k + o) * pixels, pixels, bias ? bias[o] : 0.0f);
-    for (std::int64_t ci = 0; ci < c; ++ci) {
-      const std::int64_t g = ci / cg;
-      const float* src = x + (b * c + ci) * plane;
-      for (std::int64_t oo = 0; oo < kg; ++oo) {
-        const float* filt = w + (ci * kg + oo) * ntaps;
-        float* dst = y + (b * k + g * kg + oo) * pixels;
-        for (std::int64_t p = 0; p < plane; ++p) {
+    for (std::int64_t g = 0; g < a.groups; ++g) {
+      // Every (output channel, tap)'s contribution at every input pixel: the group's weights
+      // [cg][kg taps] read transposed times its input [cg][pixels].
+      gemm(w + g * cg * rows, x + (b * c + g * cg) * plane, nullptr, {}, cp, rows, plane, cg, true, false, 1.0f, 0.0f,
+           threads);
+      float* dst = y + (b * k + g * kg) * pixels;
+      // Scattered to where each tap lands (output planes shared out: no two threads add to one).
+      loops::split(kg, 1, threads, [&](std::int64_t o0, std::int64_t o1) {
+        for (std::int64_t o = o0; o < o1; ++o) {
+          float* out = dst + o * pixels;
+          std::fill_n(out, pixels, bias ? bias[g * kg + o] : 0.0f);
           for (std::int64_t t = 0; t < ntaps; ++t) {
-            const std::int64_t off = tap_offset(&origins[std::size_t(p * std::int64_t(rank))],
-                                                &taps[std::size_t(t * std::int64_t(rank))], ys, a);
-            if (off >= 0) dst[off] += src[p] * filt[t];
+            const float* from = cp + (o * ntaps + t) * plane;
+            const std::int32_t* at = offs + t * plane;
+            for (std::int64_t p = 0; p < plane; ++p) {
+              if (at[p] >= 0) out[at[p]] += from[p];
+            }
           }
         }
-      }
+      });
     }
   }
 }

@@ -19,17 +19,20 @@ struct WindowNd {
   bool count_include_pad = false;                                            // AveragePool only
 };
 
-// Where each kernel tap reads in an input plane for each output pixel: taps x pixels offsets,
-// -1 in the padding. Computed once per node (at load), for conv_nd.
+// Where each kernel tap reads in a plane of xs for each pixel of ys (windows placed at
+// pixel x stride - pad): taps x pixels offsets, -1 outside. Computed once per node (at load):
+// conv_nd's (input, output) and conv_transpose_nd's (output, input).
 std::vector<std::int32_t> tap_offsets(const Shape& xs, const Shape& ys, const WindowNd& a);
 
 // y [N, K, out...] = x [N, C, in...] convolved with w [K, C / groups, kernel...], plus bias
 // (K values, or null); the output's spatial dims are ys's; offsets tap_offsets(xs, ys, a).
 void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
              const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads);
-// y [N, K, out...] = x [N, C, in...] transposed-convolved with w [C, K / groups, kernel...], plus bias.
-void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
-                       const Shape& ys, const WindowNd& a);
+// y [N, K, out...] = x [N, C, in...] transposed-convolved with w [C, K / groups, kernel...], plus
+// bias: the products of every tap as one matrix product, then added where they land; offsets
+// tap_offsets(ys, xs, a) (where each tap of each input pixel lands in an output plane).
+void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
+                       const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads);
 // MaxPool (max) or AveragePool of x [N, C, in...] into y [N, C, out...]: padding never wins a
 // max, and an average counts the padding only with count_include_pad.
 void pool_nd(bool max, const float* x, const Shape& xs, float* y, const Shape& ys, const WindowNd& a, int threads);

@@ -73,6 +73,10 @@ mode), with seeded random weights and a symbolic batch:
                    clip: a 3x7x7 stride (1, 2, 2) stem, four stages of two basic blocks of 3x3x3
                    convs (64 to 512 channels; stride 2 and a 1x1x1 projection opening stages 2-4),
                    ReLU, residual Adds, global average pool, Flatten and the 400-class Gemm
+  unet3d           a 3-D U-Net (Cicek et al., 2016) on a 32 x 64 x 64 single-channel volume: two 3x3x3
+                   conv + ReLU per level over three levels (16, 32, 64 channels), 2x2x2 max pools
+                   down, 2x2x2 stride-2 ConvTranspose up, Concat with the skip, a 1x1x1 conv and
+                   Sigmoid
 Usage: make_more_models.py NAME OUT.onnx"""
 import os
 import sys
@@ -617,12 +621,37 @@ def r3d_18(frames=8, size=112, classes=400):
     return Writer.model(w, "r3d_18", [("input", ["N", 3, frames, size, size])], [(logits, None)], 13)
 
 
+def unet3d(depth=32, size=64, widths=(16, 32, 64)):
+    w = ConvWriter(22)
+
+    def conv3d(x, cin, cout, k=3):
+        weight = w.const(w.rng.standard_normal((cout, cin, k, k, k)) * np.sqrt(2.0 / (cin * k ** 3)))
+        return w.node("Relu", [w.node("Conv", [x, weight, w.const(w.rng.uniform(-0.1, 0.1, cout))],
+                                      kernel_shape=[k] * 3, pads=[k // 2] * 6)])
+
+    x, cin, skips = "input", 1, []
+    for level, width in enumerate(widths):
+        x, cin = conv3d(conv3d(x, cin, width), width, width), width
+        if level + 1 < len(widths):
+            skips.append((x, width))
+            x = w.node("MaxPool", [x], kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    for skip, width in reversed(skips):
+        up = w.node("ConvTranspose", [x, w.const(w.rng.standard_normal((cin, width, 2, 2, 2)) * np.sqrt(1.0 / cin)),
+                                      w.const(np.zeros(width))], kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+        x = w.node("Concat", [up, skip], axis=1)
+        x, cin = conv3d(conv3d(x, 2 * width, width), width, width), width
+    head = w.node("Conv", [x, w.const(w.rng.standard_normal((1, cin, 1, 1, 1)) * 0.1), w.const([0.0])],
+                  kernel_shape=[1, 1, 1])
+    return Writer.model(w, "unet3d", [("input", ["N", 1, depth, size, size])], [(w.node("Sigmoid", [head]), None)], 13)
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
           "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
           "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf, "whisper_front": whisper_front,
           "wav2vec2_features": wav2vec2_features, "convnext_tiny": convnext_tiny, "gpt2": gpt2,
           "t5_encoder": t5_encoder, "swin_stages": swin_stages,
-          "yolov8n": yolov8n, "lstm_tagger": lstm_tagger, "r3d_18": r3d_18}
+          "yolov8n": yolov8n, "lstm_tagger": lstm_tagger, "r3d_18": r3d_18,
+          "unet3d": unet3d}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
