@@ -614,13 +614,16 @@ bool Model::Impl::add_window_nd(const frontend::GraphNode& n, const onnx::NodePr
   }
   const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
   const float* bias = constant_of(n, p, 2, ys[1]);
-  const int y = output(n.outputs[0], false);
+  // A Relu that alone reads a conv's result runs in its bias pass (add_batch_norm's way).
+  const int relu = transposed ? -1 : sole_relu_reader(n.outputs[0]);
+  if (relu >= 0) absorbed.insert(relu);
+  const int y = output(relu >= 0 ? graph.nodes()[relu].outputs[0] : n.outputs[0], false);
   if (transposed) {
     const auto offsets = std::make_shared<const std::vector<std::int32_t>>(tap_offsets(ys, xs, a));
     push(n, [=, this] { conv_transpose_nd(at(x), xs, at(w), bias, ptr[y], ys, a, *offsets, threads); });
   } else {
     const auto offsets = std::make_shared<const std::vector<std::int32_t>>(tap_offsets(xs, ys, a));
-    push(n, [=, this] { conv_nd(at(x), xs, at(w), bias, ptr[y], ys, a, *offsets, threads); });
+    push(n, [=, this] { conv_nd(at(x), xs, at(w), bias, ptr[y], ys, a, *offsets, threads, relu >= 0); });
   }
   return true;
 }

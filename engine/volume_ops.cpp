@@ -94,7 +94,7 @@ std::vector<std::int32_t> tap_offsets(const Shape& xs, const Shape& ys, const Wi
 }
 
 void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
-             const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads) {
+             const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads, bool relu) {
   const std::int64_t c = xs[1], k = ys[1], cg = c / a.groups, kg = k / a.groups;
   const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
   const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
@@ -125,8 +125,10 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
           }
         }
       });
-      for (std::int64_t o = 0; bias && o < kg; ++o) {
-        for (std::int64_t p = 0; p < pixels; ++p) dst[o * pixels + p] += bias[g * kg + o];
+      for (std::int64_t o = 0; (bias || relu) && o < kg; ++o) {
+        const float add = bias ? bias[g * kg + o] : 0.0f;
+        float* row = dst + o * pixels;
+        for (std::int64_t p = 0; p < pixels; ++p) row[p] = relu ? std::max(row[p] + add, 0.0f) : row[p] + add;
       }
     }
   }

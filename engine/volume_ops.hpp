@@ -25,9 +25,10 @@ struct WindowNd {
 std::vector<std::int32_t> tap_offsets(const Shape& xs, const Shape& ys, const WindowNd& a);
 
 // y [N, K, out...] = x [N, C, in...] convolved with w [K, C / groups, kernel...], plus bias
-// (K values, or null); the output's spatial dims are ys's; offsets tap_offsets(xs, ys, a).
+// (K values, or null), then ReLU'd where relu; the output's spatial dims are ys's; offsets
+// tap_offsets(xs, ys, a).
 void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
-             const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads);
+             const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads, bool relu = false);
 // y [N, K, out...] = x [N, C, in...] transposed-convolved with w [C, K / groups, kernel...], plus
 // bias: the products of every tap as one matrix product, then added where they land; offsets
 // tap_offsets(ys, xs, a) (where each tap of each input pixel lands in an output plane).

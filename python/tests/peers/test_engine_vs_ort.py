@@ -1471,6 +1471,7 @@ def test_three_d_convs_and_pools_as_video_and_medical_models_write_them(tmp_path
             conv3d(x, 8, 8, (3, 3, 3), group=8, pads=[1, 1, 1, 1, 1, 1]),
             conv3d(x, 8, 4, (1, 3, 3), group=2, auto_pad="SAME_UPPER", strides=[1, 2, 2]),
             conv3d(x, 8, 70, (1, 1, 1)),  # 70 channels over the threads, 720 pixels in 12 panels
+            b.node("Relu", [conv3d(x, 8, 4, (3, 3, 3), pads=[1] * 6)]),  # the ReLU in the conv's bias pass
             b.node("ConvTranspose", [x, b.const(RNG.standard_normal((8, 2, 2, 3, 3)) * 0.2), b.const([0.5] * 4)],
                    kernel_shape=[2, 3, 3],
                    strides=[2, 2, 2], pads=[0, 1, 1, 0, 1, 1], output_padding=[1, 1, 0], group=2),
