@@ -289,6 +289,12 @@ bool unary(const std::string& op, const float* in, float* out, std::int64_t n, f
        })>},
       // Casts of the values the engine holds as floats (engine/model.hpp).
       {"Trunc", &unary_loop<decltype([](float x, float, float) { return std::trunc(x); })>},
+      // A cast to an integer type of alpha values from beta up (a uint8's 256 from 0): truncated
+      // toward zero, then wrapped into the type's range, as C++'s conversions of integers wrap.
+      {"TruncWrap", &unary_loop<decltype([](float x, float count, float low) {
+         const float t = std::trunc(x) - low;
+         return t - count * std::floor(t / count) + low;
+       })>},
       {"NotZero", &unary_loop<decltype([](float x, float, float) { return x != 0.0f ? 1.0f : 0.0f; })>},
       {"Not", &unary_loop<decltype([](float x, float, float) { return x != 0.0f ? 0.0f : 1.0f; })>},
       // Pow by a constant 2 (a decomposed LayerNorm's variance): std::pow is 20x slower.

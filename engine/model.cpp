@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "core/user_paths.hpp"
 #include "engine/internal/model_impl.hpp"
@@ -334,10 +335,18 @@ void Model::Impl::add_cast(const frontend::GraphNode& n, const onnx::NodeProto& 
   const bool from_float = from == "float" || from == "double";
   const bool from_int = is_integer_type(from);
   const bool to_float = to == TP::FLOAT || to == TP::DOUBLE, to_int = to == TP::INT64 || to == TP::INT32;
-  if ((!from_float && !from_int && from != "bool") || (!to_float && !to_int && to != TP::BOOL)) {
+  // The narrower integer types: their value count and lowest value.
+  static const std::map<std::int64_t, std::pair<float, float>> narrow = {{TP::INT16, {65536.0f, -32768.0f}},
+                                                                         {TP::INT8, {256.0f, -128.0f}},
+                                                                         {TP::UINT32, {4294967296.0f, 0.0f}},
+                                                                         {TP::UINT16, {65536.0f, 0.0f}},
+                                                                         {TP::UINT8, {256.0f, 0.0f}}};
+  if ((!from_float && !from_int && from != "bool") || (!to_float && !to_int && to != TP::BOOL && !narrow.count(to))) {
     unsupported(n, "a cast to " + elem_type_name(int(to)) + " from '" + from +
-                       "' (from float, double, an integer type or bool; to float, double, int64, int32 or bool)");
+                       "' (from float, double, an integer type or bool; to float, double, an integer type other "
+                       "than uint64, or bool)");
   }
+  if (narrow.count(to)) return add_unary_op(n, "TruncWrap", narrow.at(to).first, narrow.at(to).second);
   if (to_float || (to_int && !from_float) || (to == TP::BOOL && from == "bool")) return add_view(n);
   add_unary_op(n, to_int ? "Trunc" : "NotZero", 0, 0);
 }

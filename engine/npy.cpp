@@ -35,19 +35,43 @@ std::vector<std::int64_t> shape_of(const std::string& header, const std::string&
   return shape;
 }
 
+// Element types as NPY files write them: NumPy's name (NpyArray::dtype), the ONNX element type
+// an output of that type has (TensorInfo::dtype), the descr, the item size, and the
+// conversions to and from the engine's floats.
+struct NpyType {
+  const char* numpy;
+  const char* onnx;
+  const char* descr;
+  std::size_t bytes;
+  float (*load)(const char*);
+  void (*store)(float, char*);
+};
+
 template <typename T>
-T load(const char* data, std::size_t i) {
+float load_as_float(const char* p) {
   T v;
-  std::memcpy(&v, data + i * sizeof(T), sizeof(T));
-  return v;
+  std::memcpy(&v, p, sizeof(T));
+  return static_cast<float>(v);
 }
 
-float element_at(const char* data, std::size_t i, const std::string& dtype) {
-  if (dtype == "float32") return load<float>(data, i);
-  if (dtype == "int64") return float(load<std::int64_t>(data, i));
-  if (dtype == "int32") return float(load<std::int32_t>(data, i));
-  return data[i] != 0 ? 1.0f : 0.0f;
+template <typename T>
+void store_from_float(float f, char* p) {
+  const auto v = static_cast<T>(f);
+  std::memcpy(p, &v, sizeof(T));
 }
+
+template <typename T>
+constexpr NpyType npy_type(const char* numpy, const char* onnx, const char* descr) {
+  return {numpy, onnx, descr, sizeof(T), &load_as_float<T>, &store_from_float<T>};
+}
+
+// Float32 first: what an output of any other type is written as.
+constexpr NpyType kTypes[] = {
+    npy_type<float>("float32", "float", "<f4"),         npy_type<std::int64_t>("int64", "int64", "<i8"),
+    npy_type<std::int32_t>("int32", "int32", "<i4"),    npy_type<std::int16_t>("int16", "int16", "<i2"),
+    npy_type<std::int8_t>("int8", "int8", "|i1"),       npy_type<std::uint64_t>("uint64", "uint64", "<u8"),
+    npy_type<std::uint32_t>("uint32", "uint32", "<u4"), npy_type<std::uint16_t>("uint16", "uint16", "<u2"),
+    npy_type<std::uint8_t>("uint8", "uint8", "|u1"),    npy_type<bool>("bool", "bool", "|b1")};
 
 }  // namespace
 
@@ -69,15 +93,20 @@ NpyArray read_npy(const std::string& path) {
   }
   if (header_len > kMaxHeader || at + header_len > bytes.size()) refuse(path, "truncated or oversized header");
   const std::string header = bytes.substr(at, header_len);
-  // Integer and bool arrays (token ids, masks) are read into floats, as the engine holds them.
-  static const std::map<std::string, std::pair<std::string, std::size_t>> kTypes = {
-      {"'<f4'", {"float32", 4}}, {"'<i8'", {"int64", 8}}, {"'<i4'", {"int32", 4}}, {"'|b1'", {"bool", 1}}};
+  // Integer and bool arrays (token ids, masks, a uint8 image) are read into floats, as the engine
+  // holds them.
   NpyArray a;
-  std::size_t item = 0;
-  for (const auto& [descr, type] : kTypes) {
-    if (header.find("'descr': " + descr) != std::string::npos) a.dtype = type.first, item = type.second;
+  const NpyType* type = nullptr;
+  for (const auto& t : kTypes) {
+    if (header.find("'descr': '" + std::string(t.descr) + "'") != std::string::npos) type = &t;
   }
-  if (!item) refuse(path, "dtype must be float32 ('<f4'), int64 ('<i8'), int32 ('<i4') or bool ('|b1')");
+  if (!type) {
+    refuse(path,
+           "dtype must be float32 ('<f4'), an integer type ('<i8', '<i4', '<i2', '|i1', '<u8', '<u4', '<u2', "
+           "'|u1') or bool ('|b1')");
+  }
+  a.dtype = type->numpy;
+  const std::size_t item = type->bytes;
   if (header.find("'fortran_order': False") == std::string::npos) refuse(path, "must be in C order");
   a.shape = shape_of(header, path);
   std::int64_t n = 1;
@@ -92,43 +121,9 @@ NpyArray read_npy(const std::string& path) {
   }
   a.data.resize(std::size_t(n));
   const char* src = bytes.data() + data_at;
-  for (std::size_t i = 0; i < std::size_t(n); ++i) a.data[i] = element_at(src, i, a.dtype);
+  for (std::size_t i = 0; i < std::size_t(n); ++i) a.data[i] = type->load(src + i * item);
   return a;
 }
-
-namespace {
-
-template <typename T>
-void convert(const float* data, std::int64_t n, char* out) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const auto v = static_cast<T>(data[i]);
-    std::memcpy(out + std::size_t(i) * sizeof(T), &v, sizeof(T));
-  }
-}
-
-struct Written {
-  const char* descr;
-  std::size_t bytes;
-  void (*convert)(const float*, std::int64_t, char*);
-};
-
-// The NPY descr of an ONNX element type as TensorInfo names it, and its conversion from floats;
-// float32 for "float" and any type not listed.
-Written written_as(const std::string& dtype) {
-  static const std::map<std::string, Written> types = {{"int64", {"<i8", 8, &convert<std::int64_t>}},
-                                                       {"int32", {"<i4", 4, &convert<std::int32_t>}},
-                                                       {"int16", {"<i2", 2, &convert<std::int16_t>}},
-                                                       {"int8", {"|i1", 1, &convert<std::int8_t>}},
-                                                       {"uint64", {"<u8", 8, &convert<std::uint64_t>}},
-                                                       {"uint32", {"<u4", 4, &convert<std::uint32_t>}},
-                                                       {"uint16", {"<u2", 2, &convert<std::uint16_t>}},
-                                                       {"uint8", {"|u1", 1, &convert<std::uint8_t>}},
-                                                       {"bool", {"|b1", 1, &convert<bool>}}};
-  const auto it = types.find(dtype);
-  return it != types.end() ? it->second : Written{"<f4", 4, &convert<float>};
-}
-
-}  // namespace
 
 void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data,
                const std::string& dtype) {
@@ -139,10 +134,13 @@ void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, 
     n *= d;
   }
   dims.resize(dims.size() - (shape.size() > 1 ? 2 : shape.size()));  // "(1, 3)", but "(5,)" and "()"
-  const Written as = written_as(dtype);
-  std::string bytes(std::size_t(n) * as.bytes, '\0');
-  as.convert(data, n, bytes.data());
-  std::string header = "{'descr': '" + std::string(as.descr) + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const NpyType* as = &kTypes[0];
+  for (const auto& t : kTypes) {
+    if (dtype == t.onnx) as = &t;
+  }
+  std::string bytes(std::size_t(n) * as->bytes, '\0');
+  for (std::int64_t i = 0; i < n; ++i) as->store(data[i], bytes.data() + std::size_t(i) * as->bytes);
+  std::string header = "{'descr': '" + std::string(as->descr) + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   // Magic, version, length, header: padded with spaces to a multiple of 64, ending in '\n'.
   const std::size_t total = (kMagicBytes + 4 + header.size() + 1 + 63) / 64 * 64;
   header.append(total - kMagicBytes - 4 - header.size() - 1, ' ');

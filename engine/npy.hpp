@@ -1,7 +1,8 @@
-// NPY files (NumPy's format, version 1.0 to 3.0, little-endian, C order) of fp32 arrays, and
-// of int64, int32 and bool arrays read into floats (and written from them) (an integer input's values,
-// engine/model.hpp): how atvoss-run takes a model's inputs and writes its outputs, so that numpy and ONNX Runtime read
-// and write the same files. Pure functions of their files: thread-safe.
+// NPY files (NumPy's format, version 1.0 to 3.0, little-endian, C order) of fp32 arrays, and of
+// integer (every width, signed and unsigned) and bool arrays read into floats and written from
+// them (an integer input's values, engine/model.hpp): how atvoss-run takes a model's inputs and
+// writes its outputs, so that numpy and ONNX Runtime read and write the same files. Pure
+// functions of their files: thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@ namespace atvoss::engine {
 struct NpyArray {
   std::vector<std::int64_t> shape;
   std::vector<float> data;
-  std::string dtype = "float32";  // the file's: "float32", "int64", "int32" or "bool"
+  std::string dtype = "float32";  // the file's, as NumPy names it: "float32", "int64" ... "uint8", "bool"
 };
 
 // bad_input naming the file: unreadable, not NPY, another dtype ('<f8', '<f2', ...), Fortran order, a

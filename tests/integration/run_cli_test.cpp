@@ -62,6 +62,21 @@ onnx.save(m, os.path.join(d, "labels.onnx"))
 np.save(os.path.join(d, "ref_label.npy"), np.argmax(x, axis=1))
 np.save(os.path.join(d, "ref_positive.npy"), x > 0)
 np.save(os.path.join(d, "ref_label32.npy"), np.argmax(x, axis=1).astype(np.int32))
+# An image fed as uint8 (scaled to [0, 1] in the graph) and a uint16 copy of it written back.
+nodes = [helper.make_node("Cast", ["image"], ["f"], to=T.FLOAT, name="cast"),
+         helper.make_node("Mul", ["f", "scale"], ["scaled"], name="mul"),
+         helper.make_node("Cast", ["image"], ["wide"], to=T.UINT16, name="widen")]
+g = helper.make_graph(nodes, "image", [helper.make_tensor_value_info("image", T.UINT8, [1, 3, 2, 2])],
+                      [helper.make_tensor_value_info("scaled", T.FLOAT, [1, 3, 2, 2]),
+                       helper.make_tensor_value_info("wide", T.UINT16, [1, 3, 2, 2])],
+                      [numpy_helper.from_array(np.array(1 / 255, np.float32), "scale")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, os.path.join(d, "image.onnx"))
+image = rng.integers(0, 256, (1, 3, 2, 2)).astype(np.uint8)
+np.save(os.path.join(d, "image.npy"), image)
+np.save(os.path.join(d, "ref_scaled.npy"), image.astype(np.float32) * np.float32(1 / 255))
+np.save(os.path.join(d, "ref_wide.npy"), image.astype(np.uint16))
 )py";
 
 constexpr const char* kCompare = R"py(
@@ -102,6 +117,18 @@ TEST_F(RunCli, IntegerAndBoolOutputsAreWrittenInTheirTypes) {
     SCOPED_TRACE(name);
     const std::string cmp = python() + " " + file("cmp.py", kCompare) + " " +
                             quote(file("outs_labels/" + name + ".npy")) + " " + quote(file("ref_" + name + ".npy"));
+    EXPECT_EQ(std::system(cmp.c_str()), 0);
+  }
+}
+
+TEST_F(RunCli, AUint8ImageIsReadAndAUint16OutputWrittenSo) {
+  const CliResult r = run_tool("atvoss-run", quote(file("image.onnx")) + " --input image=" + quote(file("image.npy")) +
+                                                 " --out " + quote(file("outs_image")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string name : {"scaled", "wide"}) {
+    SCOPED_TRACE(name);
+    const std::string cmp = python() + " " + file("cmp.py", kCompare) + " " +
+                            quote(file("outs_image/" + name + ".npy")) + " " + quote(file("ref_" + name + ".npy"));
     EXPECT_EQ(std::system(cmp.c_str()), 0);
   }
 }

@@ -1500,3 +1500,27 @@ def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
             b.node("Resize", ["x", "", b.const([1, 1, 0.5, 0.6, 0.5])], mode="linear",
                    coordinate_transformation_mode="pytorch_half_pixel")]
     compare(b.save(str(tmp_path / "resize3d.onnx"), [("x", [2, 3, 4, 5, 6])], outs, opset=13))
+
+
+def test_casts_to_narrow_integer_types_truncate_and_wrap(tmp_path):
+    # A super-resolution model's uint8 image out (Clip, Cast), int8 and int16 of scaled floats
+    # (truncated toward zero), and integers past a narrow type's range wrapped as ONNX Runtime
+    # wraps them; each output in its own type.
+    b = Builder()
+    scaled = b.node("Mul", ["x", b.const(100.7)])
+    image = b.node("Cast", [b.node("Clip", [b.node("Mul", ["x", b.const(300.0)]), b.const(0.0), b.const(255.0)])],
+                   to=T.UINT8)
+    outs = [image, b.node("Cast", [scaled], to=T.INT8), b.node("Cast", [scaled], to=T.INT16),
+            b.node("Cast", ["ids"], to=T.INT8), b.node("Cast", ["ids"], to=T.UINT8), b.node("Cast", ["ids"], to=T.UINT16),
+            b.node("Cast", [b.node("Cast", ["ids"], to=T.UINT8)], to=T.FLOAT),
+            b.node("Cast", [b.node("Cast", ["ids"], to=T.INT8)], to=T.FLOAT)]  # as the graph holds it
+    types = [T.UINT8, T.INT8, T.INT16, T.INT8, T.UINT8, T.UINT16, T.FLOAT, T.FLOAT]
+    graph = helper.make_graph(b.nodes, "casts", [helper.make_tensor_value_info("x", T.FLOAT, [2, 5]),
+                                                 helper.make_tensor_value_info("ids", T.INT64, [2, 5])],
+                              [helper.make_tensor_value_info(o, t, None) for o, t in zip(outs, types)], b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = str(tmp_path / "casts.onnx")
+    onnx.save(model, path)
+    run_both(path, {"x": RNG.uniform(-1, 1, (2, 5)).astype(np.float32),
+                    "ids": np.array([[0, 127, 128, 255, 256], [-1, -128, -129, 300, 70000]], np.int64)})
