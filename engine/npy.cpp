@@ -1,9 +1,11 @@
 #include "engine/npy.hpp"
 
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -154,6 +156,24 @@ void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, 
     out << header;
     out.write(bytes.data(), std::streamsize(bytes.size()));
   });
+}
+
+std::vector<std::string> npy_file_names(const std::vector<std::string>& tensor_names) {
+  std::vector<std::string> files;
+  std::set<std::string> taken;
+  for (const auto& name : tensor_names) {
+    std::string f = name.empty() ? "output" : name;
+    for (char& ch : f) {
+      const bool safe = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
+      if (!safe) ch = '_';
+    }
+    if (f[0] == '.') f[0] = '_';
+    std::string unique = f;
+    for (int k = 2; taken.count(unique); ++k) unique = f + "_" + std::to_string(k);
+    taken.insert(unique);
+    files.push_back(unique);
+  }
+  return files;
 }
 
 }  // namespace atvoss::engine

@@ -26,4 +26,11 @@ NpyArray read_npy(const std::string& path);
 void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data,
                const std::string& dtype = "float");
 
+// The file names (without ".npy") that tensors of these names are written to, one per name, in
+// order, each inside the folder given: every character but a letter, a digit, '.', '_' or '-'
+// becomes '_' (torch names outputs "/classifier/Gemm_output_0", TensorFlow "Identity:0": a '/'
+// had written outside the folder), a leading '.' too, an empty name is "output", and a name
+// taken already gets "_2", "_3", ....
+std::vector<std::string> npy_file_names(const std::vector<std::string>& tensor_names);
+
 }  // namespace atvoss::engine

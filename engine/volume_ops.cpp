@@ -99,7 +99,7 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
   const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
   const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
   const std::int64_t ntaps = elements(a.kernel), depth = cg * ntaps;  // the reduction: channels x taps
-  const std::vector<float> zeros(std::size_t(kPanel), 0.0f);
+  static const std::vector<float> zeros(std::size_t(kPanel), 0.0f);  // the first block's bias: none
   const std::int32_t* offs = offsets.data();
   for (std::int64_t b = 0; b < xs[0]; ++b) {
     for (std::int64_t g = 0; g < a.groups; ++g) {

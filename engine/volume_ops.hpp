@@ -1,9 +1,9 @@
 // The window ops of three and more spatial dims (video and medical models' Conv, ConvTranspose,
 // MaxPool and AveragePool of [N, C, D, H, W]), which the 1-D and 2-D paths (conv_ops.hpp,
-// pool_ops.cpp) do not take. The conv packs its im2col columns straight from the input into
-// packed_product's panels, a block of output pixels at a time, and multiplies the weights by
-// them; the others are direct loops. Layout NC followed by the spatial dims. Pure functions:
-// thread-safe.
+// pool_ops.cpp) do not take. The conv gathers the im2col columns of 64 output pixels at a time
+// from the input into a packed_product panel and multiplies every output channel's weights by
+// it; the transposed conv is one product of every tap and a scatter-add; the pools are direct
+// loops. Layout NC followed by the spatial dims. Pure functions: thread-safe.
 #pragma once
 
 #include <cstdint>

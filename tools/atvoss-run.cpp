@@ -5,7 +5,8 @@
 // Inputs not given are filled from --seed (uniform in [-1, 1); integer inputs with zeros). The
 // symbolic dims of the inputs given take their sizes (as ONNX Runtime binds them), unless --dim
 // names them otherwise (bad input); the rest take --batch.
-// Outputs go to DIR/<name>.npy.
+// Outputs go to DIR/<name>.npy, the name made a safe file name (engine::npy_file_names: "/logits"
+// is written as "_logits.npy"); --json lists each output's file.
 // --repeat N times N runs after one warm-up and prints their median and minimum.
 // Exit codes: 0 ok, 2 bad input (flags, model, plan, inputs), 1 any other failure.
 #include <algorithm>
@@ -150,18 +151,24 @@ int main(int argc, char** argv) {
       times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
     }
     std::sort(times.begin(), times.end());
+    std::vector<std::string> names;
+    for (const auto& o : m.outputs()) names.push_back(o.name);
+    const std::vector<std::string> files = engine::npy_file_names(names);
     if (!out.empty()) {
       std::filesystem::create_directories(out);
       for (std::size_t i = 0; i < outputs.size(); ++i) {
         const engine::TensorInfo& o = m.outputs()[i];
-        engine::write_npy((std::filesystem::path(out) / (o.name + ".npy")).string(), o.shape, outputs[i].data(),
+        engine::write_npy((std::filesystem::path(out) / (files[i] + ".npy")).string(), o.shape, outputs[i].data(),
                           o.dtype);
       }
     }
     Json summary = m.describe();
     if (profile > 0) summary["profile"] = m.profile(in, profile);
     summary["outputs"] = Json::array();
-    for (const auto& o : m.outputs()) summary["outputs"].push_back({{"name", o.name}, {"shape", o.shape}});
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const engine::TensorInfo& o = m.outputs()[i];
+      summary["outputs"].push_back({{"name", o.name}, {"shape", o.shape}, {"file", files[i] + ".npy"}});
+    }
     if (!times.empty()) {
       summary["median_us"] = times[times.size() / 2];
       summary["min_us"] = times.front();

@@ -3,6 +3,8 @@
 // shape, name), a damaged model and a plan that is not one exit 2 with the field named.
 #include <gmock/gmock.h>
 
+#include <filesystem>
+
 #include "tests/integration/cli_harness.hpp"
 
 namespace atvoss::cli_test {
@@ -77,6 +79,17 @@ image = rng.integers(0, 256, (1, 3, 2, 2)).astype(np.uint8)
 np.save(os.path.join(d, "image.npy"), image)
 np.save(os.path.join(d, "ref_scaled.npy"), image.astype(np.float32) * np.float32(1 / 255))
 np.save(os.path.join(d, "ref_wide.npy"), image.astype(np.uint16))
+# Outputs named as exporters name them, with path separators, dots and a name two of them share
+# once made safe.
+names = ["/logits/Gemm:0", "../escape", ".hidden", "a/b", "a_b"]
+nodes = [helper.make_node("Relu" if i % 2 else "Neg", ["x"], [n], name="n%d" % i) for i, n in enumerate(names)]
+g = helper.make_graph(nodes, "names", [helper.make_tensor_value_info("x", T.FLOAT, [3, 5])],
+                      [helper.make_tensor_value_info(n, T.FLOAT, [3, 5]) for n in names])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, os.path.join(d, "names.onnx"))
+for i, f in enumerate(["_logits_Gemm_0", "_._escape", "_hidden", "a_b", "a_b_2"]):
+    np.save(os.path.join(d, "ref_" + f + ".npy"), np.maximum(x, 0) if i % 2 else -x)
 )py";
 
 constexpr const char* kCompare = R"py(
@@ -131,6 +144,21 @@ TEST_F(RunCli, AUint8ImageIsReadAndAUint16OutputWrittenSo) {
                             quote(file("outs_image/" + name + ".npy")) + " " + quote(file("ref_" + name + ".npy"));
     EXPECT_EQ(std::system(cmp.c_str()), 0);
   }
+}
+
+TEST_F(RunCli, OutputsNamedWithPathSeparatorsAreWrittenInsideTheFolder) {
+  const CliResult r = run_tool("atvoss-run", quote(file("names.onnx")) + " --input x=" + quote(file("x.npy")) +
+                                                 " --out " + quote(file("deep/outs_names")) + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"file\": \"_logits_Gemm_0.npy\""));
+  for (const std::string f : {"_logits_Gemm_0", "_._escape", "_hidden", "a_b", "a_b_2"}) {
+    SCOPED_TRACE(f);
+    const std::string cmp = python() + " " + file("cmp.py", kCompare) + " " +
+                            quote(file("deep/outs_names/" + f + ".npy")) + " " + quote(file("ref_" + f + ".npy"));
+    EXPECT_EQ(std::system(cmp.c_str()), 0);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir() + "deep/escape.npy"));  // "../escape" stays inside
+  EXPECT_FALSE(std::filesystem::exists(dir() + "deep/outs_names/logits"));
 }
 
 TEST_F(RunCli, SymbolicDimsTakeTheSizesOfTheInputsGiven) {
