@@ -56,6 +56,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if ((op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool") && add_window_nd(n, p)) return;
   if (op == "MaxPool" || op == "AveragePool") return add_pool(n, p);
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return add_global_pool(n);
+  if (op == "LpPool" || op == "GlobalLpPool") return add_lp_pool(n, p);
   if (op == "Concat") return add_concat(n, p);
   if (op == "Transpose") return add_transpose(n, p);
   if (op == "Softmax" || op == "LogSoftmax") return add_softmax(n, p);
@@ -590,6 +591,22 @@ WindowNd Model::Impl::window_nd(const frontend::GraphNode& n, const onnx::NodePr
   return a;
 }
 
+void Model::Impl::add_lp_pool(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
+  if (xs.size() < 3 || ys.size() != xs.size()) unsupported(n, "[N, C, spatial...] input and output expected");
+  const bool global = n.op == "GlobalLpPool";
+  const std::vector<std::int64_t> kernel = global ? Shape(xs.begin() + 2, xs.end()) : ints_attr(p, "kernel_shape");
+  WindowNd a = window_nd(n, p, xs, kernel, ys, false);
+  // Debian's libonnx 1.12 infers opset 18's dilated LpPool without its dilations.
+  if (std::any_of(a.dilations.begin(), a.dilations.end(), [](std::int64_t d) { return d != 1; })) {
+    unsupported(n, "dilations other than 1");
+  }
+  a.p = float(int_attr(p, "p", 2));
+  const Ref x = plain(n.inputs[0], n.name);
+  const int y = output(n.outputs[0], false);
+  push(n, [=, this] { pool_nd(PoolKind::lp, at(x), xs, ptr[y], ys, a, threads); });
+}
+
 bool Model::Impl::add_window_nd(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   const Shape xs = values[n.inputs[0]].shape, ys = values[n.outputs[0]].shape;
   if (xs.size() < 5) return false;
@@ -598,10 +615,10 @@ bool Model::Impl::add_window_nd(const frontend::GraphNode& n, const onnx::NodePr
   if (pool) {
     if (n.outputs.size() > 1 && !graph.tensors()[n.outputs[1]].consumers.empty()) unsupported(n, "Indices output");
     const WindowNd a = window_nd(n, p, xs, ints_attr(p, "kernel_shape"), ys, false);
-    const bool max = n.op == "MaxPool";
+    const PoolKind kind = n.op == "MaxPool" ? PoolKind::max : PoolKind::average;
     const Ref x = plain(n.inputs[0], n.name);
     const int y = output(n.outputs[0], false);
-    push(n, [=, this] { pool_nd(max, at(x), xs, ptr[y], ys, a, threads); });
+    push(n, [=, this] { pool_nd(kind, at(x), xs, ptr[y], ys, a, threads); });
     return true;
   }
   const Shape ws = values[n.inputs.at(1)].shape;

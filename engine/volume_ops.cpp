@@ -1,6 +1,7 @@
 #include "engine/volume_ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -99,7 +100,7 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
   const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
   const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
   const std::int64_t ntaps = elements(a.kernel), depth = cg * ntaps;  // the reduction: channels x taps
-  static const std::vector<float> zeros(std::size_t(kPanel), 0.0f);  // the first block's bias: none
+  static const std::vector<float> zeros(std::size_t(kPanel), 0.0f);   // the first block's bias: none
   const std::int32_t* offs = offsets.data();
   for (std::int64_t b = 0; b < xs[0]; ++b) {
     for (std::int64_t g = 0; g < a.groups; ++g) {
@@ -169,7 +170,9 @@ void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const fl
   }
 }
 
-void pool_nd(bool max, const float* x, const Shape& xs, float* y, const Shape& ys, const WindowNd& a, int threads) {
+void pool_nd(PoolKind kind, const float* x, const Shape& xs, float* y, const Shape& ys, const WindowNd& a,
+             int threads) {
+  const bool max = kind == PoolKind::max, lp = kind == PoolKind::lp;
   const std::size_t rank = xs.size() - 2;
   const std::int64_t plane = elements(Shape(xs.begin() + 2, xs.end()));
   const std::int64_t pixels = elements(Shape(ys.begin() + 2, ys.end()));
@@ -186,9 +189,9 @@ void pool_nd(bool max, const float* x, const Shape& xs, float* y, const Shape& y
           const std::int64_t* tap = &taps[std::size_t(t * std::int64_t(rank))];
           const std::int64_t off = tap_offset(origin, tap, xs, a);
           if (off >= 0) {
-            acc = max ? std::max(acc, src[off]) : acc + src[off];
+            acc = max ? std::max(acc, src[off]) : acc + (lp ? std::pow(std::abs(src[off]), a.p) : src[off]);
             ++count;
-          } else if (!max && a.count_include_pad) {
+          } else if (kind == PoolKind::average && a.count_include_pad) {
             // Padding counts only inside the padded extent (ONNX: not past the last pad).
             bool in_padded = true;
             for (std::size_t d = 0; d < rank; ++d) {
@@ -198,7 +201,7 @@ void pool_nd(bool max, const float* x, const Shape& xs, float* y, const Shape& y
             count += in_padded;
           }
         }
-        y[q * pixels + p] = max ? acc : (count > 0 ? acc / float(count) : 0.0f);
+        y[q * pixels + p] = max ? acc : lp ? std::pow(acc, 1.0f / a.p) : count > 0 ? acc / float(count) : 0.0f;
       }
     }
   });

@@ -17,6 +17,7 @@ struct WindowNd {
   std::vector<std::int64_t> kernel, strides, dilations, pad_begin, pad_end;  // one per spatial dim
   std::int64_t groups = 1;                                                   // conv only
   bool count_include_pad = false;                                            // AveragePool only
+  float p = 2;                                                               // LpPool only
 };
 
 // Where each kernel tap reads in a plane of xs for each pixel of ys (windows placed at
@@ -34,8 +35,10 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
 // tap_offsets(ys, xs, a) (where each tap of each input pixel lands in an output plane).
 void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
                        const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads);
-// MaxPool (max) or AveragePool of x [N, C, in...] into y [N, C, out...]: padding never wins a
-// max, and an average counts the padding only with count_include_pad.
-void pool_nd(bool max, const float* x, const Shape& xs, float* y, const Shape& ys, const WindowNd& a, int threads);
+// MaxPool, AveragePool or LpPool ((sum of |x|^p)^(1/p)) of x [N, C, in...] into y [N, C, out...]:
+// padding never wins a max and adds nothing to a p-norm, and an average counts it only with
+// count_include_pad. Of any spatial rank (LpPool's 1-D and 2-D ones run here too).
+enum class PoolKind { max, average, lp };
+void pool_nd(PoolKind kind, const float* x, const Shape& xs, float* y, const Shape& ys, const WindowNd& a, int threads);
 
 }  // namespace atvoss::engine

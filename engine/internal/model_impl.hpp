@@ -466,6 +466,8 @@ struct Model::Impl {
   // Conv, ConvTranspose, MaxPool and AveragePool of 3 and more spatial dims (volume_ops.hpp);
   // false where the input has fewer.
   bool add_window_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // LpPool and GlobalLpPool of any spatial rank (volume_ops.hpp's pool).
+  void add_lp_pool(const frontend::GraphNode& n, const onnx::NodeProto& p);
   WindowNd window_nd(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
                      const std::vector<std::int64_t>& kernel, const Shape& ys, bool transposed) const;
 
