@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "tests/integration/cli_harness.hpp"
 
@@ -110,6 +112,15 @@ class RunCli : public CliTest {
   }
   static std::string python() { return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
   std::string dir() const { return file("x.npy").substr(0, file("x.npy").size() - 6); }
+  // Each of folder/<name>.npy equals ref_<name>.npy in shape, dtype and values (kCompare).
+  void expect_files_match_references(const std::string& folder, const std::vector<std::string>& names) {
+    for (const std::string& name : names) {
+      SCOPED_TRACE(name);
+      const std::string cmp = python() + " " + file("cmp.py", kCompare) + " " +
+                              quote(file(folder + "/" + name + ".npy")) + " " + quote(file("ref_" + name + ".npy"));
+      EXPECT_EQ(std::system(cmp.c_str()), 0);
+    }
+  }
 };
 
 TEST_F(RunCli, NpyInWritesNpyOutEqualToTheReference) {
@@ -126,24 +137,14 @@ TEST_F(RunCli, IntegerAndBoolOutputsAreWrittenInTheirTypes) {
   const CliResult r = run_tool("atvoss-run", quote(file("labels.onnx")) + " --input x=" + quote(file("x.npy")) +
                                                  " --out " + quote(file("outs_labels")));
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const std::string name : {"label", "positive", "label32"}) {
-    SCOPED_TRACE(name);
-    const std::string cmp = python() + " " + file("cmp.py", kCompare) + " " +
-                            quote(file("outs_labels/" + name + ".npy")) + " " + quote(file("ref_" + name + ".npy"));
-    EXPECT_EQ(std::system(cmp.c_str()), 0);
-  }
+  expect_files_match_references("outs_labels", {"label", "positive", "label32"});
 }
 
 TEST_F(RunCli, AUint8ImageIsReadAndAUint16OutputWrittenSo) {
   const CliResult r = run_tool("atvoss-run", quote(file("image.onnx")) + " --input image=" + quote(file("image.npy")) +
                                                  " --out " + quote(file("outs_image")));
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const std::string name : {"scaled", "wide"}) {
-    SCOPED_TRACE(name);
-    const std::string cmp = python() + " " + file("cmp.py", kCompare) + " " +
-                            quote(file("outs_image/" + name + ".npy")) + " " + quote(file("ref_" + name + ".npy"));
-    EXPECT_EQ(std::system(cmp.c_str()), 0);
-  }
+  expect_files_match_references("outs_image", {"scaled", "wide"});
 }
 
 TEST_F(RunCli, OutputsNamedWithPathSeparatorsAreWrittenInsideTheFolder) {
@@ -151,12 +152,7 @@ TEST_F(RunCli, OutputsNamedWithPathSeparatorsAreWrittenInsideTheFolder) {
                                                  " --out " + quote(file("deep/outs_names")) + " --json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"file\": \"_logits_Gemm_0.npy\""));
-  for (const std::string f : {"_logits_Gemm_0", "_._escape", "_hidden", "a_b", "a_b_2"}) {
-    SCOPED_TRACE(f);
-    const std::string cmp = python() + " " + file("cmp.py", kCompare) + " " +
-                            quote(file("deep/outs_names/" + f + ".npy")) + " " + quote(file("ref_" + f + ".npy"));
-    EXPECT_EQ(std::system(cmp.c_str()), 0);
-  }
+  expect_files_match_references("deep/outs_names", {"_logits_Gemm_0", "_._escape", "_hidden", "a_b", "a_b_2"});
   EXPECT_FALSE(std::filesystem::exists(dir() + "deep/escape.npy"));  // "../escape" stays inside
   EXPECT_FALSE(std::filesystem::exists(dir() + "deep/outs_names/logits"));
 }
