@@ -45,18 +45,30 @@ struct ColdActivations {
   std::vector<std::vector<float>> outputs, residuals;
 };
 
-// Mean microseconds of `inner` calls; where `weights` holds copies of the packed weights, each
-// call reads the next one, and so for the output and residual copies in `cold`.
-double run_us(KernelFn fn, AtvossArgs& args, long inner, const std::vector<PackedWeights>& weights = {},
-              ColdActivations* cold = nullptr) {
+// What the timed calls rotate over: copies of the packed weights, of the output and of the
+// residual. The position carries from one batch of calls to the next, so that batches of one
+// call (a kernel slower than min_repeat_us) still read a different copy each time.
+struct Rotation {
+  std::vector<PackedWeights> weights;
+  ColdActivations cold;
+  std::size_t next = 0;
+
+  // Points args at the next copies.
+  void advance(AtvossArgs& args) {
+    const std::size_t i = next++;
+    if (!weights.empty()) args.qb_packed = weights[i % weights.size()].data();
+    if (!cold.outputs.empty()) {
+      args.c = cold.outputs[i % cold.outputs.size()].data();
+      if (!cold.residuals.empty()) args.residual = cold.residuals[i % cold.residuals.size()].data();
+    }
+  }
+};
+
+// Mean microseconds of `inner` calls, each reading the next copies of `rotation`.
+double run_us(KernelFn fn, AtvossArgs& args, long inner, Rotation& rotation) {
   const auto t0 = std::chrono::steady_clock::now();
   for (long i = 0; i < inner; ++i) {
-    if (!weights.empty()) args.qb_packed = weights[std::size_t(i) % weights.size()].data();
-    if (cold && !cold->outputs.empty()) {
-      const std::size_t k = std::size_t(i) % cold->outputs.size();
-      args.c = cold->outputs[k].data();
-      if (!cold->residuals.empty()) args.residual = cold->residuals[k].data();
-    }
+    rotation.advance(args);
     fn(&args);
   }
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / double(inner);
@@ -171,21 +183,21 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
     if (!(packed_err <= kMaxRelativeError)) return wrong_answer(packed_err, "with prepacked weights: ");
     if (w.op() == "batch_matmul") args.qb_packed = nullptr;
   }
-  const std::vector<PackedWeights> weights =
-      args.qb_packed ? cold_copies(handle, args, std::move(packed)) : std::vector<PackedWeights>{};
+  Rotation rotation;
+  if (args.qb_packed) rotation.weights = cold_copies(handle, args, std::move(packed));
   // A kernel that can write u8 codes is timed writing them: the call an int8 chain makes
   // (its fp32 store, four bytes an element, is checked above but not what a chain runs).
   args.qc = codes.empty() ? nullptr : codes.data();
-  ColdActivations cold = o.as_in_a_model ? cold_activations(ops) : ColdActivations{};
-  const double one = run_us(fn, args, 1, weights, &cold);  // also the warm-up
+  if (o.as_in_a_model) rotation.cold = cold_activations(ops);
+  const double one = run_us(fn, args, 1, rotation);  // also the warm-up
   const long inner = std::max(1L, long(std::ceil(o.min_repeat_us / std::max(one, 0.01))));
-  run_us(fn, args, inner, weights, &cold);  // warm caches and clocks at the timed size
+  run_us(fn, args, inner, rotation);  // warm caches and clocks at the timed size
   std::vector<double> best;
   double best_cv = INFINITY;
   int remeasured = 0;
   for (int attempt = 0; attempt <= o.max_remeasures; ++attempt) {
     std::vector<double> repeats;
-    for (int r = 0; r < std::max(1, o.repeat); ++r) repeats.push_back(run_us(fn, args, inner, weights, &cold));
+    for (int r = 0; r < std::max(1, o.repeat); ++r) repeats.push_back(run_us(fn, args, inner, rotation));
     const double cv = coefficient_of_variation(repeats);
     if (cv < best_cv) {
       best_cv = cv;
@@ -205,7 +217,7 @@ Json time_kernel(const std::string& so_path, const Workload& w, const TimingOpti
               {"cpus", cpus},
               {"process_threads", team},
               {"prepacked_weights", args.qb_packed != nullptr},
-              {"weight_copies", weights.size()},
+              {"weight_copies", rotation.weights.size()},
               {"u8_output", args.qc != nullptr},
               {"as_in_a_model", o.as_in_a_model}};
 }

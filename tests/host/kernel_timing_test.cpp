@@ -23,9 +23,11 @@ using testing::workload;
 
 // w's default kernel with the counters `names` (extern "C" longs, 0 at load) and `count`, C++
 // statements at the top of its entry point that bump them, timed by time_kernel (the kernel
-// reads its arguments as g); returns the runner's result and the counters after it.
+// reads its arguments as g) with repeats of min_repeat_us; returns the runner's result and the
+// counters after it.
 std::pair<Json, std::map<std::string, long>> time_counting(const Workload& w, const std::vector<std::string>& names,
-                                                           const std::string& count, TimingOptions timing = {}) {
+                                                           const std::string& count, TimingOptions timing = {},
+                                                           double min_repeat_us = 50) {
   std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
   const std::string entry = "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
   EXPECT_NE(src.find(entry), std::string::npos);
@@ -37,7 +39,7 @@ std::pair<Json, std::map<std::string, long>> time_counting(const Workload& w, co
   options.cache_dir = cache.str();
   const auto built = build_all({src}, options);
   EXPECT_EQ(built[0].status, Status::ok) << built[0].message;
-  timing.min_repeat_us = 50;
+  timing.min_repeat_us = min_repeat_us;
   const Json r = time_kernel(built[0].so_path, w, timing);
   std::map<std::string, long> counters;
   void* handle = ::dlopen(built[0].so_path.c_str(), RTLD_NOW | RTLD_LOCAL);  // the runner's, still loaded
@@ -50,10 +52,12 @@ std::pair<Json, std::map<std::string, long>> time_counting(const Workload& w, co
 }
 
 // Counts the calls that read prepacked weights and the changes of their address.
-std::pair<Json, std::map<std::string, long>> time_counting_prepacked_calls(const Workload& w) {
+std::pair<Json, std::map<std::string, long>> time_counting_prepacked_calls(const Workload& w,
+                                                                           double min_repeat_us = 50) {
   return time_counting(w, {"prepacked_calls", "changes"},
                        "  if (g->qb_packed) ++prepacked_calls;\n"
-                       "  if (g->qb_packed != atvoss_test_last) ++changes, atvoss_test_last = g->qb_packed;\n");
+                       "  if (g->qb_packed != atvoss_test_last) ++changes, atvoss_test_last = g->qb_packed;\n",
+                       {}, min_repeat_us);
 }
 
 // A matmul's B is a layer's weights, which a model packs once at load: its timed calls read
@@ -71,6 +75,19 @@ TEST(KernelTimingTest, AMatmulIsTimedWithItsWeightsPrepackedAndCold) {
   const long copies = r.at("weight_copies").get<long>();
   EXPECT_GT(copies, 1) << r.dump();
   EXPECT_GE(counts["changes"], std::min(timed, copies)) << r.dump();
+}
+
+// A kernel slower than a repeat's minimum is timed one call per repeat (as on a loaded machine):
+// those calls still rotate over the weights' copies, each repeat reading the next one.
+TEST(KernelTimingTest, ACallPerRepeatStillReadsTheNextCopyOfTheWeights) {
+  auto [r, counts] = time_counting_prepacked_calls(
+      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":96,"K":64}})"), /*min_repeat_us=*/0);
+  ASSERT_EQ(r.at("status"), "ok") << r.dump();
+  ASSERT_EQ(r.at("inner").get<long>(), 1) << r.dump();
+  const long copies = r.at("weight_copies").get<long>();
+  ASSERT_GT(copies, 5) << r.dump();
+  // The check's call, the warm-up, the call at the timed size and five timed repeats.
+  EXPECT_GE(counts["changes"], 7) << r.dump();
 }
 
 // A batch_matmul's B is an activation (attention's keys and values): packed in every call.
