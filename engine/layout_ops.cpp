@@ -70,7 +70,7 @@ ATVOSS_BUILT_TWICE(planes_to_pixels,
 // three channels go through transpose's 16 x 16 tiles (a pixel's channels one plane apart each:
 // read or written a float a plane, they took 4.8 ms for a 56 x 56 x 256 output).
 void nchw_to_nhwc(const float* in, float* out, const Shape& s, int threads) {
-  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+  const std::int64_t n = s[0], c = s[1], hw = elements(Shape(s.begin() + 2, s.end()));
   const auto run = planes_to_pixels_here();
   const auto block = transpose_block_here();
   split(n * hw, rows_grain(c), threads, [&](std::int64_t q0, std::int64_t q1) {
@@ -118,7 +118,7 @@ void shuffle_channels(const float* in, std::int64_t pixels, std::int64_t g, std:
 }
 
 void nhwc_to_nchw(const float* in, float* out, const Shape& s, int threads) {
-  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+  const std::int64_t n = s[0], c = s[1], hw = elements(Shape(s.begin() + 2, s.end()));
   const auto block = transpose_block_here();
   split(n * hw, rows_grain(c), threads, [&](std::int64_t q0, std::int64_t q1) {
     for (std::int64_t b = q0 / hw; b < n && b * hw < q1; ++b) {

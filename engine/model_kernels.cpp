@@ -292,6 +292,105 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   return true;
 }
 
+bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::NodeProto& p, const WindowNd& a) {
+  const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs[1]].shape, ys = values[n.outputs[0]].shape;
+  const auto* weights = file->floats(p.input(1));
+  if (xs.size() != 5 || a.groups != 1 || !weights) return false;
+  const std::int64_t pad = a.pad_begin[1];
+  if (a.strides[1] != a.strides[2] || a.dilations[1] != 1 || a.dilations[2] != 1 || a.pad_end[1] != pad ||
+      a.pad_begin[2] != pad || a.pad_end[2] != pad) {
+    return false;
+  }
+  const std::int64_t c = xs[1], k = ys[1], kd = ws[2], kh = ws[3], kw = ws[4];
+  const float* bias = constant_of(n, p, 2, k);
+  std::vector<std::string> epilogue;
+  if (bias) epilogue.push_back("bias");
+  // The nodes the epilogue takes: an Add of a residual computed before, then a Relu.
+  std::vector<int> taken;
+  int out_t = n.outputs[0], residual = -1, add = sole_reader(out_t, "Add");
+  if (add >= 0) {
+    const int other = other_input(graph.nodes()[add], out_t);
+    if (other >= 0 && other != out_t && values[other].shape == ys && !values[other].constant && available(other)) {
+      epilogue.push_back("add");
+      residual = other;
+      taken.push_back(add);
+      out_t = graph.nodes()[add].outputs[0];
+    } else {
+      add = -1;
+    }
+  }
+  if (const int relu = sole_relu_reader(out_t); relu >= 0) {
+    epilogue.push_back("relu");
+    taken.push_back(relu);
+    out_t = graph.nodes()[relu].outputs[0];
+  }
+  const Workload w = Workload::from_json(Json{{"op", "conv2d"},
+                                              {"dtype", "float32"},
+                                              {"dims",
+                                               {{"N", 1},
+                                                {"C", kd * c},
+                                                {"H", xs[3]},
+                                                {"W", xs[4]},
+                                                {"K", k},
+                                                {"R", kh},
+                                                {"S", kw},
+                                                {"stride", a.strides[1]},
+                                                {"pad", pad}}},
+                                              {"epilogue", epilogue}});
+  if (w.out_h() != ys[3] || w.out_w() != ys[4] || !host::supports(w)) return false;
+  absorbed.insert(taken.begin(), taken.end());
+  // ONNX's [K][C][kd][kh][kw] as the 2-D kernel's HWIO, its input channel (depth tap, channel).
+  std::vector<float> hwio(weights->size());
+  for (std::int64_t o = 0; o < k; ++o) {
+    for (std::int64_t ci = 0; ci < c; ++ci) {
+      for (std::int64_t t = 0; t < kd; ++t) {
+        for (std::int64_t u = 0; u < kh * kw; ++u) {
+          hwio[(u * kd * c + t * c + ci) * k + o] = (*weights)[((o * c + ci) * kd + t) * kh * kw + u];
+        }
+      }
+    }
+  }
+  const float* filter = owned_data(std::move(hwio));
+  const DepthTaps taps{xs[2], xs[3], xs[4], c, kd, a.strides[0], a.pad_begin[0], a.dilations[0]};
+  const int in = nhwc(n.inputs[0], n.name);
+  const int res = residual >= 0 ? nhwc(residual, n.name) : -1;
+  const int columns = new_slot({xs[3], xs[4], kd * c});
+  writes(columns);
+  reads(columns);
+  const int out = output(out_t, true);
+  Step step{n.name, "kernel", Json{{"as", "3-D conv, depth by depth"}}, nullptr};
+  prepare_kernel(w, step.info);
+  const std::size_t packed_at = packed.size();
+  packed.push_back(rt->prepare_weights(w, filter));
+  const std::int64_t batch = xs[0], in_image = elements(Shape(xs.begin() + 1, xs.end())), depth_out = ys[2];
+  const std::int64_t out_plane = ys[3] * ys[4] * k;
+  step.run = [this, w, filter, bias, taps, in, res, columns, out, packed_at, batch, in_image, depth_out, out_plane] {
+    host::AtvossArgs args{};
+    args.a = ptr[columns];
+    args.b = filter;
+    args.bias = bias;
+    runtime::Runtime::use_prepared(w, packed[packed_at], args);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      for (std::int64_t od = 0; od < depth_out; ++od) {
+        gather_depth_taps(ptr[in] + b * in_image, taps, od, ptr[columns], threads);
+        const std::int64_t at_out = (b * depth_out + od) * out_plane;
+        args.c = ptr[out] + at_out;
+        args.residual = res >= 0 ? ptr[res] + at_out : nullptr;
+        rt->run(w, args);
+      }
+    }
+  };
+  steps.push_back(std::move(step));
+  // The activations the importer grouped with the Add (graph_fusion.hpp) run after it, but the
+  // Relu the kernel ran.
+  for (int f : add >= 0 ? fused_nodes(add) : std::vector<int>{}) {
+    if (std::find(taken.begin(), taken.end(), f) == taken.end()) {
+      add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+    }
+  }
+  return true;
+}
+
 bool Model::Impl::add_conv_transpose_kernel(int i, const onnx::NodeProto& p) {
   const frontend::GraphNode& n = graph.nodes()[i];
   const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs.at(1)].shape, ys = values[n.outputs[0]].shape;

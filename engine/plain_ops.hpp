@@ -19,7 +19,8 @@ using Shape = std::vector<std::int64_t>;
 
 std::int64_t elements(const Shape& s);
 
-// [N, C, H, W] data between NCHW and NHWC order.
+// [N, C, spatial...] data between channels-second (ONNX's NCHW, NCDHW) and channels-last order
+// (NHWC, NDHWC).
 // threads: the cores the larger plain ops run on (OpenMP): the elementwise ops, transpose,
 // softmax and layer norm too, each thread given at least 16384 elements.
 void nchw_to_nhwc(const float* in, float* out, const Shape& nchw, int threads = 1);

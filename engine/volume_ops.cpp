@@ -135,6 +135,22 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
   }
 }
 
+void gather_depth_taps(const float* x, const DepthTaps& d, std::int64_t od, float* out, int threads) {
+  const std::int64_t pixels = d.height * d.width, c = d.channels, row = d.taps * c;
+  loops::split(pixels, loops::rows_grain(row), threads, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t t = 0; t < d.taps; ++t) {
+      const std::int64_t id = od * d.stride - d.pad + t * d.dilation;
+      float* dst = out + p0 * row + t * c;
+      if (id < 0 || id >= d.depth) {
+        for (std::int64_t p = p0; p < p1; ++p, dst += row) std::fill(dst, dst + c, 0.0f);
+        continue;
+      }
+      const float* src = x + (id * pixels + p0) * c;
+      for (std::int64_t p = p0; p < p1; ++p, dst += row, src += c) std::copy(src, src + c, dst);
+    }
+  });
+}
+
 void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
                        const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads) {
   const std::int64_t c = xs[1], k = ys[1], cg = c / a.groups, kg = k / a.groups;

@@ -35,6 +35,17 @@ void conv_nd(const float* x, const Shape& xs, const float* w, const float* bias,
 // tap_offsets(ys, xs, a) (where each tap of each input pixel lands in an output plane).
 void conv_transpose_nd(const float* x, const Shape& xs, const float* w, const float* bias, float* y, const Shape& ys,
                        const WindowNd& a, const std::vector<std::int32_t>& offsets, int threads);
+// The 2-D conv input of output depth `od` of a 3-D conv over x [D, H, W, C] (one image, channels
+// last): out [H, W, taps x C] holds, for each pixel, the C channels of input depth
+// od x stride - pad + t x dilation for each depth tap t in turn, zeros where that depth is
+// outside x. So a 3-D conv is, depth by depth, the 2-D conv of taps x C channels that the host
+// kernels compute (docs/decisions/engine-seventh-cut.md).
+struct DepthTaps {
+  std::int64_t depth = 1, height = 1, width = 1, channels = 1;  // x's
+  std::int64_t taps = 1, stride = 1, pad = 0, dilation = 1;
+};
+void gather_depth_taps(const float* x, const DepthTaps& d, std::int64_t od, float* out, int threads);
+
 // MaxPool, AveragePool or LpPool ((sum of |x|^p)^(1/p)) of x [N, C, in...] into y [N, C, out...]:
 // padding never wins a max and adds nothing to a p-norm, and an average counts it only with
 // count_include_pad. Of any spatial rank (LpPool's 1-D and 2-D ones run here too).

@@ -1487,6 +1487,48 @@ def test_three_d_convs_and_pools_as_video_and_medical_models_write_them(tmp_path
                    [conv3d("x", 16, 6, (3, 3, 3), pads=[1, 1, 1, 1, 1, 1])], opset=13))
 
 
+def test_three_d_convs_run_depth_by_depth_on_the_2d_kernels_with_their_residual_and_relu(tmp_path):
+    # r3d-style residual blocks (conv, ReLU, conv, Add of the block's input, ReLU) and a 3-D UNet's
+    # convs, each run as a 2-D kernel over [H, W, depth taps x C], depth by depth: depth strides,
+    # per-side depth pads (one larger than the kernel's reach: a depth of padding only) and a depth
+    # dilation, no bias, a batch of 2; the NDHWC results read by the next conv directly, and by a
+    # concat, a pool, an elementwise op and the graph's outputs in ONNX order. Convs whose H and W
+    # window no 2-D kernel takes (per-side pads, dilations, groups) run the plain N-D conv.
+    b = Builder()
+
+    def conv3d(x, cin, cout, k, bias=True, group=1, **attrs):
+        w = b.const(RNG.standard_normal((cout, cin // group) + tuple(k)) * np.sqrt(2.0 / (cin * np.prod(k))))
+        return b.node("Conv", [x, w] + ([b.const(RNG.uniform(-0.1, 0.1, cout))] if bias else []),
+                      kernel_shape=list(k), group=group, **attrs)
+
+    stem = b.node("Relu", [conv3d("x", 3, 16, (3, 7, 7), bias=False, strides=[1, 2, 2], pads=[1, 3, 3, 1, 3, 3])])
+    inner = b.node("Relu", [conv3d(stem, 16, 16, (3, 3, 3), pads=[1] * 6)])
+    block = b.node("Relu", [b.node("Add", [conv3d(inner, 16, 16, (3, 3, 3), pads=[1] * 6), stem])])
+    down = conv3d(block, 16, 24, (3, 3, 3), strides=[2, 2, 2], pads=[2, 1, 1, 1, 1, 1], dilations=[2, 1, 1])
+    # An Add whose other operand comes later (the later conv takes it), and one with a Sigmoid
+    # (run after the kernel, which takes the Add).
+    deep = b.node("Relu", [b.node("Add", [down, conv3d(block, 16, 24, (1, 1, 1), strides=[2, 2, 2])])])
+    gate = b.node("Sigmoid", [b.node("Add", [conv3d(deep, 24, 24, (1, 3, 3), pads=[0, 1, 1, 0, 1, 1]), deep])])
+    wide = conv3d(block, 16, 8, (2, 3, 3), pads=[0, 1, 1, 3, 1, 1])  # depth 4 + 3 pads -> 6 outputs
+    plain = [conv3d(block, 16, 8, (3, 3, 3), pads=[1, 0, 1, 1, 1, 2]),
+             conv3d(block, 16, 8, (3, 3, 3), pads=[1] * 6, dilations=[1, 2, 2]),
+             conv3d(block, 16, 8, (3, 3, 3), pads=[1] * 6, group=2)]
+    cat = b.node("Concat", [block, b.node("Relu", [conv3d(block, 16, 8, (3, 3, 3), pads=[1] * 6)])], axis=1)
+    outs = [b.node("MaxPool", [gate], kernel_shape=[1, 2, 2], strides=[1, 2, 2]), wide,
+            b.node("Sigmoid", [cat])] + plain
+    path = b.save(str(tmp_path / "r3d.onnx"), [("x", ["N", 3, 4, 20, 24])], outs, opset=13)
+    compare(path, batch=2)
+    steps = rt.Model(path, batch=2).describe()["steps"]
+    depth_wise = [s for s in steps if s.get("as") == "3-D conv, depth by depth"]
+    assert [s["workload"].get("epilogue", []) for s in depth_wise] == [
+        ["relu"], ["bias", "relu"], ["bias", "add", "relu"], ["bias"], ["bias", "add", "relu"], ["bias", "add"], ["bias"],
+        ["bias", "relu"]]
+    assert depth_wise[0]["workload"]["dims"]["C"] == 3 * 3  # depth taps x channels
+    assert sum(s["kind"] == "plain" and s.get("op") == "Conv" for s in steps) == 3
+    # Between the stem and the block's end no layout changes: the convs pass NDHWC along.
+    assert sum(s["kind"] == "layout" for s in steps[:6]) == 1
+
+
 def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
     # A 3-D UNet's decoder: trilinear and nearest upsampling of [N, C, D, H, W] by scales or
     # sizes, in each coordinate mode, and a downsampling.
