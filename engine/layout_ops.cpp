@@ -426,46 +426,74 @@ void strided_slice(const float* in, const Shape& x, const std::vector<std::int64
   });
 }
 
+namespace {
+
+// Where each output index of one dim of a Pad reads: an index of x's dim (x has `in` of them,
+// `before` the pad in front, negative where it crops), or -1 for the constant. Negative pads
+// crop first, and the modes then read the cropped extent, as ONNX Runtime does (a wrap or a
+// reflection of what remains).
+std::vector<std::int64_t> pad_axis(std::int64_t in, std::int64_t out, std::int64_t before, PadMode mode) {
+  const std::int64_t after = out - in - before;
+  const std::int64_t from = std::max<std::int64_t>(0, -before);
+  const std::int64_t e = in - from - std::max<std::int64_t>(0, -after);  // the extent left to read
+  const std::int64_t pad_before = std::max<std::int64_t>(0, before);
+  std::vector<std::int64_t> map(std::size_t(out), -1);
+  for (std::int64_t i = 0; i < out && e > 0; ++i) {
+    std::int64_t at = i - pad_before;
+    if (mode == PadMode::edge) at = std::clamp<std::int64_t>(at, 0, e - 1);
+    if (mode == PadMode::wrap) at = ((at % e) + e) % e;
+    if (mode == PadMode::reflect && e > 1) {  // mirrored about the edge, the edge once
+      const std::int64_t period = 2 * (e - 1);
+      at = ((at % period) + period) % period;
+      if (at >= e) at = period - at;
+    }
+    if (at >= 0 && at < e) map[std::size_t(i)] = from + at;
+  }
+  return map;
+}
+
+}  // namespace
+
 void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& before, PadMode mode, float value,
-         float* out, const Shape& y) {
+         float* out, const Shape& y, int threads) {
   const std::size_t r = y.size();
-  std::vector<std::int64_t> in_stride(r, 1), index(r, 0), from(r), extent(r), pad_before(r);
+  if (r == 0) {
+    out[0] = in[0];
+    return;
+  }
+  std::vector<std::int64_t> in_stride(r, 1);
   for (int d = int(r) - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * x[d + 1];
-  // Negative pads crop first, and the modes then read the cropped extent, as ONNX Runtime does
-  // (a wrap or a reflection of what remains).
-  for (std::size_t d = 0; d < r; ++d) {
-    const std::int64_t after = y[d] - x[d] - before[d];
-    from[d] = std::max<std::int64_t>(0, -before[d]);
-    extent[d] = x[d] - from[d] - std::max<std::int64_t>(0, -after);
-    pad_before[d] = std::max<std::int64_t>(0, before[d]);
-  }
-  const std::int64_t n = elements(y);
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t src = 0;
-    bool inside = true;
-    for (std::size_t d = 0; d < r && inside; ++d) {
-      const std::int64_t e = extent[d];
-      if (e <= 0) {  // cropped away: nothing to read
-        inside = false;
-        continue;
-      }
-      std::int64_t at = index[d] - pad_before[d];
-      if (mode == PadMode::edge) at = std::clamp<std::int64_t>(at, 0, e - 1);
-      if (mode == PadMode::wrap) at = ((at % e) + e) % e;
-      if (mode == PadMode::reflect && e > 1) {  // mirrored about the edge, the edge once
-        const std::int64_t period = 2 * (e - 1);
-        at = ((at % period) + period) % period;
-        if (at >= e) at = period - at;
-      }
-      inside = at >= 0 && at < e;
-      src += (from[d] + at) * in_stride[d];
-    }
-    out[i] = inside ? in[src] : value;
-    for (int d = int(r) - 1; d >= 0; --d) {
-      if (++index[d] < y[d]) break;
-      index[d] = 0;
-    }
-  }
+  std::vector<std::vector<std::int64_t>> maps;
+  for (std::size_t d = 0; d < r; ++d) maps.push_back(pad_axis(x[d], y[d], before[d], mode));
+  // The last dim's run read in order (its interior): one copy per row.
+  const std::vector<std::int64_t>& cols = maps.back();
+  const std::int64_t width = y[r - 1];
+  std::int64_t run0 = 0;
+  while (run0 < width && cols[std::size_t(run0)] < 0) ++run0;
+  std::int64_t run1 = run0;
+  while (run1 < width && cols[std::size_t(run1)] == cols[std::size_t(run0)] + (run1 - run0)) ++run1;
+  split(elements(y) / std::max<std::int64_t>(width, 1), rows_grain(width), threads,
+        [&](std::int64_t q0, std::int64_t q1) {
+          for (std::int64_t q = q0; q < q1; ++q) {
+            float* dst = out + q * width;
+            std::int64_t src = 0;  // the row's start in x, or -1 where an outer dim reads the constant
+            for (std::int64_t d = std::int64_t(r) - 2, rest = q; d >= 0 && src >= 0; rest /= y[std::size_t(d)], --d) {
+              const std::int64_t at = maps[std::size_t(d)][std::size_t(rest % y[std::size_t(d)])];
+              src = at < 0 ? -1 : src + at * in_stride[std::size_t(d)];
+            }
+            if (src < 0) {
+              std::fill(dst, dst + width, value);
+              continue;
+            }
+            const float* row = in + src;
+            for (std::int64_t j = 0; j < run0; ++j)
+              dst[j] = cols[std::size_t(j)] < 0 ? value : row[cols[std::size_t(j)]];
+            if (run1 > run0)
+              std::copy(row + cols[std::size_t(run0)], row + cols[std::size_t(run0)] + (run1 - run0), dst + run0);
+            for (std::int64_t j = run1; j < width; ++j)
+              dst[j] = cols[std::size_t(j)] < 0 ? value : row[cols[std::size_t(j)]];
+          }
+        });
 }
 
 void tile(const float* x, const Shape& xs, float* y, const Shape& ys) {
@@ -634,26 +662,43 @@ void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const Re
   const std::int64_t c = nhwc ? xs[1] : 1, images = nhwc ? xs[0] : xs[0] * xs[1];
   const std::int64_t h = xs[2], w = xs[3], oh = ys[2], ow = ys[3];
   const auto blend = blend_pixel_here();
+  // Each output column's taps, the same on every row.
+  std::vector<AxisTap> columns;
+  std::vector<CubicTaps> cubic_columns;
+  for (std::int64_t j = 0; j < ow; ++j) {
+    if (a.cubic)
+      cubic_columns.push_back(cubic_taps(a, j, w, ow, a.scale_w));
+    else
+      columns.push_back(axis_tap(a, j, w, ow, a.scale_w));
+  }
   split(images * oh, rows_grain(ow * c), threads, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* src = x + r / oh * h * w * c;
       float* dst = y + r * ow * c;
       if (a.cubic) {
         const CubicTaps ty = cubic_taps(a, r % oh, h, oh, a.scale_h);
-        for (std::int64_t j = 0; j < ow; ++j)
-          cubic_pixel(src, w, c, ty, cubic_taps(a, j, w, ow, a.scale_w), dst + j * c);
+        for (std::int64_t j = 0; j < ow; ++j) cubic_pixel(src, w, c, ty, cubic_columns[std::size_t(j)], dst + j * c);
         continue;
       }
       const AxisTap ty = axis_tap(a, r % oh, h, oh, a.scale_h);
-      for (std::int64_t j = 0; j < ow; ++j) {
-        const AxisTap tx = axis_tap(a, j, w, ow, a.scale_w);
-        const float* p00 = src + (ty.i0 * w + tx.i0) * c;
-        if (!a.linear) {
-          std::copy_n(p00, c, dst + j * c);
+      if (!a.linear) {
+        // An upsampled row reads the input row the row before it read: a copy of that row.
+        if (r > r0 && r % oh > 0 && axis_tap(a, r % oh - 1, h, oh, a.scale_h).i0 == ty.i0) {
+          std::copy_n(dst - ow * c, ow * c, dst);
           continue;
         }
-        blend(p00, src + (ty.i0 * w + tx.i1) * c, src + (ty.i1 * w + tx.i0) * c, src + (ty.i1 * w + tx.i1) * c, tx.f,
-              ty.f, c, dst + j * c);
+        const float* row = src + ty.i0 * w * c;
+        if (c == 1) {
+          for (std::int64_t j = 0; j < ow; ++j) dst[j] = row[columns[std::size_t(j)].i0];
+        } else {
+          for (std::int64_t j = 0; j < ow; ++j) std::copy_n(row + columns[std::size_t(j)].i0 * c, c, dst + j * c);
+        }
+        continue;
+      }
+      for (std::int64_t j = 0; j < ow; ++j) {
+        const AxisTap& tx = columns[std::size_t(j)];
+        blend(src + (ty.i0 * w + tx.i0) * c, src + (ty.i0 * w + tx.i1) * c, src + (ty.i1 * w + tx.i0) * c,
+              src + (ty.i1 * w + tx.i1) * c, tx.f, ty.f, c, dst + j * c);
       }
     }
   });

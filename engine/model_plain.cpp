@@ -542,7 +542,7 @@ void Model::Impl::add_group_norm(const frontend::GraphNode& n, const onnx::NodeP
   const float eps = float_attr(p, "epsilon", 1e-5f);
   const Ref x = plain(n.inputs[0], n.name);
   const int y = output(n.outputs[0], false);
-  push(n, [=, this] { group_norm(at(x), xs, groups, scale, bias, per_group, eps, ptr[y]); });
+  push(n, [=, this] { group_norm(at(x), xs, groups, scale, bias, per_group, eps, ptr[y], threads); });
 }
 
 void Model::Impl::add_rms_norm(const frontend::GraphNode& n, const onnx::NodeProto& p) {
@@ -949,7 +949,7 @@ void Model::Impl::add_pad(const frontend::GraphNode& n, const onnx::NodeProto& p
   const float value = scalar_input(p, 2, float_attr(p, "value", 0.0f));
   const Ref x = plain(n.inputs[0], n.name);
   const int y = output(n.outputs[0], false);
-  push(n, [=, this] { pad(at(x), xs, before, mode, value, ptr[y], ys); });
+  push(n, [=, this] { pad(at(x), xs, before, mode, value, ptr[y], ys, threads); });
 }
 
 void Model::Impl::add_reduce(const frontend::GraphNode& n, const onnx::NodeProto& p) {
@@ -1054,7 +1054,7 @@ void Model::Impl::add_instance_norm(const frontend::GraphNode& n, const onnx::No
   const float eps = float_attr(p, "epsilon", 1e-5f);
   const Ref x = plain(n.inputs[0], n.name);
   const int y = output(n.outputs[0], false);
-  push(n, [=, this] { instance_norm(at(x), xs, scale, bias, eps, ptr[y]); });
+  push(n, [=, this] { instance_norm(at(x), xs, scale, bias, eps, ptr[y], threads); });
 }
 
 void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p) {

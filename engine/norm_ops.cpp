@@ -459,24 +459,44 @@ void cumulative_sum(const float* in, const Shape& x, std::size_t axis, bool excl
   }
 }
 
-void group_norm(const float* x, const Shape& xs, std::int64_t groups, const float* scale, const float* bias,
-                bool per_group, float epsilon, float* y) {
-  const std::int64_t c = xs[1], blocks = xs[0] * groups, len = elements(xs) / std::max<std::int64_t>(blocks, 1);
-  const std::int64_t per = c / groups, plane = len / std::max<std::int64_t>(per, 1);
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const float* src = x + b * len;
-    float* dst = y + b * len;
-    const auto [mean, inv] = moments(src, len, epsilon);
-    const std::int64_t g = b % groups;
-    for (std::int64_t k = 0; k < len; ++k) {
-      const std::int64_t at = per_group ? g : g * per + k / plane;  // the affine's index
-      dst[k] = float((src[k] - mean) * inv * scale[at] + bias[at]);
-    }
+namespace {
+
+// Block g of a group norm: its `per` planes of len / per values normalised by the block's moments,
+// each plane by its affine's entry (the group's where per_group).
+ATVOSS_INLINE void norm_block_body(const float* src, float* dst, std::int64_t len, std::int64_t per, std::int64_t g,
+                                   bool per_group, float epsilon, const float* scale, const float* bias) {
+  const auto [mean, inv] = moments(src, len, epsilon);
+  const std::int64_t plane = len / std::max<std::int64_t>(per, 1);
+  for (std::int64_t ch = 0; ch < per; ++ch) {
+    const std::int64_t at = per_group ? g : g * per + ch;  // the affine's index
+    const float a = inv * scale[at], b = bias[at];
+    const float* s = src + ch * plane;
+    float* d = dst + ch * plane;
+    for (std::int64_t k = 0; k < plane; ++k) d[k] = (s[k] - mean) * a + b;
   }
 }
+ATVOSS_BUILT_TWICE(norm_block,
+                   (const float* src, float* dst, std::int64_t len, std::int64_t per, std::int64_t g, bool per_group,
+                    float epsilon, const float* scale, const float* bias),
+                   (src, dst, len, per, g, per_group, epsilon, scale, bias))
 
-void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y) {
-  group_norm(x, xs, xs[1], scale, bias, false, epsilon, y);
+}  // namespace
+
+void group_norm(const float* x, const Shape& xs, std::int64_t groups, const float* scale, const float* bias,
+                bool per_group, float epsilon, float* y, int threads) {
+  const std::int64_t blocks = xs[0] * groups, len = elements(xs) / std::max<std::int64_t>(blocks, 1);
+  const std::int64_t per = xs[1] / groups;
+  const auto block = norm_block_here();
+  split(blocks, rows_grain(len), threads, [&](std::int64_t b0, std::int64_t b1) {
+    for (std::int64_t b = b0; b < b1; ++b) {
+      block(x + b * len, y + b * len, len, per, b % groups, per_group, epsilon, scale, bias);
+    }
+  });
+}
+
+void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y,
+                   int threads) {
+  group_norm(x, xs, xs[1], scale, bias, false, epsilon, y, threads);
 }
 
 void lp_normalize(const float* x, const Shape& xs, std::size_t axis, int p, float* y) {

@@ -139,17 +139,18 @@ void cumulative_sum(const float* in, const Shape& x, std::size_t axis, bool excl
 // ONNX's Pad modes.
 enum class PadMode { constant, reflect, edge, wrap };
 void pad(const float* in, const Shape& x, const std::vector<std::int64_t>& before, PadMode mode, float value,
-         float* out, const Shape& y);
+         float* out, const Shape& y, int threads = 1);
 
 // Tile: y's every index reads x at that index modulo x's dims.
 void tile(const float* x, const Shape& xs, float* y, const Shape& ys);
 // InstanceNormalization of [N, C, ...]: each (n, c) plane normalized, then scale[c], bias[c].
-void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y);
+void instance_norm(const float* x, const Shape& xs, const float* scale, const float* bias, float epsilon, float* y,
+                   int threads = 1);
 // ONNX GroupNormalization of [N, C, ...]: each of `groups` blocks of C / groups channels
 // normalized over its channels and pixels, then scale and bias per channel (opset 21) or, with
 // per_group, per group (opset 18). Instance norm is the case of C groups.
 void group_norm(const float* x, const Shape& xs, std::int64_t groups, const float* scale, const float* bias,
-                bool per_group, float epsilon, float* y);
+                bool per_group, float epsilon, float* y, int threads = 1);
 // ONNX RMSNormalization: each row of x's dims from axis on divided by its root mean square
 // (epsilon added to the mean square), times scale (one value per element of a row).
 void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon, const float* scale, float* y);

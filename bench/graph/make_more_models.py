@@ -77,6 +77,19 @@ mode), with seeded random weights and a symbolic batch:
                    conv + ReLU per level over three levels (16, 32, 64 channels), 2x2x2 max pools
                    down, 2x2x2 stride-2 ConvTranspose up, Concat with the skip, a 1x1x1 conv and
                    Sigmoid
+  mobilenet_v3_large  MobileNetV3-Large at 224 (Howard et al., 2019; torchvision's blocks) as torch
+                   exports it at opset 14: HardSwish and ReLU inverted residuals with 3x3 and 5x5
+                   depthwise convs, squeeze-excitation with HardSigmoid, a 1x1 conv to 960, global
+                   pool, the 960 -> 1280 -> 1000 classifier with HardSwish
+  deeplabv3        DeepLabV3's output stride 8 head on a ResNet-style backbone at 256 (Chen et al.,
+                   2017): dilated 3x3 convs (dilations 2 and 4), ASPP (a 1x1 conv, 3x3 convs of
+                   dilations 12, 24 and 36, and image pooling upsampled by Resize), Concat, the
+                   classifier, and a bilinear Resize (half_pixel) back to the input's size
+  fast_neural_style  Johnson et al.'s style transfer net (2016) at 256, as torch's
+                   fast_neural_style example exports it: reflection Pad before every conv,
+                   InstanceNormalization, ReLU, five residual blocks, nearest 2x Resize upsampling
+  espcn            ESPCN super-resolution (Shi et al., 2016) of a 224 x 224 luminance plane at 3x:
+                   5x5 and 3x3 convs with Tanh, and PixelShuffle as DepthToSpace (CRD)
 Usage: make_more_models.py NAME OUT.onnx"""
 import os
 import sys
@@ -645,13 +658,110 @@ def unet3d(depth=32, size=64, widths=(16, 32, 64)):
     return Writer.model(w, "unet3d", [("input", ["N", 1, depth, size, size])], [(w.node("Sigmoid", [head]), None)], 13)
 
 
+# (kernel, expanded, output channels, squeeze-excitation, HardSwish, stride), torchvision's large.
+MOBILENET_V3_LARGE = [(3, 16, 16, False, False, 1), (3, 64, 24, False, False, 2), (3, 72, 24, False, False, 1),
+                      (5, 72, 40, True, False, 2), (5, 120, 40, True, False, 1), (5, 120, 40, True, False, 1),
+                      (3, 240, 80, False, True, 2), (3, 200, 80, False, True, 1), (3, 184, 80, False, True, 1),
+                      (3, 184, 80, False, True, 1), (3, 480, 112, True, True, 1), (3, 672, 112, True, True, 1),
+                      (5, 672, 160, True, True, 2), (5, 960, 160, True, True, 1), (5, 960, 160, True, True, 1)]
+
+
+def mobilenet_v3_large():
+    w = ConvWriter(23)
+
+    def conv(x, cin, cout, k, stride=1, group=1, act="hardswish"):
+        y = w.conv(x, cin, cout, k, stride, group, act=None)
+        return {"hardswish": lambda: w.node("HardSwish", [y]), "relu": lambda: w.node("Relu", [y]),
+                None: lambda: y}[act]()
+
+    def squeeze(x, c):
+        s = w.conv(w.node("GlobalAveragePool", [x]), c, (c // 4 + 7) // 8 * 8, 1, act="relu")
+        gate = w.node("HardSigmoid", [w.conv(s, (c // 4 + 7) // 8 * 8, c, 1, act=None)], alpha=1.0 / 6)
+        return w.node("Mul", [gate, x])
+
+    x, cin = conv("input", 3, 16, 3, 2), 16
+    for k, expanded, cout, se, hs, stride in MOBILENET_V3_LARGE:
+        act = "hardswish" if hs else "relu"
+        y = conv(x, cin, expanded, 1, act=act) if expanded != cin else x
+        y = conv(y, expanded, expanded, k, stride, group=expanded, act=act)
+        y = squeeze(y, expanded) if se else y
+        y = conv(y, expanded, cout, 1, act=None)
+        x, cin = (w.node("Add", [y, x]) if stride == 1 and cin == cout else y), cout
+    x = w.node("Flatten", [w.node("GlobalAveragePool", [conv(x, 160, 960, 1)])], axis=1)
+    x = w.node("HardSwish", [w.gemm(x, 960, 1280)])
+    return model(w, "mobilenet_v3_large", [w.gemm(x, 1280, 1000)], opset=14)
+
+
+def deeplabv3(size=256, classes=21):
+    w = ConvWriter(24)
+
+    def conv(x, cin, cout, k, stride=1, dilation=1, relu=True):
+        weight = w.const(w.rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (cin * k * k)))
+        y = w.node("Conv", [x, weight, w.const(w.rng.uniform(-0.1, 0.1, cout))], kernel_shape=[k, k],
+                   strides=[stride, stride], pads=[dilation * (k // 2)] * 4, dilations=[dilation, dilation])
+        return w.node("Relu", [y]) if relu else y
+
+    def block(x, cin, width, cout, stride=1, dilation=1):
+        y = conv(conv(x, cin, width, 1), width, width, 3, stride, dilation)
+        skip = conv(x, cin, cout, 1, stride, relu=False) if stride != 1 or cin != cout else x
+        return w.node("Relu", [w.node("Add", [conv(y, width, cout, 1, relu=False), skip])])
+
+    x = w.node("MaxPool", [conv("input", 3, 64, 7, 2)], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+    x = block(block(x, 64, 64, 256), 256, 128, 512, stride=2)  # output stride 8
+    x = block(block(x, 512, 128, 512, dilation=2), 512, 128, 512, dilation=4)
+    pooled = conv(w.node("GlobalAveragePool", [x]), 512, 128, 1)
+    image = w.node("Resize", [pooled, "", "", w.ints([1, 128, size // 8, size // 8])], mode="linear",
+                   coordinate_transformation_mode="half_pixel")
+    branches = [conv(x, 512, 128, 1)] + [conv(x, 512, 128, 3, dilation=d) for d in (12, 24, 36)] + [image]
+    x = conv(conv(w.node("Concat", branches, axis=1), 5 * 128, 128, 1), 128, 128, 3)
+    logits = conv(x, 128, classes, 1, relu=False)
+    out = w.node("Resize", [logits, "", "", w.ints([1, classes, size, size])], mode="linear",
+                 coordinate_transformation_mode="half_pixel")
+    return Writer.model(w, "deeplabv3", [("input", [1, 3, size, size])], [(out, None)], 13)
+
+
+def fast_neural_style(size=256):
+    w = ConvWriter(25)
+
+    def conv(x, cin, cout, k, stride=1, relu=True, norm=True):
+        padded = w.node("Pad", [x, w.ints([0, 0, k // 2, k // 2] * 2)], mode="reflect")
+        weight = w.const(w.rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (cin * k * k)))
+        y = w.node("Conv", [padded, weight, w.const(w.rng.uniform(-0.1, 0.1, cout))], kernel_shape=[k, k],
+                   strides=[stride, stride])
+        if norm:
+            y = w.node("InstanceNormalization", [y, w.const(w.rng.uniform(0.5, 1.5, cout)),
+                                                 w.const(w.rng.uniform(-0.1, 0.1, cout))], epsilon=1e-5)
+        return w.node("Relu", [y]) if relu else y
+
+    x = conv(conv(conv("input", 3, 32, 9), 32, 64, 3, 2), 64, 128, 3, 2)
+    for _ in range(5):
+        x = w.node("Add", [conv(conv(x, 128, 128, 3), 128, 128, 3, relu=False), x])
+    for cin, cout in [(128, 64), (64, 32)]:
+        x = conv(w.node("Resize", [x, "", w.const([1, 1, 2, 2])], mode="nearest"), cin, cout, 3)
+    out = conv(x, 32, 3, 9, relu=False, norm=False)
+    return Writer.model(w, "fast_neural_style", [("input", ["N", 3, size, size])], [(out, None)], 13)
+
+
+def espcn(size=224, scale=3):
+    w = ConvWriter(26)
+
+    def conv(x, cin, cout, k, act=True):
+        y = w.conv(x, cin, cout, k, act=None)
+        return w.node("Tanh", [y]) if act else y
+
+    x = conv(conv("input", 1, 64, 5), 64, 32, 3)
+    out = w.node("DepthToSpace", [conv(x, 32, scale * scale, 3, act=False)], blocksize=scale, mode="CRD")
+    return Writer.model(w, "espcn", [("input", ["N", 1, size, size])], [(out, None)], 13)
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
           "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
           "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf, "whisper_front": whisper_front,
           "wav2vec2_features": wav2vec2_features, "convnext_tiny": convnext_tiny, "gpt2": gpt2,
           "t5_encoder": t5_encoder, "swin_stages": swin_stages,
           "yolov8n": yolov8n, "lstm_tagger": lstm_tagger, "r3d_18": r3d_18,
-          "unet3d": unet3d}
+          "unet3d": unet3d, "mobilenet_v3_large": mobilenet_v3_large, "deeplabv3": deeplabv3,
+          "fast_neural_style": fast_neural_style, "espcn": espcn}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:
