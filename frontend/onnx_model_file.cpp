@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/user_paths.hpp"
 #include "core/utf8.hpp"
+#include "frontend/function_inlining.hpp"
 #include "frontend/onnx_attributes.hpp"
 
 namespace atvoss::frontend {
@@ -134,6 +135,7 @@ onnx::ModelProto read_onnx_model(const std::string& path) {
   if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph()) {
     throw_bad_input("model: '" + path + "' is not an ONNX model (protobuf parse failed or no graph)");
   }
+  inline_functions(model);
   make_valid_names(*model.mutable_graph());
   read_external_data(*model.mutable_graph(), std::filesystem::path(path).parent_path());
   return model;

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto as T, helper, numpy_helper
+from onnx import AttributeProto, TensorProto as T, helper, numpy_helper
 
 import atvoss.runtime as rt
 
@@ -1527,6 +1527,89 @@ def test_three_d_convs_run_depth_by_depth_on_the_2d_kernels_with_their_residual_
     assert sum(s["kind"] == "plain" and s.get("op") == "Conv" for s in steps) == 3
     # Between the stem and the block's end no layout changes: the convs pass NDHWC along.
     assert sum(s["kind"] == "layout" for s in steps[:6]) == 1
+
+
+def function_model(path, functions, nodes, inputs, outputs, inits, opset=18, domains=("pkg.custom",)):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, T.FLOAT, s) for n, s in inputs],
+                              [helper.make_tensor_value_info(n, T.FLOAT, None) for n in outputs],
+                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    imports = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
+    model = helper.make_model(graph, opset_imports=imports, functions=functions)
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+def test_model_local_functions_run_as_the_nodes_they_are_made_of(tmp_path):
+    # As torch's dynamo exporter and onnxscript write modules: a Linear + activation function
+    # called twice (each call's tensors its own), a block function calling it (nested), an
+    # attribute a call gives (alpha), one the function defaults (attribute_proto), one left to
+    # the op's default; a call giving an optional input as the empty name (Clip's max); a
+    # function of another domain; two overloads of one name.
+    f, op = helper.make_function, helper.make_node
+    one = [helper.make_opsetid("", 18)]
+
+    def referring(node, name, to):  # node's attribute `name` refers to the function's `to`
+        a = helper.make_attribute_ref(name, AttributeProto.FLOAT)
+        a.ref_attr_name = to
+        node.attribute.append(a)
+        return node
+
+    linear = f("pkg.custom", "Linear", ["x", "w", "b"], ["y", "pre"],
+               [op("MatMul", ["x", "w"], ["t"]), op("Add", ["t", "b"], ["pre"]),
+                referring(op("LeakyRelu", ["pre"], ["y"]), "alpha", "alpha")],
+               one, attributes=["alpha"])
+    clip = f("pkg.custom", "Clip01", ["x", "lo", "hi"], ["y"], [op("Clip", ["x", "lo", "hi"], ["y"])], one)
+    scale = f("pkg.other", "Scale", ["x"], ["y"],
+              [op("Constant", [], ["k"], value_float=2.0), op("Mul", ["x", "k"], ["y"])], one)
+    block = f("pkg.custom", "Block", ["x", "w1", "b1", "w2", "b2"], ["y"],
+              [op("Linear", ["x", "w1", "b1"], ["h", "h_pre"], domain="pkg.custom", alpha=0.3),
+               referring(op("Linear", ["h", "w2", "b2"], ["z", "z_pre"], domain="pkg.custom"), "alpha", "slope"),
+               op("Scale", ["z"], ["y"], domain="pkg.other")],
+              one + [helper.make_opsetid("pkg.custom", 1), helper.make_opsetid("pkg.other", 1)], attributes=["slope"],
+              attribute_protos=[helper.make_attribute("slope", 0.05)])
+    w = {"w1": RNG.standard_normal((16, 16)) * 0.3, "b1": RNG.uniform(-1, 1, 16),
+         "w2": RNG.standard_normal((16, 16)) * 0.3, "b2": RNG.uniform(-1, 1, 16), "lo": [-0.5]}
+    nodes = [op("Block", ["x", "w1", "b1", "w2", "b2"], ["y1"], domain="pkg.custom", name="block"),
+             op("Block", ["y1", "w1", "b1", "w2", "b2"], ["y2"], domain="pkg.custom", slope=0.2),
+             op("Clip01", ["y2", "lo", ""], ["c"], domain="pkg.custom"),
+             op("Linear", ["c", "w2", "b2"], ["l", "l_pre"], domain="pkg.custom")]  # alpha: LeakyRelu's 0.01
+    path = function_model(str(tmp_path / "functions.onnx"), [linear, clip, scale, block], nodes,
+                          [("x", ["batch", 16])], ["y1", "l"], w, domains=("pkg.custom", "pkg.other"))
+    compare(path, batch=3)
+
+
+def test_a_call_runs_the_overload_of_its_function_it_names(tmp_path):
+    # IR 10's overloads: two functions of one name told apart by the call's overload (ONNX
+    # Runtime 1.23 runs the last one for both calls, so against numpy).
+    f, op = helper.make_function, helper.make_node
+    one = [helper.make_opsetid("", 18)]
+    heads = [f("pkg.custom", "Head", ["x"], ["y"], [op("Softmax", ["x"], ["y"], axis=-1)], one, overload="a"),
+             f("pkg.custom", "Head", ["x"], ["y"], [op("Sigmoid", ["x"], ["y"])], one, overload="b")]
+    nodes = [op("Head", ["x"], ["p"], domain="pkg.custom", overload="a"),
+             op("Head", ["x"], ["q"], domain="pkg.custom", overload="b")]
+    path = function_model(str(tmp_path / "overloads.onnx"), heads, nodes, [("x", [3, 16])], ["p", "q"], {})
+    x = RNG.uniform(-2, 2, (3, 16)).astype(np.float32)
+    p, q = rt.Model(path).run([x])
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(p, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(q, 1 / (1 + np.exp(-x)), rtol=1e-5, atol=1e-7)
+
+
+def test_a_function_that_calls_itself_or_of_another_opset_is_refused_by_name(tmp_path):
+    f, op = helper.make_function, helper.make_node
+    loop = f("pkg.custom", "Loop", ["x"], ["y"], [op("Loop", ["x"], ["y"], domain="pkg.custom")],
+             [helper.make_opsetid("", 18), helper.make_opsetid("pkg.custom", 1)])
+    path = function_model(str(tmp_path / "self.onnx"), [loop], [op("Loop", ["x"], ["y"], domain="pkg.custom")],
+                          [("x", [2, 3])], ["y"], {})
+    with pytest.raises(ValueError, match="function calls nest deeper than 32"):
+        rt.Model(path)
+    old = f("pkg.custom", "Id", ["x"], ["y"], [op("Identity", ["x"], ["y"])], [helper.make_opsetid("", 13)])
+    path = function_model(str(tmp_path / "old.onnx"), [old], [op("Id", ["x"], ["y"], domain="pkg.custom")],
+                          [("x", [2, 3])], ["y"], {})
+    with pytest.raises(ValueError, match="function 'Id' is written for opset 13 of the default domain, "
+                                         "the model for opset 18"):
+        rt.Model(path)
 
 
 def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
