@@ -74,6 +74,37 @@ ATVOSS_BUILT_TWICE(scatter_groups,
 
 }  // namespace
 
+void to_phases(const float* x, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t d, float* phases,
+               int threads) {
+  const std::int64_t hp = (h + d - 1) / d, wp = (w + d - 1) / d;
+  split(d * d * hp, rows_grain(wp * c), threads, [&](std::int64_t q0, std::int64_t q1) {
+    for (std::int64_t q = q0; q < q1; ++q) {  // row i of phase image (a, b)
+      const std::int64_t phase = q / hp, y = q % hp * d + phase / d, b = phase % d;
+      float* dst = phases + q * wp * c;
+      for (std::int64_t j = 0; j < wp; ++j, dst += c) {
+        const std::int64_t x0 = j * d + b;
+        if (y < h && x0 < w)
+          std::copy_n(x + (y * w + x0) * c, c, dst);
+        else
+          std::fill_n(dst, c, 0.0f);
+      }
+    }
+  });
+}
+
+void from_phases(const float* phases, std::int64_t h, std::int64_t w, std::int64_t k, std::int64_t d, float* y,
+                 int threads) {
+  const std::int64_t hp = (h + d - 1) / d, wp = (w + d - 1) / d;
+  split(h, rows_grain(w * k), threads, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      for (std::int64_t x0 = 0; x0 < w; ++x0) {
+        const std::int64_t phase = r % d * d + x0 % d;
+        std::copy_n(phases + ((phase * hp + r / d) * wp + x0 / d) * k, k, y + (r * w + x0) * k);
+      }
+    }
+  });
+}
+
 void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s, const ConvAttrs& a, float* cols,
                  const Shape& ys, int threads) {
   const std::int64_t c = xs[1], h = xs[2], w = xs[3], oh = ys[2], ow = ys[3], cg = c / a.groups;

@@ -21,6 +21,17 @@ struct ConvAttrs {
 void conv_nchw(const float* x, const Shape& xs, const float* w, const Shape& ws, const float* bias, float* y,
                const Shape& ys, const ConvAttrs& a);
 
+// A dilated conv as d x d undilated ones (dilation d, stride 1, the window centred: pads of
+// d x (kernel - 1) / 2): output pixel (i d + a, j d + b) reads only input pixels of the same
+// phase (a, b), so phase image (a, b), pixels (i d + a, j d + b), convolved without dilation
+// is that phase of the output. to_phases: one image x [H, W, C] (channels last) as the d x d
+// phase images [d x d, ceil(H / d), ceil(W / d), C], zeros past the image (the padding the
+// undilated conv reads there); from_phases: phase images [d x d, ..., K] back as y [H, W, K].
+void to_phases(const float* x, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t d, float* phases,
+               int threads = 1);
+void from_phases(const float* phases, std::int64_t h, std::int64_t w, std::int64_t k, std::int64_t d, float* y,
+                 int threads = 1);
+
 // A conv's input windows as matrix rows, NHWC (im2col): for each group g, a [N x OH x OW,
 // R x S x Cg] matrix at cols + g * N * OH * OW * R * S * Cg whose row (n, oh, ow) holds, tap by
 // tap (u, v), the Cg channels of group g of input pixel (oh * sh - pad_top + u * dh,

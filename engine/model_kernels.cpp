@@ -231,6 +231,23 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   return true;
 }
 
+namespace {
+
+// OIHW weights (k outputs of cin channels, taps taps each) as the conv kernels read them: HWIO
+// ([taps][cin][k]); a depthwise conv's (cin 1) as [taps][k].
+std::vector<float> hwio_weights(const float* oihw, std::int64_t k, std::int64_t cin, std::int64_t taps) {
+  std::vector<float> hwio(std::size_t(k * cin * taps));
+  for (std::int64_t o = 0; o < k; ++o) {
+    for (std::int64_t ci = 0; ci < cin; ++ci) {
+      for (std::int64_t u = 0; u < taps; ++u)
+        hwio[std::size_t((u * cin + ci) * k + o)] = oihw[(o * cin + ci) * taps + u];
+    }
+  }
+  return hwio;
+}
+
+}  // namespace
+
 bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   const frontend::GraphNode& n = graph.nodes()[i];
   const Workload& w0 = *n.kernel;
@@ -254,21 +271,7 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   });
   const Workload w = kernel_workload(w0, ch.epilogue);
   if (!host::supports(w)) return false;
-  // OIHW -> HWIO (conv2d: R x S x C x K) or R x S x C (depthwise).
-  std::vector<float> hwio(oihw.size());
-  for (std::int64_t o = 0; o < k; ++o) {
-    for (std::int64_t ci = 0; ci < cin; ++ci) {
-      for (std::int64_t u = 0; u < r * s; ++u) {
-        const float v = oihw[(o * cin + ci) * r * s + u];
-        if (depthwise) {
-          hwio[u * c + o] = v;
-        } else {
-          hwio[(u * c + ci) * k + o] = v;
-        }
-      }
-    }
-  }
-  const float* filter = owned_data(std::move(hwio));
+  const float* filter = owned_data(hwio_weights(oihw.data(), k, cin, r * s));
   const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
   const int in = nhwc(n.inputs[0], n.name);
   const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
@@ -277,6 +280,12 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   prepare_kernel(w, step.info);
   const std::size_t packed_at = packed.size();
   if (!depthwise) packed.push_back(rt->prepare_weights(w, filter));
+  if (const std::int64_t d = conv_attrs(p).dh; d > 1) {  // the importer's conv over the phase images
+    step.info["as"] = "dilated conv as d x d phase images";
+    add_phase_conv(std::move(step), w, filter, bias_data, n.inputs[0], in, res, out, d, packed_at);
+    for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+    return true;
+  }
   step.run = [this, w, filter, bias_data, in, res, out, depthwise, packed_at] {
     host::AtvossArgs args{};
     args.a = ptr[in];
@@ -290,6 +299,34 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   steps.push_back(std::move(step));
   for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
   return true;
+}
+
+void Model::Impl::add_phase_conv(Step step, const Workload& w, const float* filter, const float* bias, int x, int in,
+                                 int res, int out, std::int64_t d, std::size_t packed_at) {
+  const Shape& xs = values[x].shape;
+  const std::int64_t batch = xs[0], h = xs[2], wd = xs[3], c = xs[1], k = w.dim("K");
+  const std::int64_t phase_in = d * d * w.dim("H") * w.dim("W") * c, phase_out = phase_in / c * k;
+  const int phases_in = new_slot({batch * phase_in}), phases_out = new_slot({batch * phase_out});
+  const int phases_res = res >= 0 ? new_slot({batch * phase_out}) : -1;
+  for (int slot : {phases_in, phases_out, phases_res}) writes(slot), reads(slot);
+  step.run = [=, this] {
+    for (std::int64_t b = 0; b < batch; ++b) {
+      to_phases(ptr[in] + b * h * wd * c, h, wd, c, d, ptr[phases_in] + b * phase_in, threads);
+      if (res >= 0) to_phases(ptr[res] + b * h * wd * k, h, wd, k, d, ptr[phases_res] + b * phase_out, threads);
+    }
+    host::AtvossArgs args{};
+    args.a = ptr[phases_in];
+    args.b = filter;
+    args.c = ptr[phases_out];
+    args.bias = bias;
+    args.residual = res >= 0 ? ptr[phases_res] : nullptr;
+    runtime::Runtime::use_prepared(w, packed[packed_at], args);
+    rt->run(w, args);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      from_phases(ptr[phases_out] + b * phase_out, h, wd, k, d, ptr[out] + b * h * wd * k, threads);
+    }
+  };
+  steps.push_back(std::move(step));
 }
 
 bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::NodeProto& p, const WindowNd& a) {

@@ -17,6 +17,7 @@
 #include "frontend/graph_fusion.hpp"
 #include "frontend/internal/graph_index.hpp"
 #include "frontend/onnx_attributes.hpp"
+#include "frontend/phase_conv.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -262,12 +263,20 @@ class Extractor {
     const auto pads = ints_attr(node, "pads");
     const auto dilations = ints_attr(node, "dilations");
     const std::int64_t stride = strides.empty() ? 1 : strides[0];
-    if (!all_equal(strides, stride) || !all_equal(dilations, 1)) {
-      return im2col_task(node, "Conv (dilated or uneven stride)");
-    }
     const std::int64_t r = (*w)[2], s = (*w)[3];
     std::int64_t pad = pads.empty() ? 0 : pads[0];
     const std::string auto_pad = string_attr(node, "auto_pad");
+    if (!all_equal(dilations, 1) && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && all_equal(pads, pad) &&
+        index_.constants.count(node.input(1))) {
+      if (const Shape* y = shape_of(node.output(0))) {
+        if (auto dims = phase_conv_dims(*x, *w, *y, int_attr(node, "group", 1), strides, dilations, pad)) {
+          return conv2d_task(node, std::move(*dims));
+        }
+      }
+    }
+    if (!all_equal(strides, stride) || !all_equal(dilations, 1)) {
+      return im2col_task(node, "Conv (dilated or uneven stride)");
+    }
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       // SAME pads total (out - 1) x stride + kernel - in per axis: even on both axes, or uneven.
       const Shape* y = shape_of(node.output(0));
@@ -285,6 +294,11 @@ class Extractor {
               {"R", r},       {"S", s}, {"stride", stride}, {"pad", pad}};
     if (op != "depthwise_conv2d") dims["K"] = k;
     if (op == "group_conv2d") dims["groups"] = group;
+    return conv2d_task(node, std::move(dims), op);
+  }
+
+  // The conv task of node over dims, with its bias.
+  std::optional<std::string> conv2d_task(const onnx::NodeProto& node, Json dims, const std::string& op = "conv2d") {
     std::vector<std::string> start;
     if (node.input_size() >= 3 && !node.input(2).empty()) start.push_back("bias");
     add_task(Json{{"op", op}, {"dtype", to_string(dtype_of(node.input(0)))}, {"dims", dims}, {"epilogue", start}},

@@ -222,6 +222,12 @@ struct Model::Impl {
   bool add_kernel(int i, const onnx::NodeProto& p);
 
   bool add_conv(int i, const onnx::NodeProto& p);
+  // Conv step `step` of a dilated conv (dilation d) as the importer's conv w over its phase
+  // images (frontend/phase_conv.hpp): tensor x's NHWC slot `in` (and the residual's `res`, or
+  // -1) gathered into the phase images (to_phases), the kernel run once over them, the result
+  // put back into the NHWC slot `out` (from_phases).
+  void add_phase_conv(Step step, const Workload& w, const float* filter, const float* bias, int x, int in, int res,
+                      int out, std::int64_t d, std::size_t packed_at);
 
   // A ConvTranspose of one group with constant weights, as the importer's task says: its
   // matmul ([N x H x W, C] NHWC input x the weights as [C, kh x kw x K]) into a buffer of

@@ -1612,6 +1612,34 @@ def test_a_function_that_calls_itself_or_of_another_opset_is_refused_by_name(tmp
         rt.Model(path)
 
 
+def test_dilated_convs_run_as_phase_images_on_the_2d_kernel(tmp_path):
+    # DeepLab's and FCN's dilated backbone convs (torch's padding=dilation): dilations 2, 3 and 4
+    # on maps no dilation divides (phase images of unequal sizes, padded with zeros), a 5x5
+    # window, with and without bias, a Relu and a residual block's Add in the kernel's epilogue,
+    # one conv's output read by the next in NHWC, a batch of 2 (one kernel call over both
+    # images' phases: the importer's task). Those whose phase images would be small (ASPP's dilation 12
+    # on this map), or whose window is not centred, strided, dilated by axis or grouped run as
+    # im2col and the matmul kernel.
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 8, 16, 3, dilations=[2, 2], pads=[2, 2, 2, 2])])
+    x = b.conv(x, 16, 16, 3, bias=False, dilations=[4, 4], pads=[4, 4, 4, 4])
+    y = b.node("Relu", [b.conv(x, 16, 8, 5, dilations=[3, 3], pads=[6, 6, 6, 6])])
+    block = b.node("Relu", [b.node("Add", [b.conv(x, 16, 16, 3, dilations=[2, 2], pads=[2, 2, 2, 2]), x])])
+    outs = [y, block,
+            b.conv(x, 16, 8, 3, dilations=[12, 12], pads=[12, 12, 12, 12]),
+            b.conv(x, 16, 8, 3, dilations=[2, 2], pads=[2, 1, 2, 3]),  # the same size, shifted
+            b.conv(x, 16, 8, 3, dilations=[2, 2], pads=[2, 2, 2, 2], strides=[2, 2]),
+            b.conv(x, 16, 8, 3, dilations=[2, 1], pads=[2, 1, 2, 1]),
+            b.conv(x, 16, 8, 3, group=2, dilations=[2, 2], pads=[2, 2, 2, 2])]
+    path = b.save(str(tmp_path / "dilated.onnx"), [("x", ["N", 8, 37, 42])], outs)
+    compare(path, batch=2)
+    steps = rt.Model(path, batch=2).describe()["steps"]
+    phased = [s for s in steps if s.get("as") == "dilated conv as d x d phase images"]
+    assert [(s["workload"]["dims"]["N"], s["workload"].get("epilogue", [])) for s in phased] == [
+        (2 * 4, ["bias", "relu"]), (2 * 16, []), (2 * 9, ["bias", "relu"]), (2 * 4, ["bias", "add", "relu"])]
+    assert phased[0]["workload"]["dims"]["H"] == 19 and phased[0]["workload"]["dims"]["W"] == 21
+
+
 def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
     # A 3-D UNet's decoder: trilinear and nearest upsampling of [N, C, D, H, W] by scales or
     # sizes, in each coordinate mode, and a downsampling.
