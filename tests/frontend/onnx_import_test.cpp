@@ -427,8 +427,8 @@ TEST_F(OnnxImport, TheGraphHasEveryNodeAndTensorsAsEdges) {
   EXPECT_EQ(t.dtype, "float");
   EXPECT_EQ(g.tensors()[g.tensor_index("am")].dtype, "int64");
   // A node not tuned keeps its op, attributes and bytes; a tuned one has its kernel. A dilated
-  // conv of one group with constant weights is its im2col matmul, [56 x 56, 3 x 3 x 8] x
-  // [72, 8], as the engine runs it.
+  // conv of one group with constant weights, its window centred, is the undilated conv of its
+  // 2 x 2 phase images of 28 x 28 pixels (phase_conv.hpp), as the engine runs it.
   const GraphNode& argmax = g.nodes()[g.node_index("ArgMax:am")];
   EXPECT_FALSE(argmax.kernel);
   EXPECT_EQ(argmax.op, "ArgMax");
@@ -437,11 +437,11 @@ TEST_F(OnnxImport, TheGraphHasEveryNodeAndTensorsAsEdges) {
   const GraphNode& dilated = g.nodes()[g.node_index("dilated_conv")];
   ASSERT_TRUE(dilated.kernel);
   EXPECT_EQ(dilated.op, "Conv");
-  EXPECT_EQ(dilated.kernel->op(), "matmul");
-  EXPECT_EQ(dilated.kernel->dim("M"), 56 * 56);
-  EXPECT_EQ(dilated.kernel->dim("K"), 72);
-  EXPECT_EQ(dilated.kernel->dim("N"), 8);
-  EXPECT_TRUE(dilated.kernel->epilogue().empty());  // no bias, and nothing fused after it
+  EXPECT_EQ(dilated.kernel->op(), "conv2d");
+  EXPECT_EQ(dilated.kernel->dims(),
+            (std::map<std::string, std::int64_t>{
+                {"N", 4}, {"C", 8}, {"H", 28}, {"W", 28}, {"K", 8}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}}));
+  EXPECT_TRUE(dilated.kernel->epilogue().empty());  // no bias
   EXPECT_EQ(g.nodes()[g.node_index("biased_conv")].kernel->epilogue(), (std::vector<std::string>{"bias", "relu"}));
   EXPECT_EQ(g.nodes()[g.node_index("biased_bn")].fused_by, "fold-into-weights");
 }
