@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/internal/model_impl.hpp"
+#include "frontend/phase_conv.hpp"
 #include "host/host_space.hpp"
 
 namespace atvoss::engine {
@@ -148,6 +149,12 @@ bool Model::Impl::add_kernel(int i, const onnx::NodeProto& p) {
   if (n.op == "Conv" && op == "matmul") {  // the importer's im2col task (add_conv_as_matmuls)
     add_plain_conv(n, p);
     return true;
+  }
+  const Shape& xs = values[n.inputs[0]].shape;
+  if (n.op == "Conv" && xs.size() == 5) {  // the importer's 2-D conv of each output depth (depth_conv_dims)
+    const Shape& ws = values[n.inputs.at(1)].shape;
+    return add_conv3d_kernel(n, p,
+                             window_nd(n, p, xs, Shape(ws.begin() + 2, ws.end()), values[n.outputs[0]].shape, false));
   }
   if (op == "conv2d" || op == "depthwise_conv2d") return add_conv(i, p);
   if (op == "matmul" || op == "batch_matmul") return add_matmul(i, p);
@@ -332,84 +339,60 @@ void Model::Impl::add_phase_conv(Step step, const Workload& w, const float* filt
 bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::NodeProto& p, const WindowNd& a) {
   const Shape xs = values[n.inputs[0]].shape, ws = values[n.inputs[1]].shape, ys = values[n.outputs[0]].shape;
   const auto* weights = file->floats(p.input(1));
-  if (xs.size() != 5 || a.groups != 1 || !weights) return false;
-  const std::int64_t pad = a.pad_begin[1];
-  if (a.strides[1] != a.strides[2] || a.dilations[1] != 1 || a.dilations[2] != 1 || a.pad_end[1] != pad ||
-      a.pad_begin[2] != pad || a.pad_end[2] != pad) {
-    return false;
-  }
-  const std::int64_t c = xs[1], k = ys[1], kd = ws[2], kh = ws[3], kw = ws[4];
-  const float* bias = constant_of(n, p, 2, k);
-  std::vector<std::string> epilogue;
-  if (bias) epilogue.push_back("bias");
-  // The nodes the epilogue takes: an Add of a residual computed before, then a Relu.
-  std::vector<int> taken;
-  int out_t = n.outputs[0], residual = -1, add = sole_reader(out_t, "Add");
-  if (add >= 0) {
-    const int other = other_input(graph.nodes()[add], out_t);
-    if (other >= 0 && other != out_t && values[other].shape == ys && !values[other].constant && available(other)) {
-      epilogue.push_back("add");
-      residual = other;
-      taken.push_back(add);
-      out_t = graph.nodes()[add].outputs[0];
-    } else {
-      add = -1;
+  std::vector<std::int64_t> pads = a.pad_begin;
+  pads.insert(pads.end(), a.pad_end.begin(), a.pad_end.end());
+  const auto dims =
+      weights ? frontend::depth_conv_dims(xs, ws, ys, a.groups, a.strides, a.dilations, pads) : std::nullopt;
+  if (!dims) return false;
+  const std::int64_t c = xs[1], k = ys[1], kd = ws[2], taps = ws[3] * ws[4], per_out = c * kd * taps;
+  std::vector<float> oidhw = *weights, bias(std::size_t(k), 0.0f);
+  const float* b = constant_of(n, p, 2, k);
+  if (b) bias.assign(b, b + k);
+  // The importer's task grows its epilogue through the nodes after it (graph_fusion.hpp).
+  Chain ch = chain_of(graph.node_index(n.name), k, bias, b != nullptr, true, [&](const std::vector<float>& sc) {
+    for (std::int64_t o = 0; o < k; ++o) {
+      for (std::int64_t e = 0; e < per_out; ++e) oidhw[std::size_t(o * per_out + e)] *= sc[std::size_t(o)];
     }
-  }
-  if (const int relu = sole_relu_reader(out_t); relu >= 0) {
-    epilogue.push_back("relu");
-    taken.push_back(relu);
-    out_t = graph.nodes()[relu].outputs[0];
-  }
-  const Workload w = Workload::from_json(Json{{"op", "conv2d"},
-                                              {"dtype", "float32"},
-                                              {"dims",
-                                               {{"N", 1},
-                                                {"C", kd * c},
-                                                {"H", xs[3]},
-                                                {"W", xs[4]},
-                                                {"K", k},
-                                                {"R", kh},
-                                                {"S", kw},
-                                                {"stride", a.strides[1]},
-                                                {"pad", pad}}},
-                                              {"epilogue", epilogue}});
-  if (w.out_h() != ys[3] || w.out_w() != ys[4] || !host::supports(w)) return false;
-  absorbed.insert(taken.begin(), taken.end());
+  });
+  const Workload w =
+      Workload::from_json(Json{{"op", "conv2d"}, {"dtype", "float32"}, {"dims", *dims}, {"epilogue", ch.epilogue}});
+  if (!host::supports(w)) return false;
   // ONNX's [K][C][kd][kh][kw] as the 2-D kernel's HWIO, its input channel (depth tap, channel).
-  std::vector<float> hwio(weights->size());
+  std::vector<float> hwio(oidhw.size());
   for (std::int64_t o = 0; o < k; ++o) {
     for (std::int64_t ci = 0; ci < c; ++ci) {
       for (std::int64_t t = 0; t < kd; ++t) {
-        for (std::int64_t u = 0; u < kh * kw; ++u) {
-          hwio[(u * kd * c + t * c + ci) * k + o] = (*weights)[((o * c + ci) * kd + t) * kh * kw + u];
+        for (std::int64_t u = 0; u < taps; ++u) {
+          hwio[std::size_t((u * kd * c + t * c + ci) * k + o)] = oidhw[std::size_t(((o * c + ci) * kd + t) * taps + u)];
         }
       }
     }
   }
   const float* filter = owned_data(std::move(hwio));
-  const DepthTaps taps{xs[2], xs[3], xs[4], c, kd, a.strides[0], a.pad_begin[0], a.dilations[0]};
+  const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
+  const DepthTaps depth{xs[2], xs[3], xs[4], c, kd, a.strides[0], a.pad_begin[0], a.dilations[0]};
   const int in = nhwc(n.inputs[0], n.name);
-  const int res = residual >= 0 ? nhwc(residual, n.name) : -1;
+  const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
   const int columns = new_slot({xs[3], xs[4], kd * c});
   writes(columns);
   reads(columns);
-  const int out = output(out_t, true);
+  const int out = output(ch.out, true);
   Step step{n.name, "kernel", Json{{"as", "3-D conv, depth by depth"}}, nullptr};
   prepare_kernel(w, step.info);
   const std::size_t packed_at = packed.size();
   packed.push_back(rt->prepare_weights(w, filter));
   const std::int64_t batch = xs[0], in_image = elements(Shape(xs.begin() + 1, xs.end())), depth_out = ys[2];
   const std::int64_t out_plane = ys[3] * ys[4] * k;
-  step.run = [this, w, filter, bias, taps, in, res, columns, out, packed_at, batch, in_image, depth_out, out_plane] {
+  step.run = [this, w, filter, bias_data, depth, in, res, columns, out, packed_at, batch, in_image, depth_out,
+              out_plane] {
     host::AtvossArgs args{};
     args.a = ptr[columns];
     args.b = filter;
-    args.bias = bias;
+    args.bias = bias_data;
     runtime::Runtime::use_prepared(w, packed[packed_at], args);
     for (std::int64_t b = 0; b < batch; ++b) {
       for (std::int64_t od = 0; od < depth_out; ++od) {
-        gather_depth_taps(ptr[in] + b * in_image, taps, od, ptr[columns], threads);
+        gather_depth_taps(ptr[in] + b * in_image, depth, od, ptr[columns], threads);
         const std::int64_t at_out = (b * depth_out + od) * out_plane;
         args.c = ptr[out] + at_out;
         args.residual = res >= 0 ? ptr[res] + at_out : nullptr;
@@ -418,13 +401,7 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
     }
   };
   steps.push_back(std::move(step));
-  // The activations the importer grouped with the Add (graph_fusion.hpp) run after it, but the
-  // Relu the kernel ran.
-  for (int f : add >= 0 ? fused_nodes(add) : std::vector<int>{}) {
-    if (std::find(taken.begin(), taken.end(), f) == taken.end()) {
-      add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
-    }
-  }
+  for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
   return true;
 }
 

@@ -257,6 +257,7 @@ class Extractor {
   std::optional<std::string> conv_task(const onnx::NodeProto& node) {
     const Shape* x = node.input_size() >= 2 ? shape_of(node.input(0)) : nullptr;
     const Shape* w = x ? shape_of(node.input(1)) : nullptr;
+    if (x && w && x->size() == 5) return conv3d_task(node, *x, *w);
     if (!x || !w || x->size() != 4 || w->size() != 4) return "Conv (unknown or non-2D shape)";
     const auto group = int_attr(node, "group", 1);
     const auto strides = ints_attr(node, "strides");
@@ -295,6 +296,25 @@ class Extractor {
     if (op != "depthwise_conv2d") dims["K"] = k;
     if (op == "group_conv2d") dims["groups"] = group;
     return conv2d_task(node, std::move(dims), op);
+  }
+
+  // A 3-D conv with constant weights and explicit pads whose H x W window a 2-D kernel takes:
+  // that 2-D conv (phase_conv.hpp, depth_conv_dims), run once per output depth of each image.
+  std::optional<std::string> conv3d_task(const onnx::NodeProto& node, const Shape& x, const Shape& w) {
+    const Shape* y = shape_of(node.output(0));
+    const std::string auto_pad = string_attr(node, "auto_pad", "NOTSET");
+    auto strides = ints_attr(node, "strides"), dilations = ints_attr(node, "dilations"), pads = ints_attr(node, "pads");
+    if (strides.empty()) strides.assign(3, 1);
+    if (dilations.empty()) dilations.assign(3, 1);
+    if (pads.empty() || auto_pad == "VALID") pads.assign(6, 0);
+    std::optional<Json> dims;
+    if (y && (auto_pad == "NOTSET" || auto_pad == "VALID") && index_.constants.count(node.input(1))) {
+      dims = depth_conv_dims(x, w, *y, int_attr(node, "group", 1), strides, dilations, pads);
+    }
+    if (!dims) return "Conv (3-D, no 2-D kernel takes its window)";
+    conv2d_task(node, std::move(*dims));
+    kernel_->count = int(x[0] * (*y)[2]);
+    return std::nullopt;
   }
 
   // The conv task of node over dims, with its bias.

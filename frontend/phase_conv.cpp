@@ -22,4 +22,24 @@ std::optional<Json> phase_conv_dims(const std::vector<std::int64_t>& x, const st
               {"stride", 1},       {"pad", r / 2}};
 }
 
+std::optional<Json> depth_conv_dims(const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& w,
+                                    const std::vector<std::int64_t>& y, std::int64_t groups,
+                                    const std::vector<std::int64_t>& strides,
+                                    const std::vector<std::int64_t>& dilations, const std::vector<std::int64_t>& pads) {
+  if (x.size() != 5 || w.size() != 5 || y.size() != 5 || strides.size() != 3 || dilations.size() != 3 ||
+      pads.size() != 6 || groups != 1 || w[1] != x[1]) {
+    return std::nullopt;
+  }
+  const std::int64_t pad = pads[1];
+  if (strides[1] != strides[2] || dilations[1] != 1 || dilations[2] != 1 || pads[2] != pad || pads[4] != pad ||
+      pads[5] != pad) {
+    return std::nullopt;
+  }
+  const std::int64_t stride = strides[1];
+  if (x[3] + 2 * pad < w[3] || x[4] + 2 * pad < w[4]) return std::nullopt;
+  if ((x[3] + 2 * pad - w[3]) / stride + 1 != y[3] || (x[4] + 2 * pad - w[4]) / stride + 1 != y[4]) return std::nullopt;
+  return Json{{"N", 1},    {"C", w[2] * x[1]}, {"H", x[3]},        {"W", x[4]}, {"K", w[0]},
+              {"R", w[3]}, {"S", w[4]},        {"stride", stride}, {"pad", pad}};
+}
+
 }  // namespace atvoss::frontend

@@ -1,9 +1,11 @@
-// A dilated 2-D conv as the undilated conv of its phase images: with dilation d, stride 1 and
-// the window centred (pads of d x (kernel - 1) / 2, as torch writes DeepLab's and FCN's
-// backbones), output pixel (i d + a, j d + b) reads only input pixels of phase (a, b), so each
-// of the d x d phase images, convolved without dilation (pad (kernel - 1) / 2), is that phase
-// of the output. The importer tunes that conv and the engine runs it (engine/conv_ops.hpp,
-// to_phases), so a plan's schedule is the one that runs. Pure functions, thread-safe.
+// Convs the host's 2-D conv kernel runs after a rewrite, which the importer gives as the node's
+// task so that a plan tunes what runs. 3-D convs: depth by depth, a 2-D conv over the input
+// depths the depth taps read side by side as channels (engine/volume_ops.hpp,
+// gather_depth_taps). Dilated 2-D convs: a dilated 2-D conv as the undilated conv of its phase images: with dilation d,
+// stride 1 and the window centred (pads of d x (kernel - 1) / 2, as torch writes DeepLab's and FCN's backbones), output
+// pixel (i d + a, j d + b) reads only input pixels of phase (a, b), so each of the d x d phase images, convolved
+// without dilation (pad (kernel - 1) / 2), is that phase of the output. The importer tunes that conv and the engine
+// runs it (engine/conv_ops.hpp, to_phases), so a plan's schedule is the one that runs. Pure functions, thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -25,5 +27,15 @@ std::optional<Json> phase_conv_dims(const std::vector<std::int64_t>& x, const st
                                     const std::vector<std::int64_t>& y, std::int64_t groups,
                                     const std::vector<std::int64_t>& strides,
                                     const std::vector<std::int64_t>& dilations, std::int64_t pad);
+
+// The dims of the 2-D conv a 3-D conv of input x [N, C, D, H, W], weights w [K, C, kd, kh, kw]
+// and output y runs as for each output depth of each image (N 1, C kd x C, H and W x's), given
+// its groups, strides, dilations and pads (3 each; pads begin then end, 6); nullopt where the
+// 2-D kernel's window does not fit H and W: one group, one stride for H and W, one pad on their
+// four sides, no dilation along them (the depth axis takes any).
+std::optional<Json> depth_conv_dims(const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& w,
+                                    const std::vector<std::int64_t>& y, std::int64_t groups,
+                                    const std::vector<std::int64_t>& strides,
+                                    const std::vector<std::int64_t>& dilations, const std::vector<std::int64_t>& pads);
 
 }  // namespace atvoss::frontend

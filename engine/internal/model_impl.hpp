@@ -473,9 +473,10 @@ struct Model::Impl {
   // false where the input has fewer.
   bool add_window_nd(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // A 3-D Conv of one group with constant weights whose H and W window a 2-D host kernel takes
-  // (one stride, one pad on every side, no dilation), as that kernel run depth by depth over
-  // gather_depth_taps's [H, W, taps x C] input, NDHWC in and out; a sole Add of a residual and
-  // a sole Relu after it run in the kernel's epilogue. False where it does not apply.
+  // (frontend/phase_conv.hpp, depth_conv_dims), as that kernel run depth by depth over
+  // gather_depth_taps's [H, W, taps x C] input, NDHWC in and out; the nodes the importer fused
+  // into its task (a folded BN, a residual's Add, a Relu) in the kernel's epilogue. False where
+  // it does not apply.
   bool add_conv3d_kernel(const frontend::GraphNode& n, const onnx::NodeProto& p, const WindowNd& a);
   // LpPool and GlobalLpPool of any spatial rank (volume_ops.hpp's pool).
   void add_lp_pool(const frontend::GraphNode& n, const onnx::NodeProto& p);

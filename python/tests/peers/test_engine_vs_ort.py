@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import AttributeProto, TensorProto as T, helper, numpy_helper
 
+import atvoss
 import atvoss.runtime as rt
 
 RNG = np.random.default_rng(7)
@@ -1505,10 +1506,11 @@ def test_three_d_convs_run_depth_by_depth_on_the_2d_kernels_with_their_residual_
     inner = b.node("Relu", [conv3d(stem, 16, 16, (3, 3, 3), pads=[1] * 6)])
     block = b.node("Relu", [b.node("Add", [conv3d(inner, 16, 16, (3, 3, 3), pads=[1] * 6), stem])])
     down = conv3d(block, 16, 24, (3, 3, 3), strides=[2, 2, 2], pads=[2, 1, 1, 1, 1, 1], dilations=[2, 1, 1])
-    # An Add whose other operand comes later (the later conv takes it), and one with a Sigmoid
-    # (run after the kernel, which takes the Add).
+    # An Add whose other operand comes later (the conv waits for it), and one with a LeakyRelu
+    # (which no kernel epilogue computes: run after the kernel, which takes the Add).
     deep = b.node("Relu", [b.node("Add", [down, conv3d(block, 16, 24, (1, 1, 1), strides=[2, 2, 2])])])
-    gate = b.node("Sigmoid", [b.node("Add", [conv3d(deep, 24, 24, (1, 3, 3), pads=[0, 1, 1, 0, 1, 1]), deep])])
+    gate = b.node("LeakyRelu", [b.node("Add", [conv3d(deep, 24, 24, (1, 3, 3), pads=[0, 1, 1, 0, 1, 1]), deep])],
+                  alpha=0.1)
     wide = conv3d(block, 16, 8, (2, 3, 3), pads=[0, 1, 1, 3, 1, 1])  # depth 4 + 3 pads -> 6 outputs
     plain = [conv3d(block, 16, 8, (3, 3, 3), pads=[1, 0, 1, 1, 1, 2]),
              conv3d(block, 16, 8, (3, 3, 3), pads=[1] * 6, dilations=[1, 2, 2]),
@@ -1521,8 +1523,11 @@ def test_three_d_convs_run_depth_by_depth_on_the_2d_kernels_with_their_residual_
     steps = rt.Model(path, batch=2).describe()["steps"]
     depth_wise = [s for s in steps if s.get("as") == "3-D conv, depth by depth"]
     assert [s["workload"].get("epilogue", []) for s in depth_wise] == [
-        ["relu"], ["bias", "relu"], ["bias", "add", "relu"], ["bias"], ["bias", "add", "relu"], ["bias", "add"], ["bias"],
-        ["bias", "relu"]]
+        ["relu"], ["bias", "relu"], ["bias", "add", "relu"], ["bias"], ["bias"], ["bias", "relu"],
+        ["bias", "add", "relu"], ["bias", "add"]]
+    # The importer's tasks are the 2-D convs that run, once per output depth of each image.
+    stem = atvoss.Graph.from_onnx(path, batch=2).nodes["n2_Conv"]
+    assert stem.kernel.dims == depth_wise[0]["workload"]["dims"] and stem.count == 2 * 4
     assert depth_wise[0]["workload"]["dims"]["C"] == 3 * 3  # depth taps x channels
     assert sum(s["kind"] == "plain" and s.get("op") == "Conv" for s in steps) == 3
     # Between the stem and the block's end no layout changes: the convs pass NDHWC along.
