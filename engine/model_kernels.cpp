@@ -357,6 +357,11 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
   const Workload w =
       Workload::from_json(Json{{"op", "conv2d"}, {"dtype", "float32"}, {"dims", *dims}, {"epilogue", ch.epilogue}});
   if (!host::supports(w)) return false;
+  // This step runs the fused nodes, the rest right after it (a plan's graph may hold them fused
+  // into a node it left without a kernel: add_node must not run them again).
+  for (int f : fused_nodes(graph.node_index(n.name))) {
+    if (std::find(ch.rest.begin(), ch.rest.end(), f) == ch.rest.end()) absorbed.insert(f);
+  }
   // ONNX's [K][C][kd][kh][kw] as the 2-D kernel's HWIO, its input channel (depth tap, channel).
   std::vector<float> hwio(oidhw.size());
   for (std::int64_t o = 0; o < k; ++o) {
@@ -401,7 +406,10 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
     }
   };
   steps.push_back(std::move(step));
-  for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+  for (int f : ch.rest) {
+    add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+    absorbed.insert(f);
+  }
   return true;
 }
 
