@@ -166,15 +166,7 @@ void Model::Impl::push_matmul_kernel(const std::string& name, const Workload& w,
   Step step{name, "kernel", Json::object(), nullptr};
   prepare_kernel(w, step.info);
   const long packed_at = prepare_constant_b(w, b);
-  step.run = [this, w, a, b, bias, c, packed_at] {
-    host::AtvossArgs args{};
-    args.a = ptr[a];
-    args.b = b;
-    args.c = ptr[c];
-    args.bias = bias;
-    if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
-    rt->run(w, args);
-  };
+  step.run = [this, w, a, b, bias, c, packed_at] { run_kernel(w, ptr[a], b, bias, nullptr, ptr[c], packed_at); };
   steps.push_back(std::move(step));
 }
 
@@ -224,14 +216,7 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   prepare_kernel(w, step.info);
   const long packed_at = b.constant ? prepare_constant_b(w, b.constant) : -1;
   step.run = [this, w, a, b, bias_data, res, out, packed_at] {
-    host::AtvossArgs args{};
-    args.a = at(a);
-    args.b = at(b);
-    args.c = ptr[out];
-    args.bias = bias_data;
-    args.residual = res >= 0 ? ptr[res] : nullptr;
-    if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
-    rt->run(w, args);
+    run_kernel(w, at(a), at(b), bias_data, res >= 0 ? ptr[res] : nullptr, ptr[out], packed_at);
   };
   steps.push_back(std::move(step));
   for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
@@ -294,18 +279,24 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
     return true;
   }
   step.run = [this, w, filter, bias_data, in, res, out, depthwise, packed_at] {
-    host::AtvossArgs args{};
-    args.a = ptr[in];
-    args.b = filter;
-    args.c = ptr[out];
-    args.bias = bias_data;
-    args.residual = res >= 0 ? ptr[res] : nullptr;
-    if (!depthwise) runtime::Runtime::use_prepared(w, packed[packed_at], args);
-    rt->run(w, args);
+    run_kernel(w, ptr[in], filter, bias_data, res >= 0 ? ptr[res] : nullptr, ptr[out],
+               depthwise ? -1 : long(packed_at));
   };
   steps.push_back(std::move(step));
   for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
   return true;
+}
+
+void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, const float* bias,
+                             const float* residual, float* c, long packed_at) {
+  host::AtvossArgs args{};
+  args.a = a;
+  args.b = b;
+  args.c = c;
+  args.bias = bias;
+  args.residual = residual;
+  if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
+  rt->run(w, args);
 }
 
 void Model::Impl::add_phase_conv(Step step, const Workload& w, const float* filter, const float* bias, int x, int in,
@@ -321,14 +312,7 @@ void Model::Impl::add_phase_conv(Step step, const Workload& w, const float* filt
       to_phases(ptr[in] + b * h * wd * c, h, wd, c, d, ptr[phases_in] + b * phase_in, threads);
       if (res >= 0) to_phases(ptr[res] + b * h * wd * k, h, wd, k, d, ptr[phases_res] + b * phase_out, threads);
     }
-    host::AtvossArgs args{};
-    args.a = ptr[phases_in];
-    args.b = filter;
-    args.c = ptr[phases_out];
-    args.bias = bias;
-    args.residual = res >= 0 ? ptr[phases_res] : nullptr;
-    runtime::Runtime::use_prepared(w, packed[packed_at], args);
-    rt->run(w, args);
+    run_kernel(w, ptr[phases_in], filter, bias, res >= 0 ? ptr[phases_res] : nullptr, ptr[phases_out], long(packed_at));
     for (std::int64_t b = 0; b < batch; ++b) {
       from_phases(ptr[phases_out] + b * phase_out, h, wd, k, d, ptr[out] + b * h * wd * k, threads);
     }
@@ -390,18 +374,12 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
   const std::int64_t out_plane = ys[3] * ys[4] * k;
   step.run = [this, w, filter, bias_data, depth, in, res, columns, out, packed_at, batch, in_image, depth_out,
               out_plane] {
-    host::AtvossArgs args{};
-    args.a = ptr[columns];
-    args.b = filter;
-    args.bias = bias_data;
-    runtime::Runtime::use_prepared(w, packed[packed_at], args);
     for (std::int64_t b = 0; b < batch; ++b) {
       for (std::int64_t od = 0; od < depth_out; ++od) {
         gather_depth_taps(ptr[in] + b * in_image, depth, od, ptr[columns], threads);
         const std::int64_t at_out = (b * depth_out + od) * out_plane;
-        args.c = ptr[out] + at_out;
-        args.residual = res >= 0 ? ptr[res] + at_out : nullptr;
-        rt->run(w, args);
+        run_kernel(w, ptr[columns], filter, bias_data, res >= 0 ? ptr[res] + at_out : nullptr, ptr[out] + at_out,
+                   long(packed_at));
       }
     }
   };

@@ -222,6 +222,10 @@ struct Model::Impl {
   bool add_kernel(int i, const onnx::NodeProto& p);
 
   bool add_conv(int i, const onnx::NodeProto& p);
+  // Kernel w on A a, B b (its prepared copy packed[packed_at], or -1 for none), bias and
+  // residual (or null), into c: the call every kernel step makes.
+  void run_kernel(const Workload& w, const float* a, const float* b, const float* bias, const float* residual, float* c,
+                  long packed_at);
   // Conv step `step` of a dilated conv (dilation d) as the importer's conv w over its phase
   // images (frontend/phase_conv.hpp): tensor x's NHWC slot `in` (and the residual's `res`, or
   // -1) gathered into the phase images (to_phases), the kernel run once over them, the result
