@@ -1,11 +1,12 @@
-// Convs the host's 2-D conv kernel runs after a rewrite, which the importer gives as the node's
-// task so that a plan tunes what runs. 3-D convs: depth by depth, a 2-D conv over the input
-// depths the depth taps read side by side as channels (engine/volume_ops.hpp,
-// gather_depth_taps). Dilated 2-D convs: a dilated 2-D conv as the undilated conv of its phase images: with dilation d,
-// stride 1 and the window centred (pads of d x (kernel - 1) / 2, as torch writes DeepLab's and FCN's backbones), output
-// pixel (i d + a, j d + b) reads only input pixels of phase (a, b), so each of the d x d phase images, convolved
-// without dilation (pad (kernel - 1) / 2), is that phase of the output. The importer tunes that conv and the engine
-// runs it (engine/conv_ops.hpp, to_phases), so a plan's schedule is the one that runs. Pure functions, thread-safe.
+// Convs the host's 2-D conv kernel runs after a rewrite. The importer gives the rewritten conv
+// as the node's task and the engine runs it, so a plan's schedule is the one that runs.
+// - A 3-D conv, depth by depth: the input depths its depth taps read, side by side as channels,
+//   convolved in 2-D (engine/volume_ops.hpp, gather_depth_taps).
+// - A dilated 2-D conv with stride 1 and its window centred (pads of d x (kernel - 1) / 2, as
+//   torch writes DeepLab's and FCN's backbones): output pixel (i d + a, j d + b) reads only input
+//   pixels of phase (a, b), so each of the d x d phase images, convolved without dilation (pad
+//   (kernel - 1) / 2), is that phase of the output (engine/conv_ops.hpp, to_phases).
+// Pure functions, thread-safe.
 #pragma once
 
 #include <cstdint>
