@@ -672,6 +672,7 @@ void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const Re
       columns.push_back(axis_tap(a, j, w, ow, a.scale_w));
   }
   split(images * oh, rows_grain(ow * c), threads, [&](std::int64_t r0, std::int64_t r1) {
+    std::int64_t last_row = -1;  // the input row the output row before read (nearest mode)
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* src = x + r / oh * h * w * c;
       float* dst = y + r * ow * c;
@@ -683,7 +684,9 @@ void resize(const float* x, const Shape& xs, float* y, const Shape& ys, const Re
       const AxisTap ty = axis_tap(a, r % oh, h, oh, a.scale_h);
       if (!a.linear) {
         // An upsampled row reads the input row the row before it read: a copy of that row.
-        if (r > r0 && r % oh > 0 && axis_tap(a, r % oh - 1, h, oh, a.scale_h).i0 == ty.i0) {
+        const bool again = r % oh > 0 && ty.i0 == last_row;
+        last_row = ty.i0;
+        if (again) {
           std::copy_n(dst - ow * c, ow * c, dst);
           continue;
         }

@@ -225,6 +225,13 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
 
 namespace {
 
+// Each output channel o's weights (rows of per_out values) times sc[o]: a folded BN or scale.
+void scale_rows(std::vector<float>& w, std::int64_t per_out, const std::vector<float>& sc) {
+  for (std::size_t o = 0; o < sc.size(); ++o) {
+    for (std::int64_t e = 0; e < per_out; ++e) w[o * std::size_t(per_out) + std::size_t(e)] *= sc[o];
+  }
+}
+
 // OIHW weights (k outputs of cin channels, taps taps each) as the conv kernels read them: HWIO
 // ([taps][cin][k]); a depthwise conv's (cin 1) as [taps][k].
 std::vector<float> hwio_weights(const float* oihw, std::int64_t k, std::int64_t cin, std::int64_t taps) {
@@ -256,11 +263,7 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
     bias = *b;
   }
   const std::int64_t per_out = cin * r * s;
-  Chain ch = chain_of(i, k, bias, has_bias, true, [&](const std::vector<float>& sc) {
-    for (std::int64_t o = 0; o < k; ++o) {
-      for (std::int64_t e = 0; e < per_out; ++e) oihw[o * per_out + e] *= sc[o];
-    }
-  });
+  Chain ch = chain_of(i, k, bias, has_bias, true, [&](const std::vector<float>& sc) { scale_rows(oihw, per_out, sc); });
   const Workload w = kernel_workload(w0, ch.epilogue);
   if (!host::supports(w)) return false;
   const float* filter = owned_data(hwio_weights(oihw.data(), k, cin, r * s));
@@ -275,14 +278,13 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   if (const std::int64_t d = conv_attrs(p).dh; d > 1) {  // the importer's conv over the phase images
     step.info["as"] = "dilated conv as d x d phase images";
     add_phase_conv(std::move(step), w, filter, bias_data, n.inputs[0], in, res, out, d, packed_at);
-    for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
-    return true;
+  } else {
+    step.run = [this, w, filter, bias_data, in, res, out, depthwise, packed_at] {
+      run_kernel(w, ptr[in], filter, bias_data, res >= 0 ? ptr[res] : nullptr, ptr[out],
+                 depthwise ? -1 : long(packed_at));
+    };
+    steps.push_back(std::move(step));
   }
-  step.run = [this, w, filter, bias_data, in, res, out, depthwise, packed_at] {
-    run_kernel(w, ptr[in], filter, bias_data, res >= 0 ? ptr[res] : nullptr, ptr[out],
-               depthwise ? -1 : long(packed_at));
-  };
-  steps.push_back(std::move(step));
   for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
   return true;
 }
@@ -333,11 +335,8 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
   const float* b = constant_of(n, p, 2, k);
   if (b) bias.assign(b, b + k);
   // The importer's task grows its epilogue through the nodes after it (graph_fusion.hpp).
-  Chain ch = chain_of(graph.node_index(n.name), k, bias, b != nullptr, true, [&](const std::vector<float>& sc) {
-    for (std::int64_t o = 0; o < k; ++o) {
-      for (std::int64_t e = 0; e < per_out; ++e) oidhw[std::size_t(o * per_out + e)] *= sc[std::size_t(o)];
-    }
-  });
+  Chain ch = chain_of(graph.node_index(n.name), k, bias, b != nullptr, true,
+                      [&](const std::vector<float>& sc) { scale_rows(oidhw, per_out, sc); });
   const Workload w =
       Workload::from_json(Json{{"op", "conv2d"}, {"dtype", "float32"}, {"dims", *dims}, {"epilogue", ch.epilogue}});
   if (!host::supports(w)) return false;
@@ -346,18 +345,11 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
   for (int f : fused_nodes(graph.node_index(n.name))) {
     if (std::find(ch.rest.begin(), ch.rest.end(), f) == ch.rest.end()) absorbed.insert(f);
   }
-  // ONNX's [K][C][kd][kh][kw] as the 2-D kernel's HWIO, its input channel (depth tap, channel).
-  std::vector<float> hwio(oidhw.size());
-  for (std::int64_t o = 0; o < k; ++o) {
-    for (std::int64_t ci = 0; ci < c; ++ci) {
-      for (std::int64_t t = 0; t < kd; ++t) {
-        for (std::int64_t u = 0; u < taps; ++u) {
-          hwio[std::size_t((u * kd * c + t * c + ci) * k + o)] = oidhw[std::size_t(((o * c + ci) * kd + t) * taps + u)];
-        }
-      }
-    }
-  }
-  const float* filter = owned_data(std::move(hwio));
+  // ONNX's [K][C][kd][kh x kw] as [K][kd][C][kh x kw]: the 2-D kernel's input channel is (depth
+  // tap, channel).
+  std::vector<float> by_tap(oidhw.size());
+  transpose(oidhw.data(), {k, c, kd, taps}, {0, 2, 1, 3}, by_tap.data());
+  const float* filter = owned_data(hwio_weights(by_tap.data(), k, kd * c, taps));
   const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
   const DepthTaps depth{xs[2], xs[3], xs[4], c, kd, a.strides[0], a.pad_begin[0], a.dilations[0]};
   const int in = nhwc(n.inputs[0], n.name);

@@ -629,7 +629,8 @@ bool Model::Impl::add_window_nd(const frontend::GraphNode& n, const onnx::NodePr
   if (a.groups < 1 || xs[1] != cin || ys[1] != cout || xs[1] % a.groups != 0) {
     unsupported(n, "weight shape does not match the channels");
   }
-  if (!transposed && add_conv3d_kernel(n, p, a)) return true;
+  // A node with a kernel task came here only after add_kernel's try of the same failed.
+  if (!transposed && !n.kernel && add_conv3d_kernel(n, p, a)) return true;
   const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
   const float* bias = constant_of(n, p, 2, ys[1]);
   // A Relu that alone reads a conv's result runs in its bias pass (add_batch_norm's way).

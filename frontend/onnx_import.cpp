@@ -270,7 +270,7 @@ class Extractor {
     if (!all_equal(dilations, 1) && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && all_equal(pads, pad) &&
         index_.constants.count(node.input(1))) {
       if (const Shape* y = shape_of(node.output(0))) {
-        if (auto dims = phase_conv_dims(*x, *w, *y, int_attr(node, "group", 1), strides, dilations, pad)) {
+        if (auto dims = phase_conv_dims(*x, *w, *y, group, strides, dilations, pad)) {
           return conv2d_task(node, std::move(*dims));
         }
       }
