@@ -15,6 +15,9 @@ std::string exact_step(const onnx::NodeProto& n, const OnnxFile& file) {
   const std::string& op = n.op_type();
   if (op == "Relu") return "relu";
   if (op == "Sigmoid") return "sigmoid";
+  if (op == "Tanh") return "tanh";
+  if (op == "HardSwish") return "hardswish";
+  if (op == "Mish") return "mish";
   if (op == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "";
   if (op == "Clip") {  // a ReLU (min 0, no max) or a ReLU6 (min 0, max 6)
     float lo = float_attr(n, "min", -INFINITY), hi = float_attr(n, "max", INFINITY);
@@ -69,7 +72,7 @@ Model::Impl::Chain Model::Impl::chain_of(int i, std::int64_t k, std::vector<floa
       c.epilogue.push_back("silu");
       c.out = graph.nodes()[fused[++f]].outputs[0];
       continue;
-    } else if (!add_step(n, p, c, k, bias)) {
+    } else if (!add_step(n, p, c, k, bias, conv)) {
       break;
     }
     c.out = n.outputs[0];
@@ -103,7 +106,8 @@ bool Model::Impl::fold(const frontend::GraphNode& n, const onnx::NodeProto& p, C
 }
 
 bool Model::Impl::add_step(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
-                           std::vector<float>& bias) {
+                           std::vector<float>& bias, bool conv) {
+  if (n.op == "LeakyRelu" || n.op == "PRelu") return add_slope(n, p, c, k, conv);
   if (n.step == "add") {
     const int other = other_input(n, c.out);
     if (other < 0) return false;
@@ -123,6 +127,42 @@ bool Model::Impl::add_step(const frontend::GraphNode& n, const onnx::NodeProto& 
   if (step.empty() || has(c.epilogue, step.c_str())) return false;
   c.epilogue.push_back(step);
   return true;
+}
+
+bool Model::Impl::add_slope(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
+                            bool conv) {
+  if (has(c.epilogue, "leaky_relu")) return false;
+  if (n.op == "LeakyRelu") {
+    c.slope.assign(std::size_t(k), float_attr(p, "alpha", 0.01f));
+  } else {
+    const Shape& out = values[c.out].shape;
+    if (n.inputs.size() != 2 || n.inputs[0] != c.out || out.empty()) return false;
+    auto s = broadcast_channels(n.inputs[1], out, conv ? 1 : out.size() - 1);
+    if (!s) return false;
+    c.slope = std::move(*s);
+  }
+  c.epilogue.push_back("leaky_relu");
+  return true;
+}
+
+std::optional<std::vector<float>> Model::Impl::broadcast_channels(int t, const Shape& out, std::size_t axis) const {
+  const Shape& s = values[t].shape;
+  const auto* v = file->floats(graph.tensors()[t].name);
+  if (!v || s.size() > out.size() || axis >= out.size()) return std::nullopt;
+  const std::int64_t k = out[axis];
+  if (v->size() == 1) return std::vector<float>(std::size_t(k), (*v)[0]);
+  for (std::size_t d = 0; d < s.size(); ++d) {  // right-aligned: s[d] lies on out's axis d + out.size() - s.size()
+    const bool on_channels = d + out.size() - s.size() == axis;
+    if (s[d] != (on_channels ? k : 1)) return std::nullopt;
+  }
+  return std::int64_t(v->size()) == k ? std::optional(*v) : std::nullopt;
+}
+
+Model::Impl::ChannelData Model::Impl::channel_data(Chain& c, std::vector<float>& bias) {
+  ChannelData d;
+  if (has(c.epilogue, "bias")) d.bias = owned_data(std::move(bias));
+  if (has(c.epilogue, "leaky_relu")) d.slope = owned_data(std::move(c.slope));
+  return d;
 }
 
 Workload Model::Impl::kernel_workload(const Workload& w, const std::vector<std::string>& epilogue) const {
@@ -166,7 +206,9 @@ void Model::Impl::push_matmul_kernel(const std::string& name, const Workload& w,
   Step step{name, "kernel", Json::object(), nullptr};
   prepare_kernel(w, step.info);
   const long packed_at = prepare_constant_b(w, b);
-  step.run = [this, w, a, b, bias, c, packed_at] { run_kernel(w, ptr[a], b, bias, nullptr, ptr[c], packed_at); };
+  step.run = [this, w, a, b, bias, c, packed_at] {
+    run_kernel(w, ptr[a], b, ChannelData{bias, nullptr}, nullptr, ptr[c], packed_at);
+  };
   steps.push_back(std::move(step));
 }
 
@@ -210,13 +252,13 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   const Ref a = plain(n.inputs[0], n.name);
   const Ref b = b_data ? Ref{-1, b_data} : plain(b_tensor, n.name);
   const int res = ch.residual >= 0 ? plain(ch.residual, n.name).slot : -1;
-  const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
+  const ChannelData channels = channel_data(ch, bias);
   const int out = output(ch.out, false);
   Step step{n.name, "kernel", Json::object(), nullptr};
   prepare_kernel(w, step.info);
   const long packed_at = b.constant ? prepare_constant_b(w, b.constant) : -1;
-  step.run = [this, w, a, b, bias_data, res, out, packed_at] {
-    run_kernel(w, at(a), at(b), bias_data, res >= 0 ? ptr[res] : nullptr, ptr[out], packed_at);
+  step.run = [this, w, a, b, channels, res, out, packed_at] {
+    run_kernel(w, at(a), at(b), channels, res >= 0 ? ptr[res] : nullptr, ptr[out], packed_at);
   };
   steps.push_back(std::move(step));
   for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
@@ -267,7 +309,7 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   const Workload w = kernel_workload(w0, ch.epilogue);
   if (!host::supports(w)) return false;
   const float* filter = owned_data(hwio_weights(oihw.data(), k, cin, r * s));
-  const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
+  const ChannelData channels = channel_data(ch, bias);
   const int in = nhwc(n.inputs[0], n.name);
   const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
   const int out = output(ch.out, true);
@@ -277,10 +319,10 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   if (!depthwise) packed.push_back(rt->prepare_weights(w, filter));
   if (const std::int64_t d = conv_attrs(p).dh; d > 1) {  // the importer's conv over the phase images
     step.info["as"] = "dilated conv as d x d phase images";
-    add_phase_conv(std::move(step), w, filter, bias_data, n.inputs[0], in, res, out, d, packed_at);
+    add_phase_conv(std::move(step), w, filter, channels, n.inputs[0], in, res, out, d, packed_at);
   } else {
-    step.run = [this, w, filter, bias_data, in, res, out, depthwise, packed_at] {
-      run_kernel(w, ptr[in], filter, bias_data, res >= 0 ? ptr[res] : nullptr, ptr[out],
+    step.run = [this, w, filter, channels, in, res, out, depthwise, packed_at] {
+      run_kernel(w, ptr[in], filter, channels, res >= 0 ? ptr[res] : nullptr, ptr[out],
                  depthwise ? -1 : long(packed_at));
     };
     steps.push_back(std::move(step));
@@ -289,20 +331,21 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   return true;
 }
 
-void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, const float* bias,
+void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels,
                              const float* residual, float* c, long packed_at) {
   host::AtvossArgs args{};
   args.a = a;
   args.b = b;
   args.c = c;
-  args.bias = bias;
+  args.bias = channels.bias;
+  args.slope = channels.slope;
   args.residual = residual;
   if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
   rt->run(w, args);
 }
 
-void Model::Impl::add_phase_conv(Step step, const Workload& w, const float* filter, const float* bias, int x, int in,
-                                 int res, int out, std::int64_t d, std::size_t packed_at) {
+void Model::Impl::add_phase_conv(Step step, const Workload& w, const float* filter, const ChannelData& channels, int x,
+                                 int in, int res, int out, std::int64_t d, std::size_t packed_at) {
   const Shape& xs = values[x].shape;
   const std::int64_t batch = xs[0], h = xs[2], wd = xs[3], c = xs[1], k = w.dim("K");
   const std::int64_t phase_in = d * d * w.dim("H") * w.dim("W") * c, phase_out = phase_in / c * k;
@@ -314,7 +357,8 @@ void Model::Impl::add_phase_conv(Step step, const Workload& w, const float* filt
       to_phases(ptr[in] + b * h * wd * c, h, wd, c, d, ptr[phases_in] + b * phase_in, threads);
       if (res >= 0) to_phases(ptr[res] + b * h * wd * k, h, wd, k, d, ptr[phases_res] + b * phase_out, threads);
     }
-    run_kernel(w, ptr[phases_in], filter, bias, res >= 0 ? ptr[phases_res] : nullptr, ptr[phases_out], long(packed_at));
+    run_kernel(w, ptr[phases_in], filter, channels, res >= 0 ? ptr[phases_res] : nullptr, ptr[phases_out],
+               long(packed_at));
     for (std::int64_t b = 0; b < batch; ++b) {
       from_phases(ptr[phases_out] + b * phase_out, h, wd, k, d, ptr[out] + b * h * wd * k, threads);
     }
@@ -350,7 +394,7 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
   std::vector<float> by_tap(oidhw.size());
   transpose(oidhw.data(), {k, c, kd, taps}, {0, 2, 1, 3}, by_tap.data());
   const float* filter = owned_data(hwio_weights(by_tap.data(), k, kd * c, taps));
-  const float* bias_data = has(ch.epilogue, "bias") ? owned_data(std::move(bias)) : nullptr;
+  const ChannelData channels = channel_data(ch, bias);
   const DepthTaps depth{xs[2], xs[3], xs[4], c, kd, a.strides[0], a.pad_begin[0], a.dilations[0]};
   const int in = nhwc(n.inputs[0], n.name);
   const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
@@ -364,13 +408,13 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
   packed.push_back(rt->prepare_weights(w, filter));
   const std::int64_t batch = xs[0], in_image = elements(Shape(xs.begin() + 1, xs.end())), depth_out = ys[2];
   const std::int64_t out_plane = ys[3] * ys[4] * k;
-  step.run = [this, w, filter, bias_data, depth, in, res, columns, out, packed_at, batch, in_image, depth_out,
+  step.run = [this, w, filter, channels, depth, in, res, columns, out, packed_at, batch, in_image, depth_out,
               out_plane] {
     for (std::int64_t b = 0; b < batch; ++b) {
       for (std::int64_t od = 0; od < depth_out; ++od) {
         gather_depth_taps(ptr[in] + b * in_image, depth, od, ptr[columns], threads);
         const std::int64_t at_out = (b * depth_out + od) * out_plane;
-        run_kernel(w, ptr[columns], filter, bias_data, res >= 0 ? ptr[res] + at_out : nullptr, ptr[out] + at_out,
+        run_kernel(w, ptr[columns], filter, channels, res >= 0 ? ptr[res] + at_out : nullptr, ptr[out] + at_out,
                    long(packed_at));
       }
     }

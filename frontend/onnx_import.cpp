@@ -215,11 +215,11 @@ class Extractor {
     return node.output_size() > 0;
   }
 
-  // The epilogue op an activation node is (Clip as ReLU6 clamps like ReLU), if any.
-  // Unary activations without an epilogue op of their own run as the one of the same
-  // vector cost: a comparison and a select (Elu, Selu, PRelu, ThresholdedRelu as leaky_relu),
-  // one transcendental (Tanh, Softsign, Softplus, HardSigmoid as sigmoid), a transcendental
-  // and a multiply (HardSwish, Mish as silu).
+  // The epilogue op an activation node is (Clip as ReLU6 clamps like ReLU), if any: its own
+  // where the host kernels compute it (a host job tunes the kernel the engine runs). The other
+  // unary activations run as the one of the same vector cost: a comparison and a select (Elu,
+  // Selu, ThresholdedRelu as leaky_relu), one transcendental (Softsign, Softplus, HardSigmoid as
+  // sigmoid).
   static std::optional<std::string> activation_of(const onnx::NodeProto& n) {
     static const std::map<std::string, std::string> ops = {{"Relu", "relu"},
                                                            {"Clip", "relu"},
@@ -230,12 +230,12 @@ class Extractor {
                                                            {"ThresholdedRelu", "leaky_relu"},
                                                            {"Gelu", "gelu"},
                                                            {"Sigmoid", "sigmoid"},
-                                                           {"Tanh", "sigmoid"},
+                                                           {"Tanh", "tanh"},
                                                            {"Softsign", "sigmoid"},
                                                            {"Softplus", "sigmoid"},
                                                            {"HardSigmoid", "sigmoid"},
-                                                           {"HardSwish", "silu"},
-                                                           {"Mish", "silu"}};
+                                                           {"HardSwish", "hardswish"},
+                                                           {"Mish", "mish"}};
     const auto it = ops.find(n.op_type());
     return it == ops.end() ? std::nullopt : std::optional(it->second);
   }

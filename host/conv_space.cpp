@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/error.hpp"
 #include "host/codegen_conv.hpp"
 #include "host/host_space.hpp"
 #include "host/knob_values.hpp"
+#include "host/vector_code.hpp"
 #include "lowering/epilogue.hpp"
 #include "lowering/knob_names.hpp"
 
@@ -91,15 +93,17 @@ bool conv_supports(const Workload& w, std::string* why) {
                  ? "field 'dtype': the host backend computes conv2d in \"float32\", \"int8\" or \"bfloat16\""
                  : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
   } else {
-    // sigmoid and silu (EfficientNet's and YOLO's convs) on fp32 convs: their epilogue is the
-    // matmul's (host/vector_code.cpp); the int8 and bf16 convs' write-back is not measured with them.
+    // The transcendental and sloped activations (EfficientNet's, YOLO's and MobileNetV3's convs)
+    // on fp32 convs: their epilogue is the matmul's (host/vector_code.cpp); the int8 and bf16
+    // convs' write-back is not measured with them.
     const bool fp32 = w.dtype() == DType::float32;
+    static const std::set<std::string> any_dtype = {"bias", "batchnorm", "relu",     "relu6",
+                                                    "gelu", "add",       "quantize", "requantize"};
     for (const auto& op : w.epilogue()) {
-      if (op != "bias" && op != "batchnorm" && op != "relu" && op != "relu6" && op != "gelu" && op != "add" &&
-          op != "quantize" && op != "requantize" && !(fp32 && (op == "sigmoid" || op == "silu"))) {
+      if (!any_dtype.count(op) && !(fp32 && op != "dequantize" && generates_epilogue_op(op))) {
         reason = "field 'epilogue': " + op +
-                 " is not generated on the host for convolutions "
-                 "(bias, batchnorm, relu, relu6, gelu, add, quantize, requantize are; sigmoid and silu on float32)";
+                 " is not generated on the host for convolutions (bias, batchnorm, relu, relu6, gelu, add, "
+                 "quantize, requantize are; sigmoid, silu, leaky_relu, tanh, hardswish and mish on float32)";
         break;
       }
     }

@@ -34,6 +34,8 @@
 // them out. A call with qb_packed set reads its weights from there and packs nothing (the
 // weights argument is not read): an inference runtime packs constant weights once, at load, as
 // oneDNN reorders them and TVM alters their layout. qb_packed null: packed in every call.
+// "leaky_relu" reads each column's negative slope from slope (N values: ONNX LeakyRelu's alpha
+// repeated, or PRelu's per-channel slopes).
 // Row ops (reference_rowops.hpp): b only for elementwise; layernorm's gamma and beta come in
 // scale and shift.
 #pragma once
@@ -53,7 +55,8 @@
   const float* qout;              \
   int qzero;                      \
   const void* qb_packed;          \
-  unsigned char* qc;
+  unsigned char* qc;              \
+  const float* slope;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 

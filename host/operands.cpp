@@ -37,7 +37,8 @@ AtvossArgs Operands::args() {
                     ptr(qout),
                     qzero,
                     nullptr,
-                    nullptr};
+                    nullptr,
+                    ptr(slope)};
 }
 
 namespace {
@@ -74,6 +75,7 @@ Operands make_operands(const Workload& w, std::uint64_t seed) {
     o.shift = fill(s.per_column, unit);
   }
   if (w.has_epilogue("add")) o.residual = fill(s.c, unit);
+  if (w.has_epilogue("leaky_relu")) o.slope = fill(s.per_column, unit);
   // A grid of 1/16 over [-8, 8): coarse enough that rounding shows in every output.
   o.qout = output_grid(w);
   if (w.dtype() != DType::float32 && w.is_matmul_like()) quantize_operands(w, s.a_lo, s.a_hi, o);
@@ -115,6 +117,10 @@ double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_
     if (op == "gelu") v = gelu_reference(v);
     if (op == "sigmoid") v = 1.0 / (1.0 + std::exp(-v));
     if (op == "silu") v = v / (1.0 + std::exp(-v));
+    if (op == "leaky_relu") v = v < 0 ? v * o.slope[col] : v;
+    if (op == "tanh") v = std::tanh(v);
+    if (op == "hardswish") v = v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
+    if (op == "mish") v = v * std::tanh(std::log1p(std::exp(v)));
     if (op == "add") v += o.residual[at];
     if (op == "quantize" || op == "requantize") v = (double(u8_code(v, o.qout)) - o.qout[1]) * o.qout[0];
   }

@@ -31,6 +31,7 @@ struct OperandSizes {
 
 struct Operands {
   std::vector<float> a, b, c, bias, scale, shift, residual;
+  std::vector<float> slope;  // "leaky_relu": each column's negative slope
   // int8 and bf16 matmuls (low_precision.hpp): the kernel's inputs, as bytes; a and b then
   // hold the values these represent, so that one fp32 reference checks every dtype.
   std::vector<std::uint8_t> qa, qb;
@@ -42,7 +43,7 @@ struct Operands {
   AtvossArgs args();
 };
 
-// a as OperandSizes says, b, residual, bias and shift uniform in [-1, 1], scale in
+// a as OperandSizes says, b, residual, bias, shift and slope uniform in [-1, 1], scale in
 // [0.5, 1.5]; c zeroed; an int8 or bf16 matmul's a and b quantised (low_precision.hpp).
 // Same seed, same data.
 Operands make_operands(const Workload& w, std::uint64_t seed);

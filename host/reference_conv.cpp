@@ -64,6 +64,7 @@ Operands make_conv_operands(const Workload& w, std::uint64_t seed) {
   o.b = fill(d.weights(), unit);
   o.c.assign(static_cast<std::size_t>(out), 0.0f);
   if (w.has_epilogue("bias")) o.bias = fill(d.kout(), unit);
+  if (w.has_epilogue("leaky_relu")) o.slope = fill(d.kout(), unit);
   if (w.has_epilogue("batchnorm")) {
     o.scale = fill(d.kout(), positive);
     o.shift = fill(d.kout(), unit);

@@ -9,8 +9,8 @@
 namespace atvoss::host {
 namespace {
 
-// Vector helpers and a Cephes-style expf (max relative error ~1e-7) for gelu, sigmoid, silu
-// and softmax.
+// Vector helpers and a Cephes-style expf (max relative error ~1e-7) for gelu, sigmoid, silu,
+// tanh, mish and softmax.
 constexpr const char* kHelpers = R"(
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int vi __attribute__((vector_size(VL * 4)));
@@ -99,6 +99,20 @@ inline vf gelu(vf x) {
   const vf u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   return x / (1.0f + vexp(-2.0f * u));
 }
+// tanh: (1 - e) / (1 + e), e = exp(-2|x|), signed; below |x| = 1/8, where 1 - e cancels, its
+// series to x^7 (the next term is under 1e-9 of x there).
+inline vf vtanh(vf x) {
+  const vf a = x < 0.0f ? -x : x, e = vexp(-2.0f * a), x2 = x * x;
+  const vf t = (1.0f - e) / (1.0f + e);
+  const vf series = x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315))));
+  return a < 0.125f ? series : (x < 0.0f ? -t : t);
+}
+// mish: x tanh(softplus(x)) == x n (n + 2) / (n (n + 2) + 2), n = exp(x); x itself above 20,
+// where n (n + 2) overflows and the factor is 1 in fp32.
+inline vf vmish(vf x) {
+  const vf n = vexp(x < 20.0f ? x : vf{} + 20.0f), t = n * (n + 2.0f);
+  return x < 20.0f ? x * t / (t + 2.0f) : x;
+}
 )";
 
 struct EpilogueOp {
@@ -114,6 +128,11 @@ constexpr EpilogueOp kEpilogueOps[] = {
     {"gelu", "v = gelu(v);"},
     {"sigmoid", "v = 1.0f / (1.0f + vexp(-v));"},
     {"silu", "v = v / (1.0f + vexp(-v));"},
+    {"leaky_relu", "v = v < vf{} ? v * L(g.slope + col) : v;"},
+    {"tanh", "v = vtanh(v);"},
+    {"hardswish",
+     "{ vf h = v * (1.0f / 6) + 0.5f; h = h > vf{} ? h : vf{}; h = h < 1.0f ? h : vf{} + 1.0f; v = v * h; }"},
+    {"mish", "v = vmish(v);"},
     {"add", "v += L(res_row + col);"},
     {"quantize", "v = quantize_dequantize(v, g.qout);"},
     {"requantize", "v = quantize_dequantize(v, g.qout);"},

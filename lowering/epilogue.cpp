@@ -31,6 +31,9 @@ double epilogue_ops_per_element(const std::string& op) {
   if (op == "gelu") return 8;
   if (op == "sigmoid") return 4;                         // exp, add, reciprocal, and the negation
   if (op == "silu") return 5;                            // x * sigmoid(x)
+  if (op == "tanh") return 5;                            // exp, add, divide, the sign
+  if (op == "mish") return 6;                            // exp, add, multiply, divide, multiply
+  if (op == "hardswish") return 4;                       // a multiply-add, two compare-selects, a multiply
   if (op == "leaky_relu") return 2;                      // compare-select and a multiply
   if (op == "relu6") return 2;                           // two compare-selects
   if (op == "requantize" || op == "quantize") return 3;  // -> int8: scale, round, saturate

@@ -18,7 +18,11 @@ namespace {
 
 std::vector<FusionRule> built_ins() {
   return {
-      {"elementwise", {"*", "bias|relu|relu6|leaky_relu|gelu|sigmoid|silu|requantize|quantize|dequantize+"}, 1, 0, 0},
+      {"elementwise",
+       {"*", "bias|relu|relu6|leaky_relu|gelu|sigmoid|silu|tanh|hardswish|mish|requantize|quantize|dequantize+"},
+       1,
+       0,
+       0},
       {"any-epilogue", {"*", "*+"}, 2, 0, 0},
   };
 }

@@ -60,6 +60,7 @@ typedef struct {
    * as the output, one byte each), for the next int8 layer, and not the values to c, which
    * may then be NULL. */
   uint8_t* codes;
+  const float* slope; /* "leaky_relu": each output channel's negative slope */
 } atvoss_epilogue;
 
 typedef struct {

@@ -61,6 +61,7 @@ atvoss::runtime::EpilogueArgs epilogue_of(const atvoss_epilogue* e) {
   out.residual = e->residual;
   out.qout = e->qout;
   out.codes = e->codes;
+  out.slope = e->slope;
   return out;
 }
 

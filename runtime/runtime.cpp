@@ -67,6 +67,7 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
     need(args.shift, "shift", "a shift for the 'batchnorm' epilogue");
   }
   if (w.has_epilogue("add")) need(args.residual, "residual", "a residual for the 'add' epilogue");
+  if (w.has_epilogue("leaky_relu")) need(args.slope, "slope", "each channel's negative slope for 'leaky_relu'");
   if (w.has_epilogue("quantize") || w.has_epilogue("requantize")) {
     need(args.qout, "qout", "the output's {scale, zero point} for its quantize epilogue");
     if (!(args.qout[0] > 0) || !(args.qout[1] >= 0 && args.qout[1] <= 255)) {
@@ -86,7 +87,7 @@ std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, c
 host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
   // fp32 kernels read no quantised operands (qa, qb, qscale, qcomp).
   return host::AtvossArgs{a,       b,       c,       e.bias, e.scale, e.shift, e.residual, nullptr,
-                          nullptr, nullptr, nullptr, e.qout, 0,       nullptr, e.codes};
+                          nullptr, nullptr, nullptr, e.qout, 0,       nullptr, e.codes,    e.slope};
 }
 
 // The arguments of a low-precision kernel: quantised inputs (int8 also its dequantisation

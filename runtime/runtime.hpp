@@ -66,6 +66,7 @@ struct EpilogueArgs {
   // out as the output, one byte each), as the next int8 layer reads them, and not the values
   // to c, which may then be null (host/kernel_abi.hpp's qc).
   std::uint8_t* codes = nullptr;
+  const float* slope = nullptr;  // "leaky_relu": each output channel's negative slope
 };
 
 struct Conv2dShape {

@@ -181,10 +181,19 @@ struct Model::Impl {
 
   struct Chain {
     std::vector<std::string> epilogue;
-    int out = -1;           // the tensor the kernel writes: the last fused node's output
-    int residual = -1;      // the tensor "add" reads
-    std::vector<int> rest;  // fused nodes run as plain steps after the kernel
+    int out = -1;              // the tensor the kernel writes: the last fused node's output
+    int residual = -1;         // the tensor "add" reads
+    std::vector<int> rest;     // fused nodes run as plain steps after the kernel
+    std::vector<float> slope;  // "leaky_relu": each channel's negative slope
   };
+  // A kernel's per-channel operands, kept for the model's life (null where its epilogue has
+  // no such op).
+  struct ChannelData {
+    const float* bias = nullptr;
+    const float* slope = nullptr;
+  };
+  // Chain c's per-channel operands (bias: the one chain_of grew) moved into the model.
+  ChannelData channel_data(Chain& c, std::vector<float>& bias);
 
   // The fused nodes of kernel node i, in chain order.
   std::vector<int> fused_nodes(int i) const;
@@ -195,6 +204,10 @@ struct Model::Impl {
 
   // The constant c as one value per output channel (k of them), or nullopt.
   std::optional<std::vector<float>> per_channel(const std::string& tensor, std::int64_t k) const;
+  // Constant tensor t as one value per channel of an output shaped `out` whose channels lie
+  // on axis `axis`, under ONNX broadcasting (a scalar, or k on that axis and 1 elsewhere), or
+  // nullopt.
+  std::optional<std::vector<float>> broadcast_channels(int t, const Shape& out, std::size_t axis) const;
 
   static int other_input(const frontend::GraphNode& n, int t) {
     if (n.inputs.size() != 2) return -1;
@@ -211,7 +224,9 @@ struct Model::Impl {
             const std::function<void(const std::vector<float>&)>& scale_weights);
 
   bool add_step(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
-                std::vector<float>& bias);
+                std::vector<float>& bias, bool conv);
+  // A LeakyRelu's alpha, or a PRelu's constant slope, as each channel's negative slope.
+  bool add_slope(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k, bool conv);
 
   Workload kernel_workload(const Workload& w, const std::vector<std::string>& epilogue) const;
 
@@ -222,16 +237,16 @@ struct Model::Impl {
   bool add_kernel(int i, const onnx::NodeProto& p);
 
   bool add_conv(int i, const onnx::NodeProto& p);
-  // Kernel w on A a, B b (its prepared copy packed[packed_at], or -1 for none), bias and
-  // residual (or null), into c: the call every kernel step makes.
-  void run_kernel(const Workload& w, const float* a, const float* b, const float* bias, const float* residual, float* c,
-                  long packed_at);
+  // Kernel w on A a, B b (its prepared copy packed[packed_at], or -1 for none), per-channel
+  // operands and residual (or null), into c: the call every kernel step makes.
+  void run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels, const float* residual,
+                  float* c, long packed_at);
   // Conv step `step` of a dilated conv (dilation d) as the importer's conv w over its phase
   // images (frontend/phase_conv.hpp): tensor x's NHWC slot `in` (and the residual's `res`, or
   // -1) gathered into the phase images (to_phases), the kernel run once over them, the result
   // put back into the NHWC slot `out` (from_phases).
-  void add_phase_conv(Step step, const Workload& w, const float* filter, const float* bias, int x, int in, int res,
-                      int out, std::int64_t d, std::size_t packed_at);
+  void add_phase_conv(Step step, const Workload& w, const float* filter, const ChannelData& channels, int x, int in,
+                      int res, int out, std::int64_t d, std::size_t packed_at);
 
   // A ConvTranspose of one group with constant weights, as the importer's task says: its
   // matmul ([N x H x W, C] NHWC input x the weights as [C, kh x kw x K]) into a buffer of

@@ -42,7 +42,7 @@ TEST(WorkloadTest, BadInputNamesTheField) {
       {"extra_dim", R"({"op":"matmul","dims":{"M":4,"N":1,"K":1,"Q":2}})", "no dim 'Q'"},
       {"string_dim", R"({"op":"matmul","dims":{"M":"4","N":1,"K":1}})", "dim 'M' must be an integer"},
       {"bad_dtype", R"({"op":"matmul","dtype":"fp8","dims":{"M":4,"N":1,"K":1}})", "'dtype'"},
-      {"bad_epilogue", R"({"op":"matmul","dims":{"M":4,"N":1,"K":1},"epilogue":["tanh"]})", "epilogue op 'tanh'"},
+      {"bad_epilogue", R"({"op":"matmul","dims":{"M":4,"N":1,"K":1},"epilogue":["swish"]})", "epilogue op 'swish'"},
       {"epilogue_on_softmax", R"({"op":"softmax","dims":{"M":4,"N":8},"epilogue":["relu"]})", "takes no epilogue"},
       {"not_object", R"([1,2])", "expected a JSON object"},
       {"unknown_field", R"({"op":"matmul","dims":{"M":4,"N":1,"K":1},"name":"x"})", "unknown field 'name'"},

@@ -384,10 +384,10 @@ TEST_F(OnnxImport, ActivationsAsRealExportsWriteThemFuseIntoTheConv) {
     const TuneTask* t = find(s, name);
     return t ? t->workload.epilogue() : std::vector<std::string>{"(missing)"};
   };
-  EXPECT_EQ(epilogue("silu_conv"), std::vector<std::string>{"silu"});     // x * Sigmoid(x)
-  EXPECT_EQ(epilogue("scaled_conv"), std::vector<std::string>{"silu"});   // scale folded, HardSwish
-  EXPECT_EQ(epilogue("tanh_conv"), std::vector<std::string>{"sigmoid"});  // Tanh, at a sigmoid's cost
-  EXPECT_EQ(epilogue("elu"), std::vector<std::string>{"leaky_relu"});     // a standalone map
+  EXPECT_EQ(epilogue("silu_conv"), std::vector<std::string>{"silu"});         // x * Sigmoid(x)
+  EXPECT_EQ(epilogue("scaled_conv"), std::vector<std::string>{"hardswish"});  // scale folded
+  EXPECT_EQ(epilogue("tanh_conv"), std::vector<std::string>{"tanh"});
+  EXPECT_EQ(epilogue("elu"), std::vector<std::string>{"leaky_relu"});  // a standalone map
   EXPECT_EQ(s.tasks().size(), 4u);
   std::map<std::string, std::string> into;
   for (const auto& [node, task] : s.folded()) into[node] = task;

@@ -27,6 +27,11 @@ using testing::workload;
 const std::vector<ScheduleCase> kCases = {
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"threads", 2}}},
+    // A PRelu's per-column slopes (leaky_relu), fused and in a pass of its own, with a mish.
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29},"epilogue":["bias","leaky_relu","mish"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"fusion_level", 1}}},
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29},"epilogue":["bias","leaky_relu","mish"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"fusion_level", 0}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
      {{"micro_m", 4},
       {"micro_n", 24},

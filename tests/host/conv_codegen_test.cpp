@@ -108,6 +108,13 @@ const std::vector<ScheduleCase> kConvCases = {
     // SiLU fused (EfficientNet's and YOLO's convs).
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":3,"S":3,"stride":2,"pad":1},"epilogue":["bias","silu"]})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}, {"threads", 2}}},
+    // YOLO's LeakyRelu (each channel's slope), ESPCN's Tanh and MobileNetV3's HardSwish fused.
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":3,"S":3,"pad":1},"epilogue":["bias","leaky_relu"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}}},
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":3,"S":3,"pad":1},"epilogue":["bias","tanh"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}}},
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":1,"S":1},"epilogue":["bias","hardswish"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}}},
 };
 
 const std::vector<ScheduleCase> kDepthwiseCases = {
@@ -151,6 +158,9 @@ const std::vector<ScheduleCase> kDepthwiseCases = {
       {"threads", 2}}},
     // A Sigmoid on a depthwise conv (a squeeze-excitation's gate).
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":9,"W":9,"R":5,"S":5,"pad":2},"epilogue":["bias","sigmoid"]})",
+     {{"micro_m", 4}, {"micro_n", 16}, {"tile_h", 4}, {"tile_order", 0}}},
+    // MobileNetV3's depthwise convs: HardSwish; a PRelu's slopes.
+    {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":9,"W":9,"R":3,"S":3,"pad":1},"epilogue":["bias","hardswish","leaky_relu"]})",
      {{"micro_m", 4}, {"micro_n", 16}, {"tile_h", 4}, {"tile_order", 0}}},
     // 5x5, pad 2, stride 2 (EfficientNet's downsampling depthwise convs) with interior blocks.
     {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":32,"H":23,"W":23,"R":5,"S":5,"stride":2,"pad":2}})",
@@ -269,7 +279,12 @@ TEST(ConvSpaceTest, RefusesWhatItCannotGenerate) {
   EXPECT_NE(why.find("silu"), std::string::npos);
   EXPECT_FALSE(supports(
       workload(
-          R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["leaky_relu"]})"),
+          R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["layernorm"]})"),
+      &why));
+  EXPECT_NE(why.find("layernorm"), std::string::npos);
+  EXPECT_FALSE(supports(
+      workload(
+          R"({"op":"conv2d","dtype":"int8","dims":{"N":1,"C":8,"H":8,"W":8,"K":8,"R":3,"S":3},"epilogue":["leaky_relu"]})"),
       &why));
   EXPECT_NE(why.find("leaky_relu"), std::string::npos);
   EXPECT_FALSE(supports(

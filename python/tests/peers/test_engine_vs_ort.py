@@ -223,6 +223,37 @@ def test_mobilenet_v3_squeeze_excitation_block(tmp_path):
     compare(b.save(str(tmp_path / "se.onnx"), [("x", ["N", 16, 14, 14])], [y], opset=14), batch=2)
 
 
+def test_activations_fused_into_convs_and_matmuls_as_exporters_write_them(tmp_path):
+    # YOLOv3's LeakyRelu(0.1), ArcFace's PRelu (slopes [K, 1, 1], and one shared), ESPCN's Tanh,
+    # MobileNetV3's HardSwish, YOLOv4's Mish: each computed in its conv's or matmul's kernel. A
+    # PRelu whose slopes lie along W (shape [W], W the channel count too) is not per channel: it
+    # runs after the kernel.
+    b = Builder()
+    x = b.conv("x", 8, 16, 3, pads=[1, 1, 1, 1])
+    leaky = b.node("LeakyRelu", [b.bn(b.conv("x", 8, 16, 3, bias=False, pads=[1, 1, 1, 1]), 16)], alpha=0.1)
+    prelu = b.node("PRelu", [b.conv(leaky, 16, 16, 1), b.const(RNG.uniform(0.0, 0.5, (16, 1, 1)))])
+    shared = b.node("PRelu", [b.conv(prelu, 16, 16, 3, group=16, pads=[1, 1, 1, 1]), b.const([0.25])])
+    along_w = b.node("PRelu", [b.conv(shared, 16, 9, 1), b.const(RNG.uniform(0.0, 0.5, 9))])  # 9 channels, W 9
+    tanh = b.node("Tanh", [b.conv(x, 16, 16, 3, pads=[1, 1, 1, 1])])
+    swish = b.node("HardSwish", [b.node("Add", [b.conv(tanh, 16, 16, 1), x])])  # the residual, then HardSwish
+    mish = b.node("Mul", [b.conv(swish, 16, 16, 3, pads=[1, 1, 1, 1]),
+                          b.node("Tanh", [b.node("Softplus", [b.conv(swish, 16, 16, 1)])])])  # Mish unfolded
+    mish_op = b.node("Mish", [b.conv(swish, 16, 16, 1)])
+    flat = b.node("Flatten", [mish_op], axis=1)
+    fc = b.node("PRelu", [b.node("Gemm", [flat, b.const(RNG.standard_normal((16 * 7 * 9, 10)) * 0.05),
+                                          b.const(RNG.uniform(-0.1, 0.1, 10))]),
+                          b.const(RNG.uniform(0.0, 0.5, 10))])
+    path = b.save(str(tmp_path / "acts.onnx"), [("x", [1, 8, 7, 9])], [along_w, mish, fc], opset=18)
+    m = compare(path)
+    steps = m.describe()["steps"]
+    kernels = sorted(s["workload"]["epilogue"] for s in steps if s["kind"] == "kernel")
+    for fused in (["bias", "leaky_relu"], ["bias", "tanh"], ["bias", "add", "hardswish"], ["bias", "mish"]):
+        assert fused in kernels, kernels
+    assert kernels.count(["bias", "leaky_relu"]) == 4, kernels  # LeakyRelu, two PRelus, the Gemm's
+    assert [s["op"] for s in steps if s.get("op") in ("LeakyRelu", "PRelu", "Tanh", "HardSwish", "Mish")] == [
+        "PRelu", "Tanh"], steps  # the slopes along W, and the unfolded Mish's Tanh of a Softplus
+
+
 def test_integer_inputs_masks_and_comparisons(tmp_path):
     # A BERT export's front: int64 token ids into an embedding Gather, an int64 mask cast and
     # turned into an additive bias; Equal/Where/Expand/Not as newer exporters write them.
