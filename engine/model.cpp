@@ -113,7 +113,7 @@ void Model::Impl::build() {
     if (const auto* c = file->floats(gt.name)) values[t].constant = c->empty() ? &kEmpty : c->data();
   }
   add_inputs();
-  find_gelus();
+  find_patterns();
   add_nodes();
   add_outputs();
 }

@@ -19,7 +19,7 @@ float Model::Impl::scalar_input(const onnx::NodeProto& p, int index, float fallb
 void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   const std::string& op = n.op;
   const int index = int(&n - graph.nodes().data());
-  if (absorbed.count(index) || add_gelu(index)) return;
+  if (absorbed.count(index) || add_pattern(index)) return;
   if (n.inputs.empty()) unsupported(n, "no input");
   if (wraps_around(n)) {
     unsupported(n, "arithmetic on " + graph.tensors()[n.outputs[0]].dtype +
@@ -170,7 +170,7 @@ int Model::Impl::cube_of(int t, std::vector<int>& nodes) const {
   return -1;
 }
 
-std::optional<Model::Impl::Gelu> Model::Impl::gelu_end(int xt, int f, std::vector<int> nodes) const {
+std::optional<Model::Impl::Pattern> Model::Impl::gelu_end(int xt, int f, std::vector<int> nodes) const {
   const int a = inner_reader(graph.nodes()[f].outputs[0], "Add");
   if (xt < 0 || a < 0 || !takes_scalar(a, "Add", graph.nodes()[f].outputs[0], 1.0)) return std::nullopt;
   const int m = inner_reader(graph.nodes()[a].outputs[0], "Mul");
@@ -182,15 +182,15 @@ std::optional<Model::Impl::Gelu> Model::Impl::gelu_end(int xt, int f, std::vecto
     const int half = inner_reader(mul.outputs[0], "Mul");
     if (half < 0 || !takes_scalar(half, "Mul", mul.outputs[0], 0.5)) return std::nullopt;
     nodes.push_back(half);
-    return Gelu{xt, graph.nodes()[half].outputs[0], nodes};
+    return Pattern{Pattern::Kind::erf_gelu, xt, graph.nodes()[half].outputs[0], nodes};
   }
   const int h = other >= 0 ? inner_producer(other) : -1;  // (x * 0.5) * (1 + f)
   if (h < 0 || !takes_scalar(h, "Mul", xt, 0.5)) return std::nullopt;
   nodes.push_back(h);
-  return Gelu{xt, mul.outputs[0], nodes};
+  return Pattern{Pattern::Kind::erf_gelu, xt, mul.outputs[0], nodes};
 }
 
-std::optional<Model::Impl::Gelu> Model::Impl::erf_gelu_at(int e) const {
+std::optional<Model::Impl::Pattern> Model::Impl::erf_gelu_at(int e) const {
   const frontend::GraphNode& erf = graph.nodes()[e];
   if (erf.inputs.size() != 1 || erf.outputs.size() != 1) return std::nullopt;
   const int d = inner_producer(erf.inputs[0]);
@@ -198,7 +198,7 @@ std::optional<Model::Impl::Gelu> Model::Impl::erf_gelu_at(int e) const {
   return gelu_end(over_root_two(d), e, {d, e});
 }
 
-std::optional<Model::Impl::Gelu> Model::Impl::tanh_gelu_at(int t) const {
+std::optional<Model::Impl::Pattern> Model::Impl::tanh_gelu_at(int t) const {
   const frontend::GraphNode& tanh = graph.nodes()[t];
   if (tanh.inputs.size() != 1 || tanh.outputs.size() != 1) return std::nullopt;
   const int s = inner_producer(tanh.inputs[0]);
@@ -214,30 +214,105 @@ std::optional<Model::Impl::Gelu> Model::Impl::tanh_gelu_at(int t) const {
     nodes.push_back(c);
     if (cube_of(cube, nodes) != terms[k]) continue;
     auto g = gelu_end(terms[k], t, nodes);
-    if (g) g->tanh = true;
+    if (g) g->kind = Pattern::Kind::tanh_gelu;
     return g;
   }
   return std::nullopt;
 }
 
-void Model::Impl::find_gelus() {
+bool Model::Impl::last_axis_mean(int r, int x) const {
+  const frontend::GraphNode& n = graph.nodes()[r];
+  if (n.op != "ReduceMean" || n.inputs.empty() || n.inputs[0] != x || n.outputs.size() != 1) return false;
+  Shape kept = values[x].shape;
+  if (kept.empty()) return false;
+  kept.back() = 1;
+  return values[n.outputs[0]].shape == kept;
+}
+
+const float* Model::Impl::row_constant(int i, const std::string& op, int t, std::int64_t len) const {
+  const frontend::GraphNode& n = graph.nodes()[i];
+  if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return nullptr;
+  const int c = n.inputs[0] == t ? n.inputs[1] : n.inputs[1] == t ? n.inputs[0] : -1;
+  if (c < 0) return nullptr;
+  const Shape& s = values[c].shape;
+  const auto* v = file->floats(graph.tensors()[c].name);
+  if (!v || std::int64_t(v->size()) != len || (len > 1 && s.back() != len)) return nullptr;
+  return v->data();
+}
+
+std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
+  const frontend::GraphNode& mean = graph.nodes()[r];
+  if (mean.inputs.empty() || !last_axis_mean(r, mean.inputs[0])) return std::nullopt;
+  const int x = mean.inputs[0];
+  const int sub = inner_reader(mean.outputs[0], "Sub");
+  if (sub < 0 || graph.nodes()[sub].inputs != std::vector<int>{x, mean.outputs[0]}) return std::nullopt;
+  const int d = graph.nodes()[sub].outputs[0];
+  const frontend::GraphTensor& diff = graph.tensors()[d];
+  const std::set<int> readers(diff.consumers.begin(), diff.consumers.end());  // a Mul of it by itself reads it twice
+  if (diff.output || readers.size() != 2) return std::nullopt;
+  const bool div_first = graph.nodes()[*readers.begin()].op == "Div";
+  const int sq = *std::next(readers.begin(), div_first ? 1 : 0), div = *std::next(readers.begin(), div_first ? 0 : 1);
+  const auto& sqn = graph.nodes()[sq];
+  const bool squares =
+      (sqn.op == "Pow" && sqn.inputs.size() == 2 && sqn.inputs[0] == d && scalar_is(sqn.inputs[1], 2)) ||
+      (sqn.op == "Mul" && sqn.inputs == std::vector<int>{d, d});
+  if (!squares || sqn.outputs.size() != 1) return std::nullopt;
+  const int var = inner_reader(sqn.outputs[0], "ReduceMean");
+  if (var < 0 || !last_axis_mean(var, sqn.outputs[0])) return std::nullopt;
+  const int add = inner_reader(graph.nodes()[var].outputs[0], "Add");
+  const float* eps = add >= 0 ? row_constant(add, "Add", graph.nodes()[var].outputs[0], 1) : nullptr;
+  const int root = eps ? inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
+  if (root < 0 || graph.nodes()[div].op != "Div" || graph.nodes()[div].outputs.size() != 1 ||
+      graph.nodes()[div].inputs != std::vector<int>{d, graph.nodes()[root].outputs[0]} ||
+      inner_reader(graph.nodes()[root].outputs[0], "Div") != div) {
+    return std::nullopt;
+  }
+  Pattern p{Pattern::Kind::layer_norm, x, graph.nodes()[div].outputs[0], {r, sub, sq, var, add, root, div}, *eps};
+  const std::int64_t len = values[x].shape.back();
+  for (const char* op : {"Mul", "Add"}) {  // gamma, then beta
+    const int next = inner_reader(p.out, op);
+    const float* c = next >= 0 ? row_constant(next, op, p.out, len) : nullptr;
+    if (!c) break;
+    (op[0] == 'M' ? p.gamma : p.beta) = c;
+    p.nodes.push_back(next);
+    p.out = graph.nodes()[next].outputs[0];
+  }
+  return p;
+}
+
+void Model::Impl::find_patterns() {
   for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
     const std::string& op = graph.nodes()[i].op;
-    const auto g = op == "Erf" ? erf_gelu_at(int(i)) : op == "Tanh" ? tanh_gelu_at(int(i)) : std::nullopt;
+    const auto g = op == "Erf"          ? erf_gelu_at(int(i))
+                   : op == "Tanh"       ? tanh_gelu_at(int(i))
+                   : op == "ReduceMean" ? layer_norm_at(int(i))
+                                        : std::nullopt;
     if (!g) continue;
-    for (int node : g->nodes) gelu_of[node] = gelus.size();
-    gelus.push_back(*g);
+    for (int node : g->nodes) pattern_of[node] = patterns.size();
+    patterns.push_back(*g);
   }
 }
 
-bool Model::Impl::add_gelu(int i) {
-  const auto at = gelu_of.find(i);
-  if (at == gelu_of.end()) return false;
-  const Gelu& g = gelus[at->second];
+bool Model::Impl::add_pattern(int i) {
+  const auto found = pattern_of.find(i);
+  if (found == pattern_of.end()) return false;
+  const Pattern& g = patterns[found->second];
   for (int node : g.nodes) absorbed.insert(node);
-  add_unary_op(graph.nodes()[i], g.x, g.out, g.tanh ? "GeluTanh" : "Gelu", 0, 0);
-  steps.back().info["as"] = g.tanh ? "tanh gelu" : "erf gelu";
-  // The importer's fusion groups (graph_fusion.hpp) may go on past the GELU's end (an
+  const frontend::GraphNode& n = graph.nodes()[i];
+  if (g.kind == Pattern::Kind::layer_norm) {
+    const Shape xs = values[g.x].shape;
+    const Ref x = plain(g.x, n.name);
+    const int y = output(g.out, false);
+    push(n, [this, x, xs, g, y] {
+      layer_norm(at(x), xs, std::int64_t(xs.size()) - 1, g.epsilon, g.gamma, g.beta, ptr[y], threads);
+    });
+    steps.back().info["as"] = "layer norm";
+  } else {
+    const bool tanh = g.kind == Pattern::Kind::tanh_gelu;
+    add_unary_op(n, g.x, g.out, tanh ? "GeluTanh" : "Gelu", 0, 0);
+    steps.back().info["as"] = tanh ? "tanh gelu" : "erf gelu";
+  }
+  // The importer's fusion groups (graph_fusion.hpp) may go on past the pattern's end (an
   // activation of its output in its last node's group): those nodes run after it, in order.
   for (int node : g.nodes) {
     for (int f : fused_nodes(node)) {

@@ -75,19 +75,27 @@ struct Model::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
   std::vector<runtime::PreparedWeights> packed;
-  // The nodes of a GELU as exporters write it below opset 20: x * 0.5 * (1 + erf(x / sqrt 2))
-  // (torch's nn.GELU, Hugging Face's gelu), or with tanh(sqrt(2 / pi) (x + 0.044715 x^3)) for
-  // the erf (GPT-2's gelu_new, torch's approximate="tanh"): the tensor x, the GELU's output,
-  // its nodes, and which of the two.
-  struct Gelu {
+  // The nodes of an op exporters write out as primitives below the opset that has it, run as
+  // the one op (ONNX Runtime fuses the same): the tensor x, the op's output, its nodes, and
+  // which op:
+  //   erf_gelu   x * 0.5 * (1 + erf(x / sqrt 2)) (torch's nn.GELU, Hugging Face's gelu);
+  //   tanh_gelu  the same with tanh(sqrt(2 / pi) (x + 0.044715 x^3)) for the erf (GPT-2's
+  //              gelu_new, torch's approximate="tanh");
+  //   layer_norm (x - mean) / sqrt(mean((x - mean)^2) + epsilon) over x's last axis, then times
+  //              gamma and plus beta where they follow (BERT's and GPT-2's LayerNorm below
+  //              opset 17).
+  struct Pattern {
+    enum class Kind { erf_gelu, tanh_gelu, layer_norm } kind = Kind::erf_gelu;
     int x = -1, out = -1;
     std::vector<int> nodes;
-    bool tanh = false;
+    float epsilon = 0;  // layer_norm's
+    const float* gamma = nullptr;
+    const float* beta = nullptr;
   };
 
   std::set<int> absorbed;                   // nodes an earlier step computes (sole_relu_reader)
-  std::vector<Gelu> gelus;                  // find_gelus
-  std::map<int, std::size_t> gelu_of;       // a node of one: its index there
+  std::vector<Pattern> patterns;            // find_patterns
+  std::map<int, std::size_t> pattern_of;    // a node of one: its index there
   std::map<std::string, Schedule> planned;  // workload key -> the plan's schedule
   int kernels = 0, kernels_from_plan = 0;
   int threads = 1;  // the cores the kernels and the larger plain ops run on
@@ -331,21 +339,33 @@ struct Model::Impl {
 
   // A GELU's common end from f, its erf or tanh: plus 1, then times x and times 0.5 in either
   // order; nodes (those before, f's included) completed, or nullopt.
-  std::optional<Gelu> gelu_end(int xt, int f, std::vector<int> nodes) const;
+  std::optional<Pattern> gelu_end(int xt, int f, std::vector<int> nodes) const;
 
   // The erf GELU whose Erf node is e: x / sqrt 2 (over_root_two) into Erf, then gelu_end; the
   // tanh GELU whose Tanh node is t: x + 0.044715 x^3, times sqrt(2 / pi), into Tanh, then
   // gelu_end. Each inner tensor has its one reader.
-  std::optional<Gelu> erf_gelu_at(int e) const;
-  std::optional<Gelu> tanh_gelu_at(int t) const;
+  std::optional<Pattern> erf_gelu_at(int e) const;
+  std::optional<Pattern> tanh_gelu_at(int t) const;
 
-  // Every GELU of the graph, by its nodes (found before any step is added).
-  void find_gelus();
+  // Whether node r is a ReduceMean of tensor x over its last axis alone (its output x's shape
+  // with the last dim 1: reducing axes of one element changes nothing).
+  bool last_axis_mean(int r, int x) const;
+  // The decomposed LayerNorm whose first ReduceMean is r: x - mean (Sub), its square (Pow 2 or
+  // the Mul of it by itself) averaged the same way, plus a constant epsilon (Add), Sqrt, the
+  // difference divided by it (Div), then a Mul by a constant of x's last dim and an Add of one
+  // where they follow. Each inner tensor has its readers in the pattern alone.
+  std::optional<Pattern> layer_norm_at(int r) const;
+  // The constant of len values (a [len] or [1, ..., len] tensor; a scalar where len is 1) node i
+  // multiplies by or adds (op, either way round) to tensor t, else null.
+  const float* row_constant(int i, const std::string& op, int t, std::int64_t len) const;
 
-  // At the first of a GELU's nodes the steps reach: one step for all of them (the fused node
-  // "Gelu" ONNX Runtime runs; five to nine passes over the tensor where there was one), and the
-  // others absorbed.
-  bool add_gelu(int i);
+  // Every such pattern of the graph, by its nodes (found before any step is added).
+  void find_patterns();
+
+  // At the first of a pattern's nodes the steps reach: one step for all of them (a GELU's five
+  // to nine passes over the tensor, a LayerNorm's nine, where there was one), and the others
+  // absorbed.
+  bool add_pattern(int i);
 
   // The shape input t reads as in NHWC order for an NHWC output of shape so, or nullopt when it
   // cannot be read so: a tensor held in NHWC of the output's shape, one whose H and W are 1 (the

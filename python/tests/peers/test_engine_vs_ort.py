@@ -254,6 +254,39 @@ def test_activations_fused_into_convs_and_matmuls_as_exporters_write_them(tmp_pa
         "PRelu", "Tanh"], steps  # the slopes along W, and the unfolded Mish's Tanh of a Softplus
 
 
+def test_layer_norms_as_exporters_write_them_below_opset_17(tmp_path):
+    # torch.onnx's LayerNorm below opset 17 (BERT, GPT-2): ReduceMean, Sub, Pow 2, ReduceMean,
+    # Add epsilon, Sqrt, Div, Mul gamma, Add beta; one with the square as a Mul and neither
+    # gamma nor beta; one with gamma only, its ReduceMeans' axes an input (opset 18). Not one:
+    # a mean over the middle axis, and one whose difference is also an output.
+    def norm(b, x, axes_input=False, square="Pow", gamma=True, beta=True, axis=-1):
+        if axes_input:
+            mean = lambda t: b.node("ReduceMean", [t, b.ints([axis])])
+        else:
+            mean = lambda t: b.node("ReduceMean", [t], axes=[axis])
+        d = b.node("Sub", [x, mean(x)])
+        sq = b.node("Pow", [d, b.const(2.0)]) if square == "Pow" else b.node("Mul", [d, d])
+        y = b.node("Div", [d, b.node("Sqrt", [b.node("Add", [mean(sq), b.const(1e-5)])])])
+        if gamma:
+            y = b.node("Mul", [y, b.const(RNG.uniform(0.5, 1.5, 24))])
+        if beta:
+            y = b.node("Add", [b.const(RNG.uniform(-0.1, 0.1, 24)), y])  # beta first, as some exporters write it
+        return y, d
+
+    for opset in (13, 18):
+        b = Builder()
+        x = b.node("Add", [b.node("MatMul", ["x", b.const(RNG.standard_normal((24, 24)) * 0.3)]), "x"])
+        a, _ = norm(b, x, axes_input=opset == 18)
+        c, _ = norm(b, a, axes_input=opset == 18, square="Mul", gamma=False, beta=False)
+        e, _ = norm(b, c, axes_input=opset == 18, beta=False)
+        middle, _ = norm(b, b.node("Reshape", [e, b.ints([2, 24, 6])]), axes_input=opset == 18, gamma=False,
+                         beta=False, axis=1)
+        f, diff = norm(b, e, axes_input=opset == 18)
+        path = b.save(str(tmp_path / ("ln%d.onnx" % opset)), [("x", [2, 6, 24])], [middle, f, diff], opset=opset)
+        m = compare(path)
+        assert sum(s.get("as") == "layer norm" for s in m.describe()["steps"]) == 3
+
+
 def test_integer_inputs_masks_and_comparisons(tmp_path):
     # A BERT export's front: int64 token ids into an embedding Gather, an int64 mask cast and
     # turned into an additive bias; Equal/Where/Expand/Not as newer exporters write them.
@@ -1538,7 +1571,7 @@ def test_three_d_convs_run_depth_by_depth_on_the_2d_kernels_with_their_residual_
     block = b.node("Relu", [b.node("Add", [conv3d(inner, 16, 16, (3, 3, 3), pads=[1] * 6), stem])])
     down = conv3d(block, 16, 24, (3, 3, 3), strides=[2, 2, 2], pads=[2, 1, 1, 1, 1, 1], dilations=[2, 1, 1])
     # An Add whose other operand comes later (the conv waits for it), and one with a LeakyRelu
-    # (which no kernel epilogue computes: run after the kernel, which takes the Add).
+    # after it (the kernel's leaky_relu, alpha as every channel's slope).
     deep = b.node("Relu", [b.node("Add", [down, conv3d(block, 16, 24, (1, 1, 1), strides=[2, 2, 2])])])
     gate = b.node("LeakyRelu", [b.node("Add", [conv3d(deep, 24, 24, (1, 3, 3), pads=[0, 1, 1, 0, 1, 1]), deep])],
                   alpha=0.1)
@@ -1555,7 +1588,7 @@ def test_three_d_convs_run_depth_by_depth_on_the_2d_kernels_with_their_residual_
     depth_wise = [s for s in steps if s.get("as") == "3-D conv, depth by depth"]
     assert [s["workload"].get("epilogue", []) for s in depth_wise] == [
         ["relu"], ["bias", "relu"], ["bias", "add", "relu"], ["bias"], ["bias"], ["bias", "relu"],
-        ["bias", "add", "relu"], ["bias", "add"]]
+        ["bias", "add", "relu"], ["bias", "add", "leaky_relu"]]
     # The importer's tasks are the 2-D convs that run, once per output depth of each image.
     stem = atvoss.Graph.from_onnx(path, batch=2).nodes["n2_Conv"]
     assert stem.kernel.dims == depth_wise[0]["workload"]["dims"] and stem.count == 2 * 4
