@@ -253,10 +253,7 @@ std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
   const bool div_first = graph.nodes()[*readers.begin()].op == "Div";
   const int sq = *std::next(readers.begin(), div_first ? 1 : 0), div = *std::next(readers.begin(), div_first ? 0 : 1);
   const auto& sqn = graph.nodes()[sq];
-  const bool squares =
-      (sqn.op == "Pow" && sqn.inputs.size() == 2 && sqn.inputs[0] == d && scalar_is(sqn.inputs[1], 2)) ||
-      (sqn.op == "Mul" && sqn.inputs == std::vector<int>{d, d});
-  if (!squares || sqn.outputs.size() != 1) return std::nullopt;
+  if (squared(sq) != d) return std::nullopt;
   const int var = inner_reader(sqn.outputs[0], "ReduceMean");
   if (var < 0 || !last_axis_mean(var, sqn.outputs[0])) return std::nullopt;
   const int add = inner_reader(graph.nodes()[var].outputs[0], "Add");
@@ -268,10 +265,46 @@ std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
     return std::nullopt;
   }
   Pattern p{Pattern::Kind::layer_norm, x, graph.nodes()[div].outputs[0], {r, sub, sq, var, add, root, div}, *eps};
-  const std::int64_t len = values[x].shape.back();
+  return with_affine(p, true);
+}
+
+int Model::Impl::squared(int q) const {
+  const frontend::GraphNode& n = graph.nodes()[q];
+  if (n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
+  if (n.op == "Pow") return scalar_is(n.inputs[1], 2) ? n.inputs[0] : -1;
+  return n.op == "Mul" && n.inputs[0] == n.inputs[1] ? n.inputs[0] : -1;
+}
+
+std::optional<Model::Impl::Pattern> Model::Impl::rms_norm_at(int q) const {
+  const int x = squared(q);
+  const int sq = graph.nodes()[q].outputs[0];
+  const int var = x >= 0 ? inner_reader(sq, "ReduceMean") : -1;
+  if (var < 0 || !last_axis_mean(var, sq) || values[x].shape != values[sq].shape) return std::nullopt;
+  const int add = inner_reader(graph.nodes()[var].outputs[0], "Add");
+  const float* eps = add >= 0 ? row_constant(add, "Add", graph.nodes()[var].outputs[0], 1) : nullptr;
+  const int root = eps ? inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
+  if (root < 0) return std::nullopt;
+  const int s = graph.nodes()[root].outputs[0];
+  Pattern p{Pattern::Kind::rms_norm, x, -1, {q, var, add, root}, *eps};
+  if (const int div = inner_reader(s, "Div"); div >= 0 && graph.nodes()[div].inputs == std::vector<int>{x, s}) {
+    p.nodes.push_back(div);
+    p.out = graph.nodes()[div].outputs[0];
+  } else if (const int inv = inner_reader(s, "Reciprocal"); inv >= 0) {
+    const int r = graph.nodes()[inv].outputs[0], mul = inner_reader(r, "Mul");
+    if (mul < 0 || other_input(graph.nodes()[mul], r) != x) return std::nullopt;
+    p.nodes.insert(p.nodes.end(), {inv, mul});
+    p.out = graph.nodes()[mul].outputs[0];
+  } else {
+    return std::nullopt;
+  }
+  return with_affine(p, false);
+}
+
+Model::Impl::Pattern Model::Impl::with_affine(Pattern p, bool beta) const {
+  const std::int64_t len = values[p.x].shape.back();
   for (const char* op : {"Mul", "Add"}) {  // gamma, then beta
     const int next = inner_reader(p.out, op);
-    const float* c = next >= 0 ? row_constant(next, op, p.out, len) : nullptr;
+    const float* c = next >= 0 && (beta || op[0] == 'M') ? row_constant(next, op, p.out, len) : nullptr;
     if (!c) break;
     (op[0] == 'M' ? p.gamma : p.beta) = c;
     p.nodes.push_back(next);
@@ -283,11 +316,13 @@ std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
 void Model::Impl::find_patterns() {
   for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
     const std::string& op = graph.nodes()[i].op;
-    const auto g = op == "Erf"          ? erf_gelu_at(int(i))
-                   : op == "Tanh"       ? tanh_gelu_at(int(i))
-                   : op == "ReduceMean" ? layer_norm_at(int(i))
-                                        : std::nullopt;
-    if (!g) continue;
+    if (pattern_of.count(int(i))) continue;  // a LayerNorm's square is no RMSNorm's
+    const auto g = op == "Erf"                  ? erf_gelu_at(int(i))
+                   : op == "Tanh"               ? tanh_gelu_at(int(i))
+                   : op == "ReduceMean"         ? layer_norm_at(int(i))
+                   : op == "Pow" || op == "Mul" ? rms_norm_at(int(i))
+                                                : std::nullopt;
+    if (!g || std::any_of(g->nodes.begin(), g->nodes.end(), [&](int n) { return pattern_of.count(n) > 0; })) continue;
     for (int node : g->nodes) pattern_of[node] = patterns.size();
     patterns.push_back(*g);
   }
@@ -307,6 +342,12 @@ bool Model::Impl::add_pattern(int i) {
       layer_norm(at(x), xs, std::int64_t(xs.size()) - 1, g.epsilon, g.gamma, g.beta, ptr[y], threads);
     });
     steps.back().info["as"] = "layer norm";
+  } else if (g.kind == Pattern::Kind::rms_norm) {
+    const Shape xs = values[g.x].shape;
+    const Ref x = plain(g.x, n.name);
+    const int y = output(g.out, false);
+    push(n, [this, x, xs, g, y] { rms_norm(at(x), xs, std::int64_t(xs.size()) - 1, g.epsilon, g.gamma, ptr[y]); });
+    steps.back().info["as"] = "rms norm";
   } else {
     const bool tanh = g.kind == Pattern::Kind::tanh_gelu;
     add_unary_op(n, g.x, g.out, tanh ? "GeluTanh" : "Gelu", 0, 0);

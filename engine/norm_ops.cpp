@@ -580,7 +580,7 @@ void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon,
     double squares = 0;
     for (std::int64_t k = 0; k < len; ++k) squares += double(src[k]) * src[k];
     const float inv = float(1.0 / std::sqrt(squares / double(len) + epsilon));
-    for (std::int64_t k = 0; k < len; ++k) y[r * len + k] = src[k] * inv * scale[k];
+    for (std::int64_t k = 0; k < len; ++k) y[r * len + k] = src[k] * inv * (scale ? scale[k] : 1.0f);
   }
 }
 

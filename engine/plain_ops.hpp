@@ -152,7 +152,7 @@ void instance_norm(const float* x, const Shape& xs, const float* scale, const fl
 void group_norm(const float* x, const Shape& xs, std::int64_t groups, const float* scale, const float* bias,
                 bool per_group, float epsilon, float* y, int threads = 1);
 // ONNX RMSNormalization: each row of x's dims from axis on divided by its root mean square
-// (epsilon added to the mean square), times scale (one value per element of a row).
+// (epsilon added to the mean square), times scale (one value per element of a row; null: 1).
 void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon, const float* scale, float* y);
 
 // LpNormalization: x over its p-norm (p 1 or 2) along axis; a norm of 0 gives 0, as ONNX

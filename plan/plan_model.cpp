@@ -88,13 +88,15 @@ class Planner {
   // are: timed alone, a two-thread default paid a wake-up per call and lost to its one-thread
   // copy, which then ran at half its speed in Inception v3's blocks); nullopt when it is not
   // valid here.
-  std::optional<double> time_of(const Workload& w, const Schedule& s) const {
+  // The time of s on w, or nullopt with why (the measurement's message) in *why.
+  std::optional<double> time_of(const Workload& w, const Schedule& s, std::string* why = nullptr) const {
     const bool real = backend::traits_for(w, target_).noisy;
     backend::MeasureOptions in_model;
     in_model.noise = 0;
     in_model.as_in_a_model = true;
     const Measurement m = real ? backend::measure_one(backend::MeasureRequest{w, target_, s, kRealRepeats, 0}, in_model)
                                : backend::measure_noise_free(target_, w, s);
+    if (!m.ok() && why) *why = m.message;
     return m.ok() ? std::optional<double>(m.time_us) : std::nullopt;
   }
 
@@ -117,15 +119,16 @@ class Planner {
     if (tuned_.results[i].pick) proposed.emplace_back(*tuned_.results[i].pick, kZeroShot);
     std::vector<Candidate> out;
     std::set<std::string> seen;
+    std::string why_not_default;
     for (const auto& [s, provenance] : proposed) {
       if (!seen.insert(s.key()).second) continue;
-      const auto us = time_of(w, s);
+      const auto us = time_of(w, s, out.empty() && provenance == kDefault ? &why_not_default : nullptr);
       if (!us) continue;
       out.push_back({s, *us, provenance, layouts ? lowering::layout_of(w, s) : std::nullopt});
     }
     if (out.empty() || out.front().provenance != kDefault) {
-      throw Error(ErrorKind::internal,
-                  "plan: the vendor default of task '" + tasks_.tasks()[i].name + "' is not valid on " + target_.name);
+      throw Error(ErrorKind::internal, "plan: the vendor default of task '" + tasks_.tasks()[i].name +
+                                           "' is not valid on " + target_.name + ": " + why_not_default);
     }
     return out;
   }

@@ -754,6 +754,34 @@ def espcn(size=224, scale=3):
     return Writer.model(w, "espcn", [("input", ["N", 1, size, size])], [(out, None)], 13)
 
 
+def yolov3_tiny(size=416, classes=80):
+    """Darknet's tiny YOLOv3 as converters write it: conv, BN, LeakyRelu(0.1) throughout, a
+    stride-1 MaxPool padded on the right and bottom, nearest upsampling, two linear heads."""
+    w = ConvWriter(27)
+    rng = np.random.default_rng(27)
+
+    def conv(x, cin, cout, k):
+        y = w.conv(x, cin, cout, k, act=None)
+        y = w.node("BatchNormalization", [y, w.const(rng.uniform(0.5, 1.5, cout)), w.const(rng.uniform(-0.1, 0.1, cout)),
+                                          w.const(rng.uniform(-0.1, 0.1, cout)), w.const(rng.uniform(0.5, 1.5, cout))],
+                   epsilon=1e-5)
+        return w.node("LeakyRelu", [y], alpha=0.1)
+
+    x, c = "input", 3
+    for cout in (16, 32, 64, 128, 256):
+        x, c = conv(x, c, cout, 3), cout
+        if cout == 256:
+            route = x
+        x = w.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    x = w.node("MaxPool", [conv(x, 256, 512, 3)], kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1])
+    small = conv(conv(x, 512, 1024, 3), 1024, 256, 1)
+    head1 = w.conv(conv(small, 256, 512, 3), 512, 3 * (5 + classes), 1, act=None)
+    up = w.node("Resize", [conv(small, 256, 128, 1), "", w.const([1, 1, 2, 2])], mode="nearest")
+    x = conv(w.node("Concat", [up, route], axis=1), 384, 256, 3)
+    head2 = w.conv(x, 256, 3 * (5 + classes), 1, act=None)
+    return Writer.model(w, "yolov3_tiny", [("input", ["N", 3, size, size])], [(head1, None), (head2, None)], 13)
+
+
 MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16, "yolo_neck": yolo_neck,
           "unet": unet, "resnext_stages": resnext_stages, "inception_v3_blocks": inception_v3_blocks,
           "regnetx_200mf": regnetx_200mf, "regnetx_400mf": regnetx_400mf, "whisper_front": whisper_front,
@@ -761,7 +789,7 @@ MODELS = {"vgg11": vgg11, "efficientnet_b0": efficientnet_b0, "vit_s16": vit_s16
           "t5_encoder": t5_encoder, "swin_stages": swin_stages,
           "yolov8n": yolov8n, "lstm_tagger": lstm_tagger, "r3d_18": r3d_18,
           "unet3d": unet3d, "mobilenet_v3_large": mobilenet_v3_large, "deeplabv3": deeplabv3,
-          "fast_neural_style": fast_neural_style, "espcn": espcn}
+          "fast_neural_style": fast_neural_style, "espcn": espcn, "yolov3_tiny": yolov3_tiny}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in MODELS:

@@ -83,9 +83,12 @@ struct Model::Impl {
   //              gelu_new, torch's approximate="tanh");
   //   layer_norm (x - mean) / sqrt(mean((x - mean)^2) + epsilon) over x's last axis, then times
   //              gamma and plus beta where they follow (BERT's and GPT-2's LayerNorm below
-  //              opset 17).
+  //              opset 17);
+  //   rms_norm   x / sqrt(mean(x^2) + epsilon) over x's last axis (a Reciprocal and a Mul, or a
+  //              Div), then times gamma where it follows (T5's and LLaMA's RMSNorm below
+  //              opset 23).
   struct Pattern {
-    enum class Kind { erf_gelu, tanh_gelu, layer_norm } kind = Kind::erf_gelu;
+    enum class Kind { erf_gelu, tanh_gelu, layer_norm, rms_norm } kind = Kind::erf_gelu;
     int x = -1, out = -1;
     std::vector<int> nodes;
     float epsilon = 0;  // layer_norm's
@@ -355,6 +358,15 @@ struct Model::Impl {
   // difference divided by it (Div), then a Mul by a constant of x's last dim and an Add of one
   // where they follow. Each inner tensor has its readers in the pattern alone.
   std::optional<Pattern> layer_norm_at(int r) const;
+  // The decomposed RMSNorm whose square (Pow 2, or the Mul of x by itself) is node q: averaged
+  // over x's last axis (ReduceMean), plus a constant epsilon, Sqrt, then x times its Reciprocal
+  // or x divided by it, then a Mul by a constant of x's last dim where it follows.
+  std::optional<Pattern> rms_norm_at(int q) const;
+  // The x node q squares (Pow(x, 2) or Mul(x, x)), else -1.
+  int squared(int q) const;
+  // p grown through a Mul by a constant gamma of its input's last dim, then (beta: where it may
+  // have one) an Add of a constant beta, where they follow.
+  Pattern with_affine(Pattern p, bool beta) const;
   // The constant of len values (a [len] or [1, ..., len] tensor; a scalar where len is 1) node i
   // multiplies by or adds (op, either way round) to tensor t, else null.
   const float* row_constant(int i, const std::string& op, int t, std::int64_t len) const;

@@ -287,6 +287,33 @@ def test_layer_norms_as_exporters_write_them_below_opset_17(tmp_path):
         assert sum(s.get("as") == "layer norm" for s in m.describe()["steps"]) == 3
 
 
+def test_rms_norms_as_t5_and_llama_exports_write_them(tmp_path):
+    # T5's and LLaMA's RMSNorm below opset 23: Pow 2 (or x times itself), ReduceMean over the last
+    # axis, Add epsilon, Sqrt, Reciprocal and a Mul by x (or x divided by the root), then the
+    # weight times it (or none). Not one: a mean over the middle axis; and a LayerNorm's tail,
+    # which is its own pattern.
+    b = Builder()
+
+    def rms(x, square="Pow", divide=False, weight=True, axis=-1):
+        sq = b.node("Pow", [x, b.const(2.0)]) if square == "Pow" else b.node("Mul", [x, x])
+        root = b.node("Sqrt", [b.node("Add", [b.node("ReduceMean", [sq], axes=[axis]), b.const(1e-6)])])
+        y = b.node("Div", [x, root]) if divide else b.node("Mul", [b.node("Reciprocal", [root]), x])
+        return b.node("Mul", [b.const(RNG.uniform(0.5, 1.5, 32)), y]) if weight else y
+
+    x = b.node("MatMul", ["x", b.const(RNG.standard_normal((32, 32)) * 0.3)])
+    a = rms(x)
+    c = rms(b.node("Add", [a, x]), square="Mul", divide=True, weight=False)
+    d = rms(c, divide=True)
+    middle = rms(b.node("Reshape", [d, b.ints([2, 32, 5])]), weight=False, axis=1)
+    mean = b.node("ReduceMean", [d], axes=[-1])
+    diff = b.node("Sub", [d, mean])
+    ln = b.node("Div", [diff, b.node("Sqrt", [b.node("Add", [b.node("ReduceMean", [b.node("Pow", [diff, b.const(2.0)])],
+                                                                         axes=[-1]), b.const(1e-5)])])])
+    m = compare(b.save(str(tmp_path / "rms.onnx"), [("x", [2, 5, 32])], [middle, ln], opset=13))
+    made = [s.get("as") for s in m.describe()["steps"]]
+    assert made.count("rms norm") == 3 and made.count("layer norm") == 1, made
+
+
 def test_integer_inputs_masks_and_comparisons(tmp_path):
     # A BERT export's front: int64 token ids into an embedding Gather, an int64 mask cast and
     # turned into an additive bias; Equal/Where/Expand/Not as newer exporters write them.
