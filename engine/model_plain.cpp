@@ -121,103 +121,11 @@ void Model::Impl::add_unary_op(const frontend::GraphNode& n, int xt, int yt, con
   push(n, [this, op, x, y, count, alpha, beta] { unary(op, at(x), ptr[y], count, alpha, beta, threads); });
 }
 
-int Model::Impl::times_scalar(int i, double v) const {
-  const frontend::GraphNode& n = graph.nodes()[i];
-  if (n.op != "Mul" || n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
-  if (scalar_is(n.inputs[1], v)) return n.inputs[0];
-  return scalar_is(n.inputs[0], v) ? n.inputs[1] : -1;
-}
-
-int Model::Impl::over_root_two(int d) const {
-  const frontend::GraphNode& n = graph.nodes()[d];
-  if (n.op == "Div" && n.inputs.size() == 2 && n.outputs.size() == 1) {
-    return scalar_is(n.inputs[1], std::sqrt(2.0)) ? n.inputs[0] : -1;
-  }
-  return times_scalar(d, std::sqrt(0.5));
-}
-
-int Model::Impl::inner_producer(int t) const {
-  const frontend::GraphTensor& tensor = graph.tensors()[t];
-  if (tensor.output || tensor.consumers.size() != 1 || tensor.producer < 0) return -1;
-  return graph.nodes()[tensor.producer].outputs.size() == 1 ? tensor.producer : -1;
-}
-
-int Model::Impl::inner_reader(int t, const std::string& op) const {
-  const frontend::GraphTensor& tensor = graph.tensors()[t];
-  if (tensor.output || tensor.consumers.size() != 1) return -1;
-  const frontend::GraphNode& r = graph.nodes()[tensor.consumers[0]];
-  return r.op == op && r.outputs.size() == 1 ? tensor.consumers[0] : -1;
-}
-
-int Model::Impl::cube_of(int t, std::vector<int>& nodes) const {
-  const int p = inner_producer(t);
-  if (p < 0 || graph.nodes()[p].inputs.size() != 2) return -1;
-  const frontend::GraphNode& n = graph.nodes()[p];
-  const int a = n.inputs[0], b = n.inputs[1];
-  if (n.op == "Pow") {
-    if (!scalar_is(b, 3.0)) return -1;
-    nodes.push_back(p);
-    return a;
-  }
-  if (n.op != "Mul") return -1;
-  for (const auto& [square, x] : {std::pair{a, b}, std::pair{b, a}}) {  // (x * x) * x or x * (x * x)
-    const int q = inner_producer(square);
-    if (q >= 0 && graph.nodes()[q].op == "Mul" && graph.nodes()[q].inputs == std::vector<int>{x, x}) {
-      nodes.insert(nodes.end(), {p, q});
-      return x;
-    }
-  }
-  return -1;
-}
-
-std::optional<Model::Impl::Pattern> Model::Impl::gelu_end(int xt, int f, std::vector<int> nodes) const {
-  const int a = inner_reader(graph.nodes()[f].outputs[0], "Add");
-  if (xt < 0 || a < 0 || !takes_scalar(a, "Add", graph.nodes()[f].outputs[0], 1.0)) return std::nullopt;
-  const int m = inner_reader(graph.nodes()[a].outputs[0], "Mul");
-  if (m < 0) return std::nullopt;
-  nodes.insert(nodes.end(), {a, m});
-  const frontend::GraphNode& mul = graph.nodes()[m];
-  const int other = other_input(mul, graph.nodes()[a].outputs[0]);
-  if (other == xt) {  // (x * (1 + f)) * 0.5
-    const int half = inner_reader(mul.outputs[0], "Mul");
-    if (half < 0 || !takes_scalar(half, "Mul", mul.outputs[0], 0.5)) return std::nullopt;
-    nodes.push_back(half);
-    return Pattern{Pattern::Kind::erf_gelu, xt, graph.nodes()[half].outputs[0], nodes};
-  }
-  const int h = other >= 0 ? inner_producer(other) : -1;  // (x * 0.5) * (1 + f)
-  if (h < 0 || !takes_scalar(h, "Mul", xt, 0.5)) return std::nullopt;
-  nodes.push_back(h);
-  return Pattern{Pattern::Kind::erf_gelu, xt, mul.outputs[0], nodes};
-}
-
-std::optional<Model::Impl::Pattern> Model::Impl::erf_gelu_at(int e) const {
-  const frontend::GraphNode& erf = graph.nodes()[e];
-  if (erf.inputs.size() != 1 || erf.outputs.size() != 1) return std::nullopt;
-  const int d = inner_producer(erf.inputs[0]);
-  if (d < 0) return std::nullopt;
-  return gelu_end(over_root_two(d), e, {d, e});
-}
-
-std::optional<Model::Impl::Pattern> Model::Impl::tanh_gelu_at(int t) const {
-  const frontend::GraphNode& tanh = graph.nodes()[t];
-  if (tanh.inputs.size() != 1 || tanh.outputs.size() != 1) return std::nullopt;
-  const int s = inner_producer(tanh.inputs[0]);
-  const int inner = s >= 0 ? times_scalar(s, std::sqrt(2.0 / std::acos(-1.0))) : -1;
-  const int sum = inner >= 0 ? inner_producer(inner) : -1;  // x + 0.044715 x^3
-  if (sum < 0 || graph.nodes()[sum].op != "Add" || graph.nodes()[sum].inputs.size() != 2) return std::nullopt;
-  const std::vector<int>& terms = graph.nodes()[sum].inputs;
-  for (int k = 0; k < 2; ++k) {
-    std::vector<int> nodes = {t, s, sum};
-    const int c = inner_producer(terms[1 - k]);
-    const int cube = c >= 0 ? times_scalar(c, 0.044715) : -1;
-    if (cube < 0) continue;
-    nodes.push_back(c);
-    if (cube_of(cube, nodes) != terms[k]) continue;
-    auto g = gelu_end(terms[k], t, nodes);
-    if (g) g->kind = Pattern::Kind::tanh_gelu;
-    return g;
-  }
-  return std::nullopt;
+frontend::PatternView Model::Impl::view() const {
+  return frontend::PatternView(graph, [this](int t) -> std::optional<double> {
+    const auto* c = file->floats(graph.tensors()[t].name);
+    return c && c->size() == 1 ? std::optional<double>((*c)[0]) : std::nullopt;
+  });
 }
 
 bool Model::Impl::last_axis_mean(int r, int x) const {
@@ -241,10 +149,11 @@ const float* Model::Impl::row_constant(int i, const std::string& op, int t, std:
 }
 
 std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
+  const frontend::PatternView v = view();
   const frontend::GraphNode& mean = graph.nodes()[r];
   if (mean.inputs.empty() || !last_axis_mean(r, mean.inputs[0])) return std::nullopt;
   const int x = mean.inputs[0];
-  const int sub = inner_reader(mean.outputs[0], "Sub");
+  const int sub = v.inner_reader(mean.outputs[0], "Sub");
   if (sub < 0 || graph.nodes()[sub].inputs != std::vector<int>{x, mean.outputs[0]}) return std::nullopt;
   const int d = graph.nodes()[sub].outputs[0];
   const frontend::GraphTensor& diff = graph.tensors()[d];
@@ -254,14 +163,14 @@ std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
   const int sq = *std::next(readers.begin(), div_first ? 1 : 0), div = *std::next(readers.begin(), div_first ? 0 : 1);
   const auto& sqn = graph.nodes()[sq];
   if (squared(sq) != d) return std::nullopt;
-  const int var = inner_reader(sqn.outputs[0], "ReduceMean");
+  const int var = v.inner_reader(sqn.outputs[0], "ReduceMean");
   if (var < 0 || !last_axis_mean(var, sqn.outputs[0])) return std::nullopt;
-  const int add = inner_reader(graph.nodes()[var].outputs[0], "Add");
+  const int add = v.inner_reader(graph.nodes()[var].outputs[0], "Add");
   const float* eps = add >= 0 ? row_constant(add, "Add", graph.nodes()[var].outputs[0], 1) : nullptr;
-  const int root = eps ? inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
+  const int root = eps ? v.inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
   if (root < 0 || graph.nodes()[div].op != "Div" || graph.nodes()[div].outputs.size() != 1 ||
       graph.nodes()[div].inputs != std::vector<int>{d, graph.nodes()[root].outputs[0]} ||
-      inner_reader(graph.nodes()[root].outputs[0], "Div") != div) {
+      v.inner_reader(graph.nodes()[root].outputs[0], "Div") != div) {
     return std::nullopt;
   }
   Pattern p{Pattern::Kind::layer_norm, x, graph.nodes()[div].outputs[0], {r, sub, sq, var, add, root, div}, *eps};
@@ -269,28 +178,30 @@ std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
 }
 
 int Model::Impl::squared(int q) const {
+  const frontend::PatternView v = view();
   const frontend::GraphNode& n = graph.nodes()[q];
   if (n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
-  if (n.op == "Pow") return scalar_is(n.inputs[1], 2) ? n.inputs[0] : -1;
+  if (n.op == "Pow") return v.scalar_is(n.inputs[1], 2) ? n.inputs[0] : -1;
   return n.op == "Mul" && n.inputs[0] == n.inputs[1] ? n.inputs[0] : -1;
 }
 
 std::optional<Model::Impl::Pattern> Model::Impl::rms_norm_at(int q) const {
+  const frontend::PatternView v = view();
   const int x = squared(q);
   const int sq = graph.nodes()[q].outputs[0];
-  const int var = x >= 0 ? inner_reader(sq, "ReduceMean") : -1;
+  const int var = x >= 0 ? v.inner_reader(sq, "ReduceMean") : -1;
   if (var < 0 || !last_axis_mean(var, sq) || values[x].shape != values[sq].shape) return std::nullopt;
-  const int add = inner_reader(graph.nodes()[var].outputs[0], "Add");
+  const int add = v.inner_reader(graph.nodes()[var].outputs[0], "Add");
   const float* eps = add >= 0 ? row_constant(add, "Add", graph.nodes()[var].outputs[0], 1) : nullptr;
-  const int root = eps ? inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
+  const int root = eps ? v.inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
   if (root < 0) return std::nullopt;
   const int s = graph.nodes()[root].outputs[0];
   Pattern p{Pattern::Kind::rms_norm, x, -1, {q, var, add, root}, *eps};
-  if (const int div = inner_reader(s, "Div"); div >= 0 && graph.nodes()[div].inputs == std::vector<int>{x, s}) {
+  if (const int div = v.inner_reader(s, "Div"); div >= 0 && graph.nodes()[div].inputs == std::vector<int>{x, s}) {
     p.nodes.push_back(div);
     p.out = graph.nodes()[div].outputs[0];
-  } else if (const int inv = inner_reader(s, "Reciprocal"); inv >= 0) {
-    const int r = graph.nodes()[inv].outputs[0], mul = inner_reader(r, "Mul");
+  } else if (const int inv = v.inner_reader(s, "Reciprocal"); inv >= 0) {
+    const int r = graph.nodes()[inv].outputs[0], mul = v.inner_reader(r, "Mul");
     if (mul < 0 || other_input(graph.nodes()[mul], r) != x) return std::nullopt;
     p.nodes.insert(p.nodes.end(), {inv, mul});
     p.out = graph.nodes()[mul].outputs[0];
@@ -301,9 +212,10 @@ std::optional<Model::Impl::Pattern> Model::Impl::rms_norm_at(int q) const {
 }
 
 Model::Impl::Pattern Model::Impl::with_affine(Pattern p, bool beta) const {
+  const frontend::PatternView v = view();
   const std::int64_t len = values[p.x].shape.back();
   for (const char* op : {"Mul", "Add"}) {  // gamma, then beta
-    const int next = inner_reader(p.out, op);
+    const int next = v.inner_reader(p.out, op);
     const float* c = next >= 0 && (beta || op[0] == 'M') ? row_constant(next, op, p.out, len) : nullptr;
     if (!c) break;
     (op[0] == 'M' ? p.gamma : p.beta) = c;
@@ -314,14 +226,18 @@ Model::Impl::Pattern Model::Impl::with_affine(Pattern p, bool beta) const {
 }
 
 void Model::Impl::find_patterns() {
+  const frontend::PatternView v = view();
   for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
     const std::string& op = graph.nodes()[i].op;
     if (pattern_of.count(int(i))) continue;  // a LayerNorm's square is no RMSNorm's
-    const auto g = op == "Erf"                  ? erf_gelu_at(int(i))
-                   : op == "Tanh"               ? tanh_gelu_at(int(i))
-                   : op == "ReduceMean"         ? layer_norm_at(int(i))
-                   : op == "Pow" || op == "Mul" ? rms_norm_at(int(i))
-                                                : std::nullopt;
+    std::optional<Pattern> g;
+    if (const auto gelu = v.gelu_at(int(i))) {
+      g = Pattern{gelu->tanh ? Pattern::Kind::tanh_gelu : Pattern::Kind::erf_gelu, gelu->x, gelu->out, gelu->nodes};
+    } else if (op == "ReduceMean") {
+      g = layer_norm_at(int(i));
+    } else if (op == "Pow" || op == "Mul") {
+      g = rms_norm_at(int(i));
+    }
     if (!g || std::any_of(g->nodes.begin(), g->nodes.end(), [&](int n) { return pattern_of.count(n) > 0; })) continue;
     for (int node : g->nodes) pattern_of[node] = patterns.size();
     patterns.push_back(*g);

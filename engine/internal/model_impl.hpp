@@ -23,6 +23,7 @@
 #include "engine/onnx_file.hpp"
 #include "engine/volume_ops.hpp"
 #include "frontend/graph.hpp"
+#include "frontend/graph_patterns.hpp"
 #include "runtime/runtime.hpp"
 
 namespace atvoss::engine {
@@ -312,43 +313,10 @@ struct Model::Impl {
   }
   void add_unary_op(const frontend::GraphNode& n, int xt, int yt, const std::string& op, float alpha, float beta);
 
-  // --- the GELU as exporters write it --------------------------------------------------------
+  // --- ops exporters write out as primitives (frontend/graph_patterns.hpp) -----------------
 
-  // Whether tensor t is a constant scalar within 1e-6 of v.
-  bool scalar_is(int t, double v) const {
-    const auto* c = file->floats(graph.tensors()[t].name);
-    return c && c->size() == 1 && std::abs((*c)[0] - v) <= 1e-6 * std::abs(v);
-  }
-  // Whether node i is op(t, v) or op(v, t) (op commutative), v a constant scalar within 1e-6.
-  bool takes_scalar(int i, const std::string& op, int t, double v) const {
-    const frontend::GraphNode& n = graph.nodes()[i];
-    if (n.op != op || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
-    return (n.inputs[0] == t && scalar_is(n.inputs[1], v)) || (n.inputs[1] == t && scalar_is(n.inputs[0], v));
-  }
-  // The tensor node i multiplies by the constant scalar v (Mul either way round), else -1.
-  int times_scalar(int i, double v) const;
-
-  // x where node d computes x / sqrt 2 (Div by sqrt 2, or Mul by 1 / sqrt 2 either way round), else -1.
-  int over_root_two(int d) const;
-
-  // The node computing tensor t, and the node reading it when it is an op node, when t has that
-  // one reader and is no graph output; else -1.
-  int inner_producer(int t) const;
-  int inner_reader(int t, const std::string& op) const;
-
-  // x where tensor t is x^3 (Pow(x, 3), or x * x * x in either grouping), its nodes added to
-  // nodes; else -1.
-  int cube_of(int t, std::vector<int>& nodes) const;
-
-  // A GELU's common end from f, its erf or tanh: plus 1, then times x and times 0.5 in either
-  // order; nodes (those before, f's included) completed, or nullopt.
-  std::optional<Pattern> gelu_end(int xt, int f, std::vector<int> nodes) const;
-
-  // The erf GELU whose Erf node is e: x / sqrt 2 (over_root_two) into Erf, then gelu_end; the
-  // tanh GELU whose Tanh node is t: x + 0.044715 x^3, times sqrt(2 / pi), into Tanh, then
-  // gelu_end. Each inner tensor has its one reader.
-  std::optional<Pattern> erf_gelu_at(int e) const;
-  std::optional<Pattern> tanh_gelu_at(int t) const;
+  // The graph's patterns, its constants read from the file.
+  frontend::PatternView view() const;
 
   // Whether node r is a ReduceMean of tensor x over its last axis alone (its output x's shape
   // with the last dim 1: reducing axes of one element changes nothing).
