@@ -18,7 +18,7 @@ std::string exact_step(const onnx::NodeProto& n, const OnnxFile& file) {
   if (op == "Tanh") return "tanh";
   if (op == "HardSwish") return "hardswish";
   if (op == "Mish") return "mish";
-  if (op == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "";
+  if (op == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "gelu_erf";
   if (op == "Clip") {  // a ReLU (min 0, no max) or a ReLU6 (min 0, max 6)
     float lo = float_attr(n, "min", -INFINITY), hi = float_attr(n, "max", INFINITY);
     if (n.input_size() > 1 && !n.input(1).empty()) {
@@ -67,6 +67,9 @@ Model::Impl::Chain Model::Impl::chain_of(int i, std::int64_t k, std::vector<floa
     const onnx::NodeProto& p = *file->node(n.name);
     if (n.fused_by == "fold-into-weights") {
       if (!conv || !fold(n, p, c, k, bias, scale_weights)) break;
+    } else if (n.fused_by == "gelu") {
+      if (!take_gelu(fused, f, c)) break;
+      continue;
     } else if (n.fused_by == "silu") {
       if (f + 1 >= fused.size() || has(c.epilogue, "silu")) break;
       c.epilogue.push_back("silu");
@@ -79,6 +82,22 @@ Model::Impl::Chain Model::Impl::chain_of(int i, std::int64_t k, std::vector<floa
   }
   for (; f < fused.size(); ++f) c.rest.push_back(fused[f]);
   return c;
+}
+
+bool Model::Impl::take_gelu(const std::vector<int>& fused, std::size_t& f, Chain& c) const {
+  const auto it = pattern_of.find(fused[f]);
+  if (it == pattern_of.end()) return false;
+  const Pattern& g = patterns[it->second];
+  const char* op = g.kind == Pattern::Kind::tanh_gelu ? "gelu" : "gelu_erf";
+  if (g.kind == Pattern::Kind::layer_norm || g.kind == Pattern::Kind::rms_norm || g.x != c.out || has(c.epilogue, op) ||
+      f + g.nodes.size() > fused.size() ||
+      !std::is_permutation(g.nodes.begin(), g.nodes.end(), fused.begin() + std::ptrdiff_t(f))) {
+    return false;
+  }
+  c.epilogue.push_back(op);
+  c.out = g.out;
+  f += g.nodes.size() - 1;
+  return true;
 }
 
 bool Model::Impl::fold(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,

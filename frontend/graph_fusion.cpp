@@ -1,6 +1,7 @@
 #include "frontend/graph_fusion.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,7 +16,7 @@ struct ChainRule {
   const char* name;
   std::set<OpFamily> families;
   std::set<std::string> steps;  // non-activation steps that join
-  bool silu = false;            // takes x * Sigmoid(x)
+  bool silu = false;            // takes x * Sigmoid(x) and the GELUs written out
   bool folds = false;           // fold-into-weights applies
 };
 
@@ -42,7 +43,10 @@ bool is_activation(const std::string& step) {
 
 class Fuser {
  public:
-  explicit Fuser(Graph& g) : g_(g) {}
+  Fuser(Graph& g, const ScalarOf& scalar) : g_(g) {
+    if (!scalar) return;
+    for (Gelu& gelu : PatternView(g, scalar).gelus_owning_their_input()) gelus_[gelu.x] = std::move(gelu);
+  }
 
   void run() {
     for (int i = 0; i < int(g_.nodes().size()); ++i) {
@@ -112,12 +116,27 @@ class Fuser {
     g_.node(node).fused_by = rule;
   }
 
+  // The GELU of tensor t, none of its nodes fused yet, else null.
+  const Gelu* gelu_after(int t) const {
+    const auto it = gelus_.find(t);
+    if (it == gelus_.end()) return nullptr;
+    const auto& nodes = it->second.nodes;
+    const bool free = std::none_of(nodes.begin(), nodes.end(), [&](int n) { return g_.nodes()[n].fused_into >= 0; });
+    return free ? &it->second : nullptr;
+  }
+
   void fuse_after(int i, const ChainRule& rule) {
     const Workload& w = *g_.nodes()[i].kernel;
     std::vector<std::string> chain = w.epilogue();
     auto has = [&](const std::string& e) { return std::find(chain.begin(), chain.end(), e) != chain.end(); };
     int t = g_.nodes()[i].outputs[0];
     while (true) {
+      if (const Gelu* gelu = rule.silu ? gelu_after(t) : nullptr; gelu && !has(gelu->tanh ? "gelu" : "gelu_erf")) {
+        for (int n : gelu->nodes) take(n, i, "gelu");
+        chain.push_back(gelu->tanh ? "gelu" : "gelu_erf");
+        t = gelu->out;
+        continue;
+      }
       if (const auto silu = rule.silu ? silu_after(t) : std::nullopt; silu && !has("silu")) {
         take(silu->first, i, "silu");
         take(silu->second, i, "silu");
@@ -149,10 +168,11 @@ class Fuser {
   }
 
   Graph& g_;
+  std::map<int, Gelu> gelus_;  // by x
 };
 
 }  // namespace
 
-void fuse_graph(Graph& g) { Fuser(g).run(); }
+void fuse_graph(Graph& g, const ScalarOf& scalar) { Fuser(g, scalar).run(); }
 
 }  // namespace atvoss::frontend

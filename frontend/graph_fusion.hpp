@@ -8,6 +8,9 @@
 //                      inference compiler folds it; no epilogue op of its own (a
 //                      BatchNormalization gives the conv its bias)
 //   silu               conv or matmul, then x * Sigmoid(x) (PyTorch's SiLU): both nodes, "silu"
+//   gelu               conv or matmul, then a GELU written out (graph_patterns.hpp), x read by
+//                      its nodes alone: all of them, "gelu_erf" (the erf form) or "gelu" (the
+//                      tanh form); only where the caller gives the constants' values
 //   conv-epilogue      conv, then activations, a residual Add ("add") or an Add of a constant
 //                      ("bias"); no LayerNormalization: a conv tile holds a slice of channels,
 //                      not the whole row it normalises
@@ -22,11 +25,12 @@
 #pragma once
 
 #include "frontend/graph.hpp"
+#include "frontend/graph_patterns.hpp"
 
 namespace atvoss::frontend {
 
 // Sets fused_into and fused_by of every node fused into another's kernel and widens that
-// kernel's epilogue.
-void fuse_graph(Graph& g);
+// kernel's epilogue. scalar: the constants' values (none: no GELU pattern is found).
+void fuse_graph(Graph& g, const ScalarOf& scalar = {});
 
 }  // namespace atvoss::frontend

@@ -3,6 +3,7 @@
 // per-op extractors (conv_task, matmul_task, ...), which give each node its own kernel; the
 // fusion pass (graph_fusion.hpp) then decides which nodes run inside another's kernel.
 #include "frontend/onnx_import.hpp"
+#include "frontend/shape_folding.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -228,7 +229,6 @@ class Extractor {
                                                            {"Selu", "leaky_relu"},
                                                            {"PRelu", "leaky_relu"},
                                                            {"ThresholdedRelu", "leaky_relu"},
-                                                           {"Gelu", "gelu"},
                                                            {"Sigmoid", "sigmoid"},
                                                            {"Tanh", "tanh"},
                                                            {"Softsign", "sigmoid"},
@@ -236,6 +236,7 @@ class Extractor {
                                                            {"HardSigmoid", "sigmoid"},
                                                            {"HardSwish", "hardswish"},
                                                            {"Mish", "mish"}};
+    if (n.op_type() == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "gelu_erf";
     const auto it = ops.find(n.op_type());
     return it == ops.end() ? std::nullopt : std::optional(it->second);
   }
@@ -575,9 +576,37 @@ TaskSet import_onnx(const std::string& path, const OnnxImportOptions& options) {
   return import_bound_onnx(read_bound_onnx_model(path, {options.batch, options.dims, {}}), path, options);
 }
 
+namespace {
+
+// The one-value float constants of g (initializers and Constant nodes) by name.
+std::map<std::string, double> scalar_constants(const onnx::GraphProto& g) {
+  std::map<std::string, double> out;
+  std::vector<float> v;
+  auto take = [&](const std::string& name, const onnx::TensorProto& t) {
+    if (float_values(t, v) && v.size() == 1) out[name] = v[0];
+  };
+  for (const auto& t : g.initializer()) take(t.name(), t);
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "Constant" || n.output_size() != 1) continue;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "value") take(n.output(0), a.t());
+      if (a.name() == "value_float") out[n.output(0)] = a.f();
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 TaskSet import_bound_onnx(const onnx::ModelProto& bound, const std::string& name, const OnnxImportOptions& options) {
   Graph graph = Extractor(bound.graph(), options).build();
-  if (options.fuse) fuse_graph(graph);
+  const std::map<std::string, double> scalars = scalar_constants(bound.graph());
+  if (options.fuse) {
+    fuse_graph(graph, [&](int t) -> std::optional<double> {
+      const auto it = scalars.find(graph.tensors()[t].name);
+      return it == scalars.end() ? std::nullopt : std::optional<double>(it->second);
+    });
+  }
   return tasks_from_graph(std::move(graph), bound.graph().name().empty() ? name : bound.graph().name(), options.batch);
 }
 

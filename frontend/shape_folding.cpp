@@ -211,18 +211,6 @@ bool whole_constant(const onnx::TensorProto& t, std::int64_t& out) {
   return true;
 }
 
-// A float constant's values; false for another type.
-bool float_values(const onnx::TensorProto& t, std::vector<float>& out) {
-  if (t.data_type() != onnx::TensorProto::FLOAT) return false;
-  if (t.has_raw_data()) {
-    out.resize(t.raw_data().size() / sizeof(float));
-    std::memcpy(out.data(), t.raw_data().data(), out.size() * sizeof(float));
-  } else {
-    out.assign(t.float_data().begin(), t.float_data().end());
-  }
-  return true;
-}
-
 // The output type of a Resize of opset 11 on (opset 18's axes and keep_aspect_ratio_policy,
 // which libonnx 1.12 does not read) with constant scales or sizes: each listed axis's size
 // floor(in x scale), a size given, or under an aspect policy round(in x the one scale).
@@ -442,6 +430,17 @@ int give_open_types(onnx::GraphProto& g) {
 }
 
 }  // namespace
+
+bool float_values(const onnx::TensorProto& t, std::vector<float>& out) {
+  if (t.data_type() != onnx::TensorProto::FLOAT) return false;
+  if (t.has_raw_data()) {
+    out.resize(t.raw_data().size() / sizeof(float));
+    std::memcpy(out.data(), t.raw_data().data(), out.size() * sizeof(float));
+  } else {
+    out.assign(t.float_data().begin(), t.float_data().end());
+  }
+  return true;
+}
 
 bool integer_initializer_values(const onnx::TensorProto& t, std::vector<std::int64_t>& out) {
   if (t.dims_size() > 1) return false;

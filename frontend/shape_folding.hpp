@@ -21,5 +21,7 @@ void infer_shapes_folding_shape_computations(onnx::ModelProto& model);
 // An integer initializer of rank 0 or 1 (int64 or int32 values, or int64 raw data) as its
 // values; false, out untouched, for any other.
 bool integer_initializer_values(const onnx::TensorProto& t, std::vector<std::int64_t>& out);
+// A float tensor's values (raw or listed); false, out untouched, for another type.
+bool float_values(const onnx::TensorProto& t, std::vector<float>& out);
 
 }  // namespace atvoss::frontend

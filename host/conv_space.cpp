@@ -103,7 +103,7 @@ bool conv_supports(const Workload& w, std::string* why) {
       if (!any_dtype.count(op) && !(fp32 && op != "dequantize" && generates_epilogue_op(op))) {
         reason = "field 'epilogue': " + op +
                  " is not generated on the host for convolutions (bias, batchnorm, relu, relu6, gelu, add, "
-                 "quantize, requantize are; sigmoid, silu, leaky_relu, tanh, hardswish and mish on float32)";
+                 "quantize, requantize are; gelu_erf, sigmoid, silu, leaky_relu, tanh, hardswish and mish on float32)";
         break;
       }
     }

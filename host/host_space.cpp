@@ -104,7 +104,7 @@ bool supports(const Workload& w, std::string* why) {
                  : "field 'dtype': the host backend computes " + w.op() + " in \"float32\" only";
   } else if (const std::string op = first_unsupported_epilogue(w.epilogue()); !op.empty()) {
     reason = "field 'epilogue': '" + op +
-             "' is not generated on the host (expected bias, batchnorm, relu, relu6, gelu, sigmoid, silu, "
+             "' is not generated on the host (expected bias, batchnorm, relu, relu6, gelu, gelu_erf, sigmoid, silu, "
              "leaky_relu, tanh, hardswish, mish, add; quantize, requantize, dequantize on matmuls)";
   } else if (!w.is_matmul_like() &&
              (w.has_epilogue("quantize") || w.has_epilogue("requantize") || w.has_epilogue("dequantize"))) {

@@ -115,6 +115,7 @@ double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_
     if (op == "relu") v = std::max(v, 0.0);
     if (op == "relu6") v = std::clamp(v, 0.0, 6.0);
     if (op == "gelu") v = gelu_reference(v);
+    if (op == "gelu_erf") v = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
     if (op == "sigmoid") v = 1.0 / (1.0 + std::exp(-v));
     if (op == "silu") v = v / (1.0 + std::exp(-v));
     if (op == "leaky_relu") v = v < 0 ? v * o.slope[col] : v;

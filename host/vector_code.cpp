@@ -9,8 +9,8 @@
 namespace atvoss::host {
 namespace {
 
-// Vector helpers and a Cephes-style expf (max relative error ~1e-7) for gelu, sigmoid, silu,
-// tanh, mish and softmax.
+// Vector helpers and a Cephes-style expf (max relative error ~1e-7) for the GELUs, sigmoid,
+// silu, tanh, mish and softmax.
 constexpr const char* kHelpers = R"(
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int vi __attribute__((vector_size(VL * 4)));
@@ -99,6 +99,15 @@ inline vf gelu(vf x) {
   const vf u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   return x / (1.0f + vexp(-2.0f * u));
 }
+// The erf GELU, 0.5 x (1 + erf(x / sqrt 2)): erfc(|z|) by Abramowitz and Stegun's 7.1.26
+// (absolute error under 1.5e-7), 1 + erf(z) taken as 2 - erfc(z) above 0 and erfc(-z) below, so
+// that no cancellation loses the small values of a large negative x.
+inline vf gelu_erf(vf x) {
+  const vf z = x * 0.70710678118654752f, a = z < 0.0f ? -z : z, t = 1.0f / (1.0f + 0.3275911f * a);
+  const vf poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const vf erfc = poly * vexp(-a * a);
+  return 0.5f * x * (z < 0.0f ? erfc : 2.0f - erfc);
+}
 // tanh: (1 - e) / (1 + e), e = exp(-2|x|), signed; below |x| = 1/8, where 1 - e cancels, its
 // series to x^7 (the next term is under 1e-9 of x there).
 inline vf vtanh(vf x) {
@@ -126,6 +135,7 @@ constexpr EpilogueOp kEpilogueOps[] = {
     {"relu", "v = v > vf{} ? v : vf{};"},
     {"relu6", "v = v > vf{} ? v : vf{}; v = v < vf{} + 6.0f ? v : vf{} + 6.0f;"},
     {"gelu", "v = gelu(v);"},
+    {"gelu_erf", "v = gelu_erf(v);"},
     {"sigmoid", "v = 1.0f / (1.0f + vexp(-v));"},
     {"silu", "v = v / (1.0f + vexp(-v));"},
     {"leaky_relu", "v = v < vf{} ? v * L(g.slope + col) : v;"},

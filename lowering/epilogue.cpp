@@ -28,7 +28,7 @@ int full_fusion_level(const std::string& op, const std::vector<std::string>& epi
 }
 
 double epilogue_ops_per_element(const std::string& op) {
-  if (op == "gelu") return 8;
+  if (op == "gelu" || op == "gelu_erf") return 8;
   if (op == "sigmoid") return 4;                         // exp, add, reciprocal, and the negation
   if (op == "silu") return 5;                            // x * sigmoid(x)
   if (op == "tanh") return 5;                            // exp, add, divide, the sign

@@ -232,6 +232,11 @@ struct Model::Impl {
   Chain chain_of(int i, std::int64_t k, std::vector<float>& bias, bool has_bias, bool conv,
                  const std::function<void(const std::vector<float>&)>& scale_weights);
 
+  // The GELU whose nodes are fused[f], fused[f + 1], ... (in any order), reading the chain's
+  // output: its epilogue op taken into c, f moved to its last node; false (nothing changed)
+  // for another.
+  bool take_gelu(const std::vector<int>& fused, std::size_t& f, Chain& c) const;
+
   bool fold(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k, std::vector<float>& bias,
             const std::function<void(const std::vector<float>&)>& scale_weights);
 

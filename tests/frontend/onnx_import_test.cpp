@@ -197,9 +197,18 @@ nodes.append(helper.make_node("Mul", ["c2", "scale"], ["m2"], name="scale"))
 nodes.append(helper.make_node("HardSwish", ["m2"], ["h2"], name="hardswish"))
 nodes.append(helper.make_node("Conv", ["h2", "w3"], ["c3"], pads=[1, 1, 1, 1], name="tanh_conv"))
 nodes.append(helper.make_node("Tanh", ["c3"], ["y"], name="tanh"))
-inits += [init("w1", 8, 8, 3, 3), init("w2", 16, 8, 3, 3), init("w3", 8, 16, 3, 3), init("scale", 16, 1, 1)]
+# torch's nn.GELU below opset 20: x * 0.5 * (1 + erf(x / sqrt 2)), all five nodes in the conv.
+nodes.append(helper.make_node("Conv", ["x", "w4"], ["c4"], pads=[1, 1, 1, 1], name="gelu_conv"))
+nodes.append(helper.make_node("Div", ["c4", "root2"], ["d4"], name="gelu_div"))
+nodes.append(helper.make_node("Erf", ["d4"], ["e4"], name="gelu_erf"))
+nodes.append(helper.make_node("Add", ["e4", "one"], ["a4"], name="gelu_add"))
+nodes.append(helper.make_node("Mul", ["c4", "a4"], ["m4"], name="gelu_mul"))
+nodes.append(helper.make_node("Mul", ["m4", "half"], ["z"], name="gelu_half"))
+inits += [init("w1", 8, 8, 3, 3), init("w2", 16, 8, 3, 3), init("w3", 8, 16, 3, 3), init("scale", 16, 1, 1),
+          init("w4", 8, 8, 3, 3)]
+inits += [helper.make_tensor(n, T.FLOAT, [], [v]) for n, v in (("root2", 2 ** 0.5), ("one", 1.0), ("half", 0.5))]
 g = helper.make_graph(nodes, "acts", [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 16, 16])],
-                      [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
+                      [helper.make_tensor_value_info(o, T.FLOAT, None) for o in ("y", "z")], inits)
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), out + "/acts.onnx")
 # A U-Net's upsampling: a 2x2 stride-2 ConvTranspose with its bias, then a Relu; and one of
 # two groups.
@@ -299,7 +308,7 @@ TEST_F(OnnxImport, MatMulChainsBatchMatMulAndSoftmax) {
   const TuneTask* ffn = find(s, "ffn");
   ASSERT_NE(ffn, nullptr);
   EXPECT_EQ(ffn->workload.dim("N"), 64);
-  EXPECT_EQ(ffn->workload.epilogue(), (std::vector<std::string>{"bias", "gelu"}));
+  EXPECT_EQ(ffn->workload.epilogue(), (std::vector<std::string>{"bias", "gelu_erf"}));  // com.microsoft's: erf
   const TuneTask* scores = find(s, "scores");
   ASSERT_NE(scores, nullptr);
   EXPECT_EQ(scores->workload.op(), "batch_matmul");
@@ -388,12 +397,16 @@ TEST_F(OnnxImport, ActivationsAsRealExportsWriteThemFuseIntoTheConv) {
   EXPECT_EQ(epilogue("scaled_conv"), std::vector<std::string>{"hardswish"});  // scale folded
   EXPECT_EQ(epilogue("tanh_conv"), std::vector<std::string>{"tanh"});
   EXPECT_EQ(epilogue("elu"), std::vector<std::string>{"leaky_relu"});  // a standalone map
-  EXPECT_EQ(s.tasks().size(), 4u);
+  EXPECT_EQ(epilogue("gelu_conv"), std::vector<std::string>{"gelu_erf"});
+  EXPECT_EQ(s.tasks().size(), 5u);
   std::map<std::string, std::string> into;
   for (const auto& [node, task] : s.folded()) into[node] = task;
   EXPECT_EQ(into["silu_sigmoid"], "silu_conv");
   EXPECT_EQ(into["silu_mul"], "silu_conv");
   EXPECT_EQ(into["scale"], "scaled_conv");
+  for (const char* node : {"gelu_div", "gelu_erf", "gelu_add", "gelu_mul", "gelu_half"}) {
+    EXPECT_EQ(into[node], "gelu_conv") << node;
+  }
 }
 
 TEST_F(OnnxImport, BatchNormAfterABiasedConvFoldsIntoIt) {

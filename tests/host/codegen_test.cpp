@@ -27,6 +27,9 @@ using testing::workload;
 const std::vector<ScheduleCase> kCases = {
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29}})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"threads", 2}}},
+    // BERT's FFN: the erf GELU, inputs over [-4, 4] after the product (both of its branches).
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29},"epilogue":["bias","gelu_erf"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"fusion_level", 1}}},
     // A PRelu's per-column slopes (leaky_relu), fused and in a pass of its own, with a mish.
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29},"epilogue":["bias","leaky_relu","mish"]})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"fusion_level", 1}}},

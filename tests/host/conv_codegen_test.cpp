@@ -111,6 +111,8 @@ const std::vector<ScheduleCase> kConvCases = {
     // YOLO's LeakyRelu (each channel's slope), ESPCN's Tanh and MobileNetV3's HardSwish fused.
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":3,"S":3,"pad":1},"epilogue":["bias","leaky_relu"]})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}}},
+    {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":3,"S":3,"pad":1},"epilogue":["bias","gelu_erf"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}}},
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":3,"S":3,"pad":1},"epilogue":["bias","tanh"]})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_h", 4}, {"tile_w", 8}, {"tile_order", 2}}},
     {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":24,"H":10,"W":11,"K":40,"R":1,"S":1},"epilogue":["bias","hardswish"]})",

@@ -314,6 +314,49 @@ def test_rms_norms_as_t5_and_llama_exports_write_them(tmp_path):
     assert made.count("rms norm") == 3 and made.count("layer norm") == 1, made
 
 
+def test_gelus_written_out_run_in_their_matmuls_and_convs_epilogues(tmp_path):
+    # BERT's FFN (MatMul, bias Add, the erf GELU with a Div by sqrt 2), GPT-2's gelu_new with Pow,
+    # torch's approximate="tanh" with x * x * x after a conv, (x * 0.5) * (1 + erf(x * 1/sqrt 2))
+    # after a bias-free MatMul, and opset 20's Gelu op both ways: each in its kernel's epilogue.
+    # A GELU whose input another node reads too runs as its own step, after the kernel.
+    b = Builder()
+    root2, half, one = b.const(2 ** 0.5), b.const(0.5), b.const(1.0)
+
+    def erf_gelu(x):
+        return b.node("Mul", [b.node("Mul", [x, b.node("Add", [b.node("Erf", [b.node("Div", [x, root2])]), one])]),
+                              half])
+
+    def erf_gelu_scaled_first(x):
+        erf = b.node("Erf", [b.node("Mul", [x, b.const(0.5 ** 0.5)])])
+        return b.node("Mul", [b.node("Mul", [x, half]), b.node("Add", [one, erf])])
+
+    def tanh_gelu(x, cube):
+        x3 = b.node("Pow", [x, b.const(3.0)]) if cube == "Pow" else b.node("Mul", [b.node("Mul", [x, x]), x])
+        inner = b.node("Mul", [b.node("Add", [x, b.node("Mul", [x3, b.const(0.044715)])]),
+                               b.const((2 / np.pi) ** 0.5)])
+        return b.node("Mul", [b.node("Mul", [x, half]), b.node("Add", [b.node("Tanh", [inner]), one])])
+
+    def dense(x, n_in, n_out, bias=True):
+        y = b.node("MatMul", [x, b.const(RNG.standard_normal((n_in, n_out)) * 0.3)])
+        return b.node("Add", [y, b.const(RNG.uniform(-0.1, 0.1, n_out))]) if bias else y
+
+    ffn = dense(erf_gelu(dense("x", 16, 32)), 32, 16)
+    gpt = dense(tanh_gelu(dense(ffn, 16, 32), "Pow"), 32, 16)
+    scaled = erf_gelu_scaled_first(dense(gpt, 16, 24, bias=False))
+    ops = b.node("Gelu", [dense(scaled, 24, 16)], approximate="tanh")
+    ops = b.node("Gelu", [dense(ops, 16, 16)])
+    shared = dense(ops, 16, 16)
+    also = b.node("Add", [erf_gelu(shared), shared])  # x read outside the GELU
+    conv = tanh_gelu(b.conv("img", 4, 8, 3, pads=[1, 1, 1, 1]), "Mul")
+    path = b.save(str(tmp_path / "gelus.onnx"), [("x", [2, 5, 16]), ("img", [1, 4, 6, 6])], [also, conv], opset=20)
+    m = compare(path)
+    steps = m.describe()["steps"]
+    kernels = [s["workload"]["epilogue"] for s in steps if s["kind"] == "kernel"]
+    assert kernels.count(["bias", "gelu_erf"]) == 2 and kernels.count(["bias", "gelu"]) == 3, kernels
+    assert ["gelu_erf"] in kernels, kernels
+    assert [s.get("as") for s in steps if s.get("as", "").endswith("gelu")] == ["erf gelu"], steps
+
+
 def test_integer_inputs_masks_and_comparisons(tmp_path):
     # A BERT export's front: int64 token ids into an embedding Gather, an int64 mask cast and
     # turned into an additive bias; Equal/Where/Expand/Not as newer exporters write them.
