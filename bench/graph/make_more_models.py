@@ -762,9 +762,9 @@ def yolov3_tiny(size=416, classes=80):
 
     def conv(x, cin, cout, k):
         y = w.conv(x, cin, cout, k, act=None)
-        y = w.node("BatchNormalization", [y, w.const(rng.uniform(0.5, 1.5, cout)), w.const(rng.uniform(-0.1, 0.1, cout)),
-                                          w.const(rng.uniform(-0.1, 0.1, cout)), w.const(rng.uniform(0.5, 1.5, cout))],
-                   epsilon=1e-5)
+        stats = [rng.uniform(0.5, 1.5, cout), rng.uniform(-0.1, 0.1, cout), rng.uniform(-0.1, 0.1, cout),
+                 rng.uniform(0.5, 1.5, cout)]
+        y = w.node("BatchNormalization", [y] + [w.const(s) for s in stats], epsilon=1e-5)
         return w.node("LeakyRelu", [y], alpha=0.1)
 
     x, c = "input", 3

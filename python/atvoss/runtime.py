@@ -86,27 +86,28 @@ class Runtime:
 
     def matmul(self, a: Any, b: Any, epilogue: Sequence[str] = (), *, bias: Any = None, scale: Any = None,
                shift: Any = None, residual: Any = None, qout: Optional[Tuple[float, int]] = None,
-               codes: bool = False, return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
-        """a @ b then the epilogue ops in order (bias, batchnorm, relu, gelu, add, quantize).
+               codes: bool = False, return_choice: bool = False, slope: Any = None) -> Union[Any, Tuple[Any, Choice]]:
+        """a @ b then the epilogue ops in order (bias, batchnorm, relu, gelu, add, quantize, ...).
 
         a (M, K) and b (K, N), or batched (B, M, K) and (B, K, N); float32, row-major.
-        bias/scale/shift: (N,); residual: the output's shape ("add"). batchnorm reads scale and
+        bias/scale/shift/slope: (N,); residual: the output's shape ("add"). leaky_relu reads
+        slope, each column's negative slope (a PRelu's; a LeakyRelu's alpha repeated). batchnorm reads scale and
         shift; quantize reads qout, the (scale, zero point) of the output's u8 grid. Returns the
         float32 result, or with ``codes`` (the epilogue ending in quantize) its uint8 codes, the
         next int8 layer's input; and the Choice if return_choice.
         """
-        c, choice = self._rt.matmul(a, b, _epilogue(epilogue, bias, scale, shift, residual, qout, codes),
+        c, choice = self._rt.matmul(a, b, _epilogue(epilogue, bias, scale, shift, residual, qout, codes, slope),
                                     return_choice)
         return (c, Choice._from_json(choice)) if return_choice else c
 
     def conv2d(self, input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
                bias: Any = None, scale: Any = None, shift: Any = None, residual: Any = None,
                qout: Optional[Tuple[float, int]] = None, codes: bool = False,
-               return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+               return_choice: bool = False, slope: Any = None) -> Union[Any, Tuple[Any, Choice]]:
         """conv2d of input (N, H, W, C) with filter (R, S, C, K) -> (N, OH, OW, K) (NHWC, HWIO), then the
-        epilogue (bias/scale/shift: (K,); qout and codes as in ``matmul``). ValueError naming the
+        epilogue (bias/scale/shift/slope: (K,); qout and codes as in ``matmul``). ValueError naming the
         op where the host code generator does not serve conv2d."""
-        e = _epilogue(epilogue, bias, scale, shift, residual, qout, codes)
+        e = _epilogue(epilogue, bias, scale, shift, residual, qout, codes, slope)
         if isinstance(filter, _atvoss.PreparedConv2d):
             out, choice = self._rt.conv2d_prepared("float32", input, 0, filter, None, None, stride, pad, e,
                                                    return_choice)
@@ -187,10 +188,10 @@ class Runtime:
 
 
 def _epilogue(ops: Sequence[str], bias: Any, scale: Any, shift: Any, residual: Any,
-              qout: Optional[Tuple[float, int]] = None, codes: bool = False) -> Any:
+              qout: Optional[Tuple[float, int]] = None, codes: bool = False, slope: Any = None) -> Any:
     if isinstance(ops, str):
         raise TypeError("epilogue must be a sequence of op names, e.g. ['bias', 'relu'], not a string")
-    return _atvoss.RuntimeEpilogue(list(ops), bias, scale, shift, residual, qout, codes)
+    return _atvoss.RuntimeEpilogue(list(ops), bias, scale, shift, residual, qout, codes, slope)
 
 
 _runtimes: Dict[Tuple[Optional[str], Optional[str]], Runtime] = {}
@@ -269,15 +270,15 @@ def runtime(table: Optional[PathLike] = None, cache_dir: Optional[PathLike] = No
 
 def matmul(a: Any, b: Any, epilogue: Sequence[str] = (), *, table: Optional[PathLike] = None,
            bias: Any = None, scale: Any = None, shift: Any = None, residual: Any = None,
-           return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+           return_choice: bool = False, slope: Any = None) -> Union[Any, Tuple[Any, Choice]]:
     """Runtime.matmul on the shared Runtime of table (None: default schedules)."""
     return runtime(table).matmul(a, b, epilogue, bias=bias, scale=scale, shift=shift, residual=residual,
-                                 return_choice=return_choice)
+                                 return_choice=return_choice, slope=slope)
 
 
 def conv2d(input: Any, filter: Any, stride: int = 1, pad: int = 0, epilogue: Sequence[str] = (), *,
            table: Optional[PathLike] = None, bias: Any = None, scale: Any = None, shift: Any = None,
-           residual: Any = None, return_choice: bool = False) -> Union[Any, Tuple[Any, Choice]]:
+           residual: Any = None, return_choice: bool = False, slope: Any = None) -> Union[Any, Tuple[Any, Choice]]:
     """Runtime.conv2d on the shared Runtime of table (None: default schedules)."""
     return runtime(table).conv2d(input, filter, stride, pad, epilogue, bias=bias, scale=scale, shift=shift,
-                                 residual=residual, return_choice=return_choice)
+                                 residual=residual, return_choice=return_choice, slope=slope)

@@ -37,12 +37,13 @@ std::string shape_text(const py::array& a) { return dims_text({a.shape(), a.shap
 // reads is refused too (it would be silently ignored otherwise).
 struct Epilogue {
   std::vector<std::string> ops;
-  std::optional<FloatArray> bias, scale, shift, residual;
+  std::optional<FloatArray> bias, scale, shift, residual, slope;
   std::vector<float> qout;  // {scale, zero point} of a quantize / requantize; empty when not given
   bool codes = false;       // the call returns the u8 codes of its output (host/kernel_abi.hpp)
 
   Epilogue(std::vector<std::string> names, const py::object& b, const py::object& sc, const py::object& sh,
-           const py::object& res, const std::optional<std::pair<float, float>>& grid, bool u8_codes)
+           const py::object& res, const std::optional<std::pair<float, float>>& grid, bool u8_codes,
+           const py::object& sl)
       : ops(std::move(names)), codes(u8_codes) {
     auto take = [&](const py::object& o, const char* name, const char* op, std::optional<FloatArray>& out) {
       const bool used = std::find(ops.begin(), ops.end(), op) != ops.end();
@@ -54,6 +55,7 @@ struct Epilogue {
     take(sc, "scale", "batchnorm", scale);
     take(sh, "shift", "batchnorm", shift);
     take(res, "residual", "add", residual);
+    take(sl, "slope", "leaky_relu", slope);
     const bool quantizes = std::find(ops.begin(), ops.end(), "quantize") != ops.end() ||
                            std::find(ops.begin(), ops.end(), "requantize") != ops.end();
     if (grid && !quantizes) throw_bad_input("runtime: 'qout' given but the epilogue has no 'quantize' or 'requantize'");
@@ -72,6 +74,7 @@ struct Epilogue {
     };
     runtime::EpilogueArgs e{ops, channel(bias, "bias"), channel(scale, "scale"), channel(shift, "shift"), nullptr};
     e.qout = qout.empty() ? nullptr : qout.data();
+    e.slope = channel(slope, "slope");
     if (residual) {
       const std::vector<py::ssize_t> shape(residual->shape(), residual->shape() + residual->ndim());
       if (shape != out_shape) {
@@ -344,6 +347,7 @@ class PyRuntime {
     args.shift = ep.shift;
     args.residual = ep.residual;
     args.qout = ep.qout;
+    args.slope = ep.slope;
     const runtime::Choice* choice = nullptr;
     {
       py::gil_scoped_release release;
@@ -369,9 +373,9 @@ runtime::Runtime& runtime_of(const py::object& rt) {
 void bind_runtime(py::module_& m) {
   py::class_<Epilogue>(m, "RuntimeEpilogue")
       .def(py::init<std::vector<std::string>, py::object, py::object, py::object, py::object,
-                    std::optional<std::pair<float, float>>, bool>(),
+                    std::optional<std::pair<float, float>>, bool, py::object>(),
            py::arg("ops"), py::arg("bias"), py::arg("scale"), py::arg("shift"), py::arg("residual"),
-           py::arg("qout") = py::none(), py::arg("codes") = false);
+           py::arg("qout") = py::none(), py::arg("codes") = false, py::arg("slope") = py::none());
   py::class_<PyRuntime>(m, "Runtime")
       .def(py::init<std::optional<std::string>, std::string, std::string>(), py::arg("table"), py::arg("cache_dir"),
            py::arg("foreign_table"))

@@ -50,6 +50,14 @@ def test_epilogues_and_batches_match_numpy():
     assert_close(r.matmul(a, b, ["batchnorm"], scale=scale, shift=shift), (a @ b) * scale + shift)
     ba, bb = random((3, 5, 12), 9), random((3, 12, 7), 10)
     assert_close(r.matmul(ba, bb), np.matmul(ba, bb))
+    # A PRelu's slopes (each column's), and the error naming the slope where none is given.
+    slope = random((17,), 12)
+    y = a @ b + bias
+    assert_close(r.matmul(a, b, ["bias", "leaky_relu"], bias=bias, slope=slope), np.where(y < 0, y * slope, y))
+    with pytest.raises(ValueError, match="slope"):
+        r.matmul(a, b, ["leaky_relu"])
+    with pytest.raises(ValueError, match="slope"):
+        r.matmul(a, b, ["relu"], slope=slope)
     # A strided view is copied, not misread.
     wide = random((20, 34), 11)
     assert_close(r.matmul(a, wide[:, ::2]), a @ wide[:, ::2])
@@ -124,6 +132,8 @@ def test_conv2d_runs_where_the_code_generator_serves_it():
         for xx in range(6):
             want[0, y, xx, :] = np.tensordot(padded[0, y:y + 3, xx:xx + 3, :], f, axes=3)
     assert_close(out, want)
+    slope = random((4,), 3)
+    assert_close(rt.conv2d(x, f, 1, 1, ["leaky_relu"], slope=slope), np.where(want < 0, want * slope, want))
 
 
 def test_the_gil_is_released_while_kernels_run():
