@@ -259,6 +259,9 @@ class Extractor {
     const Shape* x = node.input_size() >= 2 ? shape_of(node.input(0)) : nullptr;
     const Shape* w = x ? shape_of(node.input(1)) : nullptr;
     if (x && w && x->size() == 5) return conv3d_task(node, *x, *w);
+    // A 1-D conv (Whisper's and wav2vec2's audio front ends, text CNNs): the engine runs the
+    // im2col matmul of its [N, C, 1, L] view.
+    if (x && w && x->size() == 3 && w->size() == 3) return im2col_task(node, "Conv (1-D, groups)");
     if (!x || !w || x->size() != 4 || w->size() != 4) return "Conv (unknown or non-2D shape)";
     const auto group = int_attr(node, "group", 1);
     const auto strides = ints_attr(node, "strides");
@@ -335,14 +338,17 @@ class Extractor {
   std::optional<std::string> im2col_task(const onnx::NodeProto& node, const std::string& why) {
     const Shape* w = shape_of(node.input(1));
     const Shape* y = shape_of(node.output(0));
-    if (int_attr(node, "group", 1) != 1 || !index_.constants.count(node.input(1)) || !w || !y || y->size() != 4) {
+    if (int_attr(node, "group", 1) != 1 || !index_.constants.count(node.input(1)) || !w || !y ||
+        (y->size() != 4 && y->size() != 3) || w->size() != y->size()) {
       return why;
     }
     std::vector<std::string> epilogue;
     if (node.input_size() >= 3 && !node.input(2).empty()) epilogue.push_back("bias");
+    // Rows: each image's output pixels; columns: the output channels; depth: a window's taps.
+    const std::int64_t pixels = product(y->begin() + 2, y->end()) * (*y)[0], depth = product(w->begin() + 1, w->end());
     add_task(Json{{"op", "matmul"},
                   {"dtype", to_string(dtype_of(node.input(0)))},
-                  {"dims", {{"M", (*y)[0] * (*y)[2] * (*y)[3]}, {"N", (*w)[0]}, {"K", (*w)[1] * (*w)[2] * (*w)[3]}}},
+                  {"dims", {{"M", pixels}, {"N", (*w)[0]}, {"K", depth}}},
                   {"epilogue", epilogue}},
              node);
     return std::nullopt;
