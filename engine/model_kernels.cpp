@@ -102,6 +102,7 @@ bool Model::Impl::take_gelu(const std::vector<int>& fused, std::size_t& f, Chain
 
 bool Model::Impl::fold(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k,
                        std::vector<float>& bias, const std::function<void(const std::vector<float>&)>& scale_weights) {
+  if (!scale_weights) return false;  // weights laid out already (an im2col conv's)
   std::vector<float> scale(std::size_t(k), 1.0f), shift(std::size_t(k), 0.0f);
   if (n.op == "BatchNormalization") {
     const auto g = per_channel(p.input(1), k), b = per_channel(p.input(2), k);
@@ -221,12 +222,12 @@ bool Model::Impl::add_kernel(int i, const onnx::NodeProto& p) {
 }
 
 void Model::Impl::push_matmul_kernel(const std::string& name, const Workload& w, int a, const float* b,
-                                     const float* bias, int c) {
+                                     const ChannelData& channels, int c) {
   Step step{name, "kernel", Json::object(), nullptr};
   prepare_kernel(w, step.info);
   const long packed_at = prepare_constant_b(w, b);
-  step.run = [this, w, a, b, bias, c, packed_at] {
-    run_kernel(w, ptr[a], b, ChannelData{bias, nullptr}, nullptr, ptr[c], packed_at);
+  step.run = [this, w, a, b, channels, c, packed_at] {
+    run_kernel(w, ptr[a], b, channels, nullptr, ptr[c], packed_at);
   };
   steps.push_back(std::move(step));
 }
@@ -439,11 +440,15 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
     }
   };
   steps.push_back(std::move(step));
-  for (int f : ch.rest) {
+  run_after(ch.rest);
+  return true;
+}
+
+void Model::Impl::run_after(const std::vector<int>& rest) {
+  for (int f : rest) {
     add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
     absorbed.insert(f);
   }
-  return true;
 }
 
 bool Model::Impl::add_conv_transpose_kernel(int i, const onnx::NodeProto& p) {
@@ -461,7 +466,7 @@ bool Model::Impl::add_conv_transpose_kernel(int i, const onnx::NodeProto& p) {
   const int in = nhwc(n.inputs[0], n.name);
   const int windows = new_slot({w.dim("M"), w.dim("N")});
   writes(windows);
-  push_matmul_kernel(n.name, w, in, b_data, nullptr, windows);
+  push_matmul_kernel(n.name, w, in, b_data, ChannelData{}, windows);
   reads(windows);
   const int y = output(n.outputs[0], true);
   push(
@@ -524,16 +529,20 @@ bool Model::Impl::add_conv1d_as_matmuls(const frontend::GraphNode& n, const onnx
       n, [=, this] { nchw_to_nhwc(at(x), ptr[in], xs, threads); }, Json{{"as", "to NLC"}});
   reads(in);
   writes(out);
-  add_conv_as_matmuls(n, p, xs, ws, ys, a, {in, out});
+  int written = n.outputs[0];
+  std::vector<int> rest;
+  add_conv_as_matmuls(n, p, xs, ws, ys, a, {in, out}, &written, &rest);
   reads(out);
-  const int y = output(n.outputs[0], false);
+  const int y = output(written, false);
   push(
       n, [=, this] { nhwc_to_nchw(ptr[out], ptr[y], ys, threads); }, Json{{"as", "to NCL"}});
+  run_after(rest);
   return true;
 }
 
 bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
-                                      const Shape& ws, const Shape& ys, const ConvAttrs& a, const NhwcSlots& io) {
+                                      const Shape& ws, const Shape& ys, const ConvAttrs& a, const NhwcSlots& io,
+                                      int* written, std::vector<int>* rest) {
   if (!conv_as_matmuls_fits(p, xs, ws, a)) return false;
   const auto* weights = file->floats(p.input(1));
   const std::int64_t groups = a.groups, k = ws[0], cg = ws[1], r = ws[2], s = ws[3], kg = k / groups;
@@ -545,16 +554,27 @@ bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::
                      bias);
     return true;
   }
-  // One group: a matmul with the bias; several: one batch_matmul over the groups (a kernel
-  // call per group of ResNeXt's 32 cost a parallel region each), the bias added as the
-  // groups are joined.
+  // One group: a matmul with the bias and the fused nodes it computes; several: one
+  // batch_matmul over the groups (a kernel call per group of ResNeXt's 32 cost a parallel
+  // region each), the bias added as the groups are joined.
   Json dims{{"M", pixels}, {"N", kg}, {"K", depth}};
   if (groups > 1) dims["B"] = groups;
-  const Workload w =
-      Workload::from_json(Json{{"op", groups > 1 ? "batch_matmul" : "matmul"},
-                               {"dtype", "float32"},
-                               {"dims", dims},
-                               {"epilogue", bias && groups == 1 ? Json::array({"bias"}) : Json::array()}});
+  const int node = graph.node_index(n.name);
+  std::vector<float> bias_values(std::size_t(k), 0.0f);
+  if (bias) bias_values.assign(bias, bias + k);
+  Chain ch;
+  if (groups == 1) {
+    ch = chain_of(node, k, bias_values, bias != nullptr, true, nullptr);
+  } else {
+    ch.out = n.outputs[0];
+    ch.rest = fused_nodes(node);
+  }
+  for (int f : fused_nodes(node)) {  // in the epilogue; the rest run after it (run_after)
+    if (std::find(ch.rest.begin(), ch.rest.end(), f) == ch.rest.end()) absorbed.insert(f);
+  }
+  const Workload w = Workload::from_json(Json{
+      {"op", groups > 1 ? "batch_matmul" : "matmul"}, {"dtype", "float32"}, {"dims", dims}, {"epilogue", ch.epilogue}});
+  const ChannelData channels = groups == 1 ? channel_data(ch, bias_values) : ChannelData{};
   std::vector<float> b(weights->size());  // [g][(u, v, ci)][ko] from ONNX's [g][ko][ci][(u, v)]
   transpose(weights->data(), {groups, kg, cg, r * s}, {0, 3, 2, 1}, b.data());
   const float* b_data = owned_data(std::move(b));
@@ -564,16 +584,20 @@ bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::
   push(
       n, [=, this] { im2col_nhwc(ptr[in], xs, r, s, a, ptr[rows], ys, threads); }, Json{{"as", "im2col"}});
   reads(rows);
-  const auto out = [&] { return own_slots ? output(n.outputs[0], true) : io.out; };
+  const auto out = [&] { return own_slots ? output(ch.out, true) : io.out; };
+  if (written) *written = ch.out;
+  if (rest) *rest = ch.rest;
   const int parts = groups == 1 ? out() : new_slot({groups, pixels, kg});
   writes(parts);
-  push_matmul_kernel(n.name, w, rows, b_data, groups == 1 ? bias : nullptr, parts);
-  if (groups == 1) return true;
-  reads(parts);
-  const int y = out();
-  push(
-      n, [=, this] { join_groups(ptr[parts], groups, pixels, kg, bias, ptr[y], threads); },
-      Json{{"as", "groups joined"}});
+  push_matmul_kernel(n.name, w, rows, b_data, channels, parts);
+  if (groups > 1) {
+    reads(parts);
+    const int y = out();
+    push(
+        n, [=, this] { join_groups(ptr[parts], groups, pixels, kg, bias, ptr[y], threads); },
+        Json{{"as", "groups joined"}});
+  }
+  if (own_slots) run_after(ch.rest);
   return true;
 }
 

@@ -51,12 +51,16 @@ class Fuser {
   void run() {
     for (int i = 0; i < int(g_.nodes().size()); ++i) {
       const GraphNode& n = g_.nodes()[i];
-      // A ConvTranspose's matmul writes the windows before their scatter-add, and a Conv's
-      // im2col matmul is run as the importer gives it (onnx_import.cpp): nothing after either
-      // runs in its epilogue.
+      // A ConvTranspose's matmul writes the windows before their scatter-add: nothing after it
+      // runs in its epilogue. A Conv's im2col matmul (onnx_import.cpp) writes channels-last
+      // rows, laid out as no residual or folded weights are: activations only.
       if (n.fused_into >= 0 || !n.kernel || n.outputs.empty() || n.op == "ConvTranspose") continue;
-      if (n.op == "Conv" && n.kernel->op() == "matmul") continue;
-      if (const ChainRule* rule = rule_for(*n.kernel)) fuse_after(i, *rule);
+      static const ChainRule im2col{"im2col-activations", {OpFamily::matmul}, {}, true, false};
+      if (n.op == "Conv" && n.kernel->op() == "matmul") {
+        fuse_after(i, im2col);
+      } else if (const ChainRule* rule = rule_for(*n.kernel)) {
+        fuse_after(i, *rule);
+      }
     }
   }
 

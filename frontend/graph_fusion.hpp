@@ -17,6 +17,8 @@
 //   matmul-epilogue    matmul, then activations, Add ("add" or "bias") and LayerNormalization
 //                      along the inner axis (MatMul + Add + LayerNorm + GELU is one chain)
 //   rows-activations   elementwise or map, then activations
+//   im2col-activations a conv run as its im2col matmul (a 1-D conv, uneven pads), then
+//                      activations, a constant Add ("bias"), SiLU and GELUs
 // A ConvTranspose's matmul (onnx_import.cpp) starts no chain: it writes each input pixel's
 // window before the windows' scatter-add. Each epilogue op joins a chain at most once. The pass fixes what may be
 // fused; the fusion-rule registry (lowering/fusion_rules.hpp) then decides, per schedule and its fusion_level, how much

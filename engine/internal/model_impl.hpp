@@ -198,6 +198,10 @@ struct Model::Impl {
     std::vector<int> rest;     // fused nodes run as plain steps after the kernel
     std::vector<float> slope;  // "leaky_relu": each channel's negative slope
   };
+  // The fused nodes a kernel step did not compute, as plain steps after it, each marked as run
+  // (a plan's graph may hold them fused into a node it left without a kernel: add_node must
+  // not run them again).
+  void run_after(const std::vector<int>& rest);
   // A kernel's per-channel operands, kept for the model's life (null where its epilogue has
   // no such op).
   struct ChannelData {
@@ -272,8 +276,9 @@ struct Model::Impl {
   bool add_conv_transpose_kernel(int i, const onnx::NodeProto& p);
 
   // A kernel step of matmul w: A in slot a, the constant B (packed once, where w's kernel packs
-  // it), the bias (or null), C into slot c.
-  void push_matmul_kernel(const std::string& name, const Workload& w, int a, const float* b, const float* bias, int c);
+  // it), the per-channel operands, C into slot c.
+  void push_matmul_kernel(const std::string& name, const Workload& w, int a, const float* b,
+                          const ChannelData& channels, int c);
 
   // A constant B packed once by w's kernel, as the conv filters are: the index of its packing,
   // or -1 where the kernel reads B in place (nothing to pack; the copy prepare_weights makes
@@ -479,10 +484,15 @@ struct Model::Impl {
   // with the bias (join_groups). One group's matmul is the importer's task for the node (its
   // im2col_task, the same workload), so a plan's schedule runs it. The plain NCHW loop it
   // replaces ran Inception v3's 1x7 and 7x1 convs at 0.01x ONNX Runtime.
+  // One group's matmul runs the nodes the fusion pass gave the conv (activations, a GELU) in its
+  // epilogue where it computes them; the others run after it (for a 1-D conv, after its layout
+  // step), *rest set to them.
   // io: the NHWC slots to read and write instead of the node's tensors (a 1-D conv's [N, L, C]
-  // views); those take the matmul route, never the direct grouped one.
+  // views); those take the matmul route, never the direct grouped one; *written is then the
+  // tensor the out slot holds (the last fused node's output, or the conv's).
   bool add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
-                           const Shape& ys, const ConvAttrs& a, const NhwcSlots& io = {});
+                           const Shape& ys, const ConvAttrs& a, const NhwcSlots& io = {}, int* written = nullptr,
+                           std::vector<int>* rest = nullptr);
 
   // A grouped conv of 2, 4, 8 or 16 channels a group, in NHWC, with the Relu that alone reads it.
   void add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,

@@ -357,6 +357,35 @@ def test_gelus_written_out_run_in_their_matmuls_and_convs_epilogues(tmp_path):
     assert [s.get("as") for s in steps if s.get("as", "").endswith("gelu")] == ["erf gelu"], steps
 
 
+def test_activations_after_convs_run_as_im2col_matmuls_are_in_their_epilogue(tmp_path):
+    # Whisper's front end (1-D convs, each then an erf GELU) and a conv of uneven pads (tf2onnx's
+    # SAME of stride 2) then a ReLU6 as Clip: the im2col matmul computes each; a residual Add
+    # after one is not taken (its rows are channels-last) and runs after it.
+    b = Builder()
+    root2, half, one = b.const(2 ** 0.5), b.const(0.5), b.const(1.0)
+
+    def gelu(x):
+        return b.node("Mul", [b.node("Mul", [x, b.node("Add", [b.node("Erf", [b.node("Div", [x, root2])]), one])]),
+                              half])
+
+    def conv1d(x, cin, cout, **attrs):
+        w = b.const(RNG.standard_normal((cout, cin, 3)) * np.sqrt(2.0 / (cin * 3)))
+        return b.node("Conv", [x, w, b.const(RNG.uniform(-0.1, 0.1, cout))], kernel_shape=[3], **attrs)
+
+    a = gelu(conv1d("audio", 8, 16, pads=[1, 1]))
+    a = gelu(conv1d(a, 16, 16, pads=[1, 1], strides=[2]))
+    a = b.node("Add", [conv1d(a, 16, 16, pads=[1, 1]), a])
+    img = b.node("Clip", [b.conv("img", 4, 8, 3, pads=[0, 0, 1, 1], strides=[2, 2]), b.const(0.0), b.const(6.0)])
+    elu = b.node("Elu", [b.conv("img", 4, 8, 3, pads=[1, 0, 0, 1])], alpha=0.5)  # fused for cost; runs after
+    elu1d = b.node("Elu", [conv1d(a, 16, 8, pads=[2, 0])], alpha=0.5)
+    path = b.save(str(tmp_path / "im2col.onnx"), [("audio", [1, 8, 20]), ("img", [1, 4, 9, 9])], [a, img, elu, elu1d])
+    m = compare(path)
+    steps = m.describe()["steps"]
+    kernels = sorted(s["workload"]["epilogue"] for s in steps if s["kind"] == "kernel")
+    assert kernels == [["bias"]] * 3 + [["bias", "gelu_erf"]] * 2 + [["bias", "relu6"]], kernels
+    assert [s["op"] for s in steps if s.get("op") in ("Elu", "Add", "Clip", "Erf")] == ["Add", "Elu", "Elu"], steps
+
+
 def test_integer_inputs_masks_and_comparisons(tmp_path):
     # A BERT export's front: int64 token ids into an embedding Gather, an int64 mask cast and
     # turned into an additive bias; Equal/Where/Expand/Not as newer exporters write them.
@@ -560,12 +589,13 @@ def test_one_d_convs_and_pools_as_audio_and_text_models_write_them(tmp_path):
     run_both(path, {"x": RNG.uniform(-1, 1, (2, 8, 37)).astype(np.float32),
                     "w": RNG.uniform(-1, 1, (4, 8, 3)).astype(np.float32)})
     # The five with constant weights on the matmul kernel (the direct loop ran Whisper's at 0.01x),
-    # and the importer's tasks are those of one group's (in the NPU's default dtype here; a host
-    # job reads float32): a host job tunes the kernels that run.
+    # and the importer's tasks, fused, are those of one group's (in the NPU's default dtype here; a
+    # host job reads float32): a host job tunes the kernels that run, the first with its Relu.
     steps = rt.Model(path).describe()["steps"]
     ran = [s["workload"] for s in steps if s["kind"] == "kernel"]
-    assert len(ran) == 5
-    tasks = [n.kernel.to_json() for n in atvoss.Graph.from_onnx(path).nodes.values() if n.op == "Conv" and n.kernel]
+    assert len(ran) == 5 and ran[0]["epilogue"] == ["bias", "relu"]
+    fused = atvoss.graph.FusionScheduler.builtin(atvoss.Graph.from_onnx(path)).graph
+    tasks = [n.kernel.to_json() for n in fused.nodes.values() if n.op == "Conv" and n.kernel]
     assert len(tasks) == 3 and all(dict(t, dtype="float32") in ran for t in tasks), (tasks, ran)
 
 
