@@ -404,11 +404,7 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
   const Workload w =
       Workload::from_json(Json{{"op", "conv2d"}, {"dtype", "float32"}, {"dims", *dims}, {"epilogue", ch.epilogue}});
   if (!host::supports(w)) return false;
-  // This step runs the fused nodes, the rest right after it (a plan's graph may hold them fused
-  // into a node it left without a kernel: add_node must not run them again).
-  for (int f : fused_nodes(graph.node_index(n.name))) {
-    if (std::find(ch.rest.begin(), ch.rest.end(), f) == ch.rest.end()) absorbed.insert(f);
-  }
+  absorb_epilogue(graph.node_index(n.name), ch);
   // ONNX's [K][C][kd][kh x kw] as [K][kd][C][kh x kw]: the 2-D kernel's input channel is (depth
   // tap, channel).
   std::vector<float> by_tap(oidhw.size());
@@ -442,6 +438,12 @@ bool Model::Impl::add_conv3d_kernel(const frontend::GraphNode& n, const onnx::No
   steps.push_back(std::move(step));
   run_after(ch.rest);
   return true;
+}
+
+void Model::Impl::absorb_epilogue(int i, const Chain& ch) {
+  for (int f : fused_nodes(i)) {
+    if (std::find(ch.rest.begin(), ch.rest.end(), f) == ch.rest.end()) absorbed.insert(f);
+  }
 }
 
 void Model::Impl::run_after(const std::vector<int>& rest) {
@@ -506,7 +508,7 @@ void Model::Impl::add_plain_conv(const frontend::GraphNode& n, const onnx::NodeP
     a.pad_top = auto_pad == "SAME_LOWER" ? (ph + 1) / 2 : ph / 2;
     a.pad_left = auto_pad == "SAME_LOWER" ? (pw + 1) / 2 : pw / 2;
   }
-  if (one_d ? add_conv1d_as_matmuls(n, p, xs, ws, ys, a) : add_conv_as_matmuls(n, p, xs, ws, ys, a)) return;
+  if (one_d ? add_conv1d_as_matmuls(n, p, xs, ws, ys, a) : add_conv_as_matmuls(n, p, xs, ws, ys, a).has_value()) return;
   const Ref x = plain(n.inputs[0], n.name), w = plain(n.inputs[1], n.name);
   const float* bias = constant_of(n, p, 2, ys[1]);
   const int y = output(n.outputs[0], false);
@@ -529,21 +531,20 @@ bool Model::Impl::add_conv1d_as_matmuls(const frontend::GraphNode& n, const onnx
       n, [=, this] { nchw_to_nhwc(at(x), ptr[in], xs, threads); }, Json{{"as", "to NLC"}});
   reads(in);
   writes(out);
-  int written = n.outputs[0];
-  std::vector<int> rest;
-  add_conv_as_matmuls(n, p, xs, ws, ys, a, {in, out}, &written, &rest);
+  const Chain ch = *add_conv_as_matmuls(n, p, xs, ws, ys, a, {in, out});
   reads(out);
-  const int y = output(written, false);
+  const int y = output(ch.out, false);
   push(
       n, [=, this] { nhwc_to_nchw(ptr[out], ptr[y], ys, threads); }, Json{{"as", "to NCL"}});
-  run_after(rest);
+  run_after(ch.rest);
   return true;
 }
 
-bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
-                                      const Shape& ws, const Shape& ys, const ConvAttrs& a, const NhwcSlots& io,
-                                      int* written, std::vector<int>* rest) {
-  if (!conv_as_matmuls_fits(p, xs, ws, a)) return false;
+std::optional<Model::Impl::Chain> Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n,
+                                                                   const onnx::NodeProto& p, const Shape& xs,
+                                                                   const Shape& ws, const Shape& ys, const ConvAttrs& a,
+                                                                   const NhwcSlots& io) {
+  if (!conv_as_matmuls_fits(p, xs, ws, a)) return std::nullopt;
   const auto* weights = file->floats(p.input(1));
   const std::int64_t groups = a.groups, k = ws[0], cg = ws[1], r = ws[2], s = ws[3], kg = k / groups;
   const std::int64_t pixels = ys[0] * ys[2] * ys[3], depth = r * s * cg;
@@ -552,7 +553,7 @@ bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::
   if (own_slots && groups > 1 && grouped_conv_fits(k, cg, kg)) {
     add_grouped_conv(n, xs, ys, GroupedConv{r, s, cg, a, false}, pack_grouped_weights(weights->data(), k, cg, r, s),
                      bias);
-    return true;
+    return Chain{{}, n.outputs[0]};
   }
   // One group: a matmul with the bias and the fused nodes it computes; several: one
   // batch_matmul over the groups (a kernel call per group of ResNeXt's 32 cost a parallel
@@ -569,9 +570,7 @@ bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::
     ch.out = n.outputs[0];
     ch.rest = fused_nodes(node);
   }
-  for (int f : fused_nodes(node)) {  // in the epilogue; the rest run after it (run_after)
-    if (std::find(ch.rest.begin(), ch.rest.end(), f) == ch.rest.end()) absorbed.insert(f);
-  }
+  absorb_epilogue(node, ch);
   const Workload w = Workload::from_json(Json{
       {"op", groups > 1 ? "batch_matmul" : "matmul"}, {"dtype", "float32"}, {"dims", dims}, {"epilogue", ch.epilogue}});
   const ChannelData channels = groups == 1 ? channel_data(ch, bias_values) : ChannelData{};
@@ -585,8 +584,6 @@ bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::
       n, [=, this] { im2col_nhwc(ptr[in], xs, r, s, a, ptr[rows], ys, threads); }, Json{{"as", "im2col"}});
   reads(rows);
   const auto out = [&] { return own_slots ? output(ch.out, true) : io.out; };
-  if (written) *written = ch.out;
-  if (rest) *rest = ch.rest;
   const int parts = groups == 1 ? out() : new_slot({groups, pixels, kg});
   writes(parts);
   push_matmul_kernel(n.name, w, rows, b_data, channels, parts);
@@ -598,7 +595,7 @@ bool Model::Impl::add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::
         Json{{"as", "groups joined"}});
   }
   if (own_slots) run_after(ch.rest);
-  return true;
+  return ch;
 }
 
 void Model::Impl::add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,

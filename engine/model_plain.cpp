@@ -148,8 +148,7 @@ const float* Model::Impl::row_constant(int i, const std::string& op, int t, std:
   return v->data();
 }
 
-std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
-  const frontend::PatternView v = view();
+std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(const frontend::PatternView& v, int r) const {
   const frontend::GraphNode& mean = graph.nodes()[r];
   if (mean.inputs.empty() || !last_axis_mean(r, mean.inputs[0])) return std::nullopt;
   const int x = mean.inputs[0];
@@ -162,41 +161,40 @@ std::optional<Model::Impl::Pattern> Model::Impl::layer_norm_at(int r) const {
   const bool div_first = graph.nodes()[*readers.begin()].op == "Div";
   const int sq = *std::next(readers.begin(), div_first ? 1 : 0), div = *std::next(readers.begin(), div_first ? 0 : 1);
   const auto& sqn = graph.nodes()[sq];
-  if (squared(sq) != d) return std::nullopt;
+  if (v.squared(sq) != d) return std::nullopt;
   const int var = v.inner_reader(sqn.outputs[0], "ReduceMean");
   if (var < 0 || !last_axis_mean(var, sqn.outputs[0])) return std::nullopt;
-  const int add = v.inner_reader(graph.nodes()[var].outputs[0], "Add");
-  const float* eps = add >= 0 ? row_constant(add, "Add", graph.nodes()[var].outputs[0], 1) : nullptr;
-  const int root = eps ? v.inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
+  float eps = 0;
+  std::vector<int> nodes = {r, sub, sq, var};
+  const int root = root_plus_epsilon(v, var, eps, nodes);
   if (root < 0 || graph.nodes()[div].op != "Div" || graph.nodes()[div].outputs.size() != 1 ||
       graph.nodes()[div].inputs != std::vector<int>{d, graph.nodes()[root].outputs[0]} ||
       v.inner_reader(graph.nodes()[root].outputs[0], "Div") != div) {
     return std::nullopt;
   }
-  Pattern p{Pattern::Kind::layer_norm, x, graph.nodes()[div].outputs[0], {r, sub, sq, var, add, root, div}, *eps};
-  return with_affine(p, true);
+  nodes.push_back(div);
+  return with_affine(v, Pattern{Pattern::Kind::layer_norm, x, graph.nodes()[div].outputs[0], nodes, eps}, true);
 }
 
-int Model::Impl::squared(int q) const {
-  const frontend::PatternView v = view();
-  const frontend::GraphNode& n = graph.nodes()[q];
-  if (n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
-  if (n.op == "Pow") return v.scalar_is(n.inputs[1], 2) ? n.inputs[0] : -1;
-  return n.op == "Mul" && n.inputs[0] == n.inputs[1] ? n.inputs[0] : -1;
+int Model::Impl::root_plus_epsilon(const frontend::PatternView& v, int var, float& eps, std::vector<int>& nodes) const {
+  const int add = v.inner_reader(graph.nodes()[var].outputs[0], "Add");
+  const float* e = add >= 0 ? row_constant(add, "Add", graph.nodes()[var].outputs[0], 1) : nullptr;
+  const int root = e ? v.inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
+  if (root < 0) return -1;
+  eps = *e;
+  nodes.insert(nodes.end(), {add, root});
+  return root;
 }
 
-std::optional<Model::Impl::Pattern> Model::Impl::rms_norm_at(int q) const {
-  const frontend::PatternView v = view();
-  const int x = squared(q);
+std::optional<Model::Impl::Pattern> Model::Impl::rms_norm_at(const frontend::PatternView& v, int q) const {
+  const int x = v.squared(q);
   const int sq = graph.nodes()[q].outputs[0];
   const int var = x >= 0 ? v.inner_reader(sq, "ReduceMean") : -1;
   if (var < 0 || !last_axis_mean(var, sq) || values[x].shape != values[sq].shape) return std::nullopt;
-  const int add = v.inner_reader(graph.nodes()[var].outputs[0], "Add");
-  const float* eps = add >= 0 ? row_constant(add, "Add", graph.nodes()[var].outputs[0], 1) : nullptr;
-  const int root = eps ? v.inner_reader(graph.nodes()[add].outputs[0], "Sqrt") : -1;
+  Pattern p{Pattern::Kind::rms_norm, x, -1, {q, var}};
+  const int root = root_plus_epsilon(v, var, p.epsilon, p.nodes);
   if (root < 0) return std::nullopt;
   const int s = graph.nodes()[root].outputs[0];
-  Pattern p{Pattern::Kind::rms_norm, x, -1, {q, var, add, root}, *eps};
   if (const int div = v.inner_reader(s, "Div"); div >= 0 && graph.nodes()[div].inputs == std::vector<int>{x, s}) {
     p.nodes.push_back(div);
     p.out = graph.nodes()[div].outputs[0];
@@ -208,11 +206,10 @@ std::optional<Model::Impl::Pattern> Model::Impl::rms_norm_at(int q) const {
   } else {
     return std::nullopt;
   }
-  return with_affine(p, false);
+  return with_affine(v, p, false);
 }
 
-Model::Impl::Pattern Model::Impl::with_affine(Pattern p, bool beta) const {
-  const frontend::PatternView v = view();
+Model::Impl::Pattern Model::Impl::with_affine(const frontend::PatternView& v, Pattern p, bool beta) const {
   const std::int64_t len = values[p.x].shape.back();
   for (const char* op : {"Mul", "Add"}) {  // gamma, then beta
     const int next = v.inner_reader(p.out, op);
@@ -234,9 +231,9 @@ void Model::Impl::find_patterns() {
     if (const auto gelu = v.gelu_at(int(i))) {
       g = Pattern{gelu->tanh ? Pattern::Kind::tanh_gelu : Pattern::Kind::erf_gelu, gelu->x, gelu->out, gelu->nodes};
     } else if (op == "ReduceMean") {
-      g = layer_norm_at(int(i));
+      g = layer_norm_at(v, int(i));
     } else if (op == "Pow" || op == "Mul") {
-      g = rms_norm_at(int(i));
+      g = rms_norm_at(v, int(i));
     }
     if (!g || std::any_of(g->nodes.begin(), g->nodes.end(), [&](int n) { return pattern_of.count(n) > 0; })) continue;
     for (int node : g->nodes) pattern_of[node] = patterns.size();

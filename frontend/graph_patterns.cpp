@@ -46,6 +46,13 @@ int PatternView::times_scalar(int i, double v) const {
   return scalar_is(n.inputs[0], v) ? n.inputs[1] : -1;
 }
 
+int PatternView::squared(int q) const {
+  const GraphNode& n = g_.nodes()[q];
+  if (n.inputs.size() != 2 || n.outputs.size() != 1) return -1;
+  if (n.op == "Pow") return scalar_is(n.inputs[1], 2) ? n.inputs[0] : -1;
+  return n.op == "Mul" && n.inputs[0] == n.inputs[1] ? n.inputs[0] : -1;
+}
+
 int PatternView::over_root_two(int d) const {
   const GraphNode& n = g_.nodes()[d];
   if (n.op == "Div" && n.inputs.size() == 2 && n.outputs.size() == 1) {

@@ -42,6 +42,8 @@ class PatternView {
   bool takes_scalar(int i, const std::string& op, int t, double v) const;
   // The tensor node i multiplies by the constant scalar v (Mul either way round), else -1.
   int times_scalar(int i, double v) const;
+  // The x node q squares (Pow(x, 2) or Mul(x, x)), else -1.
+  int squared(int q) const;
 
   // The GELU whose Erf or Tanh node is n, else nullopt.
   std::optional<Gelu> gelu_at(int n) const;

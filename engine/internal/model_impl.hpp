@@ -198,10 +198,11 @@ struct Model::Impl {
     std::vector<int> rest;     // fused nodes run as plain steps after the kernel
     std::vector<float> slope;  // "leaky_relu": each channel's negative slope
   };
-  // The fused nodes a kernel step did not compute, as plain steps after it, each marked as run
-  // (a plan's graph may hold them fused into a node it left without a kernel: add_node must
-  // not run them again).
+  // The fused nodes a kernel step did not compute, as plain steps after it, and (absorb_epilogue)
+  // those of node i it computed in chain ch, each marked as run (a plan's graph may hold them
+  // fused into a node it left without a kernel: add_node must not run them again).
   void run_after(const std::vector<int>& rest);
+  void absorb_epilogue(int i, const Chain& ch);
   // A kernel's per-channel operands, kept for the model's life (null where its epilogue has
   // no such op).
   struct ChannelData {
@@ -335,16 +336,17 @@ struct Model::Impl {
   // the Mul of it by itself) averaged the same way, plus a constant epsilon (Add), Sqrt, the
   // difference divided by it (Div), then a Mul by a constant of x's last dim and an Add of one
   // where they follow. Each inner tensor has its readers in the pattern alone.
-  std::optional<Pattern> layer_norm_at(int r) const;
+  std::optional<Pattern> layer_norm_at(const frontend::PatternView& v, int r) const;
   // The decomposed RMSNorm whose square (Pow 2, or the Mul of x by itself) is node q: averaged
   // over x's last axis (ReduceMean), plus a constant epsilon, Sqrt, then x times its Reciprocal
   // or x divided by it, then a Mul by a constant of x's last dim where it follows.
-  std::optional<Pattern> rms_norm_at(int q) const;
-  // The x node q squares (Pow(x, 2) or Mul(x, x)), else -1.
-  int squared(int q) const;
+  std::optional<Pattern> rms_norm_at(const frontend::PatternView& v, int q) const;
+  // The Sqrt of the mean square node var computes plus a constant epsilon (Add, then Sqrt), its
+  // nodes added to nodes and the constant to eps; else -1, nothing changed.
+  int root_plus_epsilon(const frontend::PatternView& v, int var, float& eps, std::vector<int>& nodes) const;
   // p grown through a Mul by a constant gamma of its input's last dim, then (beta: where it may
   // have one) an Add of a constant beta, where they follow.
-  Pattern with_affine(Pattern p, bool beta) const;
+  Pattern with_affine(const frontend::PatternView& v, Pattern p, bool beta) const;
   // The constant of len values (a [len] or [1, ..., len] tensor; a scalar where len is 1) node i
   // multiplies by or adds (op, either way round) to tensor t, else null.
   const float* row_constant(int i, const std::string& op, int t, std::int64_t len) const;
@@ -485,14 +487,15 @@ struct Model::Impl {
   // im2col_task, the same workload), so a plan's schedule runs it. The plain NCHW loop it
   // replaces ran Inception v3's 1x7 and 7x1 convs at 0.01x ONNX Runtime.
   // One group's matmul runs the nodes the fusion pass gave the conv (activations, a GELU) in its
-  // epilogue where it computes them; the others run after it (for a 1-D conv, after its layout
-  // step), *rest set to them.
+  // epilogue where it computes them; the others run after it. Returns its chain (out: the
+  // tensor it writes; rest: the nodes left), nullopt (nothing added) where
+  // conv_as_matmuls_fits says no.
   // io: the NHWC slots to read and write instead of the node's tensors (a 1-D conv's [N, L, C]
-  // views); those take the matmul route, never the direct grouped one; *written is then the
-  // tensor the out slot holds (the last fused node's output, or the conv's).
-  bool add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs, const Shape& ws,
-                           const Shape& ys, const ConvAttrs& a, const NhwcSlots& io = {}, int* written = nullptr,
-                           std::vector<int>* rest = nullptr);
+  // views, whose caller runs the rest after its layout step); those take the matmul route,
+  // never the direct grouped one.
+  std::optional<Chain> add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
+                                           const Shape& ws, const Shape& ys, const ConvAttrs& a,
+                                           const NhwcSlots& io = {});
 
   // A grouped conv of 2, 4, 8 or 16 channels a group, in NHWC, with the Relu that alone reads it.
   void add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,

@@ -47,6 +47,11 @@ class Builder:
         ins = [x, w] + ([self.const(RNG.uniform(-0.1, 0.1, cout))] if bias else [])
         return self.node("Conv", ins, group=group, kernel_shape=[kh, kw], **attrs)
 
+    def erf_gelu(self, x):
+        """torch's nn.GELU below opset 20: x * (1 + erf(x / sqrt 2)) * 0.5."""
+        erf = self.node("Erf", [self.node("Div", [x, self.const(2 ** 0.5)])])
+        return self.node("Mul", [self.node("Mul", [x, self.node("Add", [erf, self.const(1.0)])]), self.const(0.5)])
+
     def bn(self, x, c):
         return self.node("BatchNormalization", [x, self.const(RNG.uniform(0.5, 1.5, c)),
                                                 self.const(RNG.uniform(-0.1, 0.1, c)),
@@ -320,11 +325,8 @@ def test_gelus_written_out_run_in_their_matmuls_and_convs_epilogues(tmp_path):
     # after a bias-free MatMul, and opset 20's Gelu op both ways: each in its kernel's epilogue.
     # A GELU whose input another node reads too runs as its own step, after the kernel.
     b = Builder()
-    root2, half, one = b.const(2 ** 0.5), b.const(0.5), b.const(1.0)
-
-    def erf_gelu(x):
-        return b.node("Mul", [b.node("Mul", [x, b.node("Add", [b.node("Erf", [b.node("Div", [x, root2])]), one])]),
-                              half])
+    half, one = b.const(0.5), b.const(1.0)
+    erf_gelu = b.erf_gelu
 
     def erf_gelu_scaled_first(x):
         erf = b.node("Erf", [b.node("Mul", [x, b.const(0.5 ** 0.5)])])
@@ -362,11 +364,7 @@ def test_activations_after_convs_run_as_im2col_matmuls_are_in_their_epilogue(tmp
     # SAME of stride 2) then a ReLU6 as Clip: the im2col matmul computes each; a residual Add
     # after one is not taken (its rows are channels-last) and runs after it.
     b = Builder()
-    root2, half, one = b.const(2 ** 0.5), b.const(0.5), b.const(1.0)
-
-    def gelu(x):
-        return b.node("Mul", [b.node("Mul", [x, b.node("Add", [b.node("Erf", [b.node("Div", [x, root2])]), one])]),
-                              half])
+    gelu = b.erf_gelu
 
     def conv1d(x, cin, cout, **attrs):
         w = b.const(RNG.standard_normal((cout, cin, 3)) * np.sqrt(2.0 / (cin * 3)))
