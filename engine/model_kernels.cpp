@@ -553,7 +553,9 @@ std::optional<Model::Impl::Chain> Model::Impl::add_conv_as_matmuls(const fronten
   if (own_slots && groups > 1 && grouped_conv_fits(k, cg, kg)) {
     add_grouped_conv(n, xs, ys, GroupedConv{r, s, cg, a, false}, pack_grouped_weights(weights->data(), k, cg, r, s),
                      bias);
-    return Chain{{}, n.outputs[0]};
+    Chain done;
+    done.out = n.outputs[0];
+    return done;
   }
   // One group: a matmul with the bias and the fused nodes it computes; several: one
   // batch_matmul over the groups (a kernel call per group of ResNeXt's 32 cost a parallel
