@@ -126,6 +126,42 @@ void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s
   });
 }
 
+void im2col_regions_nhwc(const float* x, const Shape& xs, const std::vector<frontend::ConvRegion>& regions,
+                         const ConvAttrs& a, float* cols, int threads) {
+  const std::int64_t images = xs[0], c = xs[1], h = xs[2], w = xs[3];
+  for (const frontend::ConvRegion& g : regions) {
+    const std::int64_t rw = g.w.out_end - g.w.out_begin, pixels = g.pixels(), row = g.taps() * c;
+    split(images * pixels, rows_grain(row), threads, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t b = p / pixels, i = g.h.out_begin + p % pixels / rw, j = g.w.out_begin + p % rw;
+        float* dst = cols + p * row;
+        for (std::int64_t u = g.h.tap_begin; u < g.h.tap_end; ++u) {
+          const std::int64_t hh = i * a.sh - a.pad_top + u * a.dh;
+          for (std::int64_t v = g.w.tap_begin; v < g.w.tap_end; ++v, dst += c) {
+            std::copy_n(x + ((b * h + hh) * w + j * a.sw - a.pad_left + v * a.dw) * c, c, dst);
+          }
+        }
+      }
+    });
+    cols += images * pixels * row;
+  }
+}
+
+void scatter_regions_nhwc(const float* parts, const std::vector<frontend::ConvRegion>& regions, float* y,
+                          const Shape& ys, int threads) {
+  const std::int64_t images = ys[0], k = ys[1], oh = ys[2], ow = ys[3];
+  for (const frontend::ConvRegion& g : regions) {
+    const std::int64_t rw = g.w.out_end - g.w.out_begin, pixels = g.pixels();
+    split(images * pixels, rows_grain(k), threads, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t b = p / pixels, i = g.h.out_begin + p % pixels / rw, j = g.w.out_begin + p % rw;
+        std::copy_n(parts + p * k, k, y + ((b * oh + i) * ow + j) * k);
+      }
+    });
+    parts += images * pixels * k;
+  }
+}
+
 namespace {
 
 ATVOSS_INLINE void join_row_body(const float* src, std::int64_t groups, std::int64_t stride, std::int64_t kg,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/plain_ops.hpp"
+#include "frontend/phase_conv.hpp"
 
 namespace atvoss::engine {
 
@@ -38,6 +39,15 @@ void from_phases(const float* phases, std::int64_t h, std::int64_t w, std::int64
 // ow * sw - pad_left + v * dw), zeros outside the image. x: [N, C, H, W]; y: [N, K, OH, OW].
 void im2col_nhwc(const float* x, const Shape& xs, std::int64_t r, std::int64_t s, const ConvAttrs& a, float* cols,
                  const Shape& ys, int threads = 1);
+// One group's im2col rows region by region (frontend/phase_conv.hpp, sparse_conv_regions), one
+// region's after another's: image by image, the region's pixels row-major, each row the taps
+// (u, v) that read the input there, c channels each; x NHWC ([N, C, H, W] its ONNX shape).
+void im2col_regions_nhwc(const float* x, const Shape& xs, const std::vector<frontend::ConvRegion>& regions,
+                         const ConvAttrs& a, float* cols, int threads = 1);
+// The regions' matmul outputs (k channels a row, in im2col_regions_nhwc's order) to their
+// pixels of y (NHWC, [N, K, OH, OW] its ONNX shape).
+void scatter_regions_nhwc(const float* parts, const std::vector<frontend::ConvRegion>& regions, float* y,
+                          const Shape& ys, int threads = 1);
 // A grouped conv's outputs [groups, pixels, kg] joined as NHWC rows [pixels, groups x kg],
 // plus the bias (groups x kg values; null: none).
 void join_groups(const float* parts, std::int64_t groups, std::int64_t pixels, std::int64_t kg, const float* bias,

@@ -222,12 +222,12 @@ bool Model::Impl::add_kernel(int i, const onnx::NodeProto& p) {
 }
 
 void Model::Impl::push_matmul_kernel(const std::string& name, const Workload& w, int a, const float* b,
-                                     const ChannelData& channels, int c) {
+                                     const ChannelData& channels, int c, SlotOffsets at) {
   Step step{name, "kernel", Json::object(), nullptr};
   prepare_kernel(w, step.info);
   const long packed_at = prepare_constant_b(w, b);
-  step.run = [this, w, a, b, channels, c, packed_at] {
-    run_kernel(w, ptr[a], b, channels, nullptr, ptr[c], packed_at);
+  step.run = [this, w, a, b, channels, c, packed_at, at] {
+    run_kernel(w, ptr[a] + at.a, b, channels, nullptr, ptr[c] + at.c, packed_at);
   };
   steps.push_back(std::move(step));
 }
@@ -578,14 +578,23 @@ std::optional<Model::Impl::Chain> Model::Impl::add_conv_as_matmuls(const fronten
   const ChannelData channels = groups == 1 ? channel_data(ch, bias_values) : ChannelData{};
   std::vector<float> b(weights->size());  // [g][(u, v, ci)][ko] from ONNX's [g][ko][ci][(u, v)]
   transpose(weights->data(), {groups, kg, cg, r * s}, {0, 3, 2, 1}, b.data());
-  const float* b_data = owned_data(std::move(b));
   const int in = own_slots ? nhwc(n.inputs[0], n.name) : io.in;
+  const auto out = [&] { return own_slots ? output(ch.out, true) : io.out; };
+  const std::vector<frontend::ConvRegion> regions =
+      groups == 1 ? frontend::sparse_conv_regions({xs[2], ys[2], r, a.sh, a.pad_top, a.dh},
+                                                  {xs[3], ys[3], s, a.sw, a.pad_left, a.dw})
+                  : std::vector<frontend::ConvRegion>{};
+  if (!regions.empty()) {
+    add_conv_regions(n, RegionConv{xs, ys, a, s, b, regions, ch.epilogue, channels}, in, out);
+    if (own_slots) run_after(ch.rest);
+    return ch;
+  }
+  const float* b_data = owned_data(std::move(b));
   const int rows = new_slot({groups, pixels, depth});
   writes(rows);
   push(
       n, [=, this] { im2col_nhwc(ptr[in], xs, r, s, a, ptr[rows], ys, threads); }, Json{{"as", "im2col"}});
   reads(rows);
-  const auto out = [&] { return own_slots ? output(ch.out, true) : io.out; };
   const int parts = groups == 1 ? out() : new_slot({groups, pixels, kg});
   writes(parts);
   push_matmul_kernel(n.name, w, rows, b_data, channels, parts);
@@ -598,6 +607,56 @@ std::optional<Model::Impl::Chain> Model::Impl::add_conv_as_matmuls(const fronten
   }
   if (own_slots) run_after(ch.rest);
   return ch;
+}
+
+void Model::Impl::add_conv_regions(const frontend::GraphNode& n, const RegionConv& rc, int in,
+                                   const std::function<int()>& out) {
+  const std::int64_t images = rc.xs[0], c = rc.xs[1], k = rc.ys[1];
+  std::int64_t rows_size = 0, parts_size = 0;
+  for (const frontend::ConvRegion& g : rc.regions) {
+    rows_size += images * g.pixels() * g.taps() * c;
+    parts_size += images * g.pixels() * k;
+  }
+  const int rows = new_slot({rows_size});
+  writes(rows);
+  push(
+      n,
+      [=, this, xs = rc.xs, regions = rc.regions, a = rc.a] {
+        im2col_regions_nhwc(ptr[in], xs, regions, a, ptr[rows], threads);
+      },
+      Json{{"as", "im2col of " + std::to_string(rc.regions.size()) + " regions"}});
+  reads(rows);
+  const int parts = new_slot({parts_size});
+  writes(parts);
+  SlotOffsets at;
+  for (const frontend::ConvRegion& g : rc.regions) {
+    const Workload w = Workload::from_json(Json{{"op", "matmul"},
+                                                {"dtype", "float32"},
+                                                {"dims", {{"M", images * g.pixels()}, {"N", k}, {"K", g.taps() * c}}},
+                                                {"epilogue", rc.epilogue}});
+    push_matmul_kernel(n.name, w, rows, owned_data(region_weights(rc, g)), rc.channels, parts, at);
+    at.a += images * g.pixels() * g.taps() * c;
+    at.c += images * g.pixels() * k;
+  }
+  reads(parts);
+  const int y = out();
+  push(
+      n,
+      [=, this, ys = rc.ys, regions = rc.regions] { scatter_regions_nhwc(ptr[parts], regions, ptr[y], ys, threads); },
+      Json{{"as", "regions to their pixels"}});
+}
+
+std::vector<float> Model::Impl::region_weights(const RegionConv& rc, const frontend::ConvRegion& g) {
+  const std::int64_t c = rc.xs[1], k = rc.ys[1];
+  std::vector<float> b;
+  b.reserve(std::size_t(g.taps() * c * k));
+  for (std::int64_t u = g.h.tap_begin; u < g.h.tap_end; ++u) {
+    for (std::int64_t v = g.w.tap_begin; v < g.w.tap_end; ++v) {
+      const auto first = rc.b.begin() + (u * rc.s + v) * c * k;
+      b.insert(b.end(), first, first + c * k);
+    }
+  }
+  return b;
 }
 
 void Model::Impl::add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,

@@ -1123,7 +1123,10 @@ void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto
   if (xs.size() == 3) {  // [N, C, L] (audio) as its [N, C, 1, L] view
     for (Shape* shape : {&xs, &ys}) shape->insert(shape->begin() + 2, 1);
   }
-  const bool in_nhwc = held_nhwc(n.inputs[0]);  // a conv's output upsampled (YOLO's neck, FPNs)
+  // A conv's output upsampled (YOLO's neck, FPNs) stays NHWC, unless it is upsampled into a
+  // model output (a segmentation head's logits): its smaller input goes to ONNX order instead.
+  const bool into_output = graph.tensors()[n.outputs[0]].output && elements(ys) > elements(xs);
+  const bool in_nhwc = held_nhwc(n.inputs[0]) && !into_output;
   const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
   const int y = output(n.outputs[0], in_nhwc);
   push(n, [=, this] { resize(at(x), xs, ptr[y], ys, a, in_nhwc, threads); });

@@ -345,13 +345,48 @@ class Extractor {
     std::vector<std::string> epilogue;
     if (node.input_size() >= 3 && !node.input(2).empty()) epilogue.push_back("bias");
     // Rows: each image's output pixels; columns: the output channels; depth: a window's taps.
-    const std::int64_t pixels = product(y->begin() + 2, y->end()) * (*y)[0], depth = product(w->begin() + 1, w->end());
+    std::int64_t pixels = product(y->begin() + 2, y->end()) * (*y)[0], depth = product(w->begin() + 1, w->end());
+    if (const Shape* x = shape_of(node.input(0)); x && x->size() == y->size()) {
+      const auto [h, wd] = conv_axes(node, *x, *w, *y);
+      if (const auto regions = sparse_conv_regions(h, wd); !regions.empty()) {
+        // The regions' matmuls run instead (phase_conv.hpp): the largest is the task.
+        pixels = (*y)[0] * largest_region(regions).pixels();
+        depth = (*w)[1] * largest_region(regions).taps();
+      }
+    }
     add_task(Json{{"op", "matmul"},
                   {"dtype", to_string(dtype_of(node.input(0)))},
                   {"dims", {{"M", pixels}, {"N", (*w)[0]}, {"K", depth}}},
                   {"epilogue", epilogue}},
              node);
     return std::nullopt;
+  }
+
+  // The H and W axes of a 2-D conv of input x, weights w and output y (a 1-D conv's W axis, its H
+  // one of one pixel), with the pad before the first input that auto_pad implies, as ONNX
+  // Runtime splits an odd SAME padding.
+  static std::pair<ConvAxis, ConvAxis> conv_axes(const onnx::NodeProto& node, const Shape& x, const Shape& w,
+                                                 const Shape& y) {
+    const std::size_t rank = x.size() - 2;
+    auto strides = ints_attr(node, "strides"), dilations = ints_attr(node, "dilations"), pads = ints_attr(node, "pads");
+    const std::string auto_pad = string_attr(node, "auto_pad", "NOTSET");
+    std::vector<ConvAxis> axes(rank);
+    for (std::size_t d = 0; d < rank; ++d) {
+      ConvAxis& a = axes[d];
+      a.in = x[2 + d], a.out = y[2 + d], a.taps = w[2 + d];
+      if (strides.size() == rank) a.stride = strides[d];
+      if (dilations.size() == rank) a.dilation = dilations[d];
+      if (pads.size() == 2 * rank) a.pad = pads[d];
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        const std::int64_t total =
+            std::max<std::int64_t>(0, (a.out - 1) * a.stride + (a.taps - 1) * a.dilation + 1 - a.in);
+        a.pad = auto_pad == "SAME_LOWER" ? (total + 1) / 2 : total / 2;
+      } else if (auto_pad == "VALID") {
+        a.pad = 0;
+      }
+    }
+    if (rank == 1) return {ConvAxis{}, axes[0]};
+    return {axes[0], axes[1]};
   }
 
   // A 2-D transposed conv of one group as the matmul it is: [N x H x W, C] x [C, kh x kw x K],

@@ -42,4 +42,65 @@ std::optional<Json> depth_conv_dims(const std::vector<std::int64_t>& x, const st
               {"R", w[3]}, {"S", w[4]},        {"stride", stride}, {"pad", pad}};
 }
 
+namespace {
+
+// The first output o >= 0 with o * stride >= v (v may be negative).
+std::int64_t first_at_least(std::int64_t v, std::int64_t stride) { return v <= 0 ? 0 : (v + stride - 1) / stride; }
+
+}  // namespace
+
+std::vector<TapSpan> tap_spans(std::int64_t in, std::int64_t out, std::int64_t taps, std::int64_t stride,
+                               std::int64_t pad, std::int64_t dilation) {
+  // Tap t reads the input at outputs [first_t, end_t): 0 <= o stride - pad + t dilation < in.
+  std::vector<std::int64_t> cuts{0, out};
+  const auto first = [&](std::int64_t t) { return std::min(out, first_at_least(pad - t * dilation, stride)); };
+  const auto end = [&](std::int64_t t) {
+    return std::clamp<std::int64_t>(first_at_least(in + pad - t * dilation, stride), first(t), out);
+  };
+  for (std::int64_t t = 0; t < taps; ++t) {
+    cuts.push_back(first(t));
+    cuts.push_back(end(t));
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<TapSpan> spans;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    TapSpan s{cuts[i], cuts[i + 1], taps, 0};
+    for (std::int64_t t = 0; t < taps; ++t) {
+      if (first(t) <= s.out_begin && s.out_begin < end(t)) {
+        s.tap_begin = std::min(s.tap_begin, t);
+        s.tap_end = t + 1;
+      }
+    }
+    if (s.tap_end <= s.tap_begin) s.tap_begin = s.tap_end = 0;
+    if (!spans.empty() && spans.back().tap_begin == s.tap_begin && spans.back().tap_end == s.tap_end) {
+      spans.back().out_end = s.out_end;
+    } else {
+      spans.push_back(s);
+    }
+  }
+  return spans;
+}
+
+std::vector<ConvRegion> sparse_conv_regions(const ConvAxis& h, const ConvAxis& w) {
+  const auto along = [](const ConvAxis& a) { return tap_spans(a.in, a.out, a.taps, a.stride, a.pad, a.dilation); };
+  std::vector<ConvRegion> regions;
+  std::int64_t work = 0;
+  for (const TapSpan& sh : along(h)) {
+    for (const TapSpan& sw : along(w)) {
+      regions.push_back(ConvRegion{sh, sw});
+      if (regions.back().taps() == 0) return {};
+      work += regions.back().pixels() * regions.back().taps();
+    }
+  }
+  if (4 * work > 3 * h.out * w.out * h.taps * w.taps) return {};
+  return regions;
+}
+
+const ConvRegion& largest_region(const std::vector<ConvRegion>& regions) {
+  return *std::max_element(regions.begin(), regions.end(), [](const ConvRegion& a, const ConvRegion& b) {
+    return a.pixels() * a.taps() < b.pixels() * b.taps();
+  });
+}
+
 }  // namespace atvoss::frontend

@@ -6,6 +6,10 @@
 //   torch writes DeepLab's and FCN's backbones): output pixel (i d + a, j d + b) reads only input
 //   pixels of phase (a, b), so each of the d x d phase images, convolved without dilation (pad
 //   (kernel - 1) / 2), is that phase of the output (engine/conv_ops.hpp, to_phases).
+// - A conv whose taps read mostly padding (ASPP's dilations of 12 to 36 on a feature map of 32
+//   to 65 pixels, where each phase image above is a few pixels): its output split into regions
+//   in which each tap reads the image at every pixel or at none, each region the im2col matmul
+//   of its own taps (engine/conv_ops.hpp, im2col_regions_nhwc), so no row holds a padding zero.
 // Pure functions, thread-safe.
 #pragma once
 
@@ -38,5 +42,33 @@ std::optional<Json> depth_conv_dims(const std::vector<std::int64_t>& x, const st
                                     const std::vector<std::int64_t>& y, std::int64_t groups,
                                     const std::vector<std::int64_t>& strides,
                                     const std::vector<std::int64_t>& dilations, const std::vector<std::int64_t>& pads);
+
+// Along one axis of a conv: the outputs [out_begin, out_end) whose taps [tap_begin, tap_end)
+// read the input and whose other taps read padding.
+struct TapSpan {
+  std::int64_t out_begin = 0, out_end = 0, tap_begin = 0, tap_end = 0;
+};
+// The spans covering outputs 0 to out of an axis of `in` inputs, `taps` taps, a stride, the pad
+// before the first input and a dilation, in order; neighbours read different taps.
+std::vector<TapSpan> tap_spans(std::int64_t in, std::int64_t out, std::int64_t taps, std::int64_t stride,
+                               std::int64_t pad, std::int64_t dilation);
+
+// One axis of a conv: its sizes, stride, pad before the first input and dilation.
+struct ConvAxis {
+  std::int64_t in = 1, out = 1, taps = 1, stride = 1, pad = 0, dilation = 1;
+};
+// A rectangle of output pixels and the taps that read the input there (the others read padding
+// at each of its pixels).
+struct ConvRegion {
+  TapSpan h, w;
+  std::int64_t pixels() const { return (h.out_end - h.out_begin) * (w.out_end - w.out_begin); }
+  std::int64_t taps() const { return (h.tap_end - h.tap_begin) * (w.tap_end - w.tap_begin); }
+};
+// The regions of a 2-D conv (a 1-D one: h of one input, one output, one tap) when their im2col
+// rows hold at most three quarters of the whole conv's (each region reads at least one tap);
+// else empty, and the conv's one im2col matmul runs.
+std::vector<ConvRegion> sparse_conv_regions(const ConvAxis& h, const ConvAxis& w);
+// The region doing the most work (pixels x taps; the first of equals): the importer's task.
+const ConvRegion& largest_region(const std::vector<ConvRegion>& regions);
 
 }  // namespace atvoss::frontend

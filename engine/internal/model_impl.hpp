@@ -33,6 +33,11 @@ struct NhwcSlots {
   int in = -1, out = -1;
 };
 
+// Where a kernel's A and C start in their slots, in floats.
+struct SlotOffsets {
+  std::int64_t a = 0, c = 0;
+};
+
 // Whether an element type is one of ONNX's integer types (int8 to int64, uint8 to uint64),
 // which the engine holds as exact floats (an integer Div truncates; inputs are checked).
 bool is_integer_type(const std::string& type);
@@ -277,9 +282,9 @@ struct Model::Impl {
   bool add_conv_transpose_kernel(int i, const onnx::NodeProto& p);
 
   // A kernel step of matmul w: A in slot a, the constant B (packed once, where w's kernel packs
-  // it), the per-channel operands, C into slot c.
+  // it), the per-channel operands, C into slot c; A and C `at` floats into their slots.
   void push_matmul_kernel(const std::string& name, const Workload& w, int a, const float* b,
-                          const ChannelData& channels, int c);
+                          const ChannelData& channels, int c, SlotOffsets at = {});
 
   // A constant B packed once by w's kernel, as the conv filters are: the index of its packing,
   // or -1 where the kernel reads B in place (nothing to pack; the copy prepare_weights makes
@@ -496,6 +501,27 @@ struct Model::Impl {
   std::optional<Chain> add_conv_as_matmuls(const frontend::GraphNode& n, const onnx::NodeProto& p, const Shape& xs,
                                            const Shape& ws, const Shape& ys, const ConvAttrs& a,
                                            const NhwcSlots& io = {});
+
+  // A one-group conv whose taps read mostly padding, region by region (frontend/phase_conv.hpp,
+  // sparse_conv_regions): the regions' im2col rows (only the taps that read the image), a
+  // matmul of each region's rows with its taps' weights and the chain's epilogue, then each
+  // region's outputs to its pixels. ASPP's dilation-36 conv on a 32 x 32 map is a 1 x 1 conv
+  // there, where the one im2col matmul multiplied eight zero taps of nine.
+  // rc: the conv's 2-D view, its kernel width s, weights b [(u, v, ci)][ko], regions, epilogue
+  // and per-channel operands; in: its NHWC input slot; out: makes its NHWC output slot.
+  struct RegionConv {
+    const Shape& xs;
+    const Shape& ys;
+    const ConvAttrs& a;
+    std::int64_t s;
+    const std::vector<float>& b;
+    const std::vector<frontend::ConvRegion>& regions;
+    const std::vector<std::string>& epilogue;
+    ChannelData channels;
+  };
+  void add_conv_regions(const frontend::GraphNode& n, const RegionConv& rc, int in, const std::function<int()>& out);
+  // The rows of rc.b for the taps region g reads, in its im2col rows' order.
+  static std::vector<float> region_weights(const RegionConv& rc, const frontend::ConvRegion& g);
 
   // A grouped conv of 2, 4, 8 or 16 channels a group, in NHWC, with the Relu that alone reads it.
   void add_grouped_conv(const frontend::GraphNode& n, const Shape& xs, const Shape& ys, GroupedConv g,

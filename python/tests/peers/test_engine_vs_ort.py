@@ -1813,6 +1813,40 @@ def test_dilated_convs_run_as_phase_images_on_the_2d_kernel(tmp_path):
     assert phased[0]["workload"]["dims"]["H"] == 19 and phased[0]["workload"]["dims"]["W"] == 21
 
 
+def test_aspp_rates_near_the_map_size_run_region_by_region(tmp_path):
+    # DeepLabv3's ASPP (torchvision's rates 12, 24 and 36, padding = rate) on an output-stride-8
+    # map of 29 x 31 (a 232 x 248 input), each with its ReLU, at a batch of 2; a strided dilated
+    # conv of uneven pads, another of pads a pixel off centre and a 1-D dilated conv too; the head's bilinear upsample into
+    # the model's output. Each conv whose taps read mostly padding runs as the im2col matmul of
+    # each region's reading taps: every output pixel in one region, the rate-36 conv (no outer tap
+    # reaches the map) one region of one tap; the importer's task is one of the matmuls that run.
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 8, 32, 1)])
+    rates = [b.node("Relu", [b.conv(x, 32, 16, 3, dilations=[r, r], pads=[r] * 4)]) for r in (12, 24, 36)]
+    head = b.conv(b.node("Concat", rates, axis=1), 48, 5, 1)
+    up = b.node("Resize", [head, "", b.const([1, 1, 8, 8])], mode="linear")
+    odd = [b.conv(x, 32, 8, 3, dilations=[6, 9], pads=[10, 4, 2, 13], strides=[2, 3]),
+           b.conv(x, 32, 8, 3, dilations=[10, 10], pads=[9, 10, 11, 10])]
+    line = b.node("Conv", [b.node("Reshape", [x, b.ints([2, 32, 29 * 31])]),
+                           b.const(RNG.standard_normal((8, 32, 3)) * 0.2)], kernel_shape=[3], dilations=[500],
+                  pads=[500, 500])
+    path = b.save(str(tmp_path / "aspp.onnx"), [("x", [2, 8, 29, 31])], [up, line] + odd)
+    for threads in (1, 2):
+        m = compare(path, batch=2, threads=threads)
+    steps = m.describe()["steps"]
+    regions = [int(s["as"].split()[2]) for s in steps if s.get("as", "").startswith("im2col of")]
+    assert regions == [9, 9, 1, 16, 12, 3], regions
+    ran = [s["workload"] for s in steps if s["kind"] == "kernel" and s["workload"]["op"] == "matmul"]
+    rate36 = [w for w in ran if w["dims"]["M"] == 2 * 29 * 31]  # the only region of its conv
+    assert [w["dims"] for w in rate36] == [{"M": 2 * 29 * 31, "N": 16, "K": 32}], ran
+    assert all(w["epilogue"] == ["bias", "relu"] for w in ran[:19]), ran
+    fused = atvoss.graph.FusionScheduler.builtin(atvoss.Graph.from_onnx(path)).graph
+    tasks = [n.kernel.to_json() for n in fused.nodes.values() if n.op == "Conv" and n.kernel]
+    tasks = [dict(t, dtype="float32") for t in tasks if t["op"] == "matmul"]
+    assert len(tasks) == 6 and all(t in ran for t in tasks), (tasks, ran)
+    assert not [s for s in steps if s["kind"] == "layout" and s.get("to") == "nchw" and up in s["node"]], steps
+
+
 def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
     # A 3-D UNet's decoder: trilinear and nearest upsampling of [N, C, D, H, W] by scales or
     # sizes, in each coordinate mode, and a downsampling.
