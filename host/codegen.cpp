@@ -319,15 +319,24 @@ inline void nest(const Part& p, PackA pack_a, PackB pack_b, Block block) {
 ThreadGrid thread_grid(long m, long n, long mr, long nr, long threads) {
   threads = std::max(1L, threads);
   const long q = (m + mr - 1) / mr, p = (n + nr - 1) / nr;
+  const auto tiles = [&](long rows, long cols) { return (q + rows - 1) / rows * ((p + cols - 1) / cols); };
+  long fewest = -1;
+  for (long cols = threads; cols >= 1; --cols) {
+    if (threads % cols == 0 && (fewest < 0 || tiles(threads / cols, cols) < fewest))
+      fewest = tiles(threads / cols, cols);
+  }
+  // Among grids within 3 % of the fewest tiles, the one reading the least of A and B: each
+  // column of parts reads all of A's M x K, each row all of B's K x N (a 4225 x 4608 im2col A
+  // times 128 columns cut by columns streamed A twice, at 0.6x ONNX Runtime). Columns first
+  // among equals: a column cut shares no B panel, the larger operand to pack where M is small.
   ThreadGrid best{threads, 1};
-  long best_tiles = -1;
-  // Columns first among equals: a column cut shares no B panel, and B is the larger operand
-  // to pack wherever M is small.
+  long least = -1;
   for (long cols = threads; cols >= 1; --cols) {
     if (threads % cols != 0) continue;
     const long rows = threads / cols;
-    const long tiles = (q + rows - 1) / rows * ((p + cols - 1) / cols);
-    if (best_tiles < 0 || tiles < best_tiles) best = {rows, cols}, best_tiles = tiles;
+    if (100 * tiles(rows, cols) > 103 * fewest) continue;
+    const long reads = cols * m + rows * n;
+    if (least < 0 || reads < least) best = {rows, cols}, least = reads;
   }
   return best;
 }

@@ -28,8 +28,9 @@ std::string generate_source(const Workload& w, const Schedule& s, const MachineI
 std::string matmul_constants(const Workload& w, const Schedule& s, const MachineInfo& m, long kc);
 
 // How a matmul kernel of `threads` threads shares its M x N output: a rows x cols grid of
-// parts, each a whole loop nest on its own (no barrier inside a call). The grid with the
-// fewest micro-tiles (mr x nr) in its largest part; among equals, the most columns.
+// parts, each a whole loop nest on its own (no barrier inside a call). Among the grids within
+// 3 % of the fewest micro-tiles (mr x nr) in the largest part, the one whose parts read the
+// least of A and B together; among equals, the most columns.
 struct ThreadGrid {
   long rows = 1, cols = 1;
 };

@@ -93,8 +93,9 @@ const std::vector<ScheduleCase> kCases = {
 
 TEST(CodegenTest, EveryScheduleInTheTableComputesTheReference) { expect_every_case_computes_the_reference(kCases, 7); }
 
-// Threads cut C into whole micro-tiles: the grid whose largest part has the fewest, columns
-// first among equals, and rows where there are too few columns to share.
+// Threads cut C into whole micro-tiles: the grid whose largest part has the fewest (within
+// 3 %), then the one reading the least of A and B, columns first among equals, and rows where
+// there are too few columns to share.
 TEST(CodegenTest, ThreadsCutTheOutputIntoTheEvenestGrid) {
   auto grid = [](long m, long n, long mr, long nr, long threads) {
     const ThreadGrid g = thread_grid(m, n, mr, nr, threads);
@@ -104,8 +105,11 @@ TEST(CodegenTest, ThreadsCutTheOutputIntoTheEvenestGrid) {
   EXPECT_EQ(grid(128, 3072, 6, 32, 2), std::pair(1L, 2L));   // 22 x 48 either way: columns
   EXPECT_EQ(grid(197, 16, 6, 16, 2), std::pair(2L, 1L));     // one column panel
   EXPECT_EQ(grid(1024, 96, 6, 32, 2), std::pair(2L, 1L));    // 3 panels: 171 x 2 against 86 x 3
-  EXPECT_EQ(grid(1024, 1024, 6, 32, 4), std::pair(1L, 4L));  // 171 x 8 each
-  EXPECT_EQ(grid(60, 320, 6, 32, 4), std::pair(2L, 2L));     // 5 x 5 against 10 x 3 and 3 x 10
+  EXPECT_EQ(grid(1024, 1024, 6, 32, 4), std::pair(2L, 2L));  // 86 x 16 each reads half of A and B
+  EXPECT_EQ(grid(4225, 128, 6, 32, 2), std::pair(2L, 1L));   // 353 x 4 against 705 x 2: A read once
+  EXPECT_EQ(grid(4225, 512, 6, 32, 2), std::pair(2L, 1L));
+  EXPECT_EQ(grid(512, 4225, 6, 32, 2), std::pair(1L, 2L));  // B the larger: cut by columns
+  EXPECT_EQ(grid(60, 320, 6, 32, 4), std::pair(2L, 2L));    // 5 x 5 against 10 x 3 and 3 x 10
   EXPECT_EQ(grid(64, 64, 6, 16, 1), std::pair(1L, 1L));
   EXPECT_EQ(grid(64, 64, 6, 16, 0), std::pair(1L, 1L));  // no threads is one
 }
@@ -234,4 +238,31 @@ TEST(HostSpaceTest, TheDefaultKeepsItsBBlockInL2) {
   EXPECT_EQ(s.at("tile_k"), 256);  // kc stays: only nc narrows
 }
 
+}  // namespace atvoss::host
+
+namespace atvoss::host {
+namespace {
+
+// An fp32 matmul of at most 256 columns reads its operands in place by default
+// (docs/decisions/host-default-in-place.md); wider ones, and int8 and bf16 ones, pack.
+TEST(HostSpaceTest, TheDefaultReadsNarrowFp32OperandsInPlace) {
+  MachineInfo m = testing::without_amx(testing::avx512_machine());
+  m.simd_flags.push_back("avx512_vnni");
+  const auto depth = [&](const char* dtype, int n, const char* op = "matmul") {
+    const std::string batch = std::string(op) == "batch_matmul" ? R"("B":12,)" : "";
+    const Workload w = workload(std::string(R"({"op":")") + op + R"(","dtype":")" + dtype + R"(","dims":{)" + batch +
+                                R"("M":4225,"N":)" + std::to_string(n) + R"(,"K":4608}})");
+    const Schedule s = default_schedule(w, m);
+    EXPECT_TRUE(space_for(w, m).check(s).ok) << space_for(w, m).check(s).reason;
+    return s.at("async_copy_depth");
+  };
+  EXPECT_EQ(depth("float32", 128), 0);
+  EXPECT_EQ(depth("float32", 256), 0);
+  EXPECT_EQ(depth("float32", 64, "batch_matmul"), 0);
+  EXPECT_EQ(depth("float32", 257), 1);
+  EXPECT_EQ(depth("float32", 1024), 1);
+  EXPECT_EQ(depth("int8", 128), 1);
+}
+
+}  // namespace
 }  // namespace atvoss::host

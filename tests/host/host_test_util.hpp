@@ -64,10 +64,11 @@ inline MachineInfo avx512_machine() {
 }
 
 // A schedule of w (K >= 512) that this machine's space rejects, whatever its registers and
-// L1d: the largest register block and the deepest kc (8 x 3 vectors spill 16 registers; with
-// 32, a 512-deep panel of 3 vectors is 48 KiB at 8 lanes and 96 KiB at 16).
+// L1d: the largest register block and the deepest kc, packed (8 x 3 vectors spill 16 registers;
+// with 32, a 512-deep panel of 3 vectors is 48 KiB at 8 lanes and 96 KiB at 16).
 inline Schedule rejected_schedule(const Workload& w) {
   Schedule s = default_schedule(w, this_machine());
+  s.set("async_copy_depth", 1);
   s.set("micro_m", 8);
   s.set("micro_n", 3 * this_machine().lanes());
   s.set("tile_k", 512);

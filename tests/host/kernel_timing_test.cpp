@@ -67,7 +67,7 @@ std::pair<Json, std::map<std::string, long>> time_counting_prepacked_calls(const
 // And, as in a model, from memory: the calls rotate over copies of them.
 TEST(KernelTimingTest, AMatmulIsTimedWithItsWeightsPrepackedAndCold) {
   auto [r, counts] =
-      time_counting_prepacked_calls(workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":96,"K":64}})"));
+      time_counting_prepacked_calls(workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":288,"K":64}})"));
   ASSERT_EQ(r.at("status"), "ok") << r.dump();
   EXPECT_TRUE(r.at("prepacked_weights").get<bool>()) << r.dump();
   // The prepacked path's check and every timed repeat.
@@ -97,7 +97,7 @@ TEST(KernelTimingTest, TheErrorAllowedGrowsWithTheTermsEachOutputSums) {
 // those calls still rotate over the weights' copies, each repeat reading the next one.
 TEST(KernelTimingTest, ACallPerRepeatStillReadsTheNextCopyOfTheWeights) {
   auto [r, counts] = time_counting_prepacked_calls(
-      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":96,"K":64}})"), /*min_repeat_us=*/0);
+      workload(R"({"op":"matmul","dtype":"float32","dims":{"M":24,"N":288,"K":64}})"), /*min_repeat_us=*/0);
   ASSERT_EQ(r.at("status"), "ok") << r.dump();
   ASSERT_EQ(r.at("inner").get<long>(), 1) << r.dump();
   const long copies = r.at("weight_copies").get<long>();
@@ -109,7 +109,7 @@ TEST(KernelTimingTest, ACallPerRepeatStillReadsTheNextCopyOfTheWeights) {
 // A batch_matmul's B is an activation (attention's keys and values): packed in every call.
 TEST(KernelTimingTest, ABatchMatmulPacksItsActivationsInEveryCall) {
   auto [r, counts] = time_counting_prepacked_calls(
-      workload(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":24,"N":96,"K":64}})"));
+      workload(R"({"op":"batch_matmul","dtype":"float32","dims":{"B":2,"M":24,"N":288,"K":64}})"));
   ASSERT_EQ(r.at("status"), "ok") << r.dump();
   EXPECT_FALSE(r.at("prepacked_weights").get<bool>()) << r.dump();
   EXPECT_EQ(counts["prepacked_calls"], 1) << r.dump();  // the prepacked path's check only
