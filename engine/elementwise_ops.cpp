@@ -356,4 +356,69 @@ bool binary(const std::string& op, const float* a, const Shape& sa, const float*
   return true;
 }
 
+namespace {
+
+// y = clamp(nearbyint(x / scale) + zero, low, high) over n values of one scale and zero point,
+// or (s, z not null: channels last) of scale s[j] and zero point z[j] each.
+ATVOSS_INLINE void quantize_run_body(const float* x, std::int64_t n, float scale, float zero, const float* s,
+                                     const float* z, float low, float high, float* y) {
+  if (s) {
+    for (std::int64_t j = 0; j < n; ++j) y[j] = std::min(std::max(std::nearbyint(x[j] / s[j]) + z[j], low), high);
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) y[j] = std::min(std::max(std::nearbyint(x[j] / scale) + zero, low), high);
+  }
+}
+ATVOSS_BUILT_TWICE(quantize_run,
+                   (const float* x, std::int64_t n, float scale, float zero, const float* s, const float* z, float low,
+                    float high, float* y),
+                   (x, n, scale, zero, s, z, low, high, y))
+
+// y = (x - zero) * scale, as quantize_run reads its scales and zero points.
+ATVOSS_INLINE void dequantize_run_body(const float* x, std::int64_t n, float scale, float zero, const float* s,
+                                       const float* z, float* y) {
+  if (s) {
+    for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - z[j]) * s[j];
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) y[j] = (x[j] - zero) * scale;
+  }
+}
+ATVOSS_BUILT_TWICE(dequantize_run,
+                   (const float* x, std::int64_t n, float scale, float zero, const float* s, const float* z, float* y),
+                   (x, n, scale, zero, s, z, y))
+
+// f(begin, length, channel) over runs of x that share a scale (channel -1: a row of every
+// channel, channels last), split over the threads.
+template <class F>
+void quantization_runs(std::int64_t n, const Quantization& q, int threads, F f) {
+  if (q.count == 1) {
+    split(n, kGrain, threads, [&](std::int64_t i0, std::int64_t i1) { f(i0, i1 - i0, 0); });
+  } else if (q.inner == 1) {
+    split(n / q.count, rows_grain(q.count), threads, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) f(r * q.count, q.count, -1);
+    });
+  } else {
+    split(n / q.inner, rows_grain(q.inner), threads, [&](std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t b = b0; b < b1; ++b) f(b * q.inner, q.inner, b % q.count);
+    });
+  }
+}
+
+}  // namespace
+
+void quantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads) {
+  const auto run = quantize_run_here();
+  quantization_runs(n, q, threads, [&](std::int64_t at, std::int64_t len, std::int64_t c) {
+    if (c >= 0) return run(x + at, len, q.scale[c], q.zero[c], nullptr, nullptr, q.low, q.high, y + at);
+    run(x + at, len, 0, 0, q.scale, q.zero, q.low, q.high, y + at);
+  });
+}
+
+void dequantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads) {
+  const auto run = dequantize_run_here();
+  quantization_runs(n, q, threads, [&](std::int64_t at, std::int64_t len, std::int64_t c) {
+    if (c >= 0) return run(x + at, len, q.scale[c], q.zero[c], nullptr, nullptr, y + at);
+    run(x + at, len, 0, 0, q.scale, q.zero, y + at);
+  });
+}
+
 }  // namespace atvoss::engine

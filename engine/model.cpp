@@ -298,7 +298,12 @@ void Model::Impl::fold_constant_node(const frontend::GraphNode& n, const onnx::N
   for (std::size_t i = first_step; i < steps.size(); ++i) steps[i].run();
   for (int o : n.outputs) {
     Value& v = values[o];
-    if (v.plain >= 0) v.constant = ptr[v.plain];
+    // Held as the file's constants are, so that a kernel takes them as weights (a QDQ model's
+    // DequantizeLinear of its int8 filters).
+    if (v.plain >= 0) {
+      const float* data = ptr[v.plain];
+      v.constant = file->add_folded(graph.tensors()[o].name, std::vector<float>(data, data + elements(v.shape))).data();
+    }
     v.plain = -1;
   }
   steps.resize(first_step);

@@ -2,6 +2,8 @@
 // the plain loops of plain_ops.hpp and conv_ops.hpp, and the GELU as exporters write it.
 #include <array>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <tuple>
 
 #include "engine/einsum.hpp"
@@ -77,6 +79,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "ArgMax" || op == "ArgMin") return add_arg_reduce(n, p);
   if (op == "Range") return add_range(n, p);
   if (op == "InstanceNormalization") return add_instance_norm(n, p);
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") return add_quantize_linear(n, p);
   if (op == "Resize" || op == "Upsample") return add_resize(n, p);
   if (op == "Gemm" || op == "MatMul") return add_plain_gemm(n, p);
   unsupported(n, "the engine has no step for this op");
@@ -1085,6 +1088,57 @@ void Model::Impl::add_instance_norm(const frontend::GraphNode& n, const onnx::No
   const Ref x = plain(n.inputs[0], n.name);
   const int y = output(n.outputs[0], false);
   push(n, [=, this] { instance_norm(at(x), xs, scale, bias, eps, ptr[y], threads); });
+}
+
+namespace {
+
+// The values an integer type of ONNX holds, as floats; nullopt for another type.
+std::optional<std::pair<float, float>> integer_range(const std::string& type) {
+  static const std::map<std::string, std::pair<float, float>> ranges = {{"uint8", {0.0f, 255.0f}},
+                                                                        {"int8", {-128.0f, 127.0f}},
+                                                                        {"uint16", {0.0f, 65535.0f}},
+                                                                        {"int16", {-32768.0f, 32767.0f}},
+                                                                        {"uint4", {0.0f, 15.0f}},
+                                                                        {"int4", {-8.0f, 7.0f}},
+                                                                        {"int32", {-2147483648.0f, 2147483647.0f}}};
+  const auto it = ranges.find(type);
+  if (it == ranges.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+void Model::Impl::add_quantize_linear(const frontend::GraphNode& n, const onnx::NodeProto& p) {
+  const bool quantize = n.op == "QuantizeLinear";
+  const Shape xs = values[n.inputs[0]].shape;
+  if (int_attr(p, "block_size", 0) != 0) unsupported(n, "block_size: blocked quantization");
+  const int scale_t = n.inputs.at(1), zero_t = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  Quantization q;
+  q.scale = values[scale_t].constant;
+  q.zero = zero_t >= 0 ? values[zero_t].constant : nullptr;
+  q.count = elements(values[scale_t].shape);
+  if (!q.scale || (zero_t >= 0 && !q.zero)) unsupported(n, "x_scale and x_zero_point must be constants");
+  if (zero_t >= 0 && elements(values[zero_t].shape) != q.count) {
+    unsupported(n, "x_zero_point must have x_scale's " + std::to_string(q.count) + " values");
+  }
+  if (!q.zero) q.zero = owned_data(std::vector<float>(std::size_t(q.count), 0.0f));
+  // A scalar scale applies to every element, whatever the axis (a bias's rank 1 and axis 1).
+  const std::size_t axis = q.count == 1 ? 0 : std::size_t(axis_of(n, int_attr(p, "axis", 1), xs.size()));
+  if (q.count != 1 && (values[scale_t].shape.size() != 1 || xs[axis] != q.count)) {
+    unsupported(n, "x_scale must be a scalar or one value per index of axis " + std::to_string(axis));
+  }
+  if (quantize) {
+    const auto range = integer_range(graph.tensors()[n.outputs[0]].dtype);
+    if (!range) unsupported(n, "output type '" + graph.tensors()[n.outputs[0]].dtype + "': integer types only");
+    std::tie(q.low, q.high) = *range;
+  }
+  // Per tensor, either order; per channel of a tensor a conv wrote NHWC, its channels last.
+  const bool in_nhwc = held_nhwc(n.inputs[0]) && (q.count == 1 || axis == 1);
+  q.inner = in_nhwc ? 1 : elements(Shape(xs.begin() + std::ptrdiff_t(std::min(axis + 1, xs.size())), xs.end()));
+  const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
+  const int y = output(n.outputs[0], in_nhwc);
+  const std::int64_t count = elements(xs);
+  push(n, [=, this] { (quantize ? quantize_linear : dequantize_linear)(at(x), count, q, ptr[y], threads); });
 }
 
 void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -158,6 +158,10 @@ const std::vector<float>* OnnxFile::floats(const std::string& tensor) const {
   return it == floats_.end() ? nullptr : &it->second;
 }
 
+const std::vector<float>& OnnxFile::add_folded(const std::string& tensor, std::vector<float> data) {
+  return floats_[tensor] = std::move(data);
+}
+
 std::string OnnxFile::unread_constant_type(const std::string& tensor) const {
   const auto it = unread_.find(tensor);
   return it == unread_.end() ? "" : it->second;

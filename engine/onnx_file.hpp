@@ -3,7 +3,8 @@
 // data (from float, double and every integer and bool type), each node's proto by the
 // importer's node name, the default domain's opset, and a digest of the constants, so that a
 // model plan can be matched with the weights it was tuned for.
-// Immutable after load: thread-safe.
+// Immutable once the engine has built its steps (add_folded runs while it builds): thread-safe
+// from then on.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,9 @@ class OnnxFile {
   // A constant's data as fp32 (from float, double, integer or bool storage); null if tensor is
   // no constant the engine reads.
   const std::vector<float>* floats(const std::string& tensor) const;
+  // A constant the engine computed at load (a constant subgraph's output, as a QDQ model's
+  // dequantized weights), read by floats() as the file's own from then on; its stored data.
+  const std::vector<float>& add_folded(const std::string& tensor, std::vector<float> data);
   // A constant's data as int64 (from integer or bool storage); null if none.
   const std::vector<std::int64_t>* ints(const std::string& tensor) const;
   // The type of a constant the engine does not read ("float16", ...); empty if none such.

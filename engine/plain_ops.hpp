@@ -155,6 +155,20 @@ void group_norm(const float* x, const Shape& xs, std::int64_t groups, const floa
 // (epsilon added to the mean square), times scale (one value per element of a row; null: 1).
 void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon, const float* scale, float* y);
 
+// QuantizeLinear and DequantizeLinear as ONNX Runtime computes them, values held as floats
+// (the engine's integers are exact floats): quantize y = clamp(nearbyint(x / scale) + zero,
+// low, high) (round half to even, the division as written), dequantize y = (x - zero) * scale.
+// One scale and zero point for the tensor (count 1), or one per index along an axis: element i
+// takes those of (i / inner) % count.
+struct Quantization {
+  const float* scale = nullptr;  // count values each
+  const float* zero = nullptr;
+  std::int64_t count = 1, inner = 1;
+  float low = 0, high = 255;  // the integer type's range (quantize)
+};
+void quantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads = 1);
+void dequantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads = 1);
+
 // LpNormalization: x over its p-norm (p 1 or 2) along axis; a norm of 0 gives 0, as ONNX
 // Runtime gives.
 void lp_normalize(const float* x, const Shape& xs, std::size_t axis, int p, float* y);

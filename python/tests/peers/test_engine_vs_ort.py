@@ -29,6 +29,14 @@ class Builder:
         self.inits.append(numpy_helper.from_array(np.asarray(array, dtype=np.float32), name))
         return name
 
+    def qint(self, values, dtype=T.UINT8, shape=None):
+        """An integer constant of ONNX type dtype (a zero point: uint8, int8, int32), shape shape."""
+        self.count += 1
+        name = "q%d" % self.count
+        array = np.asarray(values, dtype=helper.tensor_dtype_to_np_dtype(dtype))
+        self.inits.append(numpy_helper.from_array(array.reshape(shape) if shape is not None else array, name))
+        return name
+
     def ints(self, values):
         self.count += 1
         name = "i%d" % self.count
@@ -1845,6 +1853,74 @@ def test_aspp_rates_near_the_map_size_run_region_by_region(tmp_path):
     tasks = [dict(t, dtype="float32") for t in tasks if t["op"] == "matmul"]
     assert len(tasks) == 6 and all(t in ran for t in tasks), (tasks, ran)
     assert not [s for s in steps if s["kind"] == "layout" and s.get("to") == "nchw" and up in s["node"]], steps
+
+
+def test_quantize_and_dequantize_linear_with_every_attribute(tmp_path):
+    # QuantizeLinear and DequantizeLinear as quantization tools write them: uint8 and int8 zero
+    # points, none (uint8), per tensor and per axis (axis 1, -1), values on rounding halves (to
+    # even) and past the range (saturated), an int32 bias dequantized, and per channel of a conv's
+    # NHWC output; uint8 and int8 outputs as well as float ones.
+    b = Builder()
+    x = b.node("Mul", ["x", b.const(4.0)])  # quarter steps of 0.5 scales: exact halves
+    q8 = b.node("QuantizeLinear", [x, b.const(0.5), b.qint([128], T.UINT8, [])])
+    qs8 = b.node("QuantizeLinear", [x, b.const(1.0), b.qint([-3], T.INT8, [])])  # halves of odd k / 2
+    bare = b.node("QuantizeLinear", [x, b.const(0.02)])
+    axis1 = b.node("QuantizeLinear", [x, b.const(RNG.uniform(0.01, 0.1, 6)), b.qint(RNG.integers(-5, 5, 6), T.INT8)],
+                   axis=1)
+    last = b.node("QuantizeLinear", [x, b.const(RNG.uniform(0.01, 0.1, 4)), b.qint([0, 3, 250, 7], T.UINT8)], axis=-1)
+    conv = b.node("Relu", [b.conv("x", 6, 8, 3, pads=[1, 1, 1, 1])])
+    per_channel = b.node("DequantizeLinear", [
+        b.node("QuantizeLinear", [conv, b.const(RNG.uniform(0.005, 0.02, 8)), b.qint(RNG.integers(0, 9, 8), T.UINT8)],
+               axis=1), b.const(RNG.uniform(0.005, 0.02, 8)), b.qint(RNG.integers(0, 9, 8), T.UINT8)], axis=1)
+    bias = b.node("DequantizeLinear", [b.qint(RNG.integers(-70000, 70000, 8), T.INT32), b.const(1e-4)])
+    outs = [(q8, T.UINT8), (qs8, T.INT8), (bare, T.UINT8), (axis1, T.INT8), (last, T.UINT8),
+            (b.node("DequantizeLinear", [q8, b.const(0.5), b.qint([128], T.UINT8, [])]), T.FLOAT),
+            (b.node("DequantizeLinear", [bare, b.const(0.02)]), T.FLOAT),
+            (b.node("DequantizeLinear", [axis1, b.const(RNG.uniform(0.01, 0.1, 6)), b.qint(RNG.integers(-5, 5, 6),
+                                                                                           T.INT8)], axis=1), T.FLOAT),
+            (per_channel, T.FLOAT), (bias, T.FLOAT)]
+    graph = helper.make_graph(b.nodes, "q", [helper.make_tensor_value_info("x", T.FLOAT, [2, 6, 5, 4])],
+                              [helper.make_tensor_value_info(o, t, None) for o, t in outs], b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "q.onnx"))
+    feeds = {"x": (RNG.integers(-300, 300, (2, 6, 5, 4)) / 8).astype(np.float32)}
+    m = rt.Model(str(tmp_path / "q.onnx"))
+    ours = m.run([feeds["x"]])
+    names = [n for n, _ in m.outputs]
+    theirs = ort.InferenceSession(str(tmp_path / "q.onnx"), providers=["CPUExecutionProvider"]).run(names, feeds)
+    assert sorted(names) == sorted(o for o, _ in outs)
+    for name, a, r in zip(names, ours, theirs):
+        assert a.shape == r.shape and a.dtype == r.dtype and np.array_equal(a, r), name
+
+
+def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path):
+    # onnxruntime.quantization.quantize_static's QDQ format (its default): int8 weights per channel
+    # and an int32 bias, each dequantized once at load (its constant subgraph) and then a conv's or
+    # a Gemm's weights on the tuned kernels; uint8 activations quantized and dequantized between.
+    # ONNX Runtime computes the fused int8 ops; the float ops the file writes agree with them here.
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 3, 16, 3, pads=[1, 1, 1, 1])])
+    x = b.node("Add", [x, b.node("Relu", [b.conv(x, 16, 16, 3, pads=[1, 1, 1, 1])])])
+    x = b.node("Relu", [b.conv(x, 16, 32, 3, pads=[1, 1, 1, 1], strides=[2, 2])])
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])])
+    out = b.node("Gemm", [x, b.const(RNG.standard_normal((32, 10)) * 0.2), b.const(RNG.uniform(-0.1, 0.1, 10))])
+    b.save(str(tmp_path / "f32.onnx"), [("x", [1, 3, 24, 24])], [out])
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"x": RNG.uniform(-1, 1, (1, 3, 24, 24)).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    path = str(tmp_path / "qdq.onnx")
+    quantize_static(str(tmp_path / "f32.onnx"), path, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    m = compare(path)
+    assert m.describe()["kernels"] == 4  # the three convs and the Gemm, on dequantized weights
 
 
 def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
