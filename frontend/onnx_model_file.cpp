@@ -10,6 +10,7 @@
 #include "core/utf8.hpp"
 #include "frontend/function_inlining.hpp"
 #include "frontend/onnx_attributes.hpp"
+#include "frontend/quantized_ops.hpp"
 
 namespace atvoss::frontend {
 namespace {
@@ -138,6 +139,7 @@ onnx::ModelProto read_onnx_model(const std::string& path) {
   inline_functions(model);
   make_valid_names(*model.mutable_graph());
   read_external_data(*model.mutable_graph(), std::filesystem::path(path).parent_path());
+  expand_quantized_ops(model);
   return model;
 }
 

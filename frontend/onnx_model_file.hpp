@@ -13,8 +13,9 @@
 namespace atvoss::frontend {
 
 // The model at path, its functions expanded where it calls them (function_inlining.hpp), its
-// names valid UTF-8, and the data of its initializers stored outside it (external data, in
-// files in the model's folder or below it) read in. bad_input for a path
+// names valid UTF-8, the data of its initializers stored outside it (external data, in
+// files in the model's folder or below it) read in, and its quantized ops written as float
+// ops (quantized_ops.hpp). bad_input for a path
 // that is no regular file (core/user_paths.hpp), bytes that are no ONNX model with a graph, or
 // external data that is not where its entries say (naming the constant and the entry).
 onnx::ModelProto read_onnx_model(const std::string& path);

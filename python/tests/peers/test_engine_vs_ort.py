@@ -1923,6 +1923,67 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path):
     assert m.describe()["kernels"] == 4  # the three convs and the Gemm, on dequantized weights
 
 
+def test_quantized_operators_run_as_their_float_ops(tmp_path):
+    # The operator form of int8 models (QuantFormat.QOperator, the ONNX model zoo's int8 models):
+    # QLinearConv (per-channel weights, an int32 bias, strides, pads, groups), QLinearMatMul
+    # (per-column weights), MatMulInteger and ConvInteger (int32 out, zero points per tensor and
+    # per column), and ONNX Runtime's com.microsoft QLinearAdd, QLinearMul, QLinearAveragePool,
+    # QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu, QLinearConcat and QGemm (a
+    # quantized and a float output). Each runs as its float op between DequantizeLinear and
+    # QuantizeLinear, its constant weights dequantized once at load; a conv and a MatMul on the
+    # tuned kernels.
+    b = Builder()
+    u8, s8, i32 = T.UINT8, T.INT8, T.INT32
+    xs, xz = b.const(0.02), b.qint([120], u8, [])
+
+    def qconv(x, cin, cout, k, group=1, **attrs):
+        w = b.qint(RNG.integers(-100, 100, (cout, cin // group, k, k)), s8)
+        ws = b.const(RNG.uniform(0.002, 0.01, cout))
+        bias = b.qint(RNG.integers(-2000, 2000, cout), i32)
+        return b.node("QLinearConv", [x, xs, xz, w, ws, b.qint(np.zeros(cout), s8), xs, xz, bias], group=group,
+                      kernel_shape=[k, k], **attrs)
+
+    def ms(op, inputs, **attrs):
+        b.count += 1
+        out = "%s_%d" % (op.lower(), b.count)
+        b.nodes.append(helper.make_node(op, inputs, [out], name="n%d_%s" % (b.count, op), domain="com.microsoft",
+                                        **attrs))
+        return out
+
+    x = b.node("QuantizeLinear", ["x", xs, xz])
+    c1 = qconv(x, 8, 16, 3, pads=[1, 1, 1, 1])
+    c2 = qconv(c1, 16, 16, 3, group=4, strides=[2, 2], pads=[0, 1, 1, 0])
+    added = ms("QLinearAdd", [c1, xs, xz, qconv(c1, 16, 16, 1), xs, xz, b.const(0.03), xz])
+    product = ms("QLinearMul", [added, b.const(0.03), xz, c1, xs, xz, b.const(0.05), xz])
+    pooled = ms("QLinearAveragePool", [product, b.const(0.05), xz, xs, xz], kernel_shape=[3, 3], strides=[2, 2],
+                pads=[1, 1, 1, 1], count_include_pad=0)
+    both = ms("QLinearConcat", [xs, xz, pooled, xs, xz, c2, xs, xz], axis=1)
+    act = ms("QLinearLeakyRelu", [ms("QLinearSigmoid", [both, xs, xz, b.const(0.004), b.qint([0], u8, [])]),
+                                  b.const(0.004), b.qint([0], u8, []), xs, xz], alpha=0.1)
+    flat = b.node("Flatten", [ms("QLinearGlobalAveragePool", [act, xs, xz, xs, xz], channels_last=0)])
+    w = b.qint(RNG.integers(0, 255, (32, 12)), u8)
+    mm = b.node("QLinearMatMul", [flat, xs, xz, w, b.const(RNG.uniform(0.001, 0.01, 12)),
+                                  b.qint(RNG.integers(100, 150, 12), u8), b.const(0.05), xz])
+    gemm_w = b.qint(RNG.integers(-100, 100, (10, 12)), s8)
+    gemm_args = [mm, b.const(0.05), xz, gemm_w, b.const(0.01), b.qint([0], s8, []), b.qint(RNG.integers(-99, 99, 10), i32)]
+    q_out = ms("QGemm", gemm_args + [b.const(0.1), xz], transB=1, alpha=0.5)
+    f_out = ms("QGemm", gemm_args, transB=1)
+    integer = b.node("MatMulInteger", [mm, b.qint(RNG.integers(-9, 9, (12, 5)), s8), xz,
+                                       b.qint(RNG.integers(-2, 2, 5), s8)])
+    conv_integer = b.node("ConvInteger", [x, b.qint(RNG.integers(0, 255, (4, 8, 3, 3)), u8), xz,
+                                          b.qint([128], u8, [])], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    outs = [(b.node("DequantizeLinear", [q_out, b.const(0.1), xz]), T.FLOAT), (f_out, T.FLOAT),
+            (integer, i32), (conv_integer, i32), (b.node("DequantizeLinear", [c2, xs, xz]), T.FLOAT)]
+    graph = helper.make_graph(b.nodes, "qop", [helper.make_tensor_value_info("x", T.FLOAT, [1, 8, 12, 12])],
+                              [helper.make_tensor_value_info(o, t, None) for o, t in outs], b.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    path = str(tmp_path / "qop.onnx")
+    onnx.save(model, path)
+    m = compare(path)
+    assert m.describe()["kernels"] >= 6  # QLinearConv x 3, QLinearMatMul, MatMulInteger, ConvInteger
+
+
 def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
     # A 3-D UNet's decoder: trilinear and nearest upsampling of [N, C, D, H, W] by scales or
     # sizes, in each coordinate mode, and a downsampling.
