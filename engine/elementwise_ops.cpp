@@ -421,4 +421,15 @@ void dequantize_linear(const float* x, std::int64_t n, const Quantization& q, fl
   });
 }
 
+void dynamic_quantize_linear(const float* x, std::int64_t n, float* y, float* scale, float* zero, int threads) {
+  float low = 0, high = 0;
+  for (std::int64_t i = 0; i < n; ++i) low = std::min(low, x[i]), high = std::max(high, x[i]);
+  *scale = high == low ? 1.0f : (high - low) / 255.0f;
+  *zero = std::nearbyint(std::clamp(0.0f - low / *scale, 0.0f, 255.0f));
+  Quantization q;
+  q.scale = scale;
+  q.zero = zero;
+  quantize_linear(x, n, q, y, threads);
+}
+
 }  // namespace atvoss::engine

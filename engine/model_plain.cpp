@@ -80,6 +80,7 @@ void Model::Impl::add_plain(const frontend::GraphNode& n, const onnx::NodeProto&
   if (op == "Range") return add_range(n, p);
   if (op == "InstanceNormalization") return add_instance_norm(n, p);
   if (op == "QuantizeLinear" || op == "DequantizeLinear") return add_quantize_linear(n, p);
+  if (op == "DynamicQuantizeLinear") return add_dynamic_quantize_linear(n);
   if (op == "Resize" || op == "Upsample") return add_resize(n, p);
   if (op == "Gemm" || op == "MatMul") return add_plain_gemm(n, p);
   unsupported(n, "the engine has no step for this op");
@@ -1114,14 +1115,17 @@ void Model::Impl::add_quantize_linear(const frontend::GraphNode& n, const onnx::
   if (int_attr(p, "block_size", 0) != 0) unsupported(n, "block_size: blocked quantization");
   const int scale_t = n.inputs.at(1), zero_t = n.inputs.size() > 2 ? n.inputs[2] : -1;
   Quantization q;
-  q.scale = values[scale_t].constant;
-  q.zero = zero_t >= 0 ? values[zero_t].constant : nullptr;
   q.count = elements(values[scale_t].shape);
-  if (!q.scale || (zero_t >= 0 && !q.zero)) unsupported(n, "x_scale and x_zero_point must be constants");
   if (zero_t >= 0 && elements(values[zero_t].shape) != q.count) {
     unsupported(n, "x_zero_point must have x_scale's " + std::to_string(q.count) + " values");
   }
-  if (!q.zero) q.zero = owned_data(std::vector<float>(std::size_t(q.count), 0.0f));
+  // Computed at run time (DynamicQuantizeLinear's): one value each, read when the step runs.
+  const bool computed = !values[scale_t].constant || (zero_t >= 0 && !values[zero_t].constant);
+  if (computed && q.count != 1) unsupported(n, "x_scale and x_zero_point computed at run time must be scalars");
+  const Ref scale = computed ? plain(scale_t, n.name) : Ref{-1, values[scale_t].constant};
+  const Ref zero = zero_t < 0 ? Ref{-1, owned_data(std::vector<float>(std::size_t(q.count), 0.0f))}
+                   : computed ? plain(zero_t, n.name)
+                              : Ref{-1, values[zero_t].constant};
   // A scalar scale applies to every element, whatever the axis (a bias's rank 1 and axis 1).
   const std::size_t axis = q.count == 1 ? 0 : std::size_t(axis_of(n, int_attr(p, "axis", 1), xs.size()));
   if (q.count != 1 && (values[scale_t].shape.size() != 1 || xs[axis] != q.count)) {
@@ -1138,7 +1142,20 @@ void Model::Impl::add_quantize_linear(const frontend::GraphNode& n, const onnx::
   const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
   const int y = output(n.outputs[0], in_nhwc);
   const std::int64_t count = elements(xs);
-  push(n, [=, this] { (quantize ? quantize_linear : dequantize_linear)(at(x), count, q, ptr[y], threads); });
+  push(n, [=, this] {
+    Quantization now = q;
+    now.scale = at(scale);
+    now.zero = at(zero);
+    (quantize ? quantize_linear : dequantize_linear)(at(x), count, now, ptr[y], threads);
+  });
+}
+
+void Model::Impl::add_dynamic_quantize_linear(const frontend::GraphNode& n) {
+  if (n.outputs.size() != 3) unsupported(n, "outputs y, y_scale and y_zero_point expected");
+  const Ref x = plain(n.inputs.at(0), n.name);
+  const std::int64_t count = elements(values[n.inputs[0]].shape);
+  const int y = output(n.outputs[0], false), scale = output(n.outputs[1], false), zero = output(n.outputs[2], false);
+  push(n, [=, this] { dynamic_quantize_linear(at(x), count, ptr[y], ptr[scale], ptr[zero], threads); });
 }
 
 void Model::Impl::add_resize(const frontend::GraphNode& n, const onnx::NodeProto& p) {

@@ -168,6 +168,10 @@ struct Quantization {
 };
 void quantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads = 1);
 void dequantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads = 1);
+// DynamicQuantizeLinear: x's range widened to hold 0, its uint8 scale (max - min) / 255 (1 for
+// an all-zero x) and zero point (0 - min) / scale rounded half to even into [0, 255], and x
+// quantized by them (quantize_linear), as ONNX Runtime computes them.
+void dynamic_quantize_linear(const float* x, std::int64_t n, float* y, float* scale, float* zero, int threads = 1);
 
 // LpNormalization: x over its p-norm (p 1 or 2) along axis; a norm of 0 gives 0, as ONNX
 // Runtime gives.

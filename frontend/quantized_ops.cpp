@@ -102,7 +102,9 @@ class Expander {
     onnx::NodeProto& node = out_.emplace_back();
     node.set_op_type(op);
     node.set_name(name);
-    for (const auto& i : inputs) node.add_input(i);
+    std::size_t given = inputs.size();  // an optional input left out is dropped from the end
+    while (given > 0 && inputs[given - 1].empty()) --given;
+    for (std::size_t i = 0; i < given; ++i) node.add_input(inputs[i]);
     for (const auto& o : outputs) node.add_output(o);
     return node;
   }

@@ -564,8 +564,10 @@ struct Model::Impl {
 
   void add_instance_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
   // QuantizeLinear and DequantizeLinear (plain_ops.hpp, quantize_linear): constant scales and
-  // zero points, per tensor or per axis; a tensor a conv wrote NHWC stays NHWC.
+  // zero points, per tensor or per axis, or a scalar pair computed at run time
+  // (DynamicQuantizeLinear's); a tensor a conv wrote NHWC stays NHWC.
   void add_quantize_linear(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  void add_dynamic_quantize_linear(const frontend::GraphNode& n);
 
   // Resize (opset 10: scales; 11+: roi, scales, sizes) and Upsample (7: scales attribute; 9:
   // scales input, asymmetric coordinates) of the dims after the second of a 3-D to 5-D tensor.

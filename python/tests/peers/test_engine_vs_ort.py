@@ -1984,6 +1984,31 @@ def test_quantized_operators_run_as_their_float_ops(tmp_path):
     assert m.describe()["kernels"] >= 6  # QLinearConv x 3, QLinearMatMul, MatMulInteger, ConvInteger
 
 
+def test_a_dynamically_quantized_transformer_layer(tmp_path):
+    # onnxruntime.quantization.quantize_dynamic's form (BERT and GPT-2 int8 on CPUs): each MatMul
+    # of a constant as DynamicQuantizeLinear of its input (scale and zero point from the values
+    # at run time), MatMulInteger against int8 weights, then Cast and a Mul by the two scales;
+    # inputs all positive, all negative and all zero as well (the range widened to hold 0; an
+    # all-zero input's scale 1).
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    b = Builder()
+    h = b.node("MatMul", ["x", b.const(RNG.standard_normal((32, 64)) * 0.2)])
+    h = b.erf_gelu(b.node("Add", [h, b.const(RNG.uniform(-0.1, 0.1, 64))]))
+    out = b.node("Add", [b.node("MatMul", [h, b.const(RNG.standard_normal((64, 32)) * 0.2)]), "x"])
+    b.save(str(tmp_path / "f32.onnx"), [("x", ["batch", 7, 32])], [out])
+    path = str(tmp_path / "dyn.onnx")
+    quantize_dynamic(str(tmp_path / "f32.onnx"), path, weight_type=QuantType.QInt8)
+    assert "DynamicQuantizeLinear" in {n.op_type for n in onnx.load(path).graph.node}
+    m = compare(path, batch=2)
+    assert m.describe()["kernels"] == 2
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for x in (np.abs(RNG.standard_normal((2, 7, 32))), -np.abs(RNG.standard_normal((2, 7, 32))), np.zeros((2, 7, 32))):
+        x = x.astype(np.float32)
+        ours, theirs = m.run([x])[0], session.run(None, {"x": x})[0]
+        assert float(np.max(np.abs(ours - theirs) / np.maximum(np.abs(theirs), 1))) <= 1e-4
+
+
 def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
     # A 3-D UNet's decoder: trilinear and nearest upsampling of [N, C, D, H, W] by scales or
     # sizes, in each coordinate mode, and a downsampling.
