@@ -210,11 +210,17 @@ void Model::Impl::add_unread_input(const onnx::ValueInfoProto& v) {
 }
 
 void Model::Impl::add_outputs() {
+  std::vector<int> declared;  // in the file's order, as ONNX Runtime returns them
   for (std::size_t t = 0; t < graph.tensors().size(); ++t) {
-    if (!graph.tensors()[t].output) continue;
-    const Ref r = plain(int(t), "the graph's outputs");
+    if (graph.tensors()[t].output) declared.push_back(int(t));
+  }
+  std::stable_sort(declared.begin(), declared.end(), [&](int a, int b) {
+    return file->output_position(graph.tensors()[a].name) < file->output_position(graph.tensors()[b].name);
+  });
+  for (const int t : declared) {
+    const Ref r = plain(t, "the graph's outputs");
     if (r.slot >= 0) slots[r.slot].last = std::numeric_limits<int>::max();  // read after the last step
-    output_tensors.push_back(int(t));
+    output_tensors.push_back(t);
     const std::string& dtype = graph.tensors()[t].dtype;
     outputs.push_back({graph.tensors()[t].name, values[t].shape, dtype.empty() ? "float" : dtype});
   }

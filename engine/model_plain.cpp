@@ -1119,13 +1119,10 @@ void Model::Impl::add_quantize_linear(const frontend::GraphNode& n, const onnx::
   if (zero_t >= 0 && elements(values[zero_t].shape) != q.count) {
     unsupported(n, "x_zero_point must have x_scale's " + std::to_string(q.count) + " values");
   }
-  // Computed at run time (DynamicQuantizeLinear's): one value each, read when the step runs.
-  const bool computed = !values[scale_t].constant || (zero_t >= 0 && !values[zero_t].constant);
-  if (computed && q.count != 1) unsupported(n, "x_scale and x_zero_point computed at run time must be scalars");
-  const Ref scale = computed ? plain(scale_t, n.name) : Ref{-1, values[scale_t].constant};
-  const Ref zero = zero_t < 0 ? Ref{-1, owned_data(std::vector<float>(std::size_t(q.count), 0.0f))}
-                   : computed ? plain(zero_t, n.name)
-                              : Ref{-1, values[zero_t].constant};
+  // Constants, or computed at run time (DynamicQuantizeLinear's) and read when the step runs.
+  const Ref scale = plain(scale_t, n.name);
+  const Ref zero =
+      zero_t < 0 ? Ref{-1, owned_data(std::vector<float>(std::size_t(q.count), 0.0f))} : plain(zero_t, n.name);
   // A scalar scale applies to every element, whatever the axis (a bias's rank 1 and axis 1).
   const std::size_t axis = q.count == 1 ? 0 : std::size_t(axis_of(n, int_attr(p, "axis", 1), xs.size()));
   if (q.count != 1 && (values[scale_t].shape.size() != 1 || xs[axis] != q.count)) {

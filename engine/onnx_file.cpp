@@ -180,6 +180,14 @@ int OnnxFile::input_position(const std::string& tensor) const {
   return -1;
 }
 
+int OnnxFile::output_position(const std::string& tensor) const {
+  const auto& out = model_->graph().output();
+  for (int i = 0; i < out.size(); ++i) {
+    if (out.Get(i).name() == tensor) return i;
+  }
+  return -1;
+}
+
 std::string OnnxFile::input_type(const std::string& tensor) const {
   for (const auto& v : model_->graph().input()) {
     if (v.name() != tensor || !v.type().has_tensor_type()) continue;

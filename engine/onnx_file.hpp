@@ -49,6 +49,9 @@ class OnnxFile {
   // A graph input's position among the graph's inputs (the order ONNX Runtime takes them in);
   // -1 for a tensor that is no graph input.
   int input_position(const std::string& tensor) const;
+  // A graph output's position among the graph's outputs (the order ONNX Runtime returns them
+  // in); -1 for a tensor that is no graph output.
+  int output_position(const std::string& tensor) const;
 
  private:
   void add_constant(const onnx::TensorProto& t);

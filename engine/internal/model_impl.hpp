@@ -563,9 +563,9 @@ struct Model::Impl {
   void add_tile(const frontend::GraphNode& n);
 
   void add_instance_norm(const frontend::GraphNode& n, const onnx::NodeProto& p);
-  // QuantizeLinear and DequantizeLinear (plain_ops.hpp, quantize_linear): constant scales and
-  // zero points, per tensor or per axis, or a scalar pair computed at run time
-  // (DynamicQuantizeLinear's); a tensor a conv wrote NHWC stays NHWC.
+  // QuantizeLinear and DequantizeLinear (plain_ops.hpp, quantize_linear): scales and zero
+  // points per tensor or per axis, constants or computed at run time (DynamicQuantizeLinear's);
+  // a tensor a conv wrote NHWC stays NHWC.
   void add_quantize_linear(const frontend::GraphNode& n, const onnx::NodeProto& p);
   void add_dynamic_quantize_linear(const frontend::GraphNode& n);
 

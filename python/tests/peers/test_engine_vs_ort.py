@@ -2009,6 +2009,19 @@ def test_a_dynamically_quantized_transformer_layer(tmp_path):
         assert float(np.max(np.abs(ours - theirs) / np.maximum(np.abs(theirs), 1))) <= 1e-4
 
 
+def test_outputs_come_in_the_order_the_graph_declares_them(tmp_path):
+    # As ONNX Runtime returns them (DynamicQuantizeLinear written out declares y before the scale
+    # its nodes compute first): by the graph's output list, not by the order nodes write them.
+    b = Builder()
+    first = b.node("Relu", ["x"])
+    second = b.node("Neg", [first])
+    path = b.save(str(tmp_path / "order.onnx"), [("x", [2, 3])], [second, "x", first])
+    m = compare(path)
+    assert [n for n, _ in m.outputs] == [second, "x", first]
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert [o.name for o in session.get_outputs()] == [n for n, _ in m.outputs]
+
+
 def test_three_d_resizes_as_a_3d_unet_upsamples(tmp_path):
     # A 3-D UNet's decoder: trilinear and nearest upsampling of [N, C, D, H, W] by scales or
     # sizes, in each coordinate mode, and a downsampling.
