@@ -93,7 +93,7 @@ std::vector<ConvRegion> sparse_conv_regions(const ConvAxis& h, const ConvAxis& w
       work += regions.back().pixels() * regions.back().taps();
     }
   }
-  if (4 * work > 3 * h.out * w.out * h.taps * w.taps) return {};
+  if (5 * work > 4 * h.out * w.out * h.taps * w.taps) return {};
   return regions;
 }
 

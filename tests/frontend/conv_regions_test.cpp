@@ -75,6 +75,10 @@ TEST(SparseConvRegions, AsppRatesSplitAndDenseConvsDoNot) {
   EXPECT_EQ(largest_region(nine).pixels() * largest_region(nine).taps(), 256);
   // A 1-D conv: one row, the split along its length only.
   EXPECT_EQ(sparse_conv_regions(ConvAxis{}, rate24).size(), 3u);
+  // DeepLabv3 at 520: rate 12 on a 65-pixel map leaves 0.77 of the work, and splits; Inception
+  // v3's 1x7 with pad 3 on 17 pixels leaves 0.90 (seven narrow regions), and does not.
+  EXPECT_EQ(sparse_conv_regions({65, 65, 3, 1, 12, 12}, {65, 65, 3, 1, 12, 12}).size(), 9u);
+  EXPECT_TRUE(sparse_conv_regions({17, 17, 1, 1, 0, 1}, {17, 17, 7, 1, 3, 1}).empty());
   // Dense 3x3s with pad 1 lose few taps at the border: one im2col matmul.
   EXPECT_TRUE(sparse_conv_regions({8, 8, 3, 1, 1, 1}, {8, 8, 3, 1, 1, 1}).empty());
   EXPECT_TRUE(sparse_conv_regions({56, 56, 3, 1, 1, 1}, {56, 56, 3, 1, 1, 1}).empty());
