@@ -360,18 +360,34 @@ namespace {
 
 // y = clamp(nearbyint(x / scale) + zero, low, high) over n values of one scale and zero point,
 // or (s, z not null: channels last) of scale s[j] and zero point z[j] each.
-ATVOSS_INLINE void quantize_run_body(const float* x, std::int64_t n, float scale, float zero, const float* s,
-                                     const float* z, float low, float high, float* y) {
+// With round_trip, the quantized value's dequantization, (q - zero) * scale.
+template <bool round_trip>
+ATVOSS_INLINE void quantize_values(const float* x, std::int64_t n, float scale, float zero, const float* s,
+                                   const float* z, float low, float high, float* y) {
   if (s) {
-    for (std::int64_t j = 0; j < n; ++j) y[j] = std::min(std::max(std::nearbyint(x[j] / s[j]) + z[j], low), high);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float q = std::min(std::max(std::nearbyint(x[j] / s[j]) + z[j], low), high);
+      y[j] = round_trip ? (q - z[j]) * s[j] : q;
+    }
   } else {
-    for (std::int64_t j = 0; j < n; ++j) y[j] = std::min(std::max(std::nearbyint(x[j] / scale) + zero, low), high);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const float q = std::min(std::max(std::nearbyint(x[j] / scale) + zero, low), high);
+      y[j] = round_trip ? (q - zero) * scale : q;
+    }
+  }
+}
+ATVOSS_INLINE void quantize_run_body(const float* x, std::int64_t n, float scale, float zero, const float* s,
+                                     const float* z, float low, float high, bool round_trip, float* y) {
+  if (round_trip) {
+    quantize_values<true>(x, n, scale, zero, s, z, low, high, y);
+  } else {
+    quantize_values<false>(x, n, scale, zero, s, z, low, high, y);
   }
 }
 ATVOSS_BUILT_TWICE(quantize_run,
                    (const float* x, std::int64_t n, float scale, float zero, const float* s, const float* z, float low,
-                    float high, float* y),
-                   (x, n, scale, zero, s, z, low, high, y))
+                    float high, bool round_trip, float* y),
+                   (x, n, scale, zero, s, z, low, high, round_trip, y))
 
 // y = (x - zero) * scale, as quantize_run reads its scales and zero points.
 ATVOSS_INLINE void dequantize_run_body(const float* x, std::int64_t n, float scale, float zero, const float* s,
@@ -408,8 +424,8 @@ void quantization_runs(std::int64_t n, const Quantization& q, int threads, F f) 
 void quantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads) {
   const auto run = quantize_run_here();
   quantization_runs(n, q, threads, [&](std::int64_t at, std::int64_t len, std::int64_t c) {
-    if (c >= 0) return run(x + at, len, q.scale[c], q.zero[c], nullptr, nullptr, q.low, q.high, y + at);
-    run(x + at, len, 0, 0, q.scale, q.zero, q.low, q.high, y + at);
+    if (c >= 0) return run(x + at, len, q.scale[c], q.zero[c], nullptr, nullptr, q.low, q.high, q.round_trip, y + at);
+    run(x + at, len, 0, 0, q.scale, q.zero, q.low, q.high, q.round_trip, y + at);
   });
 }
 

@@ -159,12 +159,15 @@ void rms_norm(const float* x, const Shape& xs, std::int64_t axis, float epsilon,
 // (the engine's integers are exact floats): quantize y = clamp(nearbyint(x / scale) + zero,
 // low, high) (round half to even, the division as written), dequantize y = (x - zero) * scale.
 // One scale and zero point for the tensor (count 1), or one per index along an axis: element i
-// takes those of (i / inner) % count.
+// takes those of (i / inner) % count. A round trip (a QDQ model's activation: QuantizeLinear read
+// only by DequantizeLinear of the same scale and zero point) gives the dequantized value in one
+// pass.
 struct Quantization {
   const float* scale = nullptr;  // count values each
   const float* zero = nullptr;
   std::int64_t count = 1, inner = 1;
   float low = 0, high = 255;  // the integer type's range (quantize)
+  bool round_trip = false;    // quantize then dequantize by the same scale and zero point
 };
 void quantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads = 1);
 void dequantize_linear(const float* x, std::int64_t n, const Quantization& q, float* y, int threads = 1);

@@ -567,6 +567,9 @@ struct Model::Impl {
   // points per tensor or per axis, constants or computed at run time (DynamicQuantizeLinear's);
   // a tensor a conv wrote NHWC stays NHWC.
   void add_quantize_linear(const frontend::GraphNode& n, const onnx::NodeProto& p);
+  // The DequantizeLinear node that alone reads QuantizeLinear n's output (not a graph output)
+  // with the same scale, zero point and axis: the pair runs as one round trip. -1 for none.
+  int dequantizing_reader(const frontend::GraphNode& n, const onnx::NodeProto& p) const;
   void add_dynamic_quantize_linear(const frontend::GraphNode& n);
 
   // Resize (opset 10: scales; 11+: roi, scales, sizes) and Upsample (7: scales attribute; 9:

@@ -1899,6 +1899,7 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path):
     # and an int32 bias, each dequantized once at load (its constant subgraph) and then a conv's or
     # a Gemm's weights on the tuned kernels; uint8 activations quantized and dequantized between.
     # ONNX Runtime computes the fused int8 ops; the float ops the file writes agree with them here.
+    # A QuantizeLinear read only by a DequantizeLinear of the same scale runs with it as one step.
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     b = Builder()
@@ -1921,6 +1922,9 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path):
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     m = compare(path)
     assert m.describe()["kernels"] == 4  # the three convs and the Gemm, on dequantized weights
+    # Each activation's QuantizeLinear and the DequantizeLinear that alone reads it: one pass.
+    ops = [s.get("op") for s in m.describe()["steps"]]
+    assert ops.count("QuantizeLinear") >= 5 and "DequantizeLinear" not in ops, ops
 
 
 def test_quantized_operators_run_as_their_float_ops(tmp_path):
