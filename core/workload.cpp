@@ -11,9 +11,9 @@ namespace atvoss {
 namespace {
 
 const std::vector<std::string>& epilogue_ops() {
-  static const std::vector<std::string> ops = {"bias",     "batchnorm", "relu",       "relu6",    "leaky_relu", "gelu",
-                                               "gelu_erf", "sigmoid",   "silu",       "tanh",     "hardswish",  "mish",
-                                               "add",      "layernorm", "requantize", "quantize", "dequantize"};
+  static const std::vector<std::string> ops = {
+      "bias", "batchnorm", "relu",        "relu6", "leaky_relu", "gelu",      "gelu_erf",   "sigmoid",  "silu",
+      "tanh", "hardswish", "hardsigmoid", "mish",  "add",        "layernorm", "requantize", "quantize", "dequantize"};
   return ops;
 }
 

@@ -32,8 +32,8 @@
 // conv2d/depthwise accept stride and pad as optional (defaults 1 and 0); the
 // canonical JSON always carries them, so {"stride":1} and no stride share a key.
 // Epilogue ops (bias, batchnorm, relu, relu6, leaky_relu, gelu (tanh form), gelu_erf, sigmoid, silu, tanh,
-// hardswish, mish, add, layernorm, requantize, quantize, dequantize) apply, in the given order, to ops that take one:
-// matmul, batch_matmul, conv2d, depthwise_conv2d, elementwise and map.
+// hardswish, hardsigmoid, mish, add, layernorm, requantize, quantize, dequantize) apply, in the given order, to ops
+// that take one: matmul, batch_matmul, conv2d, depthwise_conv2d, elementwise and map.
 #pragma once
 
 #include <cstdint>

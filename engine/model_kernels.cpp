@@ -17,6 +17,7 @@ std::string exact_step(const onnx::NodeProto& n, const OnnxFile& file) {
   if (op == "Sigmoid") return "sigmoid";
   if (op == "Tanh") return "tanh";
   if (op == "HardSwish") return "hardswish";
+  if (frontend::is_torch_hardsigmoid(n)) return "hardsigmoid";
   if (op == "Mish") return "mish";
   if (op == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "gelu_erf";
   if (op == "Clip") {  // a ReLU (min 0, no max) or a ReLU6 (min 0, max 6)

@@ -78,6 +78,14 @@ inline std::string string_attr(const onnx::NodeProto& n, const std::string& name
   return fallback;
 }
 
+// Whether n is torch's Hardsigmoid as it exports (HardSigmoid of alpha 1/6 and beta 0.5: the
+// host's "hardsigmoid" epilogue op, MobileNetV3's squeeze-and-excite gate), which the importer
+// names and the engine fuses as that op; another alpha or beta is not.
+inline bool is_torch_hardsigmoid(const onnx::NodeProto& n) {
+  return n.op_type() == "HardSigmoid" && float_attr(n, "alpha", 0.2f) == 1.0f / 6 &&
+         float_attr(n, "beta", 0.5f) == 0.5f;
+}
+
 // Empty where the node has none.
 inline std::vector<std::int64_t> ints_attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute()) {

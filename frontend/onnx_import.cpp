@@ -219,8 +219,8 @@ class Extractor {
   // The epilogue op an activation node is (Clip as ReLU6 clamps like ReLU), if any: its own
   // where the host kernels compute it (a host job tunes the kernel the engine runs). The other
   // unary activations run as the one of the same vector cost: a comparison and a select (Elu,
-  // Selu, ThresholdedRelu as leaky_relu), one transcendental (Softsign, Softplus, HardSigmoid as
-  // sigmoid).
+  // Selu, ThresholdedRelu as leaky_relu), one transcendental (Softsign, Softplus, and a
+  // HardSigmoid other than torch's as sigmoid).
   static std::optional<std::string> activation_of(const onnx::NodeProto& n) {
     static const std::map<std::string, std::string> ops = {{"Relu", "relu"},
                                                            {"Clip", "relu"},
@@ -237,6 +237,7 @@ class Extractor {
                                                            {"HardSwish", "hardswish"},
                                                            {"Mish", "mish"}};
     if (n.op_type() == "Gelu") return string_attr(n, "approximate", "none") == "tanh" ? "gelu" : "gelu_erf";
+    if (is_torch_hardsigmoid(n)) return "hardsigmoid";
     const auto it = ops.find(n.op_type());
     return it == ops.end() ? std::nullopt : std::optional(it->second);
   }

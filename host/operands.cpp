@@ -121,6 +121,7 @@ double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_
     if (op == "leaky_relu") v = v < 0 ? v * o.slope[col] : v;
     if (op == "tanh") v = std::tanh(v);
     if (op == "hardswish") v = v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
+    if (op == "hardsigmoid") v = std::clamp(v / 6 + 0.5, 0.0, 1.0);
     if (op == "mish") v = v * std::tanh(std::log1p(std::exp(v)));
     if (op == "add") v += o.residual[at];
     if (op == "quantize" || op == "requantize") v = (double(u8_code(v, o.qout)) - o.qout[1]) * o.qout[0];

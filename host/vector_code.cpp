@@ -142,6 +142,7 @@ constexpr EpilogueOp kEpilogueOps[] = {
     {"tanh", "v = vtanh(v);"},
     {"hardswish",
      "{ vf h = v * (1.0f / 6) + 0.5f; h = h > vf{} ? h : vf{}; h = h < 1.0f ? h : vf{} + 1.0f; v = v * h; }"},
+    {"hardsigmoid", "{ vf h = v * (1.0f / 6) + 0.5f; h = h > vf{} ? h : vf{}; v = h < 1.0f ? h : vf{} + 1.0f; }"},
     {"mish", "v = vmish(v);"},
     {"add", "v += L(res_row + col);"},
     {"quantize", "v = quantize_dequantize(v, g.qout);"},

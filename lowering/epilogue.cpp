@@ -34,6 +34,7 @@ double epilogue_ops_per_element(const std::string& op) {
   if (op == "tanh") return 5;                            // exp, add, divide, the sign
   if (op == "mish") return 6;                            // exp, add, multiply, divide, multiply
   if (op == "hardswish") return 4;                       // a multiply-add, two compare-selects, a multiply
+  if (op == "hardsigmoid") return 3;                     // a multiply-add, two compare-selects
   if (op == "leaky_relu") return 2;                      // compare-select and a multiply
   if (op == "relu6") return 2;                           // two compare-selects
   if (op == "requantize" || op == "quantize") return 3;  // -> int8: scale, round, saturate

@@ -2,7 +2,7 @@
 // them fuse into the main kernel at a fusion_level, how much vector work each costs
 // per element, and which extra tensors it reads. No hardware behaviour lives here.
 //   fusion_level 0 none; 1 elementwise epilogues (bias, relu,
-//   leaky_relu, gelu, gelu_erf, sigmoid, silu, tanh, hardswish, mish, requantize, quantize,
+//   leaky_relu, gelu, gelu_erf, sigmoid, silu, tanh, hardswish, hardsigmoid, mish, requantize, quantize,
 //   dequantize); 2 also
 //   normalisation and residual (batchnorm, add, layernorm); 3 like 2, and the output
 //   tiles stay on chip for the next op (L1 space and a hand-over per tile).

@@ -20,7 +20,8 @@ std::vector<FusionRule> built_ins() {
   return {
       {"elementwise",
        {"*",
-        "bias|relu|relu6|leaky_relu|gelu|gelu_erf|sigmoid|silu|tanh|hardswish|mish|requantize|quantize|dequantize+"},
+        "bias|relu|relu6|leaky_relu|gelu|gelu_erf|sigmoid|silu|tanh|hardswish|hardsigmoid|mish|requantize|quantize|"
+        "dequantize+"},
        1,
        0,
        0},

@@ -3,8 +3,8 @@
 // schedule's fusion_level enables and keeps the longest chain one of them fuses, so a
 // new fusion is added by registering a rule (from C++, or declared in a job spec:
 // docs/job-spec.md), not by editing a switch. Built in, registered like any other:
-//   elementwise  fusion_level 1: bias, relu, leaky_relu, gelu, gelu_erf, sigmoid, silu, tanh, hardswish, mish,
-//   requantize any-epilogue fusion_level 2: every epilogue op (normalisation and residual too)
+//   elementwise  fusion_level 1: bias, relu, leaky_relu, gelu, gelu_erf, sigmoid, silu, tanh, hardswish, hardsigmoid,
+//   mish, requantize any-epilogue fusion_level 2: every epilogue op (normalisation and residual too)
 // A rule's pattern is the chain it fuses: pattern[0] matches the main op, the rest
 // match the epilogue ops in order. A step is an op name, "a|b|c" (any of them) or "*"
 // (any op); a step ending in "+" matches one or more consecutive ops. A rule fuses the

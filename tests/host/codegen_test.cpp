@@ -35,6 +35,11 @@ const std::vector<ScheduleCase> kCases = {
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"fusion_level", 1}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29},"epilogue":["bias","leaky_relu","mish"]})",
      {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"fusion_level", 0}}},
+    // MobileNetV3's squeeze-and-excite gate: torch's Hardsigmoid, in the kernel and in a pass.
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29},"epilogue":["bias","hardsigmoid"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"fusion_level", 1}}},
+    {R"({"op":"matmul","dtype":"float32","dims":{"M":13,"N":37,"K":29},"epilogue":["bias","hardsigmoid"]})",
+     {{"micro_m", 6}, {"micro_n", 16}, {"tile_order", 0}, {"fusion_level", 0}}},
     {R"({"op":"matmul","dtype":"float32","dims":{"M":50,"N":70,"K":130},"epilogue":["bias","gelu"]})",
      {{"micro_m", 4},
       {"micro_n", 24},

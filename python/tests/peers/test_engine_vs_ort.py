@@ -252,6 +252,13 @@ def test_activations_fused_into_convs_and_matmuls_as_exporters_write_them(tmp_pa
     mish = b.node("Mul", [b.conv(swish, 16, 16, 3, pads=[1, 1, 1, 1]),
                           b.node("Tanh", [b.node("Softplus", [b.conv(swish, 16, 16, 1)])])])  # Mish unfolded
     mish_op = b.node("Mish", [b.conv(swish, 16, 16, 1)])
+    # MobileNetV3's squeeze-and-excite gate: torch's Hardsigmoid (alpha 1/6) in the kernel; the
+    # ONNX default's (alpha 0.2) after it.
+    pooled = b.node("GlobalAveragePool", [mish_op])
+    gate = b.node("HardSigmoid", [b.conv(b.node("Relu", [b.conv(pooled, 16, 8, 1)]), 8, 16, 1)], alpha=1.0 / 6,
+                  beta=0.5)
+    other = b.node("HardSigmoid", [b.conv(pooled, 16, 16, 1)])
+    mish_op = b.node("Mul", [b.node("Mul", [mish_op, gate]), other])
     flat = b.node("Flatten", [mish_op], axis=1)
     fc = b.node("PRelu", [b.node("Gemm", [flat, b.const(RNG.standard_normal((16 * 7 * 9, 10)) * 0.05),
                                           b.const(RNG.uniform(-0.1, 0.1, 10))]),
@@ -260,11 +267,17 @@ def test_activations_fused_into_convs_and_matmuls_as_exporters_write_them(tmp_pa
     m = compare(path)
     steps = m.describe()["steps"]
     kernels = sorted(s["workload"]["epilogue"] for s in steps if s["kind"] == "kernel")
-    for fused in (["bias", "leaky_relu"], ["bias", "tanh"], ["bias", "add", "hardswish"], ["bias", "mish"]):
+    for fused in (["bias", "leaky_relu"], ["bias", "tanh"], ["bias", "add", "hardswish"], ["bias", "mish"],
+                  ["bias", "hardsigmoid"]):
         assert fused in kernels, kernels
     assert kernels.count(["bias", "leaky_relu"]) == 4, kernels  # LeakyRelu, two PRelus, the Gemm's
-    assert [s["op"] for s in steps if s.get("op") in ("LeakyRelu", "PRelu", "Tanh", "HardSwish", "Mish")] == [
-        "PRelu", "Tanh"], steps  # the slopes along W, and the unfolded Mish's Tanh of a Softplus
+    ops = ("LeakyRelu", "PRelu", "Tanh", "HardSwish", "Mish", "HardSigmoid")
+    assert [s["op"] for s in steps if s.get("op") in ops] == [
+        "PRelu", "Tanh", "HardSigmoid"], steps  # the slopes along W, the unfolded Mish's Tanh, alpha 0.2
+    # The importer's tasks name the gate's op, so a host job tunes the kernel that runs.
+    fused = atvoss.graph.FusionScheduler.builtin(atvoss.Graph.from_onnx(path)).graph
+    tasks = [n.kernel.to_json()["epilogue"] for n in fused.nodes.values() if n.kernel]
+    assert tasks.count(["bias", "hardsigmoid"]) == 1 and tasks.count(["bias", "sigmoid"]) == 1, tasks
 
 
 def test_layer_norms_as_exporters_write_them_below_opset_17(tmp_path):
