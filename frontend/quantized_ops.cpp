@@ -154,6 +154,7 @@ class Expander {
   std::string folded(const onnx::NodeProto& n, const std::string& value, const std::vector<double>& v,
                      const std::vector<double>& s, const std::vector<double>& z, std::int64_t axis) {
     const TP& t = *constants_.at(value);
+    if (elements(t) != std::int64_t(v.size())) throw_bad_input(where(n) + ": constant '" + value + "' is truncated");
     const std::int64_t rank = t.dims_size();
     if (axis < 0) axis += rank;
     // A scale of 1 with a zero point per column (MatMulInteger's b_zero_point): per column.
@@ -173,7 +174,6 @@ class Expander {
       // As DequantizeLinear computes it.
       out[i] = double(float(v[i] - z[z.size() == 1 ? 0 : c]) * float(s[s.size() == 1 ? 0 : c]));
     }
-    if (elements(t) != std::int64_t(v.size())) throw_bad_input(where(n) + ": constant '" + value + "' is truncated");
     return float_constant(n, std::move(out), t);
   }
 
