@@ -402,6 +402,17 @@ ATVOSS_BUILT_TWICE(dequantize_run,
                    (const float* x, std::int64_t n, float scale, float zero, const float* s, const float* z, float* y),
                    (x, n, scale, zero, s, z, y))
 
+// Values on the grid are (q - zero) * scale to a rounding, so x * inverse + zero is q to well
+// within a half: truncating v + 1/2 (v >= 0) rounds it.
+ATVOSS_INLINE void grid_codes_run_body(const float* x, std::int64_t n, float inverse, float zero, std::uint8_t* q) {
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float v = std::min(std::max(x[j] * inverse + zero, 0.0f), 255.0f);
+    q[j] = std::uint8_t(int(v + 0.5f));
+  }
+}
+ATVOSS_BUILT_TWICE(grid_codes_run, (const float* x, std::int64_t n, float inverse, float zero, std::uint8_t* q),
+                   (x, n, inverse, zero, q))
+
 // f(begin, length, channel) over runs of x that share a scale (channel -1: a row of every
 // channel, channels last), split over the threads.
 template <class F>
@@ -435,6 +446,12 @@ void dequantize_linear(const float* x, std::int64_t n, const Quantization& q, fl
     if (c >= 0) return run(x + at, len, q.scale[c], q.zero[c], nullptr, nullptr, y + at);
     run(x + at, len, 0, 0, q.scale, q.zero, y + at);
   });
+}
+
+void grid_codes(const float* x, std::int64_t n, float scale, int zero, std::uint8_t* q, int threads) {
+  const auto run = grid_codes_run_here();
+  split(n, kGrain, threads,
+        [&](std::int64_t i0, std::int64_t i1) { run(x + i0, i1 - i0, 1.0f / scale, float(zero), q + i0); });
 }
 
 void dynamic_quantize_linear(const float* x, std::int64_t n, float* y, float* scale, float* zero, int threads) {

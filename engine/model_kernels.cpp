@@ -4,8 +4,10 @@
 #include <cmath>
 
 #include "engine/internal/model_impl.hpp"
+#include "engine/plain_ops.hpp"
 #include "frontend/phase_conv.hpp"
 #include "host/host_space.hpp"
+#include "host/machine.hpp"
 
 namespace atvoss::engine {
 namespace {
@@ -183,13 +185,14 @@ Model::Impl::ChannelData Model::Impl::channel_data(Chain& c, std::vector<float>&
   ChannelData d;
   if (has(c.epilogue, "bias")) d.bias = owned_data(std::move(bias));
   if (has(c.epilogue, "leaky_relu")) d.slope = owned_data(std::move(c.slope));
+  if (has(c.epilogue, "requantize")) d.qout = owned_data(std::move(c.qout));
   return d;
 }
 
-Workload Model::Impl::kernel_workload(const Workload& w, const std::vector<std::string>& epilogue) const {
+Workload Model::Impl::kernel_workload(const Workload& w, const std::vector<std::string>& epilogue, DType dtype) const {
   Json j = w.to_json();
   j["epilogue"] = epilogue;
-  j["dtype"] = "float32";
+  j["dtype"] = std::string(to_string(dtype));
   return Workload::from_json(j);
 }
 
@@ -326,19 +329,34 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
     bias = *b;
   }
   const std::int64_t per_out = cin * r * s;
-  Chain ch = chain_of(i, k, bias, has_bias, true, [&](const std::vector<float>& sc) { scale_rows(oihw, per_out, sc); });
+  bool scaled = false;  // a BN or a scale folded in: the weights are no longer a filter's codes
+  Chain ch = chain_of(i, k, bias, has_bias, true, [&](const std::vector<float>& sc) {
+    scale_rows(oihw, per_out, sc);
+    scaled = true;
+  });
+  take_requantize(ch);
   const Workload w = kernel_workload(w0, ch.epilogue);
   if (!host::supports(w)) return false;
-  const float* filter = owned_data(hwio_weights(oihw.data(), k, cin, r * s));
+  absorbed.insert(ch.taken.begin(), ch.taken.end());
+  const std::int64_t d = conv_attrs(p).dh;
+  const std::optional<Grid> grid = depthwise || scaled || d > 1 ? std::nullopt : grid_of(n.inputs[0]);
+  const std::optional<Int8Filter> codes = grid ? int8_filter(n.inputs[1], k, cin, r * s) : std::nullopt;
+  const Workload w8 = kernel_workload(w0, ch.epilogue, DType::int8);
+  const bool int8 = codes && host::supports(w8) && host::runs_low_precision(w8, host::this_machine());
+  const float* filter = int8 ? nullptr : owned_data(hwio_weights(oihw.data(), k, cin, r * s));
   const ChannelData channels = channel_data(ch, bias);
   const int in = nhwc(n.inputs[0], n.name);
   const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
   const int out = output(ch.out, true);
   Step step{n.name, "kernel", Json::object(), nullptr};
+  if (int8) {
+    add_int8_conv(std::move(step), w8, *grid, *codes, channels, n.inputs[0], in, res, out);
+    return true;
+  }
   prepare_kernel(w, step.info);
   const std::size_t packed_at = packed.size();
   if (!depthwise) packed.push_back(rt->prepare_weights(w, filter));
-  if (const std::int64_t d = conv_attrs(p).dh; d > 1) {  // the importer's conv over the phase images
+  if (d > 1) {  // the importer's conv over the phase images
     step.info["as"] = "dilated conv as d x d phase images";
     add_phase_conv(std::move(step), w, filter, channels, n.inputs[0], in, res, out, d, packed_at);
   } else {
@@ -352,6 +370,121 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   return true;
 }
 
+std::optional<Model::Impl::Grid> Model::Impl::grid_of_node(const frontend::GraphNode& n,
+                                                           const std::string& type) const {
+  const int shift = type == "uint8" ? 0 : type == "int8" ? 128 : -1;
+  if (shift < 0 || n.inputs.size() < 2) return std::nullopt;
+  const Value& scale = values[n.inputs[1]];
+  if (!scale.constant || elements(scale.shape) != 1 || !(scale.constant[0] > 0)) return std::nullopt;
+  Grid g{scale.constant[0], shift};
+  if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
+    const Value& zero = values[n.inputs[2]];
+    if (!zero.constant || elements(zero.shape) != 1) return std::nullopt;
+    g.zero += int(zero.constant[0]);
+  }
+  if (g.zero < 0 || g.zero > 255) return std::nullopt;
+  return g;
+}
+
+std::optional<Model::Impl::Grid> Model::Impl::grid_of(int t) const {
+  const int p = graph.tensors()[t].producer;
+  if (p < 0 || graph.nodes()[p].op != "DequantizeLinear") return std::nullopt;
+  const frontend::GraphNode& dq = graph.nodes()[p];
+  return grid_of_node(dq, graph.tensors()[dq.inputs[0]].dtype);
+}
+
+bool Model::Impl::take_requantize(Chain& c) {
+  if (!c.rest.empty()) return false;
+  const int q = sole_reader(c.out, "QuantizeLinear");
+  if (q < 0) return false;
+  const frontend::GraphNode& qn = graph.nodes()[q];
+  const std::optional<Grid> g = grid_of_node(qn, graph.tensors()[qn.outputs[0]].dtype);
+  const int dq = g ? dequantizing_reader(qn, *file->node(qn.name)) : -1;
+  if (dq < 0) return false;
+  c.epilogue.push_back("requantize");
+  c.qout = {g->scale, float(g->zero)};
+  c.out = graph.nodes()[dq].outputs[0];
+  c.taken = {q, dq};
+  return true;
+}
+
+std::optional<Model::Impl::Int8Filter> Model::Impl::int8_filter(int w, std::int64_t k, std::int64_t cin,
+                                                                std::int64_t taps) const {
+  const int p = graph.tensors()[w].producer;
+  if (p < 0 || graph.nodes()[p].op != "DequantizeLinear") return std::nullopt;
+  const frontend::GraphNode& dq = graph.nodes()[p];
+  const onnx::NodeProto* proto = file->node(dq.name);
+  const std::string& type = graph.tensors()[dq.inputs[0]].dtype;
+  const auto* codes = file->ints(graph.tensors()[dq.inputs[0]].name);
+  const auto* scale = file->floats(graph.tensors()[dq.inputs.at(1)].name);
+  const auto* zero =
+      dq.inputs.size() > 2 && dq.inputs[2] >= 0 ? file->ints(graph.tensors()[dq.inputs[2]].name) : nullptr;
+  const std::int64_t per_out = cin * taps;
+  if (!proto || (type != "int8" && type != "uint8") || !codes || std::int64_t(codes->size()) != k * per_out || !scale) {
+    return std::nullopt;
+  }
+  const std::int64_t count = std::int64_t(scale->size());
+  if ((count != 1 && (count != k || int_attr(*proto, "axis", 1) != 0)) ||
+      (dq.inputs.size() > 2 && dq.inputs[2] >= 0 && (!zero || std::int64_t(zero->size()) != count))) {
+    return std::nullopt;
+  }
+  Int8Filter f;
+  f.hwio.resize(std::size_t(k * per_out));
+  f.scale.resize(std::size_t(k));
+  for (std::int64_t o = 0; o < k; ++o) {
+    const std::size_t at = std::size_t(count == 1 ? 0 : o);
+    f.scale[std::size_t(o)] = (*scale)[at];
+    const std::int64_t z = zero ? (*zero)[at] : 0;
+    for (std::int64_t e = 0; e < per_out; ++e) {  // OIHW [o][ci][u] to HWIO [u][ci][o]
+      const std::int64_t v = (*codes)[std::size_t(o * per_out + e)] - z;
+      if (v < -128 || v > 127) return std::nullopt;
+      const std::int64_t ci = e / taps, u = e % taps;
+      f.hwio[std::size_t((u * cin + ci) * k + o)] = std::int8_t(v);
+    }
+  }
+  return f;
+}
+
+void Model::Impl::add_int8_conv(Step step, const Workload& w, const Grid& g, const Int8Filter& f,
+                                const ChannelData& channels, int x, int in, int res, int out) {
+  const std::int64_t k = std::int64_t(f.scale.size()), rows = std::int64_t(f.hwio.size()) / k;
+  std::vector<float> scale(static_cast<std::size_t>(k));
+  auto sums = std::make_unique<std::vector<std::int32_t>>(std::size_t(k), 0);
+  for (std::int64_t o = 0; o < k; ++o) scale[std::size_t(o)] = g.scale * f.scale[std::size_t(o)];
+  for (std::int64_t e = 0; e < rows; ++e) {
+    for (std::int64_t o = 0; o < k; ++o) (*sums)[std::size_t(o)] += f.hwio[std::size_t(e * k + o)];
+  }
+  for (auto& v : *sums) v *= g.zero;  // padding holds the zero point's code, so every tap is compensated
+  const float* qscale = owned_data(std::move(scale));
+  const std::int32_t* qcomp = sums->data();
+  owned_sums.push_back(std::move(sums));
+  prepare_kernel(w, step.info);
+  step.info["as"] = "int8";
+  const std::size_t packed_at = packed.size();
+  packed.push_back(rt->prepare_weights(w, f.hwio.data()));
+  const std::int64_t count = elements(values[x].shape);
+  slots.push_back({count});  // the input's u8 codes
+  const int codes = int(slots.size()) - 1;
+  writes(codes);
+  reads(codes);
+  step.run = [this, w, g, channels, in, res, out, codes, count, qscale, qcomp, packed_at] {
+    auto* q = reinterpret_cast<std::uint8_t*>(ptr[codes]);
+    grid_codes(ptr[in], count, g.scale, g.zero, q, threads);
+    host::AtvossArgs args{};
+    args.qa = q;
+    args.qzero = g.zero;
+    args.qscale = qscale;
+    args.qcomp = qcomp;
+    args.bias = channels.bias;
+    args.qout = channels.qout;
+    args.residual = res >= 0 ? ptr[res] : nullptr;
+    args.c = ptr[out];
+    runtime::Runtime::use_prepared(w, packed[packed_at], args);
+    rt->run(w, args);
+  };
+  steps.push_back(std::move(step));
+}
+
 void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels,
                              const float* residual, float* c, long packed_at) {
   host::AtvossArgs args{};
@@ -360,6 +493,7 @@ void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, 
   args.c = c;
   args.bias = channels.bias;
   args.slope = channels.slope;
+  args.qout = channels.qout;
   args.residual = residual;
   if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
   rt->run(w, args);

@@ -175,6 +175,10 @@ void dequantize_linear(const float* x, std::int64_t n, const Quantization& q, fl
 // an all-zero x) and zero point (0 - min) / scale rounded half to even into [0, 255], and x
 // quantized by them (quantize_linear), as ONNX Runtime computes them.
 void dynamic_quantize_linear(const float* x, std::int64_t n, float* y, float* scale, float* zero, int threads = 1);
+// The u8 codes of values that lie on a quantization grid (a DequantizeLinear's output, (q -
+// zero) * scale for q in [0, 255]): x / scale + zero, rounded and clamped, one byte each, for an
+// int8 kernel to read.
+void grid_codes(const float* x, std::int64_t n, float scale, int zero, std::uint8_t* q, int threads = 1);
 
 // LpNormalization: x over its p-norm (p 1 or 2) along axis; a norm of 0 gives 0, as ONNX
 // Runtime gives.

@@ -130,14 +130,15 @@ class Expander {
   }
 
   // `value` as floats: (value - zero) * scale, one scale and zero point or one per index of
-  // `axis` (a constant value: folded here; another: a DequantizeLinear node). A scale that is
-  // "" reads as 1 (the Integer ops' operands, their zero point taken off).
+  // `axis` (a constant value: folded here unless kept, as a conv's filter is for the engine's int8
+  // kernels to find its codes; another: a DequantizeLinear node). A scale that is "" reads as 1
+  // (the Integer ops' operands, their zero point taken off).
   std::string dequantized(const onnx::NodeProto& n, const std::string& value, const std::string& scale,
-                          const std::string& zero, std::int64_t axis) {
+                          const std::string& zero, std::int64_t axis, bool keep = false) {
     const auto v = constant(value);
     const auto s = scale.empty() ? std::optional<std::vector<double>>{{1.0}} : constant(scale);
     const auto z = zero.empty() ? std::optional<std::vector<double>>{{0.0}} : constant(zero);
-    if (v && s && z) return folded(n, value, *v, *s, *z, axis);
+    if (v && s && z && !(keep && !scale.empty())) return folded(n, value, *v, *s, *z, axis);
     std::string scale_name = scale;
     if (scale.empty()) scale_name = float_constant(n, {1.0}, TP());
     const std::string out = fresh(n, "float");
@@ -230,7 +231,7 @@ class Expander {
     if (!ms && !n.domain().empty() && n.domain() != "ai.onnx") return false;
     if (!ms && op == "QLinearConv") {
       std::vector<std::string> in{dequantized(n, input(n, 0), input(n, 1), input(n, 2), 1),
-                                  dequantized(n, input(n, 3), input(n, 4), input(n, 5), 0)};
+                                  dequantized(n, input(n, 3), input(n, 4), input(n, 5), 0, true)};
       if (!input(n, 8).empty()) in.push_back(bias(n, input(n, 8), input(n, 1), input(n, 4)));
       quantize(n, float_op(n, "Conv", in), input(n, 6), input(n, 7));
     } else if (!ms && op == "QLinearMatMul") {

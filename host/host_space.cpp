@@ -241,20 +241,32 @@ Schedule on_threads(const Workload& w, Schedule s, const MachineInfo& m, int thr
 
 // int8 and bf16 kernels are generated for AVX-512 VNNI and AVX-512 BF16 only
 // (codegen_lowp.hpp); another CPU is told which flag it lacks.
-void require_low_precision_instructions(const Workload& w, const MachineInfo& m) {
+namespace {
+
+// What require_low_precision_instructions refuses, empty where w runs on m.
+std::string low_precision_gap(const Workload& w, const MachineInfo& m) {
   const char* flag = w.dtype() == DType::int8 ? "avx512_vnni" : w.dtype() == DType::bfloat16 ? "avx512_bf16" : nullptr;
   if (flag && !(m.has_flag(flag) && m.simd_bytes == 64)) {
-    throw_bad_input("host: field 'dtype': " + std::string(to_string(w.dtype())) + " kernels need a CPU with " + flag +
-                    "; this one (" + m.model + ") has none; use \"float32\"");
+    return "host: field 'dtype': " + std::string(to_string(w.dtype())) + " kernels need a CPU with " + flag +
+           "; this one (" + m.model + ") has none; use \"float32\"";
   }
   // vpdpbusd adds into s32 without saturating: 255 * 128 * K must stay below 2^31.
   // A conv's reduction is R x S x C.
   const std::int64_t k = w.is_conv() ? w.dim("R") * w.dim("S") * w.dim("C") : w.dim("K");
   if (w.dtype() == DType::int8 && k > 65536) {
     const std::string field = w.is_conv() ? "dims.R x dims.S x dims.C" : "dims.K";
-    throw_bad_input("host: field '" + field + "' = " + std::to_string(k) +
-                    ": int8 kernels accumulate in s32 and take a reduction <= 65536");
+    return "host: field '" + field + "' = " + std::to_string(k) +
+           ": int8 kernels accumulate in s32 and take a reduction <= 65536";
   }
+  return "";
 }
+
+}  // namespace
+
+void require_low_precision_instructions(const Workload& w, const MachineInfo& m) {
+  if (const std::string gap = low_precision_gap(w, m); !gap.empty()) throw_bad_input(gap);
+}
+
+bool runs_low_precision(const Workload& w, const MachineInfo& m) { return low_precision_gap(w, m).empty(); }
 
 }  // namespace atvoss::host

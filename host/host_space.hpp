@@ -43,6 +43,8 @@ ScheduleSpace space_for(const Workload& w, const MachineInfo& m);
 // bad_input naming the flag unless this CPU runs w's int8 (AVX-512 VNNI) or bfloat16
 // (AVX-512 BF16) kernels, or naming the dims when an int8 reduction could overflow s32.
 void require_low_precision_instructions(const Workload& w, const MachineInfo& m);
+// The same check as a question: whether require_low_precision_instructions(w, m) passes.
+bool runs_low_precision(const Workload& w, const MachineInfo& m);
 // Whether w's int8 or bfloat16 matmul can run on this CPU's AMX tiles (amx_tile with amx_int8
 // or amx_bf16): then its space has the amx_tiles knob (codegen_lowp.hpp).
 bool has_amx(const Workload& w, const MachineInfo& m);

@@ -202,6 +202,8 @@ struct Model::Impl {
     int residual = -1;         // the tensor "add" reads
     std::vector<int> rest;     // fused nodes run as plain steps after the kernel
     std::vector<float> slope;  // "leaky_relu": each channel's negative slope
+    std::vector<float> qout;   // "requantize": the grid's scale and zero point (u8)
+    std::vector<int> taken;    // nodes past the fused ones it computes (a requantize's pair)
   };
   // The fused nodes a kernel step did not compute, as plain steps after it, and (absorb_epilogue)
   // those of node i it computed in chain ch, each marked as run (a plan's graph may hold them
@@ -213,6 +215,7 @@ struct Model::Impl {
   struct ChannelData {
     const float* bias = nullptr;
     const float* slope = nullptr;
+    const float* qout = nullptr;
   };
   // Chain c's per-channel operands (bias: the one chain_of grew) moved into the model.
   ChannelData channel_data(Chain& c, std::vector<float>& bias);
@@ -255,7 +258,40 @@ struct Model::Impl {
   // A LeakyRelu's alpha, or a PRelu's constant slope, as each channel's negative slope.
   bool add_slope(const frontend::GraphNode& n, const onnx::NodeProto& p, Chain& c, std::int64_t k, bool conv);
 
-  Workload kernel_workload(const Workload& w, const std::vector<std::string>& epilogue) const;
+  Workload kernel_workload(const Workload& w, const std::vector<std::string>& epilogue,
+                           DType dtype = DType::float32) const;
+
+  // --- int8 (a QDQ model's convs; docs/decisions/engine-int8-convs.md) ----------------------
+
+  // A u8 quantization grid: values (q - zero) * scale for q in [0, 255].
+  struct Grid {
+    float scale = 1;
+    int zero = 0;
+  };
+  // The grid of a DequantizeLinear's or QuantizeLinear's one constant scale and zero point
+  // (node n) for codes of type `type` (int8 codes c are the u8 codes c + 128), or nullopt.
+  std::optional<Grid> grid_of_node(const frontend::GraphNode& n, const std::string& type) const;
+  // The grid tensor t lies on: its producer a DequantizeLinear of one scale and zero point.
+  std::optional<Grid> grid_of(int t) const;
+  // A chain whose output only a QuantizeLinear of one constant scale and zero point reads, read
+  // in turn only by the DequantizeLinear that undoes it (a QDQ model's activation): the pair
+  // taken in as the kernel's last epilogue op, "requantize" onto that grid (c.taken, for the
+  // caller to mark as run once its kernel step is certain); false (nothing changed) otherwise.
+  bool take_requantize(Chain& c);
+  // A conv's filter (OIHW, k outputs of cin channels, taps taps) as int8 codes: its producer a
+  // DequantizeLinear of int8 or uint8 constants per tensor or per output channel whose codes
+  // less their zero point fit in int8. HWIO codes and each output channel's scale, or nullopt.
+  struct Int8Filter {
+    std::vector<std::int8_t> hwio;
+    std::vector<float> scale;
+  };
+  std::optional<Int8Filter> int8_filter(int w, std::int64_t k, std::int64_t cin, std::int64_t taps) const;
+  // Conv step `step` as int8 kernel w (the conv2d's int8 workload): tensor x's NHWC slot `in`
+  // (on grid g) as u8 codes, the filter's codes packed once, the s32 sums scaled by the grid's
+  // and each channel's scale into the fp32 epilogue.
+  void add_int8_conv(Step step, const Workload& w, const Grid& g, const Int8Filter& f, const ChannelData& channels,
+                     int x, int in, int res, int out);
+  std::vector<std::unique_ptr<std::vector<std::int32_t>>> owned_sums;  // int8 kernels' compensations
 
   // Compiles w's kernel now (or takes it from the compile cache) and counts where its schedule
   // comes from.

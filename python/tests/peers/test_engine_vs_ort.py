@@ -1935,9 +1935,15 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path):
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
     m = compare(path)
     assert m.describe()["kernels"] == 4  # the three convs and the Gemm, on dequantized weights
-    # Each activation's QuantizeLinear and the DequantizeLinear that alone reads it: one pass.
-    ops = [s.get("op") for s in m.describe()["steps"]]
-    assert ops.count("QuantizeLinear") >= 5 and "DequantizeLinear" not in ops, ops
+    # The convs read their input's u8 codes and their int8 filters (VNNI; the Gemm stays fp32),
+    # each requantizing its output onto the QuantizeLinear's grid that follows it.
+    steps = m.describe()["steps"]
+    int8 = [s["workload"] for s in steps if s.get("as") == "int8"]
+    assert len(int8) == 3 and all(w["dtype"] == "int8" and w["epilogue"][-1] == "requantize" for w in int8), int8
+    # Each activation's QuantizeLinear and the DequantizeLinear that alone reads it: one pass,
+    # and none after a conv.
+    ops = [s.get("op") for s in steps]
+    assert ops.count("QuantizeLinear") == 5 and "DequantizeLinear" not in ops, ops
 
 
 def test_quantized_operators_run_as_their_float_ops(tmp_path):
@@ -1999,6 +2005,9 @@ def test_quantized_operators_run_as_their_float_ops(tmp_path):
     onnx.save(model, path)
     m = compare(path)
     assert m.describe()["kernels"] >= 6  # QLinearConv x 3, QLinearMatMul, MatMulInteger, ConvInteger
+    # The QLinearConvs of one group on int8 kernels (their filters kept as codes); the grouped one
+    # and ConvInteger (no scales) on fp32.
+    assert sum(s.get("as") == "int8" for s in m.describe()["steps"]) == 2
 
 
 def test_a_dynamically_quantized_transformer_layer(tmp_path):
