@@ -348,6 +348,7 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   const int in = nhwc(n.inputs[0], n.name);
   const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
   const int out = output(ch.out, true);
+  for (const int t : ch.aliases) alias_of(ch.out, t);
   Step step{n.name, "kernel", Json::object(), nullptr};
   if (int8) {
     add_int8_conv(std::move(step), w8, *grid, *codes, channels, n.inputs[0], in, res, out);
@@ -399,12 +400,14 @@ bool Model::Impl::take_requantize(Chain& c) {
   if (q < 0) return false;
   const frontend::GraphNode& qn = graph.nodes()[q];
   const std::optional<Grid> g = grid_of_node(qn, graph.tensors()[qn.outputs[0]].dtype);
-  const int dq = g ? dequantizing_reader(qn, *file->node(qn.name)) : -1;
-  if (dq < 0) return false;
+  const std::vector<int> dq = g ? dequantizing_readers(qn, *file->node(qn.name)) : std::vector<int>{};
+  if (dq.empty()) return false;
   c.epilogue.push_back("requantize");
   c.qout = {g->scale, float(g->zero)};
-  c.out = graph.nodes()[dq].outputs[0];
-  c.taken = {q, dq};
+  c.out = graph.nodes()[dq[0]].outputs[0];
+  c.taken = {q};
+  c.taken.insert(c.taken.end(), dq.begin(), dq.end());
+  for (std::size_t r = 1; r < dq.size(); ++r) c.aliases.push_back(graph.nodes()[dq[r]].outputs[0]);
   return true;
 }
 

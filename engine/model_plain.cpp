@@ -1137,10 +1137,12 @@ void Model::Impl::add_quantize_linear(const frontend::GraphNode& n, const onnx::
   const bool in_nhwc = held_nhwc(n.inputs[0]) && (q.count == 1 || axis == 1);
   q.inner = in_nhwc ? 1 : elements(Shape(xs.begin() + std::ptrdiff_t(std::min(axis + 1, xs.size())), xs.end()));
   const Ref x = in_order(n.inputs[0], in_nhwc, n.name);
-  const int back = quantize ? dequantizing_reader(n, p) : -1;
-  if (back >= 0) absorbed.insert(back);
-  q.round_trip = back >= 0;
-  const int y = output(back >= 0 ? graph.nodes()[back].outputs[0] : n.outputs[0], in_nhwc);
+  const std::vector<int> back = quantize ? dequantizing_readers(n, p) : std::vector<int>{};
+  absorbed.insert(back.begin(), back.end());
+  q.round_trip = !back.empty();
+  const int y_t = back.empty() ? n.outputs[0] : graph.nodes()[back[0]].outputs[0];
+  const int y = output(y_t, in_nhwc);
+  for (std::size_t r = 1; r < back.size(); ++r) alias_of(y_t, graph.nodes()[back[r]].outputs[0]);
   const std::int64_t count = elements(xs);
   push(n, [=, this] {
     Quantization now = q;
@@ -1150,21 +1152,28 @@ void Model::Impl::add_quantize_linear(const frontend::GraphNode& n, const onnx::
   });
 }
 
-int Model::Impl::dequantizing_reader(const frontend::GraphNode& n, const onnx::NodeProto& p) const {
-  const int d = sole_reader(n.outputs[0], "DequantizeLinear");
-  if (d < 0) return -1;
-  const frontend::GraphNode& dq = graph.nodes()[d];
-  const onnx::NodeProto* dp = file->node(dq.name);
-  if (!dp || dq.inputs.size() != n.inputs.size() || dq.inputs[0] != n.outputs[0]) return -1;
-  if (int_attr(*dp, "axis", 1) != int_attr(p, "axis", 1) || int_attr(*dp, "block_size", 0) != 0) return -1;
-  for (std::size_t i = 1; i < n.inputs.size(); ++i) {  // the same scale and zero point, or equal constants
-    const int a = n.inputs[i], b = dq.inputs[i];
-    if (a == b) continue;
-    const float *va = values[a].constant, *vb = values[b].constant;
-    const std::int64_t count = elements(values[a].shape);
-    if (!va || !vb || elements(values[b].shape) != count || !std::equal(va, va + count, vb)) return -1;
+std::vector<int> Model::Impl::dequantizing_readers(const frontend::GraphNode& n, const onnx::NodeProto& p) const {
+  const auto& tensor = graph.tensors()[n.outputs[0]];
+  if (tensor.output || tensor.consumers.empty()) return {};
+  std::vector<int> readers;
+  for (const int d : tensor.consumers) {
+    const frontend::GraphNode& dq = graph.nodes()[d];
+    const onnx::NodeProto* dp = file->node(dq.name);
+    if (dq.op != "DequantizeLinear" || dq.fused_into >= 0 || dq.outputs.size() != 1 || !dp ||
+        dq.inputs.size() != n.inputs.size() || dq.inputs[0] != n.outputs[0] || absorbed.count(d)) {
+      return {};
+    }
+    if (int_attr(*dp, "axis", 1) != int_attr(p, "axis", 1) || int_attr(*dp, "block_size", 0) != 0) return {};
+    for (std::size_t i = 1; i < n.inputs.size(); ++i) {  // the same scale and zero point, or equal constants
+      const int a = n.inputs[i], b = dq.inputs[i];
+      if (a == b) continue;
+      const float *va = values[a].constant, *vb = values[b].constant;
+      const std::int64_t count = elements(values[a].shape);
+      if (!va || !vb || elements(values[b].shape) != count || !std::equal(va, va + count, vb)) return {};
+    }
+    if (std::find(readers.begin(), readers.end(), d) == readers.end()) readers.push_back(d);
   }
-  return d;
+  return readers;
 }
 
 void Model::Impl::add_dynamic_quantize_linear(const frontend::GraphNode& n) {

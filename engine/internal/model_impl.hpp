@@ -204,6 +204,7 @@ struct Model::Impl {
     std::vector<float> slope;  // "leaky_relu": each channel's negative slope
     std::vector<float> qout;   // "requantize": the grid's scale and zero point (u8)
     std::vector<int> taken;    // nodes past the fused ones it computes (a requantize's pair)
+    std::vector<int> aliases;  // tensors that are its output (a requantize's other readers')
   };
   // The fused nodes a kernel step did not compute, as plain steps after it, and (absorb_epilogue)
   // those of node i it computed in chain ch, each marked as run (a plan's graph may hold them
@@ -603,9 +604,18 @@ struct Model::Impl {
   // points per tensor or per axis, constants or computed at run time (DynamicQuantizeLinear's);
   // a tensor a conv wrote NHWC stays NHWC.
   void add_quantize_linear(const frontend::GraphNode& n, const onnx::NodeProto& p);
-  // The DequantizeLinear node that alone reads QuantizeLinear n's output (not a graph output)
-  // with the same scale, zero point and axis: the pair runs as one round trip. -1 for none.
-  int dequantizing_reader(const frontend::GraphNode& n, const onnx::NodeProto& p) const;
+  // The DequantizeLinear nodes that read QuantizeLinear n's output (not a graph output), each
+  // with the same scale, zero point and axis, when no other node reads it: the Quantize and
+  // the first runs as one round trip, whose output the others' outputs are (alias_of; an
+  // operator-form model dequantizes one QLinear op's output for each QLinear op reading it).
+  // Empty for none.
+  std::vector<int> dequantizing_readers(const frontend::GraphNode& n, const onnx::NodeProto& p) const;
+  // Tensor `to` held where tensor `from` is (the same values, in the same slots).
+  void alias_of(int from, int to) {
+    values[to].plain = values[from].plain;
+    values[to].nhwc = values[from].nhwc;
+    values[to].nhwc_first = values[from].nhwc_first;
+  }
   void add_dynamic_quantize_linear(const frontend::GraphNode& n);
 
   // Resize (opset 10: scales; 11+: roi, scales, sizes) and Upsample (7: scales attribute; 9:

@@ -2008,6 +2008,10 @@ def test_quantized_operators_run_as_their_float_ops(tmp_path):
     # The QLinearConvs of one group on int8 kernels (their filters kept as codes); the grouped one
     # and ConvInteger (no scales) on fp32.
     assert sum(s.get("as") == "int8" for s in m.describe()["steps"]) == 2
+    # A QuantizeLinear whose readers all dequantize it alike (one per QLinear op reading it) runs
+    # once as the round trip, the others reading its output; the DequantizeLinears left are those
+    # of other scales (the Integer ops' zero points, the float outputs).
+    assert [s.get("op") for s in m.describe()["steps"]].count("DequantizeLinear") == 6
 
 
 def test_a_dynamically_quantized_transformer_layer(tmp_path):
