@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <mutex>
 
 #include "engine/internal/plain_helpers.hpp"
 #include "engine/plain_ops.hpp"
@@ -454,9 +455,37 @@ void grid_codes(const float* x, std::int64_t n, float scale, int zero, std::uint
         [&](std::int64_t i0, std::int64_t i1) { run(x + i0, i1 - i0, 1.0f / scale, float(zero), q + i0); });
 }
 
+namespace {
+
+// lo and hi widened to hold x's n values, in lanes the compiler keeps in vectors.
+ATVOSS_INLINE void widen_range_body(const float* x, std::int64_t n, float* lo, float* hi) {
+  constexpr int kLanes = 16;
+  float l[kLanes], h[kLanes];
+  for (int j = 0; j < kLanes; ++j) l[j] = *lo, h[j] = *hi;
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      l[j] = x[i + j] < l[j] ? x[i + j] : l[j];
+      h[j] = x[i + j] > h[j] ? x[i + j] : h[j];
+    }
+  }
+  for (; i < n; ++i) l[0] = std::min(l[0], x[i]), h[0] = std::max(h[0], x[i]);
+  for (int j = 0; j < kLanes; ++j) *lo = std::min(*lo, l[j]), *hi = std::max(*hi, h[j]);
+}
+ATVOSS_BUILT_TWICE(widen_range, (const float* x, std::int64_t n, float* lo, float* hi), (x, n, lo, hi))
+
+}  // namespace
+
 void dynamic_quantize_linear(const float* x, std::int64_t n, float* y, float* scale, float* zero, int threads) {
-  float low = 0, high = 0;
-  for (std::int64_t i = 0; i < n; ++i) low = std::min(low, x[i]), high = std::max(high, x[i]);
+  float low = 0, high = 0;  // the range holds 0
+  const auto widen = widen_range_here();
+  std::mutex merge;
+  split(n, kGrain, threads, [&](std::int64_t i0, std::int64_t i1) {
+    float lo = 0, hi = 0;
+    widen(x + i0, i1 - i0, &lo, &hi);
+    const std::lock_guard<std::mutex> hold(merge);
+    low = std::min(low, lo), high = std::max(high, hi);
+  });
   *scale = high == low ? 1.0f : (high - low) / 255.0f;
   *zero = std::nearbyint(std::clamp(0.0f - low / *scale, 0.0f, 255.0f));
   Quantization q;

@@ -273,12 +273,23 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   Chain ch = chain_of(i, cols, bias, has_bias, false, nullptr);
   const Workload w = kernel_workload(w0, ch.epilogue);
   if (!host::supports(w)) return false;
+  const Workload w8 = pointwise_int8(w0, ch.epilogue);
+  const std::optional<Int8Filter> codes =
+      !gemm && w0.op() == "matmul" && host::supports(w8) && host::runs_low_precision(w8, host::this_machine())
+          ? int8_matrix(b_tensor, k, cols)
+          : std::nullopt;
+  const std::optional<RunGrid> grid = codes ? run_grid_of(n.inputs[0], n.name) : std::nullopt;
   const Ref a = plain(n.inputs[0], n.name);
   const Ref b = b_data ? Ref{-1, b_data} : plain(b_tensor, n.name);
   const int res = ch.residual >= 0 ? plain(ch.residual, n.name).slot : -1;
   const ChannelData channels = channel_data(ch, bias);
   const int out = output(ch.out, false);
   Step step{n.name, "kernel", Json::object(), nullptr};
+  if (grid) {
+    add_int8_matmul(std::move(step), w8, *grid, *codes, channels, a, elements(values[n.inputs[0]].shape), res, out);
+    for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
+    return true;
+  }
   prepare_kernel(w, step.info);
   const long packed_at = b.constant ? prepare_constant_b(w, b.constant) : -1;
   step.run = [this, w, a, b, channels, res, out, packed_at] {
@@ -478,6 +489,96 @@ void Model::Impl::add_int8_conv(Step step, const Workload& w, const Grid& g, con
     args.qzero = g.zero;
     args.qscale = qscale;
     args.qcomp = qcomp;
+    args.bias = channels.bias;
+    args.qout = channels.qout;
+    args.residual = res >= 0 ? ptr[res] : nullptr;
+    args.c = ptr[out];
+    runtime::Runtime::use_prepared(w, packed[packed_at], args);
+    rt->run(w, args);
+  };
+  steps.push_back(std::move(step));
+}
+
+Workload Model::Impl::pointwise_int8(const Workload& w, const std::vector<std::string>& epilogue) const {
+  if (w.op() != "matmul") return kernel_workload(w, epilogue, DType::int8);
+  Json j{{"op", "conv2d"},
+         {"dtype", "int8"},
+         {"epilogue", epilogue},
+         {"dims",
+          {{"N", 1},
+           {"C", w.dim("K")},
+           {"H", 1},
+           {"W", w.dim("M")},
+           {"K", w.dim("N")},
+           {"R", 1},
+           {"S", 1},
+           {"stride", 1},
+           {"pad", 0}}}};
+  return Workload::from_json(j);
+}
+
+std::optional<Model::Impl::RunGrid> Model::Impl::run_grid_of(int t, const std::string& who) {
+  const int p = graph.tensors()[t].producer;
+  if (p < 0 || graph.nodes()[p].op != "DequantizeLinear") return std::nullopt;
+  const frontend::GraphNode& dq = graph.nodes()[p];
+  const std::string& type = graph.tensors()[dq.inputs[0]].dtype;
+  const int shift = type == "uint8" ? 0 : type == "int8" ? 128 : -1;
+  if (shift < 0 || dq.inputs.size() < 2) return std::nullopt;
+  const Value& scale = values[dq.inputs[1]];
+  if (!scale.constant || elements(scale.shape) != 1 || !(scale.constant[0] > 0)) return std::nullopt;
+  RunGrid g{scale.constant[0], Ref{-1, owned_data({0.0f})}, shift};
+  if (dq.inputs.size() > 2 && dq.inputs[2] >= 0) {
+    if (elements(values[dq.inputs[2]].shape) != 1 || !available(dq.inputs[2])) return std::nullopt;
+    g.zero = plain(dq.inputs[2], who);
+  }
+  return g;
+}
+
+std::optional<Model::Impl::Int8Filter> Model::Impl::int8_matrix(int b, std::int64_t k, std::int64_t n) const {
+  const Value& v = values[b];
+  if (!v.constant || v.shape.size() != 2 || v.shape[0] != k || v.shape[1] != n) return std::nullopt;
+  Int8Filter f;
+  f.hwio.resize(std::size_t(k * n));
+  f.scale.assign(std::size_t(n), 1.0f);
+  for (std::int64_t e = 0; e < k * n; ++e) {
+    const float x = v.constant[e];
+    if (x != std::nearbyint(x) || x < -128.0f || x > 127.0f) return std::nullopt;
+    f.hwio[std::size_t(e)] = std::int8_t(x);
+  }
+  return f;
+}
+
+void Model::Impl::add_int8_matmul(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f,
+                                  const ChannelData& channels, const Ref& a, std::int64_t a_count, int res, int out) {
+  const std::int64_t n = std::int64_t(f.scale.size()), k = std::int64_t(f.hwio.size()) / n;
+  std::vector<float> scale(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) scale[std::size_t(j)] = g.scale * f.scale[std::size_t(j)];
+  auto sums = std::make_unique<std::vector<std::int32_t>>(std::size_t(2 * n), 0);  // column sums, then z times them
+  for (std::int64_t e = 0; e < k; ++e) {
+    for (std::int64_t j = 0; j < n; ++j) (*sums)[std::size_t(j)] += f.hwio[std::size_t(e * n + j)];
+  }
+  std::int32_t* column = sums->data();
+  owned_sums.push_back(std::move(sums));
+  const float* qscale = owned_data(std::move(scale));
+  prepare_kernel(w, step.info);
+  step.info["as"] = "int8";
+  const std::size_t packed_at = packed.size();
+  packed.push_back(rt->prepare_weights(w, f.hwio.data()));
+  slots.push_back({a_count});  // A's u8 codes
+  const int codes = int(slots.size()) - 1;
+  writes(codes);
+  reads(codes);
+  step.run = [this, w, g, channels, a, a_count, res, out, codes, column, n, qscale, packed_at] {
+    const int z = int(at(g.zero)[0]) + g.shift;
+    std::int32_t* comp = column + n;
+    for (std::int64_t j = 0; j < n; ++j) comp[j] = z * column[j];
+    auto* q = reinterpret_cast<std::uint8_t*>(ptr[codes]);
+    grid_codes(at(a), a_count, g.scale, z, q, threads);
+    host::AtvossArgs args{};
+    args.qa = q;
+    args.qzero = z;
+    args.qscale = qscale;
+    args.qcomp = comp;
     args.bias = channels.bias;
     args.qout = channels.qout;
     args.residual = res >= 0 ? ptr[res] : nullptr;

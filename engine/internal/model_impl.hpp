@@ -293,6 +293,25 @@ struct Model::Impl {
   void add_int8_conv(Step step, const Workload& w, const Grid& g, const Int8Filter& f, const ChannelData& channels,
                      int x, int in, int res, int out);
   std::vector<std::unique_ptr<std::vector<std::int32_t>>> owned_sums;  // int8 kernels' compensations
+  // A matmul's A as u8 codes: its producer a DequantizeLinear of one constant scale and one zero
+  // point, a constant or computed at run time (DynamicQuantizeLinear's, read when the step runs).
+  struct RunGrid {
+    float scale = 1;
+    Ref zero;       // its one value
+    int shift = 0;  // 128 for int8 codes
+  };
+  std::optional<RunGrid> run_grid_of(int t, const std::string& who);
+  // Matmul w ([M, K] x [K, N]) with epilogue as the int8 kernel that runs it: the 1x1 conv2d of
+  // a 1 x M image of K channels into N (the same rows in and out, its filter packed once at
+  // load, which the int8 matmul kernels do not do).
+  Workload pointwise_int8(const Workload& w, const std::vector<std::string>& epilogue) const;
+  // A matmul's constant B ([K, N], row-major) as int8 codes and each column's scale: integers in
+  // int8's range (MatMulInteger's weights less their zero point, scale 1), or nullopt.
+  std::optional<Int8Filter> int8_matrix(int b, std::int64_t k, std::int64_t n) const;
+  // Matmul step `step` as int8 kernel w: A's values (slot a, on grid g) as u8 codes, B's codes
+  // packed once, the compensation for A's zero point computed when the step runs.
+  void add_int8_matmul(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f, const ChannelData& channels,
+                       const Ref& a, std::int64_t a_count, int res, int out);
 
   // Compiles w's kernel now (or takes it from the compile cache) and counts where its schedule
   // comes from.

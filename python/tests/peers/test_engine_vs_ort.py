@@ -2005,9 +2005,10 @@ def test_quantized_operators_run_as_their_float_ops(tmp_path):
     onnx.save(model, path)
     m = compare(path)
     assert m.describe()["kernels"] >= 6  # QLinearConv x 3, QLinearMatMul, MatMulInteger, ConvInteger
-    # The QLinearConvs of one group on int8 kernels (their filters kept as codes); the grouped one
-    # and ConvInteger (no scales) on fp32.
-    assert sum(s.get("as") == "int8" for s in m.describe()["steps"]) == 2
+    # The QLinearConvs of one group on int8 kernels (their filters kept as codes) and MatMulInteger
+    # (its weights less their zero points fit int8); the grouped conv, ConvInteger (no scales) and
+    # QLinearMatMul (uint8 weights less zero points of 100 to 150 do not fit) on fp32.
+    assert sum(s.get("as") == "int8" for s in m.describe()["steps"]) == 3
     # A QuantizeLinear whose readers all dequantize it alike (one per QLinear op reading it) runs
     # once as the round trip, the others reading its output; the DequantizeLinears left are those
     # of other scales (the Integer ops' zero points, the float outputs).
@@ -2032,6 +2033,10 @@ def test_a_dynamically_quantized_transformer_layer(tmp_path):
     assert "DynamicQuantizeLinear" in {n.op_type for n in onnx.load(path).graph.node}
     m = compare(path, batch=2)
     assert m.describe()["kernels"] == 2
+    # Both MatMulIntegers on int8 kernels: the codes DynamicQuantizeLinear computed, its zero
+    # point read when the step runs.
+    assert [s.get("as") for s in m.describe()["steps"]].count("int8") == 2
+    compare(path, batch=160)  # an input whose range two threads find, each over its half
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     for x in (np.abs(RNG.standard_normal((2, 7, 32))), -np.abs(RNG.standard_normal((2, 7, 32))), np.zeros((2, 7, 32))):
         x = x.astype(np.float32)
