@@ -286,7 +286,7 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   const int out = output(ch.out, false);
   Step step{n.name, "kernel", Json::object(), nullptr};
   if (grid) {
-    add_int8_matmul(std::move(step), w8, *grid, *codes, channels, a, elements(values[n.inputs[0]].shape), res, out);
+    add_int8_kernel(std::move(step), w8, *grid, *codes, channels, a, elements(values[n.inputs[0]].shape), res, out);
     for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
     return true;
   }
@@ -362,7 +362,9 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   for (const int t : ch.aliases) alias_of(ch.out, t);
   Step step{n.name, "kernel", Json::object(), nullptr};
   if (int8) {
-    add_int8_conv(std::move(step), w8, *grid, *codes, channels, n.inputs[0], in, res, out);
+    const RunGrid g{grid->scale, Ref{-1, owned_data({float(grid->zero)})}, 0};
+    add_int8_kernel(std::move(step), w8, g, *codes, channels, Ref{in, nullptr}, elements(values[n.inputs[0]].shape),
+                    res, out);
     return true;
   }
   prepare_kernel(w, step.info);
@@ -459,46 +461,6 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_filter(int w, std::int6
   return f;
 }
 
-void Model::Impl::add_int8_conv(Step step, const Workload& w, const Grid& g, const Int8Filter& f,
-                                const ChannelData& channels, int x, int in, int res, int out) {
-  const std::int64_t k = std::int64_t(f.scale.size()), rows = std::int64_t(f.hwio.size()) / k;
-  std::vector<float> scale(static_cast<std::size_t>(k));
-  auto sums = std::make_unique<std::vector<std::int32_t>>(std::size_t(k), 0);
-  for (std::int64_t o = 0; o < k; ++o) scale[std::size_t(o)] = g.scale * f.scale[std::size_t(o)];
-  for (std::int64_t e = 0; e < rows; ++e) {
-    for (std::int64_t o = 0; o < k; ++o) (*sums)[std::size_t(o)] += f.hwio[std::size_t(e * k + o)];
-  }
-  for (auto& v : *sums) v *= g.zero;  // padding holds the zero point's code, so every tap is compensated
-  const float* qscale = owned_data(std::move(scale));
-  const std::int32_t* qcomp = sums->data();
-  owned_sums.push_back(std::move(sums));
-  prepare_kernel(w, step.info);
-  step.info["as"] = "int8";
-  const std::size_t packed_at = packed.size();
-  packed.push_back(rt->prepare_weights(w, f.hwio.data()));
-  const std::int64_t count = elements(values[x].shape);
-  slots.push_back({count});  // the input's u8 codes
-  const int codes = int(slots.size()) - 1;
-  writes(codes);
-  reads(codes);
-  step.run = [this, w, g, channels, in, res, out, codes, count, qscale, qcomp, packed_at] {
-    auto* q = reinterpret_cast<std::uint8_t*>(ptr[codes]);
-    grid_codes(ptr[in], count, g.scale, g.zero, q, threads);
-    host::AtvossArgs args{};
-    args.qa = q;
-    args.qzero = g.zero;
-    args.qscale = qscale;
-    args.qcomp = qcomp;
-    args.bias = channels.bias;
-    args.qout = channels.qout;
-    args.residual = res >= 0 ? ptr[res] : nullptr;
-    args.c = ptr[out];
-    runtime::Runtime::use_prepared(w, packed[packed_at], args);
-    rt->run(w, args);
-  };
-  steps.push_back(std::move(step));
-}
-
 Workload Model::Impl::pointwise_int8(const Workload& w, const std::vector<std::string>& epilogue) const {
   if (w.op() != "matmul") return kernel_workload(w, epilogue, DType::int8);
   Json j{{"op", "conv2d"},
@@ -548,7 +510,7 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_matrix(int b, std::int6
   return f;
 }
 
-void Model::Impl::add_int8_matmul(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f,
+void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f,
                                   const ChannelData& channels, const Ref& a, std::int64_t a_count, int res, int out) {
   const std::int64_t n = std::int64_t(f.scale.size()), k = std::int64_t(f.hwio.size()) / n;
   std::vector<float> scale(static_cast<std::size_t>(n));

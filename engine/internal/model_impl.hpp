@@ -287,11 +287,6 @@ struct Model::Impl {
     std::vector<float> scale;
   };
   std::optional<Int8Filter> int8_filter(int w, std::int64_t k, std::int64_t cin, std::int64_t taps) const;
-  // Conv step `step` as int8 kernel w (the conv2d's int8 workload): tensor x's NHWC slot `in`
-  // (on grid g) as u8 codes, the filter's codes packed once, the s32 sums scaled by the grid's
-  // and each channel's scale into the fp32 epilogue.
-  void add_int8_conv(Step step, const Workload& w, const Grid& g, const Int8Filter& f, const ChannelData& channels,
-                     int x, int in, int res, int out);
   std::vector<std::unique_ptr<std::vector<std::int32_t>>> owned_sums;  // int8 kernels' compensations
   // A matmul's A as u8 codes: its producer a DequantizeLinear of one constant scale and one zero
   // point, a constant or computed at run time (DynamicQuantizeLinear's, read when the step runs).
@@ -308,9 +303,12 @@ struct Model::Impl {
   // A matmul's constant B ([K, N], row-major) as int8 codes and each column's scale: integers in
   // int8's range (MatMulInteger's weights less their zero point, scale 1), or nullopt.
   std::optional<Int8Filter> int8_matrix(int b, std::int64_t k, std::int64_t n) const;
-  // Matmul step `step` as int8 kernel w: A's values (slot a, on grid g) as u8 codes, B's codes
-  // packed once, the compensation for A's zero point computed when the step runs.
-  void add_int8_matmul(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f, const ChannelData& channels,
+  // Step `step` as int8 kernel w (a conv2d, or a matmul's pointwise_int8): A's values (a, on
+  // grid g; a conv's NHWC input) as u8 codes, B's codes (a matrix, a filter's HWIO) packed once,
+  // the compensation for A's zero point (padding holds its code, so every tap is compensated)
+  // computed when the step runs, the s32 sums scaled by g's and each column's scale into the
+  // fp32 epilogue.
+  void add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f, const ChannelData& channels,
                        const Ref& a, std::int64_t a_count, int res, int out);
 
   // Compiles w's kernel now (or takes it from the compile cache) and counts where its schedule
