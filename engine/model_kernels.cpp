@@ -384,13 +384,19 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   return true;
 }
 
-std::optional<Model::Impl::Grid> Model::Impl::grid_of_node(const frontend::GraphNode& n,
-                                                           const std::string& type) const {
+std::optional<Model::Impl::Grid> Model::Impl::grid_scale(const frontend::GraphNode& n, const std::string& type) const {
   const int shift = type == "uint8" ? 0 : type == "int8" ? 128 : -1;
   if (shift < 0 || n.inputs.size() < 2) return std::nullopt;
   const Value& scale = values[n.inputs[1]];
   if (!scale.constant || elements(scale.shape) != 1 || !(scale.constant[0] > 0)) return std::nullopt;
-  Grid g{scale.constant[0], shift};
+  return Grid{scale.constant[0], shift};
+}
+
+std::optional<Model::Impl::Grid> Model::Impl::grid_of_node(const frontend::GraphNode& n,
+                                                           const std::string& type) const {
+  std::optional<Grid> found = grid_scale(n, type);
+  if (!found) return std::nullopt;
+  Grid g = *found;
   if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
     const Value& zero = values[n.inputs[2]];
     if (!zero.constant || elements(zero.shape) != 1) return std::nullopt;
@@ -483,12 +489,9 @@ std::optional<Model::Impl::RunGrid> Model::Impl::run_grid_of(int t, const std::s
   const int p = graph.tensors()[t].producer;
   if (p < 0 || graph.nodes()[p].op != "DequantizeLinear") return std::nullopt;
   const frontend::GraphNode& dq = graph.nodes()[p];
-  const std::string& type = graph.tensors()[dq.inputs[0]].dtype;
-  const int shift = type == "uint8" ? 0 : type == "int8" ? 128 : -1;
-  if (shift < 0 || dq.inputs.size() < 2) return std::nullopt;
-  const Value& scale = values[dq.inputs[1]];
-  if (!scale.constant || elements(scale.shape) != 1 || !(scale.constant[0] > 0)) return std::nullopt;
-  RunGrid g{scale.constant[0], Ref{-1, owned_data({0.0f})}, shift};
+  const std::optional<Grid> found = grid_scale(dq, graph.tensors()[dq.inputs[0]].dtype);
+  if (!found) return std::nullopt;
+  RunGrid g{found->scale, Ref{-1, owned_data({0.0f})}, found->zero};
   if (dq.inputs.size() > 2 && dq.inputs[2] >= 0) {
     if (elements(values[dq.inputs[2]].shape) != 1 || !available(dq.inputs[2])) return std::nullopt;
     g.zero = plain(dq.inputs[2], who);

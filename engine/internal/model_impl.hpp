@@ -272,6 +272,9 @@ struct Model::Impl {
   // The grid of a DequantizeLinear's or QuantizeLinear's one constant scale and zero point
   // (node n) for codes of type `type` (int8 codes c are the u8 codes c + 128), or nullopt.
   std::optional<Grid> grid_of_node(const frontend::GraphNode& n, const std::string& type) const;
+  // The same node's one constant scale, its zero point left as the shift of codes of `type`
+  // into u8 (0 or 128): what a zero point computed at run time is added to.
+  std::optional<Grid> grid_scale(const frontend::GraphNode& n, const std::string& type) const;
   // The grid tensor t lies on: its producer a DequantizeLinear of one scale and zero point.
   std::optional<Grid> grid_of(int t) const;
   // A chain whose output only a QuantizeLinear of one constant scale and zero point reads, read
