@@ -1912,7 +1912,8 @@ def test_quantize_and_dequantize_linear_with_every_attribute(tmp_path):
         assert a.shape == r.shape and a.dtype == r.dtype and np.array_equal(a, r), name
 
 
-def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path):
+@pytest.mark.parametrize("activations, per_channel", [("QUInt8", True), ("QInt8", False)])
+def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations, per_channel):
     # onnxruntime.quantization.quantize_static's QDQ format (its default): int8 weights per channel
     # and an int32 bias, each dequantized once at load (its constant subgraph) and then a conv's or
     # a Gemm's weights on the tuned kernels; uint8 activations quantized and dequantized between.
@@ -1936,8 +1937,10 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path):
             return next(self.batches, None)
 
     path = str(tmp_path / "qdq.onnx")
-    quantize_static(str(tmp_path / "f32.onnx"), path, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    # uint8 activations with int8 filters per channel (quantize_static's default), and int8
+    # activations (u8 codes shifted by 128 for the kernels) with one filter scale per tensor.
+    quantize_static(str(tmp_path / "f32.onnx"), path, Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8)
     m = compare(path)
     assert m.describe()["kernels"] == 4  # the three convs and the Gemm, on dequantized weights
     # The convs read their input's u8 codes and their int8 filters (VNNI; the Gemm stays fp32),
