@@ -273,9 +273,10 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   Chain ch = chain_of(i, cols, bias, has_bias, false, nullptr);
   const Workload w = kernel_workload(w0, ch.epilogue);
   if (!host::supports(w)) return false;
-  const Workload w8 = pointwise_int8(w0, ch.epilogue);
+  const bool int8_shape = !gemm && w0.op() == "matmul";
+  const Workload w8 = int8_shape ? pointwise_int8(w0, ch.epilogue) : w;
   const std::optional<Int8Filter> codes =
-      !gemm && w0.op() == "matmul" && host::supports(w8) && host::runs_low_precision(w8, host::this_machine())
+      int8_shape && host::supports(w8) && host::runs_low_precision(w8, host::this_machine())
           ? int8_matrix(b_tensor, k, cols)
           : std::nullopt;
   const std::optional<RunGrid> grid = codes ? run_grid_of(n.inputs[0], n.name) : std::nullopt;
@@ -350,7 +351,7 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   if (!host::supports(w)) return false;
   absorbed.insert(ch.taken.begin(), ch.taken.end());
   const std::int64_t d = conv_attrs(p).dh;
-  const std::optional<Grid> grid = depthwise || scaled || d > 1 ? std::nullopt : grid_of(n.inputs[0]);
+  const std::optional<RunGrid> grid = depthwise || scaled || d > 1 ? std::nullopt : run_grid_of(n.inputs[0], n.name);
   const std::optional<Int8Filter> codes = grid ? int8_filter(n.inputs[1], k, cin, r * s) : std::nullopt;
   const Workload w8 = kernel_workload(w0, ch.epilogue, DType::int8);
   const bool int8 = codes && host::supports(w8) && host::runs_low_precision(w8, host::this_machine());
@@ -362,8 +363,7 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   for (const int t : ch.aliases) alias_of(ch.out, t);
   Step step{n.name, "kernel", Json::object(), nullptr};
   if (int8) {
-    const RunGrid g{grid->scale, Ref{-1, owned_data({float(grid->zero)})}, 0};
-    add_int8_kernel(std::move(step), w8, g, *codes, channels, Ref{in, nullptr}, elements(values[n.inputs[0]].shape),
+    add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, elements(values[n.inputs[0]].shape),
                     res, out);
     return true;
   }
@@ -406,13 +406,6 @@ std::optional<Model::Impl::Grid> Model::Impl::grid_of_node(const frontend::Graph
   return g;
 }
 
-std::optional<Model::Impl::Grid> Model::Impl::grid_of(int t) const {
-  const int p = graph.tensors()[t].producer;
-  if (p < 0 || graph.nodes()[p].op != "DequantizeLinear") return std::nullopt;
-  const frontend::GraphNode& dq = graph.nodes()[p];
-  return grid_of_node(dq, graph.tensors()[dq.inputs[0]].dtype);
-}
-
 bool Model::Impl::take_requantize(Chain& c) {
   if (!c.rest.empty()) return false;
   const int q = sole_reader(c.out, "QuantizeLinear");
@@ -451,7 +444,7 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_filter(int w, std::int6
     return std::nullopt;
   }
   Int8Filter f;
-  f.hwio.resize(std::size_t(k * per_out));
+  f.codes.resize(std::size_t(k * per_out));
   f.scale.resize(std::size_t(k));
   for (std::int64_t o = 0; o < k; ++o) {
     const std::size_t at = std::size_t(count == 1 ? 0 : o);
@@ -461,14 +454,13 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_filter(int w, std::int6
       const std::int64_t v = (*codes)[std::size_t(o * per_out + e)] - z;
       if (v < -128 || v > 127) return std::nullopt;
       const std::int64_t ci = e / taps, u = e % taps;
-      f.hwio[std::size_t((u * cin + ci) * k + o)] = std::int8_t(v);
+      f.codes[std::size_t((u * cin + ci) * k + o)] = std::int8_t(v);
     }
   }
   return f;
 }
 
 Workload Model::Impl::pointwise_int8(const Workload& w, const std::vector<std::string>& epilogue) const {
-  if (w.op() != "matmul") return kernel_workload(w, epilogue, DType::int8);
   Json j{{"op", "conv2d"},
          {"dtype", "int8"},
          {"epilogue", epilogue},
@@ -503,24 +495,24 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_matrix(int b, std::int6
   const Value& v = values[b];
   if (!v.constant || v.shape.size() != 2 || v.shape[0] != k || v.shape[1] != n) return std::nullopt;
   Int8Filter f;
-  f.hwio.resize(std::size_t(k * n));
+  f.codes.resize(std::size_t(k * n));
   f.scale.assign(std::size_t(n), 1.0f);
   for (std::int64_t e = 0; e < k * n; ++e) {
     const float x = v.constant[e];
     if (x != std::nearbyint(x) || x < -128.0f || x > 127.0f) return std::nullopt;
-    f.hwio[std::size_t(e)] = std::int8_t(x);
+    f.codes[std::size_t(e)] = std::int8_t(x);
   }
   return f;
 }
 
 void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f,
                                   const ChannelData& channels, const Ref& a, std::int64_t a_count, int res, int out) {
-  const std::int64_t n = std::int64_t(f.scale.size()), k = std::int64_t(f.hwio.size()) / n;
+  const std::int64_t n = std::int64_t(f.scale.size()), k = std::int64_t(f.codes.size()) / n;
   std::vector<float> scale(static_cast<std::size_t>(n));
   for (std::int64_t j = 0; j < n; ++j) scale[std::size_t(j)] = g.scale * f.scale[std::size_t(j)];
   auto sums = std::make_unique<std::vector<std::int32_t>>(std::size_t(2 * n), 0);  // column sums, then z times them
   for (std::int64_t e = 0; e < k; ++e) {
-    for (std::int64_t j = 0; j < n; ++j) (*sums)[std::size_t(j)] += f.hwio[std::size_t(e * n + j)];
+    for (std::int64_t j = 0; j < n; ++j) (*sums)[std::size_t(j)] += f.codes[std::size_t(e * n + j)];
   }
   std::int32_t* column = sums->data();
   owned_sums.push_back(std::move(sums));
@@ -528,7 +520,7 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
   prepare_kernel(w, step.info);
   step.info["as"] = "int8";
   const std::size_t packed_at = packed.size();
-  packed.push_back(rt->prepare_weights(w, f.hwio.data()));
+  packed.push_back(rt->prepare_weights(w, f.codes.data()));
   slots.push_back({a_count});  // A's u8 codes
   const int codes = int(slots.size()) - 1;
   writes(codes);

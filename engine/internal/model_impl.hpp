@@ -79,7 +79,8 @@ struct Model::Impl {
   std::int64_t arena_bytes = 0;
   std::vector<int> input_tensors, output_tensors;  // an input's tensor; -1: one no node reads
   std::vector<TensorInfo> inputs, outputs;
-  std::vector<std::unique_ptr<std::vector<float>>> owned;  // folded weights, biases
+  std::vector<std::unique_ptr<std::vector<float>>> owned;              // folded weights, biases
+  std::vector<std::unique_ptr<std::vector<std::int32_t>>> owned_sums;  // int8 kernels' compensations
   std::vector<runtime::PreparedWeights> packed;
   // The nodes of an op exporters write out as primitives below the opset that has it, run as
   // the one op (ONNX Runtime fuses the same): the tensor x, the op's output, its nodes, and
@@ -275,8 +276,6 @@ struct Model::Impl {
   // The same node's one constant scale, its zero point left as the shift of codes of `type`
   // into u8 (0 or 128): what a zero point computed at run time is added to.
   std::optional<Grid> grid_scale(const frontend::GraphNode& n, const std::string& type) const;
-  // The grid tensor t lies on: its producer a DequantizeLinear of one scale and zero point.
-  std::optional<Grid> grid_of(int t) const;
   // A chain whose output only a QuantizeLinear of one constant scale and zero point reads, read
   // in turn only by the DequantizeLinear that undoes it (a QDQ model's activation): the pair
   // taken in as the kernel's last epilogue op, "requantize" onto that grid (c.taken, for the
@@ -286,13 +285,13 @@ struct Model::Impl {
   // DequantizeLinear of int8 or uint8 constants per tensor or per output channel whose codes
   // less their zero point fit in int8. HWIO codes and each output channel's scale, or nullopt.
   struct Int8Filter {
-    std::vector<std::int8_t> hwio;
+    std::vector<std::int8_t> codes;  // [rows][columns]: a filter's HWIO, a matrix's [K][N]
     std::vector<float> scale;
   };
   std::optional<Int8Filter> int8_filter(int w, std::int64_t k, std::int64_t cin, std::int64_t taps) const;
-  std::vector<std::unique_ptr<std::vector<std::int32_t>>> owned_sums;  // int8 kernels' compensations
-  // A matmul's A as u8 codes: its producer a DequantizeLinear of one constant scale and one zero
-  // point, a constant or computed at run time (DynamicQuantizeLinear's, read when the step runs).
+  // The grid tensor t (a conv's input, a matmul's A) lies on, as an int8 kernel reads its u8
+  // codes: its producer a DequantizeLinear of one constant scale and one zero point, a constant
+  // or computed at run time (DynamicQuantizeLinear's, read when the step runs).
   struct RunGrid {
     float scale = 1;
     Ref zero;       // its one value
