@@ -274,7 +274,7 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   const Workload w = kernel_workload(w0, ch.epilogue);
   if (!host::supports(w)) return false;
   const bool int8_shape = !gemm && w0.op() == "matmul";
-  const Workload w8 = int8_shape ? pointwise_int8(w0, ch.epilogue) : w;
+  const Workload w8 = int8_shape ? pointwise_int8(w0.dim("M"), k, cols, ch.epilogue) : w;
   const std::optional<Int8Filter> codes =
       int8_shape && host::supports(w8) && host::runs_low_precision(w8, host::this_machine())
           ? int8_matrix(b_tensor, k, cols)
@@ -353,7 +353,9 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   const std::int64_t d = conv_attrs(p).dh;
   const std::optional<RunGrid> grid = depthwise || scaled || d > 1 ? std::nullopt : run_grid_of(n.inputs[0], n.name);
   const std::optional<Int8Filter> codes = grid ? int8_filter(n.inputs[1], k, cin, r * s) : std::nullopt;
-  const Workload w8 = kernel_workload(w0, ch.epilogue, DType::int8);
+  const bool pointwise = !depthwise && r == 1 && s == 1 && w0.dim("stride") == 1 && w0.dim("pad") == 0;
+  const Workload w8 = pointwise ? pointwise_int8(w0.dim("N") * w0.dim("H") * w0.dim("W"), c, k, ch.epilogue)
+                                : kernel_workload(w0, ch.epilogue, DType::int8);
   const bool int8 = codes && host::supports(w8) && host::runs_low_precision(w8, host::this_machine());
   const float* filter = int8 ? nullptr : owned_data(hwio_weights(oihw.data(), k, cin, r * s));
   const ChannelData channels = channel_data(ch, bias);
@@ -460,21 +462,16 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_filter(int w, std::int6
   return f;
 }
 
-Workload Model::Impl::pointwise_int8(const Workload& w, const std::vector<std::string>& epilogue) const {
-  Json j{{"op", "conv2d"},
-         {"dtype", "int8"},
-         {"epilogue", epilogue},
-         {"dims",
-          {{"N", 1},
-           {"C", w.dim("K")},
-           {"H", 1},
-           {"W", w.dim("M")},
-           {"K", w.dim("N")},
-           {"R", 1},
-           {"S", 1},
-           {"stride", 1},
-           {"pad", 0}}}};
-  return Workload::from_json(j);
+Workload Model::Impl::pointwise_int8(std::int64_t rows, std::int64_t c, std::int64_t k,
+                                     const std::vector<std::string>& epilogue) const {
+  const Workload tiles = Workload::from_json(
+      Json{{"op", "matmul"}, {"dtype", "int8"}, {"epilogue", epilogue}, {"dims", {{"M", rows}, {"K", c}, {"N", k}}}});
+  if (host::has_amx(tiles, host::this_machine()) && host::supports(tiles)) return tiles;
+  return Workload::from_json(Json{
+      {"op", "conv2d"},
+      {"dtype", "int8"},
+      {"epilogue", epilogue},
+      {"dims", {{"N", 1}, {"C", c}, {"H", 1}, {"W", rows}, {"K", k}, {"R", 1}, {"S", 1}, {"stride", 1}, {"pad", 0}}}});
 }
 
 std::optional<Model::Impl::RunGrid> Model::Impl::run_grid_of(int t, const std::string& who) {

@@ -151,7 +151,7 @@ void pack_a(const TA* A, long i0, long mc, long p0, long kc, TA* ap) {
 )";
 
 constexpr const char* kLowPackB = R"(
-inline long padded_k(long kc) { return (kc + KPAD - 1) / KPAD * KPAD; }
+constexpr long padded_k(long kc) { return (kc + KPAD - 1) / KPAD * KPAD; }
 
 // Groups q0 .. q0 + QB of every NR-wide panel of the kc x nc block of B at (p0, j0), zero past kc
 // (up to padded_k(kc)).
@@ -239,17 +239,34 @@ void macro(long mc, long nc, long kc, const TA* ap, const TB* bp, float* C, long
   end_tiles();
 }
 
-// One thread's share of C (part_of) in the loop nest (nest()), A and B packed into its buffers.
-void gemm(const TA* A, const TB* B, float* C, const AtvossArgs& g, const float* res, TA* ap, TB* bp,
-          const int* comp, const Part& p) {
+// B packed whole, once (kernel_abi.hpp): the KC-row blocks one after another, each NP wide in
+// the panels pack_b_groups writes, so a kc x nc block at (pc, jc) starts at
+// packed_block(pc) + jc * padded_k(kc).
+constexpr long NP = (N + NR - 1) / NR * NR;
+constexpr long packed_block(long pc) { return pc / KC * NP * padded_k(KC); }
+constexpr long B_PACKED = packed_block(K) + (K % KC ? NP * padded_k(K % KC) : 0);
+
+void pack_b_whole(const TB* B, TB* out) {
+  for (long pc = 0; pc < K; pc += KC) {
+    const long kc = K - pc < KC ? K - pc : KC, groups = padded_k(kc) / KG;
+    for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, 0, N, pc, q0, kc, out + packed_block(pc));
+  }
+}
+
+// One thread's share of C (part_of) in the loop nest (nest()), A packed into its buffer and B
+// too, unless b_packed holds it packed whole.
+void gemm(const TA* A, const TB* B, const TB* b_packed, float* C, const AtvossArgs& g, const float* res, TA* ap,
+          TB* bp, const int* comp, const Part& p) {
   nest(
       p, [&](long ic, long mc, long pc, long kc) { pack_a(A, ic, mc, pc, kc, ap); },
       [&](long jc, long nc, long pc, long kc) {
         const long groups = padded_k(kc) / KG;
-        for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
+        if (!b_packed)
+          for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
       },
       [&](long ic, long mc, long jc, long nc, long pc, long kc) {
-        macro(mc, nc, kc, ap, bp, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
+        const TB* b_block = b_packed ? b_packed + packed_block(pc) + jc * padded_k(kc) : bp;
+        macro(mc, nc, kc, ap, b_block, C, ic, jc, pc == 0, pc + kc >= K, g, res, comp);
       });
 }
 
@@ -335,6 +352,14 @@ inline void micro(long kc, const TA* __restrict a, const TB* __restrict b, float
 }
 )";
 
+constexpr const char* kLowPackedWeights = R"(extern "C" { extern const long atvoss_packed_weight_bytes; }
+const long atvoss_packed_weight_bytes = BATCH * B_PACKED * sizeof(TB);
+extern "C" void atvoss_pack_weights(const AtvossArgs* g, void* out) {
+  const TB* qb = static_cast<const TB*>(g->qb);
+  for (long b = 0; b < BATCH; ++b) pack_b_whole(qb + b * K * N, static_cast<TB*>(out) + b * B_PACKED);
+}
+)";
+
 constexpr const char* kInt8Types = R"(
 using TA = unsigned char;
 using TB = signed char;
@@ -383,19 +408,22 @@ std::string generate_low_precision_source(const Workload& w, const Schedule& s, 
   std::string kernel = amx ? std::string(kLowPackB) + kLowRows + kAmx + kLowDrive
                            : std::string(kLowPackA) + kLowPackB + kLowRows + kLowMicro + kLowDrive;
   o << with_unroll(kernel, knob(knobs::k_steps)) << "}  // namespace\n\n"
-    << threads_symbol_text(threads) << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
+    << threads_symbol_text(threads) << kLowPackedWeights << "extern \"C\" void atvoss_kernel(const AtvossArgs* g) {\n";
   if (amx) o << "  static const bool permitted = amx_permitted();\n  if (!permitted) __builtin_trap();\n";
   o << "  static thread_local Scratch ap(" << threads << " * AP_ELEMS * sizeof(TA) / 4), bp(" << threads
     << " * BP_ELEMS * sizeof(TB) / 4);\n"
     << "  TA* const ap_all = (TA*)ap.p;\n  TB* const bp_all = (TB*)bp.p;\n"
     << "  const TA* qa = static_cast<const TA*>(g->qa);\n"
     << "  const TB* qb = static_cast<const TB*>(g->qb);\n"
+    << "  const TB* qb_packed = static_cast<const TB*>(g->qb_packed);\n"
     << "  for (long b = 0; b < BATCH; ++b) {\n"
     << "    const float* res = g->residual ? g->residual + b * M * N : nullptr;\n"
     << "    float* C = g->c + b * M * N;\n"
     << "    PARALLEL_FOR\n"
     << "    for (long t = 0; t < THREADS; ++t)\n"
-    << "      gemm(qa + b * M * K, qb + b * K * N, C, *g, res, ap_all + t * AP_ELEMS, bp_all + t * BP_ELEMS,\n"
+    << "      gemm(qa + b * M * K, qb ? qb + b * K * N : nullptr, qb_packed ? qb_packed + b * B_PACKED : nullptr, C, "
+       "*g,\n"
+    << "           res, ap_all + t * AP_ELEMS, bp_all + t * BP_ELEMS,\n"
     << "           INT8 ? g->qcomp + b * N : nullptr, part_of(t));\n";
   o << separate_pass_calls(w, split, "C") << "  }\n}\n";
   return o.str();

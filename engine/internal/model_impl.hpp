@@ -298,10 +298,12 @@ struct Model::Impl {
     int shift = 0;  // 128 for int8 codes
   };
   std::optional<RunGrid> run_grid_of(int t, const std::string& who);
-  // Matmul w ([M, K] x [K, N]) with epilogue as the int8 kernel that runs it: the 1x1 conv2d of
-  // a 1 x M image of K channels into N (the same rows in and out, its filter packed once at
-  // load, which the int8 matmul kernels do not do).
-  Workload pointwise_int8(const Workload& w, const std::vector<std::string>& epilogue) const;
+  // The int8 kernel of rows x c codes times c x k weights with epilogue (a MatMulInteger's
+  // product, or a 1x1 conv of stride 1 and no padding over its pixels): the int8 matmul where
+  // this CPU runs it on AMX tiles (its weights packed once at load), else the 1x1 conv2d of a
+  // 1 x rows image (the same rows in and out; docs/decisions/engine-int8-amx.md).
+  Workload pointwise_int8(std::int64_t rows, std::int64_t c, std::int64_t k,
+                          const std::vector<std::string>& epilogue) const;
   // A matmul's constant B ([K, N], row-major) as int8 codes and each column's scale: integers in
   // int8's range (MatMulInteger's weights less their zero point, scale 1), or nullopt.
   std::optional<Int8Filter> int8_matrix(int b, std::int64_t k, std::int64_t n) const;

@@ -75,9 +75,12 @@ class Builder:
         return path
 
 
-# int8 kernels run where the CPU has AVX-512 VNNI; elsewhere those steps stay fp32.
+# int8 kernels run where the CPU has AVX-512 VNNI; elsewhere those steps stay fp32. Where it has
+# AMX too, products of rows (1x1 convs of stride 1, MatMulInteger) run on the int8 matmul's tiles.
 with open("/proc/cpuinfo") as _f:
-    VNNI = "avx512_vnni" in _f.read().split()
+    _FLAGS = _f.read().split()
+    VNNI = "avx512_vnni" in _FLAGS
+    AMX = "amx_int8" in _FLAGS and "amx_tile" in _FLAGS
 
 
 def compare(path, batch=1, threads=2, dims=None, input_shapes=None):
@@ -1954,6 +1957,39 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations
     assert ops.count("QuantizeLinear") == 5 and "DequantizeLinear" not in ops, ops
 
 
+def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_path):
+    # A 1x1 conv of stride 1 and no padding is a product of its pixels' rows: on a CPU with AMX
+    # the int8 matmul (its weights packed once at load, a ragged 12 x 12 pixels and 40 channels
+    # out), elsewhere the 1x1 int8 conv; a 1x1 conv of stride 2 stays a conv. Both requantize,
+    # and a residual Add reads the first.
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    b = Builder()
+    x = b.node("Relu", [b.conv("x", 24, 40, 1)])
+    x = b.node("Add", [x, b.node("Relu", [b.conv(x, 40, 40, 3, pads=[1, 1, 1, 1])])])
+    out = b.node("Relu", [b.conv(x, 40, 24, 1, strides=[2, 2])])
+    b.save(str(tmp_path / "f32.onnx"), [("x", [1, 24, 12, 12])], [out])
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"x": RNG.uniform(-1, 1, (1, 24, 12, 12)).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    path = str(tmp_path / "qdq.onnx")
+    quantize_static(str(tmp_path / "f32.onnx"), path, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    m = compare(path)
+    int8 = [s["workload"] for s in m.describe()["steps"] if s.get("as") == "int8"]
+    if not VNNI:
+        assert int8 == []
+        return
+    assert [w["op"] for w in int8] == ["matmul" if AMX else "conv2d", "conv2d", "conv2d"], int8
+    assert int8[0]["dims"] == ({"M": 144, "K": 24, "N": 40} if AMX else int8[0]["dims"]), int8[0]
+    assert all(w["epilogue"][-1] == "requantize" for w in int8), int8
+
+
 def test_quantized_operators_run_as_their_float_ops(tmp_path):
     # The operator form of int8 models (QuantFormat.QOperator, the ONNX model zoo's int8 models):
     # QLinearConv (per-channel weights, an int32 bias, strides, pads, groups), QLinearMatMul
@@ -2078,7 +2114,8 @@ def test_a_dynamically_quantized_transformer_layer(tmp_path):
     assert m.describe()["kernels"] == 2
     # Both MatMulIntegers on int8 kernels: the codes DynamicQuantizeLinear computed, its zero
     # point read when the step runs.
-    assert [s.get("as") for s in m.describe()["steps"]].count("int8") == (2 if VNNI else 0)
+    int8 = [s["workload"] for s in m.describe()["steps"] if s.get("as") == "int8"]
+    assert [w["op"] for w in int8] == (["matmul" if AMX else "conv2d"] * 2 if VNNI else []), int8
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     for x in (np.abs(RNG.standard_normal((2, 7, 32))), -np.abs(RNG.standard_normal((2, 7, 32))), np.zeros((2, 7, 32))):
         x = x.astype(np.float32)
