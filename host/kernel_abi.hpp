@@ -25,8 +25,8 @@
 // for partial sums over k blocks (its contents afterwards are unspecified), so the caller
 // still passes it. qc null: c as above. The next int8 layer reads qc as its u8 input with
 // zero point qout[1].
-// Prepacked weights: a conv2d (fp32, int8, bf16; not depthwise) and an fp32 matmul or
-// batch_matmul (B packed, every batch) also export
+// Prepacked weights: a conv2d (fp32, int8, bf16; not depthwise) and a matmul or batch_matmul
+// (fp32, int8, bf16: B packed, every batch) also export
 //   extern "C" const long atvoss_packed_weight_bytes;
 //   extern "C" void atvoss_pack_weights(const AtvossArgs*, void* out);
 // which packs its weights (qb; fp32: b) into out (atvoss_packed_weight_bytes bytes, 64-byte

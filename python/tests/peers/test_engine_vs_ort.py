@@ -1960,19 +1960,20 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations
 def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_path):
     # A 1x1 conv of stride 1 and no padding is a product of its pixels' rows: on a CPU with AMX
     # the int8 matmul (its weights packed once at load, a ragged 12 x 12 pixels and 40 channels
-    # out), elsewhere the 1x1 int8 conv; a 1x1 conv of stride 2 stays a conv. Both requantize,
-    # and a residual Add reads the first.
+    # out), elsewhere the 1x1 int8 conv; one of fewer than 64 channels in (a tile row) and one of
+    # stride 2 stay convs. All requantize, and a residual Add reads the first.
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     b = Builder()
-    x = b.node("Relu", [b.conv("x", 24, 40, 1)])
+    x = b.node("Relu", [b.conv("x", 64, 40, 1)])
     x = b.node("Add", [x, b.node("Relu", [b.conv(x, 40, 40, 3, pads=[1, 1, 1, 1])])])
-    out = b.node("Relu", [b.conv(x, 40, 24, 1, strides=[2, 2])])
-    b.save(str(tmp_path / "f32.onnx"), [("x", [1, 24, 12, 12])], [out])
+    x = b.node("Relu", [b.conv(x, 40, 64, 1)])
+    out = b.node("Relu", [b.conv(x, 64, 24, 1, strides=[2, 2])])
+    b.save(str(tmp_path / "f32.onnx"), [("x", [1, 64, 12, 12])], [out])
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.batches = iter([{"x": RNG.uniform(-1, 1, (1, 24, 12, 12)).astype(np.float32)} for _ in range(4)])
+            self.batches = iter([{"x": RNG.uniform(-1, 1, (1, 64, 12, 12)).astype(np.float32)} for _ in range(4)])
 
         def get_next(self):
             return next(self.batches, None)
@@ -1985,8 +1986,8 @@ def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_
     if not VNNI:
         assert int8 == []
         return
-    assert [w["op"] for w in int8] == ["matmul" if AMX else "conv2d", "conv2d", "conv2d"], int8
-    assert int8[0]["dims"] == ({"M": 144, "K": 24, "N": 40} if AMX else int8[0]["dims"]), int8[0]
+    assert [w["op"] for w in int8] == ["matmul" if AMX else "conv2d", "conv2d", "conv2d", "conv2d"], int8
+    assert int8[0]["dims"] == ({"M": 144, "K": 64, "N": 40} if AMX else int8[0]["dims"]), int8[0]
     assert all(w["epilogue"][-1] == "requantize" for w in int8), int8
 
 
@@ -2115,7 +2116,8 @@ def test_a_dynamically_quantized_transformer_layer(tmp_path):
     # Both MatMulIntegers on int8 kernels: the codes DynamicQuantizeLinear computed, its zero
     # point read when the step runs.
     int8 = [s["workload"] for s in m.describe()["steps"] if s.get("as") == "int8"]
-    assert [w["op"] for w in int8] == (["matmul" if AMX else "conv2d"] * 2 if VNNI else []), int8
+    # The second's 64 inputs fill an AMX tile row: the int8 matmul there; the first's 32 do not.
+    assert [w["op"] for w in int8] == (["conv2d", "matmul" if AMX else "conv2d"] if VNNI else []), int8
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     for x in (np.abs(RNG.standard_normal((2, 7, 32))), -np.abs(RNG.standard_normal((2, 7, 32))), np.zeros((2, 7, 32))):
         x = x.astype(np.float32)
