@@ -466,10 +466,11 @@ Workload Model::Impl::pointwise_int8(std::int64_t rows, std::int64_t c, std::int
                                      const std::vector<std::string>& epilogue) const {
   const Workload tiles = Workload::from_json(
       Json{{"op", "matmul"}, {"dtype", "int8"}, {"epilogue", epilogue}, {"dims", {{"M", rows}, {"K", c}, {"N", k}}}});
-  // A tile row holds 64 codes of k: fewer channels would multiply mostly zeros (MobileNetV2's
-  // 16- to 32-channel products ran 1.2-2x slower there).
-  constexpr std::int64_t kTileRow = 64;
-  if (c >= kTileRow && host::has_amx(tiles, host::this_machine()) && host::supports(tiles)) return tiles;
+  // A tile holds 16 rows of 64 codes of k: fewer would multiply mostly zeros (MobileNetV2's
+  // 16- to 32-channel products ran 1.2-2x slower there, BERT's at one token 1.8x).
+  constexpr std::int64_t kTileRows = 16, kTileRow = 64;
+  if (rows >= kTileRows && c >= kTileRow && host::has_amx(tiles, host::this_machine()) && host::supports(tiles))
+    return tiles;
   return Workload::from_json(Json{
       {"op", "conv2d"},
       {"dtype", "int8"},

@@ -300,8 +300,8 @@ struct Model::Impl {
   std::optional<RunGrid> run_grid_of(int t, const std::string& who);
   // The int8 kernel of rows x c codes times c x k weights with epilogue (a MatMulInteger's
   // product, or a 1x1 conv of stride 1 and no padding over its pixels): the int8 matmul where
-  // this CPU runs it on AMX tiles (its weights packed once at load) and c fills a tile row (64),
-  // else the 1x1 conv2d of a 1 x rows image (the same rows in and out;
+  // this CPU runs it on AMX tiles (its weights packed once at load) and rows and c fill a tile
+  // (16 rows of 64), else the 1x1 conv2d of a 1 x rows image (the same rows in and out;
   // docs/decisions/engine-int8-amx.md).
   Workload pointwise_int8(std::int64_t rows, std::int64_t c, std::int64_t k,
                           const std::vector<std::string>& epilogue) const;

@@ -2111,15 +2111,19 @@ def test_a_dynamically_quantized_transformer_layer(tmp_path):
     path = str(tmp_path / "dyn.onnx")
     quantize_dynamic(str(tmp_path / "f32.onnx"), path, weight_type=QuantType.QInt8)
     assert "DynamicQuantizeLinear" in {n.op_type for n in onnx.load(path).graph.node}
-    m = compare(path, batch=2)
+    m = compare(path, batch=3)
     assert m.describe()["kernels"] == 2
+
+    def int8_ops(model):
+        return [s["workload"]["op"] for s in model.describe()["steps"] if s.get("as") == "int8"]
+
     # Both MatMulIntegers on int8 kernels: the codes DynamicQuantizeLinear computed, its zero
-    # point read when the step runs.
-    int8 = [s["workload"] for s in m.describe()["steps"] if s.get("as") == "int8"]
-    # The second's 64 inputs fill an AMX tile row: the int8 matmul there; the first's 32 do not.
-    assert [w["op"] for w in int8] == (["conv2d", "matmul" if AMX else "conv2d"] if VNNI else []), int8
+    # point read when the step runs. The second's 64 inputs fill an AMX tile row and its 21 rows
+    # a tile's 16: the int8 matmul there; the first's 32 inputs do not; nor do 14 rows.
+    assert int8_ops(m) == (["conv2d", "matmul" if AMX else "conv2d"] if VNNI else [])
+    assert int8_ops(rt.Model(path, batch=2, threads=2)) == (["conv2d", "conv2d"] if VNNI else [])
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    for x in (np.abs(RNG.standard_normal((2, 7, 32))), -np.abs(RNG.standard_normal((2, 7, 32))), np.zeros((2, 7, 32))):
+    for x in (np.abs(RNG.standard_normal((3, 7, 32))), -np.abs(RNG.standard_normal((3, 7, 32))), np.zeros((3, 7, 32))):
         x = x.astype(np.float32)
         ours, theirs = m.run([x])[0], session.run(None, {"x": x})[0]
         assert float(np.max(np.abs(ours - theirs) / np.maximum(np.abs(theirs), 1))) <= 1e-4
