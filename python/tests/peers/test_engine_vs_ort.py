@@ -1915,6 +1915,22 @@ def test_quantize_and_dequantize_linear_with_every_attribute(tmp_path):
         assert a.shape == r.shape and a.dtype == r.dtype and np.array_equal(a, r), name
 
 
+def quantize_qdq(src, path, shape, per_channel=True, activations="QUInt8"):
+    """quantize_static's QDQ form of the model at src (one input "x" of shape shape), calibrated
+    on 4 uniform batches in [-1, 1], written to path."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"x": RNG.uniform(-1, 1, shape).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    quantize_static(src, path, Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8)
+
+
 @pytest.mark.parametrize("activations, per_channel", [("QUInt8", True), ("QInt8", False)])
 def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations, per_channel):
     # onnxruntime.quantization.quantize_static's QDQ format (its default): int8 weights per channel
@@ -1922,8 +1938,6 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations
     # a Gemm's weights on the tuned kernels; uint8 activations quantized and dequantized between.
     # ONNX Runtime computes the fused int8 ops; the float ops the file writes agree with them here.
     # A QuantizeLinear read only by a DequantizeLinear of the same scale runs with it as one step.
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
     b = Builder()
     x = b.node("Relu", [b.conv("x", 3, 16, 3, pads=[1, 1, 1, 1])])
     x = b.node("Add", [x, b.node("Relu", [b.conv(x, 16, 16, 3, pads=[1, 1, 1, 1])])])
@@ -1931,19 +1945,10 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations
     x = b.node("Flatten", [b.node("GlobalAveragePool", [x])])
     out = b.node("Gemm", [x, b.const(RNG.standard_normal((32, 10)) * 0.2), b.const(RNG.uniform(-0.1, 0.1, 10))])
     b.save(str(tmp_path / "f32.onnx"), [("x", [1, 3, 24, 24])], [out])
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter([{"x": RNG.uniform(-1, 1, (1, 3, 24, 24)).astype(np.float32)} for _ in range(4)])
-
-        def get_next(self):
-            return next(self.batches, None)
-
     path = str(tmp_path / "qdq.onnx")
     # uint8 activations with int8 filters per channel (quantize_static's default), and int8
     # activations (u8 codes shifted by 128 for the kernels) with one filter scale per tensor.
-    quantize_static(str(tmp_path / "f32.onnx"), path, Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                    activation_type=getattr(QuantType, activations), weight_type=QuantType.QInt8)
+    quantize_qdq(str(tmp_path / "f32.onnx"), path, (1, 3, 24, 24), per_channel, activations)
     m = compare(path)
     assert m.describe()["kernels"] == 4  # the three convs and the Gemm, on dequantized weights
     # The convs read their input's u8 codes and their int8 filters (VNNI; the Gemm stays fp32),
@@ -1962,25 +1967,14 @@ def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_
     # the int8 matmul (its weights packed once at load, a ragged 12 x 12 pixels and 40 channels
     # out), elsewhere the 1x1 int8 conv; one of fewer than 64 channels in (a tile row) and one of
     # stride 2 stay convs. All requantize, and a residual Add reads the first.
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
     b = Builder()
     x = b.node("Relu", [b.conv("x", 64, 40, 1)])
     x = b.node("Add", [x, b.node("Relu", [b.conv(x, 40, 40, 3, pads=[1, 1, 1, 1])])])
     x = b.node("Relu", [b.conv(x, 40, 64, 1)])
     out = b.node("Relu", [b.conv(x, 64, 24, 1, strides=[2, 2])])
     b.save(str(tmp_path / "f32.onnx"), [("x", [1, 64, 12, 12])], [out])
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter([{"x": RNG.uniform(-1, 1, (1, 64, 12, 12)).astype(np.float32)} for _ in range(4)])
-
-        def get_next(self):
-            return next(self.batches, None)
-
     path = str(tmp_path / "qdq.onnx")
-    quantize_static(str(tmp_path / "f32.onnx"), path, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    quantize_qdq(str(tmp_path / "f32.onnx"), path, (1, 64, 12, 12))
     m = compare(path)
     int8 = [s["workload"] for s in m.describe()["steps"] if s.get("as") == "int8"]
     if not VNNI:
