@@ -455,6 +455,19 @@ void grid_codes(const float* x, std::int64_t n, float scale, int zero, std::uint
         [&](std::int64_t i0, std::int64_t i1) { run(x + i0, i1 - i0, 1.0f / scale, float(zero), q + i0); });
 }
 
+void grid_codes_strided(const float* x, const Shape& nhwc, std::int64_t stride, float scale, int zero, std::uint8_t* q,
+                        int threads) {
+  const auto run = grid_codes_run_here();
+  const std::int64_t h = nhwc[1], w = nhwc[2], c = nhwc[3];
+  const std::int64_t oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+  split(nhwc[0] * oh * ow, rows_grain(c), threads, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t n = p / (oh * ow), y = p / ow % oh, xo = p % ow;
+      run(x + ((n * h + y * stride) * w + xo * stride) * c, c, 1.0f / scale, float(zero), q + p * c);
+    }
+  });
+}
+
 namespace {
 
 // lo and hi widened to hold x's n values, in lanes the compiler keeps in vectors.

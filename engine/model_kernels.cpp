@@ -353,9 +353,15 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   const std::int64_t d = conv_attrs(p).dh;
   const std::optional<RunGrid> grid = depthwise || scaled || d > 1 ? std::nullopt : run_grid_of(n.inputs[0], n.name);
   const std::optional<Int8Filter> codes = grid ? int8_filter(n.inputs[1], k, cin, r * s) : std::nullopt;
-  const bool pointwise = !depthwise && r == 1 && s == 1 && w0.dim("stride") == 1 && w0.dim("pad") == 0;
-  const Workload w8 = pointwise ? pointwise_int8(w0.dim("N") * w0.dim("H") * w0.dim("W"), c, k, ch.epilogue)
-                                : kernel_workload(w0, ch.epilogue, DType::int8);
+  // A 1x1 conv with no padding reads every stride-th pixel: the product of their rows.
+  const std::int64_t stride = w0.dim("stride");
+  const bool pointwise = !depthwise && r == 1 && s == 1 && w0.dim("pad") == 0;
+  Workload w8 = kernel_workload(w0, ch.epilogue, DType::int8);
+  if (pointwise) {
+    const Workload product = pointwise_int8(w0.dim("N") * w0.out_h() * w0.out_w(), c, k, ch.epilogue);
+    if (stride == 1 || product.op() == "matmul") w8 = product;
+  }
+  const bool strided = stride > 1 && w8.op() == "matmul";
   const bool int8 = codes && host::supports(w8) && host::runs_low_precision(w8, host::this_machine());
   const float* filter = int8 ? nullptr : owned_data(hwio_weights(oihw.data(), k, cin, r * s));
   const ChannelData channels = channel_data(ch, bias);
@@ -365,8 +371,13 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   for (const int t : ch.aliases) alias_of(ch.out, t);
   Step step{n.name, "kernel", Json::object(), nullptr};
   if (int8) {
-    add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, elements(values[n.inputs[0]].shape),
-                    res, out);
+    const Shape& xs = values[n.inputs[0]].shape;
+    if (strided) {
+      add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, w8.dim("M") * c, res, out,
+                      Shape{xs[0], xs[2], xs[3], xs[1]}, stride);
+    } else {
+      add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, elements(xs), res, out);
+    }
     return true;
   }
   prepare_kernel(w, step.info);
@@ -507,7 +518,8 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_matrix(int b, std::int6
 }
 
 void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f,
-                                  const ChannelData& channels, const Ref& a, std::int64_t a_count, int res, int out) {
+                                  const ChannelData& channels, const Ref& a, std::int64_t a_count, int res, int out,
+                                  const Shape& strided, std::int64_t stride) {
   const std::int64_t n = std::int64_t(f.scale.size()), k = std::int64_t(f.codes.size()) / n;
   std::vector<float> scale(static_cast<std::size_t>(n));
   for (std::int64_t j = 0; j < n; ++j) scale[std::size_t(j)] = g.scale * f.scale[std::size_t(j)];
@@ -526,12 +538,15 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
   const int codes = int(slots.size()) - 1;
   writes(codes);
   reads(codes);
-  step.run = [this, w, g, channels, a, a_count, res, out, codes, column, n, qscale, packed_at] {
+  step.run = [this, w, g, channels, a, a_count, res, out, codes, column, n, qscale, packed_at, strided, stride] {
     const int z = int(at(g.zero)[0]) + g.shift;
     std::int32_t* comp = column + n;
     for (std::int64_t j = 0; j < n; ++j) comp[j] = z * column[j];
     auto* q = reinterpret_cast<std::uint8_t*>(ptr[codes]);
-    grid_codes(at(a), a_count, g.scale, z, q, threads);
+    if (stride > 1)
+      grid_codes_strided(at(a), strided, stride, g.scale, z, q, threads);
+    else
+      grid_codes(at(a), a_count, g.scale, z, q, threads);
     host::AtvossArgs args{};
     args.qa = q;
     args.qzero = z;

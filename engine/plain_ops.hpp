@@ -179,6 +179,10 @@ void dynamic_quantize_linear(const float* x, std::int64_t n, float* y, float* sc
 // zero) * scale for q in [0, 255]): x / scale + zero, rounded and clamped, one byte each, for an
 // int8 kernel to read.
 void grid_codes(const float* x, std::int64_t n, float scale, int zero, std::uint8_t* q, int threads = 1);
+// The same for every stride-th pixel of an NHWC image ([N, H, W, C]) from the first, in rows and
+// columns: the input a 1x1 conv of that stride and no padding reads, as a [N, OH, OW, C] image.
+void grid_codes_strided(const float* x, const Shape& nhwc, std::int64_t stride, float scale, int zero, std::uint8_t* q,
+                        int threads = 1);
 
 // LpNormalization: x over its p-norm (p 1 or 2) along axis; a norm of 0 gives 0, as ONNX
 // Runtime gives.

@@ -313,8 +313,11 @@ struct Model::Impl {
   // the compensation for A's zero point (padding holds its code, so every tap is compensated)
   // computed when the step runs, the s32 sums scaled by g's and each column's scale into the
   // fp32 epilogue.
+  // stride > 1: a is an NHWC image of shape strided (a 1x1 conv's input with no padding) and
+  // the kernel reads the codes of every stride-th pixel (a_count of them, C each).
   void add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f, const ChannelData& channels,
-                       const Ref& a, std::int64_t a_count, int res, int out);
+                       const Ref& a, std::int64_t a_count, int res, int out, const Shape& strided = {},
+                       std::int64_t stride = 1);
 
   // Compiles w's kernel now (or takes it from the compile cache) and counts where its schedule
   // comes from.

@@ -1965,8 +1965,9 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations
 def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_path):
     # A 1x1 conv of stride 1 and no padding is a product of its pixels' rows: on a CPU with AMX
     # the int8 matmul (its weights packed once at load, a ragged 12 x 12 pixels and 40 channels
-    # out), elsewhere the 1x1 int8 conv; one of fewer than 64 channels in (a tile row) and one of
-    # stride 2 stay convs. All requantize, and a residual Add reads the first.
+    # out), elsewhere the 1x1 int8 conv; one of fewer than 64 channels in (a tile row) stays a
+    # conv; one of stride 2 takes the codes of every second pixel (6 x 6 rows) to the matmul. All
+    # requantize, and a residual Add reads the first.
     b = Builder()
     x = b.node("Relu", [b.conv("x", 64, 40, 1)])
     x = b.node("Add", [x, b.node("Relu", [b.conv(x, 40, 40, 3, pads=[1, 1, 1, 1])])])
@@ -1980,8 +1981,10 @@ def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_
     if not VNNI:
         assert int8 == []
         return
-    assert [w["op"] for w in int8] == ["matmul" if AMX else "conv2d", "conv2d", "conv2d", "conv2d"], int8
-    assert int8[0]["dims"] == ({"M": 144, "K": 64, "N": 40} if AMX else int8[0]["dims"]), int8[0]
+    tiles = "matmul" if AMX else "conv2d"
+    assert [w["op"] for w in int8] == [tiles, "conv2d", "conv2d", tiles], int8
+    if AMX:
+        assert [int8[0]["dims"], int8[3]["dims"]] == [{"M": 144, "K": 64, "N": 40}, {"M": 36, "K": 64, "N": 24}], int8
     assert all(w["epilogue"][-1] == "requantize" for w in int8), int8
 
 
