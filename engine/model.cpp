@@ -461,6 +461,7 @@ Model::Model(const std::string& onnx_path, const ModelOptions& options) : impl_(
   }
   m.rt = std::make_unique<runtime::Runtime>(std::move(ro));
   m.build();
+  m.settle_codes();
   m.plan_arena();
 }
 

@@ -287,7 +287,8 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   const int out = output(ch.out, false);
   Step step{n.name, "kernel", Json::object(), nullptr};
   if (grid) {
-    add_int8_kernel(std::move(step), w8, *grid, *codes, channels, a, elements(values[n.inputs[0]].shape), res, out);
+    add_int8_kernel(std::move(step), w8, *grid, *codes, channels, a, elements(values[n.inputs[0]].shape), res, out, {},
+                    1, n.inputs[0], outputs_of(ch));
     for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
     return true;
   }
@@ -374,9 +375,10 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
     const Shape& xs = values[n.inputs[0]].shape;
     if (strided) {
       add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, w8.dim("M") * c, res, out,
-                      Shape{xs[0], xs[2], xs[3], xs[1]}, stride);
+                      Shape{xs[0], xs[2], xs[3], xs[1]}, stride, n.inputs[0], outputs_of(ch));
     } else {
-      add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, elements(xs), res, out);
+      add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, elements(xs), res, out, {}, 1,
+                      n.inputs[0], outputs_of(ch));
     }
     return true;
   }
@@ -489,6 +491,28 @@ Workload Model::Impl::pointwise_int8(std::int64_t rows, std::int64_t c, std::int
       {"dims", {{"N", 1}, {"C", c}, {"H", 1}, {"W", rows}, {"K", k}, {"R", 1}, {"S", 1}, {"stride", 1}, {"pad", 0}}}});
 }
 
+std::vector<int> Model::Impl::outputs_of(const Chain& c) {
+  std::vector<int> out = {c.out};
+  out.insert(out.end(), c.aliases.begin(), c.aliases.end());
+  return out;
+}
+
+void Model::Impl::settle_codes() {
+  for (const auto& c : codes_out) {
+    std::size_t consumers = 0;
+    bool output = false;
+    for (int t : c->tensors) {
+      consumers += graph.tensors()[t].consumers.size();
+      output = output || graph.tensors()[t].output;
+    }
+    const std::size_t readers = c->steps.size() - 1;
+    c->written = !output && readers > 0 && readers == consumers;
+    if (!c->written) continue;
+    steps[c->steps[0]].info["codes_out"] = true;  // describe() shows the hand-off
+    for (std::size_t r = 1; r < c->steps.size(); ++r) steps[c->steps[r]].info["codes_in"] = true;
+  }
+}
+
 std::optional<Model::Impl::RunGrid> Model::Impl::run_grid_of(int t, const std::string& who) {
   const int p = graph.tensors()[t].producer;
   if (p < 0 || graph.nodes()[p].op != "DequantizeLinear") return std::nullopt;
@@ -519,7 +543,8 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_matrix(int b, std::int6
 
 void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f,
                                   const ChannelData& channels, const Ref& a, std::int64_t a_count, int res, int out,
-                                  const Shape& strided, std::int64_t stride) {
+                                  const Shape& strided, std::int64_t stride, int a_tensor,
+                                  const std::vector<int>& out_tensors) {
   const std::int64_t n = std::int64_t(f.scale.size()), k = std::int64_t(f.codes.size()) / n;
   std::vector<float> scale(static_cast<std::size_t>(n));
   for (std::int64_t j = 0; j < n; ++j) scale[std::size_t(j)] = g.scale * f.scale[std::size_t(j)];
@@ -538,12 +563,38 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
   const int codes = int(slots.size()) - 1;
   writes(codes);
   reads(codes);
-  step.run = [this, w, g, channels, a, a_count, res, out, codes, column, n, qscale, packed_at, strided, stride] {
+  // The producer's codes, where it makes them on this grid: read in place of making them.
+  std::shared_ptr<CodesOut> given;
+  if (const auto found = codes_of.find(a_tensor);
+      found != codes_of.end() && stride == 1 && a.slot == found->second->values && g.zero.constant &&
+      found->second->scale == g.scale && found->second->zero == int(g.zero.constant[0]) + g.shift) {
+    given = found->second;
+    given->steps.push_back(steps.size());
+    reads(given->slot);
+  }
+  std::shared_ptr<CodesOut> made;
+  if (channels.qout && !out_tensors.empty()) {  // requantized: its codes may be what the readers take
+    made = std::make_shared<CodesOut>();
+    made->tensors = out_tensors;
+    made->slot = int(slots.size());
+    slots.push_back({elements(values[out_tensors[0]].shape)});
+    made->values = out;
+    writes(made->slot);
+    made->scale = channels.qout[0];
+    made->zero = int(channels.qout[1]);
+    made->steps.push_back(steps.size());
+    codes_out.push_back(made);
+    for (int t : out_tensors) codes_of[t] = made;
+  }
+  step.run = [this, w, g, channels, a, a_count, res, out, codes, column, n, qscale, packed_at, strided, stride, given,
+              made] {
     const int z = int(at(g.zero)[0]) + g.shift;
     std::int32_t* comp = column + n;
     for (std::int64_t j = 0; j < n; ++j) comp[j] = z * column[j];
     auto* q = reinterpret_cast<std::uint8_t*>(ptr[codes]);
-    if (stride > 1)
+    if (given && given->written)
+      q = reinterpret_cast<std::uint8_t*>(ptr[given->slot]);
+    else if (stride > 1)
       grid_codes_strided(at(a), strided, stride, g.scale, z, q, threads);
     else
       grid_codes(at(a), a_count, g.scale, z, q, threads);
@@ -556,6 +607,7 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
     args.qout = channels.qout;
     args.residual = res >= 0 ? ptr[res] : nullptr;
     args.c = ptr[out];
+    if (made && made->written) args.qc = reinterpret_cast<std::uint8_t*>(ptr[made->slot]);
     runtime::Runtime::use_prepared(w, packed[packed_at], args);
     rt->run(w, args);
   };

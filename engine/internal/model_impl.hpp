@@ -313,11 +313,29 @@ struct Model::Impl {
   // the compensation for A's zero point (padding holds its code, so every tap is compensated)
   // computed when the step runs, the s32 sums scaled by g's and each column's scale into the
   // fp32 epilogue.
+  // An int8 kernel's requantized output (tensor `tensor` and its aliases) as the u8 codes its
+  // int8 readers take as their input: written to `slot` (the ABI's qc) instead of the values
+  // when every reader of the tensor is such a kernel on the same grid (settle_codes decides,
+  // once every step is built); else the values, and each reader makes its codes again.
+  struct CodesOut {
+    std::vector<int> tensors;  // the requantized output and its aliases
+    int slot = -1;
+    int values = -1;  // the slot of the values, which a reader must read to take the codes
+    float scale = 1;
+    int zero = 0;                    // the codes' zero point (an int8 grid's shifted by 128)
+    std::vector<std::size_t> steps;  // the producer's step, then its int8 readers'
+    bool written = false;            // settled: the producer writes the codes, the readers read them
+  };
+  std::vector<std::shared_ptr<CodesOut>> codes_out;
+  std::map<int, std::shared_ptr<CodesOut>> codes_of;  // tensor -> its producer's codes
+  void settle_codes();
+  static std::vector<int> outputs_of(const Chain& c);  // a chain's output tensor and its aliases
+
   // stride > 1: a is an NHWC image of shape strided (a 1x1 conv's input with no padding) and
   // the kernel reads the codes of every stride-th pixel (a_count of them, C each).
   void add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f, const ChannelData& channels,
                        const Ref& a, std::int64_t a_count, int res, int out, const Shape& strided = {},
-                       std::int64_t stride = 1);
+                       std::int64_t stride = 1, int a_tensor = -1, const std::vector<int>& out_tensors = {});
 
   // Compiles w's kernel now (or takes it from the compile cache) and counts where its schedule
   // comes from.
