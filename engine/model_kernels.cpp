@@ -389,9 +389,11 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
     step.info["as"] = "dilated conv as d x d phase images";
     add_phase_conv(std::move(step), w, filter, channels, n.inputs[0], in, res, out, d, packed_at);
   } else {
-    step.run = [this, w, filter, channels, in, res, out, depthwise, packed_at] {
+    const std::shared_ptr<CodesOut> made = offer_codes(channels, outputs_of(ch), out);
+    step.run = [this, w, filter, channels, in, res, out, depthwise, packed_at, made] {
       run_kernel(w, ptr[in], filter, channels, res >= 0 ? ptr[res] : nullptr, ptr[out],
-                 depthwise ? -1 : long(packed_at));
+                 depthwise ? -1 : long(packed_at),
+                 made && made->written ? reinterpret_cast<std::uint8_t*>(ptr[made->slot]) : nullptr);
     };
     steps.push_back(std::move(step));
   }
@@ -491,6 +493,23 @@ Workload Model::Impl::pointwise_int8(std::int64_t rows, std::int64_t c, std::int
       {"dims", {{"N", 1}, {"C", c}, {"H", 1}, {"W", rows}, {"K", k}, {"R", 1}, {"S", 1}, {"stride", 1}, {"pad", 0}}}});
 }
 
+std::shared_ptr<Model::Impl::CodesOut> Model::Impl::offer_codes(const ChannelData& channels,
+                                                                const std::vector<int>& tensors, int values_slot) {
+  if (!channels.qout || tensors.empty()) return nullptr;  // not requantized: no codes to give
+  auto made = std::make_shared<CodesOut>();
+  made->tensors = tensors;
+  made->slot = int(slots.size());
+  slots.push_back({elements(values[tensors[0]].shape)});
+  made->values = values_slot;
+  writes(made->slot);
+  made->scale = channels.qout[0];
+  made->zero = int(channels.qout[1]);
+  made->steps.push_back(steps.size());
+  codes_out.push_back(made);
+  for (int t : tensors) codes_of[t] = made;
+  return made;
+}
+
 std::vector<int> Model::Impl::outputs_of(const Chain& c) {
   std::vector<int> out = {c.out};
   out.insert(out.end(), c.aliases.begin(), c.aliases.end());
@@ -572,20 +591,7 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
     given->steps.push_back(steps.size());
     reads(given->slot);
   }
-  std::shared_ptr<CodesOut> made;
-  if (channels.qout && !out_tensors.empty()) {  // requantized: its codes may be what the readers take
-    made = std::make_shared<CodesOut>();
-    made->tensors = out_tensors;
-    made->slot = int(slots.size());
-    slots.push_back({elements(values[out_tensors[0]].shape)});
-    made->values = out;
-    writes(made->slot);
-    made->scale = channels.qout[0];
-    made->zero = int(channels.qout[1]);
-    made->steps.push_back(steps.size());
-    codes_out.push_back(made);
-    for (int t : out_tensors) codes_of[t] = made;
-  }
+  const std::shared_ptr<CodesOut> made = offer_codes(channels, out_tensors, out);
   step.run = [this, w, g, channels, a, a_count, res, out, codes, column, n, qscale, packed_at, strided, stride, given,
               made] {
     const int z = int(at(g.zero)[0]) + g.shift;
@@ -615,7 +621,7 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
 }
 
 void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels,
-                             const float* residual, float* c, long packed_at) {
+                             const float* residual, float* c, long packed_at, std::uint8_t* qc) {
   host::AtvossArgs args{};
   args.a = a;
   args.b = b;
@@ -624,6 +630,7 @@ void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, 
   args.slope = channels.slope;
   args.qout = channels.qout;
   args.residual = residual;
+  args.qc = qc;
   if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
   rt->run(w, args);
 }

@@ -329,6 +329,9 @@ struct Model::Impl {
   std::vector<std::shared_ptr<CodesOut>> codes_out;
   std::map<int, std::shared_ptr<CodesOut>> codes_of;  // tensor -> its producer's codes
   void settle_codes();
+  // A kernel step about to be built whose epilogue requantizes (channels.qout) offers the codes
+  // of its output (tensors, values in values_slot); null where it does not requantize.
+  std::shared_ptr<CodesOut> offer_codes(const ChannelData& channels, const std::vector<int>& tensors, int values_slot);
   static std::vector<int> outputs_of(const Chain& c);  // a chain's output tensor and its aliases
 
   // stride > 1: a is an NHWC image of shape strided (a 1x1 conv's input with no padding) and
@@ -346,8 +349,9 @@ struct Model::Impl {
   bool add_conv(int i, const onnx::NodeProto& p);
   // Kernel w on A a, B b (its prepared copy packed[packed_at], or -1 for none), per-channel
   // operands and residual (or null), into c: the call every kernel step makes.
+  // qc set: a requantizing kernel writes its output's u8 codes there (c its scratch).
   void run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels, const float* residual,
-                  float* c, long packed_at);
+                  float* c, long packed_at, std::uint8_t* qc = nullptr);
   // Conv step `step` of a dilated conv (dilation d) as the importer's conv w over its phase
   // images (frontend/phase_conv.hpp): tensor x's NHWC slot `in` (and the residual's `res`, or
   // -1) gathered into the phase images (to_phases), the kernel run once over them, the result

@@ -1970,19 +1970,22 @@ def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_
     # the int8 matmul (its weights packed once at load, a ragged 12 x 12 pixels and 40 channels
     # out), elsewhere the 1x1 int8 conv; one of fewer than 64 channels in (a tile row) stays a
     # conv; one of stride 2 takes the codes of every second pixel (6 x 6 rows) to the matmul. All
-    # requantize; each of the first two writes its output's u8 codes, which the next reads as they
-    # are (its sole reader, an int8 kernel on the same grid), and the third its values (the
-    # strided reader gathers its own codes).
+    # requantize. The first writes its output's u8 codes, which the 3x3 conv reads as they are
+    # (its sole reader, an int8 kernel on the same grid); the 3x3 conv's values go to a depthwise
+    # conv (fp32), which writes its codes for the next 1x1 conv; the strided reader gathers its
+    # own codes from the values.
     b = Builder()
     x = b.node("Relu", [b.conv("x", 64, 40, 1)])
     x = b.node("Relu", [b.conv(x, 40, 40, 3, pads=[1, 1, 1, 1])])
+    x = b.node("Relu", [b.conv(x, 40, 40, 3, group=40, pads=[1, 1, 1, 1])])
     x = b.node("Relu", [b.conv(x, 40, 64, 1)])
     out = b.node("Relu", [b.conv(x, 64, 24, 1, strides=[2, 2])])
     b.save(str(tmp_path / "f32.onnx"), [("x", [1, 64, 12, 12])], [out])
     path = str(tmp_path / "qdq.onnx")
     quantize_qdq(str(tmp_path / "f32.onnx"), path, (1, 64, 12, 12))
     m = compare(path)
-    steps = [s for s in m.describe()["steps"] if s.get("as") == "int8"]
+    kernels = [s for s in m.describe()["steps"] if s["kind"] == "kernel"]
+    steps = [s for s in kernels if s.get("as") == "int8"]
     int8 = [s["workload"] for s in steps]
     if not VNNI:
         assert int8 == []
@@ -1992,8 +1995,9 @@ def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_
     if AMX:
         assert [int8[0]["dims"], int8[3]["dims"]] == [{"M": 144, "K": 64, "N": 40}, {"M": 36, "K": 64, "N": 24}], int8
     assert all(w["epilogue"][-1] == "requantize" for w in int8), int8
-    assert [(bool(s.get("codes_in")), bool(s.get("codes_out"))) for s in steps] == [
-        (False, True), (True, True), (True, False), (False, False)], steps
+    assert [(s["workload"]["op"], bool(s.get("codes_in")), bool(s.get("codes_out"))) for s in kernels] == [
+        (tiles, False, True), ("conv2d", True, False), ("depthwise_conv2d", False, True), ("conv2d", True, False),
+        (tiles, False, False)], kernels
 
 
 def test_quantized_operators_run_as_their_float_ops(tmp_path):
