@@ -287,8 +287,8 @@ bool Model::Impl::add_matmul(int i, const onnx::NodeProto& p) {
   const int out = output(ch.out, false);
   Step step{n.name, "kernel", Json::object(), nullptr};
   if (grid) {
-    add_int8_kernel(std::move(step), w8, *grid, *codes, channels, a, elements(values[n.inputs[0]].shape), res, out, {},
-                    1, n.inputs[0], outputs_of(ch));
+    add_int8_kernel(std::move(step), w8, *grid, *codes, channels,
+                    Int8Input{n.inputs[0], a, elements(values[n.inputs[0]].shape)}, res, out, outputs_of(ch));
     for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
     return true;
   }
@@ -373,13 +373,10 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   Step step{n.name, "kernel", Json::object(), nullptr};
   if (int8) {
     const Shape& xs = values[n.inputs[0]].shape;
-    if (strided) {
-      add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, w8.dim("M") * c, res, out,
-                      Shape{xs[0], xs[2], xs[3], xs[1]}, stride, n.inputs[0], outputs_of(ch));
-    } else {
-      add_int8_kernel(std::move(step), w8, *grid, *codes, channels, Ref{in, nullptr}, elements(xs), res, out, {}, 1,
-                      n.inputs[0], outputs_of(ch));
-    }
+    const Int8Input input =
+        strided ? Int8Input{n.inputs[0], Ref{in, nullptr}, w8.dim("M") * c, Shape{xs[0], xs[2], xs[3], xs[1]}, stride}
+                : Int8Input{n.inputs[0], Ref{in, nullptr}, elements(xs)};
+    add_int8_kernel(std::move(step), w8, *grid, *codes, channels, input, res, out, outputs_of(ch));
     return true;
   }
   prepare_kernel(w, step.info);
@@ -526,7 +523,10 @@ void Model::Impl::settle_codes() {
     }
     const std::size_t readers = c->steps.size() - 1;
     c->written = !output && readers > 0 && readers == consumers;
-    if (!c->written) continue;
+    if (!c->written) {
+      slots[std::size_t(c->slot)].bytes = 0;  // the arena keeps no room for codes never written
+      continue;
+    }
     steps[c->steps[0]].info["codes_out"] = true;  // describe() shows the hand-off
     for (std::size_t r = 1; r < c->steps.size(); ++r) steps[c->steps[r]].info["codes_in"] = true;
   }
@@ -561,8 +561,7 @@ std::optional<Model::Impl::Int8Filter> Model::Impl::int8_matrix(int b, std::int6
 }
 
 void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f,
-                                  const ChannelData& channels, const Ref& a, std::int64_t a_count, int res, int out,
-                                  const Shape& strided, std::int64_t stride, int a_tensor,
+                                  const ChannelData& channels, const Int8Input& in, int res, int out,
                                   const std::vector<int>& out_tensors) {
   const std::int64_t n = std::int64_t(f.scale.size()), k = std::int64_t(f.codes.size()) / n;
   std::vector<float> scale(static_cast<std::size_t>(n));
@@ -578,32 +577,31 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
   step.info["as"] = "int8";
   const std::size_t packed_at = packed.size();
   packed.push_back(rt->prepare_weights(w, f.codes.data()));
-  slots.push_back({a_count});  // A's u8 codes
+  slots.push_back({in.count});  // A's u8 codes
   const int codes = int(slots.size()) - 1;
   writes(codes);
   reads(codes);
   // The producer's codes, where it makes them on this grid: read in place of making them.
   std::shared_ptr<CodesOut> given;
-  if (const auto found = codes_of.find(a_tensor);
-      found != codes_of.end() && stride == 1 && a.slot == found->second->values && g.zero.constant &&
+  if (const auto found = codes_of.find(in.tensor);
+      found != codes_of.end() && in.stride == 1 && in.values.slot == found->second->values && g.zero.constant &&
       found->second->scale == g.scale && found->second->zero == int(g.zero.constant[0]) + g.shift) {
     given = found->second;
     given->steps.push_back(steps.size());
     reads(given->slot);
   }
   const std::shared_ptr<CodesOut> made = offer_codes(channels, out_tensors, out);
-  step.run = [this, w, g, channels, a, a_count, res, out, codes, column, n, qscale, packed_at, strided, stride, given,
-              made] {
+  step.run = [this, w, g, channels, in, res, out, codes, column, n, qscale, packed_at, given, made] {
     const int z = int(at(g.zero)[0]) + g.shift;
     std::int32_t* comp = column + n;
     for (std::int64_t j = 0; j < n; ++j) comp[j] = z * column[j];
     auto* q = reinterpret_cast<std::uint8_t*>(ptr[codes]);
     if (given && given->written)
       q = reinterpret_cast<std::uint8_t*>(ptr[given->slot]);
-    else if (stride > 1)
-      grid_codes_strided(at(a), strided, stride, g.scale, z, q, threads);
+    else if (in.stride > 1)
+      grid_codes_strided(at(in.values), in.image, in.stride, g.scale, z, q, threads);
     else
-      grid_codes(at(a), a_count, g.scale, z, q, threads);
+      grid_codes(at(in.values), in.count, g.scale, z, q, threads);
     host::AtvossArgs args{};
     args.qa = q;
     args.qzero = z;

@@ -308,11 +308,6 @@ struct Model::Impl {
   // A matmul's constant B ([K, N], row-major) as int8 codes and each column's scale: integers in
   // int8's range (MatMulInteger's weights less their zero point, scale 1), or nullopt.
   std::optional<Int8Filter> int8_matrix(int b, std::int64_t k, std::int64_t n) const;
-  // Step `step` as int8 kernel w (a conv2d, or a matmul's pointwise_int8): A's values (a, on
-  // grid g; a conv's NHWC input) as u8 codes, B's codes (a matrix, a filter's HWIO) packed once,
-  // the compensation for A's zero point (padding holds its code, so every tap is compensated)
-  // computed when the step runs, the s32 sums scaled by g's and each column's scale into the
-  // fp32 epilogue.
   // An int8 kernel's requantized output (tensor `tensor` and its aliases) as the u8 codes its
   // int8 readers take as their input: written to `slot` (the ABI's qc) instead of the values
   // when every reader of the tensor is such a kernel on the same grid (settle_codes decides,
@@ -334,11 +329,24 @@ struct Model::Impl {
   std::shared_ptr<CodesOut> offer_codes(const ChannelData& channels, const std::vector<int>& tensors, int values_slot);
   static std::vector<int> outputs_of(const Chain& c);  // a chain's output tensor and its aliases
 
-  // stride > 1: a is an NHWC image of shape strided (a 1x1 conv's input with no padding) and
-  // the kernel reads the codes of every stride-th pixel (a_count of them, C each).
+  // What an int8 step reads: tensor `tensor`'s values in `values`, `count` codes of them; with
+  // stride > 1 the values are an NHWC image of shape `image` (a 1x1 conv's input with no
+  // padding) and the codes are those of every stride-th pixel.
+  struct Int8Input {
+    int tensor = -1;
+    Ref values;
+    std::int64_t count = 0;
+    Shape image{};
+    std::int64_t stride = 1;
+  };
+  // Step `step` as int8 kernel w (a conv2d, or a matmul's pointwise_int8): A's values (on grid
+  // g; a conv's NHWC input) as u8 codes, or its producer's codes (offer_codes), B's codes (a
+  // matrix, a filter's HWIO) packed once, the compensation for A's zero point (padding holds its
+  // code, so every tap is compensated) computed when the step runs, the s32 sums scaled by g's
+  // and each column's scale into the fp32 epilogue; its output (tensors out_tensors, slot out)
+  // offered as codes where it requantizes.
   void add_int8_kernel(Step step, const Workload& w, const RunGrid& g, const Int8Filter& f, const ChannelData& channels,
-                       const Ref& a, std::int64_t a_count, int res, int out, const Shape& strided = {},
-                       std::int64_t stride = 1, int a_tensor = -1, const std::vector<int>& out_tensors = {});
+                       const Int8Input& in, int res, int out, const std::vector<int>& out_tensors);
 
   // Compiles w's kernel now (or takes it from the compile cache) and counts where its schedule
   // comes from.
