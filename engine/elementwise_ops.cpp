@@ -460,10 +460,11 @@ void grid_codes_strided(const float* x, const Shape& nhwc, std::int64_t stride, 
   const auto run = grid_codes_run_here();
   const std::int64_t h = nhwc[1], w = nhwc[2], c = nhwc[3];
   const std::int64_t oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+  const float inverse = 1.0f / scale;
   split(nhwc[0] * oh * ow, rows_grain(c), threads, [&](std::int64_t p0, std::int64_t p1) {
     for (std::int64_t p = p0; p < p1; ++p) {
       const std::int64_t n = p / (oh * ow), y = p / ow % oh, xo = p % ow;
-      run(x + ((n * h + y * stride) * w + xo * stride) * c, c, 1.0f / scale, float(zero), q + p * c);
+      run(x + ((n * h + y * stride) * w + xo * stride) * c, c, inverse, float(zero), q + p * c);
     }
   });
 }

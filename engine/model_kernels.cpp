@@ -507,6 +507,10 @@ std::shared_ptr<Model::Impl::CodesOut> Model::Impl::offer_codes(const ChannelDat
   return made;
 }
 
+void Model::Impl::compensate(std::int32_t* column, std::int64_t n, int zero) {
+  for (std::int64_t j = 0; j < n; ++j) column[n + j] = zero * column[j];
+}
+
 std::vector<int> Model::Impl::outputs_of(const Chain& c) {
   std::vector<int> out = {c.out};
   out.insert(out.end(), c.aliases.begin(), c.aliases.end());
@@ -523,10 +527,9 @@ void Model::Impl::settle_codes() {
     }
     const std::size_t readers = c->steps.size() - 1;
     c->written = !output && readers > 0 && readers == consumers;
-    if (!c->written) {
-      slots[std::size_t(c->slot)].bytes = 0;  // the arena keeps no room for codes never written
-      continue;
-    }
+    // The arena keeps no room for codes never written, nor for the readers' own once they are.
+    for (int unused : c->written ? c->reader_codes : std::vector<int>{c->slot}) slots[std::size_t(unused)].bytes = 0;
+    if (!c->written) continue;
     steps[c->steps[0]].info["codes_out"] = true;  // describe() shows the hand-off
     for (std::size_t r = 1; r < c->steps.size(); ++r) steps[c->steps[r]].info["codes_in"] = true;
   }
@@ -572,6 +575,9 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
   }
   std::int32_t* column = sums->data();
   owned_sums.push_back(std::move(sums));
+  // A's zero point known at load (a static model's): its compensation computed once, here.
+  const bool zero_known = g.zero.constant != nullptr;
+  if (zero_known) compensate(column, n, int(g.zero.constant[0]) + g.shift);
   const float* qscale = owned_data(std::move(scale));
   prepare_kernel(w, step.info);
   step.info["as"] = "int8";
@@ -588,13 +594,13 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
       found->second->scale == g.scale && found->second->zero == int(g.zero.constant[0]) + g.shift) {
     given = found->second;
     given->steps.push_back(steps.size());
+    given->reader_codes.push_back(codes);
     reads(given->slot);
   }
   const std::shared_ptr<CodesOut> made = offer_codes(channels, out_tensors, out);
-  step.run = [this, w, g, channels, in, res, out, codes, column, n, qscale, packed_at, given, made] {
+  step.run = [this, w, g, channels, in, res, out, codes, column, n, qscale, packed_at, given, made, zero_known] {
     const int z = int(at(g.zero)[0]) + g.shift;
-    std::int32_t* comp = column + n;
-    for (std::int64_t j = 0; j < n; ++j) comp[j] = z * column[j];
+    if (!zero_known) compensate(column, n, z);  // DynamicQuantizeLinear's, new each run
     auto* q = reinterpret_cast<std::uint8_t*>(ptr[codes]);
     if (given && given->written)
       q = reinterpret_cast<std::uint8_t*>(ptr[given->slot]);
@@ -606,7 +612,7 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
     args.qa = q;
     args.qzero = z;
     args.qscale = qscale;
-    args.qcomp = comp;
+    args.qcomp = column + n;
     args.bias = channels.bias;
     args.qout = channels.qout;
     args.residual = res >= 0 ? ptr[res] : nullptr;

@@ -246,11 +246,13 @@ constexpr long NP = (N + NR - 1) / NR * NR;
 constexpr long packed_block(long pc) { return pc / KC * NP * padded_k(KC); }
 constexpr long B_PACKED = packed_block(K) + (K % KC ? NP * padded_k(K % KC) : 0);
 
+// The kc x nc block of B at (pc, jc), every group of it, into bp.
+void pack_b_block(const TB* B, long jc, long nc, long pc, long kc, TB* bp) {
+  for (long q0 = 0; q0 < padded_k(kc) / KG; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
+}
+
 void pack_b_whole(const TB* B, TB* out) {
-  for (long pc = 0; pc < K; pc += KC) {
-    const long kc = K - pc < KC ? K - pc : KC, groups = padded_k(kc) / KG;
-    for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, 0, N, pc, q0, kc, out + packed_block(pc));
-  }
+  for (long pc = 0; pc < K; pc += KC) pack_b_block(B, 0, N, pc, K - pc < KC ? K - pc : KC, out + packed_block(pc));
 }
 
 // One thread's share of C (part_of) in the loop nest (nest()), A packed into its buffer and B
@@ -260,9 +262,7 @@ void gemm(const TA* A, const TB* B, const TB* b_packed, float* C, const AtvossAr
   nest(
       p, [&](long ic, long mc, long pc, long kc) { pack_a(A, ic, mc, pc, kc, ap); },
       [&](long jc, long nc, long pc, long kc) {
-        const long groups = padded_k(kc) / KG;
-        if (!b_packed)
-          for (long q0 = 0; q0 < groups; q0 += QB) pack_b_groups(B, jc, nc, pc, q0, kc, bp);
+        if (!b_packed) pack_b_block(B, jc, nc, pc, kc, bp);
       },
       [&](long ic, long mc, long jc, long nc, long pc, long kc) {
         const TB* b_block = b_packed ? b_packed + packed_block(pc) + jc * padded_k(kc) : bp;

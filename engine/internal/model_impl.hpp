@@ -319,6 +319,7 @@ struct Model::Impl {
     float scale = 1;
     int zero = 0;                    // the codes' zero point (an int8 grid's shifted by 128)
     std::vector<std::size_t> steps;  // the producer's step, then its int8 readers'
+    std::vector<int> reader_codes;   // the readers' own codes slots, unused once written
     bool written = false;            // settled: the producer writes the codes, the readers read them
   };
   std::vector<std::shared_ptr<CodesOut>> codes_out;
@@ -328,6 +329,9 @@ struct Model::Impl {
   // of its output (tensors, values in values_slot); null where it does not requantize.
   std::shared_ptr<CodesOut> offer_codes(const ChannelData& channels, const std::vector<int>& tensors, int values_slot);
   static std::vector<int> outputs_of(const Chain& c);  // a chain's output tensor and its aliases
+  // An int8 kernel's compensation for A's zero point: column[n + j] = zero * column[j], the
+  // column sums of its weights' codes in column[0, n).
+  static void compensate(std::int32_t* column, std::int64_t n, int zero);
 
   // What an int8 step reads: tensor `tensor`'s values in `values`, `count` codes of them; with
   // stride > 1 the values are an NHWC image of shape `image` (a 1x1 conv's input with no
