@@ -21,6 +21,9 @@ constexpr long HP = H + 2 * PAD, WP = W + 2 * PAD;
 constexpr long BH = TH < OH ? TH : OH, BW = TW < OW ? TW : OW;
 constexpr long NBW = (OW + TW - 1) / TW, BLOCKS = (OH + TH - 1) / TH * NBW;  // pixel blocks
 
+// Floats from one output pixel to the next: the caller's c_ld, else dense (kernel_abi.hpp).
+inline long ldc_of(const AtvossArgs& g) { return g.c_ld ? g.c_ld : COLS; }
+
 // One image into the interior of the padded buffer, CP channels a pixel. The border and the
 // channels past C hold `fill`: written once (zero, the buffer's first state) unless REFILL
 // (int8's fill is the input's zero point, which may change from call to call).
@@ -73,14 +76,14 @@ struct Tile {
   long mr;
 };
 inline Tile tile_at(const TIN* in, float* out, const float* res, const long* io, const long* oo, long np, long ir,
-                    long ch, long col) {
+                    long ch, long col, long ldc) {
   Tile t;
   t.mr = np - ir < MR ? np - ir : MR;
 #pragma GCC unroll 16
   for (long i = 0; i < MR; ++i) {
     const long p = ir + (i < t.mr ? i : t.mr - 1);
     t.a[i] = in + io[p] + ch;
-    t.c[i] = out + oo[p] * COLS + col;
+    t.c[i] = out + oo[p] * ldc + col;
     t.r[i] = res ? res + oo[p] * COLS : nullptr;
   }
   return t;
@@ -298,7 +301,7 @@ void block(const float* in, const float* w, float* wp, float* out, const float* 
   const long j0 = wb.j0, nc = wb.nc, c0 = wb.c0, kc = wb.kc;
   const bool first = c0 == 0, last = c0 + kc >= C;
   for_tiles<ORDER == 2>(np, wb.s0, wb.s1, [&](long ir, long jr) {
-    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
+    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr, ldc_of(g));
     const long nr = nc - jr < NR ? nc - jr : NR;
     const float* b = INPLACE ? w + c0 * K + j0 + jr : panel(wp, j0, jr, c0, kc, ring);
     Ahead ahead;
@@ -555,7 +558,7 @@ std::string generate_conv_source(const Workload& w, const Schedule& s, const Mac
   o << image_pointers_text();
   o << (lowp ? "    conv_image(in, qb, packed, out, res, n == 0 && !g->qb_packed, *g, INT8 ? g->qcomp : nullptr);\n"
              : "    conv_image(in, g->b, packed, out, res, n == 0 && !prepacked, prepacked, *g);\n");
-  o << separate_pass_calls(w, split, "out") << "  }\n}\n";
+  o << separate_pass_calls(w, split, "out", "ldc_of(*g)") << "  }\n}\n";
   return o.str();
 }
 
@@ -564,7 +567,7 @@ const char* float_input_text() {
 }
 
 const char* image_pointers_text() {
-  return "    float* out = g->c + n * ROWS * COLS;\n"
+  return "    float* out = g->c + n * ROWS * ldc_of(*g);\n"
          "    const float* res = g->residual ? g->residual + n * ROWS * COLS : nullptr;\n";
 }
 

@@ -88,7 +88,7 @@ void block(const TA* in, TB* wp, float* out, const float* res, const long* io, c
   const long j0 = wb.j0, nc = wb.nc, c0 = wb.c0, kc = wb.kc;
   const bool first = c0 == 0, last = c0 + kc >= CP;
   for_tiles<ORDER == 2>(np, wb.s0, wb.s1, [&](long ir, long jr) {
-    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr);
+    const Tile t = tile_at(in, out, res, io, oo, np, ir, c0, j0 + jr, ldc_of(g));
     const long nr = nc - jr < NR ? nc - jr : NR;
     with_pixels(t, io, oo, ir, [&](const auto& pixels, const Taps& taps) {
       micro(kc, pixels, taps, panel(wp, j0, jr, c0), t, nr, first, last, g, j0 + jr, comp);

@@ -36,6 +36,10 @@
 // oneDNN reorders them and TVM alters their layout. qb_packed null: packed in every call.
 // "leaky_relu" reads each column's negative slope from slope (N values: ONNX LeakyRelu's alpha
 // repeated, or PRelu's per-channel slopes).
+// C's row stride: an fp32 conv2d with c_ld set writes each output pixel's K channels c_ld
+// floats after the last (an image ROWS x c_ld floats after the last), leaving the floats in
+// between as they were, so that it writes its channels into a wider tensor in place (a model's
+// channel concat; the residual is still dense); 0: dense, K. Other kernels take 0 only.
 // Row ops (reference_rowops.hpp): b only for elementwise; layernorm's gamma and beta come in
 // scale and shift.
 #pragma once
@@ -56,7 +60,8 @@
   int qzero;                      \
   const void* qb_packed;          \
   unsigned char* qc;              \
-  const float* slope;
+  const float* slope;             \
+  long c_ld;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 

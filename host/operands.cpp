@@ -38,7 +38,8 @@ AtvossArgs Operands::args() {
                     qzero,
                     nullptr,
                     nullptr,
-                    ptr(slope)};
+                    ptr(slope),
+                    0};
 }
 
 namespace {

@@ -211,14 +211,14 @@ struct Scratch {
 )";
 
 // One pass over the ROWS x COLS output of one call (or batch entry) per unfused epilogue op,
-// its rows split among the threads.
+// its rows ld floats apart (the residual's dense), split among the threads.
 // WRITE_CODES: the pass of the epilogue's last op, a quantize, may write u8 codes (store_out).
 constexpr const char* kSeparatePass = R"(
 template <bool WRITE_CODES, typename F>
-void separate_pass(float* out, const AtvossArgs& g, const float* res, F full, F part) {
+void separate_pass(float* out, long ld, const AtvossArgs& g, const float* res, F full, F part) {
   PARALLEL_FOR
   for (long i = 0; i < ROWS; ++i) {
-    float* row = out + i * COLS;
+    float* row = out + i * ld;
     const float* res_row = res ? res + i * COLS : nullptr;
     long j = 0;
     for (; j + VL <= COLS; j += VL) store_out<WRITE_CODES>(g, row + j, full(loadu(row + j), g, res_row, j, VL), VL);
@@ -266,12 +266,13 @@ std::string epilogue_functions(const lowering::FusionSplit& split) {
   return out;
 }
 
-std::string separate_pass_calls(const Workload& w, const lowering::FusionSplit& split, const std::string& out) {
+std::string separate_pass_calls(const Workload& w, const lowering::FusionSplit& split, const std::string& out,
+                                const std::string& ld) {
   std::string text;
   for (std::size_t i = 0; i < split.unfused.size(); ++i) {
     const std::string f = "unfused" + std::to_string(i);
     const bool codes = writes_codes(w) && i + 1 == split.unfused.size();
-    text += "    separate_pass<" + std::string(codes ? "true" : "false") + ">(" + out + ", *g, res, " + f + "<true>, " +
+    text += "    separate_pass<" + std::string(codes ? "true" : "false") + ">(" + out + ", " + ld + ", *g, res, " + f + "<true>, " +
             f + "<false>);\n";
   }
   return text;

@@ -49,10 +49,11 @@ std::string separate_pass_function();
 // `fused` to store_out).
 std::string epilogue_functions(const lowering::FusionSplit& split);
 
-// One call per unfused op, `separate_pass<C>(<out>, *g, res, unfused<i><true>, unfused<i><false>);`,
+// One call per unfused op, `separate_pass<C>(<out>, <ld>, *g, res, unfused<i><true>, unfused<i><false>);`,
 // each on its own line at the indent of a kernel's batch loop; C true for the last op of a
-// kernel that writes_codes(w).
-std::string separate_pass_calls(const Workload& w, const lowering::FusionSplit& split, const std::string& out);
+// kernel that writes_codes(w); ld the floats from one output row to the next.
+std::string separate_pass_calls(const Workload& w, const lowering::FusionSplit& split, const std::string& out,
+                                const std::string& ld = "COLS");
 
 // text with its one "UNROLL" replaced by the number.
 std::string with_unroll(std::string text, long unroll);

@@ -61,6 +61,10 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
                     " writes u8 codes only with an epilogue ending in quantize or requantize");
   }
   if (!args.qc) need(args.c, "c", "its output");
+  if (args.c_ld != 0 && (w.op() != "conv2d" || w.dtype() != DType::float32 || args.c_ld < w.dim("K"))) {
+    throw_bad_input("runtime: argument 'c_ld' = " + std::to_string(args.c_ld) +
+                    "; expected 0 (dense), or a row stride of at least K for an fp32 conv2d (" + w.label() + ")");
+  }
   if (w.has_epilogue("bias")) need(args.bias, "bias", "a bias for the 'bias' epilogue");
   if (w.has_epilogue("batchnorm")) {
     need(args.scale, "scale", "a scale for the 'batchnorm' epilogue");
@@ -86,8 +90,8 @@ std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, c
 
 host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
   // fp32 kernels read no quantised operands (qa, qb, qscale, qcomp).
-  return host::AtvossArgs{a,       b,       c,       e.bias, e.scale, e.shift, e.residual, nullptr,
-                          nullptr, nullptr, nullptr, e.qout, 0,       nullptr, e.codes,    e.slope};
+  return host::AtvossArgs{a,       b,       c,      e.bias, e.scale, e.shift, e.residual, nullptr, nullptr,
+                          nullptr, nullptr, e.qout, 0,      nullptr, e.codes, e.slope,    0};
 }
 
 // The arguments of a low-precision kernel: quantised inputs (int8 also its dequantisation

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -392,6 +393,71 @@ TEST_F(RuntimeTest, MatmulWeightsPreparedOnceGiveThePerCallOutput) {
     Runtime::use_prepared(c.w, prepared, args);
     rt.run(c.w, args);
     EXPECT_EQ(std::memcmp(o.c.data(), per_call.data(), per_call.size() * 4), 0) << s.to_json().dump();
+  }
+}
+
+// An fp32 conv2d given C's row stride (c_ld) writes each pixel's K channels into a wider tensor,
+// as a model's channel concat lays them out, bit for bit the dense output, and leaves every
+// float between them as it was: ragged pixel blocks of two images, partial sums over input
+// channel blocks, the epilogue in its own pass, weights in place, one and two threads, each
+// loop order, prepared weights; at an odd stride and an unaligned start.
+TEST_F(RuntimeTest, AConvGivenARowStrideWritesItsChannelsIntoAWiderTensor) {
+  const Workload w = Workload::from_json(parse_json(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":2,"C":40,"H":9,"W":9,"K":48,"R":3,"S":3,"stride":1,"pad":1},
+          "epilogue":["bias","relu"]})",
+      "workload"));
+  const std::int64_t k = 48, pixels = 2 * 9 * 9, ld = k + 13, at = 5;
+  struct Case {
+    std::map<std::string, std::int64_t> knobs;
+    bool prepared;
+  };
+  const std::vector<Case> cases = {{{}, false},
+                                   {{{"tile_k", 16}, {"fusion_level", 0}}, false},
+                                   {{{"threads", 2}, {"tile_order", 1}, {"tile_h", 4}}, true},
+                                   {{{"threads", 2}, {"tile_order", 0}, {"async_copy_depth", 1}}, false},
+                                   {{{"tile_order", 2}, {"tile_k", 16}}, true}};
+  for (const Case& c : cases) {
+    Schedule s = host::default_schedule(w, machine());
+    for (const auto& [knob, value] : c.knobs) s.set(knob, value);
+    ASSERT_TRUE(host::space_for(w, machine()).check(s).ok) << s.to_json().dump();
+    testing::write_table(table_, machine().target_name(), {table::TableEntry{w, s, 10.0}});
+    Runtime rt(options());
+    host::Operands o = host::make_operands(w, 7);
+    host::AtvossArgs args = o.args();
+    rt.run(w, args);
+    const std::vector<float> dense = o.c;
+    const PreparedWeights prepared = rt.prepare_weights(w, o.b.data());
+    if (c.prepared) Runtime::use_prepared(w, prepared, args);
+    std::vector<float> wide(std::size_t(at + pixels * ld), -7.0f);
+    args.c = wide.data() + at;
+    args.c_ld = ld;
+    rt.run(w, args);
+    for (std::int64_t p = 0; p < pixels; ++p) {
+      ASSERT_EQ(std::memcmp(&wide[std::size_t(at + p * ld)], &dense[std::size_t(p * k)], std::size_t(k) * 4), 0)
+          << "pixel " << p << ", " << s.to_json().dump();
+      for (std::int64_t j = k; j < ld && at + p * ld + j < std::int64_t(wide.size()); ++j)
+        ASSERT_EQ(wide[std::size_t(at + p * ld + j)], -7.0f) << "pixel " << p << " wrote past its channels";
+    }
+    for (std::int64_t j = 0; j < at; ++j) ASSERT_EQ(wide[std::size_t(j)], -7.0f);
+  }
+}
+
+TEST_F(RuntimeTest, ARowStrideIsRefusedWhereTheKernelCannotTakeIt) {
+  Runtime rt(options());
+  const Workload conv = workload(
+      R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":8,"H":4,"W":4,"K":16,"R":1,"S":1,"stride":1,"pad":0}})");
+  const Workload mm = workload(testing::kTunedWorkload);
+  for (const auto& [w, ld] : {std::pair{conv, 15L}, std::pair{mm, 64L}}) {
+    host::Operands o = host::make_operands(w, 1);
+    host::AtvossArgs args = o.args();
+    args.c_ld = ld;
+    try {
+      rt.run(w, args);
+      FAIL() << "c_ld " << ld << " was accepted for " << w.label();
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.is_bad_input());
+      EXPECT_NE(std::string(e.what()).find("'c_ld'"), std::string::npos) << e.what();
+    }
   }
 }
 
