@@ -145,6 +145,10 @@ void concat(const std::vector<const float*>& in, const std::vector<Shape>& shape
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < in.size(); ++i) {
     const std::int64_t block = shapes[i][axis] * inner;
+    if (!in[i]) {  // already in its place
+      offset += block;
+      continue;
+    }
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (std::int64_t o = 0; o < outer; ++o) std::copy_n(in[i] + o * block, block, out + o * total + offset);
     offset += block;

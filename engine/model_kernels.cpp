@@ -368,9 +368,13 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   const ChannelData channels = channel_data(ch, bias);
   const int in = nhwc(n.inputs[0], n.name);
   const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
-  const int out = output(ch.out, true);
+  // An fp32 conv whose output alone a channel concat reads writes it there (concat_place).
+  const bool dense_only = int8 || depthwise || d > 1 || !ch.rest.empty() || !ch.aliases.empty() || !ch.qout.empty();
+  const Placement place = dense_only ? Placement{} : concat_place(ch.out).value_or(Placement{});
+  const int out = place.slot >= 0 ? place.slot : output(ch.out, true);
   for (const int t : ch.aliases) alias_of(ch.out, t);
   Step step{n.name, "kernel", Json::object(), nullptr};
+  if (place.slot >= 0) step.info["into_concat"] = {{"offset", place.offset}, {"ld", place.ld}};
   if (int8) {
     const Shape& xs = values[n.inputs[0]].shape;
     const Int8Input input =
@@ -387,15 +391,42 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
     add_phase_conv(std::move(step), w, filter, channels, n.inputs[0], in, res, out, d, packed_at);
   } else {
     const std::shared_ptr<CodesOut> made = offer_codes(channels, outputs_of(ch), out);
-    step.run = [this, w, filter, channels, in, res, out, depthwise, packed_at, made] {
-      run_kernel(w, ptr[in], filter, channels, res >= 0 ? ptr[res] : nullptr, ptr[out],
+    const std::int64_t at = place.offset, ld = place.ld;
+    step.run = [this, w, filter, channels, in, res, out, depthwise, packed_at, made, at, ld] {
+      run_kernel(w, ptr[in], filter, channels, res >= 0 ? ptr[res] : nullptr, ptr[out] + at,
                  depthwise ? -1 : long(packed_at),
-                 made && made->written ? reinterpret_cast<std::uint8_t*>(ptr[made->slot]) : nullptr);
+                 made && made->written ? reinterpret_cast<std::uint8_t*>(ptr[made->slot]) : nullptr, ld);
     };
     steps.push_back(std::move(step));
   }
   for (int f : ch.rest) add_plain(graph.nodes()[f], *file->node(graph.nodes()[f].name));
   return true;
+}
+
+std::optional<Model::Impl::Placement> Model::Impl::concat_place(int t) {
+  const int c = sole_reader(t, "Concat");
+  if (c < 0) return std::nullopt;
+  const frontend::GraphNode& cat = graph.nodes()[c];
+  const onnx::NodeProto* proto = file->node(cat.name);
+  const int y = cat.outputs[0];
+  if (!proto || values[y].shape.size() != 4 || std::count(cat.inputs.begin(), cat.inputs.end(), t) != 1) {
+    return std::nullopt;
+  }
+  const std::int64_t axis = int_attr(*proto, "axis", 0);
+  if (axis != 1 && axis != -3) return std::nullopt;
+  std::int64_t offset = 0;
+  for (const int in : cat.inputs) {
+    if (values[in].shape.size() != 4) return std::nullopt;
+    if (in == t) break;
+    offset += values[in].shape[1];
+  }
+  if (values[y].nhwc < 0) {
+    output(y, true);
+  } else {
+    writes(values[y].nhwc);
+  }
+  values[t].in_concat = true;
+  return Placement{values[y].nhwc, offset, values[y].shape[1]};
 }
 
 std::optional<Model::Impl::Grid> Model::Impl::grid_scale(const frontend::GraphNode& n, const std::string& type) const {
@@ -625,11 +656,12 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
 }
 
 void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels,
-                             const float* residual, float* c, long packed_at, std::uint8_t* qc) {
+                             const float* residual, float* c, long packed_at, std::uint8_t* qc, std::int64_t c_ld) {
   host::AtvossArgs args{};
   args.a = a;
   args.b = b;
   args.c = c;
+  args.c_ld = long(c_ld);
   args.bias = channels.bias;
   args.slope = channels.slope;
   args.qout = channels.qout;

@@ -739,18 +739,22 @@ void Model::Impl::add_global_pool(const frontend::GraphNode& n) {
 void Model::Impl::add_concat(const frontend::GraphNode& n, const onnx::NodeProto& p) {
   const Shape ys = values[n.outputs[0]].shape;
   const std::int64_t axis = axis_of(n, int_attr(p, "axis", 0), ys.size());
-  bool all_nhwc = ys.size() == 4 && axis == 1;
-  for (int t : n.inputs) all_nhwc = all_nhwc && values[t].nhwc_first;
-  std::vector<Ref> in;
+  // Where a kernel wrote its input in place (concat_place), the output is NHWC already and
+  // the step copies only the other inputs: none, and it adds no step.
+  const int made = values[n.outputs[0]].nhwc;
+  bool all_nhwc = made >= 0 || (ys.size() == 4 && axis == 1);
+  for (int t : n.inputs) all_nhwc = all_nhwc && (made >= 0 || values[t].nhwc_first);
+  std::vector<std::optional<Ref>> in;
   std::vector<Shape> shapes;
   for (int t : n.inputs) {
-    in.push_back(in_order(t, all_nhwc, n.name));
+    in.push_back(values[t].in_concat ? std::nullopt : std::optional<Ref>(in_order(t, all_nhwc, n.name)));
     shapes.push_back(values[t].shape);
   }
-  const int y = output(n.outputs[0], all_nhwc);
+  if (std::none_of(in.begin(), in.end(), [](const auto& r) { return r.has_value(); })) return;
+  const int y = made >= 0 ? made : output(n.outputs[0], all_nhwc);
   push(n, [this, in, shapes, axis, y, all_nhwc] {
     std::vector<const float*> data;
-    for (const auto& r : in) data.push_back(at(r));
+    for (const auto& r : in) data.push_back(r ? at(*r) : nullptr);
     concat(data, shapes, axis, ptr[y], all_nhwc, threads);
   });
 }

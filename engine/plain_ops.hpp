@@ -61,7 +61,8 @@ void pool(bool max, const float* in, const Shape& x, float* out, const Shape& y,
 // Global average or max pool [N, C, H, W] -> [N, C, 1, 1]; in NHWC order when nhwc.
 void global_pool(bool max, const float* in, const Shape& x, float* out, bool nhwc);
 
-// Concat of inputs along axis; in NHWC order (axis 1 of a 4-D shape, the channels) when nhwc.
+// Concat of inputs along axis; in NHWC order (axis 1 of a 4-D shape, the channels) when nhwc. A
+// null input is in its place already (a kernel wrote it there): its part of out is left as it is.
 void concat(const std::vector<const float*>& in, const std::vector<Shape>& shapes, std::int64_t axis, float* out,
             bool nhwc, int threads = 1);
 // out = in transposed by perm (ONNX Transpose).

@@ -52,6 +52,7 @@ struct Value {
   Shape shape;
   int plain = -1, nhwc = -1;  // slots holding it in ONNX order, in NHWC order
   bool nhwc_first = false;    // its producer writes NHWC (a conv kernel)
+  bool in_concat = false;     // its producer wrote it into its concat's output (concat_place)
   const float* constant = nullptr;
 };
 
@@ -152,7 +153,7 @@ struct Model::Impl {
 
   bool available(int t) const {
     const Value& v = values[t];
-    return v.constant || v.plain >= 0 || v.nhwc >= 0 || graph.tensors()[t].constant;
+    return v.constant || v.plain >= 0 || v.nhwc >= 0 || v.in_concat || graph.tensors()[t].constant;
   }
 
   // Whether node i and the nodes fused into it have every input they read from outside.
@@ -359,11 +360,22 @@ struct Model::Impl {
   bool add_kernel(int i, const onnx::NodeProto& p);
 
   bool add_conv(int i, const onnx::NodeProto& p);
+  // Where a kernel writes tensor t in place, as the channels [offset, offset + its channels) of
+  // the NHWC output of the Concat along channels that alone reads it, ld floats a pixel (the
+  // ABI's c_ld; the concat then copies only its other inputs, or adds no step): that output's
+  // slot, made now where it has none. nullopt where t has another reader or is a graph output,
+  // or the concat is not along the channels of 4-D tensors.
+  struct Placement {
+    int slot = -1;
+    std::int64_t offset = 0, ld = 0;
+  };
+  std::optional<Placement> concat_place(int t);
   // Kernel w on A a, B b (its prepared copy packed[packed_at], or -1 for none), per-channel
   // operands and residual (or null), into c: the call every kernel step makes.
-  // qc set: a requantizing kernel writes its output's u8 codes there (c its scratch).
+  // qc set: a requantizing kernel writes its output's u8 codes there (c its scratch); c_ld:
+  // C's row stride (an fp32 conv's, concat_place), 0 dense.
   void run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels, const float* residual,
-                  float* c, long packed_at, std::uint8_t* qc = nullptr);
+                  float* c, long packed_at, std::uint8_t* qc = nullptr, std::int64_t c_ld = 0);
   // Conv step `step` of a dilated conv (dilation d) as the importer's conv w over its phase
   // images (frontend/phase_conv.hpp): tensor x's NHWC slot `in` (and the residual's `res`, or
   // -1) gathered into the phase images (to_phases), the kernel run once over them, the result

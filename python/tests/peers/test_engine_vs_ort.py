@@ -1007,6 +1007,30 @@ def test_densenet_layers_normalise_concats_in_nhwc(tmp_path):
     assert sum(s["kind"] == "layout" for s in model.describe()["steps"]) <= 2
 
 
+def test_convs_write_their_outputs_into_channel_concats_in_place(tmp_path):
+    # SqueezeNet's fire module (a 1x1 and a 3x3 conv concatenated: no concat step), and an
+    # Inception-like concat along axis -3 of a conv, a pool branch, a conv output another node
+    # reads too and a conv with a residual Add: the two that are not convs' sole outputs copied
+    # into place by the one concat step left; at a batch of two.
+    b = Builder()
+    squeezed = b.node("Relu", [b.conv("x", 16, 8, 1)])
+    e1 = b.node("Relu", [b.conv(squeezed, 8, 12, 1)])
+    e3 = b.node("Relu", [b.conv(squeezed, 8, 20, 3, pads=[1, 1, 1, 1])])
+    fire = b.node("Concat", [e1, e3], axis=1)
+    after = b.node("Relu", [b.conv(fire, 32, 8, 1)])
+    branch = b.conv("x", 16, 5, 1)
+    pool = b.node("MaxPool", ["x"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+    shared = b.conv("x", 16, 6, 3, pads=[1, 1, 1, 1])
+    skip = b.node("Relu", [b.node("Add", [b.conv("x", 16, 16, 3, pads=[1, 1, 1, 1]), "x"])])
+    mixed = b.node("Concat", [branch, pool, shared, skip], axis=-3)
+    path = b.save(str(tmp_path / "concats.onnx"), [("x", ["N", 16, 7, 7])],
+                  [after, mixed, b.node("Sigmoid", [shared])])
+    steps = compare(path, batch=2).describe()["steps"]
+    placed = [s["into_concat"] for s in steps if "into_concat" in s]
+    assert sorted((p["offset"], p["ld"]) for p in placed) == [(0, 32), (0, 43), (12, 32), (27, 43)]
+    assert sum(s.get("op") == "Concat" for s in steps) == 1
+
+
 def test_constant_of_shape_and_range_as_exporters_write_them(tmp_path):
     # A default attention mask (ConstantOfShape of the ids' shape, value 1 as int64) and position
     # ids (Range to the sequence length read from Shape): constant once the dims are bound,
