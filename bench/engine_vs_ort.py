@@ -43,11 +43,13 @@ import atvoss.runtime as rt  # noqa: E402
 IDLE_S = 0.05
 
 
-def ort_session(path, threads, passive):
+def ort_session(path, threads, passive, optimized=True):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
+                                   else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     so.add_session_config_entry("session.intra_op.allow_spinning", "0" if passive else "1")
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
@@ -72,19 +74,26 @@ def bench(path, plan, args):
     ours = model.run(inputs)
     theirs = session.run([name for name, _ in model.outputs], feed)
     error = max(float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1))) for a, r in zip(ours, theirs))
+    ours_us, theirs_us = interleaved_medians(lambda: model.run(inputs), lambda: session.run(None, feed), args.runs,
+                                             args.block)
+    return error, ours_us, theirs_us, model.describe()
+
+
+def interleaved_medians(ours, theirs, runs, block):
+    """The medians (us) of runs timed calls of ours and of theirs, after three warm-up calls
+    each, in turns of block calls, each turn after an idle pause and an untimed call."""
     for _ in range(3):
-        model.run(inputs)
-        session.run(None, feed)
+        ours()
+        theirs()
     a, o = [], []
-    while len(a) < args.runs:
+    while len(a) < runs:
         time.sleep(IDLE_S)
-        model.run(inputs)
-        a += [timed(lambda: model.run(inputs)) for _ in range(args.block)]
+        ours()
+        a += [timed(ours) for _ in range(block)]
         time.sleep(IDLE_S)
-        session.run(None, feed)
-        o += [timed(lambda: session.run(None, feed)) for _ in range(args.block)]
-    kernels = model.describe()
-    return error, statistics.median(a), statistics.median(o), kernels
+        theirs()
+        o += [timed(theirs) for _ in range(block)]
+    return statistics.median(a), statistics.median(o)
 
 
 def main():

@@ -6,7 +6,8 @@ quantize_static in QDQ form (per-channel int8 weights, uint8 activations) and in
 largest difference |a - r| / max(|r|, 1) of atvoss against ONNX Runtime with its graph
 optimizations on (its int8 kernels) and off (the float ops the file writes), and of those two
 against each other, in steps of the output's quantization, and the two speeds (medians of
---runs, interleaved) with their ratio.
+--runs, interleaved in blocks as bench/engine_vs_ort.py times them, with its thread settings)
+with their ratio.
 
 Run: PYTHONPATH=build/python build/peers/bin/python bench/quantized_vs_ort.py MODEL.onnx ...
 """
@@ -14,8 +15,8 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
+import engine_vs_ort  # noqa: F401 (first: its thread settings are read when libgomp loads)
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -40,42 +41,19 @@ class Reader(CalibrationDataReader):
         return next(self.feeds, None)
 
 
-def session(path, optimized, threads):
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
-                                        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-
-
 def difference(a, r):
     return float(np.max(np.abs(a - r) / np.maximum(np.abs(r), 1)))
-
-
-def median_us(run, runs):
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1e6)
-    return float(np.median(times))
 
 
 def report(name, path, feeds, threads, runs):
     model = rt.Model(path, threads=threads)
     inputs = [feeds[n] for n, _ in model.inputs]
     ours = model.run(inputs)[0]
-    on, off = session(path, True, threads), session(path, False, threads)
+    on, off = (engine_vs_ort.ort_session(path, threads, False, optimized) for optimized in (True, False))
     theirs_on, theirs_off = on.run(None, feeds)[0], off.run(None, feeds)[0]
     levels = np.unique(theirs_off.ravel())
     step = float(np.min(np.diff(levels))) if levels.size > 1 else 0.0
-    for _ in range(3):  # warm-up
-        model.run(inputs)
-        on.run(None, feeds)
-    ours_us = ort_us = 0.0
-    for _ in range(2):  # interleaved halves
-        ours_us += median_us(lambda: model.run(inputs), runs // 2) / 2
-        ort_us += median_us(lambda: on.run(None, feeds), runs // 2) / 2
+    ours_us, ort_us = engine_vs_ort.interleaved_medians(lambda: model.run(inputs), lambda: on.run(None, feeds), runs, 5)
     print("%-24s %9.3g %9.3g %9.3g %8.3g %10.0f %10.0f %6.2fx" % (
         name, difference(ours, theirs_on), difference(ours, theirs_off), difference(theirs_on, theirs_off), step,
         ours_us, ort_us, ort_us / ours_us))

@@ -172,6 +172,11 @@ bool Workload::has_epilogue(std::string_view op) const {
   return std::find(epilogue_.begin(), epilogue_.end(), op) != epilogue_.end();
 }
 
+int Workload::quantize_grids() const {
+  return int(std::count_if(epilogue_.begin(), epilogue_.end(),
+                           [](const std::string& op) { return op == "quantize" || op == "requantize"; }));
+}
+
 std::int64_t Workload::dim_or(const std::string& name, std::int64_t fallback) const {
   const auto it = dims_.find(name);
   return it == dims_.end() ? fallback : it->second;

@@ -82,6 +82,9 @@ class Workload {
   // Independent instances of the main op: B of batch_matmul, N of a conv, else 1.
   double batch() const;
   bool has_epilogue(std::string_view op) const;
+  // The u8 grids its epilogue rounds onto: one per quantize or requantize op (host/kernel_abi.hpp's
+  // qout holds a {scale, zero point} for each, in order).
+  int quantize_grids() const;
 
   // Window ops (conv, depthwise, pools): the padded input, the window's extent with its
   // dilation, and the strides. Without the optional pool dims: H + 2 pad, R, stride.

@@ -185,7 +185,10 @@ Model::Impl::ChannelData Model::Impl::channel_data(Chain& c, std::vector<float>&
   ChannelData d;
   if (has(c.epilogue, "bias")) d.bias = owned_data(std::move(bias));
   if (has(c.epilogue, "leaky_relu")) d.slope = owned_data(std::move(c.slope));
-  if (has(c.epilogue, "requantize")) d.qout = owned_data(std::move(c.qout));
+  if (has(c.epilogue, "requantize")) {
+    d.grids = int(c.qout.size() / 2);
+    d.qout = owned_data(std::move(c.qout));
+  }
   return d;
 }
 
@@ -347,7 +350,7 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
     scale_rows(oihw, per_out, sc);
     scaled = true;
   });
-  take_requantize(ch);
+  if (take_requantize(ch)) take_residual_requantize(ch);
   const Workload w = kernel_workload(w0, ch.epilogue);
   if (!host::supports(w)) return false;
   absorbed.insert(ch.taken.begin(), ch.taken.end());
@@ -369,7 +372,8 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
   const int in = nhwc(n.inputs[0], n.name);
   const int res = ch.residual >= 0 ? nhwc(ch.residual, n.name) : -1;
   // An fp32 conv whose output alone a channel concat reads writes it there (concat_place).
-  const bool dense_only = int8 || depthwise || d > 1 || !ch.rest.empty() || !ch.aliases.empty() || !ch.qout.empty();
+  const bool dense_only =
+      int8 || depthwise || d > 1 || !ch.rest.empty() || !ch.aliases.empty() || has(ch.epilogue, "requantize");
   const Placement place = dense_only ? Placement{} : concat_place(ch.out).value_or(Placement{});
   const int out = place.slot >= 0 ? place.slot : output(ch.out, true);
   for (const int t : ch.aliases) alias_of(ch.out, t);
@@ -460,11 +464,35 @@ bool Model::Impl::take_requantize(Chain& c) {
   const std::vector<int> dq = g ? dequantizing_readers(qn, *file->node(qn.name)) : std::vector<int>{};
   if (dq.empty()) return false;
   c.epilogue.push_back("requantize");
-  c.qout = {g->scale, float(g->zero)};
+  c.qout.insert(c.qout.end(), {g->scale, float(g->zero)});
   c.out = graph.nodes()[dq[0]].outputs[0];
-  c.taken = {q};
+  c.taken.push_back(q);
   c.taken.insert(c.taken.end(), dq.begin(), dq.end());
   for (std::size_t r = 1; r < dq.size(); ++r) c.aliases.push_back(graph.nodes()[dq[r]].outputs[0]);
+  return true;
+}
+
+bool Model::Impl::take_residual_requantize(Chain& c) {
+  if (c.residual >= 0 || !c.aliases.empty()) return false;
+  const int a = sole_reader(c.out, "Add");
+  if (a < 0) return false;
+  const int other = other_input(graph.nodes()[a], c.out);
+  if (other < 0 || other == c.out || values[other].constant || !available(other) ||
+      values[other].shape != values[c.out].shape) {
+    return false;
+  }
+  Chain grown = c;
+  grown.epilogue.push_back("add");
+  grown.residual = other;
+  grown.out = graph.nodes()[a].outputs[0];
+  grown.taken.push_back(a);
+  if (const int r = sole_reader(grown.out, "Relu"); r >= 0) {
+    grown.epilogue.push_back("relu");
+    grown.out = graph.nodes()[r].outputs[0];
+    grown.taken.push_back(r);
+  }
+  if (!take_requantize(grown)) return false;
+  c = std::move(grown);
   return true;
 }
 
@@ -530,8 +558,9 @@ std::shared_ptr<Model::Impl::CodesOut> Model::Impl::offer_codes(const ChannelDat
   slots.push_back({elements(values[tensors[0]].shape)});
   made->values = values_slot;
   writes(made->slot);
-  made->scale = channels.qout[0];
-  made->zero = int(channels.qout[1]);
+  const float* last = channels.qout + 2 * (channels.grids - 1);  // the codes are on the last grid
+  made->scale = last[0];
+  made->zero = int(last[1]);
   made->steps.push_back(steps.size());
   codes_out.push_back(made);
   for (int t : tensors) codes_of[t] = made;

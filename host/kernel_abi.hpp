@@ -14,11 +14,13 @@
 // int8 pads the image with qzero, A's zero point, so that padding adds nothing once qcomp
 // (z times every tap's weights) is taken off.
 // The "quantize" and "requantize" epilogue ops (a layer whose output feeds an int8 layer)
-// round the output onto the u8 grid of qout = {scale, zero point} and keep it as the fp32
+// round the output onto a u8 grid of qout = {scale, zero point} and keep it as the fp32
 // value it represents, q = clamp(floor(x / scale + z + 0.5), 0, 255), x' = (q - z) * scale
 // (quantise-dequantise, as ONNX QuantizeLinear + DequantizeLinear), so the next layer's
 // input holds only what its u8 code can; "dequantize" (an int8 layer before a float one) is
-// what every int8 kernel's write-back does already.
+// what every int8 kernel's write-back does already. qout holds one grid per such op, in order
+// (a QDQ model's conv, its residual Add and that sum's QuantizeLinear:
+// bias, requantize, add, requantize onto qout[0..1], then qout[2..3]); u8 codes are on the last.
 // u8 output: a matmul, batch_matmul, conv2d or depthwise_conv2d whose epilogue ends in
 // "quantize" or "requantize" writes the u8 codes q of its output to qc when qc is set (one
 // byte per element, laid out as c), and not the values to c; c is then the kernel's scratch

@@ -123,7 +123,7 @@ std::size_t check_codes(KernelFn fn, AtvossArgs& args, const Operands& ops, cons
   args.qc = codes.data();
   fn(&args);
   args.qc = nullptr;
-  return wrong_codes(values, codes.data(), ops.qout);
+  return wrong_codes(values, codes.data(), last_grid(ops.qout));
 }
 
 }  // namespace

@@ -110,6 +110,7 @@ std::vector<std::int64_t> rows_to_check(const MatmulShape& s, std::uint64_t seed
 }  // namespace
 
 double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_t col, std::size_t at) {
+  std::size_t grid = 0;  // the quantize ops' pairs in qout, in order
   for (const auto& op : w.epilogue()) {
     if (op == "bias") v += o.bias[col];
     if (op == "batchnorm") v = v * o.scale[col] + o.shift[col];
@@ -125,14 +126,29 @@ double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_
     if (op == "hardsigmoid") v = std::clamp(v / 6 + 0.5, 0.0, 1.0);
     if (op == "mish") v = v * std::tanh(std::log1p(std::exp(v)));
     if (op == "add") v += o.residual[at];
-    if (op == "quantize" || op == "requantize") v = (double(u8_code(v, o.qout)) - o.qout[1]) * o.qout[0];
+    if (op == "quantize" || op == "requantize") {
+      const std::vector<float> g(o.qout.begin() + std::ptrdiff_t(grid), o.qout.begin() + std::ptrdiff_t(grid + 2));
+      v = (double(u8_code(v, g)) - g[1]) * g[0];
+      grid += 2;
+    }
   }
   return v;
 }
 
 std::vector<float> output_grid(const Workload& w) {
-  if (w.has_epilogue("quantize") || w.has_epilogue("requantize")) return {1.0f / 16, 128.0f};
-  return {};
+  std::vector<float> grids;  // each a step coarser and a zero point lower than the one before
+  for (int i = 0; i < w.quantize_grids(); ++i) grids.insert(grids.end(), {float(i + 1) / 16, 128.0f - float(8 * i)});
+  return grids;
+}
+
+std::vector<float> last_grid(const std::vector<float>& qout) {
+  return qout.size() < 2 ? qout : std::vector<float>(qout.end() - 2, qout.end());
+}
+
+double grid_steps(const std::vector<float>& qout) {
+  double sum = 0;
+  for (std::size_t i = 0; i < qout.size(); i += 2) sum += qout[i];
+  return sum;
 }
 
 std::uint8_t u8_code(double value, const std::vector<float>& qout) {
@@ -150,7 +166,7 @@ double max_relative_error(const Workload& w, const Operands& o, std::uint64_t se
   if (is_row_op(w)) return row_max_relative_error(w, o);
   const MatmulShape s = matmul_shape(w);
   const auto rows = rows_to_check(s, seed);
-  const double forgiven = o.qout.empty() ? 0.0 : double(o.qout[0]);
+  const double forgiven = grid_steps(o.qout);
   double worst = 0;
   std::vector<double> acc(std::size_t(s.n));
   for (std::int64_t b = 0; b < s.batch; ++b) {

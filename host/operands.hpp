@@ -48,15 +48,18 @@ struct Operands {
 // Same seed, same data.
 Operands make_operands(const Workload& w, std::uint64_t seed);
 
-// Max over checked elements of |c - ref| / max(|ref|, 1); with a quantize / requantize
-// epilogue, one grid step of |c - ref| is forgiven (a value within rounding of a level's edge
-// may land on either side, since the kernel accumulates in fp32 and the reference in double). Every row is checked for
-// small problems (and row ops); above 2^26 MACs, 48 rows (the first and last 8 and 32 drawn from seed).
+// Max over checked elements of |c - ref| / max(|ref|, 1); with quantize / requantize ops in the
+// epilogue, one step of each grid of |c - ref| is forgiven (a value within rounding of a level's
+// edge may land on either side, since the kernel accumulates in fp32 and the reference in double). Every row is checked
+// for small problems (and row ops); above 2^26 MACs, 48 rows (the first and last 8 and 32 drawn from seed).
 double max_relative_error(const Workload& w, const Operands& o, std::uint64_t seed);
 
-// The qout of w's test operands: {1/16, 128} where w's epilogue has a quantize or requantize
-// (so outputs in [-8, 8] span the u8 range), else empty.
+// The qout of w's test operands: {1/16, 128} for its first quantize or requantize (so outputs in
+// [-8, 8] span the u8 range), {2/16, 120} for a second, and so on; empty where it has none.
 std::vector<float> output_grid(const Workload& w);
+// The last grid of qout (the one a kernel's u8 codes are on), and the sum of its grids' steps.
+std::vector<float> last_grid(const std::vector<float>& qout);
+double grid_steps(const std::vector<float>& qout);
 
 // The u8 code of a value on the grid qout = {scale, zero point} (kernel_abi.hpp's u8 output),
 // and how many of `codes` differ from the codes of `values`, element for element.

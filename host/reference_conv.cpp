@@ -81,7 +81,7 @@ double conv_max_relative_error(const Workload& w, const Operands& o, std::uint64
       double(d.n * d.oh * d.ow) * double(d.kout()) * double(d.r * d.s) * (d.depthwise ? 1.0 : double(d.c));
   const std::int64_t kout = d.kout();
   std::vector<double> acc(static_cast<std::size_t>(kout));
-  const double forgiven = o.qout.empty() ? 0.0 : double(o.qout[0]);  // as max_relative_error
+  const double forgiven = grid_steps(o.qout);  // as max_relative_error
   double worst = 0;
   for (const std::int64_t p : pixels_to_check(d, macs, seed)) {
     const std::int64_t n = p / (d.oh * d.ow), oh = p / d.ow % d.oh, ow = p % d.ow;

@@ -43,11 +43,12 @@ inline void store_n(float* p, vf v, long n) {
   if (n >= VL) return storeu(p, v);
   masked_store(p, v, n > 0 ? n : 0);
 }
-// kernel_abi.hpp's u8 output: v is on the qout grid (quantize_dequantize ran last), so its
+// kernel_abi.hpp's u8 output: v is on the last qout grid (quantize_dequantize ran last), so its
 // code is v / scale + zero point, exactly; written to qc at p's offset in c.
 typedef unsigned char vb __attribute__((vector_size(VL)));
 inline void store_codes(const AtvossArgs& g, const float* p, vf v, long n) {
-  const vb q = __builtin_convertvector(__builtin_convertvector(v * (1.0f / g.qout[0]) + (g.qout[1] + 0.5f), vi), vb);
+  const float* grid = g.qout + LAST_GRID;
+  const vb q = __builtin_convertvector(__builtin_convertvector(v * (1.0f / grid[0]) + (grid[1] + 0.5f), vi), vb);
   std::memcpy(g.qc + (p - g.c), &q, n);
 }
 // The last write of n lanes of an output: their values to c or, where MAY_CODE (the write-back's
@@ -145,8 +146,8 @@ constexpr EpilogueOp kEpilogueOps[] = {
     {"hardsigmoid", "{ vf h = v * (1.0f / 6) + 0.5f; h = h > vf{} ? h : vf{}; v = h < 1.0f ? h : vf{} + 1.0f; }"},
     {"mish", "v = vmish(v);"},
     {"add", "v += L(res_row + col);"},
-    {"quantize", "v = quantize_dequantize(v, g.qout);"},
-    {"requantize", "v = quantize_dequantize(v, g.qout);"},
+    {"quantize", "v = quantize_dequantize(v, g.qout + GRID);"},
+    {"requantize", "v = quantize_dequantize(v, g.qout + GRID);"},
     {"dequantize", "(void)0;  // the int8 write-back has dequantised already"},
 };
 
@@ -168,16 +169,21 @@ std::string first_unsupported_epilogue(const std::vector<std::string>& ops) {
 
 std::string vector_helpers() { return kHelpers; }
 
-std::string epilogue_function(const std::string& name, const std::vector<std::string>& ops) {
+std::string epilogue_function(const std::string& name, const std::vector<std::string>& ops, int first_grid) {
   std::ostringstream o;
   o << "template <bool FULL>\ninline vf " << name
     << "(vf v, const AtvossArgs& g, const float* res_row, long col, long n) {\n"
     << "  (void)g; (void)res_row; (void)col; (void)n;\n"
     << "  auto L = [&](const float* p) { if constexpr (FULL) return loadu(p); else return load_n(p, n); };\n"
     << "  (void)L;\n";
+  int grid = first_grid;  // the quantize ops' {scale, zero point} pairs in qout, in order
   for (const auto& op : ops) {
     const EpilogueOp* e = find_epilogue_op(op);
-    o << "  " << (e ? e->statement : "#error unsupported epilogue op " + op) << "\n";
+    std::string statement = e ? e->statement : "#error unsupported epilogue op " + op;
+    if (const auto at = statement.find("GRID"); at != std::string::npos) {
+      statement.replace(at, 4, std::to_string(2 * grid++));
+    }
+    o << "  " << statement << "\n";
   }
   o << "  return v;\n}\n";
   return o.str();
@@ -241,8 +247,9 @@ std::string kernel_preamble(const Workload& w, const Schedule& s, int threads) {
   const bool codes = writes_codes(w) && split.unfused.empty();
   return "// atvoss host kernel: " + w.label() + "\n// schedule " + s.to_json().dump() +
          "\n#include <cstdlib>\n#include <cstring>\n" + parallel_text(threads) + kKernelAbiText +
-         workload_symbol_text(w) + "constexpr bool CODES = " + (codes ? "true" : "false") + ";\n" + "namespace {\n" +
-         kScratch;
+         workload_symbol_text(w) + "constexpr bool CODES = " + (codes ? "true" : "false") + ";\n" +
+         "constexpr long LAST_GRID = " + std::to_string(2 * std::max(0, w.quantize_grids() - 1)) + ";\n" +
+         "namespace {\n" + kScratch;
 }
 
 std::string separate_pass_function() { return kSeparatePass; }
@@ -259,9 +266,15 @@ inline void write_out(const AtvossArgs& g, float* p, vf x, bool last, const floa
 )";
 
 std::string epilogue_functions(const lowering::FusionSplit& split) {
-  std::string out = epilogue_function("fused", split.fused) + kWriteOut;
+  const auto grids = [](const std::vector<std::string>& ops) {
+    return int(
+        std::count_if(ops.begin(), ops.end(), [](const auto& op) { return op == "quantize" || op == "requantize"; }));
+  };
+  std::string out = epilogue_function("fused", split.fused, 0) + kWriteOut;
+  int grid = grids(split.fused);
   for (std::size_t i = 0; i < split.unfused.size(); ++i) {
-    out += epilogue_function("unfused" + std::to_string(i), {split.unfused[i]});
+    out += epilogue_function("unfused" + std::to_string(i), {split.unfused[i]}, grid);
+    grid += grids({split.unfused[i]});
   }
   return out;
 }
@@ -272,8 +285,8 @@ std::string separate_pass_calls(const Workload& w, const lowering::FusionSplit& 
   for (std::size_t i = 0; i < split.unfused.size(); ++i) {
     const std::string f = "unfused" + std::to_string(i);
     const bool codes = writes_codes(w) && i + 1 == split.unfused.size();
-    text += "    separate_pass<" + std::string(codes ? "true" : "false") + ">(" + out + ", " + ld + ", *g, res, " + f + "<true>, " +
-            f + "<false>);\n";
+    text += "    separate_pass<" + std::string(codes ? "true" : "false") + ">(" + out + ", " + ld + ", *g, res, " + f +
+            "<true>, " + f + "<false>);\n";
   }
   return text;
 }

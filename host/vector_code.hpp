@@ -26,8 +26,9 @@ std::string first_unsupported_epilogue(const std::vector<std::string>& ops);
 std::string vector_helpers();
 
 // template <bool FULL> vf name(vf v, const AtvossArgs& g, const float* res_row, long col, long n):
-// the ops in order on one vector at column col (n valid lanes when !FULL).
-std::string epilogue_function(const std::string& name, const std::vector<std::string>& ops);
+// the ops in order on one vector at column col (n valid lanes when !FULL); its first quantize op
+// rounds onto qout's grid first_grid (kernel_abi.hpp), the next onto the one after.
+std::string epilogue_function(const std::string& name, const std::vector<std::string>& ops, int first_grid = 0);
 
 // The top of every kernel source: a comment naming the workload and schedule, the includes,
 // PARALLEL_FOR (an OpenMP parallel for over `threads` threads; nothing for 1) and THREADS,

@@ -55,7 +55,7 @@ typedef struct {
   const float* scale; /* batchnorm folded to scale + shift */
   const float* shift;
   const float* residual; /* "add" */
-  const float* qout;     /* "quantize" / "requantize": {scale, zero point} of the output's u8 grid */
+  const float* qout;     /* "quantize" / "requantize": {scale, zero point} of the u8 grid, one per op in order */
   /* With "quantize" / "requantize" last, if not NULL: the output's u8 codes go here (laid out
    * as the output, one byte each), for the next int8 layer, and not the values to c, which
    * may then be NULL. */

@@ -73,10 +73,14 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
   if (w.has_epilogue("add")) need(args.residual, "residual", "a residual for the 'add' epilogue");
   if (w.has_epilogue("leaky_relu")) need(args.slope, "slope", "each channel's negative slope for 'leaky_relu'");
   if (w.has_epilogue("quantize") || w.has_epilogue("requantize")) {
-    need(args.qout, "qout", "the output's {scale, zero point} for its quantize epilogue");
-    if (!(args.qout[0] > 0) || !(args.qout[1] >= 0 && args.qout[1] <= 255)) {
-      throw_bad_input("runtime: argument 'qout' must be {scale > 0, zero point in [0, 255]}, got {" +
-                      std::to_string(args.qout[0]) + ", " + std::to_string(args.qout[1]) + "}");
+    need(args.qout, "qout", "the output's {scale, zero point} for each quantize op of its epilogue");
+    for (int i = 0; i < w.quantize_grids(); ++i) {
+      const float* grid = args.qout + 2 * i;
+      if (!(grid[0] > 0) || !(grid[1] >= 0 && grid[1] <= 255)) {
+        throw_bad_input(
+            "runtime: argument 'qout' must hold {scale > 0, zero point in [0, 255]} per quantize op; grid " +
+            std::to_string(i) + " is {" + std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + "}");
+      }
     }
   }
 }

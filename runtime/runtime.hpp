@@ -61,7 +61,7 @@ struct EpilogueArgs {
   const float* scale = nullptr;  // batchnorm folded to scale + shift
   const float* shift = nullptr;
   const float* residual = nullptr;  // "add"
-  const float* qout = nullptr;      // "quantize" / "requantize": {scale, zero point} (host/kernel_abi.hpp)
+  const float* qout = nullptr;  // "quantize" / "requantize": {scale, zero point} per op, in order (host/kernel_abi.hpp)
   // With "quantize" / "requantize" last: the output's u8 codes on the qout grid go here (laid
   // out as the output, one byte each), as the next int8 layer reads them, and not the values
   // to c, which may then be null (host/kernel_abi.hpp's qc).

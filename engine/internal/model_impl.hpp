@@ -218,7 +218,8 @@ struct Model::Impl {
   struct ChannelData {
     const float* bias = nullptr;
     const float* slope = nullptr;
-    const float* qout = nullptr;
+    const float* qout = nullptr;  // a {scale, zero point} per requantize, in order
+    int grids = 0;
   };
   // Chain c's per-channel operands (bias: the one chain_of grew) moved into the model.
   ChannelData channel_data(Chain& c, std::vector<float>& bias);
@@ -282,6 +283,12 @@ struct Model::Impl {
   // taken in as the kernel's last epilogue op, "requantize" onto that grid (c.taken, for the
   // caller to mark as run once its kernel step is certain); false (nothing changed) otherwise.
   bool take_requantize(Chain& c);
+  // After take_requantize: the Add that alone reads the chain's output, of a residual of its
+  // shape a step has made already, and its sum (through a Relu that alone reads it) read only by
+  // a QuantizeLinear and the DequantizeLinears that undo it, taken in as "add" (c.residual),
+  // "relu" and a second "requantize" onto the sum's grid: a QDQ model's residual block, whose Add
+  // and QuantizeLinear each ran as a plain step over fp32 values. False: nothing changed.
+  bool take_residual_requantize(Chain& c);
   // A conv's filter (OIHW, k outputs of cin channels, taps taps) as int8 codes: its producer a
   // DequantizeLinear of int8 or uint8 constants per tensor or per output channel whose codes
   // less their zero point fit in int8. HWIO codes and each output channel's scale, or nullopt.

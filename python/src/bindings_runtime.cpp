@@ -56,9 +56,12 @@ struct Epilogue {
     take(sh, "shift", "batchnorm", shift);
     take(res, "residual", "add", residual);
     take(sl, "slope", "leaky_relu", slope);
-    const bool quantizes = std::find(ops.begin(), ops.end(), "quantize") != ops.end() ||
-                           std::find(ops.begin(), ops.end(), "requantize") != ops.end();
+    const auto quantizes =
+        std::count(ops.begin(), ops.end(), "quantize") + std::count(ops.begin(), ops.end(), "requantize");
     if (grid && !quantizes) throw_bad_input("runtime: 'qout' given but the epilogue has no 'quantize' or 'requantize'");
+    // One grid here; the C++ and C APIs take one per quantize op (host/kernel_abi.hpp).
+    if (quantizes > 1)
+      throw_bad_input("runtime: an epilogue of more than one 'quantize' or 'requantize' is run from C++ or C");
     if (grid) qout = {grid->first, grid->second};
   }
 

@@ -483,11 +483,19 @@ TEST(LowPrecisionTest, AmxTilesAreOfferedOnlyWhereTheCpuHasThem) {
 // writes the codes of exactly the values it writes without it. In every dtype and op, with the
 // quantize fused into the write-back and as a separate pass, over several k blocks (c holds
 // the partial sums) and on two threads; with the quantize fused and one k block it does not
-// write c at all.
+// write c at all. Two grids (a QDQ model's conv, its residual Add and the sum's quantize: the
+// values on the last grid, the codes of it) in an int8 matmul, on AMX tiles where the CPU has
+// them, and in int8 and fp32 convs.
 TEST(LowPrecisionTest, AQuantizeEpilogueWritesGridValuesOrTheirU8Codes) {
   ATVOSS_REQUIRE_FLAG("avx512_vnni");
   ATVOSS_REQUIRE_FLAG("avx512_bf16");
-  const std::vector<ScheduleCase> cases = {
+  std::vector<ScheduleCase> cases = {
+      {R"({"op":"matmul","dtype":"int8","dims":{"M":19,"N":40,"K":300},"epilogue":["bias","requantize","add","requantize"]})",
+       {{"tile_k", 64}}},
+      {R"({"op":"conv2d","dtype":"int8","dims":{"N":2,"C":40,"H":9,"W":9,"K":24,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["bias","requantize","add","relu","requantize"]})",
+       {{"tile_k", 16}}},
+      {R"({"op":"conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":9,"W":9,"K":24,"R":1,"S":1,"stride":1,"pad":0},"epilogue":["bias","requantize","add","requantize"]})",
+       {}},
       {R"({"op":"matmul","dtype":"float32","dims":{"M":19,"N":40,"K":300},"epilogue":["bias","quantize"]})",
        {{"tile_k", 64}, {"threads", 2}}},
       {R"({"op":"matmul","dtype":"float32","dims":{"M":19,"N":40,"K":60},"epilogue":["quantize"]})", {}},
@@ -504,6 +512,11 @@ TEST(LowPrecisionTest, AQuantizeEpilogueWritesGridValuesOrTheirU8Codes) {
       {R"({"op":"depthwise_conv2d","dtype":"float32","dims":{"N":1,"C":40,"H":9,"W":9,"R":3,"S":3,"stride":1,"pad":1},"epilogue":["quantize"]})",
        {}},
   };
+  if (this_machine().has_flag("amx_int8") && this_machine().has_flag("amx_tile")) {
+    cases.push_back(
+        {R"({"op":"matmul","dtype":"int8","dims":{"M":40,"N":40,"K":128},"epilogue":["bias","requantize","add","requantize"]})",
+         {{"amx_tiles", 1}, {"micro_m", 32}, {"micro_n", 16}, {"tile_k", 64}, {"threads", 2}}});
+  }
   for (const auto& c : cases) {
     const Workload w = workload(c.workload);
     const ScheduleSpace space = space_for(w, this_machine());
@@ -524,10 +537,10 @@ TEST(LowPrecisionTest, AQuantizeEpilogueWritesGridValuesOrTheirU8Codes) {
       k.fn(&args);
       const std::string what = std::string(c.workload) + " fusion_level " + std::to_string(level);
       ASSERT_LE(max_relative_error(w, o, 5), kMaxRelativeError) << what;
-      const std::vector<float> values = o.c;
+      const std::vector<float> values = o.c, grid = last_grid(o.qout);
       EXPECT_EQ(std::count_if(values.begin(), values.end(),
                               [&](float v) {
-                                const double q = double(v) / o.qout[0] + o.qout[1];
+                                const double q = double(v) / grid[0] + grid[1];
                                 return std::abs(q - std::round(q)) > 1e-3 || q < -1e-3 || q > 255.001;
                               }),
                 0)
@@ -536,7 +549,7 @@ TEST(LowPrecisionTest, AQuantizeEpilogueWritesGridValuesOrTheirU8Codes) {
       std::fill(o.c.begin(), o.c.end(), 7.0f);
       args.qc = codes.data();
       k.fn(&args);
-      EXPECT_EQ(wrong_codes(values, codes.data(), o.qout), 0u) << what;
+      EXPECT_EQ(wrong_codes(values, codes.data(), grid), 0u) << what;
       EXPECT_GT(std::set<std::uint8_t>(codes.begin(), codes.end()).size(), 20u) << what;
       if (level == full && c.knobs.empty()) {  // one k block: no partial sums
         EXPECT_EQ(std::count(o.c.begin(), o.c.end(), 7.0f), std::ptrdiff_t(o.c.size())) << what << ": c written";
@@ -551,10 +564,10 @@ TEST(LowPrecisionTest, TheRunnerChecksTheU8Output) {
   const Workload w =
       workload(R"({"op":"matmul","dtype":"int8","dims":{"M":20,"N":40,"K":20},"epilogue":["requantize"]})");
   std::string src = generate_source(w, default_schedule(w, this_machine()), this_machine());
-  const std::string sub = "(g.qout[1] + 0.5f)";
+  const std::string sub = "(grid[1] + 0.5f)";
   ASSERT_NE(src.find(sub), std::string::npos);
   EXPECT_EQ(testing::measure_source(w, src).status, Status::ok);
-  src.replace(src.find(sub), sub.size(), "(g.qout[1] + 1.5f)");
+  src.replace(src.find(sub), sub.size(), "(grid[1] + 1.5f)");
   const Measurement m = testing::measure_source(w, src);
   EXPECT_EQ(m.status, Status::wrong_answer) << m.message;
   EXPECT_NE(m.message.find("u8 output"), std::string::npos) << m.message;

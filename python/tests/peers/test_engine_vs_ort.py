@@ -1981,12 +1981,57 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations
     int8 = [s["workload"] for s in steps if s.get("as") == "int8"]
     assert len(int8) == (3 if VNNI else 0) and all(w["dtype"] == "int8" and w["epilogue"][-1] == "requantize" for w in int8), int8
     # Each activation's QuantizeLinear and the DequantizeLinear that alone reads it: one pass,
-    # and none after a conv.
+    # and none after a conv. The residual Add and its sum's QuantizeLinear run in the epilogue of
+    # the conv whose output it adds, after its own requantize, each onto its grid.
     ops = [s.get("op") for s in steps]
-    assert ops.count("QuantizeLinear") == 5 and "DequantizeLinear" not in ops, ops
-    # Each conv's output has a reader that takes its values (a residual Add, a Relu, a pool): the
-    # values, not the codes.
-    assert not any(s.get("codes_out") or s.get("codes_in") for s in steps), steps
+    assert ops.count("QuantizeLinear") == 4 and "DequantizeLinear" not in ops and "Add" not in ops, ops
+    epilogues = [s["workload"]["epilogue"] for s in steps if s["kind"] == "kernel"]
+    assert epilogues[1] == ["bias", "requantize", "add", "requantize"], epilogues
+    # The first conv's output has a reader that takes its values (the residual Add), and the last's
+    # a pool: values, not codes. The sum is read by the last conv alone: its codes.
+    if VNNI:
+        assert [(bool(s.get("codes_out")), bool(s.get("codes_in"))) for s in steps if s["kind"] == "kernel"] == [
+            (False, False), (True, False), (False, True), (False, False)], steps
+
+
+def test_a_qdq_residual_add_and_relu_run_in_the_conv_that_feeds_them(tmp_path):
+    # A residual block as quantization-aware exporters write it, the Relu kept between the Add and
+    # its QuantizeLinear: the conv's epilogue requantizes onto its own grid, adds the residual (on
+    # another grid), takes the ReLU and requantizes onto the sum's grid, whose codes the next conv
+    # reads; that conv's Add of a broadcast constant stays a plain step. At a batch of two.
+    b = Builder()
+
+    def qdq(t, scale, zero):
+        z = b.qint([zero], T.UINT8, [])
+        return b.node("DequantizeLinear", [b.node("QuantizeLinear", [t, b.const(scale), z]), b.const(scale), z])
+
+    def qconv(t, cin, cout, k, **attrs):
+        w = b.node("DequantizeLinear", [b.qint(RNG.integers(-60, 60, (cout, cin, k, k)), T.INT8), b.const(0.004)])
+        return b.node("Conv", [t, w, b.const(RNG.uniform(-0.1, 0.1, cout))], kernel_shape=[k, k], **attrs)
+
+    x = qdq("x", 0.01, 128)
+    y = qdq(qconv(x, 16, 16, 3, pads=[1, 1, 1, 1]), 0.02, 120)
+    total = qdq(b.node("Relu", [b.node("Add", [y, x])]), 0.015, 64)  # the ReLU clips codes below 64
+    z = qdq(qconv(total, 16, 24, 1), 0.02, 128)
+    out = b.node("Add", [z, b.const(RNG.uniform(-0.1, 0.1, (1, 24, 1, 1)))])
+    path = b.save(str(tmp_path / "res.onnx"), [("x", ["N", 16, 8, 8])], [out])
+    m = rt.Model(path, batch=2)
+    x = RNG.uniform(-1, 1, (2, 16, 8, 8)).astype(np.float32)
+    (ours,) = m.run([x])
+    # The file's float ops exactly; ONNX Runtime's fused int8 kernels round a few ties the other way.
+    for level, within in ((ort.GraphOptimizationLevel.ORT_DISABLE_ALL, 1e-4), (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, 0.0201)):
+        options = ort.SessionOptions()
+        options.graph_optimization_level = level
+        (theirs,) = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        assert float(np.max(np.abs(ours - theirs))) <= within, level
+    steps = m.describe()["steps"]
+    kernels = [s for s in steps if s["kind"] == "kernel"]
+    assert [s["workload"]["epilogue"] for s in kernels] == [["bias", "requantize", "add", "relu", "requantize"],
+                                                             ["bias", "requantize"]], kernels
+    assert [s.get("op") for s in steps].count("Add") == 1, steps
+    if VNNI:
+        assert [(bool(s.get("codes_out")), bool(s.get("codes_in"))) for s in kernels] == [(True, False),
+                                                                                       (False, True)], kernels
 
 
 def test_a_qdq_pointwise_conv_runs_on_the_int8_matmul_where_the_cpu_has_amx(tmp_path):
