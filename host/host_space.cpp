@@ -163,7 +163,7 @@ Schedule default_of(const ScheduleSpace& space, const MachineInfo& m, std::int64
   for (const auto& k : space.knobs()) {
     const auto closest = [&](std::int64_t want) { return host::closest(k.values, want); };
     if (k.name == knobs::micro_m)
-      s.set(k.name, tiles ? 32 : mr);
+      s.set(k.name, tiles ? 16 : mr);  // one tile of rows (docs/decisions/host-amx-default.md)
     else if (k.name == knobs::micro_n)
       s.set(k.name, tiles ? 32 : nv * m.lanes());
     else if (k.name == knobs::tile_m)
@@ -213,7 +213,7 @@ Schedule default_schedule(const Workload& w, const MachineInfo& m) {
   // BLIS-like: the widest register block that fits, mc 96, kc 256, nc as large as allowed;
   // each block's micro-tiles walked row by row (tile_order 2); one thread (the benchmark goals
   // compare with one-thread libraries). Where the CPU has AMX
-  // for the dtype, 32 x 32 tiles, mc 192, nc 1024, kc of 512 bytes first
+  // for the dtype, 16 x 32 tiles, mc 192, nc 1024, kc of 512 bytes first
   // (docs/decisions/host-amx-default.md).
   const ScheduleSpace space = space_for(w, m);
   const std::int64_t eb = kernel_element_bytes(w.dtype());

@@ -434,7 +434,8 @@ TEST(LowPrecisionTest, AmxTilesAreOfferedOnlyWhereTheCpuHasThem) {
   Schedule s = default_schedule(w, amx);
   ASSERT_TRUE(s.has("amx_tiles"));
   EXPECT_EQ(s.at("amx_tiles"), 1) << "tiles by default where the CPU has them";
-  EXPECT_EQ(s.at("micro_m"), 32);
+  EXPECT_EQ(s.at("micro_m"), 16) << "one tile of rows (docs/decisions/host-amx-default.md)";
+  EXPECT_EQ(s.at("micro_n"), 32);
   EXPECT_EQ(s.at("tile_k"), 256) << "512 bytes of a row, clamped to K";
   s.set("micro_m", 6);
   EXPECT_FALSE(space.check(s).ok) << "a 6-row block is no tile block";
