@@ -399,7 +399,8 @@ bool Model::Impl::add_conv(int i, const onnx::NodeProto& p) {
     step.run = [this, w, filter, channels, in, res, out, depthwise, packed_at, made, at, ld] {
       run_kernel(w, ptr[in], filter, channels, res >= 0 ? ptr[res] : nullptr, ptr[out] + at,
                  depthwise ? -1 : long(packed_at),
-                 made && made->written ? reinterpret_cast<std::uint8_t*>(ptr[made->slot]) : nullptr, ld);
+                 made && made->written ? reinterpret_cast<std::uint8_t*>(ptr[made->slot]) : nullptr,
+                 made && made->with_values, ld);
     };
     steps.push_back(std::move(step));
   }
@@ -586,11 +587,15 @@ void Model::Impl::settle_codes() {
       output = output || graph.tensors()[t].output;
     }
     const std::size_t readers = c->steps.size() - 1;
-    c->written = !output && readers > 0 && readers == consumers;
+    // Codes for the int8 readers wherever there are any: each would make them from the values
+    // in a pass of its own; the values as well where another reader or the graph's output needs them.
+    c->written = readers > 0;
+    c->with_values = output || readers != consumers;
     // The arena keeps no room for codes never written, nor for the readers' own once they are.
     for (int unused : c->written ? c->reader_codes : std::vector<int>{c->slot}) slots[std::size_t(unused)].bytes = 0;
     if (!c->written) continue;
     steps[c->steps[0]].info["codes_out"] = true;  // describe() shows the hand-off
+    if (c->with_values) steps[c->steps[0]].info["values_out"] = true;
     for (std::size_t r = 1; r < c->steps.size(); ++r) steps[c->steps[r]].info["codes_in"] = true;
   }
 }
@@ -677,7 +682,10 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
     args.qout = channels.qout;
     args.residual = res >= 0 ? ptr[res] : nullptr;
     args.c = ptr[out];
-    if (made && made->written) args.qc = reinterpret_cast<std::uint8_t*>(ptr[made->slot]);
+    if (made && made->written) {
+      args.qc = reinterpret_cast<std::uint8_t*>(ptr[made->slot]);
+      args.qc_with_c = made->with_values;
+    }
     runtime::Runtime::use_prepared(w, packed[packed_at], args);
     rt->run(w, args);
   };
@@ -685,7 +693,8 @@ void Model::Impl::add_int8_kernel(Step step, const Workload& w, const RunGrid& g
 }
 
 void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels,
-                             const float* residual, float* c, long packed_at, std::uint8_t* qc, std::int64_t c_ld) {
+                             const float* residual, float* c, long packed_at, std::uint8_t* qc, bool qc_with_c,
+                             std::int64_t c_ld) {
   host::AtvossArgs args{};
   args.a = a;
   args.b = b;
@@ -696,6 +705,7 @@ void Model::Impl::run_kernel(const Workload& w, const float* a, const float* b, 
   args.qout = channels.qout;
   args.residual = residual;
   args.qc = qc;
+  args.qc_with_c = qc && qc_with_c;
   if (packed_at >= 0) runtime::Runtime::use_prepared(w, packed[std::size_t(packed_at)], args);
   rt->run(w, args);
 }

@@ -25,7 +25,8 @@
 // "quantize" or "requantize" writes the u8 codes q of its output to qc when qc is set (one
 // byte per element, laid out as c), and not the values to c; c is then the kernel's scratch
 // for partial sums over k blocks (its contents afterwards are unspecified), so the caller
-// still passes it. qc null: c as above. The next int8 layer reads qc as its u8 input with
+// still passes it; unless qc_with_c is set: then c gets the values as well (a tensor that int8
+// layers read as codes and others as values). qc null: c as above. The next int8 layer reads qc as its u8 input with
 // zero point qout[1].
 // Prepacked weights: a conv2d (fp32, int8, bf16; not depthwise) and a matmul or batch_matmul
 // (fp32, int8, bf16: B packed, every batch) also export
@@ -63,7 +64,8 @@
   const void* qb_packed;          \
   unsigned char* qc;              \
   const float* slope;             \
-  long c_ld;
+  long c_ld;                      \
+  int qc_with_c;
 #define ATVOSS_STRINGIFY2(x) #x
 #define ATVOSS_STRINGIFY(x) ATVOSS_STRINGIFY2(x)
 

@@ -39,6 +39,7 @@ AtvossArgs Operands::args() {
                     nullptr,
                     nullptr,
                     ptr(slope),
+                    0,
                     0};
 }
 

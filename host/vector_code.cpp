@@ -52,11 +52,15 @@ inline void store_codes(const AtvossArgs& g, const float* p, vf v, long n) {
   std::memcpy(g.qc + (p - g.c), &q, n);
 }
 // The last write of n lanes of an output: their values to c or, where MAY_CODE (the write-back's
-// default: CODES, the epilogue's quantize is fused) and qc is set, their u8 codes to qc.
+// default: CODES, the epilogue's quantize is fused) and qc is set, their u8 codes to qc (and the
+// values to c too where qc_with_c is set).
 template <bool MAY_CODE = CODES>
 inline void store_out(const AtvossArgs& g, float* p, vf v, long n) {
   if constexpr (MAY_CODE) {
-    if (g.qc) return store_codes(g, p, v, n);
+    if (g.qc) {
+      store_codes(g, p, v, n);
+      if (!g.qc_with_c) return;
+    }
   }
   store_n(p, v, n);
 }

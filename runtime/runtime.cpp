@@ -60,7 +60,10 @@ void check_args(const Workload& w, const host::AtvossArgs& args) {
     throw_bad_input("runtime: argument 'codes' is set; " + w.label() +
                     " writes u8 codes only with an epilogue ending in quantize or requantize");
   }
-  if (!args.qc) need(args.c, "c", "its output");
+  if (!args.qc || args.qc_with_c) need(args.c, "c", "its output");
+  if (args.qc_with_c && !args.qc) {
+    throw_bad_input("runtime: argument 'qc_with_c' is set without 'codes'; it asks for the values beside the codes");
+  }
   if (args.c_ld != 0 && (w.op() != "conv2d" || w.dtype() != DType::float32 || args.c_ld < w.dim("K"))) {
     throw_bad_input("runtime: argument 'c_ld' = " + std::to_string(args.c_ld) +
                     "; expected 0 (dense), or a row stride of at least K for an fp32 conv2d (" + w.label() + ")");
@@ -95,7 +98,7 @@ std::string call_key(const char* op, std::initializer_list<std::int64_t> dims, c
 host::AtvossArgs abi_args(const float* a, const float* b, float* c, const EpilogueArgs& e) {
   // fp32 kernels read no quantised operands (qa, qb, qscale, qcomp).
   return host::AtvossArgs{a,       b,       c,      e.bias, e.scale, e.shift, e.residual, nullptr, nullptr,
-                          nullptr, nullptr, e.qout, 0,      nullptr, e.codes, e.slope,    0};
+                          nullptr, nullptr, e.qout, 0,      nullptr, e.codes, e.slope,    0,       0};
 }
 
 // The arguments of a low-precision kernel: quantised inputs (int8 also its dequantisation

@@ -329,6 +329,7 @@ struct Model::Impl {
     std::vector<std::size_t> steps;  // the producer's step, then its int8 readers'
     std::vector<int> reader_codes;   // the readers' own codes slots, unused once written
     bool written = false;            // settled: the producer writes the codes, the readers read them
+    bool with_values = false;        // settled: and the values, which other readers read
   };
   std::vector<std::shared_ptr<CodesOut>> codes_out;
   std::map<int, std::shared_ptr<CodesOut>> codes_of;  // tensor -> its producer's codes
@@ -379,10 +380,10 @@ struct Model::Impl {
   std::optional<Placement> concat_place(int t);
   // Kernel w on A a, B b (its prepared copy packed[packed_at], or -1 for none), per-channel
   // operands and residual (or null), into c: the call every kernel step makes.
-  // qc set: a requantizing kernel writes its output's u8 codes there (c its scratch); c_ld:
-  // C's row stride (an fp32 conv's, concat_place), 0 dense.
+  // qc set: a requantizing kernel writes its output's u8 codes there (c its scratch, or the
+  // values too where qc_with_c); c_ld: C's row stride (an fp32 conv's, concat_place), 0 dense.
   void run_kernel(const Workload& w, const float* a, const float* b, const ChannelData& channels, const float* residual,
-                  float* c, long packed_at, std::uint8_t* qc = nullptr, std::int64_t c_ld = 0);
+                  float* c, long packed_at, std::uint8_t* qc = nullptr, bool qc_with_c = false, std::int64_t c_ld = 0);
   // Conv step `step` of a dilated conv (dilation d) as the importer's conv w over its phase
   // images (frontend/phase_conv.hpp): tensor x's NHWC slot `in` (and the residual's `res`, or
   // -1) gathered into the phase images (to_phases), the kernel run once over them, the result

@@ -484,7 +484,7 @@ TEST(LowPrecisionTest, AmxTilesAreOfferedOnlyWhereTheCpuHasThem) {
 // writes the codes of exactly the values it writes without it. In every dtype and op, with the
 // quantize fused into the write-back and as a separate pass, over several k blocks (c holds
 // the partial sums) and on two threads; with the quantize fused and one k block it does not
-// write c at all. Two grids (a QDQ model's conv, its residual Add and the sum's quantize: the
+// write c at all; with qc_with_c it writes both. Two grids (a QDQ model's conv, its residual Add and the sum's quantize: the
 // values on the last grid, the codes of it) in an int8 matmul, on AMX tiles where the CPU has
 // them, and in int8 and fp32 convs.
 TEST(LowPrecisionTest, AQuantizeEpilogueWritesGridValuesOrTheirU8Codes) {
@@ -552,6 +552,18 @@ TEST(LowPrecisionTest, AQuantizeEpilogueWritesGridValuesOrTheirU8Codes) {
       k.fn(&args);
       EXPECT_EQ(wrong_codes(values, codes.data(), grid), 0u) << what;
       EXPECT_GT(std::set<std::uint8_t>(codes.begin(), codes.end()).size(), 20u) << what;
+      // qc_with_c: the same codes, and the values as well.
+      std::vector<std::uint8_t> both(values.size(), 0);
+      std::fill(o.c.begin(), o.c.end(), 7.0f);
+      args.qc = both.data();
+      args.qc_with_c = 1;
+      k.fn(&args);
+      EXPECT_EQ(both, codes) << what;
+      EXPECT_EQ(o.c, values) << what << ": the values beside the codes";
+      args.qc_with_c = 0;
+      args.qc = codes.data();
+      std::fill(o.c.begin(), o.c.end(), 7.0f);
+      k.fn(&args);
       if (level == full && c.knobs.empty()) {  // one k block: no partial sums
         EXPECT_EQ(std::count(o.c.begin(), o.c.end(), 7.0f), std::ptrdiff_t(o.c.size())) << what << ": c written";
       }

@@ -1987,11 +1987,13 @@ def test_a_qdq_model_as_onnxruntime_quantization_writes_it(tmp_path, activations
     assert ops.count("QuantizeLinear") == 4 and "DequantizeLinear" not in ops and "Add" not in ops, ops
     epilogues = [s["workload"]["epilogue"] for s in steps if s["kind"] == "kernel"]
     assert epilogues[1] == ["bias", "requantize", "add", "requantize"], epilogues
-    # The first conv's output has a reader that takes its values (the residual Add), and the last's
-    # a pool: values, not codes. The sum is read by the last conv alone: its codes.
+    # The first conv's output is read by the second conv (its codes) and by the residual Add in the
+    # second's epilogue (its values): both written. The sum is read by the last conv alone: its
+    # codes only. The last conv's output goes to a pool: values only.
     if VNNI:
-        assert [(bool(s.get("codes_out")), bool(s.get("codes_in"))) for s in steps if s["kind"] == "kernel"] == [
-            (False, False), (True, False), (False, True), (False, False)], steps
+        assert [(bool(s.get("codes_out")), bool(s.get("values_out")), bool(s.get("codes_in")))
+                for s in steps if s["kind"] == "kernel"] == [
+            (True, True, False), (True, False, True), (False, False, True), (False, False, False)], steps
 
 
 def test_a_qdq_residual_add_and_relu_run_in_the_conv_that_feeds_them(tmp_path):
