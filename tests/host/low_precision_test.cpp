@@ -484,9 +484,9 @@ TEST(LowPrecisionTest, AmxTilesAreOfferedOnlyWhereTheCpuHasThem) {
 // writes the codes of exactly the values it writes without it. In every dtype and op, with the
 // quantize fused into the write-back and as a separate pass, over several k blocks (c holds
 // the partial sums) and on two threads; with the quantize fused and one k block it does not
-// write c at all; with qc_with_c it writes both. Two grids (a QDQ model's conv, its residual Add and the sum's quantize: the
-// values on the last grid, the codes of it) in an int8 matmul, on AMX tiles where the CPU has
-// them, and in int8 and fp32 convs.
+// write c at all; with qc_with_c it writes both. Two grids (a QDQ model's conv, its residual
+// Add and the sum's quantize: the values on the last grid, the codes of it) in an int8 matmul,
+// on AMX tiles where the CPU has them, and in int8 and fp32 convs.
 TEST(LowPrecisionTest, AQuantizeEpilogueWritesGridValuesOrTheirU8Codes) {
   ATVOSS_REQUIRE_FLAG("avx512_vnni");
   ATVOSS_REQUIRE_FLAG("avx512_bf16");
