@@ -172,8 +172,8 @@ bool Workload::has_epilogue(std::string_view op) const {
   return std::find(epilogue_.begin(), epilogue_.end(), op) != epilogue_.end();
 }
 
-int Workload::quantize_grids() const {
-  return int(std::count_if(epilogue_.begin(), epilogue_.end(),
+int quantize_grids(const std::vector<std::string>& epilogue) {
+  return int(std::count_if(epilogue.begin(), epilogue.end(),
                            [](const std::string& op) { return op == "quantize" || op == "requantize"; }));
 }
 

@@ -52,6 +52,10 @@ std::string_view to_string(DType d) noexcept;
 DType parse_dtype(std::string_view s);  // bad_input naming 'dtype' on unknown
 int dtype_bytes(DType d) noexcept;
 
+// The u8 grids an epilogue rounds onto: one per quantize or requantize op (host/kernel_abi.hpp's
+// qout holds a {scale, zero point} for each, in order).
+int quantize_grids(const std::vector<std::string>& epilogue);
+
 class Workload {
  public:
   // Validates every field; throws bad_input naming the field and what was expected.
@@ -82,9 +86,7 @@ class Workload {
   // Independent instances of the main op: B of batch_matmul, N of a conv, else 1.
   double batch() const;
   bool has_epilogue(std::string_view op) const;
-  // The u8 grids its epilogue rounds onto: one per quantize or requantize op (host/kernel_abi.hpp's
-  // qout holds a {scale, zero point} for each, in order).
-  int quantize_grids() const;
+  int quantize_grids() const { return atvoss::quantize_grids(epilogue_); }
 
   // Window ops (conv, depthwise, pools): the padded input, the window's extent with its
   // dilation, and the strides. Without the optional pool dims: H + 2 pad, R, stride.

@@ -128,7 +128,7 @@ double apply_epilogue(const Workload& w, const Operands& o, double v, std::size_
     if (op == "mish") v = v * std::tanh(std::log1p(std::exp(v)));
     if (op == "add") v += o.residual[at];
     if (op == "quantize" || op == "requantize") {
-      const std::vector<float> g(o.qout.begin() + std::ptrdiff_t(grid), o.qout.begin() + std::ptrdiff_t(grid + 2));
+      const std::span<const float> g = std::span(o.qout).subspan(grid, 2);
       v = (double(u8_code(v, g)) - g[1]) * g[0];
       grid += 2;
     }
@@ -152,7 +152,7 @@ double grid_steps(const std::vector<float>& qout) {
   return sum;
 }
 
-std::uint8_t u8_code(double value, const std::vector<float>& qout) {
+std::uint8_t u8_code(double value, std::span<const float> qout) {
   return std::uint8_t(std::floor(std::clamp(value / qout[0] + qout[1], 0.0, 255.0) + 0.5));
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/workload.hpp"
@@ -63,7 +64,7 @@ double grid_steps(const std::vector<float>& qout);
 
 // The u8 code of a value on the grid qout = {scale, zero point} (kernel_abi.hpp's u8 output),
 // and how many of `codes` differ from the codes of `values`, element for element.
-std::uint8_t u8_code(double value, const std::vector<float>& qout);
+std::uint8_t u8_code(double value, std::span<const float> qout);
 std::size_t wrong_codes(const std::vector<float>& values, const std::uint8_t* codes, const std::vector<float>& qout);
 
 // The scalar epilogue (the definition the generated vector code must match).

@@ -270,15 +270,11 @@ inline void write_out(const AtvossArgs& g, float* p, vf x, bool last, const floa
 )";
 
 std::string epilogue_functions(const lowering::FusionSplit& split) {
-  const auto grids = [](const std::vector<std::string>& ops) {
-    return int(
-        std::count_if(ops.begin(), ops.end(), [](const auto& op) { return op == "quantize" || op == "requantize"; }));
-  };
   std::string out = epilogue_function("fused", split.fused, 0) + kWriteOut;
-  int grid = grids(split.fused);
+  int grid = quantize_grids(split.fused);
   for (std::size_t i = 0; i < split.unfused.size(); ++i) {
     out += epilogue_function("unfused" + std::to_string(i), {split.unfused[i]}, grid);
-    grid += grids({split.unfused[i]});
+    grid += quantize_grids({split.unfused[i]});
   }
   return out;
 }

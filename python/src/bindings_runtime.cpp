@@ -56,8 +56,7 @@ struct Epilogue {
     take(sh, "shift", "batchnorm", shift);
     take(res, "residual", "add", residual);
     take(sl, "slope", "leaky_relu", slope);
-    const auto quantizes =
-        std::count(ops.begin(), ops.end(), "quantize") + std::count(ops.begin(), ops.end(), "requantize");
+    const int quantizes = quantize_grids(ops);
     if (grid && !quantizes) throw_bad_input("runtime: 'qout' given but the epilogue has no 'quantize' or 'requantize'");
     // One grid here; the C++ and C APIs take one per quantize op (host/kernel_abi.hpp).
     if (quantizes > 1)
